@@ -1,0 +1,100 @@
+"""Argument checks shared by every entry point: one place, one wording."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dplong.exceptions import DataError, ParameterError, PrivacyParameterError
+
+RandomState = int | np.random.Generator | None
+
+
+def check_random_state(random_state: RandomState) -> np.random.Generator:
+    """Return a Generator; ``None`` draws fresh OS entropy (the only choice for a release)."""
+    if random_state is None or isinstance(random_state, (int, np.integer)):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    raise ParameterError(
+        f"random_state must be None, an int or a numpy.random.Generator, "
+        f"got {type(random_state).__name__}"
+    )
+
+
+def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
+    try:
+        value = float(epsilon)
+    except (TypeError, ValueError):
+        raise PrivacyParameterError(
+            f"{name} must be a positive finite number, got {epsilon!r}"
+        ) from None
+    if not (math.isfinite(value) and value > 0):
+        raise PrivacyParameterError(f"{name} must be a positive finite number, got {epsilon!r}")
+    return value
+
+
+def check_delta(delta: Any, name: str = "delta") -> float:
+    try:
+        value = float(delta)
+    except (TypeError, ValueError):
+        raise PrivacyParameterError(f"{name} must be a number in (0, 1), got {delta!r}") from None
+    if not (0.0 < value < 1.0):
+        raise PrivacyParameterError(f"{name} must be a number in (0, 1), got {delta!r}")
+    return value
+
+
+def check_fraction(value: Any, name: str) -> float:
+    try:
+        share = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number in (0, 1), got {value!r}") from None
+    if not (0.0 < share < 1.0):
+        raise ParameterError(f"{name} must be a number in (0, 1), got {value!r}")
+    return share
+
+
+def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        allowed = ", ".join(repr(c) for c in choices)
+        raise ParameterError(f"{name} must be one of {allowed}; got {value!r}")
+    return str(value)
+
+
+def as_finite_matrix(values: ArrayLike, name: str = "values") -> NDArray[np.float64]:
+    """Return ``values`` as a finite float (n, d) matrix; 1-D input becomes one column."""
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DataError(f"{name} must be numeric; could not convert it to floating point") from None
+    if array.ndim == 1:
+        array = array[:, None]
+    if array.ndim != 2:
+        raise DataError(f"{name} must be 1-D or 2-D (n x d), got {array.ndim} dimensions")
+    if array.shape[0] == 0 or array.shape[1] == 0:
+        raise DataError(f"{name} is empty (shape {array.shape})")
+    if not np.isfinite(array).all():
+        bad = int((~np.isfinite(array)).sum())
+        raise DataError(f"{name} contains {bad} NaN or infinite entries; remove or impute them")
+    return array
+
+
+def per_column(value: Any, d: int, name: str, *, positive: bool = True) -> NDArray[np.float64]:
+    """Broadcast a scalar or length-d array to d finite (positive) floats."""
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number or an array of {d} numbers") from None
+    if array.ndim == 0:
+        array = np.full(d, float(array))
+    if array.shape != (d,):
+        raise ParameterError(
+            f"{name} must be a number or an array of {d} numbers, got shape {array.shape}"
+        )
+    if not np.isfinite(array).all() or (positive and not (array > 0).all()):
+        kind = "positive finite" if positive else "finite"
+        raise ParameterError(f"{name} must be {kind}, got {array.tolist()}")
+    return array

@@ -1,0 +1,87 @@
+"""Private projection intervals: a private midpoint from the mode of a private histogram.
+
+* :func:`central_midpoint` — Algorithm 3 (central, (ε, δ)-DP), with the paper's fallback
+  ``m̂ = 0`` and a failure flag when no bin survives the stable histogram.
+* :func:`local_midpoint` — Algorithm 9 (local, ε-LDP) over the bins whose centre lies in
+  ``[-B, B]``.
+
+The interval's half-width (``3τ`` in the paper's Algorithm 3, ``τ + 2τ'`` in §7.1.2) is the
+caller's choice; these functions return the midpoint ``m̂ = 2 h k̂`` only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dplong.exceptions import InsufficientUsersError, ParameterError
+from dplong.privacy.histogram import (
+    randomized_histogram,
+    stable_histogram,
+    stable_histogram_threshold,
+)
+
+__all__ = ["MAX_LOCAL_BINS", "central_midpoint", "check_histogram_feasible", "local_midpoint"]
+
+MAX_LOCAL_BINS = 10_000_000
+
+
+def check_histogram_feasible(n: int, epsilon: float, delta: float) -> None:
+    """Refuse, before any budget is spent, a stable histogram that can never report a bin.
+
+    A bin survives only if its noisy proportion reaches the threshold; when the threshold
+    exceeds 1 (all n users in one bin still fall short in expectation) the midpoint step would
+    fail almost surely and the whole budget would be wasted.
+    """
+    threshold = stable_histogram_threshold(n, epsilon, delta)
+    if threshold > 1.0:
+        needed = math.ceil(2.0 / epsilon * math.log(2.0 / delta) + 1.0)
+        raise InsufficientUsersError(
+            f"with n={n} users the private midpoint cannot succeed: its histogram threshold "
+            f"(2/(eps n)) log(2/delta) + 1/n = {threshold:.3g} exceeds 1 at the midpoint's "
+            f"epsilon={epsilon:.3g}, delta={delta:.3g}. It needs at least {needed} users; "
+            f"raise epsilon or delta, or give the midpoint a larger share of the budget."
+        )
+
+
+def central_midpoint(
+    values: NDArray[np.float64],
+    half_width: float,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+) -> tuple[float, bool]:
+    """Algorithm 3: return ``(m̂, failed)``; on failure ``m̂ = 0`` as in line 4."""
+    mode = stable_histogram(values, half_width, epsilon, delta, rng).mode()
+    if mode is None:
+        return 0.0, True
+    return 2.0 * half_width * mode, False
+
+
+def local_bins(half_width: float, bound: float) -> NDArray[np.int64]:
+    """Bin indices ``k`` with ``|2 h k| <= B`` (Algorithm 9, line 1)."""
+    k_max = math.floor(bound / (2.0 * half_width))
+    if 2 * k_max + 1 > MAX_LOCAL_BINS:
+        raise ParameterError(
+            f"bound={bound:.3g} is {bound / half_width:.3g} bin half-widths: the local histogram "
+            f"would need {2 * k_max + 1} bins (at most {MAX_LOCAL_BINS}); give a tighter bound"
+        )
+    return np.arange(-k_max, k_max + 1, dtype=np.int64)
+
+
+def local_midpoint(
+    values: NDArray[np.float64],
+    half_width: float,
+    bound: float,
+    epsilon: float,
+    rng: np.random.Generator,
+) -> float:
+    """Algorithm 9: the centre of the most frequent bin among ``|2 h k| <= B``."""
+    histogram = randomized_histogram(
+        values, half_width, local_bins(half_width, bound), epsilon, rng
+    )
+    mode = histogram.mode()
+    assert mode is not None  # the local histogram reports every bin
+    return 2.0 * half_width * mode
