@@ -141,8 +141,10 @@ def split_budget(epsilon: float, delta: float, d: int, *, pure: bool = False) ->
         return basic
     slack = delta if pure else delta / 2
     each = epsilon / math.sqrt(8 * d * math.log(1 / slack))
+    if each <= epsilon / d or each > 1.0:  # advanced only pays for many small steps
+        return basic
     total = advanced_composition_epsilon(each, d, slack)
-    if each <= epsilon / d or total > epsilon:
+    if total > epsilon:
         return basic
     return ColumnBudget(
         each, (column_delta - slack) / d if not pure else 0.0, slack, "advanced", total, delta
