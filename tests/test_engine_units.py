@@ -343,3 +343,19 @@ class TestBadInput:
     def test_errors_are_builtin_compatible(self) -> None:
         with pytest.raises(ValueError):
             dplong.winsorized_mean(self.x, epsilon=-1.0, scale=1.0)
+
+
+class TestRandomizedResponseOdds:
+    @pytest.mark.parametrize("eps", [1e-300, 3.34e-16, 1e-12, 1e-6, 4e-4, 0.1, 1.0, 5.0, 30.0])
+    def test_both_odds_within_exp_epsilon_exactly(self, eps: float) -> None:
+        # exact rational q against a 60-digit e^ε: (1-q)/q and q/(1-q) must both be <= e^ε
+        import decimal
+        from fractions import Fraction
+
+        from dplong.privacy.noise import flip_probability
+
+        decimal.getcontext().prec = 60
+        bound = decimal.Decimal(eps).exp()
+        q = Fraction(flip_probability(eps))
+        for odds in ((1 - q) / q, q / (1 - q)):
+            assert decimal.Decimal(odds.numerator) / decimal.Decimal(odds.denominator) <= bound

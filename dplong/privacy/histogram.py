@@ -68,6 +68,7 @@ def stable_histogram(
     epsilon: float,
     delta: float,
     rng: np.random.Generator,
+    n: int | None = None,
 ) -> Histogram:
     """Algorithm 2 (StableHistogram) over unbounded bins of width ``2 * half_width``.
 
@@ -76,9 +77,10 @@ def stable_histogram(
     A bin that is empty in one data set and holds one user in its neighbour survives with
     probability ``P(Z >= (2/ε) log(2/δ)) <= δ/2``, the stability argument of Lemma C.1; it
     holds verbatim for the geometric tail ``e^{-ε t/2}``. The threshold uses the ε the noise
-    actually has after :func:`geometric_rate`'s float slack.
+    actually has after :func:`geometric_rate`'s float slack. ``n`` (default: all values) is the
+    public number of users; users without a value simply fall in no bin.
     """
-    n = values.shape[0]
+    n = values.shape[0] if n is None else n
     rate = float(geometric_rate(epsilon, 2.0))
     eps = 2.0 * rate
     bins, counts = np.unique(bin_index(values, half_width), return_counts=True)
@@ -94,6 +96,7 @@ def randomized_histogram(
     bins: NDArray[np.int64],
     epsilon: float,
     rng: np.random.Generator,
+    n: int | None = None,
 ) -> Histogram:
     """Algorithm 7 (RandomizedHistogram): ε-LDP histogram over the finite set ``bins``.
 
@@ -103,8 +106,9 @@ def randomized_histogram(
     number of 1-reports per bin, which we draw from its exact law — ``Binomial(c_k, 1-q) +
     Binomial(n - c_k, q)`` — identical in distribution to summing the n reports (DESIGN.md:
     the local protocol is simulated, not run on devices). The debiasing step is line 5.
+    Users beyond ``values`` (``n`` is the public total) report an all-zero indicator.
     """
-    n = values.shape[0]
+    n = values.shape[0] if n is None else n
     q = flip_probability(epsilon / 2.0)
     k = bin_index(values, half_width)
     position = np.searchsorted(bins, k)

@@ -52,9 +52,10 @@ def central_midpoint(
     epsilon: float,
     delta: float,
     rng: np.random.Generator,
+    n: int | None = None,
 ) -> tuple[float, bool]:
     """Algorithm 3: return ``(m̂, failed)``; on failure ``m̂ = 0`` as in line 4."""
-    mode = stable_histogram(values, half_width, epsilon, delta, rng).mode()
+    mode = stable_histogram(values, half_width, epsilon, delta, rng, n).mode()
     if mode is None:
         return 0.0, True
     return 2.0 * half_width * mode, False
@@ -77,10 +78,11 @@ def local_midpoint(
     bound: float,
     epsilon: float,
     rng: np.random.Generator,
+    n: int | None = None,
 ) -> float:
     """Algorithm 9: the centre of the most frequent bin among ``|2 h k| <= B``."""
     histogram = randomized_histogram(
-        values, half_width, local_bins(half_width, bound), epsilon, rng
+        values, half_width, local_bins(half_width, bound), epsilon, rng, n
     )
     mode = histogram.mode()
     assert mode is not None  # the local histogram reports every bin

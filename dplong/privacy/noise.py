@@ -169,11 +169,14 @@ def _round_to(values: NDArray[np.int64], unit: NDArray[np.int64]) -> NDArray[np.
 def flip_probability(epsilon: float) -> float:
     """Probability that randomized response (Alg 6) reports the opposite bit.
 
-    It is ``1 / (1 + e^ε')`` rounded *up* to a multiple of 2**-53, with ε' shaved by a relative
-    2**-40 plus 2**-60 to absorb the few-ulp error of ``exp``: the odds never exceed ``e^ε``.
+    Ideally ``q = 1 / (1 + e^ε)``; both odds ``(1-q)/q`` and ``q/(1-q)`` must stay within
+    ``e^ε``. ``1/(1 + exp(x))`` carries a few ulps of error (~2**-52 absolute near ½), which moves
+    the log-odds by up to ~2**-50; we evaluate it at ``ε (1 - 2**-40) - 2**-48`` (so q only
+    grows), round *up* to a multiple of 2**-53 (the resolution of the uniform draw) and cap it
+    at ½, where the report is independent of the bit.
     """
-    q = 1.0 / (1.0 + np.exp(epsilon * (1.0 - 2.0**-40) - 2.0**-60))
-    return float(np.ceil(q * 2.0**53) / 2.0**53)
+    q = 1.0 / (1.0 + np.exp(epsilon * (1.0 - 2.0**-40) - 2.0**-48))
+    return float(min(np.ceil(q * 2.0**53) / 2.0**53, 0.5))
 
 
 def randomized_response(

@@ -191,10 +191,6 @@ def winsorized_mean(
     >>> res.privacy.epsilon <= 1.0, res.n
     (True, 1000)
     """
-    eps = check_epsilon(epsilon)
-    model = check_choice(privacy, "privacy", PRIVACY_MODELS)
-    variant = check_choice(variant, "variant", VARIANTS)
-    gamma = check_fraction(gamma, "gamma")
     rng = check_random_state(random_state)
     matrix = as_finite_matrix(values)
     squeeze = np.ndim(values) == 1
@@ -202,38 +198,86 @@ def winsorized_mean(
         codes, n = factorize_groups(groups, matrix.shape[0])
         matrix = group_means(matrix, codes, n)
     n, d = matrix.shape
-    if n < 2:
-        raise InsufficientUsersError(f"a private mean needs at least 2 users, got n={n}")
-    if model == "central":
-        total_delta = 1.0 / n**2 if delta is None else check_delta(delta)
-    else:
-        total_delta = 0.0 if delta is None else check_delta(delta)
-        if bound is None:
-            raise ParameterError(
-                'privacy="local" needs bound=B, a public bound on |mean| per column'
-            )
-        if sample_split:
-            raise ParameterError("sample_split is only defined for the central model")
-    tau_j, tau_bins = _radii(scale, tau, n, d, gamma)
-    column_names = _column_names(names, d)
+    options = ReleaseOptions.check(
+        n,
+        epsilon=epsilon,
+        delta=delta,
+        privacy=privacy,
+        bound=bound,
+        d=d,
+        variant=variant,
+        midpoint_share=midpoint_share,
+        sample_split=sample_split,
+        gamma=gamma,
+    )
+    tau_j, tau_bins = _radii(scale, tau, n, d, options.gamma)
     return release_mean(
         matrix,
-        epsilon=eps,
-        delta=total_delta,
         tau=tau_j,
         tau_bins=tau_bins,
         rng=rng,
-        privacy=model,
-        bound=None if bound is None else per_column(bound, d, "bound"),
-        variant=variant,
-        midpoint_share=None
-        if midpoint_share is None
-        else check_fraction(midpoint_share, "midpoint_share"),
-        sample_split=sample_split,
-        names=column_names,
+        options=options,
+        names=_column_names(names, d),
         accountant=accountant,
         squeeze=squeeze,
     )
+
+
+@dataclass(frozen=True)
+class ReleaseOptions:
+    """Validated privacy options of one release (shared by every model's ``fit``)."""
+
+    epsilon: float
+    delta: float
+    privacy: str
+    bound: NDArray[np.float64] | None
+    variant: str
+    midpoint_share: float | None
+    sample_split: bool
+    gamma: float
+
+    @classmethod
+    def check(
+        cls,
+        n: int,
+        *,
+        epsilon: Any,
+        delta: Any,
+        privacy: Any,
+        bound: Any,
+        d: int,
+        variant: Any = "improved",
+        midpoint_share: Any = None,
+        sample_split: bool = False,
+        gamma: Any = DEFAULT_GAMMA,
+    ) -> ReleaseOptions:
+        """Validate once at the entry point, with messages naming the argument."""
+        eps = check_epsilon(epsilon)
+        model = check_choice(privacy, "privacy", PRIVACY_MODELS)
+        if n < 2:
+            raise InsufficientUsersError(f"a private mean needs at least 2 users, got n={n}")
+        if model == "central":
+            total_delta = 1.0 / n**2 if delta is None else check_delta(delta)
+        else:
+            total_delta = 0.0 if delta is None else check_delta(delta)
+            if bound is None:
+                raise ParameterError(
+                    'privacy="local" needs bound=B, a public bound on |mean| per column'
+                )
+            if sample_split:
+                raise ParameterError("sample_split is only defined for the central model")
+        return cls(
+            epsilon=eps,
+            delta=total_delta,
+            privacy=model,
+            bound=None if bound is None else per_column(bound, d, "bound"),
+            variant=check_choice(variant, "variant", VARIANTS),
+            midpoint_share=None
+            if midpoint_share is None
+            else check_fraction(midpoint_share, "midpoint_share"),
+            sample_split=bool(sample_split),
+            gamma=check_fraction(gamma, "gamma"),
+        )
 
 
 def _radii(
@@ -262,28 +306,29 @@ def _column_names(names: Sequence[str] | None, d: int) -> tuple[str, ...]:
 def release_mean(
     matrix: NDArray[np.float64],
     *,
-    epsilon: float,
-    delta: float,
     tau: NDArray[np.float64],
     tau_bins: NDArray[np.float64],
     rng: np.random.Generator,
-    privacy: str = "central",
-    bound: NDArray[np.float64] | None = None,
-    variant: str = "improved",
-    midpoint_share: float | None = None,
-    sample_split: bool = False,
+    options: ReleaseOptions,
     names: tuple[str, ...] | None = None,
     accountant: Accountant | None = None,
     squeeze: bool = False,
+    identified: NDArray[np.bool_] | None = None,
 ) -> WinsorizedMeanResult:
     """Engine behind every model: release the column means of a validated (n x d) matrix.
 
     All feasibility checks and the accountant's check happen before the first noise draw.
+    Users with ``identified[u] == False`` (their statistic does not exist, e.g. a singular
+    per-user regression) fall in no histogram bin and contribute the private midpoint ``m̂``
+    to the mean: n stays the public number of users and each user's influence stays bounded
+    by the interval, so the guarantee is unchanged.
     """
     n, d = matrix.shape
     names = names or _column_names(None, d)
-    local = privacy == "local"
-    budget = split_budget(epsilon, delta, d, pure=local)
+    local = options.privacy == "local"
+    bound, variant, sample_split = options.bound, options.variant, options.sample_split
+    midpoint_share = options.midpoint_share
+    budget = split_budget(options.epsilon, options.delta, d, pure=local)
     if variant == "improved":
         bins_half, half_width = tau_bins, tau + 2.0 * tau_bins
     else:
@@ -308,22 +353,30 @@ def release_mean(
     if accountant is not None:
         accountant.check(budget.total_epsilon, budget.total_delta)
 
-    order = rng.permutation(n) if sample_split else None
-    mid_rows = matrix[order[:n_mid]] if order is not None else matrix
-    mean_rows = matrix[order[n_mid:]] if order is not None else matrix
+    if identified is None:
+        identified = np.ones(n, dtype=bool)
+    order = rng.permutation(n) if sample_split else np.arange(n)
+    mid_users, mean_users = (order[:n_mid], order[n_mid:]) if sample_split else (order, order)
+    mid_rows = matrix[mid_users[identified[mid_users]]]  # users without a statistic: no bin
+    mean_rows = matrix[mean_users]
     midpoint = np.empty(d)
     failed = np.zeros(d, dtype=bool)
     for j in range(d):  # d histograms; each is vectorised over users
         if local:
             assert bound is not None
             midpoint[j] = local_midpoint(
-                mid_rows[:, j], float(bins_half[j]), float(bound[j]), eps_mid, rng
+                mid_rows[:, j], float(bins_half[j]), float(bound[j]), eps_mid, rng, n_mid
             )
         else:
             midpoint[j], failed[j] = central_midpoint(
-                mid_rows[:, j], float(bins_half[j]), eps_mid, budget.delta, rng
+                mid_rows[:, j], float(bins_half[j]), eps_mid, budget.delta, rng, n_mid
             )
-    clipped = np.clip(mean_rows - midpoint, -half_width, half_width)
+    with np.errstate(invalid="ignore"):  # NaN statistics of unidentified users are replaced
+        clipped = np.where(
+            identified[mean_users, None],
+            np.clip(mean_rows - midpoint, -half_width, half_width),
+            0.0,
+        )
     release = release_bounded_sum(clipped, half_width, np.full(d, eps_mean), rng, local=local)
     n_mean = mean_rows.shape[0]
     estimate = midpoint + release.total / n_mean

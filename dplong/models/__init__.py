@@ -1,0 +1,6 @@
+"""Formula models for panel data: each reduces users to statistics released privately."""
+
+from dplong.models.linear import LongitudinalOLS
+from dplong.models.location import RandomEffectsLocation
+
+__all__ = ["LongitudinalOLS", "RandomEffectsLocation"]

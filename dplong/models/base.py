@@ -1,0 +1,176 @@
+"""Shared machinery of the formula models: design → per-user statistics → release → results."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import pandas as pd
+import patsy
+from numpy.typing import NDArray
+
+from dplong._validation import RandomState, check_random_state, per_column
+from dplong.dependence import DependenceModel
+from dplong.exceptions import ParameterError
+from dplong.models.design import GroupsLike, PanelDesign, build_design
+from dplong.privacy.accounting import Accountant, PrivacyLedger
+from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
+from dplong.privacy.winsorized import ReleaseOptions, WinsorizedMeanResult, release_mean
+from dplong.results import PanelResults
+
+ScaleLike = float | NDArray[np.float64] | list[float] | DependenceModel
+M = TypeVar("M", bound="PanelModel")
+
+
+class PanelModel:
+    """Base of the formula models. Subclasses define how users reduce to statistics."""
+
+    model_name: ClassVar[str] = "PanelModel"
+
+    def __init__(self, design: PanelDesign) -> None:
+        self._design = design
+
+    @classmethod
+    def _build(
+        cls,
+        formula: str,
+        data: pd.DataFrame,
+        groups: GroupsLike,
+        time: GroupsLike | None,
+        depth: int,
+    ) -> PanelDesign:
+        return build_design(
+            formula,
+            data,
+            groups=groups,
+            time=time,
+            eval_env=patsy.EvalEnvironment.capture(depth + 1),
+        )
+
+    @property
+    def nobs_users(self) -> int:
+        """Number of users n: public."""
+        return self._design.n
+
+    @property
+    def exog_names(self) -> list[str]:
+        return list(self._design.columns)
+
+    @property
+    def formula(self) -> str:
+        return self._design.formula
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.formula!r}, n_users={self.nobs_users})"
+
+    def _release(
+        self,
+        statistics: NDArray[np.float64],
+        identified: NDArray[np.bool_],
+        proxy: NDArray[np.float64],
+        names: tuple[str, ...],
+        options: ReleaseOptions,
+        rng: np.random.Generator,
+        accountant: Accountant | None,
+    ) -> WinsorizedMeanResult:
+        """Radii from the per-column variance proxies, then the engine."""
+        n, d = statistics.shape
+        tau = concentration_radius(proxy, n, d, options.gamma)
+        return release_mean(
+            statistics,
+            tau=tau,
+            tau_bins=bin_radius(proxy, options.gamma),
+            rng=rng,
+            options=options,
+            names=names,
+            accountant=accountant,
+            identified=identified,
+        )
+
+    def _results(
+        self,
+        release: WinsorizedMeanResult,
+        names: list[str],
+        sampling_sd: NDArray[np.float64],
+        assumptions: tuple[str, ...],
+        extra: list[tuple[str, float, float, float, float]] | None = None,
+        ledger: PrivacyLedger | None = None,
+    ) -> PanelResults:
+        """Assemble the immutable results from released numbers and public facts.
+
+        ``extra`` rows (name, estimate, noise_scale, noise_sd, sampling_sd) are further released
+        parameters with their own ledger, composed into ``ledger``.
+        """
+        extra = extra or []
+        index = pd.Index(names + [e[0] for e in extra])
+
+        def series(main: Any, k: int, name: str) -> pd.Series:
+            values = np.concatenate([np.atleast_1d(main), [e[k] for e in extra]])
+            out: pd.Series = pd.Series(values, index=index, name=name)
+            return out
+
+        interval = pd.DataFrame(
+            np.atleast_2d(release.interval), index=pd.Index(names), columns=["lower", "upper"]
+        )
+        return PanelResults(
+            model=self.model_name,
+            formula=self.formula,
+            params=series(release.estimate, 1, "params"),
+            noise_scale=series(release.noise_scale, 2, "noise scale"),
+            noise_sd=series(release.noise_sd, 3, "noise sd"),
+            sampling_sd=series(sampling_sd, 4, "sampling sd"),
+            projection_interval=interval,
+            failed=pd.Series(np.atleast_1d(release.failed), index=pd.Index(names), name="failed"),
+            privacy=ledger or release.privacy,
+            nobs_users=self.nobs_users,
+            variant=release.variant,
+            assumptions=assumptions,
+        )
+
+
+def scale_per_column(scale: Any, d: int, dependence_scale: Any) -> NDArray[np.float64]:
+    """A number or per-parameter array as is; a dependence model through ``dependence_scale``."""
+    if isinstance(scale, DependenceModel):
+        return np.asarray(dependence_scale(scale), dtype=np.float64)
+    if scale is None:
+        raise ParameterError(
+            "scale is required: a number (variance proxy of one user's "
+            "statistic), one per parameter, or a dplong.dependence model"
+        )
+    return per_column(scale, d, "scale")
+
+
+def common_fit_args(
+    n: int,
+    d: int,
+    *,
+    epsilon: Any,
+    delta: Any,
+    privacy: Any,
+    bound: Any,
+    variant: Any,
+    midpoint_share: Any,
+    gamma: Any,
+    random_state: RandomState,
+) -> tuple[ReleaseOptions, np.random.Generator]:
+    options = ReleaseOptions.check(
+        n,
+        epsilon=epsilon,
+        delta=delta,
+        privacy=privacy,
+        bound=bound,
+        d=d,
+        variant=variant,
+        midpoint_share=midpoint_share,
+        gamma=gamma if gamma is not None else DEFAULT_GAMMA,
+    )
+    return options, check_random_state(random_state)
+
+
+def check_min_rows(min_rows: Any, needed_for: str) -> int:
+    if min_rows is None or int(min_rows) != min_rows or min_rows < 1:
+        raise ParameterError(
+            f"min_rows (a public lower bound on rows per user, a positive "
+            f"integer) is needed to {needed_for}; got {min_rows!r}"
+        )
+    return int(min_rows)

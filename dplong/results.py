@@ -1,0 +1,128 @@
+"""One results design for every model: immutable, built once, DP outputs and public facts only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dplong.inference import half_widths
+from dplong.privacy.accounting import PrivacyLedger
+from dplong.summary import Summary
+
+__all__ = ["PanelResults"]
+
+
+@dataclass(frozen=True, repr=False)
+class PanelResults:
+    """Results of a private panel model fit.
+
+    Everything here is a differentially private output or a public fact (the number of users,
+    the formula, the analyst's assumptions, the budget); no raw value, row count or per-user
+    statistic is kept (DESIGN.md §1).
+
+    Attributes
+    ----------
+    params : pandas.Series
+        Private estimates, named by the design columns.
+    noise_scale : pandas.Series
+        Laplace scale of the privacy noise in each estimate (local: of each user's draw).
+    noise_sd : pandas.Series
+        Standard deviation of the privacy noise in each estimate.
+    sampling_sd : pandas.Series
+        Standard deviation of the non-private estimator implied by the stated assumption
+        (``scale`` / n); NaN where no assumption gives it.
+    projection_interval : pandas.DataFrame
+        Private projection intervals of the per-user statistics.
+    failed : pandas.Series
+        True where the private midpoint failed and fell back to 0.
+    privacy : PrivacyLedger
+        Every mechanism call and the composed (ε, δ).
+    nobs_users : int
+        Number of users n (public).
+    """
+
+    model: str
+    formula: str
+    params: pd.Series
+    noise_scale: pd.Series
+    noise_sd: pd.Series
+    sampling_sd: pd.Series
+    projection_interval: pd.DataFrame
+    failed: pd.Series
+    privacy: PrivacyLedger
+    nobs_users: int
+    variant: str
+    assumptions: tuple[str, ...]
+
+    @property
+    def bse(self) -> pd.Series:
+        """Standard errors: sampling and privacy noise combined."""
+        return pd.Series(
+            np.sqrt(self.sampling_sd**2 + self.noise_sd**2), index=self.params.index, name="std err"
+        )
+
+    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
+        """(1 - α) confidence intervals from the normal-Laplace convolution of
+        :mod:`dplong.inference`: sampling error under the stated assumption plus the exact law of
+        the privacy noise. Computed from released quantities and public assumptions only.
+        """
+        if not 0.0 < alpha < 1.0:
+            from dplong.exceptions import ParameterError
+
+            raise ParameterError(f"alpha must lie in (0, 1), got {alpha!r}")
+        q = half_widths(
+            alpha,
+            self.sampling_sd.to_numpy(),
+            self.noise_scale.to_numpy(),
+            self.noise_sd.to_numpy(),
+            self.privacy.model == "local",
+        )
+        lower = self.params.to_numpy() - q
+        upper = self.params.to_numpy() + q
+        frame: pd.DataFrame = pd.DataFrame(
+            {"lower": lower, "upper": upper}, index=self.params.index
+        )
+        return frame
+
+    def summary(self, alpha: float = 0.05) -> Summary:
+        """Summary tables: header, estimates with standard errors and intervals, ledger."""
+        ci = self.conf_int(alpha)
+        table = pd.DataFrame(
+            {
+                "estimate": self.params,
+                "std err": self.bse,
+                "noise sd": self.noise_sd,
+                f"[{alpha / 2:g}": ci["lower"],
+                f"{1 - alpha / 2:g}]": ci["upper"],
+            }
+        )
+        info = pd.Series(
+            {
+                "Model:": self.model,
+                "Formula:": self.formula,
+                "Users (n):": self.nobs_users,
+                "Privacy:": self.privacy.model,
+                "Epsilon:": f"{self.privacy.epsilon:.4g}",
+                "Delta:": f"{self.privacy.delta:.3g}",
+                "Composition:": self.privacy.composition,
+                "Constants:": self.variant,
+            }
+        ).to_frame("value")
+        notes = tuple(self.assumptions)
+        if self.failed.any():
+            notes += (
+                f"The private midpoint failed for {list(self.failed.index[self.failed])}; "
+                "those estimates are unreliable.",
+            )
+        ledger = self.privacy.to_frame()
+        return Summary(
+            f"{self.model} results (user-level differential privacy)", info, table, ledger, notes
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"<{self.model} results: n={self.nobs_users}, epsilon={self.privacy.epsilon:.4g}, "
+            f"delta={self.privacy.delta:.3g}, params={self.params.round(4).to_dict()}>"
+        )
