@@ -1,0 +1,304 @@
+"""Reference, leak and bad-input tests of the formula models (DESIGN.md §5.2, §5.5; issue 3)."""
+
+from __future__ import annotations
+
+import pickle
+import struct
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+
+import dplong
+from dplong.dependence import AR1, RandomEffects
+from dplong.exceptions import DataError, FormulaError, InsufficientUsersError, ParameterError
+
+# ε = 1e300 makes every geometric draw exactly 0 and the histogram threshold 1/n: the release
+# is then the exact (fixed-point) mean of the clipped statistics. A huge scale means no
+# clipping, so the release equals the non-private estimator (DESIGN.md §5.2).
+NOISE_OFF = {"epsilon": 1e300, "delta": 0.5, "random_state": 0}
+
+
+def panel(n: int = 60, t_range: tuple[int, int] = (6, 12), seed: int = 0) -> pd.DataFrame:
+    """Unbalanced panel with regressors that vary within every user."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(t_range[0], t_range[1] + 1, size=n)
+    user = np.repeat(np.arange(n), sizes)
+    t = np.concatenate([np.arange(s) for s in sizes])
+    x1 = rng.normal(size=len(user))
+    x2 = t + rng.normal(size=len(user))
+    y = 1.0 + 0.5 * x1 - 0.25 * x2 + rng.normal(size=n)[user] + rng.normal(size=len(user))
+    frame = pd.DataFrame({"user": user, "t": t, "x1": x1, "x2": x2, "y": y})
+    return frame.sample(frac=1.0, random_state=1).reset_index(drop=True)  # rows shuffled
+
+
+def per_user_fits(df: pd.DataFrame, sigma: object = None) -> np.ndarray:
+    """Average of per-user OLS (or GLS with the given working correlation) by statsmodels."""
+    coefs = []
+    for _, rows in df.sort_values(["user", "t"]).groupby("user"):
+        X = sm.add_constant(rows[["x1", "x2"]].to_numpy())
+        cov = None if sigma is None else sigma(len(rows))  # type: ignore[operator]
+        coefs.append(sm.GLS(rows["y"].to_numpy(), X, sigma=cov).fit().params)
+    return np.mean(coefs, axis=0)
+
+
+class TestReference:
+    def test_ols_equals_average_of_per_user_fits(self) -> None:
+        df = panel()
+        model = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", df, groups="user", time="t")
+        res = model.fit(scale=1e6, **NOISE_OFF)
+        np.testing.assert_allclose(res.params.to_numpy(), per_user_fits(df), rtol=0, atol=1e-10)
+        assert list(res.params.index) == ["Intercept", "x1", "x2"]
+        assert res.nobs_users == 60
+
+    def test_ar1_weighted_equals_per_user_gls(self) -> None:
+        df = panel(seed=1)
+        phi = 0.6
+        model = dplong.LongitudinalOLS.from_formula(
+            "y ~ x1 + x2", df, groups="user", time="t", correlation="ar1", correlation_param=phi
+        )
+        res = model.fit(scale=1e6, **NOISE_OFF)
+        expected = per_user_fits(df, lambda T: AR1(phi).covariance(T))
+        np.testing.assert_allclose(res.params.to_numpy(), expected, rtol=0, atol=1e-10)
+
+    def test_exchangeable_weighted_equals_per_user_gls(self) -> None:
+        df = panel(seed=2)
+        r = 0.4
+        model = dplong.LongitudinalOLS.from_formula(
+            "y ~ x1 + x2", df, groups="user", correlation="exchangeable", correlation_param=r
+        )
+        res = model.fit(scale=1e6, **NOISE_OFF)
+        exchangeable = dplong.dependence.Exchangeable(r)
+        expected = per_user_fits(df, lambda T: exchangeable.covariance(T))
+        np.testing.assert_allclose(res.params.to_numpy(), expected, rtol=0, atol=1e-10)
+
+    def test_location_equals_mean_of_user_means(self) -> None:
+        df = panel(seed=3)
+        model = dplong.RandomEffectsLocation.from_formula("y ~ 1", df, groups="user")
+        res = model.fit(scale=1e6, within_scale=1e6, **NOISE_OFF)
+        g = df.groupby("user")["y"]
+        mu = g.mean().mean()
+        assert res.params["Intercept"] == pytest.approx(mu, abs=1e-10)
+        assert res.params["Scale"] == pytest.approx(g.var().mean(), abs=1e-9)
+        between = ((g.mean() - mu) ** 2 - g.var() / g.count()).mean()
+        assert res.params["Group Var"] == pytest.approx(max(between, 0.0), abs=1e-9)
+
+    def test_missing_values_drop_rows_not_users(self) -> None:
+        df = panel(seed=4)
+        df.loc[df.index[:25], "x1"] = np.nan
+        model = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", df, groups="user", time="t")
+        assert model.nobs_users == 60  # n is fixed before dropping rows
+        res = model.fit(scale=1e6, **NOISE_OFF)
+        expected = per_user_fits(df.dropna())
+        np.testing.assert_allclose(res.params.to_numpy(), expected, rtol=0, atol=1e-10)
+
+    def test_unidentified_users_keep_n_and_contribute_the_midpoint(self) -> None:
+        df = panel(seed=5)
+        few = df[df["user"] == 0].index[2:]  # user 0 keeps 2 rows < 3 parameters
+        df = df.drop(few).reset_index(drop=True)
+        res = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", df, groups="user").fit(
+            scale=1e6, **NOISE_OFF
+        )
+        assert res.nobs_users == 60
+        others = per_user_fits(df[df["user"] != 0])
+        midpoint = res.projection_interval.mean(axis=1).to_numpy()
+        np.testing.assert_allclose(
+            res.params.to_numpy(), (59 * others + midpoint) / 60, rtol=0, atol=1e-10
+        )
+
+    def test_dependence_model_scale(self) -> None:
+        df = panel(n=300, seed=6)
+        model = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", df, groups="user")
+        res = model.fit(epsilon=1.0, scale=AR1(0.5), min_rows=6, min_eigenvalue=0.5, random_state=0)
+        expected = AR1(0.5).log_sobolev_constant(6) / (6 * 0.5)
+        np.testing.assert_allclose(res.sampling_sd**2 * 300, expected)
+        loc = dplong.RandomEffectsLocation.from_formula("y ~ 1", df, groups="user")
+        res = loc.fit(epsilon=1.0, scale=RandomEffects(1.0, 1.0), min_rows=6, random_state=0)
+        assert res.params.index.tolist() == ["Intercept", "Group Var", "Scale"]
+
+
+class TestResults:
+    def test_conf_int_contains_params_and_bse_combines(self) -> None:
+        df = panel(n=400, seed=7)
+        res = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", df, groups="user").fit(
+            epsilon=2.0, scale=1.0, random_state=0
+        )
+        ci = res.conf_int(0.05)
+        assert (ci["lower"] < res.params).all() and (res.params < ci["upper"]).all()
+        np.testing.assert_allclose(res.bse**2, res.sampling_sd**2 + res.noise_sd**2)
+        assert (res.conf_int(0.5)["upper"] < ci["upper"]).all()
+        with pytest.raises(ParameterError, match="alpha"):
+            res.conf_int(1.5)
+
+    def test_summary_renders_in_three_formats(self) -> None:
+        df = panel(n=300, seed=8)
+        res = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", df, groups="user").fit(
+            epsilon=1.0, scale=1.0, random_state=0
+        )
+        s = res.summary()
+        text, html, latex = s.as_text(), s.as_html(), s.as_latex()
+        for out in (text, html, latex):
+            assert "x1" in out and "Intercept" in out
+        assert "<table" in html and "\\begin{tabular}" in latex
+        assert s._repr_html_() == html and str(s) == text
+        assert "Users (n):" in text and "300" in text
+        assert s.params.columns.tolist()[:2] == ["estimate", "std err"]
+
+    def test_results_are_immutable(self) -> None:
+        df = panel(n=200, seed=9)
+        res = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", df, groups="user").fit(
+            epsilon=1.0, scale=1.0, random_state=0
+        )
+        with pytest.raises(AttributeError):
+            res.nobs_users = 3  # type: ignore[misc]
+
+    def test_accountant_charged_once_per_fit(self) -> None:
+        df = panel(n=300, seed=10)
+        acct = dplong.Accountant(epsilon=1.5, delta=1e-4)
+        loc = dplong.RandomEffectsLocation.from_formula("y ~ 1", df, groups="user")
+        loc.fit(
+            epsilon=1.0, delta=5e-5, scale=1.0, within_scale=1.0, accountant=acct, random_state=0
+        )
+        assert acct.spent_epsilon == pytest.approx(1.0)
+        with pytest.raises(dplong.exceptions.BudgetExceededError):
+            loc.fit(epsilon=1.0, delta=5e-5, scale=1.0, within_scale=1.0, accountant=acct)
+
+
+class TestNoLeak:
+    """Pickles, summaries and reprs hold only DP outputs and public facts (DESIGN.md §1)."""
+
+    @pytest.fixture(scope="class")
+    def fitted(self) -> tuple[pd.DataFrame, list[object]]:
+        rng = np.random.default_rng(11)
+        n_users = 997
+        sizes = rng.integers(5, 40, size=n_users)
+        user = np.repeat(np.arange(n_users), sizes)
+        assert len(user) not in (n_users,)
+        df = pd.DataFrame(
+            {
+                "user": user,
+                "x1": rng.normal(size=len(user)) + rng.normal(size=n_users)[user] * 0,
+                "y": 1234.5 + rng.normal(size=len(user)) * 0.123456789,
+            }
+        )
+        df["x1"] = df["x1"] + 0.000123456789 * np.arange(len(df))
+        ols = dplong.LongitudinalOLS.from_formula("y ~ x1", df, groups="user").fit(
+            epsilon=1.0, scale=[1.0, 1.0], random_state=0
+        )
+        loc = dplong.RandomEffectsLocation.from_formula("y ~ 1", df, groups="user").fit(
+            epsilon=1.0, scale=0.01, within_scale=0.02, random_state=0
+        )
+        return df, [ols, loc]
+
+    def test_no_private_number_in_any_output(
+        self, fitted: tuple[pd.DataFrame, list[object]]
+    ) -> None:
+        df, results = fitted
+        n_rows = len(df)
+        user_means = df.groupby("user")["y"].mean().to_numpy()
+        private_floats = np.concatenate(
+            [df["y"].to_numpy()[:300], df["x1"].to_numpy()[:300], user_means[:300]]
+        )
+        counts = df.groupby("user").size().to_numpy()
+        for res in results:
+            s = res.summary()  # type: ignore[attr-defined]
+            texts = [s.as_text(), s.as_html(), s.as_latex(), repr(res), str(res.privacy)]  # type: ignore[attr-defined]
+            blobs = [pickle.dumps(res), pickle.dumps(s)]
+            for text in texts:
+                assert str(n_rows) not in text  # the row count is private
+                for v in private_floats[:50]:
+                    assert repr(float(v)) not in text and f"{v:.8f}" not in text
+            for blob in blobs:
+                assert struct.pack("<q", n_rows) not in blob
+                assert struct.pack("<d", float(n_rows)) not in blob
+                for v in private_floats:
+                    assert struct.pack("<d", float(v)) not in blob
+            # no per-user array of length n or of row length is stored anywhere
+            for value in vars(res).values():
+                if isinstance(value, (pd.Series, pd.DataFrame, np.ndarray)):
+                    assert len(value) not in (997, n_rows)
+            assert not any(
+                np.array_equal(counts, np.asarray(v))
+                for v in vars(res).values()
+                if isinstance(v, np.ndarray)
+            )
+
+
+class TestBadInput:
+    df = panel(n=40, seed=12)
+
+    def test_missing_column(self) -> None:
+        with pytest.raises(FormulaError, match="nope"):
+            dplong.LongitudinalOLS.from_formula("y ~ x1 + nope", self.df, groups="user")
+
+    def test_missing_groups_column(self) -> None:
+        with pytest.raises(FormulaError, match="groups='person'"):
+            dplong.LongitudinalOLS.from_formula("y ~ x1", self.df, groups="person")
+
+    def test_groups_required(self) -> None:
+        with pytest.raises(DataError, match="groups is required"):
+            dplong.LongitudinalOLS.from_formula("y ~ x1", self.df, groups=None)  # type: ignore[arg-type]
+
+    def test_non_numeric_outcome(self) -> None:
+        df = self.df.assign(label=np.where(self.df["y"] > 0, "hi", "lo"))
+        with pytest.raises(DataError, match="outcome"):
+            dplong.LongitudinalOLS.from_formula("label ~ x1", df, groups="user")
+
+    def test_single_user(self) -> None:
+        with pytest.raises(InsufficientUsersError, match="at least 2 users"):
+            dplong.LongitudinalOLS.from_formula("y ~ x1", self.df.assign(user=7), groups="user")
+
+    def test_constant_within_users(self) -> None:
+        df = self.df.assign(female=(self.df["user"] % 2).astype(float))
+        with pytest.raises(FormulaError, match=r"female.*constant within every user"):
+            dplong.LongitudinalOLS.from_formula("y ~ x1 + female", df, groups="user")
+
+    def test_infinite_values(self) -> None:
+        df = self.df.copy()
+        df.loc[3, "x1"] = np.inf
+        with pytest.raises(DataError, match=r"infinite.*x1"):
+            dplong.LongitudinalOLS.from_formula("y ~ x1", df, groups="user")
+
+    def test_missing_user_ids(self) -> None:
+        df = self.df.astype({"user": float})
+        df.loc[5, "user"] = np.nan
+        with pytest.raises(DataError, match="missing user ids"):
+            dplong.LongitudinalOLS.from_formula("y ~ x1", df, groups="user")
+
+    def test_not_a_dataframe(self) -> None:
+        with pytest.raises(DataError, match="DataFrame"):
+            dplong.LongitudinalOLS.from_formula("y ~ x1", self.df.to_numpy(), groups="user")  # type: ignore[arg-type]
+
+    def test_location_needs_intercept_only(self) -> None:
+        with pytest.raises(FormulaError, match="y ~ 1"):
+            dplong.RandomEffectsLocation.from_formula("y ~ x1", self.df, groups="user")
+
+    def test_bad_options(self) -> None:
+        with pytest.raises(ParameterError, match="correlation"):
+            dplong.LongitudinalOLS.from_formula("y ~ x1", self.df, groups="user", correlation="ar2")
+        with pytest.raises(ParameterError, match="correlation_param"):
+            dplong.LongitudinalOLS.from_formula(
+                "y ~ x1", self.df, groups="user", correlation="ar1", correlation_param=1.0
+            )
+        model = dplong.LongitudinalOLS.from_formula("y ~ x1", self.df, groups="user")
+        with pytest.raises(ParameterError, match="scale is required"):
+            model.fit(epsilon=1.0, scale=None)  # type: ignore[arg-type]
+        with pytest.raises(ParameterError, match="min_rows"):
+            model.fit(epsilon=1.0, scale=AR1(0.5))
+        with pytest.raises(ParameterError, match="min_eigenvalue"):
+            model.fit(epsilon=1.0, scale=AR1(0.5), min_rows=5)
+        with pytest.raises(ParameterError, match="scale"):
+            model.fit(epsilon=1.0, scale=[1.0, 2.0, 3.0])
+        loc = dplong.RandomEffectsLocation.from_formula("y ~ 1", self.df, groups="user")
+        with pytest.raises(ParameterError, match="within_scale"):
+            loc.fit(epsilon=1.0, scale=1.0)
+        with pytest.raises(ParameterError, match="variance_share"):
+            loc.fit(epsilon=1.0, scale=1.0, variance_share=1.0)
+
+    def test_re_groups_must_nest_users(self) -> None:
+        df = self.df.assign(litter=np.arange(len(self.df)) % 3)
+        with pytest.raises(DataError, match="one re_groups level"):
+            dplong.RandomEffectsLocation.from_formula(
+                "y ~ 1", df, groups="user", re_groups="litter"
+            )
