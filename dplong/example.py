@@ -1,32 +1,27 @@
 """End-to-end example on the shipped wage panel (Vella & Verbeek 1998).
 
-Run it with ``python -m dplong.example``.
-
-Every one of the 545 men contributes 8 yearly rows; all of a man's rows are protected together.
+Run it with ``python -m dplong.example``. Every one of the 545 men contributes 8 yearly rows;
+all of a man's rows are protected together (user-level differential privacy).
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 import dplong
 
 
 def main() -> None:
     wages = dplong.datasets.load_wage_panel()
-    n = wages["nr"].nunique()
-    print(f"Wage panel: {n} men (public), log hourly wage, user-level DP with epsilon=1\n")
-    # Variance proxy of one man's 8-year mean log wage: a public, conservative guess of 0.5**2.
-    result = dplong.winsorized_mean(
-        wages["lwage"], groups=wages["nr"], epsilon=1.0, scale=0.25, names=["lwage"]
+    # Public assumptions: the variance of one man's own regression coefficients (intercept,
+    # experience, experience squared), from domain knowledge — not from these data.
+    model = dplong.LongitudinalOLS.from_formula(
+        "lwage ~ exper + expersq", wages, groups="nr", time="year"
     )
-    print(f"private mean log wage: {result.estimate:.4f}  (noise sd {result.noise_sd:.4f})")
-    print(
-        f"non-private mean of user means: "
-        f"{wages.groupby('nr')['lwage'].mean().mean():.4f}  (shown for comparison only)\n"
-    )
-    print(result.privacy)
-    np.set_printoptions(precision=4)
+    results = model.fit(epsilon=1.0, scale=[2.0, 0.2, 0.001])
+    print(results.summary())
+    print()
+    pigs = dplong.datasets.load_dietox()
+    location = dplong.RandomEffectsLocation.from_formula("Weight ~ 1", pigs, groups="Pig")
+    print(location.fit(epsilon=2.0, scale=400.0, within_scale=900.0, min_rows=11).summary())
 
 
 if __name__ == "__main__":
