@@ -302,3 +302,35 @@ class TestBadInput:
             dplong.RandomEffectsLocation.from_formula(
                 "y ~ 1", df, groups="user", re_groups="litter"
             )
+
+
+class TestErrorBound:
+    def test_terms_follow_their_formulas(self) -> None:
+        import math
+
+        df = panel(n=400, seed=13)
+        res = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", df, groups="user").fit(
+            epsilon=1.0, scale=[2.0, 1.0, 0.5], random_state=0, gamma=0.02
+        )
+        report = res.error_bound(alpha=0.1)
+        t = report.table
+        np.testing.assert_allclose(t["privacy noise"], res.noise_scale * math.log(2 / 0.1))
+        np.testing.assert_allclose(
+            t["statistical"], np.sqrt(2 * np.array([2.0, 1.0, 0.5]) / 400 * math.log(40))
+        )
+        np.testing.assert_allclose(t["total"], t["privacy noise"] + t["statistical"])
+        np.testing.assert_allclose(t["probability"], 1 - 0.1 - 0.02)
+        assert any("gamma=0.02" in a for a in report.assumptions)
+        assert "Assumptions" in str(report)
+
+    def test_local_noise_term_is_chebyshev(self) -> None:
+        import math
+
+        df = panel(n=400, seed=14)
+        res = dplong.RandomEffectsLocation.from_formula("y ~ 1", df, groups="user").fit(
+            epsilon=2.0, scale=1.0, variance_share=0.0, privacy="local", bound=10.0, random_state=0
+        )
+        t = res.error_bound(alpha=0.05).table
+        assert t.loc["Intercept", "privacy noise"] == pytest.approx(
+            res.noise_sd["Intercept"] * math.sqrt(2 / 0.05)
+        )

@@ -93,6 +93,7 @@ class PanelModel:
         names: list[str],
         sampling_sd: NDArray[np.float64],
         assumptions: tuple[str, ...],
+        gamma: float,
         extra: list[tuple[str, float, float, float, float]] | None = None,
         ledger: PrivacyLedger | None = None,
     ) -> PanelResults:
@@ -125,6 +126,7 @@ class PanelModel:
             nobs_users=self.nobs_users,
             variant=release.variant,
             assumptions=assumptions,
+            gamma=gamma,
         )
 
 

@@ -187,7 +187,9 @@ class LongitudinalOLS(PanelModel):
             "Standard errors and intervals combine the stated scale (sampling, users "
             "independent) with the exact privacy-noise law.",
         )
-        return self._results(release, list(names), np.sqrt(proxy / self.nobs_users), assumptions)
+        return self._results(
+            release, list(names), np.sqrt(proxy / self.nobs_users), assumptions, options.gamma
+        )
 
 
 def _scale_note(scale: Any, min_rows: Any, min_eigenvalue: Any) -> str:

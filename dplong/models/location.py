@@ -221,7 +221,7 @@ class RandomEffectsLocation(PanelModel):
             (f"Users share random effects within {self._re_groups!r}.",) if self._re_groups else ()
         )
         return self._results(
-            release, ["Intercept"], np.array([sampling]), assumptions, extra, ledger
+            release, ["Intercept"], np.array([sampling]), assumptions, options.gamma, extra, ledger
         )
 
     def _components(

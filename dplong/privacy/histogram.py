@@ -105,7 +105,9 @@ def randomized_histogram(
     two bits between any two inputs, so each report is ε-LDP. The analyst only uses the
     number of 1-reports per bin, which we draw from its exact law — ``Binomial(c_k, 1-q) +
     Binomial(n - c_k, q)`` — identical in distribution to summing the n reports (DESIGN.md:
-    the local protocol is simulated, not run on devices). The debiasing step is line 5.
+    the local protocol is simulated, not run on devices; the odds of each report are exact,
+    the aggregate's law is exact up to the accuracy of numpy's binomial sampler). The debiasing
+    step is line 5.
     Users beyond ``values`` (``n`` is the public total) report an all-zero indicator.
     """
     n = values.shape[0] if n is None else n

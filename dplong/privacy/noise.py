@@ -26,8 +26,10 @@ geometric for exact ``E`` and exact division. The float division moves each jump
 by a relative ``u = 2**-53``, so the log-mass of a draw of size k is off by at most ``3u(k+1)``;
 draws are at most ``46 / a`` (we clip ``E`` at 46; numpy's ziggurat never exceeds ~44.4), so
 the privacy loss is at most ``a D + 600 u / a``. :func:`geometric_rate` picks ``a`` so that
-this stays below ε. The one component that is not exact is numpy's exponential sampler; a
-total-variation distance ``t`` between it and Exp(1) would add at most ``(1 + e**ε) t`` to δ.
+this stays below ε. The clip at 46 moves probability ``e**-46 ≈ 1e-20`` and, like any
+inexactness of numpy's exponential sampler, counts as a total-variation distance ``t`` from the
+ideal law, which adds at most ``(1 + e**ε) t`` to δ: a "pure" ε-LDP release here is strictly
+(ε, ~1e-20)-LDP.
 """
 
 from __future__ import annotations
