@@ -165,31 +165,32 @@ class TestResults:
             loc.fit(epsilon=1.0, delta=5e-5, scale=1.0, within_scale=1.0, accountant=acct)
 
 
+@pytest.fixture(scope="module")
+def fitted() -> tuple[pd.DataFrame, list[object]]:
+    rng = np.random.default_rng(11)
+    n_users = 997
+    sizes = rng.integers(5, 40, size=n_users)
+    user = np.repeat(np.arange(n_users), sizes)
+    assert len(user) not in (n_users,)
+    df = pd.DataFrame(
+        {
+            "user": user,
+            "x1": rng.normal(size=len(user)) + rng.normal(size=n_users)[user] * 0,
+            "y": 1234.5 + rng.normal(size=len(user)) * 0.123456789,
+        }
+    )
+    df["x1"] = df["x1"] + 0.000123456789 * np.arange(len(df))
+    ols = dplong.LongitudinalOLS.from_formula("y ~ x1", df, groups="user").fit(
+        epsilon=1.0, scale=[1.0, 1.0], random_state=0
+    )
+    loc = dplong.RandomEffectsLocation.from_formula("y ~ 1", df, groups="user").fit(
+        epsilon=1.0, scale=0.01, within_scale=0.02, random_state=0
+    )
+    return df, [ols, loc]
+
+
 class TestNoLeak:
     """Pickles, summaries and reprs hold only DP outputs and public facts (DESIGN.md §1)."""
-
-    @pytest.fixture(scope="class")
-    def fitted(self) -> tuple[pd.DataFrame, list[object]]:
-        rng = np.random.default_rng(11)
-        n_users = 997
-        sizes = rng.integers(5, 40, size=n_users)
-        user = np.repeat(np.arange(n_users), sizes)
-        assert len(user) not in (n_users,)
-        df = pd.DataFrame(
-            {
-                "user": user,
-                "x1": rng.normal(size=len(user)) + rng.normal(size=n_users)[user] * 0,
-                "y": 1234.5 + rng.normal(size=len(user)) * 0.123456789,
-            }
-        )
-        df["x1"] = df["x1"] + 0.000123456789 * np.arange(len(df))
-        ols = dplong.LongitudinalOLS.from_formula("y ~ x1", df, groups="user").fit(
-            epsilon=1.0, scale=[1.0, 1.0], random_state=0
-        )
-        loc = dplong.RandomEffectsLocation.from_formula("y ~ 1", df, groups="user").fit(
-            epsilon=1.0, scale=0.01, within_scale=0.02, random_state=0
-        )
-        return df, [ols, loc]
 
     def test_no_private_number_in_any_output(
         self, fitted: tuple[pd.DataFrame, list[object]]

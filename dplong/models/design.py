@@ -26,7 +26,11 @@ GroupsLike = str | ArrayLike
 
 @dataclass(frozen=True)
 class PanelDesign:
-    """Rows grouped by user (stable, then by ``time`` if given) with user codes 0..n-1."""
+    """Rows grouped by user (stable, then by ``time`` if given) with user codes 0..n-1.
+
+    ``X`` is column-major (each column contiguous), as patsy's frame holds it; when the data
+    already come grouped by user, ``y`` and ``X`` are patsy's (read-only) arrays, not copies.
+    """
 
     y: NDArray[np.float64]
     X: NDArray[np.float64]
@@ -55,6 +59,22 @@ def _column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArra
             f"({len(data)} rows), got shape {array.shape}"
         )
     return array
+
+
+def _grouped(codes: NDArray[np.intp], time: NDArray[Any] | None) -> bool:
+    """Whether the rows already come by user (then by ``time``): ``np.lexsort`` of the keys
+    would return ``arange`` (it is stable), so the reorder and its copies can be skipped.
+
+    Only numeric or datetime ``time`` is compared here (NaN/NaT compare False: lexsort then
+    decides); any other ``time`` goes through ``np.lexsort``.
+    """
+    step = codes[1:] - codes[:-1]
+    if time is None:
+        return bool((step >= 0).all())
+    if time.dtype.kind not in "biufmM":
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(((step > 0) | ((step == 0) & (time[1:] >= time[:-1]))).all())
 
 
 def build_design(
@@ -116,11 +136,14 @@ def build_design(
     keys: list[NDArray[Any]] = [codes]
     if time is not None:
         keys.insert(0, _column_or_array(time, data, "time")[rows])
-    order = np.lexsort(keys)  # by user, then time; stable in row order
+    if not _grouped(codes, keys[0] if time is not None else None):
+        order = np.lexsort(keys)  # by user, then time; stable in row order
+        y, codes = y[order], codes[order]
+        X = np.take(X.T, order, axis=1).T  # column-major, like patsy's frame
     return PanelDesign(
-        y=y[order],
-        X=X[order],
-        codes=codes[order],
+        y=y,
+        X=X,
+        codes=codes,
         n=n,
         columns=tuple(str(c) for c in x_frame.columns),
         outcome=str(y_frame.columns[0]),

@@ -39,7 +39,7 @@ class LongitudinalOLS(PanelModel):
 
     Users with fewer than p rows or a singular design have no β̂_u; they contribute the private
     midpoint, so n stays the public number of users and the guarantee holds (their number is
-    private and not reported).
+    private and not reported; the data holder can check it with :meth:`identified_users`).
 
     Examples
     --------
@@ -113,6 +113,28 @@ class LongitudinalOLS(PanelModel):
             )
         design = cls._build(formula, data, groups, time, depth=1)
         return cls(design, WorkingCorrelation(correlation, float(correlation_param)))
+
+    def identified_users(self) -> int:
+        """How many users have their own fit (enough rows and a non-singular design).
+
+        **Not differentially private**: a diagnostic for the data holder, computed from the raw
+        data — never publish it. Users without a fit contribute the private midpoint, pulling
+        the estimate toward it in proportion to their share: if this is well below
+        ``nobs_users``, drop terms that vary for few users (e.g. rarely changing indicators).
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> dplong.LongitudinalOLS.from_formula("lwage ~ exper + expersq", wages,
+        ...                                     groups="nr").identified_users()
+        545
+        """
+        design = self._design
+        _, identified = per_user_coefficients(
+            design.y, design.X, design.codes, design.n, self._correlation
+        )
+        return int(identified.sum())
 
     def fit(
         self,

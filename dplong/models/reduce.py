@@ -57,36 +57,20 @@ def user_sums(
     return out
 
 
-#: Rows per chunk of the cross-product accumulation: keeps the product buffer in cache.
+#: Rows per chunk of the per-user accumulation: keeps the product buffer in cache.
 CHUNK_ROWS = 1 << 15
 
 
-def _cross_sums(
-    cols: NDArray[np.float64],
-    left: NDArray[np.intp],
-    right: NDArray[np.intp],
-    codes: NDArray[np.intp],
-    n: int,
-    starts: NDArray[np.intp],
-) -> NDArray[np.float64]:
-    """Per-user sums of ``cols[left] * cols[right]``, in chunks of whole users.
-
-    Chunks hold about :data:`CHUNK_ROWS` rows (a loop over chunks, not users), so the k x rows
-    product buffer stays small and cache-resident.
-    """
-    out = np.zeros((n, len(left)))
-    bounds = np.searchsorted(starts, np.arange(0, cols.shape[1], CHUNK_ROWS), side="left")
+def _chunk_bounds(starts: NDArray[np.intp], rows: int) -> list[tuple[int, int, int, int]]:
+    """``(first user, end user, first row, end row)`` of chunks of about :data:`CHUNK_ROWS`
+    rows made of whole users (a user with more rows is a chunk of their own)."""
+    bounds = np.searchsorted(starts, np.arange(0, rows, CHUNK_ROWS), side="left")
     bounds = np.unique(np.append(bounds, len(starts)))
-    buffer = np.empty((len(left), min(cols.shape[1], 2 * CHUNK_ROWS)))
-    for first, last in itertools.pairwise(bounds):
-        lo = starts[first]
-        hi = starts[last] if last < len(starts) else cols.shape[1]
-        if hi - lo > buffer.shape[1]:
-            buffer = np.empty((len(left), hi - lo))
-        block = buffer[:, : hi - lo]
-        np.multiply(cols[left, lo:hi], cols[right, lo:hi], out=block)
-        out[codes[starts[first:last]]] = np.add.reduceat(block, starts[first:last] - lo, axis=1).T
-    return out
+    ends = np.append(starts, rows)
+    return [
+        (int(first), int(last), int(ends[first]), int(ends[last]))
+        for first, last in itertools.pairwise(bounds)
+    ]
 
 
 def _ar1_prewhiten(
@@ -98,11 +82,51 @@ def _ar1_prewhiten(
     Then ``X' R^{-1} X = Z' Z / (1 - φ²)``; the constant cancels in β̂_wu.
     """
     out = np.array(values, dtype=np.float64)
-    first = np.zeros(len(codes), dtype=bool)
-    first[segment_starts(codes)] = True
-    out[~first] -= phi * values[np.flatnonzero(~first) - 1]
-    out[first] *= np.sqrt(1.0 - phi**2)
+    first = segment_starts(codes)
+    out[1:] -= phi * values[:-1]
+    out[first] = values[first] * np.sqrt(1.0 - phi**2)
     return out
+
+
+def _solve_spd(
+    entries: dict[tuple[int, int], NDArray[np.float64]],
+    rhs: list[NDArray[np.float64]],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Solve every user's ``A_u x_u = b_u`` at once by an unpivoted ``L D L'`` factorisation.
+
+    ``entries[(i, j)]`` (i <= j) and ``rhs[i]`` hold one value per user. The loops run over the
+    p x p entries; every step is vectorised over users. Returns the (p x users) solutions and
+    ``det(A_u) / prod_i A_u[i, i]``, the determinant of the unit-diagonal scaling of ``A_u``
+    (the product of the pivots ``d_j / A_u[j, j]``). A zero pivot gives non-finite values:
+    the caller marks such users unidentified.
+    """
+    p = len(rhs)
+    lower: dict[tuple[int, int], NDArray[np.float64]] = {}  # L[i, j], i > j
+    pivots: list[NDArray[np.float64]] = []
+    scaled_det = np.ones_like(rhs[0])
+    for j in range(p):
+        # W[i, j] = L[i, j] d_j = A[i, j] - sum_{k<j} L[i, k] L[j, k] d_k, for i >= j
+        w = [entries[(j, i)] for i in range(j, p)]
+        for k in range(j):
+            ljk_dk = lower[(j, k)] * pivots[k]
+            w = [w[i - j] - lower[(i, k)] * ljk_dk for i in range(j, p)]
+        pivots.append(w[0])
+        scaled_det *= w[0] / entries[(j, j)]
+        for i in range(j + 1, p):
+            lower[(i, j)] = w[i - j] / w[0]
+    z: list[NDArray[np.float64]] = []
+    for i in range(p):  # L z = b
+        zi = rhs[i]
+        for k in range(i):
+            zi = zi - lower[(i, k)] * z[k]
+        z.append(zi)
+    x: list[NDArray[np.float64]] = [z[0]] * p
+    for i in reversed(range(p)):  # D L' x = z
+        xi = z[i] / pivots[i]
+        for k in range(i + 1, p):
+            xi -= lower[(k, i)] * x[k]
+        x[i] = xi
+    return np.stack(x), scaled_det
 
 
 def per_user_coefficients(
@@ -116,46 +140,79 @@ def per_user_coefficients(
 
     A user is identified when they have at least p rows and a non-singular weighted design;
     the others get NaN coefficients (handled by the release, see ``release_mean``).
+
+    One pass over the rows in chunks of whole users (a loop over chunks, not users): per chunk
+    the products ``x_i x_j`` and ``x_i y`` go into a cache-sized buffer, one ``reduceat`` sums
+    them per user, and the users' p x p systems are solved together (:func:`_solve_spd`).
+    Each column of ``X`` is read where it is stored; a column-major ``X`` (as
+    :func:`~dplong.models.design.build_design` stores it) is read contiguously.
     """
     p = X.shape[1]
+    if p == 0:
+        return np.empty((n, 0)), np.ones(n, dtype=bool)
     correlation = correlation or WorkingCorrelation()
     if correlation.kind == "ar1":
         X = _ar1_prewhiten(X, codes, correlation.param)
-        y = _ar1_prewhiten(y[:, None], codes, correlation.param)[:, 0]
+        y = _ar1_prewhiten(y, codes, correlation.param)
     starts = segment_starts(codes)
     rows = np.bincount(codes, minlength=n)
-    cols = np.ascontiguousarray(np.column_stack([X, y]).T)  # (p+1) x rows, contiguous series
-    upper = np.triu_indices(p)
-    left = np.concatenate([upper[0], np.arange(p)])
-    right = np.concatenate([upper[1], np.full(p, p)])  # X'X entries, then X'y
-    sums = _cross_sums(cols, left, right, codes, n, starts)
-    xtx = np.empty((n, p, p))
-    xtx[:, upper[0], upper[1]] = sums[:, : len(upper[0])]
-    xtx[:, upper[1], upper[0]] = sums[:, : len(upper[0])]
-    xty = sums[:, len(upper[0]) :]
-    if correlation.kind == "exchangeable":
-        # R^{-1} ∝ I - c_u 11' with c_u = r / (1 - r + T_u r): subtract the rank-one part
-        r = correlation.param
-        c = r / (1.0 - r + rows * r)
-        s = user_sums(cols, codes, n, starts)
-        sx, sy = s[:, :p], s[:, p]
-        xtx -= c[:, None, None] * sx[:, :, None] * sx[:, None, :]
-        xty -= c[:, None] * sx * sy[:, None]
-    diagonal = np.einsum("uii->ui", xtx)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scale = 1.0 / np.sqrt(diagonal)
-        scaled_det = np.linalg.det(xtx * scale[:, :, None] * scale[:, None, :])
-    identified = (rows >= p) & (diagonal > 0).all(axis=1) & (scaled_det > SINGULAR_TOLERANCE)
+    users = codes[starts]
+    series = [X[:, j] for j in range(p)] + [y]
+    upper = [(i, j) for i in range(p) for j in range(i, p)]  # X'X entries, then X'y
+    pairs = upper + [(j, p) for j in range(p)]
+    exchangeable = correlation.kind == "exchangeable"
+    chunks = _chunk_bounds(starts, len(codes))
+    width = max((hi - lo for _, _, lo, hi in chunks), default=0)
+    buffer = np.empty((len(pairs) + (p + 1 if exchangeable else 0), width))
     beta = np.full((n, p), np.nan)
-    if identified.any():
-        beta[identified] = np.linalg.solve(xtx[identified], xty[identified][..., None])[..., 0]
+    identified = np.zeros(n, dtype=bool)
+    for first, last, lo, hi in chunks:
+        block = buffer[:, : hi - lo]
+        for row, (i, j) in enumerate(pairs):
+            np.multiply(series[i][lo:hi], series[j][lo:hi], out=block[row])
+        if exchangeable:
+            for row, values in enumerate(series, start=len(pairs)):
+                block[row] = values[lo:hi]
+        sums = np.add.reduceat(block, starts[first:last] - lo, axis=1)
+        entries = dict(zip(upper, sums, strict=False))
+        rhs = list(sums[len(upper) : len(pairs)])
+        ids = users[first:last]
+        if exchangeable:
+            # R^{-1} ∝ I - c_u 11' with c_u = r / (1 - r + T_u r): subtract the rank-one part
+            r = correlation.param
+            c = r / (1.0 - r + rows[ids] * r)
+            sx, sy = sums[len(pairs) : len(pairs) + p], sums[len(pairs) + p]
+            for i, j in upper:
+                entries[(i, j)] -= c * sx[i] * sx[j]
+            for i in range(p):
+                rhs[i] -= c * sx[i] * sy
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            solution, scaled_det = _solve_spd(entries, rhs)
+            positive = np.logical_and.reduce([entries[(i, i)] > 0 for i in range(p)])
+            ok = (rows[ids] >= p) & positive & (scaled_det > SINGULAR_TOLERANCE)
+        identified[ids] = ok
+        beta[ids] = np.where(ok, solution, np.nan).T
     return beta, identified
 
 
 def constant_within_users(X: NDArray[np.float64], codes: NDArray[np.intp]) -> NDArray[np.bool_]:
-    """Columns that take one value within every user (per-user regressions cannot see them)."""
-    starts = segment_starts(codes)
-    cols = np.ascontiguousarray(X.T)
-    lo = np.minimum.reduceat(cols, starts, axis=1)
-    hi = np.maximum.reduceat(cols, starts, axis=1)
-    return np.asarray(np.all(hi == lo, axis=1))
+    """Columns that take one value within every user (per-user regressions cannot see them).
+
+    A column is constant when no row differs from the previous row of the same user and it
+    holds no NaN (a NaN is never "one value", as with ``max == min``). Columns are scanned
+    in chunks of rows and a varying column stops at its first chunk with a change.
+    """
+    same_user = codes[1:] == codes[:-1]
+    pairs = len(same_user)
+    out = np.zeros(X.shape[1], dtype=bool)
+    for j in range(X.shape[1]):
+        column = X[:, j]
+        if np.isnan(column).any():
+            continue
+        for lo in range(0, pairs, CHUNK_ROWS):  # chunks of rows; stop at the first change
+            hi = min(lo + CHUNK_ROWS, pairs)
+            if np.any((column[lo + 1 : hi + 1] != column[lo:hi]) & same_user[lo:hi]):
+                break
+        else:
+            out[j] = True
+    return out
