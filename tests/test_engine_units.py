@@ -232,9 +232,10 @@ class TestNoiseOffEqualsClippedMean:
         # 0.984 (feasible), so a bin survives only if its count gains >= 29 from noise of rate
         # 0.25: probability e^{-7.25}/1.78 ≈ 4e-4 each, failure ≈ 0.9992 -> m̂ = 0
         x = np.array([1000.0] * 30 + [-1000.0] * 30)
-        res = dplong.winsorized_mean(
-            x, epsilon=1.0, delta=1e-6, scale=1.0, midpoint_share=0.5, random_state=0
-        )
+        with pytest.warns(dplong.exceptions.DplongWarning, match="often fail"):
+            res = dplong.winsorized_mean(
+                x, epsilon=1.0, delta=1e-6, scale=1.0, midpoint_share=0.5, random_state=0
+            )
         assert res.failed
         assert res.interval[0] < 0 < res.interval[1]
 
@@ -359,3 +360,12 @@ class TestRandomizedResponseOdds:
         q = Fraction(flip_probability(eps))
         for odds in ((1 - q) / q, q / (1 - q)):
             assert decimal.Decimal(odds.numerator) / decimal.Decimal(odds.denominator) <= bound
+
+
+def test_fragile_midpoint_warns_on_public_facts_only() -> None:
+    from dplong.privacy.interval import FRAGILE_THRESHOLD
+
+    n, eps, delta = 600, 0.05, 1.0 / 600**2  # threshold ≈ 0.92: feasible but fragile
+    assert FRAGILE_THRESHOLD < stable_histogram_threshold(n, eps, delta) <= 1.0
+    with pytest.warns(dplong.exceptions.DplongWarning, match="often fail"):
+        check_histogram_feasible(n, eps, delta)

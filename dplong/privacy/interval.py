@@ -12,11 +12,12 @@ caller's choice; these functions return the midpoint ``m̂ = 2 h k̂`` only.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong.exceptions import InsufficientUsersError, ParameterError
+from dplong.exceptions import DplongWarning, InsufficientUsersError, ParameterError
 from dplong.privacy.histogram import (
     randomized_histogram,
     stable_histogram,
@@ -26,6 +27,9 @@ from dplong.privacy.histogram import (
 __all__ = ["MAX_LOCAL_BINS", "central_midpoint", "check_histogram_feasible", "local_midpoint"]
 
 MAX_LOCAL_BINS = 10_000_000
+#: Above this threshold the midpoint fails often: a mean near a bin edge splits the data about
+#: evenly between two bins of ~(1 - γ)/2 each. The warning depends on public n, ε, δ only.
+FRAGILE_THRESHOLD = 0.45
 
 
 def check_histogram_feasible(n: int, epsilon: float, delta: float) -> None:
@@ -43,6 +47,15 @@ def check_histogram_feasible(n: int, epsilon: float, delta: float) -> None:
             f"(2/(eps n)) log(2/delta) + 1/n = {threshold:.3g} exceeds 1 at the midpoint's "
             f"epsilon={epsilon:.3g}, delta={delta:.3g}. It needs at least {needed} users; "
             f"raise epsilon or delta, or give the midpoint a larger share of the budget."
+        )
+    if threshold > FRAGILE_THRESHOLD:
+        warnings.warn(
+            f"with n={n} users the private midpoint needs {threshold:.0%} of them in one bin "
+            f"(epsilon={epsilon:.3g}, delta={delta:.3g}); with data spread over two bins it "
+            "will often fail (result.failed). More users, epsilon or delta, or a larger "
+            "midpoint_share make it reliable.",
+            DplongWarning,
+            stacklevel=4,
         )
 
 
