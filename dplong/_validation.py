@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import sys
+import warnings
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dplong.exceptions import DataError, ParameterError, PrivacyParameterError
+from dplong.exceptions import DataError, DplongWarning, ParameterError, PrivacyParameterError
 
 RandomState = int | np.random.Generator | None
 
@@ -98,3 +100,11 @@ def per_column(value: Any, d: int, name: str, *, positive: bool = True) -> NDArr
         kind = "positive finite" if positive else "finite"
         raise ParameterError(f"{name} must be {kind}, got {array.tolist()}")
     return array
+
+
+def warn(message: str) -> None:
+    """Issue a :class:`DplongWarning` pointing at the first caller outside dplong."""
+    frame, level = sys._getframe(1), 2
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("dplong"):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, DplongWarning, stacklevel=level)

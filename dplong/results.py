@@ -95,9 +95,11 @@ class PanelResults:
         without a stated sampling law (NaN ``sampling_sd``) get none either.
         """
         _check_alpha(alpha)
+        refined = "refined" in self.variant  # one more bad event: the rough mean's error
+        bad_events = self.gamma * (2 if refined else 1)
         table = error_bound_table(
             alpha,
-            self.gamma,
+            bad_events,
             self.noise_scale,
             self.noise_sd,
             self.sampling_sd,
@@ -105,8 +107,14 @@ class PanelResults:
             self.privacy.model == "local",
         )
         clipping = (
-            f"The clipping event has probability at most gamma={self.gamma:g} per parameter "
-            "(radius of Lemma 5.2 under the stated scale)."
+            f"Clipping has probability at most gamma={self.gamma:g} per parameter (radius of "
+            "Lemma 5.2 under the stated scale)"
+            + (
+                ", and the refinement's rough mean misses its margin with probability at most "
+                f"gamma={self.gamma:g}."
+                if refined
+                else "."
+            )
         )
         return ErrorBoundReport(table, (*self.assumptions, clipping))
 

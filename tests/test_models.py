@@ -108,11 +108,11 @@ class TestReference:
         )
 
     def test_dependence_model_scale(self) -> None:
-        df = panel(n=300, seed=6)
+        df = panel(n=1000, seed=6)
         model = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", df, groups="user")
         res = model.fit(epsilon=1.0, scale=AR1(0.5), min_rows=6, min_eigenvalue=0.5, random_state=0)
         expected = AR1(0.5).log_sobolev_constant(6) / (6 * 0.5)
-        np.testing.assert_allclose(res.sampling_sd**2 * 300, expected)
+        np.testing.assert_allclose(res.sampling_sd**2 * 1000, expected)
         loc = dplong.RandomEffectsLocation.from_formula("y ~ 1", df, groups="user")
         res = loc.fit(epsilon=1.0, scale=RandomEffects(1.0, 1.0), min_rows=6, random_state=0)
         assert res.params.index.tolist() == ["Intercept", "Group Var", "Scale"]
@@ -132,7 +132,7 @@ class TestResults:
             res.conf_int(1.5)
 
     def test_summary_renders_in_three_formats(self) -> None:
-        df = panel(n=300, seed=8)
+        df = panel(n=1000, seed=8)
         res = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", df, groups="user").fit(
             epsilon=1.0, scale=1.0, random_state=0
         )
@@ -142,11 +142,11 @@ class TestResults:
             assert "x1" in out and "Intercept" in out
         assert "<table" in html and "\\begin{tabular}" in latex
         assert s._repr_html_() == html and str(s) == text
-        assert "Users (n):" in text and "300" in text
+        assert "Users (n):" in text and "1000" in text
         assert s.params.columns.tolist()[:2] == ["estimate", "std err"]
 
     def test_results_are_immutable(self) -> None:
-        df = panel(n=200, seed=9)
+        df = panel(n=1000, seed=9)
         res = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", df, groups="user").fit(
             epsilon=1.0, scale=1.0, random_state=0
         )

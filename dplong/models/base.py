@@ -154,6 +154,7 @@ def common_fit_args(
     midpoint_share: Any,
     gamma: Any,
     random_state: RandomState,
+    refine: bool = True,
 ) -> tuple[ReleaseOptions, np.random.Generator]:
     options = ReleaseOptions.check(
         n,
@@ -165,6 +166,7 @@ def common_fit_args(
         variant=variant,
         midpoint_share=midpoint_share,
         gamma=gamma if gamma is not None else DEFAULT_GAMMA,
+        refine=refine,
     )
     return options, check_random_state(random_state)
 

@@ -28,8 +28,8 @@ GroupsLike = str | ArrayLike
 class PanelDesign:
     """Rows grouped by user (stable, then by ``time`` if given) with user codes 0..n-1.
 
-    ``X`` is column-major (each column contiguous), as patsy's frame holds it; when the data
-    already come grouped by user, ``y`` and ``X`` are patsy's (read-only) arrays, not copies.
+    ``y`` and ``X`` are patsy's arrays as built (``X`` row-major), not copies, when the data
+    already come grouped by user; otherwise reordered copies.
     """
 
     y: NDArray[np.float64]
@@ -59,6 +59,32 @@ def _column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArra
             f"({len(data)} rows), got shape {array.shape}"
         )
     return array
+
+
+class _DropMissing(patsy.NAAction):  # type: ignore[misc]  # patsy is untyped
+    """patsy's ``NA_action="drop"`` that also records which rows it keeps (``kept``).
+
+    It lets :func:`build_design` ask patsy for plain matrices instead of frames (which cost a
+    copy of every matrix) and still map the rows to users. ``kept`` stays ``None`` when no row
+    is dropped; the factors are then passed on as they are instead of copied through an
+    all-true mask.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(on_NA="drop")
+        self.kept: NDArray[np.bool_] | None = None
+
+    def handle_NA(self, values: list[Any], is_NAs: list[Any], origins: list[Any]) -> list[Any]:
+        if not is_NAs:
+            return values
+        missing = np.zeros(len(is_NAs[0]), dtype=bool)
+        for is_NA in is_NAs:
+            missing |= is_NA
+        if not missing.any():
+            return values
+        self.kept = ~missing
+        result: list[Any] = super().handle_NA(values, is_NAs, origins)
+        return result
 
 
 def _grouped(codes: NDArray[np.intp], time: NDArray[Any] | None) -> bool:
@@ -104,48 +130,51 @@ def build_design(
             f"the data hold {n} user; private estimation needs at "
             "least 2 users (and many more for useful accuracy)"
         )
+    dropping = _DropMissing()
     try:
-        y_frame, x_frame = patsy.dmatrices(
+        y_matrix, x_matrix = patsy.dmatrices(
             formula,
             data,
-            return_type="dataframe",
-            NA_action="drop",
+            return_type="matrix",  # the frames would only copy the matrices
+            NA_action=dropping,
             eval_env=eval_env or patsy.EvalEnvironment.capture(1),
         )
     except patsy.PatsyError as err:
         raise FormulaError(f"cannot build the design of {formula!r}: {err}") from None
-    if y_frame.shape[1] != 1:
+    outcomes = [str(c) for c in y_matrix.design_info.column_names]
+    columns = tuple(str(c) for c in x_matrix.design_info.column_names)
+    if len(outcomes) != 1:
         raise DataError(
             f"the outcome of {formula!r} must be one numeric column; it expanded "
-            f"to {list(y_frame.columns)} (is it categorical or text?)"
+            f"to {outcomes} (is it categorical or text?)"
         )
-    if len(y_frame) == 0:
+    if y_matrix.shape[0] == 0:
         raise DataError(f"no row of the data is complete in the variables of {formula!r}")
-    rows = data.index.get_indexer(y_frame.index)
-    if (rows < 0).any():
+    if not data.index.is_unique:
         raise DataError("data must have a unique index (use data.reset_index(drop=True))")
-    y = y_frame.to_numpy(dtype=np.float64)[:, 0]
-    X = x_frame.to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(X).all(axis=0)
+    rows = None if dropping.kept is None else np.flatnonzero(dropping.kept)  # None: every row
+    y = np.asarray(y_matrix, dtype=np.float64)[:, 0]
+    X = np.asarray(x_matrix, dtype=np.float64)
+    bad = np.atleast_1d(~np.isfinite(X).all(axis=0))
     if not np.isfinite(y).all() or bad.any():
-        names = ([str(y_frame.columns[0])] if not np.isfinite(y).all() else []) + [
-            str(c) for c, b in zip(x_frame.columns, bad, strict=True) if b
+        names = ([outcomes[0]] if not np.isfinite(y).all() else []) + [
+            c for c, b in zip(columns, bad, strict=True) if b
         ]
         raise DataError(f"infinite values in {names}; replace them or drop those rows")
-    codes = codes_all[rows]
+    codes = codes_all if rows is None else codes_all[rows]
     keys: list[NDArray[Any]] = [codes]
     if time is not None:
-        keys.insert(0, _column_or_array(time, data, "time")[rows])
+        times = _column_or_array(time, data, "time")
+        keys.insert(0, times if rows is None else times[rows])
     if not _grouped(codes, keys[0] if time is not None else None):
         order = np.lexsort(keys)  # by user, then time; stable in row order
-        y, codes = y[order], codes[order]
-        X = np.take(X.T, order, axis=1).T  # column-major, like patsy's frame
+        y, X, codes = y[order], X[order], codes[order]
     return PanelDesign(
         y=y,
         X=X,
         codes=codes,
         n=n,
-        columns=tuple(str(c) for c in x_frame.columns),
-        outcome=str(y_frame.columns[0]),
+        columns=columns,
+        outcome=outcomes[0],
         formula=formula,
     )

@@ -148,6 +148,7 @@ class LongitudinalOLS(PanelModel):
         variant: str = "improved",
         midpoint_share: float | None = None,
         gamma: float = DEFAULT_GAMMA,
+        refine: bool = True,
         min_rows: int | None = None,
         min_eigenvalue: float | None = None,
         accountant: Accountant | None = None,
@@ -163,7 +164,7 @@ class LongitudinalOLS(PanelModel):
             model of a user's errors, which with ``min_rows`` T and ``min_eigenvalue`` θ (public
             bounds: every user has at least T rows and ``λ_min(X_u'X_u / T) >= θ``) gives the
             proxy ``ρ_u / (T θ)`` — ``Cov(β̂_u) ⪯ ρ_u (X_u'X_u)^{-1}`` (Lemma 5.15).
-        privacy, bound, random_state, variant, midpoint_share, gamma, accountant
+        privacy, bound, random_state, variant, midpoint_share, gamma, refine, accountant
             As in :func:`dplong.winsorized_mean`.
 
         Returns
@@ -183,6 +184,7 @@ class LongitudinalOLS(PanelModel):
             midpoint_share=midpoint_share,
             gamma=gamma,
             random_state=random_state,
+            refine=refine,
         )
 
         def from_dependence(model: DependenceModel) -> float:

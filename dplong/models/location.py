@@ -114,6 +114,7 @@ class RandomEffectsLocation(PanelModel):
         variant: str = "improved",
         midpoint_share: float | None = None,
         gamma: float = DEFAULT_GAMMA,
+        refine: bool = True,
         accountant: Accountant | None = None,
     ) -> PanelResults:
         """Release μ, and (unless ``variance_share=0``) σ_U² and σ², with user-level DP.
@@ -134,7 +135,7 @@ class RandomEffectsLocation(PanelModel):
             range of ``s²_u`` tightens from a 1-degree-of-freedom to a T-1 bound).
         variance_share : float
             Share of ε for the two variance components, in [0, 1).
-        privacy, bound, random_state, variant, midpoint_share, gamma, accountant
+        privacy, bound, random_state, variant, midpoint_share, gamma, refine, accountant
             As in :func:`dplong.winsorized_mean`; ``accountant`` is charged the total.
         """
         design = self._design
@@ -152,6 +153,7 @@ class RandomEffectsLocation(PanelModel):
             midpoint_share=midpoint_share,
             gamma=gamma,
             random_state=random_state,
+            refine=refine,
         )
         with_components = variance_share > 0
         residual_scale = within_scale

@@ -1,9 +1,10 @@
 """Vectorised per-user reductions: per-user OLS / GLS coefficients without a loop over users.
 
 Rows arrive grouped by user (:class:`~dplong.models.design.PanelDesign`), so every per-user sum
-is one ``np.add.reduceat`` over contiguous segments of column-major data; cross products
-``X_u' X_u`` (unique entries only) and ``X_u' y_u`` are solved in one batched
-``np.linalg.solve``.
+is a sum over a contiguous segment of rows. The cross products ``X_u' X_u`` (unique entries
+only) and ``X_u' y_u`` are formed and summed in cache-sized chunks of whole users, and every
+user's p x p system is solved by an ``L D L'`` factorisation vectorised over users (loops run
+over chunks and over the p x p entries, never over users or rows).
 """
 
 from __future__ import annotations
@@ -88,45 +89,49 @@ def _ar1_prewhiten(
     return out
 
 
+def _segment_sums(block: NDArray[np.float64], offsets: NDArray[np.intp]) -> NDArray[np.float64]:
+    """Sums of the segments of every row of a (k x m) block; segments start at ``offsets``.
+
+    Segments of one common length (a balanced panel) are summed as a reshaped array, which is
+    several times faster than ``np.add.reduceat``; other segments use ``reduceat``.
+    """
+    k, m = block.shape
+    length = m // len(offsets)
+    if length * len(offsets) == m and np.array_equal(offsets, np.arange(0, m, length)):
+        sums: NDArray[np.float64] = np.einsum("kul->ku", block.reshape(k, -1, length))
+        return sums
+    return np.add.reduceat(block, offsets, axis=1)
+
+
 def _solve_spd(
-    entries: dict[tuple[int, int], NDArray[np.float64]],
-    rhs: list[NDArray[np.float64]],
+    A: NDArray[np.float64], b: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Solve every user's ``A_u x_u = b_u`` at once by an unpivoted ``L D L'`` factorisation.
 
-    ``entries[(i, j)]`` (i <= j) and ``rhs[i]`` hold one value per user. The loops run over the
-    p x p entries; every step is vectorised over users. Returns the (p x users) solutions and
+    ``A`` is (p x p x users) and ``b`` (p x users); the loops run over the p columns, every
+    step is vectorised over users. Returns the (p x users) solutions and
     ``det(A_u) / prod_i A_u[i, i]``, the determinant of the unit-diagonal scaling of ``A_u``
     (the product of the pivots ``d_j / A_u[j, j]``). A zero pivot gives non-finite values:
     the caller marks such users unidentified.
     """
-    p = len(rhs)
-    lower: dict[tuple[int, int], NDArray[np.float64]] = {}  # L[i, j], i > j
-    pivots: list[NDArray[np.float64]] = []
-    scaled_det = np.ones_like(rhs[0])
+    p, m = b.shape
+    lower = np.zeros((p, p, m))  # L[i, j], i > j (the unit diagonal is implicit)
+    pivots = np.empty((p, m))
     for j in range(p):
         # W[i, j] = L[i, j] d_j = A[i, j] - sum_{k<j} L[i, k] L[j, k] d_k, for i >= j
-        w = [entries[(j, i)] for i in range(j, p)]
-        for k in range(j):
-            ljk_dk = lower[(j, k)] * pivots[k]
-            w = [w[i - j] - lower[(i, k)] * ljk_dk for i in range(j, p)]
-        pivots.append(w[0])
-        scaled_det *= w[0] / entries[(j, j)]
-        for i in range(j + 1, p):
-            lower[(i, j)] = w[i - j] / w[0]
-    z: list[NDArray[np.float64]] = []
+        w = A[j:, j]
+        if j:
+            w = w - np.einsum("ikm,km->im", lower[j:, :j], lower[j, :j] * pivots[:j])
+        pivots[j] = w[0]
+        lower[j + 1 :, j] = w[1:] / w[0]
+    scaled_det = np.prod(pivots / np.einsum("iim->im", A), axis=0)
+    z = np.empty((p, m))
     for i in range(p):  # L z = b
-        zi = rhs[i]
-        for k in range(i):
-            zi = zi - lower[(i, k)] * z[k]
-        z.append(zi)
-    x: list[NDArray[np.float64]] = [z[0]] * p
+        z[i] = b[i] - np.einsum("km,km->m", lower[i, :i], z[:i])
+    x = np.empty((p, m))
     for i in reversed(range(p)):  # D L' x = z
-        xi = z[i] / pivots[i]
-        for k in range(i + 1, p):
-            xi -= lower[(k, i)] * x[k]
-        x[i] = xi
-    return np.stack(x), scaled_det
+        x[i] = z[i] / pivots[i] - np.einsum("km,km->m", lower[i + 1 :, i], x[i + 1 :])
+    return x, scaled_det
 
 
 def per_user_coefficients(
@@ -142,10 +147,10 @@ def per_user_coefficients(
     the others get NaN coefficients (handled by the release, see ``release_mean``).
 
     One pass over the rows in chunks of whole users (a loop over chunks, not users): per chunk
-    the products ``x_i x_j`` and ``x_i y`` go into a cache-sized buffer, one ``reduceat`` sums
-    them per user, and the users' p x p systems are solved together (:func:`_solve_spd`).
-    Each column of ``X`` is read where it is stored; a column-major ``X`` (as
-    :func:`~dplong.models.design.build_design` stores it) is read contiguously.
+    the products ``x_i x_j`` and ``x_i y`` go into a cache-sized buffer, summed per user
+    (:func:`_segment_sums`), and the users' p x p systems are solved together
+    (:func:`_solve_spd`). Each column of ``X`` is read where it is stored (row- or
+    column-major): no transposed copy of the design is made.
     """
     p = X.shape[1]
     if p == 0:
@@ -158,37 +163,39 @@ def per_user_coefficients(
     rows = np.bincount(codes, minlength=n)
     users = codes[starts]
     series = [X[:, j] for j in range(p)] + [y]
-    upper = [(i, j) for i in range(p) for j in range(i, p)]  # X'X entries, then X'y
-    pairs = upper + [(j, p) for j in range(p)]
+    upper = np.triu_indices(p)
+    n_upper = len(upper[0])
+    pairs = [(int(i), int(j)) for i, j in zip(*upper, strict=True)]  # X'X entries
+    pairs += [(j, p) for j in range(p)]  # X'y entries
     exchangeable = correlation.kind == "exchangeable"
+    k = len(pairs) + (p + 1 if exchangeable else 0)
     chunks = _chunk_bounds(starts, len(codes))
-    width = max((hi - lo for _, _, lo, hi in chunks), default=0)
-    buffer = np.empty((len(pairs) + (p + 1 if exchangeable else 0), width))
+    buffer = np.empty(k * max((hi - lo for _, _, lo, hi in chunks), default=0))
     beta = np.full((n, p), np.nan)
     identified = np.zeros(n, dtype=bool)
     for first, last, lo, hi in chunks:
-        block = buffer[:, : hi - lo]
+        block = buffer[: k * (hi - lo)].reshape(k, hi - lo)
         for row, (i, j) in enumerate(pairs):
             np.multiply(series[i][lo:hi], series[j][lo:hi], out=block[row])
         if exchangeable:
             for row, values in enumerate(series, start=len(pairs)):
                 block[row] = values[lo:hi]
-        sums = np.add.reduceat(block, starts[first:last] - lo, axis=1)
-        entries = dict(zip(upper, sums, strict=False))
-        rhs = list(sums[len(upper) : len(pairs)])
+        sums = _segment_sums(block, starts[first:last] - lo)
         ids = users[first:last]
+        xtx = np.empty((p, p, last - first))
+        xtx[upper] = sums[:n_upper]
+        xtx[upper[::-1]] = sums[:n_upper]
+        xty = sums[n_upper : len(pairs)]
         if exchangeable:
             # R^{-1} ∝ I - c_u 11' with c_u = r / (1 - r + T_u r): subtract the rank-one part
             r = correlation.param
             c = r / (1.0 - r + rows[ids] * r)
             sx, sy = sums[len(pairs) : len(pairs) + p], sums[len(pairs) + p]
-            for i, j in upper:
-                entries[(i, j)] -= c * sx[i] * sx[j]
-            for i in range(p):
-                rhs[i] -= c * sx[i] * sy
+            xtx -= (c * sx)[:, None] * sx[None, :]
+            xty = xty - (c * sx) * sy
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            solution, scaled_det = _solve_spd(entries, rhs)
-            positive = np.logical_and.reduce([entries[(i, i)] > 0 for i in range(p)])
+            solution, scaled_det = _solve_spd(xtx, xty)
+            positive = (np.einsum("iim->im", xtx) > 0).all(axis=0)
             ok = (rows[ids] >= p) & positive & (scaled_det > SINGULAR_TOLERANCE)
         identified[ids] = ok
         beta[ids] = np.where(ok, solution, np.nan).T

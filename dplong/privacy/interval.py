@@ -12,12 +12,12 @@ caller's choice; these functions return the midpoint ``m̂ = 2 h k̂`` only.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong.exceptions import DplongWarning, InsufficientUsersError, ParameterError
+from dplong._validation import warn
+from dplong.exceptions import InsufficientUsersError, ParameterError
 from dplong.privacy.histogram import (
     randomized_histogram,
     stable_histogram,
@@ -49,13 +49,11 @@ def check_histogram_feasible(n: int, epsilon: float, delta: float) -> None:
             f"raise epsilon or delta, or give the midpoint a larger share of the budget."
         )
     if threshold > FRAGILE_THRESHOLD:
-        warnings.warn(
+        warn(
             f"with n={n} users the private midpoint needs {threshold:.0%} of them in one bin "
             f"(epsilon={epsilon:.3g}, delta={delta:.3g}); with data spread over two bins it "
             "will often fail (result.failed). More users, epsilon or delta, or a larger "
-            "midpoint_share make it reliable.",
-            DplongWarning,
-            stacklevel=4,
+            "midpoint_share make it reliable."
         )
 
 
