@@ -170,7 +170,7 @@ class TestRadii:
         assert share == pytest.approx(max(needed, MIN_MIDPOINT_SHARE))
         # at that share the threshold is at most a quarter of the users
         assert stable_histogram_threshold(n, share * eps, delta) <= 0.25 + 1e-12
-        assert default_midpoint_share(40, 0.1, 1e-3) == 0.5
+        assert default_midpoint_share(40, 0.1, 1e-3) == 0.75  # the cap (docs/accuracy.md)
 
 
 def _independent_clipped_mean(x: np.ndarray, h: float, w: float) -> float:

@@ -52,7 +52,9 @@ VARIANTS = ("improved", "theory")
 PRIVACY_MODELS = ("central", "local")
 #: Floor of the midpoint's budget share; see :func:`default_midpoint_share`.
 MIN_MIDPOINT_SHARE = 0.05
-LOCAL_MIDPOINT_SHARE = 0.5
+MAX_MIDPOINT_SHARE = 0.75
+#: The paper's split (Alg 4, 8): half of ε for the midpoint; used by ``variant="theory"``.
+PAPER_MIDPOINT_SHARE = 0.5
 #: Candidate shares of a column's ε for the refinement stage (see :func:`refinement_share`).
 REFINE_SHARES = (0.02, 0.05, 0.1, 0.15, 0.2, 0.3)
 
@@ -63,14 +65,17 @@ def default_midpoint_share(n: int, epsilon: float, delta: float) -> float:
     The histogram only has to find the bulk of the data, and it does so reliably once its
     suppression threshold is a small fraction of n. We give it the least ε that puts the
     threshold ``(2/ε_h) log(2/δ) + 1`` at a quarter of the users, between
-    :data:`MIN_MIDPOINT_SHARE` and the paper's ½; the rest goes to the mean's noise. Chosen by
-    ``benchmarks/accuracy_mean.py`` (docs/accuracy.md). Uses public facts only.
+    :data:`MIN_MIDPOINT_SHARE` and :data:`MAX_MIDPOINT_SHARE`; the rest goes to the mean.
+    Chosen by ``benchmarks/accuracy_mean.py`` (docs/accuracy.md): the floor keeps the
+    histogram robust to a scale that is too small; the cap of ¾ rather than the paper's ½
+    matters only at small n·ε, where with ½ a mean near a bin edge makes the midpoint fail
+    in most releases (88 % at n = 10³, ε = 0.1) and with ¾ in none. Uses public facts only.
     """
     room = n / 4.0 - 1.0
     if room <= 0:
-        return 0.5
+        return MAX_MIDPOINT_SHARE
     needed = 2.0 * math.log(2.0 / delta) / room / epsilon
-    return float(min(max(needed, MIN_MIDPOINT_SHARE), 0.5))
+    return float(min(max(needed, MIN_MIDPOINT_SHARE), MAX_MIDPOINT_SHARE))
 
 
 @dataclass(frozen=True)
@@ -166,7 +171,7 @@ def winsorized_mean(
         §7.1.2 constants (default) or the paper's theory constants (Alg 3, 4).
     midpoint_share : float, optional
         Share of each column's ε spent on the midpoint; default :func:`default_midpoint_share`
-        centrally and ½ locally.
+        centrally, and the paper's ½ locally and for ``variant="theory"``.
     sample_split : bool
         Use the sample-split estimator of eq. (1) (central only).
     gamma : float
@@ -397,8 +402,8 @@ def release_mean(
     midpoint_share = options.midpoint_share
     if midpoint_share is None:
         midpoint_share = (
-            LOCAL_MIDPOINT_SHARE
-            if local
+            PAPER_MIDPOINT_SHARE
+            if local or variant == "theory"
             else default_midpoint_share(n_mid, budget.epsilon, budget.delta)
         )
     refine = variant == "improved" and not local and not sample_split and options.refine
