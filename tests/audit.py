@@ -31,6 +31,7 @@ __all__ = [
     "clopper_pearson_lower",
     "clopper_pearson_upper",
     "epsilon_lower_bound",
+    "joint_tail_events",
     "repeat",
     "tail_events",
 ]
@@ -126,6 +127,7 @@ def tail_events(
     high_centre: float,
     step: float,
     multiples: Sequence[int],
+    label: str = "x",
 ) -> tuple[NDArray[np.bool_], list[str]]:
     """Tail events ``{x >= high + j step}`` and ``{x <= low - j step}`` for ``j`` in multiples.
 
@@ -134,13 +136,34 @@ def tail_events(
     the lower tails below the smaller one) are where the likelihood ratio is largest: for
     exact (discrete) Laplace noise ``P(x >= t; high) / P(x >= t; low)`` equals ``e^{ε shift}``
     for every ``t >= high``. The thresholds depend only on public parameters and on the two
-    data sets, so they are fixed before the runs.
+    data sets, so they are fixed before the runs. ``label`` names the output in the event names.
     """
     columns, names = [], []
     for j in multiples:
         columns.append(estimates >= high_centre + j * step)
-        names.append(f"x >= high + {j} b")
+        names.append(f"{label} >= high + {j} b")
     for j in multiples:
         columns.append(estimates <= low_centre - j * step)
-        names.append(f"x <= low - {j} b")
+        names.append(f"{label} <= low - {j} b")
     return np.stack(columns, axis=1), names
+
+
+def joint_tail_events(
+    outputs: NDArray[np.float64],
+    low_centres: Sequence[float],
+    high_centres: Sequence[float],
+    labels: Sequence[str],
+) -> tuple[NDArray[np.bool_], list[str]]:
+    """Joint tails ``{x_k >= high_k for all k}`` and ``{x_k <= low_k for all k}``.
+
+    For a mechanism that releases several outputs (columns of ``outputs``), each with its own
+    Laplace-like noise, the privacy losses of the outputs add up on the joint tail beyond all
+    the larger (resp. below all the smaller) noiseless values: that event sees the composed ε
+    of the outputs, where every single tail sees only its own share. Fixed before the runs,
+    like :func:`tail_events`.
+    """
+    outputs = np.asarray(outputs, dtype=np.float64)
+    upper = np.all(outputs >= np.asarray(high_centres), axis=1)
+    lower = np.all(outputs <= np.asarray(low_centres), axis=1)
+    joined = " & ".join(labels)
+    return np.stack([upper, lower], axis=1), [f"{joined} >= high", f"{joined} <= low"]

@@ -391,3 +391,23 @@ def test_fragile_midpoint_warns_on_public_facts_only() -> None:
     assert FRAGILE_THRESHOLD < stable_histogram_threshold(n, eps, delta) <= 1.0
     with pytest.warns(dplong.exceptions.DplongWarning, match="often fail"):
         check_histogram_feasible(n, eps, delta)
+
+
+class TestTinyEpsilon:
+    def test_refinement_never_picks_an_unsupported_epsilon(self) -> None:
+        # reproducer: n = 5e6, ε = 1e-4 used to pick a refinement share of 0.1 (ε = 1e-5, below
+        # the lattice floor) and fail after the histogram had drawn noise
+        from dplong.privacy.noise import MIN_LATTICE_EPSILON
+        from dplong.privacy.winsorized import refinement_share
+
+        tau, w = np.array([5.0]), np.array([10.0])
+        share = refinement_share(5_000_000, tau, w, 0.05, 1e-4, 1, 0.05)
+        assert share == 0.0 or share * 1e-4 >= MIN_LATTICE_EPSILON
+
+    def test_too_small_epsilon_is_refused_before_any_noise(self) -> None:
+        rng = np.random.default_rng(15)
+        x = rng.normal(size=(200_000, 2))
+        state = rng.bit_generator.state
+        with pytest.raises(dplong.exceptions.PrivacyParameterError, match="float-safe"):
+            dplong.winsorized_mean(x, epsilon=5e-5, delta=1e-3, scale=1.0, random_state=rng)
+        assert rng.bit_generator.state == state

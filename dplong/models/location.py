@@ -23,6 +23,7 @@ from dplong.models.reduce import segment_starts, user_sums
 from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.bounded import clipped_mean
 from dplong.privacy.radius import DEFAULT_GAMMA, concentration_radius
+from dplong.privacy.winsorized import check_lattice_epsilon
 from dplong.results import PanelResults
 
 __all__ = ["RandomEffectsLocation"]
@@ -175,6 +176,10 @@ class RandomEffectsLocation(PanelModel):
                 "the variance components need within_scale (variance proxy of a "
                 "user's residuals) or a dplong.dependence.RandomEffects scale; "
                 "or pass variance_share=0 to release μ only"
+            )
+        if with_components:
+            check_lattice_epsilon(
+                options.epsilon * variance_share / 2, "each variance component's epsilon"
             )
         if accountant is not None:  # the whole fit must fit before any noise
             accountant.check(options.epsilon, options.delta)

@@ -89,17 +89,40 @@ def _ar1_prewhiten(
     return out
 
 
-def _segment_sums(block: NDArray[np.float64], offsets: NDArray[np.intp]) -> NDArray[np.float64]:
-    """Sums of the segments of every row of a (k x m) block; segments start at ``offsets``.
+def _chunk_sums(
+    series: list[NDArray[np.float64]],
+    pairs: list[tuple[int, int]],
+    plain: bool,
+    rows: slice,
+    offsets: NDArray[np.intp],
+    buffer: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Per-user sums of ``series[i] * series[j]`` over a chunk of rows, one row per pair, then
+    (with ``plain``) per-user sums of every series: a (k x users) array.
 
-    Segments of one common length (a balanced panel) are summed as a reshaped array, which is
-    several times faster than ``np.add.reduceat``; other segments use ``reduceat``.
+    ``offsets`` are the users' first rows within the chunk. When every user of the chunk has
+    the same number of rows (a balanced panel) each pair is one per-user dot product
+    (``einsum``), several times faster than forming the products and summing segments; other
+    chunks form the products in ``buffer`` and sum them with ``np.add.reduceat``.
     """
-    k, m = block.shape
-    length = m // len(offsets)
-    if length * len(offsets) == m and np.array_equal(offsets, np.arange(0, m, length)):
-        sums: NDArray[np.float64] = np.einsum("kul->ku", block.reshape(k, -1, length))
-        return sums
+    k = len(pairs) + (len(series) if plain else 0)
+    m, users = rows.stop - rows.start, len(offsets)
+    length = m // users
+    if length * users == m and np.array_equal(offsets, np.arange(0, m, length)):
+        out = np.empty((k, users))
+        views = [values[rows].reshape(users, length) for values in series]
+        for row, (i, j) in enumerate(pairs):
+            np.einsum("ul,ul->u", views[i], views[j], out=out[row])
+        if plain:
+            for row, view in enumerate(views, start=len(pairs)):
+                np.einsum("ul->u", view, out=out[row])
+        return out
+    block = buffer[: k * m].reshape(k, m)
+    for row, (i, j) in enumerate(pairs):
+        np.multiply(series[i][rows], series[j][rows], out=block[row])
+    if plain:
+        for row, values in enumerate(series, start=len(pairs)):
+            block[row] = values[rows]
     return np.add.reduceat(block, offsets, axis=1)
 
 
@@ -147,8 +170,8 @@ def per_user_coefficients(
     the others get NaN coefficients (handled by the release, see ``release_mean``).
 
     One pass over the rows in chunks of whole users (a loop over chunks, not users): per chunk
-    the products ``x_i x_j`` and ``x_i y`` go into a cache-sized buffer, summed per user
-    (:func:`_segment_sums`), and the users' p x p systems are solved together
+    the products ``x_i x_j`` and ``x_i y`` are summed per user (:func:`_chunk_sums`, with a
+    cache-sized buffer), and the users' p x p systems are solved together
     (:func:`_solve_spd`). Each column of ``X`` is read where it is stored (row- or
     column-major): no transposed copy of the design is made.
     """
@@ -174,13 +197,9 @@ def per_user_coefficients(
     beta = np.full((n, p), np.nan)
     identified = np.zeros(n, dtype=bool)
     for first, last, lo, hi in chunks:
-        block = buffer[: k * (hi - lo)].reshape(k, hi - lo)
-        for row, (i, j) in enumerate(pairs):
-            np.multiply(series[i][lo:hi], series[j][lo:hi], out=block[row])
-        if exchangeable:
-            for row, values in enumerate(series, start=len(pairs)):
-                block[row] = values[lo:hi]
-        sums = _segment_sums(block, starts[first:last] - lo)
+        sums = _chunk_sums(
+            series, pairs, exchangeable, slice(lo, hi), starts[first:last] - lo, buffer
+        )
         ids = users[first:last]
         xtx = np.empty((p, p, last - first))
         xtx[upper] = sums[:n_upper]

@@ -34,6 +34,7 @@ ideal law, which adds at most ``(1 + e**ε) t`` to δ: a "pure" ε-LDP release h
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +47,9 @@ COARSE_BITS = 12
 
 _ROUNDOFF = 2.0**-53
 _EXPONENTIAL_CLIP = 46.0
+#: Smallest ε a lattice release accepts: the float slack ``1200 u D / ε`` of
+#: :func:`geometric_rate` stays below ε/2 for every lattice sensitivity D <= 2**13 + 1.
+MIN_LATTICE_EPSILON = math.sqrt(2400.0 * _ROUNDOFF * (2 ** (COARSE_BITS + 1) + 1))
 
 
 def geometric_rate(

@@ -30,7 +30,7 @@ from dplong._validation import (
     check_random_state,
     per_column,
 )
-from dplong.exceptions import InsufficientUsersError, ParameterError
+from dplong.exceptions import InsufficientUsersError, ParameterError, PrivacyParameterError
 from dplong.privacy.accounting import (
     Accountant,
     LedgerEntry,
@@ -43,7 +43,12 @@ from dplong.privacy.interval import (
     local_bins,
     local_midpoint,
 )
-from dplong.privacy.noise import LatticeRelease, release_bounded_sum, two_sided_geometric_variance
+from dplong.privacy.noise import (
+    MIN_LATTICE_EPSILON,
+    LatticeRelease,
+    release_bounded_sum,
+    two_sided_geometric_variance,
+)
 from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
 
 __all__ = ["WinsorizedMeanResult", "default_midpoint_share", "winsorized_mean"]
@@ -319,6 +324,15 @@ def _column_names(names: Sequence[str] | None, d: int) -> tuple[str, ...]:
     return tuple(str(s) for s in names)
 
 
+def check_lattice_epsilon(epsilon: float, what: str) -> None:
+    """Refuse, before any noise, an ε below what the float-safe lattice noise supports."""
+    if epsilon < MIN_LATTICE_EPSILON:
+        raise PrivacyParameterError(
+            f"{what} is {epsilon:.3g}, below the {MIN_LATTICE_EPSILON:.2g} that float-safe "
+            "lattice noise supports; raise epsilon or use fewer columns"
+        )
+
+
 def refinement_share(
     n: int,
     tau: NDArray[np.float64],
@@ -339,7 +353,7 @@ def refinement_share(
     best, best_cost = 0.0, float(np.sum((half_width / (1.0 - midpoint_share)) ** 2))
     for share in REFINE_SHARES:
         rest = 1.0 - midpoint_share - share
-        if rest <= 0.1:
+        if rest <= 0.1 or share * epsilon < MIN_LATTICE_EPSILON:
             continue
         noise = 2.0 * half_width / (n * epsilon * share)  # Laplace scale of μ̂₁
         cost = float(np.sum((refined_half_width(tau, noise, n, d, gamma) / rest) ** 2))
@@ -417,6 +431,7 @@ def release_mean(
     else:
         eps_mid = midpoint_share * budget.epsilon
         eps_final = (1.0 - midpoint_share - share_refine) * budget.epsilon
+    check_lattice_epsilon(eps_final, "the noise step's epsilon per column")
     if local:
         assert bound is not None
         for h, b in zip(bins_half, bound, strict=True):
