@@ -27,7 +27,34 @@ import pandas as pd
 
 @dataclass(frozen=True)
 class ErrorBoundReport:
-    """Per-parameter error bounds (``table``) and the assumptions they rest on."""
+    """Per-parameter error bounds (``table``) and the assumptions they rest on.
+
+    Returned by :meth:`PanelResults.error_bound <dplong.results.PanelResults.error_bound>`.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per parameter: columns ``privacy noise``, ``statistical``, ``total`` (the
+        bound on ``|estimate - truth|``) and ``probability`` (with which it holds).
+    assumptions : tuple of str
+        The public assumptions the bounds rest on.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dplong.bounds import ErrorBoundReport, error_bound_table
+    >>> def series(value):
+    ...     return pd.Series([value], index=["mu"])
+    >>> table = error_bound_table(0.05, 0.05, noise_scale=series(0.1),
+    ...                           noise_sd=series(0.1 * 2**0.5), sampling_sd=series(0.0),
+    ...                           failed=series(False), local=False)
+    >>> report = ErrorBoundReport(table, ("Users are independent.",))
+    >>> print(report)  # doctest: +NORMALIZE_WHITESPACE
+        privacy noise  statistical  total  probability
+    mu         0.3689            0 0.3689          0.9
+    Assumptions:
+      - Users are independent.
+    """
 
     table: pd.DataFrame
     assumptions: tuple[str, ...]
@@ -47,7 +74,32 @@ def error_bound_table(
     failed: pd.Series,
     local: bool,
 ) -> pd.DataFrame:
-    """The numbers of :class:`ErrorBoundReport`; see the module docstring for each term."""
+    """The numbers of :class:`ErrorBoundReport`; see the module docstring for each term.
+
+    ``gamma`` is the total probability of the bad events (clipping, and a refinement's miss).
+    A parameter whose midpoint ``failed`` gets NaN ``total`` and ``probability``.
+
+    Examples
+    --------
+    Central Laplace noise of scale 0.1 gives ``0.1 log(2/α)``; the statistical term is
+    ``√(2 s² log(4/α))``:
+
+    >>> import pandas as pd
+    >>> from dplong.bounds import error_bound_table
+    >>> idx = ["mu", "sigma"]
+    >>> table = error_bound_table(
+    ...     0.05, 0.05,
+    ...     noise_scale=pd.Series([0.1, 0.2], index=idx),
+    ...     noise_sd=pd.Series([0.1414, 0.2828], index=idx),
+    ...     sampling_sd=pd.Series([0.0, 0.1], index=idx),
+    ...     failed=pd.Series([False, True], index=idx),
+    ...     local=False,
+    ... )
+    >>> table.round(4)  # doctest: +NORMALIZE_WHITESPACE
+           privacy noise  statistical   total  probability
+    mu            0.3689        0.000  0.3689          0.9
+    sigma         0.7378        0.296     NaN          NaN
+    """
     if local:
         noise = noise_sd * math.sqrt(2.0 / alpha)
     else:

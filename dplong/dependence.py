@@ -50,31 +50,86 @@ def _check_rows(T: int) -> int:
 
 
 class DependenceModel(ABC):
-    """Covariance of one user's rows, as a function of the number of rows T."""
+    """Covariance of one user's rows, as a function of the number of rows T.
+
+    Subclasses implement :meth:`covariance` and :meth:`describe`; the constants follow. Any
+    model can be passed as ``scale=`` to a model's ``fit``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.dependence import DependenceModel
+    >>> class Doubled(DependenceModel):
+    ...     def covariance(self, T):
+    ...         return 2.0 * np.eye(T)
+    ...     def describe(self):
+    ...         return "independent rows, variance 2"
+    >>> model = Doubled()
+    >>> model.log_sobolev_constant(T=4), model.mean_scale(T=4)
+    (2.0, 0.5)
+    """
 
     @abstractmethod
     def covariance(self, T: int) -> NDArray[np.float64]:
-        """T x T covariance of one user's rows."""
+        """T x T covariance of one user's rows.
+
+        Examples
+        --------
+        >>> from dplong.dependence import AR1
+        >>> AR1(phi=0.5, variance=2.0).covariance(3)
+        array([[2. , 1. , 0.5],
+               [1. , 2. , 1. ],
+               [0.5, 1. , 2. ]])
+        """
 
     @abstractmethod
     def describe(self) -> str:
-        """One line stating the assumption, for summaries and error-bound reports."""
+        """One line stating the assumption, for summaries and error-bound reports.
+
+        Examples
+        --------
+        >>> from dplong.dependence import AR1
+        >>> AR1(phi=0.5, variance=2.0).describe()
+        'AR(1) rows, phi 0.5, variance 2'
+        """
 
     def log_sobolev_constant(self, T: int) -> float:
-        """ρ_u = ‖Σ_T‖_op: log-Sobolev constant of one user's T rows (Remark 5.3)."""
+        """ρ_u = ‖Σ_T‖_op: log-Sobolev constant of one user's T rows (Remark 5.3).
+
+        Examples
+        --------
+        >>> from dplong.dependence import Toeplitz
+        >>> Toeplitz([1.0, 0.5]).log_sobolev_constant(T=2)    # eigenvalues 0.5 and 1.5
+        1.5
+        """
         return float(np.linalg.eigvalsh(self.covariance(_check_rows(T)))[-1])
 
     def mean_scale(self, T: int) -> float:
-        """Variance proxy ρ_u / T of one user's mean over T rows (Lemma 5.2)."""
+        """Variance proxy ρ_u / T of one user's mean over T rows (Lemma 5.2).
+
+        This is the ``scale`` of :func:`dplong.winsorized_mean` for user means.
+
+        Examples
+        --------
+        >>> from dplong.dependence import Exchangeable
+        >>> Exchangeable(correlation=0.25).mean_scale(T=5)    # (1 + 4 * 0.25) / 5
+        0.4
+        """
         return self.log_sobolev_constant(T) / T
 
     def statistical_constant(self, T: int, n: int) -> float:
-        """ρ of all n users' rows; equals ρ_u when users are independent."""
-        return self.log_sobolev_constant(T)
+        """ρ of all n users' rows; equals ρ_u when users are independent.
 
-    def marginal_variance(self) -> float:
-        """Largest variance of a single row."""
-        return float(np.max(np.diag(self.covariance(1))))
+        Examples
+        --------
+        >>> from dplong.dependence import AR1, RandomEffects
+        >>> ar = AR1(phi=0.5)
+        >>> ar.statistical_constant(T=4, n=100) == ar.log_sobolev_constant(T=4)
+        True
+        >>> RandomEffects(group_variance=0.5, group_sizes=[10]).statistical_constant(T=4, n=10)
+        21.0
+        """
+        return self.log_sobolev_constant(T)
 
 
 @dataclass(frozen=True)
@@ -86,6 +141,8 @@ class Independent(DependenceModel):
     >>> from dplong.dependence import Independent
     >>> Independent(variance=4.0).mean_scale(T=8)
     0.5
+    >>> Independent(variance=4.0).describe()
+    'independent rows, variance 4'
     """
 
     variance: float = 1.0
@@ -113,6 +170,10 @@ class Toeplitz(DependenceModel):
     >>> from dplong.dependence import Toeplitz
     >>> round(Toeplitz([1.0, 0.5]).log_sobolev_constant(T=3), 4)
     1.7071
+    >>> Toeplitz([1.0, 0.5]).covariance(3)
+    array([[1. , 0.5, 0. ],
+           [0.5, 1. , 0.5],
+           [0. , 0.5, 1. ]])
     """
 
     autocovariance: Sequence[float]
@@ -148,6 +209,8 @@ class AR1(DependenceModel):
     >>> from dplong.dependence import AR1
     >>> round(AR1(phi=0.95).log_sobolev_constant(T=10), 3)
     8.514
+    >>> AR1(phi=0.95).describe()
+    'AR(1) rows, phi 0.95, variance 1'
     """
 
     phi: float
@@ -175,6 +238,8 @@ class Exchangeable(DependenceModel):
     >>> from dplong.dependence import Exchangeable
     >>> Exchangeable(correlation=0.25).log_sobolev_constant(T=5)
     2.0
+    >>> Exchangeable(correlation=0.25).describe()
+    'exchangeable rows, correlation 0.25, variance 1'
     """
 
     correlation: float
@@ -209,8 +274,15 @@ class RandomEffects(DependenceModel):
     --------
     >>> from dplong.dependence import RandomEffects
     >>> m = RandomEffects(group_variance=0.5, residual_variance=1.0, group_sizes=[3, 5])
-    >>> m.statistical_constant(T=4, n=8)
+    >>> m.statistical_constant(T=4, n=8)            # 0.5 * 5 * 4 + 1
     11.0
+    >>> m.log_sobolev_constant(T=4)                 # one user: 0.5 * 4 + 1
+    3.0
+    >>> from dplong.dependence import AR1
+    >>> ar_residuals = RandomEffects(group_variance=0.5, residual=AR1(phi=0.3))
+    >>> ar_residuals.describe().split("; ")  # doctest: +NORMALIZE_WHITESPACE
+    ['random effects: group variance 0.5 (one user per group)',
+     'residuals: AR(1) rows, phi 0.3, variance 1']
     """
 
     group_variance: float
@@ -260,6 +332,8 @@ class GivenCovariance(DependenceModel):
     >>> from dplong.dependence import GivenCovariance
     >>> GivenCovariance([[2.0, 0.0], [0.0, 1.0]]).log_sobolev_constant(T=2)
     2.0
+    >>> GivenCovariance([[2.0, 0.0], [0.0, 1.0]]).describe()
+    'given 2x2 covariance'
     """
 
     matrix: ArrayLike

@@ -21,32 +21,121 @@ __all__ = [
 
 
 class DplongError(Exception):
-    """Base class of every error raised by dplong."""
+    """Base class of every error raised by dplong.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> from dplong.exceptions import DplongError
+    >>> try:
+    ...     dplong.winsorized_mean([1.0, 2.0, 3.0], epsilon=-1.0, scale=1.0)
+    ... except DplongError as err:
+    ...     print(type(err).__name__)
+    PrivacyParameterError
+    """
 
 
 class ParameterError(DplongError, ValueError):
-    """An option passed to a dplong function is out of range or of the wrong kind."""
+    """An option passed to a dplong function is out of range or of the wrong kind.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> dplong.winsorized_mean([1.0, 2.0, 3.0], epsilon=1.0, scale=1.0, variant="best")
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.ParameterError: variant must be one of 'improved', 'theory'; got 'best'
+    >>> from dplong.exceptions import ParameterError
+    >>> issubclass(ParameterError, ValueError)
+    True
+    """
 
 
 class PrivacyParameterError(ParameterError):
-    """``epsilon``, ``delta`` or a budget share is invalid."""
+    """``epsilon``, ``delta`` or a budget share is invalid.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> dplong.winsorized_mean([1.0, 2.0, 3.0], epsilon=0.0, scale=1.0)
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.PrivacyParameterError: epsilon must be a positive finite number, got 0.0
+    """
 
 
 class DataError(DplongError, ValueError):
-    """The data cannot be used as given (NaN, inf, wrong shape, non-numeric, ...)."""
+    """The data cannot be used as given (NaN, inf, wrong shape, non-numeric, ...).
+
+    Examples
+    --------
+    >>> import dplong
+    >>> dplong.winsorized_mean([1.0, float("nan")], epsilon=1.0, scale=1.0)
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.DataError: values contains 1 NaN or infinite entries; remove or impute them
+    """
 
 
 class FormulaError(DataError):
-    """A model formula names missing columns or terms that cannot be estimated."""
+    """A model formula names missing columns or terms that cannot be estimated.
+
+    Examples
+    --------
+    Years of education do not change within a man of the wage panel, so per-user regressions
+    cannot estimate their effect:
+
+    >>> import dplong
+    >>> wages = dplong.datasets.load_wage_panel()
+    >>> dplong.LongitudinalOLS.from_formula("lwage ~ educ", wages,
+    ...                                     groups="nr")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.FormulaError: ['educ'] is constant within every user, ...
+    """
 
 
 class InsufficientUsersError(DataError):
-    """Too few users for the requested privacy level: the mechanism cannot succeed."""
+    """Too few users for the requested privacy level: the mechanism cannot succeed.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> dplong.winsorized_mean([1.0], epsilon=1.0, scale=1.0)
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.InsufficientUsersError: a private mean needs at least 2 users, got n=1
+    """
 
 
 class BudgetExceededError(DplongError, ValueError):
-    """A spend would exceed the total budget of an :class:`~dplong.Accountant`."""
+    """A spend would exceed the total budget of an :class:`~dplong.Accountant`.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> acct = dplong.Accountant(epsilon=1.0)
+    >>> acct.check(epsilon=1.5, delta=0.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.BudgetExceededError: this release needs epsilon=1.5, delta=0 but only ...
+    """
 
 
 class DplongWarning(UserWarning):
-    """Base class of dplong's warnings."""
+    """Base class of dplong's warnings.
+
+    Examples
+    --------
+    With only 40 users the private midpoint is fragile, and dplong says so:
+
+    >>> import warnings
+    >>> import dplong
+    >>> from dplong.exceptions import DplongWarning
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = dplong.winsorized_mean([0.0] * 40, epsilon=1.0, delta=1e-3, scale=1.0,
+    ...                                random_state=0)
+    >>> [w.category is DplongWarning for w in caught]
+    [True]
+    """

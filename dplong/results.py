@@ -34,7 +34,7 @@ class PanelResults:
         Standard deviation of the privacy noise in each estimate.
     sampling_sd : pandas.Series
         Standard deviation of the non-private estimator implied by the stated assumption
-        (``scale`` / n); NaN where no assumption gives it.
+        (``√(scale / n)``); NaN where no assumption gives it.
     projection_interval : pandas.DataFrame
         Private projection intervals of the per-user statistics.
     failed : pandas.Series
@@ -43,6 +43,27 @@ class PanelResults:
         Every mechanism call and the composed (ε, δ).
     nobs_users : int
         Number of users n (public).
+    model, formula : str
+        The model's name and formula.
+    variant : str
+        The constants used (``"improved"``, ``"improved (refined)"`` or ``"theory"``).
+    assumptions : tuple of str
+        The public assumptions behind standard errors, intervals and error bounds.
+    gamma : float
+        Failure probability γ behind the radii.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> wages = dplong.datasets.load_wage_panel()
+    >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
+    >>> res = model.fit(epsilon=1.0, scale=[1.0, 0.01], random_state=0)
+    >>> res.nobs_users, list(res.params.index)
+    (545, ['Intercept', 'exper'])
+    >>> res.privacy.epsilon <= 1.0, bool(res.failed.any())
+    (True, False)
+    >>> res  # doctest: +ELLIPSIS
+    <LongitudinalOLS results: n=545, epsilon=1, delta=3.37e-06, params={'Intercept': ...}>
     """
 
     model: str
@@ -61,7 +82,23 @@ class PanelResults:
 
     @property
     def bse(self) -> pd.Series:
-        """Standard errors: sampling and privacy noise combined."""
+        """Standard errors: sampling and privacy noise combined.
+
+        ``√(sampling_sd² + noise_sd²)`` per parameter; NaN where ``sampling_sd`` is.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
+        >>> res = model.fit(epsilon=1.0, scale=[1.0, 0.01], random_state=0)
+        >>> import numpy as np
+        >>> se = res.bse
+        >>> se.name, se.index.tolist()
+        ('std err', ['Intercept', 'exper'])
+        >>> bool(np.allclose(se**2, res.sampling_sd**2 + res.noise_sd**2))
+        True
+        """
         return pd.Series(
             np.sqrt(self.sampling_sd**2 + self.noise_sd**2), index=self.params.index, name="std err"
         )
@@ -69,7 +106,22 @@ class PanelResults:
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
         """(1 - α) confidence intervals from the normal-Laplace convolution of
         :mod:`dplong.inference`: sampling error under the stated assumption plus the exact law of
-        the privacy noise. Computed from released quantities and public assumptions only.
+        the privacy noise (in the local model, a sum of n draws, taken as normal). Computed
+        from released quantities and public assumptions only; NaN where ``sampling_sd`` is.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
+        >>> res = model.fit(epsilon=1.0, scale=[1.0, 0.01], random_state=0)
+        >>> ci = res.conf_int(alpha=0.1)
+        >>> ci.columns.tolist(), ci.index.tolist()
+        (['lower', 'upper'], ['Intercept', 'exper'])
+        >>> bool(((ci["lower"] < res.params) & (res.params < ci["upper"])).all())
+        True
+        >>> bool((res.conf_int(alpha=0.01)["upper"] > ci["upper"]).all())   # 99 % is wider
+        True
         """
         _check_alpha(alpha)
         q = half_widths(
@@ -89,10 +141,26 @@ class PanelResults:
     def error_bound(self, alpha: float = 0.05) -> ErrorBoundReport:
         """Bound on ``|estimate - truth|`` per parameter, holding with the stated probability.
 
-        The privacy-noise term uses the exact Laplace tail, the statistical term Lemma 2.11
-        under the stated scale, and the probability subtracts the clipping event γ (see
-        :mod:`dplong.bounds`). Parameters whose private midpoint failed get no bound; those
-        without a stated sampling law (NaN ``sampling_sd``) get none either.
+        The privacy-noise term uses the exact Laplace tail (local model: Chebyshev), the
+        statistical term Lemma 2.11 under the stated scale; the probability ``1 - α - γ``
+        subtracts the clipping event γ, and ``1 - α - 2γ`` also the miss of the rough mean in
+        a refined release (see :mod:`dplong.bounds`). Parameters whose private midpoint
+        failed get no bound; those without a stated sampling law (NaN ``sampling_sd``) get
+        none either.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
+        >>> res = model.fit(epsilon=1.0, scale=[1.0, 0.01], random_state=0)
+        >>> report = res.error_bound(alpha=0.05)
+        >>> report.table.columns.tolist()
+        ['privacy noise', 'statistical', 'total', 'probability']
+        >>> res.variant, report.table["probability"].round(2).tolist()   # 1 - α - 2γ
+        ('improved (refined)', [0.85, 0.85])
+        >>> bool((report.table["total"] > res.noise_scale).all())
+        True
         """
         _check_alpha(alpha)
         refined = "refined" in self.variant  # one more bad event: the rough mean's error
@@ -119,7 +187,27 @@ class PanelResults:
         return ErrorBoundReport(table, (*self.assumptions, clipping))
 
     def summary(self, alpha: float = 0.05) -> Summary:
-        """Summary tables: header, estimates with standard errors and intervals, ledger."""
+        """Summary tables: header, estimates with standard errors and intervals, ledger.
+
+        Returns
+        -------
+        Summary
+            Print it, or render it with ``as_text``, ``as_html`` or ``as_latex``.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
+        >>> res = model.fit(epsilon=1.0, scale=[1.0, 0.01], random_state=0)
+        >>> s = res.summary(alpha=0.1)
+        >>> s.title
+        'LongitudinalOLS results (user-level differential privacy)'
+        >>> s.params.columns.tolist()
+        ['estimate', 'std err', 'noise sd', '[0.05', '0.95]']
+        >>> "Privacy ledger" in str(s)
+        True
+        """
         ci = self.conf_int(alpha)
         table = pd.DataFrame(
             {

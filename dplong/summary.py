@@ -17,12 +17,14 @@ def _format(value: object) -> str:
     return str(value)
 
 
-def _table(frame: pd.DataFrame, title: str | None = None, index: bool = True) -> SimpleTable:
+def _table(
+    frame: pd.DataFrame, title: str | None = None, index: bool = True, headers: bool = True
+) -> SimpleTable:
     data = [[_format(v) for v in row] for row in frame.itertuples(index=False)]
     stubs = [str(i) for i in frame.index] if index else None
     return SimpleTable(
         data,
-        headers=[str(c) for c in frame.columns],
+        headers=[str(c) for c in frame.columns] if headers else None,
         stubs=stubs,
         title=title,
         txt_fmt={"data_aligns": "r"},
@@ -35,6 +37,47 @@ class Summary:
 
     Render with ``str()`` / :meth:`as_text`, :meth:`as_html` (also used by Jupyter) or
     :meth:`as_latex`. The DataFrames are available for your own reports.
+
+    Attributes
+    ----------
+    title : str
+        Title of the header table.
+    info : pandas.DataFrame
+        Public facts (model, formula, n, ε, δ, ...), one row each in a column ``value``.
+    params : pandas.DataFrame
+        One row per parameter: estimate, standard error, noise sd, interval.
+    privacy : pandas.DataFrame
+        The privacy ledger (:meth:`PrivacyLedger.to_frame`).
+    notes : tuple of str
+        Numbered notes printed below the tables.
+
+    Examples
+    --------
+    Usually obtained from a fit (``results.summary()``); here built by hand:
+
+    >>> import pandas as pd
+    >>> from dplong.summary import Summary
+    >>> info = pd.DataFrame({"value": ["demo", 100]}, index=["Model:", "Users (n):"])
+    >>> params = pd.DataFrame({"estimate": [1.5], "std err": [0.1]}, index=["mu"])
+    >>> ledger = pd.DataFrame({"mechanism": ["lattice Laplace"], "epsilon": [1.0]})
+    >>> s = Summary("Demo results", info, params, ledger, notes=("A note.",))
+    >>> print(s)  # doctest: +NORMALIZE_WHITESPACE
+           Demo results
+    ==========================
+    Model: demo Users (n): 100
+    --------------------------
+    ===================
+       estimate std err
+    -------------------
+    mu      1.5     0.1
+    -------------------
+         Privacy ledger
+    =======================
+       mechanism    epsilon
+    -----------------------
+    lattice Laplace       1
+    -----------------------
+    [1] A note.
     """
 
     title: str
@@ -49,25 +92,66 @@ class Summary:
         right = self.info.iloc[half:].reset_index()
         right = right.reindex(range(half)).fillna("")
         header = pd.concat([left, right], axis=1)
-        header.columns = ["", " ", "  ", "   "]
         return [
-            _table(header, title=self.title, index=False),
+            _table(header, title=self.title, index=False, headers=False),
             _table(self.params),
             _table(self.privacy, title="Privacy ledger", index=False),
         ]
 
     def as_text(self) -> str:
+        """Plain-text rendering: the three tables, then the numbered notes.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.summary import Summary
+        >>> info = pd.DataFrame({"value": ["demo", 100]}, index=["Model:", "Users (n):"])
+        >>> params = pd.DataFrame({"estimate": [1.5], "std err": [0.1]}, index=["mu"])
+        >>> ledger = pd.DataFrame({"mechanism": ["lattice Laplace"], "epsilon": [1.0]})
+        >>> s = Summary("Demo results", info, params, ledger, notes=("A note.",))
+        >>> text = s.as_text()
+        >>> text == str(s), text.splitlines()[-1]
+        (True, '[1] A note.')
+        """
         parts = [t.as_text() for t in self._tables()]
         if self.notes:
             parts.append("\n".join(f"[{i}] {note}" for i, note in enumerate(self.notes, 1)))
         return "\n".join(parts)
 
     def as_html(self) -> str:
+        """HTML rendering (used by Jupyter): three ``<table>`` elements and a ``<p>`` per note.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.summary import Summary
+        >>> info = pd.DataFrame({"value": ["demo", 100]}, index=["Model:", "Users (n):"])
+        >>> params = pd.DataFrame({"estimate": [1.5], "std err": [0.1]}, index=["mu"])
+        >>> ledger = pd.DataFrame({"mechanism": ["lattice Laplace"], "epsilon": [1.0]})
+        >>> s = Summary("Demo results", info, params, ledger, notes=("A note.",))
+        >>> html = s.as_html()
+        >>> html.count("<table"), html.splitlines()[-1]
+        (3, '<p>[1] A note.</p>')
+        """
         parts = [t.as_html() for t in self._tables()]
         parts += [f"<p>[{i}] {note}</p>" for i, note in enumerate(self.notes, 1)]
         return "\n".join(parts)
 
     def as_latex(self) -> str:
+        """LaTeX rendering: three ``tabular`` environments (booktabs rules), then the notes.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.summary import Summary
+        >>> info = pd.DataFrame({"value": ["demo", 100]}, index=["Model:", "Users (n):"])
+        >>> params = pd.DataFrame({"estimate": [1.5], "std err": [0.1]}, index=["mu"])
+        >>> ledger = pd.DataFrame({"mechanism": ["lattice Laplace"], "epsilon": [1.0]})
+        >>> s = Summary("Demo results", info, params, ledger, notes=("A note.",))
+        >>> latex = s.as_latex()
+        >>> latex.count("begin{tabular}"), "toprule" in latex
+        (3, True)
+        """
         parts = [t.as_latex_tabular() for t in self._tables()]
         parts += [f"[{i}] {note}\\\\" for i, note in enumerate(self.notes, 1)]
         return "\n".join(parts)

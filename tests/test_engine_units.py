@@ -120,7 +120,7 @@ class TestLatticeNoise:
 class TestComposition:
     def test_single_column_uses_everything(self) -> None:
         b = split_budget(1.0, 1e-6, 1)
-        assert (b.epsilon, b.delta, b.method) == (1.0, 1e-6, "none")
+        assert (b.epsilon, b.delta, b.method) == (1.0, 1e-6, "single column")
 
     def test_basic_for_small_d(self) -> None:
         b = split_budget(1.0, 1e-6, 4)

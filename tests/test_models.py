@@ -51,6 +51,9 @@ class TestReference:
         np.testing.assert_allclose(res.params.to_numpy(), per_user_fits(df), rtol=0, atol=1e-10)
         assert list(res.params.index) == ["Intercept", "x1", "x2"]
         assert res.nobs_users == 60
+        # negligible noise (b ~ 1e-280): intervals fall back to the sampling law, no overflow
+        half = (res.conf_int()["upper"] - res.params).to_numpy()
+        np.testing.assert_allclose(half, 1.959963984540054 * res.sampling_sd.to_numpy())
 
     def test_ar1_weighted_equals_per_user_gls(self) -> None:
         df = panel(seed=1)

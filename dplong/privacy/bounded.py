@@ -31,6 +31,34 @@ def clipped_mean(
 
     Users whose statistic does not exist (``identified`` False) contribute the interval's centre.
     Returns ``(estimate, noise_scale, noise_sd, ledger)``.
+
+    Examples
+    --------
+    Four users and the public range [0, 2]; with the noise switched off (an absurd ε, for
+    illustration only) the estimate is the mean of the clipped values 0.5, 1, 2 and 0:
+
+    >>> import numpy as np
+    >>> from dplong.privacy.bounded import clipped_mean
+    >>> x = np.array([[0.5], [1.0], [3.0], [-2.0]])
+    >>> lower, upper = np.array([0.0]), np.array([2.0])
+    >>> est, scale, sd, ledger = clipped_mean(x, lower, upper, epsilon=1e300,
+    ...                                       rng=np.random.default_rng(0), names=("x",))
+    >>> est.tolist(), sd.tolist()
+    ([0.875], [0.0])
+
+    A user without a statistic counts as the centre 1:
+
+    >>> est, *_ = clipped_mean(x, lower, upper, epsilon=1e300, rng=np.random.default_rng(0),
+    ...                        names=("x",), identified=np.array([True, True, True, False]))
+    >>> est.tolist()
+    [1.125]
+
+    At ε = 1 the noise is real and the ledger records it:
+
+    >>> est, scale, sd, ledger = clipped_mean(x, lower, upper, epsilon=1.0,
+    ...                                       rng=np.random.default_rng(0), names=("x",))
+    >>> ledger.epsilon, ledger.delta, ledger.entries[0].mechanism
+    (1.0, 0.0, 'lattice Laplace, public interval (Alg 1)')
     """
     n, d = matrix.shape
     budget = split_budget(epsilon, 0.0, d)

@@ -31,7 +31,28 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Histogram:
-    """A private histogram: bin indices ``k`` (bin centre ``2 h k``) and their proportions."""
+    """A private histogram: bin indices ``k`` (bin centre ``2 h k``) and their proportions.
+
+    Attributes
+    ----------
+    half_width : float
+        Half-width ``h`` of every bin ``(2hk - h, 2hk + h]``.
+    bins : ndarray of int
+        Indices ``k`` of the reported bins, ascending.
+    proportions : ndarray of float
+        Private proportion of users in each reported bin.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy import Histogram
+    >>> hist = Histogram(half_width=0.5, bins=np.array([-1, 0, 2]),
+    ...                  proportions=np.array([0.2, 0.5, 0.3]))
+    >>> hist.centers.tolist()
+    [-1.0, 0.0, 2.0]
+    >>> hist.mode()
+    0
+    """
 
     half_width: float
     bins: NDArray[np.int64]
@@ -39,10 +60,31 @@ class Histogram:
 
     @property
     def centers(self) -> NDArray[np.float64]:
+        """Bin centres ``2 h k``, one per reported bin.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dplong.privacy import Histogram
+        >>> Histogram(0.25, np.array([-2, 3]), np.array([0.4, 0.6])).centers.tolist()
+        [-1.0, 1.5]
+        """
         return np.asarray(2.0 * self.half_width * self.bins, dtype=np.float64)
 
     def mode(self) -> int | None:
-        """Index of the bin with the largest private mass; ``None`` if no bin survived."""
+        """Bin index ``k`` with the largest private mass; ``None`` if no bin survived.
+
+        Ties go to the smallest ``k``. The midpoint is the bin centre ``2 h k``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dplong.privacy import Histogram
+        >>> Histogram(1.0, np.array([4, 7]), np.array([0.3, 0.6])).mode()
+        7
+        >>> Histogram(1.0, np.array([], dtype=np.int64), np.array([])).mode() is None
+        True
+        """
         if self.bins.size == 0:
             return None
         return int(self.bins[np.argmax(self.proportions)])
@@ -53,12 +95,28 @@ def bin_index(values: NDArray[np.float64], half_width: float) -> NDArray[np.int6
 
     Float rounding may put a value lying on an edge into the neighbouring bin; that is still a
     fixed function of the one value, so the sensitivity argument is unaffected.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.histogram import bin_index
+    >>> bin_index(np.array([-1.0, -0.5, 0.0, 0.5, 0.6, 3.0]), half_width=0.5).tolist()
+    [-1, -1, 0, 0, 1, 3]
     """
     return np.ceil((values - half_width) / (2.0 * half_width)).astype(np.int64)
 
 
 def stable_histogram_threshold(n: int, epsilon: float, delta: float) -> float:
-    """Suppression threshold of Algorithm 2: ``(2 / (ε n)) log(2 / δ) + 1 / n``."""
+    """Suppression threshold of Algorithm 2: ``(2 / (ε n)) log(2 / δ) + 1 / n``.
+
+    A bin is reported only if its noisy proportion reaches this value.
+
+    Examples
+    --------
+    >>> from dplong.privacy import stable_histogram_threshold
+    >>> round(stable_histogram_threshold(n=1000, epsilon=1.0, delta=1e-6), 4)
+    0.03
+    """
     return 2.0 / (epsilon * n) * math.log(2.0 / delta) + 1.0 / n
 
 
@@ -79,6 +137,26 @@ def stable_histogram(
     holds verbatim for the geometric tail ``e^{-ε t/2}``. The threshold uses the ε the noise
     actually has after :func:`geometric_rate`'s float slack. ``n`` (default: all values) is the
     public number of users; users without a value simply fall in no bin.
+
+    Returns
+    -------
+    Histogram
+        The bins that survived the threshold, with their noisy proportions.
+
+    Examples
+    --------
+    90 % of the users lie in bin 0, 10 % in bin 5 and one outlier alone in bin 500; the
+    outlier's bin is suppressed:
+
+    >>> import numpy as np
+    >>> from dplong.privacy import stable_histogram
+    >>> values = np.r_[np.zeros(900), np.full(99, 10.0), 1000.0]
+    >>> hist = stable_histogram(values, half_width=1.0, epsilon=1.0, delta=1e-6,
+    ...                         rng=np.random.default_rng(0))
+    >>> hist.bins.tolist(), hist.mode()
+    ([0, 5], 0)
+    >>> bool(abs(hist.proportions[0] - 0.9) < 0.05)
+    True
     """
     n = values.shape[0] if n is None else n
     rate = float(geometric_rate(epsilon, 2.0))
@@ -109,6 +187,23 @@ def randomized_histogram(
     the aggregate's law is exact up to the accuracy of numpy's binomial sampler). The debiasing
     step is line 5.
     Users beyond ``values`` (``n`` is the public total) report an all-zero indicator.
+
+    Returns
+    -------
+    Histogram
+        Every bin of ``bins`` with its debiased proportion (which may be negative).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy import randomized_histogram
+    >>> values = np.r_[np.zeros(9000), np.full(1000, 2.0)]
+    >>> hist = randomized_histogram(values, half_width=1.0, bins=np.arange(-2, 3),
+    ...                             epsilon=2.0, rng=np.random.default_rng(0))
+    >>> hist.bins.tolist(), hist.mode()
+    ([-2, -1, 0, 1, 2], 0)
+    >>> bool(abs(hist.proportions[2] - 0.9) < 0.05)       # bins[2] is k = 0
+    True
     """
     n = values.shape[0] if n is None else n
     q = flip_probability(epsilon / 2.0)

@@ -37,7 +37,17 @@ def check_histogram_feasible(n: int, epsilon: float, delta: float) -> None:
 
     A bin survives only if its noisy proportion reaches the threshold; when the threshold
     exceeds 1 (all n users in one bin still fall short in expectation) the midpoint step would
-    fail almost surely and the whole budget would be wasted.
+    fail almost surely and the whole budget would be wasted. Above
+    :data:`FRAGILE_THRESHOLD` it only warns (:class:`~dplong.exceptions.DplongWarning`).
+
+    Examples
+    --------
+    >>> from dplong.privacy.interval import check_histogram_feasible
+    >>> check_histogram_feasible(n=10_000, epsilon=0.5, delta=1e-6)   # threshold 0.006: fine
+    >>> check_histogram_feasible(n=20, epsilon=0.5, delta=1e-6)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.InsufficientUsersError: with n=20 users the private midpoint cannot ...
     """
     threshold = stable_histogram_threshold(n, epsilon, delta)
     if threshold > 1.0:
@@ -65,7 +75,26 @@ def central_midpoint(
     rng: np.random.Generator,
     n: int | None = None,
 ) -> tuple[float, bool]:
-    """Algorithm 3: return ``(m̂, failed)``; on failure ``m̂ = 0`` as in line 4."""
+    """Algorithm 3: return ``(m̂, failed)``; on failure ``m̂ = 0`` as in line 4.
+
+    ``m̂ = 2 h k̂`` is the centre of the mode of :func:`stable_histogram`; it fails when no bin
+    survives the suppression threshold.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy import central_midpoint
+    >>> rng = np.random.default_rng(0)
+    >>> values = rng.normal(3.0, 0.1, size=1000)      # all in the bin (2.5, 3.5]
+    >>> central_midpoint(values, half_width=0.5, epsilon=1.0, delta=1e-6, rng=rng)
+    (3.0, False)
+
+    Values spread one per bin: no bin reaches the threshold and the midpoint falls back to 0.
+
+    >>> central_midpoint(np.arange(1000.0) * 10, half_width=0.5, epsilon=1.0, delta=1e-6,
+    ...                  rng=rng)
+    (0.0, True)
+    """
     mode = stable_histogram(values, half_width, epsilon, delta, rng, n).mode()
     if mode is None:
         return 0.0, True
@@ -91,7 +120,20 @@ def local_midpoint(
     rng: np.random.Generator,
     n: int | None = None,
 ) -> float:
-    """Algorithm 9: the centre of the most frequent bin among ``|2 h k| <= B``."""
+    """Algorithm 9: the centre of the most frequent bin among ``|2 h k| <= B``.
+
+    Raises :class:`~dplong.exceptions.ParameterError` if ``B`` spans more than
+    :data:`MAX_LOCAL_BINS` bins.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy import local_midpoint
+    >>> values = np.random.default_rng(0).normal(3.0, 0.1, size=10_000)
+    >>> local_midpoint(values, half_width=0.5, bound=10.0, epsilon=2.0,
+    ...                rng=np.random.default_rng(1))
+    3.0
+    """
     histogram = randomized_histogram(
         values, half_width, local_bins(half_width, bound), epsilon, rng, n
     )

@@ -60,6 +60,17 @@ def geometric_rate(
     Ideally ``a = ε / D``; float slack ``1200 u D / ε`` is taken off ε so that the loss bound
     ``a D + 600 u / a`` of the module docstring stays below ε (valid while the slack is at most
     ε/2, i.e. ε above about ``5e-5`` for our ~2**13-unit sensitivities).
+
+    Examples
+    --------
+    >>> from dplong.privacy.noise import geometric_rate
+    >>> a = geometric_rate(1.0, 4096.0)
+    >>> bool(0.999999 / 4096 < a < 1.0 / 4096)         # a hair below ε / D
+    True
+    >>> geometric_rate(1e-6, 4096.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: epsilon too small for float-safe lattice noise
     """
     eps = np.asarray(epsilon, dtype=np.float64)
     sens = np.asarray(sensitivity, dtype=np.float64)
@@ -72,7 +83,18 @@ def geometric_rate(
 def two_sided_geometric(
     rng: np.random.Generator, rate: NDArray[np.float64] | float, size: tuple[int, ...]
 ) -> NDArray[np.int64]:
-    """Integers with ``P(z) ∝ exp(-rate |z|)``, as the difference of two geometric variables."""
+    """Integers with ``P(z) ∝ exp(-rate |z|)``, as the difference of two geometric variables.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.noise import two_sided_geometric, two_sided_geometric_variance
+    >>> z = two_sided_geometric(np.random.default_rng(0), 0.5, (10_000,))
+    >>> z.dtype, z.shape
+    (dtype('int64'), (10000,))
+    >>> bool(abs(z.var() / two_sided_geometric_variance(0.5) - 1) < 0.1)
+    True
+    """
     rate = np.broadcast_to(np.asarray(rate, dtype=np.float64), size)
     g1 = np.floor(np.minimum(rng.standard_exponential(size), _EXPONENTIAL_CLIP) / rate)
     g2 = np.floor(np.minimum(rng.standard_exponential(size), _EXPONENTIAL_CLIP) / rate)
@@ -80,7 +102,15 @@ def two_sided_geometric(
 
 
 def two_sided_geometric_variance(rate: NDArray[np.float64] | float) -> NDArray[np.float64]:
-    """Variance ``2 e^{-a} / (1 - e^{-a})^2`` of the two-sided geometric with rate ``a``."""
+    """Variance ``2 e^{-a} / (1 - e^{-a})^2`` of the two-sided geometric with rate ``a``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.noise import two_sided_geometric_variance
+    >>> float(two_sided_geometric_variance(np.log(2.0)))       # 2 (1/2) / (1/2)**2
+    4.0
+    """
     a = np.asarray(rate, dtype=np.float64)
     return np.asarray(2.0 * np.exp(-a) / np.expm1(-a) ** 2)
 
@@ -94,6 +124,15 @@ class LatticeRelease:
     of the release, ``rate`` the geometric rate in lattice units (noise variance of one draw
     is ``two_sided_geometric_variance(rate) * step**2``) and ``draws`` how many independent
     draws were summed (1 centrally, n locally).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy import release_bounded_sum
+    >>> rel = release_bounded_sum(np.array([[0.5], [-1.0]]), np.array([1.0]),
+    ...                           np.array([1.0]), np.random.default_rng(0), local=True)
+    >>> rel.draws, bool(rel.sensitivity[0] >= 2.0)      # 2 draws; D >= 2 * radius
+    (2, True)
     """
 
     total: NDArray[np.float64]
@@ -115,6 +154,32 @@ def release_bounded_sum(
 
     Central: one noisy sum per column, ε_j-DP under replacing one row. Local: every row is
     privatised on its own (ε_j-LDP) before the sum, as each user would do on their device.
+
+    Returns
+    -------
+    LatticeRelease
+        The private sums and the public facts about their noise.
+
+    Examples
+    --------
+    With a vast ε the noise vanishes and the exact sums come back:
+
+    >>> import numpy as np
+    >>> from dplong.privacy import release_bounded_sum
+    >>> clipped = np.array([[0.5, -1.0], [1.0, 2.0], [-0.25, 0.0]])     # 3 users, 2 columns
+    >>> radius = np.array([1.0, 2.0])
+    >>> release_bounded_sum(clipped, radius, np.array([1e300, 1e300]),
+    ...                     np.random.default_rng(0)).total.tolist()
+    [1.25, 1.0]
+
+    At ε = 1 per column the sums are noisy, on a public lattice:
+
+    >>> rel = release_bounded_sum(clipped, radius, np.array([1.0, 1.0]),
+    ...                           np.random.default_rng(0))
+    >>> bool(np.all(rel.sensitivity >= 2 * radius))       # replacing one user: 2 * radius
+    True
+    >>> bool(np.all(rel.total / rel.step == np.round(rel.total / rel.step)))
+    True
     """
     n, d = clipped.shape
     if np.any(np.abs(clipped) > radius):
@@ -180,6 +245,16 @@ def flip_probability(epsilon: float) -> float:
     the log-odds by up to ~2**-50; we evaluate it at ``ε (1 - 2**-40) - 2**-48`` (so q only
     grows), round *up* to a multiple of 2**-53 (the resolution of the uniform draw) and cap it
     at ½, where the report is independent of the bit.
+
+    Examples
+    --------
+    >>> import math
+    >>> from dplong.privacy.noise import flip_probability
+    >>> flip_probability(0.0)
+    0.5
+    >>> q = flip_probability(1.0)
+    >>> abs(q - 1 / (1 + math.e)) < 1e-12, (1 - q) / q <= math.e
+    (True, True)
     """
     q = 1.0 / (1.0 + np.exp(epsilon * (1.0 - 2.0**-40) - 2.0**-48))
     return float(min(np.ceil(q * 2.0**53) / 2.0**53, 0.5))
@@ -188,7 +263,22 @@ def flip_probability(epsilon: float) -> float:
 def randomized_response(
     bits: NDArray[np.bool_], epsilon: float, rng: np.random.Generator
 ) -> NDArray[np.bool_]:
-    """Algorithm 6: report each bit truthfully with probability ``e^ε / (1 + e^ε)``."""
+    """Algorithm 6: report each bit truthfully with probability ``e^ε / (1 + e^ε)``.
+
+    More precisely with probability ``1 - q``, ``q = flip_probability(ε)`` rounded up so that
+    the report is exactly ε-LDP.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy import randomized_response
+    >>> bits = np.ones(10_000, dtype=bool)
+    >>> reports = randomized_response(bits, np.log(3.0), np.random.default_rng(0))
+    >>> reports.dtype, reports.shape
+    (dtype('bool'), (10000,))
+    >>> bool(abs(reports.mean() - 0.75) < 0.02)       # truthful with probability 3/4
+    True
+    """
     flip_threshold = int(flip_probability(epsilon) * 2.0**53)
     flips = rng.integers(0, 2**53, size=np.shape(bits)) < flip_threshold
     return np.asarray(bits) ^ flips

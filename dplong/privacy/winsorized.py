@@ -75,6 +75,16 @@ def default_midpoint_share(n: int, epsilon: float, delta: float) -> float:
     histogram robust to a scale that is too small; the cap of ¾ rather than the paper's ½
     matters only at small n·ε, where with ½ a mean near a bin edge makes the midpoint fail
     in most releases (88 % at n = 10³, ε = 0.1) and with ¾ in none. Uses public facts only.
+
+    Examples
+    --------
+    >>> from dplong.privacy import default_midpoint_share
+    >>> round(default_midpoint_share(n=2_000, epsilon=1.0, delta=1e-6), 4)
+    0.0582
+    >>> default_midpoint_share(n=100_000, epsilon=1.0, delta=1e-10)    # the floor
+    0.05
+    >>> default_midpoint_share(n=100, epsilon=0.1, delta=1e-4)         # the cap
+    0.75
     """
     room = n / 4.0 - 1.0
     if room <= 0:
@@ -97,15 +107,42 @@ class WinsorizedMeanResult:
     noise_sd : float or ndarray
         Standard deviation of the total noise in ``estimate`` (exact, lattice noise included).
     interval : ndarray
-        Projection intervals ``[m̂ - w, m̂ + w]``, shape (2,) or (d, 2).
+        Final projection intervals ``[c - w, c + w]``, shape (2,) or (d, 2): centred at the
+        private midpoint ``c = m̂``, or at the rough mean ``c = μ̂₁`` when refined.
     radius, bin_radius : float or ndarray
         τ and the histogram's bin half-width (τ' for ``"improved"``, τ for ``"theory"``).
     failed : bool or ndarray
-        True where the stable histogram reported no bin and the midpoint fell back to 0.
+        True where the stable histogram reported no bin and the midpoint fell back to 0
+        (always False in the local model).
     privacy : PrivacyLedger
         Every mechanism call and the composed (ε, δ).
     n : int
         Number of users (public).
+    variant : str
+        ``"improved"``, ``"improved (refined)"`` or ``"theory"``.
+    sample_split : bool
+        Whether the sample-split estimator of eq. (1) was used.
+    names : tuple of str
+        Column names, as in the ledger.
+
+    Examples
+    --------
+    >>> import numpy as np, dplong
+    >>> x = np.random.default_rng(0).normal([1.0, 10.0], 1.0, size=(1000, 2))
+    >>> res = dplong.winsorized_mean(x, epsilon=1.0, scale=1.0, names=["a", "b"],
+    ...                              random_state=0)
+    >>> res.estimate.shape, res.interval.shape, res.names
+    ((2,), (2, 2), ('a', 'b'))
+    >>> bool(np.all(np.abs(res.estimate - [1.0, 10.0]) < 0.5)), res.failed.tolist()
+    (True, [False, False])
+
+    With the noise switched off (an absurd ε, for illustration only) the estimate is the
+    mean of the clipped values, here the plain mean:
+
+    >>> dplong.winsorized_mean([1.0, 2.0] * 500, epsilon=1e300, delta=0.5, scale=1.0,
+    ...                        random_state=0)  # doctest: +NORMALIZE_WHITESPACE
+    WinsorizedMeanResult(estimate=1.5, noise_sd=0.0, failed=False, n=1000, epsilon=1e+300,
+                         delta=0.5, model='central')
     """
 
     estimate: Any
