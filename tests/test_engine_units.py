@@ -411,3 +411,17 @@ class TestTinyEpsilon:
         with pytest.raises(dplong.exceptions.PrivacyParameterError, match="float-safe"):
             dplong.winsorized_mean(x, epsilon=5e-5, delta=1e-3, scale=1.0, random_state=rng)
         assert rng.bit_generator.state == state
+
+
+def test_nan_statistic_cannot_move_the_sum() -> None:
+    # np.clip keeps NaN and NaN fails every comparison; the mechanism must map it into the
+    # radius (to the centre, 0) or rint(NaN) would put -2**63 on the lattice
+    clipped = np.array([[0.5], [np.nan], [-0.25]])
+    rel = release_bounded_sum(
+        clipped, np.array([1.0]), np.array([NOISE_OFF]), np.random.default_rng(0)
+    )
+    assert rel.total[0] == 0.25
+    hist = stable_histogram(
+        np.array([0.1, np.nan, np.inf]), 1.0, NOISE_OFF, 0.5, np.random.default_rng(0), n=3
+    )
+    assert hist.bins.tolist() == [0]

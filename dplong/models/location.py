@@ -185,11 +185,13 @@ class RandomEffectsLocation(PanelModel):
             accountant.check(options.epsilon, options.delta)
 
         starts = segment_starts(design.codes)
-        sums = user_sums(np.vstack([design.y, design.y**2]), design.codes, n, starts)
         rows_u = np.bincount(design.codes, minlength=n).astype(np.float64)
         present = rows_u > 0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means = sums[:, 0] / rows_u
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            means = user_sums(design.y[None, :], design.codes, n, starts)[:, 0] / rows_u
+            # two-pass sum of squares: no cancellation, and no overflow of Σy² for large y
+            deviations = (design.y - means[design.codes]) ** 2
+        within_ss = user_sums(deviations[None, :], design.codes, n, starts)[:, 0]
         location = dataclasses.replace(options, epsilon=options.epsilon * (1 - variance_share))
         release = self._release(means[:, None], present, proxy, ("Intercept",), location, rng, None)
         ledger = release.privacy
@@ -197,7 +199,7 @@ class RandomEffectsLocation(PanelModel):
         if with_components:
             assert residual_scale is not None
             extra, component_ledger = self._components(
-                sums,
+                within_ss,
                 rows_u,
                 means,
                 float(np.asarray(release.estimate).item()),
@@ -233,7 +235,7 @@ class RandomEffectsLocation(PanelModel):
 
     def _components(
         self,
-        sums: np.ndarray,
+        within_ss: np.ndarray,
         rows_u: np.ndarray,
         means: np.ndarray,
         mu: float,
@@ -253,7 +255,7 @@ class RandomEffectsLocation(PanelModel):
                 "every user has one (pass variance_share=0)"
             )
         with np.errstate(invalid="ignore", divide="ignore"):
-            within = (sums[:, 1] - rows_u * means**2) / (rows_u - 1)
+            within = within_ss / (rows_u - 1)
             between = (means - mu) ** 2 - within / rows_u
         # public ranges: s² <= ρ_res χ²_k / k with k >= T-1 (Laurent–Massart upper tail with
         # x = log(4n/γ), union over n users and 2 columns); |ȳ_u - μ̂| <= 1.1 τ, the 10 % margin

@@ -216,6 +216,7 @@ def per_user_coefficients(
             solution, scaled_det = _solve_spd(xtx, xty)
             positive = (np.einsum("iim->im", xtx) > 0).all(axis=0)
             ok = (rows[ids] >= p) & positive & (scaled_det > SINGULAR_TOLERANCE)
+            ok &= np.isfinite(solution).all(axis=0)  # overflow (inf - inf) is not a fit
         identified[ids] = ok
         beta[ids] = np.where(ok, solution, np.nan).T
     return beta, identified

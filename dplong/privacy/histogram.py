@@ -159,6 +159,7 @@ def stable_histogram(
     True
     """
     n = values.shape[0] if n is None else n
+    values = values[np.isfinite(values)]  # a non-finite value falls in no bin
     rate = float(geometric_rate(epsilon, 2.0))
     eps = 2.0 * rate
     bins, counts = np.unique(bin_index(values, half_width), return_counts=True)
@@ -206,6 +207,7 @@ def randomized_histogram(
     True
     """
     n = values.shape[0] if n is None else n
+    values = values[np.isfinite(values)]  # a non-finite value reports an all-zero indicator
     q = flip_probability(epsilon / 2.0)
     k = bin_index(values, half_width)
     position = np.searchsorted(bins, k)

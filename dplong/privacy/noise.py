@@ -182,7 +182,11 @@ def release_bounded_sum(
     True
     """
     n, d = clipped.shape
-    if np.any(np.abs(clipped) > radius):
+    # A NaN survives np.clip and every comparison; left in, rint(NaN) would become -2**63 and
+    # one user could move the sum without bound. Any input must stay within the radius, so a
+    # value that is not a number contributes 0 (the centre), like a user with no statistic.
+    clipped = np.where(np.isnan(clipped), 0.0, clipped)
+    if not np.all(np.abs(clipped) <= radius):
         raise AssertionError("release_bounded_sum needs values clipped to their radius")
     if n >= 2**35:
         raise OverflowError("too many rows for exact fixed-point summation")
