@@ -40,12 +40,8 @@ class PanelDesign:
     outcome: str
     formula: str
 
-    @property
-    def rows_per_user(self) -> NDArray[np.int64]:
-        return np.bincount(self.codes, minlength=self.n)
 
-
-def _column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArray[Any]:
+def column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArray[Any]:
     if isinstance(value, str):
         if value not in data.columns:
             raise FormulaError(
@@ -123,7 +119,7 @@ def build_design(
             "groups is required: the column (or array) of user ids; every row "
             "must say which user it belongs to"
         )
-    ids = _column_or_array(groups, data, "groups")
+    ids = column_or_array(groups, data, "groups")
     codes_all, n = factorize_groups(ids, len(data))
     if n < 2:
         raise InsufficientUsersError(
@@ -164,7 +160,7 @@ def build_design(
     codes = codes_all if rows is None else codes_all[rows]
     keys: list[NDArray[Any]] = [codes]
     if time is not None:
-        times = _column_or_array(time, data, "time")
+        times = column_or_array(time, data, "time")
         keys.insert(0, times if rows is None else times[rows])
     if not _grouped(codes, keys[0] if time is not None else None):
         order = np.lexsort(keys)  # by user, then time; stable in row order

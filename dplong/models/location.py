@@ -18,7 +18,7 @@ from dplong.models.base import (
     common_fit_args,
     scale_per_column,
 )
-from dplong.models.design import GroupsLike, PanelDesign, _column_or_array
+from dplong.models.design import GroupsLike, PanelDesign, column_or_array
 from dplong.models.reduce import segment_starts, user_sums
 from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.bounded import clipped_mean
@@ -89,8 +89,8 @@ class RandomEffectsLocation(PanelModel):
         design = cls._build(formula, data, groups, None, depth=1)
         label = None
         if re_groups is not None:
-            ids = pd.Series(_column_or_array(groups, data, "groups"))
-            levels = pd.Series(_column_or_array(re_groups, data, "re_groups"))
+            ids = pd.Series(column_or_array(groups, data, "groups"))
+            levels = pd.Series(column_or_array(re_groups, data, "re_groups"))
             if levels.isna().any():
                 raise DataError("re_groups has missing values")
             if (levels.groupby(ids.to_numpy()).nunique() > 1).any():
