@@ -1,7 +1,7 @@
 """dplong: user-level differentially private models for longitudinal (panel) data."""
 
-from dplong import datasets, dependence, exceptions, privacy
-from dplong.models import LongitudinalOLS, RandomEffectsLocation
+from dplong import datasets, dependence, exceptions, kernels, privacy
+from dplong.models import LongitudinalOLS, PriestleyChao, RandomEffectsLocation
 from dplong.privacy import Accountant, PrivacyLedger, WinsorizedMeanResult, winsorized_mean
 
 __version__ = "0.1.0"
@@ -9,6 +9,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Accountant",
     "LongitudinalOLS",
+    "PriestleyChao",
     "PrivacyLedger",
     "RandomEffectsLocation",
     "WinsorizedMeanResult",
@@ -16,6 +17,7 @@ __all__ = [
     "datasets",
     "dependence",
     "exceptions",
+    "kernels",
     "privacy",
     "winsorized_mean",
 ]

@@ -1,6 +1,7 @@
 """Formula models for panel data: each reduces users to statistics released privately."""
 
+from dplong.models.kernel import PriestleyChao
 from dplong.models.linear import LongitudinalOLS
 from dplong.models.location import RandomEffectsLocation
 
-__all__ = ["LongitudinalOLS", "RandomEffectsLocation"]
+__all__ = ["LongitudinalOLS", "PriestleyChao", "RandomEffectsLocation"]
