@@ -45,6 +45,7 @@ from dplong.privacy.noise import release_bounded_sum, release_weighted_sums
 from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
 from dplong.privacy.winsorized import (
     PAPER_MIDPOINT_SHARE,
+    REFINE_SHARES,
     ReleaseOptions,
     check_lattice_epsilon,
     default_midpoint_share,
@@ -330,12 +331,6 @@ class PriestleyChao(PanelModel):
             bins_half, half_width = tau_bins, tau + 2.0 * tau_bins
         else:
             bins_half, half_width = tau, 3.0 * tau
-        lf_auto = smooth_lf if smooth_lf is not None else 2.0 * amp / (hi - lo)
-        b = self._resolve_bandwidth(n, options.epsilon, sigma, lf_auto, half_width, local)
-        grid = self._resolve_grid(b)
-        weights = item_weights(self._x, grid, self._kernel, b, hi)
-
-        # Budget: midpoint, then the curve — jointly (L1) or by advanced composition over G.
         share = options.midpoint_share
         if share is None:
             share = (
@@ -343,23 +338,43 @@ class PriestleyChao(PanelModel):
                 if local or options.variant == "theory"
                 else default_midpoint_share(n, options.epsilon, options.delta)
             )
-        eps_mid, eps_curve = share * options.epsilon, (1.0 - share) * options.epsilon
+        refine = options.variant == "improved" and not local
+        share_refine = (
+            _item_refinement_share(n, amp, sigma, half_width, share, options.epsilon, options.gamma)
+            if refine
+            else 0.0
+        )
+        eps_mid, eps_refine = share * options.epsilon, share_refine * options.epsilon
+        eps_curve = options.epsilon - eps_mid - eps_refine
+        final_width = (
+            _refined_width(n, amp, sigma, 2.0 * half_width / (n * eps_refine), options.gamma)
+            if share_refine > 0
+            else half_width
+        )
+        lf_auto = smooth_lf if smooth_lf is not None else 2.0 * amp / (hi - lo)
+        b = self._resolve_bandwidth(n, eps_curve, sigma, lf_auto, final_width, local)
+        grid = self._resolve_grid(b)
+        weights = item_weights(self._x, grid, self._kernel, b, hi)
+
+        # The curve: one L1 release, or advanced composition over the G points if cheaper.
         per_point = split_budget(eps_curve, options.delta, grid.size, pure=local)
-        joint_cost = grid.size * (2.0 * half_width * weights.sum(axis=1).max() / eps_curve) ** 2
+        joint_cost = grid.size * (2.0 * final_width * weights.sum(axis=1).max() / eps_curve) ** 2
         advanced_cost = float(
-            np.sum((2.0 * half_width * weights.max(axis=0) / per_point.epsilon) ** 2)
+            np.sum((2.0 * final_width * weights.max(axis=0) / per_point.epsilon) ** 2)
         )
         advanced = not local and per_point.method == "advanced" and advanced_cost < joint_cost
         delta_mid = options.delta - per_point.slack if advanced else options.delta
         check_lattice_epsilon(
             per_point.epsilon if advanced else eps_curve, "the curve's epsilon per release"
         )
+        if eps_refine > 0:
+            check_lattice_epsilon(eps_refine, "the refinement's epsilon")
         if local:
             assert options.bound is not None
             local_bins(bins_half, float(options.bound[0]))
         else:
             check_histogram_feasible(n, eps_mid, delta_mid)
-        total_eps = eps_mid + (per_point.total_epsilon if advanced else eps_curve)
+        total_eps = eps_mid + eps_refine + (per_point.total_epsilon if advanced else eps_curve)
         total_delta = 0.0 if local else options.delta
         if accountant is not None:
             accountant.check(total_eps, total_delta)
@@ -375,14 +390,35 @@ class PriestleyChao(PanelModel):
             midpoint, failed = central_midpoint(
                 self._y[observed], bins_half, eps_mid, delta_mid, rng, n
             )
-        with np.errstate(invalid="ignore"):
-            clipped = np.where(observed, np.clip(self._y - midpoint, -half_width, half_width), 0.0)
         name = self._design.outcome
         entries = [_midpoint_entry(name, eps_mid, delta_mid, n, local)]
+        centre, width = midpoint, half_width
+        if share_refine > 0:  # a rough mean re-centres the final interval (§7.1.2-style)
+            rough = release_bounded_sum(
+                _project(self._y, observed, centre, width)[:, None],
+                np.array([width]),
+                np.array([eps_refine]),
+                rng,
+            )
+            entries.append(
+                LedgerEntry(
+                    "lattice Laplace (Alg 1, 4)",
+                    f"{name}: refinement",
+                    eps_refine,
+                    0.0,
+                    float(rough.sensitivity[0]) / n,
+                    float(rough.step[0] / rough.rate[0]) / n,
+                )
+            )
+            centre = midpoint + float(rough.total[0]) / n
+            width = _refined_width(
+                n, amp, sigma, float(rough.step[0] / rough.rate[0]) / n, options.gamma
+            )
+        clipped = _project(self._y, observed, centre, width)
         mass = weights.sum(axis=0)  # Σ_i a_i(x): public
         if local:
             release = release_bounded_sum(
-                clipped[:, None], np.array([half_width]), np.array([eps_curve]), rng, local=True
+                clipped[:, None], np.array([width]), np.array([eps_curve]), rng, local=True
             )
             assert release.reports is not None
             noisy = weights.T @ release.reports[:, 0]  # public smoothing of private reports
@@ -409,7 +445,7 @@ class PriestleyChao(PanelModel):
             )
             for g in range(grid.size):
                 point = release_weighted_sums(
-                    clipped, half_width, weights[:, g : g + 1], per_point.epsilon, rng
+                    clipped, width, weights[:, g : g + 1], per_point.epsilon, rng
                 )
                 noisy[g], noise_scale[g], noise_sd[g] = point.total[0], point.scale[0], point.sd[0]
                 entries.append(
@@ -424,7 +460,7 @@ class PriestleyChao(PanelModel):
                 )
             composition = "sequential (midpoint, curve); advanced over the grid points"
         else:
-            joint = release_weighted_sums(clipped, half_width, weights, eps_curve, rng)
+            joint = release_weighted_sums(clipped, width, weights, eps_curve, rng)
             noisy, noise_scale, noise_sd = joint.total, joint.scale, joint.sd
             entries.append(
                 LedgerEntry(
@@ -442,7 +478,7 @@ class PriestleyChao(PanelModel):
         )
         if accountant is not None:
             accountant.record(ledger)
-        estimate = midpoint * mass + noisy
+        estimate = centre * mass + noisy
         sampling_sd = sigma * np.sqrt((weights**2).sum(axis=0))  # Lemma 4.9's Mad term
         bias = (
             None
@@ -453,7 +489,8 @@ class PriestleyChao(PanelModel):
             f"Item-level fixed design (Def 4.7): the {n} design points are public; errors "
             f"with covariance below {sigma:g}² I (noise_sd).",
             f"|f(x) - c| <= {amp:g} for some level c (amplitude): responses projected onto "
-            f"the private midpoint ± {half_width:.4g}.",
+            f"{'the rough private mean' if share_refine > 0 else 'the private midpoint'} ± "
+            f"{width:.4g}.",
             _smoothness_note(smooth_lf, smooth_f),
         )
         return self._curve_results(
@@ -463,10 +500,10 @@ class PriestleyChao(PanelModel):
             noise_scale=noise_scale,
             noise_sd=noise_sd,
             sampling_sd=sampling_sd,
-            interval=(midpoint - half_width, midpoint + half_width),
+            interval=(centre - width, centre + width),
             failed=failed,
             ledger=ledger,
-            variant=options.variant,
+            variant=options.variant + (" (refined)" if share_refine > 0 else ""),
             assumptions=assumptions,
             gamma=options.gamma,
             bias=bias,
@@ -551,39 +588,49 @@ class PriestleyChao(PanelModel):
     # ---------------------------------------------------------------- shared
 
     def _resolve_bandwidth(
-        self, n: int, epsilon: float, sigma: float, lf: float, half_width: float, local: bool
+        self, n: int, epsilon: float, sigma: float, lf: float, width: float, local: bool
     ) -> float:
         """``"auto"``: minimise the explicit error terms of Cor 4.11 (central) / 6.7 (local).
 
-        Squared bias ``(L_f μ₁ b)²`` (Lemma 4.9), sampling variance ``σ² ∫K² / (n b)``
-        (equidistant design on the domain) and privacy-noise variance: centrally
-        ``2 (2 w ‖a‖₁)²/(ε/2)²`` with ``‖a‖₁ ≈ 1/(n b)`` when grid points are a bandwidth
-        apart; locally ``2 (2w / (ε/2))² ∫K² / (n b)``. All public; the minimiser over a
-        log grid of b gives the rates ``(σ²/n)^{1/3} ∨ (σ/(nε))^{1/2}`` (central) and
-        ``(σ²/n)^{1/3} ∨ (σ/(√n ε))^{1/2}`` (local) of the corollaries, with their constants.
+        The sum of the squared bias ``(L_f μ₁ b)²`` (Lemma 4.9), the sampling variance
+        ``σ² ∫K² / (n b)`` (equidistant design over the domain) and the privacy-noise variance
+        of the curve's release with ``epsilon`` and projection half-width ``width``: centrally
+        ``2 (2 w ‖a‖₁ / ε)²``, with ``‖a‖₁`` the largest total weight a design point has over
+        the grid that this b gives; locally ``2 (2 w / ε)² ∫K² / (n b)``. All public. The
+        minimiser over a log grid of b follows the corollaries' rates
+        ``(σ²/n)^{1/3} ∨ (σ/(nε))^{1/2}`` (central) and ``(σ²/n)^{1/3} ∨ (σ/(√n ε))^{1/2}``
+        (local), with this package's constants.
         """
         if not isinstance(self._bandwidth, str):
             return float(self._bandwidth)
         lo, hi = self._domain
         length = hi - lo
         k = self._kernel
-        b = length * np.logspace(-4, math.log10(0.5), 400)
-        eps_curve = epsilon / 2.0
-        bias2 = (lf * k.first_moment * b) ** 2
-        sampling = sigma**2 * k.roughness * length / (n * b)
-        if local:
-            noise = 2.0 * (2.0 * half_width / eps_curve) ** 2 * k.roughness * length / (n * b)
-        else:
-            noise = 2.0 * (2.0 * half_width * length / (n * b * eps_curve)) ** 2
-        return float(b[np.argmin(bias2 + sampling + noise)])
+        candidates = length * np.logspace(-4, math.log10(0.5), 120)
+        design = np.linspace(lo, hi, 501)  # stand-in design points for the grid's L1 weight
+
+        def noise_variance(b: float) -> float:
+            if local:
+                return 2.0 * (2.0 * width / epsilon) ** 2 * k.roughness * length / (n * b)
+            grid = self._resolve_grid(b)
+            l1 = length / n * float(k((grid[None, :] - design[:, None]) / b).sum(axis=1).max()) / b
+            return 2.0 * (2.0 * width * l1 / epsilon) ** 2
+
+        risk = [
+            (lf * k.first_moment * b) ** 2
+            + sigma**2 * k.roughness * length / (n * b)
+            + noise_variance(b)
+            for b in candidates
+        ]
+        return float(candidates[int(np.argmin(risk))])
 
     def _resolve_grid(self, bandwidth: float) -> NDArray[np.float64]:
         lo, hi = self._domain
         if self._grid is None:
             count = int(np.clip(round((hi - lo) / bandwidth) + 1, MIN_GRID_POINTS, MAX_GRID_POINTS))
-            return np.linspace(lo, hi, count)
+            return _even_grid(lo, hi, count)
         if isinstance(self._grid, int):
-            return np.linspace(lo, hi, self._grid)
+            return _even_grid(lo, hi, self._grid)
         return self._grid
 
     def _curve_results(
@@ -809,6 +856,14 @@ def _regressor(columns: tuple[str, ...], formula: str) -> int:
     return others[0]
 
 
+def _even_grid(lo: float, hi: float, count: int) -> NDArray[np.float64]:
+    """Equally spaced points, rounded to 12 significant digits so labels read 0.3, not
+    0.30000000000000004 (a public choice of evaluation points; any points would do)."""
+    points = np.linspace(lo, hi, count)
+    scale = max(abs(lo), abs(hi))
+    return np.round(points, 12 - math.floor(math.log10(scale)) if scale > 0 else 12)
+
+
 def _check_domain(domain: Any) -> tuple[float, float]:
     try:
         lo, hi = (float(v) for v in domain)
@@ -845,6 +900,55 @@ def _refuse_unused(arguments: dict[str, Any], design: str) -> None:
     given = [k for k, v in arguments.items() if v is not None]
     if given:
         raise ParameterError(f"{given} do not apply to {design} Priestley–Chao regression")
+
+
+def _project(
+    y: NDArray[np.float64], observed: NDArray[np.bool_], centre: float, width: float
+) -> NDArray[np.float64]:
+    """Responses minus the centre, projected onto ``[-width, width]``; missing ones give 0."""
+    with np.errstate(invalid="ignore"):
+        return np.where(observed, np.clip(y - centre, -width, width), 0.0)
+
+
+def _refined_width(n: int, amp: float, sigma: float, rough_scale: float, gamma: float) -> float:
+    """Half-width around the rough mean μ̂₁ that holds every response w.p. 1 - 2γ.
+
+    ``|Y_i - μ̂₁| <= |f(x_i) - f̄| + |ε_i| + |ε̄| + |μ̂₁ - Ȳ|`` with ``|f(x_i) - f̄| <= 2A``,
+    ``|ε_i| <= σ √(2 log(4n/γ))`` for all i (Gaussian tails, union bound at γ/2),
+    ``|ε̄| <= σ √(2 log(4/γ) / n)`` (Lemma 2.11, ``‖Σ‖_op <= σ²``) and the Laplace tail
+    ``rough_scale · log(4/γ)`` of the rough mean's noise; the last two share γ/2.
+    """
+    return (
+        2.0 * amp
+        + sigma * math.sqrt(2.0 * math.log(4.0 * n / gamma))
+        + sigma * math.sqrt(2.0 * math.log(8.0 / gamma) / n)
+        + rough_scale * math.log(8.0 / gamma)
+    )
+
+
+def _item_refinement_share(
+    n: int,
+    amp: float,
+    sigma: float,
+    width: float,
+    midpoint_share: float,
+    epsilon: float,
+    gamma: float,
+) -> float:
+    """Share of ε for the rough mean: minimise the predicted ``(w_final / ε_final)²``.
+
+    Public facts only, as :func:`dplong.privacy.winsorized.refinement_share`; 0 (no
+    refinement) when it does not pay.
+    """
+    best, best_cost = 0.0, (width / (1.0 - midpoint_share)) ** 2
+    for share in REFINE_SHARES:
+        rest = 1.0 - midpoint_share - share
+        if rest <= 0.1:
+            continue
+        final = _refined_width(n, amp, sigma, 2.0 * width / (n * epsilon * share), gamma)
+        if (final / rest) ** 2 < best_cost:
+            best, best_cost = share, (final / rest) ** 2
+    return best
 
 
 def _midpoint_entry(name: str, epsilon: float, delta: float, n: int, local: bool) -> LedgerEntry:
