@@ -1,0 +1,569 @@
+"""The ``dplong`` command line: fit a private panel model to a file and print (or report) it.
+
+``dplong fit DATA --model ols --formula "lwage ~ exper" --groups nr --epsilon 1 --scale 1,0.01``
+reads DATA (CSV, Parquet, or a shipped data set as ``dataset:NAME``), fits the model with
+user-level differential privacy, prints the summary and the error bounds, and with
+``--report FILE`` writes a self-contained HTML report (:mod:`dplong.report`).
+
+Models live in one table, :data:`_MODELS`: a new model is one entry (its builder, a line of help,
+and the options only it takes, which the parser then offers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import math
+import shlex
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+import dplong
+from dplong.exceptions import DplongError, FormulaError
+from dplong.privacy.radius import DEFAULT_GAMMA
+from dplong.report import write_report
+from dplong.results import PanelResults
+
+__all__ = ["build_parser", "main", "read_data"]
+
+_DATASET_PREFIX = "dataset:"
+_SHIPPED = ", ".join(_DATASET_PREFIX + name for name in dplong.datasets.DATASETS)
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+# pandas reads these compressed CSVs directly
+_CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zip", ".csv.zst")
+
+
+class _InputError(Exception):
+    """A problem with the command line's input (file, column, option): exit code 2."""
+
+
+class _Fittable(Protocol):
+    """What the CLI needs of a model: its public n and a ``fit`` returning PanelResults."""
+
+    @property
+    def nobs_users(self) -> int: ...
+
+    def fit(self, *args: Any, **kwargs: Any) -> PanelResults: ...
+
+
+@dataclass(frozen=True)
+class _ModelOption:
+    """An option only some models take: passed to ``fit`` as ``keyword`` when given."""
+
+    keyword: str
+    type: Callable[[str], Any]
+    metavar: str
+    help: str
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.keyword.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class _ModelSpec:
+    """One row of the model table."""
+
+    build: Callable[[str, pd.DataFrame, str, str | None], _Fittable]
+    help: str
+    uses_time: bool = False
+    options: tuple[_ModelOption, ...] = ()
+
+
+class _UserMean:
+    """``--model mean``: :func:`dplong.winsorized_mean` of one column's per-user means, wrapped
+    as :class:`~dplong.results.PanelResults` so that it prints and reports like the models."""
+
+    def __init__(self, formula: str, data: pd.DataFrame, groups: str) -> None:
+        lhs, _, rhs = formula.partition("~")
+        self.column = lhs.strip()
+        if rhs.strip() != "1":
+            raise FormulaError(f"--model mean takes a formula 'column ~ 1'; got {formula!r}")
+        if self.column not in data.columns:
+            raise FormulaError(
+                f"{self.column!r} (left of '~') is not a column of DATA; "
+                f"columns are {list(data.columns)}"
+            )
+        self.formula = formula
+        self._values = data[self.column].to_numpy()
+        self._groups = data[groups].to_numpy()
+        self.nobs_users = int(pd.unique(self._groups).size)
+
+    def fit(self, **options: Any) -> PanelResults:
+        # options go through untouched, so that winsorized_mean's own defaults apply
+        release = dplong.winsorized_mean(
+            self._values,
+            groups=self._groups,
+            names=[self.column],
+            gamma=DEFAULT_GAMMA,
+            **options,
+        )
+        index = pd.Index([self.column])
+        scale = options.get("scale")
+        sampling = math.sqrt(scale / release.n) if isinstance(scale, (int, float)) else math.nan
+        stated = "winsorized_mean's default" if scale is None else scale
+
+        def series(value: Any, name: str) -> pd.Series:
+            out: pd.Series = pd.Series(np.atleast_1d(value), index=index, name=name)
+            return out
+
+        return PanelResults(
+            model="winsorized_mean",
+            formula=self.formula,
+            params=series(release.estimate, "params"),
+            noise_scale=series(release.noise_scale, "noise scale"),
+            noise_sd=series(release.noise_sd, "noise sd"),
+            sampling_sd=series(sampling, "sampling sd"),
+            projection_interval=pd.DataFrame(
+                np.atleast_2d(release.interval), index=index, columns=["lower", "upper"]
+            ),
+            failed=series(release.failed, "failed").astype(bool),
+            privacy=release.privacy,
+            nobs_users=release.n,
+            variant=release.variant,
+            assumptions=(
+                f"Mean of the per-user means of {self.column!r}: every user weighs the same.",
+                f"Variance proxy of one user's mean (scale): {stated}.",
+                "Standard errors and intervals combine the stated scale (sampling, users "
+                "independent) with the exact privacy-noise law.",
+            ),
+            gamma=DEFAULT_GAMMA,
+        )
+
+
+def _ols(formula: str, data: pd.DataFrame, groups: str, time: str | None) -> _Fittable:
+    return dplong.LongitudinalOLS.from_formula(formula, data, groups=groups, time=time)
+
+
+def _location(formula: str, data: pd.DataFrame, groups: str, time: str | None) -> _Fittable:
+    return dplong.RandomEffectsLocation.from_formula(formula, data, groups=groups)
+
+
+def _mean(formula: str, data: pd.DataFrame, groups: str, time: str | None) -> _Fittable:
+    return _UserMean(formula, data, groups)
+
+
+_MODELS: dict[str, _ModelSpec] = {
+    "ols": _ModelSpec(
+        _ols,
+        "LongitudinalOLS: average of per-user regressions, 'y ~ x1 + x2'",
+        uses_time=True,
+    ),
+    "location": _ModelSpec(
+        _location,
+        "RandomEffectsLocation: location and variance components of 'y ~ 1'",
+        options=(
+            _ModelOption(
+                "within_scale",
+                float,
+                "S",
+                "variance proxy of one user's residuals (public assumption), for the "
+                "variance components 'Group Var' and 'Scale'",
+            ),
+            _ModelOption(
+                "variance_share",
+                float,
+                "SHARE",
+                "share of epsilon for the variance components, in [0, 1) (default 0.5; "
+                "0 releases the location only)",
+            ),
+            _ModelOption(
+                "min_rows",
+                int,
+                "T",
+                "public lower bound on the number of rows of every user",
+            ),
+        ),
+    ),
+    "mean": _ModelSpec(_mean, "winsorized_mean: mean of per-user means of a column, 'y ~ 1'"),
+}
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text!r}")
+    return value
+
+
+def _positive_list(text: str) -> float | list[float]:
+    try:
+        values = [_positive(part) for part in text.split(",")]
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive number or comma-separated positive numbers, got {text!r}"
+        ) from None
+    return values[0] if len(values) == 1 else values
+
+
+_EPILOG = f"""\
+models:
+{{models}}
+
+examples:
+  dplong fit dataset:wage_panel --model ols --formula "lwage ~ exper + expersq" \\
+      --groups nr --time year --epsilon 1 --scale 2,0.2,0.001 --report wages.html
+  dplong fit visits.csv --model mean --formula "weight ~ 1" --groups patient \\
+      --epsilon 0.5 --scale 4
+
+what it means:
+  DATA       a .csv or .parquet file with one row per observation, or a data set
+             shipped with dplong: {_SHIPPED}.
+  --groups   the user-id column: which person (patient, firm, pig, ...) a row
+             belongs to. All rows of a user are protected together.
+  --epsilon  the privacy budget ε: how much the output may change if one user's
+             rows were replaced. Smaller is more private and noisier; around 1
+             is common. The whole fit spends at most ε.
+  --delta    a tiny probability δ that the guarantee fails (central privacy
+             only; default 1/n**2 with n the number of users).
+  --scale    how much one user's statistic varies (a public assumption you
+             choose, e.g. from earlier studies; never look at the data for it).
+  public     only the number of users n and the options you pass are public.
+             Everything else about the data leaves only through noise, and
+             every noisy step is listed in the privacy ledger of the output.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``dplong`` command.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        With one subcommand, ``fit``; ``dplong fit --help`` explains every option.
+
+    Examples
+    --------
+    >>> from dplong.cli import build_parser
+    >>> args = build_parser().parse_args(["fit", "dataset:dietox", "--model", "mean",
+    ...     "--formula", "Weight ~ 1", "--groups", "Pig", "--epsilon", "2", "--scale", "400"])
+    >>> args.model, args.epsilon, args.scale, args.delta
+    ('mean', 2.0, 400.0, None)
+    >>> build_parser().parse_args(["fit", "data.csv", "--model", "ols", "--formula", "y ~ x",
+    ...     "--groups", "id", "--epsilon", "1", "--scale", "1,0.01"]).scale
+    [1.0, 0.01]
+    """
+    parser = argparse.ArgumentParser(
+        prog="dplong",
+        description="User-level differentially private models for longitudinal (panel) data.",
+    )
+    parser.add_argument("--version", action="version", version=f"dplong {dplong.__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    fit = commands.add_parser(
+        "fit",
+        help="fit a model with user-level differential privacy",
+        description="Fit a model with user-level differential privacy; print its summary and "
+        "error bounds, and optionally write an HTML report.",
+        epilog=_EPILOG.format(
+            models="\n".join(f"  {name:<10} {spec.help}" for name, spec in _MODELS.items())
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    fit.add_argument("data", metavar="DATA", help="CSV or Parquet file, or dataset:NAME")
+    fit.add_argument(
+        "--model",
+        required=True,
+        choices=list(_MODELS),
+        help="the model to fit (see models below)",
+    )
+    fit.add_argument("--formula", required=True, help='patsy formula, e.g. "lwage ~ exper"')
+    fit.add_argument("--groups", required=True, metavar="COLUMN", help="user-id column")
+    fit.add_argument(
+        "--time",
+        metavar="COLUMN",
+        help="orders each user's rows (models: "
+        + ", ".join(name for name, spec in _MODELS.items() if spec.uses_time)
+        + ")",
+    )
+    privacy = fit.add_argument_group("privacy")
+    privacy.add_argument(
+        "--epsilon", required=True, type=_positive, metavar="EPS", help="total privacy budget ε > 0"
+    )
+    privacy.add_argument(
+        "--delta", type=_probability, help="total δ in (0, 1); central default 1/n**2"
+    )
+    privacy.add_argument(
+        "--privacy",
+        choices=["central", "local"],
+        default="central",
+        help="trusted curator (central, default) or each user adds their own noise (local)",
+    )
+    privacy.add_argument(
+        "--bound",
+        type=_positive_list,
+        metavar="B",
+        help="public bound on |mean| per parameter (number or comma list); needed for local",
+    )
+    privacy.add_argument(
+        "--scale",
+        type=_positive_list,
+        metavar="S",
+        help="variance proxy of one user's statistic: a number, or one per parameter "
+        "separated by commas (1,0.01); when omitted, the model's default applies",
+    )
+    privacy.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="seed of the noise, for reproducible research only: never for a real release",
+    )
+    output = fit.add_argument_group("output")
+    output.add_argument(
+        "--alpha",
+        type=_probability,
+        metavar="A",
+        default=0.05,
+        help="1 - confidence level of intervals and error bounds (default 0.05)",
+    )
+    output.add_argument("--report", metavar="FILE", help="write a self-contained HTML report")
+    output.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    extra = fit.add_argument_group("model-specific options")
+    for option in _unique_options():
+        users = [name for name, spec in _MODELS.items() if option in spec.options]
+        extra.add_argument(
+            option.flag,
+            dest=option.keyword,
+            type=option.type,
+            metavar=option.metavar,
+            help=f"{option.help} (models: {', '.join(users)})",
+        )
+    return parser
+
+
+def _unique_options() -> list[_ModelOption]:
+    seen: dict[str, _ModelOption] = {}
+    for spec in _MODELS.values():
+        for option in spec.options:
+            seen.setdefault(option.keyword, option)
+    return list(seen.values())
+
+
+def read_data(source: str) -> pd.DataFrame:
+    """Read the DATA argument of ``dplong fit``.
+
+    Parameters
+    ----------
+    source : str
+        ``dataset:NAME`` for a data set shipped with dplong (see :mod:`dplong.datasets`), or
+        the path of a ``.csv`` (optionally compressed, e.g. ``.csv.gz``) or ``.parquet`` file.
+        Parquet needs pyarrow (``pip install "dplong[parquet]"``).
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Raises
+    ------
+    ValueError
+        If the file is missing, unreadable or of an unknown kind, or the data set unknown.
+
+    Examples
+    --------
+    >>> from dplong.cli import read_data
+    >>> read_data("dataset:dietox")["Pig"].nunique()
+    72
+    >>> read_data("dataset:nope")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown data set 'nope'; shipped: dataset:wage_panel, dataset:dietox
+    """
+    try:
+        return _read(source)
+    except _InputError as err:
+        raise ValueError(str(err)) from None
+
+
+def _read(source: str) -> pd.DataFrame:
+    if source.startswith(_DATASET_PREFIX):
+        name = source.removeprefix(_DATASET_PREFIX)
+        if name not in dplong.datasets.DATASETS:
+            raise _InputError(f"unknown data set {name!r}; shipped: {_SHIPPED}")
+        loader: Callable[[], pd.DataFrame] = getattr(dplong.datasets, f"load_{name}")
+        return loader()
+    path = Path(source)
+    if not path.is_file():
+        raise _InputError(f"DATA file {source!r} does not exist (or is not a file)")
+    name = path.name.lower()
+    try:
+        if name.endswith(_PARQUET_SUFFIXES):
+            _require_pyarrow()
+            return pd.read_parquet(path)
+        if name.endswith(_CSV_SUFFIXES):
+            return pd.read_csv(path)
+    except (OSError, ValueError) as err:  # parse errors of pandas and pyarrow are ValueErrors
+        raise _InputError(f"cannot read DATA {source!r}: {err}") from None
+    raise _InputError(
+        f"cannot tell the format of DATA {source!r}: use a .csv, .csv.gz or .parquet file, "
+        f"or {_DATASET_PREFIX}NAME"
+    )
+
+
+def _require_pyarrow() -> None:
+    try:
+        importlib.import_module("pyarrow")
+    except ImportError:
+        raise _InputError(
+            'reading Parquet needs pyarrow; install it with: pip install "dplong[parquet]"'
+        ) from None
+
+
+def _check_arguments(args: argparse.Namespace, spec: _ModelSpec) -> None:
+    """Refuse options the model does not take, and a report that could not be written, before
+    any work."""
+    given = [o for o in _unique_options() if getattr(args, o.keyword) is not None]
+    for option in given:
+        if option not in spec.options:
+            raise _InputError(f"{option.flag} is not an option of --model {args.model}")
+    if args.time is not None and not spec.uses_time:
+        raise _InputError(f"--time is not an option of --model {args.model}")
+    if args.report is not None and not Path(args.report).parent.is_dir():
+        raise _InputError(f"cannot write --report {args.report!r}: no such directory")
+
+
+def _check_columns(data: pd.DataFrame, args: argparse.Namespace) -> None:
+    for flag, column in (("--groups", args.groups), ("--time", args.time)):
+        if column is not None and column not in data.columns:
+            raise _InputError(
+                f"{flag} {column!r} is not a column of DATA; columns are {list(data.columns)}"
+            )
+
+
+def _fit_options(args: argparse.Namespace, spec: _ModelSpec) -> dict[str, Any]:
+    """Keyword arguments of ``fit``: only what was given, so the model's defaults apply."""
+    options: dict[str, Any] = {"epsilon": args.epsilon, "privacy": args.privacy}
+    optional = {
+        "delta": args.delta,
+        "scale": args.scale,
+        "bound": args.bound,
+        "random_state": args.seed,
+    }
+    optional |= {o.keyword: getattr(args, o.keyword) for o in spec.options}
+    options |= {key: value for key, value in optional.items() if value is not None}
+    return options
+
+
+def _check_required(model: _Fittable, options: dict[str, Any], name: str) -> None:
+    """Name the options a model's ``fit`` cannot do without (rather than a TypeError)."""
+    missing = [
+        "--" + keyword.replace("_", "-")
+        for keyword, parameter in inspect.signature(model.fit).parameters.items()
+        if parameter.kind is parameter.KEYWORD_ONLY
+        and parameter.default is parameter.empty
+        and keyword not in options
+    ]
+    if missing:
+        raise _InputError(f"--model {name} needs {', '.join(missing)} (see dplong fit --help)")
+
+
+def _say(args: argparse.Namespace, message: str) -> None:
+    if not args.quiet:
+        print(f"dplong: {message}", file=sys.stderr, flush=True)
+
+
+def _run_fit(args: argparse.Namespace, command: str) -> int:
+    spec = _MODELS[args.model]
+    _check_arguments(args, spec)
+    _say(args, f"reading {args.data}…")
+    data = _read(args.data)
+    _check_columns(data, args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _say(args, "building design…")
+        model = spec.build(args.formula, data, args.groups, args.time)
+        options = _fit_options(args, spec)
+        _check_required(model, options, args.model)
+        _say(args, f"fitting {args.model} on {model.nobs_users} users (ε={args.epsilon:g})…")
+        results = model.fit(**options)
+    for warning in caught:  # one line each, for the analyst only: never in the report
+        print(f"dplong: warning: {_one_line(warning.message)}", file=sys.stderr)
+    notes = []
+    if args.seed is not None:
+        notes.append("A fixed --seed was used: reproducible research only, not a release.")
+        print(f"dplong: note: {notes[-1]}", file=sys.stderr)
+    bounds = results.error_bound(args.alpha)
+    print(results.summary(args.alpha))
+    print()
+    print(f"Error bounds on |estimate - truth| (alpha={args.alpha:g})")
+    print(bounds)
+    if args.report is not None:
+        _say(args, f"writing report {args.report}…")
+        try:
+            write_report(
+                args.report,
+                results,
+                alpha=args.alpha,
+                data_name=args.data,
+                command=command,
+                notes=notes,
+            )
+        except OSError as err:
+            raise _InputError(f"cannot write --report {args.report!r}: {err}") from None
+    return 0
+
+
+def _one_line(message: object) -> str:
+    """The first line of a message (patsy adds lines pointing at the formula)."""
+    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
+    return lines[0] if lines else type(message).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``dplong`` command line.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        0 on success; 2 on bad arguments, unreadable data or any :class:`~dplong.exceptions.
+        DplongError`, after a one-line message on stderr (never a traceback).
+
+    Examples
+    --------
+    >>> from dplong.cli import main
+    >>> main(["fit", "dataset:dietox", "--model", "mean", "--formula", "Weight ~ 1",
+    ...       "--groups", "Pig", "--epsilon", "2", "--scale", "400", "--seed", "0",
+    ...       "--quiet"])  # doctest: +ELLIPSIS
+    winsorized_mean results (user-level differential privacy)
+    ...
+    Error bounds on |estimate - truth| (alpha=0.05)
+    ...
+    0
+    >>> main(["fit", "missing.csv", "--model", "mean", "--formula", "y ~ 1",
+    ...       "--groups", "id", "--epsilon", "1", "--quiet"])
+    2
+    """
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(arguments)
+    except SystemExit as stop:  # argparse has printed its message (or --help)
+        return stop.code if isinstance(stop.code, int) else 2
+    try:
+        return _run_fit(args, shlex.join(["dplong", *arguments]))
+    except (DplongError, _InputError) as err:
+        print(f"dplong: error: {_one_line(err)}", file=sys.stderr)
+        return 2

@@ -1,0 +1,268 @@
+"""The ``dplong`` command line end to end, and what its HTML report may and may not contain."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import dplong
+from dplong.cli import main
+from dplong.exceptions import DplongWarning
+from dplong.report import build_report
+
+OLS = [
+    "fit",
+    "dataset:wage_panel",
+    "--model",
+    "ols",
+    "--formula",
+    "lwage ~ exper + expersq",
+    "--groups",
+    "nr",
+    "--time",
+    "year",
+    "--epsilon",
+    "1",
+    "--scale",
+    "2,0.2,0.001",
+    "--seed",
+    "3",
+]
+MEAN = ["fit", "dataset:dietox", "--model", "mean", "--formula", "Weight ~ 1", "--groups", "Pig"]
+MEAN += ["--epsilon", "2", "--scale", "400", "--seed", "1"]
+IMAGE = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=]+)")
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    """``main`` in-process: exit code, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def ols_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, str]:
+    """The OLS example with a report: stdout, stderr and the report's HTML."""
+    report = tmp_path_factory.mktemp("report") / "wages.html"
+    code, out, err = run([*OLS, "--report", str(report)])
+    assert code == 0, err
+    return out, err, report.read_text(encoding="utf-8")
+
+
+def without_images(page: str) -> str:
+    return IMAGE.sub("data:image/png;base64,", page)
+
+
+def raw_values(column: pd.Series, count: int = 25) -> list[str]:
+    """String forms of distinctive raw values (7+ significant digits) of a column."""
+    values = [v for v in column.dropna() if len(f"{abs(v):.12g}".replace(".", "")) >= 7]
+    assert len(values) >= count
+    return [form for v in values[:count] for form in (repr(v), f"{v:.7g}")]
+
+
+class TestFit:
+    def test_stdout_has_summary_and_error_bounds(self, ols_run: tuple[str, str, str]) -> None:
+        out, _, _ = ols_run
+        assert "LongitudinalOLS results (user-level differential privacy)" in out
+        for name in ("Intercept", "exper", "expersq", "Privacy ledger"):
+            assert name in out
+        assert "Error bounds on |estimate - truth| (alpha=0.05)" in out
+        assert "probability" in out and "Assumptions:" in out
+        assert "Variance proxy of one user's coefficients (scale): [2.0, 0.2, 0.001]" in out
+
+    def test_progress_on_stderr(self, ols_run: tuple[str, str, str]) -> None:
+        _, err, _ = ols_run
+        stages = ["reading dataset:wage_panel", "building design", "fitting ols on 545 users"]
+        stages.append("writing report")
+        positions = [err.index(stage) for stage in stages]
+        assert positions == sorted(positions)
+        assert "--seed was used" in err  # a seeded run is flagged as not a release
+
+    def test_quiet_silences_progress_only(self) -> None:
+        code, out, err = run([*MEAN, "--quiet"])
+        assert code == 0 and "winsorized_mean results" in out
+        assert "reading" not in err and "fitting" not in err
+        assert "--seed was used" in err
+
+    def test_same_result_as_the_library(self, ols_run: tuple[str, str, str]) -> None:
+        wages = dplong.datasets.load_wage_panel()
+        model = dplong.LongitudinalOLS.from_formula(
+            "lwage ~ exper + expersq", wages, groups="nr", time="year"
+        )
+        res = model.fit(epsilon=1.0, scale=[2.0, 0.2, 0.001], random_state=3)
+        assert str(res.summary()) in ols_run[0]
+
+    def test_subprocess_python_m(self, tmp_path: Path) -> None:
+        report = tmp_path / "pigs.html"
+        done = subprocess.run(
+            [sys.executable, "-m", "dplong", *MEAN, "--report", str(report)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "winsorized_mean results" in done.stdout and "Weight" in done.stdout
+        assert "Traceback" not in done.stderr
+        page = report.read_text(encoding="utf-8")
+        assert "winsorized_mean" in page and IMAGE.search(page)
+        kept = without_images(page)
+        for form in raw_values(dplong.datasets.load_dietox()["Weight"]):
+            assert form not in kept
+        assert not re.search(r"(?<![\d.])861(?!\d)", kept)  # the number of rows
+
+    def test_warnings_are_one_line_on_stderr_only(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        release = dplong.winsorized_mean
+
+        def warning_release(*args: Any, **kwargs: Any) -> Any:
+            warnings.warn("few users\nsecond line", DplongWarning, stacklevel=2)
+            return release(*args, **kwargs)
+
+        monkeypatch.setattr(dplong, "winsorized_mean", warning_release)
+        report = tmp_path / "pigs.html"
+        code, _, err = run([*MEAN, "--quiet", "--report", str(report)])
+        assert code == 0
+        assert "dplong: warning: few users\n" in err and "second line" not in err
+        assert "DplongWarning" not in err
+        assert "few users" not in report.read_text(encoding="utf-8")  # not part of a release
+
+    def test_help_explains_the_privacy_terms(self) -> None:
+        code, out, _ = run(["fit", "--help"])
+        assert code == 0
+        for words in ("epsilon", "delta", "user-id column", "number of users n", "--scale"):
+            assert words in out
+        assert "dataset:wage_panel" in out and "examples:" in out and "models:" in out
+
+    @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+    def test_file_input_round_trip(self, tmp_path: Path, suffix: str) -> None:
+        wages = dplong.datasets.load_wage_panel()
+        path = tmp_path / f"wages{suffix}"
+        if suffix == ".csv":
+            wages.to_csv(path, index=False)
+        else:
+            wages.to_parquet(path, index=False)
+        from_file = run([OLS[0], str(path), *OLS[2:], "--quiet"])
+        shipped = run([*OLS, "--quiet"])
+        assert from_file[0] == 0, from_file[2]
+        assert from_file[1] == shipped[1]
+
+
+class TestReport:
+    def test_content(self, ols_run: tuple[str, str, str]) -> None:
+        _, _, page = ols_run
+        assert page.startswith("<!DOCTYPE html>")
+        assert "LongitudinalOLS" in page and "lwage ~ exper + expersq" in page
+        for name in ("Intercept", "exper", "expersq"):
+            assert f"<th>{name}</th>" in page
+        assert 'id="error-bounds"' in page and "Assumptions" in page
+        assert "Clipping has probability at most gamma=0.05" in page
+        assert 'id="privacy-ledger"' in page and "Total spent: ε = 1," in page
+        assert "stable histogram (Alg 2, 3)" in page
+        assert "dplong fit dataset:wage_panel --model ols" in page  # the command line
+        assert "--seed was used" in page
+        assert "data-rendered" not in page and "dataset.rendered" in page  # set by the script
+
+    def test_embedded_image_is_a_png(self, ols_run: tuple[str, str, str]) -> None:
+        found = IMAGE.search(ols_run[2])
+        assert found is not None
+        png = base64.b64decode(found.group(1), validate=True)
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000
+
+    def test_self_contained(self, ols_run: tuple[str, str, str]) -> None:
+        page = ols_run[2]
+        assert "http://" not in page and "https://" not in page
+        assert not re.search(r"""(?:src|href)\s*=\s*["'](?!data:)""", page)
+        assert "<link" not in page and "@import" not in page
+
+    def test_no_raw_data_and_no_row_count(self, ols_run: tuple[str, str, str]) -> None:
+        page = without_images(ols_run[2])
+        wages = dplong.datasets.load_wage_panel()
+        for form in raw_values(wages["lwage"]):
+            assert form not in page
+        assert not re.search(rf"(?<![\d.]){len(wages)}(?!\d)", page)
+        assert "545" in page  # n is public
+
+    def test_without_matplotlib_says_plots_unavailable(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        for module in ("matplotlib", "matplotlib.figure", "matplotlib.lines"):
+            monkeypatch.setitem(sys.modules, module, None)
+        pigs = dplong.datasets.load_dietox()
+        model = dplong.RandomEffectsLocation.from_formula("Weight ~ 1", pigs, groups="Pig")
+        res = model.fit(epsilon=4.0, scale=400.0, variance_share=0, random_state=0)
+        page = build_report(res)
+        assert "Plots are unavailable" in page and 'pip install "dplong[plot]"' in page
+        assert "<img" not in page and 'id="estimates"' in page
+
+
+GOOD = ["fit", "dataset:wage_panel", "--model", "ols", "--formula", "lwage ~ exper"]
+GOOD += ["--groups", "nr", "--epsilon", "1", "--scale", "1,0.01", "--quiet"]
+
+
+def replace(option: str, value: str) -> list[str]:
+    """GOOD with the value of ``option`` (or DATA, for ``option="DATA"``) replaced."""
+    args = list(GOOD)
+    args[1 if option == "DATA" else args.index(option) + 1] = value
+    return args
+
+
+class TestBadArguments:
+    @pytest.mark.parametrize(
+        ("argv", "expected"),
+        [
+            (replace("--model", "kernelz"), "--model"),
+            (replace("--epsilon", "0"), "argument --epsilon: must be a positive number"),
+            (replace("--epsilon", "-1"), "argument --epsilon"),
+            (replace("--scale", "abc"), "argument --scale"),
+            ([*GOOD, "--delta", "1.5"], "argument --delta"),
+            ([*GOOD, "--alpha", "0"], "argument --alpha"),
+            ([a for a in GOOD if a not in ("--epsilon", "1")], "--epsilon"),
+            (replace("DATA", "missing.csv"), "DATA file 'missing.csv' does not"),
+            (replace("DATA", "dataset:nope"), "dataset:wage_panel, dataset:dietox"),
+            (replace("DATA", "pyproject.toml"), "cannot tell the format of DATA"),
+            (replace("--groups", "person"), "--groups 'person' is not a column of DATA"),
+            ([*GOOD, "--time", "when"], "--time 'when' is not a column"),
+            (replace("--formula", "lwage ~ nonsense"), "name 'nonsense' is not defined"),
+            (replace("--scale", "1,2,3"), "scale must be a number or an array of 2 numbers"),
+            ([*GOOD[:-3], "--quiet"], "--model ols needs --scale"),
+            ([*GOOD, "--within-scale", "2"], "--within-scale is not an option of --model ols"),
+            ([*GOOD, "--privacy", "local"], 'privacy="local" needs bound=B'),
+            ([*GOOD, "--report", "/no/such/dir/r.html"], "cannot write --report"),
+        ],
+    )
+    def test_exit_code_2_and_a_message(self, argv: list[str], expected: str) -> None:
+        code, out, err = run(argv)
+        assert code == 2
+        assert expected in err
+        assert "Traceback" not in err and out == ""
+
+    def test_library_errors_are_one_line(self) -> None:
+        code, _, err = run(replace("--formula", "lwage ~ educ"))  # constant within users
+        assert code == 2
+        assert err.count("\n") == 1 and err.startswith("dplong: error: ['educ'] is constant")
+
+    def test_mean_needs_a_column_and_one(self) -> None:
+        argv = [*MEAN, "--quiet"]
+        argv[argv.index("Weight ~ 1")] = "Weight ~ Time"
+        code, _, err = run(argv)
+        assert code == 2 and "--model mean takes a formula 'column ~ 1'" in err
+
+    def test_parquet_without_pyarrow(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setitem(sys.modules, "pyarrow", None)
+        path = tmp_path / "wages.parquet"
+        path.write_bytes(b"")
+        code, _, err = run(replace("DATA", str(path)))
+        assert code == 2 and 'pip install "dplong[parquet]"' in err
