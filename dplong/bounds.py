@@ -12,8 +12,13 @@ N the privacy noise) on the event E that no user was clipped,
   θ̄ under the stated assumption;
 * E fails with probability at most γ (the radius construction, Lemma 5.2).
 
-So the total holds with probability at least ``1 - α - γ`` per parameter, under the stated
-assumptions, unless the private midpoint failed (then no bound is claimed).
+* the private midpoint fails (no bin survives the stable histogram) with at most the
+  probability of :func:`midpoint_failure_probability` (Lemmas D.9–D.10 with this package's
+  constants); the local histogram always reports a bin, and its chance of reporting a wrong
+  one has no explicit constant in the paper (Theorem 6.4), so none is claimed.
+
+So the total holds with probability at least ``1 - α - P(bad events)`` per parameter, under the
+stated assumptions, unless the private midpoint failed (then no bound is claimed).
 """
 
 from __future__ import annotations
@@ -35,9 +40,12 @@ class ErrorBoundReport:
     ----------
     table : pandas.DataFrame
         One row per parameter: columns ``privacy noise``, ``statistical``, ``total`` (the
-        bound on ``|estimate - truth|``) and ``probability`` (with which it holds).
+        bound on ``|estimate - truth|``), ``bad events`` (probability of clipping or a failed
+        midpoint) and ``probability`` (with which the total holds).
     assumptions : tuple of str
         The public assumptions the bounds rest on.
+    basis : str
+        The theorem and corollary of the paper the bound instantiates.
 
     Examples
     --------
@@ -45,29 +53,32 @@ class ErrorBoundReport:
     >>> from dplong.bounds import ErrorBoundReport, error_bound_table
     >>> def series(value):
     ...     return pd.Series([value], index=["mu"])
-    >>> table = error_bound_table(0.05, 0.05, noise_scale=series(0.1),
+    >>> table = error_bound_table(0.05, series(0.05), noise_scale=series(0.1),
     ...                           noise_sd=series(0.1 * 2**0.5), sampling_sd=series(0.0),
     ...                           failed=series(False), local=False)
-    >>> report = ErrorBoundReport(table, ("Users are independent.",))
+    >>> report = ErrorBoundReport(table, ("Users are independent.",), "Theorem 4.2")
     >>> print(report)  # doctest: +NORMALIZE_WHITESPACE
-        privacy noise  statistical  total  probability
-    mu         0.3689            0 0.3689          0.9
+    Error bounds (Theorem 4.2)
+        privacy noise  statistical  total  bad events  probability
+    mu         0.3689            0 0.3689        0.05          0.9
     Assumptions:
       - Users are independent.
     """
 
     table: pd.DataFrame
     assumptions: tuple[str, ...]
+    basis: str = ""
 
     def __str__(self) -> str:
-        lines = [self.table.to_string(float_format=lambda v: f"{v:.4g}"), "Assumptions:"]
+        lines = [f"Error bounds ({self.basis})"] if self.basis else []
+        lines += [self.table.to_string(float_format=lambda v: f"{v:.4g}"), "Assumptions:"]
         lines += [f"  - {a}" for a in self.assumptions]
         return "\n".join(lines)
 
 
 def error_bound_table(
     alpha: float,
-    gamma: float,
+    bad_events: pd.Series,
     noise_scale: pd.Series,
     noise_sd: pd.Series,
     sampling_sd: pd.Series,
@@ -76,8 +87,9 @@ def error_bound_table(
 ) -> pd.DataFrame:
     """The numbers of :class:`ErrorBoundReport`; see the module docstring for each term.
 
-    ``gamma`` is the total probability of the bad events (clipping, and a refinement's miss).
-    A parameter whose midpoint ``failed`` gets NaN ``total`` and ``probability``.
+    ``bad_events`` is, per parameter, the total probability of the bad events (clipping, a
+    refinement's miss, a failed midpoint). A parameter whose midpoint ``failed`` gets NaN
+    ``total`` and ``probability``.
 
     Examples
     --------
@@ -88,7 +100,8 @@ def error_bound_table(
     >>> from dplong.bounds import error_bound_table
     >>> idx = ["mu", "sigma"]
     >>> table = error_bound_table(
-    ...     0.05, 0.05,
+    ...     0.05,
+    ...     bad_events=pd.Series([0.05, 0.05], index=idx),
     ...     noise_scale=pd.Series([0.1, 0.2], index=idx),
     ...     noise_sd=pd.Series([0.1414, 0.2828], index=idx),
     ...     sampling_sd=pd.Series([0.0, 0.1], index=idx),
@@ -96,9 +109,9 @@ def error_bound_table(
     ...     local=False,
     ... )
     >>> table.round(4)  # doctest: +NORMALIZE_WHITESPACE
-           privacy noise  statistical   total  probability
-    mu            0.3689        0.000  0.3689          0.9
-    sigma         0.7378        0.296     NaN          NaN
+           privacy noise  statistical   total  bad events  probability
+    mu            0.3689        0.000  0.3689        0.05          0.9
+    sigma         0.7378        0.296     NaN        0.05          NaN
     """
     if local:
         noise = noise_sd * math.sqrt(2.0 / alpha)
@@ -108,13 +121,56 @@ def error_bound_table(
     total = noise + statistical
     broken = failed.reindex(total.index, fill_value=False).astype(bool)
     total = total.where(~broken)
-    probability = pd.Series(1.0 - alpha - gamma, index=total.index).where(~broken)
+    bad = bad_events.reindex(total.index)
+    probability = (1.0 - alpha - bad).clip(lower=0.0).where(~broken)
     frame: pd.DataFrame = pd.DataFrame(
         {
             "privacy noise": noise,
             "statistical": statistical,
             "total": total,
+            "bad events": bad,
             "probability": probability,
         }
     )
     return frame
+
+
+def midpoint_failure_probability(
+    n: int, epsilon: float, delta: float, gamma: float, *, wide_bins: bool
+) -> float:
+    """Bound on the chance that the stable histogram reports no bin (Lemmas D.9–D.10).
+
+    A bin holding a share ``a`` of the n users is suppressed only if its count noise (two-sided
+    geometric of rate ε/2, tail ``P(Z <= -t) <= e^{-ε t / 2}``) pulls it below the threshold
+    ``n·thr``, ``thr = (2/(εn)) log(2/δ) + 1/n``: probability at most ``e^{-ε n (a - thr)/2}``
+    (Lemma D.9). Which share is guaranteed:
+
+    * ``wide_bins`` (bins of half-width τ, ``variant="theory"``): on the no-clipping event all
+      users lie in ``x₀ ± τ``, which meets at most two bins, so one holds ``a >= 1/2``;
+    * bins of half-width τ' (``"improved"``): each user lies in ``x₀ ± τ'`` with probability at
+      least ``1 - γ``; with users independent, Hoeffding gives a share at least ``1 - γ - η``
+      except with probability ``e^{-2nη²}``, and one of the at most two bins it meets holds
+      ``a >= (1 - γ - η)/2``. We take the best η on a grid.
+
+    The paper's Lemma D.10 fixes η = 1/8 and a share of 3/8; this is the same argument with the
+    threshold of :func:`~dplong.privacy.stable_histogram_threshold`. Capped at 1.
+
+    Examples
+    --------
+    >>> from dplong.bounds import midpoint_failure_probability
+    >>> p = midpoint_failure_probability(2_000, 0.05, 2.5e-7, 0.05, wide_bins=False)
+    >>> 0.0 < p < 0.02
+    True
+    >>> midpoint_failure_probability(100, 0.05, 1e-4, 0.05, wide_bins=False)  # n ε too small
+    1.0
+    """
+    threshold = 2.0 / (epsilon * n) * math.log(2.0 / delta) + 1.0 / n
+    if wide_bins:
+        share = 0.5
+        return min(1.0, math.exp(-epsilon * n * max(share - threshold, 0.0) / 2.0))
+    best = 1.0
+    for eta in np.linspace(0.0, 1.0 - gamma, 201)[1:]:
+        share = (1.0 - gamma - eta) / 2.0
+        suppressed = math.exp(-epsilon * n * max(share - threshold, 0.0) / 2.0)
+        best = min(best, suppressed + math.exp(-2.0 * n * eta * eta))
+    return min(1.0, best)

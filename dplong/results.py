@@ -17,7 +17,7 @@ from dplong.summary import Summary
 __all__ = ["CurveResults", "PanelResults"]
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, kw_only=True)
 class PanelResults:
     """Results of a private panel model fit.
 
@@ -52,6 +52,11 @@ class PanelResults:
         The public assumptions behind standard errors, intervals and error bounds.
     gamma : float
         Failure probability γ behind the radii.
+    midpoint_failure : pandas.Series or None
+        Bound on the probability that each parameter's private midpoint fails (public); NaN
+        where the paper gives no explicit constant (local model).
+    basis : str
+        The theorem and corollary of the paper behind the error bounds.
 
     Examples
     --------
@@ -80,6 +85,8 @@ class PanelResults:
     variant: str
     assumptions: tuple[str, ...]
     gamma: float
+    midpoint_failure: pd.Series | None = None
+    basis: str = "Theorem 4.2"
 
     @property
     def bse(self) -> pd.Series:
@@ -157,35 +164,51 @@ class PanelResults:
         >>> res = model.fit(epsilon=1.0, scale=[1.0, 0.01], random_state=0)
         >>> report = res.error_bound(alpha=0.05)
         >>> report.table.columns.tolist()
-        ['privacy noise', 'statistical', 'total', 'probability']
-        >>> res.variant, report.table["probability"].round(2).tolist()   # 1 - α - 2γ
+        ['privacy noise', 'statistical', 'total', 'bad events', 'probability']
+        >>> res.variant, report.table["probability"].round(2).tolist()   # 1 - α - 2γ - P(fail)
         ('improved (refined)', [0.85, 0.85])
         >>> bool((report.table["total"] > res.noise_scale).all())
         True
         """
         _check_alpha(alpha)
         refined = "refined" in self.variant  # one more bad event: the rough mean's error
-        bad_events = self.gamma * (2 if refined else 1)
+        index = self.params.index
+        failure = (
+            pd.Series(np.nan, index=index)
+            if self.midpoint_failure is None
+            else self.midpoint_failure.reindex(index)
+        )
+        bad = self.gamma * (2 if refined else 1) + failure.fillna(0.0)
         table = error_bound_table(
             alpha,
-            bad_events,
+            bad,
             self.noise_scale,
             self.noise_sd,
             self.sampling_sd,
             self.failed,
             self.privacy.model == "local",
         )
-        clipping = (
+        notes = [
             f"Clipping has probability at most gamma={self.gamma:g} per parameter (radius of "
-            "Lemma 5.2 under the stated scale)"
+            "Lemma 5.2 under the stated or estimated scale)"
             + (
                 ", and the refinement's rough mean misses its margin with probability at most "
                 f"gamma={self.gamma:g}."
                 if refined
                 else "."
             )
-        )
-        return ErrorBoundReport(table, (*self.assumptions, clipping))
+        ]
+        if failure.notna().any():
+            notes.append(
+                f"The private midpoint fails with probability at most {failure.max():.3g} "
+                "(Lemmas D.9-D.10 with the histogram's constants; users independent)."
+            )
+        elif self.privacy.model == "local":
+            notes.append(
+                "The local histogram's chance of a wrong midpoint has no explicit constant "
+                "(Theorem 6.4) and is not included in 'bad events'."
+            )
+        return ErrorBoundReport(table, (*self.assumptions, *notes), self.basis)
 
     def summary(self, alpha: float = 0.05) -> Summary:
         """Summary tables: header, estimates with standard errors and intervals, ledger.
@@ -257,7 +280,7 @@ class PanelResults:
         )
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, kw_only=True)
 class CurveResults(PanelResults):
     """Results of a private curve fit (:class:`dplong.PriestleyChao`): one parameter per grid
     point, indexed by x.
@@ -392,7 +415,7 @@ class CurveResults(PanelResults):
         ...     epsilon=1.0, noise_sd=1.0, amplitude=0.1, lipschitz=1.0, sup_norm=0.1,
         ...     random_state=0)
         >>> res.error_bound().table.columns.tolist()
-        ['privacy noise', 'statistical', 'bias', 'total', 'probability', 'boundary']
+        ['privacy noise', 'statistical', 'bias', 'total', 'bad events', 'probability', 'boundary']
         """
         report = super().error_bound(alpha)
         table = report.table.copy()
@@ -400,7 +423,7 @@ class CurveResults(PanelResults):
         if self.bias.notna().all():
             table["total"] = table["total"] + self.bias
         table["boundary"] = self.boundary
-        return ErrorBoundReport(table, report.assumptions)
+        return ErrorBoundReport(table, report.assumptions, report.basis)
 
     def plot(self, ax: Any = None, *, alpha: float = 0.05) -> Any:
         """Plot the curve with pointwise (1 - α) bands; boundary regions are shaded.

@@ -323,8 +323,21 @@ class TestErrorBound:
             t["statistical"], np.sqrt(2 * np.array([2.0, 1.0, 0.5]) / 400 * math.log(40))
         )
         np.testing.assert_allclose(t["total"], t["privacy noise"] + t["statistical"])
-        np.testing.assert_allclose(t["probability"], 1 - 0.1 - 0.02)
+        # bad events: clipping γ (twice if refined) plus the midpoint's failure bound, which
+        # follows from the midpoint's public (ε, δ) in the ledger (Lemmas D.9-D.10)
+        from dplong.bounds import midpoint_failure_probability
+
+        mid = [e for e in res.privacy.entries if e.target.endswith("midpoint")]
+        failure = [
+            midpoint_failure_probability(400, e.epsilon, e.delta, 0.02, wide_bins=False)
+            for e in mid
+        ]
+        clipping = 0.02 * (2 if "refined" in res.variant else 1)
+        np.testing.assert_allclose(t["bad events"], clipping + np.array(failure))
+        np.testing.assert_allclose(t["probability"], 1 - 0.1 - t["bad events"])
+        assert 0 < min(failure) and max(failure) < 1
         assert any("gamma=0.02" in a for a in report.assumptions)
+        assert report.basis == "Theorem 4.2 via Corollary 5.16"
         assert "Assumptions" in str(report)
 
     def test_local_noise_term_is_chebyshev(self) -> None:

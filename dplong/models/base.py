@@ -26,6 +26,8 @@ class PanelModel:
     """Base of the formula models. Subclasses define how users reduce to statistics."""
 
     model_name: ClassVar[str] = "PanelModel"
+    #: The paper's results the error bounds instantiate: (central, local).
+    basis: ClassVar[tuple[str, str]] = ("Theorem 4.2", "Theorem 6.4")
 
     def __init__(self, design: PanelDesign) -> None:
         self._design = design
@@ -113,6 +115,9 @@ class PanelModel:
         interval = pd.DataFrame(
             np.atleast_2d(release.interval), index=pd.Index(names), columns=["lower", "upper"]
         )
+        failure = pd.Series(
+            np.atleast_1d(release.midpoint_failure), index=pd.Index(names), name="midpoint failure"
+        )
         return PanelResults(
             model=self.model_name,
             formula=self.formula,
@@ -127,6 +132,8 @@ class PanelModel:
             variant=release.variant,
             assumptions=assumptions,
             gamma=gamma,
+            midpoint_failure=failure,
+            basis=self.basis[release.privacy.model == "local"],
         )
 
 

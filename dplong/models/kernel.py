@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 
 from dplong._validation import RandomState, check_random_state, per_column
+from dplong.bounds import midpoint_failure_probability
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.kernels import Kernel, get_kernel
 from dplong.models.base import PanelModel, common_fit_args
@@ -57,7 +58,12 @@ __all__ = ["PriestleyChao"]
 #: Default grid: points one bandwidth apart (a finer grid adds little resolution to a curve
 #: smoothed at scale b but, item-level, costs noise in proportion), within these limits.
 MIN_GRID_POINTS, MAX_GRID_POINTS = 5, 201
-_CHUNK_ROWS = 1 << 16  # rows per block of kernel evaluations in the per-user reduction
+_CHUNK_ROWS = 1 << 16
+#: The paper's results the error bounds instantiate, by level: (central, local).
+_BASIS = {
+    "item": ("Theorem 4.2 via Corollary 4.11", "Theorem 6.4 via Corollary 6.7"),
+    "user": ("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8"),
+}  # rows per block of kernel evaluations in the per-user reduction
 
 
 class PriestleyChao(PanelModel):
@@ -507,6 +513,11 @@ class PriestleyChao(PanelModel):
             assumptions=assumptions,
             gamma=options.gamma,
             bias=bias,
+            failure=math.nan
+            if local
+            else midpoint_failure_probability(
+                n, eps_mid, delta_mid, options.gamma, wide_bins=options.variant == "theory"
+            ),
         )
 
     # ---------------------------------------------------------------- user-level curves
@@ -583,6 +594,7 @@ class PriestleyChao(PanelModel):
             assumptions=assumptions,
             gamma=options.gamma,
             bias=None,
+            failure=release.midpoint_failure,
         )
 
     # ---------------------------------------------------------------- shared
@@ -649,6 +661,7 @@ class PriestleyChao(PanelModel):
         assumptions: tuple[str, ...],
         gamma: float,
         bias: NDArray[np.float64] | None,
+        failure: Any,
     ) -> CurveResults:
         lo, hi = self._domain
         index = pd.Index(grid, name="x")
@@ -686,6 +699,8 @@ class PriestleyChao(PanelModel):
             level=level,
             boundary=series(boundary, "boundary").astype(bool),
             bias=series(np.nan if bias is None else bias, "bias"),
+            midpoint_failure=series(failure, "midpoint failure"),
+            basis=_BASIS[level][ledger.model == "local"],
         )
 
 

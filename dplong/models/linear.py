@@ -55,6 +55,7 @@ class LongitudinalOLS(PanelModel):
     """
 
     model_name = "LongitudinalOLS"
+    basis = ("Theorem 4.2 via Corollary 5.16", "Theorem 6.4 via Corollary 6.10")
 
     def __init__(self, design: Any, correlation: WorkingCorrelation) -> None:
         super().__init__(design)

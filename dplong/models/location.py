@@ -54,6 +54,7 @@ class RandomEffectsLocation(PanelModel):
     """
 
     model_name = "RandomEffectsLocation"
+    basis = ("Theorem 4.2 via Corollary 5.10", "Theorem 6.4 via Corollary 6.9")
 
     def __init__(self, design: PanelDesign, re_groups: str | None) -> None:
         super().__init__(design)

@@ -30,6 +30,7 @@ from dplong._validation import (
     check_random_state,
     per_column,
 )
+from dplong.bounds import midpoint_failure_probability
 from dplong.exceptions import InsufficientUsersError, ParameterError, PrivacyParameterError
 from dplong.privacy.accounting import (
     Accountant,
@@ -124,6 +125,10 @@ class WinsorizedMeanResult:
         Whether the sample-split estimator of eq. (1) was used.
     names : tuple of str
         Column names, as in the ledger.
+    midpoint_failure : float or ndarray
+        Bound on the probability that the private midpoint fails, from public quantities
+        (:func:`dplong.bounds.midpoint_failure_probability`); NaN in the local model, whose
+        histogram always reports a bin.
 
     Examples
     --------
@@ -157,6 +162,7 @@ class WinsorizedMeanResult:
     variant: str
     sample_split: bool
     names: tuple[str, ...]
+    midpoint_failure: Any = math.nan
 
     def __repr__(self) -> str:
         return (
@@ -544,6 +550,14 @@ def release_mean(
         return a.item() if squeeze else a
 
     interval = np.stack([centre - width, centre + width], axis=1)
+    failure = np.full(
+        d,
+        math.nan
+        if local
+        else midpoint_failure_probability(
+            n_mid, eps_mid, budget.delta, options.gamma, wide_bins=variant == "theory"
+        ),
+    )
     return WinsorizedMeanResult(
         estimate=out(estimate),
         noise_scale=out(noise_scale),
@@ -557,6 +571,7 @@ def release_mean(
         variant=variant + (" (refined)" if share_refine > 0 else ""),
         sample_split=sample_split,
         names=names,
+        midpoint_failure=out(failure),
     )
 
 
