@@ -17,6 +17,7 @@ from dplong.privacy.histogram import (
 from dplong.privacy.interval import central_midpoint, local_midpoint
 from dplong.privacy.noise import randomized_response, release_bounded_sum
 from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
+from dplong.privacy.variance import ScaleEstimate, estimate_scale
 from dplong.privacy.winsorized import (
     WinsorizedMeanResult,
     default_midpoint_share,
@@ -29,12 +30,14 @@ __all__ = [
     "Histogram",
     "LedgerEntry",
     "PrivacyLedger",
+    "ScaleEstimate",
     "WinsorizedMeanResult",
     "advanced_composition_epsilon",
     "bin_radius",
     "central_midpoint",
     "concentration_radius",
     "default_midpoint_share",
+    "estimate_scale",
     "local_midpoint",
     "randomized_histogram",
     "randomized_response",
