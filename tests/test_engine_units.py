@@ -325,10 +325,12 @@ class TestBadInput:
             dplong.winsorized_mean(self.x, epsilon=1.0, scale=1.0, privacy="local")
 
     def test_scale_or_tau(self) -> None:
-        with pytest.raises(dplong.exceptions.ParameterError, match="exactly one"):
-            dplong.winsorized_mean(self.x, epsilon=1.0)
-        with pytest.raises(dplong.exceptions.ParameterError, match="exactly one"):
+        with pytest.raises(dplong.exceptions.ParameterError, match="not both"):
             dplong.winsorized_mean(self.x, epsilon=1.0, scale=1.0, tau=1.0)
+        with pytest.raises(dplong.exceptions.ParameterError, match="scale must be"):
+            dplong.winsorized_mean(self.x, epsilon=1.0, scale=None)  # type: ignore[arg-type]
+        with pytest.raises(dplong.exceptions.ParameterError, match="scale_method"):
+            dplong.winsorized_mean(self.x, epsilon=1.0, scale_method="guess")
 
     @pytest.mark.parametrize("scale", [0.0, -1.0, [1.0, 2.0], np.nan])
     def test_bad_scale(self, scale: object) -> None:

@@ -286,8 +286,10 @@ class TestBadInput:
                 "y ~ x1", self.df, groups="user", correlation="ar1", correlation_param=1.0
             )
         model = dplong.LongitudinalOLS.from_formula("y ~ x1", self.df, groups="user")
-        with pytest.raises(ParameterError, match="scale is required"):
+        with pytest.raises(ParameterError, match="scale must be"):
             model.fit(epsilon=1.0, scale=None)  # type: ignore[arg-type]
+        with pytest.raises(ParameterError, match="scale_share"):
+            model.fit(epsilon=1.0, scale_share=1.5)
         with pytest.raises(ParameterError, match="min_rows"):
             model.fit(epsilon=1.0, scale=AR1(0.5))
         with pytest.raises(ParameterError, match="min_eigenvalue"):

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
 import patsy
 from numpy.typing import NDArray
 
-from dplong._validation import RandomState, check_random_state, per_column
+from dplong._validation import (
+    RandomState,
+    check_random_state,
+    per_column,
+)
 from dplong.dependence import DependenceModel
 from dplong.exceptions import ParameterError
 from dplong.models.design import GroupsLike, PanelDesign, build_design
 from dplong.privacy.accounting import Accountant, PrivacyLedger
+from dplong.privacy.plugin import ScaleRequest, release_mean_estimated
 from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
 from dplong.privacy.winsorized import ReleaseOptions, WinsorizedMeanResult, release_mean
 from dplong.results import PanelResults
 
-ScaleLike = float | NDArray[np.float64] | list[float] | DependenceModel
+ScaleLike = float | NDArray[np.float64] | list[float] | DependenceModel | Literal["estimate"]
 M = TypeVar("M", bound="PanelModel")
 
 
@@ -69,18 +74,34 @@ class PanelModel:
         self,
         statistics: NDArray[np.float64],
         identified: NDArray[np.bool_],
-        proxy: NDArray[np.float64],
+        proxy: NDArray[np.float64] | None,
         names: tuple[str, ...],
         options: ReleaseOptions,
         rng: np.random.Generator,
         accountant: Accountant | None,
-    ) -> WinsorizedMeanResult:
-        """Radii from the per-column variance proxies, then the engine."""
+        request: ScaleRequest | None = None,
+    ) -> tuple[WinsorizedMeanResult, NDArray[np.float64]]:
+        """Radii from the per-column variance proxies, then the engine.
+
+        With ``proxy=None`` the proxies are first estimated privately as ``request`` says
+        (:func:`~dplong.privacy.plugin.release_mean_estimated`). Returns the release and the
+        proxies used.
+        """
+        if proxy is None:
+            assert request is not None
+            return release_mean_estimated(
+                statistics,
+                identified=identified,
+                names=names,
+                options=options,
+                request=request,
+                rng=rng,
+                accountant=accountant,
+            )
         n, d = statistics.shape
-        tau = concentration_radius(proxy, n, d, options.gamma)
-        return release_mean(
+        release = release_mean(
             statistics,
-            tau=tau,
+            tau=concentration_radius(proxy, n, d, options.gamma),
             tau_bins=bin_radius(proxy, options.gamma),
             rng=rng,
             options=options,
@@ -88,6 +109,7 @@ class PanelModel:
             accountant=accountant,
             identified=identified,
         )
+        return release, proxy
 
     def _results(
         self,
@@ -137,14 +159,20 @@ class PanelModel:
         )
 
 
-def scale_per_column(scale: Any, d: int, dependence_scale: Any) -> NDArray[np.float64]:
-    """A number or per-parameter array as is; a dependence model through ``dependence_scale``."""
+def scale_per_column(scale: Any, d: int, dependence_scale: Any) -> NDArray[np.float64] | None:
+    """A number or per-parameter array as is; a dependence model through ``dependence_scale``;
+    ``"estimate"`` gives None (estimated privately at release)."""
+    if isinstance(scale, str) and scale == "estimate":
+        return None
     if isinstance(scale, DependenceModel):
-        return np.asarray(dependence_scale(scale), dtype=np.float64)
-    if scale is None:
+        return np.broadcast_to(np.asarray(dependence_scale(scale), dtype=np.float64), (d,)).astype(
+            np.float64
+        )
+    if scale is None or isinstance(scale, str):
         raise ParameterError(
-            "scale is required: a number (variance proxy of one user's "
-            "statistic), one per parameter, or a dplong.dependence model"
+            'scale must be "estimate" (the default: estimated privately), a number (variance '
+            "proxy of one user's statistic), one per parameter, or a dplong.dependence model; "
+            f"got {scale!r}"
         )
     return per_column(scale, d, "scale")
 

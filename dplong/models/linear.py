@@ -21,6 +21,7 @@ from dplong.models.base import (
 from dplong.models.design import GroupsLike
 from dplong.models.reduce import WorkingCorrelation, constant_within_users, per_user_coefficients
 from dplong.privacy.accounting import Accountant
+from dplong.privacy.plugin import ScaleRequest
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.results import PanelResults
 
@@ -142,7 +143,10 @@ class LongitudinalOLS(PanelModel):
         *,
         epsilon: float,
         delta: float | None = None,
-        scale: ScaleLike,
+        scale: ScaleLike = "estimate",
+        scale_share: float | None = None,
+        scale_bounds: tuple[float, float] | None = None,
+        scale_method: str = "coinpress",
         privacy: str = "central",
         bound: float | list[float] | None = None,
         random_state: RandomState = None,
@@ -160,11 +164,19 @@ class LongitudinalOLS(PanelModel):
         ----------
         epsilon, delta : float
             Total budget over all p coefficients (central δ default ``1/n**2``).
-        scale : float, array_like or DependenceModel
-            Variance proxy of one user's coefficient, per parameter or common; or a dependence
-            model of a user's errors, which with ``min_rows`` T and ``min_eigenvalue`` θ (public
-            bounds: every user has at least T rows and ``λ_min(X_u'X_u / T) >= θ``) gives the
-            proxy ``ρ_u / (T θ)`` — ``Cov(β̂_u) ⪯ ρ_u (X_u'X_u)^{-1}`` (Lemma 5.15).
+        scale : "estimate", float, array_like or DependenceModel
+            ``"estimate"`` (default): the variance proxy of one user's coefficient is estimated
+            privately from the per-user coefficients (see ``scale_share``). Or that proxy given,
+            per parameter or common; or a dependence model of a user's errors, which with
+            ``min_rows`` T and ``min_eigenvalue`` θ (public bounds: every user has at least T
+            rows and ``λ_min(X_u'X_u / T) >= θ``) gives the proxy ``ρ_u / (T θ)`` —
+            ``Cov(β̂_u) ⪯ ρ_u (X_u'X_u)^{-1}`` (Lemma 5.15).
+        scale_share, scale_bounds, scale_method
+            With ``scale="estimate"``: the share of ε and δ spent on the scale (default
+            :func:`~dplong.privacy.plugin.default_scale_share`), loose public
+            bounds ``(σ²_min, σ²_max)`` on it (default
+            :data:`~dplong.privacy.variance.DEFAULT_SCALE_BOUNDS`) and the plug-in
+            (``"coinpress"`` or ``"bisection"``; :func:`dplong.privacy.estimate_scale`).
         privacy, bound, random_state, variant, midpoint_share, gamma, refine, accountant
             As in :func:`dplong.winsorized_mean`.
 
@@ -199,21 +211,25 @@ class LongitudinalOLS(PanelModel):
             return model.log_sobolev_constant(rows) / (rows * min_eigenvalue)
 
         proxy = scale_per_column(scale, p, from_dependence)
-        proxy = np.broadcast_to(proxy, (p,)).astype(np.float64)
+        request = ScaleRequest.check(scale_share, scale_bounds, scale_method)
         beta, identified = per_user_coefficients(
             design.y, design.X, design.codes, self.nobs_users, self._correlation
         )
         names = tuple(design.columns)
-        release = self._release(beta, identified, proxy, names, options, rng, accountant)
+        release, used = self._release(
+            beta, identified, proxy, names, options, rng, accountant, request
+        )
         assumptions = (
             f"Per-user {'OLS' if self._correlation.kind == 'independence' else 'GLS'} "
             f"coefficients averaged (working correlation: {self._correlation.describe()}).",
-            _scale_note(scale, min_rows, min_eigenvalue),
+            request.describe(used)
+            if proxy is None
+            else _scale_note(scale, min_rows, min_eigenvalue),
             "Standard errors and intervals combine the stated scale (sampling, users "
             "independent) with the exact privacy-noise law.",
         )
         return self._results(
-            release, list(names), np.sqrt(proxy / self.nobs_users), assumptions, options.gamma
+            release, list(names), np.sqrt(used / self.nobs_users), assumptions, options.gamma
         )
 
 

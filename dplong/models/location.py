@@ -22,8 +22,9 @@ from dplong.models.design import GroupsLike, PanelDesign, column_or_array
 from dplong.models.reduce import segment_starts, user_sums
 from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.bounded import clipped_mean
+from dplong.privacy.plugin import ScaleRequest
 from dplong.privacy.radius import DEFAULT_GAMMA, concentration_radius
-from dplong.privacy.winsorized import check_lattice_epsilon
+from dplong.privacy.winsorized import ReleaseOptions, check_lattice_epsilon
 from dplong.results import PanelResults
 
 __all__ = ["RandomEffectsLocation"]
@@ -106,7 +107,7 @@ class RandomEffectsLocation(PanelModel):
         *,
         epsilon: float,
         delta: float | None = None,
-        scale: ScaleLike,
+        scale: ScaleLike = "estimate",
         within_scale: float | None = None,
         min_rows: int | None = None,
         variance_share: float = 0.5,
@@ -117,6 +118,9 @@ class RandomEffectsLocation(PanelModel):
         midpoint_share: float | None = None,
         gamma: float = DEFAULT_GAMMA,
         refine: bool = True,
+        scale_share: float | None = None,
+        scale_bounds: tuple[float, float] | None = None,
+        scale_method: str = "coinpress",
         accountant: Accountant | None = None,
     ) -> PanelResults:
         """Release μ, and (unless ``variance_share=0``) σ_U² and σ², with user-level DP.
@@ -125,13 +129,15 @@ class RandomEffectsLocation(PanelModel):
         ----------
         epsilon, delta : float
             Total budget (central δ default ``1/n**2``; δ is spent by μ only).
-        scale : float or RandomEffects
-            Variance proxy of one user's mean ȳ_u, or a
+        scale : "estimate", float or RandomEffects
+            ``"estimate"`` (default): estimated privately from the user means, and the variance
+            components released by the Winsorized mean with privately estimated scales too.
+            Or the variance proxy of one user's mean ȳ_u, or a
             :class:`~dplong.dependence.RandomEffects` model which with ``min_rows`` T gives it
             as ``(σ_U² T + ρ_res) / T`` (Lemma 5.9, Remark 5.3) and the residual scale.
         within_scale : float, optional
-            Variance proxy ρ_res of a user's residuals (``‖Σ_u‖_op``), needed for the
-            components when ``scale`` is a number.
+            Variance proxy ρ_res of a user's residuals (``‖Σ_u‖_op``): with it the components
+            are means on public ranges; needed for them when ``scale`` is a number.
         min_rows : int, optional
             Public lower bound T on rows per user (needed with a dependence model; with it the
             range of ``s²_u`` tightens from a 1-degree-of-freedom to a T-1 bound).
@@ -139,6 +145,10 @@ class RandomEffectsLocation(PanelModel):
             Share of ε for the two variance components, in [0, 1).
         privacy, bound, random_state, variant, midpoint_share, gamma, refine, accountant
             As in :func:`dplong.winsorized_mean`; ``accountant`` is charged the total.
+        scale_share, scale_bounds, scale_method
+            With ``scale="estimate"``, as in :meth:`LongitudinalOLS.fit
+            <dplong.LongitudinalOLS.fit>`; each release (μ, the components) spends this share
+            of its own budget on its scale.
         """
         design = self._design
         n = self.nobs_users
@@ -172,11 +182,12 @@ class RandomEffectsLocation(PanelModel):
                 m.mean_scale(check_min_rows(min_rows, "turn a dependence model into a radius"))
             ],
         )
-        if with_components and residual_scale is None:
+        request = ScaleRequest.check(scale_share, scale_bounds, scale_method)
+        if with_components and residual_scale is None and proxy is not None:
             raise ParameterError(
                 "the variance components need within_scale (variance proxy of a "
-                "user's residuals) or a dplong.dependence.RandomEffects scale; "
-                "or pass variance_share=0 to release μ only"
+                "user's residuals), a dplong.dependence.RandomEffects scale or "
+                'scale="estimate"; or pass variance_share=0 to release μ only'
             )
         if with_components:
             check_lattice_epsilon(
@@ -194,37 +205,48 @@ class RandomEffectsLocation(PanelModel):
             deviations = (design.y - means[design.codes]) ** 2
         within_ss = user_sums(deviations[None, :], design.codes, n, starts)[:, 0]
         location = dataclasses.replace(options, epsilon=options.epsilon * (1 - variance_share))
-        release = self._release(means[:, None], present, proxy, ("Intercept",), location, rng, None)
+        release, used = self._release(
+            means[:, None], present, proxy, ("Intercept",), location, rng, None, request
+        )
         ledger = release.privacy
         extra: list[tuple[str, float, float, float, float]] = []
         if with_components:
-            assert residual_scale is not None
-            extra, component_ledger = self._components(
-                within_ss,
-                rows_u,
-                means,
-                float(np.asarray(release.estimate).item()),
-                float(proxy[0]),
-                float(residual_scale),
-                min_rows,
-                options.epsilon * variance_share,
-                options.privacy == "local",
-                options.gamma,
-                rng,
-            )
+            mu = float(np.asarray(release.estimate).item())
+            components = dataclasses.replace(options, epsilon=options.epsilon * variance_share)
+            if residual_scale is None:
+                extra, component_ledger = self._estimated_components(
+                    within_ss, rows_u, means, mu, components, rng, request
+                )
+            else:
+                extra, component_ledger = self._components(
+                    within_ss,
+                    rows_u,
+                    means,
+                    mu,
+                    float(used[0]),
+                    float(residual_scale),
+                    min_rows,
+                    components.epsilon,
+                    options.privacy == "local",
+                    options.gamma,
+                    rng,
+                )
             ledger = ledger + component_ledger
             ledger = PrivacyLedger(
                 ledger.entries, ledger.epsilon, ledger.delta, "basic", ledger.model
             )
         if accountant is not None:
             accountant.record(ledger)
-        sampling = math.sqrt(statistical if statistical is not None else proxy[0] / n)
+        sampling = math.sqrt(statistical if statistical is not None else used[0] / n)
         assumptions = (
             "Location from user means; variance components from per-user moments on public "
             "ranges (see RandomEffectsLocation).",
-            f"Scale: {scale.describe() if isinstance(scale, DependenceModel) else scale}"
-            + (f"; residual proxy {residual_scale:g}" if with_components else "")
-            + ".",
+            (
+                request.describe(used)
+                if proxy is None
+                else f"Scale: {scale.describe() if isinstance(scale, DependenceModel) else scale}."
+            )
+            + (f" Residual proxy {residual_scale:g}." if residual_scale is not None else ""),
             "Intervals of the variance components are not available (their sampling law is "
             "not stated by the assumptions).",
         ) + (
@@ -233,6 +255,52 @@ class RandomEffectsLocation(PanelModel):
         return self._results(
             release, ["Intercept"], np.array([sampling]), assumptions, options.gamma, extra, ledger
         )
+
+    def _per_user_moments(
+        self, within_ss: np.ndarray, rows_u: np.ndarray, means: np.ndarray, mu: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ȳ_u - μ̂)² - s²_u/T_u`` and ``s²_u`` per user, and who has them (T_u >= 2)."""
+        identified = rows_u >= 2
+        if not identified.any():
+            raise DataError(
+                "the variance components need users with at least two rows; "
+                "every user has one (pass variance_share=0)"
+            )
+        with np.errstate(invalid="ignore", divide="ignore"):
+            within = within_ss / (rows_u - 1)
+            between = (means - mu) ** 2 - within / rows_u
+        return between, within, identified
+
+    def _estimated_components(
+        self,
+        within_ss: np.ndarray,
+        rows_u: np.ndarray,
+        means: np.ndarray,
+        mu: float,
+        options: ReleaseOptions,
+        rng: np.random.Generator,
+        request: ScaleRequest,
+    ) -> tuple[list[tuple[str, float, float, float, float]], PrivacyLedger]:
+        """Both components by the Winsorized mean with privately estimated scales."""
+        between, within, identified = self._per_user_moments(within_ss, rows_u, means, mu)
+        names = ("Group Var", "Scale")
+        release, _ = self._release(
+            np.column_stack([between, within]),
+            identified,
+            None,
+            names,
+            options,
+            rng,
+            None,
+            request,
+        )
+        estimate = np.maximum(np.asarray(release.estimate), 0.0)  # variances are >= 0
+        noise_scale, noise_sd = np.asarray(release.noise_scale), np.asarray(release.noise_sd)
+        rows = [
+            (name, float(estimate[j]), float(noise_scale[j]), float(noise_sd[j]), math.nan)
+            for j, name in enumerate(names)
+        ]
+        return rows, release.privacy
 
     def _components(
         self,
@@ -249,15 +317,7 @@ class RandomEffectsLocation(PanelModel):
         rng: np.random.Generator,
     ) -> tuple[list[tuple[str, float, float, float, float]], PrivacyLedger]:
         n = self.nobs_users
-        identified = rows_u >= 2
-        if not identified.any():
-            raise DataError(
-                "the variance components need users with at least two rows; "
-                "every user has one (pass variance_share=0)"
-            )
-        with np.errstate(invalid="ignore", divide="ignore"):
-            within = within_ss / (rows_u - 1)
-            between = (means - mu) ** 2 - within / rows_u
+        between, within, identified = self._per_user_moments(within_ss, rows_u, means, mu)
         # public ranges: s² <= ρ_res χ²_k / k with k >= T-1 (Laurent–Massart upper tail with
         # x = log(4n/γ), union over n users and 2 columns); |ȳ_u - μ̂| <= 1.1 τ, the 10 % margin
         # covering the error of μ̂, which is O(τ / √n)

@@ -495,6 +495,7 @@ def estimate_scale(
             local_bins(float(h), float(b))
     else:
         _check_histogram(n, plan.histogram.epsilon, plan.histogram.delta)
+    _warn_unreliable(method, n, plan.steps.epsilon, gam, local)
     if accountant is not None:
         accountant.check(plan.total_epsilon, plan.total_delta)
 
@@ -636,6 +637,26 @@ def _check_histogram(n: int, epsilon: float, delta: float) -> None:
             f"with n={n} users the wide-bin histogram needs {threshold:.0%} of them in one bin "
             f"(epsilon={epsilon:.3g}, delta={delta:.3g}); if the data straddle two bins it "
             "will often fail (result.failed). More users, epsilon or delta make it reliable."
+        )
+
+
+#: Above this noise sd of one step's statistic, relative to what it measures (CoinPress: the
+#: scaled second moment, ~1 near convergence; bisection: the coverage margin γ), the steps
+#: decide at random. Calibrated at ε = 1 from the default bounds (docs/accuracy.md): n = 1,000
+#: (0.78) fails in most releases, n = 2,000 (0.44) is within 1.4x of the known-scale MSE.
+UNRELIABLE_NOISE = 0.6
+
+
+def _warn_unreliable(method: str, n: int, step_epsilon: float, gamma: float, local: bool) -> None:
+    """Warn, from public facts, when each step's noise swamps what it measures."""
+    spread = math.sqrt(2.0) / (step_epsilon * (math.sqrt(n) if local else n))  # Laplace sd
+    noise = spread * (coinpress_beta(gamma) ** 2 if method == "coinpress" else 1.0 / gamma)
+    if noise > UNRELIABLE_NOISE:
+        warn(
+            f"the private scale will be unreliable: with n={n} users each of its steps gets "
+            f"epsilon={step_epsilon:.3g}, too little to measure the spread (relative noise "
+            f"{noise:.2f}). Give tighter scale_bounds (fewer steps), a larger scale_share or "
+            "epsilon, or state the scale."
         )
 
 

@@ -34,6 +34,7 @@ from dplong.bounds import midpoint_failure_probability
 from dplong.exceptions import InsufficientUsersError, ParameterError, PrivacyParameterError
 from dplong.privacy.accounting import (
     Accountant,
+    ColumnBudget,
     LedgerEntry,
     PrivacyLedger,
     split_budget,
@@ -178,8 +179,11 @@ def winsorized_mean(
     epsilon: float,
     delta: float | None = None,
     groups: ArrayLike | None = None,
-    scale: float | ArrayLike | None = None,
+    scale: float | ArrayLike | str = "estimate",
     tau: float | ArrayLike | None = None,
+    scale_share: float | None = None,
+    scale_bounds: tuple[float, float] | None = None,
+    scale_method: str = "coinpress",
     privacy: str = "central",
     bound: float | ArrayLike | None = None,
     random_state: RandomState = None,
@@ -204,11 +208,17 @@ def winsorized_mean(
     groups : array_like, optional
         User id of every row: rows are first averaged per user (Def 5.1), so the release is
         user-level DP and n is the number of distinct ids.
-    scale : float or array_like, optional
+    scale : "estimate", float or array_like
         Variance proxy ρ of one user's value in each column (the variance for Gaussian data).
-        Gives τ = √(2ρ log(2dn/γ)) and τ' = √(2ρ log(2/γ)). Exactly one of ``scale``, ``tau``.
+        Gives τ = √(2ρ log(2dn/γ)) and τ' = √(2ρ log(2/γ)). Default ``"estimate"``: ρ is
+        estimated privately (:func:`~dplong.privacy.estimate_scale`) with ``scale_share`` of
+        ε and δ, and the mean gets the rest.
     tau : float or array_like, optional
-        Concentration radius τ per column, given directly.
+        Concentration radius τ per column, given directly instead of ``scale``.
+    scale_share, scale_bounds, scale_method
+        With ``scale="estimate"``: the share of the budget for the scale (default
+        :func:`~dplong.privacy.plugin.default_scale_share`), loose public bounds
+        ``(σ²_min, σ²_max)`` on it and the plug-in (``"coinpress"`` or ``"bisection"``).
     privacy : {"central", "local"}
         Trusted curator, or each user privatising their value (needs ``bound``).
     bound : float or array_like, optional
@@ -271,6 +281,22 @@ def winsorized_mean(
         gamma=gamma,
         refine=refine,
     )
+    if tau is None and isinstance(scale, str) and scale == "estimate":
+        # plugin builds on this module, hence the import here
+        from dplong.privacy.plugin import ScaleRequest, release_mean_estimated
+
+        request = ScaleRequest.check(scale_share, scale_bounds, scale_method)
+        release, _ = release_mean_estimated(
+            matrix,
+            identified=None,
+            names=_column_names(names, d),
+            options=options,
+            request=request,
+            rng=rng,
+            accountant=accountant,
+            squeeze=squeeze,
+        )
+        return release
     tau_j, tau_bins = _radii(scale, tau, n, d, options.gamma)
     return release_mean(
         matrix,
@@ -347,12 +373,16 @@ class ReleaseOptions:
 def _radii(
     scale: Any, tau: Any, n: int, d: int, gamma: float
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    if (scale is None) == (tau is None):
+    if tau is not None and not (isinstance(scale, str) and scale == "estimate"):
         raise ParameterError(
-            "give exactly one of scale= (variance proxy of one user's value) "
-            "or tau= (concentration radius)"
+            'give scale= (variance proxy of one user\'s value, or "estimate") or tau= '
+            "(concentration radius), not both"
         )
-    if scale is not None:
+    if tau is None:
+        if scale is None or isinstance(scale, str):
+            raise ParameterError(
+                f'scale must be "estimate", a number or one per column; got {scale!r}'
+            )
         rho = per_column(scale, d, "scale")
         return concentration_radius(rho, n, d, gamma), bin_radius(rho, gamma)
     tau_j = per_column(tau, d, "tau")
@@ -420,6 +450,32 @@ def refined_half_width(
     return np.asarray(tau + noise_scale * math.log(2.0 / gamma) + statistical)
 
 
+def midpoint_budget(n: int, d: int, options: ReleaseOptions) -> tuple[ColumnBudget, int, float]:
+    """Per-column budget, the users the midpoint sees, and its share of ε — public facts.
+
+    Checks, before any noise, that the central stable histogram can succeed with them
+    (:func:`~dplong.privacy.interval.check_histogram_feasible`); :func:`release_mean` and the
+    models' scale-estimating fits call it first.
+    """
+    local = options.privacy == "local"
+    budget = split_budget(options.epsilon, options.delta, d, pure=local)
+    n_mid = n // 2 if options.sample_split else n
+    share = options.midpoint_share
+    if share is None:
+        share = (
+            PAPER_MIDPOINT_SHARE
+            if local or options.variant == "theory"
+            else default_midpoint_share(n_mid, budget.epsilon, budget.delta)
+        )
+    # the noise step gets at most what the midpoint leaves: refuse a hopeless ε first
+    rest = budget.epsilon if options.sample_split else (1.0 - share) * budget.epsilon
+    check_lattice_epsilon(rest, "the noise step's epsilon per column")
+    if not local:
+        eps_mid = budget.epsilon if options.sample_split else share * budget.epsilon
+        check_histogram_feasible(n_mid, eps_mid, budget.delta)
+    return budget, n_mid, share
+
+
 def release_mean(
     matrix: NDArray[np.float64],
     *,
@@ -450,19 +506,11 @@ def release_mean(
     names = names or _column_names(None, d)
     local = options.privacy == "local"
     bound, variant, sample_split = options.bound, options.variant, options.sample_split
-    budget = split_budget(options.epsilon, options.delta, d, pure=local)
     if variant == "improved":
         bins_half, half_width = tau_bins, tau + 2.0 * tau_bins
     else:
         bins_half, half_width = tau, 3.0 * tau
-    n_mid = n // 2 if sample_split else n
-    midpoint_share = options.midpoint_share
-    if midpoint_share is None:
-        midpoint_share = (
-            PAPER_MIDPOINT_SHARE
-            if local or variant == "theory"
-            else default_midpoint_share(n_mid, budget.epsilon, budget.delta)
-        )
+    budget, n_mid, midpoint_share = midpoint_budget(n, d, options)
     refine = variant == "improved" and not local and not sample_split and options.refine
     share_refine = (
         refinement_share(n, tau, half_width, midpoint_share, budget.epsilon, d, options.gamma)
@@ -479,8 +527,6 @@ def release_mean(
         assert bound is not None
         for h, b in zip(bins_half, bound, strict=True):
             local_bins(float(h), float(b))
-    else:
-        check_histogram_feasible(n_mid, eps_mid, budget.delta)
     if accountant is not None:
         accountant.check(budget.total_epsilon, budget.total_delta)
 
