@@ -6,7 +6,10 @@ user-level differential privacy, prints the summary and the error bounds, and wi
 ``--report FILE`` writes a self-contained HTML report (:mod:`dplong.report`).
 
 Models live in one table, :data:`_MODELS`: a new model is one entry (its builder, a line of help,
-and the options only it takes, which the parser then offers).
+and the options only it takes, which the parser then offers). Each model option says where it
+goes: to the model's ``from_formula`` (``"model"``: what defines the estimator, such as a
+kernel's domain and bandwidth) or to ``fit`` (``"fit"``: how it is released), and whether the
+model cannot do without it.
 """
 
 from __future__ import annotations
@@ -21,13 +24,14 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import pandas as pd
 
 import dplong
 from dplong.exceptions import DplongError, FormulaError
+from dplong.kernels import KERNELS
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.report import write_report
 from dplong.results import PanelResults
@@ -54,14 +58,26 @@ class _Fittable(Protocol):
     def fit(self, *args: Any, **kwargs: Any) -> PanelResults: ...
 
 
+class _Builder(Protocol):
+    """Builds a model from the common arguments and the model's own ``"model"`` options."""
+
+    def __call__(
+        self, formula: str, data: pd.DataFrame, groups: str, time: str | None, /, **options: Any
+    ) -> _Fittable: ...
+
+
 @dataclass(frozen=True)
 class _ModelOption:
-    """An option only some models take: passed to ``fit`` as ``keyword`` when given."""
+    """An option only some models take, passed as ``keyword`` when given: to the builder
+    (``stage="model"``, i.e. ``from_formula``) or to ``fit`` (``stage="fit"``)."""
 
     keyword: str
     type: Callable[[str], Any]
     metavar: str
     help: str
+    stage: Literal["model", "fit"] = "fit"
+    required: bool = False
+    choices: tuple[str, ...] | None = None
 
     @property
     def flag(self) -> str:
@@ -72,10 +88,24 @@ class _ModelOption:
 class _ModelSpec:
     """One row of the model table."""
 
-    build: Callable[[str, pd.DataFrame, str, str | None], _Fittable]
+    build: _Builder
     help: str
     uses_time: bool = False
     options: tuple[_ModelOption, ...] = ()
+
+    def option(self, keyword: str) -> _ModelOption | None:
+        """This model's option ``keyword``, if it takes one."""
+        return next((o for o in self.options if o.keyword == keyword), None)
+
+    def stage_options(
+        self, args: argparse.Namespace, stage: Literal["model", "fit"]
+    ) -> dict[str, Any]:
+        """The given options of one stage, by keyword."""
+        return {
+            o.keyword: getattr(args, o.keyword)
+            for o in self.options
+            if o.stage == stage and getattr(args, o.keyword) is not None
+        }
 
 
 class _UserMean:
@@ -139,16 +169,83 @@ class _UserMean:
         )
 
 
-def _ols(formula: str, data: pd.DataFrame, groups: str, time: str | None) -> _Fittable:
-    return dplong.LongitudinalOLS.from_formula(formula, data, groups=groups, time=time)
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
 
 
-def _location(formula: str, data: pd.DataFrame, groups: str, time: str | None) -> _Fittable:
-    return dplong.RandomEffectsLocation.from_formula(formula, data, groups=groups)
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text!r}")
+    return value
 
 
-def _mean(formula: str, data: pd.DataFrame, groups: str, time: str | None) -> _Fittable:
-    return _UserMean(formula, data, groups)
+def _positive_list(text: str) -> float | list[float]:
+    try:
+        values = [_positive(part) for part in text.split(",")]
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"must be a positive number or comma-separated positive numbers, got {text!r}"
+        ) from None
+    return values[0] if len(values) == 1 else values
+
+
+def _domain(text: str) -> tuple[float, float]:
+    parts = text.split(",")
+    try:
+        lo, hi = (float(part) for part in parts)
+    except ValueError:
+        lo, hi = math.nan, math.nan
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise argparse.ArgumentTypeError(
+            f"must be LO,HI with finite LO < HI (e.g. 1,12; write --domain=-1,1 when LO is "
+            f"negative), got {text!r}"
+        )
+    return lo, hi
+
+
+def _grid_count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 2:
+        raise argparse.ArgumentTypeError(f"must be a whole number of points >= 2, got {text!r}")
+    return count
+
+
+def _ols(
+    formula: str, data: pd.DataFrame, groups: str, time: str | None, /, **options: Any
+) -> _Fittable:
+    return dplong.LongitudinalOLS.from_formula(formula, data, groups=groups, time=time, **options)
+
+
+def _location(
+    formula: str, data: pd.DataFrame, groups: str, time: str | None, /, **options: Any
+) -> _Fittable:
+    return dplong.RandomEffectsLocation.from_formula(formula, data, groups=groups, **options)
+
+
+def _mean(
+    formula: str, data: pd.DataFrame, groups: str, time: str | None, /, **options: Any
+) -> _Fittable:
+    return _UserMean(formula, data, groups, **options)
+
+
+def _kernel(
+    formula: str, data: pd.DataFrame, groups: str, time: str | None, /, **options: Any
+) -> _Fittable:
+    # user-level only: the CLI always has --groups, so every user's whole curve is protected
+    return dplong.PriestleyChao.from_formula(formula, data, groups=groups, **options)
 
 
 _MODELS: dict[str, _ModelSpec] = {
@@ -184,37 +281,45 @@ _MODELS: dict[str, _ModelSpec] = {
         ),
     ),
     "mean": _ModelSpec(_mean, "winsorized_mean: mean of per-user means of a column, 'y ~ 1'"),
+    "kernel": _ModelSpec(
+        _kernel,
+        "PriestleyChao, user-level: mean of per-user kernel curves of 'y ~ x' on a grid",
+        options=(
+            _ModelOption(
+                "domain",
+                _domain,
+                "LO,HI",
+                "public range of x, e.g. the study's design (every x must lie in it)",
+                stage="model",
+                required=True,
+            ),
+            _ModelOption(
+                "bandwidth",
+                _positive,
+                "B",
+                "kernel bandwidth in the units of x, e.g. one or two visit intervals",
+                stage="model",
+                required=True,
+            ),
+            _ModelOption(
+                "grid",
+                _grid_count,
+                "G",
+                "number of equally spaced grid points over the domain (default: one "
+                "bandwidth apart); more points, more noise",
+                stage="model",
+            ),
+            _ModelOption(
+                "kernel",
+                str,
+                "NAME",
+                "smoothing kernel (default gaussian)",
+                stage="model",
+                choices=tuple(KERNELS),
+            ),
+        ),
+    ),
 }
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
-def _probability(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text!r}")
-    return value
-
-
-def _positive_list(text: str) -> float | list[float]:
-    try:
-        values = [_positive(part) for part in text.split(",")]
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(
-            f"must be a positive number or comma-separated positive numbers, got {text!r}"
-        ) from None
-    return values[0] if len(values) == 1 else values
 
 
 _EPILOG = f"""\
@@ -226,6 +331,8 @@ examples:
       --groups nr --time year --epsilon 1 --scale 2,0.2,0.001 --report wages.html
   dplong fit visits.csv --model mean --formula "weight ~ 1" --groups patient \\
       --epsilon 0.5 --scale 4
+  dplong fit dataset:dietox --model kernel --formula "Weight ~ Time" --groups Pig \\
+      --domain 1,12 --bandwidth 1 --grid 6 --epsilon 8 --scale 250 --report pigs.html
 
 what it means:
   DATA       a .csv or .parquet file with one row per observation, or a data set
@@ -239,6 +346,9 @@ what it means:
              only; default 1/n**2 with n the number of users).
   --scale    how much one user's statistic varies (a public assumption you
              choose, e.g. from earlier studies; never look at the data for it).
+             For --model kernel: the variance of one user's curve value.
+  --domain   (kernel) the range of x, public: take it from the study design
+             (e.g. weeks 1 to 12), never from the observed values.
   public     only the number of users n and the options you pass are public.
              Everything else about the data leaves only through noise, and
              every noisy step is listed in the privacy ledger of the output.
@@ -340,18 +450,25 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     extra = fit.add_argument_group("model-specific options")
     for option in _unique_options():
-        users = [name for name, spec in _MODELS.items() if option in spec.options]
+        users = {name: spec.option(option.keyword) for name, spec in _MODELS.items()}
+        needed = [name for name, own in users.items() if own is not None and own.required]
+        users = {name: own for name, own in users.items() if own is not None}
         extra.add_argument(
             option.flag,
             dest=option.keyword,
             type=option.type,
-            metavar=option.metavar,
-            help=f"{option.help} (models: {', '.join(users)})",
+            choices=option.choices,
+            metavar=option.metavar if option.choices is None else None,
+            help=f"{option.help} (models: {', '.join(users)}"
+            + (f"; required by {', '.join(needed)}" if needed else "")
+            + ")",
         )
     return parser
 
 
 def _unique_options() -> list[_ModelOption]:
+    """Every model option once, by keyword (an option of several models is parsed with the
+    type of its first entry; each model still decides its stage and whether it is required)."""
     seen: dict[str, _ModelOption] = {}
     for spec in _MODELS.values():
         for option in spec.options:
@@ -433,10 +550,15 @@ def _check_arguments(args: argparse.Namespace, spec: _ModelSpec) -> None:
     any work."""
     given = [o for o in _unique_options() if getattr(args, o.keyword) is not None]
     for option in given:
-        if option not in spec.options:
+        if spec.option(option.keyword) is None:
             raise _InputError(f"{option.flag} is not an option of --model {args.model}")
     if args.time is not None and not spec.uses_time:
         raise _InputError(f"--time is not an option of --model {args.model}")
+    missing = [o.flag for o in spec.options if o.required and getattr(args, o.keyword) is None]
+    if missing:
+        raise _InputError(
+            f"--model {args.model} needs {', '.join(missing)} (see dplong fit --help)"
+        )
     if args.report is not None and not Path(args.report).parent.is_dir():
         raise _InputError(f"cannot write --report {args.report!r}: no such directory")
 
@@ -458,9 +580,8 @@ def _fit_options(args: argparse.Namespace, spec: _ModelSpec) -> dict[str, Any]:
         "bound": args.bound,
         "random_state": args.seed,
     }
-    optional |= {o.keyword: getattr(args, o.keyword) for o in spec.options}
     options |= {key: value for key, value in optional.items() if value is not None}
-    return options
+    return options | spec.stage_options(args, "fit")
 
 
 def _check_required(model: _Fittable, options: dict[str, Any], name: str) -> None:
@@ -490,7 +611,9 @@ def _run_fit(args: argparse.Namespace, command: str) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _say(args, "building design…")
-        model = spec.build(args.formula, data, args.groups, args.time)
+        model = spec.build(
+            args.formula, data, args.groups, args.time, **spec.stage_options(args, "model")
+        )
         options = _fit_options(args, spec)
         _check_required(model, options, args.model)
         _say(args, f"fitting {args.model} on {model.nobs_users} users (ε={args.epsilon:g})…")

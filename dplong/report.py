@@ -3,10 +3,14 @@
 The report shows what :meth:`PanelResults.summary <dplong.results.PanelResults.summary>` and
 :meth:`~dplong.results.PanelResults.error_bound` hold — differentially private outputs and public
 facts only (DESIGN.md §1) — plus whatever public context the caller passes (the name of the data,
-the command line). Styles are inline, plots are PNG data URIs (matplotlib, the ``plot`` extra;
-without it the report says that plots are unavailable), and a small inline script marks the
-body ``data-rendered="ok"`` once loaded, recording any script or image error in the page, so that
-a browser test can tell a clean render from a broken one.
+the command line). A curve (:class:`~dplong.results.CurveResults`, one parameter per grid point)
+gets a curve plot with its pointwise bands instead of one axis per parameter, its grid column
+named after the formula's regressor, and the boundary points marked in the error-bound table.
+
+Styles are inline, plots are PNG data URIs (matplotlib, the ``plot`` extra; without it the report
+says that plots are unavailable), and a small inline script marks the body
+``data-rendered="ok"`` once loaded, recording any script or image error in the page, so that a
+browser test can tell a clean render from a broken one.
 """
 
 from __future__ import annotations
@@ -18,11 +22,16 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 import dplong
-from dplong.results import PanelResults
+from dplong.results import CurveResults, PanelResults
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["build_report", "write_report"]
 
@@ -121,16 +130,33 @@ def build_report(
     (True, True, True)
     >>> "http://" in page or "https://" in page     # nothing to fetch
     False
+
+    A curve gets a curve plot, and its grid is labelled by the regressor:
+
+    >>> pigs = dplong.datasets.load_dietox()
+    >>> curve = dplong.PriestleyChao.from_formula(
+    ...     "Weight ~ Time", pigs, groups="Pig", domain=(1, 12), bandwidth=1.0, grid=6
+    ... ).fit(epsilon=8.0, scale=250.0, random_state=0)
+    >>> page = build_report(curve, data_name="dataset:dietox")
+    >>> 'alt="curve plot"' in page, "<th>Time</th>" in page, "boundary" in page
+    (True, True, True)
     """
     summary = results.summary(alpha)
     bounds = results.error_bound(alpha)
     level = f"{1 - alpha:.4g}"
+    params_table = summary.params
+    bounds_table, bounds_note = bounds.table, ""
+    if isinstance(results, CurveResults):
+        params_table, bounds_table, bounds_note = _curve_tables(results, params_table, bounds_table)
+        plot = _curve_plot(results, alpha, bounds.table["total"])
+    else:
+        plot = _coefficient_plot(results.params, results.conf_int(alpha), bounds.table["total"])
     sections = [
         _header(summary.title, summary.info, data_name, command, notes),
         _section(
             "estimates",
             "Estimates",
-            _table(summary.params)
+            _table(params_table)
             + _paragraph(
                 f"Standard errors combine sampling (under the stated scale) and privacy noise; "
                 f"the intervals have confidence level {level}."
@@ -142,17 +168,13 @@ def build_report(
             _paragraph(
                 "Each estimate is within <em>total</em> of the truth with at least the stated "
                 "probability, if the assumptions below hold; where a cell is empty, no bound is "
-                "claimed."
+                "claimed." + bounds_note
             )
-            + _table(bounds.table)
+            + _table(bounds_table)
             + "<h3>Assumptions</h3>"
             + _list(bounds.assumptions),
         ),
-        _section(
-            "plots",
-            "Plots",
-            _coefficient_plot(results.params, results.conf_int(alpha), bounds.table["total"]),
-        ),
+        _section("plots", "Plots", plot),
         _section(
             "privacy-ledger",
             "Privacy ledger",
@@ -295,15 +317,92 @@ def _table(
     return rendered
 
 
+def _formula_sides(formula: str) -> tuple[str, str]:
+    """The outcome and the regressor of ``"y ~ x"`` (public: the analyst's formula)."""
+    lhs, _, rhs = formula.partition("~")
+    return lhs.strip() or "y", rhs.strip() or "x"
+
+
+def _curve_tables(
+    results: CurveResults, params: pd.DataFrame, bounds: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """A curve's tables for the report: the grid named by the regressor, the boundary points
+    marked, and a bias column that is empty everywhere (no smoothness stated) left out."""
+    regressor = _formula_sides(results.formula)[1]
+    params = params.rename_axis(regressor)
+    bounds = bounds.rename_axis(regressor)
+    note = ""
+    if "bias" in bounds and bounds["bias"].isna().all():
+        bounds = bounds.drop(columns="bias")
+        note = " No smoothing bias is claimed: the bounds concern the kernel-smoothed curve" + (
+            " (the mean of the users' smoothed curves)." if results.level == "user" else "."
+        )
+    if "boundary" in bounds:
+        bounds = bounds.assign(boundary=np.where(bounds["boundary"].astype(bool), "yes", ""))
+        note += (
+            " Grid points marked <em>boundary</em> lie within ζ of the domain's ends (the "
+            "paper's Lemma 4.9): the kernel loses mass there, the estimate is biased toward 0, "
+            "and it is not to be read as the curve itself."
+        )
+    return params, bounds, note
+
+
+def _matplotlib_missing() -> str:
+    return _paragraph(
+        'Plots are unavailable: matplotlib is not installed (pip install "dplong[plot]").'
+    )
+
+
+def _png(figure: Figure, alt: str, caption: str) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
+    encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return (
+        f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{encoded}">'
+        f"<figcaption class=muted>{caption}</figcaption></figure>"
+    )
+
+
+def _curve_plot(results: CurveResults, alpha: float, bound: pd.Series) -> str:
+    """The released curve over the grid: pointwise bands, error-bound envelope, boundary."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return _matplotlib_missing()
+    figure = Figure(figsize=(7.0, 4.2), layout="constrained")
+    ax = figure.subplots()
+    try:
+        results.plot(ax, alpha=alpha)
+    except ImportError:  # pyplot, which CurveResults.plot imports, is unavailable
+        return _matplotlib_missing()
+    grid = results.grid
+    estimate = results.params.to_numpy(dtype=float)
+    total = bound.reindex(results.params.index).to_numpy(dtype=float)
+    claimed = np.isfinite(total)
+    if claimed.any():
+        style: dict[str, Any] = {"ls": "--", "lw": 1.2, "color": "#e39b2d"}
+        ax.plot(grid[claimed], (estimate + total)[claimed], label="error bound", **style)
+        ax.plot(grid[claimed], (estimate - total)[claimed], **style)
+        ax.legend(loc="best")
+    outcome, regressor = _formula_sides(results.formula)
+    ax.set_xlabel(regressor)
+    ax.set_ylabel(outcome)
+    return _png(
+        figure,
+        "curve plot",
+        f"The released curve at its {grid.size} grid points with pointwise {1 - alpha:.4g} "
+        "bands and the error-bound envelope (estimate ± total, dashed; missing where none is "
+        "claimed). Grey: the boundary regions, where the estimate is biased toward 0.",
+    )
+
+
 def _coefficient_plot(params: pd.Series, conf_int: pd.DataFrame, bound: pd.Series) -> str:
     """One row per parameter, each on its own scale: estimate, interval and error bound."""
     try:
         from matplotlib.figure import Figure
         from matplotlib.lines import Line2D
     except ImportError:
-        return _paragraph(
-            'Plots are unavailable: matplotlib is not installed (pip install "dplong[plot]").'
-        )
+        return _matplotlib_missing()
     names = list(params.index)
     figure = Figure(figsize=(7.0, 0.9 + 0.7 * len(names)), layout="constrained")
     axes = figure.subplots(len(names), 1, squeeze=False)[:, 0]
@@ -327,13 +426,9 @@ def _coefficient_plot(params: pd.Series, conf_int: pd.DataFrame, bound: pd.Serie
         Line2D([], [], lw=2, color=colours["bound"], label="error bound"),
     ]
     figure.legend(handles=handles, loc="outside upper center", ncols=3, frameon=False)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
-    encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return (
-        "<figure>"
-        f'<img alt="coefficient plot" src="data:image/png;base64,{encoded}">'
-        "<figcaption class=muted>Each parameter on its own axis: the estimate, its confidence "
-        "interval and its error-bound interval (estimate ± total); missing where none is "
-        "claimed.</figcaption></figure>"
+    return _png(
+        figure,
+        "coefficient plot",
+        "Each parameter on its own axis: the estimate, its confidence interval and its "
+        "error-bound interval (estimate ± total); missing where none is claimed.",
     )

@@ -12,10 +12,12 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
 import dplong
+from dplong import cli
 from dplong.cli import main
 from dplong.exceptions import DplongWarning
 from dplong.report import build_report
@@ -40,6 +42,9 @@ OLS = [
 ]
 MEAN = ["fit", "dataset:dietox", "--model", "mean", "--formula", "Weight ~ 1", "--groups", "Pig"]
 MEAN += ["--epsilon", "2", "--scale", "400", "--seed", "1"]
+KERNEL = ["fit", "dataset:dietox", "--model", "kernel", "--formula", "Weight ~ Time"]
+KERNEL += ["--groups", "Pig", "--domain", "1,12", "--bandwidth", "1", "--grid", "6"]
+KERNEL += ["--epsilon", "8", "--scale", "250", "--seed", "0"]
 IMAGE = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=]+)")
 
 
@@ -56,6 +61,15 @@ def ols_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, str]:
     """The OLS example with a report: stdout, stderr and the report's HTML."""
     report = tmp_path_factory.mktemp("report") / "wages.html"
     code, out, err = run([*OLS, "--report", str(report)])
+    assert code == 0, err
+    return out, err, report.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def kernel_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, str]:
+    """The user-level Priestley–Chao example on the pigs, with a report."""
+    report = tmp_path_factory.mktemp("report") / "pigs.html"
+    code, out, err = run([*KERNEL, "--report", str(report)])
     assert code == 0, err
     return out, err, report.read_text(encoding="utf-8")
 
@@ -208,6 +222,142 @@ class TestReport:
         assert "<img" not in page and 'id="estimates"' in page
 
 
+class TestKernel:
+    """``--model kernel``: user-level Priestley–Chao curves, options split between
+    ``from_formula`` (domain, bandwidth, grid, kernel) and ``fit`` (scale)."""
+
+    def test_stdout(self, kernel_run: tuple[str, str, str]) -> None:
+        out, err, _ = kernel_run
+        assert "PriestleyChao results (user-level differential privacy)" in out
+        for fact in ("Level:", "user", "Kernel:", "gaussian", "Grid points:", "Users (n):"):
+            assert fact in out
+        for point in ("1.0", "3.2", "5.4", "7.6", "9.8", "12.0"):  # the grid of 6 points
+            assert f"\n{point} " in out
+        assert "x=5.4: midpoint" in out and "x=5.4: mean" in out  # the ledger, per grid point
+        assert "boundary" in out and "bias" in out  # the error-bound table of a curve
+        assert "fitting kernel on 72 users (ε=8)" in err
+
+    def test_same_result_as_the_library(self, kernel_run: tuple[str, str, str]) -> None:
+        pigs = dplong.datasets.load_dietox()
+        model = dplong.PriestleyChao.from_formula(
+            "Weight ~ Time", pigs, groups="Pig", domain=(1, 12), bandwidth=1.0, grid=6
+        )
+        res = model.fit(epsilon=8.0, scale=250.0, random_state=0)
+        assert str(res.summary()) in kernel_run[0]
+        assert str(res.error_bound()) in kernel_run[0]
+
+    def test_kernel_and_default_grid(self) -> None:
+        argv = [a for a in KERNEL if a not in ("--grid", "6")]
+        argv[argv.index("--bandwidth") + 1] = "2.75"  # default grid: one bandwidth apart
+        code, out, err = run([*argv, "--kernel", "epanechnikov", "--quiet"])
+        assert code == 0, err
+        assert "epanechnikov" in out and "Grid points:" in out
+        assert "\n6.5 " in out and "\n9.25 " in out  # 1, 3.75, 6.5, 9.25, 12
+        pigs = dplong.datasets.load_dietox()
+        res = dplong.PriestleyChao.from_formula(
+            "Weight ~ Time",
+            pigs,
+            groups="Pig",
+            domain=(1, 12),
+            bandwidth=2.75,
+            kernel="epanechnikov",
+        ).fit(epsilon=8.0, scale=250.0, random_state=0)
+        assert res.params.size == 5 and str(res.summary()) in out
+
+    def test_report_content(self, kernel_run: tuple[str, str, str]) -> None:
+        page = kernel_run[2]
+        assert page.startswith("<!DOCTYPE html>")
+        assert "PriestleyChao" in page and "Weight ~ Time" in page
+        assert '<img alt="curve plot"' in page and "coefficient plot" not in page
+        assert "<th>Time</th>" in page  # the grid is named by the regressor
+        for point in ("1.0", "5.4", "12.0"):
+            assert f"<th>{point}</th>" in page
+        bounds = page[page.index('id="error-bounds"') : page.index('id="plots"')]
+        assert "<th>boundary</th>" in bounds and "<td>yes</td>" in bounds
+        assert "<th>bias</th>" not in bounds and "No smoothing bias is claimed" in bounds
+        assert "x=5.4: midpoint" in page and "Total spent: ε = 8," in page
+        assert "--domain 1,12 --bandwidth 1 --grid 6" in page  # the command line
+        assert "grid points lie in the boundary region" in page  # the summary's notes
+        found = IMAGE.search(page)
+        assert found is not None
+        png = base64.b64decode(found.group(1), validate=True)
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000
+
+    def test_report_leaks_nothing(self, kernel_run: tuple[str, str, str]) -> None:
+        page = without_images(kernel_run[2])
+        pigs = dplong.datasets.load_dietox()
+        for form in raw_values(pigs["Weight"]):
+            assert form not in page
+        assert not re.search(rf"(?<![\d.]){len(pigs)}(?!\d)", page)  # 861 rows: private
+        assert "72" in page  # n is public
+        # nor the non-private mean of the per-pig curves (the released curve's target)
+        from dplong.kernels import get_kernel
+        from dplong.models.kernel import user_curves
+
+        pigs = pigs.sort_values(["Pig", "Time"])
+        codes = pd.factorize(pigs["Pig"])[0]
+        grid = np.linspace(1, 12, 6)
+        curves, _ = user_curves(
+            pigs["Time"].to_numpy(float),
+            pigs["Weight"].to_numpy(float),
+            codes,
+            72,
+            grid,
+            get_kernel("gaussian"),
+            1.0,
+            12.0,
+        )
+        for value in curves.mean(axis=0):
+            assert f"{value:.4g}" not in page
+
+    @pytest.mark.parametrize(
+        ("change", "expected"),
+        [
+            ({"--domain": None}, "--model kernel needs --domain (see dplong fit --help)"),
+            ({"--bandwidth": None}, "--model kernel needs --bandwidth (see dplong fit --help)"),
+            ({"--domain": None, "--bandwidth": None}, "--model kernel needs --domain, --bandwidth"),
+            ({"--domain": "12,1"}, "argument --domain: must be LO,HI with finite LO < HI"),
+            ({"--domain": "1"}, "argument --domain: must be LO,HI"),
+            ({"--domain": "a,b"}, "argument --domain: must be LO,HI"),
+            ({"--domain": "2,12"}, "x must lie in the public domain [2, 12]"),
+            ({"--bandwidth": "0"}, "argument --bandwidth: must be a positive number"),
+            ({"--grid": "1"}, "argument --grid: must be a whole number of points >= 2"),
+            ({"--grid": "2.5"}, "argument --grid"),
+            ({"--kernel": "box"}, "argument --kernel: invalid choice: 'box'"),
+            ({"--scale": "1,2,3"}, "scale must be a number or an array of 6 numbers"),
+            ({"--time": "Time"}, "--time is not an option of --model kernel"),
+            ({"--within-scale": "2"}, "--within-scale is not an option of --model kernel"),
+            ({"--formula": "Weight ~ Time + Feed"}, "takes one regressor"),
+            ({"--epsilon": "1"}, "the private midpoint cannot succeed"),
+            ({"--privacy": "local"}, 'privacy="local" needs bound=B'),
+        ],
+    )
+    def test_bad_arguments(self, change: dict[str, str | None], expected: str) -> None:
+        argv = list(KERNEL)
+        for option, value in change.items():
+            if option in argv:
+                at = argv.index(option)
+                del argv[at : at + 2]
+            if value is not None:
+                argv += [option, value]
+        code, out, err = run([*argv, "--quiet"])
+        assert code == 2
+        assert expected in err, err
+        assert "Traceback" not in err and out == ""
+
+    def test_kernel_options_belong_to_kernel(self) -> None:
+        code, _, err = run([*GOOD, "--domain", "1,12"])
+        assert code == 2 and "--domain is not an option of --model ols" in err
+        code, _, err = run([*GOOD, "--bandwidth", "1"])
+        assert code == 2 and "--bandwidth is not an option of --model ols" in err
+
+    def test_help_lists_the_kernel_model(self) -> None:
+        code, out, _ = run(["fit", "--help"])
+        assert code == 0
+        assert "PriestleyChao" in out and "--domain LO,HI" in out and "--bandwidth B" in out
+        assert "--model kernel" in out and "required by kernel" in out
+
+
 GOOD = ["fit", "dataset:wage_panel", "--model", "ols", "--formula", "lwage ~ exper"]
 GOOD += ["--groups", "nr", "--epsilon", "1", "--scale", "1,0.01", "--quiet"]
 
@@ -237,7 +387,6 @@ class TestBadArguments:
             ([*GOOD, "--time", "when"], "--time 'when' is not a column"),
             (replace("--formula", "lwage ~ nonsense"), "name 'nonsense' is not defined"),
             (replace("--scale", "1,2,3"), "scale must be a number or an array of 2 numbers"),
-            ([*GOOD[:-3], "--quiet"], "--model ols needs --scale"),
             ([*GOOD, "--within-scale", "2"], "--within-scale is not an option of --model ols"),
             ([*GOOD, "--privacy", "local"], 'privacy="local" needs bound=B'),
             ([*GOOD, "--report", "/no/such/dir/r.html"], "cannot write --report"),
@@ -253,6 +402,24 @@ class TestBadArguments:
         code, _, err = run(replace("--formula", "lwage ~ educ"))  # constant within users
         assert code == 2
         assert err.count("\n") == 1 and err.startswith("dplong: error: ['educ'] is constant")
+
+    def test_required_fit_arguments_are_named(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A keyword that a model's ``fit`` cannot do without is named as a flag."""
+
+        class NeedsScale:
+            nobs_users = 545
+
+            def fit(self, *, epsilon: float, scale: float, min_rows: int) -> Any:
+                raise AssertionError("not reached")
+
+        def build(*args: Any, **options: Any) -> NeedsScale:
+            return NeedsScale()
+
+        monkeypatch.setitem(cli._MODELS, "strict", cli._ModelSpec(build, "a test model"))
+        argv = [*GOOD[:-3], "--quiet"]  # no --scale
+        argv[argv.index("--model") + 1] = "strict"
+        code, _, err = run(argv)
+        assert code == 2 and "--model strict needs --scale, --min-rows" in err
 
     def test_mean_needs_a_column_and_one(self) -> None:
         argv = [*MEAN, "--quiet"]

@@ -67,6 +67,26 @@ def test_renders_without_errors(report: Path, tmp_path: Path) -> None:
     assert '<img alt="coefficient plot"' in dom and 'id="privacy-ledger"' in dom
 
 
+@pytest.fixture(scope="module")
+def curve_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A user-level Priestley–Chao curve: the report draws a curve plot instead."""
+    pigs = dplong.datasets.load_dietox()
+    model = dplong.PriestleyChao.from_formula(
+        "Weight ~ Time", pigs, groups="Pig", domain=(1, 12), bandwidth=1.0, grid=6
+    )
+    res = model.fit(epsilon=8.0, scale=250.0, random_state=0)
+    path = tmp_path_factory.mktemp("report") / "pigs.html"
+    return write_report(path, res, data_name="dataset:dietox", command="(test)")
+
+
+def test_curve_report_renders_without_errors(curve_report: Path, tmp_path: Path) -> None:
+    dom = chromium(curve_report, tmp_path / "profile", "--dump-dom").stdout
+    assert re.search(r'<body[^>]*data-rendered="ok"', dom), dom[:2000]
+    errors = ERRORS.search(dom)
+    assert errors is not None and "<li>" not in errors.group(1)
+    assert '<img alt="curve plot"' in dom and "<th>boundary</th>" in dom
+
+
 def test_broken_page_is_detected(report: Path, tmp_path: Path) -> None:
     """The check above is not vacuous: a script error and a bad image are recorded."""
     broken = tmp_path / "broken.html"
