@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ErrorBoundReport:
     """Per-parameter error bounds (``table``) and the assumptions they rest on.
 
@@ -68,6 +68,9 @@ class ErrorBoundReport:
     table: pd.DataFrame
     assumptions: tuple[str, ...]
     basis: str = ""
+
+    def __repr__(self) -> str:
+        return str(self)
 
     def __str__(self) -> str:
         lines = [f"Error bounds ({self.basis})"] if self.basis else []

@@ -73,6 +73,18 @@ class Kernel:
         gaussian_point = math.sqrt(2.0 * math.log(2.0 / min(relative_bandwidth, 1.0)))
         return min(self.support, gaussian_point)
 
+    def boundary_width(self, bandwidth: float, domain: tuple[float, float]) -> float:
+        """ζ in the units of x: ``bandwidth · tail_point(bandwidth / (hi - lo))``.
+
+        Examples
+        --------
+        >>> from dplong.kernels import get_kernel
+        >>> get_kernel("epanechnikov").boundary_width(0.5, (0.0, 10.0))
+        0.5
+        """
+        lo, hi = domain
+        return bandwidth * self.tail_point(bandwidth / (hi - lo))
+
 
 def _gaussian(u: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.asarray(np.exp(-0.5 * u * u) / math.sqrt(2.0 * math.pi))

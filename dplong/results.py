@@ -11,6 +11,7 @@ import pandas as pd
 from dplong.bounds import ErrorBoundReport, error_bound_table
 from dplong.exceptions import ParameterError
 from dplong.inference import half_widths
+from dplong.kernels import get_kernel
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.summary import Summary
 
@@ -245,12 +246,16 @@ class PanelResults:
         info = pd.Series(self._summary_info()).to_frame("value")
         ledger = self.privacy.to_frame()
         return Summary(
-            f"{self.model} results (user-level differential privacy)",
+            f"{self.model} results ({self._privacy_unit}-level differential privacy)",
             info,
             table,
             ledger,
             self._summary_notes(),
         )
+
+    @property
+    def _privacy_unit(self) -> str:
+        return "user"
 
     def _summary_info(self) -> dict[str, object]:
         return {
@@ -457,15 +462,23 @@ class CurveResults(PanelResults):
         )
         ax.plot(grid, frame["estimate"], marker="o", markersize=3, label="private estimate")
         lo, hi = self.domain
-        edge = grid[~self.boundary.to_numpy()]
-        for start, stop in ((lo, edge.min()), (edge.max(), hi)) if edge.size else ((lo, hi),):
-            if stop > start:
-                ax.axvspan(start, stop, color="grey", alpha=0.15, lw=0)
+        zeta = min(self.boundary_width, (hi - lo) / 2.0)
+        for start, stop in ((lo, lo + zeta), (hi - zeta, hi)):
+            ax.axvspan(start, stop, color="grey", alpha=0.15, lw=0)
         ax.set_xlabel(self.params.index.name or "x")
         ax.set_ylabel("f(x)")
         ax.set_title(f"{self.model}: {self.formula} (shaded: boundary)")
         ax.legend(loc="best")
         return ax
+
+    @property
+    def boundary_width(self) -> float:
+        """ζ: points closer than this to either end of the domain are boundary points."""
+        return get_kernel(self.kernel).boundary_width(self.bandwidth, self.domain)
+
+    @property
+    def _privacy_unit(self) -> str:
+        return self.level
 
     def _summary_info(self) -> dict[str, object]:
         info = super()._summary_info()

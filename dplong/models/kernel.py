@@ -29,11 +29,15 @@ import patsy
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 
-from dplong._validation import RandomState, check_random_state, per_column
+from dplong._validation import RandomState, check_random_state
 from dplong.bounds import midpoint_failure_probability
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.kernels import Kernel, get_kernel
-from dplong.models.base import PanelModel, common_fit_args
+from dplong.models.base import (
+    PanelModel,
+    common_fit_args,
+    scale_per_column,
+)
 from dplong.models.design import PanelDesign, build_design
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger, split_budget
 from dplong.privacy.interval import (
@@ -43,6 +47,7 @@ from dplong.privacy.interval import (
     local_midpoint,
 )
 from dplong.privacy.noise import release_bounded_sum, release_weighted_sums
+from dplong.privacy.plugin import ScaleRequest
 from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
 from dplong.privacy.winsorized import (
     PAPER_MIDPOINT_SHARE,
@@ -160,8 +165,15 @@ class PriestleyChao(PanelModel):
                     "user-level curves give a number in the units of x (e.g. one or two visit "
                     "intervals)"
                 )
-        elif not (math.isfinite(bandwidth) and bandwidth > 0):
+        elif not (
+            isinstance(bandwidth, int | float | np.integer | np.floating)
+            and not isinstance(bandwidth, bool)
+            and math.isfinite(bandwidth)
+            and bandwidth > 0
+        ):
             raise ParameterError(f"bandwidth must be a positive number, got {bandwidth!r}")
+        else:
+            bandwidth = float(bandwidth)
         points = None if grid is None else _check_grid(grid, lo, hi)
         eval_env = patsy.EvalEnvironment.capture(1)
         if groups is None:
@@ -206,7 +218,10 @@ class PriestleyChao(PanelModel):
         delta: float | None = None,
         noise_sd: float | None = None,
         amplitude: float | None = None,
-        scale: float | ArrayLike | None = None,
+        scale: float | ArrayLike | str | None = None,
+        scale_share: float | None = None,
+        scale_bounds: tuple[float, float] | None = None,
+        scale_method: str | None = None,
         lipschitz: float | None = None,
         sup_norm: float | None = None,
         privacy: str = "central",
@@ -232,9 +247,14 @@ class PriestleyChao(PanelModel):
             range of f). The responses are projected onto ``m̂ ± w`` with the radius
             ``τ = A + σ_max √(2 log(2n/γ))`` (the Gaussian part of Lemma 4.9's radius, taken on
             the responses). Defaults to ``sup_norm``.
-        scale : float or array_like
+        scale : "estimate", float or array_like
             User-level: variance proxy of one user's curve value, common or one per grid point
-            (between-user spread of the curves plus their own noise).
+            (between-user spread of the curves plus their own noise). Default ``"estimate"``:
+            estimated privately from the users' curves.
+        scale_share, scale_bounds, scale_method
+            User-level with ``scale="estimate"``: as in :meth:`LongitudinalOLS.fit
+            <dplong.LongitudinalOLS.fit>` (defaults: an adaptive share, the package's wide bounds,
+            ``"coinpress"``).
         lipschitz, sup_norm : float, optional
             Smoothness assumptions ``|f(s) - f(t)| <= L_f |s - t|`` and ``‖f‖∞ <= F``. Item-level
             with both, the error bound also covers the smoothing bias, computed exactly from
@@ -257,7 +277,12 @@ class PriestleyChao(PanelModel):
             return self._fit_users(
                 epsilon=epsilon,
                 delta=delta,
-                scale=scale,
+                scale="estimate" if scale is None else scale,
+                request=ScaleRequest.check(
+                    scale_share,
+                    scale_bounds,
+                    scale_method or "coinpress",
+                ),
                 privacy=privacy,
                 bound=bound,
                 random_state=random_state,
@@ -282,7 +307,12 @@ class PriestleyChao(PanelModel):
             midpoint_share=midpoint_share,
             gamma=gamma,
             accountant=accountant,
-            unused={"scale": scale},
+            unused={
+                "scale": scale,
+                "scale_share": scale_share,
+                "scale_bounds": scale_bounds,
+                "scale_method": scale_method,
+            },
         )
 
     # ---------------------------------------------------------------- item-level (Def 4.7)
@@ -528,6 +558,7 @@ class PriestleyChao(PanelModel):
         epsilon: Any,
         delta: Any,
         scale: Any,
+        request: ScaleRequest,
         privacy: Any,
         bound: Any,
         random_state: RandomState,
@@ -561,22 +592,21 @@ class PriestleyChao(PanelModel):
             gamma=gamma,
             random_state=random_state,
         )
-        if scale is None:
-            raise ParameterError(
-                "scale is required for user-level curves: the variance proxy of one user's "
-                "curve value, common or one per grid point"
-            )
-        proxy = per_column(scale, grid.size, "scale")
+        proxy = scale_per_column(scale, grid.size, _no_dependence_model)
         curves, identified = user_curves(
             self._x, self._y, self._design.codes, n, grid, self._kernel, b, self._domain[1]
         )
         names = tuple(f"x={g:.6g}" for g in grid)
-        release = self._release(curves, identified, proxy, names, options, rng, accountant)
+        release, used = self._release(
+            curves, identified, proxy, names, options, rng, accountant, request
+        )
         assumptions = (
             "User-level: each user's own Priestley–Chao curve (spacing to the next visit, the "
             "last visit to the domain's end) is their statistic; the target is the mean of "
             "the users' smoothed curves.",
-            f"Variance proxy of one user's curve value (scale): {np.ravel(scale).tolist()}.",
+            request.describe(used)
+            if proxy is None
+            else f"Variance proxy of one user's curve value (scale): {np.ravel(scale).tolist()}.",
             "Standard errors and bands combine the stated scale (users independent) with the "
             "exact privacy-noise law.",
         )
@@ -586,7 +616,7 @@ class PriestleyChao(PanelModel):
             estimate=np.asarray(release.estimate),
             noise_scale=np.asarray(release.noise_scale),
             noise_sd=np.asarray(release.noise_sd),
-            sampling_sd=np.sqrt(proxy / n),
+            sampling_sd=np.sqrt(used / n),
             interval=release.interval,
             failed=np.asarray(release.failed),
             ledger=release.privacy,
@@ -665,7 +695,7 @@ class PriestleyChao(PanelModel):
     ) -> CurveResults:
         lo, hi = self._domain
         index = pd.Index(grid, name="x")
-        zeta = bandwidth * self._kernel.tail_point(bandwidth / (hi - lo))
+        zeta = self._kernel.boundary_width(bandwidth, self._domain)
         boundary = (grid < lo + zeta) | (grid > hi - zeta)  # Lemma 4.9: x outside [ζ, 1 - ζ]
 
         def series(values: Any, name: str) -> pd.Series:
@@ -894,7 +924,12 @@ def _check_grid(grid: Any, lo: float, hi: float) -> int | NDArray[np.float64]:
         if grid < 2:
             raise ParameterError(f"grid must have at least 2 points, got {grid!r}")
         return int(grid)
-    points = np.asarray(grid, dtype=np.float64)
+    try:
+        points = np.asarray(grid, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"grid must be a number of points or a 1-D array of points, got {grid!r}"
+        ) from None
     if points.ndim != 1 or points.size == 0:
         raise ParameterError("grid must be a number of points or a non-empty 1-D array of points")
     if not np.isfinite(points).all() or points.min() < lo or points.max() > hi:
@@ -905,10 +940,20 @@ def _check_grid(grid: Any, lo: float, hi: float) -> int | NDArray[np.float64]:
 def _positive(value: Any, name: str, what: str) -> float:
     if value is None:
         raise ParameterError(f"{name} ({what}) is required")
-    number = float(value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
     if not (math.isfinite(number) and number > 0):
         raise ParameterError(f"{name} ({what}) must be a positive number, got {value!r}")
     return number
+
+
+def _no_dependence_model(model: Any) -> float:
+    raise ParameterError(
+        "a dependence model does not give the scale of a user's curve value (it depends on the "
+        'private visit times); give a number, one per grid point, or "estimate"'
+    )
 
 
 def _refuse_unused(arguments: dict[str, Any], design: str) -> None:

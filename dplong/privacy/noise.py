@@ -334,6 +334,13 @@ def release_weighted_sums(
     float slack ``600 u / a`` per coordinate; ``a = (ε - 1200 u D G / ε) / D`` keeps the total
     below ε (the argument of :func:`geometric_rate`, summed over G coordinates).
 
+    The step K, as in :func:`release_bounded_sum`, leaves ``Δ₁`` as many lattice units as the
+    float slack allows (slack at most 1e-6 ε, at least ``G 2**COARSE_BITS`` units, at most
+    ``2**52`` in all, so that every geometric draw is an exact float integer), and never less
+    than ``2**-52`` of the public bound ``radius max_g Σ_i |weights[i, g]|`` on the sums, so
+    that the lattice integers stay exact. Rounding moves each sum by at most K/2: with a vast
+    ε the release is the exact weighted sums up to ~1e-16 relative (the noise-off reference).
+
     Examples
     --------
     >>> import numpy as np
@@ -360,8 +367,14 @@ def release_weighted_sums(
         raise AssertionError("release_weighted_sums needs some non-zero weight")
     unit = (n + 2) * _ROUNDOFF
     float_error = 2.0 * unit / (1.0 - unit) * radius * float(absolute.sum())  # 2 Σ_g E_g
-    # the step leaves Δ₁ about g 2**COARSE_BITS lattice units: the +g of rounding adds < 0.025 %
-    step = math.ldexp(1.0, math.floor(math.log2(l1 / (g * 2**COARSE_BITS))))
+    # units per coordinate: as many as the float slack allows (<= 1e-6 ε, as _coarse_bits), at
+    # least 2**COARSE_BITS (the +g of rounding adds < 0.025 %), and D <= 2**52 in all
+    slack_bits = math.log2(1e-6 / (1200.0 * _ROUNDOFF)) + 2.0 * math.log2(epsilon / g)
+    bits = max(COARSE_BITS, min(math.floor(slack_bits), 51 - math.ceil(math.log2(g))))
+    step = math.ldexp(1.0, math.floor(math.log2(l1 / (g * 2.0**bits))))
+    # |sums| <= radius max_g Σ_i |w_ig| (1 + float error): a public bound; keep it < 2**52 steps
+    sum_bound = radius * float(absolute.sum(axis=0).max()) * (1.0 + 2.0 * unit)
+    step = max(step, math.ldexp(1.0, math.ceil(math.log2(sum_bound)) - 52))
     lattice_sensitivity = math.ceil((l1 + float_error) / step) + g
     slack = 1200.0 * _ROUNDOFF * lattice_sensitivity * g / epsilon
     if slack > epsilon / 2:

@@ -1,0 +1,287 @@
+"""Accuracy and cost of the private Priestley-Chao curve (``dplong.PriestleyChao``, issue 4).
+
+Everything is measured side by side in one run, on the same simulated data sets (common random
+numbers), and reported as ratios to the non-private estimator *with the same bandwidth and
+grid*:
+
+1. **Item-level** (Def 4.7), central and local, n ∈ {10³, 10⁴, 10⁵}, ε ∈ {0.5, 1, 2}, δ = 1/n²:
+   f(x) = sin(2πx) on [0, 1], x_i = i/n, stationary Gaussian MA(1) errors e_i = z_(i+1) +
+   z_i / 2 (Toeplitz covariance; ‖Σ‖_op <= 2.25, so ``noise_sd=1.5``), ``amplitude=1``, the
+   default ``bandwidth="auto"`` (no ``lipschitz``) and the default grid (points one bandwidth
+   apart). Local: ``bound=1``. The non-private estimator applies the same weights
+   (:func:`dplong.models.kernel.item_weights`) to the raw responses. Reported: the bandwidth
+   b, the number of grid points G (and of interior ones, outside the boundary strips of Lemma
+   4.9), the interior RMSE against f of both, and their ratio with a delta-method standard
+   error (paired replications).
+2. **Grid size** (central, n = 10⁵, ε = 1, b fixed): G ∈ {11, 51, 201}: how the resolution
+   of the grid trades against the noise of the one L1 release.
+3. **User-level** growth curves: n users with T visits t/T, Y_ut = f(x_t) + α_u + e_ut,
+   α_u ~ N(0, 0.3²), AR(1) errors within users (φ = 0.5, variance 1), b = 0.1, the interior
+   grid 0.3 ... 0.7, ε = 1, ``scale`` = the exact variance of a user's curve value. Target:
+   μ(x), the mean of the users' smoothed curves; the non-private estimator is the mean of the
+   users' own curves.
+4. **Time**: the private fit (bandwidth search, weights, midpoint, refinement and release)
+   against the non-private computation with the same bandwidth (weights and one product);
+   user-level: the fit against the per-user reduction and the mean.
+
+Usage::
+
+    python benchmarks/accuracy_kernel.py            # the tables of docs/nonparametric.md
+    python benchmarks/accuracy_kernel.py --quick    # smoke run: few replications, n <= 10⁴
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import platform
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from scipy.linalg import toeplitz
+
+import dplong
+from dplong.exceptions import DplongWarning
+from dplong.kernels import get_kernel
+from dplong.models.kernel import item_weights, user_curves
+
+THETA, SIGMA_MAX, AMPLITUDE = 0.5, 1.5, 1.0
+NS = (1_000, 10_000, 100_000)
+EPSILONS = (0.5, 1.0, 2.0)
+REPS = {1_000: 200, 10_000: 60, 100_000: 20}
+QUICK_REPS = {1_000: 20, 10_000: 5}
+GRID_SIZES = (11, 51, 201)
+USER_CONFIGS = ((1_000, 10), (10_000, 10), (1_000, 40))
+USER_B = 0.1
+USER_GRID = np.array([0.3, 0.4, 0.5, 0.6, 0.7])
+PHI, LEVEL_SD = 0.5, 0.3
+KERNEL = get_kernel("gaussian")
+
+
+def f(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.sin(2.0 * np.pi * x)
+
+
+def ma1_frame(n: int, rng: np.random.Generator) -> pd.DataFrame:
+    x = np.arange(n) / n
+    z = rng.standard_normal(n + 1)
+    return pd.DataFrame({"x": x, "y": f(x) + z[1:] + THETA * z[:-1]})
+
+
+def ratio_with_se(private: NDArray[np.float64], plain: NDArray[np.float64]) -> tuple[float, float]:
+    """√(mean private MSE / mean plain MSE) and its delta-method SE (paired replications)."""
+    r2 = private.mean() / plain.mean()
+    cov = np.cov(private, plain) if private.size > 1 else np.zeros((2, 2))
+    grad = np.array([1.0 / plain.mean(), -private.mean() / plain.mean() ** 2])
+    se2 = math.sqrt(max(grad @ cov @ grad, 0.0) / private.size)
+    return math.sqrt(r2), se2 / (2.0 * math.sqrt(r2))
+
+
+def item_cell(
+    n: int,
+    epsilon: float,
+    privacy: str,
+    reps: int,
+    seed: int,
+    grid: int | None = None,
+    bandwidth: float | str = "auto",
+) -> dict[str, object]:
+    rng = np.random.default_rng(seed)
+    private, plain = [], []
+    weights = interior = truth = None
+    res = None
+    middle = False
+    for _ in range(reps):
+        df = ma1_frame(n, rng)
+        model = dplong.PriestleyChao.from_formula(
+            "y ~ x", df, domain=(0, 1), bandwidth=bandwidth, grid=grid
+        )
+        res = model.fit(
+            epsilon=epsilon,
+            noise_sd=SIGMA_MAX,
+            amplitude=AMPLITUDE,
+            privacy=privacy,
+            bound=1.0 if privacy == "local" else None,
+            random_state=rng,
+        )
+        if weights is None:  # b and the grid are public: the same in every replication
+            weights = item_weights(df["x"].to_numpy(), res.grid, KERNEL, res.bandwidth, 1.0)
+            interior = ~res.boundary.to_numpy()
+            if not interior.any():  # all boundary (local, small n): the middle point instead
+                interior = np.abs(res.grid - 0.5) == np.abs(res.grid - 0.5).min()
+                middle = True
+            truth = f(res.grid)
+        smooth = weights.T @ df["y"].to_numpy()
+        private.append(np.mean((res.params.to_numpy() - truth)[interior] ** 2))
+        plain.append(np.mean((smooth - truth)[interior] ** 2))
+    assert res is not None and interior is not None
+    p, q = np.array(private), np.array(plain)
+    ratio, se = ratio_with_se(p, q)
+    return {
+        "privacy": privacy,
+        "n": n,
+        "eps": epsilon,
+        "b": res.bandwidth,
+        "G": res.grid.size,
+        "interior": "none: x=0.5" if middle else int(interior.sum()),
+        "noise sd": float(res.noise_sd.to_numpy()[interior].mean()),  # at the evaluated points
+        "RMSE private": math.sqrt(p.mean()),
+        "RMSE non-private": math.sqrt(q.mean()),
+        "ratio": ratio,
+        "se": se,
+        "reps": reps,
+        "composition": res.privacy.composition.split("; ")[-1],
+    }
+
+
+def user_law(visits: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    x = np.arange(visits) / visits
+    spacing = np.diff(np.append(x, 1.0))
+    a = spacing[:, None] * KERNEL((USER_GRID[None, :] - x[:, None]) / USER_B) / USER_B
+    ar1 = toeplitz(PHI ** np.arange(visits))
+    variance = LEVEL_SD**2 * a.sum(axis=0) ** 2 + np.einsum("tg,ts,sg->g", a, ar1, a)
+    return a.T @ f(x), variance
+
+
+def growth_frame(n: int, visits: int, rng: np.random.Generator) -> pd.DataFrame:
+    x = np.arange(visits) / visits
+    errors = np.empty((n, visits))
+    errors[:, 0] = rng.standard_normal(n)
+    innovations = rng.standard_normal((n, visits)) * math.sqrt(1.0 - PHI**2)
+    for t in range(1, visits):
+        errors[:, t] = PHI * errors[:, t - 1] + innovations[:, t]
+    y = f(x)[None, :] + LEVEL_SD * rng.standard_normal(n)[:, None] + errors
+    return pd.DataFrame(
+        {"user": np.repeat(np.arange(n), visits), "x": np.tile(x, n), "y": y.ravel()}
+    )
+
+
+def user_cell(n: int, visits: int, epsilon: float, reps: int, seed: int) -> dict[str, object]:
+    mu, v = user_law(visits)
+    rng = np.random.default_rng(seed)
+    private, plain = [], []
+    fit_time = plain_time = 0.0
+    res = None
+    for _ in range(reps):
+        df = growth_frame(n, visits, rng)
+        model = dplong.PriestleyChao.from_formula(
+            "y ~ x", df, groups="user", domain=(0, 1), bandwidth=USER_B, grid=USER_GRID
+        )
+        start = time.perf_counter()
+        res = model.fit(epsilon=epsilon, scale=v, random_state=rng)
+        fit_time += time.perf_counter() - start
+        start = time.perf_counter()
+        curves, _ = user_curves(
+            df["x"].to_numpy(),
+            df["y"].to_numpy(),
+            df["user"].to_numpy(),
+            n,
+            USER_GRID,
+            KERNEL,
+            USER_B,
+            1.0,
+        )
+        mean_curve = curves.mean(axis=0)
+        plain_time += time.perf_counter() - start
+        private.append(np.mean((res.params.to_numpy() - mu) ** 2))
+        plain.append(np.mean((mean_curve - mu) ** 2))
+    assert res is not None
+    p, q = np.array(private), np.array(plain)
+    ratio, se = ratio_with_se(p, q)
+    return {
+        "n": n,
+        "T": visits,
+        "eps": epsilon,
+        "noise sd": float(res.noise_sd.mean()),
+        "RMSE private": math.sqrt(p.mean()),
+        "RMSE non-private": math.sqrt(q.mean()),
+        "ratio": ratio,
+        "se": se,
+        "reps": reps,
+        "time ratio": fit_time / plain_time,
+    }
+
+
+def timing(n: int, epsilon: float, repeats: int) -> dict[str, object]:
+    rng = np.random.default_rng(7)
+    df = ma1_frame(n, rng)
+    model = dplong.PriestleyChao.from_formula("y ~ x", df, domain=(0, 1))
+    x, y = df["x"].to_numpy(), df["y"].to_numpy()
+    options = {"epsilon": epsilon, "noise_sd": SIGMA_MAX, "amplitude": AMPLITUDE}
+    b = model.fit(**options, random_state=rng).bandwidth  # type: ignore[arg-type]
+    fixed = dplong.PriestleyChao.from_formula("y ~ x", df, domain=(0, 1), bandwidth=b)
+    fits, given, plains = [], [], []
+    res = None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        res = model.fit(**options, random_state=rng)  # type: ignore[arg-type]
+        fits.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        fixed.fit(**options, random_state=rng)  # type: ignore[arg-type]
+        given.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        _ = item_weights(x, res.grid, KERNEL, res.bandwidth, 1.0).T @ y
+        plains.append(time.perf_counter() - start)
+    assert res is not None
+    fit, fit_given, plain = (float(np.median(t)) for t in (fits, given, plains))
+    return {
+        "n": n,
+        "G": res.grid.size,
+        "fit (auto b) s": fit,
+        "fit (b given) s": fit_given,
+        "non-private s": plain,
+        "ratio auto": fit / plain,
+        "ratio b given": fit_given / plain,
+    }
+
+
+def show(title: str, rows: list[dict[str, object]]) -> None:
+    print(f"\n## {title}\n")
+    frame = pd.DataFrame(rows)
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="few replications, n <= 10^4")
+    args = parser.parse_args()
+    reps = QUICK_REPS if args.quick else REPS
+    ns = tuple(n for n in NS if n in reps)
+    print(
+        f"dplong {dplong.__version__}, numpy {np.__version__}, python {platform.python_version()},"
+        f" {platform.machine()}; one process"
+    )
+    warnings.simplefilter("ignore", DplongWarning)
+
+    for privacy in ("central", "local"):
+        rows = []
+        for k, n in enumerate(ns):
+            for j, epsilon in enumerate(EPSILONS):
+                rows.append(item_cell(n, epsilon, privacy, reps[n], 1_000 * k + 10 * j))
+        show(f"Item-level, {privacy}: interior RMSE, private vs non-private (same b, grid)", rows)
+
+    n_grid = ns[-1]
+    base = item_cell(n_grid, 1.0, "central", 1, 0)
+    rows = [
+        item_cell(n_grid, 1.0, "central", reps[n_grid], 50_000 + g, grid=g, bandwidth=base["b"])
+        for g in GRID_SIZES
+    ]
+    show(f"Grid size: central, n = {n_grid}, eps = 1, b = {base['b']:.4g} fixed", rows)
+
+    user_reps = 5 if args.quick else 40
+    rows = [
+        user_cell(n, visits, 1.0, user_reps, 70_000 + n + visits)
+        for n, visits in USER_CONFIGS
+        if not (args.quick and n > 1_000)
+    ]
+    show("User-level growth curves: RMSE against the mean of users' curves", rows)
+
+    rows = [timing(n, 1.0, 3 if args.quick else 7) for n in ns]
+    show("Time: private fit vs the non-private smoother with the same b (median)", rows)
+
+
+if __name__ == "__main__":
+    main()
