@@ -32,7 +32,7 @@ def main() -> None:
     warnings.simplefilter("ignore")  # failures show up in the worst error instead
     eps = args.epsilon
     print(f"epsilon={eps}, {args.reps} replications; cells: MSE ratio (worst |error|)")
-    print("n".rjust(7) + "".join(f"share {s:<11}" for s in SHARES) + "default")
+    print("n".rjust(7) + " " + "".join(f"share {s:<11}" for s in SHARES) + "default")
     for n in SIZES:
         rng = np.random.default_rng(n)
         data = rng.normal(100.0, 1.0, size=(args.reps, n))
@@ -56,7 +56,7 @@ def main() -> None:
             err = est - 100.0
             cells.append(f"{np.mean(err**2) / known_mse:7.3g} ({np.abs(err).max():.2g})")
         print(
-            f"{n:7d}" + "".join(f"{c:<17}" for c in cells) + f"{default_scale_share(n, eps):.2f}"
+            f"{n:7d} " + "".join(f"{c:<17}" for c in cells) + f"{default_scale_share(n, eps):.2f}"
         )
 
 

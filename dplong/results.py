@@ -341,7 +341,19 @@ class CurveResults(PanelResults):
 
     @property
     def grid(self) -> np.ndarray:
-        """The grid points (public)."""
+        """The grid points (public), as an array; ``params`` is indexed by them.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, dplong
+        >>> x = np.arange(2_000) / 2_000
+        >>> data = pd.DataFrame({"x": x, "y": np.random.default_rng(0).normal(0, 1, x.size)})
+        >>> res = dplong.PriestleyChao.from_formula("y ~ x", data, domain=(0, 1),
+        ...                                         bandwidth=0.2, grid=3).fit(
+        ...     epsilon=1.0, noise_sd=1.0, amplitude=0.1, random_state=0)
+        >>> res.grid.tolist()
+        [0.0, 0.5, 1.0]
+        """
         return self.params.index.to_numpy(dtype=float)
 
     def curve(self, alpha: float = 0.05) -> pd.DataFrame:
@@ -473,7 +485,20 @@ class CurveResults(PanelResults):
 
     @property
     def boundary_width(self) -> float:
-        """ζ: points closer than this to either end of the domain are boundary points."""
+        """ζ: points closer than this to either end of the domain are boundary points.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, dplong
+        >>> x = np.arange(2_000) / 2_000
+        >>> data = pd.DataFrame({"x": x, "y": np.random.default_rng(0).normal(0, 1, x.size)})
+        >>> res = dplong.PriestleyChao.from_formula("y ~ x", data, domain=(0, 1),
+        ...                                         kernel="epanechnikov", bandwidth=0.2,
+        ...                                         grid=3).fit(
+        ...     epsilon=1.0, noise_sd=1.0, amplitude=0.1, random_state=0)
+        >>> res.boundary_width, res.boundary.tolist()          # b · support = 0.2
+        (0.2, [True, False, True])
+        """
         return get_kernel(self.kernel).boundary_width(self.bandwidth, self.domain)
 
     @property

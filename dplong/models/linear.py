@@ -100,6 +100,16 @@ class LongitudinalOLS(PanelModel):
             Public working correlation of a user's errors for the weighted estimator β̂_wu.
         correlation_param : float
             AR(1) coefficient in (-1, 1) or exchangeable correlation in [0, 1).
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr",
+        ...                                             time="year", correlation="ar1",
+        ...                                             correlation_param=0.5)
+        >>> model
+        LongitudinalOLS('lwage ~ exper', n_users=545)
         """
         if correlation not in _CORRELATIONS:
             raise ParameterError(f"correlation must be one of {_CORRELATIONS}, got {correlation!r}")
@@ -183,6 +193,17 @@ class LongitudinalOLS(PanelModel):
         Returns
         -------
         PanelResults
+
+        Examples
+        --------
+        With enough users the scale is estimated privately and ε is all the fit needs:
+
+        >>> import dplong, dplong.simulate
+        >>> panel = dplong.simulate.linear_panel(3000, 6, [1.0, 0.5], random_state=0)
+        >>> res = dplong.LongitudinalOLS.from_formula("y ~ x1", panel, groups="user").fit(
+        ...     epsilon=1.0, random_state=0)
+        >>> bool(abs(res.params["x1"] - 0.5) < 0.1), res.privacy.epsilon
+        (True, 1.0)
         """
         design = self._design
         p = design.X.shape[1]

@@ -87,6 +87,14 @@ class RandomEffectsLocation(PanelModel):
             user must lie in one group. By default each user is their own group. The estimates
             use per-user statistics only; the grouping enters through the dependence it causes
             (Lemma 5.9), stated with :class:`dplong.dependence.RandomEffects` as ``scale``.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> pigs = dplong.datasets.load_dietox()
+        >>> dplong.RandomEffectsLocation.from_formula("Weight ~ 1", pigs, groups="Pig",
+        ...                                           re_groups="Litter")
+        RandomEffectsLocation('Weight ~ 1', n_users=72)
         """
         design = cls._build(formula, data, groups, None, depth=1)
         label = None
@@ -149,6 +157,21 @@ class RandomEffectsLocation(PanelModel):
             With ``scale="estimate"``, as in :meth:`LongitudinalOLS.fit
             <dplong.LongitudinalOLS.fit>`; each release (μ, the components) spends this share
             of its own budget on its scale.
+
+        Returns
+        -------
+        PanelResults
+            ``Intercept`` (μ), and ``Group Var`` and ``Scale`` unless ``variance_share=0``.
+
+        Examples
+        --------
+        >>> import dplong, dplong.simulate
+        >>> rows = dplong.simulate.panel_rows(3000, 5, mean=2.0, random_state=0)
+        >>> data = dplong.simulate.long_format(rows)
+        >>> res = dplong.RandomEffectsLocation.from_formula("y ~ 1", data, groups="user").fit(
+        ...     epsilon=1.0, variance_share=0.0, random_state=0)   # μ only, scale estimated
+        >>> bool(abs(res.params["Intercept"] - 2.0) < 0.05), list(res.params.index)
+        (True, ['Intercept'])
         """
         design = self._design
         n = self.nobs_users

@@ -30,21 +30,24 @@ from dplong.privacy.winsorized import (
 __all__ = ["ScaleRequest", "default_scale_share", "release_mean_estimated"]
 
 
-def default_scale_share(n: int, epsilon: float) -> float:
-    """Share of ε (and δ) for the scale when none is given: ``800 / (n ε)`` within [¼, ½].
+def default_scale_share(n: int, epsilon: float, d: int = 1) -> float:
+    """Share of ε (and δ) for the scale when none is given: ``800 d / (n ε)`` within [¼, ½].
 
     CoinPress needs a second-moment noise well below the data's own spread in every step, so
     small n·ε needs a larger share; at large n·ε a quarter costs the mean little. Measured by
     ``benchmarks/scale_share.py`` (docs/accuracy.md, "Estimated scale"): at ε = 1 the best
-    share is about 0.4 for n = 2,000 and 0.25-0.3 from n = 4,000 on. Public facts only.
+    share is about 0.4 for n = 2,000 and 0.25-0.3 from n = 4,000 on. Each of d columns gets
+    1/d of the steps' budget, hence the factor d. Public facts only.
 
     Examples
     --------
     >>> from dplong.privacy.plugin import default_scale_share
     >>> default_scale_share(2_000, 1.0), default_scale_share(100_000, 1.0)
     (0.4, 0.25)
+    >>> default_scale_share(4_000, 1.0, d=3)
+    0.5
     """
-    return float(min(max(800.0 / (n * epsilon), 0.25), 0.5))
+    return float(min(max(800.0 * d / (n * epsilon), 0.25), 0.5))
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,8 @@ class ScaleRequest:
 
     @classmethod
     def check(cls, share: Any, bounds: Any, method: Any) -> ScaleRequest:
+        """Validate the options once, with messages naming the argument (see the examples
+        above); ``share=None`` defers to :func:`default_scale_share`."""
         if share is not None:
             check_fraction(share, "scale_share")
         return cls(
@@ -77,7 +82,15 @@ class ScaleRequest:
         )
 
     def describe(self, estimate: NDArray[np.float64]) -> str:
-        """The assumption line for summaries (the estimate is a DP output)."""
+        """The assumption line for summaries (the estimate is a DP output).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dplong.privacy.plugin import ScaleRequest
+        >>> ScaleRequest.check(None, None, "bisection").describe(np.array([0.5]))[:58]
+        'Scale estimated privately (bisection, Alg 10-12; its budge'
+        """
         shown = ", ".join(f"{v:.4g}" for v in np.atleast_1d(estimate))
         algorithms = "13-14" if self.method == "coinpress" else "10-12"
         return (
@@ -120,7 +133,7 @@ def release_mean_estimated(
     True
     """
     n, d = matrix.shape
-    share = default_scale_share(n, options.epsilon) if request.share is None else request.share
+    share = default_scale_share(n, options.epsilon, d) if request.share is None else request.share
     scale_eps, scale_delta = share * options.epsilon, share * options.delta
     mean = dataclasses.replace(
         options, epsilon=options.epsilon - scale_eps, delta=options.delta - scale_delta
