@@ -36,7 +36,7 @@ from dplong.privacy.interval import central_midpoint, local_midpoint
 from dplong.privacy.noise import release_bounded_sum
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.privacy.variance import ScaleEstimate, coinpress_beta
-from dplong.privacy.winsorized import _noise_summary
+from dplong.privacy.winsorized import noise_summary
 
 # The audits run data sets whose scale estimate binds at a bound, on purpose: the warnings
 # say so and are expected here.
@@ -112,7 +112,7 @@ def _margin(epsilon: float, n: int, local: bool) -> float:
         np.random.default_rng(0),
         local=local,
     )
-    _, sd = _noise_summary(release, n, local)
+    _, sd = noise_summary(release, n, local)
     return float(sd[0]) * math.log(1.0 / DEFAULT_GAMMA) / math.sqrt(2.0)
 
 

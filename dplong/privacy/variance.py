@@ -135,10 +135,10 @@ from dplong.privacy.noise import LatticeRelease, release_bounded_sum
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.privacy.winsorized import (
     PRIVACY_MODELS,
-    _column_names,
-    _noise_summary,
     check_lattice_epsilon,
+    column_names,
     default_midpoint_share,
+    noise_summary,
 )
 
 __all__ = [
@@ -478,7 +478,7 @@ def estimate_scale(
     lower, upper = _scale_bounds(scale_bounds, d)
     gam = check_fraction(gamma, "gamma")
     counts = _iterations(iterations, method, n, lower, upper)
-    column_names = _column_names(names, d)
+    labels = column_names(names, d)
     plan = plan_budget(
         n,
         [_STEPS_PER_ITERATION * k for k in counts],
@@ -503,7 +503,7 @@ def estimate_scale(
     entries: list[LedgerEntry] = []
     start = np.zeros(d)
     failed = np.zeros(d, dtype=bool)
-    for j, name in enumerate(column_names):  # the wide-bin histograms (Alg 2-3 / 7, 9)
+    for j, name in enumerate(labels):  # the wide-bin histograms (Alg 2-3 / 7, 9)
         if local:
             assert bounds is not None
             start[j] = local_midpoint(
@@ -522,7 +522,7 @@ def estimate_scale(
     scale, midpoint = np.empty(d), np.empty(d)
     lower_binding, upper_binding = np.zeros(d, dtype=bool), np.zeros(d, dtype=bool)
     run = _bisection if method == "bisection" else _coinpress
-    for j, name in enumerate(column_names):
+    for j, name in enumerate(labels):
         column = _Column(matrix[:, j], name, plan.steps.epsilon, gam, rng, local, entries)
         outcome = run(column, float(start[j]), float(lower[j]), float(upper[j]), counts[j])
         scale[j], midpoint[j], lower_binding[j], upper_binding[j] = outcome
@@ -543,7 +543,7 @@ def estimate_scale(
     )
     if accountant is not None:
         accountant.record(ledger)
-    _warn_flags(column_names, lower_binding, upper_binding, failed)
+    _warn_flags(labels, lower_binding, upper_binding, failed)
     return ScaleEstimate(
         scale=scale,
         midpoint=midpoint,
@@ -557,7 +557,7 @@ def estimate_scale(
         method=method,
         privacy=ledger,
         n=n,
-        names=column_names,
+        names=labels,
         gamma=gam,
     )
 
@@ -693,7 +693,7 @@ class _Column:
             self.rng,
             local=self.local,
         )
-        scale, sd = _noise_summary(release, self.n, self.local)
+        scale, sd = noise_summary(release, self.n, self.local)
         sensitivity = release.sensitivity if self.local else release.sensitivity / self.n
         self.entries.append(
             LedgerEntry(

@@ -289,7 +289,7 @@ def winsorized_mean(
         release, _ = release_mean_estimated(
             matrix,
             identified=None,
-            names=_column_names(names, d),
+            names=column_names(names, d),
             options=options,
             request=request,
             rng=rng,
@@ -304,7 +304,7 @@ def winsorized_mean(
         tau_bins=tau_bins,
         rng=rng,
         options=options,
-        names=_column_names(names, d),
+        names=column_names(names, d),
         accountant=accountant,
         squeeze=squeeze,
     )
@@ -389,7 +389,15 @@ def _radii(
     return tau_j, tau_j * math.sqrt(math.log(2.0 / gamma) / math.log(2.0 * d * n / gamma))
 
 
-def _column_names(names: Sequence[str] | None, d: int) -> tuple[str, ...]:
+def column_names(names: Sequence[str] | None, d: int) -> tuple[str, ...]:
+    """Ledger names of d columns: the given ones (checked), else ``x`` or ``x0, x1, ...``.
+
+    Examples
+    --------
+    >>> from dplong.privacy.winsorized import column_names
+    >>> column_names(None, 1), column_names(None, 2), column_names(["a"], 1)
+    (('x',), ('x0', 'x1'), ('a',))
+    """
     if names is None:
         return tuple(f"x{j}" for j in range(d)) if d > 1 else ("x",)
     if len(names) != d:
@@ -503,7 +511,7 @@ def release_mean(
     the interval, so the guarantee is unchanged.
     """
     n, d = matrix.shape
-    names = names or _column_names(None, d)
+    names = names or column_names(None, d)
     local = options.privacy == "local"
     bound, variant, sample_split = options.bound, options.variant, options.sample_split
     if variant == "improved":
@@ -576,11 +584,11 @@ def release_mean(
         entries += _mean_entries(
             names, "refinement", share_refine * budget.epsilon, release, rows.shape[0], local
         )
-        noise_scale, _ = _noise_summary(release, rows.shape[0], local)
+        noise_scale, _ = noise_summary(release, rows.shape[0], local)
         centre, width = rough, refined_half_width(tau, noise_scale, n, d, options.gamma)
     estimate, release = _project_and_release(rows, keep, centre, width, eps_final, rng, local)
     entries += _mean_entries(names, "mean", eps_final, release, rows.shape[0], local)
-    noise_scale, noise_sd = _noise_summary(release, rows.shape[0], local)
+    noise_scale, noise_sd = noise_summary(release, rows.shape[0], local)
     composition = budget.method + ("; parallel halves (eq. 1)" if sample_split else "")
     ledger = PrivacyLedger(
         tuple(entries),
@@ -641,7 +649,7 @@ def _project_and_release(
 def _mean_entries(
     names: tuple[str, ...], stage: str, epsilon: float, release: LatticeRelease, n: int, local: bool
 ) -> list[LedgerEntry]:
-    scale, _ = _noise_summary(release, n, local)
+    scale, _ = noise_summary(release, n, local)
     mechanism = "local lattice Laplace (Alg 8)" if local else "lattice Laplace (Alg 1, 4)"
     sensitivity = release.sensitivity if local else release.sensitivity / n
     return [
@@ -652,10 +660,22 @@ def _mean_entries(
     ]
 
 
-def _noise_summary(
+def noise_summary(
     release: LatticeRelease, n: int, local: bool
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Laplace-equivalent scale and exact sd of the lattice noise in the released mean."""
+    """Laplace-equivalent scale and exact sd of the lattice noise in the released mean.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy import release_bounded_sum
+    >>> from dplong.privacy.winsorized import noise_summary
+    >>> rel = release_bounded_sum(np.zeros((100, 1)), np.array([1.0]), np.array([1.0]),
+    ...                           np.random.default_rng(0))
+    >>> scale, sd = noise_summary(rel, 100, local=False)
+    >>> bool(abs(scale[0] - 2.0 / 100) < 1e-5), bool(abs(sd[0] - 2**0.5 * scale[0]) < 1e-5)
+    (True, True)
+    """
     per_draw_scale = release.step / release.rate
     per_draw_var = two_sided_geometric_variance(release.rate) * release.step**2
     sd = np.sqrt(release.draws * per_draw_var) / n
