@@ -137,9 +137,12 @@ class _UserMean:
             **options,
         )
         index = pd.Index([self.column])
-        scale = options.get("scale")
-        sampling = math.sqrt(scale / release.n) if isinstance(scale, (int, float)) else math.nan
-        stated = "winsorized_mean's default" if scale is None else scale
+        sampling = math.sqrt(release.scale / release.n)
+        stated = (
+            f"{release.scale:.4g}, estimated privately (CoinPress; budget in the ledger)"
+            if options.get("scale") is None
+            else options["scale"]
+        )
 
         def series(value: Any, name: str) -> pd.Series:
             out: pd.Series = pd.Series(np.atleast_1d(value), index=index, name=name)
@@ -166,6 +169,12 @@ class _UserMean:
                 "independent) with the exact privacy-noise law.",
             ),
             gamma=DEFAULT_GAMMA,
+            midpoint_failure=series(release.midpoint_failure, "midpoint failure"),
+            basis=(
+                "Theorem 6.4 via Corollary 6.8"
+                if release.privacy.model == "local"
+                else "Theorem 4.2 via Corollary 5.4"
+            ),
         )
 
 

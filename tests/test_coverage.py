@@ -64,7 +64,7 @@ def _check(results: dplong.results.PanelResults, truth: np.ndarray) -> tuple[np.
     ci = results.conf_int(0.05)
     covered = ((ci["lower"] <= truth) & (truth <= ci["upper"])).to_numpy()
     report = results.error_bound(0.05).table
-    held = (np.abs(results.params.to_numpy() - truth) <= report["total"].to_numpy())
+    held = np.abs(results.params.to_numpy() - truth) <= report["total"].to_numpy()
     return covered, held, report["probability"].to_numpy()
 
 

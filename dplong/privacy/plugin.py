@@ -164,7 +164,11 @@ def release_mean_estimated(
         identified=identified,
         squeeze=squeeze,
     )
-    release = dataclasses.replace(release, privacy=estimate.privacy + release.privacy)
+    release = dataclasses.replace(
+        release,
+        privacy=estimate.privacy + release.privacy,
+        scale=estimate.scale.item() if squeeze else estimate.scale,
+    )
     if accountant is not None:
         accountant.record(release.privacy)
     return release, estimate.scale

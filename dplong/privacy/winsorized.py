@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -126,6 +127,9 @@ class WinsorizedMeanResult:
         Whether the sample-split estimator of eq. (1) was used.
     names : tuple of str
         Column names, as in the ledger.
+    scale : float or ndarray
+        The variance proxy ρ behind the radius: as given, or the private estimate with
+        ``scale="estimate"`` (a released number); NaN when ``tau`` was given.
     midpoint_failure : float or ndarray
         Bound on the probability that the private midpoint fails, from public quantities
         (:func:`dplong.bounds.midpoint_failure_probability`); NaN in the local model, whose
@@ -164,6 +168,7 @@ class WinsorizedMeanResult:
     sample_split: bool
     names: tuple[str, ...]
     midpoint_failure: Any = math.nan
+    scale: Any = math.nan
 
     def __repr__(self) -> str:
         return (
@@ -298,7 +303,7 @@ def winsorized_mean(
         )
         return release
     tau_j, tau_bins = _radii(scale, tau, n, d, options.gamma)
-    return release_mean(
+    release = release_mean(
         matrix,
         tau=tau_j,
         tau_bins=tau_bins,
@@ -308,6 +313,10 @@ def winsorized_mean(
         accountant=accountant,
         squeeze=squeeze,
     )
+    if tau is not None:
+        return release
+    rho = per_column(scale, d, "scale")
+    return dataclasses.replace(release, scale=rho.item() if squeeze else rho)
 
 
 @dataclass(frozen=True)
