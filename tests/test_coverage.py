@@ -140,3 +140,29 @@ def test_plug_in_variance_costs_little_at_n_6000(kind: str) -> None:
     ratio = np.mean((plug_in - 100.0) ** 2) / np.mean((known - 100.0) ** 2)
     print(f"\n{kind}: MSE ratio plug-in / known variance = {ratio:.3f}")
     assert ratio <= 1.25
+
+
+def test_variance_component_intervals_under_stated_gaussian_scales() -> None:
+    """Group Var and Scale intervals from the stated proxies (Gaussian sampling law).
+
+    y_ut = 2 + U_u + e_ut with σ_U² = σ² = 1, n = 5,000 users, T = 5, ε = 2; stated: the
+    user-mean proxy 1.2 (= 1 + 1/5), the residual proxy 1 and min_rows 5 — exactly the
+    Gaussian law the intervals assume, so they cover at 95 % up to the CLT; 300 replications
+    give the empirical rate an sd of 0.0126, and 0.92 is 2.4 sd below 0.95 (P ≈ 1 %).
+    """
+    rng = np.random.default_rng(77)
+    n, T, reps = 5_000, 5, 300
+    truth = np.array([2.0, 1.0, 1.0])
+    users = np.repeat(np.arange(n), T)
+    covered = []
+    for rep in range(reps):
+        y = 2.0 + rng.standard_normal(n)[users] + rng.standard_normal(n * T)
+        model = dplong.RandomEffectsLocation.from_formula(
+            "y ~ 1", pd.DataFrame({"user": users, "y": y}), groups="user"
+        )
+        res = model.fit(epsilon=2.0, scale=1.2, within_scale=1.0, min_rows=T, random_state=rep)
+        ci = res.conf_int(0.05)
+        covered.append(((ci["lower"] <= truth) & (truth <= ci["upper"])).to_numpy())
+    coverage = np.mean(covered, axis=0)
+    print(f"\ncoverage (Intercept, Group Var, Scale): {coverage}")
+    assert np.all(coverage >= 0.92), coverage

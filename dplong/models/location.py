@@ -270,8 +270,14 @@ class RandomEffectsLocation(PanelModel):
                 else f"Scale: {scale.describe() if isinstance(scale, DependenceModel) else scale}."
             )
             + (f" Residual proxy {residual_scale:g}." if residual_scale is not None else ""),
-            "Intervals of the variance components are not available (their sampling law is "
-            "not stated by the assumptions).",
+            (
+                "Intervals of the variance components: sampling sd from their estimated scales; "
+                "the per-user moments are skewed (chi-square-like), so Winsorizing them pulls "
+                "the components down slightly and these intervals are approximate."
+                if residual_scale is None
+                else "Intervals of the variance components assume Gaussian users and residuals "
+                "(sampling sd from the stated proxies and min_rows)."
+            ),
         ) + (
             (f"Users share random effects within {self._re_groups!r}.",) if self._re_groups else ()
         )
@@ -304,10 +310,14 @@ class RandomEffectsLocation(PanelModel):
         rng: np.random.Generator,
         request: ScaleRequest,
     ) -> tuple[list[tuple[str, float, float, float, float]], PrivacyLedger]:
-        """Both components by the Winsorized mean with privately estimated scales."""
+        """Both components by the Winsorized mean with privately estimated scales.
+
+        Their sampling sd is ``√(ρ̂_j / n)``: users are independent and ρ̂_j, the released
+        (conservative) variance proxy of the per-user moment, bounds its variance.
+        """
         between, within, identified = self._per_user_moments(within_ss, rows_u, means, mu)
         names = ("Group Var", "Scale")
-        release, _ = self._release(
+        release, used = self._release(
             np.column_stack([between, within]),
             identified,
             None,
@@ -319,8 +329,9 @@ class RandomEffectsLocation(PanelModel):
         )
         estimate = np.maximum(np.asarray(release.estimate), 0.0)  # variances are >= 0
         noise_scale, noise_sd = np.asarray(release.noise_scale), np.asarray(release.noise_sd)
+        sampling = np.sqrt(used / self.nobs_users)
         rows = [
-            (name, float(estimate[j]), float(noise_scale[j]), float(noise_sd[j]), math.nan)
+            (name, float(estimate[j]), float(noise_scale[j]), float(noise_sd[j]), sampling[j])
             for j, name in enumerate(names)
         ]
         return rows, release.privacy
@@ -362,8 +373,25 @@ class RandomEffectsLocation(PanelModel):
         )
         group_var = max(float(estimate[0]), 0.0)  # post-processing: variances are >= 0
         scale_hat = max(float(estimate[1]), 0.0)
+        # Gaussian sampling law under the stated proxies, users independent: s²_u ~ ρ χ²_k / k
+        # has variance 2ρ²/k; ȳ_u - μ ~ N(0, v) is independent of s²_u, so (ȳ_u - μ)² - s²_u/T
+        # has variance 2v² + 2ρ²/(k T²), with T >= k + 1
+        var_within = 2.0 * residual_scale**2 / k
+        var_between = 2.0 * mean_proxy**2 + var_within / (k + 1) ** 2
         rows = [
-            ("Group Var", group_var, float(noise_scale[0]), float(noise_sd[0]), math.nan),
-            ("Scale", scale_hat, float(noise_scale[1]), float(noise_sd[1]), math.nan),
+            (
+                "Group Var",
+                group_var,
+                float(noise_scale[0]),
+                float(noise_sd[0]),
+                math.sqrt(var_between / n),
+            ),
+            (
+                "Scale",
+                scale_hat,
+                float(noise_scale[1]),
+                float(noise_sd[1]),
+                math.sqrt(var_within / n),
+            ),
         ]
         return rows, ledger
