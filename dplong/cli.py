@@ -198,6 +198,15 @@ def _probability(text: str) -> float:
     return value
 
 
+def _bounds(text: str) -> tuple[float, float]:
+    values = _positive_list(text)
+    if not isinstance(values, list) or len(values) != 2 or not values[0] < values[1]:
+        raise argparse.ArgumentTypeError(
+            f"must be two positive numbers LO,HI with LO < HI, got {text!r}"
+        )
+    return values[0], values[1]
+
+
 def _positive_list(text: str) -> float | list[float]:
     try:
         values = [_positive(part) for part in text.split(",")]
@@ -356,6 +365,8 @@ what it means:
   --scale    how much one user's statistic varies (a public assumption you
              choose, e.g. from earlier studies; never look at the data for it).
              For --model kernel: the variance of one user's curve value.
+             Omitted, it is estimated privately with part of the budget
+             (--scale-share); that needs a few thousand users.
   --domain   (kernel) the range of x, public: take it from the study design
              (e.g. weeks 1 to 12), never from the observed values.
   public     only the number of users n and the options you pass are public.
@@ -439,7 +450,20 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_list,
         metavar="S",
         help="variance proxy of one user's statistic: a number, or one per parameter "
-        "separated by commas (1,0.01); when omitted, the model's default applies",
+        "separated by commas (1,0.01); when omitted it is estimated privately",
+    )
+    privacy.add_argument(
+        "--scale-share",
+        type=_probability,
+        metavar="SHARE",
+        help="without --scale: share of epsilon and delta for estimating it (default adaptive)",
+    )
+    privacy.add_argument(
+        "--scale-bounds",
+        type=_bounds,
+        metavar="LO,HI",
+        help="without --scale: loose public bounds on it (default 1e-6,1e6; tighter bounds "
+        "cost fewer steps)",
     )
     privacy.add_argument(
         "--seed",
@@ -586,6 +610,8 @@ def _fit_options(args: argparse.Namespace, spec: _ModelSpec) -> dict[str, Any]:
     optional = {
         "delta": args.delta,
         "scale": args.scale,
+        "scale_share": args.scale_share,
+        "scale_bounds": args.scale_bounds,
         "bound": args.bound,
         "random_state": args.seed,
     }

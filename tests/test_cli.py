@@ -433,3 +433,35 @@ class TestBadArguments:
         path.write_bytes(b"")
         code, _, err = run(replace("DATA", str(path)))
         assert code == 2 and 'pip install "dplong[parquet]"' in err
+
+
+class TestEstimatedScale:
+    """Without ``--scale`` the models estimate it; its options reach the fit."""
+
+    def test_scale_options_reach_the_fit(self, tmp_path: Path) -> None:
+        rng = np.random.default_rng(4)
+        users = np.repeat(np.arange(3000), 4)
+        frame = pd.DataFrame({"id": users, "y": 5.0 + rng.normal(0, 1, users.size)})
+        path = tmp_path / "panel.csv"
+        frame.to_csv(path, index=False)
+        argv = ["fit", str(path), "--model", "mean", "--formula", "y ~ 1", "--groups", "id"]
+        argv += ["--epsilon", "2", "--seed", "0", "--quiet"]
+        code, out, err = run([*argv, "--scale-share", "0.4", "--scale-bounds", "0.01,100"])
+        assert code == 0, err
+        assert "estimated privately" in out and "coinpress" in out.lower()
+        # the same release through the library, with the same options
+        lib = dplong.winsorized_mean(
+            frame["y"].to_numpy(),
+            groups=frame["id"].to_numpy(),
+            epsilon=2.0,
+            scale_share=0.4,
+            scale_bounds=(0.01, 100.0),
+            names=["y"],
+            random_state=0,
+        )
+        assert f"{lib.estimate:.4g}" in out
+
+    @pytest.mark.parametrize("bounds", ["5,1", "1", "0,1", "a,b"])
+    def test_bad_scale_bounds(self, bounds: str) -> None:
+        code, _, err = run([*MEAN, "--scale-bounds", bounds, "--quiet"])
+        assert code == 2 and "--scale-bounds" in err and "Traceback" not in err
