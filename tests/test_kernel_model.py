@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import pickle
 import struct
+import warnings
 
 import matplotlib
 import numpy as np
@@ -24,7 +25,14 @@ from numpy.typing import NDArray
 
 import dplong
 from dplong.dependence import AR1
-from dplong.exceptions import DataError, FormulaError, ParameterError, PrivacyParameterError
+from dplong.exceptions import (
+    DataError,
+    DplongWarning,
+    FormulaError,
+    ParameterError,
+    PrivacyParameterError,
+)
+from dplong.kernels import get_kernel
 from dplong.models.kernel import item_weights
 from dplong.privacy.noise import COARSE_BITS, release_weighted_sums
 
@@ -627,3 +635,35 @@ class TestBadInput:
             model.fit(random_state=rng, accountant=accountant, **options)  # type: ignore[arg-type]
         assert rng.bit_generator.state == state  # no random draw was made
         assert accountant.spent == []
+
+
+def test_item_level_estimates_the_response_scale_when_nothing_is_stated() -> None:
+    """``fit(epsilon=...)`` alone: the responses' variance proxy is estimated privately first.
+
+    The estimate (a DP output, in the assumptions) must be near Var(Y) = Var(f(x)) + σ² =
+    0.5 + 0.25 (CoinPress is conservative: between 1x and 3x at n = 20,000, ε ≈ 0.25, see
+    docs/accuracy.md), the ledger must add up to ε with the scale steps on it, and the curve
+    must differ from the non-private smoother by at most its privacy-noise bound at α = 0.01
+    (the Laplace tail exceeds it with probability 0.005 per point, so ≤ 4 % for the 7 interior
+    points together).
+    """
+    rng = np.random.default_rng(8)
+    n = 20_000
+    x = np.arange(n) / n
+    y = np.sin(2 * np.pi * x) + rng.normal(0, 0.5, n)
+    model = dplong.PriestleyChao.from_formula(
+        "y ~ x", pd.DataFrame({"x": x, "y": y}), domain=(0, 1), bandwidth=0.05, grid=11
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DplongWarning)
+        res = model.fit(epsilon=1.0, random_state=0)
+    assert res.privacy.epsilon == pytest.approx(1.0)
+    assert any(": variance" in e.target for e in res.privacy.entries)
+    note = next(a for a in res.assumptions if "estimated privately" in a)
+    rho = float(note.split("variance proxy ")[1].split(" ")[0])
+    assert 0.75 <= rho <= 2.25
+    weights = item_weights(x, res.grid, get_kernel("gaussian"), 0.05, 1.0)
+    smooth = weights.T @ y
+    inner = ~res.boundary.to_numpy()
+    gap = np.abs(res.params.to_numpy() - smooth)[inner]
+    assert np.all(gap <= res.error_bound(alpha=0.01).table["privacy noise"].to_numpy()[inner])

@@ -20,6 +20,7 @@ Two designs, one model:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -47,8 +48,9 @@ from dplong.privacy.interval import (
     local_midpoint,
 )
 from dplong.privacy.noise import release_bounded_sum, release_weighted_sums
-from dplong.privacy.plugin import ScaleRequest
+from dplong.privacy.plugin import ScaleRequest, default_scale_share
 from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
+from dplong.privacy.variance import estimate_scale
 from dplong.privacy.winsorized import (
     PAPER_MIDPOINT_SHARE,
     REFINE_SHARES,
@@ -257,13 +259,17 @@ class PriestleyChao(PanelModel):
             Item-level: a public bound A on ``|f(x) - c|`` for some unknown level c (half the
             range of f). The responses are projected onto ``m̂ ± w`` with the radius
             ``τ = A + σ_max √(2 log(2n/γ))`` (the Gaussian part of Lemma 4.9's radius, taken on
-            the responses). Defaults to ``sup_norm``.
+            the responses). Defaults to ``sup_norm``. With none of ``noise_sd``, ``amplitude``
+            and ``sup_norm`` given, the responses' variance proxy ρ̂ is estimated privately
+            (``scale_share`` of the budget) and used as ``σ_max² = ρ̂`` with ``A = 0``: the
+            responses are treated as sub-Gaussian around one level.
         scale : "estimate", float or array_like
             User-level: variance proxy of one user's curve value, common or one per grid point
             (between-user spread of the curves plus their own noise). Default ``"estimate"``:
             estimated privately from the users' curves.
         scale_share, scale_bounds, scale_method
-            User-level with ``scale="estimate"``: as in :meth:`LongitudinalOLS.fit
+            With an estimated scale (user-level ``scale="estimate"``, or item-level without
+            ``noise_sd``): as in :meth:`LongitudinalOLS.fit
             <dplong.LongitudinalOLS.fit>` (defaults: an adaptive share, the package's wide bounds,
             ``"coinpress"``).
         lipschitz, sup_norm : float, optional
@@ -334,7 +340,10 @@ class PriestleyChao(PanelModel):
             midpoint_share=midpoint_share,
             gamma=gamma,
             accountant=accountant,
-            unused={
+            request=ScaleRequest.check(scale_share, scale_bounds, scale_method or "coinpress"),
+            unused={"scale": scale}
+            if noise_sd is None and amplitude is None and sup_norm is None
+            else {
                 "scale": scale,
                 "scale_share": scale_share,
                 "scale_bounds": scale_bounds,
@@ -360,6 +369,7 @@ class PriestleyChao(PanelModel):
         midpoint_share: Any,
         gamma: Any,
         accountant: Accountant | None,
+        request: ScaleRequest,
         unused: dict[str, Any],
     ) -> CurveResults:
         _refuse_unused(unused, "item-level (groups=None)")
@@ -376,15 +386,29 @@ class PriestleyChao(PanelModel):
             gamma=gamma,
         )
         rng = check_random_state(random_state)
-        sigma = _positive(noise_sd, "noise_sd", "σ_max, a public bound on the error sd")
         smooth_lf = None if lipschitz is None else _positive(lipschitz, "lipschitz", "L_f")
         smooth_f = None if sup_norm is None else _positive(sup_norm, "sup_norm", "‖f‖∞ bound")
-        amp = smooth_f if amplitude is None else _positive(amplitude, "amplitude", "A")
-        if amp is None:
-            raise ParameterError(
-                "amplitude (a public bound on |f(x) - c|, half the range of f) or sup_norm is "
-                "needed to set the projection radius of the responses"
+        scale_ledger = None
+        if noise_sd is None and amplitude is None and sup_norm is None:
+            # nothing stated about the responses: estimate their spread privately first
+            rho, scale_ledger, options = self._response_scale(options, request, rng, accountant)
+            sigma, amp = math.sqrt(rho), 0.0
+            response_note = (
+                "Responses treated as sub-Gaussian around one level; their variance proxy "
+                f"{rho:.4g} was estimated privately ({request.method}, budget in the ledger) "
+                "and noise_sd taken as its square root (conservative: it includes the "
+                "variation of f)."
             )
+        else:
+            sigma = _positive(noise_sd, "noise_sd", "σ_max, a public bound on the error sd")
+            stated = smooth_f if amplitude is None else _positive(amplitude, "amplitude", "A")
+            if stated is None:
+                raise ParameterError(
+                    "amplitude (a public bound on |f(x) - c|, half the range of f) or sup_norm "
+                    "is needed with noise_sd to set the projection radius of the responses"
+                )
+            amp = stated
+            response_note = f"|f(x) - c| <= {amp:g} for some level c (amplitude)."
         local = options.privacy == "local"
         lo, hi = self._domain
         # radii of the responses: |Y_i - c| <= A + σ √(2 log(2n/γ)) for all i w.p. 1 - γ
@@ -414,7 +438,8 @@ class PriestleyChao(PanelModel):
             if share_refine > 0
             else half_width
         )
-        lf_auto = smooth_lf if smooth_lf is not None else 2.0 * amp / (hi - lo)
+        spread = amp if amp > 0 else sigma  # estimated scale: the responses' spread stands in
+        lf_auto = smooth_lf if smooth_lf is not None else 2.0 * spread / (hi - lo)
         b = self._resolve_bandwidth(n, eps_curve, sigma, lf_auto, final_width, local)
         grid = self._resolve_grid(b)
         weights = item_weights(self._x, grid, self._kernel, b, hi)
@@ -439,7 +464,7 @@ class PriestleyChao(PanelModel):
             check_histogram_feasible(n, eps_mid, delta_mid)
         total_eps = eps_mid + eps_refine + (per_point.total_epsilon if advanced else eps_curve)
         total_delta = 0.0 if local else options.delta
-        if accountant is not None:
+        if accountant is not None and scale_ledger is None:  # else checked in full before
             accountant.check(total_eps, total_delta)
 
         observed = np.isfinite(self._y)  # units without a response fall in no bin
@@ -539,6 +564,8 @@ class PriestleyChao(PanelModel):
         ledger = PrivacyLedger(
             tuple(entries), total_eps, total_delta, composition, "local" if local else "central"
         )
+        if scale_ledger is not None:
+            ledger = scale_ledger + ledger
         if accountant is not None:
             accountant.record(ledger)
         estimate = centre * mass + noisy
@@ -550,8 +577,9 @@ class PriestleyChao(PanelModel):
         )
         assumptions = (
             f"Item-level fixed design (Def 4.7): the {n} design points are public; errors "
-            f"with covariance below {sigma:g}² I (noise_sd).",
-            f"|f(x) - c| <= {amp:g} for some level c (amplitude): responses projected onto "
+            f"with covariance below {sigma:.4g}² I (noise_sd).",
+            response_note,
+            f"Responses projected onto "
             f"{'the rough private mean' if share_refine > 0 else 'the private midpoint'} ± "
             f"{width:.4g}.",
             _smoothness_note(smooth_lf, smooth_f),
@@ -576,6 +604,51 @@ class PriestleyChao(PanelModel):
                 n, eps_mid, delta_mid, options.gamma, wide_bins=options.variant == "theory"
             ),
         )
+
+    def _response_scale(
+        self,
+        options: ReleaseOptions,
+        request: ScaleRequest,
+        rng: np.random.Generator,
+        accountant: Accountant | None,
+    ) -> tuple[float, PrivacyLedger, ReleaseOptions]:
+        """Item-level ``scale="estimate"``: the responses' variance proxy, privately.
+
+        A share of ε and δ (``request``) goes to :func:`~dplong.privacy.estimate_scale` on the
+        responses; the curve's release gets the rest (returned options). The accountant is
+        checked for the whole fit and the curve's midpoint for feasibility, before any noise.
+        """
+        n = self.nobs_users
+        share = default_scale_share(n, options.epsilon) if request.share is None else request.share
+        rest = dataclasses.replace(
+            options,
+            epsilon=(1.0 - share) * options.epsilon,
+            delta=(1.0 - share) * options.delta,
+        )
+        if rest.privacy == "central":
+            mid = rest.midpoint_share
+            if mid is None:
+                mid = (
+                    PAPER_MIDPOINT_SHARE
+                    if rest.variant == "theory"
+                    else default_midpoint_share(n, rest.epsilon, rest.delta)
+                )
+            check_histogram_feasible(n, mid * rest.epsilon, rest.delta)
+        if accountant is not None:
+            accountant.check(options.epsilon, options.delta)
+        estimate = estimate_scale(
+            self._y,  # NaN: no response, the centre
+            epsilon=share * options.epsilon,
+            delta=share * options.delta or None,
+            method=request.method,
+            privacy=options.privacy,
+            bound=options.bound,
+            scale_bounds=request.bounds,
+            gamma=options.gamma,
+            random_state=rng,
+            names=(self._design.outcome,),
+        )
+        return float(estimate.scale[0]), estimate.privacy, rest
 
     # ---------------------------------------------------------------- user-level curves
 
