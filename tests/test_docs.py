@@ -33,6 +33,7 @@ PENDING: set[str] = set()
 PUBLIC_MODULES = (
     "dplong",
     "dplong.privacy",
+    "dplong.privacy.plugin",
     "dplong.dependence",
     "dplong.kernels",
     "dplong.datasets",

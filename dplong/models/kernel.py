@@ -20,7 +20,6 @@ Two designs, one model:
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -48,9 +47,8 @@ from dplong.privacy.interval import (
     local_midpoint,
 )
 from dplong.privacy.noise import release_bounded_sum, release_weighted_sums
-from dplong.privacy.plugin import ScaleRequest, default_scale_share
+from dplong.privacy.plugin import ScaleRequest, estimate_first
 from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
-from dplong.privacy.variance import estimate_scale
 from dplong.privacy.winsorized import (
     PAPER_MIDPOINT_SHARE,
     REFINE_SHARES,
@@ -618,34 +616,12 @@ class PriestleyChao(PanelModel):
         responses; the curve's release gets the rest (returned options). The accountant is
         checked for the whole fit and the curve's midpoint for feasibility, before any noise.
         """
-        n = self.nobs_users
-        share = default_scale_share(n, options.epsilon) if request.share is None else request.share
-        rest = dataclasses.replace(
-            options,
-            epsilon=(1.0 - share) * options.epsilon,
-            delta=(1.0 - share) * options.delta,
-        )
-        if rest.privacy == "central":
-            mid = rest.midpoint_share
-            if mid is None:
-                mid = (
-                    PAPER_MIDPOINT_SHARE
-                    if rest.variant == "theory"
-                    else default_midpoint_share(n, rest.epsilon, rest.delta)
-                )
-            check_histogram_feasible(n, mid * rest.epsilon, rest.delta)
-        if accountant is not None:
-            accountant.check(options.epsilon, options.delta)
-        estimate = estimate_scale(
-            self._y,  # NaN: no response, the centre
-            epsilon=share * options.epsilon,
-            delta=share * options.delta or None,
-            method=request.method,
-            privacy=options.privacy,
-            bound=options.bound,
-            scale_bounds=request.bounds,
-            gamma=options.gamma,
-            random_state=rng,
+        estimate, rest = estimate_first(
+            self._y[:, None],  # NaN: no response, the centre
+            options=options,
+            request=request,
+            rng=rng,
+            accountant=accountant,
             names=(self._design.outcome,),
         )
         return float(estimate.scale[0]), estimate.privacy, rest

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from dplong._validation import check_choice, check_fraction
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.radius import bin_radius, concentration_radius
-from dplong.privacy.variance import METHODS, estimate_scale
+from dplong.privacy.variance import METHODS, ScaleEstimate, estimate_scale
 from dplong.privacy.winsorized import (
     ReleaseOptions,
     WinsorizedMeanResult,
@@ -27,7 +27,7 @@ from dplong.privacy.winsorized import (
     release_mean,
 )
 
-__all__ = ["ScaleRequest", "default_scale_share", "release_mean_estimated"]
+__all__ = ["ScaleRequest", "default_scale_share", "estimate_first", "release_mean_estimated"]
 
 
 def default_scale_share(n: int, epsilon: float, d: int = 1) -> float:
@@ -99,6 +99,60 @@ class ScaleRequest:
         )
 
 
+def estimate_first(
+    values: NDArray[np.float64],
+    *,
+    options: ReleaseOptions,
+    request: ScaleRequest,
+    rng: np.random.Generator,
+    accountant: Accountant | None,
+    names: tuple[str, ...],
+) -> tuple[ScaleEstimate, ReleaseOptions]:
+    """The scale step of a release whose total budget is ``options``.
+
+    Splits ε and δ (``request.share``, default :func:`default_scale_share`), runs the public
+    checks of the release that follows (:func:`~dplong.privacy.winsorized.midpoint_budget`) and
+    the accountant's for the whole, then :func:`~dplong.privacy.estimate_scale` on ``values``
+    (n x d; NaN: no statistic). Returns the estimate and the options left for the release.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.plugin import ScaleRequest, estimate_first
+    >>> from dplong.privacy.winsorized import ReleaseOptions
+    >>> x = np.random.default_rng(0).normal(0.0, 3.0, size=(8000, 1))
+    >>> options = ReleaseOptions.check(8000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1)
+    >>> estimate, rest = estimate_first(x, options=options, request=ScaleRequest.check(
+    ...     0.25, None, "coinpress"), rng=np.random.default_rng(1), accountant=None,
+    ...     names=("x",))
+    >>> rest.epsilon, round(estimate.privacy.epsilon, 12)
+    (0.75, 0.25)
+    """
+    n, d = values.shape
+    share = default_scale_share(n, options.epsilon, d) if request.share is None else request.share
+    scale_eps, scale_delta = share * options.epsilon, share * options.delta
+    rest = dataclasses.replace(
+        options, epsilon=options.epsilon - scale_eps, delta=options.delta - scale_delta
+    )
+    midpoint_budget(n, d, rest)  # the release's public checks, before any noise
+    if accountant is not None:
+        accountant.check(options.epsilon, options.delta)
+    estimate = estimate_scale(
+        values,
+        epsilon=scale_eps,
+        delta=scale_delta or None,
+        method=request.method,
+        privacy=options.privacy,
+        bound=options.bound,
+        scale_bounds=request.bounds,
+        gamma=options.gamma,
+        random_state=rng,
+        names=names,
+    )
+    return estimate, rest
+
+
 def release_mean_estimated(
     matrix: NDArray[np.float64],
     *,
@@ -133,26 +187,9 @@ def release_mean_estimated(
     True
     """
     n, d = matrix.shape
-    share = default_scale_share(n, options.epsilon, d) if request.share is None else request.share
-    scale_eps, scale_delta = share * options.epsilon, share * options.delta
-    mean = dataclasses.replace(
-        options, epsilon=options.epsilon - scale_eps, delta=options.delta - scale_delta
-    )
-    midpoint_budget(n, d, mean)  # the mean's public checks, before any noise
-    if accountant is not None:
-        accountant.check(options.epsilon, options.delta)
     values = matrix if identified is None else np.where(identified[:, None], matrix, np.nan)
-    estimate = estimate_scale(
-        values,
-        epsilon=scale_eps,
-        delta=scale_delta or None,
-        method=request.method,
-        privacy=options.privacy,
-        bound=options.bound,
-        scale_bounds=request.bounds,
-        gamma=options.gamma,
-        random_state=rng,
-        names=names,
+    estimate, mean = estimate_first(
+        values, options=options, request=request, rng=rng, accountant=accountant, names=names
     )
     release = release_mean(
         matrix,
