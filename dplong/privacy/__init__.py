@@ -16,13 +16,10 @@ from dplong.privacy.histogram import (
 )
 from dplong.privacy.interval import central_midpoint, local_midpoint
 from dplong.privacy.noise import randomized_response, release_bounded_sum
+from dplong.privacy.plugin import winsorized_mean
 from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
 from dplong.privacy.variance import ScaleEstimate, estimate_scale
-from dplong.privacy.winsorized import (
-    WinsorizedMeanResult,
-    default_midpoint_share,
-    winsorized_mean,
-)
+from dplong.privacy.winsorized import WinsorizedMeanResult, default_midpoint_share
 
 __all__ = [
     "DEFAULT_GAMMA",

@@ -1,4 +1,5 @@
-"""The default pipeline: estimate each column's scale privately, then release the mean with it.
+"""The default pipeline — estimate each column's scale privately, then release the mean with it —
+and its public entry point for plain user-level means, :func:`winsorized_mean`.
 
 ``scale="estimate"`` in every model and in :func:`dplong.winsorized_mean` runs
 :func:`~dplong.privacy.estimate_scale` with a share of ε and δ, turns the estimated variance
@@ -10,24 +11,42 @@ bounds on it.
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
-from dplong._validation import check_choice, check_fraction
+from dplong._grouping import factorize_groups, group_means
+from dplong._validation import (
+    RandomState,
+    as_finite_matrix,
+    check_choice,
+    check_fraction,
+    check_random_state,
+    per_column,
+)
+from dplong.exceptions import ParameterError
 from dplong.privacy.accounting import Accountant
-from dplong.privacy.radius import bin_radius, concentration_radius
+from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
 from dplong.privacy.variance import METHODS, ScaleEstimate, estimate_scale
 from dplong.privacy.winsorized import (
     ReleaseOptions,
     WinsorizedMeanResult,
+    column_names,
     midpoint_budget,
     release_mean,
 )
 
-__all__ = ["ScaleRequest", "default_scale_share", "estimate_first", "release_mean_estimated"]
+__all__ = [
+    "ScaleRequest",
+    "default_scale_share",
+    "estimate_first",
+    "release_mean_estimated",
+    "winsorized_mean",
+]
 
 
 def default_scale_share(n: int, epsilon: float, d: int = 1) -> float:
@@ -209,3 +228,160 @@ def release_mean_estimated(
     if accountant is not None:
         accountant.record(release.privacy)
     return release, estimate.scale
+
+
+def winsorized_mean(
+    values: ArrayLike,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    groups: ArrayLike | None = None,
+    scale: float | ArrayLike | str = "estimate",
+    tau: float | ArrayLike | None = None,
+    scale_share: float | None = None,
+    scale_bounds: tuple[float, float] | None = None,
+    scale_method: str = "coinpress",
+    privacy: str = "central",
+    bound: float | ArrayLike | None = None,
+    random_state: RandomState = None,
+    variant: str = "improved",
+    midpoint_share: float | None = None,
+    sample_split: bool = False,
+    gamma: float = DEFAULT_GAMMA,
+    refine: bool = True,
+    names: Sequence[str] | None = None,
+    accountant: Accountant | None = None,
+) -> WinsorizedMeanResult:
+    """User-level differentially private mean of one or several columns.
+
+    Parameters
+    ----------
+    values : array_like, shape (rows,) or (rows, d)
+        One value (or row) per user, or many rows per user together with ``groups``.
+    epsilon : float
+        Total privacy budget ε > 0 of this release, over all columns.
+    delta : float, optional
+        Total δ ∈ (0, 1). Central default ``1/n**2``; local default ``None`` (pure ε-LDP).
+    groups : array_like, optional
+        User id of every row: rows are first averaged per user (Def 5.1), so the release is
+        user-level DP and n is the number of distinct ids.
+    scale : "estimate", float or array_like
+        Variance proxy ρ of one user's value in each column (the variance for Gaussian data).
+        Gives τ = √(2ρ log(2dn/γ)) and τ' = √(2ρ log(2/γ)). Default ``"estimate"``: ρ is
+        estimated privately (:func:`~dplong.privacy.estimate_scale`) with ``scale_share`` of
+        ε and δ, and the mean gets the rest.
+    tau : float or array_like, optional
+        Concentration radius τ per column, given directly instead of ``scale``.
+    scale_share, scale_bounds, scale_method
+        With ``scale="estimate"``: the share of the budget for the scale (default
+        :func:`~dplong.privacy.plugin.default_scale_share`), loose public bounds
+        ``(σ²_min, σ²_max)`` on it and the plug-in (``"coinpress"`` or ``"bisection"``).
+    privacy : {"central", "local"}
+        Trusted curator, or each user privatising their value (needs ``bound``).
+    bound : float or array_like, optional
+        Public bound B with ``|mean| <= B`` per column; required for ``privacy="local"``.
+    random_state : None, int or numpy.random.Generator
+        ``None`` (fresh OS entropy) for a release; a seed only for reproducible research.
+    variant : {"improved", "theory"}
+        §7.1.2 constants (default) or the paper's theory constants (Alg 3, 4).
+    midpoint_share : float, optional
+        Share of each column's ε spent on the midpoint; default :func:`default_midpoint_share`
+        centrally, and the paper's ½ locally and for ``variant="theory"``.
+    sample_split : bool
+        Use the sample-split estimator of eq. (1) (central only).
+    gamma : float
+        Failure probability γ behind the radii (see :mod:`dplong.privacy.radius`).
+    refine : bool
+        With ``variant="improved"`` in the central model (no sample split), spend a small,
+        publicly chosen share of ε on a rough mean and re-centre the final interval at it,
+        which roughly halves its width when n·ε is large (:func:`refinement_share`). Set False
+        for the paper's one-pass estimator.
+    names : sequence of str, optional
+        Column names for the ledger.
+    accountant : Accountant, optional
+        Budget to charge; the release is refused before any noise if it does not fit.
+
+    Returns
+    -------
+    WinsorizedMeanResult
+
+    Examples
+    --------
+    >>> import numpy as np, dplong
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(3.0, 1.0, size=(10_000, 5))          # 1,000 users x 10 visits
+    >>> users = np.repeat(np.arange(1_000), 10)
+    >>> res = dplong.winsorized_mean(x[:, 0], groups=users, epsilon=1.0, scale=0.1,
+    ...                              random_state=1)
+    >>> abs(res.estimate - 3.0) < 0.1
+    True
+    >>> res.privacy.epsilon <= 1.0, res.n
+    (True, 1000)
+    """
+    rng = check_random_state(random_state)
+    matrix = as_finite_matrix(values)
+    squeeze = np.ndim(values) == 1
+    if groups is not None:
+        codes, n = factorize_groups(groups, matrix.shape[0])
+        matrix = group_means(matrix, codes, n)
+    n, d = matrix.shape
+    options = ReleaseOptions.check(
+        n,
+        epsilon=epsilon,
+        delta=delta,
+        privacy=privacy,
+        bound=bound,
+        d=d,
+        variant=variant,
+        midpoint_share=midpoint_share,
+        sample_split=sample_split,
+        gamma=gamma,
+        refine=refine,
+    )
+    if tau is None and isinstance(scale, str) and scale == "estimate":
+        request = ScaleRequest.check(scale_share, scale_bounds, scale_method)
+        release, _ = release_mean_estimated(
+            matrix,
+            identified=None,
+            names=column_names(names, d),
+            options=options,
+            request=request,
+            rng=rng,
+            accountant=accountant,
+            squeeze=squeeze,
+        )
+        return release
+    tau_j, tau_bins = _radii(scale, tau, n, d, options.gamma)
+    release = release_mean(
+        matrix,
+        tau=tau_j,
+        tau_bins=tau_bins,
+        rng=rng,
+        options=options,
+        names=column_names(names, d),
+        accountant=accountant,
+        squeeze=squeeze,
+    )
+    if tau is not None:
+        return release
+    rho = per_column(scale, d, "scale")
+    return dataclasses.replace(release, scale=rho.item() if squeeze else rho)
+
+
+def _radii(
+    scale: Any, tau: Any, n: int, d: int, gamma: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    if tau is not None and not (isinstance(scale, str) and scale == "estimate"):
+        raise ParameterError(
+            'give scale= (variance proxy of one user\'s value, or "estimate") or tau= '
+            "(concentration radius), not both"
+        )
+    if tau is None:
+        if scale is None or isinstance(scale, str):
+            raise ParameterError(
+                f'scale must be "estimate", a number or one per column; got {scale!r}'
+            )
+        rho = per_column(scale, d, "scale")
+        return concentration_radius(rho, n, d, gamma), bin_radius(rho, gamma)
+    tau_j = per_column(tau, d, "tau")
+    return tau_j, tau_j * math.sqrt(math.log(2.0 / gamma) / math.log(2.0 * d * n / gamma))
