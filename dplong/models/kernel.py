@@ -46,15 +46,20 @@ from dplong.privacy.interval import (
     local_bins,
     local_midpoint,
 )
-from dplong.privacy.noise import release_bounded_sum, release_weighted_sums
+from dplong.privacy.noise import (
+    release_bounded_sum,
+    release_weighted_sums,
+    two_sided_geometric_variance,
+)
 from dplong.privacy.plugin import ScaleRequest, estimate_first
 from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
 from dplong.privacy.winsorized import (
-    PAPER_MIDPOINT_SHARE,
-    REFINE_SHARES,
     ReleaseOptions,
+    best_refinement_share,
     check_lattice_epsilon,
-    default_midpoint_share,
+    mean_entries,
+    midpoint_budget,
+    midpoint_entry,
 )
 from dplong.results import CurveResults
 
@@ -416,16 +421,16 @@ class PriestleyChao(PanelModel):
             bins_half, half_width = tau_bins, tau + 2.0 * tau_bins
         else:
             bins_half, half_width = tau, 3.0 * tau
-        share = options.midpoint_share
-        if share is None:
-            share = (
-                PAPER_MIDPOINT_SHARE
-                if local or options.variant == "theory"
-                else default_midpoint_share(n, options.epsilon, options.delta)
-            )
+        _, _, share = midpoint_budget(n, 1, options)  # and its public checks
         refine = options.variant == "improved" and not local
         share_refine = (
-            _item_refinement_share(n, amp, sigma, half_width, share, options.epsilon, options.gamma)
+            best_refinement_share(
+                n,
+                half_width,
+                share,
+                options.epsilon,
+                lambda noise: _refined_width(n, amp, sigma, noise, options.gamma),
+            )
             if refine
             else 0.0
         )
@@ -458,7 +463,7 @@ class PriestleyChao(PanelModel):
         if local:
             assert options.bound is not None
             local_bins(bins_half, float(options.bound[0]))
-        else:
+        elif advanced:  # its slack leaves the histogram less δ than midpoint_budget checked
             check_histogram_feasible(n, eps_mid, delta_mid)
         total_eps = eps_mid + eps_refine + (per_point.total_epsilon if advanced else eps_curve)
         total_delta = 0.0 if local else options.delta
@@ -477,7 +482,7 @@ class PriestleyChao(PanelModel):
                 self._y[observed], bins_half, eps_mid, delta_mid, rng, n
             )
         name = self._design.outcome
-        entries = [_midpoint_entry(name, eps_mid, delta_mid, n, local)]
+        entries = [midpoint_entry(name, eps_mid, delta_mid, n, local)]
         centre, width = midpoint, half_width
         if share_refine > 0:  # a rough mean re-centres the final interval (§7.1.2-style)
             rough = release_bounded_sum(
@@ -486,42 +491,24 @@ class PriestleyChao(PanelModel):
                 np.array([eps_refine]),
                 rng,
             )
-            entries.append(
-                LedgerEntry(
-                    "lattice Laplace (Alg 1, 4)",
-                    f"{name}: refinement",
-                    eps_refine,
-                    0.0,
-                    float(rough.sensitivity[0]) / n,
-                    float(rough.step[0] / rough.rate[0]) / n,
-                )
-            )
+            entries += mean_entries((name,), "refinement", eps_refine, rough, n, local=False)
             centre = midpoint + float(rough.total[0]) / n
-            width = _refined_width(
-                n, amp, sigma, float(rough.step[0] / rough.rate[0]) / n, options.gamma
-            )
+            width = _refined_width(n, amp, sigma, entries[-1].noise_scale, options.gamma)
         clipped = _project(self._y, observed, centre, width)
         mass = weights.sum(axis=0)  # Σ_i a_i(x): public
+        energy = np.sqrt((weights**2).sum(axis=0))  # ‖a(x)‖₂: public
         if local:
             release = release_bounded_sum(
                 clipped[:, None], np.array([width]), np.array([eps_curve]), rng, local=True
             )
             assert release.reports is not None
             noisy = weights.T @ release.reports[:, 0]  # public smoothing of private reports
-            draw_scale = float(release.step[0] / release.rate[0])
-            draw_sd = draw_scale * math.sqrt(2.0)
-            noise_scale = np.full(grid.size, draw_scale)
-            noise_sd = draw_sd * np.sqrt((weights**2).sum(axis=0))
-            entries.append(
-                LedgerEntry(
-                    "local lattice Laplace (Alg 8)",
-                    f"{name}: projected responses",
-                    eps_curve,
-                    0.0,
-                    float(release.sensitivity[0]),
-                    draw_scale,
-                )
+            entries += mean_entries((name,), "projected responses", eps_curve, release, n, True)
+            noise_scale = np.full(grid.size, entries[-1].noise_scale)  # of each unit's draw
+            draw_sd = float(
+                np.sqrt(two_sided_geometric_variance(release.rate)[0]) * release.step[0]
             )
+            noise_sd = draw_sd * energy
             composition = "sequential (midpoint, responses); smoothing is post-processing"
         elif advanced:
             noisy, noise_scale, noise_sd = (
@@ -567,7 +554,7 @@ class PriestleyChao(PanelModel):
         if accountant is not None:
             accountant.record(ledger)
         estimate = centre * mass + noisy
-        sampling_sd = sigma * np.sqrt((weights**2).sum(axis=0))  # Lemma 4.9's Mad term
+        sampling_sd = sigma * energy  # Lemma 4.9's Mad term
         bias = (
             None
             if smooth_lf is None or smooth_f is None
@@ -1064,51 +1051,6 @@ def _refined_width(n: int, amp: float, sigma: float, rough_scale: float, gamma: 
         + sigma * math.sqrt(2.0 * math.log(4.0 * n / gamma))
         + sigma * math.sqrt(2.0 * math.log(8.0 / gamma) / n)
         + rough_scale * math.log(8.0 / gamma)
-    )
-
-
-def _item_refinement_share(
-    n: int,
-    amp: float,
-    sigma: float,
-    width: float,
-    midpoint_share: float,
-    epsilon: float,
-    gamma: float,
-) -> float:
-    """Share of ε for the rough mean: minimise the predicted ``(w_final / ε_final)²``.
-
-    Public facts only, as :func:`dplong.privacy.winsorized.refinement_share`; 0 (no
-    refinement) when it does not pay.
-    """
-    best, best_cost = 0.0, (width / (1.0 - midpoint_share)) ** 2
-    for share in REFINE_SHARES:
-        rest = 1.0 - midpoint_share - share
-        if rest <= 0.1:
-            continue
-        final = _refined_width(n, amp, sigma, 2.0 * width / (n * epsilon * share), gamma)
-        if (final / rest) ** 2 < best_cost:
-            best, best_cost = share, (final / rest) ** 2
-    return best
-
-
-def _midpoint_entry(name: str, epsilon: float, delta: float, n: int, local: bool) -> LedgerEntry:
-    if local:
-        return LedgerEntry(
-            "randomized-response histogram (Alg 7, 9)",
-            f"{name}: midpoint",
-            epsilon,
-            0.0,
-            2.0,
-            math.nan,
-        )
-    return LedgerEntry(
-        "stable histogram (Alg 2, 3)",
-        f"{name}: midpoint",
-        epsilon,
-        delta,
-        2.0 / n,
-        2.0 / (epsilon * n),
     )
 
 

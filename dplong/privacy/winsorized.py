@@ -16,7 +16,7 @@ default pipeline) validates raw values and calls it.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -279,13 +279,43 @@ def refinement_share(
     minimises the predicted final noise variance ``Σ_j (w₂_j / ε_final)²``. Share 0 (no
     refinement) wins when n·ε is small.
     """
-    best, best_cost = 0.0, float(np.sum((half_width / (1.0 - midpoint_share)) ** 2))
+    return best_refinement_share(
+        n,
+        half_width,
+        midpoint_share,
+        epsilon,
+        lambda noise: refined_half_width(tau, noise, n, d, gamma),
+    )
+
+
+def best_refinement_share(
+    n: int,
+    half_width: NDArray[np.float64] | float,
+    midpoint_share: float,
+    epsilon: float,
+    final_width: Callable[[Any], Any],
+) -> float:
+    """The share on :data:`REFINE_SHARES` (or 0) minimising ``Σ_j (w₂_j / ε_final)²``.
+
+    ``final_width`` maps the rough mean's Laplace scale ``2 w₁ / (n ε share)`` to the final
+    half-width w₂; the stage must leave the final noise more than a tenth of ε and get at least
+    the lattice minimum itself.
+
+    Examples
+    --------
+    >>> from dplong.privacy.winsorized import best_refinement_share
+    >>> best_refinement_share(100_000, 10.0, 0.05, 1.0, lambda noise: 3.0 + 3.0 * noise)
+    0.02
+    >>> best_refinement_share(100, 10.0, 0.05, 1.0, lambda noise: 3.0 + 300.0 * noise)  # no gain
+    0.0
+    """
+    best, best_cost = 0.0, float(np.sum((np.asarray(half_width) / (1.0 - midpoint_share)) ** 2))
     for share in REFINE_SHARES:
         rest = 1.0 - midpoint_share - share
         if rest <= 0.1 or share * epsilon < MIN_LATTICE_EPSILON:
             continue
-        noise = 2.0 * half_width / (n * epsilon * share)  # Laplace scale of μ̂₁
-        cost = float(np.sum((refined_half_width(tau, noise, n, d, gamma) / rest) ** 2))
+        noise = 2.0 * np.asarray(half_width) / (n * epsilon * share)  # Laplace scale of μ̂₁
+        cost = float(np.sum((np.asarray(final_width(noise)) / rest) ** 2))
         if cost < best_cost:
             best, best_cost = share, cost
     return best
@@ -403,39 +433,20 @@ def release_mean(
             midpoint[j], failed[j] = central_midpoint(
                 mid_rows[:, j], float(bins_half[j]), eps_mid, budget.delta, rng, n_mid
             )
-    entries = [
-        LedgerEntry(
-            "randomized-response histogram (Alg 7, 9)",
-            f"{name}: midpoint",
-            eps_mid,
-            0.0,
-            2.0,
-            math.nan,
-        )
-        if local
-        else LedgerEntry(
-            "stable histogram (Alg 2, 3)",
-            f"{name}: midpoint",
-            eps_mid,
-            budget.delta,
-            2.0 / n_mid,
-            2.0 / (eps_mid * n_mid),
-        )
-        for name in names
-    ]
+    entries = [midpoint_entry(name, eps_mid, budget.delta, n_mid, local) for name in names]
     rows, keep = matrix[mean_users], identified[mean_users]
     centre, width = midpoint, half_width
     if share_refine > 0:
         rough, release = _project_and_release(
             rows, keep, centre, width, share_refine * budget.epsilon, rng, local
         )
-        entries += _mean_entries(
+        entries += mean_entries(
             names, "refinement", share_refine * budget.epsilon, release, rows.shape[0], local
         )
         noise_scale, _ = noise_summary(release, rows.shape[0], local)
         centre, width = rough, refined_half_width(tau, noise_scale, n, d, options.gamma)
     estimate, release = _project_and_release(rows, keep, centre, width, eps_final, rng, local)
-    entries += _mean_entries(names, "mean", eps_final, release, rows.shape[0], local)
+    entries += mean_entries(names, "mean", eps_final, release, rows.shape[0], local)
     noise_scale, noise_sd = noise_summary(release, rows.shape[0], local)
     composition = budget.method + ("; parallel halves (eq. 1)" if sample_split else "")
     ledger = PrivacyLedger(
@@ -494,9 +505,54 @@ def _project_and_release(
     return centre + release.total / rows.shape[0], release
 
 
-def _mean_entries(
+def midpoint_entry(name: str, epsilon: float, delta: float, n: int, local: bool) -> LedgerEntry:
+    """Ledger entry of a private midpoint: the stable histogram centrally (sensitivity 2/n of
+    the proportions, noise 2/(εn)), the randomized-response histogram locally (2 bits).
+
+    Examples
+    --------
+    >>> from dplong.privacy.winsorized import midpoint_entry
+    >>> midpoint_entry("x", 0.5, 1e-6, 1000, local=False).sensitivity
+    0.002
+    """
+    if local:
+        return LedgerEntry(
+            "randomized-response histogram (Alg 7, 9)",
+            f"{name}: midpoint",
+            epsilon,
+            0.0,
+            2.0,
+            math.nan,
+        )
+    return LedgerEntry(
+        "stable histogram (Alg 2, 3)",
+        f"{name}: midpoint",
+        epsilon,
+        delta,
+        2.0 / n,
+        2.0 / (epsilon * n),
+    )
+
+
+def mean_entries(
     names: tuple[str, ...], stage: str, epsilon: float, release: LatticeRelease, n: int, local: bool
 ) -> list[LedgerEntry]:
+    """Ledger entries of a lattice release of n users' clipped values, one per column.
+
+    Sensitivity and Laplace scale of the released mean (centrally) or of one user's report
+    (locally), as :func:`noise_summary` gives them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy import release_bounded_sum
+    >>> from dplong.privacy.winsorized import mean_entries
+    >>> rel = release_bounded_sum(np.zeros((100, 1)), np.array([1.0]), np.array([1.0]),
+    ...                           np.random.default_rng(0))
+    >>> entry, = mean_entries(("x",), "mean", 1.0, rel, 100, local=False)
+    >>> entry.target, bool(2.0 / 100 <= entry.sensitivity < 2.001 / 100)
+    ('x: mean', True)
+    """
     scale, _ = noise_summary(release, n, local)
     mechanism = "local lattice Laplace (Alg 8)" if local else "lattice Laplace (Alg 1, 4)"
     sensitivity = release.sensitivity if local else release.sensitivity / n
