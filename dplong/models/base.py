@@ -9,18 +9,14 @@ import pandas as pd
 import patsy
 from numpy.typing import NDArray
 
-from dplong._validation import (
-    RandomState,
-    check_random_state,
-    per_column,
-)
+from dplong._validation import RandomState, check_random_state, per_column
 from dplong.dependence import DependenceModel
 from dplong.exceptions import ParameterError
 from dplong.models.design import GroupsLike, PanelDesign, build_design
 from dplong.privacy.accounting import Accountant, PrivacyLedger
-from dplong.privacy.plugin import ScaleRequest, release_mean_estimated
-from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
-from dplong.privacy.winsorized import ReleaseOptions, WinsorizedMeanResult, release_mean
+from dplong.privacy.plugin import ScaleRequest, release_with_scale
+from dplong.privacy.radius import DEFAULT_GAMMA
+from dplong.privacy.winsorized import ReleaseOptions, WinsorizedMeanResult
 from dplong.results import PanelResults
 
 ScaleLike = float | NDArray[np.float64] | list[float] | DependenceModel | Literal["estimate"]
@@ -79,37 +75,21 @@ class PanelModel:
         options: ReleaseOptions,
         rng: np.random.Generator,
         accountant: Accountant | None,
-        request: ScaleRequest | None = None,
-    ) -> tuple[WinsorizedMeanResult, NDArray[np.float64]]:
-        """Radii from the per-column variance proxies, then the engine.
-
-        With ``proxy=None`` the proxies are first estimated privately as ``request`` says
-        (:func:`~dplong.privacy.plugin.release_mean_estimated`). Returns the release and the
-        proxies used.
-        """
-        if proxy is None:
-            assert request is not None
-            return release_mean_estimated(
-                statistics,
-                identified=identified,
-                names=names,
-                options=options,
-                request=request,
-                rng=rng,
-                accountant=accountant,
-            )
-        n, d = statistics.shape
-        release = release_mean(
+        request: ScaleRequest,
+    ) -> WinsorizedMeanResult:
+        """Radii from the per-column variance proxies (``None``: estimated privately as
+        ``request`` says), then the engine: :func:`~dplong.privacy.plugin.release_with_scale`.
+        The result's ``scale`` holds the proxies used."""
+        return release_with_scale(
             statistics,
-            tau=concentration_radius(proxy, n, d, options.gamma),
-            tau_bins=bin_radius(proxy, options.gamma),
-            rng=rng,
-            options=options,
-            names=names,
-            accountant=accountant,
+            scale=proxy,
             identified=identified,
+            names=names,
+            options=options,
+            request=request,
+            rng=rng,
+            accountant=accountant,
         )
-        return release, proxy
 
     def _results(
         self,

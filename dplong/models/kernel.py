@@ -660,14 +660,12 @@ class PriestleyChao(PanelModel):
             self._x, self._y, self._design.codes, n, grid, self._kernel, b, self._domain[1]
         )
         names = tuple(f"x={g:.6g}" for g in grid)
-        release, used = self._release(
-            curves, identified, proxy, names, options, rng, accountant, request
-        )
+        release = self._release(curves, identified, proxy, names, options, rng, accountant, request)
         assumptions = (
             "User-level: each user's own Priestley–Chao curve (spacing to the next visit, the "
             "last visit to the domain's end) is their statistic; the target is the mean of "
             "the users' smoothed curves.",
-            request.describe(used)
+            request.describe(release.scale)
             if proxy is None
             else f"Variance proxy of one user's curve value (scale): {np.ravel(scale).tolist()}.",
             "Standard errors and bands combine the stated scale (users independent) with the "
@@ -679,7 +677,7 @@ class PriestleyChao(PanelModel):
             estimate=np.asarray(release.estimate),
             noise_scale=np.asarray(release.noise_scale),
             noise_sd=np.asarray(release.noise_sd),
-            sampling_sd=np.sqrt(used / n),
+            sampling_sd=np.sqrt(release.scale / n),
             interval=release.interval,
             failed=np.asarray(release.failed),
             ledger=release.privacy,

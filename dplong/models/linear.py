@@ -237,20 +237,22 @@ class LongitudinalOLS(PanelModel):
             design.y, design.X, design.codes, self.nobs_users, self._correlation
         )
         names = tuple(design.columns)
-        release, used = self._release(
-            beta, identified, proxy, names, options, rng, accountant, request
-        )
+        release = self._release(beta, identified, proxy, names, options, rng, accountant, request)
         assumptions = (
             f"Per-user {'OLS' if self._correlation.kind == 'independence' else 'GLS'} "
             f"coefficients averaged (working correlation: {self._correlation.describe()}).",
-            request.describe(used)
+            request.describe(release.scale)
             if proxy is None
             else _scale_note(scale, min_rows, min_eigenvalue),
             "Standard errors and intervals combine the stated scale (sampling, users "
             "independent) with the exact privacy-noise law.",
         )
         return self._results(
-            release, list(names), np.sqrt(used / self.nobs_users), assumptions, options.gamma
+            release,
+            list(names),
+            np.sqrt(release.scale / self.nobs_users),
+            assumptions,
+            options.gamma,
         )
 
 

@@ -228,7 +228,7 @@ class RandomEffectsLocation(PanelModel):
             deviations = (design.y - means[design.codes]) ** 2
         within_ss = user_sums(deviations[None, :], design.codes, n, starts)[:, 0]
         location = dataclasses.replace(options, epsilon=options.epsilon * (1 - variance_share))
-        release, used = self._release(
+        release = self._release(
             means[:, None], present, proxy, ("Intercept",), location, rng, None, request
         )
         ledger = release.privacy
@@ -246,7 +246,7 @@ class RandomEffectsLocation(PanelModel):
                     rows_u,
                     means,
                     mu,
-                    float(used[0]),
+                    float(release.scale[0]),
                     float(residual_scale),
                     min_rows,
                     components.epsilon,
@@ -260,12 +260,12 @@ class RandomEffectsLocation(PanelModel):
             )
         if accountant is not None:
             accountant.record(ledger)
-        sampling = math.sqrt(statistical if statistical is not None else used[0] / n)
+        sampling = math.sqrt(statistical if statistical is not None else release.scale[0] / n)
         assumptions = (
             "Location from user means; variance components from per-user moments on public "
             "ranges (see RandomEffectsLocation).",
             (
-                request.describe(used)
+                request.describe(release.scale)
                 if proxy is None
                 else f"Scale: {scale.describe() if isinstance(scale, DependenceModel) else scale}."
             )
@@ -317,7 +317,7 @@ class RandomEffectsLocation(PanelModel):
         """
         between, within, identified = self._per_user_moments(within_ss, rows_u, means, mu)
         names = ("Group Var", "Scale")
-        release, used = self._release(
+        release = self._release(
             np.column_stack([between, within]),
             identified,
             None,
@@ -329,7 +329,7 @@ class RandomEffectsLocation(PanelModel):
         )
         estimate = np.maximum(np.asarray(release.estimate), 0.0)  # variances are >= 0
         noise_scale, noise_sd = np.asarray(release.noise_scale), np.asarray(release.noise_sd)
-        sampling = np.sqrt(used / self.nobs_users)
+        sampling = np.sqrt(release.scale / self.nobs_users)
         rows = [
             (name, float(estimate[j]), float(noise_scale[j]), float(noise_sd[j]), sampling[j])
             for j, name in enumerate(names)

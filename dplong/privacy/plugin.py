@@ -44,7 +44,7 @@ __all__ = [
     "ScaleRequest",
     "default_scale_share",
     "estimate_first",
-    "release_mean_estimated",
+    "release_with_scale",
     "winsorized_mean",
 ]
 
@@ -172,9 +172,10 @@ def estimate_first(
     return estimate, rest
 
 
-def release_mean_estimated(
+def release_with_scale(
     matrix: NDArray[np.float64],
     *,
+    scale: NDArray[np.float64] | None,
     identified: NDArray[np.bool_] | None,
     names: tuple[str, ...],
     options: ReleaseOptions,
@@ -182,52 +183,55 @@ def release_mean_estimated(
     rng: np.random.Generator,
     accountant: Accountant | None = None,
     squeeze: bool = False,
-) -> tuple[WinsorizedMeanResult, NDArray[np.float64]]:
-    """Estimate the scale of each column privately, then :func:`release_mean` with it.
+) -> WinsorizedMeanResult:
+    """:func:`release_mean` with radii from per-column variance proxies ``scale``.
 
-    ``options`` hold the total budget; ``request.share`` of ε and δ goes to the scale. The
-    mean's public checks and the accountant's run before any noise. Returns the release (its
-    ledger covers both steps) and the estimated variance proxies.
+    With ``scale=None`` the proxies are first estimated privately (:func:`estimate_first`:
+    ``request.share`` of the budget in ``options``, the mean's public checks and the
+    accountant's before any noise) and the ledger covers both steps. The result's ``scale``
+    holds the proxies used.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from dplong.privacy.plugin import ScaleRequest, release_mean_estimated
+    >>> from dplong.privacy.plugin import ScaleRequest, release_with_scale
     >>> from dplong.privacy.winsorized import ReleaseOptions
     >>> x = np.random.default_rng(0).normal(5.0, 2.0, size=(5000, 1))
     >>> options = ReleaseOptions.check(5000, epsilon=1.0, delta=None, privacy="central",
     ...                                bound=None, d=1)
-    >>> res, proxy = release_mean_estimated(
-    ...     x, identified=None, names=("x",), options=options,
+    >>> res = release_with_scale(
+    ...     x, scale=None, identified=None, names=("x",), options=options,
     ...     request=ScaleRequest.check(None, None, "coinpress"), rng=np.random.default_rng(3))
-    >>> bool(2.0 < proxy[0] < 10.0), round(res.privacy.epsilon, 12)   # variance 4, within 2.5x
+    >>> bool(2.0 < res.scale[0] < 10.0), round(res.privacy.epsilon, 12)   # variance 4
     (True, 1.0)
     >>> bool(abs(res.estimate[0] - 5.0) < 0.2)
     True
     """
     n, d = matrix.shape
-    values = matrix if identified is None else np.where(identified[:, None], matrix, np.nan)
-    estimate, mean = estimate_first(
-        values, options=options, request=request, rng=rng, accountant=accountant, names=names
-    )
+    scale_ledger = None
+    if scale is None:
+        values = matrix if identified is None else np.where(identified[:, None], matrix, np.nan)
+        estimate, options = estimate_first(
+            values, options=options, request=request, rng=rng, accountant=accountant, names=names
+        )
+        scale, scale_ledger = estimate.scale, estimate.privacy
     release = release_mean(
         matrix,
-        tau=concentration_radius(estimate.scale, n, d, options.gamma),
-        tau_bins=bin_radius(estimate.scale, options.gamma),
+        tau=concentration_radius(scale, n, d, options.gamma),
+        tau_bins=bin_radius(scale, options.gamma),
         rng=rng,
-        options=mean,
+        options=options,
         names=names,
+        accountant=accountant if scale_ledger is None else None,
         identified=identified,
         squeeze=squeeze,
     )
-    release = dataclasses.replace(
-        release,
-        privacy=estimate.privacy + release.privacy,
-        scale=estimate.scale.item() if squeeze else estimate.scale,
-    )
-    if accountant is not None:
-        accountant.record(release.privacy)
-    return release, estimate.scale
+    release = dataclasses.replace(release, scale=scale.item() if squeeze else scale)
+    if scale_ledger is not None:
+        release = dataclasses.replace(release, privacy=scale_ledger + release.privacy)
+        if accountant is not None:
+            accountant.record(release.privacy)
+    return release
 
 
 def winsorized_mean(
@@ -338,50 +342,38 @@ def winsorized_mean(
         gamma=gamma,
         refine=refine,
     )
-    if tau is None and isinstance(scale, str) and scale == "estimate":
-        request = ScaleRequest.check(scale_share, scale_bounds, scale_method)
-        release, _ = release_mean_estimated(
+    if tau is not None:
+        if not (isinstance(scale, str) and scale == "estimate"):
+            raise ParameterError(
+                'give scale= (variance proxy of one user\'s value, or "estimate") or tau= '
+                "(concentration radius), not both"
+            )
+        tau_j = per_column(tau, d, "tau")
+        ratio = math.sqrt(math.log(2.0 / options.gamma) / math.log(2.0 * d * n / options.gamma))
+        return release_mean(
             matrix,
-            identified=None,
-            names=column_names(names, d),
-            options=options,
-            request=request,
+            tau=tau_j,
+            tau_bins=tau_j * ratio,  # τ' from the τ it implies
             rng=rng,
+            options=options,
+            names=column_names(names, d),
             accountant=accountant,
             squeeze=squeeze,
         )
-        return release
-    tau_j, tau_bins = _radii(scale, tau, n, d, options.gamma)
-    release = release_mean(
+    if isinstance(scale, str) and scale == "estimate":
+        proxy = None
+    elif scale is None or isinstance(scale, str):
+        raise ParameterError(f'scale must be "estimate", a number or one per column; got {scale!r}')
+    else:
+        proxy = per_column(scale, d, "scale")
+    return release_with_scale(
         matrix,
-        tau=tau_j,
-        tau_bins=tau_bins,
-        rng=rng,
-        options=options,
+        scale=proxy,
+        identified=None,
         names=column_names(names, d),
+        options=options,
+        request=ScaleRequest.check(scale_share, scale_bounds, scale_method),
+        rng=rng,
         accountant=accountant,
         squeeze=squeeze,
     )
-    if tau is not None:
-        return release
-    rho = per_column(scale, d, "scale")
-    return dataclasses.replace(release, scale=rho.item() if squeeze else rho)
-
-
-def _radii(
-    scale: Any, tau: Any, n: int, d: int, gamma: float
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    if tau is not None and not (isinstance(scale, str) and scale == "estimate"):
-        raise ParameterError(
-            'give scale= (variance proxy of one user\'s value, or "estimate") or tau= '
-            "(concentration radius), not both"
-        )
-    if tau is None:
-        if scale is None or isinstance(scale, str):
-            raise ParameterError(
-                f'scale must be "estimate", a number or one per column; got {scale!r}'
-            )
-        rho = per_column(scale, d, "scale")
-        return concentration_radius(rho, n, d, gamma), bin_radius(rho, gamma)
-    tau_j = per_column(tau, d, "tau")
-    return tau_j, tau_j * math.sqrt(math.log(2.0 / gamma) / math.log(2.0 * d * n / gamma))
