@@ -32,13 +32,21 @@ MAX_LOCAL_BINS = 10_000_000
 FRAGILE_THRESHOLD = 0.45
 
 
-def check_histogram_feasible(n: int, epsilon: float, delta: float) -> None:
+def check_histogram_feasible(
+    n: int,
+    epsilon: float,
+    delta: float,
+    *,
+    what: str = "private midpoint",
+    remedy: str = "a larger midpoint_share",
+) -> None:
     """Refuse, before any budget is spent, a stable histogram that can never report a bin.
 
     A bin survives only if its noisy proportion reaches the threshold; when the threshold
     exceeds 1 (all n users in one bin still fall short in expectation) the midpoint step would
     fail almost surely and the whole budget would be wasted. Above
     :data:`FRAGILE_THRESHOLD` it only warns (:class:`~dplong.exceptions.DplongWarning`).
+    ``what`` names the histogram and ``remedy`` the caller's own lever, for the messages.
 
     Examples
     --------
@@ -53,17 +61,17 @@ def check_histogram_feasible(n: int, epsilon: float, delta: float) -> None:
     if threshold > 1.0:
         needed = math.ceil(2.0 / epsilon * math.log(2.0 / delta) + 1.0)
         raise InsufficientUsersError(
-            f"with n={n} users the private midpoint cannot succeed: its histogram threshold "
-            f"(2/(eps n)) log(2/delta) + 1/n = {threshold:.3g} exceeds 1 at the midpoint's "
+            f"with n={n} users the {what} cannot succeed: its histogram threshold "
+            f"(2/(eps n)) log(2/delta) + 1/n = {threshold:.3g} exceeds 1 at its "
             f"epsilon={epsilon:.3g}, delta={delta:.3g}. It needs at least {needed} users; "
-            f"raise epsilon or delta, or give the midpoint a larger share of the budget."
+            f"raise epsilon or delta, or give it {remedy}."
         )
     if threshold > FRAGILE_THRESHOLD:
         warn(
-            f"with n={n} users the private midpoint needs {threshold:.0%} of them in one bin "
+            f"with n={n} users the {what} needs {threshold:.0%} of them in one bin "
             f"(epsilon={epsilon:.3g}, delta={delta:.3g}); with data spread over two bins it "
-            "will often fail (result.failed). More users, epsilon or delta, or a larger "
-            "midpoint_share make it reliable."
+            f"will often fail (result.failed). More users, epsilon or delta, or {remedy} "
+            "make it reliable."
         )
 
 

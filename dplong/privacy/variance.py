@@ -98,7 +98,6 @@ n stays the public number of users and the sensitivities are unchanged.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -116,7 +115,7 @@ from dplong._validation import (
     per_column,
     warn,
 )
-from dplong.exceptions import DataError, DplongWarning, InsufficientUsersError, ParameterError
+from dplong.exceptions import DataError, InsufficientUsersError, ParameterError
 from dplong.privacy.accounting import (
     Accountant,
     ColumnBudget,
@@ -124,7 +123,6 @@ from dplong.privacy.accounting import (
     PrivacyLedger,
     split_budget,
 )
-from dplong.privacy.histogram import stable_histogram_threshold
 from dplong.privacy.interval import (
     central_midpoint,
     check_histogram_feasible,
@@ -494,7 +492,13 @@ def estimate_scale(
         for h, b in zip(half_widths, bounds, strict=True):
             local_bins(float(h), float(b))
     else:
-        _check_histogram(n, plan.histogram.epsilon, plan.histogram.delta)
+        check_histogram_feasible(
+            n,
+            plan.histogram.epsilon,
+            plan.histogram.delta,
+            what="wide-bin histogram",
+            remedy="tighter scale_bounds (fewer steps, more epsilon for it)",
+        )
     _warn_unreliable(method, n, plan.steps.epsilon, gam, local)
     if accountant is not None:
         accountant.check(plan.total_epsilon, plan.total_delta)
@@ -624,20 +628,6 @@ def _iterations(
     if iterations < 1:
         raise ParameterError(f"iterations must be a positive integer or None, got {iterations!r}")
     return tuple(int(iterations) for _ in range(lower.shape[0]))
-
-
-def _check_histogram(n: int, epsilon: float, delta: float) -> None:
-    """:func:`check_histogram_feasible`, with its fragile-midpoint warning in our terms."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DplongWarning)
-        check_histogram_feasible(n, epsilon, delta)  # raises if the histogram can never succeed
-    if caught:
-        threshold = stable_histogram_threshold(n, epsilon, delta)
-        warn(
-            f"with n={n} users the wide-bin histogram needs {threshold:.0%} of them in one bin "
-            f"(epsilon={epsilon:.3g}, delta={delta:.3g}); if the data straddle two bins it "
-            "will often fail (result.failed). More users, epsilon or delta make it reliable."
-        )
 
 
 #: Above this noise sd of one step's statistic, relative to what it measures (CoinPress: the
