@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-import numpy as np
 import pandas as pd
 
 import dplong
 from dplong.exceptions import DplongError, FormulaError
 from dplong.kernels import KERNELS
+from dplong.models.base import panel_results
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.report import write_report
 from dplong.results import PanelResults
@@ -136,32 +136,19 @@ class _UserMean:
             gamma=DEFAULT_GAMMA,
             **options,
         )
-        index = pd.Index([self.column])
-        sampling = math.sqrt(release.scale / release.n)
         stated = (
             f"{release.scale:.4g}, estimated privately (CoinPress; budget in the ledger)"
             if options.get("scale") is None
             else options["scale"]
         )
-
-        def series(value: Any, name: str) -> pd.Series:
-            out: pd.Series = pd.Series(np.atleast_1d(value), index=index, name=name)
-            return out
-
-        return PanelResults(
+        return panel_results(
+            release,
             model="winsorized_mean",
             formula=self.formula,
-            params=series(release.estimate, "params"),
-            noise_scale=series(release.noise_scale, "noise scale"),
-            noise_sd=series(release.noise_sd, "noise sd"),
-            sampling_sd=series(sampling, "sampling sd"),
-            projection_interval=pd.DataFrame(
-                np.atleast_2d(release.interval), index=index, columns=["lower", "upper"]
-            ),
-            failed=series(release.failed, "failed").astype(bool),
-            privacy=release.privacy,
             nobs_users=release.n,
-            variant=release.variant,
+            basis=("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8"),
+            names=[self.column],
+            sampling_sd=math.sqrt(release.scale / release.n),
             assumptions=(
                 f"Mean of the per-user means of {self.column!r}: every user weighs the same.",
                 f"Variance proxy of one user's mean (scale): {stated}.",
@@ -169,12 +156,6 @@ class _UserMean:
                 "independent) with the exact privacy-noise law.",
             ),
             gamma=DEFAULT_GAMMA,
-            midpoint_failure=series(release.midpoint_failure, "midpoint failure"),
-            basis=(
-                "Theorem 6.4 via Corollary 6.8"
-                if release.privacy.model == "local"
-                else "Theorem 4.2 via Corollary 5.4"
-            ),
         )
 
 

@@ -101,42 +101,84 @@ class PanelModel:
         extra: list[tuple[str, float, float, float, float]] | None = None,
         ledger: PrivacyLedger | None = None,
     ) -> PanelResults:
-        """Assemble the immutable results from released numbers and public facts.
-
-        ``extra`` rows (name, estimate, noise_scale, noise_sd, sampling_sd) are further released
-        parameters with their own ledger, composed into ``ledger``.
-        """
-        extra = extra or []
-        index = pd.Index(names + [e[0] for e in extra])
-
-        def series(main: Any, k: int, name: str) -> pd.Series:
-            values = np.concatenate([np.atleast_1d(main), [e[k] for e in extra]])
-            out: pd.Series = pd.Series(values, index=index, name=name)
-            return out
-
-        interval = pd.DataFrame(
-            np.atleast_2d(release.interval), index=pd.Index(names), columns=["lower", "upper"]
-        )
-        failure = pd.Series(
-            np.atleast_1d(release.midpoint_failure), index=pd.Index(names), name="midpoint failure"
-        )
-        return PanelResults(
+        """Assemble the immutable results of this model (:func:`panel_results`)."""
+        return panel_results(
+            release,
             model=self.model_name,
             formula=self.formula,
-            params=series(release.estimate, 1, "params"),
-            noise_scale=series(release.noise_scale, 2, "noise scale"),
-            noise_sd=series(release.noise_sd, 3, "noise sd"),
-            sampling_sd=series(sampling_sd, 4, "sampling sd"),
-            projection_interval=interval,
-            failed=pd.Series(np.atleast_1d(release.failed), index=pd.Index(names), name="failed"),
-            privacy=ledger or release.privacy,
             nobs_users=self.nobs_users,
-            variant=release.variant,
+            basis=self.basis,
+            names=names,
+            sampling_sd=sampling_sd,
             assumptions=assumptions,
             gamma=gamma,
-            midpoint_failure=failure,
-            basis=self.basis[release.privacy.model == "local"],
+            extra=extra,
+            ledger=ledger,
         )
+
+
+def panel_results(
+    release: WinsorizedMeanResult,
+    *,
+    model: str,
+    formula: str,
+    nobs_users: int,
+    basis: tuple[str, str],
+    names: list[str],
+    sampling_sd: Any,
+    assumptions: tuple[str, ...],
+    gamma: float,
+    extra: list[tuple[str, float, float, float, float]] | None = None,
+    ledger: PrivacyLedger | None = None,
+) -> PanelResults:
+    """The immutable results of a release, from released numbers and public facts only.
+
+    ``extra`` rows (name, estimate, noise_scale, noise_sd, sampling_sd) are further released
+    parameters with their own ledger, composed into ``ledger``; ``basis`` names the paper's
+    result behind the error bounds, (central, local).
+
+    Examples
+    --------
+    >>> import dplong
+    >>> from dplong.models.base import panel_results
+    >>> release = dplong.winsorized_mean([1.0, 2.0] * 500, epsilon=1.0, scale=1.0,
+    ...                                  names=["x"], random_state=0)
+    >>> res = panel_results(release, model="mean", formula="x ~ 1", nobs_users=1000,
+    ...                     basis=("Theorem 4.2", "Theorem 6.4"), names=["x"],
+    ...                     sampling_sd=(1.0 / 1000) ** 0.5, assumptions=(), gamma=0.05)
+    >>> res.params.index.tolist(), res.basis
+    (['x'], 'Theorem 4.2')
+    """
+    extra = extra or []
+    index = pd.Index(names + [e[0] for e in extra])
+
+    def series(main: Any, k: int, name: str) -> pd.Series:
+        values = np.concatenate([np.atleast_1d(main), [e[k] for e in extra]])
+        out: pd.Series = pd.Series(values, index=index, name=name)
+        return out
+
+    own = pd.Index(names)
+    return PanelResults(
+        model=model,
+        formula=formula,
+        params=series(release.estimate, 1, "params"),
+        noise_scale=series(release.noise_scale, 2, "noise scale"),
+        noise_sd=series(release.noise_sd, 3, "noise sd"),
+        sampling_sd=series(sampling_sd, 4, "sampling sd"),
+        projection_interval=pd.DataFrame(
+            np.atleast_2d(release.interval), index=own, columns=["lower", "upper"]
+        ),
+        failed=pd.Series(np.atleast_1d(release.failed), index=own, name="failed"),
+        privacy=ledger or release.privacy,
+        nobs_users=nobs_users,
+        variant=release.variant,
+        assumptions=assumptions,
+        gamma=gamma,
+        midpoint_failure=pd.Series(
+            np.atleast_1d(release.midpoint_failure), index=own, name="midpoint failure"
+        ),
+        basis=basis[release.privacy.model == "local"],
+    )
 
 
 def scale_per_column(scale: Any, d: int, dependence_scale: Any) -> NDArray[np.float64] | None:
