@@ -1,8 +1,9 @@
 """dplong: user-level differentially private models for longitudinal (panel) data."""
 
 from dplong import datasets, dependence, exceptions, kernels, privacy
-from dplong.models import LongitudinalOLS, PriestleyChao, RandomEffectsLocation
-from dplong.privacy import Accountant, PrivacyLedger, WinsorizedMeanResult, winsorized_mean
+from dplong.models import LongitudinalOLS, PriestleyChao, RandomEffectsLocation, winsorized_mean
+from dplong.privacy import Accountant, PrivacyLedger
+from dplong.results import CurveResults, PanelResults
 
 __version__ = "0.1.0"
 
@@ -10,9 +11,10 @@ __all__ = [
     "Accountant",
     "LongitudinalOLS",
     "PriestleyChao",
+    "CurveResults",
+    "PanelResults",
     "PrivacyLedger",
     "RandomEffectsLocation",
-    "WinsorizedMeanResult",
     "__version__",
     "datasets",
     "dependence",

@@ -1,24 +1,28 @@
 """Error-bound reports: how far a released estimate may be from the truth, and how surely.
 
-For a parameter released as ``θ̂ = θ̄ + N`` (θ̄ the non-private average of per-user statistics,
-N the privacy noise) on the event E that no user was clipped,
+For a parameter released as ``θ̂ = θ̄ + B + N`` (θ̄ the non-private average of per-user
+statistics, B the bias of clipping them, N the privacy noise),
+``|θ̂ - θ| <= |θ̄ - θ| + |B| + |N|``, and each term is bounded with its own probability:
 
-``|θ̂ - θ| <= |θ̄ - θ| + |N|``, and each term is bounded with its own probability:
-
-* privacy noise: central Laplace(b): ``P(|N| > b log(2/α)) = α/2`` exactly; local (a mean of n
-  Laplace draws): Chebyshev, ``P(|N| > sd √(2/α)) <= α/2``;
+* privacy noise: central Laplace(b): ``P(|N| > b log(2/α)) = α/2`` exactly; discrete Gaussian
+  (sd s_N): ``P(|N| > s_N z_{1-α/4}) = α/2``; local (a mean of n Laplace draws): Chebyshev,
+  ``P(|N| > sd √(2/α)) <= α/2``;
 * statistical: Lemma 2.11 (log-Sobolev concentration, Theorem 2.6) for one coordinate,
   ``P(|θ̄ - θ| > √(2 ρ̄ log(4/α))) <= α/2`` with ``ρ̄ = sampling_sd²`` the variance proxy of
   θ̄ under the stated assumption;
-* E fails with probability at most γ (the radius construction, Lemma 5.2).
-
-* the private midpoint fails (no bin survives the stable histogram) with at most the
-  probability of :func:`midpoint_failure_probability` (Lemmas D.9–D.10 with this package's
+* clipping: the bias of the clipped mean is bounded (:func:`dplong.privacy.radius.clipping_bias`)
+  as long as the centre of the final interval is within its allowance of the mean — which fails
+  with probability at most γ per centre (the midpoint's rank error, the rough mean's noise and
+  sampling error); with ``variant="theory"`` no user is clipped except with probability γ
+  (Lemma 5.2);
+* the paper's stable-histogram midpoint (``variant="theory"``) fails (no bin survives) with at
+  most the probability of :func:`midpoint_failure_probability` (Lemmas D.9–D.10 with this package's
   constants); the local histogram always reports a bin, and its chance of reporting a wrong
   one has no explicit constant in the paper (Theorem 6.4), so none is claimed.
 
-So the total holds with probability at least ``1 - α - P(bad events)`` per parameter, under the
-stated assumptions, unless the private midpoint failed (then no bound is claimed).
+So ``|θ̂ - θ| <= noise + statistical + bias`` holds with probability at least
+``1 - α - P(bad events)`` per parameter, under the stated assumptions (or the plug-in scale),
+unless the paper's midpoint failed (then no bound is claimed).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 
 @dataclass(frozen=True, repr=False)
@@ -39,9 +44,10 @@ class ErrorBoundReport:
     Attributes
     ----------
     table : pandas.DataFrame
-        One row per parameter: columns ``privacy noise``, ``statistical``, ``total`` (the
-        bound on ``|estimate - truth|``), ``bad events`` (probability of clipping or a failed
-        midpoint) and ``probability`` (with which the total holds).
+        One row per parameter: columns ``privacy noise``, ``statistical``, ``bias`` (of
+        clipping), ``total`` (the bound on ``|estimate - truth|``), ``bad events``
+        (probability of the events the bound excludes) and ``probability`` (with which the
+        total holds).
     assumptions : tuple of str
         The public assumptions the bounds rest on.
     basis : str
@@ -55,12 +61,12 @@ class ErrorBoundReport:
     ...     return pd.Series([value], index=["mu"])
     >>> table = error_bound_table(0.05, series(0.05), noise_scale=series(0.1),
     ...                           noise_sd=series(0.1 * 2**0.5), sampling_sd=series(0.0),
-    ...                           failed=series(False), local=False)
+    ...                           bias=series(0.0), failed=series(False), law="laplace")
     >>> report = ErrorBoundReport(table, ("Users are independent.",), "Theorem 4.2")
     >>> print(report)  # doctest: +NORMALIZE_WHITESPACE
     Error bounds (Theorem 4.2)
-        privacy noise  statistical  total  bad events  probability
-    mu         0.3689            0 0.3689        0.05          0.9
+        privacy noise  statistical  bias  total  bad events  probability
+    mu         0.3689            0     0 0.3689        0.05          0.9
     Assumptions:
       - Users are independent.
     """
@@ -85,14 +91,17 @@ def error_bound_table(
     noise_scale: pd.Series,
     noise_sd: pd.Series,
     sampling_sd: pd.Series,
+    bias: pd.Series,
     failed: pd.Series,
-    local: bool,
+    law: str,
 ) -> pd.DataFrame:
     """The numbers of :class:`ErrorBoundReport`; see the module docstring for each term.
 
-    ``bad_events`` is, per parameter, the total probability of the bad events (clipping, a
-    refinement's miss, a failed midpoint). A parameter whose midpoint ``failed`` gets NaN
-    ``total`` and ``probability``.
+    ``bad_events`` is, per parameter, the total probability of the events the bound excludes
+    (a centre beyond its allowance, a failed midpoint). ``law`` is the privacy noise's:
+    ``"laplace"`` (exact tail), ``"gaussian"`` (normal tail) or ``"normal"`` (local: a sum of
+    n draws, Chebyshev). A parameter whose midpoint ``failed`` gets NaN ``total`` and
+    ``probability``.
 
     Examples
     --------
@@ -102,36 +111,35 @@ def error_bound_table(
     >>> import pandas as pd
     >>> from dplong.bounds import error_bound_table
     >>> idx = ["mu", "sigma"]
-    >>> table = error_bound_table(
-    ...     0.05,
-    ...     bad_events=pd.Series([0.05, 0.05], index=idx),
-    ...     noise_scale=pd.Series([0.1, 0.2], index=idx),
-    ...     noise_sd=pd.Series([0.1414, 0.2828], index=idx),
-    ...     sampling_sd=pd.Series([0.0, 0.1], index=idx),
-    ...     failed=pd.Series([False, True], index=idx),
-    ...     local=False,
-    ... )
+    >>> def s(a, b):
+    ...     return pd.Series([a, b], index=idx)
+    >>> table = error_bound_table(0.05, bad_events=s(0.05, 0.05), noise_scale=s(0.1, 0.2),
+    ...                           noise_sd=s(0.1414, 0.2828), sampling_sd=s(0.0, 0.1),
+    ...                           bias=s(0.0, 0.01), failed=s(False, True), law="laplace")
     >>> table.round(4)  # doctest: +NORMALIZE_WHITESPACE
-           privacy noise  statistical   total  bad events  probability
-    mu            0.3689        0.000  0.3689        0.05          0.9
-    sigma         0.7378        0.296     NaN        0.05          NaN
+           privacy noise  statistical  bias   total  bad events  probability
+    mu            0.3689        0.000  0.00  0.3689        0.05          0.9
+    sigma         0.7378        0.296  0.01     NaN        0.05          NaN
     """
-    if local:
-        noise = noise_sd * math.sqrt(2.0 / alpha)
-    else:
+    if law == "laplace":
         noise = noise_scale * math.log(2.0 / alpha)
+    elif law == "gaussian":
+        noise = noise_sd * float(stats.norm.ppf(1.0 - alpha / 4.0))
+    else:
+        noise = noise_sd * math.sqrt(2.0 / alpha)
     statistical = np.sqrt(2.0 * sampling_sd**2 * math.log(4.0 / alpha))
-    total = noise + statistical
+    total = noise + statistical + bias
     broken = failed.reindex(total.index, fill_value=False).astype(bool)
     total = total.where(~broken)
     bad = bad_events.reindex(total.index)
-    probability = (1.0 - alpha - bad).clip(lower=0.0).where(~broken)
+    probability = (1.0 - alpha - bad).clip(lower=0.0, upper=1.0).where(~broken)
     frame: pd.DataFrame = pd.DataFrame(
         {
             "privacy noise": noise,
             "statistical": statistical,
+            "bias": bias,
             "total": total,
-            "bad events": bad,
+            "bad events": bad.clip(upper=1.0),
             "probability": probability,
         }
     )

@@ -15,6 +15,7 @@ model cannot do without it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import inspect
 import math
@@ -31,8 +32,6 @@ import pandas as pd
 import dplong
 from dplong.exceptions import DplongError, FormulaError
 from dplong.kernels import KERNELS
-from dplong.models.base import panel_results
-from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.report import write_report
 from dplong.results import PanelResults
 
@@ -129,34 +128,10 @@ class _UserMean:
 
     def fit(self, **options: Any) -> PanelResults:
         # options go through untouched, so that winsorized_mean's own defaults apply
-        release = dplong.winsorized_mean(
-            self._values,
-            groups=self._groups,
-            names=[self.column],
-            gamma=DEFAULT_GAMMA,
-            **options,
+        results = dplong.winsorized_mean(
+            self._values, groups=self._groups, names=[self.column], **options
         )
-        stated = (
-            f"{release.scale:.4g}, estimated privately (CoinPress; budget in the ledger)"
-            if options.get("scale") is None
-            else options["scale"]
-        )
-        return panel_results(
-            release,
-            model="winsorized_mean",
-            formula=self.formula,
-            nobs_users=release.n,
-            basis=("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8"),
-            names=[self.column],
-            sampling_sd=math.sqrt(release.scale / release.n),
-            assumptions=(
-                f"Mean of the per-user means of {self.column!r}: every user weighs the same.",
-                f"Variance proxy of one user's mean (scale): {stated}.",
-                "Standard errors and intervals combine the stated scale (sampling, users "
-                "independent) with the exact privacy-noise law.",
-            ),
-            gamma=DEFAULT_GAMMA,
-        )
+        return dataclasses.replace(results, formula=self.formula)
 
 
 def _positive(text: str) -> float:
@@ -179,13 +154,11 @@ def _probability(text: str) -> float:
     return value
 
 
-def _bounds(text: str) -> tuple[float, float]:
-    values = _positive_list(text)
-    if not isinstance(values, list) or len(values) != 2 or not values[0] < values[1]:
-        raise argparse.ArgumentTypeError(
-            f"must be two positive numbers LO,HI with LO < HI, got {text!r}"
-        )
-    return values[0], values[1]
+def _names(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"must name at least one parameter, got {text!r}")
+    return names
 
 
 def _positive_list(text: str) -> float | list[float]:
@@ -327,7 +300,7 @@ models:
 
 examples:
   dplong fit dataset:wage_panel --model ols --formula "lwage ~ exper + expersq" \\
-      --groups nr --time year --epsilon 1 --scale 2,0.2,0.001 --report wages.html
+      --groups nr --time year --epsilon 4 --report wages.html
   dplong fit visits.csv --model mean --formula "weight ~ 1" --groups patient \\
       --epsilon 0.5 --scale 4
   dplong fit dataset:dietox --model kernel --formula "Weight ~ Time" --groups Pig \\
@@ -346,8 +319,8 @@ what it means:
   --scale    how much one user's statistic varies (a public assumption you
              choose, e.g. from earlier studies; never look at the data for it).
              For --model kernel: the variance of one user's curve value.
-             Omitted, it is estimated privately with part of the budget
-             (--scale-share); that needs a few thousand users.
+             Omitted, it is estimated privately with a small part of the
+             budget; that works from a few hundred users at epsilon 1.
   --domain   (kernel) the range of x, public: take it from the study design
              (e.g. weeks 1 to 12), never from the observed values.
   public     only the number of users n and the options you pass are public.
@@ -434,17 +407,17 @@ def build_parser() -> argparse.ArgumentParser:
         "separated by commas (1,0.01); when omitted it is estimated privately",
     )
     privacy.add_argument(
-        "--scale-share",
-        type=_probability,
-        metavar="SHARE",
-        help="without --scale: share of epsilon and delta for estimating it (default adaptive)",
+        "--focus",
+        type=_names,
+        metavar="NAMES",
+        help="parameters whose accuracy matters most, comma-separated (e.g. exper,expersq); "
+        "the budget is shared to favour them",
     )
     privacy.add_argument(
-        "--scale-bounds",
-        type=_bounds,
-        metavar="LO,HI",
-        help="without --scale: loose public bounds on it (default 1e-6,1e6; tighter bounds "
-        "cost fewer steps)",
+        "--variant",
+        choices=["default", "theory"],
+        default="default",
+        help="the planned release (default) or the paper's algorithms as published (theory)",
     )
     privacy.add_argument(
         "--seed",
@@ -587,13 +560,16 @@ def _check_columns(data: pd.DataFrame, args: argparse.Namespace) -> None:
 
 def _fit_options(args: argparse.Namespace, spec: _ModelSpec) -> dict[str, Any]:
     """Keyword arguments of ``fit``: only what was given, so the model's defaults apply."""
-    options: dict[str, Any] = {"epsilon": args.epsilon, "privacy": args.privacy}
+    options: dict[str, Any] = {
+        "epsilon": args.epsilon,
+        "privacy": args.privacy,
+        "variant": args.variant,
+    }
     optional = {
         "delta": args.delta,
         "scale": args.scale,
-        "scale_share": args.scale_share,
-        "scale_bounds": args.scale_bounds,
         "bound": args.bound,
+        "focus": args.focus,
         "random_state": args.seed,
     }
     options |= {key: value for key, value in optional.items() if value is not None}
@@ -634,8 +610,9 @@ def _run_fit(args: argparse.Namespace, command: str) -> int:
         _check_required(model, options, args.model)
         _say(args, f"fitting {args.model} on {model.nobs_users} users (ε={args.epsilon:g})…")
         results = model.fit(**options)
-    for warning in caught:  # one line each, for the analyst only: never in the report
-        print(f"dplong: warning: {_one_line(warning.message)}", file=sys.stderr)
+    for warning in caught:  # one line each; reliability warnings also print with the summary
+        if str(warning.message) not in results.warnings:
+            print(f"dplong: warning: {_one_line(warning.message)}", file=sys.stderr)
     notes = []
     if args.seed is not None:
         notes.append("A fixed --seed was used: reproducible research only, not a release.")
@@ -686,8 +663,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> from dplong.cli import main
     >>> main(["fit", "dataset:dietox", "--model", "mean", "--formula", "Weight ~ 1",
     ...       "--groups", "Pig", "--epsilon", "2", "--scale", "400", "--seed", "0",
-    ...       "--quiet"])  # doctest: +ELLIPSIS
-    winsorized_mean results (user-level differential privacy)
+    ...       "--quiet"])  # doctest: +ELLIPSIS +NORMALIZE_WHITESPACE
+    Mean results (user-level differential privacy)
     ...
     Error bounds on |estimate - truth| (alpha=0.05)
     ...

@@ -303,6 +303,17 @@ class RandomEffects(DependenceModel):
     def _residual(self) -> DependenceModel:
         return self.residual or Independent(self.residual_variance)
 
+    def residual_scale(self, T: int) -> float:
+        """Log-Sobolev constant ``‖Σ_res‖_op`` of one user's T residuals.
+
+        Examples
+        --------
+        >>> from dplong.dependence import RandomEffects
+        >>> RandomEffects(group_variance=0.5, residual_variance=2.0).residual_scale(4)
+        2.0
+        """
+        return self._residual().log_sobolev_constant(T)
+
     def covariance(self, T: int) -> NDArray[np.float64]:
         return self.group_variance * np.ones((T, T)) + self._residual().covariance(T)
 

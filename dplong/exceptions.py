@@ -44,7 +44,7 @@ class ParameterError(DplongError, ValueError):
     >>> dplong.winsorized_mean([1.0, 2.0, 3.0], epsilon=1.0, scale=1.0, variant="best")
     Traceback (most recent call last):
     ...
-    dplong.exceptions.ParameterError: variant must be one of 'improved', 'theory'; got 'best'
+    dplong.exceptions.ParameterError: variant must be one of 'default', 'theory'; got 'best'
     >>> from dplong.exceptions import ParameterError
     >>> issubclass(ParameterError, ValueError)
     True
@@ -70,10 +70,10 @@ class DataError(DplongError, ValueError):
     Examples
     --------
     >>> import dplong
-    >>> dplong.winsorized_mean([1.0, float("nan")], epsilon=1.0, scale=1.0)
+    >>> dplong.winsorized_mean([], epsilon=1.0)
     Traceback (most recent call last):
     ...
-    dplong.exceptions.DataError: values contains 1 NaN or infinite entries; remove or impute them
+    dplong.exceptions.DataError: values is empty (shape (0, 1))
     """
 
 
@@ -82,16 +82,13 @@ class FormulaError(DataError):
 
     Examples
     --------
-    Years of education do not change within a man of the wage panel, so per-user regressions
-    cannot estimate their effect:
-
     >>> import dplong
     >>> wages = dplong.datasets.load_wage_panel()
-    >>> dplong.LongitudinalOLS.from_formula("lwage ~ educ", wages,
+    >>> dplong.LongitudinalOLS.from_formula("lwage ~ tenure", wages,
     ...                                     groups="nr")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    dplong.exceptions.FormulaError: ['educ'] is constant within every user, ...
+    dplong.exceptions.FormulaError: cannot build the design of 'lwage ~ tenure': ...
     """
 
 

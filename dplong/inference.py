@@ -1,11 +1,12 @@
 """Quantiles of (sampling error + privacy noise), computed from public and released numbers only.
 
-The released estimate is ``θ + S + N``: S the sampling error of the non-private statistic
+The released estimate is ``θ + B + S + N``: B the clipping bias (bounded, see
+:func:`dplong.privacy.radius.clipping_bias`), S the sampling error of the non-private statistic
 (approximately normal with standard deviation ``s`` by the CLT over users) and N the privacy
-noise, Laplace with scale ``b`` in the central model (the lattice noise is a two-sided
-geometric on a step ~1e-6 b, whose quantiles equal the Laplace's to that precision) and a sum
-of n per-user Laplace draws, normal to CLT accuracy, in the local model. In the central model
-we use the exact normal-Laplace convolution, not a normal approximation of the noise.
+noise: Laplace with scale ``b`` (the lattice noise is a two-sided geometric on a step ~1e-6 b,
+whose quantiles equal the Laplace's to that precision; we use the exact normal-Laplace
+convolution, not a normal approximation), discrete Gaussian (normal to the same precision), or
+in the local model a sum of n per-user Laplace draws, normal to CLT accuracy.
 """
 
 from __future__ import annotations
@@ -71,36 +72,90 @@ def normal_laplace_quantile(p: float, s: float, b: float) -> float:
     )
 
 
+def sum_cdf(x: float, sampling_sd: float, noise_scale: float, noise_sd: float, law: str) -> float:
+    """CDF at x of sampling error ``N(0, s²)`` plus privacy noise of the given law.
+
+    ``law`` is ``"laplace"`` (scale ``noise_scale``: the exact normal-Laplace convolution),
+    ``"gaussian"`` or ``"normal"`` (sd ``noise_sd``: the variances add; ``"normal"`` is the
+    CLT law of a sum of n local draws).
+
+    Examples
+    --------
+    >>> from dplong.inference import sum_cdf
+    >>> sum_cdf(0.0, 1.0, 0.5, 0.7071, "laplace")
+    0.5
+    >>> round(sum_cdf(1.96 * 2**0.5, 1.0, 1.0, 1.0, "gaussian"), 4)
+    0.975
+    """
+    if law == "laplace":
+        return normal_laplace_cdf(x, sampling_sd, noise_scale)
+    return float(stats.norm.cdf(x, scale=math.hypot(sampling_sd, noise_sd)))
+
+
 def half_widths(
     alpha: float,
     sampling_sd: np.ndarray,
     noise_scale: np.ndarray,
     noise_sd: np.ndarray,
-    local: bool,
+    law: str,
+    bias: np.ndarray | None = None,
 ) -> np.ndarray:
     """Half-widths of the (1 - α) intervals ``estimate ± q`` per parameter.
 
-    Central: the normal-Laplace quantile of ``sampling_sd`` and ``noise_scale`` (NaN where
-    ``sampling_sd`` is not finite). Local: the normal quantile of the combined standard
-    deviation ``√(sampling_sd² + noise_sd²)``.
+    ``q`` is the ``1 - α/2`` quantile of the sampling error plus the privacy noise
+    (:func:`sum_cdf`), plus the bound on the clipping bias (an interval around a possibly
+    shifted estimate: widening by the bound keeps its coverage). NaN where ``sampling_sd`` is
+    not finite.
 
     Examples
     --------
     >>> import numpy as np
     >>> from dplong.inference import half_widths
     >>> half_widths(0.05, sampling_sd=np.array([1.0, np.nan]), noise_scale=np.array([0.0, 1.0]),
-    ...             noise_sd=np.array([0.0, 2**0.5]), local=False).round(4).tolist()
+    ...             noise_sd=np.array([0.0, 2**0.5]), law="laplace").round(4).tolist()
     [1.96, nan]
-    >>> half_widths(0.05, sampling_sd=np.array([0.3]), noise_scale=np.array([0.5]),
-    ...             noise_sd=np.array([0.4]), local=True).round(4).tolist()    # 1.96 * 0.5
-    [0.98]
+    >>> half_widths(0.05, sampling_sd=np.array([0.3]), noise_scale=np.array([0.4]),
+    ...             noise_sd=np.array([0.4]), law="normal", bias=np.array([0.02])).round(4).tolist()
+    [1.0]
     """
     p = 1.0 - alpha / 2.0
-    if local:  # sum of n Laplace draws: normal by the CLT, variance added exactly
-        return np.asarray(stats.norm.ppf(p) * np.sqrt(sampling_sd**2 + noise_sd**2))
+    bias = np.zeros(len(sampling_sd)) if bias is None else np.asarray(bias)
+    if law != "laplace":
+        return np.asarray(stats.norm.ppf(p) * np.hypot(sampling_sd, noise_sd) + bias)
     return np.array(
         [
-            normal_laplace_quantile(p, float(s), float(b)) if np.isfinite(s) else np.nan
-            for s, b in zip(sampling_sd, noise_scale, strict=True)
+            normal_laplace_quantile(p, float(s), float(b)) + float(c) if np.isfinite(s) else np.nan
+            for s, b, c in zip(sampling_sd, noise_scale, bias, strict=True)
         ]
     )
+
+
+def p_values(
+    estimate: np.ndarray,
+    sampling_sd: np.ndarray,
+    noise_scale: np.ndarray,
+    noise_sd: np.ndarray,
+    law: str,
+    bias: np.ndarray,
+) -> np.ndarray:
+    """Two-sided p-values of ``θ = 0`` from the same law as the intervals.
+
+    ``2 P(S + N >= |θ̂| - b)``: the clipping bias b is given to the null (conservative), so a
+    p-value below α holds exactly when 0 lies outside the (1 - α) interval.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.inference import p_values
+    >>> p_values(np.array([1.96]), np.array([1.0]), np.array([0.0]), np.array([0.0]),
+    ...          "laplace", np.array([0.0])).round(3).tolist()
+    [0.05]
+    """
+    out = []
+    for theta, s, b, sd, c in zip(estimate, sampling_sd, noise_scale, noise_sd, bias, strict=True):
+        if not np.isfinite(s):
+            out.append(np.nan)
+            continue
+        excess = max(abs(float(theta)) - float(c), 0.0)
+        out.append(min(1.0, 2.0 * (1.0 - sum_cdf(excess, float(s), float(b), float(sd), law))))
+    return np.asarray(out)

@@ -124,7 +124,7 @@ def build_report(
     >>> from dplong.report import build_report
     >>> wages = dplong.datasets.load_wage_panel()
     >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
-    >>> res = model.fit(epsilon=1.0, scale=[1.0, 0.01], random_state=0)
+    >>> res = model.fit(epsilon=1.0, random_state=0)
     >>> page = build_report(res, data_name="dataset:wage_panel")
     >>> page.startswith("<!DOCTYPE html>"), 'id="error-bounds"' in page, "exper" in page
     (True, True, True)
@@ -151,8 +151,20 @@ def build_report(
         plot = _curve_plot(results, alpha, bounds.table["total"])
     else:
         plot = _coefficient_plot(results.params, results.conf_int(alpha), bounds.table["total"])
-    sections = [
-        _header(summary.title, summary.info, data_name, command, notes),
+    sections = [_header(summary.title, summary.info, data_name, command, notes)]
+    if summary.warnings:
+        sections.append(
+            _section(
+                "reliability",
+                "Reliability warnings",
+                _paragraph(
+                    "Read these before using the estimates: each says what makes this fit "
+                    "unreliable and what would fix it."
+                )
+                + _list(summary.warnings),
+            )
+        )
+    sections += [
         _section(
             "estimates",
             "Estimates",
@@ -181,10 +193,14 @@ def build_report(
             _paragraph(
                 f"Total spent: ε = {results.privacy.epsilon:.6g}, "
                 f"δ = {results.privacy.delta:.3g} ({html.escape(results.privacy.model)} model; "
-                f"composition: {html.escape(results.privacy.composition)}). One row per "
-                "mechanism call; nothing else about the data was released."
+                f"{html.escape(results.privacy.composition)} composition). One row per "
+                "stage; below, one row per mechanism call. Nothing else about the data was "
+                "released."
             )
-            + _table(summary.privacy, index=False, css_class="ledger"),
+            + _table(summary.privacy, index=False, css_class="ledger")
+            + "<details><summary>Every mechanism call</summary>"
+            + _table(results.privacy.to_frame(), index=False, css_class="ledger")
+            + "</details>",
         ),
     ]
     if summary.notes:

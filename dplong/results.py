@@ -10,7 +10,7 @@ import pandas as pd
 
 from dplong.bounds import ErrorBoundReport, error_bound_table
 from dplong.exceptions import ParameterError
-from dplong.inference import half_widths
+from dplong.inference import half_widths, p_values
 from dplong.kernels import get_kernel
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.summary import Summary
@@ -20,42 +20,51 @@ __all__ = ["CurveResults", "PanelResults"]
 
 @dataclass(frozen=True, repr=False, kw_only=True)
 class PanelResults:
-    """Results of a private panel model fit.
+    """Results of a private panel model fit (and of :func:`dplong.winsorized_mean`).
 
     Everything here is a differentially private output or a public fact (the number of users,
     the formula, the analyst's assumptions, the budget); no raw value, row count or per-user
-    statistic is kept (DESIGN.md §1).
+    statistic is kept (see the privacy contract in the user guide).
 
     Attributes
     ----------
     params : pandas.Series
         Private estimates, named by the design columns.
     noise_scale : pandas.Series
-        Laplace scale of the privacy noise in each estimate (local: of each user's draw).
+        Scale of the privacy noise in each estimate: Laplace b, or the Gaussian's σ.
     noise_sd : pandas.Series
         Standard deviation of the privacy noise in each estimate.
+    noise_law : str
+        ``"laplace"``, ``"gaussian"`` or ``"normal"`` (local model: a sum of n draws).
     sampling_sd : pandas.Series
-        Standard deviation of the non-private estimator implied by the stated assumption
-        (``√(scale / n)``); NaN where no assumption gives it.
+        Standard deviation of the non-private estimator under the stated or estimated scale
+        (``√(scale / N̂)``); NaN where no assumption gives it.
+    bias : pandas.Series
+        Bound on the bias from clipping the per-user statistics (0: none is expected).
     projection_interval : pandas.DataFrame
         Private projection intervals of the per-user statistics.
     failed : pandas.Series
-        True where the private midpoint failed and fell back to 0.
+        ``variant="theory"`` only: where the paper's private midpoint failed and fell back to 0.
     privacy : PrivacyLedger
-        Every mechanism call and the composed (ε, δ).
+        Every mechanism call and the composed (ε, δ); :meth:`PrivacyLedger.digest` summarises it.
     nobs_users : int
         Number of users n (public).
+    users : pandas.Series
+        Private count(s) of the users who have a statistic of their own (NaN: not counted).
+    users_sd : float
+        Standard deviation of the noise of each count.
     model, formula : str
         The model's name and formula.
     variant : str
-        The constants used (``"improved"``, ``"improved (refined)"`` or ``"theory"``).
+        How it was released (``"default"``, ``"default (refined)"``, ``"theory"``, ...).
     assumptions : tuple of str
         The public assumptions behind standard errors, intervals and error bounds.
+    warnings : tuple of str
+        Reliability warnings, from public facts and released numbers, each with a remedy.
     gamma : float
-        Failure probability γ behind the radii.
-    midpoint_failure : pandas.Series or None
-        Bound on the probability that each parameter's private midpoint fails (public); NaN
-        where the paper gives no explicit constant (local model).
+        Failure probability γ behind radii and bounds.
+    bad_events : pandas.Series
+        Probability of the events each parameter's error bound excludes.
     basis : str
         The theorem and corollary of the paper behind the error bounds.
 
@@ -64,11 +73,11 @@ class PanelResults:
     >>> import dplong
     >>> wages = dplong.datasets.load_wage_panel()
     >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
-    >>> res = model.fit(epsilon=1.0, scale=[1.0, 0.01], random_state=0)
+    >>> res = model.fit(epsilon=1.0, random_state=0)
     >>> res.nobs_users, list(res.params.index)
     (545, ['Intercept', 'exper'])
-    >>> res.privacy.epsilon <= 1.0, bool(res.failed.any())
-    (True, False)
+    >>> res.privacy.epsilon <= 1.0, res.warnings
+    (True, ())
     >>> res  # doctest: +ELLIPSIS
     <LongitudinalOLS results: n=545, epsilon=1, delta=3.37e-06, params={'Intercept': ...}>
     """
@@ -78,15 +87,20 @@ class PanelResults:
     params: pd.Series
     noise_scale: pd.Series
     noise_sd: pd.Series
+    noise_law: str
     sampling_sd: pd.Series
+    bias: pd.Series
     projection_interval: pd.DataFrame
     failed: pd.Series
     privacy: PrivacyLedger
     nobs_users: int
+    users: pd.Series
+    users_sd: float
     variant: str
     assumptions: tuple[str, ...]
+    warnings: tuple[str, ...]
     gamma: float
-    midpoint_failure: pd.Series | None = None
+    bad_events: pd.Series
     basis: str = "Theorem 4.2"
 
     @property
@@ -97,11 +111,11 @@ class PanelResults:
 
         Examples
         --------
-        >>> import dplong
+        >>> import numpy as np, dplong
         >>> wages = dplong.datasets.load_wage_panel()
-        >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
-        >>> res = model.fit(epsilon=1.0, scale=[1.0, 0.01], random_state=0)
-        >>> import numpy as np
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                           groups="nr").fit(epsilon=1.0,
+        ...                                                            random_state=0)
         >>> se = res.bse
         >>> se.name, se.index.tolist()
         ('std err', ['Intercept', 'exper'])
@@ -112,18 +126,63 @@ class PanelResults:
             np.sqrt(self.sampling_sd**2 + self.noise_sd**2), index=self.params.index, name="std err"
         )
 
-    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
-        """(1 - α) confidence intervals from the normal-Laplace convolution of
-        :mod:`dplong.inference`: sampling error under the stated assumption plus the exact law of
-        the privacy noise (in the local model, a sum of n draws, taken as normal). Computed
-        from released quantities and public assumptions only; NaN where ``sampling_sd`` is.
+    @property
+    def tvalues(self) -> pd.Series:
+        """``params / bse``, as statsmodels reports them (inference uses :attr:`pvalues`).
 
         Examples
         --------
         >>> import dplong
         >>> wages = dplong.datasets.load_wage_panel()
-        >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
-        >>> res = model.fit(epsilon=1.0, scale=[1.0, 0.01], random_state=0)
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                           groups="nr").fit(epsilon=1.0,
+        ...                                                            random_state=0)
+        >>> bool((res.tvalues == res.params / res.bse).all())
+        True
+        """
+        return pd.Series(self.params / self.bse, index=self.params.index, name="z")
+
+    @property
+    def pvalues(self) -> pd.Series:
+        """Two-sided p-values of ``parameter = 0`` from the law of :meth:`conf_int`.
+
+        The sampling error plus the exact privacy-noise law, with the clipping bias bound given
+        to the null: ``pvalues < α`` exactly when 0 lies outside ``conf_int(α)``.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                           groups="nr").fit(epsilon=1.0,
+        ...                                                            random_state=0)
+        >>> p, ci = res.pvalues, res.conf_int(0.05)
+        >>> bool(((p < 0.05) == ((ci["lower"] > 0) | (ci["upper"] < 0))).all())
+        True
+        """
+        values = p_values(
+            self.params.to_numpy(),
+            self.sampling_sd.to_numpy(),
+            self.noise_scale.to_numpy(),
+            self.noise_sd.to_numpy(),
+            self.noise_law,
+            self.bias.to_numpy(),
+        )
+        return pd.Series(values, index=self.params.index, name="P>|z|")
+
+    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
+        """(1 - α) confidence intervals: sampling error under the stated or estimated scale,
+        the exact law of the privacy noise (:mod:`dplong.inference`) and the bound on the
+        clipping bias. Computed from released quantities and public assumptions only; NaN
+        where ``sampling_sd`` is.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                           groups="nr").fit(epsilon=1.0,
+        ...                                                            random_state=0)
         >>> ci = res.conf_int(alpha=0.1)
         >>> ci.columns.tolist(), ci.index.tolist()
         (['lower', 'upper'], ['Intercept', 'exper'])
@@ -132,87 +191,78 @@ class PanelResults:
         >>> bool((res.conf_int(alpha=0.01)["upper"] > ci["upper"]).all())   # 99 % is wider
         True
         """
-        _check_alpha(alpha)
+        alpha = _check_alpha(alpha)
         q = half_widths(
             alpha,
             self.sampling_sd.to_numpy(),
             self.noise_scale.to_numpy(),
             self.noise_sd.to_numpy(),
-            self.privacy.model == "local",
+            self.noise_law,
+            self.bias.to_numpy(),
         )
-        lower = self.params.to_numpy() - q
-        upper = self.params.to_numpy() + q
         frame: pd.DataFrame = pd.DataFrame(
-            {"lower": lower, "upper": upper}, index=self.params.index
+            {"lower": self.params.to_numpy() - q, "upper": self.params.to_numpy() + q},
+            index=self.params.index,
         )
         return frame
 
     def error_bound(self, alpha: float = 0.05) -> ErrorBoundReport:
         """Bound on ``|estimate - truth|`` per parameter, holding with the stated probability.
 
-        The privacy-noise term uses the exact Laplace tail (local model: Chebyshev), the
-        statistical term Lemma 2.11 under the stated scale; the probability ``1 - α - γ``
-        subtracts the clipping event γ, and ``1 - α - 2γ`` also the miss of the rough mean in
-        a refined release (see :mod:`dplong.bounds`). Parameters whose private midpoint
-        failed get no bound; those without a stated sampling law (NaN ``sampling_sd``) get
-        none either.
+        Privacy noise (its exact tail; local model: Chebyshev), the statistical term of Lemma
+        2.11 under the stated or estimated scale, and the clipping bias bound; the probability
+        ``1 - α - bad events`` subtracts the events the bound excludes (see
+        :mod:`dplong.bounds`). Parameters whose paper midpoint failed get no bound.
 
         Examples
         --------
         >>> import dplong
         >>> wages = dplong.datasets.load_wage_panel()
-        >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
-        >>> res = model.fit(epsilon=1.0, scale=[1.0, 0.01], random_state=0)
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                           groups="nr").fit(epsilon=1.0,
+        ...                                                            random_state=0)
         >>> report = res.error_bound(alpha=0.05)
         >>> report.table.columns.tolist()
-        ['privacy noise', 'statistical', 'total', 'bad events', 'probability']
-        >>> res.variant, report.table["probability"].round(2).tolist()   # 1 - α - 2γ - P(fail)
-        ('improved (refined)', [0.85, 0.85])
-        >>> bool((report.table["total"] > res.noise_scale).all())
+        ['privacy noise', 'statistical', 'bias', 'total', 'bad events', 'probability']
+        >>> bool(((0 <= report.table["probability"]) & (report.table["probability"] <= 1)).all())
         True
         """
-        _check_alpha(alpha)
-        refined = "refined" in self.variant  # one more bad event: the rough mean's error
-        index = self.params.index
-        failure = (
-            pd.Series(np.nan, index=index)
-            if self.midpoint_failure is None
-            else self.midpoint_failure.reindex(index)
-        )
-        bad = self.gamma * (2 if refined else 1) + failure.fillna(0.0)
+        alpha = _check_alpha(alpha)
         table = error_bound_table(
             alpha,
-            bad,
+            self.bad_events,
             self.noise_scale,
             self.noise_sd,
             self.sampling_sd,
+            self.bias,
             self.failed,
-            self.privacy.model == "local",
+            self.noise_law,
         )
         notes = [
-            f"Clipping has probability at most gamma={self.gamma:g} per parameter (radius of "
-            "Lemma 5.2 under the stated or estimated scale)"
-            + (
-                ", and the refinement's rough mean misses its margin with probability at most "
-                f"gamma={self.gamma:g}."
-                if refined
-                else "."
-            )
+            f"'bad events' is the probability (at most) that a centre of the projection was "
+            f"farther from the mean than allowed (gamma={self.gamma:g} per centre), or that "
+            "the paper's midpoint failed; the bias bound holds outside those events."
         ]
-        if failure.notna().any():
-            notes.append(
-                f"The private midpoint fails with probability at most {failure.max():.3g} "
-                "(Lemmas D.9-D.10 with the histogram's constants; users independent)."
-            )
-        elif self.privacy.model == "local":
-            notes.append(
-                "The local histogram's chance of a wrong midpoint has no explicit constant "
-                "(Theorem 6.4) and is not included in 'bad events'."
-            )
         return ErrorBoundReport(table, (*self.assumptions, *notes), self.basis)
 
+    @property
+    def reliable(self) -> bool:
+        """False when the fit carries reliability warnings (see :attr:`warnings`).
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                     groups="nr").fit(epsilon=1.0,
+        ...                                                      random_state=0).reliable
+        True
+        """
+        return not self.warnings
+
     def summary(self, alpha: float = 0.05) -> Summary:
-        """Summary tables: header, estimates with standard errors and intervals, ledger.
+        """Summary tables: header, estimates with standard errors, p-values and intervals, the
+        privacy ledger's digest (one row per stage), reliability warnings and notes.
 
         Returns
         -------
@@ -223,13 +273,14 @@ class PanelResults:
         --------
         >>> import dplong
         >>> wages = dplong.datasets.load_wage_panel()
-        >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
-        >>> res = model.fit(epsilon=1.0, scale=[1.0, 0.01], random_state=0)
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                           groups="nr").fit(epsilon=1.0,
+        ...                                                            random_state=0)
         >>> s = res.summary(alpha=0.1)
         >>> s.title
         'LongitudinalOLS results (user-level differential privacy)'
         >>> s.params.columns.tolist()
-        ['estimate', 'std err', 'noise sd', '[0.05', '0.95]']
+        ['estimate', 'std err', 'P>|z|', 'noise sd', '[0.05', '0.95]']
         >>> "Privacy ledger" in str(s)
         True
         """
@@ -238,19 +289,20 @@ class PanelResults:
             {
                 "estimate": self.params,
                 "std err": self.bse,
+                "P>|z|": self.pvalues,
                 "noise sd": self.noise_sd,
                 f"[{alpha / 2:g}": ci["lower"],
                 f"{1 - alpha / 2:g}]": ci["upper"],
             }
         )
         info = pd.Series(self._summary_info()).to_frame("value")
-        ledger = self.privacy.to_frame()
         return Summary(
             f"{self.model} results ({self._privacy_unit}-level differential privacy)",
             info,
             table,
-            ledger,
+            self.privacy.digest().reset_index(),
             self._summary_notes(),
+            self.warnings,
         )
 
     @property
@@ -258,25 +310,27 @@ class PanelResults:
         return "user"
 
     def _summary_info(self) -> dict[str, object]:
-        return {
+        info: dict[str, object] = {
             "Model:": self.model,
             "Formula:": self.formula,
             "Users (n):": self.nobs_users,
             "Privacy:": self.privacy.model,
             "Epsilon:": f"{self.privacy.epsilon:.4g}",
             "Delta:": f"{self.privacy.delta:.3g}",
-            "Composition:": self.privacy.composition,
-            "Constants:": self.variant,
+            "Noise:": self.noise_law,
+            "Variant:": self.variant,
         }
+        counted = self.users.dropna()
+        if not counted.empty:
+            info["Users with a statistic:"] = (
+                f"{counted.min():.0f} (DP, sd {self.users_sd:.2g})"
+                if counted.size == 1
+                else f"{counted.min():.0f}-{counted.max():.0f} (DP, sd {self.users_sd:.2g})"
+            )
+        return info
 
     def _summary_notes(self) -> tuple[str, ...]:
-        notes = tuple(self.assumptions)
-        if self.failed.any():
-            notes += (
-                f"The private midpoint failed for {list(self.failed.index[self.failed])}; "
-                "those estimates are unreliable.",
-            )
-        return notes
+        return tuple(self.assumptions)
 
     def __repr__(self) -> str:
         return (
@@ -308,7 +362,7 @@ class CurveResults(PanelResults):
         True at grid points within ``ζ = b √(2 log(2/b))`` (Gaussian; ``b`` for a compact
         kernel) of the domain's ends, where Lemma 4.9 gives no guarantee: the kernel loses
         mass there and the estimate is biased toward zero. Not to be trusted as f(x).
-    bias : pandas.Series
+    smoothing_bias : pandas.Series
         Bound on the smoothing bias per grid point (item-level with ``lipschitz`` and
         ``sup_norm`` given), else NaN.
 
@@ -329,7 +383,7 @@ class CurveResults(PanelResults):
     >>> bool(abs(res.predict([0.5])[0] - 0.5) < 0.1)
     True
     >>> res  # doctest: +ELLIPSIS
-    <PriestleyChao results: item-level, n=10000, epsilon=1, delta=1e-08, 6 grid points ...>
+    <PriestleyChao results: item-level, n=10000, epsilon=1, delta=0, 6 grid points ...>
     """
 
     kernel: str
@@ -337,7 +391,7 @@ class CurveResults(PanelResults):
     domain: tuple[float, float]
     level: str
     boundary: pd.Series
-    bias: pd.Series
+    smoothing_bias: pd.Series
 
     @property
     def grid(self) -> np.ndarray:
@@ -418,8 +472,8 @@ class CurveResults(PanelResults):
     def error_bound(self, alpha: float = 0.05) -> ErrorBoundReport:
         """Pointwise bounds on ``|estimate - f(x)|``; see :meth:`PanelResults.error_bound`.
 
-        Item-level with stated smoothness, a ``bias`` column (exact on the public design) is
-        added to the total. Boundary points keep their numbers, but the flag column says
+        Item-level with stated smoothness, a ``smoothing bias`` column (exact on the public
+        design) is added to the total. Boundary points keep their numbers, but the flag column says
         Lemma 4.9 does not cover them.
 
         Examples
@@ -431,14 +485,15 @@ class CurveResults(PanelResults):
         ...                                         bandwidth=0.1, grid=5).fit(
         ...     epsilon=1.0, noise_sd=1.0, amplitude=0.1, lipschitz=1.0, sup_norm=0.1,
         ...     random_state=0)
-        >>> res.error_bound().table.columns.tolist()
-        ['privacy noise', 'statistical', 'bias', 'total', 'bad events', 'probability', 'boundary']
+        >>> res.error_bound().table.columns.tolist()  # doctest: +NORMALIZE_WHITESPACE
+        ['privacy noise', 'statistical', 'bias', 'smoothing bias', 'total', 'bad events',
+         'probability', 'boundary']
         """
         report = super().error_bound(alpha)
         table = report.table.copy()
-        table.insert(2, "bias", self.bias)
-        if self.bias.notna().all():
-            table["total"] = table["total"] + self.bias
+        table.insert(3, "smoothing bias", self.smoothing_bias)
+        if self.smoothing_bias.notna().all():
+            table["total"] = table["total"] + self.smoothing_bias
         table["boundary"] = self.boundary
         return ErrorBoundReport(table, report.assumptions, report.basis)
 
@@ -534,6 +589,9 @@ class CurveResults(PanelResults):
         )
 
 
-def _check_alpha(alpha: float) -> None:
-    if not 0.0 < alpha < 1.0:
+def _check_alpha(alpha: object) -> float:
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.integer | np.floating):
+        raise ParameterError(f"alpha must be a number in (0, 1), got {alpha!r}")
+    if not 0.0 < float(alpha) < 1.0:
         raise ParameterError(f"alpha must lie in (0, 1), got {alpha!r}")
+    return float(alpha)

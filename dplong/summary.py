@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +34,8 @@ def _table(
 
 @dataclass(frozen=True)
 class Summary:
-    """What a summary shows: a header of public facts, the parameter table, the ledger.
+    """What a summary shows: a header of public facts, the parameter table, the ledger's
+    digest, reliability warnings and notes.
 
     Render with ``str()`` / :meth:`as_text`, :meth:`as_html` (also used by Jupyter) or
     :meth:`as_latex`. The DataFrames are available for your own reports.
@@ -47,9 +49,11 @@ class Summary:
     params : pandas.DataFrame
         One row per parameter: estimate, standard error, noise sd, interval.
     privacy : pandas.DataFrame
-        The privacy ledger (:meth:`PrivacyLedger.to_frame`).
+        The privacy ledger's digest (:meth:`PrivacyLedger.digest`), one row per stage.
     notes : tuple of str
         Numbered notes printed below the tables.
+    warnings : tuple of str
+        Reliability warnings, printed before the notes under a heading of their own.
 
     Examples
     --------
@@ -71,7 +75,7 @@ class Summary:
     -------------------
     mu      1.5     0.1
     -------------------
-         Privacy ledger
+    Privacy ledger (one row per stage)
     =======================
        mechanism    epsilon
     -----------------------
@@ -85,6 +89,7 @@ class Summary:
     params: pd.DataFrame
     privacy: pd.DataFrame
     notes: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
 
     def _tables(self) -> list[SimpleTable]:
         half = (len(self.info) + 1) // 2
@@ -95,7 +100,7 @@ class Summary:
         return [
             _table(header, title=self.title, index=False, headers=False),
             _table(self.params),
-            _table(self.privacy, title="Privacy ledger", index=False),
+            _table(self.privacy, title="Privacy ledger (one row per stage)", index=False),
         ]
 
     def as_text(self) -> str:
@@ -114,6 +119,9 @@ class Summary:
         (True, '[1] A note.')
         """
         parts = [t.as_text() for t in self._tables()]
+        if self.warnings:
+            parts.append("RELIABILITY WARNINGS:")
+            parts += [f"  ! {warning}" for warning in self.warnings]
         if self.notes:
             parts.append("\n".join(f"[{i}] {note}" for i, note in enumerate(self.notes, 1)))
         return "\n".join(parts)
@@ -134,7 +142,13 @@ class Summary:
         (3, '<p>[1] A note.</p>')
         """
         parts = [t.as_html() for t in self._tables()]
-        parts += [f"<p>[{i}] {note}</p>" for i, note in enumerate(self.notes, 1)]
+        if self.warnings:
+            items = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
+            parts.append(
+                f'<div class="dplong-warnings"><strong>Reliability warnings</strong>'
+                f"<ul>{items}</ul></div>"
+            )
+        parts += [f"<p>[{i}] {html.escape(note)}</p>" for i, note in enumerate(self.notes, 1)]
         return "\n".join(parts)
 
     def as_latex(self) -> str:
@@ -153,6 +167,7 @@ class Summary:
         (3, True)
         """
         parts = [t.as_latex_tabular() for t in self._tables()]
+        parts += [f"Reliability warning: {w}\\\\" for w in self.warnings]
         parts += [f"[{i}] {note}\\\\" for i, note in enumerate(self.notes, 1)]
         return "\n".join(parts)
 

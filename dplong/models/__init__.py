@@ -3,5 +3,6 @@
 from dplong.models.kernel import PriestleyChao
 from dplong.models.linear import LongitudinalOLS
 from dplong.models.location import RandomEffectsLocation
+from dplong.models.mean import winsorized_mean
 
-__all__ = ["LongitudinalOLS", "PriestleyChao", "RandomEffectsLocation"]
+__all__ = ["LongitudinalOLS", "PriestleyChao", "RandomEffectsLocation", "winsorized_mean"]

@@ -1,30 +1,92 @@
-"""Shared machinery of the formula models: design → per-user statistics → release → results."""
+"""The template every formula model fits through: design → per-user statistics → release → results.
+
+A model is its per-user reduction plus labels: :meth:`PanelModel._blocks` returns the
+:class:`Block` s of statistics it releases, in order (a later block may use the earlier blocks'
+released numbers, e.g. the variance components use the released location). The template
+validates the common options once, plans and checks every block before the first noise draw,
+runs each through the release engine (:func:`~dplong.privacy.engine.release_means`, or the
+paper's estimator for ``variant="theory"`` and the local model) and assembles the results once.
+"""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, TypeVar
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
 import patsy
 from numpy.typing import NDArray
 
-from dplong._validation import RandomState, check_random_state, per_column
+from dplong._validation import RandomState, check_random_state, per_column, warn
 from dplong.dependence import DependenceModel
 from dplong.exceptions import ParameterError
 from dplong.models.design import GroupsLike, PanelDesign, build_design
 from dplong.privacy.accounting import Accountant, PrivacyLedger
-from dplong.privacy.plugin import ScaleRequest, release_with_scale
-from dplong.privacy.radius import DEFAULT_GAMMA
-from dplong.privacy.winsorized import ReleaseOptions, WinsorizedMeanResult
+from dplong.privacy.engine import Release, release_means
+from dplong.privacy.options import Focus, ReleaseOptions, focus_weights
+from dplong.privacy.plan import ReleasePlan
+from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
+from dplong.privacy.variance import estimate_scale
+from dplong.privacy.winsorized import paper_budget, release_paper
 from dplong.results import PanelResults
 
+__all__ = ["Block", "FitRequest", "PanelModel", "ScaleLike", "Statistics", "panel_results"]
+
 ScaleLike = float | NDArray[np.float64] | list[float] | DependenceModel | Literal["estimate"]
-M = TypeVar("M", bound="PanelModel")
+#: Share of a block's budget the paper's pipeline (theory, local) spends on CoinPress when the
+#: scale is estimated: the paper's Fig. 5 gives the scale and the mean equal budgets.
+PAPER_SCALE_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """One block's per-user statistics (private: they never leave the fit).
+
+    ``matrix`` is n x d (NaN: the user has no statistic); ``scale`` the stated variance proxy
+    per column (None: estimated privately); ``sampling_sd`` overrides the plug-in standard
+    deviation of the non-private estimator when a stated model gives it (e.g. users that
+    share random effects); ``nonnegative`` clamps released estimates at 0 (variances:
+    post-processing).
+    """
+
+    matrix: NDArray[np.float64]
+    scale: NDArray[np.float64] | None = None
+    sampling_sd: NDArray[np.float64] | None = None
+    nonnegative: bool = False
+
+
+@dataclass(frozen=True)
+class Block:
+    """A release a model declares up front: public labels and budget, private statistics.
+
+    ``share`` is the block's share of the fit's (ε, δ); ``stated_scale`` and ``complete_rows``
+    are public facts the plan needs (whether the scale is stated; whether a user's statistics
+    are all there or all missing). ``build`` computes the statistics from the releases of the
+    earlier blocks.
+    """
+
+    names: tuple[str, ...]
+    share: float
+    build: Callable[[tuple[Release, ...]], Statistics]
+    stated_scale: bool
+    complete_rows: bool = True
+
+
+@dataclass(frozen=True)
+class FitRequest:
+    """The validated common options of a fit (see :meth:`PanelModel._fit`)."""
+
+    options: ReleaseOptions
+    rng: np.random.Generator
+    focus: Focus
+    accountant: Accountant | None
 
 
 class PanelModel:
-    """Base of the formula models. Subclasses define how users reduce to statistics."""
+    """Base of the formula models. Subclasses define their blocks of per-user statistics."""
 
     model_name: ClassVar[str] = "PanelModel"
     #: The paper's results the error bounds instantiate: (central, local).
@@ -57,127 +119,276 @@ class PanelModel:
 
     @property
     def exog_names(self) -> list[str]:
+        """Names of the design's columns (a function of the formula: public)."""
         return list(self._design.columns)
 
     @property
     def formula(self) -> str:
+        """The model's formula."""
         return self._design.formula
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.formula!r}, n_users={self.nobs_users})"
 
-    def _release(
-        self,
-        statistics: NDArray[np.float64],
-        identified: NDArray[np.bool_],
-        proxy: NDArray[np.float64] | None,
-        names: tuple[str, ...],
-        options: ReleaseOptions,
-        rng: np.random.Generator,
+    @staticmethod
+    def _request(
+        n: int,
+        d: int,
+        *,
+        epsilon: Any,
+        delta: Any,
+        privacy: Any,
+        bound: Any,
+        variant: Any,
+        gamma: Any,
+        refine: Any,
+        focus: Focus,
+        random_state: RandomState,
         accountant: Accountant | None,
-        request: ScaleRequest,
-    ) -> WinsorizedMeanResult:
-        """Radii from the per-column variance proxies (``None``: estimated privately as
-        ``request`` says), then the engine: :func:`~dplong.privacy.plugin.release_with_scale`.
-        The result's ``scale`` holds the proxies used."""
-        return release_with_scale(
-            statistics,
-            scale=proxy,
-            identified=identified,
-            names=names,
-            options=options,
-            request=request,
-            rng=rng,
-            accountant=accountant,
+    ) -> FitRequest:
+        """Validate the options every fit shares, once, before anything else."""
+        options = ReleaseOptions.check(
+            n,
+            epsilon=epsilon,
+            delta=delta,
+            privacy=privacy,
+            bound=bound,
+            d=d,
+            variant=variant,
+            gamma=gamma,
+            refine=refine,
         )
+        if accountant is not None and not isinstance(accountant, Accountant):
+            raise ParameterError(
+                f"accountant must be a dplong.Accountant, got {type(accountant).__name__}"
+            )
+        return FitRequest(options, check_random_state(random_state), focus, accountant)
 
-    def _results(
+    def _fit(
         self,
-        release: WinsorizedMeanResult,
-        names: list[str],
-        sampling_sd: NDArray[np.float64],
+        request: FitRequest,
+        blocks: Sequence[Block],
+        *,
         assumptions: tuple[str, ...],
-        gamma: float,
-        extra: list[tuple[str, float, float, float, float]] | None = None,
-        ledger: PrivacyLedger | None = None,
+        results: Callable[..., PanelResults] | None = None,
+        **extra: Any,
     ) -> PanelResults:
-        """Assemble the immutable results of this model (:func:`panel_results`)."""
-        return panel_results(
-            release,
+        """Run the blocks through the engine and assemble the results (module docstring)."""
+        releases = run_blocks(
+            blocks,
+            n=self.nobs_users,
+            request=request,
+        )
+        assemble = results or panel_results
+        return assemble(
+            releases,
             model=self.model_name,
             formula=self.formula,
             nobs_users=self.nobs_users,
             basis=self.basis,
-            names=names,
-            sampling_sd=sampling_sd,
+            options=request.options,
             assumptions=assumptions,
-            gamma=gamma,
-            extra=extra,
-            ledger=ledger,
+            **extra,
         )
 
 
+def run_blocks(
+    blocks: Sequence[Block], *, n: int, request: FitRequest
+) -> tuple[Release, ...]:
+    """Release the blocks in order; every plan and budget check comes before any noise."""
+    options, rng, accountant = request.options, request.rng, request.accountant
+    budgets = [_block_options(options, block.share) for block in blocks]
+    weights = [focus_weights(request.focus, block.names) if i == 0 else None
+               for i, block in enumerate(blocks)]
+    warned: set[str] = set()
+    for block, block_options in zip(blocks, budgets, strict=True):
+        notes = _check_block(block, block_options, n)
+        for note in notes:  # public facts: say each once per fit, before any noise
+            if note not in warned:
+                warn(note)
+                warned.add(note)
+    if accountant is not None:
+        accountant.check(options.epsilon, options.delta)
+    releases: list[Release] = []
+    for block, block_options, weight in zip(blocks, budgets, weights, strict=True):
+        statistics = block.build(tuple(releases))
+        release = _release(block, statistics, block_options, rng, weight)
+        if statistics.nonnegative:
+            release = dataclasses.replace(release, estimate=np.maximum(release.estimate, 0.0))
+        if statistics.sampling_sd is not None:
+            release = dataclasses.replace(release, sampling_sd=statistics.sampling_sd)
+        releases.append(release)
+    if accountant is not None:
+        accountant.record(combined_ledger(releases, options))
+    return tuple(releases)
+
+
+def _block_options(options: ReleaseOptions, share: float) -> ReleaseOptions:
+    return dataclasses.replace(
+        options, epsilon=options.epsilon * share, delta=options.delta * share
+    )
+
+
+def _check_block(block: Block, options: ReleaseOptions, n: int) -> tuple[str, ...]:
+    """The block's public refusals and warnings, before any noise."""
+    d = len(block.names)
+    if options.variant == "default" and not options.local:
+        plan = ReleasePlan.make(
+            n=n,
+            d=d,
+            epsilon=options.epsilon,
+            delta=options.delta,
+            stated_scale=block.stated_scale,
+            complete_rows=block.complete_rows,
+            refine=options.refine,
+        )
+        plan.check(None)
+        return plan.notes
+    paper_budget(d, _paper_mean_options(options, block.stated_scale))
+    return ()
+
+
+def _paper_mean_options(options: ReleaseOptions, stated: bool) -> ReleaseOptions:
+    """The budget the paper's mean gets after CoinPress took its share (if estimating)."""
+    return options if stated else _block_options(options, 1.0 - PAPER_SCALE_SHARE)
+
+
+def _release(
+    block: Block,
+    statistics: Statistics,
+    options: ReleaseOptions,
+    rng: np.random.Generator,
+    weights: NDArray[np.float64] | None,
+) -> Release:
+    if options.variant == "default" and not options.local:
+        return release_means(
+            statistics.matrix,
+            names=block.names,
+            options=options,
+            rng=rng,
+            scale=statistics.scale,
+            weights=weights,
+            complete_rows=block.complete_rows,
+        )
+    return _paper_release(block, statistics, options, rng)
+
+
+def _paper_release(
+    block: Block, statistics: Statistics, options: ReleaseOptions, rng: np.random.Generator
+) -> Release:
+    """The paper's pipeline: CoinPress (Alg 13-14, §7.1.5) when the scale is estimated, then
+    Alg 5 (central) or Alg 8 (local) with Lemma 5.2's radii."""
+    matrix = statistics.matrix
+    n, d = matrix.shape
+    scale, ledger = statistics.scale, None
+    mean_options = _paper_mean_options(options, scale is not None)
+    if scale is None:
+        estimate = estimate_scale(
+            matrix,
+            epsilon=options.epsilon * PAPER_SCALE_SHARE,
+            delta=(options.delta * PAPER_SCALE_SHARE) or None,
+            privacy=options.privacy,
+            bound=options.bound,
+            gamma=options.gamma,
+            random_state=rng,
+            names=block.names,
+        )
+        scale, ledger = estimate.scale, estimate.privacy
+    release = release_paper(
+        matrix,
+        tau=concentration_radius(scale, n, d, options.gamma),
+        tau_bins=bin_radius(scale, options.gamma),
+        names=block.names,
+        options=mean_options,
+        rng=rng,
+    )
+    if ledger is None:
+        return release
+    return dataclasses.replace(release, privacy=ledger + release.privacy)
+
+
+def combined_ledger(releases: Sequence[Release], options: ReleaseOptions) -> PrivacyLedger:
+    """One ledger for a fit's releases: all their calls composed at the fit's δ."""
+    entries = [entry for release in releases for entry in release.privacy.entries]
+    model = "local" if options.local else "central"
+    joint = PrivacyLedger.from_entries(entries, options.delta, model)
+    if len(releases) == 1:
+        return releases[0].privacy
+    basic = sum((r.privacy for r in releases[1:]), releases[0].privacy)
+    return joint if joint.epsilon <= basic.epsilon else basic
+
+
 def panel_results(
-    release: WinsorizedMeanResult,
+    releases: Sequence[Release],
     *,
     model: str,
     formula: str,
     nobs_users: int,
     basis: tuple[str, str],
-    names: list[str],
-    sampling_sd: Any,
+    options: ReleaseOptions,
     assumptions: tuple[str, ...],
-    gamma: float,
-    extra: list[tuple[str, float, float, float, float]] | None = None,
-    ledger: PrivacyLedger | None = None,
+    results_class: type[PanelResults] = PanelResults,
+    **extra: Any,
 ) -> PanelResults:
-    """The immutable results of a release, from released numbers and public facts only.
-
-    ``extra`` rows (name, estimate, noise_scale, noise_sd, sampling_sd) are further released
-    parameters with their own ledger, composed into ``ledger``; ``basis`` names the paper's
-    result behind the error bounds, (central, local).
+    """The immutable results of a fit's releases, from released numbers and public facts only.
 
     Examples
     --------
-    >>> import dplong
+    >>> import numpy as np
     >>> from dplong.models.base import panel_results
-    >>> release = dplong.winsorized_mean([1.0, 2.0] * 500, epsilon=1.0, scale=1.0,
-    ...                                  names=["x"], random_state=0)
-    >>> res = panel_results(release, model="mean", formula="x ~ 1", nobs_users=1000,
-    ...                     basis=("Theorem 4.2", "Theorem 6.4"), names=["x"],
-    ...                     sampling_sd=(1.0 / 1000) ** 0.5, assumptions=(), gamma=0.05)
+    >>> from dplong.privacy.engine import release_means
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> x = np.random.default_rng(0).normal(1.0, 1.0, size=(2000, 1))
+    >>> options = ReleaseOptions.check(2000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1)
+    >>> release = release_means(x, names=("x",), options=options, rng=np.random.default_rng(1))
+    >>> res = panel_results([release], model="Mean", formula="mean of x", nobs_users=2000,
+    ...                     basis=("Theorem 4.2", "Theorem 6.4"), options=options,
+    ...                     assumptions=())
     >>> res.params.index.tolist(), res.basis
     (['x'], 'Theorem 4.2')
     """
-    extra = extra or []
-    index = pd.Index(names + [e[0] for e in extra])
+    names = [name for r in releases for name in r.names]
+    index = pd.Index(names)
 
-    def series(main: Any, k: int, name: str) -> pd.Series:
-        values = np.concatenate([np.atleast_1d(main), [e[k] for e in extra]])
-        out: pd.Series = pd.Series(values, index=index, name=name)
-        return out
+    def series(field: str, label: str) -> pd.Series:
+        values = np.concatenate([np.broadcast_to(getattr(r, field), (len(r.names),)) for r in releases])
+        return pd.Series(values, index=index, name=label)
 
-    own = pd.Index(names)
-    return PanelResults(
+    laws = {r.noise_kind for r in releases}
+    counts = [
+        pd.Series(r.users, index=["users with a statistic"] if r.users.size == 1 else list(r.names))
+        for r in releases
+    ]
+    users = pd.concat(counts)
+    users = users[~users.index.duplicated()]
+    users.name = "users"
+    return results_class(
         model=model,
         formula=formula,
-        params=series(release.estimate, 1, "params"),
-        noise_scale=series(release.noise_scale, 2, "noise scale"),
-        noise_sd=series(release.noise_sd, 3, "noise sd"),
-        sampling_sd=series(sampling_sd, 4, "sampling sd"),
+        params=series("estimate", "params"),
+        noise_scale=series("noise_scale", "noise scale"),
+        noise_sd=series("noise_sd", "noise sd"),
+        noise_law=laws.pop() if len(laws) == 1 else "laplace",
+        sampling_sd=series("sampling_sd", "sampling sd"),
+        bias=series("bias", "bias"),
         projection_interval=pd.DataFrame(
-            np.atleast_2d(release.interval), index=own, columns=["lower", "upper"]
+            np.concatenate([r.interval for r in releases]), index=index, columns=["lower", "upper"]
         ),
-        failed=pd.Series(np.atleast_1d(release.failed), index=own, name="failed"),
-        privacy=ledger or release.privacy,
+        failed=pd.Series(
+            np.concatenate([r.failed_columns for r in releases]), index=index, name="failed"
+        ),
+        privacy=combined_ledger(releases, options),
         nobs_users=nobs_users,
-        variant=release.variant,
+        users=users,
+        users_sd=float(releases[0].users_sd),
+        variant=releases[0].variant,
         assumptions=assumptions,
-        gamma=gamma,
-        midpoint_failure=pd.Series(
-            np.atleast_1d(release.midpoint_failure), index=own, name="midpoint failure"
-        ),
-        basis=basis[release.privacy.model == "local"],
+        warnings=tuple(dict.fromkeys(note for r in releases for note in r.notes)),
+        gamma=options.gamma,
+        bad_events=series("bad_events", "bad events"),
+        basis=basis[options.local],
+        **extra,
     )
 
 
@@ -199,37 +410,13 @@ def scale_per_column(scale: Any, d: int, dependence_scale: Any) -> NDArray[np.fl
     return per_column(scale, d, "scale")
 
 
-def common_fit_args(
-    n: int,
-    d: int,
-    *,
-    epsilon: Any,
-    delta: Any,
-    privacy: Any,
-    bound: Any,
-    variant: Any,
-    midpoint_share: Any,
-    gamma: Any,
-    random_state: RandomState,
-    refine: bool = True,
-) -> tuple[ReleaseOptions, np.random.Generator]:
-    options = ReleaseOptions.check(
-        n,
-        epsilon=epsilon,
-        delta=delta,
-        privacy=privacy,
-        bound=bound,
-        d=d,
-        variant=variant,
-        midpoint_share=midpoint_share,
-        gamma=gamma if gamma is not None else DEFAULT_GAMMA,
-        refine=refine,
-    )
-    return options, check_random_state(random_state)
-
-
 def check_min_rows(min_rows: Any, needed_for: str) -> int:
-    if min_rows is None or int(min_rows) != min_rows or min_rows < 1:
+    """A public lower bound on rows per user: a positive integer."""
+    if (
+        isinstance(min_rows, bool)
+        or not isinstance(min_rows, int | np.integer)
+        or min_rows < 1
+    ):
         raise ParameterError(
             f"min_rows (a public lower bound on rows per user, a positive "
             f"integer) is needed to {needed_for}; got {min_rows!r}"

@@ -20,8 +20,11 @@ Two designs, one model:
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -29,38 +32,34 @@ import patsy
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 
-from dplong._validation import RandomState, check_random_state
+from dplong._validation import RandomState, warn
 from dplong.bounds import midpoint_failure_probability
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.kernels import Kernel, get_kernel
 from dplong.models.base import (
+    PAPER_SCALE_SHARE,
+    Block,
+    FitRequest,
     PanelModel,
-    common_fit_args,
+    Statistics,
+    panel_results,
+    run_blocks,
     scale_per_column,
 )
 from dplong.models.design import PanelDesign, build_design
-from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger, split_budget
+from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
+from dplong.privacy.engine import Release, locate
 from dplong.privacy.interval import (
     central_midpoint,
     check_histogram_feasible,
     local_bins,
     local_midpoint,
 )
-from dplong.privacy.noise import (
-    release_bounded_sum,
-    release_weighted_sums,
-    two_sided_geometric_variance,
-)
-from dplong.privacy.plugin import ScaleRequest, estimate_first
-from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
-from dplong.privacy.winsorized import (
-    ReleaseOptions,
-    best_refinement_share,
-    check_lattice_epsilon,
-    mean_entries,
-    midpoint_budget,
-    midpoint_entry,
-)
+from dplong.privacy.noise import MIN_LATTICE_EPSILON, release_bounded_sum, release_weighted_sums
+from dplong.privacy.options import PrivacyModel, ReleaseOptions, Variant
+from dplong.privacy.plan import ReleasePlan
+from dplong.privacy.radius import DEFAULT_GAMMA
+from dplong.privacy.variance import estimate_scale
 from dplong.results import CurveResults
 
 __all__ = ["PriestleyChao"]
@@ -234,18 +233,15 @@ class PriestleyChao(PanelModel):
         delta: float | None = None,
         noise_sd: float | None = None,
         amplitude: float | None = None,
-        scale: float | ArrayLike | str | None = None,
-        scale_share: float | None = None,
-        scale_bounds: tuple[float, float] | None = None,
-        scale_method: str | None = None,
+        scale: float | ArrayLike | Literal["estimate"] = "estimate",
         lipschitz: float | None = None,
         sup_norm: float | None = None,
-        privacy: str = "central",
+        privacy: PrivacyModel = "central",
         bound: float | None = None,
-        random_state: RandomState = None,
-        variant: str = "improved",
-        midpoint_share: float | None = None,
+        variant: Variant = "default",
         gamma: float = DEFAULT_GAMMA,
+        refine: bool = True,
+        random_state: RandomState = None,
         accountant: Accountant | None = None,
     ) -> CurveResults:
         """Release the curve on the grid with (ε, δ)-DP: item-level or user-level.
@@ -254,27 +250,21 @@ class PriestleyChao(PanelModel):
         ----------
         epsilon, delta : float
             Total budget (central δ default ``1/n**2``; local default pure ε).
-        noise_sd : float
+        noise_sd : float, optional
             Item-level: σ_max, a public bound with ``Cov(errors) ⪯ σ_max² I`` (Def 4.7): the
             error standard deviation for independent errors, ``√‖Σ‖_op`` under dependence (for
             AR(1) errors with variance v and coefficient φ, ``v (1+φ)/(1-φ)``).
-        amplitude : float
+        amplitude : float, optional
             Item-level: a public bound A on ``|f(x) - c|`` for some unknown level c (half the
-            range of f). The responses are projected onto ``m̂ ± w`` with the radius
-            ``τ = A + σ_max √(2 log(2n/γ))`` (the Gaussian part of Lemma 4.9's radius, taken on
-            the responses). Defaults to ``sup_norm``. With none of ``noise_sd``, ``amplitude``
-            and ``sup_norm`` given, the responses' variance proxy ρ̂ is estimated privately
-            (``scale_share`` of the budget) and used as ``σ_max² = ρ̂`` with ``A = 0``: the
-            responses are treated as sub-Gaussian around one level.
+            range of f). The responses are projected onto ``c ± w`` with the radius
+            ``A + σ_max √(2 log(2n/γ))`` (the Gaussian part of Lemma 4.9's radius, taken on the
+            responses). Defaults to ``sup_norm``. With neither ``noise_sd`` nor ``amplitude``
+            nor ``sup_norm``, the responses' spread is estimated privately and they are
+            treated as sub-Gaussian around one level (conservative: it includes the variation
+            of f).
         scale : "estimate", float or array_like
             User-level: variance proxy of one user's curve value, common or one per grid point
-            (between-user spread of the curves plus their own noise). Default ``"estimate"``:
-            estimated privately from the users' curves.
-        scale_share, scale_bounds, scale_method
-            With an estimated scale (user-level ``scale="estimate"``, or item-level without
-            ``noise_sd``): as in :meth:`LongitudinalOLS.fit
-            <dplong.LongitudinalOLS.fit>` (defaults: an adaptive share, the package's wide bounds,
-            ``"coinpress"``).
+            (between-user spread of the curves plus their own noise). Default ``"estimate"``.
         lipschitz, sup_norm : float, optional
             Smoothness assumptions ``|f(s) - f(t)| <= L_f |s - t|`` and ``‖f‖∞ <= F``. Item-level
             with both, the error bound also covers the smoothing bias, computed exactly from
@@ -286,7 +276,7 @@ class PriestleyChao(PanelModel):
         bound : float, optional
             Local model: public bound B on the level ``|c|`` (item-level) or on the mean curve
             (user-level).
-        random_state, variant, midpoint_share, gamma, accountant
+        variant, gamma, refine, random_state, accountant
             As in :func:`dplong.winsorized_mean`.
 
         Returns
@@ -309,383 +299,275 @@ class PriestleyChao(PanelModel):
         >>> bool(abs(res.params.loc[0.5] - 60.0) < 1.0), res.level
         (True, 'user')
         """
+        n = self.nobs_users
         if self._user_level:
-            return self._fit_users(
+            _refuse_unused(
+                {"noise_sd": noise_sd, "amplitude": amplitude}, "user-level (groups given)"
+            )
+            if lipschitz is not None or sup_norm is not None:
+                raise ParameterError(
+                    "lipschitz and sup_norm bound the item-level bias from the public design; "
+                    "user-level, visit times are private, so the target is the mean of the "
+                    "users' smoothed curves and no bias bound is given"
+                )
+            assert isinstance(self._bandwidth, float | int)
+            grid = self._resolve_grid(float(self._bandwidth))
+            request = self._request(
+                n,
+                grid.size,
                 epsilon=epsilon,
                 delta=delta,
-                scale="estimate" if scale is None else scale,
-                request=ScaleRequest.check(
-                    scale_share,
-                    scale_bounds,
-                    scale_method or "coinpress",
-                ),
                 privacy=privacy,
                 bound=bound,
-                random_state=random_state,
                 variant=variant,
-                midpoint_share=midpoint_share,
                 gamma=gamma,
+                refine=refine,
+                focus=None,
+                random_state=random_state,
                 accountant=accountant,
-                unused={"noise_sd": noise_sd, "amplitude": amplitude},
-                smoothness=(lipschitz, sup_norm),
             )
-        return self._fit_items(
+            return self._fit_users(request, grid, scale)
+        if not (isinstance(scale, str) and scale == "estimate"):
+            raise ParameterError(
+                "item-level, the responses' scale comes from noise_sd and amplitude (or is "
+                "estimated when neither is given); scale= applies to user-level curves"
+            )
+        request = self._request(
+            n,
+            1,
             epsilon=epsilon,
             delta=delta,
-            noise_sd=noise_sd,
-            amplitude=amplitude,
-            lipschitz=lipschitz,
-            sup_norm=sup_norm,
             privacy=privacy,
             bound=bound,
-            random_state=random_state,
             variant=variant,
-            midpoint_share=midpoint_share,
             gamma=gamma,
+            refine=refine,
+            focus=None,
+            random_state=random_state,
             accountant=accountant,
-            request=ScaleRequest.check(scale_share, scale_bounds, scale_method or "coinpress"),
-            unused={"scale": scale}
-            if noise_sd is None and amplitude is None and sup_norm is None
-            else {
-                "scale": scale,
-                "scale_share": scale_share,
-                "scale_bounds": scale_bounds,
-                "scale_method": scale_method,
-            },
         )
+        return self._fit_items(request, noise_sd, amplitude, lipschitz, sup_norm)
 
     # ---------------------------------------------------------------- item-level (Def 4.7)
 
     def _fit_items(
         self,
-        *,
-        epsilon: Any,
-        delta: Any,
+        request: FitRequest,
         noise_sd: Any,
         amplitude: Any,
         lipschitz: Any,
         sup_norm: Any,
-        privacy: Any,
-        bound: Any,
-        random_state: RandomState,
-        variant: Any,
-        midpoint_share: Any,
-        gamma: Any,
-        accountant: Accountant | None,
-        request: ScaleRequest,
-        unused: dict[str, Any],
     ) -> CurveResults:
-        _refuse_unused(unused, "item-level (groups=None)")
         n = self.nobs_users
-        options = ReleaseOptions.check(
-            n,
-            epsilon=epsilon,
-            delta=delta,
-            privacy=privacy,
-            bound=bound,
-            d=1,
-            variant=variant,
-            midpoint_share=midpoint_share,
-            gamma=gamma,
-        )
-        rng = check_random_state(random_state)
+        options, rng, accountant = request.options, request.rng, request.accountant
         smooth_lf = None if lipschitz is None else _positive(lipschitz, "lipschitz", "L_f")
         smooth_f = None if sup_norm is None else _positive(sup_norm, "sup_norm", "‖f‖∞ bound")
-        scale_ledger = None
-        if noise_sd is None and amplitude is None and sup_norm is None:
-            # nothing stated about the responses: estimate their spread privately first
-            rho, scale_ledger, options = self._response_scale(options, request, rng, accountant)
-            sigma, amp = math.sqrt(rho), 0.0
-            response_note = (
-                "Responses treated as sub-Gaussian around one level; their variance proxy "
-                f"{rho:.4g} was estimated privately ({request.method}, budget in the ledger) "
-                "and noise_sd taken as its square root (conservative: it includes the "
-                "variation of f)."
-            )
-        else:
+        stated = not (noise_sd is None and amplitude is None and sup_norm is None)
+        sigma, amp = math.nan, 0.0
+        if stated:
             sigma = _positive(noise_sd, "noise_sd", "σ_max, a public bound on the error sd")
-            stated = smooth_f if amplitude is None else _positive(amplitude, "amplitude", "A")
-            if stated is None:
+            level = smooth_f if amplitude is None else _positive(amplitude, "amplitude", "A")
+            if level is None:
                 raise ParameterError(
                     "amplitude (a public bound on |f(x) - c|, half the range of f) or sup_norm "
                     "is needed with noise_sd to set the projection radius of the responses"
                 )
-            amp = stated
-            response_note = f"|f(x) - c| <= {amp:g} for some level c (amplitude)."
-        local = options.privacy == "local"
-        lo, hi = self._domain
-        # radii of the responses: |Y_i - c| <= A + σ √(2 log(2n/γ)) for all i w.p. 1 - γ
-        tau = amp + float(concentration_radius(np.array([sigma**2]), n, 1, options.gamma)[0])
-        tau_bins = amp + float(bin_radius(np.array([sigma**2]), options.gamma)[0])
-        if options.variant == "improved":
-            bins_half, half_width = tau_bins, tau + 2.0 * tau_bins
-        else:
-            bins_half, half_width = tau, 3.0 * tau
-        _, _, share = midpoint_budget(n, 1, options)  # and its public checks
-        refine = options.variant == "improved" and not local
-        share_refine = (
-            best_refinement_share(
-                n,
-                half_width,
-                share,
-                options.epsilon,
-                lambda noise: _refined_width(n, amp, sigma, noise, options.gamma),
+            amp = level
+        name = self._design.outcome
+        responses = self._y[:, None]  # NaN: no response, the centre
+        no_clip = math.sqrt(2.0 * math.log(2.0 * n / options.gamma))  # Lemma 4.9's union bound
+        if options.variant == "default" and not options.local:
+            plan = ReleasePlan.make(
+                n=n,
+                d=1,
+                epsilon=options.epsilon,
+                delta=options.delta,
+                stated_scale=stated,
+                count=False,
+                refine=options.refine,
             )
-            if refine
-            else 0.0
-        )
-        eps_mid, eps_refine = share * options.epsilon, share_refine * options.epsilon
-        eps_curve = options.epsilon - eps_mid - eps_refine
-        final_width = (
-            _refined_width(n, amp, sigma, 2.0 * half_width / (n * eps_refine), options.gamma)
-            if share_refine > 0
-            else half_width
-        )
+            plan.check(accountant)
+            for note in plan.notes:
+                warn(note)
+            where = locate(
+                responses,
+                plan=plan,
+                names=(name,),
+                rng=rng,
+                gamma=options.gamma,
+                scale=np.array([sigma**2]) if stated else None,
+            )
+            sigma = float(where.sd[0])
+            centre = float(where.centre[0])
+            width = amp + sigma * no_clip + float(where.centre_error[0])
+            eps_curve = float(plan.calibrate(np.ones(1), "laplace", refined=where.refined).epsilon[0])
+            entries = list(where.entries)
+            midpoint_note = "the rough private mean" if where.refined else "the private midpoint"
+            variant_name = "default (refined)" if where.refined else "default"
+            bad, failed = options.gamma * (2.0 if where.refined else 1.0), False
+            notes: tuple[str, ...] = plan.notes
+        else:
+            scale_ledger = None
+            if not stated:
+                estimate = estimate_scale(
+                    responses,
+                    epsilon=options.epsilon * PAPER_SCALE_SHARE,
+                    delta=(options.delta * PAPER_SCALE_SHARE) or None,
+                    privacy=options.privacy,
+                    bound=options.bound,
+                    gamma=options.gamma,
+                    random_state=rng,
+                    names=(name,),
+                )
+                sigma, scale_ledger = math.sqrt(float(estimate.scale[0])), estimate.privacy
+                options = dataclasses.replace(
+                    options,
+                    epsilon=options.epsilon * (1.0 - PAPER_SCALE_SHARE),
+                    delta=options.delta * (1.0 - PAPER_SCALE_SHARE),
+                )
+            tau = amp + sigma * no_clip
+            tau_bins = amp + sigma * math.sqrt(2.0 * math.log(2.0 / options.gamma))
+            paper = _paper_midpoint(
+                self._y, tau, tau_bins, options, rng, name, n
+            )  # Alg 3 / 9 and their checks
+            centre, width, eps_curve = paper.centre, paper.width, paper.curve_epsilon
+            entries = ([] if scale_ledger is None else list(scale_ledger.entries)) + [paper.entry]
+            midpoint_note = "the private midpoint"
+            variant_name = "theory" if options.variant == "theory" else "paper (local)"
+            bad, failed, notes = options.gamma + paper.failure, paper.failed, paper.notes
+
+        lo, hi = self._domain
         spread = amp if amp > 0 else sigma  # estimated scale: the responses' spread stands in
         lf_auto = smooth_lf if smooth_lf is not None else 2.0 * spread / (hi - lo)
-        b = self._resolve_bandwidth(n, eps_curve, sigma, lf_auto, final_width, local)
+        b = self._resolve_bandwidth(n, eps_curve, sigma, lf_auto, width, options.local)
         grid = self._resolve_grid(b)
         weights = item_weights(self._x, grid, self._kernel, b, hi)
-
-        # The curve: one L1 release, or advanced composition over the G points if cheaper.
-        per_point = split_budget(eps_curve, options.delta, grid.size, pure=local)
-        joint_cost = grid.size * (2.0 * final_width * weights.sum(axis=1).max() / eps_curve) ** 2
-        advanced_cost = float(
-            np.sum((2.0 * final_width * weights.max(axis=0) / per_point.epsilon) ** 2)
-        )
-        advanced = not local and per_point.method == "advanced" and advanced_cost < joint_cost
-        delta_mid = options.delta - per_point.slack if advanced else options.delta
-        check_lattice_epsilon(
-            per_point.epsilon if advanced else eps_curve, "the curve's epsilon per release"
-        )
-        if eps_refine > 0:
-            check_lattice_epsilon(eps_refine, "the refinement's epsilon")
-        if local:
-            assert options.bound is not None
-            local_bins(bins_half, float(options.bound[0]))
-        elif advanced:  # its slack leaves the histogram less δ than midpoint_budget checked
-            check_histogram_feasible(n, eps_mid, delta_mid)
-        total_eps = eps_mid + eps_refine + (per_point.total_epsilon if advanced else eps_curve)
-        total_delta = 0.0 if local else options.delta
-        if accountant is not None and scale_ledger is None:  # else checked in full before
-            accountant.check(total_eps, total_delta)
-
-        observed = np.isfinite(self._y)  # units without a response fall in no bin
-        failed = False
-        if local:
-            assert options.bound is not None
-            midpoint = local_midpoint(
-                self._y[observed], bins_half, float(options.bound[0]), eps_mid, rng, n
-            )
-        else:
-            midpoint, failed = central_midpoint(
-                self._y[observed], bins_half, eps_mid, delta_mid, rng, n
-            )
-        name = self._design.outcome
-        entries = [midpoint_entry(name, eps_mid, delta_mid, n, local)]
-        centre, width = midpoint, half_width
-        if share_refine > 0:  # a rough mean re-centres the final interval (§7.1.2-style)
-            rough = release_bounded_sum(
-                _project(self._y, observed, centre, width)[:, None],
-                np.array([width]),
-                np.array([eps_refine]),
-                rng,
-            )
-            entries += mean_entries((name,), "refinement", eps_refine, rough, n, local=False)
-            centre = midpoint + float(rough.total[0]) / n
-            width = _refined_width(n, amp, sigma, entries[-1].noise_scale, options.gamma)
-        clipped = _project(self._y, observed, centre, width)
+        clipped = _project(self._y, centre, width)
         mass = weights.sum(axis=0)  # Σ_i a_i(x): public
         energy = np.sqrt((weights**2).sum(axis=0))  # ‖a(x)‖₂: public
-        if local:
+        if options.local:
             release = release_bounded_sum(
                 clipped[:, None], np.array([width]), np.array([eps_curve]), rng, local=True
             )
             assert release.reports is not None
             noisy = weights.T @ release.reports[:, 0]  # public smoothing of private reports
-            entries += mean_entries((name,), "projected responses", eps_curve, release, n, True)
-            noise_scale = np.full(grid.size, entries[-1].noise_scale)  # of each unit's draw
-            draw_sd = float(
-                np.sqrt(two_sided_geometric_variance(release.rate)[0]) * release.step[0]
-            )
-            noise_sd = draw_sd * energy
-            composition = "sequential (midpoint, responses); smoothing is post-processing"
-        elif advanced:
-            noisy, noise_scale, noise_sd = (
-                np.empty(grid.size),
-                np.empty(grid.size),
-                np.empty(grid.size),
-            )
-            for g in range(grid.size):
-                point = release_weighted_sums(
-                    clipped, width, weights[:, g : g + 1], per_point.epsilon, rng
+            entries.append(
+                LedgerEntry(
+                    "mean",
+                    "local lattice Laplace (Alg 8)",
+                    f"{name} (projected responses)",
+                    eps_curve,
+                    0.0,
+                    0.0,
+                    float(release.sensitivity[0]),
+                    float(release.scale[0]),
                 )
-                noisy[g], noise_scale[g], noise_sd[g] = point.total[0], point.scale[0], point.sd[0]
-                entries.append(
-                    LedgerEntry(
-                        "lattice Laplace (Alg 1, 4)",
-                        f"curve at x={grid[g]:.6g}",
-                        per_point.epsilon,
-                        0.0,
-                        point.sensitivity,
-                        point.scale[0],
-                    )
-                )
-            composition = "sequential (midpoint, curve); advanced over the grid points"
+            )
+            noise_scale = np.full(grid.size, float(release.scale[0]))  # of each unit's draw
+            noise_sd = float(release.sd[0]) * energy
+            law = "normal"
         else:
             joint = release_weighted_sums(clipped, width, weights, eps_curve, rng)
             noisy, noise_scale, noise_sd = joint.total, joint.scale, joint.sd
             entries.append(
                 LedgerEntry(
+                    "mean",
                     "lattice Laplace, L1 over the grid (Alg 1, 4)",
                     f"curve at {grid.size} points",
                     eps_curve,
+                    0.0,
                     0.0,
                     joint.sensitivity,
                     float(joint.scale[0]),
                 )
             )
-            composition = "sequential (midpoint, curve); one L1 release over the grid"
-        ledger = PrivacyLedger(
-            tuple(entries), total_eps, total_delta, composition, "local" if local else "central"
-        )
-        if scale_ledger is not None:
-            ledger = scale_ledger + ledger
+            law = "laplace"
+        ledger = PrivacyLedger.from_entries(entries, request.options.delta, request.options.privacy)
         if accountant is not None:
             accountant.record(ledger)
-        estimate = centre * mass + noisy
-        sampling_sd = sigma * energy  # Lemma 4.9's Mad term
-        bias = (
+        smoothing = (
             None
             if smooth_lf is None or smooth_f is None
             else item_bias_bound(self._x, grid, weights, smooth_lf, smooth_f)
         )
         assumptions = (
             f"Item-level fixed design (Def 4.7): the {n} design points are public; errors "
-            f"with covariance below {sigma:.4g}² I (noise_sd).",
-            response_note,
-            f"Responses projected onto "
-            f"{'the rough private mean' if share_refine > 0 else 'the private midpoint'} ± "
-            f"{width:.4g}.",
+            f"with covariance below {sigma:.4g}² I"
+            + (" (noise_sd)." if stated else " (estimated privately: the responses' spread)."),
+            f"|f(x) - c| <= {amp:g} for some level c (amplitude)."
+            if stated
+            else "Responses treated as sub-Gaussian around one level (conservative: their "
+            "spread includes the variation of f).",
+            f"Responses projected onto {midpoint_note} ± {width:.4g}, wide enough that no "
+            f"response is clipped except with probability gamma={request.options.gamma:g}.",
             _smoothness_note(smooth_lf, smooth_f),
         )
+        index = pd.Index(grid, name="x")
+        release_result = Release(
+            names=tuple(f"x={g:.6g}" for g in grid),
+            estimate=centre * mass + noisy,
+            noise_sd=np.broadcast_to(noise_sd, grid.shape).astype(float),
+            noise_scale=np.broadcast_to(noise_scale, grid.shape).astype(float),
+            noise_kind=law,
+            sampling_sd=sigma * energy,  # Lemma 4.9's Mad term
+            bias=np.zeros(grid.size),
+            interval=np.tile([centre - width, centre + width], (grid.size, 1)),
+            midpoint=np.full(grid.size, centre),
+            scale=np.full(grid.size, sigma**2),
+            users=np.array([math.nan]),
+            users_sd=math.nan,
+            privacy=ledger,
+            n=n,
+            variant=variant_name,
+            bad_events=np.full(grid.size, bad),
+            notes=notes,
+            failed=np.full(grid.size, failed),
+        )
         return self._curve_results(
-            grid=grid,
+            [release_result],
+            request.options,
+            index=index,
             bandwidth=b,
-            estimate=estimate,
-            noise_scale=noise_scale,
-            noise_sd=noise_sd,
-            sampling_sd=sampling_sd,
-            interval=(centre - width, centre + width),
-            failed=failed,
-            ledger=ledger,
-            variant=options.variant + (" (refined)" if share_refine > 0 else ""),
             assumptions=assumptions,
-            gamma=options.gamma,
-            bias=bias,
-            failure=math.nan
-            if local
-            else midpoint_failure_probability(
-                n, eps_mid, delta_mid, options.gamma, wide_bins=options.variant == "theory"
-            ),
+            smoothing_bias=smoothing,
         )
-
-    def _response_scale(
-        self,
-        options: ReleaseOptions,
-        request: ScaleRequest,
-        rng: np.random.Generator,
-        accountant: Accountant | None,
-    ) -> tuple[float, PrivacyLedger, ReleaseOptions]:
-        """Item-level ``scale="estimate"``: the responses' variance proxy, privately.
-
-        A share of ε and δ (``request``) goes to :func:`~dplong.privacy.estimate_scale` on the
-        responses; the curve's release gets the rest (returned options). The accountant is
-        checked for the whole fit and the curve's midpoint for feasibility, before any noise.
-        """
-        estimate, rest = estimate_first(
-            self._y[:, None],  # NaN: no response, the centre
-            options=options,
-            request=request,
-            rng=rng,
-            accountant=accountant,
-            names=(self._design.outcome,),
-        )
-        return float(estimate.scale[0]), estimate.privacy, rest
 
     # ---------------------------------------------------------------- user-level curves
 
     def _fit_users(
-        self,
-        *,
-        epsilon: Any,
-        delta: Any,
-        scale: Any,
-        request: ScaleRequest,
-        privacy: Any,
-        bound: Any,
-        random_state: RandomState,
-        variant: Any,
-        midpoint_share: Any,
-        gamma: Any,
-        accountant: Accountant | None,
-        unused: dict[str, Any],
-        smoothness: tuple[Any, Any],
+        self, request: FitRequest, grid: NDArray[np.float64], scale: Any
     ) -> CurveResults:
-        _refuse_unused(unused, "user-level (groups given)")
-        if any(s is not None for s in smoothness):
-            raise ParameterError(
-                "lipschitz and sup_norm bound the item-level bias from the public design; "
-                "user-level, visit times are private, so the target is the mean of the users' "
-                "smoothed curves and no bias bound is given"
-            )
-        assert isinstance(self._bandwidth, float | int)
-        b = float(self._bandwidth)
-        grid = self._resolve_grid(b)
         n = self.nobs_users
-        options, rng = common_fit_args(
-            n,
-            grid.size,
-            epsilon=epsilon,
-            delta=delta,
-            privacy=privacy,
-            bound=bound,
-            variant=variant,
-            midpoint_share=midpoint_share,
-            gamma=gamma,
-            random_state=random_state,
-        )
+        b = float(self._bandwidth)  # type: ignore[arg-type]
         proxy = scale_per_column(scale, grid.size, _no_dependence_model)
-        curves, identified = user_curves(
-            self._x, self._y, self._design.codes, n, grid, self._kernel, b, self._domain[1]
-        )
         names = tuple(f"x={g:.6g}" for g in grid)
-        release = self._release(curves, identified, proxy, names, options, rng, accountant, request)
+
+        def statistics(_: tuple[Release, ...]) -> Statistics:
+            curves = user_curves(
+                self._x, self._y, self._design.codes, n, grid, self._kernel, b, self._domain[1]
+            )
+            return Statistics(curves, scale=proxy)
+
+        block = Block(names, 1.0, statistics, proxy is not None, complete_rows=False)
+        releases = run_blocks([block], n=n, request=request)
         assumptions = (
-            "User-level: each user's own Priestley–Chao curve (spacing to the next visit, the "
-            "last visit to the domain's end) is their statistic; the target is the mean of "
-            "the users' smoothed curves.",
-            request.describe(release.scale)
+            "User-level: each user's own Priestley–Chao curve, normalised by the user's kernel "
+            f"mass, is their statistic where their visits cover x (mass >= {MIN_USER_MASS:g}); "
+            "the target is the mean of the users' smoothed curves over the users who cover x "
+            "(counted privately per grid point).",
+            "Scale estimated privately (the spread of the users' curve values)."
             if proxy is None
             else f"Variance proxy of one user's curve value (scale): {np.ravel(scale).tolist()}.",
-            "Standard errors and bands combine the stated scale (users independent) with the "
-            "exact privacy-noise law.",
+            "Standard errors and bands: the sampling error under that scale (users "
+            "independent), the exact privacy-noise law and the clipping bias bound.",
         )
         return self._curve_results(
-            grid=grid,
+            releases,
+            request.options,
+            index=pd.Index(grid, name="x"),
             bandwidth=b,
-            estimate=np.asarray(release.estimate),
-            noise_scale=np.asarray(release.noise_scale),
-            noise_sd=np.asarray(release.noise_sd),
-            sampling_sd=np.sqrt(release.scale / n),
-            interval=release.interval,
-            failed=np.asarray(release.failed),
-            ledger=release.privacy,
-            variant=release.variant,
             assumptions=assumptions,
-            gamma=options.gamma,
-            bias=None,
-            failure=release.midpoint_failure,
+            smoothing_bias=None,
         )
 
     # ---------------------------------------------------------------- shared
@@ -738,61 +620,106 @@ class PriestleyChao(PanelModel):
 
     def _curve_results(
         self,
+        releases: Sequence[Release],
+        options: ReleaseOptions,
         *,
-        grid: NDArray[np.float64],
+        index: pd.Index,
         bandwidth: float,
-        estimate: NDArray[np.float64],
-        noise_scale: NDArray[np.float64],
-        noise_sd: NDArray[np.float64],
-        sampling_sd: NDArray[np.float64],
-        interval: Any,
-        failed: Any,
-        ledger: PrivacyLedger,
-        variant: str,
         assumptions: tuple[str, ...],
-        gamma: float,
-        bias: NDArray[np.float64] | None,
-        failure: Any,
+        smoothing_bias: NDArray[np.float64] | None,
     ) -> CurveResults:
         lo, hi = self._domain
-        index = pd.Index(grid, name="x")
+        grid = index.to_numpy(dtype=float)
         zeta = self._kernel.boundary_width(bandwidth, self._domain)
         boundary = (grid < lo + zeta) | (grid > hi - zeta)  # Lemma 4.9: x outside [ζ, 1 - ζ]
-
-        def series(values: Any, name: str) -> pd.Series:
-            out: pd.Series = pd.Series(
-                np.broadcast_to(np.asarray(values, dtype=float), grid.shape), index=index, name=name
-            )
-            return out
-
         level = "user" if self._user_level else "item"
-        return CurveResults(
+        results = panel_results(
+            releases,
             model=self.model_name,
             formula=self.formula,
-            params=series(estimate, "params"),
-            noise_scale=series(noise_scale, "noise scale"),
-            noise_sd=series(noise_sd, "noise sd"),
-            sampling_sd=series(sampling_sd, "sampling sd"),
-            projection_interval=pd.DataFrame(
-                np.broadcast_to(np.asarray(interval, dtype=float), (grid.size, 2)),
-                index=index,
-                columns=["lower", "upper"],
-            ),
-            failed=series(failed, "failed").astype(bool),
-            privacy=ledger,
             nobs_users=self.nobs_users,
-            variant=variant,
+            basis=_BASIS[level],
+            options=options,
             assumptions=assumptions,
-            gamma=gamma,
+            results_class=CurveResults,
             kernel=self._kernel.name,
             bandwidth=bandwidth,
             domain=self._domain,
             level=level,
-            boundary=series(boundary, "boundary").astype(bool),
-            bias=series(np.nan if bias is None else bias, "bias"),
-            midpoint_failure=series(failure, "midpoint failure"),
-            basis=_BASIS[level][ledger.model == "local"],
+            boundary=pd.Series(boundary, index=index, name="boundary"),
+            smoothing_bias=pd.Series(
+                np.nan if smoothing_bias is None else smoothing_bias, index=index,
+                name="smoothing bias",
+            ),
         )
+        return dataclasses.replace(
+            results,
+            params=results.params.set_axis(index),
+            noise_scale=results.noise_scale.set_axis(index),
+            noise_sd=results.noise_sd.set_axis(index),
+            sampling_sd=results.sampling_sd.set_axis(index),
+            bias=results.bias.set_axis(index),
+            projection_interval=results.projection_interval.set_axis(index),
+            failed=results.failed.set_axis(index),
+            bad_events=results.bad_events.set_axis(index),
+            users=results.users.set_axis(index) if results.users.size == grid.size else results.users,
+        )
+
+
+@dataclass(frozen=True)
+class _PaperMidpoint:
+    """The paper's midpoint of the responses (Alg 3 / 9) and the curve's budget after it."""
+
+    centre: float
+    width: float
+    curve_epsilon: float
+    entry: LedgerEntry
+    failure: float
+    failed: bool
+    notes: tuple[str, ...]
+
+
+def _paper_midpoint(
+    y: NDArray[np.float64],
+    tau: float,
+    tau_bins: float,
+    options: ReleaseOptions,
+    rng: np.random.Generator,
+    name: str,
+    n: int,
+) -> _PaperMidpoint:
+    """Item-level ``variant="theory"`` and local: half of ε for Alg 3 (stable histogram, bins of
+    half-width τ, interval ``m̂ ± 3τ``) or Alg 9 (randomized response over ``|2hk| <= B``, bins
+    τ', interval ``m̂ ± (τ + 2τ')``; τ and 3τ with ``"theory"``), half for the curve."""
+    local, theory = options.local, options.variant == "theory"
+    bins, width = (tau, 3.0 * tau) if theory or not local else (tau_bins, tau + 2.0 * tau_bins)
+    eps = options.epsilon / 2.0
+    if eps < MIN_LATTICE_EPSILON:
+        raise ParameterError(f"epsilon={options.epsilon:.3g} is too small for the curve")
+    observed = y[np.isfinite(y)]  # units without a response fall in no bin
+    if local:
+        assert options.bound is not None
+        local_bins(bins, float(options.bound[0]))
+        centre = local_midpoint(observed, bins, float(options.bound[0]), eps, rng, n)
+        entry = LedgerEntry(
+            "midpoint", "randomized-response histogram (Alg 7, 9)", name, eps, 0.0, 0.0, 2.0,
+            math.nan,
+        )
+        return _PaperMidpoint(centre, width, eps, entry, 0.0, False, ())
+    check_histogram_feasible(n, eps, options.delta, remedy="more epsilon or delta")
+    centre, failed = central_midpoint(observed, bins, eps, options.delta, rng, n)
+    entry = LedgerEntry(
+        "midpoint", "stable histogram (Alg 2, 3)", name, eps, options.delta, 0.0, 2.0 / n,
+        2.0 / (eps * n),
+    )
+    failure = midpoint_failure_probability(n, eps, options.delta, options.gamma, wide_bins=True)
+    notes = (
+        ("The private midpoint failed (no histogram bin survived) and fell back to 0, as in "
+         "the paper's Alg 3: the curve is unreliable.",)
+        if failed
+        else ()
+    )
+    return _PaperMidpoint(centre, width, eps, entry, failure, failed, notes)
 
 
 # -------------------------------------------------------------------- reductions (public facts)
@@ -806,7 +733,9 @@ def item_weights(
     hi: float,
 ) -> NDArray[np.float64]:
     """``a_i(x_g) = w_i K((x_g - x_i)/b) / b`` with ``w_i`` the spacing to the next design
-    point (the last to ``hi``), as in Def 4.8; n x G.
+    point (the last to ``hi``), as in Def 4.8; n x G. Units at the same design point share
+    its spacing equally (the Riemann sum then averages their responses; without this every
+    tie but the last would get weight 0).
 
     Examples
     --------
@@ -817,11 +746,13 @@ def item_weights(
     >>> a = item_weights(x, np.array([0.5]), get_kernel("gaussian"), 0.05, hi=1.0)
     >>> a.shape, round(float(a.sum()), 6)               # a Riemann sum of K: 1 inside
     ((1000, 1), 1.0)
+    >>> tied = item_weights(np.repeat(x, 3), np.array([0.5]), get_kernel("gaussian"), 0.05,
+    ...                     hi=1.0)
+    >>> round(float(tied.sum()), 6), bool(np.allclose(tied[0::3], tied[1::3]))
+    (1.0, True)
     """
-    order = np.argsort(x, kind="stable")
-    spacing = np.empty_like(x)
-    sorted_x = x[order]
-    spacing[order] = np.diff(sorted_x, append=hi)
+    points, inverse, ties = np.unique(x, return_inverse=True, return_counts=True)
+    spacing = (np.diff(points, append=hi) / ties)[inverse]
     return np.asarray(
         spacing[:, None] * kernel((grid[None, :] - x[:, None]) / bandwidth) / bandwidth
     )
@@ -859,6 +790,12 @@ def item_bias_bound(
     return np.asarray(lipschitz * moment + np.abs(1.0 - weights.sum(axis=0)) * sup_norm)
 
 
+#: A user's curve is defined at x where their visits carry at least this much kernel mass
+#: (about 1 where their visits cover x): elsewhere the Priestley–Chao sum is not an estimate of
+#: their curve but of 0.
+MIN_USER_MASS = 0.5
+
+
 def user_curves(
     x: NDArray[np.float64],
     y: NDArray[np.float64],
@@ -868,12 +805,15 @@ def user_curves(
     kernel: Kernel,
     bandwidth: float,
     hi: float,
-) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    """Every user's Priestley–Chao curve on the grid (n x G) and who has any row.
+) -> NDArray[np.float64]:
+    """Every user's Priestley–Chao curve on the grid (n x G), NaN where they have none.
 
     Rows must come by user, then by x. A user's weights are the spacings to their next visit
-    (the last visit's to ``hi``). The kernel matrix is built in blocks of rows and reduced to
-    users by a sparse (users x rows) product, so memory stays O(block x G).
+    (the last visit's to ``hi``); the curve is the weighted kernel sum divided by the user's
+    kernel mass ``Σ_t w_t K((x - x_t)/b)/b`` — about 1 inside their visits, so it changes
+    little there and removes the bias towards 0 at their ends — and it is defined only where
+    that mass is at least :data:`MIN_USER_MASS`. The kernel matrix is built in blocks of rows
+    and reduced to users by a sparse (users x rows) product, so memory stays O(block x G).
 
     Examples
     --------
@@ -883,25 +823,26 @@ def user_curves(
     >>> x = np.array([0.0, 0.5, 0.0, 0.25, 0.5, 0.75])     # user 0: 2 visits, user 1: 4
     >>> y = np.ones(6)
     >>> codes = np.array([0, 0, 1, 1, 1, 1])
-    >>> curves, has_rows = user_curves(x, y, codes, 3, np.array([0.5]),
-    ...                                get_kernel("epanechnikov"), 0.5, hi=1.0)
-    >>> curves.round(4).tolist(), has_rows.tolist()
-    ([[0.75], [0.9375], [0.0]], [True, True, False])
+    >>> user_curves(x, y, codes, 3, np.array([0.5, 0.85]), get_kernel("epanechnikov"), 0.25,
+    ...             hi=1.0).round(4).tolist()
+    [[1.0, nan], [1.0, 1.0], [nan, nan]]
     """
     last = np.ones(x.size, dtype=bool)
     last[:-1] = codes[1:] != codes[:-1]
     spacing = np.where(last, hi - x, np.diff(x, append=hi))
-    curves = np.zeros((n, grid.size))
+    sums = np.zeros((n, grid.size))
+    mass = np.zeros((n, grid.size))
     for start in range(0, x.size, _CHUNK_ROWS):
         block = slice(start, start + _CHUNK_ROWS)
         rows = np.arange(x[block].size)
-        weights = sparse.csr_matrix(
-            (spacing[block] * y[block] / bandwidth, (codes[block], rows)),
-            shape=(n, rows.size),
-        )
-        curves += weights @ kernel((grid[None, :] - x[block, None]) / bandwidth)
-    has_rows = np.bincount(codes, minlength=n) > 0
-    return curves, has_rows
+        kernel_block = kernel((grid[None, :] - x[block, None]) / bandwidth)
+        for target, values in ((sums, spacing[block] * y[block]), (mass, spacing[block])):
+            users = sparse.csr_matrix(
+                (values / bandwidth, (codes[block], rows)), shape=(n, rows.size)
+            )
+            target += users @ kernel_block
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(mass >= MIN_USER_MASS, sums / mass, np.nan)
 
 
 # -------------------------------------------------------------------- input checks
@@ -1028,28 +969,10 @@ def _refuse_unused(arguments: dict[str, Any], design: str) -> None:
         raise ParameterError(f"{given} do not apply to {design} Priestley–Chao regression")
 
 
-def _project(
-    y: NDArray[np.float64], observed: NDArray[np.bool_], centre: float, width: float
-) -> NDArray[np.float64]:
+def _project(y: NDArray[np.float64], centre: float, width: float) -> NDArray[np.float64]:
     """Responses minus the centre, projected onto ``[-width, width]``; missing ones give 0."""
     with np.errstate(invalid="ignore"):
-        return np.where(observed, np.clip(y - centre, -width, width), 0.0)
-
-
-def _refined_width(n: int, amp: float, sigma: float, rough_scale: float, gamma: float) -> float:
-    """Half-width around the rough mean μ̂₁ that holds every response w.p. 1 - 2γ.
-
-    ``|Y_i - μ̂₁| <= |f(x_i) - f̄| + |ε_i| + |ε̄| + |μ̂₁ - Ȳ|`` with ``|f(x_i) - f̄| <= 2A``,
-    ``|ε_i| <= σ √(2 log(4n/γ))`` for all i (Gaussian tails, union bound at γ/2),
-    ``|ε̄| <= σ √(2 log(4/γ) / n)`` (Lemma 2.11, ``‖Σ‖_op <= σ²``) and the Laplace tail
-    ``rough_scale · log(4/γ)`` of the rough mean's noise; the last two share γ/2.
-    """
-    return (
-        2.0 * amp
-        + sigma * math.sqrt(2.0 * math.log(4.0 * n / gamma))
-        + sigma * math.sqrt(2.0 * math.log(8.0 / gamma) / n)
-        + rough_scale * math.log(8.0 / gamma)
-    )
+        return np.where(np.isfinite(y), np.clip(y - centre, -width, width), 0.0)
 
 
 def _smoothness_note(lipschitz: float | None, sup_norm: float | None) -> str:

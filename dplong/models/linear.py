@@ -10,18 +10,20 @@ import pandas as pd
 
 from dplong._validation import RandomState
 from dplong.dependence import DependenceModel
-from dplong.exceptions import FormulaError, ParameterError
+from dplong.exceptions import ParameterError
 from dplong.models.base import (
+    Block,
     PanelModel,
     ScaleLike,
+    Statistics,
     check_min_rows,
-    common_fit_args,
     scale_per_column,
 )
 from dplong.models.design import GroupsLike
-from dplong.models.reduce import WorkingCorrelation, constant_within_users, per_user_coefficients
+from dplong.models.reduce import WorkingCorrelation, per_user_coefficients
 from dplong.privacy.accounting import Accountant
-from dplong.privacy.plugin import ScaleRequest
+from dplong.privacy.engine import Release
+from dplong.privacy.options import Focus, PrivacyModel, Variant
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.results import PanelResults
 
@@ -38,9 +40,12 @@ class LongitudinalOLS(PanelModel):
     n x p matrix of them is released by the multivariate noisy Winsorized mean (Alg 5).
     The non-private counterpart is the average of per-user fits, unbiased for β (Lemma 5.14).
 
-    Users with fewer than p rows or a singular design have no β̂_u; they contribute the private
-    midpoint, so n stays the public number of users and the guarantee holds (their number is
-    private and not reported; the data holder can check it with :meth:`identified_users`).
+    Users with fewer than p rows or a singular design have no β̂_u and contribute nothing: the
+    release is the mean over the users who have a fit, with their number counted privately
+    (and reported as such). Terms that vary within few users (a rarely changing indicator, a
+    time-invariant characteristic) are identified by few users; the results then say so from
+    that private count, and the data holder can check the exact number with the non-private
+    :meth:`identified_users`.
 
     Examples
     --------
@@ -48,7 +53,7 @@ class LongitudinalOLS(PanelModel):
     >>> wages = dplong.datasets.load_wage_panel()
     >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper + married + union", wages,
     ...                                             groups="nr", time="year")
-    >>> res = model.fit(epsilon=1.0, scale=[1.0, 0.01, 0.5, 0.5], random_state=0)
+    >>> res = model.fit(epsilon=1.0, random_state=0)
     >>> list(res.params.index)
     ['Intercept', 'exper', 'married', 'union']
     >>> res.nobs_users, res.privacy.epsilon <= 1.0
@@ -61,17 +66,6 @@ class LongitudinalOLS(PanelModel):
     def __init__(self, design: Any, correlation: WorkingCorrelation) -> None:
         super().__init__(design)
         self._correlation = correlation
-        constant = constant_within_users(design.X, design.codes)
-        names = [c for c, k in zip(design.columns, constant, strict=True) if k and c != "Intercept"]
-        if names:
-            raise FormulaError(
-                f"{names} {'is' if len(names) == 1 else 'are'} constant within every user, so "
-                "per-user regressions cannot identify "
-                f"{'it' if len(names) == 1 else 'them'} (each user's intercept absorbs it). "
-                "Remove such terms from the formula; to study a time-invariant characteristic, "
-                "compare private means of per-user statistics across its levels (e.g. "
-                "dplong.winsorized_mean on a subset), or interact it with a time-varying term."
-            )
 
     @classmethod
     def from_formula(
@@ -154,18 +148,15 @@ class LongitudinalOLS(PanelModel):
         epsilon: float,
         delta: float | None = None,
         scale: ScaleLike = "estimate",
-        scale_share: float | None = None,
-        scale_bounds: tuple[float, float] | None = None,
-        scale_method: str = "coinpress",
-        privacy: str = "central",
+        focus: Focus = None,
+        privacy: PrivacyModel = "central",
         bound: float | list[float] | None = None,
-        random_state: RandomState = None,
-        variant: str = "improved",
-        midpoint_share: float | None = None,
+        variant: Variant = "default",
         gamma: float = DEFAULT_GAMMA,
         refine: bool = True,
         min_rows: int | None = None,
         min_eigenvalue: float | None = None,
+        random_state: RandomState = None,
         accountant: Accountant | None = None,
     ) -> PanelResults:
         """Release the average of per-user coefficients with user-level (ε, δ)-DP.
@@ -175,19 +166,17 @@ class LongitudinalOLS(PanelModel):
         epsilon, delta : float
             Total budget over all p coefficients (central δ default ``1/n**2``).
         scale : "estimate", float, array_like or DependenceModel
-            ``"estimate"`` (default): the variance proxy of one user's coefficient is estimated
-            privately from the per-user coefficients (see ``scale_share``). Or that proxy given,
-            per parameter or common; or a dependence model of a user's errors, which with
-            ``min_rows`` T and ``min_eigenvalue`` θ (public bounds: every user has at least T
-            rows and ``λ_min(X_u'X_u / T) >= θ``) gives the proxy ``ρ_u / (T θ)`` —
+            ``"estimate"`` (default): the spread of one user's coefficients is estimated
+            privately, in one stage for all of them. Or the variance proxy of one user's
+            coefficient, per parameter or common; or a dependence model of a user's errors,
+            which with ``min_rows`` T and ``min_eigenvalue`` θ (public bounds: every user has
+            at least T rows and ``λ_min(X_u'X_u / T) >= θ``) gives the proxy ``ρ_u / (T θ)`` —
             ``Cov(β̂_u) ⪯ ρ_u (X_u'X_u)^{-1}`` (Lemma 5.15).
-        scale_share, scale_bounds, scale_method
-            With ``scale="estimate"``: the share of ε and δ spent on the scale (default
-            :func:`~dplong.privacy.plugin.default_scale_share`), loose public
-            bounds ``(σ²_min, σ²_max)`` on it (default
-            :data:`~dplong.privacy.variance.DEFAULT_SCALE_BOUNDS`) and the plug-in
-            (``"coinpress"`` or ``"bisection"``; :func:`dplong.privacy.estimate_scale`).
-        privacy, bound, random_state, variant, midpoint_share, gamma, refine, accountant
+        focus : list of str or dict, optional
+            The coefficients whose accuracy matters most: a list of names (the others get a
+            small weight) or ``{name: weight}`` with weights in (0, 1]. The budget is shared
+            to minimise the weighted error (PLAN); default all alike.
+        privacy, bound, variant, gamma, refine, random_state, accountant
             As in :func:`dplong.winsorized_mean`.
 
         Returns
@@ -196,18 +185,19 @@ class LongitudinalOLS(PanelModel):
 
         Examples
         --------
-        With enough users the scale is estimated privately and ε is all the fit needs:
+        ε is all the fit needs:
 
         >>> import dplong, dplong.simulate
         >>> panel = dplong.simulate.linear_panel(3000, 6, [1.0, 0.5], random_state=0)
         >>> res = dplong.LongitudinalOLS.from_formula("y ~ x1", panel, groups="user").fit(
         ...     epsilon=1.0, random_state=0)
-        >>> bool(abs(res.params["x1"] - 0.5) < 0.1), res.privacy.epsilon
-        (True, 1.0)
+        >>> bool(abs(res.params["x1"] - 0.5) < 0.1), res.privacy.epsilon <= 1.0
+        (True, True)
         """
         design = self._design
-        p = design.X.shape[1]
-        options, rng = common_fit_args(
+        names = tuple(design.columns)
+        p = len(names)
+        request = self._request(
             self.nobs_users,
             p,
             epsilon=epsilon,
@@ -215,45 +205,48 @@ class LongitudinalOLS(PanelModel):
             privacy=privacy,
             bound=bound,
             variant=variant,
-            midpoint_share=midpoint_share,
             gamma=gamma,
-            random_state=random_state,
             refine=refine,
+            focus=focus,
+            random_state=random_state,
+            accountant=accountant,
         )
 
         def from_dependence(model: DependenceModel) -> float:
             rows = check_min_rows(min_rows, "turn a dependence model into a radius")
-            if min_eigenvalue is None or not (math.isfinite(min_eigenvalue) and min_eigenvalue > 0):
+            if (
+                isinstance(min_eigenvalue, bool)
+                or not isinstance(min_eigenvalue, int | float | np.integer | np.floating)
+                or not (math.isfinite(min_eigenvalue) and min_eigenvalue > 0)
+            ):
                 raise ParameterError(
                     "min_eigenvalue θ > 0 (public lower bound on the smallest "
                     "eigenvalue of X_u'X_u / T) is needed with a dependence "
                     f"model; got {min_eigenvalue!r}"
                 )
-            return model.log_sobolev_constant(rows) / (rows * min_eigenvalue)
+            return model.log_sobolev_constant(rows) / (rows * float(min_eigenvalue))
 
         proxy = scale_per_column(scale, p, from_dependence)
-        request = ScaleRequest.check(scale_share, scale_bounds, scale_method)
-        beta, identified = per_user_coefficients(
-            design.y, design.X, design.codes, self.nobs_users, self._correlation
-        )
-        names = tuple(design.columns)
-        release = self._release(beta, identified, proxy, names, options, rng, accountant, request)
+
+        def statistics(_: tuple[Release, ...]) -> Statistics:
+            beta, _identified = per_user_coefficients(
+                design.y, design.X, design.codes, self.nobs_users, self._correlation
+            )
+            return Statistics(beta, scale=proxy)
+
+        block = Block(names, 1.0, statistics, stated_scale=proxy is not None)
+        kind = "OLS" if self._correlation.kind == "independence" else "GLS"
         assumptions = (
-            f"Per-user {'OLS' if self._correlation.kind == 'independence' else 'GLS'} "
-            f"coefficients averaged (working correlation: {self._correlation.describe()}).",
-            request.describe(release.scale)
+            f"Per-user {kind} coefficients averaged over the users who have one (working "
+            f"correlation: {self._correlation.describe()}); users with too few rows or a "
+            "singular design contribute nothing (their number is estimated privately).",
+            "Scale estimated privately (the spread of the per-user coefficients)."
             if proxy is None
             else _scale_note(scale, min_rows, min_eigenvalue),
-            "Standard errors and intervals combine the stated scale (sampling, users "
-            "independent) with the exact privacy-noise law.",
+            "Standard errors and intervals: the sampling error of the average under that "
+            "scale (users independent), the exact privacy-noise law and the clipping bias bound.",
         )
-        return self._results(
-            release,
-            list(names),
-            np.sqrt(release.scale / self.nobs_users),
-            assumptions,
-            options.gamma,
-        )
+        return self._fit(request, [block], assumptions=assumptions)
 
 
 def _scale_note(scale: Any, min_rows: Any, min_eigenvalue: Any) -> str:

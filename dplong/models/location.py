@@ -2,29 +2,29 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from dplong._validation import RandomState
+from dplong._validation import RandomState, per_column
 from dplong.dependence import DependenceModel, RandomEffects
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.models.base import (
+    Block,
     PanelModel,
     ScaleLike,
+    Statistics,
     check_min_rows,
-    common_fit_args,
     scale_per_column,
 )
 from dplong.models.design import GroupsLike, PanelDesign, column_or_array
 from dplong.models.reduce import segment_starts, user_sums
-from dplong.privacy.accounting import Accountant, PrivacyLedger
-from dplong.privacy.bounded import clipped_mean
-from dplong.privacy.plugin import ScaleRequest
-from dplong.privacy.radius import DEFAULT_GAMMA, concentration_radius
-from dplong.privacy.winsorized import ReleaseOptions, check_lattice_epsilon
+from dplong.privacy.accounting import Accountant
+from dplong.privacy.engine import Release
+from dplong.privacy.options import PrivacyModel, Variant
+from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.results import PanelResults
 
 __all__ = ["RandomEffectsLocation"]
@@ -119,16 +119,12 @@ class RandomEffectsLocation(PanelModel):
         within_scale: float | None = None,
         min_rows: int | None = None,
         variance_share: float = 0.5,
-        privacy: str = "central",
+        privacy: PrivacyModel = "central",
         bound: float | None = None,
-        random_state: RandomState = None,
-        variant: str = "improved",
-        midpoint_share: float | None = None,
+        variant: Variant = "default",
         gamma: float = DEFAULT_GAMMA,
         refine: bool = True,
-        scale_share: float | None = None,
-        scale_bounds: tuple[float, float] | None = None,
-        scale_method: str = "coinpress",
+        random_state: RandomState = None,
         accountant: Accountant | None = None,
     ) -> PanelResults:
         """Release μ, and (unless ``variance_share=0``) σ_U² and σ², with user-level DP.
@@ -136,27 +132,23 @@ class RandomEffectsLocation(PanelModel):
         Parameters
         ----------
         epsilon, delta : float
-            Total budget (central δ default ``1/n**2``; δ is spent by μ only).
+            Total budget (central δ default ``1/n**2``), shared by μ and the components.
         scale : "estimate", float or RandomEffects
-            ``"estimate"`` (default): estimated privately from the user means, and the variance
-            components released by the Winsorized mean with privately estimated scales too.
-            Or the variance proxy of one user's mean ȳ_u, or a
+            ``"estimate"`` (default): the spread of the user means is estimated privately, and
+            so are the components'. Or the variance proxy of one user's mean ȳ_u, or a
             :class:`~dplong.dependence.RandomEffects` model which with ``min_rows`` T gives it
             as ``(σ_U² T + ρ_res) / T`` (Lemma 5.9, Remark 5.3) and the residual scale.
         within_scale : float, optional
-            Variance proxy ρ_res of a user's residuals (``‖Σ_u‖_op``): with it the components
-            are means on public ranges; needed for them when ``scale`` is a number.
+            Variance proxy ρ_res of a user's residuals (``‖Σ_u‖_op``): with a stated ``scale``
+            it gives the components' scales under a Gaussian model; without it they are
+            estimated privately.
         min_rows : int, optional
             Public lower bound T on rows per user (needed with a dependence model; with it the
-            range of ``s²_u`` tightens from a 1-degree-of-freedom to a T-1 bound).
+            stated components' scales use T - 1 degrees of freedom instead of 1).
         variance_share : float
-            Share of ε for the two variance components, in [0, 1).
-        privacy, bound, random_state, variant, midpoint_share, gamma, refine, accountant
+            Share of ε and δ for the two variance components, in [0, 1).
+        privacy, bound, variant, gamma, refine, random_state, accountant
             As in :func:`dplong.winsorized_mean`; ``accountant`` is charged the total.
-        scale_share, scale_bounds, scale_method
-            With ``scale="estimate"``, as in :meth:`LongitudinalOLS.fit
-            <dplong.LongitudinalOLS.fit>`; each release (μ, the components) spends this share
-            of its own budget on its scale.
 
         Returns
         -------
@@ -169,15 +161,20 @@ class RandomEffectsLocation(PanelModel):
         >>> rows = dplong.simulate.panel_rows(3000, 5, mean=2.0, random_state=0)
         >>> data = dplong.simulate.long_format(rows)
         >>> res = dplong.RandomEffectsLocation.from_formula("y ~ 1", data, groups="user").fit(
-        ...     epsilon=1.0, variance_share=0.0, random_state=0)   # μ only, scale estimated
+        ...     epsilon=1.0, variance_share=0.0, random_state=0)   # μ only
         >>> bool(abs(res.params["Intercept"] - 2.0) < 0.05), list(res.params.index)
         (True, ['Intercept'])
         """
-        design = self._design
         n = self.nobs_users
-        if not (0.0 <= variance_share < 1.0):
-            raise ParameterError(f"variance_share must lie in [0, 1), got {variance_share!r}")
-        options, rng = common_fit_args(
+        if (
+            isinstance(variance_share, bool)
+            or not isinstance(variance_share, int | float | np.integer | np.floating)
+            or not (0.0 <= variance_share < 1.0)
+        ):
+            raise ParameterError(f"variance_share must be a number in [0, 1), got {variance_share!r}")
+        if within_scale is not None:
+            within_scale = float(per_column(within_scale, 1, "within_scale")[0])
+        request = self._request(
             n,
             1,
             epsilon=epsilon,
@@ -185,19 +182,20 @@ class RandomEffectsLocation(PanelModel):
             privacy=privacy,
             bound=bound,
             variant=variant,
-            midpoint_share=midpoint_share,
             gamma=gamma,
-            random_state=random_state,
             refine=refine,
+            focus=None,
+            random_state=random_state,
+            accountant=accountant,
         )
-        with_components = variance_share > 0
-        residual_scale = within_scale
-        statistical = None
+        residual_scale, statistical = within_scale, None
         if isinstance(scale, DependenceModel):
             rows = check_min_rows(min_rows, "turn a dependence model into a radius")
             if isinstance(scale, RandomEffects):
-                residual_scale = scale._residual().log_sobolev_constant(rows)
+                residual_scale = scale.residual_scale(rows)
             statistical = scale.statistical_constant(rows, n) / (n * rows)
+        elif min_rows is not None:
+            check_min_rows(min_rows, "tighten the components' scales")
         proxy = scale_per_column(
             scale,
             1,
@@ -205,193 +203,80 @@ class RandomEffectsLocation(PanelModel):
                 m.mean_scale(check_min_rows(min_rows, "turn a dependence model into a radius"))
             ],
         )
-        request = ScaleRequest.check(scale_share, scale_bounds, scale_method)
-        if with_components and residual_scale is None and proxy is not None:
-            raise ParameterError(
-                "the variance components need within_scale (variance proxy of a "
-                "user's residuals), a dplong.dependence.RandomEffects scale or "
-                'scale="estimate"; or pass variance_share=0 to release μ only'
-            )
-        if with_components:
-            check_lattice_epsilon(
-                options.epsilon * variance_share / 2, "each variance component's epsilon"
-            )
-        if accountant is not None:  # the whole fit must fit before any noise
-            accountant.check(options.epsilon, options.delta)
+        moments = _UserMoments.of(self._design)
 
+        def location(_: tuple[Release, ...]) -> Statistics:
+            sampling = None if statistical is None else np.array([math.sqrt(statistical)])
+            return Statistics(moments.means[:, None], scale=proxy, sampling_sd=sampling)
+
+        blocks = [Block(("Intercept",), 1.0 - variance_share, location, proxy is not None)]
+        stated_components = proxy is not None and residual_scale is not None
+        if variance_share > 0:
+
+            def components(done: tuple[Release, ...]) -> Statistics:
+                mu = float(done[0].estimate[0])
+                component_scale = (
+                    _gaussian_component_scales(float(proxy[0]), float(residual_scale), min_rows)
+                    if proxy is not None and residual_scale is not None
+                    else None
+                )
+                return Statistics(moments.components(mu), scale=component_scale, nonnegative=True)
+
+            blocks.append(
+                Block(("Group Var", "Scale"), variance_share, components, stated_components)
+            )
+        assumptions = (
+            "Location: the mean of the user means over the users with a row. Components: "
+            "means of the per-user moments (ȳ_u - μ̂)² - s²_u/T_u (Group Var) and s²_u (Scale) "
+            "over the users with at least two rows (see RandomEffectsLocation).",
+            (
+                "Scales estimated privately (the spread of each per-user statistic)."
+                if proxy is None
+                else f"Scale: {scale.describe() if isinstance(scale, DependenceModel) else scale}."
+            )
+            + (f" Residual proxy {residual_scale:g}." if residual_scale is not None else ""),
+        ) + (
+            (f"Users share random effects within {self._re_groups!r}.",) if self._re_groups else ()
+        )
+        return self._fit(request, blocks, assumptions=assumptions)
+
+
+@dataclass(frozen=True)
+class _UserMoments:
+    """Per-user mean, within sum of squares and row count (private; never leaves the fit)."""
+
+    means: np.ndarray
+    within_ss: np.ndarray
+    rows: np.ndarray
+
+    @classmethod
+    def of(cls, design: PanelDesign) -> _UserMoments:
+        n = design.n
         starts = segment_starts(design.codes)
         rows_u = np.bincount(design.codes, minlength=n).astype(np.float64)
-        present = rows_u > 0
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             means = user_sums(design.y[None, :], design.codes, n, starts)[:, 0] / rows_u
             # two-pass sum of squares: no cancellation, and no overflow of Σy² for large y
             deviations = (design.y - means[design.codes]) ** 2
         within_ss = user_sums(deviations[None, :], design.codes, n, starts)[:, 0]
-        location = dataclasses.replace(options, epsilon=options.epsilon * (1 - variance_share))
-        release = self._release(
-            means[:, None], present, proxy, ("Intercept",), location, rng, None, request
-        )
-        ledger = release.privacy
-        extra: list[tuple[str, float, float, float, float]] = []
-        if with_components:
-            mu = float(np.asarray(release.estimate).item())
-            components = dataclasses.replace(options, epsilon=options.epsilon * variance_share)
-            if residual_scale is None:
-                extra, component_ledger = self._estimated_components(
-                    within_ss, rows_u, means, mu, components, rng, request
-                )
-            else:
-                extra, component_ledger = self._components(
-                    within_ss,
-                    rows_u,
-                    means,
-                    mu,
-                    float(release.scale[0]),
-                    float(residual_scale),
-                    min_rows,
-                    components.epsilon,
-                    options.privacy == "local",
-                    options.gamma,
-                    rng,
-                )
-            ledger = ledger + component_ledger
-            ledger = PrivacyLedger(
-                ledger.entries, ledger.epsilon, ledger.delta, "basic", ledger.model
-            )
-        if accountant is not None:
-            accountant.record(ledger)
-        sampling = math.sqrt(statistical if statistical is not None else release.scale[0] / n)
-        assumptions = (
-            "Location from user means; variance components from per-user moments on public "
-            "ranges (see RandomEffectsLocation).",
-            (
-                request.describe(release.scale)
-                if proxy is None
-                else f"Scale: {scale.describe() if isinstance(scale, DependenceModel) else scale}."
-            )
-            + (f" Residual proxy {residual_scale:g}." if residual_scale is not None else ""),
-            (
-                "Intervals of the variance components: sampling sd from their estimated scales; "
-                "the per-user moments are skewed (chi-square-like), so Winsorizing them pulls "
-                "the components down slightly and these intervals are approximate."
-                if residual_scale is None
-                else "Intervals of the variance components assume Gaussian users and residuals "
-                "(sampling sd from the stated proxies and min_rows)."
-            ),
-        ) + (
-            (f"Users share random effects within {self._re_groups!r}.",) if self._re_groups else ()
-        )
-        return self._results(
-            release, ["Intercept"], np.array([sampling]), assumptions, options.gamma, extra, ledger
-        )
+        return cls(means, within_ss, rows_u)
 
-    def _per_user_moments(
-        self, within_ss: np.ndarray, rows_u: np.ndarray, means: np.ndarray, mu: float
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(ȳ_u - μ̂)² - s²_u/T_u`` and ``s²_u`` per user, and who has them (T_u >= 2)."""
-        identified = rows_u >= 2
-        if not identified.any():
-            raise DataError(
-                "the variance components need users with at least two rows; "
-                "every user has one (pass variance_share=0)"
-            )
+    def components(self, mu: float) -> np.ndarray:
+        """``(ȳ_u - μ̂)² - s²_u/T_u`` and ``s²_u`` per user; NaN for users with fewer than two
+        rows. Unbiased for σ_U² and σ² with independent residuals (Def 5.8)."""
         with np.errstate(invalid="ignore", divide="ignore"):
-            within = within_ss / (rows_u - 1)
-            between = (means - mu) ** 2 - within / rows_u
-        return between, within, identified
+            within = np.where(self.rows >= 2, self.within_ss / (self.rows - 1), np.nan)
+            between = (self.means - mu) ** 2 - within / self.rows
+        return np.column_stack([between, within])
 
-    def _estimated_components(
-        self,
-        within_ss: np.ndarray,
-        rows_u: np.ndarray,
-        means: np.ndarray,
-        mu: float,
-        options: ReleaseOptions,
-        rng: np.random.Generator,
-        request: ScaleRequest,
-    ) -> tuple[list[tuple[str, float, float, float, float]], PrivacyLedger]:
-        """Both components by the Winsorized mean with privately estimated scales.
 
-        Their sampling sd is ``√(ρ̂_j / n)``: users are independent and ρ̂_j, the released
-        (conservative) variance proxy of the per-user moment, bounds its variance.
-        """
-        between, within, identified = self._per_user_moments(within_ss, rows_u, means, mu)
-        names = ("Group Var", "Scale")
-        release = self._release(
-            np.column_stack([between, within]),
-            identified,
-            None,
-            names,
-            options,
-            rng,
-            None,
-            request,
-        )
-        estimate = np.maximum(np.asarray(release.estimate), 0.0)  # variances are >= 0
-        noise_scale, noise_sd = np.asarray(release.noise_scale), np.asarray(release.noise_sd)
-        sampling = np.sqrt(release.scale / self.nobs_users)
-        rows = [
-            (name, float(estimate[j]), float(noise_scale[j]), float(noise_sd[j]), sampling[j])
-            for j, name in enumerate(names)
-        ]
-        return rows, release.privacy
-
-    def _components(
-        self,
-        within_ss: np.ndarray,
-        rows_u: np.ndarray,
-        means: np.ndarray,
-        mu: float,
-        mean_proxy: float,
-        residual_scale: float,
-        min_rows: int | None,
-        epsilon: float,
-        local: bool,
-        gamma: float,
-        rng: np.random.Generator,
-    ) -> tuple[list[tuple[str, float, float, float, float]], PrivacyLedger]:
-        n = self.nobs_users
-        between, within, identified = self._per_user_moments(within_ss, rows_u, means, mu)
-        # public ranges: s² <= ρ_res χ²_k / k with k >= T-1 (Laurent–Massart upper tail with
-        # x = log(4n/γ), union over n users and 2 columns); |ȳ_u - μ̂| <= 1.1 τ, the 10 % margin
-        # covering the error of μ̂, which is O(τ / √n)
-        k = max((min_rows or 2) - 1, 1)
-        x = math.log(4.0 * n / gamma)
-        upper_within = residual_scale * (1 + 2 * math.sqrt(x / k) + 2 * x / k)
-        tau = float(concentration_radius(mean_proxy, n, 1, gamma))
-        lower = np.array([-upper_within / 2.0, 0.0])
-        upper = np.array([(1.1 * tau) ** 2, upper_within])
-        estimate, noise_scale, noise_sd, ledger = clipped_mean(
-            np.column_stack([between, within]),
-            lower,
-            upper,
-            epsilon=epsilon,
-            rng=rng,
-            names=("Group Var", "Scale"),
-            identified=identified,
-            local=local,
-        )
-        group_var = max(float(estimate[0]), 0.0)  # post-processing: variances are >= 0
-        scale_hat = max(float(estimate[1]), 0.0)
-        # Gaussian sampling law under the stated proxies, users independent: s²_u ~ ρ χ²_k / k
-        # has variance 2ρ²/k; ȳ_u - μ ~ N(0, v) is independent of s²_u, so (ȳ_u - μ)² - s²_u/T
-        # has variance 2v² + 2ρ²/(k T²), with T >= k + 1
-        var_within = 2.0 * residual_scale**2 / k
-        var_between = 2.0 * mean_proxy**2 + var_within / (k + 1) ** 2
-        rows = [
-            (
-                "Group Var",
-                group_var,
-                float(noise_scale[0]),
-                float(noise_sd[0]),
-                math.sqrt(var_between / n),
-            ),
-            (
-                "Scale",
-                scale_hat,
-                float(noise_scale[1]),
-                float(noise_sd[1]),
-                math.sqrt(var_within / n),
-            ),
-        ]
-        return rows, ledger
+def _gaussian_component_scales(
+    mean_proxy: float, residual_scale: float, min_rows: int | None
+) -> np.ndarray:
+    """Variances of the per-user moments for Gaussian users and residuals under the stated
+    proxies: ``s²_u ~ ρ χ²_k / k`` has variance ``2ρ²/k``; ``ȳ_u - μ ~ N(0, v)`` is independent
+    of s²_u, so ``(ȳ_u - μ)² - s²_u/T`` has variance ``2v² + 2ρ²/(k T²)``, with T >= k + 1."""
+    k = max((min_rows or 2) - 1, 1)
+    var_within = 2.0 * residual_scale**2 / k
+    var_between = 2.0 * mean_proxy**2 + var_within / (k + 1) ** 2
+    return np.array([var_between, var_within])

@@ -1,13 +1,17 @@
-"""Privacy mechanisms: lattice Laplace noise, private histograms and midpoints, the noisy
-Winsorized mean, and the privacy ledger."""
+"""Privacy mechanisms and their bookkeeping: lattice Laplace and discrete Gaussian noise, private
+medians and histograms, the budget plan and release engine, the paper's Winsorized mean, the
+variance plug-ins and the privacy ledger."""
 
 from dplong.privacy.accounting import (
     Accountant,
+    Composition,
+    Cost,
     LedgerEntry,
     PrivacyLedger,
-    advanced_composition_epsilon,
-    split_budget,
+    compose,
+    zcdp_epsilon,
 )
+from dplong.privacy.engine import Release, release_means
 from dplong.privacy.histogram import (
     Histogram,
     randomized_histogram,
@@ -15,32 +19,55 @@ from dplong.privacy.histogram import (
     stable_histogram_threshold,
 )
 from dplong.privacy.interval import central_midpoint, local_midpoint
-from dplong.privacy.noise import randomized_response, release_bounded_sum
-from dplong.privacy.plugin import winsorized_mean
-from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
+from dplong.privacy.noise import (
+    discrete_gaussian,
+    randomized_response,
+    release_bounded_sum,
+    release_gaussian_sum,
+)
+from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.plan import ReleasePlan
+from dplong.privacy.quantile import LogGrid, private_median
+from dplong.privacy.radius import (
+    DEFAULT_GAMMA,
+    accurate_radius,
+    bin_radius,
+    clipping_bias,
+    concentration_radius,
+)
 from dplong.privacy.variance import ScaleEstimate, estimate_scale
-from dplong.privacy.winsorized import WinsorizedMeanResult, default_midpoint_share
+from dplong.privacy.winsorized import release_paper
 
 __all__ = [
     "DEFAULT_GAMMA",
     "Accountant",
+    "Composition",
+    "Cost",
     "Histogram",
     "LedgerEntry",
+    "LogGrid",
     "PrivacyLedger",
+    "Release",
+    "ReleaseOptions",
+    "ReleasePlan",
     "ScaleEstimate",
-    "WinsorizedMeanResult",
-    "advanced_composition_epsilon",
+    "accurate_radius",
     "bin_radius",
     "central_midpoint",
+    "clipping_bias",
+    "compose",
     "concentration_radius",
-    "default_midpoint_share",
+    "discrete_gaussian",
     "estimate_scale",
     "local_midpoint",
+    "private_median",
     "randomized_histogram",
     "randomized_response",
     "release_bounded_sum",
-    "split_budget",
+    "release_gaussian_sum",
+    "release_means",
+    "release_paper",
     "stable_histogram",
     "stable_histogram_threshold",
-    "winsorized_mean",
+    "zcdp_epsilon",
 ]

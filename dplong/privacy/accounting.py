@@ -1,29 +1,175 @@
-"""Privacy bookkeeping: the ledger of every mechanism call, composition, and budgets.
+"""Privacy bookkeeping: what each mechanism call costs, how the calls compose, and the ledger.
 
-A :class:`PrivacyLedger` is an immutable record: one :class:`LedgerEntry` per mechanism call
-(ε, δ, sensitivity, noise scale) and the totals under the composition actually used, so that
-``ledger.epsilon`` and ``ledger.delta`` are what the release costs. An :class:`Accountant`
-holds a total budget across releases and refuses a spend *before* any noise is drawn.
+Every mechanism call costs one :class:`Cost`: a pure ε (Laplace, report-noisy-max,
+randomized response), a zCDP ρ (the discrete Gaussian), or an approximate (ε, δ) (the stable
+histogram). :func:`compose` turns the costs of a whole release into the (ε, δ) it spends, by
+the better of two exact rules:
+
+* **basic** composition (Dwork & Roth Thm 3.16): the pure ε add up, and the Gaussian calls,
+  composed in ρ, are converted at the δ left over;
+* **Rényi** composition (Mironov 2017): every pure call contributes Steinke's sharp Rényi
+  curve of ε-DP (``ε - log((1 + e^-ε) / (1 + e^-(2α-1)ε)) / (α - 1)``, tight for randomized
+  response, hence valid for any ε-DP mechanism), every Gaussian call ``α ρ``; the summed curve
+  is converted to (ε, δ) with Canonne, Kamath & Steinke (2020, Prop. 12):
+  ``δ = exp((α-1)(ε̂(α) - ε)) (1 - 1/α)^α / (α - 1)``, minimised over a fixed public grid of
+  orders α (any α gives a valid δ).
+
+Approximate-DP calls (stable histograms) add their (ε, δ) on top by basic composition. The
+result is an upper bound on the true privacy loss, never an approximation of it.
+
+A :class:`PrivacyLedger` is the immutable record of a release: one :class:`LedgerEntry` per
+call and the totals under the rule used. An :class:`Accountant` holds a budget across releases
+and refuses a spend *before* any noise is drawn.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from dplong._validation import check_delta, check_epsilon
 from dplong.exceptions import BudgetExceededError
 
 __all__ = [
     "Accountant",
-    "ColumnBudget",
+    "Composition",
+    "Cost",
     "LedgerEntry",
     "PrivacyLedger",
-    "advanced_composition_epsilon",
-    "split_budget",
+    "compose",
+    "pure_renyi",
+    "zcdp_epsilon",
 ]
+
+#: Rényi orders α at which curves are composed and converted: public, fixed, dense enough that
+#: the grid minimum is within ~0.1 % of the continuous one for the budgets dplong meets.
+ORDERS: NDArray[np.float64] = 1.0 + np.geomspace(1e-3, 1e5, 600)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Privacy cost of one mechanism call: pure ``epsilon``, zCDP ``rho``, or an approximate
+    ``(epsilon, delta)`` (``delta > 0``; composed by basic composition only).
+
+    Examples
+    --------
+    >>> from dplong.privacy.accounting import Cost
+    >>> Cost(epsilon=0.5).kind, Cost(rho=0.01).kind, Cost(epsilon=0.5, delta=1e-6).kind
+    ('pure', 'zcdp', 'approximate')
+    """
+
+    epsilon: float = 0.0
+    delta: float = 0.0
+    rho: float = 0.0
+
+    @property
+    def kind(self) -> str:
+        """``"pure"``, ``"zcdp"`` or ``"approximate"``."""
+        if self.delta > 0:
+            return "approximate"
+        return "zcdp" if self.rho > 0 else "pure"
+
+
+def pure_renyi(epsilon: float | NDArray[np.float64]) -> NDArray[np.float64]:
+    """Sharp Rényi curve of an ε-DP mechanism on :data:`ORDERS` (Steinke 2024, Thm 4).
+
+    ``ε̂(α) = ε - log((1 + e^-ε) / (1 + e^-(2α-1)ε)) / (α - 1)``: attained by randomized
+    response, so it bounds every ε-DP mechanism. Small ε gives about ``α ε²/2`` at small α.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.accounting import ORDERS, pure_renyi
+    >>> curve = pure_renyi(0.1)
+    >>> bool(np.all(curve <= 0.1 + 1e-15)), bool(np.all(curve <= ORDERS * 0.1**2 / 2 + 1e-15))
+    (True, True)
+    """
+    eps = np.asarray(epsilon, dtype=np.float64)[..., None]
+    a = ORDERS
+    gap = np.log1p(np.exp(-eps)) - np.log1p(np.exp(-(2.0 * a - 1.0) * eps))
+    return np.asarray(np.where(eps > 0, eps - gap / (a - 1.0), 0.0))
+
+
+def _renyi_to_epsilon(curve: NDArray[np.float64], delta: float) -> float:
+    """Smallest ε with (ε, δ)-DP from a Rényi curve on :data:`ORDERS` (CKS 2020, Prop. 12)."""
+    a = ORDERS
+    eps = curve + (a * np.log1p(-1.0 / a) - np.log(a - 1.0) - math.log(delta)) / (a - 1.0)
+    return max(float(eps.min()), 0.0)
+
+
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """ε such that ρ-zCDP implies (ε, δ)-DP (CKS 2020, Prop. 12 over the grid of orders).
+
+    Examples
+    --------
+    >>> from dplong.privacy.accounting import zcdp_epsilon
+    >>> eps = zcdp_epsilon(0.0125, 1e-6)
+    >>> 0.7 < eps < 0.0125 + 2 * (0.0125 * 13.8156) ** 0.5       # below Bun–Steinke's bound
+    True
+    """
+    if rho <= 0:
+        return 0.0
+    return _renyi_to_epsilon(ORDERS * rho, delta)
+
+
+@dataclass(frozen=True)
+class Composition:
+    """The (ε, δ) a set of costs spends and the rule that gave it (see :func:`compose`)."""
+
+    epsilon: float
+    delta: float
+    rule: str
+    rho: float
+
+
+def compose(costs: Iterable[Cost], delta: float) -> Composition:
+    """Compose mechanism calls on the same users into the (ε, δ) they spend.
+
+    ``delta`` is the total δ the release may spend; approximate calls use theirs, and the rest
+    goes to the conversion of pure and Gaussian calls. The better of basic and Rényi
+    composition is taken (module docstring); both are exact upper bounds. ``rho`` is the zCDP
+    of the pure and Gaussian calls together (ε-DP is ε²/2-zCDP, Bun–Steinke Prop. 1.4), or NaN
+    if an approximate call takes part.
+
+    Examples
+    --------
+    Pure calls alone with no δ: basic composition, exactly.
+
+    >>> from dplong.privacy.accounting import Cost, compose
+    >>> compose([Cost(epsilon=0.2), Cost(epsilon=0.8)], delta=0.0)
+    Composition(epsilon=1.0, delta=0.0, rule='basic', rho=0.34)
+
+    Many small pure calls with a δ: the Rényi rule is far below their sum of 1.
+
+    >>> many = compose([Cost(epsilon=0.01)] * 100, delta=1e-6)
+    >>> many.rule, round(many.epsilon, 3), many.delta
+    ('Rényi', 0.422, 1e-06)
+    """
+    costs = list(costs)
+    approx = [c for c in costs if c.kind == "approximate"]
+    eps_a, delta_a = sum(c.epsilon for c in approx), sum(c.delta for c in approx)
+    pure = np.array([c.epsilon for c in costs if c.kind == "pure"])
+    rho = float(sum(c.rho for c in costs if c.kind == "zcdp"))
+    rest = delta - delta_a
+    eps_pure = float(pure.sum())
+    total_rho = round(rho + float((pure**2).sum()) / 2.0, 15)
+    zcdp_rho = math.nan if approx else total_rho
+    if rho == 0.0 and (rest <= 0.0 or pure.size <= 1):
+        return Composition(eps_a + eps_pure, float(delta_a), "basic", zcdp_rho)
+    if rest <= 0.0:
+        raise ValueError("Gaussian calls need a positive delta to convert")
+    basic = eps_pure + zcdp_epsilon(rho, rest)
+    curve = ORDERS * rho + (pure_renyi(pure).sum(axis=0) if pure.size else 0.0)
+    renyi = _renyi_to_epsilon(curve, rest)
+    if basic <= renyi:
+        used = delta_a + (rest if rho > 0 else 0.0)
+        return Composition(eps_a + basic, used, "basic", zcdp_rho)
+    return Composition(eps_a + renyi, delta, "Rényi", zcdp_rho)
 
 
 @dataclass(frozen=True)
@@ -32,18 +178,20 @@ class LedgerEntry:
 
     Attributes
     ----------
+    stage : str
+        What the call was for: ``"midpoint"``, ``"scale"``, ``"count"``, ``"refinement"``,
+        ``"mean"``, ``"second moment"``, ...
     mechanism : str
-        Name of the mechanism and the paper's algorithm, e.g. ``"stable histogram (Alg 2)"``.
+        Name of the mechanism and where it comes from, e.g. ``"lattice Laplace (Alg 1)"``.
     target : str
-        What it released (a column name, ``"midpoint"``, ...).
-    epsilon, delta : float
-        Privacy parameters this call was run with.
+        What it released (column names).
+    epsilon, delta, rho : float
+        Its cost: pure ε (δ = 0, ρ = 0), zCDP ρ (ε = 0), or approximate (ε, δ).
     sensitivity : float
-        Sensitivity of the released statistic under replacing one user: in value units for a
-        mean (centrally of the mean, locally of one user's value), in proportions (``2/n``) for
-        the stable histogram, in bits (2) for randomized response.
+        Sensitivity of the released statistic under replacing one user (L1 for Laplace and
+        counts, L2 for the Gaussian; in value units for a mean, in users for counts and ranks).
     noise_scale : float
-        Scale of the added noise (Laplace ``b``), or ``nan`` for randomized response.
+        Scale of the added noise: Laplace ``b``, Gaussian σ, NaN for randomized response.
 
     Examples
     --------
@@ -51,18 +199,26 @@ class LedgerEntry:
     >>> res = dplong.winsorized_mean([1.0, 2.0] * 500, epsilon=1.0, scale=1.0,
     ...                              random_state=0)
     >>> entry = res.privacy.entries[-1]          # the final noisy mean
-    >>> entry.mechanism, entry.target, entry.delta
-    ('lattice Laplace (Alg 1, 4)', 'x: mean', 0.0)
-    >>> entry.noise_scale >= entry.sensitivity / entry.epsilon     # Laplace b >= D / ε
-    True
+    >>> entry.stage, entry.delta
+    ('mean', 0.0)
     """
 
+    stage: str
     mechanism: str
     target: str
     epsilon: float
     delta: float
+    rho: float
     sensitivity: float
     noise_scale: float
+
+    @property
+    def cost(self) -> Cost:
+        """This call's :class:`Cost`."""
+        return Cost(self.epsilon, self.delta, self.rho)
+
+
+_COLUMNS = ["stage", "mechanism", "target", "epsilon", "delta", "rho", "sensitivity", "noise_scale"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +226,8 @@ class PrivacyLedger:
     """Immutable record of a release: its mechanism calls and their composed total.
 
     Two ledgers of releases on the same users add up by basic composition (``ledger_a +
-    ledger_b``); ``str(ledger)`` prints the totals and one row per call.
+    ledger_b``); ``str(ledger)`` prints the totals and one row per call, :meth:`digest` one
+    row per stage.
 
     Attributes
     ----------
@@ -79,10 +236,12 @@ class PrivacyLedger:
     epsilon, delta : float
         What the release costs in total, under ``composition``.
     composition : str
-        How the columns' budgets were composed: ``"single column"``, ``"basic"`` or
-        ``"advanced"`` (see :func:`split_budget`), possibly with a note on parallel halves.
+        The rule behind the totals: ``"basic"`` or ``"Rényi"`` (see :func:`compose`).
     model : str
         ``"central"``, ``"local"``, or ``"mixed"`` for a sum of both.
+    rho : float
+        The zCDP ρ of the release (NaN if a stable histogram took part), for composing it
+        with other zCDP releases.
 
     Examples
     --------
@@ -91,14 +250,9 @@ class PrivacyLedger:
     ...                              random_state=0)
     >>> res.privacy.epsilon <= 1.0
     True
-    >>> res.privacy.to_frame().columns.tolist()[:3]
-    ['mechanism', 'target', 'epsilon']
     >>> both = res.privacy + res.privacy          # two releases on the same users
-    >>> both.epsilon == 2 * res.privacy.epsilon, both.composition, len(both.entries)
-    (True, 'basic', 6)
-    >>> print(res.privacy)  # doctest: +ELLIPSIS
-    Privacy spent: epsilon=1, delta=1e-06 (central model; composition: single column)
-    ...
+    >>> both.epsilon == 2 * res.privacy.epsilon, both.composition
+    (True, 'basic')
     """
 
     entries: tuple[LedgerEntry, ...]
@@ -106,30 +260,76 @@ class PrivacyLedger:
     delta: float
     composition: str
     model: str = "central"
+    rho: float = math.nan
+
+    @classmethod
+    def from_entries(
+        cls, entries: Sequence[LedgerEntry], delta: float, model: str
+    ) -> PrivacyLedger:
+        """The ledger of calls spending at most ``delta`` in all (:func:`compose`).
+
+        Examples
+        --------
+        >>> from dplong.privacy.accounting import LedgerEntry, PrivacyLedger
+        >>> calls = [LedgerEntry("mean", "lattice Laplace (Alg 1)", "x", 0.5, 0.0, 0.0, 0.02,
+        ...                      0.04)] * 2
+        >>> ledger = PrivacyLedger.from_entries(calls, delta=0.0, model="central")
+        >>> ledger.epsilon, ledger.composition
+        (1.0, 'basic')
+        """
+        total = compose((e.cost for e in entries), delta)
+        return cls(tuple(entries), total.epsilon, total.delta, total.rule, model, total.rho)
 
     def to_frame(self) -> pd.DataFrame:
         """The entries as a DataFrame, one row per mechanism call.
-
-        Returns
-        -------
-        pandas.DataFrame
-            Columns ``mechanism``, ``target``, ``epsilon``, ``delta``, ``sensitivity`` and
-            ``noise_scale``.
 
         Examples
         --------
         >>> import dplong
         >>> res = dplong.winsorized_mean([1.0, 2.0] * 500, epsilon=1.0, scale=1.0,
         ...                              random_state=0)
-        >>> frame = res.privacy.to_frame()
-        >>> frame["target"].tolist()
-        ['x: midpoint', 'x: refinement', 'x: mean']
-        >>> round(float(frame["epsilon"].sum()), 12)   # one column: the stages add up
-        1.0
+        >>> res.privacy.to_frame().columns.tolist()[:4]
+        ['stage', 'mechanism', 'target', 'epsilon']
         """
-        columns = ["mechanism", "target", "epsilon", "delta", "sensitivity", "noise_scale"]
-        frame: pd.DataFrame = pd.DataFrame([vars(e) for e in self.entries], columns=columns)
-        return frame
+        return pd.DataFrame([vars(e) for e in self.entries], columns=_COLUMNS)
+
+    def digest(self) -> pd.DataFrame:
+        """One row per stage: its calls' mechanisms, summed ε, δ and ρ, and a total row.
+
+        The stage rows add up by basic composition; the total row is what the release costs
+        under ``composition`` (which may be less).
+
+        Examples
+        --------
+        >>> import dplong
+        >>> res = dplong.winsorized_mean([1.0, 2.0] * 500, epsilon=1.0, scale=1.0,
+        ...                              random_state=0)
+        >>> digest = res.privacy.digest()
+        >>> digest.index[-1], float(digest.loc["total", "epsilon"]) <= 1.0
+        ('total', True)
+        """
+        frame = self.to_frame()
+        if frame.empty:
+            return pd.DataFrame(columns=["mechanism", "calls", "epsilon", "delta", "rho"])
+        grouped = frame.groupby("stage", sort=False)
+        digest = pd.DataFrame(
+            {
+                "mechanism": grouped["mechanism"].agg(lambda m: "; ".join(dict.fromkeys(m))),
+                "calls": grouped.size(),
+                "epsilon": grouped["epsilon"].sum(),
+                "delta": grouped["delta"].sum(),
+                "rho": grouped["rho"].sum(),
+            }
+        )
+        digest.loc["total"] = [
+            f"{self.composition} composition",
+            len(self.entries),
+            self.epsilon,
+            self.delta,
+            self.rho,
+        ]
+        digest.index.name = "stage"
+        return digest
 
     def __add__(self, other: PrivacyLedger) -> PrivacyLedger:
         """Sequential (basic) composition of two releases on the same users."""
@@ -139,107 +339,15 @@ class PrivacyLedger:
             delta=self.delta + other.delta,
             composition="basic",
             model=self.model if self.model == other.model else "mixed",
+            rho=self.rho + other.rho,
         )
 
     def __str__(self) -> str:
         head = (
             f"Privacy spent: epsilon={self.epsilon:.6g}, delta={self.delta:.3g} "
-            f"({self.model} model; composition: {self.composition})"
+            f"({self.model} model; {self.composition} composition)"
         )
         return head + "\n" + self.to_frame().to_string(index=False)
-
-
-def advanced_composition_epsilon(epsilon_each: float, k: int, slack: float) -> float:
-    """Total ε of ``k`` ``epsilon_each``-DP mechanisms by advanced composition.
-
-    Dwork & Roth (2014), Theorem 3.20: ``ε √(2k log(1/ϱ)) + k ε (e^ε - 1)``, at the price of
-    an extra δ of ϱ (``slack``) on top of the mechanisms' own ``k δ``.
-
-    Examples
-    --------
-    >>> from dplong.privacy import advanced_composition_epsilon
-    >>> round(advanced_composition_epsilon(0.01, k=100, slack=1e-6), 4)
-    0.5357
-    >>> advanced_composition_epsilon(0.01, k=100, slack=1e-6) < 100 * 0.01   # basic: k ε
-    True
-    """
-    return epsilon_each * math.sqrt(2 * k * math.log(1 / slack)) + k * epsilon_each * math.expm1(
-        epsilon_each
-    )
-
-
-@dataclass(frozen=True)
-class ColumnBudget:
-    """How a total (ε, δ) is shared over ``d`` columns (Theorem 2.4 of the paper).
-
-    ``epsilon`` and ``delta`` are per column; ``slack`` is the ϱ of advanced composition
-    (0 for basic); ``method`` is ``"single column"``, ``"basic"`` or ``"advanced"``;
-    ``total_epsilon``/``total_delta`` are what the d columns cost together.
-
-    Examples
-    --------
-    >>> from dplong.privacy import split_budget
-    >>> budget = split_budget(1.0, 1e-6, d=4)
-    >>> budget.method, budget.epsilon, budget.delta, budget.total_epsilon
-    ('basic', 0.25, 2.5e-07, 1.0)
-    """
-
-    epsilon: float
-    delta: float
-    slack: float
-    method: str
-    total_epsilon: float
-    total_delta: float
-
-
-def split_budget(epsilon: float, delta: float, d: int, *, pure: bool = False) -> ColumnBudget:
-    """Share (ε, δ) over d columns with whichever composition gives each column more ε.
-
-    Basic composition gives ``ε/d`` and ``δ/d`` per column. Advanced composition
-    (Alg 5, line 1) gives ``ε / √(8 d log(1/ϱ))`` with ``ϱ = δ/2`` and ``δ/(2d)`` per column;
-    it is used only where it both beats ``ε/d`` and is valid by Theorem 3.20 (which, unlike the
-    simplified form, also holds for ε ≥ 1). With ``pure=True`` (local model: each column is
-    ε-LDP with no δ of its own) basic composition costs no δ and advanced composition spends
-    all of ``delta`` as ϱ. With ``delta == 0`` only basic composition applies. Advanced
-    composition is also skipped when it would give a column more than ε = 1 (it only pays for
-    many small steps). A single column (``d == 1``) keeps the whole budget (method
-    ``"single column"``).
-
-    Returns
-    -------
-    ColumnBudget
-
-    Examples
-    --------
-    >>> from dplong.privacy import split_budget
-    >>> split_budget(1.0, 1e-6, d=4)  # doctest: +NORMALIZE_WHITESPACE
-    ColumnBudget(epsilon=0.25, delta=2.5e-07, slack=0.0, method='basic', total_epsilon=1.0,
-                 total_delta=1e-06)
-
-    With many columns advanced composition gives each one more than ε/d:
-
-    >>> many = split_budget(1.0, 1e-6, d=1000)
-    >>> many.method, many.epsilon > 1.0 / 1000, many.total_epsilon <= 1.0
-    ('advanced', True, True)
-    >>> split_budget(1.0, 1e-6, d=4, pure=True).delta      # local model: no δ per column
-    0.0
-    """
-    column_delta = 0.0 if pure else delta
-    if d == 1:
-        return ColumnBudget(epsilon, column_delta, 0.0, "single column", epsilon, column_delta)
-    basic = ColumnBudget(epsilon / d, column_delta / d, 0.0, "basic", epsilon, column_delta)
-    if delta == 0.0:
-        return basic
-    slack = delta if pure else delta / 2
-    each = epsilon / math.sqrt(8 * d * math.log(1 / slack))
-    if each <= epsilon / d or each > 1.0:  # advanced only pays for many small steps
-        return basic
-    total = advanced_composition_epsilon(each, d, slack)
-    if total > epsilon:
-        return basic
-    return ColumnBudget(
-        each, (column_delta - slack) / d if not pure else 0.0, slack, "advanced", total, delta
-    )
 
 
 @dataclass
@@ -288,8 +396,8 @@ class Accountant:
         >>> acct = dplong.Accountant(epsilon=1.0, delta=1e-5)
         >>> _ = dplong.winsorized_mean([0.5] * 1000, epsilon=0.25, scale=1.0,
         ...                            accountant=acct, random_state=0)
-        >>> acct.spent_epsilon
-        0.25
+        >>> acct.spent_epsilon <= 0.25
+        True
         """
         return sum(ledger.epsilon for ledger in self.spent)
 
@@ -303,8 +411,8 @@ class Accountant:
         >>> acct = dplong.Accountant(epsilon=1.0, delta=1e-5)
         >>> _ = dplong.winsorized_mean([0.5] * 1000, epsilon=0.25, delta=2e-6, scale=1.0,
         ...                            accountant=acct, random_state=0)
-        >>> acct.spent_delta
-        2e-06
+        >>> acct.spent_delta <= 2e-6
+        True
         """
         return sum(ledger.delta for ledger in self.spent)
 
@@ -316,10 +424,8 @@ class Accountant:
         --------
         >>> import dplong
         >>> acct = dplong.Accountant(epsilon=1.0, delta=1e-5)
-        >>> _ = dplong.winsorized_mean([0.5] * 1000, epsilon=0.25, scale=1.0,
-        ...                            accountant=acct, random_state=0)
         >>> acct.remaining_epsilon
-        0.75
+        1.0
         """
         return self.epsilon - self.spent_epsilon
 
@@ -331,10 +437,8 @@ class Accountant:
         --------
         >>> import dplong
         >>> acct = dplong.Accountant(epsilon=1.0, delta=1e-5)
-        >>> _ = dplong.winsorized_mean([0.5] * 1000, epsilon=0.25, delta=2e-6, scale=1.0,
-        ...                            accountant=acct, random_state=0)
-        >>> round(acct.remaining_delta, 12)
-        8e-06
+        >>> acct.remaining_delta
+        1e-05
         """
         return self.delta - self.spent_delta
 
@@ -356,7 +460,7 @@ class Accountant:
         dplong.exceptions.BudgetExceededError: this release needs epsilon=2, ... remain
         """
         tol = 1e-12 * self.epsilon
-        if epsilon > self.remaining_epsilon + tol or delta > self.remaining_delta + 1e-15:
+        if epsilon > self.remaining_epsilon + tol or delta > self.remaining_delta * (1 + 1e-12):
             raise BudgetExceededError(
                 f"this release needs epsilon={epsilon:.6g}, delta={delta:.6g} but only "
                 f"epsilon={self.remaining_epsilon:.6g}, delta={self.remaining_delta:.6g} remain"
@@ -365,16 +469,14 @@ class Accountant:
     def record(self, ledger: PrivacyLedger) -> None:
         """Charge a finished release (its cost was :meth:`check`-ed before noise was drawn).
 
-        The ledger is checked once more and appended to :attr:`spent`.
-
         Examples
         --------
         >>> import dplong
         >>> res = dplong.winsorized_mean([0.5] * 1000, epsilon=0.5, scale=1.0, random_state=0)
         >>> acct = dplong.Accountant(epsilon=1.0, delta=1e-5)
         >>> acct.record(res.privacy)
-        >>> acct.remaining_epsilon, len(acct.spent)
-        (0.5, 1)
+        >>> acct.remaining_epsilon >= 0.5, len(acct.spent)
+        (True, 1)
         """
         self.check(ledger.epsilon, ledger.delta)
         self.spent.append(ledger)

@@ -30,12 +30,21 @@ this stays below ε. The clip at 46 moves probability ``e**-46 ≈ 1e-20`` and, 
 inexactness of numpy's exponential sampler, counts as a total-variation distance ``t`` from the
 ideal law, which adds at most ``(1 + e**ε) t`` to δ: a "pure" ε-LDP release here is strictly
 (ε, ~1e-20)-LDP.
+
+**Gaussian noise.** For vector releases composed in zCDP the same lattice sum gets a discrete
+Gaussian ``N_Z(0, σ²)`` instead (Canonne, Kamath & Steinke 2020): for an integer statistic whose
+coordinates move by at most ``D_j`` lattice units, independent ``N_Z(0, σ_j²)`` draws are
+``Σ_j D_j² / (2 σ_j²)``-zCDP (their Thm 4 with the Rényi divergences of independent coordinates
+adding up). :func:`discrete_gaussian` samples it *exactly* with integer arithmetic (their
+Algorithms 1-3, σ² a dyadic rational rounded up from the request), so it carries no float
+slack at all.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
@@ -117,14 +126,16 @@ def two_sided_geometric_variance(rate: NDArray[np.float64] | float) -> NDArray[n
 
 @dataclass(frozen=True)
 class LatticeRelease:
-    """Result of :func:`release_bounded_sum`, per column.
+    """Result of :func:`release_bounded_sum` or :func:`release_gaussian_sum`, per column.
 
     ``total`` is the private sum of the clipped values (value units). ``sensitivity`` is the
-    sensitivity of that sum in value units after lattice rounding, ``step`` the lattice step
-    of the release, ``rate`` the geometric rate in lattice units (noise variance of one draw
-    is ``two_sided_geometric_variance(rate) * step**2``) and ``draws`` how many independent
-    draws were summed (1 centrally, n locally). In the local model ``reports`` holds every
-    user's privatised row (n x d, value units), whose column sums are ``total``.
+    sensitivity of that sum in value units after lattice rounding (per column: L1 for the
+    Laplace, L∞ per coordinate for the Gaussian), ``step`` the lattice step of the release,
+    ``scale`` the noise scale of one draw (Laplace-equivalent ``step / rate``, or the Gaussian
+    σ) and ``sd`` its exact standard deviation, both in value units; ``rate`` is the geometric
+    rate in lattice units (NaN for the Gaussian) and ``draws`` how many independent draws were
+    summed (1 centrally, n locally). In the local model ``reports`` holds every user's
+    privatised row (n x d, value units), whose column sums are ``total``.
 
     Examples
     --------
@@ -132,8 +143,8 @@ class LatticeRelease:
     >>> from dplong.privacy import release_bounded_sum
     >>> rel = release_bounded_sum(np.array([[0.5], [-1.0]]), np.array([1.0]),
     ...                           np.array([1.0]), np.random.default_rng(0), local=True)
-    >>> rel.draws, bool(rel.sensitivity[0] >= 2.0)      # 2 draws; D >= 2 * radius
-    (2, True)
+    >>> rel.draws, bool(rel.sensitivity[0] >= 2.0), rel.kind     # 2 draws; D >= 2 * radius
+    (2, True, 'laplace')
     """
 
     total: NDArray[np.float64]
@@ -141,7 +152,10 @@ class LatticeRelease:
     step: NDArray[np.float64]
     rate: NDArray[np.float64]
     draws: int
-    reports: NDArray[np.float64] | None = None
+    scale: NDArray[np.float64]
+    sd: NDArray[np.float64]
+    kind: str = "laplace"
+    reports: NDArray[np.float64] | None = field(default=None, repr=False)
 
 
 def release_bounded_sum(
@@ -183,42 +197,115 @@ def release_bounded_sum(
     >>> bool(np.all(rel.total / rel.step == np.round(rel.total / rel.step)))
     True
     """
+    lattice = _lattice(clipped, radius, _coarse_bits(epsilon))
     n, d = clipped.shape
+    rate = geometric_rate(epsilon, lattice.sensitivity.astype(np.float64))
+    reports = None
+    if local:
+        noisy = _round_to(lattice.ints, lattice.coarse) + two_sided_geometric(rng, rate, (n, d))
+        lattice_total = noisy.sum(axis=0).astype(np.float64)
+        reports = noisy * lattice.step
+    else:
+        lattice_total = lattice.exact_sums() + two_sided_geometric(rng, rate, (d,))
+    return LatticeRelease(
+        total=lattice_total * lattice.step,
+        sensitivity=lattice.sensitivity * lattice.step,
+        step=lattice.step,
+        rate=rate,
+        draws=n if local else 1,
+        scale=lattice.step / rate,
+        sd=np.sqrt(two_sided_geometric_variance(rate)) * lattice.step,
+        reports=reports,
+    )
+
+
+def release_gaussian_sum(
+    clipped: NDArray[np.float64],
+    radius: NDArray[np.float64],
+    rho: NDArray[np.float64],
+    rng: np.random.Generator,
+) -> LatticeRelease:
+    """Release column sums of ``clipped`` with discrete Gaussian noise, ``Σ_j rho_j``-zCDP.
+
+    The lattice of :func:`release_bounded_sum` (exact integer sums, rounding counted in the
+    sensitivity ``D_j`` units), then exact ``N_Z(0, σ_j²)`` draws with ``σ_j² >= D_j² / (2 ρ_j)``
+    (module docstring). Central model only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.noise import release_gaussian_sum
+    >>> clipped = np.array([[0.5, -1.0], [1.0, 2.0], [-0.25, 0.0]])
+    >>> radius = np.array([1.0, 2.0])
+    >>> release_gaussian_sum(clipped, radius, np.array([1e300, 1e300]),
+    ...                      np.random.default_rng(0)).total.tolist()     # noise off
+    [1.25, 1.0]
+    >>> rel = release_gaussian_sum(clipped, radius, np.array([0.01, 0.01]),
+    ...                            np.random.default_rng(0))
+    >>> rel.kind, bool(np.allclose(rel.sd, rel.sensitivity / np.sqrt(2 * 0.01), rtol=1e-6))
+    ('gaussian', True)
+    """
+    # as many units as keep the rounding a 2**-12 fraction of the noise σ (finer as ρ grows, up
+    # to the fine grid: the noise-off limit is the exact sum)
+    with np.errstate(over="ignore", divide="ignore"):
+        bits = COARSE_BITS + np.ceil(0.5 * np.log2(np.minimum(2.0 * rho, 2.0**200)))
+    lattice = _lattice(clipped, radius, np.clip(bits, COARSE_BITS, 52).astype(np.int64))
+    units = lattice.sensitivity.astype(np.float64)
+    variance = [
+        _dyadic_ceiling(float(u) ** 2 / (2.0 * float(r))) for u, r in zip(units, rho, strict=True)
+    ]
+    noise = np.array([discrete_gaussian(rng, v) for v in variance], dtype=np.float64)
+    sd = np.sqrt(np.array([float(v) for v in variance])) * lattice.step
+    return LatticeRelease(
+        total=(lattice.exact_sums() + noise) * lattice.step,
+        sensitivity=units * lattice.step,
+        step=lattice.step,
+        rate=np.full(units.shape, math.nan),
+        draws=1,
+        scale=sd,
+        sd=sd,
+        kind="gaussian",
+    )
+
+
+@dataclass(frozen=True)
+class _Lattice:
+    """Clipped values as exact integers on a fine grid, and the coarse grid of the release."""
+
+    ints: NDArray[np.int64]
+    coarse: NDArray[np.int64]  # fine units per coarse unit
+    sensitivity: NDArray[np.int64]  # of a column sum, in coarse units, rounding included
+    step: NDArray[np.float64]  # coarse unit in value units
+
+    def exact_sums(self) -> NDArray[np.float64]:
+        """Column sums rounded to the coarse grid, computed exactly."""
+        sums = _round_to_exact(_exact_column_sums(self.ints), self.coarse)
+        return np.array([float(v) for v in sums])
+
+
+def _lattice(
+    clipped: NDArray[np.float64], radius: NDArray[np.float64], bits: NDArray[np.int64]
+) -> _Lattice:
+    """Steps 1-2 of the module docstring, with ``2**bits`` coarse units per sensitivity."""
     # A NaN survives np.clip and every comparison; left in, rint(NaN) would become -2**63 and
     # one user could move the sum without bound. Any input must stay within the radius, so a
     # value that is not a number contributes 0 (the centre), like a user with no statistic.
     clipped = np.where(np.isnan(clipped), 0.0, clipped)
     if not np.all(np.abs(clipped) <= radius):
-        raise AssertionError("release_bounded_sum needs values clipped to their radius")
-    if n >= 2**35:
+        raise AssertionError("lattice releases need values clipped to their radius")
+    if clipped.shape[0] >= 2**35:
         raise OverflowError("too many rows for exact fixed-point summation")
     fine = np.ldexp(1.0, np.floor(np.log2(radius)).astype(int) - FINE_BITS)
     half_range = np.ceil(radius / fine).astype(np.int64)  # |rint(c / fine)| <= half_range
     ints = np.rint(clipped / fine).astype(np.int64)
     fine_sensitivity = 2 * half_range  # one row moves from -half_range to +half_range
-    shift = np.maximum(
-        np.floor(np.log2(fine_sensitivity)).astype(np.int64) - _coarse_bits(epsilon), 0
-    )
+    shift = np.maximum(np.floor(np.log2(fine_sensitivity)).astype(np.int64) - bits, 0)
     coarse = np.left_shift(np.int64(1), shift)
-    coarse_sensitivity = fine_sensitivity // coarse + 1  # rounding counted in the sensitivity
-    rate = geometric_rate(epsilon, coarse_sensitivity.astype(np.float64))
-    step = coarse * fine
-    reports = None
-    if local:
-        noisy = _round_to(ints, coarse) + two_sided_geometric(rng, rate, (n, d))
-        lattice_total = noisy.sum(axis=0).astype(np.float64)
-        reports = noisy * step
-    else:
-        lattice_total = np.array(
-            [float(s) for s in _round_to_exact(_exact_column_sums(ints), coarse)]
-        ) + two_sided_geometric(rng, rate, (d,))
-    return LatticeRelease(
-        total=lattice_total * step,
-        sensitivity=coarse_sensitivity * step,
-        step=step,
-        rate=rate,
-        draws=n if local else 1,
-        reports=reports,
+    return _Lattice(
+        ints=ints,
+        coarse=coarse,
+        sensitivity=fine_sensitivity // coarse + 1,  # rounding counted in the sensitivity
+        step=coarse * fine,
     )
 
 
@@ -244,6 +331,81 @@ def _round_to_exact(values: list[int], unit: NDArray[np.int64]) -> list[int]:
 def _round_to(values: NDArray[np.int64], unit: NDArray[np.int64]) -> NDArray[np.int64]:
     """Integer rounding of ``values / unit`` (half up), exact in int64."""
     return np.asarray((values + unit // 2) // unit, dtype=np.int64)
+
+
+def _dyadic_ceiling(value: float, bits: int = 40) -> Fraction:
+    """The smallest multiple of ``2**-k`` at least ``value``, k chosen to keep ``bits`` bits."""
+    k = bits - math.frexp(value)[1]
+    return Fraction(math.ceil(math.ldexp(value, k)), 1 << k) if k > 0 else Fraction(
+        math.ceil(value)
+    )
+
+
+def _uniform_below(rng: np.random.Generator, bound: int) -> int:
+    """A uniform integer in ``[0, bound)``, exactly (rejection from whole 62-bit words)."""
+    words = max(1, -(-bound.bit_length() // 62))
+    while True:
+        value = 0
+        for word in rng.integers(0, 1 << 62, size=words):
+            value = (value << 62) | int(word)
+        value >>= words * 62 - bound.bit_length()
+        if value < bound:
+            return value
+
+
+def _bernoulli(rng: np.random.Generator, p: Fraction) -> bool:
+    return _uniform_below(rng, p.denominator) < p.numerator
+
+
+def _bernoulli_exp(rng: np.random.Generator, gamma: Fraction) -> bool:
+    """A Bernoulli(exp(-γ)) bit for rational γ >= 0, exactly (CKS 2020, Algorithm 1)."""
+    while gamma > 1:  # exp(-γ) = exp(-1)^⌊γ⌋ exp(-(γ - ⌊γ⌋))
+        if not _bernoulli_exp(rng, Fraction(1)):
+            return False
+        gamma -= 1
+    k = 1
+    while _bernoulli(rng, gamma / k):
+        k += 1
+    return k % 2 == 1
+
+
+def _discrete_laplace(rng: np.random.Generator, t: int) -> int:
+    """``P(y) ∝ exp(-|y| / t)`` on the integers, exactly (CKS 2020, Algorithm 2, s = 1)."""
+    while True:
+        u = _uniform_below(rng, t)
+        if not _bernoulli_exp(rng, Fraction(u, t)):
+            continue
+        v = 0
+        while _bernoulli_exp(rng, Fraction(1)):
+            v += 1
+        y = u + t * v
+        negative = _bernoulli(rng, Fraction(1, 2))
+        if negative and y == 0:
+            continue
+        return -y if negative else y
+
+
+def discrete_gaussian(rng: np.random.Generator, variance: Fraction) -> int:
+    """One draw of ``N_Z(0, σ²)``, ``P(y) ∝ exp(-y² / (2σ²))`` on the integers, exactly.
+
+    CKS 2020, Algorithm 3: a discrete Laplace proposal of scale ``t = ⌊σ⌋ + 1`` accepted with
+    probability ``exp(-(|y| - σ²/t)² / (2σ²))``; every coin is an exact rational Bernoulli.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> import numpy as np
+    >>> from dplong.privacy.noise import discrete_gaussian
+    >>> rng = np.random.default_rng(0)
+    >>> draws = np.array([discrete_gaussian(rng, Fraction(9)) for _ in range(4000)])
+    >>> bool(abs(draws.mean()) < 0.2), bool(abs(draws.var() / 9 - 1) < 0.08)
+    (True, True)
+    """
+    t = math.isqrt(variance.numerator // variance.denominator) + 1
+    while True:
+        y = _discrete_laplace(rng, t)
+        if _bernoulli_exp(rng, (abs(y) - variance / t) ** 2 / (2 * variance)):
+            return y
 
 
 def flip_probability(epsilon: float) -> float:

@@ -37,18 +37,17 @@ user can do (a count moves by one; a value in ``[0, β²]`` by at most β²); we
 ones, counted after lattice rounding. Each ledger entry records its step.
 
 **Budget.** ``epsilon`` and ``delta`` are the total over all d columns. A share of ε goes to the
-d histograms — centrally the least that puts the histogram's threshold at a quarter of the users
-(the rule of :func:`~dplong.privacy.winsorized.default_midpoint_share`), locally a quarter — and
-the rest to the iterative steps: 2 per iteration (Alg 10 lines 3-4; Alg 13 lines 5-6), ``K_j``
-per column and ``K = Σ_j K_j`` in all. All K steps get the same ε′ and are composed with the
-better of basic (``ε′ = ε_iter / K``) and advanced composition (Theorem 3.20, as
-:func:`~dplong.privacy.accounting.split_budget` decides), where the paper fixes
-``ε′ = ε/√(16 N_iter log(1/ϱ))`` — with one column basic composition gives about twice as
-much. Centrally the stable histograms take all of δ, or half of it when advanced composition
-pays for the iterations and takes the other half as its slack ϱ. The histograms and the
-iterations add up by basic composition. The bisection may stop early, but where it stops
+d histograms — centrally the least that puts the histogram's threshold at a quarter of the users,
+locally a quarter — and the rest to the iterative steps: 2 per iteration (Alg 10 lines 3-4;
+Alg 13 lines 5-6), ``K_j`` per column and ``K = Σ_j K_j`` in all. All K steps get the same ε′,
+the largest for which the composition of every call stays within the request
+(:func:`~dplong.privacy.accounting.compose`: the stable histograms, ``δ/(2d)`` each, by basic
+composition; the pure steps by the better of basic and Rényi composition), where the paper
+fixes ``ε′ = ε/√(16 N_iter log(1/ϱ))``. The bisection may stop early, but where it stops
 depends on the data, so it is charged for all its steps. The ledger's total is what the
-release costs, at most (and with basic composition exactly) the requested (ε, δ).
+release costs, at most the requested (ε, δ). These plug-ins serve ``variant="theory"`` and
+the local model; the default pipeline estimates the scale in one stage
+(:mod:`dplong.privacy.engine`).
 
 **Iterations.** ``N_iter = ⌈log2(σ²_max / σ²_min)⌉`` (Alg 10, 13 line 1) for the bisection, which
 halves the bound once per iteration. CoinPress's update (Alg 14 line 4) shrinks the bound by
@@ -115,29 +114,24 @@ from dplong._validation import (
     per_column,
     warn,
 )
-from dplong.exceptions import DataError, InsufficientUsersError, ParameterError
-from dplong.privacy.accounting import (
-    Accountant,
-    ColumnBudget,
-    LedgerEntry,
-    PrivacyLedger,
-    split_budget,
+from dplong.exceptions import (
+    DataError,
+    InsufficientUsersError,
+    ParameterError,
+    PrivacyParameterError,
 )
+from dplong.privacy.accounting import Accountant, Cost, LedgerEntry, PrivacyLedger, compose
 from dplong.privacy.interval import (
     central_midpoint,
     check_histogram_feasible,
     local_bins,
     local_midpoint,
 )
-from dplong.privacy.noise import LatticeRelease, release_bounded_sum
+from dplong.privacy.noise import MIN_LATTICE_EPSILON, LatticeRelease, release_bounded_sum
+from dplong.privacy.options import PRIVACY_MODELS
+from dplong.privacy.plan import largest_within
 from dplong.privacy.radius import DEFAULT_GAMMA
-from dplong.privacy.winsorized import (
-    PRIVACY_MODELS,
-    check_lattice_epsilon,
-    column_names,
-    default_midpoint_share,
-    noise_summary,
-)
+from dplong.privacy.winsorized import column_names
 
 __all__ = [
     "DEFAULT_SCALE_BOUNDS",
@@ -273,25 +267,36 @@ class ScaleEstimate:
 class ScalePlan:
     """How the budget of :func:`estimate_scale` is spent (public facts only).
 
-    ``histogram`` shares the histograms' ε and δ over the d columns, ``steps`` the iterative
-    ε over all K steps; ``total_epsilon``/``total_delta`` are what the release costs.
+    Each of the d wide-bin histograms costs ``histogram_epsilon`` (and ``histogram_delta``
+    centrally), each of the ``Σ step_counts`` iterative steps ``step_epsilon``;
+    ``total_epsilon``/``total_delta`` are what the release costs (:func:`compose`).
 
     Examples
     --------
     >>> from dplong.privacy.variance import plan_budget
     >>> plan = plan_budget(6000, (34,), epsilon=1.0, delta=1e-8, local=False)
-    >>> plan.histogram.epsilon, round(plan.steps.epsilon * 34, 12), plan.steps.method
-    (0.05, 0.95, 'basic')
-    >>> plan.total_epsilon, plan.total_delta
-    (1.0, 1e-08)
+    >>> plan.histogram_epsilon, plan.step_epsilon * 34 > 0.95
+    (0.05, True)
+    >>> plan.total_epsilon <= 1.0, plan.total_delta <= 1e-8
+    (True, True)
     """
 
-    histogram: ColumnBudget
-    steps: ColumnBudget
+    histogram_epsilon: float
+    histogram_delta: float
+    step_epsilon: float
     step_counts: tuple[int, ...]
     total_epsilon: float
     total_delta: float
     composition: str
+
+
+def _histogram_share(n: int, epsilon: float, delta: float) -> float:
+    """The least share of a column's ε that puts the wide-bin histogram's threshold
+    ``(2/ε) log(2/δ) + 1`` at a quarter of the users, within [0.05, 0.75]."""
+    room = n / 4.0 - 1.0
+    if room <= 0:
+        return 0.75
+    return float(min(max(2.0 * math.log(2.0 / delta) / room / epsilon, 0.05), 0.75))
 
 
 def plan_budget(
@@ -299,53 +304,53 @@ def plan_budget(
 ) -> ScalePlan:
     """Split (ε, δ) between d wide-bin histograms and ``Σ step_counts`` iterative steps.
 
-    See the module docstring. Raises ``AssertionError`` if the composed total exceeded the
-    request (it cannot: this is a guard).
+    The histograms get a share (see the module docstring); the steps get the largest common ε
+    that keeps the composition of every call within the request: basic composition for the
+    stable histograms (``δ/(2d)`` each, centrally), the better of basic and Rényi for the
+    pure calls.
 
     Examples
     --------
-    Many columns: advanced composition pays for the 340 steps and takes half of δ as slack.
+    Many columns: the Rényi rule gives each of the 340 steps more than ε/340.
 
     >>> from dplong.privacy.variance import plan_budget
     >>> plan = plan_budget(6000, (34,) * 10, epsilon=1.0, delta=1e-8, local=False)
-    >>> plan.steps.method, plan.steps.epsilon > 0.95 / 340, plan.total_delta <= 1e-8
-    ('advanced', True, True)
-    >>> plan.total_epsilon <= 1.0
-    True
+    >>> plan.step_epsilon > 0.95 / 340, plan.total_epsilon <= 1.0, plan.total_delta <= 1e-8
+    (True, True, True)
     """
     d, total_steps = len(step_counts), int(sum(step_counts))
     if local:
-        share = LOCAL_HISTOGRAM_SHARE
+        share, delta_h = LOCAL_HISTOGRAM_SHARE, 0.0
     else:
-        share = default_midpoint_share(n, epsilon / d, delta / d)
-    eps_hist = share * epsilon
-    eps_steps = epsilon - eps_hist
-    if local:
-        histogram = split_budget(eps_hist, 0.0, d, pure=True)
-        steps = split_budget(eps_steps, delta, total_steps, pure=True)  # δ: slack only
-    else:
-        steps = split_budget(eps_steps, delta / 2.0, total_steps, pure=True)
-        if steps.method == "advanced":
-            histogram = split_budget(eps_hist, delta / 2.0, d)
-        else:
-            steps = split_budget(eps_steps, 0.0, total_steps, pure=True)
-            histogram = split_budget(eps_hist, delta, d)
-    total_epsilon = histogram.total_epsilon + steps.total_epsilon
-    total_delta = histogram.total_delta + steps.total_delta
-    if total_epsilon > epsilon * (1.0 + 1e-12) or total_delta > delta * (1.0 + 1e-12):
-        raise AssertionError("the composed budget exceeds the request")  # pragma: no cover
-    composition = (
-        f"{d} histogram(s): {histogram.method}; {total_steps} iterative steps: {steps.method}"
-        "; basic between the two"
-    )
+        delta_h = delta / (2.0 * d)
+        share = _histogram_share(n, epsilon / d, delta_h)
+    eps_h = share * epsilon / d
+    histograms = [Cost(epsilon=eps_h, delta=delta_h)] * d
+
+    def total(step: float) -> float:
+        return compose(histograms + [Cost(epsilon=step)] * total_steps, delta).epsilon
+
+    step = largest_within(total, epsilon, epsilon)
+    spent = compose(histograms + [Cost(epsilon=step)] * total_steps, delta)
     return ScalePlan(
-        histogram,
-        steps,
+        eps_h,
+        delta_h,
+        step,
         tuple(int(k) for k in step_counts),
-        min(total_epsilon, epsilon),
-        min(total_delta, delta),
-        composition,
+        spent.epsilon,
+        spent.delta,
+        f"{d} histogram(s) by basic composition; {total_steps} iterative steps by "
+        f"{spent.rule} composition",
     )
+
+
+def _check_lattice_epsilon(epsilon: float, what: str) -> None:
+    """Refuse, before any noise, an ε below what the float-safe lattice noise supports."""
+    if epsilon < MIN_LATTICE_EPSILON:
+        raise PrivacyParameterError(
+            f"{what} is {epsilon:.3g}, below the {MIN_LATTICE_EPSILON:.2g} that float-safe "
+            "lattice noise supports; raise epsilon or use fewer columns"
+        )
 
 
 def estimate_scale(
@@ -429,7 +434,7 @@ def estimate_scale(
     ...                      random_state=1)
     >>> bool(np.all((1.0 <= est.scale) & (est.scale < 2.0)))         # conservative
     True
-    >>> est.privacy.epsilon, est.privacy.delta == 1 / 6000**2
+    >>> round(est.privacy.epsilon, 9), est.privacy.delta <= 1 / 6000**2
     (1.0, True)
 
     The bisection returns a power-of-two fraction of the upper bound:
@@ -443,7 +448,7 @@ def estimate_scale(
 
     >>> import dplong
     >>> res = dplong.winsorized_mean(x[:, 0], epsilon=1.0, scale=est.scale, random_state=3)
-    >>> abs(res.estimate - 100.0) < 0.1
+    >>> bool(abs(res.params["x"] - 100.0) < 0.1)
     True
     """
     rng = check_random_state(random_state)
@@ -485,8 +490,8 @@ def estimate_scale(
         local=local,
     )
     half_widths = np.sqrt(upper) / math.sqrt(2.0)  # wide bins: m̂₀ ± √2σ_max = m̂₀ ± 2h
-    check_lattice_epsilon(plan.steps.epsilon, "the epsilon of each iterative step")
-    check_lattice_epsilon(plan.histogram.epsilon, "the epsilon of each histogram")
+    _check_lattice_epsilon(plan.step_epsilon, "the epsilon of each iterative step")
+    _check_lattice_epsilon(plan.histogram_epsilon, "the epsilon of each histogram")
     if local:
         assert bounds is not None
         for h, b in zip(half_widths, bounds, strict=True):
@@ -494,12 +499,12 @@ def estimate_scale(
     else:
         check_histogram_feasible(
             n,
-            plan.histogram.epsilon,
-            plan.histogram.delta,
+            plan.histogram_epsilon,
+            plan.histogram_delta,
             what="wide-bin histogram",
             remedy="tighter scale_bounds (fewer steps, more epsilon for it)",
         )
-    _warn_unreliable(method, n, plan.steps.epsilon, gam, local)
+    _warn_unreliable(method, n, plan.step_epsilon, gam, local)
     if accountant is not None:
         accountant.check(plan.total_epsilon, plan.total_delta)
 
@@ -511,23 +516,23 @@ def estimate_scale(
         if local:
             assert bounds is not None
             start[j] = local_midpoint(
-                matrix[:, j], float(half_widths[j]), float(bounds[j]), plan.histogram.epsilon, rng
+                matrix[:, j], float(half_widths[j]), float(bounds[j]), plan.histogram_epsilon, rng
             )
         else:
             start[j], failed[j] = central_midpoint(
                 matrix[:, j],
                 float(half_widths[j]),
-                plan.histogram.epsilon,
-                plan.histogram.delta,
+                plan.histogram_epsilon,
+                plan.histogram_delta,
                 rng,
             )
-        entries.append(_histogram_entry(name, plan.histogram, n, local))
+        entries.append(_histogram_entry(name, plan, n, local))
 
     scale, midpoint = np.empty(d), np.empty(d)
     lower_binding, upper_binding = np.zeros(d, dtype=bool), np.zeros(d, dtype=bool)
     run = _bisection if method == "bisection" else _coinpress
     for j, name in enumerate(labels):
-        column = _Column(matrix[:, j], name, plan.steps.epsilon, gam, rng, local, entries)
+        column = _Column(matrix[:, j], name, plan.step_epsilon, gam, rng, local, entries)
         outcome = run(column, float(start[j]), float(lower[j]), float(upper[j]), counts[j])
         scale[j], midpoint[j], lower_binding[j], upper_binding[j] = outcome
 
@@ -544,6 +549,7 @@ def estimate_scale(
         plan.total_delta,
         composition,
         "local" if local else "central",
+        math.nan,
     )
     if accountant is not None:
         accountant.record(ledger)
@@ -570,7 +576,7 @@ def estimate_scale(
 
 
 def _statistics_matrix(statistics: ArrayLike) -> NDArray[np.float64]:
-    """Float (n, d) matrix; NaN allowed (no statistic), ±inf and all-NaN columns refused."""
+    """Float (n, d) matrix; NaN: no statistic (±inf are extreme values: clipped like any)."""
     try:
         array = np.asarray(statistics, dtype=np.float64)
     except (TypeError, ValueError):
@@ -583,14 +589,6 @@ def _statistics_matrix(statistics: ArrayLike) -> NDArray[np.float64]:
         raise DataError(f"statistics must be 1-D or 2-D (n x d), got {array.ndim} dimensions")
     if array.shape[0] == 0 or array.shape[1] == 0:
         raise DataError(f"statistics is empty (shape {array.shape})")
-    if np.isinf(array).any():
-        raise DataError(
-            f"statistics contains {int(np.isinf(array).sum())} infinite entries; "
-            "use NaN for users without a statistic"
-        )
-    empty = np.flatnonzero(np.isnan(array).all(axis=0))
-    if empty.size:
-        raise DataError(f"statistics has no value at all in column(s) {empty.tolist()}")
     return array
 
 
@@ -683,19 +681,22 @@ class _Column:
             self.rng,
             local=self.local,
         )
-        scale, sd = noise_summary(release, self.n, self.local)
+        sd = math.sqrt(release.draws) * float(release.sd[0]) / self.n
+        scale = release.scale if self.local else release.scale / self.n
         sensitivity = release.sensitivity if self.local else release.sensitivity / self.n
         self.entries.append(
             LedgerEntry(
+                "scale",
                 ("local " if self.local else "") + mechanism,
                 f"{self.name}: {target}",
                 self.epsilon,
+                0.0,
                 0.0,
                 float(sensitivity[0]),
                 float(scale[0]),
             )
         )
-        return float(release.total[0]) / self.n, float(sd[0])
+        return float(release.total[0]) / self.n, sd
 
     def coverage(self, sigma: float, centre: float, t: int) -> float:
         """Algorithm 11: private share of users in ``centre ± √2σ`` (sensitivity 1/n)."""
@@ -778,23 +779,21 @@ def _coinpress(
 # ---- ledger and warnings ------------------------------------------------------------------
 
 
-def _histogram_entry(name: str, budget: ColumnBudget, n: int, local: bool) -> LedgerEntry:
+def _histogram_entry(name: str, plan: ScalePlan, n: int, local: bool) -> LedgerEntry:
+    eps = plan.histogram_epsilon
     if local:
-        return LedgerEntry(
-            "randomized-response histogram (Alg 7, 9)",
-            f"{name}: wide-bin midpoint",
-            budget.epsilon,
-            0.0,
-            2.0,
-            math.nan,
-        )
+        mechanism = "randomized-response histogram (Alg 7, 9)"
+        return LedgerEntry("scale", mechanism, f"{name}: wide-bin midpoint", eps, 0.0, 0.0, 2.0,
+                           math.nan)
     return LedgerEntry(
+        "scale",
         "stable histogram (Alg 2, 3)",
         f"{name}: wide-bin midpoint",
-        budget.epsilon,
-        budget.delta,
+        eps,
+        plan.histogram_delta,
+        0.0,
         2.0 / n,
-        2.0 / (budget.epsilon * n),
+        2.0 / (eps * n),
     )
 
 

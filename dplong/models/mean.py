@@ -1,0 +1,209 @@
+"""Plain user-level means of one or several columns: the release engine with the simplest
+reduction (each user's average row, Def 5.1)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from dplong._grouping import factorize_groups
+from dplong._validation import RandomState, per_column
+from dplong.exceptions import DataError, ParameterError
+from dplong.models.base import Block, PanelModel, Statistics, panel_results, run_blocks
+from dplong.privacy.accounting import Accountant
+from dplong.privacy.engine import Release
+from dplong.privacy.options import Focus, PrivacyModel, Variant
+from dplong.privacy.radius import DEFAULT_GAMMA
+from dplong.privacy.winsorized import column_names
+from dplong.results import PanelResults
+
+__all__ = ["winsorized_mean"]
+
+
+def winsorized_mean(
+    values: ArrayLike,
+    *,
+    epsilon: float,
+    delta: float | None = None,
+    groups: ArrayLike | None = None,
+    scale: float | ArrayLike | str = "estimate",
+    tau: float | ArrayLike | None = None,
+    focus: Focus = None,
+    privacy: PrivacyModel = "central",
+    bound: float | ArrayLike | None = None,
+    variant: Variant = "default",
+    gamma: float = DEFAULT_GAMMA,
+    refine: bool = True,
+    names: Sequence[str] | None = None,
+    random_state: RandomState = None,
+    accountant: Accountant | None = None,
+) -> PanelResults:
+    """User-level differentially private mean of one or several columns.
+
+    Parameters
+    ----------
+    values : array_like, Series or DataFrame, shape (rows,) or (rows, d)
+        One value (or row) per user, or many rows per user together with ``groups``. A NaN is
+        a missing value: a user whose values in a column are all missing has no statistic
+        there and is left out of that column's mean (the number who have one is counted
+        privately). Column names are kept from a DataFrame or a named Series.
+    epsilon : float
+        Total privacy budget ε > 0 of this release, over all columns.
+    delta : float, optional
+        Total δ ∈ (0, 1). Central default ``1/n**2``; local default ``None`` (pure ε-LDP).
+    groups : array_like, optional
+        User id of every row: rows are first averaged per user (Def 5.1), so the release is
+        user-level DP and n is the number of distinct ids.
+    scale : "estimate", float or array_like
+        Variance proxy ρ of one user's value in each column (the variance for Gaussian data).
+        Default ``"estimate"``: the spread is estimated privately, in one stage for every
+        column (:mod:`dplong.privacy.engine`), so ε is all a release needs.
+    tau : float or array_like, optional
+        The paper's concentration radius τ per column, given instead of ``scale`` (it implies
+        the proxy ``ρ = τ² / (2 log(2dn/γ))`` of Lemma 5.2).
+    focus : list of str or dict, optional
+        Columns whose accuracy matters most (see :meth:`dplong.LongitudinalOLS.fit`).
+    privacy : {"central", "local"}
+        Trusted curator, or each user privatising their value (needs ``bound``).
+    bound : float or array_like, optional
+        Public bound B with ``|mean| <= B`` per column; required for ``privacy="local"``.
+    variant : {"default", "theory"}
+        The planned pipeline (default), or the paper's Algorithms 3-5 as published (with a
+        stated scale, or the CoinPress plug-in of §7.1.5 when it is estimated).
+    gamma : float
+        Failure probability γ behind radii and error bounds.
+    refine : bool
+        Allow the plan to spend a share on a rough mean that re-centres the final interval.
+    names : sequence of str, optional
+        Column names (default: from a DataFrame or Series, else ``x`` or ``x0, x1, ...``).
+    random_state : None, int or numpy.random.Generator
+        ``None`` (fresh OS entropy) for a release; a seed only for reproducible research.
+    accountant : Accountant, optional
+        Budget to charge; the release is refused before any noise if it does not fit.
+
+    Returns
+    -------
+    PanelResults
+        ``params`` (one per column), ``bse``, ``conf_int``, ``pvalues``, ``error_bound``,
+        ``summary()`` and the ledger ``privacy``, as for the models.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, dplong
+    >>> rng = np.random.default_rng(0)
+    >>> visits = pd.DataFrame({"id": np.repeat(np.arange(1_000), 10),
+    ...                        "sbp": rng.normal(120.0, 15.0, 10_000)})
+    >>> res = dplong.winsorized_mean(visits["sbp"], groups=visits["id"], epsilon=1.0,
+    ...                              random_state=1)
+    >>> res.params.index.tolist(), bool(abs(res.params["sbp"] - 120.0) < 1.5)
+    (['sbp'], True)
+    >>> res.privacy.epsilon <= 1.0, res.nobs_users
+    (True, 1000)
+    """
+    matrix, labels = _matrix(values, names)
+    if groups is not None:
+        codes, n = factorize_groups(groups, matrix.shape[0])
+        matrix = _user_means(matrix, codes, n)
+    n, d = matrix.shape
+    request = PanelModel._request(
+        n,
+        d,
+        epsilon=epsilon,
+        delta=delta,
+        privacy=privacy,
+        bound=bound,
+        variant=variant,
+        gamma=gamma,
+        refine=refine,
+        focus=focus,
+        random_state=random_state,
+        accountant=accountant,
+    )
+    proxy = _stated_scale(scale, tau, n, d, request.options.gamma)
+
+    def statistics(_: tuple[Release, ...]) -> Statistics:
+        return Statistics(matrix, scale=proxy)
+
+    block = Block(labels, 1.0, statistics, stated_scale=proxy is not None, complete_rows=False)
+    releases = run_blocks([block], n=n, request=request)
+    scale_note = (
+        "Scale estimated privately (the spread of the user values)."
+        if proxy is None
+        else f"Stated variance proxy of one user's value: {proxy.tolist()}."
+    )
+    return panel_results(
+        releases,
+        model="Mean",
+        formula="mean of " + ", ".join(labels),
+        nobs_users=n,
+        basis=("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8"),
+        options=request.options,
+        assumptions=(
+            "Each user's value is their average row (Def 5.1); the mean is over the users who "
+            "have one.",
+            scale_note,
+        ),
+    )
+
+
+def _matrix(values: ArrayLike, names: Sequence[str] | None) -> tuple[NDArray[np.float64], tuple[str, ...]]:
+    """Values as a float (rows, d) matrix (NaN: missing) and the column names."""
+    found: list[str] | None = None
+    if isinstance(values, pd.DataFrame):
+        found = [str(c) for c in values.columns]
+    elif isinstance(values, pd.Series) and values.name is not None:
+        found = [str(values.name)]
+    try:
+        if isinstance(values, pd.DataFrame | pd.Series):
+            array = values.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DataError(
+            "values must be numeric; could not convert them to floating point"
+        ) from None
+    if array.ndim == 1:
+        array = array[:, None]
+    if array.ndim != 2:
+        raise DataError(f"values must be 1-D or 2-D (rows x d), got {array.ndim} dimensions")
+    if array.shape[0] == 0 or array.shape[1] == 0:
+        raise DataError(f"values is empty (shape {array.shape})")
+    labels = column_names(names if names is not None else found, array.shape[1])
+    return array, labels
+
+
+def _user_means(
+    values: NDArray[np.float64], codes: NDArray[np.intp], n: int
+) -> NDArray[np.float64]:
+    """Per-user column means over each user's non-missing rows (NaN: none), vectorised."""
+    present = ~np.isnan(values)
+    filled = np.where(present, values, 0.0)
+    sums = np.stack([np.bincount(codes, weights=col, minlength=n) for col in filled.T], axis=1)
+    counts = np.stack([np.bincount(codes, weights=col, minlength=n) for col in present.T], axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / counts, np.nan)
+
+
+def _stated_scale(
+    scale: Any, tau: Any, n: int, d: int, gamma: float
+) -> NDArray[np.float64] | None:
+    """The stated variance proxies (from ``scale`` or ``tau``), or None to estimate them."""
+    estimate = isinstance(scale, str) and scale == "estimate"
+    if tau is not None:
+        if not estimate:
+            raise ParameterError(
+                'give scale= (variance proxy of one user\'s value, or "estimate") or tau= '
+                "(concentration radius), not both"
+            )
+        radius = per_column(tau, d, "tau")
+        return radius**2 / (2.0 * math.log(2.0 * d * n / gamma))
+    if estimate:
+        return None
+    if scale is None or isinstance(scale, str):
+        raise ParameterError(f'scale must be "estimate", a number or one per column; got {scale!r}')
+    return per_column(scale, d, "scale")

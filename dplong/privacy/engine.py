@@ -1,0 +1,408 @@
+"""The default release engine: the column means of per-user statistics, given only ε and δ.
+
+Every model and :func:`dplong.winsorized_mean` reduce users to an n x d matrix of statistics
+(NaN: the user has none in that column) and call :func:`release_means`. It runs the stages of
+a :class:`~dplong.privacy.plan.ReleasePlan`, each a noisy Winsorized mean ingredient of the
+paper generalised so that nothing about the data's location or scale need be known:
+
+1. **midpoint** m̂_j: a private median on a public log grid (:mod:`dplong.privacy.quantile`),
+   where Alg 3 has the mode of a stable histogram — it needs no bin width and never fails;
+2. **scale** σ̂_j: the private median of ``|x - m̂_j|`` over 0.6745 (a Gaussian's median absolute
+   deviation), in one stage for every column; skipped when the scale is stated;
+3. **count** N̂: the number of users with a statistic, by the lattice Laplace mechanism. Users
+   without one (a singular regression, no rows) contribute nothing, and the means are ratios
+   ``c + S / N̂`` of a centred clipped sum and this count, so they estimate the mean over the
+   users who have a statistic instead of shrinking towards the midpoint;
+4. **refinement** (Alg 4 on ``m̂ ± w₁``, ``w₁ = 4 σ̂ + e_m``): a rough mean μ̂₁, the centre of
+   the final interval, as in the paper's §7.1.2 spirit but around a mean rather than a bin;
+5. **mean**: Alg 4's projection onto ``c ± w`` and noise, with ``w = κ σ̂ + e_c`` chosen by
+   :func:`~dplong.privacy.radius.accurate_radius` (bias² + noise variance) where Lemma 5.2's τ
+   makes sure no user is ever clipped; the noise is lattice Laplace or discrete Gaussian,
+   whichever the plan predicts to be more accurate, with the budget shared over columns by
+   their radii (PLAN).
+
+``e_m`` and ``e_c`` are public bounds on how far the centre may be from the mean: the grid
+cell's half-width plus the median's rank error (:func:`~dplong.privacy.quantile.rank_error`,
+as a normal quantile of σ̂), and for the rough mean the quantiles of its noise and sampling
+error plus its own clipping bias. Each fails with probability at most γ: these are the bad
+events of the error bounds.
+
+Scales are plug-ins: intervals and bounds use σ̂ as if it were the variance proxy of the
+statistic (the stated one, when given).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import special
+
+from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
+from dplong.privacy.noise import (
+    LatticeRelease,
+    geometric_rate,
+    release_bounded_sum,
+    release_gaussian_sum,
+    two_sided_geometric,
+    two_sided_geometric_variance,
+)
+from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.plan import FinalBudget, ReleasePlan
+from dplong.privacy.quantile import LogGrid, private_median, rank_error
+from dplong.privacy.radius import Tail, accurate_radius, clipping_bias
+
+__all__ = ["Location", "Release", "locate", "release_means"]
+
+#: Median of |Z| for a standard normal: σ̂ = median |x - m̂| / MAD_FACTOR.
+MAD_FACTOR = 0.6744897501960817
+#: Radius of the refinement around the midpoint, in units of σ̂ beyond the midpoint's error.
+ROUGH_RADIUS = 4.0
+GRID = LogGrid()
+SPREAD_GRID = LogGrid(signed=False)
+_MEDIAN = "private median (report-noisy-max, log grid)"
+
+
+@dataclass(frozen=True)
+class Release:
+    """Everything public about one release of column means (DP outputs and public facts).
+
+    Attributes
+    ----------
+    names : tuple of str
+        Column names.
+    estimate : ndarray
+        The private means.
+    noise_sd, noise_scale : ndarray
+        Standard deviation of the privacy noise in each estimate, and its scale parameter
+        (Laplace b, or the Gaussian's σ).
+    noise_kind : str
+        ``"laplace"``, ``"gaussian"`` or ``"normal"`` (local: a sum of n draws).
+    sampling_sd : ndarray
+        Plug-in standard deviation of the non-private mean: ``√(ρ / N̂)`` with ρ the scale.
+    bias : ndarray
+        Bound on the clipping bias (:func:`~dplong.privacy.radius.clipping_bias`).
+    interval : ndarray, shape (d, 2)
+        The final projection intervals.
+    midpoint, scale : ndarray
+        The private midpoints and the variance proxies used (estimated σ̂² or stated).
+    users : ndarray
+        The private count(s) of users with a statistic (one, or one per column).
+    users_sd : float
+        Standard deviation of each count's noise.
+    privacy : PrivacyLedger
+        Every mechanism call and the composed (ε, δ).
+    n : int
+        Number of users (public).
+    variant : str
+        How it was released (``"default"``, ``"default (refined)"``, ``"theory"``).
+    bad_events : ndarray
+        Per column, the probability of the events the error bounds exclude.
+    notes : tuple of str
+        Reliability notes from public facts and released numbers.
+    failed : ndarray of bool, optional
+        ``variant="theory"`` only: where the stable histogram found no bin (Alg 3's fallback).
+    """
+
+    names: tuple[str, ...]
+    estimate: NDArray[np.float64]
+    noise_sd: NDArray[np.float64]
+    noise_scale: NDArray[np.float64]
+    noise_kind: str
+    sampling_sd: NDArray[np.float64]
+    bias: NDArray[np.float64]
+    interval: NDArray[np.float64]
+    midpoint: NDArray[np.float64]
+    scale: NDArray[np.float64]
+    users: NDArray[np.float64]
+    users_sd: float
+    privacy: PrivacyLedger
+    n: int
+    variant: str
+    bad_events: NDArray[np.float64]
+    notes: tuple[str, ...] = ()
+    failed: NDArray[np.bool_] | None = None
+
+    @property
+    def failed_columns(self) -> NDArray[np.bool_]:
+        """Where the midpoint failed (only the paper's stable histogram can fail)."""
+        return np.zeros(len(self.names), dtype=bool) if self.failed is None else self.failed
+
+
+@dataclass(frozen=True)
+class Location:
+    """What the stages before the final one released (all DP outputs or public facts).
+
+    ``centre`` is where the final interval is centred (the rough mean, or the midpoint when
+    the plan has no refinement) and ``centre_error`` a bound on its distance to the mean that
+    fails with probability at most γ (:func:`locate`); ``sd`` is the scale used (σ̂ or the
+    stated √ρ); ``users`` the private count(s) of users with a statistic.
+    """
+
+    midpoint: NDArray[np.float64]
+    centre: NDArray[np.float64]
+    centre_error: NDArray[np.float64]
+    sd: NDArray[np.float64]
+    users: NDArray[np.float64]
+    users_sd: float
+    refined: bool
+    tail: Tail
+    entries: tuple[LedgerEntry, ...]
+
+    @property
+    def per_column_users(self) -> NDArray[np.float64]:
+        """The count behind each column's mean."""
+        return np.broadcast_to(self.users, self.centre.shape)
+
+
+def locate(
+    matrix: NDArray[np.float64],
+    *,
+    plan: ReleasePlan,
+    names: tuple[str, ...],
+    rng: np.random.Generator,
+    gamma: float,
+    scale: NDArray[np.float64] | None = None,
+    complete_rows: bool = True,
+) -> Location:
+    """Stages 1-4 of the module docstring: midpoint, scale, count and refinement."""
+    n, d = matrix.shape
+    entries: list[LedgerEntry] = []
+    midpoint = private_median(matrix, GRID, np.full(d, plan.midpoint), rng)
+    entries += _median_entries("midpoint", names, plan.midpoint)
+    if scale is None:
+        deviation = private_median(
+            np.abs(matrix - midpoint), SPREAD_GRID, np.full(d, plan.spread), rng
+        )
+        entries += _median_entries("scale", names, plan.spread)
+        sd = np.maximum(deviation, SPREAD_GRID.half_widths[0]) / MAD_FACTOR
+    else:
+        sd = np.sqrt(scale)
+    tail: Tail = "gaussian" if scale is None else "sub-gaussian"
+
+    if plan.counts:
+        users, users_sd, count_entries = _count(matrix, plan, names, complete_rows, rng)
+        entries += count_entries
+    else:  # n divides: users without a statistic contribute the centre (the paper's rule)
+        users, users_sd = np.array([float(n)]), 0.0
+    per_column_users = np.broadcast_to(users, (d,))
+    midpoint_error = GRID.half_width_at(midpoint) + sd * _rank_quantile(
+        rank_error(len(GRID), plan.midpoint, gamma), per_column_users
+    )
+    if plan.refine <= 0:
+        return Location(
+            midpoint, midpoint, midpoint_error, sd, users, users_sd, False, tail, tuple(entries)
+        )
+    # wide enough that an off-centre midpoint costs the rough mean almost no bias: with
+    # |m̂ - μ| <= e_m the bias bound below stays small (Gaussian tail, 4σ: 4e-4 σ at e_m = σ)
+    rough_width = ROUGH_RADIUS * sd + GRID.half_width_at(midpoint)
+    rough = release_bounded_sum(
+        _centred(matrix, midpoint, rough_width), rough_width, np.full(d, plan.refine), rng
+    )
+    entries += _mean_entries("refinement", names, plan.refine, 0.0, rough, n)
+    offset = rough.total / per_column_users
+    noise = rough.scale / per_column_users * math.log(2.0 / gamma)  # Laplace quantile
+    sampling = sd / np.sqrt(per_column_users) * special.ndtri(1.0 - gamma / 4.0)
+    count_effect = np.abs(offset) * 3.0 * users_sd / per_column_users
+    centre_error = (
+        noise
+        + sampling
+        + count_effect
+        + clipping_bias(sd**2, rough_width, midpoint_error, tail=tail)
+    )
+    return Location(
+        midpoint, midpoint + offset, centre_error, sd, users, users_sd, True, tail, tuple(entries)
+    )
+
+
+def release_means(
+    matrix: NDArray[np.float64],
+    *,
+    names: tuple[str, ...],
+    options: ReleaseOptions,
+    rng: np.random.Generator,
+    scale: NDArray[np.float64] | None = None,
+    weights: NDArray[np.float64] | None = None,
+    complete_rows: bool = True,
+    accountant: Accountant | None = None,
+) -> Release:
+    """Release the column means of ``matrix`` (n x d; NaN: no statistic) with the default plan.
+
+    ``scale`` holds stated variance proxies of one user's statistic per column (None: estimated
+    privately); ``weights`` how much each column's error counts when the budget is shared
+    (default equal); ``complete_rows`` says that a user's statistics are all there or all
+    missing (one count instead of d; a row with any NaN then counts as missing). Every refusal
+    and the accountant's check happen before the first noise draw.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.engine import release_means
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> x = np.random.default_rng(0).normal([2.0, -50.0], [1.0, 10.0], size=(2000, 2))
+    >>> options = ReleaseOptions.check(2000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=2)
+    >>> res = release_means(x, names=("a", "b"), options=options, rng=np.random.default_rng(1))
+    >>> bool(np.all(np.abs(res.estimate - x.mean(axis=0)) < 4 * res.noise_sd + 0.01))
+    True
+    >>> res.privacy.epsilon <= 1.0, res.privacy.delta <= 1.0 / 2000**2
+    (True, True)
+    """
+    n, d = matrix.shape
+    if complete_rows:  # a user's statistics are all there or all missing
+        matrix = np.where(np.isnan(matrix).any(axis=1, keepdims=True), np.nan, matrix)
+    weights = np.ones(d) if weights is None else weights
+    plan = ReleasePlan.make(
+        n=n,
+        d=d,
+        epsilon=options.epsilon,
+        delta=options.delta,
+        stated_scale=scale is not None,
+        complete_rows=complete_rows,
+        refine=options.refine,
+    )
+    plan.check(accountant)  # every refusal before the first noise draw
+    gamma = options.gamma
+    where = locate(
+        matrix,
+        plan=plan,
+        names=names,
+        rng=rng,
+        gamma=gamma,
+        scale=scale,
+        complete_rows=complete_rows,
+    )
+    users = where.per_column_users
+    radius, budget = _final_radius(where, weights, plan)
+    clipped = _centred(matrix, where.centre, radius)
+    if budget.kind == "gaussian":
+        final = release_gaussian_sum(clipped, radius, budget.rho, rng)
+    else:
+        final = release_bounded_sum(clipped, radius, budget.epsilon, rng)
+    entries = [*where.entries, *_mean_entries("mean", names, budget.epsilon, budget.rho, final, n)]
+    offset = final.total / users
+    ledger = PrivacyLedger.from_entries(entries, options.delta, "central")
+    if accountant is not None:
+        accountant.record(ledger)
+    noise_sd = final.sd / users
+    count_sd = np.abs(offset) * where.users_sd / users
+    return Release(
+        names=names,
+        estimate=where.centre + offset,
+        noise_sd=np.sqrt(noise_sd**2 + count_sd**2),
+        noise_scale=final.scale / users,
+        noise_kind=budget.kind,
+        sampling_sd=where.sd / np.sqrt(users),
+        bias=clipping_bias(where.sd**2, radius, where.centre_error, tail=where.tail),
+        interval=np.stack([where.centre - radius, where.centre + radius], axis=1),
+        midpoint=where.midpoint,
+        scale=where.sd**2,
+        users=np.atleast_1d(where.users),
+        users_sd=where.users_sd,
+        privacy=ledger,
+        n=n,
+        variant="default (refined)" if where.refined else "default",
+        bad_events=np.full(d, gamma * (2.0 if where.refined else 1.0)),
+        notes=plan.notes + _user_notes(where.users, where.users_sd, n),
+    )
+
+
+def _rank_quantile(ranks: float, users: NDArray[np.float64]) -> NDArray[np.float64]:
+    """How many σ a median ``ranks`` off may lie from the centre, for a normal spread (capped
+    at 3σ: beyond, the midpoint is unreliable and the plan says so)."""
+    share = np.minimum(0.5 + ranks / np.maximum(users, 1.0), 0.9987)
+    return np.asarray(special.ndtri(share))
+
+
+def _centred(
+    matrix: NDArray[np.float64], centre: NDArray[np.float64], radius: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Alg 4's projection, centred: ``clip(x - c, ±w)``, 0 for users without a statistic."""
+    with np.errstate(invalid="ignore"):
+        clipped = np.clip(matrix - centre, -radius, radius)
+    return np.where(np.isnan(clipped), 0.0, clipped)
+
+
+def _final_radius(
+    where: Location, weights: NDArray[np.float64], plan: ReleasePlan
+) -> tuple[NDArray[np.float64], FinalBudget]:
+    """Accurate radii and the final budget shared by them (two rounds: radii ↔ shares)."""
+    sd, error, users = where.sd, where.centre_error, where.per_column_users
+    radius = 3.0 * sd + error
+    budget = plan.final_budget(radius, weights, refined=where.refined)
+    for _ in range(2):
+        per_width = budget.noise_sd(2.0 / users)
+        radius = accurate_radius(sd**2, error, per_width, tail=where.tail)
+        budget = plan.final_budget(radius, weights, refined=where.refined)
+    return radius, budget
+
+
+def _count(
+    matrix: NDArray[np.float64],
+    plan: ReleasePlan,
+    names: tuple[str, ...],
+    complete_rows: bool,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], float, list[LedgerEntry]]:
+    """Private counts of users with a statistic (one, or one per column), floored at 1."""
+    present = np.isfinite(matrix).all(axis=1, keepdims=True) if complete_rows else np.isfinite(
+        matrix
+    )
+    exact = present.sum(axis=0).astype(np.float64)
+    rate = geometric_rate(plan.count, 1.0)
+    noisy = exact + two_sided_geometric(rng, rate, exact.shape)
+    sd = float(np.sqrt(two_sided_geometric_variance(rate)))
+    targets = ("users with a statistic",) if complete_rows else names
+    entries = [
+        LedgerEntry("count", "lattice Laplace count", f"{t}", plan.count, 0.0, 0.0, 1.0, 1.0 / rate)
+        for t in targets
+    ]
+    return np.maximum(noisy, 1.0), sd, entries
+
+
+def _median_entries(stage: str, names: tuple[str, ...], epsilon: float) -> list[LedgerEntry]:
+    rate = float(geometric_rate(epsilon, 2.0))
+    return [LedgerEntry(stage, _MEDIAN, name, epsilon, 0.0, 0.0, 1.0, 1.0 / rate) for name in names]
+
+
+def _mean_entries(
+    stage: str,
+    names: tuple[str, ...],
+    epsilon: NDArray[np.float64] | float,
+    rho: NDArray[np.float64] | float,
+    release: LatticeRelease,
+    n: int,
+) -> list[LedgerEntry]:
+    """One entry per column of a lattice release of clipped sums (sensitivity of the sum)."""
+    d = len(names)
+    eps, rhos = np.broadcast_to(epsilon, (d,)), np.broadcast_to(rho, (d,))
+    mechanism = (
+        "discrete Gaussian (CKS 2020)" if release.kind == "gaussian" else "lattice Laplace (Alg 1, 4)"
+    )
+    return [
+        LedgerEntry(
+            stage,
+            mechanism,
+            name,
+            float(eps[j]) if release.kind != "gaussian" else 0.0,
+            0.0,
+            float(rhos[j]) if release.kind == "gaussian" else 0.0,
+            float(release.sensitivity[j]),
+            float(release.scale[j]),
+        )
+        for j, name in enumerate(names)
+    ]
+
+
+def _user_notes(users: NDArray[np.float64], sd: float, n: int) -> tuple[str, ...]:
+    """A note when the private count says many users have no statistic (a released number)."""
+    share = float(np.min(users)) / n
+    if share >= 0.8 or float(np.min(users)) + 3.0 * sd >= 0.8 * n:
+        return ()
+    return (
+        f"Only about {float(np.min(users)):.0f} of the {n} users (private count, sd "
+        f"{sd:.2g}) have a statistic of their own; the estimate describes those users, and "
+        "its standard errors use that count.",
+    )

@@ -1,0 +1,152 @@
+"""The privacy options of a release, validated once at the entry point of every fit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dplong._validation import check_choice, check_delta, check_epsilon, check_fraction, per_column
+from dplong.exceptions import InsufficientUsersError, ParameterError
+
+__all__ = ["Focus", "PrivacyModel", "ReleaseOptions", "Variant", "focus_weights"]
+
+PrivacyModel = Literal["central", "local"]
+Variant = Literal["default", "theory"]
+Focus = Sequence[str] | Mapping[str, float] | None
+#: Weight of a column outside ``focus`` when the analyst names the columns they care about.
+BACKGROUND_WEIGHT = 0.05
+PRIVACY_MODELS: tuple[PrivacyModel, ...] = ("central", "local")
+VARIANTS: tuple[Variant, ...] = ("default", "theory")
+
+
+@dataclass(frozen=True)
+class ReleaseOptions:
+    """Validated privacy options of one fit (shared by every model and ``winsorized_mean``).
+
+    Attributes
+    ----------
+    epsilon, delta : float
+        The fit's whole budget (central δ default ``1/n**2``; local default 0).
+    privacy : {"central", "local"}
+    bound : ndarray or None
+        Local model: public bound B on ``|mean|`` per column.
+    variant : {"default", "theory"}
+        The planned pipeline (:mod:`dplong.privacy.engine`) or the paper's Alg 3-5.
+    gamma : float
+        Failure probability behind radii and error bounds.
+    refine : bool
+        Whether the plan may spend a share on a rough mean to re-centre the final interval.
+
+    Examples
+    --------
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> options = ReleaseOptions.check(1000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=2)
+    >>> options.delta, options.variant
+    (1e-06, 'default')
+    >>> ReleaseOptions.check(1000, epsilon=1.0, delta=None, privacy="local", bound=None, d=1)
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.ParameterError: privacy="local" needs bound=B, a public bound on |mean| per column
+    """
+
+    epsilon: float
+    delta: float
+    privacy: PrivacyModel
+    bound: NDArray[np.float64] | None
+    variant: Variant
+    gamma: float
+    refine: bool = True
+
+    @property
+    def local(self) -> bool:
+        """Whether each user privatises their own report."""
+        return self.privacy == "local"
+
+    @classmethod
+    def check(
+        cls,
+        n: int,
+        *,
+        epsilon: Any,
+        delta: Any,
+        privacy: Any,
+        bound: Any,
+        d: int,
+        variant: Any = "default",
+        gamma: Any = 0.05,
+        refine: Any = True,
+    ) -> ReleaseOptions:
+        """Validate once at the entry point, with messages naming the argument."""
+        eps = check_epsilon(epsilon)
+        model = check_choice(privacy, "privacy", PRIVACY_MODELS)
+        if n < 2:
+            raise InsufficientUsersError(f"a private mean needs at least 2 users, got n={n}")
+        if not isinstance(refine, bool):
+            raise ParameterError(f"refine must be True or False, got {refine!r}")
+        if model == "central":
+            total_delta = 1.0 / n**2 if delta is None else check_delta(delta)
+        else:
+            total_delta = 0.0 if delta is None else check_delta(delta)
+            if bound is None:
+                raise ParameterError(
+                    'privacy="local" needs bound=B, a public bound on |mean| per column'
+                )
+        return cls(
+            epsilon=eps,
+            delta=total_delta,
+            privacy=model,  # type: ignore[arg-type]
+            bound=None if bound is None else per_column(bound, d, "bound"),
+            variant=check_choice(variant, "variant", VARIANTS),  # type: ignore[arg-type]
+            gamma=check_fraction(gamma, "gamma"),
+            refine=refine,
+        )
+
+
+def focus_weights(focus: Focus, names: Sequence[str]) -> NDArray[np.float64]:
+    """Per-column weights of the error the budget sharing minimises.
+
+    ``None``: all columns alike. A list of column names: those columns weigh 1 and the others
+    :data:`BACKGROUND_WEIGHT`. A mapping ``{name: weight}``: the weights given (others 1).
+
+    Examples
+    --------
+    >>> from dplong.privacy.options import focus_weights
+    >>> focus_weights(["exper"], ["Intercept", "exper"]).tolist()
+    [0.05, 1.0]
+    >>> focus_weights({"Intercept": 0.5}, ["Intercept", "exper"]).tolist()
+    [0.5, 1.0]
+    >>> focus_weights(["age"], ["Intercept", "exper"])
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.ParameterError: focus names ['age'], which are not parameters; parameters are ['Intercept', 'exper']
+    """
+    names = list(names)
+    if focus is None:
+        return np.ones(len(names))
+    if isinstance(focus, str):
+        focus = [focus]
+    if isinstance(focus, Mapping):
+        keys = list(focus)
+        weights = dict.fromkeys(names, 1.0)
+    else:
+        keys = list(focus)
+        weights = dict.fromkeys(names, BACKGROUND_WEIGHT)
+    unknown = [k for k in keys if k not in weights]
+    if unknown:
+        raise ParameterError(
+            f"focus names {unknown}, which are not parameters; parameters are {names}"
+        )
+    for key in keys:
+        value = focus[key] if isinstance(focus, Mapping) else 1.0
+        try:
+            weights[key] = check_fraction(value, "focus weight") if value != 1.0 else 1.0
+        except ParameterError:
+            raise ParameterError(
+                f"focus weights must be numbers in (0, 1]; got {value!r} for {key!r}"
+            ) from None
+    return np.array([weights[name] for name in names])

@@ -1,0 +1,355 @@
+"""One budget plan per release: every stage and column declared, checked and costed up front.
+
+A release of the column means of an n x d matrix of per-user statistics runs these stages
+(the default pipeline of :mod:`dplong.privacy.engine`):
+
+========== ================================================ ===================================
+stage      mechanism                                        budget (pure ε unless said)
+========== ================================================ ===================================
+midpoint   private median per column (report-noisy-max)     ``plan.midpoint`` per column
+scale      private median of ``|x - m̂|`` per column          ``plan.spread`` per column (0 if
+                                                            the scale is stated)
+count      lattice Laplace count of users with a statistic  ``plan.count`` per count
+refinement rough mean on ``m̂ ± w₁`` (lattice Laplace)        ``plan.refine`` per column (0: off)
+mean       final mean on ``μ̂₁ ± w``: lattice Laplace or      the rest, shared over the columns
+           discrete Gaussian, whichever predicts less       by their radii (PLAN)
+           error
+========== ================================================ ===================================
+
+Everything in the plan is a function of public facts — n, d, the budget, the options and whether
+the scale is stated — and :meth:`ReleasePlan.check` runs every refusal and the accountant's check
+before the first noise draw. The final stage's budget is *calibrated* after the earlier stages
+ran: the largest budget for which the composition (:func:`~dplong.privacy.accounting.compose`)
+of every call stays within the requested (ε, δ). How it is shared over columns uses the earlier
+stages' released radii (post-processing), so the ledger always totals at most the request.
+
+**Sharing across columns** (Aumüller et al., PLAN, 2024, App. C): with weights f_j and radii w_j,
+Laplace noise of ε_j on column j has variance ``8 w_j² / (n ε_j)²``; minimising
+``Σ f_j Var_j`` subject to ``Σ ε_j = E`` gives ``ε_j ∝ (f_j w_j²)^{1/3}``. For the Gaussian,
+``ρ_j ∝ √f_j w_j``. Each weight is regularised as PLAN does (``a_j + mean(a)``), so every column
+keeps at least half its equal share.
+
+**Stage sizes.** A private median over the cells of the log grid needs ``ε N`` well above
+``4 log(#cells) ≈ 40`` to land at the median (:mod:`dplong.privacy.quantile`); the plan gives the
+midpoint and scale stages :data:`MEDIAN_USERS` ``/ n`` each (between 4 % and 30 % of a
+column's even share; up to 45 % for the midpoint alone when the scale is stated), the count
+:data:`COUNT_USERS` ``/ n``, and the refinement the share of
+:data:`REFINE_SHARES` that minimises the predicted noise of the final stage. Chosen with
+``benchmarks/accuracy_mean.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import optimize
+
+from dplong.exceptions import PrivacyParameterError
+from dplong.privacy.accounting import Accountant, Cost, compose
+from dplong.privacy.noise import MIN_LATTICE_EPSILON
+
+__all__ = ["FinalBudget", "ReleasePlan", "column_epsilon", "largest_within", "share_weights"]
+
+#: ε·n the midpoint and scale medians each get (see the module docstring).
+MEDIAN_USERS = 80.0
+#: ε·n of the count of users with a statistic: a relative error of about √2/20 = 7 %, which
+#: only multiplies the refinement's small offset from the midpoint.
+COUNT_USERS = 20.0
+MIN_STAGE_SHARE = 0.04
+#: Largest share of a column's even budget the midpoint may take: with a stated scale it is
+#: the only preliminary stage; with an estimated one the scale stage takes as much again.
+MAX_MIDPOINT_SHARE = {True: 0.45, False: 0.3}
+#: Candidate shares of a column's ε for the refinement.
+REFINE_SHARES = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3)
+#: Typical-case radii in units of the scale: the final stage (≈ the accurate radius), the
+#: refinement (wide enough to hold an off-centre midpoint) and the midpoint's own error.
+_FINAL_RADIUS, _ROUGH_RADIUS, _MIDPOINT_ERROR = 2.5, 4.0, 1.5
+
+
+def column_epsilon(epsilon: float, delta: float, d: int) -> float:
+    """The pure ε each of d columns may spend if the budget is split evenly between them.
+
+    Basic composition gives ε/d; with a δ the Rényi rule gives more once d is large.
+
+    Examples
+    --------
+    >>> from dplong.privacy.plan import column_epsilon
+    >>> column_epsilon(1.0, 1e-6, 1), round(column_epsilon(1.0, 1e-6, 3), 5)
+    (1.0, 0.33333)
+    >>> column_epsilon(1.0, 1e-8, 100) > 1.0 / 100
+    True
+    """
+    basic = epsilon / d
+    if d == 1 or delta == 0.0 or compose([Cost(epsilon=basic)] * d, delta).rule == "basic":
+        return basic
+    return float(
+        optimize.brentq(
+            lambda e: compose([Cost(epsilon=e)] * d, delta).epsilon - epsilon,
+            basic,
+            epsilon,
+            xtol=1e-12 * epsilon,
+        )
+    )
+
+
+def share_weights(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """PLAN's regularised shares: ``(a_j + mean(a)) / Σ``, each at least half the even share.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.plan import share_weights
+    >>> share_weights(np.array([1.0, 0.0, 0.0])).round(3).tolist()
+    [0.667, 0.167, 0.167]
+    """
+    a = np.where(np.isfinite(values) & (values > 0), values, 0.0)
+    if a.sum() == 0.0:
+        return np.full(a.shape, 1.0 / a.size)
+    a = a + a.mean()
+    return np.asarray(a / a.sum())
+
+
+@dataclass(frozen=True)
+class FinalBudget:
+    """The calibrated final stage: its mechanism and per-column ε (Laplace) or ρ (Gaussian)."""
+
+    kind: str
+    epsilon: NDArray[np.float64]
+    rho: NDArray[np.float64]
+
+    def costs(self) -> list[Cost]:
+        """One cost per column."""
+        if self.kind == "gaussian":
+            return [Cost(rho=float(r)) for r in self.rho]
+        return [Cost(epsilon=float(e)) for e in self.epsilon]
+
+    def noise_sd(self, sensitivity: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Noise sd of each column's sum for a per-column sensitivity (before lattice rounding)."""
+        if self.kind == "gaussian":
+            return np.asarray(sensitivity / np.sqrt(2.0 * self.rho))
+        return np.asarray(math.sqrt(2.0) * sensitivity / self.epsilon)
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """The public plan of one release (see the module docstring).
+
+    Attributes
+    ----------
+    n, d : int
+        Users and columns.
+    epsilon, delta : float
+        The whole release's budget.
+    midpoint, spread, refine : float
+        Pure ε per column of the midpoint, scale and refinement stages (0: stage skipped).
+    count : float
+        Pure ε of each count of users with a statistic.
+    counts : int
+        How many counts: 1 when a user's statistic is all there or all missing, else d.
+    notes : tuple of str
+        Public warnings about the plan's reliability, with their remedies.
+
+    Examples
+    --------
+    >>> from dplong.privacy.plan import ReleasePlan
+    >>> plan = ReleasePlan.make(n=1000, d=1, epsilon=1.0, delta=1e-6, stated_scale=False)
+    >>> plan.midpoint, plan.spread, plan.count
+    (0.08, 0.08, 0.02)
+    >>> plan.refine
+    0.1
+    >>> plan.early_epsilon() < 1.0
+    True
+    """
+
+    n: int
+    d: int
+    epsilon: float
+    delta: float
+    midpoint: float
+    spread: float
+    count: float
+    counts: int
+    refine: float
+    notes: tuple[str, ...]
+
+    @classmethod
+    def make(
+        cls,
+        *,
+        n: int,
+        d: int,
+        epsilon: float,
+        delta: float,
+        stated_scale: bool,
+        complete_rows: bool = True,
+        count: bool = True,
+        refine: bool = True,
+    ) -> ReleasePlan:
+        """Stage budgets from public facts (module docstring). ``count=False`` when n itself
+        is the denominator (item-level regression: every unit is counted)."""
+        per_column = column_epsilon(epsilon, delta, d)
+        cap = MAX_MIDPOINT_SHARE[stated_scale]
+        low, high = MIN_STAGE_SHARE * per_column, cap * per_column
+        wanted = MEDIAN_USERS / n
+        median = min(max(wanted, low), high)
+        notes: list[str] = []
+        if wanted > high:
+            stages = "midpoint" if stated_scale else "midpoint and scale"
+            needed = wanted / cap * d
+            notes.append(
+                f"With n={n} users and epsilon={epsilon:.3g} over {d} column(s), the private "
+                f"{stages} of each column get(s) too little budget to find the bulk of the "
+                f"data reliably; the estimate may be far off. Raise epsilon to about "
+                f"{needed:.2g}, use fewer columns"
+                + ("" if stated_scale else ", or state the scale (scale=...)")
+                + "."
+            )
+        counts = (1 if complete_rows else d) if count else 0
+        count_epsilon = min(max(COUNT_USERS / n, 0.01 * per_column), 0.05 * per_column)
+        spread = 0.0 if stated_scale else median
+        rest = per_column - median - spread - count_epsilon * counts / d
+        share = _refine_share(n, per_column, rest) if refine else 0.0
+        return cls(
+            n=n,
+            d=d,
+            epsilon=epsilon,
+            delta=delta,
+            midpoint=median,
+            spread=spread,
+            count=count_epsilon if counts else 0.0,
+            counts=counts,
+            refine=share * per_column,
+            notes=tuple(notes),
+        )
+
+    def early_costs(self, *, refine: bool = True) -> list[Cost]:
+        """The costs of every call before the final stage."""
+        per_column = [Cost(epsilon=self.midpoint)] + (
+            [Cost(epsilon=self.spread)] if self.spread else []
+        )
+        if refine and self.refine:
+            per_column.append(Cost(epsilon=self.refine))
+        return per_column * self.d + [Cost(epsilon=self.count)] * self.counts
+
+    def early_epsilon(self) -> float:
+        """ε spent before the final stage (basic composition)."""
+        return sum(c.epsilon for c in self.early_costs())
+
+    def check(self, accountant: Accountant | None) -> None:
+        """Refuse, before any noise, a plan that cannot leave its final stage enough budget,
+        and a release the accountant cannot afford."""
+        weakest = self.calibrate(np.full(self.d, 1.0 / self.d), "laplace")
+        if weakest.epsilon.min() / 2.0 < MIN_LATTICE_EPSILON or (
+            self.early_epsilon() >= self.epsilon and self.delta == 0.0
+        ):
+            raise PrivacyParameterError(
+                f"epsilon={self.epsilon:.3g} is too small for {self.d} column(s) with n={self.n}: "
+                "the final stage would get (almost) nothing after the midpoint and scale; "
+                "raise epsilon or use fewer columns"
+            )
+        if accountant is not None:
+            accountant.check(self.epsilon, self.delta)
+
+    def calibrate(
+        self,
+        shares: NDArray[np.float64],
+        kind: str,
+        *,
+        refined: bool = True,
+    ) -> FinalBudget:
+        """The final stage's largest per-column budgets ``s · shares`` within the request.
+
+        ``kind`` is ``"laplace"`` (per-column ε) or ``"gaussian"`` (per-column ρ, needs δ > 0).
+        ``refined=False`` hands the refinement's reserve to the final stage.
+        """
+        early = self.early_costs(refine=refined)
+
+        def total(s: float) -> float:
+            final = [Cost(epsilon=s * a) if kind == "laplace" else Cost(rho=s * a) for a in shares]
+            return compose(early + final, self.delta).epsilon
+
+        left = self.epsilon - sum(c.epsilon for c in early)
+        upper = 2.0 * max(left, self.epsilon) if kind == "laplace" else self.epsilon
+        scale = largest_within(total, self.epsilon, upper)
+        eps = scale * shares if kind == "laplace" else np.zeros(self.d)
+        rho = scale * shares if kind == "gaussian" else np.zeros(self.d)
+        return FinalBudget(kind, eps, rho)
+
+    def final_budget(
+        self,
+        radii: NDArray[np.float64],
+        weights: NDArray[np.float64],
+        *,
+        refined: bool,
+    ) -> FinalBudget:
+        """The final stage's mechanism and budgets for the released radii: Laplace and
+        Gaussian are each calibrated and shared by PLAN, and the one whose weighted noise
+        variance ``Σ_j f_j Var_j`` is smaller wins (Gaussian only with δ > 0)."""
+        laplace = self.calibrate(
+            share_weights((weights * radii**2) ** (1.0 / 3.0)), "laplace", refined=refined
+        )
+        best = laplace
+        if self.delta > 0.0:
+            gaussian = self.calibrate(
+                share_weights(np.sqrt(weights) * radii), "gaussian", refined=refined
+            )
+            if _weighted_variance(gaussian, radii, weights) < _weighted_variance(
+                laplace, radii, weights
+            ):
+                best = gaussian
+        return best
+
+
+def _weighted_variance(
+    budget: FinalBudget, radii: NDArray[np.float64], weights: NDArray[np.float64]
+) -> float:
+    return float(np.sum(weights * budget.noise_sd(2.0 * radii) ** 2))
+
+
+def largest_within(total: Callable[[float], float], target: float, upper: float) -> float:
+    """The largest s in (0, upper] with ``total(s) <= target``, for ``total`` increasing in s
+    (bisection to 60 halvings: within ``upper 2**-60`` of the supremum, always on its safe side).
+
+    Examples
+    --------
+    >>> from dplong.privacy.plan import largest_within
+    >>> round(largest_within(lambda s: 3 * s, 1.0, 1.0), 12)
+    0.333333333333
+    """
+    if total(upper) <= target:
+        return upper
+    lo, hi = 0.0, upper
+    for _ in range(60):
+        mid = (lo + hi) / 2.0
+        if total(mid) <= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _refine_share(n: int, per_column: float, rest: float) -> float:
+    """The share of :data:`REFINE_SHARES` that minimises the predicted final noise variance.
+
+    In units of the scale: without refinement the final radius carries the midpoint's error;
+    with it, the refinement's noise (Laplace, radius ``_ROUGH_RADIUS + _MIDPOINT_ERROR``) and
+    the mean's sampling error instead, at ``log(2/γ)`` times their scale.
+    """
+    best, best_cost = 0.0, math.inf
+    for share in REFINE_SHARES:
+        final = rest - share * per_column
+        if final <= 0.1 * per_column:
+            continue
+        if share == 0.0:
+            error = _MIDPOINT_ERROR
+        else:
+            rough_sd = 2.0 * math.sqrt(2.0) * _ROUGH_RADIUS / (n * share * per_column)
+            error = rough_sd * math.log(2.0 / 0.05) / math.sqrt(2.0) + 2.0 / math.sqrt(n)
+        cost = ((_FINAL_RADIUS + error) / final) ** 2
+        if cost < best_cost:
+            best, best_cost = share, cost
+    return best
