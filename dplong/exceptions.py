@@ -124,15 +124,17 @@ class DplongWarning(UserWarning):
 
     Examples
     --------
-    With only 40 users the private midpoint is fragile, and dplong says so:
+    With only 100 users at ε = 1 the private midpoint is fragile, and dplong says so (once,
+    with a remedy; the results carry the same words in ``warnings`` and their summary):
 
     >>> import warnings
     >>> import dplong
     >>> from dplong.exceptions import DplongWarning
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
-    ...     _ = dplong.winsorized_mean([0.0] * 40, epsilon=1.0, delta=1e-3, scale=1.0,
-    ...                                random_state=0)
+    ...     res = dplong.winsorized_mean([0.0] * 100, epsilon=1.0, random_state=0)
     >>> [w.category is DplongWarning for w in caught]
     [True]
+    >>> str(caught[0].message) == res.warnings[0]
+    True
     """

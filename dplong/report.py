@@ -343,13 +343,14 @@ def _curve_tables(
     results: CurveResults, params: pd.DataFrame, bounds: pd.DataFrame
 ) -> tuple[pd.DataFrame, pd.DataFrame, str]:
     """A curve's tables for the report: the grid named by the regressor, the boundary points
-    marked, and a bias column that is empty everywhere (no smoothness stated) left out."""
+    marked, and a smoothing-bias column that is empty everywhere (no smoothness stated) left
+    out."""
     regressor = _formula_sides(results.formula)[1]
     params = params.rename_axis(regressor)
     bounds = bounds.rename_axis(regressor)
     note = ""
-    if "bias" in bounds and bounds["bias"].isna().all():
-        bounds = bounds.drop(columns="bias")
+    if "smoothing bias" in bounds and bounds["smoothing bias"].isna().all():
+        bounds = bounds.drop(columns="smoothing bias")
         note = " No smoothing bias is claimed: the bounds concern the kernel-smoothed curve" + (
             " (the mean of the users' smoothed curves)." if results.level == "user" else "."
         )

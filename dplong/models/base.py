@@ -64,7 +64,9 @@ class Block:
 
     ``share`` is the block's share of the fit's (ε, δ); ``stated_scale`` and ``complete_rows``
     are public facts the plan needs (whether the scale is stated; whether a user's statistics
-    are all there or all missing). ``build`` computes the statistics from the releases of the
+    are all there or all missing); ``bounds`` public (lower, upper) per column that hold the
+    statistics under the model's stated assumptions. ``build`` computes the statistics from
+    the releases of the
     earlier blocks.
     """
 
@@ -73,6 +75,7 @@ class Block:
     build: Callable[[tuple[Release, ...]], Statistics]
     stated_scale: bool
     complete_rows: bool = True
+    bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
 
 
 @dataclass(frozen=True)
@@ -195,29 +198,55 @@ class PanelModel:
 def run_blocks(
     blocks: Sequence[Block], *, n: int, request: FitRequest
 ) -> tuple[Release, ...]:
-    """Release the blocks in order; every plan and budget check comes before any noise."""
+    """Release the blocks in order; every plan and budget check comes before any noise.
+
+    Each block gets its share of the fit's (ε, δ) to size its stages; the default engine then
+    calibrates a later block's final stage against everything the fit spent before it, so the
+    fit's ledger totals the whole budget (and never more).
+    """
     options, rng, accountant = request.options, request.rng, request.accountant
+    focus = focus_weights(request.focus, blocks[0].names)  # validated first: an option
     budgets = [_block_options(options, block.share) for block in blocks]
-    weights = [focus_weights(request.focus, block.names) if i == 0 else None
-               for i, block in enumerate(blocks)]
+    plans = [_plan(block, block_options, n) for block, block_options in zip(blocks, budgets, strict=True)]
     warned: set[str] = set()
-    for block, block_options in zip(blocks, budgets, strict=True):
-        notes = _check_block(block, block_options, n)
-        for note in notes:  # public facts: say each once per fit, before any noise
-            if note not in warned:
+    for plan in plans:
+        for note in plan.notes if plan is not None else ():
+            if note not in warned:  # public facts: said once per fit, before any noise
                 warn(note)
                 warned.add(note)
     if accountant is not None:
         accountant.check(options.epsilon, options.delta)
     releases: list[Release] = []
-    for block, block_options, weight in zip(blocks, budgets, weights, strict=True):
+    spent, share = [], 0.0
+    for i, (block, block_options, plan) in enumerate(zip(blocks, budgets, plans, strict=True)):
+        share += block.share
         statistics = block.build(tuple(releases))
-        release = _release(block, statistics, block_options, rng, weight)
+        weights = focus if i == 0 else None
+        if plan is not None:
+            plan = plan.after(spent, options.epsilon * share, options.delta * share)
+            release = release_means(
+                statistics.matrix,
+                names=block.names,
+                options=block_options,
+                rng=rng,
+                scale=statistics.scale,
+                weights=weights,
+                complete_rows=block.complete_rows,
+                plan=plan,
+                bounds=block.bounds,
+            )
+        else:
+            release = _paper_release(block, statistics, block_options, rng)
+        spent += [entry.cost for entry in release.privacy.entries]
         if statistics.nonnegative:
             release = dataclasses.replace(release, estimate=np.maximum(release.estimate, 0.0))
         if statistics.sampling_sd is not None:
             release = dataclasses.replace(release, sampling_sd=statistics.sampling_sd)
         releases.append(release)
+        for note in release.notes:  # from released numbers: said once per fit, after them
+            if note not in warned:
+                warn(note)
+                warned.add(note)
     if accountant is not None:
         accountant.record(combined_ledger(releases, options))
     return tuple(releases)
@@ -229,8 +258,9 @@ def _block_options(options: ReleaseOptions, share: float) -> ReleaseOptions:
     )
 
 
-def _check_block(block: Block, options: ReleaseOptions, n: int) -> tuple[str, ...]:
-    """The block's public refusals and warnings, before any noise."""
+def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:
+    """The block's plan (default engine) after its public checks, or None for the paper's
+    pipeline (whose checks run here too); all before any noise."""
     d = len(block.names)
     if options.variant == "default" and not options.local:
         plan = ReleasePlan.make(
@@ -241,36 +271,17 @@ def _check_block(block: Block, options: ReleaseOptions, n: int) -> tuple[str, ..
             stated_scale=block.stated_scale,
             complete_rows=block.complete_rows,
             refine=options.refine,
+            bounded=block.bounds is not None,
         )
         plan.check(None)
-        return plan.notes
+        return plan
     paper_budget(d, _paper_mean_options(options, block.stated_scale))
-    return ()
+    return None
 
 
 def _paper_mean_options(options: ReleaseOptions, stated: bool) -> ReleaseOptions:
     """The budget the paper's mean gets after CoinPress took its share (if estimating)."""
     return options if stated else _block_options(options, 1.0 - PAPER_SCALE_SHARE)
-
-
-def _release(
-    block: Block,
-    statistics: Statistics,
-    options: ReleaseOptions,
-    rng: np.random.Generator,
-    weights: NDArray[np.float64] | None,
-) -> Release:
-    if options.variant == "default" and not options.local:
-        return release_means(
-            statistics.matrix,
-            names=block.names,
-            options=options,
-            rng=rng,
-            scale=statistics.scale,
-            weights=weights,
-            complete_rows=block.complete_rows,
-        )
-    return _paper_release(block, statistics, options, rng)
 
 
 def _paper_release(

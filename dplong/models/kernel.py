@@ -55,7 +55,12 @@ from dplong.privacy.interval import (
     local_bins,
     local_midpoint,
 )
-from dplong.privacy.noise import MIN_LATTICE_EPSILON, release_bounded_sum, release_weighted_sums
+from dplong.privacy.noise import (
+    MIN_LATTICE_EPSILON,
+    release_bounded_sum,
+    release_weighted_gaussian,
+    release_weighted_sums,
+)
 from dplong.privacy.options import PrivacyModel, ReleaseOptions, Variant
 from dplong.privacy.plan import ReleasePlan
 from dplong.privacy.radius import DEFAULT_GAMMA
@@ -401,6 +406,11 @@ class PriestleyChao(PanelModel):
             centre = float(where.centre[0])
             width = amp + sigma * no_clip + float(where.centre_error[0])
             eps_curve = float(plan.calibrate(np.ones(1), "laplace", refined=where.refined).epsilon[0])
+            rho_curve = (
+                float(plan.calibrate(np.ones(1), "gaussian", refined=where.refined).rho[0])
+                if options.delta > 0
+                else 0.0
+            )
             entries = list(where.entries)
             midpoint_note = "the rough private mean" if where.refined else "the private midpoint"
             variant_name = "default (refined)" if where.refined else "default"
@@ -434,6 +444,7 @@ class PriestleyChao(PanelModel):
             entries = ([] if scale_ledger is None else list(scale_ledger.entries)) + [paper.entry]
             midpoint_note = "the private midpoint"
             variant_name = "theory" if options.variant == "theory" else "paper (local)"
+            rho_curve = 0.0
             bad, failed, notes = options.gamma + paper.failure, paper.failed, paper.notes
 
         lo, hi = self._domain
@@ -466,6 +477,22 @@ class PriestleyChao(PanelModel):
             noise_scale = np.full(grid.size, float(release.scale[0]))  # of each unit's draw
             noise_sd = float(release.sd[0]) * energy
             law = "normal"
+        elif rho_curve > 0 and _gaussian_is_better(weights, eps_curve, rho_curve):
+            joint = release_weighted_gaussian(clipped, width, weights, rho_curve, rng)
+            noisy, noise_scale, noise_sd = joint.total, joint.scale, joint.sd
+            entries.append(
+                LedgerEntry(
+                    "mean",
+                    "discrete Gaussian, L2 over the grid (CKS 2020)",
+                    f"curve at {grid.size} points",
+                    0.0,
+                    0.0,
+                    rho_curve,
+                    joint.sensitivity,
+                    float(joint.scale[0]),
+                )
+            )
+            law = "gaussian"
         else:
             joint = release_weighted_sums(clipped, width, weights, eps_curve, rng)
             noisy, noise_scale, noise_sd = joint.total, joint.scale, joint.sd
@@ -973,6 +1000,14 @@ def _project(y: NDArray[np.float64], centre: float, width: float) -> NDArray[np.
     """Responses minus the centre, projected onto ``[-width, width]``; missing ones give 0."""
     with np.errstate(invalid="ignore"):
         return np.where(np.isfinite(y), np.clip(y - centre, -width, width), 0.0)
+
+
+def _gaussian_is_better(weights: NDArray[np.float64], epsilon: float, rho: float) -> bool:
+    """Whether the L2 release (ρ) has less noise than the L1 release (ε) of the same curve:
+    Laplace sd ``√2 Δ₁ / ε`` against Gaussian ``Δ₂ / √(2ρ)``, both from the public weights."""
+    l1 = float(np.abs(weights).sum(axis=1).max())
+    l2 = float(np.sqrt((weights**2).sum(axis=1)).max())
+    return l2 / math.sqrt(2.0 * rho) < math.sqrt(2.0) * l1 / epsilon
 
 
 def _smoothness_note(lipschitz: float | None, sup_norm: float | None) -> str:

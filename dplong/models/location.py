@@ -24,7 +24,7 @@ from dplong.models.reduce import segment_starts, user_sums
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA
+from dplong.privacy.radius import DEFAULT_GAMMA, concentration_radius
 from dplong.results import PanelResults
 
 __all__ = ["RandomEffectsLocation"]
@@ -223,7 +223,17 @@ class RandomEffectsLocation(PanelModel):
                 return Statistics(moments.components(mu), scale=component_scale, nonnegative=True)
 
             blocks.append(
-                Block(("Group Var", "Scale"), variance_share, components, stated_components)
+                Block(
+                    ("Group Var", "Scale"),
+                    variance_share,
+                    components,
+                    stated_components,
+                    bounds=_component_bounds(
+                        float(proxy[0]), float(residual_scale), min_rows, n, request.options.gamma
+                    )
+                    if stated_components
+                    else None,
+                )
             )
         assumptions = (
             "Location: the mean of the user means over the users with a row. Components: "
@@ -268,6 +278,22 @@ class _UserMoments:
             within = np.where(self.rows >= 2, self.within_ss / (self.rows - 1), np.nan)
             between = (self.means - mu) ** 2 - within / self.rows
         return np.column_stack([between, within])
+
+
+def _component_bounds(
+    mean_proxy: float, residual_scale: float, min_rows: int | None, n: int, gamma: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Public ranges of the per-user moments under the stated Gaussian model, holding for all
+    users with probability at least 1 - γ: ``s²_u <= ρ_res χ²_k / k`` with ``k >= T - 1`` is at
+    most ``ρ_res (1 + 2√(x/k) + 2x/k)`` (Laurent–Massart upper tail, x = log(4n/γ): a union
+    over n users and two columns); ``|ȳ_u - μ̂| <= 1.1 τ`` (Lemma 5.2's τ, the 10 % margin
+    covering μ̂'s error, O(τ/√n)), so ``(ȳ_u - μ̂)² - s²_u/T_u`` lies in
+    ``[-upper/2, (1.1 τ)²]``."""
+    k = max((min_rows or 2) - 1, 1)
+    x = math.log(4.0 * n / gamma)
+    upper_within = residual_scale * (1 + 2 * math.sqrt(x / k) + 2 * x / k)
+    tau = float(concentration_radius(mean_proxy, n, 1, gamma))
+    return np.array([-upper_within / 2.0, 0.0]), np.array([(1.1 * tau) ** 2, upper_within])
 
 
 def _gaussian_component_scales(

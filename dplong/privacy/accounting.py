@@ -157,7 +157,8 @@ def compose(costs: Iterable[Cost], delta: float) -> Composition:
     rho = float(sum(c.rho for c in costs if c.kind == "zcdp"))
     rest = delta - delta_a
     eps_pure = float(pure.sum())
-    total_rho = round(rho + float((pure**2).sum()) / 2.0, 15)
+    with np.errstate(over="ignore"):
+        total_rho = round(rho + float(np.square(pure).sum()) / 2.0, 15)
     zcdp_rho = math.nan if approx else total_rho
     if rho == 0.0 and (rest <= 0.0 or pure.size <= 1):
         return Composition(eps_a + eps_pure, float(delta_a), "basic", zcdp_rho)

@@ -52,7 +52,8 @@ from dplong.privacy.noise import (
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.plan import FinalBudget, ReleasePlan
 from dplong.privacy.quantile import LogGrid, private_median, rank_error
-from dplong.privacy.radius import Tail, accurate_radius, clipping_bias
+from dplong.privacy.interval import central_midpoint
+from dplong.privacy.radius import Tail, accurate_radius, bin_radius, clipping_bias
 
 __all__ = ["Location", "Release", "locate", "release_means"]
 
@@ -60,6 +61,9 @@ __all__ = ["Location", "Release", "locate", "release_means"]
 MAD_FACTOR = 0.6744897501960817
 #: Radius of the refinement around the midpoint, in units of σ̂ beyond the midpoint's error.
 ROUGH_RADIUS = 4.0
+#: Largest radius: beyond it the lattice and the sums would overflow (only reached when the
+#: data are at the edge of the doubles, or a column has no data and its midpoint is arbitrary).
+MAX_RADIUS = 2.0**1000
 GRID = LogGrid()
 SPREAD_GRID = LogGrid(signed=False)
 _MEDIAN = "private median (report-noisy-max, log grid)"
@@ -150,11 +154,20 @@ class Location:
     refined: bool
     tail: Tail
     entries: tuple[LedgerEntry, ...]
+    fallback: bool = False
 
     @property
     def per_column_users(self) -> NDArray[np.float64]:
-        """The count behind each column's mean."""
-        return np.broadcast_to(self.users, self.centre.shape)
+        """The count behind each column's mean, at least 1 (it divides)."""
+        return np.maximum(np.broadcast_to(self.users, self.centre.shape), 1.0)
+
+    @property
+    def empty(self) -> NDArray[np.bool_]:
+        """Columns whose private count cannot tell any user from none (below ``max(2, 2 sd)``):
+        their mean is not released as a number (NaN), by post-processing of the count."""
+        return np.asarray(
+            np.broadcast_to(self.users, self.centre.shape) < max(2.0, 2.0 * self.users_sd)
+        )
 
 
 def locate(
@@ -166,12 +179,37 @@ def locate(
     gamma: float,
     scale: NDArray[np.float64] | None = None,
     complete_rows: bool = True,
+    bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
 ) -> Location:
-    """Stages 1-4 of the module docstring: midpoint, scale, count and refinement."""
+    """Stages 1-4 of the module docstring: midpoint, scale, count and refinement. With public
+    ``bounds`` (lower, upper) only the count runs: the centre is the bounds' midpoint, exact."""
     n, d = matrix.shape
     entries: list[LedgerEntry] = []
-    midpoint = private_median(matrix, GRID, np.full(d, plan.midpoint), rng)
-    entries += _median_entries("midpoint", names, plan.midpoint)
+    if bounds is not None:
+        users, users_sd, count_entries = _count(matrix, plan, names, complete_rows, rng)
+        lower, upper = bounds
+        centre = (lower + upper) / 2.0
+        sd = np.sqrt(scale) if scale is not None else (upper - lower) / 2.0
+        return Location(
+            centre, centre, np.zeros(d), sd, users, users_sd, False, "sub-gaussian",
+            tuple(count_entries),
+        )
+    fallback = np.zeros(d, dtype=bool)
+    if plan.midpoint_kind == "histogram":
+        assert scale is not None  # planned only for a stated scale
+        midpoint, fallback, histogram_entries = _histogram_midpoint(
+            matrix, bin_radius(scale, gamma), plan, names, rng
+        )
+        entries += histogram_entries
+    else:
+        midpoint = private_median(matrix, GRID, np.full(d, plan.midpoint), rng)
+        entries += _median_entries("midpoint", names, plan.midpoint)
+    if fallback.any():  # no bin survived: the reserved private median locates those columns
+        columns = np.flatnonzero(fallback)
+        midpoint[columns] = private_median(
+            matrix[:, columns], GRID, np.full(columns.size, plan.fallback), rng
+        )
+        entries += _median_entries("midpoint", tuple(names[j] for j in columns), plan.fallback)
     if scale is None:
         deviation = private_median(
             np.abs(matrix - midpoint), SPREAD_GRID, np.full(d, plan.spread), rng
@@ -187,22 +225,34 @@ def locate(
         entries += count_entries
     else:  # n divides: users without a statistic contribute the centre (the paper's rule)
         users, users_sd = np.array([float(n)]), 0.0
-    per_column_users = np.broadcast_to(users, (d,))
+    per_column_users = np.maximum(np.broadcast_to(users, (d,)), 1.0)
     midpoint_error = GRID.half_width_at(midpoint) + sd * _rank_quantile(
-        rank_error(len(GRID), plan.midpoint, gamma), per_column_users
+        rank_error(len(GRID), plan.fallback or plan.midpoint, gamma), per_column_users
     )
+    if plan.midpoint_kind == "histogram":  # Lemma 3.4: the mode is within 2 bins' half-widths
+        histogram_error = 2.0 * bin_radius(sd**2, gamma)
+        midpoint_error = np.where(fallback, midpoint_error, histogram_error)
     if plan.refine <= 0:
         return Location(
-            midpoint, midpoint, midpoint_error, sd, users, users_sd, False, tail, tuple(entries)
+            midpoint,
+            midpoint,
+            midpoint_error,
+            sd,
+            users,
+            users_sd,
+            False,
+            tail,
+            tuple(entries),
+            bool(fallback.any()),
         )
     # wide enough that an off-centre midpoint costs the rough mean almost no bias: with
     # |m̂ - μ| <= e_m the bias bound below stays small (Gaussian tail, 4σ: 4e-4 σ at e_m = σ)
-    rough_width = ROUGH_RADIUS * sd + GRID.half_width_at(midpoint)
+    rough_width = np.minimum(ROUGH_RADIUS * sd + GRID.half_width_at(midpoint), MAX_RADIUS)
     rough = release_bounded_sum(
         _centred(matrix, midpoint, rough_width), rough_width, np.full(d, plan.refine), rng
     )
     entries += _mean_entries("refinement", names, plan.refine, 0.0, rough, n)
-    offset = rough.total / per_column_users
+    offset = np.clip(rough.total / per_column_users, -rough_width, rough_width)
     noise = rough.scale / per_column_users * math.log(2.0 / gamma)  # Laplace quantile
     sampling = sd / np.sqrt(per_column_users) * special.ndtri(1.0 - gamma / 4.0)
     count_effect = np.abs(offset) * 3.0 * users_sd / per_column_users
@@ -213,7 +263,16 @@ def locate(
         + clipping_bias(sd**2, rough_width, midpoint_error, tail=tail)
     )
     return Location(
-        midpoint, midpoint + offset, centre_error, sd, users, users_sd, True, tail, tuple(entries)
+        midpoint,
+        midpoint + offset,
+        centre_error,
+        sd,
+        users,
+        users_sd,
+        True,
+        tail,
+        tuple(entries),
+        bool(fallback.any()),
     )
 
 
@@ -227,14 +286,19 @@ def release_means(
     weights: NDArray[np.float64] | None = None,
     complete_rows: bool = True,
     accountant: Accountant | None = None,
+    plan: ReleasePlan | None = None,
+    bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
 ) -> Release:
     """Release the column means of ``matrix`` (n x d; NaN: no statistic) with the default plan.
 
     ``scale`` holds stated variance proxies of one user's statistic per column (None: estimated
     privately); ``weights`` how much each column's error counts when the budget is shared
     (default equal); ``complete_rows`` says that a user's statistics are all there or all
-    missing (one count instead of d; a row with any NaN then counts as missing). Every refusal
-    and the accountant's check happen before the first noise draw.
+    missing (one count instead of d; a row with any NaN then counts as missing). ``plan``
+    replaces the plan made from ``options`` (a later release of a fit, :meth:`ReleasePlan.after`).
+    ``bounds`` are public (lower, upper) per column that hold every statistic (a public
+    assumption: values outside are clipped to them); then only the count and the mean run.
+    Every refusal and the accountant's check happen before the first noise draw.
 
     Examples
     --------
@@ -254,16 +318,18 @@ def release_means(
     if complete_rows:  # a user's statistics are all there or all missing
         matrix = np.where(np.isnan(matrix).any(axis=1, keepdims=True), np.nan, matrix)
     weights = np.ones(d) if weights is None else weights
-    plan = ReleasePlan.make(
-        n=n,
-        d=d,
-        epsilon=options.epsilon,
-        delta=options.delta,
-        stated_scale=scale is not None,
-        complete_rows=complete_rows,
-        refine=options.refine,
-    )
-    plan.check(accountant)  # every refusal before the first noise draw
+    if plan is None:
+        plan = ReleasePlan.make(
+            n=n,
+            d=d,
+            epsilon=options.epsilon,
+            delta=options.delta,
+            stated_scale=scale is not None,
+            complete_rows=complete_rows,
+            refine=options.refine,
+            bounded=bounds is not None,
+        )
+        plan.check(accountant)  # every refusal before the first noise draw
     gamma = options.gamma
     where = locate(
         matrix,
@@ -273,29 +339,40 @@ def release_means(
         gamma=gamma,
         scale=scale,
         complete_rows=complete_rows,
+        bounds=bounds,
     )
     users = where.per_column_users
-    radius, budget = _final_radius(where, weights, plan)
+    undefined = where.empty
+    weights = np.where(undefined, 0.0, weights)
+    if bounds is None:
+        radius, budget = _final_radius(where, weights, plan)
+    else:  # the public bounds are the interval: nothing is clipped under the assumption
+        radius = (bounds[1] - bounds[0]) / 2.0
+        budget = plan.final_budget(radius, weights, refined=False)
     clipped = _centred(matrix, where.centre, radius)
     if budget.kind == "gaussian":
         final = release_gaussian_sum(clipped, radius, budget.rho, rng)
     else:
         final = release_bounded_sum(clipped, radius, budget.epsilon, rng)
     entries = [*where.entries, *_mean_entries("mean", names, budget.epsilon, budget.rho, final, n)]
-    offset = final.total / users
-    ledger = PrivacyLedger.from_entries(entries, options.delta, "central")
+    # the mean of values clipped to ±w lies in ±w: projecting onto it is post-processing, and
+    # keeps a noisy count from blowing the ratio up
+    offset = np.clip(final.total / users, -radius, radius)
+    ledger = PrivacyLedger.from_entries(entries, plan.delta, "central")
     if accountant is not None:
         accountant.record(ledger)
     noise_sd = final.sd / users
     count_sd = np.abs(offset) * where.users_sd / users
     return Release(
         names=names,
-        estimate=where.centre + offset,
+        estimate=np.where(undefined, np.nan, where.centre + offset),
         noise_sd=np.sqrt(noise_sd**2 + count_sd**2),
         noise_scale=final.scale / users,
         noise_kind=budget.kind,
         sampling_sd=where.sd / np.sqrt(users),
-        bias=clipping_bias(where.sd**2, radius, where.centre_error, tail=where.tail),
+        bias=np.zeros(d)
+        if bounds is not None
+        else clipping_bias(where.sd**2, radius, where.centre_error, tail=where.tail),
         interval=np.stack([where.centre - radius, where.centre + radius], axis=1),
         midpoint=where.midpoint,
         scale=where.sd**2,
@@ -305,7 +382,8 @@ def release_means(
         n=n,
         variant="default (refined)" if where.refined else "default",
         bad_events=np.full(d, gamma * (2.0 if where.refined else 1.0)),
-        notes=plan.notes + _user_notes(where.users, where.users_sd, n),
+        notes=plan.notes + _user_notes(where.users, where.users_sd, n)
+        + _empty_notes(names, undefined),
     )
 
 
@@ -330,12 +408,12 @@ def _final_radius(
 ) -> tuple[NDArray[np.float64], FinalBudget]:
     """Accurate radii and the final budget shared by them (two rounds: radii ↔ shares)."""
     sd, error, users = where.sd, where.centre_error, where.per_column_users
-    radius = 3.0 * sd + error
-    budget = plan.final_budget(radius, weights, refined=where.refined)
+    radius = np.minimum(3.0 * sd + error, MAX_RADIUS)
+    budget = plan.final_budget(radius, weights, refined=where.refined, fallback=where.fallback)
     for _ in range(2):
         per_width = budget.noise_sd(2.0 / users)
-        radius = accurate_radius(sd**2, error, per_width, tail=where.tail)
-        budget = plan.final_budget(radius, weights, refined=where.refined)
+        radius = np.minimum(accurate_radius(sd**2, error, per_width, tail=where.tail), MAX_RADIUS)
+        budget = plan.final_budget(radius, weights, refined=where.refined, fallback=where.fallback)
     return radius, budget
 
 
@@ -359,7 +437,39 @@ def _count(
         LedgerEntry("count", "lattice Laplace count", f"{t}", plan.count, 0.0, 0.0, 1.0, 1.0 / rate)
         for t in targets
     ]
-    return np.maximum(noisy, 1.0), sd, entries
+    return noisy.astype(np.float64), sd, entries
+
+
+def _histogram_midpoint(
+    matrix: NDArray[np.float64],
+    half_width: NDArray[np.float64],
+    plan: ReleasePlan,
+    names: tuple[str, ...],
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], NDArray[np.bool_], list[LedgerEntry]]:
+    """Alg 3 per column (the mode of a stable histogram, Alg 2) and where it failed."""
+    n, d = matrix.shape
+    midpoint = np.zeros(d)
+    failed = np.zeros(d, dtype=bool)
+    for j in range(d):
+        column = matrix[:, j][np.isfinite(matrix[:, j])]  # no statistic: no bin
+        midpoint[j], failed[j] = central_midpoint(
+            column, float(half_width[j]), plan.midpoint, plan.midpoint_delta, rng, n
+        )
+    entries = [
+        LedgerEntry(
+            "midpoint",
+            "stable histogram (Alg 2, 3)",
+            name,
+            plan.midpoint,
+            plan.midpoint_delta,
+            0.0,
+            2.0 / n,
+            2.0 / (plan.midpoint * n),
+        )
+        for name in names
+    ]
+    return midpoint, failed, entries
 
 
 def _median_entries(stage: str, names: tuple[str, ...], epsilon: float) -> list[LedgerEntry]:
@@ -394,6 +504,16 @@ def _mean_entries(
         )
         for j, name in enumerate(names)
     ]
+
+
+def _empty_notes(names: tuple[str, ...], empty: NDArray[np.bool_]) -> tuple[str, ...]:
+    if not empty.any():
+        return ()
+    listed = [names[j] for j in np.flatnonzero(empty)]
+    return (
+        f"No estimate (NaN) for {listed}: the private count of users with a statistic there "
+        "is indistinguishable from zero.",
+    )
 
 
 def _user_notes(users: NDArray[np.float64], sd: float, n: int) -> tuple[str, ...]:

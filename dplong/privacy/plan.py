@@ -40,6 +40,7 @@ column's even share; up to 45 % for the midpoint alone when the scale is stated)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import optimize
 
-from dplong.exceptions import PrivacyParameterError
+from dplong.exceptions import InsufficientUsersError, PrivacyParameterError
 from dplong.privacy.accounting import Accountant, Cost, compose
 from dplong.privacy.noise import MIN_LATTICE_EPSILON
 
@@ -56,6 +57,8 @@ __all__ = ["FinalBudget", "ReleasePlan", "column_epsilon", "largest_within", "sh
 
 #: ε·n the midpoint and scale medians each get (see the module docstring).
 MEDIAN_USERS = 80.0
+#: Below this ε·n the midpoint is hopeless (its cell is close to a random one): refused.
+HOPELESS_USERS = 20.0
 #: ε·n of the count of users with a statistic: a relative error of about √2/20 = 7 %, which
 #: only multiplies the refinement's small offset from the midpoint.
 COUNT_USERS = 20.0
@@ -68,6 +71,10 @@ REFINE_SHARES = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3)
 #: Typical-case radii in units of the scale: the final stage (≈ the accurate radius), the
 #: refinement (wide enough to hold an off-centre midpoint) and the midpoint's own error.
 _FINAL_RADIUS, _ROUGH_RADIUS, _MIDPOINT_ERROR = 2.5, 4.0, 1.5
+#: Shares of a column's ε for the stable-histogram midpoint and for its reserved fallback.
+HISTOGRAM_SHARE, FALLBACK_SHARE = 0.35, 0.2
+#: τ' = √(2 log(2/γ)) at γ = 0.05, in units of the scale: the histogram bins' half-width.
+_BIN_RADIUS = 2.716
 
 
 def column_epsilon(epsilon: float, delta: float, d: int) -> float:
@@ -152,6 +159,16 @@ class ReleasePlan:
         How many counts: 1 when a user's statistic is all there or all missing, else d.
     notes : tuple of str
         Public warnings about the plan's reliability, with their remedies.
+    prior : tuple of Cost
+        Calls an earlier release of the same fit made on the same users: the final stage is
+        calibrated so that they and this release together stay within (ε, δ), which are then
+        the fit's budget up to and including this release (see :meth:`after`).
+    midpoint_kind : {"median", "histogram", "bounds"}
+        The midpoint's mechanism: the private median on the log grid, or — with a stated scale
+        and too few users for the median — the stable histogram of Alg 2-3 with bins of
+        half-width τ' (``midpoint_delta`` each), whose rare failure is covered by a private
+        median with the reserved ``fallback`` ε (spent only then); ``"bounds"``: public bounds
+        on the statistics make every stage before the mean unnecessary.
 
     Examples
     --------
@@ -175,6 +192,10 @@ class ReleasePlan:
     counts: int
     refine: float
     notes: tuple[str, ...]
+    prior: tuple[Cost, ...] = ()
+    midpoint_kind: str = "median"
+    midpoint_delta: float = 0.0
+    fallback: float = 0.0
 
     @classmethod
     def make(
@@ -188,15 +209,49 @@ class ReleasePlan:
         complete_rows: bool = True,
         count: bool = True,
         refine: bool = True,
+        bounded: bool = False,
     ) -> ReleasePlan:
         """Stage budgets from public facts (module docstring). ``count=False`` when n itself
-        is the denominator (item-level regression: every unit is counted)."""
+        is the denominator (item-level regression: every unit is counted); ``bounded`` when
+        public bounds hold every statistic: no midpoint, scale or refinement is needed."""
         per_column = column_epsilon(epsilon, delta, d)
+        if bounded:
+            counts = (1 if complete_rows else d) if count else 0
+            per_count = per_column * d / max(counts, 1)
+            count_epsilon = min(max(COUNT_USERS / n, 0.01 * per_count), 0.1 * per_count)
+            return cls(
+                n=n,
+                d=d,
+                epsilon=epsilon,
+                delta=delta,
+                midpoint=0.0,
+                spread=0.0,
+                count=count_epsilon if counts else 0.0,
+                counts=counts,
+                refine=0.0,
+                notes=(),
+                midpoint_kind="bounds",
+            )
         cap = MAX_MIDPOINT_SHARE[stated_scale]
         low, high = MIN_STAGE_SHARE * per_column, cap * per_column
         wanted = MEDIAN_USERS / n
         median = min(max(wanted, low), high)
         notes: list[str] = []
+        histogram = (
+            stated_scale
+            and wanted > high
+            and _histogram_reliable(n, HISTOGRAM_SHARE * per_column, delta / (2 * d))
+        )
+        if histogram:  # few users and a stated scale: Alg 2-3's histogram is the surer midpoint
+            return cls._histogram_plan(n, d, epsilon, delta, per_column, complete_rows, count, refine)
+        if median * n < HOPELESS_USERS:
+            needed = MEDIAN_USERS / n / cap * d
+            raise InsufficientUsersError(
+                f"with n={n} users and epsilon={epsilon:.3g} over {d} column(s) the private "
+                f"midpoint of a column would get epsilon={median:.3g}, too little to locate the "
+                f"data at all (it needs epsilon * n of about {MEDIAN_USERS:g}); raise epsilon to "
+                f"about {needed:.2g} or use fewer columns"
+            )
         if wanted > high:
             stages = "midpoint" if stated_scale else "midpoint and scale"
             needed = wanted / cap * d
@@ -209,7 +264,9 @@ class ReleasePlan:
                 + "."
             )
         counts = (1 if complete_rows else d) if count else 0
-        count_epsilon = min(max(COUNT_USERS / n, 0.01 * per_column), 0.05 * per_column)
+        # the counts' share of the budget: a tenth at most, a hundredth at least
+        per_count = per_column * d / max(counts, 1)
+        count_epsilon = min(max(COUNT_USERS / n, 0.01 * per_count), 0.1 * per_count)
         spread = 0.0 if stated_scale else median
         rest = per_column - median - spread - count_epsilon * counts / d
         share = _refine_share(n, per_column, rest) if refine else 0.0
@@ -226,14 +283,73 @@ class ReleasePlan:
             notes=tuple(notes),
         )
 
-    def early_costs(self, *, refine: bool = True) -> list[Cost]:
-        """The costs of every call before the final stage."""
-        per_column = [Cost(epsilon=self.midpoint)] + (
+    @classmethod
+    def _histogram_plan(
+        cls,
+        n: int,
+        d: int,
+        epsilon: float,
+        delta: float,
+        per_column: float,
+        complete_rows: bool,
+        count: bool,
+        refine: bool,
+    ) -> ReleasePlan:
+        """The midpoint by the stable histogram (bins of half-width τ', §7.1.2) at
+        :data:`HISTOGRAM_SHARE` of a column's ε and δ/(2d) each, with :data:`FALLBACK_SHARE`
+        reserved for a private median should no bin survive: spent only then (the choice is a
+        function of the histogram's output), otherwise left to the final stage."""
+        share = HISTOGRAM_SHARE * per_column
+        counts = (1 if complete_rows else d) if count else 0
+        per_count = per_column * d / max(counts, 1)
+        count_epsilon = min(max(COUNT_USERS / n, 0.01 * per_count), 0.1 * per_count)
+        rest = per_column - share - FALLBACK_SHARE * per_column - count_epsilon * counts / d
+        refine_share = _refine_share(n, per_column, rest, midpoint_error=2.0 * _BIN_RADIUS)
+        return cls(
+            n=n,
+            d=d,
+            epsilon=epsilon,
+            delta=delta,
+            midpoint=share,
+            spread=0.0,
+            count=count_epsilon if counts else 0.0,
+            counts=counts,
+            refine=refine_share * per_column if refine else 0.0,
+            notes=(),
+            midpoint_kind="histogram",
+            midpoint_delta=delta / (2 * d),
+            fallback=FALLBACK_SHARE * per_column,
+        )
+
+    def after(self, prior: list[Cost], epsilon: float, delta: float) -> ReleasePlan:
+        """This plan as a later release of a fit: ``prior`` calls were made before it, and
+        together they may spend (ε, δ). The stage sizes stay as planned.
+
+        Examples
+        --------
+        >>> from dplong.privacy.accounting import Cost
+        >>> from dplong.privacy.plan import ReleasePlan
+        >>> plan = ReleasePlan.make(n=1000, d=1, epsilon=0.5, delta=5e-7, stated_scale=True)
+        >>> later = plan.after([Cost(epsilon=0.5)], 1.0, 1e-6)
+        >>> import numpy as np
+        >>> bool(later.calibrate(np.ones(1), "laplace").epsilon[0] > plan.calibrate(
+        ...     np.ones(1), "laplace").epsilon[0] - 1e-9)
+        True
+        """
+        return dataclasses.replace(self, prior=tuple(prior), epsilon=epsilon, delta=delta)
+
+    def early_costs(self, *, refine: bool = True, fallback: bool = False) -> list[Cost]:
+        """The costs of every call before the final stage (``fallback``: the histogram failed
+        in some column and the reserved private median ran there too)."""
+        first = Cost(epsilon=self.midpoint, delta=self.midpoint_delta)
+        per_column = ([first] if self.midpoint else []) + (
             [Cost(epsilon=self.spread)] if self.spread else []
         )
+        if fallback:
+            per_column.append(Cost(epsilon=self.fallback))
         if refine and self.refine:
             per_column.append(Cost(epsilon=self.refine))
-        return per_column * self.d + [Cost(epsilon=self.count)] * self.counts
+        return [*self.prior, *(per_column * self.d), *([Cost(epsilon=self.count)] * self.counts)]
 
     def early_epsilon(self) -> float:
         """ε spent before the final stage (basic composition)."""
@@ -242,7 +358,9 @@ class ReleasePlan:
     def check(self, accountant: Accountant | None) -> None:
         """Refuse, before any noise, a plan that cannot leave its final stage enough budget,
         and a release the accountant cannot afford."""
-        weakest = self.calibrate(np.full(self.d, 1.0 / self.d), "laplace")
+        weakest = self.calibrate(
+            np.full(self.d, 1.0 / self.d), "laplace", fallback=self.fallback > 0
+        )
         if weakest.epsilon.min() / 2.0 < MIN_LATTICE_EPSILON or (
             self.early_epsilon() >= self.epsilon and self.delta == 0.0
         ):
@@ -260,13 +378,14 @@ class ReleasePlan:
         kind: str,
         *,
         refined: bool = True,
+        fallback: bool = False,
     ) -> FinalBudget:
         """The final stage's largest per-column budgets ``s · shares`` within the request.
 
         ``kind`` is ``"laplace"`` (per-column ε) or ``"gaussian"`` (per-column ρ, needs δ > 0).
         ``refined=False`` hands the refinement's reserve to the final stage.
         """
-        early = self.early_costs(refine=refined)
+        early = self.early_costs(refine=refined, fallback=fallback)
 
         def total(s: float) -> float:
             final = [Cost(epsilon=s * a) if kind == "laplace" else Cost(rho=s * a) for a in shares]
@@ -285,17 +404,19 @@ class ReleasePlan:
         weights: NDArray[np.float64],
         *,
         refined: bool,
+        fallback: bool = False,
     ) -> FinalBudget:
         """The final stage's mechanism and budgets for the released radii: Laplace and
         Gaussian are each calibrated and shared by PLAN, and the one whose weighted noise
         variance ``Σ_j f_j Var_j`` is smaller wins (Gaussian only with δ > 0)."""
+        radii = radii / radii.max()  # the shares are scale-free; this keeps the powers finite
         laplace = self.calibrate(
-            share_weights((weights * radii**2) ** (1.0 / 3.0)), "laplace", refined=refined
+            share_weights((weights * radii**2) ** (1.0 / 3.0)), "laplace", refined=refined, fallback=fallback
         )
         best = laplace
         if self.delta > 0.0:
             gaussian = self.calibrate(
-                share_weights(np.sqrt(weights) * radii), "gaussian", refined=refined
+                share_weights(np.sqrt(weights) * radii), "gaussian", refined=refined, fallback=fallback
             )
             if _weighted_variance(gaussian, radii, weights) < _weighted_variance(
                 laplace, radii, weights
@@ -332,7 +453,16 @@ def largest_within(total: Callable[[float], float], target: float, upper: float)
     return lo
 
 
-def _refine_share(n: int, per_column: float, rest: float) -> float:
+def _histogram_reliable(n: int, epsilon: float, delta: float) -> bool:
+    """Whether the stable histogram finds a bin even when the data straddle two bins: its
+    threshold ``(2/ε) log(2/δ) + 1`` below 40 % of the users (bins of half-width τ' hold each
+    value with probability ``1 - γ``, so two neighbouring bins share at least ~95 %)."""
+    return 2.0 / epsilon * math.log(2.0 / delta) + 1.0 <= 0.4 * n
+
+
+def _refine_share(
+    n: int, per_column: float, rest: float, *, midpoint_error: float = _MIDPOINT_ERROR
+) -> float:
     """The share of :data:`REFINE_SHARES` that minimises the predicted final noise variance.
 
     In units of the scale: without refinement the final radius carries the midpoint's error;
@@ -345,7 +475,7 @@ def _refine_share(n: int, per_column: float, rest: float) -> float:
         if final <= 0.1 * per_column:
             continue
         if share == 0.0:
-            error = _MIDPOINT_ERROR
+            error = midpoint_error
         else:
             rough_sd = 2.0 * math.sqrt(2.0) * _ROUGH_RADIUS / (n * share * per_column)
             error = rough_sd * math.log(2.0 / 0.05) / math.sqrt(2.0) + 2.0 / math.sqrt(n)

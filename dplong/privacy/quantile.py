@@ -96,12 +96,13 @@ class LogGrid:
 
     @cached_property
     def half_widths(self) -> NDArray[np.float64]:
-        """How far a value in each cell may lie from what the cell reports (inf at the ends)."""
+        """How far a value in each cell may lie from what the cell reports. The unbounded end
+        cells get their boundary's magnitude: a finite stand-in (data out there are beyond
+        ``2**1023``, the last finite powers of two, and no radius could hold them anyway)."""
         b = self.boundaries
         inner = (b[1:] - b[:-1]) / 2.0
-        return np.concatenate([[np.inf], inner, [np.inf]]) if self.signed else np.append(
-            inner, np.inf
-        )
+        end = abs(float(b[-1])) / 2.0
+        return np.concatenate([[end], inner, [end]]) if self.signed else np.append(inner, end)
 
     def half_width_at(self, value: NDArray[np.float64]) -> NDArray[np.float64]:
         """The half-width of the cell whose report is ``value``."""
