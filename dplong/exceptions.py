@@ -132,7 +132,7 @@ class DplongWarning(UserWarning):
     >>> from dplong.exceptions import DplongWarning
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
-    ...     res = dplong.winsorized_mean([0.0] * 100, epsilon=1.0, random_state=0)
+    ...     res = dplong.winsorized_mean(list(range(100)), epsilon=1.0, random_state=0)
     >>> [w.category is DplongWarning for w in caught]
     [True]
     >>> str(caught[0].message) == res.warnings[0]

@@ -64,6 +64,9 @@ ROUGH_RADIUS = 4.0
 #: Largest radius: beyond it the lattice and the sums would overflow (only reached when the
 #: data are at the edge of the doubles, or a column has no data and its midpoint is arbitrary).
 MAX_RADIUS = 2.0**1000
+#: Smallest spread used: its square stays a normal double (a spread of exactly 0, as for a
+#: constant column, would make the radius and the bias bound degenerate).
+SMALLEST_SCALE = 2.0**-500
 GRID = LogGrid()
 SPREAD_GRID = LogGrid(signed=False)
 _MEDIAN = "private median (report-noisy-max, log grid)"
@@ -215,9 +218,9 @@ def locate(
             np.abs(matrix - midpoint), SPREAD_GRID, np.full(d, plan.spread), rng
         )
         entries += _median_entries("scale", names, plan.spread)
-        sd = np.maximum(deviation, SPREAD_GRID.half_widths[0]) / MAD_FACTOR
+        sd = np.maximum(deviation, SMALLEST_SCALE) / MAD_FACTOR
     else:
-        sd = np.sqrt(scale)
+        sd = np.maximum(np.sqrt(scale), SMALLEST_SCALE)
     tail: Tail = "gaussian" if scale is None else "sub-gaussian"
 
     if plan.counts:
@@ -382,7 +385,8 @@ def release_means(
         n=n,
         variant="default (refined)" if where.refined else "default",
         bad_events=np.full(d, gamma * (2.0 if where.refined else 1.0)),
-        notes=plan.notes + _user_notes(where.users, where.users_sd, n)
+        notes=plan.notes
+        + _user_notes(where.users, where.users_sd, n, names, undefined)
         + _empty_notes(names, undefined),
     )
 
@@ -516,13 +520,20 @@ def _empty_notes(names: tuple[str, ...], empty: NDArray[np.bool_]) -> tuple[str,
     )
 
 
-def _user_notes(users: NDArray[np.float64], sd: float, n: int) -> tuple[str, ...]:
-    """A note when the private count says many users have no statistic (a released number)."""
-    share = float(np.min(users)) / n
-    if share >= 0.8 or float(np.min(users)) + 3.0 * sd >= 0.8 * n:
+def _user_notes(
+    users: NDArray[np.float64], sd: float, n: int, names: tuple[str, ...], empty: NDArray[np.bool_]
+) -> tuple[str, ...]:
+    """A note when a private count says many users have no statistic (a released number):
+    clearly below 80 % of n, for the columns that have an estimate at all."""
+    counts = np.broadcast_to(users, empty.shape)
+    few = (counts + 3.0 * sd < 0.8 * n) & ~empty
+    if not few.any():
         return ()
+    low, high = float(counts[few].min()), float(counts[few].max())
+    about = f"{low:.0f}" if users.size == 1 else f"{low:.0f} to {high:.0f}"
+    where = "" if users.size == 1 else f" in {[names[j] for j in np.flatnonzero(few)]}"
     return (
-        f"Only about {float(np.min(users)):.0f} of the {n} users (private count, sd "
-        f"{sd:.2g}) have a statistic of their own; the estimate describes those users, and "
-        "its standard errors use that count.",
+        f"Only about {about} of the {n} users (private count, sd {sd:.2g}) have a statistic "
+        f"of their own{where}; the estimate describes those users, and its standard errors "
+        "use that count.",
     )
