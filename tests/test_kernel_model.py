@@ -81,11 +81,11 @@ def user_curve(
     hi: float,
 ) -> NDArray[np.float64]:
     """One user's curve as the package defines it: the Priestley-Chao sum over the user's own
-    visits divided by their kernel mass Σ w K / b, NaN where that mass is below 1/2."""
+    visits divided by their kernel mass Σ w K / b, NaN where that mass is below 1/4."""
     ones = np.ones_like(y)
     mass = priestley_chao(x, ones, grid, bandwidth, kernel, hi)
     sums = priestley_chao(x, y, grid, bandwidth, kernel, hi)
-    return np.where(mass >= 0.5, sums / np.where(mass > 0, mass, 1.0), np.nan)
+    return np.where(mass >= 0.25, sums / np.where(mass > 0, mass, 1.0), np.nan)
 
 
 def zeta(bandwidth: float, length: float, kernel: str) -> float:

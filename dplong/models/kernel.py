@@ -818,9 +818,9 @@ def item_bias_bound(
 
 
 #: A user's curve is defined at x where their visits carry at least this much kernel mass
-#: (about 1 where their visits cover x): elsewhere the Priestley–Chao sum is not an estimate of
-#: their curve but of 0.
-MIN_USER_MASS = 0.5
+#: (about 1 where their visits cover x, about 1/2 at the end of the visits they cover):
+#: elsewhere the Priestley–Chao sum is not an estimate of their curve but of 0.
+MIN_USER_MASS = 0.25
 
 
 def user_curves(

@@ -64,6 +64,9 @@ ROUGH_RADIUS = 4.0
 #: Largest radius: beyond it the lattice and the sums would overflow (only reached when the
 #: data are at the edge of the doubles, or a column has no data and its midpoint is arbitrary).
 MAX_RADIUS = 2.0**1000
+#: A released mean beyond this share of its interval's half-width is at its edge: most users
+#: were clipped to one side, the centre missed the data (the estimate is withheld).
+MISSED_SHARE = 0.8
 #: Smallest spread used: its square stays a normal double (a spread of exactly 0, as for a
 #: constant column, would make the radius and the bias bound degenerate).
 SMALLEST_SCALE = 2.0**-500
@@ -110,7 +113,8 @@ class Release:
     notes : tuple of str
         Reliability notes from public facts and released numbers.
     failed : ndarray of bool, optional
-        ``variant="theory"`` only: where the stable histogram found no bin (Alg 3's fallback).
+        Where the midpoint failed: the paper's stable histogram found no bin (``"theory"``), or
+        the released mean sat at the edge of its interval (the estimate is then NaN).
     """
 
     names: tuple[str, ...]
@@ -361,6 +365,9 @@ def release_means(
     # the mean of values clipped to ±w lies in ±w: projecting onto it is post-processing, and
     # keeps a noisy count from blowing the ratio up
     offset = np.clip(final.total / users, -radius, radius)
+    # a mean at the edge of its interval says the interval missed the data (a centre beyond its
+    # allowance: a bad event); its number would look precise and be wrong, so it is withheld
+    missed = (np.abs(offset) >= MISSED_SHARE * radius) & ~undefined
     ledger = PrivacyLedger.from_entries(entries, plan.delta, "central")
     if accountant is not None:
         accountant.record(ledger)
@@ -368,7 +375,7 @@ def release_means(
     count_sd = np.abs(offset) * where.users_sd / users
     return Release(
         names=names,
-        estimate=np.where(undefined, np.nan, where.centre + offset),
+        estimate=np.where(undefined | missed, np.nan, where.centre + offset),
         noise_sd=np.sqrt(noise_sd**2 + count_sd**2),
         noise_scale=final.scale / users,
         noise_kind=budget.kind,
@@ -387,7 +394,9 @@ def release_means(
         bad_events=np.full(d, gamma * (2.0 if where.refined else 1.0)),
         notes=plan.notes
         + _user_notes(where.users, where.users_sd, n, names, undefined)
-        + _empty_notes(names, undefined),
+        + _empty_notes(names, undefined)
+        + _missed_notes(names, missed),
+        failed=missed,
     )
 
 
@@ -508,6 +517,17 @@ def _mean_entries(
         )
         for j, name in enumerate(names)
     ]
+
+
+def _missed_notes(names: tuple[str, ...], missed: NDArray[np.bool_]) -> tuple[str, ...]:
+    if not missed.any():
+        return ()
+    listed = [names[j] for j in np.flatnonzero(missed)]
+    return (
+        f"No estimate (NaN) for {listed}: the released mean sits at the edge of its projection "
+        "interval, so the private midpoint missed the data there. Raise epsilon, use fewer "
+        "columns, or state the scale.",
+    )
 
 
 def _empty_notes(names: tuple[str, ...], empty: NDArray[np.bool_]) -> tuple[str, ...]:
