@@ -357,11 +357,20 @@ def release_means(
         radius = (bounds[1] - bounds[0]) / 2.0
         budget = plan.final_budget(radius, weights, refined=False)
     clipped = _centred(matrix, where.centre, radius)
-    if budget.kind == "gaussian":
-        final = release_gaussian_sum(clipped, radius, budget.rho, rng)
-    else:
-        final = release_bounded_sum(clipped, radius, budget.epsilon, rng)
-    entries = [*where.entries, *_mean_entries("mean", names, budget.epsilon, budget.rho, final, n)]
+    mean_budget, moment_budget = budget.split(plan.moment_share)
+    final = _release(clipped, radius, mean_budget, rng)
+    entries = [
+        *where.entries,
+        *_mean_entries("mean", names, mean_budget.epsilon, mean_budget.rho, final, n),
+    ]
+    spread = where.sd
+    if moment_budget is not None:  # the clipped values' own spread: honest under heavy tails
+        half = radius**2 / 2.0  # a square in [0, w²], centred
+        squares = np.where(np.isnan(matrix), 0.0, clipped**2 - half)
+        moment = _release(np.clip(squares, -half, half), half, moment_budget, rng)
+        entries += _mean_entries(
+            "second moment", names, moment_budget.epsilon, moment_budget.rho, moment, n
+        )
     # the mean of values clipped to ±w lies in ±w: projecting onto it is post-processing, and
     # keeps a noisy count from blowing the ratio up
     offset = np.clip(final.total / users, -radius, radius)
@@ -371,6 +380,10 @@ def release_means(
     ledger = PrivacyLedger.from_entries(entries, plan.delta, "central")
     if accountant is not None:
         accountant.record(ledger)
+    if moment_budget is not None:
+        second = np.clip(half + moment.total / users, 0.0, radius**2)
+        # the variance of the clipped values, or σ̂² if larger (its noise is one-sided safe)
+        spread = np.sqrt(np.maximum(second - offset**2, where.sd**2))
     noise_sd = final.sd / users
     count_sd = np.abs(offset) * where.users_sd / users
     return Release(
@@ -379,7 +392,7 @@ def release_means(
         noise_sd=np.sqrt(noise_sd**2 + count_sd**2),
         noise_scale=final.scale / users,
         noise_kind=budget.kind,
-        sampling_sd=where.sd / np.sqrt(users),
+        sampling_sd=spread / np.sqrt(users),
         bias=np.zeros(d)
         if bounds is not None
         else clipping_bias(where.sd**2, radius, where.centre_error, tail=where.tail),
@@ -414,6 +427,18 @@ def _centred(
     with np.errstate(invalid="ignore"):
         clipped = np.clip(matrix - centre, -radius, radius)
     return np.where(np.isnan(clipped), 0.0, clipped)
+
+
+def _release(
+    clipped: NDArray[np.float64],
+    radius: NDArray[np.float64],
+    budget: FinalBudget,
+    rng: np.random.Generator,
+) -> LatticeRelease:
+    """The lattice sum of centred clipped values with the budget's mechanism."""
+    if budget.kind == "gaussian":
+        return release_gaussian_sum(clipped, radius, budget.rho, rng)
+    return release_bounded_sum(clipped, radius, budget.epsilon, rng)
 
 
 def _final_radius(

@@ -71,6 +71,8 @@ REFINE_SHARES = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3)
 #: Typical-case radii in units of the scale: the final stage (≈ the accurate radius), the
 #: refinement (wide enough to hold an off-centre midpoint) and the midpoint's own error.
 _FINAL_RADIUS, _ROUGH_RADIUS, _MIDPOINT_ERROR = 2.5, 4.0, 1.5
+#: Share of the final stage for the second moment, and the n·ε (per column) it needs.
+MOMENT_SHARE, MOMENT_USERS = 0.1, 500.0
 #: Shares of a column's ε for the stable-histogram midpoint and for its reserved fallback.
 HISTOGRAM_SHARE, FALLBACK_SHARE = 0.35, 0.2
 #: τ' = √(2 log(2/γ)) at γ = 0.05, in units of the scale: the histogram bins' half-width.
@@ -128,6 +130,14 @@ class FinalBudget:
     epsilon: NDArray[np.float64]
     rho: NDArray[np.float64]
 
+    def split(self, share: float) -> tuple[FinalBudget, FinalBudget | None]:
+        """``1 - share`` of every column's budget for the mean, ``share`` for the second moment
+        (None when ``share`` is 0); :meth:`ReleasePlan.calibrate` composes the two parts."""
+        if share <= 0.0:
+            return self, None
+        keep = FinalBudget(self.kind, self.epsilon * (1 - share), self.rho * (1 - share))
+        return keep, FinalBudget(self.kind, self.epsilon * share, self.rho * share)
+
     def costs(self) -> list[Cost]:
         """One cost per column."""
         if self.kind == "gaussian":
@@ -169,6 +179,10 @@ class ReleasePlan:
         half-width τ' (``midpoint_delta`` each), whose rare failure is covered by a private
         median with the reserved ``fallback`` ε (spent only then); ``"bounds"``: public bounds
         on the statistics make every stage before the mean unnecessary.
+    moment_share : float
+        Share of each column's final budget spent on the second moment of the clipped values,
+        whose variance then sets the standard errors (honest under heavy tails); 0 when
+        ``n ε`` per column is too small for it to be informative (:data:`MOMENT_USERS`).
 
     Examples
     --------
@@ -196,6 +210,8 @@ class ReleasePlan:
     midpoint_kind: str = "median"
     midpoint_delta: float = 0.0
     fallback: float = 0.0
+    moment_share: float = 0.0
+    moment_share: float = 0.0
 
     @classmethod
     def make(
@@ -281,6 +297,7 @@ class ReleasePlan:
             counts=counts,
             refine=share * per_column,
             notes=tuple(notes),
+            moment_share=_moment_share(n, per_column),
         )
 
     @classmethod
@@ -319,6 +336,7 @@ class ReleasePlan:
             midpoint_kind="histogram",
             midpoint_delta=delta / (2 * d),
             fallback=FALLBACK_SHARE * per_column,
+            moment_share=_moment_share(n, per_column),
         )
 
     def after(self, prior: list[Cost], epsilon: float, delta: float) -> ReleasePlan:
@@ -387,13 +405,23 @@ class ReleasePlan:
         """
         early = self.early_costs(refine=refined, fallback=fallback)
 
-        def total(s: float) -> float:
-            final = [Cost(epsilon=s * a) if kind == "laplace" else Cost(rho=s * a) for a in shares]
+        parts = (1.0 - self.moment_share, self.moment_share) if self.moment_share else (1.0,)
+
+        def total(s: float) -> float:  # the mean (and second moment) of every column
+            final = [
+                Cost(epsilon=s * a * f) if kind == "laplace" else Cost(rho=s * a * f)
+                for a in shares
+                for f in parts
+            ]
             return compose(early + final, self.delta).epsilon
 
         left = self.epsilon - sum(c.epsilon for c in early)
         upper = 2.0 * max(left, self.epsilon) if kind == "laplace" else self.epsilon
-        scale = largest_within(total, self.epsilon, upper)
+        lower = left / float(np.sum(shares)) if kind == "laplace" else 0.0
+        if kind == "laplace" and lower > 0 and total(lower * (1 + 1e-9)) > self.epsilon:
+            scale = lower  # basic composition is exact here: nothing to gain from the search
+        else:
+            scale = largest_within(total, self.epsilon, upper, lower=max(lower, 0.0))
         eps = scale * shares if kind == "laplace" else np.zeros(self.d)
         rho = scale * shares if kind == "gaussian" else np.zeros(self.d)
         return FinalBudget(kind, eps, rho)
@@ -431,26 +459,38 @@ def _weighted_variance(
     return float(np.sum(weights * budget.noise_sd(2.0 * radii) ** 2))
 
 
-def largest_within(total: Callable[[float], float], target: float, upper: float) -> float:
+def largest_within(
+    total: Callable[[float], float], target: float, upper: float, *, lower: float = 0.0
+) -> float:
     """The largest s in (0, upper] with ``total(s) <= target``, for ``total`` increasing in s
-    (bisection to 60 halvings: within ``upper 2**-60`` of the supremum, always on its safe side).
+    (bisection from ``lower``, known to be within, to a relative 1e-9: always on the safe side).
 
     Examples
     --------
     >>> from dplong.privacy.plan import largest_within
-    >>> round(largest_within(lambda s: 3 * s, 1.0, 1.0), 12)
-    0.333333333333
+    >>> s = largest_within(lambda s: 3 * s, 1.0, 1.0)
+    >>> 3 * s <= 1.0, round(s, 8)
+    (True, 0.33333333)
     """
     if total(upper) <= target:
         return upper
-    lo, hi = 0.0, upper
+    lo, hi = lower, upper
     for _ in range(60):
+        if hi - lo <= 1e-9 * hi:
+            break
         mid = (lo + hi) / 2.0
         if total(mid) <= target:
             lo = mid
         else:
             hi = mid
     return lo
+
+
+def _moment_share(n: int, per_column: float) -> float:
+    """:data:`MOMENT_SHARE` when the second moment is informative: its Laplace noise, relative
+    to a variance σ² clipped at ~3σ, is about ``√2 · 9 / (n ε_v)``; from
+    :data:`MOMENT_USERS` users per unit of ε (per column) it stays below ~30 %."""
+    return MOMENT_SHARE if n * per_column >= MOMENT_USERS else 0.0
 
 
 def _histogram_reliable(n: int, epsilon: float, delta: float) -> bool:
