@@ -390,6 +390,7 @@ class PriestleyChao(PanelModel):
                 stated_scale=stated,
                 count=False,
                 refine=options.refine,
+                moment=False,
             )
             plan.check(accountant)
             for note in plan.notes:
@@ -510,6 +511,8 @@ class PriestleyChao(PanelModel):
             )
             law = "laplace"
         ledger = PrivacyLedger.from_entries(entries, request.options.delta, request.options.privacy)
+        if ledger.epsilon > request.options.epsilon * (1 + 1e-9):  # a bug if it happens
+            raise AssertionError("the curve's calls compose beyond the fit's budget")
         if accountant is not None:
             accountant.record(ledger)
         smoothing = (

@@ -376,8 +376,9 @@ def release_means(
     offset = np.clip(final.total / users, -radius, radius)
     # a mean at the edge of its interval says the interval missed the data (a centre beyond its
     # allowance: a bad event); its number would look precise and be wrong, so it is withheld
-    missed = (np.abs(offset) >= MISSED_SHARE * radius) & ~undefined
+    missed = (np.abs(offset) >= MISSED_SHARE * radius) & ~undefined & (bounds is None)
     ledger = PrivacyLedger.from_entries(entries, plan.delta, "central")
+    _check_within(ledger, plan)
     if accountant is not None:
         accountant.record(ledger)
     if moment_budget is not None:
@@ -427,6 +428,15 @@ def _centred(
     with np.errstate(invalid="ignore"):
         clipped = np.clip(matrix - centre, -radius, radius)
     return np.where(np.isnan(clipped), 0.0, clipped)
+
+
+def _check_within(ledger: PrivacyLedger, plan: ReleasePlan) -> None:
+    """Guard: the calls made compose to at most the plan's budget (a bug if not)."""
+    if ledger.epsilon > plan.epsilon * (1 + 1e-9) or ledger.delta > plan.delta * (1 + 1e-9):
+        raise AssertionError(
+            f"the release's calls compose to ({ledger.epsilon}, {ledger.delta}), beyond the plan's "
+            f"({plan.epsilon}, {plan.delta})"
+        )
 
 
 def _release(

@@ -226,10 +226,13 @@ class ReleasePlan:
         count: bool = True,
         refine: bool = True,
         bounded: bool = False,
+        moment: bool = True,
     ) -> ReleasePlan:
         """Stage budgets from public facts (module docstring). ``count=False`` when n itself
         is the denominator (item-level regression: every unit is counted); ``bounded`` when
-        public bounds hold every statistic: no midpoint, scale or refinement is needed."""
+        public bounds hold every statistic: no midpoint, scale or refinement is needed;
+        ``moment=False`` when the final stage releases no second moment (its budget is then one
+        call per column: calibrate it so)."""
         per_column = column_epsilon(epsilon, delta, d)
         if bounded:
             counts = (1 if complete_rows else d) if count else 0
@@ -259,7 +262,10 @@ class ReleasePlan:
             and _histogram_reliable(n, HISTOGRAM_SHARE * per_column, delta / (2 * d))
         )
         if histogram:  # few users and a stated scale: Alg 2-3's histogram is the surer midpoint
-            return cls._histogram_plan(n, d, epsilon, delta, per_column, complete_rows, count, refine)
+            plan = cls._histogram_plan(
+                n, d, epsilon, delta, per_column, complete_rows, count, refine
+            )
+            return plan if moment else dataclasses.replace(plan, moment_share=0.0)
         if median * n < HOPELESS_USERS:
             needed = MEDIAN_USERS / n / cap * d
             raise InsufficientUsersError(
@@ -297,7 +303,7 @@ class ReleasePlan:
             counts=counts,
             refine=share * per_column,
             notes=tuple(notes),
-            moment_share=_moment_share(n, per_column),
+            moment_share=_moment_share(n, per_column) if moment else 0.0,
         )
 
     @classmethod
