@@ -88,8 +88,16 @@ def sum_cdf(x: float, sampling_sd: float, noise_scale: float, noise_sd: float, l
     0.975
     """
     if law == "laplace":
-        return normal_laplace_cdf(x, sampling_sd, noise_scale)
+        return normal_laplace_cdf(x, _normal_part(sampling_sd, noise_scale, noise_sd), noise_scale)
     return float(stats.norm.cdf(x, scale=math.hypot(sampling_sd, noise_sd)))
+
+
+def _normal_part(sampling_sd: float, noise_scale: float, noise_sd: float) -> float:
+    """The sd of the normal part of a Laplace-law estimate: sampling, plus whatever noise
+    variance the Laplace of scale b does not carry (``sd² - 2b²``: the private count's share
+    of a ratio estimate, a sum of several small noises treated as normal)."""
+    extra = max(noise_sd * noise_sd - 2.0 * noise_scale * noise_scale, 0.0)
+    return math.sqrt(sampling_sd * sampling_sd + extra)
 
 
 def half_widths(
@@ -124,8 +132,11 @@ def half_widths(
         return np.asarray(stats.norm.ppf(p) * np.hypot(sampling_sd, noise_sd) + bias)
     return np.array(
         [
-            normal_laplace_quantile(p, float(s), float(b)) + float(c) if np.isfinite(s) else np.nan
-            for s, b, c in zip(sampling_sd, noise_scale, bias, strict=True)
+            normal_laplace_quantile(p, _normal_part(float(s), float(b), float(sd)), float(b))
+            + float(c)
+            if np.isfinite(s)
+            else np.nan
+            for s, b, sd, c in zip(sampling_sd, noise_scale, noise_sd, bias, strict=True)
         ]
     )
 
