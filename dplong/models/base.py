@@ -291,6 +291,13 @@ def _paper_release(
     Alg 5 (central) or Alg 8 (local) with Lemma 5.2's radii."""
     matrix = statistics.matrix
     n, d = matrix.shape
+    if options.bound is not None:  # the local model's public bound, per column of this block
+        bound = (
+            np.maximum(np.abs(block.bounds[0]), np.abs(block.bounds[1]))
+            if block.bounds is not None
+            else np.broadcast_to(options.bound, (d,)).copy()
+        )
+        options = dataclasses.replace(options, bound=bound)
     scale, ledger = statistics.scale, None
     mean_options = _paper_mean_options(options, scale is not None)
     if scale is None:
