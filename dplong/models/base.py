@@ -26,6 +26,7 @@ from dplong.exceptions import ParameterError
 from dplong.models.design import GroupsLike, PanelDesign, build_design
 from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.engine import Release, release_means
+from dplong.privacy.local import release_local
 from dplong.privacy.options import Focus, ReleaseOptions, focus_weights
 from dplong.privacy.plan import ReleasePlan
 from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
@@ -218,11 +219,25 @@ def run_blocks(
         accountant.check(options.epsilon, options.delta)
     releases: list[Release] = []
     spent, share = [], 0.0
+    split = options.local and options.variant == "default"
+    if split:  # local: every user answers one block's question with the whole ε
+        cuts = np.cumsum([round(block.share * n) for block in blocks])[:-1]
+        members = np.split(rng.permutation(n), cuts)  # independent of the data
     for i, (block, block_options, plan) in enumerate(zip(blocks, budgets, plans, strict=True)):
         share += block.share
         statistics = block.build(tuple(releases))
         weights = focus if i == 0 else None
-        if plan is not None:
+        if split:
+            local_options = dataclasses.replace(block_options, epsilon=options.epsilon,
+                                                bound=_block_bound(block, options))
+            release = release_local(
+                statistics.matrix[members[i]],
+                names=block.names,
+                options=local_options,
+                rng=rng,
+                scale=statistics.scale,
+            )
+        elif plan is not None:
             plan = plan.after(spent, options.epsilon * share, options.delta * share)
             release = release_means(
                 statistics.matrix,
@@ -262,6 +277,8 @@ def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:
     """The block's plan (default engine) after its public checks, or None for the paper's
     pipeline (whose checks run here too); all before any noise."""
     d = len(block.names)
+    if options.local and options.variant == "default":
+        return None  # the local plan is per column, from public facts, inside release_local
     if options.variant == "default" and not options.local:
         plan = ReleasePlan.make(
             n=n,
@@ -291,13 +308,8 @@ def _paper_release(
     Alg 5 (central) or Alg 8 (local) with Lemma 5.2's radii."""
     matrix = statistics.matrix
     n, d = matrix.shape
-    if options.bound is not None:  # the local model's public bound, per column of this block
-        bound = (
-            np.maximum(np.abs(block.bounds[0]), np.abs(block.bounds[1]))
-            if block.bounds is not None
-            else np.broadcast_to(options.bound, (d,)).copy()
-        )
-        options = dataclasses.replace(options, bound=bound)
+    if options.bound is not None:
+        options = dataclasses.replace(options, bound=_block_bound(block, options))
     scale, ledger = statistics.scale, None
     mean_options = _paper_mean_options(options, scale is not None)
     if scale is None:
@@ -325,10 +337,24 @@ def _paper_release(
     return dataclasses.replace(release, privacy=ledger + release.privacy)
 
 
+def _block_bound(block: Block, options: ReleaseOptions) -> NDArray[np.float64]:
+    """The local model's public bound B per column of a block: from the block's own public
+    bounds if it has them, else the fit's ``bound``."""
+    assert options.bound is not None
+    if block.bounds is not None:
+        return np.maximum(np.abs(block.bounds[0]), np.abs(block.bounds[1]))
+    return np.broadcast_to(options.bound, (len(block.names),)).copy()
+
+
 def combined_ledger(releases: Sequence[Release], options: ReleaseOptions) -> PrivacyLedger:
-    """One ledger for a fit's releases: all their calls composed at the fit's δ."""
+    """One ledger for a fit's releases: all their calls composed at the fit's δ (or, for the
+    local model's disjoint groups of users, in parallel: the largest)."""
     entries = [entry for release in releases for entry in release.privacy.entries]
     model = "local" if options.local else "central"
+    if all(r.privacy.composition.startswith("parallel") for r in releases):
+        worst = max(releases, key=lambda r: r.privacy.epsilon).privacy
+        return PrivacyLedger(tuple(entries), worst.epsilon, worst.delta, worst.composition,
+                             model, worst.rho)
     joint = PrivacyLedger.from_entries(entries, options.delta, model)
     if len(releases) == 1:
         return releases[0].privacy

@@ -1,0 +1,273 @@
+"""The local model's default: split users, not budgets.
+
+In the local model every user privatises their own report. Asking each user several questions
+splits their ε; asking *different users* different questions does not: disjoint groups compose
+in parallel, so every report here is ε-LDP with the user's whole ε and the release is ε-LDP.
+For each column of statistics (users are first partitioned over the columns, at random and
+independently of the data) a group of users answers one of two questions:
+
+1. **locate** (group A, ~ :data:`LOCATE_SHARE` of the column's users): the one-hot indicator of
+   their bin among K (odd) equal bins over the public range ``[-B, B]`` (bins of width ~σ
+   when the scale is stated, else 2B/33), by randomized response (Alg 6-7). The debiased histogram
+   gives the midpoint m̂ (the mode's centre, Alg 9) and, unless the scale is stated, a spread
+   σ̂ fitted to the bins around it (:func:`_fit_spread`); the radius w is
+   :func:`~dplong.privacy.radius.accurate_radius` for that spread and the reports' noise;
+2. **report** (group M, the rest): ``clip(x - m̂, ±w) + Laplace(2w/ε)`` on the lattice (Alg 8).
+
+The mean is ``m̂ + (mean of the reports)``, projected onto ``[-B, B]`` (post-processing). When
+the public facts say a locate group cannot be reliable, or the histogram says the two-round
+radius would not beat the public bound, group M (then everyone) instead reports
+``clip(x, ±B) + Laplace(2B/ε)``: the one-round estimator. Either way the reports are what the
+analyst receives, so the standard error is their empirical standard deviation over √n_M — the
+exact sampling plus noise law of the mean of the reports, to CLT accuracy.
+
+Users without a statistic in a column report the centre (0 offset), as in the paper.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import special
+
+from dplong.privacy.accounting import LedgerEntry, PrivacyLedger
+from dplong.privacy.engine import Release
+from dplong.privacy.histogram import Histogram, randomized_histogram
+from dplong.privacy.noise import flip_probability, release_bounded_sum
+from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.radius import Tail, accurate_radius, clipping_bias
+
+__all__ = ["LocalPlan", "release_local"]
+
+#: Shares of a column's users that may be asked to locate the data (see :class:`LocalPlan`).
+MIN_LOCATE_SHARE, MAX_LOCATE_SHARE = 0.05, 0.25
+
+#: Bins over [-B, B] without a stated scale; at most this many with one (always odd).
+DEFAULT_BINS, MAX_BINS = 33, 1025
+
+
+@dataclass(frozen=True)
+class LocalPlan:
+    """Public plan of one column's local release: who answers what, and the bins.
+
+    Attributes
+    ----------
+    locate : int
+        Users asked to locate the data (0: the one-round estimator with everyone).
+    report : int
+        Users asked for their clipped value.
+    bins : int
+        Bins of the locating histogram over ``[-B, B]``.
+
+    Examples
+    --------
+    >>> from dplong.privacy.local import LocalPlan
+    >>> plan = LocalPlan.make(10_000, epsilon=1.0, bound=10.0, sd=None)
+    >>> plan.locate, plan.report, plan.bins
+    (814, 9186, 33)
+    >>> LocalPlan.make(300, epsilon=1.0, bound=10.0, sd=None).locate   # too few to locate
+    0
+    """
+
+    locate: int
+    report: int
+    bins: int
+    noise: float = 0.0
+
+    @property
+    def bin_noise(self) -> float:
+        """Standard deviation of each debiased proportion of the locating histogram."""
+        return self.noise / math.sqrt(max(self.locate, 1))
+
+    @classmethod
+    def make(cls, users: int, *, epsilon: float, bound: float, sd: float | None) -> LocalPlan:
+        """Bins from the stated scale (width ~σ) or a default; a locate group when it can find
+        the mode: its debiased proportions' noise, ``σ_RR √(2 log K / β) / √n_A`` with
+        ``σ_RR = √(q(1-q)) / (1 - 2q)`` (q the flip probability at ε/2), must be below a
+        third of a mode that holds at least half the users."""
+        # bins of width σ with a stated scale: the mode then holds over a third of the users
+        bins = DEFAULT_BINS if sd is None else int(min(max(math.ceil(bound / sd), 3), MAX_BINS))
+        bins += 1 - bins % 2  # odd: a bin centred at 0
+        q = flip_probability(epsilon / 2.0)
+        noise = math.sqrt(q * (1.0 - q)) / (1.0 - 2.0 * q)
+        mode = 0.5 if sd is None else 0.38  # P(|Z| < 1/2): a bin of width σ around the mean
+        needed = (2.0 * noise * math.sqrt(2.0 * math.log(bins / 0.05)) / mode) ** 2
+        locate = math.ceil(min(max(needed, MIN_LOCATE_SHARE * users), MAX_LOCATE_SHARE * users))
+        if locate < needed or users - locate < 2:
+            return cls(0, users, bins, noise)
+        return cls(locate, users - locate, bins, noise)
+
+
+def release_local(
+    matrix: NDArray[np.float64],
+    *,
+    names: tuple[str, ...],
+    options: ReleaseOptions,
+    rng: np.random.Generator,
+    scale: NDArray[np.float64] | None = None,
+) -> Release:
+    """ε-LDP release of the column means of ``matrix`` (n x d; NaN: no statistic), each user
+    answering one question (module docstring). ``options.bound`` is the public bound B.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.local import release_local
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> x = np.random.default_rng(0).normal(3.7, 1.3, size=(100_000, 1))
+    >>> options = ReleaseOptions.check(100_000, epsilon=1.0, delta=None, privacy="local",
+    ...                                bound=100.0, d=1)
+    >>> res = release_local(x, names=("x",), options=options, rng=np.random.default_rng(1))
+    >>> bool(abs(res.estimate[0] - 3.7) < 4 * res.noise_sd[0]), res.privacy.epsilon
+    (True, 1.0)
+    """
+    assert options.bound is not None
+    n, d = matrix.shape
+    eps = options.epsilon
+    groups = np.array_split(rng.permutation(n), d)  # one column per user: independent of data
+    columns = [
+        _column(
+            matrix[group, j],
+            float(options.bound[j]),
+            eps,
+            None if scale is None else math.sqrt(float(scale[j])),
+            names[j],
+            rng,
+        )
+        for j, group in enumerate(groups)
+    ]
+    entries = tuple(entry for c in columns for entry in c.entries)
+    ledger = PrivacyLedger(entries, eps, 0.0, "parallel (disjoint users)", "local", eps**2 / 2.0)
+    field = lambda name: np.array([getattr(c, name) for c in columns])  # noqa: E731
+    return Release(
+        names=names,
+        estimate=field("estimate"),
+        noise_sd=field("noise_sd"),
+        noise_scale=field("noise_sd"),
+        noise_kind="normal",
+        sampling_sd=field("sampling_sd"),
+        bias=field("bias"),
+        interval=np.array([[c.centre - c.radius, c.centre + c.radius] for c in columns]),
+        midpoint=field("centre"),
+        scale=field("sampling_sd") ** 2 * field("reporters"),
+        users=np.array([math.nan]),  # how many report is public (the split), not counted
+        users_sd=math.nan,
+        privacy=ledger,
+        n=n,
+        variant="default (local, users split)",
+        bad_events=np.full(d, options.gamma),
+        notes=(),
+    )
+
+
+@dataclass(frozen=True)
+class _Column:
+    estimate: float
+    noise_sd: float
+    sampling_sd: float
+    bias: float
+    centre: float
+    radius: float
+    reporters: int
+    entries: tuple[LedgerEntry, ...]
+
+
+def _column(
+    values: NDArray[np.float64],
+    bound: float,
+    epsilon: float,
+    sd: float | None,
+    name: str,
+    rng: np.random.Generator,
+) -> _Column:
+    """One column's two rounds (module docstring); ``values`` are its users' statistics."""
+    plan = LocalPlan.make(values.size, epsilon=epsilon, bound=bound, sd=sd)
+    entries: list[LedgerEntry] = []
+    centre, radius, error, reporting = 0.0, bound, bound, values
+    if plan.locate:
+        half = bound / plan.bins  # K (odd) bins of width 2h over [-B, B], centres 2hk
+        indices = np.arange(plan.bins, dtype=np.int64) - plan.bins // 2
+        histogram = randomized_histogram(values[: plan.locate], half, indices, epsilon, rng)
+        entries.append(
+            LedgerEntry(
+                "midpoint",
+                f"randomized-response histogram (Alg 7, 9), {plan.locate} users",
+                name,
+                epsilon,
+                0.0,
+                0.0,
+                2.0,
+                math.nan,
+            )
+        )
+        mode = int(np.argmax(histogram.proportions))
+        located = float(2.0 * half * indices[mode])
+        if sd is None:  # a normal spread from the run of bins holding 90 % of the users
+            sd = _fit_spread(histogram, mode, plan.bin_noise)
+            tail: Tail = "gaussian"
+        else:
+            tail = "sub-gaussian"
+        per_width = 2.0 * math.sqrt(2.0) / (epsilon * math.sqrt(plan.report))
+        width = float(accurate_radius(np.array([sd**2]), np.array([half]), np.array([per_width]),
+                                      tail=tail)[0])
+        # the two-round mean's noise ∝ w / √n_M, the one-round's ∝ B / √n: a public choice
+        # once the histogram is out (adaptive, each group's reports still ε-LDP)
+        if width * math.sqrt(values.size / plan.report) < bound:
+            centre, radius, error = located, width, half
+            reporting = values[plan.locate :]
+    with np.errstate(invalid="ignore"):
+        clipped = np.where(np.isnan(reporting), 0.0, np.clip(reporting - centre, -radius, radius))
+    release = release_bounded_sum(
+        clipped[:, None], np.array([radius]), np.array([epsilon]), rng, local=True
+    )
+    assert release.reports is not None
+    reports = release.reports[:, 0]
+    m = reports.size
+    entries.append(
+        LedgerEntry(
+            "mean",
+            f"local lattice Laplace (Alg 8), {m} users",
+            name,
+            epsilon,
+            0.0,
+            0.0,
+            float(release.sensitivity[0]),
+            float(release.scale[0]),
+        )
+    )
+    # the reports are the release: their spread gives the law of their mean (CLT)
+    noise_sd = float(release.sd[0]) / math.sqrt(m)
+    total_sd = float(reports.std(ddof=1)) / math.sqrt(m)
+    sampling_sd = math.sqrt(max(total_sd**2 - noise_sd**2, 0.0))
+    estimate = float(np.clip(centre + reports.mean(), -bound, bound))  # |mean| <= B: public
+    # the clipped reports understate the spread; the located one (or the stated) does not
+    spread = sd if sd is not None else max(sampling_sd * math.sqrt(m), 1e-150)
+    # one round: the centre 0 may be up to B from the mean (plug-in: the estimate's distance)
+    offset = min(abs(estimate), bound) if radius >= bound else error
+    bias = float(clipping_bias(spread**2, radius, offset))
+    return _Column(estimate, noise_sd, sampling_sd, bias, centre, radius, m, tuple(entries))
+
+
+def _fit_spread(histogram: Histogram, mode: int, noise: float) -> float:
+    """A normal spread fitted to the debiased histogram around its mode (post-processing).
+
+    The run of ``2k + 1`` bins centred on the mode holds ``2Φ((2k+1) h / (2σ)) - 1`` of a
+    normal population centred in the mode's bin; the partial sums of the debiased proportions
+    estimate these shares without bias, with noise variance ``(2k+1) noise²``. σ̂ minimises
+    the weighted squared misfit over a log grid from a third of a bin (narrower spreads are
+    unresolved: all users in one bin) to the whole range.
+    """
+    proportions = histogram.proportions
+    half = histogram.half_width
+    runs = np.arange(proportions.size)
+    sums = np.array(
+        [proportions[max(mode - k, 0) : min(mode + k + 1, proportions.size)].sum() for k in runs]
+    )
+    widths = (2 * runs + 1) * half
+    candidates = half * np.exp2(np.linspace(-1.6, math.log2(proportions.size) + 1.0, 200))
+    shares = 2.0 * special.ndtr(widths[None, :] / candidates[:, None]) - 1.0
+    misfit = ((sums[None, :] - shares) ** 2 / ((2 * runs + 1) * noise**2 + 1e-12)).sum(axis=1)
+    return float(candidates[int(np.argmin(misfit))])
