@@ -293,18 +293,40 @@ class DesignSpec:
         >>> y, kept                      # x infinite in row 1, 'z' not a declared site
         (array([1.]), array([ True, False, False]))
         """
-        y, X, missing = self._evaluate(frame)
+        y, X, missing_y, missing_x = self.evaluate(frame)
+        missing = missing_y | missing_x
         if not missing.any():
             return y, X, ~missing
         return y[~missing], X[~missing], ~missing
 
-    def _evaluate(
-        self, frame: Any
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
-        """y and X of every row of ``frame``, and which rows have a missing value."""
-        y, y_missing = self._matrix(self.outcome_info, frame)
-        X, x_missing = self._matrix(self.regressor_info, frame)
-        return y[:, 0], X, y_missing | x_missing
+    def evaluate(
+        self, frame: pd.DataFrame
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
+        """Evaluate the spec on every row of ``frame``, dropping none.
+
+        For designs that keep every row (item-level regression, where a missing response
+        contributes a public centre); :meth:`matrices` drops the rows with a missing value.
+
+        Returns
+        -------
+        y : ndarray of float64, shape (len(frame),)
+        X : ndarray of float64, shape (len(frame), len(columns))
+        missing_y, missing_x : ndarray of bool, shape (len(frame),)
+            Rows with a missing outcome, and with a missing regressor value (module
+            docstring); their values in ``y`` or ``X`` are meaningless.
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from dplong.formula import DesignSpec
+        >>> data = pd.DataFrame({"y": [1.0, np.nan, 3.0], "x": [0.5, 1.0, -np.inf]})
+        >>> y, X, missing_y, missing_x = DesignSpec.from_formula("y ~ x", data).evaluate(data)
+        >>> missing_y, missing_x
+        (array([False,  True, False]), array([False, False,  True]))
+        """
+        y, missing_y = self._matrix(self.outcome_info, frame)
+        X, missing_x = self._matrix(self.regressor_info, frame)
+        return y[:, 0], X, missing_y, missing_x
 
     def _matrix(self, info: Any, frame: Any) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
         """One matrix of every row of ``frame`` and its rows with a missing or non-finite
@@ -424,8 +446,8 @@ def build_design(
         )
     if not data.index.is_unique:
         raise DataError("data must have a unique index (use data.reset_index(drop=True))")
-    y, X, missing = spec._evaluate(data)
-    missing |= codes_all < 0
+    y, X, missing_y, missing_x = spec.evaluate(data)
+    missing = missing_y | missing_x | (codes_all < 0)
     rows = np.flatnonzero(~missing) if missing.any() else None  # None: every row
     codes = codes_all if rows is None else codes_all[rows]
     keys: list[NDArray[Any]] = [codes]

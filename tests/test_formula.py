@@ -10,7 +10,7 @@ a privacy audit of a release whose design holds a factor level that one user alo
 from __future__ import annotations
 
 import math
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
@@ -455,32 +455,26 @@ def audit_outputs(which: str, broken: bool) -> tuple[NDArray[np.float64], NDArra
     aligned = ["C(site)[T.b]", RARE_COLUMN, "x"]
     assert broken or names == aligned
 
-    def release(rng: np.random.Generator) -> list[float]:
-        res = dplong.winsorized_mean(
-            values,
-            groups=codes,
-            epsilon=AUDIT_EPS,
-            delta=AUDIT_DELTA,
-            scale=1.0,
-            names=names,
-            random_state=rng,
-        )
-        estimate = dict(zip(res.names, np.atleast_1d(res.estimate), strict=True))
-        return [*(estimate.get(name, np.nan) for name in aligned), float(RARE_COLUMN in res.names)]
-
-    reference = dplong.winsorized_mean(
+    release = partial(
+        dplong.winsorized_mean,
         values,
         groups=codes,
         epsilon=AUDIT_EPS,
         delta=AUDIT_DELTA,
         scale=1.0,
         names=names,
-        random_state=0,
     )
+
+    def mechanism(rng: np.random.Generator) -> list[float]:
+        res = release(random_state=rng)
+        estimate = dict(zip(res.names, np.atleast_1d(res.estimate), strict=True))
+        return [*(estimate.get(name, np.nan) for name in aligned), float(RARE_COLUMN in res.names)]
+
+    reference = release(random_state=0)
     assert reference.privacy.epsilon <= AUDIT_EPS and reference.privacy.delta <= AUDIT_DELTA
     scales = dict(zip(reference.names, np.atleast_1d(reference.noise_scale), strict=True))
     seed = 4000 + 10 * list(AUDIT_D).index(which) + int(broken)
-    return repeat(release, AUDIT_RUNS, seed), np.array([scales.get(n, 1.0) for n in aligned])
+    return repeat(mechanism, AUDIT_RUNS, seed), np.array([scales.get(n, 1.0) for n in aligned])
 
 
 def audit_events(outputs: NDArray[np.float64], steps: NDArray[np.float64]) -> NDArray[np.bool_]:

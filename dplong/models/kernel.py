@@ -934,14 +934,13 @@ def _item_design(
     spec = DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env)
     column = _regressor(spec.columns, formula)
     # keep every row: n and the design are public, so nothing may be dropped
-    X, x_missing = spec._matrix(spec.regressor_info, data)
-    if x_missing.any():
+    y, X, missing_y, missing_x = spec.evaluate(data)
+    if missing_x.any():
         raise DataError(
             "item-level design points must be finite and complete (they are public); "
-            f"{int(x_missing.sum())} are missing or infinite"
+            f"{int(missing_x.sum())} are missing or infinite"
         )
-    y_matrix, y_missing = spec._matrix(spec.outcome_info, data)
-    x, y = X[:, column], np.where(y_missing, np.nan, y_matrix[:, 0])
+    x, y = X[:, column], np.where(missing_y, np.nan, y)
     n = x.size
     design = PanelDesign(
         y=y,
