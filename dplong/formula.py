@@ -324,66 +324,68 @@ class DesignSpec:
         >>> missing_y, missing_x
         (array([False,  True, False]), array([False, False,  True]))
         """
-        y, missing_y = self._matrix(self.outcome_info, frame)
-        X, missing_x = self._matrix(self.regressor_info, frame)
+        absent = [c for c in self.inputs if c not in frame.columns]
+        if absent:
+            raise FormulaError(
+                f"{absent} used by {self.formula!r} are not columns of the data; "
+                f"columns are {list(frame.columns)}"
+            )
+        y, X, missing_y, missing_x = self._build(
+            {c: _canonical(frame[c], self.levels.get(c)) for c in self.inputs}
+        )
         return y[:, 0], X, missing_y, missing_x
 
-    def _matrix(self, info: Any, frame: Any) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-        """One matrix of every row of ``frame`` and its rows with a missing or non-finite
-        value; no row is dropped here, so that the caller subsets (and copies) once."""
-        if not info.factor_infos:  # 'y ~ 1': patsy cannot count rows without a factor
-            rows = (
-                len(frame) if isinstance(frame, pd.DataFrame) else len(next(iter(frame.values())))
-            )
-            return np.ones((rows, len(info.column_names))), np.zeros(rows, dtype=bool)
-        if isinstance(frame, pd.DataFrame):
-            absent = [c for c in self.inputs if c not in frame.columns]
-            if absent:
-                raise FormulaError(
-                    f"{absent} used by {self.formula!r} are not columns of the data; "
-                    f"columns are {list(frame.columns)}"
-                )
-            data = {c: _canonical(frame[c], self.levels.get(c)) for c in self.inputs}
-        else:  # the spec's own synthetic rows, already canonical
-            data = frame
+    def _build(
+        self, data: Mapping[str, Any]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
+        """Both matrices of every row of the canonical columns ``data`` (one patsy pass), and
+        their rows with a missing or non-finite value; no row is dropped here, so that the
+        caller subsets (and copies) once."""
+        infos = (self.outcome_info, self.regressor_info)
         recorder = _MissingRows()
         try:
             with np.errstate(all="ignore"):  # invalid values become missing rows, silently
-                (matrix,) = patsy.build_design_matrices(
-                    [info], data, NA_action=recorder, return_type="matrix"
+                matrices = patsy.build_design_matrices(
+                    infos, data, NA_action=recorder, return_type="matrix"
                 )
         except patsy.PatsyError as err:
             raise FormulaError(f"cannot evaluate {self.formula!r} on the data: {err}") from None
-        values = np.asarray(matrix, dtype=np.float64)
-        missing: NDArray[np.bool_] = np.logical_not(np.isfinite(values).all(axis=1))
-        if recorder.missing is not None:
-            missing |= recorder.missing
-        return values, missing
+        # patsy evaluates each factor once, in the order of the infos: its masks come so
+        evaluated = dict.fromkeys(f for info in infos for f in info.factor_infos.values())
+        factor_missing = dict(zip(evaluated, recorder.masks, strict=True))
+        result: list[NDArray[Any]] = [np.asarray(m, dtype=np.float64) for m in matrices]
+        for info, values in zip(infos, list(result), strict=True):
+            missing = np.logical_not(np.isfinite(values).all(axis=1))
+            for factor in info.factor_infos.values():
+                missing |= factor_missing[factor]
+            result.append(missing)
+        return result[0], result[1], result[2], result[3]
 
     def _check_row_by_row(
         self, both: dict[str, pd.Series], rows: tuple[dict[str, pd.Series], ...]
     ) -> None:
         """Refuse terms whose value in one row depends on other rows (``x - x.mean()``, a
         rank, a lag): each synthetic row evaluated alone must give its row of the whole."""
-        for info in (self.outcome_info, self.regressor_info):
-            whole, _ = self._matrix(info, both)
-            try:
-                alone = np.vstack([self._matrix(info, row)[0] for row in rows])
-                same = np.isclose(alone, whole, rtol=_TOLERANCE, atol=0.0, equal_nan=True)
-            except (FormulaError, ValueError):
-                same = np.zeros_like(whole, dtype=bool)
-            differ = [
-                str(c)
-                for c, ok in zip(info.column_names, np.all(same, axis=0), strict=True)
-                if not ok
+        whole = self._build(both)[:2]
+        try:
+            alone = [self._build(row)[:2] for row in rows]
+            same = [
+                np.isclose(
+                    np.vstack([a[k] for a in alone]), whole[k], rtol=_TOLERANCE, equal_nan=True
+                ).all(axis=0)
+                for k in (0, 1)
             ]
-            if differ:
-                raise FormulaError(
-                    f"{differ} of {self.formula!r} depend on other rows than their own (a "
-                    "mean, sum, rank or lag over the data, or random numbers), so one user "
-                    "would move every user's values. Compute each row from that row and "
-                    "public constants, e.g. I(x - 40) rather than I(x - x.mean())."
-                )
+        except (FormulaError, ValueError):
+            same = [np.zeros(m.shape[1], dtype=bool) for m in whole]
+        names = [*self.outcome_info.column_names, *self.regressor_info.column_names]
+        differ = [str(c) for c, ok in zip(names, np.concatenate(same), strict=True) if not ok]
+        if differ:
+            raise FormulaError(
+                f"{differ} of {self.formula!r} depend on other rows than their own (a "
+                "mean, sum, rank or lag over the data, or random numbers), so one user "
+                "would move every user's values. Compute each row from that row and "
+                "public constants, e.g. I(x - 40) rather than I(x - x.mean())."
+            )
 
 
 def build_design(
@@ -487,28 +489,31 @@ def column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArray
 
 
 class _MissingRows(patsy.NAAction):  # type: ignore[misc]  # patsy is untyped
-    """patsy's NA handling that records the rows with a missing value (``missing``) instead
-    of dropping them, so that the caller drops them together with the rows of missing ids and
-    non-finite values in one copy. ``pd.NA`` counts as missing (patsy asks ``bool(pd.NA)``).
+    """patsy's NA handling that records which rows miss each factor's value (``masks``, in
+    patsy's order) instead of dropping them, so that the caller drops them together with the
+    rows of missing ids and non-finite values, in one copy. ``pd.NA`` counts as missing (patsy
+    would ask ``bool(pd.NA)``), and the checks run on numpy arrays, not frames.
     """
 
     def __init__(self) -> None:
         super().__init__(on_NA="drop")
-        self.missing: NDArray[np.bool_] | None = None
+        self.masks: list[NDArray[np.bool_]] = []
 
     def is_categorical_NA(self, obj: Any) -> bool:
         return bool(pd.isna(obj)) if np.ndim(obj) == 0 else False
 
+    def is_numerical_NA(self, arr: Any) -> NDArray[np.bool_]:
+        values = np.asarray(arr)
+        missing = np.isnan(values) if values.dtype.kind in "fc" else np.zeros(values.shape, bool)
+        return np.asarray(missing.any(axis=1) if missing.ndim > 1 else missing, dtype=bool)
+
     def handle_NA(self, values: list[Any], is_NAs: list[Any], origins: list[Any]) -> list[Any]:
-        if not is_NAs:
-            return values
-        masks = [np.asarray(m, dtype=bool) for m in is_NAs]
-        self.missing = np.logical_or.reduce(masks)
+        self.masks = [np.asarray(m, dtype=bool) for m in is_NAs]
         # patsy refuses to code a missing level (code -1): any valid code does, the row is
         # dropped; missing numbers stay NaN
         return [
             np.where(m, 0, v) if v.dtype.kind == "i" and m.any() else v
-            for v, m in zip(values, masks, strict=True)
+            for v, m in zip(values, self.masks, strict=True)
         ]
 
 

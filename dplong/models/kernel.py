@@ -165,7 +165,7 @@ class PriestleyChao(PanelModel):
         levels : mapping of str to sequence, optional
             Declared factor levels, as in :meth:`LongitudinalOLS.from_formula
             <dplong.LongitudinalOLS.from_formula>` (rules in :mod:`dplong.formula`); with one
-            regressor they matter only where an expression uses a factor.
+            numeric regressor they matter only where an expression uses a factor.
 
         Examples
         --------
@@ -175,14 +175,13 @@ class PriestleyChao(PanelModel):
         ...                                   domain=(1, 12), bandwidth=1.0, grid=12)
         PriestleyChao('Weight ~ Time', n_users=72)
 
-        The growth of the pigs on the two lower copper doses, a declared factor (the rows of
-        the others have a missing outcome and are dropped):
+        One ``levels`` mapping can serve every model (columns the formula does not use are
+        ignored):
 
-        >>> import numpy as np
-        >>> dplong.PriestleyChao.from_formula("I(np.where(Cu != 3, Weight, np.nan)) ~ Time",
-        ...                                   pigs, groups="Pig", domain=(1, 12),
-        ...                                   bandwidth=1.0, levels={"Cu": [1, 2, 3]})
-        PriestleyChao('I(np.where(Cu != 3, Weight, np.nan)) ~ Time', n_users=72)
+        >>> dplong.PriestleyChao.from_formula("Weight ~ Time", pigs, groups="Pig",
+        ...                                   domain=(1, 12), bandwidth=1.0,
+        ...                                   levels={"Cu": [1, 2, 3]})
+        PriestleyChao('Weight ~ Time', n_users=72)
         """
         lo, hi = _check_domain(domain)
         kern = get_kernel(kernel)
