@@ -90,6 +90,7 @@ class _ModelSpec:
     build: _Builder
     help: str
     uses_time: bool = False
+    uses_levels: bool = True
     options: tuple[_ModelOption, ...] = ()
 
     def option(self, keyword: str) -> _ModelOption | None:
@@ -185,6 +186,16 @@ def _domain(text: str) -> tuple[float, float]:
     return lo, hi
 
 
+def _levels(text: str) -> tuple[str, list[str]]:
+    column, _, values = text.partition("=")
+    levels = values.split(",")
+    if not column or not values or "" in levels:
+        raise argparse.ArgumentTypeError(
+            f"must be COLUMN=LEVEL,LEVEL,... (the first level is the reference), got {text!r}"
+        )
+    return column, levels
+
+
 def _grid_count(text: str) -> int:
     try:
         count = int(text)
@@ -252,7 +263,9 @@ _MODELS: dict[str, _ModelSpec] = {
             ),
         ),
     ),
-    "mean": _ModelSpec(_mean, "winsorized_mean: mean of per-user means of a column, 'y ~ 1'"),
+    "mean": _ModelSpec(
+        _mean, "winsorized_mean: mean of per-user means of a column, 'y ~ 1'", uses_levels=False
+    ),
     "kernel": _ModelSpec(
         _kernel,
         "PriestleyChao, user-level: mean of per-user kernel curves of 'y ~ x' on a grid",
@@ -261,7 +274,7 @@ _MODELS: dict[str, _ModelSpec] = {
                 "domain",
                 _domain,
                 "LO,HI",
-                "public range of x, e.g. the study's design (every x must lie in it)",
+                "public range of x, e.g. the study's design (rows with x outside it are dropped)",
                 stage="model",
                 required=True,
             ),
@@ -378,6 +391,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="COLUMN",
         help="orders each user's rows (models: "
         + ", ".join(name for name, spec in _MODELS.items() if spec.uses_time)
+        + ")",
+    )
+    fit.add_argument(
+        "--levels",
+        action="append",
+        type=_levels,
+        metavar="COLUMN=A,B,...",
+        help="declared levels of a factor column, the first one the reference; repeat for "
+        "several columns (models: "
+        + ", ".join(name for name, spec in _MODELS.items() if spec.uses_levels)
         + ")",
     )
     privacy = fit.add_argument_group("privacy")
@@ -541,6 +564,8 @@ def _check_arguments(args: argparse.Namespace, spec: _ModelSpec) -> None:
             raise _InputError(f"{option.flag} is not an option of --model {args.model}")
     if args.time is not None and not spec.uses_time:
         raise _InputError(f"--time is not an option of --model {args.model}")
+    if args.levels is not None and not spec.uses_levels:
+        raise _InputError(f"--levels is not an option of --model {args.model}")
     missing = [o.flag for o in spec.options if o.required and getattr(args, o.keyword) is None]
     if missing:
         raise _InputError(
@@ -556,6 +581,39 @@ def _check_columns(data: pd.DataFrame, args: argparse.Namespace) -> None:
             raise _InputError(
                 f"{flag} {column!r} is not a column of DATA; columns are {list(data.columns)}"
             )
+
+
+def _declared_levels(
+    data: pd.DataFrame, declared: list[tuple[str, list[str]]]
+) -> dict[str, list[Any]]:
+    """``--levels`` by column, each level read like the column's values in DATA (a number in a
+    numeric column, true/false in a boolean one, text otherwise)."""
+    levels: dict[str, list[Any]] = {}
+    for column, texts in declared:
+        if column in levels:
+            raise _InputError(f"--levels {column}=... is given twice")
+        if column not in data.columns:
+            raise _InputError(
+                f"--levels {column!r} is not a column of DATA; columns are {list(data.columns)}"
+            )
+        dtype = data[column].dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            dtype = dtype.categories.dtype
+        if pd.api.types.is_bool_dtype(dtype):
+            words = {"true": True, "false": False}
+            if any(t.lower() not in words for t in texts):
+                raise _InputError(f"--levels {column}: the column is boolean; write true,false")
+            levels[column] = [words[t.lower()] for t in texts]
+        elif pd.api.types.is_numeric_dtype(dtype):
+            try:
+                levels[column] = pd.to_numeric(pd.Series(texts)).tolist()
+            except ValueError:
+                raise _InputError(
+                    f"--levels {column}: the column is numeric, got {','.join(texts)}"
+                ) from None
+        else:
+            levels[column] = texts
+    return levels
 
 
 def _fit_options(args: argparse.Namespace, spec: _ModelSpec) -> dict[str, Any]:
@@ -603,9 +661,10 @@ def _run_fit(args: argparse.Namespace, command: str) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _say(args, "building design…")
-        model = spec.build(
-            args.formula, data, args.groups, args.time, **spec.stage_options(args, "model")
-        )
+        model_options = spec.stage_options(args, "model")
+        if args.levels is not None:
+            model_options["levels"] = _declared_levels(data, args.levels)
+        model = spec.build(args.formula, data, args.groups, args.time, **model_options)
         options = _fit_options(args, spec)
         _check_required(model, options, args.model)
         _say(args, f"fitting {args.model} on {model.nobs_users} users (ε={args.epsilon:g})…")

@@ -32,6 +32,7 @@ PENDING: set[str] = set()
 #: Modules whose ``__all__`` must be documented in the API reference.
 PUBLIC_MODULES = (
     "dplong",
+    "dplong.formula",
     "dplong.privacy",
     "dplong.privacy.plugin",
     "dplong.dependence",
@@ -52,6 +53,7 @@ KEY_PAGES = (
     "getting_started.html",
     "guide/index.html",
     "guide/privacy.html",
+    "guide/formulas.html",
     "guide/dependence.html",
     "guide/results.html",
     "guide/curves.html",
@@ -61,6 +63,7 @@ KEY_PAGES = (
     "speed.html",
     "api/index.html",
     "api/dplong.html",
+    "api/formula.html",
     "api/results.html",
     "api/privacy.html",
     "api/dependence.html",

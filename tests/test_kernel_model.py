@@ -609,7 +609,6 @@ class TestBadInput:
                 DataError,
                 "design points must be finite and complete",
             ),
-            ({"data": df.assign(y=np.where(df.index == 3, np.inf, df["y"]))}, DataError, "infin"),
             ({"data": df.iloc[:1]}, DataError, "at least 2 rows"),
             ({"data": df.to_numpy()}, DataError, "DataFrame"),
             ({"bandwidth": "auto", "groups": "user"}, ParameterError, 'bandwidth="auto"'),
@@ -626,6 +625,26 @@ class TestBadInput:
         model = self.build(data=df)
         res = model.fit(epsilon=1.0, noise_sd=0.5, amplitude=1.0, random_state=0)
         assert res.nobs_users == 300 and np.isfinite(res.params).all()
+
+    def test_infinite_response_is_missing_item_level(self) -> None:
+        # the responses are private: an infinite one is a missing one (the centre), no refusal
+        infinite = self.build(data=self.df.assign(y=self.df["y"].where(self.df.index != 3, np.inf)))
+        missing = self.build(data=self.df.assign(y=self.df["y"].where(self.df.index != 3)))
+        fits = [
+            m.fit(epsilon=1.0, noise_sd=0.5, amplitude=1.0, random_state=0).params
+            for m in (infinite, missing)
+        ]
+        pd.testing.assert_series_equal(*fits)
+
+    def test_rows_outside_the_domain_are_dropped_user_level(self) -> None:
+        # user-level the x are private: a row outside the public domain is a missing row
+        later = (self.df.index % 7 == 0) & (self.df.index >= 30)  # not a user's first row
+        moved = self.df.assign(x=self.df["x"].where(~later, 2.0))
+        model = self.build(data=moved, groups="user")
+        inside = self.build(data=moved[moved["x"] <= 1.0], groups="user")
+        assert model.nobs_users == inside.nobs_users == 30
+        np.testing.assert_array_equal(model._x, inside._x)
+        np.testing.assert_array_equal(model._design.codes, inside._design.codes)
 
     @pytest.mark.parametrize(
         ("level", "kwargs", "error", "match"),

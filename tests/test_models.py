@@ -272,17 +272,26 @@ class TestBadInput:
         assert res.params.isna().all()
         assert any("indistinguishable from zero" in w for w in res.warnings)
 
-    def test_infinite_values(self) -> None:
-        df = self.df.copy()
-        df.loc[3, "x1"] = np.inf
-        with pytest.raises(DataError, match=r"infinite.*x1"):
-            dplong.LongitudinalOLS.from_formula("y ~ x1", df, groups="user")
+    def test_infinite_values_drop_their_rows(self) -> None:
+        # whether a fit raises must not depend on one row: an infinite value is a missing one
+        df = self.df.sort_values(["user", "t"], ignore_index=True)
+        later = df.index[df["t"] == 2][:2]  # not a user's first row: the user codes stay
+        df.loc[later[0], "x1"] = np.inf
+        df.loc[later[1], "y"] = -np.inf
+        model = dplong.LongitudinalOLS.from_formula("y ~ x1", df, groups="user")
+        without = dplong.LongitudinalOLS.from_formula("y ~ x1", df.drop(later), groups="user")
+        np.testing.assert_array_equal(model._design.X, without._design.X)
+        np.testing.assert_array_equal(model._design.y, without._design.y)
 
-    def test_missing_user_ids(self) -> None:
-        df = self.df.astype({"user": float})
-        df.loc[5, "user"] = np.nan
-        with pytest.raises(DataError, match="missing user ids"):
-            dplong.LongitudinalOLS.from_formula("y ~ x1", df, groups="user")
+    def test_missing_user_ids_drop_their_rows(self) -> None:
+        # rows without an id belong to no user; n counts the distinct ids that are present
+        df = self.df.astype({"user": float}).sort_values(["user", "t"], ignore_index=True)
+        df.loc[5, "user"] = np.nan  # user 0 keeps its first row 0: the user codes stay
+        model = dplong.LongitudinalOLS.from_formula("y ~ x1", df, groups="user")
+        without = dplong.LongitudinalOLS.from_formula("y ~ x1", df.drop(5), groups="user")
+        assert model.nobs_users == without.nobs_users == 40
+        np.testing.assert_array_equal(model._design.codes, without._design.codes)
+        np.testing.assert_array_equal(model._design.X, without._design.X)
 
     def test_not_a_dataframe(self) -> None:
         with pytest.raises(DataError, match="DataFrame"):

@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 from dplong._validation import RandomState, check_random_state, per_column, warn
 from dplong.dependence import DependenceModel
 from dplong.exceptions import ParameterError
-from dplong.models.design import GroupsLike, PanelDesign, build_design
+from dplong.formula import GroupsLike, LevelsLike, PanelDesign, build_design
 from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.engine import Release, release_means
 from dplong.privacy.local import release_local
@@ -107,12 +107,14 @@ class PanelModel:
         groups: GroupsLike,
         time: GroupsLike | None,
         depth: int,
+        levels: LevelsLike | None = None,
     ) -> PanelDesign:
         return build_design(
             formula,
             data,
             groups=groups,
             time=time,
+            levels=levels,
             eval_env=patsy.EvalEnvironment.capture(depth + 1),
         )
 

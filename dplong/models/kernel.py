@@ -35,6 +35,7 @@ from scipy import sparse
 from dplong._validation import RandomState, warn
 from dplong.bounds import midpoint_failure_probability
 from dplong.exceptions import DataError, FormulaError, ParameterError
+from dplong.formula import DesignSpec, LevelsLike, PanelDesign, build_design
 from dplong.kernels import Kernel, get_kernel
 from dplong.models.base import (
     PAPER_SCALE_SHARE,
@@ -46,7 +47,6 @@ from dplong.models.base import (
     run_blocks,
     scale_per_column,
 )
-from dplong.models.design import PanelDesign, build_design
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
 from dplong.privacy.engine import Release, locate
 from dplong.privacy.interval import (
@@ -139,6 +139,7 @@ class PriestleyChao(PanelModel):
         kernel: str | Kernel = "gaussian",
         bandwidth: float | str = "auto",
         grid: int | ArrayLike | None = None,
+        levels: LevelsLike | None = None,
     ) -> PriestleyChao:
         """Build the model from ``"y ~ x"`` (one regressor; the intercept is implicit).
 
@@ -151,7 +152,9 @@ class PriestleyChao(PanelModel):
             User id column: each user's own curve is their statistic (user-level). Without
             it every row is a unit and the design points x are public (item-level).
         domain : (float, float)
-            Public range ``[lo, hi]`` of x. Every x must lie in it.
+            Public range ``[lo, hi]`` of x. Item-level the x are public design points, and
+            every x must lie in it; user-level the x are private, and a row with x outside
+            it is dropped like a row with a missing value (whether any is, is private).
         kernel : {"gaussian", "epanechnikov"} or Kernel
         bandwidth : float or "auto"
             In the units of x. ``"auto"`` (item-level only) balances the explicit bias,
@@ -163,6 +166,10 @@ class PriestleyChao(PanelModel):
             5 and 201 of them. Item-level, the privacy noise grows in proportion to the number
             of points once they are closer than a bandwidth; user-level, with the composition
             over points (docs: resolution versus noise).
+        levels : mapping of str to sequence, optional
+            Declared factor levels, as in :meth:`LongitudinalOLS.from_formula
+            <dplong.LongitudinalOLS.from_formula>` (rules in :mod:`dplong.formula`); with one
+            numeric regressor they matter only where an expression uses a factor.
 
         Examples
         --------
@@ -170,6 +177,14 @@ class PriestleyChao(PanelModel):
         >>> pigs = dplong.datasets.load_dietox()
         >>> dplong.PriestleyChao.from_formula("Weight ~ Time", pigs, groups="Pig",
         ...                                   domain=(1, 12), bandwidth=1.0, grid=12)
+        PriestleyChao('Weight ~ Time', n_users=72)
+
+        One ``levels`` mapping can serve every model (columns the formula does not use are
+        ignored):
+
+        >>> dplong.PriestleyChao.from_formula("Weight ~ Time", pigs, groups="Pig",
+        ...                                   domain=(1, 12), bandwidth=1.0,
+        ...                                   levels={"Cu": [1, 2, 3]})
         PriestleyChao('Weight ~ Time', n_users=72)
         """
         lo, hi = _check_domain(domain)
@@ -197,20 +212,19 @@ class PriestleyChao(PanelModel):
         points = None if grid is None else _check_grid(grid, lo, hi)
         eval_env = patsy.EvalEnvironment.capture(1)
         if groups is None:
-            design, x, y = _item_design(formula, data, eval_env)
+            design, x, y = _item_design(formula, data, levels, eval_env)
+            outside = (x < lo) | (x > hi)
+            if outside.any():  # the design points are public: so is this refusal
+                raise DataError(
+                    f"x must lie in the public domain [{lo:g}, {hi:g}]; {int(outside.sum())} "
+                    "values fall outside it (widen the domain or drop those rows)"
+                )
         else:
-            design = build_design(formula, data, groups=groups, eval_env=eval_env)
+            design = build_design(formula, data, groups=groups, levels=levels, eval_env=eval_env)
             x = design.X[:, _regressor(design.columns, formula)]
-            y = design.y
-        outside = (x < lo) | (x > hi)
-        if outside.any():
-            raise DataError(
-                f"x must lie in the public domain [{lo:g}, {hi:g}]; {int(outside.sum())} "
-                "values fall outside it (widen the domain or drop those rows)"
-            )
-        if groups is not None:  # rows by user, then by x within user
-            order = np.lexsort((x, design.codes))
-            x, y = x[order], y[order]
+            inside = np.flatnonzero((x >= lo) & (x <= hi))  # x private: outside is missing
+            order = inside[np.lexsort((x[inside], design.codes[inside]))]  # by user, then x
+            x, y = x[order], design.y[order]
             design = PanelDesign(
                 y=y,
                 X=design.X[:0],
@@ -879,48 +893,35 @@ def user_curves(
 
 
 def _item_design(
-    formula: str, data: pd.DataFrame, eval_env: patsy.EvalEnvironment
+    formula: str, data: pd.DataFrame, levels: LevelsLike | None, eval_env: patsy.EvalEnvironment
 ) -> tuple[PanelDesign, NDArray[np.float64], NDArray[np.float64]]:
-    """Item-level rows: x public and complete; a missing response contributes the centre."""
+    """Item-level rows: x public and complete; a missing (or infinite) response contributes
+    the centre."""
     if not isinstance(data, pd.DataFrame):
         raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
     if len(data) < 2:
         raise DataError(f"item-level regression needs at least 2 rows, got {len(data)}")
-    if not isinstance(formula, str) or "~" not in formula:
-        raise FormulaError(f"formula must be a string like 'y ~ x', got {formula!r}")
-    try:  # keep every row: n and the design are public, so nothing may be dropped
-        y_matrix, x_matrix = patsy.dmatrices(
-            formula,
-            data,
-            return_type="matrix",
-            NA_action=patsy.NAAction(NA_types=[]),
-            eval_env=eval_env,
-        )
-    except patsy.PatsyError as err:
-        raise FormulaError(f"cannot build the design of {formula!r}: {err}") from None
-    columns = tuple(str(c) for c in x_matrix.design_info.column_names)
-    x = np.asarray(x_matrix, dtype=np.float64)[:, _regressor(columns, formula)]
-    y = np.asarray(y_matrix, dtype=np.float64)
-    if y.shape[1] != 1:
-        raise DataError(f"the outcome of {formula!r} must be one numeric column")
-    if not np.isfinite(x).all():
+    spec = DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env)
+    column = _regressor(spec.columns, formula)
+    # keep every row: n and the design are public, so nothing may be dropped
+    y, X, missing_y, missing_x = spec.evaluate(data)
+    if missing_x.any():
         raise DataError(
             "item-level design points must be finite and complete (they are public); "
-            f"{int((~np.isfinite(x)).sum())} are missing or infinite"
+            f"{int(missing_x.sum())} are missing or infinite"
         )
-    if np.isinf(y).any():
-        raise DataError("infinite responses; replace them or mark them missing (NaN)")
+    x, y = X[:, column], np.where(missing_y, np.nan, y)
     n = x.size
     design = PanelDesign(
-        y=y[:, 0],
+        y=y,
         X=np.empty((0, 0)),
         codes=np.arange(n, dtype=np.intp),
         n=n,
-        columns=columns,
-        outcome=str(y_matrix.design_info.column_names[0]),
+        columns=spec.columns,
+        outcome=spec.outcome,
         formula=formula,
     )
-    return design, x, y[:, 0]
+    return design, x, y
 
 
 def _regressor(columns: tuple[str, ...], formula: str) -> int:

@@ -11,6 +11,7 @@ import pandas as pd
 from dplong._validation import RandomState
 from dplong.dependence import DependenceModel
 from dplong.exceptions import ParameterError
+from dplong.formula import GroupsLike, LevelsLike
 from dplong.models.base import (
     Block,
     PanelModel,
@@ -19,7 +20,6 @@ from dplong.models.base import (
     check_min_rows,
     scale_per_column,
 )
-from dplong.models.design import GroupsLike
 from dplong.models.reduce import WorkingCorrelation, per_user_coefficients
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
@@ -77,6 +77,7 @@ class LongitudinalOLS(PanelModel):
         time: GroupsLike | None = None,
         correlation: str = "independence",
         correlation_param: float = 0.0,
+        levels: LevelsLike | None = None,
     ) -> LongitudinalOLS:
         """Build the model from a patsy formula.
 
@@ -94,6 +95,12 @@ class LongitudinalOLS(PanelModel):
             Public working correlation of a user's errors for the weighted estimator β̂_wu.
         correlation_param : float
             AR(1) coefficient in (-1, 1) or exchangeable correlation in [0, 1).
+        levels : mapping of str to sequence, optional
+            Declared levels of the factor columns, first level the reference:
+            ``{"sector": ["trade", "services", "manufacturing"]}``. A text column used as a
+            factor needs them (or a pandas ``Categorical`` dtype): the levels present in the
+            data are private. Rows with another value are dropped like rows with a missing
+            value. The rules are in :mod:`dplong.formula`.
 
         Examples
         --------
@@ -104,6 +111,16 @@ class LongitudinalOLS(PanelModel):
         ...                                             correlation_param=0.5)
         >>> model
         LongitudinalOLS('lwage ~ exper', n_users=545)
+
+        A text column as a factor, its levels declared (the first is the reference):
+
+        >>> import numpy as np
+        >>> wages["job"] = np.where(wages["occupation"] <= 3, "office", "manual")
+        >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper + job", wages,
+        ...                                             groups="nr",
+        ...                                             levels={"job": ["manual", "office"]})
+        >>> model.exog_names
+        ['Intercept', 'job[T.office]', 'exper']
         """
         if correlation not in _CORRELATIONS:
             raise ParameterError(f"correlation must be one of {_CORRELATIONS}, got {correlation!r}")
@@ -117,7 +134,7 @@ class LongitudinalOLS(PanelModel):
                 f"{'(-1, 1)' if correlation == 'ar1' else '[0, 1)'}, "
                 f"got {correlation_param!r}"
             )
-        design = cls._build(formula, data, groups, time, depth=1)
+        design = cls._build(formula, data, groups, time, depth=1, levels=levels)
         return cls(design, WorkingCorrelation(correlation, float(correlation_param)))
 
     def identified_users(self) -> int:

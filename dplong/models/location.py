@@ -11,6 +11,7 @@ import pandas as pd
 from dplong._validation import RandomState, per_column
 from dplong.dependence import DependenceModel, RandomEffects
 from dplong.exceptions import DataError, FormulaError, ParameterError
+from dplong.formula import GroupsLike, LevelsLike, PanelDesign, column_or_array
 from dplong.models.base import (
     Block,
     PanelModel,
@@ -19,7 +20,6 @@ from dplong.models.base import (
     check_min_rows,
     scale_per_column,
 )
-from dplong.models.design import GroupsLike, PanelDesign, column_or_array
 from dplong.models.reduce import segment_starts, user_sums
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
@@ -75,6 +75,7 @@ class RandomEffectsLocation(PanelModel):
         *,
         groups: GroupsLike,
         re_groups: GroupsLike | None = None,
+        levels: LevelsLike | None = None,
     ) -> RandomEffectsLocation:
         """Build the model from ``"y ~ 1"``.
 
@@ -87,6 +88,10 @@ class RandomEffectsLocation(PanelModel):
             user must lie in one group. By default each user is their own group. The estimates
             use per-user statistics only; the grouping enters through the dependence it causes
             (Lemma 5.9), stated with :class:`dplong.dependence.RandomEffects` as ``scale``.
+        levels : mapping of str to sequence, optional
+            Declared factor levels, as in :meth:`LongitudinalOLS.from_formula
+            <dplong.LongitudinalOLS.from_formula>` (rules in :mod:`dplong.formula`). ``"y ~ 1"``
+            has no factor, so they matter only where the outcome's expression uses one.
 
         Examples
         --------
@@ -95,15 +100,22 @@ class RandomEffectsLocation(PanelModel):
         >>> dplong.RandomEffectsLocation.from_formula("Weight ~ 1", pigs, groups="Pig",
         ...                                           re_groups="Litter")
         RandomEffectsLocation('Weight ~ 1', n_users=72)
+
+        One ``levels`` mapping can serve every model (columns the formula does not use are
+        ignored):
+
+        >>> dplong.RandomEffectsLocation.from_formula("Weight ~ 1", pigs, groups="Pig",
+        ...                                           levels={"Cu": [1, 2, 3]})
+        RandomEffectsLocation('Weight ~ 1', n_users=72)
         """
-        design = cls._build(formula, data, groups, None, depth=1)
+        design = cls._build(formula, data, groups, None, depth=1, levels=levels)
         label = None
         if re_groups is not None:
             ids = pd.Series(column_or_array(groups, data, "groups"))
-            levels = pd.Series(column_or_array(re_groups, data, "re_groups"))
-            if levels.isna().any():
+            shared = pd.Series(column_or_array(re_groups, data, "re_groups"))
+            if shared.isna().any():
                 raise DataError("re_groups has missing values")
-            if (levels.groupby(ids.to_numpy()).nunique() > 1).any():
+            if (shared.groupby(ids.to_numpy()).nunique() > 1).any():
                 raise DataError(
                     "every user must belong to one re_groups level; some users appear in several"
                 )

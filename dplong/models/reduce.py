@@ -1,6 +1,6 @@
 """Vectorised per-user reductions: per-user OLS / GLS coefficients without a loop over users.
 
-Rows arrive grouped by user (:class:`~dplong.models.design.PanelDesign`), so every per-user sum
+Rows arrive grouped by user (:class:`~dplong.formula.PanelDesign`), so every per-user sum
 is a sum over a contiguous segment of rows. The cross products ``X_u' X_u`` (unique entries
 only) and ``X_u' y_u`` are formed and summed in cache-sized chunks of whole users, and every
 user's p x p system is solved by an ``L D L'`` factorisation vectorised over users (loops run
