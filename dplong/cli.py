@@ -317,7 +317,7 @@ examples:
   dplong fit visits.csv --model mean --formula "weight ~ 1" --groups patient \\
       --epsilon 0.5 --scale 4
   dplong fit dataset:dietox --model kernel --formula "Weight ~ Time" --groups Pig \\
-      --domain 1,12 --bandwidth 1 --grid 6 --epsilon 8 --scale 250 --report pigs.html
+      --domain 1,12 --bandwidth 1 --grid 6 --epsilon 16 --scale 250 --report pigs.html
 
 what it means:
   DATA       a .csv or .parquet file with one row per observation, or a data set

@@ -88,7 +88,7 @@ class FormulaError(DataError):
     ...                                     groups="nr")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    dplong.exceptions.FormulaError: cannot build the design of 'lwage ~ tenure': ...
+    dplong.exceptions.FormulaError: cannot evaluate 'tenure': ...name 'tenure' is not defined...
     """
 
 
@@ -124,7 +124,7 @@ class DplongWarning(UserWarning):
 
     Examples
     --------
-    With only 100 users at ε = 1 the private midpoint is fragile, and dplong says so (once,
+    With only 150 users at ε = 1 the private scale is fragile, and dplong says so (once,
     with a remedy; the results carry the same words in ``warnings`` and their summary):
 
     >>> import warnings
@@ -132,7 +132,7 @@ class DplongWarning(UserWarning):
     >>> from dplong.exceptions import DplongWarning
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
-    ...     res = dplong.winsorized_mean(list(range(100)), epsilon=1.0, random_state=0)
+    ...     res = dplong.winsorized_mean(list(range(150)), epsilon=1.0, random_state=0)
     >>> [w.category is DplongWarning for w in caught]
     [True]
     >>> str(caught[0].message) == res.warnings[0]

@@ -136,7 +136,7 @@ def build_report(
     >>> pigs = dplong.datasets.load_dietox()
     >>> curve = dplong.PriestleyChao.from_formula(
     ...     "Weight ~ Time", pigs, groups="Pig", domain=(1, 12), bandwidth=1.0, grid=6
-    ... ).fit(epsilon=8.0, scale=250.0, random_state=0)
+    ... ).fit(epsilon=16.0, scale=250.0, random_state=0)
     >>> page = build_report(curve, data_name="dataset:dietox")
     >>> 'alt="curve plot"' in page, "<th>Time</th>" in page, "boundary" in page
     (True, True, True)

@@ -44,7 +44,7 @@ MEAN = ["fit", "dataset:dietox", "--model", "mean", "--formula", "Weight ~ 1", "
 MEAN += ["--epsilon", "2", "--scale", "400", "--seed", "1"]
 KERNEL = ["fit", "dataset:dietox", "--model", "kernel", "--formula", "Weight ~ Time"]
 KERNEL += ["--groups", "Pig", "--domain", "1,12", "--bandwidth", "1", "--grid", "6"]
-KERNEL += ["--epsilon", "8", "--scale", "250", "--seed", "0"]
+KERNEL += ["--epsilon", "16", "--scale", "250", "--seed", "0"]
 IMAGE = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=]+)")
 
 
@@ -236,14 +236,14 @@ class TestKernel:
             assert f"\n{point} " in out
         assert "midpoint" in out and "mean" in out  # the ledger's digest, per stage
         assert "boundary" in out and "smoothing bias" in out  # the error-bound table of a curve
-        assert "fitting kernel on 72 users (ε=8)" in err
+        assert "fitting kernel on 72 users (ε=16)" in err
 
     def test_same_result_as_the_library(self, kernel_run: tuple[str, str, str]) -> None:
         pigs = dplong.datasets.load_dietox()
         model = dplong.PriestleyChao.from_formula(
             "Weight ~ Time", pigs, groups="Pig", domain=(1, 12), bandwidth=1.0, grid=6
         )
-        res = model.fit(epsilon=8.0, scale=250.0, random_state=0)
+        res = model.fit(epsilon=16.0, scale=250.0, random_state=0)
         assert str(res.summary()) in kernel_run[0]
         assert str(res.error_bound()) in kernel_run[0]
 
@@ -262,7 +262,7 @@ class TestKernel:
             domain=(1, 12),
             bandwidth=2.75,
             kernel="epanechnikov",
-        ).fit(epsilon=8.0, scale=250.0, random_state=0)
+        ).fit(epsilon=16.0, scale=250.0, random_state=0)
         assert res.params.size == 5 and str(res.summary()) in out
 
     def test_report_content(self, kernel_run: tuple[str, str, str]) -> None:
@@ -276,7 +276,7 @@ class TestKernel:
         bounds = page[page.index('id="error-bounds"') : page.index('id="plots"')]
         assert "<th>boundary</th>" in bounds and "<td>yes</td>" in bounds
         assert "<th>smoothing bias</th>" not in bounds and "No smoothing bias is claimed" in bounds
-        assert "x=5.4" in page and "Total spent: ε = 8," in page  # the full ledger names points
+        assert "x=5.4" in page and "Total spent: ε = 16," in page  # the full ledger names points
         assert "--domain 1,12 --bandwidth 1 --grid 6" in page  # the command line
         assert "grid points lie in the boundary region" in page  # the summary's notes
         found = IMAGE.search(page)
@@ -463,7 +463,7 @@ class TestEstimatedScale:
 def csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A panel whose factor ``site`` is text and varies within users."""
     rng = np.random.default_rng(8)
-    users, rows = 600, 6
+    users, rows = 600, 12  # enough rows that (almost) every user identifies the fit
     site = np.array(["north", "south", "east"])[rng.integers(0, 3, users * rows)]
     x = rng.normal(size=users * rows)
     frame = pd.DataFrame(

@@ -34,7 +34,6 @@ PUBLIC_MODULES = (
     "dplong",
     "dplong.formula",
     "dplong.privacy",
-    "dplong.privacy.plugin",
     "dplong.dependence",
     "dplong.kernels",
     "dplong.datasets",
@@ -42,8 +41,6 @@ PUBLIC_MODULES = (
     "dplong.simulate",
     "dplong.results",
 )
-
-VIGNETTE_BUDGET_SECONDS = 30.0
 
 #: The build command: warnings are errors, but all of them are reported (DESIGN.md §5.6).
 SPHINX = (sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-q")
@@ -116,7 +113,10 @@ def _missing_pages(out: Path) -> list[str]:
 
 
 def _vignette_problems(out: Path, src: Path) -> list[str]:
-    """Every vignette rendered with a figure, says what its seeds are for, and is fast."""
+    """Every vignette rendered with a figure, says what its seeds are for, shows no warning.
+
+    Their execution times are printed, not asserted: speed is measured in benchmarks/, and a
+    wall-clock budget fails under load (DESIGN.md §5)."""
     problems = []
     for name in _vignettes():
         page = out / "auto_vignettes" / f"{name}.html"
@@ -136,11 +136,7 @@ def _vignette_problems(out: Path, src: Path) -> list[str]:
     times = {m.group(1): 60 * int(m.group(2)) + float(m.group(3)) for m in rows}
     if set(times) != set(_vignettes()):
         problems.append(f"execution times not found for every vignette: {times}")
-    problems += [
-        f"vignette {name} took {seconds:.1f} s, over the {VIGNETTE_BUDGET_SECONDS:g} s budget"
-        for name, seconds in times.items()
-        if seconds > VIGNETTE_BUDGET_SECONDS
-    ]
+    print("vignette seconds:", times)
     return problems
 
 

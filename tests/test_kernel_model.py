@@ -179,7 +179,9 @@ class TestReference:
         model = dplong.PriestleyChao.from_formula(
             "y ~ x", df, groups="user", domain=(0, 2), kernel=kernel, bandwidth=0.3, grid=grid
         )
-        res = model.fit(scale=1e6, **NOISE_OFF)
+        # users cover different x ranges, so few have a curve at some points: the fit says so
+        with pytest.warns(DplongWarning, match="have a statistic of their own"):
+            res = model.fit(scale=1e6, **NOISE_OFF)
         assert res.nobs_users == 40 and res.level == "user"
         curves = []
         for user in range(40):  # each user's own curve, rows with a response, sorted by x
@@ -264,6 +266,9 @@ class TestWeightedSums:
 
 
 class TestBoundary:
+    # the grid reaches the ends of the domain, where the user-level fit finds few users with a
+    # curve and says so; this test is about the boundary flags, which are public facts
+    @pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
     @pytest.mark.parametrize("kernel", KERNELS)
     @pytest.mark.parametrize("level", ["item", "user"])
     def test_boundary_points_are_flagged(self, kernel: str, level: str) -> None:
@@ -504,7 +509,7 @@ def leak_fits() -> tuple[pd.DataFrame, pd.DataFrame, list[dplong.results.CurveRe
         ),
         dplong.PriestleyChao.from_formula(
             "y ~ x", user_df, groups="user", domain=(0, 1), bandwidth=0.2, grid=7
-        ).fit(epsilon=1.0, scale=0.5, random_state=0),
+        ).fit(epsilon=4.0, scale=0.5, random_state=0),
     ]
     return item_df, user_df, fits
 

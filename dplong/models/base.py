@@ -24,12 +24,12 @@ from dplong._validation import RandomState, check_random_state, per_column, warn
 from dplong.dependence import DependenceModel
 from dplong.exceptions import ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign, build_design
-from dplong.privacy.accounting import Accountant, PrivacyLedger
+from dplong.privacy.accounting import Accountant, Cost, PrivacyLedger
 from dplong.privacy.engine import Release, release_means
 from dplong.privacy.local import release_local
 from dplong.privacy.options import Focus, ReleaseOptions, focus_weights
 from dplong.privacy.plan import ReleasePlan
-from dplong.privacy.radius import DEFAULT_GAMMA, bin_radius, concentration_radius
+from dplong.privacy.radius import bin_radius, concentration_radius
 from dplong.privacy.variance import estimate_scale
 from dplong.privacy.winsorized import paper_budget, release_paper
 from dplong.results import PanelResults
@@ -198,9 +198,7 @@ class PanelModel:
         )
 
 
-def run_blocks(
-    blocks: Sequence[Block], *, n: int, request: FitRequest
-) -> tuple[Release, ...]:
+def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple[Release, ...]:
     """Release the blocks in order; every plan and budget check comes before any noise.
 
     Each block gets its share of the fit's (ε, δ) to size its stages; the default engine then
@@ -210,17 +208,18 @@ def run_blocks(
     options, rng, accountant = request.options, request.rng, request.accountant
     focus = focus_weights(request.focus, blocks[0].names)  # validated first: an option
     budgets = [_block_options(options, block.share) for block in blocks]
-    plans = [_plan(block, block_options, n) for block, block_options in zip(blocks, budgets, strict=True)]
+    plans = [_plan(block, options, n) for block, options in zip(blocks, budgets, strict=True)]
+    if accountant is not None:
+        accountant.check(options.epsilon, options.delta)
     warned: set[str] = set()
     for plan in plans:
         for note in plan.notes if plan is not None else ():
             if note not in warned:  # public facts: said once per fit, before any noise
                 warn(note)
                 warned.add(note)
-    if accountant is not None:
-        accountant.check(options.epsilon, options.delta)
     releases: list[Release] = []
-    spent, share = [], 0.0
+    spent: list[Cost] = []
+    share = 0.0
     split = options.local and options.variant == "default"
     if split:  # local: every user answers one block's question with the whole ε
         cuts = np.cumsum([round(block.share * n) for block in blocks])[:-1]
@@ -230,8 +229,9 @@ def run_blocks(
         statistics = block.build(tuple(releases))
         weights = focus if i == 0 else None
         if split:
-            local_options = dataclasses.replace(block_options, epsilon=options.epsilon,
-                                                bound=_block_bound(block, options))
+            local_options = dataclasses.replace(
+                block_options, epsilon=options.epsilon, bound=_block_bound(block, options)
+            )
             release = release_local(
                 statistics.matrix[members[i]],
                 names=block.names,
@@ -291,6 +291,7 @@ def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:
             complete_rows=block.complete_rows,
             refine=options.refine,
             bounded=block.bounds is not None,
+            share=block.share,
         )
         plan.check(None)
         return plan
@@ -344,8 +345,11 @@ def _block_bound(block: Block, options: ReleaseOptions) -> NDArray[np.float64]:
     bounds if it has them, else the fit's ``bound``."""
     assert options.bound is not None
     if block.bounds is not None:
-        return np.maximum(np.abs(block.bounds[0]), np.abs(block.bounds[1]))
-    return np.broadcast_to(options.bound, (len(block.names),)).copy()
+        lower, upper = block.bounds
+        return np.maximum(np.abs(lower), np.abs(upper))
+    bound = np.empty(len(block.names))
+    bound[:] = options.bound
+    return bound
 
 
 def combined_ledger(releases: Sequence[Release], options: ReleaseOptions) -> PrivacyLedger:
@@ -355,8 +359,9 @@ def combined_ledger(releases: Sequence[Release], options: ReleaseOptions) -> Pri
     model = "local" if options.local else "central"
     if all(r.privacy.composition.startswith("parallel") for r in releases):
         worst = max(releases, key=lambda r: r.privacy.epsilon).privacy
-        return PrivacyLedger(tuple(entries), worst.epsilon, worst.delta, worst.composition,
-                             model, worst.rho)
+        return PrivacyLedger(
+            tuple(entries), worst.epsilon, worst.delta, worst.composition, model, worst.rho
+        )
     joint = PrivacyLedger.from_entries(entries, options.delta, model)
     if len(releases) == 1:
         return releases[0].privacy
@@ -398,8 +403,11 @@ def panel_results(
     index = pd.Index(names)
 
     def series(field: str, label: str) -> pd.Series:
-        values = np.concatenate([np.broadcast_to(getattr(r, field), (len(r.names),)) for r in releases])
-        return pd.Series(values, index=index, name=label)
+        values = np.concatenate(
+            [np.broadcast_to(getattr(r, field), (len(r.names),)) for r in releases]
+        )
+        column: pd.Series = pd.Series(values, index=index, name=label)
+        return column
 
     laws = {r.noise_kind for r in releases}
     counts = [
@@ -458,11 +466,7 @@ def scale_per_column(scale: Any, d: int, dependence_scale: Any) -> NDArray[np.fl
 
 def check_min_rows(min_rows: Any, needed_for: str) -> int:
     """A public lower bound on rows per user: a positive integer."""
-    if (
-        isinstance(min_rows, bool)
-        or not isinstance(min_rows, int | np.integer)
-        or min_rows < 1
-    ):
+    if isinstance(min_rows, bool) or not isinstance(min_rows, int | np.integer) or min_rows < 1:
         raise ParameterError(
             f"min_rows (a public lower bound on rows per user, a positive "
             f"integer) is needed to {needed_for}; got {min_rows!r}"

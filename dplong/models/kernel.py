@@ -420,9 +420,11 @@ class PriestleyChao(PanelModel):
             sigma = float(where.sd[0])
             centre = float(where.centre[0])
             width = amp + sigma * no_clip + float(where.centre_error[0])
-            eps_curve = float(plan.calibrate(np.ones(1), "laplace", refined=where.refined).epsilon[0])
+            eps_curve = float(
+                where.plan.calibrate(np.ones(1), "laplace", refined=where.refined).epsilon[0]
+            )
             rho_curve = (
-                float(plan.calibrate(np.ones(1), "gaussian", refined=where.refined).rho[0])
+                float(where.plan.calibrate(np.ones(1), "gaussian", refined=where.refined).rho[0])
                 if options.delta > 0
                 else 0.0
             )
@@ -582,7 +584,7 @@ class PriestleyChao(PanelModel):
         self, request: FitRequest, grid: NDArray[np.float64], scale: Any
     ) -> CurveResults:
         n = self.nobs_users
-        b = float(self._bandwidth)  # type: ignore[arg-type]
+        b = float(self._bandwidth)
         proxy = scale_per_column(scale, grid.size, _no_dependence_model)
         names = tuple(f"x={g:.6g}" for g in grid)
 
@@ -692,10 +694,12 @@ class PriestleyChao(PanelModel):
             level=level,
             boundary=pd.Series(boundary, index=index, name="boundary"),
             smoothing_bias=pd.Series(
-                np.nan if smoothing_bias is None else smoothing_bias, index=index,
+                np.nan if smoothing_bias is None else smoothing_bias,
+                index=index,
                 name="smoothing bias",
             ),
         )
+        assert isinstance(results, CurveResults)
         return dataclasses.replace(
             results,
             params=results.params.set_axis(index),
@@ -706,7 +710,9 @@ class PriestleyChao(PanelModel):
             projection_interval=results.projection_interval.set_axis(index),
             failed=results.failed.set_axis(index),
             bad_events=results.bad_events.set_axis(index),
-            users=results.users.set_axis(index) if results.users.size == grid.size else results.users,
+            users=results.users.set_axis(index)
+            if results.users.size == grid.size
+            else results.users,
         )
 
 
@@ -746,20 +752,34 @@ def _paper_midpoint(
         local_bins(bins, float(options.bound[0]))
         centre = local_midpoint(observed, bins, float(options.bound[0]), eps, rng, n)
         entry = LedgerEntry(
-            "midpoint", "randomized-response histogram (Alg 7, 9)", name, eps, 0.0, 0.0, 2.0,
+            "midpoint",
+            "randomized-response histogram (Alg 7, 9)",
+            name,
+            eps,
+            0.0,
+            0.0,
+            2.0,
             math.nan,
         )
         return _PaperMidpoint(centre, width, eps, entry, 0.0, False, ())
     check_histogram_feasible(n, eps, options.delta, remedy="more epsilon or delta")
     centre, failed = central_midpoint(observed, bins, eps, options.delta, rng, n)
     entry = LedgerEntry(
-        "midpoint", "stable histogram (Alg 2, 3)", name, eps, options.delta, 0.0, 2.0 / n,
+        "midpoint",
+        "stable histogram (Alg 2, 3)",
+        name,
+        eps,
+        options.delta,
+        0.0,
+        2.0 / n,
         2.0 / (eps * n),
     )
     failure = midpoint_failure_probability(n, eps, options.delta, options.gamma, wide_bins=True)
     notes = (
-        ("The private midpoint failed (no histogram bin survived) and fell back to 0, as in "
-         "the paper's Alg 3: the curve is unreliable.",)
+        (
+            "The private midpoint failed (no histogram bin survived) and fell back to 0, as in "
+            "the paper's Alg 3: the curve is unreliable.",
+        )
         if failed
         else ()
     )

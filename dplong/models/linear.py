@@ -53,11 +53,17 @@ class LongitudinalOLS(PanelModel):
     >>> wages = dplong.datasets.load_wage_panel()
     >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper + married + union", wages,
     ...                                             groups="nr", time="year")
-    >>> res = model.fit(epsilon=1.0, random_state=0)
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True):  # also shown as a DplongWarning
+    ...     res = model.fit(epsilon=8.0, random_state=0)
     >>> list(res.params.index)
     ['Intercept', 'exper', 'married', 'union']
-    >>> res.nobs_users, res.privacy.epsilon <= 1.0
+    >>> res.nobs_users, res.privacy.epsilon <= 8.0
     (545, True)
+    >>> print(res.warnings[0])  # doctest: +ELLIPSIS
+    Only about 149 of the 545 users (private count, sd 5.9) have a statistic of their own; ...
+
+    Few men change union or marital status, so few identify a fit of their own.
     """
 
     model_name = "LongitudinalOLS"

@@ -183,7 +183,9 @@ class RandomEffectsLocation(PanelModel):
             or not isinstance(variance_share, int | float | np.integer | np.floating)
             or not (0.0 <= variance_share < 1.0)
         ):
-            raise ParameterError(f"variance_share must be a number in [0, 1), got {variance_share!r}")
+            raise ParameterError(
+                f"variance_share must be a number in [0, 1), got {variance_share!r}"
+            )
         if within_scale is not None:
             within_scale = float(per_column(within_scale, 1, "within_scale")[0])
         request = self._request(
@@ -243,7 +245,7 @@ class RandomEffectsLocation(PanelModel):
                     bounds=_component_bounds(
                         float(proxy[0]), float(residual_scale), min_rows, n, request.options.gamma
                     )
-                    if stated_components
+                    if proxy is not None and residual_scale is not None
                     else None,
                 )
             )

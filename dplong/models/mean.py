@@ -151,7 +151,9 @@ def winsorized_mean(
     )
 
 
-def _matrix(values: ArrayLike, names: Sequence[str] | None) -> tuple[NDArray[np.float64], tuple[str, ...]]:
+def _matrix(
+    values: ArrayLike, names: Sequence[str] | None
+) -> tuple[NDArray[np.float64], tuple[str, ...]]:
     """Values as a float (rows, d) matrix (NaN: missing) and the column names."""
     found: list[str] | None = None
     if isinstance(values, pd.DataFrame):
@@ -159,6 +161,7 @@ def _matrix(values: ArrayLike, names: Sequence[str] | None) -> tuple[NDArray[np.
     elif isinstance(values, pd.Series) and values.name is not None:
         found = [str(values.name)]
     try:
+        array: NDArray[np.float64]
         if isinstance(values, pd.DataFrame | pd.Series):
             array = values.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)
         else:
@@ -189,9 +192,7 @@ def _user_means(
         return np.where(counts > 0, sums / counts, np.nan)
 
 
-def _stated_scale(
-    scale: Any, tau: Any, n: int, d: int, gamma: float
-) -> NDArray[np.float64] | None:
+def _stated_scale(scale: Any, tau: Any, n: int, d: int, gamma: float) -> NDArray[np.float64] | None:
     """The stated variance proxies (from ``scale`` or ``tau``), or None to estimate them."""
     estimate = isinstance(scale, str) and scale == "estimate"
     if tau is not None:

@@ -293,7 +293,8 @@ class PrivacyLedger:
         >>> res.privacy.to_frame().columns.tolist()[:4]
         ['stage', 'mechanism', 'target', 'epsilon']
         """
-        return pd.DataFrame([vars(e) for e in self.entries], columns=_COLUMNS)
+        frame: pd.DataFrame = pd.DataFrame([vars(e) for e in self.entries], columns=_COLUMNS)
+        return frame
 
     def digest(self) -> pd.DataFrame:
         """One row per stage: its calls' mechanisms, summed ε, δ and ρ, and a total row.
@@ -312,9 +313,12 @@ class PrivacyLedger:
         """
         frame = self.to_frame()
         if frame.empty:
-            return pd.DataFrame(columns=["mechanism", "calls", "epsilon", "delta", "rho"])
+            empty: pd.DataFrame = pd.DataFrame(
+                columns=["mechanism", "calls", "epsilon", "delta", "rho"]
+            )
+            return empty
         grouped = frame.groupby("stage", sort=False)
-        digest = pd.DataFrame(
+        digest: pd.DataFrame = pd.DataFrame(
             {
                 "mechanism": grouped["mechanism"].agg(lambda m: "; ".join(dict.fromkeys(m))),
                 "calls": grouped.size(),
@@ -323,13 +327,17 @@ class PrivacyLedger:
                 "rho": grouped["rho"].sum(),
             }
         )
-        digest.loc["total"] = [
-            f"{self.composition} composition",
-            len(self.entries),
-            self.epsilon,
-            self.delta,
-            self.rho,
-        ]
+        total = pd.DataFrame(
+            {
+                "mechanism": [f"{self.composition} composition"],
+                "calls": [len(self.entries)],
+                "epsilon": [self.epsilon],
+                "delta": [self.delta],
+                "rho": [self.rho],
+            },
+            index=["total"],
+        )
+        digest = pd.concat([digest, total])
         digest.index.name = "stage"
         return digest
 

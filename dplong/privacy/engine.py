@@ -5,14 +5,17 @@ Every model and :func:`dplong.winsorized_mean` reduce users to an n x d matrix o
 a :class:`~dplong.privacy.plan.ReleasePlan`, each a noisy Winsorized mean ingredient of the
 paper generalised so that nothing about the data's location or scale need be known:
 
-1. **midpoint** m̂_j: a private median on a public log grid (:mod:`dplong.privacy.quantile`),
-   where Alg 3 has the mode of a stable histogram — it needs no bin width and never fails;
-2. **scale** σ̂_j: the private median of ``|x - m̂_j|`` over 0.6745 (a Gaussian's median absolute
-   deviation), in one stage for every column; skipped when the scale is stated;
-3. **count** N̂: the number of users with a statistic, by the lattice Laplace mechanism. Users
+1. **count** N̂: the number of users with a statistic, by the lattice Laplace mechanism. Users
    without one (a singular regression, no rows) contribute nothing, and the means are ratios
    ``c + S / N̂`` of a centred clipped sum and this count, so they estimate the mean over the
-   users who have a statistic instead of shrinking towards the midpoint;
+   users who have a statistic instead of shrinking towards the midpoint. It runs first: when so
+   few users have a statistic that the medians would all but surely miss them
+   (:meth:`~dplong.privacy.plan.ReleasePlan.miss_given`, post-processing of N̂), the estimate is
+   withheld rather than released far off;
+2. **midpoint** m̂_j: a private median on a public log grid (:mod:`dplong.privacy.quantile`),
+   where Alg 3 has the mode of a stable histogram — it needs no bin width and never fails;
+3. **scale** σ̂_j: the private median of ``|x - m̂_j|`` over 0.6745 (a Gaussian's median absolute
+   deviation), in one stage for every column; skipped when the scale is stated;
 4. **refinement** (Alg 4 on ``m̂ ± w₁``, ``w₁ = 4 σ̂ + e_m``): a rough mean μ̂₁, the centre of
    the final interval, as in the paper's §7.1.2 spirit but around a mean rather than a bin;
 5. **mean**: Alg 4's projection onto ``c ± w`` and noise, with ``w = κ σ̂ + e_c`` chosen by
@@ -24,8 +27,8 @@ paper generalised so that nothing about the data's location or scale need be kno
 ``e_m`` and ``e_c`` are public bounds on how far the centre may be from the mean: the grid
 cell's half-width plus the median's rank error (:func:`~dplong.privacy.quantile.rank_error`,
 as a normal quantile of σ̂), and for the rough mean the quantiles of its noise and sampling
-error plus its own clipping bias. Each fails with probability at most γ: these are the bad
-events of the error bounds.
+error plus its own clipping bias. Each fails with probability at most γ; with the bound on a
+miss of the medians given N̂, these are the bad events of the error bounds.
 
 Scales are plug-ins: intervals and bounds use σ̂ as if it were the variance proxy of the
 statistic (the stated one, when given).
@@ -41,6 +44,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
+from dplong.privacy.interval import central_midpoint
 from dplong.privacy.noise import (
     LatticeRelease,
     geometric_rate,
@@ -50,9 +54,8 @@ from dplong.privacy.noise import (
     two_sided_geometric_variance,
 )
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.plan import FinalBudget, ReleasePlan
-from dplong.privacy.quantile import LogGrid, private_median, rank_error
-from dplong.privacy.interval import central_midpoint
+from dplong.privacy.plan import MAX_MISS, NOTE_MISS, FinalBudget, ReleasePlan
+from dplong.privacy.quantile import GRID, SPREAD_GRID, private_median, rank_error
 from dplong.privacy.radius import Tail, accurate_radius, bin_radius, clipping_bias
 
 __all__ = ["Location", "Release", "locate", "release_means"]
@@ -70,8 +73,6 @@ MISSED_SHARE = 0.8
 #: Smallest spread used: its square stays a normal double (a spread of exactly 0, as for a
 #: constant column, would make the radius and the bias bound degenerate).
 SMALLEST_SCALE = 2.0**-500
-GRID = LogGrid()
-SPREAD_GRID = LogGrid(signed=False)
 _MEDIAN = "private median (report-noisy-max, log grid)"
 
 
@@ -149,7 +150,8 @@ class Location:
     ``centre`` is where the final interval is centred (the rough mean, or the midpoint when
     the plan has no refinement) and ``centre_error`` a bound on its distance to the mean that
     fails with probability at most γ (:func:`locate`); ``sd`` is the scale used (σ̂ or the
-    stated √ρ); ``users`` the private count(s) of users with a statistic.
+    stated √ρ); ``users`` the private count(s) of users with a statistic; ``plan`` the plan
+    as run (its stages resized for the count, :meth:`~dplong.privacy.plan.ReleasePlan.for_users`).
     """
 
     midpoint: NDArray[np.float64]
@@ -161,6 +163,7 @@ class Location:
     refined: bool
     tail: Tail
     entries: tuple[LedgerEntry, ...]
+    plan: ReleasePlan
     fallback: bool = False
 
     @property
@@ -188,7 +191,7 @@ def locate(
     complete_rows: bool = True,
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
 ) -> Location:
-    """Stages 1-4 of the module docstring: midpoint, scale, count and refinement. With public
+    """Stages 1-4 of the module docstring: count, midpoint, scale and refinement. With public
     ``bounds`` (lower, upper) only the count runs: the centre is the bounds' midpoint, exact."""
     n, d = matrix.shape
     entries: list[LedgerEntry] = []
@@ -198,9 +201,27 @@ def locate(
         centre = (lower + upper) / 2.0
         sd = np.sqrt(scale) if scale is not None else (upper - lower) / 2.0
         return Location(
-            centre, centre, np.zeros(d), sd, users, users_sd, False, "sub-gaussian",
+            centre,
+            centre,
+            np.zeros(d),
+            sd,
+            users,
+            users_sd,
+            False,
+            "sub-gaussian",
             tuple(count_entries),
+            plan,
         )
+    # the count first: how many users the later stages can find is read from it
+    if plan.counts:
+        users, users_sd, count_entries = _count(matrix, plan, names, complete_rows, rng)
+        entries += count_entries
+        # the medians sized for the users there are (post-processing of N̂)
+        found = users[users >= max(2.0, 2.0 * users_sd)]
+        if found.size:
+            plan = plan.for_users(float(found.min()))
+    else:  # n divides: users without a statistic contribute the centre (the paper's rule)
+        users, users_sd = np.array([float(n)]), 0.0
     fallback = np.zeros(d, dtype=bool)
     if plan.midpoint_kind == "histogram":
         assert scale is not None  # planned only for a stated scale
@@ -227,11 +248,6 @@ def locate(
         sd = np.maximum(np.sqrt(scale), SMALLEST_SCALE)
     tail: Tail = "gaussian" if scale is None else "sub-gaussian"
 
-    if plan.counts:
-        users, users_sd, count_entries = _count(matrix, plan, names, complete_rows, rng)
-        entries += count_entries
-    else:  # n divides: users without a statistic contribute the centre (the paper's rule)
-        users, users_sd = np.array([float(n)]), 0.0
     per_column_users = np.maximum(np.broadcast_to(users, (d,)), 1.0)
     midpoint_error = GRID.half_width_at(midpoint) + sd * _rank_quantile(
         rank_error(len(GRID), plan.fallback or plan.midpoint, gamma), per_column_users
@@ -250,6 +266,7 @@ def locate(
             False,
             tail,
             tuple(entries),
+            plan,
             bool(fallback.any()),
         )
     # wide enough that an off-centre midpoint costs the rough mean almost no bias: with
@@ -279,6 +296,7 @@ def locate(
         True,
         tail,
         tuple(entries),
+        plan,
         bool(fallback.any()),
     )
 
@@ -348,9 +366,15 @@ def release_means(
         complete_rows=complete_rows,
         bounds=bounds,
     )
+    plan = where.plan
     users = where.per_column_users
     undefined = where.empty
-    weights = np.where(undefined, 0.0, weights)
+    # the miss bound for the users the private count finds (post-processing of N̂): where the
+    # medians all but surely missed them even for N̂ + 2 sd users, a number would look precise
+    # and be wrong
+    miss = plan.miss_given(users)
+    lost = (plan.miss_given(users + 2.0 * where.users_sd) > MAX_MISS) & ~undefined
+    weights = np.where(undefined | lost, 0.0, weights)
     if bounds is None:
         radius, budget = _final_radius(where, weights, plan)
     else:  # the public bounds are the interval: nothing is clipped under the assumption
@@ -365,8 +389,9 @@ def release_means(
     ]
     spread = where.sd
     if moment_budget is not None:  # the clipped values' own spread: honest under heavy tails
-        half = radius**2 / 2.0  # a square in [0, w²], centred
-        squares = np.where(np.isnan(matrix), 0.0, clipped**2 - half)
+        with np.errstate(over="ignore"):  # a square in [0, w²], centred (capped: lattice)
+            half = np.minimum(radius**2 / 2.0, MAX_RADIUS)
+            squares = np.where(np.isnan(matrix), 0.0, clipped**2 - half)
         moment = _release(np.clip(squares, -half, half), half, moment_budget, rng)
         entries += _mean_entries(
             "second moment", names, moment_budget.epsilon, moment_budget.rho, moment, n
@@ -376,7 +401,7 @@ def release_means(
     offset = np.clip(final.total / users, -radius, radius)
     # a mean at the edge of its interval says the interval missed the data (a centre beyond its
     # allowance: a bad event); its number would look precise and be wrong, so it is withheld
-    missed = (np.abs(offset) >= MISSED_SHARE * radius) & ~undefined & (bounds is None)
+    missed = (np.abs(offset) >= MISSED_SHARE * radius) & ~undefined & ~lost & (bounds is None)
     ledger = PrivacyLedger.from_entries(entries, plan.delta, "central")
     _check_within(ledger, plan)
     if accountant is not None:
@@ -387,16 +412,23 @@ def release_means(
         spread = np.sqrt(np.maximum(second - offset**2, where.sd**2))
     noise_sd = final.sd / users
     count_sd = np.abs(offset) * where.users_sd / users
+    withheld = undefined | lost | missed  # no number, so no error figures either
+
+    def shown(values: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.where(withheld, np.nan, values)
+
     return Release(
         names=names,
-        estimate=np.where(undefined | missed, np.nan, where.centre + offset),
-        noise_sd=np.sqrt(noise_sd**2 + count_sd**2),
+        estimate=shown(where.centre + offset),
+        noise_sd=shown(np.sqrt(noise_sd**2 + count_sd**2)),
         noise_scale=final.scale / users,
         noise_kind=budget.kind,
-        sampling_sd=spread / np.sqrt(users),
-        bias=np.zeros(d)
-        if bounds is not None
-        else clipping_bias(where.sd**2, radius, where.centre_error, tail=where.tail),
+        sampling_sd=shown(spread / np.sqrt(users)),
+        bias=shown(
+            np.zeros(d)
+            if bounds is not None
+            else clipping_bias(where.sd**2, radius, where.centre_error, tail=where.tail)
+        ),
         interval=np.stack([where.centre - radius, where.centre + radius], axis=1),
         midpoint=where.midpoint,
         scale=where.sd**2,
@@ -405,12 +437,13 @@ def release_means(
         privacy=ledger,
         n=n,
         variant="default (refined)" if where.refined else "default",
-        bad_events=np.full(d, gamma * (2.0 if where.refined else 1.0)),
+        bad_events=np.minimum(gamma * (2.0 if where.refined else 1.0) + miss, 1.0),
         notes=plan.notes
         + _user_notes(where.users, where.users_sd, n, names, undefined)
         + _empty_notes(names, undefined)
+        + _lost_notes(names, lost, miss, _few(where.users, where.users_sd, n, d))
         + _missed_notes(names, missed),
-        failed=missed,
+        failed=missed | lost,
     )
 
 
@@ -473,8 +506,8 @@ def _count(
     rng: np.random.Generator,
 ) -> tuple[NDArray[np.float64], float, list[LedgerEntry]]:
     """Private counts of users with a statistic (one, or one per column), floored at 1."""
-    present = np.isfinite(matrix).all(axis=1, keepdims=True) if complete_rows else np.isfinite(
-        matrix
+    present = (
+        np.isfinite(matrix).all(axis=1, keepdims=True) if complete_rows else np.isfinite(matrix)
     )
     exact = present.sum(axis=0).astype(np.float64)
     rate = geometric_rate(plan.count, 1.0)
@@ -482,7 +515,9 @@ def _count(
     sd = float(np.sqrt(two_sided_geometric_variance(rate)))
     targets = ("users with a statistic",) if complete_rows else names
     entries = [
-        LedgerEntry("count", "lattice Laplace count", f"{t}", plan.count, 0.0, 0.0, 1.0, 1.0 / rate)
+        LedgerEntry(
+            "count", "lattice Laplace count", f"{t}", plan.count, 0.0, 0.0, 1.0, float(1.0 / rate)
+        )
         for t in targets
     ]
     return noisy.astype(np.float64), sd, entries
@@ -537,7 +572,9 @@ def _mean_entries(
     d = len(names)
     eps, rhos = np.broadcast_to(epsilon, (d,)), np.broadcast_to(rho, (d,))
     mechanism = (
-        "discrete Gaussian (CKS 2020)" if release.kind == "gaussian" else "lattice Laplace (Alg 1, 4)"
+        "discrete Gaussian (CKS 2020)"
+        if release.kind == "gaussian"
+        else "lattice Laplace (Alg 1, 4)"
     )
     return [
         LedgerEntry(
@@ -565,6 +602,34 @@ def _missed_notes(names: tuple[str, ...], missed: NDArray[np.bool_]) -> tuple[st
     )
 
 
+def _lost_notes(
+    names: tuple[str, ...],
+    lost: NDArray[np.bool_],
+    miss: NDArray[np.float64],
+    few: NDArray[np.bool_],
+) -> tuple[str, ...]:
+    """Notes on the columns whose medians, given the private count, miss the users with a
+    statistic with a probability above :data:`MAX_MISS` (withheld) or — where the count says
+    that ``few`` have one (else the plan's own note says it) — :data:`NOTE_MISS`."""
+    notes = []
+    if lost.any():
+        listed = [names[j] for j in np.flatnonzero(lost)]
+        notes.append(
+            f"No estimate (NaN) for {listed}: so few users have a statistic there (private "
+            f"count) that the private midpoint and scale miss them with probability up to "
+            f"{float(miss[lost].min()):.2g}. Raise epsilon or use fewer columns."
+        )
+    risky = (miss > NOTE_MISS) & few & ~lost
+    if risky.any():
+        listed = [names[j] for j in np.flatnonzero(risky)]
+        notes.append(
+            f"Few users have a statistic in {listed} (private count): the private midpoint and "
+            f"scale may miss them (probability up to {float(miss[risky].max()):.2g}, a bad "
+            "event outside the error bounds). Raise epsilon or use fewer columns."
+        )
+    return tuple(notes)
+
+
 def _empty_notes(names: tuple[str, ...], empty: NDArray[np.bool_]) -> tuple[str, ...]:
     if not empty.any():
         return ()
@@ -575,13 +640,18 @@ def _empty_notes(names: tuple[str, ...], empty: NDArray[np.bool_]) -> tuple[str,
     )
 
 
+def _few(users: NDArray[np.float64], sd: float, n: int, d: int) -> NDArray[np.bool_]:
+    """Columns whose private count is clearly below 80 % of n."""
+    return np.asarray(np.broadcast_to(users, (d,)) + 3.0 * sd < 0.8 * n)
+
+
 def _user_notes(
     users: NDArray[np.float64], sd: float, n: int, names: tuple[str, ...], empty: NDArray[np.bool_]
 ) -> tuple[str, ...]:
     """A note when a private count says many users have no statistic (a released number):
     clearly below 80 % of n, for the columns that have an estimate at all."""
     counts = np.broadcast_to(users, empty.shape)
-    few = (counts + 3.0 * sd < 0.8 * n) & ~empty
+    few = _few(users, sd, n, empty.size) & ~empty
     if not few.any():
         return ()
     low, high = float(counts[few].min()), float(counts[few].max())

@@ -141,7 +141,10 @@ def release_local(
     ]
     entries = tuple(entry for c in columns for entry in c.entries)
     ledger = PrivacyLedger(entries, eps, 0.0, "parallel (disjoint users)", "local", eps**2 / 2.0)
-    field = lambda name: np.array([getattr(c, name) for c in columns])  # noqa: E731
+
+    def field(name: str) -> NDArray[np.float64]:
+        return np.array([getattr(c, name) for c in columns], dtype=np.float64)
+
     return Release(
         names=names,
         estimate=field("estimate"),
@@ -254,9 +257,7 @@ def _column(
     return _Column(estimate, noise_sd, sampling_sd, bias, centre, radius, m, tuple(entries))
 
 
-def _centroid(
-    histogram: Histogram, mode: int, sd: float, noise: float
-) -> tuple[float, float]:
+def _centroid(histogram: Histogram, mode: int, sd: float, noise: float) -> tuple[float, float]:
     """The centre of the located users and a bound on its error (post-processing).
 
     When the users spread over several bins the mode is a noisy pick among similar bins; the
@@ -265,7 +266,7 @@ def _centroid(
     noise (``noise`` per bin), plus the share of a normal population beyond the run (a run
     of ±2σ misses 5 %, which may all lie on one side: at most ``0.05 · 3σ`` of shift)."""
     half = histogram.half_width
-    reach = int(math.ceil(2.0 * sd / (2.0 * half)))
+    reach = math.ceil(2.0 * sd / (2.0 * half))
     lo, hi = max(mode - reach, 0), min(mode + reach + 1, histogram.bins.size)
     centres = 2.0 * half * histogram.bins[lo:hi]
     weights = np.clip(histogram.proportions[lo:hi], 0.0, None)

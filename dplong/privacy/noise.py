@@ -336,8 +336,8 @@ def _round_to(values: NDArray[np.int64], unit: NDArray[np.int64]) -> NDArray[np.
 def _dyadic_ceiling(value: float, bits: int = 40) -> Fraction:
     """The smallest multiple of ``2**-k`` at least ``value``, k chosen to keep ``bits`` bits."""
     k = bits - math.frexp(value)[1]
-    return Fraction(math.ceil(math.ldexp(value, k)), 1 << k) if k > 0 else Fraction(
-        math.ceil(value)
+    return (
+        Fraction(math.ceil(math.ldexp(value, k)), 1 << k) if k > 0 else Fraction(math.ceil(value))
     )
 
 

@@ -35,12 +35,16 @@ midpoint and scale stages :data:`MEDIAN_USERS` ``/ n`` each (between 4 % and 30 
 column's even share; up to 45 % for the midpoint alone when the scale is stated), the count
 :data:`COUNT_USERS` ``/ n``, and the refinement the share of
 :data:`REFINE_SHARES` that minimises the predicted noise of the final stage. Chosen with
-``benchmarks/accuracy_mean.py``.
+``benchmarks/accuracy_defaults.py``. The chance that the median stages miss the data is bounded
+from the same public facts (:func:`~dplong.privacy.quantile.miss_probability`): above
+:data:`MAX_MISS` the release is refused, above :data:`NOTE_MISS` it carries a note, and the bound
+is added to the probability of the bad events its error bounds exclude.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,16 +56,23 @@ from scipy import optimize
 from dplong.exceptions import InsufficientUsersError, PrivacyParameterError
 from dplong.privacy.accounting import Accountant, Cost, compose
 from dplong.privacy.noise import MIN_LATTICE_EPSILON
+from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability
 
 __all__ = ["FinalBudget", "ReleasePlan", "column_epsilon", "largest_within", "share_weights"]
 
 #: ε·n the midpoint and scale medians each get (see the module docstring).
 MEDIAN_USERS = 80.0
-#: Below this ε·n the midpoint is hopeless (its cell is close to a random one): refused.
-HOPELESS_USERS = 20.0
+#: Bounds on the chance that the median stages miss the data: above the first the release is
+#: refused, above the second it comes with a note (and the ε it names brings it below). The
+#: bound is conservative (several times the rate measured on spread-out data), so the refusal
+#: waits until a miss is all but certain: at 0.9 measured failure rates are about 40 %.
+MAX_MISS, NOTE_MISS = 0.9, 0.01
 #: ε·n of the count of users with a statistic: a relative error of about √2/20 = 7 %, which
-#: only multiplies the refinement's small offset from the midpoint.
+#: only multiplies the refinement's small offset from the midpoint; but at least
+#: ``COUNT_SHARES[0]`` and at most ``COUNT_SHARES[1]`` of the budget per count, as the count
+#: also sizes the medians when few users have a statistic (:meth:`ReleasePlan.for_users`).
 COUNT_USERS = 20.0
+COUNT_SHARES = (0.03, 0.1)
 MIN_STAGE_SHARE = 0.04
 #: Largest share of a column's even budget the midpoint may take: with a stated scale it is
 #: the only preliminary stage; with an estimated one the scale stage takes as much again.
@@ -183,13 +194,21 @@ class ReleasePlan:
         Share of each column's final budget spent on the second moment of the clipped values,
         whose variance then sets the standard errors (honest under heavy tails); 0 when
         ``n ε`` per column is too small for it to be informative (:data:`MOMENT_USERS`).
+    per_column : float
+        The even per-column ε of this release, from which the stages were sized
+        (:meth:`for_users` resizes them).
+    miss : float
+        A public bound on the probability that a column's median stages miss the data in a way
+        that breaks the release (:func:`_miss`; :func:`~dplong.privacy.quantile.miss_probability`
+        with all n users): a bad event the error bounds exclude, so it is added to their
+        probability.
 
     Examples
     --------
     >>> from dplong.privacy.plan import ReleasePlan
     >>> plan = ReleasePlan.make(n=1000, d=1, epsilon=1.0, delta=1e-6, stated_scale=False)
     >>> plan.midpoint, plan.spread, plan.count
-    (0.08, 0.08, 0.02)
+    (0.08, 0.08, 0.03)
     >>> plan.refine
     0.1
     >>> plan.early_epsilon() < 1.0
@@ -211,7 +230,8 @@ class ReleasePlan:
     midpoint_delta: float = 0.0
     fallback: float = 0.0
     moment_share: float = 0.0
-    moment_share: float = 0.0
+    miss: float = 0.0
+    per_column: float = 0.0
 
     @classmethod
     def make(
@@ -227,17 +247,19 @@ class ReleasePlan:
         refine: bool = True,
         bounded: bool = False,
         moment: bool = True,
+        share: float = 1.0,
     ) -> ReleasePlan:
         """Stage budgets from public facts (module docstring). ``count=False`` when n itself
         is the denominator (item-level regression: every unit is counted); ``bounded`` when
         public bounds hold every statistic: no midpoint, scale or refinement is needed;
         ``moment=False`` when the final stage releases no second moment (its budget is then one
-        call per column: calibrate it so)."""
+        call per column: calibrate it so); ``share`` is the part of a fit's budget this release
+        gets, so that refusals and notes speak of the fit's ε."""
         per_column = column_epsilon(epsilon, delta, d)
         if bounded:
             counts = (1 if complete_rows else d) if count else 0
             per_count = per_column * d / max(counts, 1)
-            count_epsilon = min(max(COUNT_USERS / n, 0.01 * per_count), 0.1 * per_count)
+            count_epsilon = _count_epsilon(n, per_count)
             return cls(
                 n=n,
                 d=d,
@@ -266,30 +288,29 @@ class ReleasePlan:
                 n, d, epsilon, delta, per_column, complete_rows, count, refine
             )
             return plan if moment else dataclasses.replace(plan, moment_share=0.0)
-        if median * n < HOPELESS_USERS:
-            needed = MEDIAN_USERS / n / cap * d
+        spread = 0.0 if stated_scale else median
+        miss = _miss(n, median, spread)
+        needed = _median_epsilon(n, stated_scale) / cap * d / share
+        stage = "midpoint" if stated_scale else "scale"
+        if miss > MAX_MISS:
             raise InsufficientUsersError(
-                f"with n={n} users and epsilon={epsilon:.3g} over {d} column(s) the private "
-                f"midpoint of a column would get epsilon={median:.3g}, too little to locate the "
-                f"data at all (it needs epsilon * n of about {MEDIAN_USERS:g}); raise epsilon to "
+                f"with n={n} users and {_budget_phrase(epsilon, share, d)} the private {stage} "
+                f"of a column would get epsilon={median:.3g}, too little to locate the data: it "
+                f"would miss them with probability up to {min(miss, 1.0):.2g}; raise epsilon to "
                 f"about {needed:.2g} or use fewer columns"
             )
-        if wanted > high:
-            stages = "midpoint" if stated_scale else "midpoint and scale"
-            needed = wanted / cap * d
+        if miss > NOTE_MISS:
             notes.append(
-                f"With n={n} users and epsilon={epsilon:.3g} over {d} column(s), the private "
-                f"{stages} of each column get(s) too little budget to find the bulk of the "
-                f"data reliably; the estimate may be far off. Raise epsilon to about "
-                f"{needed:.2g}, use fewer columns"
+                f"With n={n} users and {_budget_phrase(epsilon, share, d)}, the private {stage} "
+                f"of each column may miss the bulk of the data (probability up to {miss:.2g}, a "
+                f"bad event outside the error bounds), and the estimate be far off. Raise "
+                f"epsilon to about {needed:.2g}, use fewer columns"
                 + ("" if stated_scale else ", or state the scale (scale=...)")
                 + "."
             )
         counts = (1 if complete_rows else d) if count else 0
-        # the counts' share of the budget: a tenth at most, a hundredth at least
         per_count = per_column * d / max(counts, 1)
-        count_epsilon = min(max(COUNT_USERS / n, 0.01 * per_count), 0.1 * per_count)
-        spread = 0.0 if stated_scale else median
+        count_epsilon = _count_epsilon(n, per_count)
         rest = per_column - median - spread - count_epsilon * counts / d
         share = _refine_share(n, per_column, rest) if refine else 0.0
         return cls(
@@ -304,6 +325,8 @@ class ReleasePlan:
             refine=share * per_column,
             notes=tuple(notes),
             moment_share=_moment_share(n, per_column) if moment else 0.0,
+            miss=miss,
+            per_column=per_column,
         )
 
     @classmethod
@@ -325,7 +348,7 @@ class ReleasePlan:
         share = HISTOGRAM_SHARE * per_column
         counts = (1 if complete_rows else d) if count else 0
         per_count = per_column * d / max(counts, 1)
-        count_epsilon = min(max(COUNT_USERS / n, 0.01 * per_count), 0.1 * per_count)
+        count_epsilon = _count_epsilon(n, per_count)
         rest = per_column - share - FALLBACK_SHARE * per_column - count_epsilon * counts / d
         refine_share = _refine_share(n, per_column, rest, midpoint_error=2.0 * _BIN_RADIUS)
         return cls(
@@ -343,7 +366,52 @@ class ReleasePlan:
             midpoint_delta=delta / (2 * d),
             fallback=FALLBACK_SHARE * per_column,
             moment_share=_moment_share(n, per_column),
+            per_column=per_column,
         )
+
+    def for_users(self, users: float) -> ReleasePlan:
+        """The median and refinement stages resized for ``users`` users with a statistic
+        instead of n: the private count, which runs first. Adaptive
+        composition: the stages' sizes are post-processing of the count, and the final stage is
+        calibrated on what was actually spent (still within the caps the plan was checked with).
+
+        Examples
+        --------
+        >>> from dplong.privacy.plan import ReleasePlan
+        >>> plan = ReleasePlan.make(n=1000, d=1, epsilon=4.0, delta=1e-6, stated_scale=False)
+        >>> plan.midpoint, plan.for_users(150.0).midpoint
+        (0.16, 0.5333333333333333)
+        """
+        if self.midpoint_kind != "median" or users >= self.n:
+            return self
+        cap = MAX_MIDPOINT_SHARE[not self.spread]
+        column = self.per_column
+        median = min(max(MEDIAN_USERS / users, MIN_STAGE_SHARE * column), cap * column)
+        if median <= self.midpoint:
+            return self
+        spread = median if self.spread else 0.0
+        rest = column - median - spread - self.count * self.counts / self.d
+        refine = _refine_share(int(users), column, rest) * column if self.refine else 0.0
+        return dataclasses.replace(self, midpoint=median, spread=spread, refine=refine)
+
+    def miss_given(self, users: NDArray[np.float64]) -> NDArray[np.float64]:
+        """:attr:`miss` with ``users`` per column in place of n — e.g. the private count of
+        how many users have a statistic (post-processing of a count): fewer users, likelier a
+        miss. 0 where no median runs (public bounds; the histogram's rare failure has its own
+        fallback).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dplong.privacy.plan import ReleasePlan
+        >>> plan = ReleasePlan.make(n=1000, d=1, epsilon=1.0, delta=1e-6, stated_scale=False)
+        >>> plan.miss_given(np.array([1000.0, 100.0])).round(3).tolist()
+        [0.0, 1.0]
+        """
+        if self.midpoint_kind != "median":
+            return np.zeros(np.shape(users))
+        counts = np.maximum(np.asarray(users), 1.0).astype(int)
+        return np.array([_miss(int(u), self.midpoint, self.spread) for u in counts.flat])
 
     def after(self, prior: list[Cost], epsilon: float, delta: float) -> ReleasePlan:
         """This plan as a later release of a fit: ``prior`` calls were made before it, and
@@ -382,10 +450,15 @@ class ReleasePlan:
     def check(self, accountant: Accountant | None) -> None:
         """Refuse, before any noise, a plan that cannot leave its final stage enough budget,
         and a release the accountant cannot afford."""
-        weakest = self.calibrate(
-            np.full(self.d, 1.0 / self.d), "laplace", fallback=self.fallback > 0
+        weakest = min(  # the stages at their largest (:meth:`for_users`) leave the least
+            float(
+                plan.calibrate(
+                    np.full(self.d, 1.0 / self.d), "laplace", fallback=self.fallback > 0
+                ).epsilon.min()
+            )
+            for plan in (self, self.for_users(1.0))
         )
-        if weakest.epsilon.min() / 2.0 < MIN_LATTICE_EPSILON or (
+        if weakest / 2.0 < MIN_LATTICE_EPSILON or (
             self.early_epsilon() >= self.epsilon and self.delta == 0.0
         ):
             raise PrivacyParameterError(
@@ -445,12 +518,18 @@ class ReleasePlan:
         variance ``Σ_j f_j Var_j`` is smaller wins (Gaussian only with δ > 0)."""
         radii = radii / radii.max()  # the shares are scale-free; this keeps the powers finite
         laplace = self.calibrate(
-            share_weights((weights * radii**2) ** (1.0 / 3.0)), "laplace", refined=refined, fallback=fallback
+            share_weights((weights * radii**2) ** (1.0 / 3.0)),
+            "laplace",
+            refined=refined,
+            fallback=fallback,
         )
         best = laplace
         if self.delta > 0.0:
             gaussian = self.calibrate(
-                share_weights(np.sqrt(weights) * radii), "gaussian", refined=refined, fallback=fallback
+                share_weights(np.sqrt(weights) * radii),
+                "gaussian",
+                refined=refined,
+                fallback=fallback,
             )
             if _weighted_variance(gaussian, radii, weights) < _weighted_variance(
                 laplace, radii, weights
@@ -492,11 +571,48 @@ def largest_within(
     return lo
 
 
+def _count_epsilon(n: int, per_count: float) -> float:
+    """The ε of one count (:data:`COUNT_USERS`, :data:`COUNT_SHARES`)."""
+    low, high = COUNT_SHARES
+    return min(max(COUNT_USERS / n, low * per_count), high * per_count)
+
+
 def _moment_share(n: int, per_column: float) -> float:
     """:data:`MOMENT_SHARE` when the second moment is informative: its Laplace noise, relative
     to a variance σ² clipped at ~3σ, is about ``√2 · 9 / (n ε_v)``; from
     :data:`MOMENT_USERS` users per unit of ε (per column) it stays below ~30 %."""
     return MOMENT_SHARE if n * per_column >= MOMENT_USERS else 0.0
+
+
+def _budget_phrase(epsilon: float, share: float, d: int) -> str:
+    """The fit's budget and this release's part of it, for messages."""
+    whole = f"epsilon={epsilon / share:.3g}"
+    if share < 1.0:
+        return f"{whole} ({share:.0%} of it for {d} column(s))"
+    return f"{whole} over {d} column(s)"
+
+
+@functools.cache  # public facts only; a fit's plans repeat across calls
+def _miss(n: int, midpoint: float, spread: float) -> float:
+    """The bound on a miss that breaks the release. With a stated scale that is the midpoint's
+    (the interval ``m̂ ± w`` is then narrow and lies beside the data). With an estimated scale
+    a missed midpoint repairs itself — the spread of ``|x - m̂|`` then measures the distance,
+    and the wide interval holds the data, at the price of its noise, which the error bounds
+    carry — so the bound is the scale median's: a spread beside the data shrinks the interval
+    onto ``m̂``."""
+    if spread:
+        return miss_probability(len(SPREAD_GRID), spread, n)
+    return miss_probability(len(GRID), midpoint, n)
+
+
+@functools.cache
+def _median_epsilon(n: int, stated_scale: bool) -> float:
+    """The ε of the median stage :func:`_miss` bounds for a miss of at most :data:`NOTE_MISS`."""
+    cells = len(GRID if stated_scale else SPREAD_GRID)
+    low = max(1.0 / n, 2.0 * MIN_LATTICE_EPSILON)  # ε n = 1: a miss is all but certain
+    if miss_probability(cells, low, n) <= NOTE_MISS:
+        return low
+    return float(optimize.brentq(lambda e: miss_probability(cells, e, n) - NOTE_MISS, low, 1e3))
 
 
 def _histogram_reliable(n: int, epsilon: float, delta: float) -> bool:

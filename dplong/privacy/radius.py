@@ -105,8 +105,10 @@ def clipping_bias(
     sd = np.sqrt(np.asarray(scale, dtype=np.float64))
     margin = (np.asarray(half_width, dtype=np.float64) - np.asarray(centre_error)) / sd
     if tail == "gaussian":
-        return np.asarray(sd * (np.exp(-0.5 * margin**2) / math.sqrt(2.0 * math.pi)
-                                - margin * special.ndtr(-margin)))
+        return np.asarray(
+            sd
+            * (np.exp(-0.5 * margin**2) / math.sqrt(2.0 * math.pi) - margin * special.ndtr(-margin))
+        )
     return np.asarray(math.sqrt(2.0 * math.pi) * sd * special.ndtr(-margin))
 
 

@@ -783,8 +783,9 @@ def _histogram_entry(name: str, plan: ScalePlan, n: int, local: bool) -> LedgerE
     eps = plan.histogram_epsilon
     if local:
         mechanism = "randomized-response histogram (Alg 7, 9)"
-        return LedgerEntry("scale", mechanism, f"{name}: wide-bin midpoint", eps, 0.0, 0.0, 2.0,
-                           math.nan)
+        return LedgerEntry(
+            "scale", mechanism, f"{name}: wide-bin midpoint", eps, 0.0, 0.0, 2.0, math.nan
+        )
     return LedgerEntry(
         "scale",
         "stable histogram (Alg 2, 3)",
