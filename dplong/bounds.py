@@ -15,6 +15,8 @@ statistics, B the bias of clipping them, N the privacy noise),
   with probability at most γ per centre (the midpoint's rank error, the rough mean's noise and
   sampling error); with ``variant="theory"`` no user is clipped except with probability γ
   (Lemma 5.2);
+* the default pipeline's private medians miss the data with at most the public bound of
+  :func:`dplong.privacy.quantile.miss_probability` (given the private count of users);
 * the paper's stable-histogram midpoint (``variant="theory"``) fails (no bin survives) with at
   most the probability of :func:`midpoint_failure_probability` (Lemmas D.9–D.10 with this package's
   constants); the local histogram always reports a bin, and its chance of reporting a wrong

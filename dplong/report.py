@@ -358,8 +358,7 @@ def _curve_tables(
         bounds = bounds.assign(boundary=np.where(bounds["boundary"].astype(bool), "yes", ""))
         note += (
             " Grid points marked <em>boundary</em> lie within ζ of the domain's ends (the "
-            "paper's Lemma 4.9): the kernel loses mass there, the estimate is biased toward 0, "
-            "and it is not to be read as the curve itself."
+            f"paper's Lemma 4.9): {results.boundary_effect}."
         )
     return params, bounds, note
 
@@ -409,7 +408,7 @@ def _curve_plot(results: CurveResults, alpha: float, bound: pd.Series) -> str:
         "curve plot",
         f"The released curve at its {grid.size} grid points with pointwise {1 - alpha:.4g} "
         "bands and the error-bound envelope (estimate ± total, dashed; missing where none is "
-        "claimed). Grey: the boundary regions, where the estimate is biased toward 0.",
+        f"claimed). Grey: the boundary regions, where {results.boundary_effect}.",
     )
 
 

@@ -242,8 +242,9 @@ class PanelResults:
         )
         notes = [
             f"'bad events' is the probability (at most) that a centre of the projection was "
-            f"farther from the mean than allowed (gamma={self.gamma:g} per centre), or that "
-            "the paper's midpoint failed; the bias bound holds outside those events."
+            f"farther from the mean than allowed (gamma={self.gamma:g} per centre), that the "
+            "private medians missed the data (a public bound), or that the paper's midpoint "
+            "failed; the bias bound holds outside those events."
         ]
         return ErrorBoundReport(table, (*self.assumptions, *notes), self.basis)
 
@@ -573,12 +574,23 @@ class CurveResults(PanelResults):
         }
         return info
 
+    @property
+    def boundary_effect(self) -> str:
+        """What the boundary flag means for this level of curve (public facts)."""
+        if self.level == "user":
+            return (
+                "the kernel is cut off there; each user's curve is renormalised by its kernel "
+                "mass, so it is not pulled toward 0, but the smoothing is one-sided and "
+                "Lemma 4.9's bias bound does not cover it"
+            )
+        return "the kernel loses mass there and the estimate is biased toward 0"
+
     def _summary_notes(self) -> tuple[str, ...]:
         notes = super()._summary_notes()
         if self.boundary.any():
             notes += (
                 f"{int(self.boundary.sum())} grid points lie in the boundary region (within "
-                "ζ of the domain's ends, Lemma 4.9): the estimate there is biased toward 0.",
+                f"ζ of the domain's ends, Lemma 4.9): {self.boundary_effect}.",
             )
         return notes
 

@@ -28,6 +28,8 @@ fresh randomness.
 # Experience grows by one each year, so every man has a different ``exper`` in each row, and all
 # three coefficients can be estimated from his own eight rows.
 
+import warnings
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -67,43 +69,51 @@ pooled = smf.ols("lwage ~ exper + expersq", wages).fit(
 pd.DataFrame({"estimate": pooled.params, "std err": pooled.bse})
 
 # %%
-# The private fit
-# ---------------
+# The private fit, given only ε
+# ------------------------------
 #
-# ``scale`` is the variance proxy of one man's own coefficients: how far his intercept,
-# slope and curvature may lie from the average. It is a public assumption, from knowledge of
-# wage profiles, not from these data. Here an intercept standard deviation of about 1.4 log
-# points, a slope of about 0.45 and a curvature of about 0.03 give ``scale=[2.0, 0.2, 0.001]``.
-# We release at ε = 1 and, for comparison, at ε = 4. δ keeps its default 1/n².
+# Nothing but the budget is needed: where the coefficients lie and how spread out they are is
+# found privately. The release counts the men with a fit of their own, locates each
+# coefficient with a private median on a public log-spaced grid, estimates its spread with a
+# second private median, re-centres with a rough private mean, and releases the clipped mean
+# of the 545 per-man fits with Laplace or Gaussian noise, whichever is more accurate at this
+# (ε, δ). We release at ε = 1 and, for comparison, at ε = 4. δ keeps its default 1/n².
 
 model = dplong.LongitudinalOLS.from_formula(
     "lwage ~ exper + expersq", wages, groups="nr", time="year"
 )
-scale = [2.0, 0.2, 0.001]
-fits = {eps: model.fit(epsilon=eps, scale=scale, random_state=2024) for eps in (1.0, 4.0)}
-print(fits[1.0].summary())
+fits = {eps: model.fit(epsilon=eps, random_state=2024) for eps in (1.0, 4.0)}
+print(fits[4.0].summary())
 
 # %%
-# At ε = 1 the standard error is almost all privacy noise (compare ``std err`` with
-# ``noise sd``): with 545 users the noise is many times the sampling error. Each
-# coefficient gets only a third of the budget, and its noise is proportional to the clipping
-# width, about √(2 scale log(2pn/γ)) plus the histogram's bin width. The ledger lists the
-# three private midpoints and the three noisy means.
+# The summary's ledger has one line per stage; ``res.privacy`` holds every call. The total
+# is the budget asked for, composed by the better of basic and Rényi composition.
 #
-# At ε = 4 the budget also pays for the *refinement* stage: a rough private mean re-centres
-# the clipping interval and narrows it (``Constants: improved (refined)``). The noise drops by
-# far more than the factor 4 of the budget, below the sampling error:
+# At ε = 1 the standard error is almost all privacy noise (compare ``std err`` with
+# ``noise sd``): with 545 men, user-level privacy for eight rows each is expensive. At ε = 4
+# the noise falls below the sampling error:
 
 pd.DataFrame(
     {f"noise sd, ε = {eps:g}": res.noise_sd for eps, res in fits.items()}
-    | {"sampling sd": fits[1.0].sampling_sd}
+    | {"sampling sd": fits[4.0].sampling_sd}
 )
 
 # %%
-# Checking the assumption
-# -----------------------
+# Stating a scale
+# ---------------
 #
-# Since we hold the data, we can check the assumption after the fact. The variances of the
+# If the spread of one man's coefficients is known in advance — a public assumption, from
+# knowledge of wage profiles, not from these data — it can be stated as ``scale``, the
+# variance proxy of one man's coefficients. An intercept standard deviation of about 1.4 log
+# points, a slope of about 0.45 and a curvature of about 0.03 give ``scale=[2.0, 0.2,
+# 0.001]``. The budget of the scale stage then goes to the mean:
+
+scale = [2.0, 0.2, 0.001]
+stated = model.fit(epsilon=4.0, scale=scale, random_state=2024)
+pd.DataFrame({"given only ε": fits[4.0].noise_sd, "scale stated": stated.noise_sd})
+
+# %%
+# Since we hold the data, we can check the assumption after the fact: the variances of the
 # 545 per-user fits are close to the stated ``scale``. This check is for the data holder
 # only: tuning ``scale`` on the released data would leak it.
 
@@ -115,8 +125,9 @@ pd.DataFrame(
 # A coefficient plot
 # ------------------
 #
-# Estimates with 95 % intervals. The private intervals combine the sampling error under the
-# stated scale with the exact law of the Laplace noise (:mod:`dplong.inference`).
+# Estimates with 95 % intervals. The private intervals combine the sampling error (from the
+# private spread of the clipped fits) with the exact law of the privacy noise and the bound on
+# the clipping bias (:mod:`dplong.inference`).
 
 rows = {
     "average of per-user OLS\n(non-private)": (
@@ -167,19 +178,28 @@ fig.tight_layout()
 # the stated probability, split into its privacy and statistical parts
 # (:doc:`/guide/results`):
 
-print(fits[1.0].error_bound(alpha=0.05))
+print(fits[4.0].error_bound(alpha=0.05))
 
 # %%
 # Terms that rarely change within a man
 # -------------------------------------
 #
 # Marital status and union membership change for only some men. A man whose ``married`` never
-# changes has a singular design, so no fit of his own. He then contributes the private
-# midpoint, which pulls the estimate toward it. The data holder can count such users with
-# :meth:`~dplong.LongitudinalOLS.identified_users`. The count is **not private** and must not
-# be published. When it is far below n, drop such terms.
+# changes has a singular design, so no fit of his own, and contributes nothing: the release
+# averages the fits of the men who have one, and counts them privately. The results say so,
+# and their standard errors use that count:
 
 wider = dplong.LongitudinalOLS.from_formula(
     "lwage ~ exper + expersq + married + union", wages, groups="nr", time="year"
 )
-print(f"{wider.identified_users()} of {n} men have their own fit")
+with warnings.catch_warnings(record=True):  # the same words are in the results
+    warnings.simplefilter("always")
+    res = wider.fit(epsilon=8.0, random_state=2024)
+print(res.warnings[0])
+
+# %%
+# The estimate then describes those men only. The data holder can check their exact number
+# with :meth:`~dplong.LongitudinalOLS.identified_users`; that count is **not private** and
+# must not be published.
+
+print(f"{wider.identified_users()} of {n} men have their own fit (not private)")

@@ -52,8 +52,8 @@ local = dplong.winsorized_mean(
 )
 pd.DataFrame(
     {
-        "estimate": [central.estimate, local.estimate],
-        "noise sd": [central.noise_sd, local.noise_sd],
+        "estimate": [central.params.iloc[0], local.params.iloc[0]],
+        "noise sd": [central.noise_sd.iloc[0], local.noise_sd.iloc[0]],
         "epsilon": [central.privacy.epsilon, local.privacy.epsilon],
         "delta": [central.privacy.delta, local.privacy.delta],
     },
@@ -61,11 +61,14 @@ pd.DataFrame(
 )
 
 # %%
-# At ε = 1 with 4,000 users the local noise is two orders of magnitude above the central. Part
-# of the gap is the factor √n = 63 of the theory: n users' noises add up, where the curator
-# adds one. The rest comes from the local midpoint (randomized response over the bins of
-# ``[-B, B]``), which is coarser, and from the wider clipping interval it leads to. The local
-# release is pure ε-LDP (δ = 0) unless you pass ``delta``.
+# At ε = 1 with 4,000 users the local noise is far above the central. Most of the gap is the
+# factor √n = 63 of the theory: n users' noises add up, where the curator adds one. The rest
+# comes from how the local release finds the data: users are split into groups, each user
+# answering one question with the whole ε — some locate the mean by randomized response over
+# bins of ``[-B, B]``, the others report their value clipped around it with Laplace noise —
+# so fewer users report. When locating cannot beat clipping to ``[-B, B]`` (public facts
+# decide), every user reports in one round; either way the estimate is projected onto the
+# public range. The local release is pure ε-LDP (δ = 0).
 #
 # The error as ε varies
 # ---------------------
@@ -92,7 +95,7 @@ def errors(means, epsilon):
             [
                 dplong.winsorized_mean(
                     m, epsilon=epsilon, scale=scale, random_state=r, **options
-                ).estimate
+                ).params.iloc[0]
                 for r, m in enumerate(means)
             ]
         )
@@ -150,8 +153,10 @@ fig.tight_layout()
 
 # %%
 # The central error (left) is already at the non-private floor from ε ≈ 1, because the
-# sampling error dominates. The local error falls like 1/ε, a straight line of slope −1, and
-# stays far above the central one over the whole range. On the right, the central error
+# sampling error dominates. The local error falls like 1/ε (slope −1) while every user reports
+# in one round, clipped to ``[-B, B]``; from ε = 2 locating the mean first pays, the
+# reports are clipped around it instead, and the error drops by an order of magnitude. It
+# stays above the central one over the whole range. On the right, the central error
 # tracks the non-private one as n grows, while the local error stays flat. When ε must
 # shrink with n, more users do not help a locally private estimate.
 #
@@ -178,9 +183,10 @@ table[("truth", "")] = [1.0, 0.5, -0.25]
 table
 
 # %%
-# The local fit is unbiased but very noisy: with three coefficients each gets ε/3, and each
-# user adds noise to each of their own coefficients. Since the local noise sd falls like
-# 1/√n, matching the central fit's precision would take this many times more users:
+# The local fit is very noisy: with three coefficients, the users are split between them, and
+# each user reports a single coefficient of their own fit, with noise. Since the local noise
+# sd falls like 1/√n, matching the central fit's precision would take this many times more
+# users:
 
 ratio = fits["local"].noise_sd / fits["central"].noise_sd
 print(f"{ratio.iloc[0] ** 2:,.0f}")

@@ -14,8 +14,8 @@ vignette repeats three of its experiments with dplong's default estimator
 
 To keep the page under 30 seconds, each cell has 100–200 replications instead of the
 paper's 1000–2000, and the grids are shorter. The curves are therefore noisier than the
-paper's, but the shapes are the same. ``benchmarks/accuracy_mean.py`` runs the full-size
-version of the first experiment (:doc:`/accuracy`).
+paper's, but the shapes are the same. The benchmarks behind :doc:`/accuracy` run larger
+versions.
 
 Seeds (``random_state=``) make the page reproducible; they are for reproducibility only.
 """
@@ -25,12 +25,13 @@ Seeds (``random_state=``) make the page reproducible; they are for reproducibili
 # -----
 #
 # Observations are Gaussian with mean μ = 100, far from 0, so that the private midpoint
-# matters. δ keeps its default 1/n². When n·ε is too small for the private histogram to ever
-# succeed, dplong refuses the release with
+# matters. δ keeps its default 1/n². When n·ε is so small that the private midpoint would all
+# but surely miss the data, dplong refuses the release with
 # :class:`~dplong.exceptions.InsufficientUsersError` before any budget is spent; such cells
-# are left empty. When success is possible but unreliable, dplong warns
-# (:class:`~dplong.exceptions.DplongWarning`). We record those warnings and the failure rate
-# of the midpoint.
+# are left empty. When a miss is possible, dplong warns
+# (:class:`~dplong.exceptions.DplongWarning`), and a release whose midpoint did miss is
+# withheld (NaN). We record the warnings and the share of withheld releases; the MSE is over
+# the others.
 
 import warnings
 
@@ -47,7 +48,7 @@ MU = 100.0
 
 
 def study(samples, epsilon, scale, mu=MU):
-    """Private releases of every row of ``samples``: MSE, failure rate and warnings."""
+    """Private releases of every row of ``samples``: MSE, share withheld and warnings."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DplongWarning)
         try:
@@ -56,11 +57,11 @@ def study(samples, epsilon, scale, mu=MU):
                 for r, x in enumerate(samples)
             ]
         except InsufficientUsersError:
-            return {"mse": np.nan, "failed": np.nan, "warned": False}
-    estimates = np.array([r.estimate for r in releases])
+            return {"mse": np.nan, "withheld": np.nan, "warned": False}
+    estimates = np.array([r.params.iloc[0] for r in releases])
     return {
-        "mse": float(np.mean((estimates - mu) ** 2)),
-        "failed": float(np.mean([r.failed for r in releases])),
+        "mse": float(np.nanmean((estimates - mu) ** 2)),
+        "withheld": float(np.mean(np.isnan(estimates))),
         "warned": any(issubclass(w.category, DplongWarning) for w in caught),
     }
 
@@ -85,7 +86,7 @@ privacy_cost = pd.DataFrame(cells)
 privacy_cost.pivot(index="n", columns="budget", values="mse")
 
 # %%
-# The MSE against n, and the failure rate of the private midpoint:
+# The MSE against n, and the share of withheld releases:
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
 for label in ["non-private", *budgets]:
@@ -93,9 +94,9 @@ for label in ["non-private", *budgets]:
     style = "k--" if label == "non-private" else "o-"
     left.plot(part["n"], part["mse"], style, label=label)
     if label != "non-private":
-        right.plot(part["n"], part["failed"], "o-", label=label)
+        right.plot(part["n"], part["withheld"], "o-", label=label)
 left.set(xscale="log", yscale="log", xlabel="n", ylabel="MSE", title="Cost of privacy")
-right.set(xscale="log", xlabel="n", ylabel="share of releases", title="Midpoint failures")
+right.set(xscale="log", xlabel="n", ylabel="share of releases", title="Withheld estimates")
 left.legend()
 fig.tight_layout()
 
@@ -108,17 +109,13 @@ fig.tight_layout()
 # With ε = 1/√n the privacy term is 1/(nε)² = 1/n, so the private curve runs parallel to the
 # non-private one, far above it.
 #
-# Where n·ε is small the private midpoint becomes fragile. dplong then warns, and the
-# midpoint may fail in many releases. A failed midpoint centres the clipping interval at 0,
-# far from μ = 100, and the estimate is worthless (``result.failed`` flags it). In this run
-# this shows at ε = 1/√n, where the MSE curve jumps. The histogram's threshold there asks
-# for most of the observations to fall in one bin. Whether they do depends on where μ
-# falls in its bin: near a bin edge the data split between two bins. :doc:`/accuracy`
-# discusses this weak spot ("Histogram failures are catastrophic", "the cap at ½"). Cells
-# with no point were refused as infeasible. The cells in which dplong warned, with their
-# failure rates:
+# Where n·ε is small the private midpoint may miss the data. dplong then warns, from public
+# facts (n, ε, the number of columns), with a bound on the chance of a miss; a release whose
+# midpoint did miss is withheld rather than reported far off (``result.failed`` flags it).
+# Cells with no point were refused: there a miss was all but certain. The cells in which
+# dplong warned, with the share of releases it withheld:
 
-privacy_cost[privacy_cost["warned"].eq(True)][["n", "budget", "failed"]]
+privacy_cost[privacy_cost["warned"].eq(True)][["n", "budget", "withheld"]]
 
 # %%
 # 2. The cost of dependence
@@ -215,7 +212,7 @@ fig.tight_layout()
 # of a user's mean falls like (1 + φ)/((1 − φ) T) = 39/T, and with it the radius, hence the
 # noise. For small T the strong autocorrelation makes extra rows worth little: ten rows are
 # worth barely more than one (scale 0.85 against 1). More rows per user keep reducing the
-# error. But whether the private midpoint succeeds depends on n and ε only, not on T, so
-# more rows cannot rescue a study with too few users (paper Remark 5.5).
+# error. But whether the private midpoint finds the data depends on n and ε only, not on T,
+# so more rows cannot rescue a study with too few users (paper Remark 5.5).
 
 rate.pivot(index="T", columns="budget", values="mse")

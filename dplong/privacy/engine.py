@@ -67,9 +67,11 @@ ROUGH_RADIUS = 4.0
 #: Largest radius: beyond it the lattice and the sums would overflow (only reached when the
 #: data are at the edge of the doubles, or a column has no data and its midpoint is arbitrary).
 MAX_RADIUS = 2.0**1000
-#: A released mean beyond this share of its interval's half-width is at its edge: most users
-#: were clipped to one side, the centre missed the data (the estimate is withheld).
-MISSED_SHARE = 0.8
+#: A released mean beyond the first share of its interval's half-width is at its edge: most
+#: users were clipped to one side, the centre missed the data (the estimate is withheld). So
+#: is one beyond the second share that is as far out as the edge could plausibly look (within
+#: ``EDGE_SDS`` sds of the count's and the sum's noise) had every user been clipped to it.
+MISSED_SHARE, NEAR_SHARE, EDGE_SDS = 0.8, 0.5, 3.0
 #: Smallest spread used: its square stays a normal double (a spread of exactly 0, as for a
 #: constant column, would make the radius and the bias bound degenerate).
 SMALLEST_SCALE = 2.0**-500
@@ -400,8 +402,12 @@ def release_means(
     # keeps a noisy count from blowing the ratio up
     offset = np.clip(final.total / users, -radius, radius)
     # a mean at the edge of its interval says the interval missed the data (a centre beyond its
-    # allowance: a bad event); its number would look precise and be wrong, so it is withheld
-    missed = (np.abs(offset) >= MISSED_SHARE * radius) & ~undefined & ~lost & (bounds is None)
+    # allowance: a bad event); its number would look precise and be wrong, so it is withheld.
+    # Were every user at the edge, |offset| would be w N / N̂ plus noise: its plausible low end
+    # (EDGE_SDS sds of the count and of the sum) also marks a miss, down to NEAR_SHARE w.
+    edge = radius * (1.0 - EDGE_SDS * where.users_sd / users) - EDGE_SDS * final.sd / users
+    threshold = np.minimum(MISSED_SHARE, np.maximum(NEAR_SHARE, edge / radius)) * radius
+    missed = (np.abs(offset) >= threshold) & ~undefined & ~lost & (bounds is None)
     ledger = PrivacyLedger.from_entries(entries, plan.delta, "central")
     _check_within(ledger, plan)
     if accountant is not None:
@@ -505,12 +511,13 @@ def _count(
     complete_rows: bool,
     rng: np.random.Generator,
 ) -> tuple[NDArray[np.float64], float, list[LedgerEntry]]:
-    """Private counts of users with a statistic (one, or one per column), floored at 1."""
+    """Private counts of users with a statistic (one, or one per column)."""
     present = (
         np.isfinite(matrix).all(axis=1, keepdims=True) if complete_rows else np.isfinite(matrix)
     )
     exact = present.sum(axis=0).astype(np.float64)
     rate = geometric_rate(plan.count, 1.0)
+    # not projected onto [0, n]: that would bias the ratio c + S / N̂ when its offset is large
     noisy = exact + two_sided_geometric(rng, rate, exact.shape)
     sd = float(np.sqrt(two_sided_geometric_variance(rate)))
     targets = ("users with a statistic",) if complete_rows else names

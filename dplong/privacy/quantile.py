@@ -112,9 +112,11 @@ class LogGrid:
         return int(self.centres.size)
 
 
-#: The grids of the default pipeline: midpoints (signed) and spreads (``|x - m̂|``).
+#: The grids of the default pipeline: midpoints (signed, fine: the midpoint's cell enters the
+#: centre's error) and spreads (``|x - m̂|``: 4.4 % cells are ample for a scale, and ten times
+#: fewer cells make a miss ten times rarer, :func:`miss_probability`).
 GRID = LogGrid()
-SPREAD_GRID = LogGrid(signed=False)
+SPREAD_GRID = LogGrid(fine=16, coarse=1, signed=False)
 
 
 def rank_error(cells: int, epsilon: float, beta: float) -> float:
