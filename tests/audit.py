@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import types
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ from scipy.stats import beta
 
 import dplong.models.base
 import dplong.privacy.accounting
+import dplong.privacy.engine
 import dplong.privacy.options
 import dplong.privacy.plan
 import dplong.privacy.variance
@@ -281,10 +283,12 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
     calls per calibration, seven calibrations per release of the engine, one per release of the
     paper's mean): most of a release's time in an audit that repeats one release thousands of
     times. ``compose``, ``ReleasePlan.calibrate`` (of a frozen plan, the shares, the kind and
-    the refined flag), ``winsorized.paper_budget`` (of d, ε, δ and the model) and
+    the refined flag), ``engine._final_radius`` (of the plan, the weights and five fields of the
+    released location — the private counts are integers and the midpoints cells of a grid, so
+    they repeat across runs), ``winsorized.paper_budget`` (of d, ε, δ and the model) and
     ``variance.plan_budget`` are deterministic functions of their arguments, so caching them
     changes nothing but speed — ``test_memoized_budgets_are_exact`` in
-    ``test_privacy_audit_default.py`` checks releases and ledgers bit for bit. Only the modules'
+    ``test_privacy_accounting.py`` checks releases and ledgers bit for bit. Only the modules'
     references are replaced, and only inside the context. Yields the cache of ``compose``.
     """
     original = dplong.privacy.accounting.compose
@@ -318,6 +322,33 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
         return cached_paper_budget(d, options.epsilon, options.delta, options.local)
 
     memo_plan_budget = functools.lru_cache(maxsize=1 << 10)(plan_budget)
+    final_radius = dplong.privacy.engine._final_radius
+
+    @functools.lru_cache(maxsize=1 << 16)
+    def cached_final_radius(key: tuple[Any, ...], plan: Any) -> Any:
+        sd, error, users, tail, refined, weights = key
+        where = types.SimpleNamespace(
+            sd=np.frombuffer(sd),
+            centre_error=np.frombuffer(error),
+            per_column_users=np.frombuffer(users),
+            tail=tail,
+            refined=refined,
+        )
+        return final_radius(where, np.frombuffer(weights), plan)
+
+    def memo_final_radius(where: Any, weights: Any, plan: Any) -> Any:
+        # _final_radius reads these five fields of the Location only (engine.py)
+        key = (
+            *(
+                np.ascontiguousarray(v, dtype=np.float64).tobytes()
+                for v in (where.sd, where.centre_error, where.per_column_users)
+            ),
+            where.tail,
+            where.refined,
+            np.ascontiguousarray(weights, dtype=np.float64).tobytes(),
+        )
+        radius, budget = cached_final_radius(key, plan)
+        return radius.copy(), budget
 
     def plan_budget_call(n: int, step_counts: Any, **kwargs: Any) -> Any:
         return memo_plan_budget(n, tuple(step_counts), **kwargs)
@@ -329,6 +360,7 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
         patch.setattr(dplong.privacy.winsorized, "paper_budget", memo_paper_budget)
         patch.setattr(dplong.models.base, "paper_budget", memo_paper_budget)
         patch.setattr(dplong.privacy.variance, "plan_budget", plan_budget_call)
+        patch.setattr(dplong.privacy.engine, "_final_radius", memo_final_radius)
         yield cached
 
 

@@ -363,6 +363,15 @@ def test_memoized_budgets_are_exact() -> None:
     panel = pd.DataFrame({"user": np.repeat(np.arange(100), 3), "x": np.tile([0.0, 1.0, 2.0], 100)})
     panel["y"] = panel["x"] + np.random.default_rng(71).normal(size=300)
     ols = dplong.LongitudinalOLS.from_formula("y ~ x", panel, groups="user")
+    location = dplong.RandomEffectsLocation.from_formula("y ~ 1", panel, groups="user")
+    curves = dplong.PriestleyChao.from_formula(
+        "y ~ x",
+        panel.assign(x=panel["x"] / 2),
+        groups="user",
+        domain=(0, 1),
+        bandwidth=0.3,
+        grid=[0.3, 0.6],
+    )
     gaussian = ReleaseOptions.check(
         500, epsilon=1.0, delta=1e-2, privacy="central", bound=None, d=2
     )
@@ -387,9 +396,12 @@ def test_memoized_budgets_are_exact() -> None:
                 rng=np.random.default_rng(seed),
             ),
             ols.fit(epsilon=2.0, random_state=seed),
+            ols.fit(epsilon=2.0, scale=1.0, random_state=seed),
+            location.fit(epsilon=2.0, scale=1.0, within_scale=1.0, random_state=seed),
+            curves.fit(epsilon=2.0, scale=1.0, random_state=seed),
         ]
 
-    for seed in range(2):
+    for seed in (0,):
         plain = [_fingerprint(r) for r in releases(seed)]
         with memoized_compose() as cache:
             memoised = [_fingerprint(r) for r in releases(seed)]

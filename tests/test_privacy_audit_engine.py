@@ -172,10 +172,10 @@ def _sum_audit(
     [
         (("-inf", "+far"), SUM_CENTRAL, 0.8, 1.0),
         (("nan", "+inf"), SUM_CENTRAL, 0.35, 1.0),
-        (("centre", "inside"), SUM_CENTRAL, 0.15, 1.0),
+        (("centre", "inside"), SUM_CENTRAL, 0.1, 1.0),
         (("centre", "nan"), SUM_CENTRAL, -np.inf, 0.05),
         (("-far", "+inf"), SUM_LOCAL_ONE, 0.8, 1.0),
-        (("centre", "inside"), SUM_LOCAL_ONE, 0.15, 1.0),
+        (("centre", "inside"), SUM_LOCAL_ONE, 0.1, 1.0),
         (("-inf", "+far"), SUM_LOCAL_FEW, 0.15, 1.0),
     ],
     ids=[
@@ -196,7 +196,8 @@ def test_lattice_sum_audit(
     print(report(name, bound, SUM_CLAIM))
     assert bound.epsilon_lb <= SUM_CLAIM, report(name, bound, SUM_CLAIM)
     # the share of ε the shift can reveal (shift / sensitivity: 1, 1/2, 1/4 of ε; nothing for
-    # a missing value against the centre), less the statistical margin (~0.1 ε at 20,000 runs);
+    # a missing value against the centre), less the statistical margin (~0.1 ε at 10,000 runs,
+    # ~0.25 ε at 6,000);
     # with n = 4 local users the others' noise hides more. Measured: see the report.
     assert least * SUM_CLAIM < bound.epsilon_lb <= most * SUM_CLAIM, str(bound)
 
