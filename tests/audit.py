@@ -17,24 +17,57 @@ bound at the stated family-wise confidence, with no selection bias.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
-from collections.abc import Callable, Sequence
+import types
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pytest
 from numpy.typing import NDArray
 from scipy.stats import beta
 
+import dplong.models.base
+import dplong.privacy.accounting
+import dplong.privacy.engine
+import dplong.privacy.options
+import dplong.privacy.plan
+import dplong.privacy.variance
+import dplong.privacy.winsorized
+
 __all__ = [
+    "BROKEN_NOISE_FRACTION",
+    "CONFIDENCE",
+    "FAR",
+    "MOVING_SHIFT",
     "EpsilonBound",
+    "audit_events",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
     "epsilon_lower_bound",
+    "fast_compose",
     "joint_tail_events",
+    "memoized_compose",
+    "pair_bound",
     "repeat",
+    "report",
     "tail_events",
 ]
+
+#: Family-wise one-sided confidence of every ε lower bound (Bonferroni inside each audit): for a
+#: correct mechanism a fresh seed would fail an audit with probability at most 1 - CONFIDENCE.
+CONFIDENCE = 0.99
+#: The broken replicas of the power checks add noise with this fraction of the correct scale.
+BROKEN_NOISE_FRACTION = 0.25
+#: "Moved very far away": far outside every bin, interval and bound the audits use.
+FAR = 1e6
+#: A joint tail over the outputs that move by at least this many noise scales between D and D'
+#: is added to the joint tail over all outputs (:func:`audit_events`): an output that hardly
+#: moves only halves a joint event's hits and adds nothing to its likelihood ratio.
+MOVING_SHIFT = 0.1
 
 
 def clopper_pearson_lower(hits: int, runs: int, alpha: float) -> float:
@@ -167,3 +200,172 @@ def joint_tail_events(
     lower = np.all(outputs <= np.asarray(low_centres), axis=1)
     joined = " & ".join(labels)
     return np.stack([upper, lower], axis=1), [f"{joined} >= high", f"{joined} <= low"]
+
+
+def report(name: str, bound: EpsilonBound, claimed: float) -> str:
+    """One line for the test log and the assertion messages."""
+    return f"{name}: {bound} (claimed eps={claimed:g})"
+
+
+def audit_events(
+    outputs: NDArray[np.float64],
+    low: NDArray[np.float64],
+    high: NDArray[np.float64],
+    steps: Sequence[float],
+    labels: Sequence[str],
+    multiples: Sequence[int] = (0,),
+) -> tuple[NDArray[np.bool_], list[str]]:
+    """Tails of every output (``j`` steps beyond the noiseless values) and joint tails.
+
+    ``outputs`` is (runs, k); ``low``/``high`` are the smaller/larger noiseless values of each
+    output on the two data sets and ``steps`` the scales of their noise: all public or computed
+    from the two data sets, never from the runs. For lattice Laplace noise the ratio of the
+    upper tails ``P(x >= t; high) / P(x >= t; low)`` is the same for every ``t >= high``, so
+    ``j = 0`` (most hits) is the optimal single-output event; the joint tails (over all outputs,
+    and over those that move by :data:`MOVING_SHIFT` noise scales or more) add up the privacy
+    losses of outputs with independent noise that move in the same direction.
+    """
+    outputs = np.asarray(outputs, dtype=np.float64)
+    low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+    columns, names = [], []
+    for k, label in enumerate(labels):
+        events, event_names = tail_events(
+            outputs[:, k], low[k], high[k], steps[k], multiples, label
+        )
+        columns.append(events)
+        names += event_names
+    if len(labels) > 1:
+        groups = [list(range(len(labels)))]
+        moving = [k for k in groups[0] if high[k] - low[k] >= MOVING_SHIFT * steps[k]]
+        if 2 <= len(moving) < len(labels):
+            groups.append(moving)
+        for group in groups:
+            joint, joint_names = joint_tail_events(
+                outputs[:, group], low[group], high[group], [labels[k] for k in group]
+            )
+            columns.append(joint)
+            names += joint_names
+    return np.concatenate(columns, axis=1), names
+
+
+def pair_bound(
+    outputs: tuple[NDArray[np.float64], NDArray[np.float64]],
+    noiseless: tuple[Sequence[float], Sequence[float]],
+    steps: Sequence[float],
+    labels: Sequence[str],
+    delta: float,
+    multiples: Sequence[int] = (0,),
+) -> EpsilonBound:
+    """ε_lb of one pair: the same events, fixed from the noiseless values, on both data sets."""
+    low = np.minimum(np.asarray(noiseless[0]), np.asarray(noiseless[1]))
+    high = np.maximum(np.asarray(noiseless[0]), np.asarray(noiseless[1]))
+    events_d, names = audit_events(outputs[0], low, high, steps, labels, multiples)
+    events_d_prime, _ = audit_events(outputs[1], low, high, steps, labels, multiples)
+    return epsilon_lower_bound(
+        events_d, events_d_prime, delta=delta, confidence=CONFIDENCE, names=names
+    )
+
+
+#: The modules whose ``compose`` the audits memoise (every caller of it in the package).
+COMPOSE_USERS = (
+    dplong.privacy.accounting,
+    dplong.privacy.plan,
+    dplong.privacy.variance,
+    dplong.privacy.winsorized,
+)
+
+
+@contextlib.contextmanager
+def memoized_compose() -> Iterator[Callable[..., Any]]:
+    """Run with the budget arithmetic memoised (exactly: pure functions of public facts).
+
+    Budgets are calibrated by bisection over :func:`~dplong.privacy.accounting.compose` (some 60
+    calls per calibration, seven calibrations per release of the engine, one per release of the
+    paper's mean): most of a release's time in an audit that repeats one release thousands of
+    times. ``compose``, ``ReleasePlan.calibrate`` (of a frozen plan, the shares, the kind and
+    the refined flag), ``engine._final_radius`` (of the plan, the weights and five fields of the
+    released location — the private counts are integers and the midpoints cells of a grid, so
+    they repeat across runs), ``winsorized.paper_budget`` (of d, ε, δ and the model) and
+    ``variance.plan_budget`` are deterministic functions of their arguments, so caching them
+    changes nothing but speed — ``test_memoized_budgets_are_exact`` in
+    ``test_privacy_accounting.py`` checks releases and ledgers bit for bit. Only the modules'
+    references are replaced, and only inside the context. Yields the cache of ``compose``.
+    """
+    original = dplong.privacy.accounting.compose
+    calibrate = dplong.privacy.plan.ReleasePlan.calibrate
+    paper_budget = dplong.privacy.winsorized.paper_budget
+    plan_budget = dplong.privacy.variance.plan_budget
+
+    @functools.lru_cache(maxsize=1 << 16)
+    def cached(costs: tuple[Any, ...], delta: float) -> Any:
+        return original(costs, delta)
+
+    def compose(costs: Any, delta: float) -> Any:
+        return cached(tuple(costs), delta)
+
+    @functools.lru_cache(maxsize=1 << 16)
+    def cached_calibrate(plan: Any, shares: bytes, kind: str, refined: bool) -> Any:
+        return calibrate(plan, np.frombuffer(shares), kind, refined=refined)
+
+    def memo_calibrate(plan: Any, shares: Any, kind: str, *, refined: bool = True) -> Any:
+        key = np.ascontiguousarray(shares, dtype=np.float64).tobytes()
+        return cached_calibrate(plan, key, kind, refined)
+
+    @functools.lru_cache(maxsize=1 << 10)
+    def cached_paper_budget(d: int, epsilon: float, delta: float, local: bool) -> Any:
+        options = dplong.privacy.options.ReleaseOptions(
+            epsilon, delta, "local" if local else "central", None, "default", 0.05
+        )
+        return paper_budget(d, options)
+
+    def memo_paper_budget(d: int, options: Any) -> Any:  # reads ε, δ and the model only
+        return cached_paper_budget(d, options.epsilon, options.delta, options.local)
+
+    memo_plan_budget = functools.lru_cache(maxsize=1 << 10)(plan_budget)
+    final_radius = dplong.privacy.engine._final_radius
+
+    @functools.lru_cache(maxsize=1 << 16)
+    def cached_final_radius(key: tuple[Any, ...], plan: Any) -> Any:
+        sd, error, users, tail, refined, weights = key
+        where = types.SimpleNamespace(
+            sd=np.frombuffer(sd),
+            centre_error=np.frombuffer(error),
+            per_column_users=np.frombuffer(users),
+            tail=tail,
+            refined=refined,
+        )
+        return final_radius(where, np.frombuffer(weights), plan)
+
+    def memo_final_radius(where: Any, weights: Any, plan: Any) -> Any:
+        # _final_radius reads these five fields of the Location only (engine.py)
+        key = (
+            *(
+                np.ascontiguousarray(v, dtype=np.float64).tobytes()
+                for v in (where.sd, where.centre_error, where.per_column_users)
+            ),
+            where.tail,
+            where.refined,
+            np.ascontiguousarray(weights, dtype=np.float64).tobytes(),
+        )
+        radius, budget = cached_final_radius(key, plan)
+        return radius.copy(), budget
+
+    def plan_budget_call(n: int, step_counts: Any, **kwargs: Any) -> Any:
+        return memo_plan_budget(n, tuple(step_counts), **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        for module in COMPOSE_USERS:
+            patch.setattr(module, "compose", compose)
+        patch.setattr(dplong.privacy.plan.ReleasePlan, "calibrate", memo_calibrate)
+        patch.setattr(dplong.privacy.winsorized, "paper_budget", memo_paper_budget)
+        patch.setattr(dplong.models.base, "paper_budget", memo_paper_budget)
+        patch.setattr(dplong.privacy.variance, "plan_budget", plan_budget_call)
+        patch.setattr(dplong.privacy.engine, "_final_radius", memo_final_radius)
+        yield cached
+
+
+@pytest.fixture(scope="module")
+def fast_compose() -> Iterator[Callable[..., Any]]:
+    """:func:`memoized_compose` for a whole test module: ``pytest.mark.usefixtures``."""
+    with memoized_compose() as cached:
+        yield cached

@@ -1,23 +1,26 @@
-"""Privacy audits (DESIGN.md §5.4): empirical lower bounds on ε that must not exceed the claim.
+"""Privacy audits (DESIGN.md §5.4) of the paper's mechanisms: the stable histogram (Alg 2),
+randomized response (Alg 6) and the noisy Winsorized mean as published (``release_paper``:
+Alg 3-5 central, Alg 8-9 local), which ``variant="theory"`` and the local model run.
 
-Every audit follows the same recipe (helpers in ``tests/audit.py``):
+Every audit follows the same recipe (helpers in ``tests/audit.py``; the release engine's own
+mechanisms are audited in ``test_privacy_audit_engine.py``, whole pipelines in
+``test_privacy_audit_default.py`` and the model files):
 
 1. two neighbouring data sets D, D' that differ in *one user* (all of that user's data is
-   replaced), among them an adversarial pair where the user moves very far away;
+   replaced), among them adversarial pairs where the user moves very far away, to ±inf or NaN;
 2. many runs of the mechanism on each, with fixed seeds;
 3. a small set of distinguishing events fixed *before* the runs from theory (the tails where the
    likelihood ratio of lattice-Laplace / geometric noise is exactly ``e^ε``). We do not pick
    events from the data: the confidence is Bonferroni-corrected over every event, both
    orderings and both one-sided Clopper–Pearson bounds, so the max over events is unbiased;
 4. ``ε_lb = log((p_lo(S; D) - δ) / p_hi(S; D'))`` at family-wise confidence
-   :data:`CONFIDENCE`, maximised over events and orderings, and the assertion
+   :data:`~audit.CONFIDENCE`, maximised over events and orderings, and the assertion
    ``ε_lb <= claimed ε``;
-5. a POWER check: the same audit (same data, events, runs and confidence) against a
-   deliberately broken variant built from the package's own building blocks — noise with 1/4
-   of the correct scale, a histogram without its threshold, or a refined mean re-centred at
-   the non-private rough mean — must report ``ε_lb > ε``.
-   The broken variants are checked to reproduce the package bit for bit when un-broken, so the
-   audit is shown to bite on *this* pipeline, not on a look-alike.
+5. a POWER check: the same audit (same data, events and confidence) against a deliberately
+   broken variant built from the package's own building blocks — noise with 1/4 of the
+   correct scale, a histogram without its threshold, randomized response that flips too
+   rarely — must report ``ε_lb > ε``. The broken variants are checked to reproduce the package
+   bit for bit when un-broken, so the audit is shown to bite on *this* code, not a look-alike.
 
 With fixed seeds the tests are deterministic; the confidence level says how likely a correct
 mechanism would be to fail for a fresh seed (at most 1 - CONFIDENCE per audit).
@@ -33,17 +36,21 @@ from functools import cache
 import numpy as np
 import pytest
 from audit import (
+    BROKEN_NOISE_FRACTION,
+    CONFIDENCE,
+    FAR,
     EpsilonBound,
     clopper_pearson_lower,
     clopper_pearson_upper,
     epsilon_lower_bound,
-    joint_tail_events,
+    fast_compose,  # noqa: F401 (a fixture, used through pytestmark)
     repeat,
+    report,
     tail_events,
 )
 from numpy.typing import NDArray
 
-import dplong
+from dplong.privacy.engine import Release
 from dplong.privacy.histogram import (
     Histogram,
     bin_index,
@@ -58,25 +65,18 @@ from dplong.privacy.noise import (
     release_bounded_sum,
     two_sided_geometric,
 )
-from dplong.privacy.radius import DEFAULT_GAMMA
-from dplong.privacy.winsorized import refined_half_width, refinement_share
+from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.winsorized import release_paper
 
-# The audits pick midpoint shares and n for distinguishing power, not for a reliable midpoint
-# (the other users sit at one point, so the fallback is harmless): the fragile-midpoint
-# warning is expected here.
-pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
-
-#: Family-wise one-sided confidence of every ε lower bound (Bonferroni inside each audit).
-CONFIDENCE = 0.99
-#: The broken variants add noise with this fraction of the correct scale.
-BROKEN_NOISE_FRACTION = 0.25
-FAR = 1e6  # "moved very far away": far outside every bin, interval and bound used here
+# The audits pick n and ε for distinguishing power, not for a reliable midpoint (the other users
+# sit at one point, so the fallback is harmless): the fragile-midpoint warning is expected here.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning"),
+    pytest.mark.usefixtures("fast_compose"),  # exact memo of the budget arithmetic: speed only
+]
 
 Mechanism = Callable[[np.random.Generator], object]
-
-
-def _report(name: str, bound: EpsilonBound, claimed: float) -> str:
-    return f"{name}: {bound} (claimed eps={claimed:g})"
+_report = report
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,104 +318,132 @@ def test_stable_histogram_delta_audit_has_power() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# 2. Central 1-D Winsorized mean (midpoint histogram + lattice Laplace)
+# 2. The paper's central Winsorized mean (release_paper, Alg 3-5, variant="theory")
 # ---------------------------------------------------------------------------------------------
-# n = 200 users, all at 0 except user 0. With all the others in bin 0 the midpoint is 0 whether
-# the histogram succeeds (mode = bin 0) or fails (fallback 0), so the whole output is
-# estimate = (sum of values clipped to ±w + lattice Laplace noise) / n and one user moves the
-# sum by at most 2w, the full sensitivity. midpoint_share = 0.05 gives the mean step 95% of
-# ε = 2, so a tight audit comes within ~10% of the claimed ε of the *whole* mechanism, which is
-# the bound we assert. Pairs (D, D'):
-#   * far:      user at -FAR vs +FAR — both clipped, the shift is the full sensitivity 2w;
-#   * far-away: user at 0    vs +FAR — the bulk vs far away, shift w (ε_mean / 2 at most);
-#   * moderate: user at 0    vs w/2  — inside the interval, shift w/2.
-# Events: the tails {x >= c' + j b} and {x <= c - j b} (j = 0, 1), with c, c' the noiseless
-# estimates on D, D' and b the noise scale. For lattice Laplace noise the likelihood ratio on
-# every upper tail above c' is exactly e^{ε_mean shift / 2w}: j = 0 is the optimal event.
+# n = 200 users, all at 0 except user 0; τ = 1 (stated), ε = 2, δ = 1e-3. Alg 5 splits each
+# column's budget between the stable-histogram midpoint (bins of half-width τ, (ε, δ/2)) and the
+# mean (ε) so that their composition is the request: ε = 1 each (checked on the ledger). With
+# the others in bin 0 the midpoint is 0 whether the histogram succeeds (mode bin 0: user 0's own
+# bin has one user and survives with probability <= δ/2, never as the mode) or fails (fallback
+# 0), so the output is estimate = (sum of values clipped to ±3τ + lattice Laplace noise) / n.
+# Pairs (D, D'):
+#   * far:      user at -inf vs +FAR — both clipped, the shift is the full sensitivity 6τ/n;
+#   * missing:  user NaN (no statistic: the centre, in no bin) vs +FAR — shift 3τ/n (ε/2);
+#   * centre:   user at 0 vs NaN — the same output law (the histogram's count of bin 0 moves,
+#     never its mode): ε_lb ≈ 0.
+# Events: the tails {x >= c' + j b} and {x <= c - j b} (j = 0, 1), c, c' the noiseless estimates
+# on D, D' and b the noise scale. For lattice Laplace noise the likelihood ratio on every upper
+# tail above c' is exactly e^{ε_mean shift / 6τ}: j = 0 is the optimal event.
 
-CENTRAL_N, CENTRAL_EPS, CENTRAL_DELTA, CENTRAL_SHARE, CENTRAL_TAU = 200, 2.0, 1e-3, 0.05, 1.0
-#: runs per data set: the far pair carries the tight audit; the others and the broken variant
-#: need fewer
-CENTRAL_RUNS = {"-far": 15_000, "+far": 15_000, "zero": 10_000, "moderate": 10_000}
-BROKEN_RUNS = 10_000
+CENTRAL_N, CENTRAL_EPS, CENTRAL_DELTA, CENTRAL_TAU = 200, 2.0, 1e-3, 1.0
+#: runs per data set (~0.25 ms per release): the far pair carries the tight audit
+CENTRAL_RUNS = {"-inf": 12_000, "+far": 12_000, "zero": 6_000, "nan": 6_000}
+BROKEN_RUNS = 4_000  # the broken variant is four times off: a few thousand runs show it
 CENTRAL_MULTIPLES = (0, 1)
+CENTRAL_USERS = {"-inf": -np.inf, "+far": FAR, "zero": 0.0, "nan": np.nan}
 
 
-def _central_values(user: float) -> NDArray[np.float64]:
-    values = np.zeros(CENTRAL_N)
-    values[0] = user
+def _central_values(user: str) -> NDArray[np.float64]:
+    values = np.zeros((CENTRAL_N, 1))
+    values[0, 0] = CENTRAL_USERS[user]
     return values
 
 
-def _central_release(values: NDArray[np.float64], rng: np.random.Generator):
-    return dplong.winsorized_mean(
+CENTRAL_OPTIONS = ReleaseOptions.check(
+    CENTRAL_N,
+    epsilon=CENTRAL_EPS,
+    delta=CENTRAL_DELTA,
+    privacy="central",
+    bound=None,
+    d=1,
+    variant="theory",
+)
+
+
+def _central_release(values: NDArray[np.float64], rng: np.random.Generator) -> Release:
+    return release_paper(
         values,
-        epsilon=CENTRAL_EPS,
-        delta=CENTRAL_DELTA,
-        tau=CENTRAL_TAU,
-        midpoint_share=CENTRAL_SHARE,
-        refine=False,  # the paper's one-pass pipeline (central_pipeline); refined: section 2b
-        random_state=rng,
+        tau=np.array([CENTRAL_TAU]),
+        tau_bins=np.array([CENTRAL_TAU]),  # unused centrally: the bins have half-width τ
+        names=("x",),
+        options=CENTRAL_OPTIONS,
+        rng=rng,
     )
 
 
-CENTRAL_REFERENCE = _central_release(_central_values(0.0), np.random.default_rng(0))
-CENTRAL_W = float(CENTRAL_REFERENCE.interval[1] - CENTRAL_REFERENCE.interval[0]) / 2.0
-CENTRAL_B = float(CENTRAL_REFERENCE.noise_scale)  # Laplace scale of the noise on the estimate
-CENTRAL_USERS = {"-far": -FAR, "+far": FAR, "zero": 0.0, "moderate": CENTRAL_W / 2}
-CENTRAL_CENTRES = {"-far": -CENTRAL_W, "+far": CENTRAL_W, "zero": 0.0, "moderate": CENTRAL_W / 2}
+CENTRAL_REFERENCE = _central_release(_central_values("zero"), np.random.default_rng(0))
+CENTRAL_W = 3.0 * CENTRAL_TAU  # Alg 3's interval m̂ ± 3τ
+CENTRAL_B = float(CENTRAL_REFERENCE.noise_scale[0])  # Laplace scale of the noise on the estimate
+
+
+def _central_noiseless(user: str) -> float:
+    """The estimate without noise: m̂ = 0, the values clipped to ±3τ, NaN at the centre."""
+    value = CENTRAL_USERS[user]
+    return 0.0 if math.isnan(value) else float(np.clip(value, -CENTRAL_W, CENTRAL_W)) / CENTRAL_N
 
 
 def central_pipeline(values: NDArray[np.float64], noise_fraction: float) -> Mechanism:
-    """The central Winsorized mean rebuilt from its blocks; noise scale times noise_fraction."""
+    """Alg 3-4 rebuilt from their blocks; the mean's noise scale times noise_fraction."""
     eps_mid, eps_mean = (e.epsilon for e in CENTRAL_REFERENCE.privacy.entries)
     delta = CENTRAL_REFERENCE.privacy.entries[0].delta
-    bins_half = float(CENTRAL_REFERENCE.bin_radius)
     w = np.array([CENTRAL_W])
+    column = values[:, 0]
 
     def run(rng: np.random.Generator) -> float:
-        midpoint, _ = central_midpoint(values, bins_half, eps_mid, delta, rng)
-        clipped = np.clip(values - midpoint, -w, w)[:, None]
+        midpoint, _ = central_midpoint(
+            column[np.isfinite(column)], CENTRAL_TAU, eps_mid, delta, rng, CENTRAL_N
+        )
+        with np.errstate(invalid="ignore"):
+            clipped = np.clip(values - midpoint, -w, w)
+        clipped = np.where(np.isnan(clipped), 0.0, clipped)
         release = release_bounded_sum(clipped, w, np.array([eps_mean / noise_fraction]), rng)
-        return float(midpoint + release.total[0] / values.shape[0])
+        return float(midpoint + release.total[0] / CENTRAL_N)
 
     return run
 
 
 def test_central_pipeline_reproduces_the_package() -> None:
-    values = _central_values(FAR)
-    run = central_pipeline(values, 1.0)
-    for seed in range(20):
-        expected = _central_release(values, np.random.default_rng(seed)).estimate
-        assert run(np.random.default_rng(seed)) == expected
-    assert CENTRAL_REFERENCE.privacy.epsilon == CENTRAL_EPS
-    assert CENTRAL_REFERENCE.privacy.delta == CENTRAL_DELTA
-    assert CENTRAL_REFERENCE.variant == "improved"  # one pass: midpoint and mean only
-    assert len(CENTRAL_REFERENCE.privacy.entries) == 2
+    ledger = CENTRAL_REFERENCE.privacy
+    # the histogram's δ/2 is all the δ spent (the pure mean needs none): within the request
+    assert (ledger.epsilon, ledger.delta) == (CENTRAL_EPS, CENTRAL_DELTA / 2)
+    assert [e.stage for e in ledger.entries] == ["midpoint", "mean"]
+    assert [e.epsilon for e in ledger.entries] == [CENTRAL_EPS / 2] * 2  # the split of Alg 5
+    assert ledger.entries[0].delta == CENTRAL_DELTA / 2
+    # sensitivity 6τ/n on the mean (never less; lattice rounding adds < 0.05 %)
+    sensitivity = ledger.entries[1].sensitivity
+    assert 2 * CENTRAL_W / CENTRAL_N <= sensitivity <= 2 * CENTRAL_W / CENTRAL_N * (1 + 1e-3)
+    assert CENTRAL_REFERENCE.variant == "theory"
+    for user in ("-inf", "+far", "nan"):
+        values = _central_values(user)
+        run = central_pipeline(values, 1.0)
+        for seed in range(10):
+            expected = _central_release(values, np.random.default_rng(seed)).estimate[0]
+            assert run(np.random.default_rng(seed)) == expected
 
 
 @cache
 def _central_estimates(user: str, noise_fraction: float) -> NDArray[np.float64]:
-    values = _central_values(CENTRAL_USERS[user])
+    values = _central_values(user)
     seed = 400 + list(CENTRAL_USERS).index(user)
     if noise_fraction == 1.0:
-        mechanism: Mechanism = lambda rng: _central_release(values, rng).estimate  # noqa: E731
-    else:
-        mechanism = central_pipeline(values, noise_fraction)
-    return repeat(mechanism, CENTRAL_RUNS[user] if noise_fraction == 1.0 else BROKEN_RUNS, seed)
+
+        def mechanism(rng: np.random.Generator) -> float:
+            return float(_central_release(values, rng).estimate[0])
+
+        return repeat(mechanism, CENTRAL_RUNS[user], seed)
+    return repeat(central_pipeline(values, noise_fraction), BROKEN_RUNS, seed)
 
 
 def _mean_audit(
     estimates: Callable[[str], NDArray[np.float64]],
-    centres: dict[str, float],
+    noiseless: Callable[[str], float],
     pair: tuple[str, str],
-    n: int,
     b: float,
     multiples: tuple[int, ...],
     delta: float,
 ) -> EpsilonBound:
     d, d_prime = pair
-    low, high = sorted((centres[d] / n, centres[d_prime] / n))
+    low, high = sorted((noiseless(d), noiseless(d_prime)))
     events_d, names = tail_events(estimates(d), low, high, b, multiples)
     events_d_prime, _ = tail_events(estimates(d_prime), low, high, b, multiples)
     return epsilon_lower_bound(
@@ -426,9 +454,8 @@ def _mean_audit(
 def _central_audit(pair: tuple[str, str], noise_fraction: float) -> EpsilonBound:
     return _mean_audit(
         lambda user: _central_estimates(user, noise_fraction),
-        CENTRAL_CENTRES,
+        _central_noiseless,
         pair,
-        CENTRAL_N,
         CENTRAL_B,
         CENTRAL_MULTIPLES,
         CENTRAL_DELTA,
@@ -436,310 +463,132 @@ def _central_audit(pair: tuple[str, str], noise_fraction: float) -> EpsilonBound
 
 
 @pytest.mark.parametrize(
-    ("pair", "least"),
-    [(("-far", "+far"), 0.85), (("zero", "+far"), 0.4), (("zero", "moderate"), 0.15)],
-    ids=["far-both-ways", "moved-far-away", "moderate"],
+    ("pair", "least", "most"),
+    [
+        (("-inf", "+far"), 0.4, 0.5),
+        (("nan", "+far"), 0.15, 0.5),
+        (("zero", "nan"), -math.inf, 0.1),
+    ],
+    ids=["inf-vs-far", "missing-vs-far", "centre-vs-missing"],
 )
-def test_central_winsorized_mean_audit(pair: tuple[str, str], least: float) -> None:
+def test_central_paper_mean_audit(pair: tuple[str, str], least: float, most: float) -> None:
     bound = _central_audit(pair, 1.0)
-    print(_report(f"central mean {pair}", bound, CENTRAL_EPS))
+    print(_report(f"paper central mean {pair}", bound, CENTRAL_EPS))
     assert bound.epsilon_lb <= CENTRAL_EPS, str(bound)
-    # tightness (not a privacy claim): the audit sees the share of ε the shift can reveal,
-    # 0.95 ε · shift / 2w (less the statistical margin)
-    assert bound.epsilon_lb > least * CENTRAL_EPS, str(bound)
+    # tightness (not a privacy claim): the estimate shows the mean's ε = ε/2 times shift / 6τ
+    # (1, 1/2, 0), less the statistical margin; never more than the mean's share
+    assert least * CENTRAL_EPS < bound.epsilon_lb <= most * CENTRAL_EPS, str(bound)
 
 
-def test_central_winsorized_mean_audit_has_power() -> None:
-    bound = _central_audit(("-far", "+far"), BROKEN_NOISE_FRACTION)  # true ε ≈ 4 · 1.9 + 0.1
-    print(_report("central mean, noise/4", bound, CENTRAL_EPS))
+def test_central_paper_mean_audit_has_power() -> None:
+    bound = _central_audit(("-inf", "+far"), BROKEN_NOISE_FRACTION)  # true ε ≈ 4 · 1 + 1
+    print(_report("paper central mean, noise/4", bound, CENTRAL_EPS))
     assert bound.epsilon_lb > CENTRAL_EPS, str(bound)
 
 
 # ---------------------------------------------------------------------------------------------
-# 2b. Central 1-D Winsorized mean with refinement (the default: midpoint, rough mean, mean)
-# ---------------------------------------------------------------------------------------------
-# The default release adds a stage between the midpoint and the mean: project onto m̂ ± w₁
-# (w₁ = τ + 2τ'), release a rough mean μ̂₁ with lattice Laplace noise at ε_ref (scale b₁), then
-# project onto μ̂₁ ± w₂ (w₂ = τ + e₁, public: it depends on b₁, never on the data) and release the
-# mean with lattice Laplace noise at ε_final (scale b). The release shows both μ̂₁ (the centre of
-# result.interval) and the estimate, so the audit observes the pair (c, x) = (μ̂₁, estimate).
-# n = 2000, ε = 2, midpoint_share = 0.05 make refinement run (ε_mid, ε_ref, ε_final =
-# 0.1, 0.1, 1.8; checked below), and all users but user 0 sit at 0, so m̂ = 0 (bin 0 holds
-# n - 1 users; the user's own far bin survives with probability <= δ/2). Noiselessly
-#     c = mean(clip(v, ±w₁)),   x = c + mean(clip(v - c, ±w₂)),
-# and, given c, x is shifted by the user's clipped value over n plus c/n (typically b₁/n,
-# ~0.02 b: the pairs below hardly depend on it):
-#   * far (-FAR vs +FAR): c moves by 2w₁/n (ε_ref) and x by 2w₂/n (ε_final): 0.95 ε together;
-#   * far-away (0 vs +FAR): half of each;
-#   * moderate (0 vs w₂/2): x moves by w₂/2n (ε_final/4), c as much (ε_ref w₂/4w₁, ~0).
-# Events (K = 10, Bonferroni): the tails of c (steps b₁) and of x (steps b), j = 0, 1, and the
-# two joint tails {c >= c_high and x >= x_high}, {c <= c_low and x <= x_low}, whose likelihood
-# ratio composes both losses. The power checks use the same machinery on a replica built from
-# the package's own blocks, which reproduces the package draw for draw when unbroken.
-
-REFINED_N, REFINED_EPS, REFINED_DELTA, REFINED_SHARE, REFINED_TAU = 2000, 2.0, 1e-3, 0.05, 1.0
-#: runs per data set (~0.4 ms per release: this section takes ~13 s on an idle core); the far
-#: pair carries the tight audit
-REFINED_RUNS = {"-far": 10_000, "+far": 10_000, "zero": 6_000, "moderate": 6_000}
-#: the broken variants are far off (true ε >= 7 or unbounded): a few thousand runs show it
-REFINED_BROKEN_RUNS = 3_000
-
-
-def _refined_values(user: float) -> NDArray[np.float64]:
-    values = np.zeros(REFINED_N)
-    values[0] = user
-    return values
-
-
-def _refined_release(values: NDArray[np.float64], rng: np.random.Generator):
-    return dplong.winsorized_mean(
-        values,
-        epsilon=REFINED_EPS,
-        delta=REFINED_DELTA,
-        tau=REFINED_TAU,
-        midpoint_share=REFINED_SHARE,
-        random_state=rng,  # refine=True is the default
-    )
-
-
-def _centre_and_estimate(low: float, high: float, estimate: float) -> tuple[float, float]:
-    """The observed pair (c, x): the centre of the released interval and the estimate."""
-    return 0.5 * (low + high), estimate
-
-
-REFINED_REFERENCE = _refined_release(_refined_values(0.0), np.random.default_rng(0))
-REFINED_BINS = float(REFINED_REFERENCE.bin_radius)
-REFINED_W1 = REFINED_TAU + 2.0 * REFINED_BINS  # the package's τ + 2τ' (same float operations)
-REFINED_W2 = float(REFINED_REFERENCE.interval[1] - REFINED_REFERENCE.interval[0]) / 2.0
-REFINED_B1 = REFINED_REFERENCE.privacy.entries[1].noise_scale  # Laplace scale of μ̂₁
-REFINED_B = float(REFINED_REFERENCE.noise_scale)  # Laplace scale of the final noise
-REFINED_USERS = {"-far": -FAR, "+far": FAR, "zero": 0.0, "moderate": REFINED_W2 / 2}
-
-
-def _refined_noiseless(user: str) -> tuple[float, float]:
-    """Noiseless (c, x) of a data set (m̂ = 0, no noise in either stage)."""
-    values = _refined_values(REFINED_USERS[user])
-    c = float(np.mean(np.clip(values, -REFINED_W1, REFINED_W1)))
-    return c, c + float(np.mean(np.clip(values - c, -REFINED_W2, REFINED_W2)))
-
-
-def refined_pipeline(
-    values: NDArray[np.float64], noise_fraction: float = 1.0, leak_centre: bool = False
-) -> Callable[[np.random.Generator], tuple[float, float, float]]:
-    """The refined central mean rebuilt from its blocks; returns (interval low, high, estimate).
-
-    ``noise_fraction`` scales the final-stage noise (1/4: true ε ≈ 4 ε_final); with
-    ``leak_centre`` the final interval is centred at the non-private clipped mean of stage 1
-    (the noise of μ̂₁ is drawn but forgotten). Every budget share comes from the package's
-    public rules (``refinement_share``), checked against the ledger.
-    """
-    n = values.shape[0]
-    entries = REFINED_REFERENCE.privacy.entries
-    eps_mid, eps_ref, eps_final = (e.epsilon for e in entries)
-    delta = entries[0].delta
-    tau = np.array([REFINED_TAU])
-    share = refinement_share(
-        n, tau, np.array([REFINED_W1]), REFINED_SHARE, REFINED_EPS, 1, DEFAULT_GAMMA
-    )
-    assert share > 0 and eps_ref == share * REFINED_EPS
-    assert eps_mid == REFINED_SHARE * REFINED_EPS
-    assert eps_final == (1.0 - REFINED_SHARE - share) * REFINED_EPS
-    w1 = np.array([REFINED_W1])
-
-    def run(rng: np.random.Generator) -> tuple[float, float, float]:
-        midpoint, _ = central_midpoint(values, REFINED_BINS, eps_mid, delta, rng)
-        clipped = np.clip(values - midpoint, -w1, w1)[:, None]
-        rough = release_bounded_sum(clipped, w1, np.array([eps_ref]), rng)
-        centre = midpoint + (float(np.mean(clipped)) if leak_centre else rough.total[0] / n)
-        w2 = refined_half_width(tau, rough.step / (rough.rate * n), n, 1, DEFAULT_GAMMA)
-        clipped = np.clip(values - centre, -w2, w2)[:, None]
-        final = release_bounded_sum(clipped, w2, np.array([eps_final / noise_fraction]), rng)
-        estimate = centre + final.total[0] / n
-        return float(centre - w2[0]), float(centre + w2[0]), float(estimate)
-
-    return run
-
-
-def test_refined_pipeline_reproduces_the_package() -> None:
-    assert REFINED_REFERENCE.variant == "improved (refined)"  # the refinement does run
-    targets = [e.target for e in REFINED_REFERENCE.privacy.entries]
-    assert targets == ["x: midpoint", "x: refinement", "x: mean"]
-    assert REFINED_REFERENCE.privacy.epsilon == REFINED_EPS
-    assert REFINED_REFERENCE.privacy.delta == REFINED_DELTA
-    assert math.isclose(sum(e.epsilon for e in REFINED_REFERENCE.privacy.entries), REFINED_EPS)
-    assert REFINED_W2 < REFINED_W1  # the point of the refinement: a narrower final interval
-    for user in ("-far", "moderate"):
-        values = _refined_values(REFINED_USERS[user])
-        run = refined_pipeline(values)
-        for seed in range(10):
-            res = _refined_release(values, np.random.default_rng(seed))
-            low, high, estimate = run(np.random.default_rng(seed))
-            assert (low, high, estimate) == (res.interval[0], res.interval[1], res.estimate)
-
-
-@cache
-def _refined_outputs(user: str, noise_fraction: float, leak_centre: bool) -> NDArray[np.float64]:
-    values = _refined_values(REFINED_USERS[user])
-    seed = 450 + list(REFINED_USERS).index(user)
-    if noise_fraction == 1.0 and not leak_centre:  # the package itself
-        runs = REFINED_RUNS[user]
-
-        def mechanism(rng: np.random.Generator) -> tuple[float, float]:
-            res = _refined_release(values, rng)
-            return _centre_and_estimate(res.interval[0], res.interval[1], res.estimate)
-
-    else:
-        broken = refined_pipeline(values, noise_fraction, leak_centre)
-        runs = REFINED_BROKEN_RUNS
-
-        def mechanism(rng: np.random.Generator) -> tuple[float, float]:
-            return _centre_and_estimate(*broken(rng))
-
-    return repeat(mechanism, runs, seed)
-
-
-def _refined_events(
-    outputs: NDArray[np.float64], pair: tuple[str, str]
-) -> tuple[NDArray[np.bool_], list[str]]:
-    (c_d, x_d), (c_d_prime, x_d_prime) = (_refined_noiseless(user) for user in pair)
-    c_low, c_high = sorted((c_d, c_d_prime))
-    x_low, x_high = sorted((x_d, x_d_prime))
-    multiples = CENTRAL_MULTIPLES
-    c_events, c_names = tail_events(outputs[:, 0], c_low, c_high, REFINED_B1, multiples, "c")
-    x_events, x_names = tail_events(outputs[:, 1], x_low, x_high, REFINED_B, multiples)
-    joint, joint_names = joint_tail_events(outputs, (c_low, x_low), (c_high, x_high), "cx")
-    return (
-        np.concatenate([c_events, x_events, joint], axis=1),
-        c_names + x_names + joint_names,
-    )
-
-
-def _refined_audit(
-    pair: tuple[str, str], noise_fraction: float = 1.0, leak_centre: bool = False
-) -> EpsilonBound:
-    events_d, names = _refined_events(_refined_outputs(pair[0], noise_fraction, leak_centre), pair)
-    events_d_prime, _ = _refined_events(
-        _refined_outputs(pair[1], noise_fraction, leak_centre), pair
-    )
-    return epsilon_lower_bound(
-        events_d, events_d_prime, delta=REFINED_DELTA, confidence=CONFIDENCE, names=names
-    )
-
-
-@pytest.mark.parametrize(
-    ("pair", "least"),
-    [(("-far", "+far"), 0.75), (("zero", "+far"), 0.3), (("zero", "moderate"), 0.1)],
-    ids=["far-both-ways", "moved-far-away", "moderate"],
-)
-def test_refined_winsorized_mean_audit(pair: tuple[str, str], least: float) -> None:
-    bound = _refined_audit(pair)
-    print(_report(f"refined central mean {pair}", bound, REFINED_EPS))
-    assert bound.epsilon_lb <= REFINED_EPS, str(bound)
-    # tightness (not a privacy claim): at most the ε the shift can reveal — (ε_ref + ε_final)
-    # · shift / sensitivity = 0.95 ε, 0.475 ε and 0.24 ε — less the statistical margin;
-    # measured 0.84-0.85 ε, 0.40 ε and 0.16-0.19 ε over four seeds
-    assert bound.epsilon_lb > least * REFINED_EPS, str(bound)
-
-
-@pytest.mark.parametrize(
-    ("pair", "noise_fraction", "leak_centre"),
-    [(("-far", "+far"), BROKEN_NOISE_FRACTION, False), (("zero", "+far"), 1.0, True)],
-    ids=["final-noise/4", "non-private-centre"],
-)
-def test_refined_winsorized_mean_audit_has_power(
-    pair: tuple[str, str], noise_fraction: float, leak_centre: bool
-) -> None:
-    bound = _refined_audit(pair, noise_fraction, leak_centre)
-    print(_report(f"refined central mean, broken {pair}", bound, REFINED_EPS))
-    assert bound.epsilon_lb > REFINED_EPS, str(bound)
-
-
-# ---------------------------------------------------------------------------------------------
-# 3. Local 1-D Winsorized mean (pure ε-LDP)
+# 3. The paper's local Winsorized mean (release_paper, Alg 8-9, pure ε-LDP)
 # ---------------------------------------------------------------------------------------------
 # n = 5 users, all at 0 except user 0; each user clips to m̂ ± w and adds their own lattice
 # Laplace noise, and the analyst sees only the aggregate estimate (post-processing of the
-# reports, so the ε-LDP claim bounds it). bound = 1 < 2τ' puts a single bin in the local
-# histogram, so m̂ = 0 always and midpoint_share = 0.05 leaves ε_mean = 0.95 ε for the mean.
-# The sum of n Laplace draws is not Laplace, so the best tail sits several noise scales out:
-# the candidate events are the tails j = 0..7 noise scales beyond the noiseless estimates
-# (Bonferroni over all 16). Same three pairs as centrally. The randomized-response part of the
-# local midpoint is audited on its own (exactly) below.
+# reports, so the ε-LDP claim bounds it). τ = τ' = 1 and bound B = 1 < 2τ' put a single bin in
+# the randomized-response histogram, so m̂ = 0 always; w = τ + 2τ' = 3 (§7.1.2) and the ε = 4 is
+# split evenly, ε = 2 for the mean (checked on the ledger). The sum of n Laplace draws is not
+# Laplace, so the best tail sits several noise scales out: the candidate events are the tails
+# j = 0..7 noise scales beyond the noiseless estimates (Bonferroni over all 16). The
+# randomized-response part of the local midpoint is audited on its own (exactly) below.
 
-LOCAL_N, LOCAL_EPS, LOCAL_BOUND, LOCAL_SHARE, LOCAL_TAU = 5, 4.0, 1.0, 0.05, 1.0
-LOCAL_RUNS = {"-far": 20_000, "+far": 20_000, "zero": 10_000, "moderate": 10_000}
+LOCAL_N, LOCAL_EPS, LOCAL_BOUND, LOCAL_TAU = 5, 4.0, 1.0, 1.0
+#: runs per data set (~0.3 ms per release)
+LOCAL_RUNS = {"-far": 12_000, "+inf": 12_000, "zero": 6_000, "nan": 6_000}
 LOCAL_MULTIPLES = tuple(range(8))
+LOCAL_USERS = {"-far": -FAR, "+inf": np.inf, "zero": 0.0, "nan": np.nan}
+LOCAL_OPTIONS = ReleaseOptions.check(
+    LOCAL_N, epsilon=LOCAL_EPS, delta=None, privacy="local", bound=LOCAL_BOUND, d=1
+)
+LOCAL_W = LOCAL_TAU + 2.0 * LOCAL_TAU  # τ + 2τ'
 
 
-def _local_values(user: float) -> NDArray[np.float64]:
-    values = np.zeros(LOCAL_N)
-    values[0] = user
+def _local_values(user: str) -> NDArray[np.float64]:
+    values = np.zeros((LOCAL_N, 1))
+    values[0, 0] = LOCAL_USERS[user]
     return values
 
 
-def _local_release(values: NDArray[np.float64], rng: np.random.Generator):
-    return dplong.winsorized_mean(
+def _local_release(values: NDArray[np.float64], rng: np.random.Generator) -> Release:
+    return release_paper(
         values,
-        epsilon=LOCAL_EPS,
-        privacy="local",
-        bound=LOCAL_BOUND,
-        tau=LOCAL_TAU,
-        midpoint_share=LOCAL_SHARE,
-        random_state=rng,
+        tau=np.array([LOCAL_TAU]),
+        tau_bins=np.array([LOCAL_TAU]),
+        names=("x",),
+        options=LOCAL_OPTIONS,
+        rng=rng,
     )
 
 
-LOCAL_REFERENCE = _local_release(_local_values(0.0), np.random.default_rng(0))
-LOCAL_W = float(LOCAL_REFERENCE.interval[1] - LOCAL_REFERENCE.interval[0]) / 2.0
-LOCAL_B = float(LOCAL_REFERENCE.noise_scale) / LOCAL_N  # one user's noise, on the estimate
-LOCAL_USERS = {"-far": -FAR, "+far": FAR, "zero": 0.0, "moderate": LOCAL_W / 2}
-LOCAL_CENTRES = {"-far": -LOCAL_W, "+far": LOCAL_W, "zero": 0.0, "moderate": LOCAL_W / 2}
+LOCAL_REFERENCE = _local_release(_local_values("zero"), np.random.default_rng(0))
+LOCAL_B = float(LOCAL_REFERENCE.noise_scale[0]) / LOCAL_N  # one user's noise, on the estimate
+
+
+def _local_noiseless(user: str) -> float:
+    value = LOCAL_USERS[user]
+    return 0.0 if math.isnan(value) else float(np.clip(value, -LOCAL_W, LOCAL_W)) / LOCAL_N
 
 
 def local_pipeline(values: NDArray[np.float64], noise_fraction: float) -> Mechanism:
-    """The local Winsorized mean rebuilt from its blocks; noise scale times noise_fraction."""
+    """Alg 8-9 rebuilt from their blocks; every user's noise scale times noise_fraction."""
     eps_mid, eps_mean = (e.epsilon for e in LOCAL_REFERENCE.privacy.entries)
-    bins_half = float(LOCAL_REFERENCE.bin_radius)
     w = np.array([LOCAL_W])
+    column = values[:, 0]
 
     def run(rng: np.random.Generator) -> float:
-        midpoint = local_midpoint(values, bins_half, LOCAL_BOUND, eps_mid, rng)
-        clipped = np.clip(values - midpoint, -w, w)[:, None]
+        midpoint = local_midpoint(
+            column[np.isfinite(column)], LOCAL_TAU, LOCAL_BOUND, eps_mid, rng, LOCAL_N
+        )
+        with np.errstate(invalid="ignore"):
+            clipped = np.clip(values - midpoint, -w, w)
+        clipped = np.where(np.isnan(clipped), 0.0, clipped)
         release = release_bounded_sum(
             clipped, w, np.array([eps_mean / noise_fraction]), rng, local=True
         )
-        return float(midpoint + release.total[0] / values.shape[0])
+        return float(midpoint + release.total[0] / LOCAL_N)
 
     return run
 
 
 def test_local_pipeline_reproduces_the_package() -> None:
-    values = _local_values(-FAR)
-    run = local_pipeline(values, 1.0)
-    for seed in range(20):
-        expected = _local_release(values, np.random.default_rng(seed)).estimate
-        assert run(np.random.default_rng(seed)) == expected
-    assert LOCAL_REFERENCE.privacy.epsilon == LOCAL_EPS
-    assert LOCAL_REFERENCE.privacy.delta == 0.0
+    ledger = LOCAL_REFERENCE.privacy
+    assert (ledger.epsilon, ledger.delta, ledger.model) == (LOCAL_EPS, 0.0, "local")
+    assert [e.epsilon for e in ledger.entries] == [LOCAL_EPS / 2] * 2
+    # one user's sensitivity 2w (never less; lattice rounding adds < 0.05 %)
+    assert 2 * LOCAL_W <= ledger.entries[1].sensitivity <= 2 * LOCAL_W * (1 + 1e-3)
+    np.testing.assert_array_equal(LOCAL_REFERENCE.interval, [[-LOCAL_W, LOCAL_W]])
+    for user in ("-far", "+inf", "nan"):
+        values = _local_values(user)
+        run = local_pipeline(values, 1.0)
+        for seed in range(10):
+            expected = _local_release(values, np.random.default_rng(seed)).estimate[0]
+            assert run(np.random.default_rng(seed)) == expected
 
 
 @cache
 def _local_estimates(user: str, noise_fraction: float) -> NDArray[np.float64]:
-    values = _local_values(LOCAL_USERS[user])
+    values = _local_values(user)
     seed = 500 + list(LOCAL_USERS).index(user)
     if noise_fraction == 1.0:
-        mechanism: Mechanism = lambda rng: _local_release(values, rng).estimate  # noqa: E731
-    else:
-        mechanism = local_pipeline(values, noise_fraction)
-    return repeat(mechanism, LOCAL_RUNS[user] if noise_fraction == 1.0 else BROKEN_RUNS, seed)
+
+        def mechanism(rng: np.random.Generator) -> float:
+            return float(_local_release(values, rng).estimate[0])
+
+        return repeat(mechanism, LOCAL_RUNS[user], seed)
+    return repeat(local_pipeline(values, noise_fraction), BROKEN_RUNS, seed)
 
 
 def _local_audit(pair: tuple[str, str], noise_fraction: float) -> EpsilonBound:
     return _mean_audit(
         lambda user: _local_estimates(user, noise_fraction),
-        LOCAL_CENTRES,
+        _local_noiseless,
         pair,
-        LOCAL_N,
         LOCAL_B,
         LOCAL_MULTIPLES,
         0.0,
@@ -748,19 +597,29 @@ def _local_audit(pair: tuple[str, str], noise_fraction: float) -> EpsilonBound:
 
 @pytest.mark.parametrize(
     ("pair", "least"),
-    [(("-far", "+far"), 0.4), (("zero", "+far"), 0.15), (("zero", "moderate"), 0.05)],
-    ids=["far-both-ways", "moved-far-away", "moderate"],
+    [(("-far", "+inf"), 0.15), (("zero", "nan"), -math.inf)],
+    ids=["far-vs-inf", "centre-vs-missing"],
 )
-def test_local_winsorized_mean_audit(pair: tuple[str, str], least: float) -> None:
+def test_local_paper_mean_audit(pair: tuple[str, str], least: float) -> None:
     bound = _local_audit(pair, 1.0)
-    print(_report(f"local mean {pair}", bound, LOCAL_EPS))
+    print(_report(f"paper local mean {pair}", bound, LOCAL_EPS))
     assert bound.epsilon_lb <= LOCAL_EPS, str(bound)
+    # tightness (not a privacy claim): at most the mean's ε/2 shows, blurred by the other
+    # users' noise; a missing value is the centre (nothing)
     assert bound.epsilon_lb > least * LOCAL_EPS, str(bound)
+    if pair == ("zero", "nan"):
+        assert bound.epsilon_lb < 0.1 * LOCAL_EPS, str(bound)
 
 
-def test_local_winsorized_mean_audit_has_power() -> None:
-    bound = _local_audit(("-far", "+far"), BROKEN_NOISE_FRACTION)
-    print(_report("local mean, noise/4", bound, LOCAL_EPS))
+#: The local broken variant removes 7/8 of every user's noise (true ε of the mean 16): with a
+#: quarter (true 8 + 2 against the claimed 4) the sum of five users' noise hides the excess from
+#: an audit of this size (measured ε_lb ≈ 3.6 at 4,000 runs).
+LOCAL_BROKEN_FRACTION = 1.0 / 8.0
+
+
+def test_local_paper_mean_audit_has_power() -> None:
+    bound = _local_audit(("-far", "+inf"), LOCAL_BROKEN_FRACTION)
+    print(_report("paper local mean, noise/8", bound, LOCAL_EPS))
     assert bound.epsilon_lb > LOCAL_EPS, str(bound)
 
 

@@ -5,7 +5,7 @@ inputs D, D' that differ in one unit; many seeded runs on each; a few events fix
 runs from theory (the tails beyond the noiseless outputs, where the likelihood ratio of lattice
 Laplace noise is largest), Bonferroni-corrected over every event, both orderings and both
 one-sided Clopper-Pearson bounds; and the assertion that the empirical lower bound ``ε_lb`` at
-family-wise confidence :data:`CONFIDENCE` does not exceed the ε the ledger claims.
+family-wise confidence :data:`~audit.CONFIDENCE` does not exceed the ε the ledger claims.
 
 1. :func:`dplong.privacy.noise.release_weighted_sums` alone — one lattice Laplace *vector*
    calibrated to the L1 sensitivity ``2 r max_i Σ_g |w_ig|`` — on the adversarial pair: the row
@@ -14,31 +14,43 @@ family-wise confidence :data:`CONFIDENCE` does not exceed the ε the ledger clai
    coordinate's own tail sees its share ``w_ig / Σ_g w_ig``), so it is among the events. POWER:
    a replica that reproduces the package draw for draw, broken to calibrate on the largest
    single weight (the per-coordinate sensitivity) instead of the row's L1 mass, must be caught.
-2. Item-level :class:`dplong.PriestleyChao` end to end: one response changed arbitrarily — to a
-   far-away value either way, and to NaN (missing: it must contribute the centre).
-3. User-level :class:`dplong.PriestleyChao` end to end: one user's whole set of rows replaced —
-   moved far away, reduced to one row, given other visit times, or all responses missing.
+2. Item-level :class:`dplong.PriestleyChao` end to end (the engine's midpoint and refinement,
+   then the joint L1 release): one response changed arbitrarily — far away either way, and to
+   NaN (missing: it must contribute the centre). POWER: the curve released at 8 ε.
+3. User-level :class:`dplong.PriestleyChao` end to end (each user's curve, normalised by their
+   kernel mass and missing where it is below 1/2, through the engine with a count per grid
+   point): one user's whole set of rows replaced — moved far away, given other visit times
+   (defined at one grid point only), or all responses missing.
 
 With fixed seeds the tests are deterministic; for a correct mechanism a fresh seed would fail an
-audit with probability at most ``1 - CONFIDENCE``. The file runs in about 30 s on one core, plus
-~20 s for the user-level audits (marked ``slow``).
+audit with probability at most ``1 - CONFIDENCE``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-from audit import EpsilonBound, epsilon_lower_bound, joint_tail_events, repeat, tail_events
+from audit import (
+    FAR,
+    EpsilonBound,
+    fast_compose,  # noqa: F401 (a fixture, used through pytestmark)
+    pair_bound,
+    repeat,
+    report,
+)
 from numpy.typing import NDArray
 
 import dplong
+import dplong.models.kernel as kernel_module
 from dplong.kernels import get_kernel
-from dplong.models.kernel import item_weights
+from dplong.models.kernel import MIN_USER_MASS, item_weights
+from dplong.privacy.engine import GRID, ROUGH_RADIUS
 from dplong.privacy.noise import (
     _ROUNDOFF,
     COARSE_BITS,
@@ -47,76 +59,16 @@ from dplong.privacy.noise import (
     two_sided_geometric,
     two_sided_geometric_variance,
 )
-from dplong.privacy.radius import DEFAULT_GAMMA
 
-# The item- and user-level audits use few units whose values all sit at one point: the midpoint's
-# histogram is chosen for the audit, not for a reliable midpoint; the fragile-midpoint warning
-# (which depends on public n, ε, δ only) may fire. It is expected.
-pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+pytestmark = [
+    # few units whose values sit at one point: the plan's reliability notes (public facts) fire
+    pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning"),
+    pytest.mark.usefixtures("fast_compose"),  # exact memo of the budget arithmetic: speed only
+]
 
-#: Family-wise one-sided confidence of every ε lower bound (Bonferroni inside each audit).
-CONFIDENCE = 0.99
-FAR = 1e6  # "moved very far away": far outside every interval used here
-#: A joint tail over the outputs that move by at least this many noise scales is added to the
-#: joint tail over all outputs (an output that hardly moves only halves a joint event's hits).
-MOVING_SHIFT = 0.1
 GAUSSIAN = get_kernel("gaussian")
-
-
-def _report(name: str, bound: EpsilonBound, claimed: float) -> str:
-    return f"{name}: {bound} (claimed eps={claimed:g})"
-
-
-def _audit_events(
-    outputs: NDArray[np.float64],
-    low: NDArray[np.float64],
-    high: NDArray[np.float64],
-    steps: Sequence[float],
-    labels: Sequence[str],
-) -> tuple[NDArray[np.bool_], list[str]]:
-    """Upper and lower tail of every output at the noiseless values, and joint tails.
-
-    ``low``/``high`` are the smaller/larger noiseless values of each output on the two data sets
-    and ``steps`` the Laplace scales of their noise: public or computed from the two data sets,
-    never from the runs. For lattice Laplace noise ``P(x >= t; high) / P(x >= t; low)`` is the
-    same for every ``t >= high``, so the tail at the noiseless value (most hits) is the optimal
-    single-output event; the joint tails (over all outputs, and over those that move by
-    :data:`MOVING_SHIFT` noise scales or more) add up the privacy losses of outputs with
-    independent noise that move in the same direction.
-    """
-    columns, names = [], []
-    for k, label in enumerate(labels):
-        events, event_names = tail_events(outputs[:, k], low[k], high[k], steps[k], (0,), label)
-        columns.append(events)
-        names += event_names
-    groups = [list(range(len(labels)))]
-    moving = [k for k in groups[0] if high[k] - low[k] >= MOVING_SHIFT * steps[k]]
-    if 2 <= len(moving) < len(labels):
-        groups.append(moving)
-    for group in groups:
-        joint, joint_names = joint_tail_events(
-            outputs[:, group], low[group], high[group], [labels[k] for k in group]
-        )
-        columns.append(joint)
-        names += joint_names
-    return np.concatenate(columns, axis=1), names
-
-
-def _pair_bound(
-    outputs: tuple[NDArray[np.float64], NDArray[np.float64]],
-    noiseless: tuple[Sequence[float], Sequence[float]],
-    steps: Sequence[float],
-    labels: Sequence[str],
-    delta: float,
-) -> EpsilonBound:
-    """ε_lb of one pair: the same events, fixed from the noiseless values, on both data sets."""
-    low = np.minimum(np.asarray(noiseless[0]), np.asarray(noiseless[1]))
-    high = np.maximum(np.asarray(noiseless[0]), np.asarray(noiseless[1]))
-    events_d, names = _audit_events(outputs[0], low, high, steps, labels)
-    events_d_prime, _ = _audit_events(outputs[1], low, high, steps, labels)
-    return epsilon_lower_bound(
-        events_d, events_d_prime, delta=delta, confidence=CONFIDENCE, names=names
-    )
+_report = report
+_pair_bound = pair_bound
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,32 +226,38 @@ def test_weighted_sums_audit_has_power() -> None:
 # 2. Item-level PriestleyChao end to end: one response changed arbitrarily
 # ---------------------------------------------------------------------------------------------
 # n = 200 design points i/n (public), all responses 0 but the one at x = 0.5 (the row with the
-# largest L1 mass over the grid 0.4, 0.5, 0.6 at b = 0.2). ε = 4, δ = 1e-3, noise_sd = 1,
-# amplitude = 1: the release has three stages (checked on the ledger) — a stable-histogram
-# midpoint m̂ (ε 0.31), a rough mean of the responses projected on m̂ ± w₁ (ε 0.6; w₁ = τ + 2τ'
-# with τ = A + √(2 log(2n/γ)), τ' = A + √(2 log(2/γ))), and the curve: the responses projected on
-# c ± w₂ (c = m̂ + rough mean; w₂ public) through one L1 lattice vector (ε 3.09). With all others
-# at 0, m̂ = 0 whatever the one response does (its bin can never be the mode), and noiselessly
+# largest L1 mass over the grid 0.4, 0.5, 0.6 at b = 0.2). ε = 2, δ = 1e-3, noise_sd = 1,
+# amplitude = 1: the release has three stages (checked on the ledger) — the engine's private
+# median m̂ of the responses (ε 0.4), a rough mean of the responses projected on m̂ ± w₁
+# (w₁ = 4σ + the midpoint cell's half-width; ε 0.2), and the curve: the responses projected on
+# c ± w₂ (c = the rough mean, released as the interval's centre; w₂ public given the midpoint's
+# cell) through one L1 lattice vector (ε 1.4). With all others at 0 the median is the cell
+# [0, 2^-1022) whatever the one response does (its utility beats every other cell's by ~n/2),
+# so m̂ ≈ 1e-308 and, noiselessly,
 #     c = clip(y, ±w₁)/n,   f(x_g) = c a_g + a_g clip(y - c, ±w₂)    (a_g its weights)
-# (the others contribute -c each, cancelling c Σ_(i≠·) a_ig); a missing y contributes the centre
-# (offset 0): c = 0 and f = 0. The released outputs audited jointly: c (the centre of the
-# projection interval) and the three curve values. Pairs:
+# (the others contribute -c each, cancelling c Σ_(i≠·) a_ig); a missing response (NaN)
+# contributes the centre (offset 0). (An infinite response is refused when the model is built.)
+# The outputs audited jointly: c, the three curve values and their sum (post-processing: one
+# response moves every value the same way, so the sum sees the curve's whole L1 shift, where
+# each value sees its share and their joint tail is rare). Pairs:
 #   * "-far" / "+far" (y = ∓1e6): clipped to the ends, every output moves by its full
-#     sensitivity: the joint tail sees ε_ref + ε_curve = 3.69 less the statistical margin;
-#   * "zero" / "+far": half of that;
-#   * "missing" (NaN) / "+far": exactly as distinguishable as "zero" / "+far";
+#     sensitivity: the joint tail sees ε_ref + ε_curve = 1.6 of 2, less the statistical margin;
+#   * "missing" (NaN) / "+far": half of that;
 #   * "zero" / "missing": identical noiseless outputs — a correct release cannot tell a missing
 #     response from one at the centre (ε_lb ≈ 0; a NaN that escaped the projection, e.g. as
 #     -2**63 on the lattice, would be seen at once).
 
 ITEM_N, ITEM_B, ITEM_GRID = 200, 0.2, (0.4, 0.5, 0.6)
-ITEM_EPS, ITEM_DELTA, ITEM_SIGMA, ITEM_A = 4.0, 1e-3, 1.0, 1.0
+ITEM_EPS, ITEM_DELTA, ITEM_SIGMA, ITEM_A = 2.0, 1e-3, 1.0, 1.0
 ITEM_X = np.arange(ITEM_N) / ITEM_N
 ITEM_WEIGHTS = item_weights(ITEM_X, np.array(ITEM_GRID), GAUSSIAN, ITEM_B, 1.0)
 ITEM_ROW = int(ITEM_WEIGHTS.sum(axis=1).argmax())
 ITEM_USERS = {"-far": -FAR, "+far": FAR, "zero": 0.0, "missing": math.nan}
-ITEM_RUNS = 5_000
-ITEM_LABELS = ("c", *(f"f({g:g})" for g in ITEM_GRID))
+#: ~4.5 ms per fit (CPU; one private median over the default grid): 1,500 fits per data set of
+#: the far pair, 800 for the others; the broken curve is far off (true ε ~11): 600 show it
+ITEM_RUNS = {"-far": 1_500, "+far": 1_500}
+ITEM_OTHER_RUNS, ITEM_BROKEN_RUNS = 800, 600
+ITEM_LABELS = ("c", *(f"f({g:g})" for g in ITEM_GRID), "Σ f")
 
 
 def _item_model(value: float) -> dplong.PriestleyChao:
@@ -322,12 +280,15 @@ def _item_fit(model: dplong.PriestleyChao, rng: np.random.Generator) -> dplong.r
 
 
 ITEM_REFERENCE = _item_fit(_item_model(0.0), np.random.default_rng(0))
-ITEM_TAU = ITEM_A + ITEM_SIGMA * math.sqrt(2.0 * math.log(2.0 * ITEM_N / DEFAULT_GAMMA))
-ITEM_W1 = ITEM_TAU + 2.0 * (ITEM_A + ITEM_SIGMA * math.sqrt(2.0 * math.log(2.0 / DEFAULT_GAMMA)))
+#: the midpoint: the centre of the cell [0, 2^-1022) that holds the n - 1 zeros (the refinement's
+#: sensitivity 2 w₁ below confirms its half-width)
+ITEM_MIDPOINT = float(GRID.centres[np.searchsorted(GRID.boundaries, 0.0, side="right")])
+ITEM_W1 = ROUGH_RADIUS * ITEM_SIGMA + float(GRID.half_width_at(np.array([ITEM_MIDPOINT]))[0])
 ITEM_W2 = float(np.diff(ITEM_REFERENCE.projection_interval.to_numpy()[0])[0]) / 2.0
 ITEM_STEPS = (
-    ITEM_REFERENCE.privacy.entries[1].noise_scale,  # c: the rough mean's noise, on the mean
+    ITEM_REFERENCE.privacy.entries[1].noise_scale / ITEM_N,  # c: the rough mean's noise
     *ITEM_REFERENCE.noise_scale.to_numpy(),
+    float(ITEM_REFERENCE.noise_scale.to_numpy().sum()),  # Σ f: scale of a sum of three draws
 )
 
 
@@ -335,51 +296,63 @@ def _item_noiseless(user: str) -> tuple[float, ...]:
     value = ITEM_USERS[user]
     a = ITEM_WEIGHTS[ITEM_ROW]
     if math.isnan(value):
-        return (0.0, 0.0, 0.0, 0.0)
+        return (0.0, 0.0, 0.0, 0.0, 0.0)
     c = float(np.clip(value, -ITEM_W1, ITEM_W1)) / ITEM_N
-    own = float(np.clip(value - c, -ITEM_W2, ITEM_W2))
-    return (c, *(c * a + a * own))
+    curve = c * a + a * float(np.clip(value - c, -ITEM_W2, ITEM_W2))
+    return (c, *curve, float(curve.sum()))
 
 
 def test_item_level_reference() -> None:
     """The pipeline and the public radii the comments above rely on, read off the ledger."""
     ledger = ITEM_REFERENCE.privacy
-    assert ledger.epsilon == ITEM_EPS and ledger.delta == ITEM_DELTA
-    assert ITEM_REFERENCE.variant == "improved (refined)"
-    assert [e.target for e in ledger.entries] == [
-        "y: midpoint",
-        "y: refinement",
-        "curve at 3 points",
-    ]
-    assert math.isclose(sum(e.epsilon for e in ledger.entries), ITEM_EPS)
+    assert ledger.epsilon == pytest.approx(ITEM_EPS, rel=1e-12) and ledger.delta <= ITEM_DELTA
+    assert ledger.epsilon <= ITEM_EPS * (1 + 1e-12)
+    assert ITEM_REFERENCE.variant == "default (refined)"
+    assert [e.stage for e in ledger.entries] == ["midpoint", "refinement", "mean"]
+    assert ledger.entries[2].target == "curve at 3 points"
     refinement, curve = ledger.entries[1:]
-    # sensitivities: 2 w₁ / n for the rough mean, 2 w₂ max_i Σ_g a_ig for the curve (+ rounding)
-    assert 2 * ITEM_W1 / ITEM_N <= refinement.sensitivity <= 2 * ITEM_W1 / ITEM_N * (1 + 1e-3)
+    # sensitivities: 2 w₁ for the rough sum, 2 w₂ max_i Σ_g a_ig for the curve (+ rounding)
+    assert 2 * ITEM_W1 <= refinement.sensitivity <= 2 * ITEM_W1 * (1 + 1e-3)
     l1 = 2.0 * ITEM_W2 * ITEM_WEIGHTS[ITEM_ROW].sum()
     assert l1 <= curve.sensitivity <= l1 * (1 + 1e-3)
-    assert ITEM_W2 < ITEM_W1 and ITEM_W2 < FAR / 2
+    assert ITEM_W2 < FAR / 2
+    # the midpoint is the cell [0, 2^-1022) in every run: the interval's width is public
+    for seed in range(5):
+        fit = _item_fit(_item_model(FAR), np.random.default_rng(seed))
+        lower, upper = fit.projection_interval.to_numpy()[0]
+        assert (upper - lower) / 2.0 == pytest.approx(ITEM_W2, rel=1e-12)
     # the one response's noiseless moves: the full sensitivity of every output for -far/+far
     low, high = _item_noiseless("-far"), _item_noiseless("+far")
     assert high[0] - low[0] == pytest.approx(2 * ITEM_W1 / ITEM_N)
-    assert sum(h - lo for h, lo in zip(high[1:], low[1:], strict=True)) >= l1
+    assert high[4] - low[4] >= l1 and high[4] == pytest.approx(sum(high[1:4]), rel=1e-12)
     assert _item_noiseless("zero") == _item_noiseless("missing")
 
 
 @cache
-def _item_outputs(user: str) -> NDArray[np.float64]:
+def _item_outputs(user: str, curve_factor: float = 1.0) -> NDArray[np.float64]:
     model = _item_model(ITEM_USERS[user])
-    seed = 2_200 + list(ITEM_USERS).index(user)
+    seed = 2_200 + list(ITEM_USERS).index(user) + (10 if curve_factor != 1.0 else 0)
 
     def mechanism(rng: np.random.Generator) -> list[float]:
         res = _item_fit(model, rng)
-        return [float(res.projection_interval.to_numpy()[0].mean()), *res.params.to_numpy()]
+        curve = res.params.to_numpy()
+        return [float(res.projection_interval.to_numpy()[0].mean()), *curve, float(curve.sum())]
 
-    return repeat(mechanism, ITEM_RUNS, seed)
+    if curve_factor == 1.0:
+        return repeat(mechanism, ITEM_RUNS.get(user, ITEM_OTHER_RUNS), seed)
+    honest = kernel_module.release_weighted_sums
+
+    def broken(clipped: Any, radius: Any, weights: Any, epsilon: float, rng: Any) -> Any:
+        return honest(clipped, radius, weights, epsilon * curve_factor, rng)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(kernel_module, "release_weighted_sums", broken)
+        return repeat(mechanism, ITEM_BROKEN_RUNS, seed)
 
 
-def _item_audit(pair: tuple[str, str]) -> EpsilonBound:
+def _item_audit(pair: tuple[str, str], curve_factor: float = 1.0) -> EpsilonBound:
     return _pair_bound(
-        (_item_outputs(pair[0]), _item_outputs(pair[1])),
+        (_item_outputs(pair[0], curve_factor), _item_outputs(pair[1], curve_factor)),
         (_item_noiseless(pair[0]), _item_noiseless(pair[1])),
         ITEM_STEPS,
         ITEM_LABELS,
@@ -390,56 +363,64 @@ def _item_audit(pair: tuple[str, str]) -> EpsilonBound:
 @pytest.mark.parametrize(
     ("pair", "least"),
     [
-        (("-far", "+far"), 0.4),
-        (("zero", "+far"), 0.15),
-        (("missing", "+far"), 0.15),
+        (("-far", "+far"), 0.2),
+        (("missing", "+far"), -math.inf),
         (("zero", "missing"), -math.inf),
     ],
-    ids=["far-both-ways", "moved-far-away", "missing-vs-far", "missing-vs-centre"],
+    ids=["far-both-ways", "missing-vs-far", "missing-vs-centre"],
 )
 def test_item_level_audit(pair: tuple[str, str], least: float) -> None:
     bound = _item_audit(pair)
-    print(_report(f"PriestleyChao item-level {pair}", bound, ITEM_EPS))
-    assert bound.epsilon_lb <= ITEM_EPS, str(bound)
-    assert bound.epsilon_lb > least * ITEM_EPS, str(bound)
+    claim = ITEM_REFERENCE.privacy.epsilon
+    print(_report(f"PriestleyChao item-level {pair}", bound, claim))
+    assert bound.epsilon_lb <= claim, str(bound)
+    # tightness (not a privacy claim): the far pair can show ε_ref + ε_curve = 1.6 of 2, of
+    # which 1,500 runs resolve about half (the best events are joint tails, rare on both
+    # sides); the missing response shows half as much, which 800 runs do not resolve
+    assert bound.epsilon_lb > least * claim, str(bound)
     if pair == ("zero", "missing"):  # indistinguishable: no more than the statistical margin
         assert bound.epsilon_lb < 0.3, str(bound)
+
+
+def test_item_level_audit_has_power() -> None:
+    bound = _item_audit(("-far", "+far"), curve_factor=8.0)  # the curve at 8 ε: true ε ~11
+    claim = ITEM_REFERENCE.privacy.epsilon
+    print(_report("PriestleyChao item-level, curve noise/8", bound, claim))
+    assert bound.epsilon_lb > 1.2 * claim, str(bound)
 
 
 # ---------------------------------------------------------------------------------------------
 # 3. User-level PriestleyChao end to end: one user's whole set of rows replaced
 # ---------------------------------------------------------------------------------------------
 # n = 100 users; the n - 1 others have 3 visits at x = 0.2, 0.5, 0.8 with y = 0, so their curves
-# are 0 at both grid points (0.35, 0.65; b = 0.3). ε = 4, δ = 1e-3, scale = 1: each grid point
-# is a column of the engine with ε = 2 (basic composition), released in three stages like every
-# user-level model (midpoint, rough mean on m̂ ± w₁, final mean on μ̂₁ ± w₂; w₁ = τ + 2τ' with
-# τ = √(2 log(2 G n/γ)), τ' = √(2 log(2/γ))). User 0's rows are replaced by
-#   * "zero": like everyone else;
+# are 0 at both grid points (0.35, 0.65; b = 0.3). ε = 2, δ = 1e-3, scale = 1 (stated): each
+# grid point is a column of the engine — its private median (the cell [0, 2^-1022) whatever
+# user 0 does), a private count of the users whose curve is defined there (kernel mass >= 1/2),
+# and the final mean on m̂ ± w_j (no refinement at this n). User 0's rows are replaced by
 #   * "-far" / "+far": the same visits with y = ∓1e6: both curve values far beyond the
-#     intervals, clipped to the ends — every output moves by its full sensitivity;
-#   * "one-row": a single visit at x = 0.9 with y = 1e6 — another number of rows, and a
-#     curve (spacing 0.1 to the domain's end) far up at 0.65 but only moderately up at 0.35;
-#   * "moved": visits at x = 0.0, 0.05, 0.95 with y = -1e6, 0, 1e6 — other visit times, curve
-#     far down at 0.35 and far up at 0.65;
-#   * "missing": three visits with every response missing — no row left, the user contributes
-#     the centre of each interval (offset 0), exactly as a user whose curve is at the centre.
-# Audited jointly: the rough means μ̂₁ (centres of the projection intervals) and the two curve
-# values. Noiseless values per column: c = clip(s, ±w₁)/n and c + (clip(s - c, ±w₂) + (n - 1)
-# clip(-c, ±w₂))/n, s user 0's own curve value (Def 4.8, computed here) or "none".
+#     intervals, clipped to the ends — every estimate moves by its full sensitivity;
+#   * "moved": visits at x = 0.0, 0.05, 0.95 with y = -1e6, 0, 1e6 — other visit times: the
+#     curve is defined at 0.35 (far down) but not at 0.65 (mass < 1/2 there);
+#   * "missing": three visits with every response missing — no curve anywhere: counted nowhere
+#     and contributing nothing, like a user whose curve is undefined.
+# Audited jointly: the two estimates and the two private counts (results.users). Noiseless:
+# per column c_j + Σ_u clip(s_u - c_j, ±w_j) / N_j on the reference's public interval, N_j the
+# exact number of users with a curve at x_j; s_u user 0's own curve (Def 4.8 normalised by its
+# kernel mass, computed here independently).
 
 USER_N, USER_T, USER_B, USER_GRID = 100, 3, 0.3, (0.35, 0.65)
-USER_EPS, USER_DELTA, USER_SCALE = 4.0, 1e-3, 1.0
+USER_EPS, USER_DELTA, USER_SCALE = 2.0, 1e-3, 1.0
 USER_VISITS = np.array([0.2, 0.5, 0.8])
 USER_ROWS: dict[str, tuple[NDArray[np.float64], NDArray[np.float64]]] = {
-    "zero": (USER_VISITS, np.zeros(USER_T)),
     "-far": (USER_VISITS, np.full(USER_T, -FAR)),
     "+far": (USER_VISITS, np.full(USER_T, FAR)),
-    "one-row": (np.array([0.9]), np.array([FAR])),
     "moved": (np.array([0.0, 0.05, 0.95]), np.array([-FAR, 0.0, FAR])),
     "missing": (USER_VISITS, np.full(USER_T, math.nan)),
 }
-USER_RUNS = 3_000
-USER_LABELS = tuple(f"{stage}({g:g})" for stage in ("c", "f") for g in USER_GRID)
+#: ~40 ms per fit (CPU: two private medians, and the PLAN shares of the two columns differ with
+#: their counts, so every fit calibrates its final stage afresh): 600 fits per data set
+USER_RUNS = 600
+USER_LABELS = (*(f"f({g:g})" for g in USER_GRID), *(f"N({g:g})" for g in USER_GRID))
 
 
 def _user_model(user: str) -> dplong.PriestleyChao:
@@ -462,64 +443,60 @@ def _user_fit(model: dplong.PriestleyChao, rng: np.random.Generator) -> dplong.r
     return model.fit(epsilon=USER_EPS, delta=USER_DELTA, scale=USER_SCALE, random_state=rng)
 
 
-USER_REFERENCE = _user_fit(_user_model("zero"), np.random.default_rng(0))
-USER_W1 = math.sqrt(2 * USER_SCALE * math.log(2 * 2 * USER_N / DEFAULT_GAMMA)) + 2 * math.sqrt(
-    2 * USER_SCALE * math.log(2 / DEFAULT_GAMMA)
-)
-USER_W2 = np.diff(USER_REFERENCE.projection_interval.to_numpy(), axis=1)[:, 0] / 2.0
-USER_STEPS = (
-    *(e.noise_scale for e in USER_REFERENCE.privacy.entries if e.target.endswith("refinement")),
-    *USER_REFERENCE.noise_scale.to_numpy(),
-)
+@cache
+def _user_reference() -> dplong.results.CurveResults:
+    return _user_fit(_user_model("missing"), np.random.default_rng(0))
 
 
-def _own_curve(user: str) -> NDArray[np.float64] | None:
-    """User 0's Priestley-Chao curve at the grid (spacing to the next visit, the last to 1)."""
+def _own_curve(user: str) -> NDArray[np.float64]:
+    """User 0's curve at the grid: spacings to the next visit (the last to 1) times the kernel,
+    over the kernel mass; NaN where the mass is below 1/2 or no response is left."""
     x, y = USER_ROWS[user]
     keep = ~np.isnan(y)
     if not keep.any():
-        return None
+        return np.full(len(USER_GRID), np.nan)
     x, y = x[keep], y[keep]
     spacing = np.diff(np.append(x, 1.0))
     grid = np.array(USER_GRID)
-    return np.asarray((spacing * y / USER_B) @ GAUSSIAN((grid[None, :] - x[:, None]) / USER_B))
+    kernel = GAUSSIAN((grid[None, :] - x[:, None]) / USER_B) / USER_B
+    mass = spacing @ kernel
+    return np.where(mass >= MIN_USER_MASS, (spacing * y) @ kernel / mass, np.nan)
 
 
-def _user_noiseless(user: str) -> tuple[float, ...]:
+def _user_noiseless(user: str) -> NDArray[np.float64]:
+    ref = _user_reference()
     own = _own_curve(user)
-    centres, finals = [], []
-    for j in range(len(USER_GRID)):
-        s = None if own is None else own[j]
-        c = 0.0 if s is None else float(np.clip(s, -USER_W1, USER_W1)) / USER_N
-        mine = 0.0 if s is None else float(np.clip(s - c, -USER_W2[j], USER_W2[j]))
-        others = (USER_N - 1) * float(np.clip(-c, -USER_W2[j], USER_W2[j]))
-        centres.append(c)
-        finals.append(c + (mine + others) / USER_N)
-    return (*centres, *finals)
+    lower, upper = ref.projection_interval.to_numpy().T
+    centre, radius = (lower + upper) / 2.0, (upper - lower) / 2.0
+    counts = (USER_N - 1) + np.isfinite(own)
+    mine = np.where(np.isfinite(own), np.clip(own - centre, -radius, radius), 0.0)
+    others = (USER_N - 1) * np.clip(-centre, -radius, radius)
+    return np.concatenate([centre + (mine + others) / counts, counts])
 
 
 def test_user_level_reference() -> None:
-    ledger = USER_REFERENCE.privacy
-    assert ledger.epsilon == USER_EPS and ledger.delta == USER_DELTA
-    assert USER_REFERENCE.variant == "improved (refined)"
-    assert [e.target for e in ledger.entries] == [
-        f"x={g:g}: {stage}" for stage in ("midpoint", "refinement", "mean") for g in USER_GRID
-    ]
-    assert math.isclose(sum(e.epsilon for e in ledger.entries), USER_EPS)
-    for entry in ledger.entries[2:]:
-        j = USER_GRID.index(float(entry.target[2:6]))
-        width = 2.0 * (USER_W1 if entry.target.endswith("refinement") else USER_W2[j])
-        assert width / USER_N <= entry.sensitivity <= width / USER_N * (1 + 1e-3), entry
+    ref = _user_reference()
+    ledger = ref.privacy
+    assert ledger.epsilon <= USER_EPS * (1 + 1e-12) and ledger.delta <= USER_DELTA
+    assert ledger.epsilon == pytest.approx(USER_EPS, rel=1e-9)
+    assert [e.stage for e in ledger.entries] == ["midpoint"] * 2 + ["count"] * 2 + ["mean"] * 2
+    assert ref.variant == "default" and list(ref.users.index) == list(ref.params.index)
     # the replacements the comments describe
-    far = _own_curve("+far")
-    one_row = _own_curve("one-row")
-    moved = _own_curve("moved")
-    assert far is not None and one_row is not None and moved is not None
-    assert np.all(far > 10 * USER_W1)
-    assert one_row[1] > 10 * USER_W1 and 0 < one_row[0] < one_row[1]
-    assert moved[0] < -10 * USER_W1 and moved[1] > 10 * USER_W1
-    assert _own_curve("missing") is None
-    assert _user_noiseless("missing") == _user_noiseless("zero")
+    far, moved = _own_curve("+far"), _own_curve("moved")
+    assert np.all(far > 1e5) and moved[0] < -1e4 and np.isnan(moved[1])
+    assert np.all(np.isnan(_own_curve("missing")))
+    # the others' curves are exactly 0 where defined, and defined at both points
+    others = kernel_module.user_curves(
+        np.tile(USER_VISITS, 2),
+        np.zeros(6),
+        np.repeat([0, 1], 3),
+        2,
+        np.array(USER_GRID),
+        GAUSSIAN,
+        USER_B,
+        1.0,
+    )
+    np.testing.assert_array_equal(others, np.zeros((2, 2)))
 
 
 @cache
@@ -529,45 +506,37 @@ def _user_outputs(user: str) -> NDArray[np.float64]:
 
     def mechanism(rng: np.random.Generator) -> list[float]:
         res = _user_fit(model, rng)
-        return [*res.projection_interval.to_numpy().mean(axis=1), *res.params.to_numpy()]
+        return [*res.params.to_numpy(), *res.users.to_numpy()]
 
     return repeat(mechanism, USER_RUNS, seed)
 
 
 def _user_audit(pair: tuple[str, str]) -> EpsilonBound:
+    ref = _user_reference()
+    counts = [e.noise_scale for e in ref.privacy.entries if e.stage == "count"]
     return _pair_bound(
         (_user_outputs(pair[0]), _user_outputs(pair[1])),
         (_user_noiseless(pair[0]), _user_noiseless(pair[1])),
-        USER_STEPS,
+        [*ref.noise_scale.to_numpy(), *counts],
         USER_LABELS,
         USER_DELTA,
+        (0, 1),
     )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("pair", "least"),
-    [
-        (("-far", "+far"), 0.3),
-        (("zero", "+far"), 0.1),
-        (("zero", "one-row"), 0.05),
-        (("-far", "moved"), 0.05),
-        (("missing", "+far"), 0.1),
-        (("zero", "missing"), -math.inf),
-    ],
-    ids=[
-        "far-both-ways",
-        "moved-far-away",
-        "one-row",
-        "other-visit-times",
-        "missing-vs-far",
-        "missing-vs-centre",
-    ],
+    [(("-far", "+far"), 0.1), (("missing", "moved"), -math.inf)],
+    ids=["far-both-ways", "missing-vs-other-visit-times"],
 )
 def test_user_level_audit(pair: tuple[str, str], least: float) -> None:
     bound = _user_audit(pair)
-    print(_report(f"PriestleyChao user-level {pair}", bound, USER_EPS))
-    assert bound.epsilon_lb <= USER_EPS, str(bound)
-    assert bound.epsilon_lb > least * USER_EPS, str(bound)
-    if pair == ("zero", "missing"):
-        assert bound.epsilon_lb < 0.3, str(bound)
+    claim = _user_reference().privacy.epsilon
+    print(_report(f"PriestleyChao user-level {pair}", bound, claim))
+    assert bound.epsilon_lb <= claim, str(bound)
+    # tightness (not a privacy claim): the far pair moves both final means by their full
+    # sensitivity (jointly about half the ε); the other pair moves one mean by half its
+    # sensitivity and one count by one, which 600 runs cannot resolve (no tightness asserted:
+    # it checks that a user defined at one grid point only reveals no more than the claim)
+    assert bound.epsilon_lb > least * claim, str(bound)

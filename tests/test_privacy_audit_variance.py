@@ -15,7 +15,8 @@ histogram and two lattice steps. The histogram cannot move here — all users bu
 one bin, so the mode is that bin (the user's own far bin survives with probability <= δ/2 and
 never beats the bulk) and m̂₀ = 0 — so the steps carry the whole distinguishing power. With
 n = 1000 and ε = 2 the histogram takes the floor share 0.05 (ε_h = 0.1) and each step
-ε′ = 0.95: what one user can reveal is ε′ per step it moves by its full sensitivity.
+ε′ ≈ 0.95 (a hair more: the two pure steps compose by the Rényi rule): what one user can reveal
+is ε′ per step it moves by its full sensitivity. The claim is the ledger's total (ε, δ).
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ from functools import cache
 
 import numpy as np
 import pytest
-from audit import EpsilonBound, epsilon_lower_bound, joint_tail_events, repeat, tail_events
+from audit import (
+    EpsilonBound,
+    epsilon_lower_bound,
+    fast_compose,  # noqa: F401 (a fixture, used through pytestmark)
+    joint_tail_events,
+    repeat,
+    tail_events,
+)
 from numpy.typing import NDArray
 
 from dplong.exceptions import DplongWarning
@@ -36,11 +44,13 @@ from dplong.privacy.interval import central_midpoint, local_midpoint
 from dplong.privacy.noise import release_bounded_sum
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.privacy.variance import ScaleEstimate, coinpress_beta
-from dplong.privacy.winsorized import noise_summary
 
 # The audits run data sets whose scale estimate binds at a bound, on purpose: the warnings
 # say so and are expected here.
-pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning"),
+    pytest.mark.usefixtures("fast_compose"),  # exact memo of the budget arithmetic: speed only
+]
 
 CONFIDENCE = 0.99
 BROKEN_NOISE_FRACTION = 0.25
@@ -79,7 +89,10 @@ def _with_user(base: NDArray[np.float64], user: float) -> NDArray[np.float64]:
 # the joint tails of (m, ρ̂), whose likelihood ratio composes both steps.
 
 CP_N, CP_EPS, CP_DELTA, CP_BOUNDS = 1000, 2.0, 1e-3, (1e-4, 1.0)
-CP_RUNS = 15_000
+#: ~0.4 ms per release: 10,000 runs per data set (the bisection's coverage pair 15,000: its
+#: best event, a pass with the refined midpoint beyond the other's, is rarer)
+CP_RUNS = 10_000
+BI_RUNS = 15_000
 BROKEN_RUNS = 5_000
 CP_USERS = {"-far": -FAR, "+far": FAR, "zero": 0.0}
 BASE_ZEROS = np.zeros(CP_N)
@@ -112,8 +125,8 @@ def _margin(epsilon: float, n: int, local: bool) -> float:
         np.random.default_rng(0),
         local=local,
     )
-    _, sd = noise_summary(release, n, local)
-    return float(sd[0]) * math.log(1.0 / DEFAULT_GAMMA) / math.sqrt(2.0)
+    sd = math.sqrt(release.draws) * float(release.sd[0]) / n  # the noise sd on the mean
+    return sd * math.log(1.0 / DEFAULT_GAMMA) / math.sqrt(2.0)
 
 
 def coinpress_pipeline(
@@ -170,7 +183,9 @@ def coinpress_pipeline(
 def test_coinpress_pipeline_reproduces_the_package() -> None:
     assert CP_REFERENCE.privacy.epsilon == CP_EPS and CP_REFERENCE.privacy.delta == CP_DELTA
     assert CP_HIST.epsilon == pytest.approx(0.05 * CP_EPS)  # the floor share
-    assert CP_MID.epsilon == CP_VAR.epsilon == pytest.approx(0.95 * CP_EPS / 2)
+    # the two steps share the rest: at least basic composition's half, at most a hair more
+    assert CP_MID.epsilon == CP_VAR.epsilon
+    assert 0.95 * CP_EPS / 2 <= CP_MID.epsilon <= 0.96 * CP_EPS / 2
     for user in CP_USERS.values():
         values = _with_user(BASE_ZEROS, user)
         run = coinpress_pipeline(values)
@@ -333,7 +348,7 @@ def bisection_pipeline(
 def test_bisection_pipeline_reproduces_the_package() -> None:
     assert BI_REFERENCE.privacy.epsilon == BI_EPS and BI_REFERENCE.privacy.delta == BI_DELTA
     assert BI_HIST.epsilon == pytest.approx(0.05 * BI_EPS)
-    assert BI_COV.epsilon == pytest.approx(0.95 * BI_EPS / 2)
+    assert 0.95 * BI_EPS / 2 <= BI_COV.epsilon <= 0.96 * BI_EPS / 2
     passes = 0
     for user in BI_USERS.values():
         values = _with_user(BI_BASE, user)
@@ -374,7 +389,7 @@ def _bi_outputs(user: str, coverage_fraction: float) -> NDArray[np.float64]:
             res = _bi_release(values, rng)
             return float(res.scale[0]), float(res.midpoint[0])
 
-        return repeat(mechanism, CP_RUNS, seed)
+        return repeat(mechanism, BI_RUNS, seed)
     return repeat(bisection_pipeline(values, coverage_fraction), BROKEN_RUNS, seed)
 
 
@@ -421,7 +436,7 @@ def test_central_bisection_audit_has_power() -> None:
 # aggregate z of the replica, which reproduces the package draw for draw.
 
 LO_N, LO_EPS, LO_BOUND = 5, 4.0, 0.5
-LO_RUNS = 20_000
+LO_RUNS = 14_000
 LO_USERS = {"-far": -FAR, "+far": FAR, "zero": 0.0}
 LO_MULTIPLES = tuple(range(8))
 #: The local broken variants remove 15/16 of one step's noise (true ε of that step 16 ε′ = 24):
@@ -460,7 +475,8 @@ def _lo_pipeline(
 def test_local_pipeline_reproduces_the_package() -> None:
     assert (LO_REFERENCE.privacy.model, LO_REFERENCE.privacy.epsilon) == ("local", LO_EPS)
     assert LO_REFERENCE.privacy.delta == 0.0
-    assert LO_MID.epsilon == LO_VAR.epsilon == pytest.approx(0.75 * LO_EPS / 2)
+    assert LO_MID.epsilon == LO_VAR.epsilon
+    assert 0.75 * LO_EPS / 2 <= LO_MID.epsilon <= 0.76 * LO_EPS / 2
     for user in LO_USERS.values():
         values = _with_user(LO_BASE, user)
         run = _lo_pipeline(values)

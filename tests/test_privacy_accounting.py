@@ -1,0 +1,419 @@
+"""Exact tests of the privacy accounting (DESIGN.md §5.1): ``compose``, ``zcdp_epsilon``, the
+budget plan and the ledger (:mod:`dplong.privacy.accounting`, :mod:`dplong.privacy.plan`).
+
+``compose`` must be a valid *upper* bound on the privacy loss of the calls it composes — never
+better than the exact privacy profile — and no worse than basic composition. Its validity is
+checked against independent computations of the exact (ε, δ) of the worst cases:
+
+* k Gaussian calls of ρ each compose to one Gaussian mechanism with sensitivity/σ
+  ``μ = √(2kρ)``, whose exact profile is the analytic Gaussian formula of Balle & Wang (2018):
+  ``δ(ε) = Φ(μ/2 - ε/μ) - e^ε Φ(-μ/2 - ε/μ)``;
+* k pure ε-DP calls: the exact optimal composition of Kairouz, Oh & Viswanath (2015, Thm 3.3),
+  attained by k-fold randomized response, whose privacy loss is ``(k - 2l) ε`` with probability
+  ``C(k, l) e^{(k-l)ε} / (1 + e^ε)^k``: ``δ(ε') = Σ_l C(k,l) (e^{(k-l)ε} - e^{ε'} e^{lε})_+ /
+  (1 + e^ε)^k``;
+* both together: the privacy loss of randomized response and of the Gaussian add up
+  independently, so ``δ(ε') = Σ_l P(l) δ_G(ε' - (k - 2l) ε)`` with δ_G the Gaussian profile
+  above (valid for any real argument) — the worst case of ε-DP calls composed with these
+  Gaussians (randomized response dominates every ε-DP mechanism, KOV 2015);
+* ``zcdp_epsilon`` against the Bun–Steinke (2016, Prop. 1.3) bound ``ρ + 2√(ρ log(1/δ))``.
+
+The exact ε at δ is found by root-finding on the exact δ(ε) (which decreases in ε).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from audit import memoized_compose
+from numpy.typing import NDArray
+from scipy import optimize, special
+
+import dplong
+from dplong.exceptions import PrivacyParameterError
+from dplong.privacy.accounting import (
+    ORDERS,
+    Cost,
+    LedgerEntry,
+    PrivacyLedger,
+    compose,
+    pure_renyi,
+    zcdp_epsilon,
+)
+from dplong.privacy.engine import Release, release_means
+from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.plan import ReleasePlan
+
+#: Relative slack for float rounding in the independent exact computations (root-finding to
+#: 1e-14, sums of a few hundred terms): far below every margin a wrong rule would leave.
+ROUNDING = 1e-10
+
+
+# ---------------------------------------------------------------------------------------------
+# Independent exact privacy profiles
+# ---------------------------------------------------------------------------------------------
+
+
+def gaussian_delta(epsilon: float, mu: float) -> float:
+    """Balle & Wang (2018, Thm 8): δ(ε) of the Gaussian mechanism with sensitivity/σ = μ."""
+    a, b = mu / 2.0 - epsilon / mu, -mu / 2.0 - epsilon / mu
+    return float(special.ndtr(a) - math.exp(epsilon + special.log_ndtr(b)))
+
+
+def randomized_response_loss(
+    k: int, epsilon: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Values ``(k - 2l) ε`` and log-probabilities of the privacy loss of k-fold RR."""
+    flips = np.arange(k + 1)
+    log_choose = (
+        special.gammaln(k + 1) - special.gammaln(flips + 1) - special.gammaln(k - flips + 1)
+    )
+    log_p = log_choose + (k - flips) * epsilon - k * np.log1p(math.exp(epsilon))
+    return (k - 2 * flips) * epsilon, log_p
+
+
+def kov_delta(epsilon_prime: float, k: int, epsilon: float) -> float:
+    """Kairouz–Oh–Viswanath (2015): exact δ(ε') of k-fold composition of ε-DP."""
+    loss, log_p = randomized_response_loss(k, epsilon)
+    over = loss > epsilon_prime
+    return float(np.sum(np.exp(log_p[over]) * -np.expm1(epsilon_prime - loss[over])))
+
+
+def mixed_delta(epsilon_prime: float, k: int, epsilon: float, mu: float) -> float:
+    """Exact δ(ε') of k-fold ε randomized response composed with a Gaussian of ratio μ."""
+    loss, log_p = randomized_response_loss(k, epsilon)
+    return float(
+        sum(
+            math.exp(lp) * gaussian_delta(epsilon_prime - v, mu)
+            for v, lp in zip(loss, log_p, strict=True)
+        )
+    )
+
+
+def exact_epsilon(delta_of: Any, delta: float, upper: float) -> float:
+    """The smallest ε >= 0 with ``delta_of(ε) <= δ`` (δ(ε) decreases in ε)."""
+    if delta_of(0.0) <= delta:
+        return 0.0
+    return float(optimize.brentq(lambda e: delta_of(e) - delta, 0.0, upper, xtol=1e-14))
+
+
+def test_exact_profiles_agree_with_known_values() -> None:
+    """The independent computations themselves, on cases with known answers."""
+    # one ε-DP call is exactly (ε, 0)-DP: KOV gives δ(ε) = 0 and δ(0) = (e^ε - 1)/(e^ε + 1)
+    assert kov_delta(0.7, 1, 0.7) == 0.0
+    assert kov_delta(0.0, 1, 0.7) == pytest.approx(math.tanh(0.35), rel=1e-14)
+    # KOV at k ε: δ = 0; basic composition is exact at δ = 0
+    assert kov_delta(3 * 0.4, 3, 0.4) == 0.0 and kov_delta(3 * 0.4 - 1e-9, 3, 0.4) > 0
+    # Gaussian: δ(0) = 2Φ(μ/2) - 1 (total variation), and δ decreases in ε
+    assert gaussian_delta(0.0, 1.0) == pytest.approx(2 * special.ndtr(0.5) - 1, rel=1e-13)
+    assert gaussian_delta(1.0, 1.0) < gaussian_delta(0.5, 1.0)
+    # composing with a zero-loss Gaussian (μ → 0) gives back KOV
+    assert mixed_delta(0.3, 4, 0.2, 1e-9) == pytest.approx(kov_delta(0.3, 4, 0.2), rel=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# compose: basic composition, and the Rényi rule against the exact profiles
+# ---------------------------------------------------------------------------------------------
+
+RNG_COSTS = np.random.default_rng(90)
+PURE_LISTS = [RNG_COSTS.uniform(0.001, 2.0, size=k) for k in (1, 2, 3, 5, 10, 40, 200)]
+
+
+@pytest.mark.parametrize("epsilons", PURE_LISTS, ids=lambda e: f"k={len(e)}")
+def test_basic_composition_is_exact_for_pure_calls_without_delta(
+    epsilons: NDArray[np.float64],
+) -> None:
+    total = compose([Cost(epsilon=float(e)) for e in epsilons], delta=0.0)
+    assert total.rule == "basic" and total.delta == 0.0
+    assert total.epsilon == pytest.approx(math.fsum(epsilons), rel=1e-14)
+    assert total.rho == pytest.approx(math.fsum(epsilons**2) / 2.0, rel=1e-12)
+
+
+def test_one_pure_call_with_delta_is_basic() -> None:
+    total = compose([Cost(epsilon=0.3)], delta=1e-6)
+    assert (total.epsilon, total.delta, total.rule) == (0.3, 0.0, "basic")
+
+
+def test_gaussian_calls_need_delta() -> None:
+    with pytest.raises(ValueError, match="positive delta"):
+        compose([Cost(rho=0.1)], delta=0.0)
+
+
+#: (k, ρ per call, δ): few and many calls, small and large ρ, moderate and tiny δ
+GAUSSIAN_CASES = [
+    (1, 0.01, 1e-6),
+    (1, 0.5, 1e-3),
+    (3, 2.0, 1e-5),
+    (10, 0.01, 1e-6),
+    (50, 0.05, 1e-10),
+    (100, 0.001, 1e-8),
+    (400, 1e-4, 1e-6),
+]
+
+
+@pytest.mark.parametrize(("k", "rho", "delta"), GAUSSIAN_CASES)
+def test_gaussian_calls_never_beat_the_exact_gaussian(k: int, rho: float, delta: float) -> None:
+    total = compose([Cost(rho=rho)] * k, delta)
+    mu = math.sqrt(2.0 * k * rho)
+    exact = exact_epsilon(lambda e: gaussian_delta(e, mu), delta, 200.0)
+    assert total.epsilon >= exact * (1 - ROUNDING), (total, exact)
+    # the exact mechanism really is (total.epsilon, δ)-DP at what compose reports
+    assert gaussian_delta(total.epsilon, mu) <= delta * (1 + ROUNDING)
+    assert total.delta <= delta and total.rho == pytest.approx(k * rho, rel=1e-12)
+    # zcdp_epsilon of the summed ρ is what the basic rule uses, and Bun–Steinke bounds it
+    assert total.epsilon <= zcdp_epsilon(k * rho, delta) * (1 + 1e-12)
+    assert zcdp_epsilon(k * rho, delta) <= k * rho + 2 * math.sqrt(k * rho * math.log(1 / delta))
+
+
+#: (k, ε per call, δ): where basic wins, where Rényi wins by a little and by a lot
+PURE_CASES = [
+    (2, 0.5, 1e-6),
+    (5, 1.0, 1e-3),
+    (10, 0.1, 1e-6),
+    (30, 0.3, 1e-8),
+    (100, 0.01, 1e-6),
+    (1000, 0.01, 1e-9),
+    (64, 2.0, 1e-5),
+]
+
+
+@pytest.mark.parametrize(("k", "epsilon", "delta"), PURE_CASES)
+def test_pure_calls_never_beat_optimal_composition(k: int, epsilon: float, delta: float) -> None:
+    total = compose([Cost(epsilon=epsilon)] * k, delta)
+    exact = exact_epsilon(lambda e: kov_delta(e, k, epsilon), delta, k * epsilon)
+    assert total.epsilon >= exact * (1 - ROUNDING), (total, exact)
+    assert kov_delta(total.epsilon, k, epsilon) <= delta * (1 + ROUNDING)
+    assert total.epsilon <= k * epsilon * (1 + 1e-14)  # never worse than basic
+    assert total.delta <= delta
+
+
+#: (k pure calls of ε, m Gaussian calls of ρ, δ)
+MIXED_CASES = [(3, 0.2, 2, 0.05, 1e-6), (20, 0.05, 1, 0.02, 1e-6), (8, 0.4, 4, 0.3, 1e-4)]
+
+
+@pytest.mark.parametrize(("k", "epsilon", "m", "rho", "delta"), MIXED_CASES)
+def test_mixed_calls_never_beat_the_exact_worst_case(
+    k: int, epsilon: float, m: int, rho: float, delta: float
+) -> None:
+    total = compose([Cost(epsilon=epsilon)] * k + [Cost(rho=rho)] * m, delta)
+    mu = math.sqrt(2.0 * m * rho)
+    exact = exact_epsilon(lambda e: mixed_delta(e, k, epsilon, mu), delta, 200.0)
+    assert total.epsilon >= exact * (1 - ROUNDING), (total, exact)
+    assert mixed_delta(total.epsilon, k, epsilon, mu) <= delta * (1 + ROUNDING)
+    basic = k * epsilon + zcdp_epsilon(m * rho, delta)
+    assert total.epsilon <= basic * (1 + 1e-14)
+
+
+def test_renyi_rule_never_worse_than_basic_and_always_valid() -> None:
+    """Random mixtures: compose ≤ basic; and ≥ the exact worst case when calls are alike."""
+    rng = np.random.default_rng(91)
+    for _ in range(60):
+        pure = list(rng.uniform(0.001, 1.5, size=rng.integers(0, 30)))
+        rhos = list(rng.uniform(1e-4, 0.5, size=rng.integers(0, 4)))
+        delta = float(10.0 ** rng.uniform(-10, -2))
+        if not pure and not rhos:
+            continue
+        costs = [Cost(epsilon=e) for e in pure] + [Cost(rho=r) for r in rhos]
+        total = compose(costs, delta)
+        basic = math.fsum(pure) + (zcdp_epsilon(math.fsum(rhos), delta) if rhos else 0.0)
+        assert total.epsilon <= basic * (1 + 1e-12), (total, basic)
+        assert total.delta <= delta
+        # a lower bound that holds for any mixture: the largest single call is exact
+        assert total.epsilon >= max(pure, default=0.0) * (1 - 1e-14)
+
+
+def test_approximate_calls_add_by_basic_composition() -> None:
+    pure = [Cost(epsilon=0.1)] * 20
+    histograms = [Cost(epsilon=0.3, delta=1e-7), Cost(epsilon=0.2, delta=2e-7)]
+    total = compose(histograms + pure, delta=1e-6)
+    rest = compose(pure, delta=1e-6 - 3e-7)
+    assert total.epsilon == pytest.approx(0.5 + rest.epsilon, rel=1e-14)
+    assert total.delta <= 1e-6 and math.isnan(total.rho)
+
+
+def test_pure_renyi_curve_is_randomized_response() -> None:
+    """Steinke's curve is the Rényi divergence of randomized response, computed directly."""
+    for epsilon in (0.01, 0.3, 2.0):
+        log_p, log_q = -math.log1p(math.exp(-epsilon)), -math.log1p(math.exp(epsilon))
+        a = ORDERS[::60]
+        both = np.logaddexp(a * log_p + (1 - a) * log_q, a * log_q + (1 - a) * log_p)
+        np.testing.assert_allclose(pure_renyi(epsilon)[::60], both / (a - 1), rtol=1e-9, atol=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("rho", "delta"), list(itertools.product((1e-4, 0.01, 0.25, 1.0, 10.0), (1e-3, 1e-6, 1e-12)))
+)
+def test_zcdp_epsilon_within_bun_steinke(rho: float, delta: float) -> None:
+    eps = zcdp_epsilon(rho, delta)
+    assert 0.0 < eps <= rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+    # and valid: the Gaussian with this ρ is (eps, δ)-DP
+    assert gaussian_delta(eps, math.sqrt(2.0 * rho)) <= delta * (1 + ROUNDING)
+
+
+# ---------------------------------------------------------------------------------------------
+# The ledger and the budget plan
+# ---------------------------------------------------------------------------------------------
+
+
+def test_ledger_totals_equal_compose() -> None:
+    rng = np.random.default_rng(92)
+    kinds = ("pure", "zcdp", "approximate")
+    for _ in range(40):
+        entries = []
+        for _ in range(int(rng.integers(1, 15))):
+            kind = kinds[int(rng.integers(0, 3))]
+            eps = float(rng.uniform(0.01, 1.0)) if kind != "zcdp" else 0.0
+            rho = float(rng.uniform(0.001, 0.2)) if kind == "zcdp" else 0.0
+            delta = float(rng.uniform(1e-9, 1e-8)) if kind == "approximate" else 0.0
+            entries.append(LedgerEntry("mean", "m", "x", eps, delta, rho, 1.0, 1.0))
+        delta = 1e-6
+        ledger = PrivacyLedger.from_entries(entries, delta, "central")
+        total = compose([e.cost for e in entries], delta)
+        assert (ledger.epsilon, ledger.delta, ledger.composition) == (
+            total.epsilon,
+            total.delta,
+            total.rule,
+        )
+        assert ledger.rho == total.rho or (math.isnan(ledger.rho) and math.isnan(total.rho))
+        assert ledger.entries == tuple(entries)
+        digest = ledger.digest()
+        assert digest.loc["total", "epsilon"] == ledger.epsilon
+
+
+#: (n, d, ε, δ): small and large n, one to many columns, small to large budgets, δ = 0 (Laplace
+#: only) to large
+PLAN_CASES = list(
+    itertools.product((60, 300, 5_000, 200_000), (1, 2, 5, 24), (0.1, 1.0, 8.0), (0.0, 1e-9, 1e-3))
+)
+
+
+@pytest.mark.parametrize(("n", "d", "epsilon", "delta"), PLAN_CASES)
+def test_plan_keeps_every_release_within_the_request(
+    n: int, d: int, epsilon: float, delta: float
+) -> None:
+    """compose(all calls) of every plan and final budget stays within (ε, δ), for radii and
+    focus weights anywhere, both kinds, with and without refinement and a stated scale."""
+    rng = np.random.default_rng(n + 7 * d)
+    for stated in (False, True):
+        plan = ReleasePlan.make(n=n, d=d, epsilon=epsilon, delta=delta, stated_scale=stated)
+        try:
+            plan.check(None)
+        except PrivacyParameterError:
+            continue  # refused before any noise: nothing is spent
+        radii = 10.0 ** rng.uniform(-3, 3, d)
+        weights = rng.uniform(0.05, 1.0, d)
+        for refined in {False, plan.refine > 0}:
+            early = plan.early_costs(refine=refined)
+            final = plan.final_budget(radii, weights, refined=refined)
+            budgets = [final] + [
+                plan.calibrate(np.full(d, 1.0 / d), kind, refined=refined)
+                for kind in (("laplace", "gaussian") if delta > 0 else ("laplace",))
+            ]
+            for budget in budgets:
+                total = compose(early + budget.costs(), delta)
+                assert total.epsilon <= epsilon * (1 + 1e-12), (plan, budget, total)
+                assert total.delta <= delta
+            # the budget the release uses leaves (almost) nothing on the table
+            total = compose(early + final.costs(), delta)
+            assert total.epsilon >= epsilon * (1 - 1e-6), (plan, final, total)
+            assert final.kind == "laplace" or delta > 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="utility, not privacy: ReleasePlan.calibrate('laplace') searches s only up to "
+    "2 max(ε - early ε, ε), but with many columns and a large δ the Rényi rule lets the final "
+    "ε_j sum to more than that: 8 % of the budget is left unspent here (up to ~20 % with other "
+    "radii), and plan.check's refusal, which uses this calibration, is too strict",
+)
+def test_laplace_calibration_uses_the_whole_budget() -> None:
+    plan = ReleasePlan.make(n=5000, d=24, epsilon=0.1, delta=1e-3, stated_scale=False)
+    budget = plan.calibrate(np.full(24, 1 / 24), "laplace")
+    total = compose(plan.early_costs() + budget.costs(), 1e-3)
+    assert total.epsilon >= 0.1 * (1 - 1e-6), total
+
+
+# ---------------------------------------------------------------------------------------------
+# The audits' memo of the budget arithmetic (tests/audit.py) is exact
+# ---------------------------------------------------------------------------------------------
+
+
+def _fingerprint(result: Any) -> tuple[Any, ...]:
+    """Everything a release or fit publishes that depends on the data or the budget."""
+    if isinstance(result, Release):
+        numbers = [result.estimate, result.interval, result.noise_scale, result.users]
+    elif isinstance(result, dplong.results.PanelResults):
+        numbers = [result.params, result.projection_interval, result.noise_scale, result.users]
+    else:  # ScaleEstimate
+        numbers = [result.scale, result.midpoint]
+    flat = tuple(np.asarray(v, dtype=np.float64).tobytes() for v in numbers)
+    return (*flat, repr(result.privacy))  # repr: exact floats, NaN equal to NaN
+
+
+@pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+def test_memoized_budgets_are_exact() -> None:
+    """The audits' memo changes no output bit and no ledger entry (and is used)."""
+    x = np.random.default_rng(70).normal(3.0, 2.0, (300, 2))
+    panel = pd.DataFrame({"user": np.repeat(np.arange(100), 3), "x": np.tile([0.0, 1.0, 2.0], 100)})
+    panel["y"] = panel["x"] + np.random.default_rng(71).normal(size=300)
+    ols = dplong.LongitudinalOLS.from_formula("y ~ x", panel, groups="user")
+    location = dplong.RandomEffectsLocation.from_formula("y ~ 1", panel, groups="user")
+    curves = dplong.PriestleyChao.from_formula(
+        "y ~ x",
+        panel.assign(x=panel["x"] / 2),
+        groups="user",
+        domain=(0, 1),
+        bandwidth=0.3,
+        grid=[0.3, 0.6],
+    )
+    gaussian = ReleaseOptions.check(
+        500, epsilon=1.0, delta=1e-2, privacy="central", bound=None, d=2
+    )
+    y = 1500.0 + np.random.default_rng(72).normal(size=(500, 2))
+
+    def releases(seed: int) -> list[Any]:
+        return [
+            dplong.winsorized_mean(x, epsilon=1.0, random_state=seed),
+            dplong.winsorized_mean(x, epsilon=1.0, scale=4.0, random_state=seed),
+            dplong.winsorized_mean(x, epsilon=1.0, variant="theory", scale=4.0, random_state=seed),
+            dplong.winsorized_mean(
+                x, epsilon=4.0, privacy="local", bound=10.0, scale=4.0, random_state=seed
+            ),
+            dplong.privacy.estimate_scale(
+                x, epsilon=1.0, scale_bounds=(0.1, 100.0), random_state=seed
+            ),
+            release_means(
+                y,
+                names=("a", "b"),
+                options=gaussian,
+                scale=np.ones(2),
+                rng=np.random.default_rng(seed),
+            ),
+            ols.fit(epsilon=2.0, random_state=seed),
+            ols.fit(epsilon=2.0, scale=1.0, random_state=seed),
+            location.fit(epsilon=2.0, scale=1.0, within_scale=1.0, random_state=seed),
+            curves.fit(epsilon=2.0, scale=1.0, random_state=seed),
+        ]
+
+    for seed in (0,):
+        plain = [_fingerprint(r) for r in releases(seed)]
+        with memoized_compose() as cache:
+            memoised = [_fingerprint(r) for r in releases(seed)]
+            again = [_fingerprint(r) for r in releases(seed)]  # now from the caches
+            assert cache.cache_info().hits > 0
+        assert plain == memoised == again
+        assert releases(seed)[5].noise_kind == "gaussian"  # the Gaussian path is covered
+
+
+def test_memo_is_undone() -> None:
+    before = (dplong.privacy.plan.compose, ReleasePlan.calibrate)
+    with memoized_compose():
+        assert dplong.privacy.plan.compose is not before[0]
+    assert (dplong.privacy.plan.compose, ReleasePlan.calibrate) == before
+    assert dataclasses.is_dataclass(ReleasePlan)
