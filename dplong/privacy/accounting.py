@@ -164,7 +164,8 @@ def compose(costs: Iterable[Cost], delta: float) -> Composition:
     if rest <= 0.0:
         raise ValueError("Gaussian calls need a positive delta to convert")
     basic = eps_pure + zcdp_epsilon(rho, rest)
-    curve = ORDERS * rho + (pure_renyi(pure).sum(axis=0) if pure.size else 0.0)
+    values, counts = np.unique(pure, return_counts=True)  # equal calls: one curve, times k
+    curve = ORDERS * rho + (counts @ pure_renyi(values) if pure.size else 0.0)
     renyi = _renyi_to_epsilon(curve, rest)
     if basic <= renyi:
         used = delta_a + (rest if rho > 0 else 0.0)
