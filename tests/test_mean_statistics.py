@@ -41,6 +41,7 @@ import numpy as np
 import pytest
 from scipy import stats
 from scipy.signal import lfilter
+from untouchable import Untouchable
 
 import dplong
 from dplong.exceptions import InsufficientUsersError
@@ -51,16 +52,6 @@ Z_TOL = 4.0  # tolerance in Monte Carlo standard errors (see the module docstrin
 TOEPLITZ_DECAY = 0.95  # Σ_u = (0.95^{|s-t|}) within each user, as in §7.1.3 and §7.2
 
 
-class Untouchable(np.random.Generator):
-    """A Generator whose every method raises: passing it proves that no noise was drawn."""
-
-    def __init__(self) -> None:
-        super().__init__(np.random.PCG64(0))
-
-    def __getattribute__(self, name: str) -> object:
-        if name.startswith("__"):
-            return object.__getattribute__(self, name)
-        raise AssertionError(f"randomness was drawn before a refusal: Generator.{name}")
 
 
 # --------------------------------------------------------------------------------------------

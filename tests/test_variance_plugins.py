@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 from scipy.signal import lfilter
+from untouchable import Untouchable
 
 import dplong
 from dplong.exceptions import (
@@ -37,19 +38,6 @@ from dplong.privacy.variance import (
     default_iterations,
     plan_budget,
 )
-
-
-class Untouchable(np.random.Generator):
-    """A Generator whose every method raises: passing it proves that no noise was drawn."""
-
-    def __init__(self) -> None:
-        super().__init__(np.random.PCG64(0))
-
-    def __getattribute__(self, name: str) -> object:
-        if name.startswith("__"):
-            return object.__getattribute__(self, name)
-        raise AssertionError(f"randomness was drawn before a refusal: Generator.{name}")
-
 
 NOISE_OFF = 1e300  # every geometric draw is exactly 0 and the histogram threshold is 1/n
 #: Relative slack of a lattice sensitivity over the exact one: the coarse rounding adds at most
