@@ -17,35 +17,32 @@ with θ = 0.08, ϑ = 2.03 for every user with at least p rows. The eigenvalue co
 Lemma 5.15 holds, every such β̂_u exists and, given X_u, is Gaussian with covariance at most
 ϑ‖Σ_u‖/(θ²T_u) in operator norm (a sub-Gaussian scale mixture).
 
-Scale. ``scale`` is the true per-coordinate variance of one user's coefficient,
-``v_j = E_X[Cov(β̂_u | X_u)_jj]`` (law of total variance; E[β̂_u | X_u] = β): the exact
-conditional covariance ``(X'X)^{-1} X'ΣX (X'X)^{-1}`` (OLS) or ``(X'Σ^{-1}X)^{-1}`` (GLS with the
-true φ) averaged over 40,000 independent design draws (:func:`coefficient_variance`): a pilot
-over designs only, with relative Monte Carlo error <= 0.4 %, carried into every tolerance. In
-these tests it plays the role of the analyst's public assumption.
+Scale. Where a test states ``scale``, it is the true per-coordinate variance of one user's
+coefficient, ``v_j = E_X[Cov(β̂_u | X_u)_jj]`` (law of total variance; E[β̂_u | X_u] = β): the
+exact conditional covariance ``(X'X)^{-1} X'ΣX (X'X)^{-1}`` (OLS) or ``(X'Σ^{-1}X)^{-1}`` (GLS
+with the true φ) averaged over 40,000 independent design draws (:func:`coefficient_variance`),
+with relative Monte Carlo error <= 0.4 %, carried into every tolerance. Other tests use the
+default (``scale="estimate"``: given ε only).
 
-Exact predictions. The projection interval m̂ ± (τ + 2τ') has half-width ≈ 10.7√v and its
-midpoint is within τ' = 2.7√v of β, while β̂_u has conditional sd <= 2.5√v for every design
-(1.0-1.3√v typically): even with the worst midpoint offset the expected number of clipped users
-is < 2e-3 per release (computed over 2e5 designs), and a clipped user would move the mean by a
-negligible amount. So the release is ``mean_u β̂_u + ξ``, ξ the lattice Laplace noise,
-independent of the data, whose exact sd the package reports (``noise_sd``, a public function of
-n, ε, δ and scale; checked against an independent re-derivation of Alg 5's calibration in
-:func:`laplace_noise_variance`). Hence MSE_j = v_j / n + noise_sd_j², and since noise_sd_j² ∝ v_j
-with a factor that only depends on (n, ε, p), MSE(n, T) = Σ_j v_j(T) · g(n): the T- and
-n-dependence separate exactly.
+What the release is (the default engine, ``dplong.privacy.engine``). Users with fewer than p
+rows have no β̂_u and are left out: the estimate is ``c + (Σ_u clip(β̂_u - c, ±w) + Z) / N̂``
+with N̂ the private count of users who have a fit, c the rough private mean and Z the final
+noise; ``noise_sd`` is the engine's statement of the sd of ``Z/N̂`` and of the count's error,
+per release. The intervals here are wide (w ≈ 3 plug-in sds beyond the centre's error) against
+the coefficients' spread, so clipping moves the mean by a negligible amount (checked where it
+matters) and MSE_j = v_j / N + E[noise_sd_j²]. Since the engine is scale-equivariant — a stated
+scale v sets every radius to a multiple of √v — noise_sd_j² ∝ v_j at fixed (n, ε): the T- and
+n-dependence of Cor 5.16 separate.
 
 Tolerances. Every Monte Carlo quantity is a mean over R independent replications; its standard
 error (SE) is estimated from the replications themselves (sample sd / √R, or the delta method
 for ratios of means), which needs no model of the error's kurtosis (the errors are mixtures of
 Gaussian and Laplace terms). Four SEs is the default tolerance: a two-sided normal tail of
-6e-5 per assertion, so the ~80 Monte Carlo assertions of this file have a false-alarm rate
-below 0.5 % for an arbitrary seed, while a factor √2 in the noise sd (a doubled noise
-variance), a 1/n instead of 1/n² privacy term or a wrong weighting are many SEs away. The
-exact treatment of users without a coefficient is checked without Monte Carlo error by the
-noise-off reference test. Seeds are fixed; every test also passed with 3-4 other seeds (offsets
-of +1000..+4000), and the comments quote the numbers measured with the fixed seeds.
-Runtime (2 shared cores, one process): fast tests ~12 s, ``@pytest.mark.slow`` ~40 s.
+6e-5 per assertion, so the ~60 Monte Carlo assertions of this file have a false-alarm rate
+below 0.5 % for an arbitrary seed, while a factor √2 in the noise sd, a 1/n instead of 1/n²
+privacy term, a shrinkage towards a midpoint or a wrong weighting are many SEs away. The exact
+treatment of users without a coefficient is checked without Monte Carlo error by the noise-off
+reference test. Seeds are fixed.
 """
 
 from __future__ import annotations
@@ -71,7 +68,7 @@ GAMMA = 0.05  # the package's default failure probability behind τ and τ'
 Z_TOL = 4.0  # tolerance in Monte Carlo standard errors (see the module docstring)
 PILOT_DRAWS = 40_000
 PILOT_SEED = 20_240_513
-NOISE_OFF = {"epsilon": 1e300, "delta": 0.5}  # every geometric draw is exactly 0
+NOISE_OFF = {"epsilon": 1e100, "delta": 1e-6}  # every draw exactly 0 (test_engine_units.py)
 
 
 # --------------------------------------------------------------------------------------------
@@ -182,26 +179,6 @@ def coefficient_variance(T: int, phi: float, weighted: bool) -> tuple[np.ndarray
     return diag.mean(axis=0), diag.std(axis=0, ddof=1) / math.sqrt(PILOT_DRAWS)
 
 
-def laplace_noise_variance(v: np.ndarray, n: int, epsilon: float) -> np.ndarray:
-    """Variance of the privacy noise in each released coefficient, re-derived from Alg 5.
-
-    δ = 1/n², basic composition over the p columns (ε/p, δ/p each: advanced composition needs
-    p ≫ 3); the midpoint gets the documented share max(0.05, 2 log(2/δ_c) / ((n/4 - 1) ε_c))
-    (capped at ½), the mean the rest, ε_m. Projection half-width w = τ + 2τ' with
-    τ = √(2v log(2pn/γ)), τ' = √(2v log(2/γ)) (§7.1.2); the clipped sum has sensitivity 2w, so
-    the mean gets Laplace(2w / (n ε_m)) noise of variance 2 (2w / (n ε_m))². This is Cor 5.16's
-    privacy term: ∝ v log(pn) / (n² ε²), with v ≍ ϑσ²/(θ²T) by Lemma 5.15.
-    """
-    delta = 1.0 / n**2
-    eps_c, delta_c = epsilon / P, delta / P
-    share = min(max(2.0 * math.log(2.0 / delta_c) / ((n / 4.0 - 1.0) * eps_c), 0.05), 0.5)
-    eps_mean = (1.0 - share) * eps_c
-    w = np.sqrt(2.0 * v) * (
-        math.sqrt(math.log(2.0 * P * n / GAMMA)) + 2.0 * math.sqrt(math.log(2.0 / GAMMA))
-    )
-    return 2.0 * (2.0 * w / (n * eps_mean)) ** 2
-
-
 # --------------------------------------------------------------------------------------------
 # Monte Carlo helpers
 # --------------------------------------------------------------------------------------------
@@ -238,11 +215,12 @@ def _sq(errors: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize(
     ("kind", "param"), [("independence", 0.0), ("ar1", 0.95), ("exchangeable", 0.3)]
 )
-def test_noise_off_fit_is_mean_of_numpy_per_user_fits(kind, param):
+def test_noise_off_fit_is_mean_of_numpy_per_user_fits(kind: str, param: float) -> None:
     # Unbalanced T_u in 1..15 (so some users have fewer rows than p = 3) and rows shuffled: the
-    # package must sort by (user, t), fit every identified user and give every other user the
-    # private midpoint m̂ (the centre of the released projection interval). With ε = 1e300 the
-    # release is that exact mean (fixed-point rounding ~1e-16 w): tolerance 1e-9.
+    # package must sort by (user, t), fit every identified user and leave every other user out
+    # (the estimand: the mean over the users who have a fit). With no noise the release is that
+    # exact mean (fixed-point rounding ~1e-16 w) and the private count is exact; the scale is
+    # estimated and the radius (10 σ̂, the widest with no noise) clips nobody here.
     rng = np.random.default_rng(11)
     rows = rng.integers(1, 16, size=400)
     panel = simulate_panel(rng, rows, phi=0.95)
@@ -250,47 +228,20 @@ def test_noise_off_fit_is_mean_of_numpy_per_user_fits(kind, param):
     model = dplong.LongitudinalOLS.from_formula(
         FORMULA, frame, groups="user", time="t", correlation=kind, correlation_param=param
     )
-    res = model.fit(scale=1.0, random_state=0, **NOISE_OFF)
+    res = model.fit(random_state=0, **NOISE_OFF)
     beta_u = per_user_fits(panel, kind, param)
     short = np.isnan(beta_u[:, 0])
     assert 20 < short.sum() < 100  # T_u in {1, 2}: about 2/15 of the users
-    midpoint = res.projection_interval.mean(axis=1).to_numpy()
-    expected = (np.nansum(beta_u, axis=0) + short.sum() * midpoint) / rows.size
-    np.testing.assert_allclose(res.params.to_numpy(), expected, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(res.params.to_numpy(), np.nanmean(beta_u, axis=0), atol=1e-10)
+    assert res.users.iloc[0] == (~short).sum()
+    interval = res.projection_interval.to_numpy()
+    fitted = beta_u[~short]
+    assert np.all((interval[:, 0] <= fitted) & (fitted <= interval[:, 1]))
     assert list(res.params.index) == NAMES and res.nobs_users == rows.size
 
 
 # --------------------------------------------------------------------------------------------
-# 1. Cor 5.16's privacy term: the reported noise is Alg 5's calibration (no Monte Carlo)
-# --------------------------------------------------------------------------------------------
-
-
-def test_noise_sd_is_alg5_calibration_and_scales_like_cor_5_16():
-    # noise_sd is public: a function of (n, ε, δ, scale) only. Compare it with the independent
-    # derivation of laplace_noise_variance: equal up to the lattice rounding of the sensitivity
-    # (< 0.05 % in scale, module docstring of dplong.privacy.noise): rtol 1e-3 on the variance.
-    rng = np.random.default_rng(5)
-    noise_var = {}
-    for n in (1_000, 4_000):
-        for T in (5, 20):
-            v = coefficient_variance(T, 0.5, False)[0]
-            res = fit(simulate_panel(rng, np.full(n, T), 0.5), v, rng, refine=False)
-            assert "basic" in res.privacy.composition and res.privacy.epsilon <= 1.0
-            assert res.privacy.delta == pytest.approx(1.0 / n**2)
-            predicted = laplace_noise_variance(v, n, 1.0)
-            np.testing.assert_allclose(res.noise_sd.to_numpy() ** 2, predicted, rtol=1e-3)
-            np.testing.assert_allclose(res.sampling_sd.to_numpy() ** 2, v / n, rtol=1e-12)
-            noise_var[n, T] = res.noise_sd.to_numpy() ** 2 / v
-    # Per unit of v ≍ 1/T, the noise variance does not depend on T, and falls like 1/n²
-    # times (log n)·(midpoint share) factors: ×16 from n = 1000 to 4000, times 0.948 for the
-    # log in τ² and 2.03 because the midpoint's share of ε falls from 0.376 to 0.110: 30.83.
-    # (Relative to the sampling variance v/n, the noise is 19.5x at n = 1000, 2.53x at 4000.)
-    np.testing.assert_allclose(noise_var[1_000, 5], noise_var[1_000, 20], rtol=1e-3)
-    np.testing.assert_allclose(noise_var[1_000, 5] / noise_var[4_000, 5], 30.83, rtol=1e-3)
-
-
-# --------------------------------------------------------------------------------------------
-# 2. Coverage of conf_int(0.05) when scale is the true per-user variance
+# 1. Coverage of conf_int(0.05) when scale is the true per-user variance
 # --------------------------------------------------------------------------------------------
 
 
@@ -305,19 +256,72 @@ def check_coverage(seed: int, reps: int, n: int = 1_000, T: int = 10, phi: float
     return covered
 
 
-def test_conf_int_covers_true_beta():
-    reps = 500
+def test_conf_int_covers_true_beta_with_the_true_scale() -> None:
+    reps = 250
     covered = check_coverage(seed=71, reps=reps)
     rate = covered.mean(axis=0)
-    # The interval is exact up to the CLT over 1000 users and the 0.4 % pilot error in the
-    # scale: nominal 95 %. Binomial SE per coefficient √(0.95·0.05/500) = 0.0097: each rate
-    # must lie in 0.95 ± 4 SE = [0.911, 0.989] (too wide intervals fail too).
+    print(f"coverage {rate} (pooled {covered.mean():.3f})")
+    # The sampling part is exact up to the CLT over 1000 users and the 0.4 % pilot error in
+    # the scale; the noise part is the exact Laplace law; the clipping-bias bound only widens.
+    # Binomial SE per coefficient √(0.95·0.05/250) = 0.0138: each rate must lie within
+    # 0.95 ± 4 SE = [0.895, 1.0]; pooled over the 3 coefficients (uncorrelated errors:
+    # orthogonal design, independent noise) the SE is 0.0080 and the pooled rate must be at
+    # least 0.95 - 4 SE = 0.918.
     se = math.sqrt(0.95 * 0.05 / reps)
     assert np.all(np.abs(rate - 0.95) <= Z_TOL * se), rate
-    # Pooled over the 3 coefficients (their errors are uncorrelated: orthogonal design,
-    # independent noise), SE 0.0056: at least 93 % is 3.5 SE below nominal.
-    # Measured: 0.944, 0.964, 0.954 (pooled 0.954); other seeds 0.938-0.964 per coefficient.
-    assert covered.mean() >= 0.93, rate
+    assert covered.mean() >= 0.95 - Z_TOL * se / math.sqrt(P), rate
+
+
+# --------------------------------------------------------------------------------------------
+# 2. The plug-in scale (defaults, ε only): the sampling sd of heavy-tailed coefficients
+# --------------------------------------------------------------------------------------------
+# Given ε only, the engine's sampling_sd is σ̂/√N̂ with σ̂ = (private median of |β̂_u - m̂|) /
+# 0.6745: the sd for normal statistics. Per-user OLS coefficients of random designs are scale
+# mixtures of normals: with x ~ N(0, 1), T = 10, i.i.d. errors, the slope is 1/3 t₇-like (excess
+# kurtosis 1.2) and MAD/0.6745 is 0.919 of its sd (the intercept, dominated by the user effect,
+# is near normal: 0.996). By the CLT the mean's sampling sd is the true sd over √N, so the 95 %
+# intervals of the slope cover 2Φ(1.96 · 0.919) - 1 = 0.928 at best — below the 0.93 the
+# coverage study asks for (measured there: 0.925 pooled at n = 20,000; with AR(1) errors the
+# ratio is 0.885, coverage 0.917). n = 20,000 users and ε = 4 make σ̂ precise (MAD's relative
+# sd 1.17/√n = 0.008; the scale median gets ε n = 1600 users' worth of budget), so the ratio
+# is measured to ±0.01 and 0.97 is far from both 0.996 and 0.919.
+
+PLUGIN_N, PLUGIN_T = 20_000, 10
+
+
+@functools.cache
+def plug_in_ratio() -> np.ndarray:
+    """sampling_sd · √N̂ over the sd of the per-user coefficients (numpy), per coefficient."""
+    rng = np.random.default_rng(12)
+    n, T = PLUGIN_N, PLUGIN_T
+    x = rng.standard_normal((n, T))
+    y = 1.0 + 0.5 * x + rng.standard_normal((n, 1)) + rng.standard_normal((n, T))
+    frame = pd.DataFrame({"user": np.repeat(np.arange(n), T), "x": x.ravel(), "y": y.ravel()})
+    res = dplong.LongitudinalOLS.from_formula("y ~ x", frame, groups="user").fit(
+        epsilon=4.0, random_state=13
+    )
+    xc = x - x.mean(axis=1, keepdims=True)
+    slope = (xc * y).sum(axis=1) / (xc**2).sum(axis=1)
+    intercept = y.mean(axis=1) - slope * x.mean(axis=1)
+    sd = np.array([intercept.std(ddof=1), slope.std(ddof=1)])
+    return np.asarray(res.sampling_sd.to_numpy() * np.sqrt(res.users.iloc[0]) / sd)
+
+
+def test_plug_in_sampling_sd_of_a_near_normal_coefficient() -> None:
+    ratio = plug_in_ratio()
+    print(f"sampling_sd · √N / sd: {ratio}")
+    assert abs(ratio[0] - 1.0) < 0.03  # the intercept: ±0.01 measurement, 0.004 MAD bias
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine: σ̂ = MAD/0.6745 is the sd only for normal statistics; per-user OLS slopes "
+    "of random designs are heavy-tailed (excess kurtosis 1.2-1.8) and the plug-in sampling sd "
+    "is 0.92 (i.i.d. errors) to 0.885 (AR(1)) of the true one: default 95 % intervals of the "
+    "slopes cover ~0.92 at large n",
+)
+def test_plug_in_sampling_sd_of_a_heavy_tailed_coefficient() -> None:
+    assert plug_in_ratio()[1] >= 0.97
 
 
 # --------------------------------------------------------------------------------------------
@@ -327,12 +331,13 @@ def test_conf_int_covers_true_beta():
 WEIGHT_PHI = 0.95  # strong serial correlation (the paper's Toeplitz(0.95) of §7)
 
 
-def check_weighting(seed: int, reps: int, n: int, T: int, **fit_args) -> dict:
+def check_weighting(seed: int, reps: int, n: int, T: int, **fit_args: object) -> dict:
     """Paired MSEs of the unweighted (OLS) and weighted (GLS, true φ) releases, same data."""
     vu, seu = coefficient_variance(T, WEIGHT_PHI, False)
     vw, sew = coefficient_variance(T, WEIGHT_PHI, True)
     data_rng, noise_rng = rngs(seed)
     eu, ew = np.empty((reps, P)), np.empty((reps, P))
+    nsu, nsw = np.empty((reps, P)), np.empty((reps, P))
     for i in range(reps):
         panel = simulate_panel(data_rng, np.full(n, T), WEIGHT_PHI)
         res_u = fit(panel, vu, noise_rng, **fit_args)
@@ -340,11 +345,12 @@ def check_weighting(seed: int, reps: int, n: int, T: int, **fit_args) -> dict:
             panel, vw, noise_rng, correlation="ar1", correlation_param=WEIGHT_PHI, **fit_args
         )
         eu[i], ew[i] = res_u.params.to_numpy() - BETA, res_w.params.to_numpy() - BETA
-    out = {"noise_sd_u": res_u.noise_sd.to_numpy(), "noise_sd_w": res_w.noise_sd.to_numpy()}
+        nsu[i], nsw[i] = res_u.noise_sd.to_numpy() ** 2, res_w.noise_sd.to_numpy() ** 2
+    out: dict = {"noise_var_u": nsu.mean(axis=0), "noise_var_w": nsw.mean(axis=0)}
     out["mse_u"] = (eu**2).mean(axis=0)
     out["mse_w"] = (ew**2).mean(axis=0)
-    out["pred_u"] = vu / n + out["noise_sd_u"] ** 2
-    out["pred_w"] = vw / n + out["noise_sd_w"] ** 2
+    out["pred_u"] = vu / n + out["noise_var_u"]
+    out["pred_w"] = vw / n + out["noise_var_w"]
     out["rel_se_u"] = (eu**2).std(axis=0, ddof=1) / math.sqrt(reps) / out["mse_u"]
     out["rel_se_w"] = (ew**2).std(axis=0, ddof=1) / math.sqrt(reps) / out["mse_w"]
     # Paired ratios per coefficient, of the two slopes together and of all three (Lemma 5.14
@@ -353,50 +359,68 @@ def check_weighting(seed: int, reps: int, n: int, T: int, **fit_args) -> dict:
     out["ratios"] = {}
     for name, cols in groups.items():
         ratio, se = ratio_and_se(_sq(ew[:, cols]), _sq(eu[:, cols]))
-        predicted = vw[cols].sum() / vu[cols].sum()  # noise var ∝ scale: same with noise
+        # E MSE = v/n + E noise_sd² per coefficient (the noise is not ∝ v column by column:
+        # the budget is shared over the columns by their radii, PLAN)
+        predicted = out["pred_w"][cols].sum() / out["pred_u"][cols].sum()
         pilot = math.hypot(
             math.sqrt(np.sum(sew[cols] ** 2)) / vw[cols].sum(),
             math.sqrt(np.sum(seu[cols] ** 2)) / vu[cols].sum(),
         )
-        out["ratios"][name] = {"ratio": ratio, "se": se, "pred": predicted, "pilot": pilot}
+        out["ratios"][name] = {"ratio": ratio, "se": se, "pred": predicted, "pilot": pilot,
+                               "theory": vw[cols].sum() / vu[cols].sum()}
     return out
 
 
 def _check_weighting_ratios(out: dict, resolved: tuple[str, ...], smaller: tuple[str, ...]) -> None:
     for name, r in out["ratios"].items():
-        # Paired ratio against Σv_w/Σv_u; SE: delta method over replications plus the pilot's
-        # relative error (times the ratio).
+        # Paired ratio against its prediction; SE: delta method over replications plus the
+        # pilot's relative error (times the ratio).
         tol = Z_TOL * math.hypot(r["se"], r["pilot"] * r["pred"])
         assert abs(r["ratio"] - r["pred"]) <= tol, (name, r)
-        assert r["pred"] < 1.0, (name, r)  # the theory: weighting reduces every coordinate
+        assert r["theory"] < 1.0, (name, r)  # Lemma 5.14 (iv): every coordinate gains
         if name in resolved:  # predicted gain >= 8 SE: significantly smaller at 4 SE
-            assert r["ratio"] + Z_TOL * r["se"] < 1.0, (name, r)
+            assert r["pred"] < 1.0 and r["ratio"] + Z_TOL * r["se"] < 1.0, (name, r)
         if name in smaller:  # predicted gain >= 5 SE: the point estimate is below 1
-            assert r["ratio"] < 1.0, (name, r)
+            assert r["pred"] < 1.0 and r["ratio"] < 1.0, (name, r)
     for model in ("u", "w"):
-        # Absolute MSE per coefficient against v/n + noise_sd² (log scale, relative SE plus
+        # Absolute MSE per coefficient against v/n + E noise_sd² (log scale, relative SE plus
         # the pilot's <= 0.4 %).
         err = np.abs(np.log(out[f"mse_{model}"] / out[f"pred_{model}"]))
         assert np.all(err <= Z_TOL * (out[f"rel_se_{model}"] + 0.004)), (model, out)
 
 
-def test_weighted_beats_unweighted_noise_off():
-    # Noise off (ε = 1e300): the releases are the non-private averages of β̂_u and β̂_wu. At
-    # φ = 0.95, T = 10 the true variances are v_u = (0.852, 0.081, 0.080) and
-    # v_w = (0.832, 0.035, 0.035): ratios 0.976 (intercept), 0.433 (slopes) and 0.890 (sum,
-    # dominated by the intercept). Paired over the same 200 data sets the ratio SEs are
-    # 0.034-0.042 (each slope), 0.027 (slopes), 0.020 (sum) and 0.020 (intercept: its errors
-    # differ by an independent part of variance v_u - v_w = 2.4 % of v_u, so a 2.4 % gain
-    # would need ~3000 replications to resolve; it is only checked against the prediction).
-    # Measured: x1 0.339 ± 0.034, x2 0.465 ± 0.042, slopes 0.401 ± 0.027, sum 0.908 ± 0.020,
-    # intercept 0.998 ± 0.020.
-    out = check_weighting(seed=81, reps=200, n=1_000, T=10, **NOISE_OFF)
-    assert np.all(out["noise_sd_u"] == 0.0) and np.all(out["noise_sd_w"] == 0.0)
+def test_weighted_beats_unweighted_noise_off() -> None:
+    # Noise off: the releases are the non-private averages of β̂_u and β̂_wu. At φ = 0.95,
+    # T = 10 the true variances are v_u = (0.852, 0.081, 0.080) and v_w = (0.832, 0.035, 0.035):
+    # ratios 0.976 (intercept), 0.433 (slopes) and 0.890 (sum, dominated by the intercept).
+    # Paired over the same 100 data sets the ratio SEs are ~0.05-0.06 (each slope), 0.04
+    # (slopes), 0.028 (sum) and 0.028 (intercept: its errors differ by an independent part of
+    # variance v_u - v_w = 2.4 % of v_u, so a 2.4 % gain would need ~3000 replications to
+    # resolve; it is only checked against the prediction).
+    out = check_weighting(seed=81, reps=100, n=1_000, T=10, **NOISE_OFF)
+    assert np.all(out["noise_var_u"] == 0.0) and np.all(out["noise_var_w"] == 0.0)
     _check_weighting_ratios(out, resolved=("x1", "x2", "slopes"), smaller=("all",))
 
 
+@pytest.mark.slow
+def test_weighted_beats_unweighted_private() -> None:
+    # Same comparison, private (ε = 1, scale = the true variance of β̂_u resp. β̂_wu). The
+    # predicted MSE ratios are those of v/n + E noise_sd²: not exactly the noise-off ones,
+    # because the budget is shared over the columns by their radii (PLAN), whose proportions
+    # differ between the two estimators (intercept/slope variance 10.5 unweighted, 24
+    # weighted). The two releases' noise is independent, so the paired SEs are larger than
+    # without noise: the slopes' gain is resolved (> 8 SE), each slope's point estimate is
+    # below 1, and the intercept and the sum are only checked against the prediction.
+    out = check_weighting(seed=1_801, reps=80, n=10_000, T=10)
+    print({k: (round(r["ratio"], 3), round(r["se"], 3), round(r["pred"], 3))
+           for k, r in out["ratios"].items()})
+    # the slopes' noise falls with their smaller stated scale (narrower radii)
+    assert np.all(out["noise_var_w"][1:] < out["noise_var_u"][1:])
+    _check_weighting_ratios(out, resolved=("slopes",), smaller=("x1", "x2"))
+
+
 # --------------------------------------------------------------------------------------------
-# 4. Unbalanced panels with a few users that have fewer rows than parameters
+# 4. Users with fewer rows than parameters are left out, and counted privately
 # --------------------------------------------------------------------------------------------
 
 UNBALANCED_T = np.arange(3, 16)  # T_u uniform on {3, ..., 15} for identified users
@@ -413,51 +437,63 @@ def unbalanced_variance(phi: float) -> tuple[np.ndarray, np.ndarray]:
 def check_unbalanced(seed: int, reps: int, n: int, short: int, phi: float = 0.95) -> dict:
     v, v_se = unbalanced_variance(phi)
     data_rng, noise_rng = rngs(seed)
-    err, bias, pred = np.empty((reps, P)), np.empty((reps, P)), np.empty((reps, P))
+    err, noise_var = np.empty((reps, P)), np.empty((reps, P))
+    count_z, noted = np.empty(reps), np.empty(reps, dtype=bool)
     for i in range(reps):
         rows = data_rng.integers(3, 16, size=n)
         rows[data_rng.choice(n, size=short, replace=False)] = data_rng.integers(1, 3, size=short)
         res = fit(simulate_panel(data_rng, rows, phi), v, noise_rng)
-        midpoint = res.projection_interval.mean(axis=1).to_numpy()
         err[i] = res.params.to_numpy() - BETA
-        # Identified users average to β; the `short` others contribute the midpoint m̂.
-        bias[i] = short / n * (midpoint - BETA)
-        pred[i] = (n - short) / n**2 * v + res.noise_sd.to_numpy() ** 2 + bias[i] ** 2
+        noise_var[i] = res.noise_sd.to_numpy() ** 2
+        count_z[i] = (res.users.iloc[0] - (n - short)) / res.users_sd
+        noted[i] = any("have a statistic" in w for w in res.warnings)
+    squares = err**2
     return {
-        "v": v,
         "v_rel_se": v_se / v,
         "mean_err": err.mean(axis=0),
         "se_err": err.std(axis=0, ddof=1) / math.sqrt(reps),
-        "corrected": (err - bias).mean(axis=0),
-        "se_corrected": (err - bias).std(axis=0, ddof=1) / math.sqrt(reps),
-        "bias": bias.mean(axis=0),
-        "mse": (err**2).mean(axis=0),
-        "mse_rel_se": (err**2).std(axis=0, ddof=1) / math.sqrt(reps) / (err**2).mean(axis=0),
-        "pred": pred.mean(axis=0),
+        "mse": squares.mean(axis=0),
+        "mse_rel_se": squares.std(axis=0, ddof=1) / math.sqrt(reps) / squares.mean(axis=0),
+        "pred": v / (n - short) + noise_var.mean(axis=0),
+        "count_z": count_z,
+        "noted": noted,
     }
 
 
-def test_unbalanced_panel_with_unidentified_users():
-    # n = 4000 users, T_u uniform on {3..15}, 10 of them (0.25 %) with T_u in {1, 2} < p:
-    # those contribute the private midpoint m̂, so E[release] = β + (10/n)(m̂ - β). m̂ is the
-    # centre 2τ'k of the histogram's fullest bin (half-width τ' = 2.72√v: 2.53 for the
-    # intercept, 0.755 for the slopes), here 0 for all three coefficients: the short users
-    # shrink every coefficient towards 0 by 0.25 % — biases (-0.0025, -0.0013, +0.0018).
-    out = check_unbalanced(seed=91, reps=100, n=4_000, short=10)
-    # The rule, exactly: the error minus that predicted bias has mean 0 (4 SE).
-    assert np.all(np.abs(out["corrected"]) <= Z_TOL * out["se_corrected"]), out
-    # Close to the truth: the MSE matches (n - 10)/n² v + noise_sd² + bias² (log scale,
-    # relative SE 0.11-0.21 at R = 100, plus the pilot error).
+@pytest.mark.parametrize(
+    ("short", "noted"),
+    [
+        (10, False),
+        pytest.param(
+            800,
+            True,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="engine: the private medians are sized by n (ε n = 80 users' worth), "
+                "but only the 1200 users with a fit enter them; at ε N = 48 a cell far beyond "
+                "the data can win the report-noisy-max (its utility -N against -N/2, noise "
+                "scale 50, 73,000 cells): one release put x2's midpoint at 2.5e13 (fits within "
+                "±2), the refinement cannot reach the data from there, and the release is "
+                "2.5e13 with noise_sd 2e9 and no reliability warning",
+            ),
+        ),
+    ],
+)
+def test_unidentified_users_are_left_out(short: int, noted: bool) -> None:
+    # n = 2000 users, T_u uniform on {3..15}, `short` of them with T_u in {1, 2} < p: no fit,
+    # left out. The estimand is β (the identified users' fits are unbiased, Lemma 5.14), so
+    # there is no shrinkage towards a midpoint however many users lack a fit, and the MSE is
+    # v/(n - short) + E noise_sd². The private count of users with a fit is exact plus two-sided
+    # geometric noise of the reported sd; with 40 % of the users missing the results say so.
+    out = check_unbalanced(seed=91 + short, reps=60, n=2_000, short=short)
+    print(out["mean_err"], out["se_err"], out["mse"] / out["pred"])
+    assert np.all(np.abs(out["mean_err"]) <= Z_TOL * out["se_err"]), out
     err = np.abs(np.log(out["mse"] / out["pred"]))
     assert np.all(err <= Z_TOL * (out["mse_rel_se"] + out["v_rel_se"])), out
-    # Not distorted: the raw mean error is the predicted bias within MC error, and that bias is
-    # at most a quarter of the estimator's sd (0.09, 0.15, 0.21 sd: bias² < 5 % of the MSE).
-    # At R = 100 the slope biases are ~1.5-2 Monte Carlo SEs, so they are visible but small.
-    # Measured: mean errors (-0.0093, -0.0019, +0.0012) ± (0.0028, 0.0008, 0.0009); minus the
-    # predicted bias (-0.0068, -0.0006, -0.0006); MSE / prediction 1.12, 1.07, 1.03 (relative
-    # SEs 0.15, 0.16, 0.21).
-    assert np.all(np.abs(out["mean_err"]) <= np.abs(out["bias"]) + Z_TOL * out["se_err"]), out
-    assert np.all(np.abs(out["bias"]) <= 0.25 * np.sqrt(out["pred"])), out
+    z = out["count_z"]
+    assert abs(z.mean()) <= Z_TOL * z.std(ddof=1) / math.sqrt(z.size)
+    assert abs((z**2).mean() - 1.0) <= Z_TOL * (z**2).std(ddof=1) / math.sqrt(z.size)
+    assert np.all(out["noted"] == noted)
 
 
 # --------------------------------------------------------------------------------------------
@@ -470,32 +506,35 @@ SCALING_GRID = ((1_000, 5), (4_000, 5), (1_000, 20), (4_000, 20))
 
 def check_scaling(seed: int, reps: int) -> dict:
     """Per (n, T): the private MSE, the non-private MSE (numpy mean of per-user OLS fits on the
-    same data) and the MSE of their difference (the privacy noise), with predictions."""
+    same data), the MSE of the privacy noise (the release minus the projected mean, module
+    docstring) and the clipping term (the projected mean minus the non-private mean)."""
     out = {}
     for k, (n, T) in enumerate(SCALING_GRID):
         v, v_se = coefficient_variance(T, SCALING_PHI, False)
         data_rng, noise_rng = rngs(seed + k)
-        e_priv, e_np = np.empty((reps, P)), np.empty((reps, P))
-        clipped = 0
+        e_priv, e_np, e_proj = np.empty((reps, P)), np.empty((reps, P)), np.empty((reps, P))
+        noise_var = np.zeros(P)
         for i in range(reps):
             panel = simulate_panel(data_rng, np.full(n, T), SCALING_PHI)
-            res = fit(panel, v, noise_rng, refine=False)  # Cor 5.16: one-pass Alg 5
+            res = fit(panel, v, noise_rng)
             beta_u = per_user_fits(panel)
-            interval = res.projection_interval.to_numpy()
-            clipped += int(np.sum((beta_u < interval[:, 0]) | (beta_u > interval[:, 1])))
+            lower, upper = res.projection_interval.to_numpy().T
+            centre, width = (lower + upper) / 2, (upper - lower) / 2
+            e_proj[i] = centre + np.clip(beta_u - centre, -width, width).mean(axis=0) - BETA
             e_priv[i] = res.params.to_numpy() - BETA
             e_np[i] = beta_u.mean(axis=0) - BETA
-        noise_var = res.noise_sd.to_numpy() ** 2
-        parts = {"total": _sq(e_priv), "nonprivate": _sq(e_np), "noise": _sq(e_priv - e_np)}
+            noise_var += res.noise_sd.to_numpy() ** 2 / reps
+        parts = {"total": _sq(e_priv), "nonprivate": _sq(e_np), "noise": _sq(e_priv - e_proj)}
+        clipping = float(_sq(e_proj - e_np).mean())
         pred = {
             "nonprivate": v.sum() / n,
             "noise": noise_var.sum(),
-            "total": v.sum() / n + noise_var.sum(),
+            "total": v.sum() / n + noise_var.sum() + clipping,
         }
         out[n, T] = {
             "v": v,
             "pilot_rel_se": math.sqrt(np.sum(v_se**2)) / v.sum(),
-            "clipped": clipped,
+            "clipping": clipping,
             "mse": {key: float(x.mean()) for key, x in parts.items()},
             "rel_se": {
                 key: float(x.std(ddof=1) / math.sqrt(reps) / x.mean()) for key, x in parts.items()
@@ -517,34 +556,24 @@ def _log_ratio_check(a: dict, b: dict, part: str, pilot: bool) -> tuple[float, f
 
 
 @pytest.mark.slow
-def test_mse_falls_with_n_and_t_as_cor_5_16():
-    # φ = 0.5, ε = 1, δ = 1/n², scale = v(T). Exact predictions (module docstring):
-    #   non-private part Σv(T)/n,   privacy part Σ noise_sd² = c(n) Σv(T) / n²,
-    # with c(n)/n = 19.5 at n = 1000 and 2.53 at n = 4000 (c grows like log n, and the
-    # midpoint's share of ε falls with n). So from n = 1000 to 4000 the non-private MSE falls
-    # 4x (1/n), the privacy part 30.8x (1/n² times 1.93), the total 23.2x; and from T = 5 to 20
-    # both parts fall by Σv(5)/Σv(20) = 2.34 — the 1/T of Cor 5.16 up to T·v(T), which is not
-    # constant at small T: T·Σv = 6.2 at T = 5 and 10.6 at T = 20 (AR(1) end effects, and the
-    # sinusoids' frequency 2π/T moving towards the peak of the AR(1) spectrum). Cor 5.16's
-    # bound ϑσ²/(θ²T) holds with ‖Σ‖ <= (1+φ)/(1-φ) = 3 and θ >= 0.08 for every T.
-    # Measured (R = 200 per cell; relative SEs 0.05-0.07 non-private, 0.08-0.10 privacy):
-    #   n-ratios at T = 5 / 20: total 23.3 / 21.6 (pred 23.2), non-private 4.50 / 3.83 (4),
-    #     privacy 32.1 / 27.6 (30.8);
-    #   T-ratios at n = 1000 / 4000: total 2.65 / 2.46, non-private 2.55 / 2.17,
-    #     privacy 2.76 / 2.38 (pred 2.34 for all) for the one-pass estimator.
-    out = check_scaling(seed=1_601, reps=200)
+def test_mse_falls_with_n_and_t_as_cor_5_16() -> None:
+    # φ = 0.5, ε = 1, δ = 1/n², scale = v(T). Predictions (module docstring): non-private part
+    # Σv(T)/n, privacy part Σ E noise_sd² ∝ Σv(T) at fixed n. So from n = 1000 to 4000 the non-
+    # private MSE falls 4x (1/n) and the privacy part faster than 1/n² (16x) — its stage shares
+    # grow with n and the count's error, which multiplies the rough mean's offset, falls like
+    # 1/n⁴ — while from T = 5 to 20 both parts fall by Σv(5)/Σv(20) = 2.34, the 1/T of Cor 5.16
+    # up to T·v(T) (AR(1) end effects and the sinusoids' frequency 2π/T moving towards the peak
+    # of the AR(1) spectrum). Cor 5.16's bound ϑσ²/(θ²T) holds with ‖Σ‖ <= 3 and θ >= 0.08.
+    reps = 100
+    out = check_scaling(seed=1_601, reps=reps)
     for key, row in out.items():
-        # Clipping is rare: the scale here is the design-averaged variance of β̂_u, not a
-        # sub-Gaussian proxy valid for every user (Lemma 5.15 would use the worst case
-        # ϑσ²/(θ²T)); under random designs β̂_u is a Gaussian scale mixture with heavier
-        # tails. The one-pass interval τ + 2τ' has ample slack (none clipped in 800 releases);
-        # the default refined one clips a few (29 of 2.4e6 values at n = 4000, T = 5). Either
-        # way their effect on the MSEs compared below is negligible: bound the fraction at 1e-4.
-        n_users, _ = key
-        assert row["clipped"] <= 1e-4 * 200 * n_users * P, (key, row)
+        print(key, row["mse"], row["pred"], row["clipping"])
+        # The accurate radius clips a few users (it trades the clipping bias against the noise
+        # it saves): their effect on the mean stays well below the noise it saves
+        assert row["clipping"] < 0.1 * row["pred"]["noise"], (key, row)
         for part in ("total", "nonprivate", "noise"):
             # Each MSE against its prediction; log scale, SE = relative SE of the mean of the
-            # R squared errors (0.05-0.10 at R = 200) plus the pilot's (< 0.3 %).
+            # R squared errors plus the pilot's (< 0.3 %).
             se = math.hypot(row["rel_se"][part], row["pilot_rel_se"])
             err = abs(math.log(row["mse"][part] / row["pred"][part]))
             assert err <= Z_TOL * se, (key, part, row)
@@ -553,103 +582,66 @@ def test_mse_falls_with_n_and_t_as_cor_5_16():
             _log_ratio_check(out[1_000, T], out[4_000, T], part, pilot=False)
         for n in (1_000, 4_000):  # T-ratios at fixed n
             _log_ratio_check(out[n, 5], out[n, 20], part, pilot=True)
-    # The predicted ratios themselves are the rates quoted above.
     for T in (5, 20):
         a, b = out[1_000, T]["pred"], out[4_000, T]["pred"]
         assert a["nonprivate"] / b["nonprivate"] == pytest.approx(4.0)
-        assert a["noise"] / b["noise"] == pytest.approx(30.83, rel=2e-3)
+        assert a["noise"] / b["noise"] > 16.0  # the privacy term: 1/n² or faster
     for n in (1_000, 4_000):
-        a, b = out[n, 5]["pred"], out[n, 20]["pred"]
         ratio = out[n, 5]["v"].sum() / out[n, 20]["v"].sum()
-        assert a["total"] / b["total"] == pytest.approx(ratio, rel=1e-3)
         assert 2.2 < ratio < 2.5
+        # the privacy part follows the scale: the reported noise is ∝ √v up to the data-
+        # dependent centre error (±10 % in variance, measured 3 %)
+        noise_ratio = out[n, 5]["pred"]["noise"] / out[n, 20]["pred"]["noise"]
+        assert noise_ratio == pytest.approx(ratio, rel=0.1)
 
 
 # --------------------------------------------------------------------------------------------
-# 6. Price of privacy at n = 1e4, T = 10, ε = 1: private MSE / non-private MSE
+# 6. Issue 10's targets for the defaults (ε only): slopes at n = 1e4, T = 10
 # --------------------------------------------------------------------------------------------
+# y = 1 + 0.5 x1 - 0.3 x2 + u + e with x ~ N(0, 1), user effect u ~ N(0, 1) and AR(1) 0.9 errors
+# (benchmarks/accuracy_defaults.py). MSE of the two slopes over that of the non-private average
+# of per-user OLS fits, paired on the same data; targets <= 1.5 at ε = 1 and <= 3 at ε = 0.5.
+# The measured ratio is checked against its prediction 1 + E Σ noise_sd² / E Σ (non-private
+# error)² within 4 SE (paired delta method), and the prediction against the target.
+
+ISSUE10_BETA = np.array([1.0, 0.5, -0.3])
 
 
-EFFICIENCY_N, EFFICIENCY_T = 10_000, 10
-EFFICIENCY_PHI = 0.5  # balanced coefficient variances: 3 effective coordinates, smaller SE
-
-
-def check_efficiency(
-    seed: int, reps: int, draws: int, epsilon: float = 1.0, refine: bool = True
-) -> dict:
-    """Mean over data sets of (mean over ``draws`` noise draws of ‖private error‖²) against
-    ‖non-private error‖² (numpy average of per-user OLS fits on the same data sets)."""
-    n, T = EFFICIENCY_N, EFFICIENCY_T
-    v = coefficient_variance(T, EFFICIENCY_PHI, False)[0]
-    data_rng, noise_rng = rngs(seed)
-    nonprivate, private = np.empty(reps), np.empty(reps)
-    for i in range(reps):
-        panel = simulate_panel(data_rng, np.full(n, T), EFFICIENCY_PHI)
-        nonprivate[i] = _sq(per_user_fits(panel).mean(axis=0) - BETA)
-        model = dplong.LongitudinalOLS.from_formula(FORMULA, panel.frame(), groups="user", time="t")
-        fits = [
-            model.fit(epsilon=epsilon, scale=v, random_state=noise_rng, refine=refine)
-            for _ in range(draws)
-        ]
-        private[i] = np.mean([_sq(res.params.to_numpy() - BETA) for res in fits])
-    ratio, se = ratio_and_se(private, nonprivate)
-    # noise_var_j / (v_j / n) is the same for every j (noise var ∝ scale): the ratio of the
-    # expected MSEs is 1 + that factor, whatever the design.
-    noise_var = fits[0].noise_sd.to_numpy() ** 2
-    predicted = 1.0 + float(noise_var.sum() / (v.sum() / n))
-    return {"ratio": ratio, "se": se, "pred": predicted}
-
-
-def efficiency_prediction(epsilon: float) -> float:
-    v = coefficient_variance(EFFICIENCY_T, EFFICIENCY_PHI, False)[0]
-    noise_var = laplace_noise_variance(v, EFFICIENCY_N, epsilon)
-    return 1.0 + float(noise_var.sum() / (v.sum() / EFFICIENCY_N))
-
-
-@pytest.mark.slow
-def test_private_mse_relative_to_nonprivate_at_n_1e4():
-    # MSE(private) / MSE(non-private) at n = 1e4, T = 10, ε = 1, summed over the p = 3
-    # coefficients (issue target: within 1.5x), against the exact prediction
-    # 1 + n Σ noise_sd² / Σv — design-free since noise_sd_j² ∝ v_j.
-    # The paper's one-pass estimator predicts 1.917 (> 1.5): each coefficient gets ε/3 and the
-    # projection half-width τ + 2τ' = 10.7√v makes the noise variance 0.92 v/n. The default
-    # refinement (a rough mean on a small share of ε, then the interval μ̂₁ ± (τ + e₁), about
-    # 5.8√v) cuts the noise variance to about a third: prediction ~1.33.
-    # SE of the paired ratio (delta method over R data sets; noise draws per data set average
-    # down the Laplace part): the sampling part alone contributes (ratio - 1)·√(2/(3R)).
-    one_pass = efficiency_prediction(1.0)
-    assert one_pass == pytest.approx(1.917, abs=2e-3)
-    out = check_efficiency(seed=1_701, reps=150, draws=3)
-    assert abs(out["ratio"] - out["pred"]) <= Z_TOL * out["se"], out
-    assert out["pred"] < 1.4, out  # the refined calibration, exactly from noise_sd
-    assert out["ratio"] + 2 * out["se"] < 1.5, out  # the issue's target, with margin
-    assert out["ratio"] < one_pass - 4 * out["se"], out  # and clearly better than one pass
-
-
-# --------------------------------------------------------------------------------------------
-# 7. Lemma 5.14 (iv) with privacy: weighted releases at ε = 1, n = 1e4
-# --------------------------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_weighted_beats_unweighted_private():
-    # Same comparison as the noise-off test, now private (ε = 1, scale = the true variance of
-    # β̂_u resp. β̂_wu). noise_sd ∝ √scale, so the noise shrinks with the variance and the
-    # predicted MSE ratios are the noise-off ones: 0.976, 0.433 (slopes), 0.890 (all). The
-    # two releases' noise is independent, so the paired SEs are larger than without noise:
-    # at R = 120 about 0.05-0.07 (slopes together), 0.06-0.10 (each slope) and 0.15-0.20 (all):
-    # the slopes' gain is resolved (> 8 SE), each slope's point estimate is below 1 (> 5 SE),
-    # while the sum's 11 % gain is only checked against the prediction (it is below the MC
-    # resolution: a measured sum ratio above 1 occurs, e.g. 1.12 ± 0.20 with seed 1803).
-    # Measured: slopes 0.349 ± 0.047, x1 0.335 ± 0.062, x2 0.370 ± 0.065, intercept
-    # 0.98 ± 0.18, sum 0.87 ± 0.15.
-    out = check_weighting(seed=1_801, reps=120, n=10_000, T=10)
-    np.testing.assert_allclose(
-        out["noise_sd_w"] / out["noise_sd_u"],
-        np.sqrt(
-            coefficient_variance(10, WEIGHT_PHI, True)[0]
-            / coefficient_variance(10, WEIGHT_PHI, False)[0]
-        ),
-        rtol=1e-3,
+def issue10_panel(rng: np.random.Generator, n: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """The benchmark's panel and the numpy per-user OLS coefficients (n x 3)."""
+    T = 10
+    x = rng.standard_normal((n, T, 2))
+    innov = math.sqrt(1 - 0.9**2)
+    e = rng.standard_normal((n, T))
+    e[:, 0] /= innov
+    errors = lfilter([innov], [1.0, -0.9], e, axis=1)
+    y = 1.0 + 0.5 * x[..., 0] - 0.3 * x[..., 1] + rng.standard_normal((n, 1)) + errors
+    X = np.concatenate([np.ones((n, T, 1)), x], axis=2)
+    Xt = np.swapaxes(X, 1, 2)
+    beta = np.linalg.solve(Xt @ X, (Xt @ y[..., None]))[..., 0]
+    frame = pd.DataFrame(
+        {"user": np.repeat(np.arange(n), T), "x1": x[..., 0].ravel(), "x2": x[..., 1].ravel(),
+         "y": y.ravel()}
     )
-    _check_weighting_ratios(out, resolved=("slopes",), smaller=("x1", "x2"))
+    return frame, beta
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("epsilon", "target"), [(1.0, 1.5), (0.5, 3.0)])
+def test_issue_10_slope_targets(epsilon: float, target: float) -> None:
+    rng = np.random.default_rng(1_900 + int(10 * epsilon))
+    reps = 50
+    private, public, noise_var = np.empty(reps), np.empty(reps), np.empty(reps)
+    for i in range(reps):
+        frame, beta = issue10_panel(rng, 10_000)
+        res = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", frame, groups="user").fit(
+            epsilon=epsilon, random_state=rng
+        )
+        private[i] = np.sum((res.params.to_numpy()[1:] - ISSUE10_BETA[1:]) ** 2)
+        public[i] = np.sum((beta.mean(axis=0)[1:] - ISSUE10_BETA[1:]) ** 2)
+        noise_var[i] = np.sum(res.noise_sd.to_numpy()[1:] ** 2)
+    ratio, se = ratio_and_se(private, public)
+    predicted = 1.0 + noise_var.mean() / public.mean()
+    print(f"ε = {epsilon}: slopes MSE ratio {ratio:.3f} ± {se:.3f}, predicted {predicted:.3f}")
+    assert abs(ratio - predicted) <= Z_TOL * se
+    assert predicted <= target

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 from scipy.signal import lfilter
+from untouchable import Untouchable
 
 import dplong
 from dplong.exceptions import (
@@ -27,7 +28,7 @@ from dplong.exceptions import (
     PrivacyParameterError,
 )
 from dplong.privacy import estimate_scale
-from dplong.privacy.accounting import advanced_composition_epsilon
+from dplong.privacy.accounting import Cost, compose
 from dplong.privacy.histogram import bin_index
 from dplong.privacy.noise import COARSE_BITS
 from dplong.privacy.variance import (
@@ -37,7 +38,6 @@ from dplong.privacy.variance import (
     default_iterations,
     plan_budget,
 )
-from dplong.privacy.winsorized import default_midpoint_share
 
 NOISE_OFF = 1e300  # every geometric draw is exactly 0 and the histogram threshold is 1/n
 #: Relative slack of a lattice sensitivity over the exact one: the coarse rounding adds at most
@@ -108,53 +108,82 @@ class TestIterations:
         )
 
 
+def histogram_share(n: int, column_epsilon: float, column_delta: float) -> float:
+    """The documented share of a column's ε for its wide-bin histogram: the least that puts the
+    stable histogram's threshold (2/ε_h) log(2/δ_h) + 1 at a quarter of the users, in
+    [0.05, 0.75] (independent of the package's code)."""
+    room = n / 4.0 - 1.0
+    if room <= 0:
+        return 0.75
+    return min(max(2.0 * math.log(2.0 / column_delta) / room / column_epsilon, 0.05), 0.75)
+
+
+def charged_costs(est: dplong.privacy.ScaleEstimate, delta_h: float, step: float) -> list[Cost]:
+    """Every call the release is charged for: the d histograms and all K iterative steps
+    (the bisection is charged for the steps it did not run too)."""
+    d = len(est.iterations)
+    hist = [e for e in est.privacy.entries if "histogram" in e.mechanism]
+    assert len(hist) == d
+    steps = 2 * sum(est.iterations)
+    return [Cost(epsilon=e.epsilon, delta=delta_h) for e in hist] + [Cost(epsilon=step)] * steps
+
+
 class TestBudget:
     @pytest.mark.parametrize("method", ["coinpress", "bisection"])
-    def test_basic_totals_add_up_to_the_request(self, method: str) -> None:
-        n, eps, delta = 3000, 1.0, 1e-7
-        x = np.random.default_rng(1).normal(100.0, 1.0, (n, 2))
+    def test_totals_stay_within_the_request(self, method: str) -> None:
+        n, d, eps, delta = 3000, 2, 1.0, 1e-7
+        x = np.random.default_rng(1).normal(100.0, 1.0, (n, d))
         est = estimate_scale(
             x, epsilon=eps, delta=delta, method=method, scale_bounds=FIG5_BOUNDS, random_state=2
         )
         ledger = est.privacy
-        assert (ledger.epsilon, ledger.delta) == (eps, delta)
-        assert ledger.composition.startswith("2 histogram(s): basic")
         k = 2 * sum(est.iterations)  # every iterative step charged
-        share = default_midpoint_share(n, eps / 2, delta / 2)
+        assert f"{d} histogram(s) by basic composition; {k} iterative steps by" in (
+            ledger.composition
+        )
+        # each histogram: the documented share of its column's ε, δ/(2d) (basic composition)
         hist = [e for e in ledger.entries if "histogram" in e.mechanism]
-        assert [e.epsilon for e in hist] == [share * eps / 2] * 2
-        assert [e.delta for e in hist] == [delta / 2] * 2  # basic: all of δ to the histograms
+        share = histogram_share(n, eps / d, delta / (2 * d))
+        assert [e.epsilon for e in hist] == [pytest.approx(share * eps / d, rel=1e-15)] * d
+        assert [e.delta for e in hist] == [delta / (2 * d)] * d
+        assert all(e.stage == "scale" for e in ledger.entries)
         steps = _ledger_steps(est)
-        eps_step = (eps - share * eps) / k  # ε′ = ε_iter / K
-        assert all(e.epsilon == pytest.approx(eps_step, rel=1e-15) for e in steps)
-        assert all(e.delta == 0.0 for e in steps)
-        # charged: histograms plus K steps (the bisection may run fewer of them)
-        assert sum(e.epsilon for e in hist) + k * eps_step == pytest.approx(eps, rel=1e-14)
-        if method == "coinpress":
-            assert len(steps) == k
-            assert math.fsum(e.epsilon for e in ledger.entries) == pytest.approx(eps, rel=1e-14)
-        else:
-            assert len(steps) <= k
+        step = steps[0].epsilon
+        assert all(e.epsilon == step and e.delta == 0.0 and e.rho == 0.0 for e in steps)
+        assert len(steps) == k if method == "coinpress" else len(steps) <= k
+        # the ledger's total is the composition of every charged call, within the request
+        charged = compose(charged_costs(est, delta / (2 * d), step), delta)
+        assert (ledger.epsilon, ledger.delta) == (charged.epsilon, charged.delta)
+        assert ledger.epsilon <= eps * (1 + 1e-12) and ledger.delta <= delta
+        # ... and tight: 0.1 % more for every step would exceed ε
+        bigger = charged_costs(est, delta / (2 * d), step * 1.001)
+        assert compose(bigger, delta).epsilon > eps
+        # the Rényi rule gives each step more than basic composition's even split
+        assert step > (eps - share * eps) / k
 
-    def test_advanced_composition_when_it_pays(self) -> None:
+    def test_renyi_composition_when_it_pays(self) -> None:
         n, d, eps, delta = 6000, 10, 1.0, 1e-8
         plan = plan_budget(n, (34,) * d, epsilon=eps, delta=delta, local=False)
-        share = default_midpoint_share(n, eps / d, delta / d)
-        assert plan.steps.method == "advanced" and plan.steps.slack == delta / 2
+        share = histogram_share(n, eps / d, delta / (2 * d))
+        assert plan.histogram_epsilon == pytest.approx(share * eps / d, rel=1e-15)
+        assert plan.histogram_delta == pytest.approx(delta / (2 * d))  # half of δ
+        assert plan.step_counts == (34,) * d and "Rényi composition" in plan.composition
         basic_step = (1 - share) * eps / (34 * d)
-        assert plan.steps.epsilon > basic_step  # the point of advanced composition
-        assert plan.steps.total_epsilon == pytest.approx(
-            advanced_composition_epsilon(plan.steps.epsilon, 34 * d, delta / 2), rel=1e-14
+        assert plan.step_epsilon > 2 * basic_step  # the point of the Rényi rule
+        spent = compose(
+            [Cost(plan.histogram_epsilon, plan.histogram_delta)] * d
+            + [Cost(epsilon=plan.step_epsilon)] * (34 * d),
+            delta,
         )
-        assert plan.histogram.delta == pytest.approx(delta / (2 * d))  # the other half of δ
-        assert plan.total_epsilon <= eps and plan.total_delta <= delta
-        assert plan.total_delta == pytest.approx(delta)
+        assert (plan.total_epsilon, plan.total_delta) == (spent.epsilon, spent.delta)
+        assert plan.total_epsilon <= eps * (1 + 1e-12) and plan.total_delta <= delta
 
     def test_local_budget_is_pure(self) -> None:
         plan = plan_budget(10**5, (8,), epsilon=2.0, delta=0.0, local=True)
-        assert plan.histogram.epsilon == LOCAL_HISTOGRAM_SHARE * 2.0
-        assert plan.steps.epsilon == pytest.approx((1 - LOCAL_HISTOGRAM_SHARE) * 2.0 / 8)
-        assert (plan.total_epsilon, plan.total_delta) == (2.0, 0.0)
+        assert (plan.histogram_epsilon, plan.histogram_delta) == (LOCAL_HISTOGRAM_SHARE * 2.0, 0.0)
+        # no δ: basic composition only, so the 8 steps share the rest evenly
+        assert plan.step_epsilon == pytest.approx((1 - LOCAL_HISTOGRAM_SHARE) * 2.0 / 8)
+        assert plan.total_epsilon == pytest.approx(2.0, rel=1e-12) and plan.total_delta == 0.0
 
     def test_bisection_is_charged_for_every_step(self) -> None:
         # bounds far above the data: the bisection runs until its coverage test fails, after
@@ -165,14 +194,16 @@ class TestBudget:
         )
         assert len(_ledger_steps(est)) < 34
         assert "all 34 steps are charged" in est.privacy.composition
-        assert est.privacy.epsilon == 1.0
+        step = _ledger_steps(est)[0].epsilon
+        charged = compose(charged_costs(est, est.privacy.entries[0].delta, step), 1 / FIG5_N**2)
+        assert est.privacy.epsilon == charged.epsilon == pytest.approx(1.0, rel=1e-12)
 
     def test_accountant_is_charged_and_refuses_before_noise(self) -> None:
         acct = dplong.Accountant(epsilon=1.5, delta=1e-6)
         rng = np.random.default_rng(5)
         x = rng.normal(0.0, 1.0, 2000)
         est = estimate_scale(x, epsilon=1.0, delta=5e-7, accountant=acct, random_state=rng)
-        assert acct.spent_epsilon == est.privacy.epsilon == 1.0
+        assert acct.spent_epsilon == est.privacy.epsilon == pytest.approx(1.0, rel=1e-12)
         state = rng.bit_generator.state
         with pytest.raises(BudgetExceededError):
             estimate_scale(x, epsilon=1.0, delta=5e-7, accountant=acct, random_state=rng)
@@ -400,16 +431,47 @@ class TestBadInput:
     @pytest.mark.parametrize(
         ("statistics", "exc", "match"),
         [
-            ([1.0, np.inf, 2.0], DataError, "infinite"),
             ([], DataError, "empty"),
             (np.ones((3, 2, 2)), DataError, "dimensions"),
             (["a", "b"], DataError, "numeric"),
-            (np.array([[1.0, np.nan], [2.0, np.nan]]), DataError, r"column\(s\) \[1\]"),
             ([3.0], InsufficientUsersError, "at least 2"),
         ],
     )
     def test_bad_statistics(self, statistics: object, exc: type[Exception], match: str) -> None:
         self._refused(exc, match, statistics=statistics)
+
+    @staticmethod
+    def _variants() -> dict[str, NDArray[np.float64]]:
+        """Data sets of one public shape (2000 x 2) that differ in everything private."""
+        rng = np.random.default_rng(24)
+        normal = rng.normal(0.0, 1.0, (2000, 2))
+        infinite = normal.copy()
+        infinite[:30, 0], infinite[30:40, 1] = np.inf, -np.inf
+        empty_column = normal.copy()
+        empty_column[:, 1] = np.nan
+        return {
+            "normal": normal,
+            "infinite": infinite,  # ±inf are extreme values: clipped like any other
+            "empty column": empty_column,  # nobody has a statistic in column 1
+            "all missing": np.full((2000, 2), np.nan),
+            "constant": np.full((2000, 2), 7.0),
+        }
+
+    @pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")  # flags, not errors
+    def test_data_never_decide_a_refusal(self) -> None:
+        # Whether a release succeeds depends on public facts only (DESIGN.md §1): every data
+        # set of the same shape is released under the same options ...
+        for name, x in self._variants().items():
+            est = estimate_scale(x, epsilon=1.0, scale_bounds=(1e-3, 1e3), random_state=0)
+            assert np.all((1e-3 <= est.scale) & (est.scale <= 1e3)), name
+            assert np.all(np.isfinite(est.midpoint)), name
+            assert est.privacy.epsilon <= 1.0 * (1 + 1e-12), name
+        # ... and every one is refused, before any draw, under options that cannot work
+        for x in self._variants().values():
+            with pytest.raises(PrivacyParameterError, match="each iterative step"):
+                estimate_scale(x, epsilon=1e-3, iterations=200, random_state=Untouchable())
+            with pytest.raises(InsufficientUsersError, match="cannot succeed"):
+                estimate_scale(x[:20], epsilon=1.0, delta=1e-6, random_state=Untouchable())
 
     def test_too_few_users_for_the_histogram(self) -> None:
         # 20 users at δ = 1e-6: the stable histogram's threshold exceeds 1 at any share
@@ -479,10 +541,14 @@ class TestBindingBounds:
         assert any("upper bound" in str(w.message) for w in record)
 
     def test_fragile_histogram_warns_on_public_facts(self) -> None:
-        # 40 users, δ = 1e-3: the histogram needs over half of them in one bin
+        # 40 users, δ = 1e-3 (δ/2 for the one histogram): its share is capped at 3/4 of ε, and
+        # the threshold (2/(ε_h n)) log(2/δ_h) + 1/n = 0.578: over half the users in one bin
+        n, eps_h, delta_h = 40, 0.75, 5e-4
+        assert histogram_share(n, 1.0, delta_h) == eps_h
+        threshold = 2 / (eps_h * n) * math.log(2 / delta_h) + 1 / n
         with pytest.warns(DplongWarning) as record:  # (and, with 40 users, a binding bound)
-            estimate_scale(np.zeros(40), epsilon=1.0, delta=1e-3, random_state=0)
-        assert "wide-bin histogram needs 53%" in str(record[0].message)
+            estimate_scale(np.zeros(n), epsilon=1.0, delta=1e-3, random_state=0)
+        assert f"wide-bin histogram needs {threshold:.0%}" in str(record[0].message)
 
     def test_no_warning_for_good_bounds(self) -> None:
         x = np.random.default_rng(18).normal(100.0, 1.0, FIG5_N)
@@ -628,9 +694,10 @@ def test_plug_in_feeds_the_winsorized_mean() -> None:
     x = _users("iid", FIG5_N, rng)
     est = estimate_scale(x, epsilon=1.0, scale_bounds=FIG5_BOUNDS, random_state=rng)
     res = dplong.winsorized_mean(x, epsilon=1.0, scale=est.scale, random_state=rng)
-    assert abs(res.estimate - FIG5_MU) < 0.1
+    assert abs(res.params["x"] - FIG5_MU) < 0.1
     total = est.privacy + res.privacy  # two releases on the same users: basic composition
-    assert total.epsilon == 2.0
+    assert total.epsilon == est.privacy.epsilon + res.privacy.epsilon
+    assert total.epsilon == pytest.approx(2.0, rel=1e-9)
 
 
 def test_local_coinpress_reaches_the_scale() -> None:
@@ -675,3 +742,24 @@ def test_local_coinpress_ledger() -> None:
     beta2 = coinpress_beta(0.05) ** 2
     assert all(beta2 <= e.sensitivity <= beta2 * (1 + LATTICE_SLACK) for e in variance)
     assert math.fsum(e.epsilon for e in ledger.entries) == pytest.approx(1.0, rel=1e-14)
+
+
+@pytest.mark.parametrize("privacy", ["central", "local"])
+def test_theory_variant_and_local_model_estimate_with_coinpress(privacy: str) -> None:
+    # variant="theory" (and every local fit) estimate an unstated scale with CoinPress on half
+    # the budget (the paper's Fig. 5 split), then run Alg 5 / Alg 8 on the other half
+    n = 6000 if privacy == "central" else 200_000
+    x = np.random.default_rng(25).normal(3.0, 2.0, n)
+    extra = {"privacy": "local", "bound": 10.0} if privacy == "local" else {"variant": "theory"}
+    res = dplong.winsorized_mean(x, epsilon=2.0, random_state=26, **extra)
+    scale = [e for e in res.privacy.entries if e.stage == "scale"]
+    mechanisms = {e.mechanism.removeprefix("local ") for e in scale}
+    assert "lattice Laplace, second moment (Alg 14)" in mechanisms
+    local_steps = [e.mechanism.startswith("local") for e in scale[1:]]
+    assert all(local_steps) if privacy == "local" else not any(local_steps)
+    # the scale's calls compose within half of (ε, δ); the whole fit within (ε, δ)
+    delta = 0.0 if privacy == "local" else 1.0 / n**2
+    assert compose([e.cost for e in scale], delta / 2).epsilon <= 1.0 * (1 + 1e-12)
+    assert res.privacy.epsilon <= 2.0 * (1 + 1e-12) and res.privacy.delta <= delta
+    assert res.privacy.model == privacy
+    assert res.variant == ("theory" if privacy == "central" else "paper (local)")
