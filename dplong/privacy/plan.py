@@ -62,6 +62,9 @@ HOPELESS_USERS = 20.0
 #: ε·n of the count of users with a statistic: a relative error of about √2/20 = 7 %, which
 #: only multiplies the refinement's small offset from the midpoint.
 COUNT_USERS = 20.0
+#: ε·n of a weighted count ``Σ w_u`` (precision weights, :class:`~dplong.privacy.engine.
+#: UserWeights`): the same relative error for a weighted count as small as n/10.
+WEIGHTED_COUNT_USERS = 200.0
 MIN_STAGE_SHARE = 0.04
 #: Largest share of a column's even budget the midpoint may take: with a stated scale it is
 #: the only preliminary stage; with an estimated one the scale stage takes as much again.
@@ -210,15 +213,19 @@ class ReleasePlan:
         count: bool = True,
         refine: bool = True,
         bounded: bool = False,
+        weighted: bool = False,
     ) -> ReleasePlan:
         """Stage budgets from public facts (module docstring). ``count=False`` when n itself
         is the denominator (item-level regression: every unit is counted); ``bounded`` when
-        public bounds hold every statistic: no midpoint, scale or refinement is needed."""
+        public bounds hold every statistic: no midpoint, scale or refinement is needed;
+        ``weighted`` when users carry precision weights: the count is a weighted count and
+        gets :data:`WEIGHTED_COUNT_USERS` instead of :data:`COUNT_USERS`."""
         per_column = column_epsilon(epsilon, delta, d)
+        wanted_count = (WEIGHTED_COUNT_USERS if weighted else COUNT_USERS) / n
         if bounded:
             counts = (1 if complete_rows else d) if count else 0
             per_count = per_column * d / max(counts, 1)
-            count_epsilon = min(max(COUNT_USERS / n, 0.01 * per_count), 0.1 * per_count)
+            count_epsilon = min(max(wanted_count, 0.01 * per_count), 0.1 * per_count)
             return cls(
                 n=n,
                 d=d,
@@ -243,7 +250,9 @@ class ReleasePlan:
             and _histogram_reliable(n, HISTOGRAM_SHARE * per_column, delta / (2 * d))
         )
         if histogram:  # few users and a stated scale: Alg 2-3's histogram is the surer midpoint
-            return cls._histogram_plan(n, d, epsilon, delta, per_column, complete_rows, count, refine)
+            return cls._histogram_plan(
+                n, d, epsilon, delta, per_column, complete_rows, count, refine, wanted_count
+            )
         if median * n < HOPELESS_USERS:
             needed = MEDIAN_USERS / n / cap * d
             raise InsufficientUsersError(
@@ -266,7 +275,7 @@ class ReleasePlan:
         counts = (1 if complete_rows else d) if count else 0
         # the counts' share of the budget: a tenth at most, a hundredth at least
         per_count = per_column * d / max(counts, 1)
-        count_epsilon = min(max(COUNT_USERS / n, 0.01 * per_count), 0.1 * per_count)
+        count_epsilon = min(max(wanted_count, 0.01 * per_count), 0.1 * per_count)
         spread = 0.0 if stated_scale else median
         rest = per_column - median - spread - count_epsilon * counts / d
         share = _refine_share(n, per_column, rest) if refine else 0.0
@@ -294,6 +303,7 @@ class ReleasePlan:
         complete_rows: bool,
         count: bool,
         refine: bool,
+        wanted_count: float,
     ) -> ReleasePlan:
         """The midpoint by the stable histogram (bins of half-width τ', §7.1.2) at
         :data:`HISTOGRAM_SHARE` of a column's ε and δ/(2d) each, with :data:`FALLBACK_SHARE`
@@ -302,7 +312,7 @@ class ReleasePlan:
         share = HISTOGRAM_SHARE * per_column
         counts = (1 if complete_rows else d) if count else 0
         per_count = per_column * d / max(counts, 1)
-        count_epsilon = min(max(COUNT_USERS / n, 0.01 * per_count), 0.1 * per_count)
+        count_epsilon = min(max(wanted_count, 0.01 * per_count), 0.1 * per_count)
         rest = per_column - share - FALLBACK_SHARE * per_column - count_epsilon * counts / d
         refine_share = _refine_share(n, per_column, rest, midpoint_error=2.0 * _BIN_RADIUS)
         return cls(
@@ -411,12 +421,18 @@ class ReleasePlan:
         variance ``Σ_j f_j Var_j`` is smaller wins (Gaussian only with δ > 0)."""
         radii = radii / radii.max()  # the shares are scale-free; this keeps the powers finite
         laplace = self.calibrate(
-            share_weights((weights * radii**2) ** (1.0 / 3.0)), "laplace", refined=refined, fallback=fallback
+            share_weights((weights * radii**2) ** (1.0 / 3.0)),
+            "laplace",
+            refined=refined,
+            fallback=fallback,
         )
         best = laplace
         if self.delta > 0.0:
             gaussian = self.calibrate(
-                share_weights(np.sqrt(weights) * radii), "gaussian", refined=refined, fallback=fallback
+                share_weights(np.sqrt(weights) * radii),
+                "gaussian",
+                refined=refined,
+                fallback=fallback,
             )
             if _weighted_variance(gaussian, radii, weights) < _weighted_variance(
                 laplace, radii, weights
