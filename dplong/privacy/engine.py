@@ -240,6 +240,7 @@ def locate(
     complete_rows: bool = True,
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
     user_weights: UserWeights | None = None,
+    tail: Tail | None = None,
 ) -> Location:
     """Stages 1-4 of the module docstring: midpoint, scale, count and refinement. With public
     ``bounds`` (lower, upper) only the count runs: the centre is the bounds' midpoint, exact.
@@ -280,7 +281,8 @@ def locate(
         sd = np.maximum(deviation, SMALLEST_SCALE) / MAD_FACTOR
     else:
         sd = np.maximum(np.sqrt(scale), SMALLEST_SCALE)
-    tail: Tail = "gaussian" if scale is None else "sub-gaussian"
+    if tail is None:
+        tail = "gaussian" if scale is None else "sub-gaussian"
 
     if plan.counts:
         users, users_sd, count_entries = _count(matrix, plan, names, complete_rows, rng, root)
@@ -355,6 +357,7 @@ def release_means(
     plan: ReleasePlan | None = None,
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
     user_weights: UserWeights | None = None,
+    tail: Tail | None = None,
 ) -> Release:
     """Release the column means of ``matrix`` (n x d; NaN: no statistic) with the default plan.
 
@@ -367,8 +370,11 @@ def release_means(
     assumption: values outside are clipped to them); then only the count and the mean run.
     ``user_weights`` releases the precision-weighted means ``Σ w_u x_u / Σ w_u`` instead
     (:class:`UserWeights`, module docstring: each sum keeps the sensitivity ``2 r_j`` of the
-    unweighted release, the weighted count has sensitivity 1). Every refusal and the
-    accountant's check happen before the first noise draw.
+    unweighted release, the weighted count has sensitivity 1). ``tail`` overrides the tail
+    model of the clipping bias and the radius (:func:`~dplong.privacy.radius.clipping_bias`;
+    default Gaussian for an estimated scale, sub-Gaussian for a stated one): ``"exponential"``
+    for skewed statistics such as sums of squares. Every refusal and the accountant's check
+    happen before the first noise draw.
 
     Examples
     --------
@@ -427,6 +433,7 @@ def release_means(
         complete_rows=complete_rows,
         bounds=bounds,
         user_weights=user_weights,
+        tail=tail,
     )
     users = where.per_column_users
     undefined = where.empty
