@@ -322,7 +322,7 @@ class PanelResults:
             "Variant:": self.variant,
         }
         counted = self.users.dropna()
-        weighted = counted.index.str.endswith("(weighted)")
+        weighted = np.array([str(label).endswith("(weighted)") for label in counted.index])
         if weighted.any():
             info["Weighted users (sum of weights):"] = (
                 f"{counted[weighted].min():.0f} (DP, sd {self.users_sd:.2g})"
