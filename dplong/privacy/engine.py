@@ -453,8 +453,10 @@ def release_means(
     # keeps a noisy count from blowing the ratio up
     offset = np.clip(final.total / users, -radius, radius)
     # a mean at the edge of its interval says the interval missed the data (a centre beyond its
-    # allowance: a bad event); its number would look precise and be wrong, so it is withheld
-    missed = (np.abs(offset) >= MISSED_SHARE * radius) & ~undefined
+    # allowance: a bad event); its number would look precise and be wrong, so it is withheld.
+    # Public bounds are not a located centre: they hold every statistic by assumption, and a
+    # mean near one end of them (a variance near 0 in [0, upper]) is simply where the data are
+    missed = (np.abs(offset) >= MISSED_SHARE * radius) & ~undefined & (bounds is None)
     ledger = PrivacyLedger.from_entries(entries, plan.delta, "central")
     if accountant is not None:
         accountant.record(ledger)
