@@ -93,12 +93,13 @@ from dplong.results import PanelResults
 
 __all__ = ["coefficient_names", "within_blocks", "within_results", "within_shares"]
 
-#: Candidate shares of the fit's budget for the meat (it only enters the standard errors) and
-#: for the design (it enters β̂ only through the pilot's error): for each the smallest whose
-#: plan is sound (no reliability note) is used, and the scores, which carry β̂'s noise, get
-#: the rest; if no such split is sound, every released column gets the same budget.
+#: Candidate shares of the fit's budget for the meat, which only enters the standard errors:
+#: the smallest whose plan is sound (no reliability note). The design and the scores share
+#: the rest as ``p(p+1)/2 + p`` to ``2p``: a score column, which carries β̂'s noise, gets
+#: twice a design column's budget (the design acts through the pilot's error only, but that
+#: is a product of its noises, so it cannot be starved either). Chosen with
+#: ``benchmarks/within_and_weights.py``.
 MEAT_SHARES = (0.1, 0.15, 0.2, 0.25)
-DESIGN_SHARES = (0.3, 0.4)
 #: Monte Carlo draws (and their fixed seed) of the privacy noise pushed through β̂'s map.
 NOISE_DRAWS, NOISE_SEED = 4000, 20240613
 #: A released spread this small is the engine's floor (:data:`SMALLEST_SCALE`): more than half
@@ -125,9 +126,9 @@ def coefficient_names(columns: Sequence[str]) -> tuple[str, ...]:
 
 def within_shares(n: int, p: int, options: ReleaseOptions, stated: bool) -> tuple[float, ...]:
     """Budget shares of the design, scores and meat blocks, from public facts (n, p, the
-    budget): the meat and the design the smallest of :data:`MEAT_SHARES` and
-    :data:`DESIGN_SHARES` whose plans are sound, the scores the rest if its plan is sound too;
-    otherwise every column the same share (``p(p+1)/2 + p``, ``p`` and ``p(p+1)/2`` columns).
+    budget): the meat the smallest of :data:`MEAT_SHARES` whose plan is sound (else
+    ``p(p+1)/2`` parts of ``2(p(p+1)/2) + 3p``), the design and the scores the rest as
+    ``p(p+1)/2 + p`` to ``2p``.
 
     Examples
     --------
@@ -136,21 +137,18 @@ def within_shares(n: int, p: int, options: ReleaseOptions, stated: bool) -> tupl
     >>> options = ReleaseOptions.check(5000, epsilon=1.0, delta=None, privacy="central",
     ...                                bound=None, d=2)
     >>> [round(s, 3) for s in within_shares(5000, 2, options, stated=False)]
-    [0.3, 0.5, 0.2]
+    [0.444, 0.356, 0.2]
     >>> options = ReleaseOptions.check(545, epsilon=1.0, delta=None, privacy="central",
     ...                                bound=None, d=2)
     >>> [round(s, 3) for s in within_shares(545, 2, options, stated=False)]  # 5 + 2 + 3 columns
-    [0.5, 0.2, 0.3]
+    [0.417, 0.333, 0.25]
     """
     k = p * (p + 1) // 2
-    meat = next((s for s in MEAT_SHARES if _sound(n, k, options, s, stated)), None)
-    design = next((s for s in DESIGN_SHARES if _sound(n, k + p, options, s, stated)), None)
-    if meat is not None and design is not None:
-        scores = 1.0 - meat - design
-        if _sound(n, p, options, scores, stated):
-            return design, scores, meat
-    total = 2 * (k + p)
-    return (k + p) / total, p / total, k / total
+    meat = next(
+        (s for s in MEAT_SHARES if _sound(n, k, options, s, stated)), k / (2 * k + 3 * p)
+    )
+    rest = 1.0 - meat
+    return rest * (k + p) / (k + 3 * p), rest * 2 * p / (k + 3 * p), meat
 
 
 def _sound(n: int, d: int, options: ReleaseOptions, share: float, stated: bool) -> bool:
