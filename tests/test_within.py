@@ -269,15 +269,17 @@ def wage_like(seed: int) -> pd.DataFrame:
 
 
 @pytest.mark.slow
+# ε = 4 over ten released columns of 545 users: the plan's (public) reliability notes fire
+@pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
 def test_coverage_on_a_wage_like_panel() -> None:
-    """Intervals at 95 % cover the true slopes in >= 93 % of 300 simulated wage-like panels
+    """Intervals at 95 % cover the true slopes in >= 93 % of 150 simulated wage-like panels
     (ε = 4: at ε = 1 two slopes of 545 users are refused as hopeless, see the docs). The
-    binomial sd of a coverage near 0.95 over 300 runs is 0.013, so 0.93 is 1.5 sd below it;
-    the intervals are expected to be somewhat conservative (the noise law's Laplace term and
-    the bias bounds)."""
+    binomial sd of a coverage of 0.95 over 150 runs is 0.018, so 0.93 is 1.1 sd below it;
+    the intervals are expected to be conservative (the noise law's Laplace term and the bias
+    bounds: 0.99 measured), which puts 0.93 many sd away."""
     truth = np.array([0.06, -0.05])
     covered, withheld = [], 0
-    for seed in range(300):
+    for seed in range(150):
         frame = wage_like(seed)
         model = dplong.LongitudinalOLS.from_formula("lwage ~ exper + hours", frame, groups="nr")
         res = model.fit(epsilon=4.0, estimator="within", random_state=seed)
@@ -287,6 +289,6 @@ def test_coverage_on_a_wage_like_panel() -> None:
             continue
         covered.append(((ci["lower"] <= truth) & (truth <= ci["upper"])).to_numpy())
     coverage = np.mean(covered, axis=0)
-    print(f"\ncoverage {coverage}, fits without intervals {withheld}/300")
-    assert withheld <= 15  # at most 5 % of fits may flag a nearly singular design
+    print(f"\ncoverage {coverage}, fits without intervals {withheld}/150")
+    assert withheld <= 8  # at most 5 % of fits may flag a nearly singular design
     assert (coverage >= 0.93).all(), coverage
