@@ -26,8 +26,9 @@ unbalanced panel would see its long users clipped).
    inside the collapsed interval (more than half the users hold it constant, and the engine
    cannot see past them) — is withheld (NaN), decided from released numbers only. The rest
    of Â is repaired to be positive definite: in the scale of its diagonal, eigenvalues below
-   the noise level of the released entries (the square root of the sum of their variances,
-   plus the bias bounds) are raised to it, and the results say so. The pilot ``β₀ = Â⁻¹ b̂``.
+   the noise level of the released entries (the Frobenius norms of their standard deviations
+   and of their bias bounds, which bound how far the noise and the bias move an eigenvalue
+   in a typical draw) are raised to it, and the results say so. The pilot ``β₀ = Â⁻¹ b̂``.
 2. **scores** block: the residual scores at the pilot, *whitened* by the released design,
    ``r_u = L̂⁻¹ (b_u - A_u β₀)`` with ``L̂ L̂' = Â``; then ``β̂ = β₀ + L̂⁻ᵀ r̂`` — one Newton step,
    a linear map of released means. Its error is ``L̂⁻ᵀ e_r - Â⁻¹ E (β̃ - β₀)`` (e_r the
@@ -364,7 +365,7 @@ class _Design:
             scaling = np.outer(root, root)
             level = float(
                 np.sqrt(np.sum((sd[np.ix_(keep, keep)] / scaling) ** 2))
-                + np.sum(bias[np.ix_(keep, keep)] / scaling)
+                + np.sqrt(np.sum((bias[np.ix_(keep, keep)] / scaling) ** 2))
             )
             floored = int(np.sum(np.linalg.eigvalsh(sub / scaling) < level))
             fixed = _floor(sub, root, level)
