@@ -16,9 +16,9 @@ import argparse
 import warnings
 
 import numpy as np
+from dplong.privacy.plugin import default_scale_share
 
 import dplong
-from dplong.privacy.plugin import default_scale_share
 
 SIZES = (1_000, 2_000, 4_000, 6_000, 20_000)
 SHARES = (0.1, 0.25, 0.4, 0.5, 0.6)

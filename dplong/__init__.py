@@ -9,10 +9,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Accountant",
-    "LongitudinalOLS",
-    "PriestleyChao",
     "CurveResults",
+    "LongitudinalOLS",
     "PanelResults",
+    "PriestleyChao",
     "PrivacyLedger",
     "RandomEffectsLocation",
     "__version__",

@@ -141,7 +141,8 @@ class PanelResults:
         >>> bool((res.tvalues == res.params / res.bse).all())
         True
         """
-        return pd.Series(self.params / self.bse, index=self.params.index, name="z")
+        z: pd.Series = pd.Series(self.params / self.bse, index=self.params.index, name="z")
+        return z
 
     @property
     def pvalues(self) -> pd.Series:
@@ -169,7 +170,8 @@ class PanelResults:
             self.noise_law,
             self.bias.to_numpy(),
         )
-        return pd.Series(values, index=self.params.index, name="P>|z|")
+        out: pd.Series = pd.Series(values, index=self.params.index, name="P>|z|")
+        return out
 
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
         """(1 - α) confidence intervals: sampling error under the stated or estimated scale,

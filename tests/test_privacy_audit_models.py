@@ -39,11 +39,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from audit import EpsilonBound, epsilon_lower_bound, joint_tail_events, repeat, tail_events
+from dplong.privacy.bounded import clipped_mean
 from numpy.typing import NDArray
 
 from dplong import LongitudinalOLS, RandomEffectsLocation
 from dplong.privacy.accounting import PrivacyLedger
-from dplong.privacy.bounded import clipped_mean
 from dplong.privacy.noise import release_bounded_sum
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.results import PanelResults

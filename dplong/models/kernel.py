@@ -405,7 +405,8 @@ class PriestleyChao(PanelModel):
             sigma = float(where.sd[0])
             centre = float(where.centre[0])
             width = amp + sigma * no_clip + float(where.centre_error[0])
-            eps_curve = float(plan.calibrate(np.ones(1), "laplace", refined=where.refined).epsilon[0])
+            laplace = plan.calibrate(np.ones(1), "laplace", refined=where.refined)
+            eps_curve = float(laplace.epsilon[0])
             rho_curve = (
                 float(plan.calibrate(np.ones(1), "gaussian", refined=where.refined).rho[0])
                 if options.delta > 0
@@ -565,7 +566,7 @@ class PriestleyChao(PanelModel):
         self, request: FitRequest, grid: NDArray[np.float64], scale: Any
     ) -> CurveResults:
         n = self.nobs_users
-        b = float(self._bandwidth)  # type: ignore[arg-type]
+        b = float(self._bandwidth)
         proxy = scale_per_column(scale, grid.size, _no_dependence_model)
         names = tuple(f"x={g:.6g}" for g in grid)
 
@@ -679,7 +680,7 @@ class PriestleyChao(PanelModel):
                 name="smoothing bias",
             ),
         )
-        return dataclasses.replace(
+        curve = dataclasses.replace(
             results,
             params=results.params.set_axis(index),
             noise_scale=results.noise_scale.set_axis(index),
@@ -689,8 +690,12 @@ class PriestleyChao(PanelModel):
             projection_interval=results.projection_interval.set_axis(index),
             failed=results.failed.set_axis(index),
             bad_events=results.bad_events.set_axis(index),
-            users=results.users.set_axis(index) if results.users.size == grid.size else results.users,
+            users=results.users.set_axis(index)
+            if results.users.size == grid.size
+            else results.users,
         )
+        assert isinstance(curve, CurveResults)  # results_class=CurveResults above
+        return curve
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ from dplong._validation import RandomState, check_choice, per_column
 from dplong.dependence import DependenceModel, RandomEffects
 from dplong.exceptions import DataError, DplongError, FormulaError, ParameterError
 from dplong.models.base import (
+    DEFAULT_MAX_ROWS,
     Block,
     PanelModel,
     ScaleLike,
-    DEFAULT_MAX_ROWS,
     Statistics,
     check_max_rows,
     check_min_rows,

@@ -151,13 +151,16 @@ def winsorized_mean(
     )
 
 
-def _matrix(values: ArrayLike, names: Sequence[str] | None) -> tuple[NDArray[np.float64], tuple[str, ...]]:
+def _matrix(
+    values: ArrayLike, names: Sequence[str] | None
+) -> tuple[NDArray[np.float64], tuple[str, ...]]:
     """Values as a float (rows, d) matrix (NaN: missing) and the column names."""
     found: list[str] | None = None
     if isinstance(values, pd.DataFrame):
         found = [str(c) for c in values.columns]
     elif isinstance(values, pd.Series) and values.name is not None:
         found = [str(values.name)]
+    array: NDArray[np.float64]
     try:
         if isinstance(values, pd.DataFrame | pd.Series):
             array = values.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)

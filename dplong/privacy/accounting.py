@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -292,7 +293,8 @@ class PrivacyLedger:
         >>> res.privacy.to_frame().columns.tolist()[:4]
         ['stage', 'mechanism', 'target', 'epsilon']
         """
-        return pd.DataFrame([vars(e) for e in self.entries], columns=_COLUMNS)
+        frame: pd.DataFrame = pd.DataFrame([vars(e) for e in self.entries], columns=_COLUMNS)
+        return frame
 
     def digest(self) -> pd.DataFrame:
         """One row per stage: its calls' mechanisms, summed ε, δ and ρ, and a total row.
@@ -311,7 +313,10 @@ class PrivacyLedger:
         """
         frame = self.to_frame()
         if frame.empty:
-            return pd.DataFrame(columns=["mechanism", "calls", "epsilon", "delta", "rho"])
+            empty: pd.DataFrame = pd.DataFrame(
+                columns=["mechanism", "calls", "epsilon", "delta", "rho"]
+            )
+            return empty
         grouped = frame.groupby("stage", sort=False)
         digest = pd.DataFrame(
             {
@@ -330,7 +335,7 @@ class PrivacyLedger:
             self.rho,
         ]
         digest.index.name = "stage"
-        return digest
+        return cast(pd.DataFrame, digest)
 
     def __add__(self, other: PrivacyLedger) -> PrivacyLedger:
         """Sequential (basic) composition of two releases on the same users."""
