@@ -61,8 +61,9 @@ sampling and noise terms; intervals use the normal-Laplace law with a Laplace te
 noise's variance (conservative at the usual levels α <= 0.2: a sum of several Laplace and
 Gaussian terms has lighter tails than one Laplace of the same variance), or the normal law
 when every release drew discrete Gaussian noise. When the repair had to raise an eigenvalue
-of Â, the Newton step cannot correct the pilot along that direction and no interval is
-claimed (``sampling_sd`` NaN, a warning says why).
+of Â, the released design cannot separate the regressors along that direction at this ε, and
+the Newton step cannot correct the pilot there: the coefficients loading on it (more than
+1 % of the direction) get no estimate (NaN, with a warning).
 
 **Estimands.** Under ``y_ut = α_u + x_ut'β_u + e_ut`` with user-specific slopes β_u, the
 within estimator targets ``(Σ_u E A_u)⁻¹ Σ_u E A_u β_u``: the slopes weighted by each user's
@@ -101,6 +102,9 @@ __all__ = ["coefficient_names", "within_blocks", "within_results", "within_share
 #: is a product of its noises, so it cannot be starved either). Chosen with
 #: ``benchmarks/within_and_weights.py``.
 MEAT_SHARES = (0.1, 0.15, 0.2, 0.25)
+#: A coefficient whose squared loading on the design's raised directions exceeds this share is
+#: withheld: the estimate along those directions is the pilot's, not a solution.
+COLLINEAR_LOADING = 0.01
 #: Monte Carlo draws (and their fixed seed) of the privacy noise pushed through β̂'s map.
 NOISE_DRAWS, NOISE_SEED = 4000, 20240613
 #: A released spread this small is the engine's floor (:data:`SMALLEST_SCALE`): more than half
@@ -276,11 +280,10 @@ def within_results(
         + np.abs(solution.inverse) @ (design_bias @ np.abs(step))
         + np.abs(shift)
     )
-    withheld = ~solution.identified | ~np.isfinite(beta)
+    # along a raised direction the step cannot correct the pilot: no estimate is claimed there
+    withheld = ~solution.identified | solution.collinear | ~np.isfinite(beta)
     beta = np.where(withheld, np.nan, beta)
     sampling_sd = np.sqrt(np.maximum(np.diag(sampling), 0.0))
-    if solution.floored:  # the step cannot correct the pilot there: no interval is claimed
-        sampling_sd = np.full(p, np.nan)
     gaussian = {design_release.noise_kind, score_release.noise_kind} == {"gaussian"}
     index = pd.Index(names)
 
@@ -329,6 +332,7 @@ class _Design:
     inverse: NDArray[np.float64]
     identified: NDArray[np.bool_]
     floored: int
+    collinear: NDArray[np.bool_]
     constant: tuple[int, ...]
     pilot: NDArray[np.float64]
     root: NDArray[np.float64]
@@ -359,6 +363,7 @@ class _Design:
         whitening = np.zeros((p, p))
         inverse = np.zeros((p, p))
         floored, root, level = 0, np.ones(keep.size), 0.0
+        collinear = np.zeros(p, dtype=bool)
         if keep.size:
             sub = a[np.ix_(keep, keep)]
             root = np.sqrt(np.diag(sub))
@@ -367,7 +372,11 @@ class _Design:
                 np.sqrt(np.sum((sd[np.ix_(keep, keep)] / scaling) ** 2))
                 + np.sqrt(np.sum((bias[np.ix_(keep, keep)] / scaling) ** 2))
             )
-            floored = int(np.sum(np.linalg.eigvalsh(sub / scaling) < level))
+            values, vectors = np.linalg.eigh(sub / scaling)
+            raised = vectors[:, values < level]
+            floored = raised.shape[1]
+            # coefficients with a share of more than 1 % on a raised direction
+            collinear[keep] = np.sum(raised**2, axis=1) > COLLINEAR_LOADING
             fixed = _floor(sub, root, level)
             lower = np.linalg.cholesky(fixed)
             repaired[np.ix_(keep, keep)] = fixed
@@ -380,6 +389,7 @@ class _Design:
             inverse,
             identified,
             floored,
+            collinear,
             tuple(int(j) for j in np.flatnonzero(constant)),
             np.nan_to_num(inverse @ b),
             root,
@@ -416,12 +426,12 @@ class _Design:
                 "changing ones raise epsilon or use the per-user estimator's identification."
             )
         if self.floored:
+            listed = [names[int(j)] for j in np.flatnonzero(self.collinear)]
             out.append(
-                f"The released design is nearly singular ({self.floored} direction(s) within "
-                "its privacy noise were raised to the noise level): the coefficients along "
-                "nearly collinear regressors are shrunk toward the pilot estimate, and no "
-                "standard errors or intervals are given. Raise epsilon or drop a collinear "
-                "term."
+                f"No estimate (NaN) for {listed}: the released design is nearly singular "
+                f"along them ({self.floored} direction(s) within its privacy noise), so the "
+                "data cannot separate these regressors at this epsilon. Raise epsilon or drop "
+                "a collinear term."
             )
         return tuple(out)
 
