@@ -150,12 +150,27 @@ class TestReference:
             np.testing.assert_allclose(stats[u], expected, rtol=1e-12, atol=1e-12)
 
 
+@pytest.fixture(scope="module")
+def model() -> dplong.LongitudinalOLS:
+    return dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", unbalanced(), groups="user")
+
+
+@pytest.fixture(scope="module")
+def panel() -> pd.DataFrame:
+    """5000 users with 1 + Geometric(mean 5) rows (capped at 50), two correlated regressors."""
+    rng = np.random.default_rng(7)
+    n = 5000
+    rows = np.minimum(rng.geometric(1.0 / 6.0, n), 50)
+    user = np.repeat(np.arange(n), rows)
+    effect = rng.normal(0.0, 1.0, n)
+    x1 = 0.5 * effect[user] + rng.normal(size=user.size)
+    x2 = 0.3 * x1 + rng.normal(size=user.size)
+    y = 1.0 + effect[user] + 0.5 * x1 - 0.3 * x2 + rng.normal(size=user.size)
+    return pd.DataFrame({"user": user, "x1": x1, "x2": x2, "y": y})
+
+
 class TestPublicRefusals:
     """Every refusal is decided from the options and the formula, before any noise."""
-
-    @pytest.fixture(scope="class")
-    def model(self) -> dplong.LongitudinalOLS:
-        return dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", unbalanced(), groups="user")
 
     @pytest.mark.parametrize(
         ("options", "match"),
@@ -200,18 +215,6 @@ class TestPublicRefusals:
 
 
 class TestPrivateFit:
-    @pytest.fixture(scope="class")
-    def panel(self) -> pd.DataFrame:
-        rng = np.random.default_rng(7)
-        n = 5000
-        rows = np.minimum(rng.geometric(1.0 / 6.0, n), 50)  # 1 + Geometric(mean 5)
-        user = np.repeat(np.arange(n), rows)
-        effect = rng.normal(0.0, 1.0, n)
-        x1 = 0.5 * effect[user] + rng.normal(size=user.size)
-        x2 = 0.3 * x1 + rng.normal(size=user.size)
-        y = 1.0 + effect[user] + 0.5 * x1 - 0.3 * x2 + rng.normal(size=user.size)
-        return pd.DataFrame({"user": user, "x1": x1, "x2": x2, "y": y})
-
     def test_ledger_results_and_accuracy(self, panel: pd.DataFrame) -> None:
         model = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", panel, groups="user")
         reference = model.fit(estimator="within", **NOISE_OFF)

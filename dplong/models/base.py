@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_random_state, per_column, warn
 from dplong.dependence import DependenceModel
-from dplong.exceptions import ParameterError
+from dplong.exceptions import DplongError, ParameterError
 from dplong.models.design import GroupsLike, PanelDesign, build_design
 from dplong.privacy.accounting import Accountant, Cost, PrivacyLedger
 from dplong.privacy.engine import Release, UserWeights, release_means
@@ -442,6 +442,39 @@ def scale_per_column(scale: Any, d: int, dependence_scale: Any) -> NDArray[np.fl
             f"got {scale!r}"
         )
     return per_column(scale, d, "scale")
+
+
+def sound_plan(
+    n: int, d: int, options: ReleaseOptions, share: float, *, stated: bool, weighted: bool = False
+) -> bool:
+    """Whether d columns released with ``share`` of the fit's budget plan without a refusal or
+    a reliability note: a public fact (n, d, the budget and the options), so models may choose
+    their budget split or defaults by it before any noise.
+
+    Examples
+    --------
+    >>> from dplong.models.base import sound_plan
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> options = ReleaseOptions.check(5000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1)
+    >>> sound_plan(5000, 1, options, 0.5, stated=False), sound_plan(500, 1, options, 0.1,
+    ...                                                             stated=False)
+    (True, False)
+    """
+    try:
+        plan = ReleasePlan.make(
+            n=n,
+            d=d,
+            epsilon=options.epsilon * share,
+            delta=options.delta * share,
+            stated_scale=stated,
+            refine=options.refine,
+            weighted=weighted,
+        )
+        plan.check(None)
+    except DplongError:
+        return False
+    return not plan.notes
 
 
 #: Default public cap ``T_cap`` on the rows that raise a user's precision weight (``max_rows``

@@ -16,6 +16,7 @@ from dplong.exceptions import FormulaError, ParameterError
 from dplong.models.base import (
     DEFAULT_MAX_ROWS,
     Block,
+    FitRequest,
     PanelModel,
     ScaleLike,
     Statistics,
@@ -254,23 +255,14 @@ class LongitudinalOLS(PanelModel):
         >>> bool(ci.loc["x", "lower"] < 0.5 < ci.loc["x", "upper"])
         True
         """
-        if check_choice(estimator, "estimator", ESTIMATORS) == "within":
-            return self._fit_within(
-                max_rows=max_rows,
-                epsilon=epsilon,
-                delta=delta,
-                scale=scale,
-                focus=focus,
-                privacy=privacy,
-                bound=bound,
-                variant=variant,
-                gamma=gamma,
-                refine=refine,
-                random_state=random_state,
-                accountant=accountant,
-            )
+        within = check_choice(estimator, "estimator", ESTIMATORS) == "within"
         design = self._design
-        names = tuple(design.columns)
+        names = coefficient_names(design.columns) if within else tuple(design.columns)
+        if not names:
+            raise FormulaError(
+                f"the within estimator needs a regressor besides the intercept; "
+                f"{self.formula!r} has none"
+            )
         p = len(names)
         request = self._request(
             self.nobs_users,
@@ -282,10 +274,12 @@ class LongitudinalOLS(PanelModel):
             variant=variant,
             gamma=gamma,
             refine=refine,
-            focus=focus,
+            focus=None if within else focus,
             random_state=random_state,
             accountant=accountant,
         )
+        if within:
+            return self._fit_within(request, names, scale=scale, focus=focus, max_rows=max_rows)
 
         def from_dependence(model: DependenceModel) -> float:
             rows = check_min_rows(min_rows, "turn a dependence model into a radius")
@@ -325,43 +319,16 @@ class LongitudinalOLS(PanelModel):
 
     def _fit_within(
         self,
+        request: FitRequest,
+        names: tuple[str, ...],
         *,
-        max_rows: Any,
-        epsilon: Any,
-        delta: Any,
         scale: Any,
         focus: Focus,
-        privacy: Any,
-        bound: Any,
-        variant: Any,
-        gamma: Any,
-        refine: Any,
-        random_state: RandomState,
-        accountant: Accountant | None,
+        max_rows: Any,
     ) -> PanelResults:
         """``fit(estimator="within")``: the refusals on public options, then the blocks of
         :mod:`dplong.models.within`."""
-        names = coefficient_names(self._design.columns)
         max_rows = check_max_rows(max_rows, smallest=2)
-        if not names:
-            raise FormulaError(
-                f"the within estimator needs a regressor besides the intercept; "
-                f"{self.formula!r} has none"
-            )
-        request = self._request(
-            self.nobs_users,
-            len(names),
-            epsilon=epsilon,
-            delta=delta,
-            privacy=privacy,
-            bound=bound,
-            variant=variant,
-            gamma=gamma,
-            refine=refine,
-            focus=None,
-            random_state=random_state,
-            accountant=accountant,
-        )
         unsupported = {
             "privacy": (request.options.local, 'privacy="central"'),
             "variant": (request.options.variant != "default", 'variant="default"'),

@@ -13,7 +13,7 @@ import pandas as pd
 
 from dplong._validation import RandomState, check_choice, per_column
 from dplong.dependence import DependenceModel, RandomEffects
-from dplong.exceptions import DataError, DplongError, FormulaError, ParameterError
+from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.models.base import (
     DEFAULT_MAX_ROWS,
     Block,
@@ -24,13 +24,13 @@ from dplong.models.base import (
     check_min_rows,
     panel_results,
     scale_per_column,
+    sound_plan,
 )
 from dplong.models.design import GroupsLike, PanelDesign, column_or_array
 from dplong.models.reduce import segment_starts, user_sums
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release, UserWeights
 from dplong.privacy.options import PrivacyModel, ReleaseOptions, Variant
-from dplong.privacy.plan import ReleasePlan
 from dplong.privacy.radius import DEFAULT_GAMMA, concentration_radius
 from dplong.results import PanelResults
 
@@ -370,7 +370,8 @@ def _check_weights(
     )
     if weights is None:
         share = (1.0 - variance_share) * PRELIMINARY_SHARE
-        weights = "precision" if applies and _sound_plan(n, options, share, stated) else "equal"
+        sound = sound_plan(n, 1, options, share, stated=stated)
+        weights = "precision" if applies and sound else "equal"
     choice = check_choice(weights, "weights", WEIGHTS)
     if choice == "precision" and not applies:
         raise ParameterError(
@@ -380,24 +381,6 @@ def _check_weights(
         )
     check_max_rows(max_rows)
     return "precision" if choice == "precision" else "equal"
-
-
-def _sound_plan(n: int, options: ReleaseOptions, share: float, stated: bool) -> bool:
-    """Whether one column released with ``share`` of the budget plans without a refusal or a
-    reliability note (public facts)."""
-    try:
-        plan = ReleasePlan.make(
-            n=n,
-            d=1,
-            epsilon=options.epsilon * share,
-            delta=options.delta * share,
-            stated_scale=stated,
-            refine=options.refine,
-        )
-        plan.check(None)
-    except DplongError:
-        return False
-    return not plan.notes
 
 
 def _precision_weights(

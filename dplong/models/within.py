@@ -84,13 +84,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from dplong.exceptions import DplongError
-from dplong.models.base import Block, Statistics, combined_ledger
+from dplong.models.base import Block, Statistics, combined_ledger, sound_plan
 from dplong.models.design import PanelDesign
 from dplong.models.reduce import upper_pairs, within_cross_products
 from dplong.privacy.engine import SMALLEST_SCALE, Release, UserWeights
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.plan import ReleasePlan
 from dplong.results import PanelResults
 
 __all__ = ["coefficient_names", "within_blocks", "within_results", "within_shares"]
@@ -150,29 +148,11 @@ def within_shares(n: int, p: int, options: ReleaseOptions, stated: bool) -> tupl
     """
     k = p * (p + 1) // 2
     meat = next(
-        (s for s in MEAT_SHARES if _sound(n, k, options, s, stated)), k / (2 * k + 3 * p)
+        (s for s in MEAT_SHARES if sound_plan(n, k, options, s, stated=stated, weighted=True)),
+        k / (2 * k + 3 * p),
     )
     rest = 1.0 - meat
     return rest * (k + p) / (k + 3 * p), rest * 2 * p / (k + 3 * p), meat
-
-
-def _sound(n: int, d: int, options: ReleaseOptions, share: float, stated: bool) -> bool:
-    """Whether d columns released with ``share`` of the budget plan without a refusal or a
-    reliability note."""
-    try:
-        plan = ReleasePlan.make(
-            n=n,
-            d=d,
-            epsilon=options.epsilon * share,
-            delta=options.delta * share,
-            stated_scale=stated,
-            refine=options.refine,
-            weighted=True,
-        )
-        plan.check(None)
-    except DplongError:
-        return False
-    return not plan.notes
 
 
 def within_blocks(
