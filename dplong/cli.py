@@ -234,8 +234,24 @@ def _kernel(
 _MODELS: dict[str, _ModelSpec] = {
     "ols": _ModelSpec(
         _ols,
-        "LongitudinalOLS: average of per-user regressions, 'y ~ x1 + x2'",
+        "LongitudinalOLS: average of per-user regressions, or the within (fixed-effects) "
+        "estimator, 'y ~ x1 + x2'",
         uses_time=True,
+        options=(
+            _ModelOption(
+                "estimator",
+                str,
+                "E",
+                "per-user (default: the average of per-user fits) or within (entity fixed effects)",
+                choices=("per-user", "within"),
+            ),
+            _ModelOption(
+                "max_rows",
+                int,
+                "T",
+                "public cap on the rows that raise a user's weight (default 10)",
+            ),
+        ),
     ),
     "location": _ModelSpec(
         _location,
@@ -260,6 +276,20 @@ _MODELS: dict[str, _ModelSpec] = {
                 int,
                 "T",
                 "public lower bound on the number of rows of every user",
+            ),
+            _ModelOption(
+                "weights",
+                str,
+                "W",
+                "precision (GLS weights from the released components; the default where it "
+                "applies) or equal",
+                choices=("precision", "equal"),
+            ),
+            _ModelOption(
+                "max_rows",
+                int,
+                "T",
+                "public cap on the rows that raise a user's weight (default 10)",
             ),
         ),
     ),

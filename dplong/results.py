@@ -50,9 +50,10 @@ class PanelResults:
     nobs_users : int
         Number of users n (public).
     users : pandas.Series
-        Private count(s) of the users who have a statistic of their own (NaN: not counted).
+        Private count(s) of the users who have a statistic of their own (NaN: not counted);
+        labels ending in ``(weighted)`` are private sums of precision weights.
     users_sd : float
-        Standard deviation of the noise of each count.
+        Standard deviation of the noise of the first count.
     model, formula : str
         The model's name and formula.
     variant : str
@@ -324,6 +325,12 @@ class PanelResults:
             "Variant:": self.variant,
         }
         counted = self.users.dropna()
+        weighted = np.array([str(label).endswith("(weighted)") for label in counted.index])
+        if weighted.any():
+            info["Weighted users (sum of weights):"] = (
+                f"{counted[weighted].min():.0f} (DP, sd {self.users_sd:.2g})"
+            )
+            counted = counted[~weighted]
         if not counted.empty:
             info["Users with a statistic:"] = (
                 f"{counted.min():.0f} (DP, sd {self.users_sd:.2g})"

@@ -59,9 +59,7 @@ def curve_users(**kw: Any) -> PanelResults:
 
 
 def curve_items(**kw: Any) -> PanelResults:
-    return dplong.PriestleyChao.from_formula("y ~ x", ITEMS, domain=(0, 1), bandwidth=0.1).fit(
-        **kw
-    )
+    return dplong.PriestleyChao.from_formula("y ~ x", ITEMS, domain=(0, 1), bandwidth=0.1).fit(**kw)
 
 
 # (fit, extra options): every model, with estimated and stated scales, central and local,
@@ -77,8 +75,11 @@ CASES: list[tuple[str, Fit, dict[str, Any]]] = [
     ("location mu only", location, {"variance_share": 0.0}),
     ("location stated", location, {"scale": 2.0, "within_scale": 2.0, "min_rows": 2}),
     ("location theory", location, {"variant": "theory", "scale": 2.0, "within_scale": 2.0}),
-    ("location local", location, {"privacy": "local", "bound": 10.0, "scale": 2.0,
-                                  "within_scale": 2.0}),
+    (
+        "location local",
+        location,
+        {"privacy": "local", "bound": 10.0, "scale": 2.0, "within_scale": 2.0},
+    ),
     ("mean", mean, {}),
     ("mean stated", mean, {"scale": 1.0}),
     ("mean no refine", mean, {"refine": False}),
@@ -88,10 +89,12 @@ CASES: list[tuple[str, Fit, dict[str, Any]]] = [
     ("curve users stated", curve_users, {"scale": 4.0}),
     ("curve items", curve_items, {}),
     ("curve items stated", curve_items, {"noise_sd": 0.3, "amplitude": 1.0}),
-    ("curve items theory", curve_items, {"variant": "theory", "noise_sd": 0.3,
-                                         "amplitude": 1.0}),
-    ("curve items local", curve_items, {"privacy": "local", "bound": 2.0, "noise_sd": 0.3,
-                                        "amplitude": 1.0}),
+    ("curve items theory", curve_items, {"variant": "theory", "noise_sd": 0.3, "amplitude": 1.0}),
+    (
+        "curve items local",
+        curve_items,
+        {"privacy": "local", "bound": 2.0, "noise_sd": 0.3, "amplitude": 1.0},
+    ),
 ]
 BUDGETS = [(1.0, None), (2.0, 1e-6), (0.5, 1e-5)]
 
@@ -135,8 +138,18 @@ class _NoDraws(np.random.Generator):
     """A generator that fails the test on any draw: proves a refusal came before the noise."""
 
     def __getattribute__(self, name: str) -> Any:
-        if name in {"integers", "random", "standard_exponential", "binomial", "normal",
-                    "permutation", "exponential", "uniform", "choice", "geometric"}:
+        if name in {
+            "integers",
+            "random",
+            "standard_exponential",
+            "binomial",
+            "normal",
+            "permutation",
+            "exponential",
+            "uniform",
+            "choice",
+            "geometric",
+        }:
             raise AssertionError(f"a random draw ({name}) before the refusal")
         return super().__getattribute__(name)
 
@@ -145,8 +158,11 @@ REFUSALS: list[tuple[str, Fit, dict[str, Any]]] = [
     ("tiny epsilon", ols, {"epsilon": 1e-7}),
     ("hopeless epsilon for n", curve_users, {"epsilon": 0.001}),
     ("accountant", mean, {"epsilon": 1.0, "accountant": dplong.Accountant(0.5, 1e-6)}),
-    ("accountant delta", location, {"epsilon": 0.4, "delta": 1e-3,
-                                    "accountant": dplong.Accountant(1.0, 1e-6)}),
+    (
+        "accountant delta",
+        location,
+        {"epsilon": 0.4, "delta": 1e-3, "accountant": dplong.Accountant(1.0, 1e-6)},
+    ),
     ("bad focus", ols, {"epsilon": 1.0, "focus": ["nope"]}),
     ("local without bound", mean, {"epsilon": 1.0, "privacy": "local"}),
     ("theory infeasible histogram", mean, {"epsilon": 1e-3, "variant": "theory", "scale": 1.0}),

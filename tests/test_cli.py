@@ -451,7 +451,10 @@ class TestEstimatedScale:
         assert "Scale estimated privately" in out
         # the same release through the library
         lib = dplong.winsorized_mean(
-            frame["y"].to_numpy(), groups=frame["id"].to_numpy(), epsilon=2.0, names=["y"],
+            frame["y"].to_numpy(),
+            groups=frame["id"].to_numpy(),
+            epsilon=2.0,
+            names=["y"],
             random_state=0,
         )
         assert f"{lib.params['y']:.4g}" in out

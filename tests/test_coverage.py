@@ -100,8 +100,10 @@ def assert_cells(cells: dict[tuple[str, float], list[tuple[np.ndarray, ...]]], t
         rows.append((model, eps, len(outcomes), covered, held, stated))
     print(f"\n{title}")
     for model, eps, reps, covered, held, stated in rows:
-        print(f"  {model} eps={eps}: cover {covered / reps} bound held {held / reps} "
-              f"(stated >= {stated})")
+        print(
+            f"  {model} eps={eps}: cover {covered / reps} bound held {held / reps} "
+            f"(stated >= {stated})"
+        )
     for model, eps, reps, covered, held, stated in rows:
         assert np.all(consistent_with(covered, reps, CLAIMED_COVERAGE)), (model, eps, covered)
         assert np.all(consistent_with(held, reps, stated)), (model, eps, held, stated)
@@ -111,7 +113,7 @@ def test_the_binomial_check_has_the_stated_level_and_power() -> None:
     hits = np.arange(REPS + 1)
     passing = consistent_with(hits, REPS, CLAIMED_COVERAGE)
     last_failing = int(hits[~passing].max())
-    assert np.all(passing[last_failing + 1:])  # a threshold: fail at <= 173 hits of 200
+    assert np.all(passing[last_failing + 1 :])  # a threshold: fail at <= 173 hits of 200
     # level: a cell exactly at its claim fails with probability <= 1e-3, at 0.95 with ~3e-6
     assert stats.binom.cdf(last_failing, REPS, 0.93) <= LEVEL
     assert stats.binom.cdf(last_failing, REPS, 0.95) < 1e-5
@@ -157,8 +159,7 @@ def test_issue_10_cells(epsilon: float) -> None:
         z = rng.standard_normal((n, T))
         z[:, 0] /= innov
         rows = 3.7 + lfilter([innov], [1.0, -0.9], z, axis=1)
-        res = dplong.winsorized_mean(rows.ravel(), groups=groups, epsilon=epsilon,
-                                     random_state=rng)
+        res = dplong.winsorized_mean(rows.ravel(), groups=groups, epsilon=epsilon, random_state=rng)
         cells.setdefault(("user-level mean", epsilon), []).append(_check(res, np.array([3.7])))
     assert_cells(cells, f"issue 10: n={n} T={T} AR(1) 0.9")
 
@@ -192,9 +193,7 @@ def test_private_scale_costs_little_at_n_6000(kind: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", DplongWarning)  # no reliability warning either way
         for r, x in enumerate(data):
-            known[r] = dplong.winsorized_mean(x, epsilon=1.0, scale=1.0, random_state=r).params[
-                "x"
-            ]
+            known[r] = dplong.winsorized_mean(x, epsilon=1.0, scale=1.0, random_state=r).params["x"]
             default[r] = dplong.winsorized_mean(x, epsilon=1.0, random_state=r).params["x"]
     a, b = (default - 100.0) ** 2, (known - 100.0) ** 2
     ratio = a.mean() / b.mean()

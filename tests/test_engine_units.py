@@ -169,9 +169,7 @@ class TestLatticeLaplace:
         # radius (to the centre, 0) or rint(NaN) would put -2**63 on the lattice
         clipped = np.array([[0.5], [np.nan], [-0.25]])
         for release in (release_bounded_sum, release_gaussian_sum):
-            rel = release(
-                clipped, np.array([1.0]), np.array([NOISE_OFF]), np.random.default_rng(0)
-            )
+            rel = release(clipped, np.array([1.0]), np.array([NOISE_OFF]), np.random.default_rng(0))
             assert rel.total[0] == 0.25
 
     def test_geometric_rate_refuses_tiny_epsilon(self) -> None:
@@ -260,11 +258,10 @@ class TestDiscreteGaussian:
         # σ ∝ 1/√ρ: three times the ρ, a third of the σ (same radius)
         assert rel.sd[0] / rel.sd[1] == pytest.approx(3.0, rel=1e-6)
 
-    @pytest.mark.parametrize(("variance", "draws", "seed"), [(Fraction(1, 2), 6000, 7),
-                                                            (Fraction(9), 3000, 8)])
-    def test_sampler_matches_the_exact_pmf(
-        self, variance: Fraction, draws: int, seed: int
-    ) -> None:
+    @pytest.mark.parametrize(
+        ("variance", "draws", "seed"), [(Fraction(1, 2), 6000, 7), (Fraction(9), 3000, 8)]
+    )
+    def test_sampler_matches_the_exact_pmf(self, variance: Fraction, draws: int, seed: int) -> None:
         rng = np.random.default_rng(seed)
         sample = np.array([discrete_gaussian(rng, variance) for _ in range(draws)])
         # a correct sampler passes at level 1e-3 (the seed is fixed: this is deterministic)
@@ -611,12 +608,15 @@ def actual_clipping_bias(scale: float, half_width: float, offset: float) -> floa
     sd = math.sqrt(scale)
 
     def clipped(x: float) -> float:
-        return (min(max(x, offset - half_width), offset + half_width) - x) * stats.norm.pdf(
-            x / sd
-        ) / sd
+        return (
+            (min(max(x, offset - half_width), offset + half_width) - x)
+            * stats.norm.pdf(x / sd)
+            / sd
+        )
 
-    value, _ = integrate.quad(clipped, -40 * sd, 40 * sd, points=[offset - half_width,
-                                                                   offset + half_width])
+    value, _ = integrate.quad(
+        clipped, -40 * sd, 40 * sd, points=[offset - half_width, offset + half_width]
+    )
     return abs(value)
 
 
@@ -629,8 +629,9 @@ class TestRadius:
         assert bin_radius(rho, g) == pytest.approx(math.sqrt(2 * rho * math.log(2 / g)))
 
     @pytest.mark.parametrize("tail", ["gaussian", "sub-gaussian"])
-    @pytest.mark.parametrize(("scale", "w", "e"), [(1.0, 3.0, 0.0), (4.0, 5.0, 1.5),
-                                                  (0.01, 0.15, 0.1), (9.0, 30.0, 2.0)])
+    @pytest.mark.parametrize(
+        ("scale", "w", "e"), [(1.0, 3.0, 0.0), (4.0, 5.0, 1.5), (0.01, 0.15, 0.1), (9.0, 30.0, 2.0)]
+    )
     def test_clipping_bias_against_integration(
         self, tail: str, scale: float, w: float, e: float
     ) -> None:
@@ -687,7 +688,10 @@ class TestOptions:
     def test_defaults(self) -> None:
         central = options(1000)
         assert (central.delta, central.variant, central.gamma, central.refine) == (
-            1e-6, "default", 0.05, True
+            1e-6,
+            "default",
+            0.05,
+            True,
         )
         local = options(1000, privacy="local", bound=3.0)
         assert local.delta == 0.0 and local.local and local.bound.tolist() == [3.0]
@@ -786,8 +790,10 @@ class TestComposition:
         total = compose([Cost(epsilon=0.2), Cost(epsilon=0.3), Cost(0.1, 1e-7)], delta=1e-7)
         assert (total.epsilon, total.delta, total.rule) == (pytest.approx(0.6), 1e-7, "basic")
 
-    @pytest.mark.parametrize(("eps0", "k", "delta"), [(0.01, 100, 1e-6), (0.1, 50, 1e-8),
-                                                      (0.05, 400, 1e-5), (1.0, 3, 1e-6)])
+    @pytest.mark.parametrize(
+        ("eps0", "k", "delta"),
+        [(0.01, 100, 1e-6), (0.1, 50, 1e-8), (0.05, 400, 1e-5), (1.0, 3, 1e-6)],
+    )
     def test_pure_calls_against_randomized_response(
         self, eps0: float, k: int, delta: float
     ) -> None:
@@ -836,14 +842,18 @@ class TestComposition:
 def normal_laplace_cdf_by_quadrature(x: float, s: float, b: float) -> float:
     value, _ = integrate.quad(
         lambda z: stats.norm.cdf(x - z, scale=s) * stats.laplace.pdf(z, scale=b),
-        -60 * b, 60 * b, points=[0.0], limit=200,
+        -60 * b,
+        60 * b,
+        points=[0.0],
+        limit=200,
     )
     return value
 
 
 class TestInference:
-    @pytest.mark.parametrize(("x", "s", "b"), [(0.3, 1.0, 0.5), (2.5, 0.2, 1.0),
-                                               (-1.0, 1.0, 3.0), (4.0, 1.0, 0.05)])
+    @pytest.mark.parametrize(
+        ("x", "s", "b"), [(0.3, 1.0, 0.5), (2.5, 0.2, 1.0), (-1.0, 1.0, 3.0), (4.0, 1.0, 0.05)]
+    )
     def test_laplace_law_is_the_exact_convolution(self, x: float, s: float, b: float) -> None:
         assert sum_cdf(x, s, b, math.sqrt(2) * b, "laplace") == pytest.approx(
             normal_laplace_cdf_by_quadrature(x, s, b), abs=1e-9
@@ -880,8 +890,17 @@ class TestInference:
             edge = p_values(q, s, b, sd, law, bias)
             np.testing.assert_allclose(edge, alpha, rtol=1e-7)
         # inside the bias, nothing can be rejected
-        assert p_values(np.array([0.1]), np.array([1.0]), np.array([1.0]), np.array([1.4]),
-                        law, np.array([0.2]))[0] == 1.0
+        assert (
+            p_values(
+                np.array([0.1]),
+                np.array([1.0]),
+                np.array([1.0]),
+                np.array([1.4]),
+                law,
+                np.array([0.2]),
+            )[0]
+            == 1.0
+        )
 
     def test_quantile_limits(self) -> None:
         assert normal_laplace_quantile(0.975, 1.0, 0.0) == pytest.approx(1.959964, abs=1e-6)
@@ -896,13 +915,22 @@ class TestErrorBoundTable:
             return pd.Series([a, b], index=idx)
 
         return error_bound_table(
-            0.05, s(0.05, 0.1), s(0.1, 0.2), s(0.14, 0.28), s(0.0, 0.3), s(0.0, 0.02),
-            s(False, failed), law,
+            0.05,
+            s(0.05, 0.1),
+            s(0.1, 0.2),
+            s(0.14, 0.28),
+            s(0.0, 0.3),
+            s(0.0, 0.02),
+            s(False, failed),
+            law,
         )
 
     def test_terms(self) -> None:
-        for law, factor in (("laplace", None), ("gaussian", stats.norm.ppf(1 - 0.05 / 4)),
-                            ("normal", math.sqrt(2 / 0.05))):
+        for law, factor in (
+            ("laplace", None),
+            ("gaussian", stats.norm.ppf(1 - 0.05 / 4)),
+            ("normal", math.sqrt(2 / 0.05)),
+        ):
             table = self._table(law)
             noise = (
                 np.array([0.1, 0.2]) * math.log(2 / 0.05)
@@ -998,8 +1026,11 @@ class TestLedger:
         x = np.random.default_rng(24).normal(size=(2000, 3))
         for complete, counts in ((True, 1), (False, 3)):
             release = release_means(
-                x, names=("a", "b", "c"), options=options(2000, d=3),
-                rng=np.random.default_rng(25), complete_rows=complete,
+                x,
+                names=("a", "b", "c"),
+                options=options(2000, d=3),
+                rng=np.random.default_rng(25),
+                complete_rows=complete,
             )
             assert release.users.size == counts
             assert sum(e.stage == "count" for e in release.privacy.entries) == counts
@@ -1159,7 +1190,11 @@ class TestNoiseOffReference:
         shuffled = frame.sample(frac=1.0, random_state=3).reset_index(drop=True)
         param = {"independence": 0.0, "ar1": 0.6, "exchangeable": 0.3}[correlation]
         model = dplong.LongitudinalOLS.from_formula(
-            "y ~ x1 + x2", shuffled, groups="user", time="t", correlation=correlation,
+            "y ~ x1 + x2",
+            shuffled,
+            groups="user",
+            time="t",
+            correlation=correlation,
             correlation_param=param,
         )
         res = model.fit(**OFF)
@@ -1349,12 +1384,14 @@ class TestStableHistogram:
         np.testing.assert_allclose(hist.proportions, [1 / 6, 3 / 6, 2 / 6])
         assert hist.mode() == 0
         # only non-empty bins exist, however far apart
-        far = stable_histogram(np.array([-1e12, 0.0, 1e12]), 1.0, NOISE_OFF, 0.5,
-                               np.random.default_rng(0))
+        far = stable_histogram(
+            np.array([-1e12, 0.0, 1e12]), 1.0, NOISE_OFF, 0.5, np.random.default_rng(0)
+        )
         assert far.bins.size == 3
         # NaN and inf fall in no bin
-        odd = stable_histogram(np.array([0.1, np.nan, np.inf]), 1.0, NOISE_OFF, 0.5,
-                               np.random.default_rng(0), n=3)
+        odd = stable_histogram(
+            np.array([0.1, np.nan, np.inf]), 1.0, NOISE_OFF, 0.5, np.random.default_rng(0), n=3
+        )
         assert odd.bins.tolist() == [0]
 
     def test_infeasible_histogram_is_refused(self) -> None:
@@ -1364,8 +1401,9 @@ class TestStableHistogram:
         check_histogram_feasible(100_000, 0.01, 1e-6)  # threshold 0.29: fine
         # the theory variant refuses from n, ε and δ before any draw
         with pytest.raises(InsufficientUsersError):
-            dplong.winsorized_mean(np.zeros(50), epsilon=0.05, scale=1.0, variant="theory",
-                                   random_state=untouchable())
+            dplong.winsorized_mean(
+                np.zeros(50), epsilon=0.05, scale=1.0, variant="theory", random_state=untouchable()
+            )
 
     def test_local_bins_cover_bound(self) -> None:
         np.testing.assert_array_equal(local_bins(1.0, 4.5), [-2, -1, 0, 1, 2])

@@ -716,8 +716,10 @@ def test_item_level_estimates_the_response_scale_when_nothing_is_stated() -> Non
         res = model.fit(epsilon=1.0, random_state=0)
     assert res.privacy.epsilon == pytest.approx(1.0)
     assert "scale" in {e.stage for e in res.privacy.entries}
-    rho = float(res.sampling_sd.iloc[5] ** 2 / (item_weights(
-        x, res.grid, get_kernel("gaussian"), 0.05, 1.0) ** 2).sum(axis=0)[5])
+    rho = float(
+        res.sampling_sd.iloc[5] ** 2
+        / (item_weights(x, res.grid, get_kernel("gaussian"), 0.05, 1.0) ** 2).sum(axis=0)[5]
+    )
     assert 0.5 <= rho <= 1.2
     weights = item_weights(x, res.grid, get_kernel("gaussian"), 0.05, 1.0)
     smooth = weights.T @ y

@@ -293,8 +293,10 @@ def user_errors(n: int, visits: int) -> tuple[NDArray[np.float64], float]:
 def check_user_level(n: int, visits: int) -> None:
     errors, predicted = user_errors(n, visits)
     se = errors.std(ddof=1) / math.sqrt(errors.size)
-    print(f"(n, T) = ({n}, {visits}): MSE {errors.mean():.3g} (SE {se:.2g}), "
-          f"predicted {predicted:.3g}")
+    print(
+        f"(n, T) = ({n}, {visits}): MSE {errors.mean():.3g} (SE {se:.2g}), "
+        f"predicted {predicted:.3g}"
+    )
     assert abs(errors.mean() - predicted) < Z_TOL * se
 
 

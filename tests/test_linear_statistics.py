@@ -366,8 +366,13 @@ def check_weighting(seed: int, reps: int, n: int, T: int, **fit_args: object) ->
             math.sqrt(np.sum(sew[cols] ** 2)) / vw[cols].sum(),
             math.sqrt(np.sum(seu[cols] ** 2)) / vu[cols].sum(),
         )
-        out["ratios"][name] = {"ratio": ratio, "se": se, "pred": predicted, "pilot": pilot,
-                               "theory": vw[cols].sum() / vu[cols].sum()}
+        out["ratios"][name] = {
+            "ratio": ratio,
+            "se": se,
+            "pred": predicted,
+            "pilot": pilot,
+            "theory": vw[cols].sum() / vu[cols].sum(),
+        }
     return out
 
 
@@ -412,8 +417,12 @@ def test_weighted_beats_unweighted_private() -> None:
     # without noise: the slopes' gain is resolved (> 8 SE), each slope's point estimate is
     # below 1, and the intercept and the sum are only checked against the prediction.
     out = check_weighting(seed=1_801, reps=80, n=10_000, T=10)
-    print({k: (round(r["ratio"], 3), round(r["se"], 3), round(r["pred"], 3))
-           for k, r in out["ratios"].items()})
+    print(
+        {
+            k: (round(r["ratio"], 3), round(r["se"], 3), round(r["pred"], 3))
+            for k, r in out["ratios"].items()
+        }
+    )
     # the slopes' noise falls with their smaller stated scale (narrower radii)
     assert np.all(out["noise_var_w"][1:] < out["noise_var_u"][1:])
     _check_weighting_ratios(out, resolved=("slopes",), smaller=("x1", "x2"))
@@ -620,8 +629,12 @@ def issue10_panel(rng: np.random.Generator, n: int) -> tuple[pd.DataFrame, np.nd
     Xt = np.swapaxes(X, 1, 2)
     beta = np.linalg.solve(Xt @ X, (Xt @ y[..., None]))[..., 0]
     frame = pd.DataFrame(
-        {"user": np.repeat(np.arange(n), T), "x1": x[..., 0].ravel(), "x2": x[..., 1].ravel(),
-         "y": y.ravel()}
+        {
+            "user": np.repeat(np.arange(n), T),
+            "x1": x[..., 0].ravel(),
+            "x2": x[..., 1].ravel(),
+            "y": y.ravel(),
+        }
     )
     return frame, beta
 

@@ -52,8 +52,6 @@ Z_TOL = 4.0  # tolerance in Monte Carlo standard errors (see the module docstrin
 TOEPLITZ_DECAY = 0.95  # Σ_u = (0.95^{|s-t|}) within each user, as in §7.1.3 and §7.2
 
 
-
-
 # --------------------------------------------------------------------------------------------
 # Theory helpers (independent of the package's code)
 # --------------------------------------------------------------------------------------------
@@ -95,8 +93,9 @@ def ratio_and_se(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 def log_mse_and_se(errors: np.ndarray) -> tuple[float, float]:
     """log of the mean squared error and its SE (delta method: the relative SE of the mean)."""
     squares = errors**2
-    return math.log(squares.mean()), float(squares.std(ddof=1) / math.sqrt(squares.size)
-                                          / squares.mean())
+    return math.log(squares.mean()), float(
+        squares.std(ddof=1) / math.sqrt(squares.size) / squares.mean()
+    )
 
 
 def slope_and_se(x: np.ndarray, y: np.ndarray, se: np.ndarray) -> tuple[float, float]:
@@ -156,9 +155,17 @@ class Recorder:
         projected = centre + np.clip(users - centre, -width, width).sum() / users.size
         est = float(res.params.iloc[0])
         self.rows.append(
-            (est, users.mean(), est - projected, projected - users.mean(),
-             float(res.noise_sd.iloc[0]), float(res.bias.iloc[0]), width, res.reliable,
-             bool(res.failed.iloc[0]))
+            (
+                est,
+                users.mean(),
+                est - projected,
+                projected - users.mean(),
+                float(res.noise_sd.iloc[0]),
+                float(res.bias.iloc[0]),
+                width,
+                res.reliable,
+                bool(res.failed.iloc[0]),
+            )
         )
 
     def result(self) -> MonteCarlo:
@@ -180,8 +187,7 @@ def simulate_iid(
     record = Recorder(mu)
     for _ in range(reps):
         x = mu + data_rng.standard_normal(n)
-        record.add(x, dplong.winsorized_mean(x, epsilon=epsilon, random_state=noise_rng,
-                                             **options))  # type: ignore[arg-type]
+        record.add(x, dplong.winsorized_mean(x, epsilon=epsilon, random_state=noise_rng, **options))  # type: ignore[arg-type]
     return record.result()
 
 
@@ -195,7 +201,12 @@ def ar1_rows(rng: np.random.Generator, n: int, T: int, decay: float) -> np.ndarr
 
 @functools.cache
 def simulate_panel(
-    n: int, T: int, epsilon: float, reps: int, seed: int, mu: float,
+    n: int,
+    T: int,
+    epsilon: float,
+    reps: int,
+    seed: int,
+    mu: float,
     decay: float = TOEPLITZ_DECAY,
 ) -> MonteCarlo:
     """Raw rows: n users x T visits, AR(1) within user, fed in long format interleaved by time
@@ -230,8 +241,13 @@ def fig1_row(n: int, seed: int) -> dict[str, float]:
     mc = simulate_iid(n, FIG1_EPS, FIG1_REPS, seed, FIG1_MU)
     ratio, se = ratio_and_se(mc.error**2, (mc.mean - FIG1_MU) ** 2)
     predicted = n * mc.predicted_mse(1.0 / n)
-    return {"n": n, "ratio": ratio, "se": se, "predicted": predicted,
-            "reliable": float(mc.reliable.mean())}
+    return {
+        "n": n,
+        "ratio": ratio,
+        "se": se,
+        "predicted": predicted,
+        "reliable": float(mc.reliable.mean()),
+    }
 
 
 def check_fig1(ns: tuple[int, ...], seed: int) -> list[dict[str, float]]:
@@ -340,8 +356,9 @@ SCALING_CASES = ((10_000, 1.0), (20_000, 1.0), (10_000, 2.0))
 
 @pytest.mark.slow
 def test_noise_falls_like_one_over_n_epsilon_squared() -> None:
-    runs = [simulate_iid(n, eps, 100, 900 + k, NOISE_MU) for k, (n, eps) in
-            enumerate(SCALING_CASES)]
+    runs = [
+        simulate_iid(n, eps, 100, 900 + k, NOISE_MU) for k, (n, eps) in enumerate(SCALING_CASES)
+    ]
     base = runs[0]
     for (n, eps), mc in zip(SCALING_CASES[1:], runs[1:], strict=True):
         shrink = float(np.mean(base.width) / np.mean(mc.width)) ** 2
@@ -387,8 +404,10 @@ def check_fig6(Ts: tuple[int, ...], reps: int, seed: int) -> dict[str, float]:
     lt, lm, sl = map(np.array, (log_t, log_mse, se_log))
     slope, slope_se = slope_and_se(lt, lm, sl)
     slope_v, _ = slope_and_se(lt, np.log([var_user_mean(T) for T in Ts]), sl)
-    print(f"T {Ts}: slope {slope:.3f} ± {slope_se:.3f} (v: {slope_v:.3f}), normalised "
-          f"{np.round(normalised, 3)} ± {np.round(se_log, 3)}")
+    print(
+        f"T {Ts}: slope {slope:.3f} ± {slope_se:.3f} (v: {slope_v:.3f}), normalised "
+        f"{np.round(normalised, 3)} ± {np.round(se_log, 3)}"
+    )
     # MSE ∝ v(T): the normalised log MSEs agree (independent runs: SEs add in quadrature),
     # and the log-log slope in T is that of v(T)
     spread = max(normalised) - min(normalised)
@@ -426,8 +445,14 @@ def local_row(n: int, epsilon: float, reps: int, seed: int) -> dict[str, float]:
     mc = simulate_iid(n, epsilon, reps, seed, FIG1_MU, **LOCAL)
     w = tau(1.0, n) + 2 * tau_prime(1.0)
     value, se = log_mse_and_se(mc.error)
-    return {"n": n, "eps": epsilon, "log_mse": value, "se": se, "w": w,
-            "theory": (1.0 + 32.0 * w**2 / epsilon**2) / n}
+    return {
+        "n": n,
+        "eps": epsilon,
+        "log_mse": value,
+        "se": se,
+        "w": w,
+        "theory": (1.0 + 32.0 * w**2 / epsilon**2) / n,
+    }
 
 
 def test_fig4_local_versus_central() -> None:
@@ -513,15 +538,20 @@ def test_infeasible_histogram_is_refused() -> None:
     accountant = dplong.Accountant(epsilon=10.0, delta=1e-3)
     with pytest.raises(InsufficientUsersError, match="cannot succeed"):
         dplong.winsorized_mean(
-            x, epsilon=FAIL_EPS, scale=1.0, variant="theory", random_state=Untouchable(),
+            x,
+            epsilon=FAIL_EPS,
+            scale=1.0,
+            variant="theory",
+            random_state=Untouchable(),
             accountant=accountant,
         )
     assert accountant.spent == [] and accountant.remaining_epsilon == 10.0
     # the first feasible n: 40 log(4 n²) + 1 <= n from n = 564 on (accepted, fragile: warns)
     feasible = [n for n in range(550, 580) if 40 * math.log(4 * n**2) + 1 <= n]
     assert feasible[0] == 564
-    dplong.winsorized_mean(np.resize(x, 564), epsilon=FAIL_EPS, scale=1.0, variant="theory",
-                           random_state=0)
+    dplong.winsorized_mean(
+        np.resize(x, 564), epsilon=FAIL_EPS, scale=1.0, variant="theory", random_state=0
+    )
 
 
 # In the same regime (n ε = 50) the default's private medians get ε n = 40 users' worth each, far

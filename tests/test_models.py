@@ -80,7 +80,7 @@ class TestReference:
     def test_location_equals_mean_of_user_means(self) -> None:
         df = panel(seed=3)
         model = dplong.RandomEffectsLocation.from_formula("y ~ 1", df, groups="user")
-        res = model.fit(scale=1e6, within_scale=1e6, **NOISE_OFF)
+        res = model.fit(scale=1e6, within_scale=1e6, weights="equal", **NOISE_OFF)
         g = df.groupby("user")["y"]
         mu = g.mean().mean()
         assert res.params["Intercept"] == pytest.approx(mu, abs=1e-10)
@@ -354,9 +354,7 @@ class TestErrorBound:
             t["statistical"], np.sqrt(2 * np.array([2.0, 1.0, 0.5]) / users * math.log(40))
         )
         np.testing.assert_allclose(t["bias"], res.bias)
-        np.testing.assert_allclose(
-            t["total"], t["privacy noise"] + t["statistical"] + t["bias"]
-        )
+        np.testing.assert_allclose(t["total"], t["privacy noise"] + t["statistical"] + t["bias"])
         # bad events: each centre of projection may miss its allowance with probability γ
         # (the midpoint, and the rough mean when refined), and the private median may miss the
         # users altogether: its public bound, for the private count N̂ of users

@@ -22,14 +22,14 @@ from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_random_state, per_column, warn
 from dplong.dependence import DependenceModel
-from dplong.exceptions import ParameterError
+from dplong.exceptions import DplongError, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign, build_design
 from dplong.privacy.accounting import Accountant, Cost, PrivacyLedger
-from dplong.privacy.engine import Release, release_means
+from dplong.privacy.engine import Release, UserWeights, release_means
 from dplong.privacy.local import release_local
 from dplong.privacy.options import Focus, ReleaseOptions, focus_weights
 from dplong.privacy.plan import ReleasePlan
-from dplong.privacy.radius import bin_radius, concentration_radius
+from dplong.privacy.radius import Tail, bin_radius, concentration_radius
 from dplong.privacy.variance import estimate_scale
 from dplong.privacy.winsorized import paper_budget, release_paper
 from dplong.results import PanelResults
@@ -50,13 +50,15 @@ class Statistics:
     per column (None: estimated privately); ``sampling_sd`` overrides the plug-in standard
     deviation of the non-private estimator when a stated model gives it (e.g. users that
     share random effects); ``nonnegative`` clamps released estimates at 0 (variances:
-    post-processing).
+    post-processing); ``user_weights`` asks for precision-weighted means (the block must be
+    declared ``weighted``; :class:`~dplong.privacy.engine.UserWeights`).
     """
 
     matrix: NDArray[np.float64]
     scale: NDArray[np.float64] | None = None
     sampling_sd: NDArray[np.float64] | None = None
     nonnegative: bool = False
+    user_weights: UserWeights | None = None
 
 
 @dataclass(frozen=True)
@@ -66,9 +68,9 @@ class Block:
     ``share`` is the block's share of the fit's (ε, δ); ``stated_scale`` and ``complete_rows``
     are public facts the plan needs (whether the scale is stated; whether a user's statistics
     are all there or all missing); ``bounds`` public (lower, upper) per column that hold the
-    statistics under the model's stated assumptions. ``build`` computes the statistics from
-    the releases of the
-    earlier blocks.
+    statistics under the model's stated assumptions; ``weighted`` that its statistics come
+    with precision weights (the plan then budgets a weighted count). ``build`` computes the
+    statistics from the releases of the earlier blocks.
     """
 
     names: tuple[str, ...]
@@ -77,6 +79,8 @@ class Block:
     stated_scale: bool
     complete_rows: bool = True
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+    weighted: bool = False
+    tail: Tail | None = None
 
 
 @dataclass(frozen=True)
@@ -251,6 +255,8 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
                 complete_rows=block.complete_rows,
                 plan=plan,
                 bounds=block.bounds,
+                user_weights=statistics.user_weights,
+                tail=block.tail,
             )
         else:
             release = _paper_release(block, statistics, block_options, rng)
@@ -292,9 +298,14 @@ def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:
             refine=options.refine,
             bounded=block.bounds is not None,
             share=block.share,
+            weighted=block.weighted,
         )
         plan.check(None)
         return plan
+    if block.weighted:
+        raise ParameterError(
+            'precision weights need the default engine (variant="default", privacy="central")'
+        )
     paper_budget(d, _paper_mean_options(options, block.stated_scale))
     return None
 
@@ -379,9 +390,13 @@ def panel_results(
     options: ReleaseOptions,
     assumptions: tuple[str, ...],
     results_class: type[PanelResults] = PanelResults,
+    unreported: Sequence[Release] = (),
     **extra: Any,
 ) -> PanelResults:
     """The immutable results of a fit's releases, from released numbers and public facts only.
+
+    ``unreported`` are releases of the fit that are not parameters (e.g. a preliminary
+    location): they count in the ledger, and their reliability notes are kept.
 
     Examples
     --------
@@ -410,10 +425,7 @@ def panel_results(
         return column
 
     laws = {r.noise_kind for r in releases}
-    counts = [
-        pd.Series(r.users, index=["users with a statistic"] if r.users.size == 1 else list(r.names))
-        for r in releases
-    ]
+    counts = [pd.Series(r.users, index=_count_labels(r)) for r in releases]
     users = pd.concat(counts)
     users = users[~users.index.duplicated()]
     users.name = "users"
@@ -432,18 +444,25 @@ def panel_results(
         failed=pd.Series(
             np.concatenate([r.failed_columns for r in releases]), index=index, name="failed"
         ),
-        privacy=combined_ledger(releases, options),
+        privacy=combined_ledger([*unreported, *releases], options),
         nobs_users=nobs_users,
         users=users,
         users_sd=float(releases[0].users_sd),
         variant=releases[0].variant,
         assumptions=assumptions,
-        warnings=tuple(dict.fromkeys(note for r in releases for note in r.notes)),
+        warnings=tuple(dict.fromkeys(note for r in (*unreported, *releases) for note in r.notes)),
         gamma=options.gamma,
         bad_events=series("bad_events", "bad events"),
         basis=basis[options.local],
         **extra,
     )
+
+
+def _count_labels(release: Release) -> list[str]:
+    """What a release's private count(s) count: users with a statistic, per column if not one
+    count, and the sum of their precision weights for a weighted release."""
+    labels = ["users with a statistic"] if release.users.size == 1 else list(release.names)
+    return [f"{label} (weighted)" for label in labels] if release.weighted else labels
 
 
 def scale_per_column(scale: Any, d: int, dependence_scale: Any) -> NDArray[np.float64] | None:
@@ -462,6 +481,60 @@ def scale_per_column(scale: Any, d: int, dependence_scale: Any) -> NDArray[np.fl
             f"got {scale!r}"
         )
     return per_column(scale, d, "scale")
+
+
+def sound_plan(
+    n: int, d: int, options: ReleaseOptions, share: float, *, stated: bool, weighted: bool = False
+) -> bool:
+    """Whether d columns released with ``share`` of the fit's budget plan without a refusal or
+    a reliability note: a public fact (n, d, the budget and the options), so models may choose
+    their budget split or defaults by it before any noise.
+
+    Examples
+    --------
+    >>> from dplong.models.base import sound_plan
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> options = ReleaseOptions.check(5000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1)
+    >>> sound_plan(5000, 1, options, 0.5, stated=False), sound_plan(500, 1, options, 0.1,
+    ...                                                             stated=False)
+    (True, False)
+    """
+    try:
+        plan = ReleasePlan.make(
+            n=n,
+            d=d,
+            epsilon=options.epsilon * share,
+            delta=options.delta * share,
+            stated_scale=stated,
+            refine=options.refine,
+            weighted=weighted,
+        )
+        plan.check(None)
+    except DplongError:
+        return False
+    return not plan.notes
+
+
+#: Default public cap ``T_cap`` on the rows that raise a user's precision weight (``max_rows``
+#: of the weighted fits), chosen with ``benchmarks/within_and_weights.py``: a user with more
+#: rows weighs as one with ``T_cap``; a larger cap makes every other weight, hence the weighted
+#: count, smaller (more noise) for little gain at the usual variance ratios.
+DEFAULT_MAX_ROWS = 10
+
+
+def check_max_rows(max_rows: Any, smallest: int = 1) -> int:
+    """A public cap on the rows that raise a user's weight: an integer ``>= smallest``."""
+    if (
+        isinstance(max_rows, bool)
+        or not isinstance(max_rows, int | np.integer)
+        or max_rows < smallest
+    ):
+        raise ParameterError(
+            f"max_rows (public cap on the rows that raise a user's weight) must be an integer "
+            f">= {smallest}, got {max_rows!r}"
+        )
+    return int(max_rows)
 
 
 def check_min_rows(min_rows: Any, needed_for: str) -> int:

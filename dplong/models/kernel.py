@@ -699,8 +699,7 @@ class PriestleyChao(PanelModel):
                 name="smoothing bias",
             ),
         )
-        assert isinstance(results, CurveResults)
-        return dataclasses.replace(
+        curve = dataclasses.replace(
             results,
             params=results.params.set_axis(index),
             noise_scale=results.noise_scale.set_axis(index),
@@ -714,6 +713,8 @@ class PriestleyChao(PanelModel):
             if results.users.size == grid.size
             else results.users,
         )
+        assert isinstance(curve, CurveResults)  # results_class=CurveResults above
+        return curve
 
 
 @dataclass(frozen=True)

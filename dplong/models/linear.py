@@ -1,35 +1,48 @@
-"""Longitudinal linear regression by private averaging of per-user OLS/GLS fits (§5.3)."""
+"""Longitudinal linear regression: private averaging of per-user OLS/GLS fits (§5.3), or the
+private within (entity fixed-effects) estimator (:mod:`dplong.models.within`)."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from functools import partial
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from dplong._validation import RandomState
+from dplong._validation import RandomState, check_choice, per_column
 from dplong.dependence import DependenceModel
-from dplong.exceptions import ParameterError
+from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import GroupsLike, LevelsLike
 from dplong.models.base import (
+    DEFAULT_MAX_ROWS,
     Block,
+    FitRequest,
     PanelModel,
     ScaleLike,
     Statistics,
+    check_max_rows,
     check_min_rows,
     scale_per_column,
 )
 from dplong.models.reduce import WorkingCorrelation, per_user_coefficients
+from dplong.models.within import (
+    coefficient_names,
+    within_blocks,
+    within_results,
+    within_shares,
+)
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.results import PanelResults
 
-__all__ = ["LongitudinalOLS"]
+__all__ = ["Estimator", "LongitudinalOLS"]
 
 _CORRELATIONS = ("independence", "ar1", "exchangeable")
+Estimator = Literal["per-user", "within"]
+ESTIMATORS: tuple[Estimator, ...] = ("per-user", "within")
 
 
 class LongitudinalOLS(PanelModel):
@@ -46,6 +59,15 @@ class LongitudinalOLS(PanelModel):
     time-invariant characteristic) are identified by few users; the results then say so from
     that private count, and the data holder can check the exact number with the non-private
     :meth:`identified_users`.
+
+    ``fit(estimator="within")`` releases the **within (entity fixed-effects) estimator**
+    instead (linearmodels' ``PanelOLS(entity_effects=True)``): every user's demeaned cross
+    products, pooled (:mod:`dplong.models.within`). Which to use: with a common slope both are
+    consistent, and the within estimator is far more precise on short panels (it weighs each
+    user by how much their regressors vary, uses users with fewer rows than parameters, and
+    needs no per-user fit); with user-specific slopes the per-user estimator targets their
+    plain average over the users who can fit one, the within estimator their average weighted
+    by each user's within variation of x.
 
     Examples
     --------
@@ -179,10 +201,13 @@ class LongitudinalOLS(PanelModel):
         refine: bool = True,
         min_rows: int | None = None,
         min_eigenvalue: float | None = None,
+        estimator: Estimator = "per-user",
+        max_rows: int = DEFAULT_MAX_ROWS,
         random_state: RandomState = None,
         accountant: Accountant | None = None,
     ) -> PanelResults:
-        """Release the average of per-user coefficients with user-level (ε, δ)-DP.
+        """Release the average of per-user coefficients, or the within estimator, with
+        user-level (ε, δ)-DP.
 
         Parameters
         ----------
@@ -201,6 +226,23 @@ class LongitudinalOLS(PanelModel):
             to minimise the weighted error (PLAN); default all alike.
         privacy, bound, variant, gamma, refine, random_state, accountant
             As in :func:`dplong.winsorized_mean`.
+        estimator : {"per-user", "within"}
+            ``"per-user"`` (default): the average of the users' own regressions (Def 5.13,
+            Cor 5.16), with an ``Intercept`` and the paper's error bounds. ``"within"``: the
+            entity fixed-effects estimator (:mod:`dplong.models.within`): the user effects
+            absorb the intercept, so ``params`` are the other columns; time-invariant
+            regressors get no estimate (NaN, decided from released numbers); standard errors
+            are cluster-robust (a private estimate of the per-user scores' covariance) plus
+            the privacy noise of the released cross products (delta method). Needs the
+            default engine in the central model, no working correlation, ``focus=None`` and
+            ``scale`` ``"estimate"`` or one number (the variance proxy of every released
+            cross product).
+        max_rows : int
+            ``estimator="within"`` only: public cap ``T_cap >= 2`` (default 10). Each user's
+            cross products enter per within degree of freedom ``T_u - 1`` with the precision
+            weight ``min(T_u - 1, T_cap - 1) / (T_cap - 1)``: exactly the within estimator
+            for users with at most ``T_cap`` rows, and users with more count as ``T_cap``
+            rows (so no user's statistic outweighs the others, whatever their rows).
 
         Returns
         -------
@@ -216,9 +258,34 @@ class LongitudinalOLS(PanelModel):
         ...     epsilon=1.0, random_state=0)
         >>> bool(abs(res.params["x1"] - 0.5) < 0.1), res.privacy.epsilon <= 1.0
         (True, True)
+
+        The within estimator, on an unbalanced panel whose user effects are correlated with
+        the regressor (the per-user average is consistent here too, but noisier):
+
+        >>> import numpy as np, pandas as pd
+        >>> rng = np.random.default_rng(0)
+        >>> rows = rng.integers(1, 9, size=4000)
+        >>> user = np.repeat(np.arange(4000), rows)
+        >>> effect = rng.normal(0.0, 1.0, 4000)[user]
+        >>> x = effect + rng.normal(0.0, 1.0, user.size)
+        >>> data = pd.DataFrame({"user": user, "x": x,
+        ...                      "y": 2.0 * effect + 0.5 * x + rng.normal(0.0, 1.0, user.size)})
+        >>> res = dplong.LongitudinalOLS.from_formula("y ~ x", data, groups="user").fit(
+        ...     epsilon=1.0, estimator="within", random_state=0)
+        >>> list(res.params.index), bool(abs(res.params["x"] - 0.5) < 0.05)
+        (['x'], True)
+        >>> ci = res.conf_int()
+        >>> bool(ci.loc["x", "lower"] < 0.5 < ci.loc["x", "upper"])
+        True
         """
+        within = check_choice(estimator, "estimator", ESTIMATORS) == "within"
         design = self._design
-        names = tuple(design.columns)
+        names = coefficient_names(design.columns) if within else tuple(design.columns)
+        if not names:
+            raise FormulaError(
+                f"the within estimator needs a regressor besides the intercept; "
+                f"{self.formula!r} has none"
+            )
         p = len(names)
         request = self._request(
             self.nobs_users,
@@ -230,10 +297,12 @@ class LongitudinalOLS(PanelModel):
             variant=variant,
             gamma=gamma,
             refine=refine,
-            focus=focus,
+            focus=None if within else focus,
             random_state=random_state,
             accountant=accountant,
         )
+        if within:
+            return self._fit_within(request, names, scale=scale, focus=focus, max_rows=max_rows)
 
         def from_dependence(model: DependenceModel) -> float:
             rows = check_min_rows(min_rows, "turn a dependence model into a radius")
@@ -270,6 +339,61 @@ class LongitudinalOLS(PanelModel):
             "scale (users independent), the exact privacy-noise law and the clipping bias bound.",
         )
         return self._fit(request, [block], assumptions=assumptions)
+
+    def _fit_within(
+        self,
+        request: FitRequest,
+        names: tuple[str, ...],
+        *,
+        scale: Any,
+        focus: Focus,
+        max_rows: Any,
+    ) -> PanelResults:
+        """``fit(estimator="within")``: the refusals on public options, then the blocks of
+        :mod:`dplong.models.within`."""
+        max_rows = check_max_rows(max_rows, smallest=2)
+        unsupported = {
+            "privacy": (request.options.local, 'privacy="central"'),
+            "variant": (request.options.variant != "default", 'variant="default"'),
+            "focus": (focus is not None, "focus=None"),
+            "correlation": (
+                self._correlation.kind != "independence",
+                'correlation="independence" in from_formula',
+            ),
+        }
+        for option, (bad, needed) in unsupported.items():
+            if bad:
+                raise ParameterError(f'estimator="within" needs {needed} (got another {option})')
+        if isinstance(scale, str) and scale == "estimate":
+            proxy = None
+        else:
+            if isinstance(scale, bool) or not isinstance(
+                scale, int | float | np.integer | np.floating
+            ):
+                raise ParameterError(
+                    'with estimator="within", scale must be "estimate" or one positive number '
+                    f"(the variance proxy of every released cross product); got {scale!r}"
+                )
+            proxy = float(per_column(scale, 1, "scale")[0])
+        assumptions = (
+            "Within (entity fixed-effects) estimator: the users' demeaned cross products "
+            "X'X and X'y averaged over the users with at least two rows, solved (the user "
+            "effects absorb the intercept and every time-invariant regressor).",
+            "Scales estimated privately (the spread of each released per-user statistic)."
+            if proxy is None
+            else f"Variance proxy of every released per-user statistic (scale): {proxy:g}.",
+            "Standard errors and intervals: cluster-robust sampling covariance from a private "
+            "estimate of the per-user scores' covariance, plus the privacy noise of the "
+            "released X'X and X'y to first order (delta method), plus the propagated bound "
+            "on the clipping bias.",
+        )
+        shares = within_shares(self.nobs_users, len(names), request.options, proxy is not None)
+        return self._fit(
+            request,
+            within_blocks(self._design, proxy, shares, max_rows),
+            assumptions=assumptions,
+            results=partial(within_results, names=names),
+        )
 
 
 def _scale_note(scale: Any, min_rows: Any, min_eigenvalue: Any) -> str:

@@ -1,33 +1,46 @@
-"""Random-effects location model (Def 5.8, Lemma 5.9, Cor 5.10) with variance components."""
+"""Random-effects location model (Def 5.8, Lemma 5.9, Cor 5.10) with variance components, and
+its precision-weighted (GLS) location for unbalanced panels."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from dplong._validation import RandomState, per_column
+from dplong._validation import RandomState, check_choice, per_column
 from dplong.dependence import DependenceModel, RandomEffects
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign, column_or_array
 from dplong.models.base import (
+    DEFAULT_MAX_ROWS,
     Block,
     PanelModel,
     ScaleLike,
     Statistics,
+    check_max_rows,
     check_min_rows,
+    panel_results,
     scale_per_column,
+    sound_plan,
 )
 from dplong.models.reduce import segment_starts, user_sums
 from dplong.privacy.accounting import Accountant
-from dplong.privacy.engine import Release
-from dplong.privacy.options import PrivacyModel, Variant
+from dplong.privacy.engine import Release, UserWeights
+from dplong.privacy.options import PrivacyModel, ReleaseOptions, Variant
 from dplong.privacy.radius import DEFAULT_GAMMA, concentration_radius
 from dplong.results import PanelResults
 
 __all__ = ["RandomEffectsLocation"]
+
+Weights = Literal["precision", "equal"]
+WEIGHTS: tuple[Weights, ...] = ("precision", "equal")
+#: Share of the location's budget spent on the preliminary equal-weight location that centres
+#: the variance components when the location is precision-weighted.
+PRELIMINARY_SHARE = 0.2
 
 
 class RandomEffectsLocation(PanelModel):
@@ -41,8 +54,23 @@ class RandomEffectsLocation(PanelModel):
       ``Var(ȳ_u) - E[s²_u]/T_u = σ_U²`` — using the already released μ̂ (post-processing).
 
     The budget is split: ``1 - variance_share`` for μ, ``variance_share`` for the two components.
-    Users with fewer than two rows have no ``s²_u``; in the component means they contribute the
-    centre of the public range (their number is private and never reported).
+    Users with fewer than two rows have no ``s²_u`` and contribute nothing to the components.
+
+    **Precision weights** (``weights="precision"``, the default with the default engine). In an
+    unbalanced panel ȳ_u has variance ``v_u = σ_U² + σ²/T_u``, and the efficient (GLS)
+    location weighs users by ``1 / v_u``. The fit first releases a preliminary equal-weight μ̂₀
+    (a fifth of the location's budget) to centre the components, then the components, then
+    μ with the weights ``w_u = v(T_cap) / v(min(T_u, T_cap))`` computed from the *released*
+    σ̂_U² and σ̂² and the public cap ``T_cap = max_rows``: ``w_u ∈ [w(1), 1]``, so one user moves
+    the weighted sum by at most ``2r`` (r the radius of the standardised deviations
+    ``√w_u (ȳ_u - c)``) and the weighted count ``Σ w_u`` by at most 1, exactly as the
+    unweighted release (:class:`~dplong.privacy.engine.UserWeights`). Row counts stay private:
+    they only enter through the weights, inside the mechanism.
+
+    Estimands: both estimate μ under the model (every user's mean is μ). When users' means
+    differ systematically with their number of rows (e.g. informative drop-out),
+    ``"equal"`` estimates the average of the users' means and ``"precision"`` the
+    ``1/v_u``-weighted average, which leans toward users with many rows (up to ``T_cap``).
 
     Examples
     --------
@@ -131,6 +159,8 @@ class RandomEffectsLocation(PanelModel):
         within_scale: float | None = None,
         min_rows: int | None = None,
         variance_share: float = 0.5,
+        weights: Weights | None = None,
+        max_rows: int = DEFAULT_MAX_ROWS,
         privacy: PrivacyModel = "central",
         bound: float | None = None,
         variant: Variant = "default",
@@ -159,6 +189,17 @@ class RandomEffectsLocation(PanelModel):
             stated components' scales use T - 1 degrees of freedom instead of 1).
         variance_share : float
             Share of ε and δ for the two variance components, in [0, 1).
+        weights : {"precision", "equal"}, optional
+            How users are weighted in μ (see the class docstring). ``"precision"``: GLS
+            weights ``1 / (σ̂_U² + σ̂²/min(T_u, max_rows))`` from the privately released
+            components (needs ``variance_share > 0``, the default engine, the central model
+            and no dependence model as ``scale``); ``"equal"``: every user's mean alike (the
+            paper's estimator, Def 5.8). Default: ``"precision"`` where it applies and n and ε
+            leave the preliminary location enough budget (its plan has no reliability note),
+            else ``"equal"``.
+        max_rows : int
+            Public cap ``T_cap`` on the rows that raise a user's weight (default 10): a user
+            with more rows weighs as one with ``T_cap``. Only used with precision weights.
         privacy, bound, variant, gamma, refine, random_state, accountant
             As in :func:`dplong.winsorized_mean`; ``accountant`` is charged the total.
 
@@ -166,6 +207,8 @@ class RandomEffectsLocation(PanelModel):
         -------
         PanelResults
             ``Intercept`` (μ), and ``Group Var`` and ``Scale`` unless ``variance_share=0``.
+            With precision weights the ledger also holds the preliminary location (stage
+            names of its block) and ``users`` the private weighted count.
 
         Examples
         --------
@@ -176,6 +219,19 @@ class RandomEffectsLocation(PanelModel):
         ...     epsilon=1.0, variance_share=0.0, random_state=0)   # μ only
         >>> bool(abs(res.params["Intercept"] - 2.0) < 0.05), list(res.params.index)
         (True, ['Intercept'])
+
+        An unbalanced panel: 1 to 30 rows per user, precision weights by default:
+
+        >>> import numpy as np, pandas as pd
+        >>> rng = np.random.default_rng(1)
+        >>> rows = rng.integers(1, 31, size=4000)
+        >>> user = np.repeat(np.arange(4000), rows)
+        >>> effect = rng.normal(0.0, 0.5, 4000)[user]
+        >>> data = pd.DataFrame({"user": user, "y": 2.0 + effect + rng.normal(0, 2, user.size)})
+        >>> model = dplong.RandomEffectsLocation.from_formula("y ~ 1", data, groups="user")
+        >>> res = model.fit(epsilon=1.0, random_state=0)
+        >>> bool(abs(res.params["Intercept"] - 2.0) < 0.1), res.users.index.tolist()
+        (True, ['users with a statistic (weighted)', 'users with a statistic'])
         """
         n = self.nobs_users
         if (
@@ -217,22 +273,34 @@ class RandomEffectsLocation(PanelModel):
                 m.mean_scale(check_min_rows(min_rows, "turn a dependence model into a radius"))
             ],
         )
+        weighting = _check_weights(
+            weights, max_rows, variance_share, request.options, scale, proxy is not None, n
+        )
         moments = _UserMoments.of(self._design)
 
         def location(_: tuple[Release, ...]) -> Statistics:
             sampling = None if statistical is None else np.array([math.sqrt(statistical)])
             return Statistics(moments.means[:, None], scale=proxy, sampling_sd=sampling)
 
-        blocks = [Block(("Intercept",), 1.0 - variance_share, location, proxy is not None)]
-        stated_components = proxy is not None and residual_scale is not None
+        location_share = 1.0 - variance_share
+        preliminary = weighting == "precision"
+        blocks = [
+            Block(
+                ("Intercept (preliminary)",) if preliminary else ("Intercept",),
+                location_share * (PRELIMINARY_SHARE if preliminary else 1.0),
+                location,
+                proxy is not None,
+            )
+        ]
+        stated = (
+            None if proxy is None or residual_scale is None else (float(proxy[0]), residual_scale)
+        )
         if variance_share > 0:
 
             def components(done: tuple[Release, ...]) -> Statistics:
                 mu = float(done[0].estimate[0])
                 component_scale = (
-                    _gaussian_component_scales(float(proxy[0]), float(residual_scale), min_rows)
-                    if proxy is not None and residual_scale is not None
-                    else None
+                    None if stated is None else _gaussian_component_scales(*stated, min_rows)
                 )
                 return Statistics(moments.components(mu), scale=component_scale, nonnegative=True)
 
@@ -241,18 +309,42 @@ class RandomEffectsLocation(PanelModel):
                     ("Group Var", "Scale"),
                     variance_share,
                     components,
-                    stated_components,
-                    bounds=_component_bounds(
-                        float(proxy[0]), float(residual_scale), min_rows, n, request.options.gamma
-                    )
-                    if proxy is not None and residual_scale is not None
-                    else None,
+                    stated is not None,
+                    bounds=None
+                    if stated is None
+                    else _component_bounds(*stated, min_rows, n, request.options.gamma),
+                )
+            )
+        if preliminary:
+
+            def weighted(done: tuple[Release, ...]) -> Statistics:
+                group_var, scale_ = (float(v) for v in done[1].estimate)
+                user_weights = _precision_weights(moments.rows, group_var, scale_, max_rows)
+                return Statistics(moments.means[:, None], scale=proxy, user_weights=user_weights)
+
+            blocks.append(
+                Block(
+                    ("Intercept",),
+                    location_share * (1.0 - PRELIMINARY_SHARE),
+                    weighted,
+                    proxy is not None,
+                    weighted=True,
                 )
             )
         assumptions = (
-            "Location: the mean of the user means over the users with a row. Components: "
+            (
+                "Location: the precision-weighted (GLS) mean of the user means, weights "
+                f"1/(Group Var + Scale/min(T_u, {max_rows})) from the released components "
+                "(rows beyond the public cap do not add weight), over the users with a row; "
+                "its standard error is the spread of the standardised user means over the "
+                "square root of the private weighted count. Components"
+                if preliminary
+                else "Location: the mean of the user means over the users with a row. Components"
+            )
+            + ": "
             "means of the per-user moments (ȳ_u - μ̂)² - s²_u/T_u (Group Var) and s²_u (Scale) "
-            "over the users with at least two rows (see RandomEffectsLocation).",
+            "over the users with at least two rows (see RandomEffectsLocation)"
+            + (", centred at a preliminary equal-weight location." if preliminary else "."),
             (
                 "Scales estimated privately (the spread of each per-user statistic)."
                 if proxy is None
@@ -262,7 +354,77 @@ class RandomEffectsLocation(PanelModel):
         ) + (
             (f"Users share random effects within {self._re_groups!r}.",) if self._re_groups else ()
         )
-        return self._fit(request, blocks, assumptions=assumptions)
+        results = _weighted_results if preliminary else None
+        return self._fit(request, blocks, assumptions=assumptions, results=results)
+
+
+def _check_weights(
+    weights: Any,
+    max_rows: Any,
+    variance_share: float,
+    options: ReleaseOptions,
+    scale: Any,
+    stated: bool,
+    n: int,
+) -> Weights:
+    """Resolve ``weights`` and check ``max_rows``, from public facts only (before any noise).
+
+    Precision weights apply with released components (``variance_share > 0``), the default
+    central engine and no dependence model; by default (None) they are used when they apply
+    and the preliminary location's plan is sound (its midpoint gets enough budget for n users:
+    no refusal and no reliability note), else equal weights.
+    """
+    applies = (
+        variance_share > 0
+        and not options.local
+        and options.variant == "default"
+        and not isinstance(scale, DependenceModel)
+    )
+    if weights is None:
+        share = (1.0 - variance_share) * PRELIMINARY_SHARE
+        sound = sound_plan(n, 1, options, share, stated=stated)
+        weights = "precision" if applies and sound else "equal"
+    choice = check_choice(weights, "weights", WEIGHTS)
+    if choice == "precision" and not applies:
+        raise ParameterError(
+            'weights="precision" needs the released variance components (variance_share > 0), '
+            'the default engine (variant="default", privacy="central") and no dependence '
+            'model as scale; use weights="equal"'
+        )
+    check_max_rows(max_rows)
+    return "precision" if choice == "precision" else "equal"
+
+
+def _precision_weights(
+    rows: np.ndarray, group_var: float, scale: float, max_rows: int
+) -> UserWeights:
+    """``w_u = v(T_cap) / v(min(T_u, T_cap))`` with ``v(T) = σ̂_U² + σ̂²/T``, in ``[w(1), 1]``.
+
+    Post-processing of the released components (NaN or zero components: equal weights). The
+    floor ``w(1)`` is public (a function of released numbers and the cap).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.location import _precision_weights
+    >>> w = _precision_weights(np.array([1.0, 4.0, 50.0]), 1.0, 4.0, max_rows=4)
+    >>> w.values.tolist(), w.floor
+    ([0.4, 1.0, 1.0], 0.4)
+    """
+    capped = np.minimum(rows, max_rows)
+    if not (np.isfinite(group_var) and np.isfinite(scale)) or max(group_var, scale) <= 0.0:
+        return UserWeights(np.ones(rows.shape), 1.0)
+    group_var, scale = max(group_var, 0.0), max(scale, 0.0)
+    top = group_var + scale / max_rows
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = top / (group_var + scale / capped)
+    return UserWeights(np.where(rows >= 1, values, 0.0), top / (group_var + scale))
+
+
+def _weighted_results(releases: Sequence[Release], **options: Any) -> PanelResults:
+    """Results of a precision-weighted fit: μ and the components are the parameters, the
+    preliminary location counts in the ledger only."""
+    return panel_results([releases[2], releases[1]], unreported=[releases[0]], **options)
 
 
 @dataclass(frozen=True)

@@ -160,8 +160,8 @@ def _matrix(
         found = [str(c) for c in values.columns]
     elif isinstance(values, pd.Series) and values.name is not None:
         found = [str(values.name)]
+    array: NDArray[np.float64]
     try:
-        array: NDArray[np.float64]
         if isinstance(values, pd.DataFrame | pd.Series):
             array = values.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)
         else:

@@ -1,10 +1,13 @@
-"""Vectorised per-user reductions: per-user OLS / GLS coefficients without a loop over users.
+"""Vectorised per-user reductions without a loop over users: per-user OLS / GLS coefficients
+and the within (user-demeaned) cross products.
 
 Rows arrive grouped by user (:class:`~dplong.formula.PanelDesign`), so every per-user sum
 is a sum over a contiguous segment of rows. The cross products ``X_u' X_u`` (unique entries
 only) and ``X_u' y_u`` are formed and summed in cache-sized chunks of whole users, and every
 user's p x p system is solved by an ``L D L'`` factorisation vectorised over users (loops run
-over chunks and over the p x p entries, never over users or rows).
+over chunks and over the p x p entries, never over users or rows). The within statistics
+(:func:`within_cross_products`) demean every column by its user's mean first (two passes: no
+cancellation between ``Σ x²`` and ``T x̄²``) and then sum the same products.
 """
 
 from __future__ import annotations
@@ -220,6 +223,54 @@ def per_user_coefficients(
         identified[ids] = ok
         beta[ids] = np.where(ok, solution, np.nan).T
     return beta, identified
+
+
+def upper_pairs(p: int) -> list[tuple[int, int]]:
+    """The unique entries ``(i, j)``, ``i <= j``, of a symmetric p x p matrix, row by row (the
+    order of ``np.triu_indices``): the columns of a vectorised cross product."""
+    return [(int(i), int(j)) for i, j in zip(*np.triu_indices(p), strict=True)]
+
+
+def within_cross_products(
+    y: NDArray[np.float64], X: NDArray[np.float64], codes: NDArray[np.intp], n: int
+) -> NDArray[np.float64]:
+    """Every user's within cross products: the unique entries of ``X̃_u' X̃_u`` and ``X̃_u' ỹ_u``.
+
+    ``X̃_u = X_u - 1 x̄_u'`` and ``ỹ_u = y_u - ȳ_u`` are the user's rows minus the user's means
+    (the within transformation). Returns an n x (p(p+1)/2 + p) matrix, columns in the order
+    of :func:`upper_pairs` then ``X̃'ỹ``; users with fewer than two rows have no within variation
+    to speak of and get NaN (no statistic). One vectorised pass for the means
+    (:func:`user_sums`), one chunked pass for the products (:func:`_chunk_sums`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.reduce import within_cross_products
+    >>> X = np.array([[1.0], [2.0], [4.0], [5.0], [7.0]])
+    >>> y = np.array([1.0, 3.0, 0.0, 2.0, 9.0])
+    >>> codes = np.array([0, 0, 1, 1, 2])            # user 2 has one row
+    >>> within_cross_products(y, X, codes, 3).tolist()
+    [[0.5, 1.0], [0.5, 1.0], [nan, nan]]
+    """
+    p = X.shape[1]
+    pairs = upper_pairs(p) + [(j, p) for j in range(p)]
+    out = np.full((n, len(pairs)), np.nan)
+    if p == 0:
+        return out
+    starts = segment_starts(codes)
+    rows = np.bincount(codes, minlength=n)
+    users = codes[starts]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = user_sums(np.vstack([X.T, y[None, :]]), codes, n, starts) / rows[:, None]
+    centred = means[codes]
+    series = [X[:, j] - centred[:, j] for j in range(p)] + [y - centred[:, p]]
+    chunks = _chunk_bounds(starts, len(codes))
+    buffer = np.empty(len(pairs) * max((hi - lo for _, _, lo, hi in chunks), default=0))
+    for first, last, lo, hi in chunks:
+        sums = _chunk_sums(series, pairs, False, slice(lo, hi), starts[first:last] - lo, buffer)
+        out[users[first:last]] = sums.T
+    out[rows < 2] = np.nan
+    return out
 
 
 def constant_within_users(X: NDArray[np.float64], codes: NDArray[np.intp]) -> NDArray[np.bool_]:

@@ -32,6 +32,26 @@ miss of the medians given N̂, these are the bad events of the error bounds.
 
 Scales are plug-ins: intervals and bounds use σ̂ as if it were the variance proxy of the
 statistic (the stated one, when given).
+
+**Per-user (precision) weights** (:class:`UserWeights`). When users' statistics have unequal
+variances ``Var x_u ∝ 1 / w_u`` (e.g. a user mean over ``T_u`` rows), the efficient mean is
+``Σ w_u x_u / Σ w_u``. With weights ``w_u ∈ [f, 1]`` (the cap 1 and the floor f public) every
+stage after the midpoint works on the *standardised* deviation ``z_u = √w_u (x_u - c)``: the
+scale stage is the private median of ``|z_u|``, and a user's contribution to a clipped sum is
+``√w_u clip(z_u, ±r) = w_u clip(x_u - c, ±r/√w_u)`` — a radius that grows with the user's
+standard deviation, and a weight. Its magnitude is at most ``r`` (``√w_u <= 1``), so
+replacing one user moves each sum by at most ``2r``: the same lattice release and sensitivity
+as without weights. The count becomes the weighted count ``W = Σ w_u`` over users with a
+statistic, released by the lattice Laplace mechanism on ``w_u - 1/2 ∈ [-1/2, 1/2]``:
+sensitivity 1 (a user's weight moves from one value in [0, 1] to another). The means are
+``c + S / Ŵ``; the sampling sd ``σ̂_z / √Ŵ`` (``Var Σ w_u x_u / W = σ_z² / W`` when
+``w_u Var x_u = σ_z²``); the midpoint (the private median of the raw ``x_u``) is bounded in raw
+units as without weights, with ``σ̂_z`` and ``Ŵ`` in place of σ̂ and N̂ (a median ``r`` ranks
+off has ``|F(m̂) - ½| <= r/N`` for the users' average CDF F; as ``Φ(√w t/σ) - ½ >= √w (Φ(t/σ)
+- ½)`` and ``mean √w_u >= W/N``, ``|m̂ - μ| <= σ_z Φ⁻¹(½ + r/W)``); the clipping bias of
+the mean is the standardised bound times ``Σ √w_u / Σ w_u <= min(1/√f, √(n/W))``. The weights
+are clipped to ``[f, 1]`` by the engine itself, so the sensitivity never rests on the caller.
+Without weights every stage is exactly as above.
 """
 
 from __future__ import annotations
@@ -58,7 +78,7 @@ from dplong.privacy.plan import MAX_MISS, NOTE_MISS, FinalBudget, ReleasePlan
 from dplong.privacy.quantile import GRID, SPREAD_GRID, private_median, rank_error
 from dplong.privacy.radius import Tail, accurate_radius, bin_radius, clipping_bias
 
-__all__ = ["Location", "Release", "locate", "release_means"]
+__all__ = ["Location", "Release", "UserWeights", "locate", "release_means"]
 
 #: Median of |Z| for a standard normal: σ̂ = median |x - m̂| / MAD_FACTOR.
 MAD_FACTOR = 0.6744897501960817
@@ -76,6 +96,34 @@ MISSED_SHARE, NEAR_SHARE, EDGE_SDS = 0.8, 0.5, 3.0
 #: constant column, would make the radius and the bias bound degenerate).
 SMALLEST_SCALE = 2.0**-500
 _MEDIAN = "private median (report-noisy-max, log grid)"
+
+
+@dataclass(frozen=True)
+class UserWeights:
+    """Per-user precision weights of a release (module docstring): ``values`` (n,) private,
+    ``floor`` a public lower bound in (0, 1]; the public cap is 1.
+
+    A user with a statistic weighs ``clip(values[u], floor, 1)`` (enforced by the engine, so the
+    sensitivity never depends on the caller); users without one weigh nothing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.engine import UserWeights
+    >>> UserWeights(np.array([0.2, 1.0, 3.0]), floor=0.25).clipped().tolist()
+    [0.25, 1.0, 1.0]
+    """
+
+    values: NDArray[np.float64]
+    floor: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.floor <= 1.0:
+            raise ValueError(f"the weights' floor must lie in (0, 1], got {self.floor!r}")
+
+    def clipped(self) -> NDArray[np.float64]:
+        """The weights within their public bounds ``[floor, 1]`` (NaN: the floor)."""
+        return np.clip(np.nan_to_num(self.values, nan=self.floor), self.floor, 1.0)
 
 
 @dataclass(frozen=True)
@@ -118,6 +166,9 @@ class Release:
     failed : ndarray of bool, optional
         Where the midpoint failed: the paper's stable histogram found no bin (``"theory"``), or
         the released mean sat at the edge of its interval (the estimate is then NaN).
+    weighted : bool
+        Whether users were weighted (:class:`UserWeights`): ``users`` is then the private
+        weighted count ``Σ w_u`` and ``scale`` the standardised one.
     """
 
     names: tuple[str, ...]
@@ -138,6 +189,7 @@ class Release:
     bad_events: NDArray[np.float64]
     notes: tuple[str, ...] = ()
     failed: NDArray[np.bool_] | None = None
+    weighted: bool = False
 
     @property
     def failed_columns(self) -> NDArray[np.bool_]:
@@ -192,13 +244,18 @@ def locate(
     scale: NDArray[np.float64] | None = None,
     complete_rows: bool = True,
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    user_weights: UserWeights | None = None,
+    tail: Tail | None = None,
 ) -> Location:
     """Stages 1-4 of the module docstring: count, midpoint, scale and refinement. With public
-    ``bounds`` (lower, upper) only the count runs: the centre is the bounds' midpoint, exact."""
+    ``bounds`` (lower, upper) only the count runs: the centre is the bounds' midpoint, exact.
+    With ``user_weights`` the scale and refinement work on standardised deviations and the
+    count is the weighted count (module docstring)."""
     n, d = matrix.shape
     entries: list[LedgerEntry] = []
+    root = _roots(user_weights)
     if bounds is not None:
-        users, users_sd, count_entries = _count(matrix, plan, names, complete_rows, rng)
+        users, users_sd, count_entries = _count(matrix, plan, names, complete_rows, rng, root)
         lower, upper = bounds
         centre = (lower + upper) / 2.0
         sd = np.sqrt(scale) if scale is not None else (upper - lower) / 2.0
@@ -216,7 +273,7 @@ def locate(
         )
     # the count first: how many users the later stages can find is read from it
     if plan.counts:
-        users, users_sd, count_entries = _count(matrix, plan, names, complete_rows, rng)
+        users, users_sd, count_entries = _count(matrix, plan, names, complete_rows, rng, root)
         entries += count_entries
         # the medians sized for the users there are (post-processing of N̂)
         found = users[users >= max(2.0, 2.0 * users_sd)]
@@ -241,16 +298,19 @@ def locate(
         )
         entries += _median_entries("midpoint", tuple(names[j] for j in columns), plan.fallback)
     if scale is None:
-        deviation = private_median(
-            np.abs(matrix - midpoint), SPREAD_GRID, np.full(d, plan.spread), rng
-        )
+        spread = matrix - midpoint if root is None else root * (matrix - midpoint)
+        deviation = private_median(np.abs(spread), SPREAD_GRID, np.full(d, plan.spread), rng)
         entries += _median_entries("scale", names, plan.spread)
         sd = np.maximum(deviation, SMALLEST_SCALE) / MAD_FACTOR
     else:
         sd = np.maximum(np.sqrt(scale), SMALLEST_SCALE)
-    tail: Tail = "gaussian" if scale is None else "sub-gaussian"
+    if tail is None:
+        tail = "gaussian" if scale is None else "sub-gaussian"
 
     per_column_users = np.maximum(np.broadcast_to(users, (d,)), 1.0)
+    # with weights the median is of the raw x_u, whose spreads σ_z/√w_u vary; yet Φ(√w t/σ) - ½
+    # >= √w (Φ(t/σ) - ½) (concavity) and mean √w_u >= W/N give the same bound as without
+    # weights, with σ̂_z and W in place of σ̂ and N (module docstring)
     midpoint_error = GRID.half_width_at(midpoint) + sd * _rank_quantile(
         rank_error(len(GRID), plan.fallback or plan.midpoint, gamma), per_column_users
     )
@@ -275,7 +335,7 @@ def locate(
     # |m̂ - μ| <= e_m the bias bound below stays small (Gaussian tail, 4σ: 4e-4 σ at e_m = σ)
     rough_width = np.minimum(ROUGH_RADIUS * sd + GRID.half_width_at(midpoint), MAX_RADIUS)
     rough = release_bounded_sum(
-        _centred(matrix, midpoint, rough_width), rough_width, np.full(d, plan.refine), rng
+        _centred(matrix, midpoint, rough_width, root), rough_width, np.full(d, plan.refine), rng
     )
     entries += _mean_entries("refinement", names, plan.refine, 0.0, rough, n)
     offset = np.clip(rough.total / per_column_users, -rough_width, rough_width)
@@ -287,6 +347,7 @@ def locate(
         + sampling
         + count_effect
         + clipping_bias(sd**2, rough_width, midpoint_error, tail=tail)
+        * _bias_factor(user_weights, per_column_users, n)
     )
     return Location(
         midpoint,
@@ -315,6 +376,8 @@ def release_means(
     accountant: Accountant | None = None,
     plan: ReleasePlan | None = None,
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    user_weights: UserWeights | None = None,
+    tail: Tail | None = None,
 ) -> Release:
     """Release the column means of ``matrix`` (n x d; NaN: no statistic) with the default plan.
 
@@ -325,7 +388,13 @@ def release_means(
     replaces the plan made from ``options`` (a later release of a fit, :meth:`ReleasePlan.after`).
     ``bounds`` are public (lower, upper) per column that hold every statistic (a public
     assumption: values outside are clipped to them); then only the count and the mean run.
-    Every refusal and the accountant's check happen before the first noise draw.
+    ``user_weights`` releases the precision-weighted means ``Σ w_u x_u / Σ w_u`` instead
+    (:class:`UserWeights`, module docstring: each sum keeps the sensitivity ``2 r_j`` of the
+    unweighted release, the weighted count has sensitivity 1). ``tail`` overrides the tail
+    model of the clipping bias and the radius (:func:`~dplong.privacy.radius.clipping_bias`;
+    default Gaussian for an estimated scale, sub-Gaussian for a stated one): ``"exponential"``
+    for skewed statistics such as sums of squares. Every refusal and the accountant's check
+    happen before the first noise draw.
 
     Examples
     --------
@@ -339,6 +408,21 @@ def release_means(
     >>> bool(np.all(np.abs(res.estimate - x.mean(axis=0)) < 4 * res.noise_sd + 0.01))
     True
     >>> res.privacy.epsilon <= 1.0, res.privacy.delta <= 1.0 / 2000**2
+    (True, True)
+
+    Precision weights: users with ``T_u`` rows have means of variance ``1 + 4 / T_u``; the
+    weights ``w_u ∝ 1 / (1 + 4 / T_u)``, capped at 1 (``T_u >= 20``), target the GLS mean:
+
+    >>> from dplong.privacy.engine import UserWeights
+    >>> rng = np.random.default_rng(2)
+    >>> rows = rng.integers(1, 21, size=5000)
+    >>> means = 3.0 + rng.normal(0.0, np.sqrt(1.0 + 4.0 / rows))
+    >>> w = (1.0 + 4.0 / 20) / (1.0 + 4.0 / rows)
+    >>> options = ReleaseOptions.check(5000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1)
+    >>> res = release_means(means[:, None], names=("mu",), options=options, rng=rng,
+    ...                     user_weights=UserWeights(w, floor=1.2 / 5.0))
+    >>> res.weighted, bool(abs(res.estimate[0] - np.sum(w * means) / np.sum(w)) < 0.05)
     (True, True)
     """
     n, d = matrix.shape
@@ -355,6 +439,7 @@ def release_means(
             complete_rows=complete_rows,
             refine=options.refine,
             bounded=bounds is not None,
+            weighted=user_weights is not None,
         )
         plan.check(accountant)  # every refusal before the first noise draw
     gamma = options.gamma
@@ -367,6 +452,8 @@ def release_means(
         scale=scale,
         complete_rows=complete_rows,
         bounds=bounds,
+        user_weights=user_weights,
+        tail=tail,
     )
     plan = where.plan
     users = where.per_column_users
@@ -382,8 +469,12 @@ def release_means(
     else:  # the public bounds are the interval: nothing is clipped under the assumption
         radius = (bounds[1] - bounds[0]) / 2.0
         budget = plan.final_budget(radius, weights, refined=False)
-    clipped = _centred(matrix, where.centre, radius)
-    mean_budget, moment_budget = budget.split(plan.moment_share)
+    clipped = _centred(matrix, where.centre, radius, _roots(user_weights))
+    # the second moment estimates the spread of unweighted values only: with weights the mean
+    # takes the whole final budget
+    mean_budget, moment_budget = (
+        budget.split(plan.moment_share) if user_weights is None else (budget, None)
+    )
     final = _release(clipped, radius, mean_budget, rng)
     entries = [
         *where.entries,
@@ -434,6 +525,7 @@ def release_means(
             np.zeros(d)
             if bounds is not None
             else clipping_bias(where.sd**2, radius, where.centre_error, tail=where.tail)
+            * _bias_factor(user_weights, users, n)
         ),
         interval=np.stack([where.centre - radius, where.centre + radius], axis=1),
         midpoint=where.midpoint,
@@ -445,11 +537,12 @@ def release_means(
         variant="default (refined)" if where.refined else "default",
         bad_events=np.minimum(gamma * (2.0 if where.refined else 1.0) + miss, 1.0),
         notes=plan.notes
-        + _user_notes(where.users, where.users_sd, n, names, undefined)
+        + (() if user_weights else _user_notes(where.users, where.users_sd, n, names, undefined))
         + _empty_notes(names, undefined)
         + _lost_notes(names, lost, miss, _few(where.users, where.users_sd, n, d))
         + _missed_notes(names, missed),
         failed=missed | lost,
+        weighted=user_weights is not None,
     )
 
 
@@ -461,11 +554,19 @@ def _rank_quantile(ranks: float, users: NDArray[np.float64]) -> NDArray[np.float
 
 
 def _centred(
-    matrix: NDArray[np.float64], centre: NDArray[np.float64], radius: NDArray[np.float64]
+    matrix: NDArray[np.float64],
+    centre: NDArray[np.float64],
+    radius: NDArray[np.float64],
+    root: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
-    """Alg 4's projection, centred: ``clip(x - c, ±w)``, 0 for users without a statistic."""
+    """Alg 4's projection, centred: ``clip(x - c, ±w)``, 0 for users without a statistic; with
+    ``root`` (n x 1, ``√w_u <= 1``) the weighted ``√w_u clip(√w_u (x - c), ±w)``, which stays
+    within ``±w`` (a product with a factor at most 1 never rounds past it)."""
     with np.errstate(invalid="ignore"):
-        clipped = np.clip(matrix - centre, -radius, radius)
+        if root is None:
+            clipped = np.clip(matrix - centre, -radius, radius)
+        else:
+            clipped = root * np.clip(root * (matrix - centre), -radius, radius)
     return np.where(np.isnan(clipped), 0.0, clipped)
 
 
@@ -490,6 +591,22 @@ def _release(
     return release_bounded_sum(clipped, radius, budget.epsilon, rng)
 
 
+def _roots(user_weights: UserWeights | None) -> NDArray[np.float64] | None:
+    """``√w_u`` as a column (n x 1), or None without weights."""
+    return None if user_weights is None else np.sqrt(user_weights.clipped())[:, None]
+
+
+def _bias_factor(
+    user_weights: UserWeights | None, users: NDArray[np.float64], n: int
+) -> NDArray[np.float64] | float:
+    """``Σ √w_u / Σ w_u``, bounded by ``1 / √floor`` (each ``√w_u <= w_u / √floor``) and by
+    ``√(n / W)`` (Cauchy–Schwarz): how a per-user bound on the standardised clipping bias
+    becomes one on the weighted mean. 1 without weights."""
+    if user_weights is None:
+        return 1.0
+    return np.minimum(1.0 / math.sqrt(user_weights.floor), np.sqrt(n / np.maximum(users, 1.0)))
+
+
 def _final_radius(
     where: Location, weights: NDArray[np.float64], plan: ReleasePlan
 ) -> tuple[NDArray[np.float64], FinalBudget]:
@@ -510,17 +627,20 @@ def _count(
     names: tuple[str, ...],
     complete_rows: bool,
     rng: np.random.Generator,
+    root: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], float, list[LedgerEntry]]:
-    """Private counts of users with a statistic (one, or one per column)."""
-    present = (
-        np.isfinite(matrix).all(axis=1, keepdims=True) if complete_rows else np.isfinite(matrix)
-    )
+    """Private counts of users with a statistic (one, or one per column), floored at 1; with
+    ``root`` (``√w_u``) the weighted counts :func:`_weighted_count`."""
+    finite = np.isfinite(matrix)
+    present = np.asarray(finite.all(axis=1, keepdims=True) if complete_rows else finite, dtype=bool)
+    targets = ("users with a statistic",) if complete_rows else names
+    if root is not None:
+        return _weighted_count(present, root**2, plan.count, targets, rng)
     exact = present.sum(axis=0).astype(np.float64)
     rate = geometric_rate(plan.count, 1.0)
     # not projected onto [0, n]: that would bias the ratio c + S / N̂ when its offset is large
     noisy = exact + two_sided_geometric(rng, rate, exact.shape)
     sd = float(np.sqrt(two_sided_geometric_variance(rate)))
-    targets = ("users with a statistic",) if complete_rows else names
     entries = [
         LedgerEntry(
             "count", "lattice Laplace count", f"{t}", plan.count, 0.0, 0.0, 1.0, float(1.0 / rate)
@@ -528,6 +648,36 @@ def _count(
         for t in targets
     ]
     return noisy.astype(np.float64), sd, entries
+
+
+def _weighted_count(
+    present: NDArray[np.bool_],
+    weights: NDArray[np.float64],
+    epsilon: float,
+    targets: tuple[str, ...],
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], float, list[LedgerEntry]]:
+    """Private weighted counts ``Σ w_u`` over the users present in each column: the lattice
+    Laplace sum of ``w_u - 1/2 ∈ [-1/2, 1/2]`` (0 for absent users) plus ``n/2``. One user moves
+    it by at most 1 (the lattice's rounding included in the recorded sensitivity): ε-DP each."""
+    n, k = present.shape
+    values = np.where(present, weights, 0.0) - 0.5
+    half = np.full(k, 0.5)
+    release = release_bounded_sum(values, half, np.full(k, epsilon), rng)
+    entries = [
+        LedgerEntry(
+            "count",
+            "lattice Laplace weighted count",
+            f"{t} (weighted)",
+            epsilon,
+            0.0,
+            0.0,
+            float(release.sensitivity[j]),
+            float(release.scale[j]),
+        )
+        for j, t in enumerate(targets)
+    ]
+    return release.total + 0.5 * n, float(release.sd.max()), entries
 
 
 def _histogram_midpoint(
@@ -578,11 +728,8 @@ def _mean_entries(
     """One entry per column of a lattice release of clipped sums (sensitivity of the sum)."""
     d = len(names)
     eps, rhos = np.broadcast_to(epsilon, (d,)), np.broadcast_to(rho, (d,))
-    mechanism = (
-        "discrete Gaussian (CKS 2020)"
-        if release.kind == "gaussian"
-        else "lattice Laplace (Alg 1, 4)"
-    )
+    gaussian = release.kind == "gaussian"
+    mechanism = "discrete Gaussian (CKS 2020)" if gaussian else "lattice Laplace (Alg 1, 4)"
     return [
         LedgerEntry(
             stage,

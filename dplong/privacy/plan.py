@@ -78,6 +78,9 @@ COUNT_SHARES = (0.03, 0.1)
 #: ``8 w² / ε_S² + 2 o² / ε_c²`` at ``ε_S + ε_c`` fixed gives ``ε_c / ε_S = (o / 2w)^(2/3)``,
 #: 0.4 to 0.63 for o between w/2 and w: about 30 % of a column's budget for its count.
 BOUNDED_COUNT_SHARE = 0.3
+#: ε·n of a weighted count ``Σ w_u`` (precision weights, :class:`~dplong.privacy.engine.
+#: UserWeights`): the same relative error for a weighted count as small as n/10.
+WEIGHTED_COUNT_USERS = 200.0
 MIN_STAGE_SHARE = 0.04
 #: Largest share of a column's even budget the midpoint may take: with a stated scale it is
 #: the only preliminary stage; with an estimated one the scale stage takes as much again.
@@ -253,14 +256,18 @@ class ReleasePlan:
         bounded: bool = False,
         moment: bool = True,
         share: float = 1.0,
+        weighted: bool = False,
     ) -> ReleasePlan:
         """Stage budgets from public facts (module docstring). ``count=False`` when n itself
         is the denominator (item-level regression: every unit is counted); ``bounded`` when
         public bounds hold every statistic: no midpoint, scale or refinement is needed;
         ``moment=False`` when the final stage releases no second moment (its budget is then one
         call per column: calibrate it so); ``share`` is the part of a fit's budget this release
-        gets, so that refusals and notes speak of the fit's ε."""
+        gets, so that refusals and notes speak of the fit's ε; ``weighted`` when users carry
+        precision weights: the count is a weighted count and gets
+        :data:`WEIGHTED_COUNT_USERS` instead of :data:`COUNT_USERS`."""
         per_column = column_epsilon(epsilon, delta, d)
+        count_users = WEIGHTED_COUNT_USERS if weighted else COUNT_USERS
         if bounded:
             counts = (1 if complete_rows else d) if count else 0
             count_epsilon = BOUNDED_COUNT_SHARE * per_column
@@ -289,7 +296,7 @@ class ReleasePlan:
         )
         if histogram:  # few users and a stated scale: Alg 2-3's histogram is the surer midpoint
             plan = cls._histogram_plan(
-                n, d, epsilon, delta, per_column, complete_rows, count, refine
+                n, d, epsilon, delta, per_column, complete_rows, count, refine, count_users
             )
             return plan if moment else dataclasses.replace(plan, moment_share=0.0)
         spread = 0.0 if stated_scale else median
@@ -314,7 +321,7 @@ class ReleasePlan:
             )
         counts = (1 if complete_rows else d) if count else 0
         per_count = per_column * d / max(counts, 1)
-        count_epsilon = _count_epsilon(n, per_count)
+        count_epsilon = _count_epsilon(n, per_count, count_users)
         rest = per_column - median - spread - count_epsilon * counts / d
         share = _refine_share(n, per_column, rest) if refine else 0.0
         return cls(
@@ -344,6 +351,7 @@ class ReleasePlan:
         complete_rows: bool,
         count: bool,
         refine: bool,
+        count_users: float,
     ) -> ReleasePlan:
         """The midpoint by the stable histogram (bins of half-width τ', §7.1.2) at
         :data:`HISTOGRAM_SHARE` of a column's ε and δ/(2d) each, with :data:`FALLBACK_SHARE`
@@ -352,7 +360,7 @@ class ReleasePlan:
         share = HISTOGRAM_SHARE * per_column
         counts = (1 if complete_rows else d) if count else 0
         per_count = per_column * d / max(counts, 1)
-        count_epsilon = _count_epsilon(n, per_count)
+        count_epsilon = _count_epsilon(n, per_count, count_users)
         rest = per_column - share - FALLBACK_SHARE * per_column - count_epsilon * counts / d
         refine_share = _refine_share(n, per_column, rest, midpoint_error=2.0 * _BIN_RADIUS)
         return cls(
@@ -575,10 +583,11 @@ def largest_within(
     return lo
 
 
-def _count_epsilon(n: int, per_count: float) -> float:
-    """The ε of one count (:data:`COUNT_USERS`, :data:`COUNT_SHARES`)."""
+def _count_epsilon(n: int, per_count: float, users: float) -> float:
+    """The ε of one count: ε·n of ``users`` (:data:`COUNT_USERS`, or
+    :data:`WEIGHTED_COUNT_USERS`) within :data:`COUNT_SHARES`."""
     low, high = COUNT_SHARES
-    return min(max(COUNT_USERS / n, low * per_count), high * per_count)
+    return min(max(users / n, low * per_count), high * per_count)
 
 
 def _moment_share(n: int, per_column: float) -> float:

@@ -34,14 +34,16 @@ __all__ = [
     "concentration_radius",
 ]
 
-Tail = Literal["gaussian", "sub-gaussian"]
+Tail = Literal["gaussian", "sub-gaussian", "exponential"]
 
 #: Failure probability γ behind the radii and the error bounds: with probability at least
 #: 1 - dγ no user is clipped (Lemma 5.2), and each value is within τ' of its mean with
 #: probability 1 - γ.
 DEFAULT_GAMMA = 0.05
-#: Candidate radii of :func:`accurate_radius`, in units of √ρ beyond the centre's error.
+#: Candidate radii of :func:`accurate_radius`, in units of √ρ beyond the centre's error (to 30
+#: for exponential tails, whose bias decays only as ``e^{-κ}``).
 _MULTIPLES = np.linspace(1.0, 10.0, 361)
+_EXPONENTIAL_MULTIPLES = np.linspace(1.0, 30.0, 1161)
 
 
 def concentration_radius(
@@ -90,7 +92,9 @@ def clipping_bias(
     person-level paper). ``tail="gaussian"``: X normal with variance ``scale`` (the plug-in
     model of an estimated scale), ``√ρ (φ(s) - s Φ̄(s))`` with ``s = (w - e)/√ρ``;
     ``tail="sub-gaussian"``: ``P(X - μ > t) <= exp(-t²/(2ρ))`` (the paper's assumption, for a
-    stated variance proxy ρ), ``√(2πρ) Φ̄(s)``.
+    stated variance proxy ρ), ``√(2πρ) Φ̄(s)``; ``tail="exponential"``: ``P(X - μ > t) <=
+    exp(-t/√ρ)`` (a sub-exponential model for skewed statistics such as cross products, whose
+    spread ρ is a plug-in), ``√ρ e^{-s}``.
 
     Examples
     --------
@@ -109,6 +113,8 @@ def clipping_bias(
             sd
             * (np.exp(-0.5 * margin**2) / math.sqrt(2.0 * math.pi) - margin * special.ndtr(-margin))
         )
+    if tail == "exponential":
+        return np.asarray(sd * np.exp(-np.maximum(margin, 0.0)))
     return np.asarray(math.sqrt(2.0 * math.pi) * sd * special.ndtr(-margin))
 
 
@@ -123,7 +129,7 @@ def accurate_radius(
 
     ``noise_per_width`` is the noise sd of the released mean per unit of half-width (public:
     it follows from n and the column's budget); the bias is :func:`clipping_bias` with the
-    given ``tail``. The search runs over κ in [1, 10].
+    given ``tail``. The search runs over κ in [1, 10] (in [1, 30] for an exponential tail).
 
     Examples
     --------
@@ -135,7 +141,8 @@ def accurate_radius(
     True
     """
     sd = np.sqrt(scale)[:, None]
-    widths = _MULTIPLES[None, :] * sd + np.asarray(centre_error)[:, None]
+    multiples = _EXPONENTIAL_MULTIPLES if tail == "exponential" else _MULTIPLES
+    widths = multiples[None, :] * sd + np.asarray(centre_error)[:, None]
     bias = clipping_bias(sd**2, widths, np.asarray(centre_error)[:, None], tail=tail)
     cost = bias**2 + (np.asarray(noise_per_width)[:, None] * widths) ** 2
     return np.asarray(widths[np.arange(widths.shape[0]), np.argmin(cost, axis=1)])

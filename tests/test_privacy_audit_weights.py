@@ -1,0 +1,289 @@
+"""Privacy audits (DESIGN.md §5.4) of the precision-weighted releases and of the fits built on
+them: the engine's weighted release, ``RandomEffectsLocation(weights="precision")`` and
+``LongitudinalOLS.fit(estimator="within")``.
+
+The recipe of ``test_privacy_audit_default.py`` (helpers in ``tests/audit.py``): two data sets
+that differ in *one user*, many seeded runs on each, events fixed before the audit runs (tails
+of every released number at quantiles of an independent *pilot* sample, and the joint upper
+and lower tails of all of them), Bonferroni-corrected Clopper–Pearson bounds, and the assertion
+that the empirical lower bound ε_lb at 99 % family-wise confidence stays below the ε the ledger
+claims. Neighbours include adversarial ones: the user moved far away, given the largest or the
+smallest weight, more or fewer rows, no statistic at all.
+
+**Power.** A deliberately broken replica — the engine's weighted count drawing 64 times too
+little noise while the ledger claims the planned ε — must be flagged (ε_lb above the claim).
+(Removing the public cap on the weights instead is not a replica that runs: a contribution
+beyond the radius trips the lattice's own check, ``noise.py``, before any noise.)
+
+**Speed.** A release spends most of its time choosing the final stage's budget (a bisection
+over the Rényi composition of every call) and in the private medians. For the audits the
+final stage's calibration is replaced by *basic* composition (the remaining ε shared by the
+same PLAN weights): a valid, smaller budget, recorded as such in the ledger. What is audited
+is the sensitivity of every weighted release and the composition of the fits' blocks, not the
+Rényi accountant (audited in ``test_privacy_audit.py``). Each audit's runs are sized to keep
+the fast audits near a minute and the slow ones near five (one core).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pandas as pd
+import pytest
+from audit import EpsilonBound, epsilon_lower_bound
+from numpy.typing import NDArray
+
+import dplong
+from dplong.privacy import engine as engine_module
+from dplong.privacy import plan as plan_module
+from dplong.privacy.engine import UserWeights, release_means
+from dplong.privacy.options import ReleaseOptions
+
+pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+
+CONFIDENCE = 0.99
+QUANTILES = (0.02, 0.2, 0.8, 0.98)
+FAR = 1e6
+
+
+@pytest.fixture(autouse=True)
+def basic_final_budget(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The final stage calibrated by basic composition (module docstring)."""
+
+    def calibrate(
+        self: plan_module.ReleasePlan,
+        shares: NDArray[np.float64],
+        kind: str,
+        *,
+        refined: bool = True,
+        fallback: bool = False,
+    ) -> plan_module.FinalBudget:
+        early = self.early_costs(refine=refined, fallback=fallback)
+        left = self.epsilon - sum(c.epsilon for c in early)
+        return plan_module.FinalBudget("laplace", left * shares, np.zeros(len(shares)))
+
+    def final_budget(
+        self: plan_module.ReleasePlan,
+        radii: NDArray[np.float64],
+        weights: NDArray[np.float64],
+        *,
+        refined: bool,
+        fallback: bool = False,
+    ) -> plan_module.FinalBudget:
+        shares = plan_module.share_weights((weights * (radii / radii.max()) ** 2) ** (1 / 3))
+        return calibrate(self, shares, "laplace", refined=refined, fallback=fallback)
+
+    monkeypatch.setattr(plan_module.ReleasePlan, "calibrate", calibrate)
+    monkeypatch.setattr(plan_module.ReleasePlan, "final_budget", final_budget)
+    yield
+
+
+def broken_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The broken replica: the weighted count's noise at 1/64 of its scale, same ledger."""
+    weighted_count = engine_module._weighted_count
+
+    def count(
+        present: NDArray[np.bool_],
+        weights: NDArray[np.float64],
+        epsilon: float,
+        targets: tuple[str, ...],
+        rng: np.random.Generator,
+    ) -> tuple[NDArray[np.float64], float, list[object]]:
+        noisy, sd, _ = weighted_count(present, weights, 64.0 * epsilon, targets, rng)
+        _, _, claimed = weighted_count(present, weights, epsilon, targets, np.random.default_rng(0))
+        return noisy, sd, claimed
+
+    monkeypatch.setattr(engine_module, "_weighted_count", count)
+
+
+def _events(
+    outputs: NDArray[np.float64], thresholds: NDArray[np.float64]
+) -> tuple[NDArray[np.bool_], list[str]]:
+    """Tails of each output at each pilot threshold, and the joint upper / lower tails."""
+    columns, names = [], []
+    for k in range(outputs.shape[1]):
+        for t in thresholds[:, k]:
+            columns += [outputs[:, k] >= t, outputs[:, k] <= t]
+            names += [f"out{k} >= {t:.4g}", f"out{k} <= {t:.4g}"]
+    high, low = thresholds.max(axis=0), thresholds.min(axis=0)
+    columns += [np.all(outputs >= high, axis=1), np.all(outputs <= low, axis=1)]
+    names += ["joint upper", "joint lower"]
+    return np.column_stack(columns), names
+
+
+def audit(
+    release: Callable[[str, np.random.Generator], NDArray[np.float64]],
+    first: str,
+    second: str,
+    *,
+    runs: int,
+    pilot: int,
+    delta: float,
+) -> EpsilonBound:
+    """ε_lb of one neighbouring pair: thresholds from an independent pilot, then the runs."""
+
+    def outputs(data: str, count: int, seed: int) -> NDArray[np.float64]:
+        rng = np.random.default_rng(seed)
+        values = np.array([release(data, rng) for _ in range(count)])
+        return np.nan_to_num(values, nan=-FAR)  # a withheld number is an output too
+
+    sample = np.vstack([outputs(first, pilot, 101), outputs(second, pilot, 102)])
+    thresholds = np.quantile(sample, QUANTILES, axis=0)  # fixed before the audit runs
+    events_d, names = _events(outputs(first, runs, 1), thresholds)
+    events_d_prime, _ = _events(outputs(second, runs, 2), thresholds)
+    return epsilon_lower_bound(
+        events_d, events_d_prime, delta=delta, confidence=CONFIDENCE, names=names
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. The weighted release with public bounds: weighted count and weighted sum only
+# ---------------------------------------------------------------------------------------------
+# n = 40 users; the others hold x = 0 with weight 1/2; user 0 is one of the cases below. With
+# ε = 2 the count gets 0.2 and the sum 1.8: each moves by at most its sensitivity (1 and 2r).
+N_BOUNDED, EPS_BOUNDED = 40, 2.0
+BOUNDS = (np.array([-1.0]), np.array([1.0]))
+BOUNDED_USERS: dict[str, tuple[float, float]] = {
+    "low, heavy": (-1.0, 1.0),
+    "high, heavy": (1.0, 1.0),
+    "high, light": (1.0, 0.25),
+    "far, heavy": (FAR, 1.0),
+    "none": (np.nan, 1.0),
+    "far, weight 16": (FAR, 16.0),  # the cap holds it to 1
+}
+
+
+def _bounded_release(data: str, rng: np.random.Generator) -> NDArray[np.float64]:
+    x, w = np.zeros((N_BOUNDED, 1)), np.full(N_BOUNDED, 0.5)
+    x[0, 0], w[0] = BOUNDED_USERS[data]
+    options = ReleaseOptions.check(
+        N_BOUNDED, epsilon=EPS_BOUNDED, delta=None, privacy="central", bound=None, d=1
+    )
+    res = release_means(
+        x,
+        names=("m",),
+        options=options,
+        rng=rng,
+        bounds=BOUNDS,
+        user_weights=UserWeights(w, floor=0.25),
+    )
+    return np.array([res.estimate[0], res.users[0]])
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("low, heavy", "high, heavy"),  # the sum moves by 2r, the count not at all
+        ("high, light", "none"),  # the count moves by 1/4, the sum by r/4
+        ("none", "far, weight 16"),  # the count moves by 1, the sum by r (capped weight)
+    ],
+)
+def test_weighted_bounded_release(first: str, second: str) -> None:
+    bound = audit(_bounded_release, first, second, runs=4000, pilot=800, delta=0.0)
+    print(f"\nweighted bounded {first!r} vs {second!r}: {bound} (claimed eps={EPS_BOUNDED:g})")
+    assert bound.epsilon_lb <= EPS_BOUNDED, str(bound)
+
+
+def test_power_broken_count_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the count's noise 64 times too small, the one-user change of the count stands out
+    (12.8 noise scales): the same audit sees far more than the claimed ε."""
+    broken_count(monkeypatch)
+    bound = audit(_bounded_release, "none", "far, weight 16", runs=1500, pilot=400, delta=0.0)
+    print(f"\nbroken count: {bound} (claimed eps={EPS_BOUNDED:g})")
+    assert bound.epsilon_lb > EPS_BOUNDED, str(bound)
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. The weighted release end to end: private midpoint, standardised spread, weighted count,
+#    refinement and mean (slow: two private medians per run)
+# ---------------------------------------------------------------------------------------------
+N_FULL, EPS_FULL = 200, 4.0
+
+
+def _full_release(data: str, rng: np.random.Generator) -> NDArray[np.float64]:
+    base = np.random.default_rng(7)
+    x = base.normal(0.0, 1.0, (N_FULL, 1))
+    w = base.uniform(0.25, 1.0, N_FULL)
+    x[0, 0], w[0] = {"near": (0.0, 0.25), "far": (FAR, 1.0), "none": (np.nan, 1.0)}[data]
+    options = ReleaseOptions.check(
+        N_FULL, epsilon=EPS_FULL, delta=None, privacy="central", bound=None, d=1
+    )
+    res = release_means(
+        x, names=("m",), options=options, rng=rng, user_weights=UserWeights(w, floor=0.25)
+    )
+    centre = (res.interval[0, 0] + res.interval[0, 1]) / 2.0
+    return np.array([res.estimate[0], res.users[0], centre, res.scale[0]])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("first", "second"), [("near", "far"), ("none", "far")])
+def test_weighted_full_release(first: str, second: str) -> None:
+    bound = audit(_full_release, first, second, runs=1500, pilot=300, delta=0.0)
+    print(f"\nweighted full {first!r} vs {second!r}: {bound} (claimed eps={EPS_FULL:g})")
+    assert bound.epsilon_lb <= EPS_FULL, str(bound)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Whole fits: the precision-weighted location and the within estimator (slow)
+# ---------------------------------------------------------------------------------------------
+N_FIT, EPS_FIT = 150, 8.0
+
+
+def _location_frame(data: str) -> pd.DataFrame:
+    """n - 1 users with three rows at -1, 0, 1; user 0 with one row at 0 or far below (one
+    row: the lightest weight, no variance), or fifty rows far above (the heaviest weight)."""
+    rows = [(u, v) for u in range(1, N_FIT) for v in (-1.0, 0.0, 1.0)]
+    user0 = {"one row": [0.0], "fifty far": [FAR] * 50, "one far": [-FAR]}[data]
+    rows += [(0, v) for v in user0]
+    return pd.DataFrame(rows, columns=["user", "y"])
+
+
+def _location_fit(data: str, rng: np.random.Generator) -> NDArray[np.float64]:
+    frame = _location_frame(data)
+    model = dplong.RandomEffectsLocation.from_formula("y ~ 1", frame, groups="user")
+    res = model.fit(epsilon=EPS_FIT, weights="precision", random_state=rng)
+    return res.params.to_numpy()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("first", "second"), [("one far", "fifty far")])
+def test_precision_weighted_location_fit(first: str, second: str) -> None:
+    frame = _location_frame(first)
+    ledger = (
+        dplong.RandomEffectsLocation.from_formula("y ~ 1", frame, groups="user")
+        .fit(epsilon=EPS_FIT, weights="precision", random_state=0)
+        .privacy
+    )
+    assert ledger.epsilon <= EPS_FIT
+    bound = audit(_location_fit, first, second, runs=800, pilot=200, delta=ledger.delta)
+    print(f"\nprecision location {first!r} vs {second!r}: {bound} (claimed eps={ledger.epsilon:g})")
+    assert bound.epsilon_lb <= ledger.epsilon, str(bound)
+
+
+def _within_frame(data: str) -> pd.DataFrame:
+    """n - 1 users with three rows of a fixed pattern; user 0 with two ordinary rows, or
+    twelve rows with extreme regressors and outcomes."""
+    pattern = [(-1.0, -0.5), (0.0, 0.2), (1.0, 0.4)]
+    rows = [(u, x, y) for u in range(1, N_FIT) for x, y in pattern]
+    user0 = {
+        "two rows": [(0.0, 0.0), (1.0, 0.5)],
+        "twelve far": [(FAR * (-1) ** t, -FAR * (-1) ** t) for t in range(12)],
+    }[data]
+    rows += [(0, x, y) for x, y in user0]
+    return pd.DataFrame(rows, columns=["user", "x", "y"])
+
+
+def _within_fit(data: str, rng: np.random.Generator) -> NDArray[np.float64]:
+    model = dplong.LongitudinalOLS.from_formula("y ~ x", _within_frame(data), groups="user")
+    return model.fit(epsilon=EPS_FIT, estimator="within", random_state=rng).params.to_numpy()
+
+
+@pytest.mark.slow
+def test_within_fit() -> None:
+    model = dplong.LongitudinalOLS.from_formula("y ~ x", _within_frame("two rows"), groups="user")
+    ledger = model.fit(epsilon=EPS_FIT, estimator="within", random_state=0).privacy
+    assert ledger.epsilon <= EPS_FIT
+    bound = audit(_within_fit, "two rows", "twelve far", runs=500, pilot=150, delta=ledger.delta)
+    print(f"\nwithin 'two rows' vs 'twelve far': {bound} (claimed eps={ledger.epsilon:g})")
+    assert bound.epsilon_lb <= ledger.epsilon, str(bound)
