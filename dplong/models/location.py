@@ -382,8 +382,8 @@ def _check_weights(
     )
     if weights is None:
         share = (1.0 - variance_share) * PRELIMINARY_SHARE
-        sound = sound_plan(n, 1, options, share, stated=stated)
-        weights = "precision" if applies and sound else "equal"
+        sound = applies and sound_plan(n, 1, options, share, stated=stated)
+        weights = "precision" if sound else "equal"
     choice = check_choice(weights, "weights", WEIGHTS)
     if choice == "precision" and not applies:
         raise ParameterError(

@@ -277,7 +277,7 @@ def locate(
         entries += count_entries
         # the medians sized for the users there are (post-processing of N̂)
         found = users[users >= max(2.0, 2.0 * users_sd)]
-        if found.size:
+        if found.size and root is None:  # a weighted count is no count of users
             plan = plan.for_users(float(found.min()))
     else:  # n divides: users without a statistic contribute the centre (the paper's rule)
         users, users_sd = np.array([float(n)]), 0.0
@@ -460,9 +460,12 @@ def release_means(
     undefined = where.empty
     # the miss bound for the users the private count finds (post-processing of N̂): where the
     # medians all but surely missed them even for N̂ + 2 sd users, a number would look precise
-    # and be wrong
-    miss = plan.miss_given(users)
-    lost = (plan.miss_given(users + 2.0 * where.users_sd) > MAX_MISS) & ~undefined
+    # and be wrong. A weighted count W <= N cannot say how many users there are; the models
+    # weight users only after an unweighted release over the same users has checked them, so
+    # a weighted release takes the plan's bound at n.
+    found = users if user_weights is None else np.full(d, float(n))
+    miss = plan.miss_given(found)
+    lost = (plan.miss_given(found + 2.0 * where.users_sd) > MAX_MISS) & ~undefined
     weights = np.where(undefined | lost, 0.0, weights)
     if bounds is None:
         radius, budget = _final_radius(where, weights, plan)
@@ -470,11 +473,7 @@ def release_means(
         radius = (bounds[1] - bounds[0]) / 2.0
         budget = plan.final_budget(radius, weights, refined=False)
     clipped = _centred(matrix, where.centre, radius, _roots(user_weights))
-    # the second moment estimates the spread of unweighted values only: with weights the mean
-    # takes the whole final budget
-    mean_budget, moment_budget = (
-        budget.split(plan.moment_share) if user_weights is None else (budget, None)
-    )
+    mean_budget, moment_budget = budget.split(plan.moment_share)  # none when weighted
     final = _release(clipped, radius, mean_budget, rng)
     entries = [
         *where.entries,
@@ -539,7 +538,9 @@ def release_means(
         notes=plan.notes
         + (() if user_weights else _user_notes(where.users, where.users_sd, n, names, undefined))
         + _empty_notes(names, undefined)
-        + _lost_notes(names, lost, miss, _few(where.users, where.users_sd, n, d))
+        + _lost_notes(
+            names, lost, miss, _few(where.users, where.users_sd, n, d) & (user_weights is None)
+        )
         + _missed_notes(names, missed),
         failed=missed | lost,
         weighted=user_weights is not None,

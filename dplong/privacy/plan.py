@@ -268,6 +268,7 @@ class ReleasePlan:
         :data:`WEIGHTED_COUNT_USERS` instead of :data:`COUNT_USERS`."""
         per_column = column_epsilon(epsilon, delta, d)
         count_users = WEIGHTED_COUNT_USERS if weighted else COUNT_USERS
+        moment = moment and not weighted  # a second moment of weighted values is not a spread
         if bounded:
             counts = (1 if complete_rows else d) if count else 0
             count_epsilon = BOUNDED_COUNT_SHARE * per_column
