@@ -75,10 +75,13 @@ from dplong.formula import (
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
+    from dask.dataframe import Series as DaskSeries
+    from typing_extensions import TypeIs
 
 __all__ = [
     "FrameSpec",
     "ReducedPanel",
+    "column_name",
     "design_spec",
     "evaluate_rows",
     "is_dask",
@@ -186,7 +189,7 @@ class ReducedPanel:
     formula: str
 
 
-def is_dask(data: object) -> bool:
+def is_dask(data: object) -> TypeIs[DaskFrame | DaskSeries]:
     """Whether ``data`` is a Dask collection, told from its type's module: asking needs no dask.
 
     Examples
@@ -241,7 +244,8 @@ def schema(data: DaskFrame) -> pd.DataFrame:
     for column, dtype in data.dtypes.items():
         unknown = isinstance(dtype, pd.CategoricalDtype) and not data[column].cat.known
         columns[column] = pd.Series(dtype=object if unknown else dtype)
-    return pd.DataFrame(columns)
+    empty: pd.DataFrame = pd.DataFrame(columns)
+    return empty
 
 
 def design_spec(
@@ -274,9 +278,8 @@ def design_spec(
         if isinstance(node, ast.Name)
     }
     namespace = env.namespace
-    found = FrameSpec(
-        formula, frame_schema, levels, {name: namespace[name] for name in names if name in namespace}
-    )
+    named = {name: namespace[name] for name in names if name in namespace}
+    found = FrameSpec(formula, frame_schema, levels, named)
     found.__dict__["spec"] = spec  # the spec just built: no second build in this process
     return found
 
@@ -327,9 +330,8 @@ def reduce_design(
         data, no rows, fewer than 2 users.
     """
     check_groups(groups)
-    empty = schema(data)
-    user = _column(empty, groups, "groups")
-    order = None if time is None else _column(empty, time, "time")
+    user = column_name(data, groups, "groups")
+    order = None if time is None else column_name(data, time, "time")
     needed = list(dict.fromkeys([*spec.spec.inputs, user, *([order] if order else [])]))
     partition = _Task(_design_sums, spec=spec, time=order, sums=sums)
     statistics, ids = reduce_users(
@@ -409,6 +411,31 @@ def reduce_users(
     return values[order], result.index.to_numpy()[order]
 
 
+def column_name(data: DaskFrame, value: object, name: str) -> str:
+    """The column of a Dask frame that the argument ``name`` names, refused as in memory if
+    it is not one of its columns.
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> from dplong.dask_frames import column_name
+    >>> frame = dd.from_pandas(pd.DataFrame({"id": [1], "y": [1.0]}), npartitions=1)
+    >>> column_name(frame, "id", "groups")
+    'id'
+    >>> column_name(frame, "person", "groups")
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.FormulaError: groups='person' is not a column of the data; columns are \
+['id', 'y']
+    """
+    if not isinstance(value, str):
+        raise ParameterError(
+            f"with a Dask data frame, {name} must be a column name, got {type(value).__name__}"
+        )
+    column_or_array(value, schema(data), name)
+    return value
+
+
 def evaluate_rows(
     data: DaskFrame, spec: FrameSpec
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
@@ -452,21 +479,14 @@ class _Task:
         return self._token
 
 
-def _column(empty: pd.DataFrame, value: object, name: str) -> str:
-    """A column named by ``value``, refused as in memory if it is not one."""
-    if not isinstance(value, str):
-        raise ParameterError(
-            f"with a Dask data frame, {name} must be a column name, got {type(value).__name__}"
-        )
-    column_or_array(value, empty, name)
-    return value
-
-
-def _with_positions(frame: pd.DataFrame, partition_info: dict[str, Any] | None = None) -> pd.DataFrame:
+def _with_positions(
+    frame: pd.DataFrame, partition_info: dict[str, Any] | None = None
+) -> pd.DataFrame:
     """The rows with their position in the whole frame (:data:`_PARTITION_SHIFT`)."""
     number = 0 if partition_info is None else int(partition_info["number"])
     positions = (np.int64(number) << _PARTITION_SHIFT) + np.arange(len(frame), dtype=np.int64)
-    return frame.assign(**{_POSITION: positions})
+    positioned: pd.DataFrame = frame.assign(**{_POSITION: positions})
+    return positioned
 
 
 def _partition_frame(
@@ -483,7 +503,7 @@ def _partition_frame(
     codes, ids = user_codes(frame[user].to_numpy())
     tables = [table.reindex(ids).to_numpy(np.float64) for table in given]
     sums = np.asarray(partition(frame, codes, len(ids), *tables), dtype=np.float64)
-    out = pd.DataFrame(sums, columns=[f"s{j}" for j in range(sums.shape[1])])
+    out: pd.DataFrame = pd.DataFrame(sums, columns=[f"s{j}" for j in range(sums.shape[1])])
     out.insert(0, _FIRST, frame[_POSITION].to_numpy()[_first_rows(codes)])
     out.insert(0, _USER, ids)
     return out
@@ -517,7 +537,8 @@ def _design_sums(
 def _finish(frame: pd.DataFrame, statistic: Statistic) -> pd.DataFrame:
     """Per-user statistics of one output partition from its users' summed sums."""
     values = statistic(frame.drop(columns=_FIRST).to_numpy(np.float64))
-    out = pd.DataFrame(values, index=frame.index, columns=[f"t{j}" for j in range(values.shape[1])])
+    names = [f"t{j}" for j in range(values.shape[1])]
+    out: pd.DataFrame = pd.DataFrame(values, index=frame.index, columns=names)
     out.insert(0, _FIRST, frame[_FIRST].to_numpy())
     return out
 
@@ -525,4 +546,5 @@ def _finish(frame: pd.DataFrame, statistic: Statistic) -> pd.DataFrame:
 def _evaluated_frame(frame: pd.DataFrame, spec: FrameSpec) -> pd.DataFrame:
     """A partition's outcome, missing flags and regressors, one row per row."""
     y, X, missing_y, missing_x = spec.spec.evaluate(frame.reset_index(drop=True))
-    return pd.DataFrame(np.column_stack([y, missing_y, missing_x, X]))
+    evaluated: pd.DataFrame = pd.DataFrame(np.column_stack([y, missing_y, missing_x, X]))
+    return evaluated

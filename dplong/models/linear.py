@@ -147,9 +147,7 @@ class LongitudinalOLS(PanelModel):
         working = WorkingCorrelation(correlation, float(correlation_param))
         if not is_dask(data):
             return cls(cls._build(formula, data, groups, time, depth=1, levels=levels), working)
-        spec = design_spec(
-            formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1)
-        )
+        spec = design_spec(formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1))
         design = reduce_design(
             data,
             spec,
