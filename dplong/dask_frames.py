@@ -16,9 +16,10 @@ The rows never come together; what happens instead:
    function the in-memory path runs on the whole data (row counts, ``X'X`` and ``X'y`` for
    :class:`~dplong.LongitudinalOLS`, sums for the means, kernel sums for curves).
 3. **The partitions' sums are added by user** with Dask's own group-by aggregation: a tree
-   reduction, its result split over several output partitions by a hash of the user id when
-   the input has many partitions. A user's rows may lie in any partitions; only per-user sums
-   move between tasks, never rows.
+   reduction for up to 4 partitions; beyond, the sums are split by a hash of the user id over
+   one output partition per 4 input partitions (Dask's shuffle of the sums), so that no task
+   holds every user's sums. A user's rows may lie in any partitions; only per-user sums move
+   between tasks, never rows.
 4. **Each output partition turns its users' sums into their statistics** (coefficients,
    means, curves) with the in-memory path's code. Only the n x d matrix of statistics comes
    back, users in order of first appearance as in memory, and goes to the release engine,
@@ -42,12 +43,15 @@ The number of users n, public, is the number of distinct non-missing user ids, a
 a user whose rows all have missing values still counts and has no statistic.
 
 dplong schedules nothing itself: the graph runs on the active Dask scheduler — the default
-local threads, or a ``distributed.Client``.
+local threads, or a ``distributed.Client``. After a reduction with the local threads, the
+memory they freed is handed back to the operating system (glibc's ``malloc_trim``), so that
+the release does not add its memory on top of the reduction's.
 """
 
 from __future__ import annotations
 
 import ast
+import ctypes
 import functools
 import importlib
 import math
@@ -97,9 +101,10 @@ _USER, _FIRST, _POSITION = "__dplong_user__", "__dplong_first__", "__dplong_posi
 #: A row's position is its partition's number times 2**40 plus its row in the partition: it
 #: orders rows as in the whole frame (up to 2**23 partitions of up to 2**40 rows).
 _PARTITION_SHIFT = 40
-#: Input partitions per output partition of the per-user sums: the aggregated sums of one
-#: output partition (users x sums) must fit a worker's memory with room to spare.
-_PARTITIONS_PER_OUTPUT = 16
+#: Input partitions per output partition of the added per-user sums: an output holds the users
+#: of about this many partitions, so that no task holds all users' sums, and the outputs are
+#: added up and turned into statistics in parallel.
+_PARTITIONS_PER_OUTPUT = 4
 
 #: A partition's per-user sums: (rows, user codes 0..n-1, n, per-user tables) -> (n x k).
 PartitionSums = Callable[..., NDArray[np.float64]]
@@ -405,10 +410,12 @@ def reduce_users(
     totals = sums.groupby(_USER, sort=False).agg(how, split_out=outputs)
     finish = _Task(_finish, statistic=statistic)
     result = totals.map_partitions(finish, meta=finish(meta.set_index(_USER))).compute()
-    first = result[_FIRST].to_numpy()
-    order = np.argsort(first, kind="stable")
-    values = result.drop(columns=_FIRST).to_numpy(np.float64)
-    return values[order], result.index.to_numpy()[order]
+    order = np.argsort(result[_FIRST].to_numpy(), kind="stable")
+    values = result.drop(columns=_FIRST).to_numpy(np.float64)[order]
+    ids = result.index.to_numpy()[order]
+    del result
+    _return_freed_memory()
+    return values, ids
 
 
 def column_name(data: DaskFrame, value: object, name: str) -> str:
@@ -507,6 +514,17 @@ def _partition_frame(
     out.insert(0, _FIRST, frame[_POSITION].to_numpy()[_first_rows(codes)])
     out.insert(0, _USER, ids)
     return out
+
+
+def _return_freed_memory() -> None:
+    """Hand the memory the reduction's threads freed back to the operating system: glibc keeps
+    it otherwise (fragmented over its per-thread arenas), and the release would add its own on
+    top. Elsewhere than glibc, nothing to do."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    libc.malloc_trim(0)
 
 
 def _first_rows(codes: NDArray[np.intp]) -> NDArray[np.intp]:

@@ -13,8 +13,6 @@ without dask, and the command line on a glob of Parquet files.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 import subprocess
 import sys
@@ -25,9 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from test_cli import run  # main() in-process: exit code, stdout, stderr
 
 import dplong
-from dplong.cli import main
 from dplong.dask_frames import ReducedPanel
 from dplong.exceptions import (
     DataError,
@@ -465,13 +463,6 @@ def test_core_imports_without_dask() -> None:
 # ---------------------------------------------------------------------------------------------
 # The command line: a glob or directory of Parquet files
 # ---------------------------------------------------------------------------------------------
-
-
-def run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

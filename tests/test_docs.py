@@ -33,6 +33,7 @@ PENDING: set[str] = set()
 PUBLIC_MODULES = (
     "dplong",
     "dplong.formula",
+    "dplong.dask_frames",
     "dplong.privacy",
     "dplong.privacy.plugin",
     "dplong.dependence",
@@ -57,6 +58,7 @@ KEY_PAGES = (
     "guide/dependence.html",
     "guide/results.html",
     "guide/curves.html",
+    "guide/dask.html",
     "nonparametric.html",
     "cli.html",
     "accuracy.html",
