@@ -103,6 +103,8 @@ class RandomEffectsLocation(PanelModel):
             user must lie in one group. By default each user is their own group. The estimates
             use per-user statistics only; the grouping enters through the dependence it causes
             (Lemma 5.9), stated with :class:`dplong.dependence.RandomEffects` as ``scale``.
+            With a Dask frame, a column name; checking that every user lies in one group reads
+            the two columns once more.
         levels : mapping of str to sequence, optional
             Declared factor levels, as in :meth:`LongitudinalOLS.from_formula
             <dplong.LongitudinalOLS.from_formula>` (rules in :mod:`dplong.formula`). ``"y ~ 1"``
