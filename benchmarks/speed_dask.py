@@ -27,7 +27,7 @@ quiet.
 
 Usage::
 
-    python benchmarks/speed_dask.py                       # 10⁶, 10⁷, 10⁸ rows (docs/speed.md)
+    python benchmarks/speed_dask.py                       # 10⁶ ... 10⁸ rows (docs/speed.md)
     python benchmarks/speed_dask.py --rows 1000000 10000000 --repeats 3
     python benchmarks/speed_dask.py --quick               # smoke run: 10⁵ and 10⁶ rows
 
@@ -59,7 +59,7 @@ ROWS_PER_USER = 10
 MAX_FILE_ROWS = 1_000_000
 MIN_FILES = 8
 BETA = np.array([1.0, -1.0, 0.5])
-DEFAULT_ROWS = (1_000_000, 10_000_000, 100_000_000)
+DEFAULT_ROWS = (1_000_000, 3_000_000, 10_000_000, 30_000_000, 100_000_000)
 QUICK_ROWS = (100_000, 1_000_000)
 
 
