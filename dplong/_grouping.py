@@ -18,13 +18,18 @@ def factorize_groups(
         raise DataError(
             f"{name} must have one user id per row: got {len(ids)} ids for {n_rows} rows"
         )
-    if ids.isna().any():
-        raise DataError(
-            f"{name} has {int(ids.isna().sum())} missing user ids; every row needs "
-            "the id of the user it belongs to"
-        )
+    check_no_missing_ids(int(ids.isna().sum()), name)
     codes, uniques = pd.factorize(ids, sort=False)
     return codes.astype(np.intp), len(uniques)
+
+
+def check_no_missing_ids(missing: int, name: str = "groups") -> None:
+    """Refuse user ids with ``missing`` missing values."""
+    if missing:
+        raise DataError(
+            f"{name} has {missing} missing user ids; every row needs "
+            "the id of the user it belongs to"
+        )
 
 
 def group_means(

@@ -1,9 +1,10 @@
 """The ``dplong`` command line: fit a private panel model to a file and print (or report) it.
 
 ``dplong fit DATA --model ols --formula "lwage ~ exper" --groups nr --epsilon 1 --scale 1,0.01``
-reads DATA (CSV, Parquet, or a shipped data set as ``dataset:NAME``), fits the model with
-user-level differential privacy, prints the summary and the error bounds, and with
-``--report FILE`` writes a self-contained HTML report (:mod:`dplong.report`).
+reads DATA (CSV, Parquet — one file, a directory or a glob of files, through Dask when it is
+installed — or a shipped data set as ``dataset:NAME``), fits the model with user-level
+differential privacy, prints the summary and the error bounds, and with ``--report FILE``
+writes a self-contained HTML report (:mod:`dplong.report`).
 
 Models live in one table, :data:`_MODELS`: a new model is one entry (its builder, a line of help,
 and the options only it takes, which the parser then offers). Each model option says where it
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import glob
 import importlib
 import inspect
 import math
@@ -25,15 +27,19 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pandas as pd
 
 import dplong
-from dplong.exceptions import DplongError, FormulaError
+from dplong.dask_frames import is_dask, require_dask
+from dplong.exceptions import DplongError, FormulaError, MissingDependencyError
 from dplong.kernels import KERNELS
 from dplong.report import write_report
 from dplong.results import PanelResults
+
+if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskFrame
 
 __all__ = ["build_parser", "main", "read_data"]
 
@@ -61,7 +67,13 @@ class _Builder(Protocol):
     """Builds a model from the common arguments and the model's own ``"model"`` options."""
 
     def __call__(
-        self, formula: str, data: pd.DataFrame, groups: str, time: str | None, /, **options: Any
+        self,
+        formula: str,
+        data: pd.DataFrame | DaskFrame,
+        groups: str,
+        time: str | None,
+        /,
+        **options: Any,
     ) -> _Fittable: ...
 
 
@@ -112,7 +124,7 @@ class _UserMean:
     """``--model mean``: :func:`dplong.winsorized_mean` of one column's per-user means, wrapped
     as :class:`~dplong.results.PanelResults` so that it prints and reports like the models."""
 
-    def __init__(self, formula: str, data: pd.DataFrame, groups: str) -> None:
+    def __init__(self, formula: str, data: pd.DataFrame | DaskFrame, groups: str) -> None:
         lhs, _, rhs = formula.partition("~")
         self.column = lhs.strip()
         if rhs.strip() != "1":
@@ -123,9 +135,13 @@ class _UserMean:
                 f"columns are {list(data.columns)}"
             )
         self.formula = formula
-        self._values = data[self.column].to_numpy()
-        self._groups = data[groups].to_numpy()
-        self.nobs_users = int(pd.unique(self._groups).size)
+        if is_dask(data):  # columns of the frame, reduced where they lie by winsorized_mean
+            self._values, self._groups = data[self.column], data[groups]
+            self.nobs_users = int(self._groups.nunique(dropna=False).compute())
+        else:
+            self._values = data[self.column].to_numpy()
+            self._groups = data[groups].to_numpy()
+            self.nobs_users = int(pd.unique(self._groups).size)
 
     def fit(self, **options: Any) -> PanelResults:
         # options go through untouched, so that winsorized_mean's own defaults apply
@@ -207,25 +223,25 @@ def _grid_count(text: str) -> int:
 
 
 def _ols(
-    formula: str, data: pd.DataFrame, groups: str, time: str | None, /, **options: Any
+    formula: str, data: pd.DataFrame | DaskFrame, groups: str, time: str | None, /, **options: Any
 ) -> _Fittable:
     return dplong.LongitudinalOLS.from_formula(formula, data, groups=groups, time=time, **options)
 
 
 def _location(
-    formula: str, data: pd.DataFrame, groups: str, time: str | None, /, **options: Any
+    formula: str, data: pd.DataFrame | DaskFrame, groups: str, time: str | None, /, **options: Any
 ) -> _Fittable:
     return dplong.RandomEffectsLocation.from_formula(formula, data, groups=groups, **options)
 
 
 def _mean(
-    formula: str, data: pd.DataFrame, groups: str, time: str | None, /, **options: Any
+    formula: str, data: pd.DataFrame | DaskFrame, groups: str, time: str | None, /, **options: Any
 ) -> _Fittable:
     return _UserMean(formula, data, groups, **options)
 
 
 def _kernel(
-    formula: str, data: pd.DataFrame, groups: str, time: str | None, /, **options: Any
+    formula: str, data: pd.DataFrame | DaskFrame, groups: str, time: str | None, /, **options: Any
 ) -> _Fittable:
     # user-level only: the CLI always has --groups, so every user's whole curve is protected
     return dplong.PriestleyChao.from_formula(formula, data, groups=groups, **options)
@@ -350,8 +366,9 @@ examples:
       --domain 1,12 --bandwidth 1 --grid 6 --epsilon 16 --scale 250 --report pigs.html
 
 what it means:
-  DATA       a .csv or .parquet file with one row per observation, or a data set
-             shipped with dplong: {_SHIPPED}.
+  DATA       a .csv or .parquet file with one row per observation, a directory
+             or glob of .parquet files ('data/*.parquet', read through Dask), or a
+             data set shipped with dplong: {_SHIPPED}.
   --groups   the user-id column: which person (patient, firm, pig, ...) a row
              belongs to. All rows of a user are protected together.
   --epsilon  the privacy budget ε: how much the output may change if one user's
@@ -407,7 +424,11 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    fit.add_argument("data", metavar="DATA", help="CSV or Parquet file, or dataset:NAME")
+    fit.add_argument(
+        "data",
+        metavar="DATA",
+        help="CSV or Parquet file, directory or glob of Parquet files, or dataset:NAME",
+    )
     fit.add_argument(
         "--model",
         required=True,
@@ -516,24 +537,31 @@ def _unique_options() -> list[_ModelOption]:
     return list(seen.values())
 
 
-def read_data(source: str) -> pd.DataFrame:
+def read_data(source: str) -> pd.DataFrame | DaskFrame:
     """Read the DATA argument of ``dplong fit``.
 
     Parameters
     ----------
     source : str
-        ``dataset:NAME`` for a data set shipped with dplong (see :mod:`dplong.datasets`), or
-        the path of a ``.csv`` (optionally compressed, e.g. ``.csv.gz``) or ``.parquet`` file.
-        Parquet needs pyarrow (``pip install "dplong[parquet]"``).
+        ``dataset:NAME`` for a data set shipped with dplong (see :mod:`dplong.datasets`), the
+        path of a ``.csv`` (optionally compressed, e.g. ``.csv.gz``) or ``.parquet`` file, or
+        a directory or glob (``"data/*.parquet"``) of Parquet files. Parquet needs pyarrow
+        (``pip install "dplong[parquet]"``); a directory or glob needs dask
+        (``pip install "dplong[dask]"``), which also reads a single Parquet file when it is
+        installed.
 
     Returns
     -------
-    pandas.DataFrame
+    pandas.DataFrame or dask.dataframe.DataFrame
+        A Dask frame for Parquet when dask is installed: the models reduce it where it lies
+        (:mod:`dplong.dask_frames`).
 
     Raises
     ------
     ValueError
         If the file is missing, unreadable or of an unknown kind, or the data set unknown.
+    dplong.exceptions.MissingDependencyError
+        For a directory or glob of Parquet files without dask.
 
     Examples
     --------
@@ -551,7 +579,7 @@ def read_data(source: str) -> pd.DataFrame:
         raise ValueError(str(err)) from None
 
 
-def _read(source: str) -> pd.DataFrame:
+def _read(source: str) -> pd.DataFrame | DaskFrame:
     if source.startswith(_DATASET_PREFIX):
         name = source.removeprefix(_DATASET_PREFIX)
         if name not in dplong.datasets.DATASETS:
@@ -559,21 +587,40 @@ def _read(source: str) -> pd.DataFrame:
         loader: Callable[[], pd.DataFrame] = getattr(dplong.datasets, f"load_{name}")
         return loader()
     path = Path(source)
+    if path.is_dir() or any(char in source for char in "*?["):
+        if not path.is_dir() and not glob.glob(source):
+            raise _InputError(f"DATA {source!r} matches no file")
+        _require_pyarrow()
+        require_dask()  # a directory or glob of files is read through Dask only
+        return _read_parquet(source)
     if not path.is_file():
         raise _InputError(f"DATA file {source!r} does not exist (or is not a file)")
     name = path.name.lower()
     try:
         if name.endswith(_PARQUET_SUFFIXES):
             _require_pyarrow()
-            return pd.read_parquet(path)
+            try:
+                return _read_parquet(source)
+            except MissingDependencyError:  # one file fits pandas too
+                return pd.read_parquet(path)
         if name.endswith(_CSV_SUFFIXES):
             return pd.read_csv(path)
     except (OSError, ValueError) as err:  # parse errors of pandas and pyarrow are ValueErrors
         raise _InputError(f"cannot read DATA {source!r}: {err}") from None
     raise _InputError(
         f"cannot tell the format of DATA {source!r}: use a .csv, .csv.gz or .parquet file, "
-        f"or {_DATASET_PREFIX}NAME"
+        f"a directory or glob of .parquet files, or {_DATASET_PREFIX}NAME"
     )
+
+
+def _read_parquet(source: str) -> DaskFrame:
+    """Parquet through Dask: the rows stay on disk until the model reduces them."""
+    dd = require_dask()
+    try:
+        frame: DaskFrame = dd.read_parquet(source)
+    except (OSError, ValueError) as err:
+        raise _InputError(f"cannot read DATA {source!r}: {err}") from None
+    return frame
 
 
 def _require_pyarrow() -> None:
@@ -605,7 +652,7 @@ def _check_arguments(args: argparse.Namespace, spec: _ModelSpec) -> None:
         raise _InputError(f"cannot write --report {args.report!r}: no such directory")
 
 
-def _check_columns(data: pd.DataFrame, args: argparse.Namespace) -> None:
+def _check_columns(data: pd.DataFrame | DaskFrame, args: argparse.Namespace) -> None:
     for flag, column in (("--groups", args.groups), ("--time", args.time)):
         if column is not None and column not in data.columns:
             raise _InputError(
@@ -614,7 +661,7 @@ def _check_columns(data: pd.DataFrame, args: argparse.Namespace) -> None:
 
 
 def _declared_levels(
-    data: pd.DataFrame, declared: list[tuple[str, list[str]]]
+    data: pd.DataFrame | DaskFrame, declared: list[tuple[str, list[str]]]
 ) -> dict[str, list[Any]]:
     """``--levels`` by column, each level read like the column's values in DATA (a number in a
     numeric column, true/false in a boolean one, text otherwise)."""

@@ -15,6 +15,7 @@ __all__ = [
     "DplongWarning",
     "FormulaError",
     "InsufficientUsersError",
+    "MissingDependencyError",
     "ParameterError",
     "PrivacyParameterError",
 ]
@@ -102,6 +103,18 @@ class InsufficientUsersError(DataError):
     Traceback (most recent call last):
     ...
     dplong.exceptions.InsufficientUsersError: a private mean needs at least 2 users, got n=1
+    """
+
+
+class MissingDependencyError(DplongError, ImportError):
+    """An optional dependency that the input needs is not installed (e.g. dask for a Dask
+    data frame); the message names the extra to install.
+
+    Examples
+    --------
+    >>> from dplong.exceptions import MissingDependencyError
+    >>> issubclass(MissingDependencyError, ImportError)
+    True
     """
 
 

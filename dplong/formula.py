@@ -62,7 +62,14 @@ from patsy.state import Center, Standardize
 
 from dplong.exceptions import DataError, FormulaError, InsufficientUsersError, ParameterError
 
-__all__ = ["DesignSpec", "PanelDesign", "build_design"]
+__all__ = [
+    "DesignSpec",
+    "PanelDesign",
+    "build_design",
+    "check_groups",
+    "check_users",
+    "user_codes",
+]
 
 GroupsLike = str | ArrayLike
 LevelsLike = Mapping[str, Sequence[Any]]
@@ -335,6 +342,70 @@ class DesignSpec:
         )
         return y[:, 0], X, missing_y, missing_x
 
+    def by_user(
+        self,
+        frame: pd.DataFrame,
+        codes: NDArray[np.intp],
+        n: int,
+        *,
+        time: NDArray[Any] | None = None,
+    ) -> PanelDesign:
+        """Evaluate the spec on the rows of ``frame`` and group them by user.
+
+        Rows with a missing value (module docstring) or a missing user (code -1) are dropped;
+        the others come by user code (stable in row order), then by ``time`` if given.
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame
+            The whole data, or one chunk of it: the users of a chunk are coded within it.
+        codes : ndarray of intp, shape (len(frame),)
+            User codes 0..n-1 of the rows, -1 for a missing id (:func:`user_codes`).
+        n : int
+            Number of users coded.
+        time : ndarray, optional
+            One value per row ordering the rows within a user (any sortable dtype).
+
+        Returns
+        -------
+        PanelDesign
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd
+        >>> from dplong.formula import DesignSpec, user_codes
+        >>> data = pd.DataFrame({"id": [2, 1, 2], "y": [1.0, 2.0, 3.0]})
+        >>> codes, ids = user_codes(data["id"].to_numpy())
+        >>> design = DesignSpec.from_formula("y ~ 1", data).by_user(data, codes, len(ids))
+        >>> design.y, design.codes
+        (array([1., 3., 2.]), array([0, 0, 1]))
+        """
+        y, X, missing_y, missing_x = self.evaluate(frame)
+        missing = missing_y | missing_x | (codes < 0)
+        rows = np.flatnonzero(~missing) if missing.any() else None  # None: every row
+        if rows is not None:
+            codes = codes[rows]
+        keys: list[NDArray[Any]] = [codes]
+        if time is not None:
+            times = _sort_key(time)
+            keys.insert(0, times if rows is None else times[rows])
+        if not _grouped(codes, keys[0] if time is not None else None):
+            order = np.lexsort(keys)  # by user, then time; stable in row order
+            codes = codes[order]
+            rows = order if rows is None else rows[order]
+        if rows is not None:
+            y = y[rows]
+            X = np.take(X, rows, axis=0)  # same rows as X[rows], about 3x faster at 10^7 rows
+        return PanelDesign(
+            y=y,
+            X=X,
+            codes=codes,
+            n=n,
+            columns=self.columns,
+            outcome=self.outcome,
+            formula=self.formula,
+        )
+
     def _build(
         self, data: Mapping[str, Any]
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
@@ -433,39 +504,14 @@ def build_design(
     spec = DesignSpec.from_formula(
         formula, data, levels=levels, eval_env=eval_env or patsy.EvalEnvironment.capture(1)
     )
-    if len(data) == 0:
-        raise DataError("data has no rows")
-    if groups is None:
-        raise DataError(
-            "groups is required: the column (or array) of user ids; every row "
-            "must say which user it belongs to"
-        )
-    codes_all, n = _user_codes(column_or_array(groups, data, "groups"))
-    if n < 2:
-        raise InsufficientUsersError(
-            f"the data hold {n} user; private estimation needs at "
-            "least 2 users (and many more for useful accuracy)"
-        )
+    check_groups(groups)
+    codes_all, ids = user_codes(column_or_array(groups, data, "groups"))
+    n = len(ids)
+    check_users(n, rows=len(data))
     if not data.index.is_unique:
         raise DataError("data must have a unique index (use data.reset_index(drop=True))")
-    y, X, missing_y, missing_x = spec.evaluate(data)
-    missing = missing_y | missing_x | (codes_all < 0)
-    rows = np.flatnonzero(~missing) if missing.any() else None  # None: every row
-    codes = codes_all if rows is None else codes_all[rows]
-    keys: list[NDArray[Any]] = [codes]
-    if time is not None:
-        times = _sort_key(column_or_array(time, data, "time"))
-        keys.insert(0, times if rows is None else times[rows])
-    if not _grouped(codes, keys[0] if time is not None else None):
-        order = np.lexsort(keys)  # by user, then time; stable in row order
-        codes = codes[order]
-        rows = order if rows is None else rows[order]
-    if rows is not None:
-        y = y[rows]
-        X = np.take(X, rows, axis=0)  # same rows as X[rows], about 3x faster at 10^7 rows
-    return PanelDesign(
-        y=y, X=X, codes=codes, n=n, columns=spec.columns, outcome=spec.outcome, formula=formula
-    )
+    times = None if time is None else column_or_array(time, data, "time")
+    return spec.by_user(data, codes_all, n, time=times)
 
 
 def column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArray[Any]:
@@ -517,10 +563,58 @@ class _MissingRows(patsy.NAAction):  # type: ignore[misc]  # patsy is untyped
         ]
 
 
-def _user_codes(ids: NDArray[Any]) -> tuple[NDArray[np.intp], int]:
-    """Codes 0..n-1 of the user ids in first-appearance order, -1 for a missing id, and n."""
+def user_codes(ids: NDArray[Any]) -> tuple[NDArray[np.intp], NDArray[Any]]:
+    """Codes 0..n-1 of the user ids in first-appearance order (-1 for a missing id), and the
+    n distinct ids in that order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.formula import user_codes
+    >>> user_codes(np.array(["b", None, "a", "b"], dtype=object))
+    (array([ 0, -1,  1,  0]), array(['b', 'a'], dtype=object))
+    """
     codes, uniques = pd.factorize(ids, sort=False)
-    return codes.astype(np.intp, copy=False), len(uniques)
+    return codes.astype(np.intp, copy=False), np.asarray(uniques)
+
+
+def check_groups(groups: object) -> None:
+    """Refuse a design without user ids.
+
+    Examples
+    --------
+    >>> from dplong.formula import check_groups
+    >>> check_groups(None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.DataError: groups is required: the column (or array) of user ids; ...
+    """
+    if groups is None:
+        raise DataError(
+            "groups is required: the column (or array) of user ids; every row "
+            "must say which user it belongs to"
+        )
+
+
+def check_users(n: int, *, rows: int) -> None:
+    """Refuse data without rows, or with fewer than 2 users (n is public).
+
+    Examples
+    --------
+    >>> from dplong.formula import check_users
+    >>> check_users(1, rows=4)
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.InsufficientUsersError: the data hold 1 user; private estimation needs \
+at least 2 users (and many more for useful accuracy)
+    """
+    if rows == 0:
+        raise DataError("data has no rows")
+    if n < 2:
+        raise InsufficientUsersError(
+            f"the data hold {n} user; private estimation needs at "
+            "least 2 users (and many more for useful accuracy)"
+        )
 
 
 def _sort_key(times: NDArray[Any]) -> NDArray[Any]:

@@ -33,6 +33,7 @@ PENDING: set[str] = set()
 PUBLIC_MODULES = (
     "dplong",
     "dplong.formula",
+    "dplong.dask_frames",
     "dplong.privacy",
     "dplong.dependence",
     "dplong.kernels",
@@ -54,6 +55,7 @@ KEY_PAGES = (
     "guide/dependence.html",
     "guide/results.html",
     "guide/curves.html",
+    "guide/dask.html",
     "nonparametric.html",
     "cli.html",
     "accuracy.html",

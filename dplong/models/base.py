@@ -21,6 +21,7 @@ import patsy
 from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_random_state, per_column, warn
+from dplong.dask_frames import ReducedPanel
 from dplong.dependence import DependenceModel
 from dplong.exceptions import DplongError, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign, build_design
@@ -100,8 +101,8 @@ class PanelModel:
     #: The paper's results the error bounds instantiate: (central, local).
     basis: ClassVar[tuple[str, str]] = ("Theorem 4.2", "Theorem 6.4")
 
-    def __init__(self, design: PanelDesign) -> None:
-        self._design = design
+    def __init__(self, design: PanelDesign | ReducedPanel) -> None:
+        self._design = design  # rows in memory, or a Dask frame's per-user statistics
 
     @classmethod
     def _build(

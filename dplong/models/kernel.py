@@ -21,10 +21,11 @@ Two designs, one model:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -34,6 +35,7 @@ from scipy import sparse
 
 from dplong._validation import RandomState, warn
 from dplong.bounds import midpoint_failure_probability
+from dplong.dask_frames import ReducedPanel, design_spec, evaluate_rows, is_dask, reduce_design
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import DesignSpec, LevelsLike, PanelDesign, build_design
 from dplong.kernels import Kernel, get_kernel
@@ -66,6 +68,9 @@ from dplong.privacy.plan import ReleasePlan
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.privacy.variance import estimate_scale
 from dplong.results import CurveResults
+
+if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskFrame
 
 __all__ = ["PriestleyChao"]
 
@@ -110,7 +115,7 @@ class PriestleyChao(PanelModel):
 
     def __init__(
         self,
-        design: PanelDesign,
+        design: PanelDesign | ReducedPanel,
         *,
         x: NDArray[np.float64],
         y: NDArray[np.float64],
@@ -132,7 +137,7 @@ class PriestleyChao(PanelModel):
     def from_formula(
         cls,
         formula: str,
-        data: pd.DataFrame,
+        data: pd.DataFrame | DaskFrame,
         *,
         groups: str | ArrayLike | None = None,
         domain: tuple[float, float],
@@ -147,10 +152,15 @@ class PriestleyChao(PanelModel):
         ----------
         formula : str
             ``"y ~ x"``; x may be a transformation (``"y ~ np.log(age)"``).
-        data : pandas.DataFrame
+        data : pandas.DataFrame or dask.dataframe.DataFrame
+            A Dask frame gives the same results (:mod:`dplong.dask_frames`): item-level, its
+            (public) design points and responses are collected, one pair per row;
+            user-level, its rows are shuffled by user (a user's curve needs their visits in
+            order) and each user's kernel sums come back.
         groups : str or array_like, optional
             User id column: each user's own curve is their statistic (user-level). Without
-            it every row is a unit and the design points x are public (item-level).
+            it every row is a unit and the design points x are public (item-level). A column
+            name with a Dask frame.
         domain : (float, float)
             Public range ``[lo, hi]`` of x. Item-level the x are public design points, and
             every x must lie in it; user-level the x are private, and a row with x outside
@@ -211,6 +221,7 @@ class PriestleyChao(PanelModel):
             bandwidth = float(bandwidth)
         points = None if grid is None else _check_grid(grid, lo, hi)
         eval_env = patsy.EvalEnvironment.capture(1)
+        design: PanelDesign | ReducedPanel
         if groups is None:
             design, x, y = _item_design(formula, data, levels, eval_env)
             outside = (x < lo) | (x > hi)
@@ -219,21 +230,25 @@ class PriestleyChao(PanelModel):
                     f"x must lie in the public domain [{lo:g}, {hi:g}]; {int(outside.sum())} "
                     "values fall outside it (widen the domain or drop those rows)"
                 )
+        elif is_dask(data):
+            spec = design_spec(formula, data, levels=levels, eval_env=eval_env)
+            assert not isinstance(bandwidth, str)  # "auto" is refused above for user-level
+            sums = functools.partial(
+                _design_curve_sums,
+                column=_regressor(spec.spec.columns, formula),
+                domain=(lo, hi),
+                grid=_grid_points((lo, hi), points, bandwidth),
+                kernel=kern,
+                bandwidth=bandwidth,
+            )
+            design = reduce_design(
+                data, spec, groups=groups, sums=sums, statistic=curves_from_sums, ordered=True
+            )
+            x = y = np.empty(0)
         else:
             design = build_design(formula, data, groups=groups, levels=levels, eval_env=eval_env)
-            x = design.X[:, _regressor(design.columns, formula)]
-            inside = np.flatnonzero((x >= lo) & (x <= hi))  # x private: outside is missing
-            order = inside[np.lexsort((x[inside], design.codes[inside]))]  # by user, then x
-            x, y = x[order], design.y[order]
-            design = PanelDesign(
-                y=y,
-                X=design.X[:0],
-                codes=design.codes[order],
-                n=design.n,
-                columns=design.columns,
-                outcome=design.outcome,
-                formula=design.formula,
-            )
+            x, y, codes = _curve_rows(design, _regressor(design.columns, formula), (lo, hi))
+            design = dataclasses.replace(design, y=y, X=design.X[:0], codes=codes)
         return cls(
             design,
             x=x,
@@ -589,8 +604,11 @@ class PriestleyChao(PanelModel):
         names = tuple(f"x={g:.6g}" for g in grid)
 
         def statistics(_: tuple[Release, ...]) -> Statistics:
+            design = self._design
+            if isinstance(design, ReducedPanel):  # a Dask frame's curves, on this grid
+                return Statistics(design.statistics, scale=proxy)
             curves = user_curves(
-                self._x, self._y, self._design.codes, n, grid, self._kernel, b, self._domain[1]
+                self._x, self._y, design.codes, n, grid, self._kernel, b, self._domain[1]
             )
             return Statistics(curves, scale=proxy)
 
@@ -656,13 +674,7 @@ class PriestleyChao(PanelModel):
         return float(candidates[int(np.argmin(risk))])
 
     def _resolve_grid(self, bandwidth: float) -> NDArray[np.float64]:
-        lo, hi = self._domain
-        if self._grid is None:
-            count = int(np.clip(round((hi - lo) / bandwidth) + 1, MIN_GRID_POINTS, MAX_GRID_POINTS))
-            return _even_grid(lo, hi, count)
-        if isinstance(self._grid, int):
-            return _even_grid(lo, hi, self._grid)
-        return self._grid
+        return _grid_points(self._domain, self._grid, bandwidth)
 
     def _curve_results(
         self,
@@ -715,6 +727,20 @@ class PriestleyChao(PanelModel):
         )
         assert isinstance(curve, CurveResults)  # results_class=CurveResults above
         return curve
+
+
+def _grid_points(
+    domain: tuple[float, float], grid: int | NDArray[np.float64] | None, bandwidth: float
+) -> NDArray[np.float64]:
+    """The evaluation points: ``grid`` as given, or that many (default: one bandwidth apart)
+    equally spaced over the domain."""
+    lo, hi = domain
+    if grid is None:
+        count = int(np.clip(round((hi - lo) / bandwidth) + 1, MIN_GRID_POINTS, MAX_GRID_POINTS))
+        return _even_grid(lo, hi, count)
+    if isinstance(grid, int):
+        return _even_grid(lo, hi, grid)
+    return grid
 
 
 @dataclass(frozen=True)
@@ -877,8 +903,8 @@ def user_curves(
     (the last visit's to ``hi``); the curve is the weighted kernel sum divided by the user's
     kernel mass ``Σ_t w_t K((x - x_t)/b)/b`` — about 1 inside their visits, so it changes
     little there and removes the bias towards 0 at their ends — and it is defined only where
-    that mass is at least :data:`MIN_USER_MASS`. The kernel matrix is built in blocks of rows
-    and reduced to users by a sparse (users x rows) product, so memory stays O(block x G).
+    that mass is at least :data:`MIN_USER_MASS`: :func:`curves_from_sums` of
+    :func:`curve_sums`.
 
     Examples
     --------
@@ -892,11 +918,41 @@ def user_curves(
     ...             hi=1.0).round(4).tolist()
     [[1.0, nan], [1.0, 1.0], [nan, nan]]
     """
+    return curves_from_sums(curve_sums(x, y, codes, n, grid, kernel, bandwidth, hi))
+
+
+def curve_sums(
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    codes: NDArray[np.intp],
+    n: int,
+    grid: NDArray[np.float64],
+    kernel: Kernel,
+    bandwidth: float,
+    hi: float,
+) -> NDArray[np.float64]:
+    """Every user's weighted kernel sums ``Σ_t w_t y_t K((x - x_t)/b)/b`` and kernel masses
+    ``Σ_t w_t K((x - x_t)/b)/b`` on the grid, side by side (n x 2G).
+
+    Rows must come by user, then by x (the weights ``w_t`` are spacings to the next visit).
+    The kernel matrix is built in blocks of rows and reduced to users by a sparse (users x
+    rows) product, so memory stays O(block x G).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.kernels import get_kernel
+    >>> from dplong.models.kernel import curve_sums
+    >>> sums = curve_sums(np.array([0.0, 0.5]), np.array([2.0, 2.0]), np.array([0, 0]), 1,
+    ...                   np.array([0.5]), get_kernel("epanechnikov"), 0.25, hi=1.0)
+    >>> sums.round(4).tolist()                # sum = 2 x mass: the curve is 2 there
+    [[3.0, 1.5]]
+    """
     last = np.ones(x.size, dtype=bool)
     last[:-1] = codes[1:] != codes[:-1]
     spacing = np.where(last, hi - x, np.diff(x, append=hi))
-    sums = np.zeros((n, grid.size))
-    mass = np.zeros((n, grid.size))
+    out = np.zeros((n, 2 * grid.size))
+    sums, mass = out[:, : grid.size], out[:, grid.size :]
     for start in range(0, x.size, _CHUNK_ROWS):
         block = slice(start, start + _CHUNK_ROWS)
         rows = np.arange(x[block].size)
@@ -906,26 +962,77 @@ def user_curves(
                 (values / bandwidth, (codes[block], rows)), shape=(n, rows.size)
             )
             target += users @ kernel_block
+    return out
+
+
+def curves_from_sums(sums: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Users' curves from their :func:`curve_sums` (n x 2G): sum over mass where the mass is
+    at least :data:`MIN_USER_MASS`, else NaN (n x G).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.kernel import curves_from_sums
+    >>> curves_from_sums(np.array([[3.0, 0.1, 1.5, 0.1]])).tolist()
+    [[2.0, nan]]
+    """
+    points = sums.shape[1] // 2
+    mass = sums[:, points:]
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(mass >= MIN_USER_MASS, sums / mass, np.nan)
+        return np.where(mass >= MIN_USER_MASS, sums[:, :points] / mass, np.nan)
+
+
+def _curve_rows(
+    design: PanelDesign, column: int, domain: tuple[float, float]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp]]:
+    """x, y and user codes of a design's rows with x in the domain, by user, then by x
+    (stable: ties keep the rows' order). x is private: a row outside is a missing value."""
+    lo, hi = domain
+    x = design.X[:, column]
+    inside = np.flatnonzero((x >= lo) & (x <= hi))
+    order = inside[np.lexsort((x[inside], design.codes[inside]))]
+    return x[order], design.y[order], design.codes[order]
+
+
+def _design_curve_sums(
+    design: PanelDesign,
+    *,
+    column: int,
+    domain: tuple[float, float],
+    grid: NDArray[np.float64],
+    kernel: Kernel,
+    bandwidth: float,
+) -> NDArray[np.float64]:
+    """:func:`curve_sums` of the rows of a design (a Dask partition holding whole users)."""
+    x, y, codes = _curve_rows(design, column, domain)
+    return curve_sums(x, y, codes, design.n, grid, kernel, bandwidth, domain[1])
 
 
 # -------------------------------------------------------------------- input checks
 
 
 def _item_design(
-    formula: str, data: pd.DataFrame, levels: LevelsLike | None, eval_env: patsy.EvalEnvironment
+    formula: str,
+    data: pd.DataFrame | DaskFrame,
+    levels: LevelsLike | None,
+    eval_env: patsy.EvalEnvironment,
 ) -> tuple[PanelDesign, NDArray[np.float64], NDArray[np.float64]]:
     """Item-level rows: x public and complete; a missing (or infinite) response contributes
-    the centre."""
-    if not isinstance(data, pd.DataFrame):
-        raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
-    if len(data) < 2:
-        raise DataError(f"item-level regression needs at least 2 rows, got {len(data)}")
-    spec = DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env)
-    column = _regressor(spec.columns, formula)
-    # keep every row: n and the design are public, so nothing may be dropped
-    y, X, missing_y, missing_x = spec.evaluate(data)
+    the centre. A Dask frame's rows are evaluated partition by partition, in order."""
+    if is_dask(data):
+        frame_spec = design_spec(formula, data, levels=levels, eval_env=eval_env)
+        spec = frame_spec.spec
+        column = _regressor(spec.columns, formula)
+        y, X, missing_y, missing_x = evaluate_rows(data, frame_spec)
+    else:
+        if not isinstance(data, pd.DataFrame):
+            raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+        spec = DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env)
+        column = _regressor(spec.columns, formula)
+        # keep every row: n and the design are public, so nothing may be dropped
+        y, X, missing_y, missing_x = spec.evaluate(data)
+    if len(y) < 2:
+        raise DataError(f"item-level regression needs at least 2 rows, got {len(y)}")
     if missing_x.any():
         raise DataError(
             "item-level design points must be finite and complete (they are public); "

@@ -3,17 +3,21 @@ private within (entity fixed-effects) estimator (:mod:`dplong.models.within`).""
 
 from __future__ import annotations
 
+import functools
 import math
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
+import patsy
+from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_choice, per_column
+from dplong.dask_frames import ReducedPanel, design_spec, is_dask, reduce_design
 from dplong.dependence import DependenceModel
 from dplong.exceptions import FormulaError, ParameterError
-from dplong.formula import GroupsLike, LevelsLike
+from dplong.formula import GroupsLike, LevelsLike, PanelDesign
 from dplong.models.base import (
     DEFAULT_MAX_ROWS,
     Block,
@@ -25,7 +29,11 @@ from dplong.models.base import (
     check_min_rows,
     scale_per_column,
 )
-from dplong.models.reduce import WorkingCorrelation, per_user_coefficients
+from dplong.models.reduce import (
+    WorkingCorrelation,
+    coefficients_from_sums,
+    cross_product_sums,
+)
 from dplong.models.within import (
     coefficient_names,
     within_blocks,
@@ -37,6 +45,9 @@ from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.results import PanelResults
+
+if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskFrame
 
 __all__ = ["Estimator", "LongitudinalOLS"]
 
@@ -91,7 +102,7 @@ class LongitudinalOLS(PanelModel):
     model_name = "LongitudinalOLS"
     basis = ("Theorem 4.2 via Corollary 5.16", "Theorem 6.4 via Corollary 6.10")
 
-    def __init__(self, design: Any, correlation: WorkingCorrelation) -> None:
+    def __init__(self, design: PanelDesign | ReducedPanel, correlation: WorkingCorrelation) -> None:
         super().__init__(design)
         self._correlation = correlation
 
@@ -99,7 +110,7 @@ class LongitudinalOLS(PanelModel):
     def from_formula(
         cls,
         formula: str,
-        data: pd.DataFrame,
+        data: pd.DataFrame | DaskFrame,
         *,
         groups: GroupsLike,
         time: GroupsLike | None = None,
@@ -113,10 +124,13 @@ class LongitudinalOLS(PanelModel):
         ----------
         formula : str
             ``"y ~ x1 + x2"``; an intercept is included unless removed with ``- 1``.
-        data : pandas.DataFrame
-            One row per observation.
+        data : pandas.DataFrame or dask.dataframe.DataFrame
+            One row per observation. A Dask frame is reduced where it lies, partition by
+            partition, to per-user sums (:mod:`dplong.dask_frames`; with ``"ar1"`` after a
+            shuffle of the rows by user), with the same results.
         groups : str or array_like
-            Column name (or values) of the user id: the unit of privacy.
+            Column name (or values) of the user id: the unit of privacy. A column name with a
+            Dask frame.
         time : str or array_like, optional
             Orders rows within a user (needed for ``correlation="ar1"``); otherwise row order.
         correlation : {"independence", "ar1", "exchangeable"}
@@ -162,8 +176,22 @@ class LongitudinalOLS(PanelModel):
                 f"{'(-1, 1)' if correlation == 'ar1' else '[0, 1)'}, "
                 f"got {correlation_param!r}"
             )
-        design = cls._build(formula, data, groups, time, depth=1, levels=levels)
-        return cls(design, WorkingCorrelation(correlation, float(correlation_param)))
+        working = WorkingCorrelation(correlation, float(correlation_param))
+        if not is_dask(data):
+            return cls(cls._build(formula, data, groups, time, depth=1, levels=levels), working)
+        spec = design_spec(formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1))
+        design = reduce_design(
+            data,
+            spec,
+            groups=groups,
+            time=time,
+            sums=functools.partial(_cross_products, correlation=working),
+            statistic=functools.partial(
+                _coefficients, p=len(spec.spec.columns), correlation=working
+            ),
+            ordered=working.kind == "ar1",  # prewhitening needs a user's rows in order
+        )
+        return cls(design, working)
 
     def identified_users(self) -> int:
         """How many users have their own fit (enough rows and a non-singular design).
@@ -181,11 +209,15 @@ class LongitudinalOLS(PanelModel):
         ...                                     groups="nr").identified_users()
         545
         """
+        return int(np.isfinite(self._user_coefficients()).all(axis=1).sum())
+
+    def _user_coefficients(self) -> NDArray[np.float64]:
+        """Every user's β̂_u (NaN: not identified): from the rows, or a Dask frame's sums."""
         design = self._design
-        _, identified = per_user_coefficients(
-            design.y, design.X, design.codes, design.n, self._correlation
-        )
-        return int(identified.sum())
+        if isinstance(design, ReducedPanel):
+            return design.statistics
+        sums = _cross_products(design, self._correlation)
+        return _coefficients(sums, len(design.columns), self._correlation)
 
     def fit(
         self,
@@ -321,10 +353,7 @@ class LongitudinalOLS(PanelModel):
         proxy = scale_per_column(scale, p, from_dependence)
 
         def statistics(_: tuple[Release, ...]) -> Statistics:
-            beta, _identified = per_user_coefficients(
-                design.y, design.X, design.codes, self.nobs_users, self._correlation
-            )
-            return Statistics(beta, scale=proxy)
+            return Statistics(self._user_coefficients(), scale=proxy)
 
         block = Block(names, 1.0, statistics, stated_scale=proxy is not None)
         kind = "OLS" if self._correlation.kind == "independence" else "GLS"
@@ -364,6 +393,11 @@ class LongitudinalOLS(PanelModel):
         for option, (bad, needed) in unsupported.items():
             if bad:
                 raise ParameterError(f'estimator="within" needs {needed} (got another {option})')
+        if not isinstance(self._design, PanelDesign):  # demeaning needs every user's rows
+            raise ParameterError(
+                'estimator="within" needs the panel as a pandas DataFrame (got a Dask frame); '
+                'use estimator="per-user" on Dask'
+            )
         if isinstance(scale, str) and scale == "estimate":
             proxy = None
         else:
@@ -403,3 +437,15 @@ def _scale_note(scale: Any, min_rows: Any, min_eigenvalue: Any) -> str:
             f"design eigenvalue bound {min_eigenvalue:g}."
         )
     return f"Variance proxy of one user's coefficients (scale): {np.ravel(scale).tolist()}."
+
+
+def _cross_products(design: PanelDesign, correlation: WorkingCorrelation) -> NDArray[np.float64]:
+    """Per-user sufficient sums of the rows of a design (the whole data, or a partition)."""
+    return cross_product_sums(design.y, design.X, design.codes, design.n, correlation)
+
+
+def _coefficients(
+    sums: NDArray[np.float64], p: int, correlation: WorkingCorrelation
+) -> NDArray[np.float64]:
+    """Per-user coefficients from those sums (NaN: not identified)."""
+    return coefficients_from_sums(sums, p, correlation)[0]

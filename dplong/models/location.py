@@ -3,15 +3,27 @@ its precision-weighted (GLS) location for unbalanced panels."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
+import patsy
+from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_choice, per_column
+from dplong.dask_frames import (
+    FrameSpec,
+    ReducedPanel,
+    column_name,
+    design_spec,
+    is_dask,
+    reduce_design,
+)
 from dplong.dependence import DependenceModel, RandomEffects
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign, column_or_array
@@ -27,12 +39,15 @@ from dplong.models.base import (
     scale_per_column,
     sound_plan,
 )
-from dplong.models.reduce import segment_starts, user_sums
+from dplong.models.reduce import user_sums
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release, UserWeights
 from dplong.privacy.options import PrivacyModel, ReleaseOptions, Variant
 from dplong.privacy.radius import DEFAULT_GAMMA, concentration_radius
 from dplong.results import PanelResults
+
+if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskFrame
 
 __all__ = ["RandomEffectsLocation"]
 
@@ -85,21 +100,16 @@ class RandomEffectsLocation(PanelModel):
     model_name = "RandomEffectsLocation"
     basis = ("Theorem 4.2 via Corollary 5.10", "Theorem 6.4 via Corollary 6.9")
 
-    def __init__(self, design: PanelDesign, re_groups: str | None) -> None:
+    def __init__(self, design: PanelDesign | ReducedPanel, re_groups: str | None) -> None:
         super().__init__(design)
-        if design.columns != ("Intercept",):
-            raise FormulaError(
-                f"RandomEffectsLocation is a location model and takes 'y ~ 1'; got "
-                f"{design.formula!r} with columns {list(design.columns)}. For covariates use "
-                "dplong.LongitudinalOLS."
-            )
+        _check_location(design.columns, design.formula)
         self._re_groups = re_groups
 
     @classmethod
     def from_formula(
         cls,
         formula: str,
-        data: pd.DataFrame,
+        data: pd.DataFrame | DaskFrame,
         *,
         groups: GroupsLike,
         re_groups: GroupsLike | None = None,
@@ -109,13 +119,19 @@ class RandomEffectsLocation(PanelModel):
 
         Parameters
         ----------
+        data : pandas.DataFrame or dask.dataframe.DataFrame
+            One row per observation. A Dask frame is read twice, partition by partition (user
+            means, then squared deviations from them; :mod:`dplong.dask_frames`), with the
+            same results.
         groups : str or array_like
-            User id (the unit of privacy).
+            User id (the unit of privacy); a column name with a Dask frame.
         re_groups : str or array_like, optional
             Grouping of users that share the random effect U_g (e.g. litters of pigs); every
             user must lie in one group. By default each user is their own group. The estimates
             use per-user statistics only; the grouping enters through the dependence it causes
             (Lemma 5.9), stated with :class:`dplong.dependence.RandomEffects` as ``scale``.
+            With a Dask frame, a column name; checking that every user lies in one group reads
+            the two columns once more.
         levels : mapping of str to sequence, optional
             Declared factor levels, as in :meth:`LongitudinalOLS.from_formula
             <dplong.LongitudinalOLS.from_formula>` (rules in :mod:`dplong.formula`). ``"y ~ 1"``
@@ -136,14 +152,23 @@ class RandomEffectsLocation(PanelModel):
         ...                                           levels={"Cu": [1, 2, 3]})
         RandomEffectsLocation('Weight ~ 1', n_users=72)
         """
-        design = cls._build(formula, data, groups, None, depth=1, levels=levels)
+        design: PanelDesign | ReducedPanel
+        if is_dask(data):
+            env = patsy.EvalEnvironment.capture(1)
+            spec = design_spec(formula, data, levels=levels, eval_env=env)
+            _check_location(spec.spec.columns, formula)
+            design = _reduce_moments(data, spec, groups)
+        else:
+            design = cls._build(formula, data, groups, None, depth=1, levels=levels)
         label = None
         if re_groups is not None:
-            ids = pd.Series(column_or_array(groups, data, "groups"))
-            shared = pd.Series(column_or_array(re_groups, data, "re_groups"))
-            if shared.isna().any():
+            if is_dask(data):
+                missing, several = _dask_nesting(data, groups, re_groups)
+            else:
+                missing, several = _nesting(data, groups, re_groups)
+            if missing:
                 raise DataError("re_groups has missing values")
-            if (shared.groupby(ids.to_numpy()).nunique() > 1).any():
+            if several:
                 raise DataError(
                     "every user must belong to one re_groups level; some users appear in several"
                 )
@@ -436,16 +461,15 @@ class _UserMoments:
     rows: np.ndarray
 
     @classmethod
-    def of(cls, design: PanelDesign) -> _UserMoments:
-        n = design.n
-        starts = segment_starts(design.codes)
-        rows_u = np.bincount(design.codes, minlength=n).astype(np.float64)
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            means = user_sums(design.y[None, :], design.codes, n, starts)[:, 0] / rows_u
-            # two-pass sum of squares: no cancellation, and no overflow of Σy² for large y
-            deviations = (design.y - means[design.codes]) ** 2
-        within_ss = user_sums(deviations[None, :], design.codes, n, starts)[:, 0]
-        return cls(means, within_ss, rows_u)
+    def of(cls, design: PanelDesign | ReducedPanel) -> _UserMoments:
+        """From the rows (two passes: the means, then the squared deviations from them), or
+        a Dask frame's moments, reduced the same way (:func:`_reduce_moments`)."""
+        if isinstance(design, ReducedPanel):
+            rows, means, within_ss = design.statistics.T
+            return cls(means, within_ss, rows)
+        counts = _means(_totals(design))
+        within_ss = _squared_deviations(design, counts[:, 1])[:, 0]
+        return cls(counts[:, 1], within_ss, counts[:, 0])
 
     def components(self, mu: float) -> np.ndarray:
         """``(ȳ_u - μ̂)² - s²_u/T_u`` and ``s²_u`` per user; NaN for users with fewer than two
@@ -454,6 +478,64 @@ class _UserMoments:
             within = np.where(self.rows >= 2, self.within_ss / (self.rows - 1), np.nan)
             between = (self.means - mu) ** 2 - within / self.rows
         return np.column_stack([between, within])
+
+
+def _totals(design: PanelDesign) -> NDArray[np.float64]:
+    """Every user's row count and sum of y (n x 2)."""
+    rows = np.bincount(design.codes, minlength=design.n)
+    return np.column_stack([rows, user_sums(design.y[None, :], design.codes, design.n)])
+
+
+def _means(totals: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Row counts and means (NaN: no row) from :func:`_totals`."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return np.column_stack([totals[:, 0], totals[:, 1] / totals[:, 0]])
+
+
+def _squared_deviations(design: PanelDesign, means: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Every user's sum of squared deviations from their mean (n x 1): the two-pass sum of
+    squares, with no cancellation and no overflow of Σy² for large y."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        deviations = (design.y - means[design.codes]) ** 2
+    return user_sums(deviations[None, :], design.codes, design.n)
+
+
+def _reduce_moments(data: DaskFrame, spec: FrameSpec, groups: GroupsLike) -> ReducedPanel:
+    """A Dask frame's per-user row counts, means and within sums of squares, in two passes
+    as in memory: the means, then the squared deviations from them."""
+    first = reduce_design(data, spec, groups=groups, sums=_totals, statistic=_means)
+    means = pd.Series(first.statistics[:, 1], index=first.ids)
+    second = reduce_design(
+        data, spec, groups=groups, sums=_squared_deviations, statistic=np.asarray, given=[means]
+    )
+    return dataclasses.replace(
+        first, statistics=np.column_stack([first.statistics, second.statistics])
+    )
+
+
+def _check_location(columns: tuple[str, ...], formula: str) -> None:
+    if columns != ("Intercept",):
+        raise FormulaError(
+            f"RandomEffectsLocation is a location model and takes 'y ~ 1'; got "
+            f"{formula!r} with columns {list(columns)}. For covariates use "
+            "dplong.LongitudinalOLS."
+        )
+
+
+def _nesting(data: pd.DataFrame, groups: GroupsLike, re_groups: GroupsLike) -> tuple[bool, bool]:
+    """Whether ``re_groups`` has missing values, and whether a user lies in several groups."""
+    ids = pd.Series(column_or_array(groups, data, "groups"))
+    shared = pd.Series(column_or_array(re_groups, data, "re_groups"))
+    return bool(shared.isna().any()), bool((shared.groupby(ids.to_numpy()).nunique() > 1).any())
+
+
+def _dask_nesting(data: DaskFrame, groups: GroupsLike, re_groups: GroupsLike) -> tuple[bool, bool]:
+    """:func:`_nesting` of a Dask frame, in one pass over the two columns."""
+    user, shared = column_name(data, groups, "groups"), column_name(data, re_groups, "re_groups")
+    missing = data[shared].isna().any()
+    several = data.groupby(user)[shared].nunique().max() > 1
+    found = importlib.import_module("dask").compute(missing, several)
+    return bool(found[0]), bool(found[1])
 
 
 def _component_bounds(

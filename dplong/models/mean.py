@@ -3,16 +3,18 @@ reduction (each user's average row, Def 5.1)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from dplong._grouping import factorize_groups
+from dplong._grouping import check_no_missing_ids, factorize_groups
 from dplong._validation import RandomState, per_column
+from dplong.dask_frames import is_dask, reduce_users, require_dask
 from dplong.exceptions import DataError, ParameterError
 from dplong.models.base import Block, PanelModel, Statistics, panel_results, run_blocks
 from dplong.privacy.accounting import Accountant
@@ -21,6 +23,10 @@ from dplong.privacy.options import Focus, PrivacyModel, Variant
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.privacy.winsorized import column_names
 from dplong.results import PanelResults
+
+if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskFrame
+    from dask.dataframe import Series as DaskSeries
 
 __all__ = ["winsorized_mean"]
 
@@ -51,14 +57,17 @@ def winsorized_mean(
         One value (or row) per user, or many rows per user together with ``groups``. A NaN is
         a missing value: a user whose values in a column are all missing has no statistic
         there and is left out of that column's mean (the number who have one is counted
-        privately). Column names are kept from a DataFrame or a named Series.
+        privately). Column names are kept from a DataFrame or a named Series. A Dask
+        DataFrame or Series is reduced where it lies, partition by partition, to per-user
+        sums (:mod:`dplong.dask_frames`), with the same results.
     epsilon : float
         Total privacy budget ε > 0 of this release, over all columns.
     delta : float, optional
         Total δ ∈ (0, 1). Central default ``1/n**2``; local default ``None`` (pure ε-LDP).
     groups : array_like, optional
         User id of every row: rows are first averaged per user (Def 5.1), so the release is
-        user-level DP and n is the number of distinct ids.
+        user-level DP and n is the number of distinct ids. With Dask ``values``, a column
+        of the same Dask frame (e.g. ``frame["id"]``).
     scale : "estimate", float or array_like
         Variance proxy ρ of one user's value in each column (the variance for Gaussian data).
         Default ``"estimate"``: the spread is estimated privately, in one stage for every
@@ -105,10 +114,13 @@ def winsorized_mean(
     >>> res.privacy.epsilon <= 1.0, res.nobs_users
     (True, 1000)
     """
-    matrix, labels = _matrix(values, names)
-    if groups is not None:
-        codes, n = factorize_groups(groups, matrix.shape[0])
-        matrix = _user_means(matrix, codes, n)
+    if is_dask(values):
+        matrix, labels = _dask_user_means(values, groups, names)
+    else:
+        matrix, labels = _matrix(values, names)
+        if groups is not None:
+            codes, n = factorize_groups(groups, matrix.shape[0])
+            matrix = _user_means(matrix, codes, n)
     n, d = matrix.shape
     request = PanelModel._request(
         n,
@@ -160,7 +172,15 @@ def _matrix(
         found = [str(c) for c in values.columns]
     elif isinstance(values, pd.Series) and values.name is not None:
         found = [str(values.name)]
-    array: NDArray[np.float64]
+    array = _floats(values)
+    if array.shape[0] == 0 or array.shape[1] == 0:
+        raise DataError(f"values is empty (shape {array.shape})")
+    labels = column_names(names if names is not None else found, array.shape[1])
+    return array, labels
+
+
+def _floats(values: ArrayLike) -> NDArray[np.float64]:
+    """Values as a float (rows, d) matrix, NaN where missing."""
     try:
         if isinstance(values, pd.DataFrame | pd.Series):
             array = values.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)
@@ -174,22 +194,66 @@ def _matrix(
         array = array[:, None]
     if array.ndim != 2:
         raise DataError(f"values must be 1-D or 2-D (rows x d), got {array.ndim} dimensions")
-    if array.shape[0] == 0 or array.shape[1] == 0:
-        raise DataError(f"values is empty (shape {array.shape})")
-    labels = column_names(names if names is not None else found, array.shape[1])
-    return array, labels
+    return array
 
 
 def _user_means(
     values: NDArray[np.float64], codes: NDArray[np.intp], n: int
 ) -> NDArray[np.float64]:
     """Per-user column means over each user's non-missing rows (NaN: none), vectorised."""
+    return _means_from_sums(_mean_sums(values, codes, n))
+
+
+def _mean_sums(values: NDArray[np.float64], codes: NDArray[np.intp], n: int) -> NDArray[np.float64]:
+    """Per-user sums of the non-missing values and their counts, column by column (n x 2d)."""
     present = ~np.isnan(values)
     filled = np.where(present, values, 0.0)
-    sums = np.stack([np.bincount(codes, weights=col, minlength=n) for col in filled.T], axis=1)
-    counts = np.stack([np.bincount(codes, weights=col, minlength=n) for col in present.T], axis=1)
+    sums = [np.bincount(codes, weights=col, minlength=n) for col in filled.T]
+    counts = [np.bincount(codes, weights=col, minlength=n) for col in present.T]
+    return np.column_stack([*sums, *counts])
+
+
+def _means_from_sums(sums: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per-user means from :func:`_mean_sums` (NaN where a user has no value)."""
+    d = sums.shape[1] // 2
+    counts = sums[:, d:]
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(counts > 0, sums / counts, np.nan)
+        return np.where(counts > 0, sums[:, :d] / counts, np.nan)
+
+
+def _dask_user_means(
+    values: DaskFrame | DaskSeries, groups: Any, names: Sequence[str] | None
+) -> tuple[NDArray[np.float64], tuple[str, ...]]:
+    """Per-user means of Dask ``values`` (one row per user without ``groups``), and labels."""
+    require_dask()
+    frame = values.to_frame() if values.ndim == 1 else values
+    if groups is None:  # every row is a user: the rows are the statistics
+        return _matrix(frame.compute(), names)
+    if not is_dask(groups) or groups.npartitions != frame.npartitions:
+        raise DataError(
+            "with Dask values, groups must be a column of the same Dask frame, e.g. "
+            'groups=frame["id"]'
+        )
+    check_no_missing_ids(int(groups.isna().sum().compute()))
+    columns = list(frame.columns)
+    user = "__dplong_groups__"
+    means, ids = reduce_users(
+        frame.assign(**{user: groups}),
+        user,
+        functools.partial(_partition_mean_sums, columns=columns),
+        _means_from_sums,
+    )
+    if len(ids) == 0:
+        raise DataError(f"values is empty (shape (0, {len(columns)}))")
+    found = [str(c) for c in columns] if values.ndim == 2 or values.name is not None else None
+    return means, column_names(names if names is not None else found, len(columns))
+
+
+def _partition_mean_sums(
+    rows: pd.DataFrame, codes: NDArray[np.intp], n: int, *, columns: list[Any]
+) -> NDArray[np.float64]:
+    """:func:`_mean_sums` of one Dask partition's rows."""
+    return _mean_sums(_floats(rows[columns]), codes, n)
 
 
 def _stated_scale(scale: Any, tau: Any, n: int, d: int, gamma: float) -> NDArray[np.float64] | None:

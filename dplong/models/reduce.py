@@ -1,13 +1,17 @@
 """Vectorised per-user reductions without a loop over users: per-user OLS / GLS coefficients
 and the within (user-demeaned) cross products.
 
-Rows arrive grouped by user (:class:`~dplong.formula.PanelDesign`), so every per-user sum
-is a sum over a contiguous segment of rows. The cross products ``X_u' X_u`` (unique entries
-only) and ``X_u' y_u`` are formed and summed in cache-sized chunks of whole users, and every
-user's p x p system is solved by an ``L D L'`` factorisation vectorised over users (loops run
-over chunks and over the p x p entries, never over users or rows). The within statistics
-(:func:`within_cross_products`) demean every column by its user's mean first (two passes: no
-cancellation between ``Σ x²`` and ``T x̄²``) and then sum the same products.
+Two stages, so that rows held anywhere reduce the same way: rows → per-user sufficient sums
+(:func:`cross_product_sums`: row counts, the unique entries of ``X_u'X_u``, ``X_u'y_u``), which
+add up over any split of a user's rows, → per-user statistics (:func:`coefficients_from_sums`).
+In memory the rows arrive grouped by user (:class:`~dplong.formula.PanelDesign`), so every
+per-user sum is a sum over a contiguous segment of rows, formed in cache-sized chunks of whole
+users; a Dask frame sums each partition the same way and adds the partitions' sums by user
+(:mod:`dplong.dask_frames`). Every user's p x p system is then solved by an ``L D L'``
+factorisation vectorised over users (loops run over chunks and over the p x p entries, never
+over users or rows). The within statistics (:func:`within_cross_products`) demean every column
+by its user's mean first (two passes: no cancellation between ``Σ x²`` and ``T x̄²``) and then
+sum the same products.
 """
 
 from __future__ import annotations
@@ -160,6 +164,119 @@ def _solve_spd(
     return x, scaled_det
 
 
+def cross_product_layout(p: int, correlation: WorkingCorrelation | None = None) -> int:
+    """Number of columns of :func:`cross_product_sums` for p regressors: the row count, the
+    ``p(p+1)/2`` unique entries of ``X'X``, ``X'y``, and for an exchangeable working
+    correlation also the sums of the p regressors and of y."""
+    exchangeable = correlation is not None and correlation.kind == "exchangeable"
+    return 1 + p * (p + 1) // 2 + p + (p + 1 if exchangeable else 0)
+
+
+def cross_product_sums(
+    y: NDArray[np.float64],
+    X: NDArray[np.float64],
+    codes: NDArray[np.intp],
+    n: int,
+    correlation: WorkingCorrelation | None = None,
+) -> NDArray[np.float64]:
+    """Every user's sufficient sums for β̂_u / β̂_wu: an (n x :func:`cross_product_layout`)
+    matrix, additive over any split of a user's rows (the AR(1) case once its rows are
+    prewhitened, which needs them all, in time order).
+
+    Columns: the row count ``T_u``, the unique entries of ``X_u'X_u`` (upper triangle, row
+    by row), ``X_u'y_u``, and with an exchangeable correlation ``Σ x_u`` and ``Σ y_u``. Rows
+    come grouped by user. One pass in chunks of whole users (a loop over chunks, not users):
+    the products ``x_i x_j`` and ``x_i y`` are summed per user by :func:`_chunk_sums`, with a
+    cache-sized buffer; each column of ``X`` is read where it is stored (row- or
+    column-major), so no transposed copy of the design is made.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.reduce import cross_product_sums
+    >>> X = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    >>> cross_product_sums(np.array([1.0, 2.0, 4.0]), X, np.array([0, 0, 1]), 2)
+    array([[2., 2., 1., 1., 3., 2.],
+           [1., 1., 2., 4., 4., 8.]])
+    """
+    p = X.shape[1]
+    correlation = correlation or WorkingCorrelation()
+    out = np.zeros((n, cross_product_layout(p, correlation)))
+    if len(codes) == 0:
+        return out
+    if correlation.kind == "ar1":
+        X = _ar1_prewhiten(X, codes, correlation.param)
+        y = _ar1_prewhiten(y, codes, correlation.param)
+    starts = segment_starts(codes)
+    users = codes[starts]
+    out[:, 0] = np.bincount(codes, minlength=n)
+    series = [X[:, j] for j in range(p)] + [y]
+    pairs = [(int(i), int(j)) for i, j in zip(*np.triu_indices(p), strict=True)]  # X'X
+    pairs += [(j, p) for j in range(p)]  # X'y
+    exchangeable = correlation.kind == "exchangeable"
+    chunks = _chunk_bounds(starts, len(codes))
+    k = out.shape[1] - 1
+    buffer = np.empty(k * max((hi - lo for _, _, lo, hi in chunks), default=0))
+    for first, last, lo, hi in chunks:
+        sums = _chunk_sums(
+            series, pairs, exchangeable, slice(lo, hi), starts[first:last] - lo, buffer
+        )
+        out[users[first:last], 1:] = sums.T
+    return out
+
+
+def coefficients_from_sums(
+    sums: NDArray[np.float64], p: int, correlation: WorkingCorrelation | None = None
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """β̂_u (Def 5.13) or β̂_wu (Lemma 5.14) of every user from their
+    :func:`cross_product_sums`, and which users are identified.
+
+    A user is identified when they have at least p rows and a non-singular weighted design;
+    the others get NaN coefficients (handled by the release, see ``release_mean``). Users are
+    solved together in chunks (:func:`_solve_spd`), so memory stays O(chunk) for any n.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.reduce import coefficients_from_sums, cross_product_sums
+    >>> X = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0], [1.0, 5.0]])
+    >>> sums = cross_product_sums(np.array([1.0, 2.0, 4.0, 0.0]), X, np.array([0, 0, 0, 1]), 2)
+    >>> beta, identified = coefficients_from_sums(sums, 2)
+    >>> beta.round(4).tolist(), identified.tolist()        # user 1 has one row: no fit
+    ([[0.8333, 1.5], [nan, nan]], [True, False])
+    """
+    n = sums.shape[0]
+    beta = np.full((n, p), np.nan)
+    identified = np.zeros(n, dtype=bool)
+    if p == 0:
+        return np.empty((n, 0)), np.ones(n, dtype=bool)
+    correlation = correlation or WorkingCorrelation()
+    upper = np.triu_indices(p)
+    n_upper = len(upper[0])
+    for lo in range(0, n, CHUNK_ROWS):
+        block = sums[lo : lo + CHUNK_ROWS].T
+        rows = block[0]
+        xtx = np.empty((p, p, block.shape[1]))
+        xtx[upper] = block[1 : 1 + n_upper]
+        xtx[upper[::-1]] = block[1 : 1 + n_upper]
+        xty = block[1 + n_upper : 1 + n_upper + p]
+        if correlation.kind == "exchangeable":
+            # R^{-1} ∝ I - c_u 11' with c_u = r / (1 - r + T_u r): subtract the rank-one part
+            r = correlation.param
+            c = r / (1.0 - r + rows * r)
+            sx, sy = block[1 + n_upper + p : 1 + n_upper + 2 * p], block[1 + n_upper + 2 * p]
+            xtx -= (c * sx)[:, None] * sx[None, :]
+            xty = xty - (c * sx) * sy
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            solution, scaled_det = _solve_spd(xtx, xty)
+            positive = (np.einsum("iim->im", xtx) > 0).all(axis=0)
+            ok = (rows >= p) & positive & (scaled_det > SINGULAR_TOLERANCE)
+            ok &= np.isfinite(solution).all(axis=0)  # overflow (inf - inf) is not a fit
+        identified[lo : lo + CHUNK_ROWS] = ok
+        beta[lo : lo + CHUNK_ROWS] = np.where(ok, solution, np.nan).T
+    return beta, identified
+
+
 def per_user_coefficients(
     y: NDArray[np.float64],
     X: NDArray[np.float64],
@@ -167,62 +284,20 @@ def per_user_coefficients(
     n: int,
     correlation: WorkingCorrelation | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
-    """β̂_u (Def 5.13) or β̂_wu (Lemma 5.14) for every user, and which users are identified.
+    """β̂_u (Def 5.13) or β̂_wu (Lemma 5.14) for every user, and which users are identified:
+    :func:`coefficients_from_sums` of :func:`cross_product_sums` (rows grouped by user).
 
-    A user is identified when they have at least p rows and a non-singular weighted design;
-    the others get NaN coefficients (handled by the release, see ``release_mean``).
-
-    One pass over the rows in chunks of whole users (a loop over chunks, not users): per chunk
-    the products ``x_i x_j`` and ``x_i y`` are summed per user (:func:`_chunk_sums`, with a
-    cache-sized buffer), and the users' p x p systems are solved together
-    (:func:`_solve_spd`). Each column of ``X`` is read where it is stored (row- or
-    column-major): no transposed copy of the design is made.
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.reduce import per_user_coefficients
+    >>> X = np.column_stack([np.ones(4), [0.0, 1.0, 2.0, 3.0]])
+    >>> beta, identified = per_user_coefficients(X @ [1.0, 2.0], X, np.array([0, 0, 1, 1]), 2)
+    >>> beta.tolist(), identified.tolist()
+    ([[1.0, 2.0], [1.0, 2.0]], [True, True])
     """
-    p = X.shape[1]
-    if p == 0:
-        return np.empty((n, 0)), np.ones(n, dtype=bool)
-    correlation = correlation or WorkingCorrelation()
-    if correlation.kind == "ar1":
-        X = _ar1_prewhiten(X, codes, correlation.param)
-        y = _ar1_prewhiten(y, codes, correlation.param)
-    starts = segment_starts(codes)
-    rows = np.bincount(codes, minlength=n)
-    users = codes[starts]
-    series = [X[:, j] for j in range(p)] + [y]
-    upper = np.triu_indices(p)
-    n_upper = len(upper[0])
-    pairs = [(int(i), int(j)) for i, j in zip(*upper, strict=True)]  # X'X entries
-    pairs += [(j, p) for j in range(p)]  # X'y entries
-    exchangeable = correlation.kind == "exchangeable"
-    k = len(pairs) + (p + 1 if exchangeable else 0)
-    chunks = _chunk_bounds(starts, len(codes))
-    buffer = np.empty(k * max((hi - lo for _, _, lo, hi in chunks), default=0))
-    beta = np.full((n, p), np.nan)
-    identified = np.zeros(n, dtype=bool)
-    for first, last, lo, hi in chunks:
-        sums = _chunk_sums(
-            series, pairs, exchangeable, slice(lo, hi), starts[first:last] - lo, buffer
-        )
-        ids = users[first:last]
-        xtx = np.empty((p, p, last - first))
-        xtx[upper] = sums[:n_upper]
-        xtx[upper[::-1]] = sums[:n_upper]
-        xty = sums[n_upper : len(pairs)]
-        if exchangeable:
-            # R^{-1} ∝ I - c_u 11' with c_u = r / (1 - r + T_u r): subtract the rank-one part
-            r = correlation.param
-            c = r / (1.0 - r + rows[ids] * r)
-            sx, sy = sums[len(pairs) : len(pairs) + p], sums[len(pairs) + p]
-            xtx -= (c * sx)[:, None] * sx[None, :]
-            xty = xty - (c * sx) * sy
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            solution, scaled_det = _solve_spd(xtx, xty)
-            positive = (np.einsum("iim->im", xtx) > 0).all(axis=0)
-            ok = (rows[ids] >= p) & positive & (scaled_det > SINGULAR_TOLERANCE)
-            ok &= np.isfinite(solution).all(axis=0)  # overflow (inf - inf) is not a fit
-        identified[ids] = ok
-        beta[ids] = np.where(ok, solution, np.nan).T
-    return beta, identified
+    sums = cross_product_sums(y, X, codes, n, correlation)
+    return coefficients_from_sums(sums, X.shape[1], correlation)
 
 
 def upper_pairs(p: int) -> list[tuple[int, int]]:

@@ -1,0 +1,568 @@
+"""Dask data frames: the same fits on panels larger than one machine's memory.
+
+Every formula model and :func:`dplong.winsorized_mean` take a ``dask.dataframe.DataFrame``
+wherever they take a pandas one (``pip install "dplong[dask]"``), and give the same results.
+The rows never come together; what happens instead:
+
+1. **The design is fixed from public facts**: the formula, the declared levels and the frame's
+   *schema* (column names and dtypes), by :class:`~dplong.formula.DesignSpec`, before any row is
+   read. A categorical column whose categories Dask does not know (as read from Parquet) counts
+   as undeclared text: its categories would come from the rows, so declare them with
+   ``levels=``. Every refusal the in-memory path makes from public facts is made here, with
+   the same message.
+2. **Each partition is reduced to per-user sufficient sums**: the spec is evaluated on its rows
+   (:meth:`~dplong.formula.DesignSpec.by_user`, which learns nothing from them), the rows are
+   coded by user within the partition, and the model's own reduction sums them per user — the
+   function the in-memory path runs on the whole data (row counts, ``X'X`` and ``X'y`` for
+   :class:`~dplong.LongitudinalOLS`, sums for the means, kernel sums for curves).
+3. **The partitions' sums are added by user** with Dask's own group-by aggregation: a tree
+   reduction for up to 4 partitions; beyond, the sums are split by a hash of the user id over
+   one output partition per 4 input partitions (Dask's shuffle of the sums), so that no task
+   holds every user's sums. A user's rows may lie in any partitions; only per-user sums move
+   between tasks, never rows.
+4. **Each output partition turns its users' sums into their statistics** (coefficients,
+   means, curves) with the in-memory path's code. Only the n x d matrix of statistics comes
+   back, users in order of first appearance as in memory, and goes to the release engine,
+   unchanged. With the same data and ``random_state`` the release is the in-memory one: bit for
+   bit when the per-user sums are exact, else to the round-off of adding a user's rows in
+   another order.
+
+Two statistics need more than sums:
+
+* **Rows in order within a user**: user-level :class:`~dplong.PriestleyChao` curves (the
+  weights are spacings between a user's consecutive visits) and ``LongitudinalOLS`` with an
+  AR(1) working correlation (prewhitening differences consecutive rows). For these only, Dask's
+  shuffle on the user column first moves all of a user's rows into one partition, where they
+  are put back in their order in the data (ties sort as in memory).
+* **The within-user sum of squares** of :class:`~dplong.RandomEffectsLocation` is taken about
+  the user's mean (two passes, as in memory: no cancellation, no overflow of ``Σy²``), so it
+  reads the data twice — the user means first, then the squared deviations from them — with
+  no shuffle.
+
+The number of users n, public, is the number of distinct non-missing user ids, as in memory:
+a user whose rows all have missing values still counts and has no statistic.
+
+dplong schedules nothing itself: the graph runs on the active Dask scheduler — the default
+local threads, or a ``distributed.Client``. After a reduction with the local threads, the
+memory they freed is handed back to the operating system (glibc's ``malloc_trim``), so that
+the release does not add its memory on top of the reduction's.
+"""
+
+from __future__ import annotations
+
+import ast
+import ctypes
+import functools
+import importlib
+import math
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import patsy
+from numpy.typing import NDArray
+
+from dplong.exceptions import MissingDependencyError, ParameterError
+from dplong.formula import (
+    DesignSpec,
+    LevelsLike,
+    PanelDesign,
+    check_groups,
+    check_users,
+    column_or_array,
+    user_codes,
+)
+
+if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskFrame
+    from dask.dataframe import Series as DaskSeries
+    from typing_extensions import TypeIs
+
+__all__ = [
+    "FrameSpec",
+    "ReducedPanel",
+    "column_name",
+    "design_spec",
+    "evaluate_rows",
+    "is_dask",
+    "reduce_design",
+    "reduce_users",
+    "require_dask",
+    "schema",
+]
+
+#: How to install what a Dask frame needs.
+INSTALL = 'pip install "dplong[dask]"'
+_USER, _FIRST, _POSITION = "__dplong_user__", "__dplong_first__", "__dplong_position__"
+#: A row's position is its partition's number times 2**40 plus its row in the partition: it
+#: orders rows as in the whole frame (up to 2**23 partitions of up to 2**40 rows).
+_PARTITION_SHIFT = 40
+#: Input partitions per output partition of the added per-user sums: an output holds the users
+#: of about this many partitions, so that no task holds all users' sums, and the outputs are
+#: added up and turned into statistics in parallel.
+_PARTITIONS_PER_OUTPUT = 4
+
+#: A partition's per-user sums: (rows, user codes 0..n-1, n, per-user tables) -> (n x k).
+PartitionSums = Callable[..., NDArray[np.float64]]
+#: Per-user statistics from per-user sums: (users x k) -> (users x d).
+Statistic = Callable[[NDArray[np.float64]], NDArray[np.float64]]
+
+
+@dataclass(frozen=True)
+class FrameSpec:
+    """The design of a formula for a Dask frame, in a form Dask can send to its workers.
+
+    patsy's objects do not pickle, so the :class:`~dplong.formula.DesignSpec` travels as its
+    recipe — the formula, the frame's schema, the declared levels and the objects the formula
+    names from the caller's namespace (``np``, functions, constants) — and is rebuilt on
+    arrival, learning nothing new: the same public facts make the same spec. Build it with
+    :func:`design_spec`.
+
+    Examples
+    --------
+    >>> import pickle
+    >>> import numpy as np, pandas as pd, dask.dataframe as dd
+    >>> from dplong.dask_frames import design_spec
+    >>> frame = dd.from_pandas(pd.DataFrame({"y": [1.0], "x": [2.0]}), npartitions=1)
+    >>> spec = design_spec("y ~ np.log(x)", frame, levels=None, eval_env=None)
+    >>> pickle.loads(pickle.dumps(spec)).spec.columns
+    ('Intercept', 'np.log(x)')
+    """
+
+    formula: str
+    schema: pd.DataFrame
+    levels: LevelsLike | None
+    names: Mapping[str, Any]
+
+    @functools.cached_property
+    def spec(self) -> DesignSpec:
+        """The design spec (built once per process)."""
+        env = patsy.EvalEnvironment([dict(self.names)])
+        return DesignSpec.from_formula(self.formula, self.schema, levels=self.levels, eval_env=env)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {key: value for key, value in self.__dict__.items() if key != "spec"}
+        state["names"] = {  # modules travel by name (pickle refuses them)
+            name: _ModuleName(value.__name__) if isinstance(value, ModuleType) else value
+            for name, value in self.names.items()
+        }
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state["names"] = {
+            name: importlib.import_module(value) if isinstance(value, _ModuleName) else value
+            for name, value in state["names"].items()
+        }
+        self.__dict__.update(state)
+
+
+class _ModuleName(str):
+    """A module of a formula's namespace, by name (see :meth:`FrameSpec.__getstate__`)."""
+
+
+@dataclass(frozen=True)
+class ReducedPanel:
+    """The per-user statistics of a Dask frame: what a model keeps of it (private).
+
+    The counterpart of :class:`~dplong.formula.PanelDesign` for data that stay where they are:
+    row u of ``statistics`` belongs to the u-th user in order of first appearance in the frame,
+    whose id is ``ids[u]``; NaN where the user has no statistic.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, dask.dataframe as dd
+    >>> from dplong.dask_frames import design_spec, reduce_design
+    >>> data = pd.DataFrame({"id": [3, 1, 3, 1, 2], "y": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    >>> frame = dd.from_pandas(data, npartitions=2)
+    >>> spec = design_spec("y ~ 1", frame, levels=None, eval_env=None)
+    >>> panel = reduce_design(frame, spec, groups="id", sums=lambda d: np.column_stack(
+    ...     [np.bincount(d.codes, minlength=d.n), np.bincount(d.codes, d.y, minlength=d.n)]),
+    ...     statistic=lambda s: s[:, 1:] / s[:, :1])          # user means
+    >>> panel.n, panel.ids.tolist(), panel.statistics[:, 0].tolist()
+    (3, [3, 1, 2], [2.0, 3.0, 5.0])
+    """
+
+    statistics: NDArray[np.float64]
+    ids: NDArray[Any]
+    n: int
+    columns: tuple[str, ...]
+    outcome: str
+    formula: str
+
+
+def is_dask(data: object) -> TypeIs[DaskFrame | DaskSeries]:
+    """Whether ``data`` is a Dask collection, told from its type's module: asking needs no dask.
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> from dplong.dask_frames import is_dask
+    >>> frame = pd.DataFrame({"y": [1.0]})
+    >>> is_dask(frame), is_dask(dd.from_pandas(frame, npartitions=1))
+    (False, True)
+    """
+    return type(data).__module__.split(".")[0] in ("dask", "dask_expr")
+
+
+def require_dask() -> ModuleType:
+    """``dask.dataframe``, or a :class:`~dplong.exceptions.MissingDependencyError` naming the
+    extra to install.
+
+    Examples
+    --------
+    >>> from dplong.dask_frames import require_dask
+    >>> require_dask().__name__
+    'dask.dataframe'
+    """
+    try:
+        return importlib.import_module("dask.dataframe")
+    except ImportError as err:
+        raise MissingDependencyError(
+            f"a Dask data frame needs dask's data frames, which cannot be imported ({err}); "
+            f"install them with: {INSTALL}"
+        ) from None
+
+
+def schema(data: DaskFrame) -> pd.DataFrame:
+    """An empty pandas frame with the columns and dtypes of ``data``: its public facts.
+
+    A categorical column whose categories Dask does not know (each partition has its own, as
+    when read from Parquet) is text here: its categories would come from the rows.
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> from dplong.dask_frames import schema
+    >>> data = pd.DataFrame({"y": [1.0], "site": pd.Categorical(["a"])})
+    >>> frame = dd.from_pandas(data, npartitions=1)
+    >>> schema(frame).dtypes.astype(str).tolist()
+    ['float64', 'category']
+    >>> schema(frame.assign(site=frame["site"].cat.as_unknown())).dtypes.astype(str).tolist()
+    ['float64', 'object']
+    """
+    require_dask()
+    columns = {}
+    for column, dtype in data.dtypes.items():
+        unknown = isinstance(dtype, pd.CategoricalDtype) and not data[column].cat.known
+        columns[column] = pd.Series(dtype=object if unknown else dtype)
+    empty: pd.DataFrame = pd.DataFrame(columns)
+    return empty
+
+
+def design_spec(
+    formula: str,
+    data: DaskFrame,
+    *,
+    levels: LevelsLike | None,
+    eval_env: patsy.EvalEnvironment | None,
+) -> FrameSpec:
+    """The design of ``formula`` for a Dask frame, from its schema: every refusal of
+    :meth:`DesignSpec.from_formula <dplong.formula.DesignSpec.from_formula>` happens here,
+    before any row is read.
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> from dplong.dask_frames import design_spec
+    >>> frame = dd.from_pandas(pd.DataFrame({"y": [1.0], "site": ["a"]}), npartitions=1)
+    >>> design_spec("y ~ site", frame, levels={"site": ["a", "b"]}, eval_env=None).spec.columns
+    ('Intercept', 'site[T.b]')
+    """
+    env = eval_env if eval_env is not None else patsy.EvalEnvironment.capture(1)
+    frame_schema = schema(data)
+    spec = DesignSpec.from_formula(formula, frame_schema, levels=levels, eval_env=env)
+    factors = [*spec.outcome_info.factor_infos, *spec.regressor_info.factor_infos]
+    names = {
+        node.id
+        for factor in factors
+        for node in ast.walk(ast.parse(factor.code, mode="eval"))
+        if isinstance(node, ast.Name)
+    }
+    namespace = env.namespace
+    named = {name: namespace[name] for name in names if name in namespace}
+    found = FrameSpec(formula, frame_schema, levels, named)
+    found.__dict__["spec"] = spec  # the spec just built: no second build in this process
+    return found
+
+
+def reduce_design(
+    data: DaskFrame,
+    spec: FrameSpec,
+    *,
+    groups: object,
+    sums: PartitionSums,
+    statistic: Statistic,
+    time: object = None,
+    ordered: bool = False,
+    given: Sequence[pd.Series] = (),
+) -> ReducedPanel:
+    """Per-user statistics of a formula model on a Dask frame (module docstring).
+
+    Parameters
+    ----------
+    data : dask.dataframe.DataFrame
+    spec : FrameSpec
+        From :func:`design_spec`.
+    groups : str
+        The user-id column.
+    sums : callable
+        ``sums(design, *tables)``: the per-user sums (``design.n x k``) of a
+        :class:`~dplong.formula.PanelDesign` of some rows (codes within those rows); the same
+        function reduces the whole design in memory. ``tables`` are ``given`` looked up for
+        the design's users.
+    statistic : callable
+        Per-user statistics (users x d) from their summed sums (users x k).
+    time : str, optional
+        Column ordering the rows within a user.
+    ordered : bool
+        Whether ``sums`` needs all of a user's rows at once, in order (then the rows are
+        shuffled by user first).
+    given : sequence of pandas.Series
+        Per-user values indexed by user id (e.g. the means of a first pass).
+
+    Returns
+    -------
+    ReducedPanel
+
+    Raises
+    ------
+    DataError, FormulaError, InsufficientUsersError
+        As :func:`~dplong.formula.build_design`: no ``groups``, a column that is not in the
+        data, no rows, fewer than 2 users.
+    """
+    check_groups(groups)
+    user = column_name(data, groups, "groups")
+    order = None if time is None else column_name(data, time, "time")
+    needed = list(dict.fromkeys([*spec.spec.inputs, user, *([order] if order else [])]))
+    partition = _Task(_design_sums, spec=spec, time=order, sums=sums)
+    statistics, ids = reduce_users(
+        data[needed], user, partition, statistic, ordered=ordered, given=given
+    )
+    n = len(ids)
+    check_users(n, rows=len(data) if n == 0 else n)  # rows counted only if no user has one
+    design = spec.spec
+    return ReducedPanel(statistics, ids, n, design.columns, design.outcome, design.formula)
+
+
+def reduce_users(
+    frame: DaskFrame,
+    user: str,
+    partition: PartitionSums,
+    statistic: Statistic,
+    *,
+    ordered: bool = False,
+    given: Sequence[pd.Series] = (),
+) -> tuple[NDArray[np.float64], NDArray[Any]]:
+    """Per-user statistics of a Dask frame: partitions → per-user sums → added by user →
+    statistics (module docstring).
+
+    Parameters
+    ----------
+    frame : dask.dataframe.DataFrame
+        The columns ``partition`` reads and the user column.
+    user : str
+        The user-id column; rows with a missing id belong to no user.
+    partition : callable
+        ``partition(rows, codes, n, *tables)``: the per-user sums (n x k) of a pandas frame
+        of rows whose users are coded 0..n-1 in order of first appearance (-1: no user).
+    statistic : callable
+        Per-user statistics (users x d) from their summed sums (users x k).
+    ordered : bool
+        Shuffle the rows by user first, so that ``partition`` sees all of a user's rows, in
+        their order in ``frame``.
+    given : sequence of pandas.Series
+        Per-user values indexed by user id, looked up for the users of each partition.
+
+    Returns
+    -------
+    statistics : ndarray, shape (n, d)
+    ids : ndarray, shape (n,)
+        The users' ids, in order of first appearance.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, dask.dataframe as dd
+    >>> from dplong.dask_frames import reduce_users
+    >>> data = pd.DataFrame({"id": ["b", "a", "b", None], "y": [1.0, 2.0, 3.0, 4.0]})
+    >>> counts = lambda rows, codes, n: np.bincount(codes[codes >= 0], minlength=n)[:, None]
+    >>> stats, ids = reduce_users(dd.from_pandas(data, npartitions=2), "id",
+    ...                           counts, statistic=lambda sums: sums)
+    >>> stats[:, 0].tolist(), ids.tolist()
+    ([2.0, 1.0], ['b', 'a'])
+    """
+    dask = importlib.import_module("dask")
+    empty = schema(frame)
+    rows = frame.map_partitions(_with_positions, meta=_with_positions(empty))
+    if ordered:  # the only full shuffle: rows that need their neighbours
+        rows = rows.shuffle(on=user)
+    tables = [table.iloc[:0] for table in given]
+    reduce = _Task(_partition_frame, user=user, partition=partition, ordered=ordered)
+    meta = reduce(_with_positions(empty), *tables)
+    sums = rows.map_partitions(
+        reduce, *[dask.delayed(table, pure=False) for table in given], meta=meta
+    )
+    how = {_FIRST: "min"} | dict.fromkeys(meta.columns[2:], "sum")
+    outputs = math.ceil(frame.npartitions / _PARTITIONS_PER_OUTPUT)
+    totals = sums.groupby(_USER, sort=False).agg(how, split_out=outputs)
+    finish = _Task(_finish, statistic=statistic)
+    result = totals.map_partitions(finish, meta=finish(meta.set_index(_USER))).compute()
+    order = np.argsort(result[_FIRST].to_numpy(), kind="stable")
+    values = result.drop(columns=_FIRST).to_numpy(np.float64)[order]
+    ids = result.index.to_numpy()[order]
+    del result
+    _return_freed_memory()
+    return values, ids
+
+
+def column_name(data: DaskFrame, value: object, name: str) -> str:
+    """The column of a Dask frame that the argument ``name`` names, refused as in memory if
+    it is not one of its columns.
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> from dplong.dask_frames import column_name
+    >>> frame = dd.from_pandas(pd.DataFrame({"id": [1], "y": [1.0]}), npartitions=1)
+    >>> column_name(frame, "id", "groups")
+    'id'
+    >>> column_name(frame, "person", "groups")
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.FormulaError: groups='person' is not a column of the data; columns are \
+['id', 'y']
+    """
+    if not isinstance(value, str):
+        raise ParameterError(
+            f"with a Dask data frame, {name} must be a column name, got {type(value).__name__}"
+        )
+    column_or_array(value, schema(data), name)
+    return value
+
+
+def evaluate_rows(
+    data: DaskFrame, spec: FrameSpec
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
+    """:meth:`DesignSpec.evaluate <dplong.formula.DesignSpec.evaluate>` on every row of a Dask
+    frame, partitions in order: for designs whose every row is a unit (item-level).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, dask.dataframe as dd
+    >>> from dplong.dask_frames import design_spec, evaluate_rows
+    >>> frame = dd.from_pandas(pd.DataFrame({"y": [1.0, np.nan, 3.0], "x": [0.0, 0.5, 1.0]}),
+    ...                        npartitions=2)
+    >>> y, X, missing_y, missing_x = evaluate_rows(
+    ...     frame, design_spec("y ~ x", frame, levels=None, eval_env=None))
+    >>> X[:, 1].tolist(), missing_y.tolist()
+    ([0.0, 0.5, 1.0], [False, True, False])
+    """
+    evaluate = _Task(_evaluated_frame, spec=spec)
+    columns = list(spec.spec.inputs)
+    result = (
+        data[columns]
+        .map_partitions(evaluate, meta=evaluate(schema(data)[columns]))
+        .compute()
+        .to_numpy(np.float64)
+    )
+    return result[:, 0], result[:, 3:], result[:, 1] > 0, result[:, 2] > 0
+
+
+class _Task:
+    """A function for Dask's tasks, with a token of its own: Dask need not hash what it holds
+    (a design, a model's reductions), and each reduction is a computation of its own."""
+
+    def __init__(self, func: Callable[..., Any], /, **keywords: Any) -> None:
+        self._call = functools.partial(func, **keywords)
+        self._token = uuid.uuid4().hex
+
+    def __call__(self, *args: Any) -> Any:
+        return self._call(*args)
+
+    def __dask_tokenize__(self) -> str:
+        return self._token
+
+
+def _with_positions(
+    frame: pd.DataFrame, partition_info: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    """The rows with their position in the whole frame (:data:`_PARTITION_SHIFT`)."""
+    number = 0 if partition_info is None else int(partition_info["number"])
+    positions = (np.int64(number) << _PARTITION_SHIFT) + np.arange(len(frame), dtype=np.int64)
+    positioned: pd.DataFrame = frame.assign(**{_POSITION: positions})
+    return positioned
+
+
+def _partition_frame(
+    frame: pd.DataFrame,
+    *given: pd.Series,
+    user: str,
+    partition: PartitionSums,
+    ordered: bool,
+) -> pd.DataFrame:
+    """One partition's per-user sums, each user with their id and first position."""
+    if ordered:  # shuffled: back in the data's order, so that ties sort as in memory
+        frame = frame.sort_values(_POSITION, kind="stable")
+    frame = frame.reset_index(drop=True)
+    codes, ids = user_codes(frame[user].to_numpy())
+    tables = [table.reindex(ids).to_numpy(np.float64) for table in given]
+    sums = np.asarray(partition(frame, codes, len(ids), *tables), dtype=np.float64)
+    out: pd.DataFrame = pd.DataFrame(sums, columns=[f"s{j}" for j in range(sums.shape[1])])
+    out.insert(0, _FIRST, frame[_POSITION].to_numpy()[_first_rows(codes)])
+    out.insert(0, _USER, ids)
+    return out
+
+
+def _return_freed_memory() -> None:
+    """Hand the memory the reduction's threads freed back to the operating system: glibc keeps
+    it otherwise (fragmented over its per-thread arenas), and the release would add its own on
+    top. Elsewhere than glibc, nothing to do."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    libc.malloc_trim(0)
+
+
+def _first_rows(codes: NDArray[np.intp]) -> NDArray[np.intp]:
+    """The row where each user first appears, in code order: codes count the users seen
+    before, so a user's first row is where the running maximum of the codes grows."""
+    seen = np.maximum.accumulate(codes) if codes.size else codes
+    new = np.empty(codes.size, dtype=bool)
+    new[:1] = codes[:1] >= 0
+    new[1:] = seen[1:] > seen[:-1]
+    return np.flatnonzero(new)
+
+
+def _design_sums(
+    frame: pd.DataFrame,
+    codes: NDArray[np.intp],
+    n: int,
+    *tables: NDArray[np.float64],
+    spec: FrameSpec,
+    time: str | None,
+    sums: PartitionSums,
+) -> NDArray[np.float64]:
+    """A partition's rows as a design grouped by user, reduced by the model's ``sums``."""
+    times = None if time is None else frame[time].to_numpy()
+    design: PanelDesign = spec.spec.by_user(frame, codes, n, time=times)
+    return np.asarray(sums(design, *tables), dtype=np.float64)
+
+
+def _finish(frame: pd.DataFrame, statistic: Statistic) -> pd.DataFrame:
+    """Per-user statistics of one output partition from its users' summed sums."""
+    values = statistic(frame.drop(columns=_FIRST).to_numpy(np.float64))
+    names = [f"t{j}" for j in range(values.shape[1])]
+    out: pd.DataFrame = pd.DataFrame(values, index=frame.index, columns=names)
+    out.insert(0, _FIRST, frame[_FIRST].to_numpy())
+    return out
+
+
+def _evaluated_frame(frame: pd.DataFrame, spec: FrameSpec) -> pd.DataFrame:
+    """A partition's outcome, missing flags and regressors, one row per row."""
+    y, X, missing_y, missing_x = spec.spec.evaluate(frame.reset_index(drop=True))
+    evaluated: pd.DataFrame = pd.DataFrame(np.column_stack([y, missing_y, missing_x, X]))
+    return evaluated

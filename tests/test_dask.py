@@ -1,0 +1,516 @@
+"""Dask data frames (issue 12): the same fits as in memory, reduced partition by partition.
+
+Every model and :func:`dplong.winsorized_mean` are fitted twice on the same rows — a pandas
+frame, and a Dask frame of those rows shuffled over 9 partitions so that most users span
+several — and must agree: the per-user statistics to round-off (exactly where the per-user sums
+are exact: the values are small dyadic numbers, so every sum of products is exact and only the
+order of summation differs), and the released numbers bit for bit when the statistics are.
+Also: missing values (NaN, ``pd.NA``, missing user ids, users without any complete row),
+declared levels (a Categorical dtype, ``levels=``, categories Dask does not know), the same
+refusals as in memory decided before any row is read, a ``distributed`` cluster, the error
+without dask, and the command line on a glob of Parquet files.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_cli import run  # main() in-process: exit code, stdout, stderr
+
+import dplong
+from dplong.dask_frames import ReducedPanel
+from dplong.exceptions import (
+    DataError,
+    FormulaError,
+    InsufficientUsersError,
+    MissingDependencyError,
+    ParameterError,
+)
+from dplong.models.kernel import user_curves
+from dplong.models.location import _UserMoments
+
+dd = pytest.importorskip("dask.dataframe")
+# the fits compare two paths on small panels: their reliability notes are beside the point
+pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+
+PARTITIONS = 9
+LEVELS = {"kind": ["p", "q"]}  # "kind" is text: its levels must be declared
+#: Round-off of sums of inexact terms added in another order: each per-user sum has at most 8
+#: terms of size at most 2**8, so its error is below 8 * 2**8 * 2**-52 ≈ 5e-13 in absolute terms.
+ROUND_OFF = 1e-11
+
+
+def panel(n: int = 400, seed: int = 0, rows: tuple[int, int] = (1, 8)) -> pd.DataFrame:
+    """``n`` users with 1-7 rows in random order; dyadic values (sums of products are exact);
+    a declared Categorical ``site``, a text ``kind``, NaN in ``x1``, ``pd.NA`` in ``x2`` and
+    ``y``, a few rows without a user id, and one user whose rows all miss ``y``."""
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(*rows, n)
+    user = np.repeat(np.arange(n), counts)
+    m = user.size
+    frame = pd.DataFrame(
+        {
+            "user": pd.Series([f"u{u}" for u in user], dtype=object),
+            "t": np.concatenate([rng.permutation(c) for c in counts]).astype(np.int64),
+            "x1": rng.integers(-8, 9, m) / 4,
+            "x2": pd.array(rng.integers(-8, 9, m) / 2, dtype="Float64"),
+            "site": pd.Categorical(rng.choice(["a", "b", "c"], m), categories=["a", "b", "c"]),
+            "kind": rng.choice(["p", "q"], m).astype(object),
+            "y": pd.array(rng.integers(-64, 65, m) / 8, dtype="Float64"),
+        }
+    )
+    frame.loc[rng.random(m) < 0.03, "x1"] = np.nan
+    frame.loc[rng.random(m) < 0.03, "x2"] = pd.NA
+    frame.loc[rng.random(m) < 0.01, "user"] = None
+    frame.loc[frame["user"] == "u0", "y"] = pd.NA  # a user without a complete row
+    return frame.sample(frac=1, random_state=seed).reset_index(drop=True)
+
+
+def as_dask(frame: pd.DataFrame, partitions: int = PARTITIONS) -> Any:
+    return dd.from_pandas(frame, npartitions=partitions, sort=False)
+
+
+@pytest.fixture(scope="module")
+def data() -> pd.DataFrame:
+    return panel()
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal bit for bit, NaN equal to NaN."""
+    return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True))
+
+
+def assert_same_release(expected: dplong.PanelResults, got: dplong.PanelResults) -> None:
+    assert got.nobs_users == expected.nobs_users
+    for field in ("params", "noise_sd", "sampling_sd", "bias", "users", "failed"):
+        assert same(getattr(got, field), getattr(expected, field)), field
+    assert same(got.conf_int(), expected.conf_int())
+    assert got.privacy.epsilon == expected.privacy.epsilon
+    assert got.summary().as_text() == expected.summary().as_text()
+
+
+def test_users_span_partitions(data: pd.DataFrame) -> None:
+    """The premise of every comparison below: many users' rows lie in several partitions."""
+    frame = as_dask(data)
+    assert frame.npartitions >= 8
+    parts = [
+        frame.get_partition(i)[["user"]].compute().assign(part=i) for i in range(frame.npartitions)
+    ]
+    spread = pd.concat(parts).dropna().groupby("user")["part"].nunique()
+    assert (spread >= 2).mean() > 0.5
+
+
+# ---------------------------------------------------------------------------------------------
+# Every model: the same statistics and the same release
+# ---------------------------------------------------------------------------------------------
+
+OLS_FORMULA = "y ~ x1 + x2 + site + kind"
+
+
+@pytest.mark.parametrize(
+    ("correlation", "param"), [("independence", 0.0), ("exchangeable", 0.25), ("ar1", 0.5)]
+)
+def test_ols(data: pd.DataFrame, correlation: str, param: float) -> None:
+    options: dict[str, Any] = {
+        "groups": "user",
+        "time": "t",
+        "correlation": correlation,
+        "correlation_param": param,
+        "levels": LEVELS,
+    }
+    memory = dplong.LongitudinalOLS.from_formula(OLS_FORMULA, data, **options)
+    frame = dplong.LongitudinalOLS.from_formula(OLS_FORMULA, as_dask(data), **options)
+    assert isinstance(frame._design, ReducedPanel)
+    assert frame.nobs_users == memory.nobs_users == data["user"].nunique()
+    assert frame.exog_names == memory.exog_names
+    assert list(frame._design.ids) == list(pd.unique(data["user"].dropna()))
+    expected, got = memory._user_coefficients(), frame._user_coefficients()
+    if correlation == "ar1":
+        # prewhitening multiplies by sqrt(1 - φ²): inexact terms, summed in another order
+        np.testing.assert_allclose(got, expected, rtol=0, atol=ROUND_OFF)
+    else:
+        assert same(got, expected)  # exact sums, the same solve
+    assert frame.identified_users() == memory.identified_users()
+    # the release reads the statistics through a lattice (noise.py): a round-off difference
+    # changes it only if a statistic sits within 1e-12 of a rounding boundary (never here)
+    assert_same_release(
+        memory.fit(epsilon=1.0, random_state=5), frame.fit(epsilon=1.0, random_state=5)
+    )
+
+
+def test_location(data: pd.DataFrame) -> None:
+    memory = dplong.RandomEffectsLocation.from_formula("y ~ 1", data, groups="user")
+    frame = dplong.RandomEffectsLocation.from_formula("y ~ 1", as_dask(data), groups="user")
+    expected, got = _UserMoments.of(memory._design), _UserMoments.of(frame._design)
+    assert same(got.rows, expected.rows) and same(got.means, expected.means)
+    # the squared deviations from a (non-dyadic) mean are inexact: summed in another order
+    np.testing.assert_allclose(got.within_ss, expected.within_ss, rtol=0, atol=ROUND_OFF)
+    assert_same_release(
+        memory.fit(epsilon=1.0, random_state=1), frame.fit(epsilon=1.0, random_state=1)
+    )
+
+
+def test_location_exact_with_dyadic_means() -> None:
+    """With 1, 2 or 4 rows per user the means and deviations are dyadic: exactly equal."""
+    rng = np.random.default_rng(2)
+    counts = 2 ** rng.integers(0, 3, 500)
+    data = pd.DataFrame(
+        {
+            "user": np.repeat(np.arange(500), counts),
+            "litter": np.repeat(np.arange(500) // 5, counts),
+            "y": rng.integers(-64, 65, counts.sum()) / 8,
+        }
+    ).sample(frac=1, random_state=2)
+    memory = dplong.RandomEffectsLocation.from_formula(
+        "y ~ 1", data, groups="user", re_groups="litter"
+    )
+    frame = dplong.RandomEffectsLocation.from_formula(
+        "y ~ 1", as_dask(data), groups="user", re_groups="litter"
+    )
+    assert same(_UserMoments.of(frame._design).within_ss, _UserMoments.of(memory._design).within_ss)
+    assert_same_release(
+        memory.fit(epsilon=2.0, random_state=3), frame.fit(epsilon=2.0, random_state=3)
+    )
+
+
+def test_location_refuses_users_in_several_groups(data: pd.DataFrame) -> None:
+    shared = data.assign(litter=np.arange(len(data)) % 3)
+    for frame in (shared, as_dask(shared)):
+        with pytest.raises(DataError, match="one re_groups level"):
+            dplong.RandomEffectsLocation.from_formula(
+                "y ~ 1", frame, groups="user", re_groups="litter"
+            )
+
+
+def test_kernel_user_level(data: pd.DataFrame) -> None:
+    options: dict[str, Any] = {"groups": "user", "domain": (0, 7), "bandwidth": 1.5, "grid": 6}
+    memory = dplong.PriestleyChao.from_formula("y ~ t", data, **options)
+    frame = dplong.PriestleyChao.from_formula("y ~ t", as_dask(data), **options)
+    assert isinstance(frame._design, ReducedPanel)
+    grid = memory._resolve_grid(1.5)
+    design = memory._design
+    expected = user_curves(
+        memory._x, memory._y, design.codes, design.n, grid, memory._kernel, 1.5, 7.0
+    )
+    # kernel values are inexact; a user's rows are summed in the same order, in one partition
+    np.testing.assert_allclose(frame._design.statistics, expected, rtol=0, atol=ROUND_OFF)
+    assert_same_release(
+        memory.fit(epsilon=2.0, random_state=4), frame.fit(epsilon=2.0, random_state=4)
+    )
+
+
+def test_kernel_item_level() -> None:
+    rng = np.random.default_rng(3)
+    x = np.arange(3000) / 3000
+    data = pd.DataFrame({"x": x, "y": rng.integers(-8, 9, x.size) / 4}).sample(
+        frac=1, random_state=3
+    )
+    data.loc[data.index[:5], "y"] = np.nan  # a unit without a response: the centre
+    options: dict[str, Any] = {"domain": (0, 1), "bandwidth": 0.05, "grid": 11}
+    memory = dplong.PriestleyChao.from_formula("y ~ x", data, **options)
+    frame = dplong.PriestleyChao.from_formula("y ~ x", as_dask(data), **options)
+    assert same(frame._x, memory._x) and same(frame._y, memory._y)
+    for fit in ({"noise_sd": 0.5, "amplitude": 2.0}, {}):  # stated, and estimated, scale
+        assert_same_release(
+            memory.fit(epsilon=1.0, random_state=0, **fit),
+            frame.fit(epsilon=1.0, random_state=0, **fit),
+        )
+
+
+def test_kernel_item_level_refuses_missing_design_points() -> None:
+    data = pd.DataFrame({"x": [0.1, np.nan, 0.5, 0.9], "y": [1.0, 2.0, 3.0, 4.0]})
+    for frame in (data, as_dask(data, 2)):
+        with pytest.raises(DataError, match="1 are missing or infinite"):
+            dplong.PriestleyChao.from_formula("y ~ x", frame, domain=(0, 1), bandwidth=0.2)
+
+
+def test_winsorized_mean(data: pd.DataFrame) -> None:
+    frame = as_dask(data)
+    complete = data["user"].notna()
+    memory = dplong.winsorized_mean(
+        data.loc[complete, ["x1", "x2"]],
+        groups=data.loc[complete, "user"],
+        epsilon=1.0,
+        random_state=2,
+    )
+    with_ids = frame[frame["user"].notnull()]
+    got = dplong.winsorized_mean(
+        with_ids[["x1", "x2"]], groups=with_ids["user"], epsilon=1.0, random_state=2
+    )
+    assert_same_release(memory, got)
+    one_row_each = dplong.winsorized_mean(data["x1"], epsilon=1.0, random_state=2)
+    assert_same_release(
+        one_row_each, dplong.winsorized_mean(frame["x1"], epsilon=1.0, random_state=2)
+    )
+
+
+def test_winsorized_mean_refuses_missing_ids(data: pd.DataFrame) -> None:
+    frame = as_dask(data)
+    missing = int(data["user"].isna().sum())
+    for values, groups in ((data["x1"], data["user"]), (frame["x1"], frame["user"])):
+        with pytest.raises(DataError, match=f"groups has {missing} missing user ids"):
+            dplong.winsorized_mean(values, groups=groups, epsilon=1.0)
+    with pytest.raises(DataError, match="column of the same Dask frame"):
+        dplong.winsorized_mean(frame["x1"], groups=data["user"].to_numpy(), epsilon=1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Declared levels and missing values
+# ---------------------------------------------------------------------------------------------
+
+
+def test_missing_rows_and_users_count_as_in_memory(data: pd.DataFrame) -> None:
+    """n counts every non-missing id, also a user without a complete row (no statistic)."""
+    frame = dplong.LongitudinalOLS.from_formula(
+        "y ~ x1", as_dask(data), groups="user", levels=LEVELS
+    )
+    ids = list(frame._design.ids)
+    assert frame.nobs_users == len(ids) == data["user"].nunique()
+    assert np.isnan(frame._user_coefficients()[ids.index("u0")]).all()
+
+
+def test_unknown_categories_are_undeclared(data: pd.DataFrame) -> None:
+    """Categories Dask does not know (each partition its own, as from Parquet) would come
+    from the rows: refused like text, and accepted once declared."""
+    frame = as_dask(data)
+    unknown = frame.assign(site=frame["site"].cat.as_unknown())
+    with pytest.raises(FormulaError, match="levels are not declared"):
+        dplong.LongitudinalOLS.from_formula("y ~ x1 + site", unknown, groups="user")
+    declared = dplong.LongitudinalOLS.from_formula(
+        "y ~ x1 + site", unknown, groups="user", levels={"site": ["a", "b", "c"]}
+    )
+    memory = dplong.LongitudinalOLS.from_formula("y ~ x1 + site", data, groups="user")
+    assert declared.exog_names == memory.exog_names
+    assert same(declared._user_coefficients(), memory._user_coefficients())
+
+
+def unreadable(data: pd.DataFrame) -> Any:
+    """A Dask frame with ``data``'s schema whose rows cannot be read: a refusal that reads
+    them fails with this RuntimeError instead of its own message."""
+
+    def refuse(_: int) -> pd.DataFrame:
+        raise RuntimeError("the rows were read")
+
+    return dd.from_map(refuse, range(PARTITIONS), meta=data.iloc[:0], enforce_metadata=False)
+
+
+REFUSALS: list[tuple[str, Callable[[Any], Any], type[Exception], str]] = [
+    (
+        "no groups column",
+        lambda d: dplong.LongitudinalOLS.from_formula("y ~ x1", d, groups="person"),
+        FormulaError,
+        "groups='person' is not a column",
+    ),
+    (
+        "groups missing",
+        lambda d: dplong.LongitudinalOLS.from_formula("y ~ x1", d, groups=None),
+        DataError,
+        "groups is required",
+    ),
+    (
+        "undeclared text factor",
+        lambda d: dplong.LongitudinalOLS.from_formula("y ~ x1 + kind", d, groups="user"),
+        FormulaError,
+        "'kind' .* is used as a factor",
+    ),
+    (
+        "no such column in the formula",
+        lambda d: dplong.LongitudinalOLS.from_formula("y ~ x1 + nope", d, groups="user"),
+        FormulaError,
+        "nope",
+    ),
+    (
+        "no time column",
+        lambda d: dplong.LongitudinalOLS.from_formula("y ~ x1", d, groups="user", time="day"),
+        FormulaError,
+        "time='day' is not a column",
+    ),
+    (
+        "location with a covariate",
+        lambda d: dplong.RandomEffectsLocation.from_formula("y ~ x1", d, groups="user"),
+        FormulaError,
+        "location model",
+    ),
+    (
+        "kernel with two regressors",
+        lambda d: dplong.PriestleyChao.from_formula(
+            "y ~ x1 + t", d, groups="user", domain=(0, 1), bandwidth=0.5
+        ),
+        FormulaError,
+        "one regressor",
+    ),
+    (
+        "data-dependent transform",
+        lambda d: dplong.LongitudinalOLS.from_formula("y ~ center(x1)", d, groups="user"),
+        FormulaError,
+        "center",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "message"),
+    [case[1:] for case in REFUSALS],
+    ids=[case[0] for case in REFUSALS],
+)
+def test_refusals_as_in_memory_before_any_row_is_read(
+    data: pd.DataFrame, build: Callable[[Any], Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message) as in_memory:
+        build(data)
+    with pytest.raises(error, match=message) as on_dask:
+        build(unreadable(data))
+    # the same words; a dtype named in them is the frame's own (Dask stores text as "string")
+    dtype = re.compile(r"\(dtype [^)]*\)")
+    assert dtype.sub("", str(on_dask.value)) == dtype.sub("", str(in_memory.value))
+
+
+def test_refusals_that_need_the_rows(data: pd.DataFrame) -> None:
+    """n (public) and whether there are rows are counted as in memory, with the same words."""
+    one_user = data[data["user"] == "u1"]
+    for frame in (one_user, as_dask(one_user, 2)):
+        with pytest.raises(InsufficientUsersError, match="the data hold 1 user"):
+            dplong.LongitudinalOLS.from_formula("y ~ x1", frame, groups="user")
+    for frame in (data.iloc[:0], as_dask(data).head(0, npartitions=1, compute=False)):
+        with pytest.raises(DataError, match="data has no rows"):
+            dplong.LongitudinalOLS.from_formula("y ~ x1", frame, groups="user")
+
+
+def test_groups_must_name_a_column_of_a_dask_frame(data: pd.DataFrame) -> None:
+    with pytest.raises(ParameterError, match="groups must be a column name"):
+        dplong.LongitudinalOLS.from_formula("y ~ x1", as_dask(data), groups=data["user"].to_numpy())
+
+
+# ---------------------------------------------------------------------------------------------
+# Schedulers, and no dask
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as connected,
+    ):
+        yield connected
+
+
+def test_distributed_client(data: pd.DataFrame, client: Any) -> None:
+    """The same graphs on a ``distributed`` cluster (tasks and the spec are serialised):
+    a formula with a module function, the shuffle of AR(1) and of user curves, two passes."""
+    formula = "y ~ np.exp(x1) + kind"
+    options: dict[str, Any] = {"groups": "user", "time": "t", "levels": LEVELS}
+    for correlation in ("independence", "ar1"):
+        memory = dplong.LongitudinalOLS.from_formula(
+            formula, data, correlation=correlation, correlation_param=0.5, **options
+        )
+        frame = dplong.LongitudinalOLS.from_formula(
+            formula, as_dask(data), correlation=correlation, correlation_param=0.5, **options
+        )
+        np.testing.assert_allclose(  # exp(x1) is inexact: round-off of the order of sums
+            frame._user_coefficients(), memory._user_coefficients(), rtol=1e-9, atol=ROUND_OFF
+        )
+    curves = dplong.PriestleyChao.from_formula(
+        "y ~ t", as_dask(data), groups="user", domain=(0, 7), bandwidth=1.5, grid=6
+    )
+    location = dplong.RandomEffectsLocation.from_formula("y ~ 1", as_dask(data), groups="user")
+    assert curves.nobs_users == location.nobs_users == data["user"].nunique()
+
+
+def test_no_dask(data: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Dask frame without dask's data frames installed: a clear error, before anything."""
+    frame = as_dask(data)
+    monkeypatch.setitem(sys.modules, "dask.dataframe", None)  # import now raises ImportError
+    calls = [
+        lambda: dplong.LongitudinalOLS.from_formula("y ~ x1", frame, groups="user"),
+        lambda: dplong.RandomEffectsLocation.from_formula("y ~ 1", frame, groups="user"),
+        lambda: dplong.PriestleyChao.from_formula("y ~ x1", frame, domain=(0, 1), bandwidth=1),
+        lambda: dplong.winsorized_mean(frame["x1"], groups=frame["user"], epsilon=1.0),
+    ]
+    for call in calls:
+        with pytest.raises(MissingDependencyError, match=r'pip install "dplong\[dask\]"'):
+            call()
+    # pandas frames do not need dask
+    assert dplong.LongitudinalOLS.from_formula("y ~ x1", data, groups="user").nobs_users > 0
+
+
+def test_core_imports_without_dask() -> None:
+    code = (
+        "import sys; sys.modules['dask'] = None; sys.modules['distributed'] = None\n"
+        "import dplong, dplong.cli, dplong.dask_frames\n"
+        "wages = dplong.datasets.load_wage_panel()\n"
+        "model = dplong.LongitudinalOLS.from_formula('lwage ~ exper', wages, groups='nr')\n"
+        "print(model.nobs_users)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "545"
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line: a glob or directory of Parquet files
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def parquet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The panel (users with an id) as 4 Parquet files, users spread over them, and as CSV."""
+    pytest.importorskip("pyarrow")
+    table = panel(n=300, seed=7)
+    table = table[table["user"].notna()].astype({"x2": float, "y": float})
+    folder = tmp_path_factory.mktemp("panel")
+    for i, rows in enumerate(np.array_split(np.arange(len(table)), 4)):
+        table.iloc[rows].to_parquet(folder / f"part-{i}.parquet", index=False)
+    csv = folder.parent / "panel.csv"
+    table.to_csv(csv, index=False)
+    return folder, csv
+
+
+CLI = ["--model", "ols", "--formula", "y ~ x1 + kind", "--groups", "user", "--time", "t"]
+CLI += ["--levels", "kind=p,q", "--epsilon", "1", "--seed", "3", "--quiet"]
+
+
+@pytest.mark.parametrize("kind", ["glob", "directory"])
+def test_cli_parquet_files(parquet: tuple[Path, Path], kind: str) -> None:
+    folder, csv = parquet
+    source = str(folder / "*.parquet") if kind == "glob" else str(folder)
+    code, out, err = run(["fit", source, *CLI])
+    assert code == 0, err
+    assert out == run(["fit", str(csv), *CLI])[1]  # the same release as the rows in memory
+
+
+def test_cli_parquet_errors(
+    parquet: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, _ = parquet
+    code, _, err = run(["fit", str(tmp_path / "none-*.parquet"), *CLI])
+    assert code == 2 and "matches no file" in err
+    monkeypatch.setitem(sys.modules, "dask.dataframe", None)
+    code, _, err = run(["fit", str(folder / "*.parquet"), *CLI])
+    assert code == 2 and 'pip install "dplong[dask]"' in err
+    one_file = ["fit", str(folder / "part-0.parquet"), *CLI]  # read by pandas
+    one_file[one_file.index("--epsilon") + 1] = "8"  # a quarter of the users
+    code, out, err = run(one_file)
+    assert code == 0 and "LongitudinalOLS" in out, err
+
+
+def test_cli_mean_on_parquet(parquet: tuple[Path, Path]) -> None:
+    folder, csv = parquet
+    argv = ["--model", "mean", "--formula", "y ~ 1", "--groups", "user", "--epsilon", "1"]
+    argv += ["--seed", "0", "--quiet"]
+    code, out, err = run(["fit", str(folder / "*.parquet"), *argv])
+    assert code == 0, err
+    assert out == run(["fit", str(csv), *argv])[1]
