@@ -112,8 +112,8 @@ def half_widths(
 
     ``q`` is the ``1 - α/2`` quantile of the sampling error plus the privacy noise
     (:func:`sum_cdf`), plus the bound on the clipping bias (an interval around a possibly
-    shifted estimate: widening by the bound keeps its coverage). NaN where ``sampling_sd`` is
-    not finite.
+    shifted estimate: widening by the bound keeps its coverage). NaN where a term is not
+    finite (a withheld parameter).
 
     Examples
     --------
@@ -134,7 +134,7 @@ def half_widths(
         [
             normal_laplace_quantile(p, _normal_part(float(s), float(b), float(sd)), float(b))
             + float(c)
-            if np.isfinite(s)
+            if np.isfinite([s, b, sd]).all()
             else np.nan
             for s, b, sd, c in zip(sampling_sd, noise_scale, noise_sd, bias, strict=True)
         ]
