@@ -82,7 +82,6 @@ SLOPES = np.array([0.5, -0.3])
 Y_SD = float(np.sqrt(0.5**2 + 0.3**2 + 1.0 + 1.0))
 
 
-
 def load_peers() -> tuple[Any, Any, Any]:
     """diffprivlib, its LinearRegression and OpenDP's prelude, or exit naming the extra."""
     try:
@@ -157,20 +156,31 @@ class Cell:
         a, b = np.asarray(self.errors["dplong"]), np.asarray(self.errors[peer])
         r = a.mean() / b.mean()
         cov = np.cov(a, b)
-        var = r**2 * (cov[0, 0] / a.mean() ** 2 + cov[1, 1] / b.mean() ** 2
-                      - 2 * cov[0, 1] / (a.mean() * b.mean())) / a.size
+        var = (
+            r**2
+            * (
+                cov[0, 0] / a.mean() ** 2
+                + cov[1, 1] / b.mean() ** 2
+                - 2 * cov[0, 1] / (a.mean() * b.mean())
+            )
+            / a.size
+        )
         return float(r), float(np.sqrt(var))
 
 
 def seeds(seed: int, cell: int, rep: int) -> tuple[np.random.Generator, np.random.Generator, int]:
     """Data stream, dplong's noise stream and diffprivlib's integer seed for one replication."""
     data, noise, peer = np.random.SeedSequence([seed, cell, rep]).spawn(3)
-    return (np.random.default_rng(data), np.random.default_rng(noise),
-            int(peer.generate_state(1)[0]))
+    return (
+        np.random.default_rng(data),
+        np.random.default_rng(noise),
+        int(peer.generate_state(1)[0]),
+    )
 
 
-def mean_cell(peers: tuple[Any, Any, Any], idx: int, n: int, epsilon: float, reps: int,
-              seed: int) -> Cell:
+def mean_cell(
+    peers: tuple[Any, Any, Any], idx: int, n: int, epsilon: float, reps: int, seed: int
+) -> Cell:
     diffprivlib, _, dp = peers
     sd = user_mean_sd(T, PHI)
     bounds = (MU - BOUND_SDS * sd, MU + BOUND_SDS * sd)
@@ -182,12 +192,21 @@ def mean_cell(peers: tuple[Any, Any, Any], idx: int, n: int, epsilon: float, rep
         rows = MU + ar1_rows(data, n, T, PHI)
         means = rows.mean(axis=1)
         cell.add("non-private", means.mean(), MU)
-        res = dplong.winsorized_mean(rows.ravel(), groups=users, epsilon=epsilon,
-                                     random_state=noise)
+        res = dplong.winsorized_mean(
+            rows.ravel(), groups=users, epsilon=epsilon, random_state=noise
+        )
         cell.add("dplong", float(res.params.iloc[0]), MU)
-        cell.add("diffprivlib", diffprivlib.tools.mean(
-            means, epsilon=epsilon, bounds=bounds, random_state=np.random.RandomState(peer_seed),
-            accountant=diffprivlib.BudgetAccountant()), MU)
+        cell.add(
+            "diffprivlib",
+            diffprivlib.tools.mean(
+                means,
+                epsilon=epsilon,
+                bounds=bounds,
+                random_state=np.random.RandomState(peer_seed),
+                accountant=diffprivlib.BudgetAccountant(),
+            ),
+            MU,
+        )
         listed = means.tolist()
         for name, meas in opendp.items():
             cell.add(name, meas(listed), MU)
@@ -205,14 +224,22 @@ def wage_cell(peers: tuple[Any, Any, Any], idx: int, reps: int, seed: int) -> Ce
     cell = Cell(f"wage panel mean of lwage, n={n}, ε=1", reference=sd / np.sqrt(n), rmse=True)
     for rep in range(reps):
         _, noise, peer_seed = seeds(seed, idx, rep)
-        res = dplong.winsorized_mean(wages["lwage"], groups=wages["nr"], epsilon=1.0,
-                                     random_state=noise)
+        res = dplong.winsorized_mean(
+            wages["lwage"], groups=wages["nr"], epsilon=1.0, random_state=noise
+        )
         cell.add("dplong", float(res.params.iloc[0]), truth)
         for name, peer_bounds in (("diffprivlib", bounds), ("diffprivlib [−5, 5]", (-5.0, 5.0))):
-            cell.add(name, diffprivlib.tools.mean(
-                means, epsilon=1.0, bounds=peer_bounds,
-                random_state=np.random.RandomState(peer_seed),
-                accountant=diffprivlib.BudgetAccountant()), truth)
+            cell.add(
+                name,
+                diffprivlib.tools.mean(
+                    means,
+                    epsilon=1.0,
+                    bounds=peer_bounds,
+                    random_state=np.random.RandomState(peer_seed),
+                    accountant=diffprivlib.BudgetAccountant(),
+                ),
+                truth,
+            )
         for name, meas in opendp.items():
             cell.add(name, meas(listed), truth)
     return cell
@@ -228,14 +255,16 @@ def ols_panel(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray,
     return x, y, beta[:, 1:]
 
 
-def ols_cell(peers: tuple[Any, Any, Any], idx: int, n: int, epsilon: float, reps: int,
-             seed: int) -> Cell:
+def ols_cell(
+    peers: tuple[Any, Any, Any], idx: int, n: int, epsilon: float, reps: int, seed: int
+) -> Cell:
     diffprivlib, LinearRegression, dp = peers
     k = OLS_BOUND_SDS[epsilon]
     # sd of one user's slopes: the truth, to Monte Carlo precision, from 10^5 users of a pilot.
     slope_sd = np.std(ols_panel(np.random.default_rng([seed, idx, 10**6]), 10**5)[2], axis=0)
-    slope_bounds = [(b - BOUND_SDS * s, b + BOUND_SDS * s) for b, s in zip(SLOPES, slope_sd,
-                                                                           strict=True)]
+    slope_bounds = [
+        (b - BOUND_SDS * s, b + BOUND_SDS * s) for b, s in zip(SLOPES, slope_sd, strict=True)
+    ]
     opendp = [opendp_means(dp, n, b, epsilon / 2)["OpenDP Laplace"] for b in slope_bounds]
     users = np.repeat(np.arange(n), T)
     cell = Cell(f"LongitudinalOLS slopes, n={n}, T={T}, ε={epsilon:g}")
@@ -245,29 +274,55 @@ def ols_cell(peers: tuple[Any, Any, Any], idx: int, n: int, epsilon: float, reps
         cell.add("non-private", slopes.mean(axis=0), SLOPES)
         frame = pd.DataFrame({"user": users, "x1": x[:, 0], "x2": x[:, 1], "y": y})
         res = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", frame, groups="user").fit(
-            epsilon=epsilon, random_state=noise)
+            epsilon=epsilon, random_state=noise
+        )
         cell.add("dplong", res.params.to_numpy()[1:], SLOPES)
         state = np.random.RandomState(peer_seed)
-        cell.add("diffprivlib", [diffprivlib.tools.mean(
-            slopes[:, j], epsilon=epsilon / 2, bounds=slope_bounds[j], random_state=state,
-            accountant=diffprivlib.BudgetAccountant()) for j in range(2)], SLOPES)
-        cell.add("OpenDP Laplace", [m(slopes[:, j].tolist()) for j, m in enumerate(opendp)],
-                 SLOPES)
+        cell.add(
+            "diffprivlib",
+            [
+                diffprivlib.tools.mean(
+                    slopes[:, j],
+                    epsilon=epsilon / 2,
+                    bounds=slope_bounds[j],
+                    random_state=state,
+                    accountant=diffprivlib.BudgetAccountant(),
+                )
+                for j in range(2)
+            ],
+            SLOPES,
+        )
+        cell.add("OpenDP Laplace", [m(slopes[:, j].tolist()) for j, m in enumerate(opendp)], SLOPES)
         model = LinearRegression(
-            epsilon=epsilon / T, bounds_X=(-k, k), bounds_y=(1.0 - k * Y_SD, 1.0 + k * Y_SD),
-            random_state=state, accountant=diffprivlib.BudgetAccountant(),
+            epsilon=epsilon / T,
+            bounds_X=(-k, k),
+            bounds_y=(1.0 - k * Y_SD, 1.0 + k * Y_SD),
+            random_state=state,
+            accountant=diffprivlib.BudgetAccountant(),
         ).fit(x, y)
         cell.add("diffprivlib LinearRegression", model.coef_, SLOPES)
     return cell
 
 
-PEER_COLUMNS = ("diffprivlib", "diffprivlib [−5, 5]", "diffprivlib LinearRegression",
-                "OpenDP Laplace", "OpenDP Gaussian")
+PEER_COLUMNS = (
+    "diffprivlib",
+    "diffprivlib [−5, 5]",
+    "diffprivlib LinearRegression",
+    "OpenDP Laplace",
+    "OpenDP Gaussian",
+)
 
 
 def table(cells: list[tuple[Cell, int]]) -> str:
-    head = ["cell", "reps", "non-private", "dplong", *PEER_COLUMNS, "dplong / peer (MSE)",
-            "dplong at least as accurate"]
+    head = [
+        "cell",
+        "reps",
+        "non-private",
+        "dplong",
+        *PEER_COLUMNS,
+        "dplong / peer (MSE)",
+        "dplong at least as accurate",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for cell, reps in cells:
         peers = [p for p in PEER_COLUMNS if p in cell.errors]
@@ -290,15 +345,20 @@ def table(cells: list[tuple[Cell, int]]) -> str:
 def versions() -> str:
     from importlib.metadata import version
 
-    return ", ".join(f"{p} {version(p)}" for p in ("dplong", "diffprivlib", "opendp",
-                                                   "scikit-learn", "numpy"))
+    return ", ".join(
+        f"{p} {version(p)}" for p in ("dplong", "diffprivlib", "opendp", "scikit-learn", "numpy")
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--reps", type=int, default=50, help="replications of the mean cells")
-    parser.add_argument("--ols-reps", type=int, default=None,
-                        help="replications of the linear-model cells (default: --reps)")
+    parser.add_argument(
+        "--ols-reps",
+        type=int,
+        default=None,
+        help="replications of the linear-model cells (default: --reps)",
+    )
     parser.add_argument("--seed", type=int, default=20261124)
     args = parser.parse_args()
     peers = load_peers()
@@ -310,8 +370,10 @@ def main() -> None:
         for i, (n, e) in enumerate(((1000, 1.0), (1000, 0.5), (2000, 0.5), (10_000, 1.0)))
     ]
     runs.append((partial(wage_cell, peers, 4, args.reps, args.seed), args.reps))
-    runs += [(partial(ols_cell, peers, i, 10_000, e, ols_reps, args.seed), ols_reps)
-             for i, e in ((5, 1.0), (6, 0.5))]
+    runs += [
+        (partial(ols_cell, peers, i, 10_000, e, ols_reps, args.seed), ols_reps)
+        for i, e in ((5, 1.0), (6, 0.5))
+    ]
     done: list[tuple[Cell, int]] = []
     for run, reps in runs:
         start = time.perf_counter()

@@ -13,17 +13,20 @@ On the *same* data sets (common random numbers) the script releases
 * ``coinpress``  — ``scale=estimate_scale(x, method="coinpress").scale`` (default iterations);
 * ``coin-paper`` — the same with the paper's N_iter = ⌈log2(σ²_max/σ²_min)⌉ = 17 iterations;
 * ``bisection``  — ``scale=estimate_scale(x, method="bisection").scale``;
+* ``engine``     — ``dplong.winsorized_mean(x)`` given only ε = 1: the default engine's own
+  private scale (a median of ``|x − m̂|``) inside the mean's budget, with no extra ε;
 
-and prints, per cell, MSE(plug-in) / MSE(known) for the error against μ (what the paper
+each plug-in's scale then given to the default engine (``winsorized_mean(x, scale=ρ̂)``), and
+prints, per cell, MSE(plug-in) / MSE(known) for the error against μ (what the paper
 plots), with a paired delta-method standard error; the same ratio for the error against the
 users' own mean x̄ (the privacy cost alone: under equicorrelation the common shock dominates
 the error against μ and hides it); MSE(known)/MSE(x̄) for scale; the median ρ̂ of each
-plug-in; and the share of releases whose ρ̂ sat at a bound.
+plug-in; and the share of releases whose ρ̂ sat at a bound. The CoinPress plug-in is what
+``variant="theory"`` and the local model use when the scale is not stated.
 
 Usage::
 
-    python benchmarks/variance_plugins.py               # 300 replications per cell
-    python benchmarks/variance_plugins.py --reps 1000
+    python benchmarks/variance_plugins.py               # docs/accuracy.md (300 per cell)
     python benchmarks/variance_plugins.py --quick       # smoke run: 40 replications
 """
 
@@ -37,6 +40,7 @@ import warnings
 from collections.abc import Callable
 
 import numpy as np
+from _common import mse_ratio
 from numpy.typing import NDArray
 from scipy.signal import lfilter
 
@@ -50,6 +54,7 @@ MODELS = ("iid", "equicorrelated", "toeplitz")
 BOUNDS = (0.1, 1e4)
 EPSILON = 1.0
 PLUGINS = ("coinpress", "coin-paper", "bisection")
+ESTIMATORS = (*PLUGINS, "engine")
 FloatArray = NDArray[np.float64]
 
 
@@ -83,10 +88,16 @@ def plug_in(name: str) -> Callable[[FloatArray, np.random.Generator], tuple[floa
     return run
 
 
+def mean_of(x: FloatArray, scale: float | str, rng: np.random.Generator) -> float:
+    """The default release of the mean at ε = 1 with the given (or estimated) scale."""
+    res = dplong.winsorized_mean(x, epsilon=EPSILON, scale=scale, random_state=rng)
+    return float(res.params.iloc[0])
+
+
 def cell(model: str, n: int, reps: int, seed: int) -> dict[str, FloatArray]:
     """Errors against μ and against x̄ of every estimator, plus the plug-ins' ρ̂."""
     rng = np.random.default_rng(seed)
-    names = ("sample", "known", *PLUGINS)
+    names = ("sample", "known", *ESTIMATORS)
     err_mu = {k: np.empty(reps) for k in names}
     err_bar = {k: np.empty(reps) for k in names}
     scales = {k: np.empty(reps) for k in PLUGINS}
@@ -96,14 +107,11 @@ def cell(model: str, n: int, reps: int, seed: int) -> dict[str, FloatArray]:
         x = users(model, n, rng)
         xbar = float(np.mean(x))
         estimates = {"sample": xbar}
-        estimates["known"] = dplong.winsorized_mean(
-            x, epsilon=EPSILON, scale=SIGMA2, random_state=rng
-        ).estimate
+        estimates["known"] = mean_of(x, SIGMA2, rng)
         for k in PLUGINS:
             scales[k][r], binding[k][r] = runs[k](x, rng)
-            estimates[k] = dplong.winsorized_mean(
-                x, epsilon=EPSILON, scale=scales[k][r], random_state=rng
-            ).estimate
+            estimates[k] = mean_of(x, scales[k][r], rng)
+        estimates["engine"] = mean_of(x, "estimate", rng)
         for k in names:
             err_mu[k][r] = (estimates[k] - MU) ** 2
             err_bar[k][r] = (estimates[k] - xbar) ** 2
@@ -112,17 +120,6 @@ def cell(model: str, n: int, reps: int, seed: int) -> dict[str, FloatArray]:
     out |= {f"scale:{k}": v for k, v in scales.items()}
     out |= {f"binding:{k}": v for k, v in binding.items()}
     return out
-
-
-def ratio(a: FloatArray, b: FloatArray) -> tuple[float, float]:
-    """mean(a)/mean(b) and its paired delta-method standard error."""
-    ma, mb = float(a.mean()), float(b.mean())
-    if mb == 0.0:
-        return math.nan, math.nan
-    r = ma / mb
-    cov = np.cov(a, b)
-    var = (cov[0, 0] - 2 * r * cov[0, 1] + r * r * cov[1, 1]) / (a.size * mb * mb)
-    return r, math.sqrt(max(var, 0.0))
 
 
 def main() -> None:
@@ -138,7 +135,7 @@ def main() -> None:
         f"; {reps} replications per cell, seed {args.seed}; eps = {EPSILON} for the scale and "
         f"{EPSILON} for the mean, delta = 1/n^2 each; bounds {BOUNDS}"
     )
-    head = "model           n  " + "  ".join(f"{k:>16s}" for k in PLUGINS)
+    head = "model           n  " + "  ".join(f"{k:>16s}" for k in ESTIMATORS)
     tables: dict[str, list[str]] = {"mu": [], "bar": [], "info": []}
     started = time.perf_counter()
     for i, model in enumerate(MODELS):
@@ -147,11 +144,11 @@ def main() -> None:
             label = f"{model:<14s} {n:>6d}"
             for which in ("mu", "bar"):
                 cells = []
-                for k in PLUGINS:
-                    r, se = ratio(res[f"{which}:{k}"], res[f"{which}:known"])
+                for k in ESTIMATORS:
+                    r, se = mse_ratio(res[f"{which}:{k}"], res[f"{which}:known"])
                     cells.append(f"{r:>8.3f} ± {se:5.3f}")
                 tables[which].append(label + "  " + "  ".join(cells))
-            known_vs_sample, _ = ratio(res["mu:known"], res["mu:sample"])
+            known_vs_sample, _ = mse_ratio(res["mu:known"], res["mu:sample"])
             info = [f"{known_vs_sample:>7.3f}"]
             for k in PLUGINS:
                 med = float(np.median(res[f"scale:{k}"]))
