@@ -3,18 +3,19 @@
 A release of the column means of an n x d matrix of per-user statistics runs these stages
 (the default pipeline of :mod:`dplong.privacy.engine`):
 
-========== ================================================ ===================================
-stage      mechanism                                        budget (pure ε unless said)
-========== ================================================ ===================================
-midpoint   private median per column (report-noisy-max)     ``plan.midpoint`` per column
-scale      private median of ``|x - m̂|`` per column          ``plan.spread`` per column (0 if
-                                                            the scale is stated)
-count      lattice Laplace count of users with a statistic  ``plan.count`` per count
-refinement rough mean on ``m̂ ± w₁`` (lattice Laplace)        ``plan.refine`` per column (0: off)
-mean       final mean on ``μ̂₁ ± w``: lattice Laplace or      the rest, shared over the columns
-           discrete Gaussian, whichever predicts less       by their radii (PLAN)
-           error
-========== ================================================ ===================================
+1. **count** — lattice Laplace count of users with a statistic (``plan.count`` per count); it
+   runs first, and :meth:`ReleasePlan.for_users` sizes the medians for the users it finds;
+2. **midpoint** — private median per column on a log grid (report-noisy-max,
+   ``plan.midpoint`` per column), or the paper's stable histogram for few users with a stated
+   scale;
+3. **scale** — private median of the absolute deviations from the midpoint (``plan.spread``
+   per column; 0 if the scale is stated);
+4. **refinement** — a rough mean on the midpoint's interval (lattice Laplace, ``plan.refine``
+   per column; 0: off);
+5. **mean** — the final mean on the refined centre's interval: lattice Laplace or discrete
+   Gaussian, whichever predicts less error, the rest of the budget shared over the columns by
+   their radii (PLAN); with ``plan.moment_share`` of it the clipped values' second moment (an
+   honest spread for the sampling error).
 
 Everything in the plan is a function of public facts — n, d, the budget, the options and whether
 the scale is stated — and :meth:`ReleasePlan.check` runs every refusal and the accountant's check
