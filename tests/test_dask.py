@@ -181,15 +181,6 @@ def test_location_exact_with_dyadic_means() -> None:
     )
 
 
-def test_location_refuses_users_in_several_groups(data: pd.DataFrame) -> None:
-    shared = data.assign(litter=np.arange(len(data)) % 3)
-    for frame in (shared, as_dask(shared)):
-        with pytest.raises(DataError, match="one re_groups level"):
-            dplong.RandomEffectsLocation.from_formula(
-                "y ~ 1", frame, groups="user", re_groups="litter"
-            )
-
-
 def test_kernel_user_level(data: pd.DataFrame) -> None:
     options: dict[str, Any] = {"groups": "user", "domain": (0, 7), "bandwidth": 1.5, "grid": 6}
     memory = dplong.PriestleyChao.from_formula("y ~ t", data, **options)

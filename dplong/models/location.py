@@ -4,7 +4,6 @@ its precision-weighted (GLS) location for unbalanced panels."""
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,14 +18,13 @@ from dplong._validation import RandomState, check_choice, per_column
 from dplong.dask_frames import (
     FrameSpec,
     ReducedPanel,
-    column_name,
     design_spec,
     is_dask,
     reduce_design,
 )
 from dplong.dependence import DependenceModel, RandomEffects
 from dplong.exceptions import DataError, FormulaError, ParameterError
-from dplong.formula import GroupsLike, LevelsLike, PanelDesign, column_or_array
+from dplong.formula import GroupsLike, LevelsLike, PanelDesign
 from dplong.models.base import (
     DEFAULT_MAX_ROWS,
     Block,
@@ -126,12 +124,12 @@ class RandomEffectsLocation(PanelModel):
         groups : str or array_like
             User id (the unit of privacy); a column name with a Dask frame.
         re_groups : str or array_like, optional
-            Grouping of users that share the random effect U_g (e.g. litters of pigs); every
-            user must lie in one group. By default each user is their own group. The estimates
-            use per-user statistics only; the grouping enters through the dependence it causes
-            (Lemma 5.9), stated with :class:`dplong.dependence.RandomEffects` as ``scale``.
-            With a Dask frame, a column name; checking that every user lies in one group reads
-            the two columns once more.
+            Grouping of users that share the random effect U_g (e.g. litters of pigs), each
+            user in one group: a public, declared structure, named in the results' notes and
+            not checked against the rows (whether a fit runs depends on public facts only). By
+            default each user is their own group. The estimates use per-user statistics only;
+            the grouping enters through the dependence it causes (Lemma 5.9), stated with
+            :class:`dplong.dependence.RandomEffects` as ``scale``.
         levels : mapping of str to sequence, optional
             Declared factor levels, as in :meth:`LongitudinalOLS.from_formula
             <dplong.LongitudinalOLS.from_formula>` (rules in :mod:`dplong.formula`). ``"y ~ 1"``
@@ -160,18 +158,12 @@ class RandomEffectsLocation(PanelModel):
             design = _reduce_moments(data, spec, groups)
         else:
             design = cls._build(formula, data, groups, None, depth=1, levels=levels)
+        # a declared structure, not read from the rows: a check would make the fit's success
+        # depend on them (and the estimates use per-user statistics only)
         label = None
         if re_groups is not None:
-            if is_dask(data):
-                missing, several = _dask_nesting(data, groups, re_groups)
-            else:
-                missing, several = _nesting(data, groups, re_groups)
-            if missing:
-                raise DataError("re_groups has missing values")
-            if several:
-                raise DataError(
-                    "every user must belong to one re_groups level; some users appear in several"
-                )
+            if isinstance(re_groups, str) and re_groups not in data.columns:
+                raise DataError(f"re_groups names no column of data: {re_groups!r}")
             label = re_groups if isinstance(re_groups, str) else "re_groups"
         return cls(design, label)
 
@@ -520,22 +512,6 @@ def _check_location(columns: tuple[str, ...], formula: str) -> None:
             f"{formula!r} with columns {list(columns)}. For covariates use "
             "dplong.LongitudinalOLS."
         )
-
-
-def _nesting(data: pd.DataFrame, groups: GroupsLike, re_groups: GroupsLike) -> tuple[bool, bool]:
-    """Whether ``re_groups`` has missing values, and whether a user lies in several groups."""
-    ids = pd.Series(column_or_array(groups, data, "groups"))
-    shared = pd.Series(column_or_array(re_groups, data, "re_groups"))
-    return bool(shared.isna().any()), bool((shared.groupby(ids.to_numpy()).nunique() > 1).any())
-
-
-def _dask_nesting(data: DaskFrame, groups: GroupsLike, re_groups: GroupsLike) -> tuple[bool, bool]:
-    """:func:`_nesting` of a Dask frame, in one pass over the two columns."""
-    user, shared = column_name(data, groups, "groups"), column_name(data, re_groups, "re_groups")
-    missing = data[shared].isna().any()
-    several = data.groupby(user)[shared].nunique().max() > 1
-    found = importlib.import_module("dask").compute(missing, several)
-    return bool(found[0]), bool(found[1])
 
 
 def _component_bounds(
