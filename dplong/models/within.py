@@ -262,8 +262,12 @@ def within_results(
     )
     # along a raised direction the step cannot correct the pilot: no estimate is claimed there
     withheld = ~solution.identified | solution.collinear | ~np.isfinite(beta)
-    beta = np.where(withheld, np.nan, beta)
     sampling_sd = np.sqrt(np.maximum(np.diag(sampling), 0.0))
+    # a number without a finite noise or sampling sd would claim a precision nobody knows (a
+    # release it rests on was withheld or missed the data): withheld too
+    unknown = ~withheld & ~(np.isfinite(noise_sd) & np.isfinite(sampling_sd))
+    withheld = withheld | unknown
+    beta = np.where(withheld, np.nan, beta)
     gaussian = {design_release.noise_kind, score_release.noise_kind} == {"gaussian"}
     index = pd.Index(names)
 
@@ -272,8 +276,19 @@ def within_results(
         return out
 
     bad_events = sum(float(np.sum(r.bad_events)) for r in (design_release, score_release))
+    unsure = [names[int(j)] for j in np.flatnonzero(unknown)]
+    lost = (
+        [
+            f"No estimate (NaN) for {unsure}: a release it rests on was withheld or missed the "
+            "data, so its error cannot be stated. Raise epsilon or use fewer regressors."
+        ]
+        if unsure
+        else []
+    )
     notes = tuple(
-        dict.fromkeys([note for r in releases for note in r.notes] + list(solution.notes(names)))
+        dict.fromkeys(
+            [note for r in releases for note in r.notes] + list(solution.notes(names)) + lost
+        )
     )
     users = pd.Series(
         design_release.users, index=["users with a statistic (weighted)"], name="users"
