@@ -391,13 +391,14 @@ def panel_results(
     options: ReleaseOptions,
     assumptions: tuple[str, ...],
     results_class: type[PanelResults] = PanelResults,
-    unreported: Sequence[Release] = (),
+    ran: Sequence[Release] | None = None,
     **extra: Any,
 ) -> PanelResults:
     """The immutable results of a fit's releases, from released numbers and public facts only.
 
-    ``unreported`` are releases of the fit that are not parameters (e.g. a preliminary
-    location): they count in the ledger, and their reliability notes are kept.
+    ``ran`` is every release of the fit in the order it ran, when some are not parameters
+    (e.g. a preliminary location) or the parameters come in another order: the ledger (the
+    one the accountant was charged) and the reliability notes come from them.
 
     Examples
     --------
@@ -425,6 +426,7 @@ def panel_results(
         column: pd.Series = pd.Series(values, index=index, name=label)
         return column
 
+    everything = releases if ran is None else ran
     laws = {r.noise_kind for r in releases}
     counts = [pd.Series(r.users, index=_count_labels(r)) for r in releases]
     users = pd.concat(counts)
@@ -445,13 +447,13 @@ def panel_results(
         failed=pd.Series(
             np.concatenate([r.failed_columns for r in releases]), index=index, name="failed"
         ),
-        privacy=combined_ledger([*unreported, *releases], options),
+        privacy=combined_ledger(everything, options),
         nobs_users=nobs_users,
         users=users,
         users_sd=float(releases[0].users_sd),
         variant=releases[0].variant,
         assumptions=assumptions,
-        warnings=tuple(dict.fromkeys(note for r in (*unreported, *releases) for note in r.notes)),
+        warnings=tuple(dict.fromkeys(note for r in everything for note in r.notes)),
         gamma=options.gamma,
         bad_events=series("bad_events", "bad events"),
         basis=basis[options.local],

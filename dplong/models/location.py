@@ -441,7 +441,7 @@ def _precision_weights(
 def _weighted_results(releases: Sequence[Release], **options: Any) -> PanelResults:
     """Results of a precision-weighted fit: μ and the components are the parameters, the
     preliminary location counts in the ledger only."""
-    return panel_results([releases[2], releases[1]], unreported=[releases[0]], **options)
+    return panel_results([releases[2], releases[1]], ran=releases, **options)
 
 
 @dataclass(frozen=True)
