@@ -140,7 +140,7 @@ def within_shares(n: int, p: int, options: ReleaseOptions, stated: bool) -> tupl
     >>> options = ReleaseOptions.check(5000, epsilon=1.0, delta=None, privacy="central",
     ...                                bound=None, d=2)
     >>> [round(s, 3) for s in within_shares(5000, 2, options, stated=False)]
-    [0.444, 0.356, 0.2]
+    [0.472, 0.378, 0.15]
     >>> options = ReleaseOptions.check(545, epsilon=1.0, delta=None, privacy="central",
     ...                                bound=None, d=2)
     >>> [round(s, 3) for s in within_shares(545, 2, options, stated=False)]  # 5 + 2 + 3 columns
