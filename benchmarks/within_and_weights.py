@@ -81,8 +81,10 @@ def location_cell(group_var: float, scale: float, reps: int) -> str:
     for seed in range(reps):
         rows = unbalanced_rows(rng, 5000)
         user = np.repeat(np.arange(5000), rows)
-        y = 2.0 + rng.normal(0, np.sqrt(group_var), 5000)[user] + rng.normal(
-            0, np.sqrt(scale), user.size
+        y = (
+            2.0
+            + rng.normal(0, np.sqrt(group_var), 5000)[user]
+            + rng.normal(0, np.sqrt(scale), user.size)
         )
         frame = pd.DataFrame({"user": user, "y": y})
         model = dplong.RandomEffectsLocation.from_formula("y ~ 1", frame, groups="user")
@@ -142,14 +144,18 @@ def main() -> None:
     start = time.perf_counter()
     print(f"replications per cell: {reps}\n")
     if "1" in sections:
-        print("1. wage panel, within estimator, defaults (targets: RMSE/SE <= 3 at ε=1, "
-              "<= 1.5 at ε=4)")
+        print(
+            "1. wage panel, within estimator, defaults (targets: RMSE/SE <= 3 at ε=1, "
+            "<= 1.5 at ε=4)"
+        )
         for formula in ("lwage ~ exper + expersq", "lwage ~ exper + hours", "lwage ~ exper"):
             for epsilon in (1.0, 4.0, 16.0):
                 print(f"   {formula}, ε={epsilon:g}: {wage_cell(formula, epsilon, reps)}")
     if "2" in sections:
-        print("\n2. RandomEffectsLocation, n=5000, T_u = 1 + Geometric(5) capped at 50, ε=1 "
-              "(target: MSE ratio <= 0.6)")
+        print(
+            "\n2. RandomEffectsLocation, n=5000, T_u = 1 + Geometric(5) capped at 50, ε=1 "
+            "(target: MSE ratio <= 0.6)"
+        )
         for group_var, scale in ((1.0, 1.0), (1.0, 9.0), (1.0, 25.0)):
             print(f"   σ_U²={group_var:g}, σ²={scale:g}: {location_cell(group_var, scale, reps)}")
     if "3" in sections:
