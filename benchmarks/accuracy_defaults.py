@@ -17,7 +17,7 @@ non-private estimator's, measured in the same run on the same data (± Monte Car
 
 Usage::
 
-    python benchmarks/accuracy_defaults.py               # docs/accuracy.md (400 replications)
+    python benchmarks/accuracy_defaults.py               # docs/accuracy.md (400 and 200 reps)
     python benchmarks/accuracy_defaults.py --reps 50     # faster
 """
 
@@ -149,10 +149,10 @@ def wage_ols(reps: int, seed: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=400, help="replications per mean cell")
-    parser.add_argument("--ols-reps", type=int, default=None, help="default: reps / 4")
+    parser.add_argument("--ols-reps", type=int, default=None, help="default: reps / 2")
     parser.add_argument("--seed", type=int, default=20261123)
     args = parser.parse_args()
-    ols_reps = args.ols_reps or max(args.reps // 4, 10)
+    ols_reps = args.ols_reps or max(args.reps // 2, 10)
     warnings.simplefilter("ignore", dplong.exceptions.DplongWarning)
     header(
         "benchmarks/accuracy_defaults.py",

@@ -26,7 +26,7 @@ grid*:
 
 Usage::
 
-    python benchmarks/accuracy_kernel.py            # the tables of docs/nonparametric.md
+    python benchmarks/accuracy_kernel.py            # docs/accuracy.md, docs/nonparametric.md
     python benchmarks/accuracy_kernel.py --quick    # smoke run: few replications, n <= 10⁴
 """
 

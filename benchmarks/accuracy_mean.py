@@ -24,7 +24,7 @@ release before any noise (public facts). Withheld releases are left out of the d
 
 Usage::
 
-    python benchmarks/accuracy_mean.py              # the table of docs/accuracy.md
+    python benchmarks/accuracy_mean.py --reps 200   # the table of docs/accuracy.md
     python benchmarks/accuracy_mean.py --reps 100   # faster
     python benchmarks/accuracy_mean.py --quick      # smoke run: n <= 10^4, 20 replications
 """

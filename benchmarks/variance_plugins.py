@@ -26,7 +26,7 @@ plug-in; and the share of releases whose ρ̂ sat at a bound. The CoinPress plug
 
 Usage::
 
-    python benchmarks/variance_plugins.py               # docs/accuracy.md (300 per cell)
+    python benchmarks/variance_plugins.py               # 300 per cell (not in the docs)
     python benchmarks/variance_plugins.py --quick       # smoke run: 40 replications
 """
 
