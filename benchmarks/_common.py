@@ -24,6 +24,8 @@ def mse_ratio(private: ArrayLike, reference: ArrayLike) -> tuple[float, float]:
     """``mean(private) / mean(reference)`` of paired squared errors and its delta-method SE."""
     a = np.asarray(private, dtype=np.float64)
     b = np.asarray(reference, dtype=np.float64)
+    if a.size == 0:
+        return math.nan, math.nan
     ma, mb = float(a.mean()), float(b.mean())
     if a.size < 2 or mb == 0.0:
         return (ma / mb if mb else math.nan), math.nan

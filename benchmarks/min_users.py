@@ -1,9 +1,9 @@
 """How many users a fit given only ε needs: refusals, warnings and accuracy as n shrinks.
 
-Two fits at ε = 1 given nothing else (δ = 1/n²), on the simulated panels of issue 10
+Two fits at each ε ∈ {0.5, 1} given nothing else (δ = 1/n²), on the simulated panels of issue 10
 (n users x T = 10 AR(1) 0.9 rows, see ``benchmarks/accuracy_defaults.py``):
 
-* the mean of ``y`` (one column): ``winsorized_mean(user_means, epsilon=1)``;
+* the mean of ``y`` (one column): ``winsorized_mean(user_means, epsilon=ε)``;
 * ``LongitudinalOLS.from_formula("y ~ x1 + x2", ...)`` (3 columns).
 
 1. **Thresholds** (public facts, found by bisection over n): the largest n the fit refuses
@@ -28,6 +28,7 @@ import argparse
 import time
 import warnings
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 from _common import SLOPES, ar1_rows, header, mse_ratio, ols_panel, pm, proportion, user_mean_sd
@@ -36,23 +37,28 @@ import dplong
 from dplong.exceptions import DplongWarning, InsufficientUsersError
 
 MU = 3.7
-EPSILON = 1.0
+EPSILONS = (0.5, 1.0)
 PLAN_NOTE = "may miss the bulk of the data"
 #: Outcome of one fit: (squared error, reference squared error, gross miss, NaN) or None.
 Outcome = tuple[float, float, bool, bool]
 
 
-def fit_mean(n: int, rng: np.random.Generator) -> Outcome:
+def fit_mean(n: int, rng: np.random.Generator, epsilon: float) -> Outcome:
     means = MU + ar1_rows(rng, n).mean(axis=1)
-    res = dplong.winsorized_mean(means, epsilon=EPSILON, random_state=rng)
-    err = float(res.params.iloc[0]) - MU
-    return err**2, (means.mean() - MU) ** 2, abs(err) > user_mean_sd(), bool(np.isnan(err))
+    res = dplong.winsorized_mean(means, epsilon=epsilon, random_state=rng)
+    err = np.float64(res.params.iloc[0]) - MU
+    return (
+        float(np.square(err)),
+        (means.mean() - MU) ** 2,
+        bool(abs(err) > user_mean_sd()),
+        bool(np.isnan(err)),
+    )
 
 
-def fit_ols(n: int, rng: np.random.Generator) -> Outcome:
+def fit_ols(n: int, rng: np.random.Generator, epsilon: float) -> Outcome:
     frame, beta = ols_panel(rng, n)
     res = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", frame, groups="user").fit(
-        epsilon=EPSILON, random_state=rng
+        epsilon=epsilon, random_state=rng
     )
     err = res.params.to_numpy()[1:] - SLOPES
     sd = np.nanstd(beta[:, 1:], axis=0)
@@ -61,7 +67,7 @@ def fit_ols(n: int, rng: np.random.Generator) -> Outcome:
     return float(np.sum(err**2)), float(np.sum(public**2)), gross, bool(np.isnan(err).any())
 
 
-FITS: dict[str, Callable[[int, np.random.Generator], Outcome]] = {
+FITS: dict[str, Callable[[int, np.random.Generator, float], Outcome]] = {
     "mean (1 column)": fit_mean,
     "LongitudinalOLS y ~ x1 + x2 (3 columns)": fit_ols,
 }
@@ -135,23 +141,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100, help="replications per n")
     parser.add_argument("--seed", type=int, default=20261202)
+    parser.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS))
     args = parser.parse_args()
-    header("benchmarks/min_users.py", [f"epsilon = {EPSILON:g} only; seed {args.seed}"])
+    warnings.simplefilter("ignore", RuntimeWarning)  # the SE of an infinite MSE is NaN
+    header(
+        "benchmarks/min_users.py",
+        [f"epsilon in {args.epsilons} only (delta = 1/n^2); seed {args.seed}"],
+    )
     started = time.perf_counter()
-    for name, fit in FITS.items():
-        refused, warned = thresholds(fit, args.seed)
-        print(
-            f"\n{name}: refused for n <= {refused}; the plan warns for n <= {warned}; "
-            f"no refusal and no plan warning from n = {warned + 1}"
-        )
-        grid = sorted({refused + 1, warned, warned + 1, *(k * warned for k in (2, 4, 10))})
-        print(
-            "| n | reps | MSE / non-private MSE | the same without gross misses | warned | "
-            "withheld (NaN) | gross misses (off by > 1 sd of a user) |"
-        )
-        print("|---:|---:|---:|---:|---:|---:|---:|")
-        for n in grid:
-            print(accuracy_row(fit, n, args.reps, args.seed), flush=True)
+    for epsilon in args.epsilons:
+        for name, fit_at in FITS.items():
+            fit = partial(fit_at, epsilon=epsilon)
+            refused, warned = thresholds(fit, args.seed)
+            print(
+                f"\n{name}, ε = {epsilon:g}: refused for n <= {refused}; the plan warns for "
+                f"n <= {warned}; no refusal and no plan warning from n = {warned + 1}"
+            )
+            grid = sorted({refused + 1, warned, warned + 1, *(k * warned for k in (2, 4, 10))})
+            print(
+                "| n | reps | MSE / non-private MSE | the same without gross misses | warned | "
+                "withheld (NaN) | gross misses (off by > 1 sd of a user) |"
+            )
+            print("|---:|---:|---:|---:|---:|---:|---:|")
+            for n in grid:
+                print(accuracy_row(fit, n, args.reps, args.seed), flush=True)
     print(f"\nruntime {time.perf_counter() - started:.0f} s")
 
 

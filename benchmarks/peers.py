@@ -68,17 +68,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from _common import PHI, SLOPES, T, ar1_rows, mse_ratio, ols_panel, user_mean_sd
 from numpy.typing import ArrayLike
 
 import dplong
-from dplong.models.reduce import per_user_coefficients
 
 EXTRA = 'pip install -e ".[peers]"  (the optional extra "peers" of dplong)'
-MU, T, PHI = 3.7, 10, 0.9
+MU = 3.7
 BOUND_SDS = 10.0
 #: Per ε, the k (in true sd) of diffprivlib's LinearRegression bounds: its best on the pilot.
 OLS_BOUND_SDS = {1.0: 2.0, 0.5: 1.5}
-SLOPES = np.array([0.5, -0.3])
 Y_SD = float(np.sqrt(0.5**2 + 0.3**2 + 1.0 + 1.0))
 
 
@@ -95,22 +94,6 @@ def load_peers() -> tuple[Any, Any, Any]:
         ) from exc
     dp.enable_features("contrib")
     return diffprivlib, LinearRegression, dp
-
-
-def user_mean_sd(T: int, phi: float) -> float:
-    """Exact sd of the mean of T stationary AR(1) rows of unit variance."""
-    lags = np.abs(np.subtract.outer(np.arange(T), np.arange(T)))
-    return float(np.sqrt(np.sum(phi**lags)) / T)
-
-
-def ar1_rows(rng: np.random.Generator, n: int, T: int, phi: float) -> np.ndarray:
-    """n x T stationary AR(1) rows with unit marginal variance (a loop over T, not users)."""
-    e = rng.normal(size=(n, T))
-    x = np.empty((n, T))
-    x[:, 0] = e[:, 0]
-    for t in range(1, T):
-        x[:, t] = phi * x[:, t - 1] + np.sqrt(1 - phi**2) * e[:, t]
-    return x
 
 
 def opendp_means(dp: Any, n: int, bounds: tuple[float, float], epsilon: float) -> dict[str, Any]:
@@ -153,19 +136,7 @@ class Cell:
 
     def ratio(self, peer: str) -> tuple[float, float]:
         """MSE(dplong) / MSE(peer) and its paired delta-method standard error."""
-        a, b = np.asarray(self.errors["dplong"]), np.asarray(self.errors[peer])
-        r = a.mean() / b.mean()
-        cov = np.cov(a, b)
-        var = (
-            r**2
-            * (
-                cov[0, 0] / a.mean() ** 2
-                + cov[1, 1] / b.mean() ** 2
-                - 2 * cov[0, 1] / (a.mean() * b.mean())
-            )
-            / a.size
-        )
-        return float(r), float(np.sqrt(var))
+        return mse_ratio(self.errors["dplong"], self.errors[peer])
 
 
 def seeds(seed: int, cell: int, rep: int) -> tuple[np.random.Generator, np.random.Generator, int]:
@@ -245,14 +216,10 @@ def wage_cell(peers: tuple[Any, Any, Any], idx: int, reps: int, seed: int) -> Ce
     return cell
 
 
-def ols_panel(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows x (n·T x 2), y, and each user's OLS slopes (n x 2)."""
-    x = rng.normal(size=(n * T, 2))
-    u = np.repeat(rng.normal(size=n), T)
-    y = 1.0 + x @ SLOPES + u + ar1_rows(rng, n, T, PHI).ravel()
-    design = np.column_stack([np.ones(y.size), x])
-    beta, _ = per_user_coefficients(y, design, np.repeat(np.arange(n), T), n)
-    return x, y, beta[:, 1:]
+def slopes_panel(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows x (n·T x 2), y, and each user's OLS slopes (n x 2) of :func:`_common.ols_panel`."""
+    frame, beta = ols_panel(rng, n)
+    return frame[["x1", "x2"]].to_numpy(), frame["y"].to_numpy(), beta[:, 1:]
 
 
 def ols_cell(
@@ -261,7 +228,7 @@ def ols_cell(
     diffprivlib, LinearRegression, dp = peers
     k = OLS_BOUND_SDS[epsilon]
     # sd of one user's slopes: the truth, to Monte Carlo precision, from 10^5 users of a pilot.
-    slope_sd = np.std(ols_panel(np.random.default_rng([seed, idx, 10**6]), 10**5)[2], axis=0)
+    slope_sd = np.std(slopes_panel(np.random.default_rng([seed, idx, 10**6]), 10**5)[2], axis=0)
     slope_bounds = [
         (b - BOUND_SDS * s, b + BOUND_SDS * s) for b, s in zip(SLOPES, slope_sd, strict=True)
     ]
@@ -270,7 +237,7 @@ def ols_cell(
     cell = Cell(f"LongitudinalOLS slopes, n={n}, T={T}, ε={epsilon:g}")
     for rep in range(reps):
         data, noise, peer_seed = seeds(seed, idx, rep)
-        x, y, slopes = ols_panel(data, n)
+        x, y, slopes = slopes_panel(data, n)
         cell.add("non-private", slopes.mean(axis=0), SLOPES)
         frame = pd.DataFrame({"user": users, "x1": x[:, 0], "x2": x[:, 1], "y": y})
         res = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", frame, groups="user").fit(

@@ -26,7 +26,7 @@ plug-in; and the share of releases whose ρ̂ sat at a bound. The CoinPress plug
 
 Usage::
 
-    python benchmarks/variance_plugins.py               # docs/accuracy.md (300 per cell)
+    python benchmarks/variance_plugins.py               # 300 per cell (not in the docs)
     python benchmarks/variance_plugins.py --quick       # smoke run: 40 replications
 """
 
@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import platform
 import time
 import warnings
 from collections.abc import Callable
 
 import numpy as np
-from _common import mse_ratio
+from _common import header, mse_ratio
 from numpy.typing import NDArray
 from scipy.signal import lfilter
 
@@ -130,10 +129,12 @@ def main() -> None:
     args = parser.parse_args()
     reps = 40 if args.quick else args.reps
     warnings.simplefilter("ignore", DplongWarning)
-    print(
-        f"dplong {dplong.__version__}, numpy {np.__version__}, python {platform.python_version()}"
-        f"; {reps} replications per cell, seed {args.seed}; eps = {EPSILON} for the scale and "
-        f"{EPSILON} for the mean, delta = 1/n^2 each; bounds {BOUNDS}"
+    header(
+        "benchmarks/variance_plugins.py",
+        [
+            f"{reps} replications per cell, seed {args.seed}; eps = {EPSILON} for the scale and "
+            f"{EPSILON} for the mean, delta = 1/n^2 each; bounds {BOUNDS}"
+        ],
     )
     head = "model           n  " + "  ".join(f"{k:>16s}" for k in ESTIMATORS)
     tables: dict[str, list[str]] = {"mu": [], "bar": [], "info": []}
