@@ -50,6 +50,7 @@ from numpy.typing import NDArray
 
 import dplong
 import dplong.privacy.engine as engine
+from dplong.privacy import noise, quantile
 from dplong.privacy.engine import GRID, ROUGH_RADIUS, Release, release_means
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.plan import ReleasePlan
@@ -212,6 +213,168 @@ def test_ledger_lists_every_draw(name: str, calls: list[tuple[str, float]]) -> N
             assert entry.epsilon == drawn and entry.rho == 0.0, entry
     total = dplong.privacy.compose([e.cost for e in entries], config.options.delta)
     assert (release.privacy.epsilon, release.privacy.delta) == (total.epsilon, total.delta)
+
+
+def release_means_replica(
+    matrix: NDArray[np.float64],
+    options: ReleaseOptions,
+    scale: NDArray[np.float64] | None,
+    rng: np.random.Generator,
+    final_radius: Callable[..., Any],
+) -> dict[str, Any]:
+    """``release_means`` (one count: complete rows) rebuilt from the public plan and the noise
+    primitives, in the engine's stage order: the count first; the median and refinement
+    stages resized for it (``ReleasePlan.for_users``); midpoint; scale (unless stated);
+    refinement; the mean; and the second moment when the plan has a moment share.
+
+    ``final_radius`` is the engine's choice of the final radii and budget (a deterministic
+    function of the released location and the plan, no noise), passed in so that the replica
+    draws with exactly the package's radii; everything random is drawn here.
+    """
+    n, d = matrix.shape
+    matrix = np.where(np.isnan(matrix).any(axis=1, keepdims=True), np.nan, matrix)
+    plan = ReleasePlan.make(
+        n=n,
+        d=d,
+        epsilon=options.epsilon,
+        delta=options.delta,
+        stated_scale=scale is not None,
+    )
+    # 1. the count of users with a statistic (sensitivity 1), then the plan resized for it
+    rate = noise.geometric_rate(plan.count, 1.0)
+    users = np.isfinite(matrix).all(axis=1).sum(keepdims=True) + noise.two_sided_geometric(
+        rng, rate, (1,)
+    )
+    users_sd = float(np.sqrt(noise.two_sided_geometric_variance(rate)))
+    if users[0] >= max(2.0, 2.0 * users_sd):
+        plan = plan.for_users(float(users[0]))
+    per_column = np.maximum(np.broadcast_to(users.astype(float), (d,)), 1.0)
+    # 2. the midpoint and 3. the scale: private medians on the public grids
+    midpoint = quantile.private_median(matrix, GRID, np.full(d, plan.midpoint), rng)
+    if scale is None:
+        deviation = quantile.private_median(
+            np.abs(matrix - midpoint), quantile.SPREAD_GRID, np.full(d, plan.spread), rng
+        )
+        sd = np.maximum(deviation, engine.SMALLEST_SCALE) / engine.MAD_FACTOR
+    else:
+        sd = np.sqrt(scale)
+    # 4. the refinement: a rough mean on m̂ ± (4 σ̂ + the midpoint cell's half-width)
+    centre = midpoint
+    if plan.refine > 0:
+        width = ROUGH_RADIUS * sd + GRID.half_width_at(midpoint)
+        with np.errstate(invalid="ignore"):
+            rough_values = np.nan_to_num(np.clip(matrix - midpoint, -width, width), nan=0.0)
+        rough = noise.release_bounded_sum(rough_values, width, np.full(d, plan.refine), rng)
+        centre = midpoint + np.clip(rough.total / per_column, -width, width)
+    # 5. the mean, on c ± w with the engine's radii and budget
+    radius, budget = final_radius(centre, sd, per_column, plan)
+    with np.errstate(invalid="ignore"):
+        clipped = np.nan_to_num(np.clip(matrix - centre, -radius, radius), nan=0.0)
+    mean_budget, moment_budget = budget.split(plan.moment_share)
+
+    def draw(values: NDArray[np.float64], r: NDArray[np.float64], part: Any) -> Any:
+        if part.kind == "gaussian":
+            return noise.release_gaussian_sum(values, r, part.rho, rng)
+        return noise.release_bounded_sum(values, r, part.epsilon, rng)
+
+    final = draw(clipped, radius, mean_budget)
+    offset = np.clip(final.total / per_column, -radius, radius)
+    spread = sd
+    if moment_budget is not None:  # 6. the second moment of the clipped values
+        half = np.minimum(radius**2 / 2.0, engine.MAX_RADIUS)
+        squares = np.where(np.isnan(matrix), 0.0, clipped**2 - half)
+        moment = draw(np.clip(squares, -half, half), half, moment_budget)
+        second = np.clip(half + moment.total / per_column, 0.0, radius**2)
+        spread = np.sqrt(np.maximum(second - offset**2, sd**2))
+    return {
+        "plan": plan,
+        "users": users.astype(float),
+        "midpoint": midpoint,
+        "scale": sd**2,
+        "estimate": centre + offset,
+        "sampling_sd": spread / np.sqrt(per_column),
+        "kind": budget.kind,
+    }
+
+
+#: (n, d, ε, δ, stated scale, users without a statistic): the count-first resizing and a second
+#: moment (n ε per column >= 500, 30 % of users missing), the refined stated-scale plan, and the
+#: discrete Gaussian final stage (the GAUSSIAN configuration's budget)
+REPLICA_CASES = [
+    (1000, 2, 2.0, 1e-6, False, 300),
+    (200, 1, 2.0, 1e-3, True, 0),
+    (300, 2, 2.0, 5e-2, True, 0),
+]
+
+
+@pytest.mark.parametrize(("n", "d", "epsilon", "delta", "stated", "missing"), REPLICA_CASES)
+def test_release_means_replica_reproduces_the_package(
+    n: int, d: int, epsilon: float, delta: float, stated: bool, missing: int
+) -> None:
+    """The replica is the package draw for draw, and its stages are the plan's: the audits
+    above rest on this order and these budgets."""
+    data = 1500.0 + np.random.default_rng(62).normal(0.0, 2.0, (n, d))
+    data[:missing] = np.nan
+    scale = np.full(d, 4.0) if stated else None
+    options = ReleaseOptions.check(
+        n, epsilon=epsilon, delta=delta, privacy="central", bound=None, d=d
+    )
+    names = ("a", "b")[:d]
+    chosen: list[Any] = []
+    honest = engine._final_radius
+
+    def spy(where: Any, weights: Any, plan: Any) -> Any:
+        chosen.append(honest(where, weights, plan))
+        return chosen[-1]
+
+    kinds, moments = set(), set()
+    for seed in range(3):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(engine, "_final_radius", spy)
+            package_rng = np.random.default_rng(seed)
+            release = release_means(
+                data, names=names, options=options, rng=package_rng, scale=scale
+            )
+        replica_rng = np.random.default_rng(seed)
+        replica = release_means_replica(data, options, scale, replica_rng, lambda *_: chosen[-1])
+        # every draw, and nothing more: the generators end in the same state
+        assert replica_rng.bit_generator.state == package_rng.bit_generator.state
+        np.testing.assert_array_equal(release.users, replica["users"])
+        np.testing.assert_array_equal(release.midpoint, replica["midpoint"])
+        np.testing.assert_array_equal(release.scale, replica["scale"])
+        shown = ~np.isnan(release.estimate)
+        assert shown.any()
+        np.testing.assert_array_equal(release.estimate[shown], replica["estimate"][shown])
+        np.testing.assert_array_equal(release.sampling_sd[shown], replica["sampling_sd"][shown])
+        assert release.noise_kind == replica["kind"]
+        # the ledger's stages, in order, at the resized plan's budgets
+        plan = replica["plan"]
+        entries = release.privacy.entries
+        stages = ["count", "midpoint", *(["scale"] if not stated else [])]
+        stages += ["refinement"] if plan.refine > 0 else []
+        stages += ["mean", *(["second moment"] if plan.moment_share else [])]
+        assert [e.stage for e in entries] == [stages[0]] + [s for s in stages[1:] for _ in names]
+        budget = {e.stage: e for e in entries}
+        assert budget["count"].epsilon == plan.count
+        assert budget["midpoint"].epsilon == plan.midpoint
+        assert "scale" not in budget or budget["scale"].epsilon == plan.spread
+        assert "refinement" not in budget or budget["refinement"].epsilon == plan.refine
+        if plan.moment_share:
+            share = budget["second moment"].epsilon / (
+                budget["second moment"].epsilon + budget["mean"].epsilon
+            )
+            assert share == pytest.approx(plan.moment_share, rel=1e-12)
+        kinds.add(release.noise_kind)
+        moments.add(plan.moment_share > 0)
+        if missing:  # the count said fewer users: the medians were resized up
+            assert (
+                plan.midpoint
+                > ReleasePlan.make(
+                    n=n, d=d, epsilon=epsilon, delta=delta, stated_scale=stated
+                ).midpoint
+            )
+    assert kinds == {"gaussian" if delta > 1e-2 else "laplace"}
+    assert moments == {bool(missing)}  # the first case has the second moment, the others not
 
 
 # ---------------------------------------------------------------------------------------------
