@@ -16,9 +16,9 @@ nothing.
 The other users are identical, with every per-user statistic exactly 0, so the private medians
 find the cell [0, 2^-1022) in every run (m̂ ≈ 1e-308) and the distinguishing power sits in the
 replaced user. The scales are stated, so each column's release is count (first), midpoint and
-final mean (or, with public bounds, count and mean); the noise of the mechanisms themselves — and the power of audits of this kind against a
-broken final stage — are checked in ``test_privacy_audit_engine.py`` and
-``test_privacy_audit_default.py``.
+final mean (or, with public bounds, count and mean); the noise of the mechanisms themselves —
+and the power of audits of this kind against a broken final stage — are checked in
+``test_privacy_audit_engine.py`` and ``test_privacy_audit_default.py``.
 """
 
 from __future__ import annotations
