@@ -110,6 +110,7 @@ class TestEngine:
         truth = np.nanmean(np.where(np.isnan(x).any(axis=1, keepdims=True), np.nan, x), axis=0)
         assert np.all(np.abs(res.estimate - truth) <= 4 * res.noise_sd + res.bias)
 
+
 class TestPrecisionWeights:
     def test_weights_from_the_components_and_the_cap(self) -> None:
         rows = np.array([0.0, 1.0, 2.0, 10.0, 40.0])
