@@ -283,11 +283,11 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
     calls per calibration, seven calibrations per release of the engine, one per release of the
     paper's mean): most of a release's time in an audit that repeats one release thousands of
     times. ``compose``, ``ReleasePlan.calibrate`` (of a frozen plan, the shares, the kind and
-    the refined flag), ``engine._final_radius`` (of the plan, the weights and five fields of the
-    released location — the private counts are integers and the midpoints cells of a grid, so
-    they repeat across runs), ``winsorized.paper_budget`` (of d, ε, δ and the model) and
-    ``variance.plan_budget`` are deterministic functions of their arguments, so caching them
-    changes nothing but speed — ``test_memoized_budgets_are_exact`` in
+    the refined and fallback flags), ``engine._final_radius`` (of the plan, the weights and six
+    fields of the released location — the private counts are integers and the midpoints cells
+    of a grid, so they repeat across runs), ``winsorized.paper_budget`` (of d, ε, δ and the
+    model) and ``variance.plan_budget`` are deterministic functions of their arguments, so
+    caching them changes nothing but speed — ``test_memoized_budgets_are_exact`` in
     ``test_privacy_accounting.py`` checks releases and ledgers bit for bit. Only the modules'
     references are replaced, and only inside the context. Yields the cache of ``compose``.
     """
@@ -304,12 +304,14 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
         return cached(tuple(costs), delta)
 
     @functools.lru_cache(maxsize=1 << 16)
-    def cached_calibrate(plan: Any, shares: bytes, kind: str, refined: bool) -> Any:
-        return calibrate(plan, np.frombuffer(shares), kind, refined=refined)
+    def cached_calibrate(plan: Any, shares: bytes, kind: str, refined: bool, fallback: bool) -> Any:
+        return calibrate(plan, np.frombuffer(shares), kind, refined=refined, fallback=fallback)
 
-    def memo_calibrate(plan: Any, shares: Any, kind: str, *, refined: bool = True) -> Any:
+    def memo_calibrate(
+        plan: Any, shares: Any, kind: str, *, refined: bool = True, fallback: bool = False
+    ) -> Any:
         key = np.ascontiguousarray(shares, dtype=np.float64).tobytes()
-        return cached_calibrate(plan, key, kind, refined)
+        return cached_calibrate(plan, key, kind, refined, fallback)
 
     @functools.lru_cache(maxsize=1 << 10)
     def cached_paper_budget(d: int, epsilon: float, delta: float, local: bool) -> Any:
@@ -326,18 +328,19 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
 
     @functools.lru_cache(maxsize=1 << 16)
     def cached_final_radius(key: tuple[Any, ...], plan: Any) -> Any:
-        sd, error, users, tail, refined, weights = key
+        sd, error, users, tail, refined, fallback, weights = key
         where = types.SimpleNamespace(
             sd=np.frombuffer(sd),
             centre_error=np.frombuffer(error),
             per_column_users=np.frombuffer(users),
             tail=tail,
             refined=refined,
+            fallback=fallback,
         )
         return final_radius(where, np.frombuffer(weights), plan)
 
     def memo_final_radius(where: Any, weights: Any, plan: Any) -> Any:
-        # _final_radius reads these five fields of the Location only (engine.py)
+        # _final_radius reads these six fields of the Location only (engine.py)
         key = (
             *(
                 np.ascontiguousarray(v, dtype=np.float64).tobytes()
@@ -345,6 +348,7 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
             ),
             where.tail,
             where.refined,
+            where.fallback,
             np.ascontiguousarray(weights, dtype=np.float64).tobytes(),
         )
         radius, budget = cached_final_radius(key, plan)

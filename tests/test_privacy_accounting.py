@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from scipy import optimize, special
 
 import dplong
-from dplong.exceptions import PrivacyParameterError
+from dplong.exceptions import InsufficientUsersError, PrivacyParameterError
 from dplong.privacy.accounting import (
     ORDERS,
     Cost,
@@ -48,7 +48,7 @@ from dplong.privacy.accounting import (
 )
 from dplong.privacy.engine import Release, release_means
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.plan import ReleasePlan
+from dplong.privacy.plan import FinalBudget, ReleasePlan
 
 #: Relative slack for float rounding in the independent exact computations (root-finding to
 #: 1e-14, sums of a few hundred terms): far below every margin a wrong rule would leave.
@@ -288,9 +288,33 @@ def test_ledger_totals_equal_compose() -> None:
 
 #: (n, d, ε, δ): small and large n, one to many columns, small to large budgets, δ = 0 (Laplace
 #: only) to large
-PLAN_CASES = list(
+PLAN_CASES: list[Any] = list(
     itertools.product((60, 300, 5_000, 200_000), (1, 2, 5, 24), (0.1, 1.0, 8.0), (0.0, 1e-9, 1e-3))
 )
+#: Within the request, but leaving budget unspent: the Laplace calibration's search ceiling
+#: (test_laplace_calibration_uses_the_whole_budget below) binds once the final stage is two
+#: calls per column (mean and second moment), which the Rényi rule lets sum to more than 2 ε.
+UNSPENT = (200_000, 24, 0.1, 1e-3)
+PLAN_CASES[PLAN_CASES.index(UNSPENT)] = pytest.param(
+    *UNSPENT,
+    marks=pytest.mark.xfail(
+        strict=True,
+        reason="utility, not privacy: calibrate('laplace') stops at 2 max(ε, ε - early ε)",
+    ),
+)
+
+
+#: The plan's other shapes: per-column counts (rows with gaps), precision weights (a weighted
+#: count, no second moment) and public bounds (only the count and the mean).
+PLAN_VARIANTS: tuple[dict[str, bool], ...] = (
+    {},
+    {"complete_rows": False},
+    {"weighted": True},
+    {"bounded": True},
+)
+#: How many users the private count may report, as shares of n: :meth:`ReleasePlan.for_users`
+#: resizes the median and refinement stages for it (the count runs first), down to one user.
+COUNTED_SHARES = (1.0, 0.3, 0.02, 0.0)
 
 
 @pytest.mark.parametrize(("n", "d", "epsilon", "delta"), PLAN_CASES)
@@ -298,31 +322,71 @@ def test_plan_keeps_every_release_within_the_request(
     n: int, d: int, epsilon: float, delta: float
 ) -> None:
     """compose(all calls) of every plan and final budget stays within (ε, δ), for radii and
-    focus weights anywhere, both kinds, with and without refinement and a stated scale."""
+    focus weights anywhere, both kinds, with and without refinement and a stated scale, with
+    one count or one per column, precision weights or public bounds.
+
+    The calls are those the engine makes: the count, the median stages as resized for the
+    private count (:meth:`ReleasePlan.for_users`, any count from n down to 1), the refinement,
+    the histogram's fallback median when it ran, and the final budget split into the mean and
+    the second moment (:meth:`FinalBudget.split` at ``plan.moment_share``): two calls per
+    column, not one, which the Rényi rule composes differently.
+    """
     rng = np.random.default_rng(n + 7 * d)
-    for stated in (False, True):
-        plan = ReleasePlan.make(n=n, d=d, epsilon=epsilon, delta=delta, stated_scale=stated)
+    unspent = []
+    seen: set[ReleasePlan] = set()
+    for stated, variant in itertools.product((False, True), PLAN_VARIANTS):
         try:
-            plan.check(None)
-        except PrivacyParameterError:
+            made = ReleasePlan.make(
+                n=n, d=d, epsilon=epsilon, delta=delta, stated_scale=stated, **variant
+            )
+            made.check(None)
+        except (PrivacyParameterError, InsufficientUsersError):
             continue  # refused before any noise: nothing is spent
         radii = 10.0 ** rng.uniform(-3, 3, d)
         weights = rng.uniform(0.05, 1.0, d)
-        for refined in {False, plan.refine > 0}:
-            early = plan.early_costs(refine=refined)
-            final = plan.final_budget(radii, weights, refined=refined)
-            budgets = [final] + [
-                plan.calibrate(np.full(d, 1.0 / d), kind, refined=refined)
-                for kind in (("laplace", "gaussian") if delta > 0 else ("laplace",))
-            ]
-            for budget in budgets:
-                total = compose(early + budget.costs(), delta)
-                assert total.epsilon <= epsilon * (1 + 1e-12), (plan, budget, total)
-                assert total.delta <= delta
-            # the budget the release uses leaves (almost) nothing on the table
-            total = compose(early + final.costs(), delta)
-            assert total.epsilon >= epsilon * (1 - 1e-6), (plan, final, total)
-            assert final.kind == "laplace" or delta > 0
+        for share in COUNTED_SHARES:
+            plan = made.for_users(max(share * n, 1.0))
+            if plan in seen:  # not resized (enough users, or no median stages): done
+                continue
+            seen.add(plan)
+            assert plan.count == made.count and plan.moment_share == made.moment_share
+            for refined, fallback in itertools.product(
+                {False, plan.refine > 0}, {False, plan.fallback > 0}
+            ):
+                early = plan.early_costs(refine=refined, fallback=fallback)
+                final = plan.final_budget(radii, weights, refined=refined, fallback=fallback)
+                budgets = [final] + [
+                    plan.calibrate(np.full(d, 1.0 / d), kind, refined=refined, fallback=fallback)
+                    for kind in (("laplace", "gaussian") if delta > 0 else ("laplace",))
+                ]
+                for budget in budgets:
+                    total = compose(early + _final_calls(budget, plan.moment_share), delta)
+                    assert total.epsilon <= epsilon * (1 + 1e-12), (plan, budget, total)
+                    assert total.delta <= delta
+                assert final.kind == "laplace" or delta > 0
+                # the budget the release uses leaves (almost) nothing on the table (checked
+                # last, so that every case above is checked for privacy first)
+                total = compose(early + _final_calls(final, plan.moment_share), delta)
+                if total.epsilon < epsilon * (1 - 1e-6):
+                    unspent.append((plan, final, total))
+    assert not unspent, unspent
+
+
+def _final_calls(budget: FinalBudget, moment_share: float) -> list[Cost]:
+    """The final stage's calls: a mean per column and, with a moment share, a second moment."""
+    mean, moment = budget.split(moment_share)
+    return mean.costs() + (moment.costs() if moment is not None else [])
+
+
+def test_final_calls_follow_the_moment_share() -> None:
+    """The split really is two calls of ``(1 - f) ε_j`` and ``f ε_j`` (f > 0 at large n ε)."""
+    plan = ReleasePlan.make(n=5000, d=2, epsilon=1.0, delta=0.0, stated_scale=False)
+    assert plan.moment_share > 0
+    budget = plan.calibrate(np.full(2, 0.5), "laplace")
+    calls = _final_calls(budget, plan.moment_share)
+    assert len(calls) == 4
+    assert math.fsum(c.epsilon for c in calls) == pytest.approx(float(budget.epsilon.sum()))
+    assert calls[2].epsilon == pytest.approx(plan.moment_share * budget.epsilon[0])
 
 
 @pytest.mark.xfail(

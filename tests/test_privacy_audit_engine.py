@@ -532,7 +532,9 @@ def test_private_median_audit_has_power(
 # 4. The private count of users with a statistic (engine._count)
 # ---------------------------------------------------------------------------------------------
 # n = 10 users, d = 3 columns, each count ε_c = 0.5 (the plan's count share replaced by a
-# larger one so that the audit sees it; the mechanism reads only plan.count). With
+# larger one so that the audit sees it; the mechanism reads only plan.count). The plan is the
+# public-bounds one (only the count runs before the mean): with n = 10 the median stages of
+# the default plan are refused before any noise (InsufficientUsersError), but not the count. With
 # complete_rows=True one count of the users whose whole row is finite; with False one count per
 # column (d ledger entries, 3 ε_c = 1.5 in all). User 0 is
 #   * "complete": a finite row; "missing": all NaN; "partial": NaN in column 0 only;
@@ -544,7 +546,9 @@ def test_private_median_audit_has_power(
 
 COUNT_N, COUNT_D, COUNT_EPS = 10, 3, 0.5
 COUNT_PLAN = dataclasses.replace(
-    ReleasePlan.make(n=COUNT_N, d=COUNT_D, epsilon=3.0, delta=1e-3, stated_scale=True),
+    ReleasePlan.make(
+        n=COUNT_N, d=COUNT_D, epsilon=3.0, delta=1e-3, stated_scale=True, bounded=True
+    ),
     count=COUNT_EPS,
 )
 COUNT_USERS = {

@@ -181,7 +181,10 @@ def coinpress_pipeline(
 
 
 def test_coinpress_pipeline_reproduces_the_package() -> None:
-    assert CP_REFERENCE.privacy.epsilon == CP_EPS and CP_REFERENCE.privacy.delta == CP_DELTA
+    # the whole budget, never more: the steps' common ε is found by bisection to a relative
+    # 1e-9 on the safe side (plan.largest_within), so the ledger may fall short by that much
+    assert CP_EPS * (1 - 1e-8) <= CP_REFERENCE.privacy.epsilon <= CP_EPS
+    assert CP_REFERENCE.privacy.delta == CP_DELTA
     assert CP_HIST.epsilon == pytest.approx(0.05 * CP_EPS)  # the floor share
     # the two steps share the rest: at least basic composition's half, at most a hair more
     assert CP_MID.epsilon == CP_VAR.epsilon
@@ -346,7 +349,10 @@ def bisection_pipeline(
 
 
 def test_bisection_pipeline_reproduces_the_package() -> None:
-    assert BI_REFERENCE.privacy.epsilon == BI_EPS and BI_REFERENCE.privacy.delta == BI_DELTA
+    # the whole budget, never more: the steps' common ε is found by bisection to a relative
+    # 1e-9 on the safe side (plan.largest_within), so the ledger may fall short by that much
+    assert BI_EPS * (1 - 1e-8) <= BI_REFERENCE.privacy.epsilon <= BI_EPS
+    assert BI_REFERENCE.privacy.delta == BI_DELTA
     assert BI_HIST.epsilon == pytest.approx(0.05 * BI_EPS)
     assert 0.95 * BI_EPS / 2 <= BI_COV.epsilon <= 0.96 * BI_EPS / 2
     passes = 0

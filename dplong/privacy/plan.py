@@ -294,6 +294,7 @@ class ReleasePlan:
         histogram = (
             stated_scale
             and wanted > high
+            and delta > 0.0  # the stable histogram is (ε, δ)-DP: it needs a δ
             and _histogram_reliable(n, HISTOGRAM_SHARE * per_column, delta / (2 * d))
         )
         if histogram:  # few users and a stated scale: Alg 2-3's histogram is the surer midpoint
