@@ -506,8 +506,22 @@ def release_means(
         second = np.clip(half + moment.total / users, 0.0, radius**2)
         # the variance of the clipped values, or σ̂² if larger (its noise is one-sided safe)
         spread = np.sqrt(np.maximum(second - offset**2, where.sd**2))
-    noise_sd = final.sd / users
-    count_sd = np.abs(offset) * where.users_sd / users
+    with np.errstate(over="ignore", invalid="ignore"):  # a far miss overflows its figures
+        estimate = where.centre + offset
+        total_sd = np.sqrt((final.sd / users) ** 2 + (np.abs(offset) * where.users_sd / users) ** 2)
+        sampling_sd = spread / np.sqrt(users)
+        bias = (
+            np.zeros(d)
+            if bounds is not None
+            else clipping_bias(where.sd**2, radius, where.centre_error, tail=where.tail)
+            * _bias_factor(user_weights, users, n)
+        )
+    # a number whose error figures overflow (the medians missed by hundreds of magnitudes) says
+    # nothing: withheld like a missed one
+    unbounded = ~(
+        np.isfinite(estimate) & np.isfinite(total_sd) & np.isfinite(sampling_sd) & np.isfinite(bias)
+    )
+    missed = missed | (unbounded & ~undefined & ~lost)
     withheld = undefined | lost | missed  # no number, so no error figures either
 
     def shown(values: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -515,17 +529,12 @@ def release_means(
 
     return Release(
         names=names,
-        estimate=shown(where.centre + offset),
-        noise_sd=shown(np.sqrt(noise_sd**2 + count_sd**2)),
+        estimate=shown(estimate),
+        noise_sd=shown(total_sd),
         noise_scale=final.scale / users,
         noise_kind=budget.kind,
-        sampling_sd=shown(spread / np.sqrt(users)),
-        bias=shown(
-            np.zeros(d)
-            if bounds is not None
-            else clipping_bias(where.sd**2, radius, where.centre_error, tail=where.tail)
-            * _bias_factor(user_weights, users, n)
-        ),
+        sampling_sd=shown(sampling_sd),
+        bias=shown(bias),
         interval=np.stack([where.centre - radius, where.centre + radius], axis=1),
         midpoint=where.midpoint,
         scale=where.sd**2,
@@ -752,8 +761,8 @@ def _missed_notes(names: tuple[str, ...], missed: NDArray[np.bool_]) -> tuple[st
     listed = [names[j] for j in np.flatnonzero(missed)]
     return (
         f"No estimate (NaN) for {listed}: the released mean sits at the edge of its projection "
-        "interval, so the private midpoint missed the data there. Raise epsilon, use fewer "
-        "columns, or state the scale.",
+        "interval (or its error figures overflow), so the private midpoint missed the data "
+        "there. Raise epsilon, use fewer columns, or state the scale.",
     )
 
 
