@@ -407,8 +407,17 @@ def band_runs(privacy: str) -> dict[str, NDArray[np.float64]]:
 
 
 @pytest.mark.parametrize("privacy", ["central", "local"])
-def test_bands_cover_the_smoothed_curve(privacy: str) -> None:
+def test_bands_and_error_bounds(privacy: str) -> None:
+    # one test per privacy model for both checks: they share the 600 fits, which two tests
+    # could compute twice on two workers
     runs = band_runs(privacy)
+    check_bands_cover_the_smoothed_curve(runs, privacy)
+    check_error_bound_holds_for_f(runs, privacy)
+
+
+def check_bands_cover_the_smoothed_curve(
+    runs: dict[str, NDArray[np.float64]], privacy: str
+) -> None:
     for key, level in (("95", 0.95), ("50", 0.5)):
         per_rep = runs[key].mean(axis=1)
         se = per_rep.std(ddof=1) / math.sqrt(per_rep.size)
@@ -416,9 +425,7 @@ def test_bands_cover_the_smoothed_curve(privacy: str) -> None:
         assert abs(per_rep.mean() - level) < Z_TOL * se
 
 
-@pytest.mark.parametrize("privacy", ["central", "local"])
-def test_error_bound_holds_for_f(privacy: str) -> None:
-    runs = band_runs(privacy)
+def check_error_bound_holds_for_f(runs: dict[str, NDArray[np.float64]], privacy: str) -> None:
     stated = float(runs["probability"][0])
     # 1 - α - 2γ less the midpoint's failure probability (~5e-6 centrally; none locally)
     assert stated == pytest.approx(0.85 if privacy == "central" else 0.90, abs=1e-4)
