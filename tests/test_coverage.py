@@ -2,14 +2,14 @@
 is given, the scale is estimated privately.
 
 * Coverage study: 95 % intervals of the default fit on the location and the linear model,
-  n ∈ {2,000; 20,000} users, T ∈ {1, 10}, ε ∈ {0.5, 1, 4}, i.i.d. and Toeplitz (AR(1))
+  n ∈ {2,000; 20,000} users, T ∈ {1, 10}, ε ∈ {0.5, 4}, i.i.d. and Toeplitz (AR(1))
   within-user errors, ``REPS`` replications per cell; each error-bound report's total must hold
   at least as often as the probability it states.
 * Issue 10's cells: the user-level mean, n = 1,000 users x T = 10 rows of an AR(1) with
   coefficient 0.9, ε ∈ {1, 0.5}, defaults only.
 * Paper Fig. 5 analogue: the default (scale estimated inside the release) against the release
   given the true variance, same ε, n = 6,000 users under three covariances of the users.
-* The variance components' intervals under stated Gaussian scales (Group Var: xfail).
+* The variance components' intervals under stated Gaussian scales.
 
 Tolerance. Each cell-coefficient's claim is one-sided — coverage at least 0.93, an error bound
 holding at least at its stated probability p — and is checked by an exact one-sided binomial
@@ -22,14 +22,15 @@ price of R = 200 is power: the cell fails when at most 173 of 200 intervals cove
 covering 0.80 is caught with probability 0.99, 0.83 with 0.92, 0.85 with 0.75, 0.88 with 0.29
 (R = 400, the issue-10 cells: 0.85 with 0.98) — not one at 0.92. That is the known weak
 spot — the default slope intervals of the linear model cover ~0.92 at n = 20,000 because the
-plug-in sd of heavy-tailed per-user coefficients is ~8 % low — which test_linear_statistics.py
-pins down decisively (xfail) instead of by coverage. The
+plug-in sd of heavy-tailed per-user coefficients was ~8 % low — which test_linear_statistics.py
+checks directly (the second-moment plug-in) instead of by coverage. The
 measured table is printed (``pytest -s``); with the fixed seeds it reads: location 0.91-0.97,
 linear intercept 0.925-0.965, slope 0.88-0.98 (lowest: n = 20,000, Toeplitz), error bounds
 held in >= 98 % of releases.
 
-Runtime: ~8.5 min of one core in all (measured 500 s of CPU), about 4.5 min on 2 idle
-cores (pytest -n 2); marked slow.
+Runtime: the coverage study runs ε ∈ {0.5, 4} only (ε = 1 lies between them: the budget
+enters the intervals through the noise sd alone, which is monotone in ε) to keep the suite
+within its CI budget; R = 200 per cell keeps the power above. Marked slow.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ pytestmark = pytest.mark.slow
 REPS = 200
 LEVEL = 1e-3  # one-sided binomial test level per cell-coefficient (module docstring)
 CLAIMED_COVERAGE = 0.93
-EPSILONS = (0.5, 1.0, 4.0)
+EPSILONS = (0.5, 4.0)  # the extremes of the study's range (module docstring)
 MU, BETA = 2.0, np.array([1.0, 0.5])
 GROUP_SD, PHI = 1.0, 0.6  # random-effect sd; AR(1) coefficient of the Toeplitz errors
 FIG5_SEEDS = {"iid": 51, "equicorrelated": 52, "toeplitz": 53}
@@ -232,19 +233,12 @@ def component_coverage() -> np.ndarray:
 COMPONENT_REPS = 200
 
 
-def test_location_and_scale_intervals_under_stated_gaussian_scales() -> None:
-    hits = component_coverage()[[0, 2]]  # measured 0.965, 0.925
-    assert np.all(consistent_with(hits, COMPONENT_REPS, CLAIMED_COVERAGE)), hits
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine: Group Var's per-user statistic (ȳ_u - μ̂)² - s²_u/T is 1.2 χ²₁-like; its "
-    "stated Gaussian 'scale' is a variance, not a sub-Gaussian proxy, yet the accurate radius "
-    "(~3 sds) and the sub-Gaussian bias bound treat it as one: the right tail is clipped, the "
-    "estimate is biased by -0.030 (1.1 standard errors; bound reported 0.0019) and the 95 % "
-    "intervals cover 0.76",
-)
-def test_group_var_interval_under_stated_gaussian_scales() -> None:
-    hits = component_coverage()[1]  # measured 152 / 200
-    assert consistent_with(np.array(hits), COMPONENT_REPS, CLAIMED_COVERAGE).item()
+def test_component_intervals_under_stated_gaussian_scales() -> None:
+    # one test for the three (the 200 fits are shared; split, they could run on two workers)
+    hits = component_coverage()  # measured 0.965, -, 0.925 for Intercept, -, Scale
+    assert np.all(consistent_with(hits[[0, 2]], COMPONENT_REPS, CLAIMED_COVERAGE)), hits
+    # Group Var's per-user statistic (ȳ_u - μ̂)² - s²_u/T is 1.2 χ²₁-like: skewed. Its stated
+    # Gaussian scales now give the components public bounds that hold every user with
+    # probability 1 - γ (location._component_bounds: Laurent–Massart and Lemma 5.2's τ), so its
+    # right tail is no longer clipped away (was: 152 / 200 with a ~3 sd radius)
+    assert consistent_with(np.array(hits[1]), COMPONENT_REPS, CLAIMED_COVERAGE).item(), hits

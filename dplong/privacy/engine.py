@@ -641,8 +641,11 @@ def _count(
 ) -> tuple[NDArray[np.float64], float, list[LedgerEntry]]:
     """Private counts of users with a statistic (one, or one per column), floored at 1; with
     ``root`` (``√w_u``) the weighted counts :func:`_weighted_count`."""
-    finite = np.isfinite(matrix)
-    present = np.asarray(finite.all(axis=1, keepdims=True) if complete_rows else finite, dtype=bool)
+    # NaN, and only NaN, means no statistic (as for the medians and the clipped sums, where an
+    # infinite statistic is clipped like any other): a count that left out infinite values
+    # would divide sums that include them
+    found = ~np.isnan(matrix)
+    present = np.asarray(found.all(axis=1, keepdims=True) if complete_rows else found, dtype=bool)
     targets = ("users with a statistic",) if complete_rows else names
     if root is not None:
         return _weighted_count(present, root**2, plan.count, targets, rng)

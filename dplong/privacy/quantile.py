@@ -97,7 +97,7 @@ class LogGrid:
     @cached_property
     def half_widths(self) -> NDArray[np.float64]:
         """How far a value in each cell may lie from what the cell reports. The unbounded end
-        cells get their boundary's magnitude: a finite stand-in (data out there are beyond
+        cells get half their boundary's magnitude: a finite stand-in (data out there are beyond
         ``2**1023``, the last finite powers of two, and no radius could hold them anyway)."""
         b = self.boundaries
         inner = (b[1:] - b[:-1]) / 2.0
