@@ -116,9 +116,7 @@ for eps in epsilons:
         fit = model.fit(epsilon=eps, scale=assumption, min_rows=11, random_state=seed)
         releases.append({"epsilon": eps, **fit.params})
 releases = pd.DataFrame(releases)
-releases.groupby("epsilon")["Intercept"].apply(lambda x: x.isna().mean()).rename(
-    "share withheld"
-)
+releases.groupby("epsilon")["Intercept"].apply(lambda x: x.isna().mean()).rename("share withheld")
 
 # %%
 # Their mean and spread, next to MixedLM's estimates:
