@@ -568,8 +568,9 @@ def _count_matrix(user: str) -> NDArray[np.float64]:
 
 
 def _count_noiseless(user: str, complete_rows: bool) -> NDArray[np.float64]:
-    finite = np.isfinite(_count_matrix(user))
-    return finite.all(axis=1).sum(keepdims=True) if complete_rows else finite.sum(axis=0)
+    # a statistic is present unless NaN: ±inf is a (clipped) value like any other
+    present = ~np.isnan(_count_matrix(user))
+    return present.all(axis=1).sum(keepdims=True) if complete_rows else present.sum(axis=0)
 
 
 def _count_claim(complete_rows: bool, forget: bool = False) -> float:
@@ -627,7 +628,7 @@ def _count_audit(pair: tuple[str, str], complete_rows: bool, factor: float = 1.0
         (("complete", "missing"), True, 0.8),
         (("complete", "missing"), False, 0.75),
         (("partial", "complete"), False, 0.2),
-        (("inf", "complete"), True, 0.8),
+        (("inf", "missing"), True, 0.8),
     ],
     ids=["one-count", "per-column-counts", "per-column-partial-row", "inf-entry"],
 )
