@@ -17,8 +17,12 @@ RandomState = int | np.random.Generator | None
 
 def check_random_state(random_state: RandomState) -> np.random.Generator:
     """Return a Generator; ``None`` draws fresh OS entropy (the only choice for a release)."""
-    if random_state is None or isinstance(random_state, (int, np.integer)):
-        return np.random.default_rng(random_state)
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ParameterError(f"random_state must be a non-negative int, got {random_state}")
+        return np.random.default_rng(int(random_state))
+    if random_state is None:
+        return np.random.default_rng()
     if isinstance(random_state, np.random.Generator):
         return random_state
     raise ParameterError(
@@ -27,7 +31,30 @@ def check_random_state(random_state: RandomState) -> np.random.Generator:
     )
 
 
+def _describe(value: Any) -> str:
+    """A short description of an argument (an array is not printed in full)."""
+    if isinstance(value, np.ndarray | list | tuple) and np.size(value) > 8:
+        return f"{type(value).__name__} of {np.size(value)} values"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def real_number(value: Any, name: str, error: type[Exception] = ParameterError) -> float:
+    """``value`` as a float, refusing what only looks like a number: a string (``"1"``) or a
+    bool (``True``) is never coerced, so a typo in a configuration cannot change a release."""
+    if isinstance(value, str | bytes | bool | np.bool_):
+        raise error(f"{name} must be a number, got {type(value).__name__} {_describe(value)}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise error(f"{name} must be a number, got {_describe(value)}") from None
+
+
 def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
+    if isinstance(epsilon, str | bytes | bool | np.bool_):
+        raise PrivacyParameterError(
+            f"{name} must be a positive finite number, got {type(epsilon).__name__} {epsilon!r}"
+        )
     try:
         value = float(epsilon)
     except (TypeError, ValueError):
@@ -40,6 +67,10 @@ def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
 
 
 def check_delta(delta: Any, name: str = "delta") -> float:
+    if isinstance(delta, str | bytes | bool | np.bool_):
+        raise PrivacyParameterError(
+            f"{name} must be a number in (0, 1), got {type(delta).__name__} {delta!r}"
+        )
     try:
         value = float(delta)
     except (TypeError, ValueError):
@@ -50,6 +81,8 @@ def check_delta(delta: Any, name: str = "delta") -> float:
 
 
 def check_fraction(value: Any, name: str) -> float:
+    if isinstance(value, str | bytes | bool | np.bool_):
+        raise ParameterError(f"{name} must be a number in (0, 1), got {type(value).__name__}")
     try:
         share = float(value)
     except (TypeError, ValueError):
@@ -85,7 +118,13 @@ def as_finite_matrix(values: ArrayLike, name: str = "values") -> NDArray[np.floa
 
 
 def per_column(value: Any, d: int, name: str, *, positive: bool = True) -> NDArray[np.float64]:
-    """Broadcast a scalar or length-d array to d finite (positive) floats."""
+    """Broadcast a scalar or length-d array to d finite (positive) floats; strings and bools
+    are refused, not coerced."""
+    raw = np.asarray(value) if not isinstance(value, np.ndarray) else value
+    if raw.dtype.kind not in "iuf":
+        raise ParameterError(
+            f"{name} must be a number or an array of {d} numbers, got {_describe(value)}"
+        )
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):

@@ -12,7 +12,13 @@ import statsmodels.api as sm
 
 import dplong
 from dplong.dependence import AR1, RandomEffects
-from dplong.exceptions import DataError, FormulaError, InsufficientUsersError, ParameterError
+from dplong.exceptions import (
+    DataError,
+    FormulaError,
+    InsufficientUsersError,
+    ParameterError,
+    PrivacyParameterError,
+)
 from dplong.privacy.quantile import GRID, miss_probability
 
 # ε = 1e300 makes every geometric draw exactly 0 and the histogram threshold 1/n: the release
@@ -386,3 +392,30 @@ class TestErrorBound:
         assert t.loc["Intercept", "privacy noise"] == pytest.approx(
             res.noise_sd["Intercept"] * math.sqrt(2 / 0.05)
         )
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "error"),
+    [
+        ("epsilon", "1", PrivacyParameterError),
+        ("epsilon", True, PrivacyParameterError),
+        ("delta", "1e-6", PrivacyParameterError),
+        ("gamma", "0.05", ParameterError),
+        ("scale", True, ParameterError),
+        ("scale", "2", ParameterError),
+        ("random_state", -1, ParameterError),
+        ("random_state", True, ParameterError),
+    ],
+)
+def test_numbers_are_never_coerced(option: str, value: object, error: type) -> None:
+    """A string or a bool where a number belongs is refused (never read as 1 or 1.0, so that a
+    typo in a configuration cannot change a release), before any noise: the Generator passed
+    as random_state is not advanced."""
+    x = np.random.default_rng(0).normal(size=500)
+    kwargs: dict[str, object] = {"epsilon": 1.0, "random_state": np.random.default_rng(1)}
+    kwargs[option] = value
+    before = np.random.default_rng(1).bit_generator.state
+    with pytest.raises(error, match=option):
+        dplong.winsorized_mean(x, **kwargs)  # type: ignore[arg-type]
+    if option != "random_state":
+        assert kwargs["random_state"].bit_generator.state == before  # type: ignore[union-attr]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,11 +24,17 @@ from dplong.privacy.noise import (
 
 __all__ = [
     "Histogram",
+    "bin_centre",
     "bin_index",
     "randomized_histogram",
     "stable_histogram",
     "stable_histogram_threshold",
 ]
+
+
+#: Bin indices from this magnitude on are computed exactly: the double ``(x - h) / 2h`` no
+#: longer holds their ceiling, and beyond ``2**63`` no int64 holds them.
+_EXACT_BEYOND = 2.0**53
 
 
 @dataclass(frozen=True)
@@ -55,7 +63,7 @@ class Histogram:
     """
 
     half_width: float
-    bins: NDArray[np.int64]
+    bins: NDArray[Any]
     proportions: NDArray[np.float64]
 
     @property
@@ -69,6 +77,8 @@ class Histogram:
         >>> Histogram(0.25, np.array([-2, 3]), np.array([0.4, 0.6])).centers.tolist()
         [-1.0, 1.5]
         """
+        if self.bins.dtype == object:  # exact indices beyond 2**53 (see bin_index)
+            return np.array([bin_centre(k, self.half_width) for k in self.bins.tolist()])
         return np.asarray(2.0 * self.half_width * self.bins, dtype=np.float64)
 
     def mode(self) -> int | None:
@@ -90,11 +100,14 @@ class Histogram:
         return int(self.bins[np.argmax(self.proportions)])
 
 
-def bin_index(values: NDArray[np.float64], half_width: float) -> NDArray[np.int64]:
-    """``k`` with ``values ∈ (2hk - h, 2hk + h]``.
+def bin_index(values: NDArray[np.float64], half_width: float) -> NDArray[Any]:
+    """``k`` with ``values ∈ (2hk - h, 2hk + h]``, for finite ``values``.
 
-    Float rounding may put a value lying on an edge into the neighbouring bin; that is still a
-    fixed function of the one value, so the sensitivity argument is unaffected.
+    ``int64`` while every ``|k| < 2**53``. Float rounding may then put a value lying on an
+    edge into the neighbouring bin; that is still a fixed function of the one value, so the
+    sensitivity argument is unaffected. Any larger index (huge values, e.g. ``5e19`` at
+    ``h = 2.7`` is beyond int64, and ``1e308`` at ``h = 0.001`` beyond every double) is
+    computed exactly in rational arithmetic, and the array is then one of Python ints.
 
     Examples
     --------
@@ -102,8 +115,35 @@ def bin_index(values: NDArray[np.float64], half_width: float) -> NDArray[np.int6
     >>> from dplong.privacy.histogram import bin_index
     >>> bin_index(np.array([-1.0, -0.5, 0.0, 0.5, 0.6, 3.0]), half_width=0.5).tolist()
     [-1, -1, 0, 0, 1, 3]
+    >>> k = bin_index(np.array([0.0, 1e308]), half_width=0.001)
+    >>> k.dtype, k[1] > 2**1000, bin_centre(k[1], half_width=0.001) == 1e308
+    (dtype('O'), True, True)
     """
-    return np.ceil((values - half_width) / (2.0 * half_width)).astype(np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        quotient = np.ceil((values - half_width) / (2.0 * half_width))
+    small = np.abs(quotient) < _EXACT_BEYOND
+    if small.all():
+        return quotient.astype(np.int64)
+    index = np.empty(values.shape, dtype=object)
+    index[small] = quotient[small].astype(np.int64).tolist()
+    h = Fraction(half_width)
+    index[~small] = [math.ceil((Fraction(v) - h) / (2 * h)) for v in values[~small].tolist()]
+    return index
+
+
+def bin_centre(k: int, half_width: float) -> float:
+    """The centre ``2hk`` of bin ``k`` as the nearest double (exact for any bin a double
+    falls in, however large ``k``).
+
+    Examples
+    --------
+    >>> from dplong.privacy.histogram import bin_centre
+    >>> bin_centre(3, 0.5), bin_centre(2**80 + 1, 0.5) == 2.0**80
+    (3.0, True)
+    """
+    if abs(k) < _EXACT_BEYOND:
+        return 2.0 * half_width * k
+    return float(2 * Fraction(half_width) * k)
 
 
 def stable_histogram_threshold(n: int, epsilon: float, delta: float) -> float:
@@ -209,7 +249,8 @@ def randomized_histogram(
     n = values.shape[0] if n is None else n
     values = values[np.isfinite(values)]  # a non-finite value reports an all-zero indicator
     q = flip_probability(epsilon / 2.0)
-    k = bin_index(values, half_width)
+    reach = 2.0 * half_width * (float(np.abs(bins).max()) + 2.0)  # beyond it: in no bin
+    k = bin_index(np.clip(values, -reach, reach), half_width)
     position = np.searchsorted(bins, k)
     inside = (position < bins.size) & (bins[np.minimum(position, bins.size - 1)] == k)
     counts = np.bincount(position[inside], minlength=bins.size)
