@@ -33,7 +33,7 @@ import pandas as pd
 
 import dplong
 from dplong.dask_frames import is_dask, require_dask
-from dplong.exceptions import DplongError, FormulaError, MissingDependencyError
+from dplong.exceptions import DataError, DplongError, FormulaError, MissingDependencyError
 from dplong.kernels import KERNELS
 from dplong.report import write_report
 from dplong.results import PanelResults
@@ -568,15 +568,15 @@ def read_data(source: str) -> pd.DataFrame | DaskFrame:
     >>> from dplong.cli import read_data
     >>> read_data("dataset:dietox")["Pig"].nunique()
     72
-    >>> read_data("dataset:nope")
+    >>> read_data("dataset:nope")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: unknown data set 'nope'; shipped: dataset:wage_panel, dataset:dietox
+    dplong.exceptions.DataError: unknown data set 'nope'; shipped: dataset:wage_panel, ...
     """
     try:
         return _read(source)
     except _InputError as err:
-        raise ValueError(str(err)) from None
+        raise DataError(str(err)) from None
 
 
 def _read(source: str) -> pd.DataFrame | DaskFrame:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dplong._validation import real_number
 from dplong.exceptions import ParameterError
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
 
 
 def _positive(value: float, name: str) -> float:
+    value = real_number(value, name)
     if not (math.isfinite(value) and value > 0):
         raise ParameterError(f"{name} must be a positive finite number, got {value!r}")
     return float(value)
@@ -179,7 +181,10 @@ class Toeplitz(DependenceModel):
     autocovariance: Sequence[float]
 
     def __post_init__(self) -> None:
-        gamma = np.asarray(self.autocovariance, dtype=np.float64)
+        raw = np.asarray(self.autocovariance)
+        if raw.dtype.kind not in "iuf":
+            raise ParameterError("autocovariance must be a sequence of numbers")
+        gamma = raw.astype(np.float64)
         if gamma.ndim != 1 or gamma.size == 0 or not np.isfinite(gamma).all() or gamma[0] <= 0:
             raise ParameterError(
                 "autocovariance must be a non-empty sequence of finite numbers "
@@ -217,7 +222,7 @@ class AR1(DependenceModel):
     variance: float = 1.0
 
     def __post_init__(self) -> None:
-        if not (-1.0 < self.phi < 1.0):
+        if not (-1.0 < real_number(self.phi, "phi") < 1.0):
             raise ParameterError(f"phi must lie in (-1, 1), got {self.phi!r}")
         _positive(self.variance, "variance")
 
@@ -246,7 +251,7 @@ class Exchangeable(DependenceModel):
     variance: float = 1.0
 
     def __post_init__(self) -> None:
-        if not (0.0 <= self.correlation < 1.0):
+        if not (0.0 <= real_number(self.correlation, "correlation") < 1.0):
             raise ParameterError(f"correlation must lie in [0, 1), got {self.correlation!r}")
         _positive(self.variance, "variance")
 
@@ -295,7 +300,12 @@ class RandomEffects(DependenceModel):
         _positive(self.residual_variance, "residual_variance")
         if self.group_sizes is not None:
             sizes = np.asarray(self.group_sizes)
-            if sizes.ndim != 1 or sizes.size == 0 or (sizes < 1).any():
+            if (
+                sizes.dtype.kind not in "iu"
+                or sizes.ndim != 1
+                or sizes.size == 0
+                or (sizes < 1).any()
+            ):
                 raise ParameterError(
                     "group_sizes must be a non-empty sequence of positive integers"
                 )

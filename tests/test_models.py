@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import struct
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -419,3 +420,22 @@ def test_numbers_are_never_coerced(option: str, value: object, error: type) -> N
         dplong.winsorized_mean(x, **kwargs)  # type: ignore[arg-type]
     if option != "random_state":
         assert kwargs["random_state"].bit_generator.state == before  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: dplong.dependence.AR1("0.5"), "phi"),
+        (lambda: dplong.dependence.AR1(0.5, variance="1"), "variance"),
+        (lambda: dplong.dependence.Independent(True), "variance"),
+        (lambda: dplong.dependence.Exchangeable("0.2"), "correlation"),
+        (lambda: dplong.dependence.Toeplitz(["1", "0.5"]), "autocovariance"),
+        (lambda: dplong.dependence.RandomEffects(1.0, 1.0, group_sizes=[2.5]), "group_sizes"),
+        (lambda: dplong.datasets.descr("iris"), "unknown data set"),
+    ],
+)
+def test_public_helpers_refuse_what_only_looks_right(make: Any, match: str) -> None:
+    """Dependence models and data-set names: a package error naming the argument, not a
+    numpy or Python one (and no string read as a number)."""
+    with pytest.raises(ParameterError, match=match):
+        make()

@@ -27,6 +27,8 @@ from typing import Final, Literal
 import numpy as np
 import pandas as pd
 
+from dplong.exceptions import ParameterError
+
 __all__ = ["DATASETS", "DatasetName", "descr", "load_dietox", "load_wage_panel"]
 
 DatasetName = Literal["wage_panel", "dietox"]
@@ -67,7 +69,7 @@ def _check_name(name: str) -> DatasetName:
         return "wage_panel"
     if name == "dietox":
         return "dietox"
-    raise ValueError(f"unknown data set {name!r}; expected one of {DATASETS}")
+    raise ParameterError(f"unknown data set {name!r}; expected one of {DATASETS}")
 
 
 def _read_csv(name: DatasetName, dtypes: dict[str, type[np.generic]]) -> pd.DataFrame:
