@@ -467,7 +467,10 @@ class CurveResults(PanelResults):
         ...
         dplong.exceptions.ParameterError: x must lie within the grid [0, 1]; got values up to 1.5
         """
-        points = np.atleast_1d(np.asarray(x, dtype=float))
+        raw = np.atleast_1d(np.asarray(x))
+        if raw.dtype.kind not in "iuf" or raw.size == 0:
+            raise ParameterError(f"x must be one or more real numbers, got dtype {raw.dtype}")
+        points = raw.astype(np.float64)
         grid = self.grid
         if not np.isfinite(points).all():
             raise ParameterError("x must be finite")

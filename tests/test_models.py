@@ -439,3 +439,31 @@ def test_public_helpers_refuse_what_only_looks_right(make: Any, match: str) -> N
     numpy or Python one (and no string read as a number)."""
     with pytest.raises(ParameterError, match=match):
         make()
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pd.Series(pd.date_range("2020-01-01", periods=300)),
+        pd.Series(pd.to_timedelta(np.arange(300), unit="D")),
+        np.arange(300) + 1j,
+        pd.Series(["a", "b", "c"] * 100),
+    ],
+    ids=["datetime", "timedelta", "complex", "text"],
+)
+def test_values_that_are_not_real_numbers_are_refused_by_dtype(values: Any) -> None:
+    """Dates are not taken as nanoseconds nor text as codes: the dtype (public) decides."""
+    with pytest.raises(DataError, match="not a real number"):
+        dplong.winsorized_mean(values, epsilon=1.0)
+
+
+def test_predict_refuses_what_is_not_a_point() -> None:
+    res = dplong.PriestleyChao.from_formula(
+        "y ~ x",
+        pd.DataFrame({"x": np.arange(2000) / 2000, "y": np.zeros(2000)}),
+        domain=(0, 1),
+        bandwidth=0.1,
+    ).fit(epsilon=1.0, noise_sd=1.0, amplitude=1.0, random_state=0)
+    for bad in ([], ["0.5"], "0.5"):
+        with pytest.raises(ParameterError, match="x must be"):
+            res.predict(bad)

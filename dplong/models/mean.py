@@ -180,7 +180,20 @@ def _matrix(
 
 
 def _floats(values: ArrayLike) -> NDArray[np.float64]:
-    """Values as a float (rows, d) matrix, NaN where missing."""
+    """Values as a float (rows, d) matrix, NaN where missing; dates, durations, complex
+    numbers and text are refused by dtype (a public fact), never converted."""
+    kinds = (
+        [(str(c), values[c].dtype) for c in values.columns]
+        if isinstance(values, pd.DataFrame)
+        else [(str(getattr(values, "name", None) or "values"), np.asarray(values).dtype)]
+    )
+    for label, dtype in kinds:
+        numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype)
+        if not numeric or pd.api.types.is_timedelta64_dtype(dtype):
+            raise DataError(
+                f"values column {label!r} has dtype {dtype}, not a real number; convert it "
+                "explicitly (e.g. dates to years since a public origin)"
+            )
     try:
         if isinstance(values, pd.DataFrame | pd.Series):
             array = values.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)
