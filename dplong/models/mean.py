@@ -191,8 +191,8 @@ def _floats(values: ArrayLike) -> NDArray[np.float64]:
         numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype)
         if not numeric or pd.api.types.is_timedelta64_dtype(dtype):
             raise DataError(
-                f"values column {label!r} has dtype {dtype}, not a real number; convert it "
-                "explicitly (e.g. dates to years since a public origin)"
+                f"values must be numeric: column {label!r} has dtype {dtype}, not a real "
+                "number; convert it explicitly (e.g. dates to years since a public origin)"
             )
     try:
         if isinstance(values, pd.DataFrame | pd.Series):
