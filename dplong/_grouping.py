@@ -1,4 +1,4 @@
-"""Per-user reduction: map user ids to 0..n-1 and average rows per user, without a Python loop."""
+"""User ids of the rows as codes 0..n-1, without a Python loop."""
 
 from __future__ import annotations
 
@@ -12,30 +12,15 @@ from dplong.exceptions import DataError
 def factorize_groups(
     groups: ArrayLike, n_rows: int, name: str = "groups"
 ) -> tuple[NDArray[np.intp], int]:
-    """Codes 0..n-1 for the user ids (first-appearance order) and the number of users n."""
-    ids = pd.Series(np.asarray(groups) if not isinstance(groups, pd.Series) else groups)
-    if ids.ndim != 1 or len(ids) != n_rows:
+    """Codes 0..n-1 for the user ids (first-appearance order) and the number of users n.
+
+    A row with a missing id belongs to no user (code -1), as in the formula layer: its values
+    are no one's statistic, and n counts the distinct ids.
+    """
+    if np.ndim(groups) != 1 or len(groups) != n_rows:  # type: ignore[arg-type]
         raise DataError(
-            f"{name} must have one user id per row: got {len(ids)} ids for {n_rows} rows"
+            f"{name} must have one user id per row: got shape {np.shape(groups)} for "
+            f"{n_rows} rows"
         )
-    check_no_missing_ids(int(ids.isna().sum()), name)
-    codes, uniques = pd.factorize(ids, sort=False)
+    codes, uniques = pd.factorize(pd.Series(groups), sort=False)
     return codes.astype(np.intp), len(uniques)
-
-
-def check_no_missing_ids(missing: int, name: str = "groups") -> None:
-    """Refuse user ids with ``missing`` missing values."""
-    if missing:
-        raise DataError(
-            f"{name} has {missing} missing user ids; every row needs "
-            "the id of the user it belongs to"
-        )
-
-
-def group_means(
-    values: NDArray[np.float64], codes: NDArray[np.intp], n: int
-) -> NDArray[np.float64]:
-    """Per-user column means (Def 5.1) of an (rows x d) matrix, users in code order."""
-    counts = np.bincount(codes, minlength=n).astype(np.float64)
-    sums = np.stack([np.bincount(codes, weights=col, minlength=n) for col in values.T], axis=1)
-    return sums / counts[:, None]

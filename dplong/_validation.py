@@ -31,7 +31,7 @@ def check_random_state(random_state: RandomState) -> np.random.Generator:
     )
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
     """A short description of an argument (an array is not printed in full)."""
     if isinstance(value, np.ndarray | list | tuple) and np.size(value) > 8:
         return f"{type(value).__name__} of {np.size(value)} values"
@@ -39,56 +39,38 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def real_number(value: Any, name: str, error: type[Exception] = ParameterError) -> float:
+def real_number(
+    value: Any, name: str, error: type[Exception] = ParameterError, expected: str = "a number"
+) -> float:
     """``value`` as a float, refusing what only looks like a number: a string (``"1"``) or a
     bool (``True``) is never coerced, so a typo in a configuration cannot change a release."""
     if isinstance(value, str | bytes | bool | np.bool_):
-        raise error(f"{name} must be a number, got {type(value).__name__} {_describe(value)}")
+        raise error(f"{name} must be {expected}, got {type(value).__name__} {describe(value)}")
     try:
         return float(value)
     except (TypeError, ValueError):
-        raise error(f"{name} must be a number, got {_describe(value)}") from None
+        raise error(f"{name} must be {expected}, got {describe(value)}") from None
 
 
 def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
-    if isinstance(epsilon, str | bytes | bool | np.bool_):
-        raise PrivacyParameterError(
-            f"{name} must be a positive finite number, got {type(epsilon).__name__} {epsilon!r}"
-        )
-    try:
-        value = float(epsilon)
-    except (TypeError, ValueError):
-        raise PrivacyParameterError(
-            f"{name} must be a positive finite number, got {epsilon!r}"
-        ) from None
+    expected = "a positive finite number"
+    value = real_number(epsilon, name, PrivacyParameterError, expected)
     if not (math.isfinite(value) and value > 0):
-        raise PrivacyParameterError(f"{name} must be a positive finite number, got {epsilon!r}")
+        raise PrivacyParameterError(f"{name} must be {expected}, got {describe(epsilon)}")
     return value
 
 
 def check_delta(delta: Any, name: str = "delta") -> float:
-    if isinstance(delta, str | bytes | bool | np.bool_):
-        raise PrivacyParameterError(
-            f"{name} must be a number in (0, 1), got {type(delta).__name__} {delta!r}"
-        )
-    try:
-        value = float(delta)
-    except (TypeError, ValueError):
-        raise PrivacyParameterError(f"{name} must be a number in (0, 1), got {delta!r}") from None
+    value = real_number(delta, name, PrivacyParameterError, "a number in (0, 1)")
     if not (0.0 < value < 1.0):
-        raise PrivacyParameterError(f"{name} must be a number in (0, 1), got {delta!r}")
+        raise PrivacyParameterError(f"{name} must be a number in (0, 1), got {describe(delta)}")
     return value
 
 
 def check_fraction(value: Any, name: str) -> float:
-    if isinstance(value, str | bytes | bool | np.bool_):
-        raise ParameterError(f"{name} must be a number in (0, 1), got {type(value).__name__}")
-    try:
-        share = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number in (0, 1), got {value!r}") from None
+    share = real_number(value, name, ParameterError, "a number in (0, 1)")
     if not (0.0 < share < 1.0):
-        raise ParameterError(f"{name} must be a number in (0, 1), got {value!r}")
+        raise ParameterError(f"{name} must be a number in (0, 1), got {describe(value)}")
     return share
 
 
@@ -123,7 +105,7 @@ def per_column(value: Any, d: int, name: str, *, positive: bool = True) -> NDArr
     raw = np.asarray(value) if not isinstance(value, np.ndarray) else value
     if raw.dtype.kind not in "iuf":
         raise ParameterError(
-            f"{name} must be a number or an array of {d} numbers, got {_describe(value)}"
+            f"{name} must be a number or an array of {d} numbers, got {describe(value)}"
         )
     try:
         array = np.asarray(value, dtype=np.float64)
@@ -137,7 +119,7 @@ def per_column(value: Any, d: int, name: str, *, positive: bool = True) -> NDArr
         )
     if not np.isfinite(array).all() or (positive and not (array > 0).all()):
         kind = "positive finite" if positive else "finite"
-        raise ParameterError(f"{name} must be {kind}, got {array.tolist()}")
+        raise ParameterError(f"{name} must be {kind}, got {describe(array.tolist())}")
     return array
 
 

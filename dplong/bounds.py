@@ -129,7 +129,7 @@ def error_bound_table(
         noise = noise_sd * float(stats.norm.ppf(1.0 - alpha / 4.0))
     else:
         noise = noise_sd * math.sqrt(2.0 / alpha)
-    statistical = np.sqrt(2.0 * sampling_sd**2 * math.log(4.0 / alpha))
+    statistical = sampling_sd * math.sqrt(2.0 * math.log(4.0 / alpha))  # no square: no overflow
     total = noise + statistical + bias
     broken = failed.reindex(total.index, fill_value=False).astype(bool)
     total = total.where(~broken)

@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Protocol
 
 import pandas as pd
 
@@ -139,7 +139,7 @@ class _UserMean:
             self._values, self._groups = data[self.column], data[groups]
             self.nobs_users = int(self._groups.nunique(dropna=False).compute())
         else:
-            self._values = data[self.column].to_numpy()
+            self._values = data[self.column]  # a Series: refusals name the column
             self._groups = data[groups].to_numpy()
             self.nobs_users = int(pd.unique(self._groups).size)
 
@@ -149,6 +149,23 @@ class _UserMean:
             self._values, groups=self._groups, names=[self.column], **options
         )
         return dataclasses.replace(results, formula=self.formula)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, like the command's other refusals."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"dplong: error: {message} (see {self.prog} --help)\n")
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative whole number, got {text!r}")
+    return value
 
 
 def _positive(text: str) -> float:
@@ -408,7 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
     ...     "--groups", "id", "--epsilon", "1", "--scale", "1,0.01"]).scale
     [1.0, 0.01]
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dplong",
         description="User-level differentially private models for longitudinal (panel) data.",
     )
@@ -495,7 +512,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     privacy.add_argument(
         "--seed",
-        type=int,
+        type=_seed,
         metavar="N",
         help="seed of the noise, for reproducible research only: never for a real release",
     )

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dplong._validation import real_number
+from dplong._validation import describe, real_number
 from dplong.exceptions import ParameterError
 
 __all__ = [
@@ -191,13 +191,21 @@ class Toeplitz(DependenceModel):
                 "with a positive variance first"
             )
         object.__setattr__(self, "autocovariance", tuple(float(g) for g in gamma))
+        self.covariance(gamma.size)
 
     def covariance(self, T: int) -> NDArray[np.float64]:
         gamma = np.zeros(T)
         k = min(T, len(self.autocovariance))
         gamma[:k] = self.autocovariance[:k]
         lags = np.abs(np.subtract.outer(np.arange(T), np.arange(T)))
-        return gamma[lags]
+        matrix = gamma[lags]
+        # an autocovariance must give a covariance matrix at every length it is used at
+        if np.linalg.eigvalsh(matrix)[0] < -1e-12 * T * gamma[0]:
+            raise ParameterError(
+                f"autocovariance {describe(list(self.autocovariance))} is not positive "
+                f"semi-definite over T={T} rows, so it is no covariance"
+            )
+        return matrix
 
     def describe(self) -> str:
         shown = ", ".join(f"{g:g}" for g in self.autocovariance[:4])
@@ -309,6 +317,10 @@ class RandomEffects(DependenceModel):
                 raise ParameterError(
                     "group_sizes must be a non-empty sequence of positive integers"
                 )
+        if self.residual is not None and not isinstance(self.residual, DependenceModel):
+            raise ParameterError(
+                f"residual must be a dependence model (e.g. AR1(0.3)), got {self.residual!r:.80}"
+            )
 
     def _residual(self) -> DependenceModel:
         return self.residual or Independent(self.residual_variance)
@@ -360,7 +372,10 @@ class GivenCovariance(DependenceModel):
     matrix: ArrayLike
 
     def __post_init__(self) -> None:
-        sigma = np.asarray(self.matrix, dtype=np.float64)
+        raw = np.asarray(self.matrix)
+        if raw.dtype.kind not in "iuf":
+            raise ParameterError(f"matrix must be a matrix of numbers, got {describe(self.matrix)}")
+        sigma = raw.astype(np.float64)
         if sigma.ndim != 2 or sigma.shape[0] != sigma.shape[1] or not np.isfinite(sigma).all():
             raise ParameterError("matrix must be a finite square covariance matrix")
         if not np.allclose(sigma, sigma.T) or np.linalg.eigvalsh(sigma)[0] <= 0:

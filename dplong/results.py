@@ -531,11 +531,14 @@ class CurveResults(PanelResults):
         """
         try:
             import matplotlib.pyplot as plt
+            from matplotlib.axes import Axes
         except ImportError:  # pragma: no cover - depends on the environment
             raise ImportError('plotting needs matplotlib: pip install "dplong[plot]"') from None
+        frame = self.curve(alpha)
         if ax is None:
             _, ax = plt.subplots(figsize=(6.0, 4.0))
-        frame = self.curve(alpha)
+        elif not isinstance(ax, Axes):
+            raise ParameterError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
         grid = self.grid
         ax.fill_between(
             grid, frame["lower"], frame["upper"], alpha=0.25, label=f"{1 - alpha:.0%} band"

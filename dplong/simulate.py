@@ -288,7 +288,8 @@ def linear_panel(
     >>> bool(((res.params - [1.0, 0.5, -2.0]).abs() < 0.2).all())
     True
     """
-    beta = np.atleast_1d(np.asarray(coefficients, dtype=np.float64))
+    raw = np.atleast_1d(np.asarray(coefficients))
+    beta = raw.astype(np.float64) if raw.dtype.kind in "iuf" else np.empty(0)
     if beta.ndim != 1 or beta.size == 0 or not np.isfinite(beta).all():
         raise ParameterError("coefficients must be a non-empty 1-D sequence of finite numbers")
     n_users = _count(n_users, "n_users")

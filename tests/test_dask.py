@@ -243,12 +243,17 @@ def test_winsorized_mean(data: pd.DataFrame) -> None:
     )
 
 
-def test_winsorized_mean_refuses_missing_ids(data: pd.DataFrame) -> None:
+def test_winsorized_mean_leaves_out_rows_of_missing_ids(data: pd.DataFrame) -> None:
+    """A row without a user id belongs to no user, in memory and on Dask alike."""
     frame = as_dask(data)
-    missing = int(data["user"].isna().sum())
+    known = data["user"].notna()
+    assert not known.all()
+    expected = dplong.winsorized_mean(
+        data.loc[known, "x1"], groups=data.loc[known, "user"], epsilon=1.0, random_state=3
+    )
     for values, groups in ((data["x1"], data["user"]), (frame["x1"], frame["user"])):
-        with pytest.raises(DataError, match=f"groups has {missing} missing user ids"):
-            dplong.winsorized_mean(values, groups=groups, epsilon=1.0)
+        got = dplong.winsorized_mean(values, groups=groups, epsilon=1.0, random_state=3)
+        assert_same_release(expected, got)
     with pytest.raises(DataError, match="column of the same Dask frame"):
         dplong.winsorized_mean(frame["x1"], groups=data["user"].to_numpy(), epsilon=1.0)
 

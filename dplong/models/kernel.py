@@ -33,7 +33,7 @@ import patsy
 from numpy.typing import ArrayLike, NDArray
 from scipy import sparse
 
-from dplong._validation import RandomState, warn
+from dplong._validation import RandomState, real_number, warn
 from dplong.bounds import midpoint_failure_probability
 from dplong.dask_frames import ReducedPanel, design_spec, evaluate_rows, is_dask, reduce_design
 from dplong.exceptions import DataError, FormulaError, ParameterError
@@ -50,7 +50,7 @@ from dplong.models.base import (
     scale_per_column,
 )
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
-from dplong.privacy.engine import Release, locate
+from dplong.privacy.engine import MAX_RADIUS, Release, locate
 from dplong.privacy.interval import (
     central_midpoint,
     check_histogram_feasible,
@@ -235,7 +235,7 @@ class PriestleyChao(PanelModel):
             assert not isinstance(bandwidth, str)  # "auto" is refused above for user-level
             sums = functools.partial(
                 _design_curve_sums,
-                column=_regressor(spec.spec.columns, formula),
+                column=_regressor(spec.spec, formula),
                 domain=(lo, hi),
                 grid=_grid_points((lo, hi), points, bandwidth),
                 kernel=kern,
@@ -246,8 +246,13 @@ class PriestleyChao(PanelModel):
             )
             x = y = np.empty(0)
         else:
+            if not isinstance(data, pd.DataFrame):
+                raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+            column = _regressor(
+                DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env), formula
+            )
             design = build_design(formula, data, groups=groups, levels=levels, eval_env=eval_env)
-            x, y, codes = _curve_rows(design, _regressor(design.columns, formula), (lo, hi))
+            x, y, codes = _curve_rows(design, column, (lo, hi))
             design = dataclasses.replace(design, y=y, X=design.X[:0], codes=codes)
         return cls(
             design,
@@ -434,7 +439,8 @@ class PriestleyChao(PanelModel):
             )
             sigma = float(where.sd[0])
             centre = float(where.centre[0])
-            width = amp + sigma * no_clip + float(where.centre_error[0])
+            # fmin: a centre missed by hundreds of magnitudes has NaN figures (then withheld)
+            width = float(np.fmin(amp + sigma * no_clip + where.centre_error[0], MAX_RADIUS))
             eps_curve = float(
                 where.plan.calibrate(np.ones(1), "laplace", refined=where.refined).epsilon[0]
             )
@@ -564,17 +570,33 @@ class PriestleyChao(PanelModel):
             _smoothness_note(smooth_lf, smooth_f),
         )
         index = pd.Index(grid, name="x")
+        with np.errstate(over="ignore", invalid="ignore"):  # a far miss overflows its figures
+            curve = centre * mass + noisy
+            total_sd = np.broadcast_to(noise_sd, grid.shape).astype(float)
+            sampling_sd = sigma * energy  # Lemma 4.9's Mad term
+            variance = np.square(np.full(grid.size, sigma))
+        # a number whose error figures overflow says nothing: withheld, as in the engine
+        unbounded = ~(np.isfinite(curve) & np.isfinite(total_sd) & np.isfinite(sampling_sd))
+        if unbounded.any():
+            failed = True
+            notes += (
+                "No curve (NaN): its error figures overflow (responses of hundreds of orders "
+                "of magnitude); rescale the response.",
+            )
+            curve = np.where(unbounded, np.nan, curve)
+            total_sd = np.where(unbounded, np.nan, total_sd)
+            sampling_sd = np.where(unbounded, np.nan, sampling_sd)
         release_result = Release(
             names=tuple(f"x={g:.6g}" for g in grid),
-            estimate=centre * mass + noisy,
-            noise_sd=np.broadcast_to(noise_sd, grid.shape).astype(float),
+            estimate=curve,
+            noise_sd=total_sd,
             noise_scale=np.broadcast_to(noise_scale, grid.shape).astype(float),
             noise_kind=law,
-            sampling_sd=sigma * energy,  # Lemma 4.9's Mad term
+            sampling_sd=sampling_sd,
             bias=np.zeros(grid.size),
             interval=np.tile([centre - width, centre + width], (grid.size, 1)),
             midpoint=np.full(grid.size, centre),
-            scale=np.full(grid.size, sigma**2),
+            scale=variance,
             users=np.array([math.nan]),
             users_sd=math.nan,
             privacy=ledger,
@@ -1022,13 +1044,13 @@ def _item_design(
     if is_dask(data):
         frame_spec = design_spec(formula, data, levels=levels, eval_env=eval_env)
         spec = frame_spec.spec
-        column = _regressor(spec.columns, formula)
+        column = _regressor(spec, formula)
         y, X, missing_y, missing_x = evaluate_rows(data, frame_spec)
     else:
         if not isinstance(data, pd.DataFrame):
             raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
         spec = DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env)
-        column = _regressor(spec.columns, formula)
+        column = _regressor(spec, formula)
         # keep every row: n and the design are public, so nothing may be dropped
         y, X, missing_y, missing_x = spec.evaluate(data)
     if len(y) < 2:
@@ -1052,12 +1074,21 @@ def _item_design(
     return design, x, y
 
 
-def _regressor(columns: tuple[str, ...], formula: str) -> int:
+def _regressor(spec: DesignSpec, formula: str) -> int:
+    """The design column of the one numeric regressor x."""
+    columns = spec.columns
     others = [j for j, c in enumerate(columns) if c != "Intercept"]
     if len(others) != 1:
         raise FormulaError(
             f"Priestley–Chao regression takes one regressor ('y ~ x'); {formula!r} gives "
             f"{[columns[j] for j in others]}"
+        )
+    factors = [f.name() for f, info in spec.regressor_info.factor_infos.items()
+               if info.type == "categorical"]
+    if factors:
+        raise FormulaError(
+            f"Priestley–Chao regression needs a numeric regressor x; {factors[0]!r} in "
+            f"{formula!r} is a factor"
         )
     return others[0]
 
@@ -1072,9 +1103,11 @@ def _even_grid(lo: float, hi: float, count: int) -> NDArray[np.float64]:
 
 def _check_domain(domain: Any) -> tuple[float, float]:
     try:
-        lo, hi = (float(v) for v in domain)
-    except (TypeError, ValueError):
-        raise ParameterError(f"domain must be a pair (lo, hi) of numbers, got {domain!r}") from None
+        lo, hi = (real_number(v, "domain") for v in domain)
+    except (TypeError, ValueError, ParameterError):
+        raise ParameterError(
+            f"domain must be a pair (lo, hi) of numbers, got {domain!r:.80}"
+        ) from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ParameterError(f"domain must be finite with lo < hi, got {domain!r}")
     return lo, hi
@@ -1106,10 +1139,7 @@ def _check_grid(grid: Any, lo: float, hi: float) -> int | NDArray[np.float64]:
 def _positive(value: Any, name: str, what: str) -> float:
     if value is None:
         raise ParameterError(f"{name} ({what}) is required")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = math.nan
+    number = real_number(value, name, expected=f"a positive number ({what})")
     if not (math.isfinite(number) and number > 0):
         raise ParameterError(f"{name} ({what}) must be a positive number, got {value!r}")
     return number

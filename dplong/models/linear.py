@@ -13,7 +13,7 @@ import pandas as pd
 import patsy
 from numpy.typing import NDArray
 
-from dplong._validation import RandomState, check_choice, per_column
+from dplong._validation import RandomState, check_choice, per_column, real_number
 from dplong.dask_frames import ReducedPanel, design_spec, is_dask, reduce_design
 from dplong.dependence import DependenceModel
 from dplong.exceptions import FormulaError, ParameterError
@@ -167,6 +167,7 @@ class LongitudinalOLS(PanelModel):
         if correlation not in _CORRELATIONS:
             raise ParameterError(f"correlation must be one of {_CORRELATIONS}, got {correlation!r}")
         bounds = {"ar1": (-1.0, 1.0), "exchangeable": (0.0, 1.0)}.get(correlation)
+        correlation_param = real_number(correlation_param, "correlation_param")
         if bounds and not (
             bounds[0] <= correlation_param < bounds[1]
             and (correlation == "exchangeable" or correlation_param > -1)
@@ -333,6 +334,13 @@ class LongitudinalOLS(PanelModel):
             random_state=random_state,
             accountant=accountant,
         )
+        unused = [k for k, v in (("min_rows", min_rows), ("min_eigenvalue", min_eigenvalue))
+                  if v is not None]
+        if unused and not isinstance(scale, DependenceModel):  # refused, not ignored
+            raise ParameterError(
+                f"{' and '.join(unused)} only apply with a dependence model as scale "
+                "(e.g. scale=AR1(0.5)); drop them or state the model"
+            )
         if within:
             return self._fit_within(request, names, scale=scale, focus=focus, max_rows=max_rows)
 

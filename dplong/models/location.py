@@ -162,8 +162,14 @@ class RandomEffectsLocation(PanelModel):
         # depend on them (and the estimates use per-user statistics only)
         label = None
         if re_groups is not None:
-            if isinstance(re_groups, str) and re_groups not in data.columns:
-                raise DataError(f"re_groups names no column of data: {re_groups!r}")
+            if isinstance(re_groups, str):
+                if re_groups not in data.columns:
+                    raise FormulaError(f"re_groups names no column of data: {re_groups!r}")
+            elif is_dask(data) or np.shape(re_groups) != (len(data),):
+                raise DataError(
+                    "re_groups must be a column name, or one group id per row of data (a "
+                    "column name with a Dask frame)"
+                )
             label = re_groups if isinstance(re_groups, str) else "re_groups"
         return cls(design, label)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from dplong._grouping import check_no_missing_ids, factorize_groups
+from dplong._grouping import factorize_groups
 from dplong._validation import RandomState, per_column
 from dplong.dask_frames import is_dask, reduce_users, require_dask
 from dplong.exceptions import DataError, ParameterError
@@ -54,20 +54,22 @@ def winsorized_mean(
     Parameters
     ----------
     values : array_like, Series or DataFrame, shape (rows,) or (rows, d)
-        One value (or row) per user, or many rows per user together with ``groups``. A NaN is
-        a missing value: a user whose values in a column are all missing has no statistic
-        there and is left out of that column's mean (the number who have one is counted
-        privately). Column names are kept from a DataFrame or a named Series. A Dask
-        DataFrame or Series is reduced where it lies, partition by partition, to per-user
-        sums (:mod:`dplong.dask_frames`), with the same results.
+        One value (or row) per user, or many rows per user together with ``groups``. NaN,
+        ±inf and ``pd.NA`` are missing values (as in the formula layer): a user whose values
+        in a column are all missing has no statistic there and is left out of that column's
+        mean (the number who have one is counted privately). Column names are kept from a
+        DataFrame or a named Series. A Dask DataFrame or Series is reduced where it lies,
+        partition by partition, to per-user sums (:mod:`dplong.dask_frames`), with the same
+        results.
     epsilon : float
         Total privacy budget ε > 0 of this release, over all columns.
     delta : float, optional
         Total δ ∈ (0, 1). Central default ``1/n**2``; local default ``None`` (pure ε-LDP).
     groups : array_like, optional
         User id of every row: rows are first averaged per user (Def 5.1), so the release is
-        user-level DP and n is the number of distinct ids. With Dask ``values``, a column
-        of the same Dask frame (e.g. ``frame["id"]``).
+        user-level DP and n is the number of distinct ids. A row with a missing id belongs to
+        no user and is left out (as in the formula layer). With Dask ``values``, a column of
+        the same Dask frame (e.g. ``frame["id"]``).
     scale : "estimate", float or array_like
         Variance proxy ρ of one user's value in each column (the variance for Gaussian data).
         Default ``"estimate"``: the spread is estimated privately, in one stage for every
@@ -180,12 +182,17 @@ def _matrix(
 
 
 def _floats(values: ArrayLike) -> NDArray[np.float64]:
-    """Values as a float (rows, d) matrix, NaN where missing; dates, durations, complex
-    numbers and text are refused by dtype (a public fact), never converted."""
+    """Values as a float (rows, d) matrix, NaN where missing (NaN, ±inf, ``pd.NA``); dates,
+    durations, complex numbers and text are refused by dtype (a public fact), never converted."""
     kinds = (
         [(str(c), values[c].dtype) for c in values.columns]
         if isinstance(values, pd.DataFrame)
-        else [(str(getattr(values, "name", None) or "values"), np.asarray(values).dtype)]
+        else [
+            (
+                str(getattr(values, "name", None) or "values"),
+                values.dtype if isinstance(values, pd.Series) else np.asarray(values).dtype,
+            )
+        ]
     )
     for label, dtype in kinds:
         numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype)
@@ -196,7 +203,7 @@ def _floats(values: ArrayLike) -> NDArray[np.float64]:
             )
     try:
         if isinstance(values, pd.DataFrame | pd.Series):
-            array = values.astype("float64").to_numpy(dtype=np.float64, na_value=np.nan)
+            array = values.to_numpy(dtype=np.float64, na_value=np.nan)
         else:
             array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
@@ -207,7 +214,7 @@ def _floats(values: ArrayLike) -> NDArray[np.float64]:
         array = array[:, None]
     if array.ndim != 2:
         raise DataError(f"values must be 1-D or 2-D (rows x d), got {array.ndim} dimensions")
-    return array
+    return np.where(np.isinf(array), np.nan, array)  # ±inf is missing, as in the formula layer
 
 
 def _user_means(
@@ -219,8 +226,9 @@ def _user_means(
 
 def _mean_sums(values: NDArray[np.float64], codes: NDArray[np.intp], n: int) -> NDArray[np.float64]:
     """Per-user sums of the non-missing values and their counts, column by column (n x 2d)."""
-    present = ~np.isnan(values)
+    present = ~np.isnan(values) & (codes >= 0)[:, None]  # code -1: a row of no user
     filled = np.where(present, values, 0.0)
+    codes = np.where(codes >= 0, codes, 0)
     sums = [np.bincount(codes, weights=col, minlength=n) for col in filled.T]
     counts = [np.bincount(codes, weights=col, minlength=n) for col in present.T]
     return np.column_stack([*sums, *counts])
@@ -247,7 +255,6 @@ def _dask_user_means(
             "with Dask values, groups must be a column of the same Dask frame, e.g. "
             'groups=frame["id"]'
         )
-    check_no_missing_ids(int(groups.isna().sum().compute()))
     columns = list(frame.columns)
     user = "__dplong_groups__"
     means, ids = reduce_users(

@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from dplong._validation import check_delta, check_epsilon
-from dplong.exceptions import BudgetExceededError
+from dplong._validation import check_delta, check_epsilon, real_number
+from dplong.exceptions import BudgetExceededError, ParameterError, PrivacyParameterError
 
 __all__ = [
     "Accountant",
@@ -394,7 +394,8 @@ class Accountant:
 
     def __post_init__(self) -> None:
         self.epsilon = check_epsilon(self.epsilon)
-        self.delta = 0.0 if self.delta == 0 else check_delta(self.delta)
+        delta = real_number(self.delta, "delta", PrivacyParameterError, "a number in [0, 1)")
+        self.delta = 0.0 if delta == 0 else check_delta(delta)
 
     @property
     def spent_epsilon(self) -> float:
@@ -469,6 +470,10 @@ class Accountant:
         ...
         dplong.exceptions.BudgetExceededError: this release needs epsilon=2, ... remain
         """
+        for name, value in (("epsilon", epsilon), ("delta", delta)):
+            spend = real_number(value, name, PrivacyParameterError, "a non-negative number")
+            if not spend >= 0:  # NaN too
+                raise PrivacyParameterError(f"{name} must be a non-negative number, got {spend}")
         tol = 1e-12 * self.epsilon
         if epsilon > self.remaining_epsilon + tol or delta > self.remaining_delta * (1 + 1e-12):
             raise BudgetExceededError(
@@ -488,5 +493,10 @@ class Accountant:
         >>> acct.remaining_epsilon >= 0.5, len(acct.spent)
         (True, 1)
         """
+        if not isinstance(ledger, PrivacyLedger):
+            raise ParameterError(
+                f"ledger must be the PrivacyLedger of a release (results.privacy), got "
+                f"{type(ledger).__name__}"
+            )
         self.check(ledger.epsilon, ledger.delta)
         self.spent.append(ledger)

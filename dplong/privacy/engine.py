@@ -622,11 +622,16 @@ def _final_radius(
 ) -> tuple[NDArray[np.float64], FinalBudget]:
     """Accurate radii and the final budget shared by them (two rounds: radii ↔ shares)."""
     sd, error, users = where.sd, where.centre_error, where.per_column_users
-    radius = np.minimum(3.0 * sd + error, MAX_RADIUS)
+    # fmin: a centre missed by hundreds of magnitudes has NaN figures; its radius is the
+    # largest (the release then withholds the column, its error figures not being finite)
+    with np.errstate(over="ignore", invalid="ignore"):
+        radius = np.fmin(3.0 * sd + error, MAX_RADIUS)
     budget = plan.final_budget(radius, weights, refined=where.refined, fallback=where.fallback)
     for _ in range(2):
         per_width = budget.noise_sd(2.0 / users)
-        radius = np.minimum(accurate_radius(sd**2, error, per_width, tail=where.tail), MAX_RADIUS)
+        with np.errstate(over="ignore", invalid="ignore"):
+            accurate = accurate_radius(sd**2, error, per_width, tail=where.tail)
+        radius = np.fmin(accurate, MAX_RADIUS)
         budget = plan.final_budget(radius, weights, refined=where.refined, fallback=where.fallback)
     return radius, budget
 

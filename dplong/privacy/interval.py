@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from dplong._validation import warn
 from dplong.exceptions import InsufficientUsersError, ParameterError
 from dplong.privacy.histogram import (
+    bin_centre,
     randomized_histogram,
     stable_histogram,
     stable_histogram_threshold,
@@ -106,7 +107,7 @@ def central_midpoint(
     mode = stable_histogram(values, half_width, epsilon, delta, rng, n).mode()
     if mode is None:
         return 0.0, True
-    return 2.0 * half_width * mode, False
+    return bin_centre(mode, half_width), False
 
 
 def local_bins(half_width: float, bound: float) -> NDArray[np.int64]:

@@ -9,7 +9,15 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong._validation import check_choice, check_delta, check_epsilon, check_fraction, per_column
+from dplong._validation import (
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_fraction,
+    describe,
+    per_column,
+    real_number,
+)
 from dplong.exceptions import InsufficientUsersError, ParameterError
 
 __all__ = ["Focus", "PrivacyModel", "ReleaseOptions", "Variant", "focus_weights"]
@@ -19,6 +27,8 @@ Variant = Literal["default", "theory"]
 Focus = Sequence[str] | Mapping[str, float] | None
 #: Weight of a column outside ``focus`` when the analyst names the columns they care about.
 BACKGROUND_WEIGHT = 0.05
+#: Largest local bound: a report's noise is about B/ε, and its square must stay finite.
+MAX_BOUND = 1e100
 PRIVACY_MODELS: tuple[PrivacyModel, ...] = ("central", "local")
 VARIANTS: tuple[Variant, ...] = ("default", "theory")
 
@@ -91,17 +101,29 @@ class ReleaseOptions:
             raise ParameterError(f"refine must be True or False, got {refine!r}")
         if model == "central":
             total_delta = 1.0 / n**2 if delta is None else check_delta(delta)
+            if bound is not None:  # refused rather than silently ignored
+                raise ParameterError(
+                    'bound is for privacy="local" only; a central release locates the data '
+                    "privately, so drop bound"
+                )
+            bounds = None
         else:
             total_delta = 0.0 if delta is None else check_delta(delta)
             if bound is None:
                 raise ParameterError(
                     'privacy="local" needs bound=B, a public bound on |mean| per column'
                 )
+            bounds = per_column(bound, d, "bound")
+            if (bounds > MAX_BOUND).any():
+                raise ParameterError(
+                    f"bound must be at most {MAX_BOUND:g}: the square of a user's noise would "
+                    f"overflow; got {describe(bounds.tolist())}"
+                )
         return cls(
             epsilon=eps,
             delta=total_delta,
             privacy=model,  # type: ignore[arg-type]
-            bound=None if bound is None else per_column(bound, d, "bound"),
+            bound=bounds,
             variant=check_choice(variant, "variant", VARIANTS),  # type: ignore[arg-type]
             gamma=check_fraction(gamma, "gamma"),
             refine=refine,
@@ -131,6 +153,10 @@ def focus_weights(focus: Focus, names: Sequence[str]) -> NDArray[np.float64]:
         return np.ones(len(names))
     if isinstance(focus, str):
         focus = [focus]
+    if not isinstance(focus, Mapping | Sequence) or not all(isinstance(k, str) for k in focus):
+        raise ParameterError(
+            f"focus must be parameter names or a mapping {{name: weight}}, got {focus!r:.80}"
+        )
     if isinstance(focus, Mapping):
         keys = list(focus)
         weights = dict.fromkeys(names, 1.0)
@@ -145,7 +171,8 @@ def focus_weights(focus: Focus, names: Sequence[str]) -> NDArray[np.float64]:
     for key in keys:
         value = focus[key] if isinstance(focus, Mapping) else 1.0
         try:
-            weights[key] = check_fraction(value, "focus weight") if value != 1.0 else 1.0
+            weight = real_number(value, "focus weight")
+            weights[key] = 1.0 if weight == 1.0 else check_fraction(weight, "focus weight")
         except ParameterError:
             raise ParameterError(
                 f"focus weights must be numbers in (0, 1]; got {value!r} for {key!r}"

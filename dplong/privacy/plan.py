@@ -115,14 +115,13 @@ def column_epsilon(epsilon: float, delta: float, d: int) -> float:
     basic = epsilon / d
     if d == 1 or delta == 0.0 or compose([Cost(epsilon=basic)] * d, delta).rule == "basic":
         return basic
-    return float(
-        optimize.brentq(
-            lambda e: compose([Cost(epsilon=e)] * d, delta).epsilon - epsilon,
-            basic,
-            epsilon,
-            xtol=1e-12 * epsilon,
-        )
-    )
+
+    def excess(e: float) -> float:
+        return compose([Cost(epsilon=e)] * d, delta).epsilon - epsilon
+
+    if excess(epsilon) <= 0.0:  # ε below δ: d calls of ε each are (0, δ)-DP (tiny budgets)
+        return epsilon
+    return float(optimize.brentq(excess, basic, epsilon, xtol=1e-12 * epsilon))
 
 
 def share_weights(values: NDArray[np.float64]) -> NDArray[np.float64]:

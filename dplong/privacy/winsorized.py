@@ -55,7 +55,11 @@ def column_names(names: object, d: int) -> tuple[str, ...]:
     """
     if names is None:
         return tuple(f"x{j}" for j in range(d)) if d > 1 else ("x",)
-    labels = [str(s) for s in names]  # type: ignore[attr-defined]
+    if isinstance(names, str) or not np.iterable(names):
+        raise ParameterError(f"names must be a list of {d} column names, got {names!r:.80}")
+    labels = list(names)
+    if not all(isinstance(s, str) and s for s in labels):
+        raise ParameterError(f"names must be non-empty strings, got {labels!r:.80}")
     if len(labels) != d:
         raise ParameterError(f"names must have {d} entries, got {len(labels)}")
     return tuple(labels)

@@ -1,0 +1,1150 @@
+"""The bad-input battery (DESIGN.md §5.5, issue 11): every public entry point, table-driven.
+
+Three tables:
+
+* :data:`REFUSALS` — an argument that cannot be used. The call must raise the most specific
+  class of :mod:`dplong.exceptions`, with a short one-paragraph message that names the
+  argument, and it must do so before any noise: the ``random_state`` Generator's state is
+  unchanged (every draw advances it) and the ``Accountant`` recorded nothing.
+* :data:`ODD_DATA` — data values that are odd but valid (huge, infinite, missing, pandas'
+  ``pd.NA``). They are not refusals: the release runs, and every number it reports is either
+  an honest estimate or NaN with the reason said (``failed`` or a warning).
+* :data:`CLI_REFUSALS` — bad command lines: exit code 2, one line on stderr, no traceback.
+
+A numeric option is a real number: a string (``epsilon="1"``) or a bool (``epsilon=True``) is
+refused, never coerced, so that a typo in a configuration file cannot silently change a
+release. Anything that is not a :mod:`dplong.exceptions` error escapes ``pytest.raises`` and
+fails the test: the battery counts raw exceptions as failures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import subprocess
+import sys
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dplong
+import dplong.simulate
+from dplong.cli import main
+from dplong.dependence import (
+    AR1,
+    Exchangeable,
+    GivenCovariance,
+    Independent,
+    RandomEffects,
+    Toeplitz,
+)
+from dplong.exceptions import (
+    BudgetExceededError,
+    DataError,
+    DplongError,
+    DplongWarning,
+    FormulaError,
+    InsufficientUsersError,
+    ParameterError,
+    PrivacyParameterError,
+)
+from dplong.privacy.histogram import bin_centre, bin_index, stable_histogram
+from dplong.privacy.interval import central_midpoint
+from dplong.results import CurveResults, PanelResults
+
+#: A message is for a person: short, and one paragraph.
+MAX_MESSAGE = 500
+
+# ---------------------------------------------------------------------------------------------
+# Data and models, built once
+# ---------------------------------------------------------------------------------------------
+
+
+@cache
+def panel() -> pd.DataFrame:
+    """400 users of 4 rows; ``site`` is text, ``when`` a date, ``flag`` a bool."""
+    frame = dplong.simulate.linear_panel(400, 4, [1.0, 0.5], random_state=0)
+    return frame.assign(
+        site=np.where(frame.index % 3 == 0, "north", "south"),
+        when=pd.Timestamp("2000-01-01") + pd.to_timedelta(frame["time"], unit="D"),
+        flag=frame.index % 2 == 0,
+    )
+
+
+@cache
+def items() -> pd.DataFrame:
+    """2,000 items at public design points on [0, 1]."""
+    x = np.arange(2000) / 2000
+    y = np.sin(2 * np.pi * x) + np.random.default_rng(1).normal(0, 0.5, x.size)
+    return pd.DataFrame({"x": x, "y": y, "user": np.arange(x.size) % 400})
+
+
+@cache
+def values() -> np.ndarray:
+    return np.random.default_rng(2).normal(1.0, 1.0, 2000)
+
+
+@cache
+def ols() -> dplong.LongitudinalOLS:
+    return dplong.LongitudinalOLS.from_formula("y ~ x1", panel(), groups="user", time="time")
+
+
+@cache
+def location() -> dplong.RandomEffectsLocation:
+    return dplong.RandomEffectsLocation.from_formula("y ~ 1", panel(), groups="user")
+
+
+@cache
+def curve_items() -> dplong.PriestleyChao:
+    return dplong.PriestleyChao.from_formula("y ~ x", items(), domain=(0, 1), bandwidth=0.1, grid=5)
+
+
+@cache
+def curve_users() -> dplong.PriestleyChao:
+    return dplong.PriestleyChao.from_formula(
+        "y ~ x", items(), groups="user", domain=(0, 1), bandwidth=0.2, grid=5
+    )
+
+
+@cache
+def fitted() -> PanelResults:
+    return ols().fit(epsilon=1.0, scale=[1.0, 1.0], random_state=0)
+
+
+@cache
+def fitted_curve() -> CurveResults:
+    return curve_items().fit(epsilon=1.0, noise_sd=0.5, amplitude=1.0, random_state=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The refusal table
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Probe:
+    """What a refusal must leave untouched: a Generator (its state) and an Accountant."""
+
+    rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(7))
+    accountant: dplong.Accountant = field(
+        default_factory=lambda: dplong.Accountant(epsilon=100.0, delta=0.5)
+    )
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """One row: how to call the entry point, the exception expected and a substring of its
+    message that names the argument."""
+
+    name: str
+    call: Callable[[Probe], object]
+    error: type[DplongError]
+    names: str
+
+
+REFUSALS: list[Refusal] = []
+
+
+def refuse(name: str, error: type[DplongError], names: str) -> Callable[..., Any]:
+    """Decorator adding a refusal row whose call is the decorated function."""
+
+    def add(call: Callable[[Probe], object]) -> Callable[[Probe], object]:
+        REFUSALS.append(Refusal(name, call, error, names))
+        return call
+
+    return add
+
+
+def refusal(name: str, call: Callable[[], object], error: type[DplongError], names: str) -> None:
+    """A refusal row for an entry point that draws no noise (it ignores the probe)."""
+    REFUSALS.append(Refusal(name, lambda _: call(), error, names))
+
+
+def fit_refusals(
+    label: str, fit: Callable[..., object], base: dict[str, Any], table: list[tuple[Any, ...]]
+) -> None:
+    """Rows ``fit(**base, key=value)`` for ``(key, value, error, names)`` in ``table``; the
+    probe's Generator and Accountant are passed unless the row sets them itself."""
+    for key, value, error, names in table:
+        options = {**base, key: value}
+
+        def call(probe: Probe, options: dict[str, Any] = options) -> object:
+            given = {"random_state": probe.rng, "accountant": probe.accountant} | options
+            return fit(**given)
+
+        REFUSALS.append(Refusal(f"{label}({key}={_shown(value)})", call, error, names))
+
+
+def _shown(value: Any) -> str:
+    """A short, reproducible label of an argument (test ids must not hold addresses)."""
+    if isinstance(value, np.ndarray | pd.Series | pd.DataFrame):
+        dtype = value.dtypes.unique().tolist() if isinstance(value, pd.DataFrame) else value.dtype
+        return f"{type(value).__name__} of {dtype}, shape {value.shape}"
+    text = repr(value)
+    return type(value).__name__ if " at 0x" in text else text
+
+
+#: Options every release takes, with values of the wrong type, sign or range.
+COMMON: list[tuple[Any, ...]] = [
+    ("epsilon", "1", PrivacyParameterError, "epsilon"),
+    ("epsilon", True, PrivacyParameterError, "epsilon"),
+    ("epsilon", math.nan, PrivacyParameterError, "epsilon"),
+    ("epsilon", math.inf, PrivacyParameterError, "epsilon"),
+    ("epsilon", -1.0, PrivacyParameterError, "epsilon"),
+    ("epsilon", 0, PrivacyParameterError, "epsilon"),
+    ("epsilon", None, PrivacyParameterError, "epsilon"),
+    ("epsilon", [1.0], PrivacyParameterError, "epsilon"),
+    ("delta", "1e-6", PrivacyParameterError, "delta"),
+    ("delta", True, PrivacyParameterError, "delta"),
+    ("delta", math.nan, PrivacyParameterError, "delta"),
+    ("delta", 0.0, PrivacyParameterError, "delta"),
+    ("delta", 1.0, PrivacyParameterError, "delta"),
+    ("delta", -1e-6, PrivacyParameterError, "delta"),
+    ("gamma", "0.05", ParameterError, "gamma"),
+    ("gamma", True, ParameterError, "gamma"),
+    ("gamma", math.nan, ParameterError, "gamma"),
+    ("gamma", 0.0, ParameterError, "gamma"),
+    ("gamma", 1.0, ParameterError, "gamma"),
+    ("random_state", -1, ParameterError, "random_state"),
+    ("random_state", 1.5, ParameterError, "random_state"),
+    ("random_state", "0", ParameterError, "random_state"),
+    ("random_state", True, ParameterError, "random_state"),
+    ("random_state", np.random.RandomState(0), ParameterError, "random_state"),
+    ("accountant", 1.0, ParameterError, "accountant"),
+    ("privacy", "shuffle", ParameterError, "privacy"),
+    ("privacy", None, ParameterError, "privacy"),
+    ("variant", "improved", ParameterError, "variant"),
+    ("refine", 1, ParameterError, "refine"),
+    ("refine", "yes", ParameterError, "refine"),
+    ("bound", 1.0, ParameterError, "bound"),  # central: a bound would be ignored, so refused
+    ("privacy", "local", ParameterError, "bound"),  # local without its public bound
+]
+
+#: Local-model bounds of the wrong kind.
+LOCAL: list[tuple[Any, ...]] = [
+    ("bound", "1", ParameterError, "bound"),
+    ("bound", -1.0, ParameterError, "bound"),
+    ("bound", 0.0, ParameterError, "bound"),
+    ("bound", math.nan, ParameterError, "bound"),
+    ("bound", math.inf, ParameterError, "bound"),
+    ("bound", True, ParameterError, "bound"),
+    ("bound", 1e300, ParameterError, "bound"),  # its noise's square would overflow
+]
+
+#: ``scale`` of a model with two parameters.
+SCALES: list[tuple[Any, ...]] = [
+    ("scale", -1.0, ParameterError, "scale"),
+    ("scale", 0.0, ParameterError, "scale"),
+    ("scale", math.nan, ParameterError, "scale"),
+    ("scale", math.inf, ParameterError, "scale"),
+    ("scale", "1", ParameterError, "scale"),
+    ("scale", True, ParameterError, "scale"),
+    ("scale", ["1", "2"], ParameterError, "scale"),
+    ("scale", [1.0, 2.0, 3.0], ParameterError, "scale"),
+    ("scale", "estimated", ParameterError, "scale"),
+    ("scale", None, ParameterError, "scale"),
+    ("scale", {"x1": 1.0}, ParameterError, "scale"),
+]
+
+
+def _mean(**options: Any) -> object:
+    data = options.pop("values", values())
+    return dplong.winsorized_mean(data, **options)
+
+
+fit_refusals("winsorized_mean", _mean, {"epsilon": 1.0}, COMMON + SCALES[:6])
+fit_refusals("winsorized_mean[local]", _mean, {"epsilon": 1.0, "privacy": "local"}, LOCAL)
+fit_refusals(
+    "winsorized_mean",
+    _mean,
+    {"epsilon": 1.0},
+    [
+        ("tau", 0.0, ParameterError, "tau"),
+        ("tau", -1.0, ParameterError, "tau"),
+        ("tau", "2", ParameterError, "tau"),
+        ("tau", math.inf, ParameterError, "tau"),
+        ("names", 5, ParameterError, "names"),
+        ("names", ["a", "b"], ParameterError, "names"),
+        ("names", [None], ParameterError, "names"),
+        ("focus", 5, ParameterError, "focus"),
+        ("focus", ["nope"], ParameterError, "focus"),
+        ("focus", {"x": 2.0}, ParameterError, "focus"),
+        ("focus", {"x": "a"}, ParameterError, "focus"),
+        ("groups", [1, 2], DataError, "groups"),
+        ("groups", np.zeros((2000, 2)), DataError, "groups"),
+        ("groups", np.zeros(2000), InsufficientUsersError, "2 users"),
+        ("values", [], DataError, "values"),
+        ("values", np.empty((10, 0)), DataError, "values"),
+        ("values", np.zeros((2, 2, 2)), DataError, "values"),
+        ("values", [1.0], InsufficientUsersError, "2 users"),
+        ("values", np.array(["a"] * 2000), DataError, "values"),
+        ("values", pd.Series(["1.5"] * 2000), DataError, "values"),
+        ("values", pd.Series(pd.date_range("2000-01-01", periods=2000)), DataError, "date"),
+        ("values", np.arange(2000).astype("datetime64[D]"), DataError, "date"),
+        ("values", pd.Series(pd.to_timedelta(np.arange(2000), unit="s")), DataError, "date"),
+        ("values", pd.Series(["a", "b"] * 1000, dtype="category"), DataError, "values"),
+        ("values", pd.DataFrame({"a": [1.0] * 2000, "b": ["x"] * 2000}), DataError, "'b'"),
+        ("values", np.ones(2000) + 1j, DataError, "values"),
+        ("values", "12345", DataError, "values"),
+    ],
+)
+fit_refusals(
+    "winsorized_mean[theory]",
+    _mean,
+    {"epsilon": 1.0, "variant": "theory"},
+    [
+        ("scale", -1.0, ParameterError, "scale"),
+        ("epsilon", 1e-3, PrivacyParameterError, "epsilon"),
+    ],
+)
+fit_refusals(
+    "winsorized_mean",
+    _mean,
+    {"epsilon": 1.0},
+    [
+        ("accountant", dplong.Accountant(0.5), BudgetExceededError, "epsilon"),
+        ("epsilon", 1e-7, InsufficientUsersError, "epsilon"),
+    ],
+)
+
+fit_refusals(
+    "LongitudinalOLS.fit",
+    lambda **o: ols().fit(**o),
+    {"epsilon": 1.0},
+    COMMON
+    + SCALES
+    + [
+        ("focus", 5, ParameterError, "focus"),
+        ("focus", ["nope"], ParameterError, "focus"),
+        ("focus", {"x1": 0.0}, ParameterError, "focus"),
+        ("focus", {"x1": True}, ParameterError, "focus"),
+        ("min_rows", 4, ParameterError, "min_rows"),  # only with a dependence model
+        ("min_eigenvalue", 0.5, ParameterError, "min_eigenvalue"),
+    ],
+)
+fit_refusals(
+    "LongitudinalOLS.fit[local]",
+    lambda **o: ols().fit(**o),
+    {"epsilon": 1.0, "privacy": "local"},
+    LOCAL,
+)
+fit_refusals(
+    "LongitudinalOLS.fit[AR1]",
+    lambda **o: ols().fit(**o),
+    {"epsilon": 1.0, "scale": AR1(0.5), "min_rows": 4, "min_eigenvalue": 0.5},
+    [
+        ("min_rows", None, ParameterError, "min_rows"),
+        ("min_rows", 0, ParameterError, "min_rows"),
+        ("min_rows", 2.5, ParameterError, "min_rows"),
+        ("min_rows", "4", ParameterError, "min_rows"),
+        ("min_rows", True, ParameterError, "min_rows"),
+        ("min_rows", -3, ParameterError, "min_rows"),
+        ("min_eigenvalue", None, ParameterError, "min_eigenvalue"),
+        ("min_eigenvalue", 0.0, ParameterError, "min_eigenvalue"),
+        ("min_eigenvalue", -1.0, ParameterError, "min_eigenvalue"),
+        ("min_eigenvalue", math.nan, ParameterError, "min_eigenvalue"),
+        ("min_eigenvalue", "0.5", ParameterError, "min_eigenvalue"),
+        ("min_eigenvalue", True, ParameterError, "min_eigenvalue"),
+    ],
+)
+
+fit_refusals(
+    "RandomEffectsLocation.fit",
+    lambda **o: location().fit(**o),
+    {"epsilon": 1.0, "scale": 1.0},
+    [
+        *COMMON[:20],
+        ("within_scale", -1.0, ParameterError, "within_scale"),
+        ("within_scale", 0.0, ParameterError, "within_scale"),
+        ("within_scale", math.nan, ParameterError, "within_scale"),
+        ("within_scale", math.inf, ParameterError, "within_scale"),
+        ("within_scale", "1", ParameterError, "within_scale"),
+        ("within_scale", True, ParameterError, "within_scale"),
+        ("within_scale", [1.0, 2.0], ParameterError, "within_scale"),
+        ("variance_share", 1.0, ParameterError, "variance_share"),
+        ("variance_share", -0.1, ParameterError, "variance_share"),
+        ("variance_share", math.nan, ParameterError, "variance_share"),
+        ("variance_share", "0.5", ParameterError, "variance_share"),
+        ("variance_share", True, ParameterError, "variance_share"),
+        ("min_rows", 0, ParameterError, "min_rows"),
+        ("min_rows", 2.5, ParameterError, "min_rows"),
+        ("min_rows", "4", ParameterError, "min_rows"),
+        ("min_rows", False, ParameterError, "min_rows"),
+        ("scale", -1.0, ParameterError, "scale"),
+        ("scale", "1", ParameterError, "scale"),
+        ("scale", [1.0, 2.0], ParameterError, "scale"),
+        ("scale", RandomEffects(1.0), ParameterError, "min_rows"),
+    ],
+)
+
+fit_refusals(
+    "PriestleyChao.fit[item]",
+    lambda **o: curve_items().fit(**o),
+    {"epsilon": 1.0, "noise_sd": 0.5, "amplitude": 1.0},
+    [
+        *COMMON[:20],
+        ("noise_sd", "0.5", ParameterError, "noise_sd"),
+        ("noise_sd", True, ParameterError, "noise_sd"),
+        ("noise_sd", 0.0, ParameterError, "noise_sd"),
+        ("noise_sd", math.inf, ParameterError, "noise_sd"),
+        ("amplitude", -1.0, ParameterError, "amplitude"),
+        ("amplitude", "1", ParameterError, "amplitude"),
+        ("lipschitz", 0.0, ParameterError, "lipschitz"),
+        ("lipschitz", "1", ParameterError, "lipschitz"),
+        ("sup_norm", -2.0, ParameterError, "sup_norm"),
+        ("scale", 1.0, ParameterError, "scale"),
+    ],
+)
+fit_refusals(
+    "PriestleyChao.fit[user]",
+    lambda **o: curve_users().fit(**o),
+    {"epsilon": 4.0, "scale": 1.0},
+    [
+        *COMMON[:6],
+        ("scale", [1.0, 2.0], ParameterError, "scale"),
+        ("scale", "1", ParameterError, "scale"),
+        ("scale", -1.0, ParameterError, "scale"),
+        ("scale", AR1(0.5), ParameterError, "scale"),
+        ("noise_sd", 1.0, ParameterError, "noise_sd"),
+        ("lipschitz", 1.0, ParameterError, "lipschitz"),
+    ],
+)
+
+
+# --- from_formula: formulas, data and the options that define the model ----------------------
+
+
+def _ols(formula: str = "y ~ x1", data: Any = None, **options: Any) -> object:
+    options.setdefault("groups", "user")
+    return dplong.LongitudinalOLS.from_formula(
+        formula, panel() if data is None else data, **options
+    )
+
+
+def _location(formula: str = "y ~ 1", data: Any = None, **options: Any) -> object:
+    options.setdefault("groups", "user")
+    return dplong.RandomEffectsLocation.from_formula(
+        formula, panel() if data is None else data, **options
+    )
+
+
+def _curve(formula: str = "y ~ x", data: Any = None, **options: Any) -> object:
+    options = {"domain": (0, 1), "bandwidth": 0.1} | options
+    return dplong.PriestleyChao.from_formula(formula, items() if data is None else data, **options)
+
+
+FROM_FORMULA: list[tuple[str, Callable[..., object], dict[str, Any], type[DplongError], str]] = [
+    ("y ~ 0", _ols, {"formula": "y ~ 0"}, FormulaError, "regressor"),
+    ("y ~ -1", _ols, {"formula": "y ~ -1"}, FormulaError, "regressor"),
+    ("no tilde", _ols, {"formula": "y"}, FormulaError, "formula"),
+    ("formula not str", _ols, {"formula": 5}, FormulaError, "formula"),
+    ("unbalanced", _ols, {"formula": "y ~ (x1"}, FormulaError, "y ~ (x1"),
+    ("missing column", _ols, {"formula": "y ~ nope"}, FormulaError, "nope"),
+    ("text outcome", _ols, {"formula": "site ~ x1"}, FormulaError, "outcome"),
+    ("date outcome", _ols, {"formula": "when ~ x1"}, FormulaError, "outcome"),
+    ("date regressor", _ols, {"formula": "y ~ when"}, FormulaError, "when"),
+    ("undeclared factor", _ols, {"formula": "y ~ site"}, FormulaError, "levels"),
+    ("data-learned transform", _ols, {"formula": "y ~ center(x1)"}, FormulaError, "center"),
+    ("spline knots from data", _ols, {"formula": "y ~ bs(x1, df=4)"}, FormulaError, "knots"),
+    ("levels not a mapping", _ols, {"levels": ["north"]}, ParameterError, "levels"),
+    ("levels unknown column", _ols, {"levels": {"nope": ["a"]}}, FormulaError, "levels"),
+    (
+        "levels empty",
+        _ols,
+        {"formula": "y ~ site", "levels": {"site": []}},
+        ParameterError,
+        "levels",
+    ),
+    (
+        "levels repeated",
+        _ols,
+        {"formula": "y ~ site", "levels": {"site": ["a", "a"]}},
+        ParameterError,
+        "levels",
+    ),
+    (
+        "levels a string",
+        _ols,
+        {"formula": "y ~ site", "levels": {"site": "north"}},
+        ParameterError,
+        "levels",
+    ),
+    ("data not a frame", _ols, {"data": np.zeros((10, 3))}, DataError, "DataFrame"),
+    ("data empty", _ols, {"data": panel().iloc[:0]}, DataError, "data"),
+    ("groups None", _ols, {"groups": None}, DataError, "groups"),
+    ("groups not a column", _ols, {"groups": "person"}, FormulaError, "groups"),
+    ("groups wrong length", _ols, {"groups": [1, 2, 3]}, DataError, "groups"),
+    ("groups 2-D", _ols, {"groups": np.zeros((1600, 2))}, DataError, "groups"),
+    ("one user", _ols, {"groups": np.zeros(1600)}, InsufficientUsersError, "2 users"),
+    ("time not a column", _ols, {"time": "when2"}, FormulaError, "time"),
+    ("time wrong length", _ols, {"time": [1, 2]}, DataError, "time"),
+    ("correlation", _ols, {"correlation": "ar2"}, ParameterError, "correlation"),
+    ("correlation None", _ols, {"correlation": None}, ParameterError, "correlation"),
+    (
+        "ar1 param 1",
+        _ols,
+        {"correlation": "ar1", "correlation_param": 1.0},
+        ParameterError,
+        "correlation_param",
+    ),
+    (
+        "ar1 param str",
+        _ols,
+        {"correlation": "ar1", "correlation_param": "0.5"},
+        ParameterError,
+        "correlation_param",
+    ),
+    (
+        "ar1 param nan",
+        _ols,
+        {"correlation": "ar1", "correlation_param": math.nan},
+        ParameterError,
+        "correlation_param",
+    ),
+    (
+        "ar1 param bool",
+        _ols,
+        {"correlation": "ar1", "correlation_param": True},
+        ParameterError,
+        "correlation_param",
+    ),
+    (
+        "exchangeable param -0.1",
+        _ols,
+        {"correlation": "exchangeable", "correlation_param": -0.1},
+        ParameterError,
+        "correlation_param",
+    ),
+    ("location covariates", _location, {"formula": "y ~ x1"}, FormulaError, "y ~ 1"),
+    ("location y ~ 0", _location, {"formula": "y ~ 0"}, FormulaError, "regressor"),
+    ("re_groups not a column", _location, {"re_groups": "litter"}, FormulaError, "re_groups"),
+    ("re_groups wrong length", _location, {"re_groups": [1, 2]}, DataError, "re_groups"),
+    (
+        "curve text x",
+        _curve,
+        {"formula": "y ~ s", "data": items().assign(s="a")},
+        FormulaError,
+        "levels",
+    ),
+    (
+        "curve text x declared",
+        _curve,
+        {"formula": "y ~ s", "data": items().assign(s="a"), "levels": {"s": ["a", "b"]}},
+        FormulaError,
+        "numeric regressor",
+    ),
+    ("curve two regressors", _curve, {"formula": "y ~ x + I(x**2)"}, FormulaError, "one regressor"),
+    ("curve domain reversed", _curve, {"domain": (1, 0)}, ParameterError, "domain"),
+    ("curve domain strings", _curve, {"domain": ("0", "1")}, ParameterError, "domain"),
+    ("curve domain nan", _curve, {"domain": (0, math.nan)}, ParameterError, "domain"),
+    ("curve domain bools", _curve, {"domain": (False, True)}, ParameterError, "domain"),
+    ("curve domain scalar", _curve, {"domain": 1.0}, ParameterError, "domain"),
+    ("curve bandwidth 0", _curve, {"bandwidth": 0.0}, ParameterError, "bandwidth"),
+    ("curve bandwidth str", _curve, {"bandwidth": "0.1"}, ParameterError, "bandwidth"),
+    ("curve bandwidth bool", _curve, {"bandwidth": True}, ParameterError, "bandwidth"),
+    ("curve bandwidth nan", _curve, {"bandwidth": math.nan}, ParameterError, "bandwidth"),
+    (
+        "curve auto bandwidth users",
+        _curve,
+        {"bandwidth": "auto", "groups": "user"},
+        ParameterError,
+        "bandwidth",
+    ),
+    ("curve kernel", _curve, {"kernel": "box"}, ParameterError, "kernel"),
+    ("curve kernel None", _curve, {"kernel": None}, ParameterError, "kernel"),
+    ("curve grid 1", _curve, {"grid": 1}, ParameterError, "grid"),
+    ("curve grid 2.5", _curve, {"grid": 2.5}, ParameterError, "grid"),
+    ("curve grid bool", _curve, {"grid": True}, ParameterError, "grid"),
+    ("curve grid str", _curve, {"grid": "5"}, ParameterError, "grid"),
+    ("curve grid empty", _curve, {"grid": []}, ParameterError, "grid"),
+    ("curve grid outside", _curve, {"grid": [0.5, 2.0]}, ParameterError, "grid"),
+    ("curve grid nan", _curve, {"grid": [0.5, math.nan]}, ParameterError, "grid"),
+    ("curve grid 2-D", _curve, {"grid": [[0.5]]}, ParameterError, "grid"),
+    (
+        "curve x outside domain",
+        _curve,
+        {"data": items().assign(x=items()["x"] * 2)},
+        DataError,
+        "domain",
+    ),
+    (
+        "curve missing design point",
+        _curve,
+        {"data": items().assign(x=np.nan)},
+        DataError,
+        "design points",
+    ),
+    ("curve one item", _curve, {"data": items().iloc[:1]}, DataError, "2 rows"),
+]
+for label, build, arguments, error, names in FROM_FORMULA:
+    refusal(f"from_formula: {label}", lambda b=build, a=arguments: b(**a), error, names)
+
+
+# --- dependence models -----------------------------------------------------------------------
+
+DEPENDENCE: list[tuple[str, Callable[[], object], str]] = [
+    ("Toeplitz not PSD", lambda: Toeplitz([1.0, 2.0]), "autocovariance"),
+    ("Toeplitz not PSD at T=3", lambda: Toeplitz([1.0, 0.8]).covariance(3), "autocovariance"),
+    ("Toeplitz empty", lambda: Toeplitz([]), "autocovariance"),
+    ("Toeplitz text", lambda: Toeplitz(["1", "0.5"]), "autocovariance"),
+    ("Toeplitz zero variance", lambda: Toeplitz([0.0]), "autocovariance"),
+    ("Toeplitz scalar", lambda: Toeplitz(1.0), "autocovariance"),  # type: ignore[arg-type]
+    ("AR1 phi 1", lambda: AR1(1.0), "phi"),
+    ("AR1 phi nan", lambda: AR1(math.nan), "phi"),
+    ("AR1 phi str", lambda: AR1("0.5"), "phi"),  # type: ignore[arg-type]
+    ("AR1 phi bool", lambda: AR1(True), "phi"),  # type: ignore[arg-type]
+    ("AR1 variance 0", lambda: AR1(0.5, variance=0.0), "variance"),
+    ("AR1 variance str", lambda: AR1(0.5, variance="1"), "variance"),  # type: ignore[arg-type]
+    ("Independent str", lambda: Independent("a"), "variance"),  # type: ignore[arg-type]
+    ("Independent bool", lambda: Independent(True), "variance"),  # type: ignore[arg-type]
+    ("Independent -1", lambda: Independent(-1.0), "variance"),
+    ("Independent inf", lambda: Independent(math.inf), "variance"),
+    ("Exchangeable 1", lambda: Exchangeable(1.0), "correlation"),
+    ("Exchangeable nan", lambda: Exchangeable(math.nan), "correlation"),
+    ("Exchangeable str", lambda: Exchangeable("0.2"), "correlation"),  # type: ignore[arg-type]
+    ("RandomEffects variance 0", lambda: RandomEffects(0.0), "group_variance"),
+    ("RandomEffects variance str", lambda: RandomEffects("1"), "group_variance"),  # type: ignore[arg-type]
+    ("RandomEffects residual variance", lambda: RandomEffects(1.0, -1.0), "residual_variance"),
+    ("RandomEffects sizes 2.5", lambda: RandomEffects(1.0, group_sizes=[2.5]), "group_sizes"),
+    ("RandomEffects sizes str", lambda: RandomEffects(1.0, group_sizes=["a"]), "group_sizes"),  # type: ignore[list-item]
+    ("RandomEffects sizes 0", lambda: RandomEffects(1.0, group_sizes=[0]), "group_sizes"),
+    ("RandomEffects sizes empty", lambda: RandomEffects(1.0, group_sizes=[]), "group_sizes"),
+    ("RandomEffects residual", lambda: RandomEffects(1.0, residual=1.0), "residual"),  # type: ignore[arg-type]
+    ("GivenCovariance text", lambda: GivenCovariance("abc"), "matrix"),
+    ("GivenCovariance not square", lambda: GivenCovariance([[1.0, 0.0]]), "matrix"),
+    ("GivenCovariance not PD", lambda: GivenCovariance([[1.0, 2.0], [2.0, 1.0]]), "matrix"),
+    ("GivenCovariance nan", lambda: GivenCovariance([[math.nan]]), "matrix"),
+    ("GivenCovariance too few rows", lambda: GivenCovariance([[1.0]]).covariance(2), "rows"),
+    ("rows T = 0", lambda: AR1(0.5).log_sobolev_constant(0), "T"),
+    ("rows T = 2.5", lambda: AR1(0.5).mean_scale(2.5), "T"),  # type: ignore[arg-type]
+    ("rows T str", lambda: Independent().log_sobolev_constant("4"), "T"),  # type: ignore[arg-type]
+]
+for label, call, names in DEPENDENCE:
+    refusal(f"dependence: {label}", call, ParameterError, names)
+
+
+# --- results, accountant, data sets ----------------------------------------------------------
+
+OTHERS: list[tuple[str, Callable[[], object], type[DplongError], str]] = [
+    ("conf_int alpha str", lambda: fitted().conf_int(alpha="0.05"), ParameterError, "alpha"),  # type: ignore[arg-type]
+    ("conf_int alpha 2", lambda: fitted().conf_int(alpha=2), ParameterError, "alpha"),
+    ("conf_int alpha 0", lambda: fitted().conf_int(alpha=0.0), ParameterError, "alpha"),
+    ("conf_int alpha nan", lambda: fitted().conf_int(alpha=math.nan), ParameterError, "alpha"),
+    ("conf_int alpha bool", lambda: fitted().conf_int(alpha=True), ParameterError, "alpha"),
+    ("error_bound alpha -1", lambda: fitted().error_bound(alpha=-1.0), ParameterError, "alpha"),
+    ("error_bound alpha str", lambda: fitted().error_bound(alpha="a"), ParameterError, "alpha"),  # type: ignore[arg-type]
+    ("summary alpha 1", lambda: fitted().summary(alpha=1.0), ParameterError, "alpha"),
+    ("summary alpha None", lambda: fitted().summary(alpha=None), ParameterError, "alpha"),  # type: ignore[arg-type]
+    ("curve alpha 5", lambda: fitted_curve().curve(alpha=5.0), ParameterError, "alpha"),
+    (
+        "curve error_bound alpha",
+        lambda: fitted_curve().error_bound(alpha=0),
+        ParameterError,
+        "alpha",
+    ),
+    ("predict []", lambda: fitted_curve().predict([]), ParameterError, "x"),
+    ("predict text", lambda: fitted_curve().predict("a"), ParameterError, "x"),
+    ("predict text list", lambda: fitted_curve().predict(["0.5"]), ParameterError, "x"),
+    ("predict None", lambda: fitted_curve().predict(None), ParameterError, "x"),
+    ("predict nan", lambda: fitted_curve().predict([math.nan]), ParameterError, "x"),
+    ("predict outside", lambda: fitted_curve().predict([1.5]), ParameterError, "x"),
+    (
+        "predict dates",
+        lambda: fitted_curve().predict(pd.date_range("2000", periods=2)),
+        ParameterError,
+        "x",
+    ),
+    ("plot alpha", lambda: fitted_curve().plot(alpha=2.0), ParameterError, "alpha"),
+    ("plot ax", lambda: fitted_curve().plot(ax="axes"), ParameterError, "ax"),  # type: ignore[arg-type]
+    ("Accountant epsilon str", lambda: dplong.Accountant("1"), PrivacyParameterError, "epsilon"),  # type: ignore[arg-type]
+    ("Accountant epsilon 0", lambda: dplong.Accountant(0.0), PrivacyParameterError, "epsilon"),
+    (
+        "Accountant epsilon bool",
+        lambda: dplong.Accountant(True),
+        PrivacyParameterError,  # type: ignore[arg-type]
+        "epsilon",
+    ),
+    (
+        "Accountant epsilon inf",
+        lambda: dplong.Accountant(math.inf),
+        PrivacyParameterError,
+        "epsilon",
+    ),
+    ("Accountant delta 1", lambda: dplong.Accountant(1.0, 1.0), PrivacyParameterError, "delta"),
+    (
+        "Accountant delta str",
+        lambda: dplong.Accountant(1.0, "0"),
+        PrivacyParameterError,  # type: ignore[arg-type]
+        "delta",
+    ),
+    (
+        "Accountant delta None",
+        lambda: dplong.Accountant(1.0, None),
+        PrivacyParameterError,  # type: ignore[arg-type]
+        "delta",
+    ),
+    (
+        "Accountant delta bool",
+        lambda: dplong.Accountant(1.0, False),
+        PrivacyParameterError,  # type: ignore[arg-type]
+        "delta",
+    ),
+    ("Accountant delta -1", lambda: dplong.Accountant(1.0, -1e-6), PrivacyParameterError, "delta"),
+    (
+        "Accountant.check",
+        lambda: dplong.Accountant(1.0).check(2.0, 0.0),
+        BudgetExceededError,
+        "epsilon",
+    ),
+    (
+        "Accountant.check str",
+        lambda: dplong.Accountant(1.0).check("0.5", 0.0),  # type: ignore[arg-type]
+        PrivacyParameterError,
+        "epsilon",
+    ),
+    (
+        "Accountant.check nan",
+        lambda: dplong.Accountant(1.0).check(0.5, math.nan),
+        PrivacyParameterError,
+        "delta",
+    ),
+    (
+        "Accountant.record",
+        lambda: dplong.Accountant(1.0).record("ledger"),
+        ParameterError,  # type: ignore[arg-type]
+        "ledger",
+    ),
+    ("datasets.descr unknown", lambda: dplong.datasets.descr("iris"), ParameterError, "iris"),  # type: ignore[arg-type]
+    ("datasets.descr int", lambda: dplong.datasets.descr(5), ParameterError, "5"),  # type: ignore[arg-type]
+    ("get_kernel", lambda: dplong.kernels.get_kernel("box"), ParameterError, "kernel"),
+    (
+        "simulate n_users 0",
+        lambda: dplong.simulate.linear_panel(0, 4, [1.0]),
+        ParameterError,
+        "n_users",
+    ),
+    (
+        "simulate coefficients",
+        lambda: dplong.simulate.linear_panel(10, 4, ["a"]),
+        ParameterError,  # type: ignore[list-item]
+        "coefficients",
+    ),
+    (
+        "simulate random_state",
+        lambda: dplong.simulate.linear_panel(10, 4, [1.0], random_state=-1),
+        ParameterError,
+        "random_state",
+    ),
+    ("cli.read_data missing", lambda: dplong.cli.read_data("missing.csv"), DataError, "DATA"),
+    ("cli.read_data data set", lambda: dplong.cli.read_data("dataset:iris"), DataError, "iris"),
+]
+for label, call, error, names in OTHERS:
+    refusal(label, call, error, names)
+
+
+@pytest.mark.parametrize("case", REFUSALS, ids=[r.name for r in REFUSALS])
+def test_refusal(case: Refusal) -> None:
+    probe = Probe()
+    state = probe.rng.bit_generator.state
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)  # reliability notes are not refusals
+        with pytest.raises(case.error) as caught:
+            case.call(probe)
+    message = str(caught.value)
+    assert case.names in message, message
+    assert len(message) < MAX_MESSAGE, len(message)
+    assert "\n\n" not in message and message == message.strip()
+    assert probe.rng.bit_generator.state == state, "noise was drawn before the refusal"
+    assert probe.accountant.spent == [], "the accountant was charged before the refusal"
+
+
+def test_the_battery_covers_every_entry_point() -> None:
+    """At least 150 refusals in all, and every public entry point among them."""
+    assert len(REFUSALS) >= 150
+    names = " ".join(r.name for r in REFUSALS)
+    for entry in (
+        "winsorized_mean",
+        "LongitudinalOLS.fit",
+        "RandomEffectsLocation.fit",
+        "PriestleyChao.fit[item]",
+        "PriestleyChao.fit[user]",
+        "from_formula",
+        "dependence",
+        "conf_int",
+        "error_bound",
+        "summary",
+        "predict",
+        "plot",
+        "Accountant",
+        "datasets",
+    ):
+        assert entry in names, entry
+
+
+# ---------------------------------------------------------------------------------------------
+# Odd but valid data: no refusal, and an honest release
+# ---------------------------------------------------------------------------------------------
+
+
+def honest(res: PanelResults, truth: float | np.ndarray | None = None) -> None:
+    """Every parameter is a finite estimate with finite error bounds (within five standard
+    errors plus the bias bound of ``truth``, if given) or NaN with its reason said in
+    ``failed`` or ``warnings``; probabilities lie in [0, 1]."""
+    params = res.params.to_numpy()
+    missing = np.isnan(params)
+    assert not np.isinf(params).any(), res.params
+    if missing.any():
+        assert res.failed.to_numpy()[missing].all() or res.warnings, res
+    report = res.error_bound().table
+    probability = report["probability"].dropna()
+    assert ((probability >= 0) & (probability <= 1)).all()
+    assert np.isfinite(report["total"].to_numpy()[~missing]).all(), report
+    if truth is not None:
+        error = np.abs(params - truth)[~missing]
+        allowance = (5.0 * res.bse + res.bias).to_numpy()[~missing]
+        assert (error <= allowance).all(), (res.params, truth, allowance)
+
+
+def mean_of(data: Any, **options: Any) -> PanelResults:
+    return dplong.winsorized_mean(data, epsilon=1.0, random_state=0, **options)
+
+
+HUGE = 5e19  # beyond int64 (9.2e18) at any bin half-width below 2.7
+
+
+ODD_DATA: list[tuple[str, Callable[[], None]]] = [
+    # huge finite values are data: a valid release, honestly failed where it cannot locate them
+    (
+        "mean of 5e19, scale stated",
+        lambda: honest(mean_of(np.full(2000, HUGE) + values(), scale=1.0), HUGE),
+    ),
+    (
+        "mean of 5e19, theory",
+        lambda: honest(mean_of(np.full(2000, HUGE) + values(), scale=1.0, variant="theory"), HUGE),
+    ),
+    (
+        "mean of 1e308, theory",
+        lambda: honest(mean_of(np.full(2000, 1e308), scale=1.0, variant="theory"), 1e308),
+    ),
+    (
+        "mean of -1e308, scale stated",
+        lambda: honest(mean_of(np.full(2000, -1e308), scale=1.0), -1e308),
+    ),
+    ("mean of 1e308, scale estimated", lambda: honest(mean_of(np.full(2000, 1e308)), 1e308)),
+    (
+        "mean of ±1e308",
+        lambda: honest(mean_of(np.r_[np.full(1000, 1e308), -np.full(1000, 1e308)]), 0.0),
+    ),
+    ("mean of max double", lambda: honest(mean_of(np.full(2000, np.finfo(float).max), scale=1e-6))),
+    (
+        "mean of 1e308 local",
+        lambda: honest(mean_of(np.full(2000, 1e308), privacy="local", bound=1.0)),
+    ),
+    (
+        "mean of 1e308 local, theory",
+        lambda: honest(
+            mean_of(np.full(2000, 1e308), privacy="local", bound=1.0, variant="theory", scale=1.0)
+        ),
+    ),
+    (
+        "mean with a vast local bound",
+        lambda: honest(mean_of(values(), privacy="local", bound=1e100), 1.0),
+    ),
+    (
+        "mean of a few 1e308 among normal values",
+        lambda: honest(mean_of(np.r_[np.full(5, 1e308), values()]), 1.0),
+    ),
+    ("OLS with y near 1e300", lambda: honest(ols_fit(panel().assign(y=panel()["y"] * 1e300)))),
+    ("OLS with x near 1e307", lambda: honest(ols_fit(panel().assign(x1=panel()["x1"] * 1e307)))),
+    ("location of 1e308", lambda: honest(location_fit(panel().assign(y=1e308)))),
+    (
+        "location of 5e19, stated",
+        lambda: honest(
+            location_fit(panel().assign(y=panel()["y"] + HUGE), scale=1.0, within_scale=1.0),
+            np.array([HUGE, 0.0, 0.0]),
+        ),
+    ),
+    ("curve of 1e308 responses", lambda: honest(curve_items_fit(items().assign(y=1e308)))),
+    ("mean of all-NaN values", lambda: honest(mean_of(np.full(2000, np.nan)))),
+]
+
+
+def ols_fit(data: pd.DataFrame, **options: Any) -> PanelResults:
+    return dplong.LongitudinalOLS.from_formula("y ~ x1", data, groups="user").fit(
+        epsilon=1.0, random_state=0, **options
+    )
+
+
+def location_fit(data: pd.DataFrame, **options: Any) -> PanelResults:
+    return dplong.RandomEffectsLocation.from_formula("y ~ 1", data, groups="user").fit(
+        epsilon=1.0, random_state=0, **options
+    )
+
+
+def curve_items_fit(data: pd.DataFrame) -> PanelResults:
+    model = dplong.PriestleyChao.from_formula("y ~ x", data, domain=(0, 1), bandwidth=0.1, grid=5)
+    return model.fit(epsilon=1.0, random_state=0)
+
+
+@pytest.mark.parametrize("check", [c[1] for c in ODD_DATA], ids=[c[0] for c in ODD_DATA])
+def test_odd_data_is_released_honestly(check: Callable[[], None]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)  # the warnings are in res.warnings too
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow on 1e308: expected
+        check()
+
+
+def same_release(left: PanelResults, right: PanelResults) -> None:
+    pd.testing.assert_series_equal(left.params, right.params)
+    assert left.privacy == right.privacy
+
+
+def test_infinite_values_are_missing_values() -> None:
+    """±inf in ``winsorized_mean`` is missing, as NaN is, and as in the formula layer."""
+    x = values().copy()
+    x[:7], x[7:9] = np.inf, -np.inf
+    nan = np.where(np.isinf(x), np.nan, x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        same_release(mean_of(x), mean_of(nan))
+        groups = np.arange(2000) % 500
+        same_release(mean_of(x, groups=groups), mean_of(nan, groups=groups))
+
+
+def test_missing_user_ids_drop_their_rows() -> None:
+    """A row with a missing user id belongs to no user (as in the formula layer): dropped,
+    never a refusal, and n counts the distinct ids."""
+    x = values()
+    groups = pd.Series(np.arange(2000) % 500, dtype="Int64")
+    unknown = groups.mask(np.arange(2000) % 97 == 0)
+    res = mean_of(x, groups=unknown)
+    known = unknown.notna().to_numpy()
+    same_release(res, mean_of(x[known], groups=unknown[known].to_numpy()))
+    assert res.nobs_users == 500
+
+
+@pytest.mark.parametrize("dtype", ["Float64", "Int64"])
+def test_nullable_values_with_pd_na(dtype: str) -> None:
+    """pandas' nullable numbers with ``pd.NA`` are numbers with missing values: the same
+    release as float64 with NaN, in ``winsorized_mean`` and in a formula model."""
+    data = panel().assign(y=panel()["y"].round())
+    gaps = data.index % 7 == 0
+    with_na = data.assign(y=data["y"].astype(dtype).mask(gaps))
+    with_nan = data.assign(y=data["y"].mask(gaps))
+    same_release(
+        mean_of(with_na["y"], groups=data["user"]), mean_of(with_nan["y"], groups=data["user"])
+    )
+    same_release(ols_fit(with_na, scale=[1.0, 1.0]), ols_fit(with_nan, scale=[1.0, 1.0]))
+    regressor = data.assign(x1=data["x1"].round().astype(dtype).mask(gaps))
+    as_float = regressor.assign(x1=regressor["x1"].astype(float))
+    same_release(ols_fit(regressor, scale=[1.0, 1.0]), ols_fit(as_float, scale=[1.0, 1.0]))
+
+
+def test_nullable_bool_values_are_numbers() -> None:
+    """A boolean column (also nullable) averages as 0/1: a share of users."""
+    flags = pd.Series(values() > 1.0, dtype="boolean").mask(np.arange(2000) % 11 == 0)
+    as_float = flags.astype("Float64").astype(float)
+    same_release(mean_of(flags, scale=0.25), mean_of(as_float, scale=0.25))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [np.full(2000, 1e308), np.full(2000, -1e308), np.full(2000, HUGE), np.r_[1e308, -1e308]],
+    ids=["1e308", "-1e308", "5e19", "both"],
+)
+@pytest.mark.parametrize("half_width", [1e-3, 0.5, 2.7])
+def test_histogram_bins_are_exact_for_any_double(data: np.ndarray, half_width: float) -> None:
+    """Every finite double falls in its own bin ``(2hk - h, 2hk + h]`` exactly (no int64
+    overflow, no wrap to a bin far away), and the mode's centre is the data's value."""
+    h = Fraction(half_width)
+    for value, k in zip(data.tolist(), bin_index(data, half_width).tolist(), strict=True):
+        assert 2 * h * k - h < Fraction(value) <= 2 * h * k + h
+        assert abs(bin_centre(k, half_width) - value) <= half_width + np.spacing(abs(value))
+    if data.size > 2:
+        hist = stable_histogram(data, half_width, 1.0, 1e-6, np.random.default_rng(0))
+        assert hist.centers.tolist() == [bin_centre(hist.mode(), half_width)]
+        midpoint, failed = central_midpoint(data, half_width, 1.0, 1e-6, np.random.default_rng(0))
+        assert not failed and midpoint == pytest.approx(data[0], rel=1e-15)
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages: short even for long data
+# ---------------------------------------------------------------------------------------------
+
+
+def test_text_outcome_message_is_short() -> None:
+    """A text response is named in a few words, not with every value it holds."""
+    words = panel().assign(y=[f"value {i}" for i in range(len(panel()))])
+    with pytest.raises(FormulaError) as caught:
+        _ols(data=words)
+    assert len(str(caught.value)) < 200 and "value 17" not in str(caught.value)
+    with pytest.raises(DataError) as caught_mean:
+        dplong.winsorized_mean(words["y"], epsilon=1.0)
+    assert len(str(caught_mean.value)) < 200 and "value 17" not in str(caught_mean.value)
+
+
+def test_option_messages_do_not_echo_big_values() -> None:
+    """An array passed where a number belongs is described, not printed in full."""
+    with pytest.raises(PrivacyParameterError) as caught:
+        dplong.winsorized_mean(values(), epsilon=list(range(100_000)))  # type: ignore[arg-type]
+    assert len(str(caught.value)) < 200
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line: exit code 2, one line, no traceback
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cli") / "panel.csv"
+    panel().assign(y_text=lambda d: "v" + d["y"].round(3).astype(str)).to_csv(path, index=False)
+    (path.parent / "empty.csv").write_text("")
+    return path
+
+
+BASE = ["--formula", "y ~ x1", "--groups", "user", "--epsilon", "1", "--quiet"]
+LOCATION = [
+    "--model",
+    "location",
+    "--formula",
+    "y ~ 1",
+    "--groups",
+    "user",
+    "--epsilon",
+    "1",
+    "--scale",
+    "1",
+    "--quiet",
+]
+KERNEL = [
+    "--model",
+    "kernel",
+    "--formula",
+    "y ~ x1",
+    "--groups",
+    "user",
+    "--epsilon",
+    "1",
+    "--domain=-3,3",
+    "--bandwidth",
+    "1",
+    "--quiet",
+]
+MEAN = ["--model", "mean", "--formula", "y ~ 1", "--groups", "user", "--epsilon", "1", "--quiet"]
+
+CLI_REFUSALS: list[tuple[str, list[str], str]] = [
+    ("within-scale -1", [*LOCATION, "--within-scale", "-1"], "within"),
+    ("within-scale 0", [*LOCATION, "--within-scale", "0"], "within"),
+    ("within-scale nan", [*LOCATION, "--within-scale", "nan"], "within"),
+    ("within-scale abc", [*LOCATION, "--within-scale", "abc"], "--within-scale"),
+    ("variance-share 1", [*LOCATION, "--variance-share", "1"], "variance"),
+    ("variance-share -0.5", [*LOCATION, "--variance-share=-0.5"], "variance"),
+    ("variance-share abc", [*LOCATION, "--variance-share", "abc"], "--variance-share"),
+    ("min-rows 0", [*LOCATION, "--min-rows", "0"], "min"),
+    ("min-rows 2.5", [*LOCATION, "--min-rows", "2.5"], "--min-rows"),
+    ("seed -1", ["--model", "ols", *BASE, "--seed", "-1"], "--seed"),
+    ("seed abc", ["--model", "ols", *BASE, "--seed", "abc"], "--seed"),
+    ("seed 1.5", ["--model", "ols", *BASE, "--seed", "1.5"], "--seed"),
+    ("epsilon abc", ["--model", "ols", *BASE, "--epsilon", "abc"], "--epsilon"),
+    ("epsilon 0", ["--model", "ols", *BASE, "--epsilon", "0"], "--epsilon"),
+    ("epsilon inf", ["--model", "ols", *BASE, "--epsilon", "inf"], "--epsilon"),
+    ("epsilon tiny", ["--model", "ols", *BASE, "--epsilon", "1e-9"], "epsilon"),
+    ("delta 1", ["--model", "ols", *BASE, "--delta", "1"], "--delta"),
+    ("delta nan", ["--model", "ols", *BASE, "--delta", "nan"], "--delta"),
+    ("alpha 2", ["--model", "ols", *BASE, "--alpha", "2"], "--alpha"),
+    ("scale -1", ["--model", "ols", *BASE, "--scale=-1"], "--scale"),
+    ("scale 1,2,3", ["--model", "ols", *BASE, "--scale", "1,2,3"], "scale"),
+    ("bound abc", ["--model", "ols", *BASE, "--privacy", "local", "--bound", "abc"], "--bound"),
+    ("local without bound", ["--model", "ols", *BASE, "--privacy", "local"], "bound"),
+    ("privacy shuffle", ["--model", "ols", *BASE, "--privacy", "shuffle"], "--privacy"),
+    ("variant", ["--model", "ols", *BASE, "--variant", "best"], "--variant"),
+    ("focus unknown", ["--model", "ols", *BASE, "--focus", "nope"], "focus"),
+    ("focus empty", ["--model", "ols", *BASE, "--focus", ","], "--focus"),
+    ("model unknown", ["--model", "glm", *BASE], "--model"),
+    ("bad formula", ["--model", "ols", *BASE, "--formula", "y ~ (x1"], "y ~ (x1"),
+    ("y ~ 0", ["--model", "ols", *BASE, "--formula", "y ~ 0"], "regressor"),
+    ("text outcome", ["--model", "ols", *BASE, "--formula", "y_text ~ x1"], "outcome"),
+    ("undeclared factor", ["--model", "ols", *BASE, "--formula", "y ~ site"], "levels"),
+    (
+        "levels malformed",
+        ["--model", "ols", *BASE, "--formula", "y ~ site", "--levels", "site"],
+        "--levels",
+    ),
+    (
+        "levels repeated",
+        ["--model", "ols", *BASE, "--formula", "y ~ site", "--levels", "site=north,north"],
+        "levels",
+    ),
+    ("levels numeric column", ["--model", "ols", *BASE, "--levels", "x1=a,b"], "--levels"),
+    ("levels unknown column", ["--model", "ols", *BASE, "--levels", "nope=a,b"], "--levels"),
+    ("groups unknown", ["--model", "ols", *BASE, "--groups", "person"], "--groups"),
+    ("time unknown", ["--model", "ols", *BASE, "--time", "when2"], "--time"),
+    ("time for mean", [*MEAN, "--time", "time"], "--time"),
+    ("mean text column", [*MEAN, "--formula", "y_text ~ 1"], "y_text"),
+    ("mean formula", [*MEAN, "--formula", "y ~ x1"], "column ~ 1"),
+    ("mean unknown column", [*MEAN, "--formula", "nope ~ 1"], "nope"),
+    ("kernel needs domain", ["--model", "kernel", *BASE, "--bandwidth", "1"], "--domain"),
+    ("kernel domain reversed", [*KERNEL, "--domain=3,-3"], "--domain"),
+    ("kernel bandwidth 0", [*KERNEL, "--bandwidth", "0"], "--bandwidth"),
+    ("kernel grid 1", [*KERNEL, "--grid", "1"], "--grid"),
+    ("kernel text x", [*KERNEL, "--formula", "y ~ site"], "levels"),
+    ("kernel kernel", [*KERNEL, "--kernel", "box"], "--kernel"),
+    ("option of another model", ["--model", "ols", *BASE, "--bandwidth", "1"], "--bandwidth"),
+    ("report directory", ["--model", "ols", *BASE, "--report", "/no/such/dir/r.html"], "--report"),
+    ("missing file", ["DATA=missing.csv", "--model", "ols", *BASE], "DATA"),
+    ("empty file", ["DATA=empty.csv", "--model", "ols", *BASE], "DATA"),
+    ("unknown data set", ["DATA=dataset:iris", "--model", "ols", *BASE], "iris"),
+]
+
+
+def run_cli(csv: Path, argv: list[str]) -> tuple[int, str, str]:
+    data = str(csv)
+    if argv[0].startswith("DATA="):
+        name = argv[0].removeprefix("DATA=")
+        data = name if name.startswith("dataset:") else str(csv.parent / name)
+        argv = argv[1:]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["fit", data, *argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("argv", "names"), [c[1:] for c in CLI_REFUSALS], ids=[c[0] for c in CLI_REFUSALS]
+)
+def test_cli_refusal(csv: Path, argv: list[str], names: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        code, out, err = run_cli(csv, argv)
+    assert code == 2
+    assert out == ""
+    assert "Traceback" not in err
+    assert err.count("\n") == 1 and err.startswith("dplong"), err
+    assert names in err, err
+    assert len(err) < MAX_MESSAGE
+
+
+def test_cli_refusal_in_a_real_process(csv: Path) -> None:
+    """``python -m dplong`` itself: exit code 2 and one line, for a library refusal and for a
+    bad flag value."""
+    for extra in (["--seed", "-1"], ["--within-scale", "-1"]):
+        model = LOCATION if extra[0] == "--within-scale" else ["--model", "ols", *BASE]
+        done = subprocess.run(
+            [sys.executable, "-m", "dplong", "fit", str(csv), *model, *extra],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stdout == "" and "Traceback" not in done.stderr
+        assert done.stderr.count("\n") == 1, done.stderr
