@@ -90,6 +90,8 @@ from dplong.privacy.plan import (
 )
 from dplong.privacy.quantile import LogGrid, miss_probability, private_median, rank_error
 from dplong.privacy.radius import (
+    MAD_OVER_SD,
+    MEDIAN_OFFSET,
     accurate_radius,
     bin_radius,
     clipping_bias,
@@ -733,6 +735,44 @@ def actual_clipping_bias(scale: float, half_width: float, offset: float) -> floa
 
 
 class TestRadius:
+    @pytest.mark.parametrize(("v", "w", "e"), [(1.0, 0.0, 0.0), (2.0, 5.0, 1.0), (0.5, 0.2, 0.6)])
+    def test_chi_square_bias_is_the_exact_clipping_bias(self, v: float, w: float, e: float) -> None:
+        """X = v (χ²₁ - 1) (mean 0, sd √2 v), clipped to c ± w with |c| <= e: the bound is the
+        largest |E clip(X) - E X| over such centres (quadrature), and attained at one of them."""
+        law = stats.chi2(1)
+
+        def actual(c: float) -> float:
+            def shift(q: float) -> float:
+                x = v * (q - 1.0)
+                return (min(max(x, c - w), c + w) - x) * law.pdf(q)
+
+            edges = [max((c - w) / v + 1.0, 0.0), max((c + w) / v + 1.0, 0.0)]
+            value, _ = integrate.quad(shift, 0.0, 80.0, points=edges, limit=200)
+            return abs(value)
+
+        bound = float(clipping_bias(2.0 * v**2, w, e, tail="chi-square"))
+        assert max(actual(c) for c in (-e, 0.0, e)) <= bound * (1 + 1e-6) + 1e-12
+        if w - e >= v:  # the lower edge is below X's minimum μ - v: the upper overshoot is all
+            assert actual(-e) == pytest.approx(bound, rel=1e-6)
+
+    @pytest.mark.parametrize(
+        ("tail", "law"),
+        [("gaussian", stats.norm()), ("sub-gaussian", stats.norm()), ("chi-square", stats.chi2(1))],
+    )
+    def test_median_deviation_and_offset_of_each_tail(
+        self, tail: str, law: stats.rv_continuous
+    ) -> None:
+        """MAD_OVER_SD and MEDIAN_OFFSET are the laws' own: P(|X - m| <= MAD) = 1/2; the
+        exponential model keeps the normal plug-in (radius.py says why)."""
+        m, sd = law.median(), law.std()
+        mad = MAD_OVER_SD[tail] * sd
+        assert law.cdf(m + mad) - law.cdf(m - mad) == pytest.approx(0.5, abs=1e-9)
+        assert MEDIAN_OFFSET[tail] == pytest.approx(abs(law.mean() - m) / sd, abs=1e-12)
+        assert (MAD_OVER_SD["exponential"], MEDIAN_OFFSET["exponential"]) == (
+            MAD_OVER_SD["gaussian"],
+            0.0,
+        )
+
     def test_paper_radii(self) -> None:
         rho, n, d, g = 2.0, 500, 3, 0.1
         assert concentration_radius(rho, n, d, g) == pytest.approx(

@@ -30,7 +30,7 @@ from dplong.privacy.engine import Release, UserWeights, release_means
 from dplong.privacy.local import release_local
 from dplong.privacy.options import Focus, ReleaseOptions, focus_weights
 from dplong.privacy.plan import ReleasePlan
-from dplong.privacy.radius import Tail, bin_radius, concentration_radius
+from dplong.privacy.radius import Tails, bin_radius, concentration_radius
 from dplong.privacy.variance import estimate_scale
 from dplong.privacy.winsorized import paper_budget, release_paper
 from dplong.results import PanelResults
@@ -81,7 +81,7 @@ class Block:
     complete_rows: bool = True
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     weighted: bool = False
-    tail: Tail | None = None
+    tail: Tails | None = None
 
 
 @dataclass(frozen=True)

@@ -76,12 +76,19 @@ from dplong.privacy.noise import (
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.plan import MAX_MISS, NOTE_MISS, FinalBudget, ReleasePlan
 from dplong.privacy.quantile import GRID, SPREAD_GRID, private_median, rank_error
-from dplong.privacy.radius import Tail, accurate_radius, bin_radius, clipping_bias
+from dplong.privacy.radius import (
+    MAD_OVER_SD,
+    MEDIAN_OFFSET,
+    Tails,
+    accurate_radius,
+    bin_radius,
+    clipping_bias,
+)
 
 __all__ = ["Location", "Release", "UserWeights", "locate", "release_means"]
 
-#: Median of |Z| for a standard normal: σ̂ = median |x - m̂| / MAD_FACTOR.
-MAD_FACTOR = 0.6744897501960817
+#: Median of |Z| for a standard normal: σ̂ = median |x - m̂| / MAD_FACTOR (normal tails).
+MAD_FACTOR = MAD_OVER_SD["gaussian"]
 #: Radius of the refinement around the midpoint, in units of σ̂ beyond the midpoint's error.
 ROUGH_RADIUS = 4.0
 #: Largest radius: beyond it the lattice and the sums would overflow (only reached when the
@@ -215,7 +222,7 @@ class Location:
     users: NDArray[np.float64]
     users_sd: float
     refined: bool
-    tail: Tail
+    tail: Tails
     entries: tuple[LedgerEntry, ...]
     plan: ReleasePlan
     fallback: bool = False
@@ -245,7 +252,7 @@ def locate(
     complete_rows: bool = True,
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
     user_weights: UserWeights | None = None,
-    tail: Tail | None = None,
+    tail: Tails | None = None,
 ) -> Location:
     """Stages 1-4 of the module docstring: count, midpoint, scale and refinement. With public
     ``bounds`` (lower, upper) only the count runs: the centre is the bounds' midpoint, exact.
@@ -297,22 +304,28 @@ def locate(
             matrix[:, columns], GRID, np.full(columns.size, plan.fallback), rng
         )
         entries += _median_entries("midpoint", tuple(names[j] for j in columns), plan.fallback)
+    if tail is None:
+        tail = "gaussian" if scale is None else "sub-gaussian"
+    kinds = np.broadcast_to(np.asarray(tail), (d,))
     if scale is None:
         spread = matrix - midpoint if root is None else root * (matrix - midpoint)
         deviation = private_median(np.abs(spread), SPREAD_GRID, np.full(d, plan.spread), rng)
         entries += _median_entries("scale", names, plan.spread)
-        sd = np.maximum(deviation, SMALLEST_SCALE) / MAD_FACTOR
+        # the median deviation of each column's tail model (a skewed one spreads further)
+        factor = np.array([MAD_OVER_SD[k] for k in kinds])
+        sd = np.maximum(deviation, SMALLEST_SCALE) / factor
     else:
         sd = np.maximum(np.sqrt(scale), SMALLEST_SCALE)
-    if tail is None:
-        tail = "gaussian" if scale is None else "sub-gaussian"
 
     per_column_users = np.maximum(np.broadcast_to(users, (d,)), 1.0)
     # with weights the median is of the raw x_u, whose spreads σ_z/√w_u vary; yet Φ(√w t/σ) - ½
     # >= √w (Φ(t/σ) - ½) (concavity) and mean √w_u >= W/N give the same bound as without
     # weights, with σ̂_z and W in place of σ̂ and N (module docstring)
-    midpoint_error = GRID.half_width_at(midpoint) + sd * _rank_quantile(
-        rank_error(len(GRID), plan.fallback or plan.midpoint, gamma), per_column_users
+    # a median is off the mean of a skewed column by MEDIAN_OFFSET sds, beside its rank error
+    ranks = rank_error(len(GRID), plan.fallback or plan.midpoint, gamma)
+    skew = np.array([MEDIAN_OFFSET[k] for k in kinds])
+    midpoint_error = GRID.half_width_at(midpoint) + sd * (
+        skew + _rank_quantile(ranks, per_column_users)
     )
     if plan.midpoint_kind == "histogram":  # Lemma 3.4: the mode is within 2 bins' half-widths
         histogram_error = 2.0 * bin_radius(sd**2, gamma)
@@ -377,7 +390,7 @@ def release_means(
     plan: ReleasePlan | None = None,
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
     user_weights: UserWeights | None = None,
-    tail: Tail | None = None,
+    tail: Tails | None = None,
 ) -> Release:
     """Release the column means of ``matrix`` (n x d; NaN: no statistic) with the default plan.
 
@@ -392,9 +405,11 @@ def release_means(
     (:class:`UserWeights`, module docstring: each sum keeps the sensitivity ``2 r_j`` of the
     unweighted release, the weighted count has sensitivity 1). ``tail`` overrides the tail
     model of the clipping bias and the radius (:func:`~dplong.privacy.radius.clipping_bias`;
-    default Gaussian for an estimated scale, sub-Gaussian for a stated one): ``"exponential"``
-    for skewed statistics such as sums of squares. Every refusal and the accountant's check
-    happen before the first noise draw.
+    default Gaussian for an estimated scale, sub-Gaussian for a stated one), one for all
+    columns or one per column: ``"exponential"`` for skewed statistics such as sums of
+    squares, ``"chi-square"`` for squares of a normal statistic; an estimated scale then uses
+    that model's median deviation (:data:`~dplong.privacy.radius.MAD_OVER_SD`). Every refusal
+    and the accountant's check happen before the first noise draw.
 
     Examples
     --------

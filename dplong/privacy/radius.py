@@ -11,8 +11,9 @@ marginal constant enters the radius, however strongly the users depend on each o
   a bias, and a narrower interval saves noise in proportion to its width; the person-level
   analysis of Agarwal et al. (2024, Lemma 3.6 / Cor 3.7) bounds the bias by the tail mass
   beyond the interval, ``E(X - c - w)_+ <= ∫_{w-e}^∞ P(X - μ > t) dt`` when ``|c - μ| <= e``,
-  evaluated for a normal tail (the plug-in model of an estimated scale) or the sub-Gaussian
-  tail ``exp(-t²/(2ρ))`` of a stated variance proxy; the radius minimises this bias squared
+  evaluated for a normal tail (the plug-in model of an estimated scale), the sub-Gaussian
+  tail ``exp(-t²/(2ρ))`` of a stated variance proxy, or a skewed tail (exponential, scaled
+  χ²₁) for statistics that are squares; the radius minimises this bias squared
   plus the noise variance. At n = 1,000 and ε = 1 it is about 2.5√ρ, against τ = 4.6√ρ.
 """
 
@@ -27,21 +28,46 @@ from scipy import special
 
 __all__ = [
     "DEFAULT_GAMMA",
+    "MAD_OVER_SD",
+    "MEDIAN_OFFSET",
     "Tail",
+    "Tails",
     "accurate_radius",
     "bin_radius",
     "clipping_bias",
     "concentration_radius",
 ]
 
-Tail = Literal["gaussian", "sub-gaussian", "exponential"]
+Tail = Literal["gaussian", "sub-gaussian", "exponential", "chi-square"]
+#: One tail model for every column, or one per column.
+Tails = Tail | tuple[Tail, ...]
+#: Per tail model, the median absolute deviation from the median over the sd, so that
+#: σ̂ = median |x - m̂| / MAD_OVER_SD: Φ⁻¹(3/4) for a normal; for ``μ + v (χ²₁ - 1)`` (sd
+#: √2 v) the d solving F₁(m + d) - F₁(m - d) = 1/2 at m the median of χ²₁ (0.41909 v), over
+#: √2. The exponential model bounds the clipping bias only and keeps the normal plug-in
+#: spread: its own law's (asinh(1/2), 1.4 times wider) cost the within estimator's cross
+#: products 1.4-2.3 times their MSE (benchmarks/within_and_weights.py) for no coverage gain.
+MAD_OVER_SD: dict[str, float] = {
+    "gaussian": 0.6744897501960817,
+    "sub-gaussian": 0.6744897501960817,
+    "exponential": 0.6744897501960817,
+    "chi-square": 0.41909427882881944 / math.sqrt(2.0),
+}
+#: Per tail model, |mean - median| over the sd: where a private median centres a skewed column
+#: (the exponential model's plug-in being normal, none).
+MEDIAN_OFFSET: dict[str, float] = {
+    "gaussian": 0.0,
+    "sub-gaussian": 0.0,
+    "exponential": 0.0,
+    "chi-square": (1.0 - 0.454936423119572) / math.sqrt(2.0),
+}
 
 #: Failure probability γ behind the radii and the error bounds: with probability at least
 #: 1 - dγ no user is clipped (Lemma 5.2), and each value is within τ' of its mean with
 #: probability 1 - γ.
 DEFAULT_GAMMA = 0.05
 #: Candidate radii of :func:`accurate_radius`, in units of √ρ beyond the centre's error (to 30
-#: for exponential tails, whose bias decays only as ``e^{-κ}``).
+#: for skewed tails, whose bias decays only as ``e^{-κ}``).
 _MULTIPLES = np.linspace(1.0, 10.0, 361)
 _EXPONENTIAL_MULTIPLES = np.linspace(1.0, 30.0, 1161)
 
@@ -83,7 +109,7 @@ def clipping_bias(
     half_width: float | NDArray[np.float64],
     centre_error: float | NDArray[np.float64] = 0.0,
     *,
-    tail: Tail = "gaussian",
+    tail: Tails = "gaussian",
 ) -> NDArray[np.float64]:
     """Bound on ``|E clip(X; c ± w) - E X|`` when ``|c - μ| <= e``.
 
@@ -94,7 +120,10 @@ def clipping_bias(
     ``tail="sub-gaussian"``: ``P(X - μ > t) <= exp(-t²/(2ρ))`` (the paper's assumption, for a
     stated variance proxy ρ), ``√(2πρ) Φ̄(s)``; ``tail="exponential"``: ``P(X - μ > t) <=
     exp(-t/√ρ)`` (a sub-exponential model for skewed statistics such as cross products, whose
-    spread ρ is a plug-in), ``√ρ e^{-s}``.
+    spread ρ is a plug-in), ``√ρ e^{-s}``; ``tail="chi-square"``: X = μ + v (χ²₁ - 1) with sd
+    ``√ρ = √2 v`` (the square of a normal statistic, e.g. a squared deviation), both
+    overshoots exactly, ``v max(E(χ²₁ - 1 - a)_+, E(1 - a - χ²₁)_+)`` with ``a = (w - e)/v``
+    (``E χ²₁ 1{χ²₁ < b} = F₃(b)``). ``tail`` may give one model per column (the first axis).
 
     Examples
     --------
@@ -105,17 +134,31 @@ def clipping_bias(
     0.000382
     >>> float(clipping_bias(1.0, 3.0, centre_error=1.0).round(4))    # an off-centre interval
     0.0085
+    >>> float(clipping_bias(2.0, 0.0, tail="chi-square").round(4))  # v = 1: E(χ²₁ - 1)_+
+    0.4839
     """
     sd = np.sqrt(np.asarray(scale, dtype=np.float64))
     margin = (np.asarray(half_width, dtype=np.float64) - np.asarray(centre_error)) / sd
-    if tail == "gaussian":
-        return np.asarray(
-            sd
-            * (np.exp(-0.5 * margin**2) / math.sqrt(2.0 * math.pi) - margin * special.ndtr(-margin))
+    kinds = np.asarray(tail)
+    kinds = kinds.reshape(kinds.shape + (1,) * max(margin.ndim - kinds.ndim, 0))
+    with np.errstate(over="ignore", invalid="ignore"):
+        gaussian = sd * (
+            np.exp(-0.5 * margin**2) / math.sqrt(2.0 * math.pi) - margin * special.ndtr(-margin)
         )
-    if tail == "exponential":
-        return np.asarray(sd * np.exp(-np.maximum(margin, 0.0)))
-    return np.asarray(math.sqrt(2.0 * math.pi) * sd * special.ndtr(-margin))
+        exponential = sd * np.exp(-np.maximum(margin, 0.0))
+        a = margin * math.sqrt(2.0)  # in units of v = sd / √2
+        c, b = 1.0 + a, 1.0 - a  # the CDFs vanish below 0
+        upper = special.chdtrc(3, np.maximum(c, 0.0)) - c * special.chdtrc(1, np.maximum(c, 0.0))
+        lower = b * special.chdtr(1, np.maximum(b, 0.0)) - special.chdtr(3, np.maximum(b, 0.0))
+        chi_square = sd / math.sqrt(2.0) * np.maximum(upper, lower)
+    sub_gaussian = math.sqrt(2.0 * math.pi) * sd * special.ndtr(-margin)
+    return np.asarray(
+        np.select(
+            [kinds == "gaussian", kinds == "exponential", kinds == "chi-square"],
+            [gaussian, exponential, chi_square],
+            sub_gaussian,
+        )
+    )
 
 
 def accurate_radius(
@@ -123,7 +166,7 @@ def accurate_radius(
     centre_error: NDArray[np.float64],
     noise_per_width: NDArray[np.float64],
     *,
-    tail: Tail = "gaussian",
+    tail: Tails = "gaussian",
 ) -> NDArray[np.float64]:
     """Half-widths ``w = κ√ρ + e`` minimising ``bias(w)² + (noise_per_width · w)²`` per column.
 
@@ -141,7 +184,8 @@ def accurate_radius(
     True
     """
     sd = np.sqrt(scale)[:, None]
-    multiples = _EXPONENTIAL_MULTIPLES if tail == "exponential" else _MULTIPLES
+    skewed = np.isin(np.asarray(tail), ("exponential", "chi-square")).any()
+    multiples = _EXPONENTIAL_MULTIPLES if skewed else _MULTIPLES
     widths = multiples[None, :] * sd + np.asarray(centre_error)[:, None]
     bias = clipping_bias(sd**2, widths, np.asarray(centre_error)[:, None], tail=tail)
     cost = bias**2 + (np.asarray(noise_per_width)[:, None] * widths) ** 2
