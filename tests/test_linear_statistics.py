@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +58,7 @@ import pytest
 from scipy.signal import lfilter
 
 import dplong
+from dplong.exceptions import DplongWarning
 
 FORMULA = "y ~ x1 + x2"
 NAMES = ["Intercept", "x1", "x2"]
@@ -453,7 +455,9 @@ def check_unbalanced(seed: int, reps: int, n: int, short: int, phi: float = 0.95
     for i in range(reps):
         rows = data_rng.integers(3, 16, size=n)
         rows[data_rng.choice(n, size=short, replace=False)] = data_rng.integers(1, 3, size=short)
-        res = fit(simulate_panel(data_rng, rows, phi), v, noise_rng)
+        with warnings.catch_warnings():  # the note is checked in res.warnings below
+            warnings.simplefilter("ignore", DplongWarning)
+            res = fit(simulate_panel(data_rng, rows, phi), v, noise_rng)
         err[i] = res.params.to_numpy() - BETA
         noise_var[i] = res.noise_sd.to_numpy() ** 2
         count_z[i] = (res.users.iloc[0] - (n - short)) / res.users_sd
