@@ -467,3 +467,24 @@ def test_predict_refuses_what_is_not_a_point() -> None:
     for bad in ([], ["0.5"], "0.5"):
         with pytest.raises(ParameterError, match="x must be"):
             res.predict(bad)
+
+
+@pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")  # the paper's variant
+def test_group_var_bias_bound_holds_the_error_of_the_centre() -> None:
+    """Group Var averages (ȳ_u - μ̂)² - s²_u/T_u: its mean is σ_U² + (μ̂ - μ)², so its bias
+    bound holds the square of μ̂'s released error bound (at γ = 0.05). On the wage panel the
+    paper's variant at ε = 2 (seed 0) puts μ̂ 42 away from the mean log wage; its Group Var of
+    1527 then had an interval [1233, 1821] that excluded the data's 0.11."""
+    wages = dplong.datasets.load_wage_panel()
+    model = dplong.RandomEffectsLocation.from_formula("lwage ~ 1", wages, groups="nr")
+    res = model.fit(epsilon=2.0, weights="equal", random_state=0)
+    mu_bound = res.error_bound(alpha=0.05).table.loc["Intercept", "total"]
+    assert res.bias["Group Var"] >= mu_bound**2 > 0.0
+    means = wages.groupby("nr")["lwage"]
+    data_group_var = float(
+        ((means.mean() - means.mean().mean()) ** 2 - means.var() / means.size()).mean()
+    )
+    paper = model.fit(epsilon=2.0, weights="equal", variant="theory", random_state=0)
+    ci = paper.conf_int().loc["Group Var"]
+    assert abs(paper.params["Intercept"] - wages["lwage"].mean()) > 10  # the premise
+    assert ci["lower"] <= data_group_var <= ci["upper"]

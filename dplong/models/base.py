@@ -52,7 +52,9 @@ class Statistics:
     deviation of the non-private estimator when a stated model gives it (e.g. users that
     share random effects); ``nonnegative`` clamps released estimates at 0 (variances:
     post-processing); ``user_weights`` asks for precision-weighted means (the block must be
-    declared ``weighted``; :class:`~dplong.privacy.engine.UserWeights`).
+    declared ``weighted``; :class:`~dplong.privacy.engine.UserWeights`); ``centre_bias`` is a
+    bound, from released numbers, on how far an earlier release the statistics are centred on
+    shifts their mean (added to the release's bias bound).
     """
 
     matrix: NDArray[np.float64]
@@ -60,6 +62,7 @@ class Statistics:
     sampling_sd: NDArray[np.float64] | None = None
     nonnegative: bool = False
     user_weights: UserWeights | None = None
+    centre_bias: NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True)
@@ -266,6 +269,8 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
             release = dataclasses.replace(release, estimate=np.maximum(release.estimate, 0.0))
         if statistics.sampling_sd is not None:
             release = dataclasses.replace(release, sampling_sd=statistics.sampling_sd)
+        if statistics.centre_bias is not None:
+            release = dataclasses.replace(release, bias=release.bias + statistics.centre_bias)
         releases.append(release)
         for note in release.notes:  # from released numbers: said once per fit, after them
             if note not in warned:

@@ -15,6 +15,7 @@ import patsy
 from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_choice, per_column
+from dplong.bounds import error_bound_table
 from dplong.dask_frames import (
     FrameSpec,
     ReducedPanel,
@@ -65,6 +66,8 @@ class RandomEffectsLocation(PanelModel):
       ``s²_u`` (unbiased for σ² with independent residuals), clipped to a public range.
     * ``Group Var`` (σ_U²): the private mean of ``(ȳ_u - μ̂)² - s²_u / T_u`` — unbiased for
       ``Var(ȳ_u) - E[s²_u]/T_u = σ_U²`` — using the already released μ̂ (post-processing).
+      Centred on μ̂ rather than μ, its mean is shifted up by ``(μ̂ - μ)²``: its bias bound
+      holds the square of μ̂'s released error bound.
     * Both statistics are skewed, so with estimated scales their spreads, clipping radii and
       bias bounds follow skewed tail models (:func:`~dplong.privacy.radius.clipping_bias`): a
       scaled χ²₁ for Group Var (a squared deviation of a normal user mean), an exponential
@@ -329,7 +332,15 @@ class RandomEffectsLocation(PanelModel):
                 component_scale = (
                     None if stated is None else _gaussian_component_scales(*stated, min_rows)
                 )
-                return Statistics(moments.components(mu), scale=component_scale, nonnegative=True)
+                # E(ȳ_u - μ̂)² = Var ȳ_u + (μ̂ - μ)²: Group Var is shifted by the square of μ̂'s
+                # error, at most its released error bound squared (1 - γ); Scale is not
+                shift = _error_bound(done[0], request.options.gamma) ** 2
+                return Statistics(
+                    moments.components(mu),
+                    scale=component_scale,
+                    nonnegative=True,
+                    centre_bias=np.array([shift, 0.0]),
+                )
 
             blocks.append(
                 Block(
@@ -555,3 +566,21 @@ def _gaussian_component_scales(
     var_within = 2.0 * residual_scale**2 / k
     var_between = 2.0 * mean_proxy**2 + var_within / (k + 1) ** 2
     return np.array([var_between, var_within])
+
+
+def _error_bound(release: Release, gamma: float) -> float:
+    """The released bound on ``|μ̂ - μ|`` with probability ``1 - γ`` (:mod:`dplong.bounds`)."""
+    def one(values: NDArray[np.float64]) -> pd.Series:
+        return pd.Series(values, index=list(release.names))
+
+    table = error_bound_table(
+        gamma,
+        bad_events=one(np.zeros(1)),
+        noise_scale=one(release.noise_scale),
+        noise_sd=one(release.noise_sd),
+        sampling_sd=one(release.sampling_sd),
+        bias=one(release.bias),
+        failed=one(np.zeros(1, dtype=bool)),
+        law=release.noise_kind,
+    )
+    return float(table["total"].iloc[0])
