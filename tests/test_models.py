@@ -488,3 +488,17 @@ def test_group_var_bias_bound_holds_the_error_of_the_centre() -> None:
     ci = paper.conf_int().loc["Group Var"]
     assert abs(paper.params["Intercept"] - wages["lwage"].mean()) > 10  # the premise
     assert ci["lower"] <= data_group_var <= ci["upper"]
+
+
+def test_warnings_of_the_mechanisms_reach_the_results() -> None:
+    """What the paper's scale plug-in warns of (public facts: n and each step's ε) reaches
+    ``results.warnings`` and the summary, not only stderr — and is warned once."""
+    wages = dplong.datasets.load_wage_panel()
+    model = dplong.RandomEffectsLocation.from_formula("lwage ~ 1", wages, groups="nr")
+    with pytest.warns(dplong.exceptions.DplongWarning) as caught:
+        res = model.fit(epsilon=2.0, variant="theory", random_state=0)
+    unreliable = [w for w in res.warnings if w.startswith("the private scale will be unreliable")]
+    assert unreliable and not res.reliable
+    assert "the private scale will be unreliable" in res.summary().as_text()
+    messages = [str(w.message) for w in caught]
+    assert all(messages.count(m) == 1 for m in unreliable)

@@ -11,6 +11,7 @@ paper's estimator for ``variant="theory"`` and the local model) and assembles th
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -23,7 +24,7 @@ from numpy.typing import NDArray
 from dplong._validation import RandomState, check_random_state, per_column, warn
 from dplong.dask_frames import ReducedPanel
 from dplong.dependence import DependenceModel
-from dplong.exceptions import DplongError, ParameterError
+from dplong.exceptions import DplongError, DplongWarning, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign, build_design
 from dplong.privacy.accounting import Accountant, Cost, PrivacyLedger
 from dplong.privacy.engine import Release, UserWeights, release_means
@@ -236,34 +237,39 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
         share += block.share
         statistics = block.build(tuple(releases))
         weights = focus if i == 0 else None
-        if split:
-            local_options = dataclasses.replace(
-                block_options, epsilon=options.epsilon, bound=_block_bound(block, options)
-            )
-            release = release_local(
-                statistics.matrix[members[i]],
-                names=block.names,
-                options=local_options,
-                rng=rng,
-                scale=statistics.scale,
-            )
-        elif plan is not None:
-            plan = plan.after(spent, options.epsilon * share, options.delta * share)
-            release = release_means(
-                statistics.matrix,
-                names=block.names,
-                options=block_options,
-                rng=rng,
-                scale=statistics.scale,
-                weights=weights,
-                complete_rows=block.complete_rows,
-                plan=plan,
-                bounds=block.bounds,
-                user_weights=statistics.user_weights,
-                tail=block.tail,
-            )
-        else:
-            release = _paper_release(block, statistics, block_options, rng)
+        # what a mechanism warns of (public facts, released numbers) joins the release's
+        # notes, so that it reaches results.warnings, summary() and the report, not only stderr
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if split:
+                local_options = dataclasses.replace(
+                    block_options, epsilon=options.epsilon, bound=_block_bound(block, options)
+                )
+                release = release_local(
+                    statistics.matrix[members[i]],
+                    names=block.names,
+                    options=local_options,
+                    rng=rng,
+                    scale=statistics.scale,
+                )
+            elif plan is not None:
+                plan = plan.after(spent, options.epsilon * share, options.delta * share)
+                release = release_means(
+                    statistics.matrix,
+                    names=block.names,
+                    options=block_options,
+                    rng=rng,
+                    scale=statistics.scale,
+                    weights=weights,
+                    complete_rows=block.complete_rows,
+                    plan=plan,
+                    bounds=block.bounds,
+                    user_weights=statistics.user_weights,
+                    tail=block.tail,
+                )
+            else:
+                release = _paper_release(block, statistics, block_options, rng)
+        release = _with_warnings(release, caught)
         spent += [entry.cost for entry in release.privacy.entries]
         if statistics.nonnegative:
             release = dataclasses.replace(release, estimate=np.maximum(release.estimate, 0.0))
@@ -553,3 +559,21 @@ def check_min_rows(min_rows: Any, needed_for: str) -> int:
             f"integer) is needed to {needed_for}; got {min_rows!r}"
         )
     return int(min_rows)
+
+
+def _with_warnings(release: Release, caught: list[warnings.WarningMessage]) -> Release:
+    """``release`` with the DplongWarnings raised while it ran among its notes; other
+    warnings are raised again as they were."""
+    said: list[str] = []
+    for caught_warning in caught:
+        if issubclass(caught_warning.category, DplongWarning):
+            said.append(str(caught_warning.message))
+        else:
+            warnings.warn_explicit(
+                caught_warning.message,
+                caught_warning.category,
+                caught_warning.filename,
+                caught_warning.lineno,
+            )
+    new = tuple(note for note in dict.fromkeys(said) if note not in release.notes)
+    return dataclasses.replace(release, notes=release.notes + new) if new else release
