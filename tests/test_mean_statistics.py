@@ -554,8 +554,9 @@ def test_fig1_histogram_failure_rate_falls_to_zero() -> None:
         # 3e-5): p > 1e-4 is the binomial analogue of 4 SE
         assert stats.binomtest(failures, reps, predicted).pvalue > 1e-4, (n, failures, predicted)
         rows.append((n, failures, predicted))
-        # a release whose midpoint failed (and fell back to 0, Alg 3 line 4) says so
-        np.testing.assert_array_equal(mc.reliable, ~mc.failed)
+        # a release whose midpoint failed (and fell back to 0, Alg 3 line 4) says so; at these
+        # n the plan's public note that the midpoint is fragile marks the others too
+        assert not np.asarray(mc.reliable)[np.asarray(mc.failed)].any()
     rates = [f for _, f, _ in rows]
     assert rates[0] > 0.25 * reps and all(a >= b for a, b in itertools.pairwise(rates)), rows
     assert rows[-1][1] == 0  # none in R runs: the one-sided 95 % bound 3/R = 1.5 %
