@@ -50,7 +50,7 @@ from dplong.models.base import (
     scale_per_column,
 )
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
-from dplong.privacy.engine import MAX_RADIUS, Release, locate
+from dplong.privacy.engine import MAX_RADIUS, Release, locate, overflowed
 from dplong.privacy.interval import (
     central_midpoint,
     check_histogram_feasible,
@@ -576,7 +576,7 @@ class PriestleyChao(PanelModel):
             sampling_sd = sigma * energy  # Lemma 4.9's Mad term
             variance = np.square(np.full(grid.size, sigma))
         # a number whose error figures overflow says nothing: withheld, as in the engine
-        unbounded = ~(np.isfinite(curve) & np.isfinite(total_sd) & np.isfinite(sampling_sd))
+        unbounded = overflowed(curve, total_sd, sampling_sd)
         if unbounded.any():
             failed = True
             notes += (

@@ -533,9 +533,7 @@ def release_means(
         )
     # a number whose error figures overflow (the medians missed by hundreds of magnitudes) says
     # nothing: withheld like a missed one
-    unbounded = ~(
-        np.isfinite(estimate) & np.isfinite(total_sd) & np.isfinite(sampling_sd) & np.isfinite(bias)
-    )
+    unbounded = overflowed(estimate, total_sd, sampling_sd, bias)
     missed = missed | (unbounded & ~undefined & ~lost)
     withheld = undefined | lost | missed  # no number, so no error figures either
 
@@ -569,6 +567,12 @@ def release_means(
         failed=missed | lost,
         weighted=user_weights is not None,
     )
+
+
+def overflowed(*figures: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Where any of a release's figures is not finite: a number whose error figures overflow
+    (a centre missed by hundreds of magnitudes) says nothing, and is withheld."""
+    return np.asarray(~np.logical_and.reduce([np.isfinite(f) for f in figures]))
 
 
 def _rank_quantile(ranks: float, users: NDArray[np.float64]) -> NDArray[np.float64]:

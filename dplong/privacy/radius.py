@@ -20,7 +20,8 @@ marginal constant enters the radius, however strongly the users depend on each o
 from __future__ import annotations
 
 import math
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,10 +48,11 @@ Tails = Tail | tuple[Tail, ...]
 #: √2. The exponential model bounds the clipping bias only and keeps the normal plug-in
 #: spread: its own law's (asinh(1/2), 1.4 times wider) cost the within estimator's cross
 #: products 1.4-2.3 times their MSE (benchmarks/within_and_weights.py) for no coverage gain.
+_NORMAL_MAD = float(special.ndtri(0.75))
 MAD_OVER_SD: dict[str, float] = {
-    "gaussian": 0.6744897501960817,
-    "sub-gaussian": 0.6744897501960817,
-    "exponential": 0.6744897501960817,
+    "gaussian": _NORMAL_MAD,
+    "sub-gaussian": _NORMAL_MAD,
+    "exponential": _NORMAL_MAD,
     "chi-square": 0.41909427882881944 / math.sqrt(2.0),
 }
 #: Per tail model, |mean - median| over the sd: where a private median centres a skewed column
@@ -141,24 +143,29 @@ def clipping_bias(
     margin = (np.asarray(half_width, dtype=np.float64) - np.asarray(centre_error)) / sd
     kinds = np.asarray(tail)
     kinds = kinds.reshape(kinds.shape + (1,) * max(margin.ndim - kinds.ndim, 0))
-    with np.errstate(over="ignore", invalid="ignore"):
-        gaussian = sd * (
-            np.exp(-0.5 * margin**2) / math.sqrt(2.0 * math.pi) - margin * special.ndtr(-margin)
-        )
-        exponential = sd * np.exp(-np.maximum(margin, 0.0))
-        a = margin * math.sqrt(2.0)  # in units of v = sd / √2
-        c, b = 1.0 + a, 1.0 - a  # the CDFs vanish below 0
-        upper = special.chdtrc(3, np.maximum(c, 0.0)) - c * special.chdtrc(1, np.maximum(c, 0.0))
-        lower = b * special.chdtr(1, np.maximum(b, 0.0)) - special.chdtr(3, np.maximum(b, 0.0))
-        chi_square = sd / math.sqrt(2.0) * np.maximum(upper, lower)
-    sub_gaussian = math.sqrt(2.0 * math.pi) * sd * special.ndtr(-margin)
-    return np.asarray(
-        np.select(
-            [kinds == "gaussian", kinds == "exponential", kinds == "chi-square"],
-            [gaussian, exponential, chi_square],
-            sub_gaussian,
-        )
-    )
+    present = np.unique(kinds).tolist()
+    with np.errstate(over="ignore", invalid="ignore"):  # only the models asked for
+        bounds = [_OVERSHOOT[kind](sd, margin) for kind in present]
+    return np.asarray(np.select([kinds == kind for kind in present], bounds))
+
+
+def _chi_square_overshoot(sd: NDArray[np.float64], margin: NDArray[np.float64]) -> Any:
+    """The larger overshoot of ``μ + v (χ²₁ - 1)`` beyond ``margin`` sds (see clipping_bias)."""
+    a = margin * math.sqrt(2.0)  # in units of v = sd / √2
+    c, b = 1.0 + a, 1.0 - a  # the CDFs vanish below 0
+    upper = special.chdtrc(3, np.maximum(c, 0.0)) - c * special.chdtrc(1, np.maximum(c, 0.0))
+    lower = b * special.chdtr(1, np.maximum(b, 0.0)) - special.chdtr(3, np.maximum(b, 0.0))
+    return sd / math.sqrt(2.0) * np.maximum(upper, lower)
+
+
+#: Each tail model's overshoot bound, from the sd and the margin in sds (see clipping_bias).
+_OVERSHOOT: dict[str, Callable[[NDArray[np.float64], NDArray[np.float64]], Any]] = {
+    "gaussian": lambda sd, m: sd
+    * (np.exp(-0.5 * m**2) / math.sqrt(2.0 * math.pi) - m * special.ndtr(-m)),
+    "sub-gaussian": lambda sd, m: math.sqrt(2.0 * math.pi) * sd * special.ndtr(-m),
+    "exponential": lambda sd, m: sd * np.exp(-np.maximum(m, 0.0)),
+    "chi-square": _chi_square_overshoot,
+}
 
 
 def accurate_radius(
