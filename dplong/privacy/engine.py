@@ -540,6 +540,9 @@ def release_means(
     def shown(values: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.where(withheld, np.nan, values)
 
+    with np.errstate(over="ignore"):  # a far miss's spread: its square is public as inf
+        variance = where.sd**2
+
     return Release(
         names=names,
         estimate=shown(estimate),
@@ -550,7 +553,7 @@ def release_means(
         bias=shown(bias),
         interval=np.stack([where.centre - radius, where.centre + radius], axis=1),
         midpoint=where.midpoint,
-        scale=where.sd**2,
+        scale=variance,
         users=np.atleast_1d(where.users),
         users_sd=where.users_sd,
         privacy=ledger,
