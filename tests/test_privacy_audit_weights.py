@@ -10,8 +10,9 @@ that the empirical lower bound ε_lb at 99 % family-wise confidence stays below 
 claims. Neighbours include adversarial ones: the user moved far away, given the largest or the
 smallest weight, more or fewer rows, no statistic at all.
 
-**Power.** A deliberately broken replica — the engine's weighted count drawing 64 times too
-little noise while the ledger claims the planned ε — must be flagged (ε_lb above the claim).
+**Power.** Deliberately broken replicas — the engine's weighted count, or the second moment of
+the weighted contributions, drawing 64 times too little noise while the ledger claims the
+planned ε — must be flagged (ε_lb above the claim).
 (Removing the public cap on the weights instead is not a replica that runs: a contribution
 beyond the radius trips the lattice's own check, ``noise.py``, before any noise.)
 
@@ -195,6 +196,62 @@ def test_power_broken_count_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# 1b. The second moment of the weighted contributions (the sampling sd's release)
+# ---------------------------------------------------------------------------------------------
+# n = 20 users with fixed contributions inside the radius r = 1; user 0 at the centre or at the
+# edge, light or heavy. Claimed ε = 1 for the moment's sum (sensitivity r²).
+N_MOMENT, EPS_MOMENT = 20, 1.0
+MOMENT_USERS: dict[str, tuple[float, float]] = {
+    "centre, heavy": (0.0, 1.0),  # v² - w r²/2 = -r²/2: the lowest term
+    "edge, heavy": (FAR, 1.0),  # clipped to r: r² - r²/2, the highest
+    "edge, light": (FAR, 0.25),
+    "none": (np.nan, 1.0),
+}
+
+
+def _moment_release(data: str, rng: np.random.Generator, boost: float = 1.0) -> NDArray:
+    """The released sum of the centred squares; ``boost`` multiplies the ε actually drawn
+    with (the broken replica: 64), the claim staying ``EPS_MOMENT``."""
+    base = np.random.default_rng(11)
+    x, w = base.uniform(-0.5, 0.5, (N_MOMENT, 1)), base.uniform(0.25, 1.0, N_MOMENT)
+    x[0, 0], w[0] = MOMENT_USERS[data]
+    root = np.sqrt(w)[:, None]
+    radius = np.array([1.0])
+    clipped = np.where(np.isnan(x), 0.0, root * np.clip(root * x, -radius, radius))
+    budget = plan_module.FinalBudget("laplace", np.array([boost * EPS_MOMENT]), np.zeros(1))
+    moment, _ = engine_module.release_second_moment(
+        clipped, ~np.isnan(x), radius, budget, rng, root
+    )
+    return np.array([moment.total[0]])
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("centre, heavy", "edge, heavy"),  # the sum moves by the whole r²
+        ("edge, light", "none"),
+        ("none", "centre, heavy"),
+    ],
+)
+def test_weighted_second_moment(first: str, second: str) -> None:
+    bound = audit(_moment_release, first, second, runs=6000, pilot=1000, delta=0.0)
+    print(f"\nweighted moment {first!r} vs {second!r}: {bound} (claimed eps={EPS_MOMENT:g})")
+    assert bound.epsilon_lb <= EPS_MOMENT, str(bound)
+
+
+def test_power_broken_moment_is_caught() -> None:
+    """With 64 times too little noise, a user moving from the centre to the edge moves the sum
+    by 32 noise scales: the same audit sees far more than the claimed ε."""
+
+    def broken(data: str, rng: np.random.Generator) -> NDArray:
+        return _moment_release(data, rng, boost=64.0)
+
+    bound = audit(broken, "centre, heavy", "edge, heavy", runs=1500, pilot=400, delta=0.0)
+    print(f"\nbroken moment: {bound} (claimed eps={EPS_MOMENT:g})")
+    assert bound.epsilon_lb > EPS_MOMENT, str(bound)
+
+
+# ---------------------------------------------------------------------------------------------
 # 2. The weighted release end to end: private midpoint, standardised spread, weighted count,
 #    refinement and mean (slow: two private medians per run)
 # ---------------------------------------------------------------------------------------------
@@ -212,8 +269,9 @@ def _full_release(data: str, rng: np.random.Generator) -> NDArray[np.float64]:
     res = release_means(
         x, names=("m",), options=options, rng=rng, user_weights=UserWeights(w, floor=0.25)
     )
+    assert [e.stage for e in res.privacy.entries][-1] == "second moment"  # n ε = 800 >= 500
     centre = (res.interval[0, 0] + res.interval[0, 1]) / 2.0
-    return np.array([res.estimate[0], res.users[0], centre, res.scale[0]])
+    return np.array([res.estimate[0], res.users[0], centre, res.scale[0], res.sampling_sd[0]])
 
 
 @pytest.mark.slow

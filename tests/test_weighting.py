@@ -7,6 +7,8 @@ bit; public-only defaults and refusals; statistical tests of the gain (DESIGN.md
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,8 +17,9 @@ import dplong
 from dplong.dependence import RandomEffects
 from dplong.exceptions import ParameterError
 from dplong.models.location import _precision_weights
-from dplong.privacy.engine import UserWeights, release_means
+from dplong.privacy.engine import Count, UserWeights, release_means
 from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.plan import ReleasePlan
 
 
 def options(n: int, epsilon: float, delta: float | None = None, d: int = 1) -> ReleaseOptions:
@@ -93,6 +96,81 @@ class TestEngine:
         # ... and each sum by 2 r, as without weights (√w_u clip(√w_u (x - c), ±r) ∈ ±r)
         assert 2.0 * half_width <= mean.sensitivity <= 2.0 * half_width * 1.001
         assert res.privacy.epsilon <= 1.0
+
+    def test_weighted_second_moment_is_the_sandwich(self) -> None:
+        """The weighted release's second moment gives the sampling sd ``√(Σ w_u² (x_u - c)²) /
+        W`` about the released centre c: exact with the noise off (a heavy tail — 20 % of the
+        users with four times the sd — makes it wider than the robust spread σ̂_z, which would
+        be reported instead). Its ledger entry: a user's centred square ``v_u² - w_u r²/2``
+        lies in ``±r²/2``, so it moves the sum by at most r² (plus the lattice's rounding)."""
+        rng = np.random.default_rng(6)
+        n = 3000
+        w = rng.uniform(0.2, 1.0, n)
+        sd = np.where(rng.random(n) < 0.2, 4.0, 1.0) / np.sqrt(w)
+        x = rng.normal(0.0, sd)[:, None]
+        x[rng.random(n) < 0.05] = np.nan
+        res = release_means(
+            x,
+            names=("m",),
+            options=options(n, 1e300, 0.5),
+            rng=np.random.default_rng(7),
+            user_weights=UserWeights(w, floor=0.2),
+            tail="exponential",  # radii of 30 spreads at ε = 1e300: nothing is clipped
+        )
+        ok = ~np.isnan(x[:, 0])
+        centre = res.interval.mean(axis=1)
+        assert np.all(np.abs(x[ok] - centre) * np.sqrt(w[ok, None]) < res.interval[:, 1] - centre)
+        sandwich = np.sqrt(np.sum(w[ok] ** 2 * (x[ok, 0] - centre[0]) ** 2)) / w[ok].sum()
+        np.testing.assert_allclose(res.sampling_sd, [sandwich], rtol=1e-9)
+        assert np.sqrt(res.scale[0] / w[ok].sum()) < 0.9 * sandwich  # the robust spread's sd
+        # the same release with noise: the moment's ledger entry and its sensitivity
+        noisy = release_means(
+            x,
+            names=("m",),
+            options=options(n, 2.0),
+            rng=np.random.default_rng(8),
+            user_weights=UserWeights(w, floor=0.2),
+        )
+        (moment,) = [e for e in noisy.privacy.entries if e.stage == "second moment"]
+        radius = (noisy.interval[0, 1] - noisy.interval[0, 0]) / 2.0
+        assert radius**2 <= moment.sensitivity <= radius**2 * 1.001
+        assert noisy.privacy.epsilon <= 2.0
+
+    def test_a_release_can_divide_by_an_earlier_count(self) -> None:
+        """A release over the same users and weights reuses an earlier release's private count
+        (post-processing): no count in its ledger, and its estimate is its sum over that count.
+        Without a plan it makes one that budgets no count; a plan that budgets a count of its
+        own is refused beside one."""
+        rng = np.random.default_rng(9)
+        n = 3000
+        x = rng.normal(1.0, 1.0, size=(n, 2))
+        w = UserWeights(rng.uniform(0.2, 1.0, n), floor=0.2)
+        first = release_means(
+            x[:, :1], names=("a",), options=options(n, 1.0), rng=rng, user_weights=w
+        )
+        known = Count(first.users, first.users_sd)
+        plan = ReleasePlan.make(
+            n=n, d=1, epsilon=1.0, delta=1.0 / n**2, stated_scale=False, weighted=True,
+            count=False,
+        )
+        second = release_means(
+            x[:, 1:], names=("b",), options=options(n, 1.0), rng=rng, user_weights=w,
+            plan=plan, count=known,
+        )
+        assert "count" not in {e.stage for e in second.privacy.entries}
+        np.testing.assert_array_equal(second.users, first.users)
+        assert second.users_sd == first.users_sd
+        # the same data, a fresh count: the ledger's count reappears and spends budget
+        fresh = release_means(
+            x[:, 1:], names=("b",), options=options(n, 1.0), rng=rng, user_weights=w
+        )
+        assert "count" in {e.stage for e in fresh.privacy.entries}
+        counting = dataclasses.replace(plan, counts=1, count=0.04)
+        with pytest.raises(ValueError, match="must not plan its own"):
+            release_means(
+                x[:, 1:], names=("b",), options=options(n, 1.0), rng=rng, user_weights=w,
+                plan=counting, count=known,
+            )
 
     def test_unweighted_release_takes_the_plain_path(self) -> None:
         """Without weights nothing weighted is drawn: a plain count, plain sums, the second

@@ -27,7 +27,7 @@ from dplong.dependence import DependenceModel
 from dplong.exceptions import DplongError, DplongWarning, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign, build_design
 from dplong.privacy.accounting import Accountant, Cost, PrivacyLedger
-from dplong.privacy.engine import Release, UserWeights, release_means
+from dplong.privacy.engine import Count, Release, UserWeights, release_means
 from dplong.privacy.local import release_local
 from dplong.privacy.options import Focus, ReleaseOptions, focus_weights
 from dplong.privacy.plan import ReleasePlan
@@ -74,8 +74,10 @@ class Block:
     are public facts the plan needs (whether the scale is stated; whether a user's statistics
     are all there or all missing); ``bounds`` public (lower, upper) per column that hold the
     statistics under the model's stated assumptions; ``weighted`` that its statistics come
-    with precision weights (the plan then budgets a weighted count). ``build`` computes the
-    statistics from the releases of the earlier blocks.
+    with precision weights (the plan then budgets a weighted count); ``count_from`` the index
+    of an earlier block over the *same* users with the same weights, whose private count this
+    one divides by instead of counting again. ``build`` computes the statistics from the
+    releases of the earlier blocks.
     """
 
     names: tuple[str, ...]
@@ -86,6 +88,7 @@ class Block:
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     weighted: bool = False
     tail: Tails | None = None
+    count_from: int | None = None
 
 
 @dataclass(frozen=True)
@@ -266,6 +269,11 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
                     bounds=block.bounds,
                     user_weights=statistics.user_weights,
                     tail=block.tail,
+                    count=None
+                    if block.count_from is None
+                    else Count(
+                        releases[block.count_from].users, releases[block.count_from].users_sd
+                    ),
                 )
             else:
                 release = _paper_release(block, statistics, block_options, rng)
@@ -297,6 +305,11 @@ def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:
     """The block's plan (default engine) after its public checks, or None for the paper's
     pipeline (whose checks run here too); all before any noise."""
     d = len(block.names)
+    if block.count_from is not None and (options.local or options.variant != "default"):
+        raise ParameterError(
+            'a release that reuses an earlier count needs the default engine (variant="default", '
+            'privacy="central")'
+        )
     if options.local and options.variant == "default":
         return None  # the local plan is per column, from public facts, inside release_local
     if options.variant == "default" and not options.local:
@@ -311,6 +324,7 @@ def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:
             bounded=block.bounds is not None,
             share=block.share,
             weighted=block.weighted,
+            count=block.count_from is None,
         )
         plan.check(None)
         return plan

@@ -265,8 +265,9 @@ class LongitudinalOLS(PanelModel):
             entity fixed-effects estimator (:mod:`dplong.models.within`): the user effects
             absorb the intercept, so ``params`` are the other columns; time-invariant
             regressors get no estimate (NaN, decided from released numbers); standard errors
-            are cluster-robust (a private estimate of the per-user scores' covariance) plus
-            the privacy noise of the released cross products (delta method). Needs the
+            are cluster-robust (the private second moment of the users' influence values)
+            plus the privacy noise of every release, pushed through the solution by Monte
+            Carlo. Needs the
             default engine in the central model, no working correlation, ``focus=None`` and
             ``scale`` ``"estimate"`` or one number (the variance proxy of every released
             cross product).
@@ -424,12 +425,13 @@ class LongitudinalOLS(PanelModel):
             "Scales estimated privately (the spread of each released per-user statistic)."
             if proxy is None
             else f"Variance proxy of every released per-user statistic (scale): {proxy:g}.",
-            "Standard errors and intervals: cluster-robust sampling covariance from a private "
-            "estimate of the per-user scores' covariance, plus the privacy noise of the "
-            "released X'X and X'y to first order (delta method), plus the propagated bound "
-            "on the clipping bias.",
+            "Standard errors and intervals: cluster-robust sampling error from the private "
+            "second moment of the users' influence values (their robust spread when the "
+            "budget cannot afford it; the stated scale when one is given), plus the privacy "
+            "noise of every release pushed through the solution (Monte Carlo), plus the "
+            "propagated bound on the clipping bias.",
         )
-        shares = within_shares(self.nobs_users, len(names), request.options, proxy is not None)
+        shares = within_shares(self.nobs_users, len(names), request.options.epsilon)
         return self._fit(
             request,
             within_blocks(self._design, proxy, shares, max_rows),

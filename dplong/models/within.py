@@ -29,25 +29,25 @@ unbalanced panel would see its long users clipped).
    the noise level of the released entries (the Frobenius norms of their standard deviations
    and of their bias bounds, which bound how far the noise and the bias move an eigenvalue
    in a typical draw) are raised to it, and the results say so. The pilot ``β₀ = Â⁻¹ b̂``.
-2. **scores** block: the residual scores at the pilot, *whitened* by the released design,
-   ``r_u = L̂⁻¹ (b_u - A_u β₀)`` with ``L̂ L̂' = Â``; then ``β̂ = β₀ + L̂⁻ᵀ r̂`` — one Newton step,
-   a linear map of released means. Its error is ``L̂⁻ᵀ e_r - Â⁻¹ E (β̃ - β₀)`` (e_r the
-   scores' noise, E the design's): the design's noise and bias only act through the pilot's
-   error, and the scores, centred and whitened, are nearly symmetric with equal spreads, so
-   the engine's radii and noise follow the directions the solution needs (without it, a
-   nearly collinear pair such as ``exper`` and ``expersq`` makes the noise of one column
-   swamp the other, and the skew of ``A_u β`` biases the clipped means).
-3. **meat** block: the unique entries of ``w_u z_u z_u'`` with ``z_u = L̂⁻¹ (b_u - A_u β̂)``, the
-   whitened per-user scores at the released β̂; their weighted mean M̂ (repaired to be
-   positive semi-definite) gives the cluster-robust sampling covariance
-   ``L̂⁻ᵀ M̂ L̂⁻¹ / Ŵ`` (Ŵ the private weighted count: with equal weights, ``Σ_u z_u z_u' /
-   N²``).
+2. **influence** block: every user's influence on β at the pilot,
+   ``ψ_u = Â⁻¹ (b_u - A_u β₀)``; then ``β̂ = β₀ + ψ̂`` — one Newton step, a linear map of
+   released means. Its error is ``e_ψ - Â⁻¹ E (β̃ - β₀)`` (e_ψ the influence's noise, E the
+   design's): the design's noise and bias only act through the pilot's error. In the
+   coordinates of β each column's noise is that coefficient's noise, and its radius follows
+   that coefficient's own sampling spread, so a nearly collinear pair such as ``exper`` and
+   ``expersq`` does not pass one column's noise to the other (released as raw residual scores,
+   it did, and the skew of ``A_u β`` biased the clipped means). The same release gives the
+   sampling error: the second moment of the clipped weighted influence values
+   (:func:`~dplong.privacy.engine.release_second_moment`, when the plan affords it; else the
+   robust spread) is the diagonal of the cluster-robust sandwich
+   ``Â⁻¹ (Σ_u w_u² s_u s_u') Â⁻¹ / Ŵ²`` (s_u the per-degree-of-freedom scores, Ŵ the private
+   weighted count), evaluated at the pilot.
 
-The cross products are sums of squares: their clipping bias is bounded under an exponential
-tail (:func:`~dplong.privacy.radius.clipping_bias`), which also widens their radii; the
-residual scores keep the Gaussian plug-in.
+Both blocks use an exponential tail for the clipping bias and the radii
+(:func:`~dplong.privacy.radius.clipping_bias`): cross products are sums of squares, and
+products of demeaned regressors and residuals have heavier tails than a normal.
 
-**Uncertainty.** The privacy noise enters β̂ through the scores and, through the pilot's
+**Uncertainty.** The privacy noise enters β̂ through the influence and, through the pilot's
 error, through the design — a product of two noises (``Â⁻¹ E Â⁻¹ (e_b - E β)``) that a
 first-order delta method misses and that dominates when the design block is noisy. So the
 noise's law is pushed through the exact post-processing map instead (a parametric bootstrap:
@@ -55,8 +55,8 @@ Monte Carlo draws of every released mean's noise, Laplace or Gaussian with the r
 standard deviations, around the released Â and b̂, each repaired, solved and stepped as the
 fit was; a fixed seed, so a deterministic function of released numbers): its standard
 deviation is ``noise_sd``, and its mean (the second-order shift) joins the bias bound. The
-clipping bias bounds of the releases propagate linearly, in absolute values (the scores'
-through ``L̂⁻ᵀ``, the design's through ``Â⁻¹ B |β₀ - β̂|``). The standard errors combine the
+clipping bias bounds of the releases propagate linearly, in absolute values (the
+influence's directly, the design's through ``Â⁻¹ B |β₀ - β̂|``). The standard errors combine the
 sampling and noise terms; intervals use the normal-Laplace law with a Laplace term of the
 noise's variance (conservative at the usual levels α <= 0.2: a sum of several Laplace and
 Gaussian terms has lighter tails than one Laplace of the same variance), or the normal law
@@ -85,7 +85,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dplong.formula import PanelDesign
-from dplong.models.base import Block, Statistics, combined_ledger, sound_plan
+from dplong.models.base import Block, Statistics, combined_ledger
 from dplong.models.reduce import upper_pairs, within_cross_products
 from dplong.privacy.engine import SMALLEST_SCALE, Release, UserWeights
 from dplong.privacy.options import ReleaseOptions
@@ -93,13 +93,15 @@ from dplong.results import PanelResults
 
 __all__ = ["coefficient_names", "within_blocks", "within_results", "within_shares"]
 
-#: Candidate shares of the fit's budget for the meat, which only enters the standard errors:
-#: the smallest whose plan is sound (no reliability note). The design and the scores share
-#: the rest as ``p(p+1)/2 + p`` to ``2p``: a score column, which carries β̂'s noise, gets
-#: twice a design column's budget (the design acts through the pilot's error only, but that
-#: is a product of its noises, so it cannot be starved either). Chosen with
-#: ``benchmarks/within_and_weights.py``.
-MEAT_SHARES = (0.1, 0.15, 0.2, 0.25)
+#: The influence block carries β̂'s noise, the design acts through the pilot's error only —
+#: but as a product of its noises, so its error grows like the square of its noise and
+#: explodes once the released Â stops resolving the regressors. The design gets
+#: :data:`DESIGN_USERS` (ε·n per design column) when it can, within :data:`INFLUENCE_WEIGHTS`:
+#: an influence column gets 2 to 3 times a design column's budget. Chosen with
+#: ``benchmarks/within_and_weights.py`` (2 was best on the wage panel at ε = 4, n ε = 2180; 3
+#: at n ε = 4000-5000, where 4 was worse again).
+DESIGN_USERS = 240.0
+INFLUENCE_WEIGHTS = (2.0, 3.0)
 #: A coefficient whose squared loading on the design's raised directions exceeds this share is
 #: withheld: the estimate along those directions is the pilot's, not a solution.
 COLLINEAR_LOADING = 0.01
@@ -127,38 +129,29 @@ def coefficient_names(columns: Sequence[str]) -> tuple[str, ...]:
     return tuple(c for c in columns if c != "Intercept")
 
 
-def within_shares(n: int, p: int, options: ReleaseOptions, stated: bool) -> tuple[float, ...]:
-    """Budget shares of the design, scores and meat blocks, from public facts (n, p, the
-    budget): the meat the smallest of :data:`MEAT_SHARES` whose plan is sound (else
-    ``p(p+1)/2`` parts of ``2(p(p+1)/2) + 3p``), the design and the scores the rest as
-    ``p(p+1)/2 + p`` to ``2p``.
+def within_shares(n: int, p: int, epsilon: float) -> tuple[float, float]:
+    """Budget shares of the design and influence blocks for n users, p coefficients and the
+    fit's ε (public facts): the design's ``p(p+1)/2 + p`` columns get :data:`DESIGN_USERS` / n
+    of ε each, within the bounds :data:`INFLUENCE_WEIGHTS` put on the influence's p columns.
 
     Examples
     --------
     >>> from dplong.models.within import within_shares
-    >>> from dplong.privacy.options import ReleaseOptions
-    >>> options = ReleaseOptions.check(5000, epsilon=1.0, delta=None, privacy="central",
-    ...                                bound=None, d=2)
-    >>> [round(s, 3) for s in within_shares(5000, 2, options, stated=False)]
-    [0.472, 0.378, 0.15]
-    >>> options = ReleaseOptions.check(545, epsilon=1.0, delta=None, privacy="central",
-    ...                                bound=None, d=2)
-    >>> [round(s, 3) for s in within_shares(545, 2, options, stated=False)]  # 5 + 2 + 3 columns
-    [0.417, 0.333, 0.25]
+    >>> [round(s, 3) for s in within_shares(545, 2, 4.0)]   # the wage panel: 2 : 1 per column
+    [0.55, 0.45]
+    >>> [round(s, 3) for s in within_shares(5000, 2, 1.0)]  # 3 : 1 per column
+    [0.455, 0.545]
     """
-    k = p * (p + 1) // 2
-    meat = next(
-        (s for s in MEAT_SHARES if sound_plan(n, k, options, s, stated=stated, weighted=True)),
-        k / (2 * k + 3 * p),
-    )
-    rest = 1.0 - meat
-    return rest * (k + p) / (k + 3 * p), rest * 2 * p / (k + 3 * p), meat
+    design = p * (p + 1) / 2 + p
+    low, high = (design / (design + w * p) for w in INFLUENCE_WEIGHTS[::-1])
+    share = min(max(DESIGN_USERS * design / (n * epsilon), low), high)
+    return share, 1.0 - share
 
 
 def within_blocks(
     design: PanelDesign, scale: float | None, shares: tuple[float, ...], max_rows: int
 ) -> list[Block]:
-    """The three blocks of the module docstring with their ``shares`` (:func:`within_shares`);
+    """The two blocks of the module docstring with their ``shares`` (:func:`within_shares`);
     ``scale`` a stated variance proxy of every released per-user statistic (None: estimated
     privately); ``max_rows`` the public cap ``T_cap`` of the weights."""
     names = coefficient_names(design.columns)
@@ -189,20 +182,16 @@ def within_blocks(
     def design_block(_: tuple[Release, ...]) -> Statistics:
         return Statistics(statistics(), scale=proxy(k + p), user_weights=weights())
 
+    def influence(solution: _Design, beta: NDArray[np.float64]) -> NDArray[np.float64]:
+        stats = statistics()  # every user's Â⁻¹ (b_u - A_u β), n x p
+        scores = stats[:, k:] - _times(stats[:, :k], beta, pairs)
+        return np.asarray(scores @ solution.inverse.T, dtype=np.float64)
+
     def score_block(done: tuple[Release, ...]) -> Statistics:
         solution = _Design.of(done[0], p)
-        stats = statistics()
-        scores = stats[:, k:] - _times(stats[:, :k], solution.pilot, pairs)
-        return Statistics(scores @ solution.whitening.T, scale=proxy(p), user_weights=weights())
-
-    def meat_block(done: tuple[Release, ...]) -> Statistics:
-        solution = _Design.of(done[0], p)
-        beta = np.nan_to_num(solution.step(done[1].estimate))
-        stats = statistics()
-        z = (stats[:, k:] - _times(stats[:, :k], beta, pairs)) @ solution.whitening.T
-        w = weights()
-        products = np.column_stack([w.clipped() * z[:, i] * z[:, j] for i, j in pairs])
-        return Statistics(products, scale=proxy(k), user_weights=w)
+        return Statistics(
+            influence(solution, solution.pilot), scale=proxy(p), user_weights=weights()
+        )
 
     return [
         Block(
@@ -215,20 +204,13 @@ def within_blocks(
             tail="exponential",
         ),
         Block(
-            tuple(f"score[{name}] (whitened)" for name in names),
+            tuple(f"influence[{name}]" for name in names),
             shares[1],
             score_block,
             stated_scale=scale is not None,
             weighted=True,
             tail="exponential",
-        ),
-        Block(
-            tuple(f"score[{names[i]},{names[j]}] (whitened)" for i, j in pairs),
-            shares[2],
-            meat_block,
-            stated_scale=scale is not None,
-            weighted=True,
-            tail="exponential",
+            count_from=0,  # the same users (two rows or more) with the same weights
         ),
     ]
 
@@ -244,25 +226,24 @@ def within_results(
     assumptions: tuple[str, ...],
     names: tuple[str, ...],
 ) -> PanelResults:
-    """The results of a within fit from its three releases (module docstring): β̂, its
+    """The results of a within fit from its two releases (module docstring): β̂, its
     sampling and noise standard deviations, the propagated bias bound, notes."""
-    design_release, score_release, meat_release = releases
+    design_release, score_release = releases
     p = len(names)
     k = p * (p + 1) // 2
     solution = _Design.of(design_release, p)
     beta = solution.step(score_release.estimate)
     step = np.nan_to_num(solution.pilot - beta)
-    sampling = _sampling_cov(solution, meat_release.estimate, meat_release.users, p)
+    sampling_sd = score_release.sampling_sd
     noise_sd, shift = _noise_law(solution, design_release, score_release)
     design_bias = _symmetric(np.nan_to_num(design_release.bias[:k]), p)
     bias = (
-        np.abs(solution.whitening).T @ np.nan_to_num(score_release.bias)
+        np.nan_to_num(score_release.bias)
         + np.abs(solution.inverse) @ (design_bias @ np.abs(step))
         + np.abs(shift)
     )
     # along a raised direction the step cannot correct the pilot: no estimate is claimed there
     withheld = ~solution.identified | solution.collinear | ~np.isfinite(beta)
-    sampling_sd = np.sqrt(np.maximum(np.diag(sampling), 0.0))
     # a number without a finite noise or sampling sd would claim a precision nobody knows (a
     # release it rests on was withheld or missed the data): withheld too
     unknown = ~withheld & ~(np.isfinite(noise_sd) & np.isfinite(sampling_sd))
@@ -320,10 +301,9 @@ def within_results(
 @dataclass(frozen=True)
 class _Design:
     """The released design Â after the public identification rule and the repair: its
-    whitening ``L̂⁻¹`` (zero rows for withheld coefficients) and inverse (zero there too)."""
+    inverse (zero rows and columns for withheld coefficients)."""
 
     repaired: NDArray[np.float64]
-    whitening: NDArray[np.float64]
     inverse: NDArray[np.float64]
     identified: NDArray[np.bool_]
     floored: int
@@ -355,7 +335,6 @@ class _Design:
         )
         keep = np.flatnonzero(identified)
         repaired = np.zeros((p, p))
-        whitening = np.zeros((p, p))
         inverse = np.zeros((p, p))
         floored, root, level = 0, np.ones(keep.size), 0.0
         collinear = np.zeros(p, dtype=bool)
@@ -373,14 +352,11 @@ class _Design:
             # coefficients with a share of more than 1 % on a raised direction
             collinear[keep] = np.sum(raised**2, axis=1) > COLLINEAR_LOADING
             fixed = _floor(sub, root, level)
-            lower = np.linalg.cholesky(fixed)
             repaired[np.ix_(keep, keep)] = fixed
-            whitening[np.ix_(keep, keep)] = np.linalg.inv(lower)
             inverse[np.ix_(keep, keep)] = np.linalg.inv(fixed)
         b = np.where(identified, release.estimate[k:], 0.0)
         return cls(
             repaired,
-            whitening,
             inverse,
             identified,
             floored,
@@ -396,11 +372,11 @@ class _Design:
         released diagonal) applied to other matrices of the identified coefficients."""
         return _floor(matrices, self.root, self.level)
 
-    def step(self, whitened_scores: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``β̂ = β₀ + L̂⁻ᵀ r̂`` for the released whitened residual scores r̂ (those of withheld
-        coefficients are ignored; a NaN among the others makes every coefficient NaN)."""
-        r = np.where(self.identified, whitened_scores, 0.0)
-        return np.asarray(self.pilot + self.whitening.T @ r, dtype=np.float64)
+    def step(self, influence: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``β̂ = β₀ + ψ̂`` for the released mean influence ψ̂ (that of withheld coefficients is
+        ignored; a NaN among the others makes every coefficient NaN)."""
+        r = np.where(self.identified, influence, 0.0)
+        return np.asarray(self.pilot + r, dtype=np.float64)
 
     def notes(self, names: Sequence[str]) -> tuple[str, ...]:
         """Reliability notes from the released design (public: functions of DP outputs)."""
@@ -465,20 +441,6 @@ def _times(
     return out
 
 
-def _sampling_cov(
-    solution: _Design, meat: NDArray[np.float64], users: NDArray[np.float64], p: int
-) -> NDArray[np.float64]:
-    """``L̂⁻ᵀ M̂ L̂⁻¹ / N̂`` with the released meat M̂ made positive semi-definite (negative
-    eigenvalues, possible from noise, set to 0)."""
-    m = _symmetric(np.nan_to_num(meat, nan=np.inf), p)
-    if not np.isfinite(m).all():
-        return np.full((p, p), np.nan)
-    values, vectors = np.linalg.eigh(m)
-    m = (vectors * np.maximum(values, 0.0)) @ vectors.T
-    count = max(float(np.atleast_1d(users)[0]), 1.0)
-    return np.asarray(solution.whitening.T @ m @ solution.whitening / count)
-
-
 def _noise_law(
     solution: _Design, design: Release, scores: Release
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -505,10 +467,8 @@ def _noise_law(
     noise_a[:, upper[1], upper[0]] = design_noise[:, :k]
     drawn = solution.repair(truth_a + noise_a[:, keep][:, :, keep])
     pilot = np.linalg.solve(drawn, (truth_b + design_noise[:, k:][:, keep])[..., None])
-    lower = np.linalg.cholesky(drawn)
     residual = truth_b[None, :, None] - truth_a @ pilot
-    whitened = np.linalg.solve(lower, residual) + score_noise[:, keep][..., None]
-    beta = pilot + np.linalg.solve(np.swapaxes(lower, 1, 2), whitened)
+    beta = pilot + np.linalg.solve(drawn, residual) + score_noise[:, keep][..., None]
     errors = beta[..., 0] - solution.pilot[keep]
     sd[keep], mean[keep] = errors.std(axis=0), errors.mean(axis=0)
     return sd, mean

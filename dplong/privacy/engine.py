@@ -45,12 +45,16 @@ as without weights. The count becomes the weighted count ``W = Σ w_u`` over use
 statistic, released by the lattice Laplace mechanism on ``w_u - 1/2 ∈ [-1/2, 1/2]``:
 sensitivity 1 (a user's weight moves from one value in [0, 1] to another). The means are
 ``c + S / Ŵ``; the sampling sd ``σ̂_z / √Ŵ`` (``Var Σ w_u x_u / W = σ_z² / W`` when
-``w_u Var x_u = σ_z²``); the midpoint (the private median of the raw ``x_u``) is bounded in raw
-units as without weights, with ``σ̂_z`` and ``Ŵ`` in place of σ̂ and N̂ (a median ``r`` ranks
-off has ``|F(m̂) - ½| <= r/N`` for the users' average CDF F; as ``Φ(√w t/σ) - ½ >= √w (Φ(t/σ)
-- ½)`` and ``mean √w_u >= W/N``, ``|m̂ - μ| <= σ_z Φ⁻¹(½ + r/W)``); the clipping bias of
-the mean is the standardised bound times ``Σ √w_u / Σ w_u <= min(1/√f, √(n/W))``. The weights
-are clipped to ``[f, 1]`` by the engine itself, so the sensitivity never rests on the caller.
+``w_u Var x_u = σ_z²``), or, when the plan releases the second moment, ``√(Σ v_u² / Ŵ²)``
+from the clipped contributions ``v_u`` themselves (the sandwich ``Σ w_u² (x_u - c)² / W²``:
+each ``v_u² <= w_u r²`` is centred at ``w_u r² / 2``, so it moves the sum by at most ``r²``,
+and the centring adds up to ``Ŵ r² / 2``, known from the count); the midpoint (the private
+median of the raw ``x_u``) is bounded in raw units as without weights, with ``σ̂_z`` and ``Ŵ``
+in place of σ̂ and N̂ (a median ``r`` ranks off has ``|F(m̂) - ½| <= r/N`` for the users'
+average CDF F; as ``Φ(√w t/σ) - ½ >= √w (Φ(t/σ) - ½)`` and ``mean √w_u >= W/N``, ``|m̂ - μ|
+<= σ_z Φ⁻¹(½ + r/W)``); the clipping bias of the mean is the standardised bound times ``Σ √w_u /
+Σ w_u <= min(1/√f, √(n/W))``. The weights are clipped to ``[f, 1]`` by the engine itself, so the
+sensitivity never rests on the caller.
 Without weights every stage is exactly as above.
 """
 
@@ -85,7 +89,15 @@ from dplong.privacy.radius import (
     clipping_bias,
 )
 
-__all__ = ["Location", "Release", "UserWeights", "locate", "release_means"]
+__all__ = [
+    "Count",
+    "Location",
+    "Release",
+    "UserWeights",
+    "locate",
+    "release_means",
+    "release_second_moment",
+]
 
 #: Median of |Z| for a standard normal: σ̂ = median |x - m̂| / MAD_FACTOR (normal tails).
 MAD_FACTOR = MAD_OVER_SD["gaussian"]
@@ -131,6 +143,17 @@ class UserWeights:
     def clipped(self) -> NDArray[np.float64]:
         """The weights within their public bounds ``[floor, 1]`` (NaN: the floor)."""
         return np.clip(np.nan_to_num(self.values, nan=self.floor), self.floor, 1.0)
+
+
+@dataclass(frozen=True)
+class Count:
+    """A private count of users with a statistic (weighted: ``Σ w_u``) already released by an
+    earlier release of the same fit: its values (one, or one per column) and the standard
+    deviation of its noise. A later release over the *same* users with the same weights
+    divides by it instead of counting again (post-processing: no budget)."""
+
+    users: NDArray[np.float64]
+    sd: float
 
 
 @dataclass(frozen=True)
@@ -253,16 +276,24 @@ def locate(
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
     user_weights: UserWeights | None = None,
     tail: Tails | None = None,
+    count: Count | None = None,
 ) -> Location:
     """Stages 1-4 of the module docstring: count, midpoint, scale and refinement. With public
     ``bounds`` (lower, upper) only the count runs: the centre is the bounds' midpoint, exact.
     With ``user_weights`` the scale and refinement work on standardised deviations and the
-    count is the weighted count (module docstring)."""
+    count is the weighted count (module docstring). ``count``: an earlier release's count of
+    the same users, used instead of a new one (the plan then budgets none)."""
     n, d = matrix.shape
     entries: list[LedgerEntry] = []
     root = _roots(user_weights)
+
+    def counted() -> tuple[NDArray[np.float64], float, list[LedgerEntry]]:
+        if count is not None:
+            return count.users, count.sd, []
+        return _count(matrix, plan, names, complete_rows, rng, root)
+
     if bounds is not None:
-        users, users_sd, count_entries = _count(matrix, plan, names, complete_rows, rng, root)
+        users, users_sd, count_entries = counted()
         lower, upper = bounds
         centre = (lower + upper) / 2.0
         sd = np.sqrt(scale) if scale is not None else (upper - lower) / 2.0
@@ -279,8 +310,8 @@ def locate(
             plan,
         )
     # the count first: how many users the later stages can find is read from it
-    if plan.counts:
-        users, users_sd, count_entries = _count(matrix, plan, names, complete_rows, rng, root)
+    if plan.counts or count is not None:
+        users, users_sd, count_entries = counted()
         entries += count_entries
         # the medians sized for the users there are (post-processing of N̂)
         found = users[users >= max(2.0, 2.0 * users_sd)]
@@ -391,6 +422,7 @@ def release_means(
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
     user_weights: UserWeights | None = None,
     tail: Tails | None = None,
+    count: Count | None = None,
 ) -> Release:
     """Release the column means of ``matrix`` (n x d; NaN: no statistic) with the default plan.
 
@@ -408,8 +440,10 @@ def release_means(
     default Gaussian for an estimated scale, sub-Gaussian for a stated one), one for all
     columns or one per column: ``"exponential"`` for skewed statistics such as sums of
     squares, ``"chi-square"`` for squares of a normal statistic; an estimated scale then uses
-    that model's median deviation (:data:`~dplong.privacy.radius.MAD_OVER_SD`). Every refusal
-    and the accountant's check happen before the first noise draw.
+    that model's median deviation (:data:`~dplong.privacy.radius.MAD_OVER_SD`). ``count``
+    reuses an earlier release's private count of the same users (:class:`Count`; the plan
+    must then budget none, ``ReleasePlan.make(count=False)``). Every refusal and the
+    accountant's check happen before the first noise draw.
 
     Examples
     --------
@@ -455,8 +489,11 @@ def release_means(
             refine=options.refine,
             bounded=bounds is not None,
             weighted=user_weights is not None,
+            count=count is None,
         )
         plan.check(accountant)  # every refusal before the first noise draw
+    if count is not None and plan.counts:
+        raise ValueError("a release given an earlier count must not plan its own")
     gamma = options.gamma
     where = locate(
         matrix,
@@ -469,6 +506,7 @@ def release_means(
         bounds=bounds,
         user_weights=user_weights,
         tail=tail,
+        count=count,
     )
     plan = where.plan
     users = where.per_column_users
@@ -487,8 +525,9 @@ def release_means(
     else:  # the public bounds are the interval: nothing is clipped under the assumption
         radius = (bounds[1] - bounds[0]) / 2.0
         budget = plan.final_budget(radius, weights, refined=False)
-    clipped = _centred(matrix, where.centre, radius, _roots(user_weights))
-    mean_budget, moment_budget = budget.split(plan.moment_share)  # none when weighted
+    root = _roots(user_weights)
+    clipped = _centred(matrix, where.centre, radius, root)
+    mean_budget, moment_budget = budget.split(plan.moment_share)
     final = _release(clipped, radius, mean_budget, rng)
     entries = [
         *where.entries,
@@ -496,10 +535,9 @@ def release_means(
     ]
     spread = where.sd
     if moment_budget is not None:  # the clipped values' own spread: honest under heavy tails
-        with np.errstate(over="ignore"):  # a square in [0, w²], centred (capped: lattice)
-            half = np.minimum(radius**2 / 2.0, MAX_RADIUS)
-            squares = np.where(np.isnan(matrix), 0.0, clipped**2 - half)
-        moment = _release(np.clip(squares, -half, half), half, moment_budget, rng)
+        moment, half = release_second_moment(
+            clipped, ~np.isnan(matrix), radius, moment_budget, rng, root
+        )
         entries += _mean_entries(
             "second moment", names, moment_budget.epsilon, moment_budget.rho, moment, n
         )
@@ -519,8 +557,12 @@ def release_means(
         accountant.record(ledger)
     if moment_budget is not None:
         second = np.clip(half + moment.total / users, 0.0, radius**2)
-        # the variance of the clipped values, or σ̂² if larger (its noise is one-sided safe)
-        spread = np.sqrt(np.maximum(second - offset**2, where.sd**2))
+        # the variance of the clipped values, or σ̂² if larger (its noise is one-sided safe);
+        # weighted, the second moment about the centre (Σ w_u² (x_u - c)² / W: the offset's
+        # share, o² Σ w_u² / W, is not released, and leaving it in errs on the safe side)
+        spread = np.sqrt(
+            np.maximum(second - (offset**2 if root is None else 0.0), where.sd**2)
+        )
     with np.errstate(over="ignore", invalid="ignore"):  # a far miss overflows its figures
         estimate = where.centre + offset
         total_sd = np.sqrt((final.sd / users) ** 2 + (np.abs(offset) * where.users_sd / users) ** 2)
@@ -609,6 +651,29 @@ def _check_within(ledger: PrivacyLedger, plan: ReleasePlan) -> None:
             f"the release's calls compose to ({ledger.epsilon}, {ledger.delta}), beyond the plan's "
             f"({plan.epsilon}, {plan.delta})"
         )
+
+
+def release_second_moment(
+    clipped: NDArray[np.float64],
+    present: NDArray[np.bool_],
+    radius: NDArray[np.float64],
+    budget: FinalBudget,
+    rng: np.random.Generator,
+    root: NDArray[np.float64] | None = None,
+) -> tuple[LatticeRelease, NDArray[np.float64]]:
+    """The lattice sum of the squares of the clipped contributions ``v_u`` (n x d, ``|v_u| <=
+    √w_u r``; ``present`` where a user has a statistic) and its half-range ``r²/2``.
+
+    Each square ``v_u² ∈ [0, w_u r²]`` is centred at ``w_u r²/2`` (``w_u = 1`` without weights,
+    ``root`` = ``√w_u``) and so lies in ``±r²/2``: replacing one user moves the sum by at most
+    r², whatever the weights. The centring adds up to ``W r²/2`` over the users present, which
+    the caller adds back with the released count. The half-range is capped for the lattice
+    (:data:`MAX_RADIUS`; the squares are clipped to it)."""
+    with np.errstate(over="ignore"):  # a far miss's radius squares to inf: capped
+        half = np.minimum(radius**2 / 2.0, MAX_RADIUS)
+        centring = half if root is None else half * root**2
+        squares = np.where(present, clipped**2 - centring, 0.0)
+    return _release(np.clip(squares, -half, half), half, budget, rng), half
 
 
 def _release(

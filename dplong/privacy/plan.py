@@ -259,7 +259,8 @@ class ReleasePlan:
         weighted: bool = False,
     ) -> ReleasePlan:
         """Stage budgets from public facts (module docstring). ``count=False`` when n itself
-        is the denominator (item-level regression: every unit is counted); ``bounded`` when
+        is the denominator (item-level regression: every unit is counted), or when the
+        release reuses the count of an earlier one over the same users; ``bounded`` when
         public bounds hold every statistic: no midpoint, scale or refinement is needed;
         ``moment=False`` when the final stage releases no second moment (its budget is then one
         call per column: calibrate it so); ``share`` is the part of a fit's budget this release
@@ -268,7 +269,6 @@ class ReleasePlan:
         :data:`WEIGHTED_COUNT_USERS` instead of :data:`COUNT_USERS`."""
         per_column = column_epsilon(epsilon, delta, d)
         count_users = WEIGHTED_COUNT_USERS if weighted else COUNT_USERS
-        moment = moment and not weighted  # a second moment of weighted values is not a spread
         if bounded:
             counts = (1 if complete_rows else d) if count else 0
             count_epsilon = BOUNDED_COUNT_SHARE * per_column
