@@ -13,7 +13,9 @@
    (the best any weighting can do, without noise) beside.
 3. **Linear panel** with the same T_u, ``y = 1 + U_u + 0.5 x1 (- 0.3 x2) + e`` with x
    correlated with U_u: MSE of the within estimator's slopes over the MSE of the default
-   (per-user OLS average) fit's slopes, around the true slopes (target <= 0.5).
+   (per-user OLS average) fit's slopes, around the true slopes (target <= 0.5); two slopes
+   also at n = 2000, ε = 1 and n = 1000, ε = 4, where the within estimator's extra columns
+   meet a smaller n ε.
 
 Run ``python benchmarks/within_and_weights.py [--reps R]``; docs/accuracy.md holds the numbers
 of ``--reps 60``. An RMSE of ``inf`` means a released (not withheld) estimate so far off that its
@@ -119,21 +121,21 @@ def location_cell(group_var: float, scale: float, reps: int) -> str:
     )
 
 
-def linear_cell(beta: tuple[float, ...], reps: int) -> str:
+def linear_cell(beta: tuple[float, ...], reps: int, n: int = 5000, epsilon: float = 1.0) -> str:
     rng = np.random.default_rng(2)
     names = [f"x{j + 1}" for j in range(len(beta))]
     formula = "y ~ " + " + ".join(names)
     within, per_user, public = [], [], []
     for seed in range(reps):
-        rows = unbalanced_rows(rng, 5000)
-        user = np.repeat(np.arange(5000), rows)
-        effect = rng.normal(0.0, 1.0, 5000)
+        rows = unbalanced_rows(rng, n)
+        user = np.repeat(np.arange(n), rows)
+        effect = rng.normal(0.0, 1.0, n)
         x = np.column_stack([0.5 * effect[user] + rng.normal(size=user.size) for _ in beta])
         y = 1.0 + effect[user] + x @ np.array(beta) + rng.normal(size=user.size)
         frame = pd.DataFrame(x, columns=names).assign(user=user, y=y)
         model = dplong.LongitudinalOLS.from_formula(formula, frame, groups="user")
-        w = model.fit(epsilon=1.0, estimator="within", random_state=seed)
-        p = model.fit(epsilon=1.0, random_state=seed)
+        w = model.fit(epsilon=epsilon, estimator="within", random_state=seed)
+        p = model.fit(epsilon=epsilon, random_state=seed)
         within.append(w.params.to_numpy() - beta)
         per_user.append(p.params[names].to_numpy() - beta)
         public.append(model.fit(estimator="within", **NOISE_OFF).params.to_numpy() - beta)
@@ -180,6 +182,9 @@ def main() -> None:
         print("\n3. linear panel, same T_u, ε=1 (target: MSE ratio <= 0.5)")
         for beta in ((0.5,), (0.5, -0.3)):
             print(f"   β={beta}: {linear_cell(beta, reps)}")
+        print("   where within starts to pay, two slopes:")
+        for n, epsilon in ((2000, 1.0), (1000, 4.0)):
+            print(f"   n={n}, ε={epsilon:g}: {linear_cell((0.5, -0.3), reps, n, epsilon)}")
     print(f"\n(total {time.perf_counter() - start:.0f} s)")
 
 

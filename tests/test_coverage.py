@@ -148,6 +148,9 @@ def test_coverage_and_error_bounds(n: int, T: int, errors: str) -> None:
 
 
 @pytest.mark.parametrize("epsilon", [1.0, 0.5])
+# at ε = 0.5 the count of users gets ε = 0.02 (Laplace sd 71 users): over 400 fits one can come
+# out far enough below 1000 for the public note on who the estimate describes; expected here
+@pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
 def test_issue_10_cells(epsilon: float) -> None:
     # the user-level mean of n = 1000 users x T = 10 rows of a unit-variance AR(1) with
     # coefficient 0.9 around 3.7 (benchmarks/accuracy_defaults.py), defaults only

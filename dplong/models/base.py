@@ -32,11 +32,20 @@ from dplong.privacy.local import release_local
 from dplong.privacy.options import Focus, ReleaseOptions, focus_weights
 from dplong.privacy.plan import ReleasePlan
 from dplong.privacy.radius import Tails, bin_radius, concentration_radius
-from dplong.privacy.variance import estimate_scale
+from dplong.privacy.variance import ScaleEstimate, estimate_scale
 from dplong.privacy.winsorized import paper_budget, release_paper
 from dplong.results import PanelResults
 
-__all__ = ["Block", "FitRequest", "PanelModel", "ScaleLike", "Statistics", "panel_results"]
+__all__ = [
+    "Block",
+    "FitRequest",
+    "PanelModel",
+    "ScaleLike",
+    "Statistics",
+    "caught_notes",
+    "panel_results",
+    "paper_scale",
+]
 
 ScaleLike = float | NDArray[np.float64] | list[float] | DependenceModel | Literal["estimate"]
 #: Share of a block's budget the paper's pipeline (theory, local) spends on CoinPress when the
@@ -336,6 +345,26 @@ def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:
     return None
 
 
+def paper_scale(
+    matrix: NDArray[np.float64],
+    options: ReleaseOptions,
+    rng: np.random.Generator,
+    names: tuple[str, ...],
+) -> ScaleEstimate:
+    """CoinPress's private scale of each column (Alg 13-14) with the paper pipeline's share of
+    the budget, :data:`PAPER_SCALE_SHARE`."""
+    return estimate_scale(
+        matrix,
+        epsilon=options.epsilon * PAPER_SCALE_SHARE,
+        delta=(options.delta * PAPER_SCALE_SHARE) or None,
+        privacy=options.privacy,
+        bound=options.bound,
+        gamma=options.gamma,
+        random_state=rng,
+        names=names,
+    )
+
+
 def _paper_mean_options(options: ReleaseOptions, stated: bool) -> ReleaseOptions:
     """The budget the paper's mean gets after CoinPress took its share (if estimating)."""
     return options if stated else _block_options(options, 1.0 - PAPER_SCALE_SHARE)
@@ -353,16 +382,7 @@ def _paper_release(
     scale, ledger = statistics.scale, None
     mean_options = _paper_mean_options(options, scale is not None)
     if scale is None:
-        estimate = estimate_scale(
-            matrix,
-            epsilon=options.epsilon * PAPER_SCALE_SHARE,
-            delta=(options.delta * PAPER_SCALE_SHARE) or None,
-            privacy=options.privacy,
-            bound=options.bound,
-            gamma=options.gamma,
-            random_state=rng,
-            names=block.names,
-        )
+        estimate = paper_scale(matrix, options, rng, block.names)
         scale, ledger = estimate.scale, estimate.privacy
     release = release_paper(
         matrix,
@@ -575,9 +595,9 @@ def check_min_rows(min_rows: Any, needed_for: str) -> int:
     return int(min_rows)
 
 
-def _with_warnings(release: Release, caught: list[warnings.WarningMessage]) -> Release:
-    """``release`` with the DplongWarnings raised while it ran among its notes; other
-    warnings are raised again as they were."""
+def caught_notes(caught: list[warnings.WarningMessage]) -> tuple[str, ...]:
+    """The DplongWarnings recorded in ``caught``, each once, as notes for a fit's results;
+    other warnings are raised again as they were."""
     said: list[str] = []
     for caught_warning in caught:
         if issubclass(caught_warning.category, DplongWarning):
@@ -589,5 +609,10 @@ def _with_warnings(release: Release, caught: list[warnings.WarningMessage]) -> R
                 caught_warning.filename,
                 caught_warning.lineno,
             )
-    new = tuple(note for note in dict.fromkeys(said) if note not in release.notes)
+    return tuple(dict.fromkeys(said))
+
+
+def _with_warnings(release: Release, caught: list[warnings.WarningMessage]) -> Release:
+    """``release`` with the DplongWarnings raised while it ran among its notes."""
+    new = tuple(note for note in caught_notes(caught) if note not in release.notes)
     return dataclasses.replace(release, notes=release.notes + new) if new else release

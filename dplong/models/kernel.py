@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -45,7 +46,9 @@ from dplong.models.base import (
     FitRequest,
     PanelModel,
     Statistics,
+    caught_notes,
     panel_results,
+    paper_scale,
     run_blocks,
     scale_per_column,
 )
@@ -66,7 +69,6 @@ from dplong.privacy.noise import (
 from dplong.privacy.options import PrivacyModel, ReleaseOptions, Variant
 from dplong.privacy.plan import ReleasePlan
 from dplong.privacy.radius import DEFAULT_GAMMA
-from dplong.privacy.variance import estimate_scale
 from dplong.results import CurveResults
 
 if TYPE_CHECKING:
@@ -456,17 +458,15 @@ class PriestleyChao(PanelModel):
             notes: tuple[str, ...] = plan.notes
         else:
             scale_ledger = None
+            scale_notes: tuple[str, ...] = ()
             if not stated:
-                estimate = estimate_scale(
-                    responses,
-                    epsilon=options.epsilon * PAPER_SCALE_SHARE,
-                    delta=(options.delta * PAPER_SCALE_SHARE) or None,
-                    privacy=options.privacy,
-                    bound=options.bound,
-                    gamma=options.gamma,
-                    random_state=rng,
-                    names=(name,),
-                )
+                # what the scale's plug-in warns of joins the results' notes (not only stderr)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    estimate = paper_scale(responses, options, rng, (name,))
+                scale_notes = caught_notes(caught)
+                for note in scale_notes:
+                    warn(note)
                 sigma, scale_ledger = math.sqrt(float(estimate.scale[0])), estimate.privacy
                 options = dataclasses.replace(
                     options,
@@ -483,7 +483,8 @@ class PriestleyChao(PanelModel):
             midpoint_note = "the private midpoint"
             variant_name = "theory" if options.variant == "theory" else "paper (local)"
             rho_curve = 0.0
-            bad, failed, notes = options.gamma + paper.failure, paper.failed, paper.notes
+            bad, failed = options.gamma + paper.failure, paper.failed
+            notes = scale_notes + paper.notes
 
         lo, hi = self._domain
         spread = amp if amp > 0 else sigma  # estimated scale: the responses' spread stands in
