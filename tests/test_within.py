@@ -273,6 +273,15 @@ class TestPrivateFit:
         p = res.pvalues
         assert ((p < 0.1) == ((ci["lower"] > 0) | (ci["upper"] < 0))).all()
 
+    def test_only_the_influence_buys_a_second_moment(self, panel: pd.DataFrame) -> None:
+        # at ε = 4 every design column could afford one (n ε per column well above
+        # MOMENT_USERS), but nothing reads the design's sampling sd: only the influence's
+        model = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", panel, groups="user")
+        res = model.fit(epsilon=4.0, estimator="within", random_state=2)
+        moments = [e.target for e in res.privacy.entries if e.stage == "second moment"]
+        assert moments == ["influence[x1]", "influence[x2]"]
+        assert res.privacy.epsilon <= 4.0 * (1 + 1e-12)
+
     def test_same_seed_same_release(self, panel: pd.DataFrame) -> None:
         model = dplong.LongitudinalOLS.from_formula("y ~ x1", panel, groups="user")
         a = model.fit(epsilon=1.0, estimator="within", random_state=3)

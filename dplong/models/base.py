@@ -85,8 +85,9 @@ class Block:
     statistics under the model's stated assumptions; ``weighted`` that its statistics come
     with precision weights (the plan then budgets a weighted count); ``count_from`` the index
     of an earlier block over the *same* users with the same weights, whose private count this
-    one divides by instead of counting again. ``build`` computes the statistics from the
-    releases of the earlier blocks.
+    one divides by instead of counting again; ``moment=False`` when nothing reads the
+    release's sampling sd (no second moment is then bought for it). ``build`` computes the
+    statistics from the releases of the earlier blocks.
     """
 
     names: tuple[str, ...]
@@ -98,6 +99,7 @@ class Block:
     weighted: bool = False
     tail: Tails | None = None
     count_from: int | None = None
+    moment: bool = True
 
 
 @dataclass(frozen=True)
@@ -334,6 +336,7 @@ def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:
             share=block.share,
             weighted=block.weighted,
             count=block.count_from is None,
+            moment=block.moment,
         )
         plan.check(None)
         return plan

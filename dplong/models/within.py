@@ -202,6 +202,7 @@ def within_blocks(
             stated_scale=scale is not None,
             weighted=True,
             tail="exponential",
+            moment=False,  # the design's sampling error enters through the influence release
         ),
         Block(
             tuple(f"influence[{name}]" for name in names),
