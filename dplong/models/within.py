@@ -182,15 +182,14 @@ def within_blocks(
     def design_block(_: tuple[Release, ...]) -> Statistics:
         return Statistics(statistics(), scale=proxy(k + p), user_weights=weights())
 
-    def influence(solution: _Design, beta: NDArray[np.float64]) -> NDArray[np.float64]:
-        stats = statistics()  # every user's Â⁻¹ (b_u - A_u β), n x p
-        scores = stats[:, k:] - _times(stats[:, :k], beta, pairs)
-        return np.asarray(scores @ solution.inverse.T, dtype=np.float64)
-
-    def score_block(done: tuple[Release, ...]) -> Statistics:
+    def influence_block(done: tuple[Release, ...]) -> Statistics:
         solution = _Design.of(done[0], p)
+        stats = statistics()  # every user's ψ_u = Â⁻¹ (b_u - A_u β₀), n x p
+        scores = stats[:, k:] - _times(stats[:, :k], solution.pilot, pairs)
         return Statistics(
-            influence(solution, solution.pilot), scale=proxy(p), user_weights=weights()
+            np.asarray(scores @ solution.inverse.T, dtype=np.float64),
+            scale=proxy(p),
+            user_weights=weights(),
         )
 
     return [
@@ -202,12 +201,12 @@ def within_blocks(
             stated_scale=scale is not None,
             weighted=True,
             tail="exponential",
-            moment=False,  # the design's sampling error enters through the influence release
+            moment=False,  # nothing reads the design's sampling sd
         ),
         Block(
             tuple(f"influence[{name}]" for name in names),
             shares[1],
-            score_block,
+            influence_block,
             stated_scale=scale is not None,
             weighted=True,
             tail="exponential",
@@ -229,17 +228,17 @@ def within_results(
 ) -> PanelResults:
     """The results of a within fit from its two releases (module docstring): β̂, its
     sampling and noise standard deviations, the propagated bias bound, notes."""
-    design_release, score_release = releases
+    design_release, influence_release = releases
     p = len(names)
     k = p * (p + 1) // 2
     solution = _Design.of(design_release, p)
-    beta = solution.step(score_release.estimate)
+    beta = solution.step(influence_release.estimate)
     step = np.nan_to_num(solution.pilot - beta)
-    sampling_sd = score_release.sampling_sd
-    noise_sd, shift = _noise_law(solution, design_release, score_release)
+    sampling_sd = influence_release.sampling_sd
+    noise_sd, shift = _noise_law(solution, design_release, influence_release)
     design_bias = _symmetric(np.nan_to_num(design_release.bias[:k]), p)
     bias = (
-        np.nan_to_num(score_release.bias)
+        np.nan_to_num(influence_release.bias)
         + np.abs(solution.inverse) @ (design_bias @ np.abs(step))
         + np.abs(shift)
     )
@@ -250,14 +249,14 @@ def within_results(
     unknown = ~withheld & ~(np.isfinite(noise_sd) & np.isfinite(sampling_sd))
     withheld = withheld | unknown
     beta = np.where(withheld, np.nan, beta)
-    gaussian = {design_release.noise_kind, score_release.noise_kind} == {"gaussian"}
+    gaussian = {design_release.noise_kind, influence_release.noise_kind} == {"gaussian"}
     index = pd.Index(names)
 
     def series(values: NDArray[np.float64], label: str) -> pd.Series:
         out: pd.Series = pd.Series(np.where(withheld, np.nan, values), index=index, name=label)
         return out
 
-    bad_events = sum(float(np.sum(r.bad_events)) for r in (design_release, score_release))
+    bad_events = sum(float(np.sum(r.bad_events)) for r in (design_release, influence_release))
     unsure = [names[int(j)] for j in np.flatnonzero(unknown)]
     lost = (
         [
@@ -443,7 +442,7 @@ def _times(
 
 
 def _noise_law(
-    solution: _Design, design: Release, scores: Release
+    solution: _Design, design: Release, influence: Release
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The standard deviation and mean of the privacy noise in β̂, by Monte Carlo through the
     post-processing map (module docstring): :data:`NOISE_DRAWS` draws of every released
@@ -458,7 +457,7 @@ def _noise_law(
         return sd, mean
     rng = np.random.default_rng(NOISE_SEED)
     design_noise = _draws(rng, np.nan_to_num(design.noise_sd), design.noise_kind)
-    score_noise = _draws(rng, np.nan_to_num(scores.noise_sd), scores.noise_kind)
+    influence_noise = _draws(rng, np.nan_to_num(influence.noise_sd), influence.noise_kind)
     index = np.ix_(keep, keep)
     truth_a = solution.repaired[index]
     truth_b = truth_a @ solution.pilot[keep]
@@ -469,7 +468,7 @@ def _noise_law(
     drawn = solution.repair(truth_a + noise_a[:, keep][:, :, keep])
     pilot = np.linalg.solve(drawn, (truth_b + design_noise[:, k:][:, keep])[..., None])
     residual = truth_b[None, :, None] - truth_a @ pilot
-    beta = pilot + np.linalg.solve(drawn, residual) + score_noise[:, keep][..., None]
+    beta = pilot + np.linalg.solve(drawn, residual) + influence_noise[:, keep][..., None]
     errors = beta[..., 0] - solution.pilot[keep]
     sd[keep], mean[keep] = errors.std(axis=0), errors.mean(axis=0)
     return sd, mean
