@@ -68,6 +68,7 @@ __all__ = [
     "build_design",
     "check_groups",
     "check_users",
+    "group_design",
     "user_codes",
 ]
 
@@ -504,6 +505,14 @@ def build_design(
     spec = DesignSpec.from_formula(
         formula, data, levels=levels, eval_env=eval_env or patsy.EvalEnvironment.capture(1)
     )
+    return group_design(spec, data, groups=groups, time=time)
+
+
+def group_design(
+    spec: DesignSpec, data: pd.DataFrame, *, groups: GroupsLike, time: GroupsLike | None = None
+) -> PanelDesign:
+    """Evaluate a built :class:`DesignSpec` on ``data``, rows grouped by user (the second half
+    of :func:`build_design`, for a caller that needs the spec itself too)."""
     check_groups(groups)
     codes_all, ids = user_codes(column_or_array(groups, data, "groups"))
     n = len(ids)

@@ -38,7 +38,7 @@ from dplong._validation import RandomState, real_number, warn
 from dplong.bounds import midpoint_failure_probability
 from dplong.dask_frames import ReducedPanel, design_spec, evaluate_rows, is_dask, reduce_design
 from dplong.exceptions import DataError, FormulaError, ParameterError
-from dplong.formula import DesignSpec, LevelsLike, PanelDesign, build_design
+from dplong.formula import DesignSpec, LevelsLike, PanelDesign, group_design
 from dplong.kernels import Kernel, get_kernel
 from dplong.models.base import (
     PAPER_SCALE_SHARE,
@@ -250,10 +250,9 @@ class PriestleyChao(PanelModel):
         else:
             if not isinstance(data, pd.DataFrame):
                 raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
-            column = _regressor(
-                DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env), formula
-            )
-            design = build_design(formula, data, groups=groups, levels=levels, eval_env=eval_env)
+            built = DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env)
+            column = _regressor(built, formula)
+            design = group_design(built, data, groups=groups)
             x, y, codes = _curve_rows(design, column, (lo, hi))
             design = dataclasses.replace(design, y=y, X=design.X[:0], codes=codes)
         return cls(
