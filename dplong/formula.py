@@ -512,7 +512,18 @@ def group_design(
     spec: DesignSpec, data: pd.DataFrame, *, groups: GroupsLike, time: GroupsLike | None = None
 ) -> PanelDesign:
     """Evaluate a built :class:`DesignSpec` on ``data``, rows grouped by user (the second half
-    of :func:`build_design`, for a caller that needs the spec itself too)."""
+    of :func:`build_design`, for a caller that needs the spec itself too).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dplong.formula import DesignSpec, group_design
+    >>> data = pd.DataFrame({"id": [1, 2, 1], "x": [0.0, 1.0, 2.0], "y": [1.0, 2.0, 3.0]})
+    >>> spec = DesignSpec.from_formula("y ~ x", data)
+    >>> design = group_design(spec, data, groups="id")
+    >>> design.n, design.columns, design.codes.tolist()
+    (2, ('Intercept', 'x'), [0, 0, 1])
+    """
     check_groups(groups)
     codes_all, ids = user_codes(column_or_array(groups, data, "groups"))
     n = len(ids)

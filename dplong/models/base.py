@@ -355,7 +355,20 @@ def paper_scale(
     names: tuple[str, ...],
 ) -> ScaleEstimate:
     """CoinPress's private scale of each column (Alg 13-14) with the paper pipeline's share of
-    the budget, :data:`PAPER_SCALE_SHARE`."""
+    the budget, :data:`PAPER_SCALE_SHARE`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.base import paper_scale
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> x = np.random.default_rng(0).normal(0.0, 2.0, size=(5000, 1))
+    >>> options = ReleaseOptions.check(5000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1)
+    >>> estimate = paper_scale(x, options, np.random.default_rng(1), ("x",))
+    >>> estimate.privacy.epsilon <= 0.5, bool(1.0 < estimate.scale[0] < 16.0)
+    (True, True)
+    """
     return estimate_scale(
         matrix,
         epsilon=options.epsilon * PAPER_SCALE_SHARE,
@@ -600,7 +613,20 @@ def check_min_rows(min_rows: Any, needed_for: str) -> int:
 
 def caught_notes(caught: list[warnings.WarningMessage]) -> tuple[str, ...]:
     """The DplongWarnings recorded in ``caught``, each once, as notes for a fit's results;
-    other warnings are raised again as they were."""
+    other warnings are raised again as they were.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from dplong.exceptions import DplongWarning
+    >>> from dplong.models.base import caught_notes
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("the scale is unreliable", DplongWarning)
+    ...     warnings.warn("the scale is unreliable", DplongWarning)
+    >>> caught_notes(caught)
+    ('the scale is unreliable',)
+    """
     said: list[str] = []
     for caught_warning in caught:
         if issubclass(caught_warning.category, DplongWarning):

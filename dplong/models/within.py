@@ -137,9 +137,9 @@ def within_shares(n: int, p: int, epsilon: float) -> tuple[float, float]:
     Examples
     --------
     >>> from dplong.models.within import within_shares
-    >>> [round(s, 3) for s in within_shares(545, 2, 4.0)]   # the wage panel: 2 : 1 per column
+    >>> [round(s, 3) for s in within_shares(545, 2, 4.0)]   # the wage panel: 240 users' worth
     [0.55, 0.45]
-    >>> [round(s, 3) for s in within_shares(5000, 2, 1.0)]  # 3 : 1 per column
+    >>> [round(s, 3) for s in within_shares(5000, 2, 1.0)]  # capped: 3 : 1 per column
     [0.455, 0.545]
     """
     design = p * (p + 1) / 2 + p

@@ -150,7 +150,23 @@ class Count:
     """A private count of users with a statistic (weighted: ``Σ w_u``) already released by an
     earlier release of the same fit: its values (one, or one per column) and the standard
     deviation of its noise. A later release over the *same* users with the same weights
-    divides by it instead of counting again (post-processing: no budget)."""
+    divides by it instead of counting again (post-processing: no budget).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.engine import Count, release_means
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(1.0, 1.0, size=(2000, 2))
+    >>> options = ReleaseOptions.check(2000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1)
+    >>> first = release_means(x[:, :1], names=("a",), options=options, rng=rng)
+    >>> second = release_means(x[:, 1:], names=("b",), options=options, rng=rng,
+    ...                        count=Count(first.users, first.users_sd))
+    >>> "count" in {e.stage for e in second.privacy.entries}, bool(second.users == first.users)
+    (False, True)
+    """
 
     users: NDArray[np.float64]
     sd: float
@@ -668,7 +684,22 @@ def release_second_moment(
     ``root`` = ``√w_u``) and so lies in ``±r²/2``: replacing one user moves the sum by at most
     r², whatever the weights. The centring adds up to ``W r²/2`` over the users present, which
     the caller adds back with the released count. The half-range is capped for the lattice
-    (:data:`MAX_RADIUS`; the squares are clipped to it)."""
+    (:data:`MAX_RADIUS`; the squares are clipped to it).
+
+    Examples
+    --------
+    With a vast ε the noise vanishes: the sum plus the centring is the sum of the squares.
+
+    >>> import numpy as np
+    >>> from dplong.privacy.engine import release_second_moment
+    >>> from dplong.privacy.plan import FinalBudget
+    >>> v = np.array([[0.5], [-1.0], [0.0]])  # three users' contributions, radius 1
+    >>> budget = FinalBudget("laplace", np.array([1e300]), np.zeros(1))
+    >>> moment, half = release_second_moment(v, np.ones((3, 1), dtype=bool), np.array([1.0]),
+    ...                                      budget, np.random.default_rng(0))
+    >>> float(moment.total[0] + 3 * half[0])
+    1.25
+    """
     with np.errstate(over="ignore"):  # a far miss's radius squares to inf: capped
         half = np.minimum(radius**2 / 2.0, MAX_RADIUS)
         centring = half if root is None else half * root**2
