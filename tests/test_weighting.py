@@ -17,7 +17,7 @@ import dplong
 from dplong.dependence import RandomEffects
 from dplong.exceptions import ParameterError
 from dplong.models.location import _precision_weights
-from dplong.privacy.engine import Count, UserWeights, release_means
+from dplong.privacy.engine import UserWeights, release_means
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.plan import ReleasePlan
 
@@ -148,7 +148,7 @@ class TestEngine:
         first = release_means(
             x[:, :1], names=("a",), options=options(n, 1.0), rng=rng, user_weights=w
         )
-        known = Count(first.users, first.users_sd)
+        known = first.count
         plan = ReleasePlan.make(
             n=n, d=1, epsilon=1.0, delta=1.0 / n**2, stated_scale=False, weighted=True,
             count=False,

@@ -27,7 +27,7 @@ from dplong.dependence import DependenceModel
 from dplong.exceptions import DplongError, DplongWarning, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign, build_design
 from dplong.privacy.accounting import Accountant, Cost, PrivacyLedger
-from dplong.privacy.engine import Count, Release, UserWeights, release_means
+from dplong.privacy.engine import Release, UserWeights, release_means
 from dplong.privacy.local import release_local
 from dplong.privacy.options import Focus, ReleaseOptions, focus_weights
 from dplong.privacy.plan import ReleasePlan
@@ -280,11 +280,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
                     bounds=block.bounds,
                     user_weights=statistics.user_weights,
                     tail=block.tail,
-                    count=None
-                    if block.count_from is None
-                    else Count(
-                        releases[block.count_from].users, releases[block.count_from].users_sd
-                    ),
+                    count=None if block.count_from is None else releases[block.count_from].count,
                 )
             else:
                 release = _paper_release(block, statistics, block_options, rng)

@@ -155,7 +155,7 @@ class Count:
     Examples
     --------
     >>> import numpy as np
-    >>> from dplong.privacy.engine import Count, release_means
+    >>> from dplong.privacy.engine import release_means
     >>> from dplong.privacy.options import ReleaseOptions
     >>> rng = np.random.default_rng(0)
     >>> x = rng.normal(1.0, 1.0, size=(2000, 2))
@@ -163,7 +163,7 @@ class Count:
     ...                                bound=None, d=1)
     >>> first = release_means(x[:, :1], names=("a",), options=options, rng=rng)
     >>> second = release_means(x[:, 1:], names=("b",), options=options, rng=rng,
-    ...                        count=Count(first.users, first.users_sd))
+    ...                        count=first.count)
     >>> "count" in {e.stage for e in second.privacy.entries}, bool(second.users == first.users)
     (False, True)
     """
@@ -241,6 +241,11 @@ class Release:
     def failed_columns(self) -> NDArray[np.bool_]:
         """Where the midpoint failed (only the paper's stable histogram can fail)."""
         return np.zeros(len(self.names), dtype=bool) if self.failed is None else self.failed
+
+    @property
+    def count(self) -> Count:
+        """Its private count of users, for a later release over the same users (:class:`Count`)."""
+        return Count(self.users, self.users_sd)
 
 
 @dataclass(frozen=True)
