@@ -15,7 +15,8 @@
    correlated with U_u: MSE of the within estimator's slopes over the MSE of the default
    (per-user OLS average) fit's slopes, around the true slopes (target <= 0.5); two slopes
    also at n = 2000, ε = 1 and n = 1000, ε = 4, where the within estimator's extra columns
-   meet a smaller n ε.
+   meet a smaller n ε, and with the second regressor following the first (``x2 = x1 +
+   noise``, within-user correlation 0.9), where the released design must resolve them.
 
 Run ``python benchmarks/within_and_weights.py [--reps R]``; docs/accuracy.md holds the numbers
 of ``--reps 60``. An RMSE of ``inf`` means a released (not withheld) estimate so far off that its
@@ -36,10 +37,12 @@ from linearmodels import PanelOLS
 import dplong
 from dplong.exceptions import DplongError
 
-# ε = 1e300: every stage exact and radii of 30 estimated spreads, so nothing is clipped and the
-# fit is the non-private estimator (a stated scale would have to exceed every statistic, and
-# hours² cross products reach 1e6)
-NOISE_OFF = {"epsilon": 1e300, "delta": 0.5, "random_state": 0}
+# ε = 1e300: every stage exact; a stated scale of 1e14 gives radii of about 3e7, beyond every
+# per-user statistic here (hours² cross products reach 1e6), so nothing is clipped and the fit
+# is the non-private estimator (an estimated scale is not enough: more than a third of the men
+# share one starting experience, so the spread of the squared expersq residuals is tiny next to
+# their tail)
+NOISE_OFF = {"epsilon": 1e300, "delta": 0.5, "scale": 1e14, "random_state": 0}
 
 
 def wage_cell(formula: str, epsilon: float, reps: int, seed: int) -> str:
@@ -122,7 +125,12 @@ def location_cell(group_var: float, scale: float, reps: int, seed: int) -> str:
 
 
 def linear_cell(
-    beta: tuple[float, ...], reps: int, seed: int, n: int = 5000, epsilon: float = 1.0
+    beta: tuple[float, ...],
+    reps: int,
+    seed: int,
+    n: int = 5000,
+    epsilon: float = 1.0,
+    correlated: bool = False,
 ) -> str:
     rng = np.random.default_rng(seed + 2)
     names = [f"x{j + 1}" for j in range(len(beta))]
@@ -133,6 +141,8 @@ def linear_cell(
         user = np.repeat(np.arange(n), rows)
         effect = rng.normal(0.0, 1.0, n)
         x = np.column_stack([0.5 * effect[user] + rng.normal(size=user.size) for _ in beta])
+        if correlated:  # the second follows the first: within-user correlation 0.9, VIF 5
+            x[:, 1] = x[:, 0] + 0.5 * rng.normal(size=user.size)
         y = 1.0 + effect[user] + x @ np.array(beta) + rng.normal(size=user.size)
         frame = pd.DataFrame(x, columns=names).assign(user=user, y=y)
         model = dplong.LongitudinalOLS.from_formula(formula, frame, groups="user")
@@ -191,6 +201,8 @@ def main() -> None:
         for n, epsilon in ((2000, 1.0), (1000, 4.0)):
             cell = linear_cell((0.5, -0.3), reps, args.seed, n, epsilon)
             print(f"   n={n}, ε={epsilon:g}: {cell}")
+        cell = linear_cell((0.5, -0.3), reps, args.seed, correlated=True)
+        print(f"   two slopes, x2 = x1 + noise (within correlation 0.9): {cell}")
     print(f"\n(total {time.perf_counter() - start:.0f} s)")
 
 

@@ -436,7 +436,7 @@ class LongitudinalOLS(PanelModel):
             request,
             within_blocks(self._design, proxy, shares, max_rows),
             assumptions=assumptions,
-            results=partial(within_results, names=names),
+            results=partial(within_results, names=names, stated_scale=proxy is not None),
         )
 
 

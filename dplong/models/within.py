@@ -4,10 +4,9 @@ The within estimator of ``y_ut = α_u + x_ut'β + e_ut`` removes every user's ef
 demeaning each user's rows, ``X̃_u = X_u - 1 x̄_u'`` and ``ỹ_u = y_u - ȳ_u``, and solves the
 pooled normal equations ``(Σ_u X̃_u'X̃_u) β = Σ_u X̃_u'ỹ_u`` — linearmodels'
 ``PanelOLS(entity_effects=True)``, Stata's ``xtreg, fe``. Both sums are sums of per-user
-statistics, ``A_u = X̃_u'X̃_u`` (its p(p+1)/2 unique entries) and ``b_u = X̃_u'ỹ_u``, so the
-estimator is a function of column means released by the engine
-(:func:`~dplong.privacy.engine.release_means`, through the blocks of
-:mod:`dplong.models.base`); everything after the releases is post-processing:
+statistics, ``A_u = X̃_u'X̃_u`` and ``b_u = X̃_u'ỹ_u``, so the estimator is a function of column
+means released by the engine (:func:`~dplong.privacy.engine.release_means`, through the blocks
+of :mod:`dplong.models.base`); everything after the releases is post-processing.
 
 Every user with at least two rows enters per within degree of freedom, ``A_u / (T_u - 1)``
 and ``b_u / (T_u - 1)``, with the precision weight ``w_u = min(T_u - 1, T_cap - 1) / (T_cap - 1)``
@@ -17,53 +16,68 @@ ratio is exactly the within estimator when no user has more than ``T_cap`` rows 
 more count as ``T_cap`` rows: the estimator stays consistent, the weights depending on the
 design only). Per degree of freedom every user's statistic has the same scale whatever their
 rows, so the engine's radii fit all of them (summed cross products grow with ``T_u`` and an
-unbalanced panel would see its long users clipped).
+unbalanced panel would see its long users clipped). Write ``A``, ``b`` for the weighted means.
 
-1. **design** block: the weighted means Â and b̂ of ``A_u`` and ``b_u`` (per degree of
-   freedom; users with one row have no within variation and no statistic). A coefficient
-   whose regressor shows no within variation in Â — its diagonal entry indistinguishable from
-   0 given its noise and bias bound, or a private spread at the engine's floor with the mean
-   inside the collapsed interval (more than half the users hold it constant, and the engine
-   cannot see past them) — is withheld (NaN), decided from released numbers only. The rest
-   of Â is repaired to be positive definite: in the scale of its diagonal, eigenvalues below
-   the noise level of the released entries (the Frobenius norms of their standard deviations
-   and of their bias bounds, which bound how far the noise and the bias move an eigenvalue
-   in a typical draw) are raised to it, and the results say so. The pilot ``β₀ = Â⁻¹ b̂``.
+1. **design**, one block per regressor, in the formula's order (Gram–Schmidt, i.e. the
+   ``A = L D L'`` factorisation released row by row). Block i releases, for the regressor
+   ``z_i = X̃ g_i`` left after projecting ``x_i`` on the earlier ``z_l``, the means of
+   ``z_i'z_i`` (per user ``g_i'A_u g_i``), of ``z_i'x_j`` for the later regressors ``j > i``
+   and of ``z_i'ỹ``; the next projection coefficients ``z_i'x_j / z_i'z_i`` are ratios of
+   released means (post-processing), so block i + 1's statistics are a public linear map of
+   every user's ``A_u``, ``b_u``. Why not release ``A`` itself: each released mean's noise
+   follows the spread of its own statistic, and correlated regressors leave a direction of
+   ``A`` much smaller than its entries (in the scale of the diagonal, 0.028 for ``exper``
+   and ``expersq`` on the wage panel), which noise of the entries' size swamps. Released as
+   ``z_i'z_i``, that direction's noise follows its own spread (on the wage panel, ``lwage ~
+   exper + hours`` at ε = 4: 2.6 and 2.2 clustered SEs of RMSE with ``A`` released, 0.7 and
+   1.1 so).
+   A regressor whose ``z_i'z_i`` is indistinguishable from 0 given its noise and bias bound
+   (or whose private spread sits at the engine's floor with the mean inside the collapsed
+   interval of 0: more than half the users hold it constant, and the engine cannot see past
+   them) gets no estimate (NaN) and no place in the basis, decided from released numbers
+   only: when none of its released products ``z_l'x_i`` with earlier regressors is
+   distinguishable from 0 either, it shows no within variation (time-invariant), and the
+   others are unaffected; otherwise it is collinear with them at this ε, and the earlier
+   regressors it loads on (more than :data:`COLLINEAR_LOADING` of its within variation) are
+   withheld with it. So are a regressor whose released variance inflation factor
+   ``‖x_i‖² / ‖z_i‖²`` exceeds :data:`MAX_INFLATION` and those it loads on, when the scale is
+   estimated: such a small residual is typically held by few users, beyond what the
+   clipping keeps (it stays in the basis, so that the later regressors' estimates are those
+   of the whole model). With a stated scale the clipping is the analyst's assumption, and
+   only the noise decides. With ``D = diag(z_i'z_i)`` and ``G = (g_1 … g_p)`` (unit upper
+   triangular), ``Â⁻¹ = G D⁻¹ G'`` (positive definite by construction) and the pilot
+   ``β₀ = G D⁻¹ (z_i'ỹ)_i``, both exactly the non-private ones when nothing is noisy.
 2. **influence** block: every user's influence on β at the pilot,
    ``ψ_u = Â⁻¹ (b_u - A_u β₀)``; then ``β̂ = β₀ + ψ̂`` — one Newton step, a linear map of
    released means. Its error is ``e_ψ - Â⁻¹ E (β̃ - β₀)`` (e_ψ the influence's noise, E the
    design's): the design's noise and bias only act through the pilot's error. In the
    coordinates of β each column's noise is that coefficient's noise, and its radius follows
-   that coefficient's own sampling spread, so a nearly collinear pair such as ``exper`` and
-   ``expersq`` does not pass one column's noise to the other (released as raw residual scores,
-   it did, and the skew of ``A_u β`` biased the clipped means). The same release gives the
-   sampling error: the second moment of the clipped weighted influence values
+   that coefficient's own sampling spread. The same release gives the sampling error: the
+   second moment of the clipped weighted influence values
    (:func:`~dplong.privacy.engine.release_second_moment`, when the plan affords it; else the
    robust spread) is the diagonal of the cluster-robust sandwich
    ``Â⁻¹ (Σ_u w_u² s_u s_u') Â⁻¹ / Ŵ²`` (s_u the per-degree-of-freedom scores, Ŵ the private
    weighted count), evaluated at the pilot.
 
-Both blocks use an exponential tail for the clipping bias and the radii
+Every block uses an exponential tail for the clipping bias and the radii
 (:func:`~dplong.privacy.radius.clipping_bias`): cross products are sums of squares, and
-products of demeaned regressors and residuals have heavier tails than a normal.
+products of demeaned regressors and residuals have heavier tails than a normal. The design
+blocks divide by the first one's private weighted count (the same users, the same weights).
 
 **Uncertainty.** The privacy noise enters β̂ through the influence and, through the pilot's
-error, through the design — a product of two noises (``Â⁻¹ E Â⁻¹ (e_b - E β)``) that a
-first-order delta method misses and that dominates when the design block is noisy. So the
-noise's law is pushed through the exact post-processing map instead (a parametric bootstrap:
-Monte Carlo draws of every released mean's noise, Laplace or Gaussian with the released
-standard deviations, around the released Â and b̂, each repaired, solved and stepped as the
-fit was; a fixed seed, so a deterministic function of released numbers): its standard
-deviation is ``noise_sd``, and its mean (the second-order shift) joins the bias bound. The
-clipping bias bounds of the releases propagate linearly, in absolute values (the
-influence's directly, the design's through ``Â⁻¹ B |β₀ - β̂|``). The standard errors combine the
-sampling and noise terms; intervals use the normal-Laplace law with a Laplace term of the
-noise's variance (conservative at the usual levels α <= 0.2: a sum of several Laplace and
-Gaussian terms has lighter tails than one Laplace of the same variance), or the normal law
-when every release drew discrete Gaussian noise. When the repair had to raise an eigenvalue
-of Â, the released design cannot separate the regressors along that direction at this ε, and
-the Newton step cannot correct the pilot there: the coefficients loading on it (more than
-1 % of the direction) get no estimate (NaN, with a warning).
+error, through the design — a product of two noises that a first-order delta method misses
+and that dominates when the design is noisy. So the noise's law is pushed through the exact
+post-processing map instead (a parametric bootstrap: Monte Carlo draws of every released
+mean's noise, Laplace or Gaussian with the released standard deviations, around the released
+design, each projected, solved and stepped as the fit was; a fixed seed, so a deterministic
+function of released numbers): its standard deviation is ``noise_sd``, and its mean (the
+second-order shift) joins the bias bound. The clipping bias bounds of the releases propagate
+linearly, in absolute values (the influence's directly, the design's through
+``|G D⁻¹| B |β₀ - β̂|``, B the bounds of the released products ``z_i'x_j``). The standard
+errors combine the sampling and noise terms; intervals use the normal-Laplace law with a
+Laplace term of the noise's variance (conservative at the usual levels α <= 0.2: a sum of
+several Laplace and Gaussian terms has lighter tails than one Laplace of the same variance),
+or the normal law when every release drew discrete Gaussian noise.
 
 **Estimands.** Under ``y_ut = α_u + x_ut'β_u + e_ut`` with user-specific slopes β_u, the
 within estimator targets ``(Σ_u E A_u)⁻¹ Σ_u E A_u β_u``: the slopes weighted by each user's
@@ -86,7 +100,7 @@ from numpy.typing import NDArray
 
 from dplong.formula import PanelDesign
 from dplong.models.base import Block, Statistics, combined_ledger
-from dplong.models.reduce import upper_pairs, within_cross_products
+from dplong.models.reduce import within_cross_products
 from dplong.privacy.engine import SMALLEST_SCALE, Release, UserWeights
 from dplong.privacy.options import ReleaseOptions
 from dplong.results import PanelResults
@@ -95,15 +109,15 @@ __all__ = ["coefficient_names", "within_blocks", "within_results", "within_share
 
 #: The influence block carries β̂'s noise, the design acts through the pilot's error only —
 #: but as a product of its noises, so its error grows like the square of its noise and
-#: explodes once the released Â stops resolving the regressors. The design gets
+#: explodes once the released design stops resolving the regressors. The design gets
 #: :data:`DESIGN_USERS` (ε·n per design column) when it can, within :data:`INFLUENCE_WEIGHTS`:
 #: an influence column gets 2 to 3 times a design column's budget. Chosen with
 #: ``benchmarks/within_and_weights.py`` (2 was best on the wage panel at ε = 4, n ε = 2180; 3
 #: at n ε = 4000-5000, where 4 was worse again).
 DESIGN_USERS = 240.0
 INFLUENCE_WEIGHTS = (2.0, 3.0)
-#: A coefficient whose squared loading on the design's raised directions exceeds this share is
-#: withheld: the estimate along those directions is the pilot's, not a solution.
+#: An earlier regressor whose squared coefficient in a collinear regressor's projection, in
+#: the scale of their within variation, exceeds this share of it is withheld with it.
 COLLINEAR_LOADING = 0.01
 #: Monte Carlo draws (and their fixed seed) of the privacy noise pushed through β̂'s map.
 NOISE_DRAWS, NOISE_SEED = 4000, 20240613
@@ -111,8 +125,16 @@ NOISE_DRAWS, NOISE_SEED = 4000, 20240613
 #: the users had exactly the midpoint; if the mean is then within the collapsed interval of 0,
 #: those users held the regressor constant (``A_jj = 0``) and the rest were clipped away.
 FLOOR_SPREAD = SMALLEST_SCALE * 2.0**100
-#: A diagonal entry of Â within this many noise sds (plus its bias bound) of 0 is no evidence
-#: of within variation.
+#: A regressor whose released variance inflation factor ``‖x_i‖² / ‖z_i‖²`` exceeds this (the
+#: usual threshold of severe collinearity, Kutner et al. 2005, §10.5) is treated as collinear:
+#: what separates it from the earlier regressors is less than a tenth of its within variation,
+#: and such a residual is typically held by few users (``expersq`` beyond ``exper`` on the
+#: wage panel: the men whose careers started far from the average; 6 % of them hold half of
+#: ``z'z``), which the engine's clipping, sized on the bulk, cannot keep — its bias bound
+#: fails and so would the intervals.
+MAX_INFLATION = 10.0
+#: A released entry within this many noise sds (plus its bias bound) of 0 is no evidence: of
+#: within variation (a diagonal ``‖z_i‖²``), or of an association (``z_l'x_i``).
 IDENTIFIED_SDS = 3.0
 
 
@@ -151,26 +173,29 @@ def within_shares(n: int, p: int, epsilon: float) -> tuple[float, float]:
 def within_blocks(
     design: PanelDesign, scale: float | None, shares: tuple[float, ...], max_rows: int
 ) -> list[Block]:
-    """The two blocks of the module docstring with their ``shares`` (:func:`within_shares`);
-    ``scale`` a stated variance proxy of every released per-user statistic (None: estimated
-    privately); ``max_rows`` the public cap ``T_cap`` of the weights."""
+    """The blocks of the module docstring: p design blocks (row i: ``p - i + 1`` columns, its
+    part of ``shares[0]`` in proportion) and the influence block (``shares[1]``,
+    :func:`within_shares`); ``scale`` a stated variance proxy of every released per-user
+    statistic (None: estimated privately); ``max_rows`` the public cap ``T_cap`` of the
+    weights."""
     names = coefficient_names(design.columns)
     keep = [j for j, c in enumerate(design.columns) if c != "Intercept"]
     p = len(names)
-    pairs = upper_pairs(p)
-    k = len(pairs)
+    k = p * (p + 1) // 2
     cache: dict[str, NDArray[np.float64]] = {}
 
-    def statistics() -> NDArray[np.float64]:  # private; computed once, on first use
-        if "within" not in cache:
+    def statistics() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        if "a" not in cache:  # private; computed once, on first use
             sums = within_cross_products(
                 design.y, np.ascontiguousarray(design.X[:, keep]), design.codes, design.n
             )
             freedom = np.bincount(design.codes, minlength=design.n) - 1.0
             with np.errstate(divide="ignore", invalid="ignore"):
-                cache["within"] = sums / freedom[:, None]  # per within degree of freedom
+                per_freedom = sums / freedom[:, None]  # per within degree of freedom
+            cache["a"] = _symmetric(per_freedom[:, :k], p)  # n x p x p
+            cache["b"] = per_freedom[:, k:]
             cache["weights"] = np.minimum(freedom, max_rows - 1.0) / (max_rows - 1.0)
-        return cache["within"]
+        return cache["a"], cache["b"]
 
     def weights() -> UserWeights:
         statistics()
@@ -179,30 +204,38 @@ def within_blocks(
     def proxy(d: int) -> NDArray[np.float64] | None:
         return None if scale is None else np.full(d, scale)
 
-    def design_block(_: tuple[Release, ...]) -> Statistics:
-        return Statistics(statistics(), scale=proxy(k + p), user_weights=weights())
+    def row_block(i: int) -> Block:
+        def build(done: tuple[Release, ...]) -> Statistics:
+            # public: the vector g_i from the earlier rows' releases
+            g = _Basis.of(done, p, scale is not None).vectors[:, i]
+            a, b = statistics()
+            products = np.einsum("m,umj->uj", g, a)  # every user's g_i'A_u
+            matrix = np.column_stack([products @ g, products[:, i + 1 :], b @ g])
+            return Statistics(matrix, scale=proxy(p - i + 1), user_weights=weights())
 
-    def influence_block(done: tuple[Release, ...]) -> Statistics:
-        solution = _Design.of(done[0], p)
-        stats = statistics()  # every user's ψ_u = Â⁻¹ (b_u - A_u β₀), n x p
-        scores = stats[:, k:] - _times(stats[:, :k], solution.pilot, pairs)
-        return Statistics(
-            np.asarray(scores @ solution.inverse.T, dtype=np.float64),
-            scale=proxy(p),
-            user_weights=weights(),
-        )
-
-    return [
-        Block(
-            tuple(f"X'X[{names[i]},{names[j]}]" for i, j in pairs)
-            + tuple(f"X'y[{name}]" for name in names),
-            shares[0],
-            design_block,
+        label = names[i]
+        return Block(
+            (
+                f"Z'Z[{label},{label}]",
+                *(f"Z'X[{label},{name}]" for name in names[i + 1 :]),
+                f"Z'y[{label}]",
+            ),
+            shares[0] * (p - i + 1) / (k + p),
+            build,
             stated_scale=scale is not None,
             weighted=True,
             tail="exponential",
+            count_from=None if i == 0 else 0,  # the same users with the same weights
             moment=False,  # nothing reads the design's sampling sd
-        ),
+        )
+
+    def influence_block(done: tuple[Release, ...]) -> Statistics:
+        basis = _Basis.of(done, p, scale is not None)
+        a, b = statistics()  # every user's ψ_u = Â⁻¹ (b_u - A_u β₀), n x p
+        scores = b - a @ basis.pilot
+        return Statistics(scores @ basis.inverse.T, scale=proxy(p), user_weights=weights())
+
+    return [row_block(i) for i in range(p)] + [
         Block(
             tuple(f"influence[{name}]" for name in names),
             shares[1],
@@ -210,8 +243,8 @@ def within_blocks(
             stated_scale=scale is not None,
             weighted=True,
             tail="exponential",
-            count_from=0,  # the same users (two rows or more) with the same weights
-        ),
+            count_from=0,
+        )
     ]
 
 
@@ -225,38 +258,34 @@ def within_results(
     options: ReleaseOptions,
     assumptions: tuple[str, ...],
     names: tuple[str, ...],
+    stated_scale: bool,
 ) -> PanelResults:
-    """The results of a within fit from its two releases (module docstring): β̂, its
-    sampling and noise standard deviations, the propagated bias bound, notes."""
-    design_release, influence_release = releases
-    p = len(names)
-    k = p * (p + 1) // 2
-    solution = _Design.of(design_release, p)
-    beta = solution.step(influence_release.estimate)
+    """The results of a within fit from its releases (module docstring): β̂, its sampling and
+    noise standard deviations, the propagated bias bound, notes; ``stated_scale`` whether the
+    analyst stated the scale."""
+    *rows, influence = releases
+    first = rows[0]
+    solution = _Basis.of(tuple(rows), len(names), stated_scale)
+    beta = solution.pilot + np.where(solution.withheld, 0.0, influence.estimate)
     step = np.nan_to_num(solution.pilot - beta)
-    sampling_sd = influence_release.sampling_sd
-    noise_sd, shift = _noise_law(solution, design_release, influence_release)
-    design_bias = _symmetric(np.nan_to_num(design_release.bias[:k]), p)
-    bias = (
-        np.nan_to_num(influence_release.bias)
-        + np.abs(solution.inverse) @ (design_bias @ np.abs(step))
-        + np.abs(shift)
-    )
-    # along a raised direction the step cannot correct the pilot: no estimate is claimed there
-    withheld = ~solution.identified | solution.collinear | ~np.isfinite(beta)
+    sampling_sd = influence.sampling_sd
+    noise_sd, shift = _noise_law(solution, influence)
+    spread = np.abs(solution.vectors / solution.diagonal)  # |G D⁻¹|
+    bias = np.nan_to_num(influence.bias) + spread @ (solution.bias @ np.abs(step)) + np.abs(shift)
+    withheld = solution.withheld | ~np.isfinite(beta)
     # a number without a finite noise or sampling sd would claim a precision nobody knows (a
     # release it rests on was withheld or missed the data): withheld too
     unknown = ~withheld & ~(np.isfinite(noise_sd) & np.isfinite(sampling_sd))
     withheld = withheld | unknown
     beta = np.where(withheld, np.nan, beta)
-    gaussian = {design_release.noise_kind, influence_release.noise_kind} == {"gaussian"}
+    gaussian = {r.noise_kind for r in releases} == {"gaussian"}
     index = pd.Index(names)
 
     def series(values: NDArray[np.float64], label: str) -> pd.Series:
         out: pd.Series = pd.Series(np.where(withheld, np.nan, values), index=index, name=label)
         return out
 
-    bad_events = sum(float(np.sum(r.bad_events)) for r in (design_release, influence_release))
+    bad_events = sum(float(np.sum(r.bad_events)) for r in releases)
     unsure = [names[int(j)] for j in np.flatnonzero(unknown)]
     lost = (
         [
@@ -271,9 +300,7 @@ def within_results(
             [note for r in releases for note in r.notes] + list(solution.notes(names)) + lost
         )
     )
-    users = pd.Series(
-        design_release.users, index=["users with a statistic (weighted)"], name="users"
-    )
+    users = pd.Series(first.users, index=["users with a statistic (weighted)"], name="users")
     return PanelResults(
         model=model,
         formula=formula,
@@ -288,8 +315,8 @@ def within_results(
         privacy=combined_ledger(releases, options),
         nobs_users=nobs_users,
         users=users,
-        users_sd=float(design_release.users_sd),
-        variant=design_release.variant,
+        users_sd=float(first.users_sd),
+        variant=first.variant,
         assumptions=assumptions,
         warnings=notes,
         gamma=options.gamma,
@@ -299,93 +326,120 @@ def within_results(
 
 
 @dataclass(frozen=True)
-class _Design:
-    """The released design Â after the public identification rule and the repair: its
-    inverse (zero rows and columns for withheld coefficients)."""
+class _Basis:
+    """The released design rows after the public identification rule (module docstring,
+    step 1): the Gram–Schmidt vectors ``G`` (columns ``g_i``), ``D = diag(z_i'z_i)`` (inf
+    where a regressor has no place in the basis, so that ``1 / D`` is 0 there), the inverse
+    ``Â⁻¹ = G D⁻¹ G'`` and the pilot; for the bias bound, the bounds ``B`` of the released
+    products (row i: ``z_i'z_i`` on the diagonal, ``z_i'x_j`` beyond); for the noise law, every
+    row's noise sds and kind and its identification threshold. From the releases of the first
+    rows only, it gives the vector the next row needs."""
 
-    repaired: NDArray[np.float64]
+    vectors: NDArray[np.float64]
+    diagonal: NDArray[np.float64]
     inverse: NDArray[np.float64]
-    identified: NDArray[np.bool_]
-    floored: int
+    pilot: NDArray[np.float64]
+    noise: tuple[NDArray[np.float64], ...]
+    kinds: tuple[str, ...]
+    bias: NDArray[np.float64]
+    threshold: NDArray[np.float64]
+    absent: NDArray[np.bool_]
     collinear: NDArray[np.bool_]
     constant: tuple[int, ...]
-    pilot: NDArray[np.float64]
-    root: NDArray[np.float64]
-    level: float
+    directions: int
 
     @classmethod
-    def of(cls, release: Release, p: int) -> _Design:
-        """Post-processing of the design block's release (module docstring, step 1)."""
-        k = p * (p + 1) // 2
-        a = _symmetric(release.estimate[:k], p)
-        sd = _symmetric(release.noise_sd[:k], p)
-        bias = _symmetric(release.bias[:k], p)
-        diagonal = np.diag(a)
-        spread = np.diag(_symmetric(np.sqrt(release.scale[:k]), p))
-        widths = (release.interval[:k, 1] - release.interval[:k, 0]) / 2.0
-        half_width = np.diag(_symmetric(widths, p))
-        # the engine's spread collapsed to its floor and the mean to within that collapsed
-        # interval of 0: most users hold the regressor constant (their A_jj is exactly 0)
-        constant = (spread <= FLOOR_SPREAD) & (diagonal <= half_width)
-        identified = (
-            np.isfinite(a).all()
-            & np.isfinite(diagonal)
-            & (diagonal > IDENTIFIED_SDS * np.diag(sd) + np.diag(bias))
-            & ~constant
-        )
-        keep = np.flatnonzero(identified)
-        repaired = np.zeros((p, p))
-        inverse = np.zeros((p, p))
-        floored, root, level = 0, np.ones(keep.size), 0.0
-        collinear = np.zeros(p, dtype=bool)
-        if keep.size:
-            sub = a[np.ix_(keep, keep)]
-            root = np.sqrt(np.diag(sub))
-            scaling = np.outer(root, root)
-            level = float(
-                np.sqrt(np.sum((sd[np.ix_(keep, keep)] / scaling) ** 2))
-                + np.sqrt(np.sum((bias[np.ix_(keep, keep)] / scaling) ** 2))
+    def of(cls, rows: Sequence[Release], p: int, stated_scale: bool) -> _Basis:
+        """Post-processing of the released rows (all p, or the first few while releasing);
+        with a stated scale the clipping is the analyst's to answer for, and a large variance
+        inflation factor is no reason to withhold (:data:`MAX_INFLATION`)."""
+        limit = math.inf if stated_scale else MAX_INFLATION
+        g = np.eye(p)
+        diagonal = np.full(p, np.inf)
+        products, bias = np.zeros((p, p)), np.zeros((p, p))
+        outcome, threshold = np.zeros(p), np.zeros(p)
+        absent, collinear = np.zeros(p, dtype=bool), np.zeros(p, dtype=bool)
+        constant: list[int] = []
+        directions = 0
+        for i, row in enumerate(rows):
+            estimate, sd, b = row.estimate, row.noise_sd, row.bias
+            products[i, i:], bias[i, i:] = estimate[:-1], b[:-1]
+            outcome[i] = estimate[-1]
+            threshold[i] = IDENTIFIED_SDS * sd[0] + b[0]
+            spread = math.sqrt(row.scale[0])
+            half_width = (row.interval[0, 1] - row.interval[0, 0]) / 2.0
+            # the engine's spread collapsed to its floor and the mean to within that collapsed
+            # interval of 0: most users hold the regressor constant (their z_i'z_i is 0)
+            held = spread <= FLOOR_SPREAD and estimate[0] <= half_width
+            constant.extend([i] if held else [])
+            identified = np.isfinite(estimate).all() and estimate[0] > threshold[i] and not held
+            # ‖x_i‖² = ‖z_i‖² + Σ_l (z_l'x_i)² / ‖z_l‖²: the variance inflation factor of x_i
+            explained = np.where(np.isfinite(diagonal[:i]), products[:i, i], 0.0) ** 2
+            inflation = (
+                1.0 + float(explained @ (1.0 / diagonal[:i])) / estimate[0]
+                if identified
+                else math.inf
             )
-            values, vectors = np.linalg.eigh(sub / scaling)
-            raised = vectors[:, values < level]
-            floored = raised.shape[1]
-            # coefficients with a share of more than 1 % on a raised direction
-            collinear[keep] = np.sum(raised**2, axis=1) > COLLINEAR_LOADING
-            fixed = _floor(sub, root, level)
-            repaired[np.ix_(keep, keep)] = fixed
-            inverse[np.ix_(keep, keep)] = np.linalg.inv(fixed)
-        b = np.where(identified, release.estimate[k:], 0.0)
+            if identified:
+                if inflation > limit:  # in the basis, so that the later ones stay exact
+                    collinear[: i + 1] |= (
+                        _loadings(g, diagonal, products[:i, i]) > COLLINEAR_LOADING
+                    )
+                    directions += 1
+                diagonal[i] = estimate[0]
+                # the later regressors lose their part along z_i: g_j -= (z_i'x_j / z_i'z_i) g_i
+                g[:, i + 1 :] -= np.outer(g[:, i], estimate[1:-1] / estimate[0])
+                continue
+            # no place in the basis: collinear if its products with the earlier regressors
+            # show an association, else without within variation
+            association = [
+                m
+                for m in range(i)
+                if np.isfinite(diagonal[m])
+                and abs(products[m, i])
+                > IDENTIFIED_SDS * rows[m].noise_sd[i - m] + rows[m].bias[i - m]
+            ]
+            if association and np.isfinite(estimate).all():
+                collinear[: i + 1] |= _loadings(g, diagonal, products[:i, i]) > COLLINEAR_LOADING
+                directions += 1
+            else:
+                absent[i] = True
+        inverse = (g / diagonal) @ g.T
         return cls(
-            repaired,
-            inverse,
-            identified,
-            floored,
-            collinear,
-            tuple(int(j) for j in np.flatnonzero(constant)),
-            np.nan_to_num(inverse @ b),
-            root,
-            level,
+            vectors=g,
+            diagonal=diagonal,
+            inverse=inverse,
+            pilot=(g / diagonal) @ np.where(np.isfinite(diagonal), outcome, 0.0),
+            noise=tuple(np.nan_to_num(r.noise_sd) for r in rows),
+            kinds=tuple(r.noise_kind for r in rows),
+            bias=bias,
+            threshold=threshold,
+            absent=absent,
+            collinear=collinear,
+            constant=tuple(constant),
+            directions=directions,
         )
 
-    def repair(self, matrices: NDArray[np.float64]) -> NDArray[np.float64]:
-        """The same repair (eigenvalues floored at the noise level, in the scale of the
-        released diagonal) applied to other matrices of the identified coefficients."""
-        return _floor(matrices, self.root, self.level)
+    @property
+    def withheld(self) -> NDArray[np.bool_]:
+        """Coefficients without an estimate: no within variation, or collinear at this ε."""
+        return np.asarray(self.absent | self.collinear)
 
-    def step(self, influence: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``β̂ = β₀ + ψ̂`` for the released mean influence ψ̂ (that of withheld coefficients is
-        ignored; a NaN among the others makes every coefficient NaN)."""
-        r = np.where(self.identified, influence, 0.0)
-        return np.asarray(self.pilot + r, dtype=np.float64)
+    @property
+    def design(self) -> NDArray[np.float64]:
+        """The released design ``Â = G⁻ᵀ D G⁻¹`` over the regressors in the basis."""
+        used = np.isfinite(self.diagonal)
+        root = np.linalg.inv(self.vectors) * np.sqrt(np.where(used, self.diagonal, 0.0))[:, None]
+        return np.asarray(root.T @ root)
 
     def notes(self, names: Sequence[str]) -> tuple[str, ...]:
         """Reliability notes from the released design (public: functions of DP outputs)."""
         out: list[str] = []
-        withheld = [names[int(j)] for j in np.flatnonzero(~self.identified)]
-        if withheld:
+        absent = [names[int(j)] for j in np.flatnonzero(self.absent)]
+        if absent:
             held = [names[j] for j in self.constant]
             out.append(
-                f"No within estimate (NaN) for {withheld}: the released design shows no "
+                f"No within estimate (NaN) for {absent}: the released design shows no "
                 "within-user variation there"
                 + (
                     f" (for {held}, more than half the users hold the regressor constant, "
@@ -396,82 +450,86 @@ class _Design:
                 + ". Time-invariant regressors are absorbed by the user effects; for rarely "
                 "changing ones raise epsilon or use the per-user estimator's identification."
             )
-        if self.floored:
+        if self.directions:
             listed = [names[int(j)] for j in np.flatnonzero(self.collinear)]
             out.append(
                 f"No estimate (NaN) for {listed}: the released design is nearly singular "
-                f"along them ({self.floored} direction(s) within its privacy noise), so the "
-                "data cannot separate these regressors at this epsilon. Raise epsilon or drop "
-                "a collinear term."
+                f"along them ({self.directions} direction(s)): what separates these regressors "
+                "is within its privacy noise, or less than a tenth of their within variation "
+                f"(a variance inflation factor above {MAX_INFLATION:g}), which few users may "
+                "hold and the clipping of the cross products cannot be trusted to keep. Drop a "
+                "collinear term (or raise epsilon, if the noise hid the direction)."
             )
         return tuple(out)
 
 
-def _floor(
-    matrices: NDArray[np.float64], root: NDArray[np.float64], level: float
+def _loadings(
+    g: NDArray[np.float64], diagonal: NDArray[np.float64], products: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    """Symmetric matrices (or a stack) with the eigenvalues of ``D⁻¹ A D⁻¹`` raised to
-    ``level``, ``D = diag(root)``: positive definite, and scale-free in the regressors' units."""
-    scaling = np.outer(root, root)
-    scaled = matrices / scaling
-    values, vectors = np.linalg.eigh((scaled + np.swapaxes(scaled, -1, -2)) / 2.0)
-    floored = (vectors * np.maximum(values, level)[..., None, :]) @ np.swapaxes(vectors, -1, -2)
-    return np.asarray(floored * scaling)
+    """Squared loadings of a collinear regressor x_i (``i = products.size``) and the earlier
+    ones on the direction ``x_i - Σ_j h_j x_j`` it is nearly equal along, in the scale of their
+    within variation (as the eigenvectors of a correlation matrix): ``h = Σ_l (z_l'x_i /
+    z_l'z_l) g_l``, ``A_jj = Σ_l z_l'z_l (G⁻¹)_lj²`` over the basis. Length ``i + 1``."""
+    i = products.size
+    used = np.isfinite(diagonal[:i])
+    ratio = np.where(used, products / np.where(used, diagonal[:i], 1.0), 0.0)
+    h = g[:i, :i] @ ratio
+    inverse = np.linalg.inv(g[:i, :i])
+    variation = np.where(used, diagonal[:i], 0.0) @ inverse**2
+    direction = np.append(
+        h * np.sqrt(variation), -math.sqrt(np.where(used, diagonal[:i], 0.0) @ ratio**2)
+    )
+    total = float(direction @ direction)
+    return np.asarray(direction**2 / total) if total > 0.0 else np.zeros(i + 1)
 
 
 def _symmetric(vech: NDArray[np.float64], p: int) -> NDArray[np.float64]:
-    """The symmetric p x p matrix of the unique entries in :func:`upper_pairs` order."""
+    """The symmetric p x p matrices of the unique entries in ``np.triu_indices`` order (the
+    last axis; any leading axes are kept)."""
     upper = np.triu_indices(p)
-    out = np.zeros((p, p))
-    out[upper] = vech
-    out[upper[::-1]] = vech
-    return out
-
-
-def _times(
-    vech: NDArray[np.float64], beta: NDArray[np.float64], pairs: list[tuple[int, int]]
-) -> NDArray[np.float64]:
-    """Every user's ``A_u β`` from their unique entries (n x p): a loop over the p(p+1)/2
-    entries, vectorised over users."""
-    out = np.zeros((vech.shape[0], beta.size))
-    for column, (i, j) in enumerate(pairs):
-        out[:, i] += vech[:, column] * beta[j]
-        if i != j:
-            out[:, j] += vech[:, column] * beta[i]
+    out = np.zeros((*vech.shape[:-1], p, p))
+    out[..., upper[0], upper[1]] = vech
+    out[..., upper[1], upper[0]] = vech
     return out
 
 
 def _noise_law(
-    solution: _Design, design: Release, influence: Release
+    solution: _Basis, influence: Release
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The standard deviation and mean of the privacy noise in β̂, by Monte Carlo through the
     post-processing map (module docstring): :data:`NOISE_DRAWS` draws of every released
     mean's noise (Laplace or Gaussian with the released standard deviations) around the
-    released Â, b̂, each pushed through the repair, the pilot and the step. A fixed seed: a
-    deterministic function of released numbers."""
-    p = solution.identified.size
-    k = p * (p + 1) // 2
-    keep = np.flatnonzero(solution.identified)
-    sd, mean = np.zeros(p), np.zeros(p)
-    if keep.size == 0 or not np.isfinite(solution.pilot).all():
-        return sd, mean
+    released design ``A = G⁻ᵀ D G⁻¹``, ``b = A β₀``, each released row by row in the draw's
+    own basis (a ``z_i'z_i`` below the identification threshold is held at it, as the fit
+    would not have used it), solved and stepped. A fixed seed: a deterministic function of
+    released numbers."""
+    p = solution.diagonal.size
+    used = np.isfinite(solution.diagonal)
+    if not used.any() or not np.isfinite(solution.pilot).all():
+        return np.zeros(p), np.zeros(p)
     rng = np.random.default_rng(NOISE_SEED)
-    design_noise = _draws(rng, np.nan_to_num(design.noise_sd), design.noise_kind)
+    truth_a = solution.design
+    truth_b = truth_a @ solution.pilot
+    g = np.tile(np.eye(p), (NOISE_DRAWS, 1, 1))
+    diagonal = np.full((NOISE_DRAWS, p), np.inf)
+    outcome = np.zeros((NOISE_DRAWS, p))
+    for i in np.flatnonzero(used):
+        noise = _draws(rng, solution.noise[i], solution.kinds[i])
+        vector = g[:, :, i]
+        products = vector @ truth_a  # the draw's z_i'x_j, before its noise
+        square = np.einsum("dm,dm->d", products, vector) + noise[:, 0]
+        diagonal[:, i] = np.maximum(square, solution.threshold[i])
+        ratios = (products[:, i + 1 :] + noise[:, 1:-1]) / diagonal[:, i, None]
+        g[:, :, i + 1 :] -= vector[:, :, None] * ratios[:, None, :]
+        outcome[:, i] = vector @ truth_b + noise[:, -1]
+    scaled = g / diagonal[:, None, :]
+    pilot = np.einsum("dji,di->dj", scaled, outcome)
+    residual = truth_b - pilot @ truth_a
+    inverse = scaled @ np.swapaxes(g, 1, 2)
+    steps = np.einsum("dij,dj->di", inverse, residual)
     influence_noise = _draws(rng, np.nan_to_num(influence.noise_sd), influence.noise_kind)
-    index = np.ix_(keep, keep)
-    truth_a = solution.repaired[index]
-    truth_b = truth_a @ solution.pilot[keep]
-    noise_a = np.zeros((NOISE_DRAWS, p, p))
-    upper = np.triu_indices(p)
-    noise_a[:, upper[0], upper[1]] = design_noise[:, :k]
-    noise_a[:, upper[1], upper[0]] = design_noise[:, :k]
-    drawn = solution.repair(truth_a + noise_a[:, keep][:, :, keep])
-    pilot = np.linalg.solve(drawn, (truth_b + design_noise[:, k:][:, keep])[..., None])
-    residual = truth_b[None, :, None] - truth_a @ pilot
-    beta = pilot + np.linalg.solve(drawn, residual) + influence_noise[:, keep][..., None]
-    errors = beta[..., 0] - solution.pilot[keep]
-    sd[keep], mean[keep] = errors.std(axis=0), errors.mean(axis=0)
-    return sd, mean
+    errors = pilot + steps + influence_noise - solution.pilot
+    return errors.std(axis=0), errors.mean(axis=0)
 
 
 def _draws(rng: np.random.Generator, sd: NDArray[np.float64], kind: str) -> NDArray[np.float64]:
