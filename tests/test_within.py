@@ -7,6 +7,8 @@ statistical tests of the accuracy and of the reported uncertainty (DESIGN.md §5
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,6 +16,7 @@ from linearmodels import PanelOLS
 
 import dplong
 from dplong.exceptions import FormulaError, ParameterError
+from dplong.models import linear, within
 from dplong.models.reduce import within_cross_products
 
 # ε = 1e300 makes every noise draw exactly 0, and a stated scale of 1e8 gives radii of about
@@ -170,6 +173,26 @@ class TestReference:
         # with a stated scale the clipping is the analyst's assumption: the whole estimate
         stated = model.fit(estimator="within", max_rows=12, **NOISE_OFF)
         np.testing.assert_allclose(stated.params.to_numpy(), beta, rtol=1e-8)
+
+    def test_a_withheld_design_row_withholds_every_coefficient(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # the engine withholds a release that missed the data (NaN); every later design row
+        # and the step rest on it, so no coefficient may be solved for — and the note must
+        # not claim the regressor has no within variation
+        original = within.within_results
+
+        def first_row_missed(releases, **kwargs):  # type: ignore[no-untyped-def]
+            row = releases[0]
+            missed = dataclasses.replace(row, estimate=np.full_like(row.estimate, np.nan))
+            return original((missed, *releases[1:]), **kwargs)
+
+        monkeypatch.setattr(linear, "within_results", first_row_missed)
+        model = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", unbalanced(), groups="user")
+        res = model.fit(estimator="within", max_rows=12, **NOISE_OFF)
+        assert res.params.isna().all() and res.failed.all()
+        assert any("was withheld (it missed the data)" in w for w in res.warnings)
+        assert not any("within-user variation" in w for w in res.warnings)
 
     def test_within_cross_products_match_a_loop(self) -> None:
         frame = unbalanced(n=40, seed=6, missing=0.0).sort_values(["user", "t"])

@@ -264,7 +264,9 @@ class LongitudinalOLS(PanelModel):
             Cor 5.16), with an ``Intercept`` and the paper's error bounds. ``"within"``: the
             entity fixed-effects estimator (:mod:`dplong.models.within`): the user effects
             absorb the intercept, so ``params`` are the other columns; time-invariant
-            regressors get no estimate (NaN, decided from released numbers); standard errors
+            regressors, and with the scale estimated nearly collinear ones (a variance
+            inflation factor above 10), get no estimate (NaN, decided from released
+            numbers); standard errors
             are cluster-robust (the private second moment of the users' influence values)
             plus the privacy noise of every release, pushed through the solution by Monte
             Carlo. Needs the

@@ -347,6 +347,7 @@ class _Basis:
     collinear: NDArray[np.bool_]
     constant: tuple[int, ...]
     directions: int
+    lost: bool
 
     @classmethod
     def of(cls, rows: Sequence[Release], p: int, stated_scale: bool) -> _Basis:
@@ -361,6 +362,9 @@ class _Basis:
         absent, collinear = np.zeros(p, dtype=bool), np.zeros(p, dtype=bool)
         constant: list[int] = []
         directions = 0
+        # a row the engine withheld (it missed the data) leaves every later row's basis, and
+        # so every coefficient, without a footing
+        lost = not all(np.isfinite(row.estimate).all() for row in rows)
         for i, row in enumerate(rows):
             estimate, sd, b = row.estimate, row.noise_sd, row.bias
             products[i, i:], bias[i, i:] = estimate[:-1], b[:-1]
@@ -372,7 +376,7 @@ class _Basis:
             # interval of 0: most users hold the regressor constant (their z_i'z_i is 0)
             held = spread <= FLOOR_SPREAD and estimate[0] <= half_width
             constant.extend([i] if held else [])
-            identified = np.isfinite(estimate).all() and estimate[0] > threshold[i] and not held
+            identified = not lost and estimate[0] > threshold[i] and not held
             # ‖x_i‖² = ‖z_i‖² + Σ_l (z_l'x_i)² / ‖z_l‖²: the variance inflation factor of x_i
             explained = np.where(np.isfinite(diagonal[:i]), products[:i, i], 0.0) ** 2
             inflation = (
@@ -399,7 +403,7 @@ class _Basis:
                 and abs(products[m, i])
                 > IDENTIFIED_SDS * rows[m].noise_sd[i - m] + rows[m].bias[i - m]
             ]
-            if association and np.isfinite(estimate).all():
+            if association and not lost:
                 collinear[: i + 1] |= _loadings(g, diagonal, products[:i, i]) > COLLINEAR_LOADING
                 directions += 1
             else:
@@ -418,12 +422,14 @@ class _Basis:
             collinear=collinear,
             constant=tuple(constant),
             directions=directions,
+            lost=lost,
         )
 
     @property
     def withheld(self) -> NDArray[np.bool_]:
-        """Coefficients without an estimate: no within variation, or collinear at this ε."""
-        return np.asarray(self.absent | self.collinear)
+        """Coefficients without an estimate: no within variation, or collinear at this ε (all
+        of them when a row was lost)."""
+        return np.asarray(self.absent | self.collinear | self.lost)
 
     @property
     def design(self) -> NDArray[np.float64]:
@@ -436,7 +442,12 @@ class _Basis:
         """Reliability notes from the released design (public: functions of DP outputs)."""
         out: list[str] = []
         absent = [names[int(j)] for j in np.flatnonzero(self.absent)]
-        if absent:
+        if self.lost:
+            out.append(
+                "No estimate (NaN): a release of the design was withheld (it missed the data), "
+                "so no coefficient can be solved for. Raise epsilon or use fewer regressors."
+            )
+        elif absent:
             held = [names[j] for j in self.constant]
             out.append(
                 f"No within estimate (NaN) for {absent}: the released design shows no "
