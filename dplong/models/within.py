@@ -451,7 +451,7 @@ class _Basis:
             held = [names[j] for j in self.constant]
             out.append(
                 f"No within estimate (NaN) for {absent}: the released design shows no "
-                "within-user variation there"
+                "within-user variation there beyond its privacy noise"
                 + (
                     f" (for {held}, more than half the users hold the regressor constant, "
                     "which the private spread cannot see past)"
@@ -459,7 +459,8 @@ class _Basis:
                     else ""
                 )
                 + ". Time-invariant regressors are absorbed by the user effects; for rarely "
-                "changing ones raise epsilon or use the per-user estimator's identification."
+                "changing ones, or when the noise hid the variation, raise epsilon or use the "
+                "per-user estimator."
             )
         if self.directions:
             listed = [names[int(j)] for j in np.flatnonzero(self.collinear)]
