@@ -339,8 +339,9 @@ class TestPrivateFit:
     def test_correlated_regressors_are_resolved(self) -> None:
         # x2 = x1 + noise of half x1's sd (within-user correlation 0.9, variance inflation
         # factor 5), n = 5000, ε = 1. Released as A itself, the design's smallest direction
-        # drowned in the entries' noise: 30 of 40 fits withheld, the rest 11 clustered SEs
-        # off with half of their intervals missing. Released row by row it is resolved:
+        # drowned in the entries' noise (on a panel like this one, another seed: 30 of 40 fits
+        # withheld, the rest 11 clustered SEs off with half of their intervals missing).
+        # Released row by row it is resolved:
         # no fit of seeds 0-9 is withheld, and each error is within 4.4 of its standard
         # errors plus its bias bound (a two-sided tail of 2.5e-3 for a Laplace, the heavier
         # of the noise law's parts, so 20 coefficients all inside with probability > 0.95).
