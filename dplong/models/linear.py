@@ -421,8 +421,9 @@ class LongitudinalOLS(PanelModel):
                 )
             proxy = float(per_column(scale, 1, "scale")[0])
         assumptions = (
-            "Within (entity fixed-effects) estimator: the users' demeaned cross products "
-            "X'X and X'y averaged over the users with at least two rows, solved (the user "
+            "Within (entity fixed-effects) estimator: the users' demeaned cross products, "
+            "released one regressor at a time (Z'Z, Z'X, Z'y of each regressor's part beyond "
+            "the earlier ones) over the users with at least two rows, solved (the user "
             "effects absorb the intercept and every time-invariant regressor).",
             "Scales estimated privately (the spread of each released per-user statistic)."
             if proxy is None

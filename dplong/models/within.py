@@ -344,9 +344,10 @@ class _Basis:
     bias: NDArray[np.float64]
     threshold: NDArray[np.float64]
     absent: NDArray[np.bool_]
-    collinear: NDArray[np.bool_]
+    hidden: NDArray[np.bool_]
+    inflated: NDArray[np.bool_]
+    inflation: NDArray[np.float64]
     constant: tuple[int, ...]
-    directions: int
     lost: bool
 
     @classmethod
@@ -359,9 +360,9 @@ class _Basis:
         diagonal = np.full(p, np.inf)
         products, bias = np.zeros((p, p)), np.zeros((p, p))
         outcome, threshold = np.zeros(p), np.zeros(p)
-        absent, collinear = np.zeros(p, dtype=bool), np.zeros(p, dtype=bool)
+        absent, hidden, inflated = (np.zeros(p, dtype=bool) for _ in range(3))
+        inflations = np.full(p, np.nan)  # the released variance inflation factors
         constant: list[int] = []
-        directions = 0
         # a row the engine withheld (it missed the data) leaves every later row's basis, and
         # so every coefficient, without a footing
         lost = not all(np.isfinite(row.estimate).all() for row in rows)
@@ -385,11 +386,9 @@ class _Basis:
                 else math.inf
             )
             if identified:
+                inflations[i] = inflation
                 if inflation > limit:  # in the basis, so that the later ones stay exact
-                    collinear[: i + 1] |= (
-                        _loadings(g, diagonal, products[:i, i]) > COLLINEAR_LOADING
-                    )
-                    directions += 1
+                    inflated[: i + 1] |= _loadings(g, diagonal, products[:i, i]) > COLLINEAR_LOADING
                 diagonal[i] = estimate[0]
                 # the later regressors lose their part along z_i: g_j -= (z_i'x_j / z_i'z_i) g_i
                 g[:, i + 1 :] -= np.outer(g[:, i], estimate[1:-1] / estimate[0])
@@ -404,8 +403,7 @@ class _Basis:
                 > IDENTIFIED_SDS * rows[m].noise_sd[i - m] + rows[m].bias[i - m]
             ]
             if association and not lost:
-                collinear[: i + 1] |= _loadings(g, diagonal, products[:i, i]) > COLLINEAR_LOADING
-                directions += 1
+                hidden[: i + 1] |= _loadings(g, diagonal, products[:i, i]) > COLLINEAR_LOADING
             else:
                 absent[i] = True
         inverse = (g / diagonal) @ g.T
@@ -419,17 +417,18 @@ class _Basis:
             bias=bias,
             threshold=threshold,
             absent=absent,
-            collinear=collinear,
+            hidden=hidden,
+            inflated=inflated,
+            inflation=inflations,
             constant=tuple(constant),
-            directions=directions,
             lost=lost,
         )
 
     @property
     def withheld(self) -> NDArray[np.bool_]:
-        """Coefficients without an estimate: no within variation, or collinear at this ε (all
-        of them when a row was lost)."""
-        return np.asarray(self.absent | self.collinear | self.lost)
+        """Coefficients without an estimate: no within variation, collinear within the noise
+        or beyond :data:`MAX_INFLATION` (all of them when a row was lost)."""
+        return np.asarray(self.absent | self.hidden | self.inflated | self.lost)
 
     @property
     def design(self) -> NDArray[np.float64]:
@@ -462,15 +461,26 @@ class _Basis:
                 "changing ones, or when the noise hid the variation, raise epsilon or use the "
                 "per-user estimator."
             )
-        if self.directions:
-            listed = [names[int(j)] for j in np.flatnonzero(self.collinear)]
+        if self.hidden.any():
+            listed = [names[int(j)] for j in np.flatnonzero(self.hidden)]
             out.append(
-                f"No estimate (NaN) for {listed}: the released design is nearly singular "
-                f"along them ({self.directions} direction(s)): what separates these regressors "
-                "is within its privacy noise, or less than a tenth of their within variation "
-                f"(a variance inflation factor above {MAX_INFLATION:g}), which few users may "
-                "hold and the clipping of the cross products cannot be trusted to keep. Drop a "
-                "collinear term (or raise epsilon, if the noise hid the direction)."
+                f"No estimate (NaN) for {listed}: what separates these regressors is within "
+                "the released design's privacy noise, so it cannot tell them apart at this "
+                "epsilon. Raise epsilon or drop a collinear term."
+            )
+        if self.inflated.any():
+            listed = [names[int(j)] for j in np.flatnonzero(self.inflated)]
+            factors = ", ".join(
+                f"{names[int(i)]} {self.inflation[i]:.3g}"
+                for i in np.flatnonzero(self.inflation > MAX_INFLATION)
+            )
+            out.append(
+                f"No estimate (NaN) for {listed}: nearly collinear, with released variance "
+                f"inflation factors above {MAX_INFLATION:g} ({factors}). What separates them "
+                "is a tenth of their within variation or less, typically held by few users, "
+                "which the clipping of the cross products (sized on the bulk) cannot be "
+                "trusted to keep: the estimate would be biased beyond its bound. Drop a "
+                "collinear term, or state a scale (scale=...) that holds every cross product."
             )
         return tuple(out)
 
