@@ -266,13 +266,11 @@ class LongitudinalOLS(PanelModel):
             absorb the intercept, so ``params`` are the other columns; time-invariant
             regressors, and with the scale estimated nearly collinear ones (a variance
             inflation factor above 10), get no estimate (NaN, decided from released
-            numbers); standard errors
-            are cluster-robust (the private second moment of the users' influence values)
-            plus the privacy noise of every release, pushed through the solution by Monte
-            Carlo. Needs the
-            default engine in the central model, no working correlation, ``focus=None`` and
-            ``scale`` ``"estimate"`` or one number (the variance proxy of every released
-            cross product).
+            numbers); standard errors are cluster-robust (the private second moment of the
+            users' influence values) plus the privacy noise of every release, pushed through
+            the solution by Monte Carlo. Needs the default engine in the central model, no
+            working correlation, ``focus=None`` and ``scale`` ``"estimate"`` or one number
+            (the variance proxy of every released cross product).
         max_rows : int
             ``estimator="within"`` only: public cap ``T_cap >= 2`` (default 10). Each user's
             cross products enter per within degree of freedom ``T_u - 1`` with the precision
@@ -337,8 +335,11 @@ class LongitudinalOLS(PanelModel):
             random_state=random_state,
             accountant=accountant,
         )
-        unused = [k for k, v in (("min_rows", min_rows), ("min_eigenvalue", min_eigenvalue))
-                  if v is not None]
+        unused = [
+            k
+            for k, v in (("min_rows", min_rows), ("min_eigenvalue", min_eigenvalue))
+            if v is not None
+        ]
         if unused and not isinstance(scale, DependenceModel):  # refused, not ignored
             raise ParameterError(
                 f"{' and '.join(unused)} only apply with a dependence model as scale "

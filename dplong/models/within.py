@@ -90,6 +90,7 @@ differ when the slopes vary with how much a user's regressors vary (e.g. with T_
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -182,24 +183,22 @@ def within_blocks(
     keep = [j for j, c in enumerate(design.columns) if c != "Intercept"]
     p = len(names)
     k = p * (p + 1) // 2
-    cache: dict[str, NDArray[np.float64]] = {}
 
-    def statistics() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        if "a" not in cache:  # private; computed once, on first use
-            sums = within_cross_products(
-                design.y, np.ascontiguousarray(design.X[:, keep]), design.codes, design.n
-            )
-            freedom = np.bincount(design.codes, minlength=design.n) - 1.0
-            with np.errstate(divide="ignore", invalid="ignore"):
-                per_freedom = sums / freedom[:, None]  # per within degree of freedom
-            cache["a"] = _symmetric(per_freedom[:, :k], p)  # n x p x p
-            cache["b"] = per_freedom[:, k:]
-            cache["weights"] = np.minimum(freedom, max_rows - 1.0) / (max_rows - 1.0)
-        return cache["a"], cache["b"]
-
-    def weights() -> UserWeights:
-        statistics()
-        return UserWeights(cache["weights"], 1.0 / (max_rows - 1.0))
+    @functools.cache
+    def statistics() -> tuple[NDArray[np.float64], NDArray[np.float64], UserWeights]:
+        """Every user's A_u (n x p x p), b_u and weights (private; computed once)."""
+        sums = within_cross_products(
+            design.y, np.ascontiguousarray(design.X[:, keep]), design.codes, design.n
+        )
+        freedom = np.bincount(design.codes, minlength=design.n) - 1.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_freedom = sums / freedom[:, None]  # per within degree of freedom
+        weights = np.minimum(freedom, max_rows - 1.0) / (max_rows - 1.0)
+        return (
+            _symmetric(per_freedom[:, :k], p),
+            per_freedom[:, k:],
+            UserWeights(weights, 1.0 / (max_rows - 1.0)),
+        )
 
     def proxy(d: int) -> NDArray[np.float64] | None:
         return None if scale is None else np.full(d, scale)
@@ -208,10 +207,10 @@ def within_blocks(
         def build(done: tuple[Release, ...]) -> Statistics:
             # public: the vector g_i from the earlier rows' releases
             g = _Basis.of(done, p, scale is not None).vectors[:, i]
-            a, b = statistics()
+            a, b, weights = statistics()
             products = np.einsum("m,umj->uj", g, a)  # every user's g_i'A_u
             matrix = np.column_stack([products @ g, products[:, i + 1 :], b @ g])
-            return Statistics(matrix, scale=proxy(p - i + 1), user_weights=weights())
+            return Statistics(matrix, scale=proxy(p - i + 1), user_weights=weights)
 
         label = names[i]
         return Block(
@@ -231,9 +230,9 @@ def within_blocks(
 
     def influence_block(done: tuple[Release, ...]) -> Statistics:
         basis = _Basis.of(done, p, scale is not None)
-        a, b = statistics()  # every user's ψ_u = Â⁻¹ (b_u - A_u β₀), n x p
+        a, b, weights = statistics()  # every user's ψ_u = Â⁻¹ (b_u - A_u β₀), n x p
         scores = b - a @ basis.pilot
-        return Statistics(scores @ basis.inverse.T, scale=proxy(p), user_weights=weights())
+        return Statistics(scores @ basis.inverse.T, scale=proxy(p), user_weights=weights)
 
     return [row_block(i) for i in range(p)] + [
         Block(
