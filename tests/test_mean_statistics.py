@@ -279,6 +279,8 @@ def test_fig1_mse_ratio_at_a_hundred_thousand_users() -> None:
     assert rows[-1]["predicted"] < 1.01 and rows[-1]["ratio"] < 1.0 + Z_TOL * rows[-1]["se"]
 
 
+# a column of zeros also says what its count of users off 0 cannot see (checked below)
+@pytest.mark.filterwarnings("ignore:.*sees no others:dplong.exceptions.DplongWarning")
 def test_small_n_is_flagged_from_public_facts() -> None:
     # n = 300, ε = 0.5: the scale median gets ε = 0.15 (its cap, 0.3 of the column), and the
     # public miss bound is above NOTE_MISS: every release says so, in its warnings and its
@@ -291,7 +293,13 @@ def test_small_n_is_flagged_from_public_facts() -> None:
     # ... and twice the users with the same budget are reliable: 80 / 600 users-worth for the
     # median stage, whose miss bound is then below NOTE_MISS
     assert miss_probability(len(SPREAD_GRID), 80 / 600, 600) < NOTE_MISS
-    assert dplong.winsorized_mean(np.zeros(600), epsilon=0.5, random_state=0).reliable
+    data = np.random.default_rng(3).normal(0, 1, 600)
+    assert dplong.winsorized_mean(data, epsilon=0.5, random_state=0).reliable
+    # a column of zeros is no longer reliable from the data: its private count of users off 0
+    # cannot see a few dozen of them (a note from a released number, not the plan)
+    with pytest.warns(dplong.exceptions.DplongWarning, match="sees no others"):
+        zeros = dplong.winsorized_mean(np.zeros(600), epsilon=0.5, random_state=0)
+    assert not zeros.reliable and zeros.params.iloc[0] == 0.0
 
 
 # --------------------------------------------------------------------------------------------

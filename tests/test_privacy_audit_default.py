@@ -185,7 +185,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, float]]]:
 
         monkeypatch.setattr(engine, name, wrapper)
 
-    spy("private_median", engine.private_median, lambda values, grid, eps, rng: eps)
+    spy("private_median", engine.private_median, lambda values, grid, eps, rng, **_: eps)
     spy("release_bounded_sum", engine.release_bounded_sum, lambda c, r, eps, rng, **_: eps)
     spy("release_gaussian_sum", engine.release_gaussian_sum, lambda c, r, rho, rng: rho)
     # the count: its geometric rate at sensitivity 1 is a hair below its ε
@@ -686,8 +686,8 @@ def test_release_means_when_a_median_misses(monkeypatch: pytest.MonkeyPatch) -> 
     far = float(GRID.centres[np.searchsorted(GRID.centres, 1e163)])
     honest = engine.private_median
 
-    def missed(values: Any, grid: Any, epsilon: Any, generator: Any) -> Any:
-        out = honest(values, grid, epsilon, generator)
+    def missed(values: Any, grid: Any, epsilon: Any, generator: Any, **kwargs: Any) -> Any:
+        out = honest(values, grid, epsilon, generator, **kwargs)
         if grid is GRID:  # the midpoint stage (the scale stage uses SPREAD_GRID)
             out[0] = far
         return out

@@ -15,7 +15,10 @@ paper generalised so that nothing about the data's location or scale need be kno
 2. **midpoint** m̂_j: a private median on a public log grid (:mod:`dplong.privacy.quantile`),
    where Alg 3 has the mode of a stable histogram — it needs no bin width and never fails;
 3. **scale** σ̂_j: the private median of ``|x - m̂_j|`` over 0.6745 (a Gaussian's median absolute
-   deviation), in one stage for every column; skipped when the scale is stated;
+   deviation), in one stage for every column; skipped when the scale is stated. Users exactly
+   at 0 never pull it down, and where the midpoint is 0 they are set aside and the others
+   counted (:func:`_spread`): otherwise a column where most users are 0 would get a scale of
+   0 and an interval that clips everyone else;
 4. **refinement** (Alg 4 on ``m̂ ± w₁``, ``w₁ = 4 σ̂ + e_m``): a rough mean μ̂₁, the centre of
    the final interval, as in the paper's §7.1.2 spirit but around a mean rather than a bin;
 5. **mean**: Alg 4's projection onto ``c ± w`` and noise, with ``w = κ σ̂ + e_c`` chosen by
@@ -23,6 +26,10 @@ paper generalised so that nothing about the data's location or scale need be kno
    makes sure no user is ever clipped; the noise is lattice Laplace or discrete Gaussian,
    whichever the plan predicts to be more accurate, with the budget shared over columns by
    their radii (PLAN).
+
+When the plan releases the second moment of the clipped values and it spreads far beyond σ̂
+and across the interval (many users clipped: the scale saw only part of them), the estimate
+is withheld, as is one at the edge of its interval.
 
 ``e_m`` and ``e_c`` are public bounds on how far the centre may be from the mean: the grid
 cell's half-width plus the median's rank error (:func:`~dplong.privacy.quantile.rank_error`,
@@ -79,7 +86,13 @@ from dplong.privacy.noise import (
 )
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.plan import MAX_MISS, NOTE_MISS, FinalBudget, ReleasePlan
-from dplong.privacy.quantile import GRID, SPREAD_GRID, private_median, rank_error
+from dplong.privacy.quantile import (
+    GRID,
+    SPREAD_GRID,
+    miss_probability,
+    private_median,
+    rank_error,
+)
 from dplong.privacy.radius import (
     MAD_OVER_SD,
     MEDIAN_OFFSET,
@@ -111,9 +124,18 @@ MAX_RADIUS = 2.0**1000
 #: is one beyond the second share that is as far out as the edge could plausibly look (within
 #: ``EDGE_SDS`` sds of the count's and the sum's noise) had every user been clipped to it.
 MISSED_SHARE, NEAR_SHARE, EDGE_SDS = 0.8, 0.5, 3.0
+#: A released second moment of the clipped values above ``(CROWDED_SPREAD σ̂)²`` and
+#: ``(CROWDED_SHARE w)²`` (w the half-width) says that many users were clipped: withheld.
+CROWDED_SPREAD, CROWDED_SHARE = 1.5, 0.5
 #: Smallest spread used: its square stays a normal double (a spread of exactly 0, as for a
 #: constant column, would make the radius and the bias bound degenerate).
 SMALLEST_SCALE = 2.0**-500
+#: What the midpoint reports when more than about half the users are exactly 0: the grid
+#: cell ``[0, 2**-1022)``.
+ZERO_CELL = float(GRID.centres[np.searchsorted(GRID.boundaries, 0.0, side="right")])
+#: Share of the scale stage's ε that counts the users off 0 in a column whose midpoint is 0
+#: (:func:`_spread`); the median over them gets the rest.
+ZERO_COUNT_SHARE = 0.25
 _MEDIAN = "private median (report-noisy-max, log grid)"
 
 
@@ -215,6 +237,9 @@ class Release:
     weighted : bool
         Whether users were weighted (:class:`UserWeights`): ``users`` is then the private
         weighted count ``Σ w_u`` and ``scale`` the standardised one.
+    unseen : ndarray of bool, optional
+        Columns taken as 0 (their estimate is 0): most users are exactly 0 there and the
+        private count saw no others (it may miss a few, :class:`ZeroScan`).
     """
 
     names: tuple[str, ...]
@@ -236,6 +261,7 @@ class Release:
     notes: tuple[str, ...] = ()
     failed: NDArray[np.bool_] | None = None
     weighted: bool = False
+    unseen: NDArray[np.bool_] | None = None
 
     @property
     def failed_columns(self) -> NDArray[np.bool_]:
@@ -249,6 +275,18 @@ class Release:
 
 
 @dataclass(frozen=True)
+class ZeroScan:
+    """What the scale stage found in the columns whose midpoint is 0 (:func:`_spread`): where
+    too few users are off 0 for a private scale of them (``sparse``: withheld), where the
+    private count sees none (``unseen``: taken as 0), and how many it could miss (``reach``,
+    three sds of its noise). Post-processing of a released count."""
+
+    sparse: NDArray[np.bool_]
+    unseen: NDArray[np.bool_]
+    reach: float
+
+
+@dataclass(frozen=True)
 class Location:
     """What the stages before the final one released (all DP outputs or public facts).
 
@@ -256,7 +294,8 @@ class Location:
     the plan has no refinement) and ``centre_error`` a bound on its distance to the mean that
     fails with probability at most γ (:func:`locate`); ``sd`` is the scale used (σ̂ or the
     stated √ρ); ``users`` the private count(s) of users with a statistic; ``plan`` the plan
-    as run (its stages resized for the count, :meth:`~dplong.privacy.plan.ReleasePlan.for_users`).
+    as run (its stages resized for the count, :meth:`~dplong.privacy.plan.ReleasePlan.for_users`);
+    ``zeros`` what the scale stage found in columns whose midpoint is 0 (:class:`ZeroScan`).
     """
 
     midpoint: NDArray[np.float64]
@@ -270,6 +309,7 @@ class Location:
     entries: tuple[LedgerEntry, ...]
     plan: ReleasePlan
     fallback: bool = False
+    zeros: ZeroScan | None = None
 
     @property
     def per_column_users(self) -> NDArray[np.float64]:
@@ -361,13 +401,21 @@ def locate(
     kinds = np.broadcast_to(np.asarray(tail), (d,))
     if scale is None:
         spread = matrix - midpoint if root is None else root * (matrix - midpoint)
-        deviation = private_median(np.abs(spread), SPREAD_GRID, np.full(d, plan.spread), rng)
-        entries += _median_entries("scale", names, plan.spread)
+        deviation, scan, scale_entries = _spread(
+            np.abs(spread),
+            matrix,
+            midpoint,
+            plan.spread,
+            names,
+            rng,
+        )
+        entries += scale_entries
         # the median deviation of each column's tail model (a skewed one spreads further)
         factor = np.array([MAD_OVER_SD[k] for k in kinds])
         sd = np.maximum(deviation, SMALLEST_SCALE) / factor
     else:
         sd = np.maximum(np.sqrt(scale), SMALLEST_SCALE)
+        scan = None
 
     per_column_users = np.maximum(np.broadcast_to(users, (d,)), 1.0)
     # with weights the median is of the raw x_u, whose spreads σ_z/√w_u vary; yet Φ(√w t/σ) - ½
@@ -395,6 +443,7 @@ def locate(
             tuple(entries),
             plan,
             bool(fallback.any()),
+            scan,
         )
     # wide enough that an off-centre midpoint costs the rough mean almost no bias: with
     # |m̂ - μ| <= e_m the bias bound below stays small (Gaussian tail, 4σ: 4e-4 σ at e_m = σ)
@@ -407,13 +456,14 @@ def locate(
     noise = rough.scale / per_column_users * math.log(2.0 / gamma)  # Laplace quantile
     sampling = sd / np.sqrt(per_column_users) * special.ndtri(1.0 - gamma / 4.0)
     count_effect = np.abs(offset) * 3.0 * users_sd / per_column_users
-    centre_error = (
-        noise
-        + sampling
-        + count_effect
-        + clipping_bias(sd**2, rough_width, midpoint_error, tail=tail)
-        * _bias_factor(user_weights, per_column_users, n)
-    )
+    with np.errstate(over="ignore"):  # a spread far beyond the doubles: an infinite bound
+        centre_error = (
+            noise
+            + sampling
+            + count_effect
+            + clipping_bias(sd**2, rough_width, midpoint_error, tail=tail)
+            * _bias_factor(user_weights, per_column_users, n)
+        )
     return Location(
         midpoint,
         midpoint + offset,
@@ -426,6 +476,7 @@ def locate(
         tuple(entries),
         plan,
         bool(fallback.any()),
+        scan,
     )
 
 
@@ -540,7 +591,11 @@ def release_means(
     found = users if user_weights is None else np.full(d, float(n))
     miss = plan.miss_given(found)
     lost = (plan.miss_given(found + 2.0 * where.users_sd) > MAX_MISS) & ~undefined
-    weights = np.where(undefined | lost, 0.0, weights)
+    # most users at 0 and too few others for the scale's median (:func:`_spread`)
+    sparse = np.zeros(d, dtype=bool) if where.zeros is None else where.zeros.sparse
+    sparse = sparse & ~undefined & ~lost
+    unfound = lost | sparse
+    weights = np.where(undefined | unfound, 0.0, weights)
     if bounds is None:
         radius, budget = _final_radius(where, weights, plan)
     else:  # the public bounds are the interval: nothing is clipped under the assumption
@@ -571,19 +626,32 @@ def release_means(
     # (EDGE_SDS sds of the count and of the sum) also marks a miss, down to NEAR_SHARE w.
     edge = radius * (1.0 - EDGE_SDS * where.users_sd / users) - EDGE_SDS * final.sd / users
     threshold = np.minimum(MISSED_SHARE, np.maximum(NEAR_SHARE, edge / radius)) * radius
-    missed = (np.abs(offset) >= threshold) & ~undefined & ~lost & (bounds is None)
+    missed = (np.abs(offset) >= threshold) & ~undefined & ~unfound & (bounds is None)
     ledger = PrivacyLedger.from_entries(entries, plan.delta, "central")
     _check_within(ledger, plan)
     if accountant is not None:
         accountant.record(ledger)
-    if moment_budget is not None:
-        second = np.clip(half + moment.total / users, 0.0, radius**2)
-        # the variance of the clipped values, or σ̂² if larger (its noise is one-sided safe);
-        # weighted, the second moment about the centre (Σ w_u² (x_u - c)² / W: the offset's
-        # share, o² Σ w_u² / W, is not released, and leaving it in errs on the safe side)
-        spread = np.sqrt(
-            np.maximum(second - (offset**2 if root is None else 0.0), where.sd**2)
-        )
+    crowded = np.zeros(d, dtype=bool)
+    with np.errstate(over="ignore", invalid="ignore"):  # a far miss: infinite figures
+        if moment_budget is not None:
+            second = np.clip(half + moment.total / users, 0.0, radius**2)
+            # the clipped values spreading far beyond the scale the interval was sized on: the
+            # private scale saw only part of the users (most at one value, or a tail far heavier
+            # than its model), many others were clipped, and the bias bound would not hold. At
+            # least CROWDED_SPREAD σ̂ and CROWDED_SHARE w even EDGE_SDS noise sds down (a normal
+            # column clipped at w = σ keeps 0.6 σ²; one split between a value and ±w, w / √2)
+            low = second - EDGE_SDS * moment.sd / users
+            crowded = (
+                (low > np.maximum((CROWDED_SPREAD * where.sd) ** 2, (CROWDED_SHARE * radius) ** 2))
+                & (scale is None)
+                & ~undefined
+                & ~unfound
+                & ~missed
+            )
+            # the variance of the clipped values, or σ̂² if larger (its noise is one-sided safe);
+            # weighted, the second moment about the centre (Σ w_u² (x_u - c)² / W: the offset's
+            # share, o² Σ w_u² / W, is not released, and leaving it in errs on the safe side)
+            spread = np.sqrt(np.maximum(second - (offset**2 if root is None else 0.0), where.sd**2))
     with np.errstate(over="ignore", invalid="ignore"):  # a far miss overflows its figures
         estimate = where.centre + offset
         total_sd = np.sqrt((final.sd / users) ** 2 + (np.abs(offset) * where.users_sd / users) ** 2)
@@ -597,8 +665,8 @@ def release_means(
     # a number whose error figures overflow (the medians missed by hundreds of magnitudes) says
     # nothing: withheld like a missed one
     unbounded = overflowed(estimate, total_sd, sampling_sd, bias)
-    missed = missed | (unbounded & ~undefined & ~lost)
-    withheld = undefined | lost | missed  # no number, so no error figures either
+    missed = missed | (unbounded & ~undefined & ~unfound & ~crowded)
+    withheld = undefined | unfound | missed | crowded  # no number, so no error figures either
 
     def shown(values: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.where(withheld, np.nan, values)
@@ -606,9 +674,10 @@ def release_means(
     with np.errstate(over="ignore"):  # a far miss's spread: its square is public as inf
         variance = where.sd**2
 
+    unseen = None if where.zeros is None else where.zeros.unseen & ~withheld
     return Release(
         names=names,
-        estimate=shown(estimate),
+        estimate=shown(estimate if unseen is None else np.where(unseen, 0.0, estimate)),
         noise_sd=shown(total_sd),
         noise_scale=final.scale / users,
         noise_kind=budget.kind,
@@ -629,9 +698,13 @@ def release_means(
         + _lost_notes(
             names, lost, miss, _few(where.users, where.users_sd, n, d) & (user_weights is None)
         )
+        + _sparse_notes(names, sparse)
+        + _unseen_notes(names, unseen, where.zeros)
+        + _crowded_notes(names, crowded)
         + _missed_notes(names, missed),
-        failed=missed | lost,
+        failed=missed | unfound | crowded,
         weighted=user_weights is not None,
+        unseen=unseen,
     )
 
 
@@ -639,6 +712,93 @@ def overflowed(*figures: NDArray[np.float64]) -> NDArray[np.bool_]:
     """Where any of a release's figures is not finite: a number whose error figures overflow
     (a centre missed by hundreds of magnitudes) says nothing, and is withheld."""
     return np.asarray(~np.logical_and.reduce([np.isfinite(f) for f in figures]))
+
+
+def _spread(
+    distance: NDArray[np.float64],
+    matrix: NDArray[np.float64],
+    midpoint: NDArray[np.float64],
+    epsilon: float,
+    names: tuple[str, ...],
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], ZeroScan | None, list[LedgerEntry]]:
+    """Stage 3: each column's private median of ``distance = |x - m̂|`` (possibly weighted,
+    :func:`locate`), at ε each; returns it, what was found in the columns at 0 (None if none)
+    and the ledger entries.
+
+    Users whose statistic is exactly 0 never pull the median down. With many of them (event
+    rates most users never have, products of regressors most users never change) the median
+    of ``|x - m̂|`` would otherwise sit at their common distance to a midpoint at or near 0,
+    whatever the others do: the interval would collapse onto 0 and clip every other user to
+    it, and no error bound would show it. So a zero counts above the cells below its distance
+    (pushing the median up to it, as when the zeros are the spread: a midpoint far from 0) and
+    not below the cells above it (a weighted utility, :func:`private_median`); without zeros it
+    is the plain median. In a column whose midpoint is the cell of 0, more than about half the
+    users are at 0 and the others may be too few to find: there the zeros are set aside,
+    :data:`ZERO_COUNT_SHARE` of ε counts the users off 0 (the lattice Laplace count,
+    sensitivity 1) and the rest is the median over them. Then, by post-processing of that
+    count (:class:`ZeroScan`): fewer than the count can tell from none (``max(2, 3 sd)``) and
+    the column is taken to be 0 (the spread's floor, as a constant column gets; the release
+    says so); plausibly fewer than the n users (``K̂ + 2 sd < n``) and so few that the median
+    over them all but surely misses them (its miss bound for ``K̂ - 2 sd`` users above
+    :data:`~dplong.privacy.plan.MAX_MISS`: the plan's own rule for the count of users with a
+    statistic) and the column's scale is not found (its mean is withheld). Each user's part in
+    either mechanism depends on its own value and the released midpoint only, and
+    ``ZERO_COUNT_SHARE ε + (1 - ZERO_COUNT_SHARE) ε = ε`` per column."""
+    d = distance.shape[1]
+    at_zero = midpoint == ZERO_CELL
+    median_epsilon = np.where(at_zero, (1.0 - ZERO_COUNT_SHARE) * epsilon, epsilon)
+    with np.errstate(invalid="ignore"):
+        zero = (matrix >= 0.0) & (matrix < 2.0 * ZERO_CELL)
+    # zeros count above the cells below them, never below; where the midpoint is 0, nowhere
+    below = np.where(zero, 0.0, 1.0)
+    above = np.where(zero & at_zero, 0.0, 1.0)
+    deviation = private_median(distance, SPREAD_GRID, median_epsilon, rng, weights=(below, above))
+    entries = [
+        entry
+        for j in range(d)
+        for entry in _median_entries("scale", names[j : j + 1], float(median_epsilon[j]))
+    ]
+    columns = np.flatnonzero(at_zero)
+    if not columns.size:
+        return deviation, None, entries
+    share = ZERO_COUNT_SHARE * epsilon
+    rate = geometric_rate(share, 1.0)
+    off = np.sum(~np.isnan(distance[:, columns]) & ~zero[:, columns], axis=0)
+    counted = off + two_sided_geometric(rng, rate, off.shape)
+    sd = float(np.sqrt(two_sided_geometric_variance(rate)))
+    entries += [
+        LedgerEntry(
+            "scale",
+            "lattice Laplace count of users off 0",
+            names[j],
+            share,
+            0.0,
+            0.0,
+            1.0,
+            float(1.0 / rate),
+        )
+        for j in columns
+    ]
+    cells, median = len(SPREAD_GRID), (1.0 - ZERO_COUNT_SHARE) * epsilon
+    unseen, sparse = np.zeros(d, dtype=bool), np.zeros(d, dtype=bool)
+    reach = max(2.0, 3.0 * sd)  # a count of none exceeds it with probability 0.7 %
+    unseen[columns] = counted < reach
+    # the plan's own rule (refused when a miss is all but certain) for the median over the
+    # users off 0, 2 sds fewer of them than counted — where some users plausibly are at 0 (or
+    # have no statistic): a column without zeros keeps the plan's own verdict
+    some = counted + 2.0 * sd < distance.shape[0]
+    sparse[columns] = (
+        ~unseen[columns]
+        & some
+        & np.array(
+            [miss_probability(cells, median, float(k - 2.0 * sd)) > MAX_MISS for k in counted]
+        )
+    )
+    # taken as 0: the floor (and for a withheld column, whose median is of too few users to
+    # mean anything)
+    deviation[unseen | sparse] = 0.0
+    return deviation, ZeroScan(sparse, unseen, reach), entries
 
 
 def _rank_quantile(ranks: float, users: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -923,6 +1083,42 @@ def _lost_notes(
             "event outside the error bounds). Raise epsilon or use fewer columns."
         )
     return tuple(notes)
+
+
+def _crowded_notes(names: tuple[str, ...], crowded: NDArray[np.bool_]) -> tuple[str, ...]:
+    if not crowded.any():
+        return ()
+    listed = [names[j] for j in np.flatnonzero(crowded)]
+    return (
+        f"No estimate (NaN) for {listed}: the clipped statistics spread far beyond the private "
+        "scale their interval was sized on (most users share one value and the scale saw only "
+        "them, or the tail is far heavier than its model), so many users were clipped and the "
+        "bias bound would not hold. State the scale, or raise epsilon.",
+    )
+
+
+def _unseen_notes(
+    names: tuple[str, ...], unseen: NDArray[np.bool_] | None, zeros: ZeroScan | None
+) -> tuple[str, ...]:
+    if unseen is None or zeros is None or not unseen.any():
+        return ()
+    listed = [names[j] for j in np.flatnonzero(unseen)]
+    return (
+        f"{listed}: most users' statistic is exactly 0 and the private count sees no others, "
+        f"so the column is taken as 0; up to about {zeros.reach:.0f} users off 0 could go "
+        "unseen at this epsilon, and their values are not in the estimate or its error bound.",
+    )
+
+
+def _sparse_notes(names: tuple[str, ...], sparse: NDArray[np.bool_]) -> tuple[str, ...]:
+    if not sparse.any():
+        return ()
+    listed = [names[j] for j in np.flatnonzero(sparse)]
+    return (
+        f"No estimate (NaN) for {listed}: most users' statistic there is exactly 0, and at "
+        "this epsilon too few of the others (private count) for a private scale of their "
+        "values; sized on the zeros, the interval would clip them all. Raise epsilon.",
+    )
 
 
 def _empty_notes(names: tuple[str, ...], empty: NDArray[np.bool_]) -> tuple[str, ...]:

@@ -12,7 +12,12 @@ applies verbatim to integer noise: fixing the other draws, cell k wins iff its d
 threshold that moves by at most 2 between neighbours, and ``P(Z >= t) / P(Z >= t + 2) <=
 e^{2a} <= ε``; ties go to the first cell (post-processing of the noisy vector). So the release
 is ε-DP, with the float safety of the lattice noise; its output is the centre of a public
-cell, so its support is public.
+cell, so its support is public. A weighted median (each user counting with a weight in [0, 1]
+that depends on its own value and public facts only) keeps the argument: the utilities still
+move by at most 1 when one user is replaced, and an integer draw beats a threshold t iff it
+beats ``⌈t⌉``, which moves by at most 2 when t does; so does one whose users count with
+different weights below and above the cells (each count still moves by at most 1). The
+weights used are 0, 1/2 and 1 (the sums stay exact in floating point).
 
 Why cells of a log grid, and not a stable histogram (Alg 2-3). The histogram needs bins
 matched to the data's scale — what is unknown — and fails outright (no bin survives) unless
@@ -174,12 +179,18 @@ def private_median(
     grid: LogGrid,
     epsilon: NDArray[np.float64],
     rng: np.random.Generator,
+    *,
+    weights: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
 ) -> NDArray[np.float64]:
     """The ε_j-DP median of each column of ``values`` (n x d; NaN: no statistic), on ``grid``.
 
     One report-noisy-max per column (module docstring); the loop runs over the d columns, each
     vectorised over users (a sort) and cells (a search). Returns the winning cells' reports
-    (:attr:`LogGrid.centres`).
+    (:attr:`LogGrid.centres`). ``weights``, two n x d arrays in [0, 1] (default 1), weigh each
+    user in the counts of the utility: how much it counts below the cells above it, and how
+    much above the cells below it (equal: a weighted median). Each weight must depend on the
+    user's own value and public facts only; being at most 1, they keep the sensitivity
+    (module docstring).
 
     Examples
     --------
@@ -195,15 +206,24 @@ def private_median(
     rates = geometric_rate(epsilon, 2.0)
     out = np.empty(values.shape[1])
     for j in range(values.shape[1]):  # one mechanism per column, vectorised over users
-        column = np.sort(values[:, j])
-        column = column[: np.searchsorted(column, np.nan)]  # NaN sort last: no statistic
-        lower = np.searchsorted(column, b, side="left")  # #{x < b_k}
+        order = np.argsort(values[:, j])  # NaN sort last: no statistic
+        column = values[order, j]
+        column = column[: np.searchsorted(column, np.nan)]
+        position = np.searchsorted(column, b, side="left")  # #{x < b_k}
+        if weights is None:
+            lower = upper = position.astype(np.float64)
+            total = float(column.size)
+        else:  # the weights of {x < b_k}, below and above
+            kept = order[: column.size]
+            down = np.concatenate([[0.0], np.cumsum(weights[0][kept, j])])
+            up = np.concatenate([[0.0], np.cumsum(weights[1][kept, j])])
+            lower, upper, total = down[position], up[position], up[-1]
         if grid.signed:  # cells (-inf, b_0), [b_0, b_1), ..., [b_K, inf)
-            below = np.concatenate([[0], lower])
-            above = np.append(column.size - lower, 0)
+            below = np.concatenate([[0.0], lower])
+            above = np.append(total - upper, 0.0)
         else:  # cells [b_0 = 0, b_1), ..., [b_K, inf)
             below = lower
-            above = np.append(column.size - lower[1:], 0)
+            above = np.append(total - upper[1:], 0.0)
         noisy = -np.maximum(below, above) + two_sided_geometric(rng, rates[j], below.shape)
         out[j] = grid.centres[int(np.argmax(noisy))]
     return out
