@@ -271,10 +271,16 @@ def within_results(
     noise_sd, shift = _noise_law(solution, influence)
     spread = np.abs(solution.vectors / solution.diagonal)  # |G D⁻¹|
     bias = np.nan_to_num(influence.bias) + spread @ (solution.bias @ np.abs(step)) + np.abs(shift)
-    withheld = solution.withheld | ~np.isfinite(beta)
-    # a number without a finite noise or sampling sd would claim a precision nobody knows (a
-    # release it rests on was withheld or missed the data): withheld too
-    unknown = ~withheld & ~(np.isfinite(noise_sd) & np.isfinite(sampling_sd))
+    withheld = solution.withheld.copy()
+    # a number without a finite value, noise or sampling sd would claim a precision nobody
+    # knows (a release it rests on was withheld or missed the data): withheld too — and with
+    # it every other, as the influence columns share the pilot and the released design: one
+    # the engine withheld (it missed, or its clipped values spread far beyond its scale) says
+    # the design's bias bounds may not hold for the others either (the wage panel's `union`
+    # and `married` at ε = 16: the others 3-5 SEs off when only it was withheld)
+    unknown = ~withheld & ~(np.isfinite(beta) & np.isfinite(noise_sd) & np.isfinite(sampling_sd))
+    if unknown.any():
+        unknown = ~withheld
     withheld = withheld | unknown
     beta = np.where(withheld, np.nan, beta)
     gaussian = {r.noise_kind for r in releases} == {"gaussian"}
@@ -348,6 +354,7 @@ class _Basis:
     inflation: NDArray[np.float64]
     constant: tuple[int, ...]
     lost: bool
+    blind: tuple[int, ...]
 
     @classmethod
     def of(cls, rows: Sequence[Release], p: int, stated_scale: bool) -> _Basis:
@@ -362,8 +369,9 @@ class _Basis:
         absent, hidden, inflated = (np.zeros(p, dtype=bool) for _ in range(3))
         inflations = np.full(p, np.nan)  # the released variance inflation factors
         constant: list[int] = []
-        # a row the engine withheld (it missed the data) leaves every later row's basis, and
-        # so every coefficient, without a footing
+        blind: list[int] = []
+        # a row the engine withheld (it missed the data, or could not size its interval)
+        # leaves every later row's basis, and so every coefficient, without a footing
         lost = not all(np.isfinite(row.estimate).all() for row in rows)
         for i, row in enumerate(rows):
             estimate, sd, b = row.estimate, row.noise_sd, row.bias
@@ -384,6 +392,15 @@ class _Basis:
                 if identified
                 else math.inf
             )
+            # a product the engine took as 0 (most users 0, the count saw none of the others:
+            # a rarely changing regressor at this ε) would put it in the basis on a guess
+            unseen = [
+                r.unseen[i - m] if m < i else r.unseen[-1]
+                for m, r in enumerate(rows[: i + 1])
+                if r.unseen is not None and (m == i or np.isfinite(diagonal[m]))
+            ]
+            if identified and any(unseen):
+                blind.append(i)
             if identified:
                 inflations[i] = inflation
                 if inflation > limit:  # in the basis, so that the later ones stay exact
@@ -421,13 +438,14 @@ class _Basis:
             inflation=inflations,
             constant=tuple(constant),
             lost=lost,
+            blind=tuple(blind),
         )
 
     @property
     def withheld(self) -> NDArray[np.bool_]:
         """Coefficients without an estimate: no within variation, collinear within the noise
         or beyond :data:`MAX_INFLATION` (all of them when a row was lost)."""
-        return np.asarray(self.absent | self.hidden | self.inflated | self.lost)
+        return np.asarray(self.absent | self.hidden | self.inflated | self.lost | bool(self.blind))
 
     @property
     def design(self) -> NDArray[np.float64]:
@@ -442,10 +460,19 @@ class _Basis:
         absent = [names[int(j)] for j in np.flatnonzero(self.absent)]
         if self.lost:
             out.append(
-                "No estimate (NaN): a release of the design was withheld (it missed the data), "
-                "so no coefficient can be solved for. Raise epsilon or use fewer regressors."
+                "No estimate (NaN): a release of the design was withheld (its note says why: it "
+                "missed the data, or could not size its interval), so no coefficient can be "
+                "solved for. Raise epsilon or use fewer regressors."
             )
-        elif absent:
+        elif self.blind:
+            listed = [names[j] for j in self.blind]
+            out.append(
+                f"No estimate (NaN): {listed} change for too few users to see at this epsilon "
+                "(most never change, and the private counts saw none of the others in a cross "
+                "product they enter, which was taken as 0), so the design cannot be solved. "
+                "Raise epsilon, or use the per-user estimator."
+            )
+        if absent and not self.lost:
             held = [names[j] for j in self.constant]
             out.append(
                 f"No within estimate (NaN) for {absent}: the released design shows no "
