@@ -271,7 +271,7 @@ def within_results(
     noise_sd, shift = _noise_law(solution, influence)
     spread = np.abs(solution.vectors / solution.diagonal)  # |G D⁻¹|
     bias = np.nan_to_num(influence.bias) + spread @ (solution.bias @ np.abs(step)) + np.abs(shift)
-    withheld = solution.withheld.copy()
+    withheld = solution.withheld
     # a number without a finite value, noise or sampling sd would claim a precision nobody
     # knows (a release it rests on was withheld or missed the data): withheld too — and with
     # it every other, as the influence columns share the pilot and the released design: one

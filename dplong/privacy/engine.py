@@ -288,7 +288,22 @@ class ZeroScan:
     """What the scale stage found in the columns whose midpoint is 0 (:func:`_spread`): where
     too few users are off 0 for a private scale of them (``sparse``: withheld), where the
     private count sees none (``unseen``: taken as 0), and how many it could miss (``reach``,
-    three sds of its noise). Post-processing of a released count."""
+    three sds of its noise). Post-processing of a released count.
+
+    Examples
+    --------
+    A column nobody is off 0 in is taken as 0, and the release says so (``Release.unseen``):
+
+    >>> import numpy as np
+    >>> from dplong.privacy.engine import release_means
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> options = ReleaseOptions.check(500, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1)
+    >>> res = release_means(np.zeros((500, 1)), names=("events",), options=options,
+    ...                     rng=np.random.default_rng(0))
+    >>> float(res.estimate[0]), res.unseen.tolist(), "sees no others" in res.notes[-1]
+    (0.0, [True], True)
+    """
 
     sparse: NDArray[np.bool_]
     unseen: NDArray[np.bool_]
@@ -765,32 +780,19 @@ def _spread(
     below = np.where(zero, 0.0, 1.0)
     above = np.where(zero & at_zero, 0.0, 1.0)
     deviation = private_median(distance, SPREAD_GRID, median_epsilon, rng, weights=(below, above))
-    entries = [
-        entry
-        for j in range(d)
-        for entry in _median_entries("scale", names[j : j + 1], float(median_epsilon[j]))
-    ]
+    entries = _median_entries("scale", names, median_epsilon)
     columns = np.flatnonzero(at_zero)
     if not columns.size:
         return deviation, None, entries
-    share = ZERO_COUNT_SHARE * epsilon
-    rate = geometric_rate(share, 1.0)
-    off = np.sum(~np.isnan(distance[:, columns]) & ~zero[:, columns], axis=0)
-    counted = off + two_sided_geometric(rng, rate, off.shape)
-    sd = float(np.sqrt(two_sided_geometric_variance(rate)))
-    entries += [
-        LedgerEntry(
-            "scale",
-            "lattice Laplace count of users off 0",
-            names[j],
-            share,
-            0.0,
-            0.0,
-            1.0,
-            float(1.0 / rate),
-        )
-        for j in columns
-    ]
+    counted, sd, count_entries = _lattice_count(
+        np.sum(~np.isnan(distance[:, columns]) & ~zero[:, columns], axis=0),
+        ZERO_COUNT_SHARE * epsilon,
+        "scale",
+        "lattice Laplace count of users off 0",
+        tuple(names[j] for j in columns),
+        rng,
+    )
+    entries += count_entries
     cells, median = len(SPREAD_GRID), (1.0 - ZERO_COUNT_SHARE) * epsilon
     unseen, sparse = np.zeros(d, dtype=bool), np.zeros(d, dtype=bool)
     reach = max(2.0, 3.0 * sd)  # a count of none exceeds it with probability 0.7 %
@@ -960,16 +962,27 @@ def _count(
     targets = ("users with a statistic",) if complete_rows else names
     if root is not None:
         return _weighted_count(present, root**2, plan.count, targets, rng)
-    exact = present.sum(axis=0).astype(np.float64)
-    rate = geometric_rate(plan.count, 1.0)
     # not projected onto [0, n]: that would bias the ratio c + S / N̂ when its offset is large
+    return _lattice_count(
+        present.sum(axis=0), plan.count, "count", "lattice Laplace count", targets, rng
+    )
+
+
+def _lattice_count(
+    exact: NDArray[np.int64],
+    epsilon: float,
+    stage: str,
+    mechanism: str,
+    targets: tuple[str, ...],
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], float, list[LedgerEntry]]:
+    """Counts (sensitivity 1 each: one user in or out) plus two-sided geometric noise at ε
+    each, their noise sd and one ledger entry per target."""
+    rate = geometric_rate(epsilon, 1.0)
     noisy = exact + two_sided_geometric(rng, rate, exact.shape)
     sd = float(np.sqrt(two_sided_geometric_variance(rate)))
     entries = [
-        LedgerEntry(
-            "count", "lattice Laplace count", f"{t}", plan.count, 0.0, 0.0, 1.0, float(1.0 / rate)
-        )
-        for t in targets
+        LedgerEntry(stage, mechanism, t, epsilon, 0.0, 0.0, 1.0, float(1.0 / rate)) for t in targets
     ]
     return noisy.astype(np.float64), sd, entries
 
@@ -1036,9 +1049,16 @@ def _histogram_midpoint(
     return midpoint, failed, entries
 
 
-def _median_entries(stage: str, names: tuple[str, ...], epsilon: float) -> list[LedgerEntry]:
-    rate = float(geometric_rate(epsilon, 2.0))
-    return [LedgerEntry(stage, _MEDIAN, name, epsilon, 0.0, 0.0, 1.0, 1.0 / rate) for name in names]
+def _median_entries(
+    stage: str, names: tuple[str, ...], epsilon: float | NDArray[np.float64]
+) -> list[LedgerEntry]:
+    """One entry per column of a private median at ε (one, or one per column)."""
+    eps = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), (len(names),))
+    rates = geometric_rate(eps, 2.0)
+    return [
+        LedgerEntry(stage, _MEDIAN, name, float(e), 0.0, 0.0, 1.0, float(1.0 / r))
+        for name, e, r in zip(names, eps, rates, strict=True)
+    ]
 
 
 def _mean_entries(
@@ -1070,11 +1090,10 @@ def _mean_entries(
 
 
 def _missed_notes(names: tuple[str, ...], missed: NDArray[np.bool_]) -> tuple[str, ...]:
-    if not missed.any():
-        return ()
-    listed = [names[j] for j in np.flatnonzero(missed)]
-    return (
-        f"No estimate (NaN) for {listed}: the released mean sits at the edge of its projection "
+    return _column_note(
+        names,
+        missed,
+        "No estimate (NaN) for {listed}: the released mean sits at the edge of its projection "
         "interval (or its error figures overflow), so the private midpoint missed the data "
         "there. Raise epsilon, use fewer columns, or state the scale.",
     )
@@ -1108,12 +1127,18 @@ def _lost_notes(
     return tuple(notes)
 
 
-def _crowded_notes(names: tuple[str, ...], crowded: NDArray[np.bool_]) -> tuple[str, ...]:
-    if not crowded.any():
+def _column_note(names: tuple[str, ...], columns: NDArray[np.bool_], text: str) -> tuple[str, ...]:
+    """The note ``text`` (``{listed}``: the columns' names), or none where no column is meant."""
+    if not columns.any():
         return ()
-    listed = [names[j] for j in np.flatnonzero(crowded)]
-    return (
-        f"No estimate (NaN) for {listed}: the clipped statistics spread far beyond the private "
+    return (text.format(listed=[names[j] for j in np.flatnonzero(columns)]),)
+
+
+def _crowded_notes(names: tuple[str, ...], crowded: NDArray[np.bool_]) -> tuple[str, ...]:
+    return _column_note(
+        names,
+        crowded,
+        "No estimate (NaN) for {listed}: the clipped statistics spread far beyond the private "
         "scale their interval was sized on (most users share one value and the scale saw only "
         "them, or the tail is far heavier than its model), so many users were clipped and the "
         "bias bound would not hold. State the scale, or raise epsilon.",
@@ -1123,33 +1148,32 @@ def _crowded_notes(names: tuple[str, ...], crowded: NDArray[np.bool_]) -> tuple[
 def _unseen_notes(
     names: tuple[str, ...], unseen: NDArray[np.bool_] | None, zeros: ZeroScan | None
 ) -> tuple[str, ...]:
-    if unseen is None or zeros is None or not unseen.any():
+    if unseen is None or zeros is None:
         return ()
-    listed = [names[j] for j in np.flatnonzero(unseen)]
-    return (
-        f"{listed}: most users' statistic is exactly 0 and the private count sees no others, "
+    return _column_note(
+        names,
+        unseen,
+        "{listed}: most users' statistic is exactly 0 and the private count sees no others, "
         f"so the column is taken as 0; up to about {zeros.reach:.0f} users off 0 could go "
         "unseen at this epsilon, and their values are not in the estimate or its error bound.",
     )
 
 
 def _sparse_notes(names: tuple[str, ...], sparse: NDArray[np.bool_]) -> tuple[str, ...]:
-    if not sparse.any():
-        return ()
-    listed = [names[j] for j in np.flatnonzero(sparse)]
-    return (
-        f"No estimate (NaN) for {listed}: most users' statistic there is exactly 0, and at "
+    return _column_note(
+        names,
+        sparse,
+        "No estimate (NaN) for {listed}: most users' statistic there is exactly 0, and at "
         "this epsilon too few of the others (private count) for a private scale of their "
         "values; sized on the zeros, the interval would clip them all. Raise epsilon.",
     )
 
 
 def _empty_notes(names: tuple[str, ...], empty: NDArray[np.bool_]) -> tuple[str, ...]:
-    if not empty.any():
-        return ()
-    listed = [names[j] for j in np.flatnonzero(empty)]
-    return (
-        f"No estimate (NaN) for {listed}: the private count of users with a statistic there "
+    return _column_note(
+        names,
+        empty,
+        "No estimate (NaN) for {listed}: the private count of users with a statistic there "
         "is indistinguishable from zero.",
     )
 

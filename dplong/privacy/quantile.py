@@ -201,6 +201,16 @@ def private_median(
     >>> med = private_median(x, grid, np.array([0.5, 0.5]), np.random.default_rng(1))
     >>> bool(abs(med[0] - 3.0) < 0.2), bool(abs(med[1] - 2010.0) <= grid.half_width_at(med[1]))
     (True, True)
+
+    Weighted: 60 users at 1e-12 that count only above the cells below them, 40 near 1 — the
+    median of the 40:
+
+    >>> d = np.concatenate([np.full(60, 1e-12), np.linspace(0.9, 1.1, 40)])[:, None]
+    >>> below = np.where(d < 1e-6, 0.0, 1.0)
+    >>> m = private_median(d, grid, np.array([50.0]), np.random.default_rng(1),
+    ...                    weights=(below, np.ones_like(d)))
+    >>> bool(0.9 < m[0] < 1.1)
+    True
     """
     b = grid.boundaries
     rates = geometric_rate(epsilon, 2.0)
