@@ -23,6 +23,7 @@ and every draw is still exactly 0.
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 import math
 import re
@@ -572,9 +573,19 @@ class TestReleasePlan:
 
     def test_documented_plan(self) -> None:
         plan = ReleasePlan.make(n=1000, d=1, epsilon=1.0, delta=1e-6, stated_scale=False)
-        # 80 / 1000 each for the medians; the count max(20 / 1000, 0.03 · 1) = 0.03
+        # 80 / 1000 each for the medians; the count max(20 / 1000, 0.03 · 1) = 0.03; the count
+        # off the scale's cell 15 / 1000 (within 0.01 and 0.04 of the column's ε)
         assert (plan.midpoint, plan.spread, plan.count, plan.refine) == (0.08, 0.08, 0.03, 0.1)
-        assert plan.early_epsilon() == pytest.approx(0.29)
+        assert plan.shared == 0.015 and plan.reruns == ()
+        assert plan.early_epsilon() == pytest.approx(0.305)
+        # a second scale median, run where most users share one value, is taken from the final
+        # stage: at most half of what the earlier stages leave, and sized for the users off it
+        assert plan.second_spread(np.array([0.5, 0.1])).tolist() == [0.16, pytest.approx(0.3475)]
+        rerun = dataclasses.replace(plan, reruns=(0.16,))
+        assert rerun.early_epsilon() == pytest.approx(0.465)
+        assert (
+            ReleasePlan.make(n=1000, d=1, epsilon=1.0, delta=1e-6, stated_scale=True).shared == 0.0
+        )
 
     def test_column_epsilon(self) -> None:
         assert column_epsilon(1.0, 1e-6, 1) == 1.0
@@ -1132,9 +1143,11 @@ class TestLedger:
         assert stages == [*expected, "mean", "second moment"]
         assert release.privacy.epsilon <= 0.9 * (1 + 1e-12) and release.privacy.delta <= 1e-6
         for _, e in frame[frame["stage"].isin(["midpoint", "scale"])].iterrows():
-            # report-noisy-max: every utility moves by at most 1; noise rate ε/2 per cell
             assert e["sensitivity"] == 1.0
-            assert e["noise_scale"] == pytest.approx(2.0 / e["epsilon"], rel=1e-5)
+            if "count" in e["mechanism"]:  # the scale's count of users off its cell
+                assert e["noise_scale"] == pytest.approx(1.0 / e["epsilon"], rel=1e-5)
+            else:  # report-noisy-max: every utility moves by at most 1; noise rate ε/2 per cell
+                assert e["noise_scale"] == pytest.approx(2.0 / e["epsilon"], rel=1e-5)
         (count,) = frame[frame["stage"] == "count"].itertuples()
         assert count.sensitivity == 1.0 and count.noise_scale == pytest.approx(1 / count.epsilon)
         sd = np.sqrt(release.scale)

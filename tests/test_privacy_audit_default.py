@@ -70,7 +70,8 @@ BROKEN_EPSILON_FACTOR = 8.0
 # ---------------------------------------------------------------------------------------------
 # * "estimated": d = 1, ε = 2, δ = 1e-3, scale estimated privately: count (ε 0.1) first, then
 #   midpoint and scale (0.4 each as planned, resized to 80 / N̂ ≈ 0.41 from the private count
-#   N̂ ≈ 199 by ReleasePlan.for_users), final Laplace mean (the rest, ≈ 1.09); others N(0, 1).
+#   N̂ ≈ 199 by ReleasePlan.for_users), the count of users off the scale's cell (0.08: no
+#   shared value among N(0, 1) others, so no second median), final Laplace mean (the rest).
 # * "stated": the same with the stated scale 1: count (0.1), midpoint (≈ 0.41), refinement
 #   (0.2), final mean (≈ 1.3); the refinement's rough mean is released as the interval's centre.
 #   At n ε = 400 per column neither plan releases a second moment (MOMENT_USERS = 500).
@@ -137,7 +138,7 @@ def test_reference_releases() -> None:
     """The plans the comments above describe, read off the references' ledgers: the count
     first, the median stages sized by ``ReleasePlan.for_users`` from the released count."""
     stages = {
-        "estimated": ["count", "midpoint", "scale", "mean"],
+        "estimated": ["count", "midpoint", "scale", "scale", "mean"],
         "stated": ["count", "midpoint", "refinement", "mean"],
         "gaussian": ["count", "midpoint", "midpoint", "mean", "mean"],
     }
@@ -154,7 +155,9 @@ def test_reference_releases() -> None:
         )
         resized = plan.for_users(float(ref.users.min()))  # the count is public once released
         assert ref.users.min() < config.n and resized.midpoint > plan.midpoint, name
-        by_stage = {e.stage: e for e in ledger.entries}
+        by_stage: dict[str, Any] = {}
+        for e in ledger.entries:  # the first entry of each stage (the scale's median)
+            by_stage.setdefault(e.stage, e)
         assert by_stage["count"].epsilon == plan.count
         assert by_stage["midpoint"].epsilon == resized.midpoint
         assert by_stage.get("scale", by_stage["midpoint"]).epsilon == (
@@ -208,7 +211,7 @@ def test_ledger_lists_every_draw(name: str, calls: list[tuple[str, float]]) -> N
         if mechanism == "release_gaussian_sum":
             assert entry.rho == drawn and entry.epsilon == 0.0, entry
         elif mechanism == "two_sided_geometric":
-            assert entry.stage == "count" and drawn <= entry.epsilon <= drawn * (1 + 1e-9)
+            assert "count" in entry.mechanism and drawn <= entry.epsilon <= drawn * (1 + 1e-9)
         else:
             assert entry.epsilon == drawn and entry.rho == 0.0, entry
     total = dplong.privacy.compose([e.cost for e in entries], config.options.delta)
@@ -252,9 +255,24 @@ def release_means_replica(
     # 2. the midpoint and 3. the scale: private medians on the public grids
     midpoint = quantile.private_median(matrix, GRID, np.full(d, plan.midpoint), rng)
     if scale is None:
-        deviation = quantile.private_median(
-            np.abs(matrix - midpoint), quantile.SPREAD_GRID, np.full(d, plan.spread), rng
+        distance = np.abs(matrix - midpoint)
+        grid = quantile.SPREAD_GRID
+        deviation = quantile.private_median(distance, grid, np.full(d, plan.spread), rng)
+        # 3b. the count of users off the scale's cell [l, h) and not below l / 8 (sensitivity 1)
+        cell = np.searchsorted(grid.centres, deviation)
+        low, high = grid.boundaries[cell], np.append(grid.boundaries, np.inf)[cell + 1]
+        with np.errstate(invalid="ignore"):
+            far_inside = distance < engine.SHARED_BELOW * low
+            inside = far_inside | ((distance >= low) & (distance < high))
+        shared_rate = noise.geometric_rate(plan.shared, 1.0)
+        off = np.sum(~np.isnan(distance) & ~inside, axis=0) + noise.two_sided_geometric(
+            rng, shared_rate, (d,)
         )
+        off_sd = math.sqrt(noise.two_sided_geometric_variance(shared_rate))
+        keep = 1.0 - engine.SHARED_SHARE
+        # most users at one value would take a second median over the others; these data are
+        # continuous, so the count must say so (and the replica has no second median)
+        assert np.all(off + 2.0 * math.hypot(off_sd, keep * users_sd) >= keep * per_column)
         sd = np.maximum(deviation, engine.SMALLEST_SCALE) / engine.MAD_FACTOR
     else:
         sd = np.sqrt(scale)
@@ -350,14 +368,20 @@ def test_release_means_replica_reproduces_the_package(
         # the ledger's stages, in order, at the resized plan's budgets
         plan = replica["plan"]
         entries = release.privacy.entries
-        stages = ["count", "midpoint", *(["scale"] if not stated else [])]
+        stages = ["count", "midpoint", *(["scale", "scale"] if not stated else [])]
         stages += ["refinement"] if plan.refine > 0 else []
         stages += ["mean", *(["second moment"] if plan.moment_share else [])]
         assert [e.stage for e in entries] == [stages[0]] + [s for s in stages[1:] for _ in names]
-        budget = {e.stage: e for e in entries}
+        budget = {e.stage: e for e in entries}  # the last entry of each stage
         assert budget["count"].epsilon == plan.count
         assert budget["midpoint"].epsilon == plan.midpoint
-        assert "scale" not in budget or budget["scale"].epsilon == plan.spread
+        scales = [(e.mechanism, e.epsilon) for e in entries if e.stage == "scale"]
+        assert (
+            not scales
+            or scales
+            == [(engine._MEDIAN, plan.spread)] * d
+            + [("lattice Laplace count off the cell", plan.shared)] * d
+        )
         assert "refinement" not in budget or budget["refinement"].epsilon == plan.refine
         if plan.moment_share:
             share = budget["second moment"].epsilon / (
@@ -584,7 +608,7 @@ def test_winsorized_mean_reference() -> None:
     ref = _wm_reference()
     ledger = ref.privacy
     assert ledger.epsilon <= WM_EPS * (1 + 1e-12) and ledger.delta <= 1.0 / WM_N**2
-    assert [e.stage for e in ledger.entries] == ["count", "midpoint", "scale", "mean"]
+    assert [e.stage for e in ledger.entries] == ["count", "midpoint", "scale", "scale", "mean"]
     assert _wm_noiseless("inf")[1] == WM_N - 1 == _wm_noiseless("missing")[1]
     assert _wm_noiseless("far")[1] == WM_N
 

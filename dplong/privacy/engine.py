@@ -18,7 +18,9 @@ paper generalised so that nothing about the data's location or scale need be kno
    deviation), in one stage for every column; skipped when the scale is stated. Users exactly
    at 0 never pull it down, and where the midpoint is 0 they are set aside and the others
    counted (:func:`_spread`): otherwise a column where most users are 0 would get a scale of
-   0 and an interval that clips everyone else;
+   0 and an interval that clips everyone else. Any other value most users share would do the
+   same, so a count of the users off the released scale's cell follows, and where they are
+   clearly fewer than 70 % a second median measures their scale alone (:func:`_shared`);
 4. **refinement** (Alg 4 on ``m̂ ± w₁``, ``w₁ = 4 σ̂ + e_m``): a rough mean μ̂₁, the centre of
    the final interval, as in the paper's §7.1.2 spirit but around a mean rather than a bin;
 5. **mean**: Alg 4's projection onto ``c ± w`` and noise, with ``w = κ σ̂ + e_c`` chosen by
@@ -136,6 +138,9 @@ SKEWED_SDS = 0.3
 #: A released second moment of the clipped values above ``(CROWDED_SPREAD σ̂)²`` and
 #: ``(CROWDED_SHARE w)²`` (w the half-width) says that many users were clipped: withheld.
 CROWDED_SPREAD, CROWDED_SHARE = 1.5, 0.5
+#: A scale below this share of the midpoint's magnitude is below the resolution of the values
+#: around it (doubles near m carry 52 bits): the scale's median missed every user.
+RESOLUTION = 2.0**-40
 #: Smallest spread used: its square stays a normal double (a spread of exactly 0, as for a
 #: constant column, would make the radius and the bias bound degenerate).
 SMALLEST_SCALE = 2.0**-500
@@ -145,6 +150,10 @@ ZERO_CELL = float(GRID.centres[np.searchsorted(GRID.boundaries, 0.0, side="right
 #: Share of the scale stage's ε that counts the users off 0 in a column whose midpoint is 0
 #: (:func:`_spread`); the median over them gets the rest.
 ZERO_COUNT_SHARE = 0.25
+#: A column where the private count finds fewer than ``1 - SHARED_SHARE`` of its users off the
+#: scale's cell (and the cells far inside it, below ``SHARED_BELOW`` of its lower edge) has
+#: most users at one value: its scale is measured again on the others (:func:`_shared`).
+SHARED_SHARE, SHARED_BELOW = 0.3, 0.125
 _MEDIAN = "private median (report-noisy-max, log grid)"
 
 
@@ -248,7 +257,7 @@ class Release:
         weighted count ``Σ w_u`` and ``scale`` the standardised one.
     unseen : ndarray of bool, optional
         Columns taken as 0 (their estimate is 0): most users are exactly 0 there and the
-        private count saw no others (it may miss a few, :class:`ZeroScan`).
+        private count saw no others (it may miss a few, :class:`ScaleScan`).
     """
 
     names: tuple[str, ...]
@@ -284,11 +293,15 @@ class Release:
 
 
 @dataclass(frozen=True)
-class ZeroScan:
-    """What the scale stage found in the columns whose midpoint is 0 (:func:`_spread`): where
-    too few users are off 0 for a private scale of them (``sparse``: withheld), where the
-    private count sees none (``unseen``: taken as 0), and how many it could miss (``reach``,
-    three sds of its noise). Post-processing of a released count.
+class ScaleScan:
+    """What the scale stage found (:func:`_spread`, :func:`_shared`), by post-processing of its
+    private counts, per column: where too few users are off the value most of them share (0 or
+    another) for a private scale of them (``sparse``: withheld); columns of mostly zeros whose
+    count sees no others (``unseen``: taken as 0); columns of mostly one other value whose count
+    sees no others (``alone``: the interval is sized on that value); columns whose scale was
+    measured on the users off their shared value (``shared``); and how many users each count
+    could miss (``reach``, three sds of its noise; 0 where none ran); ``second`` the ε of each
+    column's second median (spent where ``shared``).
 
     Examples
     --------
@@ -307,7 +320,10 @@ class ZeroScan:
 
     sparse: NDArray[np.bool_]
     unseen: NDArray[np.bool_]
-    reach: float
+    alone: NDArray[np.bool_]
+    shared: NDArray[np.bool_]
+    reach: NDArray[np.float64]
+    second: NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -319,7 +335,7 @@ class Location:
     fails with probability at most γ (:func:`locate`); ``sd`` is the scale used (σ̂ or the
     stated √ρ); ``users`` the private count(s) of users with a statistic; ``plan`` the plan
     as run (its stages resized for the count, :meth:`~dplong.privacy.plan.ReleasePlan.for_users`);
-    ``zeros`` what the scale stage found in columns whose midpoint is 0 (:class:`ZeroScan`).
+    ``scan`` what the scale stage found (:class:`ScaleScan`; None for a stated scale).
     """
 
     midpoint: NDArray[np.float64]
@@ -333,7 +349,7 @@ class Location:
     entries: tuple[LedgerEntry, ...]
     plan: ReleasePlan
     fallback: bool = False
-    zeros: ZeroScan | None = None
+    scan: ScaleScan | None = None
 
     @property
     def per_column_users(self) -> NDArray[np.float64]:
@@ -425,15 +441,14 @@ def locate(
     kinds = np.broadcast_to(np.asarray(tail), (d,))
     if scale is None:
         spread = matrix - midpoint if root is None else root * (matrix - midpoint)
+        # the share of users off a shared value is of users, which a weighted count is not: n
+        share_users = np.broadcast_to(users if root is None else float(n), (d,))
+        share_sd = users_sd if root is None else 0.0
         deviation, scan, scale_entries = _spread(
-            np.abs(spread),
-            matrix,
-            midpoint,
-            plan.spread,
-            names,
-            rng,
+            np.abs(spread), matrix, midpoint, plan, share_users, share_sd, names, rng
         )
         entries += scale_entries
+        plan = dataclasses.replace(plan, reruns=tuple(scan.second[scan.shared]))
         # the median deviation of each column's tail model (a skewed one spreads further)
         factor = np.array([MAD_OVER_SD[k] for k in kinds])
         sd = np.maximum(deviation, SMALLEST_SCALE) / factor
@@ -618,7 +633,7 @@ def release_means(
     miss = plan.miss_given(found)
     lost = (plan.miss_given(found + 2.0 * where.users_sd) > MAX_MISS) & ~undefined
     # most users at 0 and too few others for the scale's median (:func:`_spread`)
-    sparse = np.zeros(d, dtype=bool) if where.zeros is None else where.zeros.sparse
+    sparse = np.zeros(d, dtype=bool) if where.scan is None else where.scan.sparse
     sparse = sparse & ~undefined & ~lost
     unfound = lost | sparse
     weights = np.where(undefined | unfound, 0.0, weights)
@@ -691,7 +706,12 @@ def release_means(
     # a number whose error figures overflow (the medians missed by hundreds of magnitudes) says
     # nothing: withheld like a missed one
     unbounded = overflowed(estimate, total_sd, sampling_sd, bias)
-    missed = missed | (unbounded & ~undefined & ~unfound & ~crowded)
+    # an estimated scale below the resolution of the doubles around the midpoint: no user's
+    # distance to it can be that small (the midpoint is a cell's centre), so the scale's median
+    # missed below every user (a bad event of probability at most the plan's miss bound) and
+    # the interval collapsed onto the midpoint, clipping everyone, with a bias bound of 0
+    unresolved = (scale is None) & (where.sd < np.abs(where.midpoint) * RESOLUTION)
+    missed = missed | ((unbounded | unresolved) & ~undefined & ~unfound & ~crowded)
     withheld = undefined | unfound | missed | crowded  # no number, so no error figures either
 
     def shown(values: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -700,7 +720,7 @@ def release_means(
     with np.errstate(over="ignore"):  # a far miss's spread: its square is public as inf
         variance = where.sd**2
 
-    unseen = None if where.zeros is None else where.zeros.unseen & ~withheld
+    unseen = None if where.scan is None else where.scan.unseen & ~withheld
     return Release(
         names=names,
         estimate=shown(estimate if unseen is None else np.where(unseen, 0.0, estimate)),
@@ -725,7 +745,8 @@ def release_means(
             names, lost, miss, _few(where.users, where.users_sd, n, d) & (user_weights is None)
         )
         + _sparse_notes(names, sparse)
-        + _unseen_notes(names, unseen, where.zeros)
+        + _unseen_notes(names, unseen, where.scan)
+        + _alone_notes(names, withheld, where.scan)
         + _crowded_notes(names, crowded)
         + _missed_notes(names, missed),
         failed=missed | unfound | crowded,
@@ -744,13 +765,16 @@ def _spread(
     distance: NDArray[np.float64],
     matrix: NDArray[np.float64],
     midpoint: NDArray[np.float64],
-    epsilon: float,
+    plan: ReleasePlan,
+    users: NDArray[np.float64],
+    users_sd: float,
     names: tuple[str, ...],
     rng: np.random.Generator,
-) -> tuple[NDArray[np.float64], ZeroScan | None, list[LedgerEntry]]:
+) -> tuple[NDArray[np.float64], ScaleScan, list[LedgerEntry]]:
     """Stage 3: each column's private median of ``distance = |x - m̂|`` (possibly weighted,
-    :func:`locate`), at ε each; returns it, what was found in the columns at 0 (None if none)
-    and the ledger entries.
+    :func:`locate`) at ``plan.spread`` each, then :func:`_shared` on the columns whose midpoint
+    is not 0; returns the medians, what was found (:class:`ScaleScan`) and the ledger entries.
+    ``users`` is the private count of users with a statistic per column (n when weighted).
 
     Users whose statistic is exactly 0 never pull the median down. With many of them (event
     rates most users never have, products of regressors most users never change) the median
@@ -763,15 +787,14 @@ def _spread(
     users are at 0 and the others may be too few to find: there the zeros are set aside,
     :data:`ZERO_COUNT_SHARE` of ε counts the users off 0 (the lattice Laplace count,
     sensitivity 1) and the rest is the median over them. Then, by post-processing of that
-    count (:class:`ZeroScan`): fewer than the count can tell from none (``max(2, 3 sd)``) and
-    the column is taken to be 0 (the spread's floor, as a constant column gets; the release
-    says so); plausibly fewer than the n users (``K̂ + 2 sd < n``) and so few that the median
-    over them all but surely misses them (its miss bound for ``K̂ - 2 sd`` users above
-    :data:`~dplong.privacy.plan.MAX_MISS`: the plan's own rule for the count of users with a
-    statistic) and the column's scale is not found (its mean is withheld). Each user's part in
-    either mechanism depends on its own value and the released midpoint only, and
-    ``ZERO_COUNT_SHARE ε + (1 - ZERO_COUNT_SHARE) ε = ε`` per column."""
-    d = distance.shape[1]
+    count: fewer than the count can tell from none (``max(2, 3 sd)``) and the column is taken
+    to be 0 (the spread's floor, as a constant column gets; the release says so); plausibly
+    fewer than the n users (``K̂ + 2 sd < n``) and so few that the median over them all but
+    surely misses them (:func:`_too_few`) and the column's scale is not found (its mean is
+    withheld). Each user's part in either mechanism depends on its own value and the released
+    midpoint only, and ``ZERO_COUNT_SHARE ε + (1 - ZERO_COUNT_SHARE) ε = ε`` per column."""
+    n, d = distance.shape
+    epsilon = plan.spread
     at_zero = midpoint == ZERO_CELL
     median_epsilon = np.where(at_zero, (1.0 - ZERO_COUNT_SHARE) * epsilon, epsilon)
     with np.errstate(invalid="ignore"):
@@ -781,37 +804,127 @@ def _spread(
     above = np.where(zero & at_zero, 0.0, 1.0)
     deviation = private_median(distance, SPREAD_GRID, median_epsilon, rng, weights=(below, above))
     entries = _median_entries("scale", names, median_epsilon)
+    none = np.zeros(d, dtype=bool)
+    scan = ScaleScan(none.copy(), none.copy(), none.copy(), none.copy(), np.zeros(d), np.zeros(d))
     columns = np.flatnonzero(at_zero)
-    if not columns.size:
-        return deviation, None, entries
-    counted, sd, count_entries = _lattice_count(
-        np.sum(~np.isnan(distance[:, columns]) & ~zero[:, columns], axis=0),
-        ZERO_COUNT_SHARE * epsilon,
+    if columns.size:
+        counted, sd, count_entries = _lattice_count(
+            np.sum(~np.isnan(distance[:, columns]) & ~zero[:, columns], axis=0),
+            ZERO_COUNT_SHARE * epsilon,
+            "scale",
+            "lattice Laplace count of users off 0",
+            tuple(names[j] for j in columns),
+            rng,
+        )
+        entries += count_entries
+        scan.reach[columns] = max(2.0, 3.0 * sd)  # a count of none exceeds it w.p. 0.7 %
+        scan.unseen[columns] = counted < scan.reach[columns]
+        # where some users plausibly are at 0 (or have no statistic): a column without zeros
+        # keeps the plan's own verdict
+        some = counted + 2.0 * sd < n
+        too_few = _too_few(counted, sd, median_epsilon[columns])
+        scan.sparse[columns] = ~scan.unseen[columns] & some & too_few
+        # taken as 0: the floor (and for a withheld column, whose median is of too few users to
+        # mean anything)
+        deviation[scan.unseen | scan.sparse] = 0.0
+    others = np.flatnonzero(~at_zero)
+    if others.size and plan.shared:
+        entries += _shared(
+            distance, deviation, below, plan, users, users_sd, names, rng, others, scan
+        )
+    return deviation, scan, entries
+
+
+def _shared(
+    distance: NDArray[np.float64],
+    deviation: NDArray[np.float64],
+    below: NDArray[np.float64],
+    plan: ReleasePlan,
+    users: NDArray[np.float64],
+    users_sd: float,
+    names: tuple[str, ...],
+    rng: np.random.Generator,
+    columns: NDArray[np.intp],
+    scan: ScaleScan,
+) -> list[LedgerEntry]:
+    """The scale stage where most users share one value other than 0 (``columns``: those whose
+    midpoint is not 0). Updates ``deviation`` and ``scan`` in place; returns the ledger entries.
+
+    Such a value holds the median of ``|x - m̂|`` at its users' common distance to the
+    midpoint, whatever the others do, as zeros would: the interval collapses onto it and clips
+    every other user to it, with no error bound that sees it. So after the first median
+    released its cell ``c0 = [l, h)``, a lattice Laplace count (sensitivity 1, ``plan.shared``
+    each) counts the users off it: with a distance outside ``c0`` and not below
+    ``SHARED_BELOW · l`` (a shared value just short of half the users, with the median just
+    above it). A continuous column puts ~2 % of its users in one 4.4 % cell, ~15 % with those
+    far inside it; a shared value holding half the users or more puts them all there. Clearly
+    fewer than ``1 - SHARED_SHARE`` of the users (the private count ``users``, sd ``users_sd``)
+    off it, two sds of the noise below, by post-processing of the two counts: most users share
+    one value, and the scale is measured again by a private median over the others only (the
+    users in ``c0`` or far inside it weigh 0, the zeros keep their weights; at
+    :meth:`~dplong.privacy.plan.ReleasePlan.second_spread` each, taken from the final stage).
+    Where the count sees none off it (below ``max(2, 3 sd)``) the column is (all but) constant
+    and keeps ``c0`` (``scan.alone``, with a note saying how many users could go unseen, as for
+    zeros); where the median over those seen would all but surely miss them (:func:`_too_few`)
+    the column is withheld (``scan.sparse``). Each user's part in the count and the second
+    median depends on its own value and released numbers only."""
+    cell = np.searchsorted(SPREAD_GRID.centres, deviation[columns])
+    edges = np.append(SPREAD_GRID.boundaries, np.inf)
+    low, high = edges[cell], edges[cell + 1]
+    far = distance[:, columns]
+    with np.errstate(invalid="ignore"):  # NaN: no statistic, counted nowhere
+        inside = (far < SHARED_BELOW * low) | ((far >= low) & (far < high))
+    off = ~np.isnan(far) & ~inside
+    counted, sd, entries = _lattice_count(
+        off.sum(axis=0),
+        plan.shared,
         "scale",
-        "lattice Laplace count of users off 0",
+        "lattice Laplace count off the cell",
         tuple(names[j] for j in columns),
         rng,
     )
-    entries += count_entries
-    cells, median = len(SPREAD_GRID), (1.0 - ZERO_COUNT_SHARE) * epsilon
-    unseen, sparse = np.zeros(d, dtype=bool), np.zeros(d, dtype=bool)
-    reach = max(2.0, 3.0 * sd)  # a count of none exceeds it with probability 0.7 %
-    unseen[columns] = counted < reach
-    # the plan's own rule (refused when a miss is all but certain) for the median over the
-    # users off 0, 2 sds fewer of them than counted — where some users plausibly are at 0 (or
-    # have no statistic): a column without zeros keeps the plan's own verdict
-    some = counted + 2.0 * sd < distance.shape[0]
-    sparse[columns] = (
-        ~unseen[columns]
-        & some
-        & np.array(
-            [miss_probability(cells, median, float(k - 2.0 * sd)) > MAX_MISS for k in counted]
+    reach = max(2.0, 3.0 * sd)
+    # clearly fewer, two sds of the difference's noise: a continuous column wrongly taken for
+    # one would pay a second median, and be withheld when the budget cannot afford it
+    limit = (1.0 - SHARED_SHARE) * users[columns]
+    shared = counted + 2.0 * math.hypot(sd, (1.0 - SHARED_SHARE) * users_sd) < limit
+    alone = shared & (counted < reach)
+    # the median sized for the users off the value, as the plan sizes it for N̂ (for_users)
+    second = plan.second_spread(np.maximum(counted, 1.0) / users[columns])
+    sparse = shared & ~alone & _too_few(counted, sd, second)
+    again = shared & ~alone & ~sparse
+    scan.reach[columns] = reach
+    scan.alone[columns], scan.sparse[columns], scan.shared[columns] = alone, sparse, again
+    scan.second[columns] = second
+    if again.any():
+        chosen = columns[again]
+        aside = inside[:, again]
+        deviation[chosen] = private_median(
+            distance[:, chosen],
+            SPREAD_GRID,
+            second[again],
+            rng,
+            weights=(np.where(aside, 0.0, below[:, chosen]), np.where(aside, 0.0, 1.0)),
         )
+        entries += _median_entries("scale", tuple(names[j] for j in chosen), second[again])
+    deviation[columns[sparse]] = 0.0  # withheld: a median of the shared value means nothing
+    return entries
+
+
+def _too_few(
+    counted: NDArray[np.float64], sd: float, epsilon: NDArray[np.float64]
+) -> NDArray[np.bool_]:
+    """Where a private median at ``epsilon`` over ``counted`` users (a private count of noise
+    sd ``sd``), 2 sds fewer of them, all but surely misses them: the plan's own rule for the
+    count of users with a statistic (its miss bound above :data:`~dplong.privacy.plan.MAX_MISS`)."""
+    cells = len(SPREAD_GRID)
+    return np.array(
+        [
+            miss_probability(cells, float(e), float(k - 2.0 * sd)) > MAX_MISS
+            for k, e in zip(counted, epsilon, strict=True)
+        ],
+        dtype=bool,
     )
-    # taken as 0: the floor (and for a withheld column, whose median is of too few users to
-    # mean anything)
-    deviation[unseen | sparse] = 0.0
-    return deviation, ZeroScan(sparse, unseen, reach), entries
 
 
 def _skew_tails(where: Location) -> tuple[Tail, ...]:
@@ -823,7 +936,12 @@ def _skew_tails(where: Location) -> tuple[Tail, ...]:
     against a bound of 0.5 %). Skewed columns get the exponential tail model (wider radii,
     their bias bounded); the others the normal plug-in."""
     skew = np.abs(where.centre - where.midpoint) / where.sd
-    return tuple("exponential" if s >= SKEWED_SDS else "gaussian" for s in skew)
+    # a scale measured on the users off a shared value: their skew is diluted by the others
+    shared = np.zeros(skew.shape, dtype=bool) if where.scan is None else where.scan.shared
+    return tuple(
+        "exponential" if s >= SKEWED_SDS or a else "gaussian"
+        for s, a in zip(skew, shared, strict=True)
+    )
 
 
 def _rank_quantile(ranks: float, users: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -1094,8 +1212,9 @@ def _missed_notes(names: tuple[str, ...], missed: NDArray[np.bool_]) -> tuple[st
         names,
         missed,
         "No estimate (NaN) for {listed}: the released mean sits at the edge of its projection "
-        "interval (or its error figures overflow), so the private midpoint missed the data "
-        "there. Raise epsilon, use fewer columns, or state the scale.",
+        "interval (or its error figures overflow, or its private scale fell below the values' "
+        "resolution), so the private midpoint or scale missed the data there. Raise epsilon, "
+        "use fewer columns, or state the scale.",
     )
 
 
@@ -1146,16 +1265,33 @@ def _crowded_notes(names: tuple[str, ...], crowded: NDArray[np.bool_]) -> tuple[
 
 
 def _unseen_notes(
-    names: tuple[str, ...], unseen: NDArray[np.bool_] | None, zeros: ZeroScan | None
+    names: tuple[str, ...], unseen: NDArray[np.bool_] | None, scan: ScaleScan | None
 ) -> tuple[str, ...]:
-    if unseen is None or zeros is None:
+    if unseen is None or scan is None or not unseen.any():
         return ()
     return _column_note(
         names,
         unseen,
         "{listed}: most users' statistic is exactly 0 and the private count sees no others, "
-        f"so the column is taken as 0; up to about {zeros.reach:.0f} users off 0 could go "
-        "unseen at this epsilon, and their values are not in the estimate or its error bound.",
+        f"so the column is taken as 0; up to about {scan.reach[unseen].max():.0f} users off 0 "
+        "could go unseen at this epsilon, and their values are not in the estimate or its "
+        "error bound.",
+    )
+
+
+def _alone_notes(
+    names: tuple[str, ...], withheld: NDArray[np.bool_], scan: ScaleScan | None
+) -> tuple[str, ...]:
+    alone = None if scan is None else scan.alone & ~withheld
+    if alone is None or scan is None or not alone.any():
+        return ()
+    return _column_note(
+        names,
+        alone,
+        "{listed}: (almost) every user's statistic is one value and the private count sees no "
+        "others, so the interval is sized on that value; up to about "
+        f"{scan.reach[alone].max():.0f} users off it could go unseen at this epsilon, clipped "
+        "to it beyond the error bound.",
     )
 
 
@@ -1163,9 +1299,10 @@ def _sparse_notes(names: tuple[str, ...], sparse: NDArray[np.bool_]) -> tuple[st
     return _column_note(
         names,
         sparse,
-        "No estimate (NaN) for {listed}: most users' statistic there is exactly 0, and at "
-        "this epsilon too few of the others (private count) for a private scale of their "
-        "values; sized on the zeros, the interval would clip them all. Raise epsilon.",
+        "No estimate (NaN) for {listed}: most users' statistic there is one value (0 or "
+        "another), and at this epsilon too few of the others (private count) for a private "
+        "scale of their values; sized on that value, the interval would clip them all. Raise "
+        "epsilon.",
     )
 
 

@@ -9,7 +9,10 @@ A release of the column means of an n x d matrix of per-user statistics runs the
    ``plan.midpoint`` per column), or the paper's stable histogram for few users with a stated
    scale;
 3. **scale** — private median of the absolute deviations from the midpoint (``plan.spread``
-   per column; 0 if the scale is stated);
+   per column; 0 if the scale is stated), then a lattice Laplace count of the users off its
+   cell (``plan.shared`` per column) and, only where most users share one value, a second
+   median over the others (:meth:`ReleasePlan.second_spread`, taken from the final stage: the
+   plan as run records their ε, ``plan.reruns``);
 4. **refinement** — a rough mean on the midpoint's interval (lattice Laplace, ``plan.refine``
    per column; 0: off);
 5. **mean** — the final mean on the refined centre's interval: lattice Laplace or discrete
@@ -74,6 +77,12 @@ MAX_MISS, NOTE_MISS = 0.9, 0.01
 #: also sizes the medians when few users have a statistic (:meth:`ReleasePlan.for_users`).
 COUNT_USERS = 20.0
 COUNT_SHARES = (0.03, 0.1)
+#: ε·n of the count of users off the scale's cell (:func:`dplong.privacy.engine._shared`): it
+#: only has to tell the ~2 % of users a continuous column puts in one cell (~15 % with the
+#: users far inside it) from the half or more a shared value puts there; within these shares
+#: of a column's ε.
+SHARED_USERS = 15.0
+SHARED_SHARES = (0.01, 0.04)
 #: With public bounds the centre is their midpoint, often far from the mean (an offset o up to
 #: the half-width w), so the count's error, times o, competes with the sum's: minimising
 #: ``8 w² / ε_S² + 2 o² / ε_c²`` at ``ε_S + ε_c`` fixed gives ``ε_c / ε_S = (o / 2w)^(2/3)``,
@@ -205,6 +214,12 @@ class ReleasePlan:
     per_column : float
         The even per-column ε of this release, from which the stages were sized
         (:meth:`for_users` resizes them).
+    shared : float
+        Pure ε per column of the count of users off the scale stage's cell (0: scale stated).
+    reruns : tuple of float
+        The ε of each second median the scale stage ran (a column where most users share one
+        value, :meth:`second_spread`): post-processing of the count above, set on the plan as
+        run.
     miss : float
         A public bound on the probability that a column's median stages miss the data in a way
         that breaks the release (:func:`_miss`; :func:`~dplong.privacy.quantile.miss_probability`
@@ -240,6 +255,8 @@ class ReleasePlan:
     moment_share: float = 0.0
     miss: float = 0.0
     per_column: float = 0.0
+    shared: float = 0.0
+    reruns: tuple[float, ...] = ()
 
     @classmethod
     def make(
@@ -324,7 +341,8 @@ class ReleasePlan:
         counts = (1 if complete_rows else d) if count else 0
         per_count = per_column * d / max(counts, 1)
         count_epsilon = _count_epsilon(n, per_count, count_users)
-        rest = per_column - median - spread - count_epsilon * counts / d
+        shared = _count_epsilon(n, per_column, SHARED_USERS, SHARED_SHARES) if spread else 0.0
+        rest = per_column - median - spread - shared - count_epsilon * counts / d
         share = _refine_share(n, per_column, rest) if refine else 0.0
         return cls(
             n=n,
@@ -340,6 +358,7 @@ class ReleasePlan:
             moment_share=_moment_share(n, per_column) if moment else 0.0,
             miss=miss,
             per_column=per_column,
+            shared=shared,
         )
 
     @classmethod
@@ -404,7 +423,7 @@ class ReleasePlan:
         if median <= self.midpoint:
             return self
         spread = median if self.spread else 0.0
-        rest = column - median - spread - self.count * self.counts / self.d
+        rest = column - median - spread - self.shared - self.count * self.counts / self.d
         refine = _refine_share(int(users), column, rest) * column if self.refine else 0.0
         return dataclasses.replace(self, midpoint=median, spread=spread, refine=refine)
 
@@ -426,6 +445,31 @@ class ReleasePlan:
             return np.zeros(np.shape(users))
         counts = np.maximum(np.asarray(users), 1.0).astype(int)
         return np.array([_miss(int(u), self.midpoint, self.spread) for u in counts.flat])
+
+    def second_spread(self, share: NDArray[np.float64]) -> NDArray[np.float64]:
+        """ε of the scale stage's second median in columns where most users share one value
+        and a ``share`` of them (a ratio of private counts) are off it (:attr:`reruns`): the
+        first median's sized for those users (as :meth:`for_users` sizes it), but at most half
+        of what the stages before the final one leave a column, so that the final stage keeps
+        at least half its budget.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dplong.privacy.plan import ReleasePlan
+        >>> plan = ReleasePlan.make(n=2000, d=1, epsilon=1.0, delta=0.0, stated_scale=False)
+        >>> plan.spread, plan.second_spread(np.array([0.5, 0.05])).round(3).tolist()
+        (0.04, [0.08, 0.415])
+        """
+        left = (
+            self.per_column
+            - self.midpoint
+            - self.spread
+            - self.shared
+            - self.refine
+            - self.count * self.counts / self.d
+        )
+        return np.minimum(self.spread / np.maximum(share, 1e-12), max(left, 0.0) / 2.0)
 
     def after(self, prior: list[Cost], epsilon: float, delta: float) -> ReleasePlan:
         """This plan as a later release of a fit: ``prior`` calls were made before it, and
@@ -451,11 +495,18 @@ class ReleasePlan:
         per_column = ([first] if self.midpoint else []) + (
             [Cost(epsilon=self.spread)] if self.spread else []
         )
+        if self.shared:
+            per_column.append(Cost(epsilon=self.shared))
         if fallback:
             per_column.append(Cost(epsilon=self.fallback))
         if refine and self.refine:
             per_column.append(Cost(epsilon=self.refine))
-        return [*self.prior, *(per_column * self.d), *([Cost(epsilon=self.count)] * self.counts)]
+        return [
+            *self.prior,
+            *(per_column * self.d),
+            *(Cost(epsilon=e) for e in self.reruns),
+            *([Cost(epsilon=self.count)] * self.counts),
+        ]
 
     def early_epsilon(self) -> float:
         """ε spent before the final stage (basic composition)."""
@@ -585,10 +636,12 @@ def largest_within(
     return lo
 
 
-def _count_epsilon(n: int, per_count: float, users: float) -> float:
-    """The ε of one count: ε·n of ``users`` (:data:`COUNT_USERS`, or
-    :data:`WEIGHTED_COUNT_USERS`) within :data:`COUNT_SHARES`."""
-    low, high = COUNT_SHARES
+def _count_epsilon(
+    n: int, per_count: float, users: float, shares: tuple[float, float] = COUNT_SHARES
+) -> float:
+    """The ε of one count: ε·n of ``users`` (:data:`COUNT_USERS`, :data:`WEIGHTED_COUNT_USERS`
+    or :data:`SHARED_USERS`) within ``shares`` of its budget."""
+    low, high = shares
     return min(max(users / n, low * per_count), high * per_count)
 
 

@@ -1,0 +1,189 @@
+"""Privacy audits (DESIGN.md §5.4) of the scale stage where most users share one value
+(``engine._shared``): the count of users off the scale's cell and the second median over them.
+
+The recipe is that of ``test_privacy_audit_zeros.py`` (helpers in ``tests/audit.py``):
+neighbouring data sets that differ in one user; seeded runs; events fixed before the runs from
+the noiseless outputs on one reference release's public interval; Bonferroni-corrected
+Clopper–Pearson bounds; a POWER check on a deliberately broken variant.
+
+1. ``release_means`` end to end on a column where 60 % of the users are exactly 1 and the rest
+   packed near 3 (n = 1000, ε = 2, δ = 1e-3): the count off the scale's cell (sensitivity 1)
+   finds the shared value in (almost) every run, and the second median over the others (a
+   weighted median whose users in the cell weigh (0, 0): a function of the user's own value
+   and released numbers) measures their distance. User 0 is at -inf, FAR or exactly 1 (inside
+   the cell: set aside), so a replaced user moves the count off the cell, the second median's
+   utilities, the clipped sums and the count of users. Outputs: the estimate and the count of
+   users. POWER: the final stage drawn at 8 ε.
+2. The ledger of such a release lists every draw — the count off the cell and the second
+   median among them — at the ε it was drawn with, and they compose to at most the request.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pytest
+from audit import (
+    FAR,
+    EpsilonBound,
+    fast_compose,  # noqa: F401 (a fixture, used through pytestmark)
+    memoized_compose,
+    pair_bound,
+    repeat,
+    report,
+)
+from numpy.typing import NDArray
+
+import dplong
+import dplong.privacy.engine as engine
+from dplong.privacy.engine import Release, release_means
+from dplong.privacy.options import ReleaseOptions
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning"),
+    pytest.mark.usefixtures("fast_compose"),
+]
+
+N, EPS, DELTA = 1000, 2.0, 1e-3
+OPTIONS = ReleaseOptions.check(N, epsilon=EPS, delta=DELTA, privacy="central", bound=None, d=1)
+#: 60 % of the other users at exactly 1, the rest packed near 3: the count off the cell (sd 70)
+#: sees the 400 others far from none (its reach, 3 sds, is 212) and far below the limit (70 %
+#: of N̂ less two sds, ≈ 556), so the second median runs in (almost) every run; it lands in the
+#: same cell run after run, and so does the public interval the events rest on
+SHARED = int(0.6 * N)
+OTHERS = np.concatenate(
+    [np.ones(SHARED), 3.0 + 0.01 * np.random.default_rng(63).normal(size=N - 1 - SHARED)]
+)
+USERS = {"-inf": -np.inf, "+far": FAR, "shared": 1.0}
+RUNS, BROKEN_RUNS = 1_500, 1_000
+BROKEN_EPSILON_FACTOR = 8.0
+_COUNT_OFF = "lattice Laplace count off the cell"
+
+
+def _matrix(user: str) -> NDArray[np.float64]:
+    return np.concatenate([[USERS[user]], OTHERS])[:, None]
+
+
+def _release(matrix: NDArray[np.float64], rng: np.random.Generator) -> Release:
+    return release_means(matrix, names=("a",), options=OPTIONS, rng=rng)
+
+
+@cache
+def _reference() -> Release:
+    with memoized_compose():
+        return _release(_matrix("shared"), np.random.default_rng(0))
+
+
+def test_shared_reference() -> None:
+    """The audited release runs the count off the scale's cell and the second median, and its
+    interval holds the users off the shared value."""
+    ref = _reference()
+    scale = [e.mechanism for e in ref.privacy.entries if e.stage == "scale"]
+    assert scale == [engine._MEDIAN, _COUNT_OFF, engine._MEDIAN]
+    assert ref.interval[0, 0] < 1.0 and ref.interval[0, 1] > 3.1
+    assert ref.privacy.epsilon <= EPS * (1 + 1e-12)
+
+
+def _noiseless(user: str) -> NDArray[np.float64]:
+    """Estimate and count without noise, on the reference's public interval."""
+    ref, matrix = _reference(), _matrix(user)
+    count = float(np.isfinite(matrix).all(axis=1).sum())
+    centre = ref.interval.mean(axis=1)
+    radius = (ref.interval[:, 1] - ref.interval[:, 0]) / 2.0
+    with np.errstate(invalid="ignore"):
+        estimate = centre + np.nansum(np.clip(matrix - centre, -radius, radius), axis=0) / count
+    return np.array([estimate[0], count])
+
+
+def _steps() -> NDArray[np.float64]:
+    ref = _reference()
+    count = [e.noise_scale for e in ref.privacy.entries if e.stage == "count"]
+    return np.array([ref.noise_scale[0], count[0]])
+
+
+@cache
+def _runs(user: str, broken: bool) -> NDArray[np.float64]:
+    matrix = _matrix(user)
+
+    def mechanism(rng: np.random.Generator) -> list[float]:
+        release = _release(matrix, rng)
+        return [float(release.estimate[0]), float(release.users[0])]
+
+    seed = 8700 + 10 * list(USERS).index(user)
+    if not broken:
+        return repeat(mechanism, RUNS, seed)
+    honest = engine.release_bounded_sum
+
+    def noisier(clipped: Any, radius: Any, budget: Any, rng: Any, **kw: Any) -> Any:
+        return honest(clipped, radius, budget * BROKEN_EPSILON_FACTOR, rng, **kw)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine, "release_bounded_sum", noisier)
+        return repeat(mechanism, BROKEN_RUNS, seed + 5)
+
+
+def _audit(pair: tuple[str, str], broken: bool = False) -> EpsilonBound:
+    return pair_bound(
+        tuple(_runs(user, broken) for user in pair),  # type: ignore[arg-type]
+        tuple(_noiseless(user) for user in pair),  # type: ignore[arg-type]
+        _steps(),
+        ["estimate", "users"],
+        _reference().privacy.delta,
+        (0, 1, 2),
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "pair", [("-inf", "+far"), ("shared", "+far")], ids=["inf-far", "shared-far"]
+)
+def test_shared_release_audit(pair: tuple[str, str]) -> None:
+    claim = _reference().privacy.epsilon
+    bound = _audit(pair)
+    print(report(f"release_means shared value {pair}", bound, claim))
+    assert bound.epsilon_lb <= claim, str(bound)
+
+
+@pytest.mark.slow
+def test_shared_release_audit_has_power() -> None:
+    claim = _reference().privacy.epsilon
+    bound = _audit(("-inf", "+far"), broken=True)
+    print(report("release_means shared value final noise/8", bound, claim))
+    assert bound.epsilon_lb > claim, str(bound)
+
+
+def test_shared_release_ledger_lists_every_draw(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every geometric draw (the counts) and every private median is listed at the ε it was
+    drawn with, in order — the count off the scale's cell and the second median among them —
+    and the ledger composes to at most the request."""
+    drawn: list[tuple[str, float]] = []
+    geometric, median = engine.two_sided_geometric, engine.private_median
+
+    def spy_geometric(rng: np.random.Generator, rate: Any, shape: tuple[int, ...]) -> Any:
+        drawn.extend(("count", float(r)) for r in np.broadcast_to(rate, shape))
+        return geometric(rng, rate, shape)
+
+    def spy_median(values: Any, grid: Any, epsilon: Any, rng: Any, **kwargs: Any) -> Any:
+        drawn.extend(("median", float(e)) for e in np.atleast_1d(epsilon))
+        return median(values, grid, epsilon, rng, **kwargs)
+
+    monkeypatch.setattr(engine, "two_sided_geometric", spy_geometric)
+    monkeypatch.setattr(engine, "private_median", spy_median)
+    release = _release(_matrix("-inf"), np.random.default_rng(7))
+    listed = [
+        (e.mechanism, e.epsilon)
+        for e in release.privacy.entries
+        if "count" in e.mechanism or e.mechanism == engine._MEDIAN
+    ]
+    assert [m for m, _ in listed].count(_COUNT_OFF) == 1
+    assert len(listed) == len(drawn) == 5  # count, midpoint, scale, count off, second median
+    for (kind, rate_or_eps), (mechanism, epsilon) in zip(drawn, listed, strict=True):
+        if kind == "count":  # the geometric rate at sensitivity 1 is a hair below its ε
+            assert "count" in mechanism and rate_or_eps <= epsilon <= rate_or_eps * (1 + 1e-9)
+        else:
+            assert mechanism == engine._MEDIAN and epsilon == rate_or_eps
+    total = dplong.privacy.compose([e.cost for e in release.privacy.entries], DELTA)
+    assert (release.privacy.epsilon, release.privacy.delta) == (total.epsilon, total.delta)
+    assert total.epsilon <= EPS * (1 + 1e-12)
