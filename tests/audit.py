@@ -43,6 +43,7 @@ __all__ = [
     "CONFIDENCE",
     "FAR",
     "MOVING_SHIFT",
+    "ColumnAudit",
     "EpsilonBound",
     "audit_events",
     "clopper_pearson_lower",
@@ -64,6 +65,8 @@ CONFIDENCE = 0.99
 BROKEN_NOISE_FRACTION = 0.25
 #: "Moved very far away": far outside every bin, interval and bound the audits use.
 FAR = 1e6
+#: The broken end-to-end releases draw their final stage at this multiple of its recorded ε.
+BROKEN_EPSILON_FACTOR = 8.0
 #: A joint tail over the outputs that move by at least this many noise scales between D and D'
 #: is added to the joint tail over all outputs (:func:`audit_events`): an output that hardly
 #: moves only halves a joint event's hits and adds nothing to its likelihood ratio.
@@ -264,6 +267,84 @@ def pair_bound(
     return epsilon_lower_bound(
         events_d, events_d_prime, delta=delta, confidence=CONFIDENCE, names=names
     )
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: the cached outputs are per instance
+class ColumnAudit:
+    """An end-to-end audit of ``release_means`` on one column: the other users ``others``
+    fixed, user 0 set to ``users[name]``; outputs the estimate and the count of users. The
+    events rest on one reference release (seed 0, on the data set with user 0 at
+    ``users[reference]``): its public interval gives the noiseless outputs, its noise scales
+    the steps. POWER: the final stage drawn at ``BROKEN_EPSILON_FACTOR`` times its ε."""
+
+    options: dplong.privacy.options.ReleaseOptions
+    others: NDArray[np.float64]
+    users: dict[str, float]
+    reference: str
+    runs: int
+    broken_runs: int
+    seed: int
+
+    def matrix(self, user: str) -> NDArray[np.float64]:
+        return np.concatenate([[self.users[user]], self.others])[:, None]
+
+    def release(
+        self, matrix: NDArray[np.float64], rng: np.random.Generator
+    ) -> dplong.privacy.engine.Release:
+        return dplong.privacy.engine.release_means(
+            matrix, names=("a",), options=self.options, rng=rng
+        )
+
+    @functools.cached_property
+    def reference_release(self) -> dplong.privacy.engine.Release:
+        with memoized_compose():
+            return self.release(self.matrix(self.reference), np.random.default_rng(0))
+
+    def noiseless(self, user: str) -> NDArray[np.float64]:
+        """Estimate and count without noise, on the reference's public interval."""
+        ref, matrix = self.reference_release, self.matrix(user)
+        count = float(np.isfinite(matrix).all(axis=1).sum())
+        centre = ref.interval.mean(axis=1)
+        radius = (ref.interval[:, 1] - ref.interval[:, 0]) / 2.0
+        with np.errstate(invalid="ignore"):
+            clipped = np.clip(matrix - centre, -radius, radius)
+            estimate = centre + np.nansum(clipped, axis=0) / count
+        return np.array([estimate[0], count])
+
+    def steps(self) -> NDArray[np.float64]:
+        ref = self.reference_release
+        count = [e.noise_scale for e in ref.privacy.entries if e.stage == "count"]
+        return np.array([ref.noise_scale[0], count[0]])
+
+    @functools.cache  # noqa: B019 (module-level instances: the cache lives as long as they do)
+    def outputs(self, user: str, broken: bool) -> NDArray[np.float64]:
+        matrix = self.matrix(user)
+
+        def mechanism(rng: np.random.Generator) -> list[float]:
+            release = self.release(matrix, rng)
+            return [float(release.estimate[0]), float(release.users[0])]
+
+        seed = self.seed + 10 * list(self.users).index(user)
+        if not broken:
+            return repeat(mechanism, self.runs, seed)
+        honest = dplong.privacy.engine.release_bounded_sum
+
+        def noisier(clipped: Any, radius: Any, budget: Any, rng: Any, **kw: Any) -> Any:
+            return honest(clipped, radius, budget * BROKEN_EPSILON_FACTOR, rng, **kw)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(dplong.privacy.engine, "release_bounded_sum", noisier)
+            return repeat(mechanism, self.broken_runs, seed + 5)
+
+    def bound(self, pair: tuple[str, str], broken: bool = False) -> EpsilonBound:
+        return pair_bound(
+            (self.outputs(pair[0], broken), self.outputs(pair[1], broken)),
+            (self.noiseless(pair[0]), self.noiseless(pair[1])),  # type: ignore[arg-type]
+            self.steps(),
+            ["estimate", "users"],
+            self.reference_release.privacy.delta,
+            (0, 1, 2),
+        )
 
 
 #: The modules whose ``compose`` the audits memoise (every caller of it in the package).

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pytest
 from audit import (
+    BROKEN_EPSILON_FACTOR,
     CONFIDENCE,
     FAR,
     EpsilonBound,
@@ -61,8 +62,6 @@ pytestmark = [
     pytest.mark.usefixtures("fast_compose"),  # exact memo of the budget arithmetic: speed only
 ]
 
-#: The broken pipeline draws its final stage at this multiple of the ε its ledger records.
-BROKEN_EPSILON_FACTOR = 8.0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,25 +20,19 @@ Clopper–Pearson bounds; a POWER check on a deliberately broken variant.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 import numpy as np
 import pytest
 from audit import (
     FAR,
-    EpsilonBound,
+    ColumnAudit,
     fast_compose,  # noqa: F401 (a fixture, used through pytestmark)
-    memoized_compose,
-    pair_bound,
-    repeat,
     report,
 )
-from numpy.typing import NDArray
 
 import dplong
 import dplong.privacy.engine as engine
-from dplong.privacy.engine import Release, release_means
 from dplong.privacy.options import ReleaseOptions
 
 pytestmark = [
@@ -56,83 +50,26 @@ SHARED = int(0.6 * N)
 OTHERS = np.concatenate(
     [np.ones(SHARED), 3.0 + 0.01 * np.random.default_rng(63).normal(size=N - 1 - SHARED)]
 )
-USERS = {"-inf": -np.inf, "+far": FAR, "shared": 1.0}
-RUNS, BROKEN_RUNS = 1_500, 1_000
-BROKEN_EPSILON_FACTOR = 8.0
+SHARED_VALUE = ColumnAudit(
+    options=OPTIONS,
+    others=OTHERS,
+    users={"-inf": -np.inf, "+far": FAR, "shared": 1.0},
+    reference="shared",
+    runs=1_500,
+    broken_runs=1_000,
+    seed=8700,
+)
 _COUNT_OFF = "lattice Laplace count off the cell"
-
-
-def _matrix(user: str) -> NDArray[np.float64]:
-    return np.concatenate([[USERS[user]], OTHERS])[:, None]
-
-
-def _release(matrix: NDArray[np.float64], rng: np.random.Generator) -> Release:
-    return release_means(matrix, names=("a",), options=OPTIONS, rng=rng)
-
-
-@cache
-def _reference() -> Release:
-    with memoized_compose():
-        return _release(_matrix("shared"), np.random.default_rng(0))
 
 
 def test_shared_reference() -> None:
     """The audited release runs the count off the scale's cell and the second median, and its
     interval holds the users off the shared value."""
-    ref = _reference()
+    ref = SHARED_VALUE.reference_release
     scale = [e.mechanism for e in ref.privacy.entries if e.stage == "scale"]
     assert scale == [engine._MEDIAN, _COUNT_OFF, engine._MEDIAN]
     assert ref.interval[0, 0] < 1.0 and ref.interval[0, 1] > 3.1
     assert ref.privacy.epsilon <= EPS * (1 + 1e-12)
-
-
-def _noiseless(user: str) -> NDArray[np.float64]:
-    """Estimate and count without noise, on the reference's public interval."""
-    ref, matrix = _reference(), _matrix(user)
-    count = float(np.isfinite(matrix).all(axis=1).sum())
-    centre = ref.interval.mean(axis=1)
-    radius = (ref.interval[:, 1] - ref.interval[:, 0]) / 2.0
-    with np.errstate(invalid="ignore"):
-        estimate = centre + np.nansum(np.clip(matrix - centre, -radius, radius), axis=0) / count
-    return np.array([estimate[0], count])
-
-
-def _steps() -> NDArray[np.float64]:
-    ref = _reference()
-    count = [e.noise_scale for e in ref.privacy.entries if e.stage == "count"]
-    return np.array([ref.noise_scale[0], count[0]])
-
-
-@cache
-def _runs(user: str, broken: bool) -> NDArray[np.float64]:
-    matrix = _matrix(user)
-
-    def mechanism(rng: np.random.Generator) -> list[float]:
-        release = _release(matrix, rng)
-        return [float(release.estimate[0]), float(release.users[0])]
-
-    seed = 8700 + 10 * list(USERS).index(user)
-    if not broken:
-        return repeat(mechanism, RUNS, seed)
-    honest = engine.release_bounded_sum
-
-    def noisier(clipped: Any, radius: Any, budget: Any, rng: Any, **kw: Any) -> Any:
-        return honest(clipped, radius, budget * BROKEN_EPSILON_FACTOR, rng, **kw)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(engine, "release_bounded_sum", noisier)
-        return repeat(mechanism, BROKEN_RUNS, seed + 5)
-
-
-def _audit(pair: tuple[str, str], broken: bool = False) -> EpsilonBound:
-    return pair_bound(
-        tuple(_runs(user, broken) for user in pair),  # type: ignore[arg-type]
-        tuple(_noiseless(user) for user in pair),  # type: ignore[arg-type]
-        _steps(),
-        ["estimate", "users"],
-        _reference().privacy.delta,
-        (0, 1, 2),
-    )
 
 
 @pytest.mark.slow
@@ -140,16 +77,16 @@ def _audit(pair: tuple[str, str], broken: bool = False) -> EpsilonBound:
     "pair", [("-inf", "+far"), ("shared", "+far")], ids=["inf-far", "shared-far"]
 )
 def test_shared_release_audit(pair: tuple[str, str]) -> None:
-    claim = _reference().privacy.epsilon
-    bound = _audit(pair)
+    claim = SHARED_VALUE.reference_release.privacy.epsilon
+    bound = SHARED_VALUE.bound(pair)
     print(report(f"release_means shared value {pair}", bound, claim))
     assert bound.epsilon_lb <= claim, str(bound)
 
 
 @pytest.mark.slow
 def test_shared_release_audit_has_power() -> None:
-    claim = _reference().privacy.epsilon
-    bound = _audit(("-inf", "+far"), broken=True)
+    claim = SHARED_VALUE.reference_release.privacy.epsilon
+    bound = SHARED_VALUE.bound(("-inf", "+far"), broken=True)
     print(report("release_means shared value final noise/8", bound, claim))
     assert bound.epsilon_lb > claim, str(bound)
 
@@ -171,7 +108,7 @@ def test_shared_release_ledger_lists_every_draw(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(engine, "two_sided_geometric", spy_geometric)
     monkeypatch.setattr(engine, "private_median", spy_median)
-    release = _release(_matrix("-inf"), np.random.default_rng(7))
+    release = SHARED_VALUE.release(SHARED_VALUE.matrix("-inf"), np.random.default_rng(7))
     listed = [
         (e.mechanism, e.epsilon)
         for e in release.privacy.entries

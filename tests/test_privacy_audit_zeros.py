@@ -37,11 +37,10 @@ from audit import (
     BROKEN_NOISE_FRACTION,
     CONFIDENCE,
     FAR,
+    ColumnAudit,
     EpsilonBound,
     epsilon_lower_bound,
     fast_compose,  # noqa: F401 (a fixture, used through pytestmark)
-    memoized_compose,
-    pair_bound,
     repeat,
     report,
 )
@@ -49,7 +48,7 @@ from numpy.typing import NDArray
 
 import dplong
 import dplong.privacy.engine as engine
-from dplong.privacy.engine import Release, release_means
+from dplong.privacy.engine import release_means
 from dplong.privacy.noise import geometric_rate, two_sided_geometric
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.quantile import LogGrid, private_median
@@ -219,97 +218,40 @@ ZEROS = int(0.55 * N)
 ZI_OTHERS = np.concatenate(
     [np.zeros(ZEROS), 1.0 + 0.01 * np.random.default_rng(62).normal(size=N - 1 - ZEROS)]
 )
-ZI_USERS = {"-inf": -np.inf, "+far": FAR, "zero": 0.0}
-ZI_RUNS, ZI_BROKEN_RUNS = 1_500, 1_000
-BROKEN_EPSILON_FACTOR = 8.0
-
-
-def _matrix(user: str, others: NDArray[np.float64] = ZI_OTHERS) -> NDArray[np.float64]:
-    return np.concatenate([[ZI_USERS[user]], others])[:, None]
-
-
-def _release(matrix: NDArray[np.float64], rng: np.random.Generator) -> Release:
-    return release_means(matrix, names=("a",), options=OPTIONS, rng=rng)
-
-
-@cache
-def _reference() -> Release:
-    with memoized_compose():
-        return _release(_matrix("zero"), np.random.default_rng(0))
+ZERO_INFLATED = ColumnAudit(
+    options=OPTIONS,
+    others=ZI_OTHERS,
+    users={"-inf": -np.inf, "+far": FAR, "zero": 0.0},
+    reference="zero",
+    runs=1_500,
+    broken_runs=1_000,
+    seed=8300,
+)
 
 
 def test_zero_inflated_reference() -> None:
     """The audited release runs the weighted scale stage (its midpoint is near 0, not at it:
     no count of users off 0) and resolves the users off 0 (its interval holds them)."""
-    ref = _reference()
+    ref = ZERO_INFLATED.reference_release
     assert [e.stage for e in ref.privacy.entries][:3] == ["count", "midpoint", "scale"]
     assert ref.midpoint[0] != engine.ZERO_CELL and abs(ref.midpoint[0]) < 0.5
     assert ref.interval[0, 0] < 0.0 and ref.interval[0, 1] > 1.1  # zeros and the rest inside
     assert ref.privacy.epsilon <= EPS_RELEASE * (1 + 1e-12)
 
 
-def _noiseless(user: str) -> NDArray[np.float64]:
-    """Estimate and count without noise, on the reference's public interval."""
-    ref, matrix = _reference(), _matrix(user)
-    count = float(np.isfinite(matrix).all(axis=1).sum())
-    centre = ref.interval.mean(axis=1)
-    radius = (ref.interval[:, 1] - ref.interval[:, 0]) / 2.0
-    with np.errstate(invalid="ignore"):
-        estimate = centre + np.nansum(np.clip(matrix - centre, -radius, radius), axis=0) / count
-    return np.array([estimate[0], count])
-
-
-def _steps() -> NDArray[np.float64]:
-    ref = _reference()
-    count = [e.noise_scale for e in ref.privacy.entries if e.stage == "count"]
-    return np.array([ref.noise_scale[0], count[0]])
-
-
-@cache
-def _runs(user: str, broken: bool) -> NDArray[np.float64]:
-    matrix = _matrix(user)
-
-    def mechanism(rng: np.random.Generator) -> list[float]:
-        release = _release(matrix, rng)
-        return [float(release.estimate[0]), float(release.users[0])]
-
-    seed = 8300 + 10 * list(ZI_USERS).index(user)
-    if not broken:
-        return repeat(mechanism, ZI_RUNS, seed)
-    honest = engine.release_bounded_sum
-
-    def noisier(clipped: Any, radius: Any, budget: Any, rng: Any, **kw: Any) -> Any:
-        return honest(clipped, radius, budget * BROKEN_EPSILON_FACTOR, rng, **kw)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(engine, "release_bounded_sum", noisier)
-        return repeat(mechanism, ZI_BROKEN_RUNS, seed + 5)
-
-
-def _release_audit(pair: tuple[str, str], broken: bool = False) -> EpsilonBound:
-    return pair_bound(
-        tuple(_runs(user, broken) for user in pair),  # type: ignore[arg-type]
-        tuple(_noiseless(user) for user in pair),  # type: ignore[arg-type]
-        _steps(),
-        ["estimate", "users"],
-        _reference().privacy.delta,
-        (0, 1, 2),
-    )
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("pair", [("-inf", "+far"), ("zero", "+far")], ids=["inf-far", "zero-far"])
 def test_zero_inflated_release_audit(pair: tuple[str, str]) -> None:
-    claim = _reference().privacy.epsilon
-    bound = _release_audit(pair)
+    claim = ZERO_INFLATED.reference_release.privacy.epsilon
+    bound = ZERO_INFLATED.bound(pair)
     print(report(f"release_means zero-inflated {pair}", bound, claim))
     assert bound.epsilon_lb <= claim, str(bound)
 
 
 @pytest.mark.slow
 def test_zero_inflated_release_audit_has_power() -> None:
-    claim = _reference().privacy.epsilon
-    bound = _release_audit(("-inf", "+far"), broken=True)
+    claim = ZERO_INFLATED.reference_release.privacy.epsilon
+    bound = ZERO_INFLATED.bound(("-inf", "+far"), broken=True)
     print(report("release_means zero-inflated final noise/8", bound, claim))
     assert bound.epsilon_lb > claim, str(bound)
 
@@ -331,8 +273,10 @@ def test_count_off_zero_is_in_the_ledger(monkeypatch: pytest.MonkeyPatch) -> Non
         return honest(rng, rate, shape)
 
     monkeypatch.setattr(engine, "two_sided_geometric", spy)
-    others = np.concatenate([np.zeros(int(0.9 * N)), np.full(N - 1 - int(0.9 * N), 1.0)])
-    release = _release(_matrix("zero", others), np.random.default_rng(5))
+    values = np.concatenate([np.zeros(int(0.9 * N) + 1), np.full(N - 1 - int(0.9 * N), 1.0)])
+    release = release_means(
+        values[:, None], names=("a",), options=OPTIONS, rng=np.random.default_rng(5)
+    )
     assert release.midpoint[0] == engine.ZERO_CELL
     entries = release.privacy.entries
     counts = [e for e in entries if "count" in e.mechanism]
