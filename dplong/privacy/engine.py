@@ -1288,10 +1288,10 @@ def _alone_notes(
     return _column_note(
         names,
         alone,
-        "{listed}: (almost) every user's statistic is one value and the private count sees no "
-        "others, so the interval is sized on that value; up to about "
-        f"{scan.reach[alone].max():.0f} users off it could go unseen at this epsilon, clipped "
-        "to it beyond the error bound.",
+        "{listed}: the private count sees no users apart from those at (or near) one or two "
+        "values, so the interval is sized on them; up to about "
+        f"{scan.reach[alone].max():.0f} others could go unseen at this epsilon, clipped to the "
+        "interval beyond the error bound.",
     )
 
 
