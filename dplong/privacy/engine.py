@@ -300,8 +300,8 @@ class ScaleScan:
     count sees no others (``unseen``: taken as 0); columns of mostly one other value whose count
     sees no others (``alone``: the interval is sized on that value); columns whose scale was
     measured on the users off their shared value (``shared``); and how many users each count
-    could miss (``reach``, three sds of its noise; 0 where none ran); ``second`` the ε of each
-    column's second median (spent where ``shared``).
+    could miss (``reach``, three sds of its noise; 0 where none ran); ``reruns`` the ε of each
+    second median run (the ``shared`` columns, in order).
 
     Examples
     --------
@@ -323,7 +323,7 @@ class ScaleScan:
     alone: NDArray[np.bool_]
     shared: NDArray[np.bool_]
     reach: NDArray[np.float64]
-    second: NDArray[np.float64]
+    reruns: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -448,7 +448,7 @@ def locate(
             np.abs(spread), matrix, midpoint, plan, share_users, share_sd, names, rng
         )
         entries += scale_entries
-        plan = dataclasses.replace(plan, reruns=tuple(scan.second[scan.shared]))
+        plan = dataclasses.replace(plan, reruns=scan.reruns)
         # the median deviation of each column's tail model (a skewed one spreads further)
         factor = np.array([MAD_OVER_SD[k] for k in kinds])
         sd = np.maximum(deviation, SMALLEST_SCALE) / factor
@@ -721,6 +721,7 @@ def release_means(
         variance = where.sd**2
 
     unseen = None if where.scan is None else where.scan.unseen & ~withheld
+    alone = None if where.scan is None else where.scan.alone & ~withheld
     return Release(
         names=names,
         estimate=shown(estimate if unseen is None else np.where(unseen, 0.0, estimate)),
@@ -746,7 +747,7 @@ def release_means(
         )
         + _sparse_notes(names, sparse)
         + _unseen_notes(names, unseen, where.scan)
-        + _alone_notes(names, withheld, where.scan)
+        + _alone_notes(names, alone, where.scan)
         + _crowded_notes(names, crowded)
         + _missed_notes(names, missed),
         failed=missed | unfound | crowded,
@@ -804,8 +805,8 @@ def _spread(
     above = np.where(zero & at_zero, 0.0, 1.0)
     deviation = private_median(distance, SPREAD_GRID, median_epsilon, rng, weights=(below, above))
     entries = _median_entries("scale", names, median_epsilon)
-    none = np.zeros(d, dtype=bool)
-    scan = ScaleScan(none.copy(), none.copy(), none.copy(), none.copy(), np.zeros(d), np.zeros(d))
+    sparse, unseen, alone, shared = (np.zeros(d, dtype=bool) for _ in range(4))
+    reach = np.zeros(d)
     columns = np.flatnonzero(at_zero)
     if columns.size:
         counted, sd, count_entries = _lattice_count(
@@ -817,22 +818,38 @@ def _spread(
             rng,
         )
         entries += count_entries
-        scan.reach[columns] = max(2.0, 3.0 * sd)  # a count of none exceeds it w.p. 0.7 %
-        scan.unseen[columns] = counted < scan.reach[columns]
+        reach[columns] = max(2.0, 3.0 * sd)  # a count of none exceeds it w.p. 0.7 %
+        unseen[columns] = counted < reach[columns]
         # where some users plausibly are at 0 (or have no statistic): a column without zeros
         # keeps the plan's own verdict
         some = counted + 2.0 * sd < n
-        too_few = _too_few(counted, sd, median_epsilon[columns])
-        scan.sparse[columns] = ~scan.unseen[columns] & some & too_few
+        sparse[columns] = ~unseen[columns] & some & _too_few(counted, sd, median_epsilon[columns])
         # taken as 0: the floor (and for a withheld column, whose median is of too few users to
         # mean anything)
-        deviation[scan.unseen | scan.sparse] = 0.0
+        deviation[unseen | sparse] = 0.0
     others = np.flatnonzero(~at_zero)
+    reruns: tuple[float, ...] = ()
     if others.size and plan.shared:
-        entries += _shared(
-            distance, deviation, below, plan, users, users_sd, names, rng, others, scan
+        (
+            deviation[others],
+            alone[others],
+            sparse[others],
+            shared[others],
+            reach[others],
+            reruns,
+            shared_entries,
+        ) = _shared(
+            distance[:, others],
+            deviation[others],
+            below[:, others],
+            plan,
+            users[others],
+            users_sd,
+            tuple(names[j] for j in others),
+            rng,
         )
-    return deviation, scan, entries
+        entries += shared_entries
+    return deviation, ScaleScan(sparse, unseen, alone, shared, reach, reruns), entries
 
 
 def _shared(
@@ -844,11 +861,19 @@ def _shared(
     users_sd: float,
     names: tuple[str, ...],
     rng: np.random.Generator,
-    columns: NDArray[np.intp],
-    scan: ScaleScan,
-) -> list[LedgerEntry]:
-    """The scale stage where most users share one value other than 0 (``columns``: those whose
-    midpoint is not 0). Updates ``deviation`` and ``scan`` in place; returns the ledger entries.
+) -> tuple[
+    NDArray[np.float64],
+    NDArray[np.bool_],
+    NDArray[np.bool_],
+    NDArray[np.bool_],
+    float,
+    tuple[float, ...],
+    list[LedgerEntry],
+]:
+    """The scale stage where most users share one value other than 0, on the columns whose
+    midpoint is not 0 (``distance``, the first medians ``deviation`` and the zeros' weights
+    ``below`` of those columns). Returns their scales, where they are ``alone``, ``sparse`` and
+    ``shared`` (below), the count's reach, the ε of each second median run and the entries.
 
     Such a value holds the median of ``|x - m̂|`` at its users' common distance to the
     midpoint, whatever the others do, as zeros would: the interval collapses onto it and clips
@@ -868,47 +893,39 @@ def _shared(
     zeros); where the median over those seen would all but surely miss them (:func:`_too_few`)
     the column is withheld (``scan.sparse``). Each user's part in the count and the second
     median depends on its own value and released numbers only."""
-    cell = np.searchsorted(SPREAD_GRID.centres, deviation[columns])
+    cell = np.searchsorted(SPREAD_GRID.centres, deviation)
     edges = np.append(SPREAD_GRID.boundaries, np.inf)
     low, high = edges[cell], edges[cell + 1]
-    far = distance[:, columns]
     with np.errstate(invalid="ignore"):  # NaN: no statistic, counted nowhere
-        inside = (far < SHARED_BELOW * low) | ((far >= low) & (far < high))
-    off = ~np.isnan(far) & ~inside
+        inside = (distance < SHARED_BELOW * low) | ((distance >= low) & (distance < high))
+    off = ~np.isnan(distance) & ~inside
     counted, sd, entries = _lattice_count(
-        off.sum(axis=0),
-        plan.shared,
-        "scale",
-        "lattice Laplace count off the cell",
-        tuple(names[j] for j in columns),
-        rng,
+        off.sum(axis=0), plan.shared, "scale", "lattice Laplace count off the cell", names, rng
     )
     reach = max(2.0, 3.0 * sd)
     # clearly fewer, two sds of the difference's noise: a continuous column wrongly taken for
     # one would pay a second median, and be withheld when the budget cannot afford it
-    limit = (1.0 - SHARED_SHARE) * users[columns]
+    limit = (1.0 - SHARED_SHARE) * users
     shared = counted + 2.0 * math.hypot(sd, (1.0 - SHARED_SHARE) * users_sd) < limit
     alone = shared & (counted < reach)
     # the median sized for the users off the value, as the plan sizes it for N̂ (for_users)
-    second = plan.second_spread(np.maximum(counted, 1.0) / users[columns])
+    second = plan.second_spread(np.maximum(counted, 1.0) / users)
     sparse = shared & ~alone & _too_few(counted, sd, second)
     again = shared & ~alone & ~sparse
-    scan.reach[columns] = reach
-    scan.alone[columns], scan.sparse[columns], scan.shared[columns] = alone, sparse, again
-    scan.second[columns] = second
+    deviation = deviation.copy()
     if again.any():
-        chosen = columns[again]
         aside = inside[:, again]
-        deviation[chosen] = private_median(
-            distance[:, chosen],
+        deviation[again] = private_median(
+            distance[:, again],
             SPREAD_GRID,
             second[again],
             rng,
-            weights=(np.where(aside, 0.0, below[:, chosen]), np.where(aside, 0.0, 1.0)),
+            weights=(np.where(aside, 0.0, below[:, again]), np.where(aside, 0.0, 1.0)),
         )
-        entries += _median_entries("scale", tuple(names[j] for j in chosen), second[again])
-    deviation[columns[sparse]] = 0.0  # withheld: a median of the shared value means nothing
-    return entries
+        chosen = tuple(name for name, a in zip(names, again, strict=True) if a)
+        entries += _median_entries("scale", chosen, second[again])
+    deviation[sparse] = 0.0  # withheld: a median of the shared value means nothing
+    return deviation, alone, sparse, again, reach, tuple(second[again].tolist()), entries
 
 
 def _too_few(
@@ -1280,9 +1297,8 @@ def _unseen_notes(
 
 
 def _alone_notes(
-    names: tuple[str, ...], withheld: NDArray[np.bool_], scan: ScaleScan | None
+    names: tuple[str, ...], alone: NDArray[np.bool_] | None, scan: ScaleScan | None
 ) -> tuple[str, ...]:
-    alone = None if scan is None else scan.alone & ~withheld
     if alone is None or scan is None or not alone.any():
         return ()
     return _column_note(

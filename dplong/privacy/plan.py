@@ -342,7 +342,7 @@ class ReleasePlan:
         per_count = per_column * d / max(counts, 1)
         count_epsilon = _count_epsilon(n, per_count, count_users)
         shared = _count_epsilon(n, per_column, SHARED_USERS, SHARED_SHARES) if spread else 0.0
-        rest = per_column - median - spread - shared - count_epsilon * counts / d
+        rest = _rest(per_column, median, spread, shared, count_epsilon * counts / d)
         share = _refine_share(n, per_column, rest) if refine else 0.0
         return cls(
             n=n,
@@ -423,7 +423,7 @@ class ReleasePlan:
         if median <= self.midpoint:
             return self
         spread = median if self.spread else 0.0
-        rest = column - median - spread - self.shared - self.count * self.counts / self.d
+        rest = _rest(column, median, spread, self.shared, self.count * self.counts / self.d)
         refine = _refine_share(int(users), column, rest) * column if self.refine else 0.0
         return dataclasses.replace(self, midpoint=median, spread=spread, refine=refine)
 
@@ -461,14 +461,9 @@ class ReleasePlan:
         >>> plan.spread, plan.second_spread(np.array([0.5, 0.05])).round(3).tolist()
         (0.04, [0.08, 0.405])
         """
-        left = (
-            self.per_column
-            - self.midpoint
-            - self.spread
-            - self.shared
-            - self.refine
-            - self.count * self.counts / self.d
-        )
+        counting = self.count * self.counts / self.d
+        left = _rest(self.per_column, self.midpoint, self.spread, self.shared, counting)
+        left -= self.refine
         return np.minimum(self.spread / np.maximum(share, 1e-12), max(left, 0.0) / 2.0)
 
     def after(self, prior: list[Cost], epsilon: float, delta: float) -> ReleasePlan:
@@ -634,6 +629,12 @@ def largest_within(
         else:
             hi = mid
     return lo
+
+
+def _rest(per_column: float, midpoint: float, spread: float, shared: float, count: float) -> float:
+    """A column's ε left after its median stages, the count off the scale's cell and its part
+    of the counts of users (for the refinement and the final stage)."""
+    return per_column - midpoint - spread - shared - count
 
 
 def _count_epsilon(
