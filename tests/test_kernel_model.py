@@ -12,6 +12,7 @@ numpy (a loop over grid points, no package code), to 1e-10.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import pickle
 import struct
@@ -746,3 +747,60 @@ def test_item_level_scale_warnings_reach_the_results() -> None:
     assert unreliable[0] in res.warnings
     assert set(said) <= set(res.warnings)
     assert unreliable[0][:40] in str(res.summary())
+
+
+def test_item_level_curve_reads_the_scale_stage_verdicts() -> None:
+    """The responses go through the same scale stage as every release, and the curve obeys
+    its verdicts. 97 % of 2000 responses are exactly 0 and the other ~60 are 1 + Exp(3) (the
+    true smooth is about 0.15 everywhere): the scale stage either counts too few of those 60
+    for a scale of their own (the curve is withheld, NaN, with the engine's note) or its count
+    cannot see them at all (the note says how many could go unseen). Before the curve read the
+    verdicts it was released as 0 with intervals [-0, 0] and no warning, for every seed."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    x = rng.uniform(0.0, 1.0, n)
+    y = np.where(rng.uniform(size=n) < 0.97, 0.0, 1.0 + rng.exponential(3.0, n))
+    model = dplong.PriestleyChao.from_formula(
+        "y ~ x", pd.DataFrame({"x": x, "y": y}), domain=(0, 1)
+    )
+    withheld = 0
+    for seed in range(10):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DplongWarning)
+            res = model.fit(epsilon=8.0, random_state=seed)
+        assert not res.reliable
+        if res.params.isna().all():
+            withheld += 1
+            assert any("No estimate (NaN) for ['y']" in w for w in res.warnings)
+            assert res.bse.isna().all()
+        else:
+            assert any("could go unseen" in w for w in res.warnings)
+    assert withheld >= 1  # the withholding path ran (9 of these 10 seeds take it)
+
+
+def test_item_level_curve_is_withheld_when_the_scale_falls_below_resolution(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A private scale below the responses' resolution around the midpoint (a median that
+    missed below every response) would project them all onto the midpoint with a zero error
+    bound: the curve is withheld with a note, as :func:`release_means` withholds such a mean.
+    Such a miss is a rare bad event, so it is forced here by shrinking the located scale."""
+    from dplong.models import kernel as kernel_module
+
+    located = kernel_module.locate
+
+    def missed_low(*args: object, **kwargs: object) -> object:
+        where = located(*args, **kwargs)  # type: ignore[arg-type]
+        tiny = np.abs(where.midpoint) * 2.0**-45
+        return dataclasses.replace(where, sd=tiny)
+
+    monkeypatch.setattr(kernel_module, "locate", missed_low)
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0.0, 1.0, 1000)
+    frame = pd.DataFrame({"x": x, "y": 5.0 + rng.normal(0.0, 1.0, 1000)})
+    res = dplong.PriestleyChao.from_formula("y ~ x", frame, domain=(0, 1)).fit(
+        epsilon=1.0, random_state=0
+    )
+    assert res.params.isna().all() and res.bse.isna().all()
+    assert any("below their resolution" in w for w in res.warnings)
+    assert res.privacy.epsilon <= 1.0

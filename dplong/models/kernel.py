@@ -453,8 +453,21 @@ class PriestleyChao(PanelModel):
             entries = list(where.entries)
             midpoint_note = "the rough private mean" if where.refined else "the private midpoint"
             variant_name = "default (refined)" if where.refined else "default"
-            bad, failed = options.gamma * (2.0 if where.refined else 1.0), False
-            notes: tuple[str, ...] = plan.notes
+            bad = options.gamma * (2.0 if where.refined else 1.0)
+            # the scale stage's verdicts, as every release reads them: too few responses off
+            # a value most share, or a scale below the responses' resolution, leave no curve
+            lost = bool(where.sparse[0] or where.unresolved[0])
+            failed = lost
+            notes: tuple[str, ...] = plan.notes + where.scale_notes(
+                (name,), sparse=where.sparse, shown=np.array([not lost])
+            )
+            if where.unresolved[0] and not where.sparse[0]:
+                notes += (
+                    "No curve (NaN): the private scale of the responses fell below their "
+                    "resolution around the private midpoint (its median missed below every "
+                    "response), so the projection would clip them all. Raise epsilon, or state "
+                    "noise_sd and amplitude.",
+                )
         else:
             scale_ledger = None
             scale_notes: tuple[str, ...] = ()
@@ -482,7 +495,7 @@ class PriestleyChao(PanelModel):
             midpoint_note = "the private midpoint"
             variant_name = "theory" if options.variant == "theory" else "paper (local)"
             rho_curve = 0.0
-            bad, failed = options.gamma + paper.failure, paper.failed
+            bad, failed, lost = options.gamma + paper.failure, paper.failed, False
             notes = scale_notes + paper.notes
 
         lo, hi = self._domain
@@ -576,16 +589,18 @@ class PriestleyChao(PanelModel):
             sampling_sd = sigma * energy  # Lemma 4.9's Mad term
             variance = np.square(np.full(grid.size, sigma))
         # a number whose error figures overflow says nothing: withheld, as in the engine
-        unbounded = overflowed(curve, total_sd, sampling_sd)
+        unbounded = overflowed(curve, total_sd, sampling_sd) & (not lost)
         if unbounded.any():
-            failed = True
             notes += (
                 "No curve (NaN): its error figures overflow (responses of hundreds of orders "
                 "of magnitude); rescale the response.",
             )
-            curve = np.where(unbounded, np.nan, curve)
-            total_sd = np.where(unbounded, np.nan, total_sd)
-            sampling_sd = np.where(unbounded, np.nan, sampling_sd)
+        withheld = unbounded | lost
+        if withheld.any():
+            failed = True
+            curve = np.where(withheld, np.nan, curve)
+            total_sd = np.where(withheld, np.nan, total_sd)
+            sampling_sd = np.where(withheld, np.nan, sampling_sd)
         release_result = Release(
             names=tuple(f"x={g:.6g}" for g in grid),
             estimate=curve,
@@ -1083,8 +1098,11 @@ def _regressor(spec: DesignSpec, formula: str) -> int:
             f"Priestley–Chao regression takes one regressor ('y ~ x'); {formula!r} gives "
             f"{[columns[j] for j in others]}"
         )
-    factors = [f.name() for f, info in spec.regressor_info.factor_infos.items()
-               if info.type == "categorical"]
+    factors = [
+        f.name()
+        for f, info in spec.regressor_info.factor_infos.items()
+        if info.type == "categorical"
+    ]
     if factors:
         raise FormulaError(
             f"Priestley–Chao regression needs a numeric regressor x; {factors[0]!r} in "

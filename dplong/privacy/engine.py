@@ -364,6 +364,38 @@ class Location:
             np.broadcast_to(self.users, self.centre.shape) < max(2.0, 2.0 * self.users_sd)
         )
 
+    @property
+    def sparse(self) -> NDArray[np.bool_]:
+        """Columns the scale stage found too few users off their shared value in for a scale
+        (:class:`ScaleScan`): withheld."""
+        return np.zeros(self.sd.shape, dtype=bool) if self.scan is None else self.scan.sparse
+
+    @property
+    def unresolved(self) -> NDArray[np.bool_]:
+        """Columns whose estimated scale is below the resolution of the doubles around the
+        midpoint (:data:`RESOLUTION`): no user's distance to it can be that small (the midpoint
+        is a cell's centre), so the scale's median missed below every user (a bad event of
+        probability at most the plan's miss bound) and an interval sized on it collapses onto
+        the midpoint, clipping everyone with a bias bound of 0. Withheld as a miss; none for a
+        stated scale."""
+        if self.scan is None:
+            return np.zeros(self.sd.shape, dtype=bool)
+        return np.asarray(self.sd < np.abs(self.midpoint) * RESOLUTION)
+
+    def scale_notes(
+        self, names: tuple[str, ...], *, sparse: NDArray[np.bool_], shown: NDArray[np.bool_]
+    ) -> tuple[str, ...]:
+        """The scale stage's notes: on the ``sparse`` columns (withheld), and on the columns
+        ``shown`` as numbers that its counts found alone at one value or unseen off 0. Every
+        caller of :func:`locate` adds them to its results."""
+        if self.scan is None:
+            return ()
+        return (
+            _sparse_notes(names, sparse)
+            + _unseen_notes(names, self.scan.unseen & shown, self.scan)
+            + _alone_notes(names, self.scan.alone & shown, self.scan)
+        )
+
 
 def locate(
     matrix: NDArray[np.float64],
@@ -633,8 +665,7 @@ def release_means(
     miss = plan.miss_given(found)
     lost = (plan.miss_given(found + 2.0 * where.users_sd) > MAX_MISS) & ~undefined
     # most users at 0 and too few others for the scale's median (:func:`_spread`)
-    sparse = np.zeros(d, dtype=bool) if where.scan is None else where.scan.sparse
-    sparse = sparse & ~undefined & ~lost
+    sparse = where.sparse & ~undefined & ~lost
     unfound = lost | sparse
     weights = np.where(undefined | unfound, 0.0, weights)
     if bounds is None:
@@ -706,12 +737,7 @@ def release_means(
     # a number whose error figures overflow (the medians missed by hundreds of magnitudes) says
     # nothing: withheld like a missed one
     unbounded = overflowed(estimate, total_sd, sampling_sd, bias)
-    # an estimated scale below the resolution of the doubles around the midpoint: no user's
-    # distance to it can be that small (the midpoint is a cell's centre), so the scale's median
-    # missed below every user (a bad event of probability at most the plan's miss bound) and
-    # the interval collapsed onto the midpoint, clipping everyone, with a bias bound of 0
-    unresolved = (scale is None) & (where.sd < np.abs(where.midpoint) * RESOLUTION)
-    missed = missed | ((unbounded | unresolved) & ~undefined & ~unfound & ~crowded)
+    missed = missed | ((unbounded | where.unresolved) & ~undefined & ~unfound & ~crowded)
     withheld = undefined | unfound | missed | crowded  # no number, so no error figures either
 
     def shown(values: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -721,7 +747,6 @@ def release_means(
         variance = where.sd**2
 
     unseen = None if where.scan is None else where.scan.unseen & ~withheld
-    alone = None if where.scan is None else where.scan.alone & ~withheld
     return Release(
         names=names,
         estimate=shown(estimate if unseen is None else np.where(unseen, 0.0, estimate)),
@@ -745,9 +770,7 @@ def release_means(
         + _lost_notes(
             names, lost, miss, _few(where.users, where.users_sd, n, d) & (user_weights is None)
         )
-        + _sparse_notes(names, sparse)
-        + _unseen_notes(names, unseen, where.scan)
-        + _alone_notes(names, alone, where.scan)
+        + where.scale_notes(names, sparse=sparse, shown=~withheld)
         + _crowded_notes(names, crowded)
         + _missed_notes(names, missed),
         failed=missed | unfound | crowded,
@@ -1282,9 +1305,9 @@ def _crowded_notes(names: tuple[str, ...], crowded: NDArray[np.bool_]) -> tuple[
 
 
 def _unseen_notes(
-    names: tuple[str, ...], unseen: NDArray[np.bool_] | None, scan: ScaleScan | None
+    names: tuple[str, ...], unseen: NDArray[np.bool_], scan: ScaleScan
 ) -> tuple[str, ...]:
-    if unseen is None or scan is None or not unseen.any():
+    if not unseen.any():
         return ()
     return _column_note(
         names,
@@ -1297,9 +1320,9 @@ def _unseen_notes(
 
 
 def _alone_notes(
-    names: tuple[str, ...], alone: NDArray[np.bool_] | None, scan: ScaleScan | None
+    names: tuple[str, ...], alone: NDArray[np.bool_], scan: ScaleScan
 ) -> tuple[str, ...]:
-    if alone is None or scan is None or not alone.any():
+    if not alone.any():
         return ()
     return _column_note(
         names,
