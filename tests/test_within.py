@@ -99,9 +99,7 @@ class TestReference:
             size=len(frame)
         )
         model = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", frame, groups="user")
-        res = model.fit(
-            estimator="within", max_rows=cap, epsilon=1e300, delta=0.5, random_state=0
-        )
+        res = model.fit(estimator="within", max_rows=cap, epsilon=1e300, delta=0.5, random_state=0)
         beta, cov = textbook(frame, ["x1", "x2"], cap=cap)
         np.testing.assert_allclose(res.params.to_numpy(), beta, rtol=1e-10, atol=0)
         np.testing.assert_allclose(res.bse.to_numpy(), np.sqrt(np.diag(cov)), rtol=0.01)
@@ -156,28 +154,60 @@ class TestReference:
         # z's products are 0 for every user: the engine takes them as 0 and says what it
         # cannot see (a share of users off 0 below its count's reach)
         assert any("Z'Z[z,z]" in w and "sees no others" in w for w in res.warnings)
+        # z's influence values are 0 for every user by construction: its release has no news
+        assert not any("influence[z]" in w for w in res.warnings), res.warnings
         # 4.4 sd: the standard error includes the sampling error and the privacy noise
         assert abs(res.params["x"] - 0.5) < 4.4 * res.bse["x"]
 
-    def test_collinear_regressor_is_withheld_with_those_it_loads_on(self) -> None:
+    def test_square_of_an_associated_regressor_takes_the_chi_square_tail(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # x3 follows x1 (its released product with x1 is far beyond its noise), x2 follows
+        # neither (its product is within 3 noise sds at ε = 4): only x3's square z'z, mostly
+        # each user's deviation from x1, gets the chi-square tail; the first regressor's square
+        # and x2's keep the exponential one, as do the cross products and the influence —
+        # decided from the earlier rows' releases (the same tails in seeds 0-4)
+        from dplong.models import base
+
+        tails = []
+        release = base.release_means
+
+        def spy(matrix, **kwargs):  # type: ignore[no-untyped-def]
+            tails.append(kwargs["tail"])
+            return release(matrix, **kwargs)
+
+        monkeypatch.setattr(base, "release_means", spy)
+        rng = np.random.default_rng(3)
+        n, t = 3000, 6
+        user = np.repeat(np.arange(n), t)
+        x1 = 0.5 * rng.normal(size=n)[user] + rng.normal(size=n * t)
+        x3 = x1 + 0.2 * rng.normal(size=n * t)
+        frame = pd.DataFrame({"user": user, "x1": x1, "x2": rng.normal(size=n * t), "x3": x3})
+        frame["y"] = (
+            0.5 * x1 - 0.3 * frame["x2"] + rng.normal(size=n)[user] + rng.normal(size=n * t)
+        )
+        model = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2 + x3", frame, groups="user")
+        model.fit(estimator="within", epsilon=4.0, random_state=0)
+        exponential = "exponential"
+        assert tails == [
+            (exponential,) * 4,  # Z'Z[x1,x1], Z'X[x1,x2], Z'X[x1,x3], Z'y[x1]
+            (exponential,) * 3,  # Z'Z[x2,x2], Z'X[x2,x3], Z'y[x2]
+            ("chi-square", exponential),  # Z'Z[x3,x3], Z'y[x3]
+            exponential,  # the influence
+        ]
+
+    def test_nearly_collinear_regressor_is_estimated(self) -> None:
         # x3 = x1 + noise of a fifth of x1's sd: 96 % of x3's within variation is x1's, a
-        # variance inflation factor of about 26. With the scale estimated (noise off: the
-        # released design is exact) that is beyond MAX_INFLATION: x1 and x3 are withheld with
-        # the note, while x2, unrelated to both, keeps the whole model's within estimate
-        # (x3 stays in the basis: nothing is dropped from the model).
+        # variance inflation factor of about 26. What separates them is released as its own
+        # Z'Z[x3,x3] (a square: the chi-square tail sizes its radius), so with the scale
+        # estimated and the noise off the fit is the whole textbook estimate, with no note.
         frame = unbalanced(seed=8, missing=0.0)
         frame["x3"] = frame["x1"] + 0.2 * np.random.default_rng(8).normal(size=len(frame))
         model = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2 + x3", frame, groups="user")
-        res = model.fit(
-            estimator="within", max_rows=12, epsilon=1e300, delta=0.5, random_state=0
-        )
-        assert res.failed.to_dict() == {"x1": True, "x2": False, "x3": True}
-        assert any("variance inflation factors above 10 (x3 " in w for w in res.warnings)
+        res = model.fit(estimator="within", max_rows=12, epsilon=1e300, delta=0.5, random_state=0)
         beta, _ = textbook(frame, ["x1", "x2", "x3"], cap=12)
-        np.testing.assert_allclose(res.params["x2"], beta[1], rtol=1e-10)
-        # with a stated scale the clipping is the analyst's assumption: the whole estimate
-        stated = model.fit(estimator="within", max_rows=12, **NOISE_OFF)
-        np.testing.assert_allclose(stated.params.to_numpy(), beta, rtol=1e-8)
+        np.testing.assert_allclose(res.params.to_numpy(), beta, rtol=1e-10)
+        assert not res.failed.any() and res.warnings == ()
 
     @staticmethod
     def first_row_changed(monkeypatch: pytest.MonkeyPatch, **change: object) -> PanelResults:
@@ -377,6 +407,8 @@ class TestPrivateFit:
             if res.failed.any():
                 withheld.append(seed)
                 assert any("missed the data" in w for w in res.warnings), res.warnings
+                # the influence values rest on that basis (all 0): its release says nothing
+                assert not any("influence[" in w for w in res.warnings), res.warnings
                 continue
             gap = (res.params - reference).abs()
             assert (gap <= 4.4 * res.bse + res.bias).all(), (seed, gap, res.bse, res.bias)
@@ -443,6 +475,37 @@ def test_coverage_on_a_wage_like_panel() -> None:
     coverage = np.mean(covered, axis=0)
     print(f"\ncoverage {coverage}, fits without intervals {withheld}/150")
     assert withheld <= 8  # at most 5 % of fits may flag a nearly singular design
+    assert (coverage >= 0.93).all(), coverage
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+def test_coverage_with_a_squared_regressor_on_a_wage_like_panel() -> None:
+    """The issue's target for ``lwage ~ exper + expersq``: intervals at 95 % cover the true
+    slopes in >= 93 % of simulated wage-like panels (ε = 4). Nearly collinear (a variance
+    inflation factor of about 12) and what separates ``expersq`` from ``exper`` is held by
+    the men whose careers started far from the average — the square ``z'z`` released with the
+    chi-square tail. Measured over 600 panels: 0.937 and 0.967, none withheld (on the wage
+    panel itself an earlier engine's exponential tail covered 0.80 at ε = 16, and a
+    variance-inflation rule then withheld every such fit). The threshold is the issue's; at
+    300 panels the binomial sd of a 0.94 coverage is 0.014, so a regression of a point or two
+    fails it — it is a guard at the target, not a margin."""
+    truth = np.array([0.06, -0.002])
+    covered, withheld = [], 0
+    for seed in range(300):
+        frame = wage_like(seed)
+        frame["expersq"] = frame["exper"] ** 2
+        frame["lwage"] -= 0.002 * frame["expersq"]
+        model = dplong.LongitudinalOLS.from_formula("lwage ~ exper + expersq", frame, groups="nr")
+        res = model.fit(epsilon=4.0, estimator="within", random_state=seed)
+        ci = res.conf_int()
+        if ci.isna().any().any():
+            withheld += 1
+            continue
+        covered.append(((ci["lower"] <= truth) & (truth <= ci["upper"])).to_numpy())
+    coverage = np.mean(covered, axis=0)
+    print(f"\ncoverage {coverage}, fits without intervals {withheld}/300")
+    assert withheld <= 15
     assert (coverage >= 0.93).all(), coverage
 
 

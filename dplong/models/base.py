@@ -64,7 +64,8 @@ class Statistics:
     post-processing); ``user_weights`` asks for precision-weighted means (the block must be
     declared ``weighted``; :class:`~dplong.privacy.engine.UserWeights`); ``centre_bias`` is a
     bound, from released numbers, on how far an earlier release the statistics are centred on
-    shifts their mean (added to the release's bias bound).
+    shifts their mean (added to the release's bias bound); ``tail`` the tail model when it is
+    decided from earlier releases (replaces the block's).
     """
 
     matrix: NDArray[np.float64]
@@ -73,6 +74,7 @@ class Statistics:
     nonnegative: bool = False
     user_weights: UserWeights | None = None
     centre_bias: NDArray[np.float64] | None = None
+    tail: Tails | None = None
 
 
 @dataclass(frozen=True)
@@ -279,7 +281,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
                     plan=plan,
                     bounds=block.bounds,
                     user_weights=statistics.user_weights,
-                    tail=block.tail,
+                    tail=block.tail if statistics.tail is None else statistics.tail,
                     count=None if block.count_from is None else releases[block.count_from].count,
                 )
             else:

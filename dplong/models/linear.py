@@ -264,13 +264,12 @@ class LongitudinalOLS(PanelModel):
             Cor 5.16), with an ``Intercept`` and the paper's error bounds. ``"within"``: the
             entity fixed-effects estimator (:mod:`dplong.models.within`): the user effects
             absorb the intercept, so ``params`` are the other columns; time-invariant
-            regressors, and with the scale estimated nearly collinear ones (a variance
-            inflation factor above 10), get no estimate (NaN, decided from released
-            numbers); standard errors are cluster-robust (the private second moment of the
-            users' influence values) plus the privacy noise of every release, pushed through
-            the solution by Monte Carlo. Needs the default engine in the central model, no
-            working correlation, ``focus=None`` and ``scale`` ``"estimate"`` or one number
-            (the variance proxy of every released cross product).
+            regressors, and those collinear within the privacy noise, get no estimate (NaN,
+            decided from released numbers); standard errors are cluster-robust (the private
+            second moment of the users' influence values) plus the privacy noise of every
+            release, pushed through the solution by Monte Carlo. Needs the default engine in
+            the central model, no working correlation, ``focus=None`` and ``scale``
+            ``"estimate"`` or one number (the variance proxy of every released cross product).
         max_rows : int
             ``estimator="within"`` only: public cap ``T_cap >= 2`` (default 10). Each user's
             cross products enter per within degree of freedom ``T_u - 1`` with the precision
@@ -440,7 +439,7 @@ class LongitudinalOLS(PanelModel):
             request,
             within_blocks(self._design, proxy, shares, max_rows),
             assumptions=assumptions,
-            results=partial(within_results, names=names, stated_scale=proxy is not None),
+            results=partial(within_results, names=names),
         )
 
 
