@@ -182,7 +182,25 @@ def within_blocks(
     part of ``shares[0]`` in proportion) and the influence block (``shares[1]``,
     :func:`within_shares`); ``scale`` a stated variance proxy of every released per-user
     statistic (None: estimated privately); ``max_rows`` the public cap ``T_cap`` of the
-    weights."""
+    weights.
+
+    Examples
+    --------
+    The blocks of ``lwage ~ exper + hours`` on the wage panel: public labels and budget shares
+    (the statistics are computed only when a fit runs the blocks):
+
+    >>> import dplong
+    >>> from dplong.formula import build_design
+    >>> from dplong.models.within import within_blocks, within_shares
+    >>> wages = dplong.datasets.load_wage_panel()
+    >>> design = build_design("lwage ~ exper + hours", wages, groups="nr")
+    >>> blocks = within_blocks(design, None, within_shares(545, 2, 4.0), max_rows=10)
+    >>> for block in blocks:
+    ...     print(list(block.names), round(block.share, 3))
+    ["Z'Z[exper,exper]", "Z'X[exper,hours]", "Z'y[exper]"] 0.33
+    ["Z'Z[hours,hours]", "Z'y[hours]"] 0.22
+    ['influence[exper]', 'influence[hours]'] 0.45
+    """
     names = coefficient_names(design.columns)
     keep = [j for j, c in enumerate(design.columns) if c != "Intercept"]
     p = len(names)
@@ -270,7 +288,24 @@ def within_results(
     names: tuple[str, ...],
 ) -> PanelResults:
     """The results of a within fit from its releases (module docstring): β̂, its sampling and
-    noise standard deviations, the propagated bias bound, notes."""
+    noise standard deviations, the propagated bias bound, notes.
+
+    Examples
+    --------
+    What ``LongitudinalOLS.fit(estimator="within")`` returns through it, on the wage panel:
+
+    >>> import warnings
+    >>> import dplong
+    >>> wages = dplong.datasets.load_wage_panel()
+    >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper + hours", wages, groups="nr")
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # a balanced panel: exper's Z'Z is one value
+    ...     res = model.fit(epsilon=4.0, estimator="within", random_state=1)
+    >>> list(res.params.index), bool(res.privacy.epsilon <= 4.0)
+    (['exper', 'hours'], True)
+    >>> bool(abs(res.params["exper"] - 0.0698) < 4 * res.bse["exper"])  # non-private 0.0698
+    True
+    """
     *rows, influence = releases
     first = rows[0]
     solution = _Basis.of(tuple(rows), len(names))
