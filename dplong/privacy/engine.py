@@ -1330,7 +1330,9 @@ def _alone_notes(
         "{listed}: the private count sees no users apart from those at (or near) one or two "
         "values, so the interval is sized on them; up to about "
         f"{scan.reach[alone].max():.0f} others could go unseen at this epsilon, clipped to the "
-        "interval beyond the error bound. Raise epsilon to see fewer, or state the scale.",
+        "interval beyond the error bound. (The same count arises when the scale's median "
+        "missed far above every user, a bad event: then the interval and the error figures "
+        "are far wider than the data.) Raise epsilon to see fewer, or state the scale.",
     )
 
 
