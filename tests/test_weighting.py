@@ -150,12 +150,22 @@ class TestEngine:
         )
         known = first.count
         plan = ReleasePlan.make(
-            n=n, d=1, epsilon=1.0, delta=1.0 / n**2, stated_scale=False, weighted=True,
+            n=n,
+            d=1,
+            epsilon=1.0,
+            delta=1.0 / n**2,
+            stated_scale=False,
+            weighted=True,
             count=False,
         )
         second = release_means(
-            x[:, 1:], names=("b",), options=options(n, 1.0), rng=rng, user_weights=w,
-            plan=plan, count=known,
+            x[:, 1:],
+            names=("b",),
+            options=options(n, 1.0),
+            rng=rng,
+            user_weights=w,
+            plan=plan,
+            count=known,
         )
         assert "count" not in {e.stage for e in second.privacy.entries}
         np.testing.assert_array_equal(second.users, first.users)
@@ -168,8 +178,13 @@ class TestEngine:
         counting = dataclasses.replace(plan, counts=1, count=0.04)
         with pytest.raises(ValueError, match="must not plan its own"):
             release_means(
-                x[:, 1:], names=("b",), options=options(n, 1.0), rng=rng, user_weights=w,
-                plan=counting, count=known,
+                x[:, 1:],
+                names=("b",),
+                options=options(n, 1.0),
+                rng=rng,
+                user_weights=w,
+                plan=counting,
+                count=known,
             )
 
     def test_unweighted_release_takes_the_plain_path(self) -> None:
@@ -293,6 +308,44 @@ class TestPrecisionWeights:
         assert (
             abs(res.params["Intercept"] - 2.0) <= 4.4 * res.bse["Intercept"] + res.bias["Intercept"]
         )
+
+    @pytest.mark.parametrize("weights", ["precision", "equal"])
+    @pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")  # the notes, below
+    def test_a_withheld_first_location_withholds_group_var_only(
+        self, monkeypatch: pytest.MonkeyPatch, weights: str
+    ) -> None:
+        # Group Var is centred on the first location released (the preliminary one, or with
+        # equal weights the location itself). The engine can withhold that release (its
+        # clipped values spread far beyond its scale: 1 in 150 panels of 5000 users with
+        # σ² = 25). It then still released a centre, and the moments are centred there:
+        # Group Var, whose shift that centre's unknown error bounds, is withheld with a note;
+        # Scale (s²_u, no centre) is released as usual. Before, the moments were centred on
+        # NaN, every user's statistics were NaN, and Scale was released from a count of
+        # noise alone: 2e50 ± 3e50 for a true 25.
+        from dplong.models import base
+
+        release = base.release_means
+        locations = []
+
+        def first_withheld(matrix, **kwargs):  # type: ignore[no-untyped-def]
+            out = release(matrix, **kwargs)
+            if kwargs["names"][0].startswith("Intercept"):
+                locations.append(out)
+                if len(locations) == 1:
+                    out = dataclasses.replace(out, estimate=np.full(1, np.nan))
+            return out
+
+        monkeypatch.setattr(base, "release_means", first_withheld)
+        frame = unbalanced(5000, seed=5)
+        res = dplong.RandomEffectsLocation.from_formula("y ~ 1", frame, groups="user").fit(
+            epsilon=1.0, weights=weights, random_state=0
+        )
+        assert np.isnan(res.params["Group Var"]) and res.failed["Group Var"]
+        assert any("centred on the first location released" in w for w in res.warnings)
+        # the true within variance (9) within 4.4 of Scale's standard errors plus its bias
+        assert abs(res.params["Scale"] - 9.0) <= 4.4 * res.bse["Scale"] + res.bias["Scale"]
+        assert np.isfinite(res.params["Intercept"]) == (weights == "precision")
+        assert res.privacy.epsilon <= 1.0 + 1e-12
 
 
 # a sixth of these users have one row, hence no s²_u: the components' "Only about N of the n

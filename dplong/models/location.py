@@ -4,6 +4,7 @@ its precision-weighted (GLS) location for unbalanced panels."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -328,13 +329,17 @@ class RandomEffectsLocation(PanelModel):
         if variance_share > 0:
 
             def components(done: tuple[Release, ...]) -> Statistics:
-                mu = float(done[0].estimate[0])
+                located = bool(np.isfinite(done[0].estimate[0]))
+                # a withheld location still released a centre: the moments are centred there,
+                # and Group Var, which that centre's unknown error shifts, is withheld in the
+                # results (_location_results); Scale does not depend on it
+                mu = float(done[0].estimate[0] if located else done[0].interval[0].mean())
                 component_scale = (
                     None if stated is None else _gaussian_component_scales(*stated, min_rows)
                 )
                 # E(ȳ_u - μ̂)² = Var ȳ_u + (μ̂ - μ)²: Group Var is shifted by the square of μ̂'s
                 # error, at most its released error bound squared (1 - γ); Scale is not
-                shift = _error_bound(done[0], request.options.gamma) ** 2
+                shift = _error_bound(done[0], request.options.gamma) ** 2 if located else 0.0
                 return Statistics(
                     moments.components(mu),
                     scale=component_scale,
@@ -397,7 +402,7 @@ class RandomEffectsLocation(PanelModel):
         ) + (
             (f"Users share random effects within {self._re_groups!r}.",) if self._re_groups else ()
         )
-        results = _weighted_results if preliminary else None
+        results = functools.partial(_location_results, preliminary=preliminary)
         return self._fit(request, blocks, assumptions=assumptions, results=results)
 
 
@@ -464,10 +469,42 @@ def _precision_weights(
     return UserWeights(np.where(rows >= 1, values, 0.0), top / (group_var + scale))
 
 
-def _weighted_results(releases: Sequence[Release], **options: Any) -> PanelResults:
-    """Results of a precision-weighted fit: μ and the components are the parameters, the
-    preliminary location counts in the ledger only."""
-    return panel_results([releases[2], releases[1]], ran=releases, **options)
+def _location_results(
+    releases: Sequence[Release], *, preliminary: bool, **options: Any
+) -> PanelResults:
+    """Results of a location fit: μ and the components are the parameters (a precision-weighted
+    fit's preliminary location counts in the ledger only). Group Var is centred on the first
+    location; where that was withheld, on its released centre, whose error nobody knows, so
+    Group Var is withheld too (post-processing of a public fact)."""
+    ran = list(releases)
+    if len(ran) > 1 and not np.isfinite(ran[0].estimate[0]):
+        ran[1] = _without_group_var(ran[1])
+    return panel_results([ran[2], ran[1]] if preliminary else ran, ran=ran, **options)
+
+
+def _without_group_var(release: Release) -> Release:
+    """The components' release with Group Var (its first column) withheld, and a note."""
+    gone = np.arange(release.estimate.size) == 0
+
+    def withheld(values: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.where(gone, np.nan, values)
+
+    return dataclasses.replace(
+        release,
+        estimate=withheld(release.estimate),
+        noise_sd=withheld(release.noise_sd),
+        sampling_sd=withheld(release.sampling_sd),
+        bias=withheld(release.bias),
+        failed=release.failed | gone,
+        notes=(*release.notes, _UNCENTRED_NOTE),
+    )
+
+
+_UNCENTRED_NOTE = (
+    "No estimate (NaN) for ['Group Var']: it is centred on the first location released, which "
+    "was withheld (its note says why), so its bias cannot be bounded. Raise epsilon or state "
+    "the scale."
+)
 
 
 @dataclass(frozen=True)
@@ -570,6 +607,7 @@ def _gaussian_component_scales(
 
 def _error_bound(release: Release, gamma: float) -> float:
     """The released bound on ``|μ̂ - μ|`` with probability ``1 - γ`` (:mod:`dplong.bounds`)."""
+
     def one(values: NDArray[np.float64]) -> pd.Series:
         return pd.Series(values, index=list(release.names))
 
