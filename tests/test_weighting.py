@@ -8,6 +8,7 @@ bit; public-only defaults and refusals; statistical tests of the gain (DESIGN.md
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pandas as pd
@@ -158,34 +159,20 @@ class TestEngine:
             weighted=True,
             count=False,
         )
-        second = release_means(
-            x[:, 1:],
-            names=("b",),
-            options=options(n, 1.0),
-            rng=rng,
-            user_weights=w,
-            plan=plan,
-            count=known,
+        # the second column, over the same users and weights, dividing by the first's count
+        later = functools.partial(
+            release_means, x[:, 1:], names=("b",), options=options(n, 1.0), rng=rng, user_weights=w
         )
+        second = later(plan=plan, count=known)
         assert "count" not in {e.stage for e in second.privacy.entries}
         np.testing.assert_array_equal(second.users, first.users)
         assert second.users_sd == first.users_sd
         # the same data, a fresh count: the ledger's count reappears and spends budget
-        fresh = release_means(
-            x[:, 1:], names=("b",), options=options(n, 1.0), rng=rng, user_weights=w
-        )
+        fresh = later()
         assert "count" in {e.stage for e in fresh.privacy.entries}
         counting = dataclasses.replace(plan, counts=1, count=0.04)
         with pytest.raises(ValueError, match="must not plan its own"):
-            release_means(
-                x[:, 1:],
-                names=("b",),
-                options=options(n, 1.0),
-                rng=rng,
-                user_weights=w,
-                plan=counting,
-                count=known,
-            )
+            later(plan=counting, count=known)
 
     def test_unweighted_release_takes_the_plain_path(self) -> None:
         """Without weights nothing weighted is drawn: a plain count, plain sums, the second
