@@ -252,7 +252,6 @@ def within_blocks(
             build,
             stated_scale=scale is not None,
             weighted=True,
-            tail=_CROSS,  # the square's own is decided from the earlier rows (build)
             count_from=None if i == 0 else 0,  # the same users with the same weights
             moment=False,  # nothing reads the design's sampling sd
         )

@@ -1304,35 +1304,41 @@ def _crowded_notes(names: tuple[str, ...], crowded: NDArray[np.bool_]) -> tuple[
     )
 
 
+def _reach_note(
+    names: tuple[str, ...], columns: NDArray[np.bool_], scan: ScaleScan, text: str
+) -> tuple[str, ...]:
+    """``text`` (``{listed}``, ``{reach}``: how many users the count could miss) on ``columns``."""
+    if not columns.any():
+        return ()
+    return _column_note(names, columns, text.replace("{reach}", f"{scan.reach[columns].max():.0f}"))
+
+
 def _unseen_notes(
     names: tuple[str, ...], unseen: NDArray[np.bool_], scan: ScaleScan
 ) -> tuple[str, ...]:
-    if not unseen.any():
-        return ()
-    return _column_note(
+    return _reach_note(
         names,
         unseen,
+        scan,
         "{listed}: most users' statistic is exactly 0 and the private count sees no others, "
-        f"so the column is taken as 0; up to about {scan.reach[unseen].max():.0f} users off 0 "
-        "could go unseen at this epsilon, and their values are not in the estimate or its "
-        "error bound.",
+        "so the column is taken as 0; up to about {reach} users off 0 could go unseen at this "
+        "epsilon, and their values are not in the estimate or its error bound.",
     )
 
 
 def _alone_notes(
     names: tuple[str, ...], alone: NDArray[np.bool_], scan: ScaleScan
 ) -> tuple[str, ...]:
-    if not alone.any():
-        return ()
-    return _column_note(
+    return _reach_note(
         names,
         alone,
+        scan,
         "{listed}: the private count sees no users apart from those at (or near) one or two "
-        "values, so the interval is sized on them; up to about "
-        f"{scan.reach[alone].max():.0f} others could go unseen at this epsilon, clipped to the "
-        "interval beyond the error bound. (The same count arises when the scale's median "
-        "missed far above every user, a bad event: then the interval and the error figures "
-        "are far wider than the data.) Raise epsilon to see fewer, or state the scale.",
+        "values, so the interval is sized on them; up to about {reach} others could go unseen "
+        "at this epsilon, clipped to the interval beyond the error bound. (The same count "
+        "arises when the scale's median missed far above every user, a bad event: then the "
+        "interval and the error figures are far wider than the data.) Raise epsilon to see "
+        "fewer, or state the scale.",
     )
 
 
