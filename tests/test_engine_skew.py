@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dplong.privacy import engine
 from dplong.privacy.engine import Release, release_means
 from dplong.privacy.options import ReleaseOptions
 
@@ -49,3 +50,57 @@ def test_symmetric_statistics_keep_the_normal_tail() -> None:
         assert error <= 5.0 * release.noise_sd[0] + release.bias[0]
         half_width = (release.interval[0, 1] - release.interval[0, 0]) / 2.0
         assert half_width < 5.0  # the normal tail: 3.2 here; the exponential model gives 7.6
+
+
+def _squares(epsilon: float, delta: float | None, lower: bool) -> tuple[np.ndarray, Release]:
+    """Squares of Student t₃ draws (a tail far heavier than the chi-square model's) released
+    with the chi-square tail, with or without the support's end 0 stated."""
+    x = np.random.default_rng(3).standard_t(3, 4000) ** 2
+    options = ReleaseOptions.check(
+        x.size, epsilon=epsilon, delta=delta, privacy="central", bound=None, d=1
+    )
+    release = release_means(
+        x[:, None],
+        names=("x",),
+        options=options,
+        rng=np.random.default_rng(1),
+        tail="chi-square",
+        lower=np.zeros(1) if lower else None,
+    )
+    return x, release
+
+
+def test_a_support_end_moves_the_interval_up() -> None:
+    """Noise off: the interval ``c ± w`` reached 57 below 0, where no square is; stated, the
+    support's end 0 moves it to ``[0, 2w]``, the same width, and the mean loses less of its
+    tail (exactly the mean clipped to the moved interval). The mean now sits near the lower
+    edge, where no user can be clipped: not a missed centre. The bias bound is the unmoved
+    interval's (still a bound: both clips moved away from the users)."""
+    x, plain = _squares(1e300, 0.5, lower=False)
+    _, moved = _squares(1e300, 0.5, lower=True)
+    width = np.diff(plain.interval[0])[0]
+    assert plain.interval[0, 0] < 0.0
+    assert moved.interval[0].tolist() == [0.0, width]
+    assert moved.estimate[0] == pytest.approx(np.clip(x, 0.0, width).mean(), rel=1e-12)
+    assert abs(moved.estimate[0] - x.mean()) < 0.65 * abs(plain.estimate[0] - x.mean())
+    assert moved.estimate[0] - width / 2.0 < -0.9 * width / 2.0  # beyond the missed share
+    assert moved.bias[0] == plain.bias[0]
+
+
+def test_a_support_end_moves_the_centre_only_as_far_as_the_count_allows() -> None:
+    """With noise, the mean ``c + S / N̂`` carries the centre's offset times the count's relative
+    noise: a move by ``s`` adds at most ``s · sd(N̂) / N̂``, and the move stops where that is
+    ``SHIFT_COST`` of the sum's own noise sd ``a``. The earlier stages draw the same numbers with
+    and without the support (same radius), so the moved release's noise sd is at most
+    ``hypot(a, b + SHIFT_COST a)``, b the unmoved offset's part."""
+    _, plain = _squares(4.0, None, lower=False)
+    _, moved = _squares(4.0, None, lower=True)
+    width = np.diff(plain.interval[0])[0]
+    assert np.diff(moved.interval[0])[0] == width
+    users, users_sd = plain.users[0], plain.users_sd
+    a = plain.noise_scale[0] * np.sqrt(2.0)  # Laplace: sd = √2 scale
+    move = moved.interval[0, 0] - plain.interval[0, 0]
+    assert 0.0 < move < -plain.interval[0, 0]  # partly: the count's noise is the limit here
+    assert move * users_sd / users == pytest.approx(engine.SHIFT_COST * a, rel=1e-6)
+    b = abs(plain.estimate[0] - plain.interval[0].mean()) * users_sd / users
+    assert moved.noise_sd[0] <= np.hypot(a, b + engine.SHIFT_COST * a) * (1.0 + 1e-9)

@@ -63,7 +63,6 @@ pytestmark = [
 ]
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Configurations: n users, the others fixed, user 0 replaced
 # ---------------------------------------------------------------------------------------------
@@ -82,6 +81,11 @@ pytestmark = [
 #   noise to multiply (which would otherwise swamp the final stage's), and the columns' radii
 #   and PLAN shares coincide (which keeps the budget memo warm). The large δ is what makes the
 #   Gaussian the better final stage for two columns at this ε.
+# * "supported": "estimated" on others that are all >= 0 and skewed (Beta(1, 2): bounded, so
+#   that no run's interval clips them and the noiseless estimate is their mean), with the
+#   public support's end 0 given (``lower``): the final interval, which would reach below 0,
+#   is moved up towards it (engine._supported_centre, as far as the count's noise allows: a
+#   centre that depends on the released radius and the count's public sd).
 # User 0 is "-inf" (not counted — not finite — but clipped to the bottom of the interval),
 # "+far" (FAR above: clipped to the top, counted) or "nan" (no statistic: neither). The pairs
 # (-inf, +far) move the clipped sum by the full 2w and the count by one; (nan, +far) by w and one.
@@ -100,13 +104,16 @@ class Config:
         centre: float,
         d: int = 1,
         spread: float = 1.0,
+        lower: NDArray[np.float64] | None = None,
     ) -> None:
-        self.name, self.n, self.d, self.scale = name, n, d, scale
+        self.name, self.n, self.d, self.scale, self.lower = name, n, d, scale, lower
         self.names = ("a", "b")[:d]
         self.options = ReleaseOptions.check(
             n, epsilon=epsilon, delta=delta, privacy="central", bound=None, d=d
         )
-        self.others = centre + spread * np.random.default_rng(60).normal(size=(n - 1, d))
+        rng = np.random.default_rng(60)
+        draws = rng.normal(size=(n - 1, d)) if lower is None else rng.beta(1.0, 2.0, (n - 1, d))
+        self.others = centre + spread * draws
 
     def matrix(self, user: str) -> NDArray[np.float64]:
         value = {"-inf": -np.inf, "+far": FAR, "nan": np.nan}[user]
@@ -114,14 +121,20 @@ class Config:
 
     def release(self, matrix: NDArray[np.float64], rng: np.random.Generator) -> Release:
         return release_means(
-            matrix, names=self.names, options=self.options, rng=rng, scale=self.scale
+            matrix,
+            names=self.names,
+            options=self.options,
+            rng=rng,
+            scale=self.scale,
+            lower=self.lower,
         )
 
 
 ESTIMATED = Config("estimated", 200, 2.0, 1e-3, None, 0.0)
 STATED = Config("stated", 200, 2.0, 1e-3, np.array([1.0]), 0.0)
 GAUSSIAN = Config("gaussian", 300, 2.0, 5e-2, np.ones(2), 1502.0, d=2, spread=0.1)
-CONFIGS = {c.name: c for c in (ESTIMATED, STATED, GAUSSIAN)}
+SUPPORTED = Config("supported", 200, 2.0, 1e-3, None, 0.0, lower=np.zeros(1))
+CONFIGS = {c.name: c for c in (ESTIMATED, STATED, GAUSSIAN, SUPPORTED)}
 
 
 @cache
@@ -140,6 +153,7 @@ def test_reference_releases() -> None:
         "estimated": ["count", "midpoint", "scale", "scale", "mean"],
         "stated": ["count", "midpoint", "refinement", "mean"],
         "gaussian": ["count", "midpoint", "midpoint", "mean", "mean"],
+        "supported": ["count", "midpoint", "scale", "scale", "mean"],
     }
     for name, config in CONFIGS.items():
         ref = _reference(name)
@@ -168,6 +182,8 @@ def test_reference_releases() -> None:
     assert _reference("gaussian").noise_kind == "gaussian"
     assert _reference("estimated").noise_kind == _reference("stated").noise_kind == "laplace"
     assert _reference("stated").variant == "default (refined)"
+    moved = _reference("supported")  # the support's end moved the centre up (not all the way)
+    assert moved.midpoint[0] < moved.interval[0].mean() and moved.interval[0, 0] < 0.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,8 +422,8 @@ def test_release_means_replica_reproduces_the_package(
 #: releases per data set: ~5 ms each for d = 1, ~10 ms for d = 2 (CPU time); the far pair
 #: carries the tightest audit. The broken pipeline is far off (its final stage at 8 ε_j, or
 #: ρ_j × 64): 600 runs show it.
-RUNS = {"estimated": 1_500, "stated": 1_200, "gaussian": 800}
-BROKEN_RUNS = 600
+RUNS = {"estimated": 1_500, "stated": 1_200, "gaussian": 800, "supported": 1_500}
+BROKEN_RUNS = {"estimated": 600, "stated": 600, "gaussian": 600, "supported": 1_200}
 
 
 def _noiseless(name: str, user: str) -> NDArray[np.float64]:
@@ -421,8 +437,8 @@ def _noiseless(name: str, user: str) -> NDArray[np.float64]:
             width = ROUGH_RADIUS * np.sqrt(config.scale) + GRID.half_width_at(ref.midpoint)
             offsets = np.clip(matrix - ref.midpoint, -width, width)
             centre = ref.midpoint + np.nansum(offsets, axis=0) / count
-        else:
-            centre = ref.midpoint
+        else:  # the midpoint, or where a support's end moved it (engine._supported_centre)
+            centre = ref.interval.mean(axis=1)
         radius = (ref.interval[:, 1] - ref.interval[:, 0]) / 2.0
         estimate = centre + np.nansum(np.clip(matrix - centre, -radius, radius), axis=0) / count
     return _with_sum(name, np.concatenate([centre, estimate, [count]]))
@@ -490,7 +506,7 @@ def _runs(name: str, user: str, broken: bool) -> NDArray[np.float64]:
 
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(engine, final_stage[0], noisier)
-            outputs = repeat(mechanism, BROKEN_RUNS, seed + 5)
+            outputs = repeat(mechanism, BROKEN_RUNS[name], seed + 5)
     assert kinds == {_reference(name).noise_kind}, kinds  # every run used the audited kind
     return _with_sum(name, outputs)
 
@@ -517,12 +533,14 @@ def _audit(name: str, pair: tuple[str, str], broken: bool = False) -> EpsilonBou
         ("estimated", ("nan", "+far"), 0.05),
         ("stated", ("-inf", "+far"), 0.3),
         ("gaussian", ("-inf", "+far"), 0.2),
+        ("supported", ("-inf", "+far"), 0.3),
     ],
     ids=[
         "estimated-inf-vs-far",
         "estimated-missing-vs-far",
         "stated-refined",
         "gaussian-2-columns",
+        "supported-moved-centre",
     ],
 )
 def test_release_means_audit(name: str, pair: tuple[str, str], least: float) -> None:
@@ -536,7 +554,7 @@ def test_release_means_audit(name: str, pair: tuple[str, str], least: float) -> 
     assert bound.epsilon_lb > least * claim, str(bound)
 
 
-@pytest.mark.parametrize("name", ["estimated", "gaussian"])
+@pytest.mark.parametrize("name", ["estimated", "gaussian", "supported"])
 def test_release_means_audit_has_power(name: str) -> None:
     claim = _reference(name).privacy.epsilon
     bound = _audit(name, ("-inf", "+far"), broken=True)  # final stage at 8 ε (ρ × 64)

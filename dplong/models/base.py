@@ -65,7 +65,9 @@ class Statistics:
     declared ``weighted``; :class:`~dplong.privacy.engine.UserWeights`); ``centre_bias`` is a
     bound, from released numbers, on how far an earlier release the statistics are centred on
     shifts their mean (added to the release's bias bound); ``tail`` the tail model when it is
-    decided from earlier releases (replaces the block's).
+    decided from earlier releases (replaces the block's); ``lower`` the public lower ends of the
+    columns' support, known from how they are built (0 for a square, -inf for none), so that
+    no interval is spent below every user (:func:`~dplong.privacy.engine.release_means`).
     """
 
     matrix: NDArray[np.float64]
@@ -75,6 +77,7 @@ class Statistics:
     user_weights: UserWeights | None = None
     centre_bias: NDArray[np.float64] | None = None
     tail: Tails | None = None
+    lower: NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True)
@@ -283,6 +286,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
                     user_weights=statistics.user_weights,
                     tail=block.tail if statistics.tail is None else statistics.tail,
                     count=None if block.count_from is None else releases[block.count_from].count,
+                    lower=statistics.lower,
                 )
             else:
                 release = _paper_release(block, statistics, block_options, rng)

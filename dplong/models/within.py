@@ -69,8 +69,11 @@ to about 57 % with a bias bound that did not see it). The first regressor's squa
 unrelated to the earlier ones, keep the exponential tail: a regressor's own within variation,
 for which the chi-square plug-in's wider radius only adds noise (with every square under the
 chi-square tail, two independent slopes at n = 1000, ε = 4 had 2.4 and 1.2 times the per-user
-estimator's MSE instead of 0.7 and 0.3). The design blocks divide by the first one's private
-weighted count (the same users, the same weights).
+estimator's MSE instead of 0.7 and 0.3). Every square is at least 0, and its release is told
+so (``Statistics.lower``): an interval that would reach below 0 is moved up, the same width,
+its upper clip farther into that tail (on the wage panel at ε = 4 the median error of the
+slopes fell from 1.10 and 1.28 clustered SEs to 0.87 and 1.17). The design blocks divide by the
+first one's private weighted count (the same users, the same weights).
 
 **Uncertainty.** The privacy noise enters β̂ through the influence and, through the pilot's
 error, through the design — a product of two noises that a first-order delta method misses
@@ -239,6 +242,7 @@ def within_blocks(
                 scale=proxy(p - i + 1),
                 user_weights=weights,
                 tail=(square, *[_CROSS] * (p - i)),
+                lower=np.array([0.0, *[-np.inf] * (p - i)]),  # a square, the products anywhere
             )
 
         label = names[i]

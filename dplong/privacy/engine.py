@@ -34,6 +34,11 @@ the exponential one for a column whose rough mean lies :data:`SKEWED_SDS` plug-i
 from its midpoint (a skewed column, :func:`_skew_tails`; post-processing of stages 2-4; a
 model the caller states is kept).
 
+Where the caller states a column's support's lower end (``lower``: 0 for a square), an
+interval ``c ± w`` reaching below it is moved up towards ``[lower, lower + 2w]``: the same
+width and sensitivity, the upper clip farther out in the right tail; as far as the count's
+noise, which the moved centre's offset multiplies, allows (:func:`_supported_centre`).
+
 When the plan releases the second moment of the clipped values and it spreads far beyond σ̂
 and across the interval (many users clipped: the scale saw only part of them), the estimate
 is withheld, as is one at the edge of its interval.
@@ -154,6 +159,9 @@ ZERO_COUNT_SHARE = 0.25
 #: scale's cell (and the cells far inside it, below ``SHARED_BELOW`` of its lower edge) has
 #: most users at one value: its scale is measured again on the others (:func:`_shared`).
 SHARED_SHARE, SHARED_BELOW = 0.3, 0.125
+#: How far a centre may move towards a support's end (:func:`_supported_centre`): until the
+#: count's noise it brings reaches this share of the sum's (the mean's sd up by at most 12 %).
+SHIFT_COST = 0.5
 _MEDIAN = "private median (report-noisy-max, log grid)"
 
 
@@ -566,6 +574,7 @@ def release_means(
     user_weights: UserWeights | None = None,
     tail: Tails | None = None,
     count: Count | None = None,
+    lower: NDArray[np.float64] | None = None,
 ) -> Release:
     """Release the column means of ``matrix`` (n x d; NaN: no statistic) with the default plan.
 
@@ -585,8 +594,11 @@ def release_means(
     squares, ``"chi-square"`` for squares of a normal statistic; an estimated scale then uses
     that model's median deviation (:data:`~dplong.privacy.radius.MAD_OVER_SD`). ``count``
     reuses an earlier release's private count of the same users (:class:`Count`; the plan
-    must then budget none, ``ReleasePlan.make(count=False)``). Every refusal and the
-    accountant's check happen before the first noise draw.
+    must then budget none, ``ReleasePlan.make(count=False)``). ``lower`` gives public lower
+    ends of the columns' support, known from how the statistics are built (0 for squares; -inf
+    for none): an interval reaching below one is moved up to start there
+    (:func:`_supported_centre`). Every refusal and the accountant's check happen before the
+    first noise draw.
 
     Examples
     --------
@@ -673,9 +685,20 @@ def release_means(
     else:  # the public bounds are the interval: nothing is clipped under the assumption
         radius = (bounds[1] - bounds[0]) / 2.0
         budget = plan.final_budget(radius, weights, refined=False)
-    root = _roots(user_weights)
-    clipped = _centred(matrix, where.centre, radius, root)
     mean_budget, moment_budget = budget.split(plan.moment_share)
+    centre = where.centre
+    # a weighted second moment is read about the centre (the offset's share is not released):
+    # a moved centre would read as spread, so a release that buys one keeps its centre
+    if lower is not None and (user_weights is None or moment_budget is None):
+        # a centre moved by s adds s times the count's relative noise to the mean's: at most
+        # SHIFT_COST of the sum's own noise
+        with np.errstate(divide="ignore", invalid="ignore"):
+            reach = SHIFT_COST * mean_budget.noise_sd(2.0 * radius) / where.users_sd
+        centre = _supported_centre(centre, radius, lower, np.nan_to_num(reach, nan=np.inf))
+    # no user lies below a support's end: no mean can be at an interval's edge there
+    floor_edge = np.full(d, False) if lower is None else centre - radius <= lower
+    root = _roots(user_weights)
+    clipped = _centred(matrix, centre, radius, root)
     final = _release(clipped, radius, mean_budget, rng)
     entries = [
         *where.entries,
@@ -698,7 +721,12 @@ def release_means(
     # (EDGE_SDS sds of the count and of the sum) also marks a miss, down to NEAR_SHARE w.
     edge = radius * (1.0 - EDGE_SDS * where.users_sd / users) - EDGE_SDS * final.sd / users
     threshold = np.minimum(MISSED_SHARE, np.maximum(NEAR_SHARE, edge / radius)) * radius
-    missed = (np.abs(offset) >= threshold) & ~undefined & ~unfound & (bounds is None)
+    missed = (
+        ((offset >= threshold) | ((offset <= -threshold) & ~floor_edge))
+        & ~undefined
+        & ~unfound
+        & (bounds is None)
+    )
     ledger = PrivacyLedger.from_entries(entries, plan.delta, "central")
     _check_within(ledger, plan)
     if accountant is not None:
@@ -707,12 +735,16 @@ def release_means(
     with np.errstate(over="ignore", invalid="ignore"):  # a far miss: infinite figures
         if moment_budget is not None:
             second = np.clip(half + moment.total / users, 0.0, radius**2)
+            # about the mean, as a centre may be off it by design (_supported_centre); weighted,
+            # about the centre (Σ w_u² (x_u - c)² / W: the offset's share, o² Σ w_u² / W, is not
+            # released, and leaving it in errs on the safe side)
+            about = second - (offset**2 if root is None else 0.0)
             # the clipped values spreading far beyond the scale the interval was sized on: the
             # private scale saw only part of the users (most at one value, or a tail far heavier
             # than its model), many others were clipped, and the bias bound would not hold. At
             # least CROWDED_SPREAD σ̂ and CROWDED_SHARE w even EDGE_SDS noise sds down (a normal
             # column clipped at w = σ keeps 0.6 σ²; one split between a value and ±w, w / √2)
-            low = second - EDGE_SDS * moment.sd / users
+            low = about - EDGE_SDS * moment.sd / users
             crowded = (
                 (low > np.maximum((CROWDED_SPREAD * where.sd) ** 2, (CROWDED_SHARE * radius) ** 2))
                 & (scale is None)
@@ -720,17 +752,20 @@ def release_means(
                 & ~unfound
                 & ~missed
             )
-            # the variance of the clipped values, or σ̂² if larger (its noise is one-sided safe);
-            # weighted, the second moment about the centre (Σ w_u² (x_u - c)² / W: the offset's
-            # share, o² Σ w_u² / W, is not released, and leaving it in errs on the safe side)
-            spread = np.sqrt(np.maximum(second - (offset**2 if root is None else 0.0), where.sd**2))
+            # the variance of the clipped values, or σ̂² if larger (its noise is one-sided safe)
+            spread = np.sqrt(np.maximum(about, where.sd**2))
     with np.errstate(over="ignore", invalid="ignore"):  # a far miss overflows its figures
-        estimate = where.centre + offset
+        estimate = centre + offset
         total_sd = np.sqrt((final.sd / users) ** 2 + (np.abs(offset) * where.users_sd / users) ** 2)
         sampling_sd = spread / np.sqrt(users)
         bias = (
             np.zeros(d)
             if bounds is not None
+            # a centre moved towards a support's end (_supported_centre) only moves the upper
+            # clip out and the lower one towards where no user is: the bound for the unmoved
+            # centre still holds, and is kept (not tightened by the move: the tail models of
+            # squares are the weak link, and wage-like coverage fell from 0.933 to 0.920 when
+            # it was)
             else clipping_bias(where.sd**2, radius, where.centre_error, tail=where.tail)
             * _bias_factor(user_weights, users, n)
         )
@@ -755,7 +790,7 @@ def release_means(
         noise_kind=budget.kind,
         sampling_sd=shown(sampling_sd),
         bias=shown(bias),
-        interval=np.stack([where.centre - radius, where.centre + radius], axis=1),
+        interval=np.stack([centre - radius, centre + radius], axis=1),
         midpoint=where.midpoint,
         scale=variance,
         users=np.atleast_1d(where.users),
@@ -989,6 +1024,33 @@ def _rank_quantile(ranks: float, users: NDArray[np.float64]) -> NDArray[np.float
     at 3σ: beyond, the midpoint is unreliable and the plan says so)."""
     share = np.minimum(0.5 + ranks / np.maximum(users, 1.0), 0.9987)
     return np.asarray(special.ndtri(share))
+
+
+def _supported_centre(
+    centre: NDArray[np.float64],
+    radius: NDArray[np.float64],
+    lower: NDArray[np.float64],
+    reach: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """The centre of the final interval ``c ± w`` moved up, by at most ``reach``, towards
+    ``lower + w`` where ``c - w`` is below the support's public end ``lower``: the same width
+    (so the same sensitivity and noise in the sum), less of it spent below every user, and the
+    upper clip farther out (a square's right tail: on the wage panel ``z'z`` of ``expersq``
+    beyond ``exper`` lost 20-30 % of its mean to an interval whose lower half held no one). The
+    price is the count's: the mean ``c + S / N̂`` carries ``(c - x̄) (N̂ - N) / N̂``, so
+    ``reach`` bounds the move by the noise it may add. A function of released numbers and
+    public facts: post-processing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.engine import _supported_centre
+    >>> centre, radius = np.array([90.0, 90.0, 90.0]), np.array([180.0, 60.0, 180.0])
+    >>> _supported_centre(centre, radius, np.zeros(3), np.array([np.inf, np.inf, 40.0])).tolist()
+    [180.0, 90.0, 130.0]
+    """
+    with np.errstate(invalid="ignore"):  # a NaN centre (no data) stays NaN
+        return centre + np.clip(lower + radius - centre, 0.0, reach)
 
 
 def _centred(
