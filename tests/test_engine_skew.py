@@ -104,3 +104,59 @@ def test_a_support_end_moves_the_centre_only_as_far_as_the_count_allows() -> Non
     assert move * users_sd / users == pytest.approx(engine.SHIFT_COST * a, rel=1e-6)
     b = abs(plain.estimate[0] - plain.interval[0].mean()) * users_sd / users
     assert moved.noise_sd[0] <= np.hypot(a, b + engine.SHIFT_COST * a) * (1.0 + 1e-9)
+
+
+def test_a_square_on_a_lattice_keeps_the_spread_its_median_implies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A square taking a few values, 55 % of its users at one (the wage panel's
+    ``Z'Z[expersq,expersq]``: 24, 48, 120, 240 and 900 in shares like these), 545 users,
+    ε = 0.5 (a design column's budget at the wage panel's ε = 4). The median deviation from
+    the midpoint 48 is that value's users' own (about 0): the count off its cell, of noise sd
+    ~80 users, does not see it, and without the floor σ̂ collapsed (below 5) in 17 of these 40
+    releases, the interval on 48 clipping every other user. The floor (half the spread the
+    chi-square model ties to the median, 0.5 × 3.11 × 48 = 75) keeps every interval beyond the
+    third value, 120, so that at most the 7 % of the users above it are clipped."""
+    rng = np.random.default_rng(0)
+    values = rng.choice([24.0, 48.0, 120.0, 240.0, 900.0], 545, p=[0.2, 0.55, 0.18, 0.045, 0.025])
+    values += rng.normal(0.0, 0.3, 545)
+    options = ReleaseOptions.check(545, epsilon=0.5, delta=None, privacy="central", bound=None, d=1)
+
+    def upper_ends() -> np.ndarray:
+        return np.array(
+            [
+                release_means(
+                    values[:, None],
+                    names=("zz",),
+                    options=options,
+                    rng=np.random.default_rng(seed),
+                    tail="chi-square",
+                    lower=np.zeros(1),
+                ).interval[0, 1]
+                for seed in range(40)
+            ]
+        )
+
+    assert (upper_ends() > 125.0).all()
+    monkeypatch.setattr(engine, "IMPLIED_SHARE", 0.0)  # the MAD-based σ̂ alone
+    assert (upper_ends() < 60.0).sum() >= 10
+
+
+def test_no_support_end_no_floor() -> None:
+    """A column without a support's end (-inf: Group Var's statistic, chi-square-like but
+    signed) keeps its MAD-based scale and interval, as if no ``lower`` were given."""
+    _, free = _squares(4.0, None, lower=False)
+    x = np.random.default_rng(3).standard_t(3, 4000) ** 2
+    options = ReleaseOptions.check(
+        x.size, epsilon=4.0, delta=None, privacy="central", bound=None, d=1
+    )
+    unbounded = release_means(
+        x[:, None],
+        names=("x",),
+        options=options,
+        rng=np.random.default_rng(1),
+        tail="chi-square",
+        lower=np.array([-np.inf]),
+    )
+    assert unbounded.scale[0] == free.scale[0]
+    assert unbounded.interval.tolist() == free.interval.tolist()

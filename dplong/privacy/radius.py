@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_GAMMA",
     "MAD_OVER_SD",
     "MEDIAN_OFFSET",
+    "SUPPORT_SPREAD",
     "Tail",
     "Tails",
     "accurate_radius",
@@ -43,6 +44,8 @@ Tail = Literal["gaussian", "sub-gaussian", "exponential", "chi-square"]
 #: One tail model for every column, or one per column.
 Tails = Tail | tuple[Tail, ...]
 #: Per tail model, the median absolute deviation from the median over the sd, so that
+#: The median of χ²₁.
+_CHI_SQUARE_MEDIAN = 0.454936423119572
 #: σ̂ = median |x - m̂| / MAD_OVER_SD: Φ⁻¹(3/4) for a normal; for ``μ + v (χ²₁ - 1)`` (sd
 #: √2 v) the d solving F₁(m + d) - F₁(m - d) = 1/2 at m the median of χ²₁ (0.41909 v), over
 #: √2. The exponential model bounds the clipping bias only and keeps the normal plug-in
@@ -55,13 +58,16 @@ MAD_OVER_SD: dict[str, float] = {
     "exponential": _NORMAL_MAD,
     "chi-square": 0.41909427882881944 / math.sqrt(2.0),
 }
+#: Per tail model of a square, its sd over its median's height above the support's lower end:
+#: ``√2 v / (0.455 v)`` for ``lower + v χ²₁`` (engine._square_spread).
+SUPPORT_SPREAD: dict[str, float] = {"chi-square": math.sqrt(2.0) / _CHI_SQUARE_MEDIAN}
 #: Per tail model, |mean - median| over the sd: where a private median centres a skewed column
 #: (the exponential model's plug-in being normal, none).
 MEDIAN_OFFSET: dict[str, float] = {
     "gaussian": 0.0,
     "sub-gaussian": 0.0,
     "exponential": 0.0,
-    "chi-square": (1.0 - 0.454936423119572) / math.sqrt(2.0),
+    "chi-square": (1.0 - _CHI_SQUARE_MEDIAN) / math.sqrt(2.0),
 }
 
 #: Failure probability γ behind the radii and the error bounds: with probability at least
@@ -160,8 +166,9 @@ def _chi_square_overshoot(sd: NDArray[np.float64], margin: NDArray[np.float64]) 
 
 #: Each tail model's overshoot bound, from the sd and the margin in sds (see clipping_bias).
 _OVERSHOOT: dict[str, Callable[[NDArray[np.float64], NDArray[np.float64]], Any]] = {
-    "gaussian": lambda sd, m: sd
-    * (np.exp(-0.5 * m**2) / math.sqrt(2.0 * math.pi) - m * special.ndtr(-m)),
+    "gaussian": lambda sd, m: (
+        sd * (np.exp(-0.5 * m**2) / math.sqrt(2.0 * math.pi) - m * special.ndtr(-m))
+    ),
     "sub-gaussian": lambda sd, m: math.sqrt(2.0 * math.pi) * sd * special.ndtr(-m),
     "exponential": lambda sd, m: sd * np.exp(-np.maximum(m, 0.0)),
     "chi-square": _chi_square_overshoot,
