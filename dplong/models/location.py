@@ -72,10 +72,7 @@ class RandomEffectsLocation(PanelModel):
     * Both statistics are skewed, so with estimated scales their spreads, clipping radii and
       bias bounds follow skewed tail models (:func:`~dplong.privacy.radius.clipping_bias`): a
       scaled χ²₁ for Group Var (a squared deviation of a normal user mean), an exponential
-      tail for Scale. A normal model clipped their right tails and biased both low. The
-      ``s²_u`` are at least 0, and Scale's release is told so: its interval never spends its
-      width below 0 when the count's noise allows the move
-      (:func:`~dplong.privacy.engine.release_means`, ``lower``).
+      tail for Scale. A normal model clipped their right tails and biased both low.
 
     The budget is split: ``1 - variance_share`` for μ, ``variance_share`` for the two components.
     Users with fewer than two rows have no ``s²_u`` and contribute nothing to the components.
@@ -348,7 +345,6 @@ class RandomEffectsLocation(PanelModel):
                     scale=component_scale,
                     nonnegative=True,
                     centre_bias=np.array([shift, 0.0]),
-                    lower=np.array([-np.inf, 0.0]),  # s²_u >= 0; Group Var's statistic is not
                 )
 
             blocks.append(

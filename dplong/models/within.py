@@ -69,11 +69,17 @@ to about 57 % with a bias bound that did not see it). The first regressor's squa
 unrelated to the earlier ones, keep the exponential tail: a regressor's own within variation,
 for which the chi-square plug-in's wider radius only adds noise (with every square under the
 chi-square tail, two independent slopes at n = 1000, ε = 4 had 2.4 and 1.2 times the per-user
-estimator's MSE instead of 0.7 and 0.3). Every square is at least 0, and its release is told
-so (``Statistics.lower``): an interval that would reach below 0 is moved up, the same width,
-its upper clip farther into that tail (on the wage panel at ε = 4 the median error of the
-slopes fell from 1.10 and 1.28 clustered SEs to 0.87 and 1.17). The design blocks divide by the
-first one's private weighted count (the same users, the same weights).
+estimator's MSE instead of 0.7 and 0.3). Such a square is also released with its support's
+end, 0 (``Statistics.lower``): the engine moves an interval that would reach below 0 up (the
+same width, its upper clip farther into the tail) and keeps the square's spread at least a
+third of what its median implies under the chi-square model, so that a lattice of values
+(``expersq``: 55 % of the men at one value of it) no longer collapses it onto one value
+(:func:`~dplong.privacy.release_means`): on the wage panel at ε = 4 the slopes' RMSE fell from
+2.10 and 2.53 clustered SEs to 1.36 and 1.74, at ε = 16 from 1.04 and 1.24 to 0.23 and 0.39.
+Not for the other squares: their tails are modelled well, and the move's price, the count's
+noise times the moved centre's offset, cost two independent slopes at n = 1000, ε = 4 an MSE
+of 1.03 of the per-user estimator's instead of 0.66. The design blocks divide by the first
+one's private weighted count (the same users, the same weights).
 
 **Uncertainty.** The privacy noise enters β̂ through the influence and, through the pilot's
 error, through the design — a product of two noises that a first-order delta method misses
@@ -236,13 +242,14 @@ def within_blocks(
             a, b, weights = statistics()
             products = np.einsum("m,umj->uj", g, a)  # every user's g_i'A_u
             matrix = np.column_stack([products @ g, products[:, i + 1 :], b @ g])
-            square: Tail = "chi-square" if basis.associated[i] else "exponential"
+            associated = bool(basis.associated[i])
             return Statistics(
                 matrix,
                 scale=proxy(p - i + 1),
                 user_weights=weights,
-                tail=(square, *[_CROSS] * (p - i)),
-                lower=np.array([0.0, *[-np.inf] * (p - i)]),  # a square, the products anywhere
+                tail=("chi-square" if associated else _CROSS, *[_CROSS] * (p - i)),
+                # its support's end, where the square's tail is what its mean rests on
+                lower=np.array([0.0 if associated else -np.inf, *[-np.inf] * (p - i)]),
             )
 
         label = names[i]
