@@ -52,9 +52,11 @@ def test_symmetric_statistics_keep_the_normal_tail() -> None:
         assert half_width < 5.0  # the normal tail: 3.2 here; the exponential model gives 7.6
 
 
-def _squares(epsilon: float, delta: float | None, lower: bool) -> tuple[np.ndarray, Release]:
+def _squares(
+    epsilon: float, delta: float | None, lower: np.ndarray | None
+) -> tuple[np.ndarray, Release]:
     """Squares of Student t₃ draws (a tail far heavier than the chi-square model's) released
-    with the chi-square tail, with or without the support's end 0 stated."""
+    with the chi-square tail, with or without a support's end stated."""
     x = np.random.default_rng(3).standard_t(3, 4000) ** 2
     options = ReleaseOptions.check(
         x.size, epsilon=epsilon, delta=delta, privacy="central", bound=None, d=1
@@ -65,7 +67,7 @@ def _squares(epsilon: float, delta: float | None, lower: bool) -> tuple[np.ndarr
         options=options,
         rng=np.random.default_rng(1),
         tail="chi-square",
-        lower=np.zeros(1) if lower else None,
+        lower=lower,
     )
     return x, release
 
@@ -76,8 +78,8 @@ def test_a_support_end_moves_the_interval_up() -> None:
     tail (exactly the mean clipped to the moved interval). The mean now sits near the lower
     edge, where no user can be clipped: not a missed centre. The bias bound is the unmoved
     interval's (still a bound: both clips moved away from the users)."""
-    x, plain = _squares(1e300, 0.5, lower=False)
-    _, moved = _squares(1e300, 0.5, lower=True)
+    x, plain = _squares(1e300, 0.5, None)
+    _, moved = _squares(1e300, 0.5, np.zeros(1))
     width = np.diff(plain.interval[0])[0]
     assert plain.interval[0, 0] < 0.0
     assert moved.interval[0].tolist() == [0.0, width]
@@ -93,8 +95,8 @@ def test_a_support_end_moves_the_centre_only_as_far_as_the_count_allows() -> Non
     ``SHIFT_COST`` of the sum's own noise sd ``a``. The earlier stages draw the same numbers with
     and without the support (same radius), so the moved release's noise sd is at most
     ``hypot(a, b + SHIFT_COST a)``, b the unmoved offset's part."""
-    _, plain = _squares(4.0, None, lower=False)
-    _, moved = _squares(4.0, None, lower=True)
+    _, plain = _squares(4.0, None, None)
+    _, moved = _squares(4.0, None, np.zeros(1))
     width = np.diff(plain.interval[0])[0]
     assert np.diff(moved.interval[0])[0] == width
     users, users_sd = plain.users[0], plain.users_sd
@@ -145,18 +147,7 @@ def test_a_square_on_a_lattice_keeps_the_spread_its_median_implies(
 def test_no_support_end_no_floor() -> None:
     """A column without a support's end (-inf: Group Var's statistic, chi-square-like but
     signed) keeps its MAD-based scale and interval, as if no ``lower`` were given."""
-    _, free = _squares(4.0, None, lower=False)
-    x = np.random.default_rng(3).standard_t(3, 4000) ** 2
-    options = ReleaseOptions.check(
-        x.size, epsilon=4.0, delta=None, privacy="central", bound=None, d=1
-    )
-    unbounded = release_means(
-        x[:, None],
-        names=("x",),
-        options=options,
-        rng=np.random.default_rng(1),
-        tail="chi-square",
-        lower=np.array([-np.inf]),
-    )
+    _, free = _squares(4.0, None, None)
+    _, unbounded = _squares(4.0, None, np.array([-np.inf]))
     assert unbounded.scale[0] == free.scale[0]
     assert unbounded.interval.tolist() == free.interval.tolist()
