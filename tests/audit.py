@@ -409,7 +409,7 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
 
     @functools.lru_cache(maxsize=1 << 16)
     def cached_final_radius(key: tuple[Any, ...], plan: Any) -> Any:
-        sd, error, users, tail, refined, fallback, weights = key
+        sd, error, users, tail, refined, fallback, weights, relative = key
         where = types.SimpleNamespace(
             sd=np.frombuffer(sd),
             centre_error=np.frombuffer(error),
@@ -418,9 +418,9 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
             refined=refined,
             fallback=fallback,
         )
-        return final_radius(where, np.frombuffer(weights), plan)
+        return final_radius(where, np.frombuffer(weights), plan, relative)
 
-    def memo_final_radius(where: Any, weights: Any, plan: Any) -> Any:
+    def memo_final_radius(where: Any, weights: Any, plan: Any, relative: bool = False) -> Any:
         # _final_radius reads these six fields of the Location only (engine.py)
         key = (
             *(
@@ -431,6 +431,7 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
             where.refined,
             where.fallback,
             np.ascontiguousarray(weights, dtype=np.float64).tobytes(),
+            relative,
         )
         radius, budget = cached_final_radius(key, plan)
         return radius.copy(), budget

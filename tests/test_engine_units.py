@@ -1600,3 +1600,30 @@ class TestStableHistogram:
 
     def test_local_bins_cover_bound(self) -> None:
         np.testing.assert_array_equal(local_bins(1.0, 4.5), [-2, -1, 0, 1, 2])
+
+
+def test_relative_shares_do_not_depend_on_units() -> None:
+    """Two columns alike but for their units (x and 1000 x): shared in the data's units the
+    final stage gives the wider one more ε (PLAN's ``(w r²)^(1/3)``), ``relative=True`` the
+    same ε to both, so each column's noise is the same share of its own scale (the within
+    fit's coefficients: a regressor's units no longer decide how precise its slope is)."""
+    x = np.random.default_rng(4).normal(1.0, 1.0, 3000)
+    matrix = np.column_stack([x, 1000.0 * x])
+    options = ReleaseOptions.check(
+        3000, epsilon=2.0, delta=None, privacy="central", bound=None, d=2
+    )
+
+    def final_epsilons(relative: bool) -> list[float]:
+        release = release_means(
+            matrix,
+            names=("x", "kx"),
+            options=options,
+            rng=np.random.default_rng(0),
+            relative=relative,
+        )
+        return [e.epsilon for e in release.privacy.entries if e.stage == "mean"]
+
+    small, large = final_epsilons(False)
+    assert large > 2.0 * small  # measured: 1.09 against 0.37
+    small, large = final_epsilons(True)
+    assert small == pytest.approx(large, rel=1e-12)

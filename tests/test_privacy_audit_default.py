@@ -356,8 +356,8 @@ def test_release_means_replica_reproduces_the_package(
     chosen: list[Any] = []
     honest = engine._final_radius
 
-    def spy(where: Any, weights: Any, plan: Any) -> Any:
-        chosen.append(honest(where, weights, plan))
+    def spy(where: Any, weights: Any, plan: Any, relative: bool = False) -> Any:
+        chosen.append(honest(where, weights, plan, relative))
         return chosen[-1]
 
     kinds, moments = set(), set()

@@ -91,7 +91,9 @@ class Block:
     with precision weights (the plan then budgets a weighted count); ``count_from`` the index
     of an earlier block over the *same* users with the same weights, whose private count this
     one divides by instead of counting again; ``moment=False`` when nothing reads the
-    release's sampling sd (no second moment is then bought for it). ``build`` computes the
+    release's sampling sd (no second moment is then bought for it); ``relative`` when its
+    columns' errors count relative to their own scales in the final budget's shares (columns
+    in different units: :func:`~dplong.privacy.engine.release_means`). ``build`` computes the
     statistics from the releases of the earlier blocks.
     """
 
@@ -105,6 +107,7 @@ class Block:
     tail: Tails | None = None
     count_from: int | None = None
     moment: bool = True
+    relative: bool = False
 
 
 @dataclass(frozen=True)
@@ -287,6 +290,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
                     tail=block.tail if statistics.tail is None else statistics.tail,
                     count=None if block.count_from is None else releases[block.count_from].count,
                     lower=statistics.lower,
+                    relative=block.relative,
                 )
             else:
                 release = _paper_release(block, statistics, block_options, rng)

@@ -579,6 +579,7 @@ def release_means(
     tail: Tails | None = None,
     count: Count | None = None,
     lower: NDArray[np.float64] | None = None,
+    relative: bool = False,
 ) -> Release:
     """Release the column means of ``matrix`` (n x d; NaN: no statistic) with the default plan.
 
@@ -601,8 +602,10 @@ def release_means(
     must then budget none, ``ReleasePlan.make(count=False)``). ``lower`` gives public lower
     ends of the columns' support, known from how the statistics are built (0 for squares; -inf
     for none): an interval reaching below one is moved up to start there
-    (:func:`_supported_centre`). Every refusal and the accountant's check happen before the
-    first noise draw.
+    (:func:`_supported_centre`). ``relative`` shares the final budget so that each column's
+    noise counts relative to its own radius (scale-free: columns in different units, e.g. the
+    coefficients of a fit, get equal shares) instead of in the data's units. Every refusal and
+    the accountant's check happen before the first noise draw.
 
     Examples
     --------
@@ -687,7 +690,7 @@ def release_means(
     unfound = lost | sparse
     weights = np.where(undefined | unfound, 0.0, weights)
     if bounds is None:
-        radius, budget = _final_radius(where, weights, plan)
+        radius, budget = _final_radius(where, weights, plan, relative)
     else:  # the public bounds are the interval: nothing is clipped under the assumption
         radius = (bounds[1] - bounds[0]) / 2.0
         budget = plan.final_budget(radius, weights, refined=False)
@@ -1173,21 +1176,27 @@ def _bias_factor(
 
 
 def _final_radius(
-    where: Location, weights: NDArray[np.float64], plan: ReleasePlan
+    where: Location, weights: NDArray[np.float64], plan: ReleasePlan, relative: bool = False
 ) -> tuple[NDArray[np.float64], FinalBudget]:
-    """Accurate radii and the final budget shared by them (two rounds: radii ↔ shares)."""
+    """Accurate radii and the final budget shared by them (two rounds: radii ↔ shares);
+    ``relative``: shared as if every radius were 1 (each column's noise in its own units)."""
+
+    def shared(radius: NDArray[np.float64]) -> FinalBudget:
+        units = np.ones_like(radius) if relative else radius
+        return plan.final_budget(units, weights, refined=where.refined, fallback=where.fallback)
+
     sd, error, users = where.sd, where.centre_error, where.per_column_users
     # fmin: a centre missed by hundreds of magnitudes has NaN figures; its radius is the
     # largest (the release then withholds the column, its error figures not being finite)
     with np.errstate(over="ignore", invalid="ignore"):
         radius = np.fmin(3.0 * sd + error, MAX_RADIUS)
-    budget = plan.final_budget(radius, weights, refined=where.refined, fallback=where.fallback)
+    budget = shared(radius)
     for _ in range(2):
         per_width = budget.noise_sd(2.0 / users)
         with np.errstate(over="ignore", invalid="ignore"):
             accurate = accurate_radius(sd**2, error, per_width, tail=where.tail)
         radius = np.fmin(accurate, MAX_RADIUS)
-        budget = plan.final_budget(radius, weights, refined=where.refined, fallback=where.fallback)
+        budget = shared(radius)
     return radius, budget
 
 
