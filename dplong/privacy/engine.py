@@ -370,10 +370,12 @@ class Location:
 
     @property
     def empty(self) -> NDArray[np.bool_]:
-        """Columns whose private count cannot tell any user from none (below ``max(2, 2 sd)``):
+        """Columns whose private count cannot tell any user from none (below ``max(2, 3 sd)``,
+        as the scale stage's counts: a count of nobody exceeds it with probability 0.7 %, where
+        2 sds let 3 % of them through, to medians over nobody that land anywhere on the grid):
         their mean is not released as a number (NaN), by post-processing of the count."""
         return np.asarray(
-            np.broadcast_to(self.users, self.centre.shape) < max(2.0, 2.0 * self.users_sd)
+            np.broadcast_to(self.users, self.centre.shape) < max(2.0, 3.0 * self.users_sd)
         )
 
     @property
