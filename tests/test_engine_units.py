@@ -59,7 +59,14 @@ from dplong.privacy.accounting import (
     pure_renyi,
     zcdp_epsilon,
 )
-from dplong.privacy.engine import GRID, MAD_FACTOR, ROUGH_RADIUS, SPREAD_GRID, release_means
+from dplong.privacy.engine import (
+    GRID,
+    MAD_FACTOR,
+    ROUGH_RADIUS,
+    SPREAD_GRID,
+    Release,
+    release_means,
+)
 from dplong.privacy.histogram import bin_index, stable_histogram, stable_histogram_threshold
 from dplong.privacy.interval import check_histogram_feasible, local_bins
 from dplong.privacy.noise import (
@@ -1603,6 +1610,16 @@ class TestStableHistogram:
         np.testing.assert_array_equal(local_bins(1.0, 4.5), [-2, -1, 0, 1, 2])
 
 
+def _two_columns(matrix: np.ndarray, **options: bool) -> Release:
+    """The default release of two columns at ε = 2 (seed 0)."""
+    checked = ReleaseOptions.check(
+        matrix.shape[0], epsilon=2.0, delta=None, privacy="central", bound=None, d=2
+    )
+    return release_means(
+        matrix, names=("a", "b"), options=checked, rng=np.random.default_rng(0), **options
+    )
+
+
 def test_relative_shares_do_not_depend_on_units() -> None:
     """Two columns alike but for their units (x and 1000 x): shared in the data's units the
     final stage gives the wider one more ε (PLAN's ``(w r²)^(1/3)``), ``relative=True`` the
@@ -1610,18 +1627,9 @@ def test_relative_shares_do_not_depend_on_units() -> None:
     fit's coefficients: a regressor's units no longer decide how precise its slope is)."""
     x = np.random.default_rng(4).normal(1.0, 1.0, 3000)
     matrix = np.column_stack([x, 1000.0 * x])
-    options = ReleaseOptions.check(
-        3000, epsilon=2.0, delta=None, privacy="central", bound=None, d=2
-    )
 
     def final_epsilons(relative: bool) -> list[float]:
-        release = release_means(
-            matrix,
-            names=("x", "kx"),
-            options=options,
-            rng=np.random.default_rng(0),
-            relative=relative,
-        )
+        release = _two_columns(matrix, relative=relative)
         return [e.epsilon for e in release.privacy.entries if e.stage == "mean"]
 
     small, large = final_epsilons(False)
@@ -1651,16 +1659,7 @@ def test_a_count_of_nobody_at_two_and_a_half_sds_is_still_nobody(
 
     monkeypatch.setattr(engine_module, "two_sided_geometric", first_count_high)
     matrix = np.column_stack([np.random.default_rng(0).normal(size=5000), np.full(5000, np.nan)])
-    options = ReleaseOptions.check(
-        5000, epsilon=2.0, delta=None, privacy="central", bound=None, d=2
-    )
-    release = release_means(
-        matrix,
-        names=("a", "b"),
-        options=options,
-        rng=np.random.default_rng(0),
-        complete_rows=False,
-    )
+    release = _two_columns(matrix, complete_rows=False)
     assert release.users[1] > 2.0 * release.users_sd
     assert np.isfinite(release.estimate[0]) and np.isnan(release.estimate[1])
     assert any("indistinguishable from zero" in note for note in release.notes)
