@@ -603,11 +603,13 @@ def release_means(
     reuses an earlier release's private count of the same users (:class:`Count`; the plan
     must then budget none, ``ReleasePlan.make(count=False)``). ``lower`` gives public lower
     ends of the columns' support, known from how the statistics are built (0 for squares; -inf
-    for none): an interval reaching below one is moved up to start there
-    (:func:`_supported_centre`). ``relative`` shares the final budget so that each column's
-    noise counts relative to its own radius (scale-free: columns in different units, e.g. the
-    coefficients of a fit, get equal shares) instead of in the data's units. Every refusal and
-    the accountant's check happen before the first noise draw.
+    for none): an interval reaching below one is moved up towards it, as far as the count's
+    noise allows (:func:`_supported_centre`), and under the chi-square tail the scale keeps a
+    share of the spread the median implies (:func:`_square_spread`). ``relative`` shares the
+    final budget so that each column's noise counts relative to its own radius (scale-free:
+    columns in different units, e.g. the coefficients of a fit, get equal shares) instead of in
+    the data's units. Every refusal and the accountant's check happen before the first noise
+    draw.
 
     Examples
     --------
