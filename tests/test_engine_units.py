@@ -29,6 +29,7 @@ import math
 import re
 import warnings
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -1610,7 +1611,7 @@ class TestStableHistogram:
         np.testing.assert_array_equal(local_bins(1.0, 4.5), [-2, -1, 0, 1, 2])
 
 
-def _two_columns(matrix: np.ndarray, **options: bool) -> Release:
+def _two_columns(matrix: np.ndarray, **options: Any) -> Release:
     """The default release of two columns at ε = 2 (seed 0)."""
     checked = ReleaseOptions.check(
         matrix.shape[0], epsilon=2.0, delta=None, privacy="central", bound=None, d=2
@@ -1663,3 +1664,42 @@ def test_a_count_of_nobody_at_two_and_a_half_sds_is_still_nobody(
     assert release.users[1] > 2.0 * release.users_sd
     assert np.isfinite(release.estimate[0]) and np.isnan(release.estimate[1])
     assert any("indistinguishable from zero" in note for note in release.notes)
+
+
+def test_a_public_centre_replaces_the_midpoint_and_the_refinement() -> None:
+    """Statistics whose mean the model knows up to a bound (a within fit's influence values:
+    the pilot's error from 0) are released on that centre: no midpoint or refinement stage
+    runs, their budget goes to the final mean, and the centre's bound stands where the
+    midpoint's error stood (a wider bound, a wider interval). A centre without a plan made
+    for one is refused before any draw."""
+    x = np.random.default_rng(5).normal([0.1, -0.2], 1.0, (3000, 2))
+    located = _two_columns(x)
+    centred = _two_columns(x, public_centre=(np.zeros(2), np.full(2, 0.3)))
+    stages = [e.stage for e in centred.privacy.entries]
+    assert stages == ["count", *["scale"] * 4, *["mean"] * 2, *["second moment"] * 2]
+    np.testing.assert_array_equal(centred.interval.mean(axis=1), 0.0)
+
+    def final(release: Release) -> list[float]:
+        return [e.epsilon for e in release.privacy.entries if e.stage == "mean"]
+
+    # the midpoint's and the refinement's ε, freed (measured 0.79-0.83 against 0.72-0.74)
+    assert min(final(centred)) > 1.05 * max(final(located))
+    assert centred.privacy.epsilon <= 2.0 * (1 + 1e-12)
+    # 4 noise sds (Laplace: exceeded w.p. 0.35 %) plus the bias bound
+    gap = np.abs(centred.estimate - x.mean(axis=0))
+    assert (gap < 4.0 * centred.noise_sd + centred.bias).all(), gap
+    wide = _two_columns(x, public_centre=(np.zeros(2), np.full(2, 3.0)))
+    assert (np.diff(wide.interval) > np.diff(centred.interval)).all()
+    options = ReleaseOptions.check(
+        3000, epsilon=2.0, delta=None, privacy="central", bound=None, d=2
+    )
+    plan = ReleasePlan.make(n=3000, d=2, epsilon=2.0, delta=options.delta, stated_scale=False)
+    with pytest.raises(ValueError, match="centred=True"):
+        release_means(
+            x,
+            names=("a", "b"),
+            options=options,
+            rng=untouchable(),
+            plan=plan,
+            public_centre=(np.zeros(2), np.full(2, 0.3)),
+        )

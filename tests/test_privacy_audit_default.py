@@ -86,6 +86,10 @@ pytestmark = [
 #   public support's end 0 given (``lower``): the final interval, which would reach below 0,
 #   is moved up towards it (engine._supported_centre, as far as the count's noise allows: a
 #   centre that depends on the released radius and the count's public sd).
+# * "centred": "estimated" with a public centre 0 and its error bound 0.1 given (``centre``;
+#   ReleasePlan.make(centred=True)): no midpoint and no refinement, the scale's median of
+#   |x - 0| and the count off its cell, the final mean on 0 ± w (the influence release of a
+#   within fit).
 # User 0 is "-inf" (not counted — not finite — but clipped to the bottom of the interval),
 # "+far" (FAR above: clipped to the top, counted) or "nan" (no statistic: neither). The pairs
 # (-inf, +far) move the clipped sum by the full 2w and the count by one; (nan, +far) by w and one.
@@ -105,8 +109,10 @@ class Config:
         d: int = 1,
         spread: float = 1.0,
         lower: NDArray[np.float64] | None = None,
+        public: float | None = None,
     ) -> None:
         self.name, self.n, self.d, self.scale, self.lower = name, n, d, scale, lower
+        self.public = None if public is None else (np.zeros(d), np.full(d, public))
         self.names = ("a", "b")[:d]
         self.options = ReleaseOptions.check(
             n, epsilon=epsilon, delta=delta, privacy="central", bound=None, d=d
@@ -127,6 +133,7 @@ class Config:
             rng=rng,
             scale=self.scale,
             lower=self.lower,
+            public_centre=self.public,
         )
 
 
@@ -134,7 +141,8 @@ ESTIMATED = Config("estimated", 200, 2.0, 1e-3, None, 0.0)
 STATED = Config("stated", 200, 2.0, 1e-3, np.array([1.0]), 0.0)
 GAUSSIAN = Config("gaussian", 300, 2.0, 5e-2, np.ones(2), 1502.0, d=2, spread=0.1)
 SUPPORTED = Config("supported", 200, 2.0, 1e-3, None, 0.0, lower=np.zeros(1))
-CONFIGS = {c.name: c for c in (ESTIMATED, STATED, GAUSSIAN, SUPPORTED)}
+CENTRED = Config("centred", 200, 2.0, 1e-3, None, 0.0, public=0.1)
+CONFIGS = {c.name: c for c in (ESTIMATED, STATED, GAUSSIAN, SUPPORTED, CENTRED)}
 
 
 @cache
@@ -154,6 +162,7 @@ def test_reference_releases() -> None:
         "stated": ["count", "midpoint", "refinement", "mean"],
         "gaussian": ["count", "midpoint", "midpoint", "mean", "mean"],
         "supported": ["count", "midpoint", "scale", "scale", "mean"],
+        "centred": ["count", "scale", "scale", "mean"],
     }
     for name, config in CONFIGS.items():
         ref = _reference(name)
@@ -165,17 +174,20 @@ def test_reference_releases() -> None:
             epsilon=config.options.epsilon,
             delta=config.options.delta,
             stated_scale=config.scale is not None,
+            centred=config.public is not None,
         )
         resized = plan.for_users(float(ref.users.min()))  # the count is public once released
-        assert ref.users.min() < config.n and resized.midpoint > plan.midpoint, name
+        located = "spread" if config.public is not None else "midpoint"
+        assert ref.users.min() < config.n, name
+        assert getattr(resized, located) > getattr(plan, located), name
         by_stage: dict[str, Any] = {}
         for e in ledger.entries:  # the first entry of each stage (the scale's median)
             by_stage.setdefault(e.stage, e)
         assert by_stage["count"].epsilon == plan.count
-        assert by_stage["midpoint"].epsilon == resized.midpoint
-        assert by_stage.get("scale", by_stage["midpoint"]).epsilon == (
-            resized.spread or resized.midpoint
-        )
+        first = by_stage["midpoint" if "midpoint" in by_stage else "scale"]
+        assert first.epsilon == (resized.midpoint or resized.spread)
+        scale = by_stage["scale" if "scale" in by_stage else "midpoint"]
+        assert scale.epsilon == (resized.spread or resized.midpoint)
         assert ledger.epsilon <= config.options.epsilon * (1 + 1e-12)
         assert ledger.delta <= config.options.delta
         assert ledger.epsilon > 0.999 * config.options.epsilon  # the budget is used
@@ -184,6 +196,9 @@ def test_reference_releases() -> None:
     assert _reference("stated").variant == "default (refined)"
     moved = _reference("supported")  # the support's end moved the centre up (not all the way)
     assert moved.midpoint[0] < moved.interval[0].mean() and moved.interval[0, 0] < 0.0
+    centred = _reference("centred")  # on the public centre, unrefined
+    assert centred.midpoint[0] == centred.interval[0].mean() == 0.0
+    assert centred.variant == "default"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,11 +254,13 @@ def release_means_replica(
     scale: NDArray[np.float64] | None,
     rng: np.random.Generator,
     final_radius: Callable[..., Any],
+    public: NDArray[np.float64] | None = None,
 ) -> dict[str, Any]:
     """``release_means`` (one count: complete rows) rebuilt from the public plan and the noise
     primitives, in the engine's stage order: the count first; the median and refinement
-    stages resized for it (``ReleasePlan.for_users``); midpoint; scale (unless stated);
-    refinement; the mean; and the second moment when the plan has a moment share.
+    stages resized for it (``ReleasePlan.for_users``); midpoint (``public``: a public centre
+    instead, and no refinement); scale (unless stated); refinement; the mean; and the second
+    moment when the plan has a moment share.
 
     ``final_radius`` is the engine's choice of the final radii and budget (a deterministic
     function of the released location and the plan, no noise), passed in so that the replica
@@ -257,6 +274,7 @@ def release_means_replica(
         epsilon=options.epsilon,
         delta=options.delta,
         stated_scale=scale is not None,
+        centred=public is not None,
     )
     # 1. the count of users with a statistic (sensitivity 1), then the plan resized for it
     rate = noise.geometric_rate(plan.count, 1.0)
@@ -268,7 +286,10 @@ def release_means_replica(
         plan = plan.for_users(float(users[0]))
     per_column = np.maximum(np.broadcast_to(users.astype(float), (d,)), 1.0)
     # 2. the midpoint and 3. the scale: private medians on the public grids
-    midpoint = quantile.private_median(matrix, GRID, np.full(d, plan.midpoint), rng)
+    if public is None:
+        midpoint = quantile.private_median(matrix, GRID, np.full(d, plan.midpoint), rng)
+    else:
+        midpoint = public
     if scale is None:
         distance = np.abs(matrix - midpoint)
         grid = quantile.SPREAD_GRID
@@ -330,19 +351,23 @@ def release_means_replica(
     }
 
 
-#: (n, d, ε, δ, stated scale, users without a statistic): the count-first resizing and a second
-#: moment (n ε per column >= 500, 30 % of users missing), the refined stated-scale plan, and the
-#: discrete Gaussian final stage (the GAUSSIAN configuration's budget)
+#: (n, d, ε, δ, stated scale, users without a statistic, public centre): the count-first
+#: resizing and a second moment (n ε per column >= 500, 30 % of users missing), the refined
+#: stated-scale plan, the discrete Gaussian final stage (the GAUSSIAN configuration's budget),
+#: and a public centre (only the scale located; resized for the count too)
 REPLICA_CASES = [
-    (1000, 2, 2.0, 1e-6, False, 300),
-    (200, 1, 2.0, 1e-3, True, 0),
-    (300, 2, 2.0, 5e-2, True, 0),
+    (1000, 2, 2.0, 1e-6, False, 300, False),
+    (200, 1, 2.0, 1e-3, True, 0, False),
+    (300, 2, 2.0, 5e-2, True, 0, False),
+    (1000, 2, 2.0, 1e-6, False, 300, True),
 ]
 
 
-@pytest.mark.parametrize(("n", "d", "epsilon", "delta", "stated", "missing"), REPLICA_CASES)
+@pytest.mark.parametrize(
+    ("n", "d", "epsilon", "delta", "stated", "missing", "public"), REPLICA_CASES
+)
 def test_release_means_replica_reproduces_the_package(
-    n: int, d: int, epsilon: float, delta: float, stated: bool, missing: int
+    n: int, d: int, epsilon: float, delta: float, stated: bool, missing: int, public: bool
 ) -> None:
     """The replica is the package draw for draw, and its stages are the plan's: the audits
     above rest on this order and these budgets."""
@@ -353,6 +378,8 @@ def test_release_means_replica_reproduces_the_package(
         n, epsilon=epsilon, delta=delta, privacy="central", bound=None, d=d
     )
     names = ("a", "b")[:d]
+    # the data's centre, off by 2 (their sd): the bound the model would give
+    centre = (np.full(d, 1500.0), np.full(d, 2.0)) if public else None
     chosen: list[Any] = []
     honest = engine._final_radius
 
@@ -366,10 +393,22 @@ def test_release_means_replica_reproduces_the_package(
             patch.setattr(engine, "_final_radius", spy)
             package_rng = np.random.default_rng(seed)
             release = release_means(
-                data, names=names, options=options, rng=package_rng, scale=scale
+                data,
+                names=names,
+                options=options,
+                rng=package_rng,
+                scale=scale,
+                public_centre=centre,
             )
         replica_rng = np.random.default_rng(seed)
-        replica = release_means_replica(data, options, scale, replica_rng, lambda *_: chosen[-1])
+        replica = release_means_replica(
+            data,
+            options,
+            scale,
+            replica_rng,
+            lambda *_: chosen[-1],
+            None if centre is None else centre[0],
+        )
         # every draw, and nothing more: the generators end in the same state
         assert replica_rng.bit_generator.state == package_rng.bit_generator.state
         np.testing.assert_array_equal(release.users, replica["users"])
@@ -383,13 +422,14 @@ def test_release_means_replica_reproduces_the_package(
         # the ledger's stages, in order, at the resized plan's budgets
         plan = replica["plan"]
         entries = release.privacy.entries
-        stages = ["count", "midpoint", *(["scale", "scale"] if not stated else [])]
+        stages = ["count", *([] if public else ["midpoint"])]
+        stages += ["scale", "scale"] if not stated else []
         stages += ["refinement"] if plan.refine > 0 else []
         stages += ["mean", *(["second moment"] if plan.moment_share else [])]
         assert [e.stage for e in entries] == [stages[0]] + [s for s in stages[1:] for _ in names]
         budget = {e.stage: e for e in entries}  # the last entry of each stage
         assert budget["count"].epsilon == plan.count
-        assert budget["midpoint"].epsilon == plan.midpoint
+        assert "midpoint" not in budget or budget["midpoint"].epsilon == plan.midpoint
         scales = [(e.mechanism, e.epsilon) for e in entries if e.stage == "scale"]
         assert (
             not scales
@@ -406,12 +446,11 @@ def test_release_means_replica_reproduces_the_package(
         kinds.add(release.noise_kind)
         moments.add(plan.moment_share > 0)
         if missing:  # the count said fewer users: the medians were resized up
-            assert (
-                plan.midpoint
-                > ReleasePlan.make(
-                    n=n, d=d, epsilon=epsilon, delta=delta, stated_scale=stated
-                ).midpoint
+            planned = ReleasePlan.make(
+                n=n, d=d, epsilon=epsilon, delta=delta, stated_scale=stated, centred=public
             )
+            located = "spread" if public else "midpoint"
+            assert getattr(plan, located) > getattr(planned, located)
     assert kinds == {"gaussian" if delta > 1e-2 else "laplace"}
     assert moments == {bool(missing)}  # the first case has the second moment, the others not
 
@@ -422,8 +461,14 @@ def test_release_means_replica_reproduces_the_package(
 #: releases per data set: ~5 ms each for d = 1, ~10 ms for d = 2 (CPU time); the far pair
 #: carries the tightest audit. The broken pipeline is far off (its final stage at 8 ε_j, or
 #: ρ_j × 64): 600 runs show it.
-RUNS = {"estimated": 1_500, "stated": 1_200, "gaussian": 800, "supported": 1_500}
-BROKEN_RUNS = {"estimated": 600, "stated": 600, "gaussian": 600, "supported": 1_200}
+RUNS = {"estimated": 1_500, "stated": 1_200, "gaussian": 800, "supported": 1_500, "centred": 1_500}
+BROKEN_RUNS = {
+    "estimated": 600,
+    "stated": 600,
+    "gaussian": 600,
+    "supported": 1_200,
+    "centred": 1_200,
+}
 
 
 def _noiseless(name: str, user: str) -> NDArray[np.float64]:
@@ -534,6 +579,7 @@ def _audit(name: str, pair: tuple[str, str], broken: bool = False) -> EpsilonBou
         ("stated", ("-inf", "+far"), 0.3),
         ("gaussian", ("-inf", "+far"), 0.2),
         ("supported", ("-inf", "+far"), 0.3),
+        ("centred", ("-inf", "+far"), 0.3),
     ],
     ids=[
         "estimated-inf-vs-far",
@@ -541,6 +587,7 @@ def _audit(name: str, pair: tuple[str, str], broken: bool = False) -> EpsilonBou
         "stated-refined",
         "gaussian-2-columns",
         "supported-moved-centre",
+        "public-centre",
     ],
 )
 def test_release_means_audit(name: str, pair: tuple[str, str], least: float) -> None:
@@ -554,7 +601,7 @@ def test_release_means_audit(name: str, pair: tuple[str, str], least: float) -> 
     assert bound.epsilon_lb > least * claim, str(bound)
 
 
-@pytest.mark.parametrize("name", ["estimated", "gaussian", "supported"])
+@pytest.mark.parametrize("name", ["estimated", "gaussian", "supported", "centred"])
 def test_release_means_audit_has_power(name: str) -> None:
     claim = _reference(name).privacy.epsilon
     bound = _audit(name, ("-inf", "+far"), broken=True)  # final stage at 8 ε (ρ × 64)

@@ -67,7 +67,9 @@ class Statistics:
     shifts their mean (added to the release's bias bound); ``tail`` the tail model when it is
     decided from earlier releases (replaces the block's); ``lower`` the public lower ends of the
     columns' support, known from how they are built (0 for a square, -inf for none), so that
-    no interval is spent below every user (:func:`~dplong.privacy.engine.release_means`).
+    no interval is spent below every user (:func:`~dplong.privacy.engine.release_means`);
+    ``centre`` a public centre per column and a bound on its distance to the mean, from
+    released numbers (the block must be declared ``centred``).
     """
 
     matrix: NDArray[np.float64]
@@ -78,6 +80,7 @@ class Statistics:
     centre_bias: NDArray[np.float64] | None = None
     tail: Tails | None = None
     lower: NDArray[np.float64] | None = None
+    centre: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,10 @@ class Block:
     one divides by instead of counting again; ``moment=False`` when nothing reads the
     release's sampling sd (no second moment is then bought for it); ``relative`` when its
     columns' errors count relative to their own scales in the final budget's shares (columns
-    in different units: :func:`~dplong.privacy.engine.release_means`). ``build`` computes the
-    statistics from the releases of the earlier blocks.
+    in different units: :func:`~dplong.privacy.engine.release_means`); ``centred`` when its
+    statistics come with a public centre (``Statistics.centre``: no midpoint or refinement
+    stage is planned). ``build`` computes the statistics from the releases of the earlier
+    blocks.
     """
 
     names: tuple[str, ...]
@@ -108,6 +113,7 @@ class Block:
     count_from: int | None = None
     moment: bool = True
     relative: bool = False
+    centred: bool = False
 
 
 @dataclass(frozen=True)
@@ -291,6 +297,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
                     count=None if block.count_from is None else releases[block.count_from].count,
                     lower=statistics.lower,
                     relative=block.relative,
+                    public_centre=statistics.centre,
                 )
             else:
                 release = _paper_release(block, statistics, block_options, rng)
@@ -343,6 +350,7 @@ def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:
             weighted=block.weighted,
             count=block.count_from is None,
             moment=block.moment,
+            centred=block.centred,
         )
         plan.check(None)
         return plan

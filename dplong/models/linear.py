@@ -437,7 +437,7 @@ class LongitudinalOLS(PanelModel):
         shares = within_shares(self.nobs_users, len(names), request.options.epsilon)
         return self._fit(
             request,
-            within_blocks(self._design, proxy, shares, max_rows),
+            within_blocks(self._design, proxy, shares, max_rows, gamma=request.options.gamma),
             assumptions=assumptions,
             results=partial(within_results, names=names),
         )

@@ -164,7 +164,7 @@ SHARED_SHARE, SHARED_BELOW = 0.3, 0.125
 #: count's noise it brings reaches this share of the sum's (the mean's sd up by at most 12 %).
 SHIFT_COST = 0.5
 #: Share of the spread a chi-square square's median implies that its scale keeps at least
-#: (:func:`_square_spread`): 1.04 times the median.
+#: (:func:`_square_spread`): all of it, 3.11 times the median above the support's end.
 IMPLIED_SHARE = 1.0 / 3.0
 _MEDIAN = "private median (report-noisy-max, log grid)"
 
@@ -424,12 +424,18 @@ def locate(
     user_weights: UserWeights | None = None,
     tail: Tails | None = None,
     count: Count | None = None,
+    public_centre: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    lower: NDArray[np.float64] | None = None,
 ) -> Location:
     """Stages 1-4 of the module docstring: count, midpoint, scale and refinement. With public
     ``bounds`` (lower, upper) only the count runs: the centre is the bounds' midpoint, exact.
     With ``user_weights`` the scale and refinement work on standardised deviations and the
     count is the weighted count (module docstring). ``count``: an earlier release's count of
-    the same users, used instead of a new one (the plan then budgets none)."""
+    the same users, used instead of a new one (the plan then budgets none). ``public_centre``:
+    a public centre and a bound on its distance to the mean (a plan of ``midpoint_kind
+    "public"``): it is the midpoint, and only the scale is located. ``lower``: the columns'
+    public support ends, below which the chi-square tail's scale keeps the spread its median
+    implies (:func:`_square_spread`), before the refinement and the centre's error use it."""
     n, d = matrix.shape
     entries: list[LedgerEntry] = []
     root = _roots(user_weights)
@@ -473,6 +479,9 @@ def locate(
             matrix, bin_radius(scale, gamma), plan, names, rng
         )
         entries += histogram_entries
+    elif plan.midpoint_kind == "public":
+        assert public_centre is not None  # release_means checks it before any noise
+        midpoint = np.asarray(public_centre[0], dtype=float)
     else:
         midpoint = private_median(matrix, GRID, np.full(d, plan.midpoint), rng)
         entries += _median_entries("midpoint", names, plan.midpoint)
@@ -498,6 +507,8 @@ def locate(
         # the median deviation of each column's tail model (a skewed one spreads further)
         factor = np.array([MAD_OVER_SD[k] for k in kinds])
         sd = np.maximum(deviation, SMALLEST_SCALE) / factor
+        if lower is not None:
+            sd = _square_spread(sd, midpoint, kinds, lower)
     else:
         sd = np.maximum(np.sqrt(scale), SMALLEST_SCALE)
         scan = None
@@ -506,12 +517,16 @@ def locate(
     # with weights the median is of the raw x_u, whose spreads σ_z/√w_u vary; yet Φ(√w t/σ) - ½
     # >= √w (Φ(t/σ) - ½) (concavity) and mean √w_u >= W/N give the same bound as without
     # weights, with σ̂_z and W in place of σ̂ and N (module docstring)
-    # a median is off the mean of a skewed column by MEDIAN_OFFSET sds, beside its rank error
-    ranks = rank_error(len(GRID), plan.fallback or plan.midpoint, gamma)
-    skew = np.array([MEDIAN_OFFSET[k] for k in kinds])
-    midpoint_error = GRID.half_width_at(midpoint) + sd * (
-        skew + _rank_quantile(ranks, per_column_users)
-    )
+    if public_centre is not None:  # the model's bound (a public centre has no rank error)
+        midpoint_error = np.asarray(public_centre[1], dtype=float)
+    else:
+        # a median is off the mean of a skewed column by MEDIAN_OFFSET sds, beside its rank
+        # error
+        ranks = rank_error(len(GRID), plan.fallback or plan.midpoint, gamma)
+        skew = np.array([MEDIAN_OFFSET[k] for k in kinds])
+        midpoint_error = GRID.half_width_at(midpoint) + sd * (
+            skew + _rank_quantile(ranks, per_column_users)
+        )
     if plan.midpoint_kind == "histogram":  # Lemma 3.4: the mode is within 2 bins' half-widths
         histogram_error = 2.0 * bin_radius(sd**2, gamma)
         midpoint_error = np.where(fallback, midpoint_error, histogram_error)
@@ -582,6 +597,7 @@ def release_means(
     count: Count | None = None,
     lower: NDArray[np.float64] | None = None,
     relative: bool = False,
+    public_centre: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
 ) -> Release:
     """Release the column means of ``matrix`` (n x d; NaN: no statistic) with the default plan.
 
@@ -608,8 +624,12 @@ def release_means(
     share of the spread the median implies (:func:`_square_spread`). ``relative`` shares the
     final budget so that each column's noise counts relative to its own radius (scale-free:
     columns in different units, e.g. the coefficients of a fit, get equal shares) instead of in
-    the data's units. Every refusal and the accountant's check happen before the first noise
-    draw.
+    the data's units. ``public_centre`` gives each column a public centre and a bound on its
+    distance to the column's mean that fails with probability at most γ (known from how the
+    statistics are built, e.g. influence values at a pilot estimate, whose mean is the pilot's
+    error): no midpoint or refinement stage runs, and the plan must be made with
+    ``centred=True`` (:meth:`~dplong.privacy.plan.ReleasePlan.make`). Every refusal and the
+    accountant's check happen before the first noise draw.
 
     Examples
     --------
@@ -656,10 +676,13 @@ def release_means(
             bounded=bounds is not None,
             weighted=user_weights is not None,
             count=count is None,
+            centred=public_centre is not None,
         )
         plan.check(accountant)  # every refusal before the first noise draw
     if count is not None and plan.counts:
         raise ValueError("a release given an earlier count must not plan its own")
+    if (public_centre is not None) != (plan.midpoint_kind == "public"):
+        raise ValueError("a public centre and a plan made with centred=True go together")
     gamma = options.gamma
     where = locate(
         matrix,
@@ -673,11 +696,11 @@ def release_means(
         user_weights=user_weights,
         tail=tail,
         count=count,
+        public_centre=public_centre,
+        lower=lower,
     )
     if tail is None and scale is None and where.refined:
         where = dataclasses.replace(where, tail=_skew_tails(where))
-    if lower is not None and scale is None:
-        where = dataclasses.replace(where, sd=_square_spread(where, lower))
     plan = where.plan
     users = where.per_column_users
     undefined = where.empty
@@ -1039,7 +1062,12 @@ def _rank_quantile(ranks: float, users: NDArray[np.float64]) -> NDArray[np.float
     return np.asarray(special.ndtri(share))
 
 
-def _square_spread(where: Location, lower: NDArray[np.float64]) -> NDArray[np.float64]:
+def _square_spread(
+    sd: NDArray[np.float64],
+    midpoint: NDArray[np.float64],
+    kinds: NDArray[np.str_],
+    lower: NDArray[np.float64],
+) -> NDArray[np.float64]:
     """The scale of a column under the chi-square tail with a support's end: at least
     :data:`IMPLIED_SHARE` of the sd its median implies. Under the model ``lower + v χ²₁`` (the
     square of a normal deviation) the sd is ``√2 v`` and the median ``0.455 v`` above
@@ -1052,12 +1080,14 @@ def _square_spread(where: Location, lower: NDArray[np.float64]) -> NDArray[np.fl
     could not tell (its noise sd of 80 users at this ε). A third, about the median itself,
     leaves the lighter tails of per-degree-of-freedom squares over several rows alone (their
     MAD-based σ̂ is 0.9-1.3 times the median in simulations; a half cost two correlated
-    regressors 19 % in MSE, a third 6 %). Post-processing of the released midpoint and scale."""
-    kinds = np.broadcast_to(np.asarray(where.tail), where.sd.shape)
+    regressors 19 % in MSE, a third 6 %; the whole implied spread gave a light-tailed square,
+    hours' on the wage panel, an interval 15 times its mean). Applied in the scale stage
+    (:func:`locate`), so that the centre's error bound and the refinement see it.
+    Post-processing of the released midpoint and scale."""
     implied = np.array([SUPPORT_SPREAD.get(str(k), 0.0) for k in kinds])
     with np.errstate(invalid="ignore"):  # a NaN midpoint (no data) keeps its NaN scale
-        floor = np.where(np.isfinite(lower), IMPLIED_SHARE * implied * (where.midpoint - lower), 0)
-        return np.asarray(np.fmax(where.sd, floor))
+        floor = np.where(np.isfinite(lower), IMPLIED_SHARE * implied * (midpoint - lower), 0.0)
+        return np.asarray(np.fmax(sd, floor))
 
 
 def _supported_centre(

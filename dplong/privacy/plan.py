@@ -7,7 +7,8 @@ A release of the column means of an n x d matrix of per-user statistics runs the
    runs first, and :meth:`ReleasePlan.for_users` sizes the medians for the users it finds;
 2. **midpoint** — private median per column on a log grid (report-noisy-max,
    ``plan.midpoint`` per column), or the paper's stable histogram for few users with a stated
-   scale;
+   scale; none where the model knows a public centre (``centred``: statistics whose mean is
+   near a known value by construction, such as the influence values at a pilot estimate);
 3. **scale** — private median of the absolute deviations from the midpoint (``plan.spread``
    per column; 0 if the scale is stated), then a lattice Laplace count of the users off its
    cell (``plan.shared`` per column) and, only where most users share one value, a second
@@ -201,12 +202,14 @@ class ReleasePlan:
         Calls an earlier release of the same fit made on the same users: the final stage is
         calibrated so that they and this release together stay within (ε, δ), which are then
         the fit's budget up to and including this release (see :meth:`after`).
-    midpoint_kind : {"median", "histogram", "bounds"}
+    midpoint_kind : {"median", "histogram", "bounds", "public"}
         The midpoint's mechanism: the private median on the log grid, or — with a stated scale
         and too few users for the median — the stable histogram of Alg 2-3 with bins of
         half-width τ' (``midpoint_delta`` each), whose rare failure is covered by a private
         median with the reserved ``fallback`` ε (spent only then); ``"bounds"``: public bounds
-        on the statistics make every stage before the mean unnecessary.
+        on the statistics make every stage before the mean unnecessary; ``"public"``: the
+        model gives the centre and a bound on its distance to the mean (no midpoint and no
+        refinement stage: only the scale is located).
     moment_share : float
         Share of each column's final budget spent on the second moment of the clipped values,
         whose variance then sets the standard errors (honest under heavy tails); 0 when
@@ -274,6 +277,7 @@ class ReleasePlan:
         moment: bool = True,
         share: float = 1.0,
         weighted: bool = False,
+        centred: bool = False,
     ) -> ReleasePlan:
         """Stage budgets from public facts (module docstring). ``count=False`` when n itself
         is the denominator (item-level regression: every unit is counted), or when the
@@ -283,7 +287,23 @@ class ReleasePlan:
         call per column: calibrate it so); ``share`` is the part of a fit's budget this release
         gets, so that refusals and notes speak of the fit's ε; ``weighted`` when users carry
         precision weights: the count is a weighted count and gets
-        :data:`WEIGHTED_COUNT_USERS` instead of :data:`COUNT_USERS`."""
+        :data:`WEIGHTED_COUNT_USERS` instead of :data:`COUNT_USERS`; ``centred`` when the
+        release is given a public centre (``midpoint_kind="public"``): no midpoint or
+        refinement stage, their budget left to the final stage.
+
+        Examples
+        --------
+        A public centre frees the midpoint's and the refinement's budget:
+
+        >>> from dplong.privacy.plan import ReleasePlan
+        >>> located = ReleasePlan.make(n=545, d=2, epsilon=2.2, delta=0.0, stated_scale=False)
+        >>> centred = ReleasePlan.make(n=545, d=2, epsilon=2.2, delta=0.0, stated_scale=False,
+        ...                            centred=True)
+        >>> centred.midpoint, centred.refine, centred.spread == located.spread
+        (0.0, 0.0, True)
+        >>> round(located.early_epsilon(), 3), round(centred.early_epsilon(), 3)
+        (0.939, 0.426)
+        """
         per_column = column_epsilon(epsilon, delta, d)
         count_users = WEIGHTED_COUNT_USERS if weighted else COUNT_USERS
         if bounded:
@@ -308,7 +328,8 @@ class ReleasePlan:
         median = min(max(wanted, low), high)
         notes: list[str] = []
         histogram = (
-            stated_scale
+            not centred
+            and stated_scale
             and wanted > high
             and delta > 0.0  # the stable histogram is (ε, δ)-DP: it needs a δ
             and _histogram_reliable(n, HISTOGRAM_SHARE * per_column, delta / (2 * d))
@@ -319,13 +340,16 @@ class ReleasePlan:
             )
             return plan if moment else dataclasses.replace(plan, moment_share=0.0)
         spread = 0.0 if stated_scale else median
+        if centred:  # only the scale is located (none when it is stated)
+            median = 0.0
         miss = _miss(n, median, spread)
         needed = _median_epsilon(n, stated_scale) / cap * d / share
         stage = "midpoint" if stated_scale else "scale"
         if miss > MAX_MISS:
             raise InsufficientUsersError(
                 f"with n={n} users and {_budget_phrase(epsilon, share, d)} the private {stage} "
-                f"of a column would get epsilon={median:.3g}, too little to locate the data: it "
+                f"of a column would get epsilon={spread or median:.3g}, too little to locate the "
+                f"data: it "
                 f"would miss them with probability up to {min(miss, 1.0):.2g}; raise epsilon to "
                 f"about {needed:.2g} or use fewer columns"
             )
@@ -343,7 +367,9 @@ class ReleasePlan:
         count_epsilon = _count_epsilon(n, per_count, count_users)
         shared = _count_epsilon(n, per_column, SHARED_USERS, SHARED_SHARES) if spread else 0.0
         rest = _rest(per_column, median, spread, shared, count_epsilon * counts / d)
-        share = _refine_share(n, per_column, rest) if refine else 0.0
+        # a public centre is off the mean by the model's bound (O(σ/√n) for influence values):
+        # no refinement
+        share = _refine_share(n, per_column, rest) if refine and not centred else 0.0
         return cls(
             n=n,
             d=d,
@@ -359,6 +385,7 @@ class ReleasePlan:
             miss=miss,
             per_column=per_column,
             shared=shared,
+            midpoint_kind="public" if centred else "median",
         )
 
     @classmethod
@@ -415,17 +442,19 @@ class ReleasePlan:
         >>> plan.midpoint, plan.for_users(150.0).midpoint
         (0.16, 0.5333333333333333)
         """
-        if self.midpoint_kind != "median" or users >= self.n:
+        if self.midpoint_kind not in ("median", "public") or users >= self.n:
             return self
+        public = self.midpoint_kind == "public"  # only the scale's median runs
         cap = MAX_MIDPOINT_SHARE[not self.spread]
         column = self.per_column
         median = min(max(MEDIAN_USERS / users, MIN_STAGE_SHARE * column), cap * column)
-        if median <= self.midpoint:
+        if median <= (self.spread if public else self.midpoint):
             return self
         spread = median if self.spread else 0.0
-        rest = _rest(column, median, spread, self.shared, self.count * self.counts / self.d)
+        midpoint = 0.0 if public else median
+        rest = _rest(column, midpoint, spread, self.shared, self.count * self.counts / self.d)
         refine = _refine_share(int(users), column, rest) * column if self.refine else 0.0
-        return dataclasses.replace(self, midpoint=median, spread=spread, refine=refine)
+        return dataclasses.replace(self, midpoint=midpoint, spread=spread, refine=refine)
 
     def miss_given(self, users: NDArray[np.float64]) -> NDArray[np.float64]:
         """:attr:`miss` with ``users`` per column in place of n — e.g. the private count of
@@ -441,7 +470,7 @@ class ReleasePlan:
         >>> plan.miss_given(np.array([1000.0, 100.0])).round(3).tolist()
         [0.0, 0.998]
         """
-        if self.midpoint_kind != "median":
+        if self.midpoint_kind not in ("median", "public"):
             return np.zeros(np.shape(users))
         counts = np.maximum(np.asarray(users), 1.0).astype(int)
         return np.array([_miss(int(u), self.midpoint, self.spread) for u in counts.flat])
@@ -668,7 +697,9 @@ def _miss(n: int, midpoint: float, spread: float) -> float:
     a missed midpoint repairs itself — the spread of ``|x - m̂|`` then measures the distance,
     and the wide interval holds the data, at the price of its noise, which the error bounds
     carry — so the bound is the scale median's: a spread beside the data shrinks the interval
-    onto ``m̂``."""
+    onto ``m̂``. Neither stage (a public centre and a stated scale): nothing to miss."""
+    if not (spread or midpoint):
+        return 0.0
     if spread:
         return miss_probability(len(SPREAD_GRID), spread, n)
     return miss_probability(len(GRID), midpoint, n)
