@@ -164,7 +164,7 @@ SHARED_SHARE, SHARED_BELOW = 0.3, 0.125
 #: count's noise it brings reaches this share of the sum's (the mean's sd up by at most 12 %).
 SHIFT_COST = 0.5
 #: Share of the spread a chi-square square's median implies that its scale keeps at least
-#: (:func:`_square_spread`): all of it, 3.11 times the median above the support's end.
+#: (:func:`_square_spread`): a third, 1.04 times the median above the support's end.
 IMPLIED_SHARE = 1.0 / 3.0
 _MEDIAN = "private median (report-noisy-max, log grid)"
 
