@@ -345,8 +345,11 @@ def within_results(
     step = np.nan_to_num(solution.pilot - beta)
     sampling_sd = influence.sampling_sd
     noise_sd, shift = _noise_law(solution, influence)
-    spread = np.abs(solution.vectors / solution.diagonal)  # |G D⁻¹|
-    bias = np.nan_to_num(influence.bias) + spread @ (solution.bias @ np.abs(step)) + np.abs(shift)
+    bias = (
+        np.nan_to_num(influence.bias)
+        + solution.spread @ (solution.bias @ np.abs(step))
+        + np.abs(shift)
+    )
     withheld = solution.withheld
     # a number without a finite value, noise or sampling sd would claim a precision nobody
     # knows (a release it rests on was withheld or missed the data): withheld too — and with
@@ -511,6 +514,11 @@ class _Basis:
         return np.asarray(self.absent | self.hidden | self.lost | bool(self.blind))
 
     @property
+    def spread(self) -> NDArray[np.float64]:
+        """``|G D⁻¹|``: how the bias bounds of the released rows reach β, to first order."""
+        return np.asarray(np.abs(self.vectors / self.diagonal))
+
+    @property
     def design(self) -> NDArray[np.float64]:
         """The released design ``Â = G⁻ᵀ D G⁻¹`` over the regressors in the basis."""
         used = np.isfinite(self.diagonal)
@@ -628,10 +636,9 @@ def _centre_bound(solution: _Basis, gamma: float) -> NDArray[np.float64]:
     draws = _design_draws(solution)
     steps = np.zeros((1, p)) if draws is None else draws[2]
     noise = np.quantile(np.abs(steps), 1.0 - gamma, axis=0)
-    spread = np.abs(solution.vectors / solution.diagonal)  # |G D⁻¹|
     pilot = np.nan_to_num(solution.pilot)
     bias = np.nan_to_num(solution.bias)  # a lost row: no basis, every coefficient withheld
-    return np.asarray(noise + spread @ (solution.outcome_bias + bias @ np.abs(pilot)))
+    return np.asarray(noise + solution.spread @ (solution.outcome_bias + bias @ np.abs(pilot)))
 
 
 def _design_draws(

@@ -517,7 +517,8 @@ def locate(
     # with weights the median is of the raw x_u, whose spreads σ_z/√w_u vary; yet Φ(√w t/σ) - ½
     # >= √w (Φ(t/σ) - ½) (concavity) and mean √w_u >= W/N give the same bound as without
     # weights, with σ̂_z and W in place of σ̂ and N (module docstring)
-    if public_centre is not None:  # the model's bound (a public centre has no rank error)
+    if plan.midpoint_kind == "public":  # the model's bound (a public centre has no rank error)
+        assert public_centre is not None
         midpoint_error = np.asarray(public_centre[1], dtype=float)
     else:
         # a median is off the mean of a skewed column by MEDIAN_OFFSET sds, beside its rank
@@ -659,6 +660,16 @@ def release_means(
     ...                     user_weights=UserWeights(w, floor=1.2 / 5.0))
     >>> res.weighted, bool(abs(res.estimate[0] - np.sum(w * means) / np.sum(w)) < 0.05)
     (True, True)
+
+    A public centre (statistics whose mean is known to be within 0.1 of 0): no midpoint stage
+
+    >>> x = np.random.default_rng(3).normal(0.05, 1.0, size=(2000, 1))
+    >>> options = ReleaseOptions.check(2000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1)
+    >>> res = release_means(x, names=("psi",), options=options, rng=np.random.default_rng(4),
+    ...                     public_centre=(np.zeros(1), np.full(1, 0.1)))
+    >>> [e.stage for e in res.privacy.entries], float(res.interval.mean())
+    (['count', 'scale', 'scale', 'mean', 'second moment'], 0.0)
     """
     n, d = matrix.shape
     if complete_rows:  # a user's statistics are all there or all missing
