@@ -30,6 +30,11 @@ Usage::
     python benchmarks/speed_dask.py                       # 10⁶ ... 10⁸ rows (docs/speed.md)
     python benchmarks/speed_dask.py --rows 1000000 10000000 --repeats 3
     python benchmarks/speed_dask.py --quick               # smoke run: 10⁵ and 10⁶ rows
+    python benchmarks/speed_dask.py --estimator within    # the within estimator instead
+
+With ``--estimator within`` the fit is ``fit(estimator="within", ...)``, whose within cross
+products a Dask frame reduces at the first within fit, in two more passes over the files (the
+users' means, then the products of the deviations from them); the timing includes them.
 
 The files go to ``--directory`` (default: a new directory in the system's temporary folder,
 about 40 bytes per row: 4 GB at 10⁸ rows) and are deleted afterwards unless ``--keep``.
@@ -90,7 +95,7 @@ def write_panel(rows: int, directory: Path, seed: int) -> int:
     return files
 
 
-def child(kind: str, directory: str) -> None:
+def child(kind: str, directory: str, estimator: str) -> None:
     """One timed fit in this process; prints its seconds, peak memory and estimates as JSON."""
     import dplong
 
@@ -108,7 +113,7 @@ def child(kind: str, directory: str) -> None:
         read = time.perf_counter() - begin
         start = time.perf_counter()
     model = dplong.LongitudinalOLS.from_formula(FORMULA, data, groups="user")
-    result = model.fit(epsilon=1.0, scale=1.0, random_state=0)
+    result = model.fit(epsilon=1.0, scale=1.0, estimator=estimator, random_state=0)
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: kilobytes
     print(
@@ -124,9 +129,9 @@ def child(kind: str, directory: str) -> None:
     )
 
 
-def run_child(kind: str, directory: Path) -> dict[str, Any]:
+def run_child(kind: str, directory: Path, estimator: str) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, __file__, "--child", kind, str(directory)],
+        [sys.executable, __file__, "--child", kind, str(directory), estimator],
         capture_output=True,
         text=True,
         check=True,
@@ -145,9 +150,9 @@ def measure(rows: int, args: argparse.Namespace, root: Path) -> dict[str, Any]:
     found: dict[str, Any] = {"rows": rows, "files": files, "load": os.getloadavg()[0]}
     dask_runs, pandas_runs = [], []
     for _ in range(repeats):
-        dask_runs.append(run_child("dask", directory))
+        dask_runs.append(run_child("dask", directory, args.estimator))
         if with_pandas:
-            pandas_runs.append(run_child("pandas", directory))
+            pandas_runs.append(run_child("pandas", directory, args.estimator))
     best = min(dask_runs, key=lambda r: r["seconds"])
     found |= {
         "users": best["users"],
@@ -197,7 +202,10 @@ def main() -> None:
     parser.add_argument("--directory", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the Parquet files")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--child", nargs=2, metavar=("KIND", "DIRECTORY"), help=argparse.SUPPRESS)
+    parser.add_argument("--estimator", choices=("per-user", "within"), default="per-user")
+    parser.add_argument(
+        "--child", nargs=3, metavar=("KIND", "DIRECTORY", "ESTIMATOR"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.child:
         child(*args.child)
@@ -216,7 +224,7 @@ def main() -> None:
         f"dask {dask.__version__}, pyarrow {pyarrow.__version__}"
     )
     print(f"started {dt.datetime.now():%Y-%m-%d %H:%M}, load {os.getloadavg()}")
-    print(f"files in {root}")
+    print(f"files in {root}; estimator {args.estimator}")
     results = [measure(size, args, root) for size in rows]
     if args.directory is None and not args.keep:
         shutil.rmtree(root, ignore_errors=True)

@@ -298,7 +298,7 @@ def reduce_design(
     statistic: Statistic,
     time: object = None,
     ordered: bool = False,
-    given: Sequence[pd.Series] = (),
+    given: Sequence[pd.Series | pd.DataFrame] = (),
 ) -> ReducedPanel:
     """Per-user statistics of a formula model on a Dask frame (module docstring).
 
@@ -321,8 +321,9 @@ def reduce_design(
     ordered : bool
         Whether ``sums`` needs all of a user's rows at once, in order (then the rows are
         shuffled by user first).
-    given : sequence of pandas.Series
-        Per-user values indexed by user id (e.g. the means of a first pass).
+    given : sequence of pandas.Series or DataFrame
+        Per-user values (one or several columns) indexed by user id (e.g. the means of a
+        first pass).
 
     Returns
     -------
@@ -355,7 +356,7 @@ def reduce_users(
     statistic: Statistic,
     *,
     ordered: bool = False,
-    given: Sequence[pd.Series] = (),
+    given: Sequence[pd.Series | pd.DataFrame] = (),
 ) -> tuple[NDArray[np.float64], NDArray[Any]]:
     """Per-user statistics of a Dask frame: partitions → per-user sums → added by user →
     statistics (module docstring).
@@ -374,8 +375,9 @@ def reduce_users(
     ordered : bool
         Shuffle the rows by user first, so that ``partition`` sees all of a user's rows, in
         their order in ``frame``.
-    given : sequence of pandas.Series
-        Per-user values indexed by user id, looked up for the users of each partition.
+    given : sequence of pandas.Series or DataFrame
+        Per-user values (one or several columns) indexed by user id, looked up for the users
+        of each partition.
 
     Returns
     -------
@@ -498,7 +500,7 @@ def _with_positions(
 
 def _partition_frame(
     frame: pd.DataFrame,
-    *given: pd.Series,
+    *given: pd.Series | pd.DataFrame,
     user: str,
     partition: PartitionSums,
     ordered: bool,

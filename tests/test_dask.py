@@ -146,6 +146,30 @@ def test_ols(data: pd.DataFrame, correlation: str, param: float) -> None:
     )
 
 
+def test_within_estimator(data: pd.DataFrame) -> None:
+    """``fit(estimator="within")``: the within cross products reduced in two passes (the users'
+    means, then the products of the deviations from them), at the first within fit and once."""
+    options: dict[str, Any] = {"groups": "user", "levels": LEVELS}
+    formula = "y ~ x1 + x2 + kind"
+    memory = dplong.LongitudinalOLS.from_formula(formula, data, **options)
+    frame = dplong.LongitudinalOLS.from_formula(formula, as_dask(data), **options)
+    (expected, expected_rows), (got, rows) = memory._within_products(), frame._within_products()
+    assert same(rows, expected_rows)  # counts: exact
+    assert same(np.isnan(got), np.isnan(expected))  # fewer than two rows: no statistic
+    assert np.isnan(got).any() and not np.isnan(got).all()
+    # deviations from (non-dyadic) means are inexact: summed in another order
+    np.testing.assert_allclose(got, expected, rtol=0, atol=ROUND_OFF)
+    assert frame._within_products() is frame._within_products()  # reduced once, then kept
+    fit: dict[str, Any] = {"estimator": "within", "max_rows": 8, "random_state": 2}
+    assert_same_release(memory.fit(epsilon=16.0, **fit), frame.fit(epsilon=16.0, **fit))
+    # noise off (a stated scale beyond every statistic): the textbook estimate on both, up to
+    # a lattice step (2**-40 of a statistic, engine.RESOLUTION) should round-off cross one
+    exact: dict[str, Any] = {"epsilon": 1e300, "delta": 0.5, "scale": 1e6, **fit}
+    np.testing.assert_allclose(
+        frame.fit(**exact).params, memory.fit(**exact).params, rtol=1e-10, atol=0
+    )
+
+
 def test_location(data: pd.DataFrame) -> None:
     memory = dplong.RandomEffectsLocation.from_formula("y ~ 1", data, groups="user")
     frame = dplong.RandomEffectsLocation.from_formula("y ~ 1", as_dask(data), groups="user")
@@ -479,13 +503,16 @@ CLI = ["--model", "ols", "--formula", "y ~ x1 + kind", "--groups", "user", "--ti
 CLI += ["--levels", "kind=p,q", "--epsilon", "1", "--seed", "3", "--quiet"]
 
 
-@pytest.mark.parametrize("kind", ["glob", "directory"])
-def test_cli_parquet_files(parquet: tuple[Path, Path], kind: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "options"),
+    [("glob", []), ("directory", []), ("glob", ["--estimator", "within", "--epsilon", "16"])],
+)
+def test_cli_parquet_files(parquet: tuple[Path, Path], kind: str, options: list[str]) -> None:
     folder, csv = parquet
     source = str(folder / "*.parquet") if kind == "glob" else str(folder)
-    code, out, err = run(["fit", source, *CLI])
+    code, out, err = run(["fit", source, *CLI, *options])
     assert code == 0, err
-    assert out == run(["fit", str(csv), *CLI])[1]  # the same release as the rows in memory
+    assert out == run(["fit", str(csv), *CLI, *options])[1]  # the release of the rows in memory
 
 
 def test_cli_parquet_errors(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -14,7 +15,7 @@ import patsy
 from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_choice, per_column, real_number
-from dplong.dask_frames import ReducedPanel, design_spec, is_dask, reduce_design
+from dplong.dask_frames import FrameSpec, ReducedPanel, design_spec, is_dask, reduce_design
 from dplong.dependence import DependenceModel
 from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign
@@ -33,6 +34,10 @@ from dplong.models.reduce import (
     WorkingCorrelation,
     coefficients_from_sums,
     cross_product_sums,
+    user_means,
+    user_totals,
+    within_cross_products,
+    within_sums,
 )
 from dplong.models.within import (
     coefficient_names,
@@ -102,9 +107,16 @@ class LongitudinalOLS(PanelModel):
     model_name = "LongitudinalOLS"
     basis = ("Theorem 4.2 via Corollary 5.16", "Theorem 6.4 via Corollary 6.10")
 
-    def __init__(self, design: PanelDesign | ReducedPanel, correlation: WorkingCorrelation) -> None:
+    def __init__(
+        self,
+        design: PanelDesign | ReducedPanel,
+        correlation: WorkingCorrelation,
+        within: Callable[[], WithinProducts] | None = None,
+    ) -> None:
         super().__init__(design)
         self._correlation = correlation
+        # a Dask frame's within cross products: reduced at the first within fit, then kept
+        self._within = None if within is None else functools.cache(within)
 
     @classmethod
     def from_formula(
@@ -127,7 +139,9 @@ class LongitudinalOLS(PanelModel):
         data : pandas.DataFrame or dask.dataframe.DataFrame
             One row per observation. A Dask frame is reduced where it lies, partition by
             partition, to per-user sums (:mod:`dplong.dask_frames`; with ``"ar1"`` after a
-            shuffle of the rows by user), with the same results.
+            shuffle of the rows by user), with the same results; the within estimator's cross
+            products at its first fit, in two more passes (the users' means, then the
+            products of the deviations from them).
         groups : str or array_like
             Column name (or values) of the user id: the unit of privacy. A column name with a
             Dask frame.
@@ -192,7 +206,7 @@ class LongitudinalOLS(PanelModel):
             ),
             ordered=working.kind == "ar1",  # prewhitening needs a user's rows in order
         )
-        return cls(design, working)
+        return cls(design, working, functools.partial(_reduce_within, data, spec, groups))
 
     def identified_users(self) -> int:
         """How many users have their own fit (enough rows and a non-singular design).
@@ -219,6 +233,19 @@ class LongitudinalOLS(PanelModel):
             return design.statistics
         sums = _cross_products(design, self._correlation)
         return _coefficients(sums, len(design.columns), self._correlation)
+
+    def _within_products(self) -> WithinProducts:
+        """Every user's within cross products (NaN: fewer than two rows) and row counts, over
+        the regressors without the intercept: from the rows, or a Dask frame's, reduced the
+        same way (:func:`_reduce_within`)."""
+        if self._within is not None:
+            return self._within()
+        design = self._design
+        assert isinstance(design, PanelDesign)  # a Dask frame's model has its reduction
+        keep = [j for j, c in enumerate(design.columns) if c != "Intercept"]
+        X = np.ascontiguousarray(design.X[:, keep])
+        rows = np.bincount(design.codes, minlength=design.n).astype(np.float64)
+        return within_cross_products(design.y, X, design.codes, design.n), rows
 
     def fit(
         self,
@@ -404,11 +431,6 @@ class LongitudinalOLS(PanelModel):
         for option, (bad, needed) in unsupported.items():
             if bad:
                 raise ParameterError(f'estimator="within" needs {needed} (got another {option})')
-        if not isinstance(self._design, PanelDesign):  # demeaning needs every user's rows
-            raise ParameterError(
-                'estimator="within" needs the panel as a pandas DataFrame (got a Dask frame); '
-                'use estimator="per-user" on Dask'
-            )
         if isinstance(scale, str) and scale == "estimate":
             proxy = None
         else:
@@ -437,7 +459,9 @@ class LongitudinalOLS(PanelModel):
         shares = within_shares(self.nobs_users, len(names), request.options.epsilon)
         return self._fit(
             request,
-            within_blocks(self._design, proxy, shares, max_rows, gamma=request.options.gamma),
+            within_blocks(
+                names, self._within_products, proxy, shares, max_rows, gamma=request.options.gamma
+            ),
             assumptions=assumptions,
             results=partial(within_results, names=names),
         )
@@ -462,3 +486,46 @@ def _coefficients(
 ) -> NDArray[np.float64]:
     """Per-user coefficients from those sums (NaN: not identified)."""
     return coefficients_from_sums(sums, p, correlation)[0]
+
+
+#: Every user's within cross products (NaN: fewer than two rows) and row counts.
+WithinProducts = tuple[NDArray[np.float64], NDArray[np.float64]]
+
+
+def _reduce_within(data: DaskFrame, spec: FrameSpec, groups: GroupsLike) -> WithinProducts:
+    """A Dask frame's within cross products, in two passes as in memory
+    (:func:`~dplong.models.reduce.within_cross_products`): every user's row count and means,
+    then the sums of products of the deviations from them."""
+    regressors = tuple(j for j, c in enumerate(spec.spec.columns) if c != "Intercept")
+    first = reduce_design(
+        data,
+        spec,
+        groups=groups,
+        sums=functools.partial(_partition_totals, regressors=regressors),
+        statistic=user_means,
+    )
+    rows, means = first.statistics[:, 0], first.statistics[:, 1:]
+    second = reduce_design(
+        data,
+        spec,
+        groups=groups,
+        sums=functools.partial(_partition_products, regressors=regressors),
+        statistic=np.asarray,
+        given=[pd.DataFrame(means, index=first.ids)],
+    )
+    products = second.statistics
+    products[rows < 2] = np.nan
+    return products, rows
+
+
+def _partition_totals(design: PanelDesign, *, regressors: tuple[int, ...]) -> NDArray[np.float64]:
+    """A partition's per-user row counts and sums of the regressors and y."""
+    return user_totals(design.y, design.X[:, regressors], design.codes, design.n)
+
+
+def _partition_products(
+    design: PanelDesign, means: NDArray[np.float64], *, regressors: tuple[int, ...]
+) -> NDArray[np.float64]:
+    """A partition's per-user sums of products of the deviations from the users' means."""
+    X = np.ascontiguousarray(design.X[:, regressors])
+    return within_sums(design.y, X, design.codes, design.n, means)

@@ -39,7 +39,7 @@ from dplong.models.base import (
     scale_per_column,
     sound_plan,
 )
-from dplong.models.reduce import user_sums
+from dplong.models.reduce import user_means, user_sums, user_totals
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release, UserWeights
 from dplong.privacy.options import PrivacyModel, ReleaseOptions, Variant
@@ -547,7 +547,7 @@ class _UserMoments:
         if isinstance(design, ReducedPanel):
             rows, means, within_ss = design.statistics.T
             return cls(means, within_ss, rows)
-        counts = _means(_totals(design))
+        counts = user_means(_totals(design))
         within_ss = _squared_deviations(design, counts[:, 1])[:, 0]
         return cls(counts[:, 1], within_ss, counts[:, 0])
 
@@ -562,14 +562,7 @@ class _UserMoments:
 
 def _totals(design: PanelDesign) -> NDArray[np.float64]:
     """Every user's row count and sum of y (n x 2)."""
-    rows = np.bincount(design.codes, minlength=design.n)
-    return np.column_stack([rows, user_sums(design.y[None, :], design.codes, design.n)])
-
-
-def _means(totals: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Row counts and means (NaN: no row) from :func:`_totals`."""
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        return np.column_stack([totals[:, 0], totals[:, 1] / totals[:, 0]])
+    return user_totals(design.y, design.X[:, :0], design.codes, design.n)
 
 
 def _squared_deviations(design: PanelDesign, means: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -583,7 +576,7 @@ def _squared_deviations(design: PanelDesign, means: NDArray[np.float64]) -> NDAr
 def _reduce_moments(data: DaskFrame, spec: FrameSpec, groups: GroupsLike) -> ReducedPanel:
     """A Dask frame's per-user row counts, means and within sums of squares, in two passes
     as in memory: the means, then the squared deviations from them."""
-    first = reduce_design(data, spec, groups=groups, sums=_totals, statistic=_means)
+    first = reduce_design(data, spec, groups=groups, sums=_totals, statistic=user_means)
     means = pd.Series(first.statistics[:, 1], index=first.ids)
     second = reduce_design(
         data, spec, groups=groups, sums=_squared_deviations, statistic=np.asarray, given=[means]

@@ -315,7 +315,7 @@ def within_cross_products(
     (the within transformation). Returns an n x (p(p+1)/2 + p) matrix, columns in the order
     of :func:`upper_pairs` then ``X̃'ỹ``; users with fewer than two rows have no within variation
     to speak of and get NaN (no statistic). One vectorised pass for the means
-    (:func:`user_sums`), one chunked pass for the products (:func:`_chunk_sums`).
+    (:func:`user_means`), one chunked pass for the products (:func:`within_sums`).
 
     Examples
     --------
@@ -327,16 +327,46 @@ def within_cross_products(
     >>> within_cross_products(y, X, codes, 3).tolist()
     [[0.5, 1.0], [0.5, 1.0], [nan, nan]]
     """
+    means = user_means(user_totals(y, X, codes, n))
+    out = within_sums(y, X, codes, n, means[:, 1:])
+    out[means[:, 0] < 2] = np.nan
+    return out
+
+
+def user_totals(
+    y: NDArray[np.float64], X: NDArray[np.float64], codes: NDArray[np.intp], n: int
+) -> NDArray[np.float64]:
+    """Every user's row count and sums of X's columns and of y: n x (p + 2), adding up over any
+    split of a user's rows (:func:`user_means` turns them into means)."""
+    rows = np.bincount(codes, minlength=n)
+    return np.column_stack([rows, user_sums(np.vstack([X.T, y[None, :]]), codes, n)])
+
+
+def user_means(totals: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Row counts and means (NaN: no row) from :func:`user_totals`."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.column_stack([totals[:, 0], totals[:, 1:] / totals[:, :1]])
+
+
+def within_sums(
+    y: NDArray[np.float64],
+    X: NDArray[np.float64],
+    codes: NDArray[np.intp],
+    n: int,
+    means: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Every user's sums of products of the deviations from ``means`` (n x (p + 1): X's columns
+    then y; a user's own means give :func:`within_cross_products`), columns as there. Sums of
+    row terms about means fixed beforehand, so they add over any split of a user's rows: a
+    Dask partition sums its rows about the means of a first pass (no cancellation between
+    ``Σ x²`` and ``T x̄²``, as in memory)."""
     p = X.shape[1]
     pairs = upper_pairs(p) + [(j, p) for j in range(p)]
-    out = np.full((n, len(pairs)), np.nan)
-    if p == 0:
+    out = np.zeros((n, len(pairs)))
+    if p == 0 or not codes.size:
         return out
     starts = segment_starts(codes)
-    rows = np.bincount(codes, minlength=n)
     users = codes[starts]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = user_sums(np.vstack([X.T, y[None, :]]), codes, n, starts) / rows[:, None]
     centred = means[codes]
     series = [X[:, j] - centred[:, j] for j in range(p)] + [y - centred[:, p]]
     chunks = _chunk_bounds(starts, len(codes))
@@ -344,7 +374,6 @@ def within_cross_products(
     for first, last, lo, hi in chunks:
         sums = _chunk_sums(series, pairs, False, slice(lo, hi), starts[first:last] - lo, buffer)
         out[users[first:last]] = sums.T
-    out[rows < 2] = np.nan
     return out
 
 

@@ -119,16 +119,14 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from dplong.formula import PanelDesign
 from dplong.models.base import Block, Statistics, combined_ledger
-from dplong.models.reduce import within_cross_products
 from dplong.privacy.engine import SMALLEST_SCALE, Release, UserWeights
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import Tail
@@ -195,18 +193,22 @@ def within_shares(n: int, p: int, epsilon: float) -> tuple[float, float]:
 
 
 def within_blocks(
-    design: PanelDesign,
+    names: tuple[str, ...],
+    products: Callable[[], tuple[NDArray[np.float64], NDArray[np.float64]]],
     scale: float | None,
     shares: tuple[float, ...],
     max_rows: int,
     *,
     gamma: float,
 ) -> list[Block]:
-    """The blocks of the module docstring: p design blocks (row i: ``p - i + 1`` columns, its
-    part of ``shares[0]`` in proportion) and the influence block (``shares[1]``,
-    :func:`within_shares`); ``scale`` a stated variance proxy of every released per-user
-    statistic (None: estimated privately); ``max_rows`` the public cap ``T_cap`` of the
-    weights; ``gamma`` the failure probability of the influence's public centre's bound.
+    """The blocks of the module docstring for the coefficients ``names``: p design blocks (row
+    i: ``p - i + 1`` columns, its part of ``shares[0]`` in proportion) and the influence block
+    (``shares[1]``, :func:`within_shares`). ``products`` gives every user's within cross
+    products (:func:`~dplong.models.reduce.within_cross_products`, NaN for fewer than two
+    rows) and row counts: private, asked for once, when a fit runs the blocks. ``scale`` is a
+    stated variance proxy of every released per-user statistic (None: estimated privately);
+    ``max_rows`` the public cap ``T_cap`` of the weights; ``gamma`` the failure probability of
+    the influence's public centre's bound.
 
     Examples
     --------
@@ -214,29 +216,25 @@ def within_blocks(
     (the statistics are computed only when a fit runs the blocks):
 
     >>> import dplong
-    >>> from dplong.formula import build_design
     >>> from dplong.models.within import within_blocks, within_shares
-    >>> wages = dplong.datasets.load_wage_panel()
-    >>> design = build_design("lwage ~ exper + hours", wages, groups="nr")
-    >>> blocks = within_blocks(design, None, within_shares(545, 2, 4.0), 10, gamma=0.05)
+    >>> def products():
+    ...     raise AssertionError("not read to make the blocks")
+    >>> blocks = within_blocks(("exper", "hours"), products, None, within_shares(545, 2, 4.0),
+    ...                        10, gamma=0.05)
     >>> for block in blocks:
     ...     print(list(block.names), round(block.share, 3))
     ["Z'Z[exper,exper]", "Z'X[exper,hours]", "Z'y[exper]"] 0.33
     ["Z'Z[hours,hours]", "Z'y[hours]"] 0.22
     ['influence[exper]', 'influence[hours]'] 0.45
     """
-    names = coefficient_names(design.columns)
-    keep = [j for j, c in enumerate(design.columns) if c != "Intercept"]
     p = len(names)
     k = p * (p + 1) // 2
 
     @functools.cache
     def statistics() -> tuple[NDArray[np.float64], NDArray[np.float64], UserWeights]:
         """Every user's A_u (n x p x p), b_u and weights (private; computed once)."""
-        sums = within_cross_products(
-            design.y, np.ascontiguousarray(design.X[:, keep]), design.codes, design.n
-        )
-        freedom = np.bincount(design.codes, minlength=design.n) - 1.0
+        sums, rows = products()
+        freedom = rows - 1.0
         with np.errstate(divide="ignore", invalid="ignore"):
             per_freedom = sums / freedom[:, None]  # per within degree of freedom
         weights = np.minimum(freedom, max_rows - 1.0) / (max_rows - 1.0)
