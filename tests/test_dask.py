@@ -428,7 +428,8 @@ def client() -> Iterator[Any]:
 
 def test_distributed_client(data: pd.DataFrame, client: Any) -> None:
     """The same graphs on a ``distributed`` cluster (tasks and the spec are serialised):
-    a formula with a module function, the shuffle of AR(1) and of user curves, two passes."""
+    a formula with a module function, the shuffle of AR(1) and of user curves, two passes
+    (the location's, the within estimator's)."""
     formula = "y ~ np.exp(x1) + kind"
     options: dict[str, Any] = {"groups": "user", "time": "t", "levels": LEVELS}
     for correlation in ("independence", "ar1"):
@@ -441,6 +442,10 @@ def test_distributed_client(data: pd.DataFrame, client: Any) -> None:
         np.testing.assert_allclose(  # exp(x1) is inexact: round-off of the order of sums
             frame._user_coefficients(), memory._user_coefficients(), rtol=1e-9, atol=ROUND_OFF
         )
+    # the within estimator's two passes, the first pass's means sent along to the second's
+    np.testing.assert_allclose(
+        frame._within_products()[0], memory._within_products()[0], rtol=1e-9, atol=ROUND_OFF
+    )
     curves = dplong.PriestleyChao.from_formula(
         "y ~ t", as_dask(data), groups="user", domain=(0, 7), bandwidth=1.5, grid=6
     )
