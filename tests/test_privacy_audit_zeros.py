@@ -23,6 +23,10 @@ to reproduce the package when un-broken.
    user 0 at -inf, FAR or exactly 0. POWER: the final stage drawn at 8 ε.
 3. The ledger of a release whose midpoint is 0 (90 % of the users at 0) lists the count of
    users off 0 at the ε it was drawn with, beside every other draw.
+4. ``release_means`` end to end where the users off 0 are too few for the scale's first median
+   and a second one, sized for them by their count, runs (85 % of n = 2,000 at 0, ε = 2):
+   user 0 at -inf, FAR or exactly 0 (each moves the count off 0 and the medians' counts by at
+   most 1). POWER: the final stage drawn at 8 ε.
 """
 
 from __future__ import annotations
@@ -294,3 +298,62 @@ def test_count_off_zero_is_in_the_ledger(monkeypatch: pytest.MonkeyPatch) -> Non
     assert median.epsilon + counts[1].epsilon == pytest.approx(stage)
     total = dplong.privacy.compose([e.cost for e in entries], DELTA)
     assert release.privacy.epsilon == total.epsilon <= EPS_RELEASE * (1 + 1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. release_means where the users off 0 get a second median
+# ---------------------------------------------------------------------------------------------
+
+N_SECOND = 2000
+#: 85 % of the other users at exactly 0, the rest 1 + 0.3 N(0, 1): the midpoint is 0, the
+#: scale's first median (0.06 of ε) is too little for the 300 users off 0, and their count
+#: (noise scale 50) sizes a second one for them (measured: 19 of 20 seeded releases)
+SECOND = ColumnAudit(
+    options=ReleaseOptions.check(
+        N_SECOND, epsilon=EPS_RELEASE, delta=DELTA, privacy="central", bound=None, d=1
+    ),
+    others=np.concatenate(
+        [
+            np.zeros(int(0.85 * N_SECOND)),
+            1.0 + 0.3 * np.random.default_rng(63).normal(size=N_SECOND - 1 - int(0.85 * N_SECOND)),
+        ]
+    ),
+    users={"-inf": -np.inf, "+far": FAR, "zero": 0.0},
+    reference="zero",
+    runs=1_500,
+    broken_runs=1_000,
+    seed=8400,
+)
+
+
+def test_second_median_reference() -> None:
+    """The audited release's midpoint is 0; after the count of users off 0 a second median runs
+    over them, sized for them, and the interval holds them; the ledger stays within ε."""
+    ref = SECOND.reference_release
+    assert ref.midpoint[0] == engine.ZERO_CELL
+    scale = [(e.mechanism, e.epsilon) for e in ref.privacy.entries if e.stage == "scale"]
+    assert [m for m, _ in scale] == [
+        engine._MEDIAN,
+        "lattice Laplace count of users off 0",
+        engine._MEDIAN,
+    ]
+    assert scale[2][1] > 5 * scale[0][1]
+    assert ref.interval[0, 1] > 1.5 and not np.isnan(ref.estimate[0])
+    assert ref.privacy.epsilon <= EPS_RELEASE * (1 + 1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pair", [("-inf", "+far"), ("zero", "+far")], ids=["inf-far", "zero-far"])
+def test_second_median_release_audit(pair: tuple[str, str]) -> None:
+    claim = SECOND.reference_release.privacy.epsilon
+    bound = SECOND.bound(pair)
+    print(report(f"release_means second median off 0 {pair}", bound, claim))
+    assert bound.epsilon_lb <= claim, str(bound)
+
+
+@pytest.mark.slow
+def test_second_median_release_audit_has_power() -> None:
+    claim = SECOND.reference_release.privacy.epsilon
+    bound = SECOND.bound(("-inf", "+far"), broken=True)
+    print(report("release_means second median off 0, final noise/8", bound, claim))
+    assert bound.epsilon_lb > claim, str(bound)
