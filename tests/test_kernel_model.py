@@ -751,11 +751,14 @@ def test_item_level_scale_warnings_reach_the_results() -> None:
 
 def test_item_level_curve_reads_the_scale_stage_verdicts() -> None:
     """The responses go through the same scale stage as every release, and the curve obeys
-    its verdicts. 97 % of 2000 responses are exactly 0 and the other ~60 are 1 + Exp(3) (the
-    true smooth is about 0.15 everywhere): the scale stage either counts too few of those 60
-    for a scale of their own (the curve is withheld, NaN, with the engine's note) or its count
-    cannot see them at all (the note says how many could go unseen). Before the curve read the
-    verdicts it was released as 0 with intervals [-0, 0] and no warning, for every seed."""
+    its verdicts. 97 % of 2000 responses are exactly 0 and the other 58 are 1 + Exp(3) (the
+    true smooth is 0.03 x 4 = 0.12 everywhere): either the scale stage's count of those 58
+    sizes a second median for them and the curve's intervals are honest (wide: the 58 carry
+    the whole signal), or its count cannot see them at all and the note says how many could
+    go unseen. Before the curve read the verdicts it was released as 0 with intervals [-0, 0]
+    and no warning, for every seed; before the second median (2026-11-26, ninth session) 18 of
+    these 20 seeds were withheld. Measured: 18 released (each covering 0.12 at 0.88-1.0 of
+    its 25 grid points, 0.96 on average; pointwise 95 % intervals), 2 noted."""
     rng = np.random.default_rng(0)
     n = 2000
     x = rng.uniform(0.0, 1.0, n)
@@ -763,20 +766,22 @@ def test_item_level_curve_reads_the_scale_stage_verdicts() -> None:
     model = dplong.PriestleyChao.from_formula(
         "y ~ x", pd.DataFrame({"x": x, "y": y}), domain=(0, 1)
     )
-    withheld = noted = 0
+    released, noted, covered = 0, 0, []
     for seed in range(20):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DplongWarning)
             res = model.fit(epsilon=8.0, random_state=seed)
-        assert not res.reliable
-        if res.params.isna().all():
-            withheld += 1
-            assert any("No estimate (NaN) for ['y']" in w for w in res.warnings)
-            assert res.bse.isna().all()
+        if res.reliable:
+            released += 1
+            ci = res.conf_int().to_numpy()
+            covered.append(float(np.mean((ci[:, 0] <= 0.12) & (0.12 <= ci[:, 1]))))
         else:
             noted += 1
             assert any("could go unseen" in w for w in res.warnings)
-    assert withheld and noted  # both paths ran (18 and 2 of these 20 seeds)
+    assert released and noted  # both paths ran (18 and 2 of these 20 seeds)
+    # pointwise 95 % intervals, errors correlated along the grid: a fit's share covered may
+    # dip (measured 0.88 at least), the average over fits stays near nominal
+    assert min(covered) >= 0.75 and np.mean(covered) >= 0.9
 
 
 def test_item_level_curve_is_withheld_when_the_scale_falls_below_resolution(
