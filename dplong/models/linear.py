@@ -59,6 +59,8 @@ __all__ = ["Estimator", "LongitudinalOLS"]
 _CORRELATIONS = ("independence", "ar1", "exchangeable")
 Estimator = Literal["per-user", "within"]
 ESTIMATORS: tuple[Estimator, ...] = ("per-user", "within")
+#: Every user's within cross products (NaN: fewer than two rows) and row counts.
+WithinProducts = tuple[NDArray[np.float64], NDArray[np.float64]]
 
 
 class LongitudinalOLS(PanelModel):
@@ -486,10 +488,6 @@ def _coefficients(
 ) -> NDArray[np.float64]:
     """Per-user coefficients from those sums (NaN: not identified)."""
     return coefficients_from_sums(sums, p, correlation)[0]
-
-
-#: Every user's within cross products (NaN: fewer than two rows) and row counts.
-WithinProducts = tuple[NDArray[np.float64], NDArray[np.float64]]
 
 
 def _reduce_within(data: DaskFrame, spec: FrameSpec, groups: GroupsLike) -> WithinProducts:

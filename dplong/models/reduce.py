@@ -344,7 +344,7 @@ def user_totals(
 
 def user_means(totals: NDArray[np.float64]) -> NDArray[np.float64]:
     """Row counts and means (NaN: no row) from :func:`user_totals`."""
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         return np.column_stack([totals[:, 0], totals[:, 1:] / totals[:, :1]])
 
 
