@@ -896,9 +896,13 @@ def _spread(
     count: fewer than the count can tell from none (``max(2, 3 sd)``) and the column is taken
     to be 0 (the spread's floor, as a constant column gets; the release says so); plausibly
     fewer than the n users (``K̂ + 2 sd < n``) and so few that the median over them all but
-    surely misses them (:func:`_too_few`) and the column's scale is not found (its mean is
-    withheld). Each user's part in either mechanism depends on its own value and the released
-    midpoint only, and ``ZERO_COUNT_SHARE ε + (1 - ZERO_COUNT_SHARE) ε = ε`` per column."""
+    surely misses them (:func:`_too_few`): a second median over them, sized for K̂ users from
+    the final stage (:meth:`~dplong.privacy.plan.ReleasePlan.second_spread`, recorded in
+    ``scan.reruns`` as for a shared value), where its own miss bound is below
+    :data:`~dplong.privacy.plan.NOTE_MISS`; else the column's scale is not found (its mean is
+    withheld). Each user's part in each mechanism depends on its own value and the released
+    midpoint only, and ``ZERO_COUNT_SHARE ε + (1 - ZERO_COUNT_SHARE) ε = ε`` per column, plus
+    any second median's ε, which the final stage gives up."""
     n, d = distance.shape
     epsilon = plan.spread
     at_zero = midpoint == ZERO_CELL
@@ -912,6 +916,7 @@ def _spread(
     entries = _median_entries("scale", names, median_epsilon)
     sparse, unseen, alone, shared = (np.zeros(d, dtype=bool) for _ in range(4))
     reach = np.zeros(d)
+    zero_reruns: tuple[float, ...] = ()
     columns = np.flatnonzero(at_zero)
     if columns.size:
         counted, sd, count_entries = _lattice_count(
@@ -950,11 +955,11 @@ def _spread(
                 weights=(below[:, rerun], above[:, rerun]),
             )
             entries += _median_entries("scale", tuple(names[j] for j in rerun), second[again])
+            zero_reruns = tuple(second[again].tolist())
         sparse[columns] = short & ~again
         # taken as 0: the floor (and for a withheld column, whose median is of too few users to
         # mean anything)
         deviation[unseen | sparse] = 0.0
-    zero_reruns = tuple(second[again].tolist()) if columns.size else ()
     others = np.flatnonzero(~at_zero)
     reruns: tuple[float, ...] = ()
     if others.size and plan.shared:
