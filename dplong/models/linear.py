@@ -40,7 +40,9 @@ from dplong.models.reduce import (
     within_sums,
 )
 from dplong.models.within import (
+    WithinProducts,
     coefficient_names,
+    regressor_columns,
     within_blocks,
     within_results,
     within_shares,
@@ -59,8 +61,6 @@ __all__ = ["Estimator", "LongitudinalOLS"]
 _CORRELATIONS = ("independence", "ar1", "exchangeable")
 Estimator = Literal["per-user", "within"]
 ESTIMATORS: tuple[Estimator, ...] = ("per-user", "within")
-#: Every user's within cross products (NaN: fewer than two rows) and row counts.
-WithinProducts = tuple[NDArray[np.float64], NDArray[np.float64]]
 
 
 class LongitudinalOLS(PanelModel):
@@ -244,8 +244,7 @@ class LongitudinalOLS(PanelModel):
             return self._within()
         design = self._design
         assert isinstance(design, PanelDesign)  # a Dask frame's model has its reduction
-        keep = [j for j, c in enumerate(design.columns) if c != "Intercept"]
-        X = np.ascontiguousarray(design.X[:, keep])
+        X = np.ascontiguousarray(design.X[:, regressor_columns(design.columns)])
         rows = np.bincount(design.codes, minlength=design.n).astype(np.float64)
         return within_cross_products(design.y, X, design.codes, design.n), rows
 
@@ -494,7 +493,7 @@ def _reduce_within(data: DaskFrame, spec: FrameSpec, groups: GroupsLike) -> With
     """A Dask frame's within cross products, in two passes as in memory
     (:func:`~dplong.models.reduce.within_cross_products`): every user's row count and means,
     then the sums of products of the deviations from them."""
-    regressors = tuple(j for j, c in enumerate(spec.spec.columns) if c != "Intercept")
+    regressors = regressor_columns(spec.spec.columns)
     first = reduce_design(
         data,
         spec,

@@ -337,7 +337,19 @@ def user_totals(
     y: NDArray[np.float64], X: NDArray[np.float64], codes: NDArray[np.intp], n: int
 ) -> NDArray[np.float64]:
     """Every user's row count and sums of X's columns and of y: n x (p + 2), adding up over any
-    split of a user's rows (:func:`user_means` turns them into means)."""
+    split of a user's rows (:func:`user_means` turns them into means).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.reduce import user_means, user_totals
+    >>> X, y = np.array([[1.0], [3.0], [5.0]]), np.array([2.0, 4.0, 9.0])
+    >>> totals = user_totals(y, X, np.array([0, 0, 1]), 3)   # user 2 has no row
+    >>> totals.tolist()
+    [[2.0, 4.0, 6.0], [1.0, 5.0, 9.0], [0.0, 0.0, 0.0]]
+    >>> user_means(totals).tolist()
+    [[2.0, 2.0, 3.0], [1.0, 5.0, 9.0], [0.0, nan, nan]]
+    """
     rows = np.bincount(codes, minlength=n)
     return np.column_stack([rows, user_sums(np.vstack([X.T, y[None, :]]), codes, n)])
 
@@ -359,7 +371,22 @@ def within_sums(
     then y; a user's own means give :func:`within_cross_products`), columns as there. Sums of
     row terms about means fixed beforehand, so they add over any split of a user's rows: a
     Dask partition sums its rows about the means of a first pass (no cancellation between
-    ``Σ x²`` and ``T x̄²``, as in memory)."""
+    ``Σ x²`` and ``T x̄²``, as in memory).
+
+    Examples
+    --------
+    The rows of one user split in two parts (two Dask partitions) add up to its own sums:
+
+    >>> import numpy as np
+    >>> from dplong.models.reduce import within_sums
+    >>> X, y = np.array([[1.0], [2.0], [6.0]]), np.array([1.0, 3.0, 2.0])
+    >>> means = np.array([[3.0, 2.0]])                       # the user's x̄ and ȳ
+    >>> whole = within_sums(y, X, np.zeros(3, dtype=np.intp), 1, means)
+    >>> parts = sum(within_sums(y[s], X[s], np.zeros(len(y[s]), dtype=np.intp), 1, means)
+    ...             for s in (slice(0, 2), slice(2, 3)))
+    >>> whole.tolist(), bool(np.allclose(parts, whole))
+    ([[14.0, 1.0]], True)
+    """
     p = X.shape[1]
     pairs = upper_pairs(p) + [(j, p) for j in range(p)]
     out = np.zeros((n, len(pairs)))

@@ -132,7 +132,14 @@ from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import Tail
 from dplong.results import PanelResults
 
-__all__ = ["coefficient_names", "within_blocks", "within_results", "within_shares"]
+__all__ = [
+    "WithinProducts",
+    "coefficient_names",
+    "regressor_columns",
+    "within_blocks",
+    "within_results",
+    "within_shares",
+]
 
 #: The influence block carries β̂'s noise, the design acts through the pilot's error only —
 #: but as a product of its noises, so its error grows like the square of its noise and
@@ -155,6 +162,9 @@ FLOOR_SPREAD = SMALLEST_SCALE * 2.0**100
 #: A released entry within this many noise sds (plus its bias bound) of 0 is no evidence: of
 #: within variation (a diagonal ``‖z_i‖²``), or of an association (``z_l'x_i``).
 IDENTIFIED_SDS = 3.0
+#: Every user's within cross products (NaN: fewer than two rows) and row counts: what the
+#: blocks read (:func:`within_blocks`).
+WithinProducts = tuple[NDArray[np.float64], NDArray[np.float64]]
 #: The tail model of the cross products ``z_i'x_j``, ``z_i'y`` and of a square ``z_i'z_i``
 #: without an association with the earlier regressors (module docstring).
 _CROSS: Tail = "exponential"
@@ -170,7 +180,20 @@ def coefficient_names(columns: Sequence[str]) -> tuple[str, ...]:
     >>> coefficient_names(["Intercept", "exper", "expersq"])
     ('exper', 'expersq')
     """
-    return tuple(c for c in columns if c != "Intercept")
+    return tuple(columns[j] for j in regressor_columns(columns))
+
+
+def regressor_columns(columns: Sequence[str]) -> tuple[int, ...]:
+    """Where the within estimator's regressors sit among the design's columns: all but the
+    intercept (a function of the formula only).
+
+    Examples
+    --------
+    >>> from dplong.models.within import regressor_columns
+    >>> regressor_columns(["Intercept", "exper", "expersq"])
+    (1, 2)
+    """
+    return tuple(j for j, c in enumerate(columns) if c != "Intercept")
 
 
 def within_shares(n: int, p: int, epsilon: float) -> tuple[float, float]:
@@ -194,7 +217,7 @@ def within_shares(n: int, p: int, epsilon: float) -> tuple[float, float]:
 
 def within_blocks(
     names: tuple[str, ...],
-    products: Callable[[], tuple[NDArray[np.float64], NDArray[np.float64]]],
+    products: Callable[[], WithinProducts],
     scale: float | None,
     shares: tuple[float, ...],
     max_rows: int,

@@ -349,9 +349,8 @@ class ReleasePlan:
             raise InsufficientUsersError(
                 f"with n={n} users and {_budget_phrase(epsilon, share, d)} the private {stage} "
                 f"of a column would get epsilon={spread or median:.3g}, too little to locate the "
-                f"data: it "
-                f"would miss them with probability up to {min(miss, 1.0):.2g}; raise epsilon to "
-                f"about {needed:.2g} or use fewer columns"
+                f"data: it would miss them with probability up to {min(miss, 1.0):.2g}; raise "
+                f"epsilon to about {needed:.2g} or use fewer columns"
             )
         if miss > NOTE_MISS:
             notes.append(
