@@ -23,6 +23,11 @@ Three measurements, each printed as a time ratio, on panels of ``users × 10`` r
    MixedLM runs once per size, in a forked process stopped after ``--mixedlm-cap`` seconds,
    and only up to ``--mixedlm-max-rows`` (10⁶): a capped run is reported as a lower bound.
    Target: MixedLM at least 100× slower than dplong at 10⁶ rows.
+4. **A plain user-level mean of 2,000 users**, ``dplong.winsorized_mean(x, epsilon=1.0)``
+   given only ε, against the same call with the scale stated (``scale=1.0``): the cost of the
+   stages that locate the data and of planning the budget. Every call gets a budget of its own
+   (ε = 1 + k·10⁻⁹), so no plan is reused from an earlier call. Target: the default at most
+   25 ms and at most 3× the stated one.
 
 Timing: ``time.perf_counter``; one warm-up of every timed call on a small panel first; data
 generated once per size; the best of k repetitions (k from ``--repeats``; fewer at 10⁷ rows),
@@ -35,6 +40,7 @@ Usage::
     python benchmarks/speed_models.py                  # the table of docs/speed.md
     python benchmarks/speed_models.py --quick          # smoke run: 10⁴ and 10⁵ rows
     python benchmarks/speed_models.py --rows 1000000 --shuffled   # rows in random order
+    python benchmarks/speed_models.py --means-only     # section 4 alone
 """
 
 from __future__ import annotations
@@ -153,6 +159,34 @@ class Row:
     rows: int
     users: int
     values: dict[str, float | None] = field(default_factory=dict)
+
+
+MEAN_USERS, MEAN_CALLS = 2_000, 50
+
+
+def time_means(seed: int) -> tuple[float, float]:
+    """Best time of one default and one stated-scale mean of :data:`MEAN_USERS` users (s),
+    alternating, every call with a budget not seen before (no plan reused)."""
+    x = np.random.default_rng(seed).normal(size=MEAN_USERS)
+    best = [math.inf, math.inf]
+    for k in range(MEAN_CALLS):
+        epsilon = 1.0 + k * 1e-9
+        for i, scale in enumerate(("estimate", 1.0)):
+            start = time.perf_counter()
+            dplong.winsorized_mean(x, epsilon=epsilon, scale=scale, random_state=k)
+            best[i] = min(best[i], time.perf_counter() - start)
+    return best[0], best[1]
+
+
+def report_means(default: float, stated: float) -> None:
+    print(
+        f"4. A user-level mean of {MEAN_USERS:,} users, best of {MEAN_CALLS} "
+        "(ms; target default <= 25 and default/stated <= 3)"
+    )
+    print("| given only epsilon | scale stated | default / stated |")
+    print("| ---: | ---: | ---: |")
+    print(f"| {1e3 * default:.1f} | {1e3 * stated:.1f} | {default / stated:.2f} |")
+    print()
 
 
 def time_reduction(df: pd.DataFrame, k: int) -> list[float]:
@@ -287,6 +321,10 @@ def load_average() -> str:
 
 
 def run(args: argparse.Namespace) -> None:
+    if args.means_only:
+        time_means(args.seed)  # warm-up
+        report_means(*time_means(args.seed))
+        return
     sizes = tuple(args.rows) if args.rows else (QUICK_ROWS if args.quick else DEFAULT_ROWS)
     load_before = load_average()
     print(f"load average before: {load_before}; warm-up ...", flush=True)
@@ -297,7 +335,10 @@ def run(args: argparse.Namespace) -> None:
     per_user_coefficients(design.y, design.X, design.codes, design.n)
     fit_mixedlm(small)
     rows = [measure(size, args) for size in sizes]
+    time_means(args.seed)  # warm-up
+    means = time_means(args.seed)
     report(rows, args, load_before, load_average())
+    report_means(*means)
 
 
 def main() -> None:
@@ -314,6 +355,7 @@ def main() -> None:
     parser.add_argument("--mixedlm-repeats", type=int, default=1, help="MixedLM runs per size")
     parser.add_argument("--shuffled", action="store_true", help="rows in random order")
     parser.add_argument("--seed", type=int, default=20240601, help="data seed")
+    parser.add_argument("--means-only", action="store_true", help="section 4 alone")
     run(parser.parse_args())
 
 

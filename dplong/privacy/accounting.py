@@ -37,6 +37,7 @@ from dplong.exceptions import BudgetExceededError, ParameterError, PrivacyParame
 
 __all__ = [
     "Accountant",
+    "Composer",
     "Composition",
     "Cost",
     "LedgerEntry",
@@ -95,10 +96,14 @@ def pure_renyi(epsilon: float | NDArray[np.float64]) -> NDArray[np.float64]:
     return np.asarray(np.where(eps > 0, eps - gap / (a - 1.0), 0.0))
 
 
+#: The δ-free parts of CKS 2020, Prop. 12 on :data:`ORDERS` (a budget search converts often).
+_CONVERSION = ORDERS * np.log1p(-1.0 / ORDERS) - np.log(ORDERS - 1.0)
+_ORDERS_LESS_ONE = ORDERS - 1.0
+
+
 def _renyi_to_epsilon(curve: NDArray[np.float64], delta: float) -> float:
     """Smallest ε with (ε, δ)-DP from a Rényi curve on :data:`ORDERS` (CKS 2020, Prop. 12)."""
-    a = ORDERS
-    eps = curve + (a * np.log1p(-1.0 / a) - np.log(a - 1.0) - math.log(delta)) / (a - 1.0)
+    eps = curve + (_CONVERSION - math.log(delta)) / _ORDERS_LESS_ONE
     return max(float(eps.min()), 0.0)
 
 
@@ -150,28 +155,81 @@ def compose(costs: Iterable[Cost], delta: float) -> Composition:
     >>> many.rule, round(many.epsilon, 3), many.delta
     ('Rényi', 0.422, 1e-06)
     """
-    costs = list(costs)
-    approx = [c for c in costs if c.kind == "approximate"]
-    eps_a, delta_a = sum(c.epsilon for c in approx), sum(c.delta for c in approx)
-    pure = np.array([c.epsilon for c in costs if c.kind == "pure"])
-    rho = float(sum(c.rho for c in costs if c.kind == "zcdp"))
-    rest = delta - delta_a
-    eps_pure = float(pure.sum())
-    with np.errstate(over="ignore"):
-        total_rho = round(rho + float(np.square(pure).sum()) / 2.0, 15)
-    zcdp_rho = math.nan if approx else total_rho
-    if rho == 0.0 and (rest <= 0.0 or pure.size <= 1):
-        return Composition(eps_a + eps_pure, float(delta_a), "basic", zcdp_rho)
-    if rest <= 0.0:
-        raise ValueError("Gaussian calls need a positive delta to convert")
-    basic = eps_pure + zcdp_epsilon(rho, rest)
-    values, counts = np.unique(pure, return_counts=True)  # many calls share an ε
-    curve = ORDERS * rho + (counts @ pure_renyi(values) if pure.size else 0.0)
-    renyi = _renyi_to_epsilon(curve, rest)
-    if basic <= renyi:
-        used = delta_a + (rest if rho > 0 else 0.0)
-        return Composition(eps_a + basic, used, "basic", zcdp_rho)
-    return Composition(eps_a + renyi, delta, "Rényi", zcdp_rho)
+    return Composer(costs, delta).add(_NO_CALLS, 0.0)
+
+
+_NO_CALLS: NDArray[np.float64] = np.zeros(0)
+
+
+class Composer:
+    """:func:`compose` of fixed calls plus a varying set of pure and Gaussian calls.
+
+    A budget search composes the same earlier calls with many candidate final stages: their
+    sums and Rényi curve are computed once here, and :meth:`add` composes one candidate.
+
+    Examples
+    --------
+    >>> from dplong.privacy.accounting import Composer, Cost, compose
+    >>> import numpy as np
+    >>> early = [Cost(epsilon=0.05)] * 4
+    >>> composer = Composer(early, 1e-6)
+    >>> composer.add(np.array([0.3, 0.3]), 0.0) == compose(early + [Cost(epsilon=0.3)] * 2, 1e-6)
+    True
+    """
+
+    def __init__(self, costs: Iterable[Cost], delta: float) -> None:
+        costs = list(costs)
+        approx = [c for c in costs if c.kind == "approximate"]
+        self.delta = delta
+        self.approx = bool(approx)
+        self.eps_a = sum(c.epsilon for c in approx)
+        self.delta_a = float(sum(c.delta for c in approx))
+        self.pure = np.array([c.epsilon for c in costs if c.kind == "pure"])
+        self.rho = float(sum(c.rho for c in costs if c.kind == "zcdp"))
+        self.eps_pure = float(self.pure.sum())
+        with np.errstate(over="ignore"):
+            self.squares = float(np.square(self.pure).sum())
+        self._curve: NDArray[np.float64] | None = None
+
+    def curve(self) -> NDArray[np.float64]:
+        """The summed Rényi curve of the fixed calls (computed once, when first needed)."""
+        if self._curve is None:
+            self._curve = ORDERS * self.rho + _pure_curve(self.pure)
+        return self._curve
+
+    def add(self, pure: NDArray[np.float64], rho: float) -> Composition:
+        """The composition of the fixed calls with pure calls of ε ``pure`` and a zCDP ``rho``."""
+        rho_all = self.rho + rho
+        n_pure = self.pure.size + pure.size
+        rest = self.delta - self.delta_a
+        eps_pure = self.eps_pure + float(pure.sum())
+        with np.errstate(over="ignore"):
+            total_rho = round(rho_all + (self.squares + float(np.square(pure).sum())) / 2.0, 15)
+        zcdp_rho = math.nan if self.approx else total_rho
+        if rho_all == 0.0 and (rest <= 0.0 or n_pure <= 1):
+            return Composition(self.eps_a + eps_pure, self.delta_a, "basic", zcdp_rho)
+        if rest <= 0.0:
+            raise ValueError("Gaussian calls need a positive delta to convert")
+        basic = eps_pure + zcdp_epsilon(rho_all, rest)
+        curve = self.curve() + ORDERS * rho + _pure_curve(pure)
+        renyi = _renyi_to_epsilon(curve, rest)
+        if basic <= renyi:
+            used = self.delta_a + (rest if rho_all > 0 else 0.0)
+            return Composition(self.eps_a + basic, used, "basic", zcdp_rho)
+        return Composition(self.eps_a + renyi, self.delta, "Rényi", zcdp_rho)
+
+
+def _pure_curve(pure: NDArray[np.float64]) -> NDArray[np.float64] | float:
+    """The summed Rényi curves of pure calls (many share an ε: one curve per distinct value)."""
+    if not pure.size:
+        return 0.0
+    if pure.size <= _FEW_CALLS:  # a final stage's few calls: sorting them costs more than it saves
+        return np.asarray(pure_renyi(pure).sum(axis=0))
+    values, counts = np.unique(pure, return_counts=True)
+    return np.asarray(counts @ pure_renyi(values))
+
+
+_FEW_CALLS = 4
 
 
 @dataclass(frozen=True)

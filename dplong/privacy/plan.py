@@ -59,7 +59,7 @@ from numpy.typing import NDArray
 from scipy import optimize
 
 from dplong.exceptions import InsufficientUsersError, PrivacyParameterError
-from dplong.privacy.accounting import Accountant, Cost, compose
+from dplong.privacy.accounting import Accountant, Composer, Cost, compose
 from dplong.privacy.noise import MIN_LATTICE_EPSILON
 from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability
 
@@ -568,30 +568,12 @@ class ReleasePlan:
         """The final stage's largest per-column budgets ``s · shares`` within the request.
 
         ``kind`` is ``"laplace"`` (per-column ε) or ``"gaussian"`` (per-column ρ, needs δ > 0).
-        ``refined=False`` hands the refinement's reserve to the final stage.
+        ``refined=False`` hands the refinement's reserve to the final stage. A function of public
+        facts (the plan) and of released radii (the shares): memoised, as a fit asks for the
+        same calibration several times and a plan's columns often share their radii.
         """
-        early = self.early_costs(refine=refined, fallback=fallback)
-
-        parts = (1.0 - self.moment_share, self.moment_share) if self.moment_share else (1.0,)
-
-        def total(s: float) -> float:  # the mean (and second moment) of every column
-            final = [
-                Cost(epsilon=s * a * f) if kind == "laplace" else Cost(rho=s * a * f)
-                for a in shares
-                for f in parts
-            ]
-            return compose(early + final, self.delta).epsilon
-
-        left = self.epsilon - sum(c.epsilon for c in early)
-        upper = 2.0 * max(left, self.epsilon) if kind == "laplace" else self.epsilon
-        lower = left / float(np.sum(shares)) if kind == "laplace" else 0.0
-        if kind == "laplace" and lower > 0 and total(lower * (1 + 1e-9)) > self.epsilon:
-            scale = lower  # basic composition is exact here: nothing to gain from the search
-        else:
-            scale = largest_within(total, self.epsilon, upper, lower=max(lower, 0.0))
-        eps = scale * shares if kind == "laplace" else np.zeros(self.d)
-        rho = scale * shares if kind == "gaussian" else np.zeros(self.d)
-        return FinalBudget(kind, eps, rho)
+        key = np.ascontiguousarray(shares, dtype=np.float64)
+        return _calibrated(self, key.tobytes(), kind, refined, fallback)
 
     def final_budget(
         self,
@@ -624,6 +606,40 @@ class ReleasePlan:
             ):
                 best = gaussian
         return best
+
+
+@functools.lru_cache(maxsize=256)
+def _calibrated(
+    plan: ReleasePlan, shares_key: bytes, kind: str, refined: bool, fallback: bool
+) -> FinalBudget:
+    """:meth:`ReleasePlan.calibrate`: the earlier calls' composition is computed once
+    (:class:`~dplong.privacy.accounting.Composer`), then bisection on the final stage's scale."""
+    shares = np.frombuffer(shares_key)
+    early = plan.early_costs(refine=refined, fallback=fallback)
+    composer = Composer(early, plan.delta)
+    parts = np.array(
+        [1.0 - plan.moment_share, plan.moment_share] if plan.moment_share else [1.0]
+    )
+
+    def total(s: float) -> float:  # the mean (and second moment) of every column
+        final = ((s * shares)[:, None] * parts).ravel()
+        if kind == "laplace":
+            return composer.add(final, 0.0).epsilon
+        return composer.add(_NO_PURE, float(sum(final.tolist()))).epsilon
+
+    left = plan.epsilon - sum(c.epsilon for c in early)
+    upper = 2.0 * max(left, plan.epsilon) if kind == "laplace" else plan.epsilon
+    lower = left / float(np.sum(shares)) if kind == "laplace" else 0.0
+    if kind == "laplace" and lower > 0 and total(lower * (1 + 1e-9)) > plan.epsilon:
+        scale = lower  # basic composition is exact here: nothing to gain from the search
+    else:
+        scale = largest_within(total, plan.epsilon, upper, lower=max(lower, 0.0))
+    eps = scale * shares if kind == "laplace" else np.zeros(plan.d)
+    rho = scale * shares if kind == "gaussian" else np.zeros(plan.d)
+    return FinalBudget(kind, eps, rho)
+
+
+_NO_PURE: NDArray[np.float64] = np.zeros(0)
 
 
 def _weighted_variance(
