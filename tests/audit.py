@@ -32,9 +32,9 @@ from scipy.stats import beta
 
 import dplong.models.base
 import dplong.privacy.accounting
+import dplong.privacy.budget
 import dplong.privacy.engine
 import dplong.privacy.options
-import dplong.privacy.plan
 import dplong.privacy.variance
 import dplong.privacy.winsorized
 
@@ -348,12 +348,7 @@ class ColumnAudit:
 
 
 #: The modules whose ``compose`` the audits memoise (every caller of it in the package).
-COMPOSE_USERS = (
-    dplong.privacy.accounting,
-    dplong.privacy.plan,
-    dplong.privacy.variance,
-    dplong.privacy.winsorized,
-)
+COMPOSE_USERS = (dplong.privacy.accounting, dplong.privacy.budget)
 
 
 @contextlib.contextmanager
@@ -366,14 +361,14 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
     times. ``compose``, ``ReleasePlan.calibrate`` (of a frozen plan, the shares, the kind and
     the refined and fallback flags), ``engine._final_radius`` (of the plan, the weights and six
     fields of the released location — the private counts are integers and the midpoints cells
-    of a grid, so they repeat across runs), ``winsorized.paper_budget`` (of d, ε, δ and the
-    model) and ``variance.plan_budget`` are deterministic functions of their arguments, so
+    of a grid, so they repeat across runs), ``budget.paper_budget`` (of d, ε, δ and the
+    model) and ``budget.plan_budget`` are deterministic functions of their arguments, so
     caching them changes nothing but speed — ``test_memoized_budgets_are_exact`` in
     ``test_privacy_accounting.py`` checks releases and ledgers bit for bit. Only the modules'
     references are replaced, and only inside the context. Yields the cache of ``compose``.
     """
     original = dplong.privacy.accounting.compose
-    calibrate = dplong.privacy.plan.ReleasePlan.calibrate
+    calibrate = dplong.privacy.budget.ReleasePlan.calibrate
     paper_budget = dplong.privacy.winsorized.paper_budget
     plan_budget = dplong.privacy.variance.plan_budget
 
@@ -442,7 +437,7 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
     with pytest.MonkeyPatch.context() as patch:
         for module in COMPOSE_USERS:
             patch.setattr(module, "compose", compose)
-        patch.setattr(dplong.privacy.plan.ReleasePlan, "calibrate", memo_calibrate)
+        patch.setattr(dplong.privacy.budget.ReleasePlan, "calibrate", memo_calibrate)
         patch.setattr(dplong.privacy.winsorized, "paper_budget", memo_paper_budget)
         patch.setattr(dplong.models.base, "paper_budget", memo_paper_budget)
         patch.setattr(dplong.privacy.variance, "plan_budget", plan_budget_call)

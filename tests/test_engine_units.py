@@ -60,6 +60,22 @@ from dplong.privacy.accounting import (
     pure_renyi,
     zcdp_epsilon,
 )
+from dplong.privacy.budget import (
+    COUNT_SHARES,
+    COUNT_USERS,
+    MAX_MIDPOINT_SHARE,
+    MAX_MISS,
+    MEDIAN_USERS,
+    MIN_STAGE_SHARE,
+    MOMENT_SHARE,
+    MOMENT_USERS,
+    NOTE_MISS,
+    REFINE_SHARES,
+    ReleasePlan,
+    column_epsilon,
+    largest_within,
+    share_weights,
+)
 from dplong.privacy.engine import (
     GRID,
     MAD_FACTOR,
@@ -82,22 +98,6 @@ from dplong.privacy.noise import (
     two_sided_geometric_variance,
 )
 from dplong.privacy.options import BACKGROUND_WEIGHT, ReleaseOptions, focus_weights
-from dplong.privacy.plan import (
-    COUNT_SHARES,
-    COUNT_USERS,
-    MAX_MIDPOINT_SHARE,
-    MAX_MISS,
-    MEDIAN_USERS,
-    MIN_STAGE_SHARE,
-    MOMENT_SHARE,
-    MOMENT_USERS,
-    NOTE_MISS,
-    REFINE_SHARES,
-    ReleasePlan,
-    column_epsilon,
-    largest_within,
-    share_weights,
-)
 from dplong.privacy.quantile import LogGrid, miss_probability, private_median, rank_error
 from dplong.privacy.radius import (
     MAD_OVER_SD,
@@ -548,7 +548,7 @@ class TestReleasePlan:
         assert stated.for_users(10.0).midpoint == pytest.approx(0.45 * 4.0)
         assert stated.for_users(10.0).spread == 0.0
         # the resized plan still fits the budget (check() tries the largest stages too)
-        plan.check(None)
+        plan.check()
         budget = capped.calibrate(np.ones(1), "laplace")
         parts = [Cost(epsilon=float(e)) for e in budget.epsilon * (1 - capped.moment_share)]
         parts += [Cost(epsilon=float(e)) for e in budget.epsilon * capped.moment_share]
@@ -696,7 +696,7 @@ class TestReleasePlan:
         plan = ReleasePlan.make(n=10**7, d=2, epsilon=1e-4, delta=0.0, stated_scale=False)
         assert plan.miss <= MAX_MISS
         with pytest.raises(PrivacyParameterError, match="too small"):
-            plan.check(None)
+            plan.check()
         # public bounds: only the count (0.3 of the column) runs before the mean, which would
         # get 0.7 · 1e-4 < 2 · MIN_LATTICE_EPSILON
         with pytest.raises(PrivacyParameterError, match="too small"):

@@ -45,8 +45,8 @@ from untouchable import Untouchable
 
 import dplong
 from dplong.exceptions import InsufficientUsersError
+from dplong.privacy.budget import MAX_MISS, NOTE_MISS
 from dplong.privacy.local import LocalPlan
-from dplong.privacy.plan import MAX_MISS, NOTE_MISS
 from dplong.privacy.quantile import SPREAD_GRID, miss_probability
 from dplong.results import PanelResults
 

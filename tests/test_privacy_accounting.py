@@ -1,5 +1,5 @@
 """Exact tests of the privacy accounting (DESIGN.md §5.1): ``compose``, ``zcdp_epsilon``, the
-budget plan and the ledger (:mod:`dplong.privacy.accounting`, :mod:`dplong.privacy.plan`).
+budget plan and the ledger (:mod:`dplong.privacy.accounting`, :mod:`dplong.privacy.budget`).
 
 ``compose`` must be a valid *upper* bound on the privacy loss of the calls it composes — never
 better than the exact privacy profile — and no worse than basic composition. Its validity is
@@ -46,9 +46,9 @@ from dplong.privacy.accounting import (
     pure_renyi,
     zcdp_epsilon,
 )
+from dplong.privacy.budget import FinalBudget, ReleasePlan
 from dplong.privacy.engine import Release, release_means
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.plan import FinalBudget, ReleasePlan
 
 #: Relative slack for float rounding in the independent exact computations (root-finding to
 #: 1e-14, sums of a few hundred terms): far below every margin a wrong rule would leave.
@@ -348,7 +348,7 @@ def test_plan_keeps_every_release_within_the_request(
             made = ReleasePlan.make(
                 n=n, d=d, epsilon=epsilon, delta=delta, stated_scale=stated, **variant
             )
-            made.check(None)
+            made.check()
         except (PrivacyParameterError, InsufficientUsersError):
             continue  # refused before any noise: nothing is spent
         radii = 10.0 ** rng.uniform(-3, 3, d)
@@ -485,8 +485,8 @@ def test_memoized_budgets_are_exact() -> None:
 
 
 def test_memo_is_undone() -> None:
-    before = (dplong.privacy.plan.compose, ReleasePlan.calibrate)
+    before = (dplong.privacy.budget.compose, ReleasePlan.calibrate)
     with memoized_compose():
-        assert dplong.privacy.plan.compose is not before[0]
-    assert (dplong.privacy.plan.compose, ReleasePlan.calibrate) == before
+        assert dplong.privacy.budget.compose is not before[0]
+    assert (dplong.privacy.budget.compose, ReleasePlan.calibrate) == before
     assert dataclasses.is_dataclass(ReleasePlan)

@@ -52,9 +52,9 @@ from numpy.typing import NDArray
 import dplong
 import dplong.privacy.engine as engine
 from dplong.privacy import noise, quantile
+from dplong.privacy.budget import ReleasePlan
 from dplong.privacy.engine import GRID, ROUGH_RADIUS, Release, release_means
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.plan import ReleasePlan
 
 pytestmark = [
     # small n on purpose: the plan's reliability notes (public facts) may fire

@@ -45,6 +45,7 @@ from audit import (
 from numpy.typing import NDArray
 
 from dplong.privacy.accounting import zcdp_epsilon
+from dplong.privacy.budget import ReleasePlan
 from dplong.privacy.engine import _centred, _count
 from dplong.privacy.noise import (
     geometric_rate,
@@ -52,7 +53,6 @@ from dplong.privacy.noise import (
     release_gaussian_sum,
     two_sided_geometric,
 )
-from dplong.privacy.plan import ReleasePlan
 from dplong.privacy.quantile import LogGrid, private_median
 
 # ---------------------------------------------------------------------------------------------

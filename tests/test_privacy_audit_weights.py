@@ -36,8 +36,8 @@ from audit import EpsilonBound, epsilon_lower_bound
 from numpy.typing import NDArray
 
 import dplong
+from dplong.privacy import budget as plan_module
 from dplong.privacy import engine as engine_module
-from dplong.privacy import plan as plan_module
 from dplong.privacy.engine import UserWeights, release_means
 from dplong.privacy.options import ReleaseOptions
 

@@ -51,6 +51,7 @@ from audit import (
 from numpy.typing import NDArray
 
 import dplong
+import dplong.privacy.budget as budget
 import dplong.privacy.engine as engine
 from dplong.privacy.engine import release_means
 from dplong.privacy.noise import geometric_rate, two_sided_geometric
@@ -294,7 +295,7 @@ def test_count_off_zero_is_in_the_ledger(monkeypatch: pytest.MonkeyPatch) -> Non
     # the count and the median share the stage's ε (here the midpoint's)
     median = next(e for e in entries if e.stage == "scale" and "median" in e.mechanism)
     stage = next(e for e in entries if e.stage == "midpoint").epsilon
-    assert counts[1].epsilon == pytest.approx(engine.ZERO_COUNT_SHARE * stage)
+    assert counts[1].epsilon == pytest.approx(budget.ZERO_COUNT_SHARE * stage)
     assert median.epsilon + counts[1].epsilon == pytest.approx(stage)
     total = dplong.privacy.compose([e.cost for e in entries], DELTA)
     assert release.privacy.epsilon == total.epsilon <= EPS_RELEASE * (1 + 1e-12)

@@ -29,16 +29,11 @@ from dplong.exceptions import (
 )
 from dplong.privacy import estimate_scale
 from dplong.privacy.accounting import Cost, compose
+from dplong.privacy.budget import LOCAL_HISTOGRAM_SHARE, plan_budget
 from dplong.privacy.histogram import bin_index
 from dplong.privacy.local import LocalPlan
 from dplong.privacy.noise import COARSE_BITS
-from dplong.privacy.variance import (
-    DEFAULT_SCALE_BOUNDS,
-    LOCAL_HISTOGRAM_SHARE,
-    coinpress_beta,
-    default_iterations,
-    plan_budget,
-)
+from dplong.privacy.variance import DEFAULT_SCALE_BOUNDS, coinpress_beta, default_iterations
 
 NOISE_OFF = 1e300  # every geometric draw is exactly 0 and the histogram threshold is 1/n
 #: Relative slack of a lattice sensitivity over the exact one: the coarse rounding adds at most

@@ -18,9 +18,9 @@ import dplong
 from dplong.dependence import RandomEffects
 from dplong.exceptions import ParameterError
 from dplong.models.location import _precision_weights
+from dplong.privacy.budget import ReleasePlan
 from dplong.privacy.engine import UserWeights, release_means
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.plan import ReleasePlan
 
 
 def options(n: int, epsilon: float, delta: float | None = None, d: int = 1) -> ReleaseOptions:

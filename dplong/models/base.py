@@ -27,13 +27,21 @@ from dplong.dependence import DependenceModel
 from dplong.exceptions import DplongError, DplongWarning, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign, build_design
 from dplong.privacy.accounting import Accountant, Cost, PrivacyLedger
+from dplong.privacy.budget import (
+    ReleasePlan,
+    afford,
+    charge,
+    fit_ledger,
+    paper_budget,
+    part,
+    split_users,
+)
 from dplong.privacy.engine import Release, UserWeights, release_means
 from dplong.privacy.local import release_local
 from dplong.privacy.options import Focus, ReleaseOptions, focus_weights
-from dplong.privacy.plan import ReleasePlan
 from dplong.privacy.radius import Tails, bin_radius, concentration_radius
 from dplong.privacy.variance import ScaleEstimate, estimate_scale
-from dplong.privacy.winsorized import paper_budget, release_paper
+from dplong.privacy.winsorized import release_paper
 from dplong.results import PanelResults
 
 __all__ = [
@@ -44,6 +52,7 @@ __all__ = [
     "Statistics",
     "caught_notes",
     "panel_results",
+    "paper_mean_options",
     "paper_scale",
 ]
 
@@ -244,10 +253,9 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
     """
     options, rng, accountant = request.options, request.rng, request.accountant
     focus = focus_weights(request.focus, blocks[0].names)  # validated first: an option
-    budgets = [_block_options(options, block.share) for block in blocks]
+    budgets = [part(options, block.share) for block in blocks]
     plans = [_plan(block, options, n) for block, options in zip(blocks, budgets, strict=True)]
-    if accountant is not None:
-        accountant.check(options.epsilon, options.delta)
+    afford(accountant, options.epsilon, options.delta)
     warned: set[str] = set()
     for plan in plans:
         for note in plan.notes if plan is not None else ():
@@ -259,8 +267,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
     share = 0.0
     split = options.local and options.variant == "default"
     if split:  # local: every user answers one block's question with the whole ε
-        cuts = np.cumsum([round(block.share * n) for block in blocks])[:-1]
-        members = np.split(rng.permutation(n), cuts)  # independent of the data
+        members = split_users(rng, n, [block.share for block in blocks])
     for i, (block, block_options, plan) in enumerate(zip(blocks, budgets, plans, strict=True)):
         share += block.share
         statistics = block.build(tuple(releases))
@@ -281,7 +288,8 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
                     scale=statistics.scale,
                 )
             elif plan is not None:
-                plan = plan.after(spent, options.epsilon * share, options.delta * share)
+                so_far = part(options, share)
+                plan = plan.after(spent, so_far.epsilon, so_far.delta)
                 release = release_means(
                     statistics.matrix,
                     names=block.names,
@@ -314,15 +322,9 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
             if note not in warned:
                 warn(note)
                 warned.add(note)
-    if accountant is not None:
-        accountant.record(combined_ledger(releases, options))
+    ledger = combined_ledger(releases, options)
+    charge(accountant, ledger, options.epsilon, options.delta)
     return tuple(releases)
-
-
-def _block_options(options: ReleaseOptions, share: float) -> ReleaseOptions:
-    return dataclasses.replace(
-        options, epsilon=options.epsilon * share, delta=options.delta * share
-    )
 
 
 def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:
@@ -352,13 +354,13 @@ def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:
             moment=block.moment,
             centred=block.centred,
         )
-        plan.check(None)
+        plan.check()
         return plan
     if block.weighted:
         raise ParameterError(
             'precision weights need the default engine (variant="default", privacy="central")'
         )
-    paper_budget(d, _paper_mean_options(options, block.stated_scale))
+    paper_budget(d, paper_mean_options(options, stated=block.stated_scale))
     return None
 
 
@@ -383,10 +385,11 @@ def paper_scale(
     >>> estimate.privacy.epsilon <= 0.5, bool(1.0 < estimate.scale[0] < 16.0)
     (True, True)
     """
+    scale_options = part(options, PAPER_SCALE_SHARE)
     return estimate_scale(
         matrix,
-        epsilon=options.epsilon * PAPER_SCALE_SHARE,
-        delta=(options.delta * PAPER_SCALE_SHARE) or None,
+        epsilon=scale_options.epsilon,
+        delta=scale_options.delta or None,
         privacy=options.privacy,
         bound=options.bound,
         gamma=options.gamma,
@@ -395,9 +398,9 @@ def paper_scale(
     )
 
 
-def _paper_mean_options(options: ReleaseOptions, stated: bool) -> ReleaseOptions:
+def paper_mean_options(options: ReleaseOptions, *, stated: bool) -> ReleaseOptions:
     """The budget the paper's mean gets after CoinPress took its share (if estimating)."""
-    return options if stated else _block_options(options, 1.0 - PAPER_SCALE_SHARE)
+    return options if stated else part(options, 1.0 - PAPER_SCALE_SHARE)
 
 
 def _paper_release(
@@ -410,7 +413,7 @@ def _paper_release(
     if options.bound is not None:
         options = dataclasses.replace(options, bound=_block_bound(block, options))
     scale, ledger = statistics.scale, None
-    mean_options = _paper_mean_options(options, scale is not None)
+    mean_options = paper_mean_options(options, stated=scale is not None)
     if scale is None:
         estimate = paper_scale(matrix, options, rng, block.names)
         scale, ledger = estimate.scale, estimate.privacy
@@ -440,20 +443,9 @@ def _block_bound(block: Block, options: ReleaseOptions) -> NDArray[np.float64]:
 
 
 def combined_ledger(releases: Sequence[Release], options: ReleaseOptions) -> PrivacyLedger:
-    """One ledger for a fit's releases: all their calls composed at the fit's δ (or, for the
-    local model's disjoint groups of users, in parallel: the largest)."""
-    entries = [entry for release in releases for entry in release.privacy.entries]
+    """The fit's ledger over its releases (:func:`~dplong.privacy.budget.fit_ledger`)."""
     model = "local" if options.local else "central"
-    if all(r.privacy.composition.startswith("parallel") for r in releases):
-        worst = max(releases, key=lambda r: r.privacy.epsilon).privacy
-        return PrivacyLedger(
-            tuple(entries), worst.epsilon, worst.delta, worst.composition, model, worst.rho
-        )
-    joint = PrivacyLedger.from_entries(entries, options.delta, model)
-    if len(releases) == 1:
-        return releases[0].privacy
-    basic = sum((r.privacy for r in releases[1:]), releases[0].privacy)
-    return joint if joint.epsilon <= basic.epsilon else basic
+    return fit_ledger([release.privacy for release in releases], options.delta, model)
 
 
 def panel_results(
@@ -579,16 +571,17 @@ def sound_plan(
     (True, False)
     """
     try:
+        budget = part(options, share)
         plan = ReleasePlan.make(
             n=n,
             d=d,
-            epsilon=options.epsilon * share,
-            delta=options.delta * share,
+            epsilon=budget.epsilon,
+            delta=budget.delta,
             stated_scale=stated,
             refine=options.refine,
             weighted=weighted,
         )
-        plan.check(None)
+        plan.check()
     except DplongError:
         return False
     return not plan.notes

@@ -41,18 +41,19 @@ from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import DesignSpec, LevelsLike, PanelDesign, group_design
 from dplong.kernels import Kernel, get_kernel
 from dplong.models.base import (
-    PAPER_SCALE_SHARE,
     Block,
     FitRequest,
     PanelModel,
     Statistics,
     caught_notes,
     panel_results,
+    paper_mean_options,
     paper_scale,
     run_blocks,
     scale_per_column,
 )
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
+from dplong.privacy.budget import ReleasePlan, afford, charge
 from dplong.privacy.engine import MAX_RADIUS, Release, locate, overflowed
 from dplong.privacy.interval import (
     central_midpoint,
@@ -67,7 +68,6 @@ from dplong.privacy.noise import (
     release_weighted_sums,
 )
 from dplong.privacy.options import PrivacyModel, ReleaseOptions, Variant
-from dplong.privacy.plan import ReleasePlan
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.results import CurveResults
 
@@ -427,7 +427,8 @@ class PriestleyChao(PanelModel):
                 refine=options.refine,
                 moment=False,
             )
-            plan.check(accountant)
+            plan.check()
+            afford(accountant, options.epsilon, options.delta)
             for note in plan.notes:
                 warn(note)
             where = locate(
@@ -480,11 +481,7 @@ class PriestleyChao(PanelModel):
                 for note in scale_notes:
                     warn(note)
                 sigma, scale_ledger = math.sqrt(float(estimate.scale[0])), estimate.privacy
-                options = dataclasses.replace(
-                    options,
-                    epsilon=options.epsilon * (1.0 - PAPER_SCALE_SHARE),
-                    delta=options.delta * (1.0 - PAPER_SCALE_SHARE),
-                )
+                options = paper_mean_options(options, stated=False)
             tau = amp + sigma * no_clip
             tau_bins = amp + sigma * math.sqrt(2.0 * math.log(2.0 / options.gamma))
             paper = _paper_midpoint(
@@ -561,10 +558,7 @@ class PriestleyChao(PanelModel):
             )
             law = "laplace"
         ledger = PrivacyLedger.from_entries(entries, request.options.delta, request.options.privacy)
-        if ledger.epsilon > request.options.epsilon * (1 + 1e-9):  # a bug if it happens
-            raise AssertionError("the curve's calls compose beyond the fit's budget")
-        if accountant is not None:
-            accountant.record(ledger)
+        charge(accountant, ledger, request.options.epsilon, request.options.delta)
         smoothing = (
             None
             if smooth_lf is None or smooth_f is None

@@ -41,6 +41,7 @@ from dplong.models.base import (
 )
 from dplong.models.reduce import user_means, user_sums, user_totals
 from dplong.privacy.accounting import Accountant
+from dplong.privacy.budget import users_share
 from dplong.privacy.engine import Release, UserWeights
 from dplong.privacy.options import PrivacyModel, ReleaseOptions, Variant
 from dplong.privacy.radius import DEFAULT_GAMMA, concentration_radius
@@ -465,7 +466,7 @@ def preliminary_share(n: int, epsilon: float, variance_share: float) -> float:
     [0.2, 0.12, 0.05]
     """
     low, high = PRELIMINARY_SHARES
-    return min(high, max(low, PRELIMINARY_USERS / (n * epsilon * (1.0 - variance_share))))
+    return users_share(PRELIMINARY_USERS / (1.0 - variance_share), n, epsilon, low, high)
 
 
 def _precision_weights(

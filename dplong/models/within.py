@@ -127,6 +127,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dplong.models.base import Block, Statistics, combined_ledger
+from dplong.privacy.budget import users_share
 from dplong.privacy.engine import SMALLEST_SCALE, Release, UserWeights
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import Tail
@@ -211,7 +212,7 @@ def within_shares(n: int, p: int, epsilon: float) -> tuple[float, float]:
     """
     design = p * (p + 1) / 2 + p
     low, high = (design / (design + w * p) for w in INFLUENCE_WEIGHTS[::-1])
-    share = min(max(DESIGN_USERS * design / (n * epsilon), low), high)
+    share = users_share(DESIGN_USERS * design, n, epsilon, low, high)
     return share, 1.0 - share
 
 

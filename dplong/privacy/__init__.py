@@ -11,6 +11,7 @@ from dplong.privacy.accounting import (
     compose,
     zcdp_epsilon,
 )
+from dplong.privacy.budget import ReleasePlan
 from dplong.privacy.engine import Release, release_means
 from dplong.privacy.histogram import (
     Histogram,
@@ -26,7 +27,6 @@ from dplong.privacy.noise import (
     release_gaussian_sum,
 )
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.plan import ReleasePlan
 from dplong.privacy.quantile import LogGrid, private_median
 from dplong.privacy.radius import (
     DEFAULT_GAMMA,

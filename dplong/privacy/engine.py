@@ -2,7 +2,7 @@
 
 Every model and :func:`dplong.winsorized_mean` reduce users to an n x d matrix of statistics
 (NaN: the user has none in that column) and call :func:`release_means`. It runs the stages of
-a :class:`~dplong.privacy.plan.ReleasePlan`, each a noisy Winsorized mean ingredient of the
+a :class:`~dplong.privacy.budget.ReleasePlan`, each a noisy Winsorized mean ingredient of the
 paper generalised so that nothing about the data's location or scale need be known:
 
 1. **count** N̂: the number of users with a statistic, by the lattice Laplace mechanism. Users
@@ -10,7 +10,7 @@ paper generalised so that nothing about the data's location or scale need be kno
    ``c + S / N̂`` of a centred clipped sum and this count, so they estimate the mean over the
    users who have a statistic instead of shrinking towards the midpoint. It runs first: when so
    few users have a statistic that the medians would all but surely miss them
-   (:meth:`~dplong.privacy.plan.ReleasePlan.miss_given`, post-processing of N̂), the estimate is
+   (:meth:`~dplong.privacy.budget.ReleasePlan.miss_given`, post-processing of N̂), the estimate is
    withheld rather than released far off;
 2. **midpoint** m̂_j: a private median on a public log grid (:mod:`dplong.privacy.quantile`),
    where Alg 3 has the mode of a stable histogram — it needs no bin width and never fails;
@@ -88,6 +88,14 @@ from numpy.typing import NDArray
 from scipy import special
 
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
+from dplong.privacy.budget import (
+    MAX_MISS,
+    NOTE_MISS,
+    FinalBudget,
+    ReleasePlan,
+    afford,
+    charge,
+)
 from dplong.privacy.interval import central_midpoint
 from dplong.privacy.noise import (
     LatticeRelease,
@@ -98,7 +106,6 @@ from dplong.privacy.noise import (
     two_sided_geometric_variance,
 )
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.plan import MAX_MISS, NOTE_MISS, FinalBudget, ReleasePlan
 from dplong.privacy.quantile import (
     GRID,
     SPREAD_GRID,
@@ -153,9 +160,6 @@ SMALLEST_SCALE = 2.0**-500
 #: What the midpoint reports when more than about half the users are exactly 0: the grid
 #: cell ``[0, 2**-1022)``.
 ZERO_CELL = float(GRID.centres[np.searchsorted(GRID.boundaries, 0.0, side="right")])
-#: Share of the scale stage's ε that counts the users off 0 in a column whose midpoint is 0
-#: (:func:`_spread`); the median over them gets the rest.
-ZERO_COUNT_SHARE = 0.25
 #: A column where the private count finds fewer than ``1 - SHARED_SHARE`` of its users off the
 #: scale's cell (and the cells far inside it, below ``SHARED_BELOW`` of its lower edge) has
 #: most users at one value: its scale is measured again on the others (:func:`_shared`).
@@ -346,7 +350,7 @@ class Location:
     the plan has no refinement) and ``centre_error`` a bound on its distance to the mean that
     fails with probability at most γ (:func:`locate`); ``sd`` is the scale used (σ̂ or the
     stated √ρ); ``users`` the private count(s) of users with a statistic; ``plan`` the plan
-    as run (its stages resized for the count, :meth:`~dplong.privacy.plan.ReleasePlan.for_users`);
+    as run (its stages resized for the count, :meth:`~dplong.privacy.budget.ReleasePlan.for_users`);
     ``scan`` what the scale stage found (:class:`ScaleScan`; None for a stated scale).
     """
 
@@ -629,7 +633,7 @@ def release_means(
     distance to the column's mean that fails with probability at most γ (known from how the
     statistics are built, e.g. influence values at a pilot estimate, whose mean is the pilot's
     error): no midpoint or refinement stage runs, and the plan must be made with
-    ``centred=True`` (:meth:`~dplong.privacy.plan.ReleasePlan.make`). Every refusal and the
+    ``centred=True`` (:meth:`~dplong.privacy.budget.ReleasePlan.make`). Every refusal and the
     accountant's check happen before the first noise draw.
 
     Examples
@@ -689,7 +693,8 @@ def release_means(
             count=count is None,
             centred=public_centre is not None,
         )
-        plan.check(accountant)  # every refusal before the first noise draw
+        plan.check()  # every refusal before the first noise draw
+        afford(accountant, plan.epsilon, plan.delta)
     if count is not None and plan.counts:
         raise ValueError("a release given an earlier count must not plan its own")
     if (public_centre is not None) != (plan.midpoint_kind == "public"):
@@ -775,9 +780,7 @@ def release_means(
         & (bounds is None)
     )
     ledger = PrivacyLedger.from_entries(entries, plan.delta, "central")
-    _check_within(ledger, plan)
-    if accountant is not None:
-        accountant.record(ledger)
+    charge(accountant, ledger, plan.epsilon, plan.delta)
     crowded = np.zeros(d, dtype=bool)
     with np.errstate(over="ignore", invalid="ignore"):  # a far miss: infinite figures
         if moment_budget is not None:
@@ -890,23 +893,23 @@ def _spread(
     (pushing the median up to it, as when the zeros are the spread: a midpoint far from 0) and
     not below the cells above it (a weighted utility, :func:`private_median`); without zeros it
     is the plain median. In a column whose midpoint is the cell of 0, more than about half the
-    users are at 0 and the others may be too few to find: there the zeros are set aside,
-    :data:`ZERO_COUNT_SHARE` of ε counts the users off 0 (the lattice Laplace count,
-    sensitivity 1) and the rest is the median over them. Then, by post-processing of that
-    count: fewer than the count can tell from none (``max(2, 3 sd)``) and the column is taken
-    to be 0 (the spread's floor, as a constant column gets; the release says so); plausibly
-    fewer than the n users (``K̂ + 2 sd < n``) and so few that the median over them all but
-    surely misses them (:func:`_too_few`): a second median over them, sized for K̂ users from
-    the final stage (:meth:`~dplong.privacy.plan.ReleasePlan.second_spread`, recorded in
-    ``scan.reruns`` as for a shared value), where its own miss bound is below
-    :data:`~dplong.privacy.plan.NOTE_MISS`; else the column's scale is not found (its mean is
+    users are at 0 and the others may be too few to find: there the zeros are set aside, a share
+    of ε counts the users off 0 (the lattice Laplace count, sensitivity 1) and the rest is the
+    median over them (:meth:`~dplong.privacy.budget.ReleasePlan.zero_split`). Then, by
+    post-processing of that count: fewer than the count can tell from none (``max(2, 3 sd)``)
+    and the column is taken to be 0 (the spread's floor, as a constant column gets; the release
+    says so); plausibly fewer than the n users (``K̂ + 2 sd < n``) and so few that the median
+    over them all but surely misses them (:func:`_too_few`): a second median over them, sized
+    for K̂ users from the final stage (:meth:`~dplong.privacy.budget.ReleasePlan.second_spread`,
+    recorded in ``scan.reruns`` as for a shared value), where its own miss bound is below
+    :data:`~dplong.privacy.budget.NOTE_MISS`; else the column's scale is not found (its mean is
     withheld). Each user's part in each mechanism depends on its own value and the released
-    midpoint only, and ``ZERO_COUNT_SHARE ε + (1 - ZERO_COUNT_SHARE) ε = ε`` per column, plus
-    any second median's ε, which the final stage gives up."""
+    midpoint only, and the count's and the median's ε add up to the stage's per column, plus any
+    second median's ε, which the final stage gives up."""
     n, d = distance.shape
-    epsilon = plan.spread
     at_zero = midpoint == ZERO_CELL
-    median_epsilon = np.where(at_zero, (1.0 - ZERO_COUNT_SHARE) * epsilon, epsilon)
+    zero_count, zero_median = plan.zero_split()
+    median_epsilon = np.where(at_zero, zero_median, plan.spread)
     with np.errstate(invalid="ignore"):
         zero = (matrix >= 0.0) & (matrix < 2.0 * ZERO_CELL)
     # zeros count above the cells below them, never below; where the midpoint is 0, nowhere
@@ -921,7 +924,7 @@ def _spread(
     if columns.size:
         counted, sd, count_entries = _lattice_count(
             np.sum(~np.isnan(distance[:, columns]) & ~zero[:, columns], axis=0),
-            ZERO_COUNT_SHARE * epsilon,
+            zero_count,
             "scale",
             "lattice Laplace count of users off 0",
             tuple(names[j] for j in columns),
@@ -1021,7 +1024,7 @@ def _shared(
     off it, two sds of the noise below, by post-processing of the two counts: most users share
     one value, and the scale is measured again by a private median over the others only (the
     users in ``c0`` or far inside it weigh 0, the zeros keep their weights; at
-    :meth:`~dplong.privacy.plan.ReleasePlan.second_spread` each, taken from the final stage).
+    :meth:`~dplong.privacy.budget.ReleasePlan.second_spread` each, taken from the final stage).
     Where the count sees none off it (below ``max(2, 3 sd)``) the column is (all but) constant
     and keeps ``c0`` (``scan.alone``, with a note saying how many users could go unseen, as for
     zeros); where the median over those seen would all but surely miss them (:func:`_too_few`)
@@ -1070,7 +1073,7 @@ def _too_few(
 ) -> NDArray[np.bool_]:
     """Where a private median at ``epsilon`` over ``counted`` users (a private count of noise
     sd ``sd``), 2 sds fewer of them, all but surely misses them: the plan's own rule for the
-    count of users with a statistic (its miss bound above :data:`~dplong.privacy.plan.MAX_MISS`;
+    count of users with a statistic (its miss bound above :data:`~dplong.privacy.budget.MAX_MISS`;
     or above another ``limit``)."""
     cells = len(SPREAD_GRID)
     return np.array(
@@ -1178,15 +1181,6 @@ def _centred(
     return np.where(np.isnan(clipped), 0.0, clipped)
 
 
-def _check_within(ledger: PrivacyLedger, plan: ReleasePlan) -> None:
-    """Guard: the calls made compose to at most the plan's budget (a bug if not)."""
-    if ledger.epsilon > plan.epsilon * (1 + 1e-9) or ledger.delta > plan.delta * (1 + 1e-9):
-        raise AssertionError(
-            f"the release's calls compose to ({ledger.epsilon}, {ledger.delta}), beyond the plan's "
-            f"({plan.epsilon}, {plan.delta})"
-        )
-
-
 def release_second_moment(
     clipped: NDArray[np.float64],
     present: NDArray[np.bool_],
@@ -1210,7 +1204,7 @@ def release_second_moment(
 
     >>> import numpy as np
     >>> from dplong.privacy.engine import release_second_moment
-    >>> from dplong.privacy.plan import FinalBudget
+    >>> from dplong.privacy.budget import FinalBudget
     >>> v = np.array([[0.5], [-1.0], [0.0]])  # three users' contributions, radius 1
     >>> budget = FinalBudget("laplace", np.array([1e300]), np.zeros(1))
     >>> moment, half = release_second_moment(v, np.ones((3, 1), dtype=bool), np.array([1.0]),

@@ -120,7 +120,8 @@ from dplong.exceptions import (
     ParameterError,
     PrivacyParameterError,
 )
-from dplong.privacy.accounting import Accountant, Cost, LedgerEntry, PrivacyLedger, compose
+from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
+from dplong.privacy.budget import ScalePlan, afford, charge, plan_budget
 from dplong.privacy.interval import (
     central_midpoint,
     check_histogram_feasible,
@@ -129,20 +130,16 @@ from dplong.privacy.interval import (
 )
 from dplong.privacy.noise import MIN_LATTICE_EPSILON, LatticeRelease, release_bounded_sum
 from dplong.privacy.options import PRIVACY_MODELS
-from dplong.privacy.plan import largest_within
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.privacy.winsorized import column_names
 
 __all__ = [
     "DEFAULT_SCALE_BOUNDS",
-    "LOCAL_HISTOGRAM_SHARE",
     "METHODS",
     "ScaleEstimate",
-    "ScalePlan",
     "coinpress_beta",
     "default_iterations",
     "estimate_scale",
-    "plan_budget",
 ]
 
 METHODS = ("coinpress", "bisection")
@@ -150,8 +147,6 @@ METHODS = ("coinpress", "bisection")
 #: between 0.001 and 1000 in the statistic's units. Wide, and therefore costly: N_iter = 40
 #: bisection steps. Give your own bounds whenever the units tell you more.
 DEFAULT_SCALE_BOUNDS = (1e-6, 1e6)
-#: Share of ε for the local randomized-response histograms (central: see the module docstring).
-LOCAL_HISTOGRAM_SHARE = 0.25
 _STEPS_PER_ITERATION = 2  # Alg 10: Coverage + RefineMidpoint; Alg 13: RefineMidpoint + Variance
 
 
@@ -261,87 +256,6 @@ class ScaleEstimate:
             f"epsilon={self.privacy.epsilon:.4g}, delta={self.privacy.delta:.3g}, "
             f"model={self.privacy.model!r})"
         )
-
-
-@dataclass(frozen=True)
-class ScalePlan:
-    """How the budget of :func:`estimate_scale` is spent (public facts only).
-
-    Each of the d wide-bin histograms costs ``histogram_epsilon`` (and ``histogram_delta``
-    centrally), each of the ``Σ step_counts`` iterative steps ``step_epsilon``;
-    ``total_epsilon``/``total_delta`` are what the release costs (:func:`compose`).
-
-    Examples
-    --------
-    >>> from dplong.privacy.variance import plan_budget
-    >>> plan = plan_budget(6000, (34,), epsilon=1.0, delta=1e-8, local=False)
-    >>> plan.histogram_epsilon, plan.step_epsilon * 34 > 0.95
-    (0.05, True)
-    >>> plan.total_epsilon <= 1.0, plan.total_delta <= 1e-8
-    (True, True)
-    """
-
-    histogram_epsilon: float
-    histogram_delta: float
-    step_epsilon: float
-    step_counts: tuple[int, ...]
-    total_epsilon: float
-    total_delta: float
-    composition: str
-
-
-def _histogram_share(n: int, epsilon: float, delta: float) -> float:
-    """The least share of a column's ε that puts the wide-bin histogram's threshold
-    ``(2/ε) log(2/δ) + 1`` at a quarter of the users, within [0.05, 0.75]."""
-    room = n / 4.0 - 1.0
-    if room <= 0:
-        return 0.75
-    return float(min(max(2.0 * math.log(2.0 / delta) / room / epsilon, 0.05), 0.75))
-
-
-def plan_budget(
-    n: int, step_counts: Sequence[int], *, epsilon: float, delta: float, local: bool
-) -> ScalePlan:
-    """Split (ε, δ) between d wide-bin histograms and ``Σ step_counts`` iterative steps.
-
-    The histograms get a share (see the module docstring); the steps get the largest common ε
-    that keeps the composition of every call within the request: basic composition for the
-    stable histograms (``δ/(2d)`` each, centrally), the better of basic and Rényi for the
-    pure calls.
-
-    Examples
-    --------
-    Many columns: the Rényi rule gives each of the 340 steps more than ε/340.
-
-    >>> from dplong.privacy.variance import plan_budget
-    >>> plan = plan_budget(6000, (34,) * 10, epsilon=1.0, delta=1e-8, local=False)
-    >>> plan.step_epsilon > 0.95 / 340, plan.total_epsilon <= 1.0, plan.total_delta <= 1e-8
-    (True, True, True)
-    """
-    d, total_steps = len(step_counts), int(sum(step_counts))
-    if local:
-        share, delta_h = LOCAL_HISTOGRAM_SHARE, 0.0
-    else:
-        delta_h = delta / (2.0 * d)
-        share = _histogram_share(n, epsilon / d, delta_h)
-    eps_h = share * epsilon / d
-    histograms = [Cost(epsilon=eps_h, delta=delta_h)] * d
-
-    def total(step: float) -> float:
-        return compose(histograms + [Cost(epsilon=step)] * total_steps, delta).epsilon
-
-    step = largest_within(total, epsilon, epsilon)
-    spent = compose(histograms + [Cost(epsilon=step)] * total_steps, delta)
-    return ScalePlan(
-        eps_h,
-        delta_h,
-        step,
-        tuple(int(k) for k in step_counts),
-        spent.epsilon,
-        spent.delta,
-        f"{d} histogram(s) by basic composition; {total_steps} iterative steps by "
-        f"{spent.rule} composition",
-    )
 
 
 def _check_lattice_epsilon(epsilon: float, what: str) -> None:
@@ -505,8 +419,7 @@ def estimate_scale(
             remedy="tighter scale_bounds (fewer steps, more epsilon for it)",
         )
     _warn_unreliable(method, n, plan.step_epsilon, gam, local)
-    if accountant is not None:
-        accountant.check(plan.total_epsilon, plan.total_delta)
+    afford(accountant, plan.total_epsilon, plan.total_delta)
 
     # ---- no randomness was drawn above this line -------------------------------------------
     entries: list[LedgerEntry] = []
@@ -551,8 +464,7 @@ def estimate_scale(
         "local" if local else "central",
         math.nan,
     )
-    if accountant is not None:
-        accountant.record(ledger)
+    charge(accountant, ledger, plan.total_epsilon, plan.total_delta)
     _warn_flags(labels, lower_binding, upper_binding, failed)
     return ScaleEstimate(
         scale=scale,

@@ -26,7 +26,8 @@ from numpy.typing import NDArray
 
 from dplong.bounds import midpoint_failure_probability
 from dplong.exceptions import ParameterError, PrivacyParameterError
-from dplong.privacy.accounting import Accountant, Cost, LedgerEntry, PrivacyLedger, compose
+from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
+from dplong.privacy.budget import afford, charge, paper_budget
 from dplong.privacy.engine import Release
 from dplong.privacy.interval import (
     central_midpoint,
@@ -36,12 +37,8 @@ from dplong.privacy.interval import (
 )
 from dplong.privacy.noise import MIN_LATTICE_EPSILON, release_bounded_sum
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.plan import largest_within
 
-__all__ = ["column_names", "paper_budget", "release_paper"]
-
-#: The paper's split (Alg 4, 8): half of each column's ε for the midpoint.
-MIDPOINT_SHARE = 0.5
+__all__ = ["column_names", "release_paper"]
 
 
 def column_names(names: object, d: int) -> tuple[str, ...]:
@@ -63,29 +60,6 @@ def column_names(names: object, d: int) -> tuple[str, ...]:
     if len(labels) != d:
         raise ParameterError(f"names must have {d} entries, got {len(labels)}")
     return tuple(labels)
-
-
-def paper_budget(d: int, options: ReleaseOptions) -> tuple[float, float]:
-    """Per-column (ε, δ) of the midpoint (the mean gets the same ε), from public facts.
-
-    Examples
-    --------
-    >>> from dplong.privacy.options import ReleaseOptions
-    >>> from dplong.privacy.winsorized import paper_budget
-    >>> options = ReleaseOptions.check(1000, epsilon=1.0, delta=1e-6, privacy="central",
-    ...                                bound=None, d=2, variant="theory")
-    >>> eps, delta = paper_budget(2, options)
-    >>> round(eps, 6), delta                       # each of 4 calls: ε/4
-    (0.25, 2.5e-07)
-    """
-    local = options.local
-    delta_h = 0.0 if local else options.delta / (2.0 * d)
-
-    def total(s: float) -> float:
-        calls = [Cost(epsilon=s, delta=delta_h), Cost(epsilon=s)] * d
-        return compose(calls, options.delta).epsilon
-
-    return largest_within(total, options.epsilon, options.epsilon), delta_h
 
 
 def release_paper(
@@ -135,8 +109,7 @@ def release_paper(
             local_bins(float(h), float(b))
     else:
         check_histogram_feasible(n, eps, delta_h, remedy="more epsilon or delta")
-    if accountant is not None:
-        accountant.check(options.epsilon, options.delta)
+    afford(accountant, options.epsilon, options.delta)
 
     # ---- no randomness was drawn above this line -------------------------------------------
     midpoint = np.empty(d)
@@ -171,8 +144,7 @@ def release_paper(
         for j, name in enumerate(names)
     ]
     ledger = PrivacyLedger.from_entries(entries, options.delta, "local" if local else "central")
-    if accountant is not None:
-        accountant.record(ledger)
+    charge(accountant, ledger, options.epsilon, options.delta)
     noise_sd = np.sqrt(release.draws) * release.sd / n
     failure = (
         0.0

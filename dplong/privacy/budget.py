@@ -51,7 +51,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,11 +59,27 @@ from numpy.typing import NDArray
 from scipy import optimize
 
 from dplong.exceptions import InsufficientUsersError, PrivacyParameterError
-from dplong.privacy.accounting import Accountant, Composer, Cost, compose
+from dplong.privacy.accounting import Accountant, Composer, Cost, PrivacyLedger, compose
 from dplong.privacy.noise import MIN_LATTICE_EPSILON
+from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability
 
-__all__ = ["FinalBudget", "ReleasePlan", "column_epsilon", "largest_within", "share_weights"]
+__all__ = [
+    "FinalBudget",
+    "ReleasePlan",
+    "ScalePlan",
+    "afford",
+    "charge",
+    "column_epsilon",
+    "fit_ledger",
+    "largest_within",
+    "paper_budget",
+    "part",
+    "plan_budget",
+    "share_weights",
+    "split_users",
+    "users_share",
+]
 
 #: ε·n the midpoint and scale medians each get (see the module docstring).
 MEDIAN_USERS = 80.0
@@ -78,6 +94,9 @@ MAX_MISS, NOTE_MISS = 0.9, 0.01
 #: also sizes the medians when few users have a statistic (:meth:`ReleasePlan.for_users`).
 COUNT_USERS = 20.0
 COUNT_SHARES = (0.03, 0.1)
+#: Share of the scale stage's ε that counts the users off 0 in a column whose midpoint is 0
+#: (:meth:`ReleasePlan.zero_split`); the median over them gets the rest.
+ZERO_COUNT_SHARE = 0.25
 #: ε·n of the count of users off the scale's cell (:func:`dplong.privacy.engine._shared`): it
 #: has to tell the 85-90 % of its users a continuous column leaves off that cell (and the
 #: cells far inside it) from the half or less a shared value leaves; within these shares of
@@ -116,7 +135,7 @@ def column_epsilon(epsilon: float, delta: float, d: int) -> float:
 
     Examples
     --------
-    >>> from dplong.privacy.plan import column_epsilon
+    >>> from dplong.privacy.budget import column_epsilon
     >>> column_epsilon(1.0, 1e-6, 1), round(column_epsilon(1.0, 1e-6, 3), 5)
     (1.0, 0.33333)
     >>> column_epsilon(1.0, 1e-8, 100) > 1.0 / 100
@@ -140,7 +159,7 @@ def share_weights(values: NDArray[np.float64]) -> NDArray[np.float64]:
     Examples
     --------
     >>> import numpy as np
-    >>> from dplong.privacy.plan import share_weights
+    >>> from dplong.privacy.budget import share_weights
     >>> share_weights(np.array([1.0, 0.0, 0.0])).round(3).tolist()
     [0.667, 0.167, 0.167]
     """
@@ -231,7 +250,7 @@ class ReleasePlan:
 
     Examples
     --------
-    >>> from dplong.privacy.plan import ReleasePlan
+    >>> from dplong.privacy.budget import ReleasePlan
     >>> plan = ReleasePlan.make(n=1000, d=1, epsilon=1.0, delta=1e-6, stated_scale=False)
     >>> plan.midpoint, plan.spread, plan.count
     (0.08, 0.08, 0.03)
@@ -295,7 +314,7 @@ class ReleasePlan:
         --------
         A public centre frees the midpoint's and the refinement's budget:
 
-        >>> from dplong.privacy.plan import ReleasePlan
+        >>> from dplong.privacy.budget import ReleasePlan
         >>> located = ReleasePlan.make(n=545, d=2, epsilon=2.2, delta=0.0, stated_scale=False)
         >>> centred = ReleasePlan.make(n=545, d=2, epsilon=2.2, delta=0.0, stated_scale=False,
         ...                            centred=True)
@@ -436,7 +455,7 @@ class ReleasePlan:
 
         Examples
         --------
-        >>> from dplong.privacy.plan import ReleasePlan
+        >>> from dplong.privacy.budget import ReleasePlan
         >>> plan = ReleasePlan.make(n=1000, d=1, epsilon=4.0, delta=1e-6, stated_scale=False)
         >>> plan.midpoint, plan.for_users(150.0).midpoint
         (0.16, 0.5333333333333333)
@@ -464,7 +483,7 @@ class ReleasePlan:
         Examples
         --------
         >>> import numpy as np
-        >>> from dplong.privacy.plan import ReleasePlan
+        >>> from dplong.privacy.budget import ReleasePlan
         >>> plan = ReleasePlan.make(n=1000, d=1, epsilon=1.0, delta=1e-6, stated_scale=False)
         >>> plan.miss_given(np.array([1000.0, 100.0])).round(3).tolist()
         [0.0, 0.998]
@@ -484,7 +503,7 @@ class ReleasePlan:
         Examples
         --------
         >>> import numpy as np
-        >>> from dplong.privacy.plan import ReleasePlan
+        >>> from dplong.privacy.budget import ReleasePlan
         >>> plan = ReleasePlan.make(n=2000, d=1, epsilon=1.0, delta=0.0, stated_scale=False)
         >>> plan.spread, plan.second_spread(np.array([0.5, 0.05])).round(3).tolist()
         (0.04, [0.08, 0.405])
@@ -494,6 +513,19 @@ class ReleasePlan:
         left -= self.refine
         return np.minimum(self.spread / np.maximum(share, 1e-12), max(left, 0.0) / 2.0)
 
+    def zero_split(self) -> tuple[float, float]:
+        """The scale stage's ε in a column whose midpoint is 0: :data:`ZERO_COUNT_SHARE` of it
+        counts the users off 0, the median over them gets the rest.
+
+        Examples
+        --------
+        >>> from dplong.privacy.budget import ReleasePlan
+        >>> plan = ReleasePlan.make(n=2000, d=1, epsilon=1.0, delta=0.0, stated_scale=False)
+        >>> plan.spread, plan.zero_split()
+        (0.04, (0.01, 0.03))
+        """
+        return ZERO_COUNT_SHARE * self.spread, (1.0 - ZERO_COUNT_SHARE) * self.spread
+
     def after(self, prior: list[Cost], epsilon: float, delta: float) -> ReleasePlan:
         """This plan as a later release of a fit: ``prior`` calls were made before it, and
         together they may spend (ε, δ). The stage sizes stay as planned.
@@ -501,7 +533,7 @@ class ReleasePlan:
         Examples
         --------
         >>> from dplong.privacy.accounting import Cost
-        >>> from dplong.privacy.plan import ReleasePlan
+        >>> from dplong.privacy.budget import ReleasePlan
         >>> plan = ReleasePlan.make(n=1000, d=1, epsilon=0.5, delta=5e-7, stated_scale=True)
         >>> later = plan.after([Cost(epsilon=0.5)], 1.0, 1e-6)
         >>> import numpy as np
@@ -535,9 +567,8 @@ class ReleasePlan:
         """ε spent before the final stage (basic composition)."""
         return sum(c.epsilon for c in self.early_costs())
 
-    def check(self, accountant: Accountant | None) -> None:
-        """Refuse, before any noise, a plan that cannot leave its final stage enough budget,
-        and a release the accountant cannot afford."""
+    def check(self) -> None:
+        """Refuse, before any noise, a plan that cannot leave its final stage enough budget."""
         weakest = min(  # the stages at their largest (:meth:`for_users`) leave the least
             float(
                 plan.calibrate(
@@ -554,8 +585,6 @@ class ReleasePlan:
                 "the final stage would get (almost) nothing after the midpoint and scale; "
                 "raise epsilon or use fewer columns"
             )
-        if accountant is not None:
-            accountant.check(self.epsilon, self.delta)
 
     def calibrate(
         self,
@@ -617,9 +646,7 @@ def _calibrated(
     shares = np.frombuffer(shares_key)
     early = plan.early_costs(refine=refined, fallback=fallback)
     composer = Composer(early, plan.delta)
-    parts = np.array(
-        [1.0 - plan.moment_share, plan.moment_share] if plan.moment_share else [1.0]
-    )
+    parts = np.array([1.0 - plan.moment_share, plan.moment_share] if plan.moment_share else [1.0])
 
     def total(s: float) -> float:  # the mean (and second moment) of every column
         final = ((s * shares)[:, None] * parts).ravel()
@@ -656,7 +683,7 @@ def largest_within(
 
     Examples
     --------
-    >>> from dplong.privacy.plan import largest_within
+    >>> from dplong.privacy.budget import largest_within
     >>> s = largest_within(lambda s: 3 * s, 1.0, 1.0)
     >>> 3 * s <= 1.0, round(s, 8)
     (True, 0.33333333)
@@ -760,3 +787,219 @@ def _refine_share(
         if cost < best_cost:
             best, best_cost = share, cost
     return best
+
+
+# ---------------------------------------------------------------------------------------------
+# The other pipelines' stage budgets: the paper's (Alg 4-5) and CoinPress's (Alg 10-14)
+# ---------------------------------------------------------------------------------------------
+
+#: Share of ε for CoinPress's local randomized-response histograms (central:
+#: :func:`_histogram_share`).
+LOCAL_HISTOGRAM_SHARE = 0.25
+
+
+def paper_budget(d: int, options: ReleaseOptions) -> tuple[float, float]:
+    """Per-column (ε, δ) of the midpoint (the mean gets the same ε), from public facts.
+
+    Examples
+    --------
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> from dplong.privacy.budget import paper_budget
+    >>> options = ReleaseOptions.check(1000, epsilon=1.0, delta=1e-6, privacy="central",
+    ...                                bound=None, d=2, variant="theory")
+    >>> eps, delta = paper_budget(2, options)
+    >>> round(eps, 6), delta                       # each of 4 calls: ε/4
+    (0.25, 2.5e-07)
+    """
+    local = options.local
+    delta_h = 0.0 if local else options.delta / (2.0 * d)
+
+    def total(s: float) -> float:
+        calls = [Cost(epsilon=s, delta=delta_h), Cost(epsilon=s)] * d
+        return compose(calls, options.delta).epsilon
+
+    return largest_within(total, options.epsilon, options.epsilon), delta_h
+
+
+@dataclass(frozen=True)
+class ScalePlan:
+    """How the budget of :func:`estimate_scale` is spent (public facts only).
+
+    Each of the d wide-bin histograms costs ``histogram_epsilon`` (and ``histogram_delta``
+    centrally), each of the ``Σ step_counts`` iterative steps ``step_epsilon``;
+    ``total_epsilon``/``total_delta`` are what the release costs (:func:`compose`).
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import plan_budget
+    >>> plan = plan_budget(6000, (34,), epsilon=1.0, delta=1e-8, local=False)
+    >>> plan.histogram_epsilon, plan.step_epsilon * 34 > 0.95
+    (0.05, True)
+    >>> plan.total_epsilon <= 1.0, plan.total_delta <= 1e-8
+    (True, True)
+    """
+
+    histogram_epsilon: float
+    histogram_delta: float
+    step_epsilon: float
+    step_counts: tuple[int, ...]
+    total_epsilon: float
+    total_delta: float
+    composition: str
+
+
+def _histogram_share(n: int, epsilon: float, delta: float) -> float:
+    """The least share of a column's ε that puts the wide-bin histogram's threshold
+    ``(2/ε) log(2/δ) + 1`` at a quarter of the users, within [0.05, 0.75]."""
+    room = n / 4.0 - 1.0
+    if room <= 0:
+        return 0.75
+    return float(min(max(2.0 * math.log(2.0 / delta) / room / epsilon, 0.05), 0.75))
+
+
+def plan_budget(
+    n: int, step_counts: Sequence[int], *, epsilon: float, delta: float, local: bool
+) -> ScalePlan:
+    """Split (ε, δ) between d wide-bin histograms and ``Σ step_counts`` iterative steps.
+
+    The histograms get a share (see the module docstring); the steps get the largest common ε
+    that keeps the composition of every call within the request: basic composition for the
+    stable histograms (``δ/(2d)`` each, centrally), the better of basic and Rényi for the
+    pure calls.
+
+    Examples
+    --------
+    Many columns: the Rényi rule gives each of the 340 steps more than ε/340.
+
+    >>> from dplong.privacy.budget import plan_budget
+    >>> plan = plan_budget(6000, (34,) * 10, epsilon=1.0, delta=1e-8, local=False)
+    >>> plan.step_epsilon > 0.95 / 340, plan.total_epsilon <= 1.0, plan.total_delta <= 1e-8
+    (True, True, True)
+    """
+    d, total_steps = len(step_counts), int(sum(step_counts))
+    if local:
+        share, delta_h = LOCAL_HISTOGRAM_SHARE, 0.0
+    else:
+        delta_h = delta / (2.0 * d)
+        share = _histogram_share(n, epsilon / d, delta_h)
+    eps_h = share * epsilon / d
+    histograms = [Cost(epsilon=eps_h, delta=delta_h)] * d
+
+    def total(step: float) -> float:
+        return compose(histograms + [Cost(epsilon=step)] * total_steps, delta).epsilon
+
+    step = largest_within(total, epsilon, epsilon)
+    spent = compose(histograms + [Cost(epsilon=step)] * total_steps, delta)
+    return ScalePlan(
+        eps_h,
+        delta_h,
+        step,
+        tuple(int(k) for k in step_counts),
+        spent.epsilon,
+        spent.delta,
+        f"{d} histogram(s) by basic composition; {total_steps} iterative steps by "
+        f"{spent.rule} composition",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# A fit's budget: its parts, the accountant, the ledger
+# ---------------------------------------------------------------------------------------------
+
+
+def part(options: ReleaseOptions, share: float) -> ReleaseOptions:
+    """``share`` of a budget's (ε, δ): a block's part of a fit, or a stage's part of a release.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import part
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> options = ReleaseOptions.check(1000, epsilon=2.0, delta=1e-6, privacy="central",
+    ...                                bound=None, d=1)
+    >>> half = part(options, 0.5)
+    >>> half.epsilon, half.delta
+    (1.0, 5e-07)
+    """
+    return dataclasses.replace(
+        options, epsilon=options.epsilon * share, delta=options.delta * share
+    )
+
+
+def users_share(users: float, n: int, epsilon: float, low: float, high: float) -> float:
+    """The share of ``epsilon`` worth ``users`` users of ε·n (a stage that needs a given n ε to
+    work), within [low, high]: a function of public facts.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import users_share
+    >>> users_share(300.0, 2000, 1.0, 0.05, 0.2), users_share(300.0, 50_000, 1.0, 0.05, 0.2)
+    (0.15, 0.05)
+    """
+    return min(high, max(low, users / (n * epsilon)))
+
+
+def afford(accountant: Accountant | None, epsilon: float, delta: float) -> None:
+    """The accountant's check, before the first noise draw: refuse a spend it cannot afford."""
+    if accountant is not None:
+        accountant.check(epsilon, delta)
+
+
+def charge(
+    accountant: Accountant | None, ledger: PrivacyLedger, epsilon: float, delta: float
+) -> None:
+    """After a release or fit: its calls must compose within the (ε, δ) it was given (a bug if
+    not, so it is raised as one), and the accountant records them."""
+    if ledger.epsilon > epsilon * (1 + 1e-9) or ledger.delta > delta * (1 + 1e-9):
+        raise AssertionError(
+            f"the calls compose to ({ledger.epsilon}, {ledger.delta}), beyond the budget "
+            f"({epsilon}, {delta})"
+        )
+    if accountant is not None:
+        accountant.record(ledger)
+
+
+def fit_ledger(ledgers: Sequence[PrivacyLedger], delta: float, model: str) -> PrivacyLedger:
+    """One ledger for a fit's releases: all their calls composed at the fit's δ, or their basic
+    sum where that is smaller, or, for the local model's disjoint groups of users, in parallel
+    (the largest).
+
+    Examples
+    --------
+    >>> from dplong.privacy.accounting import LedgerEntry, PrivacyLedger
+    >>> from dplong.privacy.budget import fit_ledger
+    >>> call = LedgerEntry("mean", "lattice Laplace", "x", 0.5, 0.0, 0.0, 1.0, 2.0)
+    >>> one = PrivacyLedger.from_entries([call], 0.0, "central")
+    >>> fit_ledger([one, one], 0.0, "central").epsilon
+    1.0
+    """
+    if all(ledger.composition.startswith("parallel") for ledger in ledgers):
+        worst = max(ledgers, key=lambda ledger: ledger.epsilon)
+        entries = tuple(entry for ledger in ledgers for entry in ledger.entries)
+        return PrivacyLedger(
+            entries, worst.epsilon, worst.delta, worst.composition, model, worst.rho
+        )
+    if len(ledgers) == 1:
+        return ledgers[0]
+    joint = PrivacyLedger.from_entries(
+        [entry for ledger in ledgers for entry in ledger.entries], delta, model
+    )
+    basic = sum(ledgers[1:], ledgers[0])
+    return joint if joint.epsilon <= basic.epsilon else basic
+
+
+def split_users(
+    rng: np.random.Generator, n: int, shares: Sequence[float]
+) -> list[NDArray[np.int64]]:
+    """The local model's disjoint groups of users, one per release (parallel composition: each
+    user answers one question with the whole ε), of sizes ``round(share · n)``; drawn
+    independently of the data.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.budget import split_users
+    >>> [g.size for g in split_users(np.random.default_rng(0), 10, [0.5, 0.3, 0.2])]
+    [5, 3, 2]
+    """
+    cuts = np.cumsum([round(share * n) for share in shares])[:-1]
+    return np.split(rng.permutation(n), cuts)
