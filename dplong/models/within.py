@@ -1,118 +1,26 @@
 """The private within (entity fixed-effects) estimator: released cross products, solved.
 
-The within estimator of ``y_ut = α_u + x_ut'β + e_ut`` removes every user's effect α_u by
-demeaning each user's rows, ``X̃_u = X_u - 1 x̄_u'`` and ``ỹ_u = y_u - ȳ_u``, and solves the
-pooled normal equations ``(Σ_u X̃_u'X̃_u) β = Σ_u X̃_u'ỹ_u`` — linearmodels'
-``PanelOLS(entity_effects=True)``, Stata's ``xtreg, fe``. Both sums are sums of per-user
-statistics, ``A_u = X̃_u'X̃_u`` and ``b_u = X̃_u'ỹ_u``, so the estimator is a function of column
-means released by the engine (:func:`~dplong.privacy.engine.release_means`, through the blocks
-of :mod:`dplong.models.base`); everything after the releases is post-processing.
+The within estimator of ``y_ut = α_u + x_ut'β + e_ut`` (linearmodels'
+``PanelOLS(entity_effects=True)``, Stata's ``xtreg, fe``) solves
+``(Σ_u X̃_u'X̃_u) β = Σ_u X̃_u'ỹ_u`` on every user's demeaned rows. Both sums are sums of
+per-user statistics, so the estimator is a function of column means released by the engine;
+everything after the releases is post-processing:
 
-Every user with at least two rows enters per within degree of freedom, ``A_u / (T_u - 1)``
-and ``b_u / (T_u - 1)``, with the precision weight ``w_u = min(T_u - 1, T_cap - 1) / (T_cap - 1)``
-(:class:`~dplong.privacy.engine.UserWeights`; ``T_cap = max_rows`` public): the weighted means
-are ``Σ_u ω_u A_u / Σ_u ω_u (T_u - 1)`` with ``ω_u = min(1, (T_cap - 1)/(T_u - 1))``, so their
-ratio is exactly the within estimator when no user has more than ``T_cap`` rows (users with
-more count as ``T_cap`` rows: the estimator stays consistent, the weights depending on the
-design only). Per degree of freedom every user's statistic has the same scale whatever their
-rows, so the engine's radii fit all of them (summed cross products grow with ``T_u`` and an
-unbalanced panel would see its long users clipped). Write ``A``, ``b`` for the weighted means.
+1. **design** blocks, one per regressor in the formula's order: the Gram–Schmidt factorisation
+   ``A = L D L'`` released row by row (each ``z_i'z_i`` released in its own scale, so a
+   direction that correlated regressors leave small is not swamped by noise of the entries'
+   size); a regressor without distinguishable within variation is withheld, decided from
+   released numbers only;
+2. the **influence** block: every user's influence on β at the pilot ``β₀``, centred on the
+   public 0, then one Newton step ``β̂ = β₀ + ψ̂``; its second moment is the diagonal of the
+   cluster-robust sandwich.
 
-1. **design**, one block per regressor, in the formula's order (Gram–Schmidt, i.e. the
-   ``A = L D L'`` factorisation released row by row). Block i releases, for the regressor
-   ``z_i = X̃ g_i`` left after projecting ``x_i`` on the earlier ``z_l``, the means of
-   ``z_i'z_i`` (per user ``g_i'A_u g_i``), of ``z_i'x_j`` for the later regressors ``j > i``
-   and of ``z_i'ỹ``; the next projection coefficients ``z_i'x_j / z_i'z_i`` are ratios of
-   released means (post-processing), so block i + 1's statistics are a public linear map of
-   every user's ``A_u``, ``b_u``. Why not release ``A`` itself: each released mean's noise
-   follows the spread of its own statistic, and correlated regressors leave a direction of
-   ``A`` much smaller than its entries (in the scale of the diagonal, 0.028 for ``exper``
-   and ``expersq`` on the wage panel), which noise of the entries' size swamps. Released as
-   ``z_i'z_i``, that direction's noise follows its own spread (on the wage panel, ``lwage ~
-   exper + hours`` at ε = 4: 2.6 and 2.2 clustered SEs of RMSE with ``A`` released, 0.7 and
-   1.1 so).
-   A regressor whose ``z_i'z_i`` is indistinguishable from 0 given its noise and bias bound
-   (or whose private spread sits at the engine's floor with the mean inside the collapsed
-   interval of 0: more than half the users hold it constant, and the engine cannot see past
-   them) gets no estimate (NaN) and no place in the basis, decided from released numbers
-   only: when none of its released products ``z_l'x_i`` with earlier regressors is
-   distinguishable from 0 either, it shows no within variation (time-invariant), and the
-   others are unaffected; otherwise it is collinear with them at this ε, and the earlier
-   regressors it loads on (more than :data:`COLLINEAR_LOADING` of its within variation) are
-   withheld with it. Nearly collinear regressors are not withheld for that alone: what
-   separates them is released as its own ``z_i'z_i``, with noise and a radius of its own size
-   and the tail of a square (below). With ``D = diag(z_i'z_i)`` and ``G = (g_1 … g_p)`` (unit upper
-   triangular), ``Â⁻¹ = G D⁻¹ G'`` (positive definite by construction) and the pilot
-   ``β₀ = G D⁻¹ (z_i'ỹ)_i``, both exactly the non-private ones when nothing is noisy.
-2. **influence** block: every user's influence on β at the pilot,
-   ``ψ_u = Â⁻¹ (b_u - A_u β₀)``; then ``β̂ = β₀ + ψ̂`` — one Newton step, a linear map of
-   released means. Its error is ``e_ψ - Â⁻¹ E (β̃ - β₀)`` (e_ψ the influence's noise, E the
-   design's): the design's noise and bias only act through the pilot's error. In the
-   coordinates of β each column's noise is that coefficient's noise, and its radius follows
-   that coefficient's own sampling spread. The mean influence ``Â⁻¹ (b - A β₀)`` is the
-   pilot's error, a few SEs where the values spread by about √n of them: the release is
-   centred on the public 0, off by a bound from the released design (:func:`_centre_bound`),
-   and runs no private midpoint or refinement (``Block.centred``; on the wage panel at ε = 4
-   the final stage's ε per coefficient rises from 0.69 to 0.82, two simulated slopes at
-   n = 5000, ε = 1 went from 0.64 and 0.52 of the per-user estimator's MSE to 0.45 and 0.38).
-   Its budget is shared in each coefficient's own
-   units (``Block.relative``: equal shares), so that a regressor's units do not decide how
-   precise its slope is (PLAN in the data's units gave ``exper`` 0.95 of ε and ``expersq``
-   0.42 on the wage panel at ε = 4). The same release gives the sampling error: the
-   second moment of the clipped weighted influence values
-   (:func:`~dplong.privacy.engine.release_second_moment`, when the plan affords it; else the
-   robust spread) is the diagonal of the cluster-robust sandwich
-   ``Â⁻¹ (Σ_u w_u² s_u s_u') Â⁻¹ / Ŵ²`` (s_u the per-degree-of-freedom scores, Ŵ the private
-   weighted count), evaluated at the pilot.
+The privacy noise is pushed through the exact post-processing map by a fixed-seed parametric
+bootstrap of the released means (its sd is ``noise_sd``, its mean joins the bias bound).
+Users enter per within degree of freedom with precision weights capped at ``max_rows``.
 
-Every block uses a skewed tail for the clipping bias and the radii
-(:func:`~dplong.privacy.radius.clipping_bias`): products of demeaned regressors and residuals
-have heavier tails than a normal (exponential). So does a square ``z_i'z_i`` of a regressor
-whose released products with the earlier ones show an association (beyond
-:data:`IDENTIFIED_SDS` noise sds and its bias bound, a public decision): what is left of it
-after the projection is mostly each user's deviation from the common relation, and its square
-has the chi-square tail of a squared normal (``expersq`` beyond ``exper`` on the wage panel:
-``(2 e_0 - c)²`` for a man who started with ``e_0`` years of experience, 7 % of the men
-holding 40 % of its mean; under the exponential tail the clipping, sized on the bulk, cut it
-to about 57 % with a bias bound that did not see it). The first regressor's square, and one
-unrelated to the earlier ones, keep the exponential tail: a regressor's own within variation,
-for which the chi-square plug-in's wider radius only adds noise (with every square under the
-chi-square tail, two independent slopes at n = 1000, ε = 4 had 2.4 and 1.2 times the per-user
-estimator's MSE instead of 0.7 and 0.3). Such a square is also released with its support's
-end, 0 (``Statistics.lower``): the engine moves an interval that would reach below 0 up (the
-same width, its upper clip farther into the tail) and keeps the square's spread at least a
-third of what its median implies under the chi-square model, so that a lattice of values
-(``expersq``: 55 % of the men at one value of it) no longer collapses it onto one value
-(:func:`~dplong.privacy.release_means`): on the wage panel at ε = 4 the slopes' RMSE fell from
-2.10 and 2.53 clustered SEs to 1.36 and 1.74 (60 fits), at ε = 16 from 1.04 and 1.24 to 0.23
-and 0.39.
-Not for the other squares: their tails are modelled well, and the move's price, the count's
-noise times the moved centre's offset, cost two independent slopes at n = 1000, ε = 4 an MSE
-of 1.03 of the per-user estimator's instead of 0.66. The design blocks divide by the first
-one's private weighted count (the same users, the same weights).
-
-**Uncertainty.** The privacy noise enters β̂ through the influence and, through the pilot's
-error, through the design — a product of two noises that a first-order delta method misses
-and that dominates when the design is noisy. So the noise's law is pushed through the exact
-post-processing map instead (a parametric bootstrap: Monte Carlo draws of every released
-mean's noise, Laplace or Gaussian with the released standard deviations, around the released
-design, each projected, solved and stepped as the fit was; a fixed seed, so a deterministic
-function of released numbers): its standard deviation is ``noise_sd``, and its mean (the
-second-order shift) joins the bias bound. The clipping bias bounds of the releases propagate
-linearly, in absolute values (the influence's directly, the design's through
-``|G D⁻¹| B |β₀ - β̂|``, B the bounds of the released products ``z_i'x_j``). The standard
-errors combine the sampling and noise terms; intervals use the normal-Laplace law with a
-Laplace term of the noise's variance (conservative at the usual levels α <= 0.2: a sum of
-several Laplace and Gaussian terms has lighter tails than one Laplace of the same variance),
-or the normal law when every release drew discrete Gaussian noise.
-
-**Estimands.** Under ``y_ut = α_u + x_ut'β_u + e_ut`` with user-specific slopes β_u, the
-within estimator targets ``(Σ_u E A_u)⁻¹ Σ_u E A_u β_u``: the slopes weighted by each user's
-within variation of x (``Σ_u A_u`` pools the rows), while the per-user estimator
-(:class:`~dplong.LongitudinalOLS` default) targets the plain average of the β_u over the users
-who can fit one. They agree when the slopes are common (then both are consistent for β; the
-within estimator is the more precise, and it uses users with fewer rows than parameters), and
-differ when the slopes vary with how much a user's regressors vary (e.g. with T_u).
+The derivation, the tail models of each block and why they were chosen are in the design
+notes, ``docs/design/within.md``.
 """
 
 from __future__ import annotations

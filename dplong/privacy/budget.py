@@ -1,49 +1,33 @@
-"""One budget plan per release: every stage and column declared, checked and costed up front.
+"""The budget of a fit: how (ε, δ) is split, checked against the accountant and composed.
 
-A release of the column means of an n x d matrix of per-user statistics runs these stages
-(the default pipeline of :mod:`dplong.privacy.engine`):
+This is the one module that splits a budget. A fit's blocks each get a :func:`part`; a block
+released by the default engine (:mod:`dplong.privacy.engine`) gets a :class:`ReleasePlan` that
+declares, from public facts only (n, d, the budget, the options, whether the scale is stated),
+the ε of each of its stages — the **count** of users with a statistic, the **midpoint** and
+**scale** medians (and the counts at a zero or shared value, :meth:`ReleasePlan.zero_split`,
+:meth:`ReleasePlan.second_spread`), the **refinement** and the final **mean** with its second
+moment. The paper's pipeline and CoinPress have their own stage splits here
+(:func:`paper_budget`, :func:`plan_budget`), the local model its user groups
+(:func:`split_users`). :meth:`ReleasePlan.check` and :func:`afford` (the accountant's check)
+run every refusal before the first noise draw; :func:`charge` checks that a release's calls
+compose within what it was given and records them; :func:`fit_ledger` composes a fit's.
 
-1. **count** — lattice Laplace count of users with a statistic (``plan.count`` per count); it
-   runs first, and :meth:`ReleasePlan.for_users` sizes the medians for the users it finds;
-2. **midpoint** — private median per column on a log grid (report-noisy-max,
-   ``plan.midpoint`` per column), or the paper's stable histogram for few users with a stated
-   scale; none where the model knows a public centre (``centred``: statistics whose mean is
-   near a known value by construction, such as the influence values at a pilot estimate);
-3. **scale** — private median of the absolute deviations from the midpoint (``plan.spread``
-   per column; 0 if the scale is stated), then a lattice Laplace count of the users off its
-   cell (``plan.shared`` per column) and, only where most users share one value, a second
-   median over the others (:meth:`ReleasePlan.second_spread`, taken from the final stage: the
-   plan as run records their ε, ``plan.reruns``);
-4. **refinement** — a rough mean on the midpoint's interval (lattice Laplace, ``plan.refine``
-   per column; 0: off);
-5. **mean** — the final mean on the refined centre's interval: lattice Laplace or discrete
-   Gaussian, whichever predicts less error, the rest of the budget shared over the columns by
-   their radii (PLAN); with ``plan.moment_share`` of it the clipped values' second moment (an
-   honest spread for the sampling error).
-
-Everything in the plan is a function of public facts — n, d, the budget, the options and whether
-the scale is stated — and :meth:`ReleasePlan.check` runs every refusal and the accountant's check
-before the first noise draw. The final stage's budget is *calibrated* after the earlier stages
-ran: the largest budget for which the composition (:func:`~dplong.privacy.accounting.compose`)
-of every call stays within the requested (ε, δ). How it is shared over columns uses the earlier
-stages' released radii (post-processing), so the ledger always totals at most the request.
-
-**Sharing across columns** (Aumüller et al., PLAN, 2024, App. C): with weights f_j and radii w_j,
-Laplace noise of ε_j on column j has variance ``8 w_j² / (n ε_j)²``; minimising
-``Σ f_j Var_j`` subject to ``Σ ε_j = E`` gives ``ε_j ∝ (f_j w_j²)^{1/3}``. For the Gaussian,
-``ρ_j ∝ √f_j w_j``. Each weight is regularised as PLAN does (``a_j + mean(a)``), so every column
-keeps at least half its equal share.
+The final stage's budget is *calibrated* after the earlier stages ran: the largest for which
+the composition (:func:`~dplong.privacy.accounting.compose`) of every call stays within the
+request, shared over the columns by their released radii (post-processing; PLAN, Aumüller et
+al. 2024, App. C: ``ε_j ∝ (f_j w_j²)^{1/3}`` for Laplace, ``ρ_j ∝ √f_j w_j`` for the Gaussian,
+each weight regularised as ``a_j + mean(a)``, so every column keeps at least half its equal
+share). So the ledger always totals at most the request.
 
 **Stage sizes.** A private median over the cells of the log grid needs ``ε N`` well above
-``4 log(#cells) ≈ 40`` to land at the median (:mod:`dplong.privacy.quantile`); the plan gives the
-midpoint and scale stages :data:`MEDIAN_USERS` ``/ n`` each (between 4 % and 30 % of a
-column's even share; up to 45 % for the midpoint alone when the scale is stated), the count
-:data:`COUNT_USERS` ``/ n``, and the refinement the share of
-:data:`REFINE_SHARES` that minimises the predicted noise of the final stage. Chosen with
-``benchmarks/accuracy_defaults.py``. The chance that the median stages miss the data is bounded
-from the same public facts (:func:`~dplong.privacy.quantile.miss_probability`): above
-:data:`MAX_MISS` the release is refused, above :data:`NOTE_MISS` it carries a note, and the bound
-is added to the probability of the bad events its error bounds exclude.
+``4 log(#cells) ≈ 40`` to land at the median (:mod:`dplong.privacy.quantile`); the midpoint and
+scale stages get :data:`MEDIAN_USERS` ``/ n`` each (within :data:`MIN_STAGE_SHARE` and
+:data:`MAX_MIDPOINT_SHARE` of a column's even share), the count :data:`COUNT_USERS` ``/ n``, the
+refinement the share of :data:`REFINE_SHARES` that minimises the final stage's predicted noise.
+The chance that the medians miss the data is bounded from the same public facts
+(:func:`~dplong.privacy.quantile.miss_probability`): above :data:`MAX_MISS` the release is
+refused, above :data:`NOTE_MISS` it carries a note, and the bound joins the bad events of the
+error bounds. The stages themselves are described in ``docs/design/engine.md``.
 """
 
 from __future__ import annotations

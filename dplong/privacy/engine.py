@@ -5,76 +5,19 @@ Every model and :func:`dplong.winsorized_mean` reduce users to an n x d matrix o
 a :class:`~dplong.privacy.budget.ReleasePlan`, each a noisy Winsorized mean ingredient of the
 paper generalised so that nothing about the data's location or scale need be known:
 
-1. **count** N̂: the number of users with a statistic, by the lattice Laplace mechanism. Users
-   without one (a singular regression, no rows) contribute nothing, and the means are ratios
-   ``c + S / N̂`` of a centred clipped sum and this count, so they estimate the mean over the
-   users who have a statistic instead of shrinking towards the midpoint. It runs first: when so
-   few users have a statistic that the medians would all but surely miss them
-   (:meth:`~dplong.privacy.budget.ReleasePlan.miss_given`, post-processing of N̂), the estimate is
-   withheld rather than released far off;
-2. **midpoint** m̂_j: a private median on a public log grid (:mod:`dplong.privacy.quantile`),
-   where Alg 3 has the mode of a stable histogram — it needs no bin width and never fails;
-3. **scale** σ̂_j: the private median of ``|x - m̂_j|`` over 0.6745 (a Gaussian's median absolute
-   deviation), in one stage for every column; skipped when the scale is stated. Users exactly
-   at 0 never pull it down, and where the midpoint is 0 they are set aside and the others
-   counted (:func:`_spread`): otherwise a column where most users are 0 would get a scale of
-   0 and an interval that clips everyone else. Any other value most users share would do the
-   same, so a count of the users off the released scale's cell follows, and where they are
-   clearly fewer than 70 % a second median measures their scale alone (:func:`_shared`);
-4. **refinement** (Alg 4 on ``m̂ ± w₁``, ``w₁ = 4 σ̂ + e_m``): a rough mean μ̂₁, the centre of
-   the final interval, as in the paper's §7.1.2 spirit but around a mean rather than a bin;
-5. **mean**: Alg 4's projection onto ``c ± w`` and noise, with ``w = κ σ̂ + e_c`` chosen by
-   :func:`~dplong.privacy.radius.accurate_radius` (bias² + noise variance) where Lemma 5.2's τ
-   makes sure no user is ever clipped; the noise is lattice Laplace or discrete Gaussian,
-   whichever the plan predicts to be more accurate, with the budget shared over columns by
-   their radii (PLAN).
+1. **count** N̂ of users with a statistic (lattice Laplace): the means are ``c + S / N̂``;
+2. **midpoint** m̂_j: a private median on a public log grid (where Alg 3 has the mode of a
+   stable histogram);
+3. **scale** σ̂_j: the private median of ``|x - m̂_j|``, with zeros and shared values set aside
+   (:func:`_spread`, :func:`_shared`); skipped when the scale is stated;
+4. **refinement**: a rough mean on ``m̂ ± w₁`` (Alg 4), the centre of the final interval;
+5. **mean**: Alg 4's projection onto ``c ± w`` (:func:`~dplong.privacy.radius.accurate_radius`)
+   and lattice Laplace or discrete Gaussian noise, the budget shared over columns by PLAN.
 
-The final stage's tail model (for the radius and the bias bound) is the normal plug-in, or
-the exponential one for a column whose rough mean lies :data:`SKEWED_SDS` plug-in sds or more
-from its midpoint (a skewed column, :func:`_skew_tails`; post-processing of stages 2-4; a
-model the caller states is kept).
-
-Where the caller states a column's support's lower end (``lower``: 0 for a square), an
-interval ``c ± w`` reaching below it is moved up towards ``[lower, lower + 2w]``: the same
-width and sensitivity, the upper clip farther out in the right tail; as far as the count's
-noise, which the moved centre's offset multiplies, allows (:func:`_supported_centre`).
-
-When the plan releases the second moment of the clipped values and it spreads far beyond σ̂
-and across the interval (many users clipped: the scale saw only part of them), the estimate
-is withheld, as is one at the edge of its interval.
-
-``e_m`` and ``e_c`` are public bounds on how far the centre may be from the mean: the grid
-cell's half-width plus the median's rank error (:func:`~dplong.privacy.quantile.rank_error`,
-as a normal quantile of σ̂), and for the rough mean the quantiles of its noise and sampling
-error plus its own clipping bias. Each fails with probability at most γ; with the bound on a
-miss of the medians given N̂, these are the bad events of the error bounds.
-
-Scales are plug-ins: intervals and bounds use σ̂ as if it were the variance proxy of the
-statistic (the stated one, when given).
-
-**Per-user (precision) weights** (:class:`UserWeights`). When users' statistics have unequal
-variances ``Var x_u ∝ 1 / w_u`` (e.g. a user mean over ``T_u`` rows), the efficient mean is
-``Σ w_u x_u / Σ w_u``. With weights ``w_u ∈ [f, 1]`` (the cap 1 and the floor f public) every
-stage after the midpoint works on the *standardised* deviation ``z_u = √w_u (x_u - c)``: the
-scale stage is the private median of ``|z_u|``, and a user's contribution to a clipped sum is
-``√w_u clip(z_u, ±r) = w_u clip(x_u - c, ±r/√w_u)`` — a radius that grows with the user's
-standard deviation, and a weight. Its magnitude is at most ``r`` (``√w_u <= 1``), so
-replacing one user moves each sum by at most ``2r``: the same lattice release and sensitivity
-as without weights. The count becomes the weighted count ``W = Σ w_u`` over users with a
-statistic, released by the lattice Laplace mechanism on ``w_u - 1/2 ∈ [-1/2, 1/2]``:
-sensitivity 1 (a user's weight moves from one value in [0, 1] to another). The means are
-``c + S / Ŵ``; the sampling sd ``σ̂_z / √Ŵ`` (``Var Σ w_u x_u / W = σ_z² / W`` when
-``w_u Var x_u = σ_z²``), or, when the plan releases the second moment, ``√(Σ v_u² / Ŵ²)``
-from the clipped contributions ``v_u`` themselves (the sandwich ``Σ w_u² (x_u - c)² / W²``:
-each ``v_u² <= w_u r²`` is centred at ``w_u r² / 2``, so it moves the sum by at most ``r²``,
-and the centring adds up to ``Ŵ r² / 2``, known from the count); the midpoint (the private
-median of the raw ``x_u``) is bounded in raw units as without weights, with ``σ̂_z`` and ``Ŵ``
-in place of σ̂ and N̂ (a median ``r`` ranks off has ``|F(m̂) - ½| <= r/N`` for the users'
-average CDF F; as ``Φ(√w t/σ) - ½ >= √w (Φ(t/σ) - ½)`` and ``mean √w_u >= W/N``, ``|m̂ - μ|
-<= σ_z Φ⁻¹(½ + r/W)``); the clipping bias of the mean is the standardised bound times ``Σ √w_u /
-Σ w_u <= min(1/√f, √(n/W))``. The weights are clipped to ``[f, 1]`` by the engine itself, so the
-sensitivity never rests on the caller.
-Without weights every stage is exactly as above.
+Precision weights (:class:`UserWeights`) standardise every stage after the midpoint, keeping
+the sensitivity of the unweighted release. A column whose release missed the data is withheld.
+The stages' public error allowances, the tail models, the support ends and the weighted
+release's sensitivities are derived in the design notes, ``docs/design/engine.md``.
 """
 
 from __future__ import annotations

@@ -1,97 +1,22 @@
 """Private variance plug-ins: the scale ρ_j of each column for the Winsorized mean's radius τ.
 
 Remark 5.3 of the paper: the concentration radius only needs the *marginal* variance proxy of
-one user's statistic in each column, whatever the dependence between users. This module
-estimates it privately with the two plug-ins of §7.1.5 / appendix G, one column at a time:
+one user's statistic in each column. This module estimates it privately with the two plug-ins
+of §7.1.5 / appendix G, one column at a time:
 
-* ``method="bisection"`` — Algorithm 10 (VarianceBisection) with Algorithm 11 (Coverage) and
-  Algorithm 12 (RefineMidpoint): halve the upper bound σ²_max while the interval ``m̂ ± √2 σ``
-  still covers a share ≥ 1 - γ of the users, re-centring m̂ after every successful test;
-* ``method="coinpress"`` (default) — Algorithm 13 (AdaptiveCoinPress) with Algorithm 12 and
-  Algorithm 14 (RefineVariance): alternately re-centre m̂ and shrink the bound à la CoinPress
-  (Biswas et al. 2020, Alg 3 in one dimension), on observations centred at m̂ rather than on
-  differences of pairs, which dependence would bias.
+* ``method="bisection"`` — Algorithm 10 (VarianceBisection) with Algorithms 11 (Coverage) and
+  12 (RefineMidpoint);
+* ``method="coinpress"`` (default) — Algorithm 13 (AdaptiveCoinPress) with Algorithms 12 and
+  14 (RefineVariance), on observations centred at m̂ rather than on differences of pairs,
+  which dependence would bias.
 
-Both start from loose public bounds ``σ²_min < σ²_max`` and a rough first moment m̂₀. The analyst
-gives only the bounds: m̂₀ is the centre of the mode of a private **wide-bin histogram** — the
-stable histogram of Alg 2-3 centrally (:func:`~dplong.privacy.interval.central_midpoint`), the
-randomized-response histogram of Alg 7, 9 locally — with bins of half-width ``h = σ_max / √2``.
-These are the widest bins for which the algorithms' first interval ``m̂₀ ± √2 σ_max = m̂₀ ± 2h``
-contains the whole mode bin and half of each neighbour, so that it covers the data as soon as
-``σ²_max`` exceeds the true scale by a factor of about 15.
-
-Every noisy step is a lattice mechanism (:func:`~dplong.privacy.noise.release_bounded_sum`: an
-integer sum plus two-sided geometric noise, no float Laplace anywhere), with the sensitivity of
-the released statistic under replacing one user:
-
-================  =============================================  ==========================
-step              released statistic                             sensitivity (lattice-rounded)
-================  =============================================  ==========================
-Coverage (11)     share of users in ``m̂ ± √2σ``                  ``1/n`` (the paper: ``2/n``)
-RefineMidpoint    mean of ``clip(x - m̂, ±√2σ)``, added to m̂      ``2√2σ/n``
-RefineVariance    mean of ``clip((x - m̂)/σ, ±β)²``                ``β²/n`` (the paper: ``2β²/n``)
-================  =============================================  ==========================
-
-The paper's sensitivities of the coverage and the second moment are twice what replacing one
-user can do (a count moves by one; a value in ``[0, β²]`` by at most β²); we use the exact
-ones, counted after lattice rounding. Each ledger entry records its step.
-
-**Budget.** ``epsilon`` and ``delta`` are the total over all d columns. A share of ε goes to the
-d histograms — centrally the least that puts the histogram's threshold at a quarter of the users,
-locally a quarter — and the rest to the iterative steps: 2 per iteration (Alg 10 lines 3-4;
-Alg 13 lines 5-6), ``K_j`` per column and ``K = Σ_j K_j`` in all. All K steps get the same ε′,
-the largest for which the composition of every call stays within the request
-(:func:`~dplong.privacy.accounting.compose`: the stable histograms, ``δ/(2d)`` each, by basic
-composition; the pure steps by the better of basic and Rényi composition), where the paper
-fixes ``ε′ = ε/√(16 N_iter log(1/ϱ))``. The bisection may stop early, but where it stops
-depends on the data, so it is charged for all its steps. The ledger's total is what the
-release costs, at most the requested (ε, δ). These plug-ins serve ``variant="theory"`` and
-the local model; the default pipeline estimates the scale in one stage
-(:mod:`dplong.privacy.engine`).
-
-**Iterations.** ``N_iter = ⌈log2(σ²_max / σ²_min)⌉`` (Alg 10, 13 line 1) for the bisection, which
-halves the bound once per iteration. CoinPress's update (Alg 14 line 4) shrinks the bound by
-up to ``√n`` per iteration, so by default it runs ``⌈log(σ²_max/σ²_min) / log √n⌉ + 2``
-iterations (the fewest that can cover the range, plus two to settle), capped at the paper's
-N_iter: every extra iteration only thins the budget of all the others. ``iterations=`` sets
-the count explicitly.
-
-**Outputs.** The bisection returns, as Alg 10 line 6, the first σ² whose coverage test failed:
-for Gaussian data and exact tests, ``m̂ ± √2σ`` covers 95 % iff ``σ² >= 1.92 s²``, so the
-estimate lies in ``[0.96, 1.92) s²`` for the spread s² of the data. CoinPress returns the
-bound of the last iteration's line 4 with the privacy noise of its second moment added as a
-one-sided ``1 - γ/2`` margin, so it is rarely below s² — as long as the last bound is above s².
-When noise drives a z to 0 (line 3) the bound drops by a factor √n; the next steps recover
-(z ≤ β² multiplies the bound by up to ~β²), but a second moment clipped at a bound below s² is
-biased low. Centrally at moderate n·ε this is rare (Fig. 5 setting, i.i.d. users: 6 % of the
-estimates below the variance at n = 1000, 2.5 % — the margin's γ/2 — at n = 6000); locally it
-is common. Both stay within ``[σ²_min, σ²_max]``;
-an estimate at either end is flagged and warned about (the bound binds: the true scale may lie
-beyond it, or the bound is wrong).
-
-**Which spread.** A realisation of n dependent users identifies only the spread of the users
-around *their own* centre. For exchangeable users with common correlation r (``Σ = (1-r) I +
-r 11ᵀ``) that is ``(1 - r) σ²``, not σ²: no estimator can tell such data from independent users
-with variance ``(1 - r) σ²``. For the Winsorized mean this is the relevant spread — it clips
-around a private midpoint of the same realisation — but it is not a bound on the marginal
-variance. Under weak dependence (e.g. a Toeplitz covariance) the two agree in expectation up
-to ``O(1/n)``, but one realisation's spread fluctuates more than for independent users (about
-±8 % at n = 6000 for Toeplitz(0.95), against ±2 %), and the margins of the estimates only
-account for independent sampling.
-
-**Local model.** Each user privatises each of their reports (lattice Laplace on their own clipped
-value, ``release_bounded_sum(local=True)``; the randomized-response histogram), so the ledger is
-pure ε-LDP unless ``delta`` is given for advanced composition. Only CoinPress is offered
-locally: the bisection compares a noisy coverage with ``1 - γ`` at every step, and local noise of
-order ``1/(ε′√n)`` — for realistic n far above γ — makes wrong "pass" decisions likely, which
-halve the bound below the true scale; CoinPress adds a margin for its own noise to the final
-estimate, so that its errors are mostly on the large side (with n·ε′² small it stays near
-``σ²_max`` and says so). Local estimation needs many users: about 10⁶ for ε = 2.
-
-Users without a statistic (``NaN`` in a column) count as sitting at the current centre m̂ in
-every step — inside the coverage interval, offset 0 in the midpoint, ``w = 0`` in the second
-moment — and fall in no histogram bin, as in :func:`~dplong.privacy.winsorized.release_mean`:
-n stays the public number of users and the sensitivities are unchanged.
+Both start from loose public bounds ``σ²_min < σ²_max`` and a rough first moment from a private
+wide-bin histogram (Alg 2-3 centrally, Alg 7, 9 locally). Every noisy step is a lattice
+mechanism with the exact sensitivity of its statistic under replacing one user; the budget is
+split by :func:`~dplong.privacy.budget.plan_budget`. These plug-ins serve ``variant="theory"``
+and the local model; the default pipeline estimates the scale in one stage
+(:mod:`dplong.privacy.engine`). Sensitivities, iteration counts, outputs, which spread a
+dependent sample identifies and the local model are in ``docs/design/variance.md``.
 """
 
 from __future__ import annotations
