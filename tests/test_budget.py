@@ -1,0 +1,119 @@
+"""The budget module's fit-level pieces: parts of a budget, the accountant, the fit's ledger.
+
+(The stage plan, :class:`~dplong.privacy.budget.ReleasePlan`, is tested with the composition
+rules in ``test_privacy_accounting.py``.)
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dplong
+from dplong.exceptions import BudgetExceededError
+from dplong.privacy.accounting import LedgerEntry, PrivacyLedger, compose
+from dplong.privacy.budget import (
+    afford,
+    charge,
+    fit_ledger,
+    part,
+    split_users,
+    users_share,
+)
+from dplong.privacy.options import ReleaseOptions
+
+PACKAGE = Path(dplong.__file__).parent
+
+
+def _options(epsilon: float = 2.0, delta: float = 1e-6) -> ReleaseOptions:
+    return ReleaseOptions.check(
+        1000, epsilon=epsilon, delta=delta, privacy="central", bound=None, d=1
+    )
+
+
+def _ledger(*epsilons: float, delta: float = 0.0) -> PrivacyLedger:
+    calls = [LedgerEntry("mean", "lattice Laplace", "x", e, 0.0, 0.0, 1.0, 1.0) for e in epsilons]
+    return PrivacyLedger.from_entries(calls, delta, "central")
+
+
+def test_part_scales_epsilon_and_delta_and_keeps_the_rest() -> None:
+    options = _options()
+    third = part(options, 1.0 / 3.0)
+    assert third.epsilon == pytest.approx(2.0 / 3.0) and third.delta == pytest.approx(1e-6 / 3)
+    assert (third.privacy, third.gamma, third.refine) == (
+        options.privacy,
+        options.gamma,
+        options.refine,
+    )
+    assert part(options, 1.0) == options
+
+
+def test_users_share_is_users_worth_of_epsilon_n_within_its_bounds() -> None:
+    # 300 users' worth of ε·n at n = 2000, ε = 1 is 0.15: inside [0.05, 0.2]
+    assert users_share(300.0, 2000, 1.0, 0.05, 0.2) == pytest.approx(0.15)
+    assert users_share(300.0, 500, 1.0, 0.05, 0.2) == 0.2  # capped
+    assert users_share(300.0, 10**6, 1.0, 0.05, 0.2) == 0.05  # floored
+
+
+def test_afford_refuses_before_any_spend_and_charge_records() -> None:
+    accountant = dplong.Accountant(epsilon=1.0, delta=1e-6)
+    afford(None, 5.0, 0.0)  # no accountant: nothing to check
+    with pytest.raises(BudgetExceededError):
+        afford(accountant, 1.5, 0.0)
+    assert accountant.spent_epsilon == 0.0
+    afford(accountant, 0.6, 0.0)
+    charge(accountant, _ledger(0.3, 0.3), 0.6, 0.0)
+    assert accountant.spent_epsilon == pytest.approx(0.6)
+    with pytest.raises(BudgetExceededError):
+        afford(accountant, 0.5, 0.0)
+
+
+def test_charge_refuses_a_ledger_beyond_its_budget_as_a_bug() -> None:
+    accountant = dplong.Accountant(epsilon=10.0)
+    with pytest.raises(AssertionError, match="beyond the budget"):
+        charge(accountant, _ledger(0.5, 0.6), 1.0, 0.0)
+    assert accountant.spent_epsilon == 0.0  # nothing recorded
+    charge(accountant, _ledger(0.5, 0.5), 1.0, 0.0)  # at the budget: fine
+
+
+def test_fit_ledger_takes_the_better_of_joint_and_summed_composition() -> None:
+    many = [_ledger(*([0.01] * 50), delta=1e-6) for _ in range(2)]
+    joint = fit_ledger(many, 1e-6, "central")
+    calls = [entry.cost for ledger in many for entry in ledger.entries]
+    assert joint.epsilon == pytest.approx(compose(calls, 1e-6).epsilon)
+    assert joint.epsilon < sum(ledger.epsilon for ledger in many)
+    assert len(joint.entries) == 100
+    single = _ledger(0.5)
+    assert fit_ledger([single], 0.0, "central") is single
+    pure = fit_ledger([_ledger(0.2), _ledger(0.3)], 0.0, "central")
+    assert pure.epsilon == pytest.approx(0.5) and pure.composition == "basic"
+
+
+def test_fit_ledger_of_disjoint_users_is_the_largest() -> None:
+    def parallel(epsilon: float) -> PrivacyLedger:
+        call = LedgerEntry("mean", "local lattice Laplace", "x", epsilon, 0.0, 0.0, 1.0, 1.0)
+        return PrivacyLedger((call,), epsilon, 0.0, "parallel (disjoint users)", "local", 0.0)
+
+    ledger = fit_ledger([parallel(1.0), parallel(2.0)], 0.0, "local")
+    assert ledger.epsilon == 2.0 and ledger.model == "local" and len(ledger.entries) == 2
+
+
+def test_split_users_is_a_partition_of_the_given_sizes() -> None:
+    groups = split_users(np.random.default_rng(3), 101, [0.5, 0.25, 0.25])
+    assert [g.size for g in groups] == [50, 25, 26]
+    assert np.array_equal(np.sort(np.concatenate(groups)), np.arange(101))
+
+
+def test_only_the_budget_module_asks_or_tells_the_accountant() -> None:
+    """The accountant's check and record, and a ledger's composition for a fit, live in one
+    module (DESIGN: one budget module), so that no pipeline can forget or double them."""
+    touching = re.compile(r"accountant\.(check|record)\(")
+    offenders = [
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if path.name != "budget.py" and touching.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
