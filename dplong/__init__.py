@@ -1,7 +1,13 @@
 """dplong: user-level differentially private models for longitudinal (panel) data."""
 
 from dplong import datasets, dependence, exceptions, kernels, privacy
-from dplong.models import LongitudinalOLS, PriestleyChao, RandomEffectsLocation, winsorized_mean
+from dplong.models import (
+    LongitudinalOLS,
+    PoissonMean,
+    PriestleyChao,
+    RandomEffectsLocation,
+    winsorized_mean,
+)
 from dplong.privacy import Accountant, PrivacyLedger
 from dplong.results import CurveResults, PanelResults
 
@@ -12,6 +18,7 @@ __all__ = [
     "CurveResults",
     "LongitudinalOLS",
     "PanelResults",
+    "PoissonMean",
     "PriestleyChao",
     "PrivacyLedger",
     "RandomEffectsLocation",

@@ -6,17 +6,14 @@ installed — or a shipped data set as ``dataset:NAME``), fits the model with us
 differential privacy, prints the summary and the error bounds, and with ``--report FILE``
 writes a self-contained HTML report (:mod:`dplong.report`).
 
-Models live in one table, :data:`_MODELS`: a new model is one entry (its builder, a line of help,
-and the options only it takes, which the parser then offers). Each model option says where it
-goes: to the model's ``from_formula`` (``"model"``: what defines the estimator, such as a
-kernel's domain and bandwidth) or to ``fit`` (``"fit"``: how it is released), and whether the
-model cannot do without it.
+The models are those the model modules register (:data:`dplong.models.command_line.MODELS`):
+each brings its builder, a line of help and the options only it takes, which the parser then
+offers; this module defines no model and no model option.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import glob
 import importlib
 import inspect
@@ -25,18 +22,16 @@ import shlex
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import pandas as pd
 
 import dplong
-from dplong.dask_frames import is_dask, require_dask
-from dplong.exceptions import DataError, DplongError, FormulaError, MissingDependencyError
-from dplong.kernels import KERNELS
+from dplong.dask_frames import require_dask
+from dplong.exceptions import DataError, DplongError, MissingDependencyError
+from dplong.models.command_line import MODELS, CommandLineModel, Option
 from dplong.report import write_report
-from dplong.results import PanelResults
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
@@ -52,103 +47,6 @@ _CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zip", ".csv.zst
 
 class _InputError(Exception):
     """A problem with the command line's input (file, column, option): exit code 2."""
-
-
-class _Fittable(Protocol):
-    """What the CLI needs of a model: its public n and a ``fit`` returning PanelResults."""
-
-    @property
-    def nobs_users(self) -> int: ...
-
-    def fit(self, *args: Any, **kwargs: Any) -> PanelResults: ...
-
-
-class _Builder(Protocol):
-    """Builds a model from the common arguments and the model's own ``"model"`` options."""
-
-    def __call__(
-        self,
-        formula: str,
-        data: pd.DataFrame | DaskFrame,
-        groups: str,
-        time: str | None,
-        /,
-        **options: Any,
-    ) -> _Fittable: ...
-
-
-@dataclass(frozen=True)
-class _ModelOption:
-    """An option only some models take, passed as ``keyword`` when given: to the builder
-    (``stage="model"``, i.e. ``from_formula``) or to ``fit`` (``stage="fit"``)."""
-
-    keyword: str
-    type: Callable[[str], Any]
-    metavar: str
-    help: str
-    stage: Literal["model", "fit"] = "fit"
-    required: bool = False
-    choices: tuple[str, ...] | None = None
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.keyword.replace("_", "-")
-
-
-@dataclass(frozen=True)
-class _ModelSpec:
-    """One row of the model table."""
-
-    build: _Builder
-    help: str
-    uses_time: bool = False
-    uses_levels: bool = True
-    options: tuple[_ModelOption, ...] = ()
-
-    def option(self, keyword: str) -> _ModelOption | None:
-        """This model's option ``keyword``, if it takes one."""
-        return next((o for o in self.options if o.keyword == keyword), None)
-
-    def stage_options(
-        self, args: argparse.Namespace, stage: Literal["model", "fit"]
-    ) -> dict[str, Any]:
-        """The given options of one stage, by keyword."""
-        return {
-            o.keyword: getattr(args, o.keyword)
-            for o in self.options
-            if o.stage == stage and getattr(args, o.keyword) is not None
-        }
-
-
-class _UserMean:
-    """``--model mean``: :func:`dplong.winsorized_mean` of one column's per-user means, wrapped
-    as :class:`~dplong.results.PanelResults` so that it prints and reports like the models."""
-
-    def __init__(self, formula: str, data: pd.DataFrame | DaskFrame, groups: str) -> None:
-        lhs, _, rhs = formula.partition("~")
-        self.column = lhs.strip()
-        if rhs.strip() != "1":
-            raise FormulaError(f"--model mean takes a formula 'column ~ 1'; got {formula!r}")
-        if self.column not in data.columns:
-            raise FormulaError(
-                f"{self.column!r} (left of '~') is not a column of DATA; "
-                f"columns are {list(data.columns)}"
-            )
-        self.formula = formula
-        if is_dask(data):  # columns of the frame, reduced where they lie by winsorized_mean
-            self._values, self._groups = data[self.column], data[groups]
-            self.nobs_users = int(self._groups.nunique(dropna=False).compute())
-        else:
-            self._values = data[self.column]  # a Series: refusals name the column
-            self._groups = data[groups].to_numpy()
-            self.nobs_users = int(pd.unique(self._groups).size)
-
-    def fit(self, **options: Any) -> PanelResults:
-        # options go through untouched, so that winsorized_mean's own defaults apply
-        results = dplong.winsorized_mean(
-            self._values, groups=self._groups, names=[self.column], **options
-        )
-        return dataclasses.replace(results, formula=self.formula)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -239,134 +137,14 @@ def _grid_count(text: str) -> int:
     return count
 
 
-def _ols(
-    formula: str, data: pd.DataFrame | DaskFrame, groups: str, time: str | None, /, **options: Any
-) -> _Fittable:
-    return dplong.LongitudinalOLS.from_formula(formula, data, groups=groups, time=time, **options)
-
-
-def _location(
-    formula: str, data: pd.DataFrame | DaskFrame, groups: str, time: str | None, /, **options: Any
-) -> _Fittable:
-    return dplong.RandomEffectsLocation.from_formula(formula, data, groups=groups, **options)
-
-
-def _mean(
-    formula: str, data: pd.DataFrame | DaskFrame, groups: str, time: str | None, /, **options: Any
-) -> _Fittable:
-    return _UserMean(formula, data, groups, **options)
-
-
-def _kernel(
-    formula: str, data: pd.DataFrame | DaskFrame, groups: str, time: str | None, /, **options: Any
-) -> _Fittable:
-    # user-level only: the CLI always has --groups, so every user's whole curve is protected
-    return dplong.PriestleyChao.from_formula(formula, data, groups=groups, **options)
-
-
-_MODELS: dict[str, _ModelSpec] = {
-    "ols": _ModelSpec(
-        _ols,
-        "LongitudinalOLS: average of per-user regressions, or the within (fixed-effects) "
-        "estimator, 'y ~ x1 + x2'",
-        uses_time=True,
-        options=(
-            _ModelOption(
-                "estimator",
-                str,
-                "E",
-                "per-user (default: the average of per-user fits) or within (entity fixed effects)",
-                choices=("per-user", "within"),
-            ),
-            _ModelOption(
-                "max_rows",
-                int,
-                "T",
-                "public cap on the rows that raise a user's weight (default 10)",
-            ),
-        ),
-    ),
-    "location": _ModelSpec(
-        _location,
-        "RandomEffectsLocation: location and variance components of 'y ~ 1'",
-        options=(
-            _ModelOption(
-                "within_scale",
-                float,
-                "S",
-                "variance proxy of one user's residuals (public assumption), for the "
-                "variance components 'Group Var' and 'Scale'",
-            ),
-            _ModelOption(
-                "variance_share",
-                float,
-                "SHARE",
-                "share of epsilon for the variance components, in [0, 1) (default 0.5; "
-                "0 releases the location only)",
-            ),
-            _ModelOption(
-                "min_rows",
-                int,
-                "T",
-                "public lower bound on the number of rows of every user",
-            ),
-            _ModelOption(
-                "weights",
-                str,
-                "W",
-                "precision (GLS weights from the released components; the default where it "
-                "applies) or equal",
-                choices=("precision", "equal"),
-            ),
-            _ModelOption(
-                "max_rows",
-                int,
-                "T",
-                "public cap on the rows that raise a user's weight (default 10)",
-            ),
-        ),
-    ),
-    "mean": _ModelSpec(
-        _mean, "winsorized_mean: mean of per-user means of a column, 'y ~ 1'", uses_levels=False
-    ),
-    "kernel": _ModelSpec(
-        _kernel,
-        "PriestleyChao, user-level: mean of per-user kernel curves of 'y ~ x' on a grid",
-        options=(
-            _ModelOption(
-                "domain",
-                _domain,
-                "LO,HI",
-                "public range of x, e.g. the study's design (rows with x outside it are dropped)",
-                stage="model",
-                required=True,
-            ),
-            _ModelOption(
-                "bandwidth",
-                _positive,
-                "B",
-                "kernel bandwidth in the units of x, e.g. one or two visit intervals",
-                stage="model",
-                required=True,
-            ),
-            _ModelOption(
-                "grid",
-                _grid_count,
-                "G",
-                "number of equally spaced grid points over the domain (default: one "
-                "bandwidth apart); more points, more noise",
-                stage="model",
-            ),
-            _ModelOption(
-                "kernel",
-                str,
-                "NAME",
-                "smoothing kernel (default gaussian)",
-                stage="model",
-                choices=tuple(KERNELS),
-            ),
-        ),
-    ),
+#: How each kind of model option is read (:class:`~dplong.models.command_line.Option`).
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "int": int,
+    "float": float,
+    "positive": _positive,
+    "range": _domain,
+    "count": _grid_count,
+    "text": str,
 }
 
 
@@ -437,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fit a model with user-level differential privacy; print its summary and "
         "error bounds, and optionally write an HTML report.",
         epilog=_EPILOG.format(
-            models="\n".join(f"  {name:<10} {spec.help}" for name, spec in _MODELS.items())
+            models="\n".join(f"  {name:<10} {spec.help}" for name, spec in MODELS.items())
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -449,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument(
         "--model",
         required=True,
-        choices=list(_MODELS),
+        choices=list(MODELS),
         help="the model to fit (see models below)",
     )
     fit.add_argument("--formula", required=True, help='patsy formula, e.g. "lwage ~ exper"')
@@ -458,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--time",
         metavar="COLUMN",
         help="orders each user's rows (models: "
-        + ", ".join(name for name, spec in _MODELS.items() if spec.uses_time)
+        + ", ".join(name for name, spec in MODELS.items() if spec.uses_time)
         + ")",
     )
     fit.add_argument(
@@ -468,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="COLUMN=A,B,...",
         help="declared levels of a factor column, the first one the reference; repeat for "
         "several columns (models: "
-        + ", ".join(name for name, spec in _MODELS.items() if spec.uses_levels)
+        + ", ".join(name for name, spec in MODELS.items() if spec.uses_levels)
         + ")",
     )
     privacy = fit.add_argument_group("privacy")
@@ -528,13 +306,13 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     extra = fit.add_argument_group("model-specific options")
     for option in _unique_options():
-        users = {name: spec.option(option.keyword) for name, spec in _MODELS.items()}
+        users = {name: spec.option(option.keyword) for name, spec in MODELS.items()}
         needed = [name for name, own in users.items() if own is not None and own.required]
         users = {name: own for name, own in users.items() if own is not None}
         extra.add_argument(
             option.flag,
             dest=option.keyword,
-            type=option.type,
+            type=_PARSERS[option.kind],
             choices=option.choices,
             metavar=option.metavar if option.choices is None else None,
             help=f"{option.help} (models: {', '.join(users)}"
@@ -544,11 +322,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _unique_options() -> list[_ModelOption]:
+def _unique_options() -> list[Option]:
     """Every model option once, by keyword (an option of several models is parsed with the
     type of its first entry; each model still decides its stage and whether it is required)."""
-    seen: dict[str, _ModelOption] = {}
-    for spec in _MODELS.values():
+    seen: dict[str, Option] = {}
+    for spec in MODELS.values():
         for option in spec.options:
             seen.setdefault(option.keyword, option)
     return list(seen.values())
@@ -649,7 +427,7 @@ def _require_pyarrow() -> None:
         ) from None
 
 
-def _check_arguments(args: argparse.Namespace, spec: _ModelSpec) -> None:
+def _check_arguments(args: argparse.Namespace, spec: CommandLineModel) -> None:
     """Refuse options the model does not take, and a report that could not be written, before
     any work."""
     given = [o for o in _unique_options() if getattr(args, o.keyword) is not None]
@@ -710,7 +488,7 @@ def _declared_levels(
     return levels
 
 
-def _fit_options(args: argparse.Namespace, spec: _ModelSpec) -> dict[str, Any]:
+def _fit_options(args: argparse.Namespace, spec: CommandLineModel) -> dict[str, Any]:
     """Keyword arguments of ``fit``: only what was given, so the model's defaults apply."""
     options: dict[str, Any] = {
         "epsilon": args.epsilon,
@@ -725,10 +503,21 @@ def _fit_options(args: argparse.Namespace, spec: _ModelSpec) -> dict[str, Any]:
         "random_state": args.seed,
     }
     options |= {key: value for key, value in optional.items() if value is not None}
-    return options | spec.stage_options(args, "fit")
+    return options | _stage_options(args, spec, "fit")
 
 
-def _check_required(model: _Fittable, options: dict[str, Any], name: str) -> None:
+def _stage_options(
+    args: argparse.Namespace, spec: CommandLineModel, stage: Literal["model", "fit"]
+) -> dict[str, Any]:
+    """The given options of one stage of ``spec``, by keyword."""
+    return {
+        o.keyword: getattr(args, o.keyword)
+        for o in spec.options
+        if o.stage == stage and getattr(args, o.keyword) is not None
+    }
+
+
+def _check_required(model: Any, options: dict[str, Any], name: str) -> None:
     """Name the options a model's ``fit`` cannot do without (rather than a TypeError)."""
     missing = [
         "--" + keyword.replace("_", "-")
@@ -747,7 +536,7 @@ def _say(args: argparse.Namespace, message: str) -> None:
 
 
 def _run_fit(args: argparse.Namespace, command: str) -> int:
-    spec = _MODELS[args.model]
+    spec = MODELS[args.model]
     _check_arguments(args, spec)
     _say(args, f"reading {args.data}…")
     data = _read(args.data)
@@ -755,10 +544,12 @@ def _run_fit(args: argparse.Namespace, command: str) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _say(args, "building design…")
-        model_options = spec.stage_options(args, "model")
+        model_options = _stage_options(args, spec, "model")
         if args.levels is not None:
             model_options["levels"] = _declared_levels(data, args.levels)
-        model = spec.build(args.formula, data, args.groups, args.time, **model_options)
+        if spec.uses_time:
+            model_options["time"] = args.time
+        model = spec.build(args.formula, data, groups=args.groups, **model_options)
         options = _fit_options(args, spec)
         _check_required(model, options, args.model)
         _say(args, f"fitting {args.model} on {model.nobs_users} users (ε={args.epsilon:g})…")

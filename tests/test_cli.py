@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 
 import dplong
-from dplong import cli
 from dplong.cli import main
 from dplong.exceptions import DplongWarning
+from dplong.models.command_line import MODELS, CommandLineModel
 from dplong.report import build_report
 
 OLS = [
@@ -145,7 +145,7 @@ class TestFit:
             warnings.warn("few users\nsecond line", DplongWarning, stacklevel=2)
             return release(*args, **kwargs)
 
-        monkeypatch.setattr(dplong, "winsorized_mean", warning_release)
+        monkeypatch.setattr(dplong.models.mean, "winsorized_mean", warning_release)
         report = tmp_path / "pigs.html"
         code, _, err = run([*MEAN, "--quiet", "--report", str(report)])
         assert code == 0
@@ -415,7 +415,7 @@ class TestBadArguments:
         def build(*args: Any, **options: Any) -> NeedsScale:
             return NeedsScale()
 
-        monkeypatch.setitem(cli._MODELS, "strict", cli._ModelSpec(build, "a test model"))
+        monkeypatch.setitem(MODELS, "strict", CommandLineModel("strict", build, "a test model"))
         argv = [*GOOD[:-3], "--quiet"]  # no --scale
         argv[argv.index("--model") + 1] = "strict"
         code, _, err = run(argv)
@@ -425,7 +425,7 @@ class TestBadArguments:
         argv = [*MEAN, "--quiet"]
         argv[argv.index("Weight ~ 1")] = "Weight ~ Time"
         code, _, err = run(argv)
-        assert code == 2 and "--model mean takes a formula 'column ~ 1'" in err
+        assert code == 2 and "ColumnMean takes a formula 'column ~ 1'" in err
 
     def test_parquet_without_pyarrow(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setitem(sys.modules, "pyarrow", None)

@@ -4,5 +4,12 @@ from dplong.models.kernel import PriestleyChao
 from dplong.models.linear import LongitudinalOLS
 from dplong.models.location import RandomEffectsLocation
 from dplong.models.mean import winsorized_mean
+from dplong.models.poisson import PoissonMean
 
-__all__ = ["LongitudinalOLS", "PriestleyChao", "RandomEffectsLocation", "winsorized_mean"]
+__all__ = [
+    "LongitudinalOLS",
+    "PoissonMean",
+    "PriestleyChao",
+    "RandomEffectsLocation",
+    "winsorized_mean",
+]

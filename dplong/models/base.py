@@ -592,6 +592,10 @@ def sound_plan(
 #: rows weighs as one with ``T_cap``; a larger cap makes every other weight, hence the weighted
 #: count, smaller (more noise) for little gain at the usual variance ratios.
 DEFAULT_MAX_ROWS = 10
+#: The command line's help for ``max_rows`` (:mod:`dplong.models.command_line`).
+MAX_ROWS_HELP = (
+    f"public cap on the rows that raise a user's weight (default {DEFAULT_MAX_ROWS})"
+)
 
 
 def check_max_rows(max_rows: Any, smallest: int = 1) -> int:

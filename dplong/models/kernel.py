@@ -39,7 +39,7 @@ from dplong.bounds import midpoint_failure_probability
 from dplong.dask_frames import ReducedPanel, design_spec, evaluate_rows, is_dask, reduce_design
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import DesignSpec, LevelsLike, PanelDesign, group_design
-from dplong.kernels import Kernel, get_kernel
+from dplong.kernels import KERNELS, Kernel, get_kernel
 from dplong.models.base import (
     Block,
     FitRequest,
@@ -52,6 +52,7 @@ from dplong.models.base import (
     run_blocks,
     scale_per_column,
 )
+from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
 from dplong.privacy.budget import ReleasePlan, afford, charge
 from dplong.privacy.engine import MAX_RADIUS, Release, locate, overflowed
@@ -1194,3 +1195,46 @@ def _smoothness_note(lipschitz: float | None, sup_norm: float | None) -> str:
         f"f is {lipschitz:g}-Lipschitz with |f| <= {sup_norm:g}: the error bound includes the "
         "smoothing bias, computed on the public design."
     )
+
+
+register(
+    CommandLineModel(
+        "kernel",
+        PriestleyChao.from_formula,  # the command line always has groups: user-level curves
+        "PriestleyChao, user-level: mean of per-user kernel curves of 'y ~ x' on a grid",
+        options=(
+            Option(
+                "domain",
+                "range",
+                "LO,HI",
+                "public range of x, e.g. the study's design (rows with x outside it are dropped)",
+                stage="model",
+                required=True,
+            ),
+            Option(
+                "bandwidth",
+                "positive",
+                "B",
+                "kernel bandwidth in the units of x, e.g. one or two visit intervals",
+                stage="model",
+                required=True,
+            ),
+            Option(
+                "grid",
+                "count",
+                "G",
+                "number of equally spaced grid points over the domain (default: one "
+                "bandwidth apart); more points, more noise",
+                stage="model",
+            ),
+            Option(
+                "kernel",
+                "text",
+                "NAME",
+                "smoothing kernel (default gaussian)",
+                stage="model",
+                choices=tuple(KERNELS),
+            ),
+        ),
+    )
+)

@@ -21,6 +21,7 @@ from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign
 from dplong.models.base import (
     DEFAULT_MAX_ROWS,
+    MAX_ROWS_HELP,
     Block,
     FitRequest,
     PanelModel,
@@ -30,6 +31,7 @@ from dplong.models.base import (
     check_min_rows,
     scale_per_column,
 )
+from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.models.reduce import (
     WorkingCorrelation,
     coefficients_from_sums,
@@ -526,3 +528,24 @@ def _partition_products(
     """A partition's per-user sums of products of the deviations from the users' means."""
     X = np.ascontiguousarray(design.X[:, regressors])
     return within_sums(design.y, X, design.codes, design.n, means)
+
+
+register(
+    CommandLineModel(
+        "ols",
+        LongitudinalOLS.from_formula,
+        "LongitudinalOLS: average of per-user regressions, or the within (fixed-effects) "
+        "estimator, 'y ~ x1 + x2'",
+        uses_time=True,
+        options=(
+            Option(
+                "estimator",
+                "text",
+                "E",
+                "per-user (default: the average of per-user fits) or within (entity fixed effects)",
+                choices=("per-user", "within"),
+            ),
+            Option("max_rows", "int", "T", MAX_ROWS_HELP),
+        ),
+    )
+)

@@ -29,6 +29,7 @@ from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign
 from dplong.models.base import (
     DEFAULT_MAX_ROWS,
+    MAX_ROWS_HELP,
     Block,
     PanelModel,
     ScaleLike,
@@ -39,6 +40,7 @@ from dplong.models.base import (
     scale_per_column,
     sound_plan,
 )
+from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.models.reduce import user_means, user_sums, user_totals
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.budget import users_share
@@ -641,3 +643,40 @@ def _error_bound(release: Release, gamma: float) -> float:
         law=release.noise_kind,
     )
     return float(table["total"].iloc[0])
+
+
+register(
+    CommandLineModel(
+        "location",
+        RandomEffectsLocation.from_formula,
+        "RandomEffectsLocation: location and variance components of 'y ~ 1'",
+        options=(
+            Option(
+                "within_scale",
+                "float",
+                "S",
+                "variance proxy of one user's residuals (public assumption), for the "
+                "variance components 'Group Var' and 'Scale'",
+            ),
+            Option(
+                "variance_share",
+                "float",
+                "SHARE",
+                "share of epsilon for the variance components, in [0, 1) (default 0.5; "
+                "0 releases the location only)",
+            ),
+            Option(
+                "min_rows", "int", "T", "public lower bound on the number of rows of every user"
+            ),
+            Option(
+                "weights",
+                "text",
+                "W",
+                "precision (GLS weights from the released components; the default where it "
+                "applies) or equal",
+                choices=("precision", "equal"),
+            ),
+            Option("max_rows", "int", "T", MAX_ROWS_HELP),
+        ),
+    )
+)

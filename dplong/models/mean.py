@@ -3,10 +3,11 @@ reduction (each user's average row, Def 5.1)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, get_args
 
 import numpy as np
 import pandas as pd
@@ -15,12 +16,13 @@ from numpy.typing import ArrayLike, NDArray
 from dplong._grouping import factorize_groups
 from dplong._validation import RandomState, per_column
 from dplong.dask_frames import is_dask, reduce_users, require_dask
-from dplong.exceptions import DataError, ParameterError
+from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.models.base import Block, PanelModel, Statistics, panel_results, run_blocks
+from dplong.models.command_line import CommandLineModel, register
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA
+from dplong.privacy.radius import DEFAULT_GAMMA, Tail
 from dplong.privacy.winsorized import column_names
 from dplong.results import PanelResults
 
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
     from dask.dataframe import Series as DaskSeries
 
-__all__ = ["winsorized_mean"]
+__all__ = ["ColumnMean", "winsorized_mean"]
 
 
 def winsorized_mean(
@@ -45,6 +47,8 @@ def winsorized_mean(
     variant: Variant = "default",
     gamma: float = DEFAULT_GAMMA,
     refine: bool = True,
+    lower: float | ArrayLike | None = None,
+    tail: Tail | None = None,
     names: Sequence[str] | None = None,
     random_state: RandomState = None,
     accountant: Accountant | None = None,
@@ -91,6 +95,15 @@ def winsorized_mean(
         Failure probability γ behind radii and error bounds.
     refine : bool
         Allow the plan to spend a share on a rough mean that re-centres the final interval.
+    lower : float or array_like, optional
+        Public lower end of each column's support (0 for spending, counts, durations): a
+        projection interval that would reach below it is moved up, keeping its width, so the
+        long right tail is clipped less. A user value below it is clipped as any value outside
+        the interval. Default engine only.
+    tail : {"gaussian", "sub-gaussian", "exponential", "chi-square"}, optional
+        Tail model of the users' values behind the radius and the clipping bias bound
+        (``"exponential"`` for skewed values); by default the engine chooses (the exponential
+        where the released rough mean lies far from the midpoint). Default engine only.
     names : sequence of str, optional
         Column names (default: from a DataFrame or Series, else ``x`` or ``x0, x1, ...``).
     random_state : None, int or numpy.random.Generator
@@ -140,11 +153,22 @@ def winsorized_mean(
         accountant=accountant,
     )
     proxy = _stated_scale(scale, tau, n, d, request.options.gamma)
+    options = request.options
+    if (lower is not None or tail is not None) and (options.local or options.variant != "default"):
+        raise ParameterError(
+            'lower and tail shape the default engine\'s release (variant="default", '
+            'privacy="central"); the paper\'s algorithms take neither'
+        )
+    if tail is not None and tail not in get_args(Tail):
+        raise ParameterError(f"tail must be one of {get_args(Tail)}, got {tail!r}")
+    support = None if lower is None else per_column(lower, d, "lower", positive=False)
 
     def statistics(_: tuple[Release, ...]) -> Statistics:
-        return Statistics(matrix, scale=proxy)
+        return Statistics(matrix, scale=proxy, lower=support)
 
-    block = Block(labels, 1.0, statistics, stated_scale=proxy is not None, complete_rows=False)
+    block = Block(
+        labels, 1.0, statistics, stated_scale=proxy is not None, complete_rows=False, tail=tail
+    )
     releases = run_blocks([block], n=n, request=request)
     scale_note = (
         "Scale estimated privately (the spread of the user values)."
@@ -293,3 +317,73 @@ def _stated_scale(scale: Any, tau: Any, n: int, d: int, gamma: float) -> NDArray
     if scale is None or isinstance(scale, str):
         raise ParameterError(f'scale must be "estimate", a number or one per column; got {scale!r}')
     return per_column(scale, d, "scale")
+
+
+class ColumnMean:
+    """``"column ~ 1"``: :func:`winsorized_mean` of one column's per-user means, as a formula
+    model (the command line's ``--model mean``), with results like the models'.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> from dplong.models.mean import ColumnMean
+    >>> wages = dplong.datasets.load_wage_panel()
+    >>> model = ColumnMean.from_formula("lwage ~ 1", wages, groups="nr")
+    >>> res = model.fit(epsilon=1.0, random_state=0)
+    >>> model.nobs_users, res.formula, bool(abs(res.params["lwage"] - 1.65) < 0.1)
+    (545, 'lwage ~ 1', True)
+    """
+
+    model_name: ClassVar[str] = "Mean"
+    #: Public support and tail of the column's user means (:func:`winsorized_mean`'s ``lower``
+    #: and ``tail``): a subclass for a kind of outcome states them.
+    lower: ClassVar[float | None] = None
+    tail: ClassVar[Tail | None] = None
+
+    def __init__(self, formula: str, data: pd.DataFrame | DaskFrame, groups: str) -> None:
+        lhs, _, rhs = formula.partition("~")
+        self.column = lhs.strip()
+        if rhs.strip() != "1":
+            raise FormulaError(
+                f"{type(self).__name__} takes a formula 'column ~ 1'; got {formula!r}"
+            )
+        if self.column not in data.columns:
+            raise FormulaError(
+                f"{self.column!r} (left of '~') is not a column of data; "
+                f"columns are {list(data.columns)}"
+            )
+        self.formula = formula
+        if is_dask(data):  # columns of the frame, reduced where they lie by winsorized_mean
+            self._values, self._groups = data[self.column], data[groups]
+            self.nobs_users = int(self._groups.nunique(dropna=False).compute())
+        else:
+            self._values = data[self.column]  # a Series: refusals name the column
+            self._groups = data[groups].to_numpy()
+            self.nobs_users = int(pd.unique(self._groups).size)
+
+    @classmethod
+    def from_formula(cls, formula: str, data: pd.DataFrame | DaskFrame, *, groups: str) -> Any:
+        """The model of ``"column ~ 1"`` with user ids in the column ``groups``."""
+        return cls(formula, data, groups)
+
+    def fit(self, **options: Any) -> PanelResults:
+        """:func:`winsorized_mean` of the column with ``options`` (its own defaults apply)."""
+        stated: dict[str, Any] = {"lower": self.lower, "tail": self.tail}
+        results = winsorized_mean(
+            self._values,
+            groups=self._groups,
+            names=[self.column],
+            **{k: v for k, v in stated.items() if v is not None},
+            **options,
+        )
+        return dataclasses.replace(results, model=self.model_name, formula=self.formula)
+
+
+register(
+    CommandLineModel(
+        "mean",
+        ColumnMean.from_formula,
+        "winsorized_mean: mean of per-user means of a column, 'y ~ 1'",
+        uses_levels=False,
+    )
+)
