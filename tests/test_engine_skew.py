@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from dplong.privacy import engine
-from dplong.privacy.engine import Release, release_means
+from dplong.privacy.engine import Release, Rules, release_means
 from dplong.privacy.options import ReleaseOptions
 
 pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
@@ -66,8 +66,7 @@ def _squares(
         names=("x",),
         options=options,
         rng=np.random.default_rng(1),
-        tail="chi-square",
-        lower=lower,
+        rules=Rules(tail="chi-square", lower=lower),
     )
     return x, release
 
@@ -132,8 +131,7 @@ def test_a_square_on_a_lattice_keeps_the_spread_its_median_implies(
                     names=("zz",),
                     options=options,
                     rng=np.random.default_rng(seed),
-                    tail="chi-square",
-                    lower=np.zeros(1),
+                    rules=Rules(tail="chi-square", lower=np.zeros(1)),
                 ).interval[0, 1]
                 for seed in range(40)
             ]

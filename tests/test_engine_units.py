@@ -82,6 +82,7 @@ from dplong.privacy.engine import (
     ROUGH_RADIUS,
     SPREAD_GRID,
     Release,
+    Rules,
     release_means,
 )
 from dplong.privacy.histogram import bin_index, stable_histogram, stable_histogram_threshold
@@ -705,7 +706,7 @@ class TestReleasePlan:
                 names=("a",),
                 options=options(1000, epsilon=1e-4),
                 rng=untouchable(),
-                bounds=(np.array([-5.0]), np.array([5.0])),
+                rules=Rules(bounds=(np.array([-5.0]), np.array([5.0]))),
             )
 
     def test_accountant_refuses_before_any_draw(self) -> None:
@@ -1140,7 +1141,11 @@ class TestLedger:
         opts = options(n, d=d, epsilon=0.9, delta=1e-6)
         scale = np.array([1.0, 0.01, 1600.0]) if stated else None
         release = release_means(
-            x, names=("a", "b", "c"), options=opts, rng=np.random.default_rng(21), scale=scale
+            x,
+            names=("a", "b", "c"),
+            options=opts,
+            rng=np.random.default_rng(21),
+            rules=Rules(scale=scale),
         )
         frame = release.privacy.to_frame()
         stages = list(dict.fromkeys(frame["stage"]))
@@ -1201,7 +1206,7 @@ class TestLedger:
             names=tuple(f"c{j}" for j in range(d)),
             options=options(n, d=d, epsilon=1.0, delta=1e-6),
             rng=np.random.default_rng(23),
-            scale=np.ones(d),
+            rules=Rules(scale=np.ones(d)),
         )
         assert release.noise_kind == "gaussian"
         mean = [e for e in release.privacy.entries if e.stage == "mean"]
@@ -1216,7 +1221,7 @@ class TestLedger:
                 names=("a", "b", "c"),
                 options=options(2000, d=3),
                 rng=np.random.default_rng(25),
-                complete_rows=complete,
+                rules=Rules(complete_rows=complete),
             )
             assert release.users.size == counts
             assert sum(e.stage == "count" for e in release.privacy.entries) == counts
@@ -1701,5 +1706,5 @@ def test_a_public_centre_replaces_the_midpoint_and_the_refinement() -> None:
             options=options,
             rng=untouchable(),
             plan=plan,
-            public_centre=(np.zeros(2), np.full(2, 0.3)),
+            rules=Rules(public_centre=(np.zeros(2), np.full(2, 0.3))),
         )

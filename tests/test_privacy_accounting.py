@@ -47,7 +47,7 @@ from dplong.privacy.accounting import (
     zcdp_epsilon,
 )
 from dplong.privacy.budget import FinalBudget, ReleasePlan
-from dplong.privacy.engine import Release, release_means
+from dplong.privacy.engine import Release, Rules, release_means
 from dplong.privacy.options import ReleaseOptions
 
 #: Relative slack for float rounding in the independent exact computations (root-finding to
@@ -465,8 +465,8 @@ def test_memoized_budgets_are_exact() -> None:
                 y,
                 names=("a", "b"),
                 options=gaussian,
-                scale=np.ones(2),
                 rng=np.random.default_rng(seed),
+                rules=Rules(scale=np.ones(2)),
             ),
             ols.fit(epsilon=2.0, random_state=seed),
             ols.fit(epsilon=2.0, scale=1.0, random_state=seed),

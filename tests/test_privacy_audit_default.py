@@ -53,7 +53,7 @@ import dplong
 import dplong.privacy.engine as engine
 from dplong.privacy import noise, quantile
 from dplong.privacy.budget import ReleasePlan
-from dplong.privacy.engine import GRID, ROUGH_RADIUS, Release, release_means
+from dplong.privacy.engine import GRID, ROUGH_RADIUS, Release, Rules, release_means
 from dplong.privacy.options import ReleaseOptions
 
 pytestmark = [
@@ -131,9 +131,7 @@ class Config:
             names=self.names,
             options=self.options,
             rng=rng,
-            scale=self.scale,
-            lower=self.lower,
-            public_centre=self.public,
+            rules=Rules(scale=self.scale, lower=self.lower, public_centre=self.public),
         )
 
 
@@ -397,8 +395,7 @@ def test_release_means_replica_reproduces_the_package(
                 names=names,
                 options=options,
                 rng=package_rng,
-                scale=scale,
-                public_centre=centre,
+                rules=Rules(scale=scale, public_centre=centre),
             )
         replica_rng = np.random.default_rng(seed)
         replica = release_means_replica(

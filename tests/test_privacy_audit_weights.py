@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 import dplong
 from dplong.privacy import budget as plan_module
 from dplong.privacy import engine as engine_module
-from dplong.privacy.engine import UserWeights, release_means
+from dplong.privacy.engine import Rules, UserWeights, release_means
 from dplong.privacy.options import ReleaseOptions
 
 pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
@@ -166,8 +166,7 @@ def _bounded_release(data: str, rng: np.random.Generator) -> NDArray[np.float64]
         names=("m",),
         options=options,
         rng=rng,
-        bounds=BOUNDS,
-        user_weights=UserWeights(w, floor=0.25),
+        rules=Rules(bounds=BOUNDS, user_weights=UserWeights(w, floor=0.25)),
     )
     return np.array([res.estimate[0], res.users[0]])
 
@@ -267,7 +266,11 @@ def _full_release(data: str, rng: np.random.Generator) -> NDArray[np.float64]:
         N_FULL, epsilon=EPS_FULL, delta=None, privacy="central", bound=None, d=1
     )
     res = release_means(
-        x, names=("m",), options=options, rng=rng, user_weights=UserWeights(w, floor=0.25)
+        x,
+        names=("m",),
+        options=options,
+        rng=rng,
+        rules=Rules(user_weights=UserWeights(w, floor=0.25)),
     )
     assert [e.stage for e in res.privacy.entries][-1] == "second moment"  # n ε = 800 >= 500
     centre = (res.interval[0, 0] + res.interval[0, 1]) / 2.0

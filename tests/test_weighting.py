@@ -19,7 +19,7 @@ from dplong.dependence import RandomEffects
 from dplong.exceptions import ParameterError
 from dplong.models.location import _precision_weights
 from dplong.privacy.budget import ReleasePlan
-from dplong.privacy.engine import UserWeights, release_means
+from dplong.privacy.engine import Rules, UserWeights, release_means
 from dplong.privacy.options import ReleaseOptions
 
 
@@ -53,8 +53,7 @@ class TestEngine:
             names=("a", "b"),
             options=options(3000, 1e300, 0.5, d=2),
             rng=np.random.default_rng(1),
-            scale=np.full(2, 1e6),
-            user_weights=UserWeights(w, floor=0.2),
+            rules=Rules(scale=np.full(2, 1e6), user_weights=UserWeights(w, floor=0.2)),
         )
         ok = ~np.isnan(x[:, 0])
         expected = (w[ok, None] * x[ok]).sum(axis=0) / w[ok].sum()
@@ -71,8 +70,7 @@ class TestEngine:
             names=("a",),
             options=options(4, 1e300, 0.5),
             rng=np.random.default_rng(0),
-            scale=np.array([1e6]),
-            user_weights=capped,
+            rules=Rules(scale=np.array([1e6]), user_weights=capped),
         )
         np.testing.assert_allclose(res.estimate, [(0.0 * 0.5 + 1 + 2 + 10) / 3.5], rtol=1e-12)
         with pytest.raises(ValueError, match="floor"):
@@ -86,7 +84,7 @@ class TestEngine:
             names=("m",),
             options=options(2000, 1.0),
             rng=np.random.default_rng(3),
-            user_weights=UserWeights(rng.uniform(0.1, 1.0, 2000), floor=0.1),
+            rules=Rules(user_weights=UserWeights(rng.uniform(0.1, 1.0, 2000), floor=0.1)),
         )
         counts = [e for e in res.privacy.entries if e.stage == "count"]
         assert [e.mechanism for e in counts] == ["lattice Laplace weighted count"]
@@ -115,8 +113,7 @@ class TestEngine:
             names=("m",),
             options=options(n, 1e300, 0.5),
             rng=np.random.default_rng(7),
-            user_weights=UserWeights(w, floor=0.2),
-            tail="exponential",  # radii of 30 spreads at ε = 1e300: nothing is clipped
+            rules=Rules(user_weights=UserWeights(w, floor=0.2), tail="exponential"),
         )
         ok = ~np.isnan(x[:, 0])
         centre = res.interval.mean(axis=1)
@@ -130,7 +127,7 @@ class TestEngine:
             names=("m",),
             options=options(n, 2.0),
             rng=np.random.default_rng(8),
-            user_weights=UserWeights(w, floor=0.2),
+            rules=Rules(user_weights=UserWeights(w, floor=0.2)),
         )
         (moment,) = [e for e in noisy.privacy.entries if e.stage == "second moment"]
         radius = (noisy.interval[0, 1] - noisy.interval[0, 0]) / 2.0
@@ -147,7 +144,11 @@ class TestEngine:
         x = rng.normal(1.0, 1.0, size=(n, 2))
         w = UserWeights(rng.uniform(0.2, 1.0, n), floor=0.2)
         first = release_means(
-            x[:, :1], names=("a",), options=options(n, 1.0), rng=rng, user_weights=w
+            x[:, :1],
+            names=("a",),
+            options=options(n, 1.0),
+            rng=rng,
+            rules=Rules(user_weights=w),
         )
         known = first.count
         plan = ReleasePlan.make(

@@ -173,7 +173,7 @@ class TestReference:
         release = base.release_means
 
         def spy(matrix, **kwargs):  # type: ignore[no-untyped-def]
-            tails.append(kwargs["tail"])
+            tails.append(kwargs["rules"].tail)
             return release(matrix, **kwargs)
 
         monkeypatch.setattr(base, "release_means", spy)
@@ -436,9 +436,9 @@ class TestPrivateFit:
         means, bounds = [], []
 
         def spy(matrix: np.ndarray, **kwargs: object) -> object:
-            centre = kwargs.get("public_centre")
+            centre = kwargs["rules"].public_centre
             if centre is not None:
-                weights = kwargs["user_weights"].values  # type: ignore[attr-defined]
+                weights = kwargs["rules"].user_weights.values
                 kept = ~np.isnan(matrix).any(axis=1)
                 means.append(weights[kept] @ matrix[kept] / weights[kept].sum())
                 bounds.append(centre[1])  # type: ignore[index]

@@ -36,7 +36,7 @@ from dplong.privacy.budget import (
     part,
     split_users,
 )
-from dplong.privacy.engine import Release, UserWeights, release_means
+from dplong.privacy.engine import Release, Rules, UserWeights, release_means
 from dplong.privacy.local import release_local
 from dplong.privacy.options import Focus, ReleaseOptions, focus_weights
 from dplong.privacy.radius import Tails, bin_radius, concentration_radius
@@ -295,17 +295,9 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
                     names=block.names,
                     options=block_options,
                     rng=rng,
-                    scale=statistics.scale,
                     weights=weights,
-                    complete_rows=block.complete_rows,
                     plan=plan,
-                    bounds=block.bounds,
-                    user_weights=statistics.user_weights,
-                    tail=block.tail if statistics.tail is None else statistics.tail,
-                    count=None if block.count_from is None else releases[block.count_from].count,
-                    lower=statistics.lower,
-                    relative=block.relative,
-                    public_centre=statistics.centre,
+                    rules=_rules(block, statistics, releases),
                 )
             else:
                 release = _paper_release(block, statistics, block_options, rng)
@@ -325,6 +317,21 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
     ledger = combined_ledger(releases, options)
     charge(accountant, ledger, options.epsilon, options.delta)
     return tuple(releases)
+
+
+def _rules(block: Block, statistics: Statistics, earlier: Sequence[Release]) -> Rules:
+    """The engine's rules for a block: its public declarations and what its build found."""
+    return Rules(
+        scale=statistics.scale,
+        complete_rows=block.complete_rows,
+        bounds=block.bounds,
+        user_weights=statistics.user_weights,
+        tail=block.tail if statistics.tail is None else statistics.tail,
+        count=None if block.count_from is None else earlier[block.count_from].count,
+        lower=statistics.lower,
+        relative=block.relative,
+        public_centre=statistics.centre,
+    )
 
 
 def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:

@@ -55,7 +55,7 @@ from dplong.models.base import (
 from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
 from dplong.privacy.budget import ReleasePlan, afford, charge
-from dplong.privacy.engine import MAX_RADIUS, Release, locate, overflowed
+from dplong.privacy.engine import MAX_RADIUS, Release, Rules, locate, overflowed
 from dplong.privacy.interval import (
     central_midpoint,
     check_histogram_feasible,
@@ -438,7 +438,7 @@ class PriestleyChao(PanelModel):
                 names=(name,),
                 rng=rng,
                 gamma=options.gamma,
-                scale=np.array([sigma**2]) if stated else None,
+                rules=Rules(scale=np.array([sigma**2]) if stated else None),
             )
             sigma = float(where.sd[0])
             centre = float(where.centre[0])

@@ -71,6 +71,7 @@ __all__ = [
     "Count",
     "Location",
     "Release",
+    "Rules",
     "UserWeights",
     "locate",
     "release_means",
@@ -154,7 +155,7 @@ class Count:
     Examples
     --------
     >>> import numpy as np
-    >>> from dplong.privacy.engine import release_means
+    >>> from dplong.privacy.engine import Rules, release_means
     >>> from dplong.privacy.options import ReleaseOptions
     >>> rng = np.random.default_rng(0)
     >>> x = rng.normal(1.0, 1.0, size=(2000, 2))
@@ -162,13 +163,63 @@ class Count:
     ...                                bound=None, d=1)
     >>> first = release_means(x[:, :1], names=("a",), options=options, rng=rng)
     >>> second = release_means(x[:, 1:], names=("b",), options=options, rng=rng,
-    ...                        count=first.count)
+    ...                        rules=Rules(count=first.count))
     >>> "count" in {e.stage for e in second.privacy.entries}, bool(second.users == first.users)
     (False, True)
     """
 
     users: NDArray[np.float64]
     sd: float
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a release knows of its statistics beyond the matrix — public facts, or numbers
+    released before it — each switching on a named rule of the stages. The default is a plain
+    release of column means whose scale is estimated.
+
+    Attributes
+    ----------
+    scale : ndarray, optional
+        Stated variance proxy of one user's statistic per column (None: estimated, stage 3).
+    complete_rows : bool
+        A user's statistics are all there or all missing: one count, and a row with any NaN
+        counts as missing.
+    bounds : (ndarray, ndarray), optional
+        Public (lower, upper) per column holding every statistic (values outside are clipped
+        to them): only the count and the mean run.
+    user_weights : UserWeights, optional
+        Precision-weighted means ``Σ w_u x_u / Σ w_u`` (module docstring).
+    tail : str or tuple of str, optional
+        The tail model of the radius and the clipping bias
+        (:func:`~dplong.privacy.radius.clipping_bias`; default Gaussian for an estimated scale,
+        sub-Gaussian for a stated one; ``"exponential"`` for skewed statistics such as sums of
+        squares, ``"chi-square"`` for squares of a normal statistic), one or one per column.
+    count : Count, optional
+        An earlier release's private count of the same users, divided by instead of a new one
+        (the plan budgets none).
+    lower : ndarray, optional
+        Public lower ends of the columns' support (0 for squares; -inf for none): an interval
+        reaching below one is moved up (:func:`_supported_centre`), and under the chi-square
+        tail the scale keeps a share of the spread its median implies (:func:`_square_spread`).
+    relative : bool
+        Share the final budget so that each column's noise counts relative to its own radius
+        (columns in different units) instead of in the data's units.
+    public_centre : (ndarray, ndarray), optional
+        A public centre per column and a bound on its distance to the column's mean that fails
+        with probability at most γ: no midpoint or refinement stage (a plan made with
+        ``centred=True``).
+    """
+
+    scale: NDArray[np.float64] | None = None
+    complete_rows: bool = True
+    bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+    user_weights: UserWeights | None = None
+    tail: Tails | None = None
+    count: Count | None = None
+    lower: NDArray[np.float64] | None = None
+    relative: bool = False
+    public_centre: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
 
 
 @dataclass(frozen=True)
@@ -365,24 +416,18 @@ def locate(
     names: tuple[str, ...],
     rng: np.random.Generator,
     gamma: float,
-    scale: NDArray[np.float64] | None = None,
-    complete_rows: bool = True,
-    bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
-    user_weights: UserWeights | None = None,
-    tail: Tails | None = None,
-    count: Count | None = None,
-    public_centre: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
-    lower: NDArray[np.float64] | None = None,
+    rules: Rules = Rules(),
 ) -> Location:
-    """Stages 1-4 of the module docstring: count, midpoint, scale and refinement. With public
-    ``bounds`` (lower, upper) only the count runs: the centre is the bounds' midpoint, exact.
-    With ``user_weights`` the scale and refinement work on standardised deviations and the
-    count is the weighted count (module docstring). ``count``: an earlier release's count of
-    the same users, used instead of a new one (the plan then budgets none). ``public_centre``:
-    a public centre and a bound on its distance to the mean (a plan of ``midpoint_kind
-    "public"``): it is the midpoint, and only the scale is located. ``lower``: the columns'
-    public support ends, below which the chi-square tail's scale keeps the spread its median
-    implies (:func:`_square_spread`), before the refinement and the centre's error use it."""
+    """Stages 1-4 of the module docstring: count, midpoint, scale and refinement, under the
+    release's :class:`Rules`. With public ``bounds`` only the count runs: the centre is the
+    bounds' midpoint, exact. With ``user_weights`` the scale and refinement work on
+    standardised deviations and the count is the weighted count. An earlier ``count`` is used
+    instead of a new one. A ``public_centre`` is the midpoint, and only the scale is located.
+    Below the ``lower`` ends the chi-square tail's scale keeps the spread its median implies,
+    before the refinement and the centre's error use it."""
+    scale, complete_rows, bounds = rules.scale, rules.complete_rows, rules.bounds
+    user_weights, tail, count = rules.user_weights, rules.tail, rules.count
+    public_centre, lower = rules.public_centre, rules.lower
     n, d = matrix.shape
     entries: list[LedgerEntry] = []
     root = _roots(user_weights)
@@ -534,50 +579,21 @@ def release_means(
     names: tuple[str, ...],
     options: ReleaseOptions,
     rng: np.random.Generator,
-    scale: NDArray[np.float64] | None = None,
+    rules: Rules = Rules(),
     weights: NDArray[np.float64] | None = None,
-    complete_rows: bool = True,
     accountant: Accountant | None = None,
     plan: ReleasePlan | None = None,
-    bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
-    user_weights: UserWeights | None = None,
-    tail: Tails | None = None,
-    count: Count | None = None,
-    lower: NDArray[np.float64] | None = None,
-    relative: bool = False,
-    public_centre: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
 ) -> Release:
     """Release the column means of ``matrix`` (n x d; NaN: no statistic) with the default plan.
 
-    ``scale`` holds stated variance proxies of one user's statistic per column (None: estimated
-    privately); ``weights`` how much each column's error counts when the budget is shared
-    (default equal); ``complete_rows`` says that a user's statistics are all there or all
-    missing (one count instead of d; a row with any NaN then counts as missing). ``plan``
-    replaces the plan made from ``options`` (a later release of a fit, :meth:`ReleasePlan.after`).
-    ``bounds`` are public (lower, upper) per column that hold every statistic (a public
-    assumption: values outside are clipped to them); then only the count and the mean run.
-    ``user_weights`` releases the precision-weighted means ``Σ w_u x_u / Σ w_u`` instead
-    (:class:`UserWeights`, module docstring: each sum keeps the sensitivity ``2 r_j`` of the
-    unweighted release, the weighted count has sensitivity 1). ``tail`` overrides the tail
-    model of the clipping bias and the radius (:func:`~dplong.privacy.radius.clipping_bias`;
-    default Gaussian for an estimated scale, sub-Gaussian for a stated one), one for all
-    columns or one per column: ``"exponential"`` for skewed statistics such as sums of
-    squares, ``"chi-square"`` for squares of a normal statistic; an estimated scale then uses
-    that model's median deviation (:data:`~dplong.privacy.radius.MAD_OVER_SD`). ``count``
-    reuses an earlier release's private count of the same users (:class:`Count`; the plan
-    must then budget none, ``ReleasePlan.make(count=False)``). ``lower`` gives public lower
-    ends of the columns' support, known from how the statistics are built (0 for squares; -inf
-    for none): an interval reaching below one is moved up towards it, as far as the count's
-    noise allows (:func:`_supported_centre`), and under the chi-square tail the scale keeps a
-    share of the spread the median implies (:func:`_square_spread`). ``relative`` shares the
-    final budget so that each column's noise counts relative to its own radius (scale-free:
-    columns in different units, e.g. the coefficients of a fit, get equal shares) instead of in
-    the data's units. ``public_centre`` gives each column a public centre and a bound on its
-    distance to the column's mean that fails with probability at most γ (known from how the
-    statistics are built, e.g. influence values at a pilot estimate, whose mean is the pilot's
-    error): no midpoint or refinement stage runs, and the plan must be made with
-    ``centred=True`` (:meth:`~dplong.privacy.budget.ReleasePlan.make`). Every refusal and the
-    accountant's check happen before the first noise draw.
+    ``rules`` says what the release knows of its statistics beyond the matrix (:class:`Rules`:
+    a stated scale, public bounds or support ends, precision weights, an earlier count, a
+    public centre, the tail model); ``weights`` how much each column's error counts when the
+    budget is shared (default equal); ``plan`` replaces the plan made from ``options`` (a later
+    release of a fit, :meth:`~dplong.privacy.budget.ReleasePlan.after`). With precision weights
+    each sum keeps the sensitivity ``2 r_j`` of the unweighted release and the weighted count
+    has sensitivity 1 (module docstring). Every refusal and the accountant's check happen
+    before the first noise draw.
 
     Examples
     --------
@@ -596,7 +612,7 @@ def release_means(
     Precision weights: users with ``T_u`` rows have means of variance ``1 + 4 / T_u``; the
     weights ``w_u ∝ 1 / (1 + 4 / T_u)``, capped at 1 (``T_u >= 20``), target the GLS mean:
 
-    >>> from dplong.privacy.engine import UserWeights
+    >>> from dplong.privacy.engine import Rules, UserWeights
     >>> rng = np.random.default_rng(2)
     >>> rows = rng.integers(1, 21, size=5000)
     >>> means = 3.0 + rng.normal(0.0, np.sqrt(1.0 + 4.0 / rows))
@@ -604,7 +620,7 @@ def release_means(
     >>> options = ReleaseOptions.check(5000, epsilon=1.0, delta=None, privacy="central",
     ...                                bound=None, d=1)
     >>> res = release_means(means[:, None], names=("mu",), options=options, rng=rng,
-    ...                     user_weights=UserWeights(w, floor=1.2 / 5.0))
+    ...                     rules=Rules(user_weights=UserWeights(w, floor=1.2 / 5.0)))
     >>> res.weighted, bool(abs(res.estimate[0] - np.sum(w * means) / np.sum(w)) < 0.05)
     (True, True)
 
@@ -614,10 +630,13 @@ def release_means(
     >>> options = ReleaseOptions.check(2000, epsilon=1.0, delta=None, privacy="central",
     ...                                bound=None, d=1)
     >>> res = release_means(x, names=("psi",), options=options, rng=np.random.default_rng(4),
-    ...                     public_centre=(np.zeros(1), np.full(1, 0.1)))
+    ...                     rules=Rules(public_centre=(np.zeros(1), np.full(1, 0.1))))
     >>> [e.stage for e in res.privacy.entries], float(res.interval.mean())
     (['count', 'scale', 'scale', 'mean', 'second moment'], 0.0)
     """
+    scale, complete_rows, bounds = rules.scale, rules.complete_rows, rules.bounds
+    user_weights, tail, count = rules.user_weights, rules.tail, rules.count
+    public_centre, lower = rules.public_centre, rules.lower
     n, d = matrix.shape
     if complete_rows:  # a user's statistics are all there or all missing
         matrix = np.where(np.isnan(matrix).any(axis=1, keepdims=True), np.nan, matrix)
@@ -649,14 +668,7 @@ def release_means(
         names=names,
         rng=rng,
         gamma=gamma,
-        scale=scale,
-        complete_rows=complete_rows,
-        bounds=bounds,
-        user_weights=user_weights,
-        tail=tail,
-        count=count,
-        public_centre=public_centre,
-        lower=lower,
+        rules=rules,
     )
     if tail is None and scale is None and where.refined:
         where = dataclasses.replace(where, tail=_skew_tails(where))
@@ -676,7 +688,7 @@ def release_means(
     unfound = lost | sparse
     weights = np.where(undefined | unfound, 0.0, weights)
     if bounds is None:
-        radius, budget = _final_radius(where, weights, plan, relative)
+        radius, budget = _final_radius(where, weights, plan, rules.relative)
     else:  # the public bounds are the interval: nothing is clipped under the assumption
         radius = (bounds[1] - bounds[0]) / 2.0
         budget = plan.final_budget(radius, weights, refined=False)
