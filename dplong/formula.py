@@ -66,7 +66,14 @@ from patsy.mgcv_cubic_splines import CC, CR, TE
 from patsy.splines import BS
 from patsy.state import Center, Standardize
 
-from dplong.exceptions import DataError, FormulaError, InsufficientUsersError, ParameterError
+from dplong._validation import warn
+from dplong.exceptions import (
+    DataError,
+    DataHolderWarning,
+    FormulaError,
+    InsufficientUsersError,
+    ParameterError,
+)
 
 __all__ = [
     "DesignSpec",
@@ -177,6 +184,8 @@ class DesignSpec:
         The data columns the formula reads.
     outcome_info, regressor_info : patsy.DesignInfo
         patsy's descriptions of the two matrices (for patsy's own tools).
+    dtype_levels : tuple of str
+        The columns of ``levels`` declared by their ``Categorical`` dtype, not by ``levels=``.
 
     Examples
     --------
@@ -196,6 +205,7 @@ class DesignSpec:
     inputs: tuple[str, ...]
     outcome_info: Any = field(repr=False, compare=False)
     regressor_info: Any = field(repr=False, compare=False)
+    dtype_levels: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @classmethod
     def from_formula(
@@ -306,6 +316,7 @@ class DesignSpec:
             inputs=inputs,
             outcome_info=outcome_info,
             regressor_info=regressor_info,
+            dtype_levels=tuple(c for c in declared if c not in (levels or {})),
         )
         spec._check_row_by_row({c: dtypes[c] for c in inputs}, declared)
         return spec
@@ -588,7 +599,29 @@ def group_design(
     if not data.index.is_unique:
         raise DataError("data must have a unique index (use data.reset_index(drop=True))")
     times = None if time is None else column_or_array(time, data, "time")
+    _warn_levels_from_values(spec, data)
     return spec.by_user(data, codes_all, n, time=times)
+
+
+def _warn_levels_from_values(spec: DesignSpec, data: pd.DataFrame) -> None:
+    """Warn the data holder (never the results) of a factor whose declared levels are the
+    ``Categorical`` dtype's categories and every one of them is present in the rows: the
+    common ``astype("category")`` takes the categories from the values, and then the labels
+    publish which levels the data hold."""
+    for column in spec.dtype_levels:
+        dtype = data[column].dtype
+        if not isinstance(dtype, pd.CategoricalDtype) or not len(dtype.categories):
+            continue
+        codes = data[column].cat.codes.to_numpy()
+        if np.bincount(codes[codes >= 0], minlength=len(dtype.categories)).all():
+            warn(
+                f"the categories of {column!r} are exactly the values present in the data, as "
+                "astype('category') makes them; they are taken as declared levels and label "
+                "the results. If they were not fixed before seeing the data, declare every "
+                f"level the study allows: levels={{{column!r}: [...]}} or "
+                f"pd.CategoricalDtype([...]) (dplong.exceptions.DataHolderWarning)",
+                DataHolderWarning,
+            )
 
 
 def column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArray[Any]:

@@ -10,6 +10,7 @@ a privacy audit of a release whose design holds a factor level that one user alo
 from __future__ import annotations
 
 import math
+import warnings
 import re
 from functools import cache, partial
 from typing import Any
@@ -575,3 +576,32 @@ def test_audit_has_power_against_levels_from_the_data() -> None:
     print(f"levels from the data: {bound} (claimed eps={AUDIT_EPS:g})")
     assert bound.epsilon_lb > AUDIT_EPS and "labelled r" in bound.event, str(bound)
     assert math.isfinite(bound.epsilon_lb)
+
+
+# ---------------------------------------------------------------------------------------------
+# A Categorical whose categories are the values present: a warning to the data holder
+# ---------------------------------------------------------------------------------------------
+
+
+def test_categories_from_the_values_warn_the_data_holder_only() -> None:
+    """``astype("category")`` takes the categories from the values: the model warns at
+    ``from_formula`` (a DataHolderWarning pointing to declared levels), and the results —
+    warnings, summary — say nothing of it. A dtype declaring a level nobody holds, or levels=,
+    gives no warning."""
+    data = panel(n=60).astype({"site": "category"})
+    with pytest.warns(dplong.exceptions.DataHolderWarning, match=r"'site' are exactly .* levels="):
+        model = dplong.LongitudinalOLS.from_formula("y ~ x + site", data, groups="user")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dplong.exceptions.DplongWarning)
+        res = model.fit(epsilon=4.0, scale=1.0, random_state=0)
+    assert not any("astype" in w for w in res.warnings)
+    assert "astype" not in res.summary().as_text()
+    quiet = [
+        (data.astype({"site": pd.CategoricalDtype(list(LEVELS))}), None),  # "r": nobody's
+        (data, {"site": ["a", "b"]}),  # levels= declares them
+        (panel(n=60), {"site": ["a", "b"]}),  # text with levels=
+    ]
+    for frame, levels in quiet:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", dplong.exceptions.DataHolderWarning)
+            dplong.LongitudinalOLS.from_formula("y ~ x + site", frame, groups="user", levels=levels)
