@@ -10,8 +10,8 @@ a privacy audit of a release whose design holds a factor level that one user alo
 from __future__ import annotations
 
 import math
-import warnings
 import re
+import warnings
 from functools import cache, partial
 from typing import Any
 
@@ -498,9 +498,7 @@ def audit_outputs(
         aligned = ["C(site)[T.b]", RARE_COLUMN, "I(x - 40)"]
         assert np.array_equal(values, declared_design(AUDIT_D[which])[0])
     else:
-        values, codes, names = (data_derived_design if broken else declared_design)(
-            AUDIT_D[which]
-        )
+        values, codes, names = (data_derived_design if broken else declared_design)(AUDIT_D[which])
         aligned = ["C(site)[T.b]", RARE_COLUMN, "x"]
     assert broken or names == aligned
 
