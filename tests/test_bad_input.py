@@ -456,6 +456,39 @@ FROM_FORMULA: list[tuple[str, Callable[..., object], dict[str, Any], type[Dplong
     ("undeclared factor", _ols, {"formula": "y ~ site"}, FormulaError, "levels"),
     ("data-learned transform", _ols, {"formula": "y ~ center(x1)"}, FormulaError, "center"),
     ("spline knots from data", _ols, {"formula": "y ~ bs(x1, df=4)"}, FormulaError, "knots"),
+    *(
+        (f"reads other rows {term}", _ols, {"formula": f"y ~ {term}"}, FormulaError, term)
+        for term in (
+            "I(x1.fillna(x1.mean()))",
+            "I(x1.fillna(x1.median()))",
+            "I(x1.ffill())",
+            "I(x1.bfill())",
+            "I(x1.interpolate())",
+            "I(np.where(np.isnan(x1), np.nanmean(x1), x1))",
+            "I(x1 * len(x1) / x1.count())",
+            "I(x1 * (x1.max() < 1e6))",
+            "I(x1.fillna(method='ffill'))",
+            "I(x1.fillna(0, limit=1))",
+            "I(x1 - x1.rolling(2).mean())",
+            "I(x1.cumsum())",
+            "I(x1 * x1.hasnans)",
+            "I(x1.iloc[0]+x1)",  # patsy writes a subscript's term so
+        )
+    ),
+    (
+        "reads other rows, outcome",
+        _location,
+        {"formula": "I(y.fillna(y.mean())) ~ 1"},
+        FormulaError,
+        "I(y.fillna(y.mean()))",
+    ),
+    (
+        "reads other rows, curve",
+        _curve,
+        {"formula": "y ~ I(x.fillna(x.median()))"},
+        FormulaError,
+        "I(x.fillna(x.median()))",
+    ),
     ("levels not a mapping", _ols, {"levels": ["north"]}, ParameterError, "levels"),
     ("levels unknown column", _ols, {"levels": {"nope": ["a"]}}, FormulaError, "levels"),
     (
@@ -628,6 +661,14 @@ DEPENDENCE: list[tuple[str, Callable[[], object], str]] = [
     ("rows T = 0", lambda: AR1(0.5).log_sobolev_constant(0), "T"),
     ("rows T = 2.5", lambda: AR1(0.5).mean_scale(2.5), "T"),  # type: ignore[arg-type]
     ("rows T str", lambda: Independent().log_sobolev_constant("4"), "T"),  # type: ignore[arg-type]
+    ("rows T nan", lambda: AR1(0.5).mean_scale(T=math.nan), "T"),  # type: ignore[arg-type]
+    ("rows T inf", lambda: Independent(1).mean_scale(T=math.inf), "T"),  # type: ignore[arg-type]
+    ("rows T -inf", lambda: Exchangeable(0.2).mean_scale(T=-math.inf), "T"),  # type: ignore[arg-type]
+    ("rows T bool", lambda: Independent(1).mean_scale(T=True), "T"),
+    ("rows T None", lambda: Toeplitz([1.0, 0.2]).mean_scale(None), "T"),  # type: ignore[arg-type]
+    ("residual T inf", lambda: RandomEffects(1.0).residual_scale(math.inf), "T"),  # type: ignore[arg-type]
+    ("users n nan", lambda: AR1(0.5).statistical_constant(4, math.nan), "n"),  # type: ignore[arg-type]
+    ("users n 2.5", lambda: RandomEffects(1.0).statistical_constant(4, 2.5), "n"),  # type: ignore[arg-type]
 ]
 for label, call, names in DEPENDENCE:
     refusal(f"dependence: {label}", call, ParameterError, names)
@@ -1189,3 +1230,52 @@ def test_cli_refusal_in_a_real_process(csv: Path) -> None:
         assert done.returncode == 2, done.stderr
         assert done.stdout == "" and "Traceback" not in done.stderr
         assert done.stderr.count("\n") == 1, done.stderr
+
+
+# --- odd cells in DATA: read cell by cell, never a traceback ---------------------------------
+
+ODD_CELLS = ["?", "-", "n.a.", "", "NULL", "1,5"]
+
+
+@pytest.mark.parametrize("cell", ODD_CELLS, ids=[repr(c) for c in ODD_CELLS])
+def test_cli_one_odd_cell_is_one_missing_value(csv: Path, cell: str) -> None:
+    """One user's odd cell in a column of numbers (or of booleans) is that row's missing value:
+    the run is the run with the cell left empty — same exit code, same output."""
+    frame = pd.read_csv(csv).astype({"x1": object, "flag": object})
+    for column in ("x1", "flag"):
+        odd, blank = frame.copy(), frame.copy()
+        odd.loc[0, column], blank.loc[0, column] = cell, None
+        paths = [csv.parent / f"odd-{column}.csv", csv.parent / f"blank-{column}.csv"]
+        odd.to_csv(paths[0], index=False)
+        blank.to_csv(paths[1], index=False)
+        argv = ["--model", "ols", *BASE, "--formula", f"y ~ {column}", "--seed", "0"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DplongWarning)
+            runs = [run_cli(csv, [f"DATA={path.name}", *argv]) for path in paths]
+        assert runs[0][:2] == runs[1][:2] and runs[0][0] == 0, runs[0][2]
+        assert "Traceback" not in runs[0][2]
+
+
+def test_cli_parquet_parts_that_disagree_on_a_dtype(csv: Path) -> None:
+    """A glob of Parquet files storing x1 as numbers in one part and as text (with a ``?``) in
+    another is read cell by cell, as the CSV with that cell empty: no traceback."""
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("dask.dataframe")
+    frame = pd.read_csv(csv)
+    folder = csv.parent / "mixed"
+    folder.mkdir(exist_ok=True)
+    half = len(frame) // 2
+    frame.iloc[:half].to_parquet(folder / "a.parquet", index=False)
+    text = frame.iloc[half:].astype({"x1": str})
+    text.iloc[0, text.columns.get_loc("x1")] = "?"
+    text.to_parquet(folder / "b.parquet", index=False)
+    blank = frame.astype({"x1": object})
+    blank.iloc[half, blank.columns.get_loc("x1")] = None
+    blank.to_csv(csv.parent / "mixed.csv", index=False)
+    argv = ["--model", "ols", *BASE, "--seed", "0"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        code, out, err = run_cli(csv, [f"DATA={folder.name}/*.parquet", *argv])
+        expected = run_cli(csv, ["DATA=mixed.csv", *argv])
+    assert code == 0 and "Traceback" not in err, err
+    assert out == expected[1]
