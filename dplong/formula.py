@@ -496,7 +496,7 @@ class DesignSpec:
         try:
             whole = self._compared(rows)
             parts = [self._compared(_take(rows, order)) for order in orders]
-        except FormulaError as err:
+        except (FormulaError, ValueError) as err:
             raise FormulaError(
                 f"{self.formula!r} cannot be evaluated on rows with missing or extreme values "
                 f"({_first_line(err)}); functions of your own should return NaN for values "
@@ -1115,17 +1115,13 @@ def _probe_values(dtype: Any, levels: tuple[Any, ...] | None) -> Any:
     if pd.api.types.is_bool_dtype(dtype):
         values = pd.Series([i % 3 == 1 for i in range(size)])
         return values if dtype == np.dtype(bool) else values.astype(dtype).mask(_PROBE_MISSING)
-    if pd.api.types.is_integer_dtype(dtype) and not isinstance(
-        dtype, pd.api.extensions.ExtensionDtype
-    ):
-        return pd.Series([1, 2, 3, 4, 5, np.iinfo(dtype).max // 2]).astype(dtype)
+    if pd.api.types.is_integer_dtype(dtype):  # the largest value the dtype holds, halved
+        big = np.iinfo(getattr(dtype, "numpy_dtype", dtype)).max // 2
+        integers = pd.Series([1, 2, 3, 4, 5, big]).astype(dtype)
+        nullable = isinstance(dtype, pd.api.extensions.ExtensionDtype)
+        return integers.mask(_PROBE_MISSING) if nullable else integers
     if pd.api.types.is_numeric_dtype(dtype):
-        numbers = pd.Series(_PROBE_NUMBERS)
-        if pd.api.types.is_unsigned_integer_dtype(dtype):
-            numbers = numbers.abs()
-        if pd.api.types.is_integer_dtype(dtype):
-            numbers = numbers.clip(upper=2**31)
-        return numbers.astype(dtype)
+        return pd.Series(_PROBE_NUMBERS).astype(dtype)
     pair = _two_values(dtype, None)
     cycle = pair.iloc[[i % 2 for i in range(size)]].reset_index(drop=True)
     if cycle.dtype == object:
