@@ -123,9 +123,10 @@ def per_column(value: Any, d: int, name: str, *, positive: bool = True) -> NDArr
     return array
 
 
-def warn(message: str) -> None:
-    """Issue a :class:`DplongWarning` pointing at the first caller outside dplong."""
+def warn(message: str, category: type[DplongWarning] = DplongWarning) -> None:
+    """Issue a :class:`DplongWarning` (or ``category``) pointing at the first caller outside
+    dplong."""
     frame, level = sys._getframe(1), 2
     while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("dplong"):
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, DplongWarning, stacklevel=level)
+    warnings.warn(message, category, stacklevel=level)

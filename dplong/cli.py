@@ -14,10 +14,9 @@ offers; this module defines no model and no model option.
 from __future__ import annotations
 
 import argparse
-import glob
-import importlib
 import inspect
 import math
+import re
 import shlex
 import sys
 import warnings
@@ -28,21 +27,16 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn
 import pandas as pd
 
 import dplong
-from dplong.dask_frames import require_dask
-from dplong.exceptions import DataError, DplongError, MissingDependencyError
+from dplong.dask_frames import is_dask
+from dplong.exceptions import DplongError
+from dplong.io import SHIPPED, read_file, typed, unread_cells
 from dplong.models.command_line import MODELS, CommandLineModel, Option
 from dplong.report import write_report
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
 
-__all__ = ["build_parser", "main", "read_data"]
-
-_DATASET_PREFIX = "dataset:"
-_SHIPPED = ", ".join(_DATASET_PREFIX + name for name in dplong.datasets.DATASETS)
-_PARQUET_SUFFIXES = (".parquet", ".pq")
-# pandas reads these compressed CSVs directly
-_CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zip", ".csv.zst")
+__all__ = ["build_parser", "main"]
 
 
 class _InputError(Exception):
@@ -163,7 +157,7 @@ examples:
 what it means:
   DATA       a .csv or .parquet file with one row per observation, a directory
              or glob of .parquet files ('data/*.parquet', read through Dask), or a
-             data set shipped with dplong: {_SHIPPED}.
+             data set shipped with dplong: {SHIPPED}.
   --groups   the user-id column: which person (patient, firm, pig, ...) a row
              belongs to. All rows of a user are protected together.
   --epsilon  the privacy budget ε: how much the output may change if one user's
@@ -332,101 +326,6 @@ def _unique_options() -> list[Option]:
     return list(seen.values())
 
 
-def read_data(source: str) -> pd.DataFrame | DaskFrame:
-    """Read the DATA argument of ``dplong fit``.
-
-    Parameters
-    ----------
-    source : str
-        ``dataset:NAME`` for a data set shipped with dplong (see :mod:`dplong.datasets`), the
-        path of a ``.csv`` (optionally compressed, e.g. ``.csv.gz``) or ``.parquet`` file, or
-        a directory or glob (``"data/*.parquet"``) of Parquet files. Parquet needs pyarrow
-        (``pip install "dplong[parquet]"``); a directory or glob needs dask
-        (``pip install "dplong[dask]"``), which also reads a single Parquet file when it is
-        installed.
-
-    Returns
-    -------
-    pandas.DataFrame or dask.dataframe.DataFrame
-        A Dask frame for Parquet when dask is installed: the models reduce it where it lies
-        (:mod:`dplong.dask_frames`).
-
-    Raises
-    ------
-    ValueError
-        If the file is missing, unreadable or of an unknown kind, or the data set unknown.
-    dplong.exceptions.MissingDependencyError
-        For a directory or glob of Parquet files without dask.
-
-    Examples
-    --------
-    >>> from dplong.cli import read_data
-    >>> read_data("dataset:dietox")["Pig"].nunique()
-    72
-    >>> read_data("dataset:nope")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    dplong.exceptions.DataError: unknown data set 'nope'; shipped: dataset:wage_panel, ...
-    """
-    try:
-        return _read(source)
-    except _InputError as err:
-        raise DataError(str(err)) from None
-
-
-def _read(source: str) -> pd.DataFrame | DaskFrame:
-    if source.startswith(_DATASET_PREFIX):
-        name = source.removeprefix(_DATASET_PREFIX)
-        if name not in dplong.datasets.DATASETS:
-            raise _InputError(f"unknown data set {name!r}; shipped: {_SHIPPED}")
-        loader: Callable[[], pd.DataFrame] = getattr(dplong.datasets, f"load_{name}")
-        return loader()
-    path = Path(source)
-    if path.is_dir() or any(char in source for char in "*?["):
-        if not path.is_dir() and not glob.glob(source):
-            raise _InputError(f"DATA {source!r} matches no file")
-        _require_pyarrow()
-        require_dask()  # a directory or glob of files is read through Dask only
-        return _read_parquet(source)
-    if not path.is_file():
-        raise _InputError(f"DATA file {source!r} does not exist (or is not a file)")
-    name = path.name.lower()
-    try:
-        if name.endswith(_PARQUET_SUFFIXES):
-            _require_pyarrow()
-            try:
-                return _read_parquet(source)
-            except MissingDependencyError:  # one file fits pandas too
-                return pd.read_parquet(path)
-        if name.endswith(_CSV_SUFFIXES):
-            return pd.read_csv(path)
-    except (OSError, ValueError) as err:  # parse errors of pandas and pyarrow are ValueErrors
-        raise _InputError(f"cannot read DATA {source!r}: {err}") from None
-    raise _InputError(
-        f"cannot tell the format of DATA {source!r}: use a .csv, .csv.gz or .parquet file, "
-        f"a directory or glob of .parquet files, or {_DATASET_PREFIX}NAME"
-    )
-
-
-def _read_parquet(source: str) -> DaskFrame:
-    """Parquet through Dask: the rows stay on disk until the model reduces them."""
-    dd = require_dask()
-    try:
-        frame: DaskFrame = dd.read_parquet(source)
-    except (OSError, ValueError) as err:
-        raise _InputError(f"cannot read DATA {source!r}: {err}") from None
-    return frame
-
-
-def _require_pyarrow() -> None:
-    try:
-        importlib.import_module("pyarrow")
-    except ImportError:
-        raise _InputError(
-            'reading Parquet needs pyarrow; install it with: pip install "dplong[parquet]"'
-        ) from None
-
-
 def _check_arguments(args: argparse.Namespace, spec: CommandLineModel) -> None:
     """Refuse options the model does not take, and a report that could not be written, before
     any work."""
@@ -447,45 +346,44 @@ def _check_arguments(args: argparse.Namespace, spec: CommandLineModel) -> None:
         raise _InputError(f"cannot write --report {args.report!r}: no such directory")
 
 
-def _check_columns(data: pd.DataFrame | DaskFrame, args: argparse.Namespace) -> None:
-    for flag, column in (("--groups", args.groups), ("--time", args.time)):
+def _check_columns(
+    data: pd.DataFrame | DaskFrame, args: argparse.Namespace, levels: dict[str, list[str]]
+) -> None:
+    named = [("--groups", args.groups), ("--time", args.time)]
+    for flag, column in [*named, *(("--levels", column) for column in levels)]:
         if column is not None and column not in data.columns:
             raise _InputError(
                 f"{flag} {column!r} is not a column of DATA; columns are {list(data.columns)}"
             )
 
 
-def _declared_levels(
-    data: pd.DataFrame | DaskFrame, declared: list[tuple[str, list[str]]]
-) -> dict[str, list[Any]]:
-    """``--levels`` by column, each level read like the column's values in DATA (a number in a
-    numeric column, true/false in a boolean one, text otherwise)."""
-    levels: dict[str, list[Any]] = {}
-    for column, texts in declared:
+def _declared_levels(declared: list[tuple[str, list[str]]] | None) -> dict[str, list[str]]:
+    """``--levels`` by column, as text: :func:`dplong.io.typed` reads the cells alike."""
+    levels: dict[str, list[str]] = {}
+    for column, texts in declared or []:
         if column in levels:
             raise _InputError(f"--levels {column}=... is given twice")
-        if column not in data.columns:
-            raise _InputError(
-                f"--levels {column!r} is not a column of DATA; columns are {list(data.columns)}"
-            )
-        dtype = data[column].dtype
-        if isinstance(dtype, pd.CategoricalDtype):
-            dtype = dtype.categories.dtype
-        if pd.api.types.is_bool_dtype(dtype):
-            words = {"true": True, "false": False}
-            if any(t.lower() not in words for t in texts):
-                raise _InputError(f"--levels {column}: the column is boolean; write true,false")
-            levels[column] = [words[t.lower()] for t in texts]
-        elif pd.api.types.is_numeric_dtype(dtype):
-            try:
-                levels[column] = pd.to_numeric(pd.Series(texts)).tolist()
-            except ValueError:
-                raise _InputError(
-                    f"--levels {column}: the column is numeric, got {','.join(texts)}"
-                ) from None
-        else:
-            levels[column] = texts
+        levels[column] = texts
     return levels
+
+
+def _unread_columns(
+    raw: pd.DataFrame | DaskFrame, data: pd.DataFrame | DaskFrame, args: argparse.Namespace
+) -> list[str]:
+    """The formula's columns whose cells were not all read (not numbers, or not declared
+    levels): from the values in memory, from the stored type for Dask (whose rows are not
+    read twice). For the data holder's eyes on stderr only."""
+    words = set(re.findall(r"[A-Za-z_]\w*", args.formula))
+    words |= set(re.findall(r"Q\(\s*[\"']([^\"']+)[\"']\s*\)", args.formula))
+    columns = [c for c in data.columns if c in words and c not in (args.groups, args.time)]
+    if not is_dask(raw):
+        return unread_cells(raw, data, columns)
+    return [
+        c
+        for c in columns
+        if not isinstance(data[c].dtype, pd.CategoricalDtype)
+        and not pd.api.types.is_numeric_dtype(raw[c].dtype)
+    ]
 
 
 def _fit_options(args: argparse.Namespace, spec: CommandLineModel) -> dict[str, Any]:
@@ -538,15 +436,28 @@ def _say(args: argparse.Namespace, message: str) -> None:
 def _run_fit(args: argparse.Namespace, command: str) -> int:
     spec = MODELS[args.model]
     _check_arguments(args, spec)
+    levels = _declared_levels(args.levels)
     _say(args, f"reading {args.data}…")
-    data = _read(args.data)
-    _check_columns(data, args)
+    raw = read_file(args.data, time=args.time)
+    _check_columns(raw, args, levels)
+    data = typed(raw, levels=levels, groups=args.groups, time=args.time)
+    for column in _unread_columns(raw, data, args):
+        what, hint = (
+            ("among its --levels", "")
+            if column in levels
+            else ("numbers", f" (a factor needs its levels declared: --levels {column}=...)")
+        )
+        print(
+            f"dplong: warning: DATA holds values of {column!r} that are not {what}; they are "
+            f"read as missing{hint}",
+            file=sys.stderr,
+        )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _say(args, "building design…")
         model_options = _stage_options(args, spec, "model")
-        if args.levels is not None:
-            model_options["levels"] = _declared_levels(data, args.levels)
+        if levels:
+            model_options["levels"] = levels
         if spec.uses_time:
             model_options["time"] = args.time
         model = spec.build(args.formula, data, groups=args.groups, **model_options)

@@ -45,10 +45,14 @@ def _positive(value: float, name: str) -> float:
     return float(value)
 
 
-def _check_rows(T: int) -> int:
-    if int(T) != T or T < 1:
-        raise ParameterError(f"rows per user T must be a positive integer, got {T!r}")
-    return int(T)
+def _check_rows(T: int, name: str = "rows per user T") -> int:
+    """``T`` (or ``n``) as a positive whole number; NaN, infinity, a fraction, a string and a
+    bool are refused with a message naming the argument."""
+    expected = "a positive whole number"
+    value = real_number(T, name, expected=expected)
+    if not (math.isfinite(value) and value >= 1 and value == int(value)):
+        raise ParameterError(f"{name} must be {expected}, got {describe(T)}")
+    return int(value)
 
 
 class DependenceModel(ABC):
@@ -131,6 +135,7 @@ class DependenceModel(ABC):
         >>> RandomEffects(group_variance=0.5, group_sizes=[10]).statistical_constant(T=4, n=10)
         21.0
         """
+        _check_rows(n, "number of users n")
         return self.log_sobolev_constant(T)
 
 
@@ -340,6 +345,7 @@ class RandomEffects(DependenceModel):
         return self.group_variance * np.ones((T, T)) + self._residual().covariance(T)
 
     def statistical_constant(self, T: int, n: int) -> float:
+        _check_rows(n, "number of users n")
         largest = 1 if self.group_sizes is None else int(max(self.group_sizes))
         sigma2 = self._residual().log_sobolev_constant(T)
         return float(self.group_variance * largest * T + sigma2)

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "BudgetExceededError",
     "DataError",
+    "DataHolderWarning",
     "DplongError",
     "DplongWarning",
     "FormulaError",
@@ -150,4 +151,30 @@ class DplongWarning(UserWarning):
     [True]
     >>> str(caught[0].message) == res.warnings[0]
     True
+    """
+
+
+class DataHolderWarning(DplongWarning):
+    """A warning about the rows, for the eyes of whoever holds the data: never part of a result.
+
+    It is issued while a design is built (e.g. by ``from_formula``), before any release, and
+    is not recorded in ``results.warnings``, the summary or the report: what it says depends
+    on the rows, which only a DP release may reflect.
+
+    Examples
+    --------
+    A ``Categorical`` made by ``astype("category")`` has the values present as its categories,
+    and categories are taken as declared levels:
+
+    >>> import warnings
+    >>> import pandas as pd
+    >>> import dplong
+    >>> from dplong.exceptions import DataHolderWarning
+    >>> data = pd.DataFrame({"id": [1, 1, 2, 2], "site": ["a", "b", "a", "b"],
+    ...                      "y": [1.0, 2.0, 3.0, 4.0]}).astype({"site": "category"})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = dplong.LongitudinalOLS.from_formula("y ~ site", data, groups="id")
+    >>> [w.category is DataHolderWarning for w in caught]
+    [True]
     """

@@ -22,7 +22,12 @@ Transforms
     the splines ``bs``, ``cr`` and ``cc`` need public ``knots``, ``lower_bound`` and
     ``upper_bound`` (``df`` alone places the knots at the data's quantiles), and no
     ``constraints="center"``, nor does ``te``. An expression that reads other rows
-    (``I(x - x.mean())``, a rank, a lag) is refused too.
+    (``I(x - x.mean())``, a rank, a lag, a missing value filled from other rows such as
+    ``I(x.fillna(x.mean()))`` or ``I(x.ffill())``) is refused too: by its syntax (a method
+    or function that reads a column's other rows, :data:`_ACROSS_ROWS_METHODS`), and
+    whatever its syntax by its values on synthetic rows with missing, negative and huge
+    values, whole and in parts. Impute a public constant instead, with an indicator:
+    ``I(x.fillna(0)) + I(x.isna())``.
 Dates
     a regressor that is a date, time or duration is refused: convert it to a number
     explicitly, e.g. ``I((date - pd.Timestamp("2000-01-01")).dt.days)``.
@@ -46,6 +51,7 @@ from __future__ import annotations
 import ast
 import datetime
 import inspect
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,7 +66,14 @@ from patsy.mgcv_cubic_splines import CC, CR, TE
 from patsy.splines import BS
 from patsy.state import Center, Standardize
 
-from dplong.exceptions import DataError, FormulaError, InsufficientUsersError, ParameterError
+from dplong._validation import warn
+from dplong.exceptions import (
+    DataError,
+    DataHolderWarning,
+    FormulaError,
+    InsufficientUsersError,
+    ParameterError,
+)
 
 __all__ = [
     "DesignSpec",
@@ -83,6 +96,38 @@ _SPLINE_CONSTANTS = ("knots", "lower_bound", "upper_bound")
 _PUBLIC_TRANSFORMS = (BS, CR, CC, TE)
 _PATSY_NAMES = {name: getattr(patsy.builtins, name) for name in patsy.builtins.__all__}
 _TOLERANCE = 1e-9  # relative: one row's value computed alone or among others
+#: Methods of a column that read other rows than their own (``x.mean()``, ``x.ffill()``): a term
+#: calling one on the data is refused by its syntax, whatever the rows hold.
+_ACROSS_ROWS_METHODS = frozenset(
+    """agg aggregate all any argmax argmin argsort asof autocorr backfill bfill count cov corr
+    cummax cummin cumprod cumsum describe diff dot drop_duplicates dropna duplicated ewm
+    expanding explode factorize ffill first_valid_index groupby head idxmax idxmin interpolate
+    item kurt kurtosis last_valid_index max mean median min mode nlargest nonzero nsmallest
+    nunique pad pct_change pipe prod product ptp quantile rank reindex repeat resample
+    reset_index rolling sample searchsorted sem shift skew sort sort_index sort_values std sum
+    tail take to_list tolist transform truncate unique value_counts var""".split()
+)
+#: Functions (numpy's, pandas', builtins) that read every row of a column passed to them.
+_ACROSS_ROWS_FUNCTIONS = frozenset(
+    """all amax amin any argmax argmin argpartition argsort average bincount convolve correlate
+    corrcoef count_nonzero cov cumprod cumsum diff ediff1d factorize gradient histogram len
+    lexsort max mean median min nanargmax nanargmin nancumprod nancumsum nanmax nanmean
+    nanmedian nanmin nanpercentile nanprod nanquantile nanstd nansum nanvar partition
+    percentile prod ptp qcut quantile rankdata roll searchsorted shape size sort sorted std sum
+    trapezoid trapz unique value_counts var zscore""".split()
+)
+#: Attributes of a column that describe other rows (its length, its index, its positions).
+_ACROSS_ROWS_ATTRIBUTES = frozenset(
+    """at empty hasnans iat iloc index is_monotonic_decreasing is_monotonic_increasing
+    is_unique loc nbytes shape size""".split()
+)
+#: Options of ``fillna`` (and ``replace``) that fill from neighbouring rows.
+_FILL_FROM_ROWS = ("method", "limit")
+_ROW_WISE = (
+    "Compute each row from that row and public constants: I(x - 40) rather than "
+    "I(x - x.mean()); for missing values, impute a public constant and add an indicator, "
+    "I(x.fillna(0)) + I(x.isna()), or leave them missing (the row is dropped)"
+)
 _TIME_TYPES = (
     datetime.date,
     datetime.time,
@@ -139,6 +184,8 @@ class DesignSpec:
         The data columns the formula reads.
     outcome_info, regressor_info : patsy.DesignInfo
         patsy's descriptions of the two matrices (for patsy's own tools).
+    dtype_levels : tuple of str
+        The columns of ``levels`` declared by their ``Categorical`` dtype, not by ``levels=``.
 
     Examples
     --------
@@ -158,6 +205,7 @@ class DesignSpec:
     inputs: tuple[str, ...]
     outcome_info: Any = field(repr=False, compare=False)
     regressor_info: Any = field(repr=False, compare=False)
+    dtype_levels: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @classmethod
     def from_formula(
@@ -236,6 +284,7 @@ class DesignSpec:
         namespace = env.with_outer_namespace(_PATSY_NAMES).namespace
         for factor, tree in trees.items():
             _check_transforms(factor.code, tree, namespace, dtypes)
+            _check_row_wise(factor.code, tree, dtypes)
         declared = {c: v for c, v in _declared_levels(dtypes, levels).items() if c in inputs}
         env = _with_public_transforms(env, trees.values(), namespace, dtypes)
         rows = _synthetic_rows({c: dtypes[c] for c in inputs}, declared)
@@ -267,8 +316,9 @@ class DesignSpec:
             inputs=inputs,
             outcome_info=outcome_info,
             regressor_info=regressor_info,
+            dtype_levels=tuple(c for c in declared if c not in (levels or {})),
         )
-        spec._check_row_by_row(both, rows)
+        spec._check_row_by_row({c: dtypes[c] for c in inputs}, declared)
         return spec
 
     def matrices(
@@ -434,30 +484,48 @@ class DesignSpec:
         return result[0], result[1], result[2], result[3]
 
     def _check_row_by_row(
-        self, both: dict[str, pd.Series], rows: tuple[dict[str, pd.Series], ...]
+        self, dtypes: Mapping[str, Any], declared: Mapping[str, tuple[Any, ...]]
     ) -> None:
         """Refuse terms whose value in one row depends on other rows (``x - x.mean()``, a
-        rank, a lag): each synthetic row evaluated alone must give its row of the whole."""
-        whole = self._build(both)[:2]
+        rank, a lag, an imputation from other rows): on synthetic rows holding missing,
+        negative and huge values (:func:`_probe_rows`), the rows in reverse order, and the
+        rows at even and at odd positions alone, must give those rows' values of the whole."""
+        rows = _probe_rows(dtypes, declared)
+        size = len(next(iter(rows.values())))
+        orders = [np.arange(size)[::-1], np.arange(0, size, 2), np.arange(1, size, 2)]
         try:
-            alone = [self._build(row)[:2] for row in rows]
-            same = [
-                np.isclose(
-                    np.vstack([a[k] for a in alone]), whole[k], rtol=_TOLERANCE, equal_nan=True
-                ).all(axis=0)
-                for k in (0, 1)
-            ]
-        except (FormulaError, ValueError):
-            same = [np.zeros(m.shape[1], dtype=bool) for m in whole]
+            whole = self._compared(rows)
+            parts = [self._compared(_take(rows, order)) for order in orders]
+        except (FormulaError, ValueError) as err:
+            raise FormulaError(
+                f"{self.formula!r} cannot be evaluated on rows with missing or extreme values "
+                f"({_first_line(err)}); functions of your own should return NaN for values "
+                "they cannot handle, since an error raised on some rows depends on the rows"
+            ) from None
+        same = np.ones(whole[0].shape[1], dtype=bool)
+        moved = False
+        for order, (values, missing) in zip(orders, parts, strict=True):
+            same &= _agree(values, missing, whole[0][order], whole[1][order])
+            moved |= bool((missing != whole[1][order]).any())
         names = [*self.outcome_info.column_names, *self.regressor_info.column_names]
-        differ = [str(c) for c, ok in zip(names, np.concatenate(same), strict=True) if not ok]
+        differ = [str(c) for c, ok in zip(names, same, strict=True) if not ok]
+        if moved and not differ:  # only which rows are missing moved
+            differ = names
         if differ:
             raise FormulaError(
                 f"{differ} of {self.formula!r} depend on other rows than their own (a "
-                "mean, sum, rank or lag over the data, or random numbers), so one user "
-                "would move every user's values. Compute each row from that row and "
-                "public constants, e.g. I(x - 40) rather than I(x - x.mean())."
+                "mean, sum, rank, lag or fill over the data, or random numbers), so one user "
+                f"would move every user's values. {_ROW_WISE}"
             )
+
+    def _compared(self, data: Mapping[str, Any]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+        """Outcome and regressors side by side, and per column whether its row misses a
+        value (an outcome's or a regressor's)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. numpy's "mean of empty slice" on a probe
+            y, X, missing_y, missing_x = self._build(data)
+        missing = np.repeat(np.column_stack([missing_y, missing_x]), [1, X.shape[1]], axis=1)
+        return np.hstack([y, X]), missing
 
 
 def build_design(
@@ -531,7 +599,29 @@ def group_design(
     if not data.index.is_unique:
         raise DataError("data must have a unique index (use data.reset_index(drop=True))")
     times = None if time is None else column_or_array(time, data, "time")
+    _warn_levels_from_values(spec, data)
     return spec.by_user(data, codes_all, n, time=times)
+
+
+def _warn_levels_from_values(spec: DesignSpec, data: pd.DataFrame) -> None:
+    """Warn the data holder (never the results) of a factor whose declared levels are the
+    ``Categorical`` dtype's categories and every one of them is present in the rows: the
+    common ``astype("category")`` takes the categories from the values, and then the labels
+    publish which levels the data hold."""
+    for column in spec.dtype_levels:
+        dtype = data[column].dtype
+        if not isinstance(dtype, pd.CategoricalDtype) or not len(dtype.categories):
+            continue
+        codes = data[column].cat.codes.to_numpy()
+        if np.bincount(codes[codes >= 0], minlength=len(dtype.categories)).all():
+            warn(
+                f"the categories of {column!r} are exactly the values present in the data, as "
+                "astype('category') makes them; they are taken as declared levels and label "
+                "the results. If they were not fixed before seeing the data, declare every "
+                f"level the study allows: levels={{{column!r}: [...]}} or "
+                f"pd.CategoricalDtype([...]) (dplong.exceptions.DataHolderWarning)",
+                DataHolderWarning,
+            )
 
 
 def column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArray[Any]:
@@ -860,6 +950,40 @@ def _check_transforms(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[
             )
 
 
+def _check_row_wise(code: str, tree: ast.AST, dtypes: Mapping[str, Any]) -> None:
+    """Refuse, by their syntax, terms that read other rows of the data: a column's aggregating
+    or shifting method (``x.mean()``, ``x.ffill()``, ``x.fillna(method=...)``), a function of
+    every row (``np.nanmean(x)``, ``len(x)``) or an attribute describing the rows
+    (``x.size``). What the syntax does not show, :meth:`DesignSpec._check_row_by_row` finds
+    on synthetic rows."""
+    for node in ast.walk(tree):
+        found = None
+        if isinstance(node, ast.Attribute) and _columns_in(node.value, dtypes):
+            if node.attr in _ACROSS_ROWS_ATTRIBUTES:
+                found = f".{node.attr}"
+        elif isinstance(node, ast.Call):
+            func = node.func
+            on_data = isinstance(func, ast.Attribute) and bool(_columns_in(func.value, dtypes))
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            arguments = [*node.args, *(k.value for k in node.keywords)]
+            if on_data and name in _ACROSS_ROWS_METHODS:
+                found = f".{name}()"
+            elif on_data and any(k.arg in _FILL_FROM_ROWS for k in node.keywords):
+                option = next(k.arg for k in node.keywords if k.arg in _FILL_FROM_ROWS)
+                found = f".{name}({option}=...)"
+            elif (
+                not on_data
+                and name in _ACROSS_ROWS_FUNCTIONS
+                and any(_columns_in(a, dtypes) for a in arguments)
+            ):
+                found = f"{ast.unparse(func)}()"
+        if found is not None:
+            raise FormulaError(
+                f"{code!r} would depend on other rows than its own: {found} reads every row of "
+                f"the data, so one user would move every user's value. {_ROW_WISE}"
+            )
+
+
 def _bound_arguments(call: ast.Call, kind: Any, code: str) -> dict[str, Any]:
     """The call's argument expressions by parameter name of ``kind.memorize_chunk``."""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(
@@ -963,6 +1087,67 @@ def _two_values(dtype: Any, levels: tuple[Any, ...] | None) -> Any:
         return pd.Series(list(_STAND_INS), dtype=dtype)
     except (TypeError, ValueError):
         return pd.Series(list(_STAND_INS), dtype=object)
+
+
+#: Values of a numeric probe column (:func:`_probe_rows`): missing values between others, so
+#: that a fill from the neighbours, the mean or the count shows; a negative and a huge value,
+#: so that a comparison with the data's range does.
+_PROBE_NUMBERS = (1.0, np.nan, 2.0, np.nan, -3.0, 1e15)
+_PROBE_MISSING = np.isnan(_PROBE_NUMBERS)
+
+
+def _probe_rows(
+    dtypes: Mapping[str, Any], declared: Mapping[str, tuple[Any, ...]]
+) -> dict[str, pd.Series]:
+    """Synthetic rows made from the schema and the declared levels, missing values included
+    where the dtype can hold them, canonical as real rows would be (indexed 0, 1, ...)."""
+    return {
+        c: _canonical(_probe_values(d, declared.get(c)), declared.get(c)) for c, d in dtypes.items()
+    }
+
+
+def _probe_values(dtype: Any, levels: tuple[Any, ...] | None) -> Any:
+    """Probe values of one column: those of :data:`_PROBE_NUMBERS` in its kind."""
+    size = len(_PROBE_NUMBERS)
+    if levels is not None:
+        cycle = [levels[i % len(levels)] for i in range(size)]
+        return pd.Series(cycle, dtype=object).mask(_PROBE_MISSING)
+    if pd.api.types.is_bool_dtype(dtype):
+        values = pd.Series([i % 3 == 1 for i in range(size)])
+        return values if dtype == np.dtype(bool) else values.astype(dtype).mask(_PROBE_MISSING)
+    if pd.api.types.is_integer_dtype(dtype):  # the largest value the dtype holds, halved
+        big = np.iinfo(getattr(dtype, "numpy_dtype", dtype)).max // 2
+        integers = pd.Series([1, 2, 3, 4, 5, big]).astype(dtype)
+        nullable = isinstance(dtype, pd.api.extensions.ExtensionDtype)
+        return integers.mask(_PROBE_MISSING) if nullable else integers
+    if pd.api.types.is_numeric_dtype(dtype):
+        return pd.Series(_PROBE_NUMBERS).astype(dtype)
+    pair = _two_values(dtype, None)
+    cycle = pair.iloc[[i % 2 for i in range(size)]].reset_index(drop=True)
+    if cycle.dtype == object:
+        return cycle.where(~_PROBE_MISSING, None)
+    return cycle.mask(_PROBE_MISSING)
+
+
+def _take(rows: Mapping[str, pd.Series], positions: Any) -> dict[str, Any]:
+    """Some probe rows, in the given order, indexed 0, 1, ... like a frame of their own."""
+    return {c: s.iloc[positions].reset_index(drop=True) for c, s in rows.items()}
+
+
+def _agree(
+    left: NDArray[np.float64],
+    left_missing: NDArray[np.bool_],
+    right: NDArray[np.float64],
+    right_missing: NDArray[np.bool_],
+) -> NDArray[np.bool_]:
+    """Per column, whether two evaluations of the same rows agree (NaN agreeing with NaN),
+    where at least one of them keeps the row: a row both drop may hold anything."""
+    close = np.isclose(left, right, rtol=_TOLERANCE, equal_nan=True)
+    return np.asarray((close | (left_missing & right_missing)).all(axis=0), dtype=bool)
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
 def _factor_value(factor: Any, env: patsy.EvalEnvironment, row: Mapping[str, pd.Series]) -> Any:

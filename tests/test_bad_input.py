@@ -37,6 +37,7 @@ import pandas as pd
 import pytest
 
 import dplong
+import dplong.io
 import dplong.simulate
 from dplong.cli import main
 from dplong.dependence import (
@@ -455,6 +456,39 @@ FROM_FORMULA: list[tuple[str, Callable[..., object], dict[str, Any], type[Dplong
     ("undeclared factor", _ols, {"formula": "y ~ site"}, FormulaError, "levels"),
     ("data-learned transform", _ols, {"formula": "y ~ center(x1)"}, FormulaError, "center"),
     ("spline knots from data", _ols, {"formula": "y ~ bs(x1, df=4)"}, FormulaError, "knots"),
+    *(
+        (f"reads other rows {term}", _ols, {"formula": f"y ~ {term}"}, FormulaError, term)
+        for term in (
+            "I(x1.fillna(x1.mean()))",
+            "I(x1.fillna(x1.median()))",
+            "I(x1.ffill())",
+            "I(x1.bfill())",
+            "I(x1.interpolate())",
+            "I(np.where(np.isnan(x1), np.nanmean(x1), x1))",
+            "I(x1 * len(x1) / x1.count())",
+            "I(x1 * (x1.max() < 1e6))",
+            "I(x1.fillna(method='ffill'))",
+            "I(x1.fillna(0, limit=1))",
+            "I(x1 - x1.rolling(2).mean())",
+            "I(x1.cumsum())",
+            "I(x1 * x1.hasnans)",
+            "I(x1.iloc[0]+x1)",  # patsy writes a subscript's term so
+        )
+    ),
+    (
+        "reads other rows, outcome",
+        _location,
+        {"formula": "I(y.fillna(y.mean())) ~ 1"},
+        FormulaError,
+        "I(y.fillna(y.mean()))",
+    ),
+    (
+        "reads other rows, curve",
+        _curve,
+        {"formula": "y ~ I(x.fillna(x.median()))"},
+        FormulaError,
+        "I(x.fillna(x.median()))",
+    ),
     ("levels not a mapping", _ols, {"levels": ["north"]}, ParameterError, "levels"),
     ("levels unknown column", _ols, {"levels": {"nope": ["a"]}}, FormulaError, "levels"),
     (
@@ -627,6 +661,14 @@ DEPENDENCE: list[tuple[str, Callable[[], object], str]] = [
     ("rows T = 0", lambda: AR1(0.5).log_sobolev_constant(0), "T"),
     ("rows T = 2.5", lambda: AR1(0.5).mean_scale(2.5), "T"),  # type: ignore[arg-type]
     ("rows T str", lambda: Independent().log_sobolev_constant("4"), "T"),  # type: ignore[arg-type]
+    ("rows T nan", lambda: AR1(0.5).mean_scale(T=math.nan), "T"),  # type: ignore[arg-type]
+    ("rows T inf", lambda: Independent(1).mean_scale(T=math.inf), "T"),  # type: ignore[arg-type]
+    ("rows T -inf", lambda: Exchangeable(0.2).mean_scale(T=-math.inf), "T"),  # type: ignore[arg-type]
+    ("rows T bool", lambda: Independent(1).mean_scale(T=True), "T"),
+    ("rows T None", lambda: Toeplitz([1.0, 0.2]).mean_scale(None), "T"),  # type: ignore[arg-type]
+    ("residual T inf", lambda: RandomEffects(1.0).residual_scale(math.inf), "T"),  # type: ignore[arg-type]
+    ("users n nan", lambda: AR1(0.5).statistical_constant(4, math.nan), "n"),  # type: ignore[arg-type]
+    ("users n 2.5", lambda: RandomEffects(1.0).statistical_constant(4, 2.5), "n"),  # type: ignore[arg-type]
 ]
 for label, call, names in DEPENDENCE:
     refusal(f"dependence: {label}", call, ParameterError, names)
@@ -744,8 +786,20 @@ OTHERS: list[tuple[str, Callable[[], object], type[DplongError], str]] = [
         ParameterError,
         "random_state",
     ),
-    ("cli.read_data missing", lambda: dplong.cli.read_data("missing.csv"), DataError, "DATA"),
-    ("cli.read_data data set", lambda: dplong.cli.read_data("dataset:iris"), DataError, "iris"),
+    ("io.read_data missing", lambda: dplong.io.read_data("missing.csv"), DataError, "DATA"),
+    ("io.read_data data set", lambda: dplong.io.read_data("dataset:iris"), DataError, "iris"),
+    (
+        "io.read_data groups",
+        lambda: dplong.io.read_data("dataset:dietox", groups="pig"),
+        DataError,
+        "pig",
+    ),
+    (
+        "io.read_data levels alike",
+        lambda: dplong.io.read_data("dataset:dietox", levels={"Evit": ["1", "1.0"]}),
+        DataError,
+        "Evit",
+    ),
 ]
 for label, call, error, names in OTHERS:
     refusal(label, call, error, names)
@@ -1073,8 +1127,6 @@ CLI_REFUSALS: list[tuple[str, list[str], str]] = [
     ("model unknown", ["--model", "glm", *BASE], "--model"),
     ("bad formula", ["--model", "ols", *BASE, "--formula", "y ~ (x1"], "y ~ (x1"),
     ("y ~ 0", ["--model", "ols", *BASE, "--formula", "y ~ 0"], "regressor"),
-    ("text outcome", ["--model", "ols", *BASE, "--formula", "y_text ~ x1"], "outcome"),
-    ("undeclared factor", ["--model", "ols", *BASE, "--formula", "y ~ site"], "levels"),
     (
         "levels malformed",
         ["--model", "ols", *BASE, "--formula", "y ~ site", "--levels", "site"],
@@ -1085,25 +1137,24 @@ CLI_REFUSALS: list[tuple[str, list[str], str]] = [
         ["--model", "ols", *BASE, "--formula", "y ~ site", "--levels", "site=north,north"],
         "levels",
     ),
-    ("levels numeric column", ["--model", "ols", *BASE, "--levels", "x1=a,b"], "--levels"),
     ("levels unknown column", ["--model", "ols", *BASE, "--levels", "nope=a,b"], "--levels"),
     ("groups unknown", ["--model", "ols", *BASE, "--groups", "person"], "--groups"),
     ("time unknown", ["--model", "ols", *BASE, "--time", "when2"], "--time"),
     ("time for mean", [*MEAN, "--time", "time"], "--time"),
-    ("mean text column", [*MEAN, "--formula", "y_text ~ 1"], "y_text"),
     ("mean formula", [*MEAN, "--formula", "y ~ x1"], "column ~ 1"),
     ("mean unknown column", [*MEAN, "--formula", "nope ~ 1"], "nope"),
     ("kernel needs domain", ["--model", "kernel", *BASE, "--bandwidth", "1"], "--domain"),
     ("kernel domain reversed", [*KERNEL, "--domain=3,-3"], "--domain"),
     ("kernel bandwidth 0", [*KERNEL, "--bandwidth", "0"], "--bandwidth"),
     ("kernel grid 1", [*KERNEL, "--grid", "1"], "--grid"),
-    ("kernel text x", [*KERNEL, "--formula", "y ~ site"], "levels"),
     ("kernel kernel", [*KERNEL, "--kernel", "box"], "--kernel"),
     ("option of another model", ["--model", "ols", *BASE, "--bandwidth", "1"], "--bandwidth"),
     ("report directory", ["--model", "ols", *BASE, "--report", "/no/such/dir/r.html"], "--report"),
     ("missing file", ["DATA=missing.csv", "--model", "ols", *BASE], "DATA"),
     ("empty file", ["DATA=empty.csv", "--model", "ols", *BASE], "DATA"),
     ("unknown data set", ["DATA=dataset:iris", "--model", "ols", *BASE], "iris"),
+    ("levels numbers alike", ["--model", "ols", *BASE, "--levels", "x1=2,2.0"], "--levels"),
+    ("levels truth alike", ["--model", "ols", *BASE, "--levels", "flag=true,TRUE"], "--levels"),
 ]
 
 
@@ -1134,6 +1185,37 @@ def test_cli_refusal(csv: Path, argv: list[str], names: str) -> None:
     assert len(err) < MAX_MESSAGE
 
 
+#: Command lines whose formula reads a column that is not numbers (or not the declared levels):
+#: the CLI reads no schema from the rows, so such a column is a column of missing values — the
+#: fit runs (or is refused) exactly as with that column's cells left empty, and the data holder
+#: is told on stderr. Rows: (name, argv, the column).
+CLI_READ_AS_MISSING: list[tuple[str, list[str], str]] = [
+    ("text outcome", ["--model", "ols", *BASE, "--formula", "y_text ~ x1"], "y_text"),
+    ("undeclared factor", ["--model", "ols", *BASE, "--formula", "y ~ x1 + site"], "site"),
+    ("levels of a numeric column", ["--model", "ols", *BASE, "--levels", "x1=a,b"], "x1"),
+    ("mean text column", [*MEAN, "--formula", "y_text ~ 1", "--scale", "1"], "y_text"),
+    ("kernel text x", [*KERNEL, "--formula", "y ~ site", "--epsilon", "8"], "site"),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "column"),
+    [c[1:] for c in CLI_READ_AS_MISSING],
+    ids=[c[0] for c in CLI_READ_AS_MISSING],
+)
+def test_cli_reads_what_is_not_a_number_as_missing(csv: Path, argv: list[str], column: str) -> None:
+    blank = csv.parent / f"blank-{column}.csv"
+    pd.read_csv(csv).assign(**{column: ""}).to_csv(blank, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        code, out, err = run_cli(csv, [*argv, "--seed", "0"])
+        expected = run_cli(csv, [f"DATA={blank.name}", *argv, "--seed", "0"])
+    assert (code, out) == expected[:2]
+    assert "Traceback" not in err
+    warning = f"dplong: warning: DATA holds values of {column!r} that are not"
+    assert warning in err and warning not in expected[2], err
+
+
 def test_cli_refusal_in_a_real_process(csv: Path) -> None:
     """``python -m dplong`` itself: exit code 2 and one line, for a library refusal and for a
     bad flag value."""
@@ -1148,3 +1230,52 @@ def test_cli_refusal_in_a_real_process(csv: Path) -> None:
         assert done.returncode == 2, done.stderr
         assert done.stdout == "" and "Traceback" not in done.stderr
         assert done.stderr.count("\n") == 1, done.stderr
+
+
+# --- odd cells in DATA: read cell by cell, never a traceback ---------------------------------
+
+ODD_CELLS = ["?", "-", "n.a.", "", "NULL", "1,5"]
+
+
+@pytest.mark.parametrize("cell", ODD_CELLS, ids=[repr(c) for c in ODD_CELLS])
+def test_cli_one_odd_cell_is_one_missing_value(csv: Path, cell: str) -> None:
+    """One user's odd cell in a column of numbers (or of booleans) is that row's missing value:
+    the run is the run with the cell left empty — same exit code, same output."""
+    frame = pd.read_csv(csv).astype({"x1": object, "flag": object})
+    for column in ("x1", "flag"):
+        odd, blank = frame.copy(), frame.copy()
+        odd.loc[0, column], blank.loc[0, column] = cell, None
+        paths = [csv.parent / f"odd-{column}.csv", csv.parent / f"blank-{column}.csv"]
+        odd.to_csv(paths[0], index=False)
+        blank.to_csv(paths[1], index=False)
+        argv = ["--model", "ols", *BASE, "--formula", f"y ~ {column}", "--seed", "0"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DplongWarning)
+            runs = [run_cli(csv, [f"DATA={path.name}", *argv]) for path in paths]
+        assert runs[0][:2] == runs[1][:2] and runs[0][0] == 0, runs[0][2]
+        assert "Traceback" not in runs[0][2]
+
+
+def test_cli_parquet_parts_that_disagree_on_a_dtype(csv: Path) -> None:
+    """A glob of Parquet files storing x1 as numbers in one part and as text (with a ``?``) in
+    another is read cell by cell, as the CSV with that cell empty: no traceback."""
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("dask.dataframe")
+    frame = pd.read_csv(csv)
+    folder = csv.parent / "mixed"
+    folder.mkdir(exist_ok=True)
+    half = len(frame) // 2
+    frame.iloc[:half].to_parquet(folder / "a.parquet", index=False)
+    text = frame.iloc[half:].astype({"x1": str})
+    text.iloc[0, text.columns.get_loc("x1")] = "?"
+    text.to_parquet(folder / "b.parquet", index=False)
+    blank = frame.astype({"x1": object})
+    blank.iloc[half, blank.columns.get_loc("x1")] = None
+    blank.to_csv(csv.parent / "mixed.csv", index=False)
+    argv = ["--model", "ols", *BASE, "--seed", "0"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        code, out, err = run_cli(csv, [f"DATA={folder.name}/*.parquet", *argv])
+        expected = run_cli(csv, ["DATA=mixed.csv", *argv])
+    assert code == 0 and "Traceback" not in err, err
+    assert out == expected[1]

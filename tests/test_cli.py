@@ -513,13 +513,13 @@ class TestLevels:
     @pytest.mark.parametrize(
         ("formula", "levels", "expected"),
         [
-            ("y ~ x + site", (), "'site' (dtype str) is used as a factor in 'site'"),
             ("y ~ x + site", ("site=",), "argument --levels: must be COLUMN=LEVEL,LEVEL,..."),
             ("y ~ x + site", ("site",), "argument --levels"),
-            ("y ~ x + site", ("site=a,a",), "levels['site'] must be a non-empty list"),
+            ("y ~ x + site", ("site=a,a",), "--levels site: the levels must be distinct"),
             ("y ~ x + site", ("place=a,b",), "--levels 'place' is not a column of DATA"),
             ("y ~ x + site", ("site=a", "site=b"), "--levels site=... is given twice"),
-            ("y ~ x + C(visit)", ("visit=one,two",), "--levels visit: the column is numeric"),
+            ("y ~ x + C(visit)", ("visit=1,1.0",), "--levels visit: the levels must be distinct"),
+            ("y ~ x + site", ("site=true,True",), "--levels site: the levels must be distinct"),
         ],
     )
     def test_bad_levels(

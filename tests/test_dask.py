@@ -146,6 +146,26 @@ def test_ols(data: pd.DataFrame, correlation: str, param: float) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "formula",
+    [
+        "y ~ I(x1.fillna(0)) + I(x1.isna()) + x2",  # missing values, the row-wise way
+        "y ~ I(np.where(np.isnan(x1), 0.5, x1)) + I(x2.clip(-1, 1)) + kind",
+    ],
+)
+def test_row_wise_imputation_is_the_same_on_dask(data: pd.DataFrame, formula: str) -> None:
+    """An accepted formula that handles missing values reads each row alone, so a partition
+    evaluates it as the whole frame does: the same statistics and the same release."""
+    options: dict[str, Any] = {"groups": "user", "time": "t", "levels": LEVELS}
+    memory = dplong.LongitudinalOLS.from_formula(formula, data, **options)
+    frame = dplong.LongitudinalOLS.from_formula(formula, as_dask(data), **options)
+    assert frame.exog_names == memory.exog_names
+    assert same(frame._user_coefficients(), memory._user_coefficients())
+    assert_same_release(
+        memory.fit(epsilon=4.0, random_state=5), frame.fit(epsilon=4.0, random_state=5)
+    )
+
+
 def test_within_estimator(data: pd.DataFrame) -> None:
     """``fit(estimator="within")``: the within cross products reduced in two passes (the users'
     means, then the products of the deviations from them), at the first within fit and once."""

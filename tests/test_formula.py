@@ -10,6 +10,8 @@ a privacy audit of a release whose design holds a factor level that one user alo
 from __future__ import annotations
 
 import math
+import re
+import warnings
 from functools import cache, partial
 from typing import Any
 
@@ -21,6 +23,7 @@ from audit import EpsilonBound, epsilon_lower_bound, repeat
 from numpy.typing import NDArray
 
 import dplong
+import dplong.formula
 from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import DesignSpec, build_design
 
@@ -51,6 +54,21 @@ def design(data: pd.DataFrame, formula: str = "y ~ x + site", **options: Any) ->
 # ---------------------------------------------------------------------------------------------
 
 DECLARED = ("Intercept", "site[T.b]", "site[T.r]", "x")
+
+#: Terms that read other rows where a value is missing (issue 30), or the data's range.
+IDIOMS = (
+    "I(x.fillna(x.mean()))",
+    "I(x.fillna(x.median()))",
+    "I(x.ffill())",
+    "I(x.bfill())",
+    "I(x.interpolate())",
+    "I(np.where(np.isnan(x), np.nanmean(x), x))",
+    "I(x * len(x) / x.count())",
+    "I(x * (x.max() < 1e6))",
+    "I(x.fillna(x.rolling(3).mean()))",
+    "I(x.where(x.notna(), np.nanmedian(x)))",
+    "I(x * x.size)",
+)
 
 
 @pytest.mark.parametrize(
@@ -193,6 +211,7 @@ def test_undeclared_factors_are_refused(formula: str, frame: pd.DataFrame, colum
         ("y ~ I(x - x.mean())", r"depend on other rows .* I\(x - 40\)"),
         ("y ~ I(x.rank())", "depend on other rows"),
         ("y ~ I(x.shift(1))", "depend on other rows"),
+        *((f"y ~ {term}", re.escape(f"'{term}' would depend on other rows")) for term in IDIOMS),
     ],
 )
 def test_transforms_that_learn_from_the_data_are_refused(formula: str, match: str) -> None:
@@ -202,9 +221,22 @@ def test_transforms_that_learn_from_the_data_are_refused(formula: str, match: st
         )
 
 
+@pytest.mark.parametrize("term", [t for t in IDIOMS if "rolling" not in t])
+def test_the_rows_find_what_the_syntax_finds(term: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the refusal by syntax, the synthetic rows (missing, negative and huge values;
+    reversed, and at even and odd positions alone) refuse the idioms, naming their columns.
+    (Not every one: a rolling mean is missing wherever the probe's value is, so it is refused
+    by its syntax alone.)"""
+    monkeypatch.setattr(dplong.formula, "_check_row_wise", lambda *args: None)
+    with pytest.raises(FormulaError, match=re.escape(f"['{term}'] of ")):
+        DesignSpec.from_formula(f"y ~ {term}", panel())
+
+
 @pytest.mark.parametrize(
     ("formula", "width"),
     [
+        ("y ~ I(x.fillna(0)) + I(x.isna())", 3),  # the row-wise way: a constant and a flag
+        ("y ~ I(np.where(np.isnan(x), 0, x)) + I(x.clip(-1, 1))", 3),
         ("y ~ I(x - 40)", 2),
         ("y ~ I((x - 40) / 10) + site", 4),
         ("y ~ np.log(np.abs(x))", 2),
@@ -466,9 +498,7 @@ def audit_outputs(
         aligned = ["C(site)[T.b]", RARE_COLUMN, "I(x - 40)"]
         assert np.array_equal(values, declared_design(AUDIT_D[which])[0])
     else:
-        values, codes, names = (data_derived_design if broken else declared_design)(
-            AUDIT_D[which]
-        )
+        values, codes, names = (data_derived_design if broken else declared_design)(AUDIT_D[which])
         aligned = ["C(site)[T.b]", RARE_COLUMN, "x"]
     assert broken or names == aligned
 
@@ -544,3 +574,32 @@ def test_audit_has_power_against_levels_from_the_data() -> None:
     print(f"levels from the data: {bound} (claimed eps={AUDIT_EPS:g})")
     assert bound.epsilon_lb > AUDIT_EPS and "labelled r" in bound.event, str(bound)
     assert math.isfinite(bound.epsilon_lb)
+
+
+# ---------------------------------------------------------------------------------------------
+# A Categorical whose categories are the values present: a warning to the data holder
+# ---------------------------------------------------------------------------------------------
+
+
+def test_categories_from_the_values_warn_the_data_holder_only() -> None:
+    """``astype("category")`` takes the categories from the values: the model warns at
+    ``from_formula`` (a DataHolderWarning pointing to declared levels), and the results —
+    warnings, summary — say nothing of it. A dtype declaring a level nobody holds, or levels=,
+    gives no warning."""
+    data = panel(n=60).astype({"site": "category"})
+    with pytest.warns(dplong.exceptions.DataHolderWarning, match=r"'site' are exactly .* levels="):
+        model = dplong.LongitudinalOLS.from_formula("y ~ x + site", data, groups="user")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dplong.exceptions.DplongWarning)
+        res = model.fit(epsilon=4.0, scale=1.0, random_state=0)
+    assert not any("astype" in w for w in res.warnings)
+    assert "astype" not in res.summary().as_text()
+    quiet = [
+        (data.astype({"site": pd.CategoricalDtype(list(LEVELS))}), None),  # "r": nobody's
+        (data, {"site": ["a", "b"]}),  # levels= declares them
+        (panel(n=60), {"site": ["a", "b"]}),  # text with levels=
+    ]
+    for frame, levels in quiet:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", dplong.exceptions.DataHolderWarning)
+            dplong.LongitudinalOLS.from_formula("y ~ x + site", frame, groups="user", levels=levels)

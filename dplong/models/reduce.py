@@ -402,26 +402,3 @@ def within_sums(
         sums = _chunk_sums(series, pairs, False, slice(lo, hi), starts[first:last] - lo, buffer)
         out[users[first:last]] = sums.T
     return out
-
-
-def constant_within_users(X: NDArray[np.float64], codes: NDArray[np.intp]) -> NDArray[np.bool_]:
-    """Columns that take one value within every user (per-user regressions cannot see them).
-
-    A column is constant when no row differs from the previous row of the same user and it
-    holds no NaN (a NaN is never "one value", as with ``max == min``). Columns are scanned
-    in chunks of rows and a varying column stops at its first chunk with a change.
-    """
-    same_user = codes[1:] == codes[:-1]
-    pairs = len(same_user)
-    out = np.zeros(X.shape[1], dtype=bool)
-    for j in range(X.shape[1]):
-        column = X[:, j]
-        if np.isnan(column).any():
-            continue
-        for lo in range(0, pairs, CHUNK_ROWS):  # chunks of rows; stop at the first change
-            hi = min(lo + CHUNK_ROWS, pairs)
-            if np.any((column[lo + 1 : hi + 1] != column[lo:hi]) & same_user[lo:hi]):
-                break
-        else:
-            out[j] = True
-    return out

@@ -1,0 +1,356 @@
+"""Reading panel data from files with a schema that no row can change.
+
+A file's rows must not decide how its columns are read: if one person's ``?`` in a column of
+numbers made pandas read the whole column as text, that person alone would decide whether a
+fit runs, and a Parquet file's stored categories would publish the levels its rows happen to
+hold. :func:`read_data` (:func:`read_file`, then :func:`typed`) therefore reads every cell on its
+own:
+
+* the user-id column (``groups``) is kept as the file stores it, and read as text from a CSV
+  file (``"01"`` and ``"1"`` are two users, whatever the other rows hold); the column that
+  orders each user's rows (``time``) is kept as pandas reads it;
+* a column with declared ``levels`` becomes a ``Categorical`` with exactly those levels; a
+  cell matches a level when both read alike — the same text, the same number (``"2"``,
+  ``2`` and ``2.0``) or the same truth value (``true``, ``True``) — and any other cell is
+  missing;
+* every other column becomes ``float64``: a number, or ``true``/``false`` as 1 and 0, and
+  anything else (``?``, ``n.a.``, an empty cell, a text) is missing, as the formula layer
+  treats odd values (:mod:`dplong.formula`).
+
+The same rules hold for a CSV file, one Parquet file (through pandas or Dask), a directory and
+a glob of Parquet files, whatever the files' stored types are; the parts of a glob may store a
+column with different types. A column read as numbers that held cells that are not numbers is
+reported to the data holder by :func:`unread_cells`, never in a result.
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib
+from collections.abc import Callable, Collection, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from dplong import datasets
+from dplong.dask_frames import is_dask, require_dask
+from dplong.exceptions import DataError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskFrame
+
+__all__ = ["as_levels", "as_numbers", "read_data", "read_file", "typed", "unread_cells"]
+
+DATASET_PREFIX = "dataset:"
+SHIPPED = ", ".join(DATASET_PREFIX + name for name in datasets.DATASETS)
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+# pandas reads these compressed CSVs directly
+_CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zip", ".csv.zst")
+_TRUTH = {"true": 1.0, "false": 0.0}
+
+
+def read_data(
+    source: str,
+    *,
+    levels: Mapping[str, Sequence[str]] | None = None,
+    groups: str | None = None,
+    time: str | None = None,
+) -> pd.DataFrame | DaskFrame:
+    """Read a data file (or a shipped data set) with a schema fixed by the arguments.
+
+    :func:`read_file` and then :func:`typed`.
+
+    Parameters
+    ----------
+    source : str
+        As :func:`read_file`.
+    levels : mapping of str to sequence of str, optional
+        Declared levels (as text) of the columns that are factors; the first is the reference.
+    groups, time : str, optional
+        The user-id column and the column that orders each user's rows: kept as read (the
+        user ids as text from a CSV file).
+
+    Returns
+    -------
+    pandas.DataFrame or dask.dataframe.DataFrame
+        Columns in ``levels`` are Categoricals with exactly the declared levels; the others
+        but ``groups`` and ``time`` are ``float64``.
+
+    Raises
+    ------
+    DataError
+        As :func:`read_file` and :func:`typed`.
+    dplong.exceptions.MissingDependencyError
+        For a directory or glob of Parquet files without dask.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from dplong.io import read_data
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "visits.csv"
+    >>> _ = path.write_text("id,x,site\\n1,0.5,north\\n1,?,south\\n2,2,east\\n")
+    >>> frame = read_data(str(path), levels={"site": ["north", "south"]}, groups="id")
+    >>> frame["x"].tolist(), frame["site"].tolist(), frame["id"].tolist()
+    ([0.5, nan, 2.0], ['north', 'south', nan], ['1', '1', '2'])
+    """
+    return typed(read_file(source, time=time), levels=levels, groups=groups, time=time)
+
+
+def read_file(source: str, *, time: str | None = None) -> pd.DataFrame | DaskFrame:
+    """Read a data file, or a shipped data set, as stored: a CSV file's cells as text.
+
+    Parameters
+    ----------
+    source : str
+        ``dataset:NAME`` for a data set shipped with dplong (:mod:`dplong.datasets`), the
+        path of a ``.csv`` (optionally compressed, e.g. ``.csv.gz``) or ``.parquet`` file, or
+        a directory or glob (``"data/*.parquet"``) of Parquet files. Parquet needs pyarrow
+        (``pip install "dplong[parquet]"``); a directory or glob needs dask
+        (``pip install "dplong[dask]"``), which also reads a single Parquet file when it is
+        installed.
+    time : str, optional
+        A CSV file's column that pandas reads as it infers (the order of each user's rows).
+
+    Returns
+    -------
+    pandas.DataFrame or dask.dataframe.DataFrame
+        A Dask frame for Parquet when dask is installed: the models reduce it where it lies
+        (:mod:`dplong.dask_frames`).
+
+    Raises
+    ------
+    DataError
+        If the file is missing, unreadable or of an unknown kind, or the data set unknown.
+    dplong.exceptions.MissingDependencyError
+        For a directory or glob of Parquet files without dask.
+
+    Examples
+    --------
+    >>> from dplong.io import read_file
+    >>> read_file("dataset:dietox")["Pig"].nunique()
+    72
+    >>> read_file("dataset:nope")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.DataError: unknown data set 'nope'; shipped: dataset:wage_panel, ...
+    """
+    if source.startswith(DATASET_PREFIX):
+        name = source.removeprefix(DATASET_PREFIX)
+        if name not in datasets.DATASETS:
+            raise DataError(f"unknown data set {name!r}; shipped: {SHIPPED}")
+        loader: Callable[[], pd.DataFrame] = getattr(datasets, f"load_{name}")
+        return loader()
+    path = Path(source)
+    if path.is_dir() or any(char in source for char in "*?["):
+        if not path.is_dir() and not glob.glob(source):
+            raise DataError(f"DATA {source!r} matches no file")
+        _require_pyarrow()
+        require_dask()  # a directory or glob of files is read through Dask only
+        return _read_parquet(source)
+    if not path.is_file():
+        raise DataError(f"DATA file {source!r} does not exist (or is not a file)")
+    name = path.name.lower()
+    try:
+        if name.endswith(_PARQUET_SUFFIXES):
+            _require_pyarrow()
+            try:
+                return _read_parquet(source)
+            except MissingDependencyError:  # one file fits pandas too
+                return pd.read_parquet(path)
+        if name.endswith(_CSV_SUFFIXES):
+            header = pd.read_csv(path, nrows=0).columns
+            return pd.read_csv(path, dtype={c: str for c in header if c != time})
+    except (OSError, ValueError) as err:  # parse errors of pandas and pyarrow are ValueErrors
+        if isinstance(err, DataError):
+            raise
+        raise DataError(f"cannot read DATA {source!r}: {err}") from None
+    raise DataError(
+        f"cannot tell the format of DATA {source!r}: use a .csv, .csv.gz or .parquet file, "
+        f"a directory or glob of .parquet files, or {DATASET_PREFIX}NAME"
+    )
+
+
+def typed(
+    frame: pd.DataFrame | DaskFrame,
+    *,
+    levels: Mapping[str, Sequence[str]] | None = None,
+    groups: str | None = None,
+    time: str | None = None,
+) -> pd.DataFrame | DaskFrame:
+    """``frame`` with every cell read on its own (module docstring); per partition for Dask.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame or dask.dataframe.DataFrame
+    levels, groups, time
+        As :func:`read_data`.
+
+    Returns
+    -------
+    pandas.DataFrame or dask.dataframe.DataFrame
+
+    Raises
+    ------
+    DataError
+        If a column named by ``levels``, ``groups`` or ``time`` is not in ``frame``, or two
+        declared levels of a column read alike.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dplong.io import typed
+    >>> frame = pd.DataFrame({"id": ["a", "b"], "x": ["1.5", "-"], "ok": [True, None]})
+    >>> read = typed(frame, groups="id")
+    >>> read["x"].tolist(), read["ok"].tolist(), read["id"].tolist()
+    ([1.5, nan], [1.0, nan], ['a', 'b'])
+    """
+    declared = {column: _level_texts(column, values) for column, values in (levels or {}).items()}
+    keep = [c for c in (groups, time) if c is not None]
+    absent = [c for c in [*declared, *keep] if c not in frame.columns]
+    if absent:
+        raise DataError(
+            f"{', '.join(map(repr, absent))} not a column of DATA; columns are "
+            f"{list(frame.columns)}"
+        )
+    if is_dask(frame):
+        meta = _convert(frame._meta, declared, keep)  # the partitions' common schema
+        return frame.map_partitions(_convert, declared, keep, meta=meta)
+    return _convert(frame, declared, keep)
+
+
+def as_numbers(values: pd.Series) -> pd.Series:
+    """Each cell as a ``float64`` on its own: a number, ``true``/``false`` as 1 and 0, else NaN.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dplong.io import as_numbers
+    >>> as_numbers(pd.Series(["1.5", "?", " 2", "TRUE", None, "1e3"])).tolist()
+    [1.5, nan, 2.0, 1.0, nan, 1000.0]
+    """
+    dtype = values.dtype
+    numbers: NDArray[np.float64]
+    if isinstance(dtype, pd.CategoricalDtype):
+        categories = as_numbers(pd.Series(dtype.categories)).to_numpy(np.float64)
+        numbers = np.append(categories, np.nan)[values.cat.codes.to_numpy()]  # -1 picks NaN
+    elif pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+        try:
+            numbers = values.to_numpy(np.float64, na_value=np.nan)
+        except (TypeError, ValueError):  # e.g. an object column of booleans and None
+            numbers = _parsed(values)
+    else:
+        numbers = _parsed(values)
+    result: pd.Series = pd.Series(numbers, index=values.index, name=values.name)
+    return result
+
+
+def as_levels(values: pd.Series, levels: Sequence[str]) -> pd.Series:
+    """Each cell as one of the declared ``levels`` when it reads alike (the same text, number
+    or truth value), else missing: a Categorical with exactly the declared categories.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dplong.io import as_levels
+    >>> as_levels(pd.Series([2, 1, 3]), ["1", "2"]).tolist()
+    ['2', '1', nan]
+    """
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    wanted = pd.Index([_key(level) for level in levels])
+    found = wanted.get_indexer(pd.Index([_key(value) for value in uniques], dtype=object))
+    picked = np.append(found, -1)[codes]  # code -1 (missing) picks -1
+    categorical = pd.Categorical.from_codes(picked, dtype=pd.CategoricalDtype(list(levels)))
+    result: pd.Series = pd.Series(categorical, index=values.index, name=values.name)
+    return result
+
+
+def unread_cells(raw: pd.DataFrame, read: pd.DataFrame, columns: Collection[str]) -> list[str]:
+    """The ``columns`` of a pandas frame that held cells read as missing (not a number, or not
+    a declared level): for a message to the data holder, never for a result.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dplong.io import as_numbers, unread_cells
+    >>> raw = pd.DataFrame({"x": ["1", "?"], "y": ["2", None]})
+    >>> unread_cells(raw, raw.apply(as_numbers), ["x", "y"])
+    ['x']
+    """
+    return [
+        c for c in columns if c in raw.columns and bool((raw[c].notna() & read[c].isna()).any())
+    ]
+
+
+def _convert(
+    frame: pd.DataFrame, levels: Mapping[str, list[str]], keep: Collection[str]
+) -> pd.DataFrame:
+    columns = {
+        c: frame[c]
+        if c in keep
+        else as_levels(frame[c], levels[c])
+        if c in levels
+        else as_numbers(frame[c])
+        for c in frame.columns
+    }
+    result: pd.DataFrame = pd.DataFrame(columns, index=frame.index)
+    return result
+
+
+def _read_parquet(source: str) -> DaskFrame:
+    """Parquet through Dask: the rows stay on disk until the model reduces them."""
+    dd = require_dask()
+    try:
+        frame: DaskFrame = dd.read_parquet(source)
+    except (OSError, ValueError) as err:
+        raise DataError(f"cannot read DATA {source!r}: {err}") from None
+    return frame
+
+
+def _require_pyarrow() -> None:
+    try:
+        importlib.import_module("pyarrow")
+    except ImportError:
+        raise DataError(
+            'reading Parquet needs pyarrow; install it with: pip install "dplong[parquet]"'
+        ) from None
+
+
+def _level_texts(column: str, values: Sequence[str]) -> list[str]:
+    texts = [str(v) for v in values]
+    keys = [_key(t) for t in texts]
+    if not texts or len(set(keys)) != len(keys):
+        raise DataError(
+            f"--levels {column}: the levels must be distinct (as text, numbers or truth values), "
+            f"got {','.join(texts)}"
+        )
+    return texts
+
+
+def _key(value: Any) -> Any:
+    """How a cell or a declared level reads: a truth value, a number, or its text."""
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | float | np.number):
+        return float(value)
+    text = str(value).strip()
+    if text.lower() in _TRUTH:
+        return text.lower() == "true"
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _parsed(values: pd.Series) -> NDArray[np.float64]:
+    """Text cells as numbers (pandas' vectorised parser), true/false as 1 and 0, else NaN."""
+    text = values.astype(object).where(values.notna(), "").astype(str).str.strip()
+    numbers: NDArray[np.float64] = pd.to_numeric(text, errors="coerce").to_numpy(
+        np.float64, na_value=np.nan, copy=True
+    )
+    lower = text.str.lower()
+    for word, number in _TRUTH.items():
+        numbers[(lower == word).to_numpy()] = number
+    return numbers
