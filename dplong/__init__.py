@@ -3,7 +3,7 @@
 from dplong import datasets, dependence, exceptions, kernels, privacy
 from dplong.models import LongitudinalOLS, PriestleyChao, RandomEffectsLocation, winsorized_mean
 from dplong.privacy import Accountant, PrivacyLedger
-from dplong.results import CurveResults, PanelResults
+from dplong.results import CurveResults, PanelResults, RegressionResults
 
 __version__ = "0.1.0"
 
@@ -15,6 +15,7 @@ __all__ = [
     "PriestleyChao",
     "PrivacyLedger",
     "RandomEffectsLocation",
+    "RegressionResults",
     "__version__",
     "datasets",
     "dependence",

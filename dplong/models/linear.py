@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,7 +18,7 @@ from dplong._validation import RandomState, check_choice, per_column, real_numbe
 from dplong.dask_frames import FrameSpec, ReducedPanel, design_spec, is_dask, reduce_design
 from dplong.dependence import DependenceModel
 from dplong.exceptions import FormulaError, ParameterError
-from dplong.formula import GroupsLike, LevelsLike, PanelDesign
+from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.models.base import (
     DEFAULT_MAX_ROWS,
     Block,
@@ -51,7 +51,7 @@ from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
 from dplong.privacy.radius import DEFAULT_GAMMA
-from dplong.results import PanelResults
+from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
@@ -114,9 +114,12 @@ class LongitudinalOLS(PanelModel):
         design: PanelDesign | ReducedPanel,
         correlation: WorkingCorrelation,
         within: Callable[[], WithinProducts] | None = None,
+        *,
+        levels: Mapping[str, tuple[Any, ...]],
     ) -> None:
         super().__init__(design)
         self._correlation = correlation
+        self._levels = levels  # declared (public): the results rebuild the design from them
         # a Dask frame's within cross products: reduced at the first within fit, then kept
         self._within = None if within is None else functools.cache(within)
 
@@ -195,7 +198,11 @@ class LongitudinalOLS(PanelModel):
             )
         working = WorkingCorrelation(correlation, float(correlation_param))
         if not is_dask(data):
-            return cls(cls._build(formula, data, groups, time, depth=1, levels=levels), working)
+            table = DesignSpec.from_formula(
+                formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1)
+            )
+            grouped = group_design(table, data, groups=groups, time=time)
+            return cls(grouped, working, levels=table.levels)
         spec = design_spec(formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1))
         design = reduce_design(
             data,
@@ -208,7 +215,8 @@ class LongitudinalOLS(PanelModel):
             ),
             ordered=working.kind == "ar1",  # prewhitening needs a user's rows in order
         )
-        return cls(design, working, functools.partial(_reduce_within, data, spec, groups))
+        within = functools.partial(_reduce_within, data, spec, groups)
+        return cls(design, working, within, levels=spec.spec.levels)
 
     def identified_users(self) -> int:
         """How many users have their own fit (enough rows and a non-singular design).
@@ -266,7 +274,7 @@ class LongitudinalOLS(PanelModel):
         max_rows: int = DEFAULT_MAX_ROWS,
         random_state: RandomState = None,
         accountant: Accountant | None = None,
-    ) -> PanelResults:
+    ) -> RegressionResults:
         """Release the average of per-user coefficients, or the within estimator, with
         user-level (ε, δ)-DP.
 
@@ -307,7 +315,7 @@ class LongitudinalOLS(PanelModel):
 
         Returns
         -------
-        PanelResults
+        RegressionResults
 
         Examples
         --------
@@ -406,7 +414,9 @@ class LongitudinalOLS(PanelModel):
             "Standard errors and intervals: the sampling error of the average under that "
             "scale (users independent), the exact privacy-noise law and the clipping bias bound.",
         )
-        return self._fit(request, [block], assumptions=assumptions)
+        return RegressionResults.of(
+            self._fit(request, [block], assumptions=assumptions), levels=self._levels
+        )
 
     def _fit_within(
         self,
@@ -416,7 +426,7 @@ class LongitudinalOLS(PanelModel):
         scale: Any,
         focus: Focus,
         max_rows: Any,
-    ) -> PanelResults:
+    ) -> RegressionResults:
         """``fit(estimator="within")``: the refusals on public options, then the blocks of
         :mod:`dplong.models.within`."""
         max_rows = check_max_rows(max_rows, smallest=2)
@@ -458,7 +468,7 @@ class LongitudinalOLS(PanelModel):
             "propagated bound on the clipping bias.",
         )
         shares = within_shares(self.nobs_users, len(names), request.options.epsilon)
-        return self._fit(
+        results = self._fit(
             request,
             within_blocks(
                 names, self._within_products, proxy, shares, max_rows, gamma=request.options.gamma
@@ -466,6 +476,7 @@ class LongitudinalOLS(PanelModel):
             assumptions=assumptions,
             results=partial(within_results, names=names),
         )
+        return RegressionResults.of(results, levels=self._levels)
 
 
 def _scale_note(scale: Any, min_rows: Any, min_eigenvalue: Any) -> str:
