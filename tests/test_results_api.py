@@ -214,3 +214,16 @@ def test_forest_plot(noiseless: dplong.RegressionResults) -> None:
     assert [t.get_text() for t in ax.get_yticklabels()] == list(noiseless.params.index)
     with pytest.raises(ParameterError, match="Axes"):
         noiseless.plot(ax="not an axes")
+
+
+@pytest.mark.parametrize("cov_type", ["clustered", "cluster"])
+@pytest.mark.parametrize("estimator", ["per-user", "within"])
+def test_cov_type_names_the_default(cov_type: str, estimator: str) -> None:
+    # linearmodels' and statsmodels' names of the person-clustered covariance: the default
+    model = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", panel(400), groups="user")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        default = model.fit(epsilon=8.0, estimator=estimator, random_state=1)
+        named = model.fit(epsilon=8.0, estimator=estimator, cov_type=cov_type, random_state=1)
+    pd.testing.assert_series_equal(named.params, default.params)
+    pd.testing.assert_series_equal(named.bse, default.bse)

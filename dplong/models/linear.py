@@ -61,6 +61,9 @@ __all__ = ["Estimator", "LongitudinalOLS"]
 _CORRELATIONS = ("independence", "ar1", "exchangeable")
 Estimator = Literal["per-user", "within"]
 ESTIMATORS: tuple[Estimator, ...] = ("per-user", "within")
+CovType = Literal["clustered", "cluster"]
+#: The person-clustered sandwich in linearmodels' and statsmodels' spelling: the only one.
+COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
 
 
 class LongitudinalOLS(PanelModel):
@@ -271,6 +274,7 @@ class LongitudinalOLS(PanelModel):
         min_rows: int | None = None,
         min_eigenvalue: float | None = None,
         estimator: Estimator = "per-user",
+        cov_type: CovType = "clustered",
         max_rows: int = DEFAULT_MAX_ROWS,
         random_state: RandomState = None,
         accountant: Accountant | None = None,
@@ -306,6 +310,13 @@ class LongitudinalOLS(PanelModel):
             release, pushed through the solution by Monte Carlo. Needs the default engine in
             the central model, no working correlation, ``focus=None`` and ``scale``
             ``"estimate"`` or one number (the variance proxy of every released cross product).
+        cov_type : {"clustered", "cluster"}
+            How the standard errors treat the sampling error: clustered by person, the only
+            covariance that user-level privacy and sampling allow (the user is the unit of
+            both), and the default. ``"clustered"`` is linearmodels' spelling (with its
+            ``cluster_entity=True``), ``"cluster"`` statsmodels'; any other (``"robust"``,
+            ``"unadjusted"``, ``"HC0"``, ``"kernel"``, ...) is refused, as it would treat a
+            person's rows as independent.
         max_rows : int
             ``estimator="within"`` only: public cap ``T_cap >= 2`` (default 10). Each user's
             cross products enter per within degree of freedom ``T_u - 1`` with the precision
@@ -348,6 +359,7 @@ class LongitudinalOLS(PanelModel):
         True
         """
         within = check_choice(estimator, "estimator", ESTIMATORS) == "within"
+        _check_cov_type(cov_type)
         design = self._design
         names = coefficient_names(design.columns) if within else tuple(design.columns)
         if not names:
@@ -477,6 +489,18 @@ class LongitudinalOLS(PanelModel):
             results=partial(within_results, names=names),
         )
         return RegressionResults.of(results, levels=self._levels)
+
+
+def _check_cov_type(cov_type: object) -> None:
+    """Refuse every covariance but the person-clustered one (see ``fit``), before any noise."""
+    if cov_type in COV_TYPES:
+        return
+    raise ParameterError(
+        f"cov_type must be 'clustered' (linearmodels) or 'cluster' (statsmodels), got "
+        f"{cov_type!r}: under user-level privacy the standard errors are clustered by person "
+        "(the unit of privacy and of sampling); a covariance that treats a person's rows as "
+        "independent is not offered"
+    )
 
 
 def _scale_note(scale: Any, min_rows: Any, min_eigenvalue: Any) -> str:
