@@ -4,6 +4,7 @@ from dplong import datasets, dependence, exceptions, kernels, privacy
 from dplong.models import LongitudinalOLS, PriestleyChao, RandomEffectsLocation, winsorized_mean
 from dplong.privacy import Accountant, PrivacyLedger
 from dplong.results import CurveResults, PanelResults, RegressionResults
+from dplong.summary import compare
 
 __version__ = "0.1.0"
 
@@ -17,6 +18,7 @@ __all__ = [
     "RandomEffectsLocation",
     "RegressionResults",
     "__version__",
+    "compare",
     "datasets",
     "dependence",
     "exceptions",

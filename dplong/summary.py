@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import html
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from statsmodels.iolib.table import SimpleTable
+
+from dplong.exceptions import ParameterError
+
+if TYPE_CHECKING:
+    from dplong.results import PanelResults
+
+__all__ = ["Comparison", "Summary", "compare"]
 
 
 def _format(value: object) -> str:
@@ -176,3 +186,270 @@ class Summary:
 
     def _repr_html_(self) -> str:
         return self.as_html()
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Several fits side by side: the numbers (DataFrames) apart from their rendering.
+
+    Built by :func:`compare`. Render with ``str()`` / :meth:`as_text`, :meth:`as_html` (also
+    used by Jupyter) or :meth:`as_latex`; :meth:`to_frame` gives the numbers in one frame.
+
+    Attributes
+    ----------
+    params, std_errors, lower, upper : pandas.DataFrame
+        Parameters x fits: estimates, standard errors and the (1 - α) interval's ends; NaN
+        where a fit has no such parameter or withheld it.
+    withheld : pandas.DataFrame
+        Parameters x fits: True where a fit has the parameter but released no estimate.
+    info : pandas.DataFrame
+        Public facts x fits: model, formula, users n, ε and δ spent (each fit's ledger
+        total), noise law.
+    alpha : float
+        1 - the intervals' level.
+    intervals : bool
+        Whether the rendering shows intervals (else standard errors) under the estimates.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dplong.summary import Comparison
+    >>> frame = pd.DataFrame({"A": [1.5], "B": [1.25]}, index=["mu"])
+    >>> info = pd.DataFrame({"A": ["Mean", 100], "B": ["Mean", 200]}, index=["Model", "Users (n)"])
+    >>> c = Comparison(frame, frame / 10, frame - 0.3, frame + 0.3, frame < 0, info, 0.05, False)
+    >>> print(c)  # doctest: +NORMALIZE_WHITESPACE
+    ========================
+                A       B
+    ------------------------
+    mu           1.5    1.25
+              (0.15) (0.125)
+    ------------------------
+    Model       Mean    Mean
+    Users (n)    100     200
+    ------------------------
+    Standard errors in parentheses (sampling error and privacy noise).
+    """
+
+    params: pd.DataFrame
+    std_errors: pd.DataFrame
+    lower: pd.DataFrame
+    upper: pd.DataFrame
+    withheld: pd.DataFrame
+    info: pd.DataFrame
+    alpha: float
+    intervals: bool
+
+    def to_frame(self) -> pd.DataFrame:
+        """The numbers in one frame: parameters x (fit, statistic).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.summary import Comparison
+        >>> f = pd.DataFrame({"A": [1.5]}, index=["mu"])
+        >>> info = pd.DataFrame({"A": ["Mean"]}, index=["Model"])
+        >>> c = Comparison(f, f / 10, f - 0.3, f + 0.3, f < 0, info, 0.05, False)
+        >>> c.to_frame().columns.tolist()
+        [('A', 'estimate'), ('A', 'std err'), ('A', 'lower'), ('A', 'upper')]
+        """
+        parts = {"estimate": self.params, "std err": self.std_errors}
+        parts |= {"lower": self.lower, "upper": self.upper}
+        frame = pd.concat(parts, axis=1).swaplevel(axis=1)
+        ordered: pd.DataFrame = frame[
+            pd.MultiIndex.from_product([self.params.columns, list(parts)])
+        ]
+        return ordered
+
+    def _cells(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The parameter block (two rows per parameter) and the facts block, as text."""
+        labels: list[str] = []
+        rows: list[list[str]] = []
+        params, sds = self.params.to_numpy(float), self.std_errors.to_numpy(float)
+        lower, upper = self.lower.to_numpy(float), self.upper.to_numpy(float)
+        withheld = self.withheld.to_numpy(bool)
+        for i, name in enumerate(self.params.index):
+            estimate, below = [], []
+            for j in range(params.shape[1]):
+                estimate.append("withheld" if withheld[i, j] else _format(params[i, j]))
+                if self.intervals:
+                    finite = math.isfinite(lower[i, j]) and math.isfinite(upper[i, j])
+                    text = f"[{_format(lower[i, j])}, {_format(upper[i, j])}]"
+                else:
+                    finite, text = math.isfinite(sds[i, j]), f"({_format(sds[i, j])})"
+                below.append(text if finite else "")
+            labels += [str(name), ""]  # the second row's stub stays blank
+            rows += [estimate, below]
+        block = pd.DataFrame(rows, index=labels, columns=self.params.columns)
+        facts = self.info.map(_format)
+        return block, facts
+
+    def _tables(self) -> list[SimpleTable]:
+        block, facts = self._cells()
+        return [_table(pd.concat([block, facts]))]
+
+    @property
+    def _note(self) -> str:
+        if self.intervals:
+            return (
+                f"{1 - self.alpha:.0%} confidence intervals in brackets (sampling error, privacy "
+                "noise and the clipping bias bound)."
+            )
+        return "Standard errors in parentheses (sampling error and privacy noise)."
+
+    def as_text(self) -> str:
+        """Plain text: one table (estimates with standard errors or intervals beneath, then
+        the facts of each fit) and a note.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.summary import Comparison
+        >>> f = pd.DataFrame({"A": [1.5]}, index=["mu"])
+        >>> info = pd.DataFrame({"A": ["Mean"]}, index=["Model"])
+        >>> c = Comparison(f, f / 10, f - 0.3, f + 0.3, f < 0, info, 0.05, True)
+        >>> c.as_text().splitlines()[-1].startswith("95% confidence intervals in brackets")
+        True
+        """
+        block, facts = self._cells()
+        text = _table(pd.concat([block, facts])).as_text()
+        # a rule between the parameters and the facts
+        lines = text.splitlines()
+        rule = lines[-1]
+        cut = 3 + len(block)
+        return "\n".join([*lines[:cut], rule, *lines[cut:], self._note])
+
+    def as_html(self) -> str:
+        """HTML: one ``<table>`` and the note.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.summary import Comparison
+        >>> f = pd.DataFrame({"A": [1.5]}, index=["mu"])
+        >>> info = pd.DataFrame({"A": ["Mean"]}, index=["Model"])
+        >>> c = Comparison(f, f / 10, f - 0.3, f + 0.3, f < 0, info, 0.05, False)
+        >>> c.as_html().count("<table")
+        1
+        """
+        return "\n".join(
+            [*(t.as_html() for t in self._tables()), f"<p>{html.escape(self._note)}</p>"]
+        )
+
+    def as_latex(self) -> str:
+        """LaTeX: one ``tabular`` (booktabs rules) and the note.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.summary import Comparison
+        >>> f = pd.DataFrame({"A": [1.5]}, index=["mu"])
+        >>> info = pd.DataFrame({"A": ["Mean"]}, index=["Model"])
+        >>> c = Comparison(f, f / 10, f - 0.3, f + 0.3, f < 0, info, 0.05, False)
+        >>> c.as_latex().count("begin{tabular}")
+        1
+        """
+        return "\n".join([*(t.as_latex_tabular() for t in self._tables()), self._note])
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+    def _repr_html_(self) -> str:
+        return self.as_html()
+
+
+def compare(
+    results: Mapping[str, PanelResults] | Sequence[PanelResults],
+    *,
+    alpha: float = 0.05,
+    intervals: bool = False,
+) -> Comparison:
+    """Several fits side by side, like linearmodels' ``compare`` or statsmodels' ``summary_col``.
+
+    Each fit's estimates with their standard errors (or, ``intervals=True``, their (1 - α)
+    confidence intervals) beneath, and its public facts: model, formula, users n, the ε and δ
+    it spent (its ledger's total) and the noise law. Only released numbers and public facts:
+    a post-processing, at no privacy cost.
+
+    Parameters
+    ----------
+    results : mapping of str to results, or sequence of results
+        The fits, named by the mapping's keys (a sequence's are numbered ``(1)``, ``(2)``, ...).
+    alpha : float
+        1 - the level of the intervals.
+    intervals : bool
+        Show intervals instead of standard errors under the estimates.
+
+    Returns
+    -------
+    Comparison
+        Print it, render it (``as_html``, ``as_latex``) or take its DataFrames.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import dplong
+    >>> wages = dplong.datasets.load_wage_panel()
+    >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     fits = {"per-user": model.fit(epsilon=4.0, random_state=0),
+    ...             "within": model.fit(epsilon=4.0, estimator="within", random_state=0)}
+    >>> table = dplong.compare(fits)
+    >>> table.params.columns.tolist(), table.params.index.tolist()
+    (['per-user', 'within'], ['Intercept', 'exper'])
+    >>> float(table.params.at["exper", "within"]) == float(fits["within"].params["exper"])
+    True
+    >>> table.info.loc["Epsilon spent"].tolist()
+    ['4', '4']
+    """
+    from dplong.results import PanelResults, _check_alpha  # the results render through here
+
+    if isinstance(results, Mapping):
+        named = {str(key): value for key, value in results.items()}
+    elif isinstance(results, Sequence):
+        named = {f"({i})": value for i, value in enumerate(results, 1)}
+    else:
+        raise ParameterError(
+            f"results must be a mapping of names to fits or a sequence of fits, got "
+            f"{type(results).__name__}"
+        )
+    if not named:
+        raise ParameterError("results must hold at least one fit")
+    wrong = [name for name, value in named.items() if not isinstance(value, PanelResults)]
+    if wrong:
+        raise ParameterError(f"results {wrong} are not dplong results")
+    if not isinstance(intervals, bool):
+        raise ParameterError(f"intervals must be True or False, got {intervals!r}")
+    alpha = _check_alpha(alpha)
+    order = list(dict.fromkeys(name for fit in named.values() for name in fit.params.index))
+
+    def frame(values: Mapping[str, pd.Series]) -> pd.DataFrame:
+        out: pd.DataFrame = pd.DataFrame(
+            {name: series.reindex(order) for name, series in values.items()}, index=order
+        )
+        return out
+
+    ci = {name: fit.conf_int(alpha) for name, fit in named.items()}
+    info = pd.DataFrame(
+        {
+            name: {
+                "Model": fit.model,
+                "Formula": fit.formula,
+                "Users (n)": fit.nobs_users,
+                "Epsilon spent": f"{fit.privacy.epsilon:.4g}",
+                "Delta spent": f"{fit.privacy.delta:.3g}",
+                "Noise": fit.noise_law,
+            }
+            for name, fit in named.items()
+        }
+    )
+    return Comparison(
+        params=frame({name: fit.params for name, fit in named.items()}),
+        std_errors=frame({name: fit.bse for name, fit in named.items()}),
+        lower=frame({name: c["lower"] for name, c in ci.items()}),
+        upper=frame({name: c["upper"] for name, c in ci.items()}),
+        withheld=frame({name: fit.params.isna() for name, fit in named.items()}).fillna(False),
+        info=info,
+        alpha=alpha,
+        intervals=intervals,
+    )

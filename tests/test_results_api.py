@@ -227,3 +227,62 @@ def test_cov_type_names_the_default(cov_type: str, estimator: str) -> None:
         named = model.fit(epsilon=8.0, estimator=estimator, cov_type=cov_type, random_state=1)
     pd.testing.assert_series_equal(named.params, default.params)
     pd.testing.assert_series_equal(named.bse, default.bse)
+
+
+@pytest.fixture(scope="module")
+def fits() -> dict[str, dplong.PanelResults]:
+    wages = dplong.datasets.load_wage_panel()
+    model = dplong.LongitudinalOLS.from_formula("lwage ~ exper + union", wages, groups="nr")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        return {
+            "per-user": model.fit(epsilon=4.0, random_state=0),
+            "within": model.fit(epsilon=2.0, estimator="within", random_state=0),
+            "mean": dplong.winsorized_mean(
+                wages["lwage"], groups=wages["nr"], epsilon=1.0, random_state=0
+            ),
+        }
+
+
+def test_compare_holds_its_inputs(fits: dict[str, dplong.PanelResults]) -> None:
+    table = dplong.compare(fits, alpha=0.1)
+    assert table.params.columns.tolist() == ["per-user", "within", "mean"]
+    assert table.params.index.tolist() == ["Intercept", "exper", "union", "lwage"]
+    for name, fit in fits.items():
+        rows = fit.params.index
+        pd.testing.assert_series_equal(table.params.loc[rows, name], fit.params, check_names=False)
+        pd.testing.assert_series_equal(table.std_errors.loc[rows, name], fit.bse, check_names=False)
+        ci = fit.conf_int(0.1)
+        np.testing.assert_array_equal(table.lower.loc[rows, name], ci["lower"])
+        np.testing.assert_array_equal(table.upper.loc[rows, name], ci["upper"])
+        assert table.params.loc[table.params.index.difference(rows), name].isna().all()
+        assert table.info.at["Epsilon spent", name] == f"{fit.privacy.epsilon:.4g}"
+        assert table.info.at["Delta spent", name] == f"{fit.privacy.delta:.3g}"
+        assert table.info.at["Users (n)", name] == fit.nobs_users == 545
+        assert table.info.at["Formula", name] == fit.formula
+    frame = table.to_frame()
+    assert frame[("within", "estimate")].equals(table.params["within"])
+
+
+def test_compare_renders_every_fit(fits: dict[str, dplong.PanelResults]) -> None:
+    table = dplong.compare(fits)
+    text = str(table)
+    for name in fits:
+        assert name in text and name in table.as_html() and name in table.as_latex()
+    assert f"({fits['per-user'].bse['exper']:.4g})" in text
+    withheld = fits["within"].params.isna()  # a withheld estimate says so
+    assert ("withheld" in text) == bool(withheld.any())
+    assert table.as_html() == table._repr_html_()
+    shown = dplong.compare(list(fits.values()), intervals=True)
+    assert shown.params.columns.tolist() == ["(1)", "(2)", "(3)"]
+    lo, hi = fits["mean"].conf_int().iloc[0]
+    assert f"[{lo:.4g}, {hi:.4g}]" in str(shown)
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [({}, "at least one"), ({"a": 1.0}, "not dplong results"), (5, "mapping"), ("ab", "not")],
+)
+def test_compare_refuses(bad: object, match: str) -> None:
+    with pytest.raises(ParameterError, match=match):
+        dplong.compare(bad)  # type: ignore[arg-type]
