@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -74,6 +74,12 @@ class PanelResults:
         Probability of the events each parameter's error bound excludes.
     basis : str
         The theorem and corollary of the paper behind the error bounds.
+    support_lower : mapping of str to float
+        Public lower ends of parameters' support (a variance's is 0); :meth:`conf_int` clips
+        its intervals there (post-processing). Parameters not listed have none.
+    withheld_why : mapping of str to str
+        Why a withheld (NaN) parameter has no estimate, in a word, where the model tells
+        (:attr:`withheld` completes it from ``failed``).
 
     Examples
     --------
@@ -109,6 +115,8 @@ class PanelResults:
     gamma: float
     bad_events: pd.Series
     basis: str = "Theorem 4.2"
+    support_lower: Mapping[str, float] = field(default_factory=dict)
+    withheld_why: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def bse(self) -> pd.Series:
@@ -183,7 +191,9 @@ class PanelResults:
         """(1 - α) confidence intervals: sampling error under the stated or estimated scale,
         the exact law of the privacy noise (:mod:`dplong.inference`) and the bound on the
         clipping bias. Computed from released quantities and public assumptions only; NaN
-        where ``sampling_sd`` is.
+        where ``sampling_sd`` is. A parameter with a public lower end of its support (a
+        variance: 0, :attr:`support_lower`) has its interval clipped there: the truth lies
+        above it, so the clipped interval covers as often.
 
         Examples
         --------
@@ -209,8 +219,12 @@ class PanelResults:
             self.noise_law,
             self.bias.to_numpy(),
         )
+        support = self.params.index.map(lambda name: self.support_lower.get(name, -np.inf))
         frame: pd.DataFrame = pd.DataFrame(
-            {"lower": self.params.to_numpy() - q, "upper": self.params.to_numpy() + q},
+            {
+                "lower": np.maximum(self.params.to_numpy() - q, support.to_numpy(float)),
+                "upper": self.params.to_numpy() + q,
+            },
             index=self.params.index,
         )
         return frame
@@ -584,58 +598,82 @@ class PanelResults:
         >>> s.title
         'LongitudinalOLS results (user-level differential privacy)'
         >>> s.params.columns.tolist()
-        ['estimate', 'std err', 'P>|z|', 'noise sd', '[0.05', '0.95]']
-        >>> "Privacy ledger" in str(s)
+        ['estimate', 'std err', 'P (bias-adj.)', 'noise sd', '[0.05', '0.95]']
+        >>> len(str(s).splitlines()) <= 25
         True
         """
         ci = self.conf_int(alpha)
+        adjusted = bool((self.bias.fillna(0.0) > 0.0).any())
+        p_name = "P (bias-adj.)" if adjusted else "P>|z|"
         table = pd.DataFrame(
             {
                 "estimate": self.params,
                 "std err": self.bse,
-                "P>|z|": self.pvalues,
+                p_name: self.pvalues,
                 "noise sd": self.noise_sd,
                 f"[{alpha / 2:g}": ci["lower"],
                 f"{1 - alpha / 2:g}]": ci["upper"],
             }
         )
+        footnote = ((f"{p_name}: of 'parameter = 0', the clipping bias bound given to the null."),)
         info = pd.Series(self._summary_info()).to_frame("value")
         return Summary(
             f"{self.model} results ({self._privacy_unit}-level differential privacy)",
             info,
             table,
             self.privacy.digest().reset_index(),
-            self._summary_notes(),
+            self._summary_notes() + (footnote if adjusted else ()),
             self.warnings,
+            self.withheld,
         )
+
+    @property
+    def withheld(self) -> pd.Series:
+        """Why each withheld parameter (NaN) has no estimate, in a word, indexed by them:
+        the model's word where it gives one (:attr:`withheld_why`), else ``"missed"`` where
+        the release missed the data (:attr:`failed`) and ``"no users"`` where no user had a
+        statistic. The warnings say more.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> dplong.winsorized_mean(wages["lwage"], groups=wages["nr"], epsilon=1.0,
+        ...                        random_state=0).withheld.empty   # all released
+        True
+        """
+        missing = self.params.index[self.params.isna().to_numpy()]
+        failed = self.failed.reindex(missing, fill_value=False).astype(bool)
+        words = [
+            self.withheld_why.get(name, "missed" if failed[name] else "no users")
+            for name in missing
+        ]
+        return pd.Series(words, index=missing, name="withheld", dtype=object)
 
     @property
     def _privacy_unit(self) -> str:
         return "user"
 
     def _summary_info(self) -> dict[str, object]:
-        info: dict[str, object] = {
-            "Model:": self.model,
+        info: dict[str, object] = {  # the model is named in the title
             "Formula:": self.formula,
             "Users (n):": self.nobs_users,
-            "Privacy:": self.privacy.model,
-            "Epsilon:": f"{self.privacy.epsilon:.4g}",
-            "Delta:": f"{self.privacy.delta:.3g}",
-            "Noise:": self.noise_law,
-            "Variant:": self.variant,
+            "Privacy:": (
+                f"{self.privacy.model}, epsilon {self.privacy.epsilon:.4g}, "
+                f"delta {self.privacy.delta:.3g}"
+            ),
+            "Release:": f"{self.variant}, {self.noise_law} noise",
         }
         counted = self.users.dropna()
         weighted = np.array([str(label).endswith("(weighted)") for label in counted.index])
         if weighted.any():
-            info["Weighted users (sum of weights):"] = (
-                f"{counted[weighted].min():.0f} (DP, sd {self.users_sd:.2g})"
-            )
+            info["Sum of weights:"] = f"{counted[weighted].min():.0f} (DP, sd {self.users_sd:.2g})"
             counted = counted[~weighted]
         if not counted.empty:
-            info["Users with a statistic:"] = (
-                f"{counted.min():.0f} (DP, sd {self.users_sd:.2g})"
+            info["With a statistic:"] = (
+                f"{counted.min():.0f} users (DP, sd {self.users_sd:.2g})"
                 if counted.size == 1
-                else f"{counted.min():.0f}-{counted.max():.0f} (DP, sd {self.users_sd:.2g})"
+                else f"{counted.min():.0f}-{counted.max():.0f} users (DP, sd {self.users_sd:.2g})"
             )
         return info
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import functools
 import html
 import math
+import re
+import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,13 +46,21 @@ def _table(
     )
 
 
+#: The widest a summary's text may be; notes wrap to the tables' width within it.
+MAX_WIDTH = 100
+
+
 @dataclass(frozen=True)
 class Summary:
     """What a summary shows: a header of public facts, the parameter table, the ledger's
     digest, reliability warnings and notes.
 
     Render with ``str()`` / :meth:`as_text`, :meth:`as_html` (also used by Jupyter) or
-    :meth:`as_latex`. The DataFrames are available for your own reports.
+    :meth:`as_latex`. The text is meant to be taken in at a glance: the ledger is one line
+    (the full ledger is ``print(results.privacy)``), a withheld parameter says why in a word,
+    warnings that differ only in their numbers and column names are said once, and notes wrap
+    to the tables' width (at most :data:`MAX_WIDTH` columns). The DataFrames are available for
+    your own reports.
 
     Attributes
     ----------
@@ -59,11 +71,15 @@ class Summary:
     params : pandas.DataFrame
         One row per parameter: estimate, standard error, noise sd, interval.
     privacy : pandas.DataFrame
-        The privacy ledger's digest (:meth:`PrivacyLedger.digest`), one row per stage.
+        The privacy ledger's digest (:meth:`PrivacyLedger.digest`), one row per stage and a
+        ``total`` row.
     notes : tuple of str
         Numbered notes printed below the tables.
     warnings : tuple of str
         Reliability warnings, printed before the notes under a heading of their own.
+    withheld : pandas.Series
+        Why each withheld parameter (NaN) has no estimate, in a word; indexed by those
+        parameters.
 
     Examples
     --------
@@ -72,25 +88,24 @@ class Summary:
     >>> import pandas as pd
     >>> from dplong.summary import Summary
     >>> info = pd.DataFrame({"value": ["demo", 100]}, index=["Model:", "Users (n):"])
-    >>> params = pd.DataFrame({"estimate": [1.5], "std err": [0.1]}, index=["mu"])
-    >>> ledger = pd.DataFrame({"mechanism": ["lattice Laplace"], "epsilon": [1.0]})
-    >>> s = Summary("Demo results", info, params, ledger, notes=("A note.",))
+    >>> params = pd.DataFrame({"estimate": [1.5, float("nan")], "std err": [0.1, float("nan")]},
+    ...                       index=["mu", "sigma"])
+    >>> ledger = pd.DataFrame({"stage": ["mean", "total"], "calls": [1, 1],
+    ...                        "epsilon": [1.0, 1.0], "delta": [0.0, 0.0]})
+    >>> s = Summary("Demo results", info, params, ledger, notes=("A note.",),
+    ...             withheld=pd.Series({"sigma": "missed"}))
     >>> print(s)  # doctest: +NORMALIZE_WHITESPACE
            Demo results
     ==========================
     Model: demo Users (n): 100
     --------------------------
-    ===================
-       estimate std err
-    -------------------
-    mu      1.5     0.1
-    -------------------
-    Privacy ledger (one row per stage)
-    =======================
-       mechanism    epsilon
-    -----------------------
-    lattice Laplace       1
-    -----------------------
+    ==============================
+              estimate     std err
+    ------------------------------
+    mu                 1.5     0.1
+    sigma withheld: missed
+    ------------------------------
+    Privacy spent: epsilon 1, delta 0 (1 call; ledger: results.privacy)
     [1] A note.
     """
 
@@ -100,21 +115,86 @@ class Summary:
     privacy: pd.DataFrame
     notes: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    withheld: pd.Series = field(default_factory=lambda: pd.Series(dtype=object))
+
+    def _header(self) -> SimpleTable:
+        """The public facts in two column pairs, or in one where two would be too wide."""
+        for pairs in (2, 1):
+            rows = -(-len(self.info) // pairs)
+            parts = [self.info.iloc[k * rows : (k + 1) * rows].reset_index() for k in range(pairs)]
+            parts = [part.reindex(range(rows)).fillna("") for part in parts]
+            table = _table(pd.concat(parts, axis=1), title=self.title, index=False, headers=False)
+            if pairs == 1 or _width(table.as_text()) <= MAX_WIDTH:
+                return table
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _params(self) -> pd.DataFrame:
+        """The parameter table as shown: a withheld row says why in its estimate cell."""
+        shown: pd.DataFrame = self.params.astype(object)
+        for name, why in self.withheld.items():
+            if name in shown.index:
+                shown.loc[name] = ""
+                shown.loc[name, shown.columns[0]] = f"withheld: {why}"
+        return shown
 
     def _tables(self) -> list[SimpleTable]:
-        half = (len(self.info) + 1) // 2
-        left = self.info.iloc[:half].reset_index()
-        right = self.info.iloc[half:].reset_index()
-        right = right.reindex(range(half)).fillna("")
-        header = pd.concat([left, right], axis=1)
-        return [
-            _table(header, title=self.title, index=False, headers=False),
-            _table(self.params),
-            _table(self.privacy, title="Privacy ledger (one row per stage)", index=False),
-        ]
+        return [self._header(), _table(self._params())]
+
+    @property
+    def ledger_line(self) -> str:
+        """The ledger's total in one line: what was spent, in how many calls, and where the
+        full ledger is (``print(results.privacy)``; the digest is :attr:`privacy`).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.summary import Summary
+        >>> ledger = pd.DataFrame({"stage": ["count", "mean", "total"], "calls": [1, 2, 3],
+        ...                        "epsilon": [0.1, 0.9, 1.0], "delta": [0.0, 1e-6, 1e-6]})
+        >>> Summary("t", pd.DataFrame({"value": []}), pd.DataFrame(), ledger, ()).ledger_line
+        'Privacy spent: epsilon 1, delta 1e-06 (3 calls; ledger: results.privacy)'
+        """
+        total = self.privacy.iloc[-1]  # the digest's total row
+        calls = int(total["calls"])
+        return (
+            f"Privacy spent: epsilon {float(total['epsilon']):.4g}, delta "
+            f"{float(total['delta']):.3g} ({calls} call{'s' * (calls != 1)}; ledger: "
+            "results.privacy)"
+        )
+
+    @property
+    def said_warnings(self) -> tuple[str, ...]:
+        """The warnings as the summary says them: those that differ only in their numbers and
+        bracketed column names once, with how many more columns they concern.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.summary import Summary
+        >>> said = ("['a']: 12% of users clipped.", "['b']: 15% of users clipped.", "Other.")
+        >>> s = Summary("t", pd.DataFrame({"value": []}), pd.DataFrame(), pd.DataFrame(), (),
+        ...             warnings=said)
+        >>> s.said_warnings
+        ("['a']: 12% of users clipped. (Similar for ['b'].)", 'Other.')
+        """
+        groups: dict[str, list[str]] = {}
+        for warning in self.warnings:
+            groups.setdefault(_template(warning), []).append(warning)
+        out = []
+        for members in groups.values():
+            first, others = members[0], members[1:]
+            names = [name for other in others for name in _names(other)]
+            if others:
+                listed = (
+                    str(list(dict.fromkeys(names))) if names else f"{len(others)} more releases"
+                )
+                first = f"{first} (Similar for {listed}.)"
+            out.append(first)
+        return tuple(out)
 
     def as_text(self) -> str:
-        """Plain-text rendering: the three tables, then the numbered notes.
+        """Plain text: the header and parameter tables, the ledger in one line, the warnings
+        and the numbered notes, wrapped to the tables' width.
 
         Examples
         --------
@@ -122,22 +202,30 @@ class Summary:
         >>> from dplong.summary import Summary
         >>> info = pd.DataFrame({"value": ["demo", 100]}, index=["Model:", "Users (n):"])
         >>> params = pd.DataFrame({"estimate": [1.5], "std err": [0.1]}, index=["mu"])
-        >>> ledger = pd.DataFrame({"mechanism": ["lattice Laplace"], "epsilon": [1.0]})
-        >>> s = Summary("Demo results", info, params, ledger, notes=("A note.",))
+        >>> ledger = pd.DataFrame({"stage": ["mean", "total"], "calls": [1, 1],
+        ...                        "epsilon": [1.0, 1.0], "delta": [0.0, 0.0]})
+        >>> s = Summary("Demo results", info, params, ledger, notes=("A note. " * 8,))
         >>> text = s.as_text()
-        >>> text == str(s), text.splitlines()[-1]
-        (True, '[1] A note.')
+        >>> note = text[text.index("[1] "):].splitlines()  # wrapped to 60 columns at least
+        >>> text == str(s), len(note), max(len(line) for line in note) <= 60
+        (True, 2, True)
         """
-        parts = [t.as_text() for t in self._tables()]
+        tables = [t.as_text() for t in self._tables()]
+        width = max(_width(t) for t in tables)
+        wrap = functools.partial(_wrap, width=width)
+        parts = [*tables, _wrap(self.ledger_line, width=MAX_WIDTH)]  # one line
         if self.warnings:
             parts.append("RELIABILITY WARNINGS:")
-            parts += [f"  ! {warning}" for warning in self.warnings]
-        if self.notes:
-            parts.append("\n".join(f"[{i}] {note}" for i, note in enumerate(self.notes, 1)))
+            parts += [wrap(w, first="  ! ", rest="    ") for w in self.said_warnings]
+        parts += [
+            wrap(note, first=f"[{i}] ", rest=" " * (len(str(i)) + 3))
+            for i, note in enumerate(self.notes, 1)
+        ]
         return "\n".join(parts)
 
     def as_html(self) -> str:
-        """HTML rendering (used by Jupyter): three ``<table>`` elements and a ``<p>`` per note.
+        """HTML rendering (used by Jupyter): the two tables, the ledger's line with the
+        digest table in a collapsible ``<details>``, the warnings and a ``<p>`` per note.
 
         Examples
         --------
@@ -145,15 +233,20 @@ class Summary:
         >>> from dplong.summary import Summary
         >>> info = pd.DataFrame({"value": ["demo", 100]}, index=["Model:", "Users (n):"])
         >>> params = pd.DataFrame({"estimate": [1.5], "std err": [0.1]}, index=["mu"])
-        >>> ledger = pd.DataFrame({"mechanism": ["lattice Laplace"], "epsilon": [1.0]})
+        >>> ledger = pd.DataFrame({"stage": ["mean", "total"], "calls": [1, 1],
+        ...                        "epsilon": [1.0, 1.0], "delta": [0.0, 0.0]})
         >>> s = Summary("Demo results", info, params, ledger, notes=("A note.",))
         >>> html = s.as_html()
-        >>> html.count("<table"), html.splitlines()[-1]
-        (3, '<p>[1] A note.</p>')
+        >>> html.count("<table"), "<details>" in html, html.splitlines()[-1]
+        (3, True, '<p>[1] A note.</p>')
         """
         parts = [t.as_html() for t in self._tables()]
+        ledger = _table(self.privacy, index=False).as_html()
+        parts.append(
+            f"<details><summary>{html.escape(self.ledger_line)}</summary>{ledger}</details>"
+        )
         if self.warnings:
-            items = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
+            items = "".join(f"<li>{html.escape(w)}</li>" for w in self.said_warnings)
             parts.append(
                 f'<div class="dplong-warnings"><strong>Reliability warnings</strong>'
                 f"<ul>{items}</ul></div>"
@@ -162,7 +255,8 @@ class Summary:
         return "\n".join(parts)
 
     def as_latex(self) -> str:
-        """LaTeX rendering: three ``tabular`` environments (booktabs rules), then the notes.
+        """LaTeX rendering: two ``tabular`` environments (booktabs rules), the ledger's line,
+        the warnings and the notes.
 
         Examples
         --------
@@ -170,14 +264,16 @@ class Summary:
         >>> from dplong.summary import Summary
         >>> info = pd.DataFrame({"value": ["demo", 100]}, index=["Model:", "Users (n):"])
         >>> params = pd.DataFrame({"estimate": [1.5], "std err": [0.1]}, index=["mu"])
-        >>> ledger = pd.DataFrame({"mechanism": ["lattice Laplace"], "epsilon": [1.0]})
+        >>> ledger = pd.DataFrame({"stage": ["mean", "total"], "calls": [1, 1],
+        ...                        "epsilon": [1.0, 1.0], "delta": [0.0, 0.0]})
         >>> s = Summary("Demo results", info, params, ledger, notes=("A note.",))
         >>> latex = s.as_latex()
         >>> latex.count("begin{tabular}"), "toprule" in latex
-        (3, True)
+        (2, True)
         """
         parts = [t.as_latex_tabular() for t in self._tables()]
-        parts += [f"Reliability warning: {w}\\\\" for w in self.warnings]
+        parts.append(f"{self.ledger_line}\\\\")
+        parts += [f"Reliability warning: {w}\\\\" for w in self.said_warnings]
         parts += [f"[{i}] {note}\\\\" for i, note in enumerate(self.notes, 1)]
         return "\n".join(parts)
 
@@ -186,6 +282,36 @@ class Summary:
 
     def _repr_html_(self) -> str:
         return self.as_html()
+
+
+def _width(text: str) -> int:
+    return max((len(line) for line in text.splitlines()), default=0)
+
+
+def _wrap(text: str, *, width: int, first: str = "", rest: str = "") -> str:
+    """``text`` wrapped to ``width`` (at least 60, at most :data:`MAX_WIDTH` columns)."""
+    width = min(max(width, 60), MAX_WIDTH)
+    return textwrap.fill(
+        text, width=width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False
+    )
+
+
+#: Numbers (with a sign, decimals, an exponent or a percent sign), and lists of column names as
+#: Python prints them (``['a', "Z'X[b,c]"]``).
+_NUMBER = re.compile(r"[-+]?\d[\d.,]*(?:e[-+]?\d+)?%?")
+_QUOTED = r"""(?:'[^']*'|"[^"]*")"""
+_NAMES = re.compile(rf"\[{_QUOTED}(?:, {_QUOTED})*\]")
+
+
+def _template(warning: str) -> str:
+    """A warning with its lists of column names and its numbers blanked: warnings with the
+    same template say the same thing of different columns."""
+    return _NUMBER.sub("#", _NAMES.sub("[]", warning))
+
+
+def _names(warning: str) -> list[str]:
+    """The column names in a warning's lists (``['a', 'b']`` gives a and b)."""
+    return [str(name) for found in _NAMES.findall(warning) for name in ast.literal_eval(found)]
 
 
 @dataclass(frozen=True)

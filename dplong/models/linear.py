@@ -466,18 +466,16 @@ class LongitudinalOLS(PanelModel):
                 )
             proxy = float(per_column(scale, 1, "scale")[0])
         assumptions = (
-            "Within (entity fixed-effects) estimator: the users' demeaned cross products, "
-            "released one regressor at a time (Z'Z, Z'X, Z'y of each regressor's part beyond "
-            "the earlier ones) over the users with at least two rows, solved (the user "
-            "effects absorb the intercept and every time-invariant regressor).",
+            "Within (entity fixed-effects) estimator: the users' demeaned cross products "
+            "(Z'Z, Z'X, Z'y, one regressor at a time) over the users with two rows or more, "
+            "solved; the user effects absorb the intercept and time-invariant regressors.",
             "Scales estimated privately (the spread of each released per-user statistic)."
             if proxy is None
             else f"Variance proxy of every released per-user statistic (scale): {proxy:g}.",
-            "Standard errors and intervals: cluster-robust sampling error from the private "
-            "second moment of the users' influence values (their robust spread when the "
-            "budget cannot afford it; the stated scale when one is given), plus the privacy "
-            "noise of every release pushed through the solution (Monte Carlo), plus the "
-            "propagated bound on the clipping bias.",
+            "Standard errors and intervals: clustered by user, from the private second moment "
+            "of the users' influence values (their robust spread if the budget cannot afford "
+            "it; the stated scale if given), plus every release's privacy noise pushed through "
+            "the solution (Monte Carlo) and the propagated clipping bias bound.",
         )
         shares = within_shares(self.nobs_users, len(names), request.options.epsilon)
         results = self._fit(
