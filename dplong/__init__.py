@@ -9,7 +9,8 @@ from dplong.models import (
     winsorized_mean,
 )
 from dplong.privacy import Accountant, PrivacyLedger
-from dplong.results import CurveResults, PanelResults
+from dplong.results import CurveResults, PanelResults, RegressionResults
+from dplong.summary import compare
 
 __version__ = "0.1.0"
 
@@ -22,7 +23,9 @@ __all__ = [
     "PriestleyChao",
     "PrivacyLedger",
     "RandomEffectsLocation",
+    "RegressionResults",
     "__version__",
+    "compare",
     "datasets",
     "dependence",
     "exceptions",

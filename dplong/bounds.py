@@ -30,11 +30,16 @@ unless the paper's midpoint failed (then no bound is claimed).
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+#: How the text of a report heads the ``probability`` column: the chance that the bound holds,
+#: so that it is not read as the intervals' confidence level.
+HOLDS = "P(holds) >="
 
 
 @dataclass(frozen=True, repr=False)
@@ -66,8 +71,9 @@ class ErrorBoundReport:
     ...                           bias=series(0.0), failed=series(False), law="laplace")
     >>> report = ErrorBoundReport(table, ("Users are independent.",), "Theorem 4.2")
     >>> print(report)  # doctest: +NORMALIZE_WHITESPACE
-    Error bounds (Theorem 4.2)
-        privacy noise  statistical  bias  total  bad events  probability
+    Error bounds (Theorem 4.2): |estimate - truth| <= total with probability at least
+    'P(holds) >=' (1 - alpha less the bad events; not a confidence level)
+        privacy noise  statistical  bias  total  bad events  P(holds) >=
     mu         0.3689            0     0 0.3689        0.05          0.9
     Assumptions:
       - Users are independent.
@@ -81,9 +87,20 @@ class ErrorBoundReport:
         return str(self)
 
     def __str__(self) -> str:
-        lines = [f"Error bounds ({self.basis})"] if self.basis else []
-        lines += [self.table.to_string(float_format=lambda v: f"{v:.4g}"), "Assumptions:"]
-        lines += [f"  - {a}" for a in self.assumptions]
+        basis = f" ({self.basis})" if self.basis else ""
+        lines = [
+            textwrap.fill(
+                f"Error bounds{basis}: |estimate - truth| <= total with probability at least "
+                f"'{HOLDS}' (1 - alpha less the bad events; not a confidence level)",
+                width=100,
+            )
+        ]
+        table = self.table.rename(columns={"probability": HOLDS})
+        lines += [table.to_string(float_format=lambda v: f"{v:.4g}"), "Assumptions:"]
+        lines += [
+            textwrap.fill(a, width=100, initial_indent="  - ", subsequent_indent="    ")
+            for a in self.assumptions
+        ]
         return "\n".join(lines)
 
 

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import patsy
+from numpy.typing import NDArray
+from statsmodels.stats.contrast import ContrastResults
 
+from dplong._validation import warn
 from dplong.bounds import ErrorBoundReport, error_bound_table
-from dplong.exceptions import ParameterError
+from dplong.exceptions import DataError, FormulaError, MissingDependencyError, ParameterError
+from dplong.formula import DesignSpec
 from dplong.inference import half_widths, p_values
 from dplong.kernels import get_kernel
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.summary import Summary
 
-__all__ = ["CurveResults", "PanelResults"]
+__all__ = ["CurveResults", "PanelResults", "RegressionResults"]
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)
@@ -68,6 +74,12 @@ class PanelResults:
         Probability of the events each parameter's error bound excludes.
     basis : str
         The theorem and corollary of the paper behind the error bounds.
+    support_lower : mapping of str to float
+        Public lower ends of parameters' support (a variance's is 0); :meth:`conf_int` clips
+        its intervals there (post-processing). Parameters not listed have none.
+    withheld_why : mapping of str to str
+        Why a withheld (NaN) parameter has no estimate, in a word, where the model tells
+        (:attr:`withheld` completes it from ``failed``).
 
     Examples
     --------
@@ -103,6 +115,8 @@ class PanelResults:
     gamma: float
     bad_events: pd.Series
     basis: str = "Theorem 4.2"
+    support_lower: Mapping[str, float] = field(default_factory=dict)
+    withheld_why: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def bse(self) -> pd.Series:
@@ -177,7 +191,9 @@ class PanelResults:
         """(1 - α) confidence intervals: sampling error under the stated or estimated scale,
         the exact law of the privacy noise (:mod:`dplong.inference`) and the bound on the
         clipping bias. Computed from released quantities and public assumptions only; NaN
-        where ``sampling_sd`` is.
+        where ``sampling_sd`` is. A parameter with a public lower end of its support (a
+        variance: 0, :attr:`support_lower`) has its interval clipped there: the truth lies
+        above it, so the clipped interval covers as often.
 
         Examples
         --------
@@ -203,8 +219,12 @@ class PanelResults:
             self.noise_law,
             self.bias.to_numpy(),
         )
+        support = self.params.index.map(lambda name: self.support_lower.get(name, -np.inf))
         frame: pd.DataFrame = pd.DataFrame(
-            {"lower": self.params.to_numpy() - q, "upper": self.params.to_numpy() + q},
+            {
+                "lower": np.maximum(self.params.to_numpy() - q, support.to_numpy(float)),
+                "upper": self.params.to_numpy() + q,
+            },
             index=self.params.index,
         )
         return frame
@@ -264,6 +284,300 @@ class PanelResults:
         """
         return not self.warnings
 
+    @property
+    def nobs(self) -> int:
+        """Number of users n (public): statsmodels' name for :attr:`nobs_users`.
+
+        The number of rows is private and not reported.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.winsorized_mean(wages["lwage"], groups=wages["nr"], epsilon=1.0,
+        ...                              random_state=0)
+        >>> res.nobs == res.nobs_users == 545
+        True
+        """
+        return self.nobs_users
+
+    @property
+    def std_errors(self) -> pd.Series:
+        """linearmodels' name for :attr:`bse`.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.winsorized_mean(wages["lwage"], groups=wages["nr"], epsilon=1.0,
+        ...                              random_state=0)
+        >>> res.std_errors.equals(res.bse)
+        True
+        """
+        return self.bse
+
+    @property
+    def tstats(self) -> pd.Series:
+        """linearmodels' name for :attr:`tvalues`.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.winsorized_mean(wages["lwage"], groups=wages["nr"], epsilon=1.0,
+        ...                              random_state=0)
+        >>> res.tstats.equals(res.tvalues)
+        True
+        """
+        return self.tvalues
+
+    def cov_params(self) -> pd.DataFrame:
+        """Covariance of the released estimates: sampling error plus privacy noise.
+
+        The diagonal is ``bse**2`` (``sampling_sd² + noise_sd²``), a post-processing of
+        released numbers. **The off-diagonal entries are 0 because no covariance between two
+        parameters is released**, not because the estimates are known to be uncorrelated:
+        each parameter's sampling variance comes from its own column's private second moment
+        (or stated scale), and a covariance would need the users' cross moments, another
+        release on the budget. Estimates of related terms (a regressor and its square) are
+        correlated in truth, so a test that combines parameters (:meth:`t_test`,
+        :meth:`wald_test`) says that it treats them as uncorrelated. A withheld parameter
+        (NaN) has NaN in its row and column.
+
+        Returns
+        -------
+        pandas.DataFrame
+            p x p, indexed and labelled by the parameter names.
+
+        Examples
+        --------
+        >>> import numpy as np, dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                           groups="nr").fit(epsilon=1.0,
+        ...                                                            random_state=0)
+        >>> cov = res.cov_params()
+        >>> cov.index.tolist() == cov.columns.tolist() == ["Intercept", "exper"]
+        True
+        >>> bool(np.allclose(np.diag(cov), res.bse**2)), float(cov.loc["Intercept", "exper"])
+        (True, 0.0)
+        """
+        variance = self.bse.to_numpy() ** 2
+        matrix = np.diag(np.nan_to_num(variance))
+        unknown = ~np.isfinite(variance)
+        matrix[unknown, :] = np.nan
+        matrix[:, unknown] = np.nan
+        frame: pd.DataFrame = pd.DataFrame(
+            matrix, index=self.params.index, columns=self.params.index
+        )
+        return frame
+
+    @property
+    def cov(self) -> pd.DataFrame:
+        """linearmodels' name for :meth:`cov_params` (see there what its off-diagonals are).
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.winsorized_mean(wages["lwage"], groups=wages["nr"], epsilon=1.0,
+        ...                              random_state=0)
+        >>> res.cov.equals(res.cov_params())
+        True
+        """
+        return self.cov_params()
+
+    def t_test(self, r_matrix: Any) -> ContrastResults:
+        """z-tests of linear restrictions ``R θ = q``, one per row, on :meth:`cov_params`.
+
+        As statsmodels' ``t_test`` with ``use_t=False``: the statistic is
+        ``(R θ̂ - q) / √diag(R Σ R')`` against the normal law, Σ = :meth:`cov_params`. A
+        post-processing of released numbers: no further privacy cost. The normal law
+        approximates sampling error plus the privacy noise (Laplace noise has heavier tails),
+        and the clipping bias bound (:attr:`bias`) is not added; :attr:`pvalues` and
+        :meth:`conf_int` use the exact noise law and the bias bound, so prefer them for one
+        parameter at a time. The covariance between parameters is not released (see
+        :meth:`cov_params`): a row combining several is computed as if they were uncorrelated,
+        and a :class:`~dplong.exceptions.DplongWarning` says so. A row that touches a
+        withheld (NaN) parameter gives NaN.
+
+        Parameters
+        ----------
+        r_matrix : str, sequence of str, array_like or (array_like, array_like)
+            The restrictions, as statsmodels and patsy's ``DesignInfo.linear_constraint``
+            take them: ``"exper + 20 * expersq = 0"``, ``["a = 0", "b = 1"]``, a matrix R
+            (q = 0) or a pair (R, q); names are those of :attr:`params`.
+
+        Returns
+        -------
+        statsmodels.stats.contrast.ContrastResults
+            ``effect``, ``sd``, ``statistic``, ``pvalue``, ``conf_int()``, ``summary()``.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                           groups="nr").fit(epsilon=1.0,
+        ...                                                            random_state=0)
+        >>> test = res.t_test("exper = 0")
+        >>> bool(test.effect[0] == res.params["exper"]), bool(test.sd[0] == res.bse["exper"])
+        (True, True)
+        >>> z = res.t_test("exper = 0.05").statistic[0]
+        >>> bool(z == (res.params["exper"] - 0.05) / res.bse["exper"])
+        True
+        """
+        coefs, constants = self._constraint(r_matrix)
+        self._say_uncorrelated(coefs != 0.0, "t_test")
+        effect, cov, touched = self._restricted(coefs)
+        sd = np.sqrt(np.diag(cov))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            statistic = (effect - constants) / sd
+        statistic[touched] = np.nan
+        return ContrastResults(
+            effect=np.where(touched, np.nan, effect),
+            statistic=statistic,
+            sd=sd,
+            df_denom=self.nobs_users - self.params.size,
+            distribution="norm",
+        )
+
+    def wald_test(self, r_matrix: Any) -> ContrastResults:
+        """Joint Wald (χ²) test of the linear restrictions ``R θ = q`` on :meth:`cov_params`.
+
+        As statsmodels' ``wald_test(..., use_f=False, scalar=True)``: ``W = (R θ̂ - q)'
+        (R Σ R')⁻¹ (R θ̂ - q)`` against χ² with ``rank(R)`` degrees of freedom. Post-processing
+        of released numbers. The covariance between parameters is not released (see
+        :meth:`cov_params`): restrictions on several parameters are tested as if their
+        estimates were uncorrelated, and a :class:`~dplong.exceptions.DplongWarning` says so.
+        The same caveats as :meth:`t_test` apply (normal law, no bias bound).
+
+        Parameters
+        ----------
+        r_matrix : str, sequence of str, array_like or (array_like, array_like)
+            As in :meth:`t_test`; e.g. ``"union = married = 0"``.
+
+        Returns
+        -------
+        statsmodels.stats.contrast.ContrastResults
+            ``statistic``, ``pvalue``, ``df_denom`` (the χ² degrees of freedom).
+
+        Raises
+        ------
+        ParameterError
+            If a restriction touches a withheld (NaN) parameter.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                           groups="nr").fit(epsilon=1.0,
+        ...                                                            random_state=0)
+        >>> test = res.wald_test("exper = 0")          # one restriction: the squared z
+        >>> bool(abs(test.statistic - res.tvalues["exper"] ** 2) < 1e-12), test.df_denom
+        (True, 1)
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     joint = res.wald_test("Intercept = exper = 0")
+        >>> "not released" in str(caught[0].message)
+        True
+        """
+        coefs, constants = self._constraint(r_matrix)
+        effect, cov, touched = self._restricted(coefs)
+        if touched.any():
+            withheld = self.params.index[self.params.isna().to_numpy()].tolist()
+            raise ParameterError(
+                f"r_matrix restricts withheld parameters {withheld} (NaN: no estimate); "
+                "test the others"
+            )
+        self._say_uncorrelated((coefs != 0.0).any(axis=0, keepdims=True), "wald_test")
+        gap = effect - constants
+        statistic = float(gap @ np.linalg.pinv(cov) @ gap)
+        rank = int(np.linalg.matrix_rank(cov))
+        return ContrastResults(
+            chi2=statistic,
+            df_denom=rank,
+            statistic=statistic,
+            distribution="chi2",
+            distargs=(rank,),
+        )
+
+    def _constraint(self, r_matrix: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``R`` and ``q`` of restrictions given as patsy's ``linear_constraint`` takes them."""
+        names = [str(name) for name in self.params.index]
+        try:
+            constraint = patsy.DesignInfo(names).linear_constraint(r_matrix)
+        except (patsy.PatsyError, ValueError, TypeError, KeyError) as err:
+            raise ParameterError(
+                f"r_matrix must be restrictions on the parameters {names} (a string such as "
+                f"'{names[-1]} = 0', a list of them, a matrix R or a pair (R, q)): {err}"
+            ) from None
+        return np.asarray(constraint.coefs, float), np.asarray(constraint.constants, float)[:, 0]
+
+    def _restricted(
+        self, coefs: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+        """``R θ̂`` and ``R Σ R'`` over the parameters with an estimate, and which rows touch
+        a withheld one."""
+        known = self.params.notna().to_numpy() & self.bse.notna().to_numpy()
+        touched = (coefs[:, ~known] != 0.0).any(axis=1)
+        used = coefs[:, known]
+        effect = used @ self.params.to_numpy()[known]
+        cov = used @ self.cov_params().to_numpy()[np.ix_(known, known)] @ used.T
+        return effect, cov, touched
+
+    def _say_uncorrelated(self, rows: NDArray[np.bool_], method: str) -> None:
+        """Warn when a test combines parameters whose covariance is not released."""
+        combined = rows.sum(axis=1) > 1
+        if not combined.any():
+            return
+        names = self.params.index[rows[combined].any(axis=0)].tolist()
+        warn(
+            f"{method} treats the estimates of {names} as uncorrelated: their covariance is "
+            "not released (cov_params() is diagonal). Related terms, such as a regressor and "
+            "its square, are correlated in truth."
+        )
+
+    def plot(self, ax: Any = None, *, alpha: float = 0.05) -> Any:
+        """Forest plot: each estimate with its (1 - α) confidence interval, on one axis.
+
+        Withheld parameters (NaN) are listed without a point. Needs matplotlib
+        (``pip install "dplong[plot]"``). Returns the matplotlib Axes.
+
+        Examples
+        --------
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                           groups="nr").fit(epsilon=1.0,
+        ...                                                            random_state=0)
+        >>> ax = res.plot()
+        >>> [label.get_text() for label in ax.get_yticklabels()]
+        ['Intercept', 'exper']
+        """
+        ax = _axes(ax, (6.0, 1.0 + 0.45 * self.params.size))
+        ci = self.conf_int(alpha)
+        rows = np.arange(self.params.size)[::-1]  # the first parameter on top
+        estimate = self.params.to_numpy()
+        ax.errorbar(
+            estimate,
+            rows,
+            xerr=np.vstack([estimate - ci["lower"], ci["upper"] - estimate]),
+            fmt="o",
+            capsize=3,
+            label=f"estimate, {1 - alpha:.0%} interval",
+        )
+        ax.axvline(0.0, color="grey", lw=0.8, ls="--")
+        ax.set_yticks(rows, [str(name) for name in self.params.index])
+        ax.set_ylim(-0.6, self.params.size - 0.4)
+        ax.set_title(f"{self.model}: {self.formula}")
+        ax.legend(loc="best")
+        return ax
+
     def summary(self, alpha: float = 0.05) -> Summary:
         """Summary tables: header, estimates with standard errors, p-values and intervals, the
         privacy ledger's digest (one row per stage), reliability warnings and notes.
@@ -284,58 +598,82 @@ class PanelResults:
         >>> s.title
         'LongitudinalOLS results (user-level differential privacy)'
         >>> s.params.columns.tolist()
-        ['estimate', 'std err', 'P>|z|', 'noise sd', '[0.05', '0.95]']
-        >>> "Privacy ledger" in str(s)
+        ['estimate', 'std err', 'P (bias-adj.)', 'noise sd', '[0.05', '0.95]']
+        >>> len(str(s).splitlines()) <= 25
         True
         """
         ci = self.conf_int(alpha)
+        adjusted = bool((self.bias.fillna(0.0) > 0.0).any())
+        p_name = "P (bias-adj.)" if adjusted else "P>|z|"
         table = pd.DataFrame(
             {
                 "estimate": self.params,
                 "std err": self.bse,
-                "P>|z|": self.pvalues,
+                p_name: self.pvalues,
                 "noise sd": self.noise_sd,
                 f"[{alpha / 2:g}": ci["lower"],
                 f"{1 - alpha / 2:g}]": ci["upper"],
             }
         )
+        footnote = ((f"{p_name}: of 'parameter = 0', the clipping bias bound given to the null."),)
         info = pd.Series(self._summary_info()).to_frame("value")
         return Summary(
             f"{self.model} results ({self._privacy_unit}-level differential privacy)",
             info,
             table,
             self.privacy.digest().reset_index(),
-            self._summary_notes(),
+            self._summary_notes() + (footnote if adjusted else ()),
             self.warnings,
+            self.withheld,
         )
+
+    @property
+    def withheld(self) -> pd.Series:
+        """Why each withheld parameter (NaN) has no estimate, in a word, indexed by them:
+        the model's word where it gives one (:attr:`withheld_why`), else ``"missed"`` where
+        the release missed the data (:attr:`failed`) and ``"no users"`` where no user had a
+        statistic. The warnings say more.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> dplong.winsorized_mean(wages["lwage"], groups=wages["nr"], epsilon=1.0,
+        ...                        random_state=0).withheld.empty   # all released
+        True
+        """
+        missing = self.params.index[self.params.isna().to_numpy()]
+        failed = self.failed.reindex(missing, fill_value=False).astype(bool)
+        words = [
+            self.withheld_why.get(name, "missed" if failed[name] else "no users")
+            for name in missing
+        ]
+        return pd.Series(words, index=missing, name="withheld", dtype=object)
 
     @property
     def _privacy_unit(self) -> str:
         return "user"
 
     def _summary_info(self) -> dict[str, object]:
-        info: dict[str, object] = {
-            "Model:": self.model,
+        info: dict[str, object] = {  # the model is named in the title
             "Formula:": self.formula,
             "Users (n):": self.nobs_users,
-            "Privacy:": self.privacy.model,
-            "Epsilon:": f"{self.privacy.epsilon:.4g}",
-            "Delta:": f"{self.privacy.delta:.3g}",
-            "Noise:": self.noise_law,
-            "Variant:": self.variant,
+            "Privacy:": (
+                f"{self.privacy.model}, epsilon {self.privacy.epsilon:.4g}, "
+                f"delta {self.privacy.delta:.3g}"
+            ),
+            "Release:": f"{self.variant}, {self.noise_law} noise",
         }
         counted = self.users.dropna()
         weighted = np.array([str(label).endswith("(weighted)") for label in counted.index])
         if weighted.any():
-            info["Weighted users (sum of weights):"] = (
-                f"{counted[weighted].min():.0f} (DP, sd {self.users_sd:.2g})"
-            )
+            info["Sum of weights:"] = f"{counted[weighted].min():.0f} (DP, sd {self.users_sd:.2g})"
             counted = counted[~weighted]
         if not counted.empty:
-            info["Users with a statistic:"] = (
-                f"{counted.min():.0f} (DP, sd {self.users_sd:.2g})"
+            info["With a statistic:"] = (
+                f"{counted.min():.0f} users (DP, sd {self.users_sd:.2g})"
                 if counted.size == 1
-                else f"{counted.min():.0f}-{counted.max():.0f} (DP, sd {self.users_sd:.2g})"
+                else f"{counted.min():.0f}-{counted.max():.0f} users (DP, sd {self.users_sd:.2g})"
             )
         return info
 
@@ -347,6 +685,163 @@ class PanelResults:
             f"<{self.model} results: n={self.nobs_users}, epsilon={self.privacy.epsilon:.4g}, "
             f"delta={self.privacy.delta:.3g}, params={self.params.round(4).to_dict()}>"
         )
+
+
+@dataclass(frozen=True, repr=False, kw_only=True)
+class RegressionResults(PanelResults):
+    """Results of a private regression (:class:`dplong.LongitudinalOLS`).
+
+    Everything of :class:`PanelResults`, plus the degrees of freedom and :meth:`predict`
+    on the analyst's own rows. Like every result, it holds no row of the data: there are no
+    ``fittedvalues`` or ``resid`` (they are functions of the private rows); compute them on
+    data you may see with :meth:`predict`.
+
+    Attributes
+    ----------
+    levels : mapping of str to tuple
+        The declared levels of the factor columns the formula reads (public): with the
+        formula, they rebuild the design's columns for :meth:`predict`.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> wages = dplong.datasets.load_wage_panel()
+    >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+    ...                                           groups="nr").fit(epsilon=1.0,
+    ...                                                            random_state=0)
+    >>> isinstance(res, dplong.RegressionResults), res.df_model, res.df_resid
+    (True, 1, 543)
+    """
+
+    levels: Mapping[str, tuple[Any, ...]]
+
+    @classmethod
+    def of(
+        cls, results: PanelResults, *, levels: Mapping[str, tuple[Any, ...]]
+    ) -> RegressionResults:
+        """The regression results of a fit's :class:`PanelResults` and its declared levels.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.winsorized_mean(wages["lwage"], groups=wages["nr"], epsilon=1.0,
+        ...                              random_state=0)
+        >>> dplong.RegressionResults.of(res, levels={}).params.equals(res.params)
+        True
+        """
+        values = {field.name: getattr(results, field.name) for field in fields(results)}
+        return cls(**values, levels=dict(levels))
+
+    @property
+    def df_model(self) -> int:
+        """Number of slopes: the parameters besides the intercept (statsmodels' ``df_model``).
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> dplong.LongitudinalOLS.from_formula("lwage ~ exper + expersq", wages,
+        ...                                     groups="nr").fit(epsilon=4.0,
+        ...                                                      random_state=0).df_model
+        2
+        """
+        return int(self.params.size - ("Intercept" in self.params.index))
+
+    @property
+    def df_resid(self) -> int:
+        """``nobs - df_model - 1``: the users less the slopes and a constant (the intercept, or
+        under the within estimator the user effects' mean) — the degrees of freedom of a test
+        clustered by person. The number of rows is private, so it does not enter.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> dplong.LongitudinalOLS.from_formula("lwage ~ exper + expersq", wages,
+        ...                                     groups="nr").fit(epsilon=4.0,
+        ...                                                      random_state=0).df_resid
+        542
+        """
+        return self.nobs_users - self.df_model - 1
+
+    def predict(self, exog: Any = None) -> pd.Series | NDArray[np.float64]:
+        """The fitted linear predictor ``x'β̂`` on rows the analyst supplies.
+
+        Post-processing of the released coefficients: no further privacy cost. The rows are
+        the analyst's, so the predictions are **not private outputs** (they hold the rows);
+        publish them only as you may publish those rows. Nothing of them is kept. Under the
+        within estimator there is no intercept or user effect: the prediction is ``x'β̂``,
+        the part the regressors explain. A withheld (NaN) coefficient gives NaN.
+
+        Parameters
+        ----------
+        exog : pandas.DataFrame or array_like
+            A DataFrame with the columns the formula's right-hand side reads (the formula is
+            evaluated on it, with the declared levels; names that are not columns, like
+            ``np``, are looked up in the caller's namespace); a row with a missing value gives
+            NaN. Or a matrix of design columns in the order of :attr:`params`.
+
+        Returns
+        -------
+        pandas.Series (indexed like ``exog``) or numpy.ndarray
+
+        Examples
+        --------
+        >>> import pandas as pd, dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper + I(exper**2)", wages,
+        ...                                           groups="nr").fit(epsilon=4.0,
+        ...                                                            random_state=0)
+        >>> new = pd.DataFrame({"exper": [5.0, 10.0]})
+        >>> pred = res.predict(new)
+        >>> b = res.params
+        >>> bool(abs(pred[1] - (b.iloc[0] + 10 * b.iloc[1] + 100 * b.iloc[2])) < 1e-12)
+        True
+        >>> res.predict([[1.0, 5.0, 25.0]]).tolist() == [pred[0]]
+        True
+        """
+        params = self.params.to_numpy()
+        if exog is None:
+            raise ParameterError(
+                "predict needs exog, rows you supply: the results hold no rows of the data"
+            )
+        if isinstance(exog, pd.DataFrame):
+            env = patsy.EvalEnvironment.capture(1)
+            values = self._design(exog, env) @ params
+            predicted: pd.Series = pd.Series(values, index=exog.index, name="predicted")
+            return predicted
+        matrix = np.asarray(exog)
+        if matrix.dtype.kind not in "iuf" or matrix.ndim not in (1, 2):
+            raise DataError(
+                f"exog must be a DataFrame or a numeric matrix, got {type(exog).__name__}"
+            )
+        matrix = np.atleast_2d(matrix.astype(np.float64))
+        if matrix.shape[1] != params.size:
+            raise DataError(
+                f"exog must have {params.size} columns ({self.params.index.tolist()}), "
+                f"got {matrix.shape[1]}"
+            )
+        return np.asarray(matrix @ params)
+
+    def _design(self, exog: pd.DataFrame, env: patsy.EvalEnvironment) -> NDArray[np.float64]:
+        """The design columns of :attr:`params` evaluated on ``exog`` (NaN: a missing value)."""
+        outcome = "_dplong_outcome"
+        rhs = self.formula.split("~", 1)[1]
+        frame = exog.assign(**{outcome: 0.0})
+        spec = DesignSpec.from_formula(
+            f"{outcome} ~ {rhs}", frame, levels=self.levels, eval_env=env
+        )
+        absent = [name for name in self.params.index if name not in spec.columns]
+        if absent:
+            raise FormulaError(
+                f"exog does not give the design columns {absent} of {self.formula!r} (its "
+                f"columns give {list(spec.columns)}); check the dtypes of its factors"
+            )
+        _, X, _, missing = spec.evaluate(frame)
+        X = X[:, [spec.columns.index(name) for name in self.params.index]]
+        X[missing] = np.nan
+        return np.asarray(X)
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)
@@ -529,16 +1024,8 @@ class CurveResults(PanelResults):
         >>> ax.get_xlabel()
         'x'
         """
-        try:
-            import matplotlib.pyplot as plt
-            from matplotlib.axes import Axes
-        except ImportError:  # pragma: no cover - depends on the environment
-            raise ImportError('plotting needs matplotlib: pip install "dplong[plot]"') from None
         frame = self.curve(alpha)
-        if ax is None:
-            _, ax = plt.subplots(figsize=(6.0, 4.0))
-        elif not isinstance(ax, Axes):
-            raise ParameterError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+        ax = _axes(ax, (6.0, 4.0))
         grid = self.grid
         ax.fill_between(
             grid, frame["lower"], frame["upper"], alpha=0.25, label=f"{1 - alpha:.0%} band"
@@ -622,3 +1109,19 @@ def _check_alpha(alpha: object) -> float:
     if not 0.0 < float(alpha) < 1.0:
         raise ParameterError(f"alpha must lie in (0, 1), got {alpha!r}")
     return float(alpha)
+
+
+def _axes(ax: Any, size: tuple[float, float]) -> Any:
+    """``ax`` if it is a matplotlib Axes, else a new figure's of this size (None)."""
+    try:
+        import matplotlib.pyplot as plt
+        from matplotlib.axes import Axes
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise MissingDependencyError(
+            'plotting needs matplotlib: pip install "dplong[plot]"'
+        ) from None
+    if ax is None:
+        _, ax = plt.subplots(figsize=size)
+    elif not isinstance(ax, Axes):
+        raise ParameterError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    return ax

@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import ast
+import functools
 import html
-from dataclasses import dataclass
+import math
+import re
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from statsmodels.iolib.table import SimpleTable
+
+from dplong.exceptions import ParameterError
+
+if TYPE_CHECKING:
+    from dplong.results import PanelResults
+
+__all__ = ["Comparison", "Summary", "compare"]
 
 
 def _format(value: object) -> str:
@@ -32,13 +46,21 @@ def _table(
     )
 
 
+#: The widest a summary's text may be; notes wrap to the tables' width within it.
+MAX_WIDTH = 100
+
+
 @dataclass(frozen=True)
 class Summary:
     """What a summary shows: a header of public facts, the parameter table, the ledger's
     digest, reliability warnings and notes.
 
     Render with ``str()`` / :meth:`as_text`, :meth:`as_html` (also used by Jupyter) or
-    :meth:`as_latex`. The DataFrames are available for your own reports.
+    :meth:`as_latex`. The text is meant to be taken in at a glance: the ledger is one line
+    (the full ledger is ``print(results.privacy)``), a withheld parameter says why in a word,
+    warnings that differ only in their numbers and column names are said once, and notes wrap
+    to the tables' width (at most :data:`MAX_WIDTH` columns). The DataFrames are available for
+    your own reports.
 
     Attributes
     ----------
@@ -49,11 +71,15 @@ class Summary:
     params : pandas.DataFrame
         One row per parameter: estimate, standard error, noise sd, interval.
     privacy : pandas.DataFrame
-        The privacy ledger's digest (:meth:`PrivacyLedger.digest`), one row per stage.
+        The privacy ledger's digest (:meth:`PrivacyLedger.digest`), one row per stage and a
+        ``total`` row.
     notes : tuple of str
         Numbered notes printed below the tables.
     warnings : tuple of str
         Reliability warnings, printed before the notes under a heading of their own.
+    withheld : pandas.Series
+        Why each withheld parameter (NaN) has no estimate, in a word; indexed by those
+        parameters.
 
     Examples
     --------
@@ -62,25 +88,24 @@ class Summary:
     >>> import pandas as pd
     >>> from dplong.summary import Summary
     >>> info = pd.DataFrame({"value": ["demo", 100]}, index=["Model:", "Users (n):"])
-    >>> params = pd.DataFrame({"estimate": [1.5], "std err": [0.1]}, index=["mu"])
-    >>> ledger = pd.DataFrame({"mechanism": ["lattice Laplace"], "epsilon": [1.0]})
-    >>> s = Summary("Demo results", info, params, ledger, notes=("A note.",))
+    >>> params = pd.DataFrame({"estimate": [1.5, float("nan")], "std err": [0.1, float("nan")]},
+    ...                       index=["mu", "sigma"])
+    >>> ledger = pd.DataFrame({"stage": ["mean", "total"], "calls": [1, 1],
+    ...                        "epsilon": [1.0, 1.0], "delta": [0.0, 0.0]})
+    >>> s = Summary("Demo results", info, params, ledger, notes=("A note.",),
+    ...             withheld=pd.Series({"sigma": "missed"}))
     >>> print(s)  # doctest: +NORMALIZE_WHITESPACE
            Demo results
     ==========================
     Model: demo Users (n): 100
     --------------------------
-    ===================
-       estimate std err
-    -------------------
-    mu      1.5     0.1
-    -------------------
-    Privacy ledger (one row per stage)
-    =======================
-       mechanism    epsilon
-    -----------------------
-    lattice Laplace       1
-    -----------------------
+    ==============================
+              estimate     std err
+    ------------------------------
+    mu                 1.5     0.1
+    sigma withheld: missed
+    ------------------------------
+    Privacy spent: epsilon 1, delta 0 (1 call; ledger: results.privacy)
     [1] A note.
     """
 
@@ -90,21 +115,86 @@ class Summary:
     privacy: pd.DataFrame
     notes: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    withheld: pd.Series = field(default_factory=lambda: pd.Series(dtype=object))
+
+    def _header(self) -> SimpleTable:
+        """The public facts in two column pairs, or in one where two would be too wide."""
+        for pairs in (2, 1):
+            rows = -(-len(self.info) // pairs)
+            parts = [self.info.iloc[k * rows : (k + 1) * rows].reset_index() for k in range(pairs)]
+            parts = [part.reindex(range(rows)).fillna("") for part in parts]
+            table = _table(pd.concat(parts, axis=1), title=self.title, index=False, headers=False)
+            if pairs == 1 or _width(table.as_text()) <= MAX_WIDTH:
+                return table
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _params(self) -> pd.DataFrame:
+        """The parameter table as shown: a withheld row says why in its estimate cell."""
+        shown: pd.DataFrame = self.params.astype(object)
+        for name, why in self.withheld.items():
+            if name in shown.index:
+                shown.loc[name] = ""
+                shown.loc[name, shown.columns[0]] = f"withheld: {why}"
+        return shown
 
     def _tables(self) -> list[SimpleTable]:
-        half = (len(self.info) + 1) // 2
-        left = self.info.iloc[:half].reset_index()
-        right = self.info.iloc[half:].reset_index()
-        right = right.reindex(range(half)).fillna("")
-        header = pd.concat([left, right], axis=1)
-        return [
-            _table(header, title=self.title, index=False, headers=False),
-            _table(self.params),
-            _table(self.privacy, title="Privacy ledger (one row per stage)", index=False),
-        ]
+        return [self._header(), _table(self._params())]
+
+    @property
+    def ledger_line(self) -> str:
+        """The ledger's total in one line: what was spent, in how many calls, and where the
+        full ledger is (``print(results.privacy)``; the digest is :attr:`privacy`).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.summary import Summary
+        >>> ledger = pd.DataFrame({"stage": ["count", "mean", "total"], "calls": [1, 2, 3],
+        ...                        "epsilon": [0.1, 0.9, 1.0], "delta": [0.0, 1e-6, 1e-6]})
+        >>> Summary("t", pd.DataFrame({"value": []}), pd.DataFrame(), ledger, ()).ledger_line
+        'Privacy spent: epsilon 1, delta 1e-06 (3 calls; ledger: results.privacy)'
+        """
+        total = self.privacy.iloc[-1]  # the digest's total row
+        calls = int(total["calls"])
+        return (
+            f"Privacy spent: epsilon {float(total['epsilon']):.4g}, delta "
+            f"{float(total['delta']):.3g} ({calls} call{'s' * (calls != 1)}; ledger: "
+            "results.privacy)"
+        )
+
+    @property
+    def said_warnings(self) -> tuple[str, ...]:
+        """The warnings as the summary says them: those that differ only in their numbers and
+        bracketed column names once, with how many more columns they concern.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.summary import Summary
+        >>> said = ("['a']: 12% of users clipped.", "['b']: 15% of users clipped.", "Other.")
+        >>> s = Summary("t", pd.DataFrame({"value": []}), pd.DataFrame(), pd.DataFrame(), (),
+        ...             warnings=said)
+        >>> s.said_warnings
+        ("['a']: 12% of users clipped. (Similar for ['b'].)", 'Other.')
+        """
+        groups: dict[str, list[str]] = {}
+        for warning in self.warnings:
+            groups.setdefault(_template(warning), []).append(warning)
+        out = []
+        for members in groups.values():
+            first, others = members[0], members[1:]
+            names = [name for other in others for name in _names(other)]
+            if others:
+                listed = (
+                    str(list(dict.fromkeys(names))) if names else f"{len(others)} more releases"
+                )
+                first = f"{first} (Similar for {listed}.)"
+            out.append(first)
+        return tuple(out)
 
     def as_text(self) -> str:
-        """Plain-text rendering: the three tables, then the numbered notes.
+        """Plain text: the header and parameter tables, the ledger in one line, the warnings
+        and the numbered notes, wrapped to the tables' width.
 
         Examples
         --------
@@ -112,22 +202,30 @@ class Summary:
         >>> from dplong.summary import Summary
         >>> info = pd.DataFrame({"value": ["demo", 100]}, index=["Model:", "Users (n):"])
         >>> params = pd.DataFrame({"estimate": [1.5], "std err": [0.1]}, index=["mu"])
-        >>> ledger = pd.DataFrame({"mechanism": ["lattice Laplace"], "epsilon": [1.0]})
-        >>> s = Summary("Demo results", info, params, ledger, notes=("A note.",))
+        >>> ledger = pd.DataFrame({"stage": ["mean", "total"], "calls": [1, 1],
+        ...                        "epsilon": [1.0, 1.0], "delta": [0.0, 0.0]})
+        >>> s = Summary("Demo results", info, params, ledger, notes=("A note. " * 8,))
         >>> text = s.as_text()
-        >>> text == str(s), text.splitlines()[-1]
-        (True, '[1] A note.')
+        >>> note = text[text.index("[1] "):].splitlines()  # wrapped to 60 columns at least
+        >>> text == str(s), len(note), max(len(line) for line in note) <= 60
+        (True, 2, True)
         """
-        parts = [t.as_text() for t in self._tables()]
+        tables = [t.as_text() for t in self._tables()]
+        width = max(_width(t) for t in tables)
+        wrap = functools.partial(_wrap, width=width)
+        parts = [*tables, _wrap(self.ledger_line, width=MAX_WIDTH)]  # one line
         if self.warnings:
             parts.append("RELIABILITY WARNINGS:")
-            parts += [f"  ! {warning}" for warning in self.warnings]
-        if self.notes:
-            parts.append("\n".join(f"[{i}] {note}" for i, note in enumerate(self.notes, 1)))
+            parts += [wrap(w, first="  ! ", rest="    ") for w in self.said_warnings]
+        parts += [
+            wrap(note, first=f"[{i}] ", rest=" " * (len(str(i)) + 3))
+            for i, note in enumerate(self.notes, 1)
+        ]
         return "\n".join(parts)
 
     def as_html(self) -> str:
-        """HTML rendering (used by Jupyter): three ``<table>`` elements and a ``<p>`` per note.
+        """HTML rendering (used by Jupyter): the two tables, the ledger's line with the
+        digest table in a collapsible ``<details>``, the warnings and a ``<p>`` per note.
 
         Examples
         --------
@@ -135,15 +233,20 @@ class Summary:
         >>> from dplong.summary import Summary
         >>> info = pd.DataFrame({"value": ["demo", 100]}, index=["Model:", "Users (n):"])
         >>> params = pd.DataFrame({"estimate": [1.5], "std err": [0.1]}, index=["mu"])
-        >>> ledger = pd.DataFrame({"mechanism": ["lattice Laplace"], "epsilon": [1.0]})
+        >>> ledger = pd.DataFrame({"stage": ["mean", "total"], "calls": [1, 1],
+        ...                        "epsilon": [1.0, 1.0], "delta": [0.0, 0.0]})
         >>> s = Summary("Demo results", info, params, ledger, notes=("A note.",))
         >>> html = s.as_html()
-        >>> html.count("<table"), html.splitlines()[-1]
-        (3, '<p>[1] A note.</p>')
+        >>> html.count("<table"), "<details>" in html, html.splitlines()[-1]
+        (3, True, '<p>[1] A note.</p>')
         """
         parts = [t.as_html() for t in self._tables()]
+        ledger = _table(self.privacy, index=False).as_html()
+        parts.append(
+            f"<details><summary>{html.escape(self.ledger_line)}</summary>{ledger}</details>"
+        )
         if self.warnings:
-            items = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
+            items = "".join(f"<li>{html.escape(w)}</li>" for w in self.said_warnings)
             parts.append(
                 f'<div class="dplong-warnings"><strong>Reliability warnings</strong>'
                 f"<ul>{items}</ul></div>"
@@ -152,7 +255,8 @@ class Summary:
         return "\n".join(parts)
 
     def as_latex(self) -> str:
-        """LaTeX rendering: three ``tabular`` environments (booktabs rules), then the notes.
+        """LaTeX rendering: two ``tabular`` environments (booktabs rules), the ledger's line,
+        the warnings and the notes.
 
         Examples
         --------
@@ -160,14 +264,16 @@ class Summary:
         >>> from dplong.summary import Summary
         >>> info = pd.DataFrame({"value": ["demo", 100]}, index=["Model:", "Users (n):"])
         >>> params = pd.DataFrame({"estimate": [1.5], "std err": [0.1]}, index=["mu"])
-        >>> ledger = pd.DataFrame({"mechanism": ["lattice Laplace"], "epsilon": [1.0]})
+        >>> ledger = pd.DataFrame({"stage": ["mean", "total"], "calls": [1, 1],
+        ...                        "epsilon": [1.0, 1.0], "delta": [0.0, 0.0]})
         >>> s = Summary("Demo results", info, params, ledger, notes=("A note.",))
         >>> latex = s.as_latex()
         >>> latex.count("begin{tabular}"), "toprule" in latex
-        (3, True)
+        (2, True)
         """
         parts = [t.as_latex_tabular() for t in self._tables()]
-        parts += [f"Reliability warning: {w}\\\\" for w in self.warnings]
+        parts.append(f"{self.ledger_line}\\\\")
+        parts += [f"Reliability warning: {w}\\\\" for w in self.said_warnings]
         parts += [f"[{i}] {note}\\\\" for i, note in enumerate(self.notes, 1)]
         return "\n".join(parts)
 
@@ -176,3 +282,300 @@ class Summary:
 
     def _repr_html_(self) -> str:
         return self.as_html()
+
+
+def _width(text: str) -> int:
+    return max((len(line) for line in text.splitlines()), default=0)
+
+
+def _wrap(text: str, *, width: int, first: str = "", rest: str = "") -> str:
+    """``text`` wrapped to ``width`` (at least 60, at most :data:`MAX_WIDTH` columns)."""
+    width = min(max(width, 60), MAX_WIDTH)
+    return textwrap.fill(
+        text, width=width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False
+    )
+
+
+#: Numbers (with a sign, decimals, an exponent or a percent sign), and lists of column names as
+#: Python prints them (``['a', "Z'X[b,c]"]``).
+_NUMBER = re.compile(r"[-+]?\d[\d.,]*(?:e[-+]?\d+)?%?")
+_QUOTED = r"""(?:'[^']*'|"[^"]*")"""
+_NAMES = re.compile(rf"\[{_QUOTED}(?:, {_QUOTED})*\]")
+
+
+def _template(warning: str) -> str:
+    """A warning with its lists of column names and its numbers blanked: warnings with the
+    same template say the same thing of different columns."""
+    return _NUMBER.sub("#", _NAMES.sub("[]", warning))
+
+
+def _names(warning: str) -> list[str]:
+    """The column names in a warning's lists (``['a', 'b']`` gives a and b)."""
+    return [str(name) for found in _NAMES.findall(warning) for name in ast.literal_eval(found)]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Several fits side by side: the numbers (DataFrames) apart from their rendering.
+
+    Built by :func:`compare`. Render with ``str()`` / :meth:`as_text`, :meth:`as_html` (also
+    used by Jupyter) or :meth:`as_latex`; :meth:`to_frame` gives the numbers in one frame.
+
+    Attributes
+    ----------
+    params, std_errors, lower, upper : pandas.DataFrame
+        Parameters x fits: estimates, standard errors and the (1 - α) interval's ends; NaN
+        where a fit has no such parameter or withheld it.
+    withheld : pandas.DataFrame
+        Parameters x fits: True where a fit has the parameter but released no estimate.
+    info : pandas.DataFrame
+        Public facts x fits: model, formula, users n, ε and δ spent (each fit's ledger
+        total), noise law.
+    alpha : float
+        1 - the intervals' level.
+    intervals : bool
+        Whether the rendering shows intervals (else standard errors) under the estimates.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dplong.summary import Comparison
+    >>> frame = pd.DataFrame({"A": [1.5], "B": [1.25]}, index=["mu"])
+    >>> info = pd.DataFrame({"A": ["Mean", 100], "B": ["Mean", 200]}, index=["Model", "Users (n)"])
+    >>> c = Comparison(frame, frame / 10, frame - 0.3, frame + 0.3, frame < 0, info, 0.05, False)
+    >>> print(c)  # doctest: +NORMALIZE_WHITESPACE
+    ========================
+                A       B
+    ------------------------
+    mu           1.5    1.25
+              (0.15) (0.125)
+    ------------------------
+    Model       Mean    Mean
+    Users (n)    100     200
+    ------------------------
+    Standard errors in parentheses (sampling error and privacy noise).
+    """
+
+    params: pd.DataFrame
+    std_errors: pd.DataFrame
+    lower: pd.DataFrame
+    upper: pd.DataFrame
+    withheld: pd.DataFrame
+    info: pd.DataFrame
+    alpha: float
+    intervals: bool
+
+    def to_frame(self) -> pd.DataFrame:
+        """The numbers in one frame: parameters x (fit, statistic).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.summary import Comparison
+        >>> f = pd.DataFrame({"A": [1.5]}, index=["mu"])
+        >>> info = pd.DataFrame({"A": ["Mean"]}, index=["Model"])
+        >>> c = Comparison(f, f / 10, f - 0.3, f + 0.3, f < 0, info, 0.05, False)
+        >>> c.to_frame().columns.tolist()
+        [('A', 'estimate'), ('A', 'std err'), ('A', 'lower'), ('A', 'upper')]
+        """
+        parts = {"estimate": self.params, "std err": self.std_errors}
+        parts |= {"lower": self.lower, "upper": self.upper}
+        frame = pd.concat(parts, axis=1).swaplevel(axis=1)
+        ordered: pd.DataFrame = frame[
+            pd.MultiIndex.from_product([self.params.columns, list(parts)])
+        ]
+        return ordered
+
+    def _cells(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The parameter block (two rows per parameter) and the facts block, as text."""
+        labels: list[str] = []
+        rows: list[list[str]] = []
+        params, sds = self.params.to_numpy(float), self.std_errors.to_numpy(float)
+        lower, upper = self.lower.to_numpy(float), self.upper.to_numpy(float)
+        withheld = self.withheld.to_numpy(bool)
+        for i, name in enumerate(self.params.index):
+            estimate, below = [], []
+            for j in range(params.shape[1]):
+                estimate.append("withheld" if withheld[i, j] else _format(params[i, j]))
+                if self.intervals:
+                    finite = math.isfinite(lower[i, j]) and math.isfinite(upper[i, j])
+                    text = f"[{_format(lower[i, j])}, {_format(upper[i, j])}]"
+                else:
+                    finite, text = math.isfinite(sds[i, j]), f"({_format(sds[i, j])})"
+                below.append(text if finite else "")
+            labels += [str(name), ""]  # the second row's stub stays blank
+            rows += [estimate, below]
+        block = pd.DataFrame(rows, index=labels, columns=self.params.columns)
+        facts = self.info.map(_format)
+        return block, facts
+
+    def _tables(self) -> list[SimpleTable]:
+        block, facts = self._cells()
+        return [_table(pd.concat([block, facts]))]
+
+    @property
+    def _note(self) -> str:
+        if self.intervals:
+            return (
+                f"{1 - self.alpha:.0%} confidence intervals in brackets (sampling error, privacy "
+                "noise and the clipping bias bound)."
+            )
+        return "Standard errors in parentheses (sampling error and privacy noise)."
+
+    def as_text(self) -> str:
+        """Plain text: one table (estimates with standard errors or intervals beneath, then
+        the facts of each fit) and a note.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.summary import Comparison
+        >>> f = pd.DataFrame({"A": [1.5]}, index=["mu"])
+        >>> info = pd.DataFrame({"A": ["Mean"]}, index=["Model"])
+        >>> c = Comparison(f, f / 10, f - 0.3, f + 0.3, f < 0, info, 0.05, True)
+        >>> c.as_text().splitlines()[-1].startswith("95% confidence intervals in brackets")
+        True
+        """
+        block, facts = self._cells()
+        text = _table(pd.concat([block, facts])).as_text()
+        # a rule between the parameters and the facts
+        lines = text.splitlines()
+        rule = lines[-1]
+        cut = 3 + len(block)
+        return "\n".join([*lines[:cut], rule, *lines[cut:], self._note])
+
+    def as_html(self) -> str:
+        """HTML: one ``<table>`` and the note.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.summary import Comparison
+        >>> f = pd.DataFrame({"A": [1.5]}, index=["mu"])
+        >>> info = pd.DataFrame({"A": ["Mean"]}, index=["Model"])
+        >>> c = Comparison(f, f / 10, f - 0.3, f + 0.3, f < 0, info, 0.05, False)
+        >>> c.as_html().count("<table")
+        1
+        """
+        return "\n".join(
+            [*(t.as_html() for t in self._tables()), f"<p>{html.escape(self._note)}</p>"]
+        )
+
+    def as_latex(self) -> str:
+        """LaTeX: one ``tabular`` (booktabs rules) and the note.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.summary import Comparison
+        >>> f = pd.DataFrame({"A": [1.5]}, index=["mu"])
+        >>> info = pd.DataFrame({"A": ["Mean"]}, index=["Model"])
+        >>> c = Comparison(f, f / 10, f - 0.3, f + 0.3, f < 0, info, 0.05, False)
+        >>> c.as_latex().count("begin{tabular}")
+        1
+        """
+        return "\n".join([*(t.as_latex_tabular() for t in self._tables()), self._note])
+
+    def __str__(self) -> str:
+        return self.as_text()
+
+    def _repr_html_(self) -> str:
+        return self.as_html()
+
+
+def compare(
+    results: Mapping[str, PanelResults] | Sequence[PanelResults],
+    *,
+    alpha: float = 0.05,
+    intervals: bool = False,
+) -> Comparison:
+    """Several fits side by side, like linearmodels' ``compare`` or statsmodels' ``summary_col``.
+
+    Each fit's estimates with their standard errors (or, ``intervals=True``, their (1 - α)
+    confidence intervals) beneath, and its public facts: model, formula, users n, the ε and δ
+    it spent (its ledger's total) and the noise law. Only released numbers and public facts:
+    a post-processing, at no privacy cost.
+
+    Parameters
+    ----------
+    results : mapping of str to results, or sequence of results
+        The fits, named by the mapping's keys (a sequence's are numbered ``(1)``, ``(2)``, ...).
+    alpha : float
+        1 - the level of the intervals.
+    intervals : bool
+        Show intervals instead of standard errors under the estimates.
+
+    Returns
+    -------
+    Comparison
+        Print it, render it (``as_html``, ``as_latex``) or take its DataFrames.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import dplong
+    >>> wages = dplong.datasets.load_wage_panel()
+    >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     fits = {"per-user": model.fit(epsilon=4.0, random_state=0),
+    ...             "within": model.fit(epsilon=4.0, estimator="within", random_state=0)}
+    >>> table = dplong.compare(fits)
+    >>> table.params.columns.tolist(), table.params.index.tolist()
+    (['per-user', 'within'], ['Intercept', 'exper'])
+    >>> float(table.params.at["exper", "within"]) == float(fits["within"].params["exper"])
+    True
+    >>> table.info.loc["Epsilon spent"].tolist()
+    ['4', '4']
+    """
+    from dplong.results import PanelResults, _check_alpha  # the results render through here
+
+    if isinstance(results, Mapping):
+        named = {str(key): value for key, value in results.items()}
+    elif isinstance(results, Sequence):
+        named = {f"({i})": value for i, value in enumerate(results, 1)}
+    else:
+        raise ParameterError(
+            f"results must be a mapping of names to fits or a sequence of fits, got "
+            f"{type(results).__name__}"
+        )
+    if not named:
+        raise ParameterError("results must hold at least one fit")
+    wrong = [name for name, value in named.items() if not isinstance(value, PanelResults)]
+    if wrong:
+        raise ParameterError(f"results {wrong} are not dplong results")
+    if not isinstance(intervals, bool):
+        raise ParameterError(f"intervals must be True or False, got {intervals!r}")
+    alpha = _check_alpha(alpha)
+    order = list(dict.fromkeys(name for fit in named.values() for name in fit.params.index))
+
+    def frame(values: Mapping[str, pd.Series]) -> pd.DataFrame:
+        out: pd.DataFrame = pd.DataFrame(
+            {name: series.reindex(order) for name, series in values.items()}, index=order
+        )
+        return out
+
+    ci = {name: fit.conf_int(alpha) for name, fit in named.items()}
+    info = pd.DataFrame(
+        {
+            name: {
+                "Model": fit.model,
+                "Formula": fit.formula,
+                "Users (n)": fit.nobs_users,
+                "Epsilon spent": f"{fit.privacy.epsilon:.4g}",
+                "Delta spent": f"{fit.privacy.delta:.3g}",
+                "Noise": fit.noise_law,
+            }
+            for name, fit in named.items()
+        }
+    )
+    return Comparison(
+        params=frame({name: fit.params for name, fit in named.items()}),
+        std_errors=frame({name: fit.bse for name, fit in named.items()}),
+        lower=frame({name: c["lower"] for name, c in ci.items()}),
+        upper=frame({name: c["upper"] for name, c in ci.items()}),
+        withheld=frame({name: fit.params.isna() for name, fit in named.items()}).fillna(False),
+        info=info,
+        alpha=alpha,
+        intervals=intervals,
+    )

@@ -330,6 +330,11 @@ fit_refusals(
         ("focus", {"x1": True}, ParameterError, "focus"),
         ("min_rows", 4, ParameterError, "min_rows"),  # only with a dependence model
         ("min_eigenvalue", 0.5, ParameterError, "min_eigenvalue"),
+        ("cov_type", "robust", ParameterError, "cov_type"),  # rows of a person as independent
+        ("cov_type", "unadjusted", ParameterError, "cov_type"),
+        ("cov_type", "HC0", ParameterError, "cov_type"),
+        ("cov_type", "kernel", ParameterError, "cov_type"),
+        ("cov_type", None, ParameterError, "cov_type"),
     ],
 )
 fit_refusals(

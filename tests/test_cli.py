@@ -89,7 +89,7 @@ class TestFit:
     def test_stdout_has_summary_and_error_bounds(self, ols_run: tuple[str, str, str]) -> None:
         out, _, _ = ols_run
         assert "LongitudinalOLS results (user-level differential privacy)" in out
-        for name in ("Intercept", "exper", "expersq", "Privacy ledger"):
+        for name in ("Intercept", "exper", "expersq", "Privacy spent"):
             assert name in out
         assert "Error bounds on |estimate - truth| (alpha=0.05)" in out
         assert "probability" in out and "Assumptions:" in out

@@ -366,7 +366,7 @@ class TestPrivateFit:
         assert set(res.users.index) == {"users with a statistic (weighted)"}
         assert res.projection_interval.isna().all().all()
         text = str(res.summary())
-        assert "x1" in text and "Privacy ledger" in text
+        assert "x1" in text and "Privacy spent" in text
         ci = res.conf_int(alpha=0.1)
         assert (ci["lower"] < res.params).all() and (res.params < ci["upper"]).all()
         p = res.pvalues

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,7 +18,7 @@ from dplong._validation import RandomState, check_choice, per_column, real_numbe
 from dplong.dask_frames import FrameSpec, ReducedPanel, design_spec, is_dask, reduce_design
 from dplong.dependence import DependenceModel
 from dplong.exceptions import FormulaError, ParameterError
-from dplong.formula import GroupsLike, LevelsLike, PanelDesign
+from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.models.base import (
     DEFAULT_MAX_ROWS,
     MAX_ROWS_HELP,
@@ -53,7 +53,7 @@ from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
 from dplong.privacy.radius import DEFAULT_GAMMA
-from dplong.results import PanelResults
+from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
@@ -63,6 +63,9 @@ __all__ = ["Estimator", "LongitudinalOLS"]
 _CORRELATIONS = ("independence", "ar1", "exchangeable")
 Estimator = Literal["per-user", "within"]
 ESTIMATORS: tuple[Estimator, ...] = ("per-user", "within")
+CovType = Literal["clustered", "cluster"]
+#: The person-clustered sandwich in linearmodels' and statsmodels' spelling: the only one.
+COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
 
 
 class LongitudinalOLS(PanelModel):
@@ -116,9 +119,12 @@ class LongitudinalOLS(PanelModel):
         design: PanelDesign | ReducedPanel,
         correlation: WorkingCorrelation,
         within: Callable[[], WithinProducts] | None = None,
+        *,
+        levels: Mapping[str, tuple[Any, ...]],
     ) -> None:
         super().__init__(design)
         self._correlation = correlation
+        self._levels = levels  # declared (public): the results rebuild the design from them
         # a Dask frame's within cross products: reduced at the first within fit, then kept
         self._within = None if within is None else functools.cache(within)
 
@@ -197,7 +203,11 @@ class LongitudinalOLS(PanelModel):
             )
         working = WorkingCorrelation(correlation, float(correlation_param))
         if not is_dask(data):
-            return cls(cls._build(formula, data, groups, time, depth=1, levels=levels), working)
+            table = DesignSpec.from_formula(
+                formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1)
+            )
+            grouped = group_design(table, data, groups=groups, time=time)
+            return cls(grouped, working, levels=table.levels)
         spec = design_spec(formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1))
         design = reduce_design(
             data,
@@ -210,7 +220,8 @@ class LongitudinalOLS(PanelModel):
             ),
             ordered=working.kind == "ar1",  # prewhitening needs a user's rows in order
         )
-        return cls(design, working, functools.partial(_reduce_within, data, spec, groups))
+        within = functools.partial(_reduce_within, data, spec, groups)
+        return cls(design, working, within, levels=spec.spec.levels)
 
     def identified_users(self) -> int:
         """How many users have their own fit (enough rows and a non-singular design).
@@ -265,10 +276,11 @@ class LongitudinalOLS(PanelModel):
         min_rows: int | None = None,
         min_eigenvalue: float | None = None,
         estimator: Estimator = "per-user",
+        cov_type: CovType = "clustered",
         max_rows: int = DEFAULT_MAX_ROWS,
         random_state: RandomState = None,
         accountant: Accountant | None = None,
-    ) -> PanelResults:
+    ) -> RegressionResults:
         """Release the average of per-user coefficients, or the within estimator, with
         user-level (ε, δ)-DP.
 
@@ -300,6 +312,13 @@ class LongitudinalOLS(PanelModel):
             release, pushed through the solution by Monte Carlo. Needs the default engine in
             the central model, no working correlation, ``focus=None`` and ``scale``
             ``"estimate"`` or one number (the variance proxy of every released cross product).
+        cov_type : {"clustered", "cluster"}
+            How the standard errors treat the sampling error: clustered by person, the only
+            covariance that user-level privacy and sampling allow (the user is the unit of
+            both), and the default. ``"clustered"`` is linearmodels' spelling (with its
+            ``cluster_entity=True``), ``"cluster"`` statsmodels'; any other (``"robust"``,
+            ``"unadjusted"``, ``"HC0"``, ``"kernel"``, ...) is refused, as it would treat a
+            person's rows as independent.
         max_rows : int
             ``estimator="within"`` only: public cap ``T_cap >= 2`` (default 10). Each user's
             cross products enter per within degree of freedom ``T_u - 1`` with the precision
@@ -309,7 +328,7 @@ class LongitudinalOLS(PanelModel):
 
         Returns
         -------
-        PanelResults
+        RegressionResults
 
         Examples
         --------
@@ -342,6 +361,7 @@ class LongitudinalOLS(PanelModel):
         True
         """
         within = check_choice(estimator, "estimator", ESTIMATORS) == "within"
+        _check_cov_type(cov_type)
         design = self._design
         names = coefficient_names(design.columns) if within else tuple(design.columns)
         if not names:
@@ -408,7 +428,9 @@ class LongitudinalOLS(PanelModel):
             "Standard errors and intervals: the sampling error of the average under that "
             "scale (users independent), the exact privacy-noise law and the clipping bias bound.",
         )
-        return self._fit(request, [block], assumptions=assumptions)
+        return RegressionResults.of(
+            self._fit(request, [block], assumptions=assumptions), levels=self._levels
+        )
 
     def _fit_within(
         self,
@@ -418,7 +440,7 @@ class LongitudinalOLS(PanelModel):
         scale: Any,
         focus: Focus,
         max_rows: Any,
-    ) -> PanelResults:
+    ) -> RegressionResults:
         """``fit(estimator="within")``: the refusals on public options, then the blocks of
         :mod:`dplong.models.within`."""
         max_rows = check_max_rows(max_rows, smallest=2)
@@ -446,21 +468,19 @@ class LongitudinalOLS(PanelModel):
                 )
             proxy = float(per_column(scale, 1, "scale")[0])
         assumptions = (
-            "Within (entity fixed-effects) estimator: the users' demeaned cross products, "
-            "released one regressor at a time (Z'Z, Z'X, Z'y of each regressor's part beyond "
-            "the earlier ones) over the users with at least two rows, solved (the user "
-            "effects absorb the intercept and every time-invariant regressor).",
+            "Within (entity fixed-effects) estimator: the users' demeaned cross products "
+            "(Z'Z, Z'X, Z'y, one regressor at a time) over the users with two rows or more, "
+            "solved; the user effects absorb the intercept and time-invariant regressors.",
             "Scales estimated privately (the spread of each released per-user statistic)."
             if proxy is None
             else f"Variance proxy of every released per-user statistic (scale): {proxy:g}.",
-            "Standard errors and intervals: cluster-robust sampling error from the private "
-            "second moment of the users' influence values (their robust spread when the "
-            "budget cannot afford it; the stated scale when one is given), plus the privacy "
-            "noise of every release pushed through the solution (Monte Carlo), plus the "
-            "propagated bound on the clipping bias.",
+            "Standard errors and intervals: clustered by user, from the private second moment "
+            "of the users' influence values (their robust spread if the budget cannot afford "
+            "it; the stated scale if given), plus every release's privacy noise pushed through "
+            "the solution (Monte Carlo) and the propagated clipping bias bound.",
         )
         shares = within_shares(self.nobs_users, len(names), request.options.epsilon)
-        return self._fit(
+        results = self._fit(
             request,
             within_blocks(
                 names, self._within_products, proxy, shares, max_rows, gamma=request.options.gamma
@@ -468,6 +488,19 @@ class LongitudinalOLS(PanelModel):
             assumptions=assumptions,
             results=partial(within_results, names=names),
         )
+        return RegressionResults.of(results, levels=self._levels)
+
+
+def _check_cov_type(cov_type: object) -> None:
+    """Refuse every covariance but the person-clustered one (see ``fit``), before any noise."""
+    if cov_type in COV_TYPES:
+        return
+    raise ParameterError(
+        f"cov_type must be 'clustered' (linearmodels) or 'cluster' (statsmodels), got "
+        f"{cov_type!r}: under user-level privacy the standard errors are clustered by person "
+        "(the unit of privacy and of sampling); a covariance that treats a person's rows as "
+        "independent is not offered"
+    )
 
 
 def _scale_note(scale: Any, min_rows: Any, min_eigenvalue: Any) -> str:

@@ -65,6 +65,8 @@ WEIGHTS: tuple[Weights, ...] = ("precision", "equal")
 #: (MSE against equal weights 0.84 → 0.69 at σ²/σ_U² = 25, on the same 200 panels). The
 #: lower share keeps its noise falling with ε like the rest's (a noise-off fit stays exact).
 PRELIMINARY_USERS = 300.0
+#: The variance components, in the order they are released (both variances: at least 0).
+COMPONENTS = ("Group Var", "Scale")
 PRELIMINARY_SHARES = (0.05, 0.2)
 
 
@@ -362,7 +364,7 @@ class RandomEffectsLocation(PanelModel):
 
             blocks.append(
                 Block(
-                    ("Group Var", "Scale"),
+                    COMPONENTS,
                     variance_share,
                     components,
                     stated is not None,
@@ -394,17 +396,16 @@ class RandomEffectsLocation(PanelModel):
             )
         assumptions = (
             (
-                "Location: the precision-weighted (GLS) mean of the user means, weights "
-                f"1/(Group Var + Scale/min(T_u, {max_rows})) from the released components "
-                "(rows beyond the public cap do not add weight), over the users with a row; "
-                "its standard error is the spread of the standardised user means over the "
-                "square root of the private weighted count. Components"
+                "Location: the GLS mean of the user means, weights "
+                f"1/(Group Var + Scale/min(T_u, {max_rows})) from the released components, "
+                "over the users with a row; its standard error from the spread of the "
+                "standardised user means and the private sum of weights. Components"
                 if preliminary
                 else "Location: the mean of the user means over the users with a row. Components"
             )
             + ": "
             "means of the per-user moments (ȳ_u - μ̂)² - s²_u/T_u (Group Var) and s²_u (Scale) "
-            "over the users with at least two rows (see RandomEffectsLocation)"
+            "over the users with two rows or more"
             + (", centred at a preliminary equal-weight location." if preliminary else "."),
             (
                 "Scales estimated privately (the spread of each per-user statistic)."
@@ -507,7 +508,12 @@ def _location_results(
     ran = list(releases)
     if len(ran) > 1 and not np.isfinite(ran[0].estimate[0]):
         ran[1] = _without_group_var(ran[1])
-    return panel_results([ran[2], ran[1]] if preliminary else ran, ran=ran, **options)
+    return panel_results(
+        [ran[2], ran[1]] if preliminary else ran,
+        ran=ran,
+        support_lower=dict.fromkeys(COMPONENTS, 0.0),  # variances: their intervals stop at 0
+        **options,
+    )
 
 
 def _without_group_var(release: Release) -> Release:

@@ -344,7 +344,25 @@ def within_results(
         gamma=options.gamma,
         bad_events=pd.Series(min(1.0, bad_events), index=index, name="bad events"),
         basis=basis[options.local],
+        withheld_why=_withheld_why(solution, unknown, names),
     )
+
+
+def _withheld_why(
+    solution: _Basis, unknown: NDArray[np.bool_], names: Sequence[str]
+) -> dict[str, str]:
+    """A word for why each withheld coefficient has none (the notes say more): a lost
+    release, a regressor changing for too few users to see, no within variation, collinear
+    within the noise, or an error that cannot be stated."""
+    words = np.full(len(names), "", dtype=object)
+    words[unknown] = "error unknown"
+    words[solution.hidden] = "collinear"
+    words[solution.absent] = "no variation"
+    if solution.blind:
+        words[:] = "unseen"
+    if solution.lost:
+        words[:] = "lost release"
+    return {name: str(word) for name, word in zip(names, words, strict=True) if word}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,288 @@
+"""The statsmodels/linearmodels-style results API (issue 33): covariance, tests, prediction,
+degrees of freedom, aliases and the forest plot.
+
+Reference tests (DESIGN.md §5.2): with the noise switched off (ε = 1e300: every geometric draw
+is exactly 0) and the scale estimated, the per-user estimator of ``FORMULA`` on
+``panel(60, seed=1)`` clips no user, so its estimates are the per-user OLS coefficients'
+means and its standard errors their sd (ddof 0) over √n. statsmodels reproduces that
+estimator as OLS of the stacked per-user coefficients on one indicator per coefficient with
+HC0 errors: the indicators are disjoint, so its covariance is diagonal with exactly those
+variances — what dplong releases (the covariance between coefficients is not). Its
+``t_test``/``wald_test`` (``use_t=False``) must then agree with dplong's to rounding.
+"""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+import statsmodels.formula.api as smf
+from test_models import NOISE_OFF, panel
+
+import dplong
+from dplong.exceptions import DataError, DplongWarning, FormulaError, ParameterError
+
+FORMULA = "y ~ x1 + x2 + I(x1 * x2)"
+
+
+@pytest.fixture(scope="module")
+def data() -> pd.DataFrame:
+    return panel(60, seed=1)
+
+
+@pytest.fixture(scope="module")
+def noiseless(data: pd.DataFrame) -> dplong.RegressionResults:
+    model = dplong.LongitudinalOLS.from_formula(FORMULA, data, groups="user", time="t")
+    res = model.fit(epsilon=1e300, delta=0.5, random_state=0)
+    assert isinstance(res, dplong.RegressionResults)
+    return res
+
+
+@pytest.fixture(scope="module")
+def reference(data: pd.DataFrame) -> sm.regression.linear_model.RegressionResultsWrapper:
+    """statsmodels' OLS of the stacked per-user coefficients on coefficient indicators (HC0)."""
+    coefs = []
+    for _, rows in data.sort_values(["user", "t"]).groupby("user"):
+        design = smf.ols(FORMULA, rows).fit()
+        coefs.append(design.params)
+    stacked = pd.DataFrame(coefs)
+    names = list(stacked.columns)
+    n = len(stacked)
+    indicators = pd.DataFrame(np.kron(np.eye(len(names)), np.ones((n, 1))), columns=names)
+    return sm.OLS(stacked.to_numpy().T.ravel(), indicators).fit(cov_type="HC0", use_t=False)
+
+
+def test_noiseless_fit_is_the_reference_estimator(
+    noiseless: dplong.RegressionResults, reference: sm.regression.linear_model.RegressionResults
+) -> None:
+    # the premise of the comparisons below: same estimates, same variances, no noise
+    np.testing.assert_allclose(noiseless.params, reference.params, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(noiseless.cov_params(), reference.cov_params(), rtol=1e-10)
+    assert (noiseless.noise_sd == 0).all()
+
+
+@pytest.mark.parametrize(
+    "restriction",
+    [
+        "x1 = 0",
+        "x1 + 2 * x2 = 0.3",
+        ["x1 = 0", "x2 = -0.25", "Intercept - x1 = 1"],
+        (np.array([[0.0, 1.0, -1.0, 0.0]]), np.array([0.5])),
+        np.eye(4)[1:],
+    ],
+)
+def test_t_test_matches_statsmodels(
+    noiseless: dplong.RegressionResults,
+    reference: sm.regression.linear_model.RegressionResults,
+    restriction: object,
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)  # combined rows: said, tested below
+        ours = noiseless.t_test(restriction)
+    theirs = reference.t_test(restriction)
+    for field in ("effect", "sd", "statistic", "pvalue"):
+        np.testing.assert_allclose(
+            np.ravel(getattr(ours, field)), np.ravel(getattr(theirs, field)), rtol=1e-10
+        )
+    np.testing.assert_allclose(ours.conf_int(), theirs.conf_int(), rtol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "restriction", ["x1 = x2 = 0", ["x1 = 0.4", "x2 = 0"], "x1 + x2 = 1", np.eye(4)]
+)
+def test_wald_test_matches_statsmodels(
+    noiseless: dplong.RegressionResults,
+    reference: sm.regression.linear_model.RegressionResults,
+    restriction: object,
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        ours = noiseless.wald_test(restriction)
+    theirs = reference.wald_test(restriction, use_f=False, scalar=True)
+    np.testing.assert_allclose(ours.statistic, theirs.statistic, rtol=1e-10)
+    np.testing.assert_allclose(ours.pvalue, theirs.pvalue, rtol=1e-10)
+    assert ours.df_denom == theirs.df_denom
+
+
+def test_predict_matches_statsmodels(
+    data: pd.DataFrame, noiseless: dplong.RegressionResults
+) -> None:
+    # statsmodels' formula predict with the same (per-user mean) coefficients
+    fitted = smf.ols(FORMULA, data).fit()
+    same = sm.regression.linear_model.RegressionResults(fitted.model, noiseless.params.to_numpy())
+    new = pd.DataFrame({"x1": [0.0, 1.5, -2.0, np.nan], "x2": [3.0, 0.5, 7.0, 1.0]})
+    ours = noiseless.predict(new)
+    expected = same.predict(new.iloc[:3])
+    np.testing.assert_allclose(ours.iloc[:3], expected, rtol=1e-12)
+    assert ours.index.equals(new.index) and np.isnan(ours.iloc[3])  # missing: NaN, kept
+    matrix = np.column_stack(
+        [np.ones(3), new["x1"][:3], new["x2"][:3], new["x1"][:3] * new["x2"][:3]]
+    )
+    np.testing.assert_allclose(noiseless.predict(matrix), expected, rtol=1e-12)
+
+
+def test_predict_with_declared_levels_and_within() -> None:
+    df = panel(300, seed=3).assign(site=lambda d: np.where(d["x1"] > 0, "b", "a"))
+    model = dplong.LongitudinalOLS.from_formula(
+        "y ~ x2 + site", df, groups="user", levels={"site": ["a", "b"]}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = model.fit(epsilon=8.0, random_state=0)
+        within = model.fit(epsilon=8.0, estimator="within", random_state=0)
+    new = pd.DataFrame({"x2": [1.0, 2.0], "site": ["b", "a"]})
+    b = res.params
+    np.testing.assert_allclose(
+        res.predict(new), [b["Intercept"] + b["x2"] + b["site[T.b]"], b["Intercept"] + 2 * b["x2"]]
+    )
+    w = within.params  # no intercept, no user effect: x'β
+    np.testing.assert_allclose(within.predict(new), [w["x2"] + w["site[T.b]"], 2 * w["x2"]])
+    with pytest.raises(ParameterError, match="site"):
+        res.predict(new.assign(site=[2.0, 1.0]))  # numbers where text levels were declared
+    # the levels are public and all the results keep of the design
+    back = pickle.loads(pickle.dumps(res))
+    assert back.levels == {"site": ("a", "b")}
+    np.testing.assert_allclose(back.predict(new), res.predict(new))
+
+
+def test_predict_refuses_what_it_cannot_read(noiseless: dplong.RegressionResults) -> None:
+    with pytest.raises(ParameterError, match="exog"):
+        noiseless.predict()
+    with pytest.raises(DataError, match="4 columns"):
+        noiseless.predict(np.ones((2, 3)))
+    with pytest.raises(DataError, match="numeric"):
+        noiseless.predict([["a", "b", "c", "d"]])
+    with pytest.raises(FormulaError, match="x2"):
+        noiseless.predict(pd.DataFrame({"x1": [1.0]}))
+
+
+def test_combined_restrictions_say_the_covariance_is_not_released(
+    noiseless: dplong.RegressionResults,
+) -> None:
+    with pytest.warns(DplongWarning, match=r"\['x1', 'x2'\] as uncorrelated"):
+        noiseless.t_test("x1 + x2 = 0")
+    with pytest.warns(DplongWarning, match="not released"):
+        noiseless.wald_test("x1 = x2 = 0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one parameter per row: nothing to say
+        noiseless.t_test(["x1 = 0", "x2 = 0"])
+    cov = noiseless.cov_params()
+    assert (cov.to_numpy()[~np.eye(4, dtype=bool)] == 0).all()
+
+
+def test_bad_restrictions_are_refused(noiseless: dplong.RegressionResults) -> None:
+    for bad in ("nope = 0", "x1 +", np.ones((1, 3)), 3.0):
+        with pytest.raises(ParameterError, match="r_matrix"):
+            noiseless.t_test(bad)
+
+
+def test_withheld_parameters() -> None:
+    # a time-invariant regressor has no within estimate (decided from released numbers)
+    df = panel(400, seed=0)
+    df["z"] = df["user"] % 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = dplong.LongitudinalOLS.from_formula("y ~ x1 + z", df, groups="user").fit(
+            estimator="within", **NOISE_OFF
+        )
+    assert np.isnan(res.params["z"])
+    cov = res.cov_params()
+    assert cov.loc["z"].isna().all() and cov["z"].isna().all() and cov.loc["x1", "x1"] > 0
+    test = res.t_test(["x1 = 0", "z = 0"])
+    assert np.isfinite(test.statistic[0]) and np.isnan(test.statistic[1])
+    with pytest.raises(ParameterError, match="withheld"):
+        res.wald_test("z = 0")
+    assert np.isnan(res.predict([[1.0, 1.0]])[0])
+
+
+def test_degrees_of_freedom_and_aliases(noiseless: dplong.RegressionResults) -> None:
+    assert noiseless.nobs == noiseless.nobs_users == 60
+    assert noiseless.df_model == 3 and noiseless.df_resid == 56
+    assert noiseless.std_errors.equals(noiseless.bse)
+    assert noiseless.tstats.equals(noiseless.tvalues)
+    assert noiseless.cov.equals(noiseless.cov_params())
+
+
+def test_forest_plot(noiseless: dplong.RegressionResults) -> None:
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    ax = noiseless.plot(alpha=0.1)
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(noiseless.params.index)
+    with pytest.raises(ParameterError, match="Axes"):
+        noiseless.plot(ax="not an axes")
+
+
+@pytest.mark.parametrize("cov_type", ["clustered", "cluster"])
+@pytest.mark.parametrize("estimator", ["per-user", "within"])
+def test_cov_type_names_the_default(cov_type: str, estimator: str) -> None:
+    # linearmodels' and statsmodels' names of the person-clustered covariance: the default
+    model = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", panel(400), groups="user")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        default = model.fit(epsilon=8.0, estimator=estimator, random_state=1)
+        named = model.fit(epsilon=8.0, estimator=estimator, cov_type=cov_type, random_state=1)
+    pd.testing.assert_series_equal(named.params, default.params)
+    pd.testing.assert_series_equal(named.bse, default.bse)
+
+
+@pytest.fixture(scope="module")
+def fits() -> dict[str, dplong.PanelResults]:
+    wages = dplong.datasets.load_wage_panel()
+    model = dplong.LongitudinalOLS.from_formula("lwage ~ exper + union", wages, groups="nr")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        return {
+            "per-user": model.fit(epsilon=4.0, random_state=0),
+            "within": model.fit(epsilon=2.0, estimator="within", random_state=0),
+            "mean": dplong.winsorized_mean(
+                wages["lwage"], groups=wages["nr"], epsilon=1.0, random_state=0
+            ),
+        }
+
+
+def test_compare_holds_its_inputs(fits: dict[str, dplong.PanelResults]) -> None:
+    table = dplong.compare(fits, alpha=0.1)
+    assert table.params.columns.tolist() == ["per-user", "within", "mean"]
+    assert table.params.index.tolist() == ["Intercept", "exper", "union", "lwage"]
+    for name, fit in fits.items():
+        rows = fit.params.index
+        pd.testing.assert_series_equal(table.params.loc[rows, name], fit.params, check_names=False)
+        pd.testing.assert_series_equal(table.std_errors.loc[rows, name], fit.bse, check_names=False)
+        ci = fit.conf_int(0.1)
+        np.testing.assert_array_equal(table.lower.loc[rows, name], ci["lower"])
+        np.testing.assert_array_equal(table.upper.loc[rows, name], ci["upper"])
+        assert table.params.loc[table.params.index.difference(rows), name].isna().all()
+        assert table.info.at["Epsilon spent", name] == f"{fit.privacy.epsilon:.4g}"
+        assert table.info.at["Delta spent", name] == f"{fit.privacy.delta:.3g}"
+        assert table.info.at["Users (n)", name] == fit.nobs_users == 545
+        assert table.info.at["Formula", name] == fit.formula
+    frame = table.to_frame()
+    assert frame[("within", "estimate")].equals(table.params["within"])
+
+
+def test_compare_renders_every_fit(fits: dict[str, dplong.PanelResults]) -> None:
+    table = dplong.compare(fits)
+    text = str(table)
+    for name in fits:
+        assert name in text and name in table.as_html() and name in table.as_latex()
+    assert f"({fits['per-user'].bse['exper']:.4g})" in text
+    withheld = fits["within"].params.isna()  # a withheld estimate says so
+    assert ("withheld" in text) == bool(withheld.any())
+    assert table.as_html() == table._repr_html_()
+    shown = dplong.compare(list(fits.values()), intervals=True)
+    assert shown.params.columns.tolist() == ["(1)", "(2)", "(3)"]
+    lo, hi = fits["mean"].conf_int().iloc[0]
+    assert f"[{lo:.4g}, {hi:.4g}]" in str(shown)
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [({}, "at least one"), ({"a": 1.0}, "not dplong results"), (5, "mapping"), ("ab", "not")],
+)
+def test_compare_refuses(bad: object, match: str) -> None:
+    with pytest.raises(ParameterError, match=match):
+        dplong.compare(bad)  # type: ignore[arg-type]

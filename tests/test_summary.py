@@ -1,0 +1,154 @@
+"""A summary a reader takes in at a glance (issue 33): at most 25 lines and 100 columns for the
+wage example and a RAND-HIE-like panel, notes wrapped to the tables' width, the ledger in one
+line, withheld rows saying why, variance intervals within their support, warnings said once,
+the p-value column named for what it is, and error-bound probabilities told apart from the
+intervals' level."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dplong
+from dplong.exceptions import DplongWarning
+from dplong.summary import MAX_WIDTH, Summary
+
+LINES = 25
+
+
+def rand_hie_like(n: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Yearly medical spending of people on insurance plans, shaped like the RAND HIE: a
+    third of the person-years spend nothing, the rest are lognormal with a heavy right tail
+    and a person effect; the coinsurance rate is the plan's, fixed per person; log income
+    varies from year to year."""
+    rng = np.random.default_rng(seed)
+    years = rng.integers(3, 6, n)
+    person = np.repeat(np.arange(n), years)
+    coins = np.repeat(rng.choice([0.0, 0.25, 0.5, 0.95], n), years)
+    age = np.repeat(rng.uniform(18, 60, n), years) + np.concatenate([np.arange(t) for t in years])
+    effect = np.repeat(rng.normal(0.0, 1.0, n), years)
+    income = np.repeat(rng.normal(9.0, 0.8, n), years) + rng.normal(0.0, 0.3, person.size)
+    log_spend = 4.0 + 0.5 * effect - coins + 0.2 * income + rng.normal(0.0, 1.5, person.size)
+    spend = np.where(rng.random(person.size) < 1 / 3, 0.0, np.exp(log_spend))
+    return pd.DataFrame(
+        {"person": person, "spend": spend, "coins": coins, "age": age, "lninc": income}
+    )
+
+
+def example_fits(seed: int) -> list[dplong.PanelResults]:
+    """The fits of ``python -m dplong.example``, seeded."""
+    wages = dplong.datasets.load_wage_panel()
+    return [
+        dplong.winsorized_mean(wages["lwage"], groups=wages["nr"], epsilon=1.0, random_state=seed),
+        dplong.LongitudinalOLS.from_formula(
+            "lwage ~ exper + expersq", wages, groups="nr", time="year"
+        ).fit(epsilon=4.0, random_state=seed),
+        dplong.RandomEffectsLocation.from_formula("lwage ~ 1", wages, groups="nr").fit(
+            epsilon=2.0, random_state=seed
+        ),
+    ]
+
+
+def rand_hie_fits(seed: int) -> list[dplong.PanelResults]:
+    data = rand_hie_like(seed=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)  # shown in the summaries
+        return [
+            dplong.RandomEffectsLocation.from_formula("spend ~ 1", data, groups="person").fit(
+                epsilon=1.0, random_state=seed
+            ),
+            dplong.winsorized_mean(
+                data["spend"], groups=data["person"], epsilon=1.0, random_state=seed
+            ),
+            dplong.LongitudinalOLS.from_formula("spend ~ lninc", data, groups="person").fit(
+                epsilon=4.0, estimator="within", random_state=seed
+            ),
+        ]
+
+
+def check_glance(summary: Summary) -> None:
+    text = str(summary)
+    lines = text.splitlines()
+    assert len(lines) <= LINES, text
+    assert max(len(line) for line in lines) <= MAX_WIDTH, text
+    # the ledger is one line, the full ledger one call away
+    assert sum(line.startswith("Privacy spent:") for line in lines) == 1
+    assert "ledger: results.privacy" in text
+    # notes and warnings wrap within the tables' width (at least 60 columns)
+    tables = [t.as_text() for t in summary._tables()]
+    width = max(60, *(len(line) for t in tables for line in t.splitlines()))
+    start = lines.index(next(line for line in lines if line.startswith("Privacy spent:")))
+    assert all(len(line) <= width for line in lines[start + 1 :]), text
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_wage_example_summaries_fit_a_glance(seed: int) -> None:
+    for res in example_fits(seed):
+        check_glance(res.summary())
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_rand_hie_like_summaries_fit_a_glance(seed: int) -> None:
+    for res in rand_hie_fits(seed):
+        check_glance(res.summary())
+
+
+def test_variance_intervals_stay_in_their_support() -> None:
+    # at ε = 1 the RAND-HIE-like Group Var is small against its noise (seed 0: estimate 0,
+    # noise sd 1.3e4): its interval would reach far below 0 and is clipped there
+    res = rand_hie_fits(0)[0]
+    ci = res.conf_int()
+    assert (ci.loc[["Group Var", "Scale"], "lower"] >= 0.0).all()
+    assert ci.loc["Group Var", "lower"] == 0.0
+    half = res.params["Group Var"] - ci.loc["Group Var", "lower"]
+    assert half < ci.loc["Group Var", "upper"] - res.params["Group Var"]  # clipped, upper kept
+    assert ci.loc["Intercept", "lower"] < res.params["Intercept"]  # the location: not clipped
+
+
+def test_withheld_rows_say_why() -> None:
+    data = rand_hie_like()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = dplong.LongitudinalOLS.from_formula(
+            "spend ~ lninc + coins", data, groups="person"
+        ).fit(epsilon=4.0, estimator="within", random_state=0)
+    assert res.withheld.to_dict() == {"coins": "no variation"}  # fixed per person
+    row = next(line for line in str(res.summary()).splitlines() if line.startswith("coins"))
+    assert "withheld: no variation" in row
+
+
+def test_pvalue_column_says_it_is_bias_adjusted() -> None:
+    res = example_fits(0)[1]
+    summary = res.summary()
+    assert "P (bias-adj.)" in summary.params.columns
+    assert any(note.startswith("P (bias-adj.):") for note in summary.notes)
+    np.testing.assert_array_equal(summary.params["P (bias-adj.)"], res.pvalues)
+
+
+def test_error_bound_probability_is_told_from_the_level() -> None:
+    text = str(example_fits(0)[1].error_bound())
+    assert "P(holds) >=" in text and "not a confidence level" in text
+    assert max(len(line) for line in text.splitlines()) <= MAX_WIDTH
+
+
+def test_warnings_said_once() -> None:
+    said = (
+        "['a']: 12% of the users were clipped.",
+        "['b', 'c']: 15.5% of the users were clipped.",
+        '["Z\'X[d,e]"]: 1e-05% of the users were clipped.',
+        "No estimate for ['a'].",
+    )
+    summary = Summary("t", pd.DataFrame({"value": []}), pd.DataFrame(), pd.DataFrame(), (), said)
+    assert summary.said_warnings == (
+        "['a']: 12% of the users were clipped. (Similar for ['b', 'c', \"Z'X[d,e]\"].)",
+        "No estimate for ['a'].",
+    )
+
+
+def test_html_keeps_the_full_digest_in_details() -> None:
+    res = example_fits(0)[1]
+    html = res.summary().as_html()
+    assert "<details><summary>Privacy spent:" in html and "second moment" in html
