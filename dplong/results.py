@@ -324,7 +324,9 @@ class PanelResults:
             "Noise:": self.noise_law,
             "Variant:": self.variant,
         }
-        counted = self.users.dropna()
+        # Shown clamped to [0, n] (post-processing: a count cannot exceed the public n); the
+        # raw releases stay in ``users`` and the ledger.
+        counted = self.users.dropna().clip(0, self.nobs_users)
         weighted = np.array([str(label).endswith("(weighted)") for label in counted.index])
         if weighted.any():
             info["Weighted users (sum of weights):"] = (

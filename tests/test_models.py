@@ -158,6 +158,32 @@ class TestResults:
         assert "Users (n):" in text and "1000" in text
         assert s.params.columns.tolist()[:2] == ["estimate", "std err"]
 
+    @pytest.mark.parametrize(
+        ("raw", "shown"), [((69.0,), "60"), ((-3.0,), "0"), ((58.0, 71.0), "58-60")]
+    )
+    def test_private_counts_shown_within_0_and_n(self, raw: tuple[float, ...], shown: str) -> None:
+        """A private count beyond [0, n] is shown clamped (post-processing) in the summary and
+        the report; the raw release stays in ``users``."""
+        from dataclasses import replace
+
+        from dplong.report import build_report
+
+        df = panel(n=60, seed=8)
+        res = dplong.LongitudinalOLS.from_formula("y ~ x1", df, groups="user").fit(
+            epsilon=10.0, scale=1.0, random_state=0
+        )
+        labels = ["users with a statistic"] if len(raw) == 1 else ["Intercept", "x1"]
+        res = replace(res, users=pd.Series(raw, index=labels, name="users"))
+        info = res.summary().info["value"]
+        assert info["Users with a statistic:"].startswith(f"{shown} (DP, sd")
+        assert f"{shown} (DP, sd" in build_report(res)
+        assert res.users.tolist() == list(raw)
+        weighted = replace(
+            res, users=pd.Series(raw[:1], index=["users with a statistic (weighted)"])
+        )
+        shown_weighted = weighted.summary().info["value"]["Weighted users (sum of weights):"]
+        assert shown_weighted.startswith(f"{shown.split('-')[0]} (DP, sd")
+
     def test_results_are_immutable(self) -> None:
         df = panel(n=1000, seed=9)
         res = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", df, groups="user").fit(
