@@ -47,6 +47,7 @@ def winsorized_mean(
     refine: bool = True,
     names: Sequence[str] | None = None,
     random_state: RandomState = None,
+    rng: RandomState = None,
     accountant: Accountant | None = None,
 ) -> PanelResults:
     """User-level differentially private mean of one or several columns.
@@ -93,8 +94,9 @@ def winsorized_mean(
         Allow the plan to spend a share on a rough mean that re-centres the final interval.
     names : sequence of str, optional
         Column names (default: from a DataFrame or Series, else ``x`` or ``x0, x1, ...``).
-    random_state : None, int or numpy.random.Generator
+    random_state, rng : None, int or numpy.random.Generator
         ``None`` (fresh OS entropy) for a release; a seed only for reproducible research.
+        ``rng`` is numpy's SPEC 7 name for the same argument: give at most one of the two.
     accountant : Accountant, optional
         Budget to charge; the release is refused before any noise if it does not fit.
 
@@ -137,6 +139,7 @@ def winsorized_mean(
         refine=refine,
         focus=focus,
         random_state=random_state,
+        rng=rng,
         accountant=accountant,
     )
     proxy = _stated_scale(scale, tau, n, d, request.options.gamma)
