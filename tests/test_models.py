@@ -1,4 +1,4 @@
-"""Reference, leak and bad-input tests of the formula models (DESIGN.md §5.2, §5.5; issue 3)."""
+"""Reference, leak and bad-input tests of the formula models (docs/design §5.2, §5.5; issue 3)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from dplong.privacy.quantile import GRID, miss_probability
 
 # ε = 1e300 makes every geometric draw exactly 0 and the histogram threshold 1/n: the release
 # is then the exact (fixed-point) mean of the clipped statistics. A huge scale means no
-# clipping, so the release equals the non-private estimator (DESIGN.md §5.2).
+# clipping, so the release equals the non-private estimator (docs/design §5.2).
 NOISE_OFF = {"epsilon": 1e300, "delta": 0.5, "random_state": 0}
 
 
@@ -232,7 +232,7 @@ def fitted() -> tuple[pd.DataFrame, list[object]]:
 
 
 class TestNoLeak:
-    """Pickles, summaries and reprs hold only DP outputs and public facts (DESIGN.md §1)."""
+    """Pickles, summaries and reprs hold only DP outputs and public facts (docs/design §1)."""
 
     def test_no_private_number_in_any_output(
         self, fitted: tuple[pd.DataFrame, list[object]]

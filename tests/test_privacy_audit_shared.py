@@ -1,4 +1,4 @@
-"""Privacy audits (DESIGN.md §5.4) of the scale stage where most users share one value
+"""Privacy audits (docs/design §5.4) of the scale stage where most users share one value
 (``engine._shared``): the count of users off the scale's cell and the second median over them.
 
 The recipe is that of ``test_privacy_audit_zeros.py`` (helpers in ``tests/audit.py``):

@@ -1,4 +1,4 @@
-"""Privacy audits (DESIGN.md §5.4) of the scale stage's handling of exact zeros
+"""Privacy audits (docs/design §5.4) of the scale stage's handling of exact zeros
 (``engine._spread``): the weighted private median, and the whole release on a zero-inflated
 column.
 
