@@ -1,12 +1,14 @@
 """Sphinx configuration of the dplong documentation.
 
-Build with ``sphinx-build -W --keep-going -b html docs docs/_build/html`` (``tests/test_docs.py``
-does the same on a copy of ``docs/`` and ``vignettes/`` in a temporary directory). The
-vignettes in ``vignettes/`` are executed by sphinx-gallery on every build, so they cannot rot.
+Build with ``sphinx-build -W --keep-going -b html docs docs/_build/html`` and check the site
+with ``python .ci/check_docs.py docs/_build/html`` (both steps of ``.ci/run``). The vignettes in
+``vignettes/`` are executed by sphinx-gallery; a rebuild reuses a vignette's output only while
+both its source and the dplong package are unchanged, so a clean checkout runs them all.
 """
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +70,27 @@ myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 
 # -- sphinx-gallery: the vignettes ------------------------------------------------------------
-# The vignettes are executed on every build (no cache is shipped). Their output goes to
-# docs/auto_vignettes (ignored by docs/.gitignore); the test suite builds a copy elsewhere.
+# Their output goes to docs/auto_vignettes (ignored by docs/.gitignore). sphinx-gallery skips a
+# vignette whose source matches the checksum stored beside its last successful output; that
+# checksum does not see the package, so the package's own checksum is stamped there too, and
+# while it differs every vignette is run again (``run_stale_examples``).
+GALLERY = HERE / "auto_vignettes"
+PACKAGE_STAMP = GALLERY / "dplong.md5"
+
+
+def _package_md5() -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    root = Path(dplong.__file__).resolve().parent
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path.suffix in {".py", ".gz", ".rst"}:
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+PACKAGE_MD5 = _package_md5()
+_stamped = PACKAGE_STAMP.read_text() if PACKAGE_STAMP.is_file() else None
+
 sphinx_gallery_conf = {
     "examples_dirs": str(HERE.parent / "vignettes"),
     "gallery_dirs": "auto_vignettes",
@@ -87,6 +108,7 @@ sphinx_gallery_conf = {
     "capture_repr": ("_repr_html_", "__repr__"),
     "matplotlib_animations": False,
     "default_thumb_file": None,
+    "run_stale_examples": _stamped != PACKAGE_MD5,
 }
 
 
@@ -99,5 +121,12 @@ def _hide_constructor(
     return None
 
 
+def _stamp_package(app: Any, exception: BaseException | None) -> None:
+    """After a successful build, the vignettes' outputs are those of this package."""
+    if exception is None and GALLERY.is_dir():
+        PACKAGE_STAMP.write_text(PACKAGE_MD5)
+
+
 def setup(app: Any) -> None:
     app.connect("autodoc-process-signature", _hide_constructor)
+    app.connect("build-finished", _stamp_package)

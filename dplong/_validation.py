@@ -15,19 +15,23 @@ from dplong.exceptions import DataError, DplongWarning, ParameterError, PrivacyP
 RandomState = int | np.random.Generator | None
 
 
-def check_random_state(random_state: RandomState) -> np.random.Generator:
-    """Return a Generator; ``None`` draws fresh OS entropy (the only choice for a release)."""
-    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        if random_state < 0:
-            raise ParameterError(f"random_state must be a non-negative int, got {random_state}")
-        return np.random.default_rng(int(random_state))
-    if random_state is None:
+def check_random_state(random_state: RandomState, rng: RandomState = None) -> np.random.Generator:
+    """Return a Generator from ``random_state`` or ``rng`` (its numpy SPEC 7 name; every entry
+    point takes both, at most one given); ``None`` draws fresh OS entropy (the only choice for a
+    release)."""
+    if random_state is not None and rng is not None:
+        raise ParameterError("give the generator as random_state or as rng, not both")
+    name, given = ("rng", rng) if rng is not None else ("random_state", random_state)
+    if isinstance(given, (int, np.integer)) and not isinstance(given, bool):
+        if given < 0:
+            raise ParameterError(f"{name} must be a non-negative int, got {given}")
+        return np.random.default_rng(int(given))
+    if given is None:
         return np.random.default_rng()
-    if isinstance(random_state, np.random.Generator):
-        return random_state
+    if isinstance(given, np.random.Generator):
+        return given
     raise ParameterError(
-        f"random_state must be None, an int or a numpy.random.Generator, "
-        f"got {type(random_state).__name__}"
+        f"{name} must be None, an int or a numpy.random.Generator, got {type(given).__name__}"
     )
 
 

@@ -1,6 +1,6 @@
 """The formula layer: a patsy formula and the public facts about the data make the design.
 
-Public here (DESIGN.md §1) are the formula, the declared factor levels, the constants written in
+Public here (docs/design §1) are the formula, the declared factor levels, the constants written in
 the formula, and the data's *schema*: its column names and dtypes. A :class:`DesignSpec` is built
 from these alone — the design's columns, their names and every factor's reference level never
 depend on the rows, so no user can change them — and so is every refusal. The rows are read

@@ -2,7 +2,7 @@
 
 The report shows what :meth:`PanelResults.summary <dplong.results.PanelResults.summary>` and
 :meth:`~dplong.results.PanelResults.error_bound` hold — differentially private outputs and public
-facts only (DESIGN.md §1) — plus whatever public context the caller passes (the name of the data,
+facts only (docs/design §1) — plus whatever public context the caller passes (the name of the data,
 the command line). A curve (:class:`~dplong.results.CurveResults`, one parameter per grid point)
 gets a curve plot with its pointwise bands instead of one axis per parameter, its grid column
 named after the formula's regressor, and the boundary points marked in the error-bound table.

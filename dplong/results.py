@@ -664,7 +664,9 @@ class PanelResults:
             ),
             "Release:": f"{self.variant}, {self.noise_law} noise",
         }
-        counted = self.users.dropna()
+        # Shown clamped to [0, n] (post-processing: a count cannot exceed the public n); the
+        # raw releases stay in ``users`` and the ledger.
+        counted = self.users.dropna().clip(0, self.nobs_users)
         weighted = np.array([str(label).endswith("(weighted)") for label in counted.index])
         if weighted.any():
             info["Sum of weights:"] = f"{counted[weighted].min():.0f} (DP, sd {self.users_sd:.2g})"

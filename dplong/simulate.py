@@ -67,6 +67,7 @@ def dependent_normal(
     mean: float = 0.0,
     size: Size = None,
     random_state: RandomState = None,
+    rng: RandomState = None,
 ) -> NDArray[np.float64]:
     """Independent Gaussian vectors ``N(mean · 1, Σ)``, ``Σ = dependence.covariance(length)``.
 
@@ -86,8 +87,9 @@ def dependent_normal(
         Common mean of every entry.
     size : int or tuple of int, optional
         Shape of the array of independent vectors (e.g. replications, users).
-    random_state : None, int or numpy.random.Generator
-        Source of randomness, for reproducible simulations.
+    random_state, rng : None, int or numpy.random.Generator
+        Source of randomness, for reproducible simulations (``rng`` is numpy's SPEC 7 name
+        for the same argument: give at most one of the two).
 
     Returns
     -------
@@ -121,7 +123,7 @@ def dependent_normal(
         )
     mean = _finite(mean, "mean")
     shape = _shape(size)
-    rng = check_random_state(random_state)
+    rng = check_random_state(random_state, rng)
     z = rng.standard_normal((*shape, length))
     if type(model) is Independent:
         draws = math.sqrt(model.variance) * z
@@ -150,6 +152,7 @@ def panel_rows(
     mean: float = 0.0,
     size: Size = None,
     random_state: RandomState = None,
+    rng: RandomState = None,
 ) -> NDArray[np.float64]:
     """A balanced panel of independent users, each with ``n_rows`` dependent Gaussian rows.
 
@@ -167,8 +170,9 @@ def panel_rows(
         Common mean μ.
     size : int or tuple of int, optional
         Shape of independent replications of the whole panel.
-    random_state : None, int or numpy.random.Generator
-        Source of randomness, for reproducible simulations.
+    random_state, rng : None, int or numpy.random.Generator
+        Source of randomness, for reproducible simulations (``rng`` is numpy's SPEC 7 name
+        for the same argument: give at most one of the two).
 
     Returns
     -------
@@ -193,7 +197,12 @@ def panel_rows(
     """
     n_users = _count(n_users, "n_users")
     return dependent_normal(
-        n_rows, dependence, mean=mean, size=(*_shape(size), n_users), random_state=random_state
+        n_rows,
+        dependence,
+        mean=mean,
+        size=(*_shape(size), n_users),
+        random_state=random_state,
+        rng=rng,
     )
 
 
@@ -249,6 +258,7 @@ def linear_panel(
     dependence: DependenceModel | None = None,
     *,
     random_state: RandomState = None,
+    rng: RandomState = None,
 ) -> pd.DataFrame:
     """A panel from the user-level linear model of Def 5.13, ``y_u = X_u β + e_u``.
 
@@ -268,8 +278,9 @@ def linear_panel(
         β, intercept first (length p >= 1).
     dependence : DependenceModel, optional
         Covariance of one user's errors; default independent standard normal errors.
-    random_state : None, int or numpy.random.Generator
-        Source of randomness, for reproducible simulations.
+    random_state, rng : None, int or numpy.random.Generator
+        Source of randomness, for reproducible simulations (``rng`` is numpy's SPEC 7 name
+        for the same argument: give at most one of the two).
 
     Returns
     -------
@@ -294,7 +305,7 @@ def linear_panel(
         raise ParameterError("coefficients must be a non-empty 1-D sequence of finite numbers")
     n_users = _count(n_users, "n_users")
     n_rows = _count(n_rows, "n_rows")
-    rng = check_random_state(random_state)
+    rng = check_random_state(random_state, rng)
     p = beta.size
     regressors = rng.standard_normal((n_users * n_rows, p - 1))
     errors = panel_rows(n_users, n_rows, dependence, random_state=rng).ravel()

@@ -1,4 +1,4 @@
-"""Statistics shared by the privacy audits (DESIGN.md §5.4), see ``test_privacy_audit.py``.
+"""Statistics shared by the privacy audits (docs/design §5.4), see ``test_privacy_audit.py``.
 
 An audit runs a mechanism ``M`` many times on two neighbouring data sets ``D`` and ``D'`` and
 counts how often a few *fixed* events ``S`` happen. If ``M`` is (ε, δ)-DP then for every event

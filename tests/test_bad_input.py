@@ -1,4 +1,4 @@
-"""The bad-input battery (DESIGN.md §5.5, issue 11): every public entry point, table-driven.
+"""The bad-input battery (docs/design §5.5, issue 11): every public entry point, table-driven.
 
 Three tables:
 

@@ -123,7 +123,6 @@ class TestFit:
             [sys.executable, "-m", "dplong", *MEAN, "--report", str(report)],
             capture_output=True,
             text=True,
-            timeout=120,
             check=False,
         )
         assert done.returncode == 0, done.stderr

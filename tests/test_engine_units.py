@@ -1,4 +1,4 @@
-"""Exact tests of the deterministic parts of the release engine (DESIGN.md §5.1, §5.2, §5.5).
+"""Exact tests of the deterministic parts of the release engine (docs/design §5.1, §5.2, §5.5).
 
 * §5.1 — lattice rounding and sensitivity of every lattice release (Laplace and discrete
   Gaussian), the private median on the public log grid and its rank error, the budget plan
@@ -1239,7 +1239,7 @@ class TestLedger:
 
 
 # --------------------------------------------------------------------------------------------
-# 11. Noise off: every model equals its non-private estimator (DESIGN.md §5.2)
+# 11. Noise off: every model equals its non-private estimator (docs/design §5.2)
 # --------------------------------------------------------------------------------------------
 
 OFF = {"epsilon": FIT_OFF, "delta": 1e-6, "random_state": 0}
@@ -1467,7 +1467,7 @@ class TestNoiseOffReference:
 
 
 # --------------------------------------------------------------------------------------------
-# 12. Bad input: clear errors, decided on public facts before any noise (DESIGN.md §5.5)
+# 12. Bad input: clear errors, decided on public facts before any noise (docs/design §5.5)
 # --------------------------------------------------------------------------------------------
 
 

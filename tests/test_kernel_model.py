@@ -4,7 +4,7 @@ Paper: ``papers/dp-dependent-data.md`` §4.4 (Def 4.7-4.8, Lemma 4.9) and §6.2.
 The statistical behaviour (rates, coverage, error bounds) is checked in
 ``test_kernel_statistics.py`` and the privacy claims in ``test_privacy_audit_kernel.py``.
 
-Reference tests (DESIGN.md §5.2): with ε = 1e300 every geometric draw is exactly 0 and the
+Reference tests (docs/design §5.2): with ε = 1e300 every geometric draw is exactly 0 and the
 lattice step of every release is ~1e-16 of its range, and with wide radii nothing is clipped,
 so the release must equal the Priestley-Chao estimator of Def 4.8, computed here plainly in
 numpy (a loop over grid points, no package code), to 1e-10.
@@ -120,7 +120,7 @@ def growth_panel(n: int = 40, seed: int = 3) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------------------------------
-# Reference: noise off, nothing clipped → the plain Priestley-Chao estimator (DESIGN.md §5.2)
+# Reference: noise off, nothing clipped → the plain Priestley-Chao estimator (docs/design §5.2)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -212,7 +212,7 @@ class TestReference:
 
 
 # ---------------------------------------------------------------------------------------------
-# release_weighted_sums: the L1 calibration (exact unit checks, DESIGN.md §5.1)
+# release_weighted_sums: the L1 calibration (exact unit checks, docs/design §5.1)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -479,7 +479,7 @@ class TestResults:
 
 
 # ---------------------------------------------------------------------------------------------
-# Nothing private leaks into results (DESIGN.md §1)
+# Nothing private leaks into results (docs/design §1)
 # ---------------------------------------------------------------------------------------------
 
 

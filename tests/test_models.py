@@ -1,4 +1,4 @@
-"""Reference, leak and bad-input tests of the formula models (DESIGN.md §5.2, §5.5; issue 3)."""
+"""Reference, leak and bad-input tests of the formula models (docs/design §5.2, §5.5; issue 3)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from dplong.privacy.quantile import GRID, miss_probability
 
 # ε = 1e300 makes every geometric draw exactly 0 and the histogram threshold 1/n: the release
 # is then the exact (fixed-point) mean of the clipped statistics. A huge scale means no
-# clipping, so the release equals the non-private estimator (DESIGN.md §5.2).
+# clipping, so the release equals the non-private estimator (docs/design §5.2).
 NOISE_OFF = {"epsilon": 1e300, "delta": 0.5, "random_state": 0}
 
 
@@ -158,6 +158,32 @@ class TestResults:
         assert "Users (n):" in text and "1000" in text
         assert s.params.columns.tolist()[:2] == ["estimate", "std err"]
 
+    @pytest.mark.parametrize(
+        ("raw", "shown"), [((69.0,), "60"), ((-3.0,), "0"), ((58.0, 71.0), "58-60")]
+    )
+    def test_private_counts_shown_within_0_and_n(self, raw: tuple[float, ...], shown: str) -> None:
+        """A private count beyond [0, n] is shown clamped (post-processing) in the summary and
+        the report; the raw release stays in ``users``."""
+        from dataclasses import replace
+
+        from dplong.report import build_report
+
+        df = panel(n=60, seed=8)
+        res = dplong.LongitudinalOLS.from_formula("y ~ x1", df, groups="user").fit(
+            epsilon=10.0, scale=1.0, random_state=0
+        )
+        labels = ["users with a statistic"] if len(raw) == 1 else ["Intercept", "x1"]
+        res = replace(res, users=pd.Series(raw, index=labels, name="users"))
+        info = res.summary().info["value"]
+        assert info["Users with a statistic:"].startswith(f"{shown} (DP, sd")
+        assert f"{shown} (DP, sd" in build_report(res)
+        assert res.users.tolist() == list(raw)
+        weighted = replace(
+            res, users=pd.Series(raw[:1], index=["users with a statistic (weighted)"])
+        )
+        shown_weighted = weighted.summary().info["value"]["Weighted users (sum of weights):"]
+        assert shown_weighted.startswith(f"{shown.split('-')[0]} (DP, sd")
+
     def test_results_are_immutable(self) -> None:
         df = panel(n=1000, seed=9)
         res = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", df, groups="user").fit(
@@ -206,7 +232,7 @@ def fitted() -> tuple[pd.DataFrame, list[object]]:
 
 
 class TestNoLeak:
-    """Pickles, summaries and reprs hold only DP outputs and public facts (DESIGN.md §1)."""
+    """Pickles, summaries and reprs hold only DP outputs and public facts (docs/design §1)."""
 
     def test_no_private_number_in_any_output(
         self, fitted: tuple[pd.DataFrame, list[object]]

@@ -1,4 +1,4 @@
-"""Exact tests of the privacy accounting (DESIGN.md §5.1): ``compose``, ``zcdp_epsilon``, the
+"""Exact tests of the privacy accounting (docs/design §5.1): ``compose``, ``zcdp_epsilon``, the
 budget plan and the ledger (:mod:`dplong.privacy.accounting`, :mod:`dplong.privacy.budget`).
 
 ``compose`` must be a valid *upper* bound on the privacy loss of the calls it composes — never

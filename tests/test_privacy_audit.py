@@ -1,4 +1,4 @@
-"""Privacy audits (DESIGN.md §5.4) of the paper's mechanisms: the stable histogram (Alg 2),
+"""Privacy audits (docs/design §5.4) of the paper's mechanisms: the stable histogram (Alg 2),
 randomized response (Alg 6) and the noisy Winsorized mean as published (``release_paper``:
 Alg 3-5 central, Alg 8-9 local), which ``variant="theory"`` and the local model run.
 

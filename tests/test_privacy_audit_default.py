@@ -1,4 +1,4 @@
-"""Privacy audits (DESIGN.md §5.4) of the default pipeline end to end: ``release_means`` and
+"""Privacy audits (docs/design §5.4) of the default pipeline end to end: ``release_means`` and
 ``dplong.winsorized_mean``.
 
 Each mechanism inside is audited on its own (``test_privacy_audit_engine.py``); these audits
@@ -721,7 +721,7 @@ def test_winsorized_mean_audit(pair: tuple[str, str], least: float, most: float)
 # ---------------------------------------------------------------------------------------------
 # Engine bugs found by these audits (fixed since): failures after noise that depend on the data
 # ---------------------------------------------------------------------------------------------
-# DESIGN.md §1: whether a fit succeeds depends on public facts only, and every refusal comes
+# docs/design §1: whether a fit succeeds depends on public facts only, and every refusal comes
 # before the first noise draw. In the three cases below an earlier engine drew its midpoint,
 # scale, count (and refinement) noise and then failed with an exception outside the package
 # hierarchy (NaN radii from a subnormal spread; sd**2 overflowing to inf and a lattice unit of

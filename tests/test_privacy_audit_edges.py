@@ -1,4 +1,4 @@
-"""Privacy audits (DESIGN.md §5.4) of the guarantee at its edges (issue 30): three ways for the
+"""Privacy audits (docs/design §5.4) of the guarantee at its edges (issue 30): three ways for the
 data to become the design, each closed, each audited with a POWER check on the old behaviour.
 
 1. **A formula that imputes from other rows.** ``y ~ I(x.fillna(x.mean()))`` used to be

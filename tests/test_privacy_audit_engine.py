@@ -1,4 +1,4 @@
-"""Privacy audits (DESIGN.md §5.4) of the mechanisms of the release engine, one at a time.
+"""Privacy audits (docs/design §5.4) of the mechanisms of the release engine, one at a time.
 
 * :func:`dplong.privacy.noise.release_bounded_sum` — lattice Laplace sums of clipped values,
   central and local (every lattice release of the engine, the refinement and the final mean);

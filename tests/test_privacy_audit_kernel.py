@@ -1,4 +1,4 @@
-"""Privacy audits (DESIGN.md §5.4) of the Priestley-Chao releases (issue 4).
+"""Privacy audits (docs/design §5.4) of the Priestley-Chao releases (issue 4).
 
 Same recipe as ``test_privacy_audit.py`` (helpers in ``tests/audit.py``): two neighbouring
 inputs D, D' that differ in one unit; many seeded runs on each; a few events fixed *before* the

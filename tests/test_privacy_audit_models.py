@@ -1,4 +1,4 @@
-"""Privacy audits (DESIGN.md §5.4) of whole model fits, user-level: ``LongitudinalOLS.fit`` and
+"""Privacy audits (docs/design §5.4) of whole model fits, user-level: ``LongitudinalOLS.fit`` and
 ``RandomEffectsLocation.fit`` (two blocks: the location, then the variance components built
 from the released location).
 

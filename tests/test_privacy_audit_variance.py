@@ -1,4 +1,4 @@
-"""Privacy audits (DESIGN.md §5.4) of the private variance plug-ins (Alg 10-14).
+"""Privacy audits (docs/design §5.4) of the private variance plug-ins (Alg 10-14).
 
 The recipe of ``test_privacy_audit.py`` (helpers in ``tests/audit.py``): neighbouring data
 sets that differ in one user — including the user moved very far away —, many seeded runs of

@@ -1,4 +1,4 @@
-"""Privacy audits (DESIGN.md §5.4) of the precision-weighted releases and of the fits built on
+"""Privacy audits (docs/design §5.4) of the precision-weighted releases and of the fits built on
 them: the engine's weighted release, ``RandomEffectsLocation(weights="precision")`` and
 ``LongitudinalOLS.fit(estimator="within")``.
 

@@ -45,7 +45,6 @@ def chromium(page: Path, profile: Path, *options: str) -> subprocess.CompletedPr
         [BROWSER, *FLAGS, f"--user-data-dir={profile}", *options, page.as_uri()],
         capture_output=True,
         text=True,
-        timeout=90,
         check=True,
     )
 

@@ -1,7 +1,7 @@
 """The statsmodels/linearmodels-style results API (issue 33): covariance, tests, prediction,
 degrees of freedom, aliases and the forest plot.
 
-Reference tests (DESIGN.md §5.2): with the noise switched off (ε = 1e300: every geometric draw
+Reference tests (docs/design §5.2): with the noise switched off (ε = 1e300: every geometric draw
 is exactly 0) and the scale estimated, the per-user estimator of ``FORMULA`` on
 ``panel(60, seed=1)`` clips no user, so its estimates are the per-user OLS coefficients'
 means and its standard errors their sd (ddof 0) over √n. statsmodels reproduces that

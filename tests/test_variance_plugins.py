@@ -1,6 +1,6 @@
 """Private variance plug-ins (Alg 10-14): exact, reference, bad-input and statistical tests.
 
-DESIGN.md §5.1 (exact arithmetic of budgets, iteration counts, sensitivities), §5.2 (with the
+docs/design §5.1 (exact arithmetic of budgets, iteration counts, sensitivities), §5.2 (with the
 noise switched off the plug-ins equal an independent numpy implementation of the paper's
 algorithms), §5.3 (seeded Monte Carlo in the setting of the paper's Fig. 5) and §5.5 (bad
 input: a clear error from the package hierarchy, raised before any randomness is drawn).
@@ -461,7 +461,7 @@ class TestBadInput:
 
     @pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")  # flags, not errors
     def test_data_never_decide_a_refusal(self) -> None:
-        # Whether a release succeeds depends on public facts only (DESIGN.md §1): every data
+        # Whether a release succeeds depends on public facts only (docs/design §1): every data
         # set of the same shape is released under the same options ...
         for name, x in self._variants().items():
             est = estimate_scale(x, epsilon=1.0, scale_bounds=(1e-3, 1e3), random_state=0)

@@ -2,7 +2,7 @@
 
 Reference tests with the noise off against the GLS-weighted mean computed independently here;
 the sensitivity bookkeeping of the weighted release; the unweighted release unchanged to the
-bit; public-only defaults and refusals; statistical tests of the gain (DESIGN.md §5.2-5.5).
+bit; public-only defaults and refusals; statistical tests of the gain (docs/design §5.2-5.5).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Reference tests with the noise off against linearmodels' ``PanelOLS(entity_effects=True)`` and
 against the textbook formulas computed here with numpy; the public-only refusals; the ledger;
-statistical tests of the accuracy and of the reported uncertainty (DESIGN.md §5.2-5.5).
+statistical tests of the accuracy and of the reported uncertainty (docs/design §5.2-5.5).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A random generator that refuses to be used: passing it to a release proves that a refusal
-happened before any noise was drawn (DESIGN.md §1: every refusal and budget check comes first)."""
+happened before any noise was drawn (docs/design §1: every refusal and budget check comes first)."""
 
 from __future__ import annotations
 

@@ -196,6 +196,7 @@ class PanelModel:
         refine: Any,
         focus: Focus,
         random_state: RandomState,
+        rng: RandomState,
         accountant: Accountant | None,
     ) -> FitRequest:
         """Validate the options every fit shares, once, before anything else."""
@@ -214,7 +215,7 @@ class PanelModel:
             raise ParameterError(
                 f"accountant must be a dplong.Accountant, got {type(accountant).__name__}"
             )
-        return FitRequest(options, check_random_state(random_state), focus, accountant)
+        return FitRequest(options, check_random_state(random_state, rng), focus, accountant)
 
     def _fit(
         self,

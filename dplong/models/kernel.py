@@ -283,6 +283,7 @@ class PriestleyChao(PanelModel):
         gamma: float = DEFAULT_GAMMA,
         refine: bool = True,
         random_state: RandomState = None,
+        rng: RandomState = None,
         accountant: Accountant | None = None,
     ) -> CurveResults:
         """Release the curve on the grid with (ε, δ)-DP: item-level or user-level.
@@ -317,7 +318,7 @@ class PriestleyChao(PanelModel):
         bound : float, optional
             Local model: public bound B on the level ``|c|`` (item-level) or on the mean curve
             (user-level).
-        variant, gamma, refine, random_state, accountant
+        variant, gamma, refine, random_state, rng, accountant
             As in :func:`dplong.winsorized_mean`.
 
         Returns
@@ -365,6 +366,7 @@ class PriestleyChao(PanelModel):
                 refine=refine,
                 focus=None,
                 random_state=random_state,
+                rng=rng,
                 accountant=accountant,
             )
             return self._fit_users(request, grid, scale)
@@ -385,6 +387,7 @@ class PriestleyChao(PanelModel):
             refine=refine,
             focus=None,
             random_state=random_state,
+            rng=rng,
             accountant=accountant,
         )
         return self._fit_items(request, noise_sd, amplitude, lipschitz, sup_norm)

@@ -279,6 +279,7 @@ class LongitudinalOLS(PanelModel):
         cov_type: CovType = "clustered",
         max_rows: int = DEFAULT_MAX_ROWS,
         random_state: RandomState = None,
+        rng: RandomState = None,
         accountant: Accountant | None = None,
     ) -> RegressionResults:
         """Release the average of per-user coefficients, or the within estimator, with
@@ -299,7 +300,7 @@ class LongitudinalOLS(PanelModel):
             The coefficients whose accuracy matters most: a list of names (the others get a
             small weight) or ``{name: weight}`` with weights in (0, 1]. The budget is shared
             to minimise the weighted error (PLAN); default all alike.
-        privacy, bound, variant, gamma, refine, random_state, accountant
+        privacy, bound, variant, gamma, refine, random_state, rng, accountant
             As in :func:`dplong.winsorized_mean`.
         estimator : {"per-user", "within"}
             ``"per-user"`` (default): the average of the users' own regressions (Def 5.13,
@@ -382,6 +383,7 @@ class LongitudinalOLS(PanelModel):
             refine=refine,
             focus=None if within else focus,
             random_state=random_state,
+            rng=rng,
             accountant=accountant,
         )
         unused = [

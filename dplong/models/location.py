@@ -210,6 +210,7 @@ class RandomEffectsLocation(PanelModel):
         gamma: float = DEFAULT_GAMMA,
         refine: bool = True,
         random_state: RandomState = None,
+        rng: RandomState = None,
         accountant: Accountant | None = None,
     ) -> PanelResults:
         """Release μ, and (unless ``variance_share=0``) σ_U² and σ², with user-level DP.
@@ -243,7 +244,7 @@ class RandomEffectsLocation(PanelModel):
         max_rows : int
             Public cap ``T_cap`` on the rows that raise a user's weight (default 10): a user
             with more rows weighs as one with ``T_cap``. Only used with precision weights.
-        privacy, bound, variant, gamma, refine, random_state, accountant
+        privacy, bound, variant, gamma, refine, random_state, rng, accountant
             As in :func:`dplong.winsorized_mean`; ``accountant`` is charged the total.
 
         Returns
@@ -299,6 +300,7 @@ class RandomEffectsLocation(PanelModel):
             refine=refine,
             focus=None,
             random_state=random_state,
+            rng=rng,
             accountant=accountant,
         )
         residual_scale, statistical = within_scale, None

@@ -51,6 +51,7 @@ def winsorized_mean(
     tail: Tail | None = None,
     names: Sequence[str] | None = None,
     random_state: RandomState = None,
+    rng: RandomState = None,
     accountant: Accountant | None = None,
 ) -> PanelResults:
     """User-level differentially private mean of one or several columns.
@@ -106,8 +107,9 @@ def winsorized_mean(
         where the released rough mean lies far from the midpoint). Default engine only.
     names : sequence of str, optional
         Column names (default: from a DataFrame or Series, else ``x`` or ``x0, x1, ...``).
-    random_state : None, int or numpy.random.Generator
+    random_state, rng : None, int or numpy.random.Generator
         ``None`` (fresh OS entropy) for a release; a seed only for reproducible research.
+        ``rng`` is numpy's SPEC 7 name for the same argument: give at most one of the two.
     accountant : Accountant, optional
         Budget to charge; the release is refused before any noise if it does not fit.
 
@@ -150,6 +152,7 @@ def winsorized_mean(
         refine=refine,
         focus=focus,
         random_state=random_state,
+        rng=rng,
         accountant=accountant,
     )
     proxy = _stated_scale(scale, tau, n, d, request.options.gamma)

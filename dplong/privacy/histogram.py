@@ -223,7 +223,7 @@ def randomized_histogram(
     each bit through randomized response at ε/2 (Alg 6); a user's indicator differs in at most
     two bits between any two inputs, so each report is ε-LDP. The analyst only uses the
     number of 1-reports per bin, which we draw from its exact law — ``Binomial(c_k, 1-q) +
-    Binomial(n - c_k, q)`` — identical in distribution to summing the n reports (DESIGN.md:
+    Binomial(n - c_k, q)`` — identical in distribution to summing the n reports (docs/design:
     the local protocol is simulated, not run on devices; the odds of each report are exact,
     the aggregate's law is exact up to the accuracy of numpy's binomial sampler). The debiasing
     step is line 5.

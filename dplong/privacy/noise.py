@@ -1,6 +1,6 @@
 """Floating-point-safe noise: the Laplace mechanism on an integer lattice, and randomized response.
 
-Why a lattice (DESIGN.md §1). Adding float Laplace noise to a float statistic leaks the input
+Why a lattice (docs/design §1). Adding float Laplace noise to a float statistic leaks the input
 through which doubles the sum can land on (Mironov 2012). dplong never adds noise to a float:
 
 1. each clipped value ``c`` with ``|c| <= w`` becomes the integer ``rint(c / L)`` on the fine

@@ -204,6 +204,7 @@ def estimate_scale(
     gamma: float = DEFAULT_GAMMA,
     iterations: int | None = None,
     random_state: RandomState = None,
+    rng: RandomState = None,
     names: Sequence[str] | None = None,
     accountant: Accountant | None = None,
 ) -> ScaleEstimate:
@@ -234,8 +235,9 @@ def estimate_scale(
         The coverage level is ``1 - γ`` (Alg 10) and β of Alg 14 is set from γ.
     iterations : int, optional
         Iterations per column (two noisy steps each); default :func:`default_iterations`.
-    random_state : None, int or numpy.random.Generator
+    random_state, rng : None, int or numpy.random.Generator
         ``None`` (fresh OS entropy) for a release; a seed only for reproducible research.
+        ``rng`` is numpy's SPEC 7 name for the same argument: give at most one of the two.
     names : sequence of str, optional
         Column names for the ledger.
     accountant : Accountant, optional
@@ -290,7 +292,7 @@ def estimate_scale(
     >>> bool(abs(res.params["x"] - 100.0) < 0.1)
     True
     """
-    rng = check_random_state(random_state)
+    rng = check_random_state(random_state, rng)
     eps = check_epsilon(epsilon)
     method = check_choice(method, "method", METHODS)
     model = check_choice(privacy, "privacy", PRIVACY_MODELS)
