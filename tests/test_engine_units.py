@@ -1616,13 +1616,17 @@ class TestStableHistogram:
         np.testing.assert_array_equal(local_bins(1.0, 4.5), [-2, -1, 0, 1, 2])
 
 
-def _two_columns(matrix: np.ndarray, **options: Any) -> Release:
-    """The default release of two columns at ε = 2 (seed 0)."""
+def _two_columns(matrix: np.ndarray, **rules: Any) -> Release:
+    """The default release of two columns at ε = 2 (seed 0) under ``Rules(**rules)``."""
     checked = ReleaseOptions.check(
         matrix.shape[0], epsilon=2.0, delta=None, privacy="central", bound=None, d=2
     )
     return release_means(
-        matrix, names=("a", "b"), options=checked, rng=np.random.default_rng(0), **options
+        matrix,
+        names=("a", "b"),
+        options=checked,
+        rng=np.random.default_rng(0),
+        rules=Rules(**rules),
     )
 
 

@@ -175,13 +175,13 @@ class TestResults:
         labels = ["users with a statistic"] if len(raw) == 1 else ["Intercept", "x1"]
         res = replace(res, users=pd.Series(raw, index=labels, name="users"))
         info = res.summary().info["value"]
-        assert info["Users with a statistic:"].startswith(f"{shown} (DP, sd")
-        assert f"{shown} (DP, sd" in build_report(res)
+        assert info["With a statistic:"].startswith(f"{shown} users (DP, sd")
+        assert f"{shown} users (DP, sd" in build_report(res)
         assert res.users.tolist() == list(raw)
         weighted = replace(
             res, users=pd.Series(raw[:1], index=["users with a statistic (weighted)"])
         )
-        shown_weighted = weighted.summary().info["value"]["Weighted users (sum of weights):"]
+        shown_weighted = weighted.summary().info["value"]["Sum of weights:"]
         assert shown_weighted.startswith(f"{shown.split('-')[0]} (DP, sd")
 
     def test_results_are_immutable(self) -> None:

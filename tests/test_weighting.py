@@ -8,7 +8,7 @@ bit; public-only defaults and refusals; statistical tests of the gain (docs/desi
 from __future__ import annotations
 
 import dataclasses
-import functools
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,7 @@ from dplong.dependence import RandomEffects
 from dplong.exceptions import ParameterError
 from dplong.models.location import _precision_weights
 from dplong.privacy.budget import ReleasePlan
-from dplong.privacy.engine import Rules, UserWeights, release_means
+from dplong.privacy.engine import Release, Rules, UserWeights, release_means
 from dplong.privacy.options import ReleaseOptions
 
 
@@ -161,9 +161,17 @@ class TestEngine:
             count=False,
         )
         # the second column, over the same users and weights, dividing by the first's count
-        later = functools.partial(
-            release_means, x[:, 1:], names=("b",), options=options(n, 1.0), rng=rng, user_weights=w
-        )
+        def later(**given: Any) -> Release:
+            planned = {"plan": given.pop("plan")} if "plan" in given else {}
+            return release_means(
+                x[:, 1:],
+                names=("b",),
+                options=options(n, 1.0),
+                rng=rng,
+                rules=Rules(user_weights=w, **given),
+                **planned,
+            )
+
         second = later(plan=plan, count=known)
         assert "count" not in {e.stage for e in second.privacy.entries}
         np.testing.assert_array_equal(second.users, first.users)
