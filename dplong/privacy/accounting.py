@@ -155,7 +155,7 @@ def compose(costs: Iterable[Cost], delta: float) -> Composition:
     >>> many.rule, round(many.epsilon, 3), many.delta
     ('Rényi', 0.422, 1e-06)
     """
-    return Composer(costs, delta).add(_NO_CALLS, 0.0)
+    return Composer(costs, delta).add()
 
 
 _NO_CALLS: NDArray[np.float64] = np.zeros(0)
@@ -197,7 +197,7 @@ class Composer:
             self._curve = ORDERS * self.rho + _pure_curve(self.pure)
         return self._curve
 
-    def add(self, pure: NDArray[np.float64], rho: float) -> Composition:
+    def add(self, pure: NDArray[np.float64] = _NO_CALLS, rho: float = 0.0) -> Composition:
         """The composition of the fixed calls with pure calls of ε ``pure`` and a zCDP ``rho``."""
         rho_all = self.rho + rho
         n_pure = self.pure.size + pure.size

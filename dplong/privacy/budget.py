@@ -636,7 +636,7 @@ def _calibrated(
         final = ((s * shares)[:, None] * parts).ravel()
         if kind == "laplace":
             return composer.add(final, 0.0).epsilon
-        return composer.add(_NO_PURE, float(sum(final.tolist()))).epsilon
+        return composer.add(rho=float(sum(final.tolist()))).epsilon
 
     left = plan.epsilon - sum(c.epsilon for c in early)
     upper = 2.0 * max(left, plan.epsilon) if kind == "laplace" else plan.epsilon
@@ -648,9 +648,6 @@ def _calibrated(
     eps = scale * shares if kind == "laplace" else np.zeros(plan.d)
     rho = scale * shares if kind == "gaussian" else np.zeros(plan.d)
     return FinalBudget(kind, eps, rho)
-
-
-_NO_PURE: NDArray[np.float64] = np.zeros(0)
 
 
 def _weighted_variance(
@@ -923,7 +920,18 @@ def users_share(users: float, n: int, epsilon: float, low: float, high: float) -
 
 
 def afford(accountant: Accountant | None, epsilon: float, delta: float) -> None:
-    """The accountant's check, before the first noise draw: refuse a spend it cannot afford."""
+    """The accountant's check, before the first noise draw: refuse a spend it cannot afford.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> from dplong.privacy.budget import afford
+    >>> afford(dplong.Accountant(epsilon=1.0), 0.5, 0.0)          # affordable: nothing happens
+    >>> afford(dplong.Accountant(epsilon=1.0), 1.5, 0.0)
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.BudgetExceededError: ...
+    """
     if accountant is not None:
         accountant.check(epsilon, delta)
 
@@ -932,7 +940,19 @@ def charge(
     accountant: Accountant | None, ledger: PrivacyLedger, epsilon: float, delta: float
 ) -> None:
     """After a release or fit: its calls must compose within the (ε, δ) it was given (a bug if
-    not, so it is raised as one), and the accountant records them."""
+    not, so it is raised as one), and the accountant records them.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> from dplong.privacy.accounting import LedgerEntry, PrivacyLedger
+    >>> from dplong.privacy.budget import charge
+    >>> call = LedgerEntry("mean", "lattice Laplace", "x", 0.5, 0.0, 0.0, 1.0, 2.0)
+    >>> accountant = dplong.Accountant(epsilon=1.0)
+    >>> charge(accountant, PrivacyLedger.from_entries([call], 0.0, "central"), 0.5, 0.0)
+    >>> accountant.spent_epsilon
+    0.5
+    """
     if ledger.epsilon > epsilon * (1 + 1e-9) or ledger.delta > delta * (1 + 1e-9):
         raise AssertionError(
             f"the calls compose to ({ledger.epsilon}, {ledger.delta}), beyond the budget "

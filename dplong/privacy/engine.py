@@ -209,6 +209,22 @@ class Rules:
         A public centre per column and a bound on its distance to the column's mean that fails
         with probability at most γ: no midpoint or refinement stage (a plan made with
         ``centred=True``).
+
+    Examples
+    --------
+    Spending per user is at least 0: the interval is moved up, off the empty side.
+
+    >>> import numpy as np
+    >>> from dplong.privacy.engine import Rules, release_means
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> x = np.random.default_rng(0).exponential(50.0, size=(3000, 1))
+    >>> options = ReleaseOptions.check(3000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1)
+    >>> plain = release_means(x, names=("spend",), options=options, rng=np.random.default_rng(1))
+    >>> moved = release_means(x, names=("spend",), options=options, rng=np.random.default_rng(1),
+    ...                       rules=Rules(lower=np.zeros(1), tail="exponential"))
+    >>> bool(moved.interval[0, 1] > plain.interval[0, 1])
+    True
     """
 
     scale: NDArray[np.float64] | None = None
