@@ -15,6 +15,9 @@ load_wage_panel
     Vella and Verbeek (1998) wage panel: 545 men observed 1980-1987.
 load_dietox
     Growth of 72 pigs weighed weekly (Lauridsen, Højsgaard and Sørensen, 1999).
+load_randhie
+    RAND Health Insurance Experiment: 5,912 persons, 20,190 person-years
+    (read from the copy inside statsmodels).
 descr
     The description (``DESCR.rst``) of a data set, as text.
 """
@@ -22,6 +25,7 @@ descr
 from __future__ import annotations
 
 from importlib.resources import files
+from pathlib import Path
 from typing import Final, Literal
 
 import numpy as np
@@ -29,12 +33,12 @@ import pandas as pd
 
 from dplong.exceptions import ParameterError
 
-__all__ = ["DATASETS", "DatasetName", "descr", "load_dietox", "load_wage_panel"]
+__all__ = ["DATASETS", "DatasetName", "descr", "load_dietox", "load_randhie", "load_wage_panel"]
 
-DatasetName = Literal["wage_panel", "dietox"]
+DatasetName = Literal["wage_panel", "dietox", "randhie"]
 """Names of the data sets shipped with dplong."""
 
-DATASETS: Final[tuple[DatasetName, ...]] = ("wage_panel", "dietox")
+DATASETS: Final[tuple[DatasetName, ...]] = ("wage_panel", "dietox", "randhie")
 """Names of the data sets shipped with dplong, in the order documented above."""
 
 _WAGE_PANEL_DTYPES: Final[dict[str, type[np.generic]]] = {
@@ -69,6 +73,8 @@ def _check_name(name: str) -> DatasetName:
         return "wage_panel"
     if name == "dietox":
         return "dietox"
+    if name == "randhie":
+        return "randhie"
     raise ParameterError(f"unknown data set {name!r}; expected one of {DATASETS}")
 
 
@@ -90,7 +96,7 @@ def descr(name: DatasetName) -> str:
 
     Parameters
     ----------
-    name : {"wage_panel", "dietox"}
+    name : {"wage_panel", "dietox", "randhie"}
         Name of the data set.
 
     Returns
@@ -210,3 +216,49 @@ def load_dietox() -> pd.DataFrame:
     72
     """
     return _read_csv("dietox", _DIETOX_DTYPES)
+
+
+def load_randhie() -> pd.DataFrame:
+    """Load the RAND Health Insurance Experiment person-years.
+
+    5,912 persons (``zper``) followed for one to five years (20,190 rows),
+    with medical spending, visits, the randomised coinsurance rate and
+    demographics.  The CSV is read from the ``statsmodels`` installation
+    (``statsmodels/datasets/randhie/src/randhie.csv``): no copy is shipped
+    and nothing is downloaded.  The data are in the public domain.  See
+    ``descr("randhie")`` for the variables and references.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per person and year, sorted by ``zper`` then ``year``, with
+        the 45 columns of the source in its order.  Missing values (NaN)
+        occur only in ``educdec``, ``ghindx``, ``mdeoff``, ``pioff`` and
+        ``lnmeddol`` and are kept as in the source.
+
+    Notes
+    -----
+    In dplong each person is one user: all of their years are protected
+    together, and only the number of users ``n = 5912`` is public.
+    Spending (``meddol``) is zero in about a third of the person-years and
+    has a long right tail: it is the package's reference for skewed
+    outcomes.
+
+    Examples
+    --------
+    >>> from dplong.datasets import load_randhie
+    >>> df = load_randhie()
+    >>> df.shape
+    (20190, 45)
+    >>> df["zper"].nunique()
+    5912
+    >>> round(float(df.groupby("zper")["meddol"].mean().mean()), 1)
+    172.8
+    """
+    import statsmodels  # the runtime dependency that ships the file
+
+    path = Path(statsmodels.__file__).parent / "datasets" / "randhie" / "src" / "randhie.csv"
+    if not path.is_file():  # pragma: no cover - a statsmodels build without its data
+        raise RuntimeError(f"the RAND HIE file is missing from statsmodels: {path}")
+    df: pd.DataFrame = pd.read_csv(path)
+    return df.sort_values(["zper", "year"], kind="stable", ignore_index=True)
