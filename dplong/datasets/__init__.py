@@ -257,8 +257,8 @@ def load_randhie() -> pd.DataFrame:
     """
     import statsmodels  # the runtime dependency that ships the file
 
-    path = Path(statsmodels.__file__).parent / "datasets" / "randhie" / "src" / "randhie.csv"
+    path = Path(str(statsmodels.__file__)).parent / "datasets" / "randhie" / "src" / "randhie.csv"
     if not path.is_file():  # pragma: no cover - a statsmodels build without its data
         raise RuntimeError(f"the RAND HIE file is missing from statsmodels: {path}")
-    df = pd.read_csv(path).sort_values(["zper", "year"], kind="stable", ignore_index=True)
-    return pd.DataFrame(df)
+    df = pd.read_csv(path)
+    return df.sort_values(["zper", "year"], kind="stable", ignore_index=True)
