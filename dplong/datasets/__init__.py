@@ -260,5 +260,5 @@ def load_randhie() -> pd.DataFrame:
     path = Path(str(statsmodels.__file__)).parent / "datasets" / "randhie" / "src" / "randhie.csv"
     if not path.is_file():  # pragma: no cover - a statsmodels build without its data
         raise RuntimeError(f"the RAND HIE file is missing from statsmodels: {path}")
-    df = pd.read_csv(path)
-    return df.sort_values(["zper", "year"], kind="stable", ignore_index=True)
+    df: pd.DataFrame = pd.read_csv(path).sort_values(["zper", "year"], kind="stable")
+    return df.reset_index(drop=True)
