@@ -261,4 +261,5 @@ def load_randhie() -> pd.DataFrame:
     if not path.is_file():  # pragma: no cover - a statsmodels build without its data
         raise RuntimeError(f"the RAND HIE file is missing from statsmodels: {path}")
     df: pd.DataFrame = pd.read_csv(path).sort_values(["zper", "year"], kind="stable")
-    return df.reset_index(drop=True)
+    df.index = pd.RangeIndex(len(df))
+    return df
