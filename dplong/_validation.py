@@ -52,7 +52,7 @@ def real_number(
         raise error(f"{name} must be {expected}, got {type(value).__name__} {describe(value)}")
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise error(f"{name} must be {expected}, got {describe(value)}") from None
 
 

@@ -23,12 +23,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.linalg import eigvalsh_tridiagonal
 
 from dplong._validation import describe, real_number
 from dplong.exceptions import ParameterError
 
 __all__ = [
     "AR1",
+    "MAX_DENSE_ROWS",
     "DependenceModel",
     "Exchangeable",
     "GivenCovariance",
@@ -36,6 +38,10 @@ __all__ = [
     "RandomEffects",
     "Toeplitz",
 ]
+
+#: Largest T whose T x T covariance is built densely for ρ_u (200 MB of float64); models with
+#: a closed form or a sparse precision (Independent, Exchangeable, AR1) take any T.
+MAX_DENSE_ROWS = 2_000
 
 
 def _positive(value: float, name: str) -> float:
@@ -108,7 +114,14 @@ class DependenceModel(ABC):
         >>> Toeplitz([1.0, 0.5]).log_sobolev_constant(T=2)    # eigenvalues 0.5 and 1.5
         1.5
         """
-        return float(np.linalg.eigvalsh(self.covariance(_check_rows(T)))[-1])
+        rows = _check_rows(T)
+        if rows > MAX_DENSE_ROWS:
+            raise ParameterError(
+                f"rows per user T={rows} is beyond the {MAX_DENSE_ROWS} rows whose covariance "
+                f"{type(self).__name__} builds densely; AR1, Exchangeable and Independent take "
+                "any T"
+            )
+        return float(np.linalg.eigvalsh(self.covariance(rows))[-1])
 
     def mean_scale(self, T: int) -> float:
         """Variance proxy ρ_u / T of one user's mean over T rows (Lemma 5.2).
@@ -218,6 +231,10 @@ class Toeplitz(DependenceModel):
         return f"Toeplitz rows, autocovariances ({shown}{more})"
 
 
+#: Above this T, AR1 uses the limit of ‖Σ_T‖ rather than the tridiagonal eigenproblem (40 ms).
+_TRIDIAGONAL_ROWS = 100_000
+
+
 @dataclass(frozen=True)
 class AR1(DependenceModel):
     """AR(1) rows: ``Cov(y_t, y_s) = variance * phi**|t-s|`` (the paper's Toeplitz(φ)).
@@ -242,6 +259,23 @@ class AR1(DependenceModel):
     def covariance(self, T: int) -> NDArray[np.float64]:
         lags = np.abs(np.subtract.outer(np.arange(T), np.arange(T)))
         return self.variance * self.phi**lags
+
+    def log_sobolev_constant(self, T: int) -> float:
+        rows = _check_rows(T)
+        if rows <= MAX_DENSE_ROWS:
+            return super().log_sobolev_constant(rows)
+        phi, limit = abs(self.phi), self.variance * (1 + abs(self.phi)) / (1 - abs(self.phi))
+        if rows > _TRIDIAGONAL_ROWS:
+            # ‖Σ_T‖ increases with T (Cauchy interlacing) to this limit, the spectral
+            # density's maximum: an upper bound, so the radius stays valid (and is tight here)
+            return float(limit)
+        # the inverse of an AR(1) covariance is tridiagonal: its smallest eigenvalue, O(T)
+        diagonal = np.full(rows, 1 + phi * phi)
+        diagonal[[0, -1]] = 1.0
+        smallest = eigvalsh_tridiagonal(
+            diagonal, np.full(rows - 1, -phi), select="i", select_range=(0, 0)
+        )[0]
+        return float(min(self.variance * (1 - phi * phi) / smallest, limit))
 
     def describe(self) -> str:
         return f"AR(1) rows, phi {self.phi:g}, variance {self.variance:g}"

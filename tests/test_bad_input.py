@@ -671,6 +671,8 @@ DEPENDENCE: list[tuple[str, Callable[[], object], str]] = [
     ("rows T -inf", lambda: Exchangeable(0.2).mean_scale(T=-math.inf), "T"),  # type: ignore[arg-type]
     ("rows T bool", lambda: Independent(1).mean_scale(T=True), "T"),
     ("rows T None", lambda: Toeplitz([1.0, 0.2]).mean_scale(None), "T"),  # type: ignore[arg-type]
+    ("rows T 10**400", lambda: AR1(0.5).mean_scale(T=10**400), "T"),
+    ("rows T beyond dense", lambda: Toeplitz([1.0, 0.2]).mean_scale(T=10**6), "T=1000000"),
     ("residual T inf", lambda: RandomEffects(1.0).residual_scale(math.inf), "T"),  # type: ignore[arg-type]
     ("users n nan", lambda: AR1(0.5).statistical_constant(4, math.nan), "n"),  # type: ignore[arg-type]
     ("users n 2.5", lambda: RandomEffects(1.0).statistical_constant(4, 2.5), "n"),  # type: ignore[arg-type]
