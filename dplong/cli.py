@@ -375,7 +375,7 @@ def _unread_columns(
     read twice). For the data holder's eyes on stderr only."""
     words = set(re.findall(r"[A-Za-z_]\w*", args.formula))
     words |= set(re.findall(r"Q\(\s*[\"']([^\"']+)[\"']\s*\)", args.formula))
-    columns = [c for c in data.columns if c in words and c not in (args.groups, args.time)]
+    columns = [c for c in data.columns if (c in words or c == args.time) and c != args.groups]
     if not is_dask(raw):
         return unread_cells(raw, data, columns)
     return [
@@ -383,6 +383,7 @@ def _unread_columns(
         for c in columns
         if not isinstance(data[c].dtype, pd.CategoricalDtype)
         and not pd.api.types.is_numeric_dtype(raw[c].dtype)
+        and not pd.api.types.is_datetime64_any_dtype(raw[c].dtype)
     ]
 
 
@@ -445,6 +446,8 @@ def _run_fit(args: argparse.Namespace, command: str) -> int:
         what, hint = (
             ("among its --levels", "")
             if column in levels
+            else ("numbers or ISO 8601 dates", "")
+            if column == args.time
             else ("numbers", f" (a factor needs its levels declared: --levels {column}=...)")
         )
         print(

@@ -7,8 +7,10 @@ hold. :func:`read_data` (:func:`read_file`, then :func:`typed`) therefore reads 
 own:
 
 * the user-id column (``groups``) is kept as the file stores it, and read as text from a CSV
-  file (``"01"`` and ``"1"`` are two users, whatever the other rows hold); the column that
-  orders each user's rows (``time``) is kept as pandas reads it;
+  file (``"01"`` and ``"1"`` are two users, whatever the other rows hold);
+* the column that orders each user's rows (``time``) is kept when the file stores dates
+  (Parquet); otherwise each cell is a number, or an ISO 8601 date as days since 1970-01-01,
+  or else missing;
 * a column with declared ``levels`` becomes a ``Categorical`` with exactly those levels; a
   cell matches a level when both read alike — the same text, the same number (``"2"``,
   ``2`` and ``2.0``) or the same truth value (``true``, ``True``) — and any other cell is
@@ -70,8 +72,9 @@ def read_data(
     levels : mapping of str to sequence of str, optional
         Declared levels (as text) of the columns that are factors; the first is the reference.
     groups, time : str, optional
-        The user-id column and the column that orders each user's rows: kept as read (the
-        user ids as text from a CSV file).
+        The user-id column, kept as read (as text from a CSV file), and the column that
+        orders each user's rows, read cell by cell as a number or an ISO 8601 date (a stored
+        date column is kept).
 
     Returns
     -------
@@ -112,7 +115,8 @@ def read_file(source: str, *, time: str | None = None) -> pd.DataFrame | DaskFra
         (``pip install "dplong[dask]"``), which also reads a single Parquet file when it is
         installed.
     time : str, optional
-        A CSV file's column that pandas reads as it infers (the order of each user's rows).
+        Accepted for the signature's symmetry with :func:`read_data`: a CSV file's cells are
+        all read as text, the ``time`` column too (:func:`typed` reads them).
 
     Returns
     -------
@@ -162,7 +166,7 @@ def read_file(source: str, *, time: str | None = None) -> pd.DataFrame | DaskFra
                 return pd.read_parquet(path)
         if name.endswith(_CSV_SUFFIXES):
             header = pd.read_csv(path, nrows=0).columns
-            return pd.read_csv(path, dtype={c: str for c in header if c != time})
+            return pd.read_csv(path, dtype=dict.fromkeys(header, str))
     except (OSError, ValueError) as err:  # parse errors of pandas and pyarrow are ValueErrors
         if isinstance(err, DataError):
             raise
@@ -208,17 +212,19 @@ def typed(
     ([1.5, nan], [1.0, nan], ['a', 'b'])
     """
     declared = {column: _level_texts(column, values) for column, values in (levels or {}).items()}
-    keep = [c for c in (groups, time) if c is not None]
-    absent = [c for c in [*declared, *keep] if c not in frame.columns]
+    keep = [] if groups is None else [groups]
+    absent = [
+        c for c in [*declared, *keep, *([] if time is None else [time])] if c not in frame.columns
+    ]
     if absent:
         raise DataError(
             f"{', '.join(map(repr, absent))} not a column of DATA; columns are "
             f"{list(frame.columns)}"
         )
     if is_dask(frame):
-        meta = _convert(frame._meta, declared, keep)  # the partitions' common schema
-        return frame.map_partitions(_convert, declared, keep, meta=meta)
-    return _convert(frame, declared, keep)
+        meta = _convert(frame._meta, declared, keep, time)  # the partitions' common schema
+        return frame.map_partitions(_convert, declared, keep, time, meta=meta)
+    return _convert(frame, declared, keep, time)
 
 
 def as_numbers(values: pd.Series) -> pd.Series:
@@ -285,11 +291,13 @@ def unread_cells(raw: pd.DataFrame, read: pd.DataFrame, columns: Collection[str]
 
 
 def _convert(
-    frame: pd.DataFrame, levels: Mapping[str, list[str]], keep: Collection[str]
+    frame: pd.DataFrame, levels: Mapping[str, list[str]], keep: Collection[str], time: str | None
 ) -> pd.DataFrame:
     columns = {
         c: frame[c]
         if c in keep
+        else _as_times(frame[c])
+        if c == time
         else as_levels(frame[c], levels[c])
         if c in levels
         else as_numbers(frame[c])
@@ -297,6 +305,22 @@ def _convert(
     }
     result: pd.DataFrame = pd.DataFrame(columns, index=frame.index)
     return result
+
+
+def _as_times(values: pd.Series) -> pd.Series:
+    """A stored date column as it is; else each cell a number, or an ISO 8601 date as days
+    since 1970-01-01 (so that no other row decides how a cell orders), or missing."""
+    if pd.api.types.is_datetime64_any_dtype(values.dtype):
+        return values
+    numbers = as_numbers(values)
+    dates = numbers.isna() & values.notna()
+    if dates.any():
+        # format="ISO8601" parses every cell on its own (no format guessed from the others)
+        stamps = pd.to_datetime(
+            values[dates].astype(str), format="ISO8601", errors="coerce", utc=True
+        )
+        numbers[dates] = (stamps - pd.Timestamp(0, tz="UTC")) / pd.Timedelta(days=1)
+    return numbers
 
 
 def _read_parquet(source: str) -> DaskFrame:

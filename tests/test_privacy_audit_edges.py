@@ -24,6 +24,9 @@ data to become the design, each closed, each audited with a POWER check on the o
    Exact audit of the labels, with and without Dask, with and without ``--levels``; POWER: the
    old reading (``pandas.read_parquet``, its categories taken as levels) labels D and D'
    differently.
+4. **The time column.** One user's ``?`` in a CSV's ``time`` column used to make the whole
+   column text, so week 10 sorted before week 9 for every user. Exact: the other users' order
+   is the same on D and D'; POWER: pandas' inference orders them differently.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from audit import EpsilonBound, epsilon_lower_bound, repeat
 import dplong
 from dplong.cli import main
 from dplong.exceptions import FormulaError
-from dplong.formula import DesignSpec, build_design
+from dplong.formula import DesignSpec, _sort_key, build_design
 
 pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
 
@@ -275,3 +278,27 @@ def test_audit_of_a_parquet_files_categories(
             for which, path in paths.items()
         }
     assert old["D"] != old["D'"] and "site[T.r]" in old["D"][1], old
+
+
+def test_audit_of_one_users_time_cell(tmp_path: Path) -> None:
+    """Exact: D and D' (user 0's first ``time`` cell ``?``) order every other user's rows
+    alike: the time column is read cell by cell. POWER: pandas' inference reads D''s whole
+    column as text, and text orders week 10 before week 9 for every user."""
+    weeks = np.tile(np.arange(1, 13), 3)
+    data = pd.DataFrame({"user": np.repeat(np.arange(3), 12), "week": weeks, "y": weeks * 1.0})
+    odd = data.astype({"week": object})
+    odd.loc[0, "week"] = "?"
+    paths = {"D": tmp_path / "d.csv", "D'": tmp_path / "d-prime.csv"}
+    data.to_csv(paths["D"], index=False)
+    odd.to_csv(paths["D'"], index=False)
+
+    def order(frame: pd.DataFrame) -> list[int]:
+        """Rows of users 1 and 2 in the order their trajectories are built."""
+        others = frame[frame["user"].astype(str) != "0"]
+        return list(others["y"].to_numpy()[np.lexsort((_sort_key(others["week"]),))])
+
+    read = {k: dplong.io.read_data(str(p), groups="user", time="week") for k, p in paths.items()}
+    assert order(read["D"]) == order(read["D'"]) == sorted(order(read["D"]))
+    assert read["D'"]["week"].isna().sum() == 1  # the odd cell alone is missing
+    old = {which: order(pd.read_csv(path)) for which, path in paths.items()}
+    assert old["D"] != old["D'"], old  # the old behaviour, flagged by the same comparison
