@@ -34,7 +34,7 @@ from dplong.exceptions import (
     ParameterError,
     PrivacyParameterError,
 )
-from dplong.models.smoother import item_weights
+from dplong.kernels import item_weights
 
 matplotlib.use("Agg")
 

@@ -51,8 +51,7 @@ from scipy.signal import lfilter
 from scipy.stats import beta as beta_dist
 
 import dplong
-from dplong.kernels import get_kernel
-from dplong.models.smoother import item_weights
+from dplong.kernels import get_kernel, item_weights
 
 THETA, SIGMA_MAX = 0.5, 1.5  # MA(1) errors: ‖Σ‖_op <= (1 + θ)² = σ_max²
 AMPLITUDE = 1.0

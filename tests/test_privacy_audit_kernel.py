@@ -48,9 +48,8 @@ from numpy.typing import NDArray
 
 import dplong
 import dplong.privacy.vector as vector_module
-from dplong.kernels import get_kernel
+from dplong.kernels import get_kernel, item_weights
 from dplong.models.curves import MIN_USER_MASS, user_curves
-from dplong.models.smoother import item_weights
 from dplong.privacy.engine import GRID, ROUGH_RADIUS
 from dplong.privacy.noise import (
     _ROUNDOFF,

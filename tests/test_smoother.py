@@ -27,8 +27,7 @@ from numpy.typing import NDArray
 
 import dplong
 from dplong.exceptions import DplongWarning
-from dplong.kernels import get_kernel
-from dplong.models.smoother import item_weights
+from dplong.kernels import get_kernel, item_weights
 from dplong.privacy.accounting import compose
 
 # ---------------------------------------------------------------------------------------------

@@ -13,11 +13,10 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from dplong.kernels import get_kernel
-from dplong.models.smoother import item_weights
+from dplong.kernels import get_kernel, item_weights
 from dplong.privacy.budget import VectorBudget
 from dplong.privacy.noise import COARSE_BITS, release_weighted_sums
-from dplong.privacy.vector import release_linear
+from dplong.privacy.vector import VectorRelease, release_linear
 
 
 def test_weighted_sums_noise_off_are_exact() -> None:
@@ -86,72 +85,45 @@ def _kernel_weights(points: int) -> NDArray[np.float64]:
     return item_weights(x, np.linspace(0.0, 1.0, points), get_kernel("gaussian"), 0.3, 1.0)
 
 
+def _release(
+    values: NDArray[np.float64], points: int, budget: VectorBudget, *, local: bool = False
+) -> VectorRelease:
+    rng = np.random.default_rng(points)
+    weights = _kernel_weights(points)
+    return release_linear(values, 1.0, weights, budget, rng, local=local, target=f"{points}")
+
+
 def test_release_linear_takes_the_mechanism_with_less_noise() -> None:
     # a row's L1 mass over G points within a bandwidth grows like G, its L2 mass like √G: the
     # Gaussian wins on a fine grid, the Laplace on a coarse one (same ε and ρ)
-    values = np.zeros(400)
     budget = VectorBudget(epsilon=1.0, rho=0.05)
-    fine = release_linear(
-        values,
-        1.0,
-        _kernel_weights(300),
-        budget,
-        np.random.default_rng(0),
-        local=False,
-        target="curve at 300 points",
-    )
-    coarse = release_linear(
-        values,
-        1.0,
-        _kernel_weights(3),
-        budget,
-        np.random.default_rng(0),
-        local=False,
-        target="curve at 3 points",
-    )
+    fine, coarse = _release(np.zeros(400), 300, budget), _release(np.zeros(400), 3, budget)
     assert (fine.kind, coarse.kind) == ("gaussian", "laplace")
     assert (fine.entry.rho, fine.entry.epsilon) == (0.05, 0.0)
     assert (coarse.entry.epsilon, coarse.entry.rho) == (1.0, 0.0)
-    assert fine.entry.target == "curve at 300 points"
-    # without ρ (no δ) only the Laplace release is possible
-    pure = release_linear(
-        values,
-        1.0,
-        _kernel_weights(300),
-        VectorBudget(1.0),
-        np.random.default_rng(0),
-        local=False,
-        target="curve",
-    )
+    assert (fine.entry.target, fine.entry.stage) == ("300", "mean")
+    # without ρ (no δ) only the Laplace release is possible, and it is noisier
+    pure = _release(np.zeros(400), 300, VectorBudget(1.0))
     assert pure.kind == "laplace" and (pure.sd > fine.sd).all()
 
 
-def test_release_linear_noise_off_is_the_smoother() -> None:
-    rng = np.random.default_rng(1)
-    weights, values = _kernel_weights(9), rng.uniform(-1.0, 1.0, 400)
-    exact = weights.T @ values
-    for rho in (0.0, 1e300):
-        out = release_linear(
-            values, 1.0, weights, VectorBudget(1e300, rho), rng, local=False, target="curve"
-        )
-        np.testing.assert_allclose(out.total, exact, rtol=0, atol=1e-12)
+@pytest.mark.parametrize(
+    ("budget", "kind"),
+    [(VectorBudget(1e300), "laplace"), (VectorBudget(1.0, 1e300), "gaussian")],
+)
+def test_release_linear_noise_off_is_the_smoother(budget: VectorBudget, kind: str) -> None:
+    values = np.random.default_rng(1).uniform(-1.0, 1.0, 400)
+    out = _release(values, 9, budget)
+    assert out.kind == kind
+    np.testing.assert_allclose(out.total, _kernel_weights(9).T @ values, rtol=0, atol=1e-12)
 
 
 def test_release_linear_local_smooths_each_units_report() -> None:
     # each unit's report carries its own noise: the curve's noise sd is the report sd times
     # the weights' L2 norm per point, and the sensitivity is of one report (2 radius)
-    weights = _kernel_weights(5)
-    out = release_linear(
-        np.zeros(400),
-        1.0,
-        weights,
-        VectorBudget(2.0),
-        np.random.default_rng(2),
-        local=True,
-        target="y (projected responses)",
-    )
+    out = _release(np.zeros(400), 5, VectorBudget(2.0), local=True)
     assert out.kind == "normal" and out.entry.mechanism == "local lattice Laplace (Alg 8)"
     assert out.entry.epsilon == 2.0 and out.entry.sensitivity >= 2.0
-    report_sd = out.sd / np.sqrt((weights**2).sum(axis=0))
+    report_sd = out.sd / np.sqrt((_kernel_weights(5) ** 2).sum(axis=0))
     np.testing.assert_allclose(report_sd, report_sd[0])
     assert report_sd[0] == pytest.approx(math.sqrt(2.0) * out.scale[0], rel=1e-3)

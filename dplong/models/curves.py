@@ -60,17 +60,6 @@ class UserCurves(PriestleyChao):
     level = "user"
     basis = ("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8")
 
-    def __init__(
-        self,
-        design: PanelDesign | ReducedPanel,
-        *,
-        x: NDArray[np.float64],
-        y: NDArray[np.float64],
-        **options: Any,
-    ) -> None:
-        super().__init__(design, **options)
-        self._x, self._y = x, y  # by user, then by x (empty when a Dask frame was reduced)
-
     @classmethod
     def from_data(
         cls,

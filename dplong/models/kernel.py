@@ -83,12 +83,17 @@ class PriestleyChao(PanelModel):
         self,
         design: PanelDesign | ReducedPanel,
         *,
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
         domain: tuple[float, float],
         kernel: Kernel,
         bandwidth: float | str,
         grid: int | NDArray[np.float64] | None,
     ) -> None:
         super().__init__(design)
+        # item-level: the public design points and the responses (NaN: none); user-level: the
+        # rows by user, then by x (empty when a Dask frame was reduced to the users' sums)
+        self._x, self._y = x, y
         self._domain = domain
         self._kernel = kernel
         self._bandwidth = bandwidth

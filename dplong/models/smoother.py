@@ -1,7 +1,7 @@
 """The item-level Priestley–Chao smoother: one row per unit at a public design point (Def 4.7).
 
-``f̂(x) = Σ_i a_i(x) Y_i`` with public weights :func:`item_weights` is linear in the responses.
-They are located as one column — the default engine's stages
+``f̂(x) = Σ_i a_i(x) Y_i`` with public weights (:func:`~dplong.kernels.item_weights`) is linear
+in the responses. They are located as one column — the default engine's stages
 (:func:`~dplong.privacy.engine.locate`), or the paper's midpoint (Alg 3 / 9) — projected onto
 the centre ± w and the whole curve is released at once
 (:func:`~dplong.privacy.vector.release_linear`). The budget comes from
@@ -27,11 +27,12 @@ from dplong.bounds import midpoint_failure_probability
 from dplong.dask_frames import design_spec, evaluate_rows, is_dask
 from dplong.exceptions import DataError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign
-from dplong.kernels import Kernel
+from dplong.kernels import Kernel, auto_bandwidth, item_bias_bound, item_weights
 from dplong.models.base import caught_notes, paper_mean_options, paper_scale
 from dplong.models.kernel import PriestleyChao, regressor
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import (
+    ReleasePlan,
     VectorBudget,
     afford,
     paper_vector_budget,
@@ -50,7 +51,7 @@ from dplong.results import CurveResults
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
 
-__all__ = ["ItemSmoother", "item_bias_bound", "item_weights"]
+__all__ = ["ItemSmoother"]
 
 
 @dataclass(frozen=True)
@@ -90,17 +91,6 @@ class ItemSmoother(PriestleyChao):
     level = "item"
     basis = ("Theorem 4.2 via Corollary 4.11", "Theorem 6.4 via Corollary 6.7")
     auto_bandwidth = True
-
-    def __init__(
-        self,
-        design: PanelDesign,
-        *,
-        x: NDArray[np.float64],
-        y: NDArray[np.float64],
-        **options: Any,
-    ) -> None:
-        super().__init__(design, **options)
-        self._x, self._y = x, y  # the public design points; the responses (NaN: none)
 
     @classmethod
     def from_data(
@@ -174,8 +164,20 @@ class ItemSmoother(PriestleyChao):
         lo, hi = self._domain
         spread = amp if amp > 0 else sigma  # estimated scale: the responses' spread stands in
         lf_auto = smooth_lf if smooth_lf is not None else 2.0 * spread / (hi - lo)
-        b = self._resolve_bandwidth(
-            n, where.budget.epsilon, sigma, lf_auto, where.width, options.local
+        b = (
+            auto_bandwidth(
+                self._kernel,
+                self._domain,
+                n,
+                epsilon=where.budget.epsilon,
+                sigma=sigma,
+                lipschitz=lf_auto,
+                width=where.width,
+                local=options.local,
+                grid=self._resolve_grid,
+            )
+            if isinstance(self._bandwidth, str)
+            else float(self._bandwidth)
         )
         grid = self._resolve_grid(b)
         weights = item_weights(self._x, grid, self._kernel, b, hi)
@@ -262,7 +264,7 @@ class ItemSmoother(PriestleyChao):
 
     def _locate(
         self,
-        plan: Any,
+        plan: ReleasePlan,
         options: ReleaseOptions,
         rng: np.random.Generator,
         sigma: float,
@@ -371,108 +373,6 @@ class ItemSmoother(PriestleyChao):
             lost=False,
             notes=notes,
         )
-
-    def _resolve_bandwidth(
-        self, n: int, epsilon: float, sigma: float, lf: float, width: float, local: bool
-    ) -> float:
-        """``"auto"``: minimise the explicit error terms of Cor 4.11 (central) / 6.7 (local).
-
-        The sum of the squared bias ``(L_f μ₁ b)²`` (Lemma 4.9), the sampling variance
-        ``σ² ∫K² / (n b)`` (equidistant design over the domain) and the privacy-noise variance
-        of the curve's release with ``epsilon`` and projection half-width ``width``: centrally
-        ``2 (2 w ‖a‖₁ / ε)²``, with ``‖a‖₁`` the largest total weight a design point has over
-        the grid that this b gives; locally ``2 (2 w / ε)² ∫K² / (n b)``. All public. The
-        minimiser over a log grid of b follows the corollaries' rates
-        ``(σ²/n)^{1/3} ∨ (σ/(nε))^{1/2}`` (central) and ``(σ²/n)^{1/3} ∨ (σ/(√n ε))^{1/2}``
-        (local), with this package's constants.
-        """
-        if not isinstance(self._bandwidth, str):
-            return float(self._bandwidth)
-        lo, hi = self._domain
-        length = hi - lo
-        k = self._kernel
-        candidates = length * np.logspace(-4, math.log10(0.5), 120)
-        design = np.linspace(lo, hi, 501)  # stand-in design points for the grid's L1 weight
-
-        def noise_variance(b: float) -> float:
-            if local:
-                return 2.0 * (2.0 * width / epsilon) ** 2 * k.roughness * length / (n * b)
-            grid = self._resolve_grid(b)
-            l1 = length / n * float(k((grid[None, :] - design[:, None]) / b).sum(axis=1).max()) / b
-            return 2.0 * (2.0 * width * l1 / epsilon) ** 2
-
-        risk = [
-            (lf * k.first_moment * b) ** 2
-            + sigma**2 * k.roughness * length / (n * b)
-            + noise_variance(b)
-            for b in candidates
-        ]
-        return float(candidates[int(np.argmin(risk))])
-
-
-def item_weights(
-    x: NDArray[np.float64],
-    grid: NDArray[np.float64],
-    kernel: Kernel,
-    bandwidth: float,
-    hi: float,
-) -> NDArray[np.float64]:
-    """``a_i(x_g) = w_i K((x_g - x_i)/b) / b`` with ``w_i`` the spacing to the next design
-    point (the last to ``hi``), as in Def 4.8; n x G. Units at the same design point share
-    its spacing equally (the Riemann sum then averages their responses; without this every
-    tie but the last would get weight 0).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dplong.kernels import get_kernel
-    >>> from dplong.models.smoother import item_weights
-    >>> x = np.arange(1000) / 1000                      # the equidistant design of Def 4.7
-    >>> a = item_weights(x, np.array([0.5]), get_kernel("gaussian"), 0.05, hi=1.0)
-    >>> a.shape, round(float(a.sum()), 6)               # a Riemann sum of K: 1 inside
-    ((1000, 1), 1.0)
-    >>> tied = item_weights(np.repeat(x, 3), np.array([0.5]), get_kernel("gaussian"), 0.05,
-    ...                     hi=1.0)
-    >>> round(float(tied.sum()), 6), bool(np.allclose(tied[0::3], tied[1::3]))
-    (1.0, True)
-    """
-    points, inverse, ties = np.unique(x, return_inverse=True, return_counts=True)
-    spacing = (np.diff(points, append=hi) / ties)[inverse]
-    return np.asarray(
-        spacing[:, None] * kernel((grid[None, :] - x[:, None]) / bandwidth) / bandwidth
-    )
-
-
-def item_bias_bound(
-    x: NDArray[np.float64],
-    grid: NDArray[np.float64],
-    weights: NDArray[np.float64],
-    lipschitz: float,
-    sup_norm: float,
-) -> NDArray[np.float64]:
-    """Bound on ``|Σ_i a_i(x) f(x_i) - f(x)|`` for L_f-Lipschitz f with ``‖f‖∞ <= F``.
-
-    ``Σ_i a_i (f(x_i) - f(x)) - (1 - Σ_i a_i) f(x)`` is at most
-    ``L_f Σ_i a_i |x_i - x| + |1 - Σ_i a_i| F``: Lemma 4.9's two bias terms (kernel moment and
-    Riemann-sum error, Lemma D.14), here evaluated exactly on the public design instead of
-    bounded by ``b (L_f μ₁(K) + ‖f‖∞) + (L_f ‖K‖∞ + ‖f‖∞ L_K)/(nb)``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dplong.kernels import get_kernel
-    >>> from dplong.models.smoother import item_bias_bound, item_weights
-    >>> x, grid = np.arange(1000) / 1000, np.array([0.0, 0.5])
-    >>> a = item_weights(x, grid, get_kernel("epanechnikov"), 0.05, hi=1.0)
-    >>> bias = item_bias_bound(x, grid, a, lipschitz=1.0, sup_norm=1.0)
-    >>> bool(bias[1] < 0.05 * 0.375 + 0.01)     # interior: about L_f b μ₁(K)
-    True
-    >>> bool(bias[0] > 0.4)                     # at the end half the kernel mass is missing
-    True
-    """
-    distance = np.abs(x[:, None] - grid[None, :])
-    moment = np.einsum("ig,ig->g", weights, distance)
-    return np.asarray(lipschitz * moment + np.abs(1.0 - weights.sum(axis=0)) * sup_norm)
 
 
 def _item_design(
