@@ -4,8 +4,8 @@ flags, the results' assembly (curve, bands, error bound, summary), refusals befo
 that nothing private leaks into a result.
 
 Each design's own release is tested in ``test_smoother.py`` (item-level) and ``test_curves.py``
-(user-level); the statistical behaviour in ``test_kernel_statistics.py`` and the privacy claims
-in ``test_privacy_audit_kernel.py``.
+(user-level); the statistical behaviour in ``test_smoother_statistics.py`` and
+``test_curves_statistics.py``, and the privacy claims in ``test_privacy_audit_kernel.py``.
 """
 
 from __future__ import annotations
