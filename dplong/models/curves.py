@@ -23,14 +23,21 @@ from dplong.exceptions import DataError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.kernels import Kernel
 from dplong.models.base import Block, Statistics, run_blocks, scale_per_column
-from dplong.models.kernel import PriestleyChao, grid_points, refuse_unused, regressor
+from dplong.models.kernel import PriestleyChao, Stated, grid_points, refuse_unused, regressor
 from dplong.privacy.engine import Release
 from dplong.results import CurveResults
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
 
-__all__ = ["MIN_USER_MASS", "UserCurves", "curve_sums", "curves_from_sums", "user_curves"]
+__all__ = [
+    "MIN_USER_MASS",
+    "UserCurves",
+    "curve_sums",
+    "curves_from_sums",
+    "user_curves",
+    "user_rows",
+]
 
 #: A user's curve is defined at x where their visits carry at least this much kernel mass
 #: (about 1 where their visits cover x, about 1/2 at the end of the visits they cover):
@@ -60,61 +67,11 @@ class UserCurves(PriestleyChao):
     level = "user"
     basis = ("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8")
 
-    @classmethod
-    def from_data(
-        cls,
-        formula: str,
-        data: pd.DataFrame | DaskFrame,
-        *,
-        groups: GroupsLike | None,
-        levels: LevelsLike | None,
-        eval_env: patsy.EvalEnvironment,
-        domain: tuple[float, float],
-        kernel: Kernel,
-        bandwidth: float | str,
-        grid: int | NDArray[np.float64] | None,
-    ) -> UserCurves:
-        """The users' rows with x in the domain, by user then x; a Dask frame is reduced to
-        its users' kernel sums on the grid where it lies."""
-        # chosen by PriestleyChao.from_formula for groups given, where "auto" is refused
-        assert groups is not None and not isinstance(bandwidth, str)
-        x = y = np.empty(0)
-        design: PanelDesign | ReducedPanel
-        if is_dask(data):
-            spec = design_spec(formula, data, levels=levels, eval_env=eval_env)
-            sums = functools.partial(
-                _design_curve_sums,
-                column=regressor(spec.spec, formula),
-                domain=domain,
-                grid=grid_points(domain, grid, bandwidth),
-                kernel=kernel,
-                bandwidth=bandwidth,
-            )
-            design = reduce_design(
-                data, spec, groups=groups, sums=sums, statistic=curves_from_sums, ordered=True
-            )
-        else:
-            if not isinstance(data, pd.DataFrame):
-                raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
-            built = DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env)
-            column = regressor(built, formula)
-            rows = group_design(built, data, groups=groups)
-            x, y, codes = _curve_rows(rows, column, domain)
-            design = dataclasses.replace(rows, y=y, X=rows.X[:0], codes=codes)
-        return cls(design, x=x, y=y, domain=domain, kernel=kernel, bandwidth=bandwidth, grid=grid)
-
-    def _fit_curve(
-        self,
-        common: dict[str, Any],
-        *,
-        noise_sd: Any,
-        amplitude: Any,
-        scale: Any,
-        lipschitz: Any,
-        sup_norm: Any,
-    ) -> CurveResults:
-        refuse_unused({"noise_sd": noise_sd, "amplitude": amplitude}, "user-level (groups given)")
-        if lipschitz is not None or sup_norm is not None:
+    def _fit_curve(self, common: dict[str, Any], given: Stated) -> CurveResults:
+        refuse_unused(
+            {"noise_sd": given.noise_sd, "amplitude": given.amplitude}, "user-level (groups given)"
+        )
+        if given.lipschitz is not None or given.sup_norm is not None:
             raise ParameterError(
                 "lipschitz and sup_norm bound the item-level bias from the public design; "
                 "user-level, visit times are private, so the target is the mean of the "
@@ -124,6 +81,7 @@ class UserCurves(PriestleyChao):
         b = float(self._bandwidth)
         grid = self._resolve_grid(b)
         request = self._request(n, grid.size, **common)
+        scale = given.scale
         proxy = scale_per_column(scale, grid.size, _no_dependence_model)
         names = tuple(f"x={g:.6g}" for g in grid)
 
@@ -157,6 +115,43 @@ class UserCurves(PriestleyChao):
             assumptions=assumptions,
             smoothing_bias=None,
         )
+
+
+def user_rows(
+    formula: str,
+    data: pd.DataFrame | DaskFrame,
+    groups: GroupsLike,
+    levels: LevelsLike | None,
+    eval_env: patsy.EvalEnvironment,
+    *,
+    domain: tuple[float, float],
+    kernel: Kernel,
+    bandwidth: float,
+    grid: int | NDArray[np.float64] | None,
+) -> tuple[PanelDesign | ReducedPanel, NDArray[np.float64], NDArray[np.float64]]:
+    """The users' rows with x in the domain, by user then x, with their x and y; a Dask frame
+    is reduced where it lies to its users' kernel sums on the grid (x and y then empty)."""
+    if is_dask(data):
+        spec = design_spec(formula, data, levels=levels, eval_env=eval_env)
+        sums = functools.partial(
+            _design_curve_sums,
+            column=regressor(spec.spec, formula),
+            domain=domain,
+            grid=grid_points(domain, grid, bandwidth),
+            kernel=kernel,
+            bandwidth=bandwidth,
+        )
+        reduced = reduce_design(
+            data, spec, groups=groups, sums=sums, statistic=curves_from_sums, ordered=True
+        )
+        return reduced, np.empty(0), np.empty(0)
+    if not isinstance(data, pd.DataFrame):
+        raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+    built = DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env)
+    column = regressor(built, formula)
+    rows = group_design(built, data, groups=groups)
+    x, y, codes = _curve_rows(rows, column, domain)
+    return dataclasses.replace(rows, y=y, X=rows.X[:0], codes=codes), x, y
 
 
 def user_curves(

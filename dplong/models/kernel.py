@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -50,6 +51,18 @@ MIN_GRID_POINTS, MAX_GRID_POINTS = 5, 201
 MAX_EVALUATION_POINTS = 10_000
 
 
+@dataclass(frozen=True)
+class Stated:
+    """What the analyst stated about the data in :meth:`PriestleyChao.fit`, as given: each
+    design checks its own and refuses the other's."""
+
+    noise_sd: Any
+    amplitude: Any
+    scale: Any
+    lipschitz: Any
+    sup_norm: Any
+
+
 class PriestleyChao(PanelModel):
     """Differentially private Priestley–Chao regression ``y = f(x) + error`` (Def 4.7–4.8).
 
@@ -76,8 +89,6 @@ class PriestleyChao(PanelModel):
     model_name = "PriestleyChao"
     #: "item" or "user": the level of privacy, and the results' ``level``.
     level: ClassVar[str]
-    #: Whether ``bandwidth="auto"`` has rates to follow at this level.
-    auto_bandwidth: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -167,10 +178,9 @@ class PriestleyChao(PanelModel):
         PriestleyChao('Weight ~ Time', n_users=72)
         """
         # the estimators' modules build on this one: imported when a design is chosen
-        from dplong.models.curves import UserCurves
-        from dplong.models.smoother import ItemSmoother
+        from dplong.models.curves import UserCurves, user_rows
+        from dplong.models.smoother import ItemSmoother, item_rows
 
-        estimator: type[ItemSmoother | UserCurves] = ItemSmoother if groups is None else UserCurves
         lo, hi = _check_domain(domain)
         kern = get_kernel(kernel)
         if isinstance(bandwidth, str):
@@ -178,7 +188,7 @@ class PriestleyChao(PanelModel):
                 raise ParameterError(
                     f'bandwidth must be a positive number or "auto", got {bandwidth!r}'
                 )
-            if not estimator.auto_bandwidth:
+            if groups is not None:
                 raise ParameterError(
                     'bandwidth="auto" follows the item-level rates of Cor 4.11 / 6.7; for '
                     "user-level curves give a number in the units of x (e.g. one or two visit "
@@ -193,16 +203,29 @@ class PriestleyChao(PanelModel):
             raise ParameterError(f"bandwidth must be a positive number, got {bandwidth!r}")
         else:
             bandwidth = float(bandwidth)
-        return estimator.from_data(
-            formula,
-            data,
-            groups=groups,
-            levels=levels,
-            eval_env=patsy.EvalEnvironment.capture(1),
-            domain=(lo, hi),
-            kernel=kern,
-            bandwidth=bandwidth,
-            grid=None if grid is None else _check_grid(grid, lo, hi),
+        points = None if grid is None else _check_grid(grid, lo, hi)
+        eval_env = patsy.EvalEnvironment.capture(1)
+        design: PanelDesign | ReducedPanel
+        estimator: type[PriestleyChao]
+        if groups is None:
+            design, x, y = item_rows(formula, data, levels, eval_env, (lo, hi))
+            estimator = ItemSmoother
+        else:
+            assert not isinstance(bandwidth, str)  # "auto" is refused above
+            design, x, y = user_rows(
+                formula,
+                data,
+                groups,
+                levels,
+                eval_env,
+                domain=(lo, hi),
+                kernel=kern,
+                bandwidth=bandwidth,
+                grid=points,
+            )
+            estimator = UserCurves
+        return estimator(
+            design, x=x, y=y, domain=(lo, hi), kernel=kern, bandwidth=bandwidth, grid=points
         )
 
     def fit(
@@ -279,6 +302,7 @@ class PriestleyChao(PanelModel):
         >>> bool(abs(res.params.loc[0.5] - 60.0) < 1.0), res.level
         (True, 'user')
         """
+        stated = Stated(noise_sd, amplitude, scale, lipschitz, sup_norm)
         common = {
             "epsilon": epsilon,
             "delta": delta,
@@ -292,26 +316,10 @@ class PriestleyChao(PanelModel):
             "rng": rng,
             "accountant": accountant,
         }
-        return self._fit_curve(
-            common,
-            noise_sd=noise_sd,
-            amplitude=amplitude,
-            scale=scale,
-            lipschitz=lipschitz,
-            sup_norm=sup_norm,
-        )
+        return self._fit_curve(common, stated)
 
-    def _fit_curve(
-        self,
-        common: dict[str, Any],
-        *,
-        noise_sd: Any,
-        amplitude: Any,
-        scale: Any,
-        lipschitz: Any,
-        sup_norm: Any,
-    ) -> CurveResults:
-        """The design's release: its own options checked, then the common ones
+    def _fit_curve(self, common: dict[str, Any], stated: Stated) -> CurveResults:
+        """The design's release: its own assumptions checked, then the common options
         (:meth:`_request` with ``common``), then the curve."""
         raise NotImplementedError  # each design's module defines it
 

@@ -26,10 +26,10 @@ from dplong._validation import real_number, warn
 from dplong.bounds import midpoint_failure_probability
 from dplong.dask_frames import design_spec, evaluate_rows, is_dask
 from dplong.exceptions import DataError, ParameterError
-from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign
-from dplong.kernels import Kernel, auto_bandwidth, item_bias_bound, item_weights
+from dplong.formula import DesignSpec, LevelsLike, PanelDesign
+from dplong.kernels import auto_bandwidth, item_bias_bound, item_weights
 from dplong.models.base import caught_notes, paper_mean_options, paper_scale
-from dplong.models.kernel import PriestleyChao, regressor
+from dplong.models.kernel import PriestleyChao, Stated, regressor
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import (
     ReleasePlan,
@@ -51,7 +51,7 @@ from dplong.results import CurveResults
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
 
-__all__ = ["ItemSmoother"]
+__all__ = ["ItemSmoother", "item_rows"]
 
 
 @dataclass(frozen=True)
@@ -90,44 +90,9 @@ class ItemSmoother(PriestleyChao):
 
     level = "item"
     basis = ("Theorem 4.2 via Corollary 4.11", "Theorem 6.4 via Corollary 6.7")
-    auto_bandwidth = True
 
-    @classmethod
-    def from_data(
-        cls,
-        formula: str,
-        data: pd.DataFrame | DaskFrame,
-        *,
-        groups: GroupsLike | None,
-        levels: LevelsLike | None,
-        eval_env: patsy.EvalEnvironment,
-        domain: tuple[float, float],
-        kernel: Kernel,
-        bandwidth: float | str,
-        grid: int | NDArray[np.float64] | None,
-    ) -> ItemSmoother:
-        """Every row a unit (``groups`` is None): x public and complete, inside the domain."""
-        design, x, y = _item_design(formula, data, levels, eval_env)
-        lo, hi = domain
-        outside = (x < lo) | (x > hi)
-        if outside.any():  # the design points are public: so is this refusal
-            raise DataError(
-                f"x must lie in the public domain [{lo:g}, {hi:g}]; {int(outside.sum())} "
-                "values fall outside it (widen the domain or drop those rows)"
-            )
-        return cls(design, x=x, y=y, domain=domain, kernel=kernel, bandwidth=bandwidth, grid=grid)
-
-    def _fit_curve(
-        self,
-        common: dict[str, Any],
-        *,
-        noise_sd: Any,
-        amplitude: Any,
-        scale: Any,
-        lipschitz: Any,
-        sup_norm: Any,
-    ) -> CurveResults:
-        if not (isinstance(scale, str) and scale == "estimate"):
+    def _fit_curve(self, common: dict[str, Any], given: Stated) -> CurveResults:
+        if not (isinstance(given.scale, str) and given.scale == "estimate"):
             raise ParameterError(
                 "item-level, the responses' scale comes from noise_sd and amplitude (or is "
                 "estimated when neither is given); scale= applies to user-level curves"
@@ -135,12 +100,13 @@ class ItemSmoother(PriestleyChao):
         n = self.nobs_users
         request = self._request(n, 1, **common)
         options, rng = request.options, request.rng
+        lipschitz, sup_norm, amplitude = given.lipschitz, given.sup_norm, given.amplitude
         smooth_lf = None if lipschitz is None else _positive(lipschitz, "lipschitz", "L_f")
         smooth_f = None if sup_norm is None else _positive(sup_norm, "sup_norm", "‖f‖∞ bound")
-        stated = not (noise_sd is None and amplitude is None and sup_norm is None)
+        stated = not (given.noise_sd is None and amplitude is None and sup_norm is None)
         sigma, amp = math.nan, 0.0
         if stated:
-            sigma = _positive(noise_sd, "noise_sd", "σ_max, a public bound on the error sd")
+            sigma = _positive(given.noise_sd, "noise_sd", "σ_max, a public bound on the error sd")
             level = smooth_f if amplitude is None else _positive(amplitude, "amplitude", "A")
             if level is None:
                 raise ParameterError(
@@ -375,14 +341,16 @@ class ItemSmoother(PriestleyChao):
         )
 
 
-def _item_design(
+def item_rows(
     formula: str,
     data: pd.DataFrame | DaskFrame,
     levels: LevelsLike | None,
     eval_env: patsy.EvalEnvironment,
+    domain: tuple[float, float],
 ) -> tuple[PanelDesign, NDArray[np.float64], NDArray[np.float64]]:
-    """Item-level rows: x public and complete; a missing (or infinite) response contributes
-    the centre. A Dask frame's rows are evaluated partition by partition, in order."""
+    """Item-level rows, every row a unit: x public, complete and inside the domain; a missing
+    (or infinite) response contributes the centre. A Dask frame's rows are evaluated partition
+    by partition, in order."""
     if is_dask(data):
         frame_spec = design_spec(formula, data, levels=levels, eval_env=eval_env)
         spec = frame_spec.spec
@@ -413,6 +381,13 @@ def _item_design(
         outcome=spec.outcome,
         formula=formula,
     )
+    lo, hi = domain
+    outside = (x < lo) | (x > hi)
+    if outside.any():  # the design points are public: so is this refusal
+        raise DataError(
+            f"x must lie in the public domain [{lo:g}, {hi:g}]; {int(outside.sum())} "
+            "values fall outside it (widen the domain or drop those rows)"
+        )
     return design, x, y
 
 

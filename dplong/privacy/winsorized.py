@@ -26,8 +26,8 @@ from numpy.typing import NDArray
 
 from dplong.bounds import midpoint_failure_probability
 from dplong.exceptions import ParameterError, PrivacyParameterError
-from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
-from dplong.privacy.budget import afford, charge, paper_budget
+from dplong.privacy.accounting import Accountant, LedgerEntry
+from dplong.privacy.budget import afford, paper_budget, settle
 from dplong.privacy.engine import Release
 from dplong.privacy.interval import (
     central_midpoint,
@@ -133,8 +133,7 @@ def release_paper(
         )
         for j, name in enumerate(names)
     ]
-    ledger = PrivacyLedger.from_entries(entries, options.delta, "local" if local else "central")
-    charge(accountant, ledger, options.epsilon, options.delta)
+    ledger = settle(accountant, entries, options)
     noise_sd = np.sqrt(release.draws) * release.sd / n
     failure = (
         0.0
