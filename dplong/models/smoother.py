@@ -104,7 +104,7 @@ class ItemSmoother(PriestleyChao):
         smooth_lf = None if lipschitz is None else _positive(lipschitz, "lipschitz", "L_f")
         smooth_f = None if sup_norm is None else _positive(sup_norm, "sup_norm", "‖f‖∞ bound")
         stated = not (given.noise_sd is None and amplitude is None and sup_norm is None)
-        sigma, amp = math.nan, 0.0
+        sigma, amp = math.nan, 0.0  # σ NaN: the responses' scale is located privately
         if stated:
             sigma = _positive(given.noise_sd, "noise_sd", "σ_max, a public bound on the error sd")
             level = smooth_f if amplitude is None else _positive(amplitude, "amplitude", "A")
