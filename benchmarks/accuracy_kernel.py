@@ -9,7 +9,7 @@ grid*:
    z_i / 2 (Toeplitz covariance; ‖Σ‖_op <= 2.25, so ``noise_sd=1.5``), ``amplitude=1``, the
    default ``bandwidth="auto"`` (no ``lipschitz``) and the default grid (points one bandwidth
    apart). Local: ``bound=1``. The non-private estimator applies the same weights
-   (:func:`dplong.models.kernel.item_weights`) to the raw responses. Reported: the bandwidth
+   (:func:`dplong.kernels.item_weights`) to the raw responses. Reported: the bandwidth
    b, the number of grid points G (and of interior ones, outside the boundary strips of Lemma
    4.9), the interior RMSE against f of both, and their ratio with a delta-method standard
    error (paired replications).
@@ -45,8 +45,8 @@ from scipy.linalg import toeplitz
 
 import dplong
 from dplong.exceptions import DplongWarning
-from dplong.kernels import get_kernel
-from dplong.models.kernel import item_weights, user_curves
+from dplong.kernels import get_kernel, item_weights
+from dplong.models.curves import user_curves
 
 THETA, SIGMA_MAX, AMPLITUDE = 0.5, 1.5, 1.0
 NS = (1_000, 10_000, 100_000)
@@ -130,7 +130,7 @@ def item_cell(
 
 def user_law(visits: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Mean and variance of one user's curve on the grid: the kernel sum over the user's kernel
-    mass (as :func:`dplong.models.kernel.user_curves`), so the weights sum to 1 per point."""
+    mass (as :func:`dplong.models.curves.user_curves`), so the weights sum to 1 per point."""
     x = np.arange(visits) / visits
     spacing = np.diff(np.append(x, 1.0))
     a = spacing[:, None] * KERNEL((USER_GRID[None, :] - x[:, None]) / USER_B) / USER_B

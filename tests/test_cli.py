@@ -292,7 +292,7 @@ class TestKernel:
         assert "72" in page  # n is public
         # nor the non-private mean of the per-pig curves (the released curve's target)
         from dplong.kernels import get_kernel
-        from dplong.models.kernel import user_curves
+        from dplong.models.curves import user_curves
 
         pigs = pigs.sort_values(["Pig", "Time"])
         codes = pd.factorize(pigs["Pig"])[0]

@@ -34,7 +34,7 @@ from dplong.exceptions import (
     MissingDependencyError,
     ParameterError,
 )
-from dplong.models.kernel import user_curves
+from dplong.models.curves import user_curves
 from dplong.models.location import _UserMoments
 
 dd = pytest.importorskip("dask.dataframe")

@@ -47,9 +47,9 @@ from audit import (
 from numpy.typing import NDArray
 
 import dplong
-import dplong.models.kernel as kernel_module
-from dplong.kernels import get_kernel
-from dplong.models.kernel import MIN_USER_MASS, item_weights
+import dplong.privacy.vector as vector_module
+from dplong.kernels import get_kernel, item_weights
+from dplong.models.curves import MIN_USER_MASS, user_curves
 from dplong.privacy.engine import GRID, ROUGH_RADIUS
 from dplong.privacy.noise import (
     _ROUNDOFF,
@@ -341,13 +341,13 @@ def _item_outputs(user: str, curve_factor: float = 1.0) -> NDArray[np.float64]:
 
     if curve_factor == 1.0:
         return repeat(mechanism, ITEM_RUNS.get(user, ITEM_OTHER_RUNS), seed)
-    honest = kernel_module.release_weighted_sums
+    honest = vector_module.release_weighted_sums
 
     def broken(clipped: Any, radius: Any, weights: Any, epsilon: float, rng: Any) -> Any:
         return honest(clipped, radius, weights, epsilon * curve_factor, rng)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(kernel_module, "release_weighted_sums", broken)
+        patch.setattr(vector_module, "release_weighted_sums", broken)
         return repeat(mechanism, ITEM_BROKEN_RUNS, seed)
 
 
@@ -488,7 +488,7 @@ def test_user_level_reference() -> None:
     assert np.all(far > 1e5) and moved[0] < -1e4 and np.isnan(moved[1])
     assert np.all(np.isnan(_own_curve("missing")))
     # the others' curves are exactly 0 where defined, and defined at both points
-    others = kernel_module.user_curves(
+    others = user_curves(
         np.tile(USER_VISITS, 2),
         np.zeros(6),
         np.repeat([0, 1], 3),

@@ -601,9 +601,7 @@ def sound_plan(
 #: count, smaller (more noise) for little gain at the usual variance ratios.
 DEFAULT_MAX_ROWS = 10
 #: The command line's help for ``max_rows`` (:mod:`dplong.models.command_line`).
-MAX_ROWS_HELP = (
-    f"public cap on the rows that raise a user's weight (default {DEFAULT_MAX_ROWS})"
-)
+MAX_ROWS_HELP = f"public cap on the rows that raise a user's weight (default {DEFAULT_MAX_ROWS})"
 
 
 def check_max_rows(max_rows: Any, smallest: int = 1) -> int:

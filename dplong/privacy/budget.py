@@ -43,7 +43,14 @@ from numpy.typing import NDArray
 from scipy import optimize
 
 from dplong.exceptions import InsufficientUsersError, PrivacyParameterError
-from dplong.privacy.accounting import Accountant, Composer, Cost, PrivacyLedger, compose
+from dplong.privacy.accounting import (
+    Accountant,
+    Composer,
+    Cost,
+    LedgerEntry,
+    PrivacyLedger,
+    compose,
+)
 from dplong.privacy.noise import MIN_LATTICE_EPSILON
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability
@@ -52,17 +59,22 @@ __all__ = [
     "FinalBudget",
     "ReleasePlan",
     "ScalePlan",
+    "VectorBudget",
     "afford",
     "charge",
     "column_epsilon",
     "fit_ledger",
     "largest_within",
     "paper_budget",
+    "paper_vector_budget",
     "part",
     "plan_budget",
+    "settle",
     "share_weights",
     "split_users",
     "users_share",
+    "vector_budget",
+    "vector_plan",
 ]
 
 #: ε·n the midpoint and scale medians each get (see the module docstring).
@@ -1007,3 +1019,121 @@ def split_users(
     """
     cuts = np.cumsum([round(share * n) for share in shares])[:-1]
     return np.split(rng.permutation(n), cuts)
+
+
+# ---------------------------------------------------------------------------------------------
+# A vector release: one column located, then one release of public linear functionals of it
+# ---------------------------------------------------------------------------------------------
+
+#: The paper's pipeline before a vector release (Alg 3 / 9, then the vector): the midpoint's
+#: share of ε, as Alg 4 gives each of its two steps half.
+PAPER_MIDPOINT_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class VectorBudget:
+    """The budget of one vector release: pure ε for the Laplace mechanism calibrated to the
+    vector's L1 sensitivity, and ρ for the discrete Gaussian calibrated to its L2 (0: none,
+    as without δ); the release takes whichever gives less noise
+    (:func:`~dplong.privacy.vector.release_linear`)."""
+
+    epsilon: float
+    rho: float = 0.0
+
+
+def vector_plan(n: int, options: ReleaseOptions, *, stated_scale: bool) -> ReleasePlan | None:
+    """The plan of a release that locates one column of n values with the default engine's
+    stages (:func:`~dplong.privacy.engine.locate`) and ends in one vector release: n divides
+    (no count) and nothing reads a second moment. Checked before any noise; None for the
+    paper's pipeline (``variant="theory"``, the local model: :func:`paper_vector_budget`).
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import vector_plan
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> options = ReleaseOptions.check(2000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1)
+    >>> plan = vector_plan(2000, options, stated_scale=True)
+    >>> plan.counts, plan.moment_share, plan.spread
+    (0, 0.0, 0.0)
+    """
+    if options.local or options.variant != "default":
+        return None
+    plan = ReleasePlan.make(
+        n=n,
+        d=1,
+        epsilon=options.epsilon,
+        delta=options.delta,
+        stated_scale=stated_scale,
+        count=False,
+        refine=options.refine,
+        moment=False,
+    )
+    plan.check()
+    return plan
+
+
+def vector_budget(plan: ReleasePlan, *, refined: bool) -> VectorBudget:
+    """What the located stages of a :func:`vector_plan` leave the vector: the largest ε, and ρ
+    where there is a δ, whose composition with every earlier call stays within the plan.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import vector_budget, vector_plan
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> options = ReleaseOptions.check(2000, epsilon=1.0, delta=1e-6, privacy="central",
+    ...                                bound=None, d=1)
+    >>> plan = vector_plan(2000, options, stated_scale=True)
+    >>> budget = vector_budget(plan, refined=True)
+    >>> 0.0 < budget.epsilon < 1.0, budget.rho > 0.0
+    (True, True)
+    """
+    epsilon = float(plan.calibrate(np.ones(1), "laplace", refined=refined).epsilon[0])
+    rho = (
+        float(plan.calibrate(np.ones(1), "gaussian", refined=refined).rho[0])
+        if plan.delta > 0
+        else 0.0
+    )
+    return VectorBudget(epsilon, rho)
+
+
+def paper_vector_budget(options: ReleaseOptions) -> tuple[float, VectorBudget]:
+    """The paper's pipeline before a vector release: the pure ε of the midpoint (which also
+    spends the whole δ, Alg 3; none locally, Alg 9) and the vector's budget, by basic
+    composition (:data:`PAPER_MIDPOINT_SHARE`).
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import paper_vector_budget
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> options = ReleaseOptions.check(2000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1, variant="theory")
+    >>> paper_vector_budget(options)
+    (0.5, VectorBudget(epsilon=0.5, rho=0.0))
+    """
+    midpoint = options.epsilon * PAPER_MIDPOINT_SHARE
+    return midpoint, VectorBudget(options.epsilon * (1.0 - PAPER_MIDPOINT_SHARE))
+
+
+def settle(
+    accountant: Accountant | None, entries: Sequence[LedgerEntry], options: ReleaseOptions
+) -> PrivacyLedger:
+    """The ledger of a release's calls, composed at its δ and :func:`charge` d: checked within
+    its (ε, δ) and recorded by the accountant.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> from dplong.privacy.accounting import LedgerEntry
+    >>> from dplong.privacy.budget import settle
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> options = ReleaseOptions.check(1000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1)
+    >>> call = LedgerEntry("mean", "lattice Laplace", "x", 0.5, 0.0, 0.0, 1.0, 2.0)
+    >>> accountant = dplong.Accountant(epsilon=1.0)
+    >>> settle(accountant, [call, call], options).epsilon, accountant.spent_epsilon
+    (1.0, 1.0)
+    """
+    ledger = PrivacyLedger.from_entries(entries, options.delta, options.privacy)
+    charge(accountant, ledger, options.epsilon, options.delta)
+    return ledger

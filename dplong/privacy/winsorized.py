@@ -26,8 +26,8 @@ from numpy.typing import NDArray
 
 from dplong.bounds import midpoint_failure_probability
 from dplong.exceptions import ParameterError, PrivacyParameterError
-from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
-from dplong.privacy.budget import afford, charge, paper_budget
+from dplong.privacy.accounting import Accountant, LedgerEntry
+from dplong.privacy.budget import afford, paper_budget, settle
 from dplong.privacy.engine import Release
 from dplong.privacy.interval import (
     central_midpoint,
@@ -38,7 +38,7 @@ from dplong.privacy.interval import (
 from dplong.privacy.noise import MIN_LATTICE_EPSILON, release_bounded_sum
 from dplong.privacy.options import ReleaseOptions
 
-__all__ = ["column_names", "release_paper"]
+__all__ = ["column_names", "midpoint_entry", "paper_midpoints", "release_paper"]
 
 
 def column_names(names: object, d: int) -> tuple[str, ...]:
@@ -112,18 +112,8 @@ def release_paper(
     afford(accountant, options.epsilon, options.delta)
 
     # ---- no randomness was drawn above this line -------------------------------------------
-    midpoint = np.empty(d)
-    failed = np.zeros(d, dtype=bool)
-    for j in range(d):  # Alg 3 / 9 per column, each vectorised over users
-        column = matrix[:, j][np.isfinite(matrix[:, j])]  # no statistic: no bin
-        if local:
-            assert options.bound is not None
-            midpoint[j] = local_midpoint(
-                column, float(bins[j]), float(options.bound[j]), eps, rng, n
-            )
-        else:
-            midpoint[j], failed[j] = central_midpoint(column, float(bins[j]), eps, delta_h, rng, n)
-    entries = [_midpoint_entry(name, eps, delta_h, n, local) for name in names]
+    midpoint, failed = paper_midpoints(matrix, bins, eps, delta_h, rng, options.bound)
+    entries = [midpoint_entry(name, eps, delta_h, n, local) for name in names]
     with np.errstate(invalid="ignore"):
         clipped = np.clip(matrix - midpoint, -half_width, half_width)
     clipped = np.where(np.isnan(clipped), 0.0, clipped)  # no statistic: the centre
@@ -143,8 +133,7 @@ def release_paper(
         )
         for j, name in enumerate(names)
     ]
-    ledger = PrivacyLedger.from_entries(entries, options.delta, "local" if local else "central")
-    charge(accountant, ledger, options.epsilon, options.delta)
+    ledger = settle(accountant, entries, options)
     noise_sd = np.sqrt(release.draws) * release.sd / n
     failure = (
         0.0
@@ -181,7 +170,43 @@ def release_paper(
     )
 
 
-def _midpoint_entry(name: str, epsilon: float, delta: float, n: int, local: bool) -> LedgerEntry:
+def paper_midpoints(
+    matrix: NDArray[np.float64],
+    bins: NDArray[np.float64],
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    bound: NDArray[np.float64] | None,
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """The private midpoint of each column (NaN: no statistic, in no bin) with bins of
+    half-width ``bins``: Alg 3 (stable histogram; ``failed`` where no bin survived and the
+    midpoint fell back to 0), or with the local model's public ``bound``, Alg 9.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.winsorized import paper_midpoints
+    >>> x = np.random.default_rng(0).normal(5.0, 1.0, size=(5000, 1))
+    >>> midpoint, failed = paper_midpoints(x, np.array([2.0]), 1.0, 1e-6,
+    ...                                    np.random.default_rng(1), None)
+    >>> bool(abs(midpoint[0] - 5.0) < 4.0), failed.tolist()
+    (True, [False])
+    """
+    n, d = matrix.shape
+    midpoint = np.empty(d)
+    failed = np.zeros(d, dtype=bool)
+    for j in range(d):  # Alg 3 / 9 per column, each vectorised over users
+        column = matrix[:, j][np.isfinite(matrix[:, j])]  # no statistic: no bin
+        if bound is not None:
+            midpoint[j] = local_midpoint(column, float(bins[j]), float(bound[j]), epsilon, rng, n)
+        else:
+            midpoint[j], failed[j] = central_midpoint(
+                column, float(bins[j]), epsilon, delta, rng, n
+            )
+    return midpoint, failed
+
+
+def midpoint_entry(name: str, epsilon: float, delta: float, n: int, local: bool) -> LedgerEntry:
     """Ledger entry of a private midpoint: the stable histogram centrally (sensitivity 2/n of
     the proportions, noise 2/(εn)), the randomized-response histogram locally (2 bits)."""
     if local:

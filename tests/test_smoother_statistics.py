@@ -1,40 +1,30 @@
-"""Seeded Monte Carlo checks of ``dplong.PriestleyChao`` against §4.4 and §6.2.1 of the paper.
+"""Seeded Monte Carlo checks of the item-level smoother (``models/smoother.py``) against §4.4
+and §6.2.1 of the paper.
 
 Paper: ``papers/dp-dependent-data.md`` — Def 4.7 (fixed design x_i = i/n, Gaussian errors with
 ``Cov ⪯ σ_max² I``), Def 4.8 (Priestley-Chao), Lemma 4.9 (bias + Lipschitz concentration; only
 x in [ζ, 1 - ζ]), Cor 4.11 (central: error ≲ (σ²/n)^{1/3} ∨ (σ/(nε))^{1/2} at the optimal b) and
-Cor 6.7 (local).
+Cor 6.7 (local). The user-level curves are checked in ``test_curves_statistics.py``.
 
-Simulations.
-
-* Item-level (Def 4.7): f(x) = sin(2πx) on [0, 1] (|f| <= 1, so amplitude A = 1 about c = 0;
-  L_f = 2π), x_i = i/n, and *correlated* stationary errors: the Gaussian MA(1) process
-  e_i = z_(i+1) + θ z_i with θ = 1/2 and z iid N(0, 1) — a Toeplitz covariance with 1.25 on the
-  diagonal and 0.5 next to it, whose spectral density (1 + θ² + 2θ cos ω) peaks at (1 + θ)² =
-  2.25 = σ_max² (``noise_sd=1.5``; the bound is attained in the limit, and smoothing weights that
-  vary slowly in i see exactly this long-run variance). For the coverage checks the errors are
-  iid N(0, 0.5²) instead, so that the reported ``sampling_sd = σ √(Σ_i a_i²)`` is the exact sd
-  of the non-private smoother (under MA(1) it is an upper bound).
-* User-level: n users with T visits at x_t = t/T and Y_ut = f(x_t) + α_u + e_ut, α_u ~
-  N(0, 0.3²) (random user levels) and e_ut a within-user Gaussian AR(1) (φ = 0.5, variance 1).
-  Each user's curve — their Priestley-Chao sum normalised by their kernel mass m(x) = Σ_t a_t(x),
-  c_u(x) = Σ_t a_t(x) Y_ut / m(x) — is then Gaussian with mean μ(x) = Σ_t a_t(x) f(x_t) / m(x),
-  the mean of the users' smoothed curves and the target the model states, and exact variance
-  v(x) = (0.09 m(x)² + a(x)' Σ_AR a(x)) / m(x)². ``scale`` is v, the analyst's public assumption
-  (as in test_linear_statistics.py).
+Simulation (Def 4.7): f(x) = sin(2πx) on [0, 1] (|f| <= 1, so amplitude A = 1 about c = 0;
+L_f = 2π), x_i = i/n, and *correlated* stationary errors: the Gaussian MA(1) process
+e_i = z_(i+1) + θ z_i with θ = 1/2 and z iid N(0, 1) — a Toeplitz covariance with 1.25 on the
+diagonal and 0.5 next to it, whose spectral density (1 + θ² + 2θ cos ω) peaks at (1 + θ)² =
+2.25 = σ_max² (``noise_sd=1.5``; the bound is attained in the limit, and smoothing weights that
+vary slowly in i see exactly this long-run variance). For the coverage checks the errors are
+iid N(0, 0.5²) instead, so that the reported ``sampling_sd = σ √(Σ_i a_i²)`` is the exact sd
+of the non-private smoother (under MA(1) it is an upper bound).
 
 Exact predictions. With radii far beyond the data, nothing is clipped (checked), and the
-centre cancels: ``centre · Σ_i a_i + Σ_i a_i (Y_i - centre) = Σ_i a_i Y_i``. So the item-level
-release is the non-private smoother *plus* independent privacy noise of the reported sd, and
-the user-level release is the mean of n iid curves plus noise: MSE = v/n + E noise_sd² (the
-reported sd varies a little from release to release: the engine's radii follow its released
-centres). Every Monte Carlo assertion compares with such a value or with the paper's rate.
+centre cancels: ``centre · Σ_i a_i + Σ_i a_i (Y_i - centre) = Σ_i a_i Y_i``. So the release is
+the non-private smoother *plus* independent privacy noise of the reported sd. Every Monte Carlo
+assertion compares with such a value or with the paper's rate.
 
 Tolerances. Monte Carlo standard errors (SE) come from the replications themselves (sample sd
 / √R, delta method for ratios and slopes), which needs no model of the errors' kurtosis (they
 mix Gaussian and Laplace terms). Four SEs is the default tolerance: a two-sided normal tail of
 6e-5 per assertion. Seeds are fixed, and the comments quote the numbers measured with them.
-Runtime (one core): fast tests ~35 s; ``slow`` ~100 s.
+Runtime (one core): fast tests ~25 s; ``slow`` ~70 s.
 """
 
 from __future__ import annotations
@@ -46,13 +36,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from numpy.typing import NDArray
-from scipy.linalg import toeplitz
-from scipy.signal import lfilter
 from scipy.stats import beta as beta_dist
 
 import dplong
-from dplong.kernels import get_kernel
-from dplong.models.kernel import item_weights
+from dplong.kernels import get_kernel, item_weights
 
 THETA, SIGMA_MAX = 0.5, 1.5  # MA(1) errors: ‖Σ‖_op <= (1 + θ)² = σ_max²
 AMPLITUDE = 1.0
@@ -226,124 +213,7 @@ def test_private_rmse_is_within_one_and_a_half_of_non_private() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# 3. User-level growth curves: the error falls with n and with T
-# --------------------------------------------------------------------------------------------
-# Each user's statistic is their own Priestley-Chao curve normalised by their kernel mass,
-# c_u(x) = Σ_t a_t(x) Y_ut / m(x) with m = Σ_t a_t (the mass is the same for every user here:
-# all visit at t/T). Target: μ(x) = Σ_t a_t(x) f(x_t) / m(x), the mean of the users' smoothed
-# curves (what the model states it estimates; with private visit times no bias bound is
-# possible, see the model's docstring). Bandwidth b = 0.1, grid 0.3, 0.5, 0.7 (interior:
-# ζ = 0.245), ε = 1 over G = 3 points, scale = the exact v(x) = (0.09 m² + a'Σ_AR a) / m².
-# Prediction: MSE = v/n + E noise_sd² (the radius is ~3 sds of a curve value, the clipping
-# term negligible). More users shrink both terms (the noise like 1/n², faster while the count's
-# error matters); more visits shrink v (the within-user part a'Σa/m² ∝ 1/T; the user levels'
-# 0.09 stays), hence both terms again, since the radius is ∝ √v: MSE(T = 40) / MSE(T = 10) =
-# v(40) / v(10) = 0.446 up to the data-dependent centre errors.
-
-PHI, LEVEL_SD, USER_B = 0.5, 0.3, 0.1
-USER_GRID = np.array([0.3, 0.5, 0.7])
-USER_REPS, USER_SEED = 60, 4_300
-
-
-def visit_weights(visits: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Visit times t/T and the Priestley-Chao weights a_t(x) of one user (T x G)."""
-    x = np.arange(visits) / visits
-    spacing = np.diff(np.append(x, 1.0))
-    return x, spacing[:, None] * GAUSSIAN((USER_GRID[None, :] - x[:, None]) / USER_B) / USER_B
-
-
-def curve_law(visits: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Exact mean μ(x) and variance v(x) of one user's normalised curve."""
-    x, a = visit_weights(visits)
-    mass = a.sum(axis=0)
-    ar1 = toeplitz(PHI ** np.arange(visits))
-    variance = LEVEL_SD**2 * mass**2 + np.einsum("tg,ts,sg->g", a, ar1, a)
-    return a.T @ f(x) / mass, variance / mass**2
-
-
-def growth_curves(n: int, visits: int, rng: np.random.Generator) -> pd.DataFrame:
-    x = np.arange(visits) / visits
-    innov = math.sqrt(1.0 - PHI**2)
-    z = rng.standard_normal((n, visits))
-    z[:, 0] /= innov  # stationary AR(1) within each user
-    errors = lfilter([innov], [1.0, -PHI], z, axis=1)
-    y = f(x)[None, :] + LEVEL_SD * rng.standard_normal(n)[:, None] + errors
-    user = np.repeat(np.arange(n), visits)
-    frame = pd.DataFrame({"user": user, "x": np.tile(x, n), "y": y.ravel()})
-    return frame.sample(frac=1.0, random_state=int(rng.integers(1 << 31))).reset_index(drop=True)
-
-
-@functools.cache
-def user_errors(n: int, visits: int) -> tuple[NDArray[np.float64], float]:
-    """Per replication the mean squared error over the grid, and the predicted MSE."""
-    mu, v = curve_law(visits)
-    rng = np.random.default_rng(USER_SEED + n + visits)
-    errors, predicted = [], []
-    for _ in range(USER_REPS):
-        df = growth_curves(n, visits, rng)
-        model = dplong.PriestleyChao.from_formula(
-            "y ~ x", df, groups="user", domain=(0, 1), bandwidth=USER_B, grid=USER_GRID
-        )
-        res = model.fit(epsilon=1.0, scale=v, random_state=rng)
-        assert not res.boundary.any() and not res.failed.any() and res.reliable
-        errors.append(np.mean((res.params.to_numpy() - mu) ** 2))
-        predicted.append(np.mean(v / n + res.noise_sd.to_numpy() ** 2))
-    return np.array(errors), float(np.mean(predicted))
-
-
-def check_user_level(n: int, visits: int) -> None:
-    errors, predicted = user_errors(n, visits)
-    se = errors.std(ddof=1) / math.sqrt(errors.size)
-    print(
-        f"(n, T) = ({n}, {visits}): MSE {errors.mean():.3g} (SE {se:.2g}), "
-        f"predicted {predicted:.3g}"
-    )
-    assert abs(errors.mean() - predicted) < Z_TOL * se
-
-
-def test_user_level_error_matches_its_prediction() -> None:
-    check_user_level(2_000, 10)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(("n", "visits"), [(8_000, 10), (2_000, 40)])
-def test_user_level_error_matches_its_prediction_more_data(n: int, visits: int) -> None:
-    check_user_level(n, visits)
-
-
-def independent_ratio(num: NDArray[np.float64], den: NDArray[np.float64]) -> tuple[float, float]:
-    """Ratio of the means of two independent samples and its delta-method SE."""
-    r = num.mean() / den.mean()
-    relative = (num.std(ddof=1) / num.mean()) ** 2 / num.size
-    relative += (den.std(ddof=1) / den.mean()) ** 2 / den.size
-    return float(r), float(r * math.sqrt(relative))
-
-
-@pytest.mark.slow
-def test_user_level_error_falls_with_n_and_with_t() -> None:
-    base, base_predicted = user_errors(2_000, 10)
-    more_users, users_predicted = user_errors(8_000, 10)
-    more_visits, visits_predicted = user_errors(2_000, 40)
-    r_n, se_n = independent_ratio(more_users, base)
-    r_t, se_t = independent_ratio(more_visits, base)
-    expected_n = users_predicted / base_predicted
-    expected_t = visits_predicted / base_predicted
-    _, v10 = curve_law(10)
-    _, v40 = curve_law(40)
-    print(f"MSE ratio n x4: {r_n:.3g} (SE {se_n:.2g}, predicted {expected_n:.3g})")
-    print(f"MSE ratio T x4: {r_t:.3g} (SE {se_t:.2g}, predicted {expected_t:.3g})")
-    # four times the users: the sampling term alone gives 1/4, the noise falls faster (released
-    # numbers: the means of v/n + noise_sd²), and the measured ratio follows
-    assert expected_n < 0.25
-    assert abs(r_n - expected_n) < Z_TOL * se_n
-    # four times the visits: both terms scale with v (same n, ε, G: the same noise factor, up
-    # to the centre errors' data dependence, a few per cent)
-    assert expected_t == pytest.approx(float(v40.mean() / v10.mean()), rel=0.1)
-    assert abs(r_t - expected_t) < Z_TOL * se_t and r_t < 1.0
-
-
-# --------------------------------------------------------------------------------------------
-# 4. Pointwise bands and error bounds (item-level, central and local)
+# 3. Pointwise bands and error bounds (item-level, central and local)
 # --------------------------------------------------------------------------------------------
 # n = 2000 design points i/n, iid N(0, 0.5²) errors (``noise_sd=0.5`` exact, so sampling_sd =
 # 0.5 √(Σ_i a_i²) is the exact sd of the smoother), b = 0.1, 11 grid points, ε = 1. The target

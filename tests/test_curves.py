@@ -1,0 +1,68 @@
+"""User-level curves (``models/curves.py``): each user's own curve is their statistic.
+
+Reference test (docs/design §5.2): with the noise off, the release equals the mean over the
+users who cover each grid point of their curves computed plainly (``kernel_cases.user_curve``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from kernel_cases import (
+    KERNELS,
+    NOISE_OFF,
+    growth_panel,
+    items,
+    user_curve,
+)
+
+import dplong
+from dplong.exceptions import DplongWarning
+
+
+class TestReference:
+    @pytest.mark.parametrize("kernel", KERNELS)
+    def test_user_level_equals_mean_of_users_curves(self, kernel: str) -> None:
+        df = growth_panel()
+        grid = np.linspace(0.0, 2.0, 9)
+        model = dplong.PriestleyChao.from_formula(
+            "y ~ x", df, groups="user", domain=(0, 2), kernel=kernel, bandwidth=0.3, grid=grid
+        )
+        # users cover different x ranges, so few have a curve at some points: the fit says so
+        with pytest.warns(DplongWarning, match="have a statistic of their own"):
+            res = model.fit(scale=1e6, **NOISE_OFF)
+        assert res.nobs_users == 40 and res.level == "user"
+        curves = []
+        for user in range(40):  # each user's own curve, rows with a response, sorted by x
+            rows = df[(df["user"] == user) & df["y"].notna()]
+            if rows.empty:  # user 5: no row left, no curve anywhere
+                curves.append(np.full(grid.size, np.nan))
+                continue
+            x, y = rows["x"].to_numpy(), rows["y"].to_numpy()
+            curves.append(user_curve(x, y, grid, 0.3, kernel, 2.0))
+        curves_ = np.array(curves)
+        # the mean over the users whose visits cover each grid point, counted exactly (noise
+        # off): per grid point, not a fixed set of users
+        np.testing.assert_allclose(
+            res.params.to_numpy(), np.nanmean(curves_, axis=0), rtol=0, atol=1e-10
+        )
+        np.testing.assert_array_equal(res.users.to_numpy(), np.isfinite(curves_).sum(axis=0))
+
+
+def test_rows_outside_the_domain_are_dropped() -> None:
+    df = items(n=300, seed=17, lo=0.0, hi=1.0).assign(user=lambda d: np.arange(len(d)) % 30)
+
+    def build(data: pd.DataFrame) -> dplong.PriestleyChao:
+        return dplong.PriestleyChao.from_formula(
+            "y ~ x", data, groups="user", domain=(0, 1), bandwidth=0.1
+        )
+
+    # user-level the x are private: a row outside the public domain is a missing row
+    later = (df.index % 7 == 0) & (df.index >= 30)  # not a user's first row
+    moved = df.assign(x=df["x"].where(~later, 2.0))
+    model = build(moved)
+    inside = build(moved[moved["x"] <= 1.0])
+    assert model.nobs_users == inside.nobs_users == 30
+    np.testing.assert_array_equal(model._x, inside._x)
+    np.testing.assert_array_equal(model._design.codes, inside._design.codes)
