@@ -57,7 +57,7 @@ def _clustered(formula: str, data: pd.DataFrame, groups: str) -> tuple[pd.Series
 @pytest.fixture
 def unclipped_meat(monkeypatch: pytest.MonkeyPatch) -> None:
     """The meat's clipping radius far beyond every score: the exact sandwich."""
-    monkeypatch.setattr(pooled, "MEAT_RADIUS", 1e12)
+    monkeypatch.setattr(pooled, "CLIP_RADIUS", 1e12)
 
 
 @pytest.mark.usefixtures("unclipped_meat")
@@ -179,7 +179,11 @@ def test_ledger_spends_the_budget_and_the_accountant_is_charged() -> None:
         "y ~ age", panel, groups="id", bounds={"y": (-5, 10), "age": (0, 100)}
     ).fit(epsilon=2.0, delta=1e-6, max_rows=4, random_state=0, accountant=accountant)
     assert res.privacy.epsilon <= 2.0 and res.privacy.epsilon > 1.99
-    assert [e.stage for e in res.privacy.entries] == ["sufficient statistics", "clustered meat"]
+    assert [e.stage for e in res.privacy.entries] == [
+        "sufficient statistics",
+        "Newton step",
+        "clustered meat",
+    ]
     assert accountant.spent_epsilon == pytest.approx(res.privacy.epsilon)
     with pytest.raises(dplong.exceptions.BudgetExceededError):
         PooledOLS.from_formula(
@@ -277,3 +281,19 @@ def test_results_hold_only_released_numbers_and_public_facts() -> None:
     )
     pd.testing.assert_series_equal(inside.params, clipped.params)
     assert not any("1e+09" in str(v) for v in vars(clipped).values())
+
+
+def test_scores_are_clipped_to_their_radius_and_exact_inside() -> None:
+    """The Newton step's release has sensitivity 2R: every person's score is within R."""
+    rng = np.random.default_rng(3)
+    codes = np.repeat(np.arange(50), 4)
+    x = np.column_stack([np.ones(200), rng.uniform(-1, 1, 200)])
+    y = rng.uniform(-1, 1, 200)
+    beta, weight = np.array([0.1, -0.2]), np.ones(200)
+    exact = pooled._scores(x, y, weight, beta, codes, 50, np.inf)
+    clipped = pooled._scores(x, y, weight, beta, codes, 50, 0.5)
+    norms = np.linalg.norm(exact, axis=1)
+    assert np.linalg.norm(clipped, axis=1).max() <= 0.5 * (1 + 1e-12)
+    inside = norms <= 0.5
+    np.testing.assert_array_equal(clipped[inside], exact[inside])
+    np.testing.assert_allclose(clipped[~inside], exact[~inside] * (0.5 / norms[~inside])[:, None])
