@@ -181,7 +181,7 @@ def test_ledger_spends_the_budget_and_the_accountant_is_charged() -> None:
     assert res.privacy.epsilon <= 2.0 and res.privacy.epsilon > 1.99
     assert [e.stage for e in res.privacy.entries] == [
         "sufficient statistics",
-        "Newton step",
+        "Newton step 1",
         "clustered meat",
     ]
     assert accountant.spent_epsilon == pytest.approx(res.privacy.epsilon)

@@ -27,16 +27,19 @@ Gaussian (zCDP) vectors, whatever the number of columns:
    (:data:`CLIP_RADIUS` times the Cauchy–Schwarz size ``T_cap² σ̂² m̂`` of a score, with the
    residual variance σ̂² and the mean ``‖x̃‖²`` m̂ from step 2; sensitivity ``2R``), their sum
    released, and ``β̂ = β₀ + Ĥ⁻¹ Σ_u s_u``: exactly pooled OLS when nothing is clipped and the
-   noise is off, and about three times less noise than the pilot on RAND HIE.
+   noise is off, and several times less noise than the pilot when few scores are clipped.
 4. **The person-clustered meat.** At ``β̂`` the clipped scores' ``Σ_u s_u s_u'`` is released
    the same way as step 2 (sensitivity ``√2 R²``) and projected onto the PSD cone; the sandwich
    ``Ĥ⁻¹ M̂ Ĥ⁻¹`` (times ``n / (n - 1)``) is the sampling covariance.
 
 The privacy noise of steps 2 and 3 is pushed through the exact map (floor, solve, step,
-unscale) by a fixed-seed parametric bootstrap: its sd is ``noise_sd``, its mean shift and the
-ridge's shrinkage join the bias bound. ``bse`` combines both: person-clustered sampling error
-and privacy noise. The clipping of the scores is not in the bias bound: with the radius above
-a score is clipped only when its residuals are both large and correlated within the person.
+unscale) by a fixed-seed parametric bootstrap; its mean shift and the ridge's shrinkage join
+the bias bound. The clipping of the scores is not visible to the bootstrap: a clipped score
+corrects less of the pilot's error (on a simulated panel with strong person effects the step
+kept about a fifth of it). ``noise_sd`` is therefore the wider of two laws that bracket it —
+every score exact (the step corrects the pilot) and every score clipped away (the pilot's
+error stays) — so the intervals are conservative: the point estimate has the step's accuracy,
+the interval the pilot's. ``bse`` combines it with the person-clustered sampling error.
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ __all__ = ["PooledOLS", "column_bounds", "vech_scaled"]
 #: step's clipped scores (β̂'s noise, first order) and the clustered meat, which only needs to
 #: be good to some per cent (it enters bse under a root). Chosen on RAND HIE at ε = 1
 #: (``benchmarks/pooled.py``).
-SHARES = (0.4, 0.45, 0.15)
+SHARES = (0.4, 0.45, 0.15)  # Gram, Newton step(s), meat
 #: The eigenvalue floor: ``σ (√(2p) + FLOOR_SDS)`` bounds the spectral norm of the released
 #: ``X'X``'s noise (a symmetric Gaussian matrix of entry sd σ on the diagonal, σ/√2 off it, has
 #: norm about σ √(2p)) with a margin of FLOOR_SDS sds.
@@ -259,7 +262,7 @@ class PooledOLS:
                 f"accountant must be a dplong.Accountant, got {type(accountant).__name__}"
             )
         generator = check_random_state(random_state, rng)
-        rho_gram, rho_score, rho_meat = gaussian_shares(options.epsilon, options.delta, SHARES)
+        rho_gram, *rho_steps, rho_meat = gaussian_shares(options.epsilon, options.delta, SHARES)
         afford(accountant, options.epsilon, options.delta)
         intercept = "Intercept" in design.columns
         scaled = _Scaling.of(self._ranges, design.columns)
@@ -282,16 +285,20 @@ class PooledOLS:
         pilot = _Solution.of(released, sigma)
         radius = _clip_radius(released, pilot, cap, n, intercept)
 
-        # step 3: one Newton step, the clipped scores at the pilot (public)
+        # step 3: Newton steps, the clipped scores at the last β (public)
         score_bound = radius * (1.0 + 1e-12)
-        score = release_vector_sum(
-            _scores(x, y, weight, pilot.beta, design.codes, n, radius),
-            score_bound,
-            2.0 * score_bound,
-            rho_score,
-            generator,
-        )
-        beta = pilot.beta + np.linalg.solve(pilot.hessian, score.total)
+        beta, steps = pilot.beta, []
+        for rho_step in rho_steps:
+            steps.append(
+                release_vector_sum(
+                    _scores(x, y, weight, beta, design.codes, n, radius),
+                    score_bound,
+                    2.0 * score_bound,
+                    rho_step,
+                    generator,
+                )
+            )
+            beta = beta + np.linalg.solve(pilot.hessian, steps[-1].total)
 
         # step 4: the person-clustered meat at the released β̂ (public)
         scores = _scores(x, y, weight, beta, design.codes, n, radius)
@@ -323,14 +330,17 @@ class PooledOLS:
         ledger = PrivacyLedger.from_entries(
             [
                 entry("sufficient statistics", "[X y]'[X y]", rho_gram, gram),
-                entry("Newton step", "Σ_u clip(s_u(β₀))", rho_score, score),
+                *(
+                    entry(f"Newton step {k + 1}", f"Σ_u clip(s_u(β_{k}))", rho, step)
+                    for k, (rho, step) in enumerate(zip(rho_steps, steps, strict=True))
+                ),
                 entry("clustered meat", "Σ_u clip(s_u) clip(s_u)'", rho_meat, meat),
             ],
             options.delta,
             "central",
         )
         charge(accountant, ledger, options.epsilon, options.delta)
-        draws = _noise_draws(pilot, beta, sigma, float(score.sd[0]))
+        draws = _noise_draws(pilot, beta, sigma, [float(step.sd[0]) for step in steps])
         return self._results(scaled, pilot, beta, draws, sampling, ledger, options, cap)
 
     def _results(
@@ -338,7 +348,7 @@ class PooledOLS:
         scaled: _Scaling,
         solution: _Solution,
         released: NDArray[np.float64],
-        draws: NDArray[np.float64],
+        draws: tuple[NDArray[np.float64], NDArray[np.float64]],
         sampling: NDArray[np.float64],
         ledger: PrivacyLedger,
         options: ReleaseOptions,
@@ -348,9 +358,9 @@ class PooledOLS:
         names = self._design.columns
         index = pd.Index(names)
         beta = scaled.unscale(released)
-        noise_draws = scaled.offset + draws @ scaled.linear.T
-        noise_sd = noise_draws.std(axis=0)
-        shift = noise_draws.mean(axis=0) - beta
+        corrected, uncorrected = (scaled.offset + d @ scaled.linear.T for d in draws)
+        noise_sd = np.maximum(corrected.std(axis=0), uncorrected.std(axis=0))
+        shift = corrected.mean(axis=0) - beta
         ridge = np.abs(scaled.linear @ solution.shrinkage)
         sampling_sd = np.sqrt(np.diag(scaled.linear @ sampling @ scaled.linear.T))
         notes = (
@@ -589,13 +599,15 @@ def _floor(sigma: float, p: int) -> float:
 
 
 def _noise_draws(
-    pilot: _Solution, beta: NDArray[np.float64], sigma: float, score_sd: float
-) -> NDArray[np.float64]:
+    pilot: _Solution, beta: NDArray[np.float64], sigma: float, score_sds: list[float]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """:data:`NOISE_DRAWS` draws of the released β̂ (scaled) under fresh noise of the released
-    laws, taking the released numbers for the truth: the ``[X y]'[X y]`` around the released
-    Hessian and β̂, each floored and solved as the fit was (the pilot), then stepped by its
-    Hessian's solve of the exact score ``H (β̂ - β₀)`` plus a draw of the score's noise
-    (post-processing with a fixed seed)."""
+    laws, taking the released numbers for the truth (post-processing with a fixed seed): the
+    ``[X y]'[X y]`` around the released Hessian and β̂, each floored and solved as the fit was
+    (the pilot), then stepped by its Hessian's solve of a score plus a draw of the score's
+    noise. Two laws bracket the clipping, which the draws cannot see: the exact score
+    ``H (β̂ - β₀)`` (nothing clipped: the step corrects the pilot's error) and none at all
+    (every score clipped away: the pilot's error stays); the fit reports the wider."""
     p = beta.size
     rng = np.random.default_rng(NOISE_SEED)
     hessian = pilot.hessian - pilot.ridge * np.eye(p)
@@ -610,9 +622,14 @@ def _noise_draws(
     gram, cross = draws[:, :p, :p], draws[:, :p, p]
     smallest = np.linalg.eigvalsh(gram)[:, 0]
     floored = gram + np.maximum(0.0, _floor(sigma, p) - smallest)[:, None, None] * np.eye(p)
-    pilots = np.linalg.solve(floored, cross[..., None])[..., 0]
-    steps = (beta - pilots) @ hessian + rng.normal(0.0, score_sd, (NOISE_DRAWS, p))
-    return np.asarray(pilots + np.linalg.solve(floored, steps[..., None])[..., 0])
+    corrected = np.linalg.solve(floored, cross[..., None])[..., 0]
+    uncorrected = corrected.copy()
+    for sd in score_sds:
+        step = rng.normal(0.0, sd, (NOISE_DRAWS, p))
+        uncorrected = uncorrected + np.linalg.solve(floored, step[..., None])[..., 0]
+        step = step + (beta - corrected) @ hessian
+        corrected = corrected + np.linalg.solve(floored, step[..., None])[..., 0]
+    return np.asarray(corrected), np.asarray(uncorrected)
 
 
 def _clip_radius(
