@@ -297,3 +297,21 @@ def test_scores_are_clipped_to_their_radius_and_exact_inside() -> None:
     inside = norms <= 0.5
     np.testing.assert_array_equal(clipped[inside], exact[inside])
     np.testing.assert_allclose(clipped[~inside], exact[~inside] * (0.5 / norms[~inside])[:, None])
+
+
+def test_command_line_fits_pooled_with_bounds(capsys: pytest.CaptureFixture[str]) -> None:
+    from dplong.cli import main
+
+    code = main(
+        [
+            "fit", "dataset:randhie", "--model", "pooled", "--formula",
+            "lnmeddol ~ logc + xage + female", "--groups", "zper", "--epsilon", "1",
+            "--bounds", "lnmeddol=0,12;logc=0,4.62;xage=0,100;female=0,1",
+            "--max-rows", "5", "--seed", "0", "--quiet",
+        ]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and "PooledOLS results" in out and "female" in out
+    assert main(["fit", "dataset:randhie", "--model", "pooled", "--formula", "lnmeddol ~ xage",
+                 "--groups", "zper", "--epsilon", "1", "--quiet"]) != 0  # fmt: skip
+    assert "--bounds" in capsys.readouterr().err

@@ -206,6 +206,8 @@ class PooledOLS:
         delta: float | None = None,
         max_rows: int = DEFAULT_MAX_ROWS,
         cov_type: CovType = "clustered",
+        privacy: Literal["central"] = "central",
+        variant: Literal["default"] = "default",
         random_state: RandomState = None,
         rng: RandomState = None,
         accountant: Accountant | None = None,
@@ -225,6 +227,9 @@ class PooledOLS:
         cov_type : {"clustered", "cluster"}
             Standard errors clustered by person (the unit of privacy and sampling): the only
             choice, in linearmodels' and statsmodels' spelling.
+        privacy, variant : {"central"}, {"default"}
+            The only model and release there are (a trusted curator; the releases above), as
+            the command line's common options name them.
         random_state, rng : None, int or numpy.random.Generator
             Source of the noise; ``None`` (default) is fresh OS entropy, the only choice for a
             release (a seed is for reproducible research).
@@ -252,6 +257,8 @@ class PooledOLS:
         """
         design = self._design
         n, p = design.n, len(design.columns)
+        check_choice(privacy, "privacy", ("central",))
+        check_choice(variant, "variant", ("default",))
         options = ReleaseOptions.check(
             n, epsilon=epsilon, delta=delta, privacy="central", bound=None, d=p
         )
