@@ -402,10 +402,9 @@ class PooledOLS:
             failed=pd.Series(False, index=index, name="failed"),
             privacy=ledger,
             nobs_users=self.nobs_users,
-            users=pd.Series(
-                [float(self.nobs_users)], index=["users (all contribute)"], name="users"
-            ),
-            users_sd=0.0,
+            # every person contributes (n is public): nothing is counted
+            users=pd.Series([math.nan], index=["users with a statistic"], name="users"),
+            users_sd=math.nan,
             variant="sufficient statistics",
             assumptions=(
                 f"public bounds (values outside are clipped): {bounds}",
