@@ -4,6 +4,7 @@ from dplong import datasets, dependence, exceptions, kernels, privacy
 from dplong.models import (
     LongitudinalOLS,
     PoissonMean,
+    PooledOLS,
     PriestleyChao,
     RandomEffectsLocation,
     winsorized_mean,
@@ -20,6 +21,7 @@ __all__ = [
     "LongitudinalOLS",
     "PanelResults",
     "PoissonMean",
+    "PooledOLS",
     "PriestleyChao",
     "PrivacyLedger",
     "RandomEffectsLocation",

@@ -5,10 +5,12 @@ from dplong.models.linear import LongitudinalOLS
 from dplong.models.location import RandomEffectsLocation
 from dplong.models.mean import winsorized_mean
 from dplong.models.poisson import PoissonMean
+from dplong.models.pooled import PooledOLS
 
 __all__ = [
     "LongitudinalOLS",
     "PoissonMean",
+    "PooledOLS",
     "PriestleyChao",
     "RandomEffectsLocation",
     "winsorized_mean",

@@ -50,6 +50,7 @@ from dplong.privacy.accounting import (
     LedgerEntry,
     PrivacyLedger,
     compose,
+    zcdp_epsilon,
 )
 from dplong.privacy.noise import MIN_LATTICE_EPSILON
 from dplong.privacy.options import ReleaseOptions
@@ -64,6 +65,7 @@ __all__ = [
     "charge",
     "column_epsilon",
     "fit_ledger",
+    "gaussian_shares",
     "largest_within",
     "paper_budget",
     "paper_vector_budget",
@@ -929,6 +931,27 @@ def users_share(users: float, n: int, epsilon: float, low: float, high: float) -
     (0.15, 0.05)
     """
     return min(high, max(low, users / (n * epsilon)))
+
+
+def gaussian_shares(epsilon: float, delta: float, shares: Sequence[float]) -> tuple[float, ...]:
+    """The zCDP ρ of Gaussian releases that together spend ``(epsilon, delta)``: the largest
+    total ρ whose conversion (:func:`~dplong.privacy.accounting.zcdp_epsilon`) stays within
+    ε at δ, split in proportion to ``shares`` (zCDP composes by adding ρ).
+
+    Examples
+    --------
+    >>> from dplong.privacy.accounting import zcdp_epsilon
+    >>> from dplong.privacy.budget import gaussian_shares
+    >>> first, second = gaussian_shares(1.0, 1e-6, [0.75, 0.25])
+    >>> round(first / second, 6), bool(zcdp_epsilon(first + second, 1e-6) <= 1.0)
+    (3.0, True)
+    """
+    total = float(sum(shares))
+    upper = epsilon  # ρ-zCDP costs at least ρ in ε
+    rho = optimize.brentq(lambda r: zcdp_epsilon(r, delta) - epsilon, 1e-300, upper, xtol=1e-15)
+    while zcdp_epsilon(rho, delta) > epsilon:  # brentq's root may sit a hair above ε
+        rho *= 1.0 - 1e-12
+    return tuple(rho * share / total for share in shares)
 
 
 def afford(accountant: Accountant | None, epsilon: float, delta: float) -> None:

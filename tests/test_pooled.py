@@ -1,0 +1,317 @@
+"""PooledOLS: pooled OLS from released per-person sufficient statistics (dplong.models.pooled).
+
+Reference (noise off), the sensitivity of both releases, a privacy audit with a power check,
+coverage of the intervals and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+from audit import BROKEN_NOISE_FRACTION, CONFIDENCE, epsilon_lower_bound, tail_events
+
+import dplong
+import dplong.models.pooled as pooled
+from dplong.exceptions import DataError, ParameterError, PrivacyParameterError
+from dplong.models.pooled import PooledOLS, vech_scaled
+from dplong.privacy.accounting import zcdp_epsilon
+from dplong.privacy.noise import release_vector_sum
+
+HIE_FORMULA = "np.log1p(meddol) ~ np.log(coins + 1) + xage + female"
+HIE_BOUNDS = {
+    "np.log1p(meddol)": (0, 12),
+    "np.log(coins + 1)": (0, 4.62),
+    "xage": (0, 100),
+    "female": (0, 1),
+}
+
+
+def _panel(seed: int, people: int = 800, years: int = 4) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    ids = np.repeat(np.arange(people), years)
+    arm = np.repeat(rng.choice(["control", "low", "high"], people), years)
+    age = rng.uniform(20, 60, ids.size)
+    effect = np.repeat(rng.normal(0, 0.5, people), years)
+    y = (
+        1.0
+        + 0.3 * (arm == "low")
+        + 0.6 * (arm == "high")
+        + 0.02 * age
+        + effect
+        + rng.normal(0, 0.5, ids.size)
+    )
+    return pd.DataFrame({"id": ids, "y": y, "arm": arm, "age": age})
+
+
+def _clustered(formula: str, data: pd.DataFrame, groups: str) -> tuple[pd.Series, pd.Series]:
+    """statsmodels' pooled OLS and its person-clustered SEs without the row-count factor
+    (N - 1) / (N - K): N, the number of rows, is private, so dplong uses n / (n - 1) only."""
+    fit = smf.ols(formula, data).fit(cov_type="cluster", cov_kwds={"groups": data[groups]})
+    rows, k = fit.nobs, fit.params.size
+    return fit.params, fit.bse / math.sqrt((rows - 1) / (rows - k))
+
+
+@pytest.fixture
+def unclipped_meat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The meat's clipping radius far beyond every score: the exact sandwich."""
+    monkeypatch.setattr(pooled, "CLIP_RADIUS", 1e12)
+
+
+@pytest.mark.usefixtures("unclipped_meat")
+def test_noise_off_matches_statsmodels_on_randhie() -> None:
+    hie = dplong.datasets.load_randhie()
+    model = PooledOLS.from_formula(HIE_FORMULA, hie, groups="zper", bounds=HIE_BOUNDS)
+    res = model.fit(epsilon=1e300, delta=0.5, max_rows=5, random_state=0)
+    params, bse = _clustered(HIE_FORMULA, hie, "zper")
+    # the lattice rounds the sums to 2**-40 of their sensitivity: far below 1e-8 relative
+    np.testing.assert_allclose(res.params, params, rtol=1e-8)
+    np.testing.assert_allclose(res.sampling_sd, bse, rtol=1e-8)
+    assert float(res.noise_sd.max()) < 1e-10
+    assert list(res.params.index) == list(params.index)
+
+
+@pytest.mark.usefixtures("unclipped_meat")
+def test_noise_off_matches_statsmodels_with_factor_and_without_intercept() -> None:
+    panel = _panel(0)
+    levels = {"arm": ["control", "low", "high"]}
+    for formula in ("y ~ C(arm, levels=['control', 'low', 'high']) + age", "y ~ age - 1"):
+        model = PooledOLS.from_formula(
+            formula, panel, groups="id", bounds={"y": (-5, 10), "age": (0, 100)}, levels=levels
+        )
+        res = model.fit(epsilon=1e300, delta=0.5, max_rows=4, random_state=0)
+        params, bse = _clustered(formula, panel, "id")
+        np.testing.assert_allclose(res.params.to_numpy(), params.to_numpy(), rtol=1e-8)
+        np.testing.assert_allclose(res.sampling_sd.to_numpy(), bse.to_numpy(), rtol=1e-8)
+
+
+def test_vech_scaled_has_the_frobenius_norm() -> None:
+    rng = np.random.default_rng(0)
+    rows = rng.normal(size=(5, 4))
+    weights = rng.uniform(size=5)
+    vectors = vech_scaled(rows, weights)
+    for v, z, w in zip(vectors, rows, weights, strict=True):
+        assert np.linalg.norm(v) == pytest.approx(np.linalg.norm(w * np.outer(z, z)), rel=1e-12)
+
+
+def _user_sum(rows: np.ndarray, weight: float) -> np.ndarray:
+    return vech_scaled(rows, np.full(len(rows), weight)).sum(axis=0)
+
+
+def test_gram_sensitivity_is_attained_and_never_exceeded() -> None:
+    """A person's Z_u has trace <= T_cap (p + 1); replacing one moves the sum by at most
+    √2 T_cap (p + 1), attained by orthogonal extreme rows (the PSD argument is tight)."""
+    cap, p = 3, 3
+    bound = cap * (p + 1)
+    z, z_prime = np.ones(p + 1), np.array([1.0, 1.0, -1.0, -1.0])
+    moved = _user_sum(np.tile(z, (cap, 1)), 1.0) - _user_sum(np.tile(z_prime, (cap, 1)), 1.0)
+    assert np.linalg.norm(moved) == pytest.approx(math.sqrt(2.0) * bound)
+    rng = np.random.default_rng(1)
+    for _ in range(2000):  # random people, any number of rows, weights min(1, T_cap / T_u)
+        sums = []
+        for _ in range(2):
+            t = int(rng.integers(1, 12))
+            rows = rng.choice([-1.0, 1.0], size=(t, p + 1)) * rng.uniform(0, 1, (t, p + 1))
+            rows[:, 0] = 1.0
+            sums.append(_user_sum(rows, min(1.0, cap / t)))
+        assert np.linalg.norm(sums[0]) <= bound * (1 + 1e-12)
+        assert np.linalg.norm(sums[0] - sums[1]) <= math.sqrt(2.0) * bound * (1 + 1e-12)
+
+
+def test_release_vector_sum_refuses_vectors_beyond_their_bound() -> None:
+    with pytest.raises(AssertionError, match="norm bound"):
+        release_vector_sum(np.array([[3.0, 4.0]]), 4.9, 9.8, 1.0, np.random.default_rng(0))
+
+
+def _audit_outputs(rho: float, fraction: float, runs: int, seed: int) -> tuple:
+    """The Gram release of a tiny panel (p = 3) on D and on D' (one person's rows moved to
+    the orthogonal extreme), projected on the direction of the move."""
+    cap, p = 3, 3
+    bound = cap * (p + 1) * (1.0 + 1e-12)
+    others = np.zeros((20, (p + 1) * (p + 2) // 2))
+    z, z_prime = np.ones(p + 1), np.array([1.0, 1.0, -1.0, -1.0])
+    first = _user_sum(np.tile(z, (cap, 1)), 1.0)
+    second = _user_sum(np.tile(z_prime, (cap, 1)), 1.0)
+    direction = (first - second) / np.linalg.norm(first - second)
+    rng = np.random.default_rng(seed)
+    out = []
+    for person in (first, second):
+        vectors = np.vstack([others, person])
+        out.append(
+            np.array(
+                [
+                    release_vector_sum(
+                        vectors, bound, math.sqrt(2.0) * bound, rho / fraction**2, rng
+                    ).total
+                    @ direction
+                    for _ in range(runs)
+                ]
+            )
+        )
+    sd = math.sqrt(2.0) * bound / math.sqrt(2.0 * rho)
+    return out, (float(second @ direction), float(first @ direction)), sd
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fraction", [1.0, BROKEN_NOISE_FRACTION])
+def test_gram_release_audit_with_power_check(fraction: float) -> None:
+    """ε lower bound from tail events of the projected release; the broken replica (noise at
+    a quarter of its scale) must be caught, the correct one must not exceed its claim."""
+    rho, delta, runs = 0.5, 1e-3, 3000
+    claimed = zcdp_epsilon(rho, delta)
+    (d, d_prime), (low, high), sd = _audit_outputs(rho, fraction, runs, seed=7)
+    multiples = (0, 1, 2, 3, 4)
+    events_d, names = tail_events(d, low, high, sd * fraction, multiples)
+    events_p, _ = tail_events(d_prime, low, high, sd * fraction, multiples)
+    bound = epsilon_lower_bound(events_d, events_p, delta=delta, confidence=CONFIDENCE, names=names)
+    if fraction == 1.0:
+        assert bound.epsilon_lb <= claimed, str(bound)
+    else:
+        assert bound.epsilon_lb > claimed, str(bound)
+
+
+def test_ledger_spends_the_budget_and_the_accountant_is_charged() -> None:
+    panel = _panel(1)
+    accountant = dplong.Accountant(epsilon=3.0, delta=1e-5)
+    res = PooledOLS.from_formula(
+        "y ~ age", panel, groups="id", bounds={"y": (-5, 10), "age": (0, 100)}
+    ).fit(epsilon=2.0, delta=1e-6, max_rows=4, random_state=0, accountant=accountant)
+    assert res.privacy.epsilon <= 2.0 and res.privacy.epsilon > 1.99
+    assert [e.stage for e in res.privacy.entries] == [
+        "sufficient statistics",
+        "Newton step 1",
+        "clustered meat",
+    ]
+    assert accountant.spent_epsilon == pytest.approx(res.privacy.epsilon)
+    with pytest.raises(dplong.exceptions.BudgetExceededError):
+        PooledOLS.from_formula(
+            "y ~ age", panel, groups="id", bounds={"y": (-5, 10), "age": (0, 100)}
+        ).fit(epsilon=2.0, delta=1e-6, random_state=0, accountant=accountant)
+    assert accountant.spent_epsilon == pytest.approx(res.privacy.epsilon)  # refused: no spend
+
+
+def test_intervals_cover_at_their_level() -> None:
+    """200 panels of 3000 people at ε = 2 (noise sd about the sampling sd): the 95 % intervals
+    of the between-person arm effect and the age slope cover the truth. Tolerance: 200
+    Bernoulli(0.95) trials have sd 1.5 %, so >= 0.91 fails a correct 0.95 with chance < 0.5 %."""
+    truth = {"arm": 0.6, "age": 0.02}
+    covered = {k: 0 for k in truth}
+    fits = 200
+    for seed in range(fits):
+        panel = _panel(100 + seed, people=3000)
+        panel["high"] = (panel["arm"] == "high").astype(float)
+        panel["low"] = (panel["arm"] == "low").astype(float)
+        res = PooledOLS.from_formula(
+            "y ~ high + low + age",
+            panel,
+            groups="id",
+            bounds={"y": (-2, 6), "high": (0, 1), "low": (0, 1), "age": (0, 100)},
+        ).fit(epsilon=2.0, max_rows=4, random_state=seed)
+        ci = res.conf_int(0.05)
+        for key, name in (("arm", "high"), ("age", "age")):
+            covered[key] += ci.loc[name, "lower"] <= truth[key] <= ci.loc[name, "upper"]
+    for key, hits in covered.items():
+        assert hits / fits >= 0.91, (key, hits)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"bounds": {"y": (-5, 10)}}, ParameterError, r"needs a public range for \['age'\]"),
+        ({"bounds": {"y": (-5, 10), "age": (0, 100), "x": (0, 1)}}, ParameterError, "not the"),
+        ({"bounds": {"y": (-5, 10), "age": (100, 0)}}, ParameterError, "low < high"),
+        ({"bounds": {"y": (-5, 10), "age": 5}}, ParameterError, "a pair"),
+        ({"bounds": {"y": (-5, 10), "age": (0, np.inf)}}, ParameterError, "finite"),
+        ({"bounds": {"y": (-5, 10), "age": ("0", 1)}}, ParameterError, "must be a number"),
+        ({"bounds": [("y", (0, 1))]}, ParameterError, "mapping"),
+        ({"bounds": "y=0,1;age=zero,1"}, ParameterError, "COL=LO,HI"),
+    ],
+)
+def test_bad_bounds_are_refused_from_public_facts(kwargs: dict, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        PooledOLS.from_formula("y ~ age", _panel(2), groups="id", **kwargs)
+
+
+def test_bounds_from_the_command_line_text() -> None:
+    model = PooledOLS.from_formula("y ~ age", _panel(2), groups="id", bounds="y=-5,10; age=0,100")
+    assert model.fit(epsilon=1.0, random_state=0).params.size == 2
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "match"),
+    [
+        ({"epsilon": 0.0}, PrivacyParameterError, "epsilon"),
+        ({"epsilon": 1.0, "delta": 1.5}, PrivacyParameterError, "delta"),
+        ({"epsilon": 1.0, "max_rows": 0}, ParameterError, "max_rows"),
+        ({"epsilon": 1.0, "cov_type": "robust"}, ParameterError, "cov_type"),
+        ({"epsilon": 1.0, "accountant": 3}, ParameterError, "accountant"),
+        ({"epsilon": 1.0, "random_state": 1, "rng": 2}, ParameterError, "not both"),
+    ],
+)
+def test_bad_fit_options_are_refused_before_any_noise(
+    options: dict, error: type, match: str
+) -> None:
+    model = PooledOLS.from_formula(
+        "y ~ age", _panel(3), groups="id", bounds={"y": (-5, 10), "age": (0, 100)}
+    )
+    with pytest.raises(error, match=match):
+        model.fit(**options)
+
+
+def test_dask_frames_are_refused_with_a_remedy() -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    frame = dd.from_pandas(_panel(4), npartitions=2)
+    with pytest.raises(DataError, match="compute"):
+        PooledOLS.from_formula("y ~ age", frame, groups="id", bounds={"y": (0, 1), "age": (0, 1)})
+
+
+def test_results_hold_only_released_numbers_and_public_facts() -> None:
+    """Values outside the bounds are clipped silently (whether any were is private): two
+    panels that differ only beyond the bounds give the same release."""
+    wild = _panel(5)
+    wild.loc[0, "y"] = 1e9
+    bounds = {"y": (-5, 10), "age": (0, 100)}
+    inside = PooledOLS.from_formula(
+        "y ~ age", wild.assign(y=wild["y"].clip(-5, 10)), groups="id", bounds=bounds
+    ).fit(epsilon=1.0, random_state=3)
+    clipped = PooledOLS.from_formula("y ~ age", wild, groups="id", bounds=bounds).fit(
+        epsilon=1.0, random_state=3
+    )
+    pd.testing.assert_series_equal(inside.params, clipped.params)
+    assert not any("1e+09" in str(v) for v in vars(clipped).values())
+
+
+def test_scores_are_clipped_to_their_radius_and_exact_inside() -> None:
+    """The Newton step's release has sensitivity 2R: every person's score is within R."""
+    rng = np.random.default_rng(3)
+    codes = np.repeat(np.arange(50), 4)
+    x = np.column_stack([np.ones(200), rng.uniform(-1, 1, 200)])
+    y = rng.uniform(-1, 1, 200)
+    beta, weight = np.array([0.1, -0.2]), np.ones(200)
+    exact = pooled._scores(x, y, weight, beta, codes, 50, 1e9)
+    clipped = pooled._scores(x, y, weight, beta, codes, 50, 0.5)
+    norms = np.linalg.norm(exact, axis=1)
+    assert np.linalg.norm(clipped, axis=1).max() <= 0.5 * (1 + 1e-12)
+    inside = norms <= 0.5
+    np.testing.assert_array_equal(clipped[inside], exact[inside])
+    np.testing.assert_allclose(clipped[~inside], exact[~inside] * (0.5 / norms[~inside])[:, None])
+
+
+def test_command_line_fits_pooled_with_bounds(capsys: pytest.CaptureFixture[str]) -> None:
+    from dplong.cli import main
+
+    code = main(
+        [
+            "fit", "dataset:randhie", "--model", "pooled", "--formula",
+            "lnmeddol ~ logc + xage + female", "--groups", "zper", "--epsilon", "1",
+            "--bounds", "lnmeddol=0,12;logc=0,4.62;xage=0,100;female=0,1",
+            "--max-rows", "5", "--seed", "0", "--quiet",
+        ]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and "PooledOLS results" in out and "female" in out
+    assert main(["fit", "dataset:randhie", "--model", "pooled", "--formula", "lnmeddol ~ xage",
+                 "--groups", "zper", "--epsilon", "1", "--quiet"]) != 0  # fmt: skip
+    assert "--bounds" in capsys.readouterr().err
