@@ -266,6 +266,9 @@ class DesignSpec:
         if not isinstance(schema, pd.DataFrame):
             raise DataError(f"data must be a pandas DataFrame, got {type(schema).__name__}")
         env = eval_env if eval_env is not None else patsy.EvalEnvironment.capture(1)
+        # `np.log1p(y)` works wherever the formula is written, the command line included;
+        # a caller's own `np` comes first (an outer namespace is searched last)
+        env = env.with_outer_namespace({"np": np})
         try:
             desc = patsy.ModelDesc.from_formula(formula)
         except patsy.PatsyError as err:

@@ -533,3 +533,12 @@ class TestLevels:
     def test_mean_takes_no_levels(self) -> None:
         code, _, err = run([*MEAN, "--levels", "Cu=1,2,3", "--quiet"])
         assert code == 2 and "--levels is not an option of --model mean" in err
+
+
+def test_numpy_functions_in_a_command_line_formula() -> None:
+    """`np.` is available to every formula, as in a Python session that imported numpy."""
+    argv = ["fit", "dataset:wage_panel", "--model", "ols", "--groups", "nr", "--epsilon", "4"]
+    common = ["--scale", "0.1", "--seed", "1", "--quiet"]
+    code, out, err = run([*argv, "--formula", "np.exp(lwage) ~ np.log1p(exper)", *common])
+    assert code == 0, err
+    assert "np.log1p(exper)" in out and "np.exp(lwage)" in out
