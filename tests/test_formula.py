@@ -544,6 +544,7 @@ def audit(broken: bool) -> EpsilonBound:
 
 # n = 100 users all at one point: the midpoint's histogram is chosen for the audit, not for a
 # reliable midpoint, and the fragile-midpoint warning (public: n, ε, δ) is expected.
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
 def test_audit_of_a_rare_declared_level_and_a_public_constant_centring() -> None:
     """Declared levels: a level one user holds is a column on D and D' alike, and the release
@@ -563,6 +564,7 @@ def test_audit_of_a_rare_declared_level_and_a_public_constant_centring() -> None
         assert names == [*plain_names[:-1], "I(x - 40)"], names
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
 def test_audit_has_power_against_levels_from_the_data() -> None:
     bound = audit(broken=True)
