@@ -21,8 +21,8 @@ over the Rényi composition of every call) and in the private medians. For the a
 final stage's calibration is replaced by *basic* composition (the remaining ε shared by the
 same PLAN weights): a valid, smaller budget, recorded as such in the ledger. What is audited
 is the sensitivity of every weighted release and the composition of the fits' blocks, not the
-Rényi accountant (audited in ``test_privacy_audit.py``). Each audit's runs are sized to keep
-the fast audits near a minute and the slow ones near five (one core).
+Rényi accountant (audited in ``test_privacy_audit.py``). The whole fits of section 3 are smoke
+tests at the ε they need (see ``FIT_RUNS``); the power lies in the releases' audits.
 """
 
 from __future__ import annotations
