@@ -685,6 +685,7 @@ def _wm_runs(user: str) -> NDArray[np.float64]:
     return repeat(mechanism, WM_RUNS, 3100 + list(WM_ROWS).index(user))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("pair", "least", "most"),
     [(("missing", "far"), 0.05, 1.0), (("inf", "far"), -math.inf, 0.2)],
