@@ -568,6 +568,7 @@ def _audit(name: str, pair: tuple[str, str], broken: bool = False) -> EpsilonBou
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "pair", "least"),
     [
@@ -598,6 +599,7 @@ def test_release_means_audit(name: str, pair: tuple[str, str], least: float) -> 
     assert bound.epsilon_lb > least * claim, str(bound)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["estimated", "gaussian", "supported", "centred"])
 def test_release_means_audit_has_power(name: str) -> None:
     claim = _reference(name).privacy.epsilon
@@ -683,6 +685,7 @@ def _wm_runs(user: str) -> NDArray[np.float64]:
     return repeat(mechanism, WM_RUNS, 3100 + list(WM_ROWS).index(user))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("pair", "least", "most"),
     [(("missing", "far"), 0.05, 1.0), (("inf", "far"), -math.inf, 0.2)],

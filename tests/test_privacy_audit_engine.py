@@ -303,6 +303,7 @@ def _gauss_audit(pair: tuple[str, str], rho_factor: float = 1.0) -> EpsilonBound
     )
 
 
+@pytest.mark.slow
 def test_gaussian_sum_audit() -> None:
     bound = _gauss_audit(("-inf", "+far"))
     print(report("release_gaussian_sum ('-inf', '+far')", bound, GAUSS_CLAIM))

@@ -361,6 +361,7 @@ def _item_audit(pair: tuple[str, str], curve_factor: float = 1.0) -> EpsilonBoun
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("pair", "least"),
     [

@@ -195,6 +195,7 @@ def _ols_audit(pair: tuple[str, str]) -> EpsilonBound:
     return _fit_audit(_ols_reference(), outputs, noiseless, OLS_LABELS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("pair", "least", "most"),
     [

@@ -407,6 +407,7 @@ def _bi_audit(pair: tuple[str, str], coverage_fraction: float = 1.0) -> EpsilonB
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("pair", "least"),
     [(("zero", "+far"), 0.3), (("-far", "+far"), 0.3)],

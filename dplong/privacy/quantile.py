@@ -219,7 +219,10 @@ def private_median(
         order = np.argsort(values[:, j])  # NaN sort last: no statistic
         column = values[order, j]
         column = column[: np.searchsorted(column, np.nan)]
-        position = np.searchsorted(column, b, side="left")  # #{x < b_k}
+        # #{x < b_k}: the cell of each value, counted and accumulated (searching the n values
+        # among the many boundaries, not every boundary among the values)
+        cell = np.searchsorted(b, column, side="right")
+        position = np.cumsum(np.bincount(cell, minlength=b.size + 1))[: b.size]
         if weights is None:
             lower = upper = position.astype(np.float64)
             total = float(column.size)
