@@ -297,7 +297,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="1 - confidence level of intervals and error bounds (default 0.05)",
     )
     output.add_argument("--report", metavar="FILE", help="write a self-contained HTML report")
-    output.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    output.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print the result only: no progress, notes or warnings on stderr (errors still)",
+    )
     extra = fit.add_argument_group("model-specific options")
     for option in _unique_options():
         users = {name: spec.option(option.keyword) for name, spec in MODELS.items()}
@@ -429,11 +433,19 @@ def _check_required(model: Any, options: dict[str, Any], name: str) -> None:
 
 
 def _say(args: argparse.Namespace, message: str) -> None:
+    """A progress message, note or warning on stderr, unless ``--quiet``."""
     if not args.quiet:
         print(f"dplong: {message}", file=sys.stderr, flush=True)
 
 
 def _run_fit(args: argparse.Namespace, command: str) -> int:
+    with warnings.catch_warnings():
+        if args.quiet:  # the result and errors only: not even a reader's deprecation warning
+            warnings.simplefilter("ignore")
+        return _fit_and_print(args, command)
+
+
+def _fit_and_print(args: argparse.Namespace, command: str) -> int:
     spec = MODELS[args.model]
     _check_arguments(args, spec)
     levels = _declared_levels(args.levels)
@@ -447,10 +459,10 @@ def _run_fit(args: argparse.Namespace, command: str) -> int:
             if column in levels
             else ("numbers", f" (a factor needs its levels declared: --levels {column}=...)")
         )
-        print(
-            f"dplong: warning: DATA holds values of {column!r} that are not {what}; they are "
+        _say(
+            args,
+            f"warning: DATA holds values of {column!r} that are not {what}; they are "
             f"read as missing{hint}",
-            file=sys.stderr,
         )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -467,11 +479,11 @@ def _run_fit(args: argparse.Namespace, command: str) -> int:
         results = model.fit(**options)
     for warning in caught:  # one line each; reliability warnings also print with the summary
         if str(warning.message) not in results.warnings:
-            print(f"dplong: warning: {_one_line(warning.message)}", file=sys.stderr)
+            _say(args, f"warning: {_one_line(warning.message)}")
     notes = []
     if args.seed is not None:
         notes.append("A fixed --seed was used: reproducible research only, not a release.")
-        print(f"dplong: note: {notes[-1]}", file=sys.stderr)
+        _say(args, f"note: {notes[-1]}")
     bounds = results.error_bound(args.alpha)
     print(results.summary(args.alpha))
     print()
