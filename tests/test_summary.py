@@ -96,6 +96,20 @@ def test_rand_hie_like_summaries_fit_a_glance(seed: int) -> None:
         check_glance(res.summary())
 
 
+def test_within_summary_with_a_withheld_regressor_fits_a_glance() -> None:
+    # at ε = 1 (seed 0) the RAND-HIE-like within fit withholds lninc, whose warning takes
+    # four lines: the summary was 26 lines before the within notes were said in fewer words
+    data = rand_hie_like()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = dplong.LongitudinalOLS.from_formula("spend ~ lninc", data, groups="person").fit(
+            epsilon=1.0, estimator="within", random_state=0
+        )
+    assert res.withheld.to_dict() == {"lninc": "no variation"}
+    assert res.summary().warnings  # the case with a warning
+    check_glance(res.summary())
+
+
 def test_variance_intervals_stay_in_their_support() -> None:
     # at ε = 1 the RAND-HIE-like Group Var is small against its noise (seed 0: estimate 0,
     # noise sd 1.3e4): its interval would reach far below 0 and is clipped there

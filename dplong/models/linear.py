@@ -469,17 +469,17 @@ class LongitudinalOLS(PanelModel):
                     f"(the variance proxy of every released cross product); got {scale!r}"
                 )
             proxy = float(per_column(scale, 1, "scale")[0])
+        # said in few words: a within summary with a withheld regressor and its warning must
+        # still fit 25 lines
         assumptions = (
-            "Within (entity fixed-effects) estimator: the users' demeaned cross products "
-            "(Z'Z, Z'X, Z'y, one regressor at a time) over the users with two rows or more, "
-            "solved; the user effects absorb the intercept and time-invariant regressors.",
+            "Within (entity fixed-effects) estimator: the demeaned cross products of the users "
+            "with two rows or more; user effects absorb the intercept and time-invariant terms.",
             "Scales estimated privately (the spread of each released per-user statistic)."
             if proxy is None
             else f"Variance proxy of every released per-user statistic (scale): {proxy:g}.",
-            "Standard errors and intervals: clustered by user, from the private second moment "
-            "of the users' influence values (their robust spread if the budget cannot afford "
-            "it; the stated scale if given), plus every release's privacy noise pushed through "
-            "the solution (Monte Carlo) and the propagated clipping bias bound.",
+            "Standard errors: clustered by user ("
+            + ("the users' private influence spread" if proxy is None else "the stated scale")
+            + "), with every release's noise pushed through the solution and the bias bound.",
         )
         shares = within_shares(self.nobs_users, len(names), request.options.epsilon)
         results = self._fit(
