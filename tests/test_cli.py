@@ -553,6 +553,9 @@ class TestLevels:
         if "argument --levels" not in expected:
             assert err.count("\n") == 1
 
-    def test_mean_takes_no_levels(self) -> None:
+    def test_mean_takes_levels_of_its_by_column_only(self) -> None:
         code, _, err = run([*MEAN, "--levels", "Cu=1,2,3", "--quiet"])
-        assert code == 2 and "--levels is not an option of --model mean" in err
+        assert code == 2 and "reads declared levels of its by= grouping only" in err
+        grouped = [*MEAN, "--levels", "Cu=1,2,3", "--by", "Cu", "--epsilon", "8", "--quiet"]
+        code, out, err = run(grouped)  # 72 pigs in three groups: ε 8 to locate each
+        assert code == 0 and "Weight[Cu=1]" in out and "Weight[Cu=3]" in out, err
