@@ -32,6 +32,7 @@ from dplong.exceptions import DplongError
 from dplong.io import SHIPPED, read_file, typed, unread_cells
 from dplong.models.command_line import MODELS, CommandLineModel, Option
 from dplong.report import write_report
+from dplong.summary import plain_names
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
@@ -477,8 +478,9 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
         _check_required(model, options, args.model)
         _say(args, f"fitting {args.model} on {model.nobs_users} users (ε={args.epsilon:g})…")
         results = model.fit(**options)
+    said = {plain_names(w) for w in results.warnings}  # as the summary says them
     for warning in caught:  # one line each; reliability warnings also print with the summary
-        if str(warning.message) not in results.warnings:
+        if str(warning.message) not in said:
             _say(args, f"warning: {_one_line(warning.message)}")
     notes = []
     if args.seed is not None:

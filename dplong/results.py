@@ -19,7 +19,7 @@ from dplong.formula import DesignSpec
 from dplong.inference import half_widths, p_values
 from dplong.kernels import get_kernel
 from dplong.privacy.accounting import PrivacyLedger
-from dplong.summary import Summary
+from dplong.summary import Summary, plain_names
 
 __all__ = ["CurveResults", "GroupedResults", "PanelResults", "RegressionResults"]
 
@@ -623,7 +623,7 @@ class PanelResults:
             table,
             self.privacy.digest().reset_index(),
             self._summary_notes() + (footnote if adjusted else ()),
-            self.warnings,
+            tuple(plain_names(warning) for warning in self.warnings),
             self.withheld,
         )
 

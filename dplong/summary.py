@@ -21,7 +21,7 @@ from dplong.exceptions import ParameterError
 if TYPE_CHECKING:
     from dplong.results import PanelResults
 
-__all__ = ["Comparison", "Summary", "compare"]
+__all__ = ["Comparison", "Summary", "compare", "plain_names"]
 
 
 def _format(value: object) -> str:
@@ -301,6 +301,37 @@ def _wrap(text: str, *, width: int, first: str = "", rest: str = "") -> str:
 _NUMBER = re.compile(r"[-+]?\d[\d.,]*(?:e[-+]?\d+)?%?")
 _QUOTED = r"""(?:'[^']*'|"[^"]*")"""
 _NAMES = re.compile(rf"\[{_QUOTED}(?:, {_QUOTED})*\]")
+
+
+#: The within estimator's release labels (:func:`dplong.models.within.within_blocks`) and how
+#: a reader is told them: in the formula's names of the regressors.
+_RELEASE_LABELS = (
+    (re.compile(r"Z'Z\[([^,\]]+),\1\]"), r"\1 (within variation)"),
+    (re.compile(r"Z'X\[([^,\]]+),([^,\]]+)\]"), r"\1 with \2 (within)"),
+    (re.compile(r"Z'y\[([^,\]]+)\]"), r"\1 with the outcome (within)"),
+    (re.compile(r"influence\[([^,\]]+)\]"), r"\1 (estimate)"),
+)
+
+
+def plain_names(text: str) -> str:
+    """``text`` with the within estimator's internal release labels in the formula's names.
+
+    The ledger keeps the labels (each names one released statistic); warnings, summaries and
+    reports say which regressors a note concerns.
+
+    Examples
+    --------
+    >>> from dplong.summary import plain_names
+    >>> note = str(["Z'X[exper,union]", "influence[married]"]) + ": clipped."
+    >>> print(note)
+    ["Z'X[exper,union]", 'influence[married]']: clipped.
+    >>> print(plain_names(note))
+    ['exper with union (within)', 'married (estimate)']: clipped.
+    """
+    for pattern, words in _RELEASE_LABELS:
+        text = pattern.sub(words, text)
+    # a list whose quotes were chosen for an apostrophe in a label: as Python prints it now
+    return _NAMES.sub(lambda found: str(ast.literal_eval(found.group(0))), text)
 
 
 def _template(warning: str) -> str:

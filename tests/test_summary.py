@@ -166,3 +166,29 @@ def test_html_keeps_the_full_digest_in_details() -> None:
     res = example_fits(0)[1]
     html = res.summary().as_html()
     assert "<details><summary>Privacy spent:" in html and "second moment" in html
+
+
+def test_warnings_name_the_formulas_columns() -> None:
+    # the wage panel is balanced: exper's within variation is one value for every man, and at
+    # ε = 4 (seed 1) the release says so of its internal label Z'Z[exper,exper]
+    wages = dplong.datasets.load_wage_panel()
+    model = dplong.LongitudinalOLS.from_formula("lwage ~ exper + hours", wages, groups="nr")
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always", DplongWarning)
+        res = model.fit(epsilon=4.0, estimator="within", random_state=1)
+    assert any("Z'Z[exper,exper]" in w for w in res.warnings)  # the ledger's label, kept
+    said = [str(w.message) for w in shown] + list(res.summary().said_warnings)
+    said.append(res.summary().as_html())
+    assert all("Z'" not in text and "influence[" not in text for text in said), said
+    assert any("['exper (within variation)']" in text for text in said[:-1])
+
+
+def test_every_within_label_has_plain_words() -> None:
+    from dplong.models.within import within_blocks, within_shares
+    from dplong.summary import plain_names
+
+    names = ("x1", "x2:x3", "np.log(x4)")
+    blocks = within_blocks(names, lambda: None, None, within_shares(500, 3, 4.0), 10, gamma=0.05)
+    for label in (label for block in blocks for label in block.names):
+        words = plain_names(str([label]))
+        assert words != str([label]) and any(name in words for name in names), (label, words)
