@@ -187,8 +187,14 @@ def test_every_within_label_has_plain_words() -> None:
     from dplong.models.within import within_blocks, within_shares
     from dplong.summary import plain_names
 
-    names = ("x1", "x2:x3", "np.log(x4)")
+    # names as patsy makes them: interactions, calls, and factor levels with brackets and commas
+    names = ("x1:x2", "C(year)[T.1981]", "C(a, levels=[1, 2])[T.2]")
     blocks = within_blocks(names, lambda: None, None, within_shares(500, 3, 4.0), 10, gamma=0.05)
-    for label in (label for block in blocks for label in block.names):
-        words = plain_names(str([label]))
-        assert words != str([label]) and any(name in words for name in names), (label, words)
+    said = {label: plain_names(str([label])) for block in blocks for label in block.names}
+    assert len(said) == 3 * 4 // 2 + 3 + 3  # the design's products, Z'y and the influence
+    for label, words in said.items():
+        assert "Z'" not in words and "influence[" not in words, (label, words)
+    assert said["Z'X[C(year)[T.1981],C(a, levels=[1, 2])[T.2]]"] == str(
+        ["C(year)[T.1981] with C(a, levels=[1, 2])[T.2] (within)"]
+    )
+    assert said["Z'Z[x1:x2,x1:x2]"] == "['x1:x2 (within variation)']"
