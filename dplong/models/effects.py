@@ -45,8 +45,8 @@ def panel_effects(
     >>> panel_effects("lwage ~ exper", None, time=None, levels=None)
     ('lwage ~ exper', False)
     """
-    if not re.search(r"\b(?:EntityEffects|TimeEffects)\b", formula):
-        return formula, False
+    if not isinstance(formula, str) or not re.search(r"\b(?:EntityEffects|TimeEffects)\b", formula):
+        return formula, False  # the formula layer refuses what is not a formula
     lhs, tilde, rhs = formula.partition("~")
     terms = [term.strip() for term in _top_level_terms(rhs)]
     for term in terms:
