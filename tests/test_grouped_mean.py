@@ -179,6 +179,9 @@ def test_column_mean_model_and_the_command_line(tmp_path: Path) -> None:
     with redirect_stdout(io.StringIO()), redirect_stderr(err := io.StringIO()):
         assert main([*argv, "--levels", "year=2000"]) == 2
     assert "by= grouping only" in err.getvalue()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err := io.StringIO()):
+        assert main([*argv[:8], "--by", "arm", "--epsilon", "2"]) == 2  # without --levels
+    assert "--levels arm=A,B,..." in err.getvalue()
     ols = ["fit", str(path), "--model", "ols", "--formula", "y ~ x", "--groups", "id"]
     with redirect_stdout(io.StringIO()), redirect_stderr(err := io.StringIO()):
         assert main([*ols, "--by", "arm", "--epsilon", "2", "--quiet"]) == 2

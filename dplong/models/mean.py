@@ -511,6 +511,11 @@ class ColumnMean:
             raise ParameterError(
                 f"by={by!r} is not a column of data; columns are {list(data.columns)}"
             )
+        if by is not None and not levels and not isinstance(data[by].dtype, pd.CategoricalDtype):
+            raise ParameterError(
+                f"by={by!r} needs its declared levels (public, never read from the rows): "
+                f"levels={{{by!r}: [...]}}, on the command line --levels {by}=A,B,..."
+            )
         self._by = None if by is None else data[by]
         self._levels = None if not levels or by is None else levels[by]
         if is_dask(data):  # columns of the frame, reduced where they lie by winsorized_mean
