@@ -10,7 +10,7 @@ from dplong.models import (
     winsorized_mean,
 )
 from dplong.privacy import Accountant, PrivacyLedger
-from dplong.results import CurveResults, PanelResults, RegressionResults
+from dplong.results import CurveResults, GroupedResults, PanelResults, RegressionResults
 from dplong.summary import compare
 
 __version__ = "0.1.0"
@@ -18,6 +18,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Accountant",
     "CurveResults",
+    "GroupedResults",
     "LongitudinalOLS",
     "PanelResults",
     "PoissonMean",

@@ -32,6 +32,7 @@ from dplong.exceptions import DplongError
 from dplong.io import SHIPPED, read_file, typed, unread_cells
 from dplong.models.command_line import MODELS, CommandLineModel, Option
 from dplong.report import write_report
+from dplong.summary import plain_names
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
@@ -297,7 +298,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="1 - confidence level of intervals and error bounds (default 0.05)",
     )
     output.add_argument("--report", metavar="FILE", help="write a self-contained HTML report")
-    output.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    output.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print the result only: no progress, notes or warnings on stderr (errors still)",
+    )
     extra = fit.add_argument_group("model-specific options")
     for option in _unique_options():
         users = {name: spec.option(option.keyword) for name, spec in MODELS.items()}
@@ -430,11 +435,19 @@ def _check_required(model: Any, options: dict[str, Any], name: str) -> None:
 
 
 def _say(args: argparse.Namespace, message: str) -> None:
+    """A progress message, note or warning on stderr, unless ``--quiet``."""
     if not args.quiet:
         print(f"dplong: {message}", file=sys.stderr, flush=True)
 
 
 def _run_fit(args: argparse.Namespace, command: str) -> int:
+    with warnings.catch_warnings():
+        if args.quiet:  # the result and errors only: not even a reader's deprecation warning
+            warnings.simplefilter("ignore")
+        return _fit_and_print(args, command)
+
+
+def _fit_and_print(args: argparse.Namespace, command: str) -> int:
     spec = MODELS[args.model]
     _check_arguments(args, spec)
     levels = _declared_levels(args.levels)
@@ -450,10 +463,10 @@ def _run_fit(args: argparse.Namespace, command: str) -> int:
             if column == args.time
             else ("numbers", f" (a factor needs its levels declared: --levels {column}=...)")
         )
-        print(
-            f"dplong: warning: DATA holds values of {column!r} that are not {what}; they are "
+        _say(
+            args,
+            f"warning: DATA holds values of {column!r} that are not {what}; they are "
             f"read as missing{hint}",
-            file=sys.stderr,
         )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -468,13 +481,14 @@ def _run_fit(args: argparse.Namespace, command: str) -> int:
         _check_required(model, options, args.model)
         _say(args, f"fitting {args.model} on {model.nobs_users} users (ε={args.epsilon:g})…")
         results = model.fit(**options)
+    said = {plain_names(w) for w in results.warnings}  # as the summary says them
     for warning in caught:  # one line each; reliability warnings also print with the summary
-        if str(warning.message) not in results.warnings:
-            print(f"dplong: warning: {_one_line(warning.message)}", file=sys.stderr)
+        if str(warning.message) not in said:
+            _say(args, f"warning: {_one_line(warning.message)}")
     notes = []
     if args.seed is not None:
         notes.append("A fixed --seed was used: reproducible research only, not a release.")
-        print(f"dplong: note: {notes[-1]}", file=sys.stderr)
+        _say(args, f"note: {notes[-1]}")
     bounds = results.error_bound(args.alpha)
     print(results.summary(args.alpha))
     print()

@@ -21,7 +21,7 @@ from dplong.exceptions import ParameterError
 if TYPE_CHECKING:
     from dplong.results import PanelResults
 
-__all__ = ["Comparison", "Summary", "compare"]
+__all__ = ["Comparison", "Summary", "compare", "plain_names"]
 
 
 def _format(value: object) -> str:
@@ -301,6 +301,68 @@ def _wrap(text: str, *, width: int, first: str = "", rest: str = "") -> str:
 _NUMBER = re.compile(r"[-+]?\d[\d.,]*(?:e[-+]?\d+)?%?")
 _QUOTED = r"""(?:'[^']*'|"[^"]*")"""
 _NAMES = re.compile(rf"\[{_QUOTED}(?:, {_QUOTED})*\]")
+
+
+#: The within estimator's release labels (:func:`dplong.models.within.within_blocks`:
+#: ``Z'Z[a,a]``, ``Z'X[a,b]``, ``Z'y[a]``, ``influence[a]``) and how a reader is told them.
+_LABEL_WORDS = {
+    "Z'Z[": "{} (within variation)",
+    "Z'X[": "{} with {} (within)",
+    "Z'y[": "{} with the outcome (within)",
+    "influence[": "{} (estimate)",
+}
+
+
+def plain_names(text: str) -> str:
+    """``text`` with the within estimator's release labels, in the lists of column names that
+    notes print, said in the formula's names of the regressors.
+
+    The ledger keeps the labels (each names one released statistic); warnings, summaries and
+    reports say which regressors a note concerns.
+
+    Examples
+    --------
+    >>> from dplong.summary import plain_names
+    >>> note = str(["Z'X[exper,C(year)[T.1981]]", "influence[married]"]) + ": clipped."
+    >>> print(note)
+    ["Z'X[exper,C(year)[T.1981]]", 'influence[married]']: clipped.
+    >>> print(plain_names(note))
+    ['exper with C(year)[T.1981] (within)', 'married (estimate)']: clipped.
+    """
+    return _NAMES.sub(
+        lambda found: str([_plain_label(str(x)) for x in ast.literal_eval(found.group(0))]), text
+    )
+
+
+def _plain_label(label: str) -> str:
+    """One release label in words (any other name as it is)."""
+    prefix = next((p for p in _LABEL_WORDS if label.startswith(p) and label.endswith("]")), None)
+    if prefix is None:
+        return label
+    inner = label[len(prefix) : -1]
+    if prefix not in ("Z'Z[", "Z'X["):
+        return _LABEL_WORDS[prefix].format(inner)
+    # a pair of names: split at the comma outside every bracket of both (names may hold
+    # commas and brackets, as C(year)[T.1981] does)
+    pairs = [
+        (inner[:i], inner[i + 1 :])
+        for i, char in enumerate(inner)
+        if char == "," and _balanced(inner[:i]) and _balanced(inner[i + 1 :])
+    ]
+    if prefix == "Z'Z[":
+        pairs = [(a, b) for a, b in pairs if a == b]
+        return _LABEL_WORDS[prefix].format(pairs[0][0]) if pairs else label
+    return _LABEL_WORDS[prefix].format(*pairs[0]) if len(pairs) == 1 else label
+
+
+def _balanced(name: str) -> bool:
+    """Whether every bracket of ``name`` closes within it."""
+    depth = 0
+    for char in name:
+        depth += (char in "([{") - (char in ")]}")
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 def _template(warning: str) -> str:

@@ -103,11 +103,34 @@ class TestFit:
         assert positions == sorted(positions)
         assert "--seed was used" in err  # a seeded run is flagged as not a release
 
-    def test_quiet_silences_progress_only(self) -> None:
-        code, out, err = run([*MEAN, "--quiet"])
-        assert code == 0 and "Mean results" in out
-        assert "reading" not in err and "fitting" not in err
-        assert "--seed was used" in err
+    def test_quiet_prints_the_result_only(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # a run with everything that otherwise goes to stderr: progress, the seed's note, an
+        # unread cell, a library warning and a reader's deprecation warning (pandas' on
+        # Parquet files)
+        frame = dplong.datasets.load_dietox()[["Pig", "Weight"]].astype({"Weight": object})
+        frame.loc[0, "Weight"] = "n.a."
+        path = tmp_path / "pigs.csv"
+        frame.to_csv(path, index=False)
+        read = dplong.cli.read_file
+
+        def deprecated_read(*args: Any, **kwargs: Any) -> Any:
+            warnings.warn("a reader's deprecation", FutureWarning, stacklevel=2)
+            warnings.warn("one user is odd", DplongWarning, stacklevel=2)
+            return read(*args, **kwargs)
+
+        monkeypatch.setattr(dplong.cli, "read_file", deprecated_read)
+        argv = ["fit", str(path), *MEAN[2:]]
+        loud = run(argv)
+        assert loud[0] == 0 and "--seed was used" in loud[2] and "'Weight'" in loud[2]
+        with warnings.catch_warnings(record=True) as shown:
+            warnings.simplefilter("always")
+            code, out, err = run([*argv, "--quiet"])
+        assert code == 0 and err == "" and shown == []
+        assert out == loud[1] and "Mean results" in out  # the same result, nothing else
+        code, out, err = run([*argv, "--quiet", "--epsilon", "1e-9"])
+        assert code == 2 and out == "" and err.startswith("dplong: error:")  # errors still
 
     def test_same_result_as_the_library(self, ols_run: tuple[str, str, str]) -> None:
         wages = dplong.datasets.load_wage_panel()
@@ -146,7 +169,7 @@ class TestFit:
 
         monkeypatch.setattr(dplong.models.mean, "winsorized_mean", warning_release)
         report = tmp_path / "pigs.html"
-        code, _, err = run([*MEAN, "--quiet", "--report", str(report)])
+        code, _, err = run([*MEAN, "--report", str(report)])
         assert code == 0
         assert "dplong: warning: few users\n" in err and "second line" not in err
         assert "DplongWarning" not in err
@@ -530,9 +553,12 @@ class TestLevels:
         if "argument --levels" not in expected:
             assert err.count("\n") == 1
 
-    def test_mean_takes_no_levels(self) -> None:
+    def test_mean_takes_levels_of_its_by_column_only(self) -> None:
         code, _, err = run([*MEAN, "--levels", "Cu=1,2,3", "--quiet"])
-        assert code == 2 and "--levels is not an option of --model mean" in err
+        assert code == 2 and "reads declared levels of its by= grouping only" in err
+        grouped = [*MEAN, "--levels", "Cu=1,2,3", "--by", "Cu", "--epsilon", "8", "--quiet"]
+        code, out, err = run(grouped)  # 72 pigs in three groups: ε 8 to locate each
+        assert code == 0 and "Weight[Cu=1]" in out and "Weight[Cu=3]" in out, err
 
 
 def test_numpy_functions_in_a_command_line_formula() -> None:

@@ -96,6 +96,20 @@ def test_rand_hie_like_summaries_fit_a_glance(seed: int) -> None:
         check_glance(res.summary())
 
 
+def test_within_summary_with_a_withheld_regressor_fits_a_glance() -> None:
+    # at ε = 1 (seed 0) the RAND-HIE-like within fit withholds lninc, whose warning takes
+    # four lines: the summary was 26 lines before the within notes were said in fewer words
+    data = rand_hie_like()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = dplong.LongitudinalOLS.from_formula("spend ~ lninc", data, groups="person").fit(
+            epsilon=1.0, estimator="within", random_state=0
+        )
+    assert res.withheld.to_dict() == {"lninc": "no variation"}
+    assert res.summary().warnings  # the case with a warning
+    check_glance(res.summary())
+
+
 def test_variance_intervals_stay_in_their_support() -> None:
     # at ε = 1 the RAND-HIE-like Group Var is small against its noise (seed 0: estimate 0,
     # noise sd 1.3e4): its interval would reach far below 0 and is clipped there
@@ -152,3 +166,35 @@ def test_html_keeps_the_full_digest_in_details() -> None:
     res = example_fits(0)[1]
     html = res.summary().as_html()
     assert "<details><summary>Privacy spent:" in html and "second moment" in html
+
+
+def test_warnings_name_the_formulas_columns() -> None:
+    # the wage panel is balanced: exper's within variation is one value for every man, and at
+    # ε = 4 (seed 1) the release says so of its internal label Z'Z[exper,exper]
+    wages = dplong.datasets.load_wage_panel()
+    model = dplong.LongitudinalOLS.from_formula("lwage ~ exper + hours", wages, groups="nr")
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always", DplongWarning)
+        res = model.fit(epsilon=4.0, estimator="within", random_state=1)
+    assert any("Z'Z[exper,exper]" in w for w in res.warnings)  # the ledger's label, kept
+    said = [str(w.message) for w in shown] + list(res.summary().said_warnings)
+    said.append(res.summary().as_html())
+    assert all("Z'" not in text and "influence[" not in text for text in said), said
+    assert any("['exper (within variation)']" in text for text in said[:-1])
+
+
+def test_every_within_label_has_plain_words() -> None:
+    from dplong.models.within import within_blocks, within_shares
+    from dplong.summary import plain_names
+
+    # names as patsy makes them: interactions, calls, and factor levels with brackets and commas
+    names = ("x1:x2", "C(year)[T.1981]", "C(a, levels=[1, 2])[T.2]")
+    blocks = within_blocks(names, lambda: None, None, within_shares(500, 3, 4.0), 10, gamma=0.05)
+    said = {label: plain_names(str([label])) for block in blocks for label in block.names}
+    assert len(said) == 3 * 4 // 2 + 3 + 3  # the design's products, Z'y and the influence
+    for label, words in said.items():
+        assert "Z'" not in words and "influence[" not in words, (label, words)
+    assert said["Z'X[C(year)[T.1981],C(a, levels=[1, 2])[T.2]]"] == str(
+        ["C(year)[T.1981] with C(a, levels=[1, 2])[T.2] (within)"]
+    )
+    assert said["Z'Z[x1:x2,x1:x2]"] == "['x1:x2 (within variation)']"

@@ -43,6 +43,7 @@ from dplong.privacy.radius import Tails, bin_radius, concentration_radius
 from dplong.privacy.variance import ScaleEstimate, estimate_scale
 from dplong.privacy.winsorized import release_paper
 from dplong.results import PanelResults
+from dplong.summary import plain_names
 
 __all__ = [
     "Block",
@@ -261,7 +262,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
     for plan in plans:
         for note in plan.notes if plan is not None else ():
             if note not in warned:  # public facts: said once per fit, before any noise
-                warn(note)
+                warn(plain_names(note))
                 warned.add(note)
     releases: list[Release] = []
     spent: list[Cost] = []
@@ -313,7 +314,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
         releases.append(release)
         for note in release.notes:  # from released numbers: said once per fit, after them
             if note not in warned:
-                warn(note)
+                warn(plain_names(note))
                 warned.add(note)
     ledger = combined_ledger(releases, options)
     charge(accountant, ledger, options.epsilon, options.delta)

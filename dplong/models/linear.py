@@ -32,6 +32,7 @@ from dplong.models.base import (
     scale_per_column,
 )
 from dplong.models.command_line import CommandLineModel, Option, register
+from dplong.models.effects import panel_effects
 from dplong.models.reduce import (
     WorkingCorrelation,
     coefficients_from_sums,
@@ -121,8 +122,10 @@ class LongitudinalOLS(PanelModel):
         within: Callable[[], WithinProducts] | None = None,
         *,
         levels: Mapping[str, tuple[Any, ...]],
+        entity_effects: bool = False,
     ) -> None:
         super().__init__(design)
+        self._entity_effects = entity_effects  # the formula's EntityEffects: the within fit
         self._correlation = correlation
         self._levels = levels  # declared (public): the results rebuild the design from them
         # a Dask frame's within cross products: reduced at the first within fit, then kept
@@ -146,6 +149,10 @@ class LongitudinalOLS(PanelModel):
         ----------
         formula : str
             ``"y ~ x1 + x2"``; an intercept is included unless removed with ``- 1``.
+            linearmodels' terms are understood: ``+ EntityEffects`` absorbs the user effects
+            (``fit`` then releases the within estimator), ``+ TimeEffects`` adds dummies of
+            the ``time`` column, ``C(time)``, on its declared periods (``levels={time: [...]}``
+            or a ``Categorical`` column; :mod:`dplong.models.effects`).
         data : pandas.DataFrame or dask.dataframe.DataFrame
             One row per observation. A Dask frame is reduced where it lies, partition by
             partition, to per-user sums (:mod:`dplong.dask_frames`; with ``"ar1"`` after a
@@ -202,12 +209,13 @@ class LongitudinalOLS(PanelModel):
                 f"got {correlation_param!r}"
             )
         working = WorkingCorrelation(correlation, float(correlation_param))
+        formula, entity = panel_effects(formula, data, time=time, levels=levels)
         if not is_dask(data):
             table = DesignSpec.from_formula(
                 formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1)
             )
             grouped = group_design(table, data, groups=groups, time=time)
-            return cls(grouped, working, levels=table.levels)
+            return cls(grouped, working, levels=table.levels, entity_effects=entity)
         spec = design_spec(formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1))
         design = reduce_design(
             data,
@@ -221,7 +229,7 @@ class LongitudinalOLS(PanelModel):
             ordered=working.kind == "ar1",  # prewhitening needs a user's rows in order
         )
         within = functools.partial(_reduce_within, data, spec, groups)
-        return cls(design, working, within, levels=spec.spec.levels)
+        return cls(design, working, within, levels=spec.spec.levels, entity_effects=entity)
 
     def identified_users(self) -> int:
         """How many users have their own fit (enough rows and a non-singular design).
@@ -275,7 +283,7 @@ class LongitudinalOLS(PanelModel):
         refine: bool = True,
         min_rows: int | None = None,
         min_eigenvalue: float | None = None,
-        estimator: Estimator = "per-user",
+        estimator: Estimator | None = None,
         cov_type: CovType = "clustered",
         max_rows: int = DEFAULT_MAX_ROWS,
         random_state: RandomState = None,
@@ -302,11 +310,13 @@ class LongitudinalOLS(PanelModel):
             to minimise the weighted error (PLAN); default all alike.
         privacy, bound, variant, gamma, refine, random_state, rng, accountant
             As in :func:`dplong.winsorized_mean`.
-        estimator : {"per-user", "within"}
-            ``"per-user"`` (default): the average of the users' own regressions (Def 5.13,
-            Cor 5.16), with an ``Intercept`` and the paper's error bounds. ``"within"``: the
-            entity fixed-effects estimator (:mod:`dplong.models.within`): the user effects
-            absorb the intercept, so ``params`` are the other columns; time-invariant
+        estimator : {"per-user", "within"}, optional
+            Default ``"within"`` when the formula has ``EntityEffects`` (which takes no
+            other), else ``"per-user"``. ``"per-user"``: the average of the users' own
+            regressions (Def 5.13, Cor 5.16), with an ``Intercept`` and the paper's error
+            bounds. ``"within"``: the entity fixed-effects estimator
+            (:mod:`dplong.models.within`): the user effects absorb the intercept, so
+            ``params`` are the other columns; time-invariant
             regressors, and those collinear within the privacy noise, get no estimate (NaN,
             decided from released numbers); standard errors are cluster-robust (the private
             second moment of the users' influence values) plus the privacy noise of every
@@ -361,6 +371,13 @@ class LongitudinalOLS(PanelModel):
         >>> bool(ci.loc["x", "lower"] < 0.5 < ci.loc["x", "upper"])
         True
         """
+        if self._entity_effects and estimator not in (None, "within"):
+            raise ParameterError(
+                "the formula's EntityEffects asks for the within (entity fixed-effects) "
+                f'estimator: fit(estimator="within") or no estimator; got {estimator!r}'
+            )
+        if estimator is None:
+            estimator = "within" if self._entity_effects else "per-user"
         within = check_choice(estimator, "estimator", ESTIMATORS) == "within"
         _check_cov_type(cov_type)
         design = self._design
@@ -469,17 +486,17 @@ class LongitudinalOLS(PanelModel):
                     f"(the variance proxy of every released cross product); got {scale!r}"
                 )
             proxy = float(per_column(scale, 1, "scale")[0])
+        # said in few words: a within summary with a withheld regressor and its warning must
+        # still fit 25 lines
         assumptions = (
-            "Within (entity fixed-effects) estimator: the users' demeaned cross products "
-            "(Z'Z, Z'X, Z'y, one regressor at a time) over the users with two rows or more, "
-            "solved; the user effects absorb the intercept and time-invariant regressors.",
+            "Within (entity fixed-effects) estimator: the demeaned cross products of the users "
+            "with two rows or more; user effects absorb the intercept and time-invariant terms.",
             "Scales estimated privately (the spread of each released per-user statistic)."
             if proxy is None
             else f"Variance proxy of every released per-user statistic (scale): {proxy:g}.",
-            "Standard errors and intervals: clustered by user, from the private second moment "
-            "of the users' influence values (their robust spread if the budget cannot afford "
-            "it; the stated scale if given), plus every release's privacy noise pushed through "
-            "the solution (Monte Carlo) and the propagated clipping bias bound.",
+            "Standard errors: clustered by user ("
+            + ("the users' private influence spread" if proxy is None else "the stated scale")
+            + "), with every release's noise pushed through the solution and the bias bound.",
         )
         shares = within_shares(self.nobs_users, len(names), request.options.epsilon)
         results = self._fit(
@@ -577,7 +594,8 @@ register(
                 "estimator",
                 "text",
                 "E",
-                "per-user (default: the average of per-user fits) or within (entity fixed effects)",
+                "per-user (default: the average of per-user fits) or within (entity fixed "
+                "effects; the default with the formula term EntityEffects)",
                 choices=("per-user", "within"),
             ),
             Option("max_rows", "int", "T", MAX_ROWS_HELP),

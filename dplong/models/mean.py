@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, get_args
 
 import numpy as np
@@ -18,13 +18,13 @@ from dplong._validation import RandomState, per_column
 from dplong.dask_frames import is_dask, reduce_users, require_dask
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.models.base import Block, PanelModel, Statistics, panel_results, run_blocks
-from dplong.models.command_line import CommandLineModel, register
+from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
 from dplong.privacy.radius import DEFAULT_GAMMA, Tail
 from dplong.privacy.winsorized import column_names
-from dplong.results import PanelResults
+from dplong.results import GroupedResults, PanelResults, grouped_label
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
@@ -50,11 +50,14 @@ def winsorized_mean(
     lower: float | ArrayLike | None = None,
     tail: Tail | None = None,
     names: Sequence[str] | None = None,
+    by: ArrayLike | str | None = None,
+    levels: Sequence[Any] | Mapping[str, Sequence[Any]] | None = None,
     random_state: RandomState = None,
     rng: RandomState = None,
     accountant: Accountant | None = None,
 ) -> PanelResults:
-    """User-level differentially private mean of one or several columns.
+    """User-level differentially private mean of one or several columns, overall or per
+    declared level of a public grouping.
 
     Parameters
     ----------
@@ -107,6 +110,19 @@ def winsorized_mean(
         where the released rough mean lies far from the midpoint). Default engine only.
     names : sequence of str, optional
         Column names (default: from a DataFrame or Series, else ``x`` or ``x0, x1, ...``).
+    by : array_like or str, optional
+        A grouping key of every row (treatment arm, year, region), or the name of a column of
+        a DataFrame ``values`` (then not averaged itself): one mean per declared level and
+        column, each the mean over the users with rows at that level of their average row
+        there. A user whose rows carry several levels (years) contributes to each, clipped
+        in each; a row whose key is missing or not declared belongs to no level. Needs
+        ``levels`` (or a pandas ``Categorical`` key, whose categories are its declared
+        levels); in-memory values only (not Dask).
+    levels : sequence, or mapping of the grouping's name to a sequence
+        The declared levels of ``by`` (public: the study design's arms or years, never read
+        from the rows), in the order of the results; ``{"year": [...]}`` as the formula
+        models take them. Which users have rows at a level, and how many, is private: the
+        results show private counts only.
     random_state, rng : None, int or numpy.random.Generator
         ``None`` (fresh OS entropy) for a release; a seed only for reproducible research.
         ``rng`` is numpy's SPEC 7 name for the same argument: give at most one of the two.
@@ -115,9 +131,20 @@ def winsorized_mean(
 
     Returns
     -------
-    PanelResults
+    PanelResults or GroupedResults
         ``params`` (one per column), ``bse``, ``conf_int``, ``pvalues``, ``error_bound``,
-        ``summary()`` and the ledger ``privacy``, as for the models.
+        ``summary()`` and the ledger ``privacy``, as for the models. With ``by``, a
+        :class:`~dplong.GroupedResults` whose parameters are named ``column[by=level]``
+        (level by level) and whose :meth:`~dplong.GroupedResults.summary_frame` gives one
+        row per level.
+
+    Notes
+    -----
+    The means of all levels are one release over the n users (a user without rows at a level
+    has no statistic there), so the budget ε is shared by the levels' columns as by any
+    columns (sequential composition). That holds whether or not a user's rows carry one level
+    or several. Per-column options (``scale``, ``tau``, ``lower``, ``bound``) are given per
+    averaged column and hold at every level.
 
     Examples
     --------
@@ -131,15 +158,34 @@ def winsorized_mean(
     (['sbp'], True)
     >>> res.privacy.epsilon <= 1.0, res.nobs_users
     (True, 1000)
+
+    The mean per declared arm of a trial (each user in one arm):
+
+    >>> visits["arm"] = np.repeat(rng.integers(0, 2, 1_000), 10)
+    >>> res = dplong.winsorized_mean(visits[["sbp", "arm"]], groups=visits["id"], by="arm",
+    ...                              levels=[0, 1], epsilon=1.0, random_state=1)
+    >>> res.summary_frame().index.tolist(), list(res.params.index)
+    ([0, 1], ['sbp[arm=0]', 'sbp[arm=1]'])
     """
+    grouping = None
+    if by is not None or levels is not None:  # public facts: checked before any noise
+        values, grouping = _grouping(values, by, levels)
     if is_dask(values):
         matrix, labels = _dask_user_means(values, groups, names)
     else:
         matrix, labels = _matrix(values, names)
+        columns = labels
+        if grouping is not None:
+            matrix, labels = _by_level(matrix, labels, grouping)
         if groups is not None:
             codes, n = factorize_groups(groups, matrix.shape[0])
             matrix = _user_means(matrix, codes, n)
     n, d = matrix.shape
+    if grouping is not None:  # per-column options hold at every level
+        repeat = len(grouping[2])
+        scale, tau, lower, bound = (
+            _every_level(v, len(columns), repeat) for v in (scale, tau, lower, bound)
+        )
     request = PanelModel._request(
         n,
         d,
@@ -178,10 +224,10 @@ def winsorized_mean(
         if proxy is None
         else f"Stated variance proxy of one user's value: {proxy.tolist()}."
     )
-    return panel_results(
+    results = panel_results(
         releases,
         model="Mean",
-        formula="mean of " + ", ".join(labels),
+        formula="mean of " + ", ".join(labels if grouping is None else columns),
         nobs_users=n,
         basis=("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8"),
         options=request.options,
@@ -191,6 +237,92 @@ def winsorized_mean(
             scale_note,
         ),
     )
+    if grouping is None:
+        return results
+    name, _, declared = grouping
+    kept = {f.name: getattr(results, f.name) for f in dataclasses.fields(results)}
+    kept |= {
+        "formula": f"mean of {', '.join(columns)} by {name}",
+        "assumptions": (
+            *results.assumptions,
+            f"One mean per declared level of {name} ({len(declared)}), released together: the "
+            "levels share the budget; a user's rows at a level give their value there.",
+        ),
+    }
+    return GroupedResults(**kept, by=name, levels=declared, columns=columns)
+
+
+#: A grouping: its name, the level of every row (-1: none) and the declared levels.
+Grouping = tuple[str, NDArray[np.intp], tuple[Any, ...]]
+
+
+def _grouping(
+    values: ArrayLike, by: ArrayLike | str | None, levels: Any
+) -> tuple[ArrayLike, Grouping]:
+    """``values`` without a ``by`` column, and the grouping, checked on public facts only: the
+    declared levels, the key's length and dtype (the rows' keys are only compared with them)."""
+    if by is None:
+        raise ParameterError("levels= declares the levels of a grouping: give it as by=")
+    if is_dask(values) or is_dask(by):
+        raise ParameterError("by= takes values in memory (pandas or numpy), not Dask frames")
+    if isinstance(by, str):
+        if not isinstance(values, pd.DataFrame) or by not in values.columns:
+            raise ParameterError(
+                f"by={by!r} names a column of values, which must then be a DataFrame holding "
+                "it; or give the key of every row (an array or Series)"
+            )
+        name, keys, values = by, values[by], values.drop(columns=[by])
+    else:
+        name = str(getattr(by, "name", None) or "by")
+        if np.ndim(by) != 1:
+            raise DataError(f"by must have one key per row (1-D); got shape {np.shape(by)}")
+        keys = by if isinstance(by, pd.Series) else pd.Series(np.asarray(by, dtype=object))
+    if levels is None and isinstance(keys.dtype, pd.CategoricalDtype):
+        levels = list(keys.cat.categories)  # declared by the dtype
+    if levels is None:
+        raise ParameterError(
+            f"by={name!r} needs levels=, its declared values (public: the study design's, never "
+            "read from the rows), or a pandas Categorical key whose categories declare them"
+        )
+    if isinstance(levels, Mapping):
+        if list(levels) != [name]:
+            raise ParameterError(
+                f"levels must declare the grouping {name!r} only, e.g. levels={{{name!r}: "
+                f"[...]}}; got the keys {list(levels)}"
+            )
+        levels = levels[name]
+    if isinstance(levels, str | bytes) or not isinstance(levels, Sequence | np.ndarray):
+        raise ParameterError(f"levels must be a list of the declared levels; got {levels!r}")
+    declared = tuple(levels)
+    index = pd.Index(declared)
+    if not declared or not index.is_unique or index.hasnans:
+        raise ParameterError(
+            f"levels must be one or more distinct declared levels, none missing; got {declared!r}"
+        )
+    rows = len(values)  # type: ignore[arg-type]
+    if len(keys) != rows:
+        raise DataError(f"by must have one key per row: got shape {np.shape(keys)} for {rows} rows")
+    codes = index.get_indexer(keys.astype(object)).astype(np.intp)
+    return values, (name, codes, declared)
+
+
+def _by_level(
+    matrix: NDArray[np.float64], labels: tuple[str, ...], grouping: Grouping
+) -> tuple[NDArray[np.float64], tuple[str, ...]]:
+    """The rows' values spread over the levels, level by level (rows x levels·d; NaN where a
+    row is at another level or none), and the columns' names ``column[by=level]``."""
+    name, codes, declared = grouping
+    at = codes[:, None] == np.arange(len(declared))[None, :]  # rows x levels
+    spread = np.where(at[:, :, None], matrix[:, None, :], np.nan)
+    flat = spread.reshape(matrix.shape[0], len(declared) * matrix.shape[1])
+    return flat, tuple(grouped_label(c, name, v) for v in declared for c in labels)
+
+
+def _every_level(value: Any, d: int, levels: int) -> Any:
+    """A per-column option given per averaged column, repeated for each level."""
+    if value is None or isinstance(value, str) or np.ndim(value) != 1 or len(value) != d:
+        return value
+    return np.tile(np.asarray(value), levels)
 
 
 def _matrix(
@@ -335,6 +467,13 @@ class ColumnMean:
     >>> res = model.fit(epsilon=1.0, random_state=0)
     >>> model.nobs_users, res.formula, bool(abs(res.params["lwage"] - 1.65) < 0.1)
     (545, 'lwage ~ 1', True)
+
+    One mean per declared year (``by``; the command line's ``--by year --levels year=...``):
+
+    >>> model = ColumnMean.from_formula("lwage ~ 1", wages, groups="nr", by="year",
+    ...                                 levels={"year": [1980, 1987]})
+    >>> model.fit(epsilon=2.0, random_state=0).summary_frame().index.tolist()
+    [1980, 1987]
     """
 
     model_name: ClassVar[str] = "Mean"
@@ -343,7 +482,14 @@ class ColumnMean:
     lower: ClassVar[float | None] = None
     tail: ClassVar[Tail | None] = None
 
-    def __init__(self, formula: str, data: pd.DataFrame | DaskFrame, groups: str) -> None:
+    def __init__(
+        self,
+        formula: str,
+        data: pd.DataFrame | DaskFrame,
+        groups: str,
+        by: str | None = None,
+        levels: Mapping[str, Sequence[Any]] | None = None,
+    ) -> None:
         lhs, _, rhs = formula.partition("~")
         self.column = lhs.strip()
         if rhs.strip() != "1":
@@ -356,6 +502,22 @@ class ColumnMean:
                 f"columns are {list(data.columns)}"
             )
         self.formula = formula
+        if levels and (by is None or set(levels) != {by}):
+            raise ParameterError(
+                f"{type(self).__name__} reads declared levels of its by= grouping only; got "
+                f"levels of {sorted(levels)} with by={by!r}"
+            )
+        if by is not None and by not in data.columns:
+            raise ParameterError(
+                f"by={by!r} is not a column of data; columns are {list(data.columns)}"
+            )
+        if by is not None and not levels and not isinstance(data[by].dtype, pd.CategoricalDtype):
+            raise ParameterError(
+                f"by={by!r} needs its declared levels (public, never read from the rows): "
+                f"levels={{{by!r}: [...]}}, on the command line --levels {by}=A,B,..."
+            )
+        self._by = None if by is None else data[by]
+        self._levels = None if not levels or by is None else levels[by]
         if is_dask(data):  # columns of the frame, reduced where they lie by winsorized_mean
             self._values, self._groups = data[self.column], data[groups]
             self.nobs_users = int(self._groups.nunique(dropna=False).compute())
@@ -365,13 +527,28 @@ class ColumnMean:
             self.nobs_users = int(pd.unique(self._groups).size)
 
     @classmethod
-    def from_formula(cls, formula: str, data: pd.DataFrame | DaskFrame, *, groups: str) -> Any:
-        """The model of ``"column ~ 1"`` with user ids in the column ``groups``."""
-        return cls(formula, data, groups)
+    def from_formula(
+        cls,
+        formula: str,
+        data: pd.DataFrame | DaskFrame,
+        *,
+        groups: str,
+        by: str | None = None,
+        levels: Mapping[str, Sequence[Any]] | None = None,
+    ) -> Any:
+        """The model of ``"column ~ 1"`` with user ids in the column ``groups``; with ``by``,
+        one mean per level of that column, declared in ``levels`` as ``{by: [...]}`` (or by
+        its pandas ``Categorical`` dtype)."""
+        return cls(formula, data, groups, by=by, levels=levels)
 
     def fit(self, **options: Any) -> PanelResults:
         """:func:`winsorized_mean` of the column with ``options`` (its own defaults apply)."""
-        stated: dict[str, Any] = {"lower": self.lower, "tail": self.tail}
+        stated: dict[str, Any] = {
+            "lower": self.lower,
+            "tail": self.tail,
+            "by": self._by,
+            "levels": self._levels,
+        }
         results = winsorized_mean(
             self._values,
             groups=self._groups,
@@ -387,6 +564,15 @@ register(
         "mean",
         ColumnMean.from_formula,
         "winsorized_mean: mean of per-user means of a column, 'y ~ 1'",
-        uses_levels=False,
+        options=(
+            Option(
+                "by",
+                "text",
+                "COLUMN",
+                "one mean per declared level of this public grouping column (declare them "
+                "with --levels COLUMN=A,B,...)",
+                stage="model",
+            ),
+        ),
     )
 )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -41,8 +42,15 @@ class PoissonMean(ColumnMean):
     lower = 0.0
     tail = "exponential"
 
-    def __init__(self, formula: str, data: pd.DataFrame | DaskFrame, groups: str) -> None:
-        super().__init__(formula, data, groups)
+    def __init__(
+        self,
+        formula: str,
+        data: pd.DataFrame | DaskFrame,
+        groups: str,
+        by: str | None = None,
+        levels: Mapping[str, Sequence[Any]] | None = None,
+    ) -> None:
+        super().__init__(formula, data, groups, by=by, levels=levels)
         if pd.api.types.is_numeric_dtype(self._values.dtype):  # others are refused at fit
             self._values = self._values.where(self._values >= 0)
 

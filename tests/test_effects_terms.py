@@ -1,0 +1,90 @@
+"""linearmodels' ``EntityEffects`` and ``TimeEffects`` formula terms (issue 33): the within
+estimator and dummies of the declared periods, against linearmodels with the noise off; clear
+errors, before any data is read, where dplong needs a declaration."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from linearmodels import PanelOLS
+
+import dplong
+from dplong.exceptions import FormulaError, ParameterError
+
+#: ε = 1e300 draws every noise exactly 0 and the scale 1e8 clips nobody (as in test_within):
+#: the release is the non-private within estimator
+NOISE_OFF = {"epsilon": 1e300, "delta": 0.5, "scale": 1e8, "random_state": 0}
+YEARS = list(range(1980, 1988))
+FORMULA = "lwage ~ expersq + union + married + EntityEffects"
+
+
+@pytest.fixture(scope="module")
+def wages() -> pd.DataFrame:
+    return dplong.datasets.load_wage_panel()
+
+
+def test_entity_and_time_effects_equal_linearmodels(wages: pd.DataFrame) -> None:
+    model = dplong.LongitudinalOLS.from_formula(
+        FORMULA + " + TimeEffects", wages, groups="nr", time="year", levels={"year": YEARS}
+    )
+    assert model.formula == "lwage ~ expersq + union + married + C(year)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the within notes on a balanced panel's columns
+        res = model.fit(**NOISE_OFF)  # EntityEffects: the within estimator by default
+    reference = PanelOLS.from_formula(
+        FORMULA + " + TimeEffects", wages.set_index(["nr", "year"])
+    ).fit()
+    slopes = ["expersq", "union", "married"]
+    # the released cross products are exact fixed-point sums: agreement to rounding (the
+    # largest difference measured is 8e-13 on coefficients of 0.005 to 0.08)
+    np.testing.assert_allclose(res.params[slopes], reference.params[slopes], rtol=1e-10, atol=1e-12)
+    assert [f"C(year)[T.{y}]" for y in YEARS[1:]] == [
+        name for name in res.params.index if name.startswith("C(year)")
+    ]
+
+
+def test_entity_effects_is_the_within_fit(wages: pd.DataFrame) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        marked = dplong.LongitudinalOLS.from_formula(FORMULA, wages, groups="nr").fit(
+            epsilon=4.0, random_state=3
+        )
+        plain = dplong.LongitudinalOLS.from_formula(
+            "lwage ~ expersq + union + married", wages, groups="nr"
+        ).fit(epsilon=4.0, estimator="within", random_state=3)
+    pd.testing.assert_series_equal(marked.params, plain.params)
+    assert "Intercept" not in marked.params.index
+
+
+@pytest.mark.parametrize(
+    ("formula", "options", "words"),
+    [
+        (FORMULA + " + TimeEffects", {}, "time= naming the time column"),
+        (FORMULA + " + TimeEffects", {"time": "year"}, "levels={'year': [...]}"),
+        ("lwage ~ union:EntityEffects", {}, "whole terms"),
+    ],
+    ids=["time-effects-without-time", "time-effects-without-declared-periods", "interaction"],
+)
+def test_clear_errors_name_the_dplong_spelling(
+    wages: pd.DataFrame, formula: str, options: dict[str, str], words: str
+) -> None:
+    with pytest.raises(FormulaError, match=words.replace("[", r"\[").replace("{", r"\{")):
+        dplong.LongitudinalOLS.from_formula(formula, wages, groups="nr", **options)
+
+
+def test_a_categorical_time_column_declares_its_periods(wages: pd.DataFrame) -> None:
+    # 1988 is declared by the dtype and has no rows: its dummy is there all the same
+    typed = wages.assign(year=pd.Categorical(wages["year"], categories=[*YEARS, 1988]))
+    model = dplong.LongitudinalOLS.from_formula(
+        FORMULA + " + TimeEffects", typed, groups="nr", time="year"
+    )
+    assert model.exog_names[1:9] == [f"C(year)[T.{y}]" for y in [*YEARS[1:], 1988]]
+
+
+def test_entity_effects_takes_no_other_estimator(wages: pd.DataFrame) -> None:
+    model = dplong.LongitudinalOLS.from_formula(FORMULA, wages, groups="nr")
+    with pytest.raises(ParameterError, match='EntityEffects asks for the within'):
+        model.fit(epsilon=1.0, estimator="per-user")
