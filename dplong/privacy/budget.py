@@ -109,7 +109,7 @@ _FINAL_RADIUS, _ROUGH_RADIUS, _MIDPOINT_ERROR = 2.5, 4.0, 1.5
 MOMENT_SHARE, MOMENT_USERS = 0.1, 500.0
 #: The tail stage's share of each column's mean budget, from ``n ε`` per column of (users):
 #: a count of users beyond twice the scale (:func:`dplong.privacy.engine._tail_radius`).
-TAIL_SHARE, TAIL_USERS = 0.1, 800.0
+TAIL_SHARE, TAIL_USERS = 0.2, 800.0
 #: Shares of a column's ε for the stable-histogram midpoint and for its reserved fallback.
 HISTOGRAM_SHARE, FALLBACK_SHARE = 0.35, 0.2
 #: τ' = √(2 log(2/γ)) at γ = 0.05, in units of the scale: the histogram bins' half-width.
