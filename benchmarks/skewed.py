@@ -99,18 +99,21 @@ def simulated(kind: str, reps: int, seed: int, n: int = 1000, T: int = 10) -> st
 
 def gaussian(n: int, epsilon: float, reps: int, seed: int) -> str:
     rng = np.random.default_rng([seed, n, int(100 * epsilon)])
-    private, public, covered = [], [], 0
+    private, public, covered, withheld = [], [], 0, 0
     for _ in range(reps):
         means = MU + ar1_rows(rng, n).mean(axis=1)
         res = dplong.winsorized_mean(means, epsilon=epsilon, random_state=rng)
         estimate = float(res.params.iloc[0])
+        if np.isnan(estimate):
+            withheld += 1
+            continue
         ci = res.conf_int().iloc[0]
         private.append((estimate - MU) ** 2)
         public.append((means.mean() - MU) ** 2)
         covered += ci["lower"] <= MU <= ci["upper"]
     ratio = mse_ratio(private, public)
-    cover = proportion(covered, reps)
-    return f"| Gaussian | {n} | {epsilon:g} | {pm(*ratio)} | {pm(*cover)} |"
+    cover = proportion(covered, len(private))
+    return f"| Gaussian | {n} | {epsilon:g} | {pm(*ratio)} | {pm(*cover)} | {withheld} |"
 
 
 def main() -> None:
@@ -133,8 +136,8 @@ def main() -> None:
         for kind in TRUTH:
             print(simulated(kind, args.sim_reps, args.seed), flush=True)
     if args.only in (None, "gaussian"):
-        print("\n| cell | n | ε | MSE / non-private | coverage |")
-        print("|---|---|---|---|---|")
+        print("\n| cell | n | ε | MSE / non-private | coverage | withheld |")
+        print("|---|---|---|---|---|---|")
         for n, eps in ((300, 1.0), (500, 0.5), (1000, 0.5), (1000, 1.0), (10_000, 1.0)):
             print(gaussian(n, eps, args.sim_reps, args.seed), flush=True)
 
