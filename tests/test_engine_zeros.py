@@ -181,8 +181,8 @@ def test_a_shared_value_is_set_aside_and_the_others_measured() -> None:
 def test_a_scale_that_saw_only_part_of_the_users_is_withheld() -> None:
     """65 % of the users N(5, 1), 17.5 % at -95 and 17.5 % at 105: no value is shared, the
     private scale is that of the 65 % (≈ 1.6), and an interval of ±5 clips the other 35 %
-    symmetrically (the mean does not sit at an edge). The tail stage's count beyond 2 σ̂ (35 %
-    of the users against a normal tail's 4.6 %) shows it: the column is marked heavy and its
+    symmetrically (the mean does not sit at an edge). The tail stage's count beyond 3 σ̂ (35 %
+    of the users against a normal tail's 0.3 %) shows it: the column is marked heavy and its
     radius widened to reach them (else the released second moment of the clipped values, ≈
     0.35 w² against (1.5 σ̂)², would have it withheld with a note). In most of 10 seeded
     releases one or the other happens, and any release that is made is honest."""

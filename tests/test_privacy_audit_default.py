@@ -326,7 +326,7 @@ def release_means_replica(
         clipped = np.nan_to_num(np.clip(matrix - centre, -radius, radius), nan=0.0)
     mean_budget, moment_budget = budget.split(plan.moment_share)
     # 5a. the tail stage (an estimated scale, n ε per column >= TAIL_USERS, a Laplace budget):
-    # the count of users beyond min(2 σ̂, w) (sensitivity 1); a heavy column's radius widened
+    # the count of users beyond min(3 σ̂, w) (sensitivity 1); a heavy column's radius widened
     tail = budget_module.tail_share(n, plan.per_column) if scale is None else 0.0
     if tail > 0.0 and mean_budget.kind == "laplace":
         rest = mean_budget.epsilon * (1 - tail)
@@ -338,7 +338,7 @@ def release_means_replica(
         tail_rate = noise.geometric_rate(tail_epsilon, 1.0)
         count = beyond + noise.two_sided_geometric(rng, tail_rate, (d,))
         tail_sd = np.sqrt(noise.two_sided_geometric_variance(tail_rate))
-        expected = 2.0 * per_column * special.ndtr(-rung / sd)
+        expected = 2.0 * per_column * special.ndtr(-engine.TAIL_SLACK * rung / sd)
         heavy = count > engine.TAIL_RATIO * expected + engine.EDGE_SDS * tail_sd
         a = engine.TAIL_INDEX
         scaled = np.maximum(count, 1.0) * rest / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))
