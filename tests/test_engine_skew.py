@@ -37,7 +37,11 @@ def test_skewed_statistics_get_an_honest_interval() -> None:
         release = _release(x, seed)
         error = abs(release.estimate[0] - x.mean())
         assert error <= 5.0 * release.noise_sd[0] + release.bias[0], (seed, error)
-        assert error < 0.01  # the parent commit: 0.036 (RMSE), the clipped tail
+        # before the exponential model: 0.036 (RMSE), the clipped tail. The tail stage finds
+        # 9.4 % of the users beyond 2 σ̂ (a normal tail: 4.6 %), calls the column heavy and
+        # sizes its radius for a Pareto tail of index 1.5 (~100: noise sd ~0.02); honest, as
+        # asserted above, but the exponential model alone was ten times more accurate here
+        assert error < 0.06  # 4 noise sds
 
 
 def test_symmetric_statistics_keep_the_normal_tail() -> None:

@@ -71,6 +71,7 @@ from dplong.privacy.budget import (
     MOMENT_USERS,
     NOTE_MISS,
     REFINE_SHARES,
+    TAIL_SHARE,
     ReleasePlan,
     column_epsilon,
     largest_within,
@@ -1154,7 +1155,13 @@ class TestLedger:
         expected = ["count", "midpoint"] + ([] if stated else ["scale"])
         expected += ["refinement"] if release.variant.endswith("(refined)") else []
         assert n * column_epsilon(0.9, 1e-6, d) >= MOMENT_USERS
+        # with an estimated scale, the tail stage's count once n ε per column reaches
+        # TAIL_USERS (900 >= 800)
+        expected += [] if stated else ["tail"]
         assert stages == [*expected, "mean", "second moment"]
+        for _, e in frame[frame["stage"] == "tail"].iterrows():
+            assert e["sensitivity"] == 1.0
+            assert e["noise_scale"] == pytest.approx(1.0 / e["epsilon"], rel=1e-5)
         assert release.privacy.epsilon <= 0.9 * (1 + 1e-12) and release.privacy.delta <= 1e-6
         for _, e in frame[frame["stage"].isin(["midpoint", "scale"])].iterrows():
             assert e["sensitivity"] == 1.0
@@ -1179,13 +1186,16 @@ class TestLedger:
                 mean["noise_scale"], mean["sensitivity"] / np.sqrt(2 * mean["rho"]), rtol=1e-9
             )
         # the second moment: centred squares in ±w²/2, so a user moves its sum by at most w²;
-        # MOMENT_SHARE of each column's final budget, the mean the rest
+        # MOMENT_SHARE of each column's final budget, the mean the rest (less the tail
+        # stage's TAIL_SHARE of it, a Laplace budget's only)
         moment = frame[frame["stage"] == "second moment"]
         assert np.all(moment["sensitivity"].to_numpy() >= radius**2)
         assert np.all(moment["sensitivity"].to_numpy() <= radius**2 * (1 + LATTICE_SLACK))
         key = "epsilon" if release.noise_kind == "laplace" else "rho"
+        tail = TAIL_SHARE if "tail" in stages and release.noise_kind == "laplace" else 0.0
         np.testing.assert_allclose(
-            moment[key].to_numpy() / mean[key].to_numpy(), MOMENT_SHARE / (1 - MOMENT_SHARE)
+            moment[key].to_numpy() / mean[key].to_numpy(),
+            MOMENT_SHARE / ((1 - MOMENT_SHARE) * (1 - tail)),
         )
         rough = frame[frame["stage"] == "refinement"]
         if len(rough):  # the rough mean on m̂ ± (4 σ̂ + the midpoint's cell)
@@ -1401,13 +1411,6 @@ class TestNoiseOffReference:
         assert_unclipped(fits, res.projection_interval.to_numpy())
         check_noise_off_interval(res, fits)
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="engine: with no noise the accurate radius stops at κ = 10 plug-in sds (MAD / "
-        "0.6745), so heavy-tailed per-user statistics (users with exactly p rows) are clipped: "
-        "the release is 1-2 sampling sds off the non-private mean while the reported clipping "
-        "bias bound (normal tail of σ̂) is ~1e-25",
-    )
     def test_noise_off_with_heavy_tailed_statistics(self) -> None:
         sizes = np.random.default_rng(32).integers(1, 13, size=150)  # T_u = 3 users included
         frame = self.ols_panel(sizes)
@@ -1685,7 +1688,8 @@ def test_a_public_centre_replaces_the_midpoint_and_the_refinement() -> None:
     located = _two_columns(x)
     centred = _two_columns(x, public_centre=(np.zeros(2), np.full(2, 0.3)))
     stages = [e.stage for e in centred.privacy.entries]
-    assert stages == ["count", *["scale"] * 4, *["mean"] * 2, *["second moment"] * 2]
+    tails = ["tail"] * 2  # the tail stage's counts (n ε per column above TAIL_USERS)
+    assert stages == ["count", *["scale"] * 4, *tails, *["mean"] * 2, *["second moment"] * 2]
     np.testing.assert_array_equal(centred.interval.mean(axis=1), 0.0)
 
     def final(release: Release) -> list[float]:

@@ -275,8 +275,9 @@ def test_fig1_mse_ratio_falls_to_one() -> None:
 @pytest.mark.slow
 def test_fig1_mse_ratio_at_a_hundred_thousand_users() -> None:
     rows = check_fig1((1_000, 10_000, 100_000), seed=101)
-    # privacy costs < 1 % of the MSE at n = 1e5 (predicted 1.005; SE 0.01 at R = 150)
-    assert rows[-1]["predicted"] < 1.01 and rows[-1]["ratio"] < 1.0 + Z_TOL * rows[-1]["se"]
+    # privacy costs < 1.5 % of the MSE at n = 1e5 (predicted 1.011 since the tail stage takes
+    # a fifth of the mean's budget, 1.005 before; SE 0.01 at R = 150)
+    assert rows[-1]["predicted"] < 1.015 and rows[-1]["ratio"] < 1.0 + Z_TOL * rows[-1]["se"]
 
 
 # a column of zeros also says what its count of users off 0 cannot see (checked below)

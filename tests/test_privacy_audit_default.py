@@ -48,9 +48,11 @@ from audit import (
     tail_events,
 )
 from numpy.typing import NDArray
+from scipy import special
 
 import dplong
 import dplong.privacy.engine as engine
+from dplong.privacy import budget as budget_module
 from dplong.privacy import noise, quantile
 from dplong.privacy.budget import ReleasePlan
 from dplong.privacy.engine import GRID, ROUGH_RADIUS, Release, Rules, release_means
@@ -323,6 +325,27 @@ def release_means_replica(
     with np.errstate(invalid="ignore"):
         clipped = np.nan_to_num(np.clip(matrix - centre, -radius, radius), nan=0.0)
     mean_budget, moment_budget = budget.split(plan.moment_share)
+    # 5a. the tail stage (an estimated scale, n ε per column >= TAIL_USERS, a Laplace budget):
+    # the count of users beyond min(3 σ̂, w) (sensitivity 1); a heavy column's radius widened
+    tail = budget_module.tail_share(n, plan.per_column) if scale is None else 0.0
+    if tail > 0.0 and mean_budget.kind == "laplace":
+        rest = mean_budget.epsilon * (1 - tail)
+        tail_epsilon = mean_budget.epsilon - rest
+        mean_budget = budget_module.FinalBudget("laplace", rest, mean_budget.rho)
+        rung = np.fmin(engine.TAIL_RUNG * sd, radius)
+        with np.errstate(invalid="ignore"):
+            beyond = np.sum(np.abs(matrix - centre) > rung, axis=0)
+        tail_rate = noise.geometric_rate(tail_epsilon, 1.0)
+        count = beyond + noise.two_sided_geometric(rng, tail_rate, (d,))
+        tail_sd = np.sqrt(noise.two_sided_geometric_variance(tail_rate))
+        expected = 2.0 * per_column * special.ndtr(-engine.TAIL_SLACK * rung / sd)
+        heavy = count > engine.TAIL_RATIO * expected + engine.EDGE_SDS * tail_sd
+        a = engine.TAIL_INDEX
+        scaled = np.maximum(count, 1.0) * rest / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))
+        wide = np.clip(rung * scaled ** (1.0 / a), radius, engine.TAIL_REACH * radius)
+        radius = np.where(heavy, wide, radius)
+        with np.errstate(invalid="ignore"):
+            clipped = np.nan_to_num(np.clip(matrix - centre, -radius, radius), nan=0.0)
 
     def draw(values: NDArray[np.float64], r: NDArray[np.float64], part: Any) -> Any:
         if part.kind == "gaussian":
@@ -422,6 +445,8 @@ def test_release_means_replica_reproduces_the_package(
         stages = ["count", *([] if public else ["midpoint"])]
         stages += ["scale", "scale"] if not stated else []
         stages += ["refinement"] if plan.refine > 0 else []
+        tail = budget_module.tail_share(n, plan.per_column) if not stated else 0.0
+        stages += ["tail"] if tail and release.noise_kind == "laplace" else []
         stages += ["mean", *(["second moment"] if plan.moment_share else [])]
         assert [e.stage for e in entries] == [stages[0]] + [s for s in stages[1:] for _ in names]
         budget = {e.stage: e for e in entries}  # the last entry of each stage
@@ -436,8 +461,9 @@ def test_release_means_replica_reproduces_the_package(
         )
         assert "refinement" not in budget or budget["refinement"].epsilon == plan.refine
         if plan.moment_share:
+            tail_epsilon = budget["tail"].epsilon if "tail" in budget else 0.0
             share = budget["second moment"].epsilon / (
-                budget["second moment"].epsilon + budget["mean"].epsilon
+                budget["second moment"].epsilon + budget["mean"].epsilon + tail_epsilon
             )
             assert share == pytest.approx(plan.moment_share, rel=1e-12)
         kinds.add(release.noise_kind)

@@ -118,7 +118,8 @@ def test_shared_release_ledger_lists_every_draw(monkeypatch: pytest.MonkeyPatch)
         if "count" in e.mechanism or e.mechanism == engine._MEDIAN
     ]
     assert [m for m, _ in listed].count(_COUNT_OFF) == 1
-    assert len(listed) == len(drawn) == 5  # count, midpoint, scale, count off, second median
+    # count, midpoint, scale, count off, second median, and the tail stage's count
+    assert len(listed) == len(drawn) == 6
     for (kind, rate_or_eps), (mechanism, epsilon) in zip(drawn, listed, strict=True):
         if kind == "count":  # the geometric rate at sensitivity 1 is a hair below its ε
             assert "count" in mechanism and rate_or_eps <= epsilon <= rate_or_eps * (1 + 1e-9)

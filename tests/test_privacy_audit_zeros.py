@@ -294,7 +294,7 @@ def test_count_off_zero_is_in_the_ledger(monkeypatch: pytest.MonkeyPatch) -> Non
     assert release.midpoint[0] == engine.ZERO_CELL
     entries = release.privacy.entries
     counts = [e for e in entries if "count" in e.mechanism]
-    assert [e.stage for e in counts] == ["count", "scale"]
+    assert [e.stage for e in counts] == ["count", "scale", "tail"]  # the tail stage's count too
     # two counts drawn, each at the rate of the ε its entry lists (sensitivity 1)
     assert drawn == pytest.approx([float(geometric_rate(e.epsilon, 1.0)) for e in counts])
     # the count and the median share the stage's ε (here the midpoint's)

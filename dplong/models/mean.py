@@ -232,8 +232,8 @@ def winsorized_mean(
         basis=("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8"),
         options=request.options,
         assumptions=(
-            "Each user's value is their average row (Def 5.1); the mean is over the users who "
-            "have one.",
+            "Estimand: the mean over users of each user's average row (Def 5.1), over the "
+            "users who have one; intervals include the bound on the clipping bias.",
             scale_note,
         ),
     )

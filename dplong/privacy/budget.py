@@ -74,6 +74,7 @@ __all__ = [
     "settle",
     "share_weights",
     "split_users",
+    "tail_share",
     "users_share",
     "vector_budget",
     "vector_plan",
@@ -120,6 +121,9 @@ REFINE_SHARES = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3)
 _FINAL_RADIUS, _ROUGH_RADIUS, _MIDPOINT_ERROR = 2.5, 4.0, 1.5
 #: Share of the final stage for the second moment, and the n·ε (per column) it needs.
 MOMENT_SHARE, MOMENT_USERS = 0.1, 500.0
+#: The tail stage's share of each column's mean budget, from ``n ε`` per column of (users):
+#: a count of users beyond twice the scale (:func:`dplong.privacy.engine._tail_radius`).
+TAIL_SHARE, TAIL_USERS = 0.2, 800.0
 #: Shares of a column's ε for the stable-histogram midpoint and for its reserved fallback.
 HISTOGRAM_SHARE, FALLBACK_SHARE = 0.35, 0.2
 #: τ' = √(2 log(2/γ)) at γ = 0.05, in units of the scale: the histogram bins' half-width.
@@ -183,6 +187,17 @@ class FinalBudget:
             return self, None
         keep = FinalBudget(self.kind, self.epsilon * (1 - share), self.rho * (1 - share))
         return keep, FinalBudget(self.kind, self.epsilon * share, self.rho * share)
+
+    def tail_split(self, share: float) -> tuple[NDArray[np.float64], FinalBudget]:
+        """``share`` of every column's pure ε for the tail quantile of the engine (pure ε-DP,
+        so a Laplace budget only: a Gaussian one is returned whole with no tail ε), and the
+        rest for the mean; :meth:`ReleasePlan.calibrate` composed them as one final stage."""
+        if self.kind == "gaussian" or share <= 0.0:
+            return np.zeros_like(self.epsilon), self
+        rest = self.epsilon * (1 - share)
+        # the tail as the difference, exact (Sterbenz: rest >= ε / 2), so the parts add up to
+        # the calibrated ε without rounding up
+        return self.epsilon - rest, FinalBudget(self.kind, rest, self.rho)
 
     def costs(self) -> list[Cost]:
         """One cost per column."""
@@ -717,6 +732,13 @@ def _moment_share(n: int, per_column: float) -> float:
     to a variance σ² clipped at ~3σ, is about ``√2 · 9 / (n ε_v)``; from
     :data:`MOMENT_USERS` users per unit of ε (per column) it stays below ~30 %."""
     return MOMENT_SHARE if n * per_column >= MOMENT_USERS else 0.0
+
+
+def tail_share(n: int, per_column: float) -> float:
+    """:data:`TAIL_SHARE` of each column's mean budget for the engine's tail stage when ``n ε``
+    per column reaches :data:`TAIL_USERS`; below it the count's noise hides any tail a normal
+    one would not show, and the share would only add noise to the mean."""
+    return TAIL_SHARE if n * per_column >= TAIL_USERS else 0.0
 
 
 def _budget_phrase(epsilon: float, share: float, d: int) -> str:
