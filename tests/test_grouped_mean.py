@@ -116,7 +116,9 @@ def test_private_release_shares_the_budget_and_counts_the_groups_privately() -> 
     z = (frame_["mean"] - np.array([1.15, 1.65, 2.15])).abs() / frame_["std err"]
     assert (z < 4.0).all(), frame_
     text = str(res.summary())
-    assert "mean of y by arm" in text and len(text.splitlines()) <= 25
+    # 25 lines of a plain fit, plus the estimand note and the count warning every grouping has
+    # (each level holds some of the users)
+    assert "mean of y by arm" in text and len(text.splitlines()) <= 28
 
 
 @pytest.mark.parametrize(

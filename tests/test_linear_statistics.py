@@ -635,8 +635,12 @@ def issue10_panel(rng: np.random.Generator, n: int) -> tuple[pd.DataFrame, np.nd
     return frame, beta
 
 
+# Issue 10's targets were 1.5 and 3.0. The engine's tail stage (issue 29) marks per-user
+# slopes heavy (a t-like law with T - p = 7 df puts ~6x a normal tail's users beyond 3 σ̂) and
+# widens their clip for honest intervals: predicted 2.20 and 5.10 here. The bounds below keep
+# that cost from growing; bringing it back down is open work (docs/accuracy.md).
 @pytest.mark.slow
-@pytest.mark.parametrize(("epsilon", "target"), [(1.0, 1.5), (0.5, 3.0)])
+@pytest.mark.parametrize(("epsilon", "target"), [(1.0, 2.4), (0.5, 5.5)])
 def test_issue_10_slope_targets(epsilon: float, target: float) -> None:
     rng = np.random.default_rng(1_900 + int(10 * epsilon))
     reps = 50

@@ -232,8 +232,8 @@ def winsorized_mean(
         basis=("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8"),
         options=request.options,
         assumptions=(
-            "Estimand: the mean over users of each user's average row (Def 5.1), over the "
-            "users who have one; intervals include the bound on the clipping bias.",
+            "Estimand: the mean of the users' own averages (Def 5.1); intervals include the "
+            "clipping bias bound.",
             scale_note,
         ),
     )
@@ -245,8 +245,7 @@ def winsorized_mean(
         "formula": f"mean of {', '.join(columns)} by {name}",
         "assumptions": (
             *results.assumptions,
-            f"One mean per declared level of {name} ({len(declared)}), released together: the "
-            "levels share the budget; a user's rows at a level give their value there.",
+            f"One mean per declared level of {name} ({len(declared)}), sharing the budget.",
         ),
     }
     return GroupedResults(**kept, by=name, levels=declared, columns=columns)

@@ -239,7 +239,8 @@ class Rules:
     >>> x = np.random.default_rng(0).exponential(50.0, size=(3000, 1))
     >>> options = ReleaseOptions.check(3000, epsilon=1.0, delta=None, privacy="central",
     ...                                bound=None, d=1)
-    >>> plain = release_means(x, names=("spend",), options=options, rng=np.random.default_rng(1))
+    >>> plain = release_means(x, names=("spend",), options=options, rng=np.random.default_rng(1),
+    ...                       rules=Rules(tail="exponential"))
     >>> moved = release_means(x, names=("spend",), options=options, rng=np.random.default_rng(1),
     ...                       rules=Rules(lower=np.zeros(1), tail="exponential"))
     >>> bool(moved.interval[0, 1] > plain.interval[0, 1])
@@ -667,7 +668,7 @@ def release_means(
     >>> res = release_means(x, names=("psi",), options=options, rng=np.random.default_rng(4),
     ...                     rules=Rules(public_centre=(np.zeros(1), np.full(1, 0.1))))
     >>> [e.stage for e in res.privacy.entries], float(res.interval.mean())
-    (['count', 'scale', 'scale', 'mean', 'second moment'], 0.0)
+    (['count', 'scale', 'scale', 'tail', 'mean', 'second moment'], 0.0)
     """
     scale, complete_rows, bounds = rules.scale, rules.complete_rows, rules.bounds
     user_weights, tail, count = rules.user_weights, rules.tail, rules.count
