@@ -30,7 +30,6 @@ from dplong.exceptions import ParameterError
 
 __all__ = [
     "AR1",
-    "MAX_DENSE_ROWS",
     "DependenceModel",
     "Exchangeable",
     "GivenCovariance",

@@ -53,7 +53,7 @@ import dplong
 from dplong.dependence import AR1
 from dplong.exceptions import DplongWarning, InsufficientUsersError
 from dplong.kernels import get_kernel
-from dplong.models.kernel import user_curves
+from dplong.models.curves import user_curves
 from dplong.simulate import panel_rows
 
 pigs = dplong.datasets.load_dietox()
