@@ -136,15 +136,38 @@ class FitRequest:
     accountant: Accountant | None
 
 
-class PanelModel:
+class FormulaModel:
+    """What every formula model knows of its design: n, the formula and the column names,
+    all public."""
+
+    def __init__(self, design: PanelDesign | ReducedPanel) -> None:
+        self._design = design  # rows in memory, or a Dask frame's per-user statistics
+
+    @property
+    def nobs_users(self) -> int:
+        """Number of users n: public."""
+        return self._design.n
+
+    @property
+    def exog_names(self) -> list[str]:
+        """Names of the design's columns (a function of the formula: public)."""
+        return list(self._design.columns)
+
+    @property
+    def formula(self) -> str:
+        """The model's formula."""
+        return self._design.formula
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.formula!r}, n_users={self.nobs_users})"
+
+
+class PanelModel(FormulaModel):
     """Base of the formula models. Subclasses define their blocks of per-user statistics."""
 
     model_name: ClassVar[str] = "PanelModel"
     #: The paper's results the error bounds instantiate: (central, local).
     basis: ClassVar[tuple[str, str]] = ("Theorem 4.2", "Theorem 6.4")
-
-    def __init__(self, design: PanelDesign | ReducedPanel) -> None:
-        self._design = design  # rows in memory, or a Dask frame's per-user statistics
 
     @classmethod
     def _build(
@@ -164,24 +187,6 @@ class PanelModel:
             levels=levels,
             eval_env=patsy.EvalEnvironment.capture(depth + 1),
         )
-
-    @property
-    def nobs_users(self) -> int:
-        """Number of users n: public."""
-        return self._design.n
-
-    @property
-    def exog_names(self) -> list[str]:
-        """Names of the design's columns (a function of the formula: public)."""
-        return list(self._design.columns)
-
-    @property
-    def formula(self) -> str:
-        """The model's formula."""
-        return self._design.formula
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.formula!r}, n_users={self.nobs_users})"
 
     @staticmethod
     def _request(

@@ -57,7 +57,7 @@ from dplong._validation import RandomState, check_choice, check_random_state, re
 from dplong.dask_frames import is_dask
 from dplong.exceptions import DataError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
-from dplong.models.base import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, check_max_rows
+from dplong.models.base import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, FormulaModel, check_max_rows
 from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
 from dplong.privacy.budget import afford, charge, gaussian_shares
@@ -89,7 +89,7 @@ COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
 BoundsLike = Mapping[str, tuple[float, float]]
 
 
-class PooledOLS:
+class PooledOLS(FormulaModel):
     """User-level DP pooled OLS with person-clustered standard errors (module docstring).
 
     Covariates constant within a person are identified. Every column of the design and the
@@ -128,7 +128,8 @@ class PooledOLS:
         *,
         levels: Mapping[str, tuple[Any, ...]],
     ) -> None:
-        self._design = design
+        super().__init__(design)
+        self._design: PanelDesign = design
         self._ranges = ranges  # public: (p + 1) x 2, the columns' then the outcome's
         self._levels = levels
 
@@ -180,24 +181,6 @@ class PooledOLS:
         ranges = column_bounds(spec, bounds)  # refused before the rows are read
         design = group_design(spec, data, groups=groups)
         return cls(design, ranges, levels=spec.levels)
-
-    @property
-    def nobs_users(self) -> int:
-        """Number of persons n: public."""
-        return self._design.n
-
-    @property
-    def exog_names(self) -> list[str]:
-        """Names of the design's columns (a function of the formula: public)."""
-        return list(self._design.columns)
-
-    @property
-    def formula(self) -> str:
-        """The model's formula."""
-        return self._design.formula
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.formula!r}, n_users={self.nobs_users})"
 
     def fit(
         self,
