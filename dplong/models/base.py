@@ -138,7 +138,17 @@ class FitRequest:
 
 class FormulaModel:
     """What every formula model knows of its design: n, the formula and the column names,
-    all public."""
+    all public.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> from dplong.models.base import FormulaModel
+    >>> wages = dplong.datasets.load_wage_panel()
+    >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
+    >>> isinstance(model, FormulaModel), model.nobs_users, model.exog_names
+    (True, 545, ['Intercept', 'exper'])
+    """
 
     def __init__(self, design: PanelDesign | ReducedPanel) -> None:
         self._design = design  # rows in memory, or a Dask frame's per-user statistics

@@ -737,7 +737,14 @@ def _moment_share(n: int, per_column: float) -> float:
 def tail_share(n: int, per_column: float) -> float:
     """:data:`TAIL_SHARE` of each column's mean budget for the engine's tail stage when ``n ε``
     per column reaches :data:`TAIL_USERS`; below it the count's noise hides any tail a normal
-    one would not show, and the share would only add noise to the mean."""
+    one would not show, and the share would only add noise to the mean.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import tail_share
+    >>> tail_share(5912, 1.0), tail_share(545, 4.0 / 3)
+    (0.2, 0.0)
+    """
     return TAIL_SHARE if n * per_column >= TAIL_USERS else 0.0
 
 

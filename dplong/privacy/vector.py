@@ -32,7 +32,16 @@ __all__ = ["VectorRelease", "release_linear"]
 class VectorRelease:
     """The private ``weights.T @ clipped`` (``total``), the scale and exact sd of the noise in
     each coordinate, its law (``"laplace"``, ``"gaussian"``, or ``"normal"`` locally: a
-    weighted sum of n draws) and the call's ledger entry."""
+    weighted sum of n draws) and the call's ledger entry.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.vector import VectorRelease
+    >>> fields = VectorRelease.__dataclass_fields__
+    >>> list(fields)
+    ['total', 'scale', 'sd', 'kind', 'entry']
+    """
 
     total: NDArray[np.float64]
     scale: NDArray[np.float64]
