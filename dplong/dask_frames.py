@@ -75,6 +75,7 @@ from dplong.formula import (
     check_users,
     column_or_array,
     user_codes,
+    warn_levels_from_values,
 )
 
 if TYPE_CHECKING:
@@ -339,6 +340,13 @@ def reduce_design(
     user = column_name(data, groups, "groups")
     order = None if time is None else column_name(data, time, "time")
     needed = list(dict.fromkeys([*spec.spec.inputs, user, *([order] if order else [])]))
+    # the data holder's warning of levels read from the values (known categories: one pass
+    # over the codes of those columns only)
+    warn_levels_from_values(
+        spec.spec,
+        data.dtypes,
+        lambda column: np.asarray(data[column].cat.codes.unique().compute()),
+    )
     partition = _Task(_design_sums, spec=spec, time=order, sums=sums)
     statistics, ids = reduce_users(
         data[needed], user, partition, statistic, ordered=ordered, given=given

@@ -52,7 +52,7 @@ import ast
 import datetime
 import inspect
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -602,21 +602,24 @@ def group_design(
     if not data.index.is_unique:
         raise DataError("data must have a unique index (use data.reset_index(drop=True))")
     times = None if time is None else column_or_array(time, data, "time")
-    _warn_levels_from_values(spec, data)
+    warn_levels_from_values(spec, data.dtypes, lambda column: data[column].cat.codes.to_numpy())
     return spec.by_user(data, codes_all, n, time=times)
 
 
-def _warn_levels_from_values(spec: DesignSpec, data: pd.DataFrame) -> None:
+def warn_levels_from_values(
+    spec: DesignSpec, dtypes: Mapping[str, Any], codes: Callable[[str], NDArray[np.integer]]
+) -> None:
     """Warn the data holder (never the results) of a factor whose declared levels are the
     ``Categorical`` dtype's categories and every one of them is present in the rows: the
     common ``astype("category")`` takes the categories from the values, and then the labels
-    publish which levels the data hold."""
+    publish which levels the data hold. ``codes(column)`` gives the column's category codes
+    (-1: missing) — in memory the array, on Dask the codes each partition holds."""
     for column in spec.dtype_levels:
-        dtype = data[column].dtype
+        dtype = dtypes[column]
         if not isinstance(dtype, pd.CategoricalDtype) or not len(dtype.categories):
             continue
-        codes = data[column].cat.codes.to_numpy()
-        if np.bincount(codes[codes >= 0], minlength=len(dtype.categories)).all():
+        present = np.unique(codes(column))
+        if np.count_nonzero(present >= 0) == len(dtype.categories):
             warn(
                 f"the categories of {column!r} are exactly the values present in the data, as "
                 "astype('category') makes them; they are taken as declared levels and label "

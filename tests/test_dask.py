@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -330,6 +331,17 @@ def test_unknown_categories_are_undeclared(data: pd.DataFrame) -> None:
     memory = dplong.LongitudinalOLS.from_formula("y ~ x1 + site", data, groups="user")
     assert declared.exog_names == memory.exog_names
     assert same(declared._user_coefficients(), memory._user_coefficients())
+
+
+def test_categories_from_the_values_warn_on_dask(data: pd.DataFrame) -> None:
+    """Known categories that are exactly the values present warn the data holder as in memory
+    (``site`` holds a, b and c); a dtype declaring a level nobody holds does not."""
+    with pytest.warns(dplong.exceptions.DataHolderWarning, match=r"'site' are exactly"):
+        dplong.LongitudinalOLS.from_formula("y ~ x1 + site", as_dask(data), groups="user")
+    declared = data.astype({"site": pd.CategoricalDtype(["a", "b", "c", "d"])})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dplong.exceptions.DataHolderWarning)
+        dplong.LongitudinalOLS.from_formula("y ~ x1 + site", as_dask(declared), groups="user")
 
 
 def unreadable(data: pd.DataFrame) -> Any:
