@@ -481,6 +481,25 @@ def evaluate_rows(
     return result[:, 0], result[:, 3:], result[:, 1] > 0, result[:, 2] > 0
 
 
+def outcome_rows(data: DaskFrame, spec: FrameSpec) -> DaskSeries:
+    """The outcome of ``spec`` on every row of a Dask frame, lazily (NaN where missing): the
+    expression left of ``~`` evaluated partition by partition, row by row.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, dask.dataframe as dd
+    >>> from dplong.dask_frames import design_spec, outcome_rows
+    >>> frame = dd.from_pandas(pd.DataFrame({"y": [1.0, np.nan, 4.0]}), npartitions=2)
+    >>> outcome_rows(frame, design_spec("np.sqrt(y) ~ 1", frame, levels=None,
+    ...                                 eval_env=None)).compute().tolist()
+    [1.0, nan, 2.0]
+    """
+    evaluate = _Task(_outcome_frame, spec=spec)
+    columns = list(spec.spec.inputs)
+    rows: DaskSeries = data[columns].map_partitions(evaluate, meta=evaluate(schema(data)[columns]))
+    return rows
+
+
 class _Task:
     """A function for Dask's tasks, with a token of its own: Dask need not hash what it holds
     (a design, a model's reductions), and each reduction is a computation of its own."""
@@ -576,3 +595,9 @@ def _evaluated_frame(frame: pd.DataFrame, spec: FrameSpec) -> pd.DataFrame:
     y, X, missing_y, missing_x = spec.spec.evaluate(frame.reset_index(drop=True))
     evaluated: pd.DataFrame = pd.DataFrame(np.column_stack([y, missing_y, missing_x, X]))
     return evaluated
+
+
+def _outcome_frame(frame: pd.DataFrame, spec: FrameSpec) -> pd.Series:
+    """A partition's outcome, NaN where missing, on the partition's own index."""
+    y, _, missing_y, _ = spec.spec.evaluate(frame.reset_index(drop=True))
+    return pd.Series(np.where(missing_y, np.nan, y), index=frame.index, name=spec.spec.outcome)

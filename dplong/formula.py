@@ -607,7 +607,7 @@ def group_design(
 
 
 def warn_levels_from_values(
-    spec: DesignSpec, dtypes: Mapping[str, Any], codes: Callable[[str], NDArray[np.integer]]
+    spec: DesignSpec, dtypes: pd.Series, codes: Callable[[str], NDArray[np.integer]]
 ) -> None:
     """Warn the data holder (never the results) of a factor whose declared levels are the
     ``Categorical`` dtype's categories and every one of them is present in the rows: the

@@ -449,6 +449,23 @@ class TestBadArguments:
         code, _, err = run(argv)
         assert code == 2 and "ColumnMean takes a formula 'column ~ 1'" in err
 
+    def test_mean_of_an_expression(self) -> None:
+        """An expression left of ``~`` is the mean of its per-user means, evaluated row by row
+        under the formula layer's checks: the same release as the transformed column's, and a
+        term that reads other rows is refused by name."""
+        argv = [*MEAN[:4], "--formula", "np.log(Weight) ~ 1", "--groups", "Pig"]
+        argv += ["--epsilon", "4", "--seed", "3", "--quiet"]
+        code, out, err = run(argv)
+        assert code == 0, err
+        pigs = dplong.datasets.load_dietox()
+        lib = dplong.winsorized_mean(
+            np.log(pigs["Weight"]), groups=pigs["Pig"], epsilon=4.0, random_state=3
+        )
+        assert f"{lib.params.iloc[0]:.4g}" in out and "np.log(Weight) ~ 1" in out
+        argv[argv.index("np.log(Weight) ~ 1")] = "I(Weight - Weight.mean()) ~ 1"
+        code, _, err = run(argv)
+        assert code == 2 and "Weight.mean()" in err
+
     def test_parquet_without_pyarrow(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setitem(sys.modules, "pyarrow", None)
         path = tmp_path / "wages.parquet"

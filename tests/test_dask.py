@@ -572,3 +572,16 @@ def test_cli_mean_on_parquet(parquet: tuple[Path, Path]) -> None:
     code, out, err = run(["fit", str(folder / "*.parquet"), *argv])
     assert code == 0, err
     assert out == run(["fit", str(csv), *argv])[1]
+
+
+def test_mean_of_an_expression_is_the_same_on_dask(data: pd.DataFrame) -> None:
+    """``ColumnMean`` of an expression left of ``~``: evaluated row by row in each partition,
+    the same release as in memory, bit for bit (dyadic values: exact per-user sums)."""
+    model = dplong.models.mean.ColumnMean
+    memory = model.from_formula("I(2 * x1) ~ 1", data, groups="user").fit(
+        epsilon=1.0, random_state=5
+    )
+    lazy = model.from_formula("I(2 * x1) ~ 1", as_dask(data), groups="user").fit(
+        epsilon=1.0, random_state=5
+    )
+    assert_same_release(memory, lazy)

@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, get_args
 
 import numpy as np
 import pandas as pd
+import patsy
 from numpy.typing import ArrayLike, NDArray
 
 from dplong._grouping import factorize_groups
 from dplong._validation import RandomState, per_column
-from dplong.dask_frames import is_dask, reduce_users, require_dask
+from dplong.dask_frames import design_spec, is_dask, outcome_rows, reduce_users, require_dask
 from dplong.exceptions import DataError, FormulaError, ParameterError
+from dplong.formula import DesignSpec
 from dplong.models.base import Block, PanelModel, Statistics, panel_results, run_blocks
 from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.privacy.accounting import Accountant
@@ -495,7 +497,7 @@ class ColumnMean:
             raise FormulaError(
                 f"{type(self).__name__} takes a formula 'column ~ 1'; got {formula!r}"
             )
-        if self.column not in data.columns:
+        if self.column.isidentifier() and self.column not in data.columns:
             raise FormulaError(
                 f"{self.column!r} (left of '~') is not a column of data; "
                 f"columns are {list(data.columns)}"
@@ -518,10 +520,10 @@ class ColumnMean:
         self._by = None if by is None else data[by]
         self._levels = None if not levels or by is None else levels[by]
         if is_dask(data):  # columns of the frame, reduced where they lie by winsorized_mean
-            self._values, self._groups = data[self.column], data[groups]
+            self._values, self._groups = _outcome(formula, data), data[groups]
             self.nobs_users = int(self._groups.nunique(dropna=False).compute())
         else:
-            self._values = data[self.column]  # a Series: refusals name the column
+            self._values = _outcome(formula, data)  # a Series: refusals name the column
             self._groups = data[groups].to_numpy()
             self.nobs_users = int(pd.unique(self._groups).size)
 
@@ -556,6 +558,19 @@ class ColumnMean:
             **options,
         )
         return dataclasses.replace(results, model=self.model_name, formula=self.formula)
+
+
+def _outcome(formula: str, data: pd.DataFrame | DaskFrame) -> pd.Series | DaskSeries:
+    """The column left of ``~``, or the expression there evaluated row by row under the
+    formula layer's checks (``np.log1p(meddol) ~ 1``)."""
+    column = formula.partition("~")[0].strip()
+    if column.isidentifier():
+        return data[column]
+    env = patsy.EvalEnvironment.capture(2)
+    if is_dask(data):
+        return outcome_rows(data, design_spec(formula, data, levels=None, eval_env=env))
+    y, _, missing, _ = DesignSpec.from_formula(formula, data, eval_env=env).evaluate(data)
+    return pd.Series(np.where(missing, np.nan, y), index=data.index, name=column)
 
 
 register(
