@@ -378,12 +378,16 @@ class ReleasePlan:
         needed = _median_epsilon(n, stated_scale) / cap * d / share
         stage = "midpoint" if stated_scale else "scale"
         if miss > MAX_MISS:
-            raise InsufficientUsersError(
+            # the ε that cures it is the whole fit's business: a model's fit names it
+            # (:func:`dplong.planning.advised`, by bisection on the fit's own decision)
+            refusal = InsufficientUsersError(
                 f"with n={n} users and {_budget_phrase(epsilon, share, d)} the private {stage} "
                 f"of a column would get epsilon={spread or median:.3g}, too little to locate the "
-                f"data: it would miss them with probability up to {min(miss, 1.0):.2g}; raise "
-                f"epsilon to about {needed:.2g} or use fewer columns"
+                f"data: it would miss them with probability up to {min(miss, 1.0):.2g}: fewer "
+                "columns or a larger epsilon would help"
             )
+            refusal.budget_refusal = True
+            raise refusal
         if miss > NOTE_MISS:
             notes.append(
                 f"With n={n} users and {_budget_phrase(epsilon, share, d)}, the private {stage} "
@@ -593,11 +597,13 @@ class ReleasePlan:
         if weakest / 2.0 < MIN_LATTICE_EPSILON or (
             self.early_epsilon() >= self.epsilon and self.delta == 0.0
         ):
-            raise PrivacyParameterError(
+            refusal = PrivacyParameterError(
                 f"epsilon={self.epsilon:.3g} is too small for {self.d} column(s) with n={self.n}: "
-                "the final stage would get (almost) nothing after the midpoint and scale; "
-                "raise epsilon or use fewer columns"
+                "the final stage would get (almost) nothing after the midpoint and scale: "
+                "fewer columns or a larger epsilon would help"
             )
+            refusal.budget_refusal = True
+            raise refusal
 
     def calibrate(
         self,
