@@ -143,6 +143,50 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
 }
 
 
+#: The shipped examples and the smallest ε at which each is released, then released without a
+#: warning (``dplong plan``; tests/test_planning.py checks them against the planner): data
+#: set, users' column, model, formula, model and fit options, the two ε.
+SHIPPED_EXAMPLES: tuple[tuple[str, str, str, str, dict[str, Any], float, float], ...] = (
+    ("wage_panel", "nr", "ols", "lwage ~ exper + expersq", {}, 0.45, 0.99),
+    ("wage_panel", "nr", "ols", "lwage ~ exper + expersq", {"estimator": "within"}, 1.4, 3.0),
+    ("wage_panel", "nr", "location", "lwage ~ 1", {}, 0.59, 1.4),
+    ("wage_panel", "nr", "mean", "lwage ~ 1", {}, 0.15, 0.33),
+    ("dietox", "Pig", "location", "Weight ~ 1", {}, 4.4, 9.9),
+    ("dietox", "Pig", "mean", "Weight ~ 1", {}, 1.1, 2.5),
+    ("dietox", "Pig", "kernel", "Weight ~ Time", {"domain": (1, 12), "bandwidth": 1}, 14.0, 30.0),
+    (
+        "dietox",
+        "Pig",
+        "kernel",
+        "Weight ~ Time",
+        {"domain": (1, 12), "bandwidth": 1, "grid": 6, "scale": 250},
+        6.6,
+        12.0,
+    ),
+    ("randhie", "zper", "mean", "meddol ~ 1", {}, 0.014, 0.031),
+)
+
+
+def _example_flags(options: dict[str, Any]) -> str:
+    """A shipped example's options as command-line flags."""
+    flags = []
+    for keyword, value in options.items():
+        shown = ",".join(f"{v:g}" for v in value) if isinstance(value, tuple) else f"{value}"
+        flags.append(f"--{keyword.replace('_', '-')} {shown}")
+    return " ".join(flags)
+
+
+_SHIPPED_TABLE = "\n".join(
+    [
+        "  released  quiet  data, --model, --formula and options",
+        *(
+            f"  {least:>8g} {quiet:>6g}  {name} {model} \"{formula}\" "
+            f"{_example_flags(options)}".rstrip()
+            for name, _, model, formula, options, least, quiet in SHIPPED_EXAMPLES
+        ),
+    ]
+)
+
 _EPILOG = f"""\
 models:
 {{models}}
@@ -154,6 +198,11 @@ examples:
       --epsilon 0.5 --scale 4
   dplong fit dataset:dietox --model kernel --formula "Weight ~ Time" --groups Pig \\
       --domain 1,12 --bandwidth 1 --grid 6 --epsilon 16 --scale 250 --report pigs.html
+
+smallest epsilon at which each shipped example is released, and released
+without a warning (from dplong plan: public facts only; below the first the
+fit is refused before any noise):
+{_SHIPPED_TABLE}
 
 what it means:
   DATA       a .csv or .parquet file with one row per observation, a directory

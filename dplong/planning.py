@@ -42,6 +42,7 @@ import contextlib
 import functools
 import inspect
 import math
+import textwrap
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -233,8 +234,8 @@ def smallest_epsilon(
     if passes(start):
         while lo > EPSILON_RANGE[0] and passes(lo / 2.0):
             lo /= 2.0
-        if lo <= EPSILON_RANGE[0]:
-            return _rounded(passes, lo, lo)
+        if lo <= EPSILON_RANGE[0]:  # released at every ε searched
+            return EPSILON_RANGE[0]
         hi, lo = lo, lo / 2.0
     else:
         while not passes(hi):
@@ -404,14 +405,13 @@ class PlanResults:
             shown.index = [f"{b}: {c}" for b, c in shown.index]
             lines.append(shown.to_string(float_format=lambda v: f"{v:.4g}"))
         lines.append("-" * width)
-        for note in self.warnings:
-            lines.append(f"Warning: {note}")
-        lines.append(
+        notes = [f"Warning: {note}" for note in self.warnings] + [
             "noise sd and sampling sd are predicted for a typical release (every user has a "
             "statistic, normal tails); unit sigma: the sd of one user's statistic in that "
             "column, which the fit estimates privately (multiply by it); 'absolute' where the "
             "scale is stated or public bounds hold the statistic."
-        )
+        ]
+        lines += [textwrap.fill(note, width, subsequent_indent="  ") for note in notes]
         return "\n".join(lines)
 
     def __str__(self) -> str:
