@@ -20,7 +20,9 @@ On top of that decision:
   target noise sd;
 * :func:`advised` wraps a model's ``fit``: when a budget refusal is raised, the ε it advises
   is found by :func:`smallest_epsilon`, bisection on the same decision, so that refitting at
-  that ε is not refused (or the message says that no ε helps).
+  that ε is not refused (or the message says that no ε helps); a plan's reliability note (a
+  private median may miss the data) names the smallest ε at which the fit plans without one
+  (:data:`~dplong.privacy.budget.QUIET_REMEDY`).
 
 Examples
 --------
@@ -59,7 +61,7 @@ from dplong.exceptions import (
     ParameterError,
     PrivacyParameterError,
 )
-from dplong.privacy.budget import ReleasePlan
+from dplong.privacy.budget import QUIET_REMEDY, ReleasePlan
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import Tails
 
@@ -199,7 +201,7 @@ def is_budget_refusal(err: BaseException) -> bool:
 Decision = FitPlan | DplongError | None
 
 
-def decide(attempt: Callable[[], object]) -> Decision:
+def _decide(attempt: Callable[[], object]) -> Decision:
     """Run ``attempt`` (a fit) in planning mode and say what it came to (:data:`Decision`)."""
     with planning():
         try:
@@ -262,7 +264,7 @@ def _budget_passes(attempt: Callable[[float], object]) -> Callable[[float], bool
     """``passes(ε)``: the fit at ε is not refused for its budget (:func:`is_budget_refusal`)."""
 
     def passes(epsilon: float) -> bool:
-        decision = decide(lambda: attempt(epsilon))
+        decision = _decide(lambda: attempt(epsilon))
         return not (isinstance(decision, DplongError) and is_budget_refusal(decision))
 
     return passes
@@ -291,32 +293,65 @@ def advised(fit: _Fit) -> _Fit:
 
     @functools.wraps(fit)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if _MODE.get() is not None or "epsilon" not in kwargs or QUIET_REMEDY.get() is not None:
+            return fit(*args, **kwargs)  # planning, or an inner fit of an advised one
+        unspent = {"accountant": None, "random_state": 0, "rng": None}
+
+        def attempt(epsilon: float) -> object:
+            given = {k: v for k, v in unspent.items() if k in parameters}
+            return fit(*args, **{**kwargs, **given, "epsilon": epsilon})
+
+        epsilon = kwargs["epsilon"]
+        planned = _decide(lambda: attempt(epsilon)) if _is_budget(epsilon) else None
+        remedy = None
+        if isinstance(planned, FitPlan) and planned.notes:  # say which ε plans without them
+            quiet = smallest_epsilon(_quiet_passes(attempt), float(epsilon))
+            remedy = _note_remedy(quiet)
+        token = QUIET_REMEDY.set(remedy or "")
         try:
             return fit(*args, **kwargs)
         except (InsufficientUsersError, PrivacyParameterError) as err:
-            if (
-                _MODE.get() is not None
-                or not is_budget_refusal(err)
-                or err.advice is not None  # an inner fit named it already
-                or "epsilon" not in kwargs
-            ):
+            if not is_budget_refusal(err) or err.advice is not None:
                 raise
-            quiet = {"accountant": None, "random_state": 0, "rng": None}
-
-            def attempt(epsilon: float) -> object:
-                given = {k: v for k, v in quiet.items() if k in parameters}
-                return fit(*args, **{**kwargs, **given, "epsilon": epsilon})
-
-            needed = smallest_epsilon(_budget_passes(attempt), float(kwargs["epsilon"]))
-            remedy = advice(needed)
-            advised_err = type(err)(f"{err}; {remedy}")
-            advised_err.budget_refusal, advised_err.advice = True, remedy
+            needed = smallest_epsilon(_budget_passes(attempt), float(epsilon))
+            said = _advice(needed)
+            advised_err = type(err)(f"{err}; {said}")
+            advised_err.budget_refusal, advised_err.advice = True, said
             raise advised_err from None
+        finally:
+            QUIET_REMEDY.reset(token)
 
     return wrapper  # type: ignore[return-value]
 
 
-def advice(needed: float | None) -> str:
+def _is_budget(epsilon: Any) -> bool:
+    """A valid ε (the fit refuses any other before planning anything)."""
+    return bool(
+        isinstance(epsilon, int | float | np.integer | np.floating)
+        and not isinstance(epsilon, bool)
+        and math.isfinite(epsilon)
+        and epsilon > 0
+    )
+
+
+def _quiet_passes(attempt: Callable[[float], object]) -> Callable[[float], bool]:
+    """``passes(ε)``: the fit at ε is planned without a refusal or a reliability note."""
+
+    def passes(epsilon: float) -> bool:
+        decision = _decide(lambda: attempt(epsilon))
+        return _released(decision) and not (isinstance(decision, FitPlan) and decision.notes)
+
+    return passes
+
+
+def _note_remedy(quiet: float | None) -> str:
+    """The remedy a plan's reliability note names (:func:`advised`)."""
+    if quiet is None:
+        return f"No epsilon up to {EPSILON_RANGE[1]:g} removes this risk: more users"
+    return f"Raise epsilon to about {quiet:g} (dplong.plan: the smallest without this note)"
+
+
+def _advice(needed: float | None) -> str:
     """The remedy a budget refusal names (:func:`advised`)."""
     if needed is None:
         return (
@@ -504,15 +539,19 @@ def plan(
     def attempt(fitted: Any, eps: float) -> object:
         return fitted.fit(epsilon=eps, **fit_options)
 
-    decision = decide(lambda: attempt(built, epsilon))
-    released = _budget_passes(lambda e: attempt(built, e))
-
-    def quiet(eps: float) -> bool:
-        outcome = decide(lambda: attempt(built, eps))
-        return _released(outcome) and not (isinstance(outcome, FitPlan) and outcome.notes)
+    decision = _decide(lambda: attempt(built, epsilon))
+    if isinstance(decision, DplongError) and not is_budget_refusal(decision):
+        raise decision  # a bad argument: the fit itself refuses it the same way
+    quiet = smallest_epsilon(_quiet_passes(lambda e: attempt(built, e)), epsilon)
+    if isinstance(decision, FitPlan) and decision.notes:  # the notes as the fit words them
+        token = QUIET_REMEDY.set(_note_remedy(quiet))
+        try:
+            decision = _decide(lambda: attempt(built, epsilon))
+        finally:
+            QUIET_REMEDY.reset(token)
 
     def forecast_at(eps: float) -> pd.DataFrame | None:
-        outcome = decide(lambda: attempt(built, eps))
+        outcome = _decide(lambda: attempt(built, eps))
         return _table(outcome, fit_options) if isinstance(outcome, FitPlan) else None
 
     table = forecast_at(epsilon)
@@ -525,22 +564,20 @@ def plan(
         ]
 
     def users() -> int | None:
-        return _smallest_users(lambda m: _released(decide(lambda: attempt(model_for(m), epsilon))))
+        return _smallest_users(lambda m: _released(_decide(lambda: attempt(model_for(m), epsilon))))
 
-    if isinstance(decision, DplongError) and not is_budget_refusal(decision):
-        raise decision  # a bad argument: the fit itself would refuse it the same way
-    options_ = decision.options if isinstance(decision, FitPlan) else None
+    fit_plan = decision if isinstance(decision, FitPlan) else None
     return PlanResults(
         model=model_name,
         formula=formula,
         n=int(n),
         epsilon=float(epsilon),
-        delta=float(options_.delta) if options_ is not None else _default_delta(n, fit_options),
+        delta=float(fit_plan.options.delta) if fit_plan else _default_delta(n, fit_options),
         refusal=str(decision) if isinstance(decision, DplongError) else None,
-        warnings=decision.notes if isinstance(decision, FitPlan) else (),
+        warnings=fit_plan.notes if fit_plan else (),
         table=table,
-        smallest_epsilon=smallest_epsilon(released, epsilon),
-        quiet_epsilon=smallest_epsilon(quiet, epsilon),
+        smallest_epsilon=smallest_epsilon(_budget_passes(lambda e: attempt(built, e)), epsilon),
+        quiet_epsilon=quiet,
         target_sd=target_sd,
         _users=users,
     )
