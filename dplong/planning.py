@@ -57,6 +57,7 @@ from numpy.typing import NDArray
 
 from dplong.exceptions import (
     DplongError,
+    FormulaError,
     InsufficientUsersError,
     ParameterError,
     PrivacyParameterError,
@@ -535,6 +536,11 @@ def plan(
         return build(formula, frame, groups="__user__", **extra, **model_options)
 
     built = model_for(_users(n))
+    unknown = sorted(set(fit_options) - set(inspect.signature(built.fit).parameters))
+    if unknown:
+        raise ParameterError(
+            f"{', '.join(unknown)}: not an option of {model_name}.from_formula or .fit"
+        )
 
     def attempt(fitted: Any, eps: float) -> object:
         return fitted.fit(epsilon=eps, **fit_options)
@@ -720,15 +726,20 @@ def formula_columns(formula: str) -> tuple[str, ...]:
     >>> formula_columns("np.log1p(meddol) ~ np.log(coins + 1) + xage + C(plan, levels=[1, 2])")
     ('meddol', 'coins', 'xage', 'plan')
     """
+    if not isinstance(formula, str) or "~" not in formula:
+        raise FormulaError(f"formula must be a string like 'y ~ x1 + x2', got {formula!r}")
     try:
         desc = patsy.ModelDesc.from_formula(formula)
     except patsy.PatsyError as err:
-        raise ParameterError(f"cannot parse the formula {formula!r}: {err}") from None
+        raise FormulaError(f"cannot parse the formula {formula!r}: {err}") from None
     known = set(dir(builtins)) | set(patsy.builtins.__all__) | {"np", "pd", "C", "I", "Q"}
     found: list[str] = []
     for term in [*desc.lhs_termlist, *desc.rhs_termlist]:
         for factor in term.factors:
-            tree = ast.parse(factor.code.strip(), mode="eval")
+            try:
+                tree = ast.parse(factor.code.strip(), mode="eval")
+            except SyntaxError:
+                raise FormulaError(f"cannot parse {factor.code!r} in {formula!r}") from None
             for node in ast.walk(tree):
                 if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Q":
                     found += [
