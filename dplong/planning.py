@@ -45,6 +45,7 @@ import functools
 import inspect
 import math
 import textwrap
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -96,7 +97,17 @@ class PlannedBlock:
     """One release of a fit as planned: its public labels, share of the budget and the public
     facts its noise depends on (whether the scale is stated, public bounds, the tail model,
     whether its columns share the budget in their own units), and its plan (None: the paper's
-    pipeline or the local model, whose stages are planned inside the release)."""
+    pipeline or the local model, whose stages are planned inside the release).
+
+    Examples
+    --------
+    >>> from dplong.planning import PlannedBlock
+    >>> from dplong.privacy.budget import ReleasePlan
+    >>> plan = ReleasePlan.make(n=500, d=2, epsilon=2.0, delta=4e-6, stated_scale=False)
+    >>> block = PlannedBlock(("Intercept", "x"), 1.0, False, plan)
+    >>> block.plan.midpoint > 0, block.bounds is None
+    (True, True)
+    """
 
     names: tuple[str, ...]
     share: float
@@ -204,7 +215,8 @@ Decision = FitPlan | DplongError | None
 
 def _decide(attempt: Callable[[], object]) -> Decision:
     """Run ``attempt`` (a fit) in planning mode and say what it came to (:data:`Decision`)."""
-    with planning():
+    with planning(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the fit itself says what it warns of, once
         try:
             attempt()
         except Planned as stop:
@@ -393,6 +405,17 @@ class PlanResults:
         The smallest ε at which the fit is not refused (None: none up to 1e4).
     quiet_epsilon : float or None
         The smallest ε at which it is planned without a warning.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> p = dplong.plan("y ~ x", model="ols", n=2000, epsilon=0.5)
+    >>> p.refused, p.warnings, list(p.table.index)
+    (False, (), [('0', 'Intercept'), ('0', 'x')])
+    >>> print(p.summary())  # doctest: +ELLIPSIS
+                   dplong plan (public facts only: no row is read)...
+    Decision: released
+    ...
     """
 
     model: str
