@@ -404,7 +404,11 @@ class PlanResults:
     smallest_epsilon : float or None
         The smallest ε at which the fit is not refused (None: none up to 1e4).
     quiet_epsilon : float or None
-        The smallest ε at which it is planned without a warning.
+        The smallest ε at which it is planned without a warning (None: none up to 1e4, or
+        the model registers no plan).
+    registered : bool
+        Whether the model registers its plan (:class:`FitPlan`); if not, the decision is its
+        fit's, run on the stand-in rows, and nothing is forecast.
 
     Examples
     --------
@@ -429,6 +433,7 @@ class PlanResults:
     smallest_epsilon: float | None
     quiet_epsilon: float | None
     target_sd: float | None = None
+    registered: bool = True
     _users: Callable[[], int | None] = field(repr=False, compare=False, default=lambda: None)
 
     @property
@@ -453,12 +458,20 @@ class PlanResults:
             "Decision: "
             + ("REFUSED before any noise" if self.refused else "released")
             + ("" if self.refused or not self.warnings else ", with warnings"),
-            f"Smallest epsilon released: {_shown(self.smallest_epsilon)}; "
-            f"without warnings: {_shown(self.quiet_epsilon)}",
+            f"Smallest epsilon released: {_shown(self.smallest_epsilon)}; without warnings: "
+            + (_shown(self.quiet_epsilon) if self.registered else "unknown"),
             "-" * width,
         ]
         if self.refused:
             lines.append(f"Refusal: {self.refusal}")
+        elif not self.registered:
+            lines.append(
+                textwrap.fill(
+                    f"{self.model} registers no plan: the decision is its fit's on stand-in "
+                    "rows; no warnings or noise are forecast.",
+                    width,
+                )
+            )
         else:
             shown = self.table.copy()
             shown.index = [f"{b}: {c}" for b, c in shown.index]
@@ -606,8 +619,9 @@ def plan(
         warnings=fit_plan.notes if fit_plan else (),
         table=table,
         smallest_epsilon=smallest_epsilon(_budget_passes(lambda e: attempt(built, e)), epsilon),
-        quiet_epsilon=quiet,
+        quiet_epsilon=quiet if decision is not None else None,
         target_sd=target_sd,
+        registered=decision is not None,
         _users=users,
     )
 
