@@ -46,7 +46,8 @@ import inspect
 import math
 import textwrap
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -315,12 +316,16 @@ def advised(fit: _Fit) -> _Fit:
             return fit(*args, **{**kwargs, **given, "epsilon": epsilon})
 
         epsilon = kwargs["epsilon"]
-        planned = _decide(lambda: attempt(epsilon)) if _is_budget(epsilon) else None
-        remedy = None
-        if isinstance(planned, FitPlan) and planned.notes:  # say which ε plans without them
-            quiet = smallest_epsilon(_quiet_passes(attempt), float(epsilon))
-            remedy = _note_remedy(quiet)
-        token = QUIET_REMEDY.set(remedy or "")
+        memo, key = _memo(args, kwargs)
+        remedy = memo.get(key) if memo is not None else None
+        if remedy is None:
+            planned = _decide(lambda: attempt(epsilon)) if _is_budget(epsilon) else None
+            remedy = ""
+            if isinstance(planned, FitPlan) and planned.notes:  # which ε plans without them
+                remedy = _note_remedy(smallest_epsilon(_quiet_passes(attempt), float(epsilon)))
+            if memo is not None:
+                memo[key] = remedy
+        token = QUIET_REMEDY.set(remedy)
         try:
             return fit(*args, **kwargs)
         except (InsufficientUsersError, PrivacyParameterError) as err:
@@ -335,6 +340,43 @@ def advised(fit: _Fit) -> _Fit:
             QUIET_REMEDY.reset(token)
 
     return wrapper  # type: ignore[return-value]
+
+
+#: The remedies :func:`advised` found, per model and options (public facts, so a Monte Carlo
+#: loop over seeds plans once): weakly keyed by the model, so they go with it.
+_REMEDIES: weakref.WeakKeyDictionary[Any, dict[Hashable, str]] = weakref.WeakKeyDictionary()
+#: Options that do not change a fit's plan (the noise's source and the spending record).
+_UNPLANNED = ("random_state", "rng", "accountant")
+
+
+def _memo(
+    args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> tuple[dict[Hashable, str] | None, Hashable]:
+    """Where :func:`advised` keeps the remedy of a model's fit with these options: only for a
+    model's ``fit`` (its public facts fixed at construction) with small, hashable options."""
+    if len(args) != 1 or not hasattr(args[0], "nobs_users"):
+        return None, None
+    try:
+        key = tuple(sorted((k, _frozen(v)) for k, v in kwargs.items() if k not in _UNPLANNED))
+        hash(key)
+        memo = _REMEDIES.setdefault(args[0], {})
+    except TypeError:  # an unhashable option (or model): plan every time
+        return None, None
+    return memo, key
+
+
+def _frozen(value: Any) -> Hashable:
+    """A hashable stand-in for an option (TypeError if there is none, or it is large)."""
+    if isinstance(value, np.ndarray):
+        if value.size > 64:
+            raise TypeError("large array")
+        return ("array", value.shape, value.dtype.str, value.tobytes())
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, *(_frozen(v) for v in value))
+    if isinstance(value, Mapping):
+        return ("mapping", *sorted((str(k), _frozen(v)) for k, v in value.items()))
+    hash(value)
+    return value  # type: ignore[no-any-return]
 
 
 def _is_budget(epsilon: Any) -> bool:
