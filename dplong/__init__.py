@@ -9,6 +9,7 @@ from dplong.models import (
     RandomEffectsLocation,
     winsorized_mean,
 )
+from dplong.planning import PlanResults, plan
 from dplong.privacy import Accountant, PrivacyLedger
 from dplong.results import CurveResults, GroupedResults, PanelResults, RegressionResults
 from dplong.summary import compare
@@ -21,6 +22,7 @@ __all__ = [
     "GroupedResults",
     "LongitudinalOLS",
     "PanelResults",
+    "PlanResults",
     "PoissonMean",
     "PooledOLS",
     "PriestleyChao",
@@ -33,6 +35,7 @@ __all__ = [
     "dependence",
     "exceptions",
     "kernels",
+    "plan",
     "privacy",
     "winsorized_mean",
 ]

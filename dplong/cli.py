@@ -143,6 +143,50 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
 }
 
 
+#: The shipped examples and the smallest ε at which each is released, then released without a
+#: warning (``dplong plan``; tests/test_planning.py checks them against the planner): data
+#: set, users' column, model, formula, model and fit options, the two ε.
+SHIPPED_EXAMPLES: tuple[tuple[str, str, str, str, dict[str, Any], float, float], ...] = (
+    ("wage_panel", "nr", "ols", "lwage ~ exper + expersq", {}, 0.45, 0.99),
+    ("wage_panel", "nr", "ols", "lwage ~ exper + expersq", {"estimator": "within"}, 1.4, 3.0),
+    ("wage_panel", "nr", "location", "lwage ~ 1", {}, 0.59, 1.4),
+    ("wage_panel", "nr", "mean", "lwage ~ 1", {}, 0.15, 0.33),
+    ("dietox", "Pig", "location", "Weight ~ 1", {}, 4.4, 9.9),
+    ("dietox", "Pig", "mean", "Weight ~ 1", {}, 1.1, 2.5),
+    ("dietox", "Pig", "kernel", "Weight ~ Time", {"domain": (1, 12), "bandwidth": 1}, 14.0, 30.0),
+    (
+        "dietox",
+        "Pig",
+        "kernel",
+        "Weight ~ Time",
+        {"domain": (1, 12), "bandwidth": 1, "grid": 6, "scale": 250},
+        6.6,
+        12.0,
+    ),
+    ("randhie", "zper", "mean", "meddol ~ 1", {}, 0.014, 0.031),
+)
+
+
+def _example_flags(options: dict[str, Any]) -> str:
+    """A shipped example's options as command-line flags."""
+    flags = []
+    for keyword, value in options.items():
+        shown = ",".join(f"{v:g}" for v in value) if isinstance(value, tuple) else f"{value}"
+        flags.append(f"--{keyword.replace('_', '-')} {shown}")
+    return " ".join(flags)
+
+
+_SHIPPED_TABLE = "\n".join(
+    [
+        "  released  quiet  data, --model, --formula and options",
+        *(
+            f"  {least:>8g} {quiet:>6g}  {name} {model} \"{formula}\" "
+            f"{_example_flags(options)}".rstrip()
+            for name, _, model, formula, options, least, quiet in SHIPPED_EXAMPLES
+        ),
+    ]
+)
+
 _EPILOG = f"""\
 models:
 {{models}}
@@ -154,6 +198,11 @@ examples:
       --epsilon 0.5 --scale 4
   dplong fit dataset:dietox --model kernel --formula "Weight ~ Time" --groups Pig \\
       --domain 1,12 --bandwidth 1 --grid 6 --epsilon 16 --scale 250 --report pigs.html
+
+smallest epsilon at which each shipped example is released, and released
+without a warning (from dplong plan: public facts only; below the first the
+fit is refused before any noise):
+{_SHIPPED_TABLE}
 
 what it means:
   DATA       a .csv or .parquet file with one row per observation, a directory
@@ -176,6 +225,21 @@ what it means:
   public     only the number of users n and the options you pass are public.
              Everything else about the data leaves only through noise, and
              every noisy step is listed in the privacy ledger of the output.
+"""
+
+
+_PLAN_EPILOG = """\
+examples:
+  dplong plan --model ols --formula "lwage ~ exper + expersq" --n 545 --epsilon 1
+  dplong plan dataset:dietox --groups Pig --model location --formula "Weight ~ 1" \\
+      --epsilon 4
+  dplong plan --model ols --formula "y ~ x" --n 5000 --epsilon 1 --target-sd 0.005
+
+what it says:
+  The decision (refused or released, and the warnings) is the one the fit makes:
+  the fit's own checks run, on made-up rows, and stop before any noise. The
+  noise sd is predicted for a typical release, in units of the sd of one user's
+  statistic (sigma) unless the scale is stated.
 """
 
 
@@ -219,22 +283,98 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DATA",
         help="CSV or Parquet file, directory or glob of Parquet files, or dataset:NAME",
     )
-    fit.add_argument(
+    privacy = _model_arguments(fit)
+    privacy.add_argument(
+        "--seed",
+        type=_seed,
+        metavar="N",
+        help="seed of the noise, for reproducible research only: never for a real release",
+    )
+    output = fit.add_argument_group("output")
+    output.add_argument(
+        "--alpha",
+        type=_probability,
+        metavar="A",
+        default=0.05,
+        help="1 - confidence level of intervals and error bounds (default 0.05)",
+    )
+    output.add_argument("--report", metavar="FILE", help="write a self-contained HTML report")
+    output.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print the result only: no progress, notes or warnings on stderr (errors still)",
+    )
+    plan = commands.add_parser(
+        "plan",
+        help="predict a fit from public facts: refused or not, its noise, the epsilon it needs",
+        description="Plan a fit from public facts only (the number of users, the formula, the "
+        "options): whether it would be refused, its warnings, each released column's "
+        "predicted privacy-noise sd, and the smallest epsilon at which it is released. No "
+        "row is read: give --n, or DATA and --groups to count the users.",
+        epilog=_PLAN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    plan.add_argument(
+        "data",
+        nargs="?",
+        metavar="DATA",
+        help="optional: a file or dataset:NAME whose --groups column gives n (nothing else "
+        "is read)",
+    )
+    _model_arguments(plan, data_required=False)
+    planned = plan.add_argument_group("plan")
+    planned.add_argument(
+        "--n", type=_users, metavar="N", help="number of users (public), instead of DATA"
+    )
+    planned.add_argument(
+        "--rows",
+        type=_users,
+        default=4,
+        metavar="T",
+        help="rows per user of the stand-in data (default 4; the decision does not read them)",
+    )
+    planned.add_argument(
+        "--target-sd",
+        type=_positive,
+        metavar="SD",
+        help="a privacy-noise sd to reach: the smallest epsilon reaching it, per column",
+    )
+    return parser
+
+
+def _users(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text!r}")
+    return value
+
+
+def _model_arguments(
+    parser: argparse.ArgumentParser, *, data_required: bool = True
+) -> argparse._ArgumentGroup:
+    """The arguments ``fit`` and ``plan`` share: the model, its formula and options, and the
+    budget; returns the privacy group (``fit`` adds its seed there)."""
+    parser.add_argument(
         "--model",
         required=True,
         choices=list(MODELS),
         help="the model to fit (see models below)",
     )
-    fit.add_argument("--formula", required=True, help='patsy formula, e.g. "lwage ~ exper"')
-    fit.add_argument("--groups", required=True, metavar="COLUMN", help="user-id column")
-    fit.add_argument(
+    parser.add_argument("--formula", required=True, help='patsy formula, e.g. "lwage ~ exper"')
+    parser.add_argument(
+        "--groups", required=data_required, metavar="COLUMN", help="user-id column"
+    )
+    parser.add_argument(
         "--time",
         metavar="COLUMN",
         help="orders each user's rows (models: "
         + ", ".join(name for name, spec in MODELS.items() if spec.uses_time)
         + ")",
     )
-    fit.add_argument(
+    parser.add_argument(
         "--levels",
         action="append",
         type=_levels,
@@ -244,7 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
         + ", ".join(name for name, spec in MODELS.items() if spec.uses_levels)
         + ")",
     )
-    privacy = fit.add_argument_group("privacy")
+    privacy = parser.add_argument_group("privacy")
     privacy.add_argument(
         "--epsilon", required=True, type=_positive, metavar="EPS", help="total privacy budget ε > 0"
     )
@@ -283,27 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="default",
         help="the planned release (default) or the paper's algorithms as published (theory)",
     )
-    privacy.add_argument(
-        "--seed",
-        type=_seed,
-        metavar="N",
-        help="seed of the noise, for reproducible research only: never for a real release",
-    )
-    output = fit.add_argument_group("output")
-    output.add_argument(
-        "--alpha",
-        type=_probability,
-        metavar="A",
-        default=0.05,
-        help="1 - confidence level of intervals and error bounds (default 0.05)",
-    )
-    output.add_argument("--report", metavar="FILE", help="write a self-contained HTML report")
-    output.add_argument(
-        "--quiet",
-        action="store_true",
-        help="print the result only: no progress, notes or warnings on stderr (errors still)",
-    )
-    extra = fit.add_argument_group("model-specific options")
+    extra = parser.add_argument_group("model-specific options")
     for option in _unique_options():
         users = {name: spec.option(option.keyword) for name, spec in MODELS.items()}
         needed = [name for name, own in users.items() if own is not None and own.required]
@@ -318,7 +438,7 @@ def build_parser() -> argparse.ArgumentParser:
             + (f"; required by {', '.join(needed)}" if needed else "")
             + ")",
         )
-    return parser
+    return privacy
 
 
 def _unique_options() -> list[Option]:
@@ -347,8 +467,9 @@ def _check_arguments(args: argparse.Namespace, spec: CommandLineModel) -> None:
         raise _InputError(
             f"--model {args.model} needs {', '.join(missing)} (see dplong fit --help)"
         )
-    if args.report is not None and not Path(args.report).parent.is_dir():
-        raise _InputError(f"cannot write --report {args.report!r}: no such directory")
+    report = getattr(args, "report", None)
+    if report is not None and not Path(report).parent.is_dir():
+        raise _InputError(f"cannot write --report {report!r}: no such directory")
 
 
 def _check_columns(
@@ -404,7 +525,7 @@ def _fit_options(args: argparse.Namespace, spec: CommandLineModel) -> dict[str, 
         "scale": args.scale,
         "bound": args.bound,
         "focus": args.focus,
-        "random_state": args.seed,
+        "random_state": getattr(args, "seed", None),
     }
     options |= {key: value for key, value in optional.items() if value is not None}
     return options | _stage_options(args, spec, "fit")
@@ -510,6 +631,41 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
     return 0
 
 
+def _run_plan(args: argparse.Namespace) -> int:
+    """``dplong plan``: the planner's summary of the fit the same options would make."""
+    spec = MODELS[args.model]
+    _check_arguments(args, spec)
+    levels = _declared_levels(args.levels)
+    if (args.data is None) == (args.n is None):
+        raise _InputError("give either --n (the number of users) or DATA with --groups")
+    n = args.n
+    if args.data is not None:
+        if args.groups is None:
+            raise _InputError("DATA needs --groups (the user-id column that gives n)")
+        raw = read_file(args.data)
+        _check_columns(raw, args, {})
+        ids = raw[args.groups].dropna()
+        n = int(ids.nunique().compute() if is_dask(raw) else ids.nunique())
+    options = _stage_options(args, spec, "model") | _fit_options(args, spec)
+    results = dplong.plan(
+        args.formula,
+        n=n,
+        model=args.model,
+        rows=args.rows,
+        levels=levels or None,
+        target_sd=args.target_sd,
+        **options,
+    )
+    print(results.summary())
+    if results.refused:
+        users = results.smallest_n()
+        print(
+            f"Smallest number of users released at epsilon {args.epsilon:g}: "
+            + ("none up to 1e6" if users is None else str(users))
+        )
+    return 0
+
+
 def _one_line(message: object) -> str:
     """The first line of a message (patsy adds lines pointing at the formula)."""
     lines = [line.strip() for line in str(message).splitlines() if line.strip()]
@@ -551,6 +707,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as stop:  # argparse has printed its message (or --help)
         return stop.code if isinstance(stop.code, int) else 2
     try:
+        if args.command == "plan":
+            return _run_plan(args)
         return _run_fit(args, shlex.join(["dplong", *arguments]))
     except (DplongError, _InputError) as err:
         print(f"dplong: error: {_one_line(err)}", file=sys.stderr)

@@ -36,6 +36,12 @@ class DplongError(Exception):
     PrivacyParameterError
     """
 
+    #: A refusal of the budget (too small for n and the plan's stages), which a larger ε
+    #: cures; a model's fit then names that ε (:func:`dplong.planning.advised`).
+    budget_refusal: bool = False
+    #: The remedy a model's fit added to a budget refusal (the ε that cures it), once.
+    advice: str | None = None
+
 
 class ParameterError(DplongError, ValueError):
     """An option passed to a dplong function is out of range or of the wrong kind.

@@ -439,7 +439,6 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
             patch.setattr(module, "compose", compose)
         patch.setattr(dplong.privacy.budget.ReleasePlan, "calibrate", memo_calibrate)
         patch.setattr(dplong.privacy.winsorized, "paper_budget", memo_paper_budget)
-        patch.setattr(dplong.models.base, "paper_budget", memo_paper_budget)
         patch.setattr(dplong.privacy.variance, "plan_budget", plan_budget_call)
         patch.setattr(dplong.privacy.engine, "_final_radius", memo_final_radius)
         yield cached

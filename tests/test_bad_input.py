@@ -812,6 +812,36 @@ for label, call, error, names in OTHERS:
     refusal(label, call, error, names)
 
 
+def _plan(**options: Any) -> object:
+    given = {"formula": "y ~ x1", "model": "ols", "n": 500, "epsilon": 1.0} | options
+    return dplong.plan(**given)
+
+
+#: The planner: its own arguments, and the fit's options refused as the fit refuses them.
+fit_refusals(
+    "plan",
+    lambda **o: _plan(**{k: v for k, v in o.items() if k not in ("random_state", "accountant")}),
+    {},
+    [
+        ("n", 1, ParameterError, "n"),
+        ("n", 2.5, ParameterError, "n"),
+        ("n", "500", ParameterError, "n"),
+        ("model", "glm", ParameterError, "model"),
+        ("model", 3, ParameterError, "model"),
+        ("rows", 0, ParameterError, "rows"),
+        ("formula", "y x", FormulaError, "formula"),
+        ("epsilon", -1.0, PrivacyParameterError, "epsilon"),
+        ("epsilon", "1", PrivacyParameterError, "epsilon"),
+        ("estimator", "between", ParameterError, "estimator"),
+        ("scale", -1.0, ParameterError, "scale"),
+        ("seed", 1, ParameterError, "seed"),
+    ],
+)
+refusal(
+    "plan(random_state=0)", lambda: _plan(random_state=0), ParameterError, "random_state"
+)
+
+
 @pytest.mark.parametrize("case", REFUSALS, ids=[r.name for r in REFUSALS])
 def test_refusal(case: Refusal) -> None:
     probe = Probe()
@@ -847,6 +877,7 @@ def test_the_battery_covers_every_entry_point() -> None:
         "plot",
         "Accountant",
         "datasets",
+        "plan",
     ):
         assert entry in names, entry
 

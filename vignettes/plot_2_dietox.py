@@ -96,14 +96,22 @@ pd.DataFrame(
 # times, with different seeds, at several ε. **This is a simulation for this page only.**
 # Each real release spends its budget, so 200 releases at ε = 4 would cost ε = 800.
 #
-# Below ε = 4 the budget is too small for 72 pigs: the private midpoint of μ would miss the
+# Below ε = 2.2 the budget is too small for 72 pigs: the private midpoint of μ would miss the
 # pigs too often, and dplong refuses before drawing any noise (public facts decide: n, ε and
-# the number of parameters):
+# the number of parameters), naming the smallest ε that works; below ε = 4 it warns that the
+# midpoint may miss. :func:`dplong.plan` says both before any data are read:
 
 try:
     model.fit(epsilon=2.0, scale=assumption, min_rows=11)
 except dplong.exceptions.InsufficientUsersError as refusal:
     print(refusal)
+planned = dplong.plan(
+    "Size ~ 1", model="location", n=72, epsilon=2.0, scale=assumption, min_rows=11
+)
+print(
+    f"released from ε = {planned.smallest_epsilon}, without a warning from ε = "
+    f"{planned.quiet_epsilon}"
+)
 
 # %%
 # From ε = 4 on, the releases are reliable; a release whose midpoint missed the data would
@@ -142,7 +150,7 @@ fig.suptitle("200 simulated releases per ε (boxes: quartiles, whiskers: 1.5 IQR
 fig.tight_layout()
 
 # %%
-# With 72 pigs, privacy is expensive. dplong needs ε = 4 before it releases anything here, and
+# With 72 pigs, privacy is expensive. dplong needs ε = 4 before it releases reliably here, and
 # at ε = 4 μ scatters by about 1 kg across releases, more than MixedLM's own standard error
 # (0.76 kg); at ε = 8 the noise is well below it. The variance components need more: each
 # is a mean of per-pig moments clipped to a public range that must hold every pig under the

@@ -26,13 +26,13 @@ from dplong.dask_frames import ReducedPanel
 from dplong.dependence import DependenceModel
 from dplong.exceptions import DplongError, DplongWarning, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign, build_design
+from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import Accountant, Cost, PrivacyLedger
 from dplong.privacy.budget import (
     ReleasePlan,
     afford,
     charge,
     fit_ledger,
-    paper_budget,
     part,
     split_users,
 )
@@ -40,8 +40,8 @@ from dplong.privacy.engine import Release, Rules, UserWeights, release_means
 from dplong.privacy.local import release_local
 from dplong.privacy.options import Focus, ReleaseOptions, focus_weights
 from dplong.privacy.radius import Tails, bin_radius, concentration_radius
-from dplong.privacy.variance import ScaleEstimate, estimate_scale
-from dplong.privacy.winsorized import release_paper
+from dplong.privacy.variance import ScaleEstimate, check_scale, estimate_scale
+from dplong.privacy.winsorized import check_paper, release_paper
 from dplong.results import PanelResults
 from dplong.summary import plain_names
 
@@ -272,6 +272,25 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
     focus = focus_weights(request.focus, blocks[0].names)  # validated first: an option
     budgets = [part(options, block.share) for block in blocks]
     plans = [_plan(block, options, n) for block, options in zip(blocks, budgets, strict=True)]
+    # every refusal is decided: a fit run to plan it (dplong.plan) stops here, before any noise
+    checkpoint(
+        FitPlan(
+            n,
+            options,
+            tuple(
+                PlannedBlock(
+                    block.names,
+                    block.share,
+                    block.stated_scale,
+                    plan,
+                    bounds=block.bounds,
+                    tail=block.tail,
+                    relative=block.relative,
+                )
+                for block, plan in zip(blocks, plans, strict=True)
+            ),
+        )
+    )
     afford(accountant, options.epsilon, options.delta)
     warned: set[str] = set()
     for plan in plans:
@@ -384,7 +403,9 @@ def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:
         raise ParameterError(
             'precision weights need the default engine (variant="default", privacy="central")'
         )
-    paper_budget(d, paper_mean_options(options, stated=block.stated_scale))
+    if not block.stated_scale:  # CoinPress runs first, with its share (paper_scale)
+        check_scale(n, d, part(options, PAPER_SCALE_SHARE))
+    check_paper(n, d, paper_mean_options(options, stated=block.stated_scale))
     return None
 
 

@@ -32,6 +32,7 @@ from dplong.formula import DesignSpec, LevelsLike, PanelDesign
 from dplong.kernels import KERNELS, Kernel, get_kernel
 from dplong.models.base import PanelModel, panel_results
 from dplong.models.command_line import CommandLineModel, Option, register
+from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import PrivacyModel, ReleaseOptions, Variant
@@ -228,6 +229,7 @@ class PriestleyChao(PanelModel):
             design, x=x, y=y, domain=(lo, hi), kernel=kern, bandwidth=bandwidth, grid=points
         )
 
+    @advised
     def fit(
         self,
         *,

@@ -50,6 +50,7 @@ from dplong.models.within import (
     within_results,
     within_shares,
 )
+from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
@@ -269,6 +270,7 @@ class LongitudinalOLS(PanelModel):
         rows = np.bincount(design.codes, minlength=design.n).astype(np.float64)
         return within_cross_products(design.y, X, design.codes, design.n), rows
 
+    @advised
     def fit(
         self,
         *,

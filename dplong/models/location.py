@@ -42,6 +42,7 @@ from dplong.models.base import (
 )
 from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.models.reduce import user_means, user_sums, user_totals
+from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.budget import users_share
 from dplong.privacy.engine import Release, UserWeights
@@ -193,6 +194,7 @@ class RandomEffectsLocation(PanelModel):
             label = re_groups if isinstance(re_groups, str) else "re_groups"
         return cls(design, label)
 
+    @advised
     def fit(
         self,
         *,

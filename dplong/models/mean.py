@@ -21,6 +21,7 @@ from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import DesignSpec
 from dplong.models.base import Block, PanelModel, Statistics, panel_results, run_blocks
 from dplong.models.command_line import CommandLineModel, Option, register
+from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["ColumnMean", "winsorized_mean"]
 
 
+@advised
 def winsorized_mean(
     values: ArrayLike,
     *,

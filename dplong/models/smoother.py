@@ -30,6 +30,7 @@ from dplong.formula import DesignSpec, LevelsLike, PanelDesign
 from dplong.kernels import auto_bandwidth, item_bias_bound, item_weights
 from dplong.models.base import caught_notes, paper_mean_options, paper_scale
 from dplong.models.kernel import PriestleyChao, Stated, regressor
+from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import (
     ReleasePlan,
@@ -118,6 +119,8 @@ class ItemSmoother(PriestleyChao):
         paper_options = paper_mean_options(options, stated=stated)
         if plan is None:
             _check_paper(n, paper_options)
+        # every refusal is decided (dplong.plan stops here); one vector release, not the engine's
+        checkpoint(FitPlan(n, options, (PlannedBlock(("curve",), 1.0, stated, None),)))
         afford(request.accountant, options.epsilon, options.delta)
         # ---- no randomness was drawn above this line ----------------------------------------
         if plan is not None:

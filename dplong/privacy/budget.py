@@ -36,6 +36,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,6 +81,10 @@ __all__ = [
     "vector_plan",
 ]
 
+#: The remedy a plan's reliability note names while a model's fit runs: the smallest ε at which
+#: the whole fit plans without such a note, found by :func:`dplong.planning.advised` from the
+#: fit's own decision (None outside a fit: the note names this release's own estimate).
+QUIET_REMEDY: ContextVar[str | None] = ContextVar("dplong_quiet_remedy", default=None)
 #: ε·n the midpoint and scale medians each get (see the module docstring).
 MEDIAN_USERS = 80.0
 #: Bounds on the chance that the median stages miss the data: above the first the release is
@@ -378,18 +383,25 @@ class ReleasePlan:
         needed = _median_epsilon(n, stated_scale) / cap * d / share
         stage = "midpoint" if stated_scale else "scale"
         if miss > MAX_MISS:
-            raise InsufficientUsersError(
+            # the ε that cures it is the whole fit's business: a model's fit names it
+            # (:func:`dplong.planning.advised`, by bisection on the fit's own decision)
+            refusal = InsufficientUsersError(
                 f"with n={n} users and {_budget_phrase(epsilon, share, d)} the private {stage} "
                 f"of a column would get epsilon={spread or median:.3g}, too little to locate the "
-                f"data: it would miss them with probability up to {min(miss, 1.0):.2g}; raise "
-                f"epsilon to about {needed:.2g} or use fewer columns"
+                f"data: it would miss them with probability up to {min(miss, 1.0):.2g}: fewer "
+                "columns or a larger epsilon would help"
             )
+            refusal.budget_refusal = True
+            raise refusal
         if miss > NOTE_MISS:
+            # a model's fit says which ε plans the whole fit without such a note
+            # (:func:`dplong.planning.advised`); a release on its own, this release's estimate
+            remedy = QUIET_REMEDY.get() or f"Raise epsilon to about {needed:.2g}"
             notes.append(
                 f"With n={n} users and {_budget_phrase(epsilon, share, d)}, the private {stage} "
                 f"of each column may miss the bulk of the data (probability up to {miss:.2g}, a "
-                f"bad event outside the error bounds), and the estimate be far off. Raise "
-                f"epsilon to about {needed:.2g}, use fewer columns"
+                f"bad event outside the error bounds), and the estimate be far off. {remedy}, "
+                "use fewer columns"
                 + ("" if stated_scale else ", or state the scale (scale=...)")
                 + "."
             )
@@ -593,11 +605,13 @@ class ReleasePlan:
         if weakest / 2.0 < MIN_LATTICE_EPSILON or (
             self.early_epsilon() >= self.epsilon and self.delta == 0.0
         ):
-            raise PrivacyParameterError(
+            refusal = PrivacyParameterError(
                 f"epsilon={self.epsilon:.3g} is too small for {self.d} column(s) with n={self.n}: "
-                "the final stage would get (almost) nothing after the midpoint and scale; "
-                "raise epsilon or use fewer columns"
+                "the final stage would get (almost) nothing after the midpoint and scale: "
+                "fewer columns or a larger epsilon would help"
             )
+            refusal.budget_refusal = True
+            raise refusal
 
     def calibrate(
         self,

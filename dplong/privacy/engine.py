@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -74,6 +75,7 @@ __all__ = [
     "Release",
     "Rules",
     "UserWeights",
+    "forecast_noise",
     "locate",
     "release_means",
     "release_second_moment",
@@ -551,10 +553,8 @@ def locate(
     else:
         # a median is off the mean of a skewed column by MEDIAN_OFFSET sds, beside its rank
         # error
-        ranks = rank_error(len(GRID), plan.fallback or plan.midpoint, gamma)
-        skew = np.array([MEDIAN_OFFSET[k] for k in kinds])
-        midpoint_error = GRID.half_width_at(midpoint) + sd * (
-            skew + _rank_quantile(ranks, per_column_users)
+        midpoint_error = GRID.half_width_at(midpoint) + _median_error(
+            sd, kinds, plan, gamma, per_column_users
         )
     if plan.midpoint_kind == "histogram":  # Lemma 3.4: the mode is within 2 bins' half-widths
         histogram_error = 2.0 * bin_radius(sd**2, gamma)
@@ -582,13 +582,10 @@ def locate(
     )
     entries += _mean_entries("refinement", names, plan.refine, 0.0, rough, n)
     offset = np.clip(rough.total / per_column_users, -rough_width, rough_width)
-    noise = rough.scale / per_column_users * math.log(2.0 / gamma)  # Laplace quantile
-    sampling = sd / np.sqrt(per_column_users) * special.ndtri(1.0 - gamma / 4.0)
     count_effect = np.abs(offset) * 3.0 * users_sd / per_column_users
     with np.errstate(over="ignore"):  # a spread far beyond the doubles: an infinite bound
         centre_error = (
-            noise
-            + sampling
+            _rough_error(rough.scale, per_column_users, sd, gamma)
             + count_effect
             + clipping_bias(sd**2, rough_width, midpoint_error, tail=tail)
             * _bias_factor(user_weights, per_column_users, n)
@@ -607,6 +604,99 @@ def locate(
         bool(fallback.any()),
         scan,
     )
+
+
+def _median_error(
+    sd: NDArray[np.float64],
+    kinds: NDArray[Any],
+    plan: ReleasePlan,
+    gamma: float,
+    users: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """How far the private midpoint may lie from the mean, beyond its grid cell's half-width:
+    a median is off the mean of a skewed column by MEDIAN_OFFSET sds, beside its rank error."""
+    ranks = rank_error(len(GRID), plan.fallback or plan.midpoint, gamma)
+    skew = np.array([MEDIAN_OFFSET[k] for k in kinds])
+    return np.asarray(sd * (skew + _rank_quantile(ranks, users)))
+
+
+def _rough_error(
+    noise_scale: NDArray[np.float64],
+    users: NDArray[np.float64],
+    sd: NDArray[np.float64],
+    gamma: float,
+) -> NDArray[np.float64]:
+    """The refinement's noise (its Laplace quantile) and the mean's sampling error: the part of
+    the refined centre's error bound that does not depend on where the rough mean landed."""
+    noise = noise_scale / users * math.log(2.0 / gamma)  # Laplace quantile
+    sampling = sd / np.sqrt(users) * special.ndtri(1.0 - gamma / 4.0)
+    return np.asarray(noise + sampling)
+
+
+def forecast_noise(
+    plan: ReleasePlan,
+    *,
+    gamma: float,
+    stated_scale: bool,
+    tail: Tails | None = None,
+    bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    relative: bool = False,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The privacy-noise sd and the sampling sd a release of ``plan`` would report, per column,
+    predicted from public facts alone: in units of each column's sd σ (the spread of one
+    user's statistic, or the square root of a stated variance proxy), or absolute with public
+    ``bounds``.
+
+    The release's own rules run on a typical outcome of its earlier stages: every one of the n
+    users has a statistic, the scale stage finds σ, the midpoint is off the mean by its rank
+    error (plus the refinement's noise and sampling error when the plan refines) and the
+    centre's grid cell is negligible. The accurate radius and the final budget then come from
+    :func:`_final_radius` and :meth:`~dplong.privacy.budget.ReleasePlan.final_budget` — the
+    functions the release itself calls — with the second moment's and the tail stage's shares
+    taken out as the release takes them. A heavier tail than the statistic's model widens the
+    radius at release time (the tail stage), and so the noise.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import ReleasePlan
+    >>> from dplong.privacy.engine import forecast_noise
+    >>> plan = ReleasePlan.make(n=2000, d=1, epsilon=1.0, delta=0.0, stated_scale=False)
+    >>> noise, sampling = forecast_noise(plan, gamma=0.05, stated_scale=False)
+    >>> bool(0.002 < noise[0] < 0.01), round(float(sampling[0]) * 2000**0.5, 6)
+    (True, 1.0)
+    """
+    d, n = plan.d, plan.n
+    users = np.full(d, float(n))
+    weights = np.ones(d)
+    if bounds is not None:
+        radius = np.asarray((bounds[1] - bounds[0]) / 2.0, dtype=float)
+        budget = plan.final_budget(radius, weights, refined=False)
+        sd = radius if not stated_scale else np.ones(d)
+    else:
+        sd = np.ones(d)
+        kinds = np.broadcast_to(
+            np.asarray(tail or ("sub-gaussian" if stated_scale else "gaussian")), (d,)
+        )
+        if plan.midpoint_kind == "public":  # the model's bound: small by construction
+            error = np.zeros(d)
+        elif plan.midpoint_kind == "histogram":
+            error = 2.0 * bin_radius(sd**2, gamma)
+        else:
+            error = _median_error(sd, kinds, plan, gamma, users)
+        refined = plan.refine > 0
+        if refined:  # the rough mean's Laplace scale: sensitivity 2 w₁ at the refinement's ε
+            rough_width = ROUGH_RADIUS * sd
+            error = _rough_error(2.0 * rough_width / plan.refine, users, sd, gamma) + (
+                clipping_bias(sd**2, rough_width, error, tail=tuple(kinds))
+            )
+        where = Location(
+            np.zeros(d), np.zeros(d), error, sd, users, 0.0, refined, tuple(kinds), (), plan
+        )
+        radius, budget = _final_radius(where, weights, plan, relative)
+    mean_budget, _ = budget.split(plan.moment_share)
+    if bounds is None and not stated_scale and tail is None:
+        _, mean_budget = mean_budget.tail_split(tail_share(n, plan.per_column))
+    return mean_budget.noise_sd(2.0 * radius) / users, sd / np.sqrt(users)
 
 
 def release_means(

@@ -54,7 +54,7 @@ from dplong.privacy.interval import (
     local_midpoint,
 )
 from dplong.privacy.noise import MIN_LATTICE_EPSILON, LatticeRelease, release_bounded_sum
-from dplong.privacy.options import PRIVACY_MODELS
+from dplong.privacy.options import PRIVACY_MODELS, ReleaseOptions
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.privacy.winsorized import column_names
 
@@ -62,6 +62,7 @@ __all__ = [
     "DEFAULT_SCALE_BOUNDS",
     "METHODS",
     "ScaleEstimate",
+    "check_scale",
     "coinpress_beta",
     "default_iterations",
     "estimate_scale",
@@ -192,6 +193,123 @@ def _check_lattice_epsilon(epsilon: float, what: str) -> None:
         )
 
 
+@dataclass(frozen=True)
+class _Setup:
+    """The validated options and the budget plan of :func:`estimate_scale` (public facts)."""
+
+    method: str
+    local: bool
+    bounds: NDArray[np.float64] | None
+    lower: NDArray[np.float64]
+    upper: NDArray[np.float64]
+    gamma: float
+    counts: tuple[int, ...]
+    plan: ScalePlan
+    half_widths: NDArray[np.float64]
+
+
+def _setup(
+    n: int,
+    d: int,
+    *,
+    epsilon: Any,
+    delta: Any,
+    method: Any,
+    privacy: Any,
+    bound: Any,
+    scale_bounds: Any,
+    gamma: Any,
+    iterations: Any,
+) -> _Setup:
+    """Every check of :func:`estimate_scale` before its first noise draw, from n, d and the
+    options only (a fit's plan runs them too: :func:`check_scale`)."""
+    eps = check_epsilon(epsilon)
+    method = check_choice(method, "method", METHODS)
+    model = check_choice(privacy, "privacy", PRIVACY_MODELS)
+    local = model == "local"
+    if local:
+        if method == "bisection":
+            raise ParameterError(
+                'method="bisection" is not available with privacy="local": its stopping rule '
+                "compares a noisy coverage with 1 - gamma at every step, and local noise of "
+                "order 1/(epsilon' sqrt(n)) makes wrong passes likely, which halve the bound "
+                'below the true scale; use method="coinpress"'
+            )
+        if bound is None:
+            raise ParameterError(
+                'privacy="local" needs bound=B, a public bound on |mean| per column'
+            )
+        total_delta = 0.0 if delta is None else check_delta(delta)
+    else:
+        if bound is not None:
+            raise ParameterError('bound= is only used with privacy="local"')
+        total_delta = 1.0 / n**2 if delta is None else check_delta(delta)
+    bounds = per_column(bound, d, "bound") if bound is not None else None
+    lower, upper = _scale_bounds(scale_bounds, d)
+    gam = check_fraction(gamma, "gamma")
+    counts = _iterations(iterations, method, n, lower, upper)
+    plan = plan_budget(
+        n,
+        [_STEPS_PER_ITERATION * k for k in counts],
+        epsilon=eps,
+        delta=total_delta,
+        local=local,
+    )
+    half_widths = np.sqrt(upper) / math.sqrt(2.0)  # wide bins: m̂₀ ± √2σ_max = m̂₀ ± 2h
+    _check_lattice_epsilon(plan.step_epsilon, "the epsilon of each iterative step")
+    _check_lattice_epsilon(plan.histogram_epsilon, "the epsilon of each histogram")
+    if local:
+        assert bounds is not None
+        for h, b in zip(half_widths, bounds, strict=True):
+            local_bins(float(h), float(b))
+    else:
+        check_histogram_feasible(
+            n,
+            plan.histogram_epsilon,
+            plan.histogram_delta,
+            what="wide-bin histogram",
+            remedy="tighter scale_bounds (fewer steps, more epsilon for it)",
+        )
+    return _Setup(method, local, bounds, lower, upper, gam, counts, plan, half_widths)
+
+
+def check_scale(n: int, d: int, options: ReleaseOptions) -> None:
+    """The refusals of :func:`estimate_scale` with its defaults for ``options`` (n users, d
+    columns), before any noise: what the paper's pipeline runs first when the scale is not
+    stated (:func:`dplong.models.base.paper_scale`). A too-small budget is a budget refusal
+    (:func:`dplong.planning.advised` then names the ε that works).
+
+    Examples
+    --------
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> from dplong.privacy.variance import check_scale
+    >>> options = ReleaseOptions.check(5000, epsilon=0.5, delta=None, privacy="central",
+    ...                                bound=None, d=1, variant="theory")
+    >>> check_scale(5000, 1, options)
+    >>> check_scale(5000, 1, ReleaseOptions.check(5000, epsilon=1e-6, delta=None,
+    ...     privacy="central", bound=None, d=1, variant="theory"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.PrivacyParameterError: the epsilon of each iterative step is ...
+    """
+    try:
+        _setup(
+            n,
+            d,
+            epsilon=options.epsilon,
+            delta=options.delta or None,
+            method="coinpress",
+            privacy=options.privacy,
+            bound=options.bound,
+            scale_bounds=None,
+            gamma=options.gamma,
+            iterations=None,
+        )
+    except (PrivacyParameterError, InsufficientUsersError) as refusal:
+        refusal.budget_refusal = True  # n >= 2 and valid options: the budget is too small
+        raise
+
+
 def estimate_scale(
     statistics: ArrayLike,
     *,
@@ -293,58 +411,26 @@ def estimate_scale(
     True
     """
     rng = check_random_state(random_state, rng)
-    eps = check_epsilon(epsilon)
-    method = check_choice(method, "method", METHODS)
-    model = check_choice(privacy, "privacy", PRIVACY_MODELS)
-    local = model == "local"
     matrix = _statistics_matrix(statistics)
     n, d = matrix.shape
     if n < 2:
         raise InsufficientUsersError(f"a private scale needs at least 2 users, got n={n}")
-    if local:
-        if method == "bisection":
-            raise ParameterError(
-                'method="bisection" is not available with privacy="local": its stopping rule '
-                "compares a noisy coverage with 1 - gamma at every step, and local noise of "
-                "order 1/(epsilon' sqrt(n)) makes wrong passes likely, which halve the bound "
-                'below the true scale; use method="coinpress"'
-            )
-        if bound is None:
-            raise ParameterError(
-                'privacy="local" needs bound=B, a public bound on |mean| per column'
-            )
-        total_delta = 0.0 if delta is None else check_delta(delta)
-    else:
-        if bound is not None:
-            raise ParameterError('bound= is only used with privacy="local"')
-        total_delta = 1.0 / n**2 if delta is None else check_delta(delta)
-    bounds = per_column(bound, d, "bound") if bound is not None else None
-    lower, upper = _scale_bounds(scale_bounds, d)
-    gam = check_fraction(gamma, "gamma")
-    counts = _iterations(iterations, method, n, lower, upper)
-    labels = column_names(names, d)
-    plan = plan_budget(
+    setup = _setup(
         n,
-        [_STEPS_PER_ITERATION * k for k in counts],
-        epsilon=eps,
-        delta=total_delta,
-        local=local,
+        d,
+        epsilon=epsilon,
+        delta=delta,
+        method=method,
+        privacy=privacy,
+        bound=bound,
+        scale_bounds=scale_bounds,
+        gamma=gamma,
+        iterations=iterations,
     )
-    half_widths = np.sqrt(upper) / math.sqrt(2.0)  # wide bins: m̂₀ ± √2σ_max = m̂₀ ± 2h
-    _check_lattice_epsilon(plan.step_epsilon, "the epsilon of each iterative step")
-    _check_lattice_epsilon(plan.histogram_epsilon, "the epsilon of each histogram")
-    if local:
-        assert bounds is not None
-        for h, b in zip(half_widths, bounds, strict=True):
-            local_bins(float(h), float(b))
-    else:
-        check_histogram_feasible(
-            n,
-            plan.histogram_epsilon,
-            plan.histogram_delta,
-            what="wide-bin histogram",
-            remedy="tighter scale_bounds (fewer steps, more epsilon for it)",
-        )
+    method, local, bounds, plan = setup.method, setup.local, setup.bounds, setup.plan
+    lower, upper, gam, counts = setup.lower, setup.upper, setup.gamma, setup.counts
+    half_widths = setup.half_widths
+    labels = column_names(names, d)
     _warn_unreliable(method, n, plan.step_epsilon, gam, local)
     afford(accountant, plan.total_epsilon, plan.total_delta)
 

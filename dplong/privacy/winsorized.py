@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dplong.bounds import midpoint_failure_probability
-from dplong.exceptions import ParameterError, PrivacyParameterError
+from dplong.exceptions import InsufficientUsersError, ParameterError, PrivacyParameterError
 from dplong.privacy.accounting import Accountant, LedgerEntry
 from dplong.privacy.budget import afford, paper_budget, settle
 from dplong.privacy.engine import Release
@@ -38,7 +38,7 @@ from dplong.privacy.interval import (
 from dplong.privacy.noise import MIN_LATTICE_EPSILON, release_bounded_sum
 from dplong.privacy.options import ReleaseOptions
 
-__all__ = ["column_names", "midpoint_entry", "paper_midpoints", "release_paper"]
+__all__ = ["check_paper", "column_names", "midpoint_entry", "paper_midpoints", "release_paper"]
 
 
 def column_names(names: object, d: int) -> tuple[str, ...]:
@@ -60,6 +60,41 @@ def column_names(names: object, d: int) -> tuple[str, ...]:
     if len(labels) != d:
         raise ParameterError(f"names must have {d} entries, got {len(labels)}")
     return tuple(labels)
+
+
+def check_paper(n: int, d: int, options: ReleaseOptions) -> tuple[float, float]:
+    """The budget refusals of the paper's pipeline (Alg 3-5), from n, d and the budget only:
+    a per-column ε that float-safe lattice noise supports and, centrally, a stable histogram
+    that can report a bin. Returns the per-column (ε, δ) of :func:`paper_budget`. A fit's
+    plan runs them before any noise (:func:`dplong.models.base.run_blocks`), as the release
+    does.
+
+    Examples
+    --------
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> from dplong.privacy.winsorized import check_paper
+    >>> options = ReleaseOptions.check(1000, epsilon=1.0, delta=1e-6, privacy="central",
+    ...                                bound=None, d=1, variant="theory")
+    >>> check_paper(1000, 1, options)
+    (0.5, 5e-07)
+    >>> check_paper(20, 1, options)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.InsufficientUsersError: with n=20 users the private midpoint cannot ...
+    """
+    eps, delta_h = paper_budget(d, options)
+    try:
+        if eps < MIN_LATTICE_EPSILON:
+            raise PrivacyParameterError(
+                f"epsilon={options.epsilon:.3g} leaves each of {d} column(s) "
+                f"{eps:.3g}, below what float-safe lattice noise supports; raise epsilon"
+            )
+        if not options.local:
+            check_histogram_feasible(n, eps, delta_h, remedy="more epsilon or delta")
+    except (PrivacyParameterError, InsufficientUsersError) as refusal:
+        refusal.budget_refusal = True  # a larger ε cures it (dplong.planning.advised)
+        raise
+    return eps, delta_h
 
 
 def release_paper(
@@ -97,18 +132,11 @@ def release_paper(
     local = options.local
     theory = options.variant == "theory"
     bins, half_width = (tau, 3.0 * tau) if theory or not local else (tau_bins, tau + 2 * tau_bins)
-    eps, delta_h = paper_budget(d, options)
-    if eps < MIN_LATTICE_EPSILON:
-        raise PrivacyParameterError(
-            f"epsilon={options.epsilon:.3g} leaves each of {d} column(s) "
-            f"{eps:.3g}, below what float-safe lattice noise supports; raise epsilon"
-        )
+    eps, delta_h = check_paper(n, d, options)
     if local:
         assert options.bound is not None
         for h, b in zip(bins, options.bound, strict=True):
             local_bins(float(h), float(b))
-    else:
-        check_histogram_feasible(n, eps, delta_h, remedy="more epsilon or delta")
     afford(accountant, options.epsilon, options.delta)
 
     # ---- no randomness was drawn above this line -------------------------------------------

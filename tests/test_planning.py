@@ -1,0 +1,361 @@
+"""The public-facts planner (:mod:`dplong.planning`): its decision is the fit's, its advice holds.
+
+* the planner's refusal decision equals the model's own over a grid of (n, ε, model, d), the
+  refusal's words included (one source of truth: the fit's own checks, run in planning mode);
+* every budget refusal of the bad-input battery and of the shipped data names an ε at which
+  the same fit is not refused (refitted there), and the ε named is the planner's;
+* the predicted privacy-noise sd against the spread of fits with the data held fixed;
+* ``dplong plan`` on the command line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import warnings
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_bad_input import CLI_REFUSALS, REFUSALS, Probe, csv, run_cli  # noqa: F401 (fixture)
+
+import dplong
+import dplong.simulate
+from dplong.cli import main
+from dplong.exceptions import DplongError, DplongWarning
+from dplong.planning import is_budget_refusal
+
+ADVICE = re.compile(r"raise epsilon to about ([0-9.e+-]+) \(dplong\.plan")
+
+pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+
+
+@cache
+def panel(n: int) -> pd.DataFrame:
+    """n users of 4 rows, three regressors that vary within users."""
+    return dplong.simulate.linear_panel(n, 4, [1.0, 0.5, -0.3, 0.2], random_state=n)
+
+
+#: (model name, formula, options of from_formula, options of fit): d from 1 to 4 columns, the
+#: within estimator's 2p + p(p+1)/2 columns in p + 1 blocks, the location's two blocks (and
+#: its precision-weight choice, itself made from public facts), curves, and the paper's
+#: pipeline.
+CASES: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
+    ("mean", "y ~ 1", {}, {}),
+    ("ols", "y ~ x1", {}, {}),
+    ("ols", "y ~ x1 + x2 + x3", {}, {}),
+    ("ols", "y ~ x1 + x2", {}, {"estimator": "within"}),
+    ("ols", "y ~ x1", {}, {"scale": 1.0}),
+    ("ols", "y ~ x1", {}, {"variant": "theory", "scale": 1.0}),
+    ("location", "y ~ 1", {}, {}),
+    ("kernel", "y ~ time", {"domain": (0.0, 3.0), "bandwidth": 1.0, "grid": 4}, {}),
+]
+
+
+def _fitted(model: str, formula: str, n: int, model_options: dict[str, Any]) -> Any:
+    spec = dplong.models.command_line.MODELS[model]
+    return spec.build(formula, panel(n), groups="user", **model_options)
+
+
+@pytest.mark.parametrize("n", [40, 300, 2000])
+@pytest.mark.parametrize("epsilon", [0.3, 1.5, 6.0])
+def test_the_plan_decides_as_the_fit(n: int, epsilon: float) -> None:
+    """Refused by the fit on real rows ⇔ refused by the plan on stand-in rows, same words."""
+    for model, formula, model_options, fit_options in CASES:
+        fitted = _fitted(model, formula, n, model_options)
+        try:
+            fitted.fit(epsilon=epsilon, random_state=0, **fit_options)
+            refusal = None
+        except DplongError as err:
+            assert is_budget_refusal(err), err  # the grid holds no bad argument
+            refusal = str(err)
+        plan = dplong.plan(
+            formula, model=model, n=n, epsilon=epsilon, **model_options, **fit_options
+        )
+        case = (model, formula, fit_options, n, epsilon)
+        assert plan.refused == (refusal is not None), case
+        if refusal is not None:
+            assert plan.refusal is not None
+            # the fit adds the planner's remedy to the refusal the plan reports
+            assert refusal.startswith(plan.refusal), case
+            advised = ADVICE.search(refusal)
+            assert advised is not None, refusal
+            assert float(advised.group(1)) == plan.smallest_epsilon, case
+
+
+def _advised(message: str) -> float:
+    found = ADVICE.search(message)
+    assert found is not None, message
+    return float(found.group(1))
+
+
+def test_the_battery_s_budget_refusals_refit_at_the_advised_epsilon(csv: Path) -> None:  # noqa: F811
+    """Every refusal of the bad-input battery that names an ε: refitted there, not refused for
+    its budget. Rows that refuse an argument name no ε (a larger one cannot cure them)."""
+    advised = 0
+    for row in REFUSALS:
+        try:
+            row.call(Probe())
+        except DplongError as err:
+            message, budget = str(err), is_budget_refusal(err)
+        else:
+            raise AssertionError(f"{row.name} was not refused")
+        if not budget:
+            assert ADVICE.search(message) is None, message
+            continue
+        epsilon = _advised(message)
+        (options,) = row.call.__defaults__ or (None,)
+        assert isinstance(options, dict), f"{row.name}: cannot refit a budget refusal"
+        try:
+            row.call(Probe(), {**options, "epsilon": epsilon})
+        except DplongError as err:
+            assert not is_budget_refusal(err), (row.name, epsilon, str(err))
+        advised += 1
+    for name, argv, _ in CLI_REFUSALS:
+        code, _, err = run_cli(csv, argv)
+        if ADVICE.search(err) is None:
+            continue
+        code, _, err = run_cli(csv, [*argv, "--epsilon", str(_advised(err))])
+        assert code == 0, (name, err)
+        advised += 1
+    assert advised >= 3  # winsorized_mean's and the paper's tiny ε, the command line's
+
+
+@cache
+def dietox() -> pd.DataFrame:
+    return dplong.datasets.load_dietox()
+
+
+#: The shipped data's refusals at the budgets a newcomer tries: (label, fit at ε, plan).
+SHIPPED = [
+    (
+        "dietox location",
+        lambda e: dplong.RandomEffectsLocation.from_formula(
+            "Weight ~ 1", dietox(), groups="Pig"
+        ).fit(epsilon=e, random_state=0),
+        {"formula": "Weight ~ 1", "model": "location", "n": 72},
+        (1.0, 4.0),
+    ),
+    (
+        "dietox user-level curve",
+        lambda e: dplong.PriestleyChao.from_formula(
+            "Weight ~ Time", dietox(), groups="Pig", domain=(1, 12), bandwidth=1
+        ).fit(epsilon=e, random_state=0),
+        {"formula": "Weight ~ Time", "model": "kernel", "n": 72, "domain": (1, 12), "bandwidth": 1},
+        (4.0,),
+    ),
+    (
+        "wage within",
+        lambda e: dplong.LongitudinalOLS.from_formula(
+            "lwage ~ exper + expersq", dplong.datasets.load_wage_panel(), groups="nr"
+        ).fit(epsilon=e, estimator="within", random_state=0),
+        {"formula": "lwage ~ exper + expersq", "model": "ols", "n": 545, "estimator": "within"},
+        (0.5, 1.0),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("fit", "planned", "budgets"), [c[1:] for c in SHIPPED], ids=[c[0] for c in SHIPPED]
+)
+def test_shipped_refusals_advise_an_epsilon_that_works(
+    fit: Any, planned: dict[str, Any], budgets: tuple[float, ...]
+) -> None:
+    """The advice does not move with the ε refused (it is the whole fit's smallest ε, not one
+    block's), refitting there is released, and it is what ``dplong.plan`` says."""
+    said = set()
+    for epsilon in budgets:
+        with pytest.raises(DplongError) as caught:
+            fit(epsilon)
+        said.add(_advised(str(caught.value)))
+    (advised,) = said
+    fit(advised)  # released: no refusal
+    assert dplong.plan(epsilon=budgets[0], **planned).smallest_epsilon == advised
+
+
+def test_no_epsilon_helps_is_said_instead_of_a_number() -> None:
+    """Three users and 2,000 columns: no ε up to the search's 10⁴ locates them (each column's
+    median needs ε n of tens): the refusal says so, with no number."""
+    values = np.random.default_rng(0).normal(size=(3, 2000))
+    with pytest.raises(DplongError, match="no epsilon up to 10000 is enough") as caught:
+        dplong.winsorized_mean(values, epsilon=1.0)
+    assert ADVICE.search(str(caught.value)) is None
+
+
+def test_forecast_matches_the_spread_of_fits_with_the_data_held_fixed() -> None:
+    """Predicted privacy-noise sd (× the statistic's own sd) against the sd of 60 releases of
+    the same data.
+
+    Tolerance: 60 releases give the sd within ±9 % (one standard error, 1/√(2·59)); the
+    forecast takes the typical outcome of the earlier stages (scale found at σ, the tail stage
+    finding no tail, the centre at its typical error), while over seeds those stages vary and
+    widen the radius now and then — measured 10-30 % on normal data. So the ratio must lie in
+    [0.75, 1.6]; a forecast off by a factor of two (e.g. a stage's budget counted twice) fails.
+    The forecast also equals the release's own reported noise sd within 15 % (the same radius
+    rules on the typical outcome).
+    """
+    x = np.random.default_rng(1).normal(3.0, 2.0, 2000)
+    for epsilon in (0.5, 2.0):
+        plan = dplong.plan("y ~ 1", model="mean", n=2000, epsilon=epsilon)
+        predicted = float(plan.table["noise_sd"].iloc[0]) * x.std(ddof=1)
+        fits = [dplong.winsorized_mean(x, epsilon=epsilon, random_state=s) for s in range(60)]
+        measured = np.std([f.params.iloc[0] for f in fits], ddof=1)
+        reported = np.median([f.noise_sd.iloc[0] for f in fits])
+        assert 0.75 <= measured / predicted <= 1.6, (epsilon, measured, predicted)
+        assert abs(reported / predicted - 1.0) <= 0.15, (epsilon, reported, predicted)
+    # per-user OLS on 12 rows a user (coefficients close to normal): each coefficient in units
+    # of the sd of the users' own coefficients
+    data = dplong.simulate.linear_panel(3000, 12, [1.0, 0.5], random_state=3)
+    model = dplong.LongitudinalOLS.from_formula("y ~ x1", data, groups="user")
+    sigma = np.std(model._user_coefficients(), axis=0, ddof=1)
+    plan = dplong.plan("y ~ x1", model="ols", n=3000, epsilon=1.0)
+    predicted = plan.table["noise_sd"].to_numpy() * sigma
+    fits = np.array([model.fit(epsilon=1.0, random_state=s).params for s in range(60)])
+    ratio = fits.std(axis=0, ddof=1) / predicted
+    assert np.all((ratio >= 0.75) & (ratio <= 1.6)), ratio
+
+
+def test_target_noise_sd_and_units() -> None:
+    """A stated scale gives absolute units; the ε for a target reaches it and no less does."""
+    plan = dplong.plan("y ~ x1", model="ols", n=5000, epsilon=1.0, scale=[4.0, 1.0], target_sd=0.01)
+    table = plan.table
+    assert table["unit"].tolist() == ["absolute", "absolute"]
+    for (block, column), row in table.iterrows():
+        needed = row["epsilon_for_target"]
+        at = dplong.plan("y ~ x1", model="ols", n=5000, epsilon=needed, scale=[4.0, 1.0])
+        assert at.table.loc[(block, column), "noise_sd"] <= 0.01
+    # the intercept's stated sd is twice the slope's: its noise too, at every ε
+    ratio = table["noise_sd"].iloc[0] / table["noise_sd"].iloc[1]
+    assert ratio == pytest.approx(2.0, rel=1e-6)
+
+
+def test_the_plan_reads_no_row_and_refuses_bad_arguments_as_the_fit() -> None:
+    """Bad arguments are the fit's refusals; the plan takes no generator or accountant."""
+    with pytest.raises(dplong.exceptions.ParameterError, match="estimator"):
+        dplong.plan("y ~ x1", model="ols", n=500, epsilon=1.0, estimator="pooled")
+    with pytest.raises(dplong.exceptions.ParameterError, match="random_state"):
+        dplong.plan("y ~ x1", model="ols", n=500, epsilon=1.0, random_state=0)
+    with pytest.raises(dplong.exceptions.ParameterError, match="n "):
+        dplong.plan("y ~ x1", model="ols", n=1, epsilon=1.0)
+    text = dplong.plan(
+        "y ~ x1 + C(site)", model="ols", n=500, epsilon=2.0, levels={"site": ["a", "b", "c"]}
+    ).summary()
+    assert "C(site)[T.b]" in text and "C(site)[T.c]" in text
+
+
+def _cli(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_command_line_plan() -> None:
+    code, out, _ = _cli(
+        [
+            "plan",
+            "dataset:dietox",
+            "--groups",
+            "Pig",
+            "--model",
+            "location",
+            "--formula",
+            "Weight ~ 1",
+            "--epsilon",
+            "1",
+        ]
+    )
+    assert code == 0
+    assert "Users (n): 72" in out and "REFUSED" in out
+    assert "Smallest epsilon released: 4.4" in out
+    assert "Smallest number of users released at epsilon 1:" in out
+    code, out, _ = _cli(
+        [
+            "plan",
+            "--n",
+            "545",
+            "--model",
+            "ols",
+            "--formula",
+            "lwage ~ exper + expersq",
+            "--epsilon",
+            "4",
+            "--target-sd",
+            "0.02",
+        ]
+    )
+    assert code == 0 and "Decision: released" in out and "epsilon_for_target" in out
+    code, _, err = _cli(["plan", "--model", "ols", "--formula", "y ~ x", "--epsilon", "1"])
+    assert code == 2 and "--n" in err
+
+
+def test_shipped_examples_table_is_the_planner_s() -> None:
+    """The smallest ε of every shipped example, shown in ``dplong fit --help`` and the docs,
+    is what the planner finds (n counted from the shipped data: public), and the fit there is
+    released on the real data."""
+    from dplong.cli import SHIPPED_EXAMPLES, _example_flags, build_parser
+
+    pages = [
+        (Path(__file__).parents[1] / "docs" / page).read_text(encoding="utf-8")
+        for page in ("getting_started.md", "cli.md")
+    ]
+    epilog = next(
+        action.choices["fit"].format_help()
+        for action in build_parser()._actions
+        if getattr(action, "choices", None) and "fit" in action.choices
+    )
+    for name, groups, model, formula, options, least, quiet in SHIPPED_EXAMPLES:
+        data = getattr(dplong.datasets, f"load_{name}")()
+        n = int(data[groups].nunique())
+        plan = dplong.plan(formula, model=model, n=n, epsilon=1.0, **options)
+        assert (plan.smallest_epsilon, plan.quiet_epsilon) == (least, quiet), name
+        flags = f" `{_example_flags(options)}`" if options else ""
+        row = f"| `{name}` | {model} | `{formula}`{flags} | {least:g} | {quiet:g} |"
+        assert all(row in page for page in pages), row
+        assert f'{name} {model} "{formula}"' in epilog
+        spec = dplong.models.command_line.MODELS[model]
+        model_options = {
+            k: v for k, v in options.items() if spec.option(k) and spec.option(k).stage == "model"
+        }
+        fit_options = {k: v for k, v in options.items() if k not in model_options}
+        built = spec.build(formula, data, groups=groups, **model_options)
+        built.fit(epsilon=least, random_state=0, **fit_options)  # released: no refusal
+
+
+NOTE = re.compile(r"Raise epsilon to about ([0-9.e+-]+) \(dplong\.plan: the smallest without")
+
+
+@pytest.mark.parametrize(
+    ("fit", "epsilon"),
+    [
+        (SHIPPED[0][1], 8.0),  # dietox location: its components' scale may miss
+        (
+            lambda e: dplong.LongitudinalOLS.from_formula(
+                "lwage ~ exper + expersq + union + married",
+                dplong.datasets.load_wage_panel(),
+                groups="nr",
+            ).fit(epsilon=e, estimator="within", random_state=0),
+            4.0,
+        ),
+    ],
+    ids=["dietox location", "wage within union married"],
+)
+def test_a_reliability_note_names_the_epsilon_without_it(fit: Any, epsilon: float) -> None:
+    """A plan's note (a median may miss) names the smallest ε at which the whole fit plans
+    without one; refitted there, no such note. (Which columns the data then leave withheld —
+    rarely changing regressors — is another matter, decided from released numbers.)"""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit(epsilon)
+    named = {float(m.group(1)) for w in caught if (m := NOTE.search(str(w.message)))}
+    (quiet,) = named
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit(quiet)
+    assert not any("may miss the bulk" in str(w.message) for w in caught)
