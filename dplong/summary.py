@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import csv
 import functools
 import html
+import io
 import math
 import re
 import textwrap
@@ -277,11 +279,55 @@ class Summary:
         parts += [f"[{i}] {note}\\\\" for i, note in enumerate(self.notes, 1)]
         return "\n".join(parts)
 
+    def as_csv(self) -> str:
+        """CSV rendering of what the text shows: the title, the public facts (name, value),
+        the parameter table with its header, the ledger's line, the warnings and the notes,
+        one per row, blocks apart by an empty row. Numbers as the text shows them (4
+        significant digits); for full precision write the DataFrames (:attr:`params`,
+        :attr:`info`) with pandas' ``to_csv``.
+
+        Examples
+        --------
+        >>> import csv, pandas as pd
+        >>> from dplong.summary import Summary
+        >>> info = pd.DataFrame({"value": ["demo, a model", 100]}, index=["Model:", "Users (n):"])
+        >>> params = pd.DataFrame({"estimate": [1.5], "std err": [0.1]}, index=["mu"])
+        >>> ledger = pd.DataFrame({"stage": ["mean", "total"], "calls": [1, 1],
+        ...                        "epsilon": [1.0, 1.0], "delta": [0.0, 0.0]})
+        >>> text = Summary("Demo", info, params, ledger, ()).as_csv()
+        >>> for row in csv.reader(text.splitlines()):
+        ...     print(row)
+        ['Demo']
+        ['Model:', 'demo, a model']
+        ['Users (n):', '100']
+        []
+        ['', 'estimate', 'std err']
+        ['mu', '1.5', '0.1']
+        []
+        ['Privacy spent: epsilon 1, delta 0 (1 call; ledger: results.privacy)']
+        """
+        shown = self._params()
+        rows: list[list[str]] = [[self.title]]
+        rows += [[str(name), _format(value)] for name, value in self.info["value"].items()]
+        rows += [[], ["", *map(str, shown.columns)]]
+        rows += [[str(name), *map(_format, row)] for name, row in shown.iterrows()]
+        rows += [[], [self.ledger_line]]
+        rows += [[f"Reliability warning: {w}"] for w in self.said_warnings]
+        rows += [[f"[{i}] {note}"] for i, note in enumerate(self.notes, 1)]
+        return _csv(rows)
+
     def __str__(self) -> str:
         return self.as_text()
 
     def _repr_html_(self) -> str:
         return self.as_html()
+
+
+def _csv(rows: Sequence[Sequence[str]]) -> str:
+    """Rows of cells as CSV text (quoted where a cell needs it)."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
 
 
 def _width(text: str) -> int:
@@ -538,6 +584,36 @@ class Comparison:
         """
         return "\n".join([*(t.as_latex_tabular() for t in self._tables()), self._note])
 
+    def as_csv(self) -> str:
+        """CSV rendering of the table the text shows (the fits' names, each parameter's
+        estimates with their standard errors or intervals in the row beneath, the facts of
+        each fit) and the note. Numbers as the text shows them; for full precision write
+        :meth:`to_frame` with pandas' ``to_csv``.
+
+        Examples
+        --------
+        >>> import csv, pandas as pd
+        >>> from dplong.summary import Comparison
+        >>> f = pd.DataFrame({"A": [1.5], "B": [2.0]}, index=["mu"])
+        >>> info = pd.DataFrame({"A": ["Mean"], "B": ["Mean"]}, index=["Model"])
+        >>> c = Comparison(f, f / 10, f - 0.3, f + 0.3, f < 0, info, 0.05, True)
+        >>> rows = list(csv.reader(c.as_csv().splitlines()))
+        >>> for row in rows[:-1]:
+        ...     print(row)
+        ['', 'A', 'B']
+        ['mu', '1.5', '2']
+        ['', '[1.2, 1.8]', '[1.7, 2.3]']
+        ['Model', 'Mean', 'Mean']
+        []
+        >>> rows[-1][0].startswith("95% confidence intervals in brackets")
+        True
+        """
+        block, facts = self._cells()
+        table = pd.concat([block, facts])
+        rows = [["", *map(str, table.columns)]]
+        rows += [[str(name), *row] for name, row in zip(table.index, table.to_numpy(), strict=True)]
+        return _csv([*rows, [], [self._note]])
+
     def __str__(self) -> str:
         return self.as_text()
 
@@ -621,7 +697,7 @@ def compare(
     info = pd.DataFrame(
         {
             name: {
-                "Model": fit.model,
+                "Model": str(fit.model),
                 "Formula": fit.formula,
                 "Users (n)": fit.nobs_users,
                 "Epsilon spent": f"{fit.privacy.epsilon:.4g}",

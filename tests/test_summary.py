@@ -198,3 +198,24 @@ def test_every_within_label_has_plain_words() -> None:
         ["C(year)[T.1981] with C(a, levels=[1, 2])[T.2] (within)"]
     )
     assert said["Z'Z[x1:x2,x1:x2]"] == "['x1:x2 (within variation)']"
+
+
+def test_csv_holds_what_the_text_shows() -> None:
+    import csv
+
+    res = rand_hie_fits(0)[0]  # notes with commas: quoted, one cell each
+    summary = res.summary()
+    rows = list(csv.reader(summary.as_csv().splitlines()))
+    assert rows[0] == [summary.title]
+    facts = {row[0]: row[1] for row in rows[1 : 1 + len(summary.info)]}
+    assert facts["Users (n):"] == str(res.nobs_users)
+    header = rows.index(["", *summary.params.columns])
+    table = {row[0]: row[1:] for row in rows[header + 1 : header + 1 + len(res.params)]}
+    assert list(table) == list(res.params.index)
+    for name in res.params.index:
+        if name in res.withheld.index:
+            assert table[name][0] == f"withheld: {res.withheld[name]}"
+        else:
+            assert table[name][0] == f"{res.params[name]:.4g}"
+    assert [summary.ledger_line] in rows
+    assert [f"[1] {summary.notes[0]}"] in rows  # notes unwrapped, one cell each

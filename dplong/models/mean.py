@@ -24,7 +24,7 @@ from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
 from dplong.privacy.radius import DEFAULT_GAMMA, Tail
 from dplong.privacy.winsorized import column_names
-from dplong.results import GroupedResults, PanelResults, grouped_label
+from dplong.results import GroupedResults, ModelSpec, PanelResults, grouped_label
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
@@ -172,6 +172,7 @@ def winsorized_mean(
         values, grouping = _grouping(values, by, levels)
     if is_dask(values):
         matrix, labels = _dask_user_means(values, groups, names)
+        columns = labels
     else:
         matrix, labels = _matrix(values, names)
         columns = labels
@@ -226,7 +227,7 @@ def winsorized_mean(
     )
     results = panel_results(
         releases,
-        model="Mean",
+        model=ModelSpec("Mean", "mean of " + ", ".join(columns), n, columns),
         formula="mean of " + ", ".join(labels if grouping is None else columns),
         nobs_users=n,
         basis=("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8"),
@@ -555,7 +556,10 @@ class ColumnMean:
             **{k: v for k, v in stated.items() if v is not None},
             **options,
         )
-        return dataclasses.replace(results, model=self.model_name, formula=self.formula)
+        spec = ModelSpec(
+            self.model_name, self.formula, self.nobs_users, (self.column,), type(self)
+        )
+        return dataclasses.replace(results, model=spec, formula=self.formula)
 
 
 register(
