@@ -515,7 +515,17 @@ class Comparison:
             rows += [estimate, below]
         block = pd.DataFrame(rows, index=labels, columns=self.params.columns)
         facts = self.info.map(_format)
+        if self._formula is not None:  # said once in the note, not in every column
+            facts = facts.drop(index="Formula")
         return block, facts
+
+    @property
+    def _formula(self) -> str | None:
+        """The formula every fit shares, when there are several fits and they share one."""
+        if "Formula" not in self.info.index or self.info.shape[1] < 2:
+            return None
+        formulas = set(self.info.loc["Formula"].map(str))
+        return formulas.pop() if len(formulas) == 1 else None
 
     def _tables(self) -> list[SimpleTable]:
         block, facts = self._cells()
@@ -523,12 +533,13 @@ class Comparison:
 
     @property
     def _note(self) -> str:
+        shared = "" if self._formula is None else f"Every fit: {self._formula}. "
         if self.intervals:
             return (
-                f"{1 - self.alpha:.0%} confidence intervals in brackets (sampling error, privacy "
-                "noise and the clipping bias bound)."
+                f"{shared}{1 - self.alpha:.0%} confidence intervals in brackets (sampling "
+                "error, privacy noise and the clipping bias bound)."
             )
-        return "Standard errors in parentheses (sampling error and privacy noise)."
+        return f"{shared}Standard errors in parentheses (sampling error and privacy noise)."
 
     def as_text(self) -> str:
         """Plain text: one table (estimates with standard errors or intervals beneath, then
@@ -550,7 +561,7 @@ class Comparison:
         lines = text.splitlines()
         rule = lines[-1]
         cut = 3 + len(block)
-        return "\n".join([*lines[:cut], rule, *lines[cut:], self._note])
+        return "\n".join([*lines[:cut], rule, *lines[cut:], _wrap(self._note, width=_width(text))])
 
     def as_html(self) -> str:
         """HTML: one ``<table>`` and the note.
@@ -631,8 +642,9 @@ def compare(
 
     Each fit's estimates with their standard errors (or, ``intervals=True``, their (1 - α)
     confidence intervals) beneath, and its public facts: model, formula, users n, the ε and δ
-    it spent (its ledger's total) and the noise law. Only released numbers and public facts:
-    a post-processing, at no privacy cost.
+    it spent (its ledger's total) and the noise law; a formula every fit shares is said once,
+    below the table. Only released numbers and public facts: a post-processing, at no privacy
+    cost.
 
     Parameters
     ----------

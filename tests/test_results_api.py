@@ -354,3 +354,13 @@ def test_compare_as_csv(fits: dict[str, dplong.PanelResults]) -> None:
     assert rows[exper + 1][1] == f"({fits['per-user'].bse['exper']:.4g})"
     assert ["Users (n)", "545", "545", "545"] in rows
     assert rows[-1] == [table._note]
+
+
+def test_compare_says_a_shared_formula_once(fits: dict[str, dplong.PanelResults]) -> None:
+    shared = {name: fits[name] for name in ("per-user", "within")}
+    table = dplong.compare(shared)
+    text = str(table)
+    assert text.count("lwage ~ exper + union") == 1 and "Every fit: lwage ~ exper + union" in text
+    assert table.info.loc["Formula"].tolist() == ["lwage ~ exper + union"] * 2  # kept
+    assert "Formula" in str(dplong.compare(fits))  # differing formulas: a row of the table
+    assert max(len(line) for line in text.splitlines()) <= 100
