@@ -552,7 +552,8 @@ class Comparison:
         >>> f = pd.DataFrame({"A": [1.5]}, index=["mu"])
         >>> info = pd.DataFrame({"A": ["Mean"]}, index=["Model"])
         >>> c = Comparison(f, f / 10, f - 0.3, f + 0.3, f < 0, info, 0.05, True)
-        >>> c.as_text().splitlines()[-1].startswith("95% confidence intervals in brackets")
+        >>> text = c.as_text()  # the note below the table, wrapped to its width
+        >>> text.index("95% confidence intervals in brackets") > text.index("Model")
         True
         """
         block, facts = self._cells()
