@@ -108,8 +108,9 @@ class Block:
     columns' errors count relative to their own scales in the final budget's shares (columns
     in different units: :func:`~dplong.privacy.engine.release_means`); ``centred`` when its
     statistics come with a public centre (``Statistics.centre``: no midpoint or refinement
-    stage is planned). ``build`` computes the statistics from the releases of the earlier
-    blocks.
+    stage is planned); ``partial_users`` when each column is by design a statistic of some
+    users only (the levels of a grouping: see :class:`~dplong.privacy.engine.Rules`).
+    ``build`` computes the statistics from the releases of the earlier blocks.
     """
 
     names: tuple[str, ...]
@@ -124,6 +125,7 @@ class Block:
     moment: bool = True
     relative: bool = False
     centred: bool = False
+    partial_users: bool = False
 
 
 @dataclass(frozen=True)
@@ -365,6 +367,7 @@ def _rules(block: Block, statistics: Statistics, earlier: Sequence[Release]) -> 
         lower=statistics.lower,
         relative=block.relative,
         public_centre=statistics.centre,
+        partial_users=block.partial_users,
     )
 
 
