@@ -762,10 +762,7 @@ class PanelResults:
         info: dict[str, object] = {  # the model is named in the title
             "Formula:": self.formula,
             "Users (n):": self.nobs_users,
-            "Privacy:": (
-                f"{self.privacy.model}, epsilon {self.privacy.epsilon:.4g}, "
-                f"delta {self.privacy.delta:.3g}"
-            ),
+            "Privacy:": f"{self.privacy.model} model (spent: below the table)",
             "Release:": f"{self.variant}, {self.noise_law} noise",
         }
         # Shown clamped to [0, n] (post-processing: a count cannot exceed the public n); the

@@ -411,15 +411,22 @@ def _balanced(name: str) -> bool:
     return depth == 0
 
 
+#: A warning that opens with one quoted column name (``'a': heavy tail ...``).
+_LEADING = re.compile(rf"^{_QUOTED}(?=:)")
+
+
 def _template(warning: str) -> str:
-    """A warning with its lists of column names and its numbers blanked: warnings with the
-    same template say the same thing of different columns."""
-    return _NUMBER.sub("#", _NAMES.sub("[]", warning))
+    """A warning with its column names (in lists, or the one it opens with) and its numbers
+    blanked: warnings with the same template say the same thing of different columns."""
+    return _NUMBER.sub("#", _NAMES.sub("[]", _LEADING.sub("''", warning)))
 
 
 def _names(warning: str) -> list[str]:
-    """The column names in a warning's lists (``['a', 'b']`` gives a and b)."""
-    return [str(name) for found in _NAMES.findall(warning) for name in ast.literal_eval(found)]
+    """The column names in a warning's lists (``['a', 'b']`` gives a and b), or the one it
+    opens with."""
+    leading = [str(ast.literal_eval(found)) for found in _LEADING.findall(warning)]
+    listed = [str(name) for found in _NAMES.findall(warning) for name in ast.literal_eval(found)]
+    return leading + listed
 
 
 @dataclass(frozen=True)

@@ -1042,7 +1042,9 @@ def fit_ledger(ledgers: Sequence[PrivacyLedger], delta: float, model: str) -> Pr
     >>> fit_ledger([one, one], 0.0, "central").epsilon
     1.0
     """
-    if all(ledger.composition.startswith("parallel") for ledger in ledgers):
+    # the local model's groups are disjoint and drawn independently of the data (max); the
+    # levels of a key are not (keyed_ledger): only the former compose as the largest
+    if all(ledger.composition == "parallel (disjoint users)" for ledger in ledgers):
         worst = max(ledgers, key=lambda ledger: ledger.epsilon)
         entries = tuple(entry for ledger in ledgers for entry in ledger.entries)
         return PrivacyLedger(
