@@ -124,9 +124,9 @@ def winsorized_mean(
         a DataFrame ``values`` (then not averaged itself): one mean per declared level and
         column, each the mean over the users with rows at that level of their average row
         there. A user whose rows carry several levels (years) contributes to each, clipped
-        in each; a row whose key is missing or not declared belongs to no level. Needs
-        ``levels`` (or a pandas ``Categorical`` key, whose categories are its declared
-        levels); in-memory values only (not Dask).
+        in each (to one only with ``by_constant``); a row whose key is missing or not
+        declared belongs to no level. Needs ``levels`` (or a pandas ``Categorical`` key, whose
+        categories are its declared levels); in-memory values only (not Dask).
     levels : sequence, or mapping of the grouping's name to a sequence
         The declared levels of ``by`` (public: the study design's arms or years, never read
         from the rows), in the order of the results; ``{"year": [...]}`` as the formula
