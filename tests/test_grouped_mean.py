@@ -291,3 +291,27 @@ def test_by_constant_levels_are_more_precise_than_shared() -> None:
     for level in (0, 1, 2):
         shared, keyed = (mean_epsilon(fit, level) for fit in fits)
         assert keyed > 1.3 * shared > 0, (level, keyed, shared)
+
+
+def test_by_constant_on_the_command_line(tmp_path: Path) -> None:
+    frame = trial(n=800)
+    path = tmp_path / "trial.csv"
+    frame.to_csv(path, index=False)
+    argv = ["fit", str(path), "--model", "mean", "--formula", "y ~ 1", "--groups", "id"]
+    argv += ["--by", "arm", "--levels", "arm=0,1,2", "--by-constant", "--epsilon", "2"]
+    argv += ["--seed", "0", "--quiet"]
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        assert main(argv) == 0, err.getvalue()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = ColumnMean.from_formula(
+            "y ~ 1", frame.astype({"arm": str}), groups="id", by="arm",
+            levels={"arm": ["0", "1", "2"]},
+        ).fit(epsilon=2.0, by_constant=True, random_state=0)
+    assert res.privacy.composition.startswith("parallel over the levels")
+    assert str(res.summary()) in out.getvalue()
+    ols = ["fit", str(path), "--model", "ols", "--formula", "y ~ x", "--groups", "id"]
+    with redirect_stdout(io.StringIO()), redirect_stderr(err := io.StringIO()):
+        assert main([*ols, "--by-constant", "--epsilon", "2", "--quiet"]) == 2
+    assert "--by-constant is not an option of --model ols" in err.getvalue()

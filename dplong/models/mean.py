@@ -686,6 +686,13 @@ register(
                 "with --levels COLUMN=A,B,...)",
                 stage="model",
             ),
+            Option(
+                "by_constant",
+                "flag",
+                "",
+                "declare the --by column constant within each user: every level gets half of "
+                "epsilon (parallel composition) instead of sharing it",
+            ),
         ),
     )
 )
