@@ -428,15 +428,23 @@ def _model_arguments(
         users = {name: spec.option(option.keyword) for name, spec in MODELS.items()}
         needed = [name for name, own in users.items() if own is not None and own.required]
         users = {name: own for name, own in users.items() if own is not None}
+        said = (
+            f"{option.help} (models: {', '.join(users)}"
+            + (f"; required by {', '.join(needed)}" if needed else "")
+            + ")"
+        )
+        if option.kind == "flag":  # None unless given, as every model option
+            extra.add_argument(
+                option.flag, dest=option.keyword, action="store_const", const=True, help=said
+            )
+            continue
         extra.add_argument(
             option.flag,
             dest=option.keyword,
             type=_PARSERS[option.kind],
             choices=option.choices,
             metavar=option.metavar if option.choices is None else None,
-            help=f"{option.help} (models: {', '.join(users)}"
-            + (f"; required by {', '.join(needed)}" if needed else "")
-            + ")",
+            help=said,
         )
     return privacy
 

@@ -21,7 +21,57 @@ from dplong.kernels import get_kernel
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.summary import Summary, plain_names
 
-__all__ = ["CurveResults", "GroupedResults", "PanelResults", "RegressionResults"]
+__all__ = ["CurveResults", "GroupedResults", "ModelSpec", "PanelResults", "RegressionResults"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The model a fit came from, as the public facts that define it: ``results.model``.
+
+    statsmodels' and linearmodels' results keep the model object, and with it the data. A
+    dplong result never holds a row (the privacy contract: results and pickles hold DP
+    outputs and public facts only), so it keeps this data-free view of the model instead:
+    its class, name, formula, number of users and design column names. It cannot refit; refit
+    with the model object you built. ``str()`` gives the model's name.
+
+    Attributes
+    ----------
+    name : str
+        The model's name (``"LongitudinalOLS"``, ``"Mean"``, ...).
+    formula : str
+        Its formula (for :func:`dplong.winsorized_mean`, ``"mean of ..."``).
+    nobs_users : int
+        Number of users n (public).
+    exog_names : tuple of str
+        The design's column names (a function of the formula and declared levels: public).
+    model_class : type or None
+        The model's class (None for :func:`dplong.winsorized_mean`, a function).
+
+    Examples
+    --------
+    >>> import pickle, dplong
+    >>> wages = dplong.datasets.load_wage_panel()
+    >>> model = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
+    >>> res = model.fit(epsilon=1.0, random_state=0)
+    >>> res.model
+    LongitudinalOLS('lwage ~ exper', n_users=545)
+    >>> res.model.model_class is dplong.LongitudinalOLS, res.model.exog_names
+    (True, ('Intercept', 'exper'))
+    >>> str(res.model), pickle.loads(pickle.dumps(res)).model == res.model
+    ('LongitudinalOLS', True)
+    """
+
+    name: str
+    formula: str
+    nobs_users: int
+    exog_names: tuple[str, ...]
+    model_class: type | None = None
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"{self.name}({self.formula!r}, n_users={self.nobs_users})"
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)
@@ -60,8 +110,11 @@ class PanelResults:
         labels ending in ``(weighted)`` are private sums of precision weights.
     users_sd : float
         Standard deviation of the noise of the first count.
-    model, formula : str
-        The model's name and formula.
+    model : ModelSpec
+        The model the fit came from, as public facts (its class, name, formula, n and design
+        columns; no data). ``str(results.model)`` is its name.
+    formula : str
+        The model's formula.
     variant : str
         How it was released (``"default"``, ``"default (refined)"``, ``"theory"``, ...).
     assumptions : tuple of str
@@ -95,7 +148,7 @@ class PanelResults:
     <LongitudinalOLS results: n=545, epsilon=1, delta=3.37e-06, params={'Intercept': ...}>
     """
 
-    model: str
+    model: ModelSpec
     formula: str
     params: pd.Series
     noise_scale: pd.Series
@@ -484,6 +537,65 @@ class PanelResults:
         >>> "not released" in str(caught[0].message)
         True
         """
+        statistic, rank = self._wald(r_matrix, "wald_test")
+        return ContrastResults(
+            chi2=statistic,
+            df_denom=rank,
+            statistic=statistic,
+            distribution="chi2",
+            distargs=(rank,),
+        )
+
+    def f_test(self, r_matrix: Any) -> ContrastResults:
+        """Joint F test of the linear restrictions ``R θ = q`` on :meth:`cov_params`.
+
+        As statsmodels' ``f_test`` (``wald_test(..., use_f=True)``): ``F = W / q``, with ``W``
+        the Wald statistic of :meth:`wald_test` and ``q`` the number of restrictions (the rank
+        of ``R Σ R'``, as statsmodels reduces it for a rank-deficient one), against the F law
+        with ``(q, n - p)`` degrees of freedom: n users (the clusters) less the p parameters,
+        the denominator :meth:`t_test` uses. Σ is :meth:`cov_params`: the person-clustered
+        sampling variance plus the privacy noise's variance, diagonal because no covariance
+        between parameters is released. The same caveats as :meth:`wald_test` apply (normal
+        approximation of the noise, no bias bound, restrictions on several parameters tested
+        as if uncorrelated, with a :class:`~dplong.exceptions.DplongWarning`). Post-processing
+        of released numbers: no further privacy cost.
+
+        Parameters
+        ----------
+        r_matrix : str, sequence of str, array_like or (array_like, array_like)
+            As in :meth:`t_test`; e.g. ``"union = married = 0"``.
+
+        Returns
+        -------
+        statsmodels.stats.contrast.ContrastResults
+            ``fvalue`` (also ``statistic``), ``pvalue``, ``df_num`` (q), ``df_denom``
+            (n - p), ``summary()``.
+
+        Raises
+        ------
+        ParameterError
+            If a restriction touches a withheld (NaN) parameter.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                           groups="nr").fit(epsilon=1.0,
+        ...                                                            random_state=0)
+        >>> test = res.f_test("exper = 0")          # one restriction: the squared z
+        >>> bool(abs(test.fvalue - res.tvalues["exper"] ** 2) < 1e-12)
+        True
+        >>> test.df_num, test.df_denom
+        (1, 543)
+        """
+        statistic, rank = self._wald(r_matrix, "f_test")
+        return ContrastResults(
+            F=statistic / rank, df_num=rank, df_denom=self.nobs_users - self.params.size
+        )
+
+    def _wald(self, r_matrix: Any, method: str) -> tuple[float, int]:
+        """The Wald statistic of ``R θ = q`` on :meth:`cov_params` and the rank of ``R Σ R'``."""
         coefs, constants = self._constraint(r_matrix)
         effect, cov, touched = self._restricted(coefs)
         if touched.any():
@@ -492,17 +604,9 @@ class PanelResults:
                 f"r_matrix restricts withheld parameters {withheld} (NaN: no estimate); "
                 "test the others"
             )
-        self._say_uncorrelated((coefs != 0.0).any(axis=0, keepdims=True), "wald_test")
+        self._say_uncorrelated((coefs != 0.0).any(axis=0, keepdims=True), method)
         gap = effect - constants
-        statistic = float(gap @ np.linalg.pinv(cov) @ gap)
-        rank = int(np.linalg.matrix_rank(cov))
-        return ContrastResults(
-            chi2=statistic,
-            df_denom=rank,
-            statistic=statistic,
-            distribution="chi2",
-            distargs=(rank,),
-        )
+        return float(gap @ np.linalg.pinv(cov) @ gap), int(np.linalg.matrix_rank(cov))
 
     def _constraint(self, r_matrix: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``R`` and ``q`` of restrictions given as patsy's ``linear_constraint`` takes them."""
@@ -658,10 +762,7 @@ class PanelResults:
         info: dict[str, object] = {  # the model is named in the title
             "Formula:": self.formula,
             "Users (n):": self.nobs_users,
-            "Privacy:": (
-                f"{self.privacy.model}, epsilon {self.privacy.epsilon:.4g}, "
-                f"delta {self.privacy.delta:.3g}"
-            ),
+            "Privacy:": f"{self.privacy.model} model (spent: below the table)",
             "Release:": f"{self.variant}, {self.noise_law} noise",
         }
         # Shown clamped to [0, n] (post-processing: a count cannot exceed the public n); the

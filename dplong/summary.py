@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import csv
 import functools
 import html
+import io
 import math
 import re
 import textwrap
@@ -277,11 +279,55 @@ class Summary:
         parts += [f"[{i}] {note}\\\\" for i, note in enumerate(self.notes, 1)]
         return "\n".join(parts)
 
+    def as_csv(self) -> str:
+        """CSV rendering of what the text shows: the title, the public facts (name, value),
+        the parameter table with its header, the ledger's line, the warnings and the notes,
+        one per row, blocks apart by an empty row. Numbers as the text shows them (4
+        significant digits); for full precision write the DataFrames (:attr:`params`,
+        :attr:`info`) with pandas' ``to_csv``.
+
+        Examples
+        --------
+        >>> import csv, pandas as pd
+        >>> from dplong.summary import Summary
+        >>> info = pd.DataFrame({"value": ["demo, a model", 100]}, index=["Model:", "Users (n):"])
+        >>> params = pd.DataFrame({"estimate": [1.5], "std err": [0.1]}, index=["mu"])
+        >>> ledger = pd.DataFrame({"stage": ["mean", "total"], "calls": [1, 1],
+        ...                        "epsilon": [1.0, 1.0], "delta": [0.0, 0.0]})
+        >>> text = Summary("Demo", info, params, ledger, ()).as_csv()
+        >>> for row in csv.reader(text.splitlines()):
+        ...     print(row)
+        ['Demo']
+        ['Model:', 'demo, a model']
+        ['Users (n):', '100']
+        []
+        ['', 'estimate', 'std err']
+        ['mu', '1.5', '0.1']
+        []
+        ['Privacy spent: epsilon 1, delta 0 (1 call; ledger: results.privacy)']
+        """
+        shown = self._params()
+        rows: list[list[str]] = [[self.title]]
+        rows += [[str(name), _format(value)] for name, value in self.info["value"].items()]
+        rows += [[], ["", *map(str, shown.columns)]]
+        rows += [[str(name), *map(_format, row)] for name, row in shown.iterrows()]
+        rows += [[], [self.ledger_line]]
+        rows += [[f"Reliability warning: {w}"] for w in self.said_warnings]
+        rows += [[f"[{i}] {note}"] for i, note in enumerate(self.notes, 1)]
+        return _csv(rows)
+
     def __str__(self) -> str:
         return self.as_text()
 
     def _repr_html_(self) -> str:
         return self.as_html()
+
+
+def _csv(rows: Sequence[Sequence[str]]) -> str:
+    """Rows of cells as CSV text (quoted where a cell needs it)."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue()
 
 
 def _width(text: str) -> int:
@@ -365,15 +411,22 @@ def _balanced(name: str) -> bool:
     return depth == 0
 
 
+#: A warning that opens with one quoted column name (``'a': heavy tail ...``).
+_LEADING = re.compile(rf"^{_QUOTED}(?=:)")
+
+
 def _template(warning: str) -> str:
-    """A warning with its lists of column names and its numbers blanked: warnings with the
-    same template say the same thing of different columns."""
-    return _NUMBER.sub("#", _NAMES.sub("[]", warning))
+    """A warning with its column names (in lists, or the one it opens with) and its numbers
+    blanked: warnings with the same template say the same thing of different columns."""
+    return _NUMBER.sub("#", _NAMES.sub("[]", _LEADING.sub("''", warning)))
 
 
 def _names(warning: str) -> list[str]:
-    """The column names in a warning's lists (``['a', 'b']`` gives a and b)."""
-    return [str(name) for found in _NAMES.findall(warning) for name in ast.literal_eval(found)]
+    """The column names in a warning's lists (``['a', 'b']`` gives a and b), or the one it
+    opens with."""
+    leading = [str(ast.literal_eval(found)) for found in _LEADING.findall(warning)]
+    listed = [str(name) for found in _NAMES.findall(warning) for name in ast.literal_eval(found)]
+    return leading + listed
 
 
 @dataclass(frozen=True)
@@ -469,7 +522,17 @@ class Comparison:
             rows += [estimate, below]
         block = pd.DataFrame(rows, index=labels, columns=self.params.columns)
         facts = self.info.map(_format)
+        if self._formula is not None:  # said once in the note, not in every column
+            facts = facts.drop(index="Formula")
         return block, facts
+
+    @property
+    def _formula(self) -> str | None:
+        """The formula every fit shares, when there are several fits and they share one."""
+        if "Formula" not in self.info.index or self.info.shape[1] < 2:
+            return None
+        formulas = set(self.info.loc["Formula"].map(str))
+        return formulas.pop() if len(formulas) == 1 else None
 
     def _tables(self) -> list[SimpleTable]:
         block, facts = self._cells()
@@ -477,12 +540,13 @@ class Comparison:
 
     @property
     def _note(self) -> str:
+        shared = "" if self._formula is None else f"Every fit: {self._formula}. "
         if self.intervals:
             return (
-                f"{1 - self.alpha:.0%} confidence intervals in brackets (sampling error, privacy "
-                "noise and the clipping bias bound)."
+                f"{shared}{1 - self.alpha:.0%} confidence intervals in brackets (sampling "
+                "error, privacy noise and the clipping bias bound)."
             )
-        return "Standard errors in parentheses (sampling error and privacy noise)."
+        return f"{shared}Standard errors in parentheses (sampling error and privacy noise)."
 
     def as_text(self) -> str:
         """Plain text: one table (estimates with standard errors or intervals beneath, then
@@ -495,7 +559,8 @@ class Comparison:
         >>> f = pd.DataFrame({"A": [1.5]}, index=["mu"])
         >>> info = pd.DataFrame({"A": ["Mean"]}, index=["Model"])
         >>> c = Comparison(f, f / 10, f - 0.3, f + 0.3, f < 0, info, 0.05, True)
-        >>> c.as_text().splitlines()[-1].startswith("95% confidence intervals in brackets")
+        >>> text = c.as_text()  # the note below the table, wrapped to its width
+        >>> text.index("95% confidence intervals in brackets") > text.index("Model")
         True
         """
         block, facts = self._cells()
@@ -504,7 +569,7 @@ class Comparison:
         lines = text.splitlines()
         rule = lines[-1]
         cut = 3 + len(block)
-        return "\n".join([*lines[:cut], rule, *lines[cut:], self._note])
+        return "\n".join([*lines[:cut], rule, *lines[cut:], _wrap(self._note, width=_width(text))])
 
     def as_html(self) -> str:
         """HTML: one ``<table>`` and the note.
@@ -538,6 +603,36 @@ class Comparison:
         """
         return "\n".join([*(t.as_latex_tabular() for t in self._tables()), self._note])
 
+    def as_csv(self) -> str:
+        """CSV rendering of the table the text shows (the fits' names, each parameter's
+        estimates with their standard errors or intervals in the row beneath, the facts of
+        each fit) and the note. Numbers as the text shows them; for full precision write
+        :meth:`to_frame` with pandas' ``to_csv``.
+
+        Examples
+        --------
+        >>> import csv, pandas as pd
+        >>> from dplong.summary import Comparison
+        >>> f = pd.DataFrame({"A": [1.5], "B": [2.0]}, index=["mu"])
+        >>> info = pd.DataFrame({"A": ["Mean"], "B": ["Mean"]}, index=["Model"])
+        >>> c = Comparison(f, f / 10, f - 0.3, f + 0.3, f < 0, info, 0.05, True)
+        >>> rows = list(csv.reader(c.as_csv().splitlines()))
+        >>> for row in rows[:-1]:
+        ...     print(row)
+        ['', 'A', 'B']
+        ['mu', '1.5', '2']
+        ['', '[1.2, 1.8]', '[1.7, 2.3]']
+        ['Model', 'Mean', 'Mean']
+        []
+        >>> rows[-1][0].startswith("95% confidence intervals in brackets")
+        True
+        """
+        block, facts = self._cells()
+        table = pd.concat([block, facts])
+        rows = [["", *map(str, table.columns)]]
+        rows += [[str(name), *row] for name, row in zip(table.index, table.to_numpy(), strict=True)]
+        return _csv([*rows, [], [self._note]])
+
     def __str__(self) -> str:
         return self.as_text()
 
@@ -555,8 +650,9 @@ def compare(
 
     Each fit's estimates with their standard errors (or, ``intervals=True``, their (1 - α)
     confidence intervals) beneath, and its public facts: model, formula, users n, the ε and δ
-    it spent (its ledger's total) and the noise law. Only released numbers and public facts:
-    a post-processing, at no privacy cost.
+    it spent (its ledger's total) and the noise law; a formula every fit shares is said once,
+    below the table. Only released numbers and public facts: a post-processing, at no privacy
+    cost.
 
     Parameters
     ----------
@@ -621,7 +717,7 @@ def compare(
     info = pd.DataFrame(
         {
             name: {
-                "Model": fit.model,
+                "Model": str(fit.model),
                 "Formula": fit.formula,
                 "Users (n)": fit.nobs_users,
                 "Epsilon spent": f"{fit.privacy.epsilon:.4g}",

@@ -52,6 +52,14 @@ def mean(**kw: Any) -> PanelResults:
     return dplong.winsorized_mean(DATA[["y", "x"]], groups=DATA["user"], **kw)
 
 
+def grouped(**kw: Any) -> PanelResults:
+    """Means per level of a key fixed per user (user id mod 3), shared or in parallel."""
+    arm = DATA["user"] % 3
+    return dplong.winsorized_mean(
+        DATA[["y"]], groups=DATA["user"], by=arm.rename("arm"), levels=[0, 1, 2], **kw
+    )
+
+
 def curve_users(**kw: Any) -> PanelResults:
     return dplong.PriestleyChao.from_formula(
         "y ~ t", DATA, groups="user", domain=(0, 1), bandwidth=0.25, grid=5
@@ -85,6 +93,8 @@ CASES: list[tuple[str, Fit, dict[str, Any]]] = [
     ("mean no refine", mean, {"refine": False}),
     ("mean theory", mean, {"variant": "theory", "scale": 1.0}),
     ("mean local", mean, {"privacy": "local", "bound": 10.0, "scale": 1.0}),
+    ("grouped", grouped, {}),
+    ("grouped by_constant", grouped, {"by_constant": True}),
     ("curve users", curve_users, {}),
     ("curve users stated", curve_users, {"scale": 4.0}),
     ("curve items", curve_items, {}),
@@ -118,10 +128,18 @@ def test_ledger_totals_at_most_the_request(
     ledger = res.privacy
     assert ledger.epsilon <= epsilon * (1 + 1e-9)
     assert ledger.delta <= budget_delta * (1 + 1e-9)
-    if ledger.composition.startswith("parallel"):
+    if ledger.composition == "parallel (disjoint users)":
         # the local model's disjoint groups of users: each user answers one question, so the
         # release costs what its most expensive question costs (parallel composition)
         assert max(e.epsilon for e in ledger.entries) == pytest.approx(ledger.epsilon)
+    elif ledger.composition.startswith("parallel over the levels"):
+        # a key fixed per user: each level's calls compose within half of the budget, and a
+        # replaced user changes at most two levels (keyed_ledger)
+        levels = {e.target for e in ledger.entries}
+        assert len(levels) == 3
+        for level in levels:
+            calls = [e.cost for e in ledger.entries if e.target == level]
+            assert compose(calls, ledger.delta / 2).epsilon <= epsilon / 2 * (1 + 1e-9)
     else:
         # the totals are what the ledger's own calls compose to (or basic composition of
         # blocks, which is never below it)

@@ -103,16 +103,21 @@ class TestFit:
         assert positions == sorted(positions)
         assert "--seed was used" in err  # a seeded run is flagged as not a release
 
+    @pytest.mark.parametrize("suffix", ["csv", "parquet"])
     def test_quiet_prints_the_result_only(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str
     ) -> None:
         # a run with everything that otherwise goes to stderr: progress, the seed's note, an
         # unread cell, a library warning and a reader's deprecation warning (pandas' on
-        # Parquet files)
-        frame = dplong.datasets.load_dietox()[["Pig", "Weight"]].astype({"Weight": object})
+        # Parquet files), from a CSV and a Parquet file
+        frame = dplong.datasets.load_dietox()[["Pig", "Weight"]].astype({"Weight": str})
         frame.loc[0, "Weight"] = "n.a."
-        path = tmp_path / "pigs.csv"
-        frame.to_csv(path, index=False)
+        path = tmp_path / f"pigs.{suffix}"
+        if suffix == "csv":
+            frame.to_csv(path, index=False)
+        else:
+            pytest.importorskip("pyarrow")
+            frame.to_parquet(path, index=False)
         read = dplong.cli.read_file
 
         def deprecated_read(*args: Any, **kwargs: Any) -> Any:

@@ -39,7 +39,7 @@ def test_noise_off_equals_the_mean_of_user_rates() -> None:
     frame = counts()
     res = dplong.PoissonMean.from_formula("visits ~ 1", frame, groups="id").fit(**NOISE_OFF)
     assert res.params["visits"] == pytest.approx(per_user_rate(frame), rel=1e-12)
-    assert res.model == "PoissonMean" and res.formula == "visits ~ 1" and res.nobs_users == 600
+    assert str(res.model) == "PoissonMean" and res.formula == "visits ~ 1" and res.nobs_users == 600
 
 
 def test_negative_counts_are_dropped_like_missing_values() -> None:

@@ -21,10 +21,12 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 import statsmodels.formula.api as smf
+from scipy import stats
 from test_models import NOISE_OFF, panel
 
 import dplong
 from dplong.exceptions import DataError, DplongWarning, FormulaError, ParameterError
+from dplong.results import ModelSpec
 
 FORMULA = "y ~ x1 + x2 + I(x1 * x2)"
 
@@ -106,6 +108,59 @@ def test_wald_test_matches_statsmodels(
     np.testing.assert_allclose(ours.statistic, theirs.statistic, rtol=1e-10)
     np.testing.assert_allclose(ours.pvalue, theirs.pvalue, rtol=1e-10)
     assert ours.df_denom == theirs.df_denom
+
+
+@pytest.mark.parametrize(
+    "restriction",
+    ["x1 = x2 = 0", ["x1 = 0.4", "x2 = 0"], "x1 + x2 = 1", np.eye(4), ["x1 = 0", "2 * x1 = 0"]],
+)
+def test_f_test_matches_statsmodels(
+    noiseless: dplong.RegressionResults,
+    reference: sm.regression.linear_model.RegressionResults,
+    restriction: object,
+) -> None:
+    # F = W / q on the same (diagonal: sampling + noise, here noise 0) covariance as the
+    # reference's HC0 one; the last restriction repeats itself, and both reduce q to rank 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # statsmodels' rank warning; ours on combined rows
+        ours = noiseless.f_test(restriction)
+        theirs = reference.f_test(restriction)
+        wald = noiseless.wald_test(restriction)
+    np.testing.assert_allclose(ours.fvalue, theirs.fvalue, rtol=1e-10)
+    assert ours.df_num == theirs.df_num
+    # the denominator is the users (clusters) less the parameters, 60 - 4, where the stacked
+    # reference has its 240 stacked rows less 4: the p-value is the F law's at (q, 56)
+    assert ours.df_denom == noiseless.nobs - noiseless.params.size == 56
+    assert ours.pvalue == pytest.approx(stats.f.sf(ours.fvalue, ours.df_num, 56), rel=1e-12)
+    # by hand: the Wald statistic over the number of restrictions
+    assert ours.fvalue == pytest.approx(wald.statistic / wald.df_denom, rel=1e-12)
+
+
+def test_f_test_with_privacy_noise_uses_the_released_covariance(data: pd.DataFrame) -> None:
+    model = dplong.LongitudinalOLS.from_formula(FORMULA, data, groups="user", time="t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = model.fit(epsilon=50.0, random_state=0)  # enough for 60 users, 4 columns
+        test = res.f_test("x1 = x2 = 0")
+    assert (res.noise_sd > 0).all()
+    gap = res.params[["x1", "x2"]].to_numpy()
+    variance = res.sampling_sd[["x1", "x2"]] ** 2 + res.noise_sd[["x1", "x2"]] ** 2
+    assert test.fvalue == pytest.approx(float(np.sum(gap**2 / variance)) / 2, rel=1e-12)
+
+
+def test_model_is_a_data_free_view_of_the_model(data: pd.DataFrame) -> None:
+    model = dplong.LongitudinalOLS.from_formula(FORMULA, data, groups="user", time="t")
+    res = model.fit(**NOISE_OFF)
+    assert isinstance(res.model, ModelSpec) and res.model == model.spec
+    assert res.model.model_class is dplong.LongitudinalOLS
+    assert res.model.exog_names == tuple(model.exog_names) and res.model.nobs_users == 60
+    assert str(res.model) == "LongitudinalOLS" and repr(res.model) == repr(model)
+    # only public facts: strings, an int and a class (pickled by reference, not data)
+    assert {type(v) for v in vars(res.model).values()} <= {str, int, tuple, type}
+    back = pickle.loads(pickle.dumps(res))
+    assert back.model == res.model and str(back.summary()) == str(res.summary())
+    mean = dplong.winsorized_mean(data["y"], groups=data["user"], **NOISE_OFF)
+    assert mean.model == ModelSpec("Mean", "mean of y", 60, ("y",))
 
 
 def test_predict_matches_statsmodels(
@@ -286,3 +341,26 @@ def test_compare_renders_every_fit(fits: dict[str, dplong.PanelResults]) -> None
 def test_compare_refuses(bad: object, match: str) -> None:
     with pytest.raises(ParameterError, match=match):
         dplong.compare(bad)  # type: ignore[arg-type]
+
+
+def test_compare_as_csv(fits: dict[str, dplong.PanelResults]) -> None:
+    import csv
+
+    table = dplong.compare(fits)
+    rows = list(csv.reader(table.as_csv().splitlines()))
+    assert rows[0] == ["", *fits]
+    exper = rows.index(next(row for row in rows if row[0] == "exper"))
+    assert rows[exper][1] == f"{fits['per-user'].params['exper']:.4g}"
+    assert rows[exper + 1][1] == f"({fits['per-user'].bse['exper']:.4g})"
+    assert ["Users (n)", "545", "545", "545"] in rows
+    assert rows[-1] == [table._note]
+
+
+def test_compare_says_a_shared_formula_once(fits: dict[str, dplong.PanelResults]) -> None:
+    shared = {name: fits[name] for name in ("per-user", "within")}
+    table = dplong.compare(shared)
+    text = str(table)
+    assert text.count("lwage ~ exper + union") == 1 and "Every fit: lwage ~ exper + union" in text
+    assert table.info.loc["Formula"].tolist() == ["lwage ~ exper + union"] * 2  # kept
+    assert "Formula" in str(dplong.compare(fits))  # differing formulas: a row of the table
+    assert max(len(line) for line in text.splitlines()) <= 100

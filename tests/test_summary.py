@@ -96,6 +96,33 @@ def test_rand_hie_like_summaries_fit_a_glance(seed: int) -> None:
         check_glance(res.summary())
 
 
+def test_rand_hie_summaries_fit_a_glance() -> None:
+    # the shipped RAND HIE at default settings (ε only; PooledOLS needs its public bounds):
+    # heavy-tailed spending warns, and the warnings and notes still fit. RandomEffectsLocation
+    # was 34 lines before the header's privacy row left ε and δ to the ledger's line (the
+    # header then fits in two column pairs, and the notes wrap at its width)
+    hie = dplong.datasets.load_randhie()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)  # shown in the summaries
+        fits = [
+            dplong.winsorized_mean(hie["meddol"], groups=hie["zper"], epsilon=1.0, random_state=0),
+            dplong.RandomEffectsLocation.from_formula("meddol ~ 1", hie, groups="zper").fit(
+                epsilon=1.0, random_state=0
+            ),
+            dplong.LongitudinalOLS.from_formula(
+                "np.log1p(meddol) ~ xage", hie, groups="zper"
+            ).fit(epsilon=2.0, random_state=0),
+            dplong.PooledOLS.from_formula(
+                "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper",
+                bounds={"np.log1p(meddol)": (0, 12), "np.log(coins + 1)": (0, 4.62),
+                        "xage": (0, 100), "female": (0, 1)},
+            ).fit(epsilon=1.0, max_rows=5, random_state=0),
+        ]
+    assert any(fit.warnings for fit in fits)  # the case with warnings
+    for res in fits:
+        check_glance(res.summary())
+
+
 def test_within_summary_with_a_withheld_regressor_fits_a_glance() -> None:
     # at ε = 1 (seed 0) the RAND-HIE-like within fit withholds lninc, whose warning takes
     # four lines: the summary was 26 lines before the within notes were said in fewer words
@@ -198,3 +225,39 @@ def test_every_within_label_has_plain_words() -> None:
         ["C(year)[T.1981] with C(a, levels=[1, 2])[T.2] (within)"]
     )
     assert said["Z'Z[x1:x2,x1:x2]"] == "['x1:x2 (within variation)']"
+
+
+def test_csv_holds_what_the_text_shows() -> None:
+    import csv
+
+    res = rand_hie_fits(0)[0]  # notes with commas: quoted, one cell each
+    summary = res.summary()
+    rows = list(csv.reader(summary.as_csv().splitlines()))
+    assert rows[0] == [summary.title]
+    facts = {row[0]: row[1] for row in rows[1 : 1 + len(summary.info)]}
+    assert facts["Users (n):"] == str(res.nobs_users)
+    header = rows.index(["", *summary.params.columns])
+    table = {row[0]: row[1:] for row in rows[header + 1 : header + 1 + len(res.params)]}
+    assert list(table) == list(res.params.index)
+    for name in res.params.index:
+        if name in res.withheld.index:
+            assert table[name][0] == f"withheld: {res.withheld[name]}"
+        else:
+            assert table[name][0] == f"{res.params[name]:.4g}"
+    assert [summary.ledger_line] in rows
+    assert [f"[1] {summary.notes[0]}"] in rows  # notes unwrapped, one cell each
+
+
+def test_warnings_opening_with_a_name_said_once() -> None:
+    # the engine's heavy-tail warning opens with the column's name, not a list of names
+    said = (
+        "'Intercept': heavy tail (found privately). Values beyond 1872 were clipped.",
+        "'xage': heavy tail (found privately). Values beyond 34.78 were clipped.",
+        "'xage': something else.",
+    )
+    summary = Summary("t", pd.DataFrame({"value": []}), pd.DataFrame(), pd.DataFrame(), (), said)
+    assert summary.said_warnings == (
+        "'Intercept': heavy tail (found privately). Values beyond 1872 were clipped. "
+        "(Similar for ['xage'].)",
+        "'xage': something else.",
+    )

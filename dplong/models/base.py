@@ -42,7 +42,7 @@ from dplong.privacy.options import Focus, ReleaseOptions, focus_weights
 from dplong.privacy.radius import Tails, bin_radius, concentration_radius
 from dplong.privacy.variance import ScaleEstimate, check_scale, estimate_scale
 from dplong.privacy.winsorized import check_paper, release_paper
-from dplong.results import PanelResults
+from dplong.results import ModelSpec, PanelResults
 from dplong.summary import plain_names
 
 __all__ = [
@@ -108,8 +108,9 @@ class Block:
     columns' errors count relative to their own scales in the final budget's shares (columns
     in different units: :func:`~dplong.privacy.engine.release_means`); ``centred`` when its
     statistics come with a public centre (``Statistics.centre``: no midpoint or refinement
-    stage is planned). ``build`` computes the statistics from the releases of the earlier
-    blocks.
+    stage is planned); ``partial_users`` when each column is by design a statistic of some
+    users only (the levels of a grouping: see :class:`~dplong.privacy.engine.Rules`).
+    ``build`` computes the statistics from the releases of the earlier blocks.
     """
 
     names: tuple[str, ...]
@@ -124,6 +125,7 @@ class Block:
     moment: bool = True
     relative: bool = False
     centred: bool = False
+    partial_users: bool = False
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,8 @@ class FormulaModel:
     (True, 545, ['Intercept', 'exper'])
     """
 
+    model_name: ClassVar[str] = "FormulaModel"
+
     def __init__(self, design: PanelDesign | ReducedPanel) -> None:
         self._design = design  # rows in memory, or a Dask frame's per-user statistics
 
@@ -167,6 +171,21 @@ class FormulaModel:
     def formula(self) -> str:
         """The model's formula."""
         return self._design.formula
+
+    @property
+    def spec(self) -> ModelSpec:
+        """The model as public facts, without its data: what its results keep as ``model``.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr").spec
+        LongitudinalOLS('lwage ~ exper', n_users=545)
+        """
+        return ModelSpec(
+            self.model_name, self.formula, self.nobs_users, tuple(self.exog_names), type(self)
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.formula!r}, n_users={self.nobs_users})"
@@ -251,7 +270,7 @@ class PanelModel(FormulaModel):
         assemble = results or panel_results
         return assemble(
             releases,
-            model=self.model_name,
+            model=self.spec,
             formula=self.formula,
             nobs_users=self.nobs_users,
             basis=self.basis,
@@ -367,6 +386,7 @@ def _rules(block: Block, statistics: Statistics, earlier: Sequence[Release]) -> 
         lower=statistics.lower,
         relative=block.relative,
         public_centre=statistics.centre,
+        partial_users=block.partial_users,
     )
 
 
@@ -423,6 +443,7 @@ def paper_scale(
     >>> import numpy as np
     >>> from dplong.models.base import paper_scale
     >>> from dplong.privacy.options import ReleaseOptions
+    >>> from dplong.results import ModelSpec
     >>> x = np.random.default_rng(0).normal(0.0, 2.0, size=(5000, 1))
     >>> options = ReleaseOptions.check(5000, epsilon=1.0, delta=None, privacy="central",
     ...                                bound=None, d=1)
@@ -496,7 +517,7 @@ def combined_ledger(releases: Sequence[Release], options: ReleaseOptions) -> Pri
 def panel_results(
     releases: Sequence[Release],
     *,
-    model: str,
+    model: ModelSpec,
     formula: str,
     nobs_users: int,
     basis: tuple[str, str],
@@ -518,11 +539,13 @@ def panel_results(
     >>> from dplong.models.base import panel_results
     >>> from dplong.privacy.engine import release_means
     >>> from dplong.privacy.options import ReleaseOptions
+    >>> from dplong.results import ModelSpec
     >>> x = np.random.default_rng(0).normal(1.0, 1.0, size=(2000, 1))
     >>> options = ReleaseOptions.check(2000, epsilon=1.0, delta=None, privacy="central",
     ...                                bound=None, d=1)
     >>> release = release_means(x, names=("x",), options=options, rng=np.random.default_rng(1))
-    >>> res = panel_results([release], model="Mean", formula="mean of x", nobs_users=2000,
+    >>> res = panel_results([release], model=ModelSpec("Mean", "mean of x", 2000, ("x",)),
+    ...                     formula="mean of x", nobs_users=2000,
     ...                     basis=("Theorem 4.2", "Theorem 6.4"), options=options,
     ...                     assumptions=())
     >>> res.params.index.tolist(), res.basis

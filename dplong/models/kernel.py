@@ -345,7 +345,7 @@ class PriestleyChao(PanelModel):
         boundary = (grid < lo + zeta) | (grid > hi - zeta)  # Lemma 4.9: x outside [ζ, 1 - ζ]
         results = panel_results(
             releases,
-            model=self.model_name,
+            model=self.spec,
             formula=self.formula,
             nobs_users=self.nobs_users,
             basis=self.basis,

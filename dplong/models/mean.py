@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, get_args
 
 import numpy as np
@@ -19,15 +19,23 @@ from dplong._validation import RandomState, per_column
 from dplong.dask_frames import design_spec, is_dask, outcome_rows, reduce_users, require_dask
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import DesignSpec
-from dplong.models.base import Block, PanelModel, Statistics, panel_results, run_blocks
+from dplong.models.base import (
+    Block,
+    FitRequest,
+    PanelModel,
+    Statistics,
+    panel_results,
+    run_blocks,
+)
 from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.planning import advised
-from dplong.privacy.accounting import Accountant
+from dplong.privacy.accounting import Accountant, PrivacyLedger
+from dplong.privacy.budget import afford, charge, keyed_ledger, keyed_share, part
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
 from dplong.privacy.radius import DEFAULT_GAMMA, Tail
 from dplong.privacy.winsorized import column_names
-from dplong.results import GroupedResults, PanelResults, grouped_label
+from dplong.results import GroupedResults, ModelSpec, PanelResults, grouped_label
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
@@ -56,6 +64,7 @@ def winsorized_mean(
     names: Sequence[str] | None = None,
     by: ArrayLike | str | None = None,
     levels: Sequence[Any] | Mapping[str, Sequence[Any]] | None = None,
+    by_constant: bool = False,
     random_state: RandomState = None,
     rng: RandomState = None,
     accountant: Accountant | None = None,
@@ -119,14 +128,22 @@ def winsorized_mean(
         a DataFrame ``values`` (then not averaged itself): one mean per declared level and
         column, each the mean over the users with rows at that level of their average row
         there. A user whose rows carry several levels (years) contributes to each, clipped
-        in each; a row whose key is missing or not declared belongs to no level. Needs
-        ``levels`` (or a pandas ``Categorical`` key, whose categories are its declared
-        levels); in-memory values only (not Dask).
+        in each (to one only with ``by_constant``); a row whose key is missing or not
+        declared belongs to no level. Needs ``levels`` (or a pandas ``Categorical`` key, whose
+        categories are its declared levels); in-memory values only (not Dask).
     levels : sequence, or mapping of the grouping's name to a sequence
         The declared levels of ``by`` (public: the study design's arms or years, never read
         from the rows), in the order of the results; ``{"year": [...]}`` as the formula
         models take them. Which users have rows at a level, and how many, is private: the
         results show private counts only.
+    by_constant : bool
+        Declare the ``by`` key constant within each user (sex, region, a trial's arm): each
+        user is then at one level only, and the levels are released on their own, each with
+        half of ε and δ (parallel composition, see Notes) instead of sharing them. A public
+        declaration, never checked on the rows: a user whose rows carry several declared
+        levels is put at the first of them in the order of ``levels``, with the rows there
+        (the others are left out). Default engine only (central, ``variant="default"``), no
+        ``focus``.
     random_state, rng : None, int or numpy.random.Generator
         ``None`` (fresh OS entropy) for a release; a seed only for reproducible research.
         ``rng`` is numpy's SPEC 7 name for the same argument: give at most one of the two.
@@ -150,6 +167,14 @@ def winsorized_mean(
     or several. Per-column options (``scale``, ``tau``, ``lower``, ``bound``) are given per
     averaged column and hold at every level.
 
+    With ``by_constant=True`` every user is at one level, so each level's release reads
+    different users (parallel composition). The key is private, though: the neighbouring data
+    set replaces one user's rows, key included, and a user who moves from one level to another
+    changes both levels' releases. Each level therefore gets half the budget (all of it when
+    only one level is declared), and the ledger totals the two largest levels' costs
+    (:func:`~dplong.privacy.budget.keyed_ledger`): at most ε and δ. With three levels or more,
+    each gets more than the ``1/levels`` a shared release would give it.
+
     Examples
     --------
     >>> import numpy as np, pandas as pd, dplong
@@ -170,23 +195,47 @@ def winsorized_mean(
     ...                              levels=[0, 1], epsilon=1.0, random_state=1)
     >>> res.summary_frame().index.tolist(), list(res.params.index)
     ([0, 1], ['sbp[arm=0]', 'sbp[arm=1]'])
+
+    The arm is fixed per person: declared so, three arms each get half the budget.
+
+    >>> visits["arm"] = np.repeat(rng.integers(0, 3, 1_000), 10)
+    >>> res = dplong.winsorized_mean(visits[["sbp", "arm"]], groups=visits["id"], by="arm",
+    ...                              levels=[0, 1, 2], by_constant=True, epsilon=2.0,
+    ...                              random_state=1)
+    >>> res.privacy.epsilon <= 2.0, res.privacy.composition
+    (True, 'parallel over the levels of a key (two levels touched)')
     """
     grouping = None
+    if not isinstance(by_constant, bool):
+        raise ParameterError(f"by_constant must be True or False, got {by_constant!r}")
+    if by_constant and by is None:
+        raise ParameterError(
+            "by_constant=True declares the by= key constant within users: give by="
+        )
+    if by_constant and (privacy != "central" or variant != "default" or focus is not None):
+        raise ParameterError(
+            "by_constant=True releases each level on its own with the default engine "
+            '(variant="default", privacy="central") and takes no focus'
+        )
     if by is not None or levels is not None:  # public facts: checked before any noise
         values, grouping = _grouping(values, by, levels)
     if is_dask(values):
         matrix, labels = _dask_user_means(values, groups, names)
+        columns = labels
     else:
         matrix, labels = _matrix(values, names)
         columns = labels
+        codes, n = (None, 0) if groups is None else factorize_groups(groups, matrix.shape[0])
         if grouping is not None:
+            if by_constant and codes is not None:
+                grouping = _one_level_per_user(grouping, codes, n)
             matrix, labels = _by_level(matrix, labels, grouping)
-        if groups is not None:
-            codes, n = factorize_groups(groups, matrix.shape[0])
+        if codes is not None:
             matrix = _user_means(matrix, codes, n)
     n, d = matrix.shape
-    if grouping is not None:  # per-column options hold at every level
-        repeat = len(grouping[2])
+    keyed = grouping is not None and by_constant
+    repeat = 1 if grouping is None or keyed else len(grouping[2])
+    if repeat > 1:  # per-column options hold at every level
         scale, tau, lower, bound = (
             _every_level(v, len(columns), repeat) for v in (scale, tau, lower, bound)
         )
@@ -205,7 +254,8 @@ def winsorized_mean(
         rng=rng,
         accountant=accountant,
     )
-    proxy = _stated_scale(scale, tau, n, d, request.options.gamma)
+    width = len(columns) if keyed else d  # the columns of one release
+    proxy = _stated_scale(scale, tau, n, width, request.options.gamma)
     options = request.options
     if (lower is not None or tail is not None) and (options.local or options.variant != "default"):
         raise ParameterError(
@@ -214,44 +264,64 @@ def winsorized_mean(
         )
     if tail is not None and tail not in get_args(Tail):
         raise ParameterError(f"tail must be one of {get_args(Tail)}, got {tail!r}")
-    support = None if lower is None else per_column(lower, d, "lower", positive=False)
+    support = None if lower is None else per_column(lower, width, "lower", positive=False)
 
-    def statistics(_: tuple[Release, ...]) -> Statistics:
-        return Statistics(matrix, scale=proxy, lower=support)
+    def block(names: tuple[str, ...], statistics: NDArray[np.float64]) -> Block:
+        return Block(
+            names,
+            1.0,
+            lambda _: Statistics(statistics, scale=proxy, lower=support),
+            stated_scale=proxy is not None,
+            complete_rows=False,
+            tail=tail,
+            partial_users=grouping is not None,
+        )
 
-    block = Block(
-        labels, 1.0, statistics, stated_scale=proxy is not None, complete_rows=False, tail=tail
-    )
-    releases = run_blocks([block], n=n, request=request)
+    if keyed:
+        releases, ledger = _keyed_releases(matrix, labels, width, block, request)
+    else:
+        releases = run_blocks([block(labels, matrix)], n=n, request=request)
     scale_note = (
         "Scale estimated privately (the spread of the user values)."
         if proxy is None
         else f"Stated variance proxy of one user's value: {proxy.tolist()}."
     )
+    estimand = (
+        "Estimand: the mean of the users' own averages (Def 5.1); intervals include the "
+        "clipping bias bound."
+    )
+    if grouping is not None:
+        name, _, declared = grouping
+        estimand = (
+            f"Estimand: at each declared level of {name} ({len(declared)}), the mean over the "
+            "users with rows there of their own averages there (Def 5.1); "
+            + (
+                "each user at one level (by_constant), each level released with "
+                f"{'half' if keyed_share(len(declared)) < 1 else 'all'} of the budget "
+                "(parallel composition). "
+                if keyed
+                else "the levels share the budget. "
+            )
+            + "Intervals include the clipping bias bound."
+        )
     results = panel_results(
         releases,
-        model="Mean",
+        model=ModelSpec("Mean", "mean of " + ", ".join(columns), n, columns),
         formula="mean of " + ", ".join(labels if grouping is None else columns),
         nobs_users=n,
         basis=("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8"),
         options=request.options,
-        assumptions=(
-            "Estimand: the mean of the users' own averages (Def 5.1); intervals include the "
-            "clipping bias bound.",
-            scale_note,
-        ),
+        assumptions=(estimand, scale_note),
     )
     if grouping is None:
         return results
     name, _, declared = grouping
     kept = {f.name: getattr(results, f.name) for f in dataclasses.fields(results)}
-    kept |= {
-        "formula": f"mean of {', '.join(columns)} by {name}",
-        "assumptions": (
-            *results.assumptions,
-            f"One mean per declared level of {name} ({len(declared)}), sharing the budget.",
-        ),
-    }
+    kept["formula"] = f"mean of {', '.join(columns)} by {name}"
+    if keyed:  # one count per level's release, whatever its number of columns
+        counts = [np.broadcast_to(r.users, (len(r.names),)) for r in releases]
+        kept["users"] = pd.Series(np.concatenate(counts), index=list(labels), name="users")
+        kept["privacy"] = ledger
     return GroupedResults(**kept, by=name, levels=declared, columns=columns)
 
 
@@ -307,6 +377,49 @@ def _grouping(
         raise DataError(f"by must have one key per row: got shape {np.shape(keys)} for {rows} rows")
     codes = index.get_indexer(keys.astype(object)).astype(np.intp)
     return values, (name, codes, declared)
+
+
+def _one_level_per_user(grouping: Grouping, codes: NDArray[np.intp], n: int) -> Grouping:
+    """The grouping with every user at one level (``by_constant``): the first declared level,
+    in the order of the levels, at which the user has a row; their rows at other levels belong
+    to no level. A rule on each user's own rows, so a user still changes only their own
+    statistic (at one level)."""
+    name, levels, declared = grouping
+    kept = (levels >= 0) & (codes >= 0)
+    first = np.full(n, len(declared), dtype=np.intp)
+    np.minimum.at(first, codes[kept], levels[kept])
+    at_first = kept & (levels == first[np.where(codes >= 0, codes, 0)])
+    return name, np.where(at_first, levels, -1).astype(np.intp), declared
+
+
+def _keyed_releases(
+    matrix: NDArray[np.float64],
+    labels: tuple[str, ...],
+    width: int,
+    block: Callable[[tuple[str, ...], NDArray[np.float64]], Block],
+    request: FitRequest,
+) -> tuple[tuple[Release, ...], PrivacyLedger]:
+    """Each level's columns released on their own with its :func:`keyed_share` of the budget,
+    and the fit's ledger by parallel composition (:func:`keyed_ledger`).
+
+    Every level's plan is the same function of public facts (n, its columns, its budget), so a
+    refusal comes from the first level's, before any noise; the accountant is checked for the
+    whole fit first and charged once with the parallel ledger."""
+    options = request.options
+    levels = len(labels) // width
+    afford(request.accountant, options.epsilon, options.delta)
+    level = dataclasses.replace(
+        request, options=part(options, keyed_share(levels)), accountant=None, focus=None
+    )
+    releases: list[Release] = []
+    for k in range(levels):  # a loop over the declared levels (public), not over users
+        columns = slice(k * width, (k + 1) * width)
+        releases += run_blocks(
+            [block(labels[columns], matrix[:, columns])], n=matrix.shape[0], request=level
+        )
+    ledger = keyed_ledger([release.privacy for release in releases], "central")
+    charge(request.accountant, ledger, options.epsilon, options.delta)
+    return tuple(releases), ledger
 
 
 def _by_level(
@@ -559,7 +672,8 @@ class ColumnMean:
             **{k: v for k, v in stated.items() if v is not None},
             **options,
         )
-        return dataclasses.replace(results, model=self.model_name, formula=self.formula)
+        spec = ModelSpec(self.model_name, self.formula, self.nobs_users, (self.column,), type(self))
+        return dataclasses.replace(results, model=spec, formula=self.formula)
 
 
 def _outcome(formula: str, data: pd.DataFrame | DaskFrame) -> pd.Series | DaskSeries:
@@ -588,6 +702,13 @@ register(
                 "one mean per declared level of this public grouping column (declare them "
                 "with --levels COLUMN=A,B,...)",
                 stage="model",
+            ),
+            Option(
+                "by_constant",
+                "flag",
+                "",
+                "declare the --by column constant within each user: every level gets half of "
+                "epsilon (parallel composition) instead of sharing it",
             ),
         ),
     )

@@ -373,7 +373,7 @@ class PooledOLS(FormulaModel):
             if name != "Intercept"
         )
         return RegressionResults(
-            model=self.model_name,
+            model=self.spec,
             formula=self.formula,
             params=series(beta, "params"),
             noise_scale=series(noise_sd, "noise scale"),

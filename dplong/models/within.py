@@ -39,7 +39,7 @@ from dplong.privacy.budget import users_share
 from dplong.privacy.engine import SMALLEST_SCALE, Release, UserWeights
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import Tail
-from dplong.results import PanelResults
+from dplong.results import ModelSpec, PanelResults
 
 __all__ = [
     "WithinProducts",
@@ -241,7 +241,7 @@ def within_blocks(
 def within_results(
     releases: Sequence[Release],
     *,
-    model: str,
+    model: ModelSpec,
     formula: str,
     nobs_users: int,
     basis: tuple[str, str],

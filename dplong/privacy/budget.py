@@ -67,6 +67,8 @@ __all__ = [
     "column_epsilon",
     "fit_ledger",
     "gaussian_shares",
+    "keyed_ledger",
+    "keyed_share",
     "largest_within",
     "paper_budget",
     "paper_vector_budget",
@@ -1054,7 +1056,9 @@ def fit_ledger(ledgers: Sequence[PrivacyLedger], delta: float, model: str) -> Pr
     >>> fit_ledger([one, one], 0.0, "central").epsilon
     1.0
     """
-    if all(ledger.composition.startswith("parallel") for ledger in ledgers):
+    # the local model's groups are disjoint and drawn independently of the data (max); the
+    # levels of a key are not (keyed_ledger): only the former compose as the largest
+    if all(ledger.composition == "parallel (disjoint users)" for ledger in ledgers):
         worst = max(ledgers, key=lambda ledger: ledger.epsilon)
         entries = tuple(entry for ledger in ledgers for entry in ledger.entries)
         return PrivacyLedger(
@@ -1067,6 +1071,63 @@ def fit_ledger(ledgers: Sequence[PrivacyLedger], delta: float, model: str) -> Pr
     )
     basic = sum(ledgers[1:], ledgers[0])
     return joint if joint.epsilon <= basic.epsilon else basic
+
+
+#: How many levels' releases replacing one user can change when every user is at one level of
+#: a key (a grouping declared constant within users): the level the user leaves and the level
+#: the user joins. The key is private, so a user may change levels between neighbours.
+KEYED_TOUCHED = 2
+
+
+def keyed_share(levels: int) -> float:
+    """Each level's share of a fit's (ε, δ) when every user is at one level of a key
+    (parallel composition over the levels): ``1 / min(levels, 2)``.
+
+    Under the contract's neighbours (one user's rows replaced) a user at one level may move to
+    another, changing both levels' releases: the fit costs the sum of the two largest levels'
+    costs (:func:`keyed_ledger`), so each level gets half the budget however many levels
+    there are, where a release shared by the levels (sequential composition) gives each
+    about ``1 / levels``. With one level, it gets the whole budget.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import keyed_share
+    >>> keyed_share(1), keyed_share(2), keyed_share(8)
+    (1.0, 0.5, 0.5)
+    """
+    return 1.0 / min(levels, KEYED_TOUCHED)
+
+
+def keyed_ledger(ledgers: Sequence[PrivacyLedger], model: str) -> PrivacyLedger:
+    """The ledger of releases on the levels of a key at which every user is at one level
+    (:func:`keyed_share`): parallel composition, the sum of the :data:`KEYED_TOUCHED` largest
+    levels' ε and δ (and ρ), which bounds the cost of any pair a replaced user can change.
+
+    Examples
+    --------
+    >>> from dplong.privacy.accounting import LedgerEntry, PrivacyLedger
+    >>> from dplong.privacy.budget import keyed_ledger
+    >>> level = [PrivacyLedger.from_entries(
+    ...     [LedgerEntry("mean", "lattice Laplace", f"y[arm={k}]", 0.5, 0.0, 0.0, 1.0, 2.0)],
+    ...     0.0, "central") for k in range(3)]
+    >>> ledger = keyed_ledger(level, "central")
+    >>> ledger.epsilon, len(ledger.entries), ledger.composition
+    (1.0, 3, 'parallel over the levels of a key (two levels touched)')
+    """
+
+    def largest(values: Sequence[float]) -> float:  # NaN (a ρ unknown) stays NaN
+        if any(math.isnan(value) for value in values):
+            return math.nan
+        return float(sum(sorted(values, reverse=True)[:KEYED_TOUCHED]))
+
+    return PrivacyLedger(
+        tuple(entry for ledger in ledgers for entry in ledger.entries),
+        largest([ledger.epsilon for ledger in ledgers]),
+        largest([ledger.delta for ledger in ledgers]),
+        "parallel over the levels of a key (two levels touched)",
+        model,
+        largest([ledger.rho for ledger in ledgers]),
+    )
 
 
 def split_users(

@@ -230,6 +230,10 @@ class Rules:
         A public centre per column and a bound on its distance to the column's mean that fails
         with probability at most γ: no midpoint or refinement stage (a plan made with
         ``centred=True``).
+    partial_users : bool
+        Each column is by design a statistic of some users only (a level of a grouping: the
+        estimand is the mean over the users with rows there), so no note says that many users
+        have none; the private counts are in the results.
 
     Examples
     --------
@@ -258,6 +262,7 @@ class Rules:
     lower: NDArray[np.float64] | None = None
     relative: bool = False
     public_centre: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+    partial_users: bool = False
 
 
 @dataclass(frozen=True)
@@ -957,7 +962,11 @@ def release_means(
         variant="default (refined)" if where.refined else "default",
         bad_events=np.minimum(gamma * (2.0 if where.refined else 1.0) + miss, 1.0),
         notes=plan.notes
-        + (() if user_weights else _user_notes(where.users, where.users_sd, n, names, undefined))
+        + (
+            ()
+            if user_weights or rules.partial_users
+            else _user_notes(where.users, where.users_sd, n, names, undefined)
+        )
         + _empty_notes(names, undefined)
         + _lost_notes(
             names, lost, miss, _few(where.users, where.users_sd, n, d) & (user_weights is None)
