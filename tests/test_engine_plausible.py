@@ -116,3 +116,24 @@ def test_dietox_curve_with_an_estimated_scale() -> None:
         assert res.params.isna().all()
         assert set(res.withheld) <= {"missed", "no users"}
     assert any("Raise epsilon to about 29" in note for note in res.warnings)
+
+
+def test_a_zero_inflated_mean_the_count_cannot_see_is_withheld() -> None:
+    """Issue 30: 40 of 2,000 users near 5, the others 0, ε = 1. The count of users off 0 (its
+    reach about 60 users) sees none of them, and the column used to be released as 0.000 with
+    an interval of ±2e-152 around it, for a mean of 0.1. Now, over seeds 0-29, no release
+    shows a number whose interval misses the mean: each is withheld (29 "unseen", 1 "missed"
+    measured), or covers."""
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        x = np.zeros(2000)
+        x[:40] = 5.0 + rng.normal(0.0, 0.5, 40)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = dplong.winsorized_mean(x, groups=np.arange(2000), epsilon=1.0, random_state=seed)
+        if np.isnan(res.params.iloc[0]):
+            assert res.withheld.iloc[0] in {"unseen", "missed"}
+            assert np.isnan(res.pvalues.iloc[0])
+            continue
+        lower, upper = res.conf_int().iloc[0]
+        assert lower <= x.mean() <= upper

@@ -313,7 +313,8 @@ class Release:
         Whether users were weighted (:class:`UserWeights`): ``users`` is then the private
         weighted count ``Σ w_u`` and ``scale`` the standardised one.
     unseen : ndarray of bool, optional
-        Columns taken as 0 (their estimate is 0): most users are exactly 0 there and the
+        Columns taken as 0 (their estimate is 0; the results withhold it, "unseen", as
+        :func:`dplong.models.base.panel_results` does): most users are exactly 0 there and the
         private count saw no others (it may miss a few, :class:`ScaleScan`).
     """
 
@@ -1686,9 +1687,10 @@ def _unseen_notes(
         names,
         unseen,
         scan,
-        "{listed}: most users' statistic is exactly 0 and the private count sees no others, "
-        "so the column is taken as 0; up to about {reach} users off 0 could go unseen at this "
-        "epsilon, and their values are not in the estimate or its error bound.",
+        "{listed}: most users' statistic is exactly 0 and the private count sees no others; "
+        "up to about {reach} users off 0 could go unseen at this epsilon, with values nothing "
+        "bounds, so no estimate (NaN) is given. Raise epsilon to see fewer, or give public "
+        "bounds.",
     )
 
 
