@@ -297,10 +297,12 @@ def test_small_n_is_flagged_from_public_facts() -> None:
     data = np.random.default_rng(3).normal(0, 1, 600)
     assert dplong.winsorized_mean(data, epsilon=0.5, random_state=0).reliable
     # a column of zeros is no longer reliable from the data: its private count of users off 0
-    # cannot see a few dozen of them (a note from a released number, not the plan)
+    # cannot see a few dozen of them (a note from a released number, not the plan), whose
+    # values nothing bounds: no number
     with pytest.warns(dplong.exceptions.DplongWarning, match="sees no others"):
         zeros = dplong.winsorized_mean(np.zeros(600), epsilon=0.5, random_state=0)
-    assert not zeros.reliable and zeros.params.iloc[0] == 0.0
+    assert not zeros.reliable and np.isnan(zeros.params.iloc[0])
+    assert zeros.withheld.tolist() == ["unseen"]
 
 
 # --------------------------------------------------------------------------------------------

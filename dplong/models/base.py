@@ -551,6 +551,15 @@ def panel_results(
     >>> res.params.index.tolist(), res.basis
     (['x'], 'Theorem 4.2')
     """
+    releases = [_unseen_withheld(r) for r in releases]
+    unseen = {
+        name: "unseen"
+        for r in releases
+        if r.unseen is not None
+        for name, hidden in zip(r.names, r.unseen, strict=True)
+        if hidden
+    }
+    extra["withheld_why"] = {**unseen, **extra.get("withheld_why", {})}
     names = [name for r in releases for name in r.names]
     index = pd.Index(names)
 
@@ -593,6 +602,29 @@ def panel_results(
         bad_events=series("bad_events", "bad events"),
         basis=basis[options.local],
         **extra,
+    )
+
+
+def _unseen_withheld(release: Release) -> Release:
+    """A release's columns the engine took as 0 because its count saw no user off 0
+    (``Release.unseen``), withheld: up to the count's reach of users off 0 could be missing,
+    with values nothing bounds, so no interval reaches what they could add (40 of 2,000 users
+    at 5, ε = 1: 0.000 ± 1e-152 for a mean of 0.1). The 0 stays in the release for the models
+    that read it as "no user seen" (the within estimator's basis); the results show no number
+    (post-processing of the released count)."""
+    unseen = release.unseen
+    if unseen is None or not unseen.any():
+        return release
+
+    def hidden(values: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.where(unseen, np.nan, values)
+
+    return dataclasses.replace(
+        release,
+        estimate=hidden(release.estimate),
+        noise_sd=hidden(release.noise_sd),
+        sampling_sd=hidden(release.sampling_sd),
+        bias=hidden(release.bias),
     )
 
 

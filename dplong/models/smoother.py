@@ -41,7 +41,7 @@ from dplong.privacy.budget import (
     vector_budget,
     vector_plan,
 )
-from dplong.privacy.engine import MAX_RADIUS, Release, Rules, locate, overflowed
+from dplong.privacy.engine import MAX_RADIUS, Release, Rules, implausible, locate, overflowed
 from dplong.privacy.interval import check_histogram_feasible, local_bins
 from dplong.privacy.noise import MIN_LATTICE_EPSILON
 from dplong.privacy.options import ReleaseOptions
@@ -255,11 +255,27 @@ class ItemSmoother(PriestleyChao):
             np.fmin(amp + where.sd[0] * _no_clip(n, options) + where.centre_error[0], MAX_RADIUS)
         )
         # the scale stage's verdicts, as every release reads them: too few responses off a
-        # value most share, or a scale below the responses' resolution, leave no curve
-        lost = bool(where.sparse[0] or where.unresolved[0])
+        # value most share, or a scale below the responses' resolution, leave no curve; nor
+        # does a location the release's own figures call a miss (the engine's rule)
+        unsure = bool(
+            implausible(
+                midpoint=where.midpoint,
+                sd=where.sd,
+                alone=np.zeros(1, dtype=bool) if where.scan is None else where.scan.alone,
+                miss=where.plan.miss_given(np.array([float(n)])),
+            )[0]
+        )
+        lost = bool(where.sparse[0] or where.unresolved[0] or unsure)
         notes = plan.notes + where.scale_notes(
             (name,), sparse=where.sparse, shown=np.array([not lost])
         )
+        if unsure and not (where.sparse[0] or where.unresolved[0]):
+            notes += (
+                "No curve (NaN): the release's own figures say its private midpoint or scale "
+                "missed the responses (a scale far above every response, or medians that miss "
+                "with probability above one half), so the curve would be far off. Raise "
+                "epsilon, or state noise_sd and amplitude.",
+            )
         if where.unresolved[0] and not where.sparse[0]:
             notes += (
                 "No curve (NaN): the private scale of the responses fell below their "

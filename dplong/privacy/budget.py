@@ -94,6 +94,10 @@ MEDIAN_USERS = 80.0
 #: bound is conservative (several times the rate measured on spread-out data), so the refusal
 #: waits until a miss is all but certain: at 0.9 measured failure rates are about 40 %.
 MAX_MISS, NOTE_MISS = 0.9, 0.01
+#: A column whose medians miss with probability above ``DOUBT_MISS`` given its private count
+#: is more likely off than its error figures say, and is withheld
+#: (:func:`dplong.privacy.engine.implausible`).
+DOUBT_MISS = 0.5
 #: ε·n of the count of users with a statistic: a relative error of about √2/20 = 7 %, which
 #: only multiplies the refinement's small offset from the midpoint; but at least
 #: ``COUNT_SHARES[0]`` and at most ``COUNT_SHARES[1]`` of the budget per count, as the count

@@ -33,6 +33,7 @@ from scipy import special
 
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
 from dplong.privacy.budget import (
+    DOUBT_MISS,
     MAX_MISS,
     NOTE_MISS,
     FinalBudget,
@@ -76,6 +77,7 @@ __all__ = [
     "Rules",
     "UserWeights",
     "forecast_noise",
+    "implausible",
     "locate",
     "release_means",
     "release_second_moment",
@@ -127,6 +129,15 @@ TAIL_REACH = 2.0**6
 #: a heavy one many times more: the count tells them apart at a small ε), and calls a column
 #: heavy where the count exceeds ``TAIL_RATIO`` times a normal tail's by the noise.
 TAIL_RUNG, TAIL_RATIO = 3.0, 3.0
+#: The plausibility rule (:func:`implausible`): a column whose own bad-event probability (the
+#: medians' miss bound given its private count) exceeds :data:`DOUBT_MISS` is more likely off
+#: than its error figures say, and is withheld. So is a column the scale stage found at one
+#: value (``ScaleScan.alone``) whose scale is ``FAR_OUT`` times the midpoint's magnitude or more
+#: and beyond ``ALONE_REACH`` times what a value shared at the midpoint could give (the midpoint
+#: cell's half-width over the normal MAD factor; up to 2.3 times that for the chi-square model
+#: of squares): the scale's median missed far above every user (they sit far inside its cell,
+#: 8 = 1 / SHARED_BELOW times below it or more).
+ALONE_REACH, FAR_OUT = 3.0, 8.0
 #: The normal tail's count is taken for a σ̂ 10 % too small (the private scale's own
 #: error: a Gaussian column was marked heavy in 1 of 200 releases at n = 6,000 without it).
 TAIL_SLACK = 0.9
@@ -309,7 +320,8 @@ class Release:
         Whether users were weighted (:class:`UserWeights`): ``users`` is then the private
         weighted count ``Σ w_u`` and ``scale`` the standardised one.
     unseen : ndarray of bool, optional
-        Columns taken as 0 (their estimate is 0): most users are exactly 0 there and the
+        Columns taken as 0 (their estimate is 0; the results withhold it, "unseen", as
+        :func:`dplong.models.base.panel_results` does): most users are exactly 0 there and the
         private count saw no others (it may miss a few, :class:`ScaleScan`).
     """
 
@@ -932,9 +944,21 @@ def release_means(
             heavy, np.maximum(bias, beyond * _bias_factor(user_weights, users, n)), bias
         )
     # a number whose error figures overflow (the medians missed by hundreds of magnitudes) says
-    # nothing: withheld like a missed one
+    # nothing: withheld like a missed one; so is one its own released figures call implausible
     unbounded = overflowed(estimate, total_sd, sampling_sd, bias)
+    unsure = implausible(
+        midpoint=where.midpoint,
+        sd=where.sd,
+        # a public centre is no median: it cannot miss, nor be shared
+        alone=np.zeros(d, dtype=bool)
+        if where.scan is None or plan.midpoint_kind == "public"
+        else where.scan.alone,
+        # no more users than n have a statistic (a public fact): a count above n is its noise
+        miss=plan.miss_given(np.minimum(found, n)),
+    )
     missed = missed | ((unbounded | where.unresolved) & ~undefined & ~unfound & ~crowded)
+    unsure = unsure & ~undefined & ~unfound & ~crowded & ~missed
+    missed = missed | unsure
     withheld = undefined | unfound | missed | crowded  # no number, so no error figures either
 
     def shown(values: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -974,11 +998,63 @@ def release_means(
         + where.scale_notes(names, sparse=sparse, shown=~withheld)
         + _heavy_notes(names, heavy & ~withheld, bias, radius, centre)
         + _crowded_notes(names, crowded)
-        + _missed_notes(names, missed),
+        + _missed_notes(names, missed & ~unsure)
+        + _implausible_notes(names, unsure),
         failed=missed | unfound | crowded,
         weighted=user_weights is not None,
         unseen=unseen,
     )
+
+
+def implausible(
+    *,
+    midpoint: NDArray[np.float64],
+    sd: NDArray[np.float64],
+    alone: NDArray[np.bool_],
+    miss: NDArray[np.float64],
+) -> NDArray[np.bool_]:
+    """The plausibility rule: where a release's own figures say its number is not what its
+    error figures claim, so that it is withheld (NaN with a note) rather than printed, plotted
+    or given a p-value.
+
+    A private median on the log grid that misses lands on an arbitrary cell, up to hundreds of
+    magnitudes from the data; the interval, the noise and the error figures then scale with it
+    (an estimate of -6e65 with an SE of 1e66 is "honest", and useless). Two released facts say
+    so. ``miss`` is the bound on the medians' miss given the private count, at most n (the
+    bad-event probability the results report, less γ, where the count is below n): above
+    :data:`~dplong.privacy.budget.DOUBT_MISS` the number is more likely off than not.
+    ``alone`` marks the columns whose scale stage counted no user off one cell of ``|x - m̂|``
+    or far inside it (:class:`ScaleScan`; midpoints that are medians): the users share one
+    value (or two), or the scale's median landed far above all of them. A value shared at the
+    midpoint lies in the midpoint's cell, so its scale ``sd`` (σ̂) is at most that cell's
+    half-width over the MAD factor; a scale beyond :data:`ALONE_REACH` times that and
+    :data:`FAR_OUT` times ``|m̂|`` or more is the median's miss, and the column is withheld. A
+    scale wider than a shared value's but below that is only wider than needed (users at two
+    values about the midpoint): its figures say so, and it is kept. So is a midpoint that
+    missed every user by D with a scale of about D: no released number tells it from users
+    spread that far.
+
+    Every input is a released number or a post-processing of one (the scale stage's verdict is
+    of its private count): the rule is post-processing, of sensitivity 0, and costs no budget.
+
+    Examples
+    --------
+    A scale of 1e60 around a midpoint of 0.5 that the scale stage found alone is a miss; a
+    scale within the midpoint's cell is a shared value; a scale of 15 about 80 is kept; a
+    release whose medians miss with probability 0.7 is withheld whatever its scale:
+
+    >>> import numpy as np
+    >>> from dplong.privacy.engine import implausible
+    >>> implausible(midpoint=np.array([0.5, 0.5, 80.0, 0.5]),
+    ...             sd=np.array([1e60, 1e-4, 15.0, 0.1]),
+    ...             alone=np.array([True, True, True, False]),
+    ...             miss=np.array([0.0, 0.0, 0.0, 0.7])).tolist()
+    [True, False, False, True]
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        wide = ~(sd <= ALONE_REACH * GRID.half_width_at(midpoint) / MAD_FACTOR)
+        above = ~(sd < FAR_OUT * np.abs(midpoint))
+    return np.asarray((alone & wide & above) | (miss > DOUBT_MISS))
 
 
 def overflowed(*figures: NDArray[np.float64]) -> NDArray[np.bool_]:
@@ -1665,6 +1741,17 @@ def _lost_notes(
     return tuple(notes)
 
 
+def _implausible_notes(names: tuple[str, ...], unsure: NDArray[np.bool_]) -> tuple[str, ...]:
+    return _column_note(
+        names,
+        unsure,
+        "No estimate (NaN) for {listed}: the release's own figures say its private midpoint or "
+        "scale missed the data (a median's miss bound above one half given the private count, "
+        "or a scale far above every user), so its number and error figures would be far off. "
+        "Raise epsilon, use fewer columns, or state the scale.",
+    )
+
+
 def _column_note(names: tuple[str, ...], columns: NDArray[np.bool_], text: str) -> tuple[str, ...]:
     """The note ``text`` (``{listed}``: the columns' names), or none where no column is meant."""
     if not columns.any():
@@ -1699,9 +1786,10 @@ def _unseen_notes(
         names,
         unseen,
         scan,
-        "{listed}: most users' statistic is exactly 0 and the private count sees no others, "
-        "so the column is taken as 0; up to about {reach} users off 0 could go unseen at this "
-        "epsilon, and their values are not in the estimate or its error bound.",
+        "{listed}: most users' statistic is exactly 0 and the private count sees no others; "
+        "up to about {reach} users off 0 could go unseen at this epsilon, with values nothing "
+        "bounds, so no estimate (NaN) is given. Raise epsilon to see fewer, or give public "
+        "bounds.",
     )
 
 

@@ -1,0 +1,106 @@
+"""Privacy audit of the plausibility rule (:func:`dplong.privacy.engine.implausible`, issue 32).
+
+The rule withholds a column from released numbers only, so it is post-processing: sensitivity
+0, no budget, no noise. A statistical audit would find nothing to measure, so the audit shows
+the two facts that make it so, on a release where the rule fires (the wage panel's per-user
+OLS with 4 regressors at ε = 4, seed 14: expersq's scale median missed far above the users):
+
+1. every input of the decision is a released number — the midpoint and the scale the results
+   carry, the bad-event bound they report (less γ), and the scale stage's verdict that the
+   users sit at one value (its private count, named in a released note) — and the decision
+   recomputed from those released numbers is the one taken;
+2. the rule draws nothing: with it switched off, the same seed releases the same ledger and
+   bit-identical numbers, except that the withheld column now shows its (absurd) number.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dplong
+import dplong.models.base as base
+import dplong.privacy.engine as engine
+from dplong.privacy.engine import Release
+
+pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+
+FORMULA = "lwage ~ exper + expersq + union + married"
+
+
+def _fit(
+    monkeypatch: pytest.MonkeyPatch, rule: Any
+) -> tuple[Any, list[Release], list[tuple[dict[str, Any], Any]]]:
+    """The seed-14 fit with ``rule`` as the engine's plausibility rule; its releases and the
+    rule's inputs and outputs."""
+    releases: list[Release] = []
+    calls: list[tuple[dict[str, Any], Any]] = []
+    release_means = base.release_means
+
+    def recorded(*args: Any, **kwargs: Any) -> Release:
+        release = release_means(*args, **kwargs)
+        releases.append(release)
+        return release
+
+    def spied(**inputs: Any) -> Any:
+        out = rule(**inputs)
+        calls.append((inputs, out))
+        return out
+
+    monkeypatch.setattr(base, "release_means", recorded)
+    monkeypatch.setattr(engine, "implausible", spied)
+    wages = dplong.datasets.load_wage_panel()
+    model = dplong.LongitudinalOLS.from_formula(FORMULA, wages, groups="nr", time="year")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = model.fit(epsilon=4.0, random_state=14)
+    return res, releases, calls
+
+
+def test_the_decision_reads_released_numbers_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    res, releases, calls = _fit(monkeypatch, engine.implausible)
+    assert len(calls) == len(releases) == 1
+    (release,), ((inputs, decided),) = releases, calls
+    midpoint, sd, alone, miss = (inputs[k] for k in ("midpoint", "sd", "alone", "miss"))
+    gamma = res.gamma * (2.0 if release.variant.endswith("(refined)") else 1.0)
+    # each input is a released figure (the Release's, which the results are built from)
+    np.testing.assert_array_equal(midpoint, release.midpoint)
+    np.testing.assert_allclose(sd**2, release.scale, rtol=1e-15)
+    np.testing.assert_allclose(np.minimum(gamma + miss, 1.0), release.bad_events, rtol=1e-12)
+    np.testing.assert_allclose(release.bad_events, res.bad_events.to_numpy(), rtol=0)
+    # the scale stage's verdict: a post-processing of its private count, released as a note
+    # (on the columns shown) or as this rule's withholding (on those it withheld)
+    said = {
+        name
+        for note in release.notes
+        if "sees no users apart" in note
+        for name in release.names
+        if repr(name) in note
+    }
+    assert {release.names[j] for j in np.flatnonzero(alone)} <= said | {
+        release.names[j] for j in np.flatnonzero(decided)
+    }
+    # the decision, recomputed from released numbers, is the one taken — and it fired
+    again = engine.implausible(
+        midpoint=release.midpoint,
+        sd=np.sqrt(release.scale),
+        alone=alone,
+        miss=res.bad_events.to_numpy() - gamma,
+    )
+    np.testing.assert_array_equal(again, decided)
+    assert decided.tolist() == [False, False, True, False, False]
+    assert np.isnan(res.params["expersq"]) and res.withheld["expersq"] == "missed"
+
+
+def test_the_rule_draws_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    ruled, _, _ = _fit(monkeypatch, engine.implausible)
+    free, _, _ = _fit(monkeypatch, lambda **inputs: np.zeros(inputs["alone"].shape, dtype=bool))
+    assert ruled.privacy == free.privacy  # the same draws, at the same ε
+    shown = ruled.params.notna()
+    np.testing.assert_array_equal(ruled.params[shown], free.params[shown])
+    np.testing.assert_array_equal(ruled.bse[shown], free.bse[shown])
+    # withheld: the number that the rule kept from the table (-6.2e65, SE 1.3e66)
+    assert abs(free.params["expersq"]) > 1e60
