@@ -51,3 +51,16 @@ def test_concentrated_columns_are_released_honestly(case: str) -> None:
         error = abs(res.estimate[0] - x.mean())
         assert error <= 5.0 * res.noise_sd[0] + res.bias[0], (seed, error, res.noise_sd)
     assert released >= 6
+
+
+def test_values_beyond_the_doubles_squares_name_their_cause() -> None:
+    """Values near 1e200: their squares overflow, so the release is withheld, and the note
+    names that cause (decided from the released midpoint) and the remedy, not a list of
+    possible ones."""
+    x = 1e200 * (1.0 + _rng.normal(0.0, 0.1, N))
+    options = ReleaseOptions.check(N, epsilon=1.0, delta=None, privacy="central", bound=None, d=1)
+    res = release_means(x[:, None], names=("x",), options=options, rng=np.random.default_rng(0))
+    assert np.isnan(res.estimate[0]) and res.failed[0]
+    withheld = [note for note in res.notes if note.startswith("No estimate")]
+    assert len(withheld) == 1 and "beyond 1e150 in magnitude" in withheld[0]
+    assert "I(x / 1e200)" in withheld[0]

@@ -103,6 +103,8 @@ CROWDED_SPREAD, CROWDED_SHARE = 1.5, 0.5
 #: A scale below this share of the midpoint's magnitude is below the resolution of the values
 #: around it (doubles near m carry 52 bits): the scale's median missed every user.
 RESOLUTION = 2.0**-40
+#: Magnitude beyond which a column's squares (and its error figures) overflow the doubles.
+HUGE = 2.0**500
 #: Smallest spread used: its square stays a normal double (a spread of exactly 0, as for a
 #: constant column, would make the radius and the bias bound degenerate).
 SMALLEST_SCALE = 2.0**-500
@@ -956,9 +958,14 @@ def release_means(
         # no more users than n have a statistic (a public fact): a count above n is its noise
         miss=plan.miss_given(np.minimum(found, n)),
     )
-    missed = missed | ((unbounded | where.unresolved) & ~undefined & ~unfound & ~crowded)
-    unsure = unsure & ~undefined & ~unfound & ~crowded & ~missed
-    missed = missed | unsure
+    # one cause per withheld column, in this order: the edge, overflowing figures, a scale
+    # below the values' resolution, then the plausibility rule
+    others = ~undefined & ~unfound & ~crowded
+    overflow = unbounded & others & ~missed
+    coarse = where.unresolved & others & ~missed & ~overflow
+    unsure = unsure & others & ~missed & ~overflow & ~coarse
+    edge = missed
+    missed = edge | overflow | coarse | unsure
     withheld = undefined | unfound | missed | crowded  # no number, so no error figures either
 
     def shown(values: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -998,7 +1005,7 @@ def release_means(
         + where.scale_notes(names, sparse=sparse, shown=~withheld)
         + _heavy_notes(names, heavy & ~withheld, bias, radius, centre)
         + _crowded_notes(names, crowded)
-        + _missed_notes(names, missed & ~unsure)
+        + _missed_notes(names, edge, overflow, coarse, where.midpoint)
         + _implausible_notes(names, unsure),
         failed=missed | unfound | crowded,
         weighted=user_weights is not None,
@@ -1702,14 +1709,46 @@ def _mean_entries(
     ]
 
 
-def _missed_notes(names: tuple[str, ...], missed: NDArray[np.bool_]) -> tuple[str, ...]:
-    return _column_note(
-        names,
-        missed,
-        "No estimate (NaN) for {listed}: the released mean sits at the edge of its projection "
-        "interval (or its error figures overflow, or its private scale fell below the values' "
-        "resolution), so the private midpoint or scale missed the data there. Raise epsilon, "
-        "use fewer columns, or state the scale.",
+def _missed_notes(
+    names: tuple[str, ...],
+    edge: NDArray[np.bool_],
+    overflow: NDArray[np.bool_],
+    coarse: NDArray[np.bool_],
+    midpoint: NDArray[np.float64],
+) -> tuple[str, ...]:
+    """The note of each withheld column naming the one cause that applied (released numbers
+    only): a mean at its interval's edge, figures that overflow (values beyond
+    :data:`HUGE` in magnitude by the released midpoint, or a median missed by hundreds of
+    magnitudes), or a scale below the values' resolution at their magnitude."""
+    huge = overflow & (np.abs(midpoint) >= HUGE)
+    remedy = "Raise epsilon, use fewer columns, or state the scale."
+    return (
+        _column_note(
+            names,
+            edge,
+            "No estimate (NaN) for {listed}: the released mean sits at the edge of its "
+            f"projection interval, so the private midpoint or scale missed the data. {remedy}",
+        )
+        + _column_note(
+            names,
+            huge,
+            "No estimate (NaN) for {listed}: the values are beyond 1e150 in magnitude, where "
+            "their squares and error figures overflow the doubles. Divide the column by a "
+            "public constant, e.g. I(x / 1e200).",
+        )
+        + _column_note(
+            names,
+            overflow & ~huge,
+            "No estimate (NaN) for {listed}: its error figures overflow the doubles (a private "
+            f"median missed the data by hundreds of orders of magnitude). {remedy}",
+        )
+        + _column_note(
+            names,
+            coarse,
+            "No estimate (NaN) for {listed}: its private scale fell below the resolution of "
+            "the values at their magnitude (the scale's median missed below every user). "
+            "Subtract a public constant near the values, e.g. I(x - 2026), or state the scale.",
+        )
     )
 
 
