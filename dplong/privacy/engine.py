@@ -964,8 +964,8 @@ def release_means(
     overflow = unbounded & others & ~missed
     coarse = where.unresolved & others & ~missed & ~overflow
     unsure = unsure & others & ~missed & ~overflow & ~coarse
-    edge = missed
-    missed = edge | overflow | coarse | unsure
+    at_edge = missed
+    missed = at_edge | overflow | coarse | unsure
     withheld = undefined | unfound | missed | crowded  # no number, so no error figures either
 
     def shown(values: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -1005,7 +1005,7 @@ def release_means(
         + where.scale_notes(names, sparse=sparse, shown=~withheld)
         + _heavy_notes(names, heavy & ~withheld, bias, radius, centre)
         + _crowded_notes(names, crowded)
-        + _missed_notes(names, edge, overflow, coarse, where.midpoint)
+        + _missed_notes(names, at_edge, overflow, coarse, where.midpoint)
         + _implausible_notes(names, unsure),
         failed=missed | unfound | crowded,
         weighted=user_weights is not None,
