@@ -2,6 +2,7 @@
 
 from dplong import datasets, dependence, exceptions, kernels, privacy
 from dplong.models import (
+    BetweenOLS,
     LongitudinalOLS,
     PoissonMean,
     PooledOLS,
@@ -17,6 +18,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Accountant",
+    "BetweenOLS",
     "CurveResults",
     "GroupedResults",
     "LongitudinalOLS",

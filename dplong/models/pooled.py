@@ -81,7 +81,7 @@ from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.ranges import located_miss, private_ranges
 from dplong.results import RegressionResults
 
-__all__ = ["PooledOLS", "column_bounds", "vech_scaled"]
+__all__ = ["BetweenOLS", "PooledOLS", "column_bounds", "vech_scaled"]
 
 #: Shares of the fit's ρ: the augmented Gram matrix (the pilot and the Hessian), the Newton
 #: step's clipped scores (β̂'s noise, first order) and the clustered meat, which only needs to
@@ -139,6 +139,7 @@ class PooledOLS(FormulaModel):
     """
 
     model_name = "PooledOLS"
+    estimator = "pooled OLS"
 
     def __init__(
         self,
@@ -295,15 +296,27 @@ class PooledOLS(FormulaModel):
             )
             ranges[located], range_entries = found.ranges, found.entries
         scaled = _Scaling.of(ranges, design.columns)
-        x, y = scaled.apply(design.X, design.y)
+        x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
         release = _release_statistics(
-            x, y, design.codes, n, cap, plan.rho, generator, intercept="Intercept" in design.columns
+            x, y, codes, n, cap, plan.rho, generator, intercept="Intercept" in design.columns
         )
         ledger = PrivacyLedger.from_entries(
             [*range_entries, *release.entries], options.delta, "central"
         )
         charge(accountant, ledger, options.epsilon, options.delta)
         return self._results(scaled, release, ledger, options, cap, ranges, plan)
+
+    def _rows(
+        self,
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
+        codes: NDArray[np.intp],
+        n: int,
+        cap: int,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]:
+        """The scaled rows the estimator regresses, their persons and the cap on a person's
+        rows: pooled OLS takes every row."""
+        return x, y, codes, cap
 
     @property
     def _names(self) -> tuple[str, ...]:
@@ -353,7 +366,15 @@ class PooledOLS(FormulaModel):
         """
         rho = self.release_plan(epsilon=epsilon, delta=delta).rho[0]
         p = len(self._design.columns)
-        return math.sqrt(2.0) * check_max_rows(max_rows) * (p + 1.0) / math.sqrt(2.0 * rho)
+        cap = self._cap(check_max_rows(max_rows))
+        return math.sqrt(2.0) * cap * (p + 1.0) / math.sqrt(2.0 * rho)
+
+    def _cap(self, max_rows: int) -> int:
+        """The cap on the weight of a person's rows in the sums."""
+        return max_rows
+
+    def _weighting(self, cap: int) -> str:
+        return f"a person's rows count up to max_rows={cap} (more are down-weighted)"
 
     def _results(
         self,
@@ -373,7 +394,9 @@ class PooledOLS(FormulaModel):
         corrected, uncorrected = (scaled.offset + d @ scaled.linear.T for d in release.draws)
         noise_sd = np.maximum(corrected.std(axis=0), uncorrected.std(axis=0))
         shift = corrected.mean(axis=0) - beta
-        ridge = np.abs(scaled.linear @ solution.shrinkage)
+        # the ridge's pull on the pilot, (Ĥ)⁻¹ λ β, at the stepped β̂ (the pilot's own β is
+        # shrunk by it: at a ridge far above the design's eigenvalues it sees a tenth of it)
+        ridge = np.abs(scaled.linear @ solution.shrinkage_at(release.beta))
         sampling_sd = np.sqrt(np.diag(scaled.linear @ release.sampling @ scaled.linear.T))
         notes: tuple[str, ...] = (
             (
@@ -419,15 +442,58 @@ class PooledOLS(FormulaModel):
             variant="sufficient statistics",
             assumptions=(
                 f"ranges (values outside are clipped): {bounds}",
-                f"a person's rows count up to max_rows={cap} (more are down-weighted)",
+                self._weighting(cap),
                 "standard errors clustered by person, plus the privacy noise",
             ),
             warnings=notes,
             gamma=options.gamma,
             bad_events=series(np.zeros(len(names)), "bad events"),
-            basis="pooled OLS from released sufficient statistics",
+            basis=f"{self.estimator} from released sufficient statistics",
             levels=dict(self._levels),
         )
+
+
+class BetweenOLS(PooledOLS):
+    """User-level DP between estimator: OLS of every person's mean outcome on its mean
+    covariates (linearmodels' ``BetweenOLS``), released as :class:`PooledOLS` is, a person's
+    means being its one row (so ``max_rows`` has no effect: each person weighs one row).
+    Standard errors are heteroskedasticity-robust, which with one row per person is clustering
+    by person. Only between-person variation identifies it; covariates constant within a
+    person are identified.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> hie = dplong.datasets.load_randhie()
+    >>> model = dplong.BetweenOLS.from_formula(
+    ...     "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper")
+    >>> res = model.fit(epsilon=1.0, random_state=0)
+    >>> list(res.params.index), res.model
+    (['Intercept', 'np.log(coins + 1)', 'xage', 'female'], 'BetweenOLS')
+    """
+
+    model_name = "BetweenOLS"
+    estimator = "between OLS"
+
+    def _rows(
+        self,
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
+        codes: NDArray[np.intp],
+        n: int,
+        cap: int,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]:
+        """Every person's mean scaled row (in [-1, 1] as its rows are), one row a person (0
+        for a person whose rows were all dropped: it adds nothing, as in pooled OLS)."""
+        rows = np.bincount(codes, minlength=n).astype(np.float64)[:, None]
+        means = _per_user(np.column_stack([x, y]), codes, n) / np.maximum(rows, 1.0)
+        return means[:, :-1], means[:, -1], np.arange(n, dtype=np.intp), 1
+
+    def _cap(self, max_rows: int) -> int:
+        return 1
+
+    def _weighting(self, cap: int) -> str:
+        return "a person is one row: its means (max_rows has no effect)"
 
 
 @dataclass(frozen=True)
@@ -695,9 +761,8 @@ class _Solution:
         hessian: NDArray[np.float64],
         beta: NDArray[np.float64],
         ridge: float,
-        shrinkage: NDArray[np.float64],
     ) -> None:
-        self.hessian, self.beta, self.ridge, self.shrinkage = hessian, beta, ridge, shrinkage
+        self.hessian, self.beta, self.ridge = hessian, beta, ridge
         values, vectors = np.linalg.eigh(hessian)  # positive: floored (or exact and full rank)
         #: Ĥ^{-1/2}, the scores' whitening, and Ĥ^{1/2}
         self.whiten = np.asarray((vectors / np.sqrt(values)) @ vectors.T)
@@ -711,9 +776,12 @@ class _Solution:
         ridge = max(0.0, _floor(sigma, p) - float(np.linalg.eigvalsh(gram)[0]))
         hessian = gram + ridge * np.eye(p)
         beta = np.asarray(np.linalg.solve(hessian, cross), dtype=np.float64)
-        # the ridge's pull toward 0, to first order: (G + λI)⁻¹ λ β̂
-        shrinkage = np.abs(np.linalg.solve(hessian, ridge * beta))
-        return cls(hessian, beta, ridge, shrinkage)
+        return cls(hessian, beta, ridge)
+
+    def shrinkage_at(self, beta: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The ridge's pull toward 0 on a solve for ``beta``, to first order:
+        ``(G + λI)⁻¹ λ β``."""
+        return np.asarray(np.abs(np.linalg.solve(self.hessian, self.ridge * beta)))
 
 
 def _floor(sigma: float, p: int) -> float:
@@ -845,6 +913,25 @@ register(
                 stage="model",
             ),
             Option("max_rows", "int", "T", MAX_ROWS_HELP),
+        ),
+    )
+)
+
+
+register(
+    CommandLineModel(
+        "between",
+        BetweenOLS.from_formula,
+        "BetweenOLS: OLS of persons' means with robust (person-clustered) errors from released "
+        "sufficient statistics",
+        options=(
+            Option(
+                "bounds",
+                "text",
+                "COL=LO,HI;...",
+                "public ranges of the outcome and columns (free; others are found privately)",
+                stage="model",
+            ),
         ),
     )
 )

@@ -8,7 +8,7 @@ report-noisy-max on a public log grid), on one statistic per person each:
 
 1. the **midpoint** ``m̂``: the median of the persons' midranges ``(min_t v + max_t v) / 2``;
 2. the **upper reach** ``â``: the median of ``max_t v - m̂`` over the persons above ``m̂``
-   (on the unsigned spread grid); a person at or below ``m̂``'s cell counts
+   (on the unsigned spread grid); a person at or below ``m̂``'s cell (within its width) counts
    :data:`ZERO_WEIGHT` in the counts below the cells (a weight that depends on its own value
    and the released ``m̂`` only, which keeps the utility's sensitivity 1): when most people
    never go above the midpoint (a 0/1 column whose midpoint is 1) the cell at 0 wins and the
@@ -69,9 +69,14 @@ _MEDIAN = "private median (report-noisy-max, log grid)"
 
 @dataclass(frozen=True)
 class PrivateRanges:
-    """The released ranges (k x 2: low, high), and the ledger entries of their medians."""
+    """The released ranges (k x 2: low, high), what they were made of (the midpoints, the
+    upper and lower median reaches (2 x k) and the rungs' counts (2 x rungs x k)), all DP
+    outputs, and the ledger entries of the stage."""
 
     ranges: NDArray[np.float64]
+    midpoint: NDArray[np.float64]
+    reaches: NDArray[np.float64]
+    counts: NDArray[np.float64]
     entries: tuple[LedgerEntry, ...]
 
 
@@ -103,18 +108,8 @@ def private_ranges(
     ['age: midpoint', 'female: midpoint', 'age: upper reach']
     """
     n, k = lows.shape
-    eps = np.full(k, epsilon)
-    midpoint = private_median(lows / 2.0 + highs / 2.0, GRID, eps, rng)
+    midpoint, deviations, reaches = _medians(lows, highs, epsilon, rng)
     cell = GRID.half_width_at(midpoint)
-    deviations, reaches = [], []
-    for deviation in (highs - midpoint, midpoint - lows):
-        # a person within the midpoint's cell is at it: 0, and counts ZERO_WEIGHT below
-        deviation = np.where(deviation > cell, deviation, 0.0)
-        below = np.where(deviation > 0.0, 1.0, ZERO_WEIGHT)
-        deviations.append(deviation)
-        reaches.append(
-            private_median(deviation, SPREAD_GRID, eps, rng, weights=(below, np.ones_like(below)))
-        )
     # every person's indicators of reaching beyond each rung, (side, rung, column) flattened
     rungs = np.asarray(RUNGS)[:, None]
     beyond = np.stack(
@@ -122,7 +117,8 @@ def private_ranges(
     ).reshape(n, -1)
     bound = math.sqrt(beyond.shape[1])
     counts = release_vector_sum(beyond.astype(np.float64), bound, bound, rho, rng)
-    held = counts.total.reshape(2, len(RUNGS), k) <= RUNG_SHARE * n
+    counted = counts.total.reshape(2, len(RUNGS), k)
+    held = counted <= RUNG_SHARE * n
     first = np.where(held.any(axis=1), np.argmax(held, axis=1), len(RUNGS))
     factor = np.append(RUNGS, REACH)[first]  # (side, column)
     upper, lower = (np.maximum(f * r, cell) for f, r in zip(factor, reaches, strict=True))
@@ -144,7 +140,47 @@ def private_ranges(
             float(counts.sd[0]),
         ),
     )
-    return PrivateRanges(np.column_stack([midpoint - lower, midpoint + upper]), entries)
+    return PrivateRanges(
+        np.column_stack([midpoint - lower, midpoint + upper]),
+        midpoint,
+        np.array(reaches),
+        counted,
+        entries,
+    )
+
+
+def _medians(
+    lows: NDArray[np.float64],
+    highs: NDArray[np.float64],
+    epsilon: float,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], list[NDArray[np.float64]], list[NDArray[np.float64]]]:
+    """Steps 1-3 of the module docstring: the midpoints, every person's upper and lower
+    deviation (0 at the midpoint) and the two median reaches."""
+    midpoint = private_median(lows / 2.0 + highs / 2.0, GRID, np.full(lows.shape[1], epsilon), rng)
+    deviations, reaches = [], []
+    for deviation in (highs - midpoint, midpoint - lows):
+        deviation, reach = _reach(deviation, midpoint, epsilon, rng)
+        deviations.append(deviation)
+        reaches.append(reach)
+    return midpoint, deviations, reaches
+
+
+def _reach(
+    deviation: NDArray[np.float64],
+    midpoint: NDArray[np.float64],
+    epsilon: float,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """One side's deviations from the released midpoint (0 within its cell) and their
+    weighted median (step 2)."""
+    # a person within the midpoint's cell (its width: the cell's ends are at a half-width of
+    # its centre up to rounding) is at the midpoint: 0, and counts ZERO_WEIGHT below
+    deviation = np.where(deviation > 2.0 * GRID.half_width_at(midpoint), deviation, 0.0)
+    below = np.where(deviation > 0.0, 1.0, ZERO_WEIGHT)
+    eps = np.full(deviation.shape[1], epsilon)
+    weights = (below, np.ones_like(below))
+    return deviation, private_median(deviation, SPREAD_GRID, eps, rng, weights=weights)
 
 
 def located_miss(n: int, epsilon: float) -> float:
