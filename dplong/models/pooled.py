@@ -396,7 +396,10 @@ class PooledOLS(FormulaModel):
         shift = corrected.mean(axis=0) - beta
         # the ridge's pull on the pilot, (Ĥ)⁻¹ λ β, at the stepped β̂ (the pilot's own β is
         # shrunk by it: at a ridge far above the design's eigenvalues it sees a tenth of it)
-        ridge = np.abs(scaled.linear @ solution.shrinkage_at(release.beta))
+        with np.errstate(over="ignore", invalid="ignore"):  # an unbounded pull: infinite
+            ridge = np.nan_to_num(
+                np.abs(scaled.linear) @ solution.shrinkage_at(release.beta), nan=np.inf
+            )
         sampling_sd = np.sqrt(np.diag(scaled.linear @ release.sampling @ scaled.linear.T))
         notes: tuple[str, ...] = (
             (
@@ -779,9 +782,22 @@ class _Solution:
         return cls(hessian, beta, ridge)
 
     def shrinkage_at(self, beta: NDArray[np.float64]) -> NDArray[np.float64]:
-        """The ridge's pull toward 0 on a solve for ``beta``, to first order:
-        ``(G + λI)⁻¹ λ β``."""
-        return np.asarray(np.abs(np.linalg.solve(self.hessian, self.ridge * beta)))
+        """A bound on the ridge's pull toward 0 left in an estimate ``beta``: with ``S = λ Ĥ⁻¹``
+        (eigenvalues in [0, 1) where the floor held the released Gram matrix's own), a pilot
+        is ``(I - S) β`` and a Newton step on exact scores leaves ``(I - S²) β``; ``S (I - S)⁻¹
+        beta`` is the pilot's pull exactly and bounds the stepped one's (``S (I + S) β >=
+        S² β``). Infinite where ``S`` reaches 1 (the released Gram matrix was not positive:
+        nothing bounds the pull)."""
+        if self.ridge == 0.0:
+            return np.zeros_like(beta)
+        values, vectors = np.linalg.eigh(self.hessian)
+        s = self.ridge / values
+        with np.errstate(divide="ignore"):
+            gain = np.where(s < 1.0, s / (1.0 - s), np.inf)
+        coordinates = vectors.T @ beta
+        with np.errstate(invalid="ignore"):  # inf * 0: no pull along that direction
+            pulled = np.nan_to_num(vectors @ (gain * coordinates), nan=np.inf)
+        return np.asarray(np.abs(pulled))
 
 
 def _floor(sigma: float, p: int) -> float:
