@@ -429,9 +429,9 @@ def test_between_noise_off_matches_linearmodels_on_an_unbalanced_panel() -> None
         "y ~ treated + x", panel, groups="id", bounds={"y": (0, 4), "x": (0, 1), "treated": (0, 1)}
     ).fit(epsilon=1e300, delta=0.5, random_state=0)
     indexed = panel.set_index(["id", "t"])
-    fit = linearmodels.BetweenOLS(
-        indexed["y"], sm.add_constant(indexed[["treated", "x"]])
-    ).fit(cov_type="robust")
+    fit = linearmodels.BetweenOLS(indexed["y"], sm.add_constant(indexed[["treated", "x"]])).fit(
+        cov_type="robust"
+    )
     n, k = panel["id"].nunique(), 3
     np.testing.assert_allclose(res.params.to_numpy(), fit.params.to_numpy(), rtol=1e-8)
     np.testing.assert_allclose(
@@ -463,3 +463,14 @@ def test_command_line_fits_between(capsys: pytest.CaptureFixture[str]) -> None:
                  "lnmeddol ~ logc + female", "--groups", "zper", "--epsilon", "1",
                  "--seed", "0", "--quiet"])  # fmt: skip
     assert code == 0 and "BetweenOLS results" in capsys.readouterr().out
+
+
+def test_a_person_whose_rows_are_all_dropped_counts_nowhere_in_the_ranges() -> None:
+    """The ranges' statistics keep one row per person of the public n: a person without rows
+    (every y missing) has none, and the fit runs as for the others."""
+    panel = _covered_panel(6, people=2000)
+    panel.loc[panel["id"] == 0, "y"] = np.nan
+    model = PooledOLS.from_formula("y ~ treated + x", panel, groups="id")
+    lows, highs = pooled._extremes(model._columns(model._located), model._design.codes, 2000)
+    assert lows.shape == (model.nobs_users, 3) and np.isnan(highs[0]).all()
+    assert np.isfinite(model.fit(epsilon=1.0, max_rows=4, random_state=0).params).all()

@@ -603,9 +603,14 @@ def _extremes(
     values: NDArray[np.float64], codes: NDArray[np.intp], n: int
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Every person's smallest and largest value of each column (n x k; rows sorted by
-    person, every person with a row)."""
-    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-    return np.minimum.reduceat(values, starts, axis=0), np.maximum.reduceat(values, starts, axis=0)
+    person; NaN for a person whose rows were all dropped: no statistic, and n stays the
+    public count)."""
+    lows, highs = np.full((n, values.shape[1]), np.nan), np.full((n, values.shape[1]), np.nan)
+    if codes.size:
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        lows[codes[starts]] = np.minimum.reduceat(values, starts, axis=0)
+        highs[codes[starts]] = np.maximum.reduceat(values, starts, axis=0)
+    return lows, highs
 
 
 def column_bounds(spec: DesignSpec, bounds: BoundsLike | str | None) -> NDArray[np.float64]:

@@ -90,8 +90,9 @@ def private_ranges(
     names: tuple[str, ...],
 ) -> PrivateRanges:
     """The range of each of the k columns from the persons' minima ``lows`` and maxima
-    ``highs`` (n x k, finite), with three ε-DP medians per column and one ρ-zCDP vector of
-    counts (module docstring).
+    ``highs`` (n x k, finite, or NaN for a person without a value, who counts nowhere; n is
+    the public number of persons), with three ε-DP medians per column and one ρ-zCDP vector
+    of counts (module docstring).
 
     Examples
     --------
@@ -176,7 +177,8 @@ def _reach(
     weighted median (step 2)."""
     # a person within the midpoint's cell (its width: the cell's ends are at a half-width of
     # its centre up to rounding) is at the midpoint: 0, and counts ZERO_WEIGHT below
-    deviation = np.where(deviation > 2.0 * GRID.half_width_at(midpoint), deviation, 0.0)
+    at_midpoint = deviation <= 2.0 * GRID.half_width_at(midpoint)  # NaN: no statistic, kept
+    deviation = np.where(at_midpoint, 0.0, deviation)
     below = np.where(deviation > 0.0, 1.0, ZERO_WEIGHT)
     eps = np.full(deviation.shape[1], epsilon)
     weights = (below, np.ones_like(below))
