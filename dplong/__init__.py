@@ -2,6 +2,7 @@
 
 from dplong import datasets, dependence, exceptions, kernels, privacy
 from dplong.models import (
+    BetweenOLS,
     LongitudinalOLS,
     PoissonMean,
     PooledOLS,
@@ -18,6 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Accountant",
+    "BetweenOLS",
     "CurveResults",
     "GroupedResults",
     "LongitudinalOLS",

@@ -5,9 +5,10 @@ from dplong.models.linear import LongitudinalOLS
 from dplong.models.location import RandomEffectsLocation
 from dplong.models.mean import winsorized_mean
 from dplong.models.poisson import PoissonMean
-from dplong.models.pooled import PooledOLS
+from dplong.models.pooled import BetweenOLS, PooledOLS
 
 __all__ = [
+    "BetweenOLS",
     "LongitudinalOLS",
     "PoissonMean",
     "PooledOLS",

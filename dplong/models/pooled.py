@@ -6,11 +6,15 @@ covariates that never change within a person (treatment arm, sex, cohort), which
 and within estimators cannot. Everything it needs is a sum over people, released in three
 Gaussian (zCDP) vectors, whatever the number of columns:
 
-1. **Scaling from public bounds.** Every column of the design and the outcome has a public
-   range (``bounds``; indicator columns of declared factors know theirs from the formula):
-   values are clipped into it and mapped onto ``[-1, 1]`` (around the range's centre when the
-   formula has an intercept, so that the map is undone exactly). A row ``z = (x̃, ỹ)`` then has
-   ``‖z‖² <= p + 1``, whatever the data.
+1. **Scaling to ranges.** Every column of the design and the outcome gets a range: the public
+   one the analyst states (``bounds``, free; indicator columns of declared factors know theirs
+   from the formula), or else one found privately from every person's smallest and largest
+   value (:mod:`dplong.privacy.ranges`: three private medians per column and one vector of
+   counts, a share of the budget set from public facts by
+   :func:`~dplong.privacy.budget.statistics_budget`). Values are clipped into the range and
+   mapped onto ``[-1, 1]`` (around the range's centre when the formula has an intercept, so
+   that the map is undone exactly). A row ``z = (x̃, ỹ)`` then has ``‖z‖² <= p + 1``, whatever
+   the data.
 2. **The augmented Gram matrix** (the pilot). Each person's ``Z_u = Σ_t w_u z_t z_t'``, with
    the weight ``w_u = min(1, T_cap / T_u)`` for a public cap ``T_cap`` on the rows that count
    (``max_rows``), is PSD with trace at most ``T_cap (p + 1)``. Vectorised with the
@@ -21,16 +25,19 @@ Gaussian (zCDP) vectors, whatever the number of columns:
    released ``X'X`` is floored at an eigenvalue scaled to its noise (AdaSSP-style:
    ``λ_min >= σ (√(2p) + 3)``, a ridge only where the noise could make it singular) and solved
    for the pilot ``β₀``.
-3. **One Newton step.** The pilot's noise is set by the worst case of a row (the bounds); a
+3. **One Newton step.** The pilot's noise is set by the worst case of a row (the ranges); a
    score is usually far smaller. At ``β₀`` (public) each person's score
-   ``s_u = Σ_t w_u x̃_t (ỹ_t - x̃_t'β₀)`` is clipped to a radius set from released numbers
-   (:data:`CLIP_RADIUS` times the Cauchy–Schwarz size ``T_cap² σ̂² m̂`` of a score, with the
-   residual variance σ̂² and the mean ``‖x̃‖²`` m̂ from step 2; sensitivity ``2R``), their sum
-   released, and ``β̂ = β₀ + Ĥ⁻¹ Σ_u s_u``: exactly pooled OLS when nothing is clipped and the
-   noise is off, and several times less noise than the pilot when few scores are clipped.
-4. **The person-clustered meat.** At ``β̂`` the clipped scores' ``Σ_u s_u s_u'`` is released
-   the same way as step 2 (sensitivity ``√2 R²``) and projected onto the PSD cone; the sandwich
-   ``Ĥ⁻¹ M̂ Ĥ⁻¹`` (times ``n / (n - 1)``) is the sampling covariance.
+   ``s_u = Σ_t w_u x̃_t (ỹ_t - x̃_t'β₀)`` is whitened by the released Hessian, ``Ĥ^{-1/2} s_u``
+   (so that the noise is spread as the sampling error is, not equally over directions the
+   design pins down well and badly), clipped to a radius set from released numbers
+   (:data:`CLIP_RADIUS` times the Cauchy–Schwarz size ``T_cap² σ̂² m̂`` of a whitened score,
+   with the residual variance σ̂² and the mean ``‖Ĥ^{-1/2} x̃‖²`` m̂ from step 2; sensitivity
+   ``2R``), their sum released, and ``β̂ = β₀ + Ĥ^{-1/2} Σ_u Ĥ^{-1/2} s_u``: exactly pooled
+   OLS when nothing is clipped and the noise is off, and several times less noise than the
+   pilot when few scores are clipped.
+4. **The person-clustered meat.** At ``β̂`` the whitened clipped scores' ``Σ_u s̃_u s̃_u'`` is
+   released the same way as step 2 (sensitivity ``√2 R²``) and projected onto the PSD cone;
+   the sandwich ``Ĥ^{-1/2} M̃ Ĥ^{-1/2}`` (times ``n / (n - 1)``) is the sampling covariance.
 
 The privacy noise of steps 2 and 3 is pushed through the exact map (floor, solve, step,
 unscale) by a fixed-seed parametric bootstrap; its mean shift and the ridge's shrinkage join
@@ -46,6 +53,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -55,31 +63,41 @@ from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_choice, check_random_state, real_number
 from dplong.dask_frames import is_dask
-from dplong.exceptions import DataError, ParameterError
+from dplong.exceptions import DataError, InsufficientUsersError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.models.base import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, FormulaModel, check_max_rows
 from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
-from dplong.privacy.budget import afford, charge, gaussian_shares
+from dplong.privacy.budget import (
+    MAX_MISS,
+    NOTE_MISS,
+    StatisticsBudget,
+    afford,
+    charge,
+    statistics_budget,
+)
 from dplong.privacy.noise import WeightedRelease, release_vector_sum
 from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.ranges import located_miss, private_ranges
 from dplong.results import RegressionResults
 
-__all__ = ["PooledOLS", "column_bounds", "vech_scaled"]
+__all__ = ["BetweenOLS", "PooledOLS", "column_bounds", "vech_scaled"]
 
 #: Shares of the fit's ρ: the augmented Gram matrix (the pilot and the Hessian), the Newton
 #: step's clipped scores (β̂'s noise, first order) and the clustered meat, which only needs to
-#: be good to some per cent (it enters bse under a root). Chosen on RAND HIE at ε = 1
-#: (``benchmarks/pooled.py``).
-SHARES = (0.4, 0.45, 0.15)  # Gram, Newton step(s), meat
+#: be good to some per cent (it enters bse under a root). Chosen on RAND HIE at ε = 1 with
+#: its ranges found privately (80 seeds: RMSE / SE 1.3, 1.1, 1.4, 1.1 against 1.4-1.6 at 0.4
+#: / 0.45 / 0.15 and 0.5 / 0.35 / 0.15).
+SHARES = (0.3, 0.55, 0.15)  # Gram, Newton step(s), meat
 #: The eigenvalue floor: ``σ (√(2p) + FLOOR_SDS)`` bounds the spectral norm of the released
 #: ``X'X``'s noise (a symmetric Gaussian matrix of entry sd σ on the diagonal, σ/√2 off it, has
 #: norm about σ √(2p)) with a margin of FLOOR_SDS sds.
 FLOOR_SDS = 3.0
-#: The scores' clipping radius² in units of ``T_cap² σ̂² m̂``: the Cauchy–Schwarz bound on
-#: ``‖s_u‖²`` for a person with ``T_cap`` rows of average residual² and ``‖x̃‖²`` (a person whose
-#: residuals are perfectly correlated); 2 leaves room for heavier-tailed residuals (1 biased
-#: the RAND HIE age slope by a noise sd, 4 doubled the step's noise).
+#: The whitened scores' clipping radius² in units of ``T_cap² σ̂² m̂``: the Cauchy–Schwarz
+#: bound on ``‖s_u‖²`` for a person with ``T_cap`` rows of average residual² and whitened
+#: ``‖Ĥ^{-1/2} x̃‖²`` (a person whose residuals are perfectly correlated); 2 leaves room for
+#: heavier-tailed residuals (1 biased the RAND HIE age slope by a noise sd, 3 raised the
+#: RMSE by a third).
 CLIP_RADIUS = 2.0
 #: Monte Carlo draws (and their fixed seed) of the privacy noise pushed through β̂'s map.
 NOISE_DRAWS, NOISE_SEED = 2000, 20261128
@@ -93,9 +111,10 @@ class PooledOLS(FormulaModel):
     """User-level DP pooled OLS with person-clustered standard errors (module docstring).
 
     Covariates constant within a person are identified. Every column of the design and the
-    outcome needs a public range: indicator columns of factors know theirs from the formula;
-    any other is given in ``bounds`` (the range the analyst knows: ages 0-100, a 0/1
-    treatment), costs nothing, and clips values outside it.
+    outcome is clipped to a range: indicator columns of factors know theirs from the formula;
+    a range given in ``bounds`` (the one the analyst knows: ages 0-100, a 0/1 treatment) costs
+    nothing; any other is found privately at the fit (:mod:`dplong.privacy.ranges`), which
+    spends a share of ε and clips a heavy tail's farthest persons.
 
     Examples
     --------
@@ -120,6 +139,7 @@ class PooledOLS(FormulaModel):
     """
 
     model_name = "PooledOLS"
+    estimator = "pooled OLS"
 
     def __init__(
         self,
@@ -153,10 +173,11 @@ class PooledOLS(FormulaModel):
             One row per observation.
         groups : str or array_like
             Column name (or values) of the person id: the unit of privacy.
-        bounds : mapping of str to (low, high)
-            Public ranges of the outcome and of every design column that is not an indicator
-            of a declared factor, by name (``{"xage": (0, 100), "np.log1p(meddol)": (0, 12)}``):
-            values outside are clipped. Public facts: they cost no budget.
+        bounds : mapping of str to (low, high), optional
+            Public ranges of the outcome and of design columns, by name
+            (``{"xage": (0, 100), "np.log1p(meddol)": (0, 12)}``): values outside are
+            clipped. Public facts: they cost no budget. The range of a column named in neither
+            ``bounds`` nor ``levels`` is found privately at the fit.
         levels : mapping of str to sequence, optional
             Declared levels of factor columns, as in :meth:`LongitudinalOLS.from_formula`.
 
@@ -195,8 +216,9 @@ class PooledOLS(FormulaModel):
         rng: RandomState = None,
         accountant: Accountant | None = None,
     ) -> RegressionResults:
-        """Release pooled OLS with user-level (ε, δ)-DP: two discrete Gaussian releases (zCDP),
-        converted exactly to (ε, δ).
+        """Release pooled OLS with user-level (ε, δ)-DP: the private ranges of the columns
+        without bounds, then three discrete Gaussian releases (zCDP), composed exactly to
+        (ε, δ). Refused before any noise where n ε is too small for the ranges' medians.
 
         Parameters
         ----------
@@ -233,7 +255,7 @@ class PooledOLS(FormulaModel):
         ...             "xage": (0, 100), "female": (0, 1)})
         >>> res = model.fit(epsilon=1e300, delta=0.5, max_rows=5, random_state=0)  # noise off
         >>> round(float(res.params["female"]), 2), round(float(res.bse["female"]), 3)
-        (0.53, 0.042)
+        (0.52, 0.042)
 
         Non-private pooled OLS gives 0.523 (clustered SE 0.042); the rest is the pull of the
         few clipped scores.
@@ -252,108 +274,134 @@ class PooledOLS(FormulaModel):
                 f"accountant must be a dplong.Accountant, got {type(accountant).__name__}"
             )
         generator = check_random_state(random_state, rng)
-        rho_gram, *rho_steps, rho_meat = gaussian_shares(options.epsilon, options.delta, SHARES)
+        plan = self.release_plan(epsilon=options.epsilon, delta=options.delta)
+        located = self._located
+        if located.any() and located_miss(n, plan.median_epsilon) > MAX_MISS:
+            names = [c for c, found in zip(self._names, located, strict=True) if found]
+            raise InsufficientUsersError(
+                f"n * epsilon is too small to find the ranges of {names} privately (each of "
+                f"their medians gets epsilon {plan.median_epsilon:.3g}, n = {n}): give their "
+                "public bounds (bounds={...}) or raise epsilon"
+            )
         afford(accountant, options.epsilon, options.delta)
-        intercept = "Intercept" in design.columns
-        scaled = _Scaling.of(self._ranges, design.columns)
-        x, y = scaled.apply(design.X, design.y)
-        rows = np.bincount(design.codes, minlength=n).astype(np.float64)
-        weight = np.minimum(1.0, cap / np.maximum(rows, 1.0))[design.codes]
-
-        # step 2: the augmented Gram matrix, one vector: the pilot and the Hessian
-        z = np.column_stack([x, y])
-        bound = cap * (p + 1.0) * (1.0 + 1e-12)  # trace of Z_u, with room for rounding
-        gram = release_vector_sum(
-            _per_user(vech_scaled(z, weight), design.codes, n),
-            bound,
-            math.sqrt(2.0) * bound,
-            rho_gram,
-            generator,
-        )
-        released = _unvech_scaled(gram.total, p + 1)
-        sigma = float(gram.sd[0])
-        pilot = _Solution.of(released, sigma)
-        radius = _clip_radius(released, pilot, cap, n, intercept)
-
-        # step 3: Newton steps, the clipped scores at the last β (public)
-        score_bound = radius * (1.0 + 1e-12)
-        beta, steps = pilot.beta, []
-        for rho_step in rho_steps:
-            steps.append(
-                release_vector_sum(
-                    _scores(x, y, weight, beta, design.codes, n, radius),
-                    score_bound,
-                    2.0 * score_bound,
-                    rho_step,
-                    generator,
-                )
+        ranges = self._ranges.copy()
+        range_entries: tuple[LedgerEntry, ...] = ()
+        if located.any():
+            found = private_ranges(
+                *_extremes(self._columns(located), design.codes, n),
+                plan.median_epsilon,
+                plan.count_rho,
+                generator,
+                names=tuple(c for c, f in zip(self._names, located, strict=True) if f),
             )
-            beta = beta + np.linalg.solve(pilot.hessian, steps[-1].total)
-
-        # step 4: the person-clustered meat at the released β̂ (public)
-        scores = _scores(x, y, weight, beta, design.codes, n, radius)
-        meat_bound = radius**2 * (1.0 + 1e-12)
-        meat = release_vector_sum(
-            vech_scaled(scores, np.ones(n)),
-            meat_bound,
-            math.sqrt(2.0) * meat_bound,
-            rho_meat,
-            generator,
+            ranges[located], range_entries = found.ranges, found.entries
+        scaled = _Scaling.of(ranges, design.columns)
+        x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
+        release = _release_statistics(
+            x, y, codes, n, cap, plan.rho, generator, intercept="Intercept" in design.columns
         )
-        values, vectors = np.linalg.eigh(_unvech_scaled(meat.total, p))
-        psd = (vectors * np.maximum(values, 0.0)) @ vectors.T
-        inverse = np.linalg.inv(pilot.hessian)
-        sampling = n / (n - 1.0) * inverse @ psd @ inverse
-
-        def entry(stage: str, target: str, rho: float, release: WeightedRelease) -> LedgerEntry:
-            return LedgerEntry(
-                stage,
-                "discrete Gaussian (zCDP), one vector",
-                target,
-                0.0,
-                0.0,
-                rho,
-                float(release.sensitivity),
-                float(release.sd[0]),
-            )
-
         ledger = PrivacyLedger.from_entries(
-            [
-                entry("sufficient statistics", "[X y]'[X y]", rho_gram, gram),
-                *(
-                    entry(f"Newton step {k + 1}", f"Σ_u clip(s_u(β_{k}))", rho, step)
-                    for k, (rho, step) in enumerate(zip(rho_steps, steps, strict=True))
-                ),
-                entry("clustered meat", "Σ_u clip(s_u) clip(s_u)'", rho_meat, meat),
-            ],
-            options.delta,
-            "central",
+            [*range_entries, *release.entries], options.delta, "central"
         )
         charge(accountant, ledger, options.epsilon, options.delta)
-        draws = _noise_draws(pilot, beta, sigma, [float(step.sd[0]) for step in steps])
-        return self._results(scaled, pilot, beta, draws, sampling, ledger, options, cap)
+        return self._results(scaled, release, ledger, options, cap, ranges, plan)
+
+    def _rows(
+        self,
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
+        codes: NDArray[np.intp],
+        n: int,
+        cap: int,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]:
+        """The scaled rows the estimator regresses, their persons and the cap on a person's
+        rows: pooled OLS takes every row."""
+        return x, y, codes, cap
+
+    @property
+    def _names(self) -> tuple[str, ...]:
+        return (*self._design.columns, self._design.outcome)
+
+    @property
+    def _located(self) -> NDArray[np.bool_]:
+        """The columns (and the outcome, last) whose range the fit finds privately."""
+        return np.asarray(np.isnan(self._ranges[:, 0]))
+
+    def _columns(self, which: NDArray[np.bool_]) -> NDArray[np.float64]:
+        return np.column_stack([self._design.X, self._design.y])[:, which]
+
+    def release_plan(self, *, epsilon: float, delta: float) -> StatisticsBudget:
+        """The fit's budget from public facts (n, the columns without public bounds, ε, δ):
+        the ε of each median of the private ranges and the ρ of the Gaussian releases (the
+        Gram matrix, the Newton step, the meat), as :meth:`fit` spends it.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> hie = dplong.datasets.load_randhie()
+        >>> model = dplong.PooledOLS.from_formula(
+        ...     "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper")
+        >>> plan = model.release_plan(epsilon=1.0, delta=hie["zper"].nunique() ** -2.0)
+        >>> round(plan.median_epsilon, 4), [round(r, 5) for r in plan.rho]
+        (0.0271, [0.00388, 0.00711, 0.00194])
+        """
+        return statistics_budget(
+            self._design.n, epsilon, delta, SHARES, 3 * int(self._located.sum())
+        )
+
+    def gram_noise_sd(self, *, epsilon: float, delta: float, max_rows: int) -> float:
+        """The sd of the privacy noise on each diagonal entry of the released ``[X y]'[X y]``,
+        in units where every column's range is ``[-1, 1]`` (off the diagonal: ``1/√2`` of it),
+        from public facts only: the first release's noise, which sets the pilot's and bounds
+        the interval's (for a planner; the lattice's rounding adds a hair).
+
+        Examples
+        --------
+        >>> import dplong
+        >>> hie = dplong.datasets.load_randhie()
+        >>> model = dplong.PooledOLS.from_formula(
+        ...     "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper")
+        >>> round(model.gram_noise_sd(epsilon=1.0, delta=5912 ** -2.0, max_rows=5))
+        402
+        """
+        rho = self.release_plan(epsilon=epsilon, delta=delta).rho[0]
+        p = len(self._design.columns)
+        cap = self._cap(check_max_rows(max_rows))
+        return math.sqrt(2.0) * cap * (p + 1.0) / math.sqrt(2.0 * rho)
+
+    def _cap(self, max_rows: int) -> int:
+        """The cap on the weight of a person's rows in the sums."""
+        return max_rows
+
+    def _weighting(self, cap: int) -> str:
+        return f"a person's rows count up to max_rows={cap} (more are down-weighted)"
 
     def _results(
         self,
         scaled: _Scaling,
-        solution: _Solution,
-        released: NDArray[np.float64],
-        draws: tuple[NDArray[np.float64], NDArray[np.float64]],
-        sampling: NDArray[np.float64],
+        release: _Statistics,
         ledger: PrivacyLedger,
         options: ReleaseOptions,
         cap: int,
+        ranges: NDArray[np.float64],
+        plan: StatisticsBudget,
     ) -> RegressionResults:
         """Unscale β̂, its noise draws and its covariances."""
         names = self._design.columns
         index = pd.Index(names)
-        beta = scaled.unscale(released)
-        corrected, uncorrected = (scaled.offset + d @ scaled.linear.T for d in draws)
+        solution = release.pilot
+        beta = scaled.unscale(release.beta)
+        corrected, uncorrected = (scaled.offset + d @ scaled.linear.T for d in release.draws)
         noise_sd = np.maximum(corrected.std(axis=0), uncorrected.std(axis=0))
         shift = corrected.mean(axis=0) - beta
-        ridge = np.abs(scaled.linear @ solution.shrinkage)
-        sampling_sd = np.sqrt(np.diag(scaled.linear @ sampling @ scaled.linear.T))
-        notes = (
+        # the ridge's pull on the pilot, (Ĥ)⁻¹ λ β, at the stepped β̂ (the pilot's own β is
+        # shrunk by it: at a ridge far above the design's eigenvalues it sees a tenth of it)
+        with np.errstate(over="ignore", invalid="ignore"):  # an unbounded pull: infinite
+            ridge = np.nan_to_num(
+                np.abs(scaled.linear) @ solution.shrinkage_at(release.beta), nan=np.inf
+            )
+        sampling_sd = np.sqrt(np.diag(scaled.linear @ release.sampling @ scaled.linear.T))
+        notes: tuple[str, ...] = (
             (
                 "The released X'X was floored at an eigenvalue scaled to its privacy noise (a "
                 "ridge): the design is nearly singular at this epsilon, and the coefficients "
@@ -367,11 +415,17 @@ class PooledOLS(FormulaModel):
         def series(values: NDArray[np.float64], label: str) -> pd.Series:
             return pd.Series(values, index=index, name=label)
 
+        located = self._located
         bounds = ", ".join(
-            f"{name} in [{lo:g}, {hi:g}]"
-            for name, (lo, hi) in zip((*names, self._design.outcome), self._ranges, strict=True)
+            f"{name} in [{lo:.4g}, {hi:.4g}]" + (" (found privately)" if found else "")
+            for name, (lo, hi), found in zip(self._names, ranges, located, strict=True)
             if name != "Intercept"
         )
+        if located.any() and located_miss(self._design.n, plan.median_epsilon) > NOTE_MISS:
+            notes += (
+                "The ranges found privately may miss the data at this n and epsilon (a range "
+                "that misses clips every value): give public bounds or raise epsilon.",
+            )
         return RegressionResults(
             model=self.spec,
             formula=self.formula,
@@ -390,23 +444,181 @@ class PooledOLS(FormulaModel):
             users_sd=math.nan,
             variant="sufficient statistics",
             assumptions=(
-                f"public bounds (values outside are clipped): {bounds}",
-                f"a person's rows count up to max_rows={cap} (more are down-weighted)",
+                f"ranges (values outside are clipped): {bounds}",
+                self._weighting(cap),
                 "standard errors clustered by person, plus the privacy noise",
             ),
             warnings=notes,
             gamma=options.gamma,
             bad_events=series(np.zeros(len(names)), "bad events"),
-            basis="pooled OLS from released sufficient statistics",
+            basis=f"{self.estimator} from released sufficient statistics",
             levels=dict(self._levels),
         )
+
+
+class BetweenOLS(PooledOLS):
+    """User-level DP between estimator: OLS of every person's mean outcome on its mean
+    covariates (linearmodels' ``BetweenOLS``), released as :class:`PooledOLS` is, a person's
+    means being its one row (so ``max_rows`` has no effect: each person weighs one row).
+    Standard errors are heteroskedasticity-robust, which with one row per person is clustering
+    by person. Only between-person variation identifies it; covariates constant within a
+    person are identified.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> hie = dplong.datasets.load_randhie()
+    >>> model = dplong.BetweenOLS.from_formula(
+    ...     "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper")
+    >>> res = model.fit(epsilon=1.0, random_state=0)
+    >>> list(res.params.index), res.model
+    (['Intercept', 'np.log(coins + 1)', 'xage', 'female'], 'BetweenOLS')
+    """
+
+    model_name = "BetweenOLS"
+    estimator = "between OLS"
+
+    def _rows(
+        self,
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
+        codes: NDArray[np.intp],
+        n: int,
+        cap: int,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]:
+        """Every person's mean scaled row (in [-1, 1] as its rows are), one row a person (0
+        for a person whose rows were all dropped: it adds nothing, as in pooled OLS)."""
+        rows = np.bincount(codes, minlength=n).astype(np.float64)[:, None]
+        means = _per_user(np.column_stack([x, y]), codes, n) / np.maximum(rows, 1.0)
+        return means[:, :-1], means[:, -1], np.arange(n, dtype=np.intp), 1
+
+    def _cap(self, max_rows: int) -> int:
+        return 1
+
+    def _weighting(self, cap: int) -> str:
+        return "a person is one row: its means (max_rows has no effect)"
+
+
+@dataclass(frozen=True)
+class _Statistics:
+    """What the Gaussian releases gave (scaled units): the pilot (the floored solve of the
+    released Gram matrix), the stepped β̂, draws of its noise, its clustered sampling
+    covariance and the ledger entries of the releases."""
+
+    pilot: _Solution
+    beta: NDArray[np.float64]
+    draws: tuple[NDArray[np.float64], NDArray[np.float64]]
+    sampling: NDArray[np.float64]
+    entries: tuple[LedgerEntry, ...]
+
+
+def _release_statistics(
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    codes: NDArray[np.intp],
+    n: int,
+    cap: int,
+    rho: tuple[float, ...],
+    generator: np.random.Generator,
+    *,
+    intercept: bool,
+) -> _Statistics:
+    """Steps 2-4 of the module docstring on the scaled rows ``x``, ``y`` (values in [-1, 1];
+    the intercept, if any, first) of n persons (``codes``, sorted), a person's rows weighted
+    ``min(1, cap / T_u)``; ``rho``: the Gram matrix's, each Newton step's and the meat's."""
+    p = x.shape[1]
+    rho_gram, *rho_steps, rho_meat = rho
+    rows = np.bincount(codes, minlength=n).astype(np.float64)
+    weight = np.minimum(1.0, cap / np.maximum(rows, 1.0))[codes]
+
+    # step 2: the augmented Gram matrix, one vector: the pilot and the Hessian
+    z = np.column_stack([x, y])
+    bound = cap * (p + 1.0) * (1.0 + 1e-12)  # trace of Z_u, with room for rounding
+    gram = release_vector_sum(
+        _per_user(vech_scaled(z, weight), codes, n),
+        bound,
+        math.sqrt(2.0) * bound,
+        rho_gram,
+        generator,
+    )
+    released = _unvech_scaled(gram.total, p + 1)
+    sigma = float(gram.sd[0])
+    pilot = _Solution.of(released, sigma)
+    radius = _clip_radius(released, pilot, cap, n, intercept)
+
+    # step 3: Newton steps, the whitened clipped scores at the last β (public)
+    score_bound = radius * (1.0 + 1e-12)
+    beta, steps = pilot.beta, []
+    for rho_step in rho_steps:
+        steps.append(
+            release_vector_sum(
+                _scores(x, y, weight, beta, codes, n, radius, pilot.whiten),
+                score_bound,
+                2.0 * score_bound,
+                rho_step,
+                generator,
+            )
+        )
+        beta = beta + pilot.whiten @ steps[-1].total  # Ĥ⁻¹ Ĥ^{1/2} t
+
+    # step 4: the person-clustered meat at the released β̂ (public), whitened
+    scores = _scores(x, y, weight, beta, codes, n, radius, pilot.whiten)
+    meat_bound = radius**2 * (1.0 + 1e-12)
+    meat = release_vector_sum(
+        vech_scaled(scores, np.ones(n)),
+        meat_bound,
+        math.sqrt(2.0) * meat_bound,
+        rho_meat,
+        generator,
+    )
+    values, vectors = np.linalg.eigh(_unvech_scaled(meat.total, p))
+    psd = (vectors * np.maximum(values, 0.0)) @ vectors.T
+    sampling = n / (n - 1.0) * pilot.whiten @ psd @ pilot.whiten
+
+    def entry(stage: str, target: str, rho: float, release: WeightedRelease) -> LedgerEntry:
+        return LedgerEntry(
+            stage,
+            "discrete Gaussian (zCDP), one vector",
+            target,
+            0.0,
+            0.0,
+            rho,
+            float(release.sensitivity),
+            float(release.sd[0]),
+        )
+
+    entries = (
+        entry("sufficient statistics", "[X y]'[X y]", rho_gram, gram),
+        *(
+            entry(f"Newton step {k + 1}", f"Σ_u clip(s_u(β_{k}))", r, step)
+            for k, (r, step) in enumerate(zip(rho_steps, steps, strict=True))
+        ),
+        entry("clustered meat", "Σ_u clip(s_u) clip(s_u)'", rho_meat, meat),
+    )
+    draws = _noise_draws(pilot, beta, sigma, [float(step.sd[0]) for step in steps])
+    return _Statistics(pilot, beta, draws, sampling, entries)
+
+
+def _extremes(
+    values: NDArray[np.float64], codes: NDArray[np.intp], n: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Every person's smallest and largest value of each column (n x k; rows sorted by
+    person; NaN for a person whose rows were all dropped: no statistic, and n stays the
+    public count)."""
+    lows, highs = np.full((n, values.shape[1]), np.nan), np.full((n, values.shape[1]), np.nan)
+    if codes.size:
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        lows[codes[starts]] = np.minimum.reduceat(values, starts, axis=0)
+        highs[codes[starts]] = np.maximum.reduceat(values, starts, axis=0)
+    return lows, highs
 
 
 def column_bounds(spec: DesignSpec, bounds: BoundsLike | str | None) -> NDArray[np.float64]:
     """The public range of every design column and of the outcome ((p + 1) x 2): the intercept
     is 1, an indicator of declared factor levels has the range of its contrast values, any
-    other column (and the outcome) its entry of ``bounds``, which must name nothing else.
-    Decided from the formula and the options only.
+    other column (and the outcome) its entry of ``bounds``, which must name nothing else, or
+    NaN where ``bounds`` has none (the fit finds that range privately). Decided from the
+    formula and the options only.
 
     Examples
     --------
@@ -417,10 +629,8 @@ def column_bounds(spec: DesignSpec, bounds: BoundsLike | str | None) -> NDArray[
     >>> spec = DesignSpec.from_formula("y ~ x + arm", schema, levels={"arm": ["a", "b"]})
     >>> column_bounds(spec, {"y": (0, 10), "x": (-1, 1)}).tolist()
     [[1.0, 1.0], [0.0, 1.0], [-1.0, 1.0], [0.0, 10.0]]
-    >>> column_bounds(spec, {"y": (0, 10)})  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    dplong.exceptions.ParameterError: bounds needs a public range for ['x'] ...
+    >>> column_bounds(spec, {"y": (0, 10)})[2].tolist()   # x: found at the fit
+    [nan, nan]
     """
     if isinstance(bounds, str):  # the command line's "COL=LO,HI;COL=LO,HI"
         bounds = _parse_bounds(bounds)
@@ -437,20 +647,13 @@ def column_bounds(spec: DesignSpec, bounds: BoundsLike | str | None) -> NDArray[
             f"bounds names {unknown}, which are not the outcome or a design column; they are "
             f"{list(names)}"
         )
-    missing = [c for c in names if c != "Intercept" and c not in given and c not in known]
-    if missing:
-        raise ParameterError(
-            f"bounds needs a public range for {missing} (the outcome and every column that is "
-            "not an indicator of declared levels), e.g. bounds={'age': (0, 100)}: the ranges "
-            "in the data are private"
-        )
-    out = np.empty((len(names), 2))
+    out = np.full((len(names), 2), np.nan)  # NaN: found privately at the fit
     for j, name in enumerate(names):
         if name == "Intercept":
             out[j] = 1.0
         elif name in given:
             out[j] = _range(given[name], name)
-        else:
+        elif name in known:
             out[j] = known[name]
     return out
 
@@ -566,9 +769,13 @@ class _Solution:
         hessian: NDArray[np.float64],
         beta: NDArray[np.float64],
         ridge: float,
-        shrinkage: NDArray[np.float64],
     ) -> None:
-        self.hessian, self.beta, self.ridge, self.shrinkage = hessian, beta, ridge, shrinkage
+        self.hessian, self.beta, self.ridge = hessian, beta, ridge
+        values, vectors = np.linalg.eigh(hessian)  # positive: floored (or exact and full rank)
+        #: Ĥ^{-1/2}, the scores' whitening, and Ĥ^{1/2}
+        self.whiten = np.asarray((vectors / np.sqrt(values)) @ vectors.T)
+        self.root = np.asarray((vectors * np.sqrt(values)) @ vectors.T)
+        self.smallest = float(values[0])
 
     @classmethod
     def of(cls, released: NDArray[np.float64], sigma: float) -> _Solution:
@@ -577,9 +784,25 @@ class _Solution:
         ridge = max(0.0, _floor(sigma, p) - float(np.linalg.eigvalsh(gram)[0]))
         hessian = gram + ridge * np.eye(p)
         beta = np.asarray(np.linalg.solve(hessian, cross), dtype=np.float64)
-        # the ridge's pull toward 0, to first order: (G + λI)⁻¹ λ β̂
-        shrinkage = np.abs(np.linalg.solve(hessian, ridge * beta))
-        return cls(hessian, beta, ridge, shrinkage)
+        return cls(hessian, beta, ridge)
+
+    def shrinkage_at(self, beta: NDArray[np.float64]) -> NDArray[np.float64]:
+        """A bound on the ridge's pull toward 0 left in an estimate ``beta``: with ``S = λ Ĥ⁻¹``
+        (eigenvalues in [0, 1) where the floor held the released Gram matrix's own), a pilot
+        is ``(I - S) β`` and a Newton step on exact scores leaves ``(I - S²) β``; ``S (I - S)⁻¹
+        beta`` is the pilot's pull exactly and bounds the stepped one's (``S (I + S) β >=
+        S² β``). Infinite where ``S`` reaches 1 (the released Gram matrix was not positive:
+        nothing bounds the pull)."""
+        if self.ridge == 0.0:
+            return np.zeros_like(beta)
+        values, vectors = np.linalg.eigh(self.hessian)
+        s = self.ridge / values
+        with np.errstate(divide="ignore"):
+            gain = np.where(s < 1.0, s / (1.0 - s), np.inf)
+        coordinates = vectors.T @ beta
+        with np.errstate(invalid="ignore"):  # inf * 0: no pull along that direction
+            pulled = np.nan_to_num(vectors @ (gain * coordinates), nan=np.inf)
+        return np.asarray(np.abs(pulled))
 
 
 def _floor(sigma: float, p: int) -> float:
@@ -613,8 +836,8 @@ def _noise_draws(
     floored = gram + np.maximum(0.0, _floor(sigma, p) - smallest)[:, None, None] * np.eye(p)
     corrected = np.linalg.solve(floored, cross[..., None])[..., 0]
     uncorrected = corrected.copy()
-    for sd in score_sds:
-        step = rng.normal(0.0, sd, (NOISE_DRAWS, p))
+    for sd in score_sds:  # the whitened score's noise, in score units
+        step = rng.normal(0.0, sd, (NOISE_DRAWS, p)) @ pilot.root
         uncorrected = uncorrected + np.linalg.solve(floored, step[..., None])[..., 0]
         step = step + (beta - corrected) @ hessian
         corrected = corrected + np.linalg.solve(floored, step[..., None])[..., 0]
@@ -624,8 +847,8 @@ def _noise_draws(
 def _clip_radius(
     released: NDArray[np.float64], solution: _Solution, cap: int, n: int, intercept: bool
 ) -> float:
-    """The scores' clipping radius from released numbers (:data:`CLIP_RADIUS`), at most the
-    worst case ``T_cap √p (1 + Σ|β̂₀|)`` of a score."""
+    """The whitened scores' clipping radius from released numbers (:data:`CLIP_RADIUS`), at
+    most the worst case ``T_cap √(p / λ_min(Ĥ)) (1 + Σ|β̂₀|)`` of a whitened score."""
     p = solution.beta.size
     gram, cross, square = released[:p, :p], released[:p, p], released[p, p]
     beta = solution.beta
@@ -633,8 +856,10 @@ def _clip_radius(
     rows = max(float(gram[0, 0]) if intercept else n, float(n))
     rss = square - 2.0 * beta @ cross + beta @ gram @ beta
     variance = max(rss, 1.0) / rows
-    mean_square = min(max(float(np.trace(gram)), 1.0) / rows, float(p))
-    worst = cap * math.sqrt(p) * (1.0 + float(np.abs(beta).sum()))
+    # a whitened row's mean ‖Ĥ^{-1/2} x̃‖²: tr(Ĥ⁻¹ Ĝ) / rows (about p / rows), at most p / λ_min
+    whitened = float(np.trace(solution.whiten @ gram @ solution.whiten))
+    mean_square = min(max(whitened, 1.0) / rows, p / solution.smallest)
+    worst = cap * math.sqrt(p / solution.smallest) * (1.0 + float(np.abs(beta).sum()))
     return min(math.sqrt(CLIP_RADIUS * variance * mean_square) * cap, worst)
 
 
@@ -646,10 +871,11 @@ def _scores(
     codes: NDArray[np.intp],
     n: int,
     radius: float,
+    whiten: NDArray[np.float64],
 ) -> NDArray[np.float64]:
-    """Every person's score ``s_u = Σ_t w_u x̃_t (ỹ_t - x̃_t'β)`` at a public β, clipped to
-    ``radius`` in L2 norm (n x p)."""
-    scores = _per_user(x * (weight * (y - x @ beta))[:, None], codes, n)
+    """Every person's score ``s_u = Σ_t w_u x̃_t (ỹ_t - x̃_t'β)`` at a public β, whitened by
+    the public symmetric ``whiten`` and clipped to ``radius`` in L2 norm (n x p)."""
+    scores = _per_user(x * (weight * (y - x @ beta))[:, None], codes, n) @ whiten
     norms = np.sqrt((scores**2).sum(axis=1))
     return np.asarray(
         scores * np.minimum(1.0, radius / np.maximum(norms, radius * 1e-300))[:, None]
@@ -698,17 +924,35 @@ register(
         "pooled",
         PooledOLS.from_formula,
         "PooledOLS: pooled OLS with person-clustered errors from released sufficient "
-        "statistics; between-person covariates identified (give --bounds)",
+        "statistics; between-person covariates identified",
         options=(
             Option(
                 "bounds",
                 "text",
                 "COL=LO,HI;...",
-                "public ranges of the outcome and the non-indicator columns",
+                "public ranges of the outcome and columns (free; others are found privately)",
                 stage="model",
-                required=True,
             ),
             Option("max_rows", "int", "T", MAX_ROWS_HELP),
+        ),
+    )
+)
+
+
+register(
+    CommandLineModel(
+        "between",
+        BetweenOLS.from_formula,
+        "BetweenOLS: OLS of persons' means with robust (person-clustered) errors from released "
+        "sufficient statistics",
+        options=(
+            Option(
+                "bounds",
+                "text",
+                "COL=LO,HI;...",
+                "public ranges of the outcome and columns (free; others are found privately)",
+                stage="model",
+            ),
         ),
     )
 )

@@ -61,6 +61,7 @@ __all__ = [
     "FinalBudget",
     "ReleasePlan",
     "ScalePlan",
+    "StatisticsBudget",
     "VectorBudget",
     "afford",
     "charge",
@@ -77,6 +78,7 @@ __all__ = [
     "settle",
     "share_weights",
     "split_users",
+    "statistics_budget",
     "tail_share",
     "users_share",
     "vector_budget",
@@ -1001,6 +1003,61 @@ def gaussian_shares(epsilon: float, delta: float, shares: Sequence[float]) -> tu
     while zcdp_epsilon(rho, delta) > epsilon:  # brentq's root may sit a hair above ε
         rho *= 1.0 - 1e-12
     return tuple(rho * share / total for share in shares)
+
+
+#: ε·n each median of the private ranges of a fit's unbounded columns gets
+#: (:func:`statistics_budget`), within these shares of its ρ. Twice the engine's
+#: :data:`MEDIAN_USERS`: a reach's median must also beat the empty cells between a mass at
+#: the midpoint and the others (n/5 users ahead of some 2,000 cells for RAND HIE's
+#: coinsurance: missed in about half the fits at 80, measured).
+RANGE_USERS, RANGE_SHARES = 160.0, (0.02, 0.3)
+#: Share of a fit's ρ for the counts of persons beyond the rungs of the private ranges
+#: (:func:`dplong.privacy.ranges.private_ranges`) when it has any.
+RUNG_COUNT_SHARE = 0.06
+
+
+@dataclass(frozen=True)
+class StatisticsBudget:
+    """The budget of a release of sufficient statistics: the pure ε of each median of the
+    private ranges (0: every column's range is public), the ρ of their rungs' counts (0 too)
+    and the ρ of each Gaussian release of the statistics."""
+
+    median_epsilon: float
+    count_rho: float
+    rho: tuple[float, ...]
+
+
+def statistics_budget(
+    n: int, epsilon: float, delta: float, shares: Sequence[float], medians: int
+) -> StatisticsBudget:
+    """Split ``(epsilon, delta)`` between ``medians`` private medians (the ranges of the
+    columns without public bounds, :mod:`dplong.privacy.ranges`) and Gaussian releases in
+    proportion to ``shares``: the total ρ of :func:`gaussian_shares`, of which the medians take
+    what gives each ``ε n =`` :data:`RANGE_USERS` (an ε-DP call is ``ε²/2``-zCDP) within
+    :data:`RANGE_SHARES`, and the counts at their rungs :data:`RUNG_COUNT_SHARE`. Public
+    facts only.
+
+    Examples
+    --------
+    >>> from dplong.privacy.accounting import zcdp_epsilon
+    >>> from dplong.privacy.budget import statistics_budget
+    >>> plan = statistics_budget(5912, 1.0, 5912.0**-2, [0.4, 0.45, 0.15], medians=12)
+    >>> round(plan.median_epsilon * 5912), len(plan.rho)
+    (160, 3)
+    >>> statistics_budget(5912, 1.0, 5912.0**-2, [1.0], medians=0).median_epsilon
+    0.0
+    """
+    (total,) = gaussian_shares(epsilon, delta, [1.0])
+    if medians == 0:
+        return StatisticsBudget(0.0, 0.0, gaussian_shares(epsilon, delta, shares))
+    wanted = medians * (RANGE_USERS / n) ** 2 / 2.0 / total
+    share = min(RANGE_SHARES[1], max(RANGE_SHARES[0], wanted))
+    rest = total * (1.0 - share - RUNG_COUNT_SHARE) / float(sum(shares))
+    return StatisticsBudget(
+        math.sqrt(2.0 * share * total / medians),
+        total * RUNG_COUNT_SHARE,
+        tuple(rest * s for s in shares),
+    )
 
 
 def afford(accountant: Accountant | None, epsilon: float, delta: float) -> None:

@@ -1,0 +1,150 @@
+"""Private ranges from persons' extremes (dplong.privacy.ranges), the localisation stage of
+PooledOLS without bounds.
+
+Noise off: the ranges stop at a mass (0/1, coinsurance-like rates) and cover a continuous
+column. The counts' sensitivity. A privacy audit of the whole stage with a power check, in the
+recipe of ``test_privacy_audit.py`` (helpers in ``tests/audit.py``): neighbouring data sets
+that differ in one person; seeded runs; events fixed before the runs; Bonferroni-corrected
+Clopper–Pearson bounds; a broken variant (noise at a quarter of its scale) that must be caught.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from audit import BROKEN_NOISE_FRACTION, CONFIDENCE, FAR, audit_events, epsilon_lower_bound
+
+import dplong.privacy.quantile as quantile
+import dplong.privacy.ranges as ranges
+from dplong.privacy.quantile import LogGrid
+from dplong.privacy.ranges import RUNGS, private_ranges
+
+OFF = 1e300  # ε and ρ: no noise
+
+
+def _extremes(values: np.ndarray, spread: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    return values - spread, values + spread
+
+
+def test_noise_off_ranges_stop_at_masses_and_cover_continuous_columns() -> None:
+    rng = np.random.default_rng(0)
+    n = 4000
+    female = (rng.uniform(size=n) < 0.52).astype(float)
+    rates = rng.choice(np.log([1.0, 26.0, 51.0, 96.0, 101.0]), n, p=[0.55, 0.2, 0.1, 0.1, 0.05])
+    age = rng.uniform(20, 60, n)
+    score = rng.normal(3.0, 1.0, n)
+    lows = np.column_stack([female, rates, age - 2.0, score - 1.0])
+    highs = np.column_stack([female, rates, age + 2.0, score + 1.0])
+    found = private_ranges(lows, highs, OFF, OFF, rng, names=("f", "r", "age", "score"))
+    (f_lo, f_hi), (r_lo, r_hi), (a_lo, a_hi), (s_lo, s_hi) = found.ranges
+    # a 0/1 column: [0, 1] up to the first rung (1.25 median reaches) and the midpoint's cell
+    assert f_lo <= 0.0 and 1.0 <= f_hi <= 1.26
+    # rates: a mass at 0 and four values: the range ends at a rung above log(101), not 4 x
+    assert r_lo <= 0.0 and math.log(101.0) <= r_hi <= 1.5 * math.log(101.0)
+    # continuous columns: at most RUNG_SHARE of the persons beyond either end
+    for lo, hi, low, high in ((a_lo, a_hi, lows[:, 2], highs[:, 2]), (s_lo, s_hi, lows[:, 3],
+                                                                       highs[:, 3])):  # fmt: skip
+        assert np.mean(high > hi) <= ranges.RUNG_SHARE and np.mean(low < lo) <= ranges.RUNG_SHARE
+        assert hi - lo <= 3.0 * (high.max() - low.min())
+
+
+def test_a_constant_column_gets_its_midpoint_cell() -> None:
+    values = np.full((500, 1), 7.0)
+    found = private_ranges(values, values, OFF, OFF, np.random.default_rng(0), names=("c",))
+    low, high = found.ranges[0]
+    assert low < 7.0 < high and high - low < 0.1
+
+
+def test_ledger_lists_every_median_and_the_counts_with_their_sensitivity() -> None:
+    """3 k medians at ε (utility sensitivity 1 user) and one vector of 2 x 3 x k counts whose
+    L2 sensitivity is √(6 k) (each count moves by at most one when a person is replaced)."""
+    rng = np.random.default_rng(1)
+    values = rng.normal(size=(300, 2))
+    found = private_ranges(values, values + 1.0, 0.5, 0.2, rng, names=("a", "b"))
+    medians = [e for e in found.entries if e.epsilon > 0]
+    assert len(medians) == 6 and all(e.epsilon == 0.5 and e.sensitivity == 1.0 for e in medians)
+    (counts,) = [e for e in found.entries if e.rho > 0]
+    assert counts.rho == 0.2 and counts.sensitivity >= math.sqrt(6 * 2)
+    assert found.counts.shape == (2, len(RUNGS), 2)
+
+
+def test_one_person_moves_each_count_by_at_most_one() -> None:
+    """The indicators of one person (side, rung, column) are what the counts sum: replacing a
+    person changes each by at most one, so the vector's L2 change is at most √(6 k)."""
+    rng = np.random.default_rng(2)
+    k = 3
+    reaches = rng.uniform(0.5, 2.0, (2, k))
+    worst = 0.0
+    for _ in range(500):
+        pair = rng.normal(0, 3, (2, 2, k))  # two persons' (upper, lower) deviations
+        indicators = [
+            np.stack([d[:, None, :] > np.asarray(RUNGS)[:, None] * r for d, r in
+                      zip(person[:, None, :], reaches, strict=True)], axis=1).ravel()
+            for person in pair
+        ]  # fmt: skip
+        worst = max(worst, float(np.linalg.norm(indicators[0] * 1.0 - indicators[1])))
+    assert worst <= math.sqrt(6 * k)
+
+
+# ---------------------------------------------------------------------------------------------
+# Audits of the stage's two kinds of median (the counts are release_vector_sum, audited in
+# test_pooled.py, with their sensitivity tested above); the stage composes them (ledger test)
+# ---------------------------------------------------------------------------------------------
+
+#: Small grids (as the engine's median audits): the mechanism's privacy does not depend on them;
+#: cells [2^(j/2), 2^((j+1)/2)), so 0.8 and 1.2 sit in adjacent cells
+SMALL = LogGrid(fine=2, coarse=1, inner=2, outer=3, signed=True)
+SMALL_SPREAD = LogGrid(fine=2, coarse=1, inner=2, outer=3, signed=False)
+EPS, RUNS = 1.0, 5_000
+
+
+@pytest.fixture
+def small_grids(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ranges, "GRID", SMALL)
+    monkeypatch.setattr(ranges, "SPREAD_GRID", SMALL_SPREAD)
+    assert quantile.GRID is not SMALL  # the package's own grids are untouched
+
+
+def _midpoints(person: float, seed: int, epsilon: float) -> np.ndarray:
+    """The midpoint of 21 persons at 0.8 and 20 at 1.2 (D: person 0 at 0.8) or of 20 and 20
+    and person 0 at FAR (D'): its winning cell swaps."""
+    values = np.concatenate([np.full(20, 0.8), np.full(20, 1.2), [person]])[:, None]
+    rng = np.random.default_rng(seed)
+    return np.array([ranges._medians(values, values, epsilon, rng)[0][0] for _ in range(RUNS)])
+
+
+def _reaches(person: float, seed: int, epsilon: float) -> np.ndarray:
+    """The upper reach above the public midpoint 1 of 20 persons 0.8 and 20 persons 1.2 above
+    it, person 0 at the midpoint (D: a zero, weight ZERO_WEIGHT below) or FAR above (D')."""
+    deviation = np.concatenate([np.full(20, 0.8), np.full(20, 1.2), [person]])[:, None]
+    rng = np.random.default_rng(seed)
+    midpoint = np.array([1.0])
+    return np.array([ranges._reach(deviation, midpoint, epsilon, rng)[1][0] for _ in range(RUNS)])
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("small_grids")
+@pytest.mark.parametrize("fraction", [1.0, BROKEN_NOISE_FRACTION])
+@pytest.mark.parametrize(("release", "persons"), [(_midpoints, (0.8, FAR)), (_reaches, (0.0, FAR))])
+def test_stage_median_audit_with_power_check(
+    release: Callable[[float, int, float], np.ndarray],
+    persons: tuple[float, float],
+    fraction: float,
+) -> None:
+    """Each median of the stage on D and D': tails beyond the noiseless values; the claim is
+    its ε (pure). The broken replica (noise at a quarter of its scale: ε x 4) must exceed it,
+    the correct one must not."""
+    outputs = [release(p, seed, EPS / fraction) for seed, p in enumerate(persons)]
+    noiseless = np.array([release(p, 0, 1e300)[0] for p in persons])
+    assert noiseless[0] != noiseless[1]  # the design moves the median
+    low, high = noiseless.min(), noiseless.max()
+    events_d, names = audit_events(outputs[0][:, None], [low], [high], [1.0], ["median"])
+    events_p, _ = audit_events(outputs[1][:, None], [low], [high], [1.0], ["median"])
+    bound = epsilon_lower_bound(events_d, events_p, delta=0.0, confidence=CONFIDENCE, names=names)
+    if fraction == 1.0:
+        assert bound.epsilon_lb <= EPS, str(bound)
+    else:
+        assert bound.epsilon_lb > EPS, str(bound)
