@@ -439,7 +439,7 @@ def test_between_noise_off_matches_linearmodels_on_an_unbalanced_panel() -> None
         fit.std_errors.to_numpy() * math.sqrt((n - k) / (n - 1)),
         rtol=1e-8,
     )
-    assert res.model == "BetweenOLS" and "its means" in res.assumptions[1]
+    assert str(res.model) == "BetweenOLS" and "its means" in res.assumptions[1]
 
 
 def test_between_given_only_epsilon_spends_the_budget_and_weighs_a_person_once() -> None:
