@@ -780,7 +780,8 @@ def release_means(
                     rng,
                     _roots(user_weights),
                 )
-                tail_entries.append(_tail_entry(names, rung_total))
+                counted = tuple(name for name, h in zip(names, heavy, strict=True) if h)
+                tail_entries.append(_tail_entry(counted, rung_total))
                 # the split call composes below its sum: the means take up the rest
                 others = [*where.entries, *tail_entries]
                 moment_costs = [] if moment_budget is None else moment_budget.costs()
