@@ -342,7 +342,7 @@ def release_means_replica(
         count = float(beyond + noise.two_sided_geometric(rng, tail_rate, (1,))[0])
         tail_sd = math.sqrt(noise.two_sided_geometric_variance(tail_rate))
         expected = np.sum(2.0 * per_column * special.ndtr(-engine.TAIL_SLACK * rung / sd))
-        heavy = count > engine.TAIL_RATIO * expected + engine.EDGE_SDS * tail_sd
+        heavy = count > engine.TAIL_RATIO * expected + engine.HEAVY_SDS * tail_sd
         a = engine.TAIL_INDEX
         scaled = max(count, 1.0) * rest / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))
         wide = np.maximum(rung * scaled ** (1.0 / a), rung)

@@ -128,6 +128,12 @@ TAIL_REACH = 2.0**6
 #: noise. 3.5 rather than 3: the per-man coefficients of the wage panel put 35 of 545 men
 #: beyond it in some column against normal tails' 3 (46 against 11 at 3 σ̂).
 TAIL_RUNG, TAIL_RATIO = 3.5, 3.0
+#: Noise sds by which the count must exceed that to mark the columns heavy: a normal tail's
+#: count beyond 3.5 σ̂ is small, so the noise alone decides a false alarm, which a Laplace draw
+#: beyond 3.5 sds raises in e^{-3.5√2} / 2 = 0.35 % of releases (at 3 sds, 0.7 %: a Gaussian
+#: column at n = 6,000 was marked heavy, with its warning, within 200 releases; at 4.5, the
+#: lognormal and Pareto columns of benchmarks/skewed.py went unseen, covered in 80-83 %).
+HEAVY_SDS = 3.5
 #: The normal tail's count is taken for a σ̂ 10 % too small (the private scale's own
 #: error: a Gaussian column was marked heavy in 1 of 200 releases at n = 6,000 without it).
 TAIL_SLACK = 0.9
@@ -1214,7 +1220,7 @@ def _tail_radius(
     release: the heavy coefficients of a regression show up together, and at small n ε one
     count at d times the ε sees them where d counts could not). A count above
     :data:`TAIL_RATIO` times what normal tails of σ̂ (:data:`TAIL_SLACK` lower) put beyond the
-    rungs (their sum over the columns), by :data:`EDGE_SDS` noise sds, marks the columns
+    rungs (their sum over the columns), by :data:`HEAVY_SDS` noise sds, marks the columns
     heavy: the bulk's scale does not see their tails. Each heavy column's radius balances the
     noise of its mean against the clipping bias of a Pareto tail of index α
     (:data:`TAIL_INDEX`) through ``(r_j, C_j)``, ``C_j = C / d`` its share of the users found:
@@ -1237,7 +1243,7 @@ def _tail_radius(
         normal = 2.0 * users * special.ndtr(-TAIL_SLACK * rung / where.sd)
         expected = float(np.nansum(normal))
         measurable = np.isfinite(rung) & (rung > 0)
-        heavy = (count > TAIL_RATIO * expected + EDGE_SDS * sd) & measurable
+        heavy = (count > TAIL_RATIO * expected + HEAVY_SDS * sd) & measurable
         # bias K R^(1-α) with K = C r^α / ((α - 1) N̂) against noise c R, c = 2√2 / (N̂ ε_m):
         # their squares add up least at R^α = K √(α - 1) / c
         a = TAIL_INDEX
