@@ -38,10 +38,12 @@ def test_skewed_statistics_get_an_honest_interval() -> None:
         error = abs(release.estimate[0] - x.mean())
         assert error <= 5.0 * release.noise_sd[0] + release.bias[0], (seed, error)
         # before the exponential model: 0.036 (RMSE), the clipped tail. The tail stage finds
-        # 9.4 % of the users beyond 2 σ̂ (a normal tail: 4.6 %), calls the column heavy and
-        # sizes its radius for a Pareto tail of index 1.5 (~100: noise sd ~0.02); honest, as
-        # asserted above, but the exponential model alone was ten times more accurate here
-        assert error < 0.06  # 4 noise sds
+        # about 4 % of the users beyond 3.5 σ̂ (a normal tail: 0.05 %), calls the column heavy and
+        # sizes its radius for a Pareto tail of index 1.5 (~90: noise sd ~0.02); honest, as
+        # asserted above, but the exponential model alone was ten times more accurate here.
+        # Within 4 noise sds (a Laplace draw beyond fails w.p. e^{-4√2} = 0.35 %; measured:
+        # at most 2.7 sds, 0.061, over these 8 seeds)
+        assert error < 4.0 * release.noise_sd[0]
 
 
 def test_symmetric_statistics_keep_the_normal_tail() -> None:

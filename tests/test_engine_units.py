@@ -70,11 +70,11 @@ from dplong.privacy.budget import (
     MOMENT_USERS,
     NOTE_MISS,
     REFINE_SHARES,
-    TAIL_SHARE,
     ReleasePlan,
     column_epsilon,
     largest_within,
     share_weights,
+    tail_share,
 )
 from dplong.privacy.engine import (
     GRID,
@@ -1157,8 +1157,10 @@ class TestLedger:
         expected = ["count", "midpoint"] + ([] if stated else ["scale"])
         expected += ["refinement"] if release.variant.endswith("(refined)") else []
         assert n * column_epsilon(0.9, 1e-6, d) >= MOMENT_USERS
-        # with an estimated scale, the tail stage's count once n ε per column reaches
-        # TAIL_USERS (900 >= 800)
+        # with an estimated scale, the tail stage's one count over the columns once its share
+        # buys TAIL_FLOOR users' worth (here 300 of 3000 · 3 · 0.3 at TAIL_USERS)
+        share = tail_share(n, d, column_epsilon(0.9, 1e-6, d))
+        assert share > 0.0
         expected += [] if stated else ["tail"]
         assert stages == [*expected, "mean", "second moment"]
         for _, e in frame[frame["stage"] == "tail"].iterrows():
@@ -1189,12 +1191,12 @@ class TestLedger:
             )
         # the second moment: centred squares in ±w²/2, so a user moves its sum by at most w²;
         # MOMENT_SHARE of each column's final budget, the mean the rest (less the tail
-        # stage's TAIL_SHARE of it, a Laplace budget's only)
+        # stage's share of it, a Laplace budget's only)
         moment = frame[frame["stage"] == "second moment"]
         assert np.all(moment["sensitivity"].to_numpy() >= radius**2)
         assert np.all(moment["sensitivity"].to_numpy() <= radius**2 * (1 + LATTICE_SLACK))
         key = "epsilon" if release.noise_kind == "laplace" else "rho"
-        tail = TAIL_SHARE if "tail" in stages and release.noise_kind == "laplace" else 0.0
+        tail = share if "tail" in stages and release.noise_kind == "laplace" else 0.0
         np.testing.assert_allclose(
             moment[key].to_numpy() / mean[key].to_numpy(),
             MOMENT_SHARE / ((1 - MOMENT_SHARE) * (1 - tail)),
@@ -1690,7 +1692,7 @@ def test_a_public_centre_replaces_the_midpoint_and_the_refinement() -> None:
     located = _two_columns(x)
     centred = _two_columns(x, public_centre=(np.zeros(2), np.full(2, 0.3)))
     stages = [e.stage for e in centred.privacy.entries]
-    tails = ["tail"] * 2  # the tail stage's counts (n ε per column above TAIL_USERS)
+    tails = ["tail"]  # the tail stage's one count over the columns (tail_share > 0)
     assert stages == ["count", *["scale"] * 4, *tails, *["mean"] * 2, *["second moment"] * 2]
     np.testing.assert_array_equal(centred.interval.mean(axis=1), 0.0)
 

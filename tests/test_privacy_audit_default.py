@@ -26,6 +26,7 @@ checks show that a real excess would be seen.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -320,29 +321,32 @@ def release_means_replica(
             rough_values = np.nan_to_num(np.clip(matrix - midpoint, -width, width), nan=0.0)
         rough = noise.release_bounded_sum(rough_values, width, np.full(d, plan.refine), rng)
         centre = midpoint + np.clip(rough.total / per_column, -width, width)
-    # 5. the mean, on c ± w with the engine's radii and budget
+    # 5. the mean, on c ± w with the engine's radii and budget (with an estimated scale, its
+    # tail count's share calibrated with it)
+    tail = budget_module.tail_share(n, d, plan.per_column) if scale is None else 0.0
+    plan = dataclasses.replace(plan, tail=tail)
     radius, budget = final_radius(centre, sd, per_column, plan)
     with np.errstate(invalid="ignore"):
         clipped = np.nan_to_num(np.clip(matrix - centre, -radius, radius), nan=0.0)
     mean_budget, moment_budget = budget.split(plan.moment_share)
-    # 5a. the tail stage (an estimated scale, n ε per column >= TAIL_USERS, a Laplace budget):
-    # the count of users beyond min(3 σ̂, w) (sensitivity 1); a heavy column's radius widened
-    tail = budget_module.tail_share(n, plan.per_column) if scale is None else 0.0
+    # 5a. the tail stage (an estimated scale, tail_share > 0, a Laplace budget): one count of
+    # the users beyond 3.5 σ̂ in any column (sensitivity 1); heavy columns' radii widened
     if tail > 0.0 and mean_budget.kind == "laplace":
         rest = mean_budget.epsilon * (1 - tail)
-        tail_epsilon = mean_budget.epsilon - rest
+        tail_epsilon = float(np.sum(mean_budget.epsilon - rest))
         mean_budget = budget_module.FinalBudget("laplace", rest, mean_budget.rho)
-        rung = np.fmin(engine.TAIL_RUNG * sd, radius)
+        rung = engine.TAIL_RUNG * sd
         with np.errstate(invalid="ignore"):
-            beyond = np.sum(np.abs(matrix - centre) > rung, axis=0)
+            beyond = np.sum(np.any(np.abs(matrix - centre) > rung, axis=1))
         tail_rate = noise.geometric_rate(tail_epsilon, 1.0)
-        count = beyond + noise.two_sided_geometric(rng, tail_rate, (d,))
-        tail_sd = np.sqrt(noise.two_sided_geometric_variance(tail_rate))
-        expected = 2.0 * per_column * special.ndtr(-engine.TAIL_SLACK * rung / sd)
-        heavy = count > engine.TAIL_RATIO * expected + engine.EDGE_SDS * tail_sd
+        count = float(beyond + noise.two_sided_geometric(rng, tail_rate, (1,))[0])
+        tail_sd = math.sqrt(noise.two_sided_geometric_variance(tail_rate))
+        expected = np.sum(2.0 * per_column * special.ndtr(-engine.TAIL_SLACK * rung / sd))
+        heavy = count > engine.TAIL_RATIO * expected + engine.HEAVY_SDS * tail_sd
         a = engine.TAIL_INDEX
-        scaled = np.maximum(count, 1.0) * rest / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))
-        wide = np.clip(rung * scaled ** (1.0 / a), radius, engine.TAIL_REACH * radius)
+        scaled = max(count, 1.0) * rest / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))
+        wide = np.maximum(rung * scaled ** (1.0 / a), rung)
+        wide = np.clip(wide, radius, engine.TAIL_REACH * radius)
         radius = np.where(heavy, wide, radius)
         with np.errstate(invalid="ignore"):
             clipped = np.nan_to_num(np.clip(matrix - centre, -radius, radius), nan=0.0)
@@ -445,10 +449,14 @@ def test_release_means_replica_reproduces_the_package(
         stages = ["count", *([] if public else ["midpoint"])]
         stages += ["scale", "scale"] if not stated else []
         stages += ["refinement"] if plan.refine > 0 else []
-        tail = budget_module.tail_share(n, plan.per_column) if not stated else 0.0
-        stages += ["tail"] if tail and release.noise_kind == "laplace" else []
+        tail = budget_module.tail_share(n, d, plan.per_column) if not stated else 0.0
+        counted = tail and release.noise_kind == "laplace"  # one tail count for the columns
         stages += ["mean", *(["second moment"] if plan.moment_share else [])]
-        assert [e.stage for e in entries] == [stages[0]] + [s for s in stages[1:] for _ in names]
+        before = [s for s in stages[1 : -1 - bool(plan.moment_share)] for _ in names]
+        after = [s for s in stages[-1 - bool(plan.moment_share) :] for _ in names]
+        assert [e.stage for e in entries] == (
+            [stages[0]] + before + (["tail"] if counted else []) + after
+        )
         budget = {e.stage: e for e in entries}  # the last entry of each stage
         assert budget["count"].epsilon == plan.count
         assert "midpoint" not in budget or budget["midpoint"].epsilon == plan.midpoint
@@ -461,10 +469,9 @@ def test_release_means_replica_reproduces_the_package(
         )
         assert "refinement" not in budget or budget["refinement"].epsilon == plan.refine
         if plan.moment_share:
-            tail_epsilon = budget["tail"].epsilon if "tail" in budget else 0.0
-            share = budget["second moment"].epsilon / (
-                budget["second moment"].epsilon + budget["mean"].epsilon + tail_epsilon
-            )
+            # the tail count took its share of each column's mean budget
+            mean = budget["mean"].epsilon / (1.0 - (tail if counted else 0.0))
+            share = budget["second moment"].epsilon / (budget["second moment"].epsilon + mean)
             assert share == pytest.approx(plan.moment_share, rel=1e-12)
         kinds.add(release.noise_kind)
         moments.add(plan.moment_share > 0)

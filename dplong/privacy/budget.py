@@ -80,6 +80,7 @@ __all__ = [
     "split_users",
     "statistics_budget",
     "tail_share",
+    "top_up",
     "users_share",
     "vector_budget",
     "vector_plan",
@@ -134,9 +135,13 @@ REFINE_SHARES = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3)
 _FINAL_RADIUS, _ROUGH_RADIUS, _MIDPOINT_ERROR = 2.5, 4.0, 1.5
 #: Share of the final stage for the second moment, and the n·ε (per column) it needs.
 MOMENT_SHARE, MOMENT_USERS = 0.1, 500.0
-#: The tail stage's share of each column's mean budget, from ``n ε`` per column of (users):
-#: a count of users beyond twice the scale (:func:`dplong.privacy.engine._tail_radius`).
-TAIL_SHARE, TAIL_USERS = 0.2, 800.0
+#: The engine's tail stage (:func:`dplong.privacy.engine._tail_radius`) is one count of the
+#: users beyond a rung in any column: ``n ε`` of ``TAIL_USERS`` users at the release's nominal
+#: budget (``d`` columns of ``per_column`` each), within ``TAIL_SHARES`` of each column's
+#: final mean budget; it runs where that share buys at least ``TAIL_FLOOR`` users' worth (for
+#: one column, ``n ε`` of 800).
+TAIL_USERS, TAIL_FLOOR = 300.0, 160.0
+TAIL_SHARES = (0.03, 0.2)
 #: Shares of a column's ε for the stable-histogram midpoint and for its reserved fallback.
 HISTOGRAM_SHARE, FALLBACK_SHARE = 0.35, 0.2
 #: τ' = √(2 log(2/γ)) at γ = 0.05, in units of the scale: the histogram bins' half-width.
@@ -202,9 +207,10 @@ class FinalBudget:
         return keep, FinalBudget(self.kind, self.epsilon * share, self.rho * share)
 
     def tail_split(self, share: float) -> tuple[NDArray[np.float64], FinalBudget]:
-        """``share`` of every column's pure ε for the tail quantile of the engine (pure ε-DP,
-        so a Laplace budget only: a Gaussian one is returned whole with no tail ε), and the
-        rest for the mean; :meth:`ReleasePlan.calibrate` composed them as one final stage."""
+        """``share`` of every column's pure ε for the engine's tail count (pure ε-DP, so a
+        Laplace budget only: a Gaussian one is returned whole with no tail ε), and the rest for
+        the mean; :meth:`ReleasePlan.calibrate` composed them with the count as one call of the
+        columns' summed tail ε (:attr:`ReleasePlan.tail`)."""
         if self.kind == "gaussian" or share <= 0.0:
             return np.zeros_like(self.epsilon), self
         rest = self.epsilon * (1 - share)
@@ -264,6 +270,11 @@ class ReleasePlan:
         (:meth:`for_users` resizes them).
     shared : float
         Pure ε per column of the count of users off the scale stage's cell (0: scale stated).
+    tail : float
+        Share of each column's final mean budget for the engine's tail count (one count over
+        the columns, :func:`tail_share`; a Laplace budget only): 0 where no tail stage runs.
+        Set by the engine where it runs the stage, before the final stage is calibrated with
+        it as one call.
     reruns : tuple of float
         The ε of each second median the scale stage ran (a column where most users share one
         value, :meth:`second_spread`): post-processing of the count above, set on the plan as
@@ -305,6 +316,7 @@ class ReleasePlan:
     per_column: float = 0.0
     shared: float = 0.0
     reruns: tuple[float, ...] = ()
+    tail: float = 0.0
 
     @classmethod
     def make(
@@ -681,11 +693,18 @@ def _calibrated(
     shares = np.frombuffer(shares_key)
     early = plan.early_costs(refine=refined, fallback=fallback)
     composer = Composer(early, plan.delta)
-    parts = np.array([1.0 - plan.moment_share, plan.moment_share] if plan.moment_share else [1.0])
+    mean = 1.0 - plan.moment_share
+    # the tail count (Laplace only) is one call over the columns, carved from the means
+    tail = plan.tail if kind == "laplace" else 0.0
+    parts = np.array([mean * (1.0 - tail), plan.moment_share] if plan.moment_share else [mean])
+    if not plan.moment_share:
+        parts = parts * (1.0 - tail)
 
-    def total(s: float) -> float:  # the mean (and second moment) of every column
+    def total(s: float) -> float:  # the mean (and second moment) of every column, the tail
         final = ((s * shares)[:, None] * parts).ravel()
         if kind == "laplace":
+            if tail:
+                final = np.append(final, s * float(np.sum(shares)) * mean * tail)
             return composer.add(final, 0.0).epsilon
         return composer.add(rho=float(sum(final.tolist()))).epsilon
 
@@ -699,6 +718,36 @@ def _calibrated(
     eps = scale * shares if kind == "laplace" else np.zeros(plan.d)
     rho = scale * shares if kind == "gaussian" else np.zeros(plan.d)
     return FinalBudget(kind, eps, rho)
+
+
+def top_up(plan: ReleasePlan, spent: Sequence[Cost], mean: FinalBudget) -> FinalBudget:
+    """The final means' pure ε scaled up as far as the plan's (ε, δ) allow after ``spent``
+    (every other call of the release) and the plan's prior calls. Where the engine splits a
+    calibrated call after the calibration — the tail stage's second rung, run only where its
+    first found a heavy tail, takes its ε from the means' — the Rényi composition of the parts
+    is below their sum, and the means take up the difference: the release spends its budget.
+    Post-processing of released numbers and public facts; a Gaussian budget is returned as is.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.accounting import Cost
+    >>> from dplong.privacy.budget import FinalBudget, ReleasePlan, top_up
+    >>> plan = ReleasePlan.make(n=1000, d=1, epsilon=1.0, delta=1e-6, stated_scale=False)
+    >>> mean = FinalBudget("laplace", np.array([0.5]), np.zeros(1))
+    >>> spent = plan.early_costs() + [Cost(epsilon=0.1), Cost(epsilon=0.1)]
+    >>> bool(top_up(plan, spent, mean).epsilon[0] >= 0.5)
+    True
+    """
+    if mean.kind != "laplace":
+        return mean
+    composer = Composer([*plan.prior, *spent], plan.delta)
+
+    def total(k: float) -> float:
+        return composer.add(mean.epsilon * k, 0.0).epsilon
+
+    k = largest_within(total, plan.epsilon, 2.0, lower=1.0)
+    return FinalBudget(mean.kind, mean.epsilon * k, mean.rho)
 
 
 def _weighted_variance(
@@ -756,18 +805,23 @@ def _moment_share(n: int, per_column: float) -> float:
     return MOMENT_SHARE if n * per_column >= MOMENT_USERS else 0.0
 
 
-def tail_share(n: int, per_column: float) -> float:
-    """:data:`TAIL_SHARE` of each column's mean budget for the engine's tail stage when ``n ε``
-    per column reaches :data:`TAIL_USERS`; below it the count's noise hides any tail a normal
-    one would not show, and the share would only add noise to the mean.
+def tail_share(n: int, d: int, per_column: float) -> float:
+    """The share of each column's final mean budget for the engine's tail count: ``n ε`` of
+    :data:`TAIL_USERS` users at the nominal budget of ``d`` columns of ``per_column`` ε each,
+    within :data:`TAIL_SHARES`; 0 where that buys fewer than :data:`TAIL_FLOOR` users' worth
+    (the count's noise would hide any tail a normal one would not show, and the share would
+    only add noise to the means). One count serves every column: paid per release, not per
+    column. Public facts only.
 
     Examples
     --------
     >>> from dplong.privacy.budget import tail_share
-    >>> tail_share(5912, 1.0), tail_share(545, 4.0 / 3)
-    (0.2, 0.0)
+    >>> tail_share(5912, 1, 1.0), round(tail_share(545, 3, 4.0 / 3), 3), tail_share(300, 1, 1.0)
+    (0.05074424898511502, 0.138, 0.0)
     """
-    return TAIL_SHARE if n * per_column >= TAIL_USERS else 0.0
+    low, high = TAIL_SHARES
+    share = min(max(TAIL_USERS / (n * d * per_column), low), high)
+    return share if share * n * d * per_column >= TAIL_FLOOR else 0.0
 
 
 def _budget_phrase(epsilon: float, share: float, d: int) -> str:
