@@ -721,12 +721,15 @@ def _calibrated(
 
 
 def top_up(plan: ReleasePlan, spent: Sequence[Cost], mean: FinalBudget) -> FinalBudget:
-    """The final means' pure ε scaled up as far as the plan's (ε, δ) allow after ``spent``
+    """The final means' pure ε scaled as far as the plan's (ε, δ) allow after ``spent``
     (every other call of the release) and the plan's prior calls. Where the engine splits a
     calibrated call after the calibration — the tail stage's second rung, run only where its
-    first found a heavy tail, takes its ε from the means' — the Rényi composition of the parts
-    is below their sum, and the means take up the difference: the release spends its budget.
-    Post-processing of released numbers and public facts; a Gaussian budget is returned as is.
+    first found a heavy tail, takes its ε from the means' — the parts compose to other than
+    their sum: below it where each column's share stays its own call (the means take up the
+    difference), above it where the columns' shares are pooled into one count (one call of
+    ε₁ + ... + ε_d costs more in Rényi terms than d calls of ε_j at small ε_j: the means give
+    the excess back). Either way the release spends exactly its budget. Post-processing of
+    released numbers and public facts; a Gaussian budget is returned as is.
 
     Examples
     --------
@@ -746,7 +749,7 @@ def top_up(plan: ReleasePlan, spent: Sequence[Cost], mean: FinalBudget) -> Final
     def total(k: float) -> float:
         return composer.add(mean.epsilon * k, 0.0).epsilon
 
-    k = largest_within(total, plan.epsilon, 2.0, lower=1.0)
+    k = largest_within(total, plan.epsilon, 2.0)
     return FinalBudget(mean.kind, mean.epsilon * k, mean.rho)
 
 

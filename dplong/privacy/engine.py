@@ -706,6 +706,7 @@ def forecast_noise(
     d, n = plan.d, plan.n
     users = np.full(d, float(n))
     weights = np.ones(d)
+    plan = _with_tail(plan, measured=bounds is None and not stated_scale and tail is None)
     if bounds is not None:
         radius = np.asarray((bounds[1] - bounds[0]) / 2.0, dtype=float)
         budget = plan.final_budget(radius, weights, refined=False)
@@ -735,6 +736,14 @@ def forecast_noise(
     if plan.tail:
         _, mean_budget = mean_budget.tail_split(plan.tail)
     return mean_budget.noise_sd(2.0 * radius) / users, sd / np.sqrt(users)
+
+
+def _with_tail(plan: ReleasePlan, *, measured: bool) -> ReleasePlan:
+    """The plan with the tail stage's share (one count of the users in a tail, calibrated with
+    the final stage) where the release measures its tail: no bounds, scale or tail stated."""
+    if not measured:
+        return plan
+    return dataclasses.replace(plan, tail=tail_share(plan.n, plan.d, plan.per_column))
 
 
 def release_means(
@@ -851,9 +860,7 @@ def release_means(
     sparse = where.sparse & ~undefined & ~lost
     unfound = lost | sparse
     weights = np.where(undefined | unfound, 0.0, weights)
-    if bounds is None and scale is None and tail is None:
-        # one count of the users in a tail, its share calibrated with the final stage
-        plan = dataclasses.replace(plan, tail=tail_share(n, d, plan.per_column))
+    plan = _with_tail(plan, measured=bounds is None and scale is None and tail is None)
     if bounds is None:
         radius, budget = _final_radius(where, weights, plan, rules.relative)
     else:  # the public bounds are the interval: nothing is clipped under the assumption
