@@ -29,6 +29,7 @@ import math
 import re
 import warnings
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -621,6 +622,41 @@ class TestReleasePlan:
             # bisection to a relative 1e-9 (largest_within's docstring), always within
             assert s**2 <= target and (s * (1 + 2e-9)) ** 2 > target
         assert largest_within(lambda v: v, 5.0, 2.0) == 2.0  # the whole range fits
+
+    def test_largest_within_is_the_plain_bisection_bit_for_bit(self) -> None:
+        """The regula-falsi bracket only saves calls: the answer is the plain bisection's, on
+        smooth, kinked, steep and plateau-at-the-target functions and from a lower start."""
+
+        def bisection(total: Any, target: float, upper: float, lower: float = 0.0) -> float:
+            if total(upper) <= target:
+                return upper
+            lo, hi = lower, upper
+            for _ in range(60):
+                if hi - lo <= 1e-9 * hi:
+                    break
+                mid = (lo + hi) / 2.0
+                lo, hi = (mid, hi) if total(mid) <= target else (lo, mid)
+            return lo
+
+        functions = [
+            lambda v: v**2,
+            lambda v: max(v, 3.0 * v - 2.0),  # a kink
+            lambda v: math.expm1(8.0 * v),  # steep
+            lambda v: min(v, 1.0) + max(v - 1.5, 0.0),  # flat at the target 1 on [1, 1.5]
+            lambda v: round(v, 6),  # steps
+        ]
+        calls = {"plain": 0, "bracketed": 0}
+        for total in functions:
+            for target, upper, lower in [(1.0, 10.0, 0.0), (0.3, 4.0, 0.1), (1.0, 1.7, 0.5)]:
+
+                def counted(v: float, how: str, total: Any = total) -> float:
+                    calls[how] += 1
+                    return float(total(v))
+
+                plain = bisection(partial(counted, how="plain"), target, upper, lower)
+                bracketed = partial(counted, how="bracketed")
+                assert largest_within(bracketed, target, upper, lower=lower) == plain
+        assert calls["bracketed"] < 0.8 * calls["plain"], calls
 
     @pytest.mark.parametrize(
         ("n", "d", "eps", "delta"),
