@@ -294,6 +294,14 @@ class TestDiscreteGaussian:
             rounded = np.rint(np.random.default_rng(seed).normal(0, math.sqrt(0.5), draws))
             assert chi_square_p(rounded.astype(int), 0.5) < 1e-3
 
+    def test_one_word_draws_are_the_arrays_words(self) -> None:
+        """The sampler's coins draw a single 62-bit word as a scalar, the number a size-1 array
+        draw gives from the same stream (numpy's bounded integers): releases are unchanged."""
+        scalar, array = np.random.default_rng(9), np.random.default_rng(9)
+        words = [int(scalar.integers(0, 1 << 62)) for _ in range(2000)]
+        assert words == [int(array.integers(0, 1 << 62, size=1)[0]) for _ in range(2000)]
+        assert scalar.random() == array.random()  # and the streams stay in step
+
 
 # --------------------------------------------------------------------------------------------
 # 3. Randomized response (local model)
