@@ -5,6 +5,7 @@ exact smoothing-bias bound (:func:`item_bias_bound`) and the automatic bandwidth
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -202,6 +203,16 @@ def item_bias_bound(
     return np.asarray(lipschitz * moment + np.abs(1.0 - weights.sum(axis=0)) * sup_norm)
 
 
+@functools.lru_cache(maxsize=4096)
+def _largest_weight(kernel: Kernel, b: float, lo: float, hi: float, points: bytes) -> float:
+    """The largest total weight ``Σ_g K((x_g - t) / b)`` over 501 stand-in design points t of
+    the domain, for the grid ``points``: public and the same for every n and ε, so memoised
+    (a bandwidth search tries 120 b, and every fit of a design repeats the search)."""
+    design = np.linspace(lo, hi, 501)
+    grid = np.frombuffer(points)
+    return float(kernel((grid[None, :] - design[:, None]) / b).sum(axis=1).max())
+
+
 def auto_bandwidth(
     kernel: Kernel,
     domain: tuple[float, float],
@@ -240,18 +251,12 @@ def auto_bandwidth(
     lo, hi = domain
     length = hi - lo
     candidates = length * np.logspace(-4, math.log10(0.5), 120)
-    design = np.linspace(lo, hi, 501)  # stand-in design points for the grid's L1 weight
 
     def noise_variance(b: float) -> float:
         if local:
             return 2.0 * (2.0 * width / epsilon) ** 2 * kernel.roughness * length / (n * b)
-        points = grid(b)
-        l1 = (
-            length
-            / n
-            * float(kernel((points[None, :] - design[:, None]) / b).sum(axis=1).max())
-            / b
-        )
+        points = np.ascontiguousarray(grid(b), dtype=np.float64).tobytes()
+        l1 = length / n * _largest_weight(kernel, float(b), float(lo), float(hi), points) / b
         return 2.0 * (2.0 * width * l1 / epsilon) ** 2
 
     risk = [

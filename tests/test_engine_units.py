@@ -28,6 +28,7 @@ import decimal
 import math
 import warnings
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -291,6 +292,14 @@ class TestDiscreteGaussian:
         if variance == Fraction(1, 2):
             rounded = np.rint(np.random.default_rng(seed).normal(0, math.sqrt(0.5), draws))
             assert chi_square_p(rounded.astype(int), 0.5) < 1e-3
+
+    def test_one_word_draws_are_the_arrays_words(self) -> None:
+        """The sampler's coins draw a single 62-bit word as a scalar, the number a size-1 array
+        draw gives from the same stream (numpy's bounded integers): releases are unchanged."""
+        scalar, array = np.random.default_rng(9), np.random.default_rng(9)
+        words = [int(scalar.integers(0, 1 << 62)) for _ in range(2000)]
+        assert words == [int(array.integers(0, 1 << 62, size=1)[0]) for _ in range(2000)]
+        assert scalar.random() == array.random()  # and the streams stay in step
 
 
 # --------------------------------------------------------------------------------------------
@@ -623,6 +632,41 @@ class TestReleasePlan:
             # bisection to a relative 1e-9 (largest_within's docstring), always within
             assert s**2 <= target and (s * (1 + 2e-9)) ** 2 > target
         assert largest_within(lambda v: v, 5.0, 2.0) == 2.0  # the whole range fits
+
+    def test_largest_within_is_the_plain_bisection_bit_for_bit(self) -> None:
+        """The regula-falsi bracket only saves calls: the answer is the plain bisection's, on
+        smooth, kinked, steep and plateau-at-the-target functions and from a lower start."""
+
+        def bisection(total: Any, target: float, upper: float, lower: float = 0.0) -> float:
+            if total(upper) <= target:
+                return upper
+            lo, hi = lower, upper
+            for _ in range(60):
+                if hi - lo <= 1e-9 * hi:
+                    break
+                mid = (lo + hi) / 2.0
+                lo, hi = (mid, hi) if total(mid) <= target else (lo, mid)
+            return lo
+
+        functions = [
+            lambda v: v**2,
+            lambda v: max(v, 3.0 * v - 2.0),  # a kink
+            lambda v: math.expm1(8.0 * v),  # steep
+            lambda v: min(v, 1.0) + max(v - 1.5, 0.0),  # flat at the target 1 on [1, 1.5]
+            lambda v: round(v, 6),  # steps
+        ]
+        calls = {"plain": 0, "bracketed": 0}
+        for total in functions:
+            for target, upper, lower in [(1.0, 10.0, 0.0), (0.3, 4.0, 0.1), (1.0, 1.7, 0.5)]:
+
+                def counted(v: float, how: str, total: Any = total) -> float:
+                    calls[how] += 1
+                    return float(total(v))
+
+                plain = bisection(partial(counted, how="plain"), target, upper, lower)
+                bracketed = partial(counted, how="bracketed")
+                assert largest_within(bracketed, target, upper, lower=lower) == plain
+        assert calls["bracketed"] < 0.8 * calls["plain"], calls
 
     @pytest.mark.parametrize(
         ("n", "d", "eps", "delta"),

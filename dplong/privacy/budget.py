@@ -765,6 +765,10 @@ def largest_within(
     """The largest s in (0, upper] with ``total(s) <= target``, for ``total`` increasing in s
     (bisection from ``lower``, known to be within, to a relative 1e-9: always on the safe side).
 
+    The bisection's answers are read off a bracket of the crossing found first by regula falsi
+    (:class:`_Crossing`) wherever monotonicity decides them, so ``total`` is called some 8
+    times instead of 30, and the result is the plain bisection's, bit for bit.
+
     Examples
     --------
     >>> from dplong.privacy.budget import largest_within
@@ -772,18 +776,81 @@ def largest_within(
     >>> 3 * s <= 1.0, round(s, 8)
     (True, 0.33333333)
     """
-    if total(upper) <= target:
+    at_upper = total(upper)
+    if at_upper <= target:
         return upper
+    within = _Crossing(total, target, lower, upper, at_upper)
     lo, hi = lower, upper
     for _ in range(60):
         if hi - lo <= 1e-9 * hi:
             break
         mid = (lo + hi) / 2.0
-        if total(mid) <= target:
+        if within(mid):
             lo = mid
         else:
             hi = mid
     return lo
+
+
+#: Relative distance from an evaluated point beyond which :class:`_Crossing` trusts
+#: monotonicity: far above the rounding error of a composition (~1e-15 relative), far below the
+#: bisection's resolution (1e-9).
+_MONOTONE_MARGIN = 1e-11
+
+
+class _Crossing:
+    """``total(s) <= target`` for an increasing ``total``: from the largest s evaluated within
+    and the smallest s evaluated beyond when s lies clearly outside them, else evaluated.
+    Illinois regula falsi narrows the two first (a few calls: ``total`` is smooth between
+    the kinks of its minimum over Rényi orders)."""
+
+    def __init__(
+        self,
+        total: Callable[[float], float],
+        target: float,
+        lower: float,
+        upper: float,
+        at_upper: float,
+    ) -> None:
+        self.total, self.target = total, target
+        self.inside, self.outside = -math.inf, upper
+        a, fa = lower, self.evaluate(lower) - target
+        b, fb = upper, at_upper - target
+        side = 0
+        for _ in range(12):
+            if fa > 0.0 or self.outside - self.inside <= _MONOTONE_MARGIN * self.outside:
+                break
+            # the secant's root, kept a margin inside the bracket: a root it finds to the
+            # margin is then bracketed by the next call, from the other side
+            step = _MONOTONE_MARGIN * b
+            s = (a * fb - b * fa) / (fb - fa)
+            s = min(max(s, a + step), b - step) if b - a > 4.0 * step else (a + b) / 2.0
+            fs = self.evaluate(s) - target
+            if math.isnan(fs):  # no secant through it: the bisection evaluates the rest
+                break
+            if fs <= 0.0:
+                a, fa = s, fs
+                fb = fb / 2.0 if side == -1 else fb  # Illinois: the stale end moves faster
+                side = -1
+            else:
+                b, fb = s, fs
+                fa = fa / 2.0 if side == 1 else fa
+                side = 1
+
+    def evaluate(self, s: float) -> float:
+        value = self.total(s)
+        if value <= self.target:
+            self.inside = max(self.inside, s)
+        else:
+            self.outside = min(self.outside, s)
+        return value
+
+    def __call__(self, s: float) -> bool:
+        if s < self.inside * (1.0 - _MONOTONE_MARGIN):
+            return True
+        if s > self.outside * (1.0 + _MONOTONE_MARGIN):
+            return False
+        return self.evaluate(s) <= self.target
 
 
 def _rest(per_column: float, midpoint: float, spread: float, shared: float, count: float) -> float:

@@ -345,9 +345,12 @@ def _uniform_below(rng: np.random.Generator, bound: int) -> int:
     """A uniform integer in ``[0, bound)``, exactly (rejection from whole 62-bit words)."""
     words = max(1, -(-bound.bit_length() // 62))
     while True:
-        value = 0
-        for word in rng.integers(0, 1 << 62, size=words):
-            value = (value << 62) | int(word)
+        if words == 1:  # the same word as size=1 draws, without the array's overhead
+            value = int(rng.integers(0, 1 << 62))
+        else:
+            value = 0
+            for word in rng.integers(0, 1 << 62, size=words):
+                value = (value << 62) | int(word)
         value >>= words * 62 - bound.bit_length()
         if value < bound:
             return value
