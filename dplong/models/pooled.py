@@ -403,10 +403,8 @@ class PooledOLS(FormulaModel):
         sampling_sd = np.sqrt(np.diag(scaled.linear @ release.sampling @ scaled.linear.T))
         notes: tuple[str, ...] = (
             (
-                "The released X'X was floored at an eigenvalue scaled to its privacy noise (a "
-                "ridge): the design is nearly singular at this epsilon, and the coefficients "
-                "are shrunk (the shrinkage is in the bias bound). Raise epsilon or drop a "
-                "collinear term.",
+                "The released X'X was floored at its noise (a ridge): coefficients shrunk, "
+                "within the bias bound. Raise epsilon or drop a collinear term.",
             )
             if solution.ridge > 0.0
             else ()
@@ -445,8 +443,8 @@ class PooledOLS(FormulaModel):
             variant="sufficient statistics",
             assumptions=(
                 f"ranges (values outside are clipped): {bounds}",
-                self._weighting(cap),
-                "standard errors clustered by person, plus the privacy noise",
+                f"standard errors clustered by person, plus the privacy noise; "
+                f"{self._weighting(cap)}",
             ),
             warnings=notes,
             gamma=options.gamma,
