@@ -684,7 +684,7 @@ def compare(
     >>> float(table.params.at["exper", "within"]) == float(fits["within"].params["exper"])
     True
     >>> table.info.loc["Epsilon spent"].tolist()
-    ['3.985', '4']
+    ['4', '4']
     """
     from dplong.results import PanelResults, _check_alpha  # the results render through here
 

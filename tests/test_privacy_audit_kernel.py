@@ -530,7 +530,7 @@ def _user_audit(pair: tuple[str, str]) -> EpsilonBound:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("pair", "least"),
-    [(("-far", "+far"), 0.1), (("missing", "moved"), -math.inf)],
+    [(("-far", "+far"), 0.02), (("missing", "moved"), -math.inf)],
     ids=["far-both-ways", "missing-vs-other-visit-times"],
 )
 def test_user_level_audit(pair: tuple[str, str], least: float) -> None:
@@ -541,5 +541,7 @@ def test_user_level_audit(pair: tuple[str, str], least: float) -> None:
     # tightness (not a privacy claim): the far pair moves both final means by their full
     # sensitivity (jointly about half the ε); the other pair moves one mean by half its
     # sensitivity and one count by one, which 600 runs cannot resolve (no tightness asserted:
-    # it checks that a user defined at one grid point only reveals no more than the claim)
+    # it checks that a user defined at one grid point only reveals no more than the claim).
+    # Since the tail stage's one count runs here (issue 29) its ε comes out of the means': the
+    # far pair showed 0.07 of 2 at 600 runs, so a positive bound is what it is asked for
     assert bound.epsilon_lb > least * claim, str(bound)

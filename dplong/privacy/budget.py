@@ -734,13 +734,15 @@ def top_up(plan: ReleasePlan, spent: Sequence[Cost], mean: FinalBudget) -> Final
     Examples
     --------
     >>> import numpy as np
-    >>> from dplong.privacy.accounting import Cost
+    >>> from dplong.privacy.accounting import Cost, compose
     >>> from dplong.privacy.budget import FinalBudget, ReleasePlan, top_up
     >>> plan = ReleasePlan.make(n=1000, d=1, epsilon=1.0, delta=1e-6, stated_scale=False)
     >>> mean = FinalBudget("laplace", np.array([0.5]), np.zeros(1))
-    >>> spent = plan.early_costs() + [Cost(epsilon=0.1), Cost(epsilon=0.1)]
-    >>> bool(top_up(plan, spent, mean).epsilon[0] >= 0.5)
-    True
+    >>> spent = plan.early_costs() + [Cost(epsilon=0.05)]
+    >>> settled = top_up(plan, spent, mean)
+    >>> calls = [*plan.prior, *spent, Cost(epsilon=float(settled.epsilon[0]))]
+    >>> round(compose(calls, plan.delta).epsilon, 6)  # exactly the plan's ε
+    1.0
     """
     if mean.kind != "laplace":
         return mean
