@@ -38,6 +38,9 @@ import statsmodels.formula.api as smf
 
 import dplong
 
+# the reliability warnings are part of each fit's results and summary, shown below
+warnings.simplefilter("ignore", dplong.exceptions.DplongWarning)
+
 wages = dplong.datasets.load_wage_panel()
 names = ["Intercept", "exper", "expersq"]
 n = wages["nr"].nunique()

@@ -31,12 +31,17 @@ costs. Seeds (``random_state=``) are set for reproducibility of this page only.
 # Its pig-level mean μ + U_u measures how big the pig is for its age. A transformation of each
 # pig's own rows, using public constants only, does not change the unit of privacy.
 
+import warnings
+
 import matplotlib.pyplot as plt
 import pandas as pd
 import statsmodels.formula.api as smf
 
 import dplong
 from dplong.dependence import RandomEffects
+
+# the reliability warnings are part of each fit's results and summary, shown below
+warnings.simplefilter("ignore", dplong.exceptions.DplongWarning)
 
 pigs = dplong.datasets.load_dietox()
 pigs["Size"] = pigs["Weight"] - 7.0 * (pigs["Time"] - 1)

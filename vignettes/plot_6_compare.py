@@ -41,6 +41,11 @@ from linearmodels.panel import PanelOLS, PooledOLS, compare
 
 import dplong
 
+# the reliability warnings are part of each fit's results and summary, shown below
+warnings.simplefilter("ignore", dplong.exceptions.DplongWarning)
+# a pooled fit given only ε at this n: its bias bound overflows to the doubles' edge
+warnings.simplefilter("ignore", RuntimeWarning)
+
 wages = dplong.datasets.load_wage_panel()
 formula = "lwage ~ exper + expersq"
 bounds = {"lwage": (-4.0, 5.0), "exper": (0.0, 20.0), "expersq": (0.0, 400.0)}
