@@ -140,6 +140,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "range": _domain,
     "count": _grid_count,
     "text": str,
+    "names": lambda text: tuple(name.strip() for name in text.split(",")),
 }
 
 

@@ -590,3 +590,14 @@ def test_numpy_functions_in_a_command_line_formula() -> None:
     code, out, err = run([*argv, "--formula", "np.exp(lwage) ~ np.log1p(exper)", *common])
     assert code == 0, err
     assert "np.log1p(exper)" in out and "np.exp(lwage)" in out
+
+
+def test_between_declares_columns_absorbed_by_the_within_fit() -> None:
+    """``--between black`` (constant within every man) reaches ``fit(between=...)``: black is
+    reported absorbed and the other coefficients are estimated."""
+    argv = ["fit", "dataset:wage_panel", "--model", "ols", "--groups", "nr", "--epsilon", "4"]
+    argv += ["--formula", "lwage ~ exper + black", "--estimator", "within"]
+    code, out, err = run([*argv, "--between", "black", "--seed", "1"])
+    assert code == 0, err
+    assert re.search(r"^black\s+withheld: absorbed", out, flags=re.M)
+    assert re.search(r"^exper\s+\d", out, flags=re.M)

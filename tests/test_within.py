@@ -588,3 +588,45 @@ def test_squared_regressor_on_the_wage_panel_is_accurate() -> None:
     )
     median = np.median(np.abs(errors), axis=0) / np.array([0.0106, 0.000687])
     assert (median < np.array([0.8, 1.1])).all(), median
+
+
+def test_declared_between_columns_are_absorbed_and_cost_nothing() -> None:
+    """``between=["z"]`` (a time-invariant column, a public declaration) gives the fit of the
+    other regressors exactly — the same releases draw for draw as the formula without z, in
+    either order of the terms — and reports z as absorbed, not as a withheld release."""
+    frame = unbalanced(n=2000, seed=3)
+    alone = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", frame, groups="user").fit(
+        epsilon=2.0, estimator="within", random_state=5
+    )
+    for formula, order in (("y ~ x1 + z + x2", ["x1", "z", "x2"]), ("y ~ z + x1 + x2", None)):
+        res = dplong.LongitudinalOLS.from_formula(formula, frame, groups="user").fit(
+            epsilon=2.0, estimator="within", between=["z"], random_state=5
+        )
+        assert list(res.params.index) == (order or ["z", "x1", "x2"])
+        assert np.isnan(res.params["z"]) and res.withheld_why["z"] == "absorbed"
+        pd.testing.assert_series_equal(res.params.drop("z"), alone.params.loc[["x1", "x2"]])
+        pd.testing.assert_series_equal(res.bse.drop("z"), alone.bse.loc[["x1", "x2"]])
+        assert res.privacy.epsilon <= 2.0 * (1 + 1e-9)
+        assert len(res.privacy.entries) == len(alone.privacy.entries)
+        assert not res.warnings or all("z" not in w for w in res.warnings)
+        assert any("between=" in a and "z" in a for a in res.assumptions)
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"between": ["z"]}, "estimator=\"within\""),
+        ({"between": ["w"], "estimator": "within"}, r"not regressors.*\['x1', 'z'\]"),
+        ({"between": [1], "estimator": "within"}, "list of column names"),
+    ],
+)
+def test_between_is_checked_before_any_noise(options: dict, match: str) -> None:
+    model = dplong.LongitudinalOLS.from_formula("y ~ x1 + z", unbalanced(), groups="user")
+    with pytest.raises(ParameterError, match=match):
+        model.fit(epsilon=1.0, random_state=0, **options)
+
+
+def test_every_regressor_declared_between_is_refused() -> None:
+    model = dplong.LongitudinalOLS.from_formula("y ~ z", unbalanced(), groups="user")
+    with pytest.raises(FormulaError, match="between-user"):
+        model.fit(epsilon=1.0, estimator="within", between="z")

@@ -17,9 +17,9 @@ from typing import Any, Literal
 __all__ = ["MODELS", "CommandLineModel", "Option", "register"]
 
 #: How an option's text is read: an integer, a real number, a positive number, a range
-#: ``LO,HI``, a number of grid points (>= 2), a word (with ``choices``), or no text at all (a
-#: ``flag``: given, it passes True).
-Kind = Literal["int", "float", "positive", "range", "count", "text", "flag"]
+#: ``LO,HI``, a number of grid points (>= 2), a word (with ``choices``), column names
+#: ``A,B`` (a tuple), or no text at all (a ``flag``: given, it passes True).
+Kind = Literal["int", "float", "positive", "range", "count", "text", "names", "flag"]
 
 
 @dataclass(frozen=True)

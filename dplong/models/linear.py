@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -46,6 +46,7 @@ from dplong.models.within import (
     WithinProducts,
     coefficient_names,
     regressor_columns,
+    select_products,
     within_blocks,
     within_results,
     within_shares,
@@ -286,6 +287,7 @@ class LongitudinalOLS(PanelModel):
         min_rows: int | None = None,
         min_eigenvalue: float | None = None,
         estimator: Estimator | None = None,
+        between: Sequence[str] | None = None,
         cov_type: CovType = "clustered",
         max_rows: int = DEFAULT_MAX_ROWS,
         random_state: RandomState = None,
@@ -325,6 +327,14 @@ class LongitudinalOLS(PanelModel):
             release, pushed through the solution by Monte Carlo. Needs the default engine in
             the central model, no working correlation, ``focus=None`` and ``scale``
             ``"estimate"`` or one number (the variance proxy of every released cross product).
+        between : list of str, optional
+            ``estimator="within"`` only: regressors the analyst declares constant within
+            every user (treatment, sex, cohort), a public fact. The user effects absorb them,
+            so they are reported without an estimate (NaN, "absorbed") and nothing is spent
+            on them; the other coefficients are fitted without them. Undeclared, such a
+            column's within products are released and withheld as one value shared by most
+            users, and the fit with them. Their effects are estimated by
+            :class:`~dplong.PooledOLS` or :class:`~dplong.BetweenOLS`.
         cov_type : {"clustered", "cluster"}
             How the standard errors treat the sampling error: clustered by person, the only
             covariance that user-level privacy and sampling allow (the user is the unit of
@@ -384,12 +394,13 @@ class LongitudinalOLS(PanelModel):
         _check_cov_type(cov_type)
         design = self._design
         names = coefficient_names(design.columns) if within else tuple(design.columns)
-        if not names:
+        absorbed = _between_columns(between, names, within=within)
+        if not set(names) - set(absorbed):
             raise FormulaError(
-                f"the within estimator needs a regressor besides the intercept; "
-                f"{self.formula!r} has none"
+                f"the within estimator needs a regressor besides the intercept and the "
+                f"declared between-user columns; {self.formula!r} has none"
             )
-        p = len(names)
+        p = len(names) - len(absorbed)
         request = self._request(
             self.nobs_users,
             p,
@@ -416,7 +427,9 @@ class LongitudinalOLS(PanelModel):
                 "(e.g. scale=AR1(0.5)); drop them or state the model"
             )
         if within:
-            return self._fit_within(request, names, scale=scale, focus=focus, max_rows=max_rows)
+            return self._fit_within(
+                request, names, absorbed, scale=scale, focus=focus, max_rows=max_rows
+            )
 
         def from_dependence(model: DependenceModel) -> float:
             rows = check_min_rows(min_rows, "turn a dependence model into a radius")
@@ -457,13 +470,14 @@ class LongitudinalOLS(PanelModel):
         self,
         request: FitRequest,
         names: tuple[str, ...],
+        absorbed: tuple[str, ...],
         *,
         scale: Any,
         focus: Focus,
         max_rows: Any,
     ) -> RegressionResults:
         """``fit(estimator="within")``: the refusals on public options, then the blocks of
-        :mod:`dplong.models.within`."""
+        :mod:`dplong.models.within` over the regressors not declared ``between``."""
         max_rows = check_max_rows(max_rows, smallest=2)
         unsupported = {
             "privacy": (request.options.local, 'privacy="central"'),
@@ -500,16 +514,44 @@ class LongitudinalOLS(PanelModel):
             + ("the users' private influence spread" if proxy is None else "the stated scale")
             + "), with every release's noise pushed through the solution and the bias bound.",
         )
-        shares = within_shares(self.nobs_users, len(names), request.options.epsilon)
+        kept = tuple(name for name in names if name not in absorbed)
+        keep = [names.index(name) for name in kept]
+        shares = within_shares(self.nobs_users, len(kept), request.options.epsilon)
+
+        def products() -> WithinProducts:
+            return select_products(self._within_products(), keep, len(names))
+
         results = self._fit(
             request,
-            within_blocks(
-                names, self._within_products, proxy, shares, max_rows, gamma=request.options.gamma
-            ),
+            within_blocks(kept, products, proxy, shares, max_rows, gamma=request.options.gamma),
             assumptions=assumptions,
-            results=partial(within_results, names=names),
+            results=partial(within_results, names=names, absorbed=absorbed),
         )
         return RegressionResults.of(results, levels=self._levels)
+
+
+def _between_columns(
+    between: object, names: tuple[str, ...], *, within: bool
+) -> tuple[str, ...]:
+    """The declared between-user regressors of ``fit(between=...)``, checked (public)."""
+    if between is None:
+        return ()
+    if not within:
+        raise ParameterError(
+            'between= applies to estimator="within" (a per-user fit cannot separate a '
+            "column constant within the user from its intercept); for their effects use "
+            "PooledOLS or BetweenOLS"
+        )
+    listed = (between,) if isinstance(between, str) else between
+    if not isinstance(listed, Sequence | tuple) or not all(isinstance(c, str) for c in listed):
+        raise ParameterError(f"between must be a list of column names; got {between!r}")
+    unknown = [c for c in listed if c not in names]
+    if unknown:
+        raise ParameterError(
+            f"between names {unknown}, which are not regressors of the within fit; "
+            f"expected some of {list(names)}"
+        )
+    return tuple(dict.fromkeys(listed))
 
 
 def _check_cov_type(cov_type: object) -> None:
@@ -599,6 +641,13 @@ register(
                 "per-user (default: the average of per-user fits) or within (entity fixed "
                 "effects; the default with the formula term EntityEffects)",
                 choices=("per-user", "within"),
+            ),
+            Option(
+                "between",
+                "names",
+                "A,B",
+                "within only: regressors constant within every user (treatment, sex), "
+                "reported as absorbed by the user effects, nothing spent on them",
             ),
             Option("max_rows", "int", "T", MAX_ROWS_HELP),
         ),

@@ -45,6 +45,7 @@ __all__ = [
     "WithinProducts",
     "coefficient_names",
     "regressor_columns",
+    "select_products",
     "within_blocks",
     "within_results",
     "within_shares",
@@ -103,6 +104,27 @@ def regressor_columns(columns: Sequence[str]) -> tuple[int, ...]:
     (1, 2)
     """
     return tuple(j for j, c in enumerate(columns) if c != "Intercept")
+
+
+def select_products(products: WithinProducts, keep: Sequence[int], p: int) -> WithinProducts:
+    """The within products of the regressors ``keep`` (indices among p, in order) from those
+    of all p: their entries of ``X̃'X̃`` (``np.triu_indices`` order) and of ``X̃'ỹ``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.within import select_products
+    >>> sums = np.array([[11.0, 12.0, 22.0, 1.0, 2.0]])   # x1x1, x1x2, x2x2, x1y, x2y
+    >>> select_products((sums, np.array([3.0])), [1], 2)[0].tolist()
+    [[22.0, 2.0]]
+    """
+    sums, rows = products
+    if len(keep) == p:
+        return products
+    upper = np.triu_indices(p)
+    kept = np.isin(upper[0], keep) & np.isin(upper[1], keep)
+    columns = np.concatenate([np.flatnonzero(kept), upper[0].size + np.asarray(keep)])
+    return sums[:, columns], rows
 
 
 def within_shares(n: int, p: int, epsilon: float) -> tuple[float, float]:
@@ -248,9 +270,11 @@ def within_results(
     options: ReleaseOptions,
     assumptions: tuple[str, ...],
     names: tuple[str, ...],
+    absorbed: tuple[str, ...] = (),
 ) -> PanelResults:
     """The results of a within fit from its releases (module docstring): β̂, its sampling and
-    noise standard deviations, the propagated bias bound, notes.
+    noise standard deviations, the propagated bias bound, notes. The regressors ``absorbed``
+    (declared constant within users: public) were not released and have no estimate.
 
     Examples
     --------
@@ -270,6 +294,7 @@ def within_results(
     """
     *rows, influence = releases
     first = rows[0]
+    reported, names = names, tuple(name for name in names if name not in absorbed)
     solution = _Basis.of(tuple(rows), len(names))
     beta = solution.pilot + np.where(solution.withheld, 0.0, influence.estimate)
     step = np.nan_to_num(solution.pilot - beta)
@@ -291,13 +316,16 @@ def within_results(
     if unknown.any():
         unknown = ~withheld
     withheld = withheld | unknown
-    beta = np.where(withheld, np.nan, beta)
     gaussian = {r.noise_kind for r in releases} == {"gaussian"}
-    index = pd.Index(names)
+    index = pd.Index(reported)
+    # the declared between-user regressors: no estimate, in the formula's places
+    placed = index.get_indexer(pd.Index(names))
 
     def series(values: NDArray[np.float64], label: str) -> pd.Series:
-        out: pd.Series = pd.Series(np.where(withheld, np.nan, values), index=index, name=label)
-        return out
+        out = np.full(len(reported), np.nan)
+        out[placed] = np.where(withheld, np.nan, values)
+        named: pd.Series = pd.Series(out, index=index, name=label)
+        return named
 
     bad_events = sum(float(np.sum(r.bad_events)) for r in releases)
     unsure = [names[int(j)] for j in np.flatnonzero(unknown)]
@@ -322,18 +350,23 @@ def within_results(
     release_notes = [note for r in rows for note in r.notes]
     release_notes += [note for note in influence.notes if news(note)]
     notes = tuple(dict.fromkeys(release_notes + list(solution.notes(names)) + lost))
+    if absorbed:  # a public declaration, not a warning
+        assumptions += (
+            f"Declared constant within users (between=), absorbed by the user effects, no "
+            f"estimate: {', '.join(absorbed)} (PooledOLS or BetweenOLS estimate them).",
+        )
     users = pd.Series(first.users, index=["users with a statistic (weighted)"], name="users")
     return PanelResults(
         model=model,
         formula=formula,
-        params=pd.Series(beta, index=index, name="params"),
+        params=series(beta, "params"),
         noise_scale=series(noise_sd if gaussian else noise_sd / math.sqrt(2.0), "noise scale"),
         noise_sd=series(noise_sd, "noise sd"),
         noise_law="gaussian" if gaussian else "laplace",
         sampling_sd=series(sampling_sd, "sampling sd"),
         bias=series(bias, "bias"),
         projection_interval=pd.DataFrame(np.nan, index=index, columns=["lower", "upper"]),
-        failed=pd.Series(withheld, index=index, name="failed"),
+        failed=pd.Series(np.isnan(series(beta, "").to_numpy()), index=index, name="failed"),
         privacy=combined_ledger(releases, options),
         nobs_users=nobs_users,
         users=users,
@@ -344,7 +377,7 @@ def within_results(
         gamma=options.gamma,
         bad_events=pd.Series(min(1.0, bad_events), index=index, name="bad events"),
         basis=basis[options.local],
-        withheld_why=_withheld_why(solution, unknown, names),
+        withheld_why=_withheld_why(solution, unknown, names) | dict.fromkeys(absorbed, "absorbed"),
     )
 
 
@@ -481,7 +514,8 @@ class _Basis:
             out.append(
                 "No estimate (NaN): a release of the design was withheld (its note says why: it "
                 "missed the data, or could not size its interval), so no coefficient can be "
-                "solved for. Raise epsilon or use fewer regressors."
+                "solved for. Raise epsilon or use fewer regressors (declare those constant "
+                "within users: between=)."
             )
         elif self.blind:
             listed = [names[j] for j in self.blind]
