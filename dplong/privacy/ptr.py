@@ -419,7 +419,8 @@ def nadaraya_watson_ptr(
 ) -> PTRRelease:
     """ePTR Nadaraya–Watson on a grid (Alg 5 with one test and one release for all points).
 
-    ``x`` lies in the public domain and ``|y| <= half`` (clipped and centred: ``R_f``); a unit
+    ``x`` lies in the public domain (NaN: a unit with no x, which weighs nothing) and
+    ``|y| <= half`` (clipped and centred: ``R_f``); a unit
     is one row. With ``k`` scaled to ``k(0) = 1`` (NW is invariant to the kernel's scale) the
     degree ``d(g) = Σ_i k((g - x_i)/b)`` of a grid point moves by at most 1 when one row is
     replaced (both values lie in [0, 1]; the seed's eq. (20) has 2 σ^{-d} C_K for a kernel of
@@ -453,7 +454,8 @@ def nadaraya_watson_ptr(
     >>> res.released, bool(abs(res.estimate[5]) < 4 * res.noise_sd)     # sin(π) = 0
     (True, True)
     """
-    weights = kernel((grid[None, :] - x[:, None]) / bandwidth) / kernel.sup_norm
+    with np.errstate(invalid="ignore"):  # a missing x (NaN) weighs nothing
+        weights = np.nan_to_num(kernel((grid[None, :] - x[:, None]) / bandwidth) / kernel.sup_norm)
     degree = weights.sum(axis=0)
     sums = weights.T @ y
     n = x.size
