@@ -300,7 +300,7 @@ class NadarayaWatson(PanelModel):
             if release.estimate is None
             else release.estimate + (low + high) / 2.0
         )
-        sampling = sigma / math.sqrt(floor * n)
+        sampling = 0.0 if noise_sd is None else sigma / math.sqrt(floor * n)
         centre = (low + high) / 2.0
         result = Release(
             names=tuple(f"x={g:.6g}" for g in self._grid),
@@ -312,7 +312,7 @@ class NadarayaWatson(PanelModel):
             bias=np.zeros(size),
             interval=np.tile([low, high], (size, 1)),
             midpoint=np.full(size, centre),
-            scale=np.full(size, sigma**2),
+            scale=np.full(size, sigma**2 if noise_sd is not None else math.nan),
             users=np.array([math.nan]),
             users_sd=math.nan,
             privacy=ledger,
