@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from audit import CONFIDENCE, epsilon_lower_bound, tail_events
+from audit import CONFIDENCE, EpsilonBound, epsilon_lower_bound, report, tail_events
 from numpy.typing import NDArray
 
 import dplong.privacy.ptr as ptr
@@ -53,7 +53,7 @@ def _bound(
     direction: NDArray[np.float64],
     centres: tuple[float, float],
     step: float,
-) -> float:
+) -> EpsilonBound:
     """ε_lb over the events {⊥} and the tails of the release projected on ``direction``."""
     rng = np.random.default_rng(20261128)
     events, names = [], []
@@ -68,10 +68,9 @@ def _bound(
         # a ⊥ must not count in the lower tails: -inf stands for it, so mask it out
         tails[:, len(MULTIPLES) :] &= ~bottom[:, None]
         events.append(np.column_stack([bottom, tails]))
-    bound = epsilon_lower_bound(
+    return epsilon_lower_bound(
         events[0], events[1], delta=DELTA, confidence=CONFIDENCE, names=["⊥", *names]
     )
-    return bound.epsilon_lb
 
 
 # ---- ePTR-OLS (Alg 4, a person's rows) ----------------------------------------------------------
@@ -109,10 +108,11 @@ def test_ols_release_audit_with_power_check(broken: str) -> None:
     release = _ols(301, 289.0 / 301, 0.05, _budget(broken))
     sd = release(np.random.default_rng(0), pair[0]).noise_sd  # public: the lattice's σ
     bound = _bound(release, pair, np.ones(1), centres, sd)
+    print(report(broken or "correct", bound, EPSILON))
     if broken:
-        assert bound > EPSILON, bound
+        assert bound.epsilon_lb > EPSILON, report(broken, bound, EPSILON)
     else:
-        assert bound <= EPSILON, bound
+        assert bound.epsilon_lb <= EPSILON, report("correct", bound, EPSILON)
 
 
 @pytest.mark.parametrize("broken", ["", "test"])
@@ -125,10 +125,11 @@ def test_ols_test_audit_with_power_check(broken: str, monkeypatch: pytest.Monkey
     alpha = (1.0 + 2.0) / (0.5 * 61)
     sd = alpha / np.sqrt(2.0 * _budget("").release_rho)  # the calibrated σ (before rounding)
     bound = _bound(release, pair, np.ones(1), (exact, -exact), sd)
+    print(report(broken or "correct", bound, EPSILON))
     if broken:
-        assert bound > EPSILON, bound
+        assert bound.epsilon_lb > EPSILON, report(broken, bound, EPSILON)
     else:
-        assert bound <= EPSILON, bound
+        assert bound.epsilon_lb <= EPSILON, report("correct", bound, EPSILON)
 
 
 # ---- ePTR Nadaraya–Watson on a grid (Alg 5) -----------------------------------------------------
@@ -175,10 +176,11 @@ def test_nadaraya_watson_release_audit_with_power_check(broken: str) -> None:
     sd = release(np.random.default_rng(0), pair[0]).noise_sd
     centres = (float(curves[0] @ direction), float(curves[1] @ direction))
     bound = _bound(release, pair, direction, centres, sd)
+    print(report(broken or "correct", bound, EPSILON))
     if broken:
-        assert bound > EPSILON, bound
+        assert bound.epsilon_lb > EPSILON, report(broken, bound, EPSILON)
     else:
-        assert bound <= EPSILON, bound
+        assert bound.epsilon_lb <= EPSILON, report("correct", bound, EPSILON)
 
 
 @pytest.mark.parametrize("broken", ["", "test"])
@@ -195,7 +197,8 @@ def test_nadaraya_watson_test_audit_with_power_check(
     sd = alpha / np.sqrt(2.0 * _budget("").release_rho)
     centres = (float(curves[0] @ direction), float(curves[1] @ direction))
     bound = _bound(release, pair, direction, centres, sd)
+    print(report(broken or "correct", bound, EPSILON))
     if broken:
-        assert bound > EPSILON, bound
+        assert bound.epsilon_lb > EPSILON, report(broken, bound, EPSILON)
     else:
-        assert bound <= EPSILON, bound
+        assert bound.epsilon_lb <= EPSILON, report("correct", bound, EPSILON)

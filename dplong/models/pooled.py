@@ -417,13 +417,12 @@ class PooledOLS(FormulaModel):
         else:
             beta = scaled.unscale(coefficients.estimate)
             noise_sd = coefficients.noise_sd * np.sqrt((scaled.linear**2).sum(axis=1))
-            if (
-                float(np.linalg.norm(coefficients.estimate))
-                > coef_bound - 2.0 * math.sqrt(p) * coefficients.noise_sd
-            ):
+            # θ̂ projected onto the ball of coef_bound is released plus noise: beyond the
+            # ball, the released vector says θ̂ may sit on its edge (a released number)
+            if float(np.linalg.norm(coefficients.estimate)) > coef_bound:
                 notes += (
-                    "The released coefficients lie near coef_bound: the projection may have "
-                    "shrunk them; raise coef_bound.",
+                    "The released (scaled) coefficients lie beyond coef_bound: the projection "
+                    "may have shrunk them; raise coef_bound.",
                 )
         return dataclasses.replace(
             results,
