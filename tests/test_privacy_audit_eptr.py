@@ -15,6 +15,9 @@ the ε the ledger claims. Each route has two audits, each with a power check:
   The correct mechanism answers ⊥ on both but with probability at most δ, so nothing is seen.
   POWER: the same release with the test skipped (the coin always passes) must be caught.
 
+And the coin alone on margins one apart (the most a unit moves them), with a margin left
+unscaled (four times the move) as its power check.
+
 With fixed seeds the tests are deterministic; for a correct mechanism a fresh seed would fail an
 audit with probability at most ``1 - CONFIDENCE``.
 """
@@ -200,5 +203,39 @@ def test_nadaraya_watson_test_audit_with_power_check(
     print(report(broken or "correct", bound, EPSILON))
     if broken:
         assert bound.epsilon_lb > EPSILON, report(broken, bound, EPSILON)
+    else:
+        assert bound.epsilon_lb <= EPSILON, report("correct", bound, EPSILON)
+
+
+# ---- the test coin alone (Alg 2, lines 3-5) ------------------------------------------------------
+# Neighbours whose margins differ by the most a person can move them: γ = M on D and M - 1 on D'
+# (the estimate the same on both, so only the coin tells them apart): released with probability
+# 1/2 against sigmoid(-ε_t) ≈ 0.12 at ε_t = 2. POWER: a margin left in units of λ_min (not
+# divided by its Lipschitz constant D = 4, a person's cap · p) moves by 4, and the coin's odds by
+# e^{4 ε_t}: it must be caught.
+
+
+@pytest.mark.parametrize("unscaled", [1.0, 4.0])
+def test_test_coin_audit_with_power_check(unscaled: float) -> None:
+    budget = ptr_budget(EPSILON, DELTA)
+    theta = np.array([0.25])
+    rng = np.random.default_rng(11)
+    events = []
+    for margin in (budget.threshold, budget.threshold - unscaled):
+        released = np.array(
+            [
+                ptr.eptr(
+                    theta, margin, 0.01, 0.0, 1.0, budget, rng, target="θ", test="a margin"
+                ).released
+                for _ in range(RUNS)
+            ]
+        )
+        events.append(np.column_stack([released, ~released]))
+    bound = epsilon_lower_bound(
+        events[0], events[1], delta=DELTA, confidence=CONFIDENCE, names=["released", "⊥"]
+    )
+    print(report(f"margin x {unscaled:g}", bound, EPSILON))
+    if unscaled > 1.0:
+        assert bound.epsilon_lb > EPSILON, report("unscaled", bound, EPSILON)
     else:
         assert bound.epsilon_lb <= EPSILON, report("correct", bound, EPSILON)
