@@ -345,8 +345,8 @@ class PooledOLS(FormulaModel):
         self,
         options: ReleaseOptions,
         cap: int,
-        floor: float | None,
-        coef_bound: float,
+        floor: Any,
+        coef_bound: Any,
         generator: np.random.Generator,
         accountant: Accountant | None,
     ) -> RegressionResults:
@@ -359,22 +359,9 @@ class PooledOLS(FormulaModel):
             raise ParameterError(
                 f'method="ptr" needs public ranges (bounds=) for every column; {names} have none'
             )
-        if floor is None:
-            raise ParameterError(
-                'method="ptr" needs ptr_floor, a public lower bound on λ_min(X\'X) / n of the '
-                "scaled design (the floor c₀ of the seed's Alg 4)"
-            )
-        floor = real_number(floor, "ptr_floor")
-        coef_bound = real_number(coef_bound, "coef_bound")
-        if not (
-            math.isfinite(floor) and floor > 0 and math.isfinite(coef_bound) and coef_bound > 0
-        ):
-            raise ParameterError(
-                f"ptr_floor and coef_bound must be positive numbers, got {floor!r}, {coef_bound!r}"
-            )
         cap = self._cap(cap)
         budget = ptr_budget(options.epsilon, options.delta, share=PTR_SHARE, rest=PTR_REST)
-        notes = check_ols_ptr(n, p, cap, floor, budget)
+        floor, coef_bound, notes = check_ols_ptr(n, p, cap, floor, coef_bound, budget)
         afford(accountant, options.epsilon, options.delta)
         # ---- no randomness was drawn above this line ----------------------------------------
         scaled = _Scaling.of(self._ranges, design.columns)

@@ -39,10 +39,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from dplong._validation import real_number
 from dplong.exceptions import ParameterError
 from dplong.kernels import Kernel
 from dplong.privacy.accounting import LedgerEntry
@@ -175,35 +177,50 @@ def eptr(
 # ---- Algorithm 4, user-level ------------------------------------------------------------------
 
 
-def check_ols_ptr(n: int, p: int, cap: int, floor: float, budget: PTRBudget) -> tuple[str, ...]:
-    """Public refusals and notes of :func:`ols_ptr`, before any noise: the margin can never be
-    positive where ``floor >= cap`` (``λ_min <= tr / p <= n cap``); a note where it cannot
-    reach ``2M``, the level that releases almost surely.
+def check_ols_ptr(
+    n: int, p: int, cap: int, floor: Any, coef_bound: Any, budget: PTRBudget
+) -> tuple[float, float, tuple[str, ...]]:
+    """The floor c₀ and the radius R_θ of :func:`ols_ptr` checked, and its notes, from public
+    facts before any noise: c₀ is required and must lie in (0, cap) (``λ_min <= tr / p <=
+    n cap``: beyond, the margin is never positive); a note where the margin cannot reach
+    ``2M``, the level that releases almost surely.
 
     Examples
     --------
     >>> from dplong.privacy.budget import ptr_budget
     >>> from dplong.privacy.ptr import check_ols_ptr
-    >>> check_ols_ptr(5000, 4, 5, 0.5, ptr_budget(1.0, 1e-8))
-    ()
-    >>> check_ols_ptr(50, 4, 5, 0.5, ptr_budget(1.0, 1e-8))  # doctest: +ELLIPSIS
+    >>> check_ols_ptr(5000, 4, 5, 0.5, 1.0, ptr_budget(1.0, 1e-8))
+    (0.5, 1.0, ())
+    >>> check_ols_ptr(50, 4, 5, 0.5, 1.0, ptr_budget(1.0, 1e-8))[2]  # doctest: +ELLIPSIS
     ('The ePTR test cannot pass reliably here ...',)
     """
+    if floor is None:
+        raise ParameterError(
+            'method="ptr" needs ptr_floor, a public lower bound on λ_min(X\'X) / n of the '
+            "scaled design (the floor c₀ of the seed's Alg 4)"
+        )
+    floor = real_number(floor, "ptr_floor", expected="a positive number")
+    coef_bound = real_number(coef_bound, "coef_bound", expected="a positive number")
+    if not (math.isfinite(floor) and floor > 0 and math.isfinite(coef_bound) and coef_bound > 0):
+        raise ParameterError(
+            f"ptr_floor and coef_bound must be positive numbers, got {floor!r}, {coef_bound!r}"
+        )
     if not floor < cap:
         raise ParameterError(
             f"ptr_floor must be below max_rows={cap} (λ_min(X'X) / n of the scaled design is at "
             f"most max_rows), got {floor!r}"
         )
-    lipschitz = cap * p * (1.0 + _USER_SLACK)
-    largest = (n * cap - floor * n - lipschitz) / lipschitz  # γ at λ_min = n cap (its largest)
     if _solve_error(n, p, cap) > floor * n / 2.0:
         raise ParameterError("too many persons for a float-safe solve at this ptr_floor")
+    lipschitz = cap * p * (1.0 + _USER_SLACK)
+    largest = (n * cap - floor * n - lipschitz) / lipschitz  # γ at λ_min = n cap (its largest)
+    notes: tuple[str, ...] = ()
     if largest < 2.0 * budget.threshold:
-        return (
+        notes = (
             "The ePTR test cannot pass reliably here (n too small for the floor and the row "
             "cap): expect ⊥ (withheld) in many fits; raise epsilon or n, lower max_rows.",
         )
-    return ()
+    return floor, coef_bound, notes
 
 
 def ols_ptr(
