@@ -201,7 +201,7 @@ def test_nadaraya_watson_refusal_is_a_withheld_curve_with_a_note() -> None:
         "y ~ x", data, domain=(0, 1), bounds=(0, 1), bandwidth=0.1
     )
     res = model.fit(epsilon=1.0, random_state=0)  # the ends' degree ≈ 37, 19 short of 2M
-    assert res.params.isna().all()
+    assert res.params.isna().all() and (res.withheld == "ptr ⊥").all()
     assert any("ePTR test refused" in w for w in res.warnings)
     assert res.privacy.epsilon <= 1.0 + 1e-9
 

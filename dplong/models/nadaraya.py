@@ -14,6 +14,7 @@ is in the ledger.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -331,7 +332,7 @@ class NadarayaWatson(PanelModel):
             if noise_sd is not None
             else "No noise_sd: bands hold the privacy noise only.",
         )
-        return curve_results(
+        curve_fit = curve_results(
             [result],
             options,
             model=self,
@@ -342,4 +343,9 @@ class NadarayaWatson(PanelModel):
             bandwidth=self._bandwidth,
             assumptions=assumptions,
             smoothing_bias=None,
+        )
+        if not refused:
+            return curve_fit
+        return dataclasses.replace(
+            curve_fit, withheld_why=dict.fromkeys(curve_fit.params.index, "ptr ⊥")
         )
