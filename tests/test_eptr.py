@@ -112,6 +112,7 @@ def test_ols_refusal_of_the_test_withholds_every_coefficient() -> None:
         ({"method": "ptr", "ptr_floor": 0.1, "coef_bound": 0.0}, "positive"),
         ({"method": "pttr"}, "method"),
         ({"ptr_floor": 0.1}, 'method="ptr"'),
+        ({"coef_bound": 2.0}, 'method="ptr"'),
     ],
 )
 def test_bad_ptr_options_are_refused_before_any_noise(kwargs: dict, match: str) -> None:

@@ -222,7 +222,7 @@ class PooledOLS(FormulaModel):
         variant: Literal["default"] = "default",
         method: Literal["statistics", "ptr"] = "statistics",
         ptr_floor: float | None = None,
-        coef_bound: float = 1.0,
+        coef_bound: float | None = None,
         random_state: RandomState = None,
         rng: RandomState = None,
         accountant: Accountant | None = None,
@@ -307,8 +307,8 @@ class PooledOLS(FormulaModel):
         check_choice(method, "method", ("statistics", "ptr"))
         if method == "ptr":
             return self._fit_ptr(options, cap, ptr_floor, coef_bound, generator, accountant)
-        if ptr_floor is not None:
-            raise ParameterError('ptr_floor applies to method="ptr" only')
+        if ptr_floor is not None or coef_bound is not None:
+            raise ParameterError('ptr_floor and coef_bound apply to method="ptr" only')
         plan = self.release_plan(epsilon=options.epsilon, delta=options.delta)
         located = self._located
         if located.any() and located_miss(n, plan.median_epsilon) > MAX_MISS:

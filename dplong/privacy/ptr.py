@@ -180,10 +180,10 @@ def eptr(
 def check_ols_ptr(
     n: int, p: int, cap: int, floor: Any, coef_bound: Any, budget: PTRBudget
 ) -> tuple[float, float, tuple[str, ...]]:
-    """The floor c₀ and the radius R_θ of :func:`ols_ptr` checked, and its notes, from public
-    facts before any noise: c₀ is required and must lie in (0, cap) (``λ_min <= tr / p <=
-    n cap``: beyond, the margin is never positive); a note where the margin cannot reach
-    ``2M``, the level that releases almost surely.
+    """The floor c₀ and the radius R_θ (default 1) of :func:`ols_ptr` checked, and its notes,
+    from public facts before any noise: c₀ is required and must lie in (0, cap) (``λ_min <=
+    tr / p <= n cap``: beyond, the margin is never positive); a note where the margin cannot
+    reach ``2M``, the level that releases almost surely.
 
     Examples
     --------
@@ -200,7 +200,9 @@ def check_ols_ptr(
             "scaled design (the floor c₀ of the seed's Alg 4)"
         )
     floor = real_number(floor, "ptr_floor", expected="a positive number")
-    coef_bound = real_number(coef_bound, "coef_bound", expected="a positive number")
+    coef_bound = real_number(
+        1.0 if coef_bound is None else coef_bound, "coef_bound", expected="a positive number"
+    )
     if not (math.isfinite(floor) and floor > 0 and math.isfinite(coef_bound) and coef_bound > 0):
         raise ParameterError(
             f"ptr_floor and coef_bound must be positive numbers, got {floor!r}, {coef_bound!r}"
