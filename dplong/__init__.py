@@ -4,6 +4,7 @@ from dplong import datasets, dependence, exceptions, kernels, privacy
 from dplong.models import (
     BetweenOLS,
     LongitudinalOLS,
+    NadarayaWatson,
     PoissonMean,
     PooledOLS,
     PriestleyChao,
@@ -23,6 +24,7 @@ __all__ = [
     "CurveResults",
     "GroupedResults",
     "LongitudinalOLS",
+    "NadarayaWatson",
     "PanelResults",
     "PlanResults",
     "PoissonMean",

@@ -1291,6 +1291,11 @@ class CurveResults(PanelResults):
                 "mass, so it is not pulled toward 0, but the smoothing is one-sided and "
                 "Lemma 4.9's bias bound does not cover it"
             )
+        if self.model.name == "NadarayaWatson":  # a ratio: renormalised by its own degree
+            return (
+                "the kernel is cut off there; Nadaraya–Watson divides by the kernel's mass, so "
+                "it is not pulled toward 0, but the smoothing is one-sided (a slope biases it)"
+            )
         return "the kernel loses mass there and the estimate is biased toward 0"
 
     def _summary_notes(self) -> tuple[str, ...]:

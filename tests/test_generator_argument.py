@@ -77,6 +77,11 @@ CALLS: dict[str, Callable[..., Any]] = {
             "y ~ x", _CURVE, domain=(0, 1), bandwidth=0.1, grid=5
         ).fit(epsilon=4.0, noise_sd=0.5, amplitude=1.0, **kw)
     ),
+    "NadarayaWatson.fit": lambda **kw: _params(
+        dplong.NadarayaWatson.from_formula(
+            "y ~ x", _CURVE, domain=(0, 1), bounds=(-3, 3), bandwidth=0.2, grid=5
+        ).fit(epsilon=8.0, **kw)
+    ),
     "PooledOLS.fit": lambda **kw: _params(
         dplong.PooledOLS.from_formula(
             "y ~ x1", _WAGES, groups="user", bounds={"y": (-10, 10), "x1": (-5, 5)}

@@ -4,12 +4,14 @@ from dplong.models.kernel import PriestleyChao
 from dplong.models.linear import LongitudinalOLS
 from dplong.models.location import RandomEffectsLocation
 from dplong.models.mean import winsorized_mean
+from dplong.models.nadaraya import NadarayaWatson
 from dplong.models.poisson import PoissonMean
 from dplong.models.pooled import BetweenOLS, PooledOLS
 
 __all__ = [
     "BetweenOLS",
     "LongitudinalOLS",
+    "NadarayaWatson",
     "PoissonMean",
     "PooledOLS",
     "PriestleyChao",

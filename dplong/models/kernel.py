@@ -42,7 +42,7 @@ from dplong.results import CurveResults
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
 
-__all__ = ["PriestleyChao"]
+__all__ = ["PriestleyChao", "curve_results"]
 
 #: Default grid: points one bandwidth apart (a finer grid adds little resolution to a curve
 #: smoothed at scale b but, item-level, costs noise in proportion), within these limits.
@@ -339,46 +339,73 @@ class PriestleyChao(PanelModel):
         smoothing_bias: NDArray[np.float64] | None,
     ) -> CurveResults:
         """The results of the curve's releases, indexed by the grid."""
-        lo, hi = self._domain
-        grid = index.to_numpy(dtype=float)
-        zeta = self._kernel.boundary_width(bandwidth, self._domain)
-        boundary = (grid < lo + zeta) | (grid > hi - zeta)  # Lemma 4.9: x outside [ζ, 1 - ζ]
-        results = panel_results(
+        return curve_results(
             releases,
-            model=self.spec,
-            formula=self.formula,
-            nobs_users=self.nobs_users,
-            basis=self.basis,
-            options=options,
-            assumptions=assumptions,
-            results_class=CurveResults,
-            kernel=self._kernel.name,
-            bandwidth=bandwidth,
+            options,
+            model=self,
+            kernel=self._kernel,
             domain=self._domain,
             level=self.level,
-            boundary=pd.Series(boundary, index=index, name="boundary"),
-            smoothing_bias=pd.Series(
-                np.nan if smoothing_bias is None else smoothing_bias,
-                index=index,
-                name="smoothing bias",
-            ),
+            index=index,
+            bandwidth=bandwidth,
+            assumptions=assumptions,
+            smoothing_bias=smoothing_bias,
         )
-        curve = dataclasses.replace(
-            results,
-            params=results.params.set_axis(index),
-            noise_scale=results.noise_scale.set_axis(index),
-            noise_sd=results.noise_sd.set_axis(index),
-            sampling_sd=results.sampling_sd.set_axis(index),
-            bias=results.bias.set_axis(index),
-            projection_interval=results.projection_interval.set_axis(index),
-            failed=results.failed.set_axis(index),
-            bad_events=results.bad_events.set_axis(index),
-            users=results.users.set_axis(index)
-            if results.users.size == grid.size
-            else results.users,
-        )
-        assert isinstance(curve, CurveResults)  # results_class=CurveResults above
-        return curve
+
+
+def curve_results(
+    releases: Sequence[Release],
+    options: ReleaseOptions,
+    *,
+    model: PanelModel,
+    kernel: Kernel,
+    domain: tuple[float, float],
+    level: str,
+    index: pd.Index,
+    bandwidth: float,
+    assumptions: tuple[str, ...],
+    smoothing_bias: NDArray[np.float64] | None,
+) -> CurveResults:
+    """The results of a curve's releases on the grid ``index`` (any kernel smoother's: every
+    parameter is a point of the curve), from released numbers and public facts only."""
+    lo, hi = domain
+    grid = index.to_numpy(dtype=float)
+    zeta = kernel.boundary_width(bandwidth, domain)
+    boundary = (grid < lo + zeta) | (grid > hi - zeta)  # Lemma 4.9: x outside [ζ, 1 - ζ]
+    results = panel_results(
+        releases,
+        model=model.spec,
+        formula=model.formula,
+        nobs_users=model.nobs_users,
+        basis=model.basis,
+        options=options,
+        assumptions=assumptions,
+        results_class=CurveResults,
+        kernel=kernel.name,
+        bandwidth=bandwidth,
+        domain=domain,
+        level=level,
+        boundary=pd.Series(boundary, index=index, name="boundary"),
+        smoothing_bias=pd.Series(
+            np.nan if smoothing_bias is None else smoothing_bias,
+            index=index,
+            name="smoothing bias",
+        ),
+    )
+    curve = dataclasses.replace(
+        results,
+        params=results.params.set_axis(index),
+        noise_scale=results.noise_scale.set_axis(index),
+        noise_sd=results.noise_sd.set_axis(index),
+        sampling_sd=results.sampling_sd.set_axis(index),
+        bias=results.bias.set_axis(index),
+        projection_interval=results.projection_interval.set_axis(index),
+        failed=results.failed.set_axis(index),
+        bad_events=results.bad_events.set_axis(index),
+        users=results.users.set_axis(index) if results.users.size == grid.size else results.users,
+    )
+    assert isinstance(curve, CurveResults)  # results_class=CurveResults above
+    return curve
 
 
 def grid_points(

@@ -59,6 +59,7 @@ from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability
 
 __all__ = [
     "FinalBudget",
+    "PTRBudget",
     "ReleasePlan",
     "ScalePlan",
     "StatisticsBudget",
@@ -75,6 +76,7 @@ __all__ = [
     "paper_vector_budget",
     "part",
     "plan_budget",
+    "ptr_budget",
     "settle",
     "share_weights",
     "split_users",
@@ -1129,6 +1131,79 @@ def gaussian_shares(epsilon: float, delta: float, shares: Sequence[float]) -> tu
     while zcdp_epsilon(rho, delta) > epsilon:  # brentq's root may sit a hair above ε
         rho *= 1.0 - 1e-12
     return tuple(rho * share / total for share in shares)
+
+
+@dataclass(frozen=True)
+class PTRBudget:
+    """The budget of one efficient Propose-Test-Release (ePTR, Shen, Tong & Wang 2026, Alg 2)
+    and of the Gaussian releases that follow it.
+
+    Attributes
+    ----------
+    test_epsilon : float
+        ε of the test: the coin ``Bernoulli(sigmoid(ε_t (γ - M)))`` on a 1-Lipschitz safety
+        margin γ, ε_t-DP whatever the data (half of the ePTR's ε, as in Alg 2).
+    release_epsilon, delta : float
+        The (ε, δ) of the Gaussian release given the test (the other half, and the ePTR's δ).
+    release_rho : float
+        The zCDP ρ of that release's discrete Gaussian: the largest whose exact conversion
+        (CKS 2020, Prop. 12) is ``release_epsilon``-DP at ``delta`` (sharper than Alg 2's
+        classical ``2α √(2 log(1.25/δ)) / ε``, and valid at any ε).
+    threshold : float
+        Alg 2, line 3: ``M = 1 + (2/ε) log(max(1/δ, 1/ε))`` with ε the ePTR's (= 2 ε_t): an
+        uncertified data set (γ = 0) releases with probability at most ``e^{-ε_t} δ``.
+    rest_rho : tuple of float
+        The ρ of the Gaussian releases after the ePTR, in proportion to their shares.
+    """
+
+    test_epsilon: float
+    release_epsilon: float
+    delta: float
+    release_rho: float
+    threshold: float
+    rest_rho: tuple[float, ...]
+
+    def entries_cost(self) -> list[Cost]:
+        """The costs the ePTR's two ledger entries record: the test's pure ε_t and the
+        release's approximate ``(ε_r, δ)`` (composed by basic composition with the rest)."""
+        return [Cost(epsilon=self.test_epsilon), Cost(self.release_epsilon, self.delta)]
+
+
+def ptr_budget(
+    epsilon: float, delta: float, *, share: float = 1.0, rest: Sequence[float] = ()
+) -> PTRBudget:
+    """Split ``(epsilon, delta)`` between one ePTR (a ``share`` of ε, half of δ when ``rest``
+    is given, else all of it) and Gaussian releases after it in proportion to ``rest``.
+
+    Privacy (Alg 2, Thm 2.2): the test coin's log-odds ``ε_t (γ - M)`` move by at most ε_t
+    between neighbours (γ is 1-Lipschitz); where γ > 0 on either neighbour the estimate
+    moves by at most its sensitivity α and the Gaussian is ``(ε_r, δ)``-DP, so the pair
+    (coin, release) is ``(ε_t + ε_r, δ)``-DP; where γ = 0 on both, the coins are equal and
+    release with probability at most ``e^{-ε_t} δ < δ``. The rest are ρ-zCDP, converted at
+    the δ left. Everything here is a public fact.
+
+    Examples
+    --------
+    >>> from dplong.privacy.accounting import Cost, compose
+    >>> from dplong.privacy.budget import ptr_budget
+    >>> b = ptr_budget(1.0, 1e-6)
+    >>> b.test_epsilon, b.release_epsilon, round(b.threshold, 4)   # Alg 2 at ε = 1, δ = 1e-6
+    (0.5, 0.5, 28.631)
+    >>> both = ptr_budget(1.0, 1e-6, share=0.75, rest=[0.5, 0.5])
+    >>> total = compose(both.entries_cost() + [Cost(rho=r) for r in both.rest_rho], 1e-6)
+    >>> bool(total.epsilon <= 1.0 + 1e-9), total.delta <= 1e-6
+    (True, True)
+    """
+    if not 0.0 < share <= 1.0 or (share < 1.0) != bool(rest):
+        raise AssertionError("an ePTR's share is below 1 exactly when releases follow it")
+    eps_ptr = epsilon * share
+    delta_ptr = delta / 2.0 if rest else delta
+    test = eps_ptr / 2.0
+    (rho,) = gaussian_shares(eps_ptr - test, delta_ptr, [1.0])
+    with np.errstate(over="ignore"):
+        threshold = 1.0 + math.log(max(1.0 / delta_ptr, 1.0 / eps_ptr)) / test
+    rest_rho = gaussian_shares(epsilon - eps_ptr, delta - delta_ptr, rest) if rest else ()
+    return PTRBudget(test, eps_ptr - test, delta_ptr, rho, threshold, rest_rho)
 
 
 #: ε·n each median of the private ranges of a fit's unbounded columns gets
