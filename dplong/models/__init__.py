@@ -6,6 +6,7 @@ from dplong.models.location import RandomEffectsLocation
 from dplong.models.mean import winsorized_mean
 from dplong.models.poisson import PoissonMean
 from dplong.models.pooled import BetweenOLS, PooledOLS
+from dplong.models.random_effects import RandomEffects
 
 __all__ = [
     "BetweenOLS",
@@ -13,6 +14,7 @@ __all__ = [
     "PoissonMean",
     "PooledOLS",
     "PriestleyChao",
+    "RandomEffects",
     "RandomEffectsLocation",
     "winsorized_mean",
 ]
