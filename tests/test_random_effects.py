@@ -96,8 +96,10 @@ def test_theta_is_linearmodels_theta() -> None:
 
 def test_released_components_land_near_linearmodels_on_a_large_panel() -> None:
     """n = 20,000, T = 6 at ε = 2: the released Group Var and Scale (σ_u², σ_e², both 1/3)
-    are within 5 of their own released standard errors plus 0.03 of linearmodels' estimates
-    (the pilot's error shifts them by its square; its noise sd here is about 0.02)."""
+    are within 4 of their own released standard errors (about 0.014 and 0.005 here: privacy
+    noise and sampling) plus 0.02 of linearmodels' estimates (the pilot's error in the
+    coefficients, about 0.03 here, enters the residuals' variances through its square, and
+    the components' bias bound is not in bse)."""
     data = _panel(2, people=20_000)
     reference = _linearmodels(data).variance_decomposition
     res = RandomEffects.from_formula("y ~ x + treated", data, groups="id", bounds=BOUNDS).fit(
@@ -107,7 +109,7 @@ def test_released_components_land_near_linearmodels_on_a_large_panel() -> None:
     assert released is not None
     for ours, theirs in (("Group Var", "Effects"), ("Scale", "Residual")):
         gap = abs(float(released.params[ours]) - float(reference[theirs]))
-        assert gap <= 5 * float(released.bse[ours]) + 0.03, (ours, gap)
+        assert gap <= 4 * float(released.bse[ours]) + 0.02, (ours, gap)
     assert res.variance_decomposition["Effects"] == released.params["Group Var"]
     assert 1.9 < res.privacy.epsilon <= 2.0
 
@@ -121,7 +123,7 @@ def test_ledger_lists_every_stage_and_spends_the_budget() -> None:
     assert any(s.startswith("pilot: ") for s in stages)
     assert any(s.startswith("variance components: ") for s in stages)
     assert stages[-1] == "clustered meat" and stages.count("clustered meat") == 1
-    assert sum(s.startswith("Newton step") for s in stages) == 5
+    assert sum(s.startswith("Newton step") for s in stages) == 4
     assert 1.99 < res.privacy.epsilon <= 2.0  # the last stage takes what the others left
     assert accountant.spent_epsilon == pytest.approx(res.privacy.epsilon)
     with pytest.raises(dplong.exceptions.BudgetExceededError):
@@ -184,9 +186,16 @@ def _audit_panels() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def test_whole_fit_privacy_audit(monkeypatch: pytest.MonkeyPatch) -> None:
     """The released slope of the whole fit (stated components: ranges public, the
-    quasi-demeaned Gram matrix, five Newton steps, the meat) on neighbouring panels: the
+    quasi-demeaned Gram matrix, four Newton steps, the meat) on neighbouring panels: the
     empirical ε lower bound from its tails stays within the claim. The noise draws only
-    describe the noise (post-processing), so fewer of them keep the runs fast."""
+    describe the noise (post-processing), so fewer of them keep the runs fast.
+
+    No new mechanism is involved (every release is PooledOLS's discrete Gaussian vector,
+    audited with a power check in tests/test_pooled.py, or RandomEffectsLocation's engine),
+    so this audit has no power check: through the floor, the solve and the steps the slope's
+    tails are far from tight (a replica with a quarter of the noise gives ε_lb 0.6 here). It
+    guards the composition and the rows' quasi-demeaning; their sensitivity is checked
+    exactly in test_quasi_demeaned_rows_keep_the_gram_sensitivity."""
     monkeypatch.setattr(pooled, "NOISE_DRAWS", 20)
     epsilon, delta, runs = 2.0, 1e-3, 300
     bounds = {"y": (-1.0, 1.0), "x": (0.0, 1.0)}

@@ -72,12 +72,13 @@ from dplong.results import PanelResults, RandomEffectsResults, RegressionResults
 
 __all__ = ["RandomEffects", "theta"]
 
-#: Shares of the quasi-demeaned fit's ρ: the Gram matrix, five Newton steps and the meat. The
+#: Shares of the quasi-demeaned fit's ρ: the Gram matrix, four Newton steps and the meat. The
 #: quasi-demeaned Gram matrix keeps ``(1 - θ)²`` of the between-person signal for the same
-#: noise, so its floor shrinks the pilot hard in those directions; each step undoes part of
-#: the shrinkage (simulated panel of docs/accuracy.md, stated components, 8 fits: RMSE of the
-#: three coefficients 0.23, 0.17, 0.43 with one step; 0.06, 0.08, 0.09 with five).
-STEPS_SHARES = (0.2, 0.13, 0.13, 0.13, 0.13, 0.13, 0.15)
+#: noise, so its eigenvalue floor shrinks the pilot hard in those directions: a larger share
+#: lowers the floor, and each step undoes part of the rest (the panels of docs/accuracy.md, 12
+#: fits, components released: RMSE of the three coefficients 0.48, 0.21, 0.69 at PooledOLS's
+#: 0.2 for the Gram matrix with five steps; 0.17, 0.07, 0.32 with these; 0.6 and 0.7 no better).
+STEPS_SHARES = (0.5, 0.1, 0.1, 0.1, 0.1, 0.1)
 
 
 class RandomEffects(PooledOLS):
@@ -225,8 +226,8 @@ class RandomEffects(PooledOLS):
         >>> model = dplong.RandomEffects.from_formula("lwage ~ exper", wages, groups="nr",
         ...                                           bounds={"lwage": (-4, 5), "exper": (0, 20)})
         >>> plan = model.release_plan(epsilon=4.0, delta=545 ** -2.0)
-        >>> plan.median_epsilon, round(plan.components_epsilon, 3), len(plan.rho)  # 5 steps
-        (0.0, 1.651, 7)
+        >>> plan.median_epsilon, round(plan.components_epsilon, 3), len(plan.rho)  # 4 steps
+        (0.0, 1.651, 6)
         >>> model.release_plan(epsilon=4.0, delta=545 ** -2.0, stated=(0.1, 0.1)).pilot_rho
         0.0
         """
