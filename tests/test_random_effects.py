@@ -287,3 +287,30 @@ def test_command_line_fits_random_effects(capsys: pytest.CaptureFixture[str], tm
     out = capsys.readouterr().out
     assert code == 0
     assert "RandomEffects results" in out and "treated" in out
+
+
+def test_the_planner_decides_as_the_fit() -> None:
+    """dplong.plan stops at the fit's checkpoint (after every refusal, before any noise): it
+    refuses where the components cannot be released, and names an ε at which the fit runs."""
+    options = {"bounds": BOUNDS, "max_rows": 4}
+    refused = dplong.plan("y ~ x + treated", model="re", n=300, epsilon=1.0, **options)
+    assert refused.refused and "variance_components=" in str(refused.refusal)
+    least = refused.smallest_epsilon
+    assert least is not None and least > 1.0
+    model = RandomEffects.from_formula(
+        "y ~ x + treated", _panel(9, people=300, years=4), groups="id", bounds=BOUNDS
+    )
+    res = model.fit(epsilon=least, max_rows=4, random_state=0)  # released: no refusal
+    assert res.components is not None
+    if res.variance_decomposition.isna().any() or not np.isfinite(res.components.params).all():
+        assert any("were not quasi-demeaned" in note for note in res.warnings)
+        assert (res.theta == 0).all()
+    released = dplong.plan("y ~ x + treated", model="re", n=3000, epsilon=1.0, **options)
+    assert not released.refused and released.registered
+    assert list(released.table.index) == [
+        ("0", "Intercept"),
+        ("0", "x"),
+        ("0", "treated"),
+        ("1", "Group Var"),
+        ("1", "Scale"),
+    ]

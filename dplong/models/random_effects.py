@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -50,13 +51,18 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_choice, check_random_state, real_number
-from dplong.exceptions import DplongError, InsufficientUsersError, ParameterError
+from dplong.exceptions import (
+    DplongError,
+    DplongWarning,
+    InsufficientUsersError,
+    ParameterError,
+)
 from dplong.formula import PanelDesign
 from dplong.models.base import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, check_max_rows
 from dplong.models.command_line import CommandLineModel, Option, register
-from dplong.models.location import RandomEffectsLocation
+from dplong.models.location import COMPONENTS, RandomEffectsLocation
 from dplong.models.pooled import COV_TYPES, CovType, PooledOLS
-from dplong.planning import _decide
+from dplong.planning import FitPlan, PlannedBlock, _decide, checkpoint
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger, zcdp_epsilon
 from dplong.privacy.budget import (
     RandomEffectsBudget,
@@ -186,6 +192,17 @@ class RandomEffects(PooledOLS):
         residuals = _ResidualModel(design)
         if stated is None:
             residuals.check(plan)
+        share = plan.components_epsilon / options.epsilon
+        checkpoint(  # every refusal is decided: dplong.plan stops here, before any noise
+            FitPlan(
+                n,
+                options,
+                (
+                    PlannedBlock(design.columns, 1.0 - share, False, None),
+                    *((PlannedBlock(COMPONENTS, share, False, None),) if share else ()),
+                ),
+            )
+        )
         afford(accountant, options.epsilon, options.delta)
 
         ranges, entries = self._find_ranges(plan, generator)
@@ -269,7 +286,10 @@ class RandomEffects(PooledOLS):
         cap: int,
     ) -> RandomEffectsResults:
         """The quasi-demeaned fit's results as this model's, with the components."""
-        effects, residual = components
+        # as stated or released (NaN where withheld); θ from those quasi-demeaned with
+        effects, residual = (
+            components if found is None else (float(found.params[k]) for k in COMPONENTS)
+        )
         total = effects + residual
         decomposition = pd.Series(
             [effects, residual, effects / total if total > 0 else math.nan],
@@ -277,7 +297,7 @@ class RandomEffects(PooledOLS):
             name="variance decomposition",
         )
         rows = np.arange(1, cap + 1)
-        thetas = pd.Series(theta(rows, effects, residual), index=pd.Index(rows, name="rows"))
+        thetas = pd.Series(theta(rows, *components), index=pd.Index(rows, name="rows"))
         how = "stated (public)" if found is None else "released (DP)"
         described = (
             f"variance components {how}: Effects (σ_u²) {effects:.4g}, Residual (σ_e²) "
@@ -286,7 +306,13 @@ class RandomEffects(PooledOLS):
         )
         notes = fitted.warnings
         if found is not None:
-            notes += tuple(f"Variance components: {note}" for note in found.warnings)
+            notes += tuple(f"Variance components (their stage): {note}" for note in found.warnings)
+            if not np.isfinite(found.params[list(COMPONENTS)].to_numpy()).all():
+                notes += (
+                    "A variance component was withheld (its note says why): the rows were not "
+                    "quasi-demeaned (θ = 0: pooled OLS's weights). State the components "
+                    "(variance_components=...) or raise epsilon.",
+                )
         values = {f.name: getattr(fitted, f.name) for f in dataclasses.fields(fitted)}
         values.update(
             model=self.spec,
@@ -402,12 +428,16 @@ class _ResidualModel:
         plan: RandomEffectsBudget,
         generator: np.random.Generator,
     ) -> PanelResults:
-        return self._model(residuals).fit(
-            epsilon=plan.components_epsilon,
-            delta=plan.components_delta,
-            weights="equal",
-            random_state=generator,
-        )
+        # its notes join the fit's (prefixed, RandomEffects._random_effects_results): not
+        # warned twice, nor in terms of the stage's own budget
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DplongWarning)
+            return self._model(residuals).fit(
+                epsilon=plan.components_epsilon,
+                delta=plan.components_delta,
+                weights="equal",
+                random_state=generator,
+            )
 
     def check(self, plan: RandomEffectsBudget) -> None:
         """Refuse before any noise what the components' release would refuse: its plan
@@ -415,12 +445,14 @@ class _ResidualModel:
         zeros = np.zeros(self._design.y.size)
         decision = _decide(lambda: self._fit(zeros, plan, np.random.default_rng(0)))
         if isinstance(decision, DplongError):
-            raise InsufficientUsersError(
+            refusal = InsufficientUsersError(
                 "n * epsilon is too small to release the variance components privately "
                 f"(their stage gets epsilon {plan.components_epsilon:.3g}, n = "
                 f"{self._design.n}): state them (variance_components=(effects, residual)) or "
                 f"raise epsilon. The stage's refusal: {decision}"
-            ) from decision
+            )
+            refusal.budget_refusal = decision.budget_refusal  # a larger ε cures it
+            raise refusal from decision
 
     def release(
         self,
