@@ -47,9 +47,11 @@ def _panel(seed: int, people: int = 600, years: int = 6, drop: float = 0.0) -> p
     return data[rng.uniform(size=len(data)) >= drop] if drop else data
 
 
-def _linearmodels(data: pd.DataFrame, **fit: object) -> object:
+def _linearmodels(data: pd.DataFrame, intercept: bool = True, **fit: object) -> object:
     indexed = data.set_index(["id", "t"])
-    exog = indexed[["x", "treated"]].assign(Intercept=1.0)[["Intercept", "x", "treated"]]
+    exog = indexed[["x", "treated"]]
+    if intercept:
+        exog = exog.assign(Intercept=1.0)[["Intercept", "x", "treated"]]
     return linearmodels.RandomEffects(indexed["y"], exog).fit(**fit)
 
 
@@ -60,14 +62,18 @@ def unclipped_meat(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("unclipped_meat")
-def test_noise_off_with_stated_components_is_linearmodels_gls() -> None:
-    """Unbalanced panel (a quarter of the rows dropped: θ varies by person). linearmodels'
-    clustered covariance without its debiasing is the sandwich; dplong's is times n / (n - 1)
-    (the number of rows is private)."""
+@pytest.mark.parametrize("intercept", [True, False])
+def test_noise_off_with_stated_components_is_linearmodels_gls(intercept: bool) -> None:
+    """Unbalanced panel (a quarter of the rows dropped: θ varies by person), with and without
+    an intercept. linearmodels' clustered covariance without its debiasing is the sandwich;
+    dplong's is times n / (n - 1) (the number of rows is private)."""
     data = _panel(0, drop=0.25)
-    reference = _linearmodels(data, cov_type="clustered", cluster_entity=True, debiased=False)
+    reference = _linearmodels(
+        data, intercept, cov_type="clustered", cluster_entity=True, debiased=False
+    )
     components = tuple(reference.variance_decomposition.iloc[:2])
-    res = RandomEffects.from_formula("y ~ x + treated", data, groups="id", bounds=BOUNDS).fit(
+    formula = "y ~ x + treated" if intercept else "y ~ x + treated - 1"
+    res = RandomEffects.from_formula(formula, data, groups="id", bounds=BOUNDS).fit(
         epsilon=1e300, delta=0.5, max_rows=6, variance_components=components, random_state=0
     )
     n = data["id"].nunique()
