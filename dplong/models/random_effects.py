@@ -147,7 +147,8 @@ class RandomEffects(PooledOLS):
         variance_components : (float, float), optional
             Public ``(σ_u², σ_e²)``: the person effects' and the idiosyncratic errors'
             variances, in the outcome's units squared (σ_e² > 0). Then nothing is spent on
-            them and the whole budget goes to the coefficients. Default: released privately.
+            them and the whole budget goes to the coefficients (the command line's text
+            ``"EFFECTS,RESIDUAL"`` is read too). Default: released privately.
         cov_type, privacy, variant, random_state, rng, accountant
             As in :meth:`PooledOLS.fit`; ``accountant`` is checked before the first draw and
             charged the whole fit.
@@ -472,8 +473,8 @@ def _check_components(value: Any) -> tuple[float, float] | None:
     if value is None:
         return None
     try:
-        if isinstance(value, str):
-            raise TypeError(value)
+        if isinstance(value, str):  # the command line's "EFFECTS,RESIDUAL"
+            value = tuple(float(part) for part in value.split(","))
         effects, residual = value
     except (TypeError, ValueError):
         raise ParameterError(
@@ -518,6 +519,13 @@ register(
                 stage="model",
             ),
             Option("max_rows", "int", "T", MAX_ROWS_HELP),
+            Option(
+                "variance_components",
+                "text",
+                "EFFECTS,RESIDUAL",
+                "public variance components (the person effects' and the errors' variances): "
+                "nothing is spent on them",
+            ),
         ),
     )
 )
