@@ -8,12 +8,19 @@ from dplong.models import (
     PoissonMean,
     PooledOLS,
     PriestleyChao,
+    RandomEffects,
     RandomEffectsLocation,
     winsorized_mean,
 )
 from dplong.planning import PlanResults, plan
 from dplong.privacy import Accountant, PrivacyLedger
-from dplong.results import CurveResults, GroupedResults, PanelResults, RegressionResults
+from dplong.results import (
+    CurveResults,
+    GroupedResults,
+    PanelResults,
+    RandomEffectsResults,
+    RegressionResults,
+)
 from dplong.summary import compare
 
 __version__ = "0.1.0"
@@ -31,7 +38,9 @@ __all__ = [
     "PooledOLS",
     "PriestleyChao",
     "PrivacyLedger",
+    "RandomEffects",
     "RandomEffectsLocation",
+    "RandomEffectsResults",
     "RegressionResults",
     "__version__",
     "compare",

@@ -21,7 +21,14 @@ from dplong.kernels import get_kernel
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.summary import Summary, plain_names
 
-__all__ = ["CurveResults", "GroupedResults", "ModelSpec", "PanelResults", "RegressionResults"]
+__all__ = [
+    "CurveResults",
+    "GroupedResults",
+    "ModelSpec",
+    "PanelResults",
+    "RandomEffectsResults",
+    "RegressionResults",
+]
 
 
 @dataclass(frozen=True)
@@ -945,6 +952,41 @@ class RegressionResults(PanelResults):
         X = X[:, [spec.columns.index(name) for name in self.params.index]]
         X[missing] = np.nan
         return np.asarray(X)
+
+
+@dataclass(frozen=True, repr=False, kw_only=True)
+class RandomEffectsResults(RegressionResults):
+    """Results of a random-effects fit (:class:`dplong.RandomEffects`): everything of
+    :class:`RegressionResults`, plus the variance components it quasi-demeaned with, as
+    linearmodels' ``RandomEffectsResults`` gives them.
+
+    Attributes
+    ----------
+    variance_decomposition : pandas.Series
+        ``Effects`` (σ_u²), ``Residual`` (σ_e²) and ``Percent due to Effects`` (their share
+        of the total: a fraction, as linearmodels gives it): DP outputs, or the stated values.
+    theta : pandas.Series
+        The quasi-demeaning ``1 - √(σ_e² / (T σ_u² + σ_e²))`` of a person with T rows, for T
+        from 1 to ``max_rows`` (a person's own T is private: linearmodels' per-entity
+        ``theta`` is not released).
+    components : PanelResults or None
+        The release of the components (``Group Var`` and ``Scale`` of the pilot's residuals,
+        with their own intervals and ledger), or None when they were stated.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> wages = dplong.datasets.load_wage_panel()
+    >>> res = dplong.RandomEffects.from_formula(
+    ...     "lwage ~ exper", wages, groups="nr", bounds={"lwage": (-4, 5), "exper": (0, 20)}
+    ... ).fit(epsilon=1.0, max_rows=8, variance_components=(0.1, 0.1), random_state=0)
+    >>> res.variance_decomposition.tolist(), res.components is None
+    ([0.1, 0.1, 0.5], True)
+    """
+
+    variance_decomposition: pd.Series
+    theta: pd.Series
+    components: PanelResults | None
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)

@@ -92,6 +92,11 @@ CALLS: dict[str, Callable[..., Any]] = {
             "y ~ x1", _WAGES, groups="user", bounds={"y": (-10, 10), "x1": (-5, 5)}
         ).fit(epsilon=4.0, **kw)
     ),
+    "RandomEffects.fit": lambda **kw: _params(
+        dplong.RandomEffects.from_formula(
+            "y ~ x1", _WAGES, groups="user", bounds={"y": (-10, 10), "x1": (-5, 5)}
+        ).fit(epsilon=4.0, variance_components=(1.0, 1.0), **kw)
+    ),
     "estimate_scale": lambda **kw: (
         estimate_scale(_ROWS, epsilon=8.0, scale_bounds=(0.1, 10.0), **kw).scale
     ),

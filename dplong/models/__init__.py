@@ -7,6 +7,7 @@ from dplong.models.mean import winsorized_mean
 from dplong.models.nadaraya import NadarayaWatson
 from dplong.models.poisson import PoissonMean
 from dplong.models.pooled import BetweenOLS, PooledOLS
+from dplong.models.random_effects import RandomEffects
 
 __all__ = [
     "BetweenOLS",
@@ -15,6 +16,7 @@ __all__ = [
     "PoissonMean",
     "PooledOLS",
     "PriestleyChao",
+    "RandomEffects",
     "RandomEffectsLocation",
     "winsorized_mean",
 ]

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -310,7 +310,24 @@ class PooledOLS(FormulaModel):
         if ptr_floor is not None or coef_bound is not None:
             raise ParameterError('ptr_floor and coef_bound apply to method="ptr" only')
         plan = self.release_plan(epsilon=options.epsilon, delta=options.delta)
-        located = self._located
+        self._check_ranges(plan)
+        afford(accountant, options.epsilon, options.delta)
+        ranges, range_entries = self._find_ranges(plan, generator)
+        scaled = _Scaling.of(ranges, design.columns)
+        x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
+        release = _release_statistics(
+            x, y, codes, n, cap, plan.rho, generator, row_count=self._row_count
+        )
+        ledger = PrivacyLedger.from_entries(
+            [*range_entries, *release.entries], options.delta, "central"
+        )
+        charge(accountant, ledger, options.epsilon, options.delta)
+        return self._results(scaled, release, ledger, options, cap, ranges, plan)
+
+    def _check_ranges(self, plan: StatisticsBudget) -> None:
+        """Refuse, from public facts and before any noise, ranges the plan's medians cannot
+        find."""
+        n, located = self._design.n, self._located
         if located.any() and located_miss(n, plan.median_epsilon) > MAX_MISS:
             names = [c for c, found in zip(self._names, located, strict=True) if found]
             raise InsufficientUsersError(
@@ -318,28 +335,25 @@ class PooledOLS(FormulaModel):
                 f"their medians gets epsilon {plan.median_epsilon:.3g}, n = {n}): give their "
                 "public bounds (bounds={...}) or raise epsilon"
             )
-        afford(accountant, options.epsilon, options.delta)
+
+    def _find_ranges(
+        self, plan: StatisticsBudget, generator: np.random.Generator
+    ) -> tuple[NDArray[np.float64], tuple[LedgerEntry, ...]]:
+        """Every column's range ((p + 1) x 2): the public ones, the others found privately
+        with the plan's budget, and the ledger entries of that stage."""
+        design, located = self._design, self._located
         ranges = self._ranges.copy()
-        range_entries: tuple[LedgerEntry, ...] = ()
-        if located.any():
-            found = private_ranges(
-                *_extremes(self._columns(located), design.codes, n),
-                plan.median_epsilon,
-                plan.count_rho,
-                generator,
-                names=tuple(c for c, f in zip(self._names, located, strict=True) if f),
-            )
-            ranges[located], range_entries = found.ranges, found.entries
-        scaled = _Scaling.of(ranges, design.columns)
-        x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
-        release = _release_statistics(
-            x, y, codes, n, cap, plan.rho, generator, intercept="Intercept" in design.columns
+        if not located.any():
+            return ranges, ()
+        found = private_ranges(
+            *_extremes(self._columns(located), design.codes, design.n),
+            plan.median_epsilon,
+            plan.count_rho,
+            generator,
+            names=tuple(c for c, f in zip(self._names, located, strict=True) if f),
         )
-        ledger = PrivacyLedger.from_entries(
-            [*range_entries, *release.entries], options.delta, "central"
-        )
-        charge(accountant, ledger, options.epsilon, options.delta)
-        return self._results(scaled, release, ledger, options, cap, ranges, plan)
+        ranges[located] = found.ranges
+        return ranges, found.entries
 
     def _fit_ptr(
         self,
@@ -486,6 +500,12 @@ class PooledOLS(FormulaModel):
         p = len(self._design.columns)
         cap = self._cap(check_max_rows(max_rows))
         return math.sqrt(2.0) * cap * (p + 1.0) / math.sqrt(2.0 * rho)
+
+    def _row_count(self, released: NDArray[np.float64], cap: int) -> float:
+        """The weighted number of rows in the sums, from the released ``[X y]'[X y]`` (for the
+        scores' clipping radius): the intercept's entry, at least n; n without one."""
+        n = self._design.n
+        return max(float(released[0, 0]) if "Intercept" in self._design.columns else n, n)
 
     def _cap(self, max_rows: int) -> int:
         """The cap on the weight of a person's rows in the sums."""
@@ -637,11 +657,12 @@ def _release_statistics(
     rho: tuple[float, ...],
     generator: np.random.Generator,
     *,
-    intercept: bool,
+    row_count: Callable[[NDArray[np.float64], int], float],
 ) -> _Statistics:
     """Steps 2-4 of the module docstring on the scaled rows ``x``, ``y`` (values in [-1, 1];
     the intercept, if any, first) of n persons (``codes``, sorted), a person's rows weighted
-    ``min(1, cap / T_u)``; ``rho``: the Gram matrix's, each Newton step's and the meat's."""
+    ``min(1, cap / T_u)``; ``rho``: the Gram matrix's, each Newton step's and the meat's;
+    ``row_count`` the weighted number of rows from the released Gram matrix."""
     p = x.shape[1]
     rho_gram, *rho_steps, rho_meat = rho
     rows = np.bincount(codes, minlength=n).astype(np.float64)
@@ -660,7 +681,7 @@ def _release_statistics(
     released = _unvech_scaled(gram.total, p + 1)
     sigma = float(gram.sd[0])
     pilot = _Solution.of(released, sigma)
-    radius = _clip_radius(released, pilot, cap, n, intercept)
+    radius = _clip_radius(released, pilot, cap, row_count(released, cap))
 
     # step 3: Newton steps, the whitened clipped scores at the last β (public)
     score_bound = radius * (1.0 + 1e-12)
@@ -961,15 +982,13 @@ def _noise_draws(
 
 
 def _clip_radius(
-    released: NDArray[np.float64], solution: _Solution, cap: int, n: int, intercept: bool
+    released: NDArray[np.float64], solution: _Solution, cap: int, rows: float
 ) -> float:
     """The whitened scores' clipping radius from released numbers (:data:`CLIP_RADIUS`), at
     most the worst case ``T_cap √(p / λ_min(Ĥ)) (1 + Σ|β̂₀|)`` of a whitened score."""
     p = solution.beta.size
     gram, cross, square = released[:p, :p], released[:p, p], released[p, p]
     beta = solution.beta
-    # the released weighted row count (the intercept's entry), at least n; n without one
-    rows = max(float(gram[0, 0]) if intercept else n, float(n))
     rss = square - 2.0 * beta @ cross + beta @ gram @ beta
     variance = max(rss, 1.0) / rows
     # a whitened row's mean ‖Ĥ^{-1/2} x̃‖²: tr(Ĥ⁻¹ Ĝ) / rows (about p / rows), at most p / λ_min

@@ -60,6 +60,7 @@ from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability
 __all__ = [
     "FinalBudget",
     "PTRBudget",
+    "RandomEffectsBudget",
     "ReleasePlan",
     "ScalePlan",
     "StatisticsBudget",
@@ -77,6 +78,8 @@ __all__ = [
     "part",
     "plan_budget",
     "ptr_budget",
+    "random_effects_budget",
+    "remaining_rho",
     "settle",
     "share_weights",
     "split_users",
@@ -1259,6 +1262,88 @@ def statistics_budget(
         total * RUNG_COUNT_SHARE,
         tuple(rest * s for s in shares),
     )
+
+
+#: A random-effects fit's stages (:mod:`dplong.models.random_effects`) when its variance
+#: components are not stated: the components' release (a location and two variances, each
+#: with its private scale) gets ε·n of ``RE_COMPONENTS_USERS`` users within
+#: ``RE_COMPONENTS_SHARES`` of (ε, δ) (basic composition; at n = 2000 it needs ε ≈ 0.45 to
+#: plan without a reliability note), the pilot pooled fit whose residuals they are made of
+#: ``RE_PILOT_SHARE`` of the rest's Gaussian ρ. Both only set the quasi-demeaning θ, on which
+#: the estimate depends to second order; the quasi-demeaned fit gets everything else.
+RE_COMPONENTS_USERS, RE_COMPONENTS_SHARES, RE_PILOT_SHARE = 900.0, (0.1, 0.45), 0.4
+
+
+@dataclass(frozen=True)
+class RandomEffectsBudget(StatisticsBudget):
+    """The budget of a random-effects fit: the private ranges' (``median_epsilon``,
+    ``count_rho``), the pilot's ρ (0: the components are stated), the (ε, δ) of the variance
+    components' release (0, 0 when stated) and, as ``rho``, the nominal ρ of the
+    quasi-demeaned fit's releases (:func:`remaining_rho` raises it to what is left)."""
+
+    pilot_rho: float
+    components_epsilon: float
+    components_delta: float
+
+
+def random_effects_budget(
+    n: int,
+    epsilon: float,
+    delta: float,
+    shares: Sequence[float],
+    medians: int,
+    *,
+    stated: bool,
+) -> RandomEffectsBudget:
+    """Split ``(epsilon, delta)`` between the stages of a random-effects fit
+    (:data:`RE_COMPONENTS_USERS`, :data:`RE_PILOT_SHARE`; the ranges as in
+    :func:`statistics_budget`), the final releases' ρ in proportion to ``shares``. With
+    ``stated`` variance components there is no pilot and no components' release. Public facts
+    only.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import random_effects_budget
+    >>> plan = random_effects_budget(2000, 1.0, 2000.0**-2, [0.3, 0.55, 0.15], 0, stated=False)
+    >>> plan.components_epsilon, round(plan.pilot_rho / sum(plan.rho), 6)
+    (0.45, 0.666667)
+    >>> random_effects_budget(2000, 1.0, 2000.0**-2, [1.0], 0, stated=True).pilot_rho
+    0.0
+    """
+    share = 0.0 if stated else users_share(RE_COMPONENTS_USERS, n, epsilon, *RE_COMPONENTS_SHARES)
+    pilot = 0.0 if stated else RE_PILOT_SHARE
+    rest = statistics_budget(
+        n, epsilon * (1.0 - share), delta * (1.0 - share), [pilot, 1.0 - pilot], medians
+    )
+    pilot_rho, final = rest.rho
+    total = float(sum(shares))
+    return RandomEffectsBudget(
+        rest.median_epsilon,
+        rest.count_rho,
+        tuple(final * s / total for s in shares),
+        pilot_rho,
+        epsilon * share,
+        delta * share,
+    )
+
+
+def remaining_rho(spent: Sequence[Cost], epsilon: float, delta: float) -> float:
+    """The largest ρ of further Gaussian calls that, composed with ``spent``
+    (:class:`~dplong.privacy.accounting.Composer`), keeps the total within ``(epsilon,
+    delta)``: a last stage calibrated on what the earlier ones cost. Post-processing of the
+    ledger (public).
+
+    Examples
+    --------
+    >>> from dplong.privacy.accounting import Cost, compose
+    >>> from dplong.privacy.budget import remaining_rho
+    >>> spent = [Cost(epsilon=0.1), Cost(rho=0.002)]
+    >>> rho = remaining_rho(spent, 1.0, 1e-6)
+    >>> round(compose([*spent, Cost(rho=rho)], 1e-6).epsilon, 6)
+    1.0
+    """
+    composer = Composer(spent, delta)
+    return largest_within(lambda rho: composer.add(rho=rho).epsilon, epsilon, epsilon)
 
 
 def afford(accountant: Accountant | None, epsilon: float, delta: float) -> None:

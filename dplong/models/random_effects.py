@@ -1,0 +1,531 @@
+"""Private random-effects (GLS) regression from per-person sufficient statistics.
+
+The random-effects model ``y_ut = x_ut'β + u_u + e_ut`` (person effects ``u_u`` of variance
+σ_u², uncorrelated with the covariates; idiosyncratic errors of variance σ_e²) is estimated by
+GLS, which linearmodels' ``RandomEffects`` computes as pooled OLS on quasi-demeaned rows
+
+    ``y_ut - θ_u ȳ_u  on  x_ut - θ_u x̄_u``,   ``θ_u = 1 - √(σ_e² / (T_u σ_u² + σ_e²))``
+
+(``T_u`` a person's rows). Covariates constant within a person are identified, as in pooled
+OLS; the within-person variation gets the weight GLS gives it. The fit runs in stages, each
+through an existing release, all on one ledger:
+
+1. **Ranges** of the columns without public bounds, found privately once
+   (:mod:`dplong.privacy.ranges`, as :class:`~dplong.PooledOLS` finds them) and used by every
+   later stage.
+2. **The variance components**, unless stated (``variance_components=``, free): a pilot
+   :class:`~dplong.PooledOLS` fit gives β₀; every person's residuals ``y_ut - x_ut'β₀`` (of
+   the clipped rows) are reduced to their mean and variance, and
+   :class:`~dplong.RandomEffectsLocation` releases ``Group Var`` (σ_u²: the mean of
+   ``(ē_u - μ̂)² - s²_u / T_u``) and ``Scale`` (σ_e²: the mean of ``s²_u``), with its own
+   private scales and error bounds.
+3. **The quasi-demeaned fit**: :class:`~dplong.PooledOLS`'s release of the Gram matrix, the
+   Newton step and the person-clustered meat, on the rows quasi-demeaned with the released θ_u
+   (post-processing of stage 2; a person's ``T_u`` enters inside the mechanism only). A
+   person's quasi-demeaned rows have ``Σ_t ‖z_t - θ z̄‖² <= Σ_t ‖z_t‖²``, so the releases keep
+   their sensitivities. Its budget is what the earlier stages left
+   (:func:`~dplong.privacy.budget.remaining_rho`).
+
+Standard errors are clustered by person (valid for any θ, so also for a released one) and
+include the privacy noise. The shares are set in :func:`~dplong.privacy.budget.
+random_effects_budget`.
+
+**Accuracy.** A quasi-demeaned row keeps only ``1 - θ_u`` of its between-person part, while
+the Gram release's noise is set by the largest row a person may have: in the directions of
+between-person covariates (the intercept, a treatment) the released Gram matrix has
+``(1 - θ)²`` of pooled OLS's signal for the same noise. Where the privacy noise dominates
+(small n ε) pooled OLS is then the more accurate of the two; random effects gains where the
+sampling error dominates and the covariates vary within persons (``docs/accuracy.md``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from dplong._validation import RandomState, check_choice, check_random_state, real_number
+from dplong.exceptions import (
+    DplongError,
+    DplongWarning,
+    InsufficientUsersError,
+    ParameterError,
+)
+from dplong.formula import PanelDesign
+from dplong.models.base import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, check_max_rows
+from dplong.models.command_line import CommandLineModel, Option, register
+from dplong.models.location import COMPONENTS, RandomEffectsLocation
+from dplong.models.pooled import COV_TYPES, CovType, PooledOLS
+from dplong.planning import FitPlan, PlannedBlock, _decide, checkpoint
+from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger, zcdp_epsilon
+from dplong.privacy.budget import (
+    RandomEffectsBudget,
+    StatisticsBudget,
+    afford,
+    charge,
+    random_effects_budget,
+    remaining_rho,
+    statistics_budget,
+)
+from dplong.privacy.options import ReleaseOptions
+from dplong.results import PanelResults, RandomEffectsResults, RegressionResults
+
+__all__ = ["RandomEffects", "theta"]
+
+#: Shares of the quasi-demeaned fit's ρ: the Gram matrix, four Newton steps and the meat. The
+#: quasi-demeaned Gram matrix keeps ``(1 - θ)²`` of the between-person signal for the same
+#: noise, so its eigenvalue floor shrinks the pilot hard in those directions: a larger share
+#: lowers the floor, and each step undoes part of the rest (the panels of docs/accuracy.md, 12
+#: fits, components released: RMSE of the three coefficients 0.48, 0.21, 0.69 at PooledOLS's
+#: 0.2 for the Gram matrix with five steps; 0.17, 0.07, 0.32 with these; 0.6 and 0.7 no better).
+STEPS_SHARES = (0.5, 0.1, 0.1, 0.1, 0.1, 0.1)
+
+
+class RandomEffects(PooledOLS):
+    """User-level DP random-effects (GLS) regression with person-clustered standard errors
+    (module docstring): linearmodels' ``RandomEffects``.
+
+    Built as :class:`PooledOLS` is (``bounds`` and ``levels`` alike). The fit releases the
+    coefficients and the variance components (``variance_decomposition``, ``theta``); state
+    the components (``variance_components=(σ_u², σ_e²)``) when they are public knowledge.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import dplong
+    >>> rng = np.random.default_rng(0)
+    >>> people, years = 4000, 4
+    >>> treated = np.repeat(rng.integers(0, 2, people), years)   # constant within a person
+    >>> x = rng.uniform(0, 1, people * years)
+    >>> y = 1.0 + 0.5 * treated + x + np.repeat(rng.normal(0, 0.5, people), years) \\
+    ...     + rng.normal(0, 0.5, people * years)
+    >>> panel = pd.DataFrame({"id": np.repeat(np.arange(people), years), "y": y,
+    ...                       "treated": treated, "x": x})
+    >>> model = dplong.RandomEffects.from_formula(
+    ...     "y ~ treated + x", panel, groups="id",
+    ...     bounds={"y": (-2.0, 5.0), "treated": (0, 1), "x": (0, 1)})
+    >>> res = model.fit(epsilon=2.0, max_rows=4, random_state=1)
+    >>> list(res.params.index), bool(res.privacy.epsilon <= 2.0)
+    (['Intercept', 'treated', 'x'], True)
+    >>> list(res.variance_decomposition.index)
+    ['Effects', 'Residual', 'Percent due to Effects']
+    """
+
+    model_name = "RandomEffects"
+    estimator = "random-effects GLS"
+
+    def fit(
+        self,
+        *,
+        epsilon: float,
+        delta: float | None = None,
+        max_rows: int = DEFAULT_MAX_ROWS,
+        variance_components: tuple[float, float] | None = None,
+        cov_type: CovType = "clustered",
+        privacy: Literal["central"] = "central",
+        variant: Literal["default"] = "default",
+        random_state: RandomState = None,
+        rng: RandomState = None,
+        accountant: Accountant | None = None,
+    ) -> RandomEffectsResults:
+        """Release the random-effects GLS coefficients and the variance components with
+        user-level (ε, δ)-DP (module docstring). Every refusal comes before any noise.
+
+        Parameters
+        ----------
+        epsilon, delta : float
+            Total budget (δ default ``1/n**2``) of all the stages.
+        max_rows : int
+            Public cap on the rows that count for a person (as in :meth:`PooledOLS.fit`);
+            ``theta`` is reported for 1 to ``max_rows`` rows.
+        variance_components : (float, float), optional
+            Public ``(σ_u², σ_e²)``: the person effects' and the idiosyncratic errors'
+            variances, in the outcome's units squared (σ_e² > 0). Then nothing is spent on
+            them and the whole budget goes to the coefficients (the command line's text
+            ``"EFFECTS,RESIDUAL"`` is read too). Default: released privately.
+        cov_type, privacy, variant, random_state, rng, accountant
+            As in :meth:`PooledOLS.fit`; ``accountant`` is checked before the first draw and
+            charged the whole fit.
+
+        Returns
+        -------
+        RandomEffectsResults
+
+        Examples
+        --------
+        With linearmodels' components on the wage panel (σ_u² 0.1342, σ_e² 0.1259) stated and
+        the noise off, the estimate is linearmodels' GLS (``black`` −0.166, θ 0.676), but for
+        the pull of the few scores beyond their clipping radius:
+
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> model = dplong.RandomEffects.from_formula(
+        ...     "lwage ~ exper + black", wages, groups="nr",
+        ...     bounds={"lwage": (-4, 5), "exper": (0, 20), "black": (0, 1)})
+        >>> res = model.fit(epsilon=1e300, delta=0.5, max_rows=8, random_state=0,
+        ...                 variance_components=(0.1342, 0.1259))
+        >>> round(float(res.params["black"]), 3), round(float(res.theta[8]), 3)
+        (-0.168, 0.676)
+        """
+        design = self._design
+        n, p = design.n, len(design.columns)
+        check_choice(privacy, "privacy", ("central",))
+        check_choice(variant, "variant", ("default",))
+        options = ReleaseOptions.check(
+            n, epsilon=epsilon, delta=delta, privacy="central", bound=None, d=p
+        )
+        cap = check_max_rows(max_rows)
+        check_choice(cov_type, "cov_type", COV_TYPES)
+        stated = _check_components(variance_components)
+        if accountant is not None and not isinstance(accountant, Accountant):
+            raise ParameterError(
+                f"accountant must be a dplong.Accountant, got {type(accountant).__name__}"
+            )
+        generator = check_random_state(random_state, rng)
+        plan = self.release_plan(epsilon=options.epsilon, delta=options.delta, stated=stated)
+        self._check_ranges(plan)
+        residuals = _ResidualModel(design)
+        if stated is None:
+            residuals.check(plan)
+        share = plan.components_epsilon / options.epsilon
+        checkpoint(  # every refusal is decided: dplong.plan stops here, before any noise
+            FitPlan(
+                n,
+                options,
+                (
+                    PlannedBlock(design.columns, 1.0 - share, False, None),
+                    *((PlannedBlock(COMPONENTS, share, False, None),) if share else ()),
+                ),
+            )
+        )
+        afford(accountant, options.epsilon, options.delta)
+
+        ranges, entries = self._find_ranges(plan, generator)
+        stage: dict[str, Any] = {"max_rows": cap, "random_state": generator}
+        found: PanelResults | None = None
+        if stated is None:
+            pilot = PooledOLS(design, ranges, levels=self._levels).fit(
+                epsilon=zcdp_epsilon(plan.pilot_rho, options.delta),
+                delta=options.delta,
+                **stage,
+            )
+            found = residuals.release(pilot.params.to_numpy(), ranges, plan, generator)
+            entries = (*entries, *_staged(pilot.privacy, "pilot"))
+            entries = (*entries, *_staged(found.privacy, "variance components"))
+            components = _released_components(found)
+        else:
+            components = stated
+        final = _QuasiDemeaned(design, ranges, levels=self._levels, components=components)
+        rho = remaining_rho([e.cost for e in entries], options.epsilon, options.delta)
+        fitted = final.fit(epsilon=zcdp_epsilon(rho, options.delta), delta=options.delta, **stage)
+        ledger = PrivacyLedger.from_entries(
+            [*entries, *fitted.privacy.entries], options.delta, "central"
+        )
+        charge(accountant, ledger, options.epsilon, options.delta)
+        return self._random_effects_results(fitted, ledger, components, found, cap)
+
+    def release_plan(
+        self, *, epsilon: float, delta: float, stated: tuple[float, float] | None = None
+    ) -> RandomEffectsBudget:
+        """The fit's budget from public facts (:func:`~dplong.privacy.budget.
+        random_effects_budget`): the private ranges' medians, the pilot, the components'
+        release (none when ``stated``) and the quasi-demeaned fit's nominal ρ.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> model = dplong.RandomEffects.from_formula("lwage ~ exper", wages, groups="nr",
+        ...                                           bounds={"lwage": (-4, 5), "exper": (0, 20)})
+        >>> plan = model.release_plan(epsilon=4.0, delta=545 ** -2.0)
+        >>> plan.median_epsilon, round(plan.components_epsilon, 3), len(plan.rho)  # 4 steps
+        (0.0, 1.651, 6)
+        >>> model.release_plan(epsilon=4.0, delta=545 ** -2.0, stated=(0.1, 0.1)).pilot_rho
+        0.0
+        """
+        return random_effects_budget(
+            self._design.n,
+            epsilon,
+            delta,
+            STEPS_SHARES,
+            3 * int(self._located.sum()),
+            stated=stated is not None,
+        )
+
+    def gram_noise_sd(self, *, epsilon: float, delta: float, max_rows: int) -> float:
+        """The sd of the privacy noise on each diagonal entry of the quasi-demeaned fit's
+        released ``[X y]'[X y]`` at its nominal budget (components released privately), in
+        the units of :meth:`PooledOLS.gram_noise_sd`. Public facts only.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> model = dplong.RandomEffects.from_formula("lwage ~ exper", wages, groups="nr")
+        >>> pooled = dplong.PooledOLS.from_formula("lwage ~ exper", wages, groups="nr")
+        >>> noise = [m.gram_noise_sd(epsilon=1.0, delta=1e-6, max_rows=8)
+        ...          for m in (model, pooled)]
+        >>> bool(noise[0] > noise[1])   # the earlier stages take their share
+        True
+        """
+        rho = self.release_plan(epsilon=epsilon, delta=delta).rho[0]
+        cap = check_max_rows(max_rows)
+        return math.sqrt(2.0) * cap * (len(self._design.columns) + 1.0) / math.sqrt(2.0 * rho)
+
+    def _random_effects_results(
+        self,
+        fitted: RegressionResults,
+        ledger: PrivacyLedger,
+        components: tuple[float, float],
+        found: PanelResults | None,
+        cap: int,
+    ) -> RandomEffectsResults:
+        """The quasi-demeaned fit's results as this model's, with the components."""
+        # as stated or released (NaN where withheld); θ from those quasi-demeaned with
+        effects, residual = (
+            components if found is None else (float(found.params[k]) for k in COMPONENTS)
+        )
+        total = effects + residual
+        decomposition = pd.Series(
+            [effects, residual, effects / total if total > 0 else math.nan],
+            index=["Effects", "Residual", "Percent due to Effects"],
+            name="variance decomposition",
+        )
+        rows = np.arange(1, cap + 1)
+        thetas = pd.Series(theta(rows, *components), index=pd.Index(rows, name="rows"))
+        how = "stated (public)" if found is None else "released (DP)"
+        described = (
+            f"variance components {how}: Effects (σ_u²) {effects:.4g}, Residual (σ_e²) "
+            f"{residual:.4g}; rows quasi-demeaned with θ = 1 - √(σ_e²/(T σ_u² + σ_e²)), "
+            f"{thetas.iloc[0]:.3g} at T = 1 to {thetas.iloc[-1]:.3g} at T = {cap}"
+        )
+        notes = fitted.warnings
+        if found is not None:
+            notes += tuple(f"Variance components (their stage): {note}" for note in found.warnings)
+            if not np.isfinite(found.params[list(COMPONENTS)].to_numpy()).all():
+                notes += (
+                    "A variance component was withheld (its note says why): the rows were not "
+                    "quasi-demeaned (θ = 0: pooled OLS's weights). State the components "
+                    "(variance_components=...) or raise epsilon.",
+                )
+        values = {f.name: getattr(fitted, f.name) for f in dataclasses.fields(fitted)}
+        values.update(
+            model=self.spec,
+            privacy=ledger,
+            assumptions=(*fitted.assumptions, described),
+            warnings=notes,
+        )
+        return RandomEffectsResults(
+            **values,
+            variance_decomposition=decomposition,
+            theta=thetas,
+            components=found,
+        )
+
+
+def theta(
+    rows: NDArray[np.float64] | NDArray[np.intp], effects: float, residual: float
+) -> NDArray[np.float64]:
+    """GLS's quasi-demeaning ``θ = 1 - √(σ_e² / (T σ_u² + σ_e²))`` for persons of ``rows``
+    rows (0 for none; 0 where σ_u² = 0: pooled OLS).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.random_effects import theta
+    >>> theta(np.array([0, 1, 8]), 1.0, 1.0).round(4).tolist()
+    [0.0, 0.2929, 0.6667]
+    """
+    t = np.asarray(rows, dtype=np.float64)
+    return np.asarray(1.0 - np.sqrt(residual / (t * effects + residual)))
+
+
+class _QuasiDemeaned(PooledOLS):
+    """:class:`PooledOLS` on rows quasi-demeaned with given variance components (public:
+    stated, or released by an earlier stage)."""
+
+    model_name = "RandomEffects"
+    estimator = "random-effects GLS"
+
+    def __init__(
+        self,
+        design: PanelDesign,
+        ranges: NDArray[np.float64],
+        *,
+        levels: Any,
+        components: tuple[float, float],
+    ) -> None:
+        super().__init__(design, ranges, levels=levels)
+        self._components = components
+
+    def release_plan(self, *, epsilon: float, delta: float) -> StatisticsBudget:
+        """The quasi-demeaned releases' ρ (:data:`STEPS_SHARES`): every range is known."""
+        return statistics_budget(self._design.n, epsilon, delta, STEPS_SHARES, 0)
+
+    def _row_count(self, released: NDArray[np.float64], cap: int) -> float:
+        """The weighted number of rows from the released Gram matrix: its intercept entry is
+        ``Σ_u w_u g(T_u)`` with ``g(T) = T (1 - θ(T))² = T σ_e² / (T σ_u² + σ_e²)``, so a
+        typical person's T is ``g⁻¹`` of its mean over the n persons (within [1, cap]); without
+        an intercept every person counts ``cap`` rows. Post-processing of released numbers."""
+        n = self._design.n
+        if "Intercept" not in self._design.columns:
+            return float(n * cap)
+        effects, residual = self._components
+        g = max(float(released[0, 0]), float(n)) / n
+        rows = g * residual / (residual - g * effects) if g * effects < residual else cap
+        return n * min(max(rows, 1.0), float(cap))
+
+    def _rows(
+        self,
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
+        codes: NDArray[np.intp],
+        n: int,
+        cap: int,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]:
+        """``z_t - θ_u z̄_u`` for every scaled row z = (x, y) (the map to [-1, 1] is affine and
+        the intercept is a column, so GLS on the scaled rows unscales to GLS on the rows)."""
+        rows = np.bincount(codes, minlength=n).astype(np.float64)
+        z = np.column_stack([x, y])
+        sums = np.zeros((n, z.shape[1]))
+        np.add.at(sums, codes, z)
+        shrink = theta(rows, *self._components) / np.maximum(rows, 1.0)
+        quasi = z - (shrink[:, None] * sums)[codes]
+        return quasi[:, :-1], quasi[:, -1], codes, cap
+
+
+class _ResidualModel:
+    """Stage 2: the variance components from the residuals of a pilot fit, released by
+    :class:`RandomEffectsLocation` (its default half of the budget on them, half on the
+    residuals' mean, which centres Group Var)."""
+
+    def __init__(self, design: PanelDesign) -> None:
+        self._design = design
+
+    def _model(self, residuals: NDArray[np.float64]) -> RandomEffectsLocation:
+        design = self._design
+        return RandomEffectsLocation(
+            PanelDesign(
+                y=residuals,
+                X=np.ones((residuals.size, 1)),
+                codes=design.codes,
+                n=design.n,
+                columns=("Intercept",),
+                outcome="residual",
+                formula="residual ~ 1",
+            ),
+            None,
+        )
+
+    def _fit(
+        self,
+        residuals: NDArray[np.float64],
+        plan: RandomEffectsBudget,
+        generator: np.random.Generator,
+    ) -> PanelResults:
+        # its notes join the fit's (prefixed, RandomEffects._random_effects_results): not
+        # warned twice, nor in terms of the stage's own budget
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DplongWarning)
+            return self._model(residuals).fit(
+                epsilon=plan.components_epsilon,
+                delta=plan.components_delta,
+                weights="equal",
+                random_state=generator,
+            )
+
+    def check(self, plan: RandomEffectsBudget) -> None:
+        """Refuse before any noise what the components' release would refuse: its plan
+        depends on public facts only (n and its budget), so it is decided on zeros."""
+        zeros = np.zeros(self._design.y.size)
+        decision = _decide(lambda: self._fit(zeros, plan, np.random.default_rng(0)))
+        if isinstance(decision, DplongError):
+            refusal = InsufficientUsersError(
+                "n * epsilon is too small to release the variance components privately "
+                f"(their stage gets epsilon {plan.components_epsilon:.3g}, n = "
+                f"{self._design.n}): state them (variance_components=(effects, residual)) or "
+                f"raise epsilon. The stage's refusal: {decision}"
+            )
+            refusal.budget_refusal = decision.budget_refusal  # a larger ε cures it
+            raise refusal from decision
+
+    def release(
+        self,
+        beta: NDArray[np.float64],
+        ranges: NDArray[np.float64],
+        plan: RandomEffectsBudget,
+        generator: np.random.Generator,
+    ) -> PanelResults:
+        """The released components of the residuals of the rows clipped to ``ranges``."""
+        design = self._design
+        x = np.clip(design.X, ranges[:-1, 0], ranges[:-1, 1])
+        y = np.clip(design.y, ranges[-1, 0], ranges[-1, 1])
+        return self._fit(y - x @ beta, plan, generator)
+
+
+def _check_components(value: Any) -> tuple[float, float] | None:
+    if value is None:
+        return None
+    try:
+        if isinstance(value, str):  # the command line's "EFFECTS,RESIDUAL"
+            value = tuple(float(part) for part in value.split(","))
+        effects, residual = value
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"variance_components must be a pair (effects, residual), got {value!r:.60}"
+        ) from None
+    effects = real_number(effects, "variance_components effects")
+    residual = real_number(residual, "variance_components residual")
+    if not (math.isfinite(effects) and math.isfinite(residual) and effects >= 0 < residual):
+        raise ParameterError(
+            "variance_components must be finite, effects >= 0 and residual > 0, got "
+            f"({effects!r}, {residual!r})"
+        )
+    return float(effects), float(residual)
+
+
+def _released_components(found: PanelResults) -> tuple[float, float]:
+    """(σ_u², σ_e²) from the released Group Var and Scale: a withheld or zero Scale leaves no
+    quasi-demeaning (θ = 0, pooled OLS's weights); a withheld Group Var counts as 0."""
+    effects, residual = (float(found.params[k]) for k in ("Group Var", "Scale"))
+    if not (math.isfinite(residual) and residual > 0.0):
+        return 0.0, 1.0
+    return (max(effects, 0.0) if math.isfinite(effects) else 0.0), residual
+
+
+def _staged(ledger: PrivacyLedger, stage: str) -> Sequence[LedgerEntry]:
+    """A sub-release's ledger entries, their stages prefixed with the fit's stage."""
+    return [dataclasses.replace(e, stage=f"{stage}: {e.stage}") for e in ledger.entries]
+
+
+register(
+    CommandLineModel(
+        "re",
+        RandomEffects.from_formula,
+        "RandomEffects: random-effects GLS with person-clustered errors from released "
+        "sufficient statistics and variance components; between-person covariates identified",
+        options=(
+            Option(
+                "bounds",
+                "text",
+                "COL=LO,HI;...",
+                "public ranges of the outcome and columns (free; others are found privately)",
+                stage="model",
+            ),
+            Option("max_rows", "int", "T", MAX_ROWS_HELP),
+            Option(
+                "variance_components",
+                "text",
+                "EFFECTS,RESIDUAL",
+                "public variance components (the person effects' and the errors' variances): "
+                "nothing is spent on them",
+            ),
+        ),
+    )
+)
