@@ -391,7 +391,7 @@ class PooledOLS(FormulaModel):
             cap,
             budget.rest_rho,
             generator,
-            intercept="Intercept" in design.columns,
+            row_count=self._row_count,
         )
         ledger = PrivacyLedger.from_entries(
             [*coefficients.entries, *errors.entries], options.delta, "central"

@@ -120,7 +120,9 @@ class RandomEffects(PooledOLS):
     model_name = "RandomEffects"
     estimator = "random-effects GLS"
 
-    def fit(
+    # no method="ptr": ePTR is a route of pooled OLS only (its test is on X'X, not the
+    # quasi-demeaned design), so the options differ from the parent's
+    def fit(  # type: ignore[override]
         self,
         *,
         epsilon: float,
