@@ -12,6 +12,7 @@ from dplong.models import (
 )
 from dplong.planning import PlanResults, plan
 from dplong.privacy import Accountant, PrivacyLedger
+from dplong.privacy.radius import Moment
 from dplong.results import CurveResults, GroupedResults, PanelResults, RegressionResults
 from dplong.summary import compare
 
@@ -23,6 +24,7 @@ __all__ = [
     "CurveResults",
     "GroupedResults",
     "LongitudinalOLS",
+    "Moment",
     "PanelResults",
     "PlanResults",
     "PoissonMean",

@@ -64,11 +64,15 @@ from dplong.privacy.radius import (
     MAD_OVER_SD,
     MEDIAN_OFFSET,
     SUPPORT_SPREAD,
+    Moment,
     Tail,
+    TailModel,
     Tails,
     accurate_radius,
     bin_radius,
     clipping_bias,
+    moment_bias,
+    moment_radius,
 )
 
 __all__ = [
@@ -243,11 +247,14 @@ class Rules:
         to them): only the count and the mean run.
     user_weights : UserWeights, optional
         Precision-weighted means ``Σ w_u x_u / Σ w_u`` (module docstring).
-    tail : str or tuple of str, optional
+    tail : str, tuple of str or Moment, optional
         The tail model of the radius and the clipping bias
         (:func:`~dplong.privacy.radius.clipping_bias`; default Gaussian for an estimated scale,
         sub-Gaussian for a stated one; ``"exponential"`` for skewed statistics such as sums of
         squares, ``"chi-square"`` for squares of a normal statistic), one or one per column.
+        A stated :class:`~dplong.privacy.radius.Moment` bound is the moment rule: the bulk keeps
+        the plug-in model of an estimated or stated scale, no tail stage runs, and every
+        column's radius and bias bound are those of the moment (:func:`_moment_rule`).
     count : Count, optional
         An earlier release's private count of the same users, divided by instead of a new one
         (the plan budgets none).
@@ -289,7 +296,7 @@ class Rules:
     complete_rows: bool = True
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     user_weights: UserWeights | None = None
-    tail: Tails | None = None
+    tail: TailModel | None = None
     count: Count | None = None
     lower: NDArray[np.float64] | None = None
     relative: bool = False
@@ -500,9 +507,12 @@ def locate(
     standardised deviations and the count is the weighted count. An earlier ``count`` is used
     instead of a new one. A ``public_centre`` is the midpoint, and only the scale is located.
     Below the ``lower`` ends the chi-square tail's scale keeps the spread its median implies,
-    before the refinement and the centre's error use it."""
+    before the refinement and the centre's error use it. Under a stated moment bound the
+    rough mean's clipping bias is the moment's (:func:`_moment_rule`)."""
+    moment = _moment_rule(rules)
     scale, complete_rows, bounds = rules.scale, rules.complete_rows, rules.bounds
-    user_weights, tail, count = rules.user_weights, rules.tail, rules.count
+    user_weights, count = rules.user_weights, rules.count
+    tail = None if isinstance(rules.tail, Moment) else rules.tail
     public_centre, lower = rules.public_centre, rules.lower
     n, d = matrix.shape
     entries: list[LedgerEntry] = []
@@ -622,11 +632,15 @@ def locate(
     offset = np.clip(rough.total / per_column_users, -rough_width, rough_width)
     count_effect = np.abs(offset) * 3.0 * users_sd / per_column_users
     with np.errstate(over="ignore"):  # a spread far beyond the doubles: an infinite bound
+        rough_bias = (
+            clipping_bias(sd**2, rough_width, midpoint_error, tail=tail)
+            if moment is None
+            else moment_bias(moment.bounds(d), moment.k, rough_width, midpoint_error)
+        )
         centre_error = (
             _rough_error(rough.scale, per_column_users, sd, gamma)
             + count_effect
-            + clipping_bias(sd**2, rough_width, midpoint_error, tail=tail)
-            * _bias_factor(user_weights, per_column_users, n)
+            + rough_bias * _bias_factor(user_weights, per_column_users, n)
         )
     return Location(
         midpoint,
@@ -676,7 +690,7 @@ def forecast_noise(
     *,
     gamma: float,
     stated_scale: bool,
-    tail: Tails | None = None,
+    tail: TailModel | None = None,
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
     relative: bool = False,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -692,7 +706,8 @@ def forecast_noise(
     :func:`_final_radius` and :meth:`~dplong.privacy.budget.ReleasePlan.final_budget` — the
     functions the release itself calls — with the second moment's and the tail stage's shares
     taken out as the release takes them. A heavier tail than the statistic's model widens the
-    radius at release time (the tail stage), and so the noise.
+    radius at release time (the tail stage), and so the noise; a stated moment bound
+    (absolute, not in units of σ) is forecast as its bulk: no tail stage, the bulk's radius.
 
     Examples
     --------
@@ -707,6 +722,8 @@ def forecast_noise(
     users = np.full(d, float(n))
     weights = np.ones(d)
     plan = _with_tail(plan, measured=bounds is None and not stated_scale and tail is None)
+    if isinstance(tail, Moment):
+        tail = None
     if bounds is not None:
         radius = np.asarray((bounds[1] - bounds[0]) / 2.0, dtype=float)
         budget = plan.final_budget(radius, weights, refined=False)
@@ -736,6 +753,21 @@ def forecast_noise(
     if plan.tail:
         _, mean_budget = mean_budget.tail_split(plan.tail)
     return mean_budget.noise_sd(2.0 * radius) / users, sd / np.sqrt(users)
+
+
+def _moment_rule(rules: Rules) -> Moment | None:
+    """The moment rule: a stated :class:`~dplong.privacy.radius.Moment` bound (None if none);
+    the bulk then keeps the plug-in model of the scale, chosen as when no tail is stated.
+
+    Under ``E|x_u - μ|^k <= M`` the clipping bias of ``c ± w`` is at most ``M (k-1)^(k-1) /
+    (k^k (w - e)^(k-1))`` (:func:`~dplong.privacy.radius.moment_bias`; Lemma 3.6 and Corollary
+    3.13 of the person-level paper), whatever the shape of the tail: the rough mean's and the
+    final stage's bias bounds are this one, and the final radius balances it against the
+    mean's noise, never inside the bulk's radius (the paper's Theorem 3.14 takes the larger of
+    its Gaussian and heavy-tail radii). The bound being stated, nothing is counted to find the
+    tail: no tail stage runs and its share stays with the mean. All public: the bound, the
+    centre's error bound and the budget."""
+    return rules.tail if isinstance(rules.tail, Moment) else None
 
 
 def _with_tail(plan: ReleasePlan, *, measured: bool) -> ReleasePlan:
@@ -807,6 +839,7 @@ def release_means(
     >>> [e.stage for e in res.privacy.entries], float(res.interval.mean())
     (['count', 'scale', 'scale', 'tail', 'mean', 'second moment'], 0.0)
     """
+    stated_moment = _moment_rule(rules)
     scale, complete_rows, bounds = rules.scale, rules.complete_rows, rules.bounds
     user_weights, tail, count = rules.user_weights, rules.tail, rules.count
     public_centre, lower = rules.public_centre, rules.lower
@@ -843,7 +876,7 @@ def release_means(
         gamma=gamma,
         rules=rules,
     )
-    if tail is None and scale is None and where.refined:
+    if (tail is None or stated_moment is not None) and scale is None and where.refined:
         where = dataclasses.replace(where, tail=_skew_tails(where))
     plan = where.plan
     users = where.per_column_users
@@ -862,7 +895,7 @@ def release_means(
     weights = np.where(undefined | unfound, 0.0, weights)
     plan = _with_tail(plan, measured=bounds is None and scale is None and tail is None)
     if bounds is None:
-        radius, budget = _final_radius(where, weights, plan, rules.relative)
+        radius, budget = _final_radius(where, weights, plan, rules.relative, stated_moment)
     else:  # the public bounds are the interval: nothing is clipped under the assumption
         radius = (bounds[1] - bounds[0]) / 2.0
         budget = plan.final_budget(radius, weights, refined=False)
@@ -987,7 +1020,13 @@ def release_means(
             # centre still holds, and is kept (not tightened by the move: the tail models of
             # squares are the weak link, and wage-like coverage fell from 0.933 to 0.920 when
             # it was)
-            else clipping_bias(where.sd**2, radius, where.centre_error, tail=where.tail)
+            else (
+                clipping_bias(where.sd**2, radius, where.centre_error, tail=where.tail)
+                if stated_moment is None
+                else moment_bias(
+                    stated_moment.bounds(d), stated_moment.k, radius, where.centre_error
+                )
+            )
             * _bias_factor(user_weights, users, n)
         )
         # a measured heavy tail: the mass beyond the final clip, extrapolated from the users
@@ -1664,10 +1703,16 @@ def _bias_factor(
 
 
 def _final_radius(
-    where: Location, weights: NDArray[np.float64], plan: ReleasePlan, relative: bool = False
+    where: Location,
+    weights: NDArray[np.float64],
+    plan: ReleasePlan,
+    relative: bool = False,
+    moment: Moment | None = None,
 ) -> tuple[NDArray[np.float64], FinalBudget]:
     """Accurate radii and the final budget shared by them (two rounds: radii ↔ shares);
-    ``relative``: shared as if every radius were 1 (each column's noise in its own units)."""
+    ``relative``: shared as if every radius were 1 (each column's noise in its own units);
+    under a stated ``moment`` bound, the radii balancing its bias against the noise, never
+    inside the bulk's (:func:`~dplong.privacy.radius.moment_radius`)."""
 
     def shared(radius: NDArray[np.float64]) -> FinalBudget:
         units = np.ones_like(radius) if relative else radius
@@ -1683,6 +1728,9 @@ def _final_radius(
         per_width = budget.noise_sd(2.0 / users)
         with np.errstate(over="ignore", invalid="ignore"):
             accurate = accurate_radius(sd**2, error, per_width, tail=where.tail)
+            if moment is not None:
+                bounds = moment.bounds(len(sd))
+                accurate = moment_radius(bounds, moment.k, error, per_width, accurate, TAIL_REACH)
         radius = np.fmin(accurate, MAX_RADIUS)
         budget = shared(radius)
     return radius, budget
