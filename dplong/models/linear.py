@@ -54,7 +54,7 @@ from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA, Moment, Tail, check_tail
+from dplong.privacy.radius import DEFAULT_GAMMA, Moment, Tail, TailModel, check_tail
 from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
@@ -531,7 +531,7 @@ class LongitudinalOLS(PanelModel):
         return RegressionResults.of(results, levels=self._levels)
 
 
-def _tail_note(tail: Tail | Moment | None) -> tuple[str, ...]:
+def _tail_note(tail: TailModel | None) -> tuple[str, ...]:
     """The assumption a stated tail adds to the results."""
     if tail is None:
         return ()

@@ -900,47 +900,11 @@ def release_means(
         radius = (bounds[1] - bounds[0]) / 2.0
         budget = plan.final_budget(radius, weights, refined=False)
     mean_budget, moment_budget = budget.split(plan.moment_share)
-    heavy = np.zeros(d, dtype=bool)
-    reach_users = np.zeros(d)
-    tail_radius = np.zeros(d)
-    tail_entries: list[LedgerEntry] = []
-    if plan.tail:
-        # the tail the bulk's scale cannot see, measured (:func:`_tail_radius`)
-        tail_epsilon, mean_budget = mean_budget.tail_split(plan.tail)
-        if np.any(tail_epsilon > 0.0):
-            joint = float(np.sum(tail_epsilon))
-            bulk = radius
-            radius, heavy, reach_users, tail_radius, _ = _tail_radius(
-                matrix,
-                where,
-                radius,
-                joint,
-                mean_budget.epsilon,
-                users,
-                rng,
-                _roots(user_weights),
-            )
-            tail_entries = [_tail_entry(names, joint)]
-            if heavy.any():  # a second rung at the widened clip, from the means' budget
-                rung_epsilon, mean_budget = mean_budget.tail_split(SECOND_RUNG * plan.tail)
-                rung_total = float(np.sum(rung_epsilon))
-                radius, reach_users, tail_radius = _second_rung(
-                    matrix,
-                    where.centre,
-                    heavy,
-                    (bulk, radius),
-                    (tail_radius, reach_users),
-                    rung_total,
-                    mean_budget.epsilon,
-                    rng,
-                    _roots(user_weights),
-                )
-                counted = tuple(name for name, h in zip(names, heavy, strict=True) if h)
-                tail_entries.append(_tail_entry(counted, rung_total))
-                # the split call composes below its sum: the means take up the rest
-                others = [*where.entries, *tail_entries]
-                moment_costs = [] if moment_budget is None else moment_budget.costs()
-                mean_budget = top_up(plan, [e.cost for e in others] + moment_costs, mean_budget)
+    # the tail rule: the tail the bulk's scale cannot see, measured (:func:`_tail_rule`)
+    tails = _tail_rule(
+        matrix, where, plan, names, (radius, mean_budget, moment_budget), rng, _roots(user_weights)
+    )
+    radius, mean_budget = tails.radius, tails.mean_budget
     centre = where.centre
     # a weighted second moment is read about the centre (the offset's share is not released):
     # a moved centre would read as spread, so a release that buys one keeps its centre
@@ -957,7 +921,7 @@ def release_means(
     final = _release(clipped, radius, mean_budget, rng)
     entries = [
         *where.entries,
-        *tail_entries,
+        *tails.entries,
         *_mean_entries("mean", names, mean_budget.epsilon, mean_budget.rho, final, n),
     ]
     spread = where.sd
@@ -1031,9 +995,9 @@ def release_means(
         )
         # a measured heavy tail: the mass beyond the final clip, extrapolated from the users
         # the tail stage found beyond its rung (:func:`_tail_radius`)
-        beyond = _tail_bias(reach_users, tail_radius, radius, users)
+        beyond = _tail_bias(tails.reach, tails.rung, radius, users)
         bias = np.where(
-            heavy, np.maximum(bias, beyond * _bias_factor(user_weights, users, n)), bias
+            tails.heavy, np.maximum(bias, beyond * _bias_factor(user_weights, users, n)), bias
         )
     # a number whose error figures overflow (the medians missed by hundreds of magnitudes) says
     # nothing: withheld like a missed one; so is one its own released figures call implausible
@@ -1093,7 +1057,7 @@ def release_means(
             names, lost, miss, _few(where.users, where.users_sd, n, d) & (user_weights is None)
         )
         + where.scale_notes(names, sparse=sparse, shown=~withheld)
-        + _heavy_notes(names, heavy & ~withheld, bias, radius, centre)
+        + _heavy_notes(names, tails.heavy & ~withheld, bias, radius, centre)
         + _crowded_notes(names, crowded)
         + _missed_notes(names, at_edge, overflow, coarse, where.midpoint)
         + _implausible_notes(names, unsure),
@@ -1425,6 +1389,74 @@ def _square_spread(
     with np.errstate(invalid="ignore"):  # a NaN midpoint (no data) keeps its NaN scale
         floor = np.where(np.isfinite(lower), IMPLIED_SHARE * implied * (midpoint - lower), 0.0)
         return np.asarray(np.fmax(sd, floor))
+
+
+@dataclass(frozen=True)
+class TailFinding:
+    """What the tail rule (:func:`_tail_rule`) found, per column: the final ``radius``, the
+    ``heavy`` columns, the upper confidence count ``reach`` of users beyond the rung ``rung``
+    that anchors a heavy column's bias bound (:func:`_tail_bias`), the rule's ledger
+    ``entries`` and the means' budget it leaves (``mean_budget``). Where the rule does not
+    run: the bulk's radius, no heavy column, no entry, the budget untouched."""
+
+    radius: NDArray[np.float64]
+    heavy: NDArray[np.bool_]
+    reach: NDArray[np.float64]
+    rung: NDArray[np.float64]
+    entries: tuple[LedgerEntry, ...]
+    mean_budget: FinalBudget
+
+
+def _tail_rule(
+    matrix: NDArray[np.float64],
+    where: Location,
+    plan: ReleasePlan,
+    names: tuple[str, ...],
+    final: tuple[NDArray[np.float64], FinalBudget, FinalBudget | None],
+    rng: np.random.Generator,
+    root: NDArray[np.float64] | None = None,
+) -> TailFinding:
+    """The tail rule (design notes, "Heavy tails"): where the plan has a tail share
+    (:func:`_with_tail`: no bounds, scale or tail stated), one count beyond the first rung
+    (:func:`_tail_radius`) carved from the means' budget, and where it finds heavy columns a
+    second count beyond their widened radii (:func:`_second_rung`), after which the means take
+    up what the split's composition leaves (:func:`~dplong.privacy.budget.top_up`). ``final``
+    is the bulk's radii, the means' budget and the second moment's (None if not bought)."""
+    radius, mean_budget, moment_budget = final
+    d = radius.shape[0]
+    quiet = TailFinding(radius, np.zeros(d, dtype=bool), np.zeros(d), np.zeros(d), (), mean_budget)
+    if not plan.tail:
+        return quiet
+    tail_epsilon, mean_budget = mean_budget.tail_split(plan.tail)
+    if not np.any(tail_epsilon > 0.0):
+        return dataclasses.replace(quiet, mean_budget=mean_budget)
+    joint = float(np.sum(tail_epsilon))
+    users = where.per_column_users
+    wide, heavy, reach, rung, _ = _tail_radius(
+        matrix, where, radius, joint, mean_budget.epsilon, users, rng, root
+    )
+    entries = [_tail_entry(names, joint)]
+    if heavy.any():  # a second rung at the widened clip, from the means' budget
+        rung_epsilon, mean_budget = mean_budget.tail_split(SECOND_RUNG * plan.tail)
+        rung_total = float(np.sum(rung_epsilon))
+        wide, reach, rung = _second_rung(
+            matrix,
+            where.centre,
+            heavy,
+            (radius, wide),
+            (rung, reach),
+            rung_total,
+            mean_budget.epsilon,
+            rng,
+            root,
+        )
+        counted = tuple(name for name, h in zip(names, heavy, strict=True) if h)
+        entries.append(_tail_entry(counted, rung_total))
+        # the split call composes below its sum: the means take up the rest
+        others = [*where.entries, *entries]
+        moment_costs = [] if moment_budget is None else moment_budget.costs()
+        mean_budget = top_up(plan, [e.cost for e in others] + moment_costs, mean_budget)
+    return TailFinding(wide, heavy, reach, rung, tuple(entries), mean_budget)
 
 
 def _tail_radius(
