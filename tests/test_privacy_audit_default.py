@@ -85,11 +85,14 @@ pytestmark = [
 #   noise to multiply (which would otherwise swamp the final stage's), and the columns' radii
 #   and PLAN shares coincide (which keeps the budget memo warm). The large δ is what makes the
 #   Gaussian the better final stage for two columns at this ε.
-# * "supported": "estimated" on others that are all >= 0 and skewed (Beta(1, 2): bounded, so
-#   that no run's interval clips them and the noiseless estimate is their mean), with the
+# * "supported": "estimated" on others that are all >= 0 (Beta(2, 2): bounded, so that no
+#   run's interval clips them and the noiseless estimate is their mean; symmetric, so that the
+#   median the mean is read from (the anchor) sits at their mean and the count's noise, which
+#   multiplies their distance, leaves the final stage's visible), with the
 #   public support's end 0 given (``lower``): the final interval, which would reach below 0,
-#   is moved up towards it (engine._supported_centre, as far as the count's noise allows: a
-#   centre that depends on the released radius and the count's public sd).
+#   is moved up to it about its anchor (engine._supported_centre, engine._anchored: the user
+#   without a statistic contributes -s to the sum, s the move, so the pair (nan, +far) moves
+#   the sum by up to w + s <= 2w).
 # * "centred": "estimated" with a public centre 0 and its error bound 0.1 given (``centre``;
 #   ReleasePlan.make(centred=True)): no midpoint and no refinement, the scale's median of
 #   |x - 0| and the count off its cell, the final mean on 0 ± w (the influence release of a
@@ -127,7 +130,7 @@ class Config:
             n, epsilon=epsilon, delta=delta, privacy="central", bound=None, d=d
         )
         rng = np.random.default_rng(60)
-        draws = rng.normal(size=(n - 1, d)) if lower is None else rng.beta(1.0, 2.0, (n - 1, d))
+        draws = rng.normal(size=(n - 1, d)) if lower is None else rng.beta(2.0, 2.0, (n - 1, d))
         self.others = centre + spread * draws
 
     def matrix(self, user: str) -> NDArray[np.float64]:
@@ -205,8 +208,8 @@ def test_reference_releases() -> None:
     assert _reference("gaussian").noise_kind == "gaussian"
     assert _reference("estimated").noise_kind == _reference("stated").noise_kind == "laplace"
     assert _reference("stated").variant == "default (refined)"
-    moved = _reference("supported")  # the support's end moved the centre up (not all the way)
-    assert moved.midpoint[0] < moved.interval[0].mean() and moved.interval[0, 0] < 0.0
+    moved = _reference("supported")  # the support's end moved the interval up, to 0
+    assert moved.midpoint[0] < moved.interval[0].mean() and moved.interval[0, 0] == 0.0
     centred = _reference("centred")  # on the public centre, unrefined
     assert centred.midpoint[0] == centred.interval[0].mean() == 0.0
     assert centred.variant == "default"
@@ -630,6 +633,7 @@ def _audit(name: str, pair: tuple[str, str], broken: bool = False) -> EpsilonBou
         ("stated", ("-inf", "+far"), 0.3),
         ("gaussian", ("-inf", "+far"), 0.2),
         ("supported", ("-inf", "+far"), 0.3),
+        ("supported", ("nan", "+far"), 0.05),
         ("centred", ("-inf", "+far"), 0.3),
         ("moment", ("-inf", "+far"), 0.3),
     ],
@@ -639,6 +643,7 @@ def _audit(name: str, pair: tuple[str, str], broken: bool = False) -> EpsilonBou
         "stated-refined",
         "gaussian-2-columns",
         "supported-moved-centre",
+        "supported-missing-vs-far",
         "public-centre",
         "moment-rule",
     ],

@@ -905,20 +905,30 @@ def release_means(
         matrix, where, plan, names, (radius, mean_budget, moment_budget), rng, _roots(user_weights)
     )
     radius, mean_budget = tails.radius, tails.mean_budget
-    centre = where.centre
+    # the interval's middle (``centre``) and the anchor the mean is read from: the same but
+    # where a support's end moves the interval up (:func:`_supported_centre`)
+    centre = anchor = where.centre
     # a weighted second moment is read about the centre (the offset's share is not released):
     # a moved centre would read as spread, so a release that buys one keeps its centre
     if lower is not None and (user_weights is None or moment_budget is None):
-        # a centre moved by s adds s times the count's relative noise to the mean's: at most
+        # an anchor moved by s adds s times the count's relative noise to the mean's: at most
         # SHIFT_COST of the sum's own noise
         with np.errstate(divide="ignore", invalid="ignore"):
-            reach = SHIFT_COST * mean_budget.noise_sd(2.0 * radius) / where.users_sd
-        centre = _supported_centre(centre, radius, lower, np.nan_to_num(reach, nan=np.inf))
+            reach = np.nan_to_num(
+                SHIFT_COST * mean_budget.noise_sd(2.0 * radius) / where.users_sd, nan=np.inf
+            )
+        if user_weights is None:  # the interval moves by up to w about its anchor for free
+            centre = _supported_centre(anchor, radius, lower, radius + reach)
+            anchor = np.fmax(anchor, centre - radius)
+        else:
+            centre = anchor = _supported_centre(anchor, radius, lower, reach)
+    with np.errstate(invalid="ignore"):  # in [0, w]: the anchor stays inside the interval
+        shift = np.nan_to_num(centre - anchor, nan=0.0)
     # no user lies below a support's end: no mean can be at an interval's edge there
     floor_edge = np.full(d, False) if lower is None else centre - radius <= lower
     root = _roots(user_weights)
     clipped = _centred(matrix, centre, radius, root)
-    final = _release(clipped, radius, mean_budget, rng)
+    final = _release(_anchored(clipped, ~np.isnan(matrix), shift), radius, mean_budget, rng)
     entries = [
         *where.entries,
         *tails.entries,
@@ -933,8 +943,11 @@ def release_means(
             "second moment", names, moment_budget.epsilon, moment_budget.rho, moment, n
         )
     # the mean of values clipped to ±w lies in ±w: projecting onto it is post-processing, and
-    # keeps a noisy count from blowing the ratio up
-    offset = np.clip(final.total / users, -radius, radius)
+    # keeps a noisy count from blowing the ratio up. ``offset`` is from the anchor, ``inside``
+    # from the interval's middle; the anchored sum is the released one plus n s (_anchored)
+    with np.errstate(invalid="ignore"):
+        offset = np.clip((final.total + n * shift) / users, shift - radius, shift + radius)
+        inside = offset - shift
     # a mean at the edge of its interval says the interval missed the data (a centre beyond its
     # allowance: a bad event); its number would look precise and be wrong, so it is withheld.
     # Were every user at the edge, |offset| would be w N / N̂ plus noise: its plausible low end
@@ -942,7 +955,7 @@ def release_means(
     edge = radius * (1.0 - EDGE_SDS * where.users_sd / users) - EDGE_SDS * final.sd / users
     threshold = np.minimum(MISSED_SHARE, np.maximum(NEAR_SHARE, edge / radius)) * radius
     missed = (
-        ((offset >= threshold) | ((offset <= -threshold) & ~floor_edge))
+        ((inside >= threshold) | ((inside <= -threshold) & ~floor_edge))
         & ~undefined
         & ~unfound
         & (bounds is None)
@@ -956,7 +969,7 @@ def release_means(
             # about the mean, as a centre may be off it by design (_supported_centre); weighted,
             # about the centre (Σ w_u² (x_u - c)² / W: the offset's share, o² Σ w_u² / W, is not
             # released, and leaving it in errs on the safe side)
-            about = second - (offset**2 if root is None else 0.0)
+            about = second - (inside**2 if root is None else 0.0)
             # the clipped values spreading far beyond the scale the interval was sized on: the
             # private scale saw only part of the users (most at one value, or a tail far heavier
             # than its model), many others were clipped, and the bias bound would not hold. At
@@ -973,7 +986,7 @@ def release_means(
             # the variance of the clipped values, or σ̂² if larger (its noise is one-sided safe)
             spread = np.sqrt(np.maximum(about, where.sd**2))
     with np.errstate(over="ignore", invalid="ignore"):  # a far miss overflows its figures
-        estimate = centre + offset
+        estimate = anchor + offset
         total_sd = np.sqrt((final.sd / users) ** 2 + (np.abs(offset) * where.users_sd / users) ** 2)
         sampling_sd = spread / np.sqrt(users)
         bias = (
@@ -994,8 +1007,11 @@ def release_means(
             * _bias_factor(user_weights, users, n)
         )
         # a measured heavy tail: the mass beyond the final clip, extrapolated from the users
-        # the tail stage found beyond its rung (:func:`_tail_radius`)
-        beyond = _tail_bias(tails.reach, tails.rung, radius, users)
+        # the tail stage found beyond its rung (:func:`_tail_radius`); where a support's end
+        # moved the interval up by m, the upper clip is w + m from the located centre and no
+        # user lies below the lower one, so the mass beyond w + m bounds the bias
+        moved = np.nan_to_num(centre - where.centre, nan=0.0)
+        beyond = _tail_bias(tails.reach, tails.rung, radius + moved, users)
         bias = np.where(
             tails.heavy, np.maximum(bias, beyond * _bias_factor(user_weights, users, n)), bias
         )
@@ -1634,10 +1650,11 @@ def _supported_centre(
     ``lower + w`` where ``c - w`` is below the support's public end ``lower``: the same width
     (so the same sensitivity and noise in the sum), less of it spent below every user, and the
     upper clip farther out (a square's right tail: on the wage panel ``z'z`` of ``expersq``
-    beyond ``exper`` lost 20-30 % of its mean to an interval whose lower half held no one). The
-    price is the count's: the mean ``c + S / N̂`` carries ``(c - x̄) (N̂ - N) / N̂``, so
-    ``reach`` bounds the move by the noise it may add. A function of released numbers and
-    public facts: post-processing.
+    beyond ``exper`` lost 20-30 % of its mean to an interval whose lower half held no one).
+    ``reach`` bounds the move: a mean read from the moved centre, ``m + S / N̂``, carries ``(m -
+    x̄) (N̂ - N) / N̂``, the count's noise times the move; read from the unmoved anchor
+    (:func:`_anchored`) it moves up to w at no such cost, and only the rest is priced. A
+    function of released numbers and public facts: post-processing.
 
     Examples
     --------
@@ -1649,6 +1666,32 @@ def _supported_centre(
     """
     with np.errstate(invalid="ignore"):  # a NaN centre (no data) stays NaN
         return centre + np.clip(lower + radius - centre, 0.0, reach)
+
+
+def _anchored(
+    clipped: NDArray[np.float64], present: NDArray[np.bool_], shift: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The terms of the final sum when the interval's middle m lies ``shift`` = s in [0, w]
+    above the anchor a the mean is read from (a support's end moved the interval up,
+    :func:`_supported_centre`): a user with a statistic gives ``clip(x - m, ±w)``, one without
+    gives ``-s``. Every term lies in ``±w``, so replacing one user moves the sum by at most 2w
+    as before; and the sum plus ``n s`` (n public) is ``Σ (clip(x - m, ±w) + s)`` over the
+    users with a statistic, the sum of their values clipped to ``[m - w, m + w]`` about the
+    anchor. The mean is then ``a + (sum + n s) / N̂``: the count's noise multiplies its
+    distance to the anchor, not to the moved middle. Unchanged where s = 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.engine import _anchored
+    >>> clipped = np.array([[0.5], [-1.0], [0.0]])  # about m; the third user has no statistic
+    >>> present = np.array([[True], [True], [False]])
+    >>> _anchored(clipped, present, np.array([0.75]))[:, 0].tolist()
+    [0.5, -1.0, -0.75]
+    """
+    if not np.any(shift):
+        return clipped
+    return np.where(present, clipped, -shift)
 
 
 def _centred(
