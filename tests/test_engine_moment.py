@@ -168,3 +168,24 @@ def test_winsorized_mean_takes_a_moment_bound() -> None:
     )
     assert "tail" not in {e.stage for e in res.privacy.entries}
     assert abs(float(res.params.iloc[0]) - x.mean()) < 0.2
+
+
+def test_noise_off_the_moment_rule_clips_nobody(wages: dplong.LongitudinalOLS) -> None:
+    """With the noise off (every draw exactly 0) the balanced radius is the widest the rule
+    allows, far beyond every man's coefficients: the release is the average of the per-man
+    OLS fits (least squares per man, as statsmodels' OLS) to 1e-10."""
+    panel = dplong.datasets.load_wage_panel()
+    fits = [
+        np.linalg.lstsq(
+            np.column_stack([np.ones(len(rows)), rows["exper"], rows["expersq"]]),
+            rows["lwage"].to_numpy(),
+            rcond=None,
+        )[0]
+        for _, rows in panel.groupby("nr")
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = wages.fit(
+            epsilon=1e100, delta=1e-6, tail=dplong.Moment(k=4, bound=[100.0, 0.5, 1.5e-5])
+        )
+    np.testing.assert_allclose(res.params.to_numpy(), np.mean(fits, axis=0), rtol=0, atol=1e-10)
