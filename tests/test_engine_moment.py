@@ -123,7 +123,7 @@ def test_the_wage_panel_per_user_fit_under_a_moment_bound(wages: dplong.Longitud
     assert np.all(narrow < 0.5 * wide)
     assert "tail" not in {e.stage for e in stated.privacy.entries}
     assert stated.privacy.epsilon <= 4.0 * (1 + 1e-12)
-    assert "Stated moment bound E|b_u - b|^4" in stated.summary().as_text()
+    assert "Stated moment bound E|b_u - mean|^4" in stated.summary().as_text()
 
 
 @pytest.mark.parametrize(
@@ -168,6 +168,7 @@ def test_winsorized_mean_takes_a_moment_bound() -> None:
     )
     assert "tail" not in {e.stage for e in res.privacy.entries}
     assert abs(float(res.params.iloc[0]) - x.mean()) < 0.2
+    assert any("Stated moment bound E|x_u - mean|^4" in line for line in res.assumptions)
 
 
 def test_noise_off_the_moment_rule_clips_nobody(wages: dplong.LongitudinalOLS) -> None:

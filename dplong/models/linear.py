@@ -536,10 +536,7 @@ def _tail_note(tail: TailModel | None) -> tuple[str, ...]:
     if tail is None:
         return ()
     if isinstance(tail, Moment):
-        return (
-            f"Stated moment bound E|b_u - b|^{tail.k:g} <= {list(tail.bound)} per coefficient: "
-            "the clip and the clipping bias bound are those of the moment (no tail is counted).",
-        )
+        return (tail.assumption("b_u"),)
     return (f"Stated tail model of the per-user coefficients: {tail}.",)
 
 

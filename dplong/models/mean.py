@@ -314,7 +314,8 @@ def winsorized_mean(
         nobs_users=n,
         basis=("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8"),
         options=request.options,
-        assumptions=(estimand, scale_note),
+        assumptions=(estimand, scale_note)
+        + ((stated_tail.assumption("x_u"),) if isinstance(stated_tail, Moment) else ()),
     )
     if grouping is None:
         return results

@@ -132,6 +132,20 @@ class Moment:
         object.__setattr__(self, "k", order)
         object.__setattr__(self, "bound", tuple(float(v) for v in values))
 
+    def assumption(self, statistic: str) -> str:
+        """The results' line stating the bound, for a user's ``statistic`` (e.g. ``"x_u"``).
+
+        Examples
+        --------
+        >>> from dplong.privacy.radius import Moment
+        >>> print(Moment(k=4, bound=2.0).assumption("x_u"))  # doctest: +ELLIPSIS
+        Stated moment bound E|x_u - mean|^4 <= [2.0]: the clip and the clipping bias bound ...
+        """
+        return (
+            f"Stated moment bound E|{statistic} - mean|^{self.k:g} <= {list(self.bound)}: the "
+            "clip and the clipping bias bound are the moment's (no tail is counted)."
+        )
+
     def bounds(self, d: int) -> NDArray[np.float64]:
         """The bound of each of ``d`` columns (one stated for all, or one per column)."""
         if len(self.bound) not in (1, d):
