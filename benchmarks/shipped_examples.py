@@ -142,6 +142,17 @@ EXAMPLES = (
         {"epsilon": 16.0, "scale": 250.0},
         {"scale": 1e8},
     ),
+    # issue 29's stated tail: a fourth-moment bound about twice the full sample's per-man
+    # coefficients' (40.3, 0.232, 6.6e-6), as an earlier wave or a public study would give
+    Example(
+        "per-user OLS, stated moment",
+        "issue 29",
+        _wages,
+        "nr",
+        _ols("lwage ~ exper + expersq", tail=dplong.Moment(k=4, bound=[100.0, 0.5, 1.5e-5])),
+        {"epsilon": 4.0},
+        {"scale": 1e6},
+    ),
     # the fits of issue 32, with defaults (nothing but ε)
     Example(
         "curve, estimated scale",

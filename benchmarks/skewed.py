@@ -30,7 +30,7 @@ from dplong.datasets import load_randhie
 MU = 3.7
 
 
-def randhie(reps: int, seed: int, log: bool) -> str:
+def randhie(reps: int, seed: int, log: bool, lower: float | None = None) -> str:
     df = load_randhie()
     values = np.log1p(df["meddol"]) if log else df["meddol"]
     reference = values.groupby(df["zper"]).mean()
@@ -39,7 +39,9 @@ def randhie(reps: int, seed: int, log: bool) -> str:
     rng = np.random.default_rng([seed, 29, int(log)])
     errors, covered, warned = [], 0, 0
     for _ in range(reps):
-        res = dplong.winsorized_mean(values, groups=df["zper"], epsilon=1.0, random_state=rng)
+        res = dplong.winsorized_mean(
+            values, groups=df["zper"], epsilon=1.0, lower=lower, random_state=rng
+        )
         estimate = float(res.params.iloc[0])
         ci = res.conf_int().iloc[0]
         errors.append(estimate - truth)
@@ -47,7 +49,7 @@ def randhie(reps: int, seed: int, log: bool) -> str:
         warned += any("heavy tail" in note for note in res.warnings)
     value, se = rmse(errors)
     cover = proportion(covered, reps)
-    name = "log1p(meddol)" if log else "meddol"
+    name = ("log1p(meddol)" if log else "meddol") + ("" if lower is None else f", lower={lower:g}")
     return (
         f"| RAND HIE {name} | {truth:.4g} | {sampling:.3g} | {pm(value, se)} | "
         f"{pm(value / sampling, se / sampling)} | {pm(*cover)} | {warned}/{reps} |"
@@ -130,6 +132,8 @@ def main() -> None:
         print("|---|---|---|---|---|---|---|")
         for log in (False, True):
             print(randhie(args.reps, args.seed, log), flush=True)
+        # the support's end declared (issue 29 item 2): spending is never below 0
+        print(randhie(args.reps, args.seed, False, lower=0.0), flush=True)
     if args.only in (None, "simulated"):
         print("\n| per-user statistic | n | MSE / non-private | coverage | withheld |")
         print("|---|---|---|---|---|")

@@ -14,6 +14,7 @@ from dplong.models import (
 )
 from dplong.planning import PlanResults, plan
 from dplong.privacy import Accountant, PrivacyLedger
+from dplong.privacy.radius import Moment
 from dplong.results import (
     CurveResults,
     GroupedResults,
@@ -31,6 +32,7 @@ __all__ = [
     "CurveResults",
     "GroupedResults",
     "LongitudinalOLS",
+    "Moment",
     "NadarayaWatson",
     "PanelResults",
     "PlanResults",

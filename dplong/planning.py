@@ -66,7 +66,7 @@ from dplong.exceptions import (
 )
 from dplong.privacy.budget import QUIET_REMEDY, ReleasePlan
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.radius import Tails
+from dplong.privacy.radius import TailModel
 
 __all__ = [
     "FitPlan",
@@ -115,7 +115,7 @@ class PlannedBlock:
     stated_scale: bool
     plan: ReleasePlan | None
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
-    tail: Tails | None = None
+    tail: TailModel | None = None
     relative: bool = False
 
 

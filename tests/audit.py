@@ -404,7 +404,7 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
 
     @functools.lru_cache(maxsize=1 << 16)
     def cached_final_radius(key: tuple[Any, ...], plan: Any) -> Any:
-        sd, error, users, tail, refined, fallback, weights, relative = key
+        sd, error, users, tail, refined, fallback, weights, relative, moment = key
         where = types.SimpleNamespace(
             sd=np.frombuffer(sd),
             centre_error=np.frombuffer(error),
@@ -413,9 +413,11 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
             refined=refined,
             fallback=fallback,
         )
-        return final_radius(where, np.frombuffer(weights), plan, relative)
+        return final_radius(where, np.frombuffer(weights), plan, relative, moment)
 
-    def memo_final_radius(where: Any, weights: Any, plan: Any, relative: bool = False) -> Any:
+    def memo_final_radius(
+        where: Any, weights: Any, plan: Any, relative: bool = False, moment: Any = None
+    ) -> Any:
         # _final_radius reads these six fields of the Location only (engine.py)
         key = (
             *(
@@ -427,6 +429,7 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
             where.fallback,
             np.ascontiguousarray(weights, dtype=np.float64).tobytes(),
             relative,
+            moment,  # a stated Moment (hashable) or None
         )
         radius, budget = cached_final_radius(key, plan)
         return radius.copy(), budget

@@ -94,23 +94,28 @@ def test_a_support_end_moves_the_interval_up() -> None:
     assert moved.bias[0] == plain.bias[0]
 
 
-def test_a_support_end_moves_the_centre_only_as_far_as_the_count_allows() -> None:
-    """With noise, the mean ``c + S / N̂`` carries the centre's offset times the count's relative
-    noise: a move by ``s`` adds at most ``s · sd(N̂) / N̂``, and the move stops where that is
-    ``SHIFT_COST`` of the sum's own noise sd ``a``. The earlier stages draw the same numbers with
-    and without the support (same radius), so the moved release's noise sd is at most
-    ``hypot(a, b + SHIFT_COST a)``, b the unmoved offset's part."""
-    _, plain = _squares(4.0, None, None)
+def test_a_support_end_moves_the_interval_about_its_anchor() -> None:
+    """With noise: the interval moves up by as much as its half-width w about its anchor (the
+    refined centre) at no cost in the count's noise, as the mean is read from the anchor
+    (``engine._anchored``: a user without a statistic gives ``-s``, and the released sum plus
+    ``n s`` is the anchored one), so the count's relative noise multiplies only the mean's
+    distance to the anchor. Here the move needed (13) is within w (15): the interval becomes
+    ``[0, 2w]`` (same width, same sensitivity), the estimate is closer to the mean, the bias
+    bound is the unmoved interval's, and the noise sd is the sum's and the count's times the
+    offset from the anchor. (Beyond w the anchor itself moves, as far as ``SHIFT_COST`` of the
+    sum's noise allows.)"""
+    x, plain = _squares(4.0, None, None)
     _, moved = _squares(4.0, None, np.zeros(1))
     width = np.diff(plain.interval[0])[0]
-    assert np.diff(moved.interval[0])[0] == width
-    users, users_sd = plain.users[0], plain.users_sd
-    a = plain.noise_scale[0] * np.sqrt(2.0)  # Laplace: sd = √2 scale
-    move = moved.interval[0, 0] - plain.interval[0, 0]
-    assert 0.0 < move < -plain.interval[0, 0]  # partly: the count's noise is the limit here
-    assert move * users_sd / users == pytest.approx(engine.SHIFT_COST * a, rel=1e-6)
-    b = abs(plain.estimate[0] - plain.interval[0].mean()) * users_sd / users
-    assert moved.noise_sd[0] <= np.hypot(a, b + engine.SHIFT_COST * a) * (1.0 + 1e-9)
+    assert moved.interval[0, 0] == 0.0
+    assert np.diff(moved.interval[0])[0] == pytest.approx(width, rel=1e-12)
+    assert abs(moved.estimate[0] - x.mean()) < abs(plain.estimate[0] - x.mean())
+    assert moved.bias[0] == plain.bias[0]
+    anchor = plain.interval[0].mean()  # the same earlier stages: the same refined centre
+    offset = moved.estimate[0] - anchor
+    a = moved.noise_scale[0] * np.sqrt(2.0)  # Laplace: sd = √2 scale (on a fine lattice)
+    count = abs(offset) * moved.users_sd / moved.users[0]
+    assert moved.noise_sd[0] == pytest.approx(np.hypot(a, count), rel=1e-3)
 
 
 def test_a_square_on_a_lattice_keeps_the_spread_its_median_implies(

@@ -657,9 +657,10 @@ def test_issue_10_slope_targets(epsilon: float, target: float) -> None:
     ratio, se = ratio_and_se(private, public)
     predicted = 1.0 + noise_var.mean() / public.mean()
     print(f"ε = {epsilon}: slopes MSE ratio {ratio:.3f} ± {se:.3f}, predicted {predicted:.3f}")
-    # the reported noise never understates the realized error; since the tail stage's one
-    # count (issue 29) it overstates a per-user slope's (measured 1.24 ± 0.23 against 2.47 from
-    # the reported noise at ε = 1: open work, docs/accuracy.md), so the target is judged on the
-    # measured ratio, within 4 of its standard errors
+    # the reported noise never understates the realized error; the ratio it predicts is above
+    # the measured one (1.24 ± 0.23 against 2.47 at ε = 1): the rare releases the tail rule
+    # widens dominate the mean reported variance, and the clip's winsorizing lowers the
+    # sampling error (the noise sd itself is calibrated release by release: docs/accuracy.md),
+    # so the target is judged on the measured ratio, within 4 of its standard errors
     assert ratio <= predicted + Z_TOL * se
     assert ratio - Z_TOL * se <= target

@@ -58,6 +58,7 @@ from dplong.privacy import noise, quantile
 from dplong.privacy.budget import ReleasePlan
 from dplong.privacy.engine import GRID, ROUGH_RADIUS, Release, Rules, release_means
 from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.radius import Moment
 
 pytestmark = [
     # small n on purpose: the plan's reliability notes (public facts) may fire
@@ -84,15 +85,21 @@ pytestmark = [
 #   noise to multiply (which would otherwise swamp the final stage's), and the columns' radii
 #   and PLAN shares coincide (which keeps the budget memo warm). The large δ is what makes the
 #   Gaussian the better final stage for two columns at this ε.
-# * "supported": "estimated" on others that are all >= 0 and skewed (Beta(1, 2): bounded, so
-#   that no run's interval clips them and the noiseless estimate is their mean), with the
+# * "supported": "estimated" on others that are all >= 0 (Beta(2, 2): bounded, so that no
+#   run's interval clips them and the noiseless estimate is their mean; symmetric, so that the
+#   median the mean is read from (the anchor) sits at their mean and the count's noise, which
+#   multiplies their distance, leaves the final stage's visible), with the
 #   public support's end 0 given (``lower``): the final interval, which would reach below 0,
-#   is moved up towards it (engine._supported_centre, as far as the count's noise allows: a
-#   centre that depends on the released radius and the count's public sd).
+#   is moved up to it about its anchor (engine._supported_centre, engine._anchored: the user
+#   without a statistic contributes -s to the sum, s the move, so the pair (nan, +far) moves
+#   the sum by up to w + s <= 2w).
 # * "centred": "estimated" with a public centre 0 and its error bound 0.1 given (``centre``;
 #   ReleasePlan.make(centred=True)): no midpoint and no refinement, the scale's median of
 #   |x - 0| and the count off its cell, the final mean on 0 ± w (the influence release of a
 #   within fit).
+# * "moment": "estimated" with a stated fourth-moment bound 30 (``tail=Moment(4, 30)``, the
+#   moment rule): the final radius balances that bound's bias against the noise (about 4.4
+#   against the bulk's 2.5-3), a function of public facts and released numbers only.
 # User 0 is "-inf" (not counted — not finite — but clipped to the bottom of the interval),
 # "+far" (FAR above: clipped to the top, counted) or "nan" (no statistic: neither). The pairs
 # (-inf, +far) move the clipped sum by the full 2w and the count by one; (nan, +far) by w and one.
@@ -113,15 +120,17 @@ class Config:
         spread: float = 1.0,
         lower: NDArray[np.float64] | None = None,
         public: float | None = None,
+        tail: Moment | None = None,
     ) -> None:
         self.name, self.n, self.d, self.scale, self.lower = name, n, d, scale, lower
+        self.tail = tail
         self.public = None if public is None else (np.zeros(d), np.full(d, public))
         self.names = ("a", "b")[:d]
         self.options = ReleaseOptions.check(
             n, epsilon=epsilon, delta=delta, privacy="central", bound=None, d=d
         )
         rng = np.random.default_rng(60)
-        draws = rng.normal(size=(n - 1, d)) if lower is None else rng.beta(1.0, 2.0, (n - 1, d))
+        draws = rng.normal(size=(n - 1, d)) if lower is None else rng.beta(2.0, 2.0, (n - 1, d))
         self.others = centre + spread * draws
 
     def matrix(self, user: str) -> NDArray[np.float64]:
@@ -134,7 +143,9 @@ class Config:
             names=self.names,
             options=self.options,
             rng=rng,
-            rules=Rules(scale=self.scale, lower=self.lower, public_centre=self.public),
+            rules=Rules(
+                scale=self.scale, lower=self.lower, public_centre=self.public, tail=self.tail
+            ),
         )
 
 
@@ -143,7 +154,8 @@ STATED = Config("stated", 200, 2.0, 1e-3, np.array([1.0]), 0.0)
 GAUSSIAN = Config("gaussian", 300, 2.0, 5e-2, np.ones(2), 1502.0, d=2, spread=0.1)
 SUPPORTED = Config("supported", 200, 2.0, 1e-3, None, 0.0, lower=np.zeros(1))
 CENTRED = Config("centred", 200, 2.0, 1e-3, None, 0.0, public=0.1)
-CONFIGS = {c.name: c for c in (ESTIMATED, STATED, GAUSSIAN, SUPPORTED, CENTRED)}
+MOMENT = Config("moment", 200, 2.0, 1e-3, None, 0.0, tail=Moment(k=4, bound=30.0))
+CONFIGS = {c.name: c for c in (ESTIMATED, STATED, GAUSSIAN, SUPPORTED, CENTRED, MOMENT)}
 
 
 @cache
@@ -164,6 +176,7 @@ def test_reference_releases() -> None:
         "gaussian": ["count", "midpoint", "midpoint", "mean", "mean"],
         "supported": ["count", "midpoint", "scale", "scale", "mean"],
         "centred": ["count", "scale", "scale", "mean"],
+        "moment": ["count", "midpoint", "scale", "scale", "mean"],
     }
     for name, config in CONFIGS.items():
         ref = _reference(name)
@@ -195,11 +208,13 @@ def test_reference_releases() -> None:
     assert _reference("gaussian").noise_kind == "gaussian"
     assert _reference("estimated").noise_kind == _reference("stated").noise_kind == "laplace"
     assert _reference("stated").variant == "default (refined)"
-    moved = _reference("supported")  # the support's end moved the centre up (not all the way)
-    assert moved.midpoint[0] < moved.interval[0].mean() and moved.interval[0, 0] < 0.0
+    moved = _reference("supported")  # the support's end moved the interval up, to 0
+    assert moved.midpoint[0] < moved.interval[0].mean() and moved.interval[0, 0] == 0.0
     centred = _reference("centred")  # on the public centre, unrefined
     assert centred.midpoint[0] == centred.interval[0].mean() == 0.0
     assert centred.variant == "default"
+    # the moment rule widened the clip beyond the bulk's (same seed, same stages before it)
+    assert np.ptp(_reference("moment").interval) > 1.2 * np.ptp(_reference("estimated").interval)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,8 +423,8 @@ def test_release_means_replica_reproduces_the_package(
     chosen: list[Any] = []
     honest = engine._final_radius
 
-    def spy(where: Any, weights: Any, plan: Any, relative: bool = False) -> Any:
-        chosen.append(honest(where, weights, plan, relative))
+    def spy(where: Any, weights: Any, plan: Any, relative: bool = False, moment: Any = None) -> Any:
+        chosen.append(honest(where, weights, plan, relative, moment))
         return chosen[-1]
 
     kinds, moments = set(), set()
@@ -491,8 +506,16 @@ def test_release_means_replica_reproduces_the_package(
 #: releases per data set: ~5 ms each for d = 1, ~10 ms for d = 2 (CPU time); the far pair
 #: carries the tightest audit. The broken pipeline is far off (its final stage at 8 ε_j, or
 #: ρ_j × 64): 600 runs show it.
-RUNS = {"estimated": 1_500, "stated": 1_200, "gaussian": 800, "supported": 1_500, "centred": 1_500}
+RUNS = {
+    "estimated": 1_500,
+    "stated": 1_200,
+    "gaussian": 800,
+    "supported": 1_500,
+    "centred": 1_500,
+    "moment": 1_500,
+}
 BROKEN_RUNS = {
+    "moment": 600,
     "estimated": 600,
     "stated": 600,
     "gaussian": 600,
@@ -610,7 +633,9 @@ def _audit(name: str, pair: tuple[str, str], broken: bool = False) -> EpsilonBou
         ("stated", ("-inf", "+far"), 0.3),
         ("gaussian", ("-inf", "+far"), 0.2),
         ("supported", ("-inf", "+far"), 0.3),
+        ("supported", ("nan", "+far"), 0.05),
         ("centred", ("-inf", "+far"), 0.3),
+        ("moment", ("-inf", "+far"), 0.3),
     ],
     ids=[
         "estimated-inf-vs-far",
@@ -618,7 +643,9 @@ def _audit(name: str, pair: tuple[str, str], broken: bool = False) -> EpsilonBou
         "stated-refined",
         "gaussian-2-columns",
         "supported-moved-centre",
+        "supported-missing-vs-far",
         "public-centre",
+        "moment-rule",
     ],
 )
 def test_release_means_audit(name: str, pair: tuple[str, str], least: float) -> None:
@@ -633,7 +660,7 @@ def test_release_means_audit(name: str, pair: tuple[str, str], least: float) -> 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["estimated", "gaussian", "supported", "centred"])
+@pytest.mark.parametrize("name", ["estimated", "gaussian", "supported", "centred", "moment"])
 def test_release_means_audit_has_power(name: str) -> None:
     claim = _reference(name).privacy.epsilon
     bound = _audit(name, ("-inf", "+far"), broken=True)  # final stage at 8 ε (ρ × 64)

@@ -39,7 +39,7 @@ from dplong.privacy.budget import (
 from dplong.privacy.engine import Release, Rules, UserWeights, release_means
 from dplong.privacy.local import release_local
 from dplong.privacy.options import Focus, ReleaseOptions, focus_weights
-from dplong.privacy.radius import Tails, bin_radius, concentration_radius
+from dplong.privacy.radius import TailModel, bin_radius, concentration_radius
 from dplong.privacy.variance import ScaleEstimate, check_scale, estimate_scale
 from dplong.privacy.winsorized import check_paper, release_paper
 from dplong.results import ModelSpec, PanelResults
@@ -88,7 +88,7 @@ class Statistics:
     nonnegative: bool = False
     user_weights: UserWeights | None = None
     centre_bias: NDArray[np.float64] | None = None
-    tail: Tails | None = None
+    tail: TailModel | None = None
     lower: NDArray[np.float64] | None = None
     centre: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
 
@@ -120,7 +120,7 @@ class Block:
     complete_rows: bool = True
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     weighted: bool = False
-    tail: Tails | None = None
+    tail: TailModel | None = None
     count_from: int | None = None
     moment: bool = True
     relative: bool = False

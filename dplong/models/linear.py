@@ -55,7 +55,7 @@ from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA
+from dplong.privacy.radius import DEFAULT_GAMMA, Moment, Tail, TailModel, check_tail
 from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
@@ -284,6 +284,7 @@ class LongitudinalOLS(PanelModel):
         variant: Variant = "default",
         gamma: float = DEFAULT_GAMMA,
         refine: bool = True,
+        tail: Tail | Moment | None = None,
         min_rows: int | None = None,
         min_eigenvalue: float | None = None,
         estimator: Estimator | None = None,
@@ -314,6 +315,14 @@ class LongitudinalOLS(PanelModel):
             to minimise the weighted error (PLAN); default all alike.
         privacy, bound, variant, gamma, refine, random_state, rng, accountant
             As in :func:`dplong.winsorized_mean`.
+        tail : str or Moment, optional
+            Per-user estimator: the tail model of one user's coefficients, as
+            :func:`dplong.winsorized_mean`'s ``tail``. Coefficients from a few rows each are
+            often heavy-tailed; by default the engine looks for that privately and, where it
+            finds it, allows for the heaviest tail it vouches for (wide intervals).
+            ``dplong.Moment(k=4, bound=[...])``, a bound on ``E|β_u - β|^4`` per coefficient
+            the analyst can justify, replaces that worst case with the clip and bias bound of
+            the moment.
         estimator : {"per-user", "within"}, optional
             Default ``"within"`` when the formula has ``EntityEffects`` (which takes no
             other), else ``"per-user"``. ``"per-user"``: the average of the users' own
@@ -427,9 +436,18 @@ class LongitudinalOLS(PanelModel):
                 "(e.g. scale=AR1(0.5)); drop them or state the model"
             )
         if within:
+            if tail is not None:  # refused, not ignored: each cross product has its own model
+                raise ParameterError(
+                    'tail applies to estimator="per-user" (the within estimator chooses the '
+                    "tail model of each cross product); drop it"
+                )
             return self._fit_within(
                 request, names, absorbed, scale=scale, focus=focus, max_rows=max_rows
             )
+        options = request.options
+        stated_tail = check_tail(
+            tail, p, default_engine=options.variant == "default" and not options.local
+        )
 
         def from_dependence(model: DependenceModel) -> float:
             rows = check_min_rows(min_rows, "turn a dependence model into a radius")
@@ -450,7 +468,7 @@ class LongitudinalOLS(PanelModel):
         def statistics(_: tuple[Release, ...]) -> Statistics:
             return Statistics(self._user_coefficients(), scale=proxy)
 
-        block = Block(names, 1.0, statistics, stated_scale=proxy is not None)
+        block = Block(names, 1.0, statistics, stated_scale=proxy is not None, tail=stated_tail)
         kind = "OLS" if self._correlation.kind == "independence" else "GLS"
         assumptions = (
             f"Per-user {kind} coefficients averaged over the users who have one (working "
@@ -461,6 +479,7 @@ class LongitudinalOLS(PanelModel):
             else _scale_note(scale, min_rows, min_eigenvalue),
             "Standard errors and intervals: the sampling error of the average under that "
             "scale (users independent), the exact privacy-noise law and the clipping bias bound.",
+            *_tail_note(stated_tail),
         )
         return RegressionResults.of(
             self._fit(request, [block], assumptions=assumptions), levels=self._levels
@@ -552,6 +571,15 @@ def _between_columns(
             f"expected some of {list(names)}"
         )
     return tuple(dict.fromkeys(listed))
+
+
+def _tail_note(tail: TailModel | None) -> tuple[str, ...]:
+    """The assumption a stated tail adds to the results."""
+    if tail is None:
+        return ()
+    if isinstance(tail, Moment):
+        return (tail.assumption("b_u"),)
+    return (f"Stated tail model of the per-user coefficients: {tail}.",)
 
 
 def _check_cov_type(cov_type: object) -> None:

@@ -412,7 +412,9 @@ class RandomEffectsLocation(PanelModel):
             "over the users with two rows or more"
             + (", centred at a preliminary equal-weight location." if preliminary else "."),
             (
-                "Scales estimated privately (the spread of each per-user statistic)."
+                # Scale's tail model is assumed, not measured (a heavier tail biases it low)
+                "Scales estimated privately (Scale's: an exponential tail of users' variances, "
+                "unchecked)."
                 if proxy is None
                 else f"Scale: {scale.describe() if isinstance(scale, DependenceModel) else scale}."
             )

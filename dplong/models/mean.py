@@ -7,7 +7,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, get_args
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,7 @@ from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.budget import afford, charge, keyed_ledger, keyed_share, part
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA, Tail
+from dplong.privacy.radius import DEFAULT_GAMMA, Moment, Tail, check_tail
 from dplong.privacy.winsorized import column_names
 from dplong.results import GroupedResults, ModelSpec, PanelResults, grouped_label
 
@@ -60,7 +60,7 @@ def winsorized_mean(
     gamma: float = DEFAULT_GAMMA,
     refine: bool = True,
     lower: float | ArrayLike | None = None,
-    tail: Tail | None = None,
+    tail: Tail | Moment | None = None,
     names: Sequence[str] | None = None,
     by: ArrayLike | str | None = None,
     levels: Sequence[Any] | Mapping[str, Sequence[Any]] | None = None,
@@ -117,10 +117,14 @@ def winsorized_mean(
         projection interval that would reach below it is moved up, keeping its width, so the
         long right tail is clipped less. A user value below it is clipped as any value outside
         the interval. Default engine only.
-    tail : {"gaussian", "sub-gaussian", "exponential", "chi-square"}, optional
+    tail : {"gaussian", "sub-gaussian", "exponential", "chi-square"} or Moment, optional
         Tail model of the users' values behind the radius and the clipping bias bound
         (``"exponential"`` for skewed values); by default the engine chooses (the exponential
-        where the released rough mean lies far from the midpoint). Default engine only.
+        where the released rough mean lies far from the midpoint) and looks privately for a
+        heavier tail. :class:`dplong.Moment` states a bound on the k-th central moment of a
+        user's value (``E|x_u - mean|^k <= bound``, one or one per column): the clip and the
+        bias bound are then the person-level paper's under that moment, and no tail is looked
+        for. Default engine only.
     names : sequence of str, optional
         Column names (default: from a DataFrame or Series, else ``x`` or ``x0, x1, ...``).
     by : array_like or str, optional
@@ -262,8 +266,7 @@ def winsorized_mean(
             'lower and tail shape the default engine\'s release (variant="default", '
             'privacy="central"); the paper\'s algorithms take neither'
         )
-    if tail is not None and tail not in get_args(Tail):
-        raise ParameterError(f"tail must be one of {get_args(Tail)}, got {tail!r}")
+    stated_tail = check_tail(tail, width, default_engine=True)
     support = None if lower is None else per_column(lower, width, "lower", positive=False)
 
     def block(names: tuple[str, ...], statistics: NDArray[np.float64]) -> Block:
@@ -273,7 +276,7 @@ def winsorized_mean(
             lambda _: Statistics(statistics, scale=proxy, lower=support),
             stated_scale=proxy is not None,
             complete_rows=False,
-            tail=tail,
+            tail=stated_tail,
             partial_users=grouping is not None,
         )
 
@@ -311,7 +314,8 @@ def winsorized_mean(
         nobs_users=n,
         basis=("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8"),
         options=request.options,
-        assumptions=(estimand, scale_note),
+        assumptions=(estimand, scale_note)
+        + ((stated_tail.assumption("x_u"),) if isinstance(stated_tail, Moment) else ()),
     )
     if grouping is None:
         return results

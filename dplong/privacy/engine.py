@@ -64,11 +64,15 @@ from dplong.privacy.radius import (
     MAD_OVER_SD,
     MEDIAN_OFFSET,
     SUPPORT_SPREAD,
+    Moment,
     Tail,
+    TailModel,
     Tails,
     accurate_radius,
     bin_radius,
     clipping_bias,
+    moment_bias,
+    moment_radius,
 )
 
 __all__ = [
@@ -243,11 +247,14 @@ class Rules:
         to them): only the count and the mean run.
     user_weights : UserWeights, optional
         Precision-weighted means ``Σ w_u x_u / Σ w_u`` (module docstring).
-    tail : str or tuple of str, optional
+    tail : str, tuple of str or Moment, optional
         The tail model of the radius and the clipping bias
         (:func:`~dplong.privacy.radius.clipping_bias`; default Gaussian for an estimated scale,
         sub-Gaussian for a stated one; ``"exponential"`` for skewed statistics such as sums of
         squares, ``"chi-square"`` for squares of a normal statistic), one or one per column.
+        A stated :class:`~dplong.privacy.radius.Moment` bound is the moment rule: the bulk keeps
+        the plug-in model of an estimated or stated scale, no tail stage runs, and every
+        column's radius and bias bound are those of the moment (:func:`_moment_rule`).
     count : Count, optional
         An earlier release's private count of the same users, divided by instead of a new one
         (the plan budgets none).
@@ -289,7 +296,7 @@ class Rules:
     complete_rows: bool = True
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     user_weights: UserWeights | None = None
-    tail: Tails | None = None
+    tail: TailModel | None = None
     count: Count | None = None
     lower: NDArray[np.float64] | None = None
     relative: bool = False
@@ -500,9 +507,12 @@ def locate(
     standardised deviations and the count is the weighted count. An earlier ``count`` is used
     instead of a new one. A ``public_centre`` is the midpoint, and only the scale is located.
     Below the ``lower`` ends the chi-square tail's scale keeps the spread its median implies,
-    before the refinement and the centre's error use it."""
+    before the refinement and the centre's error use it. Under a stated moment bound the
+    rough mean's clipping bias is the moment's (:func:`_moment_rule`)."""
+    moment = _moment_rule(rules)
     scale, complete_rows, bounds = rules.scale, rules.complete_rows, rules.bounds
-    user_weights, tail, count = rules.user_weights, rules.tail, rules.count
+    user_weights, count = rules.user_weights, rules.count
+    tail = None if isinstance(rules.tail, Moment) else rules.tail
     public_centre, lower = rules.public_centre, rules.lower
     n, d = matrix.shape
     entries: list[LedgerEntry] = []
@@ -622,11 +632,15 @@ def locate(
     offset = np.clip(rough.total / per_column_users, -rough_width, rough_width)
     count_effect = np.abs(offset) * 3.0 * users_sd / per_column_users
     with np.errstate(over="ignore"):  # a spread far beyond the doubles: an infinite bound
+        rough_bias = (
+            clipping_bias(sd**2, rough_width, midpoint_error, tail=tail)
+            if moment is None
+            else moment_bias(moment.bounds(d), moment.k, rough_width, midpoint_error)
+        )
         centre_error = (
             _rough_error(rough.scale, per_column_users, sd, gamma)
             + count_effect
-            + clipping_bias(sd**2, rough_width, midpoint_error, tail=tail)
-            * _bias_factor(user_weights, per_column_users, n)
+            + rough_bias * _bias_factor(user_weights, per_column_users, n)
         )
     return Location(
         midpoint,
@@ -676,7 +690,7 @@ def forecast_noise(
     *,
     gamma: float,
     stated_scale: bool,
-    tail: Tails | None = None,
+    tail: TailModel | None = None,
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
     relative: bool = False,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -692,7 +706,8 @@ def forecast_noise(
     :func:`_final_radius` and :meth:`~dplong.privacy.budget.ReleasePlan.final_budget` — the
     functions the release itself calls — with the second moment's and the tail stage's shares
     taken out as the release takes them. A heavier tail than the statistic's model widens the
-    radius at release time (the tail stage), and so the noise.
+    radius at release time (the tail stage), and so the noise; a stated moment bound
+    (absolute, not in units of σ) is forecast as its bulk: no tail stage, the bulk's radius.
 
     Examples
     --------
@@ -707,6 +722,8 @@ def forecast_noise(
     users = np.full(d, float(n))
     weights = np.ones(d)
     plan = _with_tail(plan, measured=bounds is None and not stated_scale and tail is None)
+    if isinstance(tail, Moment):
+        tail = None
     if bounds is not None:
         radius = np.asarray((bounds[1] - bounds[0]) / 2.0, dtype=float)
         budget = plan.final_budget(radius, weights, refined=False)
@@ -736,6 +753,21 @@ def forecast_noise(
     if plan.tail:
         _, mean_budget = mean_budget.tail_split(plan.tail)
     return mean_budget.noise_sd(2.0 * radius) / users, sd / np.sqrt(users)
+
+
+def _moment_rule(rules: Rules) -> Moment | None:
+    """The moment rule: a stated :class:`~dplong.privacy.radius.Moment` bound (None if none);
+    the bulk then keeps the plug-in model of the scale, chosen as when no tail is stated.
+
+    Under ``E|x_u - μ|^k <= M`` the clipping bias of ``c ± w`` is at most ``M (k-1)^(k-1) /
+    (k^k (w - e)^(k-1))`` (:func:`~dplong.privacy.radius.moment_bias`; Lemma 3.6 and Corollary
+    3.13 of the person-level paper), whatever the shape of the tail: the rough mean's and the
+    final stage's bias bounds are this one, and the final radius balances it against the
+    mean's noise, never inside the bulk's radius (the paper's Theorem 3.14 takes the larger of
+    its Gaussian and heavy-tail radii). The bound being stated, nothing is counted to find the
+    tail: no tail stage runs and its share stays with the mean. All public: the bound, the
+    centre's error bound and the budget."""
+    return rules.tail if isinstance(rules.tail, Moment) else None
 
 
 def _with_tail(plan: ReleasePlan, *, measured: bool) -> ReleasePlan:
@@ -807,6 +839,7 @@ def release_means(
     >>> [e.stage for e in res.privacy.entries], float(res.interval.mean())
     (['count', 'scale', 'scale', 'tail', 'mean', 'second moment'], 0.0)
     """
+    stated_moment = _moment_rule(rules)
     scale, complete_rows, bounds = rules.scale, rules.complete_rows, rules.bounds
     user_weights, tail, count = rules.user_weights, rules.tail, rules.count
     public_centre, lower = rules.public_centre, rules.lower
@@ -843,7 +876,7 @@ def release_means(
         gamma=gamma,
         rules=rules,
     )
-    if tail is None and scale is None and where.refined:
+    if (tail is None or stated_moment is not None) and scale is None and where.refined:
         where = dataclasses.replace(where, tail=_skew_tails(where))
     plan = where.plan
     users = where.per_column_users
@@ -862,69 +895,43 @@ def release_means(
     weights = np.where(undefined | unfound, 0.0, weights)
     plan = _with_tail(plan, measured=bounds is None and scale is None and tail is None)
     if bounds is None:
-        radius, budget = _final_radius(where, weights, plan, rules.relative)
+        radius, budget = _final_radius(where, weights, plan, rules.relative, stated_moment)
     else:  # the public bounds are the interval: nothing is clipped under the assumption
         radius = (bounds[1] - bounds[0]) / 2.0
         budget = plan.final_budget(radius, weights, refined=False)
     mean_budget, moment_budget = budget.split(plan.moment_share)
-    heavy = np.zeros(d, dtype=bool)
-    reach_users = np.zeros(d)
-    tail_radius = np.zeros(d)
-    tail_entries: list[LedgerEntry] = []
-    if plan.tail:
-        # the tail the bulk's scale cannot see, measured (:func:`_tail_radius`)
-        tail_epsilon, mean_budget = mean_budget.tail_split(plan.tail)
-        if np.any(tail_epsilon > 0.0):
-            joint = float(np.sum(tail_epsilon))
-            bulk = radius
-            radius, heavy, reach_users, tail_radius, _ = _tail_radius(
-                matrix,
-                where,
-                radius,
-                joint,
-                mean_budget.epsilon,
-                users,
-                rng,
-                _roots(user_weights),
-            )
-            tail_entries = [_tail_entry(names, joint)]
-            if heavy.any():  # a second rung at the widened clip, from the means' budget
-                rung_epsilon, mean_budget = mean_budget.tail_split(SECOND_RUNG * plan.tail)
-                rung_total = float(np.sum(rung_epsilon))
-                radius, reach_users, tail_radius = _second_rung(
-                    matrix,
-                    where.centre,
-                    heavy,
-                    (bulk, radius),
-                    (tail_radius, reach_users),
-                    rung_total,
-                    mean_budget.epsilon,
-                    rng,
-                    _roots(user_weights),
-                )
-                counted = tuple(name for name, h in zip(names, heavy, strict=True) if h)
-                tail_entries.append(_tail_entry(counted, rung_total))
-                # the split call composes below its sum: the means take up the rest
-                others = [*where.entries, *tail_entries]
-                moment_costs = [] if moment_budget is None else moment_budget.costs()
-                mean_budget = top_up(plan, [e.cost for e in others] + moment_costs, mean_budget)
-    centre = where.centre
+    # the tail rule: the tail the bulk's scale cannot see, measured (:func:`_tail_rule`)
+    tails = _tail_rule(
+        matrix, where, plan, names, (radius, mean_budget, moment_budget), rng, _roots(user_weights)
+    )
+    radius, mean_budget = tails.radius, tails.mean_budget
+    # the interval's middle (``centre``) and the anchor the mean is read from: the same but
+    # where a support's end moves the interval up (:func:`_supported_centre`)
+    centre = anchor = where.centre
     # a weighted second moment is read about the centre (the offset's share is not released):
     # a moved centre would read as spread, so a release that buys one keeps its centre
     if lower is not None and (user_weights is None or moment_budget is None):
-        # a centre moved by s adds s times the count's relative noise to the mean's: at most
+        # an anchor moved by s adds s times the count's relative noise to the mean's: at most
         # SHIFT_COST of the sum's own noise
         with np.errstate(divide="ignore", invalid="ignore"):
-            reach = SHIFT_COST * mean_budget.noise_sd(2.0 * radius) / where.users_sd
-        centre = _supported_centre(centre, radius, lower, np.nan_to_num(reach, nan=np.inf))
+            reach = np.nan_to_num(
+                SHIFT_COST * mean_budget.noise_sd(2.0 * radius) / where.users_sd, nan=np.inf
+            )
+        if user_weights is None:  # the interval moves by up to w about its anchor for free
+            centre = _supported_centre(anchor, radius, lower, radius + reach)
+            anchor = np.fmax(anchor, centre - radius)
+        else:
+            centre = anchor = _supported_centre(anchor, radius, lower, reach)
+    with np.errstate(invalid="ignore"):  # in [0, w]: the anchor stays inside the interval
+        shift = np.nan_to_num(centre - anchor, nan=0.0)
     # no user lies below a support's end: no mean can be at an interval's edge there
     floor_edge = np.full(d, False) if lower is None else centre - radius <= lower
     root = _roots(user_weights)
     clipped = _centred(matrix, centre, radius, root)
-    final = _release(clipped, radius, mean_budget, rng)
+    final = _release(_anchored(clipped, ~np.isnan(matrix), shift), radius, mean_budget, rng)
     entries = [
         *where.entries,
-        *tail_entries,
+        *tails.entries,
         *_mean_entries("mean", names, mean_budget.epsilon, mean_budget.rho, final, n),
     ]
     spread = where.sd
@@ -936,8 +943,11 @@ def release_means(
             "second moment", names, moment_budget.epsilon, moment_budget.rho, moment, n
         )
     # the mean of values clipped to ±w lies in ±w: projecting onto it is post-processing, and
-    # keeps a noisy count from blowing the ratio up
-    offset = np.clip(final.total / users, -radius, radius)
+    # keeps a noisy count from blowing the ratio up. ``offset`` is from the anchor, ``inside``
+    # from the interval's middle; the anchored sum is the released one plus n s (_anchored)
+    with np.errstate(invalid="ignore"):
+        offset = np.clip((final.total + n * shift) / users, shift - radius, shift + radius)
+        inside = offset - shift
     # a mean at the edge of its interval says the interval missed the data (a centre beyond its
     # allowance: a bad event); its number would look precise and be wrong, so it is withheld.
     # Were every user at the edge, |offset| would be w N / N̂ plus noise: its plausible low end
@@ -945,7 +955,7 @@ def release_means(
     edge = radius * (1.0 - EDGE_SDS * where.users_sd / users) - EDGE_SDS * final.sd / users
     threshold = np.minimum(MISSED_SHARE, np.maximum(NEAR_SHARE, edge / radius)) * radius
     missed = (
-        ((offset >= threshold) | ((offset <= -threshold) & ~floor_edge))
+        ((inside >= threshold) | ((inside <= -threshold) & ~floor_edge))
         & ~undefined
         & ~unfound
         & (bounds is None)
@@ -959,7 +969,7 @@ def release_means(
             # about the mean, as a centre may be off it by design (_supported_centre); weighted,
             # about the centre (Σ w_u² (x_u - c)² / W: the offset's share, o² Σ w_u² / W, is not
             # released, and leaving it in errs on the safe side)
-            about = second - (offset**2 if root is None else 0.0)
+            about = second - (inside**2 if root is None else 0.0)
             # the clipped values spreading far beyond the scale the interval was sized on: the
             # private scale saw only part of the users (most at one value, or a tail far heavier
             # than its model), many others were clipped, and the bias bound would not hold. At
@@ -976,7 +986,7 @@ def release_means(
             # the variance of the clipped values, or σ̂² if larger (its noise is one-sided safe)
             spread = np.sqrt(np.maximum(about, where.sd**2))
     with np.errstate(over="ignore", invalid="ignore"):  # a far miss overflows its figures
-        estimate = centre + offset
+        estimate = anchor + offset
         total_sd = np.sqrt((final.sd / users) ** 2 + (np.abs(offset) * where.users_sd / users) ** 2)
         sampling_sd = spread / np.sqrt(users)
         bias = (
@@ -987,14 +997,23 @@ def release_means(
             # centre still holds, and is kept (not tightened by the move: the tail models of
             # squares are the weak link, and wage-like coverage fell from 0.933 to 0.920 when
             # it was)
-            else clipping_bias(where.sd**2, radius, where.centre_error, tail=where.tail)
+            else (
+                clipping_bias(where.sd**2, radius, where.centre_error, tail=where.tail)
+                if stated_moment is None
+                else moment_bias(
+                    stated_moment.bounds(d), stated_moment.k, radius, where.centre_error
+                )
+            )
             * _bias_factor(user_weights, users, n)
         )
         # a measured heavy tail: the mass beyond the final clip, extrapolated from the users
-        # the tail stage found beyond its rung (:func:`_tail_radius`)
-        beyond = _tail_bias(reach_users, tail_radius, radius, users)
+        # the tail stage found beyond its rung (:func:`_tail_radius`); where a support's end
+        # moved the interval up by m, the upper clip is w + m from the located centre and no
+        # user lies below the lower one, so the mass beyond w + m bounds the bias
+        moved = np.nan_to_num(centre - where.centre, nan=0.0)
+        beyond = _tail_bias(tails.reach, tails.rung, radius + moved, users)
         bias = np.where(
-            heavy, np.maximum(bias, beyond * _bias_factor(user_weights, users, n)), bias
+            tails.heavy, np.maximum(bias, beyond * _bias_factor(user_weights, users, n)), bias
         )
     # a number whose error figures overflow (the medians missed by hundreds of magnitudes) says
     # nothing: withheld like a missed one; so is one its own released figures call implausible
@@ -1054,7 +1073,7 @@ def release_means(
             names, lost, miss, _few(where.users, where.users_sd, n, d) & (user_weights is None)
         )
         + where.scale_notes(names, sparse=sparse, shown=~withheld)
-        + _heavy_notes(names, heavy & ~withheld, bias, radius, centre)
+        + _heavy_notes(names, tails.heavy & ~withheld, bias, radius, centre)
         + _crowded_notes(names, crowded)
         + _missed_notes(names, at_edge, overflow, coarse, where.midpoint)
         + _implausible_notes(names, unsure),
@@ -1388,6 +1407,74 @@ def _square_spread(
         return np.asarray(np.fmax(sd, floor))
 
 
+@dataclass(frozen=True)
+class TailFinding:
+    """What the tail rule (:func:`_tail_rule`) found, per column: the final ``radius``, the
+    ``heavy`` columns, the upper confidence count ``reach`` of users beyond the rung ``rung``
+    that anchors a heavy column's bias bound (:func:`_tail_bias`), the rule's ledger
+    ``entries`` and the means' budget it leaves (``mean_budget``). Where the rule does not
+    run: the bulk's radius, no heavy column, no entry, the budget untouched."""
+
+    radius: NDArray[np.float64]
+    heavy: NDArray[np.bool_]
+    reach: NDArray[np.float64]
+    rung: NDArray[np.float64]
+    entries: tuple[LedgerEntry, ...]
+    mean_budget: FinalBudget
+
+
+def _tail_rule(
+    matrix: NDArray[np.float64],
+    where: Location,
+    plan: ReleasePlan,
+    names: tuple[str, ...],
+    final: tuple[NDArray[np.float64], FinalBudget, FinalBudget | None],
+    rng: np.random.Generator,
+    root: NDArray[np.float64] | None = None,
+) -> TailFinding:
+    """The tail rule (design notes, "Heavy tails"): where the plan has a tail share
+    (:func:`_with_tail`: no bounds, scale or tail stated), one count beyond the first rung
+    (:func:`_tail_radius`) carved from the means' budget, and where it finds heavy columns a
+    second count beyond their widened radii (:func:`_second_rung`), after which the means take
+    up what the split's composition leaves (:func:`~dplong.privacy.budget.top_up`). ``final``
+    is the bulk's radii, the means' budget and the second moment's (None if not bought)."""
+    radius, mean_budget, moment_budget = final
+    d = radius.shape[0]
+    quiet = TailFinding(radius, np.zeros(d, dtype=bool), np.zeros(d), np.zeros(d), (), mean_budget)
+    if not plan.tail:
+        return quiet
+    tail_epsilon, mean_budget = mean_budget.tail_split(plan.tail)
+    if not np.any(tail_epsilon > 0.0):
+        return dataclasses.replace(quiet, mean_budget=mean_budget)
+    joint = float(np.sum(tail_epsilon))
+    users = where.per_column_users
+    wide, heavy, reach, rung, _ = _tail_radius(
+        matrix, where, radius, joint, mean_budget.epsilon, users, rng, root
+    )
+    entries = [_tail_entry(names, joint)]
+    if heavy.any():  # a second rung at the widened clip, from the means' budget
+        rung_epsilon, mean_budget = mean_budget.tail_split(SECOND_RUNG * plan.tail)
+        rung_total = float(np.sum(rung_epsilon))
+        wide, reach, rung = _second_rung(
+            matrix,
+            where.centre,
+            heavy,
+            (radius, wide),
+            (rung, reach),
+            rung_total,
+            mean_budget.epsilon,
+            rng,
+            root,
+        )
+        counted = tuple(name for name, h in zip(names, heavy, strict=True) if h)
+        entries.append(_tail_entry(counted, rung_total))
+        # the split call composes below its sum: the means take up the rest
+        others = [*where.entries, *entries]
+        moment_costs = [] if moment_budget is None else moment_budget.costs()
+        mean_budget = top_up(plan, [e.cost for e in others] + moment_costs, mean_budget)
+    return TailFinding(wide, heavy, reach, rung, tuple(entries), mean_budget)
+
+
 def _tail_radius(
     matrix: NDArray[np.float64],
     where: Location,
@@ -1563,10 +1650,11 @@ def _supported_centre(
     ``lower + w`` where ``c - w`` is below the support's public end ``lower``: the same width
     (so the same sensitivity and noise in the sum), less of it spent below every user, and the
     upper clip farther out (a square's right tail: on the wage panel ``z'z`` of ``expersq``
-    beyond ``exper`` lost 20-30 % of its mean to an interval whose lower half held no one). The
-    price is the count's: the mean ``c + S / N̂`` carries ``(c - x̄) (N̂ - N) / N̂``, so
-    ``reach`` bounds the move by the noise it may add. A function of released numbers and
-    public facts: post-processing.
+    beyond ``exper`` lost 20-30 % of its mean to an interval whose lower half held no one).
+    ``reach`` bounds the move: a mean read from the moved centre, ``m + S / N̂``, carries ``(m -
+    x̄) (N̂ - N) / N̂``, the count's noise times the move; read from the unmoved anchor
+    (:func:`_anchored`) it moves up to w at no such cost, and only the rest is priced. A
+    function of released numbers and public facts: post-processing.
 
     Examples
     --------
@@ -1578,6 +1666,32 @@ def _supported_centre(
     """
     with np.errstate(invalid="ignore"):  # a NaN centre (no data) stays NaN
         return centre + np.clip(lower + radius - centre, 0.0, reach)
+
+
+def _anchored(
+    clipped: NDArray[np.float64], present: NDArray[np.bool_], shift: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The terms of the final sum when the interval's middle m lies ``shift`` = s in [0, w]
+    above the anchor a the mean is read from (a support's end moved the interval up,
+    :func:`_supported_centre`): a user with a statistic gives ``clip(x - m, ±w)``, one without
+    gives ``-s``. Every term lies in ``±w``, so replacing one user moves the sum by at most 2w
+    as before; and the sum plus ``n s`` (n public) is ``Σ (clip(x - m, ±w) + s)`` over the
+    users with a statistic, the sum of their values clipped to ``[m - w, m + w]`` about the
+    anchor. The mean is then ``a + (sum + n s) / N̂``: the count's noise multiplies its
+    distance to the anchor, not to the moved middle. Unchanged where s = 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.engine import _anchored
+    >>> clipped = np.array([[0.5], [-1.0], [0.0]])  # about m; the third user has no statistic
+    >>> present = np.array([[True], [True], [False]])
+    >>> _anchored(clipped, present, np.array([0.75]))[:, 0].tolist()
+    [0.5, -1.0, -0.75]
+    """
+    if not np.any(shift):
+        return clipped
+    return np.where(present, clipped, -shift)
 
 
 def _centred(
@@ -1664,10 +1778,16 @@ def _bias_factor(
 
 
 def _final_radius(
-    where: Location, weights: NDArray[np.float64], plan: ReleasePlan, relative: bool = False
+    where: Location,
+    weights: NDArray[np.float64],
+    plan: ReleasePlan,
+    relative: bool = False,
+    moment: Moment | None = None,
 ) -> tuple[NDArray[np.float64], FinalBudget]:
     """Accurate radii and the final budget shared by them (two rounds: radii ↔ shares);
-    ``relative``: shared as if every radius were 1 (each column's noise in its own units)."""
+    ``relative``: shared as if every radius were 1 (each column's noise in its own units);
+    under a stated ``moment`` bound, the radii balancing its bias against the noise, never
+    inside the bulk's (:func:`~dplong.privacy.radius.moment_radius`)."""
 
     def shared(radius: NDArray[np.float64]) -> FinalBudget:
         units = np.ones_like(radius) if relative else radius
@@ -1683,6 +1803,9 @@ def _final_radius(
         per_width = budget.noise_sd(2.0 / users)
         with np.errstate(over="ignore", invalid="ignore"):
             accurate = accurate_radius(sd**2, error, per_width, tail=where.tail)
+            if moment is not None:
+                bounds = moment.bounds(len(sd))
+                accurate = moment_radius(bounds, moment.k, error, per_width, accurate, TAIL_REACH)
         radius = np.fmin(accurate, MAX_RADIUS)
         budget = shared(radius)
     return radius, budget
