@@ -400,21 +400,18 @@ class RandomEffectsLocation(PanelModel):
             )
         assumptions = (
             (
-                "Location: the GLS mean of the user means, weights "
-                f"1/(Group Var + Scale/min(T_u, {max_rows})) from the released components, "
-                "over the users with a row; its standard error from the spread of the "
-                "standardised user means and the private sum of weights. Components"
+                "Location: the GLS mean of the user means over the users with a row, weights "
+                f"1/(Group Var + Scale/min(T_u, {max_rows})) from the released components. "
+                "Components"
                 if preliminary
                 else "Location: the mean of the user means over the users with a row. Components"
             )
             + ": "
-            "means of the per-user moments (ȳ_u - μ̂)² - s²_u/T_u (Group Var) and s²_u (Scale) "
-            "over the users with two rows or more"
+            "means of (ȳ_u - μ̂)² - s²_u/T_u (Group Var) and s²_u (Scale) over the users with "
+            "two rows or more"
             + (", centred at a preliminary equal-weight location." if preliminary else "."),
             (
-                # Scale's tail model is assumed, not measured (a heavier tail biases it low)
-                "Scales estimated privately (Scale's: an exponential tail of users' variances, "
-                "unchecked)."
+                "Scales estimated privately (the spread of each per-user statistic)."
                 if proxy is None
                 else f"Scale: {scale.describe() if isinstance(scale, DependenceModel) else scale}."
             )
@@ -422,7 +419,11 @@ class RandomEffectsLocation(PanelModel):
         ) + (
             (f"Users share random effects within {self._re_groups!r}.",) if self._re_groups else ()
         )
-        results = functools.partial(_location_results, preliminary=preliminary)
+        results = functools.partial(
+            _location_results,
+            preliminary=preliminary,
+            unchecked=proxy is None and variance_share > 0,
+        )
         return self._fit(request, blocks, assumptions=assumptions, results=results)
 
 
@@ -505,15 +506,18 @@ def _precision_weights(
 
 
 def _location_results(
-    releases: Sequence[Release], *, preliminary: bool, **options: Any
+    releases: Sequence[Release], *, preliminary: bool, unchecked: bool, **options: Any
 ) -> PanelResults:
     """Results of a location fit: μ and the components are the parameters (a precision-weighted
     fit's preliminary location counts in the ledger only). Group Var is centred on the first
     location; where that was withheld, on its released centre, whose error nobody knows, so
-    Group Var is withheld too (post-processing of a public fact)."""
+    Group Var is withheld too (post-processing of a public fact). ``unchecked``: Scale's tail
+    model was assumed (its scale estimated), which a warning says (a public fact)."""
     ran = list(releases)
     if len(ran) > 1 and not np.isfinite(ran[0].estimate[0]):
         ran[1] = _without_group_var(ran[1])
+    if len(ran) > 1 and unchecked:
+        ran[1] = dataclasses.replace(ran[1], notes=(*ran[1].notes, _UNCHECKED_TAIL_NOTE))
     return panel_results(
         [ran[2], ran[1]] if preliminary else ran,
         ran=ran,
@@ -539,6 +543,12 @@ def _without_group_var(release: Release) -> Release:
         notes=(*release.notes, _UNCENTRED_NOTE),
     )
 
+
+#: Scale's interval rests on an exponential tail of the users' variances that no count at a
+#: component's budget can check (docs/accuracy.md: 0.44 coverage on the wage panel).
+_UNCHECKED_TAIL_NOTE = (
+    "['Scale']: assumes an unchecked exponential tail of users' variances; state scale= if known."
+)
 
 _UNCENTRED_NOTE = (
     "No estimate (NaN) for ['Group Var']: it is centred on the first location released, which "
