@@ -702,7 +702,7 @@ def _table(fit_plan: FitPlan, fit_options: Mapping[str, Any]) -> pd.DataFrame:
                 relative=block.relative,
             )
             budget = block.plan.calibrate(np.full(d, 1.0 / d), "laplace")
-            final = budget.epsilon * (1.0 - block.plan.moment_share)
+            final = budget.split(block.plan.moment_share)[0].epsilon
         absolute = block.bounds is not None or (stated is not None and len(fit_plan.blocks) == 1)
         if stated is not None and len(fit_plan.blocks) == 1 and block.bounds is None:
             noise, sampling = noise * stated, sampling * stated

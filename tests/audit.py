@@ -45,6 +45,7 @@ __all__ = [
     "MOVING_SHIFT",
     "ColumnAudit",
     "EpsilonBound",
+    "GroupedAudit",
     "audit_events",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
@@ -53,6 +54,7 @@ __all__ = [
     "joint_tail_events",
     "memoized_compose",
     "pair_bound",
+    "release_runs",
     "repeat",
     "report",
     "tail_events",
@@ -269,6 +271,28 @@ def pair_bound(
     )
 
 
+def release_runs(
+    mechanism: Callable[[np.random.Generator], Any],
+    runs: int,
+    broken_runs: int,
+    seed: int,
+    broken: bool,
+) -> NDArray[np.float64]:
+    """:func:`repeat` on the release as shipped (``runs`` from ``seed``), or on its broken
+    variant: the final stages drawn at :data:`BROKEN_EPSILON_FACTOR` times their recorded ε
+    (``broken_runs`` from ``seed + 5``)."""
+    if not broken:
+        return repeat(mechanism, runs, seed)
+    honest = dplong.privacy.engine.release_bounded_sum
+
+    def noisier(clipped: Any, radius: Any, budget: Any, rng: Any, **kw: Any) -> Any:
+        return honest(clipped, radius, budget * BROKEN_EPSILON_FACTOR, rng, **kw)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dplong.privacy.engine, "release_bounded_sum", noisier)
+        return repeat(mechanism, broken_runs, seed + 5)
+
+
 @dataclass(frozen=True, eq=False)  # hashed by identity: the cached outputs are per instance
 class ColumnAudit:
     """An end-to-end audit of ``release_means`` on one column: the other users ``others``
@@ -325,16 +349,7 @@ class ColumnAudit:
             return [float(release.estimate[0]), float(release.users[0])]
 
         seed = self.seed + 10 * list(self.users).index(user)
-        if not broken:
-            return repeat(mechanism, self.runs, seed)
-        honest = dplong.privacy.engine.release_bounded_sum
-
-        def noisier(clipped: Any, radius: Any, budget: Any, rng: Any, **kw: Any) -> Any:
-            return honest(clipped, radius, budget * BROKEN_EPSILON_FACTOR, rng, **kw)
-
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(dplong.privacy.engine, "release_bounded_sum", noisier)
-            return repeat(mechanism, self.broken_runs, seed + 5)
+        return release_runs(mechanism, self.runs, self.broken_runs, seed, broken)
 
     def bound(self, pair: tuple[str, str], broken: bool = False) -> EpsilonBound:
         return pair_bound(
@@ -344,6 +359,81 @@ class ColumnAudit:
             ["estimate", "users"],
             self.reference_release.privacy.delta,
             (0, 1, 2),
+        )
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: the cached outputs are per instance
+class GroupedAudit:
+    """An end-to-end audit of a grouped mean (``winsorized_mean(by=, levels=)``) of one column
+    ``y``: the other users hold 0 at ``other_keys``, user 0 is replaced; ``release(user, rng)``
+    fits the data set with user 0 as ``user``, whom the grouping rule places at
+    ``placed[user]`` (a level, or a key that is no level, and the user's statistic there).
+    Outputs every level's estimate and private count. The events rest on one reference release
+    (seed 0, on the data set with user 0 as ``reference``): its public intervals give the
+    noiseless outputs, its noise scales the steps. POWER: the final stages drawn at
+    ``BROKEN_EPSILON_FACTOR`` times their ε."""
+
+    release: Callable[[str, np.random.Generator], Any]
+    levels: Sequence[int]
+    other_keys: NDArray[np.int64]
+    placed: dict[str, tuple[int, float]]
+    reference: str
+    runs: int
+    broken_runs: int
+    seed: int
+
+    @property
+    def labels(self) -> list[str]:
+        return [*(f"y[by={k}]" for k in self.levels), *(f"users {k}" for k in self.levels)]
+
+    @functools.cached_property
+    def reference_release(self) -> Any:
+        return self.release(self.reference, np.random.default_rng(0))
+
+    def noiseless(self, user: str) -> NDArray[np.float64]:
+        """Every level's estimate and count without noise, on the reference's intervals."""
+        key, value = self.placed[user]
+        interval = self.reference_release.projection_interval.to_numpy()
+        centre, radius = interval.mean(axis=1), np.diff(interval, axis=1)[:, 0] / 2.0
+        others = np.array([np.sum(self.other_keys == k) for k in self.levels], dtype=np.float64)
+        present = np.array([key == k for k in self.levels], dtype=np.float64)
+        own = present * np.clip(value - centre, -radius, radius)
+        count = others + present
+        estimates = centre + (own + others * np.clip(-centre, -radius, radius)) / count
+        return np.concatenate([estimates, count])
+
+    def steps(self) -> list[float]:
+        ref = self.reference_release
+        counts = [e.noise_scale for e in ref.privacy.entries if e.stage == "count"]
+        return [*ref.noise_scale.to_numpy(), *counts]
+
+    @functools.cache  # noqa: B019 (module-level instances: the cache lives as long as they do)
+    def outputs(self, user: str, broken: bool = False) -> NDArray[np.float64]:
+        def mechanism(rng: np.random.Generator) -> list[float]:
+            res = self.release(user, rng)
+            return [*res.params.to_numpy(), *res.users.to_numpy()]
+
+        seed = self.seed + 10 * list(self.placed).index(user)
+        return release_runs(mechanism, self.runs, self.broken_runs, seed, broken)
+
+    def bound(
+        self, pair: tuple[str, str], broken: bool = False, *, touched_only: bool = False
+    ) -> EpsilonBound:
+        """ε_lb of a pair; ``touched_only``: on the outputs of the levels user 0 is at in
+        either data set (a level neither touches is the same mechanism on the same data in
+        both, and its events would only widen the Bonferroni correction)."""
+        columns = list(range(2 * len(self.levels)))
+        if touched_only:
+            touched = sorted({self.levels.index(self.placed[user][0]) for user in pair})
+            columns = [*touched, *(len(self.levels) + k for k in touched)]
+        steps, labels = self.steps(), self.labels
+        return pair_bound(
+            (self.outputs(pair[0], broken)[:, columns], self.outputs(pair[1], broken)[:, columns]),
+            (self.noiseless(pair[0])[columns], self.noiseless(pair[1])[columns]),  # type: ignore[arg-type]
+            [steps[k] for k in columns],
+            [labels[k] for k in columns],
+            self.reference_release.privacy.delta,
+            (0, 1),
         )
 
 

@@ -20,24 +20,16 @@ stated: each level's column is released as count, midpoint and mean.
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Any
-
 import numpy as np
 import pytest
 from audit import (
-    BROKEN_EPSILON_FACTOR,
     FAR,
-    EpsilonBound,
+    GroupedAudit,
     fast_compose,  # noqa: F401 (a fixture, used through pytestmark)
-    pair_bound,
-    repeat,
     report,
 )
-from numpy.typing import NDArray
 
 import dplong
-import dplong.privacy.engine
 from dplong.results import PanelResults
 
 pytestmark = [
@@ -54,7 +46,6 @@ USERS = {"0:+far": (0, FAR), "1:-far": (1, -FAR), "undeclared": (7, FAR)}
 #: ~35 ms per release (CPU, memoised budget arithmetic): 1,000 per data set; the broken release
 #: moves each level by ~2.6 noise scales, both together: 800 runs show it
 RUNS, BROKEN_RUNS = 1_000, 800
-LABELS = ("y[by=0]", "y[by=1]", "users 0", "users 1")
 
 
 def release(user: str, rng: np.random.Generator) -> PanelResults:
@@ -71,73 +62,18 @@ def release(user: str, rng: np.random.Generator) -> PanelResults:
     )
 
 
-@cache
-def reference() -> PanelResults:
-    return release("undeclared", np.random.default_rng(0))
-
-
-def noiseless(user: str) -> NDArray[np.float64]:
-    """Both levels' estimates and counts without noise, on the reference's public intervals."""
-    key, value = USERS[user]
-    interval = reference().projection_interval.to_numpy()
-    centre, radius = interval.mean(axis=1), np.diff(interval, axis=1)[:, 0] / 2.0
-    others = np.array([np.sum(OTHER_KEYS == k) for k in LEVELS], dtype=np.float64)
-    present = np.array([key == k for k in LEVELS], dtype=np.float64)
-    own = present * np.clip(value - centre, -radius, radius)
-    count = others + present
-    estimates = centre + (own + others * np.clip(-centre, -radius, radius)) / count
-    return np.concatenate([estimates, count])
-
-
-def steps() -> list[float]:
-    ref = reference()
-    counts = [e.noise_scale for e in ref.privacy.entries if e.stage == "count"]
-    return [*ref.noise_scale.to_numpy(), *counts]
-
-
-def mechanism(user: str) -> Any:
-    def run(rng: np.random.Generator) -> list[float]:
-        res = release(user, rng)
-        return [*res.params.to_numpy(), *res.users.to_numpy()]
-
-    return run
-
-
-@cache
-def outputs(user: str, broken: bool = False) -> NDArray[np.float64]:
-    seed = 7000 + 10 * list(USERS).index(user)
-    if not broken:
-        return repeat(mechanism(user), RUNS, seed)
-    honest = dplong.privacy.engine.release_bounded_sum
-
-    def noisier(clipped: Any, radius: Any, budget: Any, rng: Any, **kw: Any) -> Any:
-        return honest(clipped, radius, budget * BROKEN_EPSILON_FACTOR, rng, **kw)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(dplong.privacy.engine, "release_bounded_sum", noisier)
-        return repeat(mechanism(user), BROKEN_RUNS, seed + 5)
-
-
-def audit(pair: tuple[str, str], broken: bool = False) -> EpsilonBound:
-    return pair_bound(
-        (outputs(pair[0], broken), outputs(pair[1], broken)),
-        (noiseless(pair[0]), noiseless(pair[1])),  # type: ignore[arg-type]
-        steps(),
-        LABELS,
-        reference().privacy.delta,
-        (0, 1),
-    )
+AUDIT = GroupedAudit(release, LEVELS, OTHER_KEYS, USERS, "undeclared", RUNS, BROKEN_RUNS, 7000)
 
 
 def test_reference() -> None:
-    ref = reference()
+    ref = AUDIT.reference_release
     assert ref.privacy.epsilon == pytest.approx(EPS, rel=1e-9) and ref.privacy.delta <= DELTA
     assert sorted(e.stage for e in ref.privacy.entries) == ["count"] * 2 + ["mean"] * 2 + [
         "midpoint"
     ] * 2
     # the user who changes level moves both levels: clipped to the upper end of level 0's
     # interval in one data set, to the lower end of level 1's in the other
-    a, b, none = (noiseless(u) for u in USERS)
+    a, b, none = (AUDIT.noiseless(u) for u in USERS)
     assert a[2:].tolist() == [200.0, 200.0] and b[2:].tolist() == [199.0, 201.0]
     assert none[2:].tolist() == [199.0, 200.0]  # an undeclared key: at no level
     radius = np.diff(ref.projection_interval.to_numpy(), axis=1)[:, 0] / 2.0
@@ -151,8 +87,8 @@ def test_reference() -> None:
     ids=["moves-between-levels", "undeclared-vs-a-level"],
 )
 def test_grouped_audit(pair: tuple[str, str], least: float) -> None:
-    claim = reference().privacy.epsilon
-    bound = audit(pair)
+    claim = AUDIT.reference_release.privacy.epsilon
+    bound = AUDIT.bound(pair)
     print(report(f"grouped mean {pair}", bound, claim))
     assert bound.epsilon_lb <= claim, str(bound)
     # tightness (not a privacy claim): a user who is at a level in one data set and not in
@@ -166,7 +102,7 @@ def test_grouped_audit(pair: tuple[str, str], least: float) -> None:
 def test_grouped_audit_power() -> None:
     """POWER: the final stages' noise at 1/8 of its scale is detected on the moving user
     (ε_lb 2.4 against the claimed 2, on the joint tail of both levels)."""
-    claim = reference().privacy.epsilon
-    bound = audit(("0:+far", "1:-far"), broken=True)
+    claim = AUDIT.reference_release.privacy.epsilon
+    bound = AUDIT.bound(("0:+far", "1:-far"), broken=True)
     print(report("grouped mean, broken final stages", bound, claim))
     assert bound.epsilon_lb > claim, str(bound)

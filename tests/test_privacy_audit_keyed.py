@@ -28,24 +28,16 @@ second moment behind its standard error (not audited here: its cost is on the le
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Any
-
 import numpy as np
 import pytest
 from audit import (
-    BROKEN_EPSILON_FACTOR,
     FAR,
-    EpsilonBound,
+    GroupedAudit,
     fast_compose,  # noqa: F401 (a fixture, used through pytestmark)
-    pair_bound,
-    repeat,
     report,
 )
-from numpy.typing import NDArray
 
 import dplong
-import dplong.privacy.engine
 from dplong.results import PanelResults
 
 pytestmark = [
@@ -68,7 +60,6 @@ PLACED = {"0:+far": (0, FAR), "1:-far": (1, -FAR), "split": (0, -FAR)}
 #: three releases of ~35 ms each (CPU, memoised budget arithmetic): 1,000 runs per data set;
 #: the broken release moves the levels by ~2.6 noise scales each: 800 runs show it
 RUNS, BROKEN_RUNS = 1_000, 800
-LABELS = ("y[by=0]", "y[by=1]", "y[by=2]", "users 0", "users 1", "users 2")
 
 
 def release(user: str, rng: np.random.Generator) -> PanelResults:
@@ -89,71 +80,11 @@ def release(user: str, rng: np.random.Generator) -> PanelResults:
     )
 
 
-@cache
-def reference() -> PanelResults:
-    return release("split", np.random.default_rng(0))
-
-
-def noiseless(user: str) -> NDArray[np.float64]:
-    """Every level's estimate and count without noise, on the reference's public intervals."""
-    key, value = PLACED[user]
-    interval = reference().projection_interval.to_numpy()
-    centre, radius = interval.mean(axis=1), np.diff(interval, axis=1)[:, 0] / 2.0
-    others = np.array([np.sum(OTHER_KEYS == k) for k in LEVELS], dtype=np.float64)
-    present = np.array([key == k for k in LEVELS], dtype=np.float64)
-    own = present * np.clip(value - centre, -radius, radius)
-    count = others + present
-    estimates = centre + (own + others * np.clip(-centre, -radius, radius)) / count
-    return np.concatenate([estimates, count])
-
-
-def steps() -> list[float]:
-    ref = reference()
-    counts = [e.noise_scale for e in ref.privacy.entries if e.stage == "count"]
-    return [*ref.noise_scale.to_numpy(), *counts]
-
-
-def mechanism(user: str) -> Any:
-    def run(rng: np.random.Generator) -> list[float]:
-        res = release(user, rng)
-        return [*res.params.to_numpy(), *res.users.to_numpy()]
-
-    return run
-
-
-@cache
-def outputs(user: str, broken: bool = False) -> NDArray[np.float64]:
-    seed = 9000 + 10 * list(USERS).index(user)
-    if not broken:
-        return repeat(mechanism(user), RUNS, seed)
-    honest = dplong.privacy.engine.release_bounded_sum
-
-    def noisier(clipped: Any, radius: Any, budget: Any, rng: Any, **kw: Any) -> Any:
-        return honest(clipped, radius, budget * BROKEN_EPSILON_FACTOR, rng, **kw)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(dplong.privacy.engine, "release_bounded_sum", noisier)
-        return repeat(mechanism(user), BROKEN_RUNS, seed + 5)
-
-
-def audit(pair: tuple[str, str], broken: bool = False) -> EpsilonBound:
-    """ε_lb of a pair on the outputs that can move: the levels user 0 is at in either data
-    set (their estimates and counts); a level neither touches is the same mechanism on the
-    same data in both, and its events would only widen the Bonferroni correction."""
-    touched = sorted({PLACED[user][0] for user in pair})
-    columns = [*touched, *(len(LEVELS) + k for k in touched)]
-    return pair_bound(
-        (outputs(pair[0], broken)[:, columns], outputs(pair[1], broken)[:, columns]),
-        (noiseless(pair[0])[columns], noiseless(pair[1])[columns]),  # type: ignore[arg-type]
-        [steps()[k] for k in columns],
-        [LABELS[k] for k in columns],
-        reference().privacy.delta,
-        (0, 1),
-    )
+AUDIT = GroupedAudit(release, LEVELS, OTHER_KEYS, PLACED, "split", RUNS, BROKEN_RUNS, 9000)
 
 
 def test_reference() -> None:
-    ref = reference()
+    ref = AUDIT.reference_release
     assert ref.privacy.epsilon == pytest.approx(EPS, rel=1e-9) and ref.privacy.delta <= DELTA
     assert ref.privacy.composition.startswith("parallel")
     assert sorted(e.stage for e in ref.privacy.entries) == (
@@ -166,7 +97,7 @@ def test_reference() -> None:
         composed = dplong.PrivacyLedger.from_entries(spent, ref.privacy.delta / 2, "central")
         assert composed.epsilon <= EPS / 2 * (1 + 1e-9)
     # the user who changes level moves two levels; the split user is at level 0 only
-    a, b, split = (noiseless(u) for u in USERS)
+    a, b, split = (AUDIT.noiseless(u) for u in USERS)
     assert a[3:].tolist() == [200.0, 200.0, 200.0] and b[3:].tolist() == [199.0, 201.0, 200.0]
     assert split[3:].tolist() == a[3:].tolist() and split[2] == a[2]  # level 2 unchanged
     radius = np.diff(ref.projection_interval.to_numpy(), axis=1)[:, 0] / 2.0
@@ -180,8 +111,8 @@ def test_reference() -> None:
     ids=["moves-between-levels", "declaration-broken"],
 )
 def test_keyed_audit(pair: tuple[str, str], least: float | None) -> None:
-    claim = reference().privacy.epsilon
-    bound = audit(pair)
+    claim = AUDIT.reference_release.privacy.epsilon
+    bound = AUDIT.bound(pair, touched_only=True)
     print(report(f"keyed grouped mean {pair}", bound, claim))
     assert bound.epsilon_lb <= claim, str(bound)
     # tightness (not a privacy claim): within level 0 the replaced user moves its mean by the
@@ -196,7 +127,7 @@ def test_keyed_audit(pair: tuple[str, str], least: float | None) -> None:
 @pytest.mark.slow
 def test_keyed_audit_power() -> None:
     """POWER: the final stages' noise at 1/8 of its scale is detected on the moving user."""
-    claim = reference().privacy.epsilon
-    bound = audit(("0:+far", "1:-far"), broken=True)
+    claim = AUDIT.reference_release.privacy.epsilon
+    bound = AUDIT.bound(("0:+far", "1:-far"), broken=True, touched_only=True)
     print(report("keyed grouped mean, broken final stages", bound, claim))
     assert bound.epsilon_lb > claim, str(bound)

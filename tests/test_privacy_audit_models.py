@@ -134,8 +134,11 @@ OLS_STATISTICS = {
     "one-row": np.full(2, np.nan),
     "overflow": np.full(2, np.nan),
 }
-#: ~10 ms per fit (CPU; two private medians): 1,000 fits per data set
-OLS_RUNS = 1_000
+#: ~10 ms per fit (CPU; two private medians): 500 fits per data set (were 1,000), where the far
+#: pair's tightness bar still passes on these seeds: its ε_lb is 0.17 of the claim at 500 runs,
+#: 0.16 at 1,000 (bar 0.1; measured on prefixes of the runs); the pairs without a fit stay
+#: below 0 at both
+OLS_RUNS = 500
 OLS_LABELS = ("Intercept", "x", "users")
 
 
@@ -216,8 +219,8 @@ def test_ols_audit(pair: tuple[str, str], least: float, most: float) -> None:
     # 16 events (α ≈ 1.6e-4, ±0.057 on a rate of 0.5) take ~0.23 off it: a positive ε_lb is
     # all that pair can be asked for; users without a fit are indistinguishable. Since the tail
     # stage's one count runs in these fits (issue 29) its ε comes out of the final stages': the
-    # far pair showed 0.32 of 2, and the unidentified user no longer a positive ε_lb at 1,000
-    # runs (the broken variants' power checks are unchanged)
+    # far pair showed 0.32 of 2 at 1,000 runs (0.33 at 500, the count now), and the unidentified
+    # user no longer a positive ε_lb (the broken variants' power checks are unchanged)
     assert least * claim < bound.epsilon_lb <= most * claim, str(bound)
 
 

@@ -23,7 +23,8 @@ from dplong.exceptions import DataError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.kernels import Kernel
 from dplong.models.base import Block, Statistics, run_blocks, scale_per_column
-from dplong.models.kernel import PriestleyChao, Stated, grid_points, refuse_unused, regressor
+from dplong.models.curve_grid import grid_points, refuse_unused, regressor
+from dplong.models.kernel import PriestleyChao, Stated
 from dplong.privacy.engine import Release
 from dplong.results import CurveResults
 

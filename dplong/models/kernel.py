@@ -1,7 +1,8 @@
 """Priestley–Chao nonparametric regression ``y = f(x) + error`` (§4.4): the public entry point.
 
 :class:`PriestleyChao` checks what both designs share — the public domain, kernel, bandwidth
-and evaluation grid — and builds one of two estimators, each in its own module:
+and evaluation grid (:mod:`dplong.models.curve_grid`) — and builds one of two estimators, each in
+its own module:
 
 * item-level (``groups=None``, the design points public): :class:`~dplong.models.smoother.
   ItemSmoother`, one vector release of the whole curve (Def 4.7–4.8, Cor 4.11 / 6.7);
@@ -25,13 +26,14 @@ import pandas as pd
 import patsy
 from numpy.typing import ArrayLike, NDArray
 
-from dplong._validation import RandomState, real_number
+from dplong._validation import RandomState
 from dplong.dask_frames import ReducedPanel
-from dplong.exceptions import FormulaError, ParameterError
-from dplong.formula import DesignSpec, LevelsLike, PanelDesign
+from dplong.exceptions import ParameterError
+from dplong.formula import LevelsLike, PanelDesign
 from dplong.kernels import KERNELS, Kernel, get_kernel
 from dplong.models.base import PanelModel, panel_results
 from dplong.models.command_line import CommandLineModel, Option, register
+from dplong.models.curve_grid import check_domain, check_grid, grid_points
 from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
@@ -43,13 +45,6 @@ if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
 
 __all__ = ["PriestleyChao", "curve_results"]
-
-#: Default grid: points one bandwidth apart (a finer grid adds little resolution to a curve
-#: smoothed at scale b but, item-level, costs noise in proportion), within these limits.
-MIN_GRID_POINTS, MAX_GRID_POINTS = 5, 201
-#: Largest grid accepted: item-level weights are n x G in memory, and a curve smoothed at scale
-#: b gains nothing from points much closer than b.
-MAX_EVALUATION_POINTS = 10_000
 
 
 @dataclass(frozen=True)
@@ -182,7 +177,7 @@ class PriestleyChao(PanelModel):
         from dplong.models.curves import UserCurves, user_rows
         from dplong.models.smoother import ItemSmoother, item_rows
 
-        lo, hi = _check_domain(domain)
+        lo, hi = check_domain(domain)
         kern = get_kernel(kernel)
         if isinstance(bandwidth, str):
             if bandwidth != "auto":
@@ -204,7 +199,7 @@ class PriestleyChao(PanelModel):
             raise ParameterError(f"bandwidth must be a positive number, got {bandwidth!r}")
         else:
             bandwidth = float(bandwidth)
-        points = None if grid is None else _check_grid(grid, lo, hi)
+        points = None if grid is None else check_grid(grid, lo, hi)
         eval_env = patsy.EvalEnvironment.capture(1)
         design: PanelDesign | ReducedPanel
         estimator: type[PriestleyChao]
@@ -406,95 +401,6 @@ def curve_results(
     )
     assert isinstance(curve, CurveResults)  # results_class=CurveResults above
     return curve
-
-
-def grid_points(
-    domain: tuple[float, float], grid: int | NDArray[np.float64] | None, bandwidth: float
-) -> NDArray[np.float64]:
-    """The evaluation points: ``grid`` as given, or that many (default: one bandwidth apart)
-    equally spaced over the domain, rounded to 12 significant digits so labels read 0.3, not
-    0.30000000000000004 (a public choice of points; any would do).
-
-    Examples
-    --------
-    >>> from dplong.models.kernel import grid_points
-    >>> grid_points((0.0, 1.0), None, 0.1).tolist()[:4], grid_points((0.0, 1.0), 3, 0.1).tolist()
-    ([0.0, 0.1, 0.2, 0.3], [0.0, 0.5, 1.0])
-    """
-    lo, hi = domain
-    if grid is None:
-        count = int(np.clip(round((hi - lo) / bandwidth) + 1, MIN_GRID_POINTS, MAX_GRID_POINTS))
-    elif isinstance(grid, int):
-        count = grid
-    else:
-        return grid
-    points = np.linspace(lo, hi, count)
-    scale = max(abs(lo), abs(hi))
-    return np.round(points, 12 - math.floor(math.log10(scale)) if scale > 0 else 12)
-
-
-def regressor(spec: DesignSpec, formula: str) -> int:
-    """The design column of the one numeric regressor x."""
-    columns = spec.columns
-    others = [j for j, c in enumerate(columns) if c != "Intercept"]
-    if len(others) != 1:
-        raise FormulaError(
-            f"Priestley–Chao regression takes one regressor ('y ~ x'); {formula!r} gives "
-            f"{[columns[j] for j in others]}"
-        )
-    factors = [
-        f.name()
-        for f, info in spec.regressor_info.factor_infos.items()
-        if info.type == "categorical"
-    ]
-    if factors:
-        raise FormulaError(
-            f"Priestley–Chao regression needs a numeric regressor x; {factors[0]!r} in "
-            f"{formula!r} is a factor"
-        )
-    return others[0]
-
-
-def refuse_unused(arguments: dict[str, Any], design: str) -> None:
-    """Refuse the options of the other design that were given."""
-    given = [k for k, v in arguments.items() if v is not None]
-    if given:
-        raise ParameterError(f"{given} do not apply to {design} Priestley–Chao regression")
-
-
-def _check_domain(domain: Any) -> tuple[float, float]:
-    try:
-        lo, hi = (real_number(v, "domain") for v in domain)
-    except (TypeError, ValueError, ParameterError):
-        raise ParameterError(
-            f"domain must be a pair (lo, hi) of numbers, got {domain!r:.80}"
-        ) from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ParameterError(f"domain must be finite with lo < hi, got {domain!r}")
-    return lo, hi
-
-
-def _check_grid(grid: Any, lo: float, hi: float) -> int | NDArray[np.float64]:
-    if isinstance(grid, int | np.integer) and not isinstance(grid, bool):
-        if not 2 <= grid <= MAX_EVALUATION_POINTS:
-            raise ParameterError(
-                f"grid must have between 2 and {MAX_EVALUATION_POINTS} points, got {grid!r}"
-            )
-        return int(grid)
-    try:
-        points = np.asarray(grid, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ParameterError(
-            f"grid must be a number of points or a 1-D array of points, got {grid!r}"
-        ) from None
-    if points.ndim != 1 or not 0 < points.size <= MAX_EVALUATION_POINTS:
-        raise ParameterError(
-            "grid must be a number of points or a non-empty 1-D array of at most "
-            f"{MAX_EVALUATION_POINTS} points"
-        )
-    if not np.isfinite(points).all() or points.min() < lo or points.max() > hi:
-        raise ParameterError(f"grid points must be finite and inside the domain [{lo:g}, {hi:g}]")
-    return np.unique(points)
 
 
 register(

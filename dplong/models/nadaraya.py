@@ -27,13 +27,8 @@ from dplong.exceptions import DataError, ParameterError
 from dplong.formula import DesignSpec, LevelsLike, PanelDesign
 from dplong.kernels import Kernel, get_kernel
 from dplong.models.base import PanelModel
-from dplong.models.kernel import (
-    _check_domain,
-    _check_grid,
-    curve_results,
-    grid_points,
-    regressor,
-)
+from dplong.models.curve_grid import check_domain, check_grid, grid_points, regressor
+from dplong.models.kernel import curve_results
 from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.budget import afford, charge, ptr_budget
 from dplong.privacy.engine import Release
@@ -133,9 +128,9 @@ class NadarayaWatson(PanelModel):
         ...                                    bounds=(0, 150), bandwidth=1.0)
         NadarayaWatson('Weight ~ Time', n_users=861)
         """
-        lo, hi = _check_domain(domain)
+        lo, hi = check_domain(domain)
         try:
-            low, high = _check_domain(bounds)
+            low, high = check_domain(bounds)
         except ParameterError:
             raise ParameterError(
                 f"bounds must be a pair (low, high) of finite numbers with low < high (the "
@@ -145,7 +140,7 @@ class NadarayaWatson(PanelModel):
         width = real_number(bandwidth, "bandwidth", expected="a positive number")
         if not (math.isfinite(width) and width > 0):
             raise ParameterError(f"bandwidth must be a positive number, got {bandwidth!r}")
-        points = grid_points((lo, hi), None if grid is None else _check_grid(grid, lo, hi), width)
+        points = grid_points((lo, hi), None if grid is None else check_grid(grid, lo, hi), width)
         if not isinstance(data, pd.DataFrame):
             raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
         spec = DesignSpec.from_formula(

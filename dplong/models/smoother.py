@@ -29,7 +29,8 @@ from dplong.exceptions import DataError, ParameterError
 from dplong.formula import DesignSpec, LevelsLike, PanelDesign
 from dplong.kernels import auto_bandwidth, item_bias_bound, item_weights
 from dplong.models.base import caught_notes, paper_mean_options, paper_scale
-from dplong.models.kernel import PriestleyChao, Stated, regressor
+from dplong.models.curve_grid import regressor
+from dplong.models.kernel import PriestleyChao, Stated
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import (

@@ -1590,10 +1590,14 @@ def paper_vector_budget(options: ReleaseOptions) -> tuple[float, VectorBudget]:
 
 
 def settle(
-    accountant: Accountant | None, entries: Sequence[LedgerEntry], options: ReleaseOptions
+    accountant: Accountant | None,
+    entries: Sequence[LedgerEntry],
+    options: ReleaseOptions | ReleasePlan,
 ) -> PrivacyLedger:
     """The ledger of a release's calls, composed at its δ and :func:`charge` d: checked within
-    its (ε, δ) and recorded by the accountant.
+    its (ε, δ) and recorded by the accountant. Given a :class:`ReleasePlan`, the (ε, δ) are the
+    plan's (a later release of a fit spends its part, not the fit's options) and the release is
+    central (the default engine's).
 
     Examples
     --------
@@ -1608,6 +1612,7 @@ def settle(
     >>> settle(accountant, [call, call], options).epsilon, accountant.spent_epsilon
     (1.0, 1.0)
     """
-    ledger = PrivacyLedger.from_entries(entries, options.delta, options.privacy)
+    privacy = options.privacy if isinstance(options, ReleaseOptions) else "central"
+    ledger = PrivacyLedger.from_entries(entries, options.delta, privacy)
     charge(accountant, ledger, options.epsilon, options.delta)
     return ledger

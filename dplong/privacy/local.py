@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 from scipy import special
 
 from dplong.privacy.accounting import LedgerEntry, PrivacyLedger
+from dplong.privacy.budget import split_users
 from dplong.privacy.engine import Release
 from dplong.privacy.histogram import Histogram, randomized_histogram
 from dplong.privacy.noise import flip_probability, release_bounded_sum
@@ -127,7 +128,7 @@ def release_local(
     assert options.bound is not None
     n, d = matrix.shape
     eps = options.epsilon
-    groups = np.array_split(rng.permutation(n), d)  # one column per user: independent of data
+    groups = split_users(rng, n, [1.0 / d] * d)  # one column per user: independent of data
     columns = [
         _column(
             matrix[group, j],
