@@ -7,6 +7,8 @@
    RMSE around the non-private pooled OLS over its person-clustered SE (statsmodels), the
    median and 95th percentile of |error| / bse, and the coverage of the non-private estimate
    by the 95 % interval.
+   The same with the study's 18 plans as declared levels (``+ C(plan, levels=[...])``: 17
+   indicator columns, whose ranges the formula gives) at ε = 2, given only ε.
 2. **Simulated panels**, T = 8, d regressors each with a person effect (``x = a_u + b_ut``, both
    N(0, 1)), ``y = x'β + α_u + e``, β = 0.5, α and e N(0, 1); given only ε (``max_rows=8``);
    ε = 1: the MSE of the private slopes over the non-private pooled MSE (both around the
@@ -35,16 +37,26 @@ HIE_BOUNDS = {
     "xage": (0, 100),
     "female": (0, 1),
 }
+#: The study's 18 plans (public: the design of the experiment), declared.
+PLANS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19)
+HIE_PLAN_FORMULA = HIE_FORMULA + f" + C(plan, levels={list(PLANS)})"
 CELLS = ((500, 3), (500, 6), (1000, 3), (2000, 3), (5000, 3), (5000, 6))
 
 
-def randhie(reps: int, seed: int, bounds: dict[str, tuple[float, float]] | None) -> None:
+def randhie(
+    reps: int,
+    seed: int,
+    bounds: dict[str, tuple[float, float]] | None,
+    *,
+    formula: str = HIE_FORMULA,
+    epsilon: float = 1.0,
+) -> None:
     hie = dplong.datasets.load_randhie()
-    ols = smf.ols(HIE_FORMULA, hie).fit(cov_type="cluster", cov_kwds={"groups": hie["zper"]})
-    model = dplong.PooledOLS.from_formula(HIE_FORMULA, hie, groups="zper", bounds=bounds)
+    ols = smf.ols(formula, hie).fit(cov_type="cluster", cov_kwds={"groups": hie["zper"]})
+    model = dplong.PooledOLS.from_formula(formula, hie, groups="zper", bounds=bounds)
     errors, ratios, covered, released = [], [], [], 0
     for r in range(reps):
-        res = model.fit(epsilon=1.0, max_rows=5, random_state=seed + r)
+        res = model.fit(epsilon=epsilon, max_rows=5, random_state=seed + r)
         released += bool(np.isfinite(res.params).all())
         error = res.params - ols.params
         errors.append(error / ols.bse)
@@ -54,8 +66,8 @@ def randhie(reps: int, seed: int, bounds: dict[str, tuple[float, float]] | None)
     frame = pd.DataFrame(errors)
     given = "public bounds" if bounds else "given only epsilon"
     print(
-        f"\nRAND HIE, eps = 1, {given}, {reps} seeds: every coefficient released in "
-        f"{released}/{reps}"
+        f"\nRAND HIE, {formula}, eps = {epsilon:g}, {given}, {reps} seeds: every coefficient "
+        f"released in {released}/{reps}"
     )
     print(
         f"{'coefficient':<20} {'np':>8} {'SE':>7} {'RMSE/SE':>14} {'med|e|/bse':>10} "
@@ -63,8 +75,8 @@ def randhie(reps: int, seed: int, bounds: dict[str, tuple[float, float]] | None)
     )
     ratio = pd.DataFrame(ratios)
     cover = pd.DataFrame(covered)
-    for name in ols.params.index:
-        value, se = rmse(frame[name])
+    for name in ols.params.index:  # the RMSE and the ratios over the fits that released it
+        value, se = rmse(frame[name].dropna())
         share, share_se = proportion(float(cover[name].sum()), reps)
         print(
             f"{name:<20} {ols.params[name]:>8.3f} {ols.bse[name]:>7.3f} {pm(value, se, 2):>14} "
@@ -128,13 +140,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--seed", type=int, default=20261128)
-    parser.add_argument("--parts", default="randhie,simulated", help="comma-separated")
+    parser.add_argument("--parts", default="randhie,plan,simulated", help="comma-separated")
     args = parser.parse_args()
     header("benchmarks/pooled.py")
     start = time.perf_counter()
     if "randhie" in args.parts:
         randhie(args.reps, args.seed, None)
         randhie(args.reps, args.seed, HIE_BOUNDS)
+    if "plan" in args.parts:
+        randhie(args.reps, args.seed, None, formula=HIE_PLAN_FORMULA, epsilon=2.0)
     if "simulated" in args.parts:
         simulated(args.reps, args.seed)
     print(f"\n{time.perf_counter() - start:.0f} s")
