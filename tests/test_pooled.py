@@ -6,6 +6,7 @@ coverage of the intervals and bad input."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -499,3 +500,29 @@ def test_a_person_whose_rows_are_all_dropped_counts_nowhere_in_the_ranges() -> N
     lows, highs = pooled._extremes(model._columns(model._located), model._design.codes, 2000)
     assert lows.shape == (model.nobs_users, 3) and np.isnan(highs[0]).all()
     assert np.isfinite(model.fit(epsilon=1.0, max_rows=4, random_state=0).params).all()
+
+
+def test_a_pull_nothing_bounds_is_withheld_with_a_note_and_no_overflow() -> None:
+    """The wage panel's exper and expersq are nearly collinear over 0-20 years: at ε = 4 the
+    released X'X (545 men) is not positive definite along the curvature in most seeds (seed
+    0 among them, measured), so nothing bounds the ridge's pull. Those coefficients are
+    withheld from released numbers (NaN, "unbounded", a note with the remedies the public
+    facts allow), with no RuntimeWarning and no interval at the doubles' edge (it was
+    ±8e307: nan_to_num's default turned the infinite bound into the largest double)."""
+    wages = dplong.datasets.load_wage_panel()
+    bounds = {"lwage": (-4.0, 5.0), "exper": (0.0, 20.0), "expersq": (0.0, 400.0)}
+    model = PooledOLS.from_formula("lwage ~ exper + expersq", wages, groups="nr", bounds=bounds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = model.fit(epsilon=4.0, max_rows=8, random_state=0)
+        ci = res.conf_int()
+        summary = res.summary().as_text()
+    assert res.params.isna().all() and ci.isna().all().all()
+    assert (res.withheld == "unbounded").all()
+    assert (
+        "not positive definite" in res.warnings[0] and "give public bounds" not in res.warnings[0]
+    )
+    assert "e+30" not in summary
+    # where the released X'X is positive the coefficients are released with finite intervals
+    released = model.fit(epsilon=4.0, max_rows=8, random_state=3)
+    assert np.isfinite(released.conf_int().to_numpy()).all()

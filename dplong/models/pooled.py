@@ -439,11 +439,12 @@ class PooledOLS(FormulaModel):
             values[unbounded] = np.nan
         notes: tuple[str, ...] = ()
         if unbounded.any():
+            remedy = "give public bounds, " if self._located.any() else ""
             notes += (
                 f"{[str(c) for c in index[unbounded]]} withheld: the released X'X was not "
                 "positive definite, so nothing bounds how far its ridge pulled them (the "
-                "design is nearly collinear or varies little for this n and epsilon). Give "
-                "public bounds, raise epsilon or drop a collinear term.",
+                "design is nearly collinear or varies little for this n and epsilon): "
+                f"{remedy}raise epsilon or drop a collinear term.",
             )
         elif solution.ridge > 0.0:
             notes += (
