@@ -83,6 +83,11 @@ def randhie(
     ratio = pd.DataFrame(ratios)
     cover = pd.DataFrame(covered)
     for name in ols.params.index:  # the RMSE and the ratios over the fits that released it
+        if frame[name].isna().all():
+            print(
+                f"{name:<20} {ols.params[name]:>8.3f} {ols.bse[name]:>7.3f} withheld in every fit"
+            )
+            continue
         value, se = rmse(frame[name].dropna())
         share, share_se = proportion(float(cover[name].sum()), reps)
         print(

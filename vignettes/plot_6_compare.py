@@ -129,8 +129,8 @@ non_private = pd.DataFrame(
 
 # %%
 # The pooled fit releases nothing here. Its warning says why: at this ε the released
-# :math:`X'X` was not positive definite (``exper`` and ``expersq`` are nearly collinear over
-# 0-20 years, and 545 men do not pin the wage profile's curvature down through the noise),
+# :math:`X'X` does not determine the wage profile's curvature beyond its noise (``exper``
+# and ``expersq`` are nearly collinear over 0-20 years, and 545 men are few for that),
 # so nothing bounds how far its floor (a ridge) pulled the coefficients, and they are
 # withheld rather than given intervals as wide as the doubles. Where a fit releases its
 # coefficients the bias bound is in its confidence intervals (as is every fit's clipping

@@ -46,10 +46,11 @@ Gaussian (zCDP) vectors, whatever the number of columns:
 
 The privacy noise of steps 2 and 3 is pushed through the exact map (floor, solve, steps,
 unscale) by a fixed-seed parametric bootstrap; its mean shift and the ridge's pull left after
-the steps, ``S³ (I - S³)⁻¹ β̂``, join the bias bound. Where the released ``X'X`` was not
-positive definite (``S`` reaches 1: a design nearly collinear, or varying too little, for
-the noise) nothing bounds that pull, and the coefficients it reaches are withheld (NaN, with
-a note) rather than given an interval as wide as the doubles. The clipping of the scores is
+the steps, ``S³ (I - S³)⁻¹ β̂``, join the bias bound. Where an eigenvalue of the released
+``X'X`` is below its noise's typical spectral norm (a design nearly collinear, or varying
+too little, for the noise: the design's own may be 0 there and the steps may correct
+nothing) nothing bounds that pull, and the coefficients it reaches are withheld (NaN, with a
+note) rather than given an interval as wide as the doubles. The clipping of the scores is
 not visible to the bootstrap: a clipped score corrects less of the pilot's error.
 ``noise_sd`` is therefore the wider of two laws that bracket it — every score exact (the
 steps correct the pilot) and every score clipped away (the pilot's error stays) — so the
@@ -432,8 +433,9 @@ class PooledOLS(FormulaModel):
                 posinf=np.inf,
             )
         sampling_sd = np.sqrt(np.diag(scaled.linear @ release.sampling @ scaled.linear.T))
-        # withheld (released numbers only): where the released X'X was not positive nothing
-        # bounds the ridge's pull, and an interval to the doubles' edge is no estimate
+        # withheld (released numbers only): where the released X'X does not determine a
+        # direction beyond its noise nothing bounds the ridge's pull, and an interval to the
+        # doubles' edge is no estimate
         unbounded = ~np.isfinite(ridge)
         for values in (beta, noise_sd, sampling_sd, shift, ridge):
             values[unbounded] = np.nan
@@ -441,10 +443,10 @@ class PooledOLS(FormulaModel):
         if unbounded.any():
             remedy = "give public bounds, " if self._located.any() else ""
             notes += (
-                f"{[str(c) for c in index[unbounded]]} withheld: the released X'X was not "
-                "positive definite, so nothing bounds how far its ridge pulled them (the "
-                "design is nearly collinear or varies little for this n and epsilon): "
-                f"{remedy}raise epsilon or drop a collinear term.",
+                f"{[str(c) for c in index[unbounded]]} withheld: the released X'X does not "
+                "determine them beyond its noise, so nothing bounds how far its ridge pulled "
+                "them (the design is nearly collinear or varies little for this n and "
+                f"epsilon): {remedy}raise epsilon or drop a collinear term.",
             )
         elif solution.ridge > 0.0:
             notes += (
@@ -829,8 +831,11 @@ class _Solution:
         hessian: NDArray[np.float64],
         beta: NDArray[np.float64],
         ridge: float,
+        noise: float,
     ) -> None:
         self.hessian, self.beta, self.ridge = hessian, beta, ridge
+        #: the typical spectral norm of the released X'X's noise, σ √(2p)
+        self.noise = noise
         values, vectors = np.linalg.eigh(hessian)  # positive: floored (or exact and full rank)
         #: Ĥ^{-1/2}, the scores' whitening, and Ĥ^{1/2}
         self.whiten = np.asarray((vectors / np.sqrt(values)) @ vectors.T)
@@ -844,19 +849,21 @@ class _Solution:
         ridge = max(0.0, _floor(sigma, p) - float(np.linalg.eigvalsh(gram)[0]))
         hessian = gram + ridge * np.eye(p)
         beta = np.asarray(np.linalg.solve(hessian, cross), dtype=np.float64)
-        return cls(hessian, beta, ridge)
+        return cls(hessian, beta, ridge, sigma * math.sqrt(2.0 * p))
 
     def shrinkage_at(self, beta: NDArray[np.float64], steps: int) -> NDArray[np.float64]:
         """A bound on the ridge's pull toward 0 left in ``beta``, the pilot after ``steps``
-        Newton steps: with ``S = λ Ĥ⁻¹`` (eigenvalues in [0, 1) where the floor held the
-        released Gram matrix's own), a pilot is ``(I - S) β`` and each step on exact scores
-        multiplies what is left by S, leaving ``(I - Sᵏ) β`` with ``k = steps + 1``: the pull
-        is ``Sᵏ (I - Sᵏ)⁻¹ beta``. Infinite where ``S`` reaches 1 (the released Gram matrix
-        was not positive: nothing bounds the pull)."""
+        Newton steps: with ``S = λ Ĥ⁻¹``, a pilot is ``(I - S) β`` and each step on exact
+        scores multiplies what is left by S, leaving ``(I - Sᵏ) β`` with ``k = steps + 1``:
+        the pull is ``Sᵏ (I - Sᵏ)⁻¹ beta``. That takes the released Gram matrix for the
+        design's; along a direction where its eigenvalue is below the noise's typical
+        spectral norm (``σ √(2p)``: the floor minus its margin) the design's may be 0, the
+        steps may correct nothing, and nothing bounds the pull: infinite there."""
         if self.ridge == 0.0:
             return np.zeros_like(beta)
         values, vectors = np.linalg.eigh(self.hessian)
-        s = (self.ridge / values) ** (steps + 1)
+        undetermined = values - self.ridge < self.noise  # the released X'X's own eigenvalues
+        s = np.where(undetermined, 1.0, (self.ridge / values) ** (steps + 1))
         with np.errstate(divide="ignore"):
             gain = np.where(s < 1.0, s / (1.0 - s), np.inf)
         coordinates = vectors.T @ beta
