@@ -3,7 +3,7 @@
 The pooled estimator of ``y_ut = x_ut'β + e_ut`` (linearmodels' ``PooledOLS``, statsmodels'
 ``OLS`` with ``cov_type="cluster"``) solves ``(Σ_u X_u'X_u) β = Σ_u X_u'y_u``: it identifies
 covariates that never change within a person (treatment arm, sex, cohort), which the per-user
-and within estimators cannot. Everything it needs is a sum over people, released in three
+and within estimators cannot. Everything it needs is a sum over people, released in four
 Gaussian (zCDP) vectors, whatever the number of columns:
 
 1. **Scaling to ranges.** Every column of the design and the outcome gets a range: the public
@@ -236,7 +236,7 @@ class PooledOLS(FormulaModel):
         accountant: Accountant | None = None,
     ) -> RegressionResults:
         """Release pooled OLS with user-level (ε, δ)-DP: the private ranges of the columns
-        without bounds, then three discrete Gaussian releases (zCDP), composed exactly to
+        without bounds, then four discrete Gaussian releases (zCDP), composed exactly to
         (ε, δ). Refused before any noise where n ε is too small for the ranges' medians.
 
         Parameters
