@@ -884,9 +884,13 @@ def _person_grams(
     """Every person's ``Z_u = Σ_t w z z'`` (rows ``z`` in [-1, 1], sorted by person) as
     :func:`vech_scaled` vectors, scaled down to Frobenius norm ``bound`` where above it (n x
     k): PSD still, so replacing a person moves their sum by at most ``√2 bound``."""
-    persons = _per_user(vech_scaled(z, weight), codes, n)
-    norms = np.sqrt((persons**2).sum(axis=1))
-    return np.asarray(persons * np.minimum(1.0, bound / np.maximum(norms, bound * 1e-300))[:, None])
+    return _clip_rows(_per_user(vech_scaled(z, weight), codes, n), bound)
+
+
+def _clip_rows(values: NDArray[np.float64], bound: float) -> NDArray[np.float64]:
+    """Every row of ``values`` scaled down to L2 norm ``bound`` where above it."""
+    norms = np.sqrt((values**2).sum(axis=1))
+    return np.asarray(values * np.minimum(1.0, bound / np.maximum(norms, bound * 1e-300))[:, None])
 
 
 def _gram_bound(cap: int, p: int) -> float:
@@ -972,11 +976,7 @@ def _scores(
 ) -> NDArray[np.float64]:
     """Every person's score ``s_u = Σ_t w_u x̃_t (ỹ_t - x̃_t'β)`` at a public β, whitened by
     the public symmetric ``whiten`` and clipped to ``radius`` in L2 norm (n x p)."""
-    scores = _per_user(x * (weight * (y - x @ beta))[:, None], codes, n) @ whiten
-    norms = np.sqrt((scores**2).sum(axis=1))
-    return np.asarray(
-        scores * np.minimum(1.0, radius / np.maximum(norms, radius * 1e-300))[:, None]
-    )
+    return _clip_rows(_per_user(x * (weight * (y - x @ beta))[:, None], codes, n) @ whiten, radius)
 
 
 def vech_scaled(rows: NDArray[np.float64], weight: NDArray[np.float64]) -> NDArray[np.float64]:
