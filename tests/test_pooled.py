@@ -114,11 +114,14 @@ def _person_gram(rows: np.ndarray, weight: float, bound: float) -> np.ndarray:
 
 def test_gram_sensitivity_is_attained_and_never_exceeded() -> None:
     """A person's Z_u has trace <= T_cap (p + 1) and is clipped to Frobenius norm
-    B = T_cap min(p + 1, GRAM_NORM √(p + 1)); replacing one moves the sum by at most √2 B,
-    attained by orthogonal extreme rows (the PSD argument is tight)."""
+    B = T_cap min(p + 1, max(GRAM_NORM √(p + 1), (p + 1) / GRAM_SHRINK)); replacing one moves
+    the sum by at most √2 B, attained by orthogonal extreme rows (the PSD argument is
+    tight)."""
     cap, p = 3, 3
     bound = pooled._gram_bound(cap, p)
     assert bound == pytest.approx(cap * pooled.GRAM_NORM * 2.0)  # below cap (p + 1) = 12
+    # many columns: never below 1 / GRAM_SHRINK of the worst case (p + 1 = 21: 14, not 6.9)
+    assert pooled._gram_bound(1, 20) == pytest.approx(21.0 / pooled.GRAM_SHRINK)
     z, z_prime = np.ones(p + 1), np.array([1.0, 1.0, -1.0, -1.0])
     moved = _person_gram(np.tile(z, (cap, 1)), 1.0, bound) - _person_gram(
         np.tile(z_prime, (cap, 1)), 1.0, bound
@@ -473,7 +476,7 @@ def test_between_given_only_epsilon_spends_the_budget_and_weighs_a_person_once()
     model = dplong.BetweenOLS.from_formula("y ~ treated + x", _covered_panel(5), groups="id")
     res = model.fit(epsilon=1.0, max_rows=8, random_state=0)
     (gram,) = [e for e in res.privacy.entries if e.stage == "sufficient statistics"]
-    # √2 min(p + 1, GRAM_NORM √(p + 1)) with p + 1 = 4, and the lattice's rounding and float
+    # √2 B (GRAM_NORM √(p + 1) with p + 1 = 4), and the lattice's rounding and float
     # error (well below 0.1 %)
     assert gram.sensitivity == pytest.approx(math.sqrt(2.0) * pooled.GRAM_NORM * 2.0, rel=1e-3)
     assert 0.95 < res.privacy.epsilon <= 1.0  # the pure medians compose below their ε²/2
@@ -520,9 +523,7 @@ def test_a_pull_nothing_bounds_is_withheld_with_a_note_and_no_overflow() -> None
         summary = res.summary().as_text()
     assert res.params.isna().all() and ci.isna().all().all()
     assert (res.withheld == "unbounded").all()
-    assert (
-        "beyond its noise" in res.warnings[0] and "give public bounds" not in res.warnings[0]
-    )
+    assert "beyond its noise" in res.warnings[0] and "give public bounds" not in res.warnings[0]
     assert "e+30" not in summary
     # with the noise off nothing is undetermined: released, with finite intervals
     released = model.fit(epsilon=1e300, delta=0.5, max_rows=8, random_state=0)

@@ -16,20 +16,20 @@ Gaussian (zCDP) vectors, whatever the number of columns:
    for a normal column) and a public range onto ``[-1, 1]`` (around its centre when the
    formula has an intercept, so that the map is undone exactly); values beyond the core keep
    their place in the scores and are clipped to ``[-1, 1]`` in the Gram matrix only.
-2. **The augmented Gram matrix** (the pilot and the preconditioner). Each person's ``Z_u =
-   Σ_t w_u z_t z_t'`` for the frame's rows ``z = (x̃, ỹ)`` clipped to ``[-1, 1]``, with the
-   weight ``w_u = min(1, T_cap / T_u)`` for a public cap ``T_cap`` on the rows that count
-   (``max_rows``), is PSD with trace at most ``T_cap (p + 1)``; it is clipped (scaled down)
-   to Frobenius norm ``B = T_cap min(p + 1, GRAM_NORM √(p + 1))`` (:data:`GRAM_NORM`: few
-   persons reach it in the frame). Vectorised with the off-diagonal entries times √2 (so that
-   the vector's norm is the Frobenius norm), replacing one person moves the sum by at most
-   ``√2 B`` (for PSD ``A, B``, ``‖A - B‖_F² <= ‖A‖_F² + ‖B‖_F²``): one discrete Gaussian
-   release of the whole vector (:func:`~dplong.privacy.noise.release_vector_sum`) gives
-   ``X'X``, ``X'y`` and ``y'y``. The released ``X'X`` is floored at an eigenvalue scaled to
-   its noise (AdaSSP-style: ``λ_min >= σ (√(2p) + 3)``, a ridge only where the noise could
-   make it singular) and solved for the pilot ``β₀``. Neither clip moves the estimate's
-   target: the Newton steps' fixed point is pooled OLS on the ranges' values whatever the
-   Hessian, which only sets how fast they get there.
+2. **The augmented Gram matrix** (the pilot and the preconditioner). Each person's ``Z_u = Σ_t
+   w_u z_t z_t'`` for the frame's rows ``z = (x̃, ỹ)`` clipped to ``[-1, 1]``, with the weight
+   ``w_u = min(1, T_cap / T_u)`` for a public cap ``T_cap`` on the rows that count
+   (``max_rows``), is PSD with trace at most ``T_cap (p + 1)``; it is clipped (scaled down) to
+   Frobenius norm ``B = T_cap min(p + 1, max(GRAM_NORM √(p + 1), (p + 1) / GRAM_SHRINK))``
+   (:data:`GRAM_NORM`: few persons reach it in the frame). Vectorised with the off-diagonal
+   entries times √2 (so that the vector's norm is the Frobenius norm), replacing one person
+   moves the sum by at most ``√2 B`` (for PSD ``A, B``, ``‖A - B‖_F² <= ‖A‖_F² + ‖B‖_F²``): one
+   discrete Gaussian release of the whole vector
+   (:func:`~dplong.privacy.noise.release_vector_sum`) gives ``X'X``, ``X'y`` and ``y'y``. The
+   released ``X'X`` is floored at an eigenvalue scaled to its noise (AdaSSP-style: ``λ_min >= σ
+   (√(2p) + 3)``, a ridge only where the noise could make it singular) and solved for the pilot
+   ``β₀``. Neither clip moves the estimate's target: the Newton steps' fixed point is pooled
+   OLS on the ranges' values whatever the Hessian, which only sets how fast they get there.
 3. **Two Newton steps.** The pilot's noise is set by the worst case of a row; a score is
    usually far smaller. At the last β (public) each person's score
    ``s_u = Σ_t w_u x̃_t (ỹ_t - x̃_t'β)`` is whitened by the released Hessian, ``Ĥ^{-1/2} s_u``
@@ -103,8 +103,11 @@ SHARES = (0.35, 0.2, 0.35, 0.1)  # Gram, Newton steps, meat
 #: case is ``T_cap (p + 1)``): in a frame where the columns' cores are [-1, 1] the median
 #: person's norm is about ``T_cap √(p + 1) / 1.4``-``T_cap √(p + 1)``, so the bound clips
 #: few persons, and only in the Hessian (a preconditioner: the Newton steps' scores are not
-#: clipped by it), while it divides the Gram matrix's noise by up to ``√(p + 1) / 1.5``.
-GRAM_NORM = 1.5
+#: clipped by it), while it divides the Gram matrix's noise by up to ``√(p + 1) / 1.5``. It
+#: never scales a person down by more than GRAM_SHRINK: were every person at the worst case
+#: (many ±1 indicator columns), the Hessian would be ``1 / GRAM_SHRINK`` of the design's and
+#: a Newton step would overshoot by half of what it corrects, not diverge (at 2 or more).
+GRAM_NORM, GRAM_SHRINK = 1.5, 1.5
 #: The eigenvalue floor: ``σ (√(2p) + FLOOR_SDS)`` bounds the spectral norm of the released
 #: ``X'X``'s noise (a symmetric Gaussian matrix of entry sd σ on the diagonal, σ/√2 off it, has
 #: norm about σ √(2p)) with a margin of FLOOR_SDS sds.
@@ -895,8 +898,10 @@ def _clip_rows(values: NDArray[np.float64], bound: float) -> NDArray[np.float64]
 
 def _gram_bound(cap: int, p: int) -> float:
     """The Frobenius norm a person's ``Z_u`` is clipped to: :data:`GRAM_NORM` ``√(p + 1)``
-    rows' worth, at most its trace bound ``T_cap (p + 1)`` (then nothing is clipped)."""
-    return cap * min(p + 1.0, GRAM_NORM * math.sqrt(p + 1.0))
+    rows' worth, at least ``1 / GRAM_SHRINK`` of its trace bound ``T_cap (p + 1)``, at most
+    that bound (then nothing is clipped)."""
+    worst = p + 1.0
+    return cap * min(worst, max(GRAM_NORM * math.sqrt(worst), worst / GRAM_SHRINK))
 
 
 def _floor(sigma: float, p: int) -> float:
