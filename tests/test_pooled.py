@@ -120,7 +120,7 @@ def test_gram_sensitivity_is_attained_and_never_exceeded() -> None:
     cap, p = 3, 3
     bound = pooled._gram_bound(cap, p)
     assert bound == pytest.approx(cap * pooled.GRAM_NORM * 2.0)  # below cap (p + 1) = 12
-    # many columns: never below 1 / GRAM_SHRINK of the worst case (p + 1 = 21: 14, not 6.9)
+    # many columns: never below 1 / GRAM_SHRINK of the worst case (p + 1 = 21: 10.5, not 6.9)
     assert pooled._gram_bound(1, 20) == pytest.approx(21.0 / pooled.GRAM_SHRINK)
     z, z_prime = np.ones(p + 1), np.array([1.0, 1.0, -1.0, -1.0])
     moved = _person_gram(np.tile(z, (cap, 1)), 1.0, bound) - _person_gram(
