@@ -7,10 +7,17 @@
    RMSE around the non-private pooled OLS over its person-clustered SE (statsmodels), the
    median and 95th percentile of |error| / bse, and the coverage of the non-private estimate
    by the 95 % interval.
+   The same with the study's 18 plans as declared levels (``+ C(plan, levels=[...])``: 17
+   indicator columns, whose ranges the formula gives) at ε = 2, given only ε: coinsurance is
+   a function of the plan, so that design is singular (statsmodels' pseudo-inverse picks one
+   solution); and the identified one, the plans in place of coinsurance.
 2. **Simulated panels**, T = 8, d regressors each with a person effect (``x = a_u + b_ut``, both
    N(0, 1)), ``y = x'β + α_u + e``, β = 0.5, α and e N(0, 1); given only ε (``max_rows=8``);
    ε = 1: the MSE of the private slopes over the non-private pooled MSE (both around the
-   truth), coverage of the truth and the 95th percentile of |error| / bse.
+   truth), coverage of the truth and the 95th percentile of |error| / bse. Beside it, on the
+   same panels, two peers given generous public bounds (:data:`PEER_X`, :data:`PEER_Y`):
+   AdaSSP with each person's rows summed whole (own code from Wang 2018's formulas) and
+   diffprivlib's ``LinearRegression`` at row level with ε / T (skipped without diffprivlib).
 
 Run ``python benchmarks/pooled.py [--reps R]``; docs/accuracy.md holds the numbers of the
 default 100.
@@ -19,6 +26,7 @@ default 100.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 import numpy as np
@@ -35,16 +43,27 @@ HIE_BOUNDS = {
     "xage": (0, 100),
     "female": (0, 1),
 }
+#: The study's 18 plans (public: the design of the experiment), declared.
+PLANS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19)
+HIE_PLAN_FORMULA = HIE_FORMULA + f" + C(plan, levels={list(PLANS)})"
+HIE_PLAN_ONLY = f"np.log1p(meddol) ~ C(plan, levels={list(PLANS)}) + xage + female"
 CELLS = ((500, 3), (500, 6), (1000, 3), (2000, 3), (5000, 3), (5000, 6))
 
 
-def randhie(reps: int, seed: int, bounds: dict[str, tuple[float, float]] | None) -> None:
+def randhie(
+    reps: int,
+    seed: int,
+    bounds: dict[str, tuple[float, float]] | None,
+    *,
+    formula: str = HIE_FORMULA,
+    epsilon: float = 1.0,
+) -> None:
     hie = dplong.datasets.load_randhie()
-    ols = smf.ols(HIE_FORMULA, hie).fit(cov_type="cluster", cov_kwds={"groups": hie["zper"]})
-    model = dplong.PooledOLS.from_formula(HIE_FORMULA, hie, groups="zper", bounds=bounds)
+    ols = smf.ols(formula, hie).fit(cov_type="cluster", cov_kwds={"groups": hie["zper"]})
+    model = dplong.PooledOLS.from_formula(formula, hie, groups="zper", bounds=bounds)
     errors, ratios, covered, released = [], [], [], 0
     for r in range(reps):
-        res = model.fit(epsilon=1.0, max_rows=5, random_state=seed + r)
+        res = model.fit(epsilon=epsilon, max_rows=5, random_state=seed + r)
         released += bool(np.isfinite(res.params).all())
         error = res.params - ols.params
         errors.append(error / ols.bse)
@@ -54,8 +73,8 @@ def randhie(reps: int, seed: int, bounds: dict[str, tuple[float, float]] | None)
     frame = pd.DataFrame(errors)
     given = "public bounds" if bounds else "given only epsilon"
     print(
-        f"\nRAND HIE, eps = 1, {given}, {reps} seeds: every coefficient released in "
-        f"{released}/{reps}"
+        f"\nRAND HIE, {formula}, eps = {epsilon:g}, {given}, {reps} seeds: every coefficient "
+        f"released in {released}/{reps}"
     )
     print(
         f"{'coefficient':<20} {'np':>8} {'SE':>7} {'RMSE/SE':>14} {'med|e|/bse':>10} "
@@ -63,8 +82,13 @@ def randhie(reps: int, seed: int, bounds: dict[str, tuple[float, float]] | None)
     )
     ratio = pd.DataFrame(ratios)
     cover = pd.DataFrame(covered)
-    for name in ols.params.index:
-        value, se = rmse(frame[name])
+    for name in ols.params.index:  # the RMSE and the ratios over the fits that released it
+        if frame[name].isna().all():
+            print(
+                f"{name:<20} {ols.params[name]:>8.3f} {ols.bse[name]:>7.3f} withheld in every fit"
+            )
+            continue
+        value, se = rmse(frame[name].dropna())
         share, share_se = proportion(float(cover[name].sum()), reps)
         print(
             f"{name:<20} {ols.params[name]:>8.3f} {ols.bse[name]:>7.3f} {pm(value, se, 2):>14} "
@@ -82,59 +106,138 @@ def panel(rng: np.random.Generator, n: int, d: int, T: int = 8) -> pd.DataFrame:
     return frame
 
 
+#: Public bounds handed to the peers (generous: about 2.8 sds of a regressor; the outcome's
+#: sd is at most 2.6 at d = 6): the peers cannot find ranges themselves.
+PEER_X, PEER_Y = 4.0, 8.0
+
+
+def adassp_per_user(
+    X: np.ndarray,
+    y: np.ndarray,
+    T: int,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """AdaSSP (Wang 2018, Algorithm 2: a private λ_min, then noisy X'X and X'y with the ridge
+    it sets), user-level: every row clipped to ``‖x‖ <= B_X``, ``|y| <= B_Y`` and a person's
+    sums taken whole, so the sensitivities are ``T B_X²`` and ``T B_X B_Y`` (T rows a person,
+    public here). Written from the paper's formulas; the budget split in three equal parts."""
+    d = X.shape[1]
+    bound_x = math.sqrt(1.0 + PEER_X**2 * (d - 1))  # the intercept and d - 1 clipped columns
+    x = np.clip(X, -PEER_X, PEER_X)
+    out = np.clip(y, -PEER_Y, PEER_Y)
+    eps, log_term, failure = epsilon / 3.0, math.log(6.0 / delta), 0.05
+    gram, cross = x.T @ x, x.T @ out  # sums over persons of their whole blocks
+    unit_x, unit_xy = T * bound_x**2, T * bound_x * PEER_Y
+    smallest = float(np.linalg.eigvalsh(gram)[0])
+    noisy_min = max(
+        smallest + math.sqrt(log_term) / eps * unit_x * rng.normal() - log_term / eps * unit_x,
+        0.0,
+    )
+    ridge = max(
+        0.0,
+        math.sqrt(d * log_term * math.log(2.0 * d * d / failure)) * unit_x / eps - noisy_min,
+    )
+    noise = rng.normal(size=(d, d))
+    sym = np.triu(noise) + np.triu(noise, 1).T
+    gram_noisy = gram + math.sqrt(log_term) / eps * unit_x * sym
+    cross_noisy = cross + math.sqrt(log_term) / eps * unit_xy * rng.normal(size=d)
+    return np.linalg.solve(gram_noisy + ridge * np.eye(d), cross_noisy)
+
+
+def diffprivlib_rows(X: np.ndarray, y: np.ndarray, T: int, epsilon: float, seed: int) -> np.ndarray:
+    """diffprivlib's ``LinearRegression`` at row level with ε / T (group privacy: T rows a
+    person give user-level ε), the public bounds of :data:`PEER_X` and :data:`PEER_Y`."""
+    from diffprivlib.models import LinearRegression
+
+    d = X.shape[1] - 1
+    model = LinearRegression(
+        epsilon=epsilon / T,
+        bounds_X=(np.full(d, -PEER_X), np.full(d, PEER_X)),
+        bounds_y=(-PEER_Y, PEER_Y),
+        random_state=seed,
+    )
+    model.fit(np.clip(X[:, 1:], -PEER_X, PEER_X), np.clip(y, -PEER_Y, PEER_Y))
+    return np.asarray(model.coef_)
+
+
 def simulated(reps: int, seed: int) -> None:
     print(
         f"\nSimulated, T = 8, eps = 1, given only epsilon, {reps} fits per cell: slopes pooled "
         "over the cell"
     )
+    try:
+        import diffprivlib  # noqa: F401  (the peers extra)
+
+        peers = True
+    except ImportError:
+        peers = False
+        print("(diffprivlib is not installed: its column is skipped; pip install '.[peers]')")
     print(
         f"{'n':>5} {'d':>2} {'MSE / non-private':>18} {'coverage':>12} {'p95|e|/bse':>10} "
-        f"{'released':>8}"
+        f"{'released':>8} {'AdaSSP per user':>16} {'diffprivlib rows':>17}"
     )
     for n, d in CELLS:
         rng = np.random.default_rng(seed + 1000 * n + d)
         names = [f"x{k}" for k in range(d)]
         formula = "y ~ " + " + ".join(names)
         private, public, ratios, hits, released = [], [], [], 0, 0
+        adassp, dpl, refused = [], [], False
         for r in range(reps):
             frame = panel(rng, n, d)
             X = np.column_stack([np.ones(len(frame)), frame[names].to_numpy()])
-            exact = np.linalg.lstsq(X, frame["y"].to_numpy(), rcond=None)[0][1:]
+            y = frame["y"].to_numpy()
+            public += list((np.linalg.lstsq(X, y, rcond=None)[0][1:] - 0.5) ** 2)
+            peer = np.random.default_rng(seed + r)
+            adassp += list((adassp_per_user(X, y, 8, 1.0, n**-2.0, peer)[1:] - 0.5) ** 2)
+            if peers:
+                dpl += list((diffprivlib_rows(X, y, 8, 1.0, seed + r) - 0.5) ** 2)
+            if refused:
+                continue
             try:
                 res = dplong.PooledOLS.from_formula(formula, frame, groups="id").fit(
                     epsilon=1.0, max_rows=8, random_state=seed + r
                 )
             except dplong.exceptions.InsufficientUsersError:  # refused from public facts
-                print(f"{n:>5} {d:>2} refused (n epsilon too small for the private ranges)")
-                break
+                refused = True
+                continue
             estimate = res.params[names].to_numpy()
             released += bool(np.isfinite(estimate).all())
             private += list((estimate - 0.5) ** 2)
-            public += list((exact - 0.5) ** 2)
             ratios += list(np.abs(estimate - 0.5) / res.bse[names].to_numpy())
             ci = res.conf_int(0.05).loc[names]
             hits += int(((ci["lower"] <= 0.5) & (0.5 <= ci["upper"])).sum())
-        if not private:
-            continue
-        ratio, ratio_se = mse_ratio(private, public)
-        share, share_se = proportion(hits, reps * d)
-        print(
-            f"{n:>5} {d:>2} {pm(ratio, ratio_se, 2):>18} {pm(share, share_se, 3):>12} "
-            f"{np.quantile(ratios, 0.95):>10.2f} {released:>4}/{reps}"
-        )
+        peer_ratios = [
+            pm(*mse_ratio(errors, public), 2) if errors else "-" for errors in (adassp, dpl)
+        ]
+        if refused:
+            cells = f"{'refused (n epsilon too small for the private ranges)':>50}"
+        else:  # over the released slopes (a withheld one counts in "released" only)
+            kept = np.isfinite(private)
+            ratio, ratio_se = mse_ratio(np.asarray(private)[kept], np.asarray(public)[kept])
+            share, share_se = proportion(hits, reps * d)
+            cells = (
+                f"{pm(ratio, ratio_se, 2):>18} {pm(share, share_se, 3):>12} "
+                f"{np.nanquantile(ratios, 0.95):>10.2f} {released:>4}/{reps}"
+            )
+        print(f"{n:>5} {d:>2} {cells} {peer_ratios[0]:>16} {peer_ratios[1]:>17}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--seed", type=int, default=20261128)
-    parser.add_argument("--parts", default="randhie,simulated", help="comma-separated")
+    parser.add_argument("--parts", default="randhie,plan,simulated", help="comma-separated")
     args = parser.parse_args()
     header("benchmarks/pooled.py")
     start = time.perf_counter()
     if "randhie" in args.parts:
         randhie(args.reps, args.seed, None)
         randhie(args.reps, args.seed, HIE_BOUNDS)
+    if "plan" in args.parts:
+        randhie(args.reps, args.seed, None, formula=HIE_PLAN_FORMULA, epsilon=2.0)
+        randhie(args.reps, args.seed, None, formula=HIE_PLAN_ONLY, epsilon=2.0)
     if "simulated" in args.parts:
         simulated(args.reps, args.seed)
     print(f"\n{time.perf_counter() - start:.0f} s")

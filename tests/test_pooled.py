@@ -6,6 +6,7 @@ coverage of the intervals and bad input."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,7 @@ from audit import BROKEN_NOISE_FRACTION, CONFIDENCE, epsilon_lower_bound, tail_e
 
 import dplong
 import dplong.models.pooled as pooled
+import dplong.privacy.ranges as ranges
 from dplong.exceptions import DataError, ParameterError, PrivacyParameterError
 from dplong.models.pooled import PooledOLS, vech_scaled
 from dplong.privacy.accounting import zcdp_epsilon
@@ -56,8 +58,12 @@ def _clustered(formula: str, data: pd.DataFrame, groups: str) -> tuple[pd.Series
 
 @pytest.fixture
 def unclipped_meat(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The meat's clipping radius far beyond every score: the exact sandwich."""
+    """The scores' clipping radius far beyond every score (the exact sandwich), and the Gram
+    matrix's frame and norm bound holding every person (the exact pilot): with the noise off
+    the pilot is pooled OLS and the Newton steps leave it there."""
     monkeypatch.setattr(pooled, "CLIP_RADIUS", 1e12)
+    monkeypatch.setattr(pooled, "GRAM_NORM", 1e12)
+    monkeypatch.setattr(ranges, "CORE", 1e12)
 
 
 @pytest.mark.usefixtures("unclipped_meat")
@@ -100,13 +106,26 @@ def _user_sum(rows: np.ndarray, weight: float) -> np.ndarray:
     return vech_scaled(rows, np.full(len(rows), weight)).sum(axis=0)
 
 
+def _person_gram(rows: np.ndarray, weight: float, bound: float) -> np.ndarray:
+    """One person's Z_u as released: clipped to Frobenius norm ``bound``."""
+    codes = np.zeros(len(rows), dtype=np.intp)
+    return pooled._person_grams(rows, np.full(len(rows), weight), codes, 1, bound)[0]
+
+
 def test_gram_sensitivity_is_attained_and_never_exceeded() -> None:
-    """A person's Z_u has trace <= T_cap (p + 1); replacing one moves the sum by at most
-    √2 T_cap (p + 1), attained by orthogonal extreme rows (the PSD argument is tight)."""
+    """A person's Z_u has trace <= T_cap (p + 1) and is clipped to Frobenius norm
+    B = T_cap min(p + 1, max(GRAM_NORM √(p + 1), (p + 1) / GRAM_SHRINK)); replacing one moves
+    the sum by at most √2 B, attained by orthogonal extreme rows (the PSD argument is
+    tight)."""
     cap, p = 3, 3
-    bound = cap * (p + 1)
+    bound = pooled._gram_bound(cap, p)
+    assert bound == pytest.approx(cap * pooled.GRAM_NORM * 2.0)  # below cap (p + 1) = 12
+    # many columns: never below 1 / GRAM_SHRINK of the worst case (p + 1 = 21: 10.5, not 6.9)
+    assert pooled._gram_bound(1, 20) == pytest.approx(21.0 / pooled.GRAM_SHRINK)
     z, z_prime = np.ones(p + 1), np.array([1.0, 1.0, -1.0, -1.0])
-    moved = _user_sum(np.tile(z, (cap, 1)), 1.0) - _user_sum(np.tile(z_prime, (cap, 1)), 1.0)
+    moved = _person_gram(np.tile(z, (cap, 1)), 1.0, bound) - _person_gram(
+        np.tile(z_prime, (cap, 1)), 1.0, bound
+    )
     assert np.linalg.norm(moved) == pytest.approx(math.sqrt(2.0) * bound)
     rng = np.random.default_rng(1)
     for _ in range(2000):  # random people, any number of rows, weights min(1, T_cap / T_u)
@@ -115,7 +134,9 @@ def test_gram_sensitivity_is_attained_and_never_exceeded() -> None:
             t = int(rng.integers(1, 12))
             rows = rng.choice([-1.0, 1.0], size=(t, p + 1)) * rng.uniform(0, 1, (t, p + 1))
             rows[:, 0] = 1.0
-            sums.append(_user_sum(rows, min(1.0, cap / t)))
+            sums.append(_person_gram(rows, min(1.0, cap / t), bound))
+            # unclipped: a PSD matrix's Frobenius norm is at most its trace
+            assert np.linalg.norm(_user_sum(rows, min(1.0, cap / t))) <= cap * (p + 1) * (1 + 1e-12)
         assert np.linalg.norm(sums[0]) <= bound * (1 + 1e-12)
         assert np.linalg.norm(sums[0] - sums[1]) <= math.sqrt(2.0) * bound * (1 + 1e-12)
 
@@ -127,13 +148,14 @@ def test_release_vector_sum_refuses_vectors_beyond_their_bound() -> None:
 
 def _audit_outputs(rho: float, fraction: float, runs: int, seed: int) -> tuple:
     """The Gram release of a tiny panel (p = 3) on D and on D' (one person's rows moved to
-    the orthogonal extreme), projected on the direction of the move."""
+    the orthogonal extreme, each clipped to the Frobenius bound as the fit clips them),
+    projected on the direction of the move."""
     cap, p = 3, 3
-    bound = cap * (p + 1) * (1.0 + 1e-12)
+    bound = pooled._gram_bound(cap, p) * (1.0 + 1e-12)
     others = np.zeros((20, (p + 1) * (p + 2) // 2))
     z, z_prime = np.ones(p + 1), np.array([1.0, 1.0, -1.0, -1.0])
-    first = _user_sum(np.tile(z, (cap, 1)), 1.0)
-    second = _user_sum(np.tile(z_prime, (cap, 1)), 1.0)
+    first = _person_gram(np.tile(z, (cap, 1)), 1.0, pooled._gram_bound(cap, p))
+    second = _person_gram(np.tile(z_prime, (cap, 1)), 1.0, pooled._gram_bound(cap, p))
     direction = (first - second) / np.linalg.norm(first - second)
     rng = np.random.default_rng(seed)
     out = []
@@ -182,6 +204,7 @@ def test_ledger_spends_the_budget_and_the_accountant_is_charged() -> None:
     assert [e.stage for e in res.privacy.entries] == [
         "sufficient statistics",
         "Newton step 1",
+        "Newton step 2",
         "clustered meat",
     ]
     assert accountant.spent_epsilon == pytest.approx(res.privacy.epsilon)
@@ -351,14 +374,19 @@ def test_noise_off_without_bounds_matches_statsmodels_where_the_ranges_hold_the_
 
 def test_ledger_without_bounds_lists_the_ranges_and_spends_the_budget() -> None:
     """3 medians per column without bounds (x, treated and y) and the rungs' counts, then the
-    three Gaussian releases: all composed within ε, most of it spent; the accountant sees
+    four Gaussian releases: all composed within ε, most of it spent; the accountant sees
     the same ledger."""
     accountant = dplong.Accountant(epsilon=2.0, delta=1e-5)
     res = PooledOLS.from_formula("y ~ treated + x", _covered_panel(1), groups="id").fit(
         epsilon=1.0, delta=1e-6, max_rows=4, random_state=0, accountant=accountant
     )
     stages = [e.stage for e in res.privacy.entries]
-    assert stages == ["bounds"] * 10 + ["sufficient statistics", "Newton step 1", "clustered meat"]
+    assert stages == ["bounds"] * 10 + [
+        "sufficient statistics",
+        "Newton step 1",
+        "Newton step 2",
+        "clustered meat",
+    ]
     medians = [e for e in res.privacy.entries if e.stage == "bounds" and e.epsilon > 0]
     assert len(medians) == 9 and {e.target.split(":")[0] for e in medians} == {"treated", "x", "y"}
     assert 0.98 < res.privacy.epsilon <= 1.0
@@ -448,8 +476,9 @@ def test_between_given_only_epsilon_spends_the_budget_and_weighs_a_person_once()
     model = dplong.BetweenOLS.from_formula("y ~ treated + x", _covered_panel(5), groups="id")
     res = model.fit(epsilon=1.0, max_rows=8, random_state=0)
     (gram,) = [e for e in res.privacy.entries if e.stage == "sufficient statistics"]
-    # √2 (p + 1), and the lattice's rounding and float error (well below 0.1 %)
-    assert gram.sensitivity == pytest.approx(math.sqrt(2.0) * 4.0, rel=1e-3)
+    # √2 B (GRAM_NORM √(p + 1) with p + 1 = 4), and the lattice's rounding and float
+    # error (well below 0.1 %)
+    assert gram.sensitivity == pytest.approx(math.sqrt(2.0) * pooled.GRAM_NORM * 2.0, rel=1e-3)
     assert 0.95 < res.privacy.epsilon <= 1.0  # the pure medians compose below their ε²/2
     assert model.gram_noise_sd(epsilon=1.0, delta=1e-6, max_rows=8) == pytest.approx(
         model.gram_noise_sd(epsilon=1.0, delta=1e-6, max_rows=1)
@@ -474,3 +503,28 @@ def test_a_person_whose_rows_are_all_dropped_counts_nowhere_in_the_ranges() -> N
     lows, highs = pooled._extremes(model._columns(model._located), model._design.codes, 2000)
     assert lows.shape == (model.nobs_users, 3) and np.isnan(highs[0]).all()
     assert np.isfinite(model.fit(epsilon=1.0, max_rows=4, random_state=0).params).all()
+
+
+def test_a_pull_nothing_bounds_is_withheld_with_a_note_and_no_overflow() -> None:
+    """The wage panel's exper and expersq are nearly collinear over 0-20 years: at ε = 4 the
+    released X'X (545 men) has an eigenvalue below its noise's typical norm along the
+    curvature (in 20 of 20 seeds, measured), so the design's may be 0 there and nothing
+    bounds the ridge's pull. Those coefficients are withheld from released numbers (NaN,
+    "unbounded", a note with the remedies the public facts allow), with no RuntimeWarning
+    and no interval at the doubles' edge (it was ±8e307: nan_to_num's default turned the
+    infinite bound into the largest double)."""
+    wages = dplong.datasets.load_wage_panel()
+    bounds = {"lwage": (-4.0, 5.0), "exper": (0.0, 20.0), "expersq": (0.0, 400.0)}
+    model = PooledOLS.from_formula("lwage ~ exper + expersq", wages, groups="nr", bounds=bounds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = model.fit(epsilon=4.0, max_rows=8, random_state=0)
+        ci = res.conf_int()
+        summary = res.summary().as_text()
+    assert res.params.isna().all() and ci.isna().all().all()
+    assert (res.withheld == "unbounded").all()
+    assert "beyond its noise" in res.warnings[0] and "give public bounds" not in res.warnings[0]
+    assert "e+30" not in summary
+    # with the noise off nothing is undetermined: released, with finite intervals
+    released = model.fit(epsilon=1e300, delta=0.5, max_rows=8, random_state=0)
+    assert np.isfinite(released.conf_int().to_numpy()).all()

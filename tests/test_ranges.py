@@ -51,6 +51,24 @@ def test_noise_off_ranges_stop_at_masses_and_cover_continuous_columns() -> None:
         assert hi - lo <= 3.0 * (high.max() - low.min())
 
 
+def test_cores_lie_inside_the_ranges_around_the_midpoints() -> None:
+    """The core (post-processing of the medians) is m ± CORE median reaches within the range:
+    for a normal column over 8 rows a little over half of it, holding most values; a 0/1
+    column's core is its range (its reach is one cell and the rung stops there)."""
+    rng = np.random.default_rng(3)
+    values = np.repeat(rng.normal(size=(4000, 1)), 8, axis=1) + rng.normal(size=(4000, 8))
+    female = (rng.uniform(size=(4000, 1)) < 0.5).astype(float)
+    lows = np.column_stack([values.min(axis=1), female])
+    highs = np.column_stack([values.max(axis=1), female])
+    found = private_ranges(lows, highs, OFF, OFF, rng, names=("x", "f"))
+    (lo, hi), (c_lo, c_hi) = found.ranges[0], found.core[0]
+    assert lo <= c_lo < found.midpoint[0] < c_hi <= hi
+    # 2 of the range's 4 median reaches (the rungs do not hold for a normal column)
+    assert (c_hi - c_lo) == pytest.approx(ranges.CORE / ranges.REACH * (hi - lo), rel=1e-9)
+    assert np.mean((values >= c_lo) & (values <= c_hi)) > 0.9  # most values (sd √2: ±2.1 sd)
+    np.testing.assert_allclose(found.core[1], found.ranges[1], atol=0.02)
+
+
 def test_a_constant_column_gets_its_midpoint_cell() -> None:
     values = np.full((500, 1), 7.0)
     found = private_ranges(values, values, OFF, OFF, np.random.default_rng(0), names=("c",))

@@ -3,7 +3,7 @@
 The pooled estimator of ``y_ut = x_ut'β + e_ut`` (linearmodels' ``PooledOLS``, statsmodels'
 ``OLS`` with ``cov_type="cluster"``) solves ``(Σ_u X_u'X_u) β = Σ_u X_u'y_u``: it identifies
 covariates that never change within a person (treatment arm, sex, cohort), which the per-user
-and within estimators cannot. Everything it needs is a sum over people, released in three
+and within estimators cannot. Everything it needs is a sum over people, released in four
 Gaussian (zCDP) vectors, whatever the number of columns:
 
 1. **Scaling to ranges.** Every column of the design and the outcome gets a range: the public
@@ -11,42 +11,51 @@ Gaussian (zCDP) vectors, whatever the number of columns:
    from the formula), or else one found privately from every person's smallest and largest
    value (:mod:`dplong.privacy.ranges`: three private medians per column and one vector of
    counts, a share of the budget set from public facts by
-   :func:`~dplong.privacy.budget.statistics_budget`). Values are clipped into the range and
-   mapped onto ``[-1, 1]`` (around the range's centre when the formula has an intercept, so
-   that the map is undone exactly). A row ``z = (x̃, ỹ)`` then has ``‖z‖² <= p + 1``, whatever
-   the data.
-2. **The augmented Gram matrix** (the pilot). Each person's ``Z_u = Σ_t w_u z_t z_t'``, with
-   the weight ``w_u = min(1, T_cap / T_u)`` for a public cap ``T_cap`` on the rows that count
-   (``max_rows``), is PSD with trace at most ``T_cap (p + 1)``. Vectorised with the
-   off-diagonal entries times √2 (so that the vector's norm is the Frobenius norm), replacing
-   one person moves the sum by at most ``√2 T_cap (p + 1)`` (for PSD ``A, B``,
-   ``‖A - B‖_F² <= ‖A‖_F² + ‖B‖_F²``): one discrete Gaussian release of the whole vector
+   :func:`~dplong.privacy.budget.statistics_budget`). Values are clipped into the range. The
+   frame maps a found range's **core** (where most persons' values lie, a third of the range
+   for a normal column) and a public range onto ``[-1, 1]`` (around its centre when the
+   formula has an intercept, so that the map is undone exactly); values beyond the core keep
+   their place in the scores and are clipped to ``[-1, 1]`` in the Gram matrix only.
+2. **The augmented Gram matrix** (the pilot and the preconditioner). Each person's ``Z_u = Σ_t
+   w_u z_t z_t'`` for the frame's rows ``z = (x̃, ỹ)`` clipped to ``[-1, 1]``, with the weight
+   ``w_u = min(1, T_cap / T_u)`` for a public cap ``T_cap`` on the rows that count
+   (``max_rows``), is PSD with trace at most ``T_cap (p + 1)``; it is clipped (scaled down) to
+   Frobenius norm ``B = T_cap min(p + 1, max(GRAM_NORM √(p + 1), (p + 1) / GRAM_SHRINK))``
+   (:data:`GRAM_NORM`: few persons reach it in the frame). Vectorised with the off-diagonal
+   entries times √2 (so that the vector's norm is the Frobenius norm), replacing one person
+   moves the sum by at most ``√2 B`` (for PSD ``A, B``, ``‖A - B‖_F² <= ‖A‖_F² + ‖B‖_F²``): one
+   discrete Gaussian release of the whole vector
    (:func:`~dplong.privacy.noise.release_vector_sum`) gives ``X'X``, ``X'y`` and ``y'y``. The
-   released ``X'X`` is floored at an eigenvalue scaled to its noise (AdaSSP-style:
-   ``λ_min >= σ (√(2p) + 3)``, a ridge only where the noise could make it singular) and solved
-   for the pilot ``β₀``.
-3. **One Newton step.** The pilot's noise is set by the worst case of a row (the ranges); a
-   score is usually far smaller. At ``β₀`` (public) each person's score
-   ``s_u = Σ_t w_u x̃_t (ỹ_t - x̃_t'β₀)`` is whitened by the released Hessian, ``Ĥ^{-1/2} s_u``
+   released ``X'X`` is floored at an eigenvalue scaled to its noise (AdaSSP-style: ``λ_min >= σ
+   (√(2p) + 3)``, a ridge only where the noise could make it singular) and solved for the pilot
+   ``β₀``. Neither clip moves the estimate's target: the Newton steps' fixed point is pooled
+   OLS on the ranges' values whatever the Hessian, which only sets how fast they get there.
+3. **Two Newton steps.** The pilot's noise is set by the worst case of a row; a score is
+   usually far smaller. At the last β (public) each person's score
+   ``s_u = Σ_t w_u x̃_t (ỹ_t - x̃_t'β)`` is whitened by the released Hessian, ``Ĥ^{-1/2} s_u``
    (so that the noise is spread as the sampling error is, not equally over directions the
    design pins down well and badly), clipped to a radius set from released numbers
    (:data:`CLIP_RADIUS` times the Cauchy–Schwarz size ``T_cap² σ̂² m̂`` of a whitened score,
-   with the residual variance σ̂² and the mean ``‖Ĥ^{-1/2} x̃‖²`` m̂ from step 2; sensitivity
-   ``2R``), their sum released, and ``β̂ = β₀ + Ĥ^{-1/2} Σ_u Ĥ^{-1/2} s_u``: exactly pooled
-   OLS when nothing is clipped and the noise is off, and several times less noise than the
-   pilot when few scores are clipped.
+   with the residual variance σ̂² at that β and the mean ``‖Ĥ^{-1/2} x̃‖²`` m̂ from step 2;
+   sensitivity ``2R``), their sum released, and ``β ← β + Ĥ^{-1/2} Σ_u Ĥ^{-1/2} s_u``:
+   exactly pooled OLS when nothing is clipped and the noise is off. Each step multiplies
+   what the ridge left of the pilot's pull by ``S = λ Ĥ⁻¹``, so two steps leave ``S³``.
 4. **The person-clustered meat.** At ``β̂`` the whitened clipped scores' ``Σ_u s̃_u s̃_u'`` is
    released the same way as step 2 (sensitivity ``√2 R²``) and projected onto the PSD cone;
    the sandwich ``Ĥ^{-1/2} M̃ Ĥ^{-1/2}`` (times ``n / (n - 1)``) is the sampling covariance.
 
-The privacy noise of steps 2 and 3 is pushed through the exact map (floor, solve, step,
-unscale) by a fixed-seed parametric bootstrap; its mean shift and the ridge's shrinkage join
-the bias bound. The clipping of the scores is not visible to the bootstrap: a clipped score
-corrects less of the pilot's error (on a simulated panel with strong person effects the step
-kept about a fifth of it). ``noise_sd`` is therefore the wider of two laws that bracket it —
-every score exact (the step corrects the pilot) and every score clipped away (the pilot's
-error stays) — so the intervals are conservative: the point estimate has the step's accuracy,
-the interval the pilot's. ``bse`` combines it with the person-clustered sampling error.
+The privacy noise of steps 2 and 3 is pushed through the exact map (floor, solve, steps,
+unscale) by a fixed-seed parametric bootstrap; its mean shift and the ridge's pull left after
+the steps, ``S³ (I - S³)⁻¹ β̂``, join the bias bound. Where an eigenvalue of the released
+``X'X`` is below its noise's typical spectral norm (a design nearly collinear, or varying
+too little, for the noise: the design's own may be 0 there and the steps may correct
+nothing) nothing bounds that pull, and the coefficients it reaches are withheld (NaN, with a
+note) rather than given an interval as wide as the doubles. The clipping of the scores is
+not visible to the bootstrap: a clipped score corrects less of the pilot's error.
+``noise_sd`` is therefore the wider of two laws that bracket it — every score exact (the
+steps correct the pilot) and every score clipped away (the pilot's error stays) — so the
+intervals are conservative: the point estimate has the steps' accuracy, the interval the
+pilot's. ``bse`` combines it with the person-clustered sampling error.
 """
 
 from __future__ import annotations
@@ -55,7 +64,7 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -86,22 +95,34 @@ from dplong.results import RegressionResults
 
 __all__ = ["BetweenOLS", "PooledOLS", "column_bounds", "vech_scaled"]
 
-#: Shares of the fit's ρ: the augmented Gram matrix (the pilot and the Hessian), the Newton
-#: step's clipped scores (β̂'s noise, first order) and the clustered meat, which only needs to
-#: be good to some per cent (it enters bse under a root). Chosen on RAND HIE at ε = 1 with
-#: its ranges found privately (80 seeds: RMSE / SE 1.3, 1.1, 1.4, 1.1 against 1.4-1.6 at 0.4
-#: / 0.45 / 0.15 and 0.5 / 0.35 / 0.15).
-SHARES = (0.3, 0.55, 0.15)  # Gram, Newton step(s), meat
+#: Shares of the fit's ρ: the augmented Gram matrix (the pilot and the Hessian), two Newton
+#: steps' clipped scores (β̂'s noise: the first is multiplied by the ridge's S in the second,
+#: so it needs less) and the clustered meat, which only needs to be good to some per cent (it
+#: enters bse under a root). Chosen on simulated panels (n = 2000-5000, d = 3-6, given only
+#: ε) among 0.3-0.5 for the Gram matrix and one or two steps; RAND HIE at ε = 1 is within
+#: its targets with each.
+SHARES = (0.35, 0.2, 0.35, 0.1)  # Gram, Newton steps, meat
+#: A person's ``Z_u`` is clipped to Frobenius norm ``T_cap GRAM_NORM √(p + 1)`` (its worst
+#: case is ``T_cap (p + 1)``): in a frame where the columns' cores are [-1, 1] the median
+#: person's norm is about ``T_cap √(p + 1) / 1.4``-``T_cap √(p + 1)``, so the bound clips
+#: few persons, and only in the Hessian (a preconditioner: the Newton steps' scores are not
+#: clipped by it), while it divides the Gram matrix's noise by up to ``√(p + 1) / 1.5``. It
+#: never scales a person down by more than GRAM_SHRINK: were every person at the worst case
+#: (many ±1 indicator columns), the Hessian would be ``1 / GRAM_SHRINK`` of the design's and a
+#: Newton step would overshoot by at most what it corrects, not diverge (beyond 2). At 1.5 the
+#: simulated panels with d = 6 (p + 1 = 8) got a 1.26 times noisier Gram matrix and an MSE
+#: ratio of 16 ± 5 for 4.7; at 2 the bound binds from p + 1 = 10 on.
+GRAM_NORM, GRAM_SHRINK = 1.5, 2.0
 #: The eigenvalue floor: ``σ (√(2p) + FLOOR_SDS)`` bounds the spectral norm of the released
 #: ``X'X``'s noise (a symmetric Gaussian matrix of entry sd σ on the diagonal, σ/√2 off it, has
 #: norm about σ √(2p)) with a margin of FLOOR_SDS sds.
 FLOOR_SDS = 3.0
 #: The whitened scores' clipping radius² in units of ``T_cap² σ̂² m̂``: the Cauchy–Schwarz
 #: bound on ``‖s_u‖²`` for a person with ``T_cap`` rows of average residual² and whitened
-#: ``‖Ĥ^{-1/2} x̃‖²`` (a person whose residuals are perfectly correlated); 2 leaves room for
-#: heavier-tailed residuals (1 biased the RAND HIE age slope by a noise sd, 3 raised the
-#: RMSE by a third).
-CLIP_RADIUS = 2.0
+#: ``‖Ĥ^{-1/2} x̃‖²`` (a person whose residuals are perfectly correlated); 1.5 leaves room for
+#: heavier-tailed residuals (at 1 the RAND HIE age slope's RMSE rose by a third, at 2 the
+#: simulated panels' by half).
+CLIP_RADIUS = 1.5
 #: Monte Carlo draws (and their fixed seed) of the privacy noise pushed through β̂'s map.
 NOISE_DRAWS, NOISE_SEED = 2000, 20261128
 
@@ -113,6 +134,9 @@ PTR_SHARE, PTR_REST = 0.75, (0.6, 0.4)
 CovType = Literal["clustered", "cluster"]
 COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
 BoundsLike = Mapping[str, tuple[float, float]]
+#: What :meth:`PooledOLS._rows` gives: the rows regressed, their persons, the cap on rows
+Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]
+_Model = TypeVar("_Model", bound="PooledOLS")
 
 
 class PooledOLS(FormulaModel):
@@ -155,22 +179,26 @@ class PooledOLS(FormulaModel):
         ranges: NDArray[np.float64],
         *,
         levels: Mapping[str, tuple[Any, ...]],
+        frame: NDArray[np.float64] | None = None,
     ) -> None:
         super().__init__(design)
         self._design: PanelDesign = design
         self._ranges = ranges  # public: (p + 1) x 2, the columns' then the outcome's
+        # the public frame the Gram matrix is scaled to (default the ranges; an earlier
+        # stage's found cores when it passes its ranges on)
+        self._frame = ranges.copy() if frame is None else frame
         self._levels = levels
 
     @classmethod
     def from_formula(
-        cls,
+        cls: type[_Model],
         formula: str,
         data: pd.DataFrame,
         *,
         groups: GroupsLike,
         bounds: BoundsLike | str | None = None,
         levels: LevelsLike | None = None,
-    ) -> PooledOLS:
+    ) -> _Model:
         """Build the model from a patsy formula.
 
         Parameters
@@ -228,7 +256,7 @@ class PooledOLS(FormulaModel):
         accountant: Accountant | None = None,
     ) -> RegressionResults:
         """Release pooled OLS with user-level (ε, δ)-DP: the private ranges of the columns
-        without bounds, then three discrete Gaussian releases (zCDP), composed exactly to
+        without bounds, then four discrete Gaussian releases (zCDP), composed exactly to
         (ε, δ). Refused before any noise where n ε is too small for the ranges' medians.
         With ``method="ptr"``, the coefficients are instead one user-level ePTR release
         (:func:`dplong.privacy.ptr.ols_ptr`).
@@ -285,10 +313,11 @@ class PooledOLS(FormulaModel):
         ...             "xage": (0, 100), "female": (0, 1)})
         >>> res = model.fit(epsilon=1e300, delta=0.5, max_rows=5, random_state=0)  # noise off
         >>> round(float(res.params["female"]), 2), round(float(res.bse["female"]), 3)
-        (0.52, 0.042)
+        (0.53, 0.042)
 
         Non-private pooled OLS gives 0.523 (clustered SE 0.042); the rest is the pull of the
-        few clipped scores.
+        few clipped scores (and of the persons the Gram matrix's bound scales down, which
+        two Newton steps on clipped scores correct only in part).
         """
         design = self._design
         n, p = design.n, len(design.columns)
@@ -312,11 +341,19 @@ class PooledOLS(FormulaModel):
         plan = self.release_plan(epsilon=options.epsilon, delta=options.delta)
         self._check_ranges(plan)
         afford(accountant, options.epsilon, options.delta)
-        ranges, range_entries = self._find_ranges(plan, generator)
-        scaled = _Scaling.of(ranges, design.columns)
+        ranges, frame, range_entries = self._find_ranges(plan, generator)
+        scaled = _Scaling.of(ranges, design.columns, frame)
         x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
         release = _release_statistics(
-            x, y, codes, n, cap, plan.rho, generator, row_count=self._row_count
+            x,
+            y,
+            codes,
+            n,
+            cap,
+            plan.rho,
+            generator,
+            row_count=self._row_count,
+            reach=scaled.reach,
         )
         ledger = PrivacyLedger.from_entries(
             [*range_entries, *release.entries], options.delta, "central"
@@ -338,13 +375,14 @@ class PooledOLS(FormulaModel):
 
     def _find_ranges(
         self, plan: StatisticsBudget, generator: np.random.Generator
-    ) -> tuple[NDArray[np.float64], tuple[LedgerEntry, ...]]:
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[LedgerEntry, ...]]:
         """Every column's range ((p + 1) x 2): the public ones, the others found privately
-        with the plan's budget, and the ledger entries of that stage."""
+        with the plan's budget; the Gram matrix's frame (the found ranges' cores, the public
+        ranges' frame); and the ledger entries of that stage."""
         design, located = self._design, self._located
-        ranges = self._ranges.copy()
+        ranges, frame = self._ranges.copy(), self._frame.copy()
         if not located.any():
-            return ranges, ()
+            return ranges, frame, ()
         found = private_ranges(
             *_extremes(self._columns(located), design.codes, design.n),
             plan.median_epsilon,
@@ -352,8 +390,8 @@ class PooledOLS(FormulaModel):
             generator,
             names=tuple(c for c, f in zip(self._names, located, strict=True) if f),
         )
-        ranges[located] = found.ranges
-        return ranges, found.entries
+        ranges[located], frame[located] = found.ranges, found.core
+        return ranges, frame, found.entries
 
     def _fit_ptr(
         self,
@@ -392,6 +430,7 @@ class PooledOLS(FormulaModel):
             budget.rest_rho,
             generator,
             row_count=self._row_count,
+            reach=scaled.reach,
         )
         ledger = PrivacyLedger.from_entries(
             [*coefficients.entries, *errors.entries], options.delta, "central"
@@ -445,7 +484,7 @@ class PooledOLS(FormulaModel):
         codes: NDArray[np.intp],
         n: int,
         cap: int,
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]:
+    ) -> Rows:
         """The scaled rows the estimator regresses, their persons and the cap on a person's
         rows: pooled OLS takes every row."""
         return x, y, codes, cap
@@ -465,7 +504,7 @@ class PooledOLS(FormulaModel):
     def release_plan(self, *, epsilon: float, delta: float) -> StatisticsBudget:
         """The fit's budget from public facts (n, the columns without public bounds, ε, δ):
         the ε of each median of the private ranges and the ρ of the Gaussian releases (the
-        Gram matrix, the Newton step, the meat), as :meth:`fit` spends it.
+        Gram matrix, the two Newton steps, the meat), as :meth:`fit` spends it.
 
         Examples
         --------
@@ -475,7 +514,7 @@ class PooledOLS(FormulaModel):
         ...     "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper")
         >>> plan = model.release_plan(epsilon=1.0, delta=hie["zper"].nunique() ** -2.0)
         >>> round(plan.median_epsilon, 4), [round(r, 5) for r in plan.rho]
-        (0.0271, [0.00388, 0.00711, 0.00194])
+        (0.0271, [0.00452, 0.00258, 0.00452, 0.00129])
         """
         return statistics_budget(
             self._design.n, epsilon, delta, SHARES, 3 * int(self._located.sum())
@@ -483,7 +522,7 @@ class PooledOLS(FormulaModel):
 
     def gram_noise_sd(self, *, epsilon: float, delta: float, max_rows: int) -> float:
         """The sd of the privacy noise on each diagonal entry of the released ``[X y]'[X y]``,
-        in units where every column's range is ``[-1, 1]`` (off the diagonal: ``1/√2`` of it),
+        in units where every column's frame is ``[-1, 1]`` (off the diagonal: ``1/√2`` of it),
         from public facts only: the first release's noise, which sets the pilot's and bounds
         the interval's (for a planner; the lattice's rounding adds a hair).
 
@@ -494,12 +533,12 @@ class PooledOLS(FormulaModel):
         >>> model = dplong.PooledOLS.from_formula(
         ...     "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper")
         >>> round(model.gram_noise_sd(epsilon=1.0, delta=5912 ** -2.0, max_rows=5))
-        402
+        249
         """
         rho = self.release_plan(epsilon=epsilon, delta=delta).rho[0]
         p = len(self._design.columns)
         cap = self._cap(check_max_rows(max_rows))
-        return math.sqrt(2.0) * cap * (p + 1.0) / math.sqrt(2.0 * rho)
+        return math.sqrt(2.0) * _gram_bound(cap, p) / math.sqrt(2.0 * rho)
 
     def _row_count(self, released: NDArray[np.float64], cap: int) -> float:
         """The weighted number of rows in the sums, from the released ``[X y]'[X y]`` (for the
@@ -536,17 +575,31 @@ class PooledOLS(FormulaModel):
         # shrunk by it: at a ridge far above the design's eigenvalues it sees a tenth of it)
         with np.errstate(over="ignore", invalid="ignore"):  # an unbounded pull: infinite
             ridge = np.nan_to_num(
-                np.abs(scaled.linear) @ solution.shrinkage_at(release.beta), nan=np.inf
+                np.abs(scaled.linear) @ solution.shrinkage_at(release.beta, len(plan.rho) - 2),
+                nan=np.inf,
+                posinf=np.inf,
             )
         sampling_sd = np.sqrt(np.diag(scaled.linear @ release.sampling @ scaled.linear.T))
-        notes: tuple[str, ...] = (
-            (
+        # withheld (released numbers only): where the released X'X does not determine a
+        # direction beyond its noise nothing bounds the ridge's pull, and an interval to the
+        # doubles' edge is no estimate
+        unbounded = ~np.isfinite(ridge)
+        for values in (beta, noise_sd, sampling_sd, shift, ridge):
+            values[unbounded] = np.nan
+        notes: tuple[str, ...] = ()
+        if unbounded.any():
+            remedy = "give public bounds, " if self._located.any() else ""
+            notes += (
+                f"{[str(c) for c in index[unbounded]]} withheld: the released X'X does not "
+                "determine them beyond its noise, so nothing bounds how far its ridge pulled "
+                "them (the design is nearly collinear or varies little for this n and "
+                f"epsilon): {remedy}raise epsilon or drop a collinear term.",
+            )
+        elif solution.ridge > 0.0:
+            notes += (
                 "The released X'X was floored at its noise (a ridge): coefficients shrunk, "
                 "within the bias bound. Raise epsilon or drop a collinear term.",
             )
-            if solution.ridge > 0.0
-            else ()
-        )
 
         def series(values: NDArray[np.float64], label: str) -> pd.Series:
             return pd.Series(values, index=index, name=label)
@@ -589,6 +642,7 @@ class PooledOLS(FormulaModel):
             bad_events=series(np.zeros(len(names)), "bad events"),
             basis=f"{self.estimator} from released sufficient statistics",
             levels=dict(self._levels),
+            withheld_why={str(c): "unbounded" for c in index[unbounded]},
         )
 
 
@@ -621,8 +675,8 @@ class BetweenOLS(PooledOLS):
         codes: NDArray[np.intp],
         n: int,
         cap: int,
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]:
-        """Every person's mean scaled row (in [-1, 1] as its rows are), one row a person (0
+    ) -> Rows:
+        """Every person's mean scaled row (within the reach its rows have), one row a person (0
         for a person whose rows were all dropped: it adds nothing, as in pooled OLS)."""
         rows = np.bincount(codes, minlength=n).astype(np.float64)[:, None]
         means = _per_user(np.column_stack([x, y]), codes, n) / np.maximum(rows, 1.0)
@@ -658,21 +712,23 @@ def _release_statistics(
     generator: np.random.Generator,
     *,
     row_count: Callable[[NDArray[np.float64], int], float],
+    reach: NDArray[np.float64],
 ) -> _Statistics:
     """Steps 2-4 of the module docstring on the scaled rows ``x``, ``y`` (values in [-1, 1];
     the intercept, if any, first) of n persons (``codes``, sorted), a person's rows weighted
-    ``min(1, cap / T_u)``; ``rho``: the Gram matrix's, each Newton step's and the meat's;
-    ``row_count`` the weighted number of rows from the released Gram matrix."""
+    ``min(1, cap / T_u)``; ``rho``: the Gram matrix's, each Newton step's and the meat's."""
     p = x.shape[1]
     rho_gram, *rho_steps, rho_meat = rho
     rows = np.bincount(codes, minlength=n).astype(np.float64)
     weight = np.minimum(1.0, cap / np.maximum(rows, 1.0))[codes]
 
     # step 2: the augmented Gram matrix, one vector: the pilot and the Hessian
-    z = np.column_stack([x, y])
-    bound = cap * (p + 1.0) * (1.0 + 1e-12)  # trace of Z_u, with room for rounding
+    z = np.clip(np.column_stack([x, y]), -1.0, 1.0)  # the frame: a narrower range's values
+    bound = _gram_bound(cap, p)
+    persons = _person_grams(z, weight, codes, n, bound)
+    bound *= 1.0 + 1e-12  # room for rounding
     gram = release_vector_sum(
-        _per_user(vech_scaled(z, weight), codes, n),
+        persons,
         bound,
         math.sqrt(2.0) * bound,
         rho_gram,
@@ -681,12 +737,12 @@ def _release_statistics(
     released = _unvech_scaled(gram.total, p + 1)
     sigma = float(gram.sd[0])
     pilot = _Solution.of(released, sigma)
-    radius = _clip_radius(released, pilot, cap, row_count(released, cap))
-
-    # step 3: Newton steps, the whitened clipped scores at the last β (public)
-    score_bound = radius * (1.0 + 1e-12)
+    # step 3: Newton steps, the whitened clipped scores at the last β (public), each clipped
+    # to a radius from the released Gram matrix's residuals at that β
     beta, steps = pilot.beta, []
     for rho_step in rho_steps:
+        radius = _clip_radius(released, pilot, beta, cap, row_count(released, cap), reach)
+        score_bound = radius * (1.0 + 1e-12)
         steps.append(
             release_vector_sum(
                 _scores(x, y, weight, beta, codes, n, radius, pilot.whiten),
@@ -699,6 +755,7 @@ def _release_statistics(
         beta = beta + pilot.whiten @ steps[-1].total  # Ĥ⁻¹ Ĥ^{1/2} t
 
     # step 4: the person-clustered meat at the released β̂ (public), whitened
+    radius = _clip_radius(released, pilot, beta, cap, row_count(released, cap), reach)
     scores = _scores(x, y, weight, beta, codes, n, radius, pilot.whiten)
     meat_bound = radius**2 * (1.0 + 1e-12)
     meat = release_vector_sum(
@@ -874,25 +931,40 @@ class _Scaling:
             self.offset[intercept] = centre[-1]
 
     @classmethod
-    def of(cls, ranges: NDArray[np.float64], columns: tuple[str, ...]) -> _Scaling:
+    def of(
+        cls,
+        ranges: NDArray[np.float64],
+        columns: tuple[str, ...],
+        frame: NDArray[np.float64] | None = None,
+    ) -> _Scaling:
+        """Values clipped to ``ranges`` and mapped so that ``frame`` (default: the ranges, a
+        narrower one for the Gram matrix's sake, inside them) becomes ``[-1, 1]``."""
+        frame = ranges if frame is None else frame
         intercept = columns.index("Intercept") if "Intercept" in columns else None
         if intercept is None:  # no intercept to absorb a shift: scale around 0
             centre = np.zeros(len(ranges))
-            half = np.abs(ranges).max(axis=1)
+            half = np.abs(frame).max(axis=1)
         else:
-            centre = ranges.mean(axis=1)
-            half = (ranges[:, 1] - ranges[:, 0]) / 2.0
+            centre = frame.mean(axis=1)
+            half = (frame[:, 1] - frame[:, 0]) / 2.0
             centre[intercept], half[intercept] = 0.0, 1.0
         return cls(centre, np.where(half > 0, half, 1.0), ranges, intercept)
+
+    @property
+    def reach(self) -> NDArray[np.float64]:
+        """The largest magnitude of each mapped column and of the outcome (1 where the frame
+        is the range)."""
+        far = np.abs(self.ranges - self.centre[:, None]).max(axis=1) / self.half
+        return np.asarray(np.maximum(far, 1.0))
 
     def apply(
         self, X: NDArray[np.float64], y: NDArray[np.float64]
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """The clipped, scaled design and outcome (values in [-1, 1])."""
+        """The clipped, mapped design and outcome (values within :attr:`reach`)."""
         low, high = self.ranges[:, 0], self.ranges[:, 1]
         x = (np.clip(X, low[:-1], high[:-1]) - self.centre[:-1]) / self.half[:-1]
         out = (np.clip(y, low[-1], high[-1]) - self.centre[-1]) / self.half[-1]
-        return np.clip(x, -1.0, 1.0), np.clip(out, -1.0, 1.0)
+        return np.asarray(x), np.asarray(out)
 
     def unscale(self, gamma: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.asarray(self.offset + self.linear @ gamma)
@@ -906,8 +978,11 @@ class _Solution:
         hessian: NDArray[np.float64],
         beta: NDArray[np.float64],
         ridge: float,
+        noise: float,
     ) -> None:
         self.hessian, self.beta, self.ridge = hessian, beta, ridge
+        #: the typical spectral norm of the released X'X's noise, σ √(2p)
+        self.noise = noise
         values, vectors = np.linalg.eigh(hessian)  # positive: floored (or exact and full rank)
         #: Ĥ^{-1/2}, the scores' whitening, and Ĥ^{1/2}
         self.whiten = np.asarray((vectors / np.sqrt(values)) @ vectors.T)
@@ -921,25 +996,56 @@ class _Solution:
         ridge = max(0.0, _floor(sigma, p) - float(np.linalg.eigvalsh(gram)[0]))
         hessian = gram + ridge * np.eye(p)
         beta = np.asarray(np.linalg.solve(hessian, cross), dtype=np.float64)
-        return cls(hessian, beta, ridge)
+        return cls(hessian, beta, ridge, sigma * math.sqrt(2.0 * p))
 
-    def shrinkage_at(self, beta: NDArray[np.float64]) -> NDArray[np.float64]:
-        """A bound on the ridge's pull toward 0 left in an estimate ``beta``: with ``S = λ Ĥ⁻¹``
-        (eigenvalues in [0, 1) where the floor held the released Gram matrix's own), a pilot
-        is ``(I - S) β`` and a Newton step on exact scores leaves ``(I - S²) β``; ``S (I - S)⁻¹
-        beta`` is the pilot's pull exactly and bounds the stepped one's (``S (I + S) β >=
-        S² β``). Infinite where ``S`` reaches 1 (the released Gram matrix was not positive:
-        nothing bounds the pull)."""
+    def shrinkage_at(self, beta: NDArray[np.float64], steps: int) -> NDArray[np.float64]:
+        """A bound on the ridge's pull toward 0 left in ``beta``, the pilot after ``steps``
+        Newton steps: with ``S = λ Ĥ⁻¹``, a pilot is ``(I - S) β`` and each step on exact
+        scores multiplies what is left by S, leaving ``(I - Sᵏ) β`` with ``k = steps + 1``:
+        the pull is ``Sᵏ (I - Sᵏ)⁻¹ beta``. That takes the released Gram matrix for the
+        design's; along a direction where its eigenvalue is below the noise's typical
+        spectral norm (``σ √(2p)``: the floor minus its margin) the design's may be 0, the
+        steps may correct nothing, and nothing bounds the pull: infinite there."""
         if self.ridge == 0.0:
             return np.zeros_like(beta)
         values, vectors = np.linalg.eigh(self.hessian)
-        s = self.ridge / values
+        undetermined = values - self.ridge < self.noise  # the released X'X's own eigenvalues
+        s = np.where(undetermined, 1.0, (self.ridge / values) ** (steps + 1))
         with np.errstate(divide="ignore"):
             gain = np.where(s < 1.0, s / (1.0 - s), np.inf)
         coordinates = vectors.T @ beta
         with np.errstate(invalid="ignore"):  # inf * 0: no pull along that direction
-            pulled = np.nan_to_num(vectors @ (gain * coordinates), nan=np.inf)
+            pulled = np.nan_to_num(
+                vectors @ (gain * coordinates), nan=np.inf, posinf=np.inf, neginf=-np.inf
+            )
         return np.asarray(np.abs(pulled))
+
+
+def _person_grams(
+    z: NDArray[np.float64],
+    weight: NDArray[np.float64],
+    codes: NDArray[np.intp],
+    n: int,
+    bound: float,
+) -> NDArray[np.float64]:
+    """Every person's ``Z_u = Σ_t w z z'`` (rows ``z`` in [-1, 1], sorted by person) as
+    :func:`vech_scaled` vectors, scaled down to Frobenius norm ``bound`` where above it (n x
+    k): PSD still, so replacing a person moves their sum by at most ``√2 bound``."""
+    return _clip_rows(_per_user(vech_scaled(z, weight), codes, n), bound)
+
+
+def _clip_rows(values: NDArray[np.float64], bound: float) -> NDArray[np.float64]:
+    """Every row of ``values`` scaled down to L2 norm ``bound`` where above it."""
+    norms = np.sqrt((values**2).sum(axis=1))
+    return np.asarray(values * np.minimum(1.0, bound / np.maximum(norms, bound * 1e-300))[:, None])
+
+
+def _gram_bound(cap: int, p: int) -> float:
+    """The Frobenius norm a person's ``Z_u`` is clipped to: :data:`GRAM_NORM` ``√(p + 1)``
+    rows' worth, at least ``1 / GRAM_SHRINK`` of its trace bound ``T_cap (p + 1)``, at most
+    that bound (then nothing is clipped)."""
+    worst = p + 1.0
+    return cap * min(worst, max(GRAM_NORM * math.sqrt(worst), worst / GRAM_SHRINK))
 
 
 def _floor(sigma: float, p: int) -> float:
@@ -982,19 +1088,25 @@ def _noise_draws(
 
 
 def _clip_radius(
-    released: NDArray[np.float64], solution: _Solution, cap: int, rows: float
+    released: NDArray[np.float64],
+    solution: _Solution,
+    beta: NDArray[np.float64],
+    cap: int,
+    rows: float,
+    reach: NDArray[np.float64],
 ) -> float:
     """The whitened scores' clipping radius from released numbers (:data:`CLIP_RADIUS`), at
-    most the worst case ``T_cap √(p / λ_min(Ĥ)) (1 + Σ|β̂₀|)`` of a whitened score."""
+    most the worst case ``T_cap ‖a‖ / √λ_min(Ĥ) (a_y + Σ a_j |β̂₀_j|)`` of a whitened score,
+    for public bounds ``a`` on the columns' and ``a_y`` on the outcome's magnitudes."""
     p = solution.beta.size
     gram, cross, square = released[:p, :p], released[:p, p], released[p, p]
-    beta = solution.beta
     rss = square - 2.0 * beta @ cross + beta @ gram @ beta
     variance = max(rss, 1.0) / rows
-    # a whitened row's mean ‖Ĥ^{-1/2} x̃‖²: tr(Ĥ⁻¹ Ĝ) / rows (about p / rows), at most p / λ_min
+    size = float(np.linalg.norm(reach[:-1]))
+    # a whitened row's mean ‖Ĥ^{-1/2} x̃‖²: tr(Ĥ⁻¹ Ĝ) / rows (about p / rows), at most ‖a‖² / λ_min
     whitened = float(np.trace(solution.whiten @ gram @ solution.whiten))
-    mean_square = min(max(whitened, 1.0) / rows, p / solution.smallest)
-    worst = cap * math.sqrt(p / solution.smallest) * (1.0 + float(np.abs(beta).sum()))
+    mean_square = min(max(whitened, 1.0) / rows, size**2 / solution.smallest)
+    worst = cap * size / math.sqrt(solution.smallest) * float(reach[-1] + np.abs(beta) @ reach[:-1])
     return min(math.sqrt(CLIP_RADIUS * variance * mean_square) * cap, worst)
 
 
@@ -1010,11 +1122,7 @@ def _scores(
 ) -> NDArray[np.float64]:
     """Every person's score ``s_u = Σ_t w_u x̃_t (ỹ_t - x̃_t'β)`` at a public β, whitened by
     the public symmetric ``whiten`` and clipped to ``radius`` in L2 norm (n x p)."""
-    scores = _per_user(x * (weight * (y - x @ beta))[:, None], codes, n) @ whiten
-    norms = np.sqrt((scores**2).sum(axis=1))
-    return np.asarray(
-        scores * np.minimum(1.0, radius / np.maximum(norms, radius * 1e-300))[:, None]
-    )
+    return _clip_rows(_per_user(x * (weight * (y - x @ beta))[:, None], codes, n) @ whiten, radius)
 
 
 def vech_scaled(rows: NDArray[np.float64], weight: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -1054,6 +1162,14 @@ def _per_user(values: NDArray[np.float64], codes: NDArray[np.intp], n: int) -> N
     return out
 
 
+BOUNDS_OPTION = Option(
+    "bounds",
+    "text",
+    "COL=LO,HI;...",
+    "public ranges of the outcome and columns (free; others are found privately)",
+    stage="model",
+)
+
 register(
     CommandLineModel(
         "pooled",
@@ -1061,13 +1177,7 @@ register(
         "PooledOLS: pooled OLS with person-clustered errors from released sufficient "
         "statistics; between-person covariates identified",
         options=(
-            Option(
-                "bounds",
-                "text",
-                "COL=LO,HI;...",
-                "public ranges of the outcome and columns (free; others are found privately)",
-                stage="model",
-            ),
+            BOUNDS_OPTION,
             Option("max_rows", "int", "T", MAX_ROWS_HELP),
         ),
     )
@@ -1080,14 +1190,6 @@ register(
         BetweenOLS.from_formula,
         "BetweenOLS: OLS of persons' means with robust (person-clustered) errors from released "
         "sufficient statistics",
-        options=(
-            Option(
-                "bounds",
-                "text",
-                "COL=LO,HI;...",
-                "public ranges of the outcome and columns (free; others are found privately)",
-                stage="model",
-            ),
-        ),
+        options=(BOUNDS_OPTION,),
     )
 )

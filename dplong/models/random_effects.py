@@ -173,7 +173,7 @@ class RandomEffects(PooledOLS):
         >>> res = model.fit(epsilon=1e300, delta=0.5, max_rows=8, random_state=0,
         ...                 variance_components=(0.1342, 0.1259))
         >>> round(float(res.params["black"]), 3), round(float(res.theta[8]), 3)
-        (-0.168, 0.676)
+        (-0.172, 0.676)
         """
         design = self._design
         n, p = design.n, len(design.columns)
@@ -208,11 +208,11 @@ class RandomEffects(PooledOLS):
         )
         afford(accountant, options.epsilon, options.delta)
 
-        ranges, entries = self._find_ranges(plan, generator)
+        ranges, frame, entries = self._find_ranges(plan, generator)
         stage: dict[str, Any] = {"max_rows": cap, "random_state": generator}
         found: PanelResults | None = None
         if stated is None:
-            pilot = PooledOLS(design, ranges, levels=self._levels).fit(
+            pilot = PooledOLS(design, ranges, levels=self._levels, frame=frame).fit(
                 epsilon=zcdp_epsilon(plan.pilot_rho, options.delta),
                 delta=options.delta,
                 **stage,
@@ -223,7 +223,9 @@ class RandomEffects(PooledOLS):
             components = _released_components(found)
         else:
             components = stated
-        final = _QuasiDemeaned(design, ranges, levels=self._levels, components=components)
+        final = _QuasiDemeaned(
+            design, ranges, levels=self._levels, frame=frame, components=components
+        )
         rho = remaining_rho([e.cost for e in entries], options.epsilon, options.delta)
         fitted = final.fit(epsilon=zcdp_epsilon(rho, options.delta), delta=options.delta, **stage)
         ledger = PrivacyLedger.from_entries(
@@ -361,9 +363,10 @@ class _QuasiDemeaned(PooledOLS):
         ranges: NDArray[np.float64],
         *,
         levels: Any,
+        frame: NDArray[np.float64],
         components: tuple[float, float],
     ) -> None:
-        super().__init__(design, ranges, levels=levels)
+        super().__init__(design, ranges, levels=levels, frame=frame)
         self._components = components
 
     def release_plan(self, *, epsilon: float, delta: float) -> StatisticsBudget:

@@ -25,7 +25,10 @@ a mass at its median reach, such as a 0/1 column or coinsurance rates, whose per
 there), or else :data:`REACH` ``â``, which covers the persons of a uniform or normal column and
 clips the few far out in a heavy tail (a bias the Newton step of the release does not see:
 state the bounds where the tail matters). The range is ``[m̂ - reach_lower, m̂ + reach_upper]``,
-at least ``m̂``'s own cell. Every median is ε-DP with the given ε (its utility moves by at
+at least ``m̂``'s own cell. The **core** ``[m̂ - CORE b̂, m̂ + CORE â]`` (within the range, at
+least ``m̂``'s cell) is where most persons' values lie (:data:`CORE`): a frame for statistics
+that need not hold the far values, such as a preconditioner (post-processing, nothing
+spent). Every median is ε-DP with the given ε (its utility moves by at
 most one when one person is replaced, whatever its rows): the stage is ``3 k`` pure ε calls
 and one ρ-zCDP vector for k columns.
 """
@@ -43,6 +46,7 @@ from dplong.privacy.noise import geometric_rate, release_vector_sum
 from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability, private_median
 
 __all__ = [
+    "CORE",
     "REACH",
     "RUNGS",
     "RUNG_SHARE",
@@ -64,16 +68,21 @@ REACH = 4.0
 #: three times the counts' noise sd at RAND HIE's size, and far below the share a continuous
 #: column leaves beyond 2 median reaches (a normal one: 10 %).
 RUNGS, RUNG_SHARE = (1.25, 1.5, 2.0), 0.05
+#: The core's reach in units of the median reach (module docstring): 2 median reaches of a
+#: normal column over 8 rows is about 2.1 sds, where winsorizing keeps 95 % of its variance,
+#: and half the range (whose square is a quarter of the range's).
+CORE = 2.0
 _MEDIAN = "private median (report-noisy-max, log grid)"
 
 
 @dataclass(frozen=True)
 class PrivateRanges:
-    """The released ranges (k x 2: low, high), what they were made of (the midpoints, the
-    upper and lower median reaches (2 x k) and the rungs' counts (2 x rungs x k)), all DP
-    outputs, and the ledger entries of the stage."""
+    """The released ranges (k x 2: low, high), their cores (k x 2, module docstring), what
+    they were made of (the midpoints, the upper and lower median reaches (2 x k) and the
+    rungs' counts (2 x rungs x k)), all DP outputs, and the ledger entries of the stage."""
 
     ranges: NDArray[np.float64]
+    core: NDArray[np.float64]
     midpoint: NDArray[np.float64]
     reaches: NDArray[np.float64]
     counts: NDArray[np.float64]
@@ -123,6 +132,9 @@ def private_ranges(
     first = np.where(held.any(axis=1), np.argmax(held, axis=1), len(RUNGS))
     factor = np.append(RUNGS, REACH)[first]  # (side, column)
     upper, lower = (np.maximum(f * r, cell) for f, r in zip(factor, reaches, strict=True))
+    core_upper, core_lower = (
+        np.clip(CORE * r, cell, reach) for r, reach in zip(reaches, (upper, lower), strict=True)
+    )
     rate = float(geometric_rate(epsilon, 2.0))
     entries = (
         *(
@@ -143,6 +155,7 @@ def private_ranges(
     )
     return PrivateRanges(
         np.column_stack([midpoint - lower, midpoint + upper]),
+        np.column_stack([midpoint - core_lower, midpoint + core_upper]),
         midpoint,
         np.array(reaches),
         counted,
