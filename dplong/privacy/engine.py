@@ -154,12 +154,15 @@ ALONE_REACH, FAR_OUT = 3.0, 8.0
 #: error: a Gaussian column was marked heavy in 1 of 200 releases at n = 6,000 without it).
 TAIL_SLACK = 0.9
 #: The midpoint's check (:func:`_side_count`) finds it beside the users where, even at the low
-#: end of its noise, this share of them more lie on one side of its cell than on the other (75 %
-#: or more on one side). A median's cell has at most half on each side (users in it count on
-#: neither), so this is a median 25 percentiles off or more: typically one that missed them all
+#: end of its noise, this share of them more lie on one side of its cell than on the other (85 %
+#: or more on one side; half of them where the scale stage also finds them all at one distance,
+#: ``ScaleScan.alone``). A median's cell has at most half on each side (users in it count on
+#: neither), so this is a median 35 percentiles off or more: typically one that missed them all
 #: (every user on one side; its scale then measured the distance, which no other released
-#: number shows). The bar is read at the ``BESIDE_GAMMA`` quantile of the count's noise.
-BESIDE_SHARE, BESIDE_GAMMA = 0.5, 0.2
+#: number shows). The bar is read at the ``BESIDE_GAMMA`` quantile of the count's noise. (At
+#: half without the scale stage's verdict, a third of the wage panel's per-man intercepts at
+#: ε = 4 were withheld: medians at the 10th percentile, whose scale had widened to hold them.)
+BESIDE_SHARE, BESIDE_GAMMA = 0.7, 0.2
 #: The scale's check (:func:`_inside_count`) counts the users whose distance to the midpoint
 #: lies between ``SHARED_BELOW`` and ``INSIDE_MADS`` times the scale median's deviation (a
 #: normal column puts 93 % there, a Cauchy one 76 %); a count clearly below ``INSIDE_SHARE`` of
@@ -590,8 +593,10 @@ def locate(
         # a median's cell has at most half the users on either side (exactly half only when the
         # others share the cell): only the noise's overshoot beyond its BESIDE_GAMMA quantile
         # on the side the count points to could pass the bar then
-        bar = BESIDE_SHARE * among + _side_reach(plan.side, 2.0 * BESIDE_GAMMA)
-        beside = np.abs(sided) >= bar
+        reach_low = _side_reach(plan.side, 2.0 * BESIDE_GAMMA)
+        beside = np.abs(sided) >= BESIDE_SHARE * among + reach_low
+        # past half the users, where the scale stage then finds them all at one distance
+        aside = np.abs(sided) >= 0.5 * among + reach_low
     if fallback.any():  # no bin survived: the reserved private median locates those columns
         columns = np.flatnonzero(fallback)
         midpoint[columns] = private_median(
@@ -611,6 +616,8 @@ def locate(
         )
         entries += scale_entries
         plan = dataclasses.replace(plan, reruns=scan.reruns)
+        if beside is not None:  # users alone at one distance: the midpoint's miss by it
+            beside = beside | (scan.alone & aside)
         if plan.inside and plan.midpoint_kind == "median":
             # the scale's check, where the scale stage's own counts found no shared value
             plain = ~(scan.alone | scan.shared | scan.sparse | scan.unseen) & (
