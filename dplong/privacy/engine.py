@@ -347,7 +347,8 @@ class Release:
     n : int
         Number of users (public).
     variant : str
-        How it was released (``"default"``, ``"default (refined)"``, ``"theory"``).
+        How it was released (``"default"``, ``"default (refined)"``, ``"default (checked)"``:
+        the midpoint's check measured the centre's error, ``"theory"``).
     bad_events : ndarray
         Per column, the probability of the events the error bounds exclude.
     notes : tuple of str
@@ -1117,7 +1118,12 @@ def release_means(
         users_sd=where.users_sd,
         privacy=ledger,
         n=n,
-        variant="default (refined)" if where.refined else "default",
+        variant="default (refined)"
+        if where.refined
+        # the midpoint's check measured the centre's error (it sized the interval)
+        else "default (checked)"
+        if where.beside is not None and plan.moment_share
+        else "default",
         bad_events=np.minimum(gamma * (2.0 if where.refined else 1.0) + miss, 1.0),
         notes=plan.notes
         + (
