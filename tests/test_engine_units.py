@@ -596,15 +596,19 @@ class TestReleasePlan:
     def test_documented_plan(self) -> None:
         plan = ReleasePlan.make(n=1000, d=1, epsilon=1.0, delta=1e-6, stated_scale=False)
         # 80 / 1000 each for the medians; the count max(20 / 1000, 0.03 · 1) = 0.03; the count
-        # off the scale's cell max(15 / 1000, 0.03 · 1) = 0.03 (at most 0.04 of the column's ε)
-        assert (plan.midpoint, plan.spread, plan.count, plan.refine) == (0.08, 0.08, 0.03, 0.1)
+        # off the scale's cell max(15 / 1000, 0.03 · 1) = 0.03 (at most 0.04 of the column's ε);
+        # the midpoint's check 30 / 1000 (the release measures its second moment: n ε >= 500),
+        # whose measured rank leaves the refinement nothing to gain; no scale check (the scale
+        # median's miss bound is far below NOTE_MISS)
+        assert (plan.midpoint, plan.spread, plan.count, plan.refine) == (0.08, 0.08, 0.03, 0.0)
         assert plan.shared == 0.03 and plan.reruns == ()
-        assert plan.early_epsilon() == pytest.approx(0.32)
+        assert (plan.side, plan.inside) == (0.03, 0.0)
+        assert plan.early_epsilon() == pytest.approx(0.25)
         # a second scale median, run where most users share one value, is taken from the final
         # stage: at most half of what the earlier stages leave, and sized for the users off it
-        assert plan.second_spread(np.array([0.5, 0.1])).tolist() == [0.16, pytest.approx(0.34)]
+        assert plan.second_spread(np.array([0.5, 0.1])).tolist() == [0.16, pytest.approx(0.375)]
         rerun = dataclasses.replace(plan, reruns=(0.16,))
-        assert rerun.early_epsilon() == pytest.approx(0.48)
+        assert rerun.early_epsilon() == pytest.approx(0.41)
         assert (
             ReleasePlan.make(n=1000, d=1, epsilon=1.0, delta=1e-6, stated_scale=True).shared == 0.0
         )
@@ -1212,6 +1216,10 @@ class TestLedger:
             assert e["noise_scale"] == pytest.approx(1.0 / e["epsilon"], rel=1e-5)
         assert release.privacy.epsilon <= 0.9 * (1 + 1e-12) and release.privacy.delta <= 1e-6
         for _, e in frame[frame["stage"].isin(["midpoint", "scale"])].iterrows():
+            if "above less below" in e["mechanism"]:  # the midpoint's check: -1 to +1
+                assert e["sensitivity"] == 2.0
+                assert e["noise_scale"] == pytest.approx(2.0 / e["epsilon"], rel=1e-5)
+                continue
             assert e["sensitivity"] == 1.0
             if "count" in e["mechanism"]:  # the scale's count of users off its cell
                 assert e["noise_scale"] == pytest.approx(1.0 / e["epsilon"], rel=1e-5)

@@ -225,20 +225,22 @@ def test_too_few_users_off_a_shared_value_is_withheld() -> None:
     note. The count's noise (sd 47) cannot tell 100 users from none (reach 141): where it sees
     none, the release is sized on the 1s and says that about 141 users could go unseen. Only a
     count about 140 or more above the 101 users off (past the limit of 350 less the 2-sd margin
-    of the two counts' noise; ``e^{-140/33} / 2 ≈ 7e-3`` per release) hides the value: seed 1
-    here draws such a count, and its release is the one made without a note (measured: 2
-    withheld, 7 noted, 1 unnoted)."""
+    of the two counts' noise; ``e^{-140/33} / 2 ≈ 7e-3`` per release) hides the value. Measured
+    over seeds 0-19 (with the midpoint's check in the plan): 2 withheld, 17 noted, 1 unnoted
+    (seed 19, whose count came out high enough for a second median over the others that then
+    missed far above them: a miss the scale's check does not cover, as it skips columns with a
+    shared value)."""
     rng = np.random.default_rng(5)
     x = np.where(rng.random(500) < 0.8, 1.0, 1.0 + rng.exponential(5.0, 500))
     withheld = noted = 0
-    for seed in range(10):
+    for seed in range(20):
         release = _release(x, 1.0, seed)
         if np.isnan(release.estimate[0]):
             withheld += 1
             assert any("one value (0 or another)" in note for note in release.notes)
         elif any("could go unseen" in note for note in release.notes):
             noted += 1
-    assert withheld >= 2 and withheld + noted >= 9
+    assert withheld >= 2 and withheld + noted >= 18
 
 
 def test_a_constant_column_is_its_value_and_says_what_it_cannot_see() -> None:

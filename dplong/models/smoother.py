@@ -266,7 +266,9 @@ class ItemSmoother(PriestleyChao):
                 miss=where.plan.miss_given(np.array([float(n)])),
             )[0]
         )
-        lost = bool(where.sparse[0] or where.unresolved[0] or unsure)
+        # the midpoint's and the scale's private checks (a median beside or below them all)
+        checked = any(m is not None and bool(m[0]) for m in (where.beside, where.collapsed))
+        lost = bool(where.sparse[0] or where.unresolved[0] or unsure or checked)
         notes = plan.notes + where.scale_notes(
             (name,), sparse=where.sparse, shown=np.array([not lost])
         )
@@ -276,6 +278,12 @@ class ItemSmoother(PriestleyChao):
                 "missed the responses (a scale far above every response, or medians that miss "
                 "with probability above one half), so the curve would be far off. Raise "
                 "epsilon, or state noise_sd and amplitude.",
+            )
+        if checked and not (where.sparse[0] or where.unresolved[0] or unsure):
+            notes += (
+                "No curve (NaN): a private check of the midpoint or the scale found their "
+                "median beside or below nearly every response, so the curve would be far off. "
+                "Raise epsilon, or state noise_sd and amplitude.",
             )
         if where.unresolved[0] and not where.sparse[0]:
             notes += (

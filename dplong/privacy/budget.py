@@ -23,7 +23,9 @@ share). So the ledger always totals at most the request.
 ``4 log(#cells) ≈ 40`` to land at the median (:mod:`dplong.privacy.quantile`); the midpoint and
 scale stages get :data:`MEDIAN_USERS` ``/ n`` each (within :data:`MIN_STAGE_SHARE` and
 :data:`MAX_MIDPOINT_SHARE` of a column's even share), the count :data:`COUNT_USERS` ``/ n``, the
-refinement the share of :data:`REFINE_SHARES` that minimises the final stage's predicted noise.
+midpoint's and the scale's checks :data:`SIDE_USERS` and :data:`INSIDE_USERS` ``/ n`` where
+they run (:func:`_side_and_refine`, :func:`_inside_epsilon`), the refinement the share of
+:data:`REFINE_SHARES` that minimises the final stage's predicted noise.
 The chance that the medians miss the data is bounded from the same public facts
 (:func:`~dplong.privacy.quantile.miss_probability`): above :data:`MAX_MISS` the release is
 refused, above :data:`NOTE_MISS` it carries a note, and the bound joins the bad events of the
@@ -121,6 +123,23 @@ ZERO_COUNT_SHARE = 0.25
 #: a column's ε (the floor: where the budget is ample, values shared by 40-50 % are found too).
 SHARED_USERS = 15.0
 SHARED_SHARES = (0.03, 0.04)
+#: ε·n of the midpoint's check (:func:`dplong.privacy.engine._side_count`): a signed count of
+#: the users above and below the midpoint's cell, which finds a midpoint beside (nearly) all of
+#: them and bounds how far the median is from the middle of the users by a measured rank
+#: instead of the worst case over every grid cell (:func:`~dplong.privacy.quantile.rank_error`,
+#: ten times wider at these ε); within these shares of a column's ε. It runs where the scale is
+#: estimated and either the release measures its clipped values' spread (the second moment:
+#: there the measured rank sizes the interval) or the midpoint's own miss bound exceeds
+#: :data:`NOTE_MISS` (:func:`_side_and_refine`).
+SIDE_USERS = 30.0
+SIDE_SHARES = (0.02, 0.15)
+#: ε·n of the scale's check (:func:`dplong.privacy.engine._inside_count`): a count of the users
+#: within :data:`~dplong.privacy.engine.INSIDE_MADS` of the scale's median deviation from the
+#: midpoint, which finds a scale whose median missed below (nearly) every user, within these
+#: shares of a column's ε; run where the plan's bound on the scale median's miss given the
+#: users found exceeds :data:`NOTE_MISS` (elsewhere a miss is too rare to pay for).
+INSIDE_USERS = 15.0
+INSIDE_SHARES = (0.01, 0.08)
 #: With public bounds the centre is their midpoint, often far from the mean (an offset o up to
 #: the half-width w), so the count's error, times o, competes with the sum's: minimising
 #: ``8 w² / ε_S² + 2 o² / ε_c²`` at ``ε_S + ε_c`` fixed gives ``ε_c / ε_S = (o / 2w)^(2/3)``,
@@ -138,6 +157,8 @@ REFINE_SHARES = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3)
 #: Typical-case radii in units of the scale: the final stage (≈ the accurate radius), the
 #: refinement (wide enough to hold an off-centre midpoint) and the midpoint's own error.
 _FINAL_RADIUS, _ROUGH_RADIUS, _MIDPOINT_ERROR = 2.5, 4.0, 1.5
+#: The midpoint's typical error bound when its check measures it (:data:`SIDE_USERS`).
+_SIDED_ERROR = 0.5
 #: Share of the final stage for the second moment, and the n·ε (per column) it needs.
 MOMENT_SHARE, MOMENT_USERS = 0.1, 500.0
 #: The engine's tail stage (:func:`dplong.privacy.engine._tail_radius`) is one count of the
@@ -275,6 +296,12 @@ class ReleasePlan:
         (:meth:`for_users` resizes them).
     shared : float
         Pure ε per column of the count of users off the scale stage's cell (0: scale stated).
+    side : float
+        Pure ε per column of the midpoint's check, a signed count of the users on each side of
+        it (:data:`SIDE_USERS`; 0: no private midpoint).
+    inside : float
+        Pure ε per column of the scale's check, a count of the users near the midpoint
+        (:data:`INSIDE_USERS`; 0: not run).
     tail : float
         Share of each column's final mean budget for the engine's tail count (one count over
         the columns, :func:`tail_share`; a Laplace budget only): 0 where no tail stage runs.
@@ -296,8 +323,8 @@ class ReleasePlan:
     >>> plan = ReleasePlan.make(n=1000, d=1, epsilon=1.0, delta=1e-6, stated_scale=False)
     >>> plan.midpoint, plan.spread, plan.count
     (0.08, 0.08, 0.03)
-    >>> plan.refine
-    0.1
+    >>> plan.side, plan.refine  # the midpoint's check measures what a refinement would bound
+    (0.03, 0.0)
     >>> plan.early_epsilon() < 1.0
     True
     """
@@ -320,6 +347,8 @@ class ReleasePlan:
     miss: float = 0.0
     per_column: float = 0.0
     shared: float = 0.0
+    side: float = 0.0
+    inside: float = 0.0
     reruns: tuple[float, ...] = ()
     tail: float = 0.0
 
@@ -364,7 +393,7 @@ class ReleasePlan:
         >>> centred.midpoint, centred.refine, centred.spread == located.spread
         (0.0, 0.0, True)
         >>> round(located.early_epsilon(), 3), round(centred.early_epsilon(), 3)
-        (0.939, 0.426)
+        (0.829, 0.426)
         """
         per_column = column_epsilon(epsilon, delta, d)
         count_users = WEIGHTED_COUNT_USERS if weighted else COUNT_USERS
@@ -434,10 +463,21 @@ class ReleasePlan:
         per_count = per_column * d / max(counts, 1)
         count_epsilon = _count_epsilon(n, per_count, count_users)
         shared = _count_epsilon(n, per_column, SHARED_USERS, SHARED_SHARES) if spread else 0.0
-        rest = _rest(per_column, median, spread, shared, count_epsilon * counts / d)
-        # a public centre is off the mean by the model's bound (O(σ/√n) for influence values):
-        # no refinement
-        share = _refine_share(n, per_column, rest) if refine and not centred else 0.0
+        moment_share = _moment_share(n, per_column) if moment else 0.0
+        inside = 0.0 if centred or not spread else _inside_epsilon(n, per_column, miss)
+        rest = _rest(per_column, median, spread, shared + inside, count_epsilon * counts / d)
+        # the midpoint's check where the scale is estimated (a stated scale's interval beside the
+        # data puts the mean at its edge, withheld there), or the refinement, or both; a public
+        # centre is off the mean by the model's bound (O(σ/√n) for influence values): neither
+        side, share = _side_and_refine(
+            n,
+            per_column,
+            rest,
+            median,
+            moment_share,
+            refine=refine and not centred,
+            located=not (centred or stated_scale),
+        )
         return cls(
             n=n,
             d=d,
@@ -449,10 +489,12 @@ class ReleasePlan:
             counts=counts,
             refine=share * per_column,
             notes=tuple(notes),
-            moment_share=_moment_share(n, per_column) if moment else 0.0,
+            moment_share=moment_share,
             miss=miss,
             per_column=per_column,
             shared=shared,
+            side=side,
+            inside=inside,
             midpoint_kind="public" if centred else "median",
         )
 
@@ -515,14 +557,41 @@ class ReleasePlan:
         public = self.midpoint_kind == "public"  # only the scale's median runs
         cap = MAX_MIDPOINT_SHARE[not self.spread]
         column = self.per_column
-        median = min(max(MEDIAN_USERS / users, MIN_STAGE_SHARE * column), cap * column)
-        if median <= (self.spread if public else self.midpoint):
-            return self
+        wanted = MEDIAN_USERS / users
+        median = max(
+            min(max(wanted, MIN_STAGE_SHARE * column), cap * column),
+            self.spread if public else self.midpoint,
+        )
         spread = median if self.spread else 0.0
         midpoint = 0.0 if public else median
-        rest = _rest(column, midpoint, spread, self.shared, self.count * self.counts / self.d)
-        refine = _refine_share(int(users), column, rest) * column if self.refine else 0.0
-        return dataclasses.replace(self, midpoint=midpoint, spread=spread, refine=refine)
+        # the checks, as the medians, sized for the users there are
+        found = max(int(users), 1)
+        wanted_side = self.side or (
+            self.spread and self.midpoint_kind == "median" and _midpoint_doubtful(found, midpoint)
+        )
+        side = (
+            max(self.side, _count_epsilon(found, column, SIDE_USERS, SIDE_SHARES))
+            if wanted_side
+            else 0.0
+        )
+        inside = (
+            max(self.inside, _inside_epsilon(found, column, _miss(found, midpoint, spread)))
+            if spread and self.midpoint_kind == "median"
+            else 0.0
+        )
+        if (midpoint, spread, side, inside) == (self.midpoint, self.spread, self.side, self.inside):
+            return self
+        others = self.shared + side + inside
+        rest = _rest(column, midpoint, spread, others, self.count * self.counts / self.d)
+        error = _SIDED_ERROR if side and self.moment_share else _MIDPOINT_ERROR
+        refine = (
+            _refine_share(int(users), column, rest, midpoint_error=error) * column
+            if self.refine
+            else 0.0
+        )
+        return dataclasses.replace(
+            self, midpoint=midpoint, spread=spread, side=side, inside=inside, refine=refine
+        )
 
     def miss_given(self, users: NDArray[np.float64]) -> NDArray[np.float64]:
         """:attr:`miss` with ``users`` per column in place of n — e.g. the private count of
@@ -559,7 +628,13 @@ class ReleasePlan:
         (0.04, [0.08, 0.405])
         """
         counting = self.count * self.counts / self.d
-        left = _rest(self.per_column, self.midpoint, self.spread, self.shared, counting)
+        left = _rest(
+            self.per_column,
+            self.midpoint,
+            self.spread,
+            self.shared + self.side + self.inside,
+            counting,
+        )
         left -= self.refine
         return np.minimum(self.spread / np.maximum(share, 1e-12), max(left, 0.0) / 2.0)
 
@@ -602,6 +677,10 @@ class ReleasePlan:
         )
         if self.shared:
             per_column.append(Cost(epsilon=self.shared))
+        if self.side:
+            per_column.append(Cost(epsilon=self.side))
+        if self.inside:
+            per_column.append(Cost(epsilon=self.inside))
         if fallback:
             per_column.append(Cost(epsilon=self.fallback))
         if refine and self.refine:
@@ -861,8 +940,9 @@ class _Crossing:
 
 
 def _rest(per_column: float, midpoint: float, spread: float, shared: float, count: float) -> float:
-    """A column's ε left after its median stages, the count off the scale's cell and its part
-    of the counts of users (for the refinement and the final stage)."""
+    """A column's ε left after its median stages, its counts (off the scale's cell, the
+    midpoint's check: ``shared``) and its part of the counts of users (for the refinement and
+    the final stage)."""
     return per_column - midpoint - spread - shared - count
 
 
@@ -873,6 +953,48 @@ def _count_epsilon(
     or :data:`SHARED_USERS`) within ``shares`` of its budget."""
     low, high = shares
     return min(max(users / n, low * per_count), high * per_count)
+
+
+def _midpoint_doubtful(n: int, midpoint: float) -> bool:
+    """Whether the midpoint's median at ε ``midpoint`` over ``n`` users may miss them (its
+    bound above :data:`NOTE_MISS`): there its check runs whatever it costs."""
+    return miss_probability(len(GRID), midpoint, n) > NOTE_MISS
+
+
+def _side_and_refine(
+    n: int,
+    per_column: float,
+    rest: float,
+    midpoint: float,
+    moment_share: float,
+    *,
+    refine: bool,
+    located: bool,
+) -> tuple[float, float]:
+    """The ε of the midpoint's check (:data:`SIDE_USERS`; 0: not run) and the refinement's
+    share of ``per_column``, from ``rest`` (a column's ε after the medians and the other
+    counts). With a ``located`` (estimated-scale) midpoint the check runs where the midpoint may
+    miss (:func:`_midpoint_doubtful`), and where the release measures its clipped values'
+    spread (``moment_share``) and the check's measured rank (:data:`_SIDED_ERROR`) predicts
+    less final noise than the refinement would (:func:`_refined`). Public facts only."""
+    shares = REFINE_SHARES if refine else (0.0,)
+    plain_share, plain_cost = _refined(n, per_column, rest, _MIDPOINT_ERROR, shares)
+    if not located:
+        return 0.0, plain_share
+    side = _count_epsilon(n, per_column, SIDE_USERS, SIDE_SHARES)
+    error = _SIDED_ERROR if moment_share else _MIDPOINT_ERROR
+    checked_share, checked_cost = _refined(n, per_column, rest - side, error, shares)
+    if _midpoint_doubtful(n, midpoint) or (moment_share and checked_cost < plain_cost):
+        return side, checked_share
+    return 0.0, plain_share
+
+
+def _inside_epsilon(n: int, per_column: float, miss: float) -> float:
+    """The ε of the scale's check (:data:`INSIDE_USERS`) for ``n`` users, where the scale
+    median's miss bound ``miss`` exceeds :data:`NOTE_MISS`; else 0. Public facts only."""
+    if miss <= NOTE_MISS:
+        return 0.0
+    return _count_epsilon(n, per_column, INSIDE_USERS, INSIDE_SHARES)
 
 
 def _moment_share(n: int, per_column: float) -> float:
@@ -944,14 +1066,23 @@ def _histogram_reliable(n: int, epsilon: float, delta: float) -> bool:
 def _refine_share(
     n: int, per_column: float, rest: float, *, midpoint_error: float = _MIDPOINT_ERROR
 ) -> float:
-    """The share of :data:`REFINE_SHARES` that minimises the predicted final noise variance.
+    """The share of :data:`REFINE_SHARES` that minimises the predicted final noise variance
+    (:func:`_refined`)."""
+    return _refined(n, per_column, rest, midpoint_error, REFINE_SHARES)[0]
+
+
+def _refined(
+    n: int, per_column: float, rest: float, midpoint_error: float, shares: Sequence[float]
+) -> tuple[float, float]:
+    """The refinement's share among ``shares`` that minimises the predicted final noise
+    variance, and that variance (in units of the scale, per unit of the final ε squared).
 
     In units of the scale: without refinement the final radius carries the midpoint's error;
     with it, the refinement's noise (Laplace, radius ``_ROUGH_RADIUS + _MIDPOINT_ERROR``) and
     the mean's sampling error instead, at ``log(2/γ)`` times their scale.
     """
     best, best_cost = 0.0, math.inf
-    for share in REFINE_SHARES:
+    for share in shares:
         final = rest - share * per_column
         if final <= 0.1 * per_column:
             continue
@@ -963,7 +1094,7 @@ def _refine_share(
         cost = ((_FINAL_RADIUS + error) / final) ** 2
         if cost < best_cost:
             best, best_cost = share, cost
-    return best
+    return best, best_cost
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HUGE",
     "alone_notes",
+    "beside_notes",
     "column_note",
     "crowded_notes",
     "empty_notes",
@@ -108,6 +109,25 @@ def lost_notes(
             "event outside the error bounds). Raise epsilon or use fewer columns."
         )
     return tuple(notes)
+
+
+def beside_notes(
+    names: tuple[str, ...], aside: NDArray[np.bool_], collapsed: NDArray[np.bool_]
+) -> tuple[str, ...]:
+    """The notes of the columns the midpoint's and the scale's checks found missed."""
+    remedy = "Raise epsilon, use fewer columns, or state the scale."
+    return column_note(
+        names,
+        aside,
+        "No estimate (NaN) for {listed}: the midpoint's private check found nearly every user "
+        f"on one side of it (its median missed them), so the number would be far off. {remedy}",
+    ) + column_note(
+        names,
+        collapsed,
+        "No estimate (NaN) for {listed}: the scale's private check found few users at a "
+        "distance from the midpoint near the scale (its median missed below or above them), "
+        f"so the interval would clip them all, or dwarf them. {remedy}",
+    )
 
 
 def implausible_notes(names: tuple[str, ...], unsure: NDArray[np.bool_]) -> tuple[str, ...]:
