@@ -19,8 +19,7 @@ def factorize_groups(
     """
     if np.ndim(groups) != 1 or len(groups) != n_rows:  # type: ignore[arg-type]
         raise DataError(
-            f"{name} must have one user id per row: got shape {np.shape(groups)} for "
-            f"{n_rows} rows"
+            f"{name} must have one user id per row: got shape {np.shape(groups)} for {n_rows} rows"
         )
     codes, uniques = pd.factorize(pd.Series(groups), sort=False)
     return codes.astype(np.intp), len(uniques)

@@ -181,7 +181,7 @@ _SHIPPED_TABLE = "\n".join(
     [
         "  released  quiet  data, --model, --formula and options",
         *(
-            f"  {least:>8g} {quiet:>6g}  {name} {model} \"{formula}\" "
+            f'  {least:>8g} {quiet:>6g}  {name} {model} "{formula}" '
             f"{_example_flags(options)}".rstrip()
             for name, _, model, formula, options, least, quiet in SHIPPED_EXAMPLES
         ),
@@ -365,9 +365,7 @@ def _model_arguments(
         help="the model to fit (see models below)",
     )
     parser.add_argument("--formula", required=True, help='patsy formula, e.g. "lwage ~ exper"')
-    parser.add_argument(
-        "--groups", required=data_required, metavar="COLUMN", help="user-id column"
-    )
+    parser.add_argument("--groups", required=data_required, metavar="COLUMN", help="user-id column")
     parser.add_argument(
         "--time",
         metavar="COLUMN",

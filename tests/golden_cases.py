@@ -94,7 +94,10 @@ CASES: dict[str, Callable[[], Any]] = {
     "ols/default": lambda: _ols().fit(epsilon=4.0, random_state=SEED),
     "ols/stated": lambda: _ols().fit(epsilon=4.0, scale=[0.5, 0.05, 0.002], random_state=SEED),
     "ols/dependence": lambda: _ols("lwage ~ exper").fit(
-        epsilon=4.0, scale=AR1(0.5, variance=0.1), min_rows=8, min_eigenvalue=0.5,
+        epsilon=4.0,
+        scale=AR1(0.5, variance=0.1),
+        min_rows=8,
+        min_eigenvalue=0.5,
         random_state=SEED,
     ),
     "ols/within": lambda: _ols().fit(epsilon=4.0, estimator="within", random_state=SEED),

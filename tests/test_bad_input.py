@@ -837,9 +837,7 @@ fit_refusals(
         ("seed", 1, ParameterError, "seed"),
     ],
 )
-refusal(
-    "plan(random_state=0)", lambda: _plan(random_state=0), ParameterError, "random_state"
-)
+refusal("plan(random_state=0)", lambda: _plan(random_state=0), ParameterError, "random_state")
 
 
 @pytest.mark.parametrize("case", REFUSALS, ids=[r.name for r in REFUSALS])

@@ -86,5 +86,5 @@ def test_a_categorical_time_column_declares_its_periods(wages: pd.DataFrame) -> 
 
 def test_entity_effects_takes_no_other_estimator(wages: pd.DataFrame) -> None:
     model = dplong.LongitudinalOLS.from_formula(FORMULA, wages, groups="nr")
-    with pytest.raises(ParameterError, match='EntityEffects asks for the within'):
+    with pytest.raises(ParameterError, match="EntityEffects asks for the within"):
         model.fit(epsilon=1.0, estimator="per-user")

@@ -97,7 +97,11 @@ def test_a_categorical_key_declares_its_levels() -> None:
 def test_private_release_shares_the_budget_and_counts_the_groups_privately() -> None:
     frame = trial(n=3_000)
     res = dplong.winsorized_mean(
-        frame[["y", "arm"]], groups=frame["id"], by="arm", levels=[0, 1, 2], epsilon=1.0,
+        frame[["y", "arm"]],
+        groups=frame["id"],
+        by="arm",
+        levels=[0, 1, 2],
+        epsilon=1.0,
         random_state=1,
     )
     assert res.privacy.epsilon <= 1.0 * (1 + 1e-12)
@@ -137,10 +141,16 @@ def test_private_release_shares_the_budget_and_counts_the_groups_privately() -> 
         ({"by": np.zeros((5, 2)), "levels": [0]}, DataError, "1-D"),
         ({"by": "arm", "levels": [0, 1], "by_constant": 1}, ParameterError, "True or False"),
         ({"by_constant": True}, ParameterError, "give by="),
-        ({"by": "arm", "levels": [0, 1], "by_constant": True, "variant": "theory"},
-         ParameterError, "default engine"),
-        ({"by": "arm", "levels": [0, 1], "by_constant": True, "focus": ["y"]},
-         ParameterError, "no focus"),
+        (
+            {"by": "arm", "levels": [0, 1], "by_constant": True, "variant": "theory"},
+            ParameterError,
+            "default engine",
+        ),
+        (
+            {"by": "arm", "levels": [0, 1], "by_constant": True, "focus": ["y"]},
+            ParameterError,
+            "no focus",
+        ),
     ],
 )
 def test_refusals_before_any_noise(
@@ -205,8 +215,13 @@ def test_column_mean_model_and_the_command_line(tmp_path: Path) -> None:
 def test_by_constant_matches_the_non_private_grouped_mean() -> None:
     frame = trial()
     res = dplong.winsorized_mean(
-        frame[["y", "x", "arm"]], groups=frame["id"], by="arm", levels=[0, 1, 2],
-        by_constant=True, random_state=0, **EXACT,
+        frame[["y", "x", "arm"]],
+        groups=frame["id"],
+        by="arm",
+        levels=[0, 1, 2],
+        by_constant=True,
+        random_state=0,
+        **EXACT,
     )
     want = reference(frame, "arm", ["y", "x"])
     got = res.summary_frame()
@@ -225,8 +240,13 @@ def test_a_user_at_several_levels_is_put_at_the_first_declared() -> None:
     odd.loc[user0 & (odd["arm"] == 0), "y"] = 1e3  # would move arm 0 if it were counted
     declared = [2, 0, 1]
     res = dplong.winsorized_mean(
-        odd["y"], groups=odd["id"], by=odd["arm"], levels=declared, by_constant=True,
-        random_state=0, **EXACT,
+        odd["y"],
+        groups=odd["id"],
+        by=odd["arm"],
+        levels=declared,
+        by_constant=True,
+        random_state=0,
+        **EXACT,
     )
     first = odd[~(user0 & (odd["arm"] == 0))]  # user 0's rows at arm 0 left out
     want = reference(first, "arm", ["y"])["y"]
@@ -243,16 +263,27 @@ def test_by_constant_ledger_is_parallel(levels: list[int]) -> None:
     accountant = dplong.Accountant(epsilon=4.0, delta=1e-3)
     kept = frame[frame["arm"].isin(levels)]
     res = dplong.winsorized_mean(
-        kept[["y", "arm"]], groups=kept["id"], by="arm", levels=levels, by_constant=True,
-        epsilon=2.0, random_state=0, accountant=accountant,
+        kept[["y", "arm"]],
+        groups=kept["id"],
+        by="arm",
+        levels=levels,
+        by_constant=True,
+        epsilon=2.0,
+        random_state=0,
+        accountant=accountant,
     )
     ledger = res.privacy
     assert ledger.composition == "parallel over the levels of a key (two levels touched)"
     share = 1.0 / min(len(levels), 2)
     per_level = [
         dplong.PrivacyLedger.from_entries(
-            [e for e in ledger.entries if e.target == f"y[arm={v}]" or e.target.endswith(
-                f"[arm={v}]")], ledger.delta * share, "central"
+            [
+                e
+                for e in ledger.entries
+                if e.target == f"y[arm={v}]" or e.target.endswith(f"[arm={v}]")
+            ],
+            ledger.delta * share,
+            "central",
         )
         for v in levels
     ]
@@ -276,15 +307,22 @@ def test_by_constant_levels_are_more_precise_than_shared() -> None:
     frame = trial(n=3_000)
     fits = [
         dplong.winsorized_mean(
-            frame[["y", "arm"]], groups=frame["id"], by="arm", levels=[0, 1, 2], epsilon=1.0,
-            by_constant=constant, scale=1.0, random_state=0,
+            frame[["y", "arm"]],
+            groups=frame["id"],
+            by="arm",
+            levels=[0, 1, 2],
+            epsilon=1.0,
+            by_constant=constant,
+            scale=1.0,
+            random_state=0,
         )
         for constant in (False, True)
     ]
 
     def mean_epsilon(res: dplong.PanelResults, level: int) -> float:
         return sum(
-            e.epsilon for e in res.privacy.entries
+            e.epsilon
+            for e in res.privacy.entries
             if e.stage == "mean" and e.target == f"y[arm={level}]"
         )
 
@@ -306,7 +344,10 @@ def test_by_constant_on_the_command_line(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DplongWarning)
         res = ColumnMean.from_formula(
-            "y ~ 1", frame.astype({"arm": str}), groups="id", by="arm",
+            "y ~ 1",
+            frame.astype({"arm": str}),
+            groups="id",
+            by="arm",
             levels={"arm": ["0", "1", "2"]},
         ).fit(epsilon=2.0, by_constant=True, random_state=0)
     assert res.privacy.composition.startswith("parallel over the levels")

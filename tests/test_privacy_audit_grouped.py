@@ -68,9 +68,10 @@ AUDIT = GroupedAudit(release, LEVELS, OTHER_KEYS, USERS, "undeclared", RUNS, BRO
 def test_reference() -> None:
     ref = AUDIT.reference_release
     assert ref.privacy.epsilon == pytest.approx(EPS, rel=1e-9) and ref.privacy.delta <= DELTA
-    assert sorted(e.stage for e in ref.privacy.entries) == ["count"] * 2 + ["mean"] * 2 + [
-        "midpoint"
-    ] * 2
+    assert (
+        sorted(e.stage for e in ref.privacy.entries)
+        == ["count"] * 2 + ["mean"] * 2 + ["midpoint"] * 2
+    )
     # the user who changes level moves both levels: clipped to the upper end of level 0's
     # interval in one data set, to the lower end of level 1's in the other
     a, b, none = (AUDIT.noiseless(u) for u in USERS)

@@ -109,13 +109,19 @@ def test_rand_hie_summaries_fit_a_glance() -> None:
             dplong.RandomEffectsLocation.from_formula("meddol ~ 1", hie, groups="zper").fit(
                 epsilon=1.0, random_state=0
             ),
-            dplong.LongitudinalOLS.from_formula(
-                "np.log1p(meddol) ~ xage", hie, groups="zper"
-            ).fit(epsilon=2.0, random_state=0),
+            dplong.LongitudinalOLS.from_formula("np.log1p(meddol) ~ xage", hie, groups="zper").fit(
+                epsilon=2.0, random_state=0
+            ),
             dplong.PooledOLS.from_formula(
-                "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper",
-                bounds={"np.log1p(meddol)": (0, 12), "np.log(coins + 1)": (0, 4.62),
-                        "xage": (0, 100), "female": (0, 1)},
+                "np.log1p(meddol) ~ np.log(coins + 1) + xage + female",
+                hie,
+                groups="zper",
+                bounds={
+                    "np.log1p(meddol)": (0, 12),
+                    "np.log(coins + 1)": (0, 4.62),
+                    "xage": (0, 100),
+                    "female": (0, 1),
+                },
             ).fit(epsilon=1.0, max_rows=5, random_state=0),
         ]
     assert any(fit.warnings for fit in fits)  # the case with warnings

@@ -160,6 +160,7 @@ class TestEngine:
             weighted=True,
             count=False,
         )
+
         # the second column, over the same users and weights, dividing by the first's count
         def later(**given: Any) -> Release:
             planned = {"plan": given.pop("plan")} if "plan" in given else {}

@@ -615,7 +615,7 @@ def test_declared_between_columns_are_absorbed_and_cost_nothing() -> None:
 @pytest.mark.parametrize(
     ("options", "match"),
     [
-        ({"between": ["z"]}, "estimator=\"within\""),
+        ({"between": ["z"]}, 'estimator="within"'),
         ({"between": ["w"], "estimator": "within"}, r"not regressors.*\['x1', 'z'\]"),
         ({"between": [1], "estimator": "within"}, "list of column names"),
     ],

@@ -84,7 +84,7 @@ def _time_dummies(time: Any, data: Any, levels: Mapping[str, Any] | None) -> str
     """``C(time)`` when the time column's periods are declared; else the error naming how."""
     if not isinstance(time, str):
         raise FormulaError(
-            "TimeEffects needs time= naming the time column (e.g. time=\"year\") and its "
+            'TimeEffects needs time= naming the time column (e.g. time="year") and its '
             "declared periods in levels=; or write the dummies as C(year) with "
             'levels={"year": [...]}'
         )

@@ -549,9 +549,7 @@ class LongitudinalOLS(PanelModel):
         return RegressionResults.of(results, levels=self._levels)
 
 
-def _between_columns(
-    between: object, names: tuple[str, ...], *, within: bool
-) -> tuple[str, ...]:
+def _between_columns(between: object, names: tuple[str, ...], *, within: bool) -> tuple[str, ...]:
     """The declared between-user regressors of ``fit(between=...)``, checked (public)."""
     if between is None:
         return ()
