@@ -152,7 +152,7 @@ class DplongWarning(UserWarning):
     >>> from dplong.exceptions import DplongWarning
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
-    ...     res = dplong.winsorized_mean(list(range(150)), epsilon=1.0, random_state=0)
+    ...     res = dplong.winsorized_mean(list(range(150)), epsilon=1.0, random_state=1)
     >>> [w.category is DplongWarning for w in caught]
     [True]
     >>> str(caught[0].message) == res.warnings[0]
