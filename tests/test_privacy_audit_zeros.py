@@ -307,9 +307,7 @@ def test_count_off_zero_is_in_the_ledger(monkeypatch: pytest.MonkeyPatch) -> Non
     # every count drawn at the rate of the ε and sensitivity its entry lists (the midpoint's
     # check 2: a replaced user can cross from one side to the other; the others 1)
     assert [e.sensitivity for e in counts] == [1.0, 2.0, 1.0, 1.0, 1.0]
-    assert drawn == pytest.approx(
-        [float(geometric_rate(e.epsilon, e.sensitivity)) for e in counts]
-    )
+    assert drawn == pytest.approx([float(geometric_rate(e.epsilon, e.sensitivity)) for e in counts])
     # the count and the median share the stage's ε (here the midpoint's)
     median = next(e for e in entries if e.stage == "scale" and "median" in e.mechanism)
     stage = next(e for e in entries if e.stage == "midpoint").epsilon
