@@ -117,6 +117,7 @@ class PlannedBlock:
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     tail: TailModel | None = None
     relative: bool = False
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,14 @@ class FitPlan:
     @property
     def notes(self) -> tuple[str, ...]:
         """The plans' public warnings (what the fit warns of before any noise), each once."""
+        return tuple(
+            dict.fromkeys((*self.budget_notes, *(n for b in self.blocks for n in b.notes)))
+        )
+
+    @property
+    def budget_notes(self) -> tuple[str, ...]:
+        """The plans' own warnings, each once: those a larger ε can remove (a block's stated
+        ``notes`` hold whatever the budget)."""
         return tuple(
             dict.fromkeys(note for b in self.blocks if b.plan is not None for note in b.plan.notes)
         )
@@ -321,8 +330,9 @@ def advised(fit: _Fit) -> _Fit:
         if remedy is None:
             planned = _decide(lambda: attempt(epsilon)) if _is_budget(epsilon) else None
             remedy = ""
-            if isinstance(planned, FitPlan) and planned.notes:  # which ε plans without them
-                remedy = _note_remedy(smallest_epsilon(_quiet_passes(attempt), float(epsilon)))
+            if isinstance(planned, FitPlan) and planned.budget_notes:  # which ε plans without
+                quiet = smallest_epsilon(_quiet_passes(attempt, budget=True), float(epsilon))
+                remedy = _note_remedy(quiet)
             if memo is not None:
                 memo[key] = remedy
         token = QUIET_REMEDY.set(remedy)
@@ -389,12 +399,17 @@ def _is_budget(epsilon: Any) -> bool:
     )
 
 
-def _quiet_passes(attempt: Callable[[float], object]) -> Callable[[float], bool]:
-    """``passes(ε)``: the fit at ε is planned without a refusal or a reliability note."""
+def _quiet_passes(
+    attempt: Callable[[float], object], *, budget: bool = False
+) -> Callable[[float], bool]:
+    """``passes(ε)``: the fit at ε is planned without a refusal or a reliability note (with
+    ``budget``, without one of those a larger ε can remove)."""
 
     def passes(epsilon: float) -> bool:
         decision = _decide(lambda: attempt(epsilon))
-        return _released(decision) and not (isinstance(decision, FitPlan) and decision.notes)
+        if not isinstance(decision, FitPlan):
+            return _released(decision)
+        return not (decision.budget_notes if budget else decision.notes)
 
     return passes
 
@@ -627,8 +642,9 @@ def plan(
     if isinstance(decision, DplongError) and not is_budget_refusal(decision):
         raise decision  # a bad argument: the fit itself refuses it the same way
     quiet = smallest_epsilon(_quiet_passes(lambda e: attempt(built, e)), epsilon)
-    if isinstance(decision, FitPlan) and decision.notes:  # the notes as the fit words them
-        token = QUIET_REMEDY.set(_note_remedy(quiet))
+    if isinstance(decision, FitPlan) and decision.budget_notes:  # as the fit words them
+        calm = smallest_epsilon(_quiet_passes(lambda e: attempt(built, e), budget=True), epsilon)
+        token = QUIET_REMEDY.set(_note_remedy(calm))
         try:
             decision = _decide(lambda: attempt(built, epsilon))
         finally:

@@ -304,7 +304,7 @@ def test_shipped_examples_table_is_the_planner_s() -> None:
     """The smallest ε of every shipped example, shown in ``dplong fit --help`` and the docs,
     is what the planner finds (n counted from the shipped data: public), and the fit there is
     released on the real data."""
-    from dplong.cli import SHIPPED_EXAMPLES, _example_flags, build_parser
+    from dplong.cli import SHIPPED_EXAMPLES, _example_flags, build_parser, shown_epsilon
 
     pages = [
         (Path(__file__).parents[1] / "docs" / page).read_text(encoding="utf-8")
@@ -321,7 +321,7 @@ def test_shipped_examples_table_is_the_planner_s() -> None:
         plan = dplong.plan(formula, model=model, n=n, epsilon=1.0, **options)
         assert (plan.smallest_epsilon, plan.quiet_epsilon) == (least, quiet), name
         flags = f" `{_example_flags(options)}`" if options else ""
-        row = f"| `{name}` | {model} | `{formula}`{flags} | {least:g} | {quiet:g} |"
+        row = f"| `{name}` | {model} | `{formula}`{flags} | {least:g} | {shown_epsilon(quiet)} |"
         assert all(row in page for page in pages), row
         assert f'{name} {model} "{formula}"' in epilog
         spec = dplong.models.command_line.MODELS[model]

@@ -109,7 +109,9 @@ class Block:
     in different units: :func:`~dplong.privacy.engine.release_means`); ``centred`` when its
     statistics come with a public centre (``Statistics.centre``: no midpoint or refinement
     stage is planned); ``partial_users`` when each column is by design a statistic of some
-    users only (the levels of a grouping: see :class:`~dplong.privacy.engine.Rules`).
+    users only (the levels of a grouping: see :class:`~dplong.privacy.engine.Rules`);
+    ``notes`` public warnings the release carries whatever the data (an assumption nothing at
+    its budget can check): said before any noise, planned, and joined to its release's notes.
     ``build`` computes the statistics from the releases of the earlier blocks.
     """
 
@@ -126,6 +128,7 @@ class Block:
     relative: bool = False
     centred: bool = False
     partial_users: bool = False
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -305,6 +308,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
                     bounds=block.bounds,
                     tail=block.tail,
                     relative=block.relative,
+                    notes=block.notes,
                 )
                 for block, plan in zip(blocks, plans, strict=True)
             ),
@@ -312,8 +316,8 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
     )
     afford(accountant, options.epsilon, options.delta)
     warned: set[str] = set()
-    for plan in plans:
-        for note in plan.notes if plan is not None else ():
+    for block, plan in zip(blocks, plans, strict=True):
+        for note in (*(plan.notes if plan is not None else ()), *block.notes):
             if note not in warned:  # public facts: said once per fit, before any noise
                 warn(plain_names(note))
                 warned.add(note)
@@ -357,6 +361,8 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
             else:
                 release = _paper_release(block, statistics, block_options, rng)
         release = _with_warnings(release, caught)
+        if block.notes:
+            release = dataclasses.replace(release, notes=(*release.notes, *block.notes))
         spent += [entry.cost for entry in release.privacy.entries]
         if statistics.nonnegative:
             release = dataclasses.replace(release, estimate=np.maximum(release.estimate, 0.0))

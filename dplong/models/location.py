@@ -380,6 +380,7 @@ class RandomEffectsLocation(PanelModel):
                     # right tails (Group Var intervals covered 0.26 at n=1000, T=5; Scale's
                     # 0.75 at T=5). Stated scales bound both instead.
                     tail=None if stated is not None else ("chi-square", "exponential"),
+                    notes=() if stated is not None else (_UNCHECKED_TAIL_NOTE,),
                 )
             )
         if preliminary:
@@ -419,11 +420,7 @@ class RandomEffectsLocation(PanelModel):
         ) + (
             (f"Users share random effects within {self._re_groups!r}.",) if self._re_groups else ()
         )
-        results = functools.partial(
-            _location_results,
-            preliminary=preliminary,
-            unchecked=proxy is None and variance_share > 0,
-        )
+        results = functools.partial(_location_results, preliminary=preliminary)
         return self._fit(request, blocks, assumptions=assumptions, results=results)
 
 
@@ -506,18 +503,15 @@ def _precision_weights(
 
 
 def _location_results(
-    releases: Sequence[Release], *, preliminary: bool, unchecked: bool, **options: Any
+    releases: Sequence[Release], *, preliminary: bool, **options: Any
 ) -> PanelResults:
     """Results of a location fit: μ and the components are the parameters (a precision-weighted
     fit's preliminary location counts in the ledger only). Group Var is centred on the first
     location; where that was withheld, on its released centre, whose error nobody knows, so
-    Group Var is withheld too (post-processing of a public fact). ``unchecked``: Scale's tail
-    model was assumed (its scale estimated), which a warning says (a public fact)."""
+    Group Var is withheld too (post-processing of a public fact)."""
     ran = list(releases)
     if len(ran) > 1 and not np.isfinite(ran[0].estimate[0]):
         ran[1] = _without_group_var(ran[1])
-    if len(ran) > 1 and unchecked:
-        ran[1] = dataclasses.replace(ran[1], notes=(*ran[1].notes, _UNCHECKED_TAIL_NOTE))
     return panel_results(
         [ran[2], ran[1]] if preliminary else ran,
         ran=ran,
