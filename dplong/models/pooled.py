@@ -344,22 +344,36 @@ class PooledOLS(FormulaModel):
         ranges, frame, range_entries = self._find_ranges(plan, generator)
         scaled = _Scaling.of(ranges, design.columns, frame)
         x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
-        release = _release_statistics(
-            x,
-            y,
-            codes,
-            n,
-            cap,
-            plan.rho,
-            generator,
-            row_count=self._row_count,
-            reach=scaled.reach,
-        )
+        release = self._release(scaled, x, y, codes, cap, plan.rho, generator)
         ledger = PrivacyLedger.from_entries(
             [*range_entries, *release.entries], options.delta, "central"
         )
         charge(accountant, ledger, options.epsilon, options.delta)
         return self._results(scaled, release, ledger, options, cap, ranges, plan)
+
+    def _release(
+        self,
+        scaled: _Scaling,
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
+        codes: NDArray[np.intp],
+        cap: int,
+        rho: tuple[float, ...],
+        generator: np.random.Generator,
+    ) -> _Statistics:
+        """Steps 2-4 of the module docstring on the estimator's scaled rows (its row count
+        and the frame's reaches from this model)."""
+        return _release_statistics(
+            x,
+            y,
+            codes,
+            self._design.n,
+            cap,
+            rho,
+            generator,
+            row_count=self._row_count,
+            reach=scaled.reach,
+        )
 
     def _check_ranges(self, plan: StatisticsBudget) -> None:
         """Refuse, from public facts and before any noise, ranges the plan's medians cannot
@@ -421,17 +435,7 @@ class PooledOLS(FormulaModel):
         coefficients = ols_ptr(
             x, y, codes, n, cap, budget, generator, floor=floor, coef_bound=coef_bound
         )
-        errors = _release_statistics(
-            x,
-            y,
-            codes,
-            n,
-            cap,
-            budget.rest_rho,
-            generator,
-            row_count=self._row_count,
-            reach=scaled.reach,
-        )
+        errors = self._release(scaled, x, y, codes, cap, budget.rest_rho, generator)
         ledger = PrivacyLedger.from_entries(
             [*coefficients.entries, *errors.entries], options.delta, "central"
         )
