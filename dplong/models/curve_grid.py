@@ -12,9 +12,16 @@ from numpy.typing import NDArray
 
 from dplong._validation import real_number
 from dplong.exceptions import FormulaError, ParameterError
-from dplong.formula import DesignSpec
+from dplong.formula import DesignSpec, PanelDesign
 
-__all__ = ["check_domain", "check_grid", "grid_points", "refuse_unused", "regressor"]
+__all__ = [
+    "check_domain",
+    "check_grid",
+    "grid_points",
+    "item_design",
+    "refuse_unused",
+    "regressor",
+]
 
 #: Default grid: points one bandwidth apart (a finer grid adds little resolution to a curve
 #: smoothed at scale b but, item-level, costs noise in proportion), within these limits.
@@ -111,3 +118,30 @@ def check_grid(grid: Any, lo: float, hi: float) -> int | NDArray[np.float64]:
     if not np.isfinite(points).all() or points.min() < lo or points.max() > hi:
         raise ParameterError(f"grid points must be finite and inside the domain [{lo:g}, {hi:g}]")
     return np.unique(points)
+
+
+def item_design(y: NDArray[np.float64], spec: DesignSpec, formula: str) -> PanelDesign:
+    """The design of an item-level fit: every row its own unit (n = the rows, public), the
+    outcome only (the design points are the curve's, kept apart).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from dplong.formula import DesignSpec
+    >>> from dplong.models.curve_grid import item_design
+    >>> frame = pd.DataFrame({"x": [0.0, 1.0, 2.0], "y": [1.0, 2.0, 4.0]})
+    >>> spec = DesignSpec.from_formula("y ~ x", frame)
+    >>> design = item_design(frame["y"].to_numpy(), spec, "y ~ x")
+    >>> design.n, design.codes.tolist()
+    (3, [0, 1, 2])
+    """
+    n = len(y)
+    return PanelDesign(
+        y=y,
+        X=np.empty((0, 0)),
+        codes=np.arange(n, dtype=np.intp),
+        n=n,
+        columns=spec.columns,
+        outcome=spec.outcome,
+        formula=formula,
+    )

@@ -27,7 +27,7 @@ from dplong.exceptions import DataError, ParameterError
 from dplong.formula import DesignSpec, LevelsLike, PanelDesign
 from dplong.kernels import Kernel, get_kernel
 from dplong.models.base import PanelModel
-from dplong.models.curve_grid import check_domain, check_grid, grid_points, regressor
+from dplong.models.curve_grid import check_domain, check_grid, grid_points, item_design, regressor
 from dplong.models.kernel import curve_results
 from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.budget import afford, charge, ptr_budget
@@ -150,16 +150,7 @@ class NadarayaWatson(PanelModel):
         y, X, missing_y, missing_x = spec.evaluate(data)  # every row kept: n is public
         if len(y) < 2:
             raise DataError(f"Nadaraya–Watson regression needs at least 2 rows, got {len(y)}")
-        n = len(y)
-        design = PanelDesign(
-            y=y,
-            X=np.empty((0, 0)),
-            codes=np.arange(n, dtype=np.intp),
-            n=n,
-            columns=spec.columns,
-            outcome=spec.outcome,
-            formula=formula,
-        )
+        design = item_design(y, spec, formula)
         with np.errstate(invalid="ignore"):
             x = np.where(missing_x, np.nan, np.clip(X[:, column], lo, hi))
             centred = np.where(missing_y, 0.0, np.clip(y, low, high) - (low + high) / 2.0)

@@ -29,7 +29,7 @@ from dplong.exceptions import DataError, ParameterError
 from dplong.formula import DesignSpec, LevelsLike, PanelDesign
 from dplong.kernels import auto_bandwidth, item_bias_bound, item_weights
 from dplong.models.base import caught_notes, paper_mean_options, paper_scale
-from dplong.models.curve_grid import regressor
+from dplong.models.curve_grid import item_design, regressor
 from dplong.models.kernel import PriestleyChao, Stated
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import LedgerEntry
@@ -399,16 +399,7 @@ def item_rows(
             f"{int(missing_x.sum())} are missing or infinite"
         )
     x, y = X[:, column], np.where(missing_y, np.nan, y)
-    n = x.size
-    design = PanelDesign(
-        y=y,
-        X=np.empty((0, 0)),
-        codes=np.arange(n, dtype=np.intp),
-        n=n,
-        columns=spec.columns,
-        outcome=spec.outcome,
-        formula=formula,
-    )
+    design = item_design(y, spec, formula)
     lo, hi = domain
     outside = (x < lo) | (x > hi)
     if outside.any():  # the design points are public: so is this refusal
