@@ -320,19 +320,10 @@ class PooledOLS(FormulaModel):
         two Newton steps on clipped scores correct only in part).
         """
         design = self._design
-        n, p = design.n, len(design.columns)
-        check_choice(privacy, "privacy", ("central",))
-        check_choice(variant, "variant", ("default",))
-        options = ReleaseOptions.check(
-            n, epsilon=epsilon, delta=delta, privacy="central", bound=None, d=p
+        n = design.n
+        options, cap, generator = self._checked(
+            epsilon, delta, max_rows, cov_type, privacy, variant, accountant, random_state, rng
         )
-        cap = check_max_rows(max_rows)
-        check_choice(cov_type, "cov_type", COV_TYPES)
-        if accountant is not None and not isinstance(accountant, Accountant):
-            raise ParameterError(
-                f"accountant must be a dplong.Accountant, got {type(accountant).__name__}"
-            )
-        generator = check_random_state(random_state, rng)
         check_choice(method, "method", ("statistics", "ptr"))
         if method == "ptr":
             return self._fit_ptr(options, cap, ptr_floor, coef_bound, generator, accountant)
@@ -350,6 +341,38 @@ class PooledOLS(FormulaModel):
         )
         charge(accountant, ledger, options.epsilon, options.delta)
         return self._results(scaled, release, ledger, options, cap, ranges, plan)
+
+    def _checked(
+        self,
+        epsilon: Any,
+        delta: Any,
+        max_rows: Any,
+        cov_type: Any,
+        privacy: Any,
+        variant: Any,
+        accountant: Any,
+        random_state: RandomState,
+        rng: RandomState,
+    ) -> tuple[ReleaseOptions, int, np.random.Generator]:
+        """The options every estimator of this family checks before any noise: the budget, the
+        cap on a person's rows, the covariance, the model, the accountant and the generator."""
+        check_choice(privacy, "privacy", ("central",))
+        check_choice(variant, "variant", ("default",))
+        options = ReleaseOptions.check(
+            self._design.n,
+            epsilon=epsilon,
+            delta=delta,
+            privacy="central",
+            bound=None,
+            d=len(self._design.columns),
+        )
+        cap = check_max_rows(max_rows)
+        check_choice(cov_type, "cov_type", COV_TYPES)
+        if accountant is not None and not isinstance(accountant, Accountant):
+            raise ParameterError(
+                f"accountant must be a dplong.Accountant, got {type(accountant).__name__}"
+            )
+        return options, cap, check_random_state(random_state, rng)
 
     def _release(
         self,

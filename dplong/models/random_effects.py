@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from dplong._validation import RandomState, check_choice, check_random_state, real_number
+from dplong._validation import RandomState, real_number
 from dplong.exceptions import (
     DplongError,
     DplongWarning,
@@ -61,7 +61,7 @@ from dplong.formula import PanelDesign
 from dplong.models.base import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, check_max_rows
 from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.models.location import COMPONENTS, RandomEffectsLocation
-from dplong.models.pooled import COV_TYPES, CovType, PooledOLS
+from dplong.models.pooled import CovType, PooledOLS
 from dplong.planning import FitPlan, PlannedBlock, _decide, checkpoint
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger, zcdp_epsilon
 from dplong.privacy.budget import (
@@ -73,7 +73,6 @@ from dplong.privacy.budget import (
     remaining_rho,
     statistics_budget,
 )
-from dplong.privacy.options import ReleaseOptions
 from dplong.results import PanelResults, RandomEffectsResults, RegressionResults
 
 __all__ = ["RandomEffects", "theta"]
@@ -176,20 +175,11 @@ class RandomEffects(PooledOLS):
         (-0.172, 0.676)
         """
         design = self._design
-        n, p = design.n, len(design.columns)
-        check_choice(privacy, "privacy", ("central",))
-        check_choice(variant, "variant", ("default",))
-        options = ReleaseOptions.check(
-            n, epsilon=epsilon, delta=delta, privacy="central", bound=None, d=p
+        n = design.n
+        options, cap, generator = self._checked(
+            epsilon, delta, max_rows, cov_type, privacy, variant, accountant, random_state, rng
         )
-        cap = check_max_rows(max_rows)
-        check_choice(cov_type, "cov_type", COV_TYPES)
         stated = _check_components(variance_components)
-        if accountant is not None and not isinstance(accountant, Accountant):
-            raise ParameterError(
-                f"accountant must be a dplong.Accountant, got {type(accountant).__name__}"
-            )
-        generator = check_random_state(random_state, rng)
         plan = self.release_plan(epsilon=options.epsilon, delta=options.delta, stated=stated)
         self._check_ranges(plan)
         residuals = _ResidualModel(design)
