@@ -29,8 +29,8 @@ from dplong.kernels import Kernel, get_kernel
 from dplong.models.base import PanelModel
 from dplong.models.curve_grid import check_domain, check_grid, grid_points, item_design, regressor
 from dplong.models.kernel import curve_results
-from dplong.privacy.accounting import Accountant, PrivacyLedger
-from dplong.privacy.budget import afford, charge, ptr_budget
+from dplong.privacy.accounting import Accountant
+from dplong.privacy.budget import afford, ptr_budget, settle
 from dplong.privacy.engine import Release
 from dplong.privacy.ptr import check_nadaraya_watson_ptr, kernel_reach, nadaraya_watson_ptr
 from dplong.results import CurveResults
@@ -272,8 +272,7 @@ class NadarayaWatson(PanelModel):
             floor=floor,
             reach=reach,
         )
-        ledger = PrivacyLedger.from_entries(release.entries, options.delta, "central")
-        charge(request.accountant, ledger, options.epsilon, options.delta)
+        ledger = settle(request.accountant, release.entries, options)
         size = self._grid.size
         refused = release.estimate is None
         if refused:

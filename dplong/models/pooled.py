@@ -83,8 +83,8 @@ from dplong.privacy.budget import (
     NOTE_MISS,
     StatisticsBudget,
     afford,
-    charge,
     ptr_budget,
+    settle,
     statistics_budget,
 )
 from dplong.privacy.noise import WeightedRelease, release_vector_sum
@@ -336,10 +336,7 @@ class PooledOLS(FormulaModel):
         scaled = _Scaling.of(ranges, design.columns, frame)
         x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
         release = self._release(scaled, x, y, codes, cap, plan.rho, generator)
-        ledger = PrivacyLedger.from_entries(
-            [*range_entries, *release.entries], options.delta, "central"
-        )
-        charge(accountant, ledger, options.epsilon, options.delta)
+        ledger = settle(accountant, [*range_entries, *release.entries], options)
         return self._results(scaled, release, ledger, options, cap, ranges, plan)
 
     def _checked(
@@ -459,10 +456,7 @@ class PooledOLS(FormulaModel):
             x, y, codes, n, cap, budget, generator, floor=floor, coef_bound=coef_bound
         )
         errors = self._release(scaled, x, y, codes, cap, budget.rest_rho, generator)
-        ledger = PrivacyLedger.from_entries(
-            [*coefficients.entries, *errors.entries], options.delta, "central"
-        )
-        charge(accountant, ledger, options.epsilon, options.delta)
+        ledger = settle(accountant, [*coefficients.entries, *errors.entries], options)
         results = self._results(
             scaled,
             errors,

@@ -68,9 +68,9 @@ from dplong.privacy.budget import (
     RandomEffectsBudget,
     StatisticsBudget,
     afford,
-    charge,
     random_effects_budget,
     remaining_rho,
+    settle,
     statistics_budget,
 )
 from dplong.results import PanelResults, RandomEffectsResults, RegressionResults
@@ -218,10 +218,7 @@ class RandomEffects(PooledOLS):
         )
         rho = remaining_rho([e.cost for e in entries], options.epsilon, options.delta)
         fitted = final.fit(epsilon=zcdp_epsilon(rho, options.delta), delta=options.delta, **stage)
-        ledger = PrivacyLedger.from_entries(
-            [*entries, *fitted.privacy.entries], options.delta, "central"
-        )
-        charge(accountant, ledger, options.epsilon, options.delta)
+        ledger = settle(accountant, [*entries, *fitted.privacy.entries], options)
         return self._random_effects_results(fitted, ledger, components, found, cap)
 
     def release_plan(
