@@ -470,6 +470,8 @@ class PlanResults:
     registered : bool
         Whether the model registers its plan (:class:`FitPlan`); if not, the decision is its
         fit's, run on the stand-in rows, and nothing is forecast.
+    level : {"user", "item"}
+        What n counts: users, or rows each a unit (an item-level model).
 
     Examples
     --------
@@ -495,6 +497,7 @@ class PlanResults:
     quiet_epsilon: float | None
     target_sd: float | None = None
     registered: bool = True
+    level: str = "user"
     _users: Callable[[], int | None] = field(repr=False, compare=False, default=lambda: None)
 
     @property
@@ -514,7 +517,8 @@ class PlanResults:
             "dplong plan (public facts only: no row is read)".center(width),
             "=" * width,
             f"Model: {self.model}   Formula: {self.formula}",
-            f"Users (n): {self.n}   Privacy: central, epsilon {self.epsilon:g}, "
+            f"{'Users (n)' if self.level == 'user' else 'Rows (n, each a unit)'}: {self.n}   "
+            f"Privacy: central, epsilon {self.epsilon:g}, "
             f"delta {self.delta:.3g}",
             "Decision: "
             + ("REFUSED before any noise" if self.refused else "released")
@@ -691,6 +695,7 @@ def plan(
         quiet_epsilon=quiet if decision is not None else None,
         target_sd=target_sd,
         registered=decision is not None,
+        level="item" if item_level else "user",
         _users=users,
     )
 

@@ -791,7 +791,7 @@ class TestPlanPTR:
         argv = ["plan", "dataset:dietox", *NW[2:-3]]
         code, out, err = run(argv)
         assert code == 0, err
-        assert "Model: NadarayaWatson" in out and "(n): 861" in out
+        assert "Model: NadarayaWatson" in out and "Rows (n, each a unit): 861" in out
         assert "Decision: released" in out
         plan = dplong.plan(
             "Weight ~ Time",
