@@ -28,9 +28,9 @@ import pandas as pd
 
 import dplong
 from dplong.dask_frames import is_dask
-from dplong.exceptions import DplongError
+from dplong.exceptions import DplongError, ParameterError
 from dplong.io import SHIPPED, read_file, typed, unread_cells
-from dplong.models.command_line import MODELS, CommandLineModel, Option
+from dplong.models.command_line import COMPOSED, MODELS, CommandLineModel, Option
 from dplong.report import write_report
 from dplong.summary import plain_names
 
@@ -137,6 +137,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "int": int,
     "float": float,
     "positive": _positive,
+    "positives": _positive_list,
     "range": _domain,
     "count": _grid_count,
     "text": str,
@@ -328,7 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="optional: a file or dataset:NAME whose --groups column gives n (nothing else "
         "is read)",
     )
-    _model_arguments(plan, data_required=False)
+    _model_arguments(plan)
     planned = plan.add_argument_group("plan")
     planned.add_argument(
         "--n", type=_users, metavar="N", help="number of users (public), instead of DATA"
@@ -359,9 +360,7 @@ def _users(text: str) -> int:
     return value
 
 
-def _model_arguments(
-    parser: argparse.ArgumentParser, *, data_required: bool = True
-) -> argparse._ArgumentGroup:
+def _model_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
     """The arguments ``fit`` and ``plan`` share: the model, its formula and options, and the
     budget; returns the privacy group (``fit`` adds its seed there)."""
     parser.add_argument(
@@ -371,7 +370,13 @@ def _model_arguments(
         help="the model to fit (see models below)",
     )
     parser.add_argument("--formula", required=True, help='patsy formula, e.g. "lwage ~ exper"')
-    parser.add_argument("--groups", required=data_required, metavar="COLUMN", help="user-id column")
+    parser.add_argument(
+        "--groups",
+        metavar="COLUMN",
+        help="user-id column (every model but "
+        + ", ".join(name for name, spec in MODELS.items() if not spec.uses_groups)
+        + ", item-level: a row is a unit)",
+    )
     parser.add_argument(
         "--time",
         metavar="COLUMN",
@@ -430,17 +435,32 @@ def _model_arguments(
     )
     extra = parser.add_argument_group("model-specific options")
     for option in _unique_options():
-        users = {name: spec.option(option.keyword) for name, spec in MODELS.items()}
-        needed = [name for name, own in users.items() if own is not None and own.required]
-        users = {name: own for name, own in users.items() if own is not None}
+        users = _users_of(option.keyword)
+        needed = [name for name, own in users.items() if own.required]
+        helps: dict[str, list[str]] = {}
+        for name, own in users.items():
+            helps.setdefault(own.help, []).append(name)
+        meaning = (  # each model's own words where they differ
+            option.help
+            if len(helps) == 1
+            else "; ".join(f"{', '.join(names)}: {text}" for text, names in helps.items())
+        )
         said = (
-            f"{option.help} (models: {', '.join(users)}"
+            f"{meaning} (models: {', '.join(users)}"
             + (f"; required by {', '.join(needed)}" if needed else "")
             + ")"
         )
         if option.kind == "flag":  # None unless given, as every model option
             extra.add_argument(
                 option.flag, dest=option.keyword, action="store_const", const=True, help=said
+            )
+            continue
+        if _read_per_model(option.keyword):  # each model reads the text its own way
+            extra.add_argument(
+                option.flag,
+                dest=option.keyword,
+                metavar="|".join(dict.fromkeys(own.metavar for own in users.values())),
+                help=said,
             )
             continue
         extra.add_argument(
@@ -454,9 +474,23 @@ def _model_arguments(
     return privacy
 
 
+def _users_of(keyword: str) -> dict[str, Option]:
+    """The models that take option ``keyword``, with their own spec of it."""
+    users = {name: spec.option(keyword) for name, spec in MODELS.items()}
+    return {name: own for name, own in users.items() if own is not None}
+
+
+def _read_per_model(keyword: str) -> bool:
+    """Whether the models taking option ``keyword`` read its text differently (``--bounds``:
+    ranges of named columns for pooled, one range for nw): the parser then keeps the text and
+    :func:`_stage_options` reads it as the chosen model does."""
+    return len({own.kind for own in _users_of(keyword).values()}) > 1
+
+
 def _unique_options() -> list[Option]:
-    """Every model option once, by keyword (an option of several models is parsed with the
-    type of its first entry; each model still decides its stage and whether it is required)."""
+    """Every model option once, by keyword (an option several models read alike is parsed
+    with that kind, one they read differently kept as text (:func:`_read_per_model`); each
+    model still decides its stage and whether it is required)."""
     seen: dict[str, Option] = {}
     for spec in MODELS.values():
         for option in spec.options:
@@ -475,11 +509,28 @@ def _check_arguments(args: argparse.Namespace, spec: CommandLineModel) -> None:
         raise _InputError(f"--time is not an option of --model {args.model}")
     if args.levels is not None and not spec.uses_levels:
         raise _InputError(f"--levels is not an option of --model {args.model}")
+    if args.groups is not None and not spec.uses_groups:
+        raise _InputError(
+            f"--groups is not an option of --model {args.model}: it is item-level, every row "
+            "is a unit"
+        )
+    if spec.uses_groups and args.groups is None and getattr(args, "data", None) is not None:
+        raise _InputError(f"--model {args.model} needs --groups (the user-id column)")
+    parts: dict[str, list[Option]] = {}
+    for option in spec.options:
+        if option.part_of is not None:
+            parts.setdefault(option.part_of, []).append(option)
+    for together in parts.values():
+        given_parts = [o.flag for o in together if getattr(args, o.keyword) is not None]
+        if given_parts and len(given_parts) < len(together):
+            raise _InputError(f"{' and '.join(o.flag for o in together)} go together")
     missing = [o.flag for o in spec.options if o.required and getattr(args, o.keyword) is None]
     if missing:
         raise _InputError(
             f"--model {args.model} needs {', '.join(missing)} (see dplong fit --help)"
         )
+    _stage_options(args, spec, "model")  # each value read and composed as the model will be
+    _stage_options(args, spec, "fit")
     report = getattr(args, "report", None)
     if report is not None and not Path(report).parent.is_dir():
         raise _InputError(f"cannot write --report {report!r}: no such directory")
@@ -528,12 +579,10 @@ def _unread_columns(
 
 def _fit_options(args: argparse.Namespace, spec: CommandLineModel) -> dict[str, Any]:
     """Keyword arguments of ``fit``: only what was given, so the model's defaults apply."""
-    options: dict[str, Any] = {
-        "epsilon": args.epsilon,
-        "privacy": args.privacy,
-        "variant": args.variant,
-    }
-    optional = {
+    options: dict[str, Any] = {"epsilon": args.epsilon}
+    optional = {  # the model choices only when not the default: every fit defaults to them
+        "privacy": None if args.privacy == "central" else args.privacy,
+        "variant": None if args.variant == "default" else args.variant,
         "delta": args.delta,
         "scale": args.scale,
         "bound": args.bound,
@@ -547,25 +596,50 @@ def _fit_options(args: argparse.Namespace, spec: CommandLineModel) -> dict[str, 
 def _stage_options(
     args: argparse.Namespace, spec: CommandLineModel, stage: Literal["model", "fit"]
 ) -> dict[str, Any]:
-    """The given options of one stage of ``spec``, by keyword."""
-    return {
-        o.keyword: getattr(args, o.keyword)
-        for o in spec.options
-        if o.stage == stage and getattr(args, o.keyword) is not None
-    }
+    """The given options of one stage of ``spec``, by keyword: text kept for the model read
+    as it reads it (:func:`_read_per_model`), parts of one value composed (:data:`COMPOSED`)."""
+    given = [o for o in spec.options if o.stage == stage and getattr(args, o.keyword) is not None]
+    options: dict[str, Any] = {}
+    parts: dict[str, dict[str, Any]] = {}
+    for option in given:
+        value = getattr(args, option.keyword)
+        if _read_per_model(option.keyword) and option.kind != "text":
+            try:
+                value = _PARSERS[option.kind](value)
+            except (argparse.ArgumentTypeError, ValueError) as err:
+                raise _InputError(f"argument {option.flag}: {err}") from None
+        if option.part_of is None:
+            options[option.keyword] = value
+        else:
+            parts.setdefault(option.part_of, {})[option.keyword] = value
+    for keyword, values in parts.items():
+        options[keyword] = COMPOSED[keyword](**values)
+    return options
 
 
 def _check_required(model: Any, options: dict[str, Any], name: str) -> None:
-    """Name the options a model's ``fit`` cannot do without (rather than a TypeError)."""
+    """Name the options a model's ``fit`` cannot do without, and the common ones it does not
+    take (rather than a TypeError)."""
+    parameters = inspect.signature(model.fit).parameters
     missing = [
         "--" + keyword.replace("_", "-")
-        for keyword, parameter in inspect.signature(model.fit).parameters.items()
+        for keyword, parameter in parameters.items()
         if parameter.kind is parameter.KEYWORD_ONLY
         and parameter.default is parameter.empty
         and keyword not in options
     ]
     if missing:
         raise _InputError(f"--model {name} needs {', '.join(missing)} (see dplong fit --help)")
+    if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        return  # the options go on to a function that names those it does not take
+    flags = {"random_state": "--seed"}
+    unknown = [
+        flags.get(keyword, "--" + keyword.replace("_", "-"))
+        for keyword in options
+        if keyword not in parameters
+    ]
+    if unknown:
+        raise _InputError(f"{', '.join(unknown)}: not an option of --model {name}")
 
 
 def _say(args: argparse.Namespace, message: str) -> None:
@@ -610,11 +684,14 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
             model_options["levels"] = levels
         if spec.uses_time:
             model_options["time"] = args.time
-        model = spec.build(args.formula, data, groups=args.groups, **model_options)
+        if spec.uses_groups:
+            model_options["groups"] = args.groups
+        model = spec.build(args.formula, data, **model_options)
         options = _fit_options(args, spec)
         _check_required(model, options, args.model)
-        _say(args, f"fitting {args.model} on {model.nobs_users} users (ε={args.epsilon:g})…")
-        results = model.fit(**options)
+        units = "users" if spec.uses_groups else "rows (each a unit)"
+        _say(args, f"fitting {args.model} on {model.nobs_users} {units} (ε={args.epsilon:g})…")
+        results = _fitted(model, options)
     said = {plain_names(w) for w in results.warnings}  # as the summary says them
     for warning in caught:  # one line each; reliability warnings also print with the summary
         if str(warning.message) not in said:
@@ -644,6 +721,17 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
     return 0
 
 
+def _fitted(model: Any, options: dict[str, Any]) -> Any:
+    """``model.fit(**options)``, a stated moment bound's refusal naming its flag (the fit
+    knows the number of columns it releases; its message names the Moment's bound)."""
+    try:
+        return model.fit(**options)
+    except ParameterError as err:
+        if "tail" in options and str(err).startswith("Moment bound"):
+            raise ParameterError(f"--tail-bound: {err}") from None
+        raise
+
+
 def _run_plan(args: argparse.Namespace) -> int:
     """``dplong plan``: the planner's summary of the fit the same options would make."""
     spec = MODELS[args.model]
@@ -653,12 +741,13 @@ def _run_plan(args: argparse.Namespace) -> int:
         raise _InputError("give either --n (the number of users) or DATA with --groups")
     n = args.n
     if args.data is not None:
-        if args.groups is None:
-            raise _InputError("DATA needs --groups (the user-id column that gives n)")
         raw = read_file(args.data)
         _check_columns(raw, args, {})
-        ids = raw[args.groups].dropna()
-        n = int(ids.nunique().compute() if is_dask(raw) else ids.nunique())
+        if spec.uses_groups:
+            ids = raw[args.groups].dropna()
+            n = int(ids.nunique().compute() if is_dask(raw) else ids.nunique())
+        else:  # item-level: every row is a unit
+            n = int(raw.shape[0].compute() if is_dask(raw) else raw.shape[0])
     options = _stage_options(args, spec, "model") | _fit_options(args, spec)
     results = dplong.plan(
         args.formula,

@@ -98,7 +98,10 @@ class PlannedBlock:
     """One release of a fit as planned: its public labels, share of the budget and the public
     facts its noise depends on (whether the scale is stated, public bounds, the tail model,
     whether its columns share the budget in their own units), and its plan (None: the paper's
-    pipeline or the local model, whose stages are planned inside the release).
+    pipeline or the local model, whose stages are planned inside the release, or a release
+    that is not the engine's). ``noise_sd``: where public facts alone fix the noise of a release
+    that is not the engine's (an ePTR release given its test passed), its sd per column, in
+    the columns' units.
 
     Examples
     --------
@@ -118,6 +121,7 @@ class PlannedBlock:
     tail: TailModel | None = None
     relative: bool = False
     notes: tuple[str, ...] = ()
+    noise_sd: NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True)
@@ -466,6 +470,8 @@ class PlanResults:
     registered : bool
         Whether the model registers its plan (:class:`FitPlan`); if not, the decision is its
         fit's, run on the stand-in rows, and nothing is forecast.
+    level : {"user", "item"}
+        What n counts: users, or rows each a unit (an item-level model).
 
     Examples
     --------
@@ -491,6 +497,7 @@ class PlanResults:
     quiet_epsilon: float | None
     target_sd: float | None = None
     registered: bool = True
+    level: str = "user"
     _users: Callable[[], int | None] = field(repr=False, compare=False, default=lambda: None)
 
     @property
@@ -510,7 +517,8 @@ class PlanResults:
             "dplong plan (public facts only: no row is read)".center(width),
             "=" * width,
             f"Model: {self.model}   Formula: {self.formula}",
-            f"Users (n): {self.n}   Privacy: central, epsilon {self.epsilon:g}, "
+            f"{'Users (n)' if self.level == 'user' else 'Rows (n, each a unit)'}: {self.n}   "
+            f"Privacy: central, epsilon {self.epsilon:g}, "
             f"delta {self.delta:.3g}",
             "Decision: "
             + ("REFUSED before any noise" if self.refused else "released")
@@ -576,15 +584,16 @@ def plan(
     formula : str
         The model's formula, e.g. ``"lwage ~ exper + expersq"``.
     n : int
-        Number of users (public).
+        Number of users (public); of rows for an item-level model (one that takes no
+        ``groups``, such as :class:`~dplong.NadarayaWatson`: every row is a unit).
     epsilon : float
         The budget to plan (the other ε the results name are searched from it).
     model : str or class
         A name of ``dplong fit --model`` (``"ols"``, ``"location"``, ``"mean"``, ``"kernel"``,
-        ``"poisson"``, ``"pooled"``) or a model class with ``from_formula``.
+        ``"poisson"``, ``"pooled"``, ``"nw"``, ...) or a model class with ``from_formula``.
     rows : int
         Rows per user of the stand-in data (a public lower bound if you state one; the
-        decision does not depend on it).
+        decision does not depend on it). An item-level model has one per unit.
     levels : mapping, optional
         Declared levels of factor columns, as for ``from_formula``.
     target_sd : float, optional
@@ -623,10 +632,16 @@ def plan(
     if levels is not None:
         model_options["levels"] = levels
 
+    item_level = "groups" not in model_params  # every row a unit: n counts rows
+
     def model_for(users: int) -> Any:
-        frame = stand_in_rows(formula, users, rows, levels, model_options.get("domain"))
+        frame = stand_in_rows(
+            formula, users, 1 if item_level else rows, levels, model_options.get("domain")
+        )
         extra = {"time": "__time__"} if "time" in model_params else {}
-        return build(formula, frame, groups="__user__", **extra, **model_options)
+        if not item_level:
+            extra["groups"] = "__user__"
+        return build(formula, frame, **extra, **model_options)
 
     built = model_for(_users(n))
     unknown = sorted(set(fit_options) - set(inspect.signature(built.fit).parameters))
@@ -680,6 +695,7 @@ def plan(
         quiet_epsilon=quiet if decision is not None else None,
         target_sd=target_sd,
         registered=decision is not None,
+        level="item" if item_level else "user",
         _users=users,
     )
 
@@ -706,8 +722,8 @@ def _table(fit_plan: FitPlan, fit_options: Mapping[str, Any]) -> pd.DataFrame:
     for i, block in enumerate(fit_plan.blocks):
         d = len(block.names)
         if block.plan is None:
-            noise = sampling = np.full(d, np.nan)
-            final = np.full(d, np.nan)
+            noise = np.full(d, np.nan) if block.noise_sd is None else block.noise_sd
+            sampling = final = np.full(d, np.nan)
         else:
             noise, sampling = forecast_noise(
                 block.plan,
@@ -719,8 +735,17 @@ def _table(fit_plan: FitPlan, fit_options: Mapping[str, Any]) -> pd.DataFrame:
             )
             budget = block.plan.calibrate(np.full(d, 1.0 / d), "laplace")
             final = budget.split(block.plan.moment_share)[0].epsilon
-        absolute = block.bounds is not None or (stated is not None and len(fit_plan.blocks) == 1)
-        if stated is not None and len(fit_plan.blocks) == 1 and block.bounds is None:
+        absolute = (
+            block.bounds is not None
+            or block.noise_sd is not None
+            or (stated is not None and len(fit_plan.blocks) == 1)
+        )
+        if (
+            stated is not None
+            and len(fit_plan.blocks) == 1
+            and block.bounds is None
+            and block.noise_sd is None
+        ):
             noise, sampling = noise * stated, sampling * stated
         for j, name in enumerate(block.names):
             index.append((str(i), name))

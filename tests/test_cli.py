@@ -601,3 +601,214 @@ def test_between_declares_columns_absorbed_by_the_within_fit() -> None:
     assert code == 0, err
     assert re.search(r"^black\s+withheld: absorbed", out, flags=re.M)
     assert re.search(r"^exper\s+\d", out, flags=re.M)
+
+
+WAGES = ["fit", "dataset:wage_panel", "--groups", "nr", "--seed", "1", "--quiet"]
+TAIL = ["--tail-moment", "4", "--tail-bound"]
+
+
+class TestStatedTail:
+    """``--tail-moment K --tail-bound B,...`` is ``tail=dplong.Moment(K, B)`` of the mean and
+    of the per-user OLS fit: the same release as the library's, its assumption said."""
+
+    def test_mean(self) -> None:
+        argv = [*WAGES, "--model", "mean", "--formula", "lwage ~ 1", "--epsilon", "1"]
+        code, out, err = run([*argv, *TAIL, "0.5"])
+        assert code == 0, err
+        wages = dplong.datasets.load_wage_panel()
+        lib = dplong.winsorized_mean(
+            wages["lwage"],
+            groups=wages["nr"],
+            names=["lwage"],
+            epsilon=1.0,
+            tail=dplong.Moment(4, 0.5),
+            random_state=1,
+        )
+        assert f"{lib.params['lwage']:.4g}" in out and f"{lib.bse['lwage']:.4g}" in out
+        assert "Stated moment bound E|x_u - mean|^4 <= [0.5]" in out
+
+    def test_per_user_ols(self) -> None:
+        argv = [*WAGES, "--model", "ols", "--formula", "lwage ~ exper", "--epsilon", "2"]
+        code, out, err = run([*argv, *TAIL, "0.5,0.01"])
+        assert code == 0, err
+        lib = dplong.LongitudinalOLS.from_formula(
+            "lwage ~ exper", dplong.datasets.load_wage_panel(), groups="nr"
+        ).fit(epsilon=2.0, tail=dplong.Moment(4, [0.5, 0.01]), random_state=1)
+        for name in ("Intercept", "exper"):
+            assert f"{lib.params[name]:.4g}" in out
+        assert "E|b_u - mean|^4 <= [0.5, 0.01]" in out
+
+    @pytest.mark.parametrize(
+        ("change", "expected"),
+        [
+            (
+                ["--tail-moment", "1.5", "--tail-bound", "1"],
+                "--tail-moment 1.5: Moment needs k >= 2",
+            ),
+            (["--tail-moment", "nan", "--tail-bound", "1"], "--tail-moment nan: Moment needs k"),
+            (["--tail-moment", "four", "--tail-bound", "1"], "argument --tail-moment: invalid"),
+            (
+                [*TAIL, "1,2,3"],
+                "--tail-bound: Moment bound must be one number or one per column (2)",
+            ),
+            ([*TAIL, "1,-2"], "argument --tail-bound: must be a positive number or comma"),
+            ([*TAIL, "0"], "argument --tail-bound: must be a positive number"),
+            (["--tail-moment", "4"], "--tail-moment and --tail-bound go together"),
+            (["--tail-bound", "1"], "--tail-moment and --tail-bound go together"),
+            ([*TAIL, "1", "--estimator", "within"], 'tail applies to estimator="per-user"'),
+            ([*TAIL, "1", "--variant", "theory"], "tail shapes the default engine's release"),
+        ],
+    )
+    def test_bad_values(self, change: list[str], expected: str) -> None:
+        argv = [*WAGES, "--model", "ols", "--formula", "lwage ~ exper", "--epsilon", "2"]
+        code, out, err = run([*argv, *change])
+        assert code == 2 and expected in err, err
+        assert "Traceback" not in err and out == ""
+
+    def test_not_an_option_of_the_other_models(self) -> None:
+        argv = [*WAGES, "--model", "pooled", "--formula", "lwage ~ exper", "--epsilon", "2"]
+        code, _, err = run([*argv, *TAIL, "1"])
+        assert code == 2 and "--tail-moment is not an option of --model pooled" in err
+
+
+PTR_BOUNDS = {"lwage": (-4.0, 5.0), "exper": (0.0, 20.0), "black": (0.0, 1.0)}
+PTR = [*WAGES, "--model", "pooled", "--formula", "lwage ~ exper + black", "--epsilon", "4"]
+PTR += ["--bounds", "lwage=-4,5;exper=0,20;black=0,1", "--max-rows", "8"]
+
+
+class TestPooledPTR:
+    """``--method ptr --ptr-floor C0 [--coef-bound R]`` is ``PooledOLS.fit(method="ptr",
+    ...)``: the ePTR release of the coefficients."""
+
+    def test_release(self) -> None:
+        code, out, err = run([*PTR, "--method", "ptr", "--ptr-floor", "0.1", "--coef-bound", "2"])
+        assert code == 0, err
+        lib = dplong.PooledOLS.from_formula(
+            "lwage ~ exper + black",
+            dplong.datasets.load_wage_panel(),
+            groups="nr",
+            bounds=PTR_BOUNDS,
+        ).fit(epsilon=4.0, max_rows=8, method="ptr", ptr_floor=0.1, coef_bound=2.0, random_state=1)
+        assert lib.variant == "ePTR" and "ePTR, gaussian noise" in out
+        for name in ("Intercept", "exper", "black"):
+            assert f"{lib.params[name]:.4g}" in out and f"{lib.noise_sd[name]:.4g}" in out
+
+    @pytest.mark.parametrize(
+        ("change", "expected"),
+        [
+            (["--method", "ptr"], 'method="ptr" needs ptr_floor'),
+            (["--ptr-floor", "0.1"], 'ptr_floor and coef_bound apply to method="ptr" only'),
+            (["--coef-bound", "2"], 'ptr_floor and coef_bound apply to method="ptr" only'),
+            (["--method", "ptr", "--ptr-floor", "9"], "ptr_floor must be below max_rows=8"),
+            (["--method", "ptr", "--ptr-floor", "-1"], "argument --ptr-floor: must be a positive"),
+            (["--method", "ptr", "--ptr-floor", "0.1", "--coef-bound", "0"], "--coef-bound"),
+            (["--method", "gls"], "argument --method: invalid choice: 'gls'"),
+            (["--scale", "1"], "--scale: not an option of --model pooled"),
+            (["--bound", "1", "--focus", "exper"], "--bound, --focus: not an option of --model"),
+        ],
+    )
+    def test_bad_values(self, change: list[str], expected: str) -> None:
+        code, out, err = run([*PTR, *change])
+        assert code == 2 and expected in err, err
+        assert "Traceback" not in err and out == ""
+
+    def test_ptr_needs_every_range(self) -> None:
+        argv = [*PTR, "--method", "ptr", "--ptr-floor", "0.1"]
+        argv[argv.index("--bounds") + 1] = "lwage=-4,5;black=0,1"
+        code, _, err = run(argv)
+        assert code == 2 and "needs public ranges (bounds=) for every column" in err, err
+
+
+NW = ["fit", "dataset:dietox", "--model", "nw", "--formula", "Weight ~ Time", "--domain", "1,12"]
+NW += ["--bounds", "0,150", "--bandwidth", "2", "--grid", "6", "--epsilon", "4", "--seed", "1"]
+NW += ["--quiet"]
+
+
+class TestNadarayaWatson:
+    """``--model nw``: item-level Nadaraya–Watson by ePTR, every row a unit (no ``--groups``);
+    its ``--bounds`` is the range of y, ``LO,HI``, where pooled's names columns."""
+
+    def test_release(self) -> None:
+        code, out, err = run([*NW, "--noise-sd", "10", "--ptr-floor", "0.1"])
+        assert code == 0, err
+        lib = dplong.NadarayaWatson.from_formula(
+            "Weight ~ Time",
+            dplong.datasets.load_dietox(),
+            domain=(1, 12),
+            bounds=(0, 150),
+            bandwidth=2.0,
+            grid=6,
+        ).fit(epsilon=4.0, noise_sd=10.0, ptr_floor=0.1, random_state=1)
+        assert "NadarayaWatson results (item-level differential privacy)" in out
+        assert not lib.params.isna().any()  # 861 rows clear the floor: released
+        for value in (*lib.params, *lib.bse):
+            assert f"{value:.4g}" in out
+
+    @pytest.mark.parametrize(
+        ("change", "expected"),
+        [
+            (("--groups", "Pig"), "--groups is not an option of --model nw: it is item-level"),
+            (("--bounds", None), "--model nw needs --bounds"),
+            (("--bandwidth", None), "--model nw needs --bandwidth"),
+            (("--bounds", "150,0"), "argument --bounds: must be LO,HI with finite LO < HI"),
+            (("--bounds", "a=0,150"), "argument --bounds: must be LO,HI"),
+            (("--ptr-floor", "1.5"), "the degree floor must lie in (0, 1)"),
+            (("--noise-sd", "0"), "argument --noise-sd: must be a positive number"),
+            (("--kernel", "box"), "argument --kernel: invalid choice"),
+            (("--scale", "1"), "--scale: not an option of --model nw"),
+            (("--variant", "theory"), "--variant: not an option of --model nw"),
+            (("--time", "Time"), "--time is not an option of --model nw"),
+        ],
+    )
+    def test_bad_values(self, change: tuple[str, str | None], expected: str) -> None:
+        flag, value = change
+        argv = list(NW)
+        if flag in argv:
+            at = argv.index(flag)
+            del argv[at : at + 2]
+        if value is not None:
+            argv += [flag, value]
+        code, out, err = run(argv)
+        assert code == 2 and expected in err, err
+        assert "Traceback" not in err and out == ""
+
+    def test_pooled_bounds_still_name_columns(self) -> None:
+        code, _, err = run([*PTR[:-4], "--bounds", "0,150"])
+        assert code == 2 and "bounds must read COL=LO,HI" in err, err
+
+    def test_help_says_each_models_bounds(self) -> None:
+        code, out, _ = run(["fit", "--help"])
+        assert code == 0
+        said = " ".join(out.split())
+        assert "nw: public range of y" in said and "pooled, between, re: public ranges" in said
+
+
+class TestPlanPTR:
+    """``dplong plan`` answers for the ePTR releases from public facts: never refused by the
+    budget, the noise sd the fit will have (given its test passes)."""
+
+    def test_nadaraya_watson_counts_rows(self) -> None:
+        argv = ["plan", "dataset:dietox", *NW[2:-3]]
+        code, out, err = run(argv)
+        assert code == 0, err
+        assert "Model: NadarayaWatson" in out and "Rows (n, each a unit): 861" in out
+        assert "Decision: released" in out
+        plan = dplong.plan(
+            "Weight ~ Time",
+            model="nw",
+            n=861,
+            epsilon=4.0,
+            domain=(1, 12),
+            bounds=(0, 150),
+            bandwidth=2.0,
+            grid=6,
+        )
+        assert f"{plan.table['noise_sd'].iloc[0]:.4g}" in out
+
+    def test_pooled_ptr(self) -> None:
+        argv = ["plan", "--n", "545", "--model", "pooled", "--formula", "lwage ~ exper + black"]
+        argv += ["--epsilon", "4", "--bounds", "lwage=-4,5;exper=0,20;black=0,1"]
+        code, out, err = run([*argv, "--max-rows", "8", "--method", "ptr", "--ptr-floor", "0.1"])
+        assert code == 0, err
+        assert "Model: PooledOLS" in out and "Decision: released" in out
+        assert re.search(r"0: exper\s+0\.75", out)

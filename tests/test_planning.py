@@ -364,3 +364,50 @@ def test_a_reliability_note_names_the_epsilon_without_it(fit: Any, epsilon: floa
         warnings.simplefilter("always")
         fit(quiet)
     assert not any("may miss the bulk" in str(w.message) for w in caught)
+
+
+def test_eptr_releases_are_planned_with_the_noise_they_draw() -> None:
+    """Pooled OLS by ePTR and item-level Nadaraya–Watson stop at a checkpoint: the planner
+    decides them without a row (never refused by the budget; the ePTR note where the test
+    cannot pass reliably) and predicts the sd of the noise the fit draws when its test passes.
+    The prediction leaves out the lattice's rounding step and the float error, which add to
+    the sensitivity: 1e-3 relative covers them (measured: 2e-4)."""
+    wages = dplong.datasets.load_wage_panel()
+    bounds = {"lwage": (-4.0, 5.0), "exper": (0.0, 20.0), "black": (0.0, 1.0)}
+    options = {"max_rows": 8, "method": "ptr", "ptr_floor": 0.1}
+    planned = dplong.plan(
+        "lwage ~ exper + black", model="pooled", n=545, epsilon=4.0, bounds=bounds, **options
+    )
+    assert planned.registered and not planned.refused and planned.smallest_epsilon == 1e-4
+    fit = dplong.PooledOLS.from_formula(
+        "lwage ~ exper + black", wages, groups="nr", bounds=bounds
+    ).fit(epsilon=4.0, random_state=1, **options)
+    assert not fit.params.isna().any()
+    np.testing.assert_allclose(
+        planned.table["noise_sd"].to_numpy(), fit.noise_sd.to_numpy(), rtol=1e-3
+    )
+    assert (planned.table["share"] == 0.75).all() and (planned.table["unit"] == "absolute").all()
+    small = dplong.plan(
+        "y ~ x",
+        model="pooled",
+        n=40,
+        epsilon=1.0,
+        rows=4,
+        bounds={"y": (0, 1), "x": (0, 1)},
+        **options,
+    )
+    assert any("ePTR test cannot pass reliably" in w for w in small.warnings)
+
+    pigs = dplong.datasets.load_dietox()
+    model = {"domain": (1, 12), "bounds": (0, 150), "bandwidth": 2.0, "grid": 6}
+    planned = dplong.plan("Weight ~ Time", model="nw", n=len(pigs), epsilon=4.0, **model)
+    assert planned.registered and not planned.refused and not planned.warnings
+    fit = dplong.NadarayaWatson.from_formula("Weight ~ Time", pigs, **model).fit(
+        epsilon=4.0, random_state=1
+    )
+    assert not fit.params.isna().any()
+    np.testing.assert_allclose(
+        planned.table["noise_sd"].to_numpy(), fit.noise_sd.to_numpy(), rtol=1e-3
+    )
+    few = dplong.plan("Weight ~ Time", model="nw", n=30, epsilon=0.5, **model)
+    assert any("ePTR test cannot pass reliably" in w for w in few.warnings)

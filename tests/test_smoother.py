@@ -1,4 +1,5 @@
-"""The item-level smoother (``models/smoother.py``): reference, budget, mechanisms, scale stage.
+"""The item-level smoother (``models/smoother.py``, its location stage in
+``models/response_centre.py``): reference, budget, mechanisms, scale stage.
 
 Reference tests (docs/design §5.2): with the noise off and wide radii the release equals the
 Priestley–Chao estimator of Def 4.8 computed plainly (``kernel_cases.priestley_chao``), to
@@ -286,16 +287,16 @@ def test_item_level_curve_is_withheld_when_the_scale_falls_below_resolution(
     missed below every response) would project them all onto the midpoint with a zero error
     bound: the curve is withheld with a note, as :func:`release_means` withholds such a mean.
     Such a miss is a rare bad event, so it is forced here by shrinking the located scale."""
-    from dplong.models import smoother as smoother_module
+    from dplong.models import response_centre
 
-    located = smoother_module.locate
+    located = response_centre.locate
 
     def missed_low(*args: object, **kwargs: object) -> object:
         where = located(*args, **kwargs)  # type: ignore[arg-type]
         tiny = np.abs(where.midpoint) * 2.0**-45
         return dataclasses.replace(where, sd=tiny)
 
-    monkeypatch.setattr(smoother_module, "locate", missed_low)
+    monkeypatch.setattr(response_centre, "locate", missed_low)
     rng = np.random.default_rng(1)
     x = rng.uniform(0.0, 1.0, 1000)
     frame = pd.DataFrame({"x": x, "y": 5.0 + rng.normal(0.0, 1.0, 1000)})

@@ -5,7 +5,8 @@ options only it takes — and :mod:`dplong.cli` builds its parser from :data:`MO
 model needs no edit of the command line. Each :class:`Option` says where it goes: to the
 model's ``from_formula`` (``"model"``: what defines the estimator, such as a kernel's domain)
 or to ``fit`` (``"fit"``: how it is released), how its text is read (``kind``) and whether the
-model cannot do without it.
+model cannot do without it. A value given in parts (a stated moment bound: its order and its
+bounds) is a keyword of :data:`COMPOSED`, its options naming it in ``part_of``.
 """
 
 from __future__ import annotations
@@ -14,12 +15,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["MODELS", "CommandLineModel", "Option", "register"]
+from dplong.exceptions import ParameterError
+from dplong.privacy.radius import Moment
 
-#: How an option's text is read: an integer, a real number, a positive number, a range
-#: ``LO,HI``, a number of grid points (>= 2), a word (with ``choices``), column names
-#: ``A,B`` (a tuple), or no text at all (a ``flag``: given, it passes True).
-Kind = Literal["int", "float", "positive", "range", "count", "text", "names", "flag"]
+__all__ = [
+    "COMPOSED",
+    "MODELS",
+    "PTR_FLOOR_OPTION",
+    "TAIL_OPTIONS",
+    "CommandLineModel",
+    "Option",
+    "register",
+]
+
+#: How an option's text is read: an integer, a real number, a positive number, positive
+#: numbers ``A,B,...`` (one is a number, several a list), a range ``LO,HI``, a number of grid
+#: points (>= 2), a word (with ``choices``), column names ``A,B`` (a tuple), or no text at all
+#: (a ``flag``: given, it passes True).
+Kind = Literal["int", "float", "positive", "positives", "range", "count", "text", "names", "flag"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +46,8 @@ class Option:
     stage: Literal["model", "fit"] = "fit"
     required: bool = False
     choices: tuple[str, ...] | None = None
+    #: The keyword of :data:`COMPOSED` this option is a part of (None: passed as itself).
+    part_of: str | None = None
 
     @property
     def flag(self) -> str:
@@ -51,12 +66,70 @@ class CommandLineModel:
     help: str
     uses_time: bool = False
     uses_levels: bool = True
+    #: False for an item-level model, whose every row is a unit: it takes no ``groups``.
+    uses_groups: bool = True
     options: tuple[Option, ...] = ()
 
     def option(self, keyword: str) -> Option | None:
         """This model's option ``keyword``, if it takes one."""
         return next((o for o in self.options if o.keyword == keyword), None)
 
+
+def stated_moment(*, tail_moment: float, tail_bound: float | list[float]) -> Moment:
+    """``tail=`` from ``--tail-moment K --tail-bound B,...``: :class:`dplong.Moment`, its
+    refusals naming the flag that holds the bad value.
+
+    Examples
+    --------
+    >>> from dplong.models.command_line import stated_moment
+    >>> stated_moment(tail_moment=4.0, tail_bound=[40.0, 0.25]).bounds(2).tolist()
+    [40.0, 0.25]
+    >>> stated_moment(tail_moment=1.5, tail_bound=1.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.ParameterError: --tail-moment 1.5: Moment needs k >= 2 ...
+    """
+    try:
+        Moment(tail_moment, 1.0)
+    except ParameterError as err:
+        raise ParameterError(f"--tail-moment {tail_moment:g}: {err}") from None
+    return Moment(tail_moment, tail_bound)
+
+
+#: Keywords given in several options (:attr:`Option.part_of`): how their parts, passed by
+#: their own keywords, make the value.
+COMPOSED: dict[str, Callable[..., Any]] = {"tail": stated_moment}
+
+#: ``tail=`` as a stated moment bound (:class:`dplong.Moment`), for the fits that take one.
+TAIL_OPTIONS = (
+    Option(
+        "tail_moment",
+        "float",
+        "K",
+        "order k >= 2 of a stated moment bound E|X - mean|^k <= B of one user's statistic "
+        "(dplong.Moment, public): the clip and the bias bound follow from it; with "
+        "--tail-bound",
+        part_of="tail",
+    ),
+    Option(
+        "tail_bound",
+        "positives",
+        "B",
+        "the moment bound B of --tail-moment: one number, or one per released column "
+        "separated by commas, in the statistic's units to the power k",
+        part_of="tail",
+    ),
+)
+
+#: The ePTR test's public floor c₀ (its model's fit says what it bounds).
+PTR_FLOOR_OPTION = Option(
+    "ptr_floor",
+    "positive",
+    "C0",
+    "floor c0 of the ePTR test: pooled --method ptr, a public lower bound on "
+    "lambda_min(X'X)/n of the design scaled to --bounds (required there); nw, every grid "
+    "point's kernel degree as a share of n (default: half a uniform design's at the ends)",
+)
 
 #: The models of ``dplong fit``, by name, in the order they were registered.
 MODELS: dict[str, CommandLineModel] = {}
@@ -69,7 +142,7 @@ def register(model: CommandLineModel) -> None:
     --------
     >>> from dplong.models.command_line import MODELS
     >>> sorted(MODELS)
-    ['between', 'kernel', 'location', 'mean', 'ols', 'poisson', 'pooled', 're']
+    ['between', 'kernel', 'location', 'mean', 'nw', 'ols', 'poisson', 'pooled', 're']
     """
     if model.name in MODELS:
         raise ValueError(f"a model named {model.name!r} is registered already")

@@ -175,7 +175,8 @@ class PriestleyChao(PanelModel):
         """
         # the estimators' modules build on this one: imported when a design is chosen
         from dplong.models.curves import UserCurves, user_rows
-        from dplong.models.smoother import ItemSmoother, item_rows
+        from dplong.models.item_data import item_rows
+        from dplong.models.smoother import ItemSmoother
 
         lo, hi = check_domain(domain)
         kern = get_kernel(kernel)

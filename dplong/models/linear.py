@@ -31,7 +31,7 @@ from dplong.models.base import (
     check_min_rows,
     scale_per_column,
 )
-from dplong.models.command_line import CommandLineModel, Option, register
+from dplong.models.command_line import TAIL_OPTIONS, CommandLineModel, Option, register
 from dplong.models.effects import panel_effects
 from dplong.models.reduce import (
     WorkingCorrelation,
@@ -676,6 +676,7 @@ register(
                 "reported as absorbed by the user effects, nothing spent on them",
             ),
             Option("max_rows", "int", "T", MAX_ROWS_HELP),
+            *TAIL_OPTIONS,
         ),
     )
 )

@@ -27,7 +27,7 @@ from dplong.models.base import (
     panel_results,
     run_blocks,
 )
-from dplong.models.command_line import CommandLineModel, Option, register
+from dplong.models.command_line import TAIL_OPTIONS, CommandLineModel, Option, register
 from dplong.planning import advised
 from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.budget import afford, charge, keyed_ledger, keyed_share, part
@@ -714,6 +714,7 @@ register(
                 "declare the --by column constant within each user: every level gets half of "
                 "epsilon (parallel composition) instead of sharing it",
             ),
+            *TAIL_OPTIONS,
         ),
     )
 )

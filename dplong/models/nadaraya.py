@@ -25,14 +25,22 @@ from numpy.typing import ArrayLike, NDArray
 from dplong._validation import RandomState, real_number, warn
 from dplong.exceptions import DataError, ParameterError
 from dplong.formula import DesignSpec, LevelsLike, PanelDesign
-from dplong.kernels import Kernel, get_kernel
+from dplong.kernels import KERNELS, Kernel, get_kernel
 from dplong.models.base import PanelModel
+from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Option, register
 from dplong.models.curve_grid import check_domain, check_grid, grid_points, item_design, regressor
 from dplong.models.kernel import curve_results
+from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.budget import afford, ptr_budget, settle
 from dplong.privacy.engine import Release
-from dplong.privacy.ptr import check_nadaraya_watson_ptr, kernel_reach, nadaraya_watson_ptr
+from dplong.privacy.ptr import (
+    check_nadaraya_watson_ptr,
+    kernel_reach,
+    nadaraya_watson_ptr,
+    nadaraya_watson_sensitivity,
+    planned_noise_sd,
+)
 from dplong.results import CurveResults
 
 __all__ = ["NadarayaWatson"]
@@ -254,12 +262,30 @@ class NadarayaWatson(PanelModel):
         budget = ptr_budget(options.epsilon, options.delta)
         notes = check_nadaraya_watson_ptr(n, floor, budget)
         reach = kernel_reach(self._kernel, self._grid, self._bandwidth, self._domain)
+        low, high = self._bounds
+        half = (high - low) / 2.0
+        names = tuple(f"x={g:.6g}" for g in self._grid)
+        planned = planned_noise_sd(nadaraya_watson_sensitivity(n, half, reach, floor), budget)
+        checkpoint(  # every refusal is decided: dplong.plan stops here, before any noise
+            FitPlan(
+                n,
+                options,
+                (
+                    PlannedBlock(
+                        names,
+                        1.0,
+                        noise_sd is not None,
+                        None,
+                        notes=notes,
+                        noise_sd=np.full(len(names), planned),
+                    ),
+                ),
+            )
+        )
         afford(request.accountant, options.epsilon, options.delta)
         for note in notes:
             warn(note)
         # ---- no randomness was drawn above this line ----------------------------------------
-        low, high = self._bounds
-        half = (high - low) / 2.0
         release = nadaraya_watson_ptr(
             self._x,
             self._y,
@@ -289,7 +315,7 @@ class NadarayaWatson(PanelModel):
         sampling = 0.0 if noise_sd is None else sigma / math.sqrt(floor * n)
         centre = (low + high) / 2.0
         result = Release(
-            names=tuple(f"x={g:.6g}" for g in self._grid),
+            names=names,
             estimate=curve,
             noise_sd=np.full(size, release.noise_sd),
             noise_scale=np.full(size, release.noise_sd),
@@ -334,3 +360,64 @@ class NadarayaWatson(PanelModel):
         return dataclasses.replace(
             curve_fit, withheld_why=dict.fromkeys(curve_fit.params.index, "ptr ⊥")
         )
+
+
+register(
+    CommandLineModel(
+        "nw",
+        NadarayaWatson.from_formula,
+        "NadarayaWatson, item-level (every row a unit, x private): kernel regression of "
+        "'y ~ x' on a grid by ePTR",
+        uses_groups=False,
+        options=(
+            Option(
+                "domain",
+                "range",
+                "LO,HI",
+                "public range of x (kernel: rows with x outside it are dropped; nw: projected "
+                "onto it)",
+                stage="model",
+                required=True,
+            ),
+            Option(
+                "bounds",
+                "range",
+                "LO,HI",
+                "public range of y; values outside are clipped",
+                stage="model",
+                required=True,
+            ),
+            Option(
+                "bandwidth",
+                "positive",
+                "B",
+                "kernel bandwidth in the units of x",
+                stage="model",
+                required=True,
+            ),
+            Option(
+                "grid",
+                "count",
+                "G",
+                "number of equally spaced grid points over the domain (default: one "
+                "bandwidth apart)",
+                stage="model",
+            ),
+            Option(
+                "kernel",
+                "text",
+                "NAME",
+                "smoothing kernel (default gaussian)",
+                stage="model",
+                choices=tuple(KERNELS),
+            ),
+            PTR_FLOOR_OPTION,
+            Option(
+                "noise_sd",
+                "positive",
+                "SD",
+                "public bound on the errors' sd: the bands then include the sampling error",
+            ),
+        ),
+    )
+)

@@ -76,7 +76,8 @@ from dplong.dask_frames import is_dask
 from dplong.exceptions import DataError, InsufficientUsersError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.models.base import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, FormulaModel, check_max_rows
-from dplong.models.command_line import CommandLineModel, Option, register
+from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Option, register
+from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
 from dplong.privacy.budget import (
     MAX_MISS,
@@ -89,7 +90,7 @@ from dplong.privacy.budget import (
 )
 from dplong.privacy.noise import WeightedRelease, release_vector_sum
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.ptr import check_ols_ptr, ols_ptr
+from dplong.privacy.ptr import check_ols_ptr, ols_ptr, ols_ptr_sensitivity, planned_noise_sd
 from dplong.privacy.ranges import located_miss, private_ranges
 from dplong.results import RegressionResults
 
@@ -448,9 +449,26 @@ class PooledOLS(FormulaModel):
         cap = self._cap(cap)
         budget = ptr_budget(options.epsilon, options.delta, share=PTR_SHARE, rest=PTR_REST)
         floor, coef_bound, notes = check_ols_ptr(n, p, cap, floor, coef_bound, budget)
+        scaled = _Scaling.of(self._ranges, design.columns)  # public ranges: public
+        planned = planned_noise_sd(ols_ptr_sensitivity(n, p, cap, floor, coef_bound), budget)
+        checkpoint(  # every refusal is decided: dplong.plan stops here, before any noise
+            FitPlan(
+                n,
+                options,
+                (
+                    PlannedBlock(
+                        design.columns,
+                        PTR_SHARE,
+                        False,
+                        None,
+                        notes=notes,
+                        noise_sd=planned * scaled.isotropic_gain,
+                    ),
+                ),
+            )
+        )
         afford(accountant, options.epsilon, options.delta)
         # ---- no randomness was drawn above this line ----------------------------------------
-        scaled = _Scaling.of(self._ranges, design.columns)
         x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
         coefficients = ols_ptr(
             x, y, codes, n, cap, budget, generator, floor=floor, coef_bound=coef_bound
@@ -477,7 +495,7 @@ class PooledOLS(FormulaModel):
             noise_sd = np.full(p, np.nan)
         else:
             beta = scaled.unscale(coefficients.estimate)
-            noise_sd = coefficients.noise_sd * np.sqrt((scaled.linear**2).sum(axis=1))
+            noise_sd = coefficients.noise_sd * scaled.isotropic_gain
             # θ̂ projected onto the ball of coef_bound is released plus noise: beyond the
             # ball, the released vector says θ̂ may sit on its edge (a released number)
             if float(np.linalg.norm(coefficients.estimate)) > coef_bound:
@@ -972,6 +990,12 @@ class _Scaling:
         return cls(centre, np.where(half > 0, half, 1.0), ranges, intercept)
 
     @property
+    def isotropic_gain(self) -> NDArray[np.float64]:
+        """Per coefficient, the sd of its noise when the scaled coefficients get independent
+        noise of sd 1 (the ePTR release): the norms of the rows of ``linear``."""
+        return np.asarray(np.sqrt((self.linear**2).sum(axis=1)), dtype=np.float64)
+
+    @property
     def reach(self) -> NDArray[np.float64]:
         """The largest magnitude of each mapped column and of the outcome (1 where the frame
         is the range)."""
@@ -1200,6 +1224,22 @@ register(
         options=(
             BOUNDS_OPTION,
             Option("max_rows", "int", "T", MAX_ROWS_HELP),
+            Option(
+                "method",
+                "text",
+                "M",
+                "statistics (default: released sufficient statistics) or ptr (the "
+                "coefficients in one efficient Propose-Test-Release; needs every range in "
+                "--bounds and --ptr-floor)",
+                choices=("statistics", "ptr"),
+            ),
+            PTR_FLOOR_OPTION,
+            Option(
+                "coef_bound",
+                "positive",
+                "R",
+                "--method ptr: radius of the scaled coefficient vector (default 1)",
+            ),
         ),
     )
 )

@@ -385,8 +385,9 @@ class _QuasiDemeaned(PooledOLS):
         the intercept is a column, so GLS on the scaled rows unscales to GLS on the rows)."""
         rows = np.bincount(codes, minlength=n).astype(np.float64)
         z = np.column_stack([x, y])
-        sums = np.zeros((n, z.shape[1]))
-        np.add.at(sums, codes, z)
+        # per column, bincount adds a person's rows in row order, as np.add.at did (reduceat's
+        # pairwise sums would change the last bits of the releases)
+        sums = np.column_stack([np.bincount(codes, weights=c, minlength=n) for c in z.T])
         shrink = theta(rows, *self._components) / np.maximum(rows, 1.0)
         quasi = z - (shrink[:, None] * sums)[codes]
         return quasi[:, :-1], quasi[:, -1], codes, cap

@@ -1,76 +1,38 @@
 """The item-level Priestley–Chao smoother: one row per unit at a public design point (Def 4.7).
 
 ``f̂(x) = Σ_i a_i(x) Y_i`` with public weights (:func:`~dplong.kernels.item_weights`) is linear
-in the responses. They are located as one column — the default engine's stages
-(:func:`~dplong.privacy.engine.locate`), or the paper's midpoint (Alg 3 / 9) — projected onto
-the centre ± w and the whole curve is released at once
-(:func:`~dplong.privacy.vector.release_linear`). The budget comes from
-:mod:`dplong.privacy.budget` (:func:`~dplong.privacy.budget.vector_plan`,
+in the responses. They are located as one column (:mod:`dplong.models.response_centre`: the
+default engine's stages, or the paper's midpoint, Alg 3 / 9), projected onto the centre ± w,
+and the whole curve is released at once (:func:`~dplong.privacy.vector.release_linear`). The
+budget comes from :mod:`dplong.privacy.budget` (:func:`~dplong.privacy.budget.vector_plan`,
 :func:`~dplong.privacy.budget.vector_budget`, :func:`~dplong.privacy.budget.paper_vector_budget`),
-which also asks the accountant and settles the ledger. Rationale: ``docs/design/kernel.md``.
+which also asks the accountant and settles the ledger. The rows are read by
+:func:`~dplong.models.item_data.item_rows`. Rationale: ``docs/design/kernel.md``.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
-import patsy
 from numpy.typing import NDArray
 
 from dplong._validation import real_number, warn
-from dplong.bounds import midpoint_failure_probability
-from dplong.dask_frames import design_spec, evaluate_rows, is_dask
-from dplong.exceptions import DataError, ParameterError
-from dplong.formula import DesignSpec, LevelsLike, PanelDesign
+from dplong.exceptions import ParameterError
 from dplong.kernels import auto_bandwidth, item_bias_bound, item_weights
-from dplong.models.base import caught_notes, paper_mean_options, paper_scale
-from dplong.models.curve_grid import item_design, regressor
+from dplong.models.base import paper_mean_options
+from dplong.models.item_data import item_rows
 from dplong.models.kernel import PriestleyChao, Stated
+from dplong.models.response_centre import check_paper, engine_centre, paper_centre
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
-from dplong.privacy.accounting import LedgerEntry
-from dplong.privacy.budget import (
-    ReleasePlan,
-    VectorBudget,
-    afford,
-    paper_vector_budget,
-    settle,
-    vector_budget,
-    vector_plan,
-)
-from dplong.privacy.engine import MAX_RADIUS, Release, Rules, implausible, locate, overflowed
-from dplong.privacy.interval import check_histogram_feasible, local_bins
-from dplong.privacy.noise import MIN_LATTICE_EPSILON
-from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.budget import afford, settle, vector_plan
+from dplong.privacy.engine import Release, overflowed
 from dplong.privacy.vector import release_linear
-from dplong.privacy.winsorized import midpoint_entry, paper_midpoints
 from dplong.results import CurveResults
 
-if TYPE_CHECKING:
-    from dask.dataframe import DataFrame as DaskFrame
-
-__all__ = ["ItemSmoother", "item_rows"]
-
-
-@dataclass(frozen=True)
-class _Centre:
-    """Where the responses were located, and what the curve may spend after it."""
-
-    centre: float
-    width: float
-    sigma: float
-    budget: VectorBudget
-    entries: tuple[LedgerEntry, ...]
-    midpoint: str
-    variant: str
-    bad: float
-    failed: bool
-    lost: bool
-    notes: tuple[str, ...]
+__all__ = ["ItemSmoother", "item_rows"]  # item_rows: its import path before the split
 
 
 class ItemSmoother(PriestleyChao):
@@ -99,7 +61,7 @@ class ItemSmoother(PriestleyChao):
                 "item-level, the responses' scale comes from noise_sd and amplitude (or is "
                 "estimated when neither is given); scale= applies to user-level curves"
             )
-        n = self.nobs_users
+        n, name = self.nobs_users, self._design.outcome
         request = self._request(n, 1, **common)
         options, rng = request.options, request.rng
         lipschitz, sup_norm, amplitude = given.lipschitz, given.sup_norm, given.amplitude
@@ -119,7 +81,7 @@ class ItemSmoother(PriestleyChao):
         plan = vector_plan(n, options, stated_scale=stated)
         paper_options = paper_mean_options(options, stated=stated)
         if plan is None:
-            _check_paper(n, paper_options)
+            check_paper(n, paper_options)
         # every refusal is decided (dplong.plan stops here); one vector release, not the engine's
         checkpoint(FitPlan(n, options, (PlannedBlock(("curve",), 1.0, stated, None),)))
         afford(request.accountant, options.epsilon, options.delta)
@@ -127,9 +89,9 @@ class ItemSmoother(PriestleyChao):
         if plan is not None:
             for note in plan.notes:
                 warn(note)
-            where = self._locate(plan, options, rng, sigma, amp)
+            where = engine_centre(self._y, name, plan, options, rng, sigma, amp)
         else:
-            where = self._paper_locate(options, paper_options, rng, sigma, amp)
+            where = paper_centre(self._y, name, options, paper_options, rng, sigma, amp)
         sigma = where.sigma
         lo, hi = self._domain
         spread = amp if amp > 0 else sigma  # estimated scale: the responses' spread stands in
@@ -231,198 +193,6 @@ class ItemSmoother(PriestleyChao):
             assumptions=assumptions,
             smoothing_bias=smoothing,
         )
-
-    def _locate(
-        self,
-        plan: ReleasePlan,
-        options: ReleaseOptions,
-        rng: np.random.Generator,
-        sigma: float,
-        amp: float,
-    ) -> _Centre:
-        """The default engine's stages on the responses, as one column (NaN: the centre)."""
-        n, name = self.nobs_users, self._design.outcome
-        stated = not math.isnan(sigma)
-        where = locate(
-            self._y[:, None],
-            plan=plan,
-            names=(name,),
-            rng=rng,
-            gamma=options.gamma,
-            rules=Rules(scale=np.array([sigma**2]) if stated else None),
-        )
-        # fmin: a centre missed by hundreds of magnitudes has NaN figures (then withheld)
-        width = float(
-            np.fmin(amp + where.sd[0] * _no_clip(n, options) + where.centre_error[0], MAX_RADIUS)
-        )
-        # the scale stage's verdicts, as every release reads them: too few responses off a
-        # value most share, or a scale below the responses' resolution, leave no curve; nor
-        # does a location the release's own figures call a miss (the engine's rule)
-        unsure = bool(
-            implausible(
-                midpoint=where.midpoint,
-                sd=where.sd,
-                alone=np.zeros(1, dtype=bool) if where.scan is None else where.scan.alone,
-                miss=where.plan.miss_given(np.array([float(n)])),
-            )[0]
-        )
-        # the midpoint's and the scale's private checks (a median beside or below them all)
-        checked = any(m is not None and bool(m[0]) for m in (where.beside, where.collapsed))
-        lost = bool(where.sparse[0] or where.unresolved[0] or unsure or checked)
-        notes = plan.notes + where.scale_notes(
-            (name,), sparse=where.sparse, shown=np.array([not lost])
-        )
-        if unsure and not (where.sparse[0] or where.unresolved[0]):
-            notes += (
-                "No curve (NaN): the release's own figures say its private midpoint or scale "
-                "missed the responses (a scale far above every response, or medians that miss "
-                "with probability above one half), so the curve would be far off. Raise "
-                "epsilon, or state noise_sd and amplitude.",
-            )
-        if checked and not (where.sparse[0] or where.unresolved[0] or unsure):
-            notes += (
-                "No curve (NaN): a private check of the midpoint or the scale found their "
-                "median beside or below nearly every response, so the curve would be far off. "
-                "Raise epsilon, or state noise_sd and amplitude.",
-            )
-        if where.unresolved[0] and not where.sparse[0]:
-            notes += (
-                "No curve (NaN): the private scale of the responses fell below their "
-                "resolution around the private midpoint (its median missed below every "
-                "response), so the projection would clip them all. Raise epsilon, or state "
-                "noise_sd and amplitude.",
-            )
-        return _Centre(
-            centre=float(where.centre[0]),
-            width=width,
-            sigma=float(where.sd[0]),
-            budget=vector_budget(where.plan, refined=where.refined),
-            entries=where.entries,
-            midpoint="the rough private mean" if where.refined else "the private midpoint",
-            variant="default (refined)" if where.refined else "default",
-            bad=options.gamma * (2.0 if where.refined else 1.0),
-            failed=lost,
-            lost=lost,
-            notes=notes,
-        )
-
-    def _paper_locate(
-        self,
-        options: ReleaseOptions,
-        paper_options: ReleaseOptions,
-        rng: np.random.Generator,
-        sigma: float,
-        amp: float,
-    ) -> _Centre:
-        """The paper's pipeline (``variant="theory"``, local): CoinPress's scale when none is
-        stated, then Alg 3 (bins of half-width τ, interval ``m̂ ± 3τ``) or Alg 9 (bins τ',
-        interval ``m̂ ± (τ + 2τ')``; τ and 3τ with ``"theory"``)."""
-        n, name = self.nobs_users, self._design.outcome
-        entries: tuple[LedgerEntry, ...] = ()
-        notes: tuple[str, ...] = ()
-        if math.isnan(sigma):
-            # what the scale's plug-in warns of joins the results' notes (not only stderr)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                estimate = paper_scale(self._y[:, None], options, rng, (name,))
-            notes = caught_notes(caught)
-            for note in notes:
-                warn(note)
-            sigma, entries = math.sqrt(float(estimate.scale[0])), estimate.privacy.entries
-        tau = amp + sigma * _no_clip(n, options)
-        local, theory = options.local, options.variant == "theory"
-        if theory or not local:
-            bins, width = tau, 3.0 * tau
-        else:
-            bins = amp + sigma * math.sqrt(2.0 * math.log(2.0 / options.gamma))
-            width = tau + 2.0 * bins
-        if local:
-            assert options.bound is not None
-            local_bins(bins, float(options.bound[0]))
-        eps, budget = paper_vector_budget(paper_options)
-        delta = paper_options.delta
-        midpoint, failed = paper_midpoints(
-            self._y[:, None], np.array([bins]), eps, delta, rng, options.bound
-        )
-        failure = (
-            0.0
-            if local
-            else midpoint_failure_probability(n, eps, delta, options.gamma, wide_bins=True)
-        )
-        if failed[0]:
-            notes += (
-                "The private midpoint failed (no histogram bin survived) and fell back to 0, as "
-                "in the paper's Alg 3: the curve is unreliable.",
-            )
-        return _Centre(
-            centre=float(midpoint[0]),
-            width=width,
-            sigma=sigma,
-            budget=budget,
-            entries=(*entries, midpoint_entry(name, eps, delta, n, local)),
-            midpoint="the private midpoint",
-            variant="theory" if theory else "paper (local)",
-            bad=options.gamma + failure,
-            failed=bool(failed[0]),
-            lost=False,
-            notes=notes,
-        )
-
-
-def item_rows(
-    formula: str,
-    data: pd.DataFrame | DaskFrame,
-    levels: LevelsLike | None,
-    eval_env: patsy.EvalEnvironment,
-    domain: tuple[float, float],
-) -> tuple[PanelDesign, NDArray[np.float64], NDArray[np.float64]]:
-    """Item-level rows, every row a unit: x public, complete and inside the domain; a missing
-    (or infinite) response contributes the centre. A Dask frame's rows are evaluated partition
-    by partition, in order."""
-    if is_dask(data):
-        frame_spec = design_spec(formula, data, levels=levels, eval_env=eval_env)
-        spec = frame_spec.spec
-        column = regressor(spec, formula)
-        y, X, missing_y, missing_x = evaluate_rows(data, frame_spec)
-    else:
-        if not isinstance(data, pd.DataFrame):
-            raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
-        spec = DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env)
-        column = regressor(spec, formula)
-        # keep every row: n and the design are public, so nothing may be dropped
-        y, X, missing_y, missing_x = spec.evaluate(data)
-    if len(y) < 2:
-        raise DataError(f"item-level regression needs at least 2 rows, got {len(y)}")
-    if missing_x.any():
-        raise DataError(
-            "item-level design points must be finite and complete (they are public); "
-            f"{int(missing_x.sum())} are missing or infinite"
-        )
-    x, y = X[:, column], np.where(missing_y, np.nan, y)
-    design = item_design(y, spec, formula)
-    lo, hi = domain
-    outside = (x < lo) | (x > hi)
-    if outside.any():  # the design points are public: so is this refusal
-        raise DataError(
-            f"x must lie in the public domain [{lo:g}, {hi:g}]; {int(outside.sum())} "
-            "values fall outside it (widen the domain or drop those rows)"
-        )
-    return design, x, y
-
-
-def _check_paper(n: int, options: ReleaseOptions) -> None:
-    """The paper's pipeline's refusals, before any noise: a midpoint and a curve that float-safe
-    noise supports, and (centrally) a stable histogram that can find a bin."""
-    eps, _ = paper_vector_budget(options)
-    if eps < MIN_LATTICE_EPSILON:
-        raise ParameterError(f"epsilon={options.epsilon:.3g} is too small for the curve")
-    if not options.local:
-        check_histogram_feasible(n, eps, options.delta, remedy="more epsilon or delta")
-
-
-def _no_clip(n: int, options: ReleaseOptions) -> float:
-    """Lemma 4.9's union bound: ``√(2 log(2n/γ))`` sds hold all n errors but with prob. γ."""
-    return math.sqrt(2.0 * math.log(2.0 * n / options.gamma))
 
 
 def _positive(value: Any, name: str, what: str) -> float:

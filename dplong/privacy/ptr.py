@@ -58,7 +58,10 @@ __all__ = [
     "eptr",
     "kernel_reach",
     "nadaraya_watson_ptr",
+    "nadaraya_watson_sensitivity",
     "ols_ptr",
+    "ols_ptr_sensitivity",
+    "planned_noise_sd",
 ]
 
 _U = 2.0**-53
@@ -300,7 +303,7 @@ def ols_ptr(
     # γ > 0 ⇒ exact λ_min > c₀ n + D; Lipschitz: the errors move γ by at most 2 E / (D + 2E))
     margin = max(smallest - lam_error - floor * n - lipschitz, 0.0) / (lipschitz + 2.0 * lam_error)
     theta = _project(_solve(gram, cross), coef_bound)
-    alpha = cap * (1.0 + _USER_SLACK) * (p * coef_bound + 2.0 * math.sqrt(p)) / (floor * n)
+    alpha = ols_ptr_sensitivity(n, p, cap, floor, coef_bound)
     float_error = 2.0 * _theta_error(n, p, cap, floor, coef_bound)
     return eptr(
         theta,
@@ -313,6 +316,33 @@ def ols_ptr(
         target="pooled OLS coefficients (scaled)",
         test="λ_min(X'X) (eq. 18, a person's rows)",
     )
+
+
+def ols_ptr_sensitivity(n: int, p: int, cap: int, floor: float, coef_bound: float) -> float:
+    """The L2 sensitivity α of :func:`ols_ptr`'s scaled coefficients given the test passed:
+    ``cap (p R_θ + 2 √p) / (c₀ n)`` (its docstring), public.
+
+    Examples
+    --------
+    >>> from dplong.privacy.ptr import ols_ptr_sensitivity
+    >>> round(ols_ptr_sensitivity(1000, 4, 5, 0.5, 1.0), 6)               # 5 · 8 / 500
+    0.08
+    """
+    return cap * (1.0 + _USER_SLACK) * (p * coef_bound + 2.0 * math.sqrt(p)) / (floor * n)
+
+
+def planned_noise_sd(sensitivity: float, budget: PTRBudget) -> float:
+    """The sd of an ePTR release's noise per coordinate, from public facts: its sensitivity
+    and the release's ρ (the lattice's rounding and float error, a few ulps, left out).
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import ptr_budget
+    >>> from dplong.privacy.ptr import planned_noise_sd
+    >>> planned_noise_sd(0.1, ptr_budget(1.0, 1e-7)) > 0.1
+    True
+    """
+    return sensitivity / math.sqrt(2.0 * budget.release_rho)
 
 
 def _per_user(values: NDArray[np.float64], codes: NDArray[np.intp], n: int) -> NDArray[np.float64]:
@@ -423,6 +453,19 @@ def check_nadaraya_watson_ptr(n: int, floor: float, budget: PTRBudget) -> tuple[
     return ()
 
 
+def nadaraya_watson_sensitivity(n: int, half: float, reach: float, floor: float) -> float:
+    """The L2 sensitivity of :func:`nadaraya_watson_ptr`'s curve given the test passed:
+    ``4 R_f κ / (c₀ n)`` (its docstring), public.
+
+    Examples
+    --------
+    >>> from dplong.privacy.ptr import nadaraya_watson_sensitivity
+    >>> nadaraya_watson_sensitivity(1000, 2.0, 1.5, 0.1)                   # 12 / 100
+    0.12
+    """
+    return 4.0 * half * reach / (floor * n)
+
+
 def nadaraya_watson_ptr(
     x: NDArray[np.float64],
     y: NDArray[np.float64],
@@ -488,7 +531,7 @@ def nadaraya_watson_ptr(
     )
     sums_error = half * degree_error
     point_error = 2.0 * (sums_error + half * degree_error) / (floor * n) + 2.0 * _U * half
-    alpha = 4.0 * half * reach / (floor * n)
+    alpha = nadaraya_watson_sensitivity(n, half, reach, floor)
     return eptr(
         curve,
         margin,

@@ -1,0 +1,74 @@
+"""The rows of an item-level fit, every row a unit: read from a frame in memory or on Dask,
+with the public design points checked before anything else is read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import patsy
+from numpy.typing import NDArray
+
+from dplong.dask_frames import design_spec, evaluate_rows, is_dask
+from dplong.exceptions import DataError
+from dplong.formula import DesignSpec, LevelsLike, PanelDesign
+from dplong.models.curve_grid import item_design, regressor
+
+if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskFrame
+
+__all__ = ["item_rows"]
+
+
+def item_rows(
+    formula: str,
+    data: pd.DataFrame | DaskFrame,
+    levels: LevelsLike | None,
+    eval_env: patsy.EvalEnvironment,
+    domain: tuple[float, float],
+) -> tuple[PanelDesign, NDArray[np.float64], NDArray[np.float64]]:
+    """Item-level rows, every row a unit: x public, complete and inside the domain; a missing
+    (or infinite) response contributes the centre. A Dask frame's rows are evaluated partition
+    by partition, in order.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, patsy
+    >>> from dplong.models.item_data import item_rows
+    >>> data = pd.DataFrame({"x": [0.1, 0.5, 0.9], "y": [1.0, np.nan, 3.0]})
+    >>> env = patsy.EvalEnvironment.capture()
+    >>> design, x, y = item_rows("y ~ x", data, None, env, (0.0, 1.0))
+    >>> design.n, x.tolist(), y.tolist()
+    (3, [0.1, 0.5, 0.9], [1.0, nan, 3.0])
+    """
+    if is_dask(data):
+        frame_spec = design_spec(formula, data, levels=levels, eval_env=eval_env)
+        spec = frame_spec.spec
+        column = regressor(spec, formula)
+        y, X, missing_y, missing_x = evaluate_rows(data, frame_spec)
+    else:
+        if not isinstance(data, pd.DataFrame):
+            raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+        spec = DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env)
+        column = regressor(spec, formula)
+        # keep every row: n and the design are public, so nothing may be dropped
+        y, X, missing_y, missing_x = spec.evaluate(data)
+    if len(y) < 2:
+        raise DataError(f"item-level regression needs at least 2 rows, got {len(y)}")
+    if missing_x.any():
+        raise DataError(
+            "item-level design points must be finite and complete (they are public); "
+            f"{int(missing_x.sum())} are missing or infinite"
+        )
+    x, y = X[:, column], np.where(missing_y, np.nan, y)
+    design = item_design(y, spec, formula)
+    lo, hi = domain
+    outside = (x < lo) | (x > hi)
+    if outside.any():  # the design points are public: so is this refusal
+        raise DataError(
+            f"x must lie in the public domain [{lo:g}, {hi:g}]; {int(outside.sum())} "
+            "values fall outside it (widen the domain or drop those rows)"
+        )
+    return design, x, y

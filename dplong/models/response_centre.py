@@ -1,0 +1,210 @@
+"""Where the item-level smoother's responses lie, found privately before its curve is released.
+
+The responses of :class:`~dplong.models.smoother.ItemSmoother` are located as one column — by
+the default engine's stages (:func:`engine_centre`) or the paper's midpoint (:func:`paper_centre`)
+— and projected onto the centre ± a half-width wide enough that no response is clipped but
+with probability γ; the rest of the budget goes to the curve.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dplong._validation import warn
+from dplong.bounds import midpoint_failure_probability
+from dplong.exceptions import ParameterError
+from dplong.models.base import caught_notes, paper_scale
+from dplong.privacy.accounting import LedgerEntry
+from dplong.privacy.budget import ReleasePlan, VectorBudget, paper_vector_budget, vector_budget
+from dplong.privacy.engine import MAX_RADIUS, Rules, implausible, locate
+from dplong.privacy.interval import check_histogram_feasible, local_bins
+from dplong.privacy.noise import MIN_LATTICE_EPSILON
+from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.winsorized import midpoint_entry, paper_midpoints
+
+__all__ = ["ResponseCentre", "check_paper", "engine_centre", "no_clip", "paper_centre"]
+
+
+@dataclass(frozen=True)
+class ResponseCentre:
+    """Where the responses were located — the projection's centre and half-width, their
+    error sd — what the curve may spend after it, and the stage's ledger entries, notes and
+    verdicts (``lost``: no curve can be released)."""
+
+    centre: float
+    width: float
+    sigma: float
+    budget: VectorBudget
+    entries: tuple[LedgerEntry, ...]
+    midpoint: str
+    variant: str
+    bad: float
+    failed: bool
+    lost: bool
+    notes: tuple[str, ...]
+
+
+def engine_centre(
+    y: NDArray[np.float64],
+    name: str,
+    plan: ReleasePlan,
+    options: ReleaseOptions,
+    rng: np.random.Generator,
+    sigma: float,
+    amp: float,
+) -> ResponseCentre:
+    """The default engine's stages on the responses ``y`` (one per unit; NaN: the centre), as
+    one column named ``name``; ``sigma`` their stated error sd (NaN: located privately) and
+    ``amp`` the stated amplitude of the curve (0: none)."""
+    n = y.size
+    stated = not math.isnan(sigma)
+    where = locate(
+        y[:, None],
+        plan=plan,
+        names=(name,),
+        rng=rng,
+        gamma=options.gamma,
+        rules=Rules(scale=np.array([sigma**2]) if stated else None),
+    )
+    # fmin: a centre missed by hundreds of magnitudes has NaN figures (then withheld)
+    width = float(
+        np.fmin(amp + where.sd[0] * no_clip(n, options) + where.centre_error[0], MAX_RADIUS)
+    )
+    # the scale stage's verdicts, as every release reads them: too few responses off a
+    # value most share, or a scale below the responses' resolution, leave no curve; nor
+    # does a location the release's own figures call a miss (the engine's rule)
+    unsure = bool(
+        implausible(
+            midpoint=where.midpoint,
+            sd=where.sd,
+            alone=np.zeros(1, dtype=bool) if where.scan is None else where.scan.alone,
+            miss=where.plan.miss_given(np.array([float(n)])),
+        )[0]
+    )
+    # the midpoint's and the scale's private checks (a median beside or below them all)
+    checked = any(m is not None and bool(m[0]) for m in (where.beside, where.collapsed))
+    lost = bool(where.sparse[0] or where.unresolved[0] or unsure or checked)
+    notes = plan.notes + where.scale_notes((name,), sparse=where.sparse, shown=np.array([not lost]))
+    if unsure and not (where.sparse[0] or where.unresolved[0]):
+        notes += (
+            "No curve (NaN): the release's own figures say its private midpoint or scale "
+            "missed the responses (a scale far above every response, or medians that miss "
+            "with probability above one half), so the curve would be far off. Raise "
+            "epsilon, or state noise_sd and amplitude.",
+        )
+    if checked and not (where.sparse[0] or where.unresolved[0] or unsure):
+        notes += (
+            "No curve (NaN): a private check of the midpoint or the scale found their "
+            "median beside or below nearly every response, so the curve would be far off. "
+            "Raise epsilon, or state noise_sd and amplitude.",
+        )
+    if where.unresolved[0] and not where.sparse[0]:
+        notes += (
+            "No curve (NaN): the private scale of the responses fell below their "
+            "resolution around the private midpoint (its median missed below every "
+            "response), so the projection would clip them all. Raise epsilon, or state "
+            "noise_sd and amplitude.",
+        )
+    return ResponseCentre(
+        centre=float(where.centre[0]),
+        width=width,
+        sigma=float(where.sd[0]),
+        budget=vector_budget(where.plan, refined=where.refined),
+        entries=where.entries,
+        midpoint="the rough private mean" if where.refined else "the private midpoint",
+        variant="default (refined)" if where.refined else "default",
+        bad=options.gamma * (2.0 if where.refined else 1.0),
+        failed=lost,
+        lost=lost,
+        notes=notes,
+    )
+
+
+def paper_centre(
+    y: NDArray[np.float64],
+    name: str,
+    options: ReleaseOptions,
+    paper_options: ReleaseOptions,
+    rng: np.random.Generator,
+    sigma: float,
+    amp: float,
+) -> ResponseCentre:
+    """The paper's pipeline (``variant="theory"``, local) on the responses ``y``: CoinPress's
+    scale when none is stated, then Alg 3 (bins of half-width τ, interval ``m̂ ± 3τ``) or
+    Alg 9 (bins τ', interval ``m̂ ± (τ + 2τ')``; τ and 3τ with ``"theory"``)."""
+    n = y.size
+    entries: tuple[LedgerEntry, ...] = ()
+    notes: tuple[str, ...] = ()
+    if math.isnan(sigma):
+        # what the scale's plug-in warns of joins the results' notes (not only stderr)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            estimate = paper_scale(y[:, None], options, rng, (name,))
+        notes = caught_notes(caught)
+        for note in notes:
+            warn(note)
+        sigma, entries = math.sqrt(float(estimate.scale[0])), estimate.privacy.entries
+    tau = amp + sigma * no_clip(n, options)
+    local, theory = options.local, options.variant == "theory"
+    if theory or not local:
+        bins, width = tau, 3.0 * tau
+    else:
+        bins = amp + sigma * math.sqrt(2.0 * math.log(2.0 / options.gamma))
+        width = tau + 2.0 * bins
+    if local:
+        assert options.bound is not None
+        local_bins(bins, float(options.bound[0]))
+    eps, budget = paper_vector_budget(paper_options)
+    delta = paper_options.delta
+    midpoint, failed = paper_midpoints(y[:, None], np.array([bins]), eps, delta, rng, options.bound)
+    failure = (
+        0.0 if local else midpoint_failure_probability(n, eps, delta, options.gamma, wide_bins=True)
+    )
+    if failed[0]:
+        notes += (
+            "The private midpoint failed (no histogram bin survived) and fell back to 0, as "
+            "in the paper's Alg 3: the curve is unreliable.",
+        )
+    return ResponseCentre(
+        centre=float(midpoint[0]),
+        width=width,
+        sigma=sigma,
+        budget=budget,
+        entries=(*entries, midpoint_entry(name, eps, delta, n, local)),
+        midpoint="the private midpoint",
+        variant="theory" if theory else "paper (local)",
+        bad=options.gamma + failure,
+        failed=bool(failed[0]),
+        lost=False,
+        notes=notes,
+    )
+
+
+def check_paper(n: int, options: ReleaseOptions) -> None:
+    """The paper's pipeline's refusals, before any noise: a midpoint and a curve that float-safe
+    noise supports, and (centrally) a stable histogram that can find a bin."""
+    eps, _ = paper_vector_budget(options)
+    if eps < MIN_LATTICE_EPSILON:
+        raise ParameterError(f"epsilon={options.epsilon:.3g} is too small for the curve")
+    if not options.local:
+        check_histogram_feasible(n, eps, options.delta, remedy="more epsilon or delta")
+
+
+def no_clip(n: int, options: ReleaseOptions) -> float:
+    """Lemma 4.9's union bound: ``√(2 log(2n/γ))`` sds hold all n errors but with prob. γ.
+
+    Examples
+    --------
+    >>> from dplong.models.response_centre import no_clip
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> options = ReleaseOptions.check(
+    ...     1000, epsilon=1.0, delta=None, privacy="central", bound=None, d=1)
+    >>> round(no_clip(1000, options), 3)                       # γ = 0.05: √(2 log 40000)
+    4.604
+    """
+    return math.sqrt(2.0 * math.log(2.0 * n / options.gamma))
