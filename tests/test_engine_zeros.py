@@ -256,6 +256,9 @@ def test_too_few_users_off_a_shared_value_is_withheld() -> None:
     assert any("scale's private check" in note for note in release.notes)
     band = [e for e in release.privacy.entries if e.mechanism == engine._BAND]
     assert len(band) == 1 and band[0].sensitivity == 2.0
+    # the check's ε comes from the final stage, calibrated on what the earlier stages left:
+    # the release still spends its ε, and no more
+    assert 1.0 - 1e-6 < release.privacy.epsilon <= 1.0 * (1 + 1e-12)
 
 
 def test_a_constant_column_is_its_value_and_says_what_it_cannot_see() -> None:
