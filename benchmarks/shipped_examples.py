@@ -12,7 +12,12 @@ projection clips nothing: the textbook value). Per example and parameter it repo
 * the median and 95th percentile of |estimate - truth| / reported SE, and the largest;
 * "false significance": p < 0.05 while the truth lies outside the interval (issue 32);
 * "> 20 SE": |estimate - truth| above 20 reported SEs; "> 1e6x": |estimate| above 1e6 x |truth|
-  (issue 32: both must be 0).
+  (issue 32: both must be 0);
+* refusals, and whether refitting the same resample at the ε each refusal advises is refused
+  again for its budget (issue 32: never).
+
+With ``--epsilons`` every chosen example runs at each of the given ε instead of its own (issue
+32's grid: ``--only "issue 32" --epsilons 1 4 16``).
 
 Usage::
 
@@ -23,6 +28,8 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import re
 import time
 import warnings
 from collections.abc import Callable
@@ -223,7 +230,9 @@ def study(example: Example, reps: int, alpha: float = 0.05) -> pd.DataFrame:
             try:
                 res = example.fit(boot, {**example.options, "random_state": rep})
             except dplong.exceptions.DplongError as err:
-                rows.append({"rep": rep, "refused": type(err).__name__})
+                rows.append(
+                    {"rep": rep, "refused": type(err).__name__, **_refit(example, boot, err)}
+                )
                 continue
         ci = res.conf_int(alpha)
         for name in truth.index:
@@ -245,9 +254,30 @@ def study(example: Example, reps: int, alpha: float = 0.05) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _refit(example: Example, boot: pd.DataFrame, err: Exception) -> dict[str, Any]:
+    """The ε a budget refusal advises, and whether the same resample refitted at it is refused
+    for its budget again (NaN: no ε advised)."""
+    said = re.search(r"raise epsilon to about ([0-9.e+-]+)", str(err))
+    if not getattr(err, "budget_refusal", False) or said is None:
+        return {"advised": np.nan, "again": False}
+    advised = float(said.group(1))
+    try:
+        example.fit(boot, {**example.options, "epsilon": advised, "random_state": 0})
+    except dplong.exceptions.DplongError as again:
+        return {"advised": advised, "again": bool(getattr(again, "budget_refusal", False))}
+    return {"advised": advised, "again": False}
+
+
 def report(example: Example, table: pd.DataFrame, reps: int) -> None:
     refused = int(table["refused"].notna().sum()) if "refused" in table else 0
     print(f"\n{example.name} ({example.shown}), {example.options}: {refused}/{reps} refused")
+    if refused:
+        refusals = table[table["refused"].notna()]
+        advised = refusals["advised"].dropna()
+        print(
+            f"  advised epsilon: {sorted(set(advised.round(3)))} in {len(advised)}/{refused}; "
+            f"refused again at it: {int(refusals['again'].sum())}"
+        )
     if "param" not in table:
         return
     print(
@@ -271,6 +301,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--only", help="run the examples whose name or origin contains this text")
+    parser.add_argument(
+        "--epsilons", type=float, nargs="+", help="run each chosen example at these ε instead"
+    )
     args = parser.parse_args()
     header(
         "benchmarks/shipped_examples.py",
@@ -279,10 +312,12 @@ def main() -> None:
     for example in EXAMPLES:
         if args.only and args.only not in f"{example.name} ({example.shown})":
             continue
-        start = time.perf_counter()
-        table = study(example, args.reps)
-        report(example, table, args.reps)
-        print(f"({time.perf_counter() - start:.0f} s)")
+        for epsilon in args.epsilons or [example.options["epsilon"]]:
+            cell = dataclasses.replace(example, options={**example.options, "epsilon": epsilon})
+            start = time.perf_counter()
+            table = study(cell, args.reps)
+            report(cell, table, args.reps)
+            print(f"({time.perf_counter() - start:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -296,10 +296,14 @@ def release_runs(
 @dataclass(frozen=True, eq=False)  # hashed by identity: the cached outputs are per instance
 class ColumnAudit:
     """An end-to-end audit of ``release_means`` on one column: the other users ``others``
-    fixed, user 0 set to ``users[name]``; outputs the estimate and the count of users. The
-    events rest on one reference release (seed 0, on the data set with user 0 at
-    ``users[reference]``): its public interval gives the noiseless outputs, its noise scales
-    the steps. POWER: the final stage drawn at ``BROKEN_EPSILON_FACTOR`` times its ε."""
+    fixed, user 0 set to ``users[name]``; outputs the estimate and the count of users, and
+    with ``sums`` the clipped sum the estimate reads, ``(estimate - c) N̂`` for the run's
+    released interval's middle c (post-processing of released numbers: where the interval's
+    middle is far from the mean, the count's noise times that offset would hide the sum's
+    move in the estimate). The events rest on one reference release (seed 0, on the data set
+    with user 0 at ``users[reference]``): its public interval gives the noiseless outputs, its
+    noise scales the steps. POWER: the final stage drawn at ``BROKEN_EPSILON_FACTOR`` times
+    its ε."""
 
     options: dplong.privacy.options.ReleaseOptions
     others: NDArray[np.float64]
@@ -308,6 +312,11 @@ class ColumnAudit:
     runs: int
     broken_runs: int
     seed: int
+    sums: bool = False
+
+    @property
+    def labels(self) -> list[str]:
+        return ["estimate", "users", *(["sum"] if self.sums else [])]
 
     def matrix(self, user: str) -> NDArray[np.float64]:
         return np.concatenate([[self.users[user]], self.others])[:, None]
@@ -331,14 +340,16 @@ class ColumnAudit:
         centre = ref.interval.mean(axis=1)
         radius = (ref.interval[:, 1] - ref.interval[:, 0]) / 2.0
         with np.errstate(invalid="ignore"):
-            clipped = np.clip(matrix - centre, -radius, radius)
-            estimate = centre + np.nansum(clipped, axis=0) / count
-        return np.array([estimate[0], count])
+            clipped = np.nansum(np.clip(matrix - centre, -radius, radius), axis=0)
+            estimate = centre + clipped / count
+        return np.array([estimate[0], count, *(clipped if self.sums else [])])
 
     def steps(self) -> NDArray[np.float64]:
         ref = self.reference_release
         count = [e.noise_scale for e in ref.privacy.entries if e.stage == "count"]
-        return np.array([ref.noise_scale[0], count[0]])
+        # the sum's noise scale: the estimate's times the count it was divided by
+        total = ref.noise_scale[0] * max(float(ref.users[0]), 1.0)
+        return np.array([ref.noise_scale[0], count[0], *([total] if self.sums else [])])
 
     @functools.cache  # noqa: B019 (module-level instances: the cache lives as long as they do)
     def outputs(self, user: str, broken: bool) -> NDArray[np.float64]:
@@ -346,7 +357,11 @@ class ColumnAudit:
 
         def mechanism(rng: np.random.Generator) -> list[float]:
             release = self.release(matrix, rng)
-            return [float(release.estimate[0]), float(release.users[0])]
+            estimate, users = float(release.estimate[0]), float(release.users[0])
+            if not self.sums:
+                return [estimate, users]
+            middle = float(release.interval[0].mean())
+            return [estimate, users, (estimate - middle) * max(users, 1.0)]
 
         seed = self.seed + 10 * list(self.users).index(user)
         return release_runs(mechanism, self.runs, self.broken_runs, seed, broken)
@@ -356,7 +371,7 @@ class ColumnAudit:
             (self.outputs(pair[0], broken), self.outputs(pair[1], broken)),
             (self.noiseless(pair[0]), self.noiseless(pair[1])),  # type: ignore[arg-type]
             self.steps(),
-            ["estimate", "users"],
+            self.labels,
             self.reference_release.privacy.delta,
             (0, 1, 2),
         )

@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 import dplong
+import dplong.privacy.engine as engine
 from dplong.privacy.engine import ZERO_CELL, Release, release_means
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.quantile import SPREAD_GRID, private_median
@@ -155,8 +156,10 @@ def test_a_shared_value_is_set_aside_and_the_others_measured() -> None:
     before that). The count off the scale's cell sees 40 % of the users off it (800 against a
     limit of 1400 less two sds, ≈ 115 at n = 2000, ε = 1, the count's noise scale 33: missed
     with probability about ``e^{-485/33} / 2 < 1e-6`` per release, and the crowded check would
-    then withhold it); the second median measures their distance (10) and the release is
-    honest, with the ledger listing both extra draws. Measured: all 10 seeded releases."""
+    then withhold it); the second median measures their distance (10), its check (a signed
+    count of the 800 outside less inside its band, -800 for a median at 10) passes it, and the
+    release is honest, with the ledger listing the three extra draws. Measured: all 10 seeded
+    releases."""
     x = np.full(2000, 5.0)
     x[:400], x[400:800] = -5.0, 15.0
     found = 0
@@ -173,6 +176,7 @@ def test_a_shared_value_is_set_aside_and_the_others_measured() -> None:
             "private median (report-noisy-max, log grid)",
             "lattice Laplace count off the cell",
             "private median (report-noisy-max, log grid)",
+            engine._BAND,
         ]
         assert release.privacy.epsilon <= 1.0 * (1 + 1e-12)
     assert found == 10
@@ -225,22 +229,36 @@ def test_too_few_users_off_a_shared_value_is_withheld() -> None:
     note. The count's noise (sd 47) cannot tell 100 users from none (reach 141): where it sees
     none, the release is sized on the 1s and says that about 141 users could go unseen. Only a
     count about 140 or more above the 101 users off (past the limit of 350 less the 2-sd margin
-    of the two counts' noise; ``e^{-140/33} / 2 ≈ 7e-3`` per release) hides the value. Measured
-    over seeds 0-19 (with the midpoint's check in the plan): 2 withheld, 17 noted, 1 unnoted
-    (seed 19, whose count came out high enough for a second median over the others that then
-    missed far above them: a miss the scale's check does not cover, as it skips columns with a
-    shared value)."""
+    of the two counts' noise; ``e^{-140/33} / 2 ≈ 7e-3`` per release) hides the value; then a
+    second median runs over the others and its check (a signed count of them outside less
+    inside its band) withholds it where it missed: seed 19's second median landed at 7e15,
+    far above them, and the parent commit released 1.8e14 with no note. Measured over seeds
+    0-59: 9 withheld (seed 19 by the check), 51 noted, none released without a note; a noted
+    release is sized on the 1s, so its number is near 1 (the 101 others clipped to its
+    interval: a bias the note owns, never an absurd number)."""
     rng = np.random.default_rng(5)
     x = np.where(rng.random(500) < 0.8, 1.0, 1.0 + rng.exponential(5.0, 500))
     withheld = noted = 0
-    for seed in range(20):
+    for seed in range(60):
         release = _release(x, 1.0, seed)
         if np.isnan(release.estimate[0]):
             withheld += 1
-            assert any("one value (0 or another)" in note for note in release.notes)
-        elif any("could go unseen" in note for note in release.notes):
+            assert any("No estimate (NaN)" in note for note in release.notes)
+        else:
+            assert any("could go unseen" in note for note in release.notes), seed
             noted += 1
-    assert withheld >= 2 and withheld + noted >= 18
+            # sized on the 1s: never far from them (the others' mean is 6)
+            assert 0.9 < release.estimate[0] < 1.1, seed
+    assert withheld >= 6 and withheld + noted == 60
+    # seed 19: the second median's miss, found by its check
+    release = _release(x, 1.0, 19)
+    assert np.isnan(release.estimate[0])
+    assert any("scale's private check" in note for note in release.notes)
+    band = [e for e in release.privacy.entries if e.mechanism == engine._BAND]
+    assert len(band) == 1 and band[0].sensitivity == 2.0
+    # the check's ε comes from the final stage, calibrated on what the earlier stages left:
+    # the release still spends its ε, and no more
+    assert 1.0 - 1e-6 < release.privacy.epsilon <= 1.0 * (1 + 1e-12)
 
 
 def test_a_constant_column_is_its_value_and_says_what_it_cannot_see() -> None:

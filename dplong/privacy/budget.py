@@ -24,7 +24,8 @@ share). So the ledger always totals at most the request.
 scale stages get :data:`MEDIAN_USERS` ``/ n`` each (within :data:`MIN_STAGE_SHARE` and
 :data:`MAX_MIDPOINT_SHARE` of a column's even share), the count :data:`COUNT_USERS` ``/ n``, the
 midpoint's and the scale's checks :data:`SIDE_USERS` and :data:`INSIDE_USERS` ``/ n`` where
-they run (:func:`_side_and_refine`, :func:`_inside_epsilon`), the refinement the share of
+they run (:func:`_side_and_refine`, :func:`_inside_epsilon`; a second median's check, for the
+users off a shared value, :meth:`ReleasePlan.second_check`), the refinement the share of
 :data:`REFINE_SHARES` that minimises the final stage's predicted noise.
 The chance that the medians miss the data is bounded from the same public facts
 (:func:`~dplong.privacy.quantile.miss_probability`): above :data:`MAX_MISS` the release is
@@ -309,8 +310,8 @@ class ReleasePlan:
         it as one call.
     reruns : tuple of float
         The ε of each second median the scale stage ran (a column where most users share one
-        value, :meth:`second_spread`): post-processing of the count above, set on the plan as
-        run.
+        value, :meth:`second_spread`) and of each one's check (:meth:`second_check`):
+        post-processing of the count above, set on the plan as run.
     miss : float
         A public bound on the probability that a column's median stages miss the data in a way
         that breaks the release (:func:`_miss`; :func:`~dplong.privacy.quantile.miss_probability`
@@ -612,6 +613,13 @@ class ReleasePlan:
         counts = np.maximum(np.asarray(users), 1.0).astype(int)
         return np.array([_miss(int(u), self.midpoint, self.spread) for u in counts.flat])
 
+    def _left(self) -> float:
+        """A column's ε left after every stage before the final one (the second medians and
+        their checks take theirs from it)."""
+        counting = self.count * self.counts / self.d
+        others = self.shared + self.side + self.inside
+        return _rest(self.per_column, self.midpoint, self.spread, others, counting) - self.refine
+
     def second_spread(self, share: NDArray[np.float64]) -> NDArray[np.float64]:
         """ε of the scale stage's second median in columns where most users share one value
         and a ``share`` of them (a ratio of private counts) are off it (:attr:`reruns`): the
@@ -627,16 +635,37 @@ class ReleasePlan:
         >>> plan.spread, plan.second_spread(np.array([0.5, 0.05])).round(3).tolist()
         (0.04, [0.08, 0.405])
         """
-        counting = self.count * self.counts / self.d
-        left = _rest(
-            self.per_column,
-            self.midpoint,
-            self.spread,
-            self.shared + self.side + self.inside,
-            counting,
+        return np.minimum(self.spread / np.maximum(share, 1e-12), max(self._left(), 0.0) / 2.0)
+
+    def second_check(self, users: NDArray[np.float64]) -> NDArray[np.float64]:
+        """ε of the check of each second median (:meth:`second_spread`) over ``users`` users off
+        the shared value (a private count's low end): a signed count as the midpoint's check
+        is, sized as it is for them (ε·users of :data:`SIDE_USERS` within :data:`SIDE_SHARES` of
+        the column's ε), taken from the final stage, which keeps at least a quarter of what the
+        stages before it leave (the median took at most half).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dplong.privacy.budget import ReleasePlan
+        >>> plan = ReleasePlan.make(n=2000, d=1, epsilon=1.0, delta=0.0, stated_scale=False)
+        >>> plan.second_check(np.array([100.0, 1000.0])).round(3).tolist()
+        [0.15, 0.03]
+
+        With 500 users the stages before the final one leave 0.55; a quarter of it caps the
+        check:
+
+        >>> plan = ReleasePlan.make(n=500, d=1, epsilon=1.0, delta=0.0, stated_scale=False)
+        >>> plan.second_check(np.array([100.0, 1000.0])).round(3).tolist()
+        [0.137, 0.03]
+        """
+        wanted = np.array(
+            [
+                _count_epsilon(max(int(u), 1), self.per_column, SIDE_USERS, SIDE_SHARES)
+                for u in users
+            ]
         )
-        left -= self.refine
-        return np.minimum(self.spread / np.maximum(share, 1e-12), max(left, 0.0) / 2.0)
+        return np.asarray(np.minimum(wanted, max(self._left(), 0.0) / 4.0))
 
     def zero_split(self) -> tuple[float, float]:
         """The scale stage's ε in a column whose midpoint is 0: :data:`ZERO_COUNT_SHARE` of it

@@ -140,6 +140,7 @@ IMPLIED_SHARE = 1.0 / 3.0
 _MEDIAN = "private median (report-noisy-max, log grid)"
 _TAIL = "lattice Laplace count beyond the radius"
 _SIDES = "lattice Laplace count above less below the midpoint"
+_BAND = "lattice Laplace count outside less inside the scale's band"
 #: How far beyond the bulk's radius a heavy column's radius may reach (:func:`_tail_radius`):
 #: the clip of the widest tail the stage vouches for; with little noise a radius far beyond
 #: the data would also round the values (and their squares) away on its lattice.
@@ -424,7 +425,9 @@ class ScaleScan:
     sees no others (``alone``: the interval is sized on that value); columns whose scale was
     measured on the users off their shared value (``shared``); and how many users each count
     could miss (``reach``, three sds of its noise; 0 where none ran); ``reruns`` the ε of each
-    second median run (the ``shared`` columns, in order).
+    second median run and of each one's check (the ``shared`` columns, in order); ``strayed``
+    the ``shared`` columns whose second median's check found it missed the users off the value
+    (:func:`_band_check`: withheld, as the scale's check withholds a first median's miss).
 
     Examples
     --------
@@ -447,6 +450,7 @@ class ScaleScan:
     shared: NDArray[np.bool_]
     reach: NDArray[np.float64]
     reruns: tuple[float, ...] = ()
+    strayed: NDArray[np.bool_] | None = None
 
 
 @dataclass(frozen=True)
@@ -634,7 +638,7 @@ def locate(
         share_users = np.broadcast_to(users if root is None else float(n), (d,))
         share_sd = users_sd if root is None else 0.0
         deviation, scan, scale_entries = _spread(
-            np.abs(spread), matrix, midpoint, plan, share_users, share_sd, names, rng
+            np.abs(spread), matrix, midpoint, plan, share_users, share_sd, names, gamma, rng
         )
         entries += scale_entries
         plan = dataclasses.replace(plan, reruns=scan.reruns)
@@ -650,6 +654,8 @@ def locate(
                 np.abs(spread), deviation, plain, among, plan.inside, names, gamma, rng
             )
             entries += inside_entries
+        if scan.strayed is not None:  # a second median's miss, found by its own check
+            collapsed = scan.strayed if collapsed is None else collapsed | scan.strayed
         # the median deviation of each column's tail model (a skewed one spreads further)
         factor = np.array([MAD_OVER_SD[k] for k in kinds])
         sd = np.maximum(deviation, SMALLEST_SCALE) / factor
@@ -1241,6 +1247,7 @@ def _spread(
     users: NDArray[np.float64],
     users_sd: float,
     names: tuple[str, ...],
+    gamma: float,
     rng: np.random.Generator,
 ) -> tuple[NDArray[np.float64], ScaleScan, list[LedgerEntry]]:
     """Stage 3: each column's private median of ``distance = |x - m̂|`` (possibly weighted,
@@ -1328,12 +1335,14 @@ def _spread(
         deviation[unseen | sparse] = 0.0
     others = np.flatnonzero(~at_zero)
     reruns: tuple[float, ...] = ()
+    strayed = np.zeros(d, dtype=bool)
     if others.size and plan.shared:
         (
             deviation[others],
             alone[others],
             sparse[others],
             shared[others],
+            strayed[others],
             reach[others],
             reruns,
             shared_entries,
@@ -1345,10 +1354,11 @@ def _spread(
             users[others],
             users_sd,
             tuple(names[j] for j in others),
+            gamma,
             rng,
         )
         entries += shared_entries
-    scan = ScaleScan(sparse, unseen, alone, shared, reach, zero_reruns + reruns)
+    scan = ScaleScan(sparse, unseen, alone, shared, reach, zero_reruns + reruns, strayed)
     return deviation, scan, entries
 
 
@@ -1360,9 +1370,11 @@ def _shared(
     users: NDArray[np.float64],
     users_sd: float,
     names: tuple[str, ...],
+    gamma: float,
     rng: np.random.Generator,
 ) -> tuple[
     NDArray[np.float64],
+    NDArray[np.bool_],
     NDArray[np.bool_],
     NDArray[np.bool_],
     NDArray[np.bool_],
@@ -1372,8 +1384,9 @@ def _shared(
 ]:
     """The scale stage where most users share one value other than 0, on the columns whose
     midpoint is not 0 (``distance``, the first medians ``deviation`` and the zeros' weights
-    ``below`` of those columns). Returns their scales, where they are ``alone``, ``sparse`` and
-    ``shared`` (below), the count's reach, the ε of each second median run and the entries.
+    ``below`` of those columns). Returns their scales, where they are ``alone``, ``sparse``,
+    ``shared`` and ``strayed`` (below), the count's reach, the ε of each second median run and
+    of its check, and the entries.
 
     Such a value holds the median of ``|x - m̂|`` at its users' common distance to the
     midpoint, whatever the others do, as zeros would: the interval collapses onto it and clips
@@ -1391,8 +1404,14 @@ def _shared(
     Where the count sees none off it (below ``max(2, 3 sd)``) the column is (all but) constant
     and keeps ``c0`` (``scan.alone``, with a note saying how many users could go unseen, as for
     zeros); where the median over those seen would all but surely miss them (:func:`_too_few`)
-    the column is withheld (``scan.sparse``). Each user's part in the count and the second
-    median depends on its own value and released numbers only."""
+    the column is withheld (``scan.sparse``). A second median over so few users may still miss
+    them (its miss bound given the count is up to :data:`~dplong.privacy.budget.MAX_MISS`), far
+    above or below, and no released number would tell (most users share a value near the
+    midpoint, so the scale's check, :func:`_inside_count`, does not apply): its own check
+    follows (:func:`_band_check`, at :meth:`~dplong.privacy.budget.ReleasePlan.second_check`,
+    also from the final stage), and where it finds the users off the value outside the
+    median's band the column is withheld (``strayed``). Each user's part in the count, the
+    second median and its check depends on its own value and released numbers only."""
     cell = np.searchsorted(SPREAD_GRID.centres, deviation)
     edges = np.append(SPREAD_GRID.boundaries, np.inf)
     low, high = edges[cell], edges[cell + 1]
@@ -1413,6 +1432,8 @@ def _shared(
     sparse = shared & ~alone & _too_few(counted, sd, second)
     again = shared & ~alone & ~sparse
     deviation = deviation.copy()
+    strayed = np.zeros_like(again)
+    reruns: tuple[float, ...] = ()
     if again.any():
         aside = inside[:, again]
         deviation[again] = private_median(
@@ -1424,8 +1445,17 @@ def _shared(
         )
         chosen = tuple(name for name, a in zip(names, again, strict=True) if a)
         entries += _median_entries("scale", chosen, second[again])
+        # its check, sized for the users off the value at the low end of their count
+        checks = plan.second_check(counted[again] - 2.0 * sd)
+        band, reach_band, check_entries = _band_check(
+            distance[:, again], off[:, again], deviation[again], checks, chosen, gamma, rng
+        )
+        entries += check_entries
+        # more of them outside its band than in it, clearly: the median missed them
+        strayed[again] = band >= reach_band
+        reruns = tuple(second[again].tolist()) + tuple(checks.tolist())
     deviation[sparse] = 0.0  # withheld: a median of the shared value means nothing
-    return deviation, alone, sparse, again, reach, tuple(second[again].tolist()), entries
+    return deviation, alone, sparse, again, strayed, reach, reruns, entries
 
 
 def _too_few(
@@ -2011,6 +2041,42 @@ def _inside_count(
     # P(Z <= -t) = p^t / (1 + p) for integer t >= 1 and p = e^-a
     reach = math.log(1.0 / (gamma * (1.0 + math.exp(-rate)))) / rate
     return np.asarray(plain & (counted + reach < INSIDE_SHARE * users)), entries
+
+
+def _band_check(
+    distance: NDArray[np.float64],
+    off: NDArray[np.bool_],
+    deviation: NDArray[np.float64],
+    epsilon: NDArray[np.float64],
+    names: tuple[str, ...],
+    gamma: float,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], list[LedgerEntry]]:
+    """The check of a second scale median (:func:`_shared`), per column: over the users ``off``
+    the shared value, those whose ``distance`` to the midpoint lies outside the band between
+    :data:`SHARED_BELOW` and :data:`INSIDE_MADS` times the median's ``deviation`` less those
+    inside it, plus two-sided geometric noise at ε each. Replacing one user moves it by at most
+    2 (from inside to outside, or in or out of the users off the value): sensitivity 2,
+    recorded in the ledger. A median that found them has most of them in its band (a normal
+    column 93 %, a Cauchy one 76 %: the count near -0.9 or -0.5 of them); one that missed far
+    above or below has none there (+1 of them). Returns the noisy counts, what their noise
+    exceeds with probability at most γ (``reach``; a count at or above it: more of them outside
+    the band than in it, clearly, and the median missed them) and one entry per column. Unlike
+    the scale's check (:func:`_inside_count`) it needs no count of the users it reads, which
+    for these few users off a shared value is too noisy to set a bar by."""
+    with np.errstate(invalid="ignore", divide="ignore"):  # NaN: no statistic, never off
+        ratio = distance / deviation
+        near = (ratio >= SHARED_BELOW) & (ratio <= INSIDE_MADS)
+    exact = np.sum(off & ~near, axis=0) - np.sum(off & near, axis=0)
+    rates = geometric_rate(epsilon, 2.0)
+    noisy = exact + two_sided_geometric(rng, rates, exact.shape)
+    entries = [
+        LedgerEntry("scale", _BAND, name, float(e), 0.0, 0.0, 2.0, float(1.0 / r))
+        for name, e, r in zip(names, epsilon, rates, strict=True)
+    ]
+    # P(Z >= t) = p^t / (1 + p) for integer t >= 1 and p = e^-a
+    reach = np.log(1.0 / (gamma * (1.0 + np.exp(-rates)))) / rates
+    return noisy.astype(np.float64), reach, entries
 
 
 def _side_reach(epsilon: float, gamma: float) -> float:
