@@ -37,6 +37,7 @@ magnitudes cost little.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -109,6 +110,11 @@ class LogGrid:
         end = abs(float(b[-1])) / 2.0
         return np.concatenate([[end], inner, [end]]) if self.signed else np.append(inner, end)
 
+    @cached_property
+    def edges(self) -> NDArray[np.float64]:
+        """The cells' edges: cell k is ``[edges[k], edges[k + 1])``, ±inf at the unbounded ends."""
+        return np.concatenate([[-np.inf] if self.signed else [], self.boundaries, [np.inf]])
+
     def half_width_at(self, value: NDArray[np.float64]) -> NDArray[np.float64]:
         """The half-width of the cell whose report is ``value``."""
         return np.asarray(self.half_widths[np.searchsorted(self.centres, value)])
@@ -143,6 +149,7 @@ def rank_error(cells: int, epsilon: float, beta: float) -> float:
     return math.log(cells / (beta * -math.expm1(-a))) / a
 
 
+@functools.lru_cache(maxsize=4096)  # plans and releases ask again for the same numbers
 def miss_probability(cells: int, epsilon: float, users: float) -> float:
     """A public bound on the probability that :func:`private_median` picks a cell beside all the
     data (a midpoint that misses it), for ``users`` users with a statistic.
