@@ -768,9 +768,10 @@ class ReleasePlan:
         return best
 
 
-#: The last scale :func:`_calibrated` found per plan and kind: where the next search of the same
-#: plan starts (:func:`largest_within`'s ``guess``; it changes no result). Bounded by clearing.
-_GUESSES: dict[tuple[ReleasePlan, str, bool, bool], float] = {}
+#: The last scale :func:`_calibrated` found per kind, d, ε and δ: where the next search of a
+#: like plan starts (:func:`largest_within`'s ``guess``; it changes no result). Bounded by
+#: clearing.
+_GUESSES: dict[tuple[str, int, float, float], float] = {}
 
 
 @functools.lru_cache(maxsize=256)
@@ -806,9 +807,10 @@ def _calibrated(
     if known and known[0][1] > plan.epsilon:
         scale = lower  # basic composition is exact here: nothing to gain from the search
     else:
-        # the search of the plan's last calibration of this kind is a good guess (the shares
-        # follow released radii: close from round to round and run to run); it saves calls only
-        like = (plan, kind, refined, fallback)
+        # the last search of this kind for the same budget and columns is a good guess (the
+        # shares follow released radii, the early stages the private count: close from round to
+        # round and run to run); it saves calls only
+        like = (kind, plan.d, plan.epsilon, plan.delta)
         scale = largest_within(
             total, plan.epsilon, upper, lower=max(lower, 0.0), known=known, guess=_GUESSES.get(like)
         )
@@ -851,7 +853,9 @@ def top_up(plan: ReleasePlan, spent: Sequence[Cost], mean: FinalBudget) -> Final
     def total(k: float) -> float:
         return composer.add(mean.epsilon * k, 0.0).epsilon
 
-    k = largest_within(total, plan.epsilon, 2.0)
+    # the means were calibrated for about these calls: the factor is near 1 (a guess: it saves
+    # calls only)
+    k = largest_within(total, plan.epsilon, 2.0, guess=1.0)
     return FinalBudget(mean.kind, mean.epsilon * k, mean.rho)
 
 
