@@ -672,6 +672,26 @@ class TestReleasePlan:
                 assert largest_within(bracketed, target, upper, lower=lower) == plain
         assert calls["bracketed"] < 0.8 * calls["plain"], calls
 
+    def test_largest_within_guess_and_known_values_change_no_answer(self) -> None:
+        """A guess (near, far, on either side, at the ends) and values already computed only
+        save calls: the answer is the one without them, bit for bit."""
+        functions = [
+            lambda v: v**2,
+            lambda v: max(v, 3.0 * v - 2.0),
+            lambda v: math.expm1(8.0 * v),
+            lambda v: min(v, 1.0) + max(v - 1.5, 0.0),
+            lambda v: round(v, 6),
+        ]
+        for total in functions:
+            for target, upper, lower in [(1.0, 10.0, 0.0), (0.3, 4.0, 0.1), (1.0, 1.7, 0.5)]:
+                plain = largest_within(total, target, upper, lower=lower)
+                for guess in (plain, plain * (1 + 1e-4), plain * 0.9, 1.1 * plain, lower, upper):
+                    for known in ((), ((lower + 1e-3, total(lower + 1e-3)),)):
+                        got = largest_within(
+                            total, target, upper, lower=lower, known=known, guess=guess
+                        )
+                        assert got == plain, (target, upper, lower, guess, known)
+
     @pytest.mark.parametrize(
         ("n", "d", "eps", "delta"),
         [(1000, 1, 1.0, 1e-6), (2000, 3, 0.5, 1e-8), (500, 10, 4.0, 1e-5), (10_000, 40, 1.0, 0.0)],

@@ -1185,7 +1185,10 @@ def vech_scaled(rows: NDArray[np.float64], weight: NDArray[np.float64]) -> NDArr
     k = rows.shape[1]
     upper = np.triu_indices(k)
     factor = np.where(upper[0] == upper[1], 1.0, math.sqrt(2.0))
-    return np.asarray(rows[:, upper[0]] * rows[:, upper[1]] * (weight[:, None] * factor))
+    out = rows[:, upper[0]]  # a copy (fancy indexing), multiplied in place: rows are many
+    out *= rows[:, upper[1]]
+    out *= weight[:, None] * factor
+    return out
 
 
 def _unvech_scaled(vector: NDArray[np.float64], k: int) -> NDArray[np.float64]:

@@ -91,14 +91,19 @@ def pure_renyi(epsilon: float | NDArray[np.float64]) -> NDArray[np.float64]:
     (True, True)
     """
     eps = np.asarray(epsilon, dtype=np.float64)[..., None]
-    a = ORDERS
-    gap = np.log1p(np.exp(-eps)) - np.log1p(np.exp(-(2.0 * a - 1.0) * eps))
-    return np.asarray(np.where(eps > 0, eps - gap / (a - 1.0), 0.0))
+    far = np.multiply(_NEGATIVE_ODD_ORDERS, eps)  # -(2α - 1) ε, in place from here
+    far = np.log1p(np.exp(far, out=far), out=far)
+    gap = np.log1p(np.exp(-eps)) - far
+    return np.asarray(np.where(eps > 0, eps - gap / _ORDERS_LESS_ONE, 0.0))
 
 
-#: The δ-free parts of CKS 2020, Prop. 12 on :data:`ORDERS` (a budget search converts often).
-_CONVERSION = ORDERS * np.log1p(-1.0 / ORDERS) - np.log(ORDERS - 1.0)
+#: ``-(2α - 1)`` and ``α - 1`` on :data:`ORDERS`, computed once (a budget search composes often).
+_NEGATIVE_ODD_ORDERS = -(2.0 * ORDERS - 1.0)
 _ORDERS_LESS_ONE = ORDERS - 1.0
+
+
+#: The δ-free parts of CKS 2020, Prop. 12 on :data:`ORDERS`.
+_CONVERSION = ORDERS * np.log1p(-1.0 / ORDERS) - np.log(ORDERS - 1.0)
 
 
 def _renyi_to_epsilon(curve: NDArray[np.float64], delta: float) -> float:

@@ -797,6 +797,12 @@ class ReleasePlan:
         return best
 
 
+#: The last scale :func:`_calibrated` found per kind, d, ε and δ: where the next search of a
+#: like plan starts (:func:`largest_within`'s ``guess``; it changes no result). Bounded by
+#: clearing.
+_GUESSES: dict[tuple[str, int, float, float], float] = {}
+
+
 @functools.lru_cache(maxsize=256)
 def _calibrated(
     plan: ReleasePlan, shares_key: bytes, kind: str, refined: bool, fallback: bool
@@ -824,10 +830,22 @@ def _calibrated(
     left = plan.epsilon - sum(c.epsilon for c in early)
     upper = 2.0 * max(left, plan.epsilon) if kind == "laplace" else plan.epsilon
     lower = left / float(np.sum(shares)) if kind == "laplace" else 0.0
-    if kind == "laplace" and lower > 0 and total(lower * (1 + 1e-9)) > plan.epsilon:
+    known: list[tuple[float, float]] = []
+    if kind == "laplace" and lower > 0:
+        known.append((lower * (1 + 1e-9), total(lower * (1 + 1e-9))))
+    if known and known[0][1] > plan.epsilon:
         scale = lower  # basic composition is exact here: nothing to gain from the search
     else:
-        scale = largest_within(total, plan.epsilon, upper, lower=max(lower, 0.0))
+        # the last search of this kind for the same budget and columns is a good guess (the
+        # shares follow released radii, the early stages the private count: close from round to
+        # round and run to run); it saves calls only
+        like = (kind, plan.d, plan.epsilon, plan.delta)
+        scale = largest_within(
+            total, plan.epsilon, upper, lower=max(lower, 0.0), known=known, guess=_GUESSES.get(like)
+        )
+        if len(_GUESSES) >= 4096:
+            _GUESSES.clear()
+        _GUESSES[like] = scale
     eps = scale * shares if kind == "laplace" else np.zeros(plan.d)
     rho = scale * shares if kind == "gaussian" else np.zeros(plan.d)
     return FinalBudget(kind, eps, rho)
@@ -864,7 +882,9 @@ def top_up(plan: ReleasePlan, spent: Sequence[Cost], mean: FinalBudget) -> Final
     def total(k: float) -> float:
         return composer.add(mean.epsilon * k, 0.0).epsilon
 
-    k = largest_within(total, plan.epsilon, 2.0)
+    # the means were calibrated for about these calls: the factor is near 1 (a guess: it saves
+    # calls only)
+    k = largest_within(total, plan.epsilon, 2.0, guess=1.0)
     return FinalBudget(mean.kind, mean.epsilon * k, mean.rho)
 
 
@@ -875,14 +895,22 @@ def _weighted_variance(
 
 
 def largest_within(
-    total: Callable[[float], float], target: float, upper: float, *, lower: float = 0.0
+    total: Callable[[float], float],
+    target: float,
+    upper: float,
+    *,
+    lower: float = 0.0,
+    known: Sequence[tuple[float, float]] = (),
+    guess: float | None = None,
 ) -> float:
     """The largest s in (0, upper] with ``total(s) <= target``, for ``total`` increasing in s
     (bisection from ``lower``, known to be within, to a relative 1e-9: always on the safe side).
 
     The bisection's answers are read off a bracket of the crossing found first by regula falsi
     (:class:`_Crossing`) wherever monotonicity decides them, so ``total`` is called some 8
-    times instead of 30, and the result is the plain bisection's, bit for bit.
+    times instead of 30, and the result is the plain bisection's, bit for bit. ``known``
+    values ``(s, total(s))`` already computed, and a ``guess`` of the answer (e.g. that of a
+    like search), only save calls: the result is the same without them.
 
     Examples
     --------
@@ -890,11 +918,19 @@ def largest_within(
     >>> s = largest_within(lambda s: 3 * s, 1.0, 1.0)
     >>> 3 * s <= 1.0, round(s, 8)
     (True, 0.33333333)
+    >>> largest_within(lambda s: 3 * s, 1.0, 1.0, guess=0.3) == s
+    True
     """
-    at_upper = total(upper)
-    if at_upper <= target:
+    within = _Crossing(total, target, upper, known)
+    if (
+        guess is not None
+        and lower < guess * (1.0 - _GUESS_WIDTH) < guess * (1.0 + _GUESS_WIDTH) < upper
+    ):
+        if not within(guess * (1.0 + _GUESS_WIDTH)):  # most often a bracket of two calls
+            within(guess * (1.0 - _GUESS_WIDTH))
+    if within(upper):
         return upper
-    within = _Crossing(total, target, lower, upper, at_upper)
+    within.narrow(lower)
     lo, hi = lower, upper
     for _ in range(60):
         if hi - lo <= 1e-9 * hi:
@@ -911,36 +947,68 @@ def largest_within(
 #: monotonicity: far above the rounding error of a composition (~1e-15 relative), far below the
 #: bisection's resolution (1e-9).
 _MONOTONE_MARGIN = 1e-11
+#: Relative half-width of the bracket :func:`largest_within` tries around a guess: the
+#: calibrations of one plan for the radii of successive rounds or runs differ by about this.
+_GUESS_WIDTH = 1e-3
 
 
 class _Crossing:
     """``total(s) <= target`` for an increasing ``total``: from the largest s evaluated within
     and the smallest s evaluated beyond when s lies clearly outside them, else evaluated.
-    Illinois regula falsi narrows the two first (a few calls: ``total`` is smooth between
-    the kinks of its minimum over Rényi orders)."""
+    :meth:`narrow` brings the two together by Illinois regula falsi (a few calls: ``total`` is
+    smooth between the kinks of its minimum over Rényi orders)."""
 
     def __init__(
         self,
         total: Callable[[float], float],
         target: float,
-        lower: float,
         upper: float,
-        at_upper: float,
+        known: Sequence[tuple[float, float]] = (),
     ) -> None:
-        self.total, self.target = total, target
-        self.inside, self.outside = -math.inf, upper
-        a, fa = lower, self.evaluate(lower) - target
-        b, fb = upper, at_upper - target
+        self.total, self.target, self.upper = total, target, upper
+        self.inside, self.outside = -math.inf, math.inf
+        self.at_inside, self.at_outside = math.nan, math.nan
+        for s, value in known:
+            self._record(s, value)
+
+    def _record(self, s: float, value: float) -> None:
+        if value <= self.target:
+            if s > self.inside:
+                self.inside, self.at_inside = s, value
+        elif s < self.outside:
+            self.outside, self.at_outside = s, value
+
+    def evaluate(self, s: float) -> float:
+        value = self.total(s)
+        self._record(s, value)
+        return value
+
+    def __call__(self, s: float) -> bool:
+        if s < self.inside * (1.0 - _MONOTONE_MARGIN):
+            return True
+        if s > self.outside * (1.0 + _MONOTONE_MARGIN):
+            return False
+        return self.evaluate(s) <= self.target
+
+    def narrow(self, lower: float) -> None:
+        """Illinois regula falsi between the largest s within (``lower`` evaluated if none is
+        known) and the smallest s beyond, until they are within the monotone margin."""
+        if self.inside < lower:
+            self.evaluate(lower)
+        if not self.inside >= lower or self.outside > self.upper:
+            return  # nothing within to start from (or nothing beyond): the bisection evaluates
+        a, fa = self.inside, self.at_inside - self.target
+        b, fb = self.outside, self.at_outside - self.target
         side = 0
         for _ in range(12):
-            if fa > 0.0 or self.outside - self.inside <= _MONOTONE_MARGIN * self.outside:
+            if self.outside - self.inside <= _MONOTONE_MARGIN * self.outside:
                 break
             # the secant's root, kept a margin inside the bracket: a root it finds to the
             # margin is then bracketed by the next call, from the other side
             step = _MONOTONE_MARGIN * b
             s = (a * fb - b * fa) / (fb - fa)
             s = min(max(s, a + step), b - step) if b - a > 4.0 * step else (a + b) / 2.0
-            fs = self.evaluate(s) - target
+            fs = self.evaluate(s) - self.target
             if math.isnan(fs):  # no secant through it: the bisection evaluates the rest
                 break
             if fs <= 0.0:
@@ -951,21 +1019,6 @@ class _Crossing:
                 b, fb = s, fs
                 fa = fa / 2.0 if side == 1 else fa
                 side = 1
-
-    def evaluate(self, s: float) -> float:
-        value = self.total(s)
-        if value <= self.target:
-            self.inside = max(self.inside, s)
-        else:
-            self.outside = min(self.outside, s)
-        return value
-
-    def __call__(self, s: float) -> bool:
-        if s < self.inside * (1.0 - _MONOTONE_MARGIN):
-            return True
-        if s > self.outside * (1.0 + _MONOTONE_MARGIN):
-            return False
-        return self.evaluate(s) <= self.target
 
 
 def _rest(per_column: float, midpoint: float, spread: float, shared: float, count: float) -> float:

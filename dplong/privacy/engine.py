@@ -1413,8 +1413,7 @@ def _shared(
     median's band the column is withheld (``strayed``). Each user's part in the count, the
     second median and its check depends on its own value and released numbers only."""
     cell = np.searchsorted(SPREAD_GRID.centres, deviation)
-    edges = np.append(SPREAD_GRID.boundaries, np.inf)
-    low, high = edges[cell], edges[cell + 1]
+    low, high = SPREAD_GRID.edges[cell], SPREAD_GRID.edges[cell + 1]
     with np.errstate(invalid="ignore"):  # NaN: no statistic, counted nowhere
         inside = (distance < SHARED_BELOW * low) | ((distance >= low) & (distance < high))
     off = ~np.isnan(distance) & ~inside
@@ -2000,8 +1999,7 @@ def _side_count(
     beside (nearly) every user, which no other released number shows once the scale has
     measured the distance (:data:`BESIDE_SHARE`)."""
     cell = np.searchsorted(GRID.centres, midpoint)  # the cell whose report is the midpoint
-    edges = np.concatenate([[-np.inf], GRID.boundaries, [np.inf]])
-    low, high = edges[cell], edges[cell + 1]
+    low, high = GRID.edges[cell], GRID.edges[cell + 1]
     with np.errstate(invalid="ignore"):  # NaN: no statistic, on neither side
         exact = np.sum(matrix >= high, axis=0) - np.sum(matrix < low, axis=0)
     rate = float(geometric_rate(epsilon, 2.0))
