@@ -248,7 +248,7 @@ class RandomEffects(PooledOLS):
             epsilon,
             delta,
             STEPS_SHARES,
-            3 * int(self._located.sum()),
+            int(self._located.sum()),
             stated=stated is not None,
         )
 
