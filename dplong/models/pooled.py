@@ -346,8 +346,7 @@ class PooledOLS(FormulaModel):
         plan = self.release_plan(epsilon=options.epsilon, delta=options.delta)
         self._check_ranges(plan)
         # every refusal is decided: dplong.plan stops here, before any noise
-        said = (HISTOGRAM_NOTE,) if plan.histogram_rho > 0.0 and self._located.any() else ()
-        block = PlannedBlock(design.columns, 1.0, False, None, notes=said)
+        block = PlannedBlock(design.columns, 1.0, False, None, notes=self._range_notes(plan))
         checkpoint(FitPlan(n, options, (block,)))
         afford(accountant, options.epsilon, options.delta)
         ranges, frame, range_entries = self._find_ranges(plan, generator)
@@ -437,6 +436,10 @@ class PooledOLS(FormulaModel):
             )
             refusal.budget_refusal = True  # a larger ε cures it (dplong.plan)
             raise refusal
+
+    def _range_notes(self, plan: StatisticsBudget) -> tuple[str, ...]:
+        """The public note of ranges the plan finds by histograms (none otherwise)."""
+        return (HISTOGRAM_NOTE,) if plan.histogram_rho > 0.0 and self._located.any() else ()
 
     def _find_ranges(
         self, plan: StatisticsBudget, generator: np.random.Generator
@@ -665,8 +668,8 @@ class PooledOLS(FormulaModel):
             for name, (lo, hi), found in zip(self._names, ranges, located, strict=True)
             if name != "Intercept"
         )
-        if located.any() and plan.histogram_rho > 0.0:
-            notes += (HISTOGRAM_NOTE,)
+        if self._range_notes(plan):
+            notes += self._range_notes(plan)
         elif located.any() and located_miss(self._design.n, plan.median_epsilon) > NOTE_MISS:
             notes += (
                 "The ranges found privately may miss the data at this n and epsilon (a range "

@@ -191,7 +191,9 @@ class RandomEffects(PooledOLS):
                 n,
                 options,
                 (
-                    PlannedBlock(design.columns, 1.0 - share, False, None),
+                    PlannedBlock(
+                        design.columns, 1.0 - share, False, None, notes=self._range_notes(plan)
+                    ),
                     *((PlannedBlock(COMPONENTS, share, False, None),) if share else ()),
                 ),
             )
@@ -222,7 +224,9 @@ class RandomEffects(PooledOLS):
             [*entries, *fitted.privacy.entries], options.delta, "central"
         )
         charge(accountant, ledger, options.epsilon, options.delta)
-        return self._random_effects_results(fitted, ledger, components, found, cap)
+        return self._random_effects_results(
+            fitted, ledger, components, found, cap, self._range_notes(plan)
+        )
 
     def release_plan(
         self, *, epsilon: float, delta: float, stated: tuple[float, float] | None = None
@@ -279,8 +283,10 @@ class RandomEffects(PooledOLS):
         components: tuple[float, float],
         found: PanelResults | None,
         cap: int,
+        said: tuple[str, ...],
     ) -> RandomEffectsResults:
-        """The quasi-demeaned fit's results as this model's, with the components."""
+        """The quasi-demeaned fit's results as this model's, with the components and the
+        notes ``said`` of its own stages (its ranges')."""
         # as stated or released (NaN where withheld); θ from those quasi-demeaned with
         effects, residual = (
             components if found is None else (float(found.params[k]) for k in COMPONENTS)
@@ -299,7 +305,7 @@ class RandomEffects(PooledOLS):
             f"{residual:.4g}; rows quasi-demeaned with θ = 1 - √(σ_e²/(T σ_u² + σ_e²)), "
             f"{thetas.iloc[0]:.3g} at T = 1 to {thetas.iloc[-1]:.3g} at T = {cap}"
         )
-        notes = fitted.warnings
+        notes = (*said, *fitted.warnings)
         if found is not None:
             notes += tuple(f"Variance components (their stage): {note}" for note in found.warnings)
             if not np.isfinite(found.params[list(COMPONENTS)].to_numpy()).all():
