@@ -162,7 +162,7 @@ def diffprivlib_rows(X: np.ndarray, y: np.ndarray, T: int, epsilon: float, seed:
     return np.asarray(model.coef_)
 
 
-def simulated(reps: int, seed: int) -> None:
+def simulated(reps: int, seed: int, cells: tuple[tuple[int, int], ...] = CELLS) -> None:
     print(
         f"\nSimulated, T = 8, eps = 1, given only epsilon, {reps} fits per cell: slopes pooled "
         "over the cell"
@@ -178,7 +178,7 @@ def simulated(reps: int, seed: int) -> None:
         f"{'n':>5} {'d':>2} {'MSE / non-private':>18} {'coverage':>12} {'p95|e|/bse':>10} "
         f"{'released':>8} {'AdaSSP per user':>16} {'diffprivlib rows':>17}"
     )
-    for n, d in CELLS:
+    for n, d in cells:
         rng = np.random.default_rng(seed + 1000 * n + d)
         names = [f"x{k}" for k in range(d)]
         formula = "y ~ " + " + ".join(names)
@@ -212,16 +212,18 @@ def simulated(reps: int, seed: int) -> None:
             pm(*mse_ratio(errors, public), 2) if errors else "-" for errors in (adassp, dpl)
         ]
         if refused:
-            cells = f"{'refused (n epsilon too small for the private ranges)':>50}"
+            row = f"{'refused (n epsilon too small for the private ranges)':>50}"
+        elif not released:  # every fit withheld (from released numbers)
+            row = f"{'withheld in every fit (the released X′X undetermined)':>50}"
         else:  # over the released slopes (a withheld one counts in "released" only)
             kept = np.isfinite(private)
             ratio, ratio_se = mse_ratio(np.asarray(private)[kept], np.asarray(public)[kept])
             share, share_se = proportion(hits, reps * d)
-            cells = (
+            row = (
                 f"{pm(ratio, ratio_se, 2):>18} {pm(share, share_se, 3):>12} "
                 f"{np.nanquantile(ratios, 0.95):>10.2f} {released:>4}/{reps}"
             )
-        print(f"{n:>5} {d:>2} {cells} {peer_ratios[0]:>16} {peer_ratios[1]:>17}")
+        print(f"{n:>5} {d:>2} {row} {peer_ratios[0]:>16} {peer_ratios[1]:>17}")
 
 
 def main() -> None:
@@ -229,7 +231,11 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--seed", type=int, default=20261128)
     parser.add_argument("--parts", default="randhie,plan,simulated", help="comma-separated")
+    parser.add_argument(
+        "--cells", default="", help="simulated cells only, e.g. 1000x3,500x3 (default: all)"
+    )
     args = parser.parse_args()
+    cells = tuple((int(n), int(d)) for n, d in (c.split("x") for c in args.cells.split(",") if c))
     header("benchmarks/pooled.py")
     start = time.perf_counter()
     if "randhie" in args.parts:
@@ -239,7 +245,7 @@ def main() -> None:
         randhie(args.reps, args.seed, None, formula=HIE_PLAN_FORMULA, epsilon=2.0)
         randhie(args.reps, args.seed, None, formula=HIE_PLAN_ONLY, epsilon=2.0)
     if "simulated" in args.parts:
-        simulated(args.reps, args.seed)
+        simulated(args.reps, args.seed, cells or CELLS)
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

@@ -416,6 +416,66 @@ def test_too_few_users_for_the_ranges_are_refused_before_any_noise() -> None:
     )
 
 
+def _simulated(seed: int, people: int, d: int, years: int = 8) -> pd.DataFrame:
+    """benchmarks/pooled.py's panels: regressors with person effects, slopes 0.5."""
+    rng = np.random.default_rng(seed)
+    x = np.repeat(rng.normal(size=(people, d)), years, axis=0) + rng.normal(
+        size=(people * years, d)
+    )
+    y = x @ np.full(d, 0.5) + np.repeat(rng.normal(size=people), years)
+    frame = pd.DataFrame(x, columns=[f"x{k}" for k in range(d)])
+    frame["y"] = y + rng.normal(size=people * years)
+    frame["id"] = np.repeat(np.arange(people), years)
+    return frame
+
+
+def test_small_n_epsilon_finds_the_ranges_from_one_vector_of_histograms() -> None:
+    """n = 1000, three regressors, given only ε = 1: the medians would be refused (their miss
+    bound is above MAX_MISS), so the plan gives the ranges one Gaussian vector of histograms
+    instead (public facts: the plan says so, and the fit notes it); the ledger has that one
+    entry with its sensitivity 2 √k, spends at most ε, and the fits that release cover the
+    slopes (the benchmark's MSE ratio at this cell is about 7: a wrong range would be far
+    off)."""
+    frame = _simulated(3, 1000, 3)
+    model = PooledOLS.from_formula("y ~ x0 + x1 + x2", frame, groups="id")
+    plan = model.release_plan(epsilon=1.0, delta=1e-6)
+    assert plan.median_epsilon == 0.0 and plan.histogram_rho > 0.0
+    released = 0
+    for seed in range(4):
+        res = model.fit(epsilon=1.0, delta=1e-6, max_rows=8, random_state=seed)
+        bounds = [e for e in res.privacy.entries if e.stage == "bounds"]
+        assert [e.target for e in bounds] == ["persons' extremes by dyadic cell"]
+        assert bounds[0].rho == pytest.approx(plan.histogram_rho)
+        # 2 √k for k = 4, plus the lattice's rounding (release_vector_sum counts it in)
+        assert 4.0 <= bounds[0].sensitivity <= 4.0 * 1.02
+        assert res.privacy.epsilon <= 1.0
+        assert pooled.HISTOGRAM_NOTE in res.warnings
+        slopes = res.conf_int(0.05).loc[["x0", "x1", "x2"]]
+        if slopes.isna().all(axis=None):  # withheld from released numbers (1 in 60 measured)
+            assert res.withheld_why == dict.fromkeys(res.params.index, "unbounded")
+            continue
+        released += 1
+        assert ((slopes["lower"] <= 0.5) & (0.5 <= slopes["upper"])).all()
+    assert released >= 3  # seed 0 is withheld here, 1-3 released (the benchmark: 59 of 60)
+    # the planner, from public facts only, says the same (and notes it)
+    decided = dplong.plan("y ~ x0 + x1 + x2", model="pooled", n=1000, epsilon=1.0)
+    assert "Decision: released, with warnings" in decided.summary()
+
+
+def test_histograms_too_thin_for_their_threshold_are_refused_before_any_noise() -> None:
+    """n = 500 with six regressors at ε = 1: a cell would need 0.31 n persons (beyond
+    HISTOGRAM_USERS[1] n): refused from public facts, nothing spent, and dplong.plan agrees
+    and names the ε that cures it."""
+    accountant = dplong.Accountant(epsilon=1.0)
+    names = " + ".join(f"x{k}" for k in range(6))
+    model = PooledOLS.from_formula(f"y ~ {names}", _simulated(4, 500, 6), groups="id")
+    with pytest.raises(dplong.exceptions.InsufficientUsersError, match="histograms") as refused:
+        model.fit(epsilon=1.0, max_rows=8, accountant=accountant)
+    assert refused.value.budget_refusal and accountant.spent_epsilon == 0.0
+    decided = dplong.plan(f"y ~ {names}", model="pooled", n=500, epsilon=1.0)
+    assert "REFUSED before any noise" in decided.summary()
+
+
 def test_randhie_given_only_epsilon_covers_the_non_private_estimate() -> None:
     """RAND HIE at ε = 1, nothing but max_rows=5 (the study's public length): the 95 %
     intervals cover the non-private pooled OLS in 40 seeds, for every coefficient. The

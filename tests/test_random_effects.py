@@ -346,3 +346,23 @@ def test_the_planner_decides_as_the_fit() -> None:
         ("1", "Group Var"),
         ("1", "Scale"),
     ]
+
+
+def test_small_n_epsilon_finds_the_ranges_by_histograms_and_says_so() -> None:
+    """n = 1000, three regressors, given only ε = 1: the ranges come from the one vector of
+    histograms (PooledOLS's plan, inherited), first in the ledger; the fit spends at most ε
+    and carries the route's public note, as its plan does."""
+    rng = np.random.default_rng(8)
+    x = np.repeat(rng.normal(size=(1000, 3)), 8, axis=0) + rng.normal(size=(8000, 3))
+    frame = pd.DataFrame(x, columns=["x0", "x1", "x2"])
+    frame["y"] = x @ np.full(3, 0.5) + np.repeat(rng.normal(size=1000), 8) + rng.normal(size=8000)
+    frame["id"] = np.repeat(np.arange(1000), 8)
+    res = RandomEffects.from_formula("y ~ x0 + x1 + x2", frame, groups="id").fit(
+        epsilon=1.0, max_rows=8, random_state=1
+    )
+    assert res.privacy.entries[0].target == "persons' extremes by dyadic cell"
+    assert sum(e.stage == "bounds" for e in res.privacy.entries) == 1
+    assert res.privacy.epsilon <= 1.0
+    assert pooled.HISTOGRAM_NOTE in res.warnings
+    planned = dplong.plan("y ~ x0 + x1 + x2", model="re", n=1000, epsilon=1.0)
+    assert "with warnings" in planned.summary()

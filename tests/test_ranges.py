@@ -15,10 +15,18 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from audit import BROKEN_NOISE_FRACTION, CONFIDENCE, FAR, audit_events, epsilon_lower_bound
+from audit import (
+    BROKEN_NOISE_FRACTION,
+    CONFIDENCE,
+    FAR,
+    audit_events,
+    epsilon_lower_bound,
+    tail_events,
+)
 
 import dplong.privacy.quantile as quantile
 import dplong.privacy.ranges as ranges
+from dplong.privacy.accounting import zcdp_epsilon
 from dplong.privacy.quantile import LogGrid
 from dplong.privacy.ranges import RUNGS, private_ranges
 
@@ -166,3 +174,123 @@ def test_stage_median_audit_with_power_check(
         assert bound.epsilon_lb <= EPS, str(bound)
     else:
         assert bound.epsilon_lb > EPS, str(bound)
+
+
+# ---------------------------------------------------------------------------------------------
+# The histogram route (small n ε): one Gaussian vector of the persons' cells
+# ---------------------------------------------------------------------------------------------
+
+
+#: A small grid for the audit (as the medians' audits): the release's privacy does not depend
+#: on it, and a dozen cells draw fast; 1 and FAR sit in different cells on both sides
+SMALL_EDGES = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
+
+
+def test_noise_off_histograms_give_dyadic_cores_holding_the_extremes() -> None:
+    """Noise off, the core ends at the outer edge of the farthest cell that holds
+    HISTOGRAM_USERS-like shares (here any person: the threshold is ~0); a 0/1 column's box is
+    [0, 1] exactly (cells closed above), the core inside it, the range around it."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(2000, 1)) + rng.normal(size=(2000, 8))
+    age = rng.uniform(20, 60, (2000, 1))
+    female = (rng.uniform(size=(2000, 1)) < 0.5).astype(float)
+    lows = np.column_stack([x.min(axis=1), age, female])
+    highs = np.column_stack([x.max(axis=1), age, female])
+    found = ranges.histogram_ranges(lows, highs, OFF, rng, names=("x", "age", "female"))
+    # threshold ~0: the farthest non-empty cell, so the box holds every extreme
+    box = found.midpoint[:, None] + np.column_stack([-found.reaches[1], found.reaches[0]])
+    assert np.all(box[:, 0] <= lows.min(axis=0)) and np.all(highs.max(axis=0) <= box[:, 1])
+    assert box[2].tolist() == [0.0, 1.0] and box[1].tolist() == [16.0, 64.0]
+    half = (box[:, 1] - box[:, 0]) / 2.0
+    assert found.core == pytest.approx(
+        found.midpoint[:, None] + np.outer(half, [-1, 1]) * ranges.HISTOGRAM_CORE
+    )
+    assert found.ranges == pytest.approx(
+        found.midpoint[:, None] + np.outer(half, [-1, 1]) * ranges.HISTOGRAM_REACH
+    )
+
+
+def test_histogram_threshold_keeps_empty_cells_below_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every person at 0: at the threshold's ρ no empty cell clears it in 200 fits of 4
+    columns (its union bound allows 1 %: ≤ 2 expected, and a cell that cleared would widen the
+    core beyond its single cell). On the audit's small grid (the threshold counts its cells),
+    for speed."""
+    monkeypatch.setattr(ranges, "HISTOGRAM_EDGES", SMALL_EDGES)
+    rng = np.random.default_rng(6)
+    zeros = np.zeros((50, 4))
+    rho = 0.01
+    threshold = ranges.histogram_threshold(4, rho)
+    cleared = 0
+    for _ in range(200):
+        found = ranges.histogram_ranges(zeros, zeros, rho, rng, names=("a", "b", "c", "d"))
+        counts = found.counts.transpose(0, 2, 1).reshape(8, -1)
+        zero_cell = np.searchsorted(ranges.HISTOGRAM_EDGES, 0.0)
+        counts = np.delete(counts, zero_cell, axis=1)
+        cleared += int((counts >= threshold).any())
+    assert cleared <= 4  # 1 % of 200 is 2; 4 is beyond its 95 % binomial quantile
+
+
+def test_one_person_moves_the_histograms_by_at_most_two_root_k() -> None:
+    """A person is in one cell of each of the 2 k histograms; replacing them moves two cells
+    of each by one: L2 sensitivity 2 √k, attained by persons in different cells everywhere,
+    and never exceeded (a person without values is in no cell: √(2 k))."""
+    rng = np.random.default_rng(7)
+    k = 3
+    worst = 0.0
+    for _ in range(500):
+        lows = rng.normal(0, 4, (2, k)) * rng.choice([1e-12, 1.0, 1e12], (2, k))
+        highs = lows + np.abs(rng.normal(0, 4, (2, k)))
+        lows[1, rng.integers(k)] = np.nan if rng.uniform() < 0.2 else lows[1, 0]
+        cells = ranges.person_cells(lows, highs)
+        assert np.all(np.linalg.norm(cells, axis=1) <= math.sqrt(2 * k))
+        worst = max(worst, float(np.linalg.norm(cells[0] - cells[1])))
+    apart = ranges.person_cells(
+        np.array([[-1.0] * k, [-8.0] * k]), np.array([[1.0] * k, [8.0] * k])
+    )
+    assert np.linalg.norm(apart[0] - apart[1]) == pytest.approx(2.0 * math.sqrt(k))
+    assert worst <= 2.0 * math.sqrt(k) * (1 + 1e-12)
+
+
+def _histogram_outputs(rho: float, runs: int, seed: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """The released histograms of 20 persons at 1 (D: person 0 too) or with person 0 moved
+    FAR (D'), projected on the direction of the move (its four cells, each ±1)."""
+    rng = np.random.default_rng(seed)
+    base = np.ones((21, 1))
+    person_d, person_p = base.copy(), base.copy()
+    person_p[0] = FAR
+    cells = [ranges.person_cells(-p, p) for p in (person_d, person_p)]
+    direction = (cells[0] - cells[1]).sum(axis=0)
+    direction /= np.linalg.norm(direction)
+    out = []
+    for person in (person_d, person_p):
+        found = [
+            ranges.histogram_ranges(-person, person, rho, rng, names=("x",)).counts
+            for _ in range(runs)
+        ]
+        out.append(np.array([f.transpose(0, 2, 1).ravel() @ direction for f in found]))
+    noiseless = np.array([c.sum(axis=0) @ direction for c in cells])
+    return out, noiseless
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fraction", [1.0, BROKEN_NOISE_FRACTION])
+def test_histogram_release_audit_with_power_check(
+    fraction: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The histograms on D and D' (one person moved FAR: two cells of each histogram), the
+    tails of the projection on the move; the claim is the ρ-zCDP release's ε at δ. The broken
+    replica (noise at a quarter of its scale: ρ x 16) must exceed the claim."""
+    monkeypatch.setattr(ranges, "HISTOGRAM_EDGES", SMALL_EDGES)
+    rho, delta, runs = 0.5, 1e-3, 2000
+    claimed = zcdp_epsilon(rho, delta)
+    (d, d_prime), noiseless = _histogram_outputs(rho / fraction**2, runs, seed=11)
+    sd = 2.0 / math.sqrt(2.0 * rho)  # the sensitivity 2 √k (k = 1) over √(2ρ)
+    low, high = float(noiseless.min()), float(noiseless.max())
+    multiples = (0, 1, 2, 3, 4)
+    events_d, names = tail_events(d, low, high, sd * fraction, multiples)
+    events_p, _ = tail_events(d_prime, low, high, sd * fraction, multiples)
+    bound = epsilon_lower_bound(events_d, events_p, delta=delta, confidence=CONFIDENCE, names=names)
+    if fraction == 1.0:
+        assert bound.epsilon_lb <= claimed, str(bound)
+    else:
+        assert bound.epsilon_lb > claimed, str(bound)

@@ -80,6 +80,7 @@ from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Optio
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
 from dplong.privacy.budget import (
+    HISTOGRAM_USERS,
     MAX_MISS,
     NOTE_MISS,
     StatisticsBudget,
@@ -91,7 +92,12 @@ from dplong.privacy.budget import (
 from dplong.privacy.noise import WeightedRelease, release_vector_sum
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.ptr import check_ols_ptr, ols_ptr, ols_ptr_sensitivity, planned_noise_sd
-from dplong.privacy.ranges import located_miss, private_ranges
+from dplong.privacy.ranges import (
+    histogram_ranges,
+    histogram_threshold,
+    located_miss,
+    private_ranges,
+)
 from dplong.results import RegressionResults
 
 __all__ = ["BetweenOLS", "PooledOLS", "column_bounds", "vech_scaled"]
@@ -131,6 +137,13 @@ NOISE_DRAWS, NOISE_SEED = 2000, 20261128
 #: the rest between the Gram matrix and the meat of the clustered standard errors (which need
 #: only be good to some per cent).
 PTR_SHARE, PTR_REST = 0.75, (0.6, 0.4)
+
+#: The public note of a fit whose ranges the histograms find (decided by the plan).
+HISTOGRAM_NOTE = (
+    "The ranges were found privately from histograms of the persons' extremes at a doubling's "
+    "resolution (n * epsilon is too small for medians): a column far from 0 for its spread "
+    "gets a wide frame and a noisier estimate; give public bounds or raise epsilon."
+)
 
 CovType = Literal["clustered", "cluster"]
 COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
@@ -332,6 +345,9 @@ class PooledOLS(FormulaModel):
             raise ParameterError('ptr_floor and coef_bound apply to method="ptr" only')
         plan = self.release_plan(epsilon=options.epsilon, delta=options.delta)
         self._check_ranges(plan)
+        # every refusal is decided: dplong.plan stops here, before any noise
+        block = PlannedBlock(design.columns, 1.0, False, None, notes=self._range_notes(plan))
+        checkpoint(FitPlan(n, options, (block,)))
         afford(accountant, options.epsilon, options.delta)
         ranges, frame, range_entries = self._find_ranges(plan, generator)
         scaled = _Scaling.of(ranges, design.columns, frame)
@@ -397,16 +413,30 @@ class PooledOLS(FormulaModel):
         )
 
     def _check_ranges(self, plan: StatisticsBudget) -> None:
-        """Refuse, from public facts and before any noise, ranges the plan's medians cannot
-        find."""
+        """Refuse, from public facts and before any noise, ranges the plan cannot find: its
+        medians would miss, or its histograms' threshold is beyond what a cell holds."""
         n, located = self._design.n, self._located
-        if located.any() and located_miss(n, plan.median_epsilon) > MAX_MISS:
-            names = [c for c, found in zip(self._names, located, strict=True) if found]
-            raise InsufficientUsersError(
-                f"n * epsilon is too small to find the ranges of {names} privately (each of "
-                f"their medians gets epsilon {plan.median_epsilon:.3g}, n = {n}): give their "
-                "public bounds (bounds={...}) or raise epsilon"
+        if not located.any():
+            return
+        names = [c for c, found in zip(self._names, located, strict=True) if found]
+        if plan.histogram_rho > 0.0:
+            threshold = histogram_threshold(len(names), plan.histogram_rho)
+            short = threshold > HISTOGRAM_USERS[1] * n
+            why = f"a cell of their histograms must hold {threshold:.0f} of the n = {n} persons"
+        else:
+            short = located_miss(n, plan.median_epsilon) > MAX_MISS
+            why = f"each of their medians gets epsilon {plan.median_epsilon:.3g}, n = {n}"
+        if short:
+            refusal = InsufficientUsersError(
+                f"n * epsilon is too small to find the ranges of {names} privately ({why}): "
+                "give their public bounds (bounds={...}) or raise epsilon"
             )
+            refusal.budget_refusal = True  # a larger ε cures it (dplong.plan)
+            raise refusal
+
+    def _range_notes(self, plan: StatisticsBudget) -> tuple[str, ...]:
+        """The public note of ranges the plan finds by histograms (none otherwise)."""
+        return (HISTOGRAM_NOTE,) if plan.histogram_rho > 0.0 and self._located.any() else ()
 
     def _find_ranges(
         self, plan: StatisticsBudget, generator: np.random.Generator
@@ -418,13 +448,14 @@ class PooledOLS(FormulaModel):
         ranges, frame = self._ranges.copy(), self._frame.copy()
         if not located.any():
             return ranges, frame, ()
-        found = private_ranges(
-            *_extremes(self._columns(located), design.codes, design.n),
-            plan.median_epsilon,
-            plan.count_rho,
-            generator,
-            names=tuple(c for c, f in zip(self._names, located, strict=True) if f),
-        )
+        extremes = _extremes(self._columns(located), design.codes, design.n)
+        names = tuple(c for c, f in zip(self._names, located, strict=True) if f)
+        if plan.histogram_rho > 0.0:
+            found = histogram_ranges(*extremes, plan.histogram_rho, generator, names=names)
+        else:
+            found = private_ranges(
+                *extremes, plan.median_epsilon, plan.count_rho, generator, names=names
+            )
         ranges[located], frame[located] = found.ranges, found.core
         return ranges, frame, found.entries
 
@@ -542,8 +573,9 @@ class PooledOLS(FormulaModel):
 
     def release_plan(self, *, epsilon: float, delta: float) -> StatisticsBudget:
         """The fit's budget from public facts (n, the columns without public bounds, ε, δ):
-        the ε of each median of the private ranges and the ρ of the Gaussian releases (the
-        Gram matrix, the two Newton steps, the meat), as :meth:`fit` spends it.
+        the ε of each median of the private ranges (or, where n ε is too small for them, the
+        ρ of their histograms) and the ρ of the Gaussian releases (the Gram matrix, the two
+        Newton steps, the meat), as :meth:`fit` spends it.
 
         Examples
         --------
@@ -555,9 +587,7 @@ class PooledOLS(FormulaModel):
         >>> round(plan.median_epsilon, 4), [round(r, 5) for r in plan.rho]
         (0.0271, [0.00452, 0.00258, 0.00452, 0.00129])
         """
-        return statistics_budget(
-            self._design.n, epsilon, delta, SHARES, 3 * int(self._located.sum())
-        )
+        return statistics_budget(self._design.n, epsilon, delta, SHARES, int(self._located.sum()))
 
     def gram_noise_sd(self, *, epsilon: float, delta: float, max_rows: int) -> float:
         """The sd of the privacy noise on each diagonal entry of the released ``[X y]'[X y]``,
@@ -649,7 +679,9 @@ class PooledOLS(FormulaModel):
             for name, (lo, hi), found in zip(self._names, ranges, located, strict=True)
             if name != "Intercept"
         )
-        if located.any() and located_miss(self._design.n, plan.median_epsilon) > NOTE_MISS:
+        if self._range_notes(plan):
+            notes += self._range_notes(plan)
+        elif located.any() and located_miss(self._design.n, plan.median_epsilon) > NOTE_MISS:
             notes += (
                 "The ranges found privately may miss the data at this n and epsilon (a range "
                 "that misses clips every value): give public bounds or raise epsilon.",

@@ -191,7 +191,9 @@ class RandomEffects(PooledOLS):
                 n,
                 options,
                 (
-                    PlannedBlock(design.columns, 1.0 - share, False, None),
+                    PlannedBlock(
+                        design.columns, 1.0 - share, False, None, notes=self._range_notes(plan)
+                    ),
                     *((PlannedBlock(COMPONENTS, share, False, None),) if share else ()),
                 ),
             )
@@ -219,7 +221,9 @@ class RandomEffects(PooledOLS):
         rho = remaining_rho([e.cost for e in entries], options.epsilon, options.delta)
         fitted = final.fit(epsilon=zcdp_epsilon(rho, options.delta), delta=options.delta, **stage)
         ledger = settle(accountant, [*entries, *fitted.privacy.entries], options)
-        return self._random_effects_results(fitted, ledger, components, found, cap)
+        return self._random_effects_results(
+            fitted, ledger, components, found, cap, self._range_notes(plan)
+        )
 
     def release_plan(
         self, *, epsilon: float, delta: float, stated: tuple[float, float] | None = None
@@ -245,7 +249,7 @@ class RandomEffects(PooledOLS):
             epsilon,
             delta,
             STEPS_SHARES,
-            3 * int(self._located.sum()),
+            int(self._located.sum()),
             stated=stated is not None,
         )
 
@@ -276,8 +280,10 @@ class RandomEffects(PooledOLS):
         components: tuple[float, float],
         found: PanelResults | None,
         cap: int,
+        said: tuple[str, ...],
     ) -> RandomEffectsResults:
-        """The quasi-demeaned fit's results as this model's, with the components."""
+        """The quasi-demeaned fit's results as this model's, with the components and the
+        notes ``said`` of its own stages (its ranges')."""
         # as stated or released (NaN where withheld); θ from those quasi-demeaned with
         effects, residual = (
             components if found is None else (float(found.params[k]) for k in COMPONENTS)
@@ -296,7 +302,7 @@ class RandomEffects(PooledOLS):
             f"{residual:.4g}; rows quasi-demeaned with θ = 1 - √(σ_e²/(T σ_u² + σ_e²)), "
             f"{thetas.iloc[0]:.3g} at T = 1 to {thetas.iloc[-1]:.3g} at T = {cap}"
         )
-        notes = fitted.warnings
+        notes = (*said, *fitted.warnings)
         if found is not None:
             notes += tuple(f"Variance components (their stage): {note}" for note in found.warnings)
             if not np.isfinite(found.params[list(COMPONENTS)].to_numpy()).all():

@@ -31,12 +31,31 @@ that need not hold the far values, such as a preconditioner (post-processing, no
 spent). Every median is ε-DP with the given ε (its utility moves by at
 most one when one person is replaced, whatever its rows): the stage is ``3 k`` pure ε calls
 and one ρ-zCDP vector for k columns.
+
+**Where n ε is too small for the medians** (a report-noisy-max must beat every one of its
+grid's 69,000 cells, the far ones all tied at the worst utility: about ``(2/ε) log(69,000)``
+users behind the median per median, and a fit pays ``3 k`` of them in pure ε),
+:func:`histogram_ranges` finds the ranges from **one Gaussian vector** instead: for each
+column, how many persons' largest value falls in each cell of a coarse public grid (cells
+``(±2^j, ±2^(j+1)]`` for ``|j| <= 32``, :data:`HISTOGRAM_EDGES`), and how many persons'
+negated smallest value. A person is in one cell of each of the ``2 k`` histograms (L2 norm
+``√(2 k)``); replacing them moves two cells of each by one: L2 sensitivity ``2 √k``, so the
+noise grows as ``√k``, not ``k``, and no far cell can win a tie — a far cell's noisy count
+must clear a threshold :func:`histogram_threshold` set so that no empty cell of any histogram
+reaches it but with chance :data:`HISTOGRAM_FALSE`. A side's end is the outer edge of the
+farthest cell that clears it (or, where none does, of the largest count): a box ``[L, U]``
+that holds most persons' extremes (a 0/1 column's is ``[0, 1]`` exactly: the cells are closed
+above). The range is the box's centre ± :data:`HISTOGRAM_REACH` half-widths, the core ±
+:data:`HISTOGRAM_CORE` of them (most rows lie well inside the persons' extremes). The
+resolution is a doubling: a column far from 0 relative to its spread (years, 2010 ± 5) gets
+a box of ``(1024, 2048]``, which holds its values but spreads them thinly: state its bounds.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import NDArray
@@ -47,12 +66,19 @@ from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability, private
 
 __all__ = [
     "CORE",
+    "HISTOGRAM_CORE",
+    "HISTOGRAM_EDGES",
+    "HISTOGRAM_FALSE",
+    "HISTOGRAM_REACH",
     "REACH",
     "RUNGS",
     "RUNG_SHARE",
     "ZERO_WEIGHT",
     "PrivateRanges",
+    "histogram_ranges",
+    "histogram_threshold",
     "located_miss",
+    "person_cells",
     "private_ranges",
 ]
 
@@ -72,14 +98,32 @@ RUNGS, RUNG_SHARE = (1.25, 1.5, 2.0), 0.05
 #: normal column over 8 rows is about 2.1 sds, where winsorizing keeps 95 % of its variance,
 #: and half the range (whose square is a quarter of the range's).
 CORE = 2.0
+#: The histograms' cell edges (module docstring): 0 and ``±2^j``, ``j = -32, ..., 32``; the
+#: cells ``(e_{i-1}, e_i]`` and two unbounded ones beyond ``±2^32``, whose outer edge is taken
+#: at ``±2^33`` (values beyond are clipped there).
+_POWERS = np.exp2(np.arange(-32.0, 33.0))
+HISTOGRAM_EDGES = np.concatenate([-_POWERS[::-1], [0.0], _POWERS])
+#: The chance that any empty cell of any of the histograms clears the threshold
+#: (:func:`histogram_threshold`): a false cell would widen a range, never narrow it.
+HISTOGRAM_FALSE = 0.01
+#: The histogram route's range in half-widths of its core around the core's centre: a normal
+#: column over 8 rows whose core ends at 2 or 4 (1.4-2.8 sds) is clipped at 2-4 sds.
+HISTOGRAM_REACH = 1.5
+#: The histogram route's core in the same units: the extremes' cells bound the persons'
+#: largest values, and most rows lie well inside them (a normal column over 8 rows whose
+#: cells end at 4: its core ends at 2.8, 2 sds); a 0/1 column's core is inside [0, 1], which
+#: its values keep in the frame (clipped to the core, they map to -1 and 1 all the same).
+HISTOGRAM_CORE = 1.0 / math.sqrt(2.0)
 _MEDIAN = "private median (report-noisy-max, log grid)"
 
 
 @dataclass(frozen=True)
 class PrivateRanges:
     """The released ranges (k x 2: low, high), their cores (k x 2, module docstring), what
-    they were made of (the midpoints, the upper and lower median reaches (2 x k) and the
-    rungs' counts (2 x rungs x k)), all DP outputs, and the ledger entries of the stage."""
+    they were made of (the midpoints, the upper and lower reaches from them (2 x k) and the
+    released counts (2 x rungs or cells x k: the rungs', or the histograms' of
+    :func:`histogram_ranges` with the cores' centres as midpoints)), all DP outputs, and the
+    ledger entries of the stage."""
 
     ranges: NDArray[np.float64]
     core: NDArray[np.float64]
@@ -210,3 +254,109 @@ def located_miss(n: int, epsilon: float) -> float:
     (True, True)
     """
     return miss_probability(len(GRID), epsilon, float(n))
+
+
+def histogram_threshold(k: int, rho: float) -> float:
+    """The count a cell of :func:`histogram_ranges`' ``2 k`` histograms must reach at ρ: the
+    noise sd ``2 √k / √(2ρ)`` times the normal quantile that all of their empty cells stay
+    below with chance ``1 -`` :data:`HISTOGRAM_FALSE` (a union bound; the lattice's rounding
+    adds a hair to the sd). Public facts only.
+
+    Examples
+    --------
+    >>> from dplong.privacy.ranges import histogram_threshold
+    >>> round(histogram_threshold(4, 0.005))   # 4 columns: about 4.3 sds of 40
+    171
+    """
+    cells = 2 * k * (HISTOGRAM_EDGES.size + 1)
+    z = NormalDist().inv_cdf(1.0 - HISTOGRAM_FALSE / cells)
+    return z * 2.0 * math.sqrt(k) / math.sqrt(2.0 * rho)
+
+
+def person_cells(lows: NDArray[np.float64], highs: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Every person's cells in :func:`histogram_ranges`' ``2 k`` histograms, one-hot (n x 2 k
+    cells): the largest values' then the negated smallest values', each column's cells
+    together; a person without a value (NaN) is in no cell. A row's L2 norm is at most
+    ``√(2 k)``, and two rows differ in at most two entries of each histogram, by one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.ranges import HISTOGRAM_EDGES, person_cells
+    >>> row = person_cells(np.array([[-3.0]]), np.array([[1.0]]))[0]
+    >>> cells = HISTOGRAM_EDGES.size + 1
+    >>> [float(HISTOGRAM_EDGES[i % cells]) for i in np.flatnonzero(row)]   # (0.5, 1], (2, 4]
+    [1.0, 4.0]
+    """
+    n, k = lows.shape
+    cells = HISTOGRAM_EDGES.size + 1
+    statistics = np.column_stack([highs, -lows])  # both sides as "how far up" (n x 2k)
+    seen = ~np.isnan(statistics)
+    cell = np.searchsorted(HISTOGRAM_EDGES, np.where(seen, statistics, 0.0), side="left")
+    onehot = np.zeros((n, 2 * k * cells))
+    person, column = np.nonzero(seen)
+    onehot[person, column * cells + cell[person, column]] = 1.0
+    return onehot
+
+
+def histogram_ranges(
+    lows: NDArray[np.float64],
+    highs: NDArray[np.float64],
+    rho: float,
+    rng: np.random.Generator,
+    *,
+    names: tuple[str, ...],
+) -> PrivateRanges:
+    """The range of each of the k columns from the persons' minima ``lows`` and maxima
+    ``highs`` (n x k; NaN: a person without a value, who counts nowhere) with one ρ-zCDP
+    vector of histograms (module docstring): a stage for n ε too small for
+    :func:`private_ranges`' medians.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.ranges import histogram_ranges
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(1000, 1)) + rng.normal(size=(1000, 8))
+    >>> female = rng.integers(0, 2, (1000, 1)).astype(float)
+    >>> found = histogram_ranges(np.column_stack([x.min(axis=1), female]),
+    ...                          np.column_stack([x.max(axis=1), female]), 0.02, rng,
+    ...                          names=("x", "female"))
+    >>> found.ranges.tolist()           # the extremes' cells end at ±4 and at 0 and 1
+    [[-6.0, 6.0], [-0.25, 1.25]]
+    >>> found.core.round(2).tolist()
+    [[-2.83, 2.83], [0.15, 0.85]]
+    >>> round(found.entries[0].sensitivity, 2)   # 2 √k for k = 2, and the lattice's rounding
+    2.84
+    """
+    k = lows.shape[1]
+    cells = HISTOGRAM_EDGES.size + 1
+    norm = math.sqrt(2.0 * k)
+    counts = release_vector_sum(person_cells(lows, highs), norm, 2.0 * math.sqrt(k), rho, rng)
+    counted = counts.total.reshape(2 * k, cells)
+    threshold = histogram_threshold(k, rho)
+    # the farthest cell that clears the threshold, or where none does the largest count's
+    heavy = counted >= np.minimum(threshold, counted.max(axis=1, keepdims=True))
+    far = cells - 1 - np.argmax(heavy[:, ::-1], axis=1)
+    outer = np.append(HISTOGRAM_EDGES, 2.0 * HISTOGRAM_EDGES[-1])[far]
+    upper, lower = outer[:k], 0.0 - outer[k:]  # 0, not -0
+    low, high = np.minimum(lower, upper), np.maximum(lower, upper)
+    centre, half = (low + high) / 2.0, (high - low) / 2.0
+    entry = LedgerEntry(
+        "bounds",
+        "discrete Gaussian (zCDP), one vector",
+        "persons' extremes by dyadic cell",
+        0.0,
+        0.0,
+        rho,
+        float(counts.sensitivity),
+        float(counts.sd[0]),
+    )
+    return PrivateRanges(
+        np.column_stack([centre - HISTOGRAM_REACH * half, centre + HISTOGRAM_REACH * half]),
+        np.column_stack([centre - HISTOGRAM_CORE * half, centre + HISTOGRAM_CORE * half]),
+        centre,
+        np.array([high - centre, centre - low]),
+        counted.reshape(2, k, cells).transpose(0, 2, 1),
+        (entry,),
+    )
