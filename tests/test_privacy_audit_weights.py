@@ -293,11 +293,19 @@ def _full_outputs(data: str, count: int, seed: int) -> NDArray[np.float64]:
     return _outputs(_full_release, data, count, seed)
 
 
+#: Two private medians a release: 1,000 runs per data set (were 1,500). With its
+#: 5 outputs at 4 pilot thresholds and the joint tails (K = 42 events), an event that
+#: separates the data sets in every run reaches ε_lb = log((1 - q) / q), q = 1 - α^(1/runs),
+#: α = 0.01 / 4K: 4.63 at 1,000 runs (5.03 at 1,500), above the claimed 4, so the audit still
+#: sees a release that gives the far user away
+FULL_RUNS = 1_000
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("first", "second"), [("near", "far"), ("none", "far")])
 def test_weighted_full_release(first: str, second: str) -> None:
     bound = audit(
-        _full_release, first, second, runs=1500, pilot=300, delta=0.0, outputs=_full_outputs
+        _full_release, first, second, runs=FULL_RUNS, pilot=300, delta=0.0, outputs=_full_outputs
     )
     print(f"\nweighted full {first!r} vs {second!r}: {bound} (claimed eps={EPS_FULL:g})")
     assert bound.epsilon_lb <= EPS_FULL, str(bound)
