@@ -450,12 +450,13 @@ def test_every_model_takes_levels() -> None:
 # are ±c with the same |c|, and j b >= c is where the likelihood ratio peaks), and whether the
 # labels hold "C(site)[T.r]".
 
-# Runs: 1,000 per data set, sized to the defect the audit guards. A label only D holds is
+# Runs: 700 per data set, sized to the defect the audit guards. A label only D holds is
 # present in all of D's runs and none of D''s: with K = 20 events the Clopper–Pearson bounds at
-# α = 0.01 / 4K are α^(1/runs) = 0.991 and 1 - 0.991, so ε_lb = log((0.991 - δ) / 0.0090) = 4.71
-# > ε = 4 (500 runs would give 4.01, too close; 3,000 give 5.81). The declared design's x tails
-# keep the non-vacuity check: ε_lb = 0.35 at 1,000 runs (0.2 asked for).
-AUDIT_N, AUDIT_T, AUDIT_EPS, AUDIT_DELTA, AUDIT_RUNS = 100, 3, 4.0, 1e-3, 1_000
+# α = 0.01 / 4K are α^(1/runs) = 0.987 and 1 - 0.987, so ε_lb = log((0.987 - δ) / 0.0128) = 4.35
+# > ε = 4 (500 runs would give 4.01, too close; 1,000 give 4.71). The declared design's x tails
+# keep the non-vacuity check: ε_lb = 0.29 at 700 runs (0.2 asked for; 0.35 at 1,000, measured
+# on prefixes of the seeded runs).
+AUDIT_N, AUDIT_T, AUDIT_EPS, AUDIT_DELTA, AUDIT_RUNS = 100, 3, 4.0, 1e-3, 700
 AUDIT_FORMULA, FAR, CONFIDENCE = "y ~ x + C(site)", 1e6, 0.99
 RARE_COLUMN = "C(site)[T.r]"
 
