@@ -65,13 +65,13 @@ from dplong.privacy.budget import (
     COUNT_USERS,
     MAX_MIDPOINT_SHARE,
     MAX_MISS,
-    MEDIAN_USERS,
     MIN_STAGE_SHARE,
     MOMENT_SHARE,
     MOMENT_USERS,
     NOTE_MISS,
     REFINE_SHARES,
     ReleasePlan,
+    _median_users,
     column_epsilon,
     largest_within,
     share_weights,
@@ -498,7 +498,7 @@ class TestReleasePlan:
         eps, delta = 1.0, 1e-6
         per = column_epsilon(eps, delta, d)
         cap = MAX_MIDPOINT_SHARE[stated]
-        wanted = MEDIAN_USERS / n
+        wanted = _median_users(n, per, stated) / n
         median = min(max(wanted, MIN_STAGE_SHARE * per), cap * per)
         # the bound on a miss is the scale median's (spread grid) when the scale is estimated,
         # the midpoint's (full grid) when it is stated
