@@ -546,7 +546,8 @@ RUNS = {
 }
 BROKEN_RUNS = {
     "moment": 600,
-    "estimated": 450,
+    # the check now in this plan takes 0.15 of ε from the final stage: at 450 runs 2.34
+    "estimated": 900,
     "stated": 600,
     "gaussian": 450,
     "supported": 1_200,
