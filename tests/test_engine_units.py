@@ -65,13 +65,13 @@ from dplong.privacy.budget import (
     COUNT_USERS,
     MAX_MIDPOINT_SHARE,
     MAX_MISS,
-    MEDIAN_USERS,
     MIN_STAGE_SHARE,
     MOMENT_SHARE,
     MOMENT_USERS,
     NOTE_MISS,
     REFINE_SHARES,
     ReleasePlan,
+    _median_users,
     column_epsilon,
     largest_within,
     share_weights,
@@ -84,6 +84,7 @@ from dplong.privacy.engine import (
     SPREAD_GRID,
     Release,
     Rules,
+    forecast_noise,
     release_means,
 )
 from dplong.privacy.histogram import bin_index, stable_histogram, stable_histogram_threshold
@@ -498,7 +499,7 @@ class TestReleasePlan:
         eps, delta = 1.0, 1e-6
         per = column_epsilon(eps, delta, d)
         cap = MAX_MIDPOINT_SHARE[stated]
-        wanted = MEDIAN_USERS / n
+        wanted = _median_users(n, per, stated) / n
         median = min(max(wanted, MIN_STAGE_SHARE * per), cap * per)
         # the bound on a miss is the scale median's (spread grid) when the scale is estimated,
         # the midpoint's (full grid) when it is stated
@@ -544,6 +545,24 @@ class TestReleasePlan:
             assert ("state the scale" in note) is (not stated)
         else:
             assert plan.notes == ()
+
+    def test_small_n_epsilon_plans_locate_cheaply(self) -> None:
+        # n ε = 300: medians of 60 users' worth (not 80) and the midpoint's check, whose measured
+        # rank sizes the radius (ranked); the forecast privacy noise of the mean falls below its
+        # sampling sd (0.78 of it; 1.28 with the medians at 80 and the worst-case rank)
+        plan = ReleasePlan.make(n=300, d=1, epsilon=1.0, delta=1 / 300**2, stated_scale=False)
+        assert plan.midpoint == plan.spread == pytest.approx(60.0 / 300)
+        assert plan.side > 0.0 and plan.ranked and plan.moment_share == 0.0
+        noise, sampling = forecast_noise(plan, gamma=0.05, stated_scale=False)
+        assert noise[0] < 0.8 * sampling[0]
+        # a stated scale: no check follows the midpoint, so its median keeps 80 users' worth
+        stated = ReleasePlan.make(n=300, d=1, epsilon=1.0, delta=1e-6, stated_scale=True)
+        assert stated.midpoint == pytest.approx(80.0 / 300) and not stated.ranked
+        # below RANKED_USERS the worst case stays (tiny skewed panels), at n ε >= 400 the
+        # medians keep 80 users' worth
+        assert not ReleasePlan.make(n=150, d=1, epsilon=2.0, delta=0.0, stated_scale=False).ranked
+        ample = ReleasePlan.make(n=1000, d=1, epsilon=0.5, delta=1e-6, stated_scale=False)
+        assert ample.midpoint == pytest.approx(80.0 / 1000) and ample.moment_share > 0
 
     def test_count_first_resizes_the_medians(self) -> None:
         # the count runs first; fewer users than n found: the medians get MEDIAN_USERS / N̂,

@@ -21,7 +21,8 @@ share). So the ledger always totals at most the request.
 
 **Stage sizes.** A private median over the cells of the log grid needs ``ε N`` well above
 ``4 log(#cells) ≈ 40`` to land at the median (:mod:`dplong.privacy.quantile`); the midpoint and
-scale stages get :data:`MEDIAN_USERS` ``/ n`` each (within :data:`MIN_STAGE_SHARE` and
+scale stages get :data:`MEDIAN_USERS` ``/ n`` each, fewer users' worth where ``n ε`` is small
+and the scale estimated (:func:`_median_users`; within :data:`MIN_STAGE_SHARE` and
 :data:`MAX_MIDPOINT_SHARE` of a column's even share), the count :data:`COUNT_USERS` ``/ n``, the
 midpoint's and the scale's checks :data:`SIDE_USERS` and :data:`INSIDE_USERS` ``/ n`` where
 they run (:func:`_side_and_refine`, :func:`_inside_epsilon`; a second median's check, for the
@@ -44,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import optimize
+from scipy import optimize, special
 
 from dplong.exceptions import InsufficientUsersError, PrivacyParameterError
 from dplong.privacy.accounting import (
@@ -58,7 +59,7 @@ from dplong.privacy.accounting import (
 )
 from dplong.privacy.noise import MIN_LATTICE_EPSILON
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability
+from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability, rank_error
 from dplong.privacy.ranges import histogram_threshold, located_miss
 
 __all__ = [
@@ -99,8 +100,20 @@ __all__ = [
 #: the whole fit plans without such a note, found by :func:`dplong.planning.advised` from the
 #: fit's own decision (None outside a fit: the note names this release's own estimate).
 QUIET_REMEDY: ContextVar[str | None] = ContextVar("dplong_quiet_remedy", default=None)
-#: ε·n the midpoint and scale medians each get (see the module docstring).
+#: ε·n the midpoint and scale medians each get (see the module docstring) where the budget is
+#: ample; where ``n ε`` per column is small, ``MEDIAN_SHARE`` of it but at least
+#: ``SMALL_MEDIAN_USERS`` (:func:`_median_users`): two medians of 80 users' worth left the mean
+#: a third of ε at ``n ε = 300`` and 28 % at 250, three to six times the MSE of a peer handed
+#: the data's location and scale. Measured on 3,000 normal columns of 300 users (the miss bound
+#: is several times these): the midpoint's median missed every user in 1.5 % of releases at 50
+#: users' worth, 0.17 % at 60 and 0.07 % at 70, the scale's in 0.3 % at 50 and never at 60.
 MEDIAN_USERS = 80.0
+MEDIAN_SHARE, SMALL_MEDIAN_USERS = 0.2, 60.0
+#: From this many users, the midpoint's check's measured rank sizes the interval also where the
+#: release does not measure its second moment (:attr:`ReleasePlan.ranked`); below, the worst
+#: case's slack is what covered skewed tiny panels (dietox's 72 pig means were covered in 85 %
+#: of resamples with the measured rank, 94 % without).
+RANKED_USERS = 200
 #: Bounds on the chance that the median stages miss the data: above the first the release is
 #: refused, above the second it comes with a note (and the ε it names brings it below). The
 #: bound is conservative (several times the rate measured on spread-out data), so the refusal
@@ -304,6 +317,10 @@ class ReleasePlan:
     inside : float
         Pure ε per column of the scale's check, a count of the users near the midpoint
         (:data:`INSIDE_USERS`; 0: not run).
+    ranked : bool
+        Whether the midpoint's check's measured rank, rather than the report-noisy-max's worst
+        case over every cell, sizes the centre's error: where the check runs and the release
+        measures its second moment, or has :data:`RANKED_USERS` users or more.
     tail : float
         Share of each column's final mean budget for the engine's tail count (one count over
         the columns, :func:`tail_share`; a Laplace budget only): 0 where no tail stage runs.
@@ -351,6 +368,7 @@ class ReleasePlan:
     shared: float = 0.0
     side: float = 0.0
     inside: float = 0.0
+    ranked: bool = False
     reruns: tuple[float, ...] = ()
     tail: float = 0.0
 
@@ -417,7 +435,7 @@ class ReleasePlan:
             )
         cap = MAX_MIDPOINT_SHARE[stated_scale]
         low, high = MIN_STAGE_SHARE * per_column, cap * per_column
-        wanted = MEDIAN_USERS / n
+        wanted = _median_users(n, per_column, stated_scale) / n
         median = min(max(wanted, low), high)
         notes: list[str] = []
         histogram = (
@@ -471,7 +489,7 @@ class ReleasePlan:
         # the midpoint's check where the scale is estimated (a stated scale's interval beside the
         # data puts the mean at its edge, withheld there), or the refinement, or both; a public
         # centre is off the mean by the model's bound (O(σ/√n) for influence values): neither
-        side, share = _side_and_refine(
+        side, share, ranked = _side_and_refine(
             n,
             per_column,
             rest,
@@ -497,6 +515,7 @@ class ReleasePlan:
             shared=shared,
             side=side,
             inside=inside,
+            ranked=ranked,
             midpoint_kind="public" if centred else "median",
         )
 
@@ -559,7 +578,7 @@ class ReleasePlan:
         public = self.midpoint_kind == "public"  # only the scale's median runs
         cap = MAX_MIDPOINT_SHARE[not self.spread]
         column = self.per_column
-        wanted = MEDIAN_USERS / users
+        wanted = _median_users(self.n, column, not self.spread) / users
         median = max(
             min(max(wanted, MIN_STAGE_SHARE * column), cap * column),
             self.spread if public else self.midpoint,
@@ -585,14 +604,21 @@ class ReleasePlan:
             return self
         others = self.shared + side + inside
         rest = _rest(column, midpoint, spread, others, self.count * self.counts / self.d)
-        error = _SIDED_ERROR if side and self.moment_share else _MIDPOINT_ERROR
+        ranked = bool(side) and _ranks_measured(self.n, self.moment_share)
+        error = _SIDED_ERROR if ranked else _MIDPOINT_ERROR
         refine = (
             _refine_share(int(users), column, rest, midpoint_error=error) * column
             if self.refine
             else 0.0
         )
         return dataclasses.replace(
-            self, midpoint=midpoint, spread=spread, side=side, inside=inside, refine=refine
+            self,
+            midpoint=midpoint,
+            spread=spread,
+            side=side,
+            inside=inside,
+            refine=refine,
+            ranked=ranked,
         )
 
     def miss_given(self, users: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -1053,23 +1079,72 @@ def _side_and_refine(
     *,
     refine: bool,
     located: bool,
-) -> tuple[float, float]:
-    """The ε of the midpoint's check (:data:`SIDE_USERS`; 0: not run) and the refinement's
-    share of ``per_column``, from ``rest`` (a column's ε after the medians and the other
-    counts). With a ``located`` (estimated-scale) midpoint the check runs where the midpoint may
-    miss (:func:`_midpoint_doubtful`), and where the release measures its clipped values'
-    spread (``moment_share``) and the check's measured rank (:data:`_SIDED_ERROR`) predicts
-    less final noise than the refinement would (:func:`_refined`). Public facts only."""
+) -> tuple[float, float, bool]:
+    """The ε of the midpoint's check (:data:`SIDE_USERS`; 0: not run), the refinement's share
+    of ``per_column``, from ``rest`` (a column's ε after the medians and the other counts), and
+    whether the check's measured rank sizes the centre's error (:func:`_ranks_measured`). With
+    a ``located`` (estimated-scale) midpoint the check runs where the midpoint may miss
+    (:func:`_midpoint_doubtful`), and where its measured rank (:data:`_SIDED_ERROR`) sizes the
+    interval and predicts less final noise than the refinement would (:func:`_refined`).
+    Public facts only."""
     shares = REFINE_SHARES if refine else (0.0,)
     plain_share, plain_cost = _refined(n, per_column, rest, _MIDPOINT_ERROR, shares)
     if not located:
-        return 0.0, plain_share
+        return 0.0, plain_share, False
     side = _count_epsilon(n, per_column, SIDE_USERS, SIDE_SHARES)
-    error = _SIDED_ERROR if moment_share else _MIDPOINT_ERROR
+    ranked = _ranks_measured(n, moment_share)
+    error = _SIDED_ERROR if ranked else _MIDPOINT_ERROR
+    if ranked and not moment_share:
+        # without a second moment the typical errors from the plan itself: the check's noise
+        # reach at γ = 0.05 against the median's worst case (a fixed 0.5 and 1.5 ran the check
+        # where it cost the mean more than its narrower radius saved)
+        plain_share, plain_cost = _refined(
+            n, per_column, rest, _rank_sds(rank_error(len(GRID), midpoint, 0.05), n), shares
+        )
+        error = _rank_sds(_check_reach(side) / 2.0, n)
     checked_share, checked_cost = _refined(n, per_column, rest - side, error, shares)
-    if _midpoint_doubtful(n, midpoint) or (moment_share and checked_cost < plain_cost):
-        return side, checked_share
-    return 0.0, plain_share
+    if _midpoint_doubtful(n, midpoint) or (ranked and checked_cost < plain_cost):
+        return side, checked_share, ranked
+    return 0.0, plain_share, False
+
+
+def _rank_sds(ranks: float, n: int) -> float:
+    """A median ``ranks`` off the middle of n normal users, in sds (capped at 3)."""
+    return float(special.ndtri(min(0.5 + ranks / n, 0.9987)))
+
+
+def _check_reach(epsilon: float, gamma: float = 0.05) -> float:
+    """What the midpoint's check's noise (two-sided geometric, sensitivity 2, at ``epsilon``)
+    exceeds in magnitude with probability at most γ (as the engine reads it)."""
+    rate = epsilon / 2.0
+    return math.log(2.0 / (gamma * (1.0 + math.exp(-rate)))) / rate
+
+
+def _ranks_measured(n: int, moment_share: float) -> bool:
+    """Whether a midpoint's check run on ``n`` users sizes the centre's error by its measured
+    rank: where the release measures its clipped values' second moment (``moment_share``),
+    whose variance then carries tails heavier than the normal plug-in, or from
+    :data:`RANKED_USERS` users on. Public facts only."""
+    return bool(moment_share) or n >= RANKED_USERS
+
+
+def _median_users(n: int, per_column: float, stated_scale: bool) -> float:
+    """ε·n of each median stage: :data:`MEDIAN_USERS`; with an estimated scale and a small
+    ``n ε``, :data:`MEDIAN_SHARE` of it, at least :data:`SMALL_MEDIAN_USERS` (the midpoint's
+    check, run there, finds a median that missed; with a stated scale no check follows the
+    midpoint). Public facts only.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import _median_users
+    >>> _median_users(1000, 1.0, False), _median_users(300, 1.0, False)
+    (80.0, 60.0)
+    >>> _median_users(350, 1.0, False), _median_users(300, 1.0, True)
+    (70.0, 80.0)
+    """
+    if stated_scale:
+        return MEDIAN_USERS
+    return min(MEDIAN_USERS, max(SMALL_MEDIAN_USERS, MEDIAN_SHARE * n * per_column))
 
 
 def _inside_epsilon(n: int, per_column: float, miss: float) -> float:

@@ -607,12 +607,12 @@ def locate(
     collapsed: NDArray[np.bool_] | None = None
     if plan.midpoint_kind == "median" and plan.side:
         # the midpoint's check: how many ranks it is from the middle of the users, measured;
-        # it sizes the interval where the release also measures its clipped values' spread (at
-        # smaller n ε the worst case's slack is what covers tails heavier than the scale's
-        # normal plug-in: dietox's pig means at n = 72, covered in 85 % of resamples without it)
+        # it sizes the interval where the plan says so (ReleasePlan.ranked: a second moment
+        # measured, or enough users; on tiny panels the worst case's slack is what covers tails
+        # heavier than the scale's normal plug-in: dietox's 72 pig means, 85 % covered with it)
         sided, reach, side_entries = _side_count(matrix, midpoint, plan.side, names, gamma, rng)
         entries += side_entries
-        if plan.moment_share:
+        if plan.ranked:
             ranks = (np.abs(sided) + reach) / 2.0
         # a weighted count is no count of users: n bounds theirs (a public fact)
         among = np.broadcast_to(users if root is None else float(n), (d,))
@@ -826,7 +826,7 @@ def forecast_noise(
             error = 2.0 * bin_radius(sd**2, gamma)
         else:
             # the midpoint's check measures its rank error: typically its noise's reach alone
-            measured = plan.side and plan.moment_share
+            measured = plan.ranked
             ranks = np.full(d, _side_reach(plan.side, gamma) / 2.0) if measured else None
             error = _median_error(sd, kinds, plan, gamma, users, ranks)
         refined = plan.refine > 0
@@ -1157,7 +1157,7 @@ def release_means(
         if where.refined
         # the midpoint's check measured the centre's error (it sized the interval)
         else "default (checked)"
-        if where.beside is not None and plan.moment_share
+        if where.beside is not None and plan.ranked
         else "default",
         bad_events=np.minimum(gamma * (2.0 if where.refined else 1.0) + miss, 1.0),
         notes=plan.notes
