@@ -21,12 +21,10 @@ import numpy as np
 import pytest
 from audit import (
     BROKEN_NOISE_FRACTION,
-    CONFIDENCE,
     FAR,
-    epsilon_lower_bound,
+    pair_bound,
     repeat,
     report,
-    tail_events,
 )
 from numpy.typing import NDArray
 
@@ -109,15 +107,10 @@ def _outputs(user: str, noise_fraction: float) -> NDArray[np.float64]:
 
 
 def _audit(pair: tuple[str, str], noise_fraction: float = 1.0) -> float:
-    counts = [_sides(u) for u in pair]
-    low, high = min(counts), max(counts)
+    first, second = (_outputs(user, noise_fraction)[:, None] for user in pair)
     step = 1.0 / float(geometric_rate(EPS, 2.0))
-    first, second = (_outputs(user, noise_fraction) for user in pair)
-    events_d, names = tail_events(first, low, high, step, (0, 1, 2), "signed count")
-    events_d_prime, _ = tail_events(second, low, high, step, (0, 1, 2), "signed count")
-    bound = epsilon_lower_bound(
-        events_d, events_d_prime, delta=0.0, confidence=CONFIDENCE, names=names
-    )
+    noiseless = ([float(_sides(pair[0]))], [float(_sides(pair[1]))])
+    bound = pair_bound((first, second), noiseless, [step], ["signed count"], 0.0, (0, 1, 2))
     print(report(f"midpoint check {pair} noise/{1 / noise_fraction:g}", bound, EPS))
     return bound.epsilon_lb
 
