@@ -404,6 +404,17 @@ def curve_results(
     return curve
 
 
+#: The command line's ``--kernel`` (both kernel smoothers take it).
+KERNEL_OPTION = Option(
+    "kernel",
+    "text",
+    "NAME",
+    "smoothing kernel (default gaussian)",
+    stage="model",
+    choices=tuple(KERNELS),
+)
+
+
 register(
     CommandLineModel(
         "kernel",
@@ -434,14 +445,7 @@ register(
                 "bandwidth apart); more points, more noise",
                 stage="model",
             ),
-            Option(
-                "kernel",
-                "text",
-                "NAME",
-                "smoothing kernel (default gaussian)",
-                stage="model",
-                choices=tuple(KERNELS),
-            ),
+            KERNEL_OPTION,
         ),
     )
 )

@@ -25,11 +25,11 @@ from numpy.typing import ArrayLike, NDArray
 from dplong._validation import RandomState, real_number, warn
 from dplong.exceptions import DataError, ParameterError
 from dplong.formula import DesignSpec, LevelsLike, PanelDesign
-from dplong.kernels import KERNELS, Kernel, get_kernel
+from dplong.kernels import Kernel, get_kernel
 from dplong.models.base import PanelModel
 from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Option, register
 from dplong.models.curve_grid import check_domain, check_grid, grid_points, item_design, regressor
-from dplong.models.kernel import curve_results
+from dplong.models.kernel import KERNEL_OPTION, curve_results
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.budget import afford, ptr_budget, settle
@@ -403,14 +403,7 @@ register(
                 "bandwidth apart)",
                 stage="model",
             ),
-            Option(
-                "kernel",
-                "text",
-                "NAME",
-                "smoothing kernel (default gaussian)",
-                stage="model",
-                choices=tuple(KERNELS),
-            ),
+            KERNEL_OPTION,
             PTR_FLOOR_OPTION,
             Option(
                 "noise_sd",
