@@ -33,14 +33,21 @@ from scipy.stats import beta
 import dplong.models.base
 import dplong.privacy.accounting
 import dplong.privacy.budget
+import dplong.privacy.counts
 import dplong.privacy.engine
+import dplong.privacy.locate
+import dplong.privacy.noise
 import dplong.privacy.options
+import dplong.privacy.projection
+import dplong.privacy.scale
+import dplong.privacy.tails
 import dplong.privacy.variance
 import dplong.privacy.winsorized
 
 __all__ = [
     "BROKEN_NOISE_FRACTION",
     "CONFIDENCE",
+    "ENGINE_DRAWS",
     "FAR",
     "MOVING_SHIFT",
     "ColumnAudit",
@@ -54,6 +61,7 @@ __all__ = [
     "joint_tail_events",
     "memoized_compose",
     "pair_bound",
+    "patch_draws",
     "release_runs",
     "repeat",
     "report",
@@ -69,10 +77,28 @@ BROKEN_NOISE_FRACTION = 0.25
 FAR = 1e6
 #: The broken end-to-end releases draw their final stage at this multiple of its recorded ε.
 BROKEN_EPSILON_FACTOR = 8.0
+#: The engine's modules that call each noise function (each imports it by name): a spy on one
+#: mechanism, or a broken variant of it, replaces it in all of them (:func:`patch_draws`).
+ENGINE_DRAWS = {
+    "two_sided_geometric": (dplong.privacy.counts, dplong.privacy.tails),
+    "private_median": (dplong.privacy.locate, dplong.privacy.scale),
+    "release_bounded_sum": (
+        dplong.privacy.counts,
+        dplong.privacy.locate,
+        dplong.privacy.projection,
+    ),
+    "release_gaussian_sum": (dplong.privacy.projection,),
+}
 #: A joint tail over the outputs that move by at least this many noise scales between D and D'
 #: is added to the joint tail over all outputs (:func:`audit_events`): an output that hardly
 #: moves only halves a joint event's hits and adds nothing to its likelihood ratio.
 MOVING_SHIFT = 0.1
+
+
+def patch_draws(patch: pytest.MonkeyPatch, name: str, replacement: Callable[..., Any]) -> None:
+    """Replace the noise function ``name`` wherever the engine calls it (:data:`ENGINE_DRAWS`)."""
+    for module in ENGINE_DRAWS[name]:
+        patch.setattr(module, name, replacement)
 
 
 def clopper_pearson_lower(hits: int, runs: int, alpha: float) -> float:
@@ -283,13 +309,13 @@ def release_runs(
     (``broken_runs`` from ``seed + 5``)."""
     if not broken:
         return repeat(mechanism, runs, seed)
-    honest = dplong.privacy.engine.release_bounded_sum
+    honest = dplong.privacy.noise.release_bounded_sum
 
     def noisier(clipped: Any, radius: Any, budget: Any, rng: Any, **kw: Any) -> Any:
         return honest(clipped, radius, budget * BROKEN_EPSILON_FACTOR, rng, **kw)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(dplong.privacy.engine, "release_bounded_sum", noisier)
+        patch_draws(patch, "release_bounded_sum", noisier)
         return repeat(mechanism, broken_runs, seed + 5)
 
 

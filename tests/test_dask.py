@@ -184,7 +184,7 @@ def test_within_estimator(data: pd.DataFrame) -> None:
     fit: dict[str, Any] = {"estimator": "within", "max_rows": 8, "random_state": 2}
     assert_same_release(memory.fit(epsilon=16.0, **fit), frame.fit(epsilon=16.0, **fit))
     # noise off (a stated scale beyond every statistic): the textbook estimate on both, up to
-    # a lattice step (2**-40 of a statistic, engine.RESOLUTION) should round-off cross one
+    # a lattice step (2**-40 of a statistic, locate.RESOLUTION) should round-off cross one
     exact: dict[str, Any] = {"epsilon": 1e300, "delta": 0.5, "scale": 1e6, **fit}
     np.testing.assert_allclose(
         frame.fit(**exact).params, memory.fit(**exact).params, rtol=1e-10, atol=0

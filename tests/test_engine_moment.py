@@ -11,9 +11,10 @@ import pytest
 
 import dplong
 from dplong.exceptions import ParameterError
-from dplong.privacy.engine import Rules, release_means
+from dplong.privacy.engine import release_means
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import Moment, moment_bias, moment_radius
+from dplong.privacy.rules import Rules
 
 
 def test_the_bias_bound_is_attained_by_a_two_point_law() -> None:

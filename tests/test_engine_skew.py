@@ -5,7 +5,7 @@ plug-in tail the final interval sat at ~3 MAD-based sds and clipped that tail wi
 that could not see it: for Exp(1) statistics at n = 20,000, ε = 1 the release was 0.036 off the
 mean (RMSE over 40 releases) while claiming a noise sd of ~0.0003 and a bias bound of ~1e-4, and
 none of 40 releases was within 3 noise sds plus its bias bound. A rough mean 0.3 plug-in sds or
-more from the median now marks the column skewed (``engine._skew_tails``) and its final stage
+more from the median now marks the column skewed (``tails.skew_tails``) and its final stage
 uses the exponential tail model.
 
 Tolerance: a release's error is its Laplace noise plus a clipping bias at most its bound, so
@@ -17,9 +17,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dplong.privacy import engine
-from dplong.privacy.engine import Release, Rules, release_means
+from dplong.privacy import scale
+from dplong.privacy.engine import Release, release_means
 from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.rules import Rules
 
 pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
 
@@ -97,7 +98,7 @@ def test_a_support_end_moves_the_interval_up() -> None:
 def test_a_support_end_moves_the_interval_about_its_anchor() -> None:
     """With noise: the interval moves up by as much as its half-width w about its anchor (the
     refined centre) at no cost in the count's noise, as the mean is read from the anchor
-    (``engine._anchored``: a user without a statistic gives ``-s``, and the released sum plus
+    (``projection.anchored``: a user without a statistic gives ``-s``, and the released sum plus
     ``n s`` is the anchored one), so the count's relative noise multiplies only the mean's
     distance to the anchor. Here the move needed (13) is within w (15): the interval becomes
     ``[0, 2w]`` (same width, same sensitivity), the estimate is closer to the mean, the bias
@@ -149,7 +150,7 @@ def test_a_square_on_a_lattice_keeps_the_spread_its_median_implies(
         )
 
     assert (upper_ends() > 125.0).all()
-    monkeypatch.setattr(engine, "IMPLIED_SHARE", 0.0)  # the MAD-based σ̂ alone
+    monkeypatch.setattr(scale, "IMPLIED_SHARE", 0.0)  # the MAD-based σ̂ alone
     assert (upper_ends() < 60.0).sum() >= 10
 
 

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.api as sm
+from audit import patch_draws
 from scipy import integrate, optimize, stats
 from untouchable import Untouchable
 
@@ -49,7 +50,6 @@ from dplong.exceptions import (
 )
 from dplong.inference import half_widths, normal_laplace_quantile, p_values, sum_cdf
 from dplong.kernels import get_kernel
-from dplong.privacy import engine as engine_module
 from dplong.privacy.accounting import (
     ORDERS,
     Accountant,
@@ -77,18 +77,10 @@ from dplong.privacy.budget import (
     share_weights,
     tail_share,
 )
-from dplong.privacy.engine import (
-    GRID,
-    MAD_FACTOR,
-    ROUGH_RADIUS,
-    SPREAD_GRID,
-    Release,
-    Rules,
-    forecast_noise,
-    release_means,
-)
+from dplong.privacy.engine import MAD_FACTOR, Release, forecast_noise, release_means
 from dplong.privacy.histogram import bin_index, stable_histogram, stable_histogram_threshold
 from dplong.privacy.interval import check_histogram_feasible, local_bins
+from dplong.privacy.locate import ROUGH_RADIUS
 from dplong.privacy.noise import (
     COARSE_BITS,
     MIN_LATTICE_EPSILON,
@@ -101,7 +93,14 @@ from dplong.privacy.noise import (
     two_sided_geometric_variance,
 )
 from dplong.privacy.options import BACKGROUND_WEIGHT, ReleaseOptions, focus_weights
-from dplong.privacy.quantile import LogGrid, miss_probability, private_median, rank_error
+from dplong.privacy.quantile import (
+    GRID,
+    SPREAD_GRID,
+    LogGrid,
+    miss_probability,
+    private_median,
+    rank_error,
+)
 from dplong.privacy.radius import (
     MAD_OVER_SD,
     MEDIAN_OFFSET,
@@ -110,6 +109,7 @@ from dplong.privacy.radius import (
     clipping_bias,
     concentration_radius,
 )
+from dplong.privacy.rules import Rules
 
 NOISE_OFF = 1e300  # primitives: every geometric / discrete-Gaussian draw is exactly 0
 FIT_OFF = 1e100  # whole fits (module docstring)
@@ -1753,7 +1753,7 @@ def test_a_count_of_nobody_at_two_and_a_half_sds_is_still_nobody(
     47): that is within the noise of a count of nobody, so the column is withheld with the
     note that says so. Under the earlier threshold of 2 sds (3 % of such counts pass, 0.7 % at
     3) it was released as a number from the medians of nobody: -31.3 here."""
-    honest = engine_module.two_sided_geometric
+    honest = two_sided_geometric
     calls: list[int] = []
 
     def first_count_high(
@@ -1765,7 +1765,7 @@ def test_a_count_of_nobody_at_two_and_a_half_sds_is_still_nobody(
         sd = math.sqrt(two_sided_geometric_variance(rate))
         return np.full(shape, round(2.5 * sd), dtype=np.int64)
 
-    monkeypatch.setattr(engine_module, "two_sided_geometric", first_count_high)
+    patch_draws(monkeypatch, "two_sided_geometric", first_count_high)
     matrix = np.column_stack([np.random.default_rng(0).normal(size=5000), np.full(5000, np.nan)])
     release = _two_columns(matrix, complete_rows=False)
     assert release.users[1] > 2.0 * release.users_sd

@@ -22,10 +22,11 @@ import pandas as pd
 import pytest
 
 import dplong
-import dplong.privacy.engine as engine
-from dplong.privacy.engine import ZERO_CELL, Release, release_means
+from dplong.privacy.counts import _BAND
+from dplong.privacy.engine import Release, release_means
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.quantile import SPREAD_GRID, private_median
+from dplong.privacy.scale import ZERO_CELL
 
 pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
 
@@ -176,7 +177,7 @@ def test_a_shared_value_is_set_aside_and_the_others_measured() -> None:
             "private median (report-noisy-max, log grid)",
             "lattice Laplace count off the cell",
             "private median (report-noisy-max, log grid)",
-            engine._BAND,
+            _BAND,
         ]
         assert release.privacy.epsilon <= 1.0 * (1 + 1e-12)
     assert found == 10
@@ -254,7 +255,7 @@ def test_too_few_users_off_a_shared_value_is_withheld() -> None:
     release = _release(x, 1.0, 19)
     assert np.isnan(release.estimate[0])
     assert any("scale's private check" in note for note in release.notes)
-    band = [e for e in release.privacy.entries if e.mechanism == engine._BAND]
+    band = [e for e in release.privacy.entries if e.mechanism == _BAND]
     assert len(band) == 1 and band[0].sensitivity == 2.0
     # the check's ε comes from the final stage, calibrated on what the earlier stages left:
     # the release still spends its ε, and no more

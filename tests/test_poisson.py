@@ -53,7 +53,7 @@ def test_negative_counts_are_dropped_like_missing_values() -> None:
 
 def test_the_support_moves_the_interval_up_and_the_interval_covers() -> None:
     # 60 % of users at 0: the interval around the small midpoint reaches far below 0; the
-    # support moves it up (as far as the count's noise allows: engine._supported_centre), so
+    # support moves it up (as far as the count's noise allows: projection.supported_centre), so
     # more of the right tail is kept than without it
     rng = np.random.default_rng(5)
     rate = np.where(rng.random(2000) < 0.6, 0.0, rng.gamma(1.0, 2.0, 2000))

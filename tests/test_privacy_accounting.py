@@ -47,8 +47,9 @@ from dplong.privacy.accounting import (
     zcdp_epsilon,
 )
 from dplong.privacy.budget import FinalBudget, ReleasePlan
-from dplong.privacy.engine import Release, Rules, release_means
+from dplong.privacy.engine import Release, release_means
 from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.rules import Rules
 
 #: Relative slack for float rounding in the independent exact computations (root-finding to
 #: 1e-14, sums of a few hundred terms): far below every margin a wrong rule would leave.

@@ -1,4 +1,4 @@
-"""Privacy audit (docs/design §5.4) of a second scale median's check (``engine._band_check``):
+"""Privacy audit (docs/design §5.4) of a second scale median's check (``counts.band_check``):
 per column, over the users off the value most users share, those whose distance to the
 midpoint lies outside the band ``[SHARED_BELOW, INSIDE_MADS]`` times the second median's
 deviation less those inside it, released with two-sided geometric noise at ε (sensitivity 2:
@@ -14,7 +14,7 @@ released before it); 40 other users off the value at distance 0.5 (in the band) 
 (outside), 40 at the shared value (not off it); user 0 off it in the band (0.5), off it far
 outside (FAR, or +inf, counted like any value), at the shared value, or without a statistic
 (NaN). Whether a user is off the value is a function of its own value and the first median's
-released cell (``engine._shared``); here it is given with the user.
+released cell (``scale._shared``); here it is given with the user.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from audit import (
 )
 from numpy.typing import NDArray
 
-from dplong.privacy import engine
+from dplong.privacy.counts import _BAND, INSIDE_MADS, SHARED_BELOW, band_check
 from dplong.privacy.noise import geometric_rate, two_sided_geometric
 
 EPS = 1.0
@@ -70,9 +70,7 @@ def _package(user: str) -> Callable[[np.random.Generator], float]:
     distance, off = _data(user)
 
     def mechanism(rng: np.random.Generator) -> float:
-        counts, _, _ = engine._band_check(
-            distance, off, DEVIATION, np.array([EPS]), ("x",), GAMMA, rng
-        )
+        counts, _, _ = band_check(distance, off, DEVIATION, np.array([EPS]), ("x",), GAMMA, rng)
         return float(counts[0])
 
     return mechanism
@@ -95,7 +93,7 @@ def _outside_less_inside(user: str) -> int:
     distance, off = (a[:, 0] for a in _data(user))
     with np.errstate(invalid="ignore"):
         ratio = distance / DEVIATION[0]
-        near = (ratio >= engine.SHARED_BELOW) & (ratio <= engine.INSIDE_MADS)
+        near = (ratio >= SHARED_BELOW) & (ratio <= INSIDE_MADS)
     return int(np.sum(off & ~near) - np.sum(off & near))
 
 
@@ -110,12 +108,12 @@ def test_replica_reproduces_the_package() -> None:
 
 def test_ledger_states_sensitivity_two() -> None:
     distance, off = _data("band")
-    _, reach, (entry,) = engine._band_check(
+    _, reach, (entry,) = band_check(
         distance, off, DEVIATION, np.array([EPS]), ("x",), GAMMA, np.random.default_rng(0)
     )
     assert (entry.stage, entry.mechanism, entry.epsilon, entry.sensitivity) == (
         "scale",
-        engine._BAND,
+        _BAND,
         EPS,
         2.0,
     )

@@ -44,6 +44,7 @@ from audit import (
     joint_tail_events,
     memoized_compose,
     pair_bound,
+    patch_draws,
     repeat,
     report,
     tail_events,
@@ -56,9 +57,24 @@ import dplong.privacy.engine as engine
 from dplong.privacy import budget as budget_module
 from dplong.privacy import noise, quantile
 from dplong.privacy.budget import ReleasePlan
-from dplong.privacy.engine import GRID, ROUGH_RADIUS, Release, Rules, release_means
+from dplong.privacy.counts import _MEDIAN, _SIDES, INSIDE_MADS, INSIDE_SHARE, SHARED_BELOW
+from dplong.privacy.engine import Release, release_means
+from dplong.privacy.locate import BESIDE_SHARE, ROUGH_RADIUS, SMALLEST_SCALE
+from dplong.privacy.noise import release_bounded_sum, release_gaussian_sum, two_sided_geometric
 from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.projection import MAX_RADIUS
+from dplong.privacy.quantile import GRID, private_median
 from dplong.privacy.radius import Moment
+from dplong.privacy.rules import Rules
+from dplong.privacy.scale import SHARED_SHARE
+from dplong.privacy.tails import (
+    HEAVY_SDS,
+    TAIL_INDEX,
+    TAIL_RATIO,
+    TAIL_REACH,
+    TAIL_RUNG,
+    TAIL_SLACK,
+)
 
 pytestmark = [
     # small n on purpose: the plan's reliability notes (public facts) may fire
@@ -91,7 +107,7 @@ pytestmark = [
 #   median the mean is read from (the anchor) sits at their mean and the count's noise, which
 #   multiplies their distance, leaves the final stage's visible), with the
 #   public support's end 0 given (``lower``): the final interval, which would reach below 0,
-#   is moved up to it about its anchor (engine._supported_centre, engine._anchored: the user
+#   is moved up to it about its anchor (projection.supported_centre, projection.anchored: the user
 #   without a statistic contributes -s to the sum, s the move, so the pair (nan, +far) moves
 #   the sum by up to w + s <= 2w).
 # * "centred": "estimated" with a public centre 0 and its error bound 0.1 given (``centre``;
@@ -234,15 +250,15 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, float]]]:
             record.extend((name, float(b)) for b in np.atleast_1d(budget(*args, **kwargs)))
             return function(*args, **kwargs)
 
-        monkeypatch.setattr(engine, name, wrapper)
+        patch_draws(monkeypatch, name, wrapper)
 
-    spy("private_median", engine.private_median, lambda values, grid, eps, rng, **_: eps)
-    spy("release_bounded_sum", engine.release_bounded_sum, lambda c, r, eps, rng, **_: eps)
-    spy("release_gaussian_sum", engine.release_gaussian_sum, lambda c, r, rho, rng: rho)
+    spy("private_median", private_median, lambda values, grid, eps, rng, **_: eps)
+    spy("release_bounded_sum", release_bounded_sum, lambda c, r, eps, rng, **_: eps)
+    spy("release_gaussian_sum", release_gaussian_sum, lambda c, r, rho, rng: rho)
     # the count: its geometric rate at sensitivity 1 is a hair below its ε
     spy(
         "two_sided_geometric",
-        engine.two_sided_geometric,
+        two_sided_geometric,
         lambda rng, rate, shape: np.broadcast_to(rate, shape),
     )
     yield record
@@ -317,7 +333,7 @@ def release_means_replica(
             rate = noise.geometric_rate(plan.side, 2.0)
             sides = sides + noise.two_sided_geometric(rng, rate, (d,))
             # continuous data about their median: never beside them
-            assert np.all(np.abs(sides) < engine.BESIDE_SHARE * per_column)
+            assert np.all(np.abs(sides) < BESIDE_SHARE * per_column)
     else:
         midpoint = public
     if scale is None:
@@ -328,24 +344,24 @@ def release_means_replica(
         cell = np.searchsorted(grid.centres, deviation)
         low, high = grid.boundaries[cell], np.append(grid.boundaries, np.inf)[cell + 1]
         with np.errstate(invalid="ignore"):
-            far_inside = distance < engine.SHARED_BELOW * low
+            far_inside = distance < SHARED_BELOW * low
             inside = far_inside | ((distance >= low) & (distance < high))
         shared_rate = noise.geometric_rate(plan.shared, 1.0)
         off = np.sum(~np.isnan(distance) & ~inside, axis=0) + noise.two_sided_geometric(
             rng, shared_rate, (d,)
         )
         off_sd = math.sqrt(noise.two_sided_geometric_variance(shared_rate))
-        keep = 1.0 - engine.SHARED_SHARE
+        keep = 1.0 - SHARED_SHARE
         # most users at one value would take a second median over the others; these data are
         # continuous, so the count must say so (and the replica has no second median)
         assert np.all(off + 2.0 * math.hypot(off_sd, keep * users_sd) >= keep * per_column)
         if plan.inside:  # 3c. the scale's check: users within (1/8, 4) of the deviation
             with np.errstate(invalid="ignore", divide="ignore"):
                 ratio = distance / deviation
-            near = (ratio >= engine.SHARED_BELOW) & (ratio <= engine.INSIDE_MADS)
+            near = (ratio >= SHARED_BELOW) & (ratio <= INSIDE_MADS)
             noise.two_sided_geometric(rng, noise.geometric_rate(plan.inside, 1.0), (d,))
-            assert np.all(near.sum(axis=0) >= engine.INSIDE_SHARE * per_column)
-        sd = np.maximum(deviation, engine.SMALLEST_SCALE) / engine.MAD_FACTOR
+            assert np.all(near.sum(axis=0) >= INSIDE_SHARE * per_column)
+        sd = np.maximum(deviation, SMALLEST_SCALE) / engine.MAD_FACTOR
     else:
         sd = np.sqrt(scale)
     # 4. the refinement: a rough mean on m̂ ± (4 σ̂ + the midpoint cell's half-width)
@@ -370,18 +386,18 @@ def release_means_replica(
         rest = mean_budget.epsilon * (1 - tail)
         tail_epsilon = float(np.sum(mean_budget.epsilon - rest))
         mean_budget = budget_module.FinalBudget("laplace", rest, mean_budget.rho)
-        rung = engine.TAIL_RUNG * sd
+        rung = TAIL_RUNG * sd
         with np.errstate(invalid="ignore"):
             beyond = np.sum(np.any(np.abs(matrix - centre) > rung, axis=1))
         tail_rate = noise.geometric_rate(tail_epsilon, 1.0)
         count = float(beyond + noise.two_sided_geometric(rng, tail_rate, (1,))[0])
         tail_sd = math.sqrt(noise.two_sided_geometric_variance(tail_rate))
-        expected = np.sum(2.0 * per_column * special.ndtr(-engine.TAIL_SLACK * rung / sd))
-        heavy = count > engine.TAIL_RATIO * expected + engine.HEAVY_SDS * tail_sd
-        a = engine.TAIL_INDEX
+        expected = np.sum(2.0 * per_column * special.ndtr(-TAIL_SLACK * rung / sd))
+        heavy = count > TAIL_RATIO * expected + HEAVY_SDS * tail_sd
+        a = TAIL_INDEX
         scaled = max(count, 1.0) * rest / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))
         wide = np.maximum(rung * scaled ** (1.0 / a), rung)
-        wide = np.clip(wide, radius, engine.TAIL_REACH * radius)
+        wide = np.clip(wide, radius, TAIL_REACH * radius)
         radius = np.where(heavy, wide, radius)
         with np.errstate(invalid="ignore"):
             clipped = np.nan_to_num(np.clip(matrix - centre, -radius, radius), nan=0.0)
@@ -395,7 +411,7 @@ def release_means_replica(
     offset = np.clip(final.total / per_column, -radius, radius)
     spread = sd
     if moment_budget is not None:  # 6. the second moment of the clipped values
-        half = np.minimum(radius**2 / 2.0, engine.MAX_RADIUS)
+        half = np.minimum(radius**2 / 2.0, MAX_RADIUS)
         squares = np.where(np.isnan(matrix), 0.0, clipped**2 - half)
         moment = draw(np.clip(squares, -half, half), half, moment_budget)
         second = np.clip(half + moment.total / per_column, 0.0, radius**2)
@@ -495,15 +511,15 @@ def test_release_means_replica_reproduces_the_package(
         budget = {e.stage: e for e in entries}  # the last entry of each stage
         assert budget["count"].epsilon == plan.count
         midpoints = [(e.mechanism, e.epsilon) for e in entries if e.stage == "midpoint"]
-        assert not midpoints or midpoints == [(engine._MEDIAN, plan.midpoint)] * d + (
-            [(engine._SIDES, plan.side)] * d if plan.side else []
+        assert not midpoints or midpoints == [(_MEDIAN, plan.midpoint)] * d + (
+            [(_SIDES, plan.side)] * d if plan.side else []
         )
         scales = [(e.mechanism, e.epsilon) for e in entries if e.stage == "scale"]
         near = [("lattice Laplace count near the midpoint", plan.inside)] if plan.inside else []
         assert (
             not scales
             or scales
-            == [(engine._MEDIAN, plan.spread)] * d
+            == [(_MEDIAN, plan.spread)] * d
             + [("lattice Laplace count off the cell", plan.shared)] * d
             + near * d
         )
@@ -569,7 +585,7 @@ def _noiseless(name: str, user: str) -> NDArray[np.float64]:
             width = ROUGH_RADIUS * np.sqrt(config.scale) + GRID.half_width_at(ref.midpoint)
             offsets = np.clip(matrix - ref.midpoint, -width, width)
             centre = ref.midpoint + np.nansum(offsets, axis=0) / count
-        else:  # the midpoint, or where a support's end moved it (engine._supported_centre)
+        else:  # the midpoint, or where a support's end moved it (projection.supported_centre)
             centre = ref.interval.mean(axis=1)
         radius = (ref.interval[:, 1] - ref.interval[:, 0]) / 2.0
         estimate = centre + np.nansum(np.clip(matrix - centre, -radius, radius), axis=0) / count
@@ -630,14 +646,14 @@ def _runs(name: str, user: str, broken: bool) -> NDArray[np.float64]:
             "laplace": ("release_bounded_sum", "epsilon"),
             "gaussian": ("release_gaussian_sum", "rho"),
         }[_reference(name).noise_kind]
-        honest = getattr(engine, final_stage[0])
+        honest = getattr(noise, final_stage[0])
         factor = BROKEN_EPSILON_FACTOR if final_stage[1] == "epsilon" else BROKEN_EPSILON_FACTOR**2
 
         def noisier(clipped: Any, radius: Any, budget: Any, rng: Any, **kw: Any) -> Any:
             return honest(clipped, radius, budget * factor, rng, **kw)
 
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(engine, final_stage[0], noisier)
+            patch_draws(patch, final_stage[0], noisier)
             outputs = repeat(mechanism, BROKEN_RUNS[name], seed + 5)
     assert kinds == {_reference(name).noise_kind}, kinds  # every run used the audited kind
     return _with_sum(name, outputs)
@@ -887,7 +903,7 @@ def test_release_means_when_a_median_misses(monkeypatch: pytest.MonkeyPatch) -> 
         release = _release_one(x, seed, 2.0)
         assert release.notes  # the plan's own reliability note: a miss is possible
     far = float(GRID.centres[np.searchsorted(GRID.centres, 1e163)])
-    honest = engine.private_median
+    honest = private_median
 
     def missed(values: Any, grid: Any, epsilon: Any, generator: Any, **kwargs: Any) -> Any:
         out = honest(values, grid, epsilon, generator, **kwargs)
@@ -895,7 +911,7 @@ def test_release_means_when_a_median_misses(monkeypatch: pytest.MonkeyPatch) -> 
             out[0] = far
         return out
 
-    monkeypatch.setattr(engine, "private_median", missed)
+    patch_draws(monkeypatch, "private_median", missed)
     for seed in range(5):
         release = _release_one(x, seed, 2.0)
         assert release.midpoint[0] == far

@@ -5,11 +5,11 @@
 * :func:`dplong.privacy.noise.release_gaussian_sum` — the discrete Gaussian final stage, ρ-zCDP;
 * :func:`dplong.privacy.quantile.private_median` — report-noisy-max over the cells of a log grid
   (the midpoint and scale stages);
-* the private count of users with a statistic (``dplong.privacy.engine._count``).
+* the private count of users with a statistic (``dplong.privacy.counts.count_users``).
 
 The recipe (helpers in ``tests/audit.py``): two neighbouring inputs that differ in one user —
 including adversarial ones: the user moved far away, to ±inf or NaN (the engine's own clipping
-``_centred`` maps every value into the interval, so the lattice releases are audited on what the
+``centred`` maps every value into the interval, so the lattice releases are audited on what the
 engine feeds them), or across a grid-cell boundary —; many seeded runs on each; events fixed
 *before* the runs from theory; the Clopper–Pearson ε lower bound at family-wise confidence
 :data:`~audit.CONFIDENCE` (Bonferroni over every event, both orderings and both one-sided
@@ -46,13 +46,14 @@ from numpy.typing import NDArray
 
 from dplong.privacy.accounting import zcdp_epsilon
 from dplong.privacy.budget import ReleasePlan
-from dplong.privacy.engine import _centred, _count
+from dplong.privacy.counts import count_users
 from dplong.privacy.noise import (
     geometric_rate,
     release_bounded_sum,
     release_gaussian_sum,
     two_sided_geometric,
 )
+from dplong.privacy.projection import centred
 from dplong.privacy.quantile import LogGrid, private_median
 
 # ---------------------------------------------------------------------------------------------
@@ -61,7 +62,7 @@ from dplong.privacy.quantile import LogGrid, private_median
 # Two columns with radii r = (1, 12.5) around the centre (0, 10) and per-column ε = (0.5, 1.5):
 # ε = 2 in all (basic composition: the ledger has one entry per column). The other users hold
 # fixed values spread over and beyond the intervals. User 0 is projected by the engine's own
-# ``_centred`` (clip to c ± r; NaN contributes the centre) and takes one of
+# ``centred`` (clip to c ± r; NaN contributes the centre) and takes one of
 #   * "-far" / "+far": ∓FAR in both columns; "-inf" / "+inf": ∓inf — clipped to the ends;
 #   * "centre": at c; "inside": c + r/2; "nan": no statistic (offset 0, like "centre").
 # Pairs: "-inf" vs "+far" moves each sum by its full sensitivity 2r_j (each column's tail sees
@@ -110,7 +111,7 @@ def _sum_release(
     matrix: NDArray[np.float64], rng: np.random.Generator, local: bool, noise_fraction: float = 1.0
 ) -> NDArray[np.float64]:
     """The engine's projection and lattice release; ``noise_fraction < 1`` is the broken one."""
-    clipped = _centred(matrix, SUM_CENTRE, SUM_RADIUS)
+    clipped = centred(matrix, SUM_CENTRE, SUM_RADIUS)
     return release_bounded_sum(
         clipped, SUM_RADIUS, SUM_EPS / noise_fraction, rng, local=local
     ).total
@@ -216,7 +217,7 @@ def test_lattice_sum_audit_has_power(config: tuple[int, bool]) -> None:
 # ---------------------------------------------------------------------------------------------
 # Two columns, radius 1, ρ = (0.1, 0.15): ρ = 0.25 in all, so the claim is the (ε, δ) that
 # 0.25-zCDP implies at δ = 1e-3 (zcdp_epsilon: ε ≈ 2.35). 19 other users hold fixed values in
-# [-1, 1]; user 0 is -inf in D and +FAR in D' (clipped by ``_centred``): every column sum moves
+# [-1, 1]; user 0 is -inf in D and +FAR in D' (clipped by ``centred``): every column sum moves
 # by its full sensitivity 2, i.e. by √(2ρ_j) of its noise sd. The two noisy sums are then a
 # Gaussian pair with μ = √(2 Σ ρ_j) = 0.71 along the direction of the standardised sum, which
 # the release determines (post-processing), so that sum is an output of the audit too.
@@ -233,7 +234,7 @@ GAUSS_N = 20
 GAUSS_OTHERS = np.random.default_rng(31).uniform(-1.0, 1.0, (GAUSS_N - 1, 2))
 GAUSS_USERS = {"-inf": -np.inf, "+far": FAR}
 #: ~0.5 ms per release (exact rational sampling in Python): 8,000 runs per data set; the broken
-#: replica is far off, 2,000 runs show it. (Missing values and ±inf meet the same ``_centred`` as
+#: replica is far off, 2,000 runs show it. (Missing values and ±inf meet the same ``centred`` as
 #: in the Laplace audits above.)
 GAUSS_RUNS, GAUSS_BROKEN_RUNS = 8_000, 2_000
 GAUSS_LABELS = ("x0", "x1", "standardised sum")
@@ -284,7 +285,7 @@ def _gauss_outputs(user: str, rho_factor: float) -> NDArray[np.float64]:
     runs = GAUSS_RUNS if rho_factor == 1.0 else GAUSS_BROKEN_RUNS
 
     def mechanism(rng: np.random.Generator) -> NDArray[np.float64]:
-        clipped = _centred(matrix, np.zeros(2), GAUSS_RADIUS)
+        clipped = centred(matrix, np.zeros(2), GAUSS_RADIUS)
         return release_gaussian_sum(clipped, GAUSS_RADIUS, GAUSS_RHO * rho_factor, rng).total
 
     seed = 1500 + list(GAUSS_USERS).index(user) + (10 if rho_factor != 1.0 else 0)
@@ -530,7 +531,7 @@ def test_private_median_audit_has_power(
 
 
 # ---------------------------------------------------------------------------------------------
-# 4. The private count of users with a statistic (engine._count)
+# 4. The private count of users with a statistic (counts.count_users)
 # ---------------------------------------------------------------------------------------------
 # n = 10 users, d = 3 columns, each count ε_c = 0.5 (the plan's count share replaced by a
 # larger one so that the audit sees it; the mechanism reads only plan.count). The plan is the
@@ -577,7 +578,7 @@ def _count_noiseless(user: str, complete_rows: bool) -> NDArray[np.float64]:
 def _count_claim(complete_rows: bool, forget: bool = False) -> float:
     """The ledger's ε of the counts (basic composition of its entries); ``forget`` keeps only
     the first entry — the broken ledger of the power check."""
-    _, _, entries = _count(
+    _, _, entries = count_users(
         _count_matrix("complete"), COUNT_PLAN, COUNT_NAMES, complete_rows, np.random.default_rng(0)
     )
     return entries[0].epsilon if forget else sum(e.epsilon for e in entries)
@@ -586,7 +587,7 @@ def _count_claim(complete_rows: bool, forget: bool = False) -> float:
 def test_count_claims() -> None:
     assert _count_claim(True) == COUNT_EPS
     assert _count_claim(False) == COUNT_D * COUNT_EPS
-    _, _, entries = _count(
+    _, _, entries = count_users(
         _count_matrix("complete"), COUNT_PLAN, COUNT_NAMES, False, np.random.default_rng(0)
     )
     assert [e.stage for e in entries] == ["count"] * COUNT_D and [e.target for e in entries] == [
@@ -606,7 +607,9 @@ def _count_outputs(user: str, complete_rows: bool, factor: float) -> NDArray[np.
     plan = dataclasses.replace(COUNT_PLAN, count=COUNT_EPS * factor)
     runs = COUNT_RUNS if factor == 1.0 else COUNT_BROKEN_RUNS
     seed = 1800 + 10 * list(COUNT_USERS).index(user) + int(complete_rows) + 2 * int(factor != 1)
-    return repeat(lambda rng: _count(matrix, plan, COUNT_NAMES, complete_rows, rng)[0], runs, seed)
+    return repeat(
+        lambda rng: count_users(matrix, plan, COUNT_NAMES, complete_rows, rng)[0], runs, seed
+    )
 
 
 def _count_audit(pair: tuple[str, str], complete_rows: bool, factor: float = 1.0) -> EpsilonBound:

@@ -50,7 +50,7 @@ import dplong
 import dplong.privacy.vector as vector_module
 from dplong.kernels import get_kernel, item_weights
 from dplong.models.curves import MIN_USER_MASS, user_curves
-from dplong.privacy.engine import GRID, ROUGH_RADIUS
+from dplong.privacy.locate import ROUGH_RADIUS
 from dplong.privacy.noise import (
     _ROUNDOFF,
     COARSE_BITS,
@@ -59,6 +59,7 @@ from dplong.privacy.noise import (
     two_sided_geometric,
     two_sided_geometric_variance,
 )
+from dplong.privacy.quantile import GRID
 
 pytestmark = [
     # few units whose values sit at one point: the plan's reliability notes (public facts) fire

@@ -1,5 +1,5 @@
 """Privacy audits (docs/design §5.4) of the scale stage where most users share one value
-(``engine._shared``): the count of users off the scale's cell and the second median over them.
+(``scale._shared``): the count of users off the scale's cell and the second median over them.
 
 The recipe is that of ``test_privacy_audit_zeros.py`` (helpers in ``tests/audit.py``):
 neighbouring data sets that differ in one user; seeded runs; events fixed before the runs from
@@ -33,12 +33,15 @@ from audit import (
     FAR,
     ColumnAudit,
     fast_compose,  # noqa: F401 (a fixture, used through pytestmark)
+    patch_draws,
     report,
 )
 
 import dplong
-import dplong.privacy.engine as engine
+from dplong.privacy.counts import _BAND, _MEDIAN
+from dplong.privacy.noise import two_sided_geometric
 from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.quantile import private_median
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning"),
@@ -72,7 +75,7 @@ def test_shared_reference() -> None:
     check, and its interval holds the users off the shared value."""
     ref = SHARED_VALUE.reference_release
     scale = [e.mechanism for e in ref.privacy.entries if e.stage == "scale"]
-    assert scale == [engine._MEDIAN, _COUNT_OFF, engine._MEDIAN, engine._BAND]
+    assert scale == [_MEDIAN, _COUNT_OFF, _MEDIAN, _BAND]
     assert ref.interval[0, 0] < 1.0 and ref.interval[0, 1] > 3.1
     assert ref.privacy.epsilon <= EPS * (1 + 1e-12)
 
@@ -101,7 +104,7 @@ def test_shared_release_ledger_lists_every_draw(monkeypatch: pytest.MonkeyPatch)
     drawn with, in order — the count off the scale's cell, the second median and its check
     among them — and the ledger composes to at most the request."""
     drawn: list[tuple[str, float]] = []
-    geometric, median = engine.two_sided_geometric, engine.private_median
+    geometric, median = two_sided_geometric, private_median
 
     def spy_geometric(rng: np.random.Generator, rate: Any, shape: tuple[int, ...]) -> Any:
         drawn.extend(("count", float(r)) for r in np.broadcast_to(rate, shape))
@@ -111,24 +114,24 @@ def test_shared_release_ledger_lists_every_draw(monkeypatch: pytest.MonkeyPatch)
         drawn.extend(("median", float(e)) for e in np.atleast_1d(epsilon))
         return median(values, grid, epsilon, rng, **kwargs)
 
-    monkeypatch.setattr(engine, "two_sided_geometric", spy_geometric)
-    monkeypatch.setattr(engine, "private_median", spy_median)
+    patch_draws(monkeypatch, "two_sided_geometric", spy_geometric)
+    patch_draws(monkeypatch, "private_median", spy_median)
     release = SHARED_VALUE.release(SHARED_VALUE.matrix("-inf"), np.random.default_rng(7))
     listed = [
         (e.mechanism, e.epsilon, e.sensitivity)
         for e in release.privacy.entries
-        if "count" in e.mechanism or e.mechanism == engine._MEDIAN
+        if "count" in e.mechanism or e.mechanism == _MEDIAN
     ]
     assert [m for m, _, _ in listed].count(_COUNT_OFF) == 1
     # count, midpoint, scale, count off, second median, its check, and the tail stage's count
     assert len(listed) == len(drawn) == 7
-    assert [m for m, _, s in listed if s == 2.0] == [engine._BAND]
+    assert [m for m, _, s in listed if s == 2.0] == [_BAND]
     for (kind, rate_or_eps), (mechanism, epsilon, sensitivity) in zip(drawn, listed, strict=True):
         if kind == "count":  # the geometric rate at its sensitivity is a hair below ε / it
             rate = rate_or_eps * sensitivity
             assert "count" in mechanism and rate <= epsilon <= rate * (1 + 1e-9)
         else:
-            assert mechanism == engine._MEDIAN and epsilon == rate_or_eps
+            assert mechanism == _MEDIAN and epsilon == rate_or_eps
     total = dplong.privacy.compose([e.cost for e in release.privacy.entries], DELTA)
     assert (release.privacy.epsilon, release.privacy.delta) == (total.epsilon, total.delta)
     assert total.epsilon <= EPS * (1 + 1e-12)

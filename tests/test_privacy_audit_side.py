@@ -1,4 +1,4 @@
-"""Privacy audit (docs/design §5.4) of the midpoint's check (``engine._side_count``): per
+"""Privacy audit (docs/design §5.4) of the midpoint's check (``counts.side_count``): per
 column, the users above the released midpoint's grid cell less those below it, released with
 two-sided geometric noise at ε (sensitivity 2: replacing one user moves it from -1 to +1 at
 most; users in the cell, or without a statistic, count 0).
@@ -28,7 +28,7 @@ from audit import (
 )
 from numpy.typing import NDArray
 
-from dplong.privacy import engine
+from dplong.privacy.counts import side_count
 from dplong.privacy.noise import geometric_rate, two_sided_geometric
 from dplong.privacy.quantile import GRID
 
@@ -51,7 +51,7 @@ def _package(user: str) -> Callable[[np.random.Generator], float]:
     matrix = _matrix(user)
 
     def mechanism(rng: np.random.Generator) -> float:
-        counts, _, _ = engine._side_count(matrix, MIDPOINT, EPS, ("x",), GAMMA, rng)
+        counts, _, _ = side_count(matrix, MIDPOINT, EPS, ("x",), GAMMA, rng)
         return float(counts[0])
 
     return mechanism
@@ -87,7 +87,7 @@ def test_replica_reproduces_the_package() -> None:
 
 
 def test_ledger_states_sensitivity_two() -> None:
-    _, reach, (entry,) = engine._side_count(
+    _, reach, (entry,) = side_count(
         _matrix("cell"), MIDPOINT, EPS, ("x",), GAMMA, np.random.default_rng(0)
     )
     assert (entry.stage, entry.epsilon, entry.sensitivity) == ("midpoint", EPS, 2.0)

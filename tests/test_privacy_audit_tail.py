@@ -1,6 +1,6 @@
-"""Privacy audit (docs/design §5.4) of the engine's tail stage (``engine._tail_radius``): the
+"""Privacy audit (docs/design §5.4) of the engine's tail stage (``tails._tail_radius``): the
 one count of users beyond the rung ``TAIL_RUNG σ̂`` from the released centre in any of the
-columns, and its second rung's count beyond the widened radii (``engine._second_rung``), each
+columns, and its second rung's count beyond the widened radii (``tails._second_rung``), each
 released with two-sided geometric noise at ε (sensitivity 1: replacing one user moves it by
 at most 1, however many of their columns move).
 
@@ -35,12 +35,12 @@ from audit import (
 )
 from numpy.typing import NDArray
 
-from dplong.privacy import engine
 from dplong.privacy.noise import (
     geometric_rate,
     two_sided_geometric,
     two_sided_geometric_variance,
 )
+from dplong.privacy.tails import EDGE_SDS, TAIL_RUNG, _second_rung, _tail_radius
 
 EPS = 1.0
 OTHERS = np.concatenate(
@@ -72,7 +72,7 @@ def _matrix(user: str) -> NDArray[np.float64]:
 
 
 def _package(user: str, rung: str = "first") -> Callable[[np.random.Generator], float]:
-    """The first rung's count (``engine._tail_radius``) or the second's (``engine._second_rung``
+    """The first rung's count (``tails._tail_radius``) or the second's (``tails._second_rung``
     counting beyond the widened radii, here the first rung's TAIL_RUNG σ̂ so that the two
     counts are the same: its anchors are set so that its lump test always passes and it
     returns its upper confidence count)."""
@@ -80,23 +80,23 @@ def _package(user: str, rung: str = "first") -> Callable[[np.random.Generator], 
     sd = math.sqrt(float(two_sided_geometric_variance(geometric_rate(EPS, 1.0))))
 
     def first(rng: np.random.Generator) -> float:
-        _, _, reach, _, _ = engine._tail_radius(
+        _, _, reach, _, _ = _tail_radius(
             matrix, WHERE, RADIUS, EPS, np.full(2, EPS), np.full(2, 111.0), rng
         )
-        return float(reach[0] - engine.EDGE_SDS * sd)
+        return float(reach[0] - EDGE_SDS * sd)
 
     def second(rng: np.random.Generator) -> float:
-        _, reach, _ = engine._second_rung(
+        _, reach, _ = _second_rung(
             matrix,
             WHERE.centre,
             np.ones(2, dtype=bool),
-            (RADIUS, np.full(2, engine.TAIL_RUNG)),
+            (RADIUS, np.full(2, TAIL_RUNG)),
             (np.ones(2), np.full(2, -1e9)),
             EPS,
             np.full(2, EPS),
             rng,
         )
-        return float(reach[0] - engine.EDGE_SDS * sd)
+        return float(reach[0] - EDGE_SDS * sd)
 
     return first if rung == "first" else second
 
@@ -115,7 +115,7 @@ def _replica(user: str, noise_fraction: float) -> Callable[[np.random.Generator]
 
 def _beyond(user: str) -> int:
     """The noiseless count: users beyond the rung (σ̂ = 1) in any column."""
-    return int(np.sum(np.any(np.abs(_matrix(user)) > engine.TAIL_RUNG, axis=1)))
+    return int(np.sum(np.any(np.abs(_matrix(user)) > TAIL_RUNG, axis=1)))
 
 
 @pytest.mark.parametrize("rung", RUNGS)

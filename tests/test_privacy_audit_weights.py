@@ -38,9 +38,11 @@ from numpy.typing import NDArray
 
 import dplong
 from dplong.privacy import budget as plan_module
-from dplong.privacy import engine as engine_module
-from dplong.privacy.engine import Rules, UserWeights, release_means
+from dplong.privacy import counts as counts_module
+from dplong.privacy.engine import release_means
 from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.projection import release_second_moment
+from dplong.privacy.rules import Rules, UserWeights
 
 pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
 
@@ -83,7 +85,7 @@ def basic_final_budget(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def broken_count(monkeypatch: pytest.MonkeyPatch) -> None:
     """The broken replica: the weighted count's noise at 1/64 of its scale, same ledger."""
-    weighted_count = engine_module._weighted_count
+    weighted_count = counts_module._weighted_count
 
     def count(
         present: NDArray[np.bool_],
@@ -96,7 +98,7 @@ def broken_count(monkeypatch: pytest.MonkeyPatch) -> None:
         _, _, claimed = weighted_count(present, weights, epsilon, targets, np.random.default_rng(0))
         return noisy, sd, claimed
 
-    monkeypatch.setattr(engine_module, "_weighted_count", count)
+    monkeypatch.setattr(counts_module, "_weighted_count", count)
 
 
 def _events(
@@ -236,9 +238,7 @@ def _moment_release(data: str, rng: np.random.Generator, boost: float = 1.0) -> 
     radius = np.array([1.0])
     clipped = np.where(np.isnan(x), 0.0, root * np.clip(root * x, -radius, radius))
     budget = plan_module.FinalBudget("laplace", np.array([boost * EPS_MOMENT]), np.zeros(1))
-    moment, _ = engine_module.release_second_moment(
-        clipped, ~np.isnan(x), radius, budget, rng, root
-    )
+    moment, _ = release_second_moment(clipped, ~np.isnan(x), radius, budget, rng, root)
     return np.array([moment.total[0]])
 
 

@@ -1,5 +1,5 @@
 """Privacy audits (docs/design §5.4) of the scale stage's handling of exact zeros
-(``engine._spread``): the weighted private median, and the whole release on a zero-inflated
+(``scale.scale_stage``): the weighted private median, and the whole release on a zero-inflated
 column.
 
 The recipe is that of ``test_privacy_audit.py`` (helpers in ``tests/audit.py``): neighbouring
@@ -55,6 +55,7 @@ from audit import (
     EpsilonBound,
     epsilon_lower_bound,
     fast_compose,  # noqa: F401 (a fixture, used through pytestmark)
+    patch_draws,
     repeat,
     report,
 )
@@ -62,11 +63,12 @@ from numpy.typing import NDArray
 
 import dplong
 import dplong.privacy.budget as budget
-import dplong.privacy.engine as engine
+from dplong.privacy.counts import _BAND, _MEDIAN
 from dplong.privacy.engine import release_means
 from dplong.privacy.noise import geometric_rate, two_sided_geometric
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.quantile import LogGrid, private_median
+from dplong.privacy.scale import ZERO_CELL
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning"),
@@ -255,8 +257,8 @@ def test_zero_inflated_reference() -> None:
     ref = ZERO_INFLATED.reference_release
     scale = [e.mechanism for e in ref.privacy.entries if e.stage == "scale"]
     off = "lattice Laplace count off the cell"
-    assert scale == [engine._MEDIAN, off, engine._MEDIAN, engine._BAND]
-    assert ref.midpoint[0] != engine.ZERO_CELL and abs(ref.midpoint[0]) < 0.5
+    assert scale == [_MEDIAN, off, _MEDIAN, _BAND]
+    assert ref.midpoint[0] != ZERO_CELL and abs(ref.midpoint[0]) < 0.5
     assert ref.interval[0, 0] < 0.0 and ref.interval[0, 1] > 2.0  # zeros and the rest inside
     assert ref.privacy.epsilon <= EPS_RELEASE * (1 + 1e-12)
 
@@ -288,18 +290,18 @@ def test_count_off_zero_is_in_the_ledger(monkeypatch: pytest.MonkeyPatch) -> Non
     statistic, and the scale stage's count of users off 0 where the midpoint is 0 (90 % of
     the users at 0), which takes its share of the stage's ε."""
     drawn: list[float] = []
-    honest = engine.two_sided_geometric
+    honest = two_sided_geometric
 
     def spy(rng: np.random.Generator, rate: Any, shape: tuple[int, ...]) -> Any:
         drawn.extend(np.broadcast_to(rate, shape).tolist())
         return honest(rng, rate, shape)
 
-    monkeypatch.setattr(engine, "two_sided_geometric", spy)
+    patch_draws(monkeypatch, "two_sided_geometric", spy)
     values = np.concatenate([np.zeros(int(0.9 * N) + 1), np.full(N - 1 - int(0.9 * N), 1.0)])
     release = release_means(
         values[:, None], names=("a",), options=OPTIONS, rng=np.random.default_rng(5)
     )
-    assert release.midpoint[0] == engine.ZERO_CELL
+    assert release.midpoint[0] == ZERO_CELL
     entries = release.privacy.entries
     counts = [e for e in entries if "count" in e.mechanism]
     # the midpoint's check (users above less below its cell), the tail stage's count too,
@@ -349,12 +351,12 @@ def test_second_median_reference() -> None:
     """The audited release's midpoint is 0; after the count of users off 0 a second median runs
     over them, sized for them, and the interval holds them; the ledger stays within ε."""
     ref = SECOND.reference_release
-    assert ref.midpoint[0] == engine.ZERO_CELL
+    assert ref.midpoint[0] == ZERO_CELL
     scale = [(e.mechanism, e.epsilon) for e in ref.privacy.entries if e.stage == "scale"]
     assert [m for m, _ in scale] == [
-        engine._MEDIAN,
+        _MEDIAN,
         "lattice Laplace count of users off 0",
-        engine._MEDIAN,
+        _MEDIAN,
     ]
     assert scale[2][1] > 5 * scale[0][1]
     assert ref.interval[0, 1] > 1.5 and not np.isnan(ref.estimate[0])

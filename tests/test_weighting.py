@@ -19,8 +19,9 @@ from dplong.dependence import RandomEffects
 from dplong.exceptions import ParameterError
 from dplong.models.location import _precision_weights
 from dplong.privacy.budget import ReleasePlan
-from dplong.privacy.engine import Release, Rules, UserWeights, release_means
+from dplong.privacy.engine import Release, release_means
 from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.rules import Rules, UserWeights
 
 
 def options(n: int, epsilon: float, delta: float | None = None, d: int = 1) -> ReleaseOptions:

@@ -36,10 +36,11 @@ from dplong.privacy.budget import (
     part,
     split_users,
 )
-from dplong.privacy.engine import Release, Rules, UserWeights, release_means
+from dplong.privacy.engine import Release, release_means
 from dplong.privacy.local import release_local
 from dplong.privacy.options import Focus, ReleaseOptions, focus_weights
 from dplong.privacy.radius import TailModel, bin_radius, concentration_radius
+from dplong.privacy.rules import Rules, UserWeights
 from dplong.privacy.variance import ScaleEstimate, check_scale, estimate_scale
 from dplong.privacy.winsorized import check_paper, release_paper
 from dplong.results import ModelSpec, PanelResults
@@ -72,7 +73,7 @@ class Statistics:
     deviation of the non-private estimator when a stated model gives it (e.g. users that
     share random effects); ``nonnegative`` clamps released estimates at 0 (variances:
     post-processing); ``user_weights`` asks for precision-weighted means (the block must be
-    declared ``weighted``; :class:`~dplong.privacy.engine.UserWeights`); ``centre_bias`` is a
+    declared ``weighted``; :class:`~dplong.privacy.rules.UserWeights`); ``centre_bias`` is a
     bound, from released numbers, on how far an earlier release the statistics are centred on
     shifts their mean (added to the release's bias bound); ``tail`` the tail model when it is
     decided from earlier releases (replaces the block's); ``lower`` the public lower ends of the
@@ -109,7 +110,7 @@ class Block:
     in different units: :func:`~dplong.privacy.engine.release_means`); ``centred`` when its
     statistics come with a public centre (``Statistics.centre``: no midpoint or refinement
     stage is planned); ``partial_users`` when each column is by design a statistic of some
-    users only (the levels of a grouping: see :class:`~dplong.privacy.engine.Rules`);
+    users only (the levels of a grouping: see :class:`~dplong.privacy.rules.Rules`);
     ``notes`` public warnings the release carries whatever the data (an assumption nothing at
     its budget can check): said before any noise, planned, and joined to its release's notes.
     ``build`` computes the statistics from the releases of the earlier blocks.

@@ -45,9 +45,10 @@ from dplong.models.reduce import user_means, user_sums, user_totals
 from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.budget import users_share
-from dplong.privacy.engine import Release, UserWeights
+from dplong.privacy.engine import Release
 from dplong.privacy.options import PrivacyModel, ReleaseOptions, Variant
 from dplong.privacy.radius import DEFAULT_GAMMA, concentration_radius
+from dplong.privacy.rules import UserWeights
 from dplong.results import PanelResults
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ class RandomEffectsLocation(PanelModel):
     the *released* σ̂_U² and σ̂² and the public cap ``T_cap = max_rows``: ``w_u ∈ [w(1), 1]``,
     so one user moves the weighted sum by at most ``2r`` (r the radius of the standardised
     deviations ``√w_u (ȳ_u - c)``) and the weighted count ``Σ w_u`` by at most 1, exactly as the
-    unweighted release (:class:`~dplong.privacy.engine.UserWeights`). Row counts stay private:
+    unweighted release (:class:`~dplong.privacy.rules.UserWeights`). Row counts stay private:
     they only enter through the weights, inside the mechanism.
 
     Estimands: both estimate μ under the model (every user's mean is μ). When users' means

@@ -21,10 +21,13 @@ from dplong.exceptions import ParameterError
 from dplong.models.base import caught_notes, paper_scale
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import ReleasePlan, VectorBudget, paper_vector_budget, vector_budget
-from dplong.privacy.engine import MAX_RADIUS, Rules, implausible, locate
+from dplong.privacy.engine import implausible
 from dplong.privacy.interval import check_histogram_feasible, local_bins
+from dplong.privacy.locate import locate
 from dplong.privacy.noise import MIN_LATTICE_EPSILON
 from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.projection import MAX_RADIUS
+from dplong.privacy.rules import Rules
 from dplong.privacy.winsorized import midpoint_entry, paper_midpoints
 
 __all__ = ["ResponseCentre", "check_paper", "engine_centre", "no_clip", "paper_centre"]

@@ -36,9 +36,11 @@ from numpy.typing import NDArray
 
 from dplong.models.base import Block, Statistics, combined_ledger
 from dplong.privacy.budget import users_share
-from dplong.privacy.engine import SMALLEST_SCALE, Release, UserWeights
+from dplong.privacy.engine import Release
+from dplong.privacy.locate import SMALLEST_SCALE
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import Tail
+from dplong.privacy.rules import UserWeights
 from dplong.results import ModelSpec, PanelResults
 
 __all__ = [

@@ -132,13 +132,13 @@ COUNT_SHARES = (0.03, 0.1)
 #: Share of the scale stage's ε that counts the users off 0 in a column whose midpoint is 0
 #: (:meth:`ReleasePlan.zero_split`); the median over them gets the rest.
 ZERO_COUNT_SHARE = 0.25
-#: ε·n of the count of users off the scale's cell (:func:`dplong.privacy.engine._shared`): it
+#: ε·n of the count of users off the scale's cell (:func:`dplong.privacy.scale._shared`): it
 #: has to tell the 85-90 % of its users a continuous column leaves off that cell (and the
 #: cells far inside it) from the half or less a shared value leaves; within these shares of
 #: a column's ε (the floor: where the budget is ample, values shared by 40-50 % are found too).
 SHARED_USERS = 15.0
 SHARED_SHARES = (0.03, 0.04)
-#: ε·n of the midpoint's check (:func:`dplong.privacy.engine._side_count`): a signed count of
+#: ε·n of the midpoint's check (:func:`dplong.privacy.counts.side_count`): a signed count of
 #: the users above and below the midpoint's cell, which finds a midpoint beside (nearly) all of
 #: them and bounds how far the median is from the middle of the users by a measured rank
 #: instead of the worst case over every grid cell (:func:`~dplong.privacy.quantile.rank_error`,
@@ -148,8 +148,8 @@ SHARED_SHARES = (0.03, 0.04)
 #: :data:`NOTE_MISS` (:func:`_side_and_refine`).
 SIDE_USERS = 30.0
 SIDE_SHARES = (0.02, 0.15)
-#: ε·n of the scale's check (:func:`dplong.privacy.engine._inside_count`): a count of the users
-#: within :data:`~dplong.privacy.engine.INSIDE_MADS` of the scale's median deviation from the
+#: ε·n of the scale's check (:func:`dplong.privacy.counts.inside_count`): a count of the users
+#: within :data:`~dplong.privacy.counts.INSIDE_MADS` of the scale's median deviation from the
 #: midpoint, which finds a scale whose median missed below (nearly) every user, within these
 #: shares of a column's ε; run where the plan's bound on the scale median's miss given the
 #: users found exceeds :data:`NOTE_MISS` (elsewhere a miss is too rare to pay for).
@@ -176,7 +176,7 @@ _FINAL_RADIUS, _ROUGH_RADIUS, _MIDPOINT_ERROR = 2.5, 4.0, 1.5
 _SIDED_ERROR = 0.5
 #: Share of the final stage for the second moment, and the n·ε (per column) it needs.
 MOMENT_SHARE, MOMENT_USERS = 0.1, 500.0
-#: The engine's tail stage (:func:`dplong.privacy.engine._tail_radius`) is one count of the
+#: The engine's tail stage (:func:`dplong.privacy.tails._tail_radius`) is one count of the
 #: users beyond a rung in any column: ``n ε`` of ``TAIL_USERS`` users at the release's nominal
 #: budget (``d`` columns of ``per_column`` each), within ``TAIL_SHARES`` of each column's
 #: final mean budget; it runs where that share buys at least ``TAIL_FLOOR`` users' worth (for
@@ -1829,7 +1829,7 @@ class VectorBudget:
 
 def vector_plan(n: int, options: ReleaseOptions, *, stated_scale: bool) -> ReleasePlan | None:
     """The plan of a release that locates one column of n values with the default engine's
-    stages (:func:`~dplong.privacy.engine.locate`) and ends in one vector release: n divides
+    stages (:func:`~dplong.privacy.locate.locate`) and ends in one vector release: n divides
     (no count) and nothing reads a second moment. Checked before any noise; None for the
     paper's pipeline (``variant="theory"``, the local model: :func:`paper_vector_budget`).
 

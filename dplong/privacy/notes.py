@@ -3,7 +3,7 @@
 Each builder turns a column mask into at most one sentence naming those columns: why a column
 is withheld (NaN) or what its estimate describes. The masks and every figure quoted are
 released numbers or public facts (post-processing), so a note never reads the rows. The
-heavy-tail warning stays with the tail stage that measures it (``engine._heavy_notes``).
+heavy-tail warning stays with the tail stage that measures it (``tails.heavy_notes``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from dplong.privacy.budget import NOTE_MISS
 
 if TYPE_CHECKING:
-    from dplong.privacy.engine import ScaleScan
+    from dplong.privacy.scale import ScaleScan
 
 __all__ = [
     "HUGE",

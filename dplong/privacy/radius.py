@@ -68,7 +68,7 @@ MAD_OVER_SD: dict[str, float] = {
     "chi-square": 0.41909427882881944 / math.sqrt(2.0),
 }
 #: Per tail model of a square, its sd over its median's height above the support's lower end:
-#: ``√2 v / (0.455 v)`` for ``lower + v χ²₁`` (engine._square_spread).
+#: ``√2 v / (0.455 v)`` for ``lower + v χ²₁`` (scale.square_spread).
 SUPPORT_SPREAD: dict[str, float] = {"chi-square": math.sqrt(2.0) / _CHI_SQUARE_MEDIAN}
 #: Per tail model, |mean - median| over the sd: where a private median centres a skewed column
 #: (the exponential model's plug-in being normal, none).

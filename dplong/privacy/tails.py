@@ -1,0 +1,351 @@
+"""The engine's tail rule: the tail the bulk's scale cannot see, measured.
+
+Where a release states no bounds, scale or tail, the plan carves a tail share from the means'
+budget (:func:`with_tail`) and :func:`tail_rule` spends it on one private count of the users
+beyond a rung of ``TAIL_RUNG σ̂`` in any column (:func:`_tail_radius`, sensitivity 1 however
+many columns). A count well above what normal tails put there marks the columns heavy; each
+heavy column's radius then balances its mean's noise against the clipping bias of a Pareto
+tail through the count (:func:`tail_bias`), and a second rung beyond the widened radii
+(:func:`_second_rung`) finds a lump of users far out. A column whose rough mean lies far from
+its median is skewed and gets the exponential tail model (:func:`skew_tails`). The findings
+are a :class:`TailFinding`; the warning they carry is :func:`heavy_notes`. The rationale is in
+``docs/design/engine.md`` ("Heavy tails").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import special
+
+from dplong.privacy.accounting import LedgerEntry
+from dplong.privacy.budget import FinalBudget, ReleasePlan, tail_share, top_up
+from dplong.privacy.locate import Location
+from dplong.privacy.noise import geometric_rate, two_sided_geometric, two_sided_geometric_variance
+from dplong.privacy.projection import MAX_RADIUS
+from dplong.privacy.radius import Tail
+
+__all__ = [
+    "EDGE_SDS",
+    "TAIL_INDEX",
+    "TAIL_REACH",
+    "TAIL_RUNG",
+    "TailFinding",
+    "heavy_notes",
+    "skew_tails",
+    "tail_bias",
+    "tail_rule",
+    "with_tail",
+]
+
+#: Noise sds of a count's plausible high or low end: the tail stage's upper confidence
+#: count, and the edge rule of :func:`~dplong.privacy.engine.release_means`.
+EDGE_SDS = 3.0
+#: A rough mean this many plug-in sds from the median marks a skewed column (:func:`skew_tails`).
+SKEWED_SDS = 0.3
+
+_TAIL = "lattice Laplace count beyond the radius"
+
+#: How far beyond the bulk's radius a heavy column's radius may reach (:func:`_tail_radius`):
+#: the clip of the widest tail the stage vouches for; with little noise a radius far beyond
+#: the data would also round the values (and their squares) away on its lattice.
+TAIL_REACH = 2.0**6
+
+#: The tail stage counts the users beyond ``TAIL_RUNG σ̂`` in any column (a normal tail puts
+#: 0.05 % there, a heavy one many times more: the count tells them apart at a small ε), and
+#: calls the columns heavy where the count exceeds ``TAIL_RATIO`` times normal tails' by the
+#: noise. 3.5 rather than 3: the per-man coefficients of the wage panel put 35 of 545 men
+#: beyond it in some column against normal tails' 3 (46 against 11 at 3 σ̂).
+TAIL_RUNG, TAIL_RATIO = 3.5, 3.0
+
+#: Noise sds by which the count must exceed that to mark the columns heavy: a normal tail's
+#: count beyond 3.5 σ̂ is small, so the noise alone decides a false alarm, which a Laplace draw
+#: beyond 3.5 sds raises in e^{-3.5√2} / 2 = 0.35 % of releases (at 3 sds, 0.7 %: a Gaussian
+#: column at n = 6,000 was marked heavy, with its warning, within 200 releases; at 4.5, the
+#: lognormal and Pareto columns of benchmarks/skewed.py went unseen, covered in 80-83 %).
+HEAVY_SDS = 3.5
+
+#: The normal tail's count is taken for a σ̂ 10 % too small (the private scale's own
+#: error: a Gaussian column was marked heavy in 1 of 200 releases at n = 6,000 without it).
+TAIL_SLACK = 0.9
+
+#: Index α of the Pareto tail through the measured count that sizes a heavy column's radius and
+#: bounds its clipping bias (:func:`tail_bias`): the heaviest tail the bound allows for.
+#: 1.5: RAND HIE spending's person means fall off about as fast far out; index 2 (a finite
+#: variance) left the simulated lognormal and Pareto means covered in 40-60 % of releases
+#: (benchmarks/skewed.py).
+TAIL_INDEX = 1.5
+
+#: Noise sds by which the tail stage's second count must exceed what the Pareto tails through
+#: the first rung put beyond the widened radius to mark a lump far out (:func:`_second_rung`):
+#: 2, as a false lump only widens a clip already wide (the 90 %-zero mixture of
+#: benchmarks/skewed.py, about 50 users beyond against 6 allowed, was missed in a third of its
+#: releases at 3 sds).
+LUMP_SDS = 2.0
+
+#: The second rung's share of the means' budget, in units of the first's (:func:`_second_rung`,
+#: spent only where the first found heavy columns, whose wide clips make their means' noise
+#: the smaller worry): at the first's share the mixture's lump was missed in 13 % of releases.
+SECOND_RUNG = 1.5
+
+
+def with_tail(plan: ReleasePlan, *, measured: bool) -> ReleasePlan:
+    """The plan with the tail stage's share (one count of the users in a tail, calibrated with
+    the final stage) where the release measures its tail: no bounds, scale or tail stated."""
+    if not measured:
+        return plan
+    return dataclasses.replace(plan, tail=tail_share(plan.n, plan.d, plan.per_column))
+
+
+def skew_tails(where: Location) -> tuple[Tail, ...]:
+    """The tail model of each column's final stage, from released numbers: a rough mean
+    :data:`SKEWED_SDS` plug-in sds or more from the median says the column is skewed (an
+    exponential's mean is 0.43 of its MAD-based sd from its median, a log-normal's 0.73; a
+    symmetric column's differ by their noise), and the normal tail would clip its long side
+    at ~3 sds with a bias bound that cannot see it (Exp(1) at n = 2000, ε = 1: 5 % of the mean
+    against a bound of 0.5 %). Skewed columns get the exponential tail model (wider radii,
+    their bias bounded); the others the normal plug-in."""
+    skew = np.abs(where.centre - where.midpoint) / where.sd
+    # a scale measured on the users off a shared value: their skew is diluted by the others
+    shared = np.zeros(skew.shape, dtype=bool) if where.scan is None else where.scan.shared
+    return tuple(
+        "exponential" if s >= SKEWED_SDS or a else "gaussian"
+        for s, a in zip(skew, shared, strict=True)
+    )
+
+
+@dataclass(frozen=True)
+class TailFinding:
+    """What the tail rule (:func:`tail_rule`) found, per column: the final ``radius``, the
+    ``heavy`` columns, the upper confidence count ``reach`` of users beyond the rung ``rung``
+    that anchors a heavy column's bias bound (:func:`tail_bias`), the rule's ledger
+    ``entries`` and the means' budget it leaves (``mean_budget``). Where the rule does not
+    run: the bulk's radius, no heavy column, no entry, the budget untouched."""
+
+    radius: NDArray[np.float64]
+    heavy: NDArray[np.bool_]
+    reach: NDArray[np.float64]
+    rung: NDArray[np.float64]
+    entries: tuple[LedgerEntry, ...]
+    mean_budget: FinalBudget
+
+
+def tail_rule(
+    matrix: NDArray[np.float64],
+    where: Location,
+    plan: ReleasePlan,
+    names: tuple[str, ...],
+    final: tuple[NDArray[np.float64], FinalBudget, FinalBudget | None],
+    rng: np.random.Generator,
+    root: NDArray[np.float64] | None = None,
+) -> TailFinding:
+    """The tail rule (design notes, "Heavy tails"): where the plan has a tail share
+    (:func:`with_tail`: no bounds, scale or tail stated), one count beyond the first rung
+    (:func:`_tail_radius`) carved from the means' budget, and where it finds heavy columns a
+    second count beyond their widened radii (:func:`_second_rung`), after which the means take
+    up what the split's composition leaves (:func:`~dplong.privacy.budget.top_up`). ``final``
+    is the bulk's radii, the means' budget and the second moment's (None if not bought)."""
+    radius, mean_budget, moment_budget = final
+    d = radius.shape[0]
+    quiet = TailFinding(radius, np.zeros(d, dtype=bool), np.zeros(d), np.zeros(d), (), mean_budget)
+    if not plan.tail:
+        return quiet
+    tail_epsilon, mean_budget = mean_budget.tail_split(plan.tail)
+    if not np.any(tail_epsilon > 0.0):
+        return dataclasses.replace(quiet, mean_budget=mean_budget)
+    joint = float(np.sum(tail_epsilon))
+    users = where.per_column_users
+    wide, heavy, reach, rung, _ = _tail_radius(
+        matrix, where, radius, joint, mean_budget.epsilon, users, rng, root
+    )
+    entries = [_tail_entry(names, joint)]
+    if heavy.any():  # a second rung at the widened clip, from the means' budget
+        rung_epsilon, mean_budget = mean_budget.tail_split(SECOND_RUNG * plan.tail)
+        rung_total = float(np.sum(rung_epsilon))
+        wide, reach, rung = _second_rung(
+            matrix,
+            where.centre,
+            heavy,
+            (radius, wide),
+            (rung, reach),
+            rung_total,
+            mean_budget.epsilon,
+            rng,
+            root,
+        )
+        counted = tuple(name for name, h in zip(names, heavy, strict=True) if h)
+        entries.append(_tail_entry(counted, rung_total))
+        # the split call composes below its sum: the means take up the rest
+        others = [*where.entries, *entries]
+        moment_costs = [] if moment_budget is None else moment_budget.costs()
+        mean_budget = top_up(plan, [e.cost for e in others] + moment_costs, mean_budget)
+    return TailFinding(wide, heavy, reach, rung, tuple(entries), mean_budget)
+
+
+def _tail_radius(
+    matrix: NDArray[np.float64],
+    where: Location,
+    radius: NDArray[np.float64],
+    epsilon: float,
+    mean_epsilon: NDArray[np.float64],
+    users: NDArray[np.float64],
+    rng: np.random.Generator,
+    root: NDArray[np.float64] | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64], float]:
+    """The tail stage: one private count of the users beyond a rung in any column, and the
+    final radii it implies (design notes, "Heavy tails").
+
+    ``r_j = TAIL_RUNG σ̂_j`` (σ̂ the released scale; beyond the bulk's radius ``w`` where that
+    is narrower, so that normal tails leave next to nobody there) and ``C = #{u : |x_uj - c_j|
+    > r_j for some j}`` (with precision weights, ``root`` = ``√w_u``, the standardised ``√w_u
+    |x_u - c|`` the final stage clips), which has sensitivity 1 however many columns there
+    are: two-sided geometric noise at ``epsilon``, the columns' summed tail ε (one count per
+    release: the heavy coefficients of a regression show up together, and at small n ε one
+    count at d times the ε sees them where d counts could not). A count above
+    :data:`TAIL_RATIO` times what normal tails of σ̂ (:data:`TAIL_SLACK` lower) put beyond the
+    rungs (their sum over the columns), by :data:`HEAVY_SDS` noise sds, marks the columns
+    heavy: the bulk's scale does not see their tails. Each heavy column's radius balances the
+    noise of its mean against the clipping bias of a Pareto tail of index α
+    (:data:`TAIL_INDEX`) through ``(r_j, C_j)``, ``C_j = C / d`` its share of the users found:
+    beyond ``R >= r`` lie ``K R^(1-α)``, ``K = C_j r^α / (α - 1)``, of excess
+    (:func:`tail_bias`, whose bound takes all of C: no column has more users beyond its
+    rung), against a Laplace noise sd of ``2√2 R / ε_m`` for the sum; so ``R^α = K √(α - 1)
+    ε_m / (2√2)``, at least ``r`` and ``w`` and at most :data:`TAIL_REACH` times ``w``.
+    Returns the radii, the heavy columns, the upper confidence count ``C + EDGE_SDS sd`` (per
+    column), the rungs and the noise sd of the count.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        rung = TAIL_RUNG * where.sd
+        deviations = np.abs(matrix - where.centre) * (1.0 if root is None else root)
+        # NaN: no statistic, never beyond
+        exact = int(np.sum(np.any(deviations > rung, axis=1)))
+    rate = float(geometric_rate(epsilon, 1.0))
+    count = float(exact + two_sided_geometric(rng, rate, (1,))[0])
+    sd = math.sqrt(float(two_sided_geometric_variance(rate)))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        normal = 2.0 * users * special.ndtr(-TAIL_SLACK * rung / where.sd)
+        expected = float(np.nansum(normal))
+        measurable = np.isfinite(rung) & (rung > 0)
+        heavy = (count > TAIL_RATIO * expected + HEAVY_SDS * sd) & measurable
+        # bias K R^(1-α) with K = C r^α / ((α - 1) N̂) against noise c R, c = 2√2 / (N̂ ε_m):
+        # their squares add up least at R^α = K √(α - 1) / c
+        a = TAIL_INDEX
+        # the radius is balanced for a column's share of the users found (the bias bound below
+        # takes them all): the heavy coefficients of a regression share their tail's users
+        # (issue-10 slopes at n = 10,000: all of C cost 1.5 times the MSE for no coverage)
+        share = max(count / max(int(np.sum(measurable)), 1), 1.0)
+        scaled = share * mean_epsilon / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))
+        # never inside the rung, beyond which alone the Pareto tail is anchored
+        balanced = np.maximum(rung * scaled ** (1.0 / a), rung)
+        balanced = np.clip(balanced, radius, TAIL_REACH * radius)
+        final = np.where(heavy, np.fmin(balanced, MAX_RADIUS), radius)
+    reach = np.full(rung.shape, count + EDGE_SDS * sd)
+    return final, np.asarray(heavy), reach, rung, sd
+
+
+def _second_rung(
+    matrix: NDArray[np.float64],
+    centre: NDArray[np.float64],
+    heavy: NDArray[np.bool_],
+    radii: tuple[NDArray[np.float64], NDArray[np.float64]],
+    anchor: tuple[NDArray[np.float64], NDArray[np.float64]],
+    epsilon: float,
+    mean_epsilon: NDArray[np.float64],
+    rng: np.random.Generator,
+    root: NDArray[np.float64] | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """The tail stage's second rung, where the first found heavy columns: one private count
+    ``C₂`` of the users beyond the widened radius ``R_j`` of a heavy column (sensitivity 1,
+    two-sided geometric noise at ``epsilon``), against what the Pareto tails through the first
+    rung ``(r_j, C)`` put there, at most ``Σ_j C (r_j / R_j)^α`` (``anchor`` = (r, C + 3 sd)).
+
+    A tail that decays from the first rung leaves few users beyond R, and the first rung's
+    radius and bias bound stand. A tail that does not — a lump of users far beyond the bulk,
+    as where 90 % of the users sit near 0 and the others have a lognormal tail: a single rung
+    near the bulk sees only that they are beyond it — leaves more than the Pareto tails allow,
+    by :data:`LUMP_SDS` noise sds: the Pareto tails are re-anchored at ``(R_j, C₂)`` and the
+    radius balanced again from there (:func:`_tail_radius`; at least R and at most
+    :data:`TAIL_REACH` times the bulk's radius, the first of ``radii``; the second are the
+    widened radii R). Returns the radii and, per column, the anchors ``(C + 3 sd, r)`` of the
+    bias bounds (:func:`tail_bias`). A function of the data through the count only."""
+    bulk, wide = radii
+    rung, reach = anchor
+    with np.errstate(over="ignore", invalid="ignore"):
+        deviations = np.abs(matrix - centre) * (1.0 if root is None else root)
+        exact = int(np.sum(np.any(deviations > np.where(heavy, wide, np.inf), axis=1)))
+    rate = float(geometric_rate(epsilon, 1.0))
+    count = float(exact + two_sided_geometric(rng, rate, (1,))[0])
+    sd = math.sqrt(float(two_sided_geometric_variance(rate)))
+    a = TAIL_INDEX
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        predicted = float(np.sum(np.where(heavy, reach * (rung / wide) ** a, 0.0)))
+        lump = count > min(predicted, float(np.max(reach))) + LUMP_SDS * sd
+        if not lump:
+            return wide, reach, rung
+        share = max(count / max(int(np.sum(heavy)), 1), 1.0)
+        scaled = share * mean_epsilon / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))
+        balanced = np.clip(np.maximum(wide * scaled ** (1.0 / a), wide), wide, TAIL_REACH * bulk)
+        final = np.where(heavy, np.fmin(balanced, MAX_RADIUS), wide)
+    upper = np.full(wide.shape, count + EDGE_SDS * sd)
+    return final, np.where(heavy, upper, reach), np.where(heavy, wide, rung)
+
+
+def tail_bias(
+    reach_users: NDArray[np.float64],
+    tail_radius: NDArray[np.float64],
+    radius: NDArray[np.float64],
+    users: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """The clipping bias beyond ``radius`` R of a Pareto tail of index α (:data:`TAIL_INDEX`)
+    with ``reach_users`` C users beyond ``tail_radius`` r: ``C r^α / ((α - 1) R^(α-1) N̂)``
+    (:func:`_tail_radius`)."""
+    a = TAIL_INDEX
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        excess = reach_users * tail_radius * (tail_radius / radius) ** (a - 1.0) / (a - 1.0)
+        return np.asarray(excess / np.maximum(users, 1.0))
+
+
+def _tail_entry(names: tuple[str, ...], epsilon: float) -> LedgerEntry:
+    """The tail stage's one ledger entry: a lattice Laplace count (sensitivity 1) over the
+    columns."""
+    rate = float(geometric_rate(epsilon, 1.0))
+    return LedgerEntry("tail", _TAIL, ", ".join(names), epsilon, 0.0, 0.0, 1.0, 1.0 / rate)
+
+
+def heavy_notes(
+    names: tuple[str, ...],
+    heavy: NDArray[np.bool_],
+    bias: NDArray[np.float64],
+    radius: NDArray[np.float64],
+    centre: NDArray[np.float64],
+) -> tuple[str, ...]:
+    """The reliability warning of the heavy-tailed columns (one, as their tail count is one):
+    how far out each was clipped, and how much of its mean the interval allows for beyond the
+    clip."""
+    columns = np.flatnonzero(heavy)
+    if not columns.size:
+        return ()
+    if columns.size == 1:
+        j = int(columns[0])
+        return (
+            f"{names[j]!r}: heavy tail (found privately). Values beyond"
+            f" {centre[j] + radius[j]:.4g} or below {centre[j] - radius[j]:.4g} were clipped; the"
+            f" interval allows up to {bias[j]:.3g} for them (a Pareto tail of index"
+            f" {TAIL_INDEX:g}), a heavier tail could hide more: give public bounds if known.",
+        )
+    ranges = [f"[{centre[j] - radius[j]:.4g}, {centre[j] + radius[j]:.4g}]" for j in columns]
+    allowances = [f"{bias[j]:.3g}" for j in columns]
+    return (
+        f"{_listed([repr(names[j]) for j in columns])}: heavy tails (found privately) clipped"
+        f" outside {_listed(ranges)}; the intervals allow up to {_listed(allowances)} (Pareto"
+        f" tails of index {TAIL_INDEX:g}; heavier ones could hide more: give public bounds).",
+    )
+
+
+def _listed(items: list[str]) -> str:
+    """``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
