@@ -27,25 +27,8 @@ The rows never come together; what happens instead:
    bit when the per-user sums are exact, else to the round-off of adding a user's rows in
    another order.
 
-Two statistics need more than sums:
-
-* **Rows in order within a user**: user-level :class:`~dplong.PriestleyChao` curves (the
-  weights are spacings between a user's consecutive visits) and ``LongitudinalOLS`` with an
-  AR(1) working correlation (prewhitening differences consecutive rows). For these only, Dask's
-  shuffle on the user column first moves all of a user's rows into one partition, where they
-  are put back in their order in the data (ties sort as in memory).
-* **The within-user sum of squares** of :class:`~dplong.RandomEffectsLocation` is taken about
-  the user's mean (two passes, as in memory: no cancellation, no overflow of ``Σy²``), so it
-  reads the data twice — the user means first, then the squared deviations from them — with
-  no shuffle.
-
-The number of users n, public, is the number of distinct non-missing user ids, as in memory:
-a user whose rows all have missing values still counts and has no statistic.
-
-dplong schedules nothing itself: the graph runs on the active Dask scheduler — the default
-local threads, or a ``distributed.Client``. After a reduction with the local threads, the
-memory they freed is handed back to the operating system (glibc's ``malloc_trim``), so that
-the release does not add its memory on top of the reduction's.
+Statistics that need rows in order, or two passes, and how the graph is scheduled, are in
+the design notes, ``docs/design/dask.md``.
 """
 
 from __future__ import annotations

@@ -7,43 +7,8 @@ depend on the rows, so no user can change them — and so is every refusal. The 
 afterwards, by :meth:`DesignSpec.matrices`, which evaluates the fixed spec on any chunk of rows
 and learns nothing from it.
 
-The rules, and why:
-
-Factor levels
-    come from declarations only: a pandas ``Categorical`` dtype's categories, the ``levels=``
-    argument (``levels={"site": ["north", "south"]}``, which takes precedence), or
-    ``C(x, levels=[...])`` in the formula. The first declared level is the reference. A
-    ``bool`` column is a factor with the levels ``[False, True]`` its dtype declares. Any
-    other column used as a factor (text, ``object``, or a number inside ``C()``) is refused:
-    the levels present in the data are private (one user may be the only holder of one).
-Transforms
-    must be computed row by row from public constants. ``center``, ``standardize`` and
-    ``scale`` use the data's mean and sd, so they are refused (write ``I(x - 40)``);
-    the splines ``bs``, ``cr`` and ``cc`` need public ``knots``, ``lower_bound`` and
-    ``upper_bound`` (``df`` alone places the knots at the data's quantiles), and no
-    ``constraints="center"``, nor does ``te``. An expression that reads other rows
-    (``I(x - x.mean())``, a rank, a lag, a missing value filled from other rows such as
-    ``I(x.fillna(x.mean()))`` or ``I(x.ffill())``) is refused too: by its syntax (a method
-    or function that reads a column's other rows, :data:`_ACROSS_ROWS_METHODS`), and
-    whatever its syntax by its values on synthetic rows with missing, negative and huge
-    values, whole and in parts. Impute a public constant instead, with an indicator:
-    ``I(x.fillna(0)) + I(x.isna())``.
-Dates
-    a regressor that is a date, time or duration is refused: convert it to a number
-    explicitly, e.g. ``I((date - pd.Timestamp("2000-01-01")).dt.days)``.
-Outcome
-    one numeric column; ``y ~ 0`` and other designs without regressors are refused.
-Missing values
-    are row-level: a row with a missing value in any variable the formula uses — ``NaN``,
-    ``±inf``, ``None``, ``pd.NA`` in pandas' nullable dtypes, a value outside a factor's
-    declared levels, and for :func:`build_design` a missing user id — is dropped (patsy's
-    ``NA_action="drop"``, extended). The number of users ``n`` counts the distinct
-    non-missing user ids *before* rows are dropped and stays the public n: a user who loses
-    rows simply has fewer, and one who loses all of them contributes no statistic of their own
-    (see :func:`dplong.privacy.winsorized.release_mean`). How many rows were dropped is
-    private and never reported. The analyst's own functions in a formula should return NaN
-    rather than raise on values they cannot handle: an exception raised by them while the
-    rows are evaluated depends on the rows.
+The rules (factor levels, transforms, dates, the outcome, missing values) and why they hold
+are in the design notes, ``docs/design/formula.md``.
 """
 
 from __future__ import annotations
