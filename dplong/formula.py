@@ -286,7 +286,21 @@ class DesignSpec:
             regressor_info=regressor_info,
             dtype_levels=tuple(c for c in declared if c not in (levels or {})),
         )
-        spec._check_row_by_row({c: dtypes[c] for c in inputs}, declared)
+        input_dtypes = {c: dtypes[c] for c in inputs}
+        key = _verdict_key(formula, trees.values(), namespace, input_dtypes, declared)
+        refusal = _ROW_BY_ROW.get(key) if key is not None else None
+        if refusal is None:
+            try:
+                spec._check_row_by_row(input_dtypes, declared)
+                refusal = ""
+            except FormulaError as err:
+                refusal = str(err)
+            if key is not None:
+                if len(_ROW_BY_ROW) >= _VERDICTS_KEPT:
+                    _ROW_BY_ROW.clear()
+                _ROW_BY_ROW[key] = refusal
+        if refusal:
+            raise FormulaError(refusal) from None
         return spec
 
     def matrices(
@@ -1020,6 +1034,46 @@ def _with_public_transforms(
         if isinstance(call.func, ast.Name) and id(target) in _REPLACEMENTS
     }
     return patsy.EvalEnvironment([replaced, env.namespace], env.flags) if replaced else env
+
+
+#: The row-by-row check's verdicts ("" passed, else the refusal) by :func:`_verdict_key`:
+#: the check runs on synthetic rows, so its verdict is a function of public facts, and it is
+#: over half of building a spec. At most this many are kept.
+_ROW_BY_ROW: dict[tuple[Any, ...], str] = {}
+_VERDICTS_KEPT = 256
+_FIXED_MODULES = frozenset({"math", "numpy", "pandas"})
+_FIXED_NAMES = frozenset(id(v) for k, v in _PATSY_NAMES.items() if k != "Q")
+
+
+def _verdict_key(
+    formula: str,
+    trees: Any,
+    namespace: Any,
+    dtypes: Mapping[str, Any],
+    declared: Mapping[str, tuple[Any, ...]],
+) -> tuple[Any, ...] | None:
+    """What the row-by-row check's verdict depends on: the formula, the inputs' dtypes, the
+    declared levels and the objects the formula's other names are bound to; None (check
+    afresh) when a name is bound to anything but patsy's builtins, numpy, pandas, math or a
+    number (a caller's own function could change between fits, ``Q`` reads by name)."""
+    bound = []
+    names = {n.id for t in trees for n in ast.walk(t) if isinstance(n, ast.Name)}
+    for name in sorted(names - set(dtypes)):
+        value = namespace.get(name)
+        fixed = (
+            id(value) in _FIXED_NAMES
+            or (inspect.ismodule(value) and value.__name__ in _FIXED_MODULES)
+            or type(value) in (int, float, bool, str)
+        )
+        if not fixed:
+            return None
+        bound.append((name, type(value), value))
+    key = (formula, tuple(dtypes.items()), tuple(declared.items()), tuple(bound))
+    try:
+        hash(key)
+    except TypeError:  # a dtype or declared level that cannot be a key
+        return None
+    return key
 
 
 # ------------------------------------------------------------------------- synthetic rows

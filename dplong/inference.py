@@ -63,13 +63,24 @@ def normal_laplace_quantile(p: float, s: float, b: float) -> float:
     0.975
     """
     if b <= NEGLIGIBLE * s:
-        return float(stats.norm.ppf(p, scale=s))
+        return _upper_quantile(stats.norm, p, s)
     if s <= NEGLIGIBLE * b:
-        return float(stats.laplace.ppf(p, scale=b))
-    upper = stats.norm.ppf(p, scale=s) + stats.laplace.ppf(p, scale=b)  # F(upper) >= p
+        return _upper_quantile(stats.laplace, p, b)
+    upper = _upper_quantile(stats.norm, p, s) + _upper_quantile(stats.laplace, p, b)  # F >= p
     return float(
         optimize.brentq(lambda x: normal_laplace_cdf(x, s, b) - p, 0.0, upper, xtol=1e-12 * upper)
     )
+
+
+def _upper_quantile(law: stats.rv_continuous, p: float, scale: float) -> float:
+    """``law.ppf(p, scale=scale)`` for the normal or Laplace law, to the bit, without scipy's
+    argument handling (most of an interval's time) where ``1/2 < p < 1`` and the scale is
+    positive and finite: the same standard quantile times the scale."""
+    if not (0.5 < p < 1.0 and 0.0 < scale < math.inf):
+        return float(law.ppf(p, scale=scale))
+    if law is stats.norm:
+        return float(special.ndtri(p) * scale)
+    return float(-np.log(2.0 * (1.0 - p)) * scale)  # scipy's Laplace quantile above 1/2
 
 
 def sum_cdf(x: float, sampling_sd: float, noise_scale: float, noise_sd: float, law: str) -> float:

@@ -91,12 +91,20 @@ class Kernel:
 
 
 def _gaussian(u: NDArray[np.float64]) -> NDArray[np.float64]:
-    return np.asarray(np.exp(-0.5 * u * u) / math.sqrt(2.0 * math.pi))
+    # exp(-0.5 u u) / √(2π), each step in place: an item-level fit's n x G weights
+    k = np.multiply(u, -0.5, out=np.empty_like(u))
+    k *= u
+    np.exp(k, out=k)
+    k /= math.sqrt(2.0 * math.pi)
+    return k
 
 
 def _epanechnikov(u: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.asarray(np.where(np.abs(u) <= 1.0, 0.75 * (1.0 - u * u), 0.0))
 
+
+#: Kernel functions that return a new float64 array, which can be scaled in place.
+_OWN_ARRAYS = (_gaussian, _epanechnikov)
 
 KERNELS: dict[str, Kernel] = {
     "gaussian": Kernel(
@@ -167,9 +175,14 @@ def item_weights(
     """
     points, inverse, ties = np.unique(x, return_inverse=True, return_counts=True)
     spacing = (np.diff(points, append=hi) / ties)[inverse]
-    return np.asarray(
-        spacing[:, None] * kernel((grid[None, :] - x[:, None]) / bandwidth) / bandwidth
-    )
+    u = np.subtract(grid[None, :], x[:, None])  # n x G, so each step works in place
+    u /= bandwidth
+    weights = kernel(u)
+    if kernel.function not in _OWN_ARRAYS:  # a kernel of the caller's may return any array
+        return np.asarray(spacing[:, None] * weights / bandwidth)
+    weights *= spacing[:, None]
+    weights /= bandwidth
+    return weights
 
 
 def item_bias_bound(

@@ -48,7 +48,13 @@ from dplong.exceptions import (
     ParameterError,
     PrivacyParameterError,
 )
-from dplong.inference import half_widths, normal_laplace_quantile, p_values, sum_cdf
+from dplong.inference import (
+    _upper_quantile,
+    half_widths,
+    normal_laplace_quantile,
+    p_values,
+    sum_cdf,
+)
 from dplong.kernels import get_kernel
 from dplong.privacy.accounting import (
     ORDERS,
@@ -1168,6 +1174,15 @@ class TestInference:
     def test_quantile_limits(self) -> None:
         assert normal_laplace_quantile(0.975, 1.0, 0.0) == pytest.approx(1.959964, abs=1e-6)
         assert normal_laplace_quantile(0.975, 0.0, 1.0) == pytest.approx(math.log(20))
+
+    def test_quantiles_are_scipys_to_the_bit(self) -> None:
+        rng = np.random.default_rng(5)
+        p = np.concatenate([[0.75, 0.975, 0.995], 1.0 - 10 ** rng.uniform(-12, -0.31, 300)])
+        scale = 10 ** rng.uniform(-8, 8, p.size)
+        for law in (stats.norm, stats.laplace):
+            ours = [_upper_quantile(law, float(q), float(c)) for q, c in zip(p, scale, strict=True)]
+            assert ours == law.ppf(p, scale=scale).tolist()
+        assert math.isnan(_upper_quantile(stats.norm, 0.975, 0.0))  # scipy's, outside the path
 
 
 class TestErrorBoundTable:

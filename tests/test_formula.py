@@ -232,6 +232,30 @@ def test_the_rows_find_what_the_syntax_finds(term: str, monkeypatch: pytest.Monk
         DesignSpec.from_formula(f"y ~ {term}", panel())
 
 
+def test_row_by_row_verdicts_are_remembered_for_public_names_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The synthetic rows' verdict is kept per formula, schema and levels when the formula's
+    names are bound to numpy or patsy (the same refusal again); a caller's own function is
+    checked afresh at every spec, since it may have changed between them."""
+    monkeypatch.setattr(dplong.formula, "_check_row_wise", lambda *args: None)
+    monkeypatch.setattr(dplong.formula, "_ROW_BY_ROW", {})
+    for _ in range(2):
+        with pytest.raises(FormulaError, match=re.escape("['I(np.cumsum(x))'] of ")):
+            DesignSpec.from_formula("y ~ I(np.cumsum(x))", panel())
+    assert len(dplong.formula._ROW_BY_ROW) == 1
+    how = {"shift": lambda x: x - 40.0}
+
+    def shift(x: Any) -> Any:
+        return how["shift"](x)
+
+    DesignSpec.from_formula("y ~ I(shift(x))", panel())
+    how["shift"] = lambda x: x - np.nanmean(x)  # now reads the other rows: refused this time
+    with pytest.raises(FormulaError, match=re.escape("['I(shift(x))'] of ")):
+        DesignSpec.from_formula("y ~ I(shift(x))", panel())
+    assert len(dplong.formula._ROW_BY_ROW) == 1
+
+
 @pytest.mark.parametrize(
     ("formula", "width"),
     [

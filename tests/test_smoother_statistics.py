@@ -24,7 +24,7 @@ Tolerances. Monte Carlo standard errors (SE) come from the replications themselv
 / √R, delta method for ratios and slopes), which needs no model of the errors' kurtosis (they
 mix Gaussian and Laplace terms). Four SEs is the default tolerance: a two-sided normal tail of
 6e-5 per assertion. Seeds are fixed, and the comments quote the numbers measured with them.
-Runtime (one core): fast tests ~25 s; ``slow`` ~70 s.
+Every test here is a ``slow`` study (13-21 s of CPU each, docs/accuracy.md).
 """
 
 from __future__ import annotations
@@ -277,6 +277,7 @@ def band_runs(privacy: str) -> dict[str, NDArray[np.float64]]:
     return result
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("privacy", ["central", "local"])
 def test_bands_and_error_bounds(privacy: str) -> None:
     # one test per privacy model for both checks: they share the 600 fits, which two tests

@@ -354,11 +354,9 @@ def test_precision_weights_beat_equal_weights_where_users_differ_in_rows() -> No
     """MSE of μ̂ over 100 simulated panels (n = 20000, T_u = 1 + Geometric(mean 5) capped at
     50, ε = 1) with a small between-user variance (σ_U² = 1, σ² = 25): the oracle GLS
     efficiency gain alone is 0.58 (Var ratio, weights capped at 10). Measured on these seeds:
-    RMSE 0.017 (precision) against 0.065 (equal weights: mostly privacy noise, as its sampling
-    sd is about 0.02), an MSE ratio of 0.074 with a paired delta-method SE of 0.015 (0.072 ±
-    0.009 over 300 panels; blocks of 100: 0.070 to 0.074). 0.85 is some 50 SEs above it, so
-    100 panels keep the check reliable. (At n = 3000
-    the weighted mean's privacy noise, which divides by Σ w_u — about half the users — ate the
+    an MSE ratio of 0.30 with a paired delta-method SE of 0.13 (0.24 ± 0.16 on the first 50
+    panels), so 0.85 is about 4 SEs above it: no room to cut the 100 panels. (At n = 3000 the
+    weighted mean's privacy noise, which divides by Σ w_u — about half the users — ate the
     gain: ratios of 0.8 to 1.2 over 200 panels.)"""
     errors: dict[str, list[float]] = {"precision": [], "equal": []}
     for seed in range(100):
