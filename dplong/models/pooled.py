@@ -19,9 +19,13 @@ Gaussian (zCDP) vectors, whatever the number of columns:
 2. **The augmented Gram matrix** (the pilot and the preconditioner). Each person's ``Z_u = Σ_t
    w_u z_t z_t'`` for the frame's rows ``z = (x̃, ỹ)`` clipped to ``[-1, 1]``, with the weight
    ``w_u = min(1, T_cap / T_u)`` for a public cap ``T_cap`` on the rows that count
-   (``max_rows``), is PSD with trace at most ``T_cap (p + 1)``; it is clipped (scaled down) to
-   Frobenius norm ``B = T_cap min(p + 1, max(GRAM_NORM √(p + 1), (p + 1) / GRAM_SHRINK))``
-   (:data:`GRAM_NORM`: few persons reach it in the frame). Vectorised with the off-diagonal
+   (``max_rows``), is PSD with trace at most ``T_cap r²`` for a public bound ``r²`` on a
+   row's squared norm: 1 a column, and 1 for all the indicators of a declared factor
+   together (treatment coding: one 1 a row at most; the frame leaves them 0/1, and a row's
+   part over the block is projected onto that norm where, quasi-demeaned, it exceeds it), so
+   ``r² = p + 1`` without factors. It is clipped (scaled down) to Frobenius norm ``B = T_cap
+   min(r², max(GRAM_NORM r, r² / GRAM_SHRINK))`` (:data:`GRAM_NORM`: few persons reach it in
+   the frame). Vectorised with the off-diagonal
    entries times √2 (so that the vector's norm is the Frobenius norm), replacing one person
    moves the sum by at most ``√2 B`` (for PSD ``A, B``, ``‖A - B‖_F² <= ‖A‖_F² + ‖B‖_F²``): one
    discrete Gaussian release of the whole vector
@@ -110,7 +114,8 @@ __all__ = ["BetweenOLS", "PooledOLS", "column_bounds", "vech_scaled"]
 #: its targets with each.
 SHARES = (0.35, 0.2, 0.35, 0.1)  # Gram, Newton steps, meat
 #: A person's ``Z_u`` is clipped to Frobenius norm ``T_cap GRAM_NORM √(p + 1)`` (its worst
-#: case is ``T_cap (p + 1)``): in a frame where the columns' cores are [-1, 1] the median
+#: case is ``T_cap (p + 1)``; ``p + 1`` is the rows' squared-norm bound r², smaller with
+#: factors, :func:`_row_square`): in a frame where the columns' cores are [-1, 1] the median
 #: person's norm is about ``T_cap √(p + 1) / 1.4``-``T_cap √(p + 1)``, so the bound clips
 #: few persons, and only in the Hessian (a preconditioner: the Newton steps' scores are not
 #: clipped by it), while it divides the Gram matrix's noise by up to ``√(p + 1) / 1.5``. It
@@ -150,6 +155,9 @@ COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
 BoundsLike = Mapping[str, tuple[float, float]]
 #: What :meth:`PooledOLS._rows` gives: the rows regressed, their persons, the cap on rows
 Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]
+#: Factor blocks: the positions of a block's columns and the bound on a row's squared norm
+#: over them in the frame (:func:`_blocks_of`)
+Blocks = tuple[tuple[tuple[int, ...], float], ...]
 _Model = TypeVar("_Model", bound="PooledOLS")
 
 
@@ -194,6 +202,7 @@ class PooledOLS(FormulaModel):
         *,
         levels: Mapping[str, tuple[Any, ...]],
         frame: NDArray[np.float64] | None = None,
+        blocks: Blocks = (),
     ) -> None:
         super().__init__(design)
         self._design: PanelDesign = design
@@ -202,6 +211,9 @@ class PooledOLS(FormulaModel):
         # stage's found cores when it passes its ranges on)
         self._frame = ranges.copy() if frame is None else frame
         self._levels = levels
+        # public: the declared factors' indicator columns and a bound on a row's squared
+        # norm over each block (_blocks_of), which the Gram matrix's bound counts
+        self._blocks = blocks
 
     @classmethod
     def from_formula(
@@ -251,7 +263,7 @@ class PooledOLS(FormulaModel):
         )
         ranges = column_bounds(spec, bounds)  # refused before the rows are read
         design = group_design(spec, data, groups=groups)
-        return cls(design, ranges, levels=spec.levels)
+        return cls(design, ranges, levels=spec.levels, blocks=_blocks_of(spec, design.columns))
 
     def fit(
         self,
@@ -350,7 +362,7 @@ class PooledOLS(FormulaModel):
         checkpoint(FitPlan(n, options, (block,)))
         afford(accountant, options.epsilon, options.delta)
         ranges, frame, range_entries = self._find_ranges(plan, generator)
-        scaled = _Scaling.of(ranges, design.columns, frame)
+        scaled = _Scaling.of(ranges, design.columns, frame, self._blocks)
         x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
         release = self._release(scaled, x, y, codes, cap, plan.rho, generator)
         ledger = settle(accountant, [*range_entries, *release.entries], options)
@@ -410,6 +422,7 @@ class PooledOLS(FormulaModel):
             generator,
             row_count=self._row_count,
             reach=scaled.reach,
+            blocks=self._blocks,
         )
 
     def _check_ranges(self, plan: StatisticsBudget) -> None:
@@ -480,7 +493,7 @@ class PooledOLS(FormulaModel):
         cap = self._cap(cap)
         budget = ptr_budget(options.epsilon, options.delta, share=PTR_SHARE, rest=PTR_REST)
         floor, coef_bound, notes = check_ols_ptr(n, p, cap, floor, coef_bound, budget)
-        scaled = _Scaling.of(self._ranges, design.columns)  # public ranges: public
+        scaled = _Scaling.of(self._ranges, design.columns, None, self._blocks)  # public
         planned = planned_noise_sd(ols_ptr_sensitivity(n, p, cap, floor, coef_bound), budget)
         checkpoint(  # every refusal is decided: dplong.plan stops here, before any noise
             FitPlan(
@@ -605,9 +618,9 @@ class PooledOLS(FormulaModel):
         249
         """
         rho = self.release_plan(epsilon=epsilon, delta=delta).rho[0]
-        p = len(self._design.columns)
+        square = _row_square(len(self._design.columns), self._blocks)
         cap = self._cap(check_max_rows(max_rows))
-        return math.sqrt(2.0) * _gram_bound(cap, p) / math.sqrt(2.0 * rho)
+        return math.sqrt(2.0) * _gram_bound(cap, square) / math.sqrt(2.0 * rho)
 
     def _row_count(self, released: NDArray[np.float64], cap: int) -> float:
         """The weighted number of rows in the sums, from the released ``[X y]'[X y]`` (for the
@@ -784,18 +797,21 @@ def _release_statistics(
     *,
     row_count: Callable[[NDArray[np.float64], int], float],
     reach: NDArray[np.float64],
+    blocks: Blocks = (),
 ) -> _Statistics:
     """Steps 2-4 of the module docstring on the scaled rows ``x``, ``y`` (values in [-1, 1];
     the intercept, if any, first) of n persons (``codes``, sorted), a person's rows weighted
-    ``min(1, cap / T_u)``; ``rho``: the Gram matrix's, each Newton step's and the meat's."""
+    ``min(1, cap / T_u)``; ``rho``: the Gram matrix's, each Newton step's and the meat's;
+    ``blocks``: the factor blocks whose rows' norms the Gram matrix's bound counts."""
     p = x.shape[1]
     rho_gram, *rho_steps, rho_meat = rho
     rows = np.bincount(codes, minlength=n).astype(np.float64)
     weight = np.minimum(1.0, cap / np.maximum(rows, 1.0))[codes]
 
     # step 2: the augmented Gram matrix, one vector: the pilot and the Hessian
-    z = np.clip(np.column_stack([x, y]), -1.0, 1.0)  # the frame: a narrower range's values
-    bound = _gram_bound(cap, p)
+    # the frame: a narrower range's values; a factor block's rows within its norm bound
+    z = _clip_blocks(np.clip(np.column_stack([x, y]), -1.0, 1.0), blocks)
+    bound = _gram_bound(cap, _row_square(p, blocks))
     persons = _person_grams(z, weight, codes, n, bound)
     bound *= 1.0 + 1e-12  # room for rounding
     gram = release_vector_sum(
@@ -904,7 +920,7 @@ def column_bounds(spec: DesignSpec, bounds: BoundsLike | str | None) -> NDArray[
             f"bounds must be a mapping {{column: (low, high)}}, got {type(bounds).__name__}"
         )
     given = dict(bounds or {})
-    known = _indicator_ranges(spec)
+    known = {c: (b.low, b.high) for b in _factor_blocks(spec) for c in b.columns}
     names = (*spec.columns, spec.outcome)
     unknown = [k for k in given if k not in names]
     if unknown:
@@ -956,17 +972,33 @@ def _range(value: Any, name: str) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def _indicator_ranges(spec: DesignSpec) -> dict[str, tuple[float, float]]:
-    """Ranges of the columns of terms made only of categorical factors: products of their
-    contrast matrices' entries (interval arithmetic over the factors)."""
+@dataclass(frozen=True)
+class _FactorBlock:
+    """The columns of one subterm made only of categorical factors (declared levels): their
+    range (interval arithmetic over the factors' contrast values) and a bound on a row's
+    squared L2 norm over them, the product over the factors of the largest squared norm of a
+    row of its contrast matrix (treatment coding: one 1 at most, so 1 however many levels).
+    Public: the formula and the declared levels."""
+
+    columns: tuple[str, ...]
+    low: float
+    high: float
+    square: float
+
+
+def _factor_blocks(spec: DesignSpec) -> tuple[_FactorBlock, ...]:
+    """Every subterm of categorical factors only, with its columns, range and row-norm bound
+    (:class:`_FactorBlock`)."""
     info = spec.regressor_info
-    out: dict[str, tuple[float, float]] = {}
+    out = []
     for term, subterms in info.term_codings.items():
         factors = term.factors
         if not factors or any(info.factor_infos[f].type != "categorical" for f in factors):
             continue
+        names = info.column_names[info.term_slices[term]]
+        start = 0
         for subterm in subterms:
-            low, high = 1.0, 1.0
+            low, high, square = 1.0, 1.0, 1.0
             for factor in subterm.factors:
                 contrast = subterm.contrast_matrices[factor].matrix
                 products = [
@@ -976,9 +1008,27 @@ def _indicator_ranges(spec: DesignSpec) -> dict[str, tuple[float, float]]:
                     high * contrast.max(),
                 ]
                 low, high = min(products), max(products)
-            for name in info.column_names[info.term_slices[term]]:
-                out[name] = (float(low), float(high))
-    return out
+                square *= float((contrast**2).sum(axis=1).max())
+            columns = tuple(names[start : start + subterm.num_columns])
+            start += subterm.num_columns
+            out.append(_FactorBlock(columns, float(low), float(high), square))
+    return tuple(out)
+
+
+def _blocks_of(
+    spec: DesignSpec, columns: tuple[str, ...]
+) -> tuple[tuple[tuple[int, ...], float], ...]:
+    """The factor blocks (:func:`_factor_blocks`) as positions in ``columns`` and the bound
+    on a row's squared norm over them in the frame, where their values are divided by their
+    largest magnitude (:meth:`_Scaling.of`): only those whose bound is below their number of
+    columns (a block of one column, or a coding with no gain, stays as any column)."""
+    out = []
+    for block in _factor_blocks(spec):
+        largest = max(abs(block.low), abs(block.high))
+        square = block.square / largest**2 if largest > 0 else 0.0
+        if square < len(block.columns):
+            out.append((tuple(columns.index(c) for c in block.columns), square))
+    return tuple(out)
 
 
 class _Scaling:
@@ -1007,9 +1057,13 @@ class _Scaling:
         ranges: NDArray[np.float64],
         columns: tuple[str, ...],
         frame: NDArray[np.float64] | None = None,
+        blocks: Blocks = (),
     ) -> _Scaling:
         """Values clipped to ``ranges`` and mapped so that ``frame`` (default: the ranges, a
-        narrower one for the Gram matrix's sake, inside them) becomes ``[-1, 1]``."""
+        narrower one for the Gram matrix's sake, inside them) becomes ``[-1, 1]``; the
+        columns of factor ``blocks`` are divided by their largest magnitude, not centred
+        (indicators stay 0/1: a row's norm over a block stays within its bound, and a rare
+        level's indicator stays apart from the intercept)."""
         frame = ranges if frame is None else frame
         intercept = columns.index("Intercept") if "Intercept" in columns else None
         if intercept is None:  # no intercept to absorb a shift: scale around 0
@@ -1019,6 +1073,10 @@ class _Scaling:
             centre = frame.mean(axis=1)
             half = (frame[:, 1] - frame[:, 0]) / 2.0
             centre[intercept], half[intercept] = 0.0, 1.0
+        for block, _ in blocks:
+            indices = list(block)
+            centre[indices] = 0.0
+            half[indices] = np.abs(ranges[indices]).max(axis=1)
         return cls(centre, np.where(half > 0, half, 1.0), ranges, intercept)
 
     @property
@@ -1117,12 +1175,28 @@ def _clip_rows(values: NDArray[np.float64], bound: float) -> NDArray[np.float64]
     return np.asarray(values * np.minimum(1.0, bound / np.maximum(norms, bound * 1e-300))[:, None])
 
 
-def _gram_bound(cap: int, p: int) -> float:
-    """The Frobenius norm a person's ``Z_u`` is clipped to: :data:`GRAM_NORM` ``√(p + 1)``
-    rows' worth, at least ``1 / GRAM_SHRINK`` of its trace bound ``T_cap (p + 1)``, at most
-    that bound (then nothing is clipped)."""
-    worst = p + 1.0
-    return cap * min(worst, max(GRAM_NORM * math.sqrt(worst), worst / GRAM_SHRINK))
+def _row_square(p: int, blocks: Blocks) -> float:
+    """The bound ``r²`` on a clipped row's squared norm (``z = (x̃, ỹ)``, p columns and the
+    outcome): 1 a column, a factor block's own bound in place of its columns' count
+    (treatment-coded indicators: 1 a block however many levels it has)."""
+    return p + 1.0 - sum(len(columns) - square for columns, square in blocks)
+
+
+def _clip_blocks(z: NDArray[np.float64], blocks: Blocks) -> NDArray[np.float64]:
+    """Every row's entries of each factor block scaled down to the block's norm bound where
+    above it (indicator rows never are; quasi-demeaned ones may be), in place."""
+    for columns, square in blocks:
+        indices = list(columns)
+        z[:, indices] = _clip_rows(z[:, indices], math.sqrt(square))
+    return z
+
+
+def _gram_bound(cap: int, square: float) -> float:
+    """The Frobenius norm a person's ``Z_u`` is clipped to, for rows of squared norm at most
+    ``square`` (:func:`_row_square`; ``p + 1`` without factor blocks): :data:`GRAM_NORM`
+    ``√square`` rows' worth, at least ``1 / GRAM_SHRINK`` of its trace bound ``T_cap
+    square``, at most that bound (then nothing is clipped)."""
+    return cap * min(square, max(GRAM_NORM * math.sqrt(square), square / GRAM_SHRINK))
 
 
 def _floor(sigma: float, p: int) -> float:
