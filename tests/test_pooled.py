@@ -148,33 +148,53 @@ BLOCK_P, BLOCKS = 5, (((1, 2, 3), 1.0),)
 
 def test_factor_blocks_come_from_the_formula_and_count_once_in_the_bound() -> None:
     """Declared levels in treatment coding: the block's rows have norm² at most 1 (one 1),
-    so the rows' bound is 4 (Intercept, the block, x, y), not 6; the indicators are left 0/1
-    (not centred) in the frame; Sum coding (a row of -1s) has no gain and stays as columns."""
+    and with an intercept the block takes it in (the frame's intercept column becomes the
+    reference level's indicator: rows one-hot, norm² 1 over intercept and block), so the
+    rows' bound is 3 (the block, x, y), not 6; the indicators are left 0/1 (not centred).
+    Without an intercept the full coding is one-hot as it is; Sum coding (a row of -1s) has
+    no gain and stays as columns."""
     schema = pd.DataFrame({"y": [0.0], "x": [0.0], "arm": ["a"]}).iloc[:0]
     levels = {"arm": ["a", "b", "c", "d"]}
-    spec = dplong.formula.DesignSpec.from_formula("y ~ C(arm) + x", schema, levels=levels)
-    assert pooled._blocks_of(spec, spec.columns) == BLOCKS
-    assert pooled._row_square(BLOCK_P, BLOCKS) == 4.0
-    summed = dplong.formula.DesignSpec.from_formula("y ~ C(arm, Sum) + x", schema, levels=levels)
+
+    def spec(formula: str) -> dplong.formula.DesignSpec:
+        return dplong.formula.DesignSpec.from_formula(formula, schema, levels=levels)
+
+    treatment = spec("y ~ C(arm) + x")
+    blocks = pooled._blocks_of(treatment, treatment.columns)
+    assert blocks == (((0, 1, 2, 3), 1.0),)
+    assert pooled._row_square(BLOCK_P, blocks) == 3.0
+    full = spec("y ~ C(arm) + x - 1")
+    assert pooled._blocks_of(full, full.columns) == (((0, 1, 2, 3), 1.0),)
+    summed = spec("y ~ C(arm, Sum) + x")
     assert pooled._blocks_of(summed, summed.columns) == ()
-    ranges = pooled.column_bounds(spec, {"y": (0, 4), "x": (10, 20)})
-    scaled = pooled._Scaling.of(ranges, spec.columns, None, BLOCKS)
-    x, _ = scaled.apply(np.array([[1.0, 0.0, 1.0, 0.0, 15.0]]), np.array([2.0]))
-    assert x.tolist() == [[1.0, 0.0, 1.0, 0.0, 0.0]]
+    ranges = pooled.column_bounds(treatment, {"y": (0, 4), "x": (10, 20)})
+    scaled = pooled._Scaling.of(ranges, treatment.columns, None, blocks)
+    rows = np.array([[1.0, 0.0, 1.0, 0.0, 15.0], [1.0, 0.0, 0.0, 0.0, 20.0]])  # c, a
+    x, _ = scaled.apply(rows, np.array([2.0, 2.0]))
+    assert x.tolist() == [[0.0, 0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0, 1.0]]
+    # the coefficients of the frame map back: γ' = A⁻¹ γ of the mapped columns
+    gamma = np.array([0.5, -0.2, 0.1, 0.3, 0.7])
+    assert x @ gamma == pytest.approx(rows @ scaled.unscale(gamma) / 2.0 - 1.0)
 
 
 def _extreme_pair(kind: str) -> tuple[int, tuple, np.ndarray, np.ndarray]:
     """p, the factor blocks and two rows whose persons' ``Z_u`` (``cap`` such rows each)
     are orthogonal and at least at the bound: replacing one by the other moves the sum by
     exactly ``√2 B``. ``"columns"``: four columns in [-1, 1]; ``"factor"``: the rows of
-    :data:`BLOCKS` (norm² 4 and 3; B is 3 rows' worth)."""
+    :data:`BLOCKS` (norm² 4 and 3; B is 3 rows' worth); ``"intercept"``: the same block with
+    the intercept taken in (the frame's first column the reference level's indicator: rows
+    of norm² 3, B is √3 rows' worth)."""
     if kind == "columns":
         return 3, (), np.ones(4), np.array([1.0, 1.0, -1.0, -1.0])
+    if kind == "intercept":
+        blocks = (((0, *BLOCKS[0][0]), 1.0),)
+        z = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 1.0])
+        return BLOCK_P, blocks, z, np.array([0.0, 1.0, 0.0, 0.0, 1.0, -1.0])
     z = np.array([1.0, 1.0, 0.0, 0.0, 1.0, 1.0])
     return BLOCK_P, BLOCKS, z, np.array([1.0, 0.0, 1.0, 0.0, -1.0, 0.0])
 
 
-@pytest.mark.parametrize("kind", ["columns", "factor"])
+@pytest.mark.parametrize("kind", ["columns", "factor", "intercept"])
 def test_gram_sensitivity_with_factor_blocks_is_attained_and_never_exceeded(kind: str) -> None:
     """With factor blocks, any rows (indicators, or quasi-demeaned ones beyond the block's
     norm, which the fit projects back) give persons within B = the bound of the rows' norm²
@@ -238,13 +258,13 @@ def _audit_outputs(rho: float, fraction: float, runs: int, seed: int, kind: str)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["columns", "factor"])
+@pytest.mark.parametrize("kind", ["columns", "factor", "intercept"])
 @pytest.mark.parametrize("fraction", [1.0, BROKEN_NOISE_FRACTION])
 def test_gram_release_audit_with_power_check(fraction: float, kind: str) -> None:
     """ε lower bound from tail events of the projected release; the broken replica (noise at
     a quarter of its scale) must be caught, the correct one must not exceed its claim. With
-    a factor block the bound (and the noise) is that of the rows' norm² 4, not 6: a person
-    at the block's extreme is audited against it."""
+    a factor block the bound (and the noise) is that of the rows' norm² 4, not 6 (3 with the
+    intercept taken in): a person at the block's extreme is audited against it."""
     rho, delta, runs = 0.5, 1e-3, 3000
     claimed = zcdp_epsilon(rho, delta)
     (d, d_prime), (low, high), sd = _audit_outputs(rho, fraction, runs, seed=7, kind=kind)

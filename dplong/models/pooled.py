@@ -15,7 +15,11 @@ Gaussian (zCDP) vectors, whatever the number of columns:
    frame maps a found range's **core** (where most persons' values lie, a third of the range
    for a normal column) and a public range onto ``[-1, 1]`` (around its centre when the
    formula has an intercept, so that the map is undone exactly); values beyond the core keep
-   their place in the scores and are clipped to ``[-1, 1]`` in the Gram matrix only.
+   their place in the scores and are clipped to ``[-1, 1]`` in the Gram matrix only. A
+   declared factor's indicators stay 0/1; with an intercept the widest treatment-coded
+   factor takes it in, the frame's intercept column being the reference level's indicator
+   (an invertible public map: the factor's rows are one-hot and its Gram block the levels'
+   counts, however rare the reference level).
 2. **The augmented Gram matrix** (the pilot and the preconditioner). Each person's ``Z_u = Σ_t
    w_u z_t z_t'`` for the frame's rows ``z = (x̃, ỹ)`` clipped to ``[-1, 1]``, with the weight
    ``w_u = min(1, T_cap / T_u)`` for a public cap ``T_cap`` on the rows that count
@@ -634,7 +638,7 @@ class PooledOLS(FormulaModel):
         """The weighted number of rows in the sums, from the released ``[X y]'[X y]`` (for the
         scores' clipping radius): the intercept's entry, at least n; n without one."""
         n = self._design.n
-        return max(float(released[0, 0]) if "Intercept" in self._design.columns else n, n)
+        return max(_rows_released(released, self._design.columns, self._blocks), n)
 
     def _cap(self, max_rows: int) -> int:
         """The cap on the weight of a person's rows in the sums."""
@@ -992,6 +996,9 @@ class _FactorBlock:
     low: float
     high: float
     square: float
+    #: every row of the block has at most one 1 and zeros, some none (treatment coding and
+    #: its products): with an intercept, ``1 - Σ`` of the block is the reference level's 0/1
+    onehot: bool
 
 
 def _factor_blocks(spec: DesignSpec) -> tuple[_FactorBlock, ...]:
@@ -1006,7 +1013,7 @@ def _factor_blocks(spec: DesignSpec) -> tuple[_FactorBlock, ...]:
         names = info.column_names[info.term_slices[term]]
         start = 0
         for subterm in subterms:
-            low, high, square = 1.0, 1.0, 1.0
+            low, high, square, onehot, reference = 1.0, 1.0, 1.0, True, False
             for factor in subterm.factors:
                 contrast = subterm.contrast_matrices[factor].matrix
                 products = [
@@ -1017,9 +1024,12 @@ def _factor_blocks(spec: DesignSpec) -> tuple[_FactorBlock, ...]:
                 ]
                 low, high = min(products), max(products)
                 square *= float((contrast**2).sum(axis=1).max())
+                onehot &= bool(np.isin(contrast, (0.0, 1.0)).all())
+                onehot &= bool((contrast.sum(axis=1) <= 1.0).all())
+                reference |= bool((contrast == 0.0).all(axis=1).any())
             columns = tuple(names[start : start + subterm.num_columns])
             start += subterm.num_columns
-            out.append(_FactorBlock(columns, float(low), float(high), square))
+            out.append(_FactorBlock(columns, float(low), float(high), square, onehot and reference))
     return tuple(out)
 
 
@@ -1029,14 +1039,22 @@ def _blocks_of(
     """The factor blocks (:func:`_factor_blocks`) as positions in ``columns`` and the bound
     on a row's squared norm over them in the frame, where their values are divided by their
     largest magnitude (:meth:`_Scaling.of`): only those whose bound is below their number of
-    columns (a block of one column, or a coding with no gain, stays as any column)."""
+    columns (a block of one column, or a coding with no gain, stays as any column). With an
+    intercept, the widest treatment-coded block takes it in (its position first): the frame's
+    intercept column is then the reference level's indicator, and the block's rows are one-hot
+    (norm 1, the intercept no longer a column of its own in the bound), its Gram matrix the
+    levels' counts on the diagonal, however rare the reference level."""
     out = []
     for block in _factor_blocks(spec):
         largest = max(abs(block.low), abs(block.high))
         square = block.square / largest**2 if largest > 0 else 0.0
-        if square < len(block.columns):
-            out.append((tuple(columns.index(c) for c in block.columns), square))
-    return tuple(out)
+        if square < len(block.columns) or block.onehot:
+            out.append((tuple(columns.index(c) for c in block.columns), square, block.onehot))
+    absorbing = [b for b in out if b[2] and b[1] == 1.0]
+    if "Intercept" in columns and absorbing:
+        widest = max(absorbing, key=lambda b: len(b[0]))
+        out[out.index(widest)] = ((columns.index("Intercept"), *widest[0]), 1.0, True)
+    return tuple((positions, square) for positions, square, _ in out if len(positions) > 1)
 
 
 class _Scaling:
@@ -1049,6 +1067,7 @@ class _Scaling:
         half: NDArray[np.float64],
         ranges: NDArray[np.float64],
         intercept: int | None,
+        basis: NDArray[np.float64] | None = None,
     ) -> None:
         self.centre, self.half, self.ranges, self.intercept = centre, half, ranges, intercept
         p = centre.size - 1
@@ -1058,6 +1077,11 @@ class _Scaling:
             self.linear[intercept] -= centre[:-1] * half[-1] / half[:-1]
             self.linear[intercept, intercept] = half[-1]
             self.offset[intercept] = centre[-1]
+        #: the mapped columns' change of basis (public, invertible; None: none): rows ``x̃ A``,
+        #: whose coefficients γ' are ``A γ'`` of the mapped columns
+        self.basis = basis
+        if basis is not None:
+            self.linear = self.linear @ basis
 
     @classmethod
     def of(
@@ -1081,11 +1105,16 @@ class _Scaling:
             centre = frame.mean(axis=1)
             half = (frame[:, 1] - frame[:, 0]) / 2.0
             centre[intercept], half[intercept] = 0.0, 1.0
+        basis = None
         for block, _ in blocks:
             indices = list(block)
             centre[indices] = 0.0
             half[indices] = np.abs(ranges[indices]).max(axis=1)
-        return cls(centre, np.where(half > 0, half, 1.0), ranges, intercept)
+            if intercept in block:  # the intercept becomes the reference level's indicator
+                basis = np.eye(len(columns))
+                basis[indices, intercept] = -1.0
+                basis[intercept, intercept] = 1.0
+        return cls(centre, np.where(half > 0, half, 1.0), ranges, intercept, basis)
 
     @property
     def isotropic_gain(self) -> NDArray[np.float64]:
@@ -1107,7 +1136,7 @@ class _Scaling:
         low, high = self.ranges[:, 0], self.ranges[:, 1]
         x = (np.clip(X, low[:-1], high[:-1]) - self.centre[:-1]) / self.half[:-1]
         out = (np.clip(y, low[-1], high[-1]) - self.centre[-1]) / self.half[-1]
-        return np.asarray(x), np.asarray(out)
+        return np.asarray(x if self.basis is None else x @ self.basis), np.asarray(out)
 
     def unscale(self, gamma: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.asarray(self.offset + self.linear @ gamma)
@@ -1181,6 +1210,19 @@ def _clip_rows(values: NDArray[np.float64], bound: float) -> NDArray[np.float64]
     """Every row of ``values`` scaled down to L2 norm ``bound`` where above it."""
     norms = np.sqrt((values**2).sum(axis=1))
     return np.asarray(values * np.minimum(1.0, bound / np.maximum(norms, bound * 1e-300))[:, None])
+
+
+def _rows_released(
+    released: NDArray[np.float64], columns: tuple[str, ...], blocks: Blocks
+) -> float:
+    """The weighted number of rows from the released Gram matrix: the intercept's entry, or
+    where a factor block took the intercept in (its rows one-hot) the sum of the block's
+    diagonal; 0 without an intercept."""
+    if "Intercept" not in columns:
+        return 0.0
+    intercept = columns.index("Intercept")
+    counted = next((list(b) for b, _ in blocks if intercept in b), [intercept])
+    return float(np.trace(released[np.ix_(counted, counted)]))
 
 
 def _row_square(p: int, blocks: Blocks) -> float:

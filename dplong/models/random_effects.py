@@ -61,7 +61,7 @@ from dplong.formula import PanelDesign
 from dplong.models.base import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, check_max_rows
 from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.models.location import COMPONENTS, RandomEffectsLocation
-from dplong.models.pooled import Blocks, CovType, PooledOLS
+from dplong.models.pooled import Blocks, CovType, PooledOLS, _rows_released
 from dplong.planning import FitPlan, PlannedBlock, _decide, checkpoint
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger, zcdp_epsilon
 from dplong.privacy.budget import (
@@ -383,7 +383,7 @@ class _QuasiDemeaned(PooledOLS):
         if "Intercept" not in self._design.columns:
             return float(n * cap)
         effects, residual = self._components
-        g = max(float(released[0, 0]), float(n)) / n
+        g = max(_rows_released(released, self._design.columns, self._blocks), float(n)) / n
         rows = g * residual / (residual - g * effects) if g * effects < residual else cap
         return n * min(max(rows, 1.0), float(cap))
 
