@@ -19,6 +19,11 @@
    AdaSSP with each person's rows summed whole (own code from Wang 2018's formulas) and
    diffprivlib's ``LinearRegression`` at row level with ε / T (skipped without diffprivlib).
 
+3. **A declared factor** (``--parts factor``): ``y ~ C(arm, levels=[...]) + age`` on panels of
+   2000 persons, T = 4, five arms (shares 30, 30, 20, 15 and 5 %) constant within a person, ε = 3
+   given only ε: fits released, RMSE around the non-private pooled OLS over its clustered SE
+   and coverage of it, per coefficient.
+
 Run ``python benchmarks/pooled.py [--reps R]``; docs/accuracy.md holds the numbers of the
 default 100.
 """
@@ -95,6 +100,46 @@ def randhie(
             f"{ratio[name].median():>10.2f} {ratio[name].quantile(0.95):>10.2f} "
             f"{pm(share, share_se, 2):>14}"
         )
+
+
+ARMS = {"a": 0.0, "b": 0.3, "c": 0.6, "d": -0.3, "e": 0.5}
+ARM_FORMULA = f"y ~ C(arm, levels={list(ARMS)}) + age"
+
+
+def factor(reps: int, seed: int, n: int = 2000, epsilon: float = 3.0) -> None:
+    errors, covered, released = [], [], 0
+    for r in range(reps):
+        rng = np.random.default_rng(seed + r)
+        arm = np.repeat(rng.choice(list(ARMS), n, p=[0.3, 0.3, 0.2, 0.15, 0.05]), 4)
+        age = rng.uniform(20, 60, arm.size)
+        y = (
+            1.0
+            + pd.Series(arm).map(ARMS).to_numpy()
+            + 0.02 * age
+            + np.repeat(rng.normal(0, 0.5, n), 4)
+            + rng.normal(0, 0.5, arm.size)
+        )
+        frame = pd.DataFrame({"id": np.repeat(np.arange(n), 4), "y": y, "arm": arm, "age": age})
+        ols = smf.ols(ARM_FORMULA, frame).fit(cov_type="cluster", cov_kwds={"groups": frame["id"]})
+        res = dplong.PooledOLS.from_formula(ARM_FORMULA, frame, groups="id").fit(
+            epsilon=epsilon, max_rows=4, random_state=seed + r
+        )
+        released += bool(np.isfinite(res.params).all())
+        errors.append((res.params - ols.params) / ols.bse)
+        ci = res.conf_int(0.05)
+        covered.append((ci["lower"] <= ols.params) & (ols.params <= ci["upper"]))
+    print(
+        f"\n{ARM_FORMULA}, n = {n}, T = 4, eps = {epsilon:g}, given only epsilon: every "
+        f"coefficient released in {released}/{reps}"
+    )
+    frame, cover = pd.DataFrame(errors), pd.DataFrame(covered)
+    for name in frame.columns:
+        if frame[name].isna().all():
+            print(f"{name:<40} withheld in every fit")
+            continue
+        value, se = rmse(frame[name].dropna())
+        share, share_se = proportion(float(cover[name].sum()), reps)
+        print(f"{name:<40} RMSE/SE {pm(value, se, 2):>12} coverage {pm(share, share_se, 2):>12}")
 
 
 def panel(rng: np.random.Generator, n: int, d: int, T: int = 8) -> pd.DataFrame:
@@ -230,7 +275,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--seed", type=int, default=20261128)
-    parser.add_argument("--parts", default="randhie,plan,simulated", help="comma-separated")
+    parser.add_argument("--parts", default="randhie,plan,factor,simulated", help="comma-separated")
     parser.add_argument(
         "--cells", default="", help="simulated cells only, e.g. 1000x3,500x3 (default: all)"
     )
@@ -244,6 +289,8 @@ def main() -> None:
     if "plan" in args.parts:
         randhie(args.reps, args.seed, None, formula=HIE_PLAN_FORMULA, epsilon=2.0)
         randhie(args.reps, args.seed, None, formula=HIE_PLAN_ONLY, epsilon=2.0)
+    if "factor" in args.parts:
+        factor(args.reps, args.seed)
     if "simulated" in args.parts:
         simulated(args.reps, args.seed, cells or CELLS)
     print(f"\n{time.perf_counter() - start:.0f} s")

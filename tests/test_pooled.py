@@ -118,10 +118,10 @@ def test_gram_sensitivity_is_attained_and_never_exceeded() -> None:
     the sum by at most √2 B, attained by orthogonal extreme rows (the PSD argument is
     tight)."""
     cap, p = 3, 3
-    bound = pooled._gram_bound(cap, p)
+    bound = pooled._gram_bound(cap, p + 1.0)
     assert bound == pytest.approx(cap * pooled.GRAM_NORM * 2.0)  # below cap (p + 1) = 12
     # many columns: never below 1 / GRAM_SHRINK of the worst case (p + 1 = 21: 10.5, not 6.9)
-    assert pooled._gram_bound(1, 20) == pytest.approx(21.0 / pooled.GRAM_SHRINK)
+    assert pooled._gram_bound(1, 21.0) == pytest.approx(21.0 / pooled.GRAM_SHRINK)
     z, z_prime = np.ones(p + 1), np.array([1.0, 1.0, -1.0, -1.0])
     moved = _person_gram(np.tile(z, (cap, 1)), 1.0, bound) - _person_gram(
         np.tile(z_prime, (cap, 1)), 1.0, bound
@@ -141,21 +141,102 @@ def test_gram_sensitivity_is_attained_and_never_exceeded() -> None:
         assert np.linalg.norm(sums[0] - sums[1]) <= math.sqrt(2.0) * bound * (1 + 1e-12)
 
 
+#: Factor blocks: ``y ~ C(arm) + x`` with four declared levels (three indicators, one block of
+#: row norm² 1), the columns (Intercept, arm[b], arm[c], arm[d], x) and the outcome
+BLOCK_P, BLOCKS = 5, (((1, 2, 3), 1.0),)
+
+
+def test_factor_blocks_come_from_the_formula_and_count_once_in_the_bound() -> None:
+    """Declared levels in treatment coding: the block's rows have norm² at most 1 (one 1),
+    and with an intercept the block takes it in (the frame's intercept column becomes the
+    reference level's indicator: rows one-hot, norm² 1 over intercept and block), so the
+    rows' bound is 3 (the block, x, y), not 6; the indicators are left 0/1 (not centred).
+    Without an intercept the full coding is one-hot as it is; Sum coding (a row of -1s) has
+    no gain and stays as columns."""
+    schema = pd.DataFrame({"y": [0.0], "x": [0.0], "arm": ["a"]}).iloc[:0]
+    levels = {"arm": ["a", "b", "c", "d"]}
+
+    def spec(formula: str) -> dplong.formula.DesignSpec:
+        return dplong.formula.DesignSpec.from_formula(formula, schema, levels=levels)
+
+    treatment = spec("y ~ C(arm) + x")
+    blocks = pooled._blocks_of(treatment, treatment.columns)
+    assert blocks == (((0, 1, 2, 3), 1.0),)
+    assert pooled._row_square(BLOCK_P, blocks) == 3.0
+    full = spec("y ~ C(arm) + x - 1")
+    assert pooled._blocks_of(full, full.columns) == (((0, 1, 2, 3), 1.0),)
+    summed = spec("y ~ C(arm, Sum) + x")
+    assert pooled._blocks_of(summed, summed.columns) == ()
+    ranges = pooled.column_bounds(treatment, {"y": (0, 4), "x": (10, 20)})
+    scaled = pooled._Scaling.of(ranges, treatment.columns, None, blocks)
+    rows = np.array([[1.0, 0.0, 1.0, 0.0, 15.0], [1.0, 0.0, 0.0, 0.0, 20.0]])  # c, a
+    x, _ = scaled.apply(rows, np.array([2.0, 2.0]))
+    assert x.tolist() == [[0.0, 0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0, 1.0]]
+    # the coefficients of the frame map back: γ' = A⁻¹ γ of the mapped columns
+    gamma = np.array([0.5, -0.2, 0.1, 0.3, 0.7])
+    assert x @ gamma == pytest.approx(rows @ scaled.unscale(gamma) / 2.0 - 1.0)
+
+
+def _extreme_pair(kind: str) -> tuple[int, tuple, np.ndarray, np.ndarray]:
+    """p, the factor blocks and two rows whose persons' ``Z_u`` (``cap`` such rows each)
+    are orthogonal and at least at the bound: replacing one by the other moves the sum by
+    exactly ``√2 B``. ``"columns"``: four columns in [-1, 1]; ``"factor"``: the rows of
+    :data:`BLOCKS` (norm² 4 and 3; B is 3 rows' worth); ``"intercept"``: the same block with
+    the intercept taken in (the frame's first column the reference level's indicator: rows
+    of norm² 3, B is √3 rows' worth)."""
+    if kind == "columns":
+        return 3, (), np.ones(4), np.array([1.0, 1.0, -1.0, -1.0])
+    if kind == "intercept":
+        blocks = (((0, *BLOCKS[0][0]), 1.0),)
+        z = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 1.0])
+        return BLOCK_P, blocks, z, np.array([0.0, 1.0, 0.0, 0.0, 1.0, -1.0])
+    z = np.array([1.0, 1.0, 0.0, 0.0, 1.0, 1.0])
+    return BLOCK_P, BLOCKS, z, np.array([1.0, 0.0, 1.0, 0.0, -1.0, 0.0])
+
+
+@pytest.mark.parametrize("kind", ["columns", "factor", "intercept"])
+def test_gram_sensitivity_with_factor_blocks_is_attained_and_never_exceeded(kind: str) -> None:
+    """With factor blocks, any rows (indicators, or quasi-demeaned ones beyond the block's
+    norm, which the fit projects back) give persons within B = the bound of the rows' norm²
+    (:func:`_row_square`), and replacing one moves the sum by at most √2 B, attained."""
+    cap = 3
+    p, blocks, z, z_prime = _extreme_pair(kind)
+    bound = pooled._gram_bound(cap, pooled._row_square(p, blocks))
+    moved = _person_gram(np.tile(z, (cap, 1)), 1.0, bound) - _person_gram(
+        np.tile(z_prime, (cap, 1)), 1.0, bound
+    )
+    assert np.linalg.norm(moved) == pytest.approx(math.sqrt(2.0) * bound)
+    rng = np.random.default_rng(2)
+    square = pooled._row_square(p, blocks)
+    for _ in range(1000):
+        sums = []
+        for _ in range(2):
+            t = int(rng.integers(1, 12))
+            rows = rng.uniform(-1.5, 1.5, (t, p + 1))  # beyond [-1, 1] and the block's norm
+            rows = pooled._clip_blocks(np.clip(rows, -1.0, 1.0), blocks)
+            assert ((rows**2).sum(axis=1) <= square * (1 + 1e-12)).all()
+            weight = min(1.0, cap / t)
+            assert np.linalg.norm(_user_sum(rows, weight)) <= cap * square * (1 + 1e-12)
+            sums.append(_person_gram(rows, weight, bound))
+        assert np.linalg.norm(sums[0] - sums[1]) <= math.sqrt(2.0) * bound * (1 + 1e-12)
+
+
 def test_release_vector_sum_refuses_vectors_beyond_their_bound() -> None:
     with pytest.raises(AssertionError, match="norm bound"):
         release_vector_sum(np.array([[3.0, 4.0]]), 4.9, 9.8, 1.0, np.random.default_rng(0))
 
 
-def _audit_outputs(rho: float, fraction: float, runs: int, seed: int) -> tuple:
-    """The Gram release of a tiny panel (p = 3) on D and on D' (one person's rows moved to
-    the orthogonal extreme, each clipped to the Frobenius bound as the fit clips them),
-    projected on the direction of the move."""
-    cap, p = 3, 3
-    bound = pooled._gram_bound(cap, p) * (1.0 + 1e-12)
+def _audit_outputs(rho: float, fraction: float, runs: int, seed: int, kind: str) -> tuple:
+    """The Gram release of a tiny panel (:func:`_extreme_pair`'s columns or factor block) on
+    D and on D' (one person's rows moved to the orthogonal extreme, each clipped to the
+    Frobenius bound as the fit clips them), projected on the direction of the move."""
+    cap = 3
+    p, blocks, z, z_prime = _extreme_pair(kind)
+    exact = pooled._gram_bound(cap, pooled._row_square(p, blocks))
+    bound = exact * (1.0 + 1e-12)
     others = np.zeros((20, (p + 1) * (p + 2) // 2))
-    z, z_prime = np.ones(p + 1), np.array([1.0, 1.0, -1.0, -1.0])
-    first = _person_gram(np.tile(z, (cap, 1)), 1.0, pooled._gram_bound(cap, p))
-    second = _person_gram(np.tile(z_prime, (cap, 1)), 1.0, pooled._gram_bound(cap, p))
+    first = _person_gram(np.tile(z, (cap, 1)), 1.0, exact)
+    second = _person_gram(np.tile(z_prime, (cap, 1)), 1.0, exact)
     direction = (first - second) / np.linalg.norm(first - second)
     rng = np.random.default_rng(seed)
     out = []
@@ -177,13 +258,16 @@ def _audit_outputs(rho: float, fraction: float, runs: int, seed: int) -> tuple:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", ["columns", "factor", "intercept"])
 @pytest.mark.parametrize("fraction", [1.0, BROKEN_NOISE_FRACTION])
-def test_gram_release_audit_with_power_check(fraction: float) -> None:
+def test_gram_release_audit_with_power_check(fraction: float, kind: str) -> None:
     """ε lower bound from tail events of the projected release; the broken replica (noise at
-    a quarter of its scale) must be caught, the correct one must not exceed its claim."""
+    a quarter of its scale) must be caught, the correct one must not exceed its claim. With
+    a factor block the bound (and the noise) is that of the rows' norm² 4, not 6 (3 with the
+    intercept taken in): a person at the block's extreme is audited against it."""
     rho, delta, runs = 0.5, 1e-3, 3000
     claimed = zcdp_epsilon(rho, delta)
-    (d, d_prime), (low, high), sd = _audit_outputs(rho, fraction, runs, seed=7)
+    (d, d_prime), (low, high), sd = _audit_outputs(rho, fraction, runs, seed=7, kind=kind)
     multiples = (0, 1, 2, 3, 4)
     events_d, names = tail_events(d, low, high, sd * fraction, multiples)
     events_p, _ = tail_events(d_prime, low, high, sd * fraction, multiples)

@@ -91,6 +91,50 @@ def test_noise_off_with_stated_components_is_linearmodels_gls(intercept: bool) -
     assert next(e.stage for e in res.privacy.entries) == "sufficient statistics"  # no other
 
 
+@pytest.mark.usefixtures("unclipped_meat")
+def test_noise_off_with_a_factor_taking_the_intercept_is_linearmodels_gls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A declared factor constant within a person (a rare reference level): the frame's
+    intercept column is the reference level's indicator and the factor's rows one-hot, which
+    the quasi-demeaning keeps linear, so the estimate and the sandwich are linearmodels' GLS
+    on the treatment dummies (the Gram matrix's bound held wide: the exact pilot)."""
+    monkeypatch.setattr(pooled, "GRAM_NORM", 1e12)
+    data = _panel(1, drop=0.25)
+    arm = np.random.default_rng(1).choice(["a", "b", "c"], 600, p=[0.1, 0.5, 0.4])
+    data["arm"] = arm[data["id"].to_numpy()]
+    indexed = data.set_index(["id", "t"])
+    exog = pd.DataFrame(
+        {
+            "Intercept": 1.0,
+            "b": (indexed["arm"] == "b").astype(float),
+            "c": (indexed["arm"] == "c").astype(float),
+            "x": indexed["x"],
+        }
+    )
+    reference = linearmodels.RandomEffects(indexed["y"], exog).fit(
+        cov_type="clustered", cluster_entity=True, debiased=False
+    )
+    components = tuple(reference.variance_decomposition.iloc[:2])
+    model = RandomEffects.from_formula(
+        "y ~ x + C(arm, levels=['a', 'b', 'c'])",
+        data,
+        groups="id",
+        bounds={"y": BOUNDS["y"], "x": BOUNDS["x"]},
+    )
+    assert model._blocks == (((0, 1, 2), 1.0),)  # the intercept taken into the factor
+    res = model.fit(
+        epsilon=1e300, delta=0.5, max_rows=6, variance_components=components, random_state=0
+    )
+    n = data["id"].nunique()
+    np.testing.assert_allclose(res.params.to_numpy(), reference.params.to_numpy(), rtol=1e-8)
+    np.testing.assert_allclose(
+        res.sampling_sd.to_numpy(),
+        reference.std_errors.to_numpy() * math.sqrt(n / (n - 1)),
+        rtol=1e-8,
+    )
+
+
 def test_theta_is_linearmodels_theta() -> None:
     data = _panel(1, people=200, drop=0.3)
     reference = _linearmodels(data)

@@ -15,13 +15,21 @@ Gaussian (zCDP) vectors, whatever the number of columns:
    frame maps a found range's **core** (where most persons' values lie, a third of the range
    for a normal column) and a public range onto ``[-1, 1]`` (around its centre when the
    formula has an intercept, so that the map is undone exactly); values beyond the core keep
-   their place in the scores and are clipped to ``[-1, 1]`` in the Gram matrix only.
+   their place in the scores and are clipped to ``[-1, 1]`` in the Gram matrix only. A
+   declared factor's indicators stay 0/1; with an intercept the widest treatment-coded
+   factor takes it in, the frame's intercept column being the reference level's indicator
+   (an invertible public map: the factor's rows are one-hot and its Gram block the levels'
+   counts, however rare the reference level).
 2. **The augmented Gram matrix** (the pilot and the preconditioner). Each person's ``Z_u = Σ_t
    w_u z_t z_t'`` for the frame's rows ``z = (x̃, ỹ)`` clipped to ``[-1, 1]``, with the weight
    ``w_u = min(1, T_cap / T_u)`` for a public cap ``T_cap`` on the rows that count
-   (``max_rows``), is PSD with trace at most ``T_cap (p + 1)``; it is clipped (scaled down) to
-   Frobenius norm ``B = T_cap min(p + 1, max(GRAM_NORM √(p + 1), (p + 1) / GRAM_SHRINK))``
-   (:data:`GRAM_NORM`: few persons reach it in the frame). Vectorised with the off-diagonal
+   (``max_rows``), is PSD with trace at most ``T_cap r²`` for a public bound ``r²`` on a
+   row's squared norm: 1 a column, and 1 for all the indicators of a declared factor
+   together (treatment coding: one 1 a row at most; the frame leaves them 0/1, and a row's
+   part over the block is projected onto that norm where, quasi-demeaned, it exceeds it), so
+   ``r² = p + 1`` without factors. It is clipped (scaled down) to Frobenius norm ``B = T_cap
+   min(r², max(GRAM_NORM r, r² / GRAM_SHRINK))`` (:data:`GRAM_NORM`: few persons reach it in
+   the frame). Vectorised with the off-diagonal
    entries times √2 (so that the vector's norm is the Frobenius norm), replacing one person
    moves the sum by at most ``√2 B`` (for PSD ``A, B``, ``‖A - B‖_F² <= ‖A‖_F² + ‖B‖_F²``): one
    discrete Gaussian release of the whole vector
@@ -110,16 +118,23 @@ __all__ = ["BetweenOLS", "PooledOLS", "column_bounds", "vech_scaled"]
 #: its targets with each.
 SHARES = (0.35, 0.2, 0.35, 0.1)  # Gram, Newton steps, meat
 #: A person's ``Z_u`` is clipped to Frobenius norm ``T_cap GRAM_NORM √(p + 1)`` (its worst
-#: case is ``T_cap (p + 1)``): in a frame where the columns' cores are [-1, 1] the median
-#: person's norm is about ``T_cap √(p + 1) / 1.4``-``T_cap √(p + 1)``, so the bound clips
-#: few persons, and only in the Hessian (a preconditioner: the Newton steps' scores are not
-#: clipped by it), while it divides the Gram matrix's noise by up to ``√(p + 1) / 1.5``. It
+#: case is ``T_cap (p + 1)``; ``p + 1`` is the rows' squared-norm bound r², smaller with
+#: factors, :func:`_row_square`): in a frame where the columns' cores are [-1, 1] the median
+#: person's norm is about ``T_cap √(p + 1) / 1.4``-``T_cap √(p + 1)`` (simulated panels with
+#: d = 3: the median 1.6 ``T_cap``, the 90th percentile 2.2, the largest 3.4-3.6), so the
+#: bound clips the top tenth or so of persons, and only in the Hessian (a preconditioner: the
+#: Newton steps' scores are not clipped by it, and a Hessian a fifth below the design's
+#: makes a step overshoot by a quarter of what it corrects), while it divides the Gram
+#: matrix's noise by up to ``√(p + 1)``. At 1.5 (nobody clipped) 3 of 100 simulated fits at
+#: n = 1000, d = 3, ε = 1 were withheld (the noise's norm near the design's eigenvalue), at 1
+#: none, with the cells at n = 2000-5000 and RAND HIE's within their sampling error. It
 #: never scales a person down by more than GRAM_SHRINK: were every person at the worst case
-#: (many ±1 indicator columns), the Hessian would be ``1 / GRAM_SHRINK`` of the design's and a
-#: Newton step would overshoot by at most what it corrects, not diverge (beyond 2). At 1.5 the
+#: (many ±1 columns), the Hessian would be ``1 / GRAM_SHRINK`` of the design's and a Newton
+#: step would overshoot by at most what it corrects, not diverge (beyond 2). At 1.5 the
 #: simulated panels with d = 6 (p + 1 = 8) got a 1.26 times noisier Gram matrix and an MSE
-#: ratio of 16 ± 5 for 4.7; at 2 the bound binds from p + 1 = 10 on.
-GRAM_NORM, GRAM_SHRINK = 1.5, 2.0
+#: ratio of 16 ± 5 for 4.7. With GRAM_NORM at 1 the floor ``r² / GRAM_SHRINK`` is the
+#: larger from r² = 4 on (at 1.5 it was from 10 on): there the bound is half the worst case.
+GRAM_NORM, GRAM_SHRINK = 1.0, 2.0
 #: The eigenvalue floor: ``σ (√(2p) + FLOOR_SDS)`` bounds the spectral norm of the released
 #: ``X'X``'s noise (a symmetric Gaussian matrix of entry sd σ on the diagonal, σ/√2 off it, has
 #: norm about σ √(2p)) with a margin of FLOOR_SDS sds.
@@ -150,6 +165,9 @@ COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
 BoundsLike = Mapping[str, tuple[float, float]]
 #: What :meth:`PooledOLS._rows` gives: the rows regressed, their persons, the cap on rows
 Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]
+#: Factor blocks: the positions of a block's columns and the bound on a row's squared norm
+#: over them in the frame (:func:`_blocks_of`)
+Blocks = tuple[tuple[tuple[int, ...], float], ...]
 _Model = TypeVar("_Model", bound="PooledOLS")
 
 
@@ -194,6 +212,7 @@ class PooledOLS(FormulaModel):
         *,
         levels: Mapping[str, tuple[Any, ...]],
         frame: NDArray[np.float64] | None = None,
+        blocks: Blocks = (),
     ) -> None:
         super().__init__(design)
         self._design: PanelDesign = design
@@ -202,6 +221,9 @@ class PooledOLS(FormulaModel):
         # stage's found cores when it passes its ranges on)
         self._frame = ranges.copy() if frame is None else frame
         self._levels = levels
+        # public: the declared factors' indicator columns and a bound on a row's squared
+        # norm over each block (_blocks_of), which the Gram matrix's bound counts
+        self._blocks = blocks
 
     @classmethod
     def from_formula(
@@ -251,7 +273,7 @@ class PooledOLS(FormulaModel):
         )
         ranges = column_bounds(spec, bounds)  # refused before the rows are read
         design = group_design(spec, data, groups=groups)
-        return cls(design, ranges, levels=spec.levels)
+        return cls(design, ranges, levels=spec.levels, blocks=_blocks_of(spec, design.columns))
 
     def fit(
         self,
@@ -327,11 +349,13 @@ class PooledOLS(FormulaModel):
         ...             "xage": (0, 100), "female": (0, 1)})
         >>> res = model.fit(epsilon=1e300, delta=0.5, max_rows=5, random_state=0)  # noise off
         >>> round(float(res.params["female"]), 2), round(float(res.bse["female"]), 3)
-        (0.53, 0.042)
+        (0.53, 0.046)
 
         Non-private pooled OLS gives 0.523 (clustered SE 0.042); the rest is the pull of the
         few clipped scores (and of the persons the Gram matrix's bound scales down, which
-        two Newton steps on clipped scores correct only in part).
+        two Newton steps on clipped scores correct only in part). Those persons also make
+        the released Hessian, the clustered sandwich's bread, smaller than the design's
+        ``X'X``: the standard errors err wide (here by a tenth).
         """
         design = self._design
         n = design.n
@@ -350,7 +374,7 @@ class PooledOLS(FormulaModel):
         checkpoint(FitPlan(n, options, (block,)))
         afford(accountant, options.epsilon, options.delta)
         ranges, frame, range_entries = self._find_ranges(plan, generator)
-        scaled = _Scaling.of(ranges, design.columns, frame)
+        scaled = _Scaling.of(ranges, design.columns, frame, self._blocks)
         x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
         release = self._release(scaled, x, y, codes, cap, plan.rho, generator)
         ledger = settle(accountant, [*range_entries, *release.entries], options)
@@ -410,6 +434,7 @@ class PooledOLS(FormulaModel):
             generator,
             row_count=self._row_count,
             reach=scaled.reach,
+            blocks=self._blocks,
         )
 
     def _check_ranges(self, plan: StatisticsBudget) -> None:
@@ -480,7 +505,7 @@ class PooledOLS(FormulaModel):
         cap = self._cap(cap)
         budget = ptr_budget(options.epsilon, options.delta, share=PTR_SHARE, rest=PTR_REST)
         floor, coef_bound, notes = check_ols_ptr(n, p, cap, floor, coef_bound, budget)
-        scaled = _Scaling.of(self._ranges, design.columns)  # public ranges: public
+        scaled = _Scaling.of(self._ranges, design.columns, None, self._blocks)  # public
         planned = planned_noise_sd(ols_ptr_sensitivity(n, p, cap, floor, coef_bound), budget)
         checkpoint(  # every refusal is decided: dplong.plan stops here, before any noise
             FitPlan(
@@ -602,18 +627,18 @@ class PooledOLS(FormulaModel):
         >>> model = dplong.PooledOLS.from_formula(
         ...     "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper")
         >>> round(model.gram_noise_sd(epsilon=1.0, delta=5912 ** -2.0, max_rows=5))
-        249
+        186
         """
         rho = self.release_plan(epsilon=epsilon, delta=delta).rho[0]
-        p = len(self._design.columns)
+        square = _row_square(len(self._design.columns), self._blocks)
         cap = self._cap(check_max_rows(max_rows))
-        return math.sqrt(2.0) * _gram_bound(cap, p) / math.sqrt(2.0 * rho)
+        return math.sqrt(2.0) * _gram_bound(cap, square) / math.sqrt(2.0 * rho)
 
     def _row_count(self, released: NDArray[np.float64], cap: int) -> float:
         """The weighted number of rows in the sums, from the released ``[X y]'[X y]`` (for the
         scores' clipping radius): the intercept's entry, at least n; n without one."""
         n = self._design.n
-        return max(float(released[0, 0]) if "Intercept" in self._design.columns else n, n)
+        return max(_rows_released(released, self._design.columns, self._blocks), n)
 
     def _cap(self, max_rows: int) -> int:
         """The cap on the weight of a person's rows in the sums."""
@@ -784,18 +809,21 @@ def _release_statistics(
     *,
     row_count: Callable[[NDArray[np.float64], int], float],
     reach: NDArray[np.float64],
+    blocks: Blocks = (),
 ) -> _Statistics:
     """Steps 2-4 of the module docstring on the scaled rows ``x``, ``y`` (values in [-1, 1];
     the intercept, if any, first) of n persons (``codes``, sorted), a person's rows weighted
-    ``min(1, cap / T_u)``; ``rho``: the Gram matrix's, each Newton step's and the meat's."""
+    ``min(1, cap / T_u)``; ``rho``: the Gram matrix's, each Newton step's and the meat's;
+    ``blocks``: the factor blocks whose rows' norms the Gram matrix's bound counts."""
     p = x.shape[1]
     rho_gram, *rho_steps, rho_meat = rho
     rows = np.bincount(codes, minlength=n).astype(np.float64)
     weight = np.minimum(1.0, cap / np.maximum(rows, 1.0))[codes]
 
     # step 2: the augmented Gram matrix, one vector: the pilot and the Hessian
-    z = np.clip(np.column_stack([x, y]), -1.0, 1.0)  # the frame: a narrower range's values
-    bound = _gram_bound(cap, p)
+    # the frame: a narrower range's values; a factor block's rows within its norm bound
+    z = _clip_blocks(np.clip(np.column_stack([x, y]), -1.0, 1.0), blocks)
+    bound = _gram_bound(cap, _row_square(p, blocks))
     persons = _person_grams(z, weight, codes, n, bound)
     bound *= 1.0 + 1e-12  # room for rounding
     gram = release_vector_sum(
@@ -904,7 +932,7 @@ def column_bounds(spec: DesignSpec, bounds: BoundsLike | str | None) -> NDArray[
             f"bounds must be a mapping {{column: (low, high)}}, got {type(bounds).__name__}"
         )
     given = dict(bounds or {})
-    known = _indicator_ranges(spec)
+    known = {c: (b.low, b.high) for b in _factor_blocks(spec) for c in b.columns}
     names = (*spec.columns, spec.outcome)
     unknown = [k for k in given if k not in names]
     if unknown:
@@ -956,17 +984,36 @@ def _range(value: Any, name: str) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def _indicator_ranges(spec: DesignSpec) -> dict[str, tuple[float, float]]:
-    """Ranges of the columns of terms made only of categorical factors: products of their
-    contrast matrices' entries (interval arithmetic over the factors)."""
+@dataclass(frozen=True)
+class _FactorBlock:
+    """The columns of one subterm made only of categorical factors (declared levels): their
+    range (interval arithmetic over the factors' contrast values) and a bound on a row's
+    squared L2 norm over them, the product over the factors of the largest squared norm of a
+    row of its contrast matrix (treatment coding: one 1 at most, so 1 however many levels).
+    Public: the formula and the declared levels."""
+
+    columns: tuple[str, ...]
+    low: float
+    high: float
+    square: float
+    #: every row of the block has at most one 1 and zeros, some none (treatment coding and
+    #: its products): with an intercept, ``1 - Σ`` of the block is the reference level's 0/1
+    onehot: bool
+
+
+def _factor_blocks(spec: DesignSpec) -> tuple[_FactorBlock, ...]:
+    """Every subterm of categorical factors only, with its columns, range and row-norm bound
+    (:class:`_FactorBlock`)."""
     info = spec.regressor_info
-    out: dict[str, tuple[float, float]] = {}
+    out = []
     for term, subterms in info.term_codings.items():
         factors = term.factors
         if not factors or any(info.factor_infos[f].type != "categorical" for f in factors):
             continue
+        names = info.column_names[info.term_slices[term]]
+        start = 0
         for subterm in subterms:
-            low, high = 1.0, 1.0
+            low, high, square, onehot, reference = 1.0, 1.0, 1.0, True, False
             for factor in subterm.factors:
                 contrast = subterm.contrast_matrices[factor].matrix
                 products = [
@@ -976,9 +1023,38 @@ def _indicator_ranges(spec: DesignSpec) -> dict[str, tuple[float, float]]:
                     high * contrast.max(),
                 ]
                 low, high = min(products), max(products)
-            for name in info.column_names[info.term_slices[term]]:
-                out[name] = (float(low), float(high))
-    return out
+                square *= float((contrast**2).sum(axis=1).max())
+                onehot &= bool(np.isin(contrast, (0.0, 1.0)).all())
+                onehot &= bool((contrast.sum(axis=1) <= 1.0).all())
+                reference |= bool((contrast == 0.0).all(axis=1).any())
+            columns = tuple(names[start : start + subterm.num_columns])
+            start += subterm.num_columns
+            out.append(_FactorBlock(columns, float(low), float(high), square, onehot and reference))
+    return tuple(out)
+
+
+def _blocks_of(
+    spec: DesignSpec, columns: tuple[str, ...]
+) -> tuple[tuple[tuple[int, ...], float], ...]:
+    """The factor blocks (:func:`_factor_blocks`) as positions in ``columns`` and the bound
+    on a row's squared norm over them in the frame, where their values are divided by their
+    largest magnitude (:meth:`_Scaling.of`): only those whose bound is below their number of
+    columns (a block of one column, or a coding with no gain, stays as any column). With an
+    intercept, the widest treatment-coded block takes it in (its position first): the frame's
+    intercept column is then the reference level's indicator, and the block's rows are one-hot
+    (norm 1, the intercept no longer a column of its own in the bound), its Gram matrix the
+    levels' counts on the diagonal, however rare the reference level."""
+    out = []
+    for block in _factor_blocks(spec):
+        largest = max(abs(block.low), abs(block.high))
+        square = block.square / largest**2 if largest > 0 else 0.0
+        if square < len(block.columns) or block.onehot:
+            out.append((tuple(columns.index(c) for c in block.columns), square, block.onehot))
+    absorbing = [b for b in out if b[2] and b[1] == 1.0]
+    if "Intercept" in columns and absorbing:
+        widest = max(absorbing, key=lambda b: len(b[0]))
+        out[out.index(widest)] = ((columns.index("Intercept"), *widest[0]), 1.0, True)
+    return tuple((positions, square) for positions, square, _ in out if len(positions) > 1)
 
 
 class _Scaling:
@@ -991,6 +1067,7 @@ class _Scaling:
         half: NDArray[np.float64],
         ranges: NDArray[np.float64],
         intercept: int | None,
+        basis: NDArray[np.float64] | None = None,
     ) -> None:
         self.centre, self.half, self.ranges, self.intercept = centre, half, ranges, intercept
         p = centre.size - 1
@@ -1000,6 +1077,11 @@ class _Scaling:
             self.linear[intercept] -= centre[:-1] * half[-1] / half[:-1]
             self.linear[intercept, intercept] = half[-1]
             self.offset[intercept] = centre[-1]
+        #: the mapped columns' change of basis (public, invertible; None: none): rows ``x̃ A``,
+        #: whose coefficients γ' are ``A γ'`` of the mapped columns
+        self.basis = basis
+        if basis is not None:
+            self.linear = self.linear @ basis
 
     @classmethod
     def of(
@@ -1007,9 +1089,13 @@ class _Scaling:
         ranges: NDArray[np.float64],
         columns: tuple[str, ...],
         frame: NDArray[np.float64] | None = None,
+        blocks: Blocks = (),
     ) -> _Scaling:
         """Values clipped to ``ranges`` and mapped so that ``frame`` (default: the ranges, a
-        narrower one for the Gram matrix's sake, inside them) becomes ``[-1, 1]``."""
+        narrower one for the Gram matrix's sake, inside them) becomes ``[-1, 1]``; the
+        columns of factor ``blocks`` are divided by their largest magnitude, not centred
+        (indicators stay 0/1: a row's norm over a block stays within its bound, and a rare
+        level's indicator stays apart from the intercept)."""
         frame = ranges if frame is None else frame
         intercept = columns.index("Intercept") if "Intercept" in columns else None
         if intercept is None:  # no intercept to absorb a shift: scale around 0
@@ -1019,7 +1105,16 @@ class _Scaling:
             centre = frame.mean(axis=1)
             half = (frame[:, 1] - frame[:, 0]) / 2.0
             centre[intercept], half[intercept] = 0.0, 1.0
-        return cls(centre, np.where(half > 0, half, 1.0), ranges, intercept)
+        basis = None
+        for block, _ in blocks:
+            indices = list(block)
+            centre[indices] = 0.0
+            half[indices] = np.abs(ranges[indices]).max(axis=1)
+            if intercept in block:  # the intercept becomes the reference level's indicator
+                basis = np.eye(len(columns))
+                basis[indices, intercept] = -1.0
+                basis[intercept, intercept] = 1.0
+        return cls(centre, np.where(half > 0, half, 1.0), ranges, intercept, basis)
 
     @property
     def isotropic_gain(self) -> NDArray[np.float64]:
@@ -1041,7 +1136,7 @@ class _Scaling:
         low, high = self.ranges[:, 0], self.ranges[:, 1]
         x = (np.clip(X, low[:-1], high[:-1]) - self.centre[:-1]) / self.half[:-1]
         out = (np.clip(y, low[-1], high[-1]) - self.centre[-1]) / self.half[-1]
-        return np.asarray(x), np.asarray(out)
+        return np.asarray(x if self.basis is None else x @ self.basis), np.asarray(out)
 
     def unscale(self, gamma: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.asarray(self.offset + self.linear @ gamma)
@@ -1117,12 +1212,41 @@ def _clip_rows(values: NDArray[np.float64], bound: float) -> NDArray[np.float64]
     return np.asarray(values * np.minimum(1.0, bound / np.maximum(norms, bound * 1e-300))[:, None])
 
 
-def _gram_bound(cap: int, p: int) -> float:
-    """The Frobenius norm a person's ``Z_u`` is clipped to: :data:`GRAM_NORM` ``√(p + 1)``
-    rows' worth, at least ``1 / GRAM_SHRINK`` of its trace bound ``T_cap (p + 1)``, at most
-    that bound (then nothing is clipped)."""
-    worst = p + 1.0
-    return cap * min(worst, max(GRAM_NORM * math.sqrt(worst), worst / GRAM_SHRINK))
+def _rows_released(
+    released: NDArray[np.float64], columns: tuple[str, ...], blocks: Blocks
+) -> float:
+    """The weighted number of rows from the released Gram matrix: the intercept's entry, or
+    where a factor block took the intercept in (its rows one-hot) the sum of the block's
+    diagonal; 0 without an intercept."""
+    if "Intercept" not in columns:
+        return 0.0
+    intercept = columns.index("Intercept")
+    counted = next((list(b) for b, _ in blocks if intercept in b), [intercept])
+    return float(np.trace(released[np.ix_(counted, counted)]))
+
+
+def _row_square(p: int, blocks: Blocks) -> float:
+    """The bound ``r²`` on a clipped row's squared norm (``z = (x̃, ỹ)``, p columns and the
+    outcome): 1 a column, a factor block's own bound in place of its columns' count
+    (treatment-coded indicators: 1 a block however many levels it has)."""
+    return p + 1.0 - sum(len(columns) - square for columns, square in blocks)
+
+
+def _clip_blocks(z: NDArray[np.float64], blocks: Blocks) -> NDArray[np.float64]:
+    """Every row's entries of each factor block scaled down to the block's norm bound where
+    above it (indicator rows never are; quasi-demeaned ones may be), in place."""
+    for columns, square in blocks:
+        indices = list(columns)
+        z[:, indices] = _clip_rows(z[:, indices], math.sqrt(square))
+    return z
+
+
+def _gram_bound(cap: int, square: float) -> float:
+    """The Frobenius norm a person's ``Z_u`` is clipped to, for rows of squared norm at most
+    ``square`` (:func:`_row_square`; ``p + 1`` without factor blocks): :data:`GRAM_NORM`
+    ``√square`` rows' worth, at least ``1 / GRAM_SHRINK`` of its trace bound ``T_cap
+    square``, at most that bound (then nothing is clipped)."""
+    return cap * min(square, max(GRAM_NORM * math.sqrt(square), square / GRAM_SHRINK))
 
 
 def _floor(sigma: float, p: int) -> float:

@@ -61,7 +61,7 @@ from dplong.formula import PanelDesign
 from dplong.models.base import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, check_max_rows
 from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.models.location import COMPONENTS, RandomEffectsLocation
-from dplong.models.pooled import CovType, PooledOLS
+from dplong.models.pooled import Blocks, CovType, PooledOLS, _rows_released
 from dplong.planning import FitPlan, PlannedBlock, _decide, checkpoint
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger, zcdp_epsilon
 from dplong.privacy.budget import (
@@ -204,7 +204,9 @@ class RandomEffects(PooledOLS):
         stage: dict[str, Any] = {"max_rows": cap, "random_state": generator}
         found: PanelResults | None = None
         if stated is None:
-            pilot = PooledOLS(design, ranges, levels=self._levels, frame=frame).fit(
+            pilot = PooledOLS(
+                design, ranges, levels=self._levels, frame=frame, blocks=self._blocks
+            ).fit(
                 epsilon=zcdp_epsilon(plan.pilot_rho, options.delta),
                 delta=options.delta,
                 **stage,
@@ -216,7 +218,12 @@ class RandomEffects(PooledOLS):
         else:
             components = stated
         final = _QuasiDemeaned(
-            design, ranges, levels=self._levels, frame=frame, components=components
+            design,
+            ranges,
+            levels=self._levels,
+            frame=frame,
+            blocks=self._blocks,
+            components=components,
         )
         rho = remaining_rho([e.cost for e in entries], options.epsilon, options.delta)
         fitted = final.fit(epsilon=zcdp_epsilon(rho, options.delta), delta=options.delta, **stage)
@@ -357,9 +364,10 @@ class _QuasiDemeaned(PooledOLS):
         *,
         levels: Any,
         frame: NDArray[np.float64],
+        blocks: Blocks,
         components: tuple[float, float],
     ) -> None:
-        super().__init__(design, ranges, levels=levels, frame=frame)
+        super().__init__(design, ranges, levels=levels, frame=frame, blocks=blocks)
         self._components = components
 
     def release_plan(self, *, epsilon: float, delta: float) -> StatisticsBudget:
@@ -375,7 +383,7 @@ class _QuasiDemeaned(PooledOLS):
         if "Intercept" not in self._design.columns:
             return float(n * cap)
         effects, residual = self._components
-        g = max(float(released[0, 0]), float(n)) / n
+        g = max(_rows_released(released, self._design.columns, self._blocks), float(n)) / n
         rows = g * residual / (residual - g * effects) if g * effects < residual else cap
         return n * min(max(rows, 1.0), float(cap))
 
