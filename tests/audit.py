@@ -479,7 +479,11 @@ class GroupedAudit:
 
 
 #: The modules whose ``compose`` the audits memoise (every caller of it in the package).
-COMPOSE_USERS = (dplong.privacy.accounting, dplong.privacy.budget)
+COMPOSE_USERS = (
+    dplong.privacy.accounting,
+    dplong.privacy.budget.stages,
+    dplong.privacy.budget.pipelines,
+)
 
 
 @contextlib.contextmanager

@@ -77,12 +77,12 @@ from dplong.privacy.budget import (
     NOTE_MISS,
     REFINE_SHARES,
     ReleasePlan,
-    _median_users,
     column_epsilon,
     largest_within,
     share_weights,
     tail_share,
 )
+from dplong.privacy.budget.stages import _median_users
 from dplong.privacy.engine import MAD_FACTOR, Release, forecast_noise, release_means
 from dplong.privacy.histogram import bin_index, stable_histogram, stable_histogram_threshold
 from dplong.privacy.interval import check_histogram_feasible, local_bins

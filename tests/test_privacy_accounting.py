@@ -486,8 +486,8 @@ def test_memoized_budgets_are_exact() -> None:
 
 
 def test_memo_is_undone() -> None:
-    before = (dplong.privacy.budget.compose, ReleasePlan.calibrate)
+    before = (dplong.privacy.budget.stages.compose, ReleasePlan.calibrate)
     with memoized_compose():
-        assert dplong.privacy.budget.compose is not before[0]
-    assert (dplong.privacy.budget.compose, ReleasePlan.calibrate) == before
+        assert dplong.privacy.budget.stages.compose is not before[0]
+    assert (dplong.privacy.budget.stages.compose, ReleasePlan.calibrate) == before
     assert dataclasses.is_dataclass(ReleasePlan)

@@ -3,7 +3,7 @@
 
 Reference tests (docs/design §5.2): with the noise off and wide radii the release equals the
 Priestley–Chao estimator of Def 4.8 computed plainly (``kernel_cases.priestley_chao``), to
-1e-10. The release's budget comes from ``privacy/budget.py`` and its curve from
+1e-10. The release's budget comes from ``privacy/budget/`` and its curve from
 ``privacy/vector.py`` (``test_vector.py``).
 """
 

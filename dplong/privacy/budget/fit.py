@@ -1,0 +1,235 @@
+"""A fit's budget: its parts, the accountant's check and record, and its ledger.
+
+A fit's blocks each get a :func:`part` of its (ε, δ) (:func:`users_share` sizes a stage that
+needs a given ``n ε``; :func:`keyed_share` the levels of a key; :func:`split_users` the local
+model's disjoint groups). :func:`afford` is the accountant's check, run before the first noise
+draw; :func:`charge` checks that a release's calls compose within what it was given and has
+the accountant record them (:func:`settle` composes a release's ledger and charges it);
+:func:`fit_ledger` and :func:`keyed_ledger` compose a fit's. This module is the only one in the
+package that asks or tells the accountant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
+from dplong.privacy.options import ReleaseOptions
+
+if TYPE_CHECKING:
+    from dplong.privacy.budget.plan import ReleasePlan
+
+
+def part(options: ReleaseOptions, share: float) -> ReleaseOptions:
+    """``share`` of a budget's (ε, δ): a block's part of a fit, or a stage's part of a release.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import part
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> options = ReleaseOptions.check(1000, epsilon=2.0, delta=1e-6, privacy="central",
+    ...                                bound=None, d=1)
+    >>> half = part(options, 0.5)
+    >>> half.epsilon, half.delta
+    (1.0, 5e-07)
+    """
+    return dataclasses.replace(
+        options, epsilon=options.epsilon * share, delta=options.delta * share
+    )
+
+
+def users_share(users: float, n: int, epsilon: float, low: float, high: float) -> float:
+    """The share of ``epsilon`` worth ``users`` users of ε·n (a stage that needs a given n ε to
+    work), within [low, high]: a function of public facts.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import users_share
+    >>> users_share(300.0, 2000, 1.0, 0.05, 0.2), users_share(300.0, 50_000, 1.0, 0.05, 0.2)
+    (0.15, 0.05)
+    """
+    return min(high, max(low, users / (n * epsilon)))
+
+
+def afford(accountant: Accountant | None, epsilon: float, delta: float) -> None:
+    """The accountant's check, before the first noise draw: refuse a spend it cannot afford.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> from dplong.privacy.budget import afford
+    >>> afford(dplong.Accountant(epsilon=1.0), 0.5, 0.0)          # affordable: nothing happens
+    >>> afford(dplong.Accountant(epsilon=1.0), 1.5, 0.0)
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.BudgetExceededError: ...
+    """
+    if accountant is not None:
+        accountant.check(epsilon, delta)
+
+
+def charge(
+    accountant: Accountant | None, ledger: PrivacyLedger, epsilon: float, delta: float
+) -> None:
+    """After a release or fit: its calls must compose within the (ε, δ) it was given (a bug if
+    not, so it is raised as one), and the accountant records them.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> from dplong.privacy.accounting import LedgerEntry, PrivacyLedger
+    >>> from dplong.privacy.budget import charge
+    >>> call = LedgerEntry("mean", "lattice Laplace", "x", 0.5, 0.0, 0.0, 1.0, 2.0)
+    >>> accountant = dplong.Accountant(epsilon=1.0)
+    >>> charge(accountant, PrivacyLedger.from_entries([call], 0.0, "central"), 0.5, 0.0)
+    >>> accountant.spent_epsilon
+    0.5
+    """
+    if ledger.epsilon > epsilon * (1 + 1e-9) or ledger.delta > delta * (1 + 1e-9):
+        raise AssertionError(
+            f"the calls compose to ({ledger.epsilon}, {ledger.delta}), beyond the budget "
+            f"({epsilon}, {delta})"
+        )
+    if accountant is not None:
+        accountant.record(ledger)
+
+
+def fit_ledger(ledgers: Sequence[PrivacyLedger], delta: float, model: str) -> PrivacyLedger:
+    """One ledger for a fit's releases: all their calls composed at the fit's δ, or their basic
+    sum where that is smaller, or, for the local model's disjoint groups of users, in parallel
+    (the largest).
+
+    Examples
+    --------
+    >>> from dplong.privacy.accounting import LedgerEntry, PrivacyLedger
+    >>> from dplong.privacy.budget import fit_ledger
+    >>> call = LedgerEntry("mean", "lattice Laplace", "x", 0.5, 0.0, 0.0, 1.0, 2.0)
+    >>> one = PrivacyLedger.from_entries([call], 0.0, "central")
+    >>> fit_ledger([one, one], 0.0, "central").epsilon
+    1.0
+    """
+    # the local model's groups are disjoint and drawn independently of the data (max); the
+    # levels of a key are not (keyed_ledger): only the former compose as the largest
+    if all(ledger.composition == "parallel (disjoint users)" for ledger in ledgers):
+        worst = max(ledgers, key=lambda ledger: ledger.epsilon)
+        entries = tuple(entry for ledger in ledgers for entry in ledger.entries)
+        return PrivacyLedger(
+            entries, worst.epsilon, worst.delta, worst.composition, model, worst.rho
+        )
+    if len(ledgers) == 1:
+        return ledgers[0]
+    joint = PrivacyLedger.from_entries(
+        [entry for ledger in ledgers for entry in ledger.entries], delta, model
+    )
+    basic = sum(ledgers[1:], ledgers[0])
+    return joint if joint.epsilon <= basic.epsilon else basic
+
+
+#: How many levels' releases replacing one user can change when every user is at one level of
+#: a key (a grouping declared constant within users): the level the user leaves and the level
+#: the user joins. The key is private, so a user may change levels between neighbours.
+KEYED_TOUCHED = 2
+
+
+def keyed_share(levels: int) -> float:
+    """Each level's share of a fit's (ε, δ) when every user is at one level of a key
+    (parallel composition over the levels): ``1 / min(levels, 2)``.
+
+    Under the contract's neighbours (one user's rows replaced) a user at one level may move to
+    another, changing both levels' releases: the fit costs the sum of the two largest levels'
+    costs (:func:`keyed_ledger`), so each level gets half the budget however many levels
+    there are, where a release shared by the levels (sequential composition) gives each
+    about ``1 / levels``. With one level, it gets the whole budget.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import keyed_share
+    >>> keyed_share(1), keyed_share(2), keyed_share(8)
+    (1.0, 0.5, 0.5)
+    """
+    return 1.0 / min(levels, KEYED_TOUCHED)
+
+
+def keyed_ledger(ledgers: Sequence[PrivacyLedger], model: str) -> PrivacyLedger:
+    """The ledger of releases on the levels of a key at which every user is at one level
+    (:func:`keyed_share`): parallel composition, the sum of the :data:`KEYED_TOUCHED` largest
+    levels' ε and δ (and ρ), which bounds the cost of any pair a replaced user can change.
+
+    Examples
+    --------
+    >>> from dplong.privacy.accounting import LedgerEntry, PrivacyLedger
+    >>> from dplong.privacy.budget import keyed_ledger
+    >>> level = [PrivacyLedger.from_entries(
+    ...     [LedgerEntry("mean", "lattice Laplace", f"y[arm={k}]", 0.5, 0.0, 0.0, 1.0, 2.0)],
+    ...     0.0, "central") for k in range(3)]
+    >>> ledger = keyed_ledger(level, "central")
+    >>> ledger.epsilon, len(ledger.entries), ledger.composition
+    (1.0, 3, 'parallel over the levels of a key (two levels touched)')
+    """
+
+    def largest(values: Sequence[float]) -> float:  # NaN (a ρ unknown) stays NaN
+        if any(math.isnan(value) for value in values):
+            return math.nan
+        return float(sum(sorted(values, reverse=True)[:KEYED_TOUCHED]))
+
+    return PrivacyLedger(
+        tuple(entry for ledger in ledgers for entry in ledger.entries),
+        largest([ledger.epsilon for ledger in ledgers]),
+        largest([ledger.delta for ledger in ledgers]),
+        "parallel over the levels of a key (two levels touched)",
+        model,
+        largest([ledger.rho for ledger in ledgers]),
+    )
+
+
+def split_users(
+    rng: np.random.Generator, n: int, shares: Sequence[float]
+) -> list[NDArray[np.int64]]:
+    """The local model's disjoint groups of users, one per release (parallel composition: each
+    user answers one question with the whole ε), of sizes ``round(share · n)``; drawn
+    independently of the data.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.budget import split_users
+    >>> [g.size for g in split_users(np.random.default_rng(0), 10, [0.5, 0.3, 0.2])]
+    [5, 3, 2]
+    """
+    cuts = np.cumsum([round(share * n) for share in shares])[:-1]
+    return np.split(rng.permutation(n), cuts)
+
+
+def settle(
+    accountant: Accountant | None,
+    entries: Sequence[LedgerEntry],
+    options: ReleaseOptions | ReleasePlan,
+) -> PrivacyLedger:
+    """The ledger of a release's calls, composed at its δ and :func:`charge` d: checked within
+    its (ε, δ) and recorded by the accountant. Given a :class:`ReleasePlan`, the (ε, δ) are the
+    plan's (a later release of a fit spends its part, not the fit's options) and the release is
+    central (the default engine's).
+
+    Examples
+    --------
+    >>> import dplong
+    >>> from dplong.privacy.accounting import LedgerEntry
+    >>> from dplong.privacy.budget import settle
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> options = ReleaseOptions.check(1000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1)
+    >>> call = LedgerEntry("mean", "lattice Laplace", "x", 0.5, 0.0, 0.0, 1.0, 2.0)
+    >>> accountant = dplong.Accountant(epsilon=1.0)
+    >>> settle(accountant, [call, call], options).epsilon, accountant.spent_epsilon
+    (1.0, 1.0)
+    """
+    privacy = options.privacy if isinstance(options, ReleaseOptions) else "central"
+    ledger = PrivacyLedger.from_entries(entries, options.delta, privacy)
+    charge(accountant, ledger, options.epsilon, options.delta)
+    return ledger

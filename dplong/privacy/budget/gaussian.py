@@ -1,0 +1,278 @@
+"""The budgets of Gaussian (zCDP) releases: ePTR, sufficient statistics and random effects.
+
+A release of sufficient statistics spends its (ε, δ) as one total ρ (:func:`gaussian_shares`),
+shared between the private ranges of its unbounded columns and its Gaussian vectors
+(:func:`statistics_budget`), after an efficient Propose-Test-Release where one is run
+(:func:`ptr_budget`); a random-effects fit adds a pilot fit and the release of its variance
+components (:func:`random_effects_budget`). A last stage calibrated on what the earlier ones
+cost gets :func:`remaining_rho`. Public facts only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize
+
+from dplong.privacy.accounting import Composer, Cost, zcdp_epsilon
+from dplong.privacy.budget.calibration import largest_within
+from dplong.privacy.budget.fit import users_share
+from dplong.privacy.budget.stages import MAX_MISS
+from dplong.privacy.ranges import histogram_threshold, located_miss
+
+
+def gaussian_shares(epsilon: float, delta: float, shares: Sequence[float]) -> tuple[float, ...]:
+    """The zCDP ρ of Gaussian releases that together spend ``(epsilon, delta)``: the largest
+    total ρ whose conversion (:func:`~dplong.privacy.accounting.zcdp_epsilon`) stays within
+    ε at δ, split in proportion to ``shares`` (zCDP composes by adding ρ).
+
+    Examples
+    --------
+    >>> from dplong.privacy.accounting import zcdp_epsilon
+    >>> from dplong.privacy.budget import gaussian_shares
+    >>> first, second = gaussian_shares(1.0, 1e-6, [0.75, 0.25])
+    >>> round(first / second, 6), bool(zcdp_epsilon(first + second, 1e-6) <= 1.0)
+    (3.0, True)
+    """
+    total = float(sum(shares))
+    upper = epsilon  # ρ-zCDP costs at least ρ in ε
+    rho = optimize.brentq(lambda r: zcdp_epsilon(r, delta) - epsilon, 1e-300, upper, xtol=1e-15)
+    while zcdp_epsilon(rho, delta) > epsilon:  # brentq's root may sit a hair above ε
+        rho *= 1.0 - 1e-12
+    return tuple(rho * share / total for share in shares)
+
+
+@dataclass(frozen=True)
+class PTRBudget:
+    """The budget of one efficient Propose-Test-Release (ePTR, Shen, Tong & Wang 2026, Alg 2)
+    and of the Gaussian releases that follow it.
+
+    Attributes
+    ----------
+    test_epsilon : float
+        ε of the test: the coin ``Bernoulli(sigmoid(ε_t (γ - M)))`` on a 1-Lipschitz safety
+        margin γ, ε_t-DP whatever the data (half of the ePTR's ε, as in Alg 2).
+    release_epsilon, delta : float
+        The (ε, δ) of the Gaussian release given the test (the other half, and the ePTR's δ).
+    release_rho : float
+        The zCDP ρ of that release's discrete Gaussian: the largest whose exact conversion
+        (CKS 2020, Prop. 12) is ``release_epsilon``-DP at ``delta`` (sharper than Alg 2's
+        classical ``2α √(2 log(1.25/δ)) / ε``, and valid at any ε).
+    threshold : float
+        Alg 2, line 3: ``M = 1 + (2/ε) log(max(1/δ, 1/ε))`` with ε the ePTR's (= 2 ε_t): an
+        uncertified data set (γ = 0) releases with probability at most ``e^{-ε_t} δ``.
+    rest_rho : tuple of float
+        The ρ of the Gaussian releases after the ePTR, in proportion to their shares.
+    """
+
+    test_epsilon: float
+    release_epsilon: float
+    delta: float
+    release_rho: float
+    threshold: float
+    rest_rho: tuple[float, ...]
+
+    def entries_cost(self) -> list[Cost]:
+        """The costs the ePTR's two ledger entries record: the test's pure ε_t and the
+        release's approximate ``(ε_r, δ)`` (composed by basic composition with the rest)."""
+        return [Cost(epsilon=self.test_epsilon), Cost(self.release_epsilon, self.delta)]
+
+
+def ptr_budget(
+    epsilon: float, delta: float, *, share: float = 1.0, rest: Sequence[float] = ()
+) -> PTRBudget:
+    """Split ``(epsilon, delta)`` between one ePTR (a ``share`` of ε, half of δ when ``rest``
+    is given, else all of it) and Gaussian releases after it in proportion to ``rest``.
+
+    Privacy (Alg 2, Thm 2.2): the test coin's log-odds ``ε_t (γ - M)`` move by at most ε_t
+    between neighbours (γ is 1-Lipschitz); where γ > 0 on either neighbour the estimate
+    moves by at most its sensitivity α and the Gaussian is ``(ε_r, δ)``-DP, so the pair
+    (coin, release) is ``(ε_t + ε_r, δ)``-DP; where γ = 0 on both, the coins are equal and
+    release with probability at most ``e^{-ε_t} δ < δ``. The rest are ρ-zCDP, converted at
+    the δ left. Everything here is a public fact.
+
+    Examples
+    --------
+    >>> from dplong.privacy.accounting import Cost, compose
+    >>> from dplong.privacy.budget import ptr_budget
+    >>> b = ptr_budget(1.0, 1e-6)
+    >>> b.test_epsilon, b.release_epsilon, round(b.threshold, 4)   # Alg 2 at ε = 1, δ = 1e-6
+    (0.5, 0.5, 28.631)
+    >>> both = ptr_budget(1.0, 1e-6, share=0.75, rest=[0.5, 0.5])
+    >>> total = compose(both.entries_cost() + [Cost(rho=r) for r in both.rest_rho], 1e-6)
+    >>> bool(total.epsilon <= 1.0 + 1e-9), total.delta <= 1e-6
+    (True, True)
+    """
+    if not 0.0 < share <= 1.0 or (share < 1.0) != bool(rest):
+        raise AssertionError("an ePTR's share is below 1 exactly when releases follow it")
+    eps_ptr = epsilon * share
+    delta_ptr = delta / 2.0 if rest else delta
+    test = eps_ptr / 2.0
+    (rho,) = gaussian_shares(eps_ptr - test, delta_ptr, [1.0])
+    with np.errstate(over="ignore"):
+        threshold = 1.0 + math.log(max(1.0 / delta_ptr, 1.0 / eps_ptr)) / test
+    rest_rho = gaussian_shares(epsilon - eps_ptr, delta - delta_ptr, rest) if rest else ()
+    return PTRBudget(test, eps_ptr - test, delta_ptr, rho, threshold, rest_rho)
+
+
+#: ε·n each median of the private ranges of a fit's unbounded columns gets
+#: (:func:`statistics_budget`), within these shares of its ρ. Twice the engine's
+#: :data:`~dplong.privacy.budget.stages.MEDIAN_USERS`: a reach's median must also beat the
+#: empty cells between a mass at the midpoint and the others (n/5 users ahead of some 2,000
+#: cells for RAND HIE's coinsurance: missed in about half the fits at 80, measured).
+RANGE_USERS, RANGE_SHARES = 160.0, (0.02, 0.3)
+#: Share of a fit's ρ for the counts of persons beyond the rungs of the private ranges
+#: (:func:`dplong.privacy.ranges.private_ranges`) when it has any.
+RUNG_COUNT_SHARE = 0.06
+#: Where the medians would be refused (their miss bound above :data:`MAX_MISS`), the ranges
+#: come from histograms (:func:`dplong.privacy.ranges.histogram_ranges`) with the share of ρ
+#: that sets their threshold at ``HISTOGRAM_USERS[0] n`` persons, within
+#: ``HISTOGRAM_SHARES``; beyond ``HISTOGRAM_USERS[1] n`` the fit is refused. A cell of
+#: doubling width holds 30-45 % of a normal column's persons' extremes at the top of its
+#: bulk; at 0.2 n the farthest such cell clears in nearly every fit, at 0.3 in most (at
+#: n = 1000, d = 3: 0.15 left the Gram matrix too little and 2 of 30 fits were withheld, 0.25
+#: one; 0.2 none).
+HISTOGRAM_USERS, HISTOGRAM_SHARES = (0.2, 0.3), (0.05, 0.4)
+
+
+@dataclass(frozen=True)
+class StatisticsBudget:
+    """The budget of a release of sufficient statistics: the pure ε of each median of the
+    private ranges (0: every column's range is public, or the histograms find them), the ρ of
+    their rungs' counts (0 too), the ρ of the histograms of the ranges where n ε is too
+    small for the medians (else 0), and the ρ of each Gaussian release of the statistics."""
+
+    median_epsilon: float
+    count_rho: float
+    histogram_rho: float
+    rho: tuple[float, ...]
+
+
+def statistics_budget(
+    n: int, epsilon: float, delta: float, shares: Sequence[float], located: int
+) -> StatisticsBudget:
+    """Split ``(epsilon, delta)`` between the private ranges of the ``located`` columns
+    without public bounds (:mod:`dplong.privacy.ranges`) and Gaussian releases in proportion
+    to ``shares``: the total ρ of :func:`gaussian_shares`, of which three medians a column
+    take what gives each ``ε n =`` :data:`RANGE_USERS` (an ε-DP call is ``ε²/2``-zCDP) within
+    :data:`RANGE_SHARES`, and the counts at their rungs :data:`RUNG_COUNT_SHARE`; or, where
+    those medians' miss bound exceeds :data:`MAX_MISS`, one vector of histograms
+    :data:`HISTOGRAM_USERS` and :data:`HISTOGRAM_SHARES`. Public facts only.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import statistics_budget
+    >>> plan = statistics_budget(5912, 1.0, 5912.0**-2, [0.4, 0.45, 0.15], located=4)
+    >>> round(plan.median_epsilon * 5912), plan.histogram_rho, len(plan.rho)
+    (160, 0.0, 3)
+    >>> small = statistics_budget(1000, 1.0, 1000.0**-2, [1.0], located=4)
+    >>> small.median_epsilon, round(small.histogram_rho / 0.0243, 2)   # a share of ρ
+    (0.0, 0.15)
+    >>> statistics_budget(5912, 1.0, 5912.0**-2, [1.0], located=0).median_epsilon
+    0.0
+    """
+    (total,) = gaussian_shares(epsilon, delta, [1.0])
+    if located == 0:
+        return StatisticsBudget(0.0, 0.0, 0.0, gaussian_shares(epsilon, delta, shares))
+    medians = 3 * located
+    wanted = medians * (RANGE_USERS / n) ** 2 / 2.0 / total
+    share = min(RANGE_SHARES[1], max(RANGE_SHARES[0], wanted))
+    median_epsilon = math.sqrt(2.0 * share * total / medians)
+    if located_miss(n, median_epsilon) <= MAX_MISS:
+        rest = total * (1.0 - share - RUNG_COUNT_SHARE) / float(sum(shares))
+        return StatisticsBudget(
+            median_epsilon, total * RUNG_COUNT_SHARE, 0.0, tuple(rest * s for s in shares)
+        )
+    # the threshold is inversely proportional to √ρ: the ρ that sets it at the target
+    at_one = histogram_threshold(located, 1.0)
+    wanted = (at_one / (HISTOGRAM_USERS[0] * n)) ** 2 / total
+    share = min(HISTOGRAM_SHARES[1], max(HISTOGRAM_SHARES[0], wanted))
+    rest = total * (1.0 - share) / float(sum(shares))
+    return StatisticsBudget(0.0, 0.0, total * share, tuple(rest * s for s in shares))
+
+
+#: A random-effects fit's stages (:mod:`dplong.models.random_effects`) when its variance
+#: components are not stated: the components' release (a location and two variances, each
+#: with its private scale) gets ε·n of ``RE_COMPONENTS_USERS`` users within
+#: ``RE_COMPONENTS_SHARES`` of (ε, δ) (basic composition; at n = 2000 it needs ε ≈ 0.45 to
+#: plan without a reliability note), the pilot pooled fit whose residuals they are made of
+#: ``RE_PILOT_SHARE`` of the rest's Gaussian ρ. Both only set the quasi-demeaning θ, on which
+#: the estimate depends to second order; the quasi-demeaned fit gets everything else.
+RE_COMPONENTS_USERS, RE_COMPONENTS_SHARES, RE_PILOT_SHARE = 900.0, (0.1, 0.45), 0.4
+
+
+@dataclass(frozen=True)
+class RandomEffectsBudget(StatisticsBudget):
+    """The budget of a random-effects fit: the private ranges' (``median_epsilon``,
+    ``count_rho``, ``histogram_rho``), the pilot's ρ (0: the components are stated), the
+    (ε, δ) of the variance components' release (0, 0 when stated) and, as ``rho``, the
+    nominal ρ of the quasi-demeaned fit's releases (:func:`remaining_rho` raises it to what
+    is left)."""
+
+    pilot_rho: float
+    components_epsilon: float
+    components_delta: float
+
+
+def random_effects_budget(
+    n: int,
+    epsilon: float,
+    delta: float,
+    shares: Sequence[float],
+    located: int,
+    *,
+    stated: bool,
+) -> RandomEffectsBudget:
+    """Split ``(epsilon, delta)`` between the stages of a random-effects fit
+    (:data:`RE_COMPONENTS_USERS`, :data:`RE_PILOT_SHARE`; the ranges as in
+    :func:`statistics_budget`), the final releases' ρ in proportion to ``shares``. With
+    ``stated`` variance components there is no pilot and no components' release. Public facts
+    only.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import random_effects_budget
+    >>> plan = random_effects_budget(2000, 1.0, 2000.0**-2, [0.3, 0.55, 0.15], 0, stated=False)
+    >>> plan.components_epsilon, round(plan.pilot_rho / sum(plan.rho), 6)
+    (0.45, 0.666667)
+    >>> random_effects_budget(2000, 1.0, 2000.0**-2, [1.0], 0, stated=True).pilot_rho
+    0.0
+    """
+    share = 0.0 if stated else users_share(RE_COMPONENTS_USERS, n, epsilon, *RE_COMPONENTS_SHARES)
+    pilot = 0.0 if stated else RE_PILOT_SHARE
+    rest = statistics_budget(
+        n, epsilon * (1.0 - share), delta * (1.0 - share), [pilot, 1.0 - pilot], located
+    )
+    pilot_rho, final = rest.rho
+    total = float(sum(shares))
+    return RandomEffectsBudget(
+        rest.median_epsilon,
+        rest.count_rho,
+        rest.histogram_rho,
+        tuple(final * s / total for s in shares),
+        pilot_rho,
+        epsilon * share,
+        delta * share,
+    )
+
+
+def remaining_rho(spent: Sequence[Cost], epsilon: float, delta: float) -> float:
+    """The largest ρ of further Gaussian calls that, composed with ``spent``
+    (:class:`~dplong.privacy.accounting.Composer`), keeps the total within ``(epsilon,
+    delta)``: a last stage calibrated on what the earlier ones cost. Post-processing of the
+    ledger (public).
+
+    Examples
+    --------
+    >>> from dplong.privacy.accounting import Cost, compose
+    >>> from dplong.privacy.budget import remaining_rho
+    >>> spent = [Cost(epsilon=0.1), Cost(rho=0.002)]
+    >>> rho = remaining_rho(spent, 1.0, 1e-6)
+    >>> round(compose([*spent, Cost(rho=rho)], 1e-6).epsilon, 6)
+    1.0
+    """
+    composer = Composer(spent, delta)
+    return largest_within(lambda rho: composer.add(rho=rho).epsilon, epsilon, epsilon)
