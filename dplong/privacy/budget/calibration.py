@@ -55,17 +55,19 @@ class FinalBudget:
 
     def split(self, share: float) -> tuple[FinalBudget, FinalBudget | None]:
         """``1 - share`` of every column's budget for the mean, ``share`` for the second moment
-        (None when ``share`` is 0); :meth:`ReleasePlan.calibrate` composes the two parts."""
+        (None when ``share`` is 0); :meth:`~dplong.privacy.budget.plan.ReleasePlan.calibrate`
+        composes the two parts."""
         if share <= 0.0:
             return self, None
         keep = FinalBudget(self.kind, self.epsilon * (1 - share), self.rho * (1 - share))
         return keep, FinalBudget(self.kind, self.epsilon * share, self.rho * share)
 
     def tail_split(self, share: float) -> tuple[NDArray[np.float64], FinalBudget]:
-        """``share`` of every column's pure ε for the engine's tail count (pure ε-DP, so a
-        Laplace budget only: a Gaussian one is returned whole with no tail ε), and the rest for
-        the mean; :meth:`ReleasePlan.calibrate` composed them with the count as one call of the
-        columns' summed tail ε (:attr:`ReleasePlan.tail`)."""
+        """``share`` of every column's pure ε for the engine's tail count (pure ε-DP, so a Laplace
+        budget only: a Gaussian one is returned whole with no tail ε), and the rest for the mean;
+        :meth:`~dplong.privacy.budget.plan.ReleasePlan.calibrate` composed them with the count as
+        one call of the columns' summed tail ε
+        (:attr:`~dplong.privacy.budget.plan.ReleasePlan.tail`)."""
         if self.kind == "gaussian" or share <= 0.0:
             return np.zeros_like(self.epsilon), self
         rest = self.epsilon * (1 - share)
@@ -96,8 +98,9 @@ _GUESSES: dict[tuple[str, int, float, float], float] = {}
 def _calibrated(
     plan: ReleasePlan, shares_key: bytes, kind: str, refined: bool, fallback: bool
 ) -> FinalBudget:
-    """:meth:`ReleasePlan.calibrate`: the earlier calls' composition is computed once
-    (:class:`~dplong.privacy.accounting.Composer`), then bisection on the final stage's scale."""
+    """:meth:`~dplong.privacy.budget.plan.ReleasePlan.calibrate`: the earlier calls' composition is
+    computed once (:class:`~dplong.privacy.accounting.Composer`), then bisection on the final
+    stage's scale."""
     shares = np.frombuffer(shares_key)
     early = plan.early_costs(refine=refined, fallback=fallback)
     composer = Composer(early, plan.delta)

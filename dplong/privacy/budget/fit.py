@@ -211,10 +211,10 @@ def settle(
     entries: Sequence[LedgerEntry],
     options: ReleaseOptions | ReleasePlan,
 ) -> PrivacyLedger:
-    """The ledger of a release's calls, composed at its δ and :func:`charge` d: checked within
-    its (ε, δ) and recorded by the accountant. Given a :class:`ReleasePlan`, the (ε, δ) are the
-    plan's (a later release of a fit spends its part, not the fit's options) and the release is
-    central (the default engine's).
+    """The ledger of a release's calls, composed at its δ and :func:`charge` d: checked within its
+    (ε, δ) and recorded by the accountant. Given a :class:`~dplong.privacy.budget.plan.ReleasePlan`,
+    the (ε, δ) are the plan's (a later release of a fit spends its part, not the fit's options) and
+    the release is central (the default engine's).
 
     Examples
     --------

@@ -1,11 +1,12 @@
 """The budgets of Gaussian (zCDP) releases: ePTR, sufficient statistics and random effects.
 
-A release of sufficient statistics spends its (ε, δ) as one total ρ (:func:`gaussian_shares`),
-shared between the private ranges of its unbounded columns and its Gaussian vectors
-(:func:`statistics_budget`), after an efficient Propose-Test-Release where one is run
-(:func:`ptr_budget`); a random-effects fit adds a pilot fit and the release of its variance
-components (:func:`random_effects_budget`). A last stage calibrated on what the earlier ones
-cost gets :func:`remaining_rho`. Public facts only.
+Gaussian releases compose by adding their zCDP ρ: a budget's (ε, δ) becomes one total ρ
+shared in proportion (:func:`gaussian_shares`). A release of sufficient statistics shares it
+between the private ranges of its unbounded columns and its Gaussian vectors
+(:func:`statistics_budget`); a random-effects fit adds a pilot fit and the release of its
+variance components (:func:`random_effects_budget`); an efficient Propose-Test-Release and the
+Gaussian releases after it split theirs with :func:`ptr_budget`. A last stage calibrated on
+what the earlier ones cost gets :func:`remaining_rho`. Public facts only.
 """
 
 from __future__ import annotations
@@ -127,14 +128,14 @@ RANGE_USERS, RANGE_SHARES = 160.0, (0.02, 0.3)
 #: Share of a fit's ρ for the counts of persons beyond the rungs of the private ranges
 #: (:func:`dplong.privacy.ranges.private_ranges`) when it has any.
 RUNG_COUNT_SHARE = 0.06
-#: Where the medians would be refused (their miss bound above :data:`MAX_MISS`), the ranges
-#: come from histograms (:func:`dplong.privacy.ranges.histogram_ranges`) with the share of ρ
-#: that sets their threshold at ``HISTOGRAM_USERS[0] n`` persons, within
-#: ``HISTOGRAM_SHARES``; beyond ``HISTOGRAM_USERS[1] n`` the fit is refused. A cell of
-#: doubling width holds 30-45 % of a normal column's persons' extremes at the top of its
-#: bulk; at 0.2 n the farthest such cell clears in nearly every fit, at 0.3 in most (at
-#: n = 1000, d = 3: 0.15 left the Gram matrix too little and 2 of 30 fits were withheld, 0.25
-#: one; 0.2 none).
+#: Where the medians would be refused (their miss bound above
+#: :data:`~dplong.privacy.budget.stages.MAX_MISS`), the ranges come from histograms
+#: (:func:`dplong.privacy.ranges.histogram_ranges`) with the share of ρ that sets their threshold at
+#: ``HISTOGRAM_USERS[0] n`` persons, within ``HISTOGRAM_SHARES``; beyond ``HISTOGRAM_USERS[1] n``
+#: the fit is refused. A cell of doubling width holds 30-45 % of a normal column's persons' extremes
+#: at the top of its bulk; at 0.2 n the farthest such cell clears in nearly every fit, at 0.3 in
+#: most (at n = 1000, d = 3: 0.15 left the Gram matrix too little and 2 of 30 fits were withheld,
+#: 0.25 one; 0.2 none).
 HISTOGRAM_USERS, HISTOGRAM_SHARES = (0.2, 0.3), (0.05, 0.4)
 
 
@@ -159,8 +160,9 @@ def statistics_budget(
     to ``shares``: the total ρ of :func:`gaussian_shares`, of which three medians a column
     take what gives each ``ε n =`` :data:`RANGE_USERS` (an ε-DP call is ``ε²/2``-zCDP) within
     :data:`RANGE_SHARES`, and the counts at their rungs :data:`RUNG_COUNT_SHARE`; or, where
-    those medians' miss bound exceeds :data:`MAX_MISS`, one vector of histograms
-    :data:`HISTOGRAM_USERS` and :data:`HISTOGRAM_SHARES`. Public facts only.
+    those medians' miss bound exceeds :data:`~dplong.privacy.budget.stages.MAX_MISS`, one
+    vector of histograms :data:`HISTOGRAM_USERS` and :data:`HISTOGRAM_SHARES`. Public facts
+    only.
 
     Examples
     --------

@@ -51,11 +51,13 @@ def paper_budget(d: int, options: ReleaseOptions) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class ScalePlan:
-    """How the budget of :func:`estimate_scale` is spent (public facts only).
+    """How the budget of :func:`~dplong.privacy.variance.estimate_scale` is spent (public facts
+    only).
 
     Each of the d wide-bin histograms costs ``histogram_epsilon`` (and ``histogram_delta``
     centrally), each of the ``Σ step_counts`` iterative steps ``step_epsilon``;
-    ``total_epsilon``/``total_delta`` are what the release costs (:func:`compose`).
+    ``total_epsilon``/``total_delta`` are what the release costs
+    (:func:`~dplong.privacy.accounting.compose`).
 
     Examples
     --------

@@ -91,9 +91,9 @@ class ReleasePlan:
         model gives the centre and a bound on its distance to the mean (no midpoint and no
         refinement stage: only the scale is located).
     moment_share : float
-        Share of each column's final budget spent on the second moment of the clipped values,
-        whose variance then sets the standard errors (honest under heavy tails); 0 when
-        ``n ε`` per column is too small for it to be informative (:data:`MOMENT_USERS`).
+        Share of each column's final budget spent on the second moment of the clipped values, whose
+        variance then sets the standard errors (honest under heavy tails); 0 when ``n ε`` per column
+        is too small for it to be informative (:data:`~dplong.privacy.budget.stages.MOMENT_USERS`).
     per_column : float
         The even per-column ε of this release, from which the stages were sized
         (:meth:`for_users` resizes them).
@@ -101,28 +101,28 @@ class ReleasePlan:
         Pure ε per column of the count of users off the scale stage's cell (0: scale stated).
     side : float
         Pure ε per column of the midpoint's check, a signed count of the users on each side of
-        it (:data:`SIDE_USERS`; 0: no private midpoint).
+        it (:data:`~dplong.privacy.budget.stages.SIDE_USERS`; 0: no private midpoint).
     inside : float
         Pure ε per column of the scale's check, a count of the users near the midpoint
-        (:data:`INSIDE_USERS`; 0: not run).
+        (:data:`~dplong.privacy.budget.stages.INSIDE_USERS`; 0: not run).
     ranked : bool
-        Whether the midpoint's check's measured rank, rather than the report-noisy-max's worst
-        case over every cell, sizes the centre's error: where the check runs and the release
-        measures its second moment, or has :data:`RANKED_USERS` users or more.
+        Whether the midpoint's check's measured rank, rather than the report-noisy-max's worst case
+        over every cell, sizes the centre's error: where the check runs and the release measures its
+        second moment, or has :data:`~dplong.privacy.budget.stages.RANKED_USERS` users or more.
     tail : float
-        Share of each column's final mean budget for the engine's tail count (one count over
-        the columns, :func:`tail_share`; a Laplace budget only): 0 where no tail stage runs.
-        Set by the engine where it runs the stage, before the final stage is calibrated with
-        it as one call.
+        Share of each column's final mean budget for the engine's tail count (one count over the
+        columns, :func:`~dplong.privacy.budget.stages.tail_share`; a Laplace budget only): 0 where
+        no tail stage runs. Set by the engine where it runs the stage, before the final stage is
+        calibrated with it as one call.
     reruns : tuple of float
         The ε of each second median the scale stage ran (a column where most users share one
         value, :meth:`second_spread`) and of each one's check (:meth:`second_check`):
         post-processing of the count above, set on the plan as run.
     miss : float
-        A public bound on the probability that a column's median stages miss the data in a way
-        that breaks the release (:func:`_miss`; :func:`~dplong.privacy.quantile.miss_probability`
-        with all n users): a bad event the error bounds exclude, so it is added to their
-        probability.
+        A public bound on the probability that a column's median stages miss the data in a way that
+        breaks the release (:func:`~dplong.privacy.budget.stages._miss`;
+        :func:`~dplong.privacy.quantile.miss_probability` with all n users): a bad event the error
+        bounds exclude, so it is added to their probability.
 
     Examples
     --------
@@ -185,10 +185,11 @@ class ReleasePlan:
         when the final stage releases no second moment (its budget is then one call per column:
         calibrate it so); ``share`` is the part of a fit's budget this release gets, so that
         refusals and notes speak of the fit's ε; ``weighted`` when users carry precision weights:
-        the count is a weighted count and gets :data:`WEIGHTED_COUNT_USERS` instead of
-        :data:`COUNT_USERS`; ``centred`` when the release is given a public centre
-        (``midpoint_kind="public"``): no midpoint or refinement stage, their budget left to the
-        final stage.
+        the count is a weighted count and gets
+        :data:`~dplong.privacy.budget.stages.WEIGHTED_COUNT_USERS` instead of
+        :data:`~dplong.privacy.budget.stages.COUNT_USERS`; ``centred`` when the release is given a
+        public centre (``midpoint_kind="public"``): no midpoint or refinement stage, their budget
+        left to the final stage.
 
         Examples
         --------
@@ -296,9 +297,10 @@ class ReleasePlan:
         count_users: float,
     ) -> ReleasePlan:
         """The midpoint by the stable histogram (bins of half-width τ', §7.1.2) at
-        :data:`HISTOGRAM_SHARE` of a column's ε and δ/(2d) each, with :data:`FALLBACK_SHARE`
-        reserved for a private median should no bin survive: spent only then (the choice is a
-        function of the histogram's output), otherwise left to the final stage."""
+        :data:`~dplong.privacy.budget.stages.HISTOGRAM_SHARE` of a column's ε and δ/(2d) each, with
+        :data:`~dplong.privacy.budget.stages.FALLBACK_SHARE` reserved for a private median should no
+        bin survive: spent only then (the choice is a function of the histogram's output), otherwise
+        left to the final stage."""
         share = HISTOGRAM_SHARE * per_column
         counts = (1 if complete_rows else d) if count else 0
         per_count = per_column * d / max(counts, 1)
@@ -428,11 +430,12 @@ class ReleasePlan:
         return np.minimum(self.spread / np.maximum(share, 1e-12), max(self._left(), 0.0) / 2.0)
 
     def second_check(self, users: NDArray[np.float64]) -> NDArray[np.float64]:
-        """ε of the check of each second median (:meth:`second_spread`) over ``users`` users off
-        the shared value (a private count's low end): a signed count as the midpoint's check
-        is, sized as it is for them (ε·users of :data:`SIDE_USERS` within :data:`SIDE_SHARES` of
-        the column's ε), taken from the final stage, which keeps at least a quarter of what the
-        stages before it leave (the median took at most half).
+        """ε of the check of each second median (:meth:`second_spread`) over ``users`` users off the
+        shared value (a private count's low end): a signed count as the midpoint's check is, sized
+        as it is for them (ε·users of :data:`~dplong.privacy.budget.stages.SIDE_USERS` within
+        :data:`~dplong.privacy.budget.stages.SIDE_SHARES` of the column's ε), taken from the final
+        stage, which keeps at least a quarter of what the stages before it leave (the median took at
+        most half).
 
         Examples
         --------
@@ -458,8 +461,9 @@ class ReleasePlan:
         return np.asarray(np.minimum(wanted, max(self._left(), 0.0) / 4.0))
 
     def zero_split(self) -> tuple[float, float]:
-        """The scale stage's ε in a column whose midpoint is 0: :data:`ZERO_COUNT_SHARE` of it
-        counts the users off 0, the median over them gets the rest.
+        """The scale stage's ε in a column whose midpoint is 0:
+        :data:`~dplong.privacy.budget.stages.ZERO_COUNT_SHARE` of it counts the users off 0, the
+        median over them gets the rest.
 
         Examples
         --------

@@ -45,9 +45,10 @@ QUIET_REMEDY: ContextVar[str | None] = ContextVar("dplong_quiet_remedy", default
 MEDIAN_USERS = 80.0
 MEDIAN_SHARE, SMALL_MEDIAN_USERS = 0.2, 60.0
 #: From this many users, the midpoint's check's measured rank sizes the interval also where the
-#: release does not measure its second moment (:attr:`ReleasePlan.ranked`); below, the worst
-#: case's slack is what covered skewed tiny panels (dietox's 72 pig means were covered in 85 %
-#: of resamples with the measured rank, 94 % without).
+#: release does not measure its second moment
+#: (:attr:`~dplong.privacy.budget.plan.ReleasePlan.ranked`); below, the worst case's slack is what
+#: covered skewed tiny panels (dietox's 72 pig means were covered in 85 % of resamples with the
+#: measured rank, 94 % without).
 RANKED_USERS = 200
 #: Bounds on the chance that the median stages miss the data: above the first the release is
 #: refused, above the second it comes with a note (and the ε it names brings it below). The
@@ -58,14 +59,14 @@ MAX_MISS, NOTE_MISS = 0.9, 0.01
 #: is more likely off than its error figures say, and is withheld
 #: (:func:`dplong.privacy.engine.implausible`).
 DOUBT_MISS = 0.5
-#: ε·n of the count of users with a statistic: a relative error of about √2/20 = 7 %, which
-#: only multiplies the refinement's small offset from the midpoint; but at least
-#: ``COUNT_SHARES[0]`` and at most ``COUNT_SHARES[1]`` of the budget per count, as the count
-#: also sizes the medians when few users have a statistic (:meth:`ReleasePlan.for_users`).
+#: ε·n of the count of users with a statistic: a relative error of about √2/20 = 7 %, which only
+#: multiplies the refinement's small offset from the midpoint; but at least ``COUNT_SHARES[0]`` and
+#: at most ``COUNT_SHARES[1]`` of the budget per count, as the count also sizes the medians when few
+#: users have a statistic (:meth:`~dplong.privacy.budget.plan.ReleasePlan.for_users`).
 COUNT_USERS = 20.0
 COUNT_SHARES = (0.03, 0.1)
 #: Share of the scale stage's ε that counts the users off 0 in a column whose midpoint is 0
-#: (:meth:`ReleasePlan.zero_split`); the median over them gets the rest.
+#: (:meth:`~dplong.privacy.budget.plan.ReleasePlan.zero_split`); the median over them gets the rest.
 ZERO_COUNT_SHARE = 0.25
 #: ε·n of the count of users off the scale's cell (:func:`dplong.privacy.scale._shared`): it
 #: has to tell the 85-90 % of its users a continuous column leaves off that cell (and the
