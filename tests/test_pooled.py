@@ -726,3 +726,22 @@ def test_a_pull_nothing_bounds_is_withheld_with_a_note_and_no_overflow() -> None
     # with the noise off nothing is undetermined: released, with finite intervals
     released = model.fit(epsilon=1e300, delta=0.5, max_rows=8, random_state=0)
     assert np.isfinite(released.conf_int().to_numpy()).all()
+
+
+def test_scaled_test_decides_a_rare_level_the_whole_norm_cannot() -> None:
+    """A one-hot block of 18 levels (the intercept taken in; counts 226 to 3,000 weighted
+    rows, RAND HIE's plans) and a covariate uniform on [-1, 1] independent of it, at the
+    entry noise sd σ = 68.6 of the plans model at ε = 2: the noise's typical spectral norm
+    (about 4.1 σ with the block's structural zeros) exceeds the rare level's count, so the
+    unscaled test cannot tell that direction from 0; in the frame of the released diagonal
+    the level's count is 1 against its noise 0.3 and every direction is determined. With
+    no row at that level the design is singular and the scaled test says so."""
+    sigma, k = 68.6, 18
+    counts = np.linspace(226.0, 3000.0, k)
+    disjoint = (tuple(range(k)),)
+    norm = pooled._noise_norm(k + 1, disjoint)
+    assert norm < math.sqrt(2.0 * (k + 1)) and sigma * norm > counts[0]
+    gram = np.diag(np.r_[counts, counts.sum() / 3.0])
+    assert pooled._determined(gram, sigma, norm, disjoint)
+    gram[0, 0] = 0.0
+    assert not pooled._determined(gram, sigma, norm, disjoint)

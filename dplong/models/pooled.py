@@ -874,7 +874,7 @@ def _release_statistics(
     )
     released = _unvech_scaled(gram.total, p + 1, kept)
     sigma = float(gram.sd[0])
-    pilot = _Solution.of(released, sigma, _noise_norm(p, disjoint))
+    pilot = _Solution.of(released, sigma, disjoint)
     # step 3: Newton steps, the whitened clipped scores at the last β (public), each clipped
     # to a radius from the released Gram matrix's residuals at that β
     beta, steps = pilot.beta, []
@@ -1205,11 +1205,15 @@ class _Solution:
         ridge: float,
         sigma: float,
         norm: float,
+        determined: bool = False,
     ) -> None:
         self.hessian, self.beta, self.ridge = hessian, beta, ridge
         #: the released X'X's noise: its entry sd σ, its typical spectral norm in units of σ
         #: (√(2p) without structural zeros, :func:`_noise_norm`) and in the matrix's units
         self.sigma, self.norm, self.noise = sigma, norm, sigma * norm
+        #: every direction determined beyond the noise by the test in the frame of the
+        #: released diagonal (:func:`_determined`)
+        self.determined = determined
         values, vectors = np.linalg.eigh(hessian)  # positive: floored (or exact and full rank)
         #: Ĥ^{-1/2}, the scores' whitening, and Ĥ^{1/2}
         self.whiten = np.asarray((vectors / np.sqrt(values)) @ vectors.T)
@@ -1217,15 +1221,17 @@ class _Solution:
         self.smallest = float(values[0])
 
     @classmethod
-    def of(cls, released: NDArray[np.float64], sigma: float, norm: float) -> _Solution:
+    def of(cls, released: NDArray[np.float64], sigma: float, disjoint: Disjoint) -> _Solution:
         """The floored solve of ``released`` (``[X y]'[X y]``) whose X'X noise has entry sd
-        ``sigma`` and typical spectral norm ``norm`` sds (:func:`_noise_norm`)."""
+        ``sigma`` and the structural zeros of ``disjoint`` (:func:`_noise_norm`)."""
         p = released.shape[0] - 1
         gram, cross = released[:p, :p], released[:p, p]
+        norm = _noise_norm(p, disjoint)
         ridge = max(0.0, _floor(sigma, norm) - float(np.linalg.eigvalsh(gram)[0]))
         hessian = gram + ridge * np.eye(p)
         beta = np.asarray(np.linalg.solve(hessian, cross), dtype=np.float64)
-        return cls(hessian, beta, ridge, sigma, norm)
+        determined = bool(disjoint) and _determined(gram, sigma, norm, disjoint)
+        return cls(hessian, beta, ridge, sigma, norm, determined)
 
     def shrinkage_at(self, beta: NDArray[np.float64], steps: int) -> NDArray[np.float64]:
         """A bound on the ridge's pull toward 0 left in ``beta``, the pilot after ``steps``
@@ -1238,7 +1244,8 @@ class _Solution:
         if self.ridge == 0.0:
             return np.zeros_like(beta)
         values, vectors = np.linalg.eigh(self.hessian)
-        undetermined = values - self.ridge < self.noise  # the released X'X's own eigenvalues
+        # the released X'X's own eigenvalues, unless the scaled test found every one determined
+        undetermined = (values - self.ridge < self.noise) & (not self.determined)
         s = np.where(undetermined, 1.0, (self.ridge / values) ** (steps + 1))
         with np.errstate(divide="ignore"):
             gain = np.where(s < 1.0, s / (1.0 - s), np.inf)
@@ -1280,13 +1287,14 @@ def _released_entries(k: int, disjoint: Disjoint) -> NDArray[np.intp]:
     return np.flatnonzero((upper[0] == upper[1]) | (group[upper[0]] != group[upper[1]]))
 
 
-def _noise_norm(p: int, disjoint: Disjoint) -> float:
+def _noise_norm(p: int, disjoint: Disjoint, scale: NDArray[np.float64] | None = None) -> float:
     """The typical spectral norm, in entry sds, of the released p x p X'X's noise
     (symmetric Gaussian, entry sd 1 on the diagonal and ``1/√2`` off it, 0 on the structural
     zeros): ``√(2p)`` without them; with them, the mean over :data:`NORM_DRAWS` draws of a
     fixed seed (a public function of the layout; a block of k structural zeros' diagonal
-    noise has norm about ``√(2 log k)`` instead of ``√(2k)``)."""
-    if not disjoint:
+    noise has norm about ``√(2 log k)`` instead of ``√(2k)``). With ``scale``, of the noise
+    whose entry ``(i, j)`` is further multiplied by ``scale_i scale_j`` (still in entry sds)."""
+    if not disjoint and scale is None:
         return math.sqrt(2.0 * p)
     mask = np.zeros(p * (p + 1) // 2, dtype=bool)
     mask[_released_entries(p, disjoint)] = True
@@ -1294,6 +1302,8 @@ def _noise_norm(p: int, disjoint: Disjoint) -> float:
     noise = np.zeros((NORM_DRAWS, p * (p + 1) // 2))
     noise[:, mask] = rng.normal(size=(NORM_DRAWS, int(mask.sum())))
     matrices = np.stack([_unvech_scaled(draw, p) for draw in noise])
+    if scale is not None:
+        matrices *= np.outer(scale, scale)
     return float(np.abs(np.linalg.eigvalsh(matrices)).max(axis=1).mean())
 
 
@@ -1338,6 +1348,22 @@ def _gram_bound(cap: int, square: float) -> float:
     ``√square`` rows' worth, at least ``1 / GRAM_SHRINK`` of its trace bound ``T_cap
     square``, at most that bound (then nothing is clipped)."""
     return cap * min(square, max(GRAM_NORM * math.sqrt(square), square / GRAM_SHRINK))
+
+
+def _determined(gram: NDArray[np.float64], sigma: float, norm: float, disjoint: Disjoint) -> bool:
+    """Whether the released X'X determines every direction beyond its noise, tested in the
+    frame of its released diagonal (post-processing): with ``S = diag(max(Ĝ_jj, σ ν))^{-1/2}``
+    (ν: ``norm``, the unscaled noise's typical spectral norm in sds),
+    ``λ_min(S G S) >= λ_min(S Ĝ S) - ‖S E S‖``, so the design is positive definite when
+    ``λ_min(S Ĝ S)`` exceeds the scaled noise's typical spectral norm (entry sds ``σ s_i s_j``,
+    0 on the structural zeros; the mean over :data:`NORM_DRAWS` draws of a fixed seed). A
+    rare level's count is then weighed against its own noise, not against the whole matrix's
+    norm; where the structural zeros keep the block's scaled noise diagonal, this decides
+    designs the unscaled test cannot (a level of 226 person-years against a norm of 279)."""
+    p = gram.shape[0]
+    scale = 1.0 / np.sqrt(np.maximum(np.diag(gram), sigma * norm))
+    smallest = float(np.linalg.eigvalsh(gram * np.outer(scale, scale))[0])
+    return smallest > sigma * _noise_norm(p, disjoint, scale)
 
 
 def _floor(sigma: float, norm: float) -> float:
