@@ -65,7 +65,9 @@ the steps, ``S³ (I - S³)⁻¹ β̂``, join the bias bound. Where an eigenvalue
 ``X'X`` is below its noise's typical spectral norm (a design nearly collinear, or varying
 too little, for the noise: the design's own may be 0 there and the steps may correct
 nothing) nothing bounds that pull, and the coefficients it reaches are withheld (NaN, with a
-note) rather than given an interval as wide as the doubles. The clipping of the scores is
+note) rather than given an interval as wide as the doubles; with structural zeros, unless
+the released ``X'X`` scaled by its diagonal clears its scaled noise (``_determined``: a rare
+level's count weighed against its own noise). The clipping of the scores is
 not visible to the bootstrap: a clipped score corrects less of the pilot's error.
 ``noise_sd`` is therefore the wider of two laws that bracket it — every score exact (the
 steps correct the pilot) and every score clipped away (the pilot's error stays) — so the
