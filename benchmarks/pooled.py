@@ -288,7 +288,8 @@ def main() -> None:
         randhie(args.reps, args.seed, HIE_BOUNDS)
     if "plan" in args.parts:
         randhie(args.reps, args.seed, None, formula=HIE_PLAN_FORMULA, epsilon=2.0)
-        randhie(args.reps, args.seed, None, formula=HIE_PLAN_ONLY, epsilon=2.0)
+        for epsilon in (2.0, 4.0):  # the ε and the smallest measured to release
+            randhie(args.reps, args.seed, None, formula=HIE_PLAN_ONLY, epsilon=epsilon)
     if "factor" in args.parts:
         factor(args.reps, args.seed)
     if "simulated" in args.parts:

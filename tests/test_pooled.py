@@ -106,10 +106,13 @@ def _user_sum(rows: np.ndarray, weight: float) -> np.ndarray:
     return vech_scaled(rows, np.full(len(rows), weight)).sum(axis=0)
 
 
-def _person_gram(rows: np.ndarray, weight: float, bound: float) -> np.ndarray:
-    """One person's Z_u as released: clipped to Frobenius norm ``bound``."""
+def _person_gram(
+    rows: np.ndarray, weight: float, bound: float, kept: np.ndarray | None = None
+) -> np.ndarray:
+    """One person's Z_u as released (over the entries ``kept``, default all): clipped to
+    norm ``bound``."""
     codes = np.zeros(len(rows), dtype=np.intp)
-    return pooled._person_grams(rows, np.full(len(rows), weight), codes, 1, bound)[0]
+    return pooled._person_grams(rows, np.full(len(rows), weight), codes, 1, bound, kept)[0]
 
 
 def test_gram_sensitivity_is_attained_and_never_exceeded() -> None:
@@ -183,10 +186,11 @@ def _extreme_pair(kind: str) -> tuple[int, tuple, np.ndarray, np.ndarray]:
     exactly ``√2 B``. ``"columns"``: four columns in [-1, 1]; ``"factor"``: the rows of
     :data:`BLOCKS` (norm² 4 and 3; B is 3 rows' worth); ``"intercept"``: the same block with
     the intercept taken in (the frame's first column the reference level's indicator: rows
-    of norm² 3, B is √3 rows' worth)."""
+    of norm² 3, B is √3 rows' worth); ``"disjoint"``: the same rows, released without the
+    block's structural zeros (:func:`_kept`)."""
     if kind == "columns":
         return 3, (), np.ones(4), np.array([1.0, 1.0, -1.0, -1.0])
-    if kind == "intercept":
+    if kind in ("intercept", "disjoint"):
         blocks = (((0, *BLOCKS[0][0]), 1.0),)
         z = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 1.0])
         return BLOCK_P, blocks, z, np.array([0.0, 1.0, 0.0, 0.0, 1.0, -1.0])
@@ -194,16 +198,57 @@ def _extreme_pair(kind: str) -> tuple[int, tuple, np.ndarray, np.ndarray]:
     return BLOCK_P, BLOCKS, z, np.array([1.0, 0.0, 1.0, 0.0, -1.0, 0.0])
 
 
-@pytest.mark.parametrize("kind", ["columns", "factor", "intercept"])
+def _kept(kind: str) -> np.ndarray | None:
+    """The released entries of :func:`_extreme_pair`'s layout: ``"disjoint"`` leaves out the
+    products of two different columns of its one-hot block (intercept and indicators), 0 in
+    every row; the others release every entry."""
+    if kind != "disjoint":
+        return None
+    p, blocks, _, _ = _extreme_pair(kind)
+    return pooled._released_entries(p + 1, (blocks[0][0],))
+
+
+def test_structural_zeros_are_the_one_hot_blocks_products() -> None:
+    """The released entries of ``y ~ C(arm) + x`` (intercept taken into the block of four
+    one-hot columns): all 21 of the 6 x 6 upper triangle but the 6 products of two different
+    columns of the block, put back as zeros. Sum coding has none; the noise's typical norm
+    without structural zeros is σ √(2p), with them smaller (the block's noise diagonal)."""
+    schema = pd.DataFrame({"y": [0.0], "x": [0.0], "arm": ["a"]}).iloc[:0]
+    levels = {"arm": ["a", "b", "c", "d"]}
+    treatment = dplong.formula.DesignSpec.from_formula("y ~ C(arm) + x", schema, levels=levels)
+    disjoint = pooled._disjoint_of(treatment, treatment.columns)
+    assert disjoint == ((0, 1, 2, 3),)
+    summed = dplong.formula.DesignSpec.from_formula("y ~ C(arm, Sum) + x", schema, levels=levels)
+    assert pooled._disjoint_of(summed, summed.columns) == ()
+    kept = pooled._released_entries(BLOCK_P + 1, disjoint)
+    assert kept.size == 21 - 6
+    matrix = np.arange(36.0).reshape(6, 6)
+    matrix = matrix + matrix.T
+    upper = np.triu_indices(6)
+    full = matrix[upper] * np.where(upper[0] == upper[1], 1.0, math.sqrt(2.0))  # vech_scaled's
+    back = pooled._unvech_scaled(full[kept], 6, kept)
+    inside = np.zeros((6, 6), dtype=bool)
+    inside[:4, :4] = ~np.eye(4, dtype=bool)
+    assert (back[inside] == 0.0).all()
+    assert back[~inside] == pytest.approx(matrix[~inside], rel=1e-15)  # times √2, divided
+    assert pooled._noise_norm(BLOCK_P, ()) == math.sqrt(2.0 * BLOCK_P)
+    assert pooled._noise_norm(BLOCK_P, disjoint) < math.sqrt(2.0 * BLOCK_P)
+
+
+@pytest.mark.parametrize("kind", ["columns", "factor", "intercept", "disjoint"])
 def test_gram_sensitivity_with_factor_blocks_is_attained_and_never_exceeded(kind: str) -> None:
     """With factor blocks, any rows (indicators, or quasi-demeaned ones beyond the block's
     norm, which the fit projects back) give persons within B = the bound of the rows' norm²
-    (:func:`_row_square`), and replacing one moves the sum by at most √2 B, attained."""
+    (:func:`_row_square`), and replacing one moves the sum by at most √2 B, attained. With
+    the block's structural zeros left out (``"disjoint"``, one-hot rows as pooled rows are)
+    the vector over the released entries has the Frobenius norm still, and the bound holds:
+    two persons' vectors have inner product tr(Z_u Z_v) >= 0."""
     cap = 3
     p, blocks, z, z_prime = _extreme_pair(kind)
+    kept = _kept(kind)
     bound = pooled._gram_bound(cap, pooled._row_square(p, blocks))
-    moved = _person_gram(np.tile(z, (cap, 1)), 1.0, bound) - _person_gram(
-        np.tile(z_prime, (cap, 1)), 1.0, bound
+    moved = _person_gram(np.tile(z, (cap, 1)), 1.0, bound, kept) - _person_gram(
+        np.tile(z_prime, (cap, 1)), 1.0, bound, kept
     )
     assert np.linalg.norm(moved) == pytest.approx(math.sqrt(2.0) * bound)
     rng = np.random.default_rng(2)
@@ -213,11 +258,18 @@ def test_gram_sensitivity_with_factor_blocks_is_attained_and_never_exceeded(kind
         for _ in range(2):
             t = int(rng.integers(1, 12))
             rows = rng.uniform(-1.5, 1.5, (t, p + 1))  # beyond [-1, 1] and the block's norm
+            if kept is not None:  # pooled rows: the block one-hot (a level a row)
+                block = list(blocks[0][0])
+                rows[:, block] = np.eye(len(block))[rng.integers(0, len(block), t)]
             rows = pooled._clip_blocks(np.clip(rows, -1.0, 1.0), blocks)
             assert ((rows**2).sum(axis=1) <= square * (1 + 1e-12)).all()
             weight = min(1.0, cap / t)
             assert np.linalg.norm(_user_sum(rows, weight)) <= cap * square * (1 + 1e-12)
-            sums.append(_person_gram(rows, weight, bound))
+            if kept is not None:  # the entries left out are 0: nothing of the norm is lost
+                assert np.linalg.norm(_user_sum(rows, weight)[kept]) == pytest.approx(
+                    np.linalg.norm(_user_sum(rows, weight)), rel=1e-12
+                )
+            sums.append(_person_gram(rows, weight, bound, kept))
         assert np.linalg.norm(sums[0] - sums[1]) <= math.sqrt(2.0) * bound * (1 + 1e-12)
 
 
@@ -232,11 +284,12 @@ def _audit_outputs(rho: float, fraction: float, runs: int, seed: int, kind: str)
     Frobenius bound as the fit clips them), projected on the direction of the move."""
     cap = 3
     p, blocks, z, z_prime = _extreme_pair(kind)
+    kept = _kept(kind)
     exact = pooled._gram_bound(cap, pooled._row_square(p, blocks))
     bound = exact * (1.0 + 1e-12)
-    others = np.zeros((20, (p + 1) * (p + 2) // 2))
-    first = _person_gram(np.tile(z, (cap, 1)), 1.0, exact)
-    second = _person_gram(np.tile(z_prime, (cap, 1)), 1.0, exact)
+    first = _person_gram(np.tile(z, (cap, 1)), 1.0, exact, kept)
+    second = _person_gram(np.tile(z_prime, (cap, 1)), 1.0, exact, kept)
+    others = np.zeros((20, first.size))
     direction = (first - second) / np.linalg.norm(first - second)
     rng = np.random.default_rng(seed)
     out = []
@@ -258,13 +311,14 @@ def _audit_outputs(rho: float, fraction: float, runs: int, seed: int, kind: str)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["columns", "factor", "intercept"])
+@pytest.mark.parametrize("kind", ["columns", "factor", "intercept", "disjoint"])
 @pytest.mark.parametrize("fraction", [1.0, BROKEN_NOISE_FRACTION])
 def test_gram_release_audit_with_power_check(fraction: float, kind: str) -> None:
     """ε lower bound from tail events of the projected release; the broken replica (noise at
     a quarter of its scale) must be caught, the correct one must not exceed its claim. With
     a factor block the bound (and the noise) is that of the rows' norm² 4, not 6 (3 with the
-    intercept taken in): a person at the block's extreme is audited against it."""
+    intercept taken in): a person at the block's extreme is audited against it; with the
+    block's structural zeros left out (``"disjoint"``) the same, over the released entries."""
     rho, delta, runs = 0.5, 1e-3, 3000
     claimed = zcdp_epsilon(rho, delta)
     (d, d_prime), (low, high), sd = _audit_outputs(rho, fraction, runs, seed=7, kind=kind)
@@ -672,3 +726,22 @@ def test_a_pull_nothing_bounds_is_withheld_with_a_note_and_no_overflow() -> None
     # with the noise off nothing is undetermined: released, with finite intervals
     released = model.fit(epsilon=1e300, delta=0.5, max_rows=8, random_state=0)
     assert np.isfinite(released.conf_int().to_numpy()).all()
+
+
+def test_scaled_test_decides_a_rare_level_the_whole_norm_cannot() -> None:
+    """A one-hot block of 18 levels (the intercept taken in; counts 226 to 3,000 weighted
+    rows, RAND HIE's plans) and a covariate uniform on [-1, 1] independent of it, at the
+    entry noise sd σ = 68.6 of the plans model at ε = 2: the noise's typical spectral norm
+    (about 4.1 σ with the block's structural zeros) exceeds the rare level's count, so the
+    unscaled test cannot tell that direction from 0; in the frame of the released diagonal
+    the level's count is 1 against its noise 0.3 and every direction is determined. With
+    no row at that level the design is singular and the scaled test says so."""
+    sigma, k = 68.6, 18
+    counts = np.linspace(226.0, 3000.0, k)
+    disjoint = (tuple(range(k)),)
+    norm = pooled._noise_norm(k + 1, disjoint)
+    assert norm < math.sqrt(2.0 * (k + 1)) and sigma * norm > counts[0]
+    gram = np.diag(np.r_[counts, counts.sum() / 3.0])
+    assert pooled._determined(gram, sigma, norm, disjoint)
+    gram[0, 0] = 0.0
+    assert not pooled._determined(gram, sigma, norm, disjoint)

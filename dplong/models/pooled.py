@@ -33,9 +33,16 @@ Gaussian (zCDP) vectors, whatever the number of columns:
    entries times √2 (so that the vector's norm is the Frobenius norm), replacing one person
    moves the sum by at most ``√2 B`` (for PSD ``A, B``, ``‖A - B‖_F² <= ‖A‖_F² + ‖B‖_F²``): one
    discrete Gaussian release of the whole vector
-   (:func:`~dplong.privacy.noise.release_vector_sum`) gives ``X'X``, ``X'y`` and ``y'y``. The
-   released ``X'X`` is floored at an eigenvalue scaled to its noise (AdaSSP-style: ``λ_min >= σ
-   (√(2p) + 3)``, a ridge only where the noise could make it singular) and solved for the pilot
+   (:func:`~dplong.privacy.noise.release_vector_sum`) gives ``X'X``, ``X'y`` and ``y'y``.
+   Pooled rows of a treatment-coded factor (with the intercept it took in) are one-hot, so
+   the products of two of its different columns are 0 in every row: those entries are public
+   zeros, left out of the vector and put back (the sensitivity is the same ``√2 B``: over the
+   released entries a person's vector keeps its Frobenius norm and two persons' vectors
+   their inner product ``tr(Z_u Z_v) >= 0``), and the factor's block gets noise on its
+   diagonal, the levels' row counts, only. The released ``X'X`` is floored at an eigenvalue
+   scaled to its noise (AdaSSP-style: ``λ_min >= σ (ν + 3)`` with ``ν`` the noise's typical
+   spectral norm in sds, ``√(2p)`` without structural zeros; a ridge only where the noise
+   could make it singular) and solved for the pilot
    ``β₀``. Neither clip moves the estimate's target: the Newton steps' fixed point is pooled
    OLS on the ranges' values whatever the Hessian, which only sets how fast they get there.
 3. **Two Newton steps.** The pilot's noise is set by the worst case of a row; a score is
@@ -58,7 +65,9 @@ the steps, ``S³ (I - S³)⁻¹ β̂``, join the bias bound. Where an eigenvalue
 ``X'X`` is below its noise's typical spectral norm (a design nearly collinear, or varying
 too little, for the noise: the design's own may be 0 there and the steps may correct
 nothing) nothing bounds that pull, and the coefficients it reaches are withheld (NaN, with a
-note) rather than given an interval as wide as the doubles. The clipping of the scores is
+note) rather than given an interval as wide as the doubles; with structural zeros, unless
+the released ``X'X`` scaled by its diagonal clears its scaled noise (``_determined``: a rare
+level's count weighed against its own noise). The clipping of the scores is
 not visible to the bootstrap: a clipped score corrects less of the pilot's error.
 ``noise_sd`` is therefore the wider of two laws that bracket it — every score exact (the
 steps correct the pilot) and every score clipped away (the pilot's error stays) — so the
@@ -147,6 +156,10 @@ FLOOR_SDS = 3.0
 CLIP_RADIUS = 1.5
 #: Monte Carlo draws (and their fixed seed) of the privacy noise pushed through β̂'s map.
 NOISE_DRAWS, NOISE_SEED = 2000, 20261128
+#: Draws of the released X'X's noise whose mean spectral norm is the typical one where the
+#: layout has structural zeros (:func:`_noise_norm`): its sd over the draws is about σ/2, so
+#: the mean of 400 is good to a fortieth of σ, far inside the floor's margin of 3 σ.
+NORM_DRAWS = 400
 
 #: ``method="ptr"``: the share of ε of the ePTR release of the coefficients, and the shares of
 #: the rest between the Gram matrix and the meat of the clustered standard errors (which need
@@ -168,6 +181,8 @@ Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]
 #: Factor blocks: the positions of a block's columns and the bound on a row's squared norm
 #: over them in the frame (:func:`_blocks_of`)
 Blocks = tuple[tuple[tuple[int, ...], float], ...]
+#: Column blocks whose products of two different columns are 0 in every row (:func:`_disjoint_of`)
+Disjoint = tuple[tuple[int, ...], ...]
 _Model = TypeVar("_Model", bound="PooledOLS")
 
 
@@ -213,6 +228,7 @@ class PooledOLS(FormulaModel):
         levels: Mapping[str, tuple[Any, ...]],
         frame: NDArray[np.float64] | None = None,
         blocks: Blocks = (),
+        disjoint: Disjoint = (),
     ) -> None:
         super().__init__(design)
         self._design: PanelDesign = design
@@ -224,6 +240,9 @@ class PooledOLS(FormulaModel):
         # public: the declared factors' indicator columns and a bound on a row's squared
         # norm over each block (_blocks_of), which the Gram matrix's bound counts
         self._blocks = blocks
+        # public: the treatment-coded blocks whose different columns' products are 0 in
+        # every pooled row (_disjoint_of), the Gram matrix's structural zeros
+        self._disjoint = disjoint
 
     @classmethod
     def from_formula(
@@ -273,7 +292,13 @@ class PooledOLS(FormulaModel):
         )
         ranges = column_bounds(spec, bounds)  # refused before the rows are read
         design = group_design(spec, data, groups=groups)
-        return cls(design, ranges, levels=spec.levels, blocks=_blocks_of(spec, design.columns))
+        return cls(
+            design,
+            ranges,
+            levels=spec.levels,
+            blocks=_blocks_of(spec, design.columns),
+            disjoint=_disjoint_of(spec, design.columns),
+        )
 
     def fit(
         self,
@@ -435,7 +460,14 @@ class PooledOLS(FormulaModel):
             row_count=self._row_count,
             reach=scaled.reach,
             blocks=self._blocks,
+            disjoint=self._zero_products(),
         )
+
+    def _zero_products(self) -> Disjoint:
+        """The blocks of columns whose different columns' products are 0 in every row the
+        estimator regresses, a public fact: pooled rows are the design's, and a treatment-coded
+        factor's row has one 1 at most (:func:`_disjoint_of`)."""
+        return self._disjoint
 
     def _check_ranges(self, plan: StatisticsBudget) -> None:
         """Refuse, from public facts and before any noise, ranges the plan cannot find: its
@@ -781,6 +813,11 @@ class BetweenOLS(PooledOLS):
     def _cap(self, max_rows: int) -> int:
         return 1
 
+    def _zero_products(self) -> Disjoint:
+        """None: a person's mean row of a factor whose level changes has several non-zero
+        indicators."""
+        return ()
+
     def _weighting(self, cap: int) -> str:
         return "a person is one row: its means (max_rows has no effect)"
 
@@ -810,11 +847,14 @@ def _release_statistics(
     row_count: Callable[[NDArray[np.float64], int], float],
     reach: NDArray[np.float64],
     blocks: Blocks = (),
+    disjoint: Disjoint = (),
 ) -> _Statistics:
     """Steps 2-4 of the module docstring on the scaled rows ``x``, ``y`` (values in [-1, 1];
     the intercept, if any, first) of n persons (``codes``, sorted), a person's rows weighted
     ``min(1, cap / T_u)``; ``rho``: the Gram matrix's, each Newton step's and the meat's;
-    ``blocks``: the factor blocks whose rows' norms the Gram matrix's bound counts."""
+    ``blocks``: the factor blocks whose rows' norms the Gram matrix's bound counts;
+    ``disjoint``: the blocks whose different columns' products are 0 in every row (public),
+    left out of the released vector and put back as zeros."""
     p = x.shape[1]
     rho_gram, *rho_steps, rho_meat = rho
     rows = np.bincount(codes, minlength=n).astype(np.float64)
@@ -824,7 +864,8 @@ def _release_statistics(
     # the frame: a narrower range's values; a factor block's rows within its norm bound
     z = _clip_blocks(np.clip(np.column_stack([x, y]), -1.0, 1.0), blocks)
     bound = _gram_bound(cap, _row_square(p, blocks))
-    persons = _person_grams(z, weight, codes, n, bound)
+    kept = _released_entries(p + 1, disjoint)
+    persons = _person_grams(z, weight, codes, n, bound, kept)
     bound *= 1.0 + 1e-12  # room for rounding
     gram = release_vector_sum(
         persons,
@@ -833,9 +874,9 @@ def _release_statistics(
         rho_gram,
         generator,
     )
-    released = _unvech_scaled(gram.total, p + 1)
+    released = _unvech_scaled(gram.total, p + 1, kept)
     sigma = float(gram.sd[0])
-    pilot = _Solution.of(released, sigma)
+    pilot = _Solution.of(released, sigma, disjoint)
     # step 3: Newton steps, the whitened clipped scores at the last β (public), each clipped
     # to a radius from the released Gram matrix's residuals at that β
     beta, steps = pilot.beta, []
@@ -888,7 +929,7 @@ def _release_statistics(
         ),
         entry("clustered meat", "Σ_u clip(s_u) clip(s_u)'", rho_meat, meat),
     )
-    draws = _noise_draws(pilot, beta, sigma, [float(step.sd[0]) for step in steps])
+    draws = _noise_draws(pilot, beta, sigma, [float(step.sd[0]) for step in steps], kept)
     return _Statistics(pilot, beta, draws, sampling, entries)
 
 
@@ -1033,9 +1074,9 @@ def _factor_blocks(spec: DesignSpec) -> tuple[_FactorBlock, ...]:
     return tuple(out)
 
 
-def _blocks_of(
+def _coded_blocks(
     spec: DesignSpec, columns: tuple[str, ...]
-) -> tuple[tuple[tuple[int, ...], float], ...]:
+) -> tuple[tuple[tuple[int, ...], float, bool], ...]:
     """The factor blocks (:func:`_factor_blocks`) as positions in ``columns`` and the bound
     on a row's squared norm over them in the frame, where their values are divided by their
     largest magnitude (:meth:`_Scaling.of`): only those whose bound is below their number of
@@ -1043,7 +1084,8 @@ def _blocks_of(
     intercept, the widest treatment-coded block takes it in (its position first): the frame's
     intercept column is then the reference level's indicator, and the block's rows are one-hot
     (norm 1, the intercept no longer a column of its own in the bound), its Gram matrix the
-    levels' counts on the diagonal, however rare the reference level."""
+    levels' counts on the diagonal, however rare the reference level. Each with whether it
+    is treatment-coded (:attr:`_FactorBlock.onehot`)."""
     out = []
     for block in _factor_blocks(spec):
         largest = max(abs(block.low), abs(block.high))
@@ -1054,7 +1096,20 @@ def _blocks_of(
     if "Intercept" in columns and absorbing:
         widest = max(absorbing, key=lambda b: len(b[0]))
         out[out.index(widest)] = ((columns.index("Intercept"), *widest[0]), 1.0, True)
-    return tuple((positions, square) for positions, square, _ in out if len(positions) > 1)
+    return tuple(out)
+
+
+def _blocks_of(spec: DesignSpec, columns: tuple[str, ...]) -> Blocks:
+    """The factor blocks of more than one column (:func:`_coded_blocks`) and their bounds."""
+    return tuple((c, square) for c, square, _ in _coded_blocks(spec, columns) if len(c) > 1)
+
+
+def _disjoint_of(spec: DesignSpec, columns: tuple[str, ...]) -> Disjoint:
+    """The treatment-coded blocks of more than one column (:func:`_coded_blocks`, with the
+    intercept where one took it in): a row has one 1 at most among their columns, so the
+    product of two different ones is 0 in every row, a fact of the formula and the declared
+    levels (the Gram matrix's structural zeros)."""
+    return tuple(c for c, _, onehot in _coded_blocks(spec, columns) if onehot and len(c) > 1)
 
 
 class _Scaling:
@@ -1150,11 +1205,17 @@ class _Solution:
         hessian: NDArray[np.float64],
         beta: NDArray[np.float64],
         ridge: float,
-        noise: float,
+        sigma: float,
+        norm: float,
+        determined: bool = False,
     ) -> None:
         self.hessian, self.beta, self.ridge = hessian, beta, ridge
-        #: the typical spectral norm of the released X'X's noise, σ √(2p)
-        self.noise = noise
+        #: the released X'X's noise: its entry sd σ, its typical spectral norm in units of σ
+        #: (√(2p) without structural zeros, :func:`_noise_norm`) and in the matrix's units
+        self.sigma, self.norm, self.noise = sigma, norm, sigma * norm
+        #: every direction determined beyond the noise by the test in the frame of the
+        #: released diagonal (:func:`_determined`)
+        self.determined = determined
         values, vectors = np.linalg.eigh(hessian)  # positive: floored (or exact and full rank)
         #: Ĥ^{-1/2}, the scores' whitening, and Ĥ^{1/2}
         self.whiten = np.asarray((vectors / np.sqrt(values)) @ vectors.T)
@@ -1162,13 +1223,17 @@ class _Solution:
         self.smallest = float(values[0])
 
     @classmethod
-    def of(cls, released: NDArray[np.float64], sigma: float) -> _Solution:
+    def of(cls, released: NDArray[np.float64], sigma: float, disjoint: Disjoint) -> _Solution:
+        """The floored solve of ``released`` (``[X y]'[X y]``) whose X'X noise has entry sd
+        ``sigma`` and the structural zeros of ``disjoint`` (:func:`_noise_norm`)."""
         p = released.shape[0] - 1
         gram, cross = released[:p, :p], released[:p, p]
-        ridge = max(0.0, _floor(sigma, p) - float(np.linalg.eigvalsh(gram)[0]))
+        norm = _noise_norm(p, disjoint)
+        ridge = max(0.0, _floor(sigma, norm) - float(np.linalg.eigvalsh(gram)[0]))
         hessian = gram + ridge * np.eye(p)
         beta = np.asarray(np.linalg.solve(hessian, cross), dtype=np.float64)
-        return cls(hessian, beta, ridge, sigma * math.sqrt(2.0 * p))
+        determined = bool(disjoint) and _determined(gram, sigma, norm, disjoint)
+        return cls(hessian, beta, ridge, sigma, norm, determined)
 
     def shrinkage_at(self, beta: NDArray[np.float64], steps: int) -> NDArray[np.float64]:
         """A bound on the ridge's pull toward 0 left in ``beta``, the pilot after ``steps``
@@ -1181,7 +1246,8 @@ class _Solution:
         if self.ridge == 0.0:
             return np.zeros_like(beta)
         values, vectors = np.linalg.eigh(self.hessian)
-        undetermined = values - self.ridge < self.noise  # the released X'X's own eigenvalues
+        # the released X'X's own eigenvalues, unless the scaled test found every one determined
+        undetermined = (values - self.ridge < self.noise) & (not self.determined)
         s = np.where(undetermined, 1.0, (self.ridge / values) ** (steps + 1))
         with np.errstate(divide="ignore"):
             gain = np.where(s < 1.0, s / (1.0 - s), np.inf)
@@ -1199,11 +1265,48 @@ def _person_grams(
     codes: NDArray[np.intp],
     n: int,
     bound: float,
+    kept: NDArray[np.intp] | None = None,
 ) -> NDArray[np.float64]:
     """Every person's ``Z_u = Σ_t w z z'`` (rows ``z`` in [-1, 1], sorted by person) as
-    :func:`vech_scaled` vectors, scaled down to Frobenius norm ``bound`` where above it (n x
-    k): PSD still, so replacing a person moves their sum by at most ``√2 bound``."""
-    return _clip_rows(_per_user(vech_scaled(z, weight), codes, n), bound)
+    :func:`vech_scaled` vectors over the entries ``kept`` (default all;
+    :func:`_released_entries`), scaled down to norm ``bound`` where above it (n x k).
+
+    Replacing a person moves their sum by at most ``√2 bound``: for two persons' vectors
+    ``a, b``, ``‖a - b‖² = ‖a‖² + ‖b‖² - 2 a·b`` and ``a·b = tr(Z_u Z_v) >= 0`` (scaled PSD
+    matrices) when the entries left out are 0 in every person's ``Z_u``, as the structural
+    zeros are (every row's product of two indicators of one treatment-coded factor is 0)."""
+    vectors = vech_scaled(z, weight)
+    return _clip_rows(_per_user(vectors if kept is None else vectors[:, kept], codes, n), bound)
+
+
+def _released_entries(k: int, disjoint: Disjoint) -> NDArray[np.intp]:
+    """The positions in a k x k :func:`vech_scaled` vector of the entries released: all but
+    the products of two different columns of one ``disjoint`` block (structural zeros)."""
+    upper = np.triu_indices(k)
+    group = np.arange(k)
+    for b, block in enumerate(disjoint):
+        group[list(block)] = k + b  # columns of a block share a label, the others their own
+    return np.flatnonzero((upper[0] == upper[1]) | (group[upper[0]] != group[upper[1]]))
+
+
+def _noise_norm(p: int, disjoint: Disjoint, scale: NDArray[np.float64] | None = None) -> float:
+    """The typical spectral norm, in entry sds, of the released p x p X'X's noise
+    (symmetric Gaussian, entry sd 1 on the diagonal and ``1/√2`` off it, 0 on the structural
+    zeros): ``√(2p)`` without them; with them, the mean over :data:`NORM_DRAWS` draws of a
+    fixed seed (a public function of the layout; a block of k structural zeros' diagonal
+    noise has norm about ``√(2 log k)`` instead of ``√(2k)``). With ``scale``, of the noise
+    whose entry ``(i, j)`` is further multiplied by ``scale_i scale_j`` (still in entry sds)."""
+    if not disjoint and scale is None:
+        return math.sqrt(2.0 * p)
+    mask = np.zeros(p * (p + 1) // 2, dtype=bool)
+    mask[_released_entries(p, disjoint)] = True
+    rng = np.random.default_rng(NOISE_SEED)
+    noise = np.zeros((NORM_DRAWS, p * (p + 1) // 2))
+    noise[:, mask] = rng.normal(size=(NORM_DRAWS, int(mask.sum())))
+    matrices = np.stack([_unvech_scaled(draw, p) for draw in noise])
+    if scale is not None:
+        matrices *= np.outer(scale, scale)
+    return float(np.abs(np.linalg.eigvalsh(matrices)).max(axis=1).mean())
 
 
 def _clip_rows(values: NDArray[np.float64], bound: float) -> NDArray[np.float64]:
@@ -1249,13 +1352,35 @@ def _gram_bound(cap: int, square: float) -> float:
     return cap * min(square, max(GRAM_NORM * math.sqrt(square), square / GRAM_SHRINK))
 
 
-def _floor(sigma: float, p: int) -> float:
-    """The eigenvalue floor of a released p x p Gram matrix of noise sd σ (:data:`FLOOR_SDS`)."""
-    return sigma * (math.sqrt(2.0 * p) + FLOOR_SDS) if sigma > 0 else 0.0
+def _determined(gram: NDArray[np.float64], sigma: float, norm: float, disjoint: Disjoint) -> bool:
+    """Whether the released X'X determines every direction beyond its noise, tested in the
+    frame of its released diagonal (post-processing): with ``S = diag(max(Ĝ_jj, σ ν))^{-1/2}``
+    (ν: ``norm``, the unscaled noise's typical spectral norm in sds),
+    ``λ_min(S G S) >= λ_min(S Ĝ S) - ‖S E S‖``, so the design is positive definite when
+    ``λ_min(S Ĝ S)`` exceeds the scaled noise's typical spectral norm (entry sds ``σ s_i s_j``,
+    0 on the structural zeros; the mean over :data:`NORM_DRAWS` draws of a fixed seed). A
+    rare level's count is then weighed against its own noise, not against the whole matrix's
+    norm; where the structural zeros keep the block's scaled noise diagonal, this decides
+    designs the unscaled test cannot (a level of 226 person-years against a norm of 279)."""
+    p = gram.shape[0]
+    scale = 1.0 / np.sqrt(np.maximum(np.diag(gram), sigma * norm))
+    smallest = float(np.linalg.eigvalsh(gram * np.outer(scale, scale))[0])
+    return smallest > sigma * _noise_norm(p, disjoint, scale)
+
+
+def _floor(sigma: float, norm: float) -> float:
+    """The eigenvalue floor of a released Gram matrix of entry noise sd σ whose noise has
+    typical spectral norm ``norm`` σ (:func:`_noise_norm`; :data:`FLOOR_SDS`: the norm is
+    σ-Lipschitz in the standard normals drawn, so it rarely exceeds its mean by 3 σ)."""
+    return sigma * (norm + FLOOR_SDS) if sigma > 0 else 0.0
 
 
 def _noise_draws(
-    pilot: _Solution, beta: NDArray[np.float64], sigma: float, score_sds: list[float]
+    pilot: _Solution,
+    beta: NDArray[np.float64],
+    sigma: float,
+    score_sds: list[float],
+    kept: NDArray[np.intp],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """:data:`NOISE_DRAWS` draws of the released β̂ (scaled) under fresh noise of the released
     laws, taking the released numbers for the truth (post-processing with a fixed seed): the
@@ -1263,7 +1388,8 @@ def _noise_draws(
     (the pilot), then stepped by its Hessian's solve of a score plus a draw of the score's
     noise. Two laws bracket the clipping, which the draws cannot see: the exact score
     ``H (β̂ - β₀)`` (nothing clipped: the step corrects the pilot's error) and none at all
-    (every score clipped away: the pilot's error stays); the fit reports the wider."""
+    (every score clipped away: the pilot's error stays); the fit reports the wider. The
+    entries not ``kept`` (structural zeros) get no noise."""
     p = beta.size
     rng = np.random.default_rng(NOISE_SEED)
     hessian = pilot.hessian - pilot.ridge * np.eye(p)
@@ -1274,10 +1400,17 @@ def _noise_draws(
     noise = (np.triu(noise) + np.swapaxes(np.triu(noise, 1), 1, 2)) / np.where(
         np.eye(p + 1, dtype=bool), 1.0, math.sqrt(2.0)
     )
+    if kept.size < (p + 1) * (p + 2) // 2:  # structural zeros: no noise there
+        upper = np.triu_indices(p + 1)
+        zeros = np.ones(upper[0].size, dtype=bool)
+        zeros[kept] = False
+        noise[:, upper[0][zeros], upper[1][zeros]] = 0.0
+        noise[:, upper[1][zeros], upper[0][zeros]] = 0.0
     draws = centre + noise
     gram, cross = draws[:, :p, :p], draws[:, :p, p]
     smallest = np.linalg.eigvalsh(gram)[:, 0]
-    floored = gram + np.maximum(0.0, _floor(sigma, p) - smallest)[:, None, None] * np.eye(p)
+    ridges = np.maximum(0.0, _floor(sigma, pilot.norm) - smallest)
+    floored = gram + ridges[:, None, None] * np.eye(p)
     corrected = np.linalg.solve(floored, cross[..., None])[..., 0]
     uncorrected = corrected.copy()
     for sd in score_sds:  # the whitened score's noise, in score units
@@ -1347,8 +1480,14 @@ def vech_scaled(rows: NDArray[np.float64], weight: NDArray[np.float64]) -> NDArr
     return out
 
 
-def _unvech_scaled(vector: NDArray[np.float64], k: int) -> NDArray[np.float64]:
+def _unvech_scaled(
+    vector: NDArray[np.float64], k: int, kept: NDArray[np.intp] | None = None
+) -> NDArray[np.float64]:
+    """The symmetric k x k matrix of a :func:`vech_scaled` vector, or of its entries
+    ``kept`` (the others 0: structural zeros put back)."""
     upper = np.triu_indices(k)
+    if kept is not None:
+        upper = (upper[0][kept], upper[1][kept])
     values = vector / np.where(upper[0] == upper[1], 1.0, math.sqrt(2.0))
     out = np.zeros((k, k))
     out[upper] = values

@@ -61,7 +61,7 @@ from dplong.formula import PanelDesign
 from dplong.models.base import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, check_max_rows
 from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.models.location import COMPONENTS, RandomEffectsLocation
-from dplong.models.pooled import Blocks, CovType, PooledOLS, _rows_released
+from dplong.models.pooled import Blocks, CovType, Disjoint, PooledOLS, _rows_released
 from dplong.planning import FitPlan, PlannedBlock, _decide, checkpoint
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger, zcdp_epsilon
 from dplong.privacy.budget import (
@@ -205,7 +205,12 @@ class RandomEffects(PooledOLS):
         found: PanelResults | None = None
         if stated is None:
             pilot = PooledOLS(
-                design, ranges, levels=self._levels, frame=frame, blocks=self._blocks
+                design,
+                ranges,
+                levels=self._levels,
+                frame=frame,
+                blocks=self._blocks,
+                disjoint=self._disjoint,
             ).fit(
                 epsilon=zcdp_epsilon(plan.pilot_rho, options.delta),
                 delta=options.delta,
@@ -369,6 +374,10 @@ class _QuasiDemeaned(PooledOLS):
     ) -> None:
         super().__init__(design, ranges, levels=levels, frame=frame, blocks=blocks)
         self._components = components
+
+    def _zero_products(self) -> Disjoint:
+        """None: a quasi-demeaned row of a factor has several non-zero indicators."""
+        return ()
 
     def release_plan(self, *, epsilon: float, delta: float) -> StatisticsBudget:
         """The quasi-demeaned releases' ρ (:data:`STEPS_SHARES`): every range is known."""
