@@ -36,6 +36,7 @@ import functools
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytest
@@ -58,6 +59,15 @@ TOEPLITZ_DECAY = 0.95  # Σ_u = (0.95^{|s-t|}) within each user, as in §7.1.3 a
 # --------------------------------------------------------------------------------------------
 # Theory helpers (independent of the package's code)
 # --------------------------------------------------------------------------------------------
+
+
+def assert_reliable(reliable: np.ndarray) -> None:
+    """No reliability note beyond the tail stage's false alarms. A Gaussian column is marked
+    heavy-tailed when the tail count's Laplace noise alone exceeds HEAVY_SDS = 3.5 of its sds:
+    ``e^{-3.5 √2} / 2 = 0.0035`` per release; more notes than the binomial's 99.9th percentile
+    (3 of 60 or 120 releases, 6 of 400) fail the study."""
+    notes = int(np.sum(~np.asarray(reliable)))
+    assert notes <= stats.binom.ppf(0.999, len(reliable), 0.0035), reliable
 
 
 def tau(scale: float, n: int) -> float:
@@ -240,7 +250,7 @@ FIG1_EPS, FIG1_MU = 0.5, 1.7  # ε of Fig. 1; μ ≠ 0 and off any grid cell's c
 FIG1_REPS = 120
 
 
-def fig1_row(n: int, seed: int) -> dict[str, float]:
+def fig1_row(n: int, seed: int) -> dict[str, Any]:
     mc = simulate_iid(n, FIG1_EPS, FIG1_REPS, seed, FIG1_MU)
     ratio, se = ratio_and_se(mc.error**2, (mc.mean - FIG1_MU) ** 2)
     predicted = n * mc.predicted_mse(1.0 / n)
@@ -249,17 +259,17 @@ def fig1_row(n: int, seed: int) -> dict[str, float]:
         "ratio": ratio,
         "se": se,
         "predicted": predicted,
-        "reliable": float(mc.reliable.mean()),
+        "reliable": mc.reliable,
     }
 
 
-def check_fig1(ns: tuple[int, ...], seed: int) -> list[dict[str, float]]:
+def check_fig1(ns: tuple[int, ...], seed: int) -> list[dict[str, Any]]:
     rows = [fig1_row(n, seed + k) for k, n in enumerate(ns)]
     print(rows)
     for row in rows:
         # no warning from n = 1000 on; the paired ratio mean((g + ξ)²)/mean(g²) estimates
         # 1 + n E ξ² (g the sampling error, ξ the noise, independent given the release)
-        assert row["reliable"] == 1.0, row
+        assert_reliable(row["reliable"])
         assert abs(row["ratio"] - row["predicted"]) <= Z_TOL * row["se"], row
     # the predicted ratios are released numbers (means of noise_sd²) with little MC error
     # (their own sd over releases is ~10 %): each decade of n cuts the excess by far more
@@ -326,7 +336,8 @@ def test_noise_sd_matches_the_noise_and_the_estimate_is_unbiased(case: str) -> N
     reps = NOISE_REPS.get(case, 400)
     seed = 800 + list(NOISE_CASES).index(case)
     mc = simulate_iid(NOISE_N, NOISE_EPS, reps, seed, NOISE_MU, **options)
-    assert not mc.failed.any() and mc.reliable.all()
+    assert not mc.failed.any()
+    assert_reliable(mc.reliable)
     # (a) the standardised noise has mean 0 and mean square 1 (module docstring); SEs from
     # the replications (z² of a Laplace has sd √5; measured 0.97-1.05 for mean z²)
     z_mean, z_se = mean_and_se(mc.z)
@@ -431,7 +442,8 @@ def check_fig6(Ts: tuple[int, ...], reps: int, seed: int) -> dict[str, float]:
     for k, T in enumerate(Ts):
         mc = simulate_panel(FIG6_N, T, FIG6_EPS, reps, seed + k, FIG6_MU)
         v = var_user_mean(T)
-        assert mc.reliable.all() and not mc.failed.any()
+        assert not mc.failed.any()
+        assert_reliable(mc.reliable)
         value, se = log_mse_and_se(mc.error)
         # the MSE is v/n + E noise_sd² + clipping (section 2's identity, here with user means)
         assert abs(value - math.log(mc.predicted_mse(v / FIG6_N))) <= Z_TOL * se, (T, value)
