@@ -32,7 +32,7 @@ from statistics import NormalDist
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong.privacy.accounting import LedgerEntry
+from dplong.privacy.accounting import LedgerEntry, gaussian_vector_entry
 from dplong.privacy.noise import geometric_rate, release_vector_sum
 from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability, private_median
 
@@ -158,16 +158,7 @@ def private_ranges(
             for what in ("midpoint", "upper reach", "lower reach")
             for name in names
         ),
-        LedgerEntry(
-            "bounds",
-            "discrete Gaussian (zCDP), one vector",
-            "persons beyond the reaches' rungs",
-            0.0,
-            0.0,
-            rho,
-            float(counts.sensitivity),
-            float(counts.sd[0]),
-        ),
+        gaussian_vector_entry("bounds", "persons beyond the reaches' rungs", rho, counts),
     )
     return PrivateRanges(
         np.column_stack([midpoint - lower, midpoint + upper]),
@@ -314,16 +305,7 @@ def histogram_ranges(
     upper, lower = outer[:k], 0.0 - outer[k:]  # 0, not -0
     low, high = np.minimum(lower, upper), np.maximum(lower, upper)
     centre, half = (low + high) / 2.0, (high - low) / 2.0
-    entry = LedgerEntry(
-        "bounds",
-        "discrete Gaussian (zCDP), one vector",
-        "persons' extremes by dyadic cell",
-        0.0,
-        0.0,
-        rho,
-        float(counts.sensitivity),
-        float(counts.sd[0]),
-    )
+    entry = gaussian_vector_entry("bounds", "persons' extremes by dyadic cell", rho, counts)
     return PrivateRanges(
         np.column_stack([centre - HISTOGRAM_REACH * half, centre + HISTOGRAM_REACH * half]),
         np.column_stack([centre - HISTOGRAM_CORE * half, centre + HISTOGRAM_CORE * half]),

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from dplong._grouping import user_row_sums
 from dplong.models.command_line import CommandLineModel, register
 from dplong.models.pooled.estimator import BOUNDS_OPTION, PooledOLS, Rows
 from dplong.models.pooled.factors import Disjoint
-from dplong.models.pooled.gram import _per_user
 
 __all__ = ["BetweenOLS"]
 
@@ -46,7 +46,7 @@ class BetweenOLS(PooledOLS):
         """Every person's mean scaled row (within the reach its rows have), one row a person (0
         for a person whose rows were all dropped: it adds nothing, as in pooled OLS)."""
         rows = np.bincount(codes, minlength=n).astype(np.float64)[:, None]
-        means = _per_user(np.column_stack([x, y]), codes, n) / np.maximum(rows, 1.0)
+        means = user_row_sums(np.column_stack([x, y]), codes, n) / np.maximum(rows, 1.0)
         return means[:, :-1], means[:, -1], np.arange(n, dtype=np.intp), 1
 
     def _cap(self, max_rows: int) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dplong._grouping import segment_starts
 from dplong._validation import real_number
 from dplong.exceptions import ParameterError
 from dplong.formula import DesignSpec
@@ -36,7 +37,7 @@ def _extremes(
     public count)."""
     lows, highs = np.full((n, values.shape[1]), np.nan), np.full((n, values.shape[1]), np.nan)
     if codes.size:
-        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        starts = segment_starts(codes)
         lows[codes[starts]] = np.minimum.reduceat(values, starts, axis=0)
         highs[codes[starts]] = np.maximum.reduceat(values, starts, axis=0)
     return lows, highs

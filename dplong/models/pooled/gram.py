@@ -9,6 +9,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
+from dplong._grouping import user_row_sums
 from dplong.models.pooled.factors import Blocks, Disjoint
 
 __all__ = ["FLOOR_SDS", "GRAM_NORM", "GRAM_SHRINK", "NOISE_SEED", "NORM_DRAWS", "vech_scaled"]
@@ -112,7 +113,7 @@ def _person_grams(
     matrices) when the entries left out are 0 in every person's ``Z_u``, as the structural
     zeros are (every row's product of two indicators of one treatment-coded factor is 0)."""
     vectors = vech_scaled(z, weight)
-    return _clip_rows(_per_user(vectors if kept is None else vectors[:, kept], codes, n), bound)
+    return _clip_rows(user_row_sums(vectors if kept is None else vectors[:, kept], codes, n), bound)
 
 
 def _released_entries(k: int, disjoint: Disjoint) -> NDArray[np.intp]:
@@ -244,14 +245,4 @@ def _unvech_scaled(
     out = np.zeros((k, k))
     out[upper] = values
     out[upper[1], upper[0]] = values
-    return out
-
-
-def _per_user(values: NDArray[np.float64], codes: NDArray[np.intp], n: int) -> NDArray[np.float64]:
-    """Sums of the rows of ``values`` by user (rows sorted by user code; users without rows:
-    0)."""
-    out = np.zeros((n, values.shape[1]))
-    if codes.size:
-        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-        out[codes[starts]] = np.add.reduceat(values, starts, axis=0)
     return out

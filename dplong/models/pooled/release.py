@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from dplong._grouping import user_row_sums
 from dplong.models.pooled.factors import Blocks, Disjoint
 from dplong.models.pooled.gram import (
     NOISE_SEED,
@@ -18,7 +19,6 @@ from dplong.models.pooled.gram import (
     _clip_rows,
     _floor,
     _gram_bound,
-    _per_user,
     _person_grams,
     _released_entries,
     _row_square,
@@ -26,8 +26,8 @@ from dplong.models.pooled.gram import (
     _unvech_scaled,
     vech_scaled,
 )
-from dplong.privacy.accounting import LedgerEntry
-from dplong.privacy.noise import WeightedRelease, release_vector_sum
+from dplong.privacy.accounting import LedgerEntry, gaussian_vector_entry
+from dplong.privacy.noise import release_vector_sum
 
 __all__ = ["CLIP_RADIUS", "NOISE_DRAWS"]
 
@@ -127,25 +127,13 @@ def _release_statistics(
     psd = (vectors * np.maximum(values, 0.0)) @ vectors.T
     sampling = n / (n - 1.0) * pilot.whiten @ psd @ pilot.whiten
 
-    def entry(stage: str, target: str, rho: float, release: WeightedRelease) -> LedgerEntry:
-        return LedgerEntry(
-            stage,
-            "discrete Gaussian (zCDP), one vector",
-            target,
-            0.0,
-            0.0,
-            rho,
-            float(release.sensitivity),
-            float(release.sd[0]),
-        )
-
     entries = (
-        entry("sufficient statistics", "[X y]'[X y]", rho_gram, gram),
+        gaussian_vector_entry("sufficient statistics", "[X y]'[X y]", rho_gram, gram),
         *(
-            entry(f"Newton step {k + 1}", f"Σ_u clip(s_u(β_{k}))", r, step)
+            gaussian_vector_entry(f"Newton step {k + 1}", f"Σ_u clip(s_u(β_{k}))", r, step)
             for k, (r, step) in enumerate(zip(rho_steps, steps, strict=True))
         ),
-        entry("clustered meat", "Σ_u clip(s_u) clip(s_u)'", rho_meat, meat),
+        gaussian_vector_entry("clustered meat", "Σ_u clip(s_u) clip(s_u)'", rho_meat, meat),
     )
     draws = _noise_draws(pilot, beta, sigma, [float(step.sd[0]) for step in steps], kept)
     return _Statistics(pilot, beta, draws, sampling, entries)
@@ -232,4 +220,6 @@ def _scores(
 ) -> NDArray[np.float64]:
     """Every person's score ``s_u = Σ_t w_u x̃_t (ỹ_t - x̃_t'β)`` at a public β, whitened by
     the public symmetric ``whiten`` and clipped to ``radius`` in L2 norm (n x p)."""
-    return _clip_rows(_per_user(x * (weight * (y - x @ beta))[:, None], codes, n) @ whiten, radius)
+    return _clip_rows(
+        user_row_sums(x * (weight * (y - x @ beta))[:, None], codes, n) @ whiten, radius
+    )
