@@ -362,7 +362,7 @@ class PooledOLS(FormulaModel):
         n, located = self._design.n, self._located
         if not located.any():
             return
-        names = [c for c, found in zip(self._names, located, strict=True) if found]
+        names = self._located_names
         if plan.histogram_rho > 0.0:
             threshold = histogram_threshold(len(names), plan.histogram_rho)
             short = threshold > HISTOGRAM_USERS[1] * n
@@ -393,7 +393,7 @@ class PooledOLS(FormulaModel):
         if not located.any():
             return ranges, frame, ()
         extremes = _extremes(self._columns(located), design.codes, design.n)
-        names = tuple(c for c, f in zip(self._names, located, strict=True) if f)
+        names = tuple(self._located_names)
         if plan.histogram_rho > 0.0:
             found = histogram_ranges(*extremes, plan.histogram_rho, generator, names=names)
         else:
@@ -417,9 +417,9 @@ class PooledOLS(FormulaModel):
         design = self._design
         n, p = design.n, len(design.columns)
         if self._located.any():
-            names = [c for c, found in zip(self._names, self._located, strict=True) if found]
             raise ParameterError(
-                f'method="ptr" needs public ranges (bounds=) for every column; {names} have none'
+                'method="ptr" needs public ranges (bounds=) for every column; '
+                f"{self._located_names} have none"
             )
         cap = self._cap(cap)
         budget = ptr_budget(options.epsilon, options.delta, share=PTR_SHARE, rest=PTR_REST)
@@ -511,6 +511,11 @@ class PooledOLS(FormulaModel):
     def _located(self) -> NDArray[np.bool_]:
         """The columns (and the outcome, last) whose range the fit finds privately."""
         return np.asarray(np.isnan(self._ranges[:, 0]))
+
+    @property
+    def _located_names(self) -> list[str]:
+        """The names of the columns (and the outcome) whose range the fit finds privately."""
+        return [c for c, found in zip(self._names, self._located, strict=True) if found]
 
     def _columns(self, which: NDArray[np.bool_]) -> NDArray[np.float64]:
         return np.column_stack([self._design.X, self._design.y])[:, which]
