@@ -622,17 +622,7 @@ def _unseen_withheld(release: Release) -> Release:
     unseen = release.unseen
     if unseen is None or not unseen.any():
         return release
-
-    def hidden(values: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.where(unseen, np.nan, values)
-
-    return dataclasses.replace(
-        release,
-        estimate=hidden(release.estimate),
-        noise_sd=hidden(release.noise_sd),
-        sampling_sd=hidden(release.sampling_sd),
-        bias=hidden(release.bias),
-    )
+    return release.withhold(unseen)
 
 
 def _count_labels(release: Release) -> list[str]:
