@@ -250,10 +250,7 @@ class PanelModel(FormulaModel):
             gamma=gamma,
             refine=refine,
         )
-        if accountant is not None and not isinstance(accountant, Accountant):
-            raise ParameterError(
-                f"accountant must be a dplong.Accountant, got {type(accountant).__name__}"
-            )
+        check_accountant(accountant)
         return FitRequest(options, check_random_state(random_state, rng), focus, accountant)
 
     def _fit(
@@ -705,6 +702,14 @@ def check_max_rows(max_rows: Any, smallest: int = 1) -> int:
             f">= {smallest}, got {max_rows!r}"
         )
     return int(max_rows)
+
+
+def check_accountant(accountant: Any) -> None:
+    """Refuse an ``accountant`` that is neither None nor a :class:`~dplong.Accountant`."""
+    if accountant is not None and not isinstance(accountant, Accountant):
+        raise ParameterError(
+            f"accountant must be a dplong.Accountant, got {type(accountant).__name__}"
+        )
 
 
 def check_min_rows(min_rows: Any, needed_for: str) -> int:

@@ -17,7 +17,13 @@ from dplong._validation import RandomState, check_choice, check_random_state
 from dplong.dask_frames import is_dask
 from dplong.exceptions import DataError, InsufficientUsersError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
-from dplong.models.base import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, FormulaModel, check_max_rows
+from dplong.models.base import (
+    DEFAULT_MAX_ROWS,
+    MAX_ROWS_HELP,
+    FormulaModel,
+    check_accountant,
+    check_max_rows,
+)
 from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Option, register
 from dplong.models.pooled.factors import Blocks, Disjoint, _blocks_of, _disjoint_of
 from dplong.models.pooled.frame import (
@@ -318,10 +324,7 @@ class PooledOLS(FormulaModel):
         )
         cap = check_max_rows(max_rows)
         check_choice(cov_type, "cov_type", COV_TYPES)
-        if accountant is not None and not isinstance(accountant, Accountant):
-            raise ParameterError(
-                f"accountant must be a dplong.Accountant, got {type(accountant).__name__}"
-            )
+        check_accountant(accountant)
         return options, cap, check_random_state(random_state, rng)
 
     def _release(
