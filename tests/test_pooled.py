@@ -18,6 +18,7 @@ import dplong
 import dplong.models.pooled.factors as pooled_factors
 import dplong.models.pooled.frame as pooled_frame
 import dplong.models.pooled.gram as pooled_gram
+import dplong.models.pooled.located as pooled_located
 import dplong.models.pooled.release as pooled_release
 import dplong.privacy.ranges as ranges
 from dplong.exceptions import DataError, ParameterError, PrivacyParameterError
@@ -590,7 +591,7 @@ def test_small_n_epsilon_finds_the_ranges_from_one_vector_of_histograms() -> Non
         # 2 √k for k = 4, plus the lattice's rounding (release_vector_sum counts it in)
         assert 4.0 <= bounds[0].sensitivity <= 4.0 * 1.02
         assert res.privacy.epsilon <= 1.0
-        assert pooled_frame.HISTOGRAM_NOTE in res.warnings
+        assert pooled_located.HISTOGRAM_NOTE in res.warnings
         slopes = res.conf_int(0.05).loc[["x0", "x1", "x2"]]
         if slopes.isna().all(axis=None):  # withheld from released numbers (1 in 60 measured)
             assert res.withheld_why == dict.fromkeys(res.params.index, "unbounded")
@@ -701,7 +702,9 @@ def test_a_person_whose_rows_are_all_dropped_counts_nowhere_in_the_ranges() -> N
     panel = _covered_panel(6, people=2000)
     panel.loc[panel["id"] == 0, "y"] = np.nan
     model = PooledOLS.from_formula("y ~ treated + x", panel, groups="id")
-    lows, highs = pooled_frame._extremes(model._columns(model._located), model._design.codes, 2000)
+    lows, highs = pooled_located._extremes(
+        model._columns(model._located), model._design.codes, 2000
+    )
     assert lows.shape == (model.nobs_users, 3) and np.isnan(highs[0]).all()
     assert np.isfinite(model.fit(epsilon=1.0, max_rows=4, random_state=0).params).all()
 

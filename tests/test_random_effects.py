@@ -17,8 +17,8 @@ import pytest
 from audit import CONFIDENCE, epsilon_lower_bound, tail_events
 
 import dplong
-import dplong.models.pooled.frame as pooled_frame
 import dplong.models.pooled.gram as pooled_gram
+import dplong.models.pooled.located as pooled_located
 import dplong.models.pooled.release as pooled_release
 from dplong.exceptions import InsufficientUsersError, ParameterError
 from dplong.models.pooled import vech_scaled
@@ -409,6 +409,6 @@ def test_small_n_epsilon_finds_the_ranges_by_histograms_and_says_so() -> None:
     assert res.privacy.entries[0].target == "persons' extremes by dyadic cell"
     assert sum(e.stage == "bounds" for e in res.privacy.entries) == 1
     assert res.privacy.epsilon <= 1.0
-    assert pooled_frame.HISTOGRAM_NOTE in res.warnings
+    assert pooled_located.HISTOGRAM_NOTE in res.warnings
     planned = dplong.plan("y ~ x0 + x1 + x2", model="re", n=1000, epsilon=1.0)
     assert "with warnings" in planned.summary()

@@ -9,8 +9,8 @@ Gaussian (zCDP) vectors whatever the number of columns; :class:`BetweenOLS` and
 
 1. **Scaling to ranges** (:mod:`~dplong.models.pooled.frame`, with the declared factors'
    blocks in :mod:`~dplong.models.pooled.factors`): every column and the outcome is clipped to
-   a public range or one found privately (:mod:`dplong.privacy.ranges`) and mapped onto
-   ``[-1, 1]``.
+   a public range or one found privately (:mod:`~dplong.models.pooled.located`) and mapped
+   onto ``[-1, 1]``.
 2. **The augmented Gram matrix** (:mod:`~dplong.models.pooled.gram`): each person's clipped
    ``Z_u = Σ_t w_u z_t z_t'`` released as one vector, floored at its noise and solved for the
    pilot ``β₀``.

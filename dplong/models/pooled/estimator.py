@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_choice, check_random_state
 from dplong.dask_frames import is_dask
-from dplong.exceptions import DataError, InsufficientUsersError, ParameterError
+from dplong.exceptions import DataError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.models.base import (
     DEFAULT_MAX_ROWS,
@@ -26,20 +26,13 @@ from dplong.models.base import (
 )
 from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Option, register
 from dplong.models.pooled.factors import Blocks, Disjoint, _blocks_of, _disjoint_of
-from dplong.models.pooled.frame import (
-    HISTOGRAM_NOTE,
-    BoundsLike,
-    _extremes,
-    _Scaling,
-    column_bounds,
-)
+from dplong.models.pooled.frame import BoundsLike, _Scaling, column_bounds
 from dplong.models.pooled.gram import _gram_bound, _row_square, _rows_released
+from dplong.models.pooled.located import check_ranges, find_ranges, range_notes
 from dplong.models.pooled.release import _release_statistics, _Statistics
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
 from dplong.privacy.budget import (
-    HISTOGRAM_USERS,
-    MAX_MISS,
     NOTE_MISS,
     StatisticsBudget,
     afford,
@@ -50,10 +43,7 @@ from dplong.privacy.budget import (
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.ptr import check_ols_ptr, ols_ptr, ols_ptr_sensitivity, planned_noise_sd
 from dplong.privacy.ranges import (
-    histogram_ranges,
-    histogram_threshold,
     located_miss,
-    private_ranges,
 )
 from dplong.results import RegressionResults
 
@@ -360,51 +350,29 @@ class PooledOLS(FormulaModel):
         return self._disjoint
 
     def _check_ranges(self, plan: StatisticsBudget) -> None:
-        """Refuse, from public facts and before any noise, ranges the plan cannot find: its
-        medians would miss, or its histograms' threshold is beyond what a cell holds."""
-        n, located = self._design.n, self._located
-        if not located.any():
-            return
-        names = self._located_names
-        if plan.histogram_rho > 0.0:
-            threshold = histogram_threshold(len(names), plan.histogram_rho)
-            short = threshold > HISTOGRAM_USERS[1] * n
-            why = f"a cell of their histograms must hold {threshold:.0f} of the n = {n} persons"
-        else:
-            short = located_miss(n, plan.median_epsilon) > MAX_MISS
-            why = f"each of their medians gets epsilon {plan.median_epsilon:.3g}, n = {n}"
-        if short:
-            refusal = InsufficientUsersError(
-                f"n * epsilon is too small to find the ranges of {names} privately ({why}): "
-                "give their public bounds (bounds={...}) or raise epsilon"
-            )
-            refusal.budget_refusal = True  # a larger ε cures it (dplong.plan)
-            raise refusal
+        """Refuse, before any noise, ranges the plan cannot find (:func:`check_ranges`)."""
+        check_ranges(self._design.n, self._located_names, plan)
 
     def _range_notes(self, plan: StatisticsBudget) -> tuple[str, ...]:
         """The public note of ranges the plan finds by histograms (none otherwise)."""
-        return (HISTOGRAM_NOTE,) if plan.histogram_rho > 0.0 and self._located.any() else ()
+        return range_notes(plan, bool(self._located.any()))
 
     def _find_ranges(
         self, plan: StatisticsBudget, generator: np.random.Generator
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[LedgerEntry, ...]]:
-        """Every column's range ((p + 1) x 2): the public ones, the others found privately
-        with the plan's budget; the Gram matrix's frame (the found ranges' cores, the public
-        ranges' frame); and the ledger entries of that stage."""
-        design, located = self._design, self._located
-        ranges, frame = self._ranges.copy(), self._frame.copy()
-        if not located.any():
-            return ranges, frame, ()
-        extremes = _extremes(self._columns(located), design.codes, design.n)
-        names = tuple(self._located_names)
-        if plan.histogram_rho > 0.0:
-            found = histogram_ranges(*extremes, plan.histogram_rho, generator, names=names)
-        else:
-            found = private_ranges(
-                *extremes, plan.median_epsilon, plan.count_rho, generator, names=names
-            )
-        ranges[located], frame[located] = found.ranges, found.core
-        return ranges, frame, found.entries
+        """Every column's range, the Gram matrix's frame and the ledger entries of the ranges
+        found privately with the plan's budget (:func:`find_ranges`)."""
+        design = self._design
+        return find_ranges(
+            self._ranges,
+            self._frame,
+            self._columns(self._located),
+            design.codes,
+            design.n,
+            tuple(self._located_names),
+            plan,
+            generator,
+        )
 
     def _fit_ptr(
         self,

@@ -1,6 +1,6 @@
 """Every column's range and the frame the rows are mapped into: the public ranges from the
-options and the formula, the persons' extremes the private ranges are found from, and the
-affine map onto [-1, 1] and back (step 1 of ``docs/design/pooled.md``)."""
+options and the formula, and the affine map onto [-1, 1] and back (step 1 of
+``docs/design/pooled.md``; the private ranges: :mod:`dplong.models.pooled.located`)."""
 
 from __future__ import annotations
 
@@ -11,36 +11,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong._grouping import segment_starts
 from dplong._validation import real_number
 from dplong.exceptions import ParameterError
 from dplong.formula import DesignSpec
 from dplong.models.pooled.factors import Blocks, _factor_blocks
 
-__all__ = ["HISTOGRAM_NOTE", "BoundsLike", "column_bounds"]
-
-#: The public note of a fit whose ranges the histograms find (decided by the plan).
-HISTOGRAM_NOTE = (
-    "The ranges were found privately from histograms of the persons' extremes at a doubling's "
-    "resolution (n * epsilon is too small for medians): a column far from 0 for its spread "
-    "gets a wide frame and a noisier estimate; give public bounds or raise epsilon."
-)
+__all__ = ["BoundsLike", "column_bounds"]
 
 BoundsLike = Mapping[str, tuple[float, float]]
-
-
-def _extremes(
-    values: NDArray[np.float64], codes: NDArray[np.intp], n: int
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Every person's smallest and largest value of each column (n x k; rows sorted by
-    person; NaN for a person whose rows were all dropped: no statistic, and n stays the
-    public count)."""
-    lows, highs = np.full((n, values.shape[1]), np.nan), np.full((n, values.shape[1]), np.nan)
-    if codes.size:
-        starts = segment_starts(codes)
-        lows[codes[starts]] = np.minimum.reduceat(values, starts, axis=0)
-        highs[codes[starts]] = np.maximum.reduceat(values, starts, axis=0)
-    return lows, highs
 
 
 def column_bounds(spec: DesignSpec, bounds: BoundsLike | str | None) -> NDArray[np.float64]:
