@@ -42,9 +42,7 @@ from dplong.privacy.budget import (
 )
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.ptr import check_ols_ptr, ols_ptr, ols_ptr_sensitivity, planned_noise_sd
-from dplong.privacy.ranges import (
-    located_miss,
-)
+from dplong.privacy.ranges import located_miss
 from dplong.results import RegressionResults
 
 __all__ = ["BOUNDS_OPTION", "COV_TYPES", "PTR_REST", "PTR_SHARE", "SHARES", "CovType", "PooledOLS"]
