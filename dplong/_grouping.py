@@ -1,4 +1,4 @@
-"""User ids of the rows as codes 0..n-1, without a Python loop."""
+"""User ids of the rows as codes 0..n-1, and the runs of a user's rows, without a Python loop."""
 
 from __future__ import annotations
 
@@ -23,3 +23,22 @@ def factorize_groups(
         )
     codes, uniques = pd.factorize(pd.Series(groups), sort=False)
     return codes.astype(np.intp), len(uniques)
+
+
+def segment_starts(codes: NDArray[np.intp]) -> NDArray[np.intp]:
+    """First row of each user's run of rows (codes sorted by user)."""
+    starts = np.ones(len(codes), dtype=bool)
+    starts[1:] = codes[1:] != codes[:-1]
+    return np.flatnonzero(starts)
+
+
+def user_row_sums(
+    values: NDArray[np.float64], codes: NDArray[np.intp], n: int
+) -> NDArray[np.float64]:
+    """Sums of the rows of ``values`` by user, n x k (rows sorted by user code; users without
+    rows: 0)."""
+    out = np.zeros((n, values.shape[1]))
+    if codes.size:
+        starts = segment_starts(codes)
+        out[codes[starts]] = np.add.reduceat(values, starts, axis=0)
+    return out

@@ -15,7 +15,11 @@ import statsmodels.formula.api as smf
 from audit import BROKEN_NOISE_FRACTION, CONFIDENCE, epsilon_lower_bound, tail_events
 
 import dplong
-import dplong.models.pooled as pooled
+import dplong.models.pooled.factors as pooled_factors
+import dplong.models.pooled.frame as pooled_frame
+import dplong.models.pooled.gram as pooled_gram
+import dplong.models.pooled.located as pooled_located
+import dplong.models.pooled.release as pooled_release
 import dplong.privacy.ranges as ranges
 from dplong.exceptions import DataError, ParameterError, PrivacyParameterError
 from dplong.models.pooled import PooledOLS, vech_scaled
@@ -61,8 +65,8 @@ def unclipped_meat(monkeypatch: pytest.MonkeyPatch) -> None:
     """The scores' clipping radius far beyond every score (the exact sandwich), and the Gram
     matrix's frame and norm bound holding every person (the exact pilot): with the noise off
     the pilot is pooled OLS and the Newton steps leave it there."""
-    monkeypatch.setattr(pooled, "CLIP_RADIUS", 1e12)
-    monkeypatch.setattr(pooled, "GRAM_NORM", 1e12)
+    monkeypatch.setattr(pooled_release, "CLIP_RADIUS", 1e12)
+    monkeypatch.setattr(pooled_gram, "GRAM_NORM", 1e12)
     monkeypatch.setattr(ranges, "CORE", 1e12)
 
 
@@ -112,7 +116,7 @@ def _person_gram(
     """One person's Z_u as released (over the entries ``kept``, default all): clipped to
     norm ``bound``."""
     codes = np.zeros(len(rows), dtype=np.intp)
-    return pooled._person_grams(rows, np.full(len(rows), weight), codes, 1, bound, kept)[0]
+    return pooled_gram._person_grams(rows, np.full(len(rows), weight), codes, 1, bound, kept)[0]
 
 
 def test_gram_sensitivity_is_attained_and_never_exceeded() -> None:
@@ -121,10 +125,10 @@ def test_gram_sensitivity_is_attained_and_never_exceeded() -> None:
     the sum by at most √2 B, attained by orthogonal extreme rows (the PSD argument is
     tight)."""
     cap, p = 3, 3
-    bound = pooled._gram_bound(cap, p + 1.0)
-    assert bound == pytest.approx(cap * pooled.GRAM_NORM * 2.0)  # below cap (p + 1) = 12
+    bound = pooled_gram._gram_bound(cap, p + 1.0)
+    assert bound == pytest.approx(cap * pooled_gram.GRAM_NORM * 2.0)  # below cap (p + 1) = 12
     # many columns: never below 1 / GRAM_SHRINK of the worst case (p + 1 = 21: 10.5, not 6.9)
-    assert pooled._gram_bound(1, 21.0) == pytest.approx(21.0 / pooled.GRAM_SHRINK)
+    assert pooled_gram._gram_bound(1, 21.0) == pytest.approx(21.0 / pooled_gram.GRAM_SHRINK)
     z, z_prime = np.ones(p + 1), np.array([1.0, 1.0, -1.0, -1.0])
     moved = _person_gram(np.tile(z, (cap, 1)), 1.0, bound) - _person_gram(
         np.tile(z_prime, (cap, 1)), 1.0, bound
@@ -163,15 +167,15 @@ def test_factor_blocks_come_from_the_formula_and_count_once_in_the_bound() -> No
         return dplong.formula.DesignSpec.from_formula(formula, schema, levels=levels)
 
     treatment = spec("y ~ C(arm) + x")
-    blocks = pooled._blocks_of(treatment, treatment.columns)
+    blocks = pooled_factors._blocks_of(treatment, treatment.columns)
     assert blocks == (((0, 1, 2, 3), 1.0),)
-    assert pooled._row_square(BLOCK_P, blocks) == 3.0
+    assert pooled_gram._row_square(BLOCK_P, blocks) == 3.0
     full = spec("y ~ C(arm) + x - 1")
-    assert pooled._blocks_of(full, full.columns) == (((0, 1, 2, 3), 1.0),)
+    assert pooled_factors._blocks_of(full, full.columns) == (((0, 1, 2, 3), 1.0),)
     summed = spec("y ~ C(arm, Sum) + x")
-    assert pooled._blocks_of(summed, summed.columns) == ()
-    ranges = pooled.column_bounds(treatment, {"y": (0, 4), "x": (10, 20)})
-    scaled = pooled._Scaling.of(ranges, treatment.columns, None, blocks)
+    assert pooled_factors._blocks_of(summed, summed.columns) == ()
+    ranges = pooled_frame.column_bounds(treatment, {"y": (0, 4), "x": (10, 20)})
+    scaled = pooled_frame._Scaling.of(ranges, treatment.columns, None, blocks)
     rows = np.array([[1.0, 0.0, 1.0, 0.0, 15.0], [1.0, 0.0, 0.0, 0.0, 20.0]])  # c, a
     x, _ = scaled.apply(rows, np.array([2.0, 2.0]))
     assert x.tolist() == [[0.0, 0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0, 1.0]]
@@ -205,7 +209,7 @@ def _kept(kind: str) -> np.ndarray | None:
     if kind != "disjoint":
         return None
     p, blocks, _, _ = _extreme_pair(kind)
-    return pooled._released_entries(p + 1, (blocks[0][0],))
+    return pooled_gram._released_entries(p + 1, (blocks[0][0],))
 
 
 def test_structural_zeros_are_the_one_hot_blocks_products() -> None:
@@ -216,23 +220,23 @@ def test_structural_zeros_are_the_one_hot_blocks_products() -> None:
     schema = pd.DataFrame({"y": [0.0], "x": [0.0], "arm": ["a"]}).iloc[:0]
     levels = {"arm": ["a", "b", "c", "d"]}
     treatment = dplong.formula.DesignSpec.from_formula("y ~ C(arm) + x", schema, levels=levels)
-    disjoint = pooled._disjoint_of(treatment, treatment.columns)
+    disjoint = pooled_factors._disjoint_of(treatment, treatment.columns)
     assert disjoint == ((0, 1, 2, 3),)
     summed = dplong.formula.DesignSpec.from_formula("y ~ C(arm, Sum) + x", schema, levels=levels)
-    assert pooled._disjoint_of(summed, summed.columns) == ()
-    kept = pooled._released_entries(BLOCK_P + 1, disjoint)
+    assert pooled_factors._disjoint_of(summed, summed.columns) == ()
+    kept = pooled_gram._released_entries(BLOCK_P + 1, disjoint)
     assert kept.size == 21 - 6
     matrix = np.arange(36.0).reshape(6, 6)
     matrix = matrix + matrix.T
     upper = np.triu_indices(6)
     full = matrix[upper] * np.where(upper[0] == upper[1], 1.0, math.sqrt(2.0))  # vech_scaled's
-    back = pooled._unvech_scaled(full[kept], 6, kept)
+    back = pooled_gram._unvech_scaled(full[kept], 6, kept)
     inside = np.zeros((6, 6), dtype=bool)
     inside[:4, :4] = ~np.eye(4, dtype=bool)
     assert (back[inside] == 0.0).all()
     assert back[~inside] == pytest.approx(matrix[~inside], rel=1e-15)  # times √2, divided
-    assert pooled._noise_norm(BLOCK_P, ()) == math.sqrt(2.0 * BLOCK_P)
-    assert pooled._noise_norm(BLOCK_P, disjoint) < math.sqrt(2.0 * BLOCK_P)
+    assert pooled_gram._noise_norm(BLOCK_P, ()) == math.sqrt(2.0 * BLOCK_P)
+    assert pooled_gram._noise_norm(BLOCK_P, disjoint) < math.sqrt(2.0 * BLOCK_P)
 
 
 @pytest.mark.parametrize("kind", ["columns", "factor", "intercept", "disjoint"])
@@ -246,13 +250,13 @@ def test_gram_sensitivity_with_factor_blocks_is_attained_and_never_exceeded(kind
     cap = 3
     p, blocks, z, z_prime = _extreme_pair(kind)
     kept = _kept(kind)
-    bound = pooled._gram_bound(cap, pooled._row_square(p, blocks))
+    bound = pooled_gram._gram_bound(cap, pooled_gram._row_square(p, blocks))
     moved = _person_gram(np.tile(z, (cap, 1)), 1.0, bound, kept) - _person_gram(
         np.tile(z_prime, (cap, 1)), 1.0, bound, kept
     )
     assert np.linalg.norm(moved) == pytest.approx(math.sqrt(2.0) * bound)
     rng = np.random.default_rng(2)
-    square = pooled._row_square(p, blocks)
+    square = pooled_gram._row_square(p, blocks)
     for _ in range(1000):
         sums = []
         for _ in range(2):
@@ -261,7 +265,7 @@ def test_gram_sensitivity_with_factor_blocks_is_attained_and_never_exceeded(kind
             if kept is not None:  # pooled rows: the block one-hot (a level a row)
                 block = list(blocks[0][0])
                 rows[:, block] = np.eye(len(block))[rng.integers(0, len(block), t)]
-            rows = pooled._clip_blocks(np.clip(rows, -1.0, 1.0), blocks)
+            rows = pooled_gram._clip_blocks(np.clip(rows, -1.0, 1.0), blocks)
             assert ((rows**2).sum(axis=1) <= square * (1 + 1e-12)).all()
             weight = min(1.0, cap / t)
             assert np.linalg.norm(_user_sum(rows, weight)) <= cap * square * (1 + 1e-12)
@@ -285,7 +289,7 @@ def _audit_outputs(rho: float, fraction: float, runs: int, seed: int, kind: str)
     cap = 3
     p, blocks, z, z_prime = _extreme_pair(kind)
     kept = _kept(kind)
-    exact = pooled._gram_bound(cap, pooled._row_square(p, blocks))
+    exact = pooled_gram._gram_bound(cap, pooled_gram._row_square(p, blocks))
     bound = exact * (1.0 + 1e-12)
     first = _person_gram(np.tile(z, (cap, 1)), 1.0, exact, kept)
     second = _person_gram(np.tile(z_prime, (cap, 1)), 1.0, exact, kept)
@@ -452,10 +456,10 @@ def test_scores_are_clipped_to_their_radius_and_exact_inside() -> None:
     y = rng.uniform(-1, 1, 200)
     beta, weight = np.array([0.1, -0.2]), np.ones(200)
     whiten = np.array([[2.0, 0.5], [0.5, 1.0]])  # any public symmetric matrix
-    exact = pooled._scores(x, y, weight, beta, codes, 50, 1e9, whiten)
-    raw = pooled._scores(x, y, weight, beta, codes, 50, 1e9, np.eye(2))
+    exact = pooled_release._scores(x, y, weight, beta, codes, 50, 1e9, whiten)
+    raw = pooled_release._scores(x, y, weight, beta, codes, 50, 1e9, np.eye(2))
     np.testing.assert_allclose(exact, raw @ whiten, rtol=1e-12)
-    clipped = pooled._scores(x, y, weight, beta, codes, 50, 0.5, whiten)
+    clipped = pooled_release._scores(x, y, weight, beta, codes, 50, 0.5, whiten)
     norms = np.linalg.norm(exact, axis=1)
     assert np.linalg.norm(clipped, axis=1).max() <= 0.5 * (1 + 1e-12)
     inside = norms <= 0.5
@@ -587,7 +591,7 @@ def test_small_n_epsilon_finds_the_ranges_from_one_vector_of_histograms() -> Non
         # 2 √k for k = 4, plus the lattice's rounding (release_vector_sum counts it in)
         assert 4.0 <= bounds[0].sensitivity <= 4.0 * 1.02
         assert res.privacy.epsilon <= 1.0
-        assert pooled.HISTOGRAM_NOTE in res.warnings
+        assert pooled_located.HISTOGRAM_NOTE in res.warnings
         slopes = res.conf_int(0.05).loc[["x0", "x1", "x2"]]
         if slopes.isna().all(axis=None):  # withheld from released numbers (1 in 60 measured)
             assert res.withheld_why == dict.fromkeys(res.params.index, "unbounded")
@@ -676,7 +680,7 @@ def test_between_given_only_epsilon_spends_the_budget_and_weighs_a_person_once()
     (gram,) = [e for e in res.privacy.entries if e.stage == "sufficient statistics"]
     # √2 B (GRAM_NORM √(p + 1) with p + 1 = 4), and the lattice's rounding and float
     # error (well below 0.1 %)
-    assert gram.sensitivity == pytest.approx(math.sqrt(2.0) * pooled.GRAM_NORM * 2.0, rel=1e-3)
+    assert gram.sensitivity == pytest.approx(math.sqrt(2.0) * pooled_gram.GRAM_NORM * 2.0, rel=1e-3)
     assert 0.95 < res.privacy.epsilon <= 1.0  # the pure medians compose below their ε²/2
     assert model.gram_noise_sd(epsilon=1.0, delta=1e-6, max_rows=8) == pytest.approx(
         model.gram_noise_sd(epsilon=1.0, delta=1e-6, max_rows=1)
@@ -698,7 +702,9 @@ def test_a_person_whose_rows_are_all_dropped_counts_nowhere_in_the_ranges() -> N
     panel = _covered_panel(6, people=2000)
     panel.loc[panel["id"] == 0, "y"] = np.nan
     model = PooledOLS.from_formula("y ~ treated + x", panel, groups="id")
-    lows, highs = pooled._extremes(model._columns(model._located), model._design.codes, 2000)
+    lows, highs = pooled_located._extremes(
+        model._columns(model._located), model._design.codes, 2000
+    )
     assert lows.shape == (model.nobs_users, 3) and np.isnan(highs[0]).all()
     assert np.isfinite(model.fit(epsilon=1.0, max_rows=4, random_state=0).params).all()
 
@@ -739,9 +745,9 @@ def test_scaled_test_decides_a_rare_level_the_whole_norm_cannot() -> None:
     sigma, k = 68.6, 18
     counts = np.linspace(226.0, 3000.0, k)
     disjoint = (tuple(range(k)),)
-    norm = pooled._noise_norm(k + 1, disjoint)
+    norm = pooled_gram._noise_norm(k + 1, disjoint)
     assert norm < math.sqrt(2.0 * (k + 1)) and sigma * norm > counts[0]
     gram = np.diag(np.r_[counts, counts.sum() / 3.0])
-    assert pooled._determined(gram, sigma, norm, disjoint)
+    assert pooled_gram._determined(gram, sigma, norm, disjoint)
     gram[0, 0] = 0.0
-    assert not pooled._determined(gram, sigma, norm, disjoint)
+    assert not pooled_gram._determined(gram, sigma, norm, disjoint)

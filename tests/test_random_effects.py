@@ -17,7 +17,9 @@ import pytest
 from audit import CONFIDENCE, epsilon_lower_bound, tail_events
 
 import dplong
-import dplong.models.pooled as pooled
+import dplong.models.pooled.gram as pooled_gram
+import dplong.models.pooled.located as pooled_located
+import dplong.models.pooled.release as pooled_release
 from dplong.exceptions import InsufficientUsersError, ParameterError
 from dplong.models.pooled import vech_scaled
 from dplong.models.random_effects import RandomEffects, _QuasiDemeaned, theta
@@ -59,7 +61,7 @@ def _linearmodels(data: pd.DataFrame, intercept: bool = True, **fit: object) -> 
 @pytest.fixture
 def unclipped_meat(monkeypatch: pytest.MonkeyPatch) -> None:
     """The scores' clipping radius far beyond every score: the exact sandwich."""
-    monkeypatch.setattr(pooled, "CLIP_RADIUS", 1e12)
+    monkeypatch.setattr(pooled_release, "CLIP_RADIUS", 1e12)
 
 
 @pytest.mark.usefixtures("unclipped_meat")
@@ -99,7 +101,7 @@ def test_noise_off_with_a_factor_taking_the_intercept_is_linearmodels_gls(
     intercept column is the reference level's indicator and the factor's rows one-hot, which
     the quasi-demeaning keeps linear, so the estimate and the sandwich are linearmodels' GLS
     on the treatment dummies (the Gram matrix's bound held wide: the exact pilot)."""
-    monkeypatch.setattr(pooled, "GRAM_NORM", 1e12)
+    monkeypatch.setattr(pooled_gram, "GRAM_NORM", 1e12)
     data = _panel(1, drop=0.25)
     arm = np.random.default_rng(1).choice(["a", "b", "c"], 600, p=[0.1, 0.5, 0.4])
     data["arm"] = arm[data["id"].to_numpy()]
@@ -266,7 +268,7 @@ def test_whole_fit_privacy_audit(monkeypatch: pytest.MonkeyPatch) -> None:
     tails are far from tight (a replica with a quarter of the noise gives ε_lb 0.6 here). It
     guards the composition and the rows' quasi-demeaning; their sensitivity is checked
     exactly in test_quasi_demeaned_rows_keep_the_gram_sensitivity."""
-    monkeypatch.setattr(pooled, "NOISE_DRAWS", 20)
+    monkeypatch.setattr(pooled_release, "NOISE_DRAWS", 20)
     epsilon, delta, runs = 2.0, 1e-3, 300
     bounds = {"y": (-1.0, 1.0), "x": (0.0, 1.0)}
     options = {"max_rows": 3, "variance_components": (0.02, 0.02)}
@@ -407,6 +409,6 @@ def test_small_n_epsilon_finds_the_ranges_by_histograms_and_says_so() -> None:
     assert res.privacy.entries[0].target == "persons' extremes by dyadic cell"
     assert sum(e.stage == "bounds" for e in res.privacy.entries) == 1
     assert res.privacy.epsilon <= 1.0
-    assert pooled.HISTOGRAM_NOTE in res.warnings
+    assert pooled_located.HISTOGRAM_NOTE in res.warnings
     planned = dplong.plan("y ~ x0 + x1 + x2", model="re", n=1000, epsilon=1.0)
     assert "with warnings" in planned.summary()

@@ -250,10 +250,7 @@ class PanelModel(FormulaModel):
             gamma=gamma,
             refine=refine,
         )
-        if accountant is not None and not isinstance(accountant, Accountant):
-            raise ParameterError(
-                f"accountant must be a dplong.Accountant, got {type(accountant).__name__}"
-            )
+        check_accountant(accountant)
         return FitRequest(options, check_random_state(random_state, rng), focus, accountant)
 
     def _fit(
@@ -622,17 +619,7 @@ def _unseen_withheld(release: Release) -> Release:
     unseen = release.unseen
     if unseen is None or not unseen.any():
         return release
-
-    def hidden(values: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.where(unseen, np.nan, values)
-
-    return dataclasses.replace(
-        release,
-        estimate=hidden(release.estimate),
-        noise_sd=hidden(release.noise_sd),
-        sampling_sd=hidden(release.sampling_sd),
-        bias=hidden(release.bias),
-    )
+    return release.withhold(unseen)
 
 
 def _count_labels(release: Release) -> list[str]:
@@ -715,6 +702,14 @@ def check_max_rows(max_rows: Any, smallest: int = 1) -> int:
             f">= {smallest}, got {max_rows!r}"
         )
     return int(max_rows)
+
+
+def check_accountant(accountant: Any) -> None:
+    """Refuse an ``accountant`` that is neither None nor a :class:`~dplong.Accountant`."""
+    if accountant is not None and not isinstance(accountant, Accountant):
+        raise ParameterError(
+            f"accountant must be a dplong.Accountant, got {type(accountant).__name__}"
+        )
 
 
 def check_min_rows(min_rows: Any, needed_for: str) -> int:

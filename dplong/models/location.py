@@ -524,16 +524,8 @@ def _location_results(
 def _without_group_var(release: Release) -> Release:
     """The components' release with Group Var (its first column) withheld, and a note."""
     gone = np.arange(release.estimate.size) == 0
-
-    def withheld(values: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.where(gone, np.nan, values)
-
     return dataclasses.replace(
-        release,
-        estimate=withheld(release.estimate),
-        noise_sd=withheld(release.noise_sd),
-        sampling_sd=withheld(release.sampling_sd),
-        bias=withheld(release.bias),
+        release.withhold(gone),
         failed=release.failed | gone,
         notes=(*release.notes, _UNCENTRED_NOTE),
     )

@@ -61,7 +61,9 @@ from dplong.formula import PanelDesign
 from dplong.models.base import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, check_max_rows
 from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.models.location import COMPONENTS, RandomEffectsLocation
-from dplong.models.pooled import Blocks, CovType, Disjoint, PooledOLS, _rows_released
+from dplong.models.pooled.estimator import CovType, PooledOLS
+from dplong.models.pooled.factors import Blocks, Disjoint
+from dplong.models.pooled.gram import _rows_released
 from dplong.planning import FitPlan, PlannedBlock, _decide, checkpoint
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger, zcdp_epsilon
 from dplong.privacy.budget import (

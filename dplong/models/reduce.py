@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from dplong._grouping import segment_starts
+
 #: A per-user design counts as singular when the determinant of its unit-diagonal scaling
 #: ``C = D^{-1/2} X'X D^{-1/2}`` is below this. Since C's eigenvalues lie in (0, p],
 #: ``det C / p**(p-1) <= λ_min(C) <= det(C)**(1/p)``: a cheap two-sided condition check.
@@ -43,13 +45,6 @@ class WorkingCorrelation:
         if self.kind == "independence":
             return "independence"
         return f"{self.kind}({self.param:g})"
-
-
-def segment_starts(codes: NDArray[np.intp]) -> NDArray[np.intp]:
-    """First row of each user's run of rows (codes sorted by user)."""
-    starts = np.ones(len(codes), dtype=bool)
-    starts[1:] = codes[1:] != codes[:-1]
-    return np.flatnonzero(starts)
 
 
 def user_sums(

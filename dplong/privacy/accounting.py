@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -34,6 +35,9 @@ from numpy.typing import NDArray
 
 from dplong._validation import check_delta, check_epsilon, real_number
 from dplong.exceptions import BudgetExceededError, ParameterError, PrivacyParameterError
+
+if TYPE_CHECKING:
+    from dplong.privacy.noise import WeightedRelease
 
 __all__ = [
     "Accountant",
@@ -43,6 +47,7 @@ __all__ = [
     "LedgerEntry",
     "PrivacyLedger",
     "compose",
+    "gaussian_vector_entry",
     "pure_renyi",
     "zcdp_epsilon",
 ]
@@ -281,6 +286,34 @@ class LedgerEntry:
     def cost(self) -> Cost:
         """This call's :class:`Cost`."""
         return Cost(self.epsilon, self.delta, self.rho)
+
+
+def gaussian_vector_entry(
+    stage: str, target: str, rho: float, release: WeightedRelease
+) -> LedgerEntry:
+    """The ledger entry of one ρ-zCDP discrete Gaussian release of a whole vector
+    (:func:`~dplong.privacy.noise.release_vector_sum`): its L2 sensitivity and noise sd.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.accounting import gaussian_vector_entry
+    >>> from dplong.privacy.noise import release_vector_sum
+    >>> sums = release_vector_sum(np.eye(3), 1.0, 2.0, 0.5, np.random.default_rng(0))
+    >>> entry = gaussian_vector_entry("counts", "x", 0.5, sums)
+    >>> entry.cost.kind, entry.mechanism
+    ('zcdp', 'discrete Gaussian (zCDP), one vector')
+    """
+    return LedgerEntry(
+        stage,
+        "discrete Gaussian (zCDP), one vector",
+        target,
+        0.0,
+        0.0,
+        rho,
+        float(release.sensitivity),
+        float(release.sd[0]),
+    )
 
 
 _COLUMNS = ["stage", "mechanism", "target", "epsilon", "delta", "rho", "sensitivity", "noise_scale"]

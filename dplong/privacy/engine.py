@@ -209,6 +209,21 @@ class Release:
         (:class:`~dplong.privacy.rules.Count`)."""
         return Count(self.users, self.users_sd)
 
+    def withhold(self, columns: NDArray[np.bool_]) -> Release:
+        """This release with no number (NaN) for the estimate and error figures of
+        ``columns`` (post-processing: what a model withholds after the release)."""
+
+        def hidden(values: NDArray[np.float64]) -> NDArray[np.float64]:
+            return np.where(columns, np.nan, values)
+
+        return dataclasses.replace(
+            self,
+            estimate=hidden(self.estimate),
+            noise_sd=hidden(self.noise_sd),
+            sampling_sd=hidden(self.sampling_sd),
+            bias=hidden(self.bias),
+        )
+
 
 def forecast_noise(
     plan: ReleasePlan,

@@ -309,23 +309,24 @@ def locate(
     if plan.midpoint_kind == "histogram":  # Lemma 3.4: the mode is within 2 bins' half-widths
         histogram_error = 2.0 * bin_radius(sd**2, gamma)
         midpoint_error = np.where(fallback, midpoint_error, histogram_error)
+    located = Location(
+        midpoint,
+        midpoint,
+        midpoint_error,
+        sd,
+        users,
+        users_sd,
+        False,
+        tail,
+        tuple(entries),
+        plan,
+        bool(fallback.any()),
+        scan,
+        beside,
+        collapsed,
+    )
     if plan.refine <= 0:
-        return Location(
-            midpoint,
-            midpoint,
-            midpoint_error,
-            sd,
-            users,
-            users_sd,
-            False,
-            tail,
-            tuple(entries),
-            plan,
-            bool(fallback.any()),
-            scan,
-            beside,
-            collapsed,
-        )
+        return located
     # wide enough that an off-centre midpoint costs the rough mean almost no bias: with
     # |m̂ - μ| <= e_m the bias bound below stays small (Gaussian tail, 4σ: 4e-4 σ at e_m = σ)
     rough_width = np.minimum(ROUGH_RADIUS * sd + GRID.half_width_at(midpoint), MAX_RADIUS)
@@ -346,21 +347,12 @@ def locate(
             + count_effect
             + rough_bias * bias_factor(user_weights, per_column_users, n)
         )
-    return Location(
-        midpoint,
-        midpoint + offset,
-        centre_error,
-        sd,
-        users,
-        users_sd,
-        True,
-        tail,
-        tuple(entries),
-        plan,
-        bool(fallback.any()),
-        scan,
-        beside,
-        collapsed,
+    return dataclasses.replace(
+        located,
+        centre=midpoint + offset,
+        centre_error=centre_error,
+        refined=True,
+        entries=tuple(entries),
     )
 
 

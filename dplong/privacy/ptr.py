@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from dplong._grouping import user_row_sums
 from dplong._validation import real_number
 from dplong.exceptions import ParameterError
 from dplong.kernels import Kernel
@@ -287,10 +288,10 @@ def ols_ptr(
     p = x.shape[1]
     rows = np.bincount(codes, minlength=n).astype(np.float64)
     weight = np.minimum(1.0, cap / np.maximum(rows, 1.0))[codes]
-    gram_u = _per_user(
+    gram_u = user_row_sums(
         (weight[:, None, None] * x[:, :, None] * x[:, None, :]).reshape(-1, p * p), codes, n
     ).reshape(n, p, p)
-    cross_u = _per_user(x * (weight * y)[:, None], codes, n)
+    cross_u = user_row_sums(x * (weight * y)[:, None], codes, n)
     # a person's bound holds for their float sums up to _USER_SLACK: enforce it exactly
     trace = np.trace(gram_u, axis1=1, axis2=2)
     shrink = np.minimum(1.0, cap * p / np.maximum(trace, 1e-300))
@@ -343,14 +344,6 @@ def planned_noise_sd(sensitivity: float, budget: PTRBudget) -> float:
     True
     """
     return sensitivity / math.sqrt(2.0 * budget.release_rho)
-
-
-def _per_user(values: NDArray[np.float64], codes: NDArray[np.intp], n: int) -> NDArray[np.float64]:
-    out = np.zeros((n, values.shape[1]))
-    if codes.size:
-        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-        out[codes[starts]] = np.add.reduceat(values, starts, axis=0)
-    return out
 
 
 def _solve(gram: NDArray[np.float64], cross: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -2,53 +2,25 @@
 of sufficient statistics whose bounds were not stated.
 
 A release of sums of outer products (:mod:`dplong.models.pooled`) needs every value clipped to
-a range before its sensitivity is known. Where the analyst states none, it is found here with
-three private medians per column (:func:`~dplong.privacy.quantile.private_median`,
-report-noisy-max on a public log grid), on one statistic per person each:
+a range before its sensitivity is known. Where the analyst states none,
+:func:`private_ranges` finds it from one statistic per person: three private medians per
+column (:func:`~dplong.privacy.quantile.private_median`, report-noisy-max on a public log
+grid) give the midpoint of the persons' midranges and the median reach above and below it,
+and one discrete Gaussian vector counts the persons beyond each rung of :data:`RUNGS`. A side
+ends at the first rung few persons pass, or else at :data:`REACH` median reaches, which covers
+a uniform or normal column and clips the few far out in a heavy tail. The **core**, where most
+persons' values lie (:data:`CORE`), is a frame for statistics that need not hold the far
+values, such as a preconditioner. The stage is ``3 k`` pure ε calls and one ρ-zCDP vector for
+k columns.
 
-1. the **midpoint** ``m̂``: the median of the persons' midranges ``(min_t v + max_t v) / 2``;
-2. the **upper reach** ``â``: the median of ``max_t v - m̂`` over the persons above ``m̂``
-   (on the unsigned spread grid); a person at or below ``m̂``'s cell (within its width) counts
-   :data:`ZERO_WEIGHT` in the counts below the cells (a weight that depends on its own value
-   and the released ``m̂`` only, which keeps the utility's sensitivity 1): when most people
-   never go above the midpoint (a 0/1 column whose midpoint is 1) the cell at 0 wins and the
-   range ends at the midpoint's cell, otherwise the median is that of the persons above it
-   (pulled down a little, towards the ``1/2 - w z / (2 (1 - z))`` quantile for a share z at 0);
-3. the **lower reach** ``b̂`` the same way below ``m̂``.
+Where n ε is too small for the medians, :func:`histogram_ranges` finds the ranges from one
+Gaussian vector instead: for each column, histograms of the persons' largest and negated
+smallest values on a coarse public grid (:data:`HISTOGRAM_EDGES`, a doubling a cell), with an
+L2 sensitivity of ``2 √k``; a side ends at the farthest cell that clears
+:func:`histogram_threshold`.
 
-4. **the rungs**: how many persons reach beyond ``r â`` for each rung r of :data:`RUNGS`
-   (and below ``m̂ - r b̂``), all 6 k counts in one discrete Gaussian vector (zCDP; replacing
-   a person moves each count by at most one: L2 sensitivity ``√(6 k)``).
-
-A side's reach is the first rung whose count is at most :data:`RUNG_SHARE` of n (a column with
-a mass at its median reach, such as a 0/1 column or coinsurance rates, whose persons stop
-there), or else :data:`REACH` ``â``, which covers the persons of a uniform or normal column and
-clips the few far out in a heavy tail (a bias the Newton step of the release does not see:
-state the bounds where the tail matters). The range is ``[m̂ - reach_lower, m̂ + reach_upper]``,
-at least ``m̂``'s own cell. The **core** ``[m̂ - CORE b̂, m̂ + CORE â]`` (within the range, at
-least ``m̂``'s cell) is where most persons' values lie (:data:`CORE`): a frame for statistics
-that need not hold the far values, such as a preconditioner (post-processing, nothing
-spent). Every median is ε-DP with the given ε (its utility moves by at
-most one when one person is replaced, whatever its rows): the stage is ``3 k`` pure ε calls
-and one ρ-zCDP vector for k columns.
-
-**Where n ε is too small for the medians** (a report-noisy-max must beat every one of its
-grid's 69,000 cells, the far ones all tied at the worst utility: about ``(2/ε) log(69,000)``
-users behind the median per median, and a fit pays ``3 k`` of them in pure ε),
-:func:`histogram_ranges` finds the ranges from **one Gaussian vector** instead: for each
-column, how many persons' largest value falls in each cell of a coarse public grid (cells
-``(±2^j, ±2^(j+1)]`` for ``|j| <= 32``, :data:`HISTOGRAM_EDGES`), and how many persons'
-negated smallest value. A person is in one cell of each of the ``2 k`` histograms (L2 norm
-``√(2 k)``); replacing them moves two cells of each by one: L2 sensitivity ``2 √k``, so the
-noise grows as ``√k``, not ``k``, and no far cell can win a tie — a far cell's noisy count
-must clear a threshold :func:`histogram_threshold` set so that no empty cell of any histogram
-reaches it but with chance :data:`HISTOGRAM_FALSE`. A side's end is the outer edge of the
-farthest cell that clears it (or, where none does, of the largest count): a box ``[L, U]``
-that holds most persons' extremes (a 0/1 column's is ``[0, 1]`` exactly: the cells are closed
-above). The range is the box's centre ± :data:`HISTOGRAM_REACH` half-widths, the core ±
-:data:`HISTOGRAM_CORE` of them (most rows lie well inside the persons' extremes). The
-resolution is a doubling: a column far from 0 relative to its spread (years, 2010 ± 5) gets
-a box of ``(1024, 2048]``, which holds its values but spreads them thinly: state its bounds.
+How each step is built and why its sensitivity holds, the design notes:
+``docs/design/ranges.md``.
 """
 
 from __future__ import annotations
@@ -60,7 +32,7 @@ from statistics import NormalDist
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong.privacy.accounting import LedgerEntry
+from dplong.privacy.accounting import LedgerEntry, gaussian_vector_entry
 from dplong.privacy.noise import geometric_rate, release_vector_sum
 from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability, private_median
 
@@ -82,11 +54,11 @@ __all__ = [
     "private_ranges",
 ]
 
-#: Weight of a person at the midpoint in the counts below a reach's cells (module docstring):
+#: Weight of a person at the midpoint in the counts below a reach's cells (design notes):
 #: at 1/8 the cell at 0 wins by n/8 users when nobody is beyond the midpoint, and moves the
 #: median of a half that is beyond it only from its 0.5 to its 0.44 quantile.
 ZERO_WEIGHT = 0.125
-#: The range's reach in units of the median reach where no rung holds (module docstring): 4
+#: The range's reach in units of the median reach where no rung holds (design notes): 4
 #: covers a uniform column (whose largest reach is about 2.3 median reaches) and a normal one
 #: up to 2.7 sds (its median reach, pulled down by the persons at the midpoint, is 0.6 sd).
 REACH = 4.0
@@ -94,11 +66,11 @@ REACH = 4.0
 #: three times the counts' noise sd at RAND HIE's size, and far below the share a continuous
 #: column leaves beyond 2 median reaches (a normal one: 10 %).
 RUNGS, RUNG_SHARE = (1.25, 1.5, 2.0), 0.05
-#: The core's reach in units of the median reach (module docstring): 2 median reaches of a
+#: The core's reach in units of the median reach (design notes): 2 median reaches of a
 #: normal column over 8 rows is about 2.1 sds, where winsorizing keeps 95 % of its variance,
 #: and half the range (whose square is a quarter of the range's).
 CORE = 2.0
-#: The histograms' cell edges (module docstring): 0 and ``±2^j``, ``j = -32, ..., 32``; the
+#: The histograms' cell edges (design notes): 0 and ``±2^j``, ``j = -32, ..., 32``; the
 #: cells ``(e_{i-1}, e_i]`` and two unbounded ones beyond ``±2^32``, whose outer edge is taken
 #: at ``±2^33`` (values beyond are clipped there).
 _POWERS = np.exp2(np.arange(-32.0, 33.0))
@@ -119,7 +91,7 @@ _MEDIAN = "private median (report-noisy-max, log grid)"
 
 @dataclass(frozen=True)
 class PrivateRanges:
-    """The released ranges (k x 2: low, high), their cores (k x 2, module docstring), what
+    """The released ranges (k x 2: low, high), their cores (k x 2, design notes), what
     they were made of (the midpoints, the upper and lower reaches from them (2 x k) and the
     released counts (2 x rungs or cells x k: the rungs', or the histograms' of
     :func:`histogram_ranges` with the cores' centres as midpoints)), all DP outputs, and the
@@ -145,7 +117,7 @@ def private_ranges(
     """The range of each of the k columns from the persons' minima ``lows`` and maxima
     ``highs`` (n x k, finite, or NaN for a person without a value, who counts nowhere; n is
     the public number of persons), with three ε-DP medians per column and one ρ-zCDP vector
-    of counts (module docstring).
+    of counts (design notes).
 
     Examples
     --------
@@ -186,16 +158,7 @@ def private_ranges(
             for what in ("midpoint", "upper reach", "lower reach")
             for name in names
         ),
-        LedgerEntry(
-            "bounds",
-            "discrete Gaussian (zCDP), one vector",
-            "persons beyond the reaches' rungs",
-            0.0,
-            0.0,
-            rho,
-            float(counts.sensitivity),
-            float(counts.sd[0]),
-        ),
+        gaussian_vector_entry("bounds", "persons beyond the reaches' rungs", rho, counts),
     )
     return PrivateRanges(
         np.column_stack([midpoint - lower, midpoint + upper]),
@@ -213,7 +176,7 @@ def _medians(
     epsilon: float,
     rng: np.random.Generator,
 ) -> tuple[NDArray[np.float64], list[NDArray[np.float64]], list[NDArray[np.float64]]]:
-    """Steps 1-3 of the module docstring: the midpoints, every person's upper and lower
+    """Steps 1-3 of the design notes: the midpoints, every person's upper and lower
     deviation (0 at the midpoint) and the two median reaches."""
     midpoint = private_median(lows / 2.0 + highs / 2.0, GRID, np.full(lows.shape[1], epsilon), rng)
     deviations, reaches = [], []
@@ -309,7 +272,7 @@ def histogram_ranges(
 ) -> PrivateRanges:
     """The range of each of the k columns from the persons' minima ``lows`` and maxima
     ``highs`` (n x k; NaN: a person without a value, who counts nowhere) with one ρ-zCDP
-    vector of histograms (module docstring): a stage for n ε too small for
+    vector of histograms (design notes): a stage for n ε too small for
     :func:`private_ranges`' medians.
 
     Examples
@@ -342,16 +305,7 @@ def histogram_ranges(
     upper, lower = outer[:k], 0.0 - outer[k:]  # 0, not -0
     low, high = np.minimum(lower, upper), np.maximum(lower, upper)
     centre, half = (low + high) / 2.0, (high - low) / 2.0
-    entry = LedgerEntry(
-        "bounds",
-        "discrete Gaussian (zCDP), one vector",
-        "persons' extremes by dyadic cell",
-        0.0,
-        0.0,
-        rho,
-        float(counts.sensitivity),
-        float(counts.sd[0]),
-    )
+    entry = gaussian_vector_entry("bounds", "persons' extremes by dyadic cell", rho, counts)
     return PrivateRanges(
         np.column_stack([centre - HISTOGRAM_REACH * half, centre + HISTOGRAM_REACH * half]),
         np.column_stack([centre - HISTOGRAM_CORE * half, centre + HISTOGRAM_CORE * half]),

@@ -1,0 +1,72 @@
+"""The :class:`BetweenOLS` estimator: pooled OLS's release on every person's mean row."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dplong._grouping import user_row_sums
+from dplong.models.command_line import CommandLineModel, register
+from dplong.models.pooled.estimator import BOUNDS_OPTION, PooledOLS, Rows
+from dplong.models.pooled.factors import Disjoint
+
+__all__ = ["BetweenOLS"]
+
+
+class BetweenOLS(PooledOLS):
+    """User-level DP between estimator: OLS of every person's mean outcome on its mean
+    covariates (linearmodels' ``BetweenOLS``), released as :class:`PooledOLS` is, a person's
+    means being its one row (so ``max_rows`` has no effect: each person weighs one row).
+    Standard errors are heteroskedasticity-robust, which with one row per person is clustering
+    by person. Only between-person variation identifies it; covariates constant within a
+    person are identified.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> hie = dplong.datasets.load_randhie()
+    >>> model = dplong.BetweenOLS.from_formula(
+    ...     "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper")
+    >>> res = model.fit(epsilon=1.0, random_state=0)
+    >>> list(res.params.index), str(res.model)
+    (['Intercept', 'np.log(coins + 1)', 'xage', 'female'], 'BetweenOLS')
+    """
+
+    model_name = "BetweenOLS"
+    estimator = "between OLS"
+
+    def _rows(
+        self,
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
+        codes: NDArray[np.intp],
+        n: int,
+        cap: int,
+    ) -> Rows:
+        """Every person's mean scaled row (within the reach its rows have), one row a person (0
+        for a person whose rows were all dropped: it adds nothing, as in pooled OLS)."""
+        rows = np.bincount(codes, minlength=n).astype(np.float64)[:, None]
+        means = user_row_sums(np.column_stack([x, y]), codes, n) / np.maximum(rows, 1.0)
+        return means[:, :-1], means[:, -1], np.arange(n, dtype=np.intp), 1
+
+    def _cap(self, max_rows: int) -> int:
+        return 1
+
+    def _zero_products(self) -> Disjoint:
+        """None: a person's mean row of a factor whose level changes has several non-zero
+        indicators."""
+        return ()
+
+    def _weighting(self, cap: int) -> str:
+        return "a person is one row: its means (max_rows has no effect)"
+
+
+register(
+    CommandLineModel(
+        "between",
+        BetweenOLS.from_formula,
+        "BetweenOLS: OLS of persons' means with robust (person-clustered) errors from released "
+        "sufficient statistics",
+        options=(BOUNDS_OPTION,),
+    )
+)

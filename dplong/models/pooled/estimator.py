@@ -1,0 +1,673 @@
+"""The :class:`PooledOLS` estimator: its options, its refusals, its fit from the released
+sufficient statistics (or the ePTR route) and its results (``docs/design/pooled.md``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any, Literal, TypeVar
+
+import numpy as np
+import pandas as pd
+import patsy
+from numpy.typing import NDArray
+
+from dplong._validation import RandomState, check_choice, check_random_state
+from dplong.dask_frames import is_dask
+from dplong.exceptions import DataError, ParameterError
+from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
+from dplong.models.base import (
+    DEFAULT_MAX_ROWS,
+    MAX_ROWS_HELP,
+    FormulaModel,
+    check_accountant,
+    check_max_rows,
+)
+from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Option, register
+from dplong.models.pooled.factors import Blocks, Disjoint, _blocks_of, _disjoint_of
+from dplong.models.pooled.frame import BoundsLike, _Scaling, column_bounds
+from dplong.models.pooled.gram import _gram_bound, _row_square, _rows_released
+from dplong.models.pooled.located import check_ranges, find_ranges, range_notes
+from dplong.models.pooled.release import _release_statistics, _Statistics
+from dplong.planning import FitPlan, PlannedBlock, checkpoint
+from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
+from dplong.privacy.budget import (
+    NOTE_MISS,
+    StatisticsBudget,
+    afford,
+    ptr_budget,
+    settle,
+    statistics_budget,
+)
+from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.ptr import check_ols_ptr, ols_ptr, ols_ptr_sensitivity, planned_noise_sd
+from dplong.privacy.ranges import located_miss
+from dplong.results import RegressionResults
+
+__all__ = ["BOUNDS_OPTION", "COV_TYPES", "PTR_REST", "PTR_SHARE", "SHARES", "CovType", "PooledOLS"]
+
+#: Shares of the fit's ρ: the augmented Gram matrix (the pilot and the Hessian), two Newton
+#: steps' clipped scores (β̂'s noise: the first is multiplied by the ridge's S in the second,
+#: so it needs less) and the clustered meat, which only needs to be good to some per cent (it
+#: enters bse under a root). How they were chosen: ``docs/design/pooled.md``.
+SHARES = (0.35, 0.2, 0.35, 0.1)  # Gram, Newton steps, meat
+
+#: ``method="ptr"``: the share of ε of the ePTR release of the coefficients, and the shares of
+#: the rest between the Gram matrix and the meat of the clustered standard errors (which need
+#: only be good to some per cent).
+PTR_SHARE, PTR_REST = 0.75, (0.6, 0.4)
+
+CovType = Literal["clustered", "cluster"]
+COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
+
+#: What :meth:`PooledOLS._rows` gives: the rows regressed, their persons, the cap on rows
+Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]
+
+_Model = TypeVar("_Model", bound="PooledOLS")
+
+
+class PooledOLS(FormulaModel):
+    """User-level DP pooled OLS with person-clustered standard errors (:mod:`dplong.models.pooled`).
+
+    Covariates constant within a person are identified. Every column of the design and the
+    outcome is clipped to a range: indicator columns of factors know theirs from the formula;
+    a range given in ``bounds`` (the one the analyst knows: ages 0-100, a 0/1 treatment) costs
+    nothing; any other is found privately at the fit (:mod:`dplong.privacy.ranges`), which
+    spends a share of ε and clips a heavy tail's farthest persons.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import dplong
+    >>> rng = np.random.default_rng(0)
+    >>> people, years = 4000, 4
+    >>> treated = np.repeat(rng.integers(0, 2, people), years)   # constant within a person
+    >>> age = rng.uniform(20, 60, people * years)
+    >>> y = 1.0 + 0.5 * treated + 0.02 * age + np.repeat(rng.normal(0, 0.5, people), years) \\
+    ...     + rng.normal(0, 0.5, people * years)
+    >>> panel = pd.DataFrame({"id": np.repeat(np.arange(people), years), "y": y,
+    ...                       "treated": treated, "age": age})
+    >>> model = dplong.PooledOLS.from_formula(
+    ...     "y ~ treated + age", panel, groups="id",
+    ...     bounds={"y": (-2.0, 6.0), "treated": (0, 1), "age": (0, 100)})
+    >>> res = model.fit(epsilon=1.0, max_rows=4, random_state=1)
+    >>> list(res.params.index), bool(res.privacy.epsilon <= 1.0)
+    (['Intercept', 'treated', 'age'], True)
+    >>> bool(abs(res.params["treated"] - 0.5) < 4 * res.bse["treated"])
+    True
+    """
+
+    model_name = "PooledOLS"
+    estimator = "pooled OLS"
+
+    def __init__(
+        self,
+        design: PanelDesign,
+        ranges: NDArray[np.float64],
+        *,
+        levels: Mapping[str, tuple[Any, ...]],
+        frame: NDArray[np.float64] | None = None,
+        blocks: Blocks = (),
+        disjoint: Disjoint = (),
+    ) -> None:
+        super().__init__(design)
+        self._design: PanelDesign = design
+        self._ranges = ranges  # public: (p + 1) x 2, the columns' then the outcome's
+        # the public frame the Gram matrix is scaled to (default the ranges; an earlier
+        # stage's found cores when it passes its ranges on)
+        self._frame = ranges.copy() if frame is None else frame
+        self._levels = levels
+        # public: the declared factors' indicator columns and a bound on a row's squared
+        # norm over each block (_blocks_of), which the Gram matrix's bound counts
+        self._blocks = blocks
+        # public: the treatment-coded blocks whose different columns' products are 0 in
+        # every pooled row (_disjoint_of), the Gram matrix's structural zeros
+        self._disjoint = disjoint
+
+    @classmethod
+    def from_formula(
+        cls: type[_Model],
+        formula: str,
+        data: pd.DataFrame,
+        *,
+        groups: GroupsLike,
+        bounds: BoundsLike | str | None = None,
+        levels: LevelsLike | None = None,
+    ) -> _Model:
+        """Build the model from a patsy formula.
+
+        Parameters
+        ----------
+        formula : str
+            ``"y ~ x1 + x2"``; an intercept is included unless removed with ``- 1``.
+        data : pandas.DataFrame
+            One row per observation.
+        groups : str or array_like
+            Column name (or values) of the person id: the unit of privacy.
+        bounds : mapping of str to (low, high), optional
+            Public ranges of the outcome and of design columns, by name
+            (``{"xage": (0, 100), "np.log1p(meddol)": (0, 12)}``): values outside are
+            clipped. Public facts: they cost no budget. The range of a column named in neither
+            ``bounds`` nor ``levels`` is found privately at the fit.
+        levels : mapping of str to sequence, optional
+            Declared levels of factor columns, as in :meth:`LongitudinalOLS.from_formula`.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> hie = dplong.datasets.load_randhie()
+        >>> dplong.PooledOLS.from_formula(
+        ...     "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper",
+        ...     bounds={"np.log1p(meddol)": (0, 12), "np.log(coins + 1)": (0, 4.62),
+        ...             "xage": (0, 100), "female": (0, 1)})
+        PooledOLS('np.log1p(meddol) ~ np.log(coins + 1) + xage + female', n_users=5912)
+        """
+        if is_dask(data):
+            raise DataError(
+                "PooledOLS needs a pandas DataFrame (its per-person sums are not yet reduced "
+                "on Dask); call .compute() first"
+            )
+        spec = DesignSpec.from_formula(
+            formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1)
+        )
+        ranges = column_bounds(spec, bounds)  # refused before the rows are read
+        design = group_design(spec, data, groups=groups)
+        return cls(
+            design,
+            ranges,
+            levels=spec.levels,
+            blocks=_blocks_of(spec, design.columns),
+            disjoint=_disjoint_of(spec, design.columns),
+        )
+
+    def fit(
+        self,
+        *,
+        epsilon: float,
+        delta: float | None = None,
+        max_rows: int = DEFAULT_MAX_ROWS,
+        cov_type: CovType = "clustered",
+        privacy: Literal["central"] = "central",
+        variant: Literal["default"] = "default",
+        method: Literal["statistics", "ptr"] = "statistics",
+        ptr_floor: float | None = None,
+        coef_bound: float | None = None,
+        random_state: RandomState = None,
+        rng: RandomState = None,
+        accountant: Accountant | None = None,
+    ) -> RegressionResults:
+        """Release pooled OLS with user-level (ε, δ)-DP: the private ranges of the columns
+        without bounds, then four discrete Gaussian releases (zCDP), composed exactly to
+        (ε, δ). Refused before any noise where n ε is too small for the ranges' medians.
+        With ``method="ptr"``, the coefficients are instead one user-level ePTR release
+        (:func:`dplong.privacy.ptr.ols_ptr`).
+
+        Parameters
+        ----------
+        epsilon, delta : float
+            Total budget (δ default ``1/n**2``).
+        max_rows : int
+            Public cap ``T_cap`` on a person's rows (default 10): a person with more rows
+            enters with weight ``T_cap / T_u`` per row, so no person outweighs ``T_cap`` rows.
+            Exactly pooled OLS when no one has more. The noise grows in proportion to it:
+            give the panel's public length when it has one.
+        cov_type : {"clustered", "cluster"}
+            Standard errors clustered by person (the unit of privacy and sampling): the only
+            choice, in linearmodels' and statsmodels' spelling.
+        privacy, variant : {"central"}, {"default"}
+            The only model and release there are (a trusted curator; the releases above), as
+            the command line's common options name them.
+        method : {"statistics", "ptr"}
+            ``"statistics"`` (default): the released sufficient statistics above.
+            ``"ptr"``: the coefficient vector in one efficient Propose-Test-Release (the seed's
+            Alg 4 with a person's rows as the unit; :func:`dplong.privacy.ptr.ols_ptr`) with
+            :data:`PTR_SHARE` of ε, and the clustered standard errors from a Gram matrix and
+            meat released with the rest. Needs every range public (``bounds``). The test's
+            outcome is a DP release: when it refuses (⊥), every coefficient is withheld and
+            the ledger says so. Measured against ``"statistics"`` in docs/accuracy.md.
+        ptr_floor : float
+            With ``method="ptr"``: the floor c₀ of Alg 4, a public guess at a lower bound on
+            ``λ_min(X'X) / n`` of the design scaled to [-1, 1] (each person's rows weighted
+            to at most ``max_rows``); the test passes when the data clear it by a margin, and
+            the noise is proportional to ``1 / c₀``.
+        coef_bound : float
+            With ``method="ptr"``: the radius ``R_θ`` the scaled coefficient vector is
+            projected onto (default 1: the fitted plane stays within the outcome's range over
+            the covariates' box).
+        random_state, rng : None, int or numpy.random.Generator
+            Source of the noise; ``None`` (default) is fresh OS entropy, the only choice for a
+            release (a seed is for reproducible research).
+        accountant : dplong.Accountant, optional
+            Checked before the first draw and charged with the fit's ledger.
+
+        Returns
+        -------
+        RegressionResults
+
+        Examples
+        --------
+        >>> import dplong
+        >>> hie = dplong.datasets.load_randhie()
+        >>> model = dplong.PooledOLS.from_formula(
+        ...     "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper",
+        ...     bounds={"np.log1p(meddol)": (0, 12), "np.log(coins + 1)": (0, 4.62),
+        ...             "xage": (0, 100), "female": (0, 1)})
+        >>> res = model.fit(epsilon=1e300, delta=0.5, max_rows=5, random_state=0)  # noise off
+        >>> round(float(res.params["female"]), 2), round(float(res.bse["female"]), 3)
+        (0.53, 0.046)
+
+        Non-private pooled OLS gives 0.523 (clustered SE 0.042); the rest is the pull of the
+        few clipped scores (and of the persons the Gram matrix's bound scales down, which
+        two Newton steps on clipped scores correct only in part). Those persons also make
+        the released Hessian, the clustered sandwich's bread, smaller than the design's
+        ``X'X``: the standard errors err wide (here by a tenth).
+        """
+        design = self._design
+        n = design.n
+        options, cap, generator = self._checked(
+            epsilon, delta, max_rows, cov_type, privacy, variant, accountant, random_state, rng
+        )
+        check_choice(method, "method", ("statistics", "ptr"))
+        if method == "ptr":
+            return self._fit_ptr(options, cap, ptr_floor, coef_bound, generator, accountant)
+        if ptr_floor is not None or coef_bound is not None:
+            raise ParameterError('ptr_floor and coef_bound apply to method="ptr" only')
+        plan = self.release_plan(epsilon=options.epsilon, delta=options.delta)
+        self._check_ranges(plan)
+        # every refusal is decided: dplong.plan stops here, before any noise
+        block = PlannedBlock(design.columns, 1.0, False, None, notes=self._range_notes(plan))
+        checkpoint(FitPlan(n, options, (block,)))
+        afford(accountant, options.epsilon, options.delta)
+        ranges, frame, range_entries = self._find_ranges(plan, generator)
+        scaled = _Scaling.of(ranges, design.columns, frame, self._blocks)
+        x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
+        release = self._release(scaled, x, y, codes, cap, plan.rho, generator)
+        ledger = settle(accountant, [*range_entries, *release.entries], options)
+        return self._results(scaled, release, ledger, options, cap, ranges, plan)
+
+    def _checked(
+        self,
+        epsilon: Any,
+        delta: Any,
+        max_rows: Any,
+        cov_type: Any,
+        privacy: Any,
+        variant: Any,
+        accountant: Any,
+        random_state: RandomState,
+        rng: RandomState,
+    ) -> tuple[ReleaseOptions, int, np.random.Generator]:
+        """The options every estimator of this family checks before any noise: the budget, the
+        cap on a person's rows, the covariance, the model, the accountant and the generator."""
+        check_choice(privacy, "privacy", ("central",))
+        check_choice(variant, "variant", ("default",))
+        options = ReleaseOptions.check(
+            self._design.n,
+            epsilon=epsilon,
+            delta=delta,
+            privacy="central",
+            bound=None,
+            d=len(self._design.columns),
+        )
+        cap = check_max_rows(max_rows)
+        check_choice(cov_type, "cov_type", COV_TYPES)
+        check_accountant(accountant)
+        return options, cap, check_random_state(random_state, rng)
+
+    def _release(
+        self,
+        scaled: _Scaling,
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
+        codes: NDArray[np.intp],
+        cap: int,
+        rho: tuple[float, ...],
+        generator: np.random.Generator,
+    ) -> _Statistics:
+        """Steps 2-4 of ``docs/design/pooled.md`` on the estimator's scaled rows (its row count
+        and the frame's reaches from this model)."""
+        return _release_statistics(
+            x,
+            y,
+            codes,
+            self._design.n,
+            cap,
+            rho,
+            generator,
+            row_count=self._row_count,
+            reach=scaled.reach,
+            blocks=self._blocks,
+            disjoint=self._zero_products(),
+        )
+
+    def _zero_products(self) -> Disjoint:
+        """The blocks of columns whose different columns' products are 0 in every row the
+        estimator regresses, a public fact: pooled rows are the design's, and a treatment-coded
+        factor's row has one 1 at most (:func:`_disjoint_of`)."""
+        return self._disjoint
+
+    def _check_ranges(self, plan: StatisticsBudget) -> None:
+        """Refuse, before any noise, ranges the plan cannot find (:func:`check_ranges`)."""
+        check_ranges(self._design.n, self._located_names, plan)
+
+    def _range_notes(self, plan: StatisticsBudget) -> tuple[str, ...]:
+        """The public note of ranges the plan finds by histograms (none otherwise)."""
+        return range_notes(plan, bool(self._located.any()))
+
+    def _find_ranges(
+        self, plan: StatisticsBudget, generator: np.random.Generator
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[LedgerEntry, ...]]:
+        """Every column's range, the Gram matrix's frame and the ledger entries of the ranges
+        found privately with the plan's budget (:func:`find_ranges`)."""
+        design = self._design
+        return find_ranges(
+            self._ranges,
+            self._frame,
+            self._columns(self._located),
+            design.codes,
+            design.n,
+            tuple(self._located_names),
+            plan,
+            generator,
+        )
+
+    def _fit_ptr(
+        self,
+        options: ReleaseOptions,
+        cap: int,
+        floor: Any,
+        coef_bound: Any,
+        generator: np.random.Generator,
+        accountant: Accountant | None,
+    ) -> RegressionResults:
+        """``method="ptr"``: every refusal first, then the ePTR release of the scaled
+        coefficients and the Gram matrix and meat of the standard errors."""
+        design = self._design
+        n, p = design.n, len(design.columns)
+        if self._located.any():
+            raise ParameterError(
+                'method="ptr" needs public ranges (bounds=) for every column; '
+                f"{self._located_names} have none"
+            )
+        cap = self._cap(cap)
+        budget = ptr_budget(options.epsilon, options.delta, share=PTR_SHARE, rest=PTR_REST)
+        floor, coef_bound, notes = check_ols_ptr(n, p, cap, floor, coef_bound, budget)
+        scaled = _Scaling.of(self._ranges, design.columns, None, self._blocks)  # public
+        planned = planned_noise_sd(ols_ptr_sensitivity(n, p, cap, floor, coef_bound), budget)
+        checkpoint(  # every refusal is decided: dplong.plan stops here, before any noise
+            FitPlan(
+                n,
+                options,
+                (
+                    PlannedBlock(
+                        design.columns,
+                        PTR_SHARE,
+                        False,
+                        None,
+                        notes=notes,
+                        noise_sd=planned * scaled.isotropic_gain,
+                    ),
+                ),
+            )
+        )
+        afford(accountant, options.epsilon, options.delta)
+        # ---- no randomness was drawn above this line ----------------------------------------
+        x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
+        coefficients = ols_ptr(
+            x, y, codes, n, cap, budget, generator, floor=floor, coef_bound=coef_bound
+        )
+        errors = self._release(scaled, x, y, codes, cap, budget.rest_rho, generator)
+        ledger = settle(accountant, [*coefficients.entries, *errors.entries], options)
+        results = self._results(
+            scaled,
+            errors,
+            ledger,
+            options,
+            cap,
+            self._ranges,
+            self.release_plan(epsilon=options.epsilon, delta=options.delta),
+        )
+        index = results.params.index
+        if coefficients.estimate is None:
+            notes += (
+                "The ePTR test refused (⊥): no coefficient is released. The refusal is itself "
+                "a DP release (the 'ptr test' entry of the ledger); refitting spends the budget "
+                "again. Raise n or epsilon, or lower ptr_floor.",
+            )
+            beta = np.full(p, np.nan)
+            noise_sd = np.full(p, np.nan)
+        else:
+            beta = scaled.unscale(coefficients.estimate)
+            noise_sd = coefficients.noise_sd * scaled.isotropic_gain
+            # θ̂ projected onto the ball of coef_bound is released plus noise: beyond the
+            # ball, the released vector says θ̂ may sit on its edge (a released number)
+            if float(np.linalg.norm(coefficients.estimate)) > coef_bound:
+                notes += (
+                    "The released (scaled) coefficients lie beyond coef_bound: the projection "
+                    "may have shrunk them; raise coef_bound.",
+                )
+        return dataclasses.replace(
+            results,
+            params=pd.Series(beta, index=index, name="params"),
+            noise_scale=pd.Series(noise_sd, index=index, name="noise scale"),
+            noise_sd=pd.Series(noise_sd, index=index, name="noise sd"),
+            bias=pd.Series(0.0, index=index, name="bias"),
+            failed=pd.Series(coefficients.estimate is None, index=index, name="failed"),
+            variant="ePTR",
+            warnings=notes,
+            basis=f"{self.estimator} by efficient Propose-Test-Release (seed Alg 4, Thm 4.1)",
+            withheld_why={} if coefficients.released else dict.fromkeys(index, "ptr ⊥"),
+        )
+
+    def _rows(
+        self,
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
+        codes: NDArray[np.intp],
+        n: int,
+        cap: int,
+    ) -> Rows:
+        """The scaled rows the estimator regresses, their persons and the cap on a person's
+        rows: pooled OLS takes every row."""
+        return x, y, codes, cap
+
+    @property
+    def _names(self) -> tuple[str, ...]:
+        return (*self._design.columns, self._design.outcome)
+
+    @property
+    def _located(self) -> NDArray[np.bool_]:
+        """The columns (and the outcome, last) whose range the fit finds privately."""
+        return np.asarray(np.isnan(self._ranges[:, 0]))
+
+    @property
+    def _located_names(self) -> list[str]:
+        """The names of the columns (and the outcome) whose range the fit finds privately."""
+        return [c for c, found in zip(self._names, self._located, strict=True) if found]
+
+    def _columns(self, which: NDArray[np.bool_]) -> NDArray[np.float64]:
+        return np.column_stack([self._design.X, self._design.y])[:, which]
+
+    def release_plan(self, *, epsilon: float, delta: float) -> StatisticsBudget:
+        """The fit's budget from public facts (n, the columns without public bounds, ε, δ):
+        the ε of each median of the private ranges (or, where n ε is too small for them, the
+        ρ of their histograms) and the ρ of the Gaussian releases (the Gram matrix, the two
+        Newton steps, the meat), as :meth:`fit` spends it.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> hie = dplong.datasets.load_randhie()
+        >>> model = dplong.PooledOLS.from_formula(
+        ...     "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper")
+        >>> plan = model.release_plan(epsilon=1.0, delta=hie["zper"].nunique() ** -2.0)
+        >>> round(plan.median_epsilon, 4), [round(r, 5) for r in plan.rho]
+        (0.0271, [0.00452, 0.00258, 0.00452, 0.00129])
+        """
+        return statistics_budget(self._design.n, epsilon, delta, SHARES, int(self._located.sum()))
+
+    def gram_noise_sd(self, *, epsilon: float, delta: float, max_rows: int) -> float:
+        """The sd of the privacy noise on each diagonal entry of the released ``[X y]'[X y]``,
+        in units where every column's frame is ``[-1, 1]`` (off the diagonal: ``1/√2`` of it),
+        from public facts only: the first release's noise, which sets the pilot's and bounds
+        the interval's (for a planner; the lattice's rounding adds a hair).
+
+        Examples
+        --------
+        >>> import dplong
+        >>> hie = dplong.datasets.load_randhie()
+        >>> model = dplong.PooledOLS.from_formula(
+        ...     "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper")
+        >>> round(model.gram_noise_sd(epsilon=1.0, delta=5912 ** -2.0, max_rows=5))
+        186
+        """
+        rho = self.release_plan(epsilon=epsilon, delta=delta).rho[0]
+        square = _row_square(len(self._design.columns), self._blocks)
+        cap = self._cap(check_max_rows(max_rows))
+        return math.sqrt(2.0) * _gram_bound(cap, square) / math.sqrt(2.0 * rho)
+
+    def _row_count(self, released: NDArray[np.float64], cap: int) -> float:
+        """The weighted number of rows in the sums, from the released ``[X y]'[X y]`` (for the
+        scores' clipping radius): the intercept's entry, at least n; n without one."""
+        n = self._design.n
+        return max(_rows_released(released, self._design.columns, self._blocks), n)
+
+    def _cap(self, max_rows: int) -> int:
+        """The cap on the weight of a person's rows in the sums."""
+        return max_rows
+
+    def _weighting(self, cap: int) -> str:
+        return f"a person's rows count up to max_rows={cap} (more are down-weighted)"
+
+    def _results(
+        self,
+        scaled: _Scaling,
+        release: _Statistics,
+        ledger: PrivacyLedger,
+        options: ReleaseOptions,
+        cap: int,
+        ranges: NDArray[np.float64],
+        plan: StatisticsBudget,
+    ) -> RegressionResults:
+        """Unscale β̂, its noise draws and its covariances."""
+        names = self._design.columns
+        index = pd.Index(names)
+        solution = release.pilot
+        beta = scaled.unscale(release.beta)
+        corrected, uncorrected = (scaled.offset + d @ scaled.linear.T for d in release.draws)
+        noise_sd = np.maximum(corrected.std(axis=0), uncorrected.std(axis=0))
+        shift = corrected.mean(axis=0) - beta
+        # the ridge's pull on the pilot, (Ĥ)⁻¹ λ β, at the stepped β̂ (the pilot's own β is
+        # shrunk by it: at a ridge far above the design's eigenvalues it sees a tenth of it)
+        with np.errstate(over="ignore", invalid="ignore"):  # an unbounded pull: infinite
+            ridge = np.nan_to_num(
+                np.abs(scaled.linear) @ solution.shrinkage_at(release.beta, len(plan.rho) - 2),
+                nan=np.inf,
+                posinf=np.inf,
+            )
+        sampling_sd = np.sqrt(np.diag(scaled.linear @ release.sampling @ scaled.linear.T))
+        # withheld (released numbers only): where the released X'X does not determine a
+        # direction beyond its noise nothing bounds the ridge's pull, and an interval to the
+        # doubles' edge is no estimate
+        unbounded = ~np.isfinite(ridge)
+        for values in (beta, noise_sd, sampling_sd, shift, ridge):
+            values[unbounded] = np.nan
+        notes: tuple[str, ...] = ()
+        if unbounded.any():
+            remedy = "give public bounds, " if self._located.any() else ""
+            notes += (
+                f"{[str(c) for c in index[unbounded]]} withheld: the released X'X does not "
+                "determine them beyond its noise, so nothing bounds how far its ridge pulled "
+                "them (the design is nearly collinear or varies little for this n and "
+                f"epsilon): {remedy}raise epsilon or drop a collinear term.",
+            )
+        elif solution.ridge > 0.0:
+            notes += (
+                "The released X'X was floored at its noise (a ridge): coefficients shrunk, "
+                "within the bias bound. Raise epsilon or drop a collinear term.",
+            )
+
+        def series(values: NDArray[np.float64], label: str) -> pd.Series:
+            return pd.Series(values, index=index, name=label)
+
+        located = self._located
+        bounds = ", ".join(
+            f"{name} in [{lo:.4g}, {hi:.4g}]" + (" (found privately)" if found else "")
+            for name, (lo, hi), found in zip(self._names, ranges, located, strict=True)
+            if name != "Intercept"
+        )
+        if self._range_notes(plan):
+            notes += self._range_notes(plan)
+        elif located.any() and located_miss(self._design.n, plan.median_epsilon) > NOTE_MISS:
+            notes += (
+                "The ranges found privately may miss the data at this n and epsilon (a range "
+                "that misses clips every value): give public bounds or raise epsilon.",
+            )
+        return RegressionResults(
+            model=self.spec,
+            formula=self.formula,
+            params=series(beta, "params"),
+            noise_scale=series(noise_sd, "noise scale"),
+            noise_sd=series(noise_sd, "noise sd"),
+            noise_law="gaussian",
+            sampling_sd=series(sampling_sd, "sampling sd"),
+            bias=series(np.abs(shift) + ridge, "bias"),
+            projection_interval=pd.DataFrame(np.nan, index=index, columns=["lower", "upper"]),
+            failed=pd.Series(False, index=index, name="failed"),
+            privacy=ledger,
+            nobs_users=self.nobs_users,
+            # every person contributes (n is public): nothing is counted
+            users=pd.Series([math.nan], index=["users with a statistic"], name="users"),
+            users_sd=math.nan,
+            variant="sufficient statistics",
+            assumptions=(
+                f"ranges (values outside are clipped): {bounds}",
+                f"standard errors clustered by person, plus the privacy noise; "
+                f"{self._weighting(cap)}",
+            ),
+            warnings=notes,
+            gamma=options.gamma,
+            bad_events=series(np.zeros(len(names)), "bad events"),
+            basis=f"{self.estimator} from released sufficient statistics",
+            levels=dict(self._levels),
+            withheld_why={str(c): "unbounded" for c in index[unbounded]},
+        )
+
+
+BOUNDS_OPTION = Option(
+    "bounds",
+    "text",
+    "COL=LO,HI;...",
+    "public ranges of the outcome and columns (free; others are found privately)",
+    stage="model",
+)
+
+register(
+    CommandLineModel(
+        "pooled",
+        PooledOLS.from_formula,
+        "PooledOLS: pooled OLS with person-clustered errors from released sufficient "
+        "statistics; between-person covariates identified",
+        options=(
+            BOUNDS_OPTION,
+            Option("max_rows", "int", "T", MAX_ROWS_HELP),
+            Option(
+                "method",
+                "text",
+                "M",
+                "statistics (default: released sufficient statistics) or ptr (the "
+                "coefficients in one efficient Propose-Test-Release; needs every range in "
+                "--bounds and --ptr-floor)",
+                choices=("statistics", "ptr"),
+            ),
+            PTR_FLOOR_OPTION,
+            Option(
+                "coef_bound",
+                "positive",
+                "R",
+                "--method ptr: radius of the scaled coefficient vector (default 1)",
+            ),
+        ),
+    )
+)

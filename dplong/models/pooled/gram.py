@@ -1,0 +1,248 @@
+"""The augmented Gram matrix ``[X y]'[X y]`` as one vector: each person's clipped ``Z_u``, the
+released entries, the eigenvalue floor and the pilot's solve (step 2 of
+``docs/design/pooled.md``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dplong._grouping import user_row_sums
+from dplong.models.pooled.factors import Blocks, Disjoint
+
+__all__ = ["FLOOR_SDS", "GRAM_NORM", "GRAM_SHRINK", "NOISE_SEED", "NORM_DRAWS", "vech_scaled"]
+
+#: A person's ``Z_u`` is clipped to Frobenius norm ``T_cap GRAM_NORM √r²`` (its worst case is
+#: ``T_cap r²``, r² the rows' squared-norm bound, ``p + 1`` without factors: :func:`_row_square`),
+#: and never scaled down by more than GRAM_SHRINK: the bound clips the persons far out in the
+#: Hessian only (a preconditioner), which stays within ``1 / GRAM_SHRINK`` of the design's,
+#: so a Newton step overshoots by at most what it corrects; it divides the Gram matrix's
+#: noise by up to ``√r²``. How the values were chosen: ``docs/design/pooled.md``.
+GRAM_NORM, GRAM_SHRINK = 1.0, 2.0
+#: The eigenvalue floor: ``σ (√(2p) + FLOOR_SDS)`` bounds the spectral norm of the released
+#: ``X'X``'s noise (a symmetric Gaussian matrix of entry sd σ on the diagonal, σ/√2 off it, has
+#: norm about σ √(2p)) with a margin of FLOOR_SDS sds.
+FLOOR_SDS = 3.0
+#: The fixed seed of the draws of the privacy noise that post-processing pushes through a
+#: public map (:func:`_noise_norm` here; β̂'s map in :mod:`dplong.models.pooled.release`).
+NOISE_SEED = 20261128
+#: Draws of the released X'X's noise whose mean spectral norm is the typical one where the
+#: layout has structural zeros (:func:`_noise_norm`): its sd over the draws is about σ/2, so
+#: the mean of 400 is good to a fortieth of σ, far inside the floor's margin of 3 σ.
+NORM_DRAWS = 400
+
+
+class _Solution:
+    """β̂ of the scaled design from the released ``[X y]'[X y]``: the floor, the solve."""
+
+    def __init__(
+        self,
+        hessian: NDArray[np.float64],
+        beta: NDArray[np.float64],
+        ridge: float,
+        sigma: float,
+        norm: float,
+        determined: bool = False,
+    ) -> None:
+        self.hessian, self.beta, self.ridge = hessian, beta, ridge
+        #: the released X'X's noise: its entry sd σ, its typical spectral norm in units of σ
+        #: (√(2p) without structural zeros, :func:`_noise_norm`) and in the matrix's units
+        self.sigma, self.norm, self.noise = sigma, norm, sigma * norm
+        #: every direction determined beyond the noise by the test in the frame of the
+        #: released diagonal (:func:`_determined`)
+        self.determined = determined
+        values, vectors = np.linalg.eigh(hessian)  # positive: floored (or exact and full rank)
+        #: Ĥ^{-1/2}, the scores' whitening, and Ĥ^{1/2}
+        self.whiten = np.asarray((vectors / np.sqrt(values)) @ vectors.T)
+        self.root = np.asarray((vectors * np.sqrt(values)) @ vectors.T)
+        self.smallest = float(values[0])
+
+    @classmethod
+    def of(cls, released: NDArray[np.float64], sigma: float, disjoint: Disjoint) -> _Solution:
+        """The floored solve of ``released`` (``[X y]'[X y]``) whose X'X noise has entry sd
+        ``sigma`` and the structural zeros of ``disjoint`` (:func:`_noise_norm`)."""
+        p = released.shape[0] - 1
+        gram, cross = released[:p, :p], released[:p, p]
+        norm = _noise_norm(p, disjoint)
+        ridge = max(0.0, _floor(sigma, norm) - float(np.linalg.eigvalsh(gram)[0]))
+        hessian = gram + ridge * np.eye(p)
+        beta = np.asarray(np.linalg.solve(hessian, cross), dtype=np.float64)
+        determined = bool(disjoint) and _determined(gram, sigma, norm, disjoint)
+        return cls(hessian, beta, ridge, sigma, norm, determined)
+
+    def shrinkage_at(self, beta: NDArray[np.float64], steps: int) -> NDArray[np.float64]:
+        """A bound on the ridge's pull toward 0 left in ``beta``, the pilot after ``steps``
+        Newton steps: with ``S = λ Ĥ⁻¹``, a pilot is ``(I - S) β`` and each step on exact
+        scores multiplies what is left by S, leaving ``(I - Sᵏ) β`` with ``k = steps + 1``:
+        the pull is ``Sᵏ (I - Sᵏ)⁻¹ beta``. That takes the released Gram matrix for the
+        design's; along a direction where its eigenvalue is below the noise's typical
+        spectral norm (``σ √(2p)``: the floor minus its margin) the design's may be 0, the
+        steps may correct nothing, and nothing bounds the pull: infinite there."""
+        if self.ridge == 0.0:
+            return np.zeros_like(beta)
+        values, vectors = np.linalg.eigh(self.hessian)
+        # the released X'X's own eigenvalues, unless the scaled test found every one determined
+        undetermined = (values - self.ridge < self.noise) & (not self.determined)
+        s = np.where(undetermined, 1.0, (self.ridge / values) ** (steps + 1))
+        with np.errstate(divide="ignore"):
+            gain = np.where(s < 1.0, s / (1.0 - s), np.inf)
+        coordinates = vectors.T @ beta
+        with np.errstate(invalid="ignore"):  # inf * 0: no pull along that direction
+            pulled = np.nan_to_num(
+                vectors @ (gain * coordinates), nan=np.inf, posinf=np.inf, neginf=-np.inf
+            )
+        return np.asarray(np.abs(pulled))
+
+
+def _person_grams(
+    z: NDArray[np.float64],
+    weight: NDArray[np.float64],
+    codes: NDArray[np.intp],
+    n: int,
+    bound: float,
+    kept: NDArray[np.intp] | None = None,
+) -> NDArray[np.float64]:
+    """Every person's ``Z_u = Σ_t w z z'`` (rows ``z`` in [-1, 1], sorted by person) as
+    :func:`vech_scaled` vectors over the entries ``kept`` (default all;
+    :func:`_released_entries`), scaled down to norm ``bound`` where above it (n x k).
+
+    Replacing a person moves their sum by at most ``√2 bound``: for two persons' vectors
+    ``a, b``, ``‖a - b‖² = ‖a‖² + ‖b‖² - 2 a·b`` and ``a·b = tr(Z_u Z_v) >= 0`` (scaled PSD
+    matrices) when the entries left out are 0 in every person's ``Z_u``, as the structural
+    zeros are (every row's product of two indicators of one treatment-coded factor is 0)."""
+    vectors = vech_scaled(z, weight)
+    return _clip_rows(user_row_sums(vectors if kept is None else vectors[:, kept], codes, n), bound)
+
+
+def _released_entries(k: int, disjoint: Disjoint) -> NDArray[np.intp]:
+    """The positions in a k x k :func:`vech_scaled` vector of the entries released: all but
+    the products of two different columns of one ``disjoint`` block (structural zeros)."""
+    upper = np.triu_indices(k)
+    group = np.arange(k)
+    for b, block in enumerate(disjoint):
+        group[list(block)] = k + b  # columns of a block share a label, the others their own
+    return np.flatnonzero((upper[0] == upper[1]) | (group[upper[0]] != group[upper[1]]))
+
+
+def _noise_norm(p: int, disjoint: Disjoint, scale: NDArray[np.float64] | None = None) -> float:
+    """The typical spectral norm, in entry sds, of the released p x p X'X's noise
+    (symmetric Gaussian, entry sd 1 on the diagonal and ``1/√2`` off it, 0 on the structural
+    zeros): ``√(2p)`` without them; with them, the mean over :data:`NORM_DRAWS` draws of a
+    fixed seed (a public function of the layout; a block of k structural zeros' diagonal
+    noise has norm about ``√(2 log k)`` instead of ``√(2k)``). With ``scale``, of the noise
+    whose entry ``(i, j)`` is further multiplied by ``scale_i scale_j`` (still in entry sds)."""
+    if not disjoint and scale is None:
+        return math.sqrt(2.0 * p)
+    mask = np.zeros(p * (p + 1) // 2, dtype=bool)
+    mask[_released_entries(p, disjoint)] = True
+    rng = np.random.default_rng(NOISE_SEED)
+    noise = np.zeros((NORM_DRAWS, p * (p + 1) // 2))
+    noise[:, mask] = rng.normal(size=(NORM_DRAWS, int(mask.sum())))
+    matrices = np.stack([_unvech_scaled(draw, p) for draw in noise])
+    if scale is not None:
+        matrices *= np.outer(scale, scale)
+    return float(np.abs(np.linalg.eigvalsh(matrices)).max(axis=1).mean())
+
+
+def _clip_rows(values: NDArray[np.float64], bound: float) -> NDArray[np.float64]:
+    """Every row of ``values`` scaled down to L2 norm ``bound`` where above it."""
+    norms = np.sqrt((values**2).sum(axis=1))
+    return np.asarray(values * np.minimum(1.0, bound / np.maximum(norms, bound * 1e-300))[:, None])
+
+
+def _rows_released(
+    released: NDArray[np.float64], columns: tuple[str, ...], blocks: Blocks
+) -> float:
+    """The weighted number of rows from the released Gram matrix: the intercept's entry, or
+    where a factor block took the intercept in (its rows one-hot) the sum of the block's
+    diagonal; 0 without an intercept."""
+    if "Intercept" not in columns:
+        return 0.0
+    intercept = columns.index("Intercept")
+    counted = next((list(b) for b, _ in blocks if intercept in b), [intercept])
+    return float(np.trace(released[np.ix_(counted, counted)]))
+
+
+def _row_square(p: int, blocks: Blocks) -> float:
+    """The bound ``r²`` on a clipped row's squared norm (``z = (x̃, ỹ)``, p columns and the
+    outcome): 1 a column, a factor block's own bound in place of its columns' count
+    (treatment-coded indicators: 1 a block however many levels it has)."""
+    return p + 1.0 - sum(len(columns) - square for columns, square in blocks)
+
+
+def _clip_blocks(z: NDArray[np.float64], blocks: Blocks) -> NDArray[np.float64]:
+    """Every row's entries of each factor block scaled down to the block's norm bound where
+    above it (indicator rows never are; quasi-demeaned ones may be), in place."""
+    for columns, square in blocks:
+        indices = list(columns)
+        z[:, indices] = _clip_rows(z[:, indices], math.sqrt(square))
+    return z
+
+
+def _gram_bound(cap: int, square: float) -> float:
+    """The Frobenius norm a person's ``Z_u`` is clipped to, for rows of squared norm at most
+    ``square`` (:func:`_row_square`; ``p + 1`` without factor blocks): :data:`GRAM_NORM`
+    ``√square`` rows' worth, at least ``1 / GRAM_SHRINK`` of its trace bound ``T_cap
+    square``, at most that bound (then nothing is clipped)."""
+    return cap * min(square, max(GRAM_NORM * math.sqrt(square), square / GRAM_SHRINK))
+
+
+def _determined(gram: NDArray[np.float64], sigma: float, norm: float, disjoint: Disjoint) -> bool:
+    """Whether the released X'X determines every direction beyond its noise, tested in the
+    frame of its released diagonal (post-processing): with ``S = diag(max(Ĝ_jj, σ ν))^{-1/2}``
+    (ν: ``norm``, the unscaled noise's typical spectral norm in sds),
+    ``λ_min(S G S) >= λ_min(S Ĝ S) - ‖S E S‖``, so the design is positive definite when
+    ``λ_min(S Ĝ S)`` exceeds the scaled noise's typical spectral norm (entry sds ``σ s_i s_j``,
+    0 on the structural zeros; the mean over :data:`NORM_DRAWS` draws of a fixed seed). A
+    rare level's count is then weighed against its own noise, not against the whole matrix's
+    norm; where the structural zeros keep the block's scaled noise diagonal, this decides
+    designs the unscaled test cannot (a level of 226 person-years against a norm of 279)."""
+    p = gram.shape[0]
+    scale = 1.0 / np.sqrt(np.maximum(np.diag(gram), sigma * norm))
+    smallest = float(np.linalg.eigvalsh(gram * np.outer(scale, scale))[0])
+    return smallest > sigma * _noise_norm(p, disjoint, scale)
+
+
+def _floor(sigma: float, norm: float) -> float:
+    """The eigenvalue floor of a released Gram matrix of entry noise sd σ whose noise has
+    typical spectral norm ``norm`` σ (:func:`_noise_norm`; :data:`FLOOR_SDS`: the norm is
+    σ-Lipschitz in the standard normals drawn, so it rarely exceeds its mean by 3 σ)."""
+    return sigma * (norm + FLOOR_SDS) if sigma > 0 else 0.0
+
+
+def vech_scaled(rows: NDArray[np.float64], weight: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Every row's weighted outer product ``w z z'`` as a vector of its upper triangle with the
+    off-diagonal entries times √2, so that the vector's norm is the matrix's Frobenius norm.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.pooled import vech_scaled
+    >>> v = vech_scaled(np.array([[1.0, 2.0]]), np.array([1.0]))
+    >>> v.round(4).tolist(), float(np.linalg.norm(v)) == float(np.linalg.norm([[1, 2], [2, 4]]))
+    ([[1.0, 2.8284, 4.0]], True)
+    """
+    k = rows.shape[1]
+    upper = np.triu_indices(k)
+    factor = np.where(upper[0] == upper[1], 1.0, math.sqrt(2.0))
+    out = rows[:, upper[0]]  # a copy (fancy indexing), multiplied in place: rows are many
+    out *= rows[:, upper[1]]
+    out *= weight[:, None] * factor
+    return out
+
+
+def _unvech_scaled(
+    vector: NDArray[np.float64], k: int, kept: NDArray[np.intp] | None = None
+) -> NDArray[np.float64]:
+    """The symmetric k x k matrix of a :func:`vech_scaled` vector, or of its entries
+    ``kept`` (the others 0: structural zeros put back)."""
+    upper = np.triu_indices(k)
+    if kept is not None:
+        upper = (upper[0][kept], upper[1][kept])
+    values = vector / np.where(upper[0] == upper[1], 1.0, math.sqrt(2.0))
+    out = np.zeros((k, k))
+    out[upper] = values
+    out[upper[1], upper[0]] = values
+    return out

@@ -1,0 +1,100 @@
+"""The private ranges stage of a fit from sufficient statistics: whether the ranges of the
+columns without public bounds can be found (decided from public facts, before any noise), the
+note they add, and the ranges found from every person's extremes
+(:mod:`dplong.privacy.ranges`; step 1 of ``docs/design/pooled.md``)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dplong._grouping import segment_starts
+from dplong.exceptions import InsufficientUsersError
+from dplong.privacy.accounting import LedgerEntry
+from dplong.privacy.budget import HISTOGRAM_USERS, MAX_MISS, StatisticsBudget
+from dplong.privacy.ranges import (
+    histogram_ranges,
+    histogram_threshold,
+    located_miss,
+    private_ranges,
+)
+
+__all__ = ["HISTOGRAM_NOTE", "check_ranges", "find_ranges", "range_notes"]
+
+#: The public note of a fit whose ranges the histograms find (decided by the plan).
+HISTOGRAM_NOTE = (
+    "The ranges were found privately from histograms of the persons' extremes at a doubling's "
+    "resolution (n * epsilon is too small for medians): a column far from 0 for its spread "
+    "gets a wide frame and a noisier estimate; give public bounds or raise epsilon."
+)
+
+
+def check_ranges(n: int, names: list[str], plan: StatisticsBudget) -> None:
+    """Refuse, from public facts and before any noise, the ranges of the columns ``names``
+    that the plan cannot find: its medians would miss, or its histograms' threshold is beyond
+    what a cell holds (nothing to refuse without such columns)."""
+    if not names:
+        return
+    if plan.histogram_rho > 0.0:
+        threshold = histogram_threshold(len(names), plan.histogram_rho)
+        short = threshold > HISTOGRAM_USERS[1] * n
+        why = f"a cell of their histograms must hold {threshold:.0f} of the n = {n} persons"
+    else:
+        short = located_miss(n, plan.median_epsilon) > MAX_MISS
+        why = f"each of their medians gets epsilon {plan.median_epsilon:.3g}, n = {n}"
+    if short:
+        refusal = InsufficientUsersError(
+            f"n * epsilon is too small to find the ranges of {names} privately ({why}): "
+            "give their public bounds (bounds={...}) or raise epsilon"
+        )
+        refusal.budget_refusal = True  # a larger ε cures it (dplong.plan)
+        raise refusal
+
+
+def range_notes(plan: StatisticsBudget, located: bool) -> tuple[str, ...]:
+    """The public note of ranges the plan finds by histograms (none otherwise, or where no
+    range is ``located``)."""
+    return (HISTOGRAM_NOTE,) if plan.histogram_rho > 0.0 and located else ()
+
+
+def find_ranges(
+    ranges: NDArray[np.float64],
+    frame: NDArray[np.float64],
+    values: NDArray[np.float64],
+    codes: NDArray[np.intp],
+    n: int,
+    names: tuple[str, ...],
+    plan: StatisticsBudget,
+    generator: np.random.Generator,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[LedgerEntry, ...]]:
+    """Every column's range ((p + 1) x 2): the public ones of ``ranges``, the others (NaN
+    there; their ``values``, rows sorted by person, and ``names``) found privately with the
+    plan's budget; the Gram matrix's frame (the found ranges' cores, the public ranges'
+    ``frame``); and the ledger entries of that stage."""
+    located = np.isnan(ranges[:, 0])
+    ranges, frame = ranges.copy(), frame.copy()
+    if not located.any():
+        return ranges, frame, ()
+    extremes = _extremes(values, codes, n)
+    if plan.histogram_rho > 0.0:
+        found = histogram_ranges(*extremes, plan.histogram_rho, generator, names=names)
+    else:
+        found = private_ranges(
+            *extremes, plan.median_epsilon, plan.count_rho, generator, names=names
+        )
+    ranges[located], frame[located] = found.ranges, found.core
+    return ranges, frame, found.entries
+
+
+def _extremes(
+    values: NDArray[np.float64], codes: NDArray[np.intp], n: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Every person's smallest and largest value of each column (n x k; rows sorted by
+    person; NaN for a person whose rows were all dropped: no statistic, and n stays the
+    public count)."""
+    lows, highs = np.full((n, values.shape[1]), np.nan), np.full((n, values.shape[1]), np.nan)
+    if codes.size:
+        starts = segment_starts(codes)
+        lows[codes[starts]] = np.minimum.reduceat(values, starts, axis=0)
+        highs[codes[starts]] = np.maximum.reduceat(values, starts, axis=0)
+    return lows, highs

@@ -1,0 +1,225 @@
+"""The Gaussian releases of pooled OLS's sufficient statistics on the scaled rows: the Gram
+matrix, the Newton steps' whitened clipped scores and the person-clustered meat, and the
+privacy noise pushed through β̂'s map (steps 2-4 of ``docs/design/pooled.md``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dplong._grouping import user_row_sums
+from dplong.models.pooled.factors import Blocks, Disjoint
+from dplong.models.pooled.gram import (
+    NOISE_SEED,
+    _clip_blocks,
+    _clip_rows,
+    _floor,
+    _gram_bound,
+    _person_grams,
+    _released_entries,
+    _row_square,
+    _Solution,
+    _unvech_scaled,
+    vech_scaled,
+)
+from dplong.privacy.accounting import LedgerEntry, gaussian_vector_entry
+from dplong.privacy.noise import release_vector_sum
+
+__all__ = ["CLIP_RADIUS", "NOISE_DRAWS"]
+
+#: The whitened scores' clipping radius² in units of ``T_cap² σ̂² m̂``: the Cauchy–Schwarz
+#: bound on ``‖s_u‖²`` for a person with ``T_cap`` rows of average residual² and whitened
+#: ``‖Ĥ^{-1/2} x̃‖²`` (a person whose residuals are perfectly correlated), with room for
+#: heavier-tailed residuals (``docs/design/pooled.md``).
+CLIP_RADIUS = 1.5
+#: Monte Carlo draws of the privacy noise pushed through β̂'s map (seed: :data:`NOISE_SEED`).
+NOISE_DRAWS = 2000
+
+
+@dataclass(frozen=True)
+class _Statistics:
+    """What the Gaussian releases gave (scaled units): the pilot (the floored solve of the
+    released Gram matrix), the stepped β̂, draws of its noise, its clustered sampling
+    covariance and the ledger entries of the releases."""
+
+    pilot: _Solution
+    beta: NDArray[np.float64]
+    draws: tuple[NDArray[np.float64], NDArray[np.float64]]
+    sampling: NDArray[np.float64]
+    entries: tuple[LedgerEntry, ...]
+
+
+def _release_statistics(
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    codes: NDArray[np.intp],
+    n: int,
+    cap: int,
+    rho: tuple[float, ...],
+    generator: np.random.Generator,
+    *,
+    row_count: Callable[[NDArray[np.float64], int], float],
+    reach: NDArray[np.float64],
+    blocks: Blocks = (),
+    disjoint: Disjoint = (),
+) -> _Statistics:
+    """Steps 2-4 of ``docs/design/pooled.md`` on the scaled rows ``x``, ``y`` (values in [-1, 1];
+    the intercept, if any, first) of n persons (``codes``, sorted), a person's rows weighted
+    ``min(1, cap / T_u)``; ``rho``: the Gram matrix's, each Newton step's and the meat's;
+    ``blocks``: the factor blocks whose rows' norms the Gram matrix's bound counts;
+    ``disjoint``: the blocks whose different columns' products are 0 in every row (public),
+    left out of the released vector and put back as zeros."""
+    p = x.shape[1]
+    rho_gram, *rho_steps, rho_meat = rho
+    rows = np.bincount(codes, minlength=n).astype(np.float64)
+    weight = np.minimum(1.0, cap / np.maximum(rows, 1.0))[codes]
+
+    # step 2: the augmented Gram matrix, one vector: the pilot and the Hessian
+    # the frame: a narrower range's values; a factor block's rows within its norm bound
+    z = _clip_blocks(np.clip(np.column_stack([x, y]), -1.0, 1.0), blocks)
+    bound = _gram_bound(cap, _row_square(p, blocks))
+    kept = _released_entries(p + 1, disjoint)
+    persons = _person_grams(z, weight, codes, n, bound, kept)
+    bound *= 1.0 + 1e-12  # room for rounding
+    gram = release_vector_sum(
+        persons,
+        bound,
+        math.sqrt(2.0) * bound,
+        rho_gram,
+        generator,
+    )
+    released = _unvech_scaled(gram.total, p + 1, kept)
+    sigma = float(gram.sd[0])
+    pilot = _Solution.of(released, sigma, disjoint)
+    # step 3: Newton steps, the whitened clipped scores at the last β (public), each clipped
+    # to a radius from the released Gram matrix's residuals at that β
+    beta, steps = pilot.beta, []
+    for rho_step in rho_steps:
+        radius = _clip_radius(released, pilot, beta, cap, row_count(released, cap), reach)
+        score_bound = radius * (1.0 + 1e-12)
+        steps.append(
+            release_vector_sum(
+                _scores(x, y, weight, beta, codes, n, radius, pilot.whiten),
+                score_bound,
+                2.0 * score_bound,
+                rho_step,
+                generator,
+            )
+        )
+        beta = beta + pilot.whiten @ steps[-1].total  # Ĥ⁻¹ Ĥ^{1/2} t
+
+    # step 4: the person-clustered meat at the released β̂ (public), whitened
+    radius = _clip_radius(released, pilot, beta, cap, row_count(released, cap), reach)
+    scores = _scores(x, y, weight, beta, codes, n, radius, pilot.whiten)
+    meat_bound = radius**2 * (1.0 + 1e-12)
+    meat = release_vector_sum(
+        vech_scaled(scores, np.ones(n)),
+        meat_bound,
+        math.sqrt(2.0) * meat_bound,
+        rho_meat,
+        generator,
+    )
+    values, vectors = np.linalg.eigh(_unvech_scaled(meat.total, p))
+    psd = (vectors * np.maximum(values, 0.0)) @ vectors.T
+    sampling = n / (n - 1.0) * pilot.whiten @ psd @ pilot.whiten
+
+    entries = (
+        gaussian_vector_entry("sufficient statistics", "[X y]'[X y]", rho_gram, gram),
+        *(
+            gaussian_vector_entry(f"Newton step {k + 1}", f"Σ_u clip(s_u(β_{k}))", r, step)
+            for k, (r, step) in enumerate(zip(rho_steps, steps, strict=True))
+        ),
+        gaussian_vector_entry("clustered meat", "Σ_u clip(s_u) clip(s_u)'", rho_meat, meat),
+    )
+    draws = _noise_draws(pilot, beta, sigma, [float(step.sd[0]) for step in steps], kept)
+    return _Statistics(pilot, beta, draws, sampling, entries)
+
+
+def _noise_draws(
+    pilot: _Solution,
+    beta: NDArray[np.float64],
+    sigma: float,
+    score_sds: list[float],
+    kept: NDArray[np.intp],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:data:`NOISE_DRAWS` draws of the released β̂ (scaled) under fresh noise of the released
+    laws, taking the released numbers for the truth (post-processing with a fixed seed): the
+    ``[X y]'[X y]`` around the released Hessian and β̂, each floored and solved as the fit was
+    (the pilot), then stepped by its Hessian's solve of a score plus a draw of the score's
+    noise. Two laws bracket the clipping, which the draws cannot see: the exact score
+    ``H (β̂ - β₀)`` (nothing clipped: the step corrects the pilot's error) and none at all
+    (every score clipped away: the pilot's error stays); the fit reports the wider. The
+    entries not ``kept`` (structural zeros) get no noise."""
+    p = beta.size
+    rng = np.random.default_rng(NOISE_SEED)
+    hessian = pilot.hessian - pilot.ridge * np.eye(p)
+    centre = np.zeros((p + 1, p + 1))
+    centre[:p, :p] = hessian
+    centre[:p, p] = centre[p, :p] = hessian @ beta
+    noise = rng.normal(0.0, sigma, (NOISE_DRAWS, p + 1, p + 1))
+    noise = (np.triu(noise) + np.swapaxes(np.triu(noise, 1), 1, 2)) / np.where(
+        np.eye(p + 1, dtype=bool), 1.0, math.sqrt(2.0)
+    )
+    if kept.size < (p + 1) * (p + 2) // 2:  # structural zeros: no noise there
+        upper = np.triu_indices(p + 1)
+        zeros = np.ones(upper[0].size, dtype=bool)
+        zeros[kept] = False
+        noise[:, upper[0][zeros], upper[1][zeros]] = 0.0
+        noise[:, upper[1][zeros], upper[0][zeros]] = 0.0
+    draws = centre + noise
+    gram, cross = draws[:, :p, :p], draws[:, :p, p]
+    smallest = np.linalg.eigvalsh(gram)[:, 0]
+    ridges = np.maximum(0.0, _floor(sigma, pilot.norm) - smallest)
+    floored = gram + ridges[:, None, None] * np.eye(p)
+    corrected = np.linalg.solve(floored, cross[..., None])[..., 0]
+    uncorrected = corrected.copy()
+    for sd in score_sds:  # the whitened score's noise, in score units
+        step = rng.normal(0.0, sd, (NOISE_DRAWS, p)) @ pilot.root
+        uncorrected = uncorrected + np.linalg.solve(floored, step[..., None])[..., 0]
+        step = step + (beta - corrected) @ hessian
+        corrected = corrected + np.linalg.solve(floored, step[..., None])[..., 0]
+    return np.asarray(corrected), np.asarray(uncorrected)
+
+
+def _clip_radius(
+    released: NDArray[np.float64],
+    solution: _Solution,
+    beta: NDArray[np.float64],
+    cap: int,
+    rows: float,
+    reach: NDArray[np.float64],
+) -> float:
+    """The whitened scores' clipping radius from released numbers (:data:`CLIP_RADIUS`), at
+    most the worst case ``T_cap ‖a‖ / √λ_min(Ĥ) (a_y + Σ a_j |β̂₀_j|)`` of a whitened score,
+    for public bounds ``a`` on the columns' and ``a_y`` on the outcome's magnitudes."""
+    p = solution.beta.size
+    gram, cross, square = released[:p, :p], released[:p, p], released[p, p]
+    rss = square - 2.0 * beta @ cross + beta @ gram @ beta
+    variance = max(rss, 1.0) / rows
+    size = float(np.linalg.norm(reach[:-1]))
+    # a whitened row's mean ‖Ĥ^{-1/2} x̃‖²: tr(Ĥ⁻¹ Ĝ) / rows (about p / rows), at most ‖a‖² / λ_min
+    whitened = float(np.trace(solution.whiten @ gram @ solution.whiten))
+    mean_square = min(max(whitened, 1.0) / rows, size**2 / solution.smallest)
+    worst = cap * size / math.sqrt(solution.smallest) * float(reach[-1] + np.abs(beta) @ reach[:-1])
+    return min(math.sqrt(CLIP_RADIUS * variance * mean_square) * cap, worst)
+
+
+def _scores(
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    weight: NDArray[np.float64],
+    beta: NDArray[np.float64],
+    codes: NDArray[np.intp],
+    n: int,
+    radius: float,
+    whiten: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    """Every person's score ``s_u = Σ_t w_u x̃_t (ỹ_t - x̃_t'β)`` at a public β, whitened by
+    the public symmetric ``whiten`` and clipped to ``radius`` in L2 norm (n x p)."""
+    return _clip_rows(
+        user_row_sums(x * (weight * (y - x @ beta))[:, None], codes, n) @ whiten, radius
+    )
