@@ -104,33 +104,14 @@ def two_sided_geometric(
     >>> bool(abs(z.var() / two_sided_geometric_variance(0.5) - 1) < 0.1)
     True
     """
-    g = geometric_pairs(rng, rate, size)
-    difference: NDArray[np.float64] = np.subtract(g[0], g[1], out=g[0])
-    return difference.astype(np.int64)
-
-
-def geometric_pairs(
-    rng: np.random.Generator, rate: NDArray[np.float64] | float, size: tuple[int, ...]
-) -> NDArray[np.float64]:
-    """Two arrays of ``size`` geometric variables ``floor(E / rate)`` (module docstring), as
-    floats, stacked: the draws of :func:`two_sided_geometric` before their difference.
-
-    One call draws both arrays' exponentials (numpy fills an array draw by draw, so the stream
-    is that of two calls) and works in place: a report-noisy-max over tens of thousands of cells
-    spends its time on these draws.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dplong.privacy.noise import geometric_pairs
-    >>> g = geometric_pairs(np.random.default_rng(0), 0.5, (3,))
-    >>> g.shape, bool(np.all(g == np.floor(g)) and np.all(g >= 0))
-    ((2, 3), True)
-    """
+    # both arrays' exponentials in one call (numpy fills an array draw by draw: the stream of
+    # two calls), then in place
     draws = rng.standard_exponential((2, *size))
     np.minimum(draws, _EXPONENTIAL_CLIP, out=draws)
     np.divide(draws, np.asarray(rate, dtype=np.float64), out=draws)
-    return np.floor(draws, out=draws)
+    np.floor(draws, out=draws)
+    difference: NDArray[np.float64] = np.subtract(draws[0], draws[1], out=draws[0])
+    return difference.astype(np.int64)
 
 
 def two_sided_geometric_variance(rate: NDArray[np.float64] | float) -> NDArray[np.float64]:

@@ -11,9 +11,12 @@ sensitivity 2) and the largest noisy utility wins. The argument for non-monotone
 applies verbatim to integer noise: fixing the other draws, cell k wins iff its draw exceeds a
 threshold that moves by at most 2 between neighbours, and ``P(Z >= t) / P(Z >= t + 2) <=
 e^{2a} <= ε``; ties go to the first cell (post-processing of the noisy vector). So the release
-is ε-DP, with the float safety of the lattice noise; its output is the centre of a public
-cell, so its support is public. A weighted median (each user counting with a weight in [0, 1]
-that depends on its own value and public facts only) keeps the argument: the utilities still
+is ε-DP; its output is the centre of a public cell, so its support is public. The draws are
+made run by run, not cell by cell: cells between two users' values share one utility, and
+only the largest draw of such a run and where it first occurs can matter, both drawn from
+their exact laws (:func:`_noisy_max`): the same winner's law at a cost in users, not cells.
+A weighted median (each user counting with a weight in [0, 1] that depends on its own value
+and public facts only) keeps the argument: the utilities still
 move by at most 1 when one user is replaced, and an integer draw beats a threshold t iff it
 beats ``⌈t⌉``, which moves by at most 2 when t does; so does one whose users count with
 different weights below and above the cells (each count still moves by at most 1). The
@@ -45,7 +48,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong.privacy.noise import geometric_pairs, geometric_rate
+from dplong.privacy.noise import geometric_rate
 
 __all__ = ["GRID", "SPREAD_GRID", "LogGrid", "miss_probability", "private_median", "rank_error"]
 
@@ -192,12 +195,12 @@ def private_median(
     """The ε_j-DP median of each column of ``values`` (n x d; NaN: no statistic), on ``grid``.
 
     One report-noisy-max per column (module docstring); the loop runs over the d columns, each
-    vectorised over users (a sort) and cells (a search). Returns the winning cells' reports
-    (:attr:`LogGrid.centres`). ``weights``, two n x d arrays in [0, 1] (default 1), weigh each
-    user in the counts of the utility: how much it counts below the cells above it, and how
-    much above the cells below it (equal: a weighted median). Each weight must depend on the
-    user's own value and public facts only; being at most 1, they keep the sensitivity
-    (module docstring).
+    vectorised over users (a sort) and the runs of cells between them. Returns the winning
+    cells' reports (:attr:`LogGrid.centres`). ``weights``, two n x d arrays in [0, 1]
+    (default 1), weigh each user in the counts of the utility: how much it counts below the
+    cells above it, and how much above the cells below it (equal: a weighted median). Each
+    weight must depend on the user's own value and public facts only; being at most 1, they
+    keep the sensitivity (module docstring).
 
     Examples
     --------
@@ -219,47 +222,124 @@ def private_median(
     >>> bool(0.9 < m[0] < 1.1)
     True
     """
-    b = grid.boundaries
     rates = geometric_rate(epsilon, 2.0)
+    below_cells = 0 if grid.signed else 1  # an unsigned grid's values below 0: cell -1
     out = np.empty(values.shape[1])
     for j in range(values.shape[1]):  # one mechanism per column, vectorised over users
         order = np.argsort(values[:, j])  # NaN sort last: no statistic
-        column = values[order, j]
-        column = column[: np.searchsorted(column, np.nan)]
-        # #{x < b_k} for k = 0..K (the last: every user): the cell of each value, counted and
-        # accumulated (searching the n values among the many boundaries, not every boundary
-        # among the values)
-        cell = np.searchsorted(b, column, side="right")
-        position = np.cumsum(np.bincount(cell, minlength=b.size + 1))
-        lower: NDArray[np.float64] | NDArray[np.int64]
-        if weights is None:  # integer counts: exact, and one conversion fewer
-            lower = upper = position
-            total: float = column.size
-        else:  # the weights of {x < b_k}, below and above
-            kept = order[: column.size]
-            down = np.concatenate([[0.0], np.cumsum(weights[0][kept, j])])
-            up = np.concatenate([[0.0], np.cumsum(weights[1][kept, j])])
-            lower, upper, total = down[position], up[position], up[-1]
-        if grid.signed:  # cells (-inf, b_0), [b_0, b_1), ..., [b_K, inf)
-            below = np.concatenate([[0], lower[:-1]])
-            above = np.subtract(total, upper)  # 0 in the last cell
-        else:  # cells [b_0 = 0, b_1), ..., [b_K, inf)
-            below = lower[:-1]
-            above = np.subtract(total, upper[1:])
-        out[j] = grid.centres[_noisy_max(np.maximum(below, above, out=above), rates[j], rng)]
+        kept = order[: np.searchsorted(values[order, j], np.nan)]
+        cell = np.searchsorted(grid.boundaries, values[kept, j], side="right") - below_cells
+        ones = np.ones(kept.size)
+        down, up = (ones, ones) if weights is None else (weights[0][kept, j], weights[1][kept, j])
+        first, sizes, loss = _runs(cell, down, up, len(grid))
+        out[j] = grid.centres[_noisy_max(first, sizes, loss, float(rates[j]), rng)]
     return out
 
 
-def _noisy_max(
-    loss: NDArray[np.float64] | NDArray[np.int64], rate: float, rng: np.random.Generator
-) -> int:
-    """The first cell of largest ``-loss + Z``, Z two-sided geometric of ``rate`` per cell.
+def _runs(
+    cell: NDArray[np.intp], down: NDArray[np.float64], up: NDArray[np.float64], cells: int
+) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.float64]]:
+    """The grid as runs of cells sharing one loss ``max(#below, #above)``: each cell holding
+    users and the gaps before, between and after them, in order (first cell, length, loss).
 
-    The draws are integers far below 2**53, so their difference is exact in floats, and
-    ``Z - loss`` is ``-loss + Z`` in floating point: computing in floats and in place changes
-    no winner. In place, because a fresh array per step of a 73,000-cell vector costs more than
-    the step."""
-    g = geometric_pairs(rng, rate, loss.shape)
-    noisy = np.subtract(g[0], g[1], out=g[0])
-    noisy -= loss
-    return int(np.argmax(noisy))
+    ``cell`` is each user's cell, ascending (-1: below every cell), ``down`` and ``up`` its
+    weights in the counts below and above other cells. The cells of a gap see the same users
+    on each side, hence one loss: at most ``2 n + 1`` runs, whatever the grid. The sums are
+    exact (counts, or the weights 0, 1/2 and 1).
+    """
+    if cell.size == 0:  # every cell beside all (no) data: loss 0
+        return np.zeros(1, np.intp), np.full(1, cells, np.intp), np.zeros(1)
+    new = np.empty(cell.size, dtype=bool)
+    new[0] = True
+    np.not_equal(cell[1:], cell[:-1], out=new[1:])
+    starts = new.nonzero()[0]
+    occupied = cell[starts]
+    inside_down, inside_up = np.add.reduceat(down, starts), np.add.reduceat(up, starts)
+    through = np.cumsum(inside_down)  # the down-weight up to each occupied cell
+    after = np.cumsum(inside_up)
+    after = after[-1] - after  # the up-weight beyond it
+    # runs: the gap before the first occupied cell, then each one and the gap after it
+    first = np.empty(2 * starts.size + 1, dtype=np.intp)
+    end = np.empty_like(first)
+    loss = np.empty(first.size)
+    first[0], end[0], loss[0] = 0, occupied[0], after[0] + inside_up[0]
+    first[1::2], end[1::2] = occupied, occupied + 1
+    first[2::2], end[2:-1:2], end[-1] = occupied + 1, occupied[1:], cells
+    np.maximum(through - inside_down, after, out=loss[1::2])
+    np.maximum(through, after, out=loss[2::2])
+    sizes = end - first
+    sizes[first < 0] = 0  # cell -1 is no cell
+    keep = sizes > 0
+    return first[keep], sizes[keep], loss[keep]
+
+
+def _noisy_max(
+    first: NDArray[np.intp],
+    sizes: NDArray[np.intp],
+    loss: NDArray[np.float64],
+    rate: float,
+    rng: np.random.Generator,
+) -> int:
+    """The first cell of largest ``-loss + Z``, Z two-sided geometric of ``rate`` per cell,
+    drawn run by run (:func:`_runs`).
+
+    A run of ``m`` cells of one loss matters only through its largest draw and where that draw
+    first occurs: both are drawn from their exact laws (:func:`_largest_draws`,
+    :func:`_first_at`) instead of a draw per cell. The winner is the first cell of the first
+    run whose largest ``Z - loss`` is the largest — the cell that draws for every cell would
+    pick, with the same law, so with the same privacy (module docstring).
+    """
+    largest = _largest_draws(sizes, rate, rng.standard_exponential(sizes.size))
+    run = int(np.argmax(largest - loss))
+    return int(first[run]) + _first_at(int(sizes[run]), float(largest[run]), rate, rng)
+
+
+def _log_cdf(value: float, rate: float) -> float:
+    """``log P(Z <= value)`` for Z two-sided geometric of ``rate`` (``p = e^{-rate}``):
+    ``p^{-v} / (1 + p)`` for ``v <= 0``, ``1 - p^{v+1} / (1 + p)`` above."""
+    log_norm = math.log1p(math.exp(-rate))
+    if value <= 0.0:
+        return rate * value - log_norm
+    return math.log1p(-math.exp(-rate * (value + 1.0) - log_norm))
+
+
+def _largest_draws(
+    sizes: NDArray[np.intp], rate: float, exponential: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The largest of ``sizes[r]`` two-sided geometric draws of ``rate``, for each r, by
+    inversion at a standard exponential E: the least integer v with ``F(v)^m >= e^{-E}``,
+    i.e. ``F(v) >= t``, ``log t = -E / m`` (F in :func:`_log_cdf`, solved for v on each side of
+    0; ``1 - t`` from ``expm1``, accurate for large m). As for ``floor(E / a)``
+    (:mod:`dplong.privacy.noise`), floating point moves each jump point of E by a relative few
+    ``2**-53``: a slack the noise rate already takes off ε."""
+    log_t = -exponential / sizes
+    log_norm = math.log1p(math.exp(-rate))
+    with np.errstate(divide="ignore"):  # E = 0 (t = 1) only on the branch np.where drops
+        above = np.ceil(-(np.log(-np.expm1(log_t)) + log_norm) / rate) - 1.0
+    below = np.ceil((log_t + log_norm) / rate)
+    return np.where(log_t <= -log_norm, below, above)
+
+
+def _first_at(size: int, largest: float, rate: float, rng: np.random.Generator) -> int:
+    """Where, counting from 0, the first of ``size`` draws equal to their largest ``v`` lies.
+
+    Given the largest is v, the first draw to reach it comes after i draws below v with
+    probability proportional to ``ρ^i = e^{-λ i}`` (``ρ = F(v - 1) / F(v)``), i < size: a
+    geometric truncated to the run, drawn by rejection with exponentials and exact integers
+    (no uniform's resolution enters its law): from the geometric ``floor(E / λ)`` where the run
+    holds most of it (``λ size >= 1``, accepted with chance ``>= 1 - 1/e``), else from a uniform
+    cell kept with chance ``e^{-λ i}`` (``>= 1/e``)."""
+    if size == 1:
+        return 0
+    decay = _log_cdf(largest, rate) - _log_cdf(largest - 1.0, rate)
+    if decay == math.inf:  # no noise: every draw is 0, the first is the largest
+        return 0
+    while True:
+        if decay * size >= 1.0:
+            at = math.floor(rng.standard_exponential() / decay)
+            if at < size:
+                return at
+        else:
+            at = int(rng.integers(size))
+            if rng.standard_exponential() >= decay * at:
+                return at
