@@ -81,10 +81,11 @@ def test_per_user_ols_misses_are_withheld(wages: pd.DataFrame) -> None:
     assert withheld >= 4
 
 
-def test_seed_14_expersq_is_withheld(wages: pd.DataFrame) -> None:
-    """The issue's example: expersq -6.2e65 (SE 1.3e66) at seed 14 is now no number."""
+def test_a_missed_expersq_is_withheld(wages: pd.DataFrame) -> None:
+    """The issue's example, expersq -6.2e65 (SE 1.3e66) at seed 14 of the medians' earlier
+    draws, is no number; with today's draws seed 52 is the one whose expersq alone missed."""
     model = dplong.LongitudinalOLS.from_formula(FOUR, wages, groups="nr", time="year")
-    res = _quiet_fit(model, epsilon=4.0, random_state=14)
+    res = _quiet_fit(model, epsilon=4.0, random_state=52)
     assert np.isnan(res.params["expersq"]) and res.withheld["expersq"] == "missed"
     assert np.isfinite(res.params.drop("expersq")).all()
     assert "expersq" in res.summary().as_text()  # listed, without a number

@@ -127,10 +127,10 @@ def test_a_square_on_a_lattice_keeps_the_spread_its_median_implies(
     ε = 0.5 (a design column's budget at the wage panel's ε = 4). The median deviation from
     the midpoint 48 is that value's users' own (about 0): the count off its cell, of noise sd
     ~80 users, does not see it, and without the floor σ̂ collapses (below 5) in about a fifth
-    of releases (48 of 200 seeds), the interval on 48 clipping every other user. The floor (a
-    third of the spread the chi-square model ties to the median, 3.11 × 48 / 3 = 50) keeps
-    every interval beyond the third value, 120, so that at most the 7 % of the users above it
-    are clipped."""
+    of releases (48 and 40 of 200 seeds on two generations of the medians' draws), the interval
+    on 48 clipping every other user. The floor (a third of the spread
+    the chi-square model ties to the median, 3.11 × 48 / 3 = 50) keeps every interval beyond
+    the third value, 120, so that at most the 7 % of the users above it are clipped."""
     rng = np.random.default_rng(0)
     values = rng.choice([24.0, 48.0, 120.0, 240.0, 900.0], 545, p=[0.2, 0.55, 0.18, 0.045, 0.025])
     values += rng.normal(0.0, 0.3, 545)

@@ -129,7 +129,7 @@ def private_ranges(
     >>> found = private_ranges(np.hstack([age - 2, female]), np.hstack([age + 2, female]),
     ...                        0.1, 0.05, rng, names=("age", "female"))
     >>> found.ranges.round(0).tolist()
-    [[2.0, 60.0], [-0.0, 1.0]]
+    [[1.0, 60.0], [-0.0, 1.0]]
     >>> [e.target for e in found.entries][:3]
     ['age: midpoint', 'female: midpoint', 'age: upper reach']
     """
