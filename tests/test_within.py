@@ -394,15 +394,16 @@ class TestPrivateFit:
         # Released row by row it is resolved: each error is within 4.4 of its standard
         # errors plus its bias bound (a two-sided tail of 2.5e-3 for a Laplace, the heavier
         # of the noise law's parts, so 20 coefficients all inside with probability > 0.95).
-        # Seed 1 is the bad event the error bounds exclude: the scale's median of Z'Z[x1,x1]
+        # Seed 21 is the bad event the error bounds exclude: the scale's median of a column
         # (n ε = 67) lands far below every user (the plan bounds this at 5e-4 per column; 7
-        # columns, 10 fits), the interval collapses onto the midpoint, and the release is
-        # withheld with a note instead of being released as 0.851 ± 3e-5 for 1.003.
+        # columns: the first such fit of seeds 10-400 on the medians' draws of 2026-11-28, seed
+        # 1 before), the interval collapses onto the midpoint, and the release is withheld with
+        # a note instead of being released as 0.851 ± 3e-5 for 1.003.
         frame = geometric_panel(9, 1.0, 0.5)
         model = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", frame, groups="user")
         reference = model.fit(estimator="within", **NOISE_OFF).params
         withheld = []
-        for seed in range(10):
+        for seed in [*range(10), 21]:
             res = model.fit(epsilon=1.0, estimator="within", random_state=seed)
             if res.failed.any():
                 withheld.append(seed)
@@ -412,7 +413,7 @@ class TestPrivateFit:
                 continue
             gap = (res.params - reference).abs()
             assert (gap <= 4.4 * res.bse + res.bias).all(), (seed, gap, res.bse, res.bias)
-        assert withheld == [1]
+        assert withheld == [21]
 
     def test_only_the_influence_buys_a_second_moment(self, panel: pd.DataFrame) -> None:
         # at ε = 4 every design column could afford one (n ε per column well above
