@@ -162,6 +162,51 @@ class LatticeRelease:
     reports: NDArray[np.float64] | None = field(default=None, repr=False)
 
 
+_WEYL = np.uint64(0x9E3779B97F4A7C15)  # SplitMix64's increment and multipliers
+_MIX = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
+_BELOW_ONE = 1.0 - 2.0**-53
+
+
+def keyed_uniforms(key: np.uint64, counters: NDArray[np.uint64]) -> NDArray[np.float64]:
+    """Uniforms on (0, 1) at ``counters`` of the stream that ``key`` names: one per counter,
+    the same for the same (key, counter) whatever else is drawn.
+
+    A mechanism that draws for the parts of its input that are present (the private median's
+    runs of cells) keys each draw by the part's public name (its first cell), so one part moving
+    leaves the other parts' draws as they were, and the caller's generator gives one key per
+    mechanism whatever the data. Each uniform is two words of SplitMix64 (Steele, Lea & Flood
+    2014: a Weyl sequence through a bijective mixer) at positions ``2c`` and ``2c + 1``, the
+    first the leading 53 bits, the second the next 53: ``P(U <= x)`` is within a relative
+    ``2**-52`` of ``x`` for ``x >= 2**-53``, the float slack of :func:`geometric_rate`, so that
+    ``-log U`` is a standard exponential up to that slack below 36.7 and beyond it (chance
+    ``2**-53`` per draw) counts as a total-variation distance, as the clip of numpy's sampler
+    does (module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.noise import keyed_uniforms
+    >>> u = keyed_uniforms(np.uint64(7), np.arange(100_000, dtype=np.uint64))
+    >>> bool(0 < u.min() and u.max() < 1 and abs(u.mean() - 0.5) < 0.005)
+    True
+    >>> bool(keyed_uniforms(np.uint64(7), np.array([5], dtype=np.uint64))[0] == u[5])
+    True
+    """
+    position = np.multiply(counters, np.uint64(2))
+    hi = _splitmix(key + position * _WEYL)
+    lo = _splitmix(key + (position + np.uint64(1)) * _WEYL)
+    fraction = (lo >> np.uint64(11)).astype(np.float64) + 0.5
+    u = ((hi >> np.uint64(11)).astype(np.float64) + fraction * 2.0**-53) * 2.0**-53
+    return np.minimum(u, _BELOW_ONE, out=u)  # the top word's last step rounds up to 1
+
+
+def _splitmix(z: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    """SplitMix64's output mixer (a bijection of 64-bit words; uint64 arrays wrap silently)."""
+    z = (z ^ (z >> np.uint64(30))) * _MIX[0]
+    z = (z ^ (z >> np.uint64(27))) * _MIX[1]
+    return z ^ (z >> np.uint64(31))
+
+
 def release_bounded_sum(
     clipped: NDArray[np.float64],
     radius: NDArray[np.float64],

@@ -48,7 +48,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong.privacy.noise import geometric_rate
+from dplong.privacy.noise import geometric_rate, keyed_uniforms
 
 __all__ = ["GRID", "SPREAD_GRID", "LogGrid", "miss_probability", "private_median", "rank_error"]
 
@@ -224,6 +224,9 @@ def private_median(
     """
     rates = geometric_rate(epsilon, 2.0)
     below_cells = 0 if grid.signed else 1  # an unsigned grid's values below 0: cell -1
+    # one key per column, whatever the data: the draws keyed by run (:func:`_noisy_max`) leave
+    # the caller's stream where the same fit on one-ulp different values leaves it
+    keys = rng.integers(0, 2**64, size=values.shape[1], dtype=np.uint64)
     out = np.empty(values.shape[1])
     for j in range(values.shape[1]):  # one mechanism per column, vectorised over users
         order = np.argsort(values[:, j])  # NaN sort last: no statistic
@@ -232,7 +235,7 @@ def private_median(
         ones = np.ones(kept.size)
         down, up = (ones, ones) if weights is None else (weights[0][kept, j], weights[1][kept, j])
         first, sizes, loss = _runs(cell, down, up, len(grid))
-        out[j] = grid.centres[_noisy_max(first, sizes, loss, float(rates[j]), rng)]
+        out[j] = grid.centres[_noisy_max(first, sizes, loss, float(rates[j]), keys[j])]
     return out
 
 
@@ -278,7 +281,7 @@ def _noisy_max(
     sizes: NDArray[np.intp],
     loss: NDArray[np.float64],
     rate: float,
-    rng: np.random.Generator,
+    key: np.uint64,
 ) -> int:
     """The first cell of largest ``-loss + Z``, Z two-sided geometric of ``rate`` per cell,
     drawn run by run (:func:`_runs`).
@@ -287,11 +290,16 @@ def _noisy_max(
     first occurs: both are drawn from their exact laws (:func:`_largest_draws`,
     :func:`_first_at`) instead of a draw per cell. The winner is the first cell of the first
     run whose largest ``Z - loss`` is the largest — the cell that draws for every cell would
-    pick, with the same law, so with the same privacy (module docstring).
+    pick, with the same law, so with the same privacy (module docstring). Each run's draws are
+    keyed by its first cell (:func:`~dplong.privacy.noise.keyed_uniforms`): distinct runs,
+    independent draws, and a user moving between far cells (a one-ulp change of a value at 0)
+    redraws only the runs it splits or joins, not every run after them.
     """
-    largest = _largest_draws(sizes, rate, rng.standard_exponential(sizes.size))
+    exponential = -np.log(keyed_uniforms(key, first.astype(np.uint64)))
+    largest = _largest_draws(sizes, rate, exponential)
     run = int(np.argmax(largest - loss))
-    return int(first[run]) + _first_at(int(sizes[run]), float(largest[run]), rate, rng)
+    at = _first_at(int(sizes[run]), float(largest[run]), rate, key, int(first[run]))
+    return int(first[run]) + at
 
 
 def _log_cdf(value: float, rate: float) -> float:
@@ -314,32 +322,35 @@ def _largest_draws(
     ``2**-53``: a slack the noise rate already takes off ε."""
     log_t = -exponential / sizes
     log_norm = math.log1p(math.exp(-rate))
-    with np.errstate(divide="ignore"):  # E = 0 (t = 1) only on the branch np.where drops
-        above = np.ceil(-(np.log(-np.expm1(log_t)) + log_norm) / rate) - 1.0
+    above = np.ceil(-(np.log(-np.expm1(log_t)) + log_norm) / rate) - 1.0  # E > 0: t < 1
     below = np.ceil((log_t + log_norm) / rate)
     return np.where(log_t <= -log_norm, below, above)
 
 
-def _first_at(size: int, largest: float, rate: float, rng: np.random.Generator) -> int:
+def _first_at(size: int, largest: float, rate: float, key: np.uint64, run: int) -> int:
     """Where, counting from 0, the first of ``size`` draws equal to their largest ``v`` lies.
 
     Given the largest is v, the first draw to reach it comes after i draws below v with
     probability proportional to ``ρ^i = e^{-λ i}`` (``ρ = F(v - 1) / F(v)``), i < size: a
-    geometric truncated to the run, drawn by rejection with exponentials and exact integers
-    (no uniform's resolution enters its law): from the geometric ``floor(E / λ)`` where the run
-    holds most of it (``λ size >= 1``, accepted with chance ``>= 1 - 1/e``), else from a uniform
-    cell kept with chance ``e^{-λ i}`` (``>= 1/e``)."""
+    geometric truncated to the run, drawn by rejection: from the geometric ``floor(E / λ)``
+    where the run holds most of it (``λ size >= 1``, accepted with chance ``>= 1 - 1/e``), else
+    from a uniform cell kept with chance ``e^{-λ i}`` (``>= 1/e``). Its uniforms are keyed by the
+    run's first cell ``run`` at counters beyond every cell's (``2**32`` apart per attempt)."""
     if size == 1:
         return 0
     decay = _log_cdf(largest, rate) - _log_cdf(largest - 1.0, rate)
     if decay == math.inf:  # no noise: every draw is 0, the first is the largest
         return 0
+    attempt = 0
     while True:
+        attempt += 1
+        counters = np.array([2 * attempt, 2 * attempt + 1], dtype=np.uint64) << np.uint64(32)
+        u = keyed_uniforms(key, counters + np.uint64(run))
         if decay * size >= 1.0:
-            at = math.floor(rng.standard_exponential() / decay)
+            at = math.floor(-math.log(u[0]) / decay)
             if at < size:
                 return at
         else:
-            at = int(rng.integers(size))
-            if rng.standard_exponential() >= decay * at:
+            at = math.floor(u[0] * size)  # bias at most size 2**-53: a total variation
+            if -math.log(u[1]) >= decay * at:
                 return at
