@@ -60,7 +60,8 @@ def test_per_user_ols_misses_are_withheld(wages: pd.DataFrame) -> None:
     2e15: every user about D from a midpoint D away, with a scale of about D, which no
     released number tells from users spread that far), so the bound is 2 of 60. Since the tail
     stage's one count (issue 29) seed 26 releases expersq 6.9 with a standard error of 25:
-    far off, and honest about it."""
+    far off, and honest about it. On the medians' run-by-run draws: none absurd, 8 fits
+    withhold a missed column."""
     model = dplong.LongitudinalOLS.from_formula(FOUR, wages, groups="nr", time="year")
     truth = _quiet_fit(model, **OFF).params
     absurd, withheld = 0, 0
@@ -83,9 +84,9 @@ def test_per_user_ols_misses_are_withheld(wages: pd.DataFrame) -> None:
 
 def test_a_missed_expersq_is_withheld(wages: pd.DataFrame) -> None:
     """The issue's example, expersq -6.2e65 (SE 1.3e66) at seed 14 of the medians' earlier
-    draws, is no number; with today's draws seed 52 is the one whose expersq alone missed."""
+    draws, is no number; with today's draws seed 66 is the first whose expersq alone missed."""
     model = dplong.LongitudinalOLS.from_formula(FOUR, wages, groups="nr", time="year")
-    res = _quiet_fit(model, epsilon=4.0, random_state=52)
+    res = _quiet_fit(model, epsilon=4.0, random_state=66)
     assert np.isnan(res.params["expersq"]) and res.withheld["expersq"] == "missed"
     assert np.isfinite(res.params.drop("expersq")).all()
     assert "expersq" in res.summary().as_text()  # listed, without a number

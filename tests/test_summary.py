@@ -130,7 +130,7 @@ def test_rand_hie_summaries_fit_a_glance() -> None:
 
 
 def test_within_summary_with_a_withheld_regressor_fits_a_glance() -> None:
-    # at ε = 1 (seed 55, the first of seeds 0-59 on the medians' draws of 2026-11-28; rare
+    # at ε = 1 (seed 93, the first of seeds 0-299 on the medians' run-by-run draws; rare
     # since the small-n·ε plan) the RAND-HIE-like within fit withholds lninc, whose warning
     # takes four lines: the summary was 26 lines before the within notes were said in fewer
     # words
@@ -138,7 +138,7 @@ def test_within_summary_with_a_withheld_regressor_fits_a_glance() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DplongWarning)
         res = dplong.LongitudinalOLS.from_formula("spend ~ lninc", data, groups="person").fit(
-            epsilon=1.0, estimator="within", random_state=55
+            epsilon=1.0, estimator="within", random_state=93
         )
     assert res.withheld.to_dict() == {"lninc": "no variation"}
     assert res.summary().warnings  # the case with a warning

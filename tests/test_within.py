@@ -394,16 +394,16 @@ class TestPrivateFit:
         # Released row by row it is resolved: each error is within 4.4 of its standard
         # errors plus its bias bound (a two-sided tail of 2.5e-3 for a Laplace, the heavier
         # of the noise law's parts, so 20 coefficients all inside with probability > 0.95).
-        # Seed 21 is the bad event the error bounds exclude: the scale's median of a column
+        # Seed 30 is the bad event the error bounds exclude: the scale's median of a column
         # (n ε = 67) lands far below every user (the plan bounds this at 5e-4 per column; 7
-        # columns: the first such fit of seeds 10-400 on the medians' draws of 2026-11-28, seed
-        # 1 before), the interval collapses onto the midpoint, and the release is withheld with
-        # a note instead of being released as 0.851 ± 3e-5 for 1.003.
+        # columns: seed 30 is the first such fit of seeds 0-400 on the medians' run-by-run
+        # draws, 21 and 1 on earlier draws), the interval collapses onto the midpoint, and the
+        # release is withheld with a note instead of being released as 0.851 ± 3e-5 for 1.003.
         frame = geometric_panel(9, 1.0, 0.5)
         model = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", frame, groups="user")
         reference = model.fit(estimator="within", **NOISE_OFF).params
         withheld = []
-        for seed in [*range(10), 21]:
+        for seed in [*range(10), 30]:
             res = model.fit(epsilon=1.0, estimator="within", random_state=seed)
             if res.failed.any():
                 withheld.append(seed)
@@ -413,7 +413,7 @@ class TestPrivateFit:
                 continue
             gap = (res.params - reference).abs()
             assert (gap <= 4.4 * res.bse + res.bias).all(), (seed, gap, res.bse, res.bias)
-        assert withheld == [21]
+        assert withheld == [30]
 
     def test_only_the_influence_buys_a_second_moment(self, panel: pd.DataFrame) -> None:
         # at ε = 4 every design column could afford one (n ε per column well above
@@ -577,16 +577,19 @@ def test_squared_regressor_on_the_wage_panel_is_accurate() -> None:
     scale collapsed onto the value 55 % of the men share in a fifth of the fits. The sample
     median of 60 such errors (half-normal-like, RMSE about 1.5 SEs) has an sd of about 0.13
     SE, so the thresholds 0.8 and 1.1 sit 0.5-4 sds above what is measured and 2.3 sds
-    below what was."""
+    below what was. A fit whose medians missed is withheld ("lost release"): 2 and 4 of seeds
+    0-199 on the medians' draws before and since they are drawn run by run (about 1.5 %), so
+    at most 3 of 60 (the chance of 4 or more at that rate is 0.013); the medians are of the
+    released fits."""
     wages = dplong.datasets.load_wage_panel()
     model = dplong.LongitudinalOLS.from_formula("lwage ~ exper + expersq", wages, groups="nr")
     exact = model.fit(estimator="within", epsilon=1e300, delta=0.5, scale=1e14, random_state=0)
-    errors = np.array(
-        [
-            model.fit(epsilon=4.0, estimator="within", random_state=seed).params - exact.params
-            for seed in range(60)
-        ]
-    )
+    fits = [model.fit(epsilon=4.0, estimator="within", random_state=seed) for seed in range(60)]
+    released = [res for res in fits if res.withheld.empty]
+    assert len(released) >= 57
+    for res in fits:
+        assert res.withheld.empty or set(res.withheld) == {"lost release"}
+    errors = np.array([res.params - exact.params for res in released])
     median = np.median(np.abs(errors), axis=0) / np.array([0.0106, 0.000687])
     assert (median < np.array([0.8, 1.1])).all(), median
 

@@ -196,15 +196,18 @@ def keyed_uniforms(key: np.uint64, counters: NDArray[np.uint64]) -> NDArray[np.f
     hi = _splitmix(key + position * _WEYL)
     lo = _splitmix(key + (position + np.uint64(1)) * _WEYL)
     fraction = (lo >> np.uint64(11)).astype(np.float64) + 0.5
-    u = ((hi >> np.uint64(11)).astype(np.float64) + fraction * 2.0**-53) * 2.0**-53
-    return np.minimum(u, _BELOW_ONE, out=u)  # the top word's last step rounds up to 1
+    u: NDArray[np.float64] = (hi >> np.uint64(11)).astype(np.float64) + fraction * 2.0**-53
+    u *= 2.0**-53
+    np.minimum(u, _BELOW_ONE, out=u)  # the top word's last step rounds up to 1
+    return u
 
 
 def _splitmix(z: NDArray[np.uint64]) -> NDArray[np.uint64]:
     """SplitMix64's output mixer (a bijection of 64-bit words; uint64 arrays wrap silently)."""
     z = (z ^ (z >> np.uint64(30))) * _MIX[0]
     z = (z ^ (z >> np.uint64(27))) * _MIX[1]
-    return z ^ (z >> np.uint64(31))
+    mixed: NDArray[np.uint64] = z ^ (z >> np.uint64(31))
+    return mixed
 
 
 def release_bounded_sum(

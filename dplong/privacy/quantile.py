@@ -226,7 +226,7 @@ def private_median(
     below_cells = 0 if grid.signed else 1  # an unsigned grid's values below 0: cell -1
     # one key per column, whatever the data: the draws keyed by run (:func:`_noisy_max`) leave
     # the caller's stream where the same fit on one-ulp different values leaves it
-    keys = rng.integers(0, 2**64, size=values.shape[1], dtype=np.uint64)
+    keys = np.asarray(rng.integers(0, 2**64, size=values.shape[1], dtype=np.uint64))
     out = np.empty(values.shape[1])
     for j in range(values.shape[1]):  # one mechanism per column, vectorised over users
         order = np.argsort(values[:, j])  # NaN sort last: no statistic
@@ -347,10 +347,10 @@ def _first_at(size: int, largest: float, rate: float, key: np.uint64, run: int) 
         counters = np.array([2 * attempt, 2 * attempt + 1], dtype=np.uint64) << np.uint64(32)
         u = keyed_uniforms(key, counters + np.uint64(run))
         if decay * size >= 1.0:
-            at = math.floor(-math.log(u[0]) / decay)
+            at = math.floor(-math.log(float(u[0])) / decay)
             if at < size:
                 return at
         else:
-            at = math.floor(u[0] * size)  # bias at most size 2**-53: a total variation
-            if -math.log(u[1]) >= decay * at:
+            at = math.floor(float(u[0]) * size)  # bias at most size 2**-53: a total variation
+            if -math.log(float(u[1])) >= decay * at:
                 return at
