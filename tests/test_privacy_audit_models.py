@@ -253,13 +253,14 @@ REL_USERS: dict[str, NDArray[np.float64]] = {
     "one-row": np.array([FAR]),
     "extreme": 1e160 * np.arange(3.0),
 }
-#: ~18 ms per fit (CPU: three private medians, and a fresh calibration of block 2, whose
-#: midpoint follows the noisy μ̂²): 400 fits per data set (were 600), from seeds 3101 + the
-#: user's index. The moved user's tightness bar (0.02 of the claim) passes on these seeds with
-#: a margin: its ε_lb on prefixes of the runs is 0.088 of the claim at 300, 0.131 at 400, 0.161
-#: at 500. With the medians' keyed run-by-run draws the earlier seeds (3100 + index) gave only
-#: 0.007 at 400 (0.026 at 600, 0.046 at 800; on the earlier draws 0.047 at 400, 0.123 at
-#: 600), the next ones (3102 + index) 0.029 at 400, 0.056 at 600
+#: ~15 ms per fit (CPU, the same on the medians' earlier draws: three private medians, and a
+#: fresh calibration of block 2, whose midpoint follows the noisy μ̂²): 400 fits per data set
+#: (were 600), from seeds 3101 + the user's index. The moved user's tightness bar (0.02 of
+#: the claim) passes on these seeds with a margin: its ε_lb on prefixes of the runs is 0.088
+#: of the claim at 300, 0.131 at 400, 0.161 at 500. With the medians' keyed run-by-run draws
+#: the earlier seeds (3100 + index) gave only 0.007 at 400 (0.026 at 600, 0.046 at 800; on
+#: the earlier draws 0.047 at 400, 0.123 at 600), the next ones (3102 + index) 0.029 at 400,
+#: 0.056 at 600
 REL_RUNS = 400
 REL_LABELS = ("Intercept", "Group Var", "Scale", "users")
 
