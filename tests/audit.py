@@ -66,6 +66,7 @@ __all__ = [
     "repeat",
     "report",
     "tail_events",
+    "winning_law",
 ]
 
 #: Family-wise one-sided confidence of every ε lower bound (Bonferroni inside each audit): for a
@@ -326,10 +327,10 @@ class ColumnAudit:
     with ``sums`` the clipped sum the estimate reads, ``(estimate - c) N̂`` for the run's
     released interval's middle c (post-processing of released numbers: where the interval's
     middle is far from the mean, the count's noise times that offset would hide the sum's
-    move in the estimate). The events rest on one reference release (seed 0, on the data set
-    with user 0 at ``users[reference]``): its public interval gives the noiseless outputs, its
-    noise scales the steps. POWER: the final stage drawn at ``BROKEN_EPSILON_FACTOR`` times
-    its ε."""
+    move in the estimate). The events rest on one reference release (seed ``reference_seed``,
+    on the data set with user 0 at ``users[reference]``): its public interval gives the
+    noiseless outputs, its noise scales the steps. POWER: the final stage drawn at
+    ``BROKEN_EPSILON_FACTOR`` times its ε."""
 
     options: dplong.privacy.options.ReleaseOptions
     others: NDArray[np.float64]
@@ -339,6 +340,7 @@ class ColumnAudit:
     broken_runs: int
     seed: int
     sums: bool = False
+    reference_seed: int = 0
 
     @property
     def labels(self) -> list[str]:
@@ -357,7 +359,9 @@ class ColumnAudit:
     @functools.cached_property
     def reference_release(self) -> dplong.privacy.engine.Release:
         with memoized_compose():
-            return self.release(self.matrix(self.reference), np.random.default_rng(0))
+            return self.release(
+                self.matrix(self.reference), np.random.default_rng(self.reference_seed)
+            )
 
     def noiseless(self, user: str) -> NDArray[np.float64]:
         """Estimate and count without noise, on the reference's public interval."""
@@ -587,3 +591,25 @@ def fast_compose() -> Iterator[Callable[..., Any]]:
     """:func:`memoized_compose` for a whole test module: ``pytest.mark.usefixtures``."""
     with memoized_compose() as cached:
         yield cached
+
+
+def winning_law(loss: NDArray[np.int64], rate: float) -> NDArray[np.float64]:
+    """The exact chance that each cell is the first of largest ``Z - loss``, Z two-sided
+    geometric of ``rate`` per cell: the law of ``private_median``'s report-noisy-max (the
+    package draws it run by run, the audits' replicas cell by cell). Cell k wins at its draw
+    z iff the cells before it draw at most ``z - 1 - L_k + L_j`` and those after at most
+    ``z - L_k + L_j``; summed over z."""
+    p = np.exp(-rate)
+    z = np.arange(-int(80 / rate), int(80 / rate) + loss.max() + 2)  # tails beyond: < e^-80
+
+    def cdf(v: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.where(v < 0, p ** np.abs(v) / (1 + p), 1 - p ** (v + 1) / (1 + p))
+
+    mass = (1 - p) / (1 + p) * p ** np.abs(z)
+    law = np.empty(loss.size)
+    for k in range(loss.size):
+        reach = z[:, None] - loss[k] + loss[None, :]
+        before = np.prod(cdf(reach[:, :k] - 1.0), axis=1)
+        after = np.prod(cdf(reach[:, k + 1 :]), axis=1)
+        law[k] = np.sum(mass * before * after)
+    return law

@@ -41,6 +41,7 @@ from audit import (
     pair_bound,
     repeat,
     report,
+    winning_law,
 )
 from numpy.typing import NDArray
 
@@ -412,26 +413,6 @@ def median_replica(noise_fraction: float = 1.0, data_grid: bool = False) -> Call
     return release
 
 
-def _winning_law(loss: NDArray[np.int64], rate: float) -> NDArray[np.float64]:
-    """The exact chance that each cell is the first of largest ``Z - loss``, Z two-sided
-    geometric of ``rate`` per cell: cell k wins at its draw z iff the cells before it draw at
-    most ``z - 1 - L_k + L_j`` and those after at most ``z - L_k + L_j``; summed over z."""
-    p = np.exp(-rate)
-    z = np.arange(-int(80 / rate), int(80 / rate) + loss.max() + 2)  # tails beyond: < e^-80
-
-    def cdf(v: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.where(v < 0, p ** np.abs(v) / (1 + p), 1 - p ** (v + 1) / (1 + p))
-
-    mass = (1 - p) / (1 + p) * p ** np.abs(z)
-    law = np.empty(loss.size)
-    for k in range(loss.size):
-        reach = z[:, None] - loss[k] + loss[None, :]
-        before = np.prod(cdf(reach[:, :k] - 1.0), axis=1)
-        after = np.prod(cdf(reach[:, k + 1 :]), axis=1)
-        law[k] = np.sum(mass * before * after)
-    return law
-
-
 def test_median_replica_has_the_package_law() -> None:
     # Both draw the first cell of largest ``Z - loss`` (the package run by run, the replica
     # cell by cell): over 10,000 draws each, every cell's frequency lies within 5 binomial sds
@@ -446,7 +427,7 @@ def test_median_replica_has_the_package_law() -> None:
         data = values if grid.signed else np.abs(values)
         epsilon = [0.7, 2.0, 0.3][case % 3]
         loss, centres = median_losses(data, grid)
-        law = _winning_law(loss, float(geometric_rate(epsilon, 2.0)))
+        law = winning_law(loss, float(geometric_rate(epsilon, 2.0)))
         assert abs(law.sum() - 1.0) < 1e-9
         gen = np.random.default_rng(case)
         package = private_median(
