@@ -93,12 +93,14 @@ LUMP_SDS = 2.0
 SECOND_RUNG = 1.5
 
 
-def with_tail(plan: ReleasePlan, *, measured: bool) -> ReleasePlan:
+def with_tail(plan: ReleasePlan, *, measured: bool, users: float | None = None) -> ReleasePlan:
     """The plan with the tail stage's share (one count of the users in a tail, calibrated with
-    the final stage) where the release measures its tail: no bounds, scale or tail stated."""
+    the final stage) where the release measures its tail: no bounds, scale or tail stated;
+    ``users`` is the high end of the private count of users with a statistic, for whom the
+    share is sized (:func:`~dplong.privacy.budget.tail_share`; n where not given)."""
     if not measured:
         return plan
-    return dataclasses.replace(plan, tail=tail_share(plan.n, plan.d, plan.per_column))
+    return dataclasses.replace(plan, tail=tail_share(plan.n, plan.d, plan.per_column, users))
 
 
 def skew_tails(where: Location) -> tuple[Tail, ...]:
