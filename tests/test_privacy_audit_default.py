@@ -373,8 +373,9 @@ def release_means_replica(
         rough = noise.release_bounded_sum(rough_values, width, np.full(d, plan.refine), rng)
         centre = midpoint + np.clip(rough.total / per_column, -width, width)
     # 5. the mean, on c ± w with the engine's radii and budget (with an estimated scale, its
-    # tail count's share calibrated with it)
-    tail = budget_module.tail_share(n, d, plan.per_column) if scale is None else 0.0
+    # tail count's share calibrated with it, sized for the count's plausible high end)
+    found = float(np.max(per_column + 2.0 * users_sd))
+    tail = budget_module.tail_share(n, d, plan.per_column, found) if scale is None else 0.0
     plan = dataclasses.replace(plan, tail=tail)
     radius, budget = final_radius(centre, sd, per_column, plan)
     with np.errstate(invalid="ignore"):
@@ -500,7 +501,8 @@ def test_release_means_replica_reproduces_the_package(
         stages = ["count", *([] if public else ["midpoint"] * (2 if plan.side else 1))]
         stages += ["scale"] * (2 + bool(plan.inside)) if not stated else []
         stages += ["refinement"] if plan.refine > 0 else []
-        tail = budget_module.tail_share(n, d, plan.per_column) if not stated else 0.0
+        found = float(np.max(release.users + 2.0 * release.users_sd))
+        tail = budget_module.tail_share(n, d, plan.per_column, found) if not stated else 0.0
         counted = tail and release.noise_kind == "laplace"  # one tail count for the columns
         stages += ["mean", *(["second moment"] if plan.moment_share else [])]
         before = [s for s in stages[1 : -1 - bool(plan.moment_share)] for _ in names]
