@@ -545,9 +545,7 @@ def _without_group_var(release: Release) -> Release:
 #: wage panel's Scale, the dietox pigs' Group Var and Scale): said whenever the scales are
 #: estimated, a public fact.
 _UNCHECKED_TAIL_NOTE = (
-    "['Group Var', 'Scale']: assume unchecked tails (chi-square of users' squared deviations,"
-    " exponential of their variances), heavier tails bias them low beyond their intervals;"
-    " state scale= if known."
+    "['Group Var', 'Scale']: assume unchecked chi-square/exponential tails; state scale= if known."
 )
 
 _UNCENTRED_NOTE = (
