@@ -381,12 +381,20 @@ def release_means_replica(
     with np.errstate(invalid="ignore"):
         clipped = np.nan_to_num(np.clip(matrix - centre, -radius, radius), nan=0.0)
     mean_budget, moment_budget = budget.split(plan.moment_share)
-    # 5a. the tail stage (an estimated scale, tail_share > 0, a Laplace budget): one count of
-    # the users beyond 3.5 σ̂ in any column (sensitivity 1); heavy columns' radii widened
-    if tail > 0.0 and mean_budget.kind == "laplace":
-        rest = mean_budget.epsilon * (1 - tail)
-        tail_epsilon = float(np.sum(mean_budget.epsilon - rest))
-        mean_budget = budget_module.FinalBudget("laplace", rest, mean_budget.rho)
+    # 5a. the tail stage (an estimated scale, tail_share > 0): one count of the users beyond
+    # 3.5 σ̂ in any column (sensitivity 1), its ε a share of the means' ε, or of their ρ drawn
+    # at ε = √(2 ρ_t); heavy columns' radii widened
+    if tail > 0.0:
+        if mean_budget.kind == "laplace":
+            rest = mean_budget.epsilon * (1 - tail)
+            tail_epsilon = float(np.sum(mean_budget.epsilon - rest))
+            mean_budget = budget_module.FinalBudget("laplace", rest, mean_budget.rho)
+        else:
+            kept = mean_budget.rho * (1 - tail)
+            taken = float(np.sum(mean_budget.rho - kept))
+            tail_epsilon = float(np.sum((mean_budget.rho - kept) * (math.sqrt(2 * taken) / taken)))
+            mean_budget = budget_module.FinalBudget("gaussian", mean_budget.epsilon, kept)
+            rest = 2.0 * np.sqrt(kept)  # the Laplace ε as noisy: what a radius is balanced on
         rung = TAIL_RUNG * sd
         with np.errstate(invalid="ignore"):
             beyond = np.sum(np.any(np.abs(matrix - centre) > rung, axis=1))
@@ -503,7 +511,7 @@ def test_release_means_replica_reproduces_the_package(
         stages += ["refinement"] if plan.refine > 0 else []
         found = float(np.max(release.users + 2.0 * release.users_sd))
         tail = budget_module.tail_share(n, d, plan.per_column, found) if not stated else 0.0
-        counted = tail and release.noise_kind == "laplace"  # one tail count for the columns
+        counted = tail > 0.0  # one tail count for the columns
         stages += ["mean", *(["second moment"] if plan.moment_share else [])]
         before = [s for s in stages[1 : -1 - bool(plan.moment_share)] for _ in names]
         after = [s for s in stages[-1 - bool(plan.moment_share) :] for _ in names]

@@ -162,7 +162,7 @@ def tail_rule(
     joint = float(np.sum(tail_epsilon))
     users = where.per_column_users
     wide, heavy, reach, rung, _ = _tail_radius(
-        matrix, where, radius, joint, mean_budget.epsilon, users, rng, root
+        matrix, where, radius, joint, mean_budget.laplace_equivalent(), users, rng, root
     )
     entries = [_tail_entry(names, joint)]
     if heavy.any():  # a second rung at the widened clip, from the means' budget
@@ -175,7 +175,7 @@ def tail_rule(
             (radius, wide),
             (rung, reach),
             rung_total,
-            mean_budget.epsilon,
+            mean_budget.laplace_equivalent(),
             rng,
             root,
         )
