@@ -40,6 +40,7 @@ from scipy import integrate, optimize, stats
 from untouchable import Untouchable
 
 import dplong
+import dplong.privacy.tails as tails_module
 from dplong.bounds import error_bound_table
 from dplong.exceptions import (
     BudgetExceededError,
@@ -1341,20 +1342,31 @@ class TestLedger:
         where the count finds heavy tails (t₂ columns: 5 % beyond 3.5 σ̂ against 0.05 %) the
         second rung's call is taken from the means' ρ and the means scaled to what is left
         (``top_up``), still exactly the budget. The count itself is the audited mechanism of
-        ``test_privacy_audit_tail.py`` at the ε its ledger entry records."""
+        ``test_privacy_audit_tail.py`` at the ε its ledger entry records: its noise is drawn at
+        exactly that ε (the geometric rate of each call)."""
         n, d = 20_000, 12
         rng = np.random.default_rng(29)
         x = rng.standard_t(2.0, size=(n, d)) if heavy else rng.normal(size=(n, d))
-        release = release_means(
-            x,
-            names=tuple(f"c{j}" for j in range(d)),
-            options=options(n, d=d, epsilon=1.0, delta=1e-6),
-            rng=np.random.default_rng(30),
-        )
+        rates: list[float] = []
+        draw = tails_module.two_sided_geometric
+
+        def recorded(generator: np.random.Generator, rate: float, shape: Any) -> Any:
+            rates.append(float(rate))
+            return draw(generator, rate, shape)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(tails_module, "two_sided_geometric", recorded)
+            release = release_means(
+                x,
+                names=tuple(f"c{j}" for j in range(d)),
+                options=options(n, d=d, epsilon=1.0, delta=1e-6),
+                rng=np.random.default_rng(30),
+            )
         assert release.noise_kind == "gaussian"
         entries = release.privacy.entries
         counts = [e for e in entries if e.stage == "tail"]
         assert len(counts) == (2 if heavy else 1)
+        assert rates == [float(geometric_rate(e.epsilon, 1.0)) for e in counts]
         assert all(e.rho == 0.0 and e.epsilon > 0 and e.sensitivity == 1.0 for e in counts)
         assert all(e.noise_scale == pytest.approx(1.0 / e.epsilon, rel=1e-5) for e in counts)
         assert any("heavy tail" in note for note in release.notes) == heavy
