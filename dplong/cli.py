@@ -148,7 +148,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
 #: The shipped examples and the smallest ε at which each is released, then released without a
 #: warning (``dplong plan``; tests/test_planning.py checks them against the planner): data
 #: set, users' column, model, formula, model and fit options, the two ε (the second None where
-#: a warning holds at every ε: the location model's on Scale's unchecked tail).
+#: a warning holds at every ε: the location model's on its components' unchecked tails).
 SHIPPED_EXAMPLES: tuple[tuple[str, str, str, str, dict[str, Any], float, float | None], ...] = (
     ("wage_panel", "nr", "ols", "lwage ~ exper + expersq", {}, 0.45, 0.99),
     ("wage_panel", "nr", "ols", "lwage ~ exper + expersq", {"estimator": "within"}, 1.4, 3.0),

@@ -40,6 +40,7 @@ from scipy import integrate, optimize, stats
 from untouchable import Untouchable
 
 import dplong
+import dplong.privacy.tails as tails_module
 from dplong.bounds import error_bound_table
 from dplong.exceptions import (
     BudgetExceededError,
@@ -1297,12 +1298,12 @@ class TestLedger:
             )
         # the second moment: centred squares in ±w²/2, so a user moves its sum by at most w²;
         # MOMENT_SHARE of each column's final budget, the mean the rest (less the tail
-        # stage's share of it, a Laplace budget's only)
+        # stage's share of it: of its ε, or of its ρ)
         moment = frame[frame["stage"] == "second moment"]
         assert np.all(moment["sensitivity"].to_numpy() >= radius**2)
         assert np.all(moment["sensitivity"].to_numpy() <= radius**2 * (1 + LATTICE_SLACK))
         key = "epsilon" if release.noise_kind == "laplace" else "rho"
-        tail = share if "tail" in stages and release.noise_kind == "laplace" else 0.0
+        tail = share if "tail" in stages else 0.0
         np.testing.assert_allclose(
             moment[key].to_numpy() / mean[key].to_numpy(),
             MOMENT_SHARE / ((1 - MOMENT_SHARE) * (1 - tail)),
@@ -1332,6 +1333,58 @@ class TestLedger:
         mean = [e for e in release.privacy.entries if e.stage == "mean"]
         assert all(e.epsilon == 0.0 and e.rho > 0 for e in mean)
         assert release.privacy.epsilon <= 1.0 and release.privacy.delta <= 1e-6
+
+    @pytest.mark.parametrize("heavy", [False, True])
+    def test_gaussian_final_stage_runs_the_tail_count(self, heavy: bool) -> None:
+        """A discrete Gaussian final stage gives its tail count ``share`` of each column's ρ and
+        draws it as one pure call of ε = √(2 Σ ρ_t) (ε-DP is ε²/2-zCDP: it costs at most the ρ
+        it took). The calibration composes that call, so the release spends exactly its (ε, δ);
+        where the count finds heavy tails (t₂ columns: 5 % beyond 3.5 σ̂ against 0.05 %) the
+        second rung's call is taken from the means' ρ and the means scaled to what is left
+        (``top_up``), still exactly the budget. The count itself is the audited mechanism of
+        ``test_privacy_audit_tail.py`` at the ε its ledger entry records: its noise is drawn at
+        exactly that ε (the geometric rate of each call)."""
+        n, d = 20_000, 12
+        rng = np.random.default_rng(29)
+        x = rng.standard_t(2.0, size=(n, d)) if heavy else rng.normal(size=(n, d))
+        rates: list[float] = []
+        draw = tails_module.two_sided_geometric
+
+        def recorded(generator: np.random.Generator, rate: float, shape: Any) -> Any:
+            rates.append(float(rate))
+            return draw(generator, rate, shape)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(tails_module, "two_sided_geometric", recorded)
+            release = release_means(
+                x,
+                names=tuple(f"c{j}" for j in range(d)),
+                options=options(n, d=d, epsilon=1.0, delta=1e-6),
+                rng=np.random.default_rng(30),
+            )
+        assert release.noise_kind == "gaussian"
+        entries = release.privacy.entries
+        counts = [e for e in entries if e.stage == "tail"]
+        assert len(counts) == (2 if heavy else 1)
+        assert rates == [float(geometric_rate(e.epsilon, 1.0)) for e in counts]
+        assert all(e.rho == 0.0 and e.epsilon > 0 and e.sensitivity == 1.0 for e in counts)
+        assert all(e.noise_scale == pytest.approx(1.0 / e.epsilon, rel=1e-5) for e in counts)
+        assert any("heavy tail" in note for note in release.notes) == heavy
+        # the means' ρ gave the first count its share; the second moment keeps MOMENT_SHARE of
+        # each column's
+        share = tail_share(n, d, column_epsilon(1.0, 1e-6, d))
+        mean = np.array([e.rho for e in entries if e.stage == "mean"])
+        moment = np.array([e.rho for e in entries if e.stage == "second moment"])
+        if not heavy:  # the means keep 1 - share of their part, the count ε = √(2 Σ ρ_t)
+            before = mean / (1.0 - share)
+            taken = float(np.sum(before - mean))
+            assert counts[0].epsilon == pytest.approx(math.sqrt(2.0 * taken), rel=1e-9)
+            np.testing.assert_allclose(
+                moment / before, MOMENT_SHARE / (1 - MOMENT_SHARE), rtol=1e-9
+            )
+        # exactly the budget, never more
+        assert 1.0 * (1 - 1e-6) <= release.privacy.epsilon <= 1.0 * (1 + 1e-12)
+        assert release.privacy.delta <= 1e-6
 
     def test_one_count_or_one_per_column(self) -> None:
         x = np.random.default_rng(24).normal(size=(2000, 3))

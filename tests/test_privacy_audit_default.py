@@ -373,19 +373,28 @@ def release_means_replica(
         rough = noise.release_bounded_sum(rough_values, width, np.full(d, plan.refine), rng)
         centre = midpoint + np.clip(rough.total / per_column, -width, width)
     # 5. the mean, on c ± w with the engine's radii and budget (with an estimated scale, its
-    # tail count's share calibrated with it)
-    tail = budget_module.tail_share(n, d, plan.per_column) if scale is None else 0.0
+    # tail count's share calibrated with it, sized for the count's plausible high end)
+    found = float(np.max(per_column + 2.0 * users_sd))
+    tail = budget_module.tail_share(n, d, plan.per_column, found) if scale is None else 0.0
     plan = dataclasses.replace(plan, tail=tail)
     radius, budget = final_radius(centre, sd, per_column, plan)
     with np.errstate(invalid="ignore"):
         clipped = np.nan_to_num(np.clip(matrix - centre, -radius, radius), nan=0.0)
     mean_budget, moment_budget = budget.split(plan.moment_share)
-    # 5a. the tail stage (an estimated scale, tail_share > 0, a Laplace budget): one count of
-    # the users beyond 3.5 σ̂ in any column (sensitivity 1); heavy columns' radii widened
-    if tail > 0.0 and mean_budget.kind == "laplace":
-        rest = mean_budget.epsilon * (1 - tail)
-        tail_epsilon = float(np.sum(mean_budget.epsilon - rest))
-        mean_budget = budget_module.FinalBudget("laplace", rest, mean_budget.rho)
+    # 5a. the tail stage (an estimated scale, tail_share > 0): one count of the users beyond
+    # 3.5 σ̂ in any column (sensitivity 1), its ε a share of the means' ε, or of their ρ drawn
+    # at ε = √(2 ρ_t); heavy columns' radii widened
+    if tail > 0.0:
+        if mean_budget.kind == "laplace":
+            rest = mean_budget.epsilon * (1 - tail)
+            tail_epsilon = float(np.sum(mean_budget.epsilon - rest))
+            mean_budget = budget_module.FinalBudget("laplace", rest, mean_budget.rho)
+        else:
+            kept = mean_budget.rho * (1 - tail)
+            taken = float(np.sum(mean_budget.rho - kept))
+            tail_epsilon = float(np.sum((mean_budget.rho - kept) * (math.sqrt(2 * taken) / taken)))
+            mean_budget = budget_module.FinalBudget("gaussian", mean_budget.epsilon, kept)
+            rest = 2.0 * np.sqrt(kept)  # the Laplace ε as noisy: what a radius is balanced on
         rung = TAIL_RUNG * sd
         with np.errstate(invalid="ignore"):
             beyond = np.sum(np.any(np.abs(matrix - centre) > rung, axis=1))
@@ -500,8 +509,9 @@ def test_release_means_replica_reproduces_the_package(
         stages = ["count", *([] if public else ["midpoint"] * (2 if plan.side else 1))]
         stages += ["scale"] * (2 + bool(plan.inside)) if not stated else []
         stages += ["refinement"] if plan.refine > 0 else []
-        tail = budget_module.tail_share(n, d, plan.per_column) if not stated else 0.0
-        counted = tail and release.noise_kind == "laplace"  # one tail count for the columns
+        found = float(np.max(release.users + 2.0 * release.users_sd))
+        tail = budget_module.tail_share(n, d, plan.per_column, found) if not stated else 0.0
+        counted = tail > 0.0  # one tail count for the columns
         stages += ["mean", *(["second moment"] if plan.moment_share else [])]
         before = [s for s in stages[1 : -1 - bool(plan.moment_share)] for _ in names]
         after = [s for s in stages[-1 - bool(plan.moment_share) :] for _ in names]

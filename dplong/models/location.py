@@ -531,10 +531,13 @@ def _without_group_var(release: Release) -> Release:
     )
 
 
-#: Scale's interval rests on an exponential tail of the users' variances that no count at a
-#: component's budget can check (docs/accuracy.md: 0.44 coverage on the wage panel).
+#: The components' intervals rest on tail models no count at a component's budget can check:
+#: a χ²₁ tail of the users' squared deviations (Group Var), an exponential one of their
+#: variances (Scale). Heavier tails are clipped beyond the bias bounds (docs/accuracy.md: the
+#: wage panel's Scale, the dietox pigs' Group Var and Scale): said whenever the scales are
+#: estimated, a public fact.
 _UNCHECKED_TAIL_NOTE = (
-    "['Scale']: assumes an unchecked exponential tail of users' variances; state scale= if known."
+    "['Group Var', 'Scale']: assume unchecked chi-square/exponential tails; state scale= if known."
 )
 
 _UNCENTRED_NOTE = (

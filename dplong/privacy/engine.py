@@ -414,7 +414,13 @@ def release_means(
     sparse = where.sparse & ~undefined & ~lost
     unfound = lost | sparse
     weights = np.where(undefined | unfound, 0.0, weights)
-    plan = with_tail(plan, measured=bounds is None and scale is None and tail is None)
+    # the tail count's share is sized for the users it reads: at most the count's plausible
+    # high end (:func:`~dplong.privacy.budget.tail_share`)
+    plan = with_tail(
+        plan,
+        measured=bounds is None and scale is None and tail is None,
+        users=float(np.max(found + 2.0 * where.users_sd)),
+    )
     if bounds is None:
         radius, budget = _final_radius(where, weights, plan, rules.relative, stated_moment)
     else:  # the public bounds are the interval: nothing is clipped under the assumption

@@ -93,12 +93,14 @@ LUMP_SDS = 2.0
 SECOND_RUNG = 1.5
 
 
-def with_tail(plan: ReleasePlan, *, measured: bool) -> ReleasePlan:
+def with_tail(plan: ReleasePlan, *, measured: bool, users: float | None = None) -> ReleasePlan:
     """The plan with the tail stage's share (one count of the users in a tail, calibrated with
-    the final stage) where the release measures its tail: no bounds, scale or tail stated."""
+    the final stage) where the release measures its tail: no bounds, scale or tail stated;
+    ``users`` is the high end of the private count of users with a statistic, for whom the
+    share is sized (:func:`~dplong.privacy.budget.tail_share`; n where not given)."""
     if not measured:
         return plan
-    return dataclasses.replace(plan, tail=tail_share(plan.n, plan.d, plan.per_column))
+    return dataclasses.replace(plan, tail=tail_share(plan.n, plan.d, plan.per_column, users))
 
 
 def skew_tails(where: Location) -> tuple[Tail, ...]:
@@ -160,7 +162,7 @@ def tail_rule(
     joint = float(np.sum(tail_epsilon))
     users = where.per_column_users
     wide, heavy, reach, rung, _ = _tail_radius(
-        matrix, where, radius, joint, mean_budget.epsilon, users, rng, root
+        matrix, where, radius, joint, mean_budget.laplace_equivalent(), users, rng, root
     )
     entries = [_tail_entry(names, joint)]
     if heavy.any():  # a second rung at the widened clip, from the means' budget
@@ -173,7 +175,7 @@ def tail_rule(
             (radius, wide),
             (rung, reach),
             rung_total,
-            mean_budget.epsilon,
+            mean_budget.laplace_equivalent(),
             rng,
             root,
         )

@@ -63,17 +63,34 @@ class FinalBudget:
         return keep, FinalBudget(self.kind, self.epsilon * share, self.rho * share)
 
     def tail_split(self, share: float) -> tuple[NDArray[np.float64], FinalBudget]:
-        """``share`` of every column's pure ε for the engine's tail count (pure ε-DP, so a Laplace
-        budget only: a Gaussian one is returned whole with no tail ε), and the rest for the mean;
-        :meth:`~dplong.privacy.budget.plan.ReleasePlan.calibrate` composed them with the count as
-        one call of the columns' summed tail ε
-        (:attr:`~dplong.privacy.budget.plan.ReleasePlan.tail`)."""
-        if self.kind == "gaussian" or share <= 0.0:
+        """``share`` of every column's budget for the engine's tail count, and the rest for the
+        mean. The count is one pure ε-DP call whose ε is the sum of the first part:
+        :meth:`~dplong.privacy.budget.plan.ReleasePlan.calibrate` composed it so. A Laplace
+        budget gives up ``share`` of each column's ε; a Gaussian one ``share`` of each column's
+        ρ, and the count's ε is ``√(2 Σ ρ_t)`` (ε-DP is ε²/2-zCDP, Bun–Steinke Prop. 1.4, so it
+        costs at most the ρ it takes), returned spread over the columns by their ρ."""
+        if share <= 0.0:
             return np.zeros_like(self.epsilon), self
+        if self.kind == "gaussian":
+            rest = self.rho * (1 - share)
+            taken = self.rho - rest
+            total = float(np.sum(taken))
+            if not total > 0.0:
+                return np.zeros_like(self.rho), self
+            count = taken * (math.sqrt(2.0 * total) / total)
+            return count, FinalBudget(self.kind, self.epsilon, rest)
         rest = self.epsilon * (1 - share)
         # the tail as the difference, exact (Sterbenz: rest >= ε / 2), so the parts add up to
         # the calibrated ε without rounding up
         return self.epsilon - rest, FinalBudget(self.kind, rest, self.rho)
+
+    def laplace_equivalent(self) -> NDArray[np.float64]:
+        """Per column, the ε of a Laplace sum as noisy as this budget's (``2√ρ`` for a
+        Gaussian one: sd ``2r / √(2ρ)`` against ``2√2 r / ε``): what the tail rule balances a
+        radius against."""
+        if self.kind == "gaussian":
+            return np.asarray(2.0 * np.sqrt(self.rho))
+        return self.epsilon
 
     def costs(self) -> list[Cost]:
         """One cost per column."""
@@ -105,19 +122,22 @@ def _calibrated(
     early = plan.early_costs(refine=refined, fallback=fallback)
     composer = Composer(early, plan.delta)
     mean = 1.0 - plan.moment_share
-    # the tail count (Laplace only) is one call over the columns, carved from the means
-    tail = plan.tail if kind == "laplace" else 0.0
+    # the tail count is one pure call over the columns, carved from the means
+    # (FinalBudget.tail_split): of their ε, or of their ρ at ε = √(2 ρ_t)
+    tail = plan.tail
     parts = np.array([mean * (1.0 - tail), plan.moment_share] if plan.moment_share else [mean])
     if not plan.moment_share:
         parts = parts * (1.0 - tail)
 
     def total(s: float) -> float:  # the mean (and second moment) of every column, the tail
         final = ((s * shares)[:, None] * parts).ravel()
+        taken = s * float(np.sum(shares)) * mean * tail
         if kind == "laplace":
             if tail:
-                final = np.append(final, s * float(np.sum(shares)) * mean * tail)
+                final = np.append(final, taken)
             return composer.add(final, 0.0).epsilon
-        return composer.add(rho=float(sum(final.tolist()))).epsilon
+        count = np.array([math.sqrt(2.0 * taken)]) if tail else np.zeros(0)
+        return composer.add(count, rho=float(sum(final.tolist()))).epsilon
 
     left = plan.epsilon - sum(c.epsilon for c in early)
     upper = 2.0 * max(left, plan.epsilon) if kind == "laplace" else plan.epsilon
@@ -151,8 +171,9 @@ def top_up(plan: ReleasePlan, spent: Sequence[Cost], mean: FinalBudget) -> Final
     their sum: below it where each column's share stays its own call (the means take up the
     difference), above it where the columns' shares are pooled into one count (one call of
     ε₁ + ... + ε_d costs more in Rényi terms than d calls of ε_j at small ε_j: the means give
-    the excess back). Either way the release spends exactly its budget. Post-processing of
-    released numbers and public facts; a Gaussian budget is returned as is.
+    the excess back). Either way the release spends exactly its budget. A Gaussian budget's ρ
+    is scaled the same way (its second rung, a pure call of ε = √(2 ρ_t), costs at most the ρ_t
+    it took, never more). Post-processing of released numbers and public facts.
 
     Examples
     --------
@@ -167,16 +188,19 @@ def top_up(plan: ReleasePlan, spent: Sequence[Cost], mean: FinalBudget) -> Final
     >>> round(compose(calls, plan.delta).epsilon, 6)  # exactly the plan's ε
     1.0
     """
-    if mean.kind != "laplace":
-        return mean
     composer = Composer([*plan.prior, *spent], plan.delta)
+    gaussian = mean.kind == "gaussian"
 
     def total(k: float) -> float:
+        if gaussian:
+            return composer.add(rho=float(np.sum(mean.rho)) * k).epsilon
         return composer.add(mean.epsilon * k, 0.0).epsilon
 
     # the means were calibrated for about these calls: the factor is near 1 (a guess: it saves
     # calls only)
     k = largest_within(total, plan.epsilon, 2.0, guess=1.0)
+    if gaussian:
+        return FinalBudget(mean.kind, mean.epsilon, mean.rho * k)
     return FinalBudget(mean.kind, mean.epsilon * k, mean.rho)
 
 

@@ -111,9 +111,9 @@ class ReleasePlan:
         second moment, or has :data:`~dplong.privacy.budget.stages.RANKED_USERS` users or more.
     tail : float
         Share of each column's final mean budget for the engine's tail count (one count over the
-        columns, :func:`~dplong.privacy.budget.stages.tail_share`; a Laplace budget only): 0 where
-        no tail stage runs. Set by the engine where it runs the stage, before the final stage is
-        calibrated with it as one call.
+        columns, :func:`~dplong.privacy.budget.stages.tail_share`; of its ε, or of a Gaussian
+        budget's ρ): 0 where no tail stage runs. Set by the engine where it runs the stage,
+        before the final stage is calibrated with it as one call.
     reruns : tuple of float
         The ε of each second median the scale stage ran (a column where most users share one
         value, :meth:`second_spread`) and of each one's check (:meth:`second_check`):

@@ -264,23 +264,40 @@ def _moment_share(n: int, per_column: float) -> float:
     return MOMENT_SHARE if n * per_column >= MOMENT_USERS else 0.0
 
 
-def tail_share(n: int, d: int, per_column: float) -> float:
-    """The share of each column's final mean budget for the engine's tail count: ``n ε`` of
+def tail_share(n: int, d: int, per_column: float, users: float | None = None) -> float:
+    """The share of each column's final mean budget for the engine's tail count: ``m ε`` of
     :data:`TAIL_USERS` users at the nominal budget of ``d`` columns of ``per_column`` ε each,
-    within :data:`TAIL_SHARES`; 0 where that buys fewer than :data:`TAIL_FLOOR` users' worth
-    (the count's noise would hide any tail a normal one would not show, and the share would
-    only add noise to the means). One count serves every column: paid per release, not per
-    column. Public facts only.
+    within :data:`TAIL_SHARES`, for the ``m`` users the count reads: ``users``, the plausible
+    high end of the private count of users with a statistic (at most n; n where not given,
+    as in a forecast). The count's noise in users is about ``√2 / ε``, so ``m ε`` fixes its
+    resolution as a share of the users it counts, which is what a tail's clipping bias
+    scales with: sized for n where a fifth of the users have a statistic (a per-user
+    regression on regressors few users vary), it would see only tails five times as heavy,
+    and the normal bias bound would stand for tails it should have marked. Whether the stage
+    runs is decided from public facts (n): 0 where n users' share buys fewer than
+    :data:`TAIL_FLOOR` users' worth (the count's noise would hide any tail a normal one would
+    not show, and the share would only add noise to the means). One count serves every
+    column: paid per release, not per column. A function of public facts and a released count
+    (post-processing).
 
     Examples
     --------
     >>> from dplong.privacy.budget import tail_share
     >>> tail_share(5912, 1, 1.0), round(tail_share(545, 3, 4.0 / 3), 3), tail_share(300, 1, 1.0)
     (0.05074424898511502, 0.138, 0.0)
+
+    A fifth of the 545 users with a statistic (a private count's high end of 160):
+
+    >>> round(tail_share(545, 5, 3.2), 3), round(tail_share(545, 5, 3.2, users=160.0), 3)
+    (0.034, 0.117)
     """
     low, high = TAIL_SHARES
     share = min(max(TAIL_USERS / (n * d * per_column), low), high)
-    return share if share * n * d * per_column >= TAIL_FLOOR else 0.0
+    if share * n * d * per_column < TAIL_FLOOR:
+        return 0.0
+    # a count's high end beyond n is its noise (at most n users have a statistic)
+    counted = n if users is None or not users < n else max(users, 1.0)
+    return min(max(TAIL_USERS / (counted * d * per_column), low), high)
 
 
 def _budget_phrase(epsilon: float, share: float, d: int) -> str:
