@@ -21,15 +21,14 @@ at most ``1 + 2**-(COARSE_BITS - 1)`` (< 0.05 %; about 1e-6 at ε = 1), and the 
 at most half a fine grid step per value (``w * 2**-(FINE_BITS + 1)``, about 1e-16 w: the
 fixed-point value is the float itself) plus half a coarse step on the sum.
 
-The geometric variables are ``floor(E / a)`` with ``E`` a standard exponential, exactly
-geometric for exact ``E`` and exact division. The float division moves each jump point ``k a``
-by a relative ``u = 2**-53``, so the log-mass of a draw of size k is off by at most ``3u(k+1)``;
-draws are at most ``46 / a`` (we clip ``E`` at 46; numpy's ziggurat never exceeds ~44.4), so
-the privacy loss is at most ``a D + 600 u / a``. :func:`geometric_rate` picks ``a`` so that
-this stays below ε. The clip at 46 moves probability ``e**-46 ≈ 1e-20`` and, like any
-inexactness of numpy's exponential sampler, counts as a total-variation distance ``t`` from the
-ideal law, which adds at most ``(1 + e**ε) t`` to δ: a "pure" ε-LDP release here is strictly
-(ε, ~1e-20)-LDP.
+The geometric variables are ``floor(E / a)``, E a standard exponential: exactly geometric for
+exact E and division. The float division moves each jump point ``k a`` by a relative
+``u = 2**-53``, so the log-mass of a draw of size k is off by at most ``3u(k+1)``; draws stay
+below ``200 / a`` (E clipped at 46 here, at most 74 from :func:`keyed_uniforms`), so the loss
+is at most ``a D + 600 u / a``, which :func:`geometric_rate` keeps below ε. The clip (chance
+``e**-46``) and any inexactness of the exponential sampler (:func:`keyed_uniforms`: ``2**-53``
+per draw; a private median draws at most 2n + 1) count as a total-variation distance t from the
+ideal law, adding at most ``(1 + e**ε) t`` to δ: a "pure" ε release is strictly (ε, that)-DP.
 
 **Gaussian noise.** For vector releases composed in zCDP the same lattice sum gets a discrete
 Gaussian ``N_Z(0, σ²)`` instead (Canonne, Kamath & Steinke 2020): for an integer statistic whose
