@@ -84,6 +84,7 @@ from dplong.privacy.budget import (
     tail_share,
 )
 from dplong.privacy.budget.stages import _median_users
+from dplong.privacy.coins import _Words, discrete_gaussian, discrete_gaussians
 from dplong.privacy.engine import MAD_FACTOR, Release, forecast_noise, release_means
 from dplong.privacy.histogram import bin_index, stable_histogram, stable_histogram_threshold
 from dplong.privacy.interval import check_histogram_feasible, local_bins
@@ -91,7 +92,6 @@ from dplong.privacy.locate import ROUGH_RADIUS
 from dplong.privacy.noise import (
     COARSE_BITS,
     MIN_LATTICE_EPSILON,
-    discrete_gaussian,
     flip_probability,
     geometric_rate,
     release_bounded_sum,
@@ -301,13 +301,23 @@ class TestDiscreteGaussian:
             rounded = np.rint(np.random.default_rng(seed).normal(0, math.sqrt(0.5), draws))
             assert chi_square_p(rounded.astype(int), 0.5) < 1e-3
 
-    def test_one_word_draws_are_the_arrays_words(self) -> None:
-        """The sampler's coins draw a single 62-bit word as a scalar, the number a size-1 array
-        draw gives from the same stream (numpy's bounded integers): releases are unchanged."""
-        scalar, array = np.random.default_rng(9), np.random.default_rng(9)
-        words = [int(scalar.integers(0, 1 << 62)) for _ in range(2000)]
-        assert words == [int(array.integers(0, 1 << 62, size=1)[0]) for _ in range(2000)]
-        assert scalar.random() == array.random()  # and the streams stay in step
+    @pytest.mark.parametrize("bit_generator", [np.random.PCG64, np.random.MT19937, np.random.SFC64])
+    def test_batched_words_are_the_one_by_one_words(self, bit_generator: type) -> None:
+        """The coins read 62-bit words ahead in batches and then put the generator where reading
+        the words used one by one leaves it: a batch of numpy's bounded integers is drawn word by
+        word, so draws and stream are those of scalar draws, whatever the bit generator."""
+        scalar = np.random.Generator(bit_generator(9))
+        batched = np.random.Generator(bit_generator(9))
+        words = _Words(batched, 16)  # batches of 16: the 40 words below span three
+        read = [words.word() for _ in range(40)]
+        words.settle()
+        assert read == [int(scalar.integers(0, 1 << 62)) for _ in range(40)]
+        assert scalar.random() == batched.random()  # and the streams stay in step
+        # a release's draws in one batch equal the same draws one release at a time
+        one, each = np.random.default_rng(10), np.random.default_rng(10)
+        variances = [Fraction(1, 2), Fraction(9), Fraction(10**12 + 1, 3)] * 20
+        assert discrete_gaussians(one, variances) == [discrete_gaussian(each, v) for v in variances]
+        assert one.random() == each.random()
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from dplong.privacy.accounting import (
     zcdp_epsilon,
 )
 from dplong.privacy.budget import ReleasePlan
+from dplong.privacy.coins import discrete_gaussian
 from dplong.privacy.engine import Release, release_means
 from dplong.privacy.histogram import (
     Histogram,
@@ -21,7 +22,6 @@ from dplong.privacy.histogram import (
 )
 from dplong.privacy.interval import central_midpoint, local_midpoint
 from dplong.privacy.noise import (
-    discrete_gaussian,
     randomized_response,
     release_bounded_sum,
     release_gaussian_sum,

@@ -34,7 +34,7 @@ ideal law, adding at most ``(1 + e**ε) t`` to δ: a "pure" ε release is strict
 Gaussian ``N_Z(0, σ²)`` instead (Canonne, Kamath & Steinke 2020): for an integer statistic whose
 coordinates move by at most ``D_j`` lattice units, independent ``N_Z(0, σ_j²)`` draws are
 ``Σ_j D_j² / (2 σ_j²)``-zCDP (their Thm 4 with the Rényi divergences of independent coordinates
-adding up). :func:`discrete_gaussian` samples it *exactly* with integer arithmetic (their
+adding up). :mod:`dplong.privacy.coins` samples it *exactly* with integer arithmetic (their
 Algorithms 1-3, σ² a dyadic rational rounded up from the request), so it carries no float
 slack at all.
 """
@@ -47,6 +47,8 @@ from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
+
+from dplong.privacy.coins import discrete_gaussians
 
 FINE_BITS = 52
 _SPLIT = 2**26  # int64 partial sums of 27-bit halves stay exact for n < 2**35 rows
@@ -305,7 +307,7 @@ def release_gaussian_sum(
     variance = [
         _dyadic_ceiling(float(u) ** 2 / (2.0 * float(r))) for u, r in zip(units, rho, strict=True)
     ]
-    noise = np.array([discrete_gaussian(rng, v) for v in variance], dtype=np.float64)
+    noise = np.array(discrete_gaussians(rng, variance), dtype=np.float64)
     sd = np.sqrt(np.array([float(v) for v in variance])) * lattice.step
     return LatticeRelease(
         total=(lattice.exact_sums() + noise) * lattice.step,
@@ -390,76 +392,6 @@ def _dyadic_ceiling(value: float, bits: int = 40) -> Fraction:
     return (
         Fraction(math.ceil(math.ldexp(value, k)), 1 << k) if k > 0 else Fraction(math.ceil(value))
     )
-
-
-def _uniform_below(rng: np.random.Generator, bound: int) -> int:
-    """A uniform integer in ``[0, bound)``, exactly (rejection from whole 62-bit words)."""
-    words = max(1, -(-bound.bit_length() // 62))
-    while True:
-        if words == 1:  # the same word as size=1 draws, without the array's overhead
-            value = int(rng.integers(0, 1 << 62))
-        else:
-            value = 0
-            for word in rng.integers(0, 1 << 62, size=words):
-                value = (value << 62) | int(word)
-        value >>= words * 62 - bound.bit_length()
-        if value < bound:
-            return value
-
-
-def _bernoulli(rng: np.random.Generator, p: Fraction) -> bool:
-    return _uniform_below(rng, p.denominator) < p.numerator
-
-
-def _bernoulli_exp(rng: np.random.Generator, gamma: Fraction) -> bool:
-    """A Bernoulli(exp(-γ)) bit for rational γ >= 0, exactly (CKS 2020, Algorithm 1)."""
-    while gamma > 1:  # exp(-γ) = exp(-1)^⌊γ⌋ exp(-(γ - ⌊γ⌋))
-        if not _bernoulli_exp(rng, Fraction(1)):
-            return False
-        gamma -= 1
-    k = 1
-    while _bernoulli(rng, gamma / k):
-        k += 1
-    return k % 2 == 1
-
-
-def _discrete_laplace(rng: np.random.Generator, t: int) -> int:
-    """``P(y) ∝ exp(-|y| / t)`` on the integers, exactly (CKS 2020, Algorithm 2, s = 1)."""
-    while True:
-        u = _uniform_below(rng, t)
-        if not _bernoulli_exp(rng, Fraction(u, t)):
-            continue
-        v = 0
-        while _bernoulli_exp(rng, Fraction(1)):
-            v += 1
-        y = u + t * v
-        negative = _bernoulli(rng, Fraction(1, 2))
-        if negative and y == 0:
-            continue
-        return -y if negative else y
-
-
-def discrete_gaussian(rng: np.random.Generator, variance: Fraction) -> int:
-    """One draw of ``N_Z(0, σ²)``, ``P(y) ∝ exp(-y² / (2σ²))`` on the integers, exactly.
-
-    CKS 2020, Algorithm 3: a discrete Laplace proposal of scale ``t = ⌊σ⌋ + 1`` accepted with
-    probability ``exp(-(|y| - σ²/t)² / (2σ²))``; every coin is an exact rational Bernoulli.
-
-    Examples
-    --------
-    >>> from fractions import Fraction
-    >>> import numpy as np
-    >>> from dplong.privacy.noise import discrete_gaussian
-    >>> rng = np.random.default_rng(0)
-    >>> draws = np.array([discrete_gaussian(rng, Fraction(9)) for _ in range(4000)])
-    >>> bool(abs(draws.mean()) < 0.2), bool(abs(draws.var() / 9 - 1) < 0.08)
-    (True, True)
-    """
-    t = math.isqrt(variance.numerator // variance.denominator) + 1
-    while True:
-        y = _discrete_laplace(rng, t)
-        if _bernoulli_exp(rng, (abs(y) - variance / t) ** 2 / (2 * variance)):
-            return y
 
 
 def release_weighted_gaussian(
@@ -571,7 +503,7 @@ def _lattice_gaussian(
     variance = _dyadic_ceiling(units**2 / (2.0 * rho))
     if float(np.abs(sums).max()) / step > 2.0**52:  # the lattice integers must stay exact
         raise OverflowError("too many rows or grid points for exact lattice rounding")
-    noise = np.array([discrete_gaussian(rng, variance) for _ in range(g)], dtype=np.float64)
+    noise = np.array(discrete_gaussians(rng, [variance] * g), dtype=np.float64)
     sd = math.sqrt(float(variance)) * step
     return WeightedRelease(
         total=(np.rint(sums / step) + noise) * step,
@@ -730,32 +662,6 @@ def release_weighted_sums(
         sensitivity=lattice_sensitivity * step,
         step=step,
     )
-
-
-def logistic_coin(rng: np.random.Generator, log_odds: float) -> bool:
-    """One ``Bernoulli(1 / (1 + e^{-z}))`` bit for the float ``z = log_odds``, exactly.
-
-    Rejection from a fair bit: the heavier outcome (1 for ``z >= 0``) is kept at once, the
-    lighter with probability ``e^{-|z|}`` (CKS 2020, Algorithm 1, on the exact rational value
-    of the float), so the bit has exactly the logistic law of z — no rounding of a tiny
-    probability to a grid, which would break the ratio of two neighbours' coins. Each round
-    ends with probability at least ½.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dplong.privacy.noise import logistic_coin
-    >>> rng = np.random.default_rng(0)
-    >>> bits = [logistic_coin(rng, np.log(3.0)) for _ in range(4000)]     # P(1) = 3/4
-    >>> bool(abs(np.mean(bits) - 0.75) < 0.03), logistic_coin(rng, 1e300)
-    (True, True)
-    """
-    heavier = log_odds >= 0
-    weight = Fraction(abs(log_odds))
-    while True:
-        bit = _bernoulli(rng, Fraction(1, 2))
-        if bit == heavier or _bernoulli_exp(rng, weight):
-            return bit
 
 
 def release_gaussian_vector(

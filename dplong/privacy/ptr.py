@@ -28,7 +28,7 @@ classical ``2α √(2 log(1.25/δ)) / ε`` (which the classical proof covers onl
 and the float error of every computed statistic is bounded from public facts and counted, so
 that the test's soundness and the release's sensitivity hold for the floats actually computed.
 
-Floating point. The coin is drawn exactly (:func:`~dplong.privacy.noise.logistic_coin`) with
+Floating point. The coin is drawn exactly (:func:`~dplong.privacy.coins.logistic_coin`) with
 its log-odds computed from ``ε_t (1 - 2**-30)``: the few-ulp error of ``γ - M`` (at most
 ``~1e-14`` where the coin is not certain) stays inside the ε_t slack for ε_t >= 1e-5. The
 estimate is rounded to a public lattice and given exact discrete Gaussian noise
@@ -50,7 +50,8 @@ from dplong.exceptions import ParameterError
 from dplong.kernels import Kernel
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import PTRBudget
-from dplong.privacy.noise import logistic_coin, release_gaussian_vector
+from dplong.privacy.coins import logistic_coin
+from dplong.privacy.noise import release_gaussian_vector
 
 __all__ = [
     "PTRRelease",
