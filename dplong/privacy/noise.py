@@ -85,7 +85,7 @@ def geometric_rate(
     eps = np.asarray(epsilon, dtype=np.float64)
     sens = np.asarray(sensitivity, dtype=np.float64)
     slack = 1200.0 * _ROUNDOFF * sens / eps
-    if np.any(slack > eps / 2):
+    if (slack > eps / 2).any():
         raise ValueError("epsilon too small for float-safe lattice noise")
     return np.asarray((eps - slack) / sens)
 
@@ -193,11 +193,14 @@ def keyed_uniforms(key: np.uint64, counters: NDArray[np.uint64]) -> NDArray[np.f
     >>> bool(keyed_uniforms(np.uint64(7), np.array([5], dtype=np.uint64))[0] == u[5])
     True
     """
-    position = np.multiply(counters, np.uint64(2))
-    hi = _splitmix(key + position * _WEYL)
-    lo = _splitmix(key + (position + np.uint64(1)) * _WEYL)
-    fraction = (lo >> np.uint64(11)).astype(np.float64) + 0.5
-    u: NDArray[np.float64] = (hi >> np.uint64(11)).astype(np.float64) + fraction * 2.0**-53
+    # both words of every counter through one mixer call: positions 2c (hi) and 2c + 1 (lo)
+    words = np.empty((2, counters.size), dtype=np.uint64)
+    np.multiply(counters, np.uint64(2), out=words[0])
+    np.add(words[0], np.uint64(1), out=words[1])
+    words *= _WEYL
+    words += key
+    top = (_splitmix(words) >> np.uint64(11)).astype(np.float64)
+    u: NDArray[np.float64] = top[0] + (top[1] + 0.5) * 2.0**-53
     u *= 2.0**-53
     np.minimum(u, _BELOW_ONE, out=u)  # the top word's last step rounds up to 1
     return u
@@ -205,10 +208,12 @@ def keyed_uniforms(key: np.uint64, counters: NDArray[np.uint64]) -> NDArray[np.f
 
 def _splitmix(z: NDArray[np.uint64]) -> NDArray[np.uint64]:
     """SplitMix64's output mixer (a bijection of 64-bit words; uint64 arrays wrap silently)."""
-    z = (z ^ (z >> np.uint64(30))) * _MIX[0]
-    z = (z ^ (z >> np.uint64(27))) * _MIX[1]
-    mixed: NDArray[np.uint64] = z ^ (z >> np.uint64(31))
-    return mixed
+    z = z ^ (z >> np.uint64(30))
+    z *= _MIX[0]
+    z ^= z >> np.uint64(27)
+    z *= _MIX[1]
+    z ^= z >> np.uint64(31)
+    return z
 
 
 def release_bounded_sum(

@@ -232,8 +232,10 @@ def private_median(
         order = np.argsort(values[:, j])  # NaN sort last: no statistic
         kept = order[: np.searchsorted(values[order, j], np.nan)]
         cell = np.searchsorted(grid.boundaries, values[kept, j], side="right") - below_cells
-        ones = np.ones(kept.size)
-        down, up = (ones, ones) if weights is None else (weights[0][kept, j], weights[1][kept, j])
+        if weights is None:
+            down = up = np.ones(kept.size)
+        else:
+            down, up = weights[0][kept, j], weights[1][kept, j]
         first, sizes, loss = _runs(cell, down, up, len(grid))
         out[j] = grid.centres[_noisy_max(first, sizes, loss, float(rates[j]), keys[j])]
     return out
