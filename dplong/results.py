@@ -223,7 +223,10 @@ class PanelResults:
         """Two-sided p-values of ``parameter = 0`` from the law of :meth:`conf_int`.
 
         The sampling error plus the exact privacy-noise law, with the clipping bias bound given
-        to the null: ``pvalues < α`` exactly when 0 lies outside ``conf_int(α)``.
+        to the null: ``pvalues < α`` exactly when 0 lies outside ``conf_int(α)``. NaN for a
+        parameter whose support starts at 0 or above (:attr:`support_lower`, a variance): 0 is
+        then the boundary of its parameter space, where a Wald test has no normal reference
+        (Self & Liang 1987; statsmodels' MixedLM reports none for its variance components).
 
         Examples
         --------
@@ -244,6 +247,8 @@ class PanelResults:
             self.noise_law,
             self.bias.to_numpy(),
         )
+        boundary = self.params.index.map(lambda name: self.support_lower.get(name, -np.inf) >= 0)
+        values = np.where(boundary.to_numpy(bool), np.nan, values)
         p: pd.Series = pd.Series(values, index=self.params.index, name="P>|z|")
         return p
 

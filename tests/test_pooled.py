@@ -754,3 +754,24 @@ def test_scaled_test_decides_a_rare_level_the_whole_norm_cannot() -> None:
     assert pooled_gram._determined(gram, sigma, norm, disjoint)
     gram[0, 0] = 0.0
     assert not pooled_gram._determined(gram, sigma, norm, disjoint)
+
+
+def test_a_declared_factor_gives_the_gram_matrix_its_larger_share() -> None:
+    """Where the rows have structural zeros (a declared treatment-coded factor), whether every
+    level is determined rests on the Gram matrix's diagonal (the levels' row counts): the
+    plan, a function of the formula and the declared levels only, gives it FACTOR_SHARES'
+    part of ρ; the same data without the factor get SHARES'. The fit spends what it plans."""
+    from dplong.models.pooled.estimator import FACTOR_SHARES, SHARES
+
+    panel, bounds = _panel(0), {"y": (-5, 10), "age": (0, 100)}
+    levels = {"arm": ["control", "low", "high"]}
+    factor = PooledOLS.from_formula(
+        "y ~ C(arm) + age", panel, groups="id", bounds=bounds, levels=levels
+    )
+    plain = PooledOLS.from_formula("y ~ age", panel, groups="id", bounds=bounds)
+    for model, shares in ((factor, FACTOR_SHARES), (plain, SHARES)):
+        rho = np.asarray(model.release_plan(epsilon=1.0, delta=1e-6).rho)
+        np.testing.assert_allclose(rho / rho.sum(), shares, rtol=1e-12)
+        res = model.fit(epsilon=1.0, delta=1e-6, max_rows=4, random_state=0)
+        gram = [e for e in res.privacy.entries if e.rho > 0.0][0]
+        assert gram.rho == pytest.approx(rho[0])

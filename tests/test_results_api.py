@@ -364,3 +364,18 @@ def test_compare_says_a_shared_formula_once(fits: dict[str, dplong.PanelResults]
     assert table.info.loc["Formula"].tolist() == ["lwage ~ exper + union"] * 2  # kept
     assert "Formula" in str(dplong.compare(fits))  # differing formulas: a row of the table
     assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_variance_components_have_no_wald_p_value() -> None:
+    """A variance's support starts at 0 (``support_lower``), so 'parameter = 0' is the boundary
+    of its parameter space, where the Wald z has no normal reference (Self & Liang 1987):
+    no p-value, as statsmodels' MixedLM reports none for its variance components; the
+    location keeps its p-value and every parameter its interval."""
+    wages = dplong.datasets.load_wage_panel()
+    res = dplong.RandomEffectsLocation.from_formula("lwage ~ 1", wages, groups="nr").fit(
+        epsilon=2.0, random_state=0
+    )
+    p = res.pvalues
+    assert p[["Group Var", "Scale"]].isna().all()
+    assert 0.0 <= p["Intercept"] <= 1.0
+    assert res.conf_int().notna().all().all()

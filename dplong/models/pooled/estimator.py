@@ -45,13 +45,27 @@ from dplong.privacy.ptr import check_ols_ptr, ols_ptr, ols_ptr_sensitivity, plan
 from dplong.privacy.ranges import located_miss
 from dplong.results import RegressionResults
 
-__all__ = ["BOUNDS_OPTION", "COV_TYPES", "PTR_REST", "PTR_SHARE", "SHARES", "CovType", "PooledOLS"]
+__all__ = [
+    "BOUNDS_OPTION",
+    "COV_TYPES",
+    "FACTOR_SHARES",
+    "PTR_REST",
+    "PTR_SHARE",
+    "SHARES",
+    "CovType",
+    "PooledOLS",
+]
 
 #: Shares of the fit's ρ: the augmented Gram matrix (the pilot and the Hessian), two Newton
 #: steps' clipped scores (β̂'s noise: the first is multiplied by the ridge's S in the second,
 #: so it needs less) and the clustered meat, which only needs to be good to some per cent (it
 #: enters bse under a root). How they were chosen: ``docs/design/pooled.md``.
 SHARES = (0.35, 0.2, 0.35, 0.1)  # Gram, Newton steps, meat
+#: The shares where the rows have structural zeros (a declared treatment-coded factor): the
+#: Gram matrix's block of the factor is then diagonal, each level's row count against its own
+#: noise, and whether every level is determined (:func:`~dplong.models.pooled.gram._determined`)
+#: rests on the rarest level's count: the Gram matrix gets more.
+FACTOR_SHARES = (0.55, 0.14, 0.24, 0.07)
 
 #: ``method="ptr"``: the share of ε of the ePTR release of the coefficients, and the shares of
 #: the rest between the Gram matrix and the meat of the clustered standard errors (which need
@@ -493,7 +507,8 @@ class PooledOLS(FormulaModel):
         """The fit's budget from public facts (n, the columns without public bounds, ε, δ):
         the ε of each median of the private ranges (or, where n ε is too small for them, the
         ρ of their histograms) and the ρ of the Gaussian releases (the Gram matrix, the two
-        Newton steps, the meat), as :meth:`fit` spends it.
+        Newton steps, the meat: :data:`SHARES`, or :data:`FACTOR_SHARES` where a declared
+        factor's rows are one-hot), as :meth:`fit` spends it.
 
         Examples
         --------
@@ -505,7 +520,8 @@ class PooledOLS(FormulaModel):
         >>> round(plan.median_epsilon, 4), [round(r, 5) for r in plan.rho]
         (0.0271, [0.00452, 0.00258, 0.00452, 0.00129])
         """
-        return statistics_budget(self._design.n, epsilon, delta, SHARES, int(self._located.sum()))
+        shares = FACTOR_SHARES if self._zero_products() else SHARES
+        return statistics_budget(self._design.n, epsilon, delta, shares, int(self._located.sum()))
 
     def gram_noise_sd(self, *, epsilon: float, delta: float, max_rows: int) -> float:
         """The sd of the privacy noise on each diagonal entry of the released ``[X y]'[X y]``,
