@@ -773,5 +773,5 @@ def test_a_declared_factor_gives_the_gram_matrix_its_larger_share() -> None:
         rho = np.asarray(model.release_plan(epsilon=1.0, delta=1e-6).rho)
         np.testing.assert_allclose(rho / rho.sum(), shares, rtol=1e-12)
         res = model.fit(epsilon=1.0, delta=1e-6, max_rows=4, random_state=0)
-        gram = [e for e in res.privacy.entries if e.rho > 0.0][0]
+        gram = next(e for e in res.privacy.entries if e.rho > 0.0)
         assert gram.rho == pytest.approx(rho[0])
