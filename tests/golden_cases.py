@@ -37,6 +37,13 @@ def _ols(formula: str = "lwage ~ exper + expersq") -> dplong.LongitudinalOLS:
     return dplong.LongitudinalOLS.from_formula(formula, _wages(), groups="nr", time="year")
 
 
+WAGE_BOUNDS = {"lwage": (-4.0, 5.0), "exper": (0.0, 20.0), "union": (0, 1)}
+
+
+def _pooled(model: Any, formula: str = "lwage ~ exper + union", **options: Any) -> dplong.PooledOLS:
+    return model.from_formula(formula, _wages(), groups="nr", **options)  # type: ignore[no-any-return]
+
+
 def _simulated_means(n: int = 2000, d: int = 2) -> pd.DataFrame:
     rng = np.random.default_rng(7)
     user = np.repeat(np.arange(n), 5)
@@ -128,6 +135,32 @@ CASES: dict[str, Callable[[], Any]] = {
     "kernel/user": lambda: dplong.PriestleyChao.from_formula(
         "Weight ~ Time", _dietox(), groups="Pig", domain=(1.0, 12.0), bandwidth=1.5, grid=6
     ).fit(epsilon=32.0, random_state=SEED),
+    "pooled/default": lambda: _pooled(dplong.PooledOLS).fit(
+        epsilon=4.0, max_rows=8, random_state=SEED
+    ),
+    "pooled/bounds": lambda: _pooled(dplong.PooledOLS, bounds=WAGE_BOUNDS).fit(
+        epsilon=4.0, max_rows=8, random_state=SEED
+    ),
+    "pooled/factor": lambda: _pooled(
+        dplong.PooledOLS, "lwage ~ C(occupation, levels=list(range(1, 10))) + exper"
+    ).fit(epsilon=8.0, max_rows=8, random_state=SEED),
+    "pooled/ptr": lambda: _pooled(
+        dplong.PooledOLS,
+        "lwage ~ exper + black",
+        bounds={"lwage": (-4.0, 5.0), "exper": (0.0, 20.0), "black": (0, 1)},
+    ).fit(epsilon=16.0, max_rows=8, method="ptr", ptr_floor=0.1, coef_bound=2.0, random_state=SEED),
+    "pooled/random-effects": lambda: _pooled(dplong.RandomEffects).fit(
+        epsilon=8.0, max_rows=8, random_state=SEED
+    ),
+    "pooled/between": lambda: _pooled(dplong.BetweenOLS).fit(
+        epsilon=8.0, max_rows=8, random_state=SEED
+    ),
+    "kernel/nadaraya-watson": lambda: dplong.NadarayaWatson.from_formula(
+        "Weight ~ Time", _dietox(), domain=(1, 12), bounds=(0, 150), bandwidth=2.0, grid=6
+    ).fit(epsilon=4.0, noise_sd=10.0, ptr_floor=0.1, random_state=SEED),
+    "mean/poisson": lambda: dplong.PoissonMean.from_formula("hours ~ 1", _wages(), groups="nr").fit(
+        epsilon=1.0, random_state=SEED
+    ),
     "dask/mean": _dask_mean,
     "dask/ols": _dask_ols,
 }
