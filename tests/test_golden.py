@@ -1,10 +1,10 @@
 """Every release is pinned: the same data, options and seed give the same numbers, ledger and notes.
 
 The cases (``tests/golden_cases.py``) cover every model (the pooled family, ePTR and the Poisson
-mean included), the central and local models, stated and
-estimated scales, the paper's variant and Dask. Floating-point results are compared to a relative
-1e-9: far above the last-bit differences of another BLAS or numpy release, far below any change
-of mechanism (a different noise draw, stage budget or radius moves numbers by 1e-3 or more).
+mean included), the central and local models, stated and estimated scales, the paper's variant
+and Dask. Floating-point results are compared to a relative 1e-9: far above the last-bit
+differences of another BLAS or numpy release, far below any change of mechanism (a different
+noise draw, stage budget or radius moves numbers by 1e-3 or more).
 """
 
 from __future__ import annotations
