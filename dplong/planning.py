@@ -41,6 +41,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import dataclasses
 import functools
 import inspect
 import math
@@ -212,6 +213,32 @@ def checkpoint(fit_plan: Any) -> None:
     """
     if _MODE.get() is not None:
         raise Planned(fit_plan)
+    watch = _WATCH.get()
+    if watch is not None and watch.armed:  # the first checkpoint of an advised fit
+        watch.armed = False
+        if isinstance(fit_plan, FitPlan) and fit_plan.budget_notes:
+            raise _Restart(fit_plan)
+
+
+@dataclass
+class _Watch:
+    """An advised fit's first run (:func:`advised`): armed until its first checkpoint."""
+
+    armed: bool = True
+
+
+#: Set while an advised fit runs without knowing its notes' remedy (:func:`advised`).
+_WATCH: ContextVar[_Watch | None] = ContextVar("dplong_advised_watch", default=None)
+
+
+class _Restart(Exception):
+    """Raised by the first :func:`checkpoint` of an advised fit whose plans carry a note a larger
+    ε can remove: the fit stops before any noise, so that it can run again with the note's
+    remedy (not a :class:`~dplong.exceptions.DplongError`: nothing went wrong)."""
+
+    def __init__(self, fit_plan: FitPlan) -> None:
+        super().__init__("restart")
+        self.fit_plan = fit_plan
 
 
 def is_budget_refusal(err: BaseException) -> bool:
@@ -303,7 +330,11 @@ def advised(fit: _Fit) -> _Fit:
     The ε comes from :func:`smallest_epsilon` on the fit's own decision (run in planning mode
     with the same arguments and other budgets, no accountant and a throwaway generator), so
     refitting at the advised ε is not refused for its budget. Where no ε up to
-    :data:`EPSILON_RANGE` helps, the message says so instead.
+    :data:`EPSILON_RANGE` helps, the message says so instead. A reliability note of the fit's
+    plans names the smallest ε at which the fit plans without one
+    (:data:`~dplong.privacy.budget.QUIET_REMEDY`): the fit runs once, and only where its first
+    :func:`checkpoint` (before any noise) finds such a note does it stop there, find the ε and
+    run again with it.
 
     Examples
     --------
@@ -331,17 +362,26 @@ def advised(fit: _Fit) -> _Fit:
         epsilon = kwargs["epsilon"]
         memo, key = _memo(args, kwargs)
         remedy = memo.get(key) if memo is not None else None
-        if remedy is None:
-            planned = _decide(lambda: attempt(epsilon)) if _is_budget(epsilon) else None
-            remedy = ""
-            if isinstance(planned, FitPlan) and planned.budget_notes:  # which ε plans without
-                quiet = smallest_epsilon(_quiet_passes(attempt, budget=True), float(epsilon))
-                remedy = _note_remedy(quiet)
+        try:
+            if remedy is not None:
+                return _with_remedy(remedy, fit, args, kwargs)
+            try:
+                result = _with_remedy("", fit, args, kwargs, watch=_Watch())
+                remedy = ""
+            except _Restart as restart:  # before any noise: which ε plans the fit without it
+                planned = _planned_key(fit, restart.fit_plan, kwargs) if memo is None else None
+                remedy = _PLANNED_REMEDIES.get(planned) if planned is not None else None
+                if remedy is None:
+                    quiet = smallest_epsilon(_quiet_passes(attempt, budget=True), float(epsilon))
+                    remedy = _note_remedy(quiet)
+                    if planned is not None:
+                        if len(_PLANNED_REMEDIES) >= 1024:
+                            _PLANNED_REMEDIES.clear()
+                        _PLANNED_REMEDIES[planned] = remedy
+                result = _with_remedy(remedy, fit, args, kwargs)
             if memo is not None:
                 memo[key] = remedy
-        token = QUIET_REMEDY.set(remedy)
-        try:
-            return fit(*args, **kwargs)
+            return result
         except (InsufficientUsersError, PrivacyParameterError) as err:
             if not is_budget_refusal(err) or err.advice is not None:
                 raise
@@ -350,10 +390,26 @@ def advised(fit: _Fit) -> _Fit:
             advised_err = type(err)(f"{err}; {said}")
             advised_err.budget_refusal, advised_err.advice = True, said
             raise advised_err from None
-        finally:
-            QUIET_REMEDY.reset(token)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _with_remedy(
+    remedy: str,
+    fit: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    *,
+    watch: _Watch | None = None,
+) -> Any:
+    """``fit(*args, **kwargs)`` with ``remedy`` named by its plans' notes, watched by ``watch``
+    (:func:`checkpoint`) if given."""
+    token, watching = QUIET_REMEDY.set(remedy), _WATCH.set(watch)
+    try:
+        return fit(*args, **kwargs)
+    finally:
+        _WATCH.reset(watching)
+        QUIET_REMEDY.reset(token)
 
 
 #: The remedies :func:`advised` found, per model and options (public facts, so a Monte Carlo
@@ -361,6 +417,51 @@ def advised(fit: _Fit) -> _Fit:
 _REMEDIES: weakref.WeakKeyDictionary[Any, dict[Hashable, str]] = weakref.WeakKeyDictionary()
 #: Options that do not change a fit's plan (the noise's source and the spending record).
 _UNPLANNED = ("random_state", "rng", "accountant")
+
+
+#: The remedies :func:`advised` found for fits that are not a model's (``winsorized_mean``),
+#: keyed by the function, its first plan (:class:`FitPlan`: n, the options, the blocks and their
+#: release plans, all public facts) and its small options; the data arguments count through
+#: the plan alone. Bounded by clearing.
+_PLANNED_REMEDIES: dict[Hashable, str] = {}
+
+
+def _planned_key(
+    fit: Callable[..., Any], fit_plan: FitPlan, kwargs: Mapping[str, Any]
+) -> Hashable | None:
+    """Where :func:`advised` keeps the remedy of a fit that is not a model's: the function, its
+    first plan and its options other than data (a large array: its public facts, n and the
+    columns, are the plan's) and the noise's source (None: a plan or option it cannot key)."""
+    options = []
+    for name, value in sorted(kwargs.items()):
+        if name in _UNPLANNED:
+            continue
+        try:  # rows (arrays, pandas objects, long lists) are data: kept out of the key
+            data = isinstance(value, np.ndarray | pd.Series | pd.DataFrame | pd.Index) or (
+                isinstance(value, list | tuple) and len(value) > 64
+            )
+            options.append((name, "data" if data else _frozen(value)))
+        except TypeError:
+            options.append((name, "data"))
+    try:
+        key = (fit.__module__, fit.__qualname__, _public_key(fit_plan), tuple(options))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _public_key(value: Any) -> Hashable:
+    """A hashable image of a plan made of dataclasses, arrays, tuples and scalars."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return (type(value).__qualname__, *(_public_key(getattr(value, f.name)) for f in fields))
+    if isinstance(value, np.ndarray):
+        return ("array", value.shape, value.dtype.str, value.tobytes())
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, *(_public_key(v) for v in value))
+    hash(value)
+    return value  # type: ignore[no-any-return]
 
 
 def _memo(

@@ -411,3 +411,38 @@ def test_eptr_releases_are_planned_with_the_noise_they_draw() -> None:
     )
     few = dplong.plan("Weight ~ Time", model="nw", n=30, epsilon=0.5, **model)
     assert any("ePTR test cannot pass reliably" in w for w in few.warnings)
+
+
+def test_advised_fits_run_once_up_to_their_plan_and_remember_remedies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An advised fit runs once; only where its first checkpoint (before any noise) finds a
+    note a larger ε removes does it stop, find that ε and run again. The remedy of a fit that
+    is not a model's is kept by its plan (public facts): a second call, on other values with
+    the same n and options, finds the ε without searching, and names the same one."""
+    from dplong.models import mean as mean_module
+
+    runs = {"blocks": 0}
+    real = mean_module.run_blocks
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        runs["blocks"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mean_module, "run_blocks", counted)
+    monkeypatch.setattr(dplong.planning, "_PLANNED_REMEDIES", {})
+    gen = np.random.default_rng(4)
+    quiet = gen.normal(size=(3000, 1))  # n ε = 3,000: no note
+    dplong.winsorized_mean(quiet, epsilon=1.0, random_state=0)
+    assert runs["blocks"] == 1
+    noted = [gen.normal(size=(400, 3)), gen.normal(5.0, 2.0, size=(400, 3))]
+    first = dplong.winsorized_mean(noted[0], epsilon=1.0, random_state=0)
+    searched = runs["blocks"]
+    assert searched > 3  # stopped at the checkpoint, the search's passes, the release
+    second = dplong.winsorized_mean(noted[1], epsilon=1.0, random_state=1)
+    assert runs["blocks"] == searched + 2  # stopped at the checkpoint, then the release
+    dplong.planning._PLANNED_REMEDIES.clear()  # searched afresh: the same ε
+    third = dplong.winsorized_mean(noted[1], epsilon=1.0, random_state=1)
+    said = [NOTE.search(w) for res in (first, second, third) for w in res.warnings]
+    assert len({float(m.group(1)) for m in said if m is not None}) == 1
+    assert sum(m is not None for m in said) == 3
