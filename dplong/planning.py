@@ -444,24 +444,11 @@ def _planned_key(
         except TypeError:
             options.append((name, "data"))
     try:
-        key = (fit.__module__, fit.__qualname__, _public_key(fit_plan), tuple(options))
+        key = (fit.__module__, fit.__qualname__, _frozen(fit_plan, largest=None), tuple(options))
         hash(key)
     except TypeError:
         return None
     return key
-
-
-def _public_key(value: Any) -> Hashable:
-    """A hashable image of a plan made of dataclasses, arrays, tuples and scalars."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        fields = dataclasses.fields(value)
-        return (type(value).__qualname__, *(_public_key(getattr(value, f.name)) for f in fields))
-    if isinstance(value, np.ndarray):
-        return ("array", value.shape, value.dtype.str, value.tobytes())
-    if isinstance(value, list | tuple):
-        return (type(value).__name__, *(_public_key(v) for v in value))
-    hash(value)
-    return value  # type: ignore[no-any-return]
 
 
 def _memo(
@@ -480,16 +467,24 @@ def _memo(
     return memo, key
 
 
-def _frozen(value: Any) -> Hashable:
-    """A hashable stand-in for an option (TypeError if there is none, or it is large)."""
+def _frozen(value: Any, *, largest: int | None = 64) -> Hashable:
+    """A hashable stand-in for an option or a plan (dataclasses, arrays, sequences, mappings
+    and scalars); TypeError if there is none, or an array has more than ``largest`` entries."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return (
+            type(value).__qualname__,
+            *(_frozen(getattr(value, f.name), largest=largest) for f in fields),
+        )
     if isinstance(value, np.ndarray):
-        if value.size > 64:
+        if largest is not None and value.size > largest:
             raise TypeError("large array")
         return ("array", value.shape, value.dtype.str, value.tobytes())
     if isinstance(value, list | tuple):
-        return (type(value).__name__, *(_frozen(v) for v in value))
+        return (type(value).__name__, *(_frozen(v, largest=largest) for v in value))
     if isinstance(value, Mapping):
-        return ("mapping", *sorted((str(k), _frozen(v)) for k, v in value.items()))
+        items = ((str(k), _frozen(v, largest=largest)) for k, v in value.items())
+        return ("mapping", *sorted(items))
     hash(value)
     return value  # type: ignore[no-any-return]
 

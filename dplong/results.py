@@ -247,10 +247,13 @@ class PanelResults:
             self.noise_law,
             self.bias.to_numpy(),
         )
-        boundary = self.params.index.map(lambda name: self.support_lower.get(name, -np.inf) >= 0)
-        values = np.where(boundary.to_numpy(bool), np.nan, values)
+        values = np.where(self._support() >= 0.0, np.nan, values)
         p: pd.Series = pd.Series(values, index=self.params.index, name="P>|z|")
         return p
+
+    def _support(self) -> NDArray[np.float64]:
+        """Each parameter's public lower support end (:attr:`support_lower`; -inf: none)."""
+        return np.array([self.support_lower.get(name, -np.inf) for name in self.params.index])
 
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
         """(1 - α) confidence intervals: sampling error under the stated or estimated scale,
@@ -284,10 +287,9 @@ class PanelResults:
             self.noise_law,
             self.bias.to_numpy(),
         )
-        support = self.params.index.map(lambda name: self.support_lower.get(name, -np.inf))
         frame: pd.DataFrame = pd.DataFrame(
             {
-                "lower": np.maximum(self.params.to_numpy() - q, support.to_numpy(float)),
+                "lower": np.maximum(self.params.to_numpy() - q, self._support()),
                 "upper": self.params.to_numpy() + q,
             },
             index=self.params.index,

@@ -61,7 +61,7 @@ from dplong.formula import PanelDesign
 from dplong.models.base import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, check_max_rows
 from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.models.location import COMPONENTS, RandomEffectsLocation
-from dplong.models.pooled.estimator import CovType, PooledOLS
+from dplong.models.pooled.estimator import CovType, PooledOLS, Rows
 from dplong.models.pooled.factors import Blocks, Disjoint
 from dplong.models.pooled.gram import _rows_released
 from dplong.planning import FitPlan, PlannedBlock, _decide, checkpoint
@@ -405,7 +405,7 @@ class _QuasiDemeaned(PooledOLS):
         codes: NDArray[np.intp],
         n: int,
         cap: int,
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]:
+    ) -> Rows:
         """``z_t - θ_u z̄_u`` for every scaled row z = (x, y) (the map to [-1, 1] is affine and
         the intercept is a column, so GLS on the scaled rows unscales to GLS on the rows)."""
         rows = np.bincount(codes, minlength=n).astype(np.float64)
