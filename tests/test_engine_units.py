@@ -1792,10 +1792,10 @@ class TestStableHistogram:
         np.testing.assert_array_equal(local_bins(1.0, 4.5), [-2, -1, 0, 1, 2])
 
 
-def _two_columns(matrix: np.ndarray, **rules: Any) -> Release:
-    """The default release of two columns at ε = 2 (seed 0) under ``Rules(**rules)``."""
+def _two_columns(matrix: np.ndarray, *, epsilon: float = 2.0, **rules: Any) -> Release:
+    """The default release of two columns at ``epsilon`` (seed 0) under ``Rules(**rules)``."""
     checked = ReleaseOptions.check(
-        matrix.shape[0], epsilon=2.0, delta=None, privacy="central", bound=None, d=2
+        matrix.shape[0], epsilon=epsilon, delta=None, privacy="central", bound=None, d=2
     )
     return release_means(
         matrix,
@@ -1889,3 +1889,58 @@ def test_a_public_centre_replaces_the_midpoint_and_the_refinement() -> None:
             plan=plan,
             rules=Rules(public_centre=(np.zeros(2), np.full(2, 0.3))),
         )
+
+
+def test_a_midpoint_that_missed_is_withheld_even_on_an_overcounted_n(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """156 of 545 users with a statistic about 3 (sd 2); their private count drawn 6 sds high,
+    the scale stage's count off its cell 153 high (a wage resample at ε = 4 had them 4 and 3
+    sds high: N̂ 206, that count's sd 51), and the midpoint's median missing them all, at
+    6.2e13. The midpoint's bar, 0.7 of the overcounted N̂ plus its noise's reach, is not passed,
+    nor is any user found alone at one distance (2.47e13 was released); the scale's cell at the
+    midpoint's own magnitude says where the users are, and the column is withheld. With the
+    counts as high and an honest median, the same column is released near 3."""
+    honest_count, honest_median = two_sided_geometric, private_median
+    calls: list[int] = []
+
+    def count_high(rng: np.random.Generator, rate: float, shape: tuple[int, ...]) -> np.ndarray:
+        calls.append(1)
+        draw = honest_count(rng, rate, shape)
+        if len(calls) > 1:
+            return draw
+        return draw + round(6.0 * math.sqrt(two_sided_geometric_variance(rate)))
+
+    def midpoint_far(values: np.ndarray, grid: Any, epsilon: Any, rng: Any, **kw: Any) -> Any:
+        found = honest_median(values, grid, epsilon, rng, **kw)
+        if grid is GRID and len(calls) == 1:  # the midpoint, right after the count
+            found = found.copy()
+            found[0] = grid.centres[np.searchsorted(grid.centres, 6.2e13)]
+        return found
+
+    honest_off = dplong.privacy.scale.lattice_count
+
+    def off_high(exact: Any, epsilon: Any, *args: Any) -> Any:
+        counted, sd, entries = honest_off(exact, epsilon, *args)
+        # drawn 3 sds high at the wage case's sd (51): no shared value found, nobody alone
+        return counted + 153.0, sd, entries
+
+    values = np.full((545, 2), np.nan)
+    values[:156, 0] = np.random.default_rng(3).normal(3.0, 2.0, 156)
+    values[:, 1] = np.random.default_rng(4).normal(size=545)
+    patch_draws(monkeypatch, "two_sided_geometric", count_high)
+    monkeypatch.setattr(dplong.privacy.locate, "private_median", midpoint_far)
+    monkeypatch.setattr(dplong.privacy.scale, "lattice_count", off_high)
+    missed = _two_columns(values, epsilon=6.0, complete_rows=False)
+    assert missed.users[0] > 156 + 2.0 * missed.users_sd  # the overcount took effect
+    assert missed.midpoint[0] > 1e13 and np.isnan(missed.estimate[0])
+    assert any("one side of it" in note for note in missed.notes)
+    assert np.isfinite(missed.estimate[1])
+    calls.clear()
+    monkeypatch.setattr(dplong.privacy.locate, "private_median", honest_median)
+    kept = _two_columns(values, epsilon=6.0, complete_rows=False)
+    assert kept.users[0] > 156 + 2.0 * kept.users_sd
+    # its interval: the noise, sampling sd and bias bound it reports (3 sds: 0.3 % for each
+    # normal part, the bias a bound)
+    gap = abs(kept.estimate[0] - np.nanmean(values[:, 0]))
+    assert gap < 3.0 * math.hypot(kept.noise_sd[0], kept.sampling_sd[0]) + kept.bias[0]

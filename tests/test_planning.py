@@ -446,3 +446,26 @@ def test_advised_fits_run_once_up_to_their_plan_and_remember_remedies(
     said = [NOTE.search(w) for res in (first, second, third) for w in res.warnings]
     assert len({float(m.group(1)) for m in said if m is not None}) == 1
     assert sum(m is not None for m in said) == 3
+
+
+def test_an_advised_restart_leaves_the_generator_untouched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An advised fit that stops at its first checkpoint to find its note's remedy has drawn
+    nothing from the analyst's generator: the release and the generator's state afterwards are
+    those of one run made with the remedy known from the start."""
+    from dplong.privacy.budget import QUIET_REMEDY
+
+    monkeypatch.setattr(dplong.planning, "_PLANNED_REMEDIES", {})
+    values = np.random.default_rng(4).normal(size=(400, 3))  # n ε = 400: a noted plan
+    restarted_rng = np.random.default_rng(7)
+    restarted = dplong.winsorized_mean(values, epsilon=1.0, random_state=restarted_rng)
+    (remedy,) = dplong.planning._PLANNED_REMEDIES.values()  # the restart happened, once
+    assert remedy
+    direct_rng = np.random.default_rng(7)
+    token = QUIET_REMEDY.set(remedy)
+    try:
+        direct = dplong.winsorized_mean.__wrapped__(values, epsilon=1.0, random_state=direct_rng)
+    finally:
+        QUIET_REMEDY.reset(token)
+    np.testing.assert_array_equal(np.asarray(restarted.params), np.asarray(direct.params))
+    assert restarted_rng.bit_generator.state == direct_rng.bit_generator.state
+    assert restarted.warnings == direct.warnings

@@ -652,8 +652,9 @@ def implausible(
     cell's half-width over the MAD factor; a scale beyond :data:`ALONE_REACH` times that and
     :data:`FAR_OUT` times ``|m̂|`` or more is the median's miss, and the column is withheld. A
     scale wider than a shared value's but below that is only wider than needed (users at two
-    values about the midpoint): its figures say so, and it is kept. So is a midpoint that
-    missed every user by D with a scale of about D: no released number tells it from users
+    values about the midpoint): its figures say so, and it is kept. A midpoint that missed
+    every user by D with a scale of about D is the midpoint's check's to find
+    (:func:`~dplong.privacy.locate.locate`, ``beside``): this rule cannot tell it from users
     spread that far.
 
     Every input is a released number or a post-processing of one (the scale stage's verdict is

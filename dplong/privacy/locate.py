@@ -34,7 +34,7 @@ from dplong.privacy.interval import central_midpoint
 from dplong.privacy.noise import release_bounded_sum
 from dplong.privacy.notes import alone_notes, sparse_notes, unseen_notes
 from dplong.privacy.projection import MAX_RADIUS, centred, mean_entries
-from dplong.privacy.quantile import GRID, private_median, rank_error
+from dplong.privacy.quantile import GRID, SPREAD_GRID, private_median, rank_error
 from dplong.privacy.radius import (
     MAD_OVER_SD,
     MEDIAN_OFFSET,
@@ -78,6 +78,20 @@ SMALLEST_SCALE = 2.0**-500
 #: half without the scale stage's verdict, a third of the wage panel's per-man intercepts at
 #: ε = 4 were withheld: medians at the 10th percentile, whose scale had widened to hold them.)
 BESIDE_SHARE, BESIDE_GAMMA = 0.7, 0.2
+
+
+def _at_own_magnitude(
+    deviation: NDArray[np.float64], midpoint: NDArray[np.float64]
+) -> NDArray[np.bool_]:
+    """Where the scale's cell holds the midpoint's own magnitude (released numbers only:
+    sensitivity 0). A median that missed users around c by a distance D far beyond c and their
+    spread puts every ``|x - m̂|`` within ``|c| + spread`` of D, so the scale's cell holds, or
+    borders, the one of ``|m̂| = D ± |c|``; with the midpoint's check finding most users on one side
+    (``aside``) that is the miss. Users about a median 25 percentiles off or more whose median
+    distance falls within a cell or two (4.4 % each) of its magnitude are withheld too: rare, and
+    the price of never printing the miss."""
+    cells = np.searchsorted(SPREAD_GRID.edges, np.stack([deviation, np.abs(midpoint)]), "right")
+    return np.asarray((np.abs(cells[0] - cells[1]) <= 1) & (deviation > 0.0))
 
 
 @dataclass(frozen=True)
@@ -270,8 +284,12 @@ def locate(
         )
         entries += scale_entries
         plan = dataclasses.replace(plan, reruns=scan.reruns)
-        if beside is not None:  # users alone at one distance: the midpoint's miss by it
-            beside = beside | (scan.alone & aside)
+        if beside is not None:
+            # users alone at one distance, or at the midpoint's own magnitude from it: the
+            # midpoint's miss by that distance (the second needs no count of users off a cell,
+            # so it holds where the midpoint's bar, on an overcounted N̂, was not passed)
+            far = _at_own_magnitude(deviation, midpoint) if root is None else False
+            beside = beside | ((scan.alone | far) & aside)
         if plan.inside and plan.midpoint_kind == "median":
             # the scale's check, where the scale stage's own counts found no shared value
             plain = ~(scan.alone | scan.shared | scan.sparse | scan.unseen) & (
