@@ -1,5 +1,6 @@
-"""The :class:`PooledOLS` estimator: its options, its refusals, its fit from the released
-sufficient statistics (or the ePTR route) and its results (``docs/design/pooled.md``)."""
+"""The :class:`PooledOLS` estimator: its options, its refusals and its fit from the released
+sufficient statistics (or the ePTR route); its results are assembled in
+:mod:`~dplong.models.pooled.results` (``docs/design/pooled.md``)."""
 
 from __future__ import annotations
 
@@ -30,10 +31,10 @@ from dplong.models.pooled.frame import BoundsLike, _Scaling, column_bounds
 from dplong.models.pooled.gram import _gram_bound, _row_square, _rows_released
 from dplong.models.pooled.located import check_ranges, find_ranges, range_notes
 from dplong.models.pooled.release import _release_statistics, _Statistics
+from dplong.models.pooled.results import _statistics_results
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
-from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
+from dplong.privacy.accounting import Accountant, LedgerEntry
 from dplong.privacy.budget import (
-    NOTE_MISS,
     StatisticsBudget,
     afford,
     ptr_budget,
@@ -42,7 +43,6 @@ from dplong.privacy.budget import (
 )
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.ptr import check_ols_ptr, ols_ptr, ols_ptr_sensitivity, planned_noise_sd
-from dplong.privacy.ranges import located_miss
 from dplong.results import RegressionResults
 
 __all__ = [
@@ -298,7 +298,7 @@ class PooledOLS(FormulaModel):
         x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
         release = self._release(scaled, x, y, codes, cap, plan.rho, generator)
         ledger = settle(accountant, [*range_entries, *release.entries], options)
-        return self._results(scaled, release, ledger, options, cap, ranges, plan)
+        return _statistics_results(self, scaled, release, ledger, options, cap, ranges, plan)
 
     def _checked(
         self,
@@ -433,7 +433,8 @@ class PooledOLS(FormulaModel):
         )
         errors = self._release(scaled, x, y, codes, cap, budget.rest_rho, generator)
         ledger = settle(accountant, [*coefficients.entries, *errors.entries], options)
-        results = self._results(
+        results = _statistics_results(
+            self,
             scaled,
             errors,
             ledger,
@@ -555,100 +556,6 @@ class PooledOLS(FormulaModel):
 
     def _weighting(self, cap: int) -> str:
         return f"a person's rows count up to max_rows={cap} (more are down-weighted)"
-
-    def _results(
-        self,
-        scaled: _Scaling,
-        release: _Statistics,
-        ledger: PrivacyLedger,
-        options: ReleaseOptions,
-        cap: int,
-        ranges: NDArray[np.float64],
-        plan: StatisticsBudget,
-    ) -> RegressionResults:
-        """Unscale β̂, its noise draws and its covariances."""
-        names = self._design.columns
-        index = pd.Index(names)
-        solution = release.pilot
-        beta = scaled.unscale(release.beta)
-        corrected, uncorrected = (scaled.offset + d @ scaled.linear.T for d in release.draws)
-        noise_sd = np.maximum(corrected.std(axis=0), uncorrected.std(axis=0))
-        shift = corrected.mean(axis=0) - beta
-        # the ridge's pull on the pilot, (Ĥ)⁻¹ λ β, at the stepped β̂ (the pilot's own β is
-        # shrunk by it: at a ridge far above the design's eigenvalues it sees a tenth of it)
-        with np.errstate(over="ignore", invalid="ignore"):  # an unbounded pull: infinite
-            ridge = np.nan_to_num(
-                np.abs(scaled.linear) @ solution.shrinkage_at(release.beta, len(plan.rho) - 2),
-                nan=np.inf,
-                posinf=np.inf,
-            )
-        sampling_sd = np.sqrt(np.diag(scaled.linear @ release.sampling @ scaled.linear.T))
-        # withheld (released numbers only): where the released X'X does not determine a
-        # direction beyond its noise nothing bounds the ridge's pull, and an interval to the
-        # doubles' edge is no estimate
-        unbounded = ~np.isfinite(ridge)
-        for values in (beta, noise_sd, sampling_sd, shift, ridge):
-            values[unbounded] = np.nan
-        notes: tuple[str, ...] = ()
-        if unbounded.any():
-            remedy = "give public bounds, " if self._located.any() else ""
-            notes += (
-                f"{[str(c) for c in index[unbounded]]} withheld: the released X'X does not "
-                "determine them beyond its noise, so nothing bounds how far its ridge pulled "
-                "them (the design is nearly collinear or varies little for this n and "
-                f"epsilon): {remedy}raise epsilon or drop a collinear term.",
-            )
-        elif solution.ridge > 0.0:
-            notes += (
-                "The released X'X was floored at its noise (a ridge): coefficients shrunk, "
-                "within the bias bound. Raise epsilon or drop a collinear term.",
-            )
-
-        def series(values: NDArray[np.float64], label: str) -> pd.Series:
-            return pd.Series(values, index=index, name=label)
-
-        located = self._located
-        bounds = ", ".join(
-            f"{name} in [{lo:.4g}, {hi:.4g}]" + (" (found privately)" if found else "")
-            for name, (lo, hi), found in zip(self._names, ranges, located, strict=True)
-            if name != "Intercept"
-        )
-        if self._range_notes(plan):
-            notes += self._range_notes(plan)
-        elif located.any() and located_miss(self._design.n, plan.median_epsilon) > NOTE_MISS:
-            notes += (
-                "The ranges found privately may miss the data at this n and epsilon (a range "
-                "that misses clips every value): give public bounds or raise epsilon.",
-            )
-        return RegressionResults(
-            model=self.spec,
-            formula=self.formula,
-            params=series(beta, "params"),
-            noise_scale=series(noise_sd, "noise scale"),
-            noise_sd=series(noise_sd, "noise sd"),
-            noise_law="gaussian",
-            sampling_sd=series(sampling_sd, "sampling sd"),
-            bias=series(np.abs(shift) + ridge, "bias"),
-            projection_interval=pd.DataFrame(np.nan, index=index, columns=["lower", "upper"]),
-            failed=pd.Series(False, index=index, name="failed"),
-            privacy=ledger,
-            nobs_users=self.nobs_users,
-            # every person contributes (n is public): nothing is counted
-            users=pd.Series([math.nan], index=["users with a statistic"], name="users"),
-            users_sd=math.nan,
-            variant="sufficient statistics",
-            assumptions=(
-                f"ranges (values outside are clipped): {bounds}",
-                f"standard errors clustered by person, plus the privacy noise; "
-                f"{self._weighting(cap)}",
-            ),
-            warnings=notes,
-            gamma=options.gamma,
-            bad_events=series(np.zeros(len(names)), "bad events"),
-            basis=f"{self.estimator} from released sufficient statistics",
-            levels=dict(self._levels),
-            withheld_why={str(c): "unbounded" for c in index[unbounded]},
-        )
 
 
 BOUNDS_OPTION = Option(
