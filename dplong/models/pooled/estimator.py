@@ -1,10 +1,10 @@
 """The :class:`PooledOLS` estimator: its options, its refusals and its fit from the released
-sufficient statistics (or the ePTR route); its results are assembled in
-:mod:`~dplong.models.pooled.results` (``docs/design/pooled.md``)."""
+sufficient statistics (``docs/design/pooled.md``); its ``method="ptr"`` route is in
+:mod:`~dplong.models.pooled.ptr`, its results are assembled in
+:mod:`~dplong.models.pooled.results`."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar
@@ -30,19 +30,13 @@ from dplong.models.pooled.factors import Blocks, Disjoint, _blocks_of, _disjoint
 from dplong.models.pooled.frame import BoundsLike, _Scaling, column_bounds
 from dplong.models.pooled.gram import _gram_bound, _row_square, _rows_released
 from dplong.models.pooled.located import check_ranges, find_ranges, range_notes
+from dplong.models.pooled.ptr import PTR_REST, PTR_SHARE, _fit_ptr
 from dplong.models.pooled.release import _release_statistics, _Statistics
 from dplong.models.pooled.results import _statistics_results
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import Accountant, LedgerEntry
-from dplong.privacy.budget import (
-    StatisticsBudget,
-    afford,
-    ptr_budget,
-    settle,
-    statistics_budget,
-)
+from dplong.privacy.budget import StatisticsBudget, afford, settle, statistics_budget
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.ptr import check_ols_ptr, ols_ptr, ols_ptr_sensitivity, planned_noise_sd
 from dplong.results import RegressionResults
 
 __all__ = [
@@ -66,11 +60,6 @@ SHARES = (0.35, 0.2, 0.35, 0.1)  # Gram, Newton steps, meat
 #: noise, and whether every level is determined (:func:`~dplong.models.pooled.gram._determined`)
 #: rests on the rarest level's count: the Gram matrix gets more.
 FACTOR_SHARES = (0.55, 0.14, 0.24, 0.07)
-
-#: ``method="ptr"``: the share of ε of the ePTR release of the coefficients, and the shares of
-#: the rest between the Gram matrix and the meat of the clustered standard errors (which need
-#: only be good to some per cent).
-PTR_SHARE, PTR_REST = 0.75, (0.6, 0.4)
 
 CovType = Literal["clustered", "cluster"]
 COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
@@ -236,10 +225,11 @@ class PooledOLS(FormulaModel):
             ``"statistics"`` (default): the released sufficient statistics above.
             ``"ptr"``: the coefficient vector in one efficient Propose-Test-Release (the seed's
             Alg 4 with a person's rows as the unit; :func:`dplong.privacy.ptr.ols_ptr`) with
-            :data:`PTR_SHARE` of ε, and the clustered standard errors from a Gram matrix and
-            meat released with the rest. Needs every range public (``bounds``). The test's
-            outcome is a DP release: when it refuses (⊥), every coefficient is withheld and
-            the ledger says so. Measured against ``"statistics"`` in docs/accuracy.md.
+            :data:`~dplong.models.pooled.ptr.PTR_SHARE` of ε, and the clustered standard errors
+            from a Gram matrix and meat released with the rest. Needs every range public
+            (``bounds``). The test's outcome is a DP release: when it refuses (⊥), every
+            coefficient is withheld and the ledger says so. Measured against ``"statistics"``
+            in docs/accuracy.md.
         ptr_floor : float
             With ``method="ptr"``: the floor c₀ of Alg 4, a public guess at a lower bound on
             ``λ_min(X'X) / n`` of the design scaled to [-1, 1] (each person's rows weighted
@@ -284,7 +274,7 @@ class PooledOLS(FormulaModel):
         )
         check_choice(method, "method", ("statistics", "ptr"))
         if method == "ptr":
-            return self._fit_ptr(options, cap, ptr_floor, coef_bound, generator, accountant)
+            return _fit_ptr(self, options, cap, ptr_floor, coef_bound, generator, accountant)
         if ptr_floor is not None or coef_bound is not None:
             raise ParameterError('ptr_floor and coef_bound apply to method="ptr" only')
         plan = self.release_plan(epsilon=options.epsilon, delta=options.delta)
@@ -384,95 +374,6 @@ class PooledOLS(FormulaModel):
             tuple(self._located_names),
             plan,
             generator,
-        )
-
-    def _fit_ptr(
-        self,
-        options: ReleaseOptions,
-        cap: int,
-        floor: Any,
-        coef_bound: Any,
-        generator: np.random.Generator,
-        accountant: Accountant | None,
-    ) -> RegressionResults:
-        """``method="ptr"``: every refusal first, then the ePTR release of the scaled
-        coefficients and the Gram matrix and meat of the standard errors."""
-        design = self._design
-        n, p = design.n, len(design.columns)
-        if self._located.any():
-            raise ParameterError(
-                'method="ptr" needs public ranges (bounds=) for every column; '
-                f"{self._located_names} have none"
-            )
-        cap = self._cap(cap)
-        budget = ptr_budget(options.epsilon, options.delta, share=PTR_SHARE, rest=PTR_REST)
-        floor, coef_bound, notes = check_ols_ptr(n, p, cap, floor, coef_bound, budget)
-        scaled = _Scaling.of(self._ranges, design.columns, None, self._blocks)  # public
-        planned = planned_noise_sd(ols_ptr_sensitivity(n, p, cap, floor, coef_bound), budget)
-        checkpoint(  # every refusal is decided: dplong.plan stops here, before any noise
-            FitPlan(
-                n,
-                options,
-                (
-                    PlannedBlock(
-                        design.columns,
-                        PTR_SHARE,
-                        False,
-                        None,
-                        notes=notes,
-                        noise_sd=planned * scaled.isotropic_gain,
-                    ),
-                ),
-            )
-        )
-        afford(accountant, options.epsilon, options.delta)
-        # ---- no randomness was drawn above this line ----------------------------------------
-        x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
-        coefficients = ols_ptr(
-            x, y, codes, n, cap, budget, generator, floor=floor, coef_bound=coef_bound
-        )
-        errors = self._release(scaled, x, y, codes, cap, budget.rest_rho, generator)
-        ledger = settle(accountant, [*coefficients.entries, *errors.entries], options)
-        results = _statistics_results(
-            self,
-            scaled,
-            errors,
-            ledger,
-            options,
-            cap,
-            self._ranges,
-            self.release_plan(epsilon=options.epsilon, delta=options.delta),
-        )
-        index = results.params.index
-        if coefficients.estimate is None:
-            notes += (
-                "The ePTR test refused (⊥): no coefficient is released. The refusal is itself "
-                "a DP release (the 'ptr test' entry of the ledger); refitting spends the budget "
-                "again. Raise n or epsilon, or lower ptr_floor.",
-            )
-            beta = np.full(p, np.nan)
-            noise_sd = np.full(p, np.nan)
-        else:
-            beta = scaled.unscale(coefficients.estimate)
-            noise_sd = coefficients.noise_sd * scaled.isotropic_gain
-            # θ̂ projected onto the ball of coef_bound is released plus noise: beyond the
-            # ball, the released vector says θ̂ may sit on its edge (a released number)
-            if float(np.linalg.norm(coefficients.estimate)) > coef_bound:
-                notes += (
-                    "The released (scaled) coefficients lie beyond coef_bound: the projection "
-                    "may have shrunk them; raise coef_bound.",
-                )
-        return dataclasses.replace(
-            results,
-            params=pd.Series(beta, index=index, name="params"),
-            noise_scale=pd.Series(noise_sd, index=index, name="noise scale"),
-            noise_sd=pd.Series(noise_sd, index=index, name="noise sd"),
-            bias=pd.Series(0.0, index=index, name="bias"),
-            failed=pd.Series(coefficients.estimate is None, index=index, name="failed"),
-            variant="ePTR",
-            warnings=notes,
-            basis=f"{self.estimator} by efficient Propose-Test-Release (seed Alg 4, Thm 4.1)",
-            withheld_why={} if coefficients.released else dict.fromkeys(index, "ptr ⊥"),
         )
 
     def _rows(
