@@ -29,12 +29,12 @@ from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Optio
 from dplong.models.pooled.factors import Blocks, Disjoint, _blocks_of, _disjoint_of
 from dplong.models.pooled.frame import BoundsLike, _Scaling, column_bounds
 from dplong.models.pooled.gram import _gram_bound, _row_square, _rows_released
-from dplong.models.pooled.located import check_ranges, find_ranges, range_notes
+from dplong.models.pooled.located import _RangesStage
 from dplong.models.pooled.ptr import PTR_REST, PTR_SHARE, _fit_ptr
 from dplong.models.pooled.release import _release_statistics, _Statistics
 from dplong.models.pooled.results import _statistics_results
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
-from dplong.privacy.accounting import Accountant, LedgerEntry
+from dplong.privacy.accounting import Accountant
 from dplong.privacy.budget import StatisticsBudget, afford, settle, statistics_budget
 from dplong.privacy.options import ReleaseOptions
 from dplong.results import RegressionResults
@@ -70,7 +70,7 @@ Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]
 _Model = TypeVar("_Model", bound="PooledOLS")
 
 
-class PooledOLS(FormulaModel):
+class PooledOLS(_RangesStage, FormulaModel):
     """User-level DP pooled OLS with person-clustered standard errors (:mod:`dplong.models.pooled`).
 
     Covariates constant within a person are identified. Every column of the design and the
@@ -351,31 +351,6 @@ class PooledOLS(FormulaModel):
         factor's row has one 1 at most (:func:`_disjoint_of`)."""
         return self._disjoint
 
-    def _check_ranges(self, plan: StatisticsBudget) -> None:
-        """Refuse, before any noise, ranges the plan cannot find (:func:`check_ranges`)."""
-        check_ranges(self._design.n, self._located_names, plan)
-
-    def _range_notes(self, plan: StatisticsBudget) -> tuple[str, ...]:
-        """The public note of ranges the plan finds by histograms (none otherwise)."""
-        return range_notes(plan, bool(self._located.any()))
-
-    def _find_ranges(
-        self, plan: StatisticsBudget, generator: np.random.Generator
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[LedgerEntry, ...]]:
-        """Every column's range, the Gram matrix's frame and the ledger entries of the ranges
-        found privately with the plan's budget (:func:`find_ranges`)."""
-        design = self._design
-        return find_ranges(
-            self._ranges,
-            self._frame,
-            self._columns(self._located),
-            design.codes,
-            design.n,
-            tuple(self._located_names),
-            plan,
-            generator,
-        )
-
     def _rows(
         self,
         x: NDArray[np.float64],
@@ -387,23 +362,6 @@ class PooledOLS(FormulaModel):
         """The scaled rows the estimator regresses, their persons and the cap on a person's
         rows: pooled OLS takes every row."""
         return x, y, codes, cap
-
-    @property
-    def _names(self) -> tuple[str, ...]:
-        return (*self._design.columns, self._design.outcome)
-
-    @property
-    def _located(self) -> NDArray[np.bool_]:
-        """The columns (and the outcome, last) whose range the fit finds privately."""
-        return np.asarray(np.isnan(self._ranges[:, 0]))
-
-    @property
-    def _located_names(self) -> list[str]:
-        """The names of the columns (and the outcome) whose range the fit finds privately."""
-        return [c for c, found in zip(self._names, self._located, strict=True) if found]
-
-    def _columns(self, which: NDArray[np.bool_]) -> NDArray[np.float64]:
-        return np.column_stack([self._design.X, self._design.y])[:, which]
 
     def release_plan(self, *, epsilon: float, delta: float) -> StatisticsBudget:
         """The fit's budget from public facts (n, the columns without public bounds, ε, δ):
