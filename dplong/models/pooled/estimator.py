@@ -43,7 +43,7 @@ __all__ = [
     "BOUNDS_OPTION",
     "COV_TYPES",
     "FACTOR_SHARES",
-    "PTR_REST",
+    "PTR_REST",  # the ePTR route's shares (ptr.py), named by fit's method="ptr"
     "PTR_SHARE",
     "SHARES",
     "CovType",
