@@ -20,8 +20,9 @@ Gaussian (zCDP) vectors whatever the number of columns; :class:`BetweenOLS` and
 
 The privacy noise is pushed through the exact map by a fixed-seed parametric bootstrap; its
 shift and the ridge's pull join the bias bound, and the coefficients whose pull nothing bounds
-are withheld. The estimator and its results are in :mod:`~dplong.models.pooled.estimator`.
-Why each step is built as it is: ``docs/design/pooled.md``.
+are withheld (:mod:`~dplong.models.pooled.results`). The estimator is in
+:mod:`~dplong.models.pooled.estimator`. Why each step is built as it is:
+``docs/design/pooled.md``.
 """
 
 from __future__ import annotations

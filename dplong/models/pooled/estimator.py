@@ -1,9 +1,10 @@
-"""The :class:`PooledOLS` estimator: its options, its refusals, its fit from the released
-sufficient statistics (or the ePTR route) and its results (``docs/design/pooled.md``)."""
+"""The :class:`PooledOLS` estimator: its options, its refusals and its fit from the released
+sufficient statistics (``docs/design/pooled.md``); its ``method="ptr"`` route is in
+:mod:`~dplong.models.pooled.ptr`, its results are assembled in
+:mod:`~dplong.models.pooled.results`."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any, Literal, TypeVar
@@ -28,28 +29,21 @@ from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Optio
 from dplong.models.pooled.factors import Blocks, Disjoint, _blocks_of, _disjoint_of
 from dplong.models.pooled.frame import BoundsLike, _Scaling, column_bounds
 from dplong.models.pooled.gram import _gram_bound, _row_square, _rows_released
-from dplong.models.pooled.located import check_ranges, find_ranges, range_notes
+from dplong.models.pooled.located import _RangesStage
+from dplong.models.pooled.ptr import PTR_REST, PTR_SHARE, _fit_ptr
 from dplong.models.pooled.release import _release_statistics, _Statistics
+from dplong.models.pooled.results import _statistics_results
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
-from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
-from dplong.privacy.budget import (
-    NOTE_MISS,
-    StatisticsBudget,
-    afford,
-    ptr_budget,
-    settle,
-    statistics_budget,
-)
+from dplong.privacy.accounting import Accountant
+from dplong.privacy.budget import StatisticsBudget, afford, settle, statistics_budget
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.ptr import check_ols_ptr, ols_ptr, ols_ptr_sensitivity, planned_noise_sd
-from dplong.privacy.ranges import located_miss
 from dplong.results import RegressionResults
 
 __all__ = [
     "BOUNDS_OPTION",
     "COV_TYPES",
     "FACTOR_SHARES",
-    "PTR_REST",
+    "PTR_REST",  # the ePTR route's shares (ptr.py), named by fit's method="ptr"
     "PTR_SHARE",
     "SHARES",
     "CovType",
@@ -67,11 +61,6 @@ SHARES = (0.35, 0.2, 0.35, 0.1)  # Gram, Newton steps, meat
 #: rests on the rarest level's count: the Gram matrix gets more.
 FACTOR_SHARES = (0.55, 0.14, 0.24, 0.07)
 
-#: ``method="ptr"``: the share of ε of the ePTR release of the coefficients, and the shares of
-#: the rest between the Gram matrix and the meat of the clustered standard errors (which need
-#: only be good to some per cent).
-PTR_SHARE, PTR_REST = 0.75, (0.6, 0.4)
-
 CovType = Literal["clustered", "cluster"]
 COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
 
@@ -81,7 +70,7 @@ Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]
 _Model = TypeVar("_Model", bound="PooledOLS")
 
 
-class PooledOLS(FormulaModel):
+class PooledOLS(_RangesStage, FormulaModel):
     """User-level DP pooled OLS with person-clustered standard errors (:mod:`dplong.models.pooled`).
 
     Covariates constant within a person are identified. Every column of the design and the
@@ -236,10 +225,11 @@ class PooledOLS(FormulaModel):
             ``"statistics"`` (default): the released sufficient statistics above.
             ``"ptr"``: the coefficient vector in one efficient Propose-Test-Release (the seed's
             Alg 4 with a person's rows as the unit; :func:`dplong.privacy.ptr.ols_ptr`) with
-            :data:`PTR_SHARE` of ε, and the clustered standard errors from a Gram matrix and
-            meat released with the rest. Needs every range public (``bounds``). The test's
-            outcome is a DP release: when it refuses (⊥), every coefficient is withheld and
-            the ledger says so. Measured against ``"statistics"`` in docs/accuracy.md.
+            :data:`~dplong.models.pooled.ptr.PTR_SHARE` of ε, and the clustered standard errors
+            from a Gram matrix and meat released with the rest. Needs every range public
+            (``bounds``). The test's outcome is a DP release: when it refuses (⊥), every
+            coefficient is withheld and the ledger says so. Measured against ``"statistics"``
+            in docs/accuracy.md.
         ptr_floor : float
             With ``method="ptr"``: the floor c₀ of Alg 4, a public guess at a lower bound on
             ``λ_min(X'X) / n`` of the design scaled to [-1, 1] (each person's rows weighted
@@ -284,7 +274,7 @@ class PooledOLS(FormulaModel):
         )
         check_choice(method, "method", ("statistics", "ptr"))
         if method == "ptr":
-            return self._fit_ptr(options, cap, ptr_floor, coef_bound, generator, accountant)
+            return _fit_ptr(self, options, cap, ptr_floor, coef_bound, generator, accountant)
         if ptr_floor is not None or coef_bound is not None:
             raise ParameterError('ptr_floor and coef_bound apply to method="ptr" only')
         plan = self.release_plan(epsilon=options.epsilon, delta=options.delta)
@@ -298,7 +288,7 @@ class PooledOLS(FormulaModel):
         x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
         release = self._release(scaled, x, y, codes, cap, plan.rho, generator)
         ledger = settle(accountant, [*range_entries, *release.entries], options)
-        return self._results(scaled, release, ledger, options, cap, ranges, plan)
+        return _statistics_results(self, scaled, release, ledger, options, cap, ranges, plan)
 
     def _checked(
         self,
@@ -361,119 +351,6 @@ class PooledOLS(FormulaModel):
         factor's row has one 1 at most (:func:`_disjoint_of`)."""
         return self._disjoint
 
-    def _check_ranges(self, plan: StatisticsBudget) -> None:
-        """Refuse, before any noise, ranges the plan cannot find (:func:`check_ranges`)."""
-        check_ranges(self._design.n, self._located_names, plan)
-
-    def _range_notes(self, plan: StatisticsBudget) -> tuple[str, ...]:
-        """The public note of ranges the plan finds by histograms (none otherwise)."""
-        return range_notes(plan, bool(self._located.any()))
-
-    def _find_ranges(
-        self, plan: StatisticsBudget, generator: np.random.Generator
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[LedgerEntry, ...]]:
-        """Every column's range, the Gram matrix's frame and the ledger entries of the ranges
-        found privately with the plan's budget (:func:`find_ranges`)."""
-        design = self._design
-        return find_ranges(
-            self._ranges,
-            self._frame,
-            self._columns(self._located),
-            design.codes,
-            design.n,
-            tuple(self._located_names),
-            plan,
-            generator,
-        )
-
-    def _fit_ptr(
-        self,
-        options: ReleaseOptions,
-        cap: int,
-        floor: Any,
-        coef_bound: Any,
-        generator: np.random.Generator,
-        accountant: Accountant | None,
-    ) -> RegressionResults:
-        """``method="ptr"``: every refusal first, then the ePTR release of the scaled
-        coefficients and the Gram matrix and meat of the standard errors."""
-        design = self._design
-        n, p = design.n, len(design.columns)
-        if self._located.any():
-            raise ParameterError(
-                'method="ptr" needs public ranges (bounds=) for every column; '
-                f"{self._located_names} have none"
-            )
-        cap = self._cap(cap)
-        budget = ptr_budget(options.epsilon, options.delta, share=PTR_SHARE, rest=PTR_REST)
-        floor, coef_bound, notes = check_ols_ptr(n, p, cap, floor, coef_bound, budget)
-        scaled = _Scaling.of(self._ranges, design.columns, None, self._blocks)  # public
-        planned = planned_noise_sd(ols_ptr_sensitivity(n, p, cap, floor, coef_bound), budget)
-        checkpoint(  # every refusal is decided: dplong.plan stops here, before any noise
-            FitPlan(
-                n,
-                options,
-                (
-                    PlannedBlock(
-                        design.columns,
-                        PTR_SHARE,
-                        False,
-                        None,
-                        notes=notes,
-                        noise_sd=planned * scaled.isotropic_gain,
-                    ),
-                ),
-            )
-        )
-        afford(accountant, options.epsilon, options.delta)
-        # ---- no randomness was drawn above this line ----------------------------------------
-        x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
-        coefficients = ols_ptr(
-            x, y, codes, n, cap, budget, generator, floor=floor, coef_bound=coef_bound
-        )
-        errors = self._release(scaled, x, y, codes, cap, budget.rest_rho, generator)
-        ledger = settle(accountant, [*coefficients.entries, *errors.entries], options)
-        results = self._results(
-            scaled,
-            errors,
-            ledger,
-            options,
-            cap,
-            self._ranges,
-            self.release_plan(epsilon=options.epsilon, delta=options.delta),
-        )
-        index = results.params.index
-        if coefficients.estimate is None:
-            notes += (
-                "The ePTR test refused (⊥): no coefficient is released. The refusal is itself "
-                "a DP release (the 'ptr test' entry of the ledger); refitting spends the budget "
-                "again. Raise n or epsilon, or lower ptr_floor.",
-            )
-            beta = np.full(p, np.nan)
-            noise_sd = np.full(p, np.nan)
-        else:
-            beta = scaled.unscale(coefficients.estimate)
-            noise_sd = coefficients.noise_sd * scaled.isotropic_gain
-            # θ̂ projected onto the ball of coef_bound is released plus noise: beyond the
-            # ball, the released vector says θ̂ may sit on its edge (a released number)
-            if float(np.linalg.norm(coefficients.estimate)) > coef_bound:
-                notes += (
-                    "The released (scaled) coefficients lie beyond coef_bound: the projection "
-                    "may have shrunk them; raise coef_bound.",
-                )
-        return dataclasses.replace(
-            results,
-            params=pd.Series(beta, index=index, name="params"),
-            noise_scale=pd.Series(noise_sd, index=index, name="noise scale"),
-            noise_sd=pd.Series(noise_sd, index=index, name="noise sd"),
-            bias=pd.Series(0.0, index=index, name="bias"),
-            failed=pd.Series(coefficients.estimate is None, index=index, name="failed"),
-            variant="ePTR",
-            warnings=notes,
-            basis=f"{self.estimator} by efficient Propose-Test-Release (seed Alg 4, Thm 4.1)",
-            withheld_why={} if coefficients.released else dict.fromkeys(index, "ptr ⊥"),
-        )
-
     def _rows(
         self,
         x: NDArray[np.float64],
@@ -485,23 +362,6 @@ class PooledOLS(FormulaModel):
         """The scaled rows the estimator regresses, their persons and the cap on a person's
         rows: pooled OLS takes every row."""
         return x, y, codes, cap
-
-    @property
-    def _names(self) -> tuple[str, ...]:
-        return (*self._design.columns, self._design.outcome)
-
-    @property
-    def _located(self) -> NDArray[np.bool_]:
-        """The columns (and the outcome, last) whose range the fit finds privately."""
-        return np.asarray(np.isnan(self._ranges[:, 0]))
-
-    @property
-    def _located_names(self) -> list[str]:
-        """The names of the columns (and the outcome) whose range the fit finds privately."""
-        return [c for c, found in zip(self._names, self._located, strict=True) if found]
-
-    def _columns(self, which: NDArray[np.bool_]) -> NDArray[np.float64]:
-        return np.column_stack([self._design.X, self._design.y])[:, which]
 
     def release_plan(self, *, epsilon: float, delta: float) -> StatisticsBudget:
         """The fit's budget from public facts (n, the columns without public bounds, ε, δ):
@@ -555,100 +415,6 @@ class PooledOLS(FormulaModel):
 
     def _weighting(self, cap: int) -> str:
         return f"a person's rows count up to max_rows={cap} (more are down-weighted)"
-
-    def _results(
-        self,
-        scaled: _Scaling,
-        release: _Statistics,
-        ledger: PrivacyLedger,
-        options: ReleaseOptions,
-        cap: int,
-        ranges: NDArray[np.float64],
-        plan: StatisticsBudget,
-    ) -> RegressionResults:
-        """Unscale β̂, its noise draws and its covariances."""
-        names = self._design.columns
-        index = pd.Index(names)
-        solution = release.pilot
-        beta = scaled.unscale(release.beta)
-        corrected, uncorrected = (scaled.offset + d @ scaled.linear.T for d in release.draws)
-        noise_sd = np.maximum(corrected.std(axis=0), uncorrected.std(axis=0))
-        shift = corrected.mean(axis=0) - beta
-        # the ridge's pull on the pilot, (Ĥ)⁻¹ λ β, at the stepped β̂ (the pilot's own β is
-        # shrunk by it: at a ridge far above the design's eigenvalues it sees a tenth of it)
-        with np.errstate(over="ignore", invalid="ignore"):  # an unbounded pull: infinite
-            ridge = np.nan_to_num(
-                np.abs(scaled.linear) @ solution.shrinkage_at(release.beta, len(plan.rho) - 2),
-                nan=np.inf,
-                posinf=np.inf,
-            )
-        sampling_sd = np.sqrt(np.diag(scaled.linear @ release.sampling @ scaled.linear.T))
-        # withheld (released numbers only): where the released X'X does not determine a
-        # direction beyond its noise nothing bounds the ridge's pull, and an interval to the
-        # doubles' edge is no estimate
-        unbounded = ~np.isfinite(ridge)
-        for values in (beta, noise_sd, sampling_sd, shift, ridge):
-            values[unbounded] = np.nan
-        notes: tuple[str, ...] = ()
-        if unbounded.any():
-            remedy = "give public bounds, " if self._located.any() else ""
-            notes += (
-                f"{[str(c) for c in index[unbounded]]} withheld: the released X'X does not "
-                "determine them beyond its noise, so nothing bounds how far its ridge pulled "
-                "them (the design is nearly collinear or varies little for this n and "
-                f"epsilon): {remedy}raise epsilon or drop a collinear term.",
-            )
-        elif solution.ridge > 0.0:
-            notes += (
-                "The released X'X was floored at its noise (a ridge): coefficients shrunk, "
-                "within the bias bound. Raise epsilon or drop a collinear term.",
-            )
-
-        def series(values: NDArray[np.float64], label: str) -> pd.Series:
-            return pd.Series(values, index=index, name=label)
-
-        located = self._located
-        bounds = ", ".join(
-            f"{name} in [{lo:.4g}, {hi:.4g}]" + (" (found privately)" if found else "")
-            for name, (lo, hi), found in zip(self._names, ranges, located, strict=True)
-            if name != "Intercept"
-        )
-        if self._range_notes(plan):
-            notes += self._range_notes(plan)
-        elif located.any() and located_miss(self._design.n, plan.median_epsilon) > NOTE_MISS:
-            notes += (
-                "The ranges found privately may miss the data at this n and epsilon (a range "
-                "that misses clips every value): give public bounds or raise epsilon.",
-            )
-        return RegressionResults(
-            model=self.spec,
-            formula=self.formula,
-            params=series(beta, "params"),
-            noise_scale=series(noise_sd, "noise scale"),
-            noise_sd=series(noise_sd, "noise sd"),
-            noise_law="gaussian",
-            sampling_sd=series(sampling_sd, "sampling sd"),
-            bias=series(np.abs(shift) + ridge, "bias"),
-            projection_interval=pd.DataFrame(np.nan, index=index, columns=["lower", "upper"]),
-            failed=pd.Series(False, index=index, name="failed"),
-            privacy=ledger,
-            nobs_users=self.nobs_users,
-            # every person contributes (n is public): nothing is counted
-            users=pd.Series([math.nan], index=["users with a statistic"], name="users"),
-            users_sd=math.nan,
-            variant="sufficient statistics",
-            assumptions=(
-                f"ranges (values outside are clipped): {bounds}",
-                f"standard errors clustered by person, plus the privacy noise; "
-                f"{self._weighting(cap)}",
-            ),
-            warnings=notes,
-            gamma=options.gamma,
-            bad_events=series(np.zeros(len(names)), "bad events"),
-            basis=f"{self.estimator} from released sufficient statistics",
-            levels=dict(self._levels),
-            withheld_why={str(c): "unbounded" for c in index[unbounded]},
-        )
 
 
 BOUNDS_OPTION = Option(

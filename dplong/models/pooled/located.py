@@ -1,7 +1,8 @@
 """The private ranges stage of a fit from sufficient statistics: whether the ranges of the
 columns without public bounds can be found (decided from public facts, before any noise), the
 note they add, and the ranges found from every person's extremes
-(:mod:`dplong.privacy.ranges`; step 1 of ``docs/design/pooled.md``)."""
+(:mod:`dplong.privacy.ranges`; step 1 of ``docs/design/pooled.md``), and the stage as a model's
+methods (:class:`_RangesStage`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from numpy.typing import NDArray
 
 from dplong._grouping import segment_starts
 from dplong.exceptions import InsufficientUsersError
+from dplong.formula import PanelDesign
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import HISTOGRAM_USERS, MAX_MISS, StatisticsBudget
 from dplong.privacy.ranges import (
@@ -98,3 +100,55 @@ def _extremes(
         lows[codes[starts]] = np.minimum.reduceat(values, starts, axis=0)
         highs[codes[starts]] = np.maximum.reduceat(values, starts, axis=0)
     return lows, highs
+
+
+class _RangesStage:
+    """The private ranges stage as methods of a model fitted from sufficient statistics: its
+    design, the public ``_ranges`` of its columns and outcome ((p + 1) x 2, NaN where the fit
+    finds the range privately) and the Gram matrix's ``_frame``."""
+
+    _design: PanelDesign
+    _ranges: NDArray[np.float64]
+    _frame: NDArray[np.float64]
+
+    @property
+    def _names(self) -> tuple[str, ...]:
+        return (*self._design.columns, self._design.outcome)
+
+    @property
+    def _located(self) -> NDArray[np.bool_]:
+        """The columns (and the outcome, last) whose range the fit finds privately."""
+        return np.asarray(np.isnan(self._ranges[:, 0]))
+
+    @property
+    def _located_names(self) -> list[str]:
+        """The names of the columns (and the outcome) whose range the fit finds privately."""
+        return [c for c, found in zip(self._names, self._located, strict=True) if found]
+
+    def _columns(self, which: NDArray[np.bool_]) -> NDArray[np.float64]:
+        return np.column_stack([self._design.X, self._design.y])[:, which]
+
+    def _check_ranges(self, plan: StatisticsBudget) -> None:
+        """Refuse, before any noise, ranges the plan cannot find (:func:`check_ranges`)."""
+        check_ranges(self._design.n, self._located_names, plan)
+
+    def _range_notes(self, plan: StatisticsBudget) -> tuple[str, ...]:
+        """The public note of ranges the plan finds by histograms (none otherwise)."""
+        return range_notes(plan, bool(self._located.any()))
+
+    def _find_ranges(
+        self, plan: StatisticsBudget, generator: np.random.Generator
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[LedgerEntry, ...]]:
+        """Every column's range, the Gram matrix's frame and the ledger entries of the ranges
+        found privately with the plan's budget (:func:`find_ranges`)."""
+        design = self._design
+        return find_ranges(
+            self._ranges,
+            self._frame,
+            self._columns(self._located),
+            design.codes,
+            design.n,
+            tuple(self._located_names),
+            plan,
+            generator,
+        )

@@ -1,0 +1,149 @@
+"""The results of a fit from released sufficient statistics: β̂, its noise draws and its
+clustered covariance unscaled to the columns' units, the coefficients nothing bounds withheld,
+and the fit's public notes and assumptions (the last step of ``docs/design/pooled.md``)."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from dplong.models.pooled.frame import _Scaling
+from dplong.models.pooled.release import _Statistics
+from dplong.privacy.accounting import PrivacyLedger
+from dplong.privacy.budget import NOTE_MISS, StatisticsBudget
+from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.ranges import located_miss
+from dplong.results import RegressionResults
+
+if TYPE_CHECKING:
+    from dplong.models.pooled.estimator import PooledOLS
+
+__all__: list[str] = []
+
+
+def _statistics_results(
+    model: PooledOLS,
+    scaled: _Scaling,
+    release: _Statistics,
+    ledger: PrivacyLedger,
+    options: ReleaseOptions,
+    cap: int,
+    ranges: NDArray[np.float64],
+    plan: StatisticsBudget,
+) -> RegressionResults:
+    """``model``'s results: β̂, its noise draws and its covariances unscaled to the
+    ``ranges`` (the columns', then the outcome's) the fit clipped to."""
+    names = model._design.columns
+    index = pd.Index(names)
+    beta, noise_sd, sampling_sd, bias, unbounded = _unscaled(scaled, release, len(plan.rho) - 2)
+    notes = _withheld_notes(model, index[unbounded], release.pilot.ridge)
+    notes += _found_notes(model, plan)
+
+    def series(values: NDArray[np.float64], label: str) -> pd.Series:
+        return pd.Series(values, index=index, name=label)
+
+    bounds = ", ".join(
+        f"{name} in [{lo:.4g}, {hi:.4g}]" + (" (found privately)" if found else "")
+        for name, (lo, hi), found in zip(model._names, ranges, model._located, strict=True)
+        if name != "Intercept"
+    )
+    return RegressionResults(
+        model=model.spec,
+        formula=model.formula,
+        params=series(beta, "params"),
+        noise_scale=series(noise_sd, "noise scale"),
+        noise_sd=series(noise_sd, "noise sd"),
+        noise_law="gaussian",
+        sampling_sd=series(sampling_sd, "sampling sd"),
+        bias=series(bias, "bias"),
+        projection_interval=pd.DataFrame(np.nan, index=index, columns=["lower", "upper"]),
+        failed=pd.Series(False, index=index, name="failed"),
+        privacy=ledger,
+        nobs_users=model.nobs_users,
+        # every person contributes (n is public): nothing is counted
+        users=pd.Series([math.nan], index=["users with a statistic"], name="users"),
+        users_sd=math.nan,
+        variant="sufficient statistics",
+        assumptions=(
+            f"ranges (values outside are clipped): {bounds}",
+            f"standard errors clustered by person, plus the privacy noise; {model._weighting(cap)}",
+        ),
+        warnings=notes,
+        gamma=options.gamma,
+        bad_events=series(np.zeros(len(names)), "bad events"),
+        basis=f"{model.estimator} from released sufficient statistics",
+        levels=dict(model._levels),
+        withheld_why={str(c): "unbounded" for c in index[unbounded]},
+    )
+
+
+class _Unscaled(NamedTuple):
+    """β̂ in the columns' units, its noise sd, sampling sd and bias bound (the noise's shift
+    plus the ridge's pull), NaN where the ridge's pull is ``unbounded``."""
+
+    beta: NDArray[np.float64]
+    noise_sd: NDArray[np.float64]
+    sampling_sd: NDArray[np.float64]
+    bias: NDArray[np.float64]
+    unbounded: NDArray[np.bool_]
+
+
+def _unscaled(scaled: _Scaling, release: _Statistics, steps: int) -> _Unscaled:
+    """The released β̂ and its noise draws and sampling covariance unscaled, the ridge's pull
+    bounded after ``steps`` Newton steps."""
+    beta = scaled.unscale(release.beta)
+    corrected, uncorrected = (scaled.offset + d @ scaled.linear.T for d in release.draws)
+    noise_sd = np.maximum(corrected.std(axis=0), uncorrected.std(axis=0))
+    shift = corrected.mean(axis=0) - beta
+    # the ridge's pull on the pilot, (Ĥ)⁻¹ λ β, at the stepped β̂ (the pilot's own β is
+    # shrunk by it: at a ridge far above the design's eigenvalues it sees a tenth of it)
+    with np.errstate(over="ignore", invalid="ignore"):  # an unbounded pull: infinite
+        ridge = np.nan_to_num(
+            np.abs(scaled.linear) @ release.pilot.shrinkage_at(release.beta, steps),
+            nan=np.inf,
+            posinf=np.inf,
+        )
+    sampling_sd = np.sqrt(np.diag(scaled.linear @ release.sampling @ scaled.linear.T))
+    # withheld (released numbers only): where the released X'X does not determine a
+    # direction beyond its noise nothing bounds the ridge's pull, and an interval to the
+    # doubles' edge is no estimate
+    unbounded = ~np.isfinite(ridge)
+    for values in (beta, noise_sd, sampling_sd, shift, ridge):
+        values[unbounded] = np.nan
+    return _Unscaled(beta, noise_sd, sampling_sd, np.abs(shift) + ridge, unbounded)
+
+
+def _withheld_notes(model: PooledOLS, withheld: pd.Index, ridge: float) -> tuple[str, ...]:
+    """The note of the coefficients ``withheld`` (their ridge's pull unbounded) or, with none,
+    of the released X'X's floor (its ``ridge``) where it has one."""
+    if len(withheld):
+        remedy = "give public bounds, " if model._located.any() else ""
+        return (
+            f"{[str(c) for c in withheld]} withheld: the released X'X does not "
+            "determine them beyond its noise, so nothing bounds how far its ridge pulled "
+            "them (the design is nearly collinear or varies little for this n and "
+            f"epsilon): {remedy}raise epsilon or drop a collinear term.",
+        )
+    if ridge > 0.0:
+        return (
+            "The released X'X was floored at its noise (a ridge): coefficients shrunk, "
+            "within the bias bound. Raise epsilon or drop a collinear term.",
+        )
+    return ()
+
+
+def _found_notes(model: PooledOLS, plan: StatisticsBudget) -> tuple[str, ...]:
+    """The note of the ranges found privately: found by histograms (decided by the plan), or
+    by medians that may miss the data at this n and ε."""
+    if model._range_notes(plan):
+        return model._range_notes(plan)
+    if model._located.any() and located_miss(model._design.n, plan.median_epsilon) > NOTE_MISS:
+        return (
+            "The ranges found privately may miss the data at this n and epsilon (a range "
+            "that misses clips every value): give public bounds or raise epsilon.",
+        )
+    return ()
