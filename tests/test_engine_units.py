@@ -1944,3 +1944,32 @@ def test_a_midpoint_that_missed_is_withheld_even_on_an_overcounted_n(
     # normal part, the bias a bound)
     gap = abs(kept.estimate[0] - np.nanmean(values[:, 0]))
     assert gap < 3.0 * math.hypot(kept.noise_sd[0], kept.sampling_sd[0]) + kept.bias[0]
+
+
+def test_a_clip_whose_noise_is_cheap_widens_to_what_it_affords() -> None:
+    """Where widening the clip costs next to nothing in noise (72 users at ε = 16: the noise
+    far below the sampling error), the radius is not left at the tight optimum of the tail
+    model's bias and the noise (2.4 σ̂ there, which clipped dietox's left-skewed pig means with
+    no bound seeing it): it widens until its noise variance is FREE_NOISE of the sampling
+    variance σ̂² / N̂, or to FREE_REACH σ̂ beyond the centre's error. A noise-dominated release
+    (1,000 users at ε = 0.5, its noise above that share) keeps its radius. Read from released
+    numbers: the half-width over σ̂ and the noise sd."""
+    from dplong.privacy.engine import FREE_NOISE, FREE_REACH
+
+    def release(values: np.ndarray, epsilon: float) -> tuple[float, float, float]:
+        checked = ReleaseOptions.check(
+            values.shape[0], epsilon=epsilon, delta=None, privacy="central", bound=None, d=1
+        )
+        out = release_means(values, names=("x",), options=checked, rng=np.random.default_rng(0))
+        sd = math.sqrt(float(out.scale[0]))
+        half = float(np.diff(out.interval[0])[0]) / 2.0
+        return half / sd, float(out.noise_sd[0]) ** 2 / (sd**2 / float(out.users[0])), sd
+
+    pigs = 30.0 - np.random.default_rng(7).gamma(2.0, 4.0, (72, 1))  # left-skewed, like dietox
+    reach, noise_share, _ = release(pigs, 16.0)
+    assert reach > 3.0  # measured 2.4 before the rule
+    # the rule binds at its share or at its reach (in σ̂ units, past the centre's error)
+    assert noise_share <= FREE_NOISE * 1.05 or reach >= FREE_REACH
+    crowd = np.random.default_rng(8).normal(size=(1000, 1))
+    reach, noise_share, _ = release(crowd, 0.5)
+    assert noise_share > FREE_NOISE and reach < 3.0  # noise-dominated: the tight optimum
