@@ -33,8 +33,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from dplong.privacy.accounting import LedgerEntry, PrivacyLedger
-from dplong.privacy.budget import split_users
+from dplong.privacy.accounting import LedgerEntry
+from dplong.privacy.budget import parallel_ledger, split_users
 from dplong.privacy.engine import Release
 from dplong.privacy.histogram import Histogram, randomized_histogram
 from dplong.privacy.noise import flip_probability, release_bounded_sum
@@ -127,21 +127,19 @@ def release_local(
     """
     assert options.bound is not None
     n, d = matrix.shape
-    eps = options.epsilon
     groups = split_users(rng, n, [1.0 / d] * d)  # one column per user: independent of data
     columns = [
         _column(
             matrix[group, j],
             float(options.bound[j]),
-            eps,
+            options.epsilon,
             None if scale is None else math.sqrt(float(scale[j])),
             names[j],
             rng,
         )
         for j, group in enumerate(groups)
     ]
-    entries = tuple(entry for c in columns for entry in c.entries)
-    ledger = PrivacyLedger(entries, eps, 0.0, "parallel (disjoint users)", "local", eps**2 / 2.0)
+    ledger = parallel_ledger([entry for c in columns for entry in c.entries], "local")
 
     def field(name: str) -> NDArray[np.float64]:
         return np.array([getattr(c, name) for c in columns], dtype=np.float64)
