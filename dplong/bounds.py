@@ -37,6 +37,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dplong.privacy.histogram import stable_histogram_threshold
+
 #: How the text of a report heads the ``probability`` column: the chance that the bound holds,
 #: so that it is not read as the intervals' confidence level.
 HOLDS = "P(holds) >="
@@ -194,7 +196,7 @@ def midpoint_failure_probability(
     >>> midpoint_failure_probability(100, 0.05, 1e-4, 0.05, wide_bins=False)  # n ε too small
     1.0
     """
-    threshold = 2.0 / (epsilon * n) * math.log(2.0 / delta) + 1.0 / n
+    threshold = stable_histogram_threshold(n, epsilon, delta)
     if wide_bins:
         share = 0.5
         return min(1.0, math.exp(-epsilon * n * max(share - threshold, 0.0) / 2.0))

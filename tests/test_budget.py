@@ -6,6 +6,7 @@ rules in ``test_privacy_accounting.py``.)
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -19,7 +20,9 @@ from dplong.privacy.budget import (
     afford,
     charge,
     fit_ledger,
+    parallel_ledger,
     part,
+    planned_ledger,
     split_users,
     users_share,
 )
@@ -101,6 +104,32 @@ def test_fit_ledger_of_disjoint_users_is_the_largest() -> None:
     assert ledger.epsilon == 2.0 and ledger.model == "local" and len(ledger.entries) == 2
 
 
+def test_parallel_ledger_is_the_largest_pure_call_and_feeds_fit_ledger() -> None:
+    calls = [
+        LedgerEntry("mean", "local lattice Laplace", name, 0.7, 0.0, 0.0, 2.0, 2.0)
+        for name in ("x", "y", "z")
+    ]
+    ledger = parallel_ledger(calls, "local")
+    # each user answers one call: the release costs one call's ε, and ε-DP is ε²/2-zCDP
+    assert (ledger.epsilon, ledger.delta, ledger.rho) == (0.7, 0.0, 0.7**2 / 2.0)
+    assert ledger.entries == tuple(calls) and ledger.model == "local"
+    both = fit_ledger([ledger, parallel_ledger(calls[:1], "local")], 0.0, "local")
+    assert both.epsilon == 0.7 and len(both.entries) == 4  # disjoint blocks: still the largest
+    with pytest.raises(AssertionError, match="pure calls only"):
+        parallel_ledger([LedgerEntry("mean", "Gaussian", "x", 0.0, 0.0, 0.1, 1.0, 1.0)], "local")
+
+
+def test_planned_ledger_charges_the_planned_total_not_the_calls_that_ran() -> None:
+    accountant = dplong.Accountant(epsilon=2.0, delta=1e-6)
+    ran = [LedgerEntry("scale", "lattice Laplace", "x", 0.1, 0.0, 0.0, 1.0, 10.0)] * 3
+    ledger = planned_ledger(
+        accountant, ran, epsilon=1.0, delta=1e-7, composition="10 steps", model="central"
+    )
+    assert (ledger.epsilon, ledger.delta, ledger.composition) == (1.0, 1e-7, "10 steps")
+    assert math.isnan(ledger.rho) and len(ledger.entries) == 3
+    assert accountant.spent_epsilon == 1.0 and accountant.spent_delta == 1e-7
+
+
 def test_split_users_is_a_partition_of_the_given_sizes() -> None:
     groups = split_users(np.random.default_rng(3), 101, [0.5, 0.25, 0.25])
     assert [g.size for g in groups] == [50, 25, 26]
@@ -117,5 +146,19 @@ def test_only_the_budget_module_asks_or_tells_the_accountant() -> None:
         for path in PACKAGE.rglob("*.py")
         if path.relative_to(PACKAGE).as_posix() != "privacy/budget/fit.py"
         and touching.search(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+
+
+def test_only_the_budget_module_composes_a_ledger() -> None:
+    """A ledger's totals are set in the budget module alone (accounting defines the class and
+    its rules): a pipeline names its composition there, never builds the totals itself."""
+    building = re.compile(r"PrivacyLedger(\.from_entries)?\(")
+    offenders = [
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if not path.relative_to(PACKAGE).as_posix().startswith("privacy/budget/")
+        and path.relative_to(PACKAGE).as_posix() != "privacy/accounting.py"
+        and building.search(path.read_text(encoding="utf-8"))
     ]
     assert offenders == []

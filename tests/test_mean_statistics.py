@@ -47,7 +47,8 @@ from untouchable import Untouchable
 import dplong
 from dplong.exceptions import InsufficientUsersError
 from dplong.privacy.budget import MAX_MISS, NOTE_MISS
-from dplong.privacy.local import LocalPlan
+from dplong.privacy.local import LocalPlan, release_local
+from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.quantile import SPREAD_GRID, miss_probability
 from dplong.results import PanelResults
 
@@ -388,6 +389,32 @@ def test_local_two_rounds_report_on_the_located_interval() -> None:
     assert np.all(mc.width[two_rounds] > 2.0)
     clip, clip_se = mean_and_se(mc.clipping)
     assert abs(clip) <= mc.bias.mean() + Z_TOL * clip_se
+
+
+def test_local_no_user_answers_twice() -> None:
+    # N(1, 3²) in [-10, 10] with no stated scale: 814 of each column's 10⁴ users locate, and
+    # the fitted spread's radius often does not beat B, so the rest report clip(x, ±B) (one
+    # round). Whichever round is taken, the locate group answered the histogram and reports
+    # nothing more: the users counted on the ledger add up to the column's, once each (the
+    # ledger's ε, each user's whole ε once, is then the release's true cost).
+    options = ReleaseOptions.check(
+        20_000, epsilon=1.0, delta=None, privacy="local", bound=10.0, d=2
+    )
+    one_round_after_locating = 0
+    for seed in range(3):
+        values = np.random.default_rng(seed).normal(1.0, 3.0, size=(20_000, 2))
+        release = release_local(
+            values, names=("a", "b"), options=options, rng=np.random.default_rng(seed)
+        )
+        for name, (low, high) in zip(("a", "b"), release.interval, strict=True):
+            counted = [
+                int(entry.mechanism.rsplit(", ", 1)[1].removesuffix(" users"))
+                for entry in release.privacy.entries
+                if entry.target == name
+            ]
+            assert len(counted) == 2 and sum(counted) == 10_000, counted
+            one_round_after_locating += (low, high) == (-10.0, 10.0)
+    assert one_round_after_locating > 0  # the path where group A could have reported again
 
 
 # --------------------------------------------------------------------------------------------

@@ -187,7 +187,7 @@ class RandomEffects(PooledOLS):
         residuals = _ResidualModel(design)
         if stated is None:
             residuals.check(plan)
-        share = plan.components_epsilon / options.epsilon
+        share = plan.components_share
         checkpoint(  # every refusal is decided: dplong.plan stops here, before any noise
             FitPlan(
                 n,

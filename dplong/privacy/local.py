@@ -15,11 +15,12 @@ independently of the data) a group of users answers one of two questions:
 2. **report** (group M, the rest): ``clip(x - m̂, ±w) + Laplace(2w/ε)`` on the lattice (Alg 8).
 
 The mean is ``m̂ + (mean of the reports)``, projected onto ``[-B, B]`` (post-processing). When
-the public facts say a locate group cannot be reliable, or the histogram says the two-round
-radius would not beat the public bound, group M (then everyone) instead reports
-``clip(x, ±B) + Laplace(2B/ε)``: the one-round estimator. Either way the reports are what the
-analyst receives, so the standard error is their empirical standard deviation over √n_M — the
-exact sampling plus noise law of the mean of the reports, to CLT accuracy.
+the public facts say a locate group cannot be reliable, everyone instead reports
+``clip(x, ±B) + Laplace(2B/ε)``: the one-round estimator; when the histogram says the two-round
+radius would not beat the public bound, group M reports so (group A answered the histogram: no
+user answers twice). Either way the reports are what the analyst receives, so the standard
+error is their empirical standard deviation over √n_M — the exact sampling plus noise law of
+the mean of the reports, to CLT accuracy.
 
 Users without a statistic in a column report the centre (0 offset), as in the paper.
 """
@@ -33,8 +34,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from dplong.privacy.accounting import LedgerEntry, PrivacyLedger
-from dplong.privacy.budget import split_users
+from dplong.privacy.accounting import LedgerEntry
+from dplong.privacy.budget import parallel_ledger, split_users
 from dplong.privacy.engine import Release
 from dplong.privacy.histogram import Histogram, randomized_histogram
 from dplong.privacy.noise import flip_probability, release_bounded_sum
@@ -127,21 +128,19 @@ def release_local(
     """
     assert options.bound is not None
     n, d = matrix.shape
-    eps = options.epsilon
     groups = split_users(rng, n, [1.0 / d] * d)  # one column per user: independent of data
     columns = [
         _column(
             matrix[group, j],
             float(options.bound[j]),
-            eps,
+            options.epsilon,
             None if scale is None else math.sqrt(float(scale[j])),
             names[j],
             rng,
         )
         for j, group in enumerate(groups)
     ]
-    entries = tuple(entry for c in columns for entry in c.entries)
-    ledger = PrivacyLedger(entries, eps, 0.0, "parallel (disjoint users)", "local", eps**2 / 2.0)
+    ledger = parallel_ledger([entry for c in columns for entry in c.entries], "local")
 
     def field(name: str) -> NDArray[np.float64]:
         return np.array([getattr(c, name) for c in columns], dtype=np.float64)
@@ -220,11 +219,12 @@ def _column(
                 np.array([sd**2]), np.array([located_error]), np.array([per_width]), tail=tail
             )[0]
         )
-        # the two-round mean's noise ∝ w / √n_M, the one-round's ∝ B / √n: a public choice
-        # once the histogram is out (adaptive, each group's reports still ε-LDP)
-        if width * math.sqrt(values.size / plan.report) < bound:
+        # group A spent its ε on the histogram: only group M reports, around the located
+        # centre where its noise ∝ w / √n_M beats the public bound's B / √n_M (a public choice
+        # once the histogram is out: every user answers one question, ε-LDP)
+        reporting = values[plan.locate :]
+        if width < bound:
             centre, radius, error = located, width, located_error
-            reporting = values[plan.locate :]
     with np.errstate(invalid="ignore"):
         clipped = np.where(np.isnan(reporting), 0.0, np.clip(reporting - centre, -radius, radius))
     release = release_bounded_sum(

@@ -46,7 +46,7 @@ from dplong.exceptions import (
     PrivacyParameterError,
 )
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
-from dplong.privacy.budget import ScalePlan, afford, charge, plan_budget
+from dplong.privacy.budget import ScalePlan, afford, plan_budget, planned_ledger
 from dplong.privacy.interval import (
     central_midpoint,
     check_histogram_feasible,
@@ -469,15 +469,14 @@ def estimate_scale(
             f"; all {steps_charged} steps are charged, {steps_run} ran (the bisection stops "
             "where its coverage test fails, which depends on the data)"
         )
-    ledger = PrivacyLedger(
-        tuple(entries),
-        plan.total_epsilon,
-        plan.total_delta,
-        composition,
-        "local" if local else "central",
-        math.nan,
+    ledger = planned_ledger(
+        accountant,
+        entries,
+        epsilon=plan.total_epsilon,
+        delta=plan.total_delta,
+        composition=composition,
+        model="local" if local else "central",
     )
-    charge(accountant, ledger, plan.total_epsilon, plan.total_delta)
     _warn_flags(labels, lower_binding, upper_binding, failed)
     return ScaleEstimate(
         scale=scale,

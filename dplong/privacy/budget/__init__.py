@@ -1,8 +1,8 @@
 """The budget of a fit: how (ε, δ) is split, checked against the accountant and composed.
 
 This package is the one place that splits a budget — multiplies ε, δ or ρ by a share — and the
-only one that asks or tells the accountant. Its public names are imported from here (the
-modules are its layout, not its interface):
+only one that asks or tells the accountant or composes a ledger. Its public names are imported
+from here (the modules are its layout, not its interface):
 
 - :mod:`~dplong.privacy.budget.plan` — :class:`ReleasePlan`, the public plan of one release of
   the default engine: the ε of each of its stages, from public facts, checked before any noise;
@@ -17,8 +17,8 @@ modules are its layout, not its interface):
   statistics, random effects (:func:`ptr_budget`, :func:`statistics_budget`);
 - :mod:`~dplong.privacy.budget.fit` — a fit's parts (:func:`part`, :func:`users_share`,
   :func:`keyed_share`, :func:`split_users`), the accountant's check and record
-  (:func:`afford`, :func:`charge`, :func:`settle`) and its ledger (:func:`fit_ledger`,
-  :func:`keyed_ledger`).
+  (:func:`afford`, :func:`charge`, :func:`settle`, :func:`planned_ledger`) and the ledgers
+  (:func:`parallel_ledger`, :func:`fit_ledger`, :func:`keyed_ledger`).
 
 How the budget flows through a fit, and why the stages are sized as they are, is in
 ``docs/design/budget.md``.
@@ -31,7 +31,9 @@ from dplong.privacy.budget.fit import (
     fit_ledger,
     keyed_ledger,
     keyed_share,
+    parallel_ledger,
     part,
+    planned_ledger,
     settle,
     split_users,
     users_share,
@@ -107,8 +109,10 @@ __all__ = [
     "largest_within",
     "paper_budget",
     "paper_vector_budget",
+    "parallel_ledger",
     "part",
     "plan_budget",
+    "planned_ledger",
     "ptr_budget",
     "random_effects_budget",
     "remaining_rho",

@@ -4,9 +4,10 @@ A fit's blocks each get a :func:`part` of its (ε, δ) (:func:`users_share` size
 needs a given ``n ε``; :func:`keyed_share` the levels of a key; :func:`split_users` the local
 model's disjoint groups). :func:`afford` is the accountant's check, run before the first noise
 draw; :func:`charge` checks that a release's calls compose within what it was given and has
-the accountant record them (:func:`settle` composes a release's ledger and charges it);
-:func:`fit_ledger` and :func:`keyed_ledger` compose a fit's. This module is the only one in the
-package that asks or tells the accountant.
+the accountant record them (:func:`settle` composes a release's ledger and charges it,
+:func:`planned_ledger` charges the total a release planned); :func:`parallel_ledger` composes
+the local model's disjoint groups, :func:`fit_ledger` and :func:`keyed_ledger` a fit's. This
+module is the only one in the package that asks or tells the accountant or composes a ledger.
 """
 
 from __future__ import annotations
@@ -100,6 +101,33 @@ def charge(
         accountant.record(ledger)
 
 
+#: The composition of calls answered by disjoint groups of users drawn independently of the data
+#: (:func:`parallel_ledger`).
+PARALLEL_USERS = "parallel (disjoint users)"
+
+
+def parallel_ledger(entries: Sequence[LedgerEntry], model: str) -> PrivacyLedger:
+    """The ledger of pure calls each answered by its own group of users, the groups disjoint and
+    drawn independently of the data (:func:`split_users`): parallel composition, the largest
+    call's ε, which is ε²/2-zCDP (Bun–Steinke Prop. 1.4). Not charged: the fit's ledger is
+    (:func:`fit_ledger`).
+
+    Examples
+    --------
+    >>> from dplong.privacy.accounting import LedgerEntry
+    >>> from dplong.privacy.budget import parallel_ledger
+    >>> calls = [LedgerEntry("mean", "local lattice Laplace", name, 1.0, 0.0, 0.0, 2.0, 2.0)
+    ...          for name in ("x", "y")]
+    >>> ledger = parallel_ledger(calls, "local")
+    >>> ledger.epsilon, ledger.rho, ledger.composition
+    (1.0, 0.5, 'parallel (disjoint users)')
+    """
+    if any(entry.delta > 0 or entry.rho > 0 for entry in entries):
+        raise AssertionError("parallel_ledger composes pure calls only")
+    epsilon = max(entry.epsilon for entry in entries)
+    return PrivacyLedger(tuple(entries), epsilon, 0.0, PARALLEL_USERS, model, epsilon**2 / 2.0)
+
+
 def fit_ledger(ledgers: Sequence[PrivacyLedger], delta: float, model: str) -> PrivacyLedger:
     """One ledger for a fit's releases: all their calls composed at the fit's δ, or their basic
     sum where that is smaller, or, for the local model's disjoint groups of users, in parallel
@@ -116,7 +144,7 @@ def fit_ledger(ledgers: Sequence[PrivacyLedger], delta: float, model: str) -> Pr
     """
     # the local model's groups are disjoint and drawn independently of the data (max); the
     # levels of a key are not (keyed_ledger): only the former compose as the largest
-    if all(ledger.composition == "parallel (disjoint users)" for ledger in ledgers):
+    if all(ledger.composition == PARALLEL_USERS for ledger in ledgers):
         worst = max(ledgers, key=lambda ledger: ledger.epsilon)
         entries = tuple(entry for ledger in ledgers for entry in ledger.entries)
         return PrivacyLedger(
@@ -232,4 +260,35 @@ def settle(
     privacy = options.privacy if isinstance(options, ReleaseOptions) else "central"
     ledger = PrivacyLedger.from_entries(entries, options.delta, privacy)
     charge(accountant, ledger, options.epsilon, options.delta)
+    return ledger
+
+
+def planned_ledger(
+    accountant: Accountant | None,
+    entries: Sequence[LedgerEntry],
+    *,
+    epsilon: float,
+    delta: float,
+    composition: str,
+    model: str,
+) -> PrivacyLedger:
+    """The ledger of a release charged the (ε, δ) its plan composed before any noise, under the
+    composition the plan names, and :func:`charge` d. For a release whose number of calls
+    depends on the data (a bisection that stops early): every planned call is charged, so the
+    total is a function of public facts. ρ is NaN (not composed from the calls).
+
+    Examples
+    --------
+    >>> import dplong
+    >>> from dplong.privacy.accounting import LedgerEntry
+    >>> from dplong.privacy.budget import planned_ledger
+    >>> call = LedgerEntry("scale", "lattice Laplace", "x", 0.25, 0.0, 0.0, 1.0, 4.0)
+    >>> accountant = dplong.Accountant(epsilon=1.0)
+    >>> ledger = planned_ledger(accountant, [call], epsilon=1.0, delta=0.0,
+    ...                         composition="4 steps by basic composition", model="central")
+    >>> ledger.epsilon, len(ledger.entries), accountant.spent_epsilon
+    (1.0, 1, 1.0)
+    """
+    ledger = PrivacyLedger(tuple(entries), epsilon, delta, composition, model, math.nan)
+    charge(accountant, ledger, epsilon, delta)
     return ledger

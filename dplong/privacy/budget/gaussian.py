@@ -210,13 +210,14 @@ RE_COMPONENTS_USERS, RE_COMPONENTS_SHARES, RE_PILOT_SHARE = 900.0, (0.1, 0.45), 
 class RandomEffectsBudget(StatisticsBudget):
     """The budget of a random-effects fit: the private ranges' (``median_epsilon``,
     ``count_rho``, ``histogram_rho``), the pilot's ρ (0: the components are stated), the
-    (ε, δ) of the variance components' release (0, 0 when stated) and, as ``rho``, the
-    nominal ρ of the quasi-demeaned fit's releases (:func:`remaining_rho` raises it to what
-    is left)."""
+    (ε, δ) of the variance components' release (0, 0 when stated) and its share of the fit's,
+    and, as ``rho``, the nominal ρ of the quasi-demeaned fit's releases (:func:`remaining_rho`
+    raises it to what is left)."""
 
     pilot_rho: float
     components_epsilon: float
     components_delta: float
+    components_share: float
 
 
 def random_effects_budget(
@@ -258,6 +259,7 @@ def random_effects_budget(
         pilot_rho,
         epsilon * share,
         delta * share,
+        share,
     )
 
 
