@@ -427,7 +427,10 @@ def test_local_no_user_answers_twice() -> None:
 # rough mean's offset (the count gets ε n = 20, the refinement 0.05 ε: measured, the count is
 # 69 % of the noise variance at n = 2000, ε = 1, 33 % at 4000, 5 % at 10⁴), so this regime
 # starts at n ≈ 10⁴. Both the measured noise MSE and the mean of noise_sd² must fall by 4 (w₁/w₂)²
-# within 4 SE, and (w₁/w₂)² between 0.8 and 1 (κ grows by at most 12 % per doubling).
+# within 4 SE. Here the noise is cheap against the sampling error, so the radius sits at the
+# engine's free reach, 4 σ̂ past the centre's error (FREE_REACH): that error, a few hundredths
+# of σ̂ that fall with n, is all that moves w, so (w₁/w₂)² lies between 0.8 (the accurate
+# radius's κ growing by at most 12 % per doubling, where it binds) and (4.2 / 4)² = 1.1.
 
 SCALING_CASES = ((10_000, 1.0), (20_000, 1.0), (10_000, 2.0))
 
@@ -440,7 +443,7 @@ def test_noise_falls_like_one_over_n_epsilon_squared() -> None:
     base = runs[0]
     for (n, eps), mc in zip(SCALING_CASES[1:], runs[1:], strict=True):
         shrink = float(np.mean(base.width) / np.mean(mc.width)) ** 2
-        assert 0.8 < shrink <= 1.0, (n, eps, shrink)
+        assert 0.8 < shrink <= 1.1, (n, eps, shrink)
         # the released numbers: noise_sd² falls by 4 (w₁/w₂)² up to the count's few per cent
         reported = float(np.mean(base.noise_sd**2) / np.mean(mc.noise_sd**2))
         print(f"{n}, {eps}: reported ratio {reported:.3f}, 4 (w1/w2)^2 = {4 * shrink:.3f}")
