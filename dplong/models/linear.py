@@ -1,10 +1,13 @@
 """Longitudinal linear regression: private averaging of per-user OLS/GLS fits (§5.3), or the
-private within (entity fixed-effects) estimator (:mod:`dplong.models.within`)."""
+private within (entity fixed-effects) estimator (:mod:`dplong.models.within`).
+
+The estimator's reductions are in :mod:`~dplong.models.linear_reduce`, the checks of its public
+options in :mod:`~dplong.models.linear_options` and the assumptions its results state in
+:mod:`~dplong.models.linear_notes`."""
 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
@@ -14,9 +17,8 @@ import pandas as pd
 import patsy
 from numpy.typing import NDArray
 
-from dplong._validation import RandomState, check_choice, per_column, real_number
-from dplong.dask_frames import FrameSpec, ReducedPanel, design_spec, is_dask, reduce_design
-from dplong.dependence import DependenceModel
+from dplong._validation import RandomState, check_choice
+from dplong.dask_frames import ReducedPanel, design_spec, is_dask, reduce_design
 from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.models.base import (
@@ -28,20 +30,23 @@ from dplong.models.base import (
     ScaleLike,
     Statistics,
     check_max_rows,
-    check_min_rows,
     scale_per_column,
 )
 from dplong.models.command_line import TAIL_OPTIONS, CommandLineModel, Option, register
 from dplong.models.effects import panel_effects
-from dplong.models.reduce import (
-    WorkingCorrelation,
-    coefficients_from_sums,
-    cross_product_sums,
-    user_means,
-    user_totals,
-    within_cross_products,
-    within_sums,
+from dplong.models.linear_notes import _per_user_assumptions, _within_assumptions
+from dplong.models.linear_options import COV_TYPES as COV_TYPES
+from dplong.models.linear_options import (
+    CovType,
+    _between_columns,
+    _check_cov_type,
+    _check_dependence_bounds,
+    _dependence_proxy,
+    _within_proxy,
+    _working_correlation,
 )
+from dplong.models.linear_reduce import _coefficients, _cross_products, _reduce_within
+from dplong.models.reduce import WorkingCorrelation, within_cross_products
 from dplong.models.within import (
     WithinProducts,
     coefficient_names,
@@ -55,7 +60,7 @@ from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA, Moment, Tail, TailModel, check_tail
+from dplong.privacy.radius import DEFAULT_GAMMA, Moment, Tail, check_tail
 from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
@@ -63,12 +68,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Estimator", "LongitudinalOLS"]
 
-_CORRELATIONS = ("independence", "ar1", "exchangeable")
 Estimator = Literal["per-user", "within"]
 ESTIMATORS: tuple[Estimator, ...] = ("per-user", "within")
-CovType = Literal["clustered", "cluster"]
-#: The person-clustered sandwich in linearmodels' and statsmodels' spelling: the only one.
-COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
 
 
 class LongitudinalOLS(PanelModel):
@@ -197,20 +198,7 @@ class LongitudinalOLS(PanelModel):
         >>> model.exog_names
         ['Intercept', 'job[T.office]', 'exper']
         """
-        if correlation not in _CORRELATIONS:
-            raise ParameterError(f"correlation must be one of {_CORRELATIONS}, got {correlation!r}")
-        bounds = {"ar1": (-1.0, 1.0), "exchangeable": (0.0, 1.0)}.get(correlation)
-        correlation_param = real_number(correlation_param, "correlation_param")
-        if bounds and not (
-            bounds[0] <= correlation_param < bounds[1]
-            and (correlation == "exchangeable" or correlation_param > -1)
-        ):
-            raise ParameterError(
-                f"correlation_param for {correlation!r} must lie in "
-                f"{'(-1, 1)' if correlation == 'ar1' else '[0, 1)'}, "
-                f"got {correlation_param!r}"
-            )
-        working = WorkingCorrelation(correlation, float(correlation_param))
+        working = _working_correlation(correlation, correlation_param)
         formula, entity = panel_effects(formula, data, time=time, levels=levels)
         if not is_dask(data):
             table = DesignSpec.from_formula(
@@ -425,61 +413,48 @@ class LongitudinalOLS(PanelModel):
             rng=rng,
             accountant=accountant,
         )
-        unused = [
-            k
-            for k, v in (("min_rows", min_rows), ("min_eigenvalue", min_eigenvalue))
-            if v is not None
-        ]
-        if unused and not isinstance(scale, DependenceModel):  # refused, not ignored
-            raise ParameterError(
-                f"{' and '.join(unused)} only apply with a dependence model as scale "
-                "(e.g. scale=AR1(0.5)); drop them or state the model"
-            )
+        _check_dependence_bounds(scale, min_rows, min_eigenvalue)
         if within:
-            if tail is not None:  # refused, not ignored: each cross product has its own model
-                raise ParameterError(
-                    'tail applies to estimator="per-user" (the within estimator chooses the '
-                    "tail model of each cross product); drop it"
-                )
             return self._fit_within(
-                request, names, absorbed, scale=scale, focus=focus, max_rows=max_rows
+                request, names, absorbed, scale=scale, focus=focus, tail=tail, max_rows=max_rows
             )
-        options = request.options
-        stated_tail = check_tail(
-            tail, p, default_engine=options.variant == "default" and not options.local
+        return self._fit_per_user(
+            request, names, scale=scale, tail=tail, min_rows=min_rows, min_eigenvalue=min_eigenvalue
         )
 
-        def from_dependence(model: DependenceModel) -> float:
-            rows = check_min_rows(min_rows, "turn a dependence model into a radius")
-            if (
-                isinstance(min_eigenvalue, bool)
-                or not isinstance(min_eigenvalue, int | float | np.integer | np.floating)
-                or not (math.isfinite(min_eigenvalue) and min_eigenvalue > 0)
-            ):
-                raise ParameterError(
-                    "min_eigenvalue θ > 0 (public lower bound on the smallest "
-                    "eigenvalue of X_u'X_u / T) is needed with a dependence "
-                    f"model; got {min_eigenvalue!r}"
-                )
-            return model.log_sobolev_constant(rows) / (rows * float(min_eigenvalue))
-
-        proxy = scale_per_column(scale, p, from_dependence)
+    def _fit_per_user(
+        self,
+        request: FitRequest,
+        names: tuple[str, ...],
+        *,
+        scale: Any,
+        tail: Any,
+        min_rows: Any,
+        min_eigenvalue: Any,
+    ) -> RegressionResults:
+        """``fit(estimator="per-user")``: one block of every user's coefficients, their stated
+        scale and tail or none."""
+        options = request.options
+        stated_tail = check_tail(
+            tail, len(names), default_engine=options.variant == "default" and not options.local
+        )
+        proxy = scale_per_column(
+            scale,
+            len(names),
+            partial(_dependence_proxy, min_rows=min_rows, min_eigenvalue=min_eigenvalue),
+        )
 
         def statistics(_: tuple[Release, ...]) -> Statistics:
             return Statistics(self._user_coefficients(), scale=proxy)
 
         block = Block(names, 1.0, statistics, stated_scale=proxy is not None, tail=stated_tail)
-        kind = "OLS" if self._correlation.kind == "independence" else "GLS"
-        assumptions = (
-            f"Per-user {kind} coefficients averaged over the users who have one (working "
-            f"correlation: {self._correlation.describe()}); users with too few rows or a "
-            "singular design contribute nothing (their number is estimated privately).",
-            "Scale estimated privately (the spread of the per-user coefficients)."
-            if proxy is None
-            else _scale_note(scale, min_rows, min_eigenvalue),
-            "Standard errors and intervals: the sampling error of the average under that "
-            "scale (users independent), the exact privacy-noise law and the clipping bias bound.",
-            *_tail_note(stated_tail),
+        assumptions = _per_user_assumptions(
+            self._correlation,
+            proxy,
+            stated_tail,
+            scale=scale,
+            min_rows=min_rows,
+            min_eigenvalue=min_eigenvalue,
         )
         return RegressionResults.of(
             self._fit(request, [block], assumptions=assumptions), levels=self._levels
@@ -493,46 +468,18 @@ class LongitudinalOLS(PanelModel):
         *,
         scale: Any,
         focus: Focus,
+        tail: Any,
         max_rows: Any,
     ) -> RegressionResults:
         """``fit(estimator="within")``: the refusals on public options, then the blocks of
         :mod:`dplong.models.within` over the regressors not declared ``between``."""
+        if tail is not None:  # refused, not ignored: each cross product has its own model
+            raise ParameterError(
+                'tail applies to estimator="per-user" (the within estimator chooses the '
+                "tail model of each cross product); drop it"
+            )
         max_rows = check_max_rows(max_rows, smallest=2)
-        unsupported = {
-            "privacy": (request.options.local, 'privacy="central"'),
-            "variant": (request.options.variant != "default", 'variant="default"'),
-            "focus": (focus is not None, "focus=None"),
-            "correlation": (
-                self._correlation.kind != "independence",
-                'correlation="independence" in from_formula',
-            ),
-        }
-        for option, (bad, needed) in unsupported.items():
-            if bad:
-                raise ParameterError(f'estimator="within" needs {needed} (got another {option})')
-        if isinstance(scale, str) and scale == "estimate":
-            proxy = None
-        else:
-            if isinstance(scale, bool) or not isinstance(
-                scale, int | float | np.integer | np.floating
-            ):
-                raise ParameterError(
-                    'with estimator="within", scale must be "estimate" or one positive number '
-                    f"(the variance proxy of every released cross product); got {scale!r}"
-                )
-            proxy = float(per_column(scale, 1, "scale")[0])
-        # said in few words: a within summary with a withheld regressor and its warning must
-        # still fit 25 lines
-        assumptions = (
-            "Within (entity fixed-effects) estimator: the demeaned cross products of the users "
-            "with two rows or more; user effects absorb the intercept and time-invariant terms.",
-            "Scales estimated privately (the spread of each released per-user statistic)."
-            if proxy is None
-            else f"Variance proxy of every released per-user statistic (scale): {proxy:g}.",
-            "Standard errors: clustered by user ("
-            + ("the users' private influence spread" if proxy is None else "the stated scale")
-            + "), with every release's noise pushed through the solution and the bias bound.",
-        )
+        proxy = _within_proxy(request.options, self._correlation, scale=scale, focus=focus)
         kept = tuple(name for name in names if name not in absorbed)
         keep = [names.index(name) for name in kept]
         shares = within_shares(self.nobs_users, len(kept), request.options.epsilon)
@@ -543,113 +490,10 @@ class LongitudinalOLS(PanelModel):
         results = self._fit(
             request,
             within_blocks(kept, products, proxy, shares, max_rows, gamma=request.options.gamma),
-            assumptions=assumptions,
+            assumptions=_within_assumptions(proxy),
             results=partial(within_results, names=names, absorbed=absorbed),
         )
         return RegressionResults.of(results, levels=self._levels)
-
-
-def _between_columns(between: object, names: tuple[str, ...], *, within: bool) -> tuple[str, ...]:
-    """The declared between-user regressors of ``fit(between=...)``, checked (public)."""
-    if between is None:
-        return ()
-    if not within:
-        raise ParameterError(
-            'between= applies to estimator="within" (a per-user fit cannot separate a '
-            "column constant within the user from its intercept); for their effects use "
-            "PooledOLS or BetweenOLS"
-        )
-    listed = (between,) if isinstance(between, str) else between
-    if not isinstance(listed, Sequence | tuple) or not all(isinstance(c, str) for c in listed):
-        raise ParameterError(f"between must be a list of column names; got {between!r}")
-    unknown = [c for c in listed if c not in names]
-    if unknown:
-        raise ParameterError(
-            f"between names {unknown}, which are not regressors of the within fit; "
-            f"expected some of {list(names)}"
-        )
-    return tuple(dict.fromkeys(listed))
-
-
-def _tail_note(tail: TailModel | None) -> tuple[str, ...]:
-    """The assumption a stated tail adds to the results."""
-    if tail is None:
-        return ()
-    if isinstance(tail, Moment):
-        return (tail.assumption("b_u"),)
-    return (f"Stated tail model of the per-user coefficients: {tail}.",)
-
-
-def _check_cov_type(cov_type: object) -> None:
-    """Refuse every covariance but the person-clustered one (see ``fit``), before any noise."""
-    if cov_type in COV_TYPES:
-        return
-    raise ParameterError(
-        f"cov_type must be 'clustered' (linearmodels) or 'cluster' (statsmodels), got "
-        f"{cov_type!r}: under user-level privacy the standard errors are clustered by person "
-        "(the unit of privacy and of sampling); a covariance that treats a person's rows as "
-        "independent is not offered"
-    )
-
-
-def _scale_note(scale: Any, min_rows: Any, min_eigenvalue: Any) -> str:
-    if isinstance(scale, DependenceModel):
-        return (
-            f"Scale from {scale.describe()}, at least {min_rows} rows per user, "
-            f"design eigenvalue bound {min_eigenvalue:g}."
-        )
-    return f"Variance proxy of one user's coefficients (scale): {np.ravel(scale).tolist()}."
-
-
-def _cross_products(design: PanelDesign, correlation: WorkingCorrelation) -> NDArray[np.float64]:
-    """Per-user sufficient sums of the rows of a design (the whole data, or a partition)."""
-    return cross_product_sums(design.y, design.X, design.codes, design.n, correlation)
-
-
-def _coefficients(
-    sums: NDArray[np.float64], p: int, correlation: WorkingCorrelation
-) -> NDArray[np.float64]:
-    """Per-user coefficients from those sums (NaN: not identified)."""
-    return coefficients_from_sums(sums, p, correlation)[0]
-
-
-def _reduce_within(data: DaskFrame, spec: FrameSpec, groups: GroupsLike) -> WithinProducts:
-    """A Dask frame's within cross products, in two passes as in memory
-    (:func:`~dplong.models.reduce.within_cross_products`): every user's row count and means,
-    then the sums of products of the deviations from them."""
-    regressors = regressor_columns(spec.spec.columns)
-    first = reduce_design(
-        data,
-        spec,
-        groups=groups,
-        sums=functools.partial(_partition_totals, regressors=regressors),
-        statistic=user_means,
-    )
-    rows, means = first.statistics[:, 0], first.statistics[:, 1:]
-    second = reduce_design(
-        data,
-        spec,
-        groups=groups,
-        sums=functools.partial(_partition_products, regressors=regressors),
-        statistic=np.asarray,
-        given=[pd.DataFrame(means, index=first.ids)],
-    )
-    products = second.statistics
-    products[rows < 2] = np.nan
-    return products, rows
-
-
-def _partition_totals(design: PanelDesign, *, regressors: tuple[int, ...]) -> NDArray[np.float64]:
-    """A partition's per-user row counts and sums of the regressors and y."""
-    return user_totals(design.y, design.X[:, regressors], design.codes, design.n)
-
-
-def _partition_products(
-    design: PanelDesign, means: NDArray[np.float64], *, regressors: tuple[int, ...]
-) -> NDArray[np.float64]:
-    """A partition's per-user sums of products of the deviations from the users' means."""
-    X = np.ascontiguousarray(design.X[:, regressors])
-    return within_sums(design.y, X, design.codes, design.n, means)
 
 
 register(

@@ -1,11 +1,14 @@
 """Plain user-level means of one or several columns: the release engine with the simplest
-reduction (each user's average row, Def 5.1)."""
+reduction (each user's average row, Def 5.1).
+
+The reduction is in :mod:`~dplong.models.mean_values`, the ``by=`` grouping in
+:mod:`~dplong.models.mean_levels`, the checks of the public options in
+:mod:`~dplong.models.mean_options` and the assembly of the results in
+:mod:`~dplong.models.mean_results`."""
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -15,27 +18,23 @@ import patsy
 from numpy.typing import ArrayLike, NDArray
 
 from dplong._grouping import factorize_groups
-from dplong._validation import RandomState, per_column
-from dplong.dask_frames import design_spec, is_dask, outcome_rows, reduce_users, require_dask
-from dplong.exceptions import DataError, FormulaError, ParameterError
+from dplong._validation import RandomState
+from dplong.dask_frames import design_spec, is_dask, outcome_rows
+from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import DesignSpec
-from dplong.models.base import (
-    Block,
-    FitRequest,
-    PanelModel,
-    Statistics,
-    panel_results,
-    run_blocks,
-)
+from dplong.models.base import Block, FitRequest, PanelModel, Statistics, run_blocks
 from dplong.models.command_line import TAIL_OPTIONS, CommandLineModel, Option, register
+from dplong.models.mean_levels import _by_level, _every_level, _grouping, _one_level_per_user
+from dplong.models.mean_options import _check_by_constant, _stated_scale, _support_and_tail
+from dplong.models.mean_results import _mean_results
+from dplong.models.mean_values import _dask_user_means, _matrix, _user_means
 from dplong.planning import advised
 from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.budget import afford, charge, keyed_ledger, keyed_share, part
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA, Moment, Tail, check_tail
-from dplong.privacy.winsorized import column_names
-from dplong.results import GroupedResults, ModelSpec, PanelResults, grouped_label
+from dplong.privacy.radius import DEFAULT_GAMMA, Moment, Tail
+from dplong.results import ModelSpec, PanelResults
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
@@ -209,18 +208,8 @@ def winsorized_mean(
     >>> res.privacy.epsilon <= 2.0, res.privacy.composition
     (True, 'parallel over the levels of a key (two levels touched)')
     """
+    _check_by_constant(by_constant, by, privacy=privacy, variant=variant, focus=focus)
     grouping = None
-    if not isinstance(by_constant, bool):
-        raise ParameterError(f"by_constant must be True or False, got {by_constant!r}")
-    if by_constant and by is None:
-        raise ParameterError(
-            "by_constant=True declares the by= key constant within users: give by="
-        )
-    if by_constant and (privacy != "central" or variant != "default" or focus is not None):
-        raise ParameterError(
-            "by_constant=True releases each level on its own with the default engine "
-            '(variant="default", privacy="central") and takes no focus'
-        )
     if by is not None or levels is not None:  # public facts: checked before any noise
         values, grouping = _grouping(values, by, levels)
     if is_dask(values):
@@ -260,14 +249,7 @@ def winsorized_mean(
     )
     width = len(columns) if keyed else d  # the columns of one release
     proxy = _stated_scale(scale, tau, n, width, request.options.gamma)
-    options = request.options
-    if (lower is not None or tail is not None) and (options.local or options.variant != "default"):
-        raise ParameterError(
-            'lower and tail shape the default engine\'s release (variant="default", '
-            'privacy="central"); the paper\'s algorithms take neither'
-        )
-    stated_tail = check_tail(tail, width, default_engine=True)
-    support = None if lower is None else per_column(lower, width, "lower", positive=False)
+    support, stated_tail = _support_and_tail(lower, tail, request.options, width)
 
     def block(names: tuple[str, ...], statistics: NDArray[np.float64]) -> Block:
         return Block(
@@ -280,120 +262,22 @@ def winsorized_mean(
             partial_users=grouping is not None,
         )
 
+    ledger: PrivacyLedger | None = None
     if keyed:
         releases, ledger = _keyed_releases(matrix, labels, width, block, request)
     else:
         releases = run_blocks([block(labels, matrix)], n=n, request=request)
-    scale_note = (
-        "Scale estimated privately (the spread of the user values)."
-        if proxy is None
-        else f"Stated variance proxy of one user's value: {proxy.tolist()}."
-    )
-    estimand = (
-        "Estimand: the mean of the users' own averages (Def 5.1); intervals include the "
-        "clipping bias bound."
-    )
-    if grouping is not None:
-        name, _, declared = grouping
-        estimand = (
-            f"Estimand: at each declared level of {name} ({len(declared)}), the mean over the "
-            "users with rows there of their own averages there (Def 5.1); "
-            + (
-                "each user at one level (by_constant), each level released with "
-                f"{'half' if keyed_share(len(declared)) < 1 else 'all'} of the budget "
-                "(parallel composition). "
-                if keyed
-                else "the levels share the budget. "
-            )
-            + "Intervals include the clipping bias bound."
-        )
-    results = panel_results(
+    return _mean_results(
         releases,
-        model=ModelSpec("Mean", "mean of " + ", ".join(columns), n, columns),
-        formula="mean of " + ", ".join(labels if grouping is None else columns),
-        nobs_users=n,
-        basis=("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8"),
+        n=n,
+        columns=columns,
+        labels=labels,
+        grouping=grouping,
+        ledger=ledger,
         options=request.options,
-        assumptions=(estimand, scale_note)
-        + ((stated_tail.assumption("x_u"),) if isinstance(stated_tail, Moment) else ()),
+        proxy=proxy,
+        tail=stated_tail,
     )
-    if grouping is None:
-        return results
-    name, _, declared = grouping
-    kept = {f.name: getattr(results, f.name) for f in dataclasses.fields(results)}
-    kept["formula"] = f"mean of {', '.join(columns)} by {name}"
-    if keyed:  # one count per level's release, whatever its number of columns
-        counts = [np.broadcast_to(r.users, (len(r.names),)) for r in releases]
-        kept["users"] = pd.Series(np.concatenate(counts), index=list(labels), name="users")
-        kept["privacy"] = ledger
-    return GroupedResults(**kept, by=name, levels=declared, columns=columns)
-
-
-#: A grouping: its name, the level of every row (-1: none) and the declared levels.
-Grouping = tuple[str, NDArray[np.intp], tuple[Any, ...]]
-
-
-def _grouping(
-    values: ArrayLike, by: ArrayLike | str | None, levels: Any
-) -> tuple[ArrayLike, Grouping]:
-    """``values`` without a ``by`` column, and the grouping, checked on public facts only: the
-    declared levels, the key's length and dtype (the rows' keys are only compared with them)."""
-    if by is None:
-        raise ParameterError("levels= declares the levels of a grouping: give it as by=")
-    if is_dask(values) or is_dask(by):
-        raise ParameterError("by= takes values in memory (pandas or numpy), not Dask frames")
-    if isinstance(by, str):
-        if not isinstance(values, pd.DataFrame) or by not in values.columns:
-            raise ParameterError(
-                f"by={by!r} names a column of values, which must then be a DataFrame holding "
-                "it; or give the key of every row (an array or Series)"
-            )
-        name, keys, values = by, values[by], values.drop(columns=[by])
-    else:
-        name = str(getattr(by, "name", None) or "by")
-        if np.ndim(by) != 1:
-            raise DataError(f"by must have one key per row (1-D); got shape {np.shape(by)}")
-        keys = by if isinstance(by, pd.Series) else pd.Series(np.asarray(by, dtype=object))
-    if levels is None and isinstance(keys.dtype, pd.CategoricalDtype):
-        levels = list(keys.cat.categories)  # declared by the dtype
-    if levels is None:
-        raise ParameterError(
-            f"by={name!r} needs levels=, its declared values (public: the study design's, never "
-            "read from the rows), or a pandas Categorical key whose categories declare them"
-        )
-    if isinstance(levels, Mapping):
-        if list(levels) != [name]:
-            raise ParameterError(
-                f"levels must declare the grouping {name!r} only, e.g. levels={{{name!r}: "
-                f"[...]}}; got the keys {list(levels)}"
-            )
-        levels = levels[name]
-    if isinstance(levels, str | bytes) or not isinstance(levels, Sequence | np.ndarray):
-        raise ParameterError(f"levels must be a list of the declared levels; got {levels!r}")
-    declared = tuple(levels)
-    index = pd.Index(declared)
-    if not declared or not index.is_unique or index.hasnans:
-        raise ParameterError(
-            f"levels must be one or more distinct declared levels, none missing; got {declared!r}"
-        )
-    rows = len(values)  # type: ignore[arg-type]
-    if len(keys) != rows:
-        raise DataError(f"by must have one key per row: got shape {np.shape(keys)} for {rows} rows")
-    codes = index.get_indexer(keys.astype(object)).astype(np.intp)
-    return values, (name, codes, declared)
-
-
-def _one_level_per_user(grouping: Grouping, codes: NDArray[np.intp], n: int) -> Grouping:
-    """The grouping with every user at one level (``by_constant``): the first declared level,
-    in the order of the levels, at which the user has a row; their rows at other levels belong
-    to no level. A rule on each user's own rows, so a user still changes only their own
-    statistic (at one level)."""
-    name, levels, declared = grouping
-    kept = (levels >= 0) & (codes >= 0)
-    first = np.full(n, len(declared), dtype=np.intp)
-    np.minimum.at(first, codes[kept], levels[kept])
-    at_first = kept & (levels == first[np.where(codes >= 0, codes, 0)])
-    return name, np.where(at_first, levels, -1).astype(np.intp), declared
 
 
 def _keyed_releases(
@@ -424,154 +308,6 @@ def _keyed_releases(
     ledger = keyed_ledger([release.privacy for release in releases], "central")
     charge(request.accountant, ledger, options.epsilon, options.delta)
     return tuple(releases), ledger
-
-
-def _by_level(
-    matrix: NDArray[np.float64], labels: tuple[str, ...], grouping: Grouping
-) -> tuple[NDArray[np.float64], tuple[str, ...]]:
-    """The rows' values spread over the levels, level by level (rows x levels·d; NaN where a
-    row is at another level or none), and the columns' names ``column[by=level]``."""
-    name, codes, declared = grouping
-    at = codes[:, None] == np.arange(len(declared))[None, :]  # rows x levels
-    spread = np.where(at[:, :, None], matrix[:, None, :], np.nan)
-    flat = spread.reshape(matrix.shape[0], len(declared) * matrix.shape[1])
-    return flat, tuple(grouped_label(c, name, v) for v in declared for c in labels)
-
-
-def _every_level(value: Any, d: int, levels: int) -> Any:
-    """A per-column option given per averaged column, repeated for each level."""
-    if value is None or isinstance(value, str) or np.ndim(value) != 1 or len(value) != d:
-        return value
-    return np.tile(np.asarray(value), levels)
-
-
-def _matrix(
-    values: ArrayLike, names: Sequence[str] | None
-) -> tuple[NDArray[np.float64], tuple[str, ...]]:
-    """Values as a float (rows, d) matrix (NaN: missing) and the column names."""
-    found: list[str] | None = None
-    if isinstance(values, pd.DataFrame):
-        found = [str(c) for c in values.columns]
-    elif isinstance(values, pd.Series) and values.name is not None:
-        found = [str(values.name)]
-    array = _floats(values)
-    if array.shape[0] == 0 or array.shape[1] == 0:
-        raise DataError(f"values is empty (shape {array.shape})")
-    labels = column_names(names if names is not None else found, array.shape[1])
-    return array, labels
-
-
-def _floats(values: ArrayLike) -> NDArray[np.float64]:
-    """Values as a float (rows, d) matrix, NaN where missing (NaN, ±inf, ``pd.NA``); dates,
-    durations, complex numbers and text are refused by dtype (a public fact), never converted."""
-    kinds = (
-        [(str(c), values[c].dtype) for c in values.columns]
-        if isinstance(values, pd.DataFrame)
-        else [
-            (
-                str(getattr(values, "name", None) or "values"),
-                values.dtype if isinstance(values, pd.Series) else np.asarray(values).dtype,
-            )
-        ]
-    )
-    for label, dtype in kinds:
-        numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype)
-        if not numeric or pd.api.types.is_timedelta64_dtype(dtype):
-            raise DataError(
-                f"values must be numeric: column {label!r} has dtype {dtype}, not a real "
-                "number; convert it explicitly (e.g. dates to years since a public origin)"
-            )
-    try:
-        if isinstance(values, pd.DataFrame | pd.Series):
-            array = values.to_numpy(dtype=np.float64, na_value=np.nan)
-        else:
-            array = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise DataError(
-            "values must be numeric; could not convert them to floating point"
-        ) from None
-    if array.ndim == 1:
-        array = array[:, None]
-    if array.ndim != 2:
-        raise DataError(f"values must be 1-D or 2-D (rows x d), got {array.ndim} dimensions")
-    return np.where(np.isinf(array), np.nan, array)  # ±inf is missing, as in the formula layer
-
-
-def _user_means(
-    values: NDArray[np.float64], codes: NDArray[np.intp], n: int
-) -> NDArray[np.float64]:
-    """Per-user column means over each user's non-missing rows (NaN: none), vectorised."""
-    return _means_from_sums(_mean_sums(values, codes, n))
-
-
-def _mean_sums(values: NDArray[np.float64], codes: NDArray[np.intp], n: int) -> NDArray[np.float64]:
-    """Per-user sums of the non-missing values and their counts, column by column (n x 2d)."""
-    present = ~np.isnan(values) & (codes >= 0)[:, None]  # code -1: a row of no user
-    filled = np.where(present, values, 0.0)
-    codes = np.where(codes >= 0, codes, 0)
-    sums = [np.bincount(codes, weights=col, minlength=n) for col in filled.T]
-    counts = [np.bincount(codes, weights=col, minlength=n) for col in present.T]
-    return np.column_stack([*sums, *counts])
-
-
-def _means_from_sums(sums: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Per-user means from :func:`_mean_sums` (NaN where a user has no value)."""
-    d = sums.shape[1] // 2
-    counts = sums[:, d:]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(counts > 0, sums[:, :d] / counts, np.nan)
-
-
-def _dask_user_means(
-    values: DaskFrame | DaskSeries, groups: Any, names: Sequence[str] | None
-) -> tuple[NDArray[np.float64], tuple[str, ...]]:
-    """Per-user means of Dask ``values`` (one row per user without ``groups``), and labels."""
-    require_dask()
-    frame = values.to_frame() if values.ndim == 1 else values
-    if groups is None:  # every row is a user: the rows are the statistics
-        return _matrix(frame.compute(), names)
-    if not is_dask(groups) or groups.npartitions != frame.npartitions:
-        raise DataError(
-            "with Dask values, groups must be a column of the same Dask frame, e.g. "
-            'groups=frame["id"]'
-        )
-    columns = list(frame.columns)
-    user = "__dplong_groups__"
-    means, ids = reduce_users(
-        frame.assign(**{user: groups}),
-        user,
-        functools.partial(_partition_mean_sums, columns=columns),
-        _means_from_sums,
-    )
-    if len(ids) == 0:
-        raise DataError(f"values is empty (shape (0, {len(columns)}))")
-    found = [str(c) for c in columns] if values.ndim == 2 or values.name is not None else None
-    return means, column_names(names if names is not None else found, len(columns))
-
-
-def _partition_mean_sums(
-    rows: pd.DataFrame, codes: NDArray[np.intp], n: int, *, columns: list[Any]
-) -> NDArray[np.float64]:
-    """:func:`_mean_sums` of one Dask partition's rows."""
-    return _mean_sums(_floats(rows[columns]), codes, n)
-
-
-def _stated_scale(scale: Any, tau: Any, n: int, d: int, gamma: float) -> NDArray[np.float64] | None:
-    """The stated variance proxies (from ``scale`` or ``tau``), or None to estimate them."""
-    estimate = isinstance(scale, str) and scale == "estimate"
-    if tau is not None:
-        if not estimate:
-            raise ParameterError(
-                'give scale= (variance proxy of one user\'s value, or "estimate") or tau= '
-                "(concentration radius), not both"
-            )
-        radius = per_column(tau, d, "tau")
-        return radius**2 / (2.0 * math.log(2.0 * d * n / gamma))
-    if estimate:
-        return None
-    if scale is None or isinstance(scale, str):
-        raise ParameterError(f'scale must be "estimate", a number or one per column; got {scale!r}')
-    return per_column(scale, d, "scale")
 
 
 class ColumnMean:

@@ -1,0 +1,74 @@
+"""The assumptions :class:`~dplong.LongitudinalOLS` puts in its results: which estimator, where
+the scale comes from, how the standard errors are built, and a stated tail's bound."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dplong.dependence import DependenceModel
+from dplong.models.reduce import WorkingCorrelation
+from dplong.privacy.radius import Moment, TailModel
+
+__all__: list[str] = []
+
+
+def _per_user_assumptions(
+    correlation: WorkingCorrelation,
+    proxy: NDArray[np.float64] | None,
+    tail: TailModel | None,
+    *,
+    scale: Any,
+    min_rows: Any,
+    min_eigenvalue: Any,
+) -> tuple[str, ...]:
+    """The per-user estimator's: the average of per-user OLS or GLS fits under its scale."""
+    kind = "OLS" if correlation.kind == "independence" else "GLS"
+    return (
+        f"Per-user {kind} coefficients averaged over the users who have one (working "
+        f"correlation: {correlation.describe()}); users with too few rows or a "
+        "singular design contribute nothing (their number is estimated privately).",
+        "Scale estimated privately (the spread of the per-user coefficients)."
+        if proxy is None
+        else _scale_note(scale, min_rows, min_eigenvalue),
+        "Standard errors and intervals: the sampling error of the average under that "
+        "scale (users independent), the exact privacy-noise law and the clipping bias bound.",
+        *_tail_note(tail),
+    )
+
+
+def _within_assumptions(proxy: float | None) -> tuple[str, ...]:
+    """The within estimator's."""
+    # said in few words: a within summary with a withheld regressor and its warning must
+    # still fit 25 lines
+    return (
+        "Within (entity fixed-effects) estimator: the demeaned cross products of the users "
+        "with two rows or more; user effects absorb the intercept and time-invariant terms.",
+        "Scales estimated privately (the spread of each released per-user statistic)."
+        if proxy is None
+        else f"Variance proxy of every released per-user statistic (scale): {proxy:g}.",
+        "Standard errors: clustered by user ("
+        + ("the users' private influence spread" if proxy is None else "the stated scale")
+        + "), with every release's noise pushed through the solution and the bias bound.",
+    )
+
+
+def _tail_note(tail: TailModel | None) -> tuple[str, ...]:
+    """The assumption a stated tail adds to the results."""
+    if tail is None:
+        return ()
+    if isinstance(tail, Moment):
+        return (tail.assumption("b_u"),)
+    return (f"Stated tail model of the per-user coefficients: {tail}.",)
+
+
+def _scale_note(scale: Any, min_rows: Any, min_eigenvalue: Any) -> str:
+    """Where a stated scale comes from: a dependence model and its bounds, or the proxies."""
+    if isinstance(scale, DependenceModel):
+        return (
+            f"Scale from {scale.describe()}, at least {min_rows} rows per user, "
+            f"design eigenvalue bound {min_eigenvalue:g}."
+        )
+    return f"Variance proxy of one user's coefficients (scale): {np.ravel(scale).tolist()}."

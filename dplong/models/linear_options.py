@@ -1,0 +1,132 @@
+"""The public options of :class:`~dplong.LongitudinalOLS`, checked before any noise: the
+working correlation, the covariance, the declared between-user regressors, a dependence model's
+bounds and what the within estimator accepts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from dplong._validation import per_column, real_number
+from dplong.dependence import DependenceModel
+from dplong.exceptions import ParameterError
+from dplong.models.base import check_min_rows
+from dplong.models.reduce import WorkingCorrelation
+from dplong.privacy.options import Focus, ReleaseOptions
+
+__all__ = ["COV_TYPES", "CovType"]
+
+_CORRELATIONS = ("independence", "ar1", "exchangeable")
+CovType = Literal["clustered", "cluster"]
+#: The person-clustered sandwich in linearmodels' and statsmodels' spelling: the only one.
+COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
+
+
+def _working_correlation(correlation: object, correlation_param: object) -> WorkingCorrelation:
+    """``from_formula``'s working correlation, its parameter in the kind's range."""
+    if correlation not in _CORRELATIONS:
+        raise ParameterError(f"correlation must be one of {_CORRELATIONS}, got {correlation!r}")
+    bounds = {"ar1": (-1.0, 1.0), "exchangeable": (0.0, 1.0)}.get(correlation)
+    param = real_number(correlation_param, "correlation_param")
+    if bounds and not (
+        bounds[0] <= param < bounds[1] and (correlation == "exchangeable" or param > -1)
+    ):
+        raise ParameterError(
+            f"correlation_param for {correlation!r} must lie in "
+            f"{'(-1, 1)' if correlation == 'ar1' else '[0, 1)'}, "
+            f"got {param!r}"
+        )
+    return WorkingCorrelation(correlation, float(param))
+
+
+def _check_cov_type(cov_type: object) -> None:
+    """Refuse every covariance but the person-clustered one (see ``fit``), before any noise."""
+    if cov_type in COV_TYPES:
+        return
+    raise ParameterError(
+        f"cov_type must be 'clustered' (linearmodels) or 'cluster' (statsmodels), got "
+        f"{cov_type!r}: under user-level privacy the standard errors are clustered by person "
+        "(the unit of privacy and of sampling); a covariance that treats a person's rows as "
+        "independent is not offered"
+    )
+
+
+def _between_columns(between: object, names: tuple[str, ...], *, within: bool) -> tuple[str, ...]:
+    """The declared between-user regressors of ``fit(between=...)``, checked (public)."""
+    if between is None:
+        return ()
+    if not within:
+        raise ParameterError(
+            'between= applies to estimator="within" (a per-user fit cannot separate a '
+            "column constant within the user from its intercept); for their effects use "
+            "PooledOLS or BetweenOLS"
+        )
+    listed = (between,) if isinstance(between, str) else between
+    if not isinstance(listed, Sequence | tuple) or not all(isinstance(c, str) for c in listed):
+        raise ParameterError(f"between must be a list of column names; got {between!r}")
+    unknown = [c for c in listed if c not in names]
+    if unknown:
+        raise ParameterError(
+            f"between names {unknown}, which are not regressors of the within fit; "
+            f"expected some of {list(names)}"
+        )
+    return tuple(dict.fromkeys(listed))
+
+
+def _check_dependence_bounds(scale: object, min_rows: object, min_eigenvalue: object) -> None:
+    """Refuse, not ignore, ``min_rows`` and ``min_eigenvalue`` without a dependence model."""
+    unused = [
+        k for k, v in (("min_rows", min_rows), ("min_eigenvalue", min_eigenvalue)) if v is not None
+    ]
+    if unused and not isinstance(scale, DependenceModel):
+        raise ParameterError(
+            f"{' and '.join(unused)} only apply with a dependence model as scale "
+            "(e.g. scale=AR1(0.5)); drop them or state the model"
+        )
+
+
+def _dependence_proxy(model: DependenceModel, *, min_rows: Any, min_eigenvalue: Any) -> float:
+    """The variance proxy ``ρ_u / (T θ)`` of one user's coefficients under a dependence model
+    of their errors, at least T rows and ``λ_min(X_u'X_u / T) >= θ`` (Lemma 5.15)."""
+    rows = check_min_rows(min_rows, "turn a dependence model into a radius")
+    if (
+        isinstance(min_eigenvalue, bool)
+        or not isinstance(min_eigenvalue, int | float | np.integer | np.floating)
+        or not (math.isfinite(min_eigenvalue) and min_eigenvalue > 0)
+    ):
+        raise ParameterError(
+            "min_eigenvalue θ > 0 (public lower bound on the smallest "
+            "eigenvalue of X_u'X_u / T) is needed with a dependence "
+            f"model; got {min_eigenvalue!r}"
+        )
+    return model.log_sobolev_constant(rows) / (rows * float(min_eigenvalue))
+
+
+def _within_proxy(
+    options: ReleaseOptions, correlation: WorkingCorrelation, *, scale: Any, focus: Focus
+) -> float | None:
+    """The options ``fit(estimator="within")`` refuses, then its stated variance proxy of
+    every released cross product (None: estimated privately)."""
+    unsupported = {
+        "privacy": (options.local, 'privacy="central"'),
+        "variant": (options.variant != "default", 'variant="default"'),
+        "focus": (focus is not None, "focus=None"),
+        "correlation": (
+            correlation.kind != "independence",
+            'correlation="independence" in from_formula',
+        ),
+    }
+    for option, (bad, needed) in unsupported.items():
+        if bad:
+            raise ParameterError(f'estimator="within" needs {needed} (got another {option})')
+    if isinstance(scale, str) and scale == "estimate":
+        return None
+    if isinstance(scale, bool) or not isinstance(scale, int | float | np.integer | np.floating):
+        raise ParameterError(
+            'with estimator="within", scale must be "estimate" or one positive number '
+            f"(the variance proxy of every released cross product); got {scale!r}"
+        )
+    return float(per_column(scale, 1, "scale")[0])

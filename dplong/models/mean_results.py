@@ -1,0 +1,86 @@
+"""The results of :func:`~dplong.winsorized_mean` from its releases: the estimand and scale it
+states, and with ``by=`` the grouped results (per level, and with a key constant within users
+one private count per level's release and the parallel ledger)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from dplong.models.base import panel_results
+from dplong.models.mean_levels import Grouping
+from dplong.privacy.accounting import PrivacyLedger
+from dplong.privacy.budget import keyed_share
+from dplong.privacy.engine import Release
+from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.radius import Moment, TailModel
+from dplong.results import GroupedResults, ModelSpec, PanelResults
+
+__all__: list[str] = []
+
+
+def _mean_results(
+    releases: tuple[Release, ...],
+    *,
+    n: int,
+    columns: tuple[str, ...],
+    labels: tuple[str, ...],
+    grouping: Grouping | None,
+    ledger: PrivacyLedger | None,
+    options: ReleaseOptions,
+    proxy: NDArray[np.float64] | None,
+    tail: TailModel | None,
+) -> PanelResults:
+    """The results of the releases of ``labels`` (``columns`` at every level of ``grouping``)
+    over ``n`` users; ``ledger`` is the parallel ledger of a key declared constant within users
+    (None: not declared)."""
+    scale_note = (
+        "Scale estimated privately (the spread of the user values)."
+        if proxy is None
+        else f"Stated variance proxy of one user's value: {proxy.tolist()}."
+    )
+    results = panel_results(
+        releases,
+        model=ModelSpec("Mean", "mean of " + ", ".join(columns), n, columns),
+        formula="mean of " + ", ".join(labels if grouping is None else columns),
+        nobs_users=n,
+        basis=("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8"),
+        options=options,
+        assumptions=(_estimand(grouping, keyed=ledger is not None), scale_note)
+        + ((tail.assumption("x_u"),) if isinstance(tail, Moment) else ()),
+    )
+    if grouping is None:
+        return results
+    name, _, declared = grouping
+    kept = {f.name: getattr(results, f.name) for f in dataclasses.fields(results)}
+    kept["formula"] = f"mean of {', '.join(columns)} by {name}"
+    if ledger is not None:  # one count per level's release, whatever its number of columns
+        counts = [np.broadcast_to(r.users, (len(r.names),)) for r in releases]
+        kept["users"] = pd.Series(np.concatenate(counts), index=list(labels), name="users")
+        kept["privacy"] = ledger
+    return GroupedResults(**kept, by=name, levels=declared, columns=columns)
+
+
+def _estimand(grouping: Grouping | None, *, keyed: bool) -> str:
+    """What the release estimates: the mean of the users' averages, overall or per level."""
+    if grouping is None:
+        return (
+            "Estimand: the mean of the users' own averages (Def 5.1); intervals include the "
+            "clipping bias bound."
+        )
+    name, _, declared = grouping
+    return (
+        f"Estimand: at each declared level of {name} ({len(declared)}), the mean over the "
+        "users with rows there of their own averages there (Def 5.1); "
+        + (
+            "each user at one level (by_constant), each level released with "
+            f"{'half' if keyed_share(len(declared)) < 1 else 'all'} of the budget "
+            "(parallel composition). "
+            if keyed
+            else "the levels share the budget. "
+        )
+        + "Intervals include the clipping bias bound."
+    )

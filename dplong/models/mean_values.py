@@ -1,0 +1,134 @@
+"""The values of :func:`~dplong.winsorized_mean` as the users' statistics: a float matrix with
+NaN for a missing value (dtypes checked, never converted), and every user's column means over
+their non-missing rows, in memory or reduced where a Dask frame lies."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from dplong.dask_frames import is_dask, reduce_users, require_dask
+from dplong.exceptions import DataError
+from dplong.privacy.winsorized import column_names
+
+if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskFrame
+    from dask.dataframe import Series as DaskSeries
+
+__all__: list[str] = []
+
+
+def _matrix(
+    values: ArrayLike, names: Sequence[str] | None
+) -> tuple[NDArray[np.float64], tuple[str, ...]]:
+    """Values as a float (rows, d) matrix (NaN: missing) and the column names."""
+    found: list[str] | None = None
+    if isinstance(values, pd.DataFrame):
+        found = [str(c) for c in values.columns]
+    elif isinstance(values, pd.Series) and values.name is not None:
+        found = [str(values.name)]
+    array = _floats(values)
+    if array.shape[0] == 0 or array.shape[1] == 0:
+        raise DataError(f"values is empty (shape {array.shape})")
+    labels = column_names(names if names is not None else found, array.shape[1])
+    return array, labels
+
+
+def _floats(values: ArrayLike) -> NDArray[np.float64]:
+    """Values as a float (rows, d) matrix, NaN where missing (NaN, ±inf, ``pd.NA``); dates,
+    durations, complex numbers and text are refused by dtype (a public fact), never converted."""
+    kinds = (
+        [(str(c), values[c].dtype) for c in values.columns]
+        if isinstance(values, pd.DataFrame)
+        else [
+            (
+                str(getattr(values, "name", None) or "values"),
+                values.dtype if isinstance(values, pd.Series) else np.asarray(values).dtype,
+            )
+        ]
+    )
+    for label, dtype in kinds:
+        numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype)
+        if not numeric or pd.api.types.is_timedelta64_dtype(dtype):
+            raise DataError(
+                f"values must be numeric: column {label!r} has dtype {dtype}, not a real "
+                "number; convert it explicitly (e.g. dates to years since a public origin)"
+            )
+    try:
+        if isinstance(values, pd.DataFrame | pd.Series):
+            array = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DataError(
+            "values must be numeric; could not convert them to floating point"
+        ) from None
+    if array.ndim == 1:
+        array = array[:, None]
+    if array.ndim != 2:
+        raise DataError(f"values must be 1-D or 2-D (rows x d), got {array.ndim} dimensions")
+    return np.where(np.isinf(array), np.nan, array)  # ±inf is missing, as in the formula layer
+
+
+def _user_means(
+    values: NDArray[np.float64], codes: NDArray[np.intp], n: int
+) -> NDArray[np.float64]:
+    """Per-user column means over each user's non-missing rows (NaN: none), vectorised."""
+    return _means_from_sums(_mean_sums(values, codes, n))
+
+
+def _mean_sums(values: NDArray[np.float64], codes: NDArray[np.intp], n: int) -> NDArray[np.float64]:
+    """Per-user sums of the non-missing values and their counts, column by column (n x 2d)."""
+    present = ~np.isnan(values) & (codes >= 0)[:, None]  # code -1: a row of no user
+    filled = np.where(present, values, 0.0)
+    codes = np.where(codes >= 0, codes, 0)
+    sums = [np.bincount(codes, weights=col, minlength=n) for col in filled.T]
+    counts = [np.bincount(codes, weights=col, minlength=n) for col in present.T]
+    return np.column_stack([*sums, *counts])
+
+
+def _means_from_sums(sums: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per-user means from :func:`_mean_sums` (NaN where a user has no value)."""
+    d = sums.shape[1] // 2
+    counts = sums[:, d:]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums[:, :d] / counts, np.nan)
+
+
+def _dask_user_means(
+    values: DaskFrame | DaskSeries, groups: Any, names: Sequence[str] | None
+) -> tuple[NDArray[np.float64], tuple[str, ...]]:
+    """Per-user means of Dask ``values`` (one row per user without ``groups``), and labels."""
+    require_dask()
+    frame = values.to_frame() if values.ndim == 1 else values
+    if groups is None:  # every row is a user: the rows are the statistics
+        return _matrix(frame.compute(), names)
+    if not is_dask(groups) or groups.npartitions != frame.npartitions:
+        raise DataError(
+            "with Dask values, groups must be a column of the same Dask frame, e.g. "
+            'groups=frame["id"]'
+        )
+    columns = list(frame.columns)
+    user = "__dplong_groups__"
+    means, ids = reduce_users(
+        frame.assign(**{user: groups}),
+        user,
+        functools.partial(_partition_mean_sums, columns=columns),
+        _means_from_sums,
+    )
+    if len(ids) == 0:
+        raise DataError(f"values is empty (shape (0, {len(columns)}))")
+    found = [str(c) for c in columns] if values.ndim == 2 or values.name is not None else None
+    return means, column_names(names if names is not None else found, len(columns))
+
+
+def _partition_mean_sums(
+    rows: pd.DataFrame, codes: NDArray[np.intp], n: int, *, columns: list[Any]
+) -> NDArray[np.float64]:
+    """:func:`_mean_sums` of one Dask partition's rows."""
+    return _mean_sums(_floats(rows[columns]), codes, n)
