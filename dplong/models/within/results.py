@@ -66,17 +66,8 @@ def within_results(
         + solution.spread @ (solution.bias @ np.abs(step))
         + np.abs(shift)
     )
-    withheld = solution.withheld
-    # a number without a finite value, noise or sampling sd would claim a precision nobody
-    # knows (a release it rests on was withheld or missed the data): withheld too — and with
-    # it every other, as the influence columns share the pilot and the released design: one
-    # the engine withheld (it missed, or its clipped values spread far beyond its scale) says
-    # the design's bias bounds may not hold for the others either (the wage panel's `union`
-    # and `married` at ε = 16: the others 3-5 SEs off when only it was withheld)
-    unknown = ~withheld & ~(np.isfinite(beta) & np.isfinite(noise_sd) & np.isfinite(sampling_sd))
-    if unknown.any():
-        unknown = ~withheld
-    withheld = withheld | unknown
+    unknown = _unknown(solution.withheld, beta, noise_sd, sampling_sd)
+    withheld = solution.withheld | unknown
     gaussian = {r.noise_kind for r in releases} == {"gaussian"}
     index = pd.Index(reported)
     # the declared between-user regressors: no estimate, in the formula's places
@@ -89,28 +80,7 @@ def within_results(
         return named
 
     bad_events = sum(float(np.sum(r.bad_events)) for r in releases)
-    unsure = [names[int(j)] for j in np.flatnonzero(unknown)]
-    lost = (
-        [
-            f"No estimate (NaN) for {unsure}: a release it rests on was withheld or missed the "
-            "data, so its error cannot be stated. Raise epsilon or use fewer regressors."
-        ]
-        if unsure
-        else []
-    )
-    # the influence values of a coefficient the basis withholds are 0 for every user by
-    # construction: what the release says of those columns is no news (the design's note
-    # says why they are withheld)
-    columns = [f"influence[{name}]" for name in names]
-    idle = {c for c, w in zip(columns, solution.withheld, strict=True) if w}
-
-    def news(note: str) -> bool:
-        listed = {c for c in columns if c in note}
-        return not listed or not listed <= idle
-
-    release_notes = [note for r in rows for note in r.notes]
-    release_notes += [note for note in influence.notes if news(note)]
-    notes = tuple(dict.fromkeys(release_notes + list(solution.notes(names)) + lost))
+    notes = _notes(rows, influence, solution, unknown, names)
     if absorbed:  # a public declaration, not a warning
         assumptions += (
             f"Declared constant within users (between=), absorbed by the user effects, no "
@@ -140,6 +110,58 @@ def within_results(
         basis=basis[options.local],
         withheld_why=_withheld_why(solution, unknown, names) | dict.fromkeys(absorbed, "absorbed"),
     )
+
+
+def _unknown(
+    withheld: NDArray[np.bool_],
+    beta: NDArray[np.float64],
+    noise_sd: NDArray[np.float64],
+    sampling_sd: NDArray[np.float64],
+) -> NDArray[np.bool_]:
+    """The coefficients the basis kept whose error cannot be stated: a number without a finite
+    value, noise or sampling sd would claim a precision nobody knows (a release it rests on
+    was withheld or missed the data). If there is one, every coefficient the basis kept: the
+    influence columns share the pilot and the released design, and one the engine withheld
+    (it missed, or its clipped values spread far beyond its scale) says the design's bias
+    bounds may not hold for the others either (``docs/design/within.md``)."""
+    unknown = ~withheld & ~(np.isfinite(beta) & np.isfinite(noise_sd) & np.isfinite(sampling_sd))
+    if unknown.any():
+        unknown = ~withheld
+    return unknown
+
+
+def _notes(
+    rows: Sequence[Release],
+    influence: Release,
+    solution: _Basis,
+    unknown: NDArray[np.bool_],
+    names: Sequence[str],
+) -> tuple[str, ...]:
+    """The fit's notes, once each: the design rows' and the influence's (but what the influence
+    says of a coefficient the basis withholds), the released design's, and the coefficients
+    whose error cannot be stated (:func:`_unknown`). Public: functions of released numbers."""
+    unsure = [names[int(j)] for j in np.flatnonzero(unknown)]
+    lost = (
+        [
+            f"No estimate (NaN) for {unsure}: a release it rests on was withheld or missed the "
+            "data, so its error cannot be stated. Raise epsilon or use fewer regressors."
+        ]
+        if unsure
+        else []
+    )
+    # the influence values of a coefficient the basis withholds are 0 for every user by
+    # construction: what the release says of those columns is no news (the design's note
+    # says why they are withheld)
+    columns = [f"influence[{name}]" for name in names]
+    idle = {c for c, w in zip(columns, solution.withheld, strict=True) if w}
+
+    def news(note: str) -> bool:
+        listed = {c for c in columns if c in note}
+        return not listed or not listed <= idle
+
+    release_notes = [note for r in rows for note in r.notes]
+    release_notes += [note for note in influence.notes if news(note)]
+    return tuple(dict.fromkeys(release_notes + list(solution.notes(names)) + lost))
 
 
 def _withheld_why(
