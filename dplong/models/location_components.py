@@ -1,0 +1,121 @@
+"""The variance components of :class:`~dplong.RandomEffectsLocation` (Def 5.8): their block,
+centred on the released location, and under a stated Gaussian model their public ranges and
+scales (``docs/design/location.md``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from dplong.bounds import error_bound_table
+from dplong.models.base import Block, Statistics
+from dplong.models.location_moments import _UserMoments
+from dplong.privacy.engine import Release
+from dplong.privacy.radius import concentration_radius
+
+__all__ = ["COMPONENTS"]
+
+#: The variance components, in the order they are released (both variances: at least 0).
+COMPONENTS = ("Group Var", "Scale")
+#: The components' intervals rest on tail models no count at a component's budget can check:
+#: a χ²₁ tail of the users' squared deviations (Group Var), an exponential one of their
+#: variances (Scale). Heavier tails are clipped beyond the bias bounds (docs/accuracy.md: the
+#: wage panel's Scale, the dietox pigs' Group Var and Scale): said whenever the scales are
+#: estimated, a public fact.
+_UNCHECKED_TAIL_NOTE = (
+    "['Group Var', 'Scale']: assume unchecked chi-square/exponential tails; state scale= if known."
+)
+
+
+def _components_block(
+    moments: _UserMoments,
+    share: float,
+    stated: tuple[float, float] | None,
+    min_rows: int | None,
+    n: int,
+    gamma: float,
+) -> Block:
+    """The components' block, released after the location (the first release): per user
+    ``(ȳ_u - μ̂)² - s²_u/T_u`` (Group Var) and ``s²_u`` (Scale), centred on the released μ̂.
+    ``stated``: the user mean's and the residuals' variance proxies under a Gaussian model
+    (public ranges and scales), or None to estimate the scales privately under skewed tails."""
+
+    def components(done: tuple[Release, ...]) -> Statistics:
+        located = bool(np.isfinite(done[0].estimate[0]))
+        # a withheld location still released a centre: the moments are centred there, and
+        # Group Var, which that centre's unknown error shifts, is withheld in the results
+        # (_location_results); Scale does not depend on it
+        mu = float(done[0].estimate[0] if located else done[0].interval[0].mean())
+        component_scale = None if stated is None else _gaussian_component_scales(*stated, min_rows)
+        # E(ȳ_u - μ̂)² = Var ȳ_u + (μ̂ - μ)²: Group Var is shifted by the square of μ̂'s
+        # error, at most its released error bound squared (1 - γ); Scale is not
+        shift = _error_bound(done[0], gamma) ** 2 if located else 0.0
+        return Statistics(
+            moments.components(mu),
+            scale=component_scale,
+            nonnegative=True,
+            centre_bias=np.array([shift, 0.0]),
+        )
+
+    return Block(
+        COMPONENTS,
+        share,
+        components,
+        stated is not None,
+        bounds=None if stated is None else _component_bounds(*stated, min_rows, n, gamma),
+        # Group Var's statistic is a squared deviation of a normal user mean, χ²₁-like, and
+        # s²_u a mean of T_u squares: a normal plug-in clips their right tails
+        # (docs/design/location.md). Stated scales bound both instead.
+        tail=None if stated is not None else ("chi-square", "exponential"),
+        notes=() if stated is not None else (_UNCHECKED_TAIL_NOTE,),
+    )
+
+
+def _component_bounds(
+    mean_proxy: float, residual_scale: float, min_rows: int | None, n: int, gamma: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Public ranges of the per-user moments under the stated Gaussian model, holding for all
+    users with probability at least 1 - γ: ``s²_u <= ρ_res χ²_k / k`` with ``k >= T - 1`` is at
+    most ``ρ_res (1 + 2√(x/k) + 2x/k)`` (Laurent–Massart upper tail, x = log(4n/γ): a union
+    over n users and two columns); ``|ȳ_u - μ̂| <= 1.1 τ`` (Lemma 5.2's τ, the 10 % margin
+    covering μ̂'s error, O(τ/√n)), so ``(ȳ_u - μ̂)² - s²_u/T_u`` lies in
+    ``[-upper/2, (1.1 τ)²]``."""
+    k = max((min_rows or 2) - 1, 1)
+    x = math.log(4.0 * n / gamma)
+    upper_within = residual_scale * (1 + 2 * math.sqrt(x / k) + 2 * x / k)
+    tau = float(concentration_radius(mean_proxy, n, 1, gamma))
+    return np.array([-upper_within / 2.0, 0.0]), np.array([(1.1 * tau) ** 2, upper_within])
+
+
+def _gaussian_component_scales(
+    mean_proxy: float, residual_scale: float, min_rows: int | None
+) -> np.ndarray:
+    """Variances of the per-user moments for Gaussian users and residuals under the stated
+    proxies: ``s²_u ~ ρ χ²_k / k`` has variance ``2ρ²/k``; ``ȳ_u - μ ~ N(0, v)`` is independent
+    of s²_u, so ``(ȳ_u - μ)² - s²_u/T`` has variance ``2v² + 2ρ²/(k T²)``, with T >= k + 1."""
+    k = max((min_rows or 2) - 1, 1)
+    var_within = 2.0 * residual_scale**2 / k
+    var_between = 2.0 * mean_proxy**2 + var_within / (k + 1) ** 2
+    return np.array([var_between, var_within])
+
+
+def _error_bound(release: Release, gamma: float) -> float:
+    """The released bound on ``|μ̂ - μ|`` with probability ``1 - γ`` (:mod:`dplong.bounds`)."""
+
+    def one(values: NDArray[np.float64]) -> pd.Series:
+        return pd.Series(values, index=list(release.names))
+
+    table = error_bound_table(
+        gamma,
+        bad_events=one(np.zeros(1)),
+        noise_scale=one(release.noise_scale),
+        noise_sd=one(release.noise_sd),
+        sampling_sd=one(release.sampling_sd),
+        bias=one(release.bias),
+        failed=one(np.zeros(1, dtype=bool)),
+        law=release.noise_kind,
+    )
+    return float(table["total"].iloc[0])

@@ -1,0 +1,76 @@
+"""The reduction of :class:`~dplong.RandomEffectsLocation`: every user's mean, within sum of
+squares and row count, from the rows in memory or from a Dask frame in the same two passes
+(the means, then the squared deviations from them). Private: they never leave the fit."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from dplong.dask_frames import FrameSpec, ReducedPanel, reduce_design
+from dplong.formula import GroupsLike, PanelDesign
+from dplong.models.reduce import user_means, user_sums, user_totals
+
+if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskFrame
+
+__all__: list[str] = []
+
+
+@dataclass(frozen=True)
+class _UserMoments:
+    """Per-user mean, within sum of squares and row count (private; never leaves the fit)."""
+
+    means: np.ndarray
+    within_ss: np.ndarray
+    rows: np.ndarray
+
+    @classmethod
+    def of(cls, design: PanelDesign | ReducedPanel) -> _UserMoments:
+        """From the rows (two passes: the means, then the squared deviations from them), or
+        a Dask frame's moments, reduced the same way (:func:`_reduce_moments`)."""
+        if isinstance(design, ReducedPanel):
+            rows, means, within_ss = design.statistics.T
+            return cls(means, within_ss, rows)
+        counts = user_means(_totals(design))
+        within_ss = _squared_deviations(design, counts[:, 1])[:, 0]
+        return cls(counts[:, 1], within_ss, counts[:, 0])
+
+    def components(self, mu: float) -> np.ndarray:
+        """``(ȳ_u - μ̂)² - s²_u/T_u`` and ``s²_u`` per user; NaN for users with fewer than two
+        rows. Unbiased for σ_U² and σ² with independent residuals (Def 5.8)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            within = np.where(self.rows >= 2, self.within_ss / (self.rows - 1), np.nan)
+            between = (self.means - mu) ** 2 - within / self.rows
+        return np.column_stack([between, within])
+
+
+def _totals(design: PanelDesign) -> NDArray[np.float64]:
+    """Every user's row count and sum of y (n x 2)."""
+    return user_totals(design.y, design.X[:, :0], design.codes, design.n)
+
+
+def _squared_deviations(design: PanelDesign, means: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Every user's sum of squared deviations from their mean (n x 1): the two-pass sum of
+    squares, with no cancellation and no overflow of Σy² for large y."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        deviations = (design.y - means[design.codes]) ** 2
+    return user_sums(deviations[None, :], design.codes, design.n)
+
+
+def _reduce_moments(data: DaskFrame, spec: FrameSpec, groups: GroupsLike) -> ReducedPanel:
+    """A Dask frame's per-user row counts, means and within sums of squares, in two passes
+    as in memory: the means, then the squared deviations from them."""
+    first = reduce_design(data, spec, groups=groups, sums=_totals, statistic=user_means)
+    means = pd.Series(first.statistics[:, 1], index=first.ids)
+    second = reduce_design(
+        data, spec, groups=groups, sums=_squared_deviations, statistic=np.asarray, given=[means]
+    )
+    return dataclasses.replace(
+        first, statistics=np.column_stack([first.statistics, second.statistics])
+    )
