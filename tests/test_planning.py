@@ -469,3 +469,35 @@ def test_an_advised_restart_leaves_the_generator_untouched(monkeypatch: pytest.M
     np.testing.assert_array_equal(np.asarray(restarted.params), np.asarray(direct.params))
     assert restarted_rng.bit_generator.state == direct_rng.bit_generator.state
     assert restarted.warnings == direct.warnings
+
+
+def test_a_fit_that_would_withhold_everything_is_refused_before_any_noise() -> None:
+    """dietox's 72 pigs, the user-level curve on the default 12-point grid at ε = 16 with its
+    scale estimated: every column's medians miss with probability 0.68 at n, and the stages are
+    at their caps, so every point would be withheld whatever the data (the plausibility rule).
+    The fit is refused before any noise, naming the ε from which it is not; there the plan is
+    not doomed. A fit with one release that can succeed is not refused (a doomed plan beside
+    one that is not goes on)."""
+    from untouchable import Untouchable
+
+    from dplong.models.base import _refuse_doomed
+    from dplong.privacy.budget import ReleasePlan
+
+    pigs = dplong.datasets.load_dietox()
+    model = dplong.PriestleyChao.from_formula(
+        "Weight ~ Time", pigs, groups="Pig", domain=(1.0, 12.0), bandwidth=1.0
+    )
+    with pytest.raises(dplong.exceptions.InsufficientUsersError, match="withheld") as refused:
+        model.fit(epsilon=16.0, random_state=Untouchable())
+    advised = float(re.search(r"raise epsilon to about ([0-9.]+)", str(refused.value)).group(1))
+    assert advised > 16.0
+    plan = dplong.plan(
+        "Weight ~ Time", model="kernel", n=72, epsilon=advised, domain=(1, 12), bandwidth=1
+    )
+    assert not plan.refused
+    doomed = ReleasePlan.make(n=72, d=12, epsilon=16.0, delta=1e-4, stated_scale=False)
+    fine = ReleasePlan.make(n=72, d=1, epsilon=16.0, delta=1e-4, stated_scale=False)
+    assert doomed.doomed() and not fine.doomed()
+    _refuse_doomed([fine, doomed], 72, 13, 16.0)  # one release can succeed: goes on
+    with pytest.raises(dplong.exceptions.InsufficientUsersError):
+        _refuse_doomed([doomed, doomed], 72, 24, 16.0)

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from dplong._validation import RandomState, check_random_state, per_column, warn
 from dplong.dask_frames import ReducedPanel
 from dplong.dependence import DependenceModel
-from dplong.exceptions import DplongError, DplongWarning, ParameterError
+from dplong.exceptions import DplongError, DplongWarning, InsufficientUsersError, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign, build_design
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import Accountant, Cost, PrivacyLedger
@@ -292,6 +292,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
     focus = focus_weights(request.focus, blocks[0].names)  # validated first: an option
     budgets = [part(options, block.share) for block in blocks]
     plans = [_plan(block, options, n) for block, options in zip(blocks, budgets, strict=True)]
+    _refuse_doomed(plans, n, sum(len(block.names) for block in blocks), options.epsilon)
     # every refusal is decided: a fit run to plan it (dplong.plan) stops here, before any noise
     checkpoint(
         FitPlan(
@@ -498,6 +499,22 @@ def _paper_release(
     if ledger is None:
         return release
     return dataclasses.replace(release, privacy=ledger + release.privacy)
+
+
+def _refuse_doomed(plans: Sequence[ReleasePlan | None], n: int, d: int, epsilon: float) -> None:
+    """Refuse, before any noise, a fit whose every release would withhold every column
+    (:meth:`~dplong.privacy.budget.ReleasePlan.doomed`): it would spend its budget on nothing.
+    A budget refusal, so the message names the ε at which the fit is released
+    (:func:`~dplong.planning.advised`). A fit with one release that can succeed goes on."""
+    if plans and all(plan is not None and plan.doomed() for plan in plans):
+        refusal = InsufficientUsersError(
+            f"epsilon={epsilon:.3g} is too small for {d} column(s) with n={n}: the private "
+            "midpoint or scale of every column would miss the data more likely than not, so "
+            "every estimate would be withheld: fewer columns, a stated scale or a larger "
+            "epsilon would help"
+        )
+        refusal.budget_refusal = True
+        raise refusal
 
 
 def _block_bound(block: Block, options: ReleaseOptions) -> NDArray[np.float64]:

@@ -33,6 +33,7 @@ from dplong.privacy.budget.stages import (
     _SIDED_ERROR,
     BOUNDED_COUNT_SHARE,
     COUNT_USERS,
+    DOUBT_MISS,
     FALLBACK_SHARE,
     HISTOGRAM_SHARE,
     MAX_MIDPOINT_SHARE,
@@ -404,6 +405,28 @@ class ReleasePlan:
             return np.zeros(np.shape(users))
         counts = np.maximum(np.asarray(users), 1.0).astype(int)
         return np.array([_miss(int(u), self.midpoint, self.spread) for u in counts.flat])
+
+    def doomed(self) -> bool:
+        """Whether every column's medians miss more likely than not (above
+        :data:`~dplong.privacy.budget.DOUBT_MISS`) however many users the count finds, so that
+        the release withholds every column (the plausibility rule,
+        :func:`~dplong.privacy.engine.implausible`): at n, and with fewer users where the
+        stages, already at their caps, cannot grow (:meth:`for_users`). Public facts only.
+
+        Examples
+        --------
+        >>> from dplong.privacy.budget import ReleasePlan
+        >>> ReleasePlan.make(n=72, d=12, epsilon=16.0, delta=1e-4, stated_scale=False).doomed()
+        True
+        >>> ReleasePlan.make(n=72, d=1, epsilon=16.0, delta=1e-4, stated_scale=False).doomed()
+        False
+        """
+        if self.midpoint_kind != "median" or float(self.miss_given(np.array([self.n]))[0]) <= (
+            DOUBT_MISS
+        ):
+            return False
+        fewer = self.for_users(1.0)
+        return (fewer.midpoint, fewer.spread) == (self.midpoint, self.spread)
 
     def _left(self) -> float:
         """A column's ε left after every stage before the final one (the second medians and
