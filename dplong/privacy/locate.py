@@ -286,10 +286,13 @@ def locate(
         plan = dataclasses.replace(plan, reruns=scan.reruns)
         if beside is not None:
             # users alone at one distance, or at the midpoint's own magnitude from it: the
-            # midpoint's miss by that distance (the second needs no count of users off a cell,
-            # so it holds where the midpoint's bar, on an overcounted N̂, was not passed)
+            # midpoint's miss by that distance where its check also finds most users on one side
+            # (the second sign needs no count of users off a cell, so it holds where the bar,
+            # on an overcounted N̂, was not passed); both signs together are the miss whatever
+            # the check's noise (users sharing one value lie in the cell of a median that found
+            # them, not at its own magnitude from it)
             far = _at_own_magnitude(deviation, midpoint) if root is None else False
-            beside = beside | ((scan.alone | far) & aside)
+            beside = beside | ((scan.alone | far) & aside) | (scan.alone & far)
         if plan.inside and plan.midpoint_kind == "median":
             # the scale's check, where the scale stage's own counts found no shared value
             plain = ~(scan.alone | scan.shared | scan.sparse | scan.unseen) & (
