@@ -421,9 +421,8 @@ class ReleasePlan:
         >>> ReleasePlan.make(n=72, d=1, epsilon=16.0, delta=1e-4, stated_scale=False).doomed()
         False
         """
-        if self.midpoint_kind != "median" or float(self.miss_given(np.array([self.n]))[0]) <= (
-            DOUBT_MISS
-        ):
+        at_n = _miss(self.n, self.midpoint, self.spread)
+        if self.midpoint_kind != "median" or at_n <= DOUBT_MISS:
             return False
         fewer = self.for_users(1.0)
         return (fewer.midpoint, fewer.spread) == (self.midpoint, self.spread)
