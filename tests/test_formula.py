@@ -23,7 +23,8 @@ from audit import EpsilonBound, epsilon_lower_bound, memoized_compose, repeat
 from numpy.typing import NDArray
 
 import dplong
-import dplong.formula
+import dplong.formula.row_wise
+import dplong.formula.spec
 from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import DesignSpec, build_design
 
@@ -227,7 +228,7 @@ def test_the_rows_find_what_the_syntax_finds(term: str, monkeypatch: pytest.Monk
     reversed, and at even and odd positions alone) refuse the idioms, naming their columns.
     (Not every one: a rolling mean is missing wherever the probe's value is, so it is refused
     by its syntax alone.)"""
-    monkeypatch.setattr(dplong.formula, "_check_row_wise", lambda *args: None)
+    monkeypatch.setattr(dplong.formula.spec, "_check_row_wise", lambda *args: None)
     with pytest.raises(FormulaError, match=re.escape(f"['{term}'] of ")):
         DesignSpec.from_formula(f"y ~ {term}", panel())
 
@@ -238,12 +239,12 @@ def test_row_by_row_verdicts_are_remembered_for_public_names_only(
     """The synthetic rows' verdict is kept per formula, schema and levels when the formula's
     names are bound to numpy or patsy (the same refusal again); a caller's own function is
     checked afresh at every spec, since it may have changed between them."""
-    monkeypatch.setattr(dplong.formula, "_check_row_wise", lambda *args: None)
-    monkeypatch.setattr(dplong.formula, "_ROW_BY_ROW", {})
+    monkeypatch.setattr(dplong.formula.spec, "_check_row_wise", lambda *args: None)
+    monkeypatch.setattr(dplong.formula.row_wise, "_ROW_BY_ROW", {})
     for _ in range(2):
         with pytest.raises(FormulaError, match=re.escape("['I(np.cumsum(x))'] of ")):
             DesignSpec.from_formula("y ~ I(np.cumsum(x))", panel())
-    assert len(dplong.formula._ROW_BY_ROW) == 1
+    assert len(dplong.formula.row_wise._ROW_BY_ROW) == 1
     how = {"shift": lambda x: x - 40.0}
 
     def shift(x: Any) -> Any:
@@ -253,7 +254,7 @@ def test_row_by_row_verdicts_are_remembered_for_public_names_only(
     how["shift"] = lambda x: x - np.nanmean(x)  # now reads the other rows: refused this time
     with pytest.raises(FormulaError, match=re.escape("['I(shift(x))'] of ")):
         DesignSpec.from_formula("y ~ I(shift(x))", panel())
-    assert len(dplong.formula._ROW_BY_ROW) == 1
+    assert len(dplong.formula.row_wise._ROW_BY_ROW) == 1
 
 
 @pytest.mark.parametrize(

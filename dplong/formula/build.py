@@ -1,0 +1,94 @@
+"""A formula's design on the data in memory: the :class:`~dplong.formula.DesignSpec` built from
+the public facts, then evaluated on the rows, grouped by user."""
+
+from __future__ import annotations
+
+import pandas as pd
+import patsy
+
+from dplong.exceptions import DataError
+from dplong.formula.levels import LevelsLike, warn_levels_from_values
+from dplong.formula.panel import PanelDesign
+from dplong.formula.spec import DesignSpec
+from dplong.formula.users import (
+    GroupsLike,
+    check_groups,
+    check_users,
+    column_or_array,
+    user_codes,
+)
+
+
+def build_design(
+    formula: str,
+    data: pd.DataFrame,
+    *,
+    groups: GroupsLike,
+    time: GroupsLike | None = None,
+    levels: LevelsLike | None = None,
+    eval_env: patsy.EvalEnvironment | None = None,
+) -> PanelDesign:
+    """Build the :class:`DesignSpec` of ``formula`` and evaluate it, rows grouped by user.
+
+    Parameters
+    ----------
+    formula : str
+    data : pandas.DataFrame
+        With a unique index.
+    groups : str or array_like
+        User id column (or one id per row). Rows with a missing id belong to no user and are
+        dropped; n is the number of distinct non-missing ids.
+    time : str or array_like, optional
+        Orders the rows within a user (any sortable dtype, dates included).
+    levels : mapping of str to sequence, optional
+        Declared factor levels, as in :meth:`DesignSpec.from_formula`.
+    eval_env : patsy.EvalEnvironment, optional
+        By default the caller's namespace.
+
+    Returns
+    -------
+    PanelDesign
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from dplong.formula import build_design
+    >>> data = pd.DataFrame({"id": [2, 1, 2, 1, np.nan], "t": [1, 2, 0, 1, 0],
+    ...                      "y": [1.0, 2.0, 3.0, np.nan, 5.0]})
+    >>> design = build_design("y ~ 1", data, groups="id", time="t")
+    >>> design.n, design.y, design.codes
+    (2, array([3., 1., 2.]), array([0, 0, 1]))
+    """
+    if not isinstance(data, pd.DataFrame):
+        raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+    spec = DesignSpec.from_formula(
+        formula, data, levels=levels, eval_env=eval_env or patsy.EvalEnvironment.capture(1)
+    )
+    return group_design(spec, data, groups=groups, time=time)
+
+
+def group_design(
+    spec: DesignSpec, data: pd.DataFrame, *, groups: GroupsLike, time: GroupsLike | None = None
+) -> PanelDesign:
+    """Evaluate a built :class:`DesignSpec` on ``data``, rows grouped by user (the second half
+    of :func:`build_design`, for a caller that needs the spec itself too).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dplong.formula import DesignSpec, group_design
+    >>> data = pd.DataFrame({"id": [1, 2, 1], "x": [0.0, 1.0, 2.0], "y": [1.0, 2.0, 3.0]})
+    >>> spec = DesignSpec.from_formula("y ~ x", data)
+    >>> design = group_design(spec, data, groups="id")
+    >>> design.n, design.columns, design.codes.tolist()
+    (2, ('Intercept', 'x'), [0, 0, 1])
+    """
+    check_groups(groups)
+    codes_all, ids = user_codes(column_or_array(groups, data, "groups"))
+    n = len(ids)
+    check_users(n, rows=len(data))
+    if not data.index.is_unique:
+        raise DataError("data must have a unique index (use data.reset_index(drop=True))")
+    times = None if time is None else column_or_array(time, data, "time")
+    warn_levels_from_values(spec, data.dtypes, lambda column: data[column].cat.codes.to_numpy())
+    return spec.by_user(data, codes_all, n, time=times)

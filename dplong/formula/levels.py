@@ -1,0 +1,142 @@
+"""Declared factor levels: read from ``levels=`` and ``Categorical`` dtypes, validated, and the
+columns coded on them, so that a factor's levels never come from the rows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from patsy.categorical import _CategoricalBox
+
+from dplong._validation import warn
+from dplong.exceptions import DataHolderWarning, FormulaError, ParameterError
+
+if TYPE_CHECKING:
+    from dplong.formula.spec import DesignSpec
+
+LevelsLike = Mapping[str, Sequence[Any]]
+
+
+def _declared_levels(
+    dtypes: Mapping[str, Any], levels: LevelsLike | None
+) -> dict[str, tuple[Any, ...]]:
+    """Levels of every column that declares them: ``Categorical`` dtypes, then ``levels=``."""
+    declared = {
+        c: tuple(d.categories) for c, d in dtypes.items() if isinstance(d, pd.CategoricalDtype)
+    }
+    if levels is None:
+        return declared
+    if not isinstance(levels, Mapping):
+        raise ParameterError(
+            "levels must be a mapping from column to its levels, e.g. "
+            f"levels={{'site': ['north', 'south']}}; got {type(levels).__name__}"
+        )
+    for column, values in levels.items():
+        if column not in dtypes:
+            raise FormulaError(
+                f"levels names {column!r}, which is not a column of the data; "
+                f"columns are {list(dtypes)}"
+            )
+        declared[column] = _level_tuple(values, f"levels[{column!r}]", dtypes[column])
+    return declared
+
+
+def _level_tuple(values: Any, name: str, dtype: Any) -> tuple[Any, ...]:
+    """Validated declared levels: a non-empty sequence of distinct, non-missing values of the
+    column's kind (numbers for a numeric column, text for a text column)."""
+    if isinstance(values, str | bytes) or not isinstance(values, Sequence | np.ndarray | pd.Index):
+        raise ParameterError(f"{name} must be a list of levels, e.g. ['a', 'b'], got {values!r}")
+    found = tuple(values.tolist() if isinstance(values, np.ndarray | pd.Index) else values)
+    try:
+        distinct = len(set(found)) == len(found)
+    except TypeError:
+        distinct = False
+    if not found or not distinct or any(np.ndim(v) != 0 or pd.isna(v) for v in found):
+        raise ParameterError(
+            f"{name} must be a non-empty list of distinct, non-missing levels, got {values!r}"
+        )
+    numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+    if (numeric and not all(isinstance(v, int | float | np.number) for v in found)) or (
+        isinstance(dtype, pd.StringDtype) and not all(isinstance(v, str) for v in found)
+    ):
+        raise ParameterError(
+            f"{name} must hold values like those of the column (dtype {dtype}); got {values!r}"
+        )
+    return found
+
+
+def _coded(values: Any, levels: tuple[Any, ...]) -> Any:
+    """``values`` as a pandas Categorical with exactly the declared categories; a value outside
+    them becomes missing (vectorised: pandas' codes, never patsy's loop over the rows)."""
+    dtype = pd.CategoricalDtype(list(levels))
+    if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+        if tuple(values.dtype.categories) == levels and not values.dtype.ordered:
+            return values
+        source = pd.Categorical(values)
+        recode = np.append(pd.Index(levels).get_indexer(source.categories), -1)
+        codes = recode[source.codes]  # code -1 (missing) picks the appended -1
+    else:
+        codes = pd.Index(levels).get_indexer(values)
+    coded = pd.Categorical.from_codes(codes, dtype=dtype)
+    if isinstance(values, pd.Series):
+        return pd.Series(coded, index=values.index, name=values.name)
+    return coded
+
+
+def _canonical(values: pd.Series, levels: tuple[Any, ...] | None) -> Any:
+    """One column as patsy reads it: declared factors (and nullable booleans) coded on their
+    levels, nullable numbers as float64 with NaN, nullable text with NaN instead of pd.NA."""
+    dtype = values.dtype
+    if levels is not None:
+        return _coded(values, levels)
+    if isinstance(dtype, pd.BooleanDtype):
+        return _coded(values, (False, True))
+    if isinstance(dtype, pd.api.extensions.ExtensionDtype) and pd.api.types.is_numeric_dtype(dtype):
+        return pd.Series(
+            values.to_numpy(np.float64, na_value=np.nan), index=values.index, name=values.name
+        )
+    if isinstance(dtype, pd.StringDtype) and dtype.na_value is pd.NA:
+        return values.astype(object).where(values.notna(), np.nan)
+    return values
+
+
+def _public_levels(value: Any) -> tuple[Any, ...] | None:
+    """The levels a categorical factor value carries by declaration, or None when patsy would
+    take them from the values (then they are private)."""
+    if isinstance(value, _CategoricalBox):
+        if value.levels is not None:
+            return tuple(value.levels)
+        value = value.data
+    dtype = getattr(value, "dtype", None)
+    if isinstance(dtype, pd.CategoricalDtype):
+        return tuple(dtype.categories)
+    if np.asarray(value).dtype == np.bool_:
+        return (False, True)
+    return None
+
+
+def warn_levels_from_values(
+    spec: DesignSpec, dtypes: pd.Series, codes: Callable[[str], NDArray[np.integer]]
+) -> None:
+    """Warn the data holder (never the results) of a factor whose declared levels are the
+    ``Categorical`` dtype's categories and every one of them is present in the rows: the
+    common ``astype("category")`` takes the categories from the values, and then the labels
+    publish which levels the data hold. ``codes(column)`` gives the column's category codes
+    (-1: missing) — in memory the array, on Dask the codes each partition holds."""
+    for column in spec.dtype_levels:
+        dtype = dtypes[column]
+        if not isinstance(dtype, pd.CategoricalDtype) or not len(dtype.categories):
+            continue
+        present = np.unique(codes(column))
+        if np.count_nonzero(present >= 0) == len(dtype.categories):
+            warn(
+                f"the categories of {column!r} are exactly the values present in the data, as "
+                "astype('category') makes them; they are taken as declared levels and label "
+                "the results. If they were not fixed before seeing the data, declare every "
+                f"level the study allows: levels={{{column!r}: [...]}} or "
+                f"pd.CategoricalDtype([...]) (dplong.exceptions.DataHolderWarning)",
+                DataHolderWarning,
+            )

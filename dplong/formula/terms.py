@@ -1,0 +1,58 @@
+"""The formula's code as Python syntax: its terms parsed, the data columns they read and the
+objects they call, looked up the way patsy evaluates them."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from typing import Any
+
+import patsy.builtins
+
+from dplong.exceptions import FormulaError
+
+#: patsy's builtins (``C``, ``I``, ``Q``, ...), where the formula's names are looked up last.
+_PATSY_NAMES = {name: getattr(patsy.builtins, name) for name in patsy.builtins.__all__}
+
+
+def _parse(factor: Any, formula: str) -> ast.Expression:
+    try:
+        return ast.parse(str(factor.code), mode="eval")
+    except SyntaxError:
+        raise FormulaError(f"cannot read the term {factor.code!r} of {formula!r}") from None
+
+
+def _columns_in(node: ast.AST, dtypes: Mapping[str, Any]) -> list[str]:
+    """Data columns an expression reads: bare names and ``Q("name")``."""
+    found = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id in dtypes:
+            found.append(sub.id)
+        elif (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Name)
+            and sub.func.id == "Q"
+            and sub.args
+            and isinstance(sub.args[0], ast.Constant)
+            and sub.args[0].value in dtypes
+        ):
+            found.append(str(sub.args[0].value))
+    return list(dict.fromkeys(found))
+
+
+def _resolve(func: ast.expr, namespace: Any, dtypes: Mapping[str, Any]) -> Any:
+    """The object a called name or attribute chain refers to (columns shadow names)."""
+    if isinstance(func, ast.Name):
+        return None if func.id in dtypes else namespace.get(func.id)
+    if isinstance(func, ast.Attribute):
+        base = _resolve(func.value, namespace, dtypes)
+        return None if base is None else getattr(base, func.attr, None)
+    return None
+
+
+def _calls(tree: ast.AST, namespace: Any, dtypes: Mapping[str, Any]) -> list[tuple[ast.Call, Any]]:
+    return [
+        (node, _resolve(node.func, namespace, dtypes))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+    ]

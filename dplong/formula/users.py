@@ -1,0 +1,85 @@
+"""The users of the data: the column of their ids (or of the rows' time), their codes, and the
+refusal of data without users."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from dplong.exceptions import DataError, FormulaError, InsufficientUsersError
+
+GroupsLike = str | ArrayLike
+
+
+def user_codes(ids: NDArray[Any]) -> tuple[NDArray[np.intp], NDArray[Any]]:
+    """Codes 0..n-1 of the user ids in first-appearance order (-1 for a missing id), and the
+    n distinct ids in that order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.formula import user_codes
+    >>> user_codes(np.array(["b", None, "a", "b"], dtype=object))
+    (array([ 0, -1,  1,  0]), array(['b', 'a'], dtype=object))
+    """
+    codes, uniques = pd.factorize(ids, sort=False)
+    return codes.astype(np.intp, copy=False), np.asarray(uniques)
+
+
+def check_groups(groups: object) -> None:
+    """Refuse a design without user ids.
+
+    Examples
+    --------
+    >>> from dplong.formula import check_groups
+    >>> check_groups(None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.DataError: groups is required: the column (or array) of user ids; ...
+    """
+    if groups is None:
+        raise DataError(
+            "groups is required: the column (or array) of user ids; every row "
+            "must say which user it belongs to"
+        )
+
+
+def check_users(n: int, *, rows: int) -> None:
+    """Refuse data without rows, or with fewer than 2 users (n is public).
+
+    Examples
+    --------
+    >>> from dplong.formula import check_users
+    >>> check_users(1, rows=4)
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.InsufficientUsersError: the data hold 1 user; private estimation needs \
+at least 2 users (and many more for useful accuracy)
+    """
+    if rows == 0:
+        raise DataError("data has no rows")
+    if n < 2:
+        raise InsufficientUsersError(
+            f"the data hold {n} user; private estimation needs at "
+            "least 2 users (and many more for useful accuracy)"
+        )
+
+
+def column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArray[Any]:
+    """The column ``value`` of ``data``, or ``value`` itself as one entry per row."""
+    if isinstance(value, str):
+        if value not in data.columns:
+            raise FormulaError(
+                f"{name}={value!r} is not a column of the data; columns are {list(data.columns)}"
+            )
+        return data[value].to_numpy()
+    array = np.asarray(value)
+    if array.ndim != 1 or len(array) != len(data):
+        raise DataError(
+            f"{name} must be a column name or one value per row of data "
+            f"({len(data)} rows), got shape {array.shape}"
+        )
+    return array
