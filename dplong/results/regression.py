@@ -1,0 +1,208 @@
+"""The results of a private regression and of a random-effects fit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import patsy
+from numpy.typing import NDArray
+
+from dplong.exceptions import DataError, FormulaError, ParameterError
+from dplong.formula import DesignSpec
+from dplong.results.panel import PanelResults
+
+
+@dataclass(frozen=True, repr=False, kw_only=True)
+class RegressionResults(PanelResults):
+    """Results of a private regression (:class:`dplong.LongitudinalOLS`).
+
+    Everything of :class:`PanelResults`, plus the degrees of freedom and :meth:`predict`
+    on the analyst's own rows. Like every result, it holds no row of the data: there are no
+    ``fittedvalues`` or ``resid`` (they are functions of the private rows); compute them on
+    data you may see with :meth:`predict`.
+
+    Attributes
+    ----------
+    levels : mapping of str to tuple
+        The declared levels of the factor columns the formula reads (public): with the
+        formula, they rebuild the design's columns for :meth:`predict`.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> wages = dplong.datasets.load_wage_panel()
+    >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+    ...                                           groups="nr").fit(epsilon=1.0,
+    ...                                                            random_state=0)
+    >>> isinstance(res, dplong.RegressionResults), res.df_model, res.df_resid
+    (True, 1, 543)
+    """
+
+    levels: Mapping[str, tuple[Any, ...]]
+
+    @classmethod
+    def of(
+        cls, results: PanelResults, *, levels: Mapping[str, tuple[Any, ...]]
+    ) -> RegressionResults:
+        """The regression results of a fit's :class:`PanelResults` and its declared levels.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.winsorized_mean(wages["lwage"], groups=wages["nr"], epsilon=1.0,
+        ...                              random_state=0)
+        >>> dplong.RegressionResults.of(res, levels={}).params.equals(res.params)
+        True
+        """
+        values = {field.name: getattr(results, field.name) for field in fields(results)}
+        return cls(**values, levels=dict(levels))
+
+    @property
+    def df_model(self) -> int:
+        """Number of slopes: the parameters besides the intercept (statsmodels' ``df_model``).
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> dplong.LongitudinalOLS.from_formula("lwage ~ exper + expersq", wages,
+        ...                                     groups="nr").fit(epsilon=4.0,
+        ...                                                      random_state=0).df_model
+        2
+        """
+        return int(self.params.size - ("Intercept" in self.params.index))
+
+    @property
+    def df_resid(self) -> int:
+        """``nobs - df_model - 1``: the users less the slopes and a constant (the intercept, or
+        under the within estimator the user effects' mean) — the degrees of freedom of a test
+        clustered by person. The number of rows is private, so it does not enter.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> dplong.LongitudinalOLS.from_formula("lwage ~ exper + expersq", wages,
+        ...                                     groups="nr").fit(epsilon=4.0,
+        ...                                                      random_state=0).df_resid
+        542
+        """
+        return self.nobs_users - self.df_model - 1
+
+    def predict(self, exog: Any = None) -> pd.Series | NDArray[np.float64]:
+        """The fitted linear predictor ``x'β̂`` on rows the analyst supplies.
+
+        Post-processing of the released coefficients: no further privacy cost. The rows are
+        the analyst's, so the predictions are **not private outputs** (they hold the rows);
+        publish them only as you may publish those rows. Nothing of them is kept. Under the
+        within estimator there is no intercept or user effect: the prediction is ``x'β̂``,
+        the part the regressors explain. A withheld (NaN) coefficient gives NaN.
+
+        Parameters
+        ----------
+        exog : pandas.DataFrame or array_like
+            A DataFrame with the columns the formula's right-hand side reads (the formula is
+            evaluated on it, with the declared levels; names that are not columns, like
+            ``np``, are looked up in the caller's namespace); a row with a missing value gives
+            NaN. Or a matrix of design columns in the order of :attr:`params`.
+
+        Returns
+        -------
+        pandas.Series (indexed like ``exog``) or numpy.ndarray
+
+        Examples
+        --------
+        >>> import pandas as pd, dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper + I(exper**2)", wages,
+        ...                                           groups="nr").fit(epsilon=4.0,
+        ...                                                            random_state=0)
+        >>> new = pd.DataFrame({"exper": [5.0, 10.0]})
+        >>> pred = res.predict(new)
+        >>> b = res.params
+        >>> bool(abs(pred[1] - (b.iloc[0] + 10 * b.iloc[1] + 100 * b.iloc[2])) < 1e-12)
+        True
+        >>> res.predict([[1.0, 5.0, 25.0]]).tolist() == [pred[0]]
+        True
+        """
+        params = self.params.to_numpy()
+        if exog is None:
+            raise ParameterError(
+                "predict needs exog, rows you supply: the results hold no rows of the data"
+            )
+        if isinstance(exog, pd.DataFrame):
+            env = patsy.EvalEnvironment.capture(1)
+            values = self._design(exog, env) @ params
+            predicted: pd.Series = pd.Series(values, index=exog.index, name="predicted")
+            return predicted
+        matrix = np.asarray(exog)
+        if matrix.dtype.kind not in "iuf" or matrix.ndim not in (1, 2):
+            raise DataError(
+                f"exog must be a DataFrame or a numeric matrix, got {type(exog).__name__}"
+            )
+        matrix = np.atleast_2d(matrix.astype(np.float64))
+        if matrix.shape[1] != params.size:
+            raise DataError(
+                f"exog must have {params.size} columns ({self.params.index.tolist()}), "
+                f"got {matrix.shape[1]}"
+            )
+        return np.asarray(matrix @ params)
+
+    def _design(self, exog: pd.DataFrame, env: patsy.EvalEnvironment) -> NDArray[np.float64]:
+        """The design columns of :attr:`params` evaluated on ``exog`` (NaN: a missing value)."""
+        outcome = "_dplong_outcome"
+        rhs = self.formula.split("~", 1)[1]
+        frame = exog.assign(**{outcome: 0.0})
+        spec = DesignSpec.from_formula(
+            f"{outcome} ~ {rhs}", frame, levels=self.levels, eval_env=env
+        )
+        absent = [name for name in self.params.index if name not in spec.columns]
+        if absent:
+            raise FormulaError(
+                f"exog does not give the design columns {absent} of {self.formula!r} (its "
+                f"columns give {list(spec.columns)}); check the dtypes of its factors"
+            )
+        _, X, _, missing = spec.evaluate(frame)
+        X = X[:, [spec.columns.index(name) for name in self.params.index]]
+        X[missing] = np.nan
+        return np.asarray(X)
+
+
+@dataclass(frozen=True, repr=False, kw_only=True)
+class RandomEffectsResults(RegressionResults):
+    """Results of a random-effects fit (:class:`dplong.RandomEffects`): everything of
+    :class:`RegressionResults`, plus the variance components it quasi-demeaned with, as
+    linearmodels' ``RandomEffectsResults`` gives them.
+
+    Attributes
+    ----------
+    variance_decomposition : pandas.Series
+        ``Effects`` (σ_u²), ``Residual`` (σ_e²) and ``Percent due to Effects`` (their share
+        of the total: a fraction, as linearmodels gives it): DP outputs, or the stated values.
+    theta : pandas.Series
+        The quasi-demeaning ``1 - √(σ_e² / (T σ_u² + σ_e²))`` of a person with T rows, for T
+        from 1 to ``max_rows`` (a person's own T is private: linearmodels' per-entity
+        ``theta`` is not released).
+    components : PanelResults or None
+        The release of the components (``Group Var`` and ``Scale`` of the pilot's residuals,
+        with their own intervals and ledger), or None when they were stated.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> wages = dplong.datasets.load_wage_panel()
+    >>> res = dplong.RandomEffects.from_formula(
+    ...     "lwage ~ exper", wages, groups="nr", bounds={"lwage": (-4, 5), "exper": (0, 20)}
+    ... ).fit(epsilon=1.0, max_rows=8, variance_components=(0.1, 0.1), random_state=0)
+    >>> res.variance_decomposition.tolist(), res.components is None
+    ([0.1, 0.1, 0.5], True)
+    """
+
+    variance_decomposition: pd.Series
+    theta: pd.Series
+    components: PanelResults | None

@@ -1,0 +1,284 @@
+"""Tests of linear restrictions on a fit's estimates: ``t_test``, ``wald_test``, ``f_test``.
+
+Post-processing of released numbers on :meth:`RestrictionTests.cov_params`, whose
+off-diagonal entries are 0 because no covariance between parameters is released.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import patsy
+from numpy.typing import NDArray
+from statsmodels.stats.contrast import ContrastResults
+
+from dplong._validation import warn
+from dplong.exceptions import ParameterError
+from dplong.results.estimates import Estimates
+
+
+class RestrictionTests(Estimates):
+    """The covariance of a fit's estimates and the tests of linear restrictions on them: a
+    base of :class:`~dplong.results.PanelResults`."""
+
+    def cov_params(self) -> pd.DataFrame:
+        """Covariance of the released estimates: sampling error plus privacy noise.
+
+        The diagonal is ``bse**2`` (``sampling_sd² + noise_sd²``), a post-processing of
+        released numbers. **The off-diagonal entries are 0 because no covariance between two
+        parameters is released**, not because the estimates are known to be uncorrelated:
+        each parameter's sampling variance comes from its own column's private second moment
+        (or stated scale), and a covariance would need the users' cross moments, another
+        release on the budget. Estimates of related terms (a regressor and its square) are
+        correlated in truth, so a test that combines parameters (:meth:`t_test`,
+        :meth:`wald_test`) says that it treats them as uncorrelated. A withheld parameter
+        (NaN) has NaN in its row and column.
+
+        Returns
+        -------
+        pandas.DataFrame
+            p x p, indexed and labelled by the parameter names.
+
+        Examples
+        --------
+        >>> import numpy as np, dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                           groups="nr").fit(epsilon=1.0,
+        ...                                                            random_state=0)
+        >>> cov = res.cov_params()
+        >>> cov.index.tolist() == cov.columns.tolist() == ["Intercept", "exper"]
+        True
+        >>> bool(np.allclose(np.diag(cov), res.bse**2)), float(cov.loc["Intercept", "exper"])
+        (True, 0.0)
+        """
+        variance = self.bse.to_numpy() ** 2
+        matrix = np.diag(np.nan_to_num(variance))
+        unknown = ~np.isfinite(variance)
+        matrix[unknown, :] = np.nan
+        matrix[:, unknown] = np.nan
+        frame: pd.DataFrame = pd.DataFrame(
+            matrix, index=self.params.index, columns=self.params.index
+        )
+        return frame
+
+    @property
+    def cov(self) -> pd.DataFrame:
+        """linearmodels' name for :meth:`cov_params` (see there what its off-diagonals are).
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.winsorized_mean(wages["lwage"], groups=wages["nr"], epsilon=1.0,
+        ...                              random_state=0)
+        >>> res.cov.equals(res.cov_params())
+        True
+        """
+        return self.cov_params()
+
+    def t_test(self, r_matrix: Any) -> ContrastResults:
+        """z-tests of linear restrictions ``R θ = q``, one per row, on :meth:`cov_params`.
+
+        As statsmodels' ``t_test`` with ``use_t=False``: the statistic is
+        ``(R θ̂ - q) / √diag(R Σ R')`` against the normal law, Σ = :meth:`cov_params`. A
+        post-processing of released numbers: no further privacy cost. The normal law
+        approximates sampling error plus the privacy noise (Laplace noise has heavier tails),
+        and the clipping bias bound (:attr:`bias`) is not added; :attr:`pvalues` and
+        :meth:`conf_int` use the exact noise law and the bias bound, so prefer them for one
+        parameter at a time. The covariance between parameters is not released (see
+        :meth:`cov_params`): a row combining several is computed as if they were uncorrelated,
+        and a :class:`~dplong.exceptions.DplongWarning` says so. A row that touches a
+        withheld (NaN) parameter gives NaN.
+
+        Parameters
+        ----------
+        r_matrix : str, sequence of str, array_like or (array_like, array_like)
+            The restrictions, as statsmodels and patsy's ``DesignInfo.linear_constraint``
+            take them: ``"exper + 20 * expersq = 0"``, ``["a = 0", "b = 1"]``, a matrix R
+            (q = 0) or a pair (R, q); names are those of :attr:`params`.
+
+        Returns
+        -------
+        statsmodels.stats.contrast.ContrastResults
+            ``effect``, ``sd``, ``statistic``, ``pvalue``, ``conf_int()``, ``summary()``.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                           groups="nr").fit(epsilon=1.0,
+        ...                                                            random_state=0)
+        >>> test = res.t_test("exper = 0")
+        >>> bool(test.effect[0] == res.params["exper"]), bool(test.sd[0] == res.bse["exper"])
+        (True, True)
+        >>> z = res.t_test("exper = 0.05").statistic[0]
+        >>> bool(z == (res.params["exper"] - 0.05) / res.bse["exper"])
+        True
+        """
+        coefs, constants = self._constraint(r_matrix)
+        self._say_uncorrelated(coefs != 0.0, "t_test")
+        effect, cov, touched = self._restricted(coefs)
+        sd = np.sqrt(np.diag(cov))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            statistic = (effect - constants) / sd
+        statistic[touched] = np.nan
+        return ContrastResults(
+            effect=np.where(touched, np.nan, effect),
+            statistic=statistic,
+            sd=sd,
+            df_denom=self.nobs_users - self.params.size,
+            distribution="norm",
+        )
+
+    def wald_test(self, r_matrix: Any) -> ContrastResults:
+        """Joint Wald (χ²) test of the linear restrictions ``R θ = q`` on :meth:`cov_params`.
+
+        As statsmodels' ``wald_test(..., use_f=False, scalar=True)``: ``W = (R θ̂ - q)'
+        (R Σ R')⁻¹ (R θ̂ - q)`` against χ² with ``rank(R)`` degrees of freedom. Post-processing
+        of released numbers. The covariance between parameters is not released (see
+        :meth:`cov_params`): restrictions on several parameters are tested as if their
+        estimates were uncorrelated, and a :class:`~dplong.exceptions.DplongWarning` says so.
+        The same caveats as :meth:`t_test` apply (normal law, no bias bound).
+
+        Parameters
+        ----------
+        r_matrix : str, sequence of str, array_like or (array_like, array_like)
+            As in :meth:`t_test`; e.g. ``"union = married = 0"``.
+
+        Returns
+        -------
+        statsmodels.stats.contrast.ContrastResults
+            ``statistic``, ``pvalue``, ``df_denom`` (the χ² degrees of freedom).
+
+        Raises
+        ------
+        ParameterError
+            If a restriction touches a withheld (NaN) parameter.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                           groups="nr").fit(epsilon=1.0,
+        ...                                                            random_state=0)
+        >>> test = res.wald_test("exper = 0")          # one restriction: the squared z
+        >>> bool(abs(test.statistic - res.tvalues["exper"] ** 2) < 1e-12), test.df_denom
+        (True, 1)
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     joint = res.wald_test("Intercept = exper = 0")
+        >>> "not released" in str(caught[0].message)
+        True
+        """
+        statistic, rank = self._wald(r_matrix, "wald_test")
+        return ContrastResults(
+            chi2=statistic,
+            df_denom=rank,
+            statistic=statistic,
+            distribution="chi2",
+            distargs=(rank,),
+        )
+
+    def f_test(self, r_matrix: Any) -> ContrastResults:
+        """Joint F test of the linear restrictions ``R θ = q`` on :meth:`cov_params`.
+
+        As statsmodels' ``f_test`` (``wald_test(..., use_f=True)``): ``F = W / q``, with ``W``
+        the Wald statistic of :meth:`wald_test` and ``q`` the number of restrictions (the rank
+        of ``R Σ R'``, as statsmodels reduces it for a rank-deficient one), against the F law
+        with ``(q, n - p)`` degrees of freedom: n users (the clusters) less the p parameters,
+        the denominator :meth:`t_test` uses. Σ is :meth:`cov_params`: the person-clustered
+        sampling variance plus the privacy noise's variance, diagonal because no covariance
+        between parameters is released. The same caveats as :meth:`wald_test` apply (normal
+        approximation of the noise, no bias bound, restrictions on several parameters tested
+        as if uncorrelated, with a :class:`~dplong.exceptions.DplongWarning`). Post-processing
+        of released numbers: no further privacy cost.
+
+        Parameters
+        ----------
+        r_matrix : str, sequence of str, array_like or (array_like, array_like)
+            As in :meth:`t_test`; e.g. ``"union = married = 0"``.
+
+        Returns
+        -------
+        statsmodels.stats.contrast.ContrastResults
+            ``fvalue`` (also ``statistic``), ``pvalue``, ``df_num`` (q), ``df_denom``
+            (n - p), ``summary()``.
+
+        Raises
+        ------
+        ParameterError
+            If a restriction touches a withheld (NaN) parameter.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> wages = dplong.datasets.load_wage_panel()
+        >>> res = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages,
+        ...                                           groups="nr").fit(epsilon=1.0,
+        ...                                                            random_state=0)
+        >>> test = res.f_test("exper = 0")          # one restriction: the squared z
+        >>> bool(abs(test.fvalue - res.tvalues["exper"] ** 2) < 1e-12)
+        True
+        >>> test.df_num, test.df_denom
+        (1, 543)
+        """
+        statistic, rank = self._wald(r_matrix, "f_test")
+        return ContrastResults(
+            F=statistic / rank, df_num=rank, df_denom=self.nobs_users - self.params.size
+        )
+
+    def _wald(self, r_matrix: Any, method: str) -> tuple[float, int]:
+        """The Wald statistic of ``R θ = q`` on :meth:`cov_params` and the rank of ``R Σ R'``."""
+        coefs, constants = self._constraint(r_matrix)
+        effect, cov, touched = self._restricted(coefs)
+        if touched.any():
+            withheld = self.params.index[self.params.isna().to_numpy()].tolist()
+            raise ParameterError(
+                f"r_matrix restricts withheld parameters {withheld} (NaN: no estimate); "
+                "test the others"
+            )
+        self._say_uncorrelated((coefs != 0.0).any(axis=0, keepdims=True), method)
+        gap = effect - constants
+        return float(gap @ np.linalg.pinv(cov) @ gap), int(np.linalg.matrix_rank(cov))
+
+    def _constraint(self, r_matrix: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``R`` and ``q`` of restrictions given as patsy's ``linear_constraint`` takes them."""
+        names = [str(name) for name in self.params.index]
+        try:
+            constraint = patsy.DesignInfo(names).linear_constraint(r_matrix)
+        except (patsy.PatsyError, ValueError, TypeError, KeyError) as err:
+            raise ParameterError(
+                f"r_matrix must be restrictions on the parameters {names} (a string such as "
+                f"'{names[-1]} = 0', a list of them, a matrix R or a pair (R, q)): {err}"
+            ) from None
+        return np.asarray(constraint.coefs, float), np.asarray(constraint.constants, float)[:, 0]
+
+    def _restricted(
+        self, coefs: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+        """``R θ̂`` and ``R Σ R'`` over the parameters with an estimate, and which rows touch
+        a withheld one."""
+        known = self.params.notna().to_numpy() & self.bse.notna().to_numpy()
+        touched = (coefs[:, ~known] != 0.0).any(axis=1)
+        used = coefs[:, known]
+        effect = used @ self.params.to_numpy()[known]
+        cov = used @ self.cov_params().to_numpy()[np.ix_(known, known)] @ used.T
+        return effect, cov, touched
+
+    def _say_uncorrelated(self, rows: NDArray[np.bool_], method: str) -> None:
+        """Warn when a test combines parameters whose covariance is not released."""
+        combined = rows.sum(axis=1) > 1
+        if not combined.any():
+            return
+        names = self.params.index[rows[combined].any(axis=0)].tolist()
+        warn(
+            f"{method} treats the estimates of {names} as uncorrelated: their covariance is "
+            "not released (cov_params() is diagonal). Related terms, such as a regressor and "
+            "its square, are correlated in truth."
+        )
