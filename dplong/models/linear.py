@@ -21,17 +21,8 @@ from dplong._validation import RandomState, check_choice
 from dplong.dask_frames import ReducedPanel, design_spec, is_dask, reduce_design
 from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
-from dplong.models.base import (
-    DEFAULT_MAX_ROWS,
-    MAX_ROWS_HELP,
-    Block,
-    FitRequest,
-    PanelModel,
-    ScaleLike,
-    Statistics,
-    check_max_rows,
-    scale_per_column,
-)
+from dplong.models.base import PanelModel
+from dplong.models.blocks import Block, FitRequest, Statistics
 from dplong.models.command_line import TAIL_OPTIONS, CommandLineModel, Option, register
 from dplong.models.effects import panel_effects
 from dplong.models.linear_notes import _per_user_assumptions, _within_assumptions
@@ -46,6 +37,13 @@ from dplong.models.linear_options import (
     _working_correlation,
 )
 from dplong.models.linear_reduce import _coefficients, _cross_products, _reduce_within
+from dplong.models.option_checks import (
+    DEFAULT_MAX_ROWS,
+    MAX_ROWS_HELP,
+    ScaleLike,
+    check_max_rows,
+    scale_per_column,
+)
 from dplong.models.reduce import WorkingCorrelation, within_cross_products
 from dplong.models.within import (
     WithinProducts,

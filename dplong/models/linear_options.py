@@ -13,7 +13,7 @@ import numpy as np
 from dplong._validation import per_column, real_number
 from dplong.dependence import DependenceModel
 from dplong.exceptions import ParameterError
-from dplong.models.base import check_min_rows
+from dplong.models.option_checks import check_min_rows
 from dplong.models.reduce import WorkingCorrelation
 from dplong.privacy.options import Focus, ReleaseOptions
 

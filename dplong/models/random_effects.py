@@ -58,9 +58,9 @@ from dplong.exceptions import (
     ParameterError,
 )
 from dplong.formula import PanelDesign
-from dplong.models.base import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, check_max_rows
 from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.models.location import COMPONENTS, RandomEffectsLocation
+from dplong.models.option_checks import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, check_max_rows
 from dplong.models.pooled.estimator import CovType, PooledOLS, Rows
 from dplong.models.pooled.factors import Blocks, Disjoint
 from dplong.models.pooled.gram import _rows_released

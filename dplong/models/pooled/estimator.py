@@ -18,14 +18,14 @@ from dplong._validation import RandomState, check_choice, check_random_state
 from dplong.dask_frames import is_dask
 from dplong.exceptions import DataError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
-from dplong.models.base import (
+from dplong.models.base import FormulaModel
+from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Option, register
+from dplong.models.option_checks import (
     DEFAULT_MAX_ROWS,
     MAX_ROWS_HELP,
-    FormulaModel,
     check_accountant,
     check_max_rows,
 )
-from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Option, register
 from dplong.models.pooled.factors import Blocks, Disjoint, _blocks_of, _disjoint_of
 from dplong.models.pooled.frame import BoundsLike, _Scaling, column_bounds
 from dplong.models.pooled.gram import _gram_bound, _row_square, _rows_released
