@@ -23,12 +23,16 @@ from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.models.base import PanelModel
 from dplong.models.blocks import Block, FitRequest, Statistics
-from dplong.models.command_line import TAIL_OPTIONS, CommandLineModel, Option, register
+from dplong.models.command_line import (
+    MAX_ROWS_OPTION,
+    TAIL_OPTIONS,
+    CommandLineModel,
+    Option,
+    register,
+)
 from dplong.models.effects import panel_effects
 from dplong.models.linear_notes import _per_user_assumptions, _within_assumptions
-from dplong.models.linear_options import COV_TYPES as COV_TYPES
 from dplong.models.linear_options import (
-    CovType,
     _between_columns,
     _check_cov_type,
     _check_dependence_bounds,
@@ -37,9 +41,10 @@ from dplong.models.linear_options import (
     _working_correlation,
 )
 from dplong.models.linear_reduce import _coefficients, _cross_products, _reduce_within
+from dplong.models.option_checks import COV_TYPES as COV_TYPES
 from dplong.models.option_checks import (
     DEFAULT_MAX_ROWS,
-    MAX_ROWS_HELP,
+    CovType,
     ScaleLike,
     check_max_rows,
     scale_per_column,
@@ -517,7 +522,7 @@ register(
                 "within only: regressors constant within every user (treatment, sex), "
                 "reported as absorbed by the user effects, nothing spent on them",
             ),
-            Option("max_rows", "int", "T", MAX_ROWS_HELP),
+            MAX_ROWS_OPTION,
             *TAIL_OPTIONS,
         ),
     )

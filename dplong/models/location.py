@@ -21,7 +21,7 @@ from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign
 from dplong.models.base import PanelModel
 from dplong.models.blocks import Block, Statistics
-from dplong.models.command_line import CommandLineModel, Option, register
+from dplong.models.command_line import MAX_ROWS_OPTION, CommandLineModel, Option, register
 from dplong.models.location_components import (
     COMPONENTS as COMPONENTS,  # its import path before the split (random_effects.py)
 )
@@ -36,7 +36,6 @@ from dplong.models.location_weights import (
 )
 from dplong.models.option_checks import (
     DEFAULT_MAX_ROWS,
-    MAX_ROWS_HELP,
     ScaleLike,
     check_min_rows,
     scale_per_column,
@@ -388,7 +387,7 @@ register(
                 "applies) or equal",
                 choices=("precision", "equal"),
             ),
-            Option("max_rows", "int", "T", MAX_ROWS_HELP),
+            MAX_ROWS_OPTION,
         ),
     )
 )

@@ -1,6 +1,6 @@
 """Checks of the public options several models share, run before any noise: the ``scale``
-per column, the cap on the rows that raise a user's weight, a lower bound on rows per user
-and the accountant."""
+per column, the cap on the rows that raise a user's weight, a lower bound on rows per user,
+the accountant, and the one covariance offered."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from dplong.exceptions import ParameterError
 from dplong.privacy.accounting import Accountant
 
 __all__ = [
+    "COV_TYPES",
     "DEFAULT_MAX_ROWS",
-    "MAX_ROWS_HELP",
+    "CovType",
     "ScaleLike",
     "check_accountant",
     "check_max_rows",
@@ -25,6 +26,9 @@ __all__ = [
 ]
 
 ScaleLike = float | NDArray[np.float64] | list[float] | DependenceModel | Literal["estimate"]
+CovType = Literal["clustered", "cluster"]
+#: The person-clustered sandwich in linearmodels' and statsmodels' spelling: the only one.
+COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
 
 
 def scale_per_column(scale: Any, d: int, dependence_scale: Any) -> NDArray[np.float64] | None:
@@ -50,8 +54,6 @@ def scale_per_column(scale: Any, d: int, dependence_scale: Any) -> NDArray[np.fl
 #: rows weighs as one with ``T_cap``; a larger cap makes every other weight, hence the weighted
 #: count, smaller (more noise) for little gain at the usual variance ratios.
 DEFAULT_MAX_ROWS = 10
-#: The command line's help for ``max_rows`` (:mod:`dplong.models.command_line`).
-MAX_ROWS_HELP = f"public cap on the rows that raise a user's weight (default {DEFAULT_MAX_ROWS})"
 
 
 def check_max_rows(max_rows: Any, smallest: int = 1) -> int:
