@@ -6,9 +6,10 @@ decides it **by running the model's own fit** in a planning mode, not by a secon
 rules: a fit runs its validation, chooses its blocks and budget shares and makes and checks
 every release plan (:class:`~dplong.privacy.budget.ReleasePlan`) as it always does, and stops
 at its :func:`checkpoint` — the point after which nothing is refused and before the first noise
-draw — handing back its :class:`FitPlan`. A model that ends in :func:`~dplong.models.base.
-run_blocks` reaches the checkpoint there; a model with releases of its own calls
-:func:`checkpoint` itself right before its first draw (see :class:`FitPlan`).
+draw — handing back its :class:`FitPlan`. A model that ends in
+:func:`~dplong.models.release_blocks.run_blocks` reaches the checkpoint there; a model with
+releases of its own calls :func:`checkpoint` itself right before its first draw (see
+:class:`FitPlan`).
 
 On top of that decision:
 
@@ -130,11 +131,11 @@ class FitPlan:
     """What a fit decided before its first noise draw: n, its validated options and its blocks.
 
     A model registers its plan by reaching :func:`checkpoint` with one: every model that
-    releases through :func:`~dplong.models.base.run_blocks` does so there; a model with its own
-    releases (e.g. one vector release of sufficient statistics) calls ``checkpoint(FitPlan(...))``
-    itself once every refusal has been decided, with one :class:`PlannedBlock` per release —
-    its ``plan`` None when its noise is not the engine's (the planner then decides refusals
-    and warnings for it, and forecasts no noise).
+    releases through :func:`~dplong.models.release_blocks.run_blocks` does so there; a model
+    with its own releases (e.g. one vector release of sufficient statistics) calls
+    ``checkpoint(FitPlan(...))`` itself once every refusal has been decided, with one
+    :class:`PlannedBlock` per release — its ``plan`` None when its noise is not the engine's
+    (the planner then decides refusals and warnings for it, and forecasts no noise).
 
     Examples
     --------

@@ -480,8 +480,7 @@ def test_a_fit_that_would_withhold_everything_is_refused_before_any_noise() -> N
     one that is not goes on)."""
     from untouchable import Untouchable
 
-    from dplong.models.base import _refuse_doomed
-    from dplong.privacy.budget import ReleasePlan
+    from dplong.privacy.budget import ReleasePlan, refuse_doomed
 
     pigs = dplong.datasets.load_dietox()
     model = dplong.PriestleyChao.from_formula(
@@ -498,6 +497,6 @@ def test_a_fit_that_would_withhold_everything_is_refused_before_any_noise() -> N
     doomed = ReleasePlan.make(n=72, d=12, epsilon=16.0, delta=1e-4, stated_scale=False)
     fine = ReleasePlan.make(n=72, d=1, epsilon=16.0, delta=1e-4, stated_scale=False)
     assert doomed.doomed() and not fine.doomed()
-    _refuse_doomed([fine, doomed], 72, 13, 16.0)  # one release can succeed: goes on
+    refuse_doomed([fine, doomed], 72, 13, 16.0)  # one release can succeed: goes on
     with pytest.raises(dplong.exceptions.InsufficientUsersError):
-        _refuse_doomed([doomed, doomed], 72, 24, 16.0)
+        refuse_doomed([doomed, doomed], 72, 24, 16.0)

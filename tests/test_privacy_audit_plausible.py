@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import dplong
-import dplong.models.base as base
+import dplong.models.release_blocks as release_blocks
 import dplong.privacy.engine as engine
 from dplong.privacy.engine import Release
 
@@ -40,7 +40,7 @@ def _fit(
     rule's inputs and outputs."""
     releases: list[Release] = []
     calls: list[tuple[dict[str, Any], Any]] = []
-    release_means = base.release_means
+    release_means = release_blocks.release_means
 
     def recorded(*args: Any, **kwargs: Any) -> Release:
         release = release_means(*args, **kwargs)
@@ -52,7 +52,7 @@ def _fit(
         calls.append((inputs, out))
         return out
 
-    monkeypatch.setattr(base, "release_means", recorded)
+    monkeypatch.setattr(release_blocks, "release_means", recorded)
     monkeypatch.setattr(engine, "implausible", spied)
     wages = dplong.datasets.load_wage_panel()
     model = dplong.LongitudinalOLS.from_formula(FORMULA, wages, groups="nr", time="year")

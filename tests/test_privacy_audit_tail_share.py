@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import dplong
-import dplong.models.base as base
+import dplong.models.release_blocks as release_blocks
 import dplong.privacy.tails as tails
 from dplong.privacy.budget import tail_share
 from dplong.privacy.engine import Release
@@ -50,7 +50,7 @@ def _fit(
     calls (arguments, share)."""
     releases: list[Release] = []
     calls: list[tuple[tuple[Any, ...], float]] = []
-    release_means = base.release_means
+    release_means = release_blocks.release_means
 
     def recorded(*args: Any, **kwargs: Any) -> Release:
         release = release_means(*args, **kwargs)
@@ -62,7 +62,7 @@ def _fit(
         calls.append((args, out))
         return out
 
-    monkeypatch.setattr(base, "release_means", recorded)
+    monkeypatch.setattr(release_blocks, "release_means", recorded)
     monkeypatch.setattr(tails, "tail_share", spied)
     wages = dplong.datasets.load_wage_panel()
     model = dplong.LongitudinalOLS.from_formula(FORMULA, wages, groups="nr", time="year")

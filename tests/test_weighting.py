@@ -320,9 +320,9 @@ class TestPrecisionWeights:
         # Scale (s²_u, no centre) is released as usual. Before, the moments were centred on
         # NaN, every user's statistics were NaN, and Scale was released from a count of
         # noise alone: 2e50 ± 3e50 for a true 25.
-        from dplong.models import base
+        from dplong.models import release_blocks
 
-        release = base.release_means
+        release = release_blocks.release_means
         locations = []
 
         def first_withheld(matrix, **kwargs):  # type: ignore[no-untyped-def]
@@ -333,7 +333,7 @@ class TestPrecisionWeights:
                     out = dataclasses.replace(out, estimate=np.full(1, np.nan))
             return out
 
-        monkeypatch.setattr(base, "release_means", first_withheld)
+        monkeypatch.setattr(release_blocks, "release_means", first_withheld)
         frame = unbalanced(5000, seed=5)
         res = dplong.RandomEffectsLocation.from_formula("y ~ 1", frame, groups="user").fit(
             epsilon=1.0, weights=weights, random_state=0

@@ -16,7 +16,7 @@ from linearmodels import PanelOLS
 
 import dplong
 from dplong.exceptions import FormulaError, ParameterError
-from dplong.models import base, linear, within
+from dplong.models import linear, release_blocks, within
 from dplong.models.reduce import within_cross_products
 from dplong.results import PanelResults
 
@@ -167,16 +167,16 @@ class TestReference:
         # each user's deviation from x1, gets the chi-square tail; the first regressor's square
         # and x2's keep the exponential one, as do the cross products and the influence —
         # decided from the earlier rows' releases (the same tails in seeds 0-4)
-        from dplong.models import base
+        from dplong.models import release_blocks
 
         tails = []
-        release = base.release_means
+        release = release_blocks.release_means
 
         def spy(matrix, **kwargs):  # type: ignore[no-untyped-def]
             tails.append(kwargs["rules"].tail)
             return release(matrix, **kwargs)
 
-        monkeypatch.setattr(base, "release_means", spy)
+        monkeypatch.setattr(release_blocks, "release_means", spy)
         rng = np.random.default_rng(3)
         n, t = 3000, 6
         user = np.repeat(np.arange(n), t)
@@ -433,7 +433,7 @@ class TestPrivateFit:
         its bias carried to the pilot). The bound must hold: the true weighted mean influence
         within it in at least 34 of 40 fits at ε = 1 (per coefficient, nominal 0.95; binomial
         sd 1.4 fits, so 34 is 4 sds below nominal; measured 0.96 on the wage panel)."""
-        honest = base.release_means
+        honest = release_blocks.release_means
         means, bounds = [], []
 
         def spy(matrix: np.ndarray, **kwargs: object) -> object:
@@ -445,7 +445,7 @@ class TestPrivateFit:
                 bounds.append(centre[1])  # type: ignore[index]
             return honest(matrix, **kwargs)
 
-        monkeypatch.setattr(base, "release_means", spy)
+        monkeypatch.setattr(release_blocks, "release_means", spy)
         model = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", panel, groups="user")
         for seed in range(40):
             res = model.fit(epsilon=1.0, estimator="within", random_state=seed)

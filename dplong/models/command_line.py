@@ -16,10 +16,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from dplong.exceptions import ParameterError
+from dplong.models.option_checks import DEFAULT_MAX_ROWS
 from dplong.privacy.radius import Moment
 
 __all__ = [
+    "BOUNDS_OPTION",
     "COMPOSED",
+    "MAX_ROWS_OPTION",
     "MODELS",
     "PTR_FLOOR_OPTION",
     "TAIL_OPTIONS",
@@ -129,6 +132,23 @@ PTR_FLOOR_OPTION = Option(
     "floor c0 of the ePTR test: pooled --method ptr, a public lower bound on "
     "lambda_min(X'X)/n of the design scaled to --bounds (required there); nw, every grid "
     "point's kernel degree as a share of n (default: half a uniform design's at the ends)",
+)
+
+#: Public ranges of the outcome and columns (``bounds=`` of the sufficient-statistics models).
+BOUNDS_OPTION = Option(
+    "bounds",
+    "text",
+    "COL=LO,HI;...",
+    "public ranges of the outcome and columns (free; others are found privately)",
+    stage="model",
+)
+
+#: The public cap on the rows that raise a user's weight, for the weighted fits.
+MAX_ROWS_OPTION = Option(
+    "max_rows",
+    "int",
+    "T",
+    f"public cap on the rows that raise a user's weight (default {DEFAULT_MAX_ROWS})",
 )
 
 #: The models of ``dplong fit``, by name, in the order they were registered.

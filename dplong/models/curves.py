@@ -1,9 +1,10 @@
 """User-level Priestley–Chao curves: each user's own curve on the grid is their statistic.
 
 The n x G matrix of the users' curves goes through the default engine as one block
-(:func:`~dplong.models.base.run_blocks`, composition over the G grid points by the better of
-basic and Rényi), so the whole trajectory of every user is protected (Cor 5.4 / 6.8). The
-reduction is the same in memory and on Dask (:func:`curve_sums`, then :func:`curves_from_sums`).
+(:func:`~dplong.models.release_blocks.run_blocks`, composition over the G grid points by the
+better of basic and Rényi), so the whole trajectory of every user is protected (Cor 5.4 / 6.8).
+The reduction is the same in memory and on Dask (:func:`curve_sums`, then
+:func:`curves_from_sums`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from dplong.dask_frames import ReducedPanel, design_spec, is_dask, reduce_design
 from dplong.exceptions import DataError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.kernels import Kernel
-from dplong.models.base import Block, Statistics, run_blocks, scale_per_column
+from dplong.models.blocks import Block, Statistics
 from dplong.models.curve_grid import grid_points, refuse_unused, regressor
 from dplong.models.kernel import PriestleyChao, Stated
+from dplong.models.option_checks import scale_per_column
+from dplong.models.release_blocks import run_blocks
 from dplong.privacy.engine import Release
 from dplong.results import CurveResults
 

@@ -31,7 +31,8 @@ from dplong.dask_frames import ReducedPanel
 from dplong.exceptions import ParameterError
 from dplong.formula import LevelsLike, PanelDesign
 from dplong.kernels import KERNELS, Kernel, get_kernel
-from dplong.models.base import PanelModel, panel_results
+from dplong.models.assemble import panel_results
+from dplong.models.base import PanelModel
 from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.models.curve_grid import check_domain, check_grid, grid_points
 from dplong.planning import advised

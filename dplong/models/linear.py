@@ -21,23 +21,18 @@ from dplong._validation import RandomState, check_choice
 from dplong.dask_frames import ReducedPanel, design_spec, is_dask, reduce_design
 from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
-from dplong.models.base import (
-    DEFAULT_MAX_ROWS,
-    MAX_ROWS_HELP,
-    Block,
-    FitRequest,
-    PanelModel,
-    ScaleLike,
-    Statistics,
-    check_max_rows,
-    scale_per_column,
+from dplong.models.base import PanelModel
+from dplong.models.blocks import Block, FitRequest, Statistics
+from dplong.models.command_line import (
+    MAX_ROWS_OPTION,
+    TAIL_OPTIONS,
+    CommandLineModel,
+    Option,
+    register,
 )
-from dplong.models.command_line import TAIL_OPTIONS, CommandLineModel, Option, register
 from dplong.models.effects import panel_effects
 from dplong.models.linear_notes import _per_user_assumptions, _within_assumptions
-from dplong.models.linear_options import COV_TYPES as COV_TYPES
 from dplong.models.linear_options import (
-    CovType,
     _between_columns,
     _check_cov_type,
     _check_dependence_bounds,
@@ -46,6 +41,14 @@ from dplong.models.linear_options import (
     _working_correlation,
 )
 from dplong.models.linear_reduce import _coefficients, _cross_products, _reduce_within
+from dplong.models.option_checks import COV_TYPES as COV_TYPES
+from dplong.models.option_checks import (
+    DEFAULT_MAX_ROWS,
+    CovType,
+    ScaleLike,
+    check_max_rows,
+    scale_per_column,
+)
 from dplong.models.reduce import WorkingCorrelation, within_cross_products
 from dplong.models.within import (
     WithinProducts,
@@ -519,7 +522,7 @@ register(
                 "within only: regressors constant within every user (treatment, sex), "
                 "reported as absorbed by the user effects, nothing spent on them",
             ),
-            Option("max_rows", "int", "T", MAX_ROWS_HELP),
+            MAX_ROWS_OPTION,
             *TAIL_OPTIONS,
         ),
     )

@@ -6,23 +6,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from dplong._validation import per_column, real_number
 from dplong.dependence import DependenceModel
 from dplong.exceptions import ParameterError
-from dplong.models.base import check_min_rows
+from dplong.models.option_checks import COV_TYPES, check_min_rows
 from dplong.models.reduce import WorkingCorrelation
 from dplong.privacy.options import Focus, ReleaseOptions
 
-__all__ = ["COV_TYPES", "CovType"]
+__all__: list[str] = []
 
 _CORRELATIONS = ("independence", "ar1", "exchangeable")
-CovType = Literal["clustered", "cluster"]
-#: The person-clustered sandwich in linearmodels' and statsmodels' spelling: the only one.
-COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
 
 
 def _working_correlation(correlation: object, correlation_param: object) -> WorkingCorrelation:

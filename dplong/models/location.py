@@ -19,17 +19,9 @@ from dplong.dask_frames import ReducedPanel, design_spec, is_dask
 from dplong.dependence import DependenceModel, RandomEffects
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign
-from dplong.models.base import (
-    DEFAULT_MAX_ROWS,
-    MAX_ROWS_HELP,
-    Block,
-    PanelModel,
-    ScaleLike,
-    Statistics,
-    check_min_rows,
-    scale_per_column,
-)
-from dplong.models.command_line import CommandLineModel, Option, register
+from dplong.models.base import PanelModel
+from dplong.models.blocks import Block, Statistics
+from dplong.models.command_line import MAX_ROWS_OPTION, CommandLineModel, Option, register
 from dplong.models.location_components import (
     COMPONENTS as COMPONENTS,  # its import path before the split (random_effects.py)
 )
@@ -41,6 +33,12 @@ from dplong.models.location_weights import (
     _check_weights,
     _precision_weights,
     preliminary_share,
+)
+from dplong.models.option_checks import (
+    DEFAULT_MAX_ROWS,
+    ScaleLike,
+    check_min_rows,
+    scale_per_column,
 )
 from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
@@ -389,7 +387,7 @@ register(
                 "applies) or equal",
                 choices=("precision", "equal"),
             ),
-            Option("max_rows", "int", "T", MAX_ROWS_HELP),
+            MAX_ROWS_OPTION,
         ),
     )
 )

@@ -11,7 +11,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dplong.bounds import error_bound_table
-from dplong.models.base import Block, Statistics
+from dplong.models.blocks import Block, Statistics
 from dplong.models.location_moments import _UserMoments
 from dplong.privacy.engine import Release
 from dplong.privacy.radius import concentration_radius

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from dplong.dependence import DependenceModel
-from dplong.models.base import ScaleLike, panel_results
+from dplong.models.assemble import panel_results
 from dplong.models.location_components import COMPONENTS
+from dplong.models.option_checks import ScaleLike
 from dplong.privacy.engine import Release
 from dplong.results import PanelResults
 

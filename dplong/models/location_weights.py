@@ -12,7 +12,8 @@ import numpy as np
 from dplong._validation import check_choice
 from dplong.dependence import DependenceModel
 from dplong.exceptions import ParameterError
-from dplong.models.base import check_max_rows, sound_plan
+from dplong.models.option_checks import check_max_rows
+from dplong.models.release_blocks import sound_plan
 from dplong.privacy.budget import users_share
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.rules import UserWeights

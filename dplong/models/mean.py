@@ -22,12 +22,14 @@ from dplong._validation import RandomState
 from dplong.dask_frames import design_spec, is_dask, outcome_rows
 from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import DesignSpec
-from dplong.models.base import Block, FitRequest, PanelModel, Statistics, run_blocks
+from dplong.models.base import PanelModel
+from dplong.models.blocks import Block, FitRequest, Statistics
 from dplong.models.command_line import TAIL_OPTIONS, CommandLineModel, Option, register
 from dplong.models.mean_levels import _by_level, _every_level, _grouping, _one_level_per_user
 from dplong.models.mean_options import _check_by_constant, _stated_scale, _support_and_tail
 from dplong.models.mean_results import _mean_results
 from dplong.models.mean_values import _dask_user_means, _matrix, _user_means
+from dplong.models.release_blocks import run_blocks
 from dplong.planning import advised
 from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.budget import afford, charge, keyed_ledger, keyed_share, part

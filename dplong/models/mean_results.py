@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from dplong.models.base import panel_results
+from dplong.models.assemble import panel_results
 from dplong.models.mean_levels import Grouping
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.privacy.budget import keyed_share

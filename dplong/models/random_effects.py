@@ -58,10 +58,16 @@ from dplong.exceptions import (
     ParameterError,
 )
 from dplong.formula import PanelDesign
-from dplong.models.base import DEFAULT_MAX_ROWS, MAX_ROWS_HELP, check_max_rows
-from dplong.models.command_line import CommandLineModel, Option, register
+from dplong.models.command_line import (
+    BOUNDS_OPTION,
+    MAX_ROWS_OPTION,
+    CommandLineModel,
+    Option,
+    register,
+)
 from dplong.models.location import COMPONENTS, RandomEffectsLocation
-from dplong.models.pooled.estimator import CovType, PooledOLS, Rows
+from dplong.models.option_checks import DEFAULT_MAX_ROWS, CovType, check_max_rows
+from dplong.models.pooled.estimator import PooledOLS, Rows
 from dplong.models.pooled.factors import Blocks, Disjoint
 from dplong.models.pooled.gram import _rows_released
 from dplong.planning import FitPlan, PlannedBlock, _decide, checkpoint
@@ -529,14 +535,8 @@ register(
         "RandomEffects: random-effects GLS with person-clustered errors from released "
         "sufficient statistics and variance components; between-person covariates identified",
         options=(
-            Option(
-                "bounds",
-                "text",
-                "COL=LO,HI;...",
-                "public ranges of the outcome and columns (free; others are found privately)",
-                stage="model",
-            ),
-            Option("max_rows", "int", "T", MAX_ROWS_HELP),
+            BOUNDS_OPTION,
+            MAX_ROWS_OPTION,
             Option(
                 "variance_components",
                 "text",

@@ -18,7 +18,8 @@ from numpy.typing import NDArray
 from dplong._validation import warn
 from dplong.bounds import midpoint_failure_probability
 from dplong.exceptions import ParameterError
-from dplong.models.base import caught_notes, paper_scale
+from dplong.models.captured_warnings import caught_notes
+from dplong.models.paper_release import paper_scale
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import ReleasePlan, VectorBudget, paper_vector_budget, vector_budget
 from dplong.privacy.engine import implausible

@@ -22,9 +22,9 @@ from numpy.typing import NDArray
 from dplong._validation import real_number, warn
 from dplong.exceptions import ParameterError
 from dplong.kernels import auto_bandwidth, item_bias_bound, item_weights
-from dplong.models.base import paper_mean_options
 from dplong.models.item_data import item_rows
 from dplong.models.kernel import PriestleyChao, Stated
+from dplong.models.paper_release import paper_mean_options
 from dplong.models.response_centre import check_paper, engine_centre, paper_centre
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.budget import afford, settle, vector_plan

@@ -182,8 +182,9 @@ class Release:
         the private weighted count ``Σ w_u`` and ``scale`` the standardised one.
     unseen : ndarray of bool, optional
         Columns taken as 0 (their estimate is 0; the results withhold it, "unseen", as
-        :func:`dplong.models.base.panel_results` does): most users are exactly 0 there and the
-        private count saw no others (it may miss a few, :class:`~dplong.privacy.scale.ScaleScan`).
+        :func:`dplong.models.assemble.panel_results` does): most users are exactly 0 there and
+        the private count saw no others (it may miss a few,
+        :class:`~dplong.privacy.scale.ScaleScan`).
     """
 
     names: tuple[str, ...]

@@ -276,8 +276,8 @@ def _setup(
 def check_scale(n: int, d: int, options: ReleaseOptions) -> None:
     """The refusals of :func:`estimate_scale` with its defaults for ``options`` (n users, d
     columns), before any noise: what the paper's pipeline runs first when the scale is not
-    stated (:func:`dplong.models.base.paper_scale`). A too-small budget is a budget refusal
-    (:func:`dplong.planning.advised` then names the ε that works).
+    stated (:func:`dplong.models.paper_release.paper_scale`). A too-small budget is a budget
+    refusal (:func:`dplong.planning.advised` then names the ε that works).
 
     Examples
     --------

@@ -66,8 +66,8 @@ def check_paper(n: int, d: int, options: ReleaseOptions) -> tuple[float, float]:
     """The budget refusals of the paper's pipeline (Alg 3-5), from n, d and the budget only:
     a per-column ε that float-safe lattice noise supports and, centrally, a stable histogram
     that can report a bin. Returns the per-column (ε, δ) of :func:`paper_budget`. A fit's
-    plan runs them before any noise (:func:`dplong.models.base.run_blocks`), as the release
-    does.
+    plan runs them before any noise (:func:`dplong.models.release_blocks.run_blocks`), as the
+    release does.
 
     Examples
     --------

@@ -6,8 +6,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dplong._grouping import user_row_sums
-from dplong.models.command_line import CommandLineModel, register
-from dplong.models.pooled.estimator import BOUNDS_OPTION, PooledOLS, Rows
+from dplong.models.command_line import BOUNDS_OPTION, CommandLineModel, register
+from dplong.models.pooled.estimator import PooledOLS, Rows
 from dplong.models.pooled.factors import Disjoint
 
 __all__ = ["BetweenOLS"]

@@ -18,14 +18,22 @@ from dplong._validation import RandomState, check_choice, check_random_state
 from dplong.dask_frames import is_dask
 from dplong.exceptions import DataError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
-from dplong.models.base import (
+from dplong.models.base import FormulaModel
+from dplong.models.command_line import (
+    BOUNDS_OPTION,
+    MAX_ROWS_OPTION,
+    PTR_FLOOR_OPTION,
+    CommandLineModel,
+    Option,
+    register,
+)
+from dplong.models.option_checks import (
+    COV_TYPES,
     DEFAULT_MAX_ROWS,
-    MAX_ROWS_HELP,
-    FormulaModel,
+    CovType,
     check_accountant,
     check_max_rows,
 )
-from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Option, register
 from dplong.models.pooled.factors import Blocks, Disjoint, _blocks_of, _disjoint_of
 from dplong.models.pooled.frame import BoundsLike, _Scaling, column_bounds
 from dplong.models.pooled.gram import _gram_bound, _row_square, _rows_released
@@ -40,7 +48,6 @@ from dplong.privacy.options import ReleaseOptions
 from dplong.results import RegressionResults
 
 __all__ = [
-    "BOUNDS_OPTION",
     "COV_TYPES",
     "FACTOR_SHARES",
     "PTR_REST",  # the ePTR route's shares (ptr.py), named by fit's method="ptr"
@@ -60,9 +67,6 @@ SHARES = (0.35, 0.2, 0.35, 0.1)  # Gram, Newton steps, meat
 #: noise, and whether every level is determined (:func:`~dplong.models.pooled.gram._determined`)
 #: rests on the rarest level's count: the Gram matrix gets more.
 FACTOR_SHARES = (0.55, 0.14, 0.24, 0.07)
-
-CovType = Literal["clustered", "cluster"]
-COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
 
 #: What :meth:`PooledOLS._rows` gives: the rows regressed, their persons, the cap on rows
 Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]
@@ -417,14 +421,6 @@ class PooledOLS(_RangesStage, FormulaModel):
         return f"a person's rows count up to max_rows={cap} (more are down-weighted)"
 
 
-BOUNDS_OPTION = Option(
-    "bounds",
-    "text",
-    "COL=LO,HI;...",
-    "public ranges of the outcome and columns (free; others are found privately)",
-    stage="model",
-)
-
 register(
     CommandLineModel(
         "pooled",
@@ -433,7 +429,7 @@ register(
         "statistics; between-person covariates identified",
         options=(
             BOUNDS_OPTION,
-            Option("max_rows", "int", "T", MAX_ROWS_HELP),
+            MAX_ROWS_OPTION,
             Option(
                 "method",
                 "text",

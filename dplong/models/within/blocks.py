@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong.models.base import Block, Statistics
+from dplong.models.blocks import Block, Statistics
 from dplong.models.within.basis import _Basis
 from dplong.models.within.noise import _centre_bound
 from dplong.models.within.regressors import WithinProducts

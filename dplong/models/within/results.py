@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from dplong.models.base import combined_ledger
+from dplong.models.assemble import combined_ledger
 from dplong.models.within.basis import _Basis
 from dplong.models.within.noise import _noise_law
 from dplong.privacy.engine import Release

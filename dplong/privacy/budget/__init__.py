@@ -16,8 +16,9 @@ from here (the modules are its layout, not its interface):
 - :mod:`~dplong.privacy.budget.gaussian` — the ρ of Gaussian releases: the ePTR, sufficient
   statistics, random effects (:func:`ptr_budget`, :func:`statistics_budget`);
 - :mod:`~dplong.privacy.budget.fit` — a fit's parts (:func:`part`, :func:`users_share`,
-  :func:`keyed_share`, :func:`split_users`), the accountant's check and record
-  (:func:`afford`, :func:`charge`, :func:`settle`, :func:`planned_ledger`) and the ledgers
+  :func:`keyed_share`, :func:`split_users`), the refusal of a fit that would withhold
+  everything (:func:`refuse_doomed`), the accountant's check and record (:func:`afford`,
+  :func:`charge`, :func:`settle`, :func:`planned_ledger`) and the ledgers
   (:func:`parallel_ledger`, :func:`fit_ledger`, :func:`keyed_ledger`).
 
 How the budget flows through a fit, and why the stages are sized as they are, is in
@@ -34,6 +35,7 @@ from dplong.privacy.budget.fit import (
     parallel_ledger,
     part,
     planned_ledger,
+    refuse_doomed,
     settle,
     split_users,
     users_share,
@@ -115,6 +117,7 @@ __all__ = [
     "planned_ledger",
     "ptr_budget",
     "random_effects_budget",
+    "refuse_doomed",
     "remaining_rho",
     "settle",
     "share_weights",

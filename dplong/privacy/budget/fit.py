@@ -2,9 +2,10 @@
 
 A fit's blocks each get a :func:`part` of its (ε, δ) (:func:`users_share` sizes a stage that
 needs a given ``n ε``; :func:`keyed_share` the levels of a key; :func:`split_users` the local
-model's disjoint groups). :func:`afford` is the accountant's check, run before the first noise
-draw; :func:`charge` checks that a release's calls compose within what it was given and has
-the accountant record them (:func:`settle` composes a release's ledger and charges it,
+model's disjoint groups). Before the first noise draw, :func:`refuse_doomed` refuses a fit
+whose every release would be withheld and :func:`afford` is the accountant's check;
+:func:`charge` checks that a release's calls compose within what it was given and has the
+accountant record them (:func:`settle` composes a release's ledger and charges it,
 :func:`planned_ledger` charges the total a release planned); :func:`parallel_ledger` composes
 the local model's disjoint groups, :func:`fit_ledger` and :func:`keyed_ledger` a fit's. This
 module is the only one in the package that asks or tells the accountant or composes a ledger.
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from dplong.exceptions import InsufficientUsersError
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger
 from dplong.privacy.options import ReleaseOptions
 
@@ -73,6 +75,35 @@ def afford(accountant: Accountant | None, epsilon: float, delta: float) -> None:
     """
     if accountant is not None:
         accountant.check(epsilon, delta)
+
+
+def refuse_doomed(plans: Sequence[ReleasePlan | None], n: int, d: int, epsilon: float) -> None:
+    """Refuse, before any noise, a fit whose every release would withhold every column
+    (:meth:`~dplong.privacy.budget.ReleasePlan.doomed`): it would spend its budget on nothing.
+    A budget refusal, so the message names the ε at which the fit is released
+    (:func:`~dplong.planning.advised`). A fit with one release that can succeed goes on; a
+    release not planned by the default engine (None) is never doomed.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import ReleasePlan, refuse_doomed
+    >>> doomed = ReleasePlan.make(n=72, d=12, epsilon=16.0, delta=1e-4, stated_scale=False)
+    >>> fine = ReleasePlan.make(n=72, d=1, epsilon=16.0, delta=1e-4, stated_scale=False)
+    >>> refuse_doomed([fine, doomed], 72, 13, 16.0)       # one release can succeed: goes on
+    >>> refuse_doomed([doomed], 72, 12, 16.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.InsufficientUsersError: epsilon=16 is too small for 12 column(s) with n=72...
+    """
+    if plans and all(plan is not None and plan.doomed() for plan in plans):
+        refusal = InsufficientUsersError(
+            f"epsilon={epsilon:.3g} is too small for {d} column(s) with n={n}: the private "
+            "midpoint or scale of every column would miss the data more likely than not, so "
+            "every estimate would be withheld: fewer columns, a stated scale or a larger "
+            "epsilon would help"
+        )
+        refusal.budget_refusal = True
+        raise refusal
 
 
 def charge(

@@ -1,0 +1,88 @@
+"""Checks of the public options several models share, run before any noise: the ``scale``
+per column, the cap on the rows that raise a user's weight, a lower bound on rows per user,
+the accountant, and the one covariance offered."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dplong._validation import per_column
+from dplong.dependence import DependenceModel
+from dplong.exceptions import ParameterError
+from dplong.privacy.accounting import Accountant
+
+__all__ = [
+    "COV_TYPES",
+    "DEFAULT_MAX_ROWS",
+    "CovType",
+    "ScaleLike",
+    "check_accountant",
+    "check_max_rows",
+    "check_min_rows",
+    "scale_per_column",
+]
+
+ScaleLike = float | NDArray[np.float64] | list[float] | DependenceModel | Literal["estimate"]
+CovType = Literal["clustered", "cluster"]
+#: The person-clustered sandwich in linearmodels' and statsmodels' spelling: the only one.
+COV_TYPES: tuple[CovType, ...] = ("clustered", "cluster")
+
+
+def scale_per_column(scale: Any, d: int, dependence_scale: Any) -> NDArray[np.float64] | None:
+    """A number or per-parameter array as is; a dependence model through ``dependence_scale``;
+    ``"estimate"`` gives None (estimated privately at release)."""
+    if isinstance(scale, str) and scale == "estimate":
+        return None
+    if isinstance(scale, DependenceModel):
+        return np.broadcast_to(np.asarray(dependence_scale(scale), dtype=np.float64), (d,)).astype(
+            np.float64
+        )
+    if scale is None or isinstance(scale, str):
+        raise ParameterError(
+            'scale must be "estimate" (the default: estimated privately), a number (variance '
+            "proxy of one user's statistic), one per parameter, or a dplong.dependence model; "
+            f"got {scale!r}"
+        )
+    return per_column(scale, d, "scale")
+
+
+#: Default public cap ``T_cap`` on the rows that raise a user's precision weight (``max_rows``
+#: of the weighted fits), chosen with ``benchmarks/within_and_weights.py``: a user with more
+#: rows weighs as one with ``T_cap``; a larger cap makes every other weight, hence the weighted
+#: count, smaller (more noise) for little gain at the usual variance ratios.
+DEFAULT_MAX_ROWS = 10
+
+
+def check_max_rows(max_rows: Any, smallest: int = 1) -> int:
+    """A public cap on the rows that raise a user's weight: an integer ``>= smallest``."""
+    if (
+        isinstance(max_rows, bool)
+        or not isinstance(max_rows, int | np.integer)
+        or max_rows < smallest
+    ):
+        raise ParameterError(
+            f"max_rows (public cap on the rows that raise a user's weight) must be an integer "
+            f">= {smallest}, got {max_rows!r}"
+        )
+    return int(max_rows)
+
+
+def check_accountant(accountant: Any) -> None:
+    """Refuse an ``accountant`` that is neither None nor a :class:`~dplong.Accountant`."""
+    if accountant is not None and not isinstance(accountant, Accountant):
+        raise ParameterError(
+            f"accountant must be a dplong.Accountant, got {type(accountant).__name__}"
+        )
+
+
+def check_min_rows(min_rows: Any, needed_for: str) -> int:
+    """A public lower bound on rows per user: a positive integer."""
+    if isinstance(min_rows, bool) or not isinstance(min_rows, int | np.integer) or min_rows < 1:
+        raise ParameterError(
+            f"min_rows (a public lower bound on rows per user, a positive "
+            f"integer) is needed to {needed_for}; got {min_rows!r}"
+        )
+    return int(min_rows)
