@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.iolib.table import SimpleTable
 
+from dplong._validation import check_fraction
 from dplong.exceptions import ParameterError
 
 if TYPE_CHECKING:
@@ -686,7 +687,7 @@ def compare(
     >>> table.info.loc["Epsilon spent"].tolist()
     ['4', '4']
     """
-    from dplong.results import PanelResults, _check_alpha  # the results render through here
+    from dplong.results import PanelResults  # the results render through here
 
     if isinstance(results, Mapping):
         named = {str(key): value for key, value in results.items()}
@@ -704,7 +705,7 @@ def compare(
         raise ParameterError(f"results {wrong} are not dplong results")
     if not isinstance(intervals, bool):
         raise ParameterError(f"intervals must be True or False, got {intervals!r}")
-    alpha = _check_alpha(alpha)
+    alpha = check_fraction(alpha, "alpha")
     order = list(dict.fromkeys(name for fit in named.values() for name in fit.params.index))
 
     def frame(values: Mapping[str, pd.Series]) -> pd.DataFrame:

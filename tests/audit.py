@@ -30,7 +30,6 @@ import pytest
 from numpy.typing import NDArray
 from scipy.stats import beta
 
-import dplong.models.base
 import dplong.privacy.accounting
 import dplong.privacy.budget
 import dplong.privacy.counts

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from dplong._validation import check_fraction
 from dplong.bounds import ErrorBoundReport, error_bound_table
-from dplong.exceptions import ParameterError
 from dplong.inference import half_widths, p_values
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.results.spec import ModelSpec
@@ -150,7 +150,7 @@ class Estimates:
         >>> bool((res.conf_int(alpha=0.01)["upper"] > ci["upper"]).all())   # 99 % is wider
         True
         """
-        alpha = _check_alpha(alpha)
+        alpha = check_fraction(alpha, "alpha")
         q = half_widths(
             alpha,
             self.sampling_sd.to_numpy(),
@@ -189,7 +189,7 @@ class Estimates:
         >>> bool(((0 <= report.table["probability"]) & (report.table["probability"] <= 1)).all())
         True
         """
-        alpha = _check_alpha(alpha)
+        alpha = check_fraction(alpha, "alpha")
         table = error_bound_table(
             alpha,
             self.bad_events,
@@ -238,10 +238,3 @@ class Estimates:
         """
         return self.tvalues
 
-
-def _check_alpha(alpha: object) -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.integer | np.floating):
-        raise ParameterError(f"alpha must be a number in (0, 1), got {alpha!r}")
-    if not 0.0 < float(alpha) < 1.0:
-        raise ParameterError(f"alpha must lie in (0, 1), got {alpha!r}")
-    return float(alpha)
