@@ -237,4 +237,3 @@ class Estimates:
         True
         """
         return self.tvalues
-
