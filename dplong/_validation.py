@@ -85,8 +85,9 @@ def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
-def as_finite_matrix(values: ArrayLike, name: str = "values") -> NDArray[np.float64]:
-    """Return ``values`` as a finite float (n, d) matrix; 1-D input becomes one column."""
+def as_matrix(values: ArrayLike, name: str = "values") -> NDArray[np.float64]:
+    """Return ``values`` as a float (n, d) matrix, NaN and ±inf kept; 1-D input becomes one
+    column, and an empty matrix is refused."""
     try:
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
@@ -97,9 +98,6 @@ def as_finite_matrix(values: ArrayLike, name: str = "values") -> NDArray[np.floa
         raise DataError(f"{name} must be 1-D or 2-D (n x d), got {array.ndim} dimensions")
     if array.shape[0] == 0 or array.shape[1] == 0:
         raise DataError(f"{name} is empty (shape {array.shape})")
-    if not np.isfinite(array).all():
-        bad = int((~np.isfinite(array)).sum())
-        raise DataError(f"{name} contains {bad} NaN or infinite entries; remove or impute them")
     return array
 
 

@@ -31,6 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dplong._validation import (
     RandomState,
+    as_matrix,
     check_choice,
     check_delta,
     check_epsilon,
@@ -40,7 +41,6 @@ from dplong._validation import (
     warn,
 )
 from dplong.exceptions import (
-    DataError,
     InsufficientUsersError,
     ParameterError,
     PrivacyParameterError,
@@ -411,7 +411,7 @@ def estimate_scale(
     True
     """
     rng = check_random_state(random_state, rng)
-    matrix = _statistics_matrix(statistics)
+    matrix = as_matrix(statistics, "statistics")  # NaN: no statistic; ±inf: clipped like any
     n, d = matrix.shape
     if n < 2:
         raise InsufficientUsersError(f"a private scale needs at least 2 users, got n={n}")
@@ -497,23 +497,6 @@ def estimate_scale(
 
 
 # ---- validation ---------------------------------------------------------------------------
-
-
-def _statistics_matrix(statistics: ArrayLike) -> NDArray[np.float64]:
-    """Float (n, d) matrix; NaN: no statistic (±inf are extreme values: clipped like any)."""
-    try:
-        array = np.asarray(statistics, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise DataError(
-            "statistics must be numeric; could not convert it to floating point"
-        ) from None
-    if array.ndim == 1:
-        array = array[:, None]
-    if array.ndim != 2:
-        raise DataError(f"statistics must be 1-D or 2-D (n x d), got {array.ndim} dimensions")
-    if array.shape[0] == 0 or array.shape[1] == 0:
-        raise DataError(f"statistics is empty (shape {array.shape})")
-    return array
 
 
 def _scale_bounds(scale_bounds: Any, d: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
