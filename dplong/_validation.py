@@ -85,6 +85,16 @@ def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
+def as_columns(array: NDArray[np.float64], name: str, *, rows: str = "n") -> NDArray[np.float64]:
+    """Return ``array`` as a (rows, d) matrix: 1-D input becomes one column, any other shape
+    but 2-D is refused (``rows`` names the rows in the refusal: users ``n``, or ``rows``)."""
+    if array.ndim == 1:
+        return array[:, None]
+    if array.ndim != 2:
+        raise DataError(f"{name} must be 1-D or 2-D ({rows} x d), got {array.ndim} dimensions")
+    return array
+
+
 def as_matrix(values: ArrayLike, name: str = "values") -> NDArray[np.float64]:
     """Return ``values`` as a float (n, d) matrix, NaN and ±inf kept; 1-D input becomes one
     column, and an empty matrix is refused."""
@@ -92,10 +102,7 @@ def as_matrix(values: ArrayLike, name: str = "values") -> NDArray[np.float64]:
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
         raise DataError(f"{name} must be numeric; could not convert it to floating point") from None
-    if array.ndim == 1:
-        array = array[:, None]
-    if array.ndim != 2:
-        raise DataError(f"{name} must be 1-D or 2-D (n x d), got {array.ndim} dimensions")
+    array = as_columns(array, name)
     if array.shape[0] == 0 or array.shape[1] == 0:
         raise DataError(f"{name} is empty (shape {array.shape})")
     return array

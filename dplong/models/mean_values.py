@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from dplong._validation import as_columns
 from dplong.dask_frames import is_dask, reduce_users, require_dask
 from dplong.exceptions import DataError
 from dplong.privacy.winsorized import column_names
@@ -68,10 +69,7 @@ def _floats(values: ArrayLike) -> NDArray[np.float64]:
         raise DataError(
             "values must be numeric; could not convert them to floating point"
         ) from None
-    if array.ndim == 1:
-        array = array[:, None]
-    if array.ndim != 2:
-        raise DataError(f"values must be 1-D or 2-D (rows x d), got {array.ndim} dimensions")
+    array = as_columns(array, "values", rows="rows")
     return np.where(np.isinf(array), np.nan, array)  # ±inf is missing, as in the formula layer
 
 
