@@ -51,14 +51,20 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"dplong: error: {message} (see {self.prog} --help)\n")
 
 
-def _seed(text: str) -> int:
+def _whole_number(text: str, least: int, expected: str) -> int:
+    """``text`` as a whole number of at least ``least``; else the refusal "must be
+    ``expected``"."""
     try:
         value = int(text)
     except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative whole number, got {text!r}")
+        value = least - 1
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}")
     return value
+
+
+def _seed(text: str) -> int:
+    return _whole_number(text, 0, "a non-negative whole number")
 
 
 def _positive(text: str) -> float:
@@ -123,13 +129,7 @@ def _levels(text: str) -> tuple[str, list[str]]:
 
 
 def _grid_count(text: str) -> int:
-    try:
-        count = int(text)
-    except ValueError:
-        count = 0
-    if count < 2:
-        raise argparse.ArgumentTypeError(f"must be a whole number of points >= 2, got {text!r}")
-    return count
+    return _whole_number(text, 2, "a whole number of points >= 2")
 
 
 #: How each kind of model option is read (:class:`~dplong.models.command_line.Option`).
@@ -351,13 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _users(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {text!r}")
-    return value
+    return _whole_number(text, 1, "a positive whole number")
 
 
 def _model_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
