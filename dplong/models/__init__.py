@@ -6,13 +6,14 @@ from dplong.models.location import RandomEffectsLocation
 from dplong.models.mean import winsorized_mean
 from dplong.models.nadaraya import NadarayaWatson
 from dplong.models.poisson import PoissonMean
-from dplong.models.pooled import BetweenOLS, PooledOLS
+from dplong.models.pooled import BetweenOLS, PanelOLS, PooledOLS
 from dplong.models.random_effects import RandomEffects
 
 __all__ = [
     "BetweenOLS",
     "LongitudinalOLS",
     "NadarayaWatson",
+    "PanelOLS",
     "PoissonMean",
     "PooledOLS",
     "PriestleyChao",

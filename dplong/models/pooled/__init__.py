@@ -31,5 +31,6 @@ from dplong.models.pooled.between import BetweenOLS
 from dplong.models.pooled.estimator import PooledOLS
 from dplong.models.pooled.frame import column_bounds
 from dplong.models.pooled.gram import vech_scaled
+from dplong.models.pooled.within import PanelOLS
 
-__all__ = ["BetweenOLS", "PooledOLS", "column_bounds", "vech_scaled"]
+__all__ = ["BetweenOLS", "PanelOLS", "PooledOLS", "column_bounds", "vech_scaled"]

@@ -107,6 +107,12 @@ class PooledOLS(_RangesStage, FormulaModel):
 
     model_name = "PooledOLS"
     estimator = "pooled OLS"
+    #: What the ranges clip (the results' assumptions say it).
+    _clipped = "values"
+    #: What else leaves a coefficient undetermined (the withheld note says it).
+    _unidentified = ""
+    #: The routes ``fit``'s ``method`` may take.
+    _methods: tuple[str, ...] = ("statistics", "ptr")
 
     def __init__(
         self,
@@ -179,7 +185,14 @@ class PooledOLS(_RangesStage, FormulaModel):
             formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1)
         )
         ranges = column_bounds(spec, bounds)  # refused before the rows are read
-        design = group_design(spec, data, groups=groups)
+        return cls._of(spec, group_design(spec, data, groups=groups), ranges)
+
+    @classmethod
+    def _of(
+        cls: type[_Model], spec: DesignSpec, design: PanelDesign, ranges: NDArray[np.float64]
+    ) -> _Model:
+        """The model of a built design and its columns' public ranges (the rows it regresses
+        are :meth:`_rows` of the design's)."""
         return cls(
             design,
             ranges,
@@ -276,7 +289,7 @@ class PooledOLS(_RangesStage, FormulaModel):
         options, cap, generator = self._checked(
             epsilon, delta, max_rows, cov_type, privacy, variant, accountant, random_state, rng
         )
-        check_choice(method, "method", ("statistics", "ptr"))
+        check_choice(method, "method", self._methods)
         if method == "ptr":
             return _fit_ptr(self, options, cap, ptr_floor, coef_bound, generator, accountant)
         if ptr_floor is not None or coef_bound is not None:
@@ -412,6 +425,11 @@ class PooledOLS(_RangesStage, FormulaModel):
         scores' clipping radius): the intercept's entry, at least n; n without one."""
         n = self._design.n
         return max(_rows_released(released, self._design.columns, self._blocks), n)
+
+    @property
+    def _reported(self) -> NDArray[np.intp]:
+        """The positions of the design's columns the results report: all of them."""
+        return np.arange(len(self._design.columns))
 
     def _cap(self, max_rows: int) -> int:
         """The cap on the weight of a person's rows in the sums."""

@@ -29,13 +29,16 @@ from dplong.models.pooled.gram import (
 from dplong.privacy.accounting import LedgerEntry, gaussian_vector_entry
 from dplong.privacy.noise import release_vector_sum
 
-__all__ = ["CLIP_RADIUS", "NOISE_DRAWS"]
+__all__ = ["CLIP_RADIUS", "NOISE_DRAWS", "RSS_FLOOR"]
 
 #: The whitened scores' clipping radius² in units of ``T_cap² σ̂² m̂``: the Cauchy–Schwarz
 #: bound on ``‖s_u‖²`` for a person with ``T_cap`` rows of average residual² and whitened
 #: ``‖Ĥ^{-1/2} x̃‖²`` (a person whose residuals are perfectly correlated), with room for
 #: heavier-tailed residuals (``docs/design/pooled.md``).
 CLIP_RADIUS = 1.5
+#: The floor of the released residual sum of squares that sizes the scores' radius, in sds of
+#: its privacy noise (:func:`_clip_radius`).
+RSS_FLOOR = 1.0
 #: Monte Carlo draws of the privacy noise pushed through β̂'s map (seed: :data:`NOISE_SEED`).
 NOISE_DRAWS = 2000
 
@@ -199,7 +202,12 @@ def _clip_radius(
     p = solution.beta.size
     gram, cross, square = released[:p, :p], released[:p, p], released[p, p]
     rss = square - 2.0 * beta @ cross + beta @ gram @ beta
-    variance = max(rss, 1.0) / rows
+    # the released RSS is v'(G + E)v with v = (-β, 1): its noise sd is σ ‖v‖² (entry sds σ on
+    # E's diagonal, σ/√2 off it). Where the residuals are small next to it (a within fit: the
+    # person effects are gone) it can come out near 0, and a radius sized on that clips every
+    # score to nothing, leaving the pilot uncorrected: floored at RSS_FLOOR noise sds
+    noise = solution.sigma * (1.0 + float(beta @ beta))
+    variance = max(rss, RSS_FLOOR * noise, 1.0) / rows
     size = float(np.linalg.norm(reach[:-1]))
     # a whitened row's mean ‖Ĥ^{-1/2} x̃‖²: tr(Ĥ⁻¹ Ĝ) / rows (about p / rows), at most ‖a‖² / λ_min
     whitened = float(np.trace(solution.whiten @ gram @ solution.whiten))

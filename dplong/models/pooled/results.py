@@ -37,9 +37,11 @@ def _statistics_results(
 ) -> RegressionResults:
     """``model``'s results: β̂, its noise draws and its covariances unscaled to the
     ``ranges`` (the columns', then the outcome's) the fit clipped to."""
-    names = model._design.columns
-    index = pd.Index(names)
-    beta, noise_sd, sampling_sd, bias, unbounded = _unscaled(scaled, release, len(plan.rho) - 2)
+    reported = model._reported
+    index = pd.Index([model._design.columns[j] for j in reported])
+    beta, noise_sd, sampling_sd, bias, unbounded = _unscaled(scaled, release, len(plan.rho) - 2).at(
+        reported
+    )
     notes = _withheld_notes(model, index[unbounded], release.pilot.ridge)
     notes += _found_notes(model, plan)
 
@@ -69,12 +71,12 @@ def _statistics_results(
         users_sd=math.nan,
         variant="sufficient statistics",
         assumptions=(
-            f"ranges (values outside are clipped): {bounds}",
+            f"ranges of the {model._clipped} (values outside are clipped): {bounds}",
             f"standard errors clustered by person, plus the privacy noise; {model._weighting(cap)}",
         ),
         warnings=notes,
         gamma=options.gamma,
-        bad_events=series(np.zeros(len(names)), "bad events"),
+        bad_events=series(np.zeros(len(index)), "bad events"),
         basis=f"{model.estimator} from released sufficient statistics",
         levels=dict(model._levels),
         withheld_why={str(c): "unbounded" for c in index[unbounded]},
@@ -90,6 +92,16 @@ class _Unscaled(NamedTuple):
     sampling_sd: NDArray[np.float64]
     bias: NDArray[np.float64]
     unbounded: NDArray[np.bool_]
+
+    def at(self, positions: NDArray[np.intp]) -> _Unscaled:
+        """The coefficients at ``positions`` (those the results report)."""
+        return _Unscaled(
+            self.beta[positions],
+            self.noise_sd[positions],
+            self.sampling_sd[positions],
+            self.bias[positions],
+            self.unbounded[positions],
+        )
 
 
 def _unscaled(scaled: _Scaling, release: _Statistics, steps: int) -> _Unscaled:
@@ -126,7 +138,7 @@ def _withheld_notes(model: PooledOLS, withheld: pd.Index, ridge: float) -> tuple
             f"{[str(c) for c in withheld]} withheld: the released X'X does not "
             "determine them beyond its noise, so nothing bounds how far its ridge pulled "
             "them (the design is nearly collinear or varies little for this n and "
-            f"epsilon): {remedy}raise epsilon or drop a collinear term.",
+            f"epsilon{model._unidentified}): {remedy}raise epsilon or drop a collinear term.",
         )
     if ridge > 0.0:
         return (

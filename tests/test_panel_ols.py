@@ -1,0 +1,143 @@
+"""PanelOLS: the within (fixed-effects) estimator from released per-person sufficient statistics
+(dplong.models.pooled.within).
+
+Reference against linearmodels (noise off), the per-person map the privacy argument rests on,
+what the person effects absorb, the radius floor of the scores and the command line. The
+releases themselves are PooledOLS's, audited in tests/test_pooled.py."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_pooled import unclipped_meat  # noqa: F401  (a fixture)
+
+import dplong
+import dplong.models.pooled.release as pooled_release
+from dplong.exceptions import ParameterError
+from dplong.models.pooled.gram import _Solution
+
+
+def _panel(seed: int, people: int = 400, years: int = 5, drop: float = 0.2) -> pd.DataFrame:
+    """x varies within and between persons, z within only, ``sex`` never within; the person
+    effects are correlated with x (pooled OLS is biased, the within estimator is not); a share
+    ``drop`` of the rows is missing (unbalanced)."""
+    rng = np.random.default_rng(seed)
+    ids, t = np.repeat(np.arange(people), years), np.tile(np.arange(years), people)
+    effect = rng.normal(size=people)
+    x = np.repeat(effect, years) + rng.uniform(0, 1, ids.size)
+    z = rng.uniform(0, 1, ids.size)
+    sex = np.repeat(rng.integers(0, 2, people), years)
+    y = 0.5 * x - 0.3 * z + 2.0 * np.repeat(effect, years) + rng.normal(0, 0.5, ids.size)
+    panel = pd.DataFrame({"id": ids, "t": t, "x": x, "z": z, "sex": sex, "y": y})
+    return panel[rng.uniform(size=ids.size) >= drop]
+
+
+BOUNDS = {"y": (-20, 20), "x": (-6, 7), "z": (0, 1)}
+
+
+@pytest.mark.usefixtures("unclipped_meat")
+def test_noise_off_matches_linearmodels_entity_effects() -> None:
+    """linearmodels' PanelOLS with entity effects, clustered by entity. The coefficients agree
+    to rounding; the standard errors are the same sandwich up to one scalar small-sample
+    factor (dplong's n / (n - 1): the row count N is private; linearmodels' own factor), so
+    their ratio is one number for every coefficient, within 2 / n of 1 (to 1e-6: the lattice
+    rounds the meat to 2**-40 of its bound, which the fixture's radius makes ~1e12 times the
+    small within residuals' meat)."""
+    linearmodels = pytest.importorskip("linearmodels")
+    panel = _panel(1)
+    res = dplong.PanelOLS.from_formula("y ~ x + z", panel, groups="id", bounds=BOUNDS).fit(
+        epsilon=1e300, delta=0.5, max_rows=5, random_state=0
+    )
+    indexed = panel.set_index(["id", "t"])
+    fit = linearmodels.PanelOLS(indexed["y"], indexed[["x", "z"]], entity_effects=True).fit(
+        cov_type="clustered", cluster_entity=True
+    )
+    np.testing.assert_allclose(res.params.to_numpy(), fit.params.to_numpy(), rtol=1e-8)
+    ratio = res.sampling_sd.to_numpy() / fit.std_errors.to_numpy()
+    assert np.ptp(ratio) < 1e-6 and 1.0 <= ratio[0] <= 1.0 + 2.0 / panel["id"].nunique()
+    assert float(res.noise_sd.max()) < 1e-10
+    assert list(res.params.index) == ["x", "z"] and str(res.model) == "PanelOLS"
+    assert "deviations from each person's mean" in res.assumptions[0]
+    assert "x in [-13, 13]" in res.assumptions[0]  # a range's width bounds the deviations
+
+
+def test_each_persons_rows_depend_on_their_own_rows_only() -> None:
+    """The privacy argument: demeaning is a map of each person's rows alone, so replacing one
+    person changes only that person's rows of the data the releases see (a neighbouring data
+    set of the same n), and the releases' user-level guarantee carries over."""
+    panel = _panel(2, people=50)
+    other = panel.copy()
+    replaced = other["id"] == 7
+    other.loc[replaced, ["x", "z", "y"]] = [[1e6, -3.0, 42.0]] * int(replaced.sum())
+    first, second = (
+        dplong.PanelOLS.from_formula("y ~ x + z", data, groups="id")._design
+        for data in (panel, other)
+    )
+    moved = first.codes == 7
+    assert np.array_equal(first.codes, second.codes)
+    np.testing.assert_array_equal(first.X[~moved], second.X[~moved])
+    np.testing.assert_array_equal(first.y[~moved], second.y[~moved])
+    assert not np.array_equal(first.X[moved], second.X[moved])
+
+
+def test_within_estimate_removes_the_person_effects_bias() -> None:
+    """Given only ε on 3,000 persons: the within estimate is near the truth 0.5 where pooled
+    OLS, which the correlated person effects bias by about +1.4, is not (its noise and
+    sampling sds here are below 0.1: 4 sds cannot bridge the bias)."""
+    panel = _panel(3, people=3000, drop=0.0)
+    within = dplong.PanelOLS.from_formula("y ~ x + z", panel, groups="id").fit(
+        epsilon=2.0, max_rows=5, random_state=1
+    )
+    pooled = dplong.PooledOLS.from_formula("y ~ x + z", panel, groups="id").fit(
+        epsilon=2.0, max_rows=5, random_state=1
+    )
+    assert abs(within.params["x"] - 0.5) < 4.0 * within.bse["x"]
+    assert within.privacy.epsilon <= 2.0
+    assert pooled.params["x"] - 0.5 > 4.0 * pooled.bse["x"]
+
+
+def test_a_covariate_constant_within_persons_is_withheld_with_a_note() -> None:
+    """``sex`` never changes within a person: its deviations are all 0, the released X'X does
+    not determine its coefficient (decided from released numbers), and it is withheld (NaN),
+    never printed at the edge of the doubles."""
+    panel = _panel(4, people=2000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dplong.PanelOLS.from_formula(
+            "y ~ x + sex", panel, groups="id", bounds={"y": (-20, 20), "x": (-6, 7), "sex": (0, 1)}
+        ).fit(epsilon=2.0, max_rows=5, random_state=0)
+    assert math.isnan(res.params["sex"]) and math.isnan(res.bse["sex"])
+    assert any("sex" in note and "absorb" in note for note in res.warnings)
+
+
+def test_the_scores_radius_is_floored_at_the_released_rss_noise() -> None:
+    """A released RSS below its own noise (here negative) sizes the radius as RSS_FLOOR noise
+    sds of it, ``σ (1 + ‖β‖²)``, not as 1: the Newton steps can still move the pilot."""
+    p, sigma = 2, 50.0
+    released = np.array([[400.0, 0.0, 0.0], [0.0, 300.0, 60.0], [0.0, 60.0, 5.0]])
+    pilot = _Solution.of(released, sigma, ())
+    beta = pilot.beta
+    assert released[p, p] - 2 * beta @ released[:p, p] + beta @ released[:p, :p] @ beta < 0
+    radius = pooled_release._clip_radius(released, pilot, beta, 5, 400.0, np.ones(p + 1))
+    whitened = float(np.trace(pilot.whiten @ released[:p, :p] @ pilot.whiten)) / 400.0
+    floor = pooled_release.RSS_FLOOR * sigma * (1.0 + beta @ beta) / 400.0
+    assert radius == pytest.approx(5 * math.sqrt(pooled_release.CLIP_RADIUS * floor * whitened))
+
+
+def test_ptr_is_refused_and_the_command_line_fits_panel(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    model = dplong.PanelOLS.from_formula("y ~ x + z", _panel(5), groups="id", bounds=BOUNDS)
+    with pytest.raises(ParameterError, match="method"):
+        model.fit(epsilon=1.0, method="ptr", random_state=0)  # type: ignore[arg-type]
+    from dplong.cli import main
+
+    code = main(["fit", "dataset:wage_panel", "--model", "panel", "--formula",
+                 "lwage ~ hours", "--groups", "nr", "--epsilon", "4",
+                 "--max-rows", "8", "--seed", "0", "--quiet"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and "PanelOLS results" in out and "Intercept" not in out
