@@ -141,3 +141,11 @@ def test_ptr_is_refused_and_the_command_line_fits_panel(
                  "--max-rows", "8", "--seed", "0", "--quiet"])  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0 and "PanelOLS results" in out and "Intercept" not in out
+
+
+def test_the_planner_lists_the_regressors_only() -> None:
+    """dplong.plan stops at the fit's checkpoint (public facts only): its table has the
+    reported columns, not the internal row counter."""
+    plan = dplong.plan("y ~ x0 + x1", model="panel", n=2000, epsilon=1.0, max_rows=8)
+    assert plan.refusal is None
+    assert [column for _, column in plan.table.index] == ["x0", "x1"]

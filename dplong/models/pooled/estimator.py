@@ -297,7 +297,9 @@ class PooledOLS(_RangesStage, FormulaModel):
         plan = self.release_plan(epsilon=options.epsilon, delta=options.delta)
         self._check_ranges(plan)
         # every refusal is decided: dplong.plan stops here, before any noise
-        block = PlannedBlock(design.columns, 1.0, False, None, notes=self._range_notes(plan))
+        block = PlannedBlock(
+            tuple(self.exog_names), 1.0, False, None, notes=self._range_notes(plan)
+        )
         checkpoint(FitPlan(n, options, (block,)))
         afford(accountant, options.epsilon, options.delta)
         ranges, frame, range_entries = self._find_ranges(plan, generator)
