@@ -92,6 +92,11 @@ CALLS: dict[str, Callable[..., Any]] = {
             "y ~ x1", _WAGES, groups="user", bounds={"y": (-10, 10), "x1": (-5, 5)}
         ).fit(epsilon=4.0, **kw)
     ),
+    "PanelOLS.fit": lambda **kw: _params(
+        dplong.PanelOLS.from_formula(
+            "y ~ x1", _WAGES, groups="user", bounds={"y": (-10, 10), "x1": (-5, 5)}
+        ).fit(epsilon=4.0, **kw)
+    ),
     "RandomEffects.fit": lambda **kw: _params(
         dplong.RandomEffects.from_formula(
             "y ~ x1", _WAGES, groups="user", bounds={"y": (-10, 10), "x1": (-5, 5)}
