@@ -374,8 +374,7 @@ register(
                 "domain",
                 "range",
                 "LO,HI",
-                "public range of x (kernel: rows with x outside it are dropped; nw: projected "
-                "onto it)",
+                "public range of x (values outside it are projected onto it)",
                 stage="model",
                 required=True,
             ),
