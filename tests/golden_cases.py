@@ -155,6 +155,9 @@ CASES: dict[str, Callable[[], Any]] = {
     "pooled/between": lambda: _pooled(dplong.BetweenOLS).fit(
         epsilon=8.0, max_rows=8, random_state=SEED
     ),
+    "pooled/within": lambda: _pooled(dplong.PanelOLS, "lwage ~ expersq + hours").fit(
+        epsilon=4.0, max_rows=8, random_state=SEED
+    ),
     "kernel/nadaraya-watson": lambda: dplong.NadarayaWatson.from_formula(
         "Weight ~ Time", _dietox(), domain=(1, 12), bounds=(0, 150), bandwidth=2.0, grid=6
     ).fit(epsilon=4.0, noise_sd=10.0, ptr_floor=0.1, random_state=SEED),
