@@ -780,7 +780,9 @@ class TestNadarayaWatson:
         code, out, _ = run(["fit", "--help"])
         assert code == 0
         said = " ".join(out.split())
-        assert "nw: public range of y" in said and "pooled, between, panel, re: public ranges" in said
+        assert (
+            "nw: public range of y" in said and "pooled, between, panel, re: public ranges" in said
+        )
 
 
 class TestPlanPTR:
