@@ -118,14 +118,14 @@ class TestFit:
         else:
             pytest.importorskip("pyarrow")
             frame.to_parquet(path, index=False)
-        read = dplong.cli.read_file
+        read = dplong.cli.fit.read_file  # patched where fit looks it up
 
         def deprecated_read(*args: Any, **kwargs: Any) -> Any:
             warnings.warn("a reader's deprecation", FutureWarning, stacklevel=2)
             warnings.warn("one user is odd", DplongWarning, stacklevel=2)
             return read(*args, **kwargs)
 
-        monkeypatch.setattr(dplong.cli, "read_file", deprecated_read)
+        monkeypatch.setattr(dplong.cli.fit, "read_file", deprecated_read)
         argv = ["fit", str(path), *MEAN[2:]]
         loud = run(argv)
         assert loud[0] == 0 and "--seed was used" in loud[2] and "'Weight'" in loud[2]
@@ -780,7 +780,9 @@ class TestNadarayaWatson:
         code, out, _ = run(["fit", "--help"])
         assert code == 0
         said = " ".join(out.split())
-        assert "nw: public range of y" in said and "pooled, between, panel, re: public ranges" in said
+        assert (
+            "nw: public range of y" in said and "pooled, between, panel, re: public ranges" in said
+        )
 
 
 class TestPlanPTR:

@@ -1,0 +1,57 @@
+"""The ``dplong`` command: parse the arguments, run the subcommand, and end any refusal with
+one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Sequence
+
+from dplong.cli.errors import _InputError, _one_line
+from dplong.cli.fit import _run_fit
+from dplong.cli.parser import build_parser
+from dplong.cli.plan import _run_plan
+from dplong.exceptions import DplongError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``dplong`` command line.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments after the program name; default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        0 on success; 2 on bad arguments, unreadable data or any :class:`~dplong.exceptions.
+        DplongError`, after a one-line message on stderr (never a traceback).
+
+    Examples
+    --------
+    >>> from dplong.cli import main
+    >>> main(["fit", "dataset:dietox", "--model", "mean", "--formula", "Weight ~ 1",
+    ...       "--groups", "Pig", "--epsilon", "2", "--scale", "400", "--seed", "0",
+    ...       "--quiet"])  # doctest: +ELLIPSIS +NORMALIZE_WHITESPACE
+    Mean results (user-level differential privacy)
+    ...
+    Error bounds on |estimate - truth| (alpha=0.05)
+    ...
+    0
+    >>> main(["fit", "missing.csv", "--model", "mean", "--formula", "y ~ 1",
+    ...       "--groups", "id", "--epsilon", "1", "--quiet"])
+    2
+    """
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(arguments)
+    except SystemExit as stop:  # argparse has printed its message (or --help)
+        return stop.code if isinstance(stop.code, int) else 2
+    try:
+        if args.command == "plan":
+            return _run_plan(args)
+        return _run_fit(args, shlex.join(["dplong", *arguments]))
+    except (DplongError, _InputError) as err:
+        print(f"dplong: error: {_one_line(err)}", file=sys.stderr)
+        return 2

@@ -1,0 +1,135 @@
+"""``dplong fit``: read DATA, fit the model, print its summary and error bounds, and write the
+report."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from dplong.cli.checks import _check_arguments, _check_columns, _check_required, _declared_levels
+from dplong.cli.errors import _InputError, _one_line
+from dplong.cli.keywords import _fit_options, _stage_options
+from dplong.dask_frames import is_dask
+from dplong.exceptions import ParameterError
+from dplong.io import read_file, typed, unread_cells
+from dplong.models.command_line import MODELS
+from dplong.report import write_report
+from dplong.summary import plain_names
+
+if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskFrame
+
+
+def _say(args: argparse.Namespace, message: str) -> None:
+    """A progress message, note or warning on stderr, unless ``--quiet``."""
+    if not args.quiet:
+        print(f"dplong: {message}", file=sys.stderr, flush=True)
+
+
+def _run_fit(args: argparse.Namespace, command: str) -> int:
+    with warnings.catch_warnings():
+        if args.quiet:  # the result and errors only: not even a reader's deprecation warning
+            warnings.simplefilter("ignore")
+        return _fit_and_print(args, command)
+
+
+def _fit_and_print(args: argparse.Namespace, command: str) -> int:
+    spec = MODELS[args.model]
+    _check_arguments(args, spec)
+    levels = _declared_levels(args.levels)
+    _say(args, f"reading {args.data}…")
+    raw = read_file(args.data, time=args.time)
+    _check_columns(raw, args, levels)
+    data = typed(raw, levels=levels, groups=args.groups, time=args.time)
+    for column in _unread_columns(raw, data, args):
+        what, hint = (
+            ("among its --levels", "")
+            if column in levels
+            else ("numbers or ISO 8601 dates", "")
+            if column == args.time
+            else ("numbers", f" (a factor needs its levels declared: --levels {column}=...)")
+        )
+        _say(
+            args,
+            f"warning: DATA holds values of {column!r} that are not {what}; they are "
+            f"read as missing{hint}",
+        )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _say(args, "building design…")
+        model_options = _stage_options(args, spec, "model")
+        if levels:
+            model_options["levels"] = levels
+        if spec.uses_time:
+            model_options["time"] = args.time
+        if spec.uses_groups:
+            model_options["groups"] = args.groups
+        model = spec.build(args.formula, data, **model_options)
+        options = _fit_options(args, spec)
+        _check_required(model, options, args.model)
+        units = "users" if spec.uses_groups else "rows (each a unit)"
+        _say(args, f"fitting {args.model} on {model.nobs_users} {units} (ε={args.epsilon:g})…")
+        results = _fitted(model, options)
+    said = {plain_names(w) for w in results.warnings}  # as the summary says them
+    for warning in caught:  # one line each; reliability warnings also print with the summary
+        if str(warning.message) not in said:
+            _say(args, f"warning: {_one_line(warning.message)}")
+    notes = []
+    if args.seed is not None:
+        notes.append("A fixed --seed was used: reproducible research only, not a release.")
+        _say(args, f"note: {notes[-1]}")
+    bounds = results.error_bound(args.alpha)
+    print(results.summary(args.alpha))
+    print()
+    print(f"Error bounds on |estimate - truth| (alpha={args.alpha:g})")
+    print(bounds)
+    if args.report is not None:
+        _say(args, f"writing report {args.report}…")
+        try:
+            write_report(
+                args.report,
+                results,
+                alpha=args.alpha,
+                data_name=args.data,
+                command=command,
+                notes=notes,
+            )
+        except OSError as err:
+            raise _InputError(f"cannot write --report {args.report!r}: {err}") from None
+    return 0
+
+
+def _fitted(model: Any, options: dict[str, Any]) -> Any:
+    """``model.fit(**options)``, a stated moment bound's refusal naming its flag (the fit
+    knows the number of columns it releases; its message names the Moment's bound)."""
+    try:
+        return model.fit(**options)
+    except ParameterError as err:
+        if "tail" in options and str(err).startswith("Moment bound"):
+            raise ParameterError(f"--tail-bound: {err}") from None
+        raise
+
+
+def _unread_columns(
+    raw: pd.DataFrame | DaskFrame, data: pd.DataFrame | DaskFrame, args: argparse.Namespace
+) -> list[str]:
+    """The formula's columns whose cells were not all read (not numbers, or not declared
+    levels): from the values in memory, from the stored type for Dask (whose rows are not
+    read twice). For the data holder's eyes on stderr only."""
+    words = set(re.findall(r"[A-Za-z_]\w*", args.formula))
+    words |= set(re.findall(r"Q\(\s*[\"']([^\"']+)[\"']\s*\)", args.formula))
+    columns = [c for c in data.columns if (c in words or c == args.time) and c != args.groups]
+    if not is_dask(raw):
+        return unread_cells(raw, data, columns)
+    return [
+        c
+        for c in columns
+        if not isinstance(data[c].dtype, pd.CategoricalDtype)
+        and not pd.api.types.is_numeric_dtype(raw[c].dtype)
+        and not pd.api.types.is_datetime64_any_dtype(raw[c].dtype)
+    ]

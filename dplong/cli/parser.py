@@ -1,0 +1,241 @@
+"""The argument parser of the ``dplong`` command, built from the models' registered options."""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+import dplong
+from dplong.cli.epilogs import _EPILOG, _PLAN_EPILOG
+from dplong.cli.model_options import _read_per_model, _unique_options, _users_of
+from dplong.cli.values import (
+    _PARSERS,
+    _levels,
+    _names,
+    _positive,
+    _positive_list,
+    _probability,
+    _seed,
+    _users,
+)
+from dplong.models.command_line import MODELS
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, like the command's other refusals."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"dplong: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``dplong`` command.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        With one subcommand, ``fit``; ``dplong fit --help`` explains every option.
+
+    Examples
+    --------
+    >>> from dplong.cli import build_parser
+    >>> args = build_parser().parse_args(["fit", "dataset:dietox", "--model", "mean",
+    ...     "--formula", "Weight ~ 1", "--groups", "Pig", "--epsilon", "2", "--scale", "400"])
+    >>> args.model, args.epsilon, args.scale, args.delta
+    ('mean', 2.0, 400.0, None)
+    >>> build_parser().parse_args(["fit", "data.csv", "--model", "ols", "--formula", "y ~ x",
+    ...     "--groups", "id", "--epsilon", "1", "--scale", "1,0.01"]).scale
+    [1.0, 0.01]
+    """
+    parser = _Parser(
+        prog="dplong",
+        description="User-level differentially private models for longitudinal (panel) data.",
+    )
+    parser.add_argument("--version", action="version", version=f"dplong {dplong.__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    fit = commands.add_parser(
+        "fit",
+        help="fit a model with user-level differential privacy",
+        description="Fit a model with user-level differential privacy; print its summary and "
+        "error bounds, and optionally write an HTML report.",
+        epilog=_EPILOG.format(
+            models="\n".join(f"  {name:<10} {spec.help}" for name, spec in MODELS.items())
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    fit.add_argument(
+        "data",
+        metavar="DATA",
+        help="CSV or Parquet file, directory or glob of Parquet files, or dataset:NAME",
+    )
+    privacy = _model_arguments(fit)
+    privacy.add_argument(
+        "--seed",
+        type=_seed,
+        metavar="N",
+        help="seed of the noise, for reproducible research only: never for a real release",
+    )
+    output = fit.add_argument_group("output")
+    output.add_argument(
+        "--alpha",
+        type=_probability,
+        metavar="A",
+        default=0.05,
+        help="1 - confidence level of intervals and error bounds (default 0.05)",
+    )
+    output.add_argument("--report", metavar="FILE", help="write a self-contained HTML report")
+    output.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print the result only: no progress, notes or warnings on stderr (errors still)",
+    )
+    plan = commands.add_parser(
+        "plan",
+        help="predict a fit from public facts: refused or not, its noise, the epsilon it needs",
+        description="Plan a fit from public facts only (the number of users, the formula, the "
+        "options): whether it would be refused, its warnings, each released column's "
+        "predicted privacy-noise sd, and the smallest epsilon at which it is released. No "
+        "row is read: give --n, or DATA and --groups to count the users.",
+        epilog=_PLAN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    plan.add_argument(
+        "data",
+        nargs="?",
+        metavar="DATA",
+        help="optional: a file or dataset:NAME whose --groups column gives n (nothing else "
+        "is read)",
+    )
+    _model_arguments(plan)
+    planned = plan.add_argument_group("plan")
+    planned.add_argument(
+        "--n", type=_users, metavar="N", help="number of users (public), instead of DATA"
+    )
+    planned.add_argument(
+        "--rows",
+        type=_users,
+        default=4,
+        metavar="T",
+        help="rows per user of the stand-in data (default 4; the decision does not read them)",
+    )
+    planned.add_argument(
+        "--target-sd",
+        type=_positive,
+        metavar="SD",
+        help="a privacy-noise sd to reach: the smallest epsilon reaching it, per column",
+    )
+    return parser
+
+
+def _model_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """The arguments ``fit`` and ``plan`` share: the model, its formula and options, and the
+    budget; returns the privacy group (``fit`` adds its seed there)."""
+    parser.add_argument(
+        "--model",
+        required=True,
+        choices=list(MODELS),
+        help="the model to fit (see models below)",
+    )
+    parser.add_argument("--formula", required=True, help='patsy formula, e.g. "lwage ~ exper"')
+    parser.add_argument(
+        "--groups",
+        metavar="COLUMN",
+        help="user-id column (every model but "
+        + ", ".join(name for name, spec in MODELS.items() if not spec.uses_groups)
+        + ", item-level: a row is a unit)",
+    )
+    parser.add_argument(
+        "--time",
+        metavar="COLUMN",
+        help="orders each user's rows (models: "
+        + ", ".join(name for name, spec in MODELS.items() if spec.uses_time)
+        + ")",
+    )
+    parser.add_argument(
+        "--levels",
+        action="append",
+        type=_levels,
+        metavar="COLUMN=A,B,...",
+        help="declared levels of a factor column, the first one the reference; repeat for "
+        "several columns (models: "
+        + ", ".join(name for name, spec in MODELS.items() if spec.uses_levels)
+        + ")",
+    )
+    privacy = parser.add_argument_group("privacy")
+    privacy.add_argument(
+        "--epsilon", required=True, type=_positive, metavar="EPS", help="total privacy budget ε > 0"
+    )
+    privacy.add_argument(
+        "--delta", type=_probability, help="total δ in (0, 1); central default 1/n**2"
+    )
+    privacy.add_argument(
+        "--privacy",
+        choices=["central", "local"],
+        default="central",
+        help="trusted curator (central, default) or each user adds their own noise (local)",
+    )
+    privacy.add_argument(
+        "--bound",
+        type=_positive_list,
+        metavar="B",
+        help="public bound on |mean| per parameter (number or comma list); needed for local",
+    )
+    privacy.add_argument(
+        "--scale",
+        type=_positive_list,
+        metavar="S",
+        help="variance proxy of one user's statistic: a number, or one per parameter "
+        "separated by commas (1,0.01); when omitted it is estimated privately",
+    )
+    privacy.add_argument(
+        "--focus",
+        type=_names,
+        metavar="NAMES",
+        help="parameters whose accuracy matters most, comma-separated (e.g. exper,expersq); "
+        "the budget is shared to favour them",
+    )
+    privacy.add_argument(
+        "--variant",
+        choices=["default", "theory"],
+        default="default",
+        help="the planned release (default) or the paper's algorithms as published (theory)",
+    )
+    extra = parser.add_argument_group("model-specific options")
+    for option in _unique_options():
+        users = _users_of(option.keyword)
+        needed = [name for name, own in users.items() if own.required]
+        helps: dict[str, list[str]] = {}
+        for name, own in users.items():
+            helps.setdefault(own.help, []).append(name)
+        meaning = (  # each model's own words where they differ
+            option.help
+            if len(helps) == 1
+            else "; ".join(f"{', '.join(names)}: {text}" for text, names in helps.items())
+        )
+        said = (
+            f"{meaning} (models: {', '.join(users)}"
+            + (f"; required by {', '.join(needed)}" if needed else "")
+            + ")"
+        )
+        if option.kind == "flag":  # None unless given, as every model option
+            extra.add_argument(
+                option.flag, dest=option.keyword, action="store_const", const=True, help=said
+            )
+            continue
+        if _read_per_model(option.keyword):  # each model reads the text its own way
+            extra.add_argument(
+                option.flag,
+                dest=option.keyword,
+                metavar="|".join(dict.fromkeys(own.metavar for own in users.values())),
+                help=said,
+            )
+            continue
+        extra.add_argument(
+            option.flag,
+            dest=option.keyword,
+            type=_PARSERS[option.kind],
+            choices=option.choices,
+            metavar=option.metavar if option.choices is None else None,
+            help=said,
+        )
+    return privacy
