@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     Returns
     -------
     argparse.ArgumentParser
-        With one subcommand, ``fit``; ``dplong fit --help`` explains every option.
+        With two subcommands, ``fit`` and ``plan``; ``dplong fit --help`` explains every option.
 
     Examples
     --------
