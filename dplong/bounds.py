@@ -32,9 +32,11 @@ from __future__ import annotations
 import math
 import textwrap
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 from scipy import stats
 
 from dplong.privacy.histogram import stable_histogram_threshold
@@ -42,6 +44,8 @@ from dplong.privacy.histogram import stable_histogram_threshold
 #: How the text of a report heads the ``probability`` column: the chance that the bound holds,
 #: so that it is not read as the intervals' confidence level.
 HOLDS = "P(holds) >="
+# the terms of a bound per parameter: NumPy arrays, or Series on one index
+_Terms = TypeVar("_Terms", NDArray[np.float64], pd.Series)
 
 
 @dataclass(frozen=True, repr=False)
@@ -106,6 +110,38 @@ class ErrorBoundReport:
         return "\n".join(lines)
 
 
+def bound_terms(
+    alpha: float,
+    noise_scale: _Terms,
+    noise_sd: _Terms,
+    sampling_sd: _Terms,
+    bias: _Terms,
+    law: str,
+) -> tuple[_Terms, _Terms, _Terms]:
+    """The privacy-noise term, the statistical term and their ``total`` with the bias, per
+    parameter (arrays or aligned Series alike): the numbers of :func:`error_bound_table`
+    before its bad events, for a caller that needs only the total (a fit's own use of its
+    bound) without building the table.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.bounds import bound_terms
+    >>> noise, statistical, total = bound_terms(0.05, np.array([0.1]), np.array([0.1414]),
+    ...                                         np.array([0.0]), np.array([0.0]), "laplace")
+    >>> round(float(total[0]), 4)
+    0.3689
+    """
+    if law == "laplace":
+        noise = noise_scale * math.log(2.0 / alpha)
+    elif law == "gaussian":
+        noise = noise_sd * float(stats.norm.ppf(1.0 - alpha / 4.0))
+    else:
+        noise = noise_sd * math.sqrt(2.0 / alpha)
+    statistical = sampling_sd * math.sqrt(2.0 * math.log(4.0 / alpha))  # no square: no overflow
+    return noise, statistical, noise + statistical + bias
+
+
 def error_bound_table(
     alpha: float,
     bad_events: pd.Series,
@@ -142,14 +178,7 @@ def error_bound_table(
     mu            0.3689        0.000  0.00  0.3689        0.05          0.9
     sigma         0.7378        0.296  0.01     NaN        0.05          NaN
     """
-    if law == "laplace":
-        noise = noise_scale * math.log(2.0 / alpha)
-    elif law == "gaussian":
-        noise = noise_sd * float(stats.norm.ppf(1.0 - alpha / 4.0))
-    else:
-        noise = noise_sd * math.sqrt(2.0 / alpha)
-    statistical = sampling_sd * math.sqrt(2.0 * math.log(4.0 / alpha))  # no square: no overflow
-    total = noise + statistical + bias
+    noise, statistical, total = bound_terms(alpha, noise_scale, noise_sd, sampling_sd, bias, law)
     broken = failed.reindex(total.index, fill_value=False).astype(bool)
     total = total.where(~broken)
     bad = bad_events.reindex(total.index)

@@ -57,7 +57,6 @@ from audit import (
     epsilon_lower_bound,
     fast_compose,  # noqa: F401 (a fixture, used through pytestmark)
     patch_draws,
-    repeat,
     report,
     winning_law,
 )
@@ -97,18 +96,20 @@ USERS = {
 RUNS, BROKEN_RUNS = 30_000, 10_000
 
 
-def weighted_median_replica(noise_fraction: float = 1.0) -> Callable[..., float]:
+def weighted_median_replica(noise_fraction: float = 1.0) -> Callable[..., NDArray[np.float64]]:
     """The weighted ``private_median`` of one column rebuilt from its definition: counts are
     sums of weights, report-noisy-max at the rate of ε at sensitivity 2; ``noise_fraction``
     divides the noise scale. Un-broken it has the package's law
-    (:func:`test_weighted_median_replica_has_the_package_law`)."""
+    (:func:`test_weighted_median_replica_has_the_package_law`). ``runs`` releases at once: a
+    row of i.i.d. draws per run, the law of as many separate releases."""
 
     def release(
         values: NDArray[np.float64],
         below: NDArray[np.float64],
         above: NDArray[np.float64],
         rng: np.random.Generator,
-    ) -> float:
+        runs: int,
+    ) -> NDArray[np.float64]:
         b = GRID.boundaries
         inside = values[:, None] < b[None, :]  # x < b_k
         lower = below @ inside  # weight below each boundary
@@ -117,9 +118,9 @@ def weighted_median_replica(noise_fraction: float = 1.0) -> Callable[..., float]
         above_cells = np.append(upper[1:], 0.0)
         rate = float(geometric_rate(EPS, 2.0)) / noise_fraction
         noisy = -np.maximum(below_cells, above_cells) + two_sided_geometric(
-            rng, rate, below_cells.shape
+            rng, rate, (runs, below_cells.size)
         )
-        return float(GRID.centres[int(np.argmax(noisy))])
+        return np.asarray(GRID.centres[np.argmax(noisy, axis=1)], dtype=np.float64)
 
     return release
 
@@ -131,15 +132,16 @@ def _data(user: str) -> tuple[NDArray[np.float64], ...]:
     return values, weights[0], weights[1]
 
 
-def _package(user: str) -> Callable[[np.random.Generator], float]:
+def _package(user: str, runs: int, rng: np.random.Generator) -> NDArray[np.float64]:
+    """``runs`` releases of the package's weighted median on the user's data set, as columns
+    of one call: ``private_median`` draws one uint64 key per column (``rng.integers(0, 2**64,
+    size=columns)``, the stream of one draw per call) and every draw of a column's noise is
+    keyed by it, so the columns are, bit for bit, the releases of ``runs`` calls one after
+    another on ``rng`` (:func:`test_weighted_median_replica_has_the_package_law` checks it)."""
     values, below, above = _data(user)
-
-    def mechanism(rng: np.random.Generator) -> float:
-        weights = (below[:, None], above[:, None])
-        out = private_median(values[:, None], GRID, np.array([EPS]), rng, weights=weights)
-        return float(out[0])
-
-    return mechanism
+    columns = [np.repeat(v[:, None], runs, axis=1) for v in (values, below, above)]
+    epsilon = np.full(runs, EPS)
+    return private_median(columns[0], GRID, epsilon, rng, weights=(columns[1], columns[2]))
 
 
 def _weighted_losses(user: str) -> NDArray[np.int64]:
@@ -164,7 +166,7 @@ def test_weighted_median_replica_has_the_package_law() -> None:
         values, below, above = _data(user)
         law = winning_law(_weighted_losses(user), rate)
         assert abs(law.sum() - 1.0) < 1e-9
-        copies = np.array([replica(values, below, above, gen) for _ in range(draws)])
+        copies = replica(values, below, above, gen, draws)
         for outputs in (_outputs(user, 1.0), copies):
             runs = outputs.size
             freq = np.bincount(np.searchsorted(GRID.centres, outputs), minlength=law.size) / runs
@@ -178,6 +180,11 @@ def test_weighted_median_replica_has_the_package_law() -> None:
             values, GRID, np.array([EPS]), np.random.default_rng(seed), weights=(ones, ones)
         )
         assert plain[0] == weighted[0]
+    # the audit's runs as columns of one call are the calls one after another, bit for bit
+    for user in USERS:
+        gen = np.random.default_rng(8001)
+        one_by_one = [_package(user, 1, gen)[0] for _ in range(50)]
+        np.testing.assert_array_equal(_package(user, 50, np.random.default_rng(8001)), one_by_one)
 
 
 def _cells() -> tuple[float, float]:
@@ -187,19 +194,11 @@ def _cells() -> tuple[float, float]:
 
 @cache
 def _outputs(user: str, noise_fraction: float) -> NDArray[np.float64]:
-    if noise_fraction == 1.0:
-        mechanism = _package(user)
-        runs = RUNS
-    else:
-        replica = weighted_median_replica(noise_fraction)
-        values, below, above = _data(user)
-
-        def mechanism(rng: np.random.Generator) -> float:
-            return replica(values, below, above, rng)
-
-        runs = BROKEN_RUNS
     seed = 8100 + 10 * list(USERS).index(user) + int(noise_fraction != 1.0)
-    return repeat(mechanism, runs, seed)
+    rng = np.random.default_rng(seed)
+    if noise_fraction == 1.0:
+        return _package(user, RUNS, rng)
+    return weighted_median_replica(noise_fraction)(*_data(user), rng, BROKEN_RUNS)
 
 
 def _median_audit(pair: tuple[str, str], noise_fraction: float = 1.0) -> EpsilonBound:

@@ -134,21 +134,33 @@ def small_grids(monkeypatch: pytest.MonkeyPatch) -> None:
     assert quantile.GRID is not SMALL  # the package's own grids are untouched
 
 
-def _midpoints(person: float, seed: int, epsilon: float) -> np.ndarray:
+def _midpoints(person: float, seed: int, epsilon: float, runs: int = RUNS) -> np.ndarray:
     """The midpoint of 21 persons at 0.8 and 20 at 1.2 (D: person 0 at 0.8) or of 20 and 20
-    and person 0 at FAR (D'): its winning cell swaps."""
-    values = np.concatenate([np.full(20, 0.8), np.full(20, 1.2), [person]])[:, None]
+    and person 0 at FAR (D'): its winning cell swaps. ``runs`` runs, as columns of one call
+    (:func:`_as_columns`)."""
+    values = _as_columns(np.concatenate([np.full(20, 0.8), np.full(20, 1.2), [person]]), runs)
     rng = np.random.default_rng(seed)
-    return np.array([ranges._medians(values, values, epsilon, rng)[0][0] for _ in range(RUNS)])
+    return ranges._medians(values, values, epsilon, rng)[0]
 
 
-def _reaches(person: float, seed: int, epsilon: float) -> np.ndarray:
+def _reaches(person: float, seed: int, epsilon: float, runs: int = RUNS) -> np.ndarray:
     """The upper reach above the public midpoint 1 of 20 persons 0.8 and 20 persons 1.2 above
-    it, person 0 at the midpoint (D: a zero, weight ZERO_WEIGHT below) or FAR above (D')."""
-    deviation = np.concatenate([np.full(20, 0.8), np.full(20, 1.2), [person]])[:, None]
+    it, person 0 at the midpoint (D: a zero, weight ZERO_WEIGHT below) or FAR above (D').
+    ``runs`` runs, as columns of one call (:func:`_as_columns`)."""
+    deviation = _as_columns(np.concatenate([np.full(20, 0.8), np.full(20, 1.2), [person]]), runs)
     rng = np.random.default_rng(seed)
-    midpoint = np.array([1.0])
-    return np.array([ranges._reach(deviation, midpoint, epsilon, rng)[1][0] for _ in range(RUNS)])
+    return ranges._reach(deviation, np.ones(runs), epsilon, rng)[1]
+
+
+def _as_columns(persons: np.ndarray, runs: int) -> np.ndarray:
+    """The persons' column repeated ``runs`` times: one call of the stage's medians on it is
+    ``runs`` independent runs with the law of separate calls. Each column's median reads that
+    column's values and midpoint only, and draws its noise from its own key
+    (:func:`~dplong.privacy.quantile.private_median`: one uint64 of the Generator per column,
+    all draws keyed by it): the columns' keys are i.i.d. uniform, as the runs' keys are when
+    the calls come one after another (there they interleave with the other medians' keys:
+    other draws, the same law)."""
+    return np.repeat(persons[:, None], runs, axis=1)
 
 
 @pytest.mark.slow
@@ -164,7 +176,7 @@ def test_stage_median_audit_with_power_check(
     its ε (pure). The broken replica (noise at a quarter of its scale: ε x 4) must exceed it,
     the correct one must not."""
     outputs = [release(p, seed, EPS / fraction) for seed, p in enumerate(persons)]
-    noiseless = np.array([release(p, 0, 1e300)[0] for p in persons])
+    noiseless = np.array([release(p, 0, 1e300, 1)[0] for p in persons])
     assert noiseless[0] != noiseless[1]  # the design moves the median
     low, high = noiseless.min(), noiseless.max()
     events_d, names = audit_events(outputs[0][:, None], [low], [high], [1.0], ["median"])

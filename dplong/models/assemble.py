@@ -83,10 +83,7 @@ def panel_results(
 
     everything = releases if ran is None else ran
     laws = {r.noise_kind for r in releases}
-    counts = [pd.Series(r.users, index=_count_labels(r)) for r in releases]
-    users = pd.concat(counts)
-    users = users[~users.index.duplicated()]
-    users.name = "users"
+    users = _user_counts(releases)
     return results_class(
         model=model,
         formula=formula,
@@ -127,6 +124,19 @@ def _unseen_withheld(release: Release) -> Release:
     if unseen is None or not unseen.any():
         return release
     return release.withhold(unseen)
+
+
+def _user_counts(releases: Sequence[Release]) -> pd.Series:
+    """Every release's private count(s) under :func:`_count_labels`, each label once (its
+    first release's: later releases of a fit count the same users again)."""
+    labels = [label for r in releases for label in _count_labels(r)]
+    values = np.concatenate([np.asarray(r.users).ravel() for r in releases])
+    first: dict[str, int] = {}
+    for k, label in enumerate(labels):
+        first.setdefault(label, k)
+    rows = list(first.values())
+    users: pd.Series = pd.Series(values[rows], index=pd.Index(list(first)), name="users")
+    return users
 
 
 def _count_labels(release: Release) -> list[str]:

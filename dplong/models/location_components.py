@@ -7,10 +7,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
-from numpy.typing import NDArray
 
-from dplong.bounds import error_bound_table
+from dplong.bounds import bound_terms
 from dplong.models.blocks import Block, Statistics
 from dplong.models.location_moments import _UserMoments
 from dplong.privacy.engine import Release
@@ -104,18 +102,12 @@ def _gaussian_component_scales(
 
 def _error_bound(release: Release, gamma: float) -> float:
     """The released bound on ``|μ̂ - μ|`` with probability ``1 - γ`` (:mod:`dplong.bounds`)."""
-
-    def one(values: NDArray[np.float64]) -> pd.Series:
-        return pd.Series(values, index=list(release.names))
-
-    table = error_bound_table(
+    _, _, total = bound_terms(
         gamma,
-        bad_events=one(np.zeros(1)),
-        noise_scale=one(release.noise_scale),
-        noise_sd=one(release.noise_sd),
-        sampling_sd=one(release.sampling_sd),
-        bias=one(release.bias),
-        failed=one(np.zeros(1, dtype=bool)),
-        law=release.noise_kind,
+        release.noise_scale,
+        release.noise_sd,
+        release.sampling_sd,
+        release.bias,
+        release.noise_kind,
     )
-    return float(table["total"].iloc[0])
+    return float(total[0])
