@@ -430,7 +430,7 @@ def test_advised_fits_run_once_up_to_their_plan_and_remember_remedies(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(mean_module, "run_blocks", counted)
-    monkeypatch.setattr(dplong.planning, "_PLANNED_REMEDIES", {})
+    monkeypatch.setattr(dplong.planning.advice, "_PLANNED_REMEDIES", {})
     gen = np.random.default_rng(4)
     quiet = gen.normal(size=(3000, 1))  # n ε = 3,000: no note
     dplong.winsorized_mean(quiet, epsilon=1.0, random_state=0)
@@ -441,7 +441,7 @@ def test_advised_fits_run_once_up_to_their_plan_and_remember_remedies(
     assert searched > 3  # stopped at the checkpoint, the search's passes, the release
     second = dplong.winsorized_mean(noted[1], epsilon=1.0, random_state=1)
     assert runs["blocks"] == searched + 2  # stopped at the checkpoint, then the release
-    dplong.planning._PLANNED_REMEDIES.clear()  # searched afresh: the same ε
+    dplong.planning.advice._PLANNED_REMEDIES.clear()  # searched afresh: the same ε
     third = dplong.winsorized_mean(noted[1], epsilon=1.0, random_state=1)
     said = [NOTE.search(w) for res in (first, second, third) for w in res.warnings]
     assert len({float(m.group(1)) for m in said if m is not None}) == 1
@@ -454,11 +454,11 @@ def test_an_advised_restart_leaves_the_generator_untouched(monkeypatch: pytest.M
     those of one run made with the remedy known from the start."""
     from dplong.privacy.budget import QUIET_REMEDY
 
-    monkeypatch.setattr(dplong.planning, "_PLANNED_REMEDIES", {})
+    monkeypatch.setattr(dplong.planning.advice, "_PLANNED_REMEDIES", {})
     values = np.random.default_rng(4).normal(size=(400, 3))  # n ε = 400: a noted plan
     restarted_rng = np.random.default_rng(7)
     restarted = dplong.winsorized_mean(values, epsilon=1.0, random_state=restarted_rng)
-    (remedy,) = dplong.planning._PLANNED_REMEDIES.values()  # the restart happened, once
+    (remedy,) = dplong.planning.advice._PLANNED_REMEDIES.values()  # the restart happened, once
     assert remedy
     direct_rng = np.random.default_rng(7)
     token = QUIET_REMEDY.set(remedy)

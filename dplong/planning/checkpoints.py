@@ -1,0 +1,172 @@
+"""The checkpoint every fit reaches before its first noise draw, and what it hands the planner.
+
+A fit states its plan (:class:`FitPlan`, one :class:`PlannedBlock` per release) at its
+:func:`checkpoint`: in planning mode (:func:`planning`) it stops there with :class:`Planned`;
+in the first run of an advised fit (:func:`~dplong.planning.advised`) a plan with a note a
+larger ε removes stops it with :class:`_Restart`; otherwise the fit goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dplong.privacy.budget import ReleasePlan
+from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.radius import TailModel
+
+Mode = Literal["decide"]
+_MODE: ContextVar[Mode | None] = ContextVar("dplong_planning", default=None)
+
+
+@dataclass(frozen=True)
+class PlannedBlock:
+    """One release of a fit as planned: its public labels, share of the budget and the public
+    facts its noise depends on (whether the scale is stated, public bounds, the tail model,
+    whether its columns share the budget in their own units), and its plan (None: the paper's
+    pipeline or the local model, whose stages are planned inside the release, or a release
+    that is not the engine's). ``noise_sd``: where public facts alone fix the noise of a release
+    that is not the engine's (an ePTR release given its test passed), its sd per column, in
+    the columns' units.
+
+    Examples
+    --------
+    >>> from dplong.planning import PlannedBlock
+    >>> from dplong.privacy.budget import ReleasePlan
+    >>> plan = ReleasePlan.make(n=500, d=2, epsilon=2.0, delta=4e-6, stated_scale=False)
+    >>> block = PlannedBlock(("Intercept", "x"), 1.0, False, plan)
+    >>> block.plan.midpoint > 0, block.bounds is None
+    (True, True)
+    """
+
+    names: tuple[str, ...]
+    share: float
+    stated_scale: bool
+    plan: ReleasePlan | None
+    bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+    tail: TailModel | None = None
+    relative: bool = False
+    notes: tuple[str, ...] = ()
+    noise_sd: NDArray[np.float64] | None = None
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """What a fit decided before its first noise draw: n, its validated options and its blocks.
+
+    A model registers its plan by reaching :func:`checkpoint` with one: every model that
+    releases through :func:`~dplong.models.release_blocks.run_blocks` does so there; a model
+    with its own releases (e.g. one vector release of sufficient statistics) calls
+    ``checkpoint(FitPlan(...))`` itself once every refusal has been decided, with one
+    :class:`PlannedBlock` per release — its ``plan`` None when its noise is not the engine's
+    (the planner then decides refusals and warnings for it, and forecasts no noise).
+
+    Examples
+    --------
+    >>> import dplong
+    >>> from dplong.planning import FitPlan, planning
+    >>> from dplong.planning import Planned
+    >>> model = dplong.LongitudinalOLS.from_formula(
+    ...     "lwage ~ exper", dplong.datasets.load_wage_panel(), groups="nr")
+    >>> with planning():
+    ...     try:
+    ...         model.fit(epsilon=4.0)
+    ...     except Planned as stop:
+    ...         fit_plan = stop.fit_plan
+    >>> fit_plan.n, [block.names for block in fit_plan.blocks]
+    (545, [('Intercept', 'exper')])
+    """
+
+    n: int
+    options: ReleaseOptions
+    blocks: tuple[PlannedBlock, ...]
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The plans' public warnings (what the fit warns of before any noise), each once."""
+        return tuple(
+            dict.fromkeys((*self.budget_notes, *(n for b in self.blocks for n in b.notes)))
+        )
+
+    @property
+    def budget_notes(self) -> tuple[str, ...]:
+        """The plans' own warnings, each once: those a larger ε can remove (a block's stated
+        ``notes`` hold whatever the budget)."""
+        return tuple(
+            dict.fromkeys(note for b in self.blocks if b.plan is not None for note in b.plan.notes)
+        )
+
+
+class Planned(Exception):
+    """Raised by :func:`checkpoint` in planning mode to carry a fit's :class:`FitPlan` out of it
+    before any noise (not a :class:`~dplong.exceptions.DplongError`: nothing went wrong)."""
+
+    def __init__(self, fit_plan: FitPlan) -> None:
+        super().__init__("planned")
+        self.fit_plan = fit_plan
+
+
+@contextlib.contextmanager
+def planning() -> Iterator[None]:
+    """Run fits in planning mode: each stops at its :func:`checkpoint` with :class:`Planned`.
+
+    Examples
+    --------
+    >>> from dplong.planning import checkpoint, planning, Planned
+    >>> with planning():
+    ...     try:
+    ...         checkpoint(None)
+    ...     except Planned:
+    ...         print("stopped before any noise")
+    stopped before any noise
+    """
+    token = _MODE.set("decide")
+    try:
+        yield
+    finally:
+        _MODE.reset(token)
+
+
+def checkpoint(fit_plan: Any) -> None:
+    """The point of a fit after which nothing is refused and before its first noise draw: in
+    planning mode, stop and hand back ``fit_plan``; otherwise nothing happens.
+
+    Examples
+    --------
+    >>> from dplong.planning import checkpoint
+    >>> checkpoint(None)  # not planning: the fit goes on
+    """
+    if _MODE.get() is not None:
+        raise Planned(fit_plan)
+    watch = _WATCH.get()
+    if watch is not None and watch.armed:  # the first checkpoint of an advised fit
+        watch.armed = False
+        if isinstance(fit_plan, FitPlan) and fit_plan.budget_notes:
+            raise _Restart(fit_plan)
+
+
+@dataclass
+class _Watch:
+    """An advised fit's first run (:func:`advised`): armed until its first checkpoint."""
+
+    armed: bool = True
+
+
+#: Set while an advised fit runs without knowing its notes' remedy (:func:`advised`).
+_WATCH: ContextVar[_Watch | None] = ContextVar("dplong_advised_watch", default=None)
+
+
+class _Restart(Exception):
+    """Raised by the first :func:`checkpoint` of an advised fit whose plans carry a note a larger
+    ε can remove: the fit stops before any noise, so that it can run again with the note's
+    remedy (not a :class:`~dplong.exceptions.DplongError`: nothing went wrong)."""
+
+    def __init__(self, fit_plan: FitPlan) -> None:
+        super().__init__("restart")
+        self.fit_plan = fit_plan

@@ -1,0 +1,174 @@
+"""The planner's entry point, :func:`plan` (``dplong.plan``, ``dplong plan``)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dplong.exceptions import DplongError, ParameterError
+from dplong.planning.advice import _note_remedy
+from dplong.planning.checkpoints import FitPlan
+from dplong.planning.decision import _decide, _released, is_budget_refusal
+from dplong.planning.forecast import _COLUMNS, _reaches, _table
+from dplong.planning.results import PlanResults
+from dplong.planning.search import _budget_passes, _quiet_passes, _smallest_users, smallest_epsilon
+from dplong.planning.stand_in import _builder, stand_in_rows
+from dplong.privacy.budget import QUIET_REMEDY
+
+
+def plan(
+    formula: str,
+    *,
+    n: int,
+    epsilon: float,
+    model: str | type = "ols",
+    rows: int = 4,
+    levels: Mapping[str, Sequence[Any]] | None = None,
+    target_sd: float | None = None,
+    **options: Any,
+) -> PlanResults:
+    """Plan a fit from public facts alone: refused or not, its warnings, each released column's
+    predicted privacy-noise sd, and the smallest ε at which it is released.
+
+    The model is built on stand-in rows: n users of ``rows`` rows each, with the formula's
+    columns filled by made-up numbers (and the declared ``levels``). The decision never reads
+    rows, so it is the decision the model makes on the real data: the fit runs in planning
+    mode (:func:`checkpoint`) with its own validation, budget shares and plan checks, and stops
+    before any noise.
+
+    Parameters
+    ----------
+    formula : str
+        The model's formula, e.g. ``"lwage ~ exper + expersq"``.
+    n : int
+        Number of users (public); of rows for an item-level model (one that takes no
+        ``groups``, such as :class:`~dplong.NadarayaWatson`: every row is a unit).
+    epsilon : float
+        The budget to plan (the other ε the results name are searched from it).
+    model : str or class
+        A name of ``dplong fit --model`` (``"ols"``, ``"location"``, ``"mean"``, ``"kernel"``,
+        ``"poisson"``, ``"pooled"``, ``"nw"``, ...) or a model class with ``from_formula``.
+    rows : int
+        Rows per user of the stand-in data (a public lower bound if you state one; the
+        decision does not depend on it). An item-level model has one per unit.
+    levels : mapping, optional
+        Declared levels of factor columns, as for ``from_formula``.
+    target_sd : float, optional
+        A privacy-noise sd to reach (in each column's unit): the table then gives, per column,
+        the smallest ε at which its predicted noise sd is at most this.
+    **options
+        Options of the model's ``from_formula`` (``domain``, ``bandwidth``, ``grid``,
+        ``correlation``, ...) and of its ``fit`` (``delta``, ``scale``, ``estimator``,
+        ``privacy``, ``bound``, ``variance_share``, ...), each sent where it belongs.
+
+    Returns
+    -------
+    PlanResults
+
+    Examples
+    --------
+    >>> import dplong
+    >>> p = dplong.plan("Weight ~ 1", model="location", n=72, epsilon=4.0)
+    >>> p.refused, p.smallest_epsilon
+    (True, 4.4)
+    >>> dplong.plan("Weight ~ 1", model="location", n=72, epsilon=4.4).refused
+    False
+    >>> p = dplong.plan("y ~ x", model="ols", n=5000, epsilon=1.0, target_sd=0.005)
+    >>> p.refused, p.table.loc[("0", "x"), "unit"]
+    (False, 'sigma')
+    >>> bool(p.table.loc[("0", "x"), "noise_sd"] < p.table.loc[("0", "x"), "sampling_sd"])
+    True
+    """
+    build, model_name = _builder(model)
+    model_params = inspect.signature(build).parameters
+    model_options = {k: v for k, v in options.items() if k in model_params}
+    fit_options = {k: v for k, v in options.items() if k not in model_params}
+    for fixed in ("random_state", "rng", "accountant"):
+        if fixed in fit_options:
+            raise ParameterError(f"plan takes no {fixed}: it draws no noise and spends nothing")
+    if levels is not None:
+        model_options["levels"] = levels
+
+    item_level = "groups" not in model_params  # every row a unit: n counts rows
+
+    def model_for(users: int) -> Any:
+        frame = stand_in_rows(
+            formula, users, 1 if item_level else rows, levels, model_options.get("domain")
+        )
+        extra = {"time": "__time__"} if "time" in model_params else {}
+        if not item_level:
+            extra["groups"] = "__user__"
+        return build(formula, frame, **extra, **model_options)
+
+    built = model_for(_users(n))
+    unknown = sorted(set(fit_options) - set(inspect.signature(built.fit).parameters))
+    if unknown:
+        raise ParameterError(
+            f"{', '.join(unknown)}: not an option of {model_name}.from_formula or .fit"
+        )
+
+    def attempt(fitted: Any, eps: float) -> object:
+        return fitted.fit(epsilon=eps, **fit_options)
+
+    decision = _decide(lambda: attempt(built, epsilon))
+    if isinstance(decision, DplongError) and not is_budget_refusal(decision):
+        raise decision  # a bad argument: the fit itself refuses it the same way
+    quiet = smallest_epsilon(_quiet_passes(lambda e: attempt(built, e)), epsilon)
+    if isinstance(decision, FitPlan) and decision.budget_notes:  # as the fit words them
+        calm = smallest_epsilon(_quiet_passes(lambda e: attempt(built, e), budget=True), epsilon)
+        token = QUIET_REMEDY.set(_note_remedy(calm))
+        try:
+            decision = _decide(lambda: attempt(built, epsilon))
+        finally:
+            QUIET_REMEDY.reset(token)
+
+    def forecast_at(eps: float) -> pd.DataFrame | None:
+        outcome = _decide(lambda: attempt(built, eps))
+        return _table(outcome, fit_options) if isinstance(outcome, FitPlan) else None
+
+    table = forecast_at(epsilon)
+    if table is None:
+        table = pd.DataFrame(columns=list(_COLUMNS))
+    if target_sd is not None and len(table):
+        table["epsilon_for_target"] = [
+            smallest_epsilon(_reaches(forecast_at, key, float(target_sd)), epsilon)
+            for key in table.index
+        ]
+
+    def users() -> int | None:
+        return _smallest_users(lambda m: _released(_decide(lambda: attempt(model_for(m), epsilon))))
+
+    fit_plan = decision if isinstance(decision, FitPlan) else None
+    return PlanResults(
+        model=model_name,
+        formula=formula,
+        n=int(n),
+        epsilon=float(epsilon),
+        delta=float(fit_plan.options.delta) if fit_plan else _default_delta(n, fit_options),
+        refusal=str(decision) if isinstance(decision, DplongError) else None,
+        warnings=fit_plan.notes if fit_plan else (),
+        table=table,
+        smallest_epsilon=smallest_epsilon(_budget_passes(lambda e: attempt(built, e)), epsilon),
+        quiet_epsilon=quiet if decision is not None else None,
+        target_sd=target_sd,
+        registered=decision is not None,
+        level="item" if item_level else "user",
+        _users=users,
+    )
+
+
+def _users(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
+        raise ParameterError(f"n (the number of users) must be an integer >= 2, got {n!r}")
+    return int(n)
+
+
+def _default_delta(n: int, fit_options: Mapping[str, Any]) -> float:
+    delta = fit_options.get("delta")
+    if delta is not None:
+        return float(delta)
+    return 0.0 if fit_options.get("privacy") == "local" else 1.0 / n**2

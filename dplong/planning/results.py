@@ -1,0 +1,125 @@
+"""What :func:`~dplong.planning.plan` predicts (:class:`PlanResults`) and its rendering."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class PlanResults:
+    """What :func:`plan` predicts for a fit, from public facts only.
+
+    Attributes
+    ----------
+    model, formula : str
+    n : int
+    epsilon, delta : float
+        The budget planned (δ as the fit would default it).
+    refusal : str or None
+        Why the fit would be refused (the fit's own message), or None.
+    warnings : tuple of str
+        The public warnings its plans carry (said before any noise).
+    table : pandas.DataFrame
+        One row per released column (index: block and column): its share of the budget, the
+        ε of its midpoint, scale and final stages, the predicted privacy-noise sd
+        (``noise_sd``, in ``unit``), the sampling sd in the same unit, their ratio and, with a
+        ``target_sd``, the smallest ε at which that column's predicted noise sd reaches it.
+    smallest_epsilon : float or None
+        The smallest ε at which the fit is not refused (None: none up to 1e4).
+    quiet_epsilon : float or None
+        The smallest ε at which it is planned without a warning (None: none up to 1e4, or
+        the model registers no plan).
+    registered : bool
+        Whether the model registers its plan (:class:`FitPlan`); if not, the decision is its
+        fit's, run on the stand-in rows, and nothing is forecast.
+    level : {"user", "item"}
+        What n counts: users, or rows each a unit (an item-level model).
+
+    Examples
+    --------
+    >>> import dplong
+    >>> p = dplong.plan("y ~ x", model="ols", n=2000, epsilon=0.5)
+    >>> p.refused, p.warnings, list(p.table.index)
+    (False, (), [('0', 'Intercept'), ('0', 'x')])
+    >>> print(p.summary())  # doctest: +ELLIPSIS
+                   dplong plan (public facts only: no row is read)...
+    Decision: released
+    ...
+    """
+
+    model: str
+    formula: str
+    n: int
+    epsilon: float
+    delta: float
+    refusal: str | None
+    warnings: tuple[str, ...]
+    table: pd.DataFrame
+    smallest_epsilon: float | None
+    quiet_epsilon: float | None
+    target_sd: float | None = None
+    registered: bool = True
+    level: str = "user"
+    _users: Callable[[], int | None] = field(repr=False, compare=False, default=lambda: None)
+
+    @property
+    def refused(self) -> bool:
+        """Whether the fit would be refused at ``epsilon``."""
+        return self.refusal is not None
+
+    def smallest_n(self) -> int | None:
+        """The smallest number of users at which the fit is not refused at ``epsilon`` (None:
+        none up to 10⁶). Bisection on the same decision, a model built per candidate n."""
+        return self._users()
+
+    def summary(self) -> str:
+        """The plan as text (also ``str(results)``)."""
+        width = 78
+        lines = [
+            "dplong plan (public facts only: no row is read)".center(width),
+            "=" * width,
+            f"Model: {self.model}   Formula: {self.formula}",
+            f"{'Users (n)' if self.level == 'user' else 'Rows (n, each a unit)'}: {self.n}   "
+            f"Privacy: central, epsilon {self.epsilon:g}, "
+            f"delta {self.delta:.3g}",
+            "Decision: "
+            + ("REFUSED before any noise" if self.refused else "released")
+            + ("" if self.refused or not self.warnings else ", with warnings"),
+            f"Smallest epsilon released: {_shown(self.smallest_epsilon)}; without warnings: "
+            + (_shown(self.quiet_epsilon) if self.registered else "unknown"),
+            "-" * width,
+        ]
+        if self.refused:
+            lines.append(f"Refusal: {self.refusal}")
+        elif not self.registered:
+            lines.append(
+                textwrap.fill(
+                    f"{self.model} registers no plan: the decision is its fit's on stand-in "
+                    "rows; no warnings or noise are forecast.",
+                    width,
+                )
+            )
+        else:
+            shown = self.table.copy()
+            shown.index = [f"{b}: {c}" for b, c in shown.index]
+            lines.append(shown.to_string(float_format=lambda v: f"{v:.4g}"))
+        lines.append("-" * width)
+        notes = [f"Warning: {note}" for note in self.warnings] + [
+            "noise sd and sampling sd are predicted for a typical release (every user has a "
+            "statistic, normal tails); unit sigma: the sd of one user's statistic in that "
+            "column, which the fit estimates privately (multiply by it); 'absolute' where the "
+            "scale is stated or public bounds hold the statistic."
+        ]
+        lines += [textwrap.fill(note, width, subsequent_indent="  ") for note in notes]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def _shown(value: float | None) -> str:
+    return "none up to 1e4" if value is None else f"{value:g}"

@@ -1,0 +1,119 @@
+"""The model a plan is made with: its ``from_formula``, built on stand-in rows of public facts.
+
+The rows hold made-up numbers in the formula's columns and the declared levels: nothing the
+decision reads (``docs/design`` §1), so the model built on them decides as on the real data.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import patsy
+
+from dplong.exceptions import FormulaError, ParameterError
+
+#: Seed of the stand-in rows :func:`plan` builds a model on (they are never read to decide).
+STAND_IN_SEED = 20240613
+
+
+def _builder(model: str | type) -> tuple[Callable[..., Any], str]:
+    """The ``from_formula`` of ``model`` (a command-line name or a class) and its name."""
+    from dplong.models.command_line import MODELS
+
+    if isinstance(model, str):
+        if model not in MODELS:
+            raise ParameterError(
+                f"model must be one of {sorted(MODELS)} or a model class, got {model!r}"
+            )
+        build = MODELS[model].build
+        owner = getattr(build, "__self__", None)
+        return build, getattr(owner, "__name__", model)
+    if isinstance(model, type) and hasattr(model, "from_formula"):
+        return model.from_formula, model.__name__
+    raise ParameterError(
+        f"model must be a name of dplong fit --model or a model class, got {model!r}"
+    )
+
+
+def formula_columns(formula: str) -> tuple[str, ...]:
+    """The data columns a formula's terms name (names not defined by numpy or patsy).
+
+    Examples
+    --------
+    >>> from dplong.planning import formula_columns
+    >>> formula_columns("np.log1p(meddol) ~ np.log(coins + 1) + xage + C(plan, levels=[1, 2])")
+    ('meddol', 'coins', 'xage', 'plan')
+    """
+    if not isinstance(formula, str) or "~" not in formula:
+        raise FormulaError(f"formula must be a string like 'y ~ x1 + x2', got {formula!r}")
+    try:
+        desc = patsy.ModelDesc.from_formula(formula)
+    except patsy.PatsyError as err:
+        raise FormulaError(f"cannot parse the formula {formula!r}: {err}") from None
+    known = set(dir(builtins)) | set(patsy.builtins.__all__) | {"np", "pd", "C", "I", "Q"}
+    found: list[str] = []
+    for term in [*desc.lhs_termlist, *desc.rhs_termlist]:
+        for factor in term.factors:
+            try:
+                tree = ast.parse(factor.code.strip(), mode="eval")
+            except SyntaxError:
+                raise FormulaError(f"cannot parse {factor.code!r} in {formula!r}") from None
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Q":
+                    found += [
+                        a.value
+                        for a in node.args
+                        if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                    ]
+                elif (
+                    isinstance(node, ast.Name)
+                    and node.id not in known
+                    and not any(isinstance(p, ast.Call) and p.func is node for p in ast.walk(tree))
+                ):
+                    found.append(node.id)
+    return tuple(dict.fromkeys(found))
+
+
+def stand_in_rows(
+    formula: str,
+    n: int,
+    rows: int,
+    levels: Mapping[str, Sequence[Any]] | None,
+    domain: tuple[float, float] | None = None,
+) -> pd.DataFrame:
+    """Made-up rows for n users: what a model is built on to plan a fit (never read to decide).
+
+    Every column the formula names holds positive numbers (within ``domain`` when one is
+    given), a declared factor its levels in turn; ``__user__`` and ``__time__`` number the
+    users and their rows.
+
+    Examples
+    --------
+    >>> from dplong.planning import stand_in_rows
+    >>> frame = stand_in_rows("y ~ x + C(site)", 3, 2, {"site": ["a", "b"]})
+    >>> frame.shape, sorted(frame.columns)
+    ((6, 5), ['__time__', '__user__', 'site', 'x', 'y'])
+    """
+    if isinstance(rows, bool) or not isinstance(rows, int | np.integer) or rows < 1:
+        raise ParameterError(f"rows (rows per user) must be a positive integer, got {rows!r}")
+    rng = np.random.default_rng(STAND_IN_SEED)
+    size = n * rows
+    low, high = (1.0, 2.0) if domain is None else (float(domain[0]), float(domain[1]))
+    frame: dict[str, Any] = {
+        "__user__": np.repeat(np.arange(n), rows),
+        "__time__": np.tile(np.arange(rows), n),
+    }
+    declared = dict(levels or {})
+    for column in formula_columns(formula):
+        if column in declared:
+            values = list(declared[column])
+            frame[column] = [values[k % len(values)] for k in range(size)]
+        else:
+            frame[column] = rng.uniform(low, high, size)
+    stand_in: pd.DataFrame = pd.DataFrame(frame)
+    return stand_in
