@@ -162,7 +162,7 @@ def register(model: CommandLineModel) -> None:
     --------
     >>> from dplong.models.command_line import MODELS
     >>> sorted(MODELS)
-    ['between', 'kernel', 'location', 'mean', 'nw', 'ols', 'poisson', 'pooled', 're']
+    ['between', 'kernel', 'location', 'mean', 'nw', 'ols', 'panel', 'poisson', 'pooled', 're']
     """
     if model.name in MODELS:
         raise ValueError(f"a model named {model.name!r} is registered already")
