@@ -343,7 +343,12 @@ class RandomEffectsLocation(PanelModel):
             max_rows=max_rows,
             re_groups=self._re_groups,
         )
-        results = functools.partial(_location_results, preliminary=preliminary)
+        results = functools.partial(
+            _location_results,
+            preliminary=preliminary,
+            # the estimated components' Group Var gets its normal-effects sampling floor
+            floor_rows=None if stated is not None or variance_share == 0 else (min_rows or 2),
+        )
         return self._fit(request, blocks, assumptions=assumptions, results=results)
 
 

@@ -4,6 +4,7 @@ parameters, and Group Var withheld where the location it is centred on was withh
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +21,11 @@ __all__: list[str] = []
 
 
 def _location_results(
-    releases: Sequence[Release], *, preliminary: bool, **options: Any
+    releases: Sequence[Release],
+    *,
+    preliminary: bool,
+    floor_rows: int | None = None,
+    **options: Any,
 ) -> PanelResults:
     """Results of a location fit: μ and the components are the parameters (a precision-weighted
     fit's preliminary location counts in the ledger only). Group Var is centred on the first
@@ -29,12 +34,32 @@ def _location_results(
     ran = list(releases)
     if len(ran) > 1 and not np.isfinite(ran[0].estimate[0]):
         ran[1] = _without_group_var(ran[1])
+    elif len(ran) > 1 and floor_rows is not None:
+        ran[1] = _group_var_sampling_floor(ran[1], floor_rows, options["nobs_users"])
     return panel_results(
         [ran[2], ran[1]] if preliminary else ran,
         ran=ran,
         support_lower=dict.fromkeys(COMPONENTS, 0.0),  # variances: their intervals stop at 0
         **options,
     )
+
+
+def _group_var_sampling_floor(release: Release, rows: int, n: int) -> Release:
+    """The components' release with Group Var's sampling sd at least the normal-effects one,
+    ``√(2 / n) (Group Var + Scale / T)`` from the released components and a public lower
+    bound ``T`` on the rows (post-processing: released numbers and public facts).
+
+    Where the scales are estimated, the released sampling sd is read from the clipped
+    statistics, whose χ²-like right tail the interval cut: it understates the sd of a
+    variance estimate, which normal effects set at the bound above and heavier-tailed
+    effects raise (docs/design/location.md)."""
+    group_var, scale = np.maximum(release.estimate, 0.0)
+    floor = math.sqrt(2.0 / n) * (group_var + scale / rows)
+    if not release.sampling_sd[0] < floor:  # NaN (withheld) or already above: as released
+        return release
+    sampling = release.sampling_sd.copy()
+    sampling[0] = floor
+    return dataclasses.replace(release, sampling_sd=sampling)
 
 
 def _without_group_var(release: Release) -> Release:
