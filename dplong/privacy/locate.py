@@ -390,9 +390,9 @@ def median_error(
     the ``ranks`` the midpoint's check measured (:func:`~dplong.privacy.counts.side_count`) where
     the tail model is symmetric, or else the worst case over the grid's cells
     (:func:`~dplong.privacy.quantile.rank_error`). Ranks become distances by the normal
-    quantile; a skewed column's long side spreads them further (the variance components of the
-    dietox and wage panels were covered in 70-80 % of resamples where the measured ranks sized
-    their intervals), and there the worst case's slack is kept."""
+    quantile; a skewed column's long side spreads them further (the shipped panels' variance
+    components under-covered where the measured ranks sized their intervals: docs/accuracy.md),
+    and there the worst case's slack is kept."""
     worst = rank_error(len(GRID), plan.fallback or plan.midpoint, gamma)
     symmetric = np.isin(kinds, ("gaussian", "sub-gaussian"))
     ranks = np.where(symmetric, worst if ranks is None else ranks, worst)
