@@ -69,6 +69,30 @@ def _pigs() -> pd.DataFrame:
     return pigs
 
 
+def _randhie() -> pd.DataFrame:
+    hie = dplong.datasets.load_randhie()
+    hie["log1p_meddol"] = np.log1p(hie["meddol"])
+    return hie
+
+
+def _person_mean(column: str) -> Callable[[pd.DataFrame, dict[str, Any]], Any]:
+    def fit(frame: pd.DataFrame, options: dict[str, Any]) -> Any:
+        return dplong.winsorized_mean(frame[column], groups=frame["zper"], **options)
+
+    return fit
+
+
+def _pooled(
+    formula: str, groups: str, **fixed: Any
+) -> Callable[[pd.DataFrame, dict[str, Any]], Any]:
+    def fit(frame: pd.DataFrame, options: dict[str, Any]) -> Any:
+        bounds = fixed.get("bounds")
+        model = dplong.PooledOLS.from_formula(formula, frame, groups=groups, bounds=bounds)
+        return model.fit(max_rows=fixed["max_rows"], **options)
+
+    return fit
+
+
 def _mean(frame: pd.DataFrame, options: dict[str, Any]) -> Any:
     return dplong.winsorized_mean(frame["lwage"], groups=frame["nr"], **options)
 
@@ -147,6 +171,47 @@ EXAMPLES = (
         "Pig",
         _curve,
         {"epsilon": 16.0, "scale": 250.0},
+        {"scale": 1e8},
+    ),
+    Example(
+        "pooled OLS, RAND HIE",
+        "guide: panel",
+        _randhie,
+        "zper",
+        _pooled("np.log1p(meddol) ~ np.log(coins + 1) + xage + female", "zper", max_rows=5),
+        {"epsilon": 1.0},
+        {},
+    ),
+    Example(
+        "pooled OLS, wage panel",
+        "vignette 6",
+        _wages,
+        "nr",
+        _pooled(
+            "lwage ~ exper + expersq",
+            "nr",
+            max_rows=8,
+            bounds={"lwage": (-4.0, 5.0), "exper": (0.0, 20.0), "expersq": (0.0, 400.0)},
+        ),
+        {"epsilon": 4.0},
+        {},
+    ),
+    Example(
+        "mean of meddol, RAND HIE",
+        "guide: skewed",
+        _randhie,
+        "zper",
+        _person_mean("meddol"),
+        {"epsilon": 1.0},
+        {"scale": 1e8},
+    ),
+    Example(
+        "mean of log1p(meddol), RAND HIE",
+        "guide: skewed",
+        _randhie,
+        "zper",
+        _person_mean("log1p_meddol"),
+        {"epsilon": 1.0},
         {"scale": 1e8},
     ),
     # issue 29's stated tail: a fourth-moment bound about twice the full sample's per-man
