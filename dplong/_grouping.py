@@ -42,3 +42,12 @@ def user_row_sums(
         starts = segment_starts(codes)
         out[codes[starts]] = np.add.reduceat(values, starts, axis=0)
     return out
+
+
+def user_row_means(
+    values: NDArray[np.float64], codes: NDArray[np.intp], n: int
+) -> NDArray[np.float64]:
+    """Means of the rows of ``values`` by user, n x k (rows sorted by user code; users without
+    rows: 0)."""
+    rows = np.bincount(codes, minlength=n).astype(np.float64)
+    return user_row_sums(values, codes, n) / np.maximum(rows, 1.0)[:, None]

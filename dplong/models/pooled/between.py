@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong._grouping import user_row_sums
+from dplong._grouping import user_row_means
 from dplong.models.command_line import BOUNDS_OPTION, CommandLineModel, register
 from dplong.models.pooled.estimator import PooledOLS, Rows
 from dplong.models.pooled.factors import Disjoint
@@ -45,8 +45,7 @@ class BetweenOLS(PooledOLS):
     ) -> Rows:
         """Every person's mean scaled row (within the reach its rows have), one row a person (0
         for a person whose rows were all dropped: it adds nothing, as in pooled OLS)."""
-        rows = np.bincount(codes, minlength=n).astype(np.float64)[:, None]
-        means = user_row_sums(np.column_stack([x, y]), codes, n) / np.maximum(rows, 1.0)
+        means = user_row_means(np.column_stack([x, y]), codes, n)
         return means[:, :-1], means[:, -1], np.arange(n, dtype=np.intp), 1
 
     def _cap(self, max_rows: int) -> int:

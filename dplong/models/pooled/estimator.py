@@ -178,8 +178,8 @@ class PooledOLS(_RangesStage, FormulaModel):
         """
         if is_dask(data):
             raise DataError(
-                "PooledOLS needs a pandas DataFrame (its per-person sums are not yet reduced "
-                "on Dask); call .compute() first"
+                f"{cls.__name__} needs a pandas DataFrame (its per-person sums are not yet "
+                "reduced on Dask); call .compute() first"
             )
         spec = DesignSpec.from_formula(
             formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1)

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong._grouping import user_row_sums
+from dplong._grouping import user_row_means
 from dplong.formula import DesignSpec, PanelDesign
 from dplong.models.command_line import BOUNDS_OPTION, MAX_ROWS_OPTION, CommandLineModel, register
 from dplong.models.pooled.estimator import PooledOLS
@@ -68,9 +68,7 @@ class PanelOLS(PooledOLS):
         intercept, if any, is absorbed like the person effects."""
         keep = [j for j, name in enumerate(design.columns) if name != ROW_COUNTER]
         z = np.column_stack([design.X[:, keep], design.y])
-        rows = np.bincount(design.codes, minlength=design.n).astype(np.float64)
-        means = user_row_sums(z, design.codes, design.n) / np.maximum(rows, 1.0)[:, None]
-        deviations = z - means[design.codes]
+        deviations = z - user_row_means(z, design.codes, design.n)[design.codes]
         ones = np.ones((deviations.shape[0], 1))
         width = ranges[:, 1] - ranges[:, 0]  # NaN where found at the fit: stays NaN
         spread = np.column_stack([-width, width])[[*keep, len(design.columns)]]
