@@ -305,13 +305,14 @@ def within(reps: int, seed: int, cells: tuple[tuple[int, int], ...]) -> None:
         rng = np.random.default_rng(seed + 1000 * n + d)
         names = [f"x{k}" for k in range(d)]
         formula = "y ~ " + " + ".join(names)
-        public: list[float] = []
+        # each fit's squared errors beside the non-private ones of the same panel
+        public: dict[str, list[float]] = {name: [] for name in fits}
         errors: dict[str, list[float]] = {name: [] for name in fits}
         zs: dict[str, list[float]] = {name: [] for name in fits}
         hits, released = dict.fromkeys(fits, 0), dict.fromkeys(fits, 0)
         for r in range(reps):
             frame = panel(rng, n, d)
-            public += list((_within_slopes(frame, names) - 0.5) ** 2)
+            reference = list((_within_slopes(frame, names) - 0.5) ** 2)
             for name, fit in fits.items():
                 try:
                     with warnings.catch_warnings():  # the notes are counted, not printed
@@ -322,6 +323,7 @@ def within(reps: int, seed: int, cells: tuple[tuple[int, int], ...]) -> None:
                 estimate = res.params[names].to_numpy()
                 released[name] += bool(np.isfinite(estimate).all())
                 errors[name] += list((estimate - 0.5) ** 2)
+                public[name] += reference
                 zs[name] += list(np.abs(estimate - 0.5) / res.bse[names].to_numpy())
                 ci = res.conf_int(0.05).loc[names]
                 hits[name] += int(((ci["lower"] <= 0.5) & (0.5 <= ci["upper"])).sum())
@@ -331,7 +333,7 @@ def within(reps: int, seed: int, cells: tuple[tuple[int, int], ...]) -> None:
                 print(f"{n:>5} {d:>2} {name:>22}: nothing released ({released[name]}/{reps})")
                 continue
             ratio, ratio_se = mse_ratio(
-                np.asarray(errors[name])[kept], np.asarray(public)[: len(errors[name])][kept]
+                np.asarray(errors[name])[kept], np.asarray(public[name])[kept]
             )
             share, share_se = proportion(hits[name], reps * d)
             print(

@@ -83,12 +83,11 @@ def _person_mean(column: str) -> Callable[[pd.DataFrame, dict[str, Any]], Any]:
 
 
 def _pooled(
-    formula: str, groups: str, **fixed: Any
+    formula: str, groups: str, *, max_rows: int, bounds: dict[str, Any] | None = None
 ) -> Callable[[pd.DataFrame, dict[str, Any]], Any]:
     def fit(frame: pd.DataFrame, options: dict[str, Any]) -> Any:
-        bounds = fixed.get("bounds")
         model = dplong.PooledOLS.from_formula(formula, frame, groups=groups, bounds=bounds)
-        return model.fit(max_rows=fixed["max_rows"], **options)
+        return model.fit(max_rows=max_rows, **options)
 
     return fit
 
