@@ -64,8 +64,9 @@ __all__ = [
 SHARES = (0.35, 0.2, 0.35, 0.1)  # Gram, Newton steps, meat
 #: The shares where the rows have structural zeros (a declared treatment-coded factor): the
 #: Gram matrix's block of the factor is then diagonal, each level's row count against its own
-#: noise, and whether every level is determined (:func:`~dplong.models.pooled.gram._determined`)
-#: rests on the rarest level's count: the Gram matrix gets more.
+#: noise, and whether every level is determined (the ridge's pull bounded,
+#: :meth:`~dplong.models.pooled.gram._Solution.shrinkage_at`) rests on the rarest level's count:
+#: the Gram matrix gets more.
 FACTOR_SHARES = (0.55, 0.14, 0.24, 0.07)
 
 #: What :meth:`PooledOLS._rows` gives: the rows regressed, their persons, the cap on rows

@@ -4,6 +4,7 @@ released entries, the eigenvalue floor and the pilot's solve (step 2 of
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -32,6 +33,16 @@ NOISE_SEED = 20261128
 #: layout has structural zeros (:func:`_noise_norm`): its sd over the draws is about σ/2, so
 #: the mean of 400 is good to a fortieth of σ, far inside the floor's margin of 3 σ.
 NORM_DRAWS = 400
+#: The chance with which the design's eigenvalue along a direction is at least the released
+#: one less its margin (:func:`_eigenvalue_margins`), and the draws that find the margins: the
+#: quantile of 4,000 is good to about 0.04 sds. Where the margin fails the pull bound's noise
+#: term still covers (:meth:`_Solution.shrinkage_at`); at 0.99 a rare level of RAND HIE's
+#: plans (226 person-years, 3.3 noise sds) was withheld in 3 fits of 40 at ε = 2, at 0.95 in 1
+#: (``docs/accuracy.md``).
+MARGIN_LEVEL, MARGIN_DRAWS = 0.95, 4000
+#: The released coordinate's noise that the ridge's gain multiplies, in sds of its draws
+#: (:meth:`_Solution.shrinkage_at`): the interval's own normal quantile at 95 %.
+PULL_NOISE_SDS = 1.96
 
 
 class _Solution:
@@ -44,15 +55,11 @@ class _Solution:
         ridge: float,
         sigma: float,
         norm: float,
-        determined: bool = False,
     ) -> None:
         self.hessian, self.beta, self.ridge = hessian, beta, ridge
-        #: the released X'X's noise: its entry sd σ, its typical spectral norm in units of σ
-        #: (√(2p) without structural zeros, :func:`_noise_norm`) and in the matrix's units
-        self.sigma, self.norm, self.noise = sigma, norm, sigma * norm
-        #: every direction determined beyond the noise by the test in the frame of the
-        #: released diagonal (:func:`_determined`)
-        self.determined = determined
+        #: the released X'X's noise: its entry sd σ and its typical spectral norm in units of σ
+        #: (√(2p) without structural zeros, :func:`_noise_norm`)
+        self.sigma, self.norm = sigma, norm
         values, vectors = np.linalg.eigh(hessian)  # positive: floored (or exact and full rank)
         #: Ĥ^{-1/2}, the scores' whitening, and Ĥ^{1/2}
         self.whiten = np.asarray((vectors / np.sqrt(values)) @ vectors.T)
@@ -69,31 +76,64 @@ class _Solution:
         ridge = max(0.0, _floor(sigma, norm) - float(np.linalg.eigvalsh(gram)[0]))
         hessian = gram + ridge * np.eye(p)
         beta = np.asarray(np.linalg.solve(hessian, cross), dtype=np.float64)
-        determined = bool(disjoint) and _determined(gram, sigma, norm, disjoint)
-        return cls(hessian, beta, ridge, sigma, norm, determined)
+        return cls(hessian, beta, ridge, sigma, norm)
 
-    def shrinkage_at(self, beta: NDArray[np.float64], steps: int) -> NDArray[np.float64]:
+    def shrinkage_at(
+        self,
+        beta: NDArray[np.float64],
+        steps: int,
+        draws: tuple[NDArray[np.float64], ...],
+    ) -> NDArray[np.float64]:
         """A bound on the ridge's pull toward 0 left in ``beta``, the pilot after ``steps``
-        Newton steps: with ``S = λ Ĥ⁻¹``, a pilot is ``(I - S) β`` and each step on exact
-        scores multiplies what is left by S, leaving ``(I - Sᵏ) β`` with ``k = steps + 1``:
-        the pull is ``Sᵏ (I - Sᵏ)⁻¹ beta``. That takes the released Gram matrix for the
-        design's; along a direction where its eigenvalue is below the noise's typical
-        spectral norm (``σ √(2p)``: the floor minus its margin) the design's may be 0, the
-        steps may correct nothing, and nothing bounds the pull: infinite there."""
-        if self.ridge == 0.0:
-            return np.zeros_like(beta)
+        Newton steps, whose noise ``draws`` (scaled, rows) the interval already allows for.
+
+        A step on exact scores multiplies the pilot's error by ``M = Ĥ⁻¹ (Ĥ - G)``, G the
+        design's X'X: along an eigenvector of Ĥ (eigenvalue h) whose design eigenvalue is g,
+        by ``m = 1 - g / h``, so with ``k = steps + 1`` a released coordinate is
+        ``b = (1 - mᵏ) β + e`` (e its noise) and ``β - b = g (b - e) - e`` with the gain
+        ``g = mᵏ / (1 - mᵏ)``: the pull is the gain times the coordinate and times its noise,
+        :data:`PULL_NOISE_SDS` of the draws' sd (the noise itself is the interval's). Where
+        the ridge shrank a coordinate to nearly 0 the second term is the whole pull. g is
+        not known: the released X'X's eigenvalue exceeds it by noise, so it is taken at a
+        lower bound (:func:`_eigenvalue_margins`); where that is not above 0 the design's may
+        be 0, the steps may correct nothing and nothing bounds the pull: infinite there."""
         values, vectors = np.linalg.eigh(self.hessian)
-        # the released X'X's own eigenvalues, unless the scaled test found every one determined
-        undetermined = (values - self.ridge < self.noise) & (not self.determined)
-        s = np.where(undetermined, 1.0, (self.ridge / values) ** (steps + 1))
+        lower = values - self.ridge - self.sigma * _eigenvalue_margins(values.size)
+        s = np.where(lower > 0.0, (1.0 - lower / values) ** (steps + 1), 1.0)
         with np.errstate(divide="ignore"):
             gain = np.where(s < 1.0, s / (1.0 - s), np.inf)
         coordinates = vectors.T @ beta
+        noise = np.max([(d @ vectors).std(axis=0) for d in draws], axis=0)
         with np.errstate(invalid="ignore"):  # inf * 0: no pull along that direction
-            pulled = np.nan_to_num(
-                vectors @ (gain * coordinates), nan=np.inf, posinf=np.inf, neginf=-np.inf
+            pulled = np.abs(vectors @ (gain * coordinates)) + np.abs(vectors) @ (
+                gain * PULL_NOISE_SDS * noise
             )
-        return np.asarray(np.abs(pulled))
+        return np.asarray(np.nan_to_num(pulled, nan=np.inf, posinf=np.inf))
+
+
+@functools.cache
+def _eigenvalue_margins(p: int) -> NDArray[np.float64]:
+    """How far, in entry sds of the noise, the i-th smallest eigenvalue of a released p x p
+    X'X may exceed the design's, for i = 1..p, with chance :data:`MARGIN_LEVEL` each.
+
+    By Courant–Fischer, ``λ_i(G + E) <= max over x in U_i of x'(G + E)x <= g_i + λ_max(E|U_i)``
+    with ``U_i`` the span of G's i smallest eigenvectors (fixed, not chosen by the noise), and
+    ``E|U_i`` is an i x i symmetric Gaussian matrix (entry sd 1 on the diagonal, ``1/√2`` off
+    it; a structural zero only shrinks it): the margin is its largest eigenvalue's
+    MARGIN_LEVEL quantile over :data:`MARGIN_DRAWS` draws of a fixed seed (public: a function
+    of p). For i = 1 it is the normal quantile (1.64 sds), below the whole noise's spectral
+    norm (``√(2p)`` sds typical): the smallest released eigenvalue is biased *down* by the
+    noise, so it bounds the design's from below more tightly than the norm does."""
+    rng = np.random.default_rng(NOISE_SEED)
+    margins = np.empty(p)
+    for i in range(1, p + 1):  # p is a design's column count: a short loop over sizes
+        draws = rng.normal(size=(MARGIN_DRAWS, i, i))
+        noise = (np.triu(draws) + np.swapaxes(np.triu(draws, 1), 1, 2)) / np.where(
+            np.eye(i, dtype=bool), 1.0, math.sqrt(2.0)
+        )
+        margins[i - 1] = np.quantile(np.linalg.eigvalsh(noise)[:, -1], MARGIN_LEVEL)
+    margins.flags.writeable = False
+    return margins
 
 
 def _person_grams(
@@ -187,22 +227,6 @@ def _gram_bound(cap: int, square: float) -> float:
     ``√square`` rows' worth, at least ``1 / GRAM_SHRINK`` of its trace bound ``T_cap
     square``, at most that bound (then nothing is clipped)."""
     return cap * min(square, max(GRAM_NORM * math.sqrt(square), square / GRAM_SHRINK))
-
-
-def _determined(gram: NDArray[np.float64], sigma: float, norm: float, disjoint: Disjoint) -> bool:
-    """Whether the released X'X determines every direction beyond its noise, tested in the
-    frame of its released diagonal (post-processing): with ``S = diag(max(Ĝ_jj, σ ν))^{-1/2}``
-    (ν: ``norm``, the unscaled noise's typical spectral norm in sds),
-    ``λ_min(S G S) >= λ_min(S Ĝ S) - ‖S E S‖``, so the design is positive definite when
-    ``λ_min(S Ĝ S)`` exceeds the scaled noise's typical spectral norm (entry sds ``σ s_i s_j``,
-    0 on the structural zeros; the mean over :data:`NORM_DRAWS` draws of a fixed seed). A
-    rare level's count is then weighed against its own noise, not against the whole matrix's
-    norm; where the structural zeros keep the block's scaled noise diagonal, this decides
-    designs the unscaled test cannot (a level of 226 person-years against a norm of 279)."""
-    p = gram.shape[0]
-    scale = 1.0 / np.sqrt(np.maximum(np.diag(gram), sigma * norm))
-    smallest = float(np.linalg.eigvalsh(gram * np.outer(scale, scale))[0])
-    return smallest > sigma * _noise_norm(p, disjoint, scale)
 
 
 def _floor(sigma: float, norm: float) -> float:

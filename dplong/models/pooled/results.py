@@ -115,7 +115,7 @@ def _unscaled(scaled: _Scaling, release: _Statistics, steps: int) -> _Unscaled:
     # shrunk by it: at a ridge far above the design's eigenvalues it sees a tenth of it)
     with np.errstate(over="ignore", invalid="ignore"):  # an unbounded pull: infinite
         ridge = np.nan_to_num(
-            np.abs(scaled.linear) @ release.pilot.shrinkage_at(release.beta, steps),
+            np.abs(scaled.linear) @ release.pilot.shrinkage_at(release.beta, steps, release.draws),
             nan=np.inf,
             posinf=np.inf,
         )
