@@ -277,6 +277,85 @@ def test_gram_sensitivity_with_factor_blocks_is_attained_and_never_exceeded(kind
         assert np.linalg.norm(sums[0] - sums[1]) <= math.sqrt(2.0) * bound * (1 + 1e-12)
 
 
+def test_meat_rows_and_score_sizes_have_their_stated_sensitivity() -> None:
+    """The meat's rows with the steps' excess: each row's norm is at most √2 R² and two
+    persons' rows differ by at most √3 R² (the meat's PSD √2 R², the excess's R²), attained
+    by a person at 0 against one beyond R along a direction; without an inner radius the
+    rows are the meat's alone (√2 R²). The size's value a person is in [0, R₀²]
+    (sensitivity R₀²)."""
+    rng = np.random.default_rng(5)
+    radius, inner, p = 2.0, 0.8, 3
+    scores = rng.standard_t(2, size=(4000, p)) * rng.uniform(0.01, 3.0, (4000, 1))
+    rows, gain = pooled_release._meat_rows(scores, radius, inner)
+    assert gain == pytest.approx(radius**2 / (radius - inner))
+    bound = radius**2 * (1 + 1e-12)
+    assert np.linalg.norm(rows, axis=1).max() <= math.sqrt(2.0) * bound
+    pairs = rng.integers(0, 4000, size=(20000, 2))
+    moved = np.linalg.norm(rows[pairs[:, 0]] - rows[pairs[:, 1]], axis=1)
+    assert moved.max() <= math.sqrt(3.0) * bound
+    extreme, _ = pooled_release._meat_rows(
+        np.array([[0.0, 0.0, 0.0], [9.0, 0.0, 0.0]]), radius, inner
+    )
+    assert np.linalg.norm(extreme[0] - extreme[1]) == pytest.approx(math.sqrt(2.0) * radius**2)
+    # the excess alone moves by R² between a person inside and one far out; the meat by R²
+    # along one direction and up to √2 R² between orthogonal ones: √3 R² bounds both at once
+    plain, none = pooled_release._meat_rows(scores, radius, radius)
+    assert none == 0.0 and plain.shape[1] == p * (p + 1) // 2
+    assert np.linalg.norm(plain, axis=1).max() <= bound
+    sizes = (
+        pooled_release._scores(
+            np.ones((5, 1)),
+            rng.normal(0, 9, 5),
+            np.ones(5),
+            np.zeros(1),
+            np.arange(5),
+            5,
+            1.5,
+            np.eye(1),
+        )
+        ** 2
+    ).sum(axis=1)
+    assert sizes.min() >= 0.0 and sizes.max() <= 1.5**2 * (1 + 1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fraction", [1.0, BROKEN_NOISE_FRACTION])
+def test_score_size_release_audit_with_power_check(fraction: float) -> None:
+    """The scores' size release (:func:`pooled_release._score_size`) on D (one person's
+    score 0) and D' (that person's score at the radius R₀): ε lower bound from tail events of
+    the released sum; the broken replica (noise at a quarter of its sd) must be caught, the
+    correct one must not exceed its claim (runs as in the Gram matrix's audit)."""
+    rho, delta, outer = 0.5, 1e-3, 1.5
+    runs = 3000 if fraction == 1.0 else 1500
+    others = np.tile([[0.3, 0.4]], (20, 1))
+    rng = np.random.default_rng(11)
+    out = []
+    for person in ([0.0, 0.0], [0.9, 1.2]):  # norm 0 and 1.5 = R₀
+        scores = np.vstack([others, person])
+        out.append(
+            np.array(
+                [
+                    float(
+                        pooled_release._score_size(
+                            scores, outer, rho / fraction**2, 1.0, rng
+                        ).sum.total[0]
+                    )
+                    for _ in range(runs)
+                ]
+            )
+        )
+    sd = outer**2 / math.sqrt(2.0 * rho)
+    low, high = 20 * 0.25, 20 * 0.25 + outer**2
+    multiples = (0, 1, 2, 3, 4)
+    events_d, names = tail_events(out[0], low, high, sd * fraction, multiples)
+    events_p, _ = tail_events(out[1], low, high, sd * fraction, multiples)
+    bound = epsilon_lower_bound(events_d, events_p, delta=delta, confidence=CONFIDENCE, names=names)
+    if fraction == 1.0:
+        assert bound.epsilon_lb <= zcdp_epsilon(rho, delta), str(bound)
+    else:
+        assert bound.epsilon_lb > zcdp_epsilon(rho, delta), str(bound)
+
+
 def test_release_vector_sum_refuses_vectors_beyond_their_bound() -> None:
     with pytest.raises(AssertionError, match="norm bound"):
         release_vector_sum(np.array([[3.0, 4.0]]), 4.9, 9.8, 1.0, np.random.default_rng(0))
@@ -348,6 +427,7 @@ def test_ledger_spends_the_budget_and_the_accountant_is_charged() -> None:
     assert res.privacy.epsilon <= 2.0 and res.privacy.epsilon > 1.99
     assert [e.stage for e in res.privacy.entries] == [
         "sufficient statistics",
+        "scores' size",
         "Newton step 1",
         "Newton step 2",
         "clustered meat",
@@ -519,7 +599,7 @@ def test_noise_off_without_bounds_matches_statsmodels_where_the_ranges_hold_the_
 
 def test_ledger_without_bounds_lists_the_ranges_and_spends_the_budget() -> None:
     """3 medians per column without bounds (x, treated and y) and the rungs' counts, then the
-    four Gaussian releases: all composed within ε, most of it spent; the accountant sees
+    five Gaussian releases: all composed within ε, most of it spent; the accountant sees
     the same ledger."""
     accountant = dplong.Accountant(epsilon=2.0, delta=1e-5)
     res = PooledOLS.from_formula("y ~ treated + x", _covered_panel(1), groups="id").fit(
@@ -528,6 +608,7 @@ def test_ledger_without_bounds_lists_the_ranges_and_spends_the_budget() -> None:
     stages = [e.stage for e in res.privacy.entries]
     assert stages == ["bounds"] * 10 + [
         "sufficient statistics",
+        "scores' size",
         "Newton step 1",
         "Newton step 2",
         "clustered meat",

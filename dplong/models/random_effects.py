@@ -85,13 +85,14 @@ from dplong.results import PanelResults, RandomEffectsResults, RegressionResults
 
 __all__ = ["RandomEffects", "theta"]
 
-#: Shares of the quasi-demeaned fit's ρ: the Gram matrix, four Newton steps and the meat. The
-#: quasi-demeaned Gram matrix keeps ``(1 - θ)²`` of the between-person signal for the same
-#: noise, so its eigenvalue floor shrinks the pilot hard in those directions: a larger share
-#: lowers the floor, and each step undoes part of the rest (the panels of docs/accuracy.md, 12
-#: fits, components released: RMSE of the three coefficients 0.48, 0.21, 0.69 at PooledOLS's
-#: 0.2 for the Gram matrix with five steps; 0.17, 0.07, 0.32 with these; 0.6 and 0.7 no better).
-STEPS_SHARES = (0.5, 0.1, 0.1, 0.1, 0.1, 0.1)
+#: Shares of the quasi-demeaned fit's ρ: the Gram matrix, the scores' size, four Newton steps
+#: and the meat. The quasi-demeaned Gram matrix keeps ``(1 - θ)²`` of the between-person
+#: signal for the same noise, so its eigenvalue floor shrinks the pilot hard in those
+#: directions: a larger share lowers the floor, and each step undoes part of the rest (the
+#: panels of docs/accuracy.md, 12 fits, components released: RMSE of the three coefficients
+#: 0.48, 0.21, 0.69 at PooledOLS's 0.2 for the Gram matrix with five steps; 0.17, 0.07, 0.32
+#: with 0.5 and four; 0.6 and 0.7 no better).
+STEPS_SHARES = (0.45, 0.05, 0.1, 0.1, 0.1, 0.1, 0.1)
 
 
 class RandomEffects(PooledOLS):
@@ -260,7 +261,7 @@ class RandomEffects(PooledOLS):
         ...                                           bounds={"lwage": (-4, 5), "exper": (0, 20)})
         >>> plan = model.release_plan(epsilon=4.0, delta=545 ** -2.0)
         >>> plan.median_epsilon, round(plan.components_epsilon, 3), len(plan.rho)  # 4 steps
-        (0.0, 1.651, 6)
+        (0.0, 1.651, 7)
         >>> model.release_plan(epsilon=4.0, delta=545 ** -2.0, stated=(0.1, 0.1)).pilot_rho
         0.0
         """

@@ -27,9 +27,9 @@ from dplong.models.pooled.gram import (
     vech_scaled,
 )
 from dplong.privacy.accounting import LedgerEntry, gaussian_vector_entry
-from dplong.privacy.noise import release_vector_sum
+from dplong.privacy.noise import WeightedRelease, release_vector_sum
 
-__all__ = ["CLIP_RADIUS", "NOISE_DRAWS", "RSS_FLOOR"]
+__all__ = ["CLIP_RADIUS", "NOISE_DRAWS", "QUIET_NOISE", "RSS_FLOOR", "SCORE_SPREAD", "SIZE_SDS"]
 
 #: The whitened scores' clipping radius² in units of ``T_cap² σ̂² m̂``: the Cauchy–Schwarz
 #: bound on ``‖s_u‖²`` for a person with ``T_cap`` rows of average residual² and whitened
@@ -39,6 +39,16 @@ CLIP_RADIUS = 1.5
 #: The floor of the released residual sum of squares that sizes the scores' radius, in sds of
 #: its privacy noise (:func:`_clip_radius`).
 RSS_FLOOR = 1.0
+#: The Newton steps' clipping radius² in units of the whitened scores' released mean square
+#: (:func:`_score_size`): a person's ``‖s̃_u‖²`` over its mean is about ``χ²_p / p``, beyond 4
+#: in 4.5 % of persons at p = 1 and 0.7 % at p = 3.
+SCORE_SPREAD = 4.0
+#: The released mean square's noise added to it, in sds (:func:`_score_size`): a radius sized
+#: on a mean square the noise pulled low clips more persons.
+SIZE_SDS = 2.0
+#: A step's noise sd, as a share of the scores' sampling sd, below which the steps' radius is
+#: not narrowed (:func:`_score_size`): there the noise saves nothing worth the clipping.
+QUIET_NOISE = 0.5
 #: Monte Carlo draws of the privacy noise pushed through β̂'s map (seed: :data:`NOISE_SEED`).
 NOISE_DRAWS = 2000
 
@@ -47,12 +57,15 @@ NOISE_DRAWS = 2000
 class _Statistics:
     """What the Gaussian releases gave (scaled units): the pilot (the floored solve of the
     released Gram matrix), the stepped β̂, draws of its noise, its clustered sampling
-    covariance and the ledger entries of the releases."""
+    covariance, a bound on ``Σ_u (‖s̃_u‖ - R)₊`` (what the steps' radius R clipped of the
+    whitened scores at β̂, which moves the steps' fixed point by at most ``Ĥ^{-1/2}`` times
+    it) and the ledger entries of the releases."""
 
     pilot: _Solution
     beta: NDArray[np.float64]
     draws: tuple[NDArray[np.float64], NDArray[np.float64]]
     sampling: NDArray[np.float64]
+    clipped: float
     entries: tuple[LedgerEntry, ...]
 
 
@@ -72,12 +85,13 @@ def _release_statistics(
 ) -> _Statistics:
     """Steps 2-4 of ``docs/design/pooled.md`` on the scaled rows ``x``, ``y`` (values in [-1, 1];
     the intercept, if any, first) of n persons (``codes``, sorted), a person's rows weighted
-    ``min(1, cap / T_u)``; ``rho``: the Gram matrix's, each Newton step's and the meat's;
+    ``min(1, cap / T_u)``; ``rho``: the Gram matrix's, then (where there are Newton steps)
+    the scores' size's and each step's, then the meat's;
     ``blocks``: the factor blocks whose rows' norms the Gram matrix's bound counts;
     ``disjoint``: the blocks whose different columns' products are 0 in every row (public),
     left out of the released vector and put back as zeros."""
     p = x.shape[1]
-    rho_gram, *rho_steps, rho_meat = rho
+    rho_gram, *stepping, rho_meat = rho
     rows = np.bincount(codes, minlength=n).astype(np.float64)
     weight = np.minimum(1.0, cap / np.maximum(rows, 1.0))[codes]
 
@@ -98,11 +112,24 @@ def _release_statistics(
     released = _unvech_scaled(gram.total, p + 1, kept)
     sigma = float(gram.sd[0])
     pilot = _Solution.of(released, sigma, disjoint)
-    # step 3: Newton steps, the whitened clipped scores at the last β (public), each clipped
-    # to a radius from the released Gram matrix's residuals at that β
+    row_total = row_count(released, cap)
+    # step 3: the scores' typical size, then Newton steps: the whitened clipped scores at the
+    # last β (public), each clipped to a radius from the released Gram matrix's residuals at
+    # that β, or from the scores' size where that is smaller
+    outer = _clip_radius(released, pilot, pilot.beta, cap, row_total, reach)
+    sizes = [  # one release where there are steps to size (the ePTR route's errors have none)
+        _score_size(
+            _scores(x, y, weight, pilot.beta, codes, n, outer, pilot.whiten),
+            outer,
+            r,
+            max(stepping[1:]),
+            generator,
+        )
+        for r in stepping[:1]
+    ]
     beta, steps = pilot.beta, []
-    for rho_step in rho_steps:
-        radius = _clip_radius(released, pilot, beta, cap, row_count(released, cap), reach)
+    for rho_step in stepping[1:]:
+        radius = min(_clip_radius(released, pilot, beta, cap, row_total, reach), sizes[0].radius)
         score_bound = radius * (1.0 + 1e-12)
         steps.append(
             release_vector_sum(
@@ -115,31 +142,102 @@ def _release_statistics(
         )
         beta = beta + pilot.whiten @ steps[-1].total  # Ĥ⁻¹ Ĥ^{1/2} t
 
-    # step 4: the person-clustered meat at the released β̂ (public), whitened
-    radius = _clip_radius(released, pilot, beta, cap, row_count(released, cap), reach)
-    scores = _scores(x, y, weight, beta, codes, n, radius, pilot.whiten)
+    # step 4: the person-clustered meat at the released β̂ (public), whitened, with the mass
+    # the steps' radius clipped below the Cauchy–Schwarz one (the steps' fixed point's bias)
+    radius = _clip_radius(released, pilot, beta, cap, row_total, reach)
+    inner = min([radius, *(size.radius for size in sizes)])
+    rows, gain = _meat_rows(
+        _scores(x, y, weight, beta, codes, n, math.inf, pilot.whiten), radius, inner
+    )
     meat_bound = radius**2 * (1.0 + 1e-12)
     meat = release_vector_sum(
-        vech_scaled(scores, np.ones(n)),
-        meat_bound,
-        math.sqrt(2.0) * meat_bound,
+        rows,
+        (math.sqrt(2.0) if gain else 1.0) * meat_bound,
+        (math.sqrt(3.0) if gain else math.sqrt(2.0)) * meat_bound,
         rho_meat,
         generator,
     )
-    values, vectors = np.linalg.eigh(_unvech_scaled(meat.total, p))
+    k = p * (p + 1) // 2
+    clipped = 0.0
+    if gain:
+        clipped = (max(float(meat.total[k]), 0.0) + SIZE_SDS * float(meat.sd[k])) / gain
+    values, vectors = np.linalg.eigh(_unvech_scaled(meat.total[:k], p))
     psd = (vectors * np.maximum(values, 0.0)) @ vectors.T
     sampling = n / (n - 1.0) * pilot.whiten @ psd @ pilot.whiten
 
     entries = (
         gaussian_vector_entry("sufficient statistics", "[X y]'[X y]", rho_gram, gram),
         *(
-            gaussian_vector_entry(f"Newton step {k + 1}", f"Σ_u clip(s_u(β_{k}))", r, step)
-            for k, (r, step) in enumerate(zip(rho_steps, steps, strict=True))
+            gaussian_vector_entry("scores' size", "Σ_u min(‖s_u(β_0)‖², R_0²)", r, size.sum)
+            for r, size in zip(stepping[:1], sizes, strict=True)
         ),
-        gaussian_vector_entry("clustered meat", "Σ_u clip(s_u) clip(s_u)'", rho_meat, meat),
+        *(
+            gaussian_vector_entry(f"Newton step {k + 1}", f"Σ_u clip(s_u(β_{k}))", r, step)
+            for k, (r, step) in enumerate(zip(stepping[1:], steps, strict=True))
+        ),
+        gaussian_vector_entry(
+            "clustered meat",
+            "Σ_u clip(s_u) clip(s_u)'" + (", Σ_u (‖s_u‖ - R)₊" if gain else ""),
+            rho_meat,
+            meat,
+        ),
     )
     draws = _noise_draws(pilot, beta, sigma, [float(step.sd[0]) for step in steps], kept)
-    return _Statistics(pilot, beta, draws, sampling, entries)
+    return _Statistics(pilot, beta, draws, sampling, clipped, entries)
+
+
+@dataclass(frozen=True)
+class _ScoreSize:
+    """The released ``Σ_u min(‖s̃_u(β₀)‖², R₀²)`` and the steps' radius it gives."""
+
+    sum: WeightedRelease
+    radius: float
+
+
+def _score_size(
+    scores: NDArray[np.float64],
+    outer: float,
+    rho: float,
+    step_rho: float,
+    generator: np.random.Generator,
+) -> _ScoreSize:
+    """The whitened ``scores``' (n x p, at the pilot, clipped to the Cauchy–Schwarz radius
+    ``outer``) mean square m̂, one scalar Gaussian release, plus :data:`SIZE_SDS` of its
+    noise sds, and the Newton steps' radius from it: √(:data:`SCORE_SPREAD` m̂), or where the
+    noise of a step of ρ ``step_rho`` at that radius would be under :data:`QUIET_NOISE` of the
+    scores' sampling sd ``√(n m̂ / p)``, the radius whose noise is that (clipping saves
+    nothing there: with the noise off the steps are exact).
+
+    The Cauchy–Schwarz radius (:func:`_clip_radius`) allows for a person whose residuals are
+    perfectly correlated, ``T_cap`` times the mean square of a person whose residuals are
+    independent (a within fit, or small person effects): that radius's noise, not the
+    sampling error, then sets the steps'. Each person's squared norm is in [0, outer²]: the
+    sum's sensitivity is outer². At the pilot the scores carry the pilot's error too, so the
+    mean square is if anything too large."""
+    n, p = scores.shape
+    bound = outer**2 * (1.0 + 1e-12)
+    total = release_vector_sum((scores**2).sum(axis=1)[:, None], bound, bound, rho, generator)
+    mean_square = (max(float(total.total[0]), 0.0) + SIZE_SDS * float(total.sd[0])) / n
+    # a step's noise sd per whitened coordinate is 2 R / √(2 ρ)
+    quiet = QUIET_NOISE * math.sqrt(n * mean_square / p * 2.0 * step_rho) / 2.0
+    return _ScoreSize(total, max(math.sqrt(SCORE_SPREAD * mean_square), quiet))
+
+
+def _meat_rows(
+    scores: NDArray[np.float64], radius: float, inner: float
+) -> tuple[NDArray[np.float64], float]:
+    """Each person's row of the meat's release and the excess's scale: ``vech(s̃ s̃')`` of the
+    whitened score clipped to ``radius`` (norm at most R²; two persons' rows differ by at most
+    √2 R², PSD), and where the steps clipped at ``inner < radius`` the person's excess
+    ``min((‖s̃_u‖ - inner)₊, radius - inner)`` times ``R² / (radius - inner)`` (in [0, R²]):
+    the row's norm is then at most √2 R², two rows differ by at most √3 R². The scale is 0
+    (no excess column) where nothing was clipped below ``radius``."""
+    norms = np.sqrt((scores**2).sum(axis=1))
+    columns = [vech_scaled(_clip_rows(scores, radius), np.ones(scores.shape[0]))]
+    gain = radius**2 / (radius - inner) if radius > inner else 0.0
+    if gain:
+        columns.append(gain * np.clip(norms - inner, 0.0, radius - inner)[:, None])
+    return np.hstack(columns), gain
 
 
 def _noise_draws(
@@ -227,7 +325,7 @@ def _scores(
     whiten: NDArray[np.float64],
 ) -> NDArray[np.float64]:
     """Every person's score ``s_u = Σ_t w_u x̃_t (ỹ_t - x̃_t'β)`` at a public β, whitened by
-    the public symmetric ``whiten`` and clipped to ``radius`` in L2 norm (n x p)."""
-    return _clip_rows(
-        user_row_sums(x * (weight * (y - x @ beta))[:, None], codes, n) @ whiten, radius
-    )
+    the public symmetric ``whiten`` and clipped to ``radius`` in L2 norm (n x p; ``math.inf``:
+    not clipped)."""
+    scores = user_row_sums(x * (weight * (y - x @ beta))[:, None], codes, n) @ whiten
+    return scores if math.isinf(radius) else _clip_rows(scores, radius)

@@ -39,7 +39,7 @@ def _statistics_results(
     ``ranges`` (the columns', then the outcome's) the fit clipped to."""
     reported = model._reported
     index = pd.Index([model._design.columns[j] for j in reported])
-    beta, noise_sd, sampling_sd, bias, unbounded = _unscaled(scaled, release, len(plan.rho) - 2).at(
+    beta, noise_sd, sampling_sd, bias, unbounded = _unscaled(scaled, release, len(plan.rho) - 3).at(
         reported
     )
     notes = _withheld_notes(model, index[unbounded], release.pilot.ridge)
@@ -119,6 +119,9 @@ def _unscaled(scaled: _Scaling, release: _Statistics, steps: int) -> _Unscaled:
             nan=np.inf,
             posinf=np.inf,
         )
+    # the steps' fixed point solves Σ_u clip(s_u) = 0: what the radius clipped moves it from
+    # pooled OLS by Ĥ^{-1/2} D with ‖D‖ at most the released clipped mass
+    ridge += np.linalg.norm(scaled.linear @ release.pilot.whiten, axis=1) * release.clipped
     sampling_sd = np.sqrt(np.diag(scaled.linear @ release.sampling @ scaled.linear.T))
     # withheld (released numbers only): where the released X'X does not determine a
     # direction beyond its noise nothing bounds the ridge's pull, and an interval to the
