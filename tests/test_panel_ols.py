@@ -17,6 +17,7 @@ from test_pooled import unclipped_meat  # noqa: F401  (a fixture)
 
 import dplong
 import dplong.models.pooled.release as pooled_release
+import dplong.privacy.ranges as ranges
 from dplong.exceptions import ParameterError
 from dplong.models.pooled.gram import _Solution
 
@@ -39,7 +40,15 @@ def _panel(seed: int, people: int = 400, years: int = 5, drop: float = 0.2) -> p
 BOUNDS = {"y": (-20, 20), "x": (-6, 7), "z": (0, 1)}
 
 
-@pytest.mark.usefixtures("unclipped_meat")
+@pytest.fixture
+def capped_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ranges found far out, so that the public widths (the caps) are the ranges: every
+    deviation inside (BOUNDS' widths hold them)."""
+    monkeypatch.setattr(ranges, "RUNGS", (1e12,))
+    monkeypatch.setattr(ranges, "REACH", 1e12)
+
+
+@pytest.mark.usefixtures("unclipped_meat", "capped_ranges")
 def test_noise_off_matches_linearmodels_entity_effects() -> None:
     """linearmodels' PanelOLS with entity effects, clustered by entity. The coefficients agree
     to rounding; the standard errors are the same sandwich up to one scalar small-sample
@@ -62,7 +71,31 @@ def test_noise_off_matches_linearmodels_entity_effects() -> None:
     assert float(res.noise_sd.max()) < 1e-10
     assert list(res.params.index) == ["x", "z"] and str(res.model) == "PanelOLS"
     assert "deviations from each person's mean" in res.assumptions[0]
-    assert "x in [-13, 13]" in res.assumptions[0]  # a range's width bounds the deviations
+    # found privately (far out here) and cut to the public width, which bounds the deviations
+    assert "x in [-13, 13] (found privately)" in res.assumptions[0]
+
+
+def test_public_bounds_cap_the_deviations_found_and_help_as_much_as_none() -> None:
+    """A public range of width w bounds the deviations by ±w, far wider than their spread:
+    as the frame it left the design within the Gram matrix's noise and every coefficient was
+    withheld (n = 2000, d = 3, ε = 1: 0 of 20 released, 20 of 20 without bounds). It caps the
+    range found privately instead: the same fit as without bounds where the cap holds the
+    found range, and a range cut to the cap where it does not (z's width 0.2, where its
+    deviations, uniform on [0, 1] less a person's mean, reach beyond ±0.5)."""
+    panel = _panel(2, people=1500, years=6, drop=0.0)
+    found = dplong.PanelOLS.from_formula("y ~ x + z", panel, groups="id").fit(
+        epsilon=1.0, max_rows=6, random_state=3
+    )
+    bounded = dplong.PanelOLS.from_formula("y ~ x + z", panel, groups="id", bounds=BOUNDS).fit(
+        epsilon=1.0, max_rows=6, random_state=3
+    )
+    pd.testing.assert_series_equal(found.params, bounded.params)
+    assert np.isfinite(bounded.params).all()
+    assert [e.stage for e in bounded.privacy.entries] == [e.stage for e in found.privacy.entries]
+    tight = dplong.PanelOLS.from_formula(
+        "y ~ x + z", panel, groups="id", bounds={"z": (0.4, 0.6)}
+    ).fit(epsilon=1.0, max_rows=6, random_state=3)
+    assert "z in [-0.2, 0.2] (found privately)" in tight.assumptions[0]
 
 
 def test_each_persons_rows_depend_on_their_own_rows_only() -> None:

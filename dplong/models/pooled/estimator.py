@@ -123,12 +123,15 @@ class PooledOLS(_RangesStage, FormulaModel):
         *,
         levels: Mapping[str, tuple[Any, ...]],
         frame: NDArray[np.float64] | None = None,
+        caps: NDArray[np.float64] | None = None,
         blocks: Blocks = (),
         disjoint: Disjoint = (),
     ) -> None:
         super().__init__(design)
         self._design: PanelDesign = design
         self._ranges = ranges  # public: (p + 1) x 2, the columns' then the outcome's
+        # public: what a range found privately is cut to (none: infinite)
+        self._caps = np.tile([-np.inf, np.inf], (len(ranges), 1)) if caps is None else caps
         # the public frame the Gram matrix is scaled to (default the ranges; an earlier
         # stage's found cores when it passes its ranges on)
         self._frame = ranges.copy() if frame is None else frame

@@ -23,6 +23,8 @@ from dplong.privacy.ranges import (
 
 __all__ = ["HISTOGRAM_NOTE", "check_ranges", "find_ranges", "range_notes"]
 
+_BOUNDS = "bounds={...}"
+
 #: The public note of a fit whose ranges the histograms find (decided by the plan).
 HISTOGRAM_NOTE = (
     "The ranges were found privately from histograms of the persons' extremes at a doubling's "
@@ -31,10 +33,13 @@ HISTOGRAM_NOTE = (
 )
 
 
-def check_ranges(n: int, names: list[str], plan: StatisticsBudget) -> None:
+def check_ranges(
+    n: int, names: list[str], plan: StatisticsBudget, *, bounded: bool = False
+) -> None:
     """Refuse, from public facts and before any noise, the ranges of the columns ``names``
     that the plan cannot find: its medians would miss, or its histograms' threshold is beyond
-    what a cell holds (nothing to refuse without such columns)."""
+    what a cell holds (nothing to refuse without such columns); ``bounded``: every one of
+    them has a public bound already (a within fit's, which only caps its deviations)."""
     if not names:
         return
     if plan.histogram_rho > 0.0:
@@ -47,7 +52,11 @@ def check_ranges(n: int, names: list[str], plan: StatisticsBudget) -> None:
     if short:
         refusal = InsufficientUsersError(
             f"n * epsilon is too small to find the ranges of {names} privately ({why}): "
-            "give their public bounds (bounds={...}) or raise epsilon"
+            + (
+                "raise epsilon"
+                if bounded
+                else "give their public bounds (bounds={...}) or raise epsilon"
+            )
         )
         refusal.budget_refusal = True  # a larger ε cures it (dplong.plan)
         raise refusal
@@ -68,10 +77,12 @@ def find_ranges(
     names: tuple[str, ...],
     plan: StatisticsBudget,
     generator: np.random.Generator,
+    caps: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[LedgerEntry, ...]]:
     """Every column's range ((p + 1) x 2): the public ones of ``ranges``, the others (NaN
     there; their ``values``, rows sorted by person, and ``names``) found privately with the
-    plan's budget; the Gram matrix's frame (the found ranges' cores, the public ranges'
+    plan's budget and cut to their public ``caps`` ((p + 1) x 2, infinite where none); the
+    Gram matrix's frame (the found ranges' cores, cut likewise, the public ranges'
     ``frame``); and the ledger entries of that stage."""
     located = np.isnan(ranges[:, 0])
     ranges, frame = ranges.copy(), frame.copy()
@@ -84,7 +95,9 @@ def find_ranges(
         found = private_ranges(
             *extremes, plan.median_epsilon, plan.count_rho, generator, names=names
         )
-    ranges[located], frame[located] = found.ranges, found.core
+    low, high = caps[located, :1], caps[located, 1:]
+    ranges[located] = np.clip(found.ranges, low, high)
+    frame[located] = np.clip(found.core, low, high)
     return ranges, frame, found.entries
 
 
@@ -105,10 +118,12 @@ def _extremes(
 class _RangesStage:
     """The private ranges stage as methods of a model fitted from sufficient statistics: its
     design, the public ``_ranges`` of its columns and outcome ((p + 1) x 2, NaN where the fit
-    finds the range privately) and the Gram matrix's ``_frame``."""
+    finds the range privately), the public ``_caps`` a range found privately is cut to, and the
+    Gram matrix's ``_frame``."""
 
     _design: PanelDesign
     _ranges: NDArray[np.float64]
+    _caps: NDArray[np.float64]
     _frame: NDArray[np.float64]
 
     @property
@@ -130,7 +145,8 @@ class _RangesStage:
 
     def _check_ranges(self, plan: StatisticsBudget) -> None:
         """Refuse, before any noise, ranges the plan cannot find (:func:`check_ranges`)."""
-        check_ranges(self._design.n, self._located_names, plan)
+        bounded = bool(np.isfinite(self._caps[self._located]).all())
+        check_ranges(self._design.n, self._located_names, plan, bounded=bounded)
 
     def _range_notes(self, plan: StatisticsBudget) -> tuple[str, ...]:
         """The public note of ranges the plan finds by histograms (none otherwise)."""
@@ -151,4 +167,5 @@ class _RangesStage:
             tuple(self._located_names),
             plan,
             generator,
+            self._caps,
         )

@@ -12,7 +12,7 @@ from dplong._grouping import user_row_means
 from dplong.formula import DesignSpec, PanelDesign
 from dplong.models.command_line import BOUNDS_OPTION, MAX_ROWS_OPTION, CommandLineModel, register
 from dplong.models.pooled.estimator import PooledOLS
-from dplong.models.pooled.factors import Disjoint
+from dplong.models.pooled.factors import Disjoint, _factor_blocks
 
 __all__ = ["PanelOLS"]
 
@@ -32,10 +32,11 @@ class PanelOLS(PooledOLS):
     person (its deviations are all 0: the released ``X'X`` does not determine it, and the
     coefficients are withheld with a note; drop it from the formula, or fit
     :class:`PooledOLS` or :class:`RandomEffects`, which identify it). The ranges are the
-    deviations': a public range ``(low, high)`` of a column in ``bounds`` bounds its deviations
-    by ``±(high - low)`` (a declared factor's indicators by ±1); the others are found privately
-    from the deviations themselves, so a column that varies little within persons gets a frame
-    of its own spread, not of its range.
+    deviations', found privately from the deviations themselves (a declared factor's
+    indicators' are ±1), so a column that varies little within persons gets a frame of its
+    own spread, not of its range: a public range ``(low, high)`` of a column in ``bounds``
+    only caps its deviations' at ``±(high - low)`` and saves no budget (a frame that wide
+    would leave the design within the Gram matrix's noise).
 
     Examples
     --------
@@ -62,23 +63,36 @@ class PanelOLS(PooledOLS):
 
     @classmethod
     def _of(cls, spec: DesignSpec, design: PanelDesign, ranges: NDArray[np.float64]) -> PanelOLS:
-        """The model of the design's deviations from each person's means, a column of ones
-        (:data:`ROW_COUNTER`) first, and the deviations' public ranges (a per-person map of
-        the rows: each person's deviations depend on their own rows only). The formula's
-        intercept, if any, is absorbed like the person effects."""
+        """The model of the design's deviations from each person's means (a per-person map of
+        the rows: each person's deviations depend on their own rows only), a column of ones
+        (:data:`ROW_COUNTER`) first; the deviations' ranges are found at the fit, cut to the
+        public ones a column's ``bounds`` give, but a declared factor's indicators' (±1). The
+        formula's intercept, if any, is absorbed like the person effects."""
         keep = [j for j, name in enumerate(design.columns) if name != ROW_COUNTER]
         z = np.column_stack([design.X[:, keep], design.y])
         deviations = z - user_row_means(z, design.codes, design.n)[design.codes]
         ones = np.ones((deviations.shape[0], 1))
-        width = ranges[:, 1] - ranges[:, 0]  # NaN where found at the fit: stays NaN
-        spread = np.column_stack([-width, width])[[*keep, len(design.columns)]]
+        # a public range of width w bounds the deviations by ±w, far wider than their spread
+        # (a frame that wide leaves the design within the Gram matrix's noise): it caps the
+        # range found privately; a declared factor's indicators keep their public ±1
+        width = (ranges[:, 1] - ranges[:, 0])[[*keep, len(design.columns)]]
+        public = np.column_stack([-width, width])
+        factor = np.isin([*(design.columns[j] for j in keep), design.outcome], _indicators(spec))
+        bounded = np.isfinite(width) & ~factor
+        spread = np.where(factor[:, None], public, np.nan)
+        caps = np.where(bounded[:, None], public, [[-np.inf, np.inf]])
         within = dataclasses.replace(
             design,
             X=np.column_stack([ones, deviations[:, :-1]]),
             y=np.ascontiguousarray(deviations[:, -1]),
             columns=(ROW_COUNTER, *(design.columns[j] for j in keep)),
         )
-        return cls(within, np.vstack([[1.0, 1.0], spread]), levels=spec.levels)
+        return cls(
+            within,
+            np.vstack([[1.0, 1.0], spread]),
+            levels=spec.levels,
+            caps=np.vstack([[-np.inf, np.inf], caps]),
+        )
 
     @property
     def exog_names(self) -> list[str]:
@@ -99,6 +113,11 @@ class PanelOLS(PooledOLS):
             "person effects absorbed (deviations from each person's mean); "
             + super()._weighting(cap)
         )
+
+
+def _indicators(spec: DesignSpec) -> list[str]:
+    """The declared factors' indicator columns (their public ±1 deviations are not located)."""
+    return [c for block in _factor_blocks(spec) for c in block.columns]
 
 
 register(
