@@ -147,6 +147,56 @@ def test_a_covariate_constant_within_persons_is_withheld_with_a_note() -> None:
     assert any("sex" in note and "absorb" in note for note in res.warnings)
 
 
+def test_a_declared_between_covariate_is_absorbed_in_either_order() -> None:
+    """``between=["sex"]`` (public): sex is left out of the releases and reported as absorbed
+    with no estimate, in the formula's place; the rest are the fit of the formula without it,
+    whatever the terms' order (the same releases, draw for draw), where undeclared the
+    all-zero deviations leave the released X'X undetermined and every coefficient withheld."""
+    panel = _panel(4, people=2000)
+    fits = {
+        formula: dplong.PanelOLS.from_formula(formula, panel, groups="id").fit(
+            epsilon=2.0, max_rows=5, random_state=0, between=["sex"]
+        )
+        for formula in ("y ~ x + sex + z", "y ~ sex + x + z")
+    }
+    first, second = fits.values()
+    assert list(first.params.index) == ["x", "sex", "z"]
+    assert list(second.params.index) == ["sex", "x", "z"]
+    pd.testing.assert_series_equal(first.params[["x", "z"]], second.params[["x", "z"]])
+    without = dplong.PanelOLS.from_formula("y ~ x + z", panel, groups="id").fit(
+        epsilon=2.0, max_rows=5, random_state=0
+    )
+    pd.testing.assert_series_equal(first.params[["x", "z"]], without.params)
+    assert np.isfinite(first.params[["x", "z"]]).all() and math.isnan(first.params["sex"])
+    assert first.withheld.to_dict() == {"sex": "absorbed"}
+    assert "absorbed by the person effects, no estimate: sex" in first.assumptions[-1]
+    assert not first.warnings and first.privacy.epsilon <= 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        undeclared = dplong.PanelOLS.from_formula("y ~ x + sex + z", panel, groups="id").fit(
+            epsilon=2.0, max_rows=5, random_state=0
+        )
+    assert undeclared.params.isna().all()
+    assert "give public bounds" not in undeclared.warnings[0]  # they only cap the ranges
+
+
+@pytest.mark.parametrize(
+    ("model", "between", "match"),
+    [
+        (dplong.PooledOLS, "sex", "between= applies to PanelOLS"),
+        (dplong.PanelOLS, ["age"], "not regressors of the within fit"),
+        (dplong.PanelOLS, [3], "list of column names"),
+    ],
+)
+def test_between_is_refused_before_any_noise(model: type, between: object, match: str) -> None:
+    accountant = dplong.Accountant(epsilon=1.0, delta=1e-5)
+    with pytest.raises(ParameterError, match=match):
+        model.from_formula("y ~ x + sex", _panel(1), groups="id").fit(
+            epsilon=1.0, between=between, accountant=accountant
+        )
+    assert accountant.spent_epsilon == 0.0
+
+
 def test_the_scores_radius_is_floored_at_the_released_rss_noise() -> None:
     """A released RSS below its own noise (here negative) sizes the radius as RSS_FLOOR noise
     sds of it, ``σ (1 + ‖β‖²)``, not as 1: the Newton steps can still move the pilot."""

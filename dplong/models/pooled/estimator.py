@@ -5,8 +5,9 @@ sufficient statistics (``docs/design/pooled.md``); its ``method="ptr"`` route is
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -113,6 +114,9 @@ class PooledOLS(_RangesStage, FormulaModel):
     _clipped = "values"
     #: What else leaves a coefficient undetermined (the withheld note says it).
     _unidentified = ""
+    #: Whether a public range is a column's frame, so that stating one narrower than the
+    #: range found privately can determine a coefficient (the withheld note's remedy).
+    _bounds_frame = True
     #: The routes ``fit``'s ``method`` may take.
     _methods: tuple[str, ...] = ("statistics", "ptr")
 
@@ -218,12 +222,13 @@ class PooledOLS(_RangesStage, FormulaModel):
         method: Literal["statistics", "ptr"] = "statistics",
         ptr_floor: float | None = None,
         coef_bound: float | None = None,
+        between: Sequence[str] | str | None = None,
         random_state: RandomState = None,
         rng: RandomState = None,
         accountant: Accountant | None = None,
     ) -> RegressionResults:
         """Release pooled OLS with user-level (ε, δ)-DP: the private ranges of the columns
-        without bounds, then four discrete Gaussian releases (zCDP), composed exactly to
+        without bounds, then five discrete Gaussian releases (zCDP), composed exactly to
         (ε, δ). Refused before any noise where n ε is too small for the ranges' medians.
         With ``method="ptr"``, the coefficients are instead one user-level ePTR release
         (:func:`dplong.privacy.ptr.ols_ptr`).
@@ -261,6 +266,11 @@ class PooledOLS(_RangesStage, FormulaModel):
             With ``method="ptr"``: the radius ``R_θ`` the scaled coefficient vector is
             projected onto (default 1: the fitted plane stays within the outcome's range over
             the covariates' box).
+        between : str or list of str, optional
+            :class:`PanelOLS` only: regressors the analyst declares constant within every
+            person (a public fact: treatment, sex). The person effects absorb them: they are
+            left out of the releases and reported with no estimate, instead of leaving the
+            released ``X'X`` undetermined and every coefficient withheld.
         random_state, rng : None, int or numpy.random.Generator
             Source of the noise; ``None`` (default) is fresh OS entropy, the only choice for a
             release (a seed is for reproducible research).
@@ -289,8 +299,6 @@ class PooledOLS(_RangesStage, FormulaModel):
         the released Hessian, the clustered sandwich's bread, smaller than the design's
         ``X'X``: the standard errors err wide (here by a tenth).
         """
-        design = self._design
-        n = design.n
         options, cap, generator = self._checked(
             epsilon, delta, max_rows, cov_type, privacy, variant, accountant, random_state, rng
         )
@@ -299,6 +307,23 @@ class PooledOLS(_RangesStage, FormulaModel):
             return _fit_ptr(self, options, cap, ptr_floor, coef_bound, generator, accountant)
         if ptr_floor is not None or coef_bound is not None:
             raise ParameterError('ptr_floor and coef_bound apply to method="ptr" only')
+        absorbed = self._absorbed(between)
+        model = self._without(absorbed)
+        return model._fit_statistics(options, cap, generator, accountant, self, absorbed)
+
+    def _fit_statistics(
+        self,
+        options: ReleaseOptions,
+        cap: int,
+        generator: np.random.Generator,
+        accountant: Accountant | None,
+        formula_model: PooledOLS,
+        absorbed: tuple[str, ...],
+    ) -> RegressionResults:
+        """The fit from released sufficient statistics, its options checked; the results
+        report ``formula_model``'s coefficients, ``absorbed`` ones with no estimate."""
+        design = self._design
+        n = design.n
         plan = self.release_plan(epsilon=options.epsilon, delta=options.delta)
         self._check_ranges(plan)
         # every refusal is decided: dplong.plan stops here, before any noise
@@ -312,7 +337,48 @@ class PooledOLS(_RangesStage, FormulaModel):
         x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
         release = self._release(scaled, x, y, codes, cap, plan.rho, generator)
         ledger = settle(accountant, [*range_entries, *release.entries], options)
-        return _statistics_results(self, scaled, release, ledger, options, cap, ranges, plan)
+        return _statistics_results(
+            self,
+            scaled,
+            release,
+            ledger,
+            options,
+            cap,
+            ranges,
+            plan,
+            reported=(tuple(formula_model.exog_names), absorbed),
+        )
+
+    def _absorbed(self, between: object) -> tuple[str, ...]:
+        """The regressors declared constant within persons (``fit``'s ``between``): none
+        here, where such a regressor is identified."""
+        if between is not None:
+            raise ParameterError(
+                f"between= applies to PanelOLS (whose person effects absorb a regressor "
+                f"constant within persons); {type(self).__name__} estimates it"
+            )
+        return ()
+
+    def _without(self: _Model, columns: tuple[str, ...]) -> _Model:
+        """The model of the same rows without the design's ``columns`` (itself if none)."""
+        if not columns:
+            return self
+        keep = [j for j, c in enumerate(self._design.columns) if c not in columns]
+        rows = [*keep, len(self._design.columns)]  # the columns' and the outcome's ranges
+        design = dataclasses.replace(
+            self._design,
+            X=np.ascontiguousarray(self._design.X[:, keep]),
+            columns=tuple(self._design.columns[j] for j in keep),
+        )
+        return type(self)(
+            design,
+            self._ranges[rows],
+            levels=self._levels,
+            frame=self._frame[rows],
+            caps=self._caps[rows],
+            blocks=self._blocks,
+            disjoint=self._disjoint,
+        )
 
     def _checked(
         self,

@@ -34,24 +34,38 @@ def _statistics_results(
     cap: int,
     ranges: NDArray[np.float64],
     plan: StatisticsBudget,
+    *,
+    reported: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
 ) -> RegressionResults:
     """``model``'s results: β̂, its noise draws and its covariances unscaled to the
-    ``ranges`` (the columns', then the outcome's) the fit clipped to."""
-    reported = model._reported
-    index = pd.Index([model._design.columns[j] for j in reported])
+    ``ranges`` (the columns', then the outcome's) the fit clipped to; ``reported``: the
+    formula's coefficients in order and those absorbed (declared ``between``: left out of
+    the releases, no estimate), where the model fitted has fewer columns than its formula."""
+    positions = model._reported
+    index = pd.Index([model._design.columns[j] for j in positions])
+    order, absorbed = reported or (tuple(index), ())
+    full = pd.Index(order)
     beta, noise_sd, sampling_sd, bias, unbounded = _unscaled(scaled, release, len(plan.rho) - 3).at(
-        reported
+        positions
     )
     notes = _withheld_notes(model, index[unbounded], release.pilot.ridge)
     notes += _found_notes(model, plan)
 
-    def series(values: NDArray[np.float64], label: str) -> pd.Series:
-        return pd.Series(values, index=index, name=label)
+    def series(values: NDArray[np.float64], label: str, fill: float = math.nan) -> pd.Series:
+        return pd.Series(values, index=index, name=label).reindex(full, fill_value=fill)
 
     bounds = ", ".join(
         f"{name} in [{lo:.4g}, {hi:.4g}]" + (" (found privately)" if found else "")
         for name, (lo, hi), found in zip(model._names, ranges, model._located, strict=True)
         if name != "Intercept"
+    )
+    declared = (
+        (
+            "declared constant within persons (between=), absorbed by the person effects, no "
+            f"estimate: {', '.join(absorbed)} (PooledOLS or RandomEffects estimate them)",
+        )
+        if absorbed
+        else ()
     )
     return RegressionResults(
         model=model.spec,
@@ -62,8 +76,8 @@ def _statistics_results(
         noise_law="gaussian",
         sampling_sd=series(sampling_sd, "sampling sd"),
         bias=series(bias, "bias"),
-        projection_interval=pd.DataFrame(np.nan, index=index, columns=["lower", "upper"]),
-        failed=pd.Series(False, index=index, name="failed"),
+        projection_interval=pd.DataFrame(np.nan, index=full, columns=["lower", "upper"]),
+        failed=pd.Series(False, index=full, name="failed"),
         privacy=ledger,
         nobs_users=model.nobs_users,
         # every person contributes (n is public): nothing is counted
@@ -73,13 +87,17 @@ def _statistics_results(
         assumptions=(
             f"ranges of the {model._clipped} (values outside are clipped): {bounds}",
             f"standard errors clustered by person, plus the privacy noise; {model._weighting(cap)}",
+            *declared,
         ),
         warnings=notes,
         gamma=options.gamma,
-        bad_events=series(np.zeros(len(index)), "bad events"),
+        bad_events=series(np.zeros(len(index)), "bad events", 0.0),
         basis=f"{model.estimator} from released sufficient statistics",
         levels=dict(model._levels),
-        withheld_why={str(c): "unbounded" for c in index[unbounded]},
+        withheld_why={
+            **{str(c): "unbounded" for c in index[unbounded]},
+            **{c: "absorbed" for c in absorbed},
+        },
     )
 
 
@@ -136,7 +154,7 @@ def _withheld_notes(model: PooledOLS, withheld: pd.Index, ridge: float) -> tuple
     """The note of the coefficients ``withheld`` (their ridge's pull unbounded) or, with none,
     of the released X'X's floor (its ``ridge``) where it has one."""
     if len(withheld):
-        remedy = "give public bounds, " if model._located.any() else ""
+        remedy = "give public bounds, " if model._located.any() and model._bounds_frame else ""
         return (
             f"{[str(c) for c in withheld]} withheld: the released X'X does not "
             "determine them beyond its noise, so nothing bounds how far its ridge pulled "

@@ -10,7 +10,14 @@ from numpy.typing import NDArray
 
 from dplong._grouping import user_row_means
 from dplong.formula import DesignSpec, PanelDesign
-from dplong.models.command_line import BOUNDS_OPTION, MAX_ROWS_OPTION, CommandLineModel, register
+from dplong.models.command_line import (
+    BOUNDS_OPTION,
+    MAX_ROWS_OPTION,
+    CommandLineModel,
+    Option,
+    register,
+)
+from dplong.models.linear_options import _between_columns
 from dplong.models.pooled.estimator import PooledOLS
 from dplong.models.pooled.factors import Disjoint, _factor_blocks
 
@@ -57,6 +64,7 @@ class PanelOLS(PooledOLS):
     estimator = "within OLS"
     _clipped = "deviations from each person's mean"
     _methods = ("statistics",)
+    _bounds_frame = False  # a public range only caps the deviations' range found
     _unidentified = (
         ", or a covariate never changes within a person and the person effects absorb it"
     )
@@ -104,6 +112,11 @@ class PanelOLS(PooledOLS):
         """Every column but :data:`ROW_COUNTER`."""
         return np.arange(1, len(self._design.columns))
 
+    def _absorbed(self, between: object) -> tuple[str, ...]:
+        """The regressors declared constant within persons, checked (public): the person
+        effects absorb them, and the fit leaves them out."""
+        return _between_columns(between, tuple(self.exog_names), within=True)
+
     def _zero_products(self) -> Disjoint:
         """None: a deviation row of a factor has several non-zero indicators."""
         return ()
@@ -126,6 +139,16 @@ register(
         PanelOLS.from_formula,
         "PanelOLS: within (person fixed effects) OLS with person-clustered errors from released "
         "sufficient statistics",
-        options=(BOUNDS_OPTION, MAX_ROWS_OPTION),
+        options=(
+            BOUNDS_OPTION,
+            MAX_ROWS_OPTION,
+            Option(
+                "between",
+                "names",
+                "A,B",
+                "regressors constant within every person (treatment, sex), reported as "
+                "absorbed by the person effects, left out of the releases",
+            ),
+        ),
     )
 )
