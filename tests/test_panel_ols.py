@@ -197,6 +197,39 @@ def test_between_is_refused_before_any_noise(model: type, between: object, match
     assert accountant.spent_epsilon == 0.0
 
 
+def test_a_range_that_missed_withholds_every_coefficient_with_a_note() -> None:
+    """A status that 85 % of persons never change (its deviations 0 but for the movers, as
+    the wage panel's union membership): its private median reach lands at the midpoint's
+    cell and the range clips every mover, so the column is another regressor (the signs of
+    its deviations) and its coefficient is in units of a range near 0. Before the far rung it
+    was released at about 10^125 (ε = 4 on the wage panel); now every coefficient is
+    withheld, with the reason, and nothing absurd is printed."""
+    rng = np.random.default_rng(8)
+    people, years = 3000, 5
+    ids = np.repeat(np.arange(people), years)
+    x = rng.normal(size=ids.size)
+    moves = np.repeat(rng.uniform(size=people) < 0.15, years)
+    status = np.where(
+        moves, rng.integers(0, 2, ids.size), np.repeat(rng.integers(0, 2, people), years)
+    )
+    y = (
+        0.5 * x
+        + 0.3 * status
+        + np.repeat(rng.normal(size=people), years)
+        + rng.normal(size=ids.size)
+    )
+    panel = pd.DataFrame({"id": ids, "x": x, "status": status, "y": y})
+    res = dplong.PanelOLS.from_formula("y ~ x + status", panel, groups="id").fit(
+        epsilon=4.0, max_rows=5, random_state=0
+    )
+    assert res.params.isna().all() and res.withheld.to_dict() == {
+        "x": "range missed",
+        "status": "range missed",
+    }
+    assert any("range found privately for ['status'] missed" in note for note in res.warnings)
+    assert "e+" not in res.summary().as_text()
+
+
 def test_the_scores_radius_is_floored_at_the_released_rss_noise() -> None:
     """A released RSS below its own noise (here negative) sizes the radius as RSS_FLOOR noise
     sds of it, ``σ (1 + ‖β‖²)``, not as 1: the Newton steps can still move the pilot."""

@@ -28,7 +28,7 @@ import dplong.privacy.quantile as quantile
 import dplong.privacy.ranges as ranges
 from dplong.privacy.accounting import zcdp_epsilon
 from dplong.privacy.quantile import LogGrid
-from dplong.privacy.ranges import RUNGS, private_ranges
+from dplong.privacy.ranges import FAR_RUNG, RUNGS, private_ranges
 
 OFF = 1e300  # ε and ρ: no noise
 
@@ -85,21 +85,23 @@ def test_a_constant_column_gets_its_midpoint_cell() -> None:
 
 
 def test_ledger_lists_every_median_and_the_counts_with_their_sensitivity() -> None:
-    """3 k medians at ε (utility sensitivity 1 user) and one vector of 2 x 3 x k counts whose
-    L2 sensitivity is √(6 k) (each count moves by at most one when a person is replaced)."""
+    """3 k medians at ε (utility sensitivity 1 user) and one vector of 2 x 4 x k counts (the
+    rungs and the far rung) whose L2 sensitivity is √(8 k) (each count moves by at most one
+    when a person is replaced)."""
     rng = np.random.default_rng(1)
     values = rng.normal(size=(300, 2))
     found = private_ranges(values, values + 1.0, 0.5, 0.2, rng, names=("a", "b"))
     medians = [e for e in found.entries if e.epsilon > 0]
     assert len(medians) == 6 and all(e.epsilon == 0.5 and e.sensitivity == 1.0 for e in medians)
     (counts,) = [e for e in found.entries if e.rho > 0]
-    assert counts.rho == 0.2 and counts.sensitivity >= math.sqrt(6 * 2)
-    assert found.counts.shape == (2, len(RUNGS), 2)
+    assert counts.rho == 0.2 and counts.sensitivity >= math.sqrt(8 * 2)
+    assert found.counts.shape == (2, len(RUNGS) + 1, 2)
 
 
 def test_one_person_moves_each_count_by_at_most_one() -> None:
-    """The indicators of one person (side, rung, column) are what the counts sum: replacing a
-    person changes each by at most one, so the vector's L2 change is at most √(6 k)."""
+    """The indicators of one person (side, rung, column; the far rung too) are what the counts
+    sum: replacing a person changes each by at most one, so the vector's L2 change is at most
+    √(8 k)."""
     rng = np.random.default_rng(2)
     k = 3
     reaches = rng.uniform(0.5, 2.0, (2, k))
@@ -107,12 +109,33 @@ def test_one_person_moves_each_count_by_at_most_one() -> None:
     for _ in range(500):
         pair = rng.normal(0, 3, (2, 2, k))  # two persons' (upper, lower) deviations
         indicators = [
-            np.stack([d[:, None, :] > np.asarray(RUNGS)[:, None] * r for d, r in
+            np.stack([d[:, None, :] > np.asarray((*RUNGS, FAR_RUNG))[:, None] * r for d, r in
                       zip(person[:, None, :], reaches, strict=True)], axis=1).ravel()
             for person in pair
         ]  # fmt: skip
         worst = max(worst, float(np.linalg.norm(indicators[0] * 1.0 - indicators[1])))
-    assert worst <= math.sqrt(6 * k)
+    assert worst <= math.sqrt(8 * k)
+
+
+def test_a_range_whose_median_reach_missed_its_data_is_flagged() -> None:
+    """Deviations mostly at their midpoint (0) with the rest spread to ±1, as the wage panel's
+    union status within persons: where 85 % of 2,000 persons sit at 0, the weighted median of
+    a side (its 7.5 % movers against the 85 % at ZERO_WEIGHT) lands in the midpoint's cell, and
+    the range clips every mover. The counts beyond FAR_RUNG median reaches say so: more than
+    RUNG_SHARE n persons beyond, by MISS_SDS noise sds. With 60 % at 0 the median lands among
+    the movers; a normal column and a heavy Pareto tail (index 1.5: 16^-1.5 of a side, under
+    1 % of n) are not flagged (ρ large: the counts exact to a person)."""
+    rng = np.random.default_rng(4)
+    n = 2000
+
+    def sparse(still: float) -> np.ndarray:
+        return np.where(rng.uniform(size=n) < still, 0.0, rng.uniform(-1, 1, n))
+
+    heavy = rng.pareto(1.5, n) * rng.choice([-1.0, 1.0], n)
+    values = np.column_stack([sparse(0.85), sparse(0.6), rng.normal(size=n), heavy])
+    found = private_ranges(values, values, 50.0, 1e6, rng, names=("a", "b", "x", "heavy"))
+    assert found.reaches[0, 0] < 1e-300 and found.reaches[0, 1] > 0.1  # the first: the cell at 0
+    assert found.missed.tolist() == [True, False, False, False]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -209,7 +209,7 @@ class RandomEffects(PooledOLS):
         )
         afford(accountant, options.epsilon, options.delta)
 
-        ranges, frame, entries = self._find_ranges(plan, generator)
+        ranges, frame, missed, entries = self._find_ranges(plan, generator)
         stage: dict[str, Any] = {"max_rows": cap, "random_state": generator}
         found: PanelResults | None = None
         if stated is None:
@@ -218,6 +218,7 @@ class RandomEffects(PooledOLS):
                 ranges,
                 levels=self._levels,
                 frame=frame,
+                missed=missed,
                 blocks=self._blocks,
                 disjoint=self._disjoint,
             ).fit(
@@ -236,6 +237,7 @@ class RandomEffects(PooledOLS):
             ranges,
             levels=self._levels,
             frame=frame,
+            missed=missed,
             blocks=self._blocks,
             components=components,
         )
@@ -378,10 +380,11 @@ class _QuasiDemeaned(PooledOLS):
         *,
         levels: Any,
         frame: NDArray[np.float64],
+        missed: NDArray[np.bool_],
         blocks: Blocks,
         components: tuple[float, float],
     ) -> None:
-        super().__init__(design, ranges, levels=levels, frame=frame, blocks=blocks)
+        super().__init__(design, ranges, levels=levels, frame=frame, missed=missed, blocks=blocks)
         self._components = components
 
     def _zero_products(self) -> Disjoint:

@@ -38,10 +38,12 @@ from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability, private
 
 __all__ = [
     "CORE",
+    "FAR_RUNG",
     "HISTOGRAM_CORE",
     "HISTOGRAM_EDGES",
     "HISTOGRAM_FALSE",
     "HISTOGRAM_REACH",
+    "MISS_SDS",
     "REACH",
     "RUNGS",
     "RUNG_SHARE",
@@ -66,6 +68,13 @@ REACH = 4.0
 #: three times the counts' noise sd at RAND HIE's size, and far below the share a continuous
 #: column leaves beyond 2 median reaches (a normal one: 10 %).
 RUNGS, RUNG_SHARE = (1.25, 1.5, 2.0), 0.05
+#: A far rung, in units of the median reach: where more than RUNG_SHARE of n persons are beyond
+#: it on a side, by MISS_SDS noise sds of the count, the median reach missed its data (too
+#: narrow: a column whose persons mostly sit at its midpoint, or the median's rare miss) and
+#: the range clips all of them; a heavy tail leaves far fewer there (Pareto index 1.5:
+#: 16^-1.5, 1.6 % of the side). 3 sds: the wage panel's five within regressors at ε = 4
+#: (545 persons, the count's sd about 40) had 7 of 30 sides above RUNG_SHARE n by noise alone.
+FAR_RUNG, MISS_SDS = 16.0, 3.0
 #: The core's reach in units of the median reach (design notes): 2 median reaches of a
 #: normal column over 8 rows is about 2.1 sds, where winsorizing keeps 95 % of its variance,
 #: and half the range (whose square is a quarter of the range's).
@@ -93,15 +102,17 @@ _MEDIAN = "private median (report-noisy-max, log grid)"
 class PrivateRanges:
     """The released ranges (k x 2: low, high), their cores (k x 2, design notes), what
     they were made of (the midpoints, the upper and lower reaches from them (2 x k) and the
-    released counts (2 x rungs or cells x k: the rungs', or the histograms' of
-    :func:`histogram_ranges` with the cores' centres as midpoints)), all DP outputs, and the
-    ledger entries of the stage."""
+    released counts (2 x rungs or cells x k: the rungs', the last at :data:`FAR_RUNG`, or
+    the histograms' of :func:`histogram_ranges` with the cores' centres as midpoints)), the
+    columns whose range ``missed`` its data (k: from the counts beyond the far rung), all DP
+    outputs, and the ledger entries of the stage."""
 
     ranges: NDArray[np.float64]
     core: NDArray[np.float64]
     midpoint: NDArray[np.float64]
     reaches: NDArray[np.float64]
     counts: NDArray[np.float64]
+    missed: NDArray[np.bool_]
     entries: tuple[LedgerEntry, ...]
 
 
@@ -137,14 +148,15 @@ def private_ranges(
     midpoint, deviations, reaches = _medians(lows, highs, epsilon, rng)
     cell = GRID.half_width_at(midpoint)
     # every person's indicators of reaching beyond each rung, (side, rung, column) flattened
-    rungs = np.asarray(RUNGS)[:, None]
+    rungs = np.asarray((*RUNGS, FAR_RUNG))[:, None]
     beyond = np.stack(
         [d[:, None, :] > rungs * r for d, r in zip(deviations, reaches, strict=True)], axis=1
     ).reshape(n, -1)
     bound = math.sqrt(beyond.shape[1])
     counts = release_vector_sum(beyond.astype(np.float64), bound, bound, rho, rng)
-    counted = counts.total.reshape(2, len(RUNGS), k)
-    held = counted <= RUNG_SHARE * n
+    counted = counts.total.reshape(2, len(RUNGS) + 1, k)
+    held = counted[:, :-1] <= RUNG_SHARE * n
+    missed = np.any(counted[:, -1] > RUNG_SHARE * n + MISS_SDS * float(counts.sd[0]), axis=0)
     first = np.where(held.any(axis=1), np.argmax(held, axis=1), len(RUNGS))
     factor = np.append(RUNGS, REACH)[first]  # (side, column)
     upper, lower = (np.maximum(f * r, cell) for f, r in zip(factor, reaches, strict=True))
@@ -166,6 +178,7 @@ def private_ranges(
         midpoint,
         np.array(reaches),
         counted,
+        missed,
         entries,
     )
 
@@ -312,5 +325,6 @@ def histogram_ranges(
         centre,
         np.array([high - centre, centre - low]),
         counted.reshape(2, k, cells).transpose(0, 2, 1),
+        np.zeros(k, dtype=bool),
         (entry,),
     )

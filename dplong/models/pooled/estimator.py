@@ -128,6 +128,7 @@ class PooledOLS(_RangesStage, FormulaModel):
         levels: Mapping[str, tuple[Any, ...]],
         frame: NDArray[np.float64] | None = None,
         caps: NDArray[np.float64] | None = None,
+        missed: NDArray[np.bool_] | None = None,
         blocks: Blocks = (),
         disjoint: Disjoint = (),
     ) -> None:
@@ -136,6 +137,8 @@ class PooledOLS(_RangesStage, FormulaModel):
         self._ranges = ranges  # public: (p + 1) x 2, the columns' then the outcome's
         # public: what a range found privately is cut to (none: infinite)
         self._caps = np.tile([-np.inf, np.inf], (len(ranges), 1)) if caps is None else caps
+        # released: the ranges an earlier stage found that missed their data
+        self._missed = np.zeros(len(ranges), dtype=bool) if missed is None else missed
         # the public frame the Gram matrix is scaled to (default the ranges; an earlier
         # stage's found cores when it passes its ranges on)
         self._frame = ranges.copy() if frame is None else frame
@@ -332,7 +335,7 @@ class PooledOLS(_RangesStage, FormulaModel):
         )
         checkpoint(FitPlan(n, options, (block,)))
         afford(accountant, options.epsilon, options.delta)
-        ranges, frame, range_entries = self._find_ranges(plan, generator)
+        ranges, frame, missed, range_entries = self._find_ranges(plan, generator)
         scaled = _Scaling.of(ranges, design.columns, frame, self._blocks)
         x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
         release = self._release(scaled, x, y, codes, cap, plan.rho, generator)
@@ -347,6 +350,7 @@ class PooledOLS(_RangesStage, FormulaModel):
             ranges,
             plan,
             reported=(tuple(formula_model.exog_names), absorbed),
+            missed=missed | self._missed,
         )
 
     def _absorbed(self, between: object) -> tuple[str, ...]:
@@ -376,6 +380,7 @@ class PooledOLS(_RangesStage, FormulaModel):
             levels=self._levels,
             frame=self._frame[rows],
             caps=self._caps[rows],
+            missed=self._missed[rows],
             blocks=self._blocks,
             disjoint=self._disjoint,
         )

@@ -78,16 +78,19 @@ def find_ranges(
     plan: StatisticsBudget,
     generator: np.random.Generator,
     caps: NDArray[np.float64],
-) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[LedgerEntry, ...]]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], tuple[LedgerEntry, ...]]:
     """Every column's range ((p + 1) x 2): the public ones of ``ranges``, the others (NaN
     there; their ``values``, rows sorted by person, and ``names``) found privately with the
     plan's budget and cut to their public ``caps`` ((p + 1) x 2, infinite where none); the
     Gram matrix's frame (the found ranges' cores, cut likewise, the public ranges'
-    ``frame``); and the ledger entries of that stage."""
+    ``frame``); the columns whose range found privately missed its data (p + 1; the counts
+    beyond the far rung, :data:`~dplong.privacy.ranges.FAR_RUNG`); and the ledger entries of
+    that stage."""
     located = np.isnan(ranges[:, 0])
     ranges, frame = ranges.copy(), frame.copy()
+    missed = np.zeros(len(ranges), dtype=bool)
     if not located.any():
-        return ranges, frame, ()
+        return ranges, frame, missed, ()
     extremes = _extremes(values, codes, n)
     if plan.histogram_rho > 0.0:
         found = histogram_ranges(*extremes, plan.histogram_rho, generator, names=names)
@@ -98,7 +101,8 @@ def find_ranges(
     low, high = caps[located, :1], caps[located, 1:]
     ranges[located] = np.clip(found.ranges, low, high)
     frame[located] = np.clip(found.core, low, high)
-    return ranges, frame, found.entries
+    missed[located] = found.missed
+    return ranges, frame, missed, found.entries
 
 
 def _extremes(
@@ -154,9 +158,12 @@ class _RangesStage:
 
     def _find_ranges(
         self, plan: StatisticsBudget, generator: np.random.Generator
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], tuple[LedgerEntry, ...]]:
-        """Every column's range, the Gram matrix's frame and the ledger entries of the ranges
-        found privately with the plan's budget (:func:`find_ranges`)."""
+    ) -> tuple[
+        NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], tuple[LedgerEntry, ...]
+    ]:
+        """Every column's range, the Gram matrix's frame, the ranges that missed and the
+        ledger entries of the ranges found privately with the plan's budget
+        (:func:`find_ranges`)."""
         design = self._design
         return find_ranges(
             self._ranges,

@@ -16,7 +16,7 @@ from dplong.models.pooled.release import _Statistics
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.privacy.budget import NOTE_MISS, StatisticsBudget
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.ranges import located_miss
+from dplong.privacy.ranges import FAR_RUNG, RUNG_SHARE, located_miss
 from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
@@ -36,11 +36,14 @@ def _statistics_results(
     plan: StatisticsBudget,
     *,
     reported: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
+    missed: NDArray[np.bool_] | None = None,
 ) -> RegressionResults:
     """``model``'s results: β̂, its noise draws and its covariances unscaled to the
     ``ranges`` (the columns', then the outcome's) the fit clipped to; ``reported``: the
     formula's coefficients in order and those absorbed (declared ``between``: left out of
-    the releases, no estimate), where the model fitted has fewer columns than its formula."""
+    the releases, no estimate), where the model fitted has fewer columns than its formula;
+    ``missed``: the columns (and the outcome, last) whose range found privately missed its
+    data: every coefficient is then withheld."""
     positions = model._reported
     index = pd.Index([model._design.columns[j] for j in positions])
     order, absorbed = reported or (tuple(index), ())
@@ -48,7 +51,12 @@ def _statistics_results(
     beta, noise_sd, sampling_sd, bias, unbounded = _unscaled(scaled, release, len(plan.rho) - 3).at(
         positions
     )
-    notes = _withheld_notes(model, index[unbounded], release.pilot.ridge)
+    clipped = _missed(positions, missed)
+    for values in (beta, noise_sd, sampling_sd, bias):
+        values[clipped] = np.nan
+    unbounded &= ~clipped
+    notes = _missed_notes(model, index[clipped], missed)
+    notes += _withheld_notes(model, index[unbounded], release.pilot.ridge)
     notes += _found_notes(model, plan)
 
     def series(values: NDArray[np.float64], label: str, fill: float = math.nan) -> pd.Series:
@@ -96,6 +104,7 @@ def _statistics_results(
         levels=dict(model._levels),
         withheld_why={
             **{str(c): "unbounded" for c in index[unbounded]},
+            **{str(c): "range missed" for c in index[clipped]},
             **{c: "absorbed" for c in absorbed},
         },
     )
@@ -148,6 +157,28 @@ def _unscaled(scaled: _Scaling, release: _Statistics, steps: int) -> _Unscaled:
     for values in (beta, noise_sd, sampling_sd, shift, ridge):
         values[unbounded] = np.nan
     return _Unscaled(beta, noise_sd, sampling_sd, np.abs(shift) + ridge, unbounded)
+
+
+def _missed(positions: NDArray[np.intp], missed: NDArray[np.bool_] | None) -> NDArray[np.bool_]:
+    """The reported coefficients withheld for a range found privately that missed: all of
+    them where any did (a column clipped whole is another regressor, e.g. its deviations'
+    signs, which moves every coefficient correlated with it)."""
+    return np.full(len(positions), missed is not None and bool(missed.any()))
+
+
+def _missed_notes(
+    model: PooledOLS, withheld: pd.Index, missed: NDArray[np.bool_] | None
+) -> tuple[str, ...]:
+    """The note of the coefficients withheld because a range found privately missed."""
+    if not len(withheld) or missed is None:
+        return ()
+    names = [name for name, m in zip(model._names, missed, strict=True) if m]
+    return (
+        f"{[str(c) for c in withheld]} withheld: the range found privately for {names} missed "
+        f"its data (more than {RUNG_SHARE:.0%} of the persons beyond {FAR_RUNG:g} times its "
+        "median reach, beyond the count's noise: clipping them all biases without bound): "
+        "give public bounds or raise epsilon.",
+    )
 
 
 def _withheld_notes(model: PooledOLS, withheld: pd.Index, ridge: float) -> tuple[str, ...]:
