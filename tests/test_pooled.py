@@ -831,19 +831,19 @@ def test_eigenvalue_margins_bound_the_design_from_below_at_their_level() -> None
     """The i-th smallest eigenvalue of the released X'X less its margin is below the design's
     with chance at least MARGIN_LEVEL (Courant–Fischer on the design's fixed eigenvectors).
     The first margin is the normal quantile: its sd over 4,000 fixed-seed draws is about
-    0.035, so within 0.15 of 1.645. 4,000 noisy copies of a design with close and far
-    eigenvalues: each rank's failures are binomial(4000, ≤ 0.05), mean ≤ 200, sd 13.8; 265 is
+    0.05, so within 0.15 of 2.326. 4,000 noisy copies of a design with close and far
+    eigenvalues: each rank's failures are binomial(4000, ≤ 0.01), mean ≤ 40, sd 6.3; 70 is
     4.7 sds above."""
-    assert pooled_gram.MARGIN_LEVEL == 0.95
+    assert pooled_gram.MARGIN_LEVEL == 0.99
     margins = pooled_gram._eigenvalue_margins(4)
-    assert abs(margins[0] - 1.645) < 0.15 and np.all(np.diff(margins) > 0)
+    assert abs(margins[0] - 2.326) < 0.15 and np.all(np.diff(margins) > 0)
     rng = np.random.default_rng(7)
     sigma, design = 10.0, np.array([3.0, 30.0, 35.0, 500.0])
     rotation, _ = np.linalg.qr(rng.normal(size=(4, 4)))
     gram = rotation @ np.diag(design) @ rotation.T
     released = np.linalg.eigvalsh(gram + _symmetric_noise(rng, sigma, 4, 4000))
     failures = (released - sigma * margins > design).sum(axis=0)
-    assert (failures <= 265).all(), failures
+    assert (failures <= 70).all(), failures
 
 
 def test_the_ridges_pull_bound_covers_a_direction_the_design_barely_determines() -> None:
@@ -853,9 +853,9 @@ def test_the_ridges_pull_bound_covers_a_direction_the_design_barely_determines()
     noise draws' 1.96 sds, their shift and the pull bound) covers the design's β in the few
     pilots released, those whose noise lifted the eigenvalue past its margin. Their
     coordinate along that direction is the noise's: a bound read from it alone (the gain
-    times the coordinate, PULL_NOISE_SDS = 0) missed in 59 of 125. The gain times the noise
-    makes the interval a 95 % one wherever the gain holds: misses binomial(~125, ≤ 0.05),
-    mean ≤ 6.3, sd 2.4; 15 % of the released (19) is 5 sds above."""
+    times the coordinate, PULL_NOISE_SDS = 0) missed in 10 of 32. The gain times the noise
+    makes the interval a 95 % one wherever the gain holds: misses binomial(~32, ≤ 0.05), mean
+    ≤ 1.6, sd 1.2; 15 % of the released (4.8) is 2.6 sds above."""
     rng = np.random.default_rng(3)
     p, sigma, reps = 3, 46.3, 2000
     rotation, _ = np.linalg.qr(rng.normal(size=(p, p)))

@@ -74,6 +74,8 @@ RUNGS, RUNG_SHARE = (1.25, 1.5, 2.0), 0.05
 #: the range clips all of them; a heavy tail leaves far fewer there (Pareto index 1.5:
 #: 16^-1.5, 1.6 % of the side). 3 sds: the wage panel's five within regressors at ε = 4
 #: (545 persons, the count's sd about 40) had 7 of 30 sides above RUNG_SHARE n by noise alone.
+#: A range that is the midpoint's cell on both sides counts as missed too (a constant column
+#: to the stage; a rare 0/1 column whose few persons the count's noise hides).
 FAR_RUNG, MISS_SDS = 16.0, 3.0
 #: The core's reach in units of the median reach (design notes): 2 median reaches of a
 #: normal column over 8 rows is about 2.1 sds, where winsorizing keeps 95 % of its variance,
@@ -160,6 +162,10 @@ def private_ranges(
     first = np.where(held.any(axis=1), np.argmax(held, axis=1), len(RUNGS))
     factor = np.append(RUNGS, REACH)[first]  # (side, column)
     upper, lower = (np.maximum(f * r, cell) for f, r in zip(factor, reaches, strict=True))
+    # a range that is the midpoint's own cell on both sides sees a constant column: where the
+    # column is not one (a rare 0/1 column: its median reach lands at the midpoint, and the
+    # far count's noise can hide its few persons at n of some hundreds) it clips them all
+    missed |= np.all([f * r <= cell for f, r in zip(factor, reaches, strict=True)], axis=0)
     core_upper, core_lower = (
         np.clip(CORE * r, cell, reach) for r, reach in zip(reaches, (upper, lower), strict=True)
     )

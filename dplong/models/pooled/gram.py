@@ -35,11 +35,13 @@ NOISE_SEED = 20261128
 NORM_DRAWS = 400
 #: The chance with which the design's eigenvalue along a direction is at least the released
 #: one less its margin (:func:`_eigenvalue_margins`), and the draws that find the margins: the
-#: quantile of 4,000 is good to about 0.04 sds. Where the margin fails the pull bound's noise
-#: term still covers (:meth:`_Solution.shrinkage_at`); at 0.99 a rare level of RAND HIE's
-#: plans (226 person-years, 3.3 noise sds) was withheld in 3 fits of 40 at ε = 2, at 0.95 in 1
-#: (``docs/accuracy.md``).
-MARGIN_LEVEL, MARGIN_DRAWS = 0.95, 4000
+#: quantile of 4,000 is good to about 0.05 sds. It is also the chance of releasing a direction
+#: the design does not determine at all: at 0.95 the wage panel's random-effects fit of two
+#: rare dummies whose private ranges had missed (a frame 10⁻⁷ wide) released one at 10¹¹ in 12
+#: fits; at 0.99 none. The price: a rare level of RAND HIE's plans (226 person-years, 3.3
+#: noise sds) withholds the plans model in 9 fits of 100 at ε = 2 (3 at 0.95;
+#: ``docs/accuracy.md``).
+MARGIN_LEVEL, MARGIN_DRAWS = 0.99, 4000
 #: The released coordinate's noise that the ridge's gain multiplies, in sds of its draws
 #: (:meth:`_Solution.shrinkage_at`): the interval's own normal quantile at 95 %.
 PULL_NOISE_SDS = 1.96
@@ -121,9 +123,9 @@ def _eigenvalue_margins(p: int) -> NDArray[np.float64]:
     ``E|U_i`` is an i x i symmetric Gaussian matrix (entry sd 1 on the diagonal, ``1/√2`` off
     it; a structural zero only shrinks it): the margin is its largest eigenvalue's
     MARGIN_LEVEL quantile over :data:`MARGIN_DRAWS` draws of a fixed seed (public: a function
-    of p). For i = 1 it is the normal quantile (1.64 sds), below the whole noise's spectral
-    norm (``√(2p)`` sds typical): the smallest released eigenvalue is biased *down* by the
-    noise, so it bounds the design's from below more tightly than the norm does."""
+    of p). For i = 1 it is the normal quantile (2.33 sds), below the whole noise's spectral
+    norm (``√(2p)`` sds typical, 2.83 at p = 4): the smallest released eigenvalue is biased
+    *down* by the noise, so it bounds the design's from below more tightly than the norm."""
     rng = np.random.default_rng(NOISE_SEED)
     margins = np.empty(p)
     for i in range(1, p + 1):  # p is a design's column count: a short loop over sizes

@@ -84,7 +84,8 @@ def find_ranges(
     plan's budget and cut to their public ``caps`` ((p + 1) x 2, infinite where none); the
     Gram matrix's frame (the found ranges' cores, cut likewise, the public ranges'
     ``frame``); the columns whose range found privately missed its data (p + 1; the counts
-    beyond the far rung, :data:`~dplong.privacy.ranges.FAR_RUNG`); and the ledger entries of
+    beyond the far rung, :data:`~dplong.privacy.ranges.FAR_RUNG`) and has no public cap to
+    fall back on (one that has takes its cap as range and frame); and the ledger entries of
     that stage."""
     located = np.isnan(ranges[:, 0])
     ranges, frame = ranges.copy(), frame.copy()
@@ -102,7 +103,10 @@ def find_ranges(
     ranges[located] = np.clip(found.ranges, low, high)
     frame[located] = np.clip(found.core, low, high)
     missed[located] = found.missed
-    return ranges, frame, missed, found.entries
+    # a range that missed falls back on its public cap where it has one (post-processing)
+    capped = missed & np.isfinite(caps).all(axis=1)
+    ranges[capped] = frame[capped] = caps[capped]
+    return ranges, frame, missed & ~capped, found.entries
 
 
 def _extremes(
