@@ -203,7 +203,8 @@ def test_a_range_that_missed_withholds_every_coefficient_with_a_note() -> None:
     cell and the range clips every mover, so the column is another regressor (the signs of
     its deviations) and its coefficient is in units of a range near 0. Before the far rung it
     was released at about 10^125 (ε = 4 on the wage panel); now every coefficient is
-    withheld, with the reason, and nothing absurd is printed."""
+    withheld, with the reason, and nothing absurd is printed; with a public range the
+    column's range falls back on it."""
     rng = np.random.default_rng(8)
     people, years = 3000, 5
     ids = np.repeat(np.arange(people), years)
@@ -228,6 +229,14 @@ def test_a_range_that_missed_withholds_every_coefficient_with_a_note() -> None:
     }
     assert any("range found privately for ['status'] missed" in note for note in res.warnings)
     assert "e+" not in res.summary().as_text()
+    # with its public range the missed range falls back on the cap (±1: the range's width):
+    # released, and the slope's interval holds the truth
+    capped = dplong.PanelOLS.from_formula(
+        "y ~ x + status", panel, groups="id", bounds={"status": (0, 1)}
+    ).fit(epsilon=4.0, max_rows=5, random_state=0)
+    assert np.isfinite(capped.params).all() and "status in [-1, 1]" in capped.assumptions[0]
+    lower, upper = capped.conf_int().loc["status"]
+    assert lower <= 0.3 <= upper
 
 
 def test_the_scores_radius_is_floored_at_the_released_rss_noise() -> None:
