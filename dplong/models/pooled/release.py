@@ -116,20 +116,15 @@ def _release_statistics(
     # step 3: the scores' typical size, then Newton steps: the whitened clipped scores at the
     # last β (public), each clipped to a radius from the released Gram matrix's residuals at
     # that β, or from the scores' size where that is smaller
-    outer = _clip_radius(released, pilot, pilot.beta, cap, row_total, reach)
-    sizes = [  # one release where there are steps to size (the ePTR route's errors have none)
-        _score_size(
-            _scores(x, y, weight, pilot.beta, codes, n, outer, pilot.whiten),
-            outer,
-            r,
-            max(stepping[1:]),
-            generator,
-        )
-        for r in stepping[:1]
-    ]
+    size = None
+    if stepping:  # the ePTR route's errors have no steps to size
+        outer = _clip_radius(released, pilot, pilot.beta, cap, row_total, reach)
+        pilot_scores = _scores(x, y, weight, pilot.beta, codes, n, outer, pilot.whiten)
+        size = _score_size(pilot_scores, outer, stepping[0], max(stepping[1:]), generator)
+    limit = math.inf if size is None else size.radius
     beta, steps = pilot.beta, []
     for rho_step in stepping[1:]:
-        radius = min(_clip_radius(released, pilot, beta, cap, row_total, reach), sizes[0].radius)
+        radius = min(_clip_radius(released, pilot, beta, cap, row_total, reach), limit)
         score_bound = radius * (1.0 + 1e-12)
         steps.append(
             release_vector_sum(
@@ -145,7 +140,7 @@ def _release_statistics(
     # step 4: the person-clustered meat at the released β̂ (public), whitened, with the mass
     # the steps' radius clipped below the Cauchy–Schwarz one (the steps' fixed point's bias)
     radius = _clip_radius(released, pilot, beta, cap, row_total, reach)
-    inner = min([radius, *(size.radius for size in sizes)])
+    inner = min(radius, limit)
     rows, gain = _meat_rows(
         _scores(x, y, weight, beta, codes, n, math.inf, pilot.whiten), radius, inner
     )
@@ -158,9 +153,7 @@ def _release_statistics(
         generator,
     )
     k = p * (p + 1) // 2
-    clipped = 0.0
-    if gain:
-        clipped = (max(float(meat.total[k]), 0.0) + SIZE_SDS * float(meat.sd[k])) / gain
+    clipped = _high_end(meat, k) / gain if gain else 0.0
     values, vectors = np.linalg.eigh(_unvech_scaled(meat.total[:k], p))
     psd = (vectors * np.maximum(values, 0.0)) @ vectors.T
     sampling = n / (n - 1.0) * pilot.whiten @ psd @ pilot.whiten
@@ -168,8 +161,13 @@ def _release_statistics(
     entries = (
         gaussian_vector_entry("sufficient statistics", "[X y]'[X y]", rho_gram, gram),
         *(
-            gaussian_vector_entry("scores' size", "Σ_u min(‖s_u(β_0)‖², R_0²)", r, size.sum)
-            for r, size in zip(stepping[:1], sizes, strict=True)
+            ()
+            if size is None
+            else (
+                gaussian_vector_entry(
+                    "scores' size", "Σ_u min(‖s_u(β_0)‖², R_0²)", stepping[0], size.sum
+                ),
+            )
         ),
         *(
             gaussian_vector_entry(f"Newton step {k + 1}", f"Σ_u clip(s_u(β_{k}))", r, step)
@@ -217,10 +215,17 @@ def _score_size(
     n, p = scores.shape
     bound = outer**2 * (1.0 + 1e-12)
     total = release_vector_sum((scores**2).sum(axis=1)[:, None], bound, bound, rho, generator)
-    mean_square = (max(float(total.total[0]), 0.0) + SIZE_SDS * float(total.sd[0])) / n
+    mean_square = _high_end(total, 0) / n
     # a step's noise sd per whitened coordinate is 2 R / √(2 ρ)
     quiet = QUIET_NOISE * math.sqrt(n * mean_square / p * 2.0 * step_rho) / 2.0
     return _ScoreSize(total, max(math.sqrt(SCORE_SPREAD * mean_square), quiet))
+
+
+def _high_end(release: WeightedRelease, j: int) -> float:
+    """Entry ``j`` of a released sum of non-negative values, floored at 0, plus
+    :data:`SIZE_SDS` of its noise sds: the high end that the scores' size and the clipped mass
+    are read at."""
+    return max(float(release.total[j]), 0.0) + SIZE_SDS * float(release.sd[j])
 
 
 def _meat_rows(
