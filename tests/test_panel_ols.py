@@ -181,18 +181,21 @@ def test_a_declared_between_covariate_is_absorbed_in_either_order() -> None:
 
 
 @pytest.mark.parametrize(
-    ("model", "between", "match"),
+    ("model", "between", "match", "options"),
     [
-        (dplong.PooledOLS, "sex", "between= applies to PanelOLS"),
-        (dplong.PanelOLS, ["age"], "not regressors of the within fit"),
-        (dplong.PanelOLS, [3], "list of column names"),
+        (dplong.PooledOLS, "sex", "between= applies to PanelOLS", {}),
+        (dplong.PooledOLS, "sex", "between= applies to PanelOLS", {"method": "ptr"}),
+        (dplong.PanelOLS, ["age"], "not regressors of the within fit", {}),
+        (dplong.PanelOLS, [3], "list of column names", {}),
     ],
 )
-def test_between_is_refused_before_any_noise(model: type, between: object, match: str) -> None:
+def test_between_is_refused_before_any_noise(
+    model: type, between: object, match: str, options: dict
+) -> None:
     accountant = dplong.Accountant(epsilon=1.0, delta=1e-5)
     with pytest.raises(ParameterError, match=match):
         model.from_formula("y ~ x + sex", _panel(1), groups="id").fit(
-            epsilon=1.0, between=between, accountant=accountant
+            epsilon=1.0, between=between, accountant=accountant, **options
         )
     assert accountant.spent_epsilon == 0.0
 

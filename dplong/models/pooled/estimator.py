@@ -306,11 +306,11 @@ class PooledOLS(_RangesStage, FormulaModel):
             epsilon, delta, max_rows, cov_type, privacy, variant, accountant, random_state, rng
         )
         check_choice(method, "method", self._methods)
+        absorbed = self._absorbed(between)  # checked on every route (PanelOLS has no ePTR one)
         if method == "ptr":
             return _fit_ptr(self, options, cap, ptr_floor, coef_bound, generator, accountant)
         if ptr_floor is not None or coef_bound is not None:
             raise ParameterError('ptr_floor and coef_bound apply to method="ptr" only')
-        absorbed = self._absorbed(between)
         model = self._without(absorbed)
         return model._fit_statistics(options, cap, generator, accountant, self, absorbed)
 
