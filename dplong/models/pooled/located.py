@@ -23,8 +23,6 @@ from dplong.privacy.ranges import (
 
 __all__ = ["HISTOGRAM_NOTE", "check_ranges", "find_ranges", "range_notes"]
 
-_BOUNDS = "bounds={...}"
-
 #: The public note of a fit whose ranges the histograms find (decided by the plan).
 HISTOGRAM_NOTE = (
     "The ranges were found privately from histograms of the persons' extremes at a doubling's "
