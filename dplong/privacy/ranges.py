@@ -7,8 +7,9 @@ a range before its sensitivity is known. Where the analyst states none,
 column (:func:`~dplong.privacy.quantile.private_median`, report-noisy-max on a public log
 grid) give the midpoint of the persons' midranges and the median reach above and below it,
 and one discrete Gaussian vector counts the persons beyond each rung of :data:`RUNGS`. A side
-ends at the first rung few persons pass, or else at :data:`REACH` median reaches, which covers
-a uniform or normal column and clips the few far out in a heavy tail. The **core**, where most
+ends at the first rung few persons pass (the first is the midpoint's cell), or else at
+:data:`REACH` median reaches, which covers a uniform or normal column and clips the few far
+out in a heavy tail. The **core**, where most
 persons' values lie (:data:`CORE`), is a frame for statistics that need not hold the far
 values, such as a preconditioner. The stage is ``3 k`` pure ε calls and one ρ-zCDP vector for
 k columns.
@@ -65,9 +66,13 @@ ZERO_WEIGHT = 0.125
 #: up to 2.7 sds (its median reach, pulled down by the persons at the midpoint, is 0.6 sd).
 REACH = 4.0
 #: The rungs, in units of the median reach, and the share of n a rung may leave beyond it:
-#: three times the counts' noise sd at RAND HIE's size, and far below the share a continuous
-#: column leaves beyond 2 median reaches (a normal one: 10 %).
-RUNGS, RUNG_SHARE = (1.25, 1.5, 2.0), 0.05
+#: about three times the counts' noise sd at RAND HIE's size, and far below the share a
+#: continuous column leaves beyond 2 median reaches (a normal one: 10 %). The first rung, 0,
+#: is the midpoint's cell: a side that few persons pass it on ends there, whatever its median
+#: reach (a side nobody is on, as below a non-negative column's midpoint at 0, leaves that
+#: median nothing to find but the far cells, tied within n ZERO_WEIGHT of the cell at 0: on
+#: RAND HIE's coinsurance it landed at 10^165 in about 3 fits of 100).
+RUNGS, RUNG_SHARE = (0.0, 1.25, 1.5, 2.0), 0.05
 #: A far rung, in units of the median reach: where more than RUNG_SHARE of n persons are beyond
 #: it on a side, by MISS_SDS noise sds of the count, the median reach missed its data (too
 #: narrow: a column whose persons mostly sit at its midpoint, or the median's rare miss) and
@@ -158,6 +163,9 @@ def private_ranges(
     counts = release_vector_sum(beyond.astype(np.float64), bound, bound, rho, rng)
     counted = counts.total.reshape(2, len(RUNGS) + 1, k)
     held = counted[:, :-1] <= RUNG_SHARE * n
+    # few persons off the midpoint's cell on both sides: a (nearly) constant column, whose
+    # ranges the later rungs size as before; the cell alone is for a side nobody is on
+    held[:, 0] &= ~held[:, 0].all(axis=0)
     missed = np.any(counted[:, -1] > RUNG_SHARE * n + MISS_SDS * float(counts.sd[0]), axis=0)
     first = np.where(held.any(axis=1), np.argmax(held, axis=1), len(RUNGS))
     factor = np.append(RUNGS, REACH)[first]  # (side, column)
