@@ -111,3 +111,35 @@ def ols_panel(rng: np.random.Generator, n: int) -> tuple[pd.DataFrame, np.ndarra
     beta, _ = per_user_coefficients(y, np.column_stack([np.ones(y.size), x]), users, n)
     frame = pd.DataFrame({"user": users, "x1": x[:, 0], "x2": x[:, 1], "y": y})
     return frame, beta
+
+
+#: The per-user statistics of issue 29's skewed cells (``benchmarks/skewed.py``,
+#: ``benchmarks/peers.py``): each kind's population mean and variance.
+SKEWED: dict[str, tuple[float, float]] = {
+    "lognormal 1": (float(np.exp(0.5)), float((np.e - 1.0) * np.e)),
+    "lognormal 1.5": (float(np.exp(1.125)), float((np.exp(2.25) - 1.0) * np.exp(2.25))),
+    "Pareto 2.5": (1.0 / 1.5, 2.5 / (1.5**2 * 0.5)),  # Lomax: α / ((α - 1)² (α - 2))
+    "t3": (0.0, 3.0),
+    # 90 % at 0, the rest lognormal(0, 1): 0.1 E X² - (0.1 E X)²
+    "90% zeros": (0.1 * float(np.exp(0.5)), 0.1 * float(np.exp(2.0)) - 0.01 * float(np.e)),
+}
+#: Each user's statistic is the mean of ``T`` rows ``μ_u + e``, e ~ N(0, ROW_SD²).
+ROW_SD = 0.1
+
+
+def skewed_draw(kind: str, rng: np.random.Generator, n: int) -> np.ndarray:
+    """n users' μ_u of a kind of :data:`SKEWED`."""
+    if kind == "lognormal 1":
+        return rng.lognormal(0.0, 1.0, n)
+    if kind == "lognormal 1.5":
+        return rng.lognormal(0.0, 1.5, n)
+    if kind == "Pareto 2.5":
+        return rng.pareto(2.5, n)
+    if kind == "t3":
+        return rng.standard_t(3, n)
+    return np.where(rng.random(n) < 0.9, 0.0, rng.lognormal(0.0, 1.0, n))
+
+
+def skewed_rows(kind: str, rng: np.random.Generator, n: int, T: int = T) -> np.ndarray:
+    """An n x T panel of a skewed kind: each user's ``μ_u`` plus N(0, ROW_SD²) rows."""
+    return skewed_draw(kind, rng, n)[:, None] + rng.normal(0.0, ROW_SD, (n, T))

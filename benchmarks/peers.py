@@ -36,11 +36,18 @@ mean of ten AR(1) 0.9 rows of unit variance; for the wage panel the sd of the 54
 means, 0.391, around their mean). diffprivlib is also run on the wage panel with the public
 range [−5, 5] of a log wage, as in the issue's table. dplong is given none of this.
 
-Cells (issue 10): user-level mean of n users x T = 10 rows, AR(1) 0.9 rows of unit marginal
-variance around μ = 3.7, (n, ε) ∈ {(1000, 1), (1000, 0.5), (2000, 0.5), (10⁴, 1)}; the wage panel
-mean of ``lwage`` (545 men, ε = 1); LongitudinalOLS n = 10⁴, T = 10,
+Cells (issue 10, ``--parts issue10``): user-level mean of n users x T = 10 rows, AR(1) 0.9 rows
+of unit marginal variance around μ = 3.7, (n, ε) ∈ {(1000, 1), (1000, 0.5), (2000, 0.5),
+(10⁴, 1)}; the wage panel mean of ``lwage`` (545 men, ε = 1); LongitudinalOLS n = 10⁴, T = 10,
 ``y = 1 + 0.5 x1 − 0.3 x2 + u + e`` (u ~ N(0, 1) per user, AR(1) 0.9 errors of unit variance,
 x ~ N(0, 1)), ε ∈ {1, 0.5}.
+
+Cells (issue 29, ``--parts issue29``), the peers handed the truth ± **3** sds of one user's
+statistic (the issue's comparison): the AR(1) panels at (n, ε) ∈ {(300, 1), (500, 0.5),
+(1000, 0.5), (1000, 1)}, and the skewed statistics of ``benchmarks/skewed.py`` (n = 1,000,
+ε = 1; each user the mean of T rows ``μ_u + e``, e ~ N(0, 0.1²), ``μ_u`` lognormal σ = 1 and
+1.5, Lomax 2.5, t₃, 90 % zeros with a lognormal tail; truth the population mean, the sd the
+population's, ``_common.SKEWED``).
 
 Reported: simulated means — MSE around μ over the MSE of the non-private mean of user means on
 the same data; wage panel — RMSE around the non-private mean of per-man means (the data are
@@ -48,6 +55,8 @@ fixed, so this is the privacy error alone; the reference column is the sampling 
 model — summed MSE of the two slopes over that of the non-private average of per-user OLS
 fits. "dplong / peer" is always a ratio of mean squared errors (± a paired delta-method
 standard error), and "dplong at least as accurate" is yes when it is ≤ 1 against every peer.
+Mean cells also give the share of dplong's 95 % intervals that cover the truth, and the
+releases dplong withheld (NaN, with a reason), which are left out of every column's MSE.
 OpenDP's noise comes from its own CSPRNG and cannot be seeded, so its columns vary from run to
 run within their Monte Carlo error; everything else is reproducible from ``--seed``.
 
@@ -68,7 +77,18 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import PHI, SLOPES, T, ar1_rows, mse_ratio, ols_panel, user_mean_sd
+from _common import (
+    PHI,
+    ROW_SD,
+    SKEWED,
+    SLOPES,
+    T,
+    ar1_rows,
+    mse_ratio,
+    ols_panel,
+    skewed_rows,
+    user_mean_sd,
+)
 from numpy.typing import ArrayLike
 
 import dplong
@@ -123,6 +143,8 @@ class Cell:
     reference: float | None = None  # shown as the non-private column (wage: sampling SE)
     rmse: bool = False  # wage panel: report RMSE instead of an MSE ratio
     errors: dict[str, list[float]] = field(default_factory=dict)
+    withheld: int = 0  # replications dplong withheld (NaN): left out for every estimator
+    covered: list[bool] = field(default_factory=list)  # dplong's 95 % interval, per release
 
     def add(self, name: str, estimate: ArrayLike, truth: ArrayLike) -> None:
         err = float(np.sum((np.asarray(estimate) - truth) ** 2))
@@ -150,23 +172,43 @@ def seeds(seed: int, cell: int, rep: int) -> tuple[np.random.Generator, np.rando
 
 
 def mean_cell(
-    peers: tuple[Any, Any, Any], idx: int, n: int, epsilon: float, reps: int, seed: int
+    peers: tuple[Any, Any, Any],
+    idx: int,
+    n: int,
+    epsilon: float,
+    reps: int,
+    seed: int,
+    *,
+    kind: str = "Gaussian",
+    bound_sds: float = BOUND_SDS,
 ) -> Cell:
+    """A user-level mean of n users x T rows: the issue-10 AR(1) panels around μ (``kind``
+    "Gaussian"), or a skewed kind of ``_common.SKEWED``; the peers' bounds the truth ±
+    ``bound_sds`` sds of one user's statistic."""
     diffprivlib, _, dp = peers
-    sd = user_mean_sd(T, PHI)
-    bounds = (MU - BOUND_SDS * sd, MU + BOUND_SDS * sd)
+    if kind == "Gaussian":
+        truth, sd = MU, user_mean_sd(T, PHI)
+    else:
+        mean, variance = SKEWED[kind]
+        truth, sd = mean, float(np.sqrt(variance + ROW_SD**2 / T))
+    bounds = (truth - bound_sds * sd, truth + bound_sds * sd)
     opendp = opendp_means(dp, n, bounds, epsilon)
     users = np.repeat(np.arange(n), T)
-    cell = Cell(f"mean, n={n}, T={T}, ε={epsilon:g}")
+    cell = Cell(f"{kind} mean, n={n}, T={T}, ε={epsilon:g}, peers ±{bound_sds:g} sd")
     for rep in range(reps):
         data, noise, peer_seed = seeds(seed, idx, rep)
-        rows = MU + ar1_rows(data, n, T, PHI)
+        rows = MU + ar1_rows(data, n, T, PHI) if kind == "Gaussian" else skewed_rows(kind, data, n)
         means = rows.mean(axis=1)
-        cell.add("non-private", means.mean(), MU)
         res = dplong.winsorized_mean(
             rows.ravel(), groups=users, epsilon=epsilon, random_state=noise
         )
-        cell.add("dplong", float(res.params.iloc[0]), MU)
+        if np.isnan(res.params.iloc[0]):  # withheld, with its reason: no error to pair
+            cell.withheld += 1
+            continue
+        cell.add("non-private", means.mean(), truth)
+        cell.add("dplong", float(res.params.iloc[0]), truth)
+        low, high = res.conf_int().iloc[0]
+        cell.covered.append(bool(low <= truth <= high))
         cell.add(
             "diffprivlib",
             diffprivlib.tools.mean(
@@ -176,11 +218,11 @@ def mean_cell(
                 random_state=np.random.RandomState(peer_seed),
                 accountant=diffprivlib.BudgetAccountant(),
             ),
-            MU,
+            truth,
         )
         listed = means.tolist()
         for name, meas in opendp.items():
-            cell.add(name, meas(listed), MU)
+            cell.add(name, meas(listed), truth)
     return cell
 
 
@@ -286,6 +328,7 @@ def table(cells: list[tuple[Cell, int]]) -> str:
         "reps",
         "non-private",
         "dplong",
+        "dplong coverage",
         *PEER_COLUMNS,
         "dplong / peer (MSE)",
         "dplong at least as accurate",
@@ -301,7 +344,11 @@ def table(cells: list[tuple[Cell, int]]) -> str:
             mse = float(np.mean(cell.errors["non-private"]))
             row = [cell.name + " — MSE / non-private", str(reps), f"MSE {mse:.3g}"]
             fmt = "{:.2f}"
-        row.append(fmt.format(cell.shown("dplong")))
+        row.append(
+            fmt.format(cell.shown("dplong"))
+            + (f" ({cell.withheld} withheld)" if cell.withheld else "")
+        )
+        row.append(f"{np.mean(cell.covered):.3f}" if cell.covered else "—")
         row += [fmt.format(cell.shown(p)) if p in cell.errors else "—" for p in PEER_COLUMNS]
         row.append(" / ".join(f"{r:.2g} ± {s:.1g}" for r, s in ratios))
         row.append("yes" if all(r <= 1 for r, _ in ratios) else "no")
@@ -327,20 +374,42 @@ def main() -> None:
         help="replications of the linear-model cells (default: --reps)",
     )
     parser.add_argument("--seed", type=int, default=20261124)
+    parser.add_argument(
+        "--parts",
+        default="issue10,issue29",
+        help="comma-separated: issue10 (the cells above), issue29 (small Gaussian panels and "
+        "skewed statistics against peers with ±3 sd bounds)",
+    )
     args = parser.parse_args()
     peers = load_peers()
     warnings.simplefilter("ignore")  # dplong's reliability notes and diffprivlib's bound notes
     ols_reps = args.reps if args.ols_reps is None else args.ols_reps
     print(versions())
-    runs: list[tuple[Callable[[], Cell], int]] = [
-        (partial(mean_cell, peers, i, n, e, args.reps, args.seed), args.reps)
-        for i, (n, e) in enumerate(((1000, 1.0), (1000, 0.5), (2000, 0.5), (10_000, 1.0)))
-    ]
-    runs.append((partial(wage_cell, peers, 4, args.reps, args.seed), args.reps))
-    runs += [
-        (partial(ols_cell, peers, i, 10_000, e, ols_reps, args.seed), ols_reps)
-        for i, e in ((5, 1.0), (6, 0.5))
-    ]
+    runs: list[tuple[Callable[[], Cell], int]] = []
+    if "issue10" in args.parts:
+        runs += [
+            (partial(mean_cell, peers, i, n, e, args.reps, args.seed), args.reps)
+            for i, (n, e) in enumerate(((1000, 1.0), (1000, 0.5), (2000, 0.5), (10_000, 1.0)))
+        ]
+        runs.append((partial(wage_cell, peers, 4, args.reps, args.seed), args.reps))
+        runs += [
+            (partial(ols_cell, peers, i, 10_000, e, ols_reps, args.seed), ols_reps)
+            for i, e in ((5, 1.0), (6, 0.5))
+        ]
+    if "issue29" in args.parts:  # issue 29's targets: the peers handed the truth ± 3 sd
+        small = ((300, 1.0), (500, 0.5), (1000, 0.5), (1000, 1.0))
+        runs += [
+            (partial(mean_cell, peers, 7 + i, n, e, args.reps, args.seed, bound_sds=3.0), args.reps)
+            for i, (n, e) in enumerate(small)
+        ]
+        runs += [
+            (
+                partial(mean_cell, peers, 11 + i, 1000, 1.0, args.reps, args.seed, kind=kind,
+                        bound_sds=3.0),
+                args.reps,
+            )
+            for i, kind in enumerate(SKEWED)
+        ]  # fmt: skip
     done: list[tuple[Cell, int]] = []
     for run, reps in runs:
         start = time.perf_counter()

@@ -22,7 +22,7 @@ import argparse
 import warnings
 
 import numpy as np
-from _common import ar1_rows, header, mse_ratio, pm, proportion, rmse
+from _common import SKEWED, ar1_rows, header, mse_ratio, pm, proportion, rmse, skewed_rows
 
 import dplong
 from dplong.datasets import load_randhie
@@ -59,33 +59,12 @@ def randhie(reps: int, seed: int, log: bool, lower: float | None = None) -> str:
     )
 
 
-def _draw(kind: str, rng: np.random.Generator, n: int) -> np.ndarray:
-    if kind == "lognormal 1":
-        return rng.lognormal(0.0, 1.0, n)
-    if kind == "lognormal 1.5":
-        return rng.lognormal(0.0, 1.5, n)
-    if kind == "Pareto 2.5":
-        return rng.pareto(2.5, n)
-    if kind == "t3":
-        return rng.standard_t(3, n)
-    return np.where(rng.random(n) < 0.9, 0.0, rng.lognormal(0.0, 1.0, n))
-
-
-TRUTH = {
-    "lognormal 1": float(np.exp(0.5)),
-    "lognormal 1.5": float(np.exp(1.125)),
-    "Pareto 2.5": 1.0 / 1.5,
-    "t3": 0.0,
-    "90% zeros": 0.1 * float(np.exp(0.5)),
-}
-
-
 def simulated(kind: str, reps: int, seed: int, n: int = 1000, T: int = 10) -> str:
     rng = np.random.default_rng([seed, n, sum(map(ord, kind))])
-    truth = TRUTH[kind]
+    truth = SKEWED[kind][0]
     private, public, covered, withheld = [], [], 0, 0
     for _ in range(reps):
-        means = _draw(kind, rng, n)[:, None] + rng.normal(0.0, 0.1, (n, T))
+        means = skewed_rows(kind, rng, n, T)
         rows = means.ravel()
         users = np.repeat(np.arange(n), T)
         res = dplong.winsorized_mean(rows, groups=users, epsilon=1.0, random_state=rng)
@@ -140,7 +119,7 @@ def main() -> None:
     if args.only in (None, "simulated"):
         print("\n| per-user statistic | n | MSE / non-private | coverage | withheld |")
         print("|---|---|---|---|---|")
-        for kind in TRUTH:
+        for kind in SKEWED:
             print(simulated(kind, args.sim_reps, args.seed), flush=True)
     if args.only in (None, "gaussian"):
         print("\n| cell | n | ε | MSE / non-private | coverage | withheld |")
