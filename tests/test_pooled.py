@@ -356,6 +356,44 @@ def test_score_size_release_audit_with_power_check(fraction: float) -> None:
         assert bound.epsilon_lb > zcdp_epsilon(rho, delta), str(bound)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("fraction", [1.0, BROKEN_NOISE_FRACTION])
+def test_meat_release_audit_with_power_check(fraction: float) -> None:
+    """The clustered meat with the steps' clipped mass (:func:`pooled_release._release_meat`)
+    on D (one person's whitened score 0: no meat, no excess) and D' (that score at the radius
+    R, beyond the steps' radius: a meat row of norm R² and an excess of R²), the released
+    vector projected on the direction of the move: ε lower bound from its tail events; the
+    broken replica (noise at a quarter of its sd) must be caught, the correct one must not
+    exceed its claim (runs as in the Gram matrix's audit)."""
+    rho, delta, radius, inner = 0.5, 1e-3, 1.5, 1.0
+    runs = 3000 if fraction == 1.0 else 1500
+    others = np.tile([[0.3, 0.4]], (20, 1))  # inside the steps' radius: no excess
+    persons = (np.zeros(2), np.array([radius, 0.0]))
+    rows = [pooled_release._meat_rows(np.vstack([others, p]), radius, inner)[0] for p in persons]
+    move = rows[1].sum(axis=0) - rows[0].sum(axis=0)
+    direction = move / np.linalg.norm(move)
+    rng = np.random.default_rng(13)
+
+    def projected(scores: np.ndarray) -> float:
+        meat, _ = pooled_release._release_meat(scores, radius, inner, rho / fraction**2, rng)
+        return float(meat.total @ direction)
+
+    out = [
+        np.array([projected(np.vstack([others, person])) for _ in range(runs)])
+        for person in persons
+    ]
+    sd = math.sqrt(3.0) * radius**2 / math.sqrt(2.0 * rho)  # the released sensitivity √3 R²
+    low, high = (float(r.sum(axis=0) @ direction) for r in rows)
+    multiples = (0, 1, 2, 3, 4)
+    events_d, names = tail_events(out[0], low, high, sd * fraction, multiples)
+    events_p, _ = tail_events(out[1], low, high, sd * fraction, multiples)
+    bound = epsilon_lower_bound(events_d, events_p, delta=delta, confidence=CONFIDENCE, names=names)
+    if fraction == 1.0:
+        assert bound.epsilon_lb <= zcdp_epsilon(rho, delta), str(bound)
+    else:
+        assert bound.epsilon_lb > zcdp_epsilon(rho, delta), str(bound)
+
+
 def test_release_vector_sum_refuses_vectors_beyond_their_bound() -> None:
     with pytest.raises(AssertionError, match="norm bound"):
         release_vector_sum(np.array([[3.0, 4.0]]), 4.9, 9.8, 1.0, np.random.default_rng(0))

@@ -162,8 +162,8 @@ def test_a_range_whose_median_reach_missed_its_data_is_flagged() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Audits of the stage's two kinds of median (the counts are release_vector_sum, audited in
-# test_pooled.py, with their sensitivity tested above); the stage composes them (ledger test)
+# Audits of the stage's two kinds of median and of its counts (one release_vector_sum, audited
+# end to end below with the medians held public); the stage composes them (ledger test)
 # ---------------------------------------------------------------------------------------------
 
 #: Small grids (as the engine's median audits): the mechanism's privacy does not depend on them;
@@ -232,6 +232,60 @@ def test_stage_median_audit_with_power_check(
         assert bound.epsilon_lb <= EPS, str(bound)
     else:
         assert bound.epsilon_lb > EPS, str(bound)
+
+
+def _public_medians(
+    values: np.ndarray,
+    grid: LogGrid,
+    epsilon: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    weights: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """The stage's medians held at public values (midpoint 0, reaches 1): the counts alone
+    are random, and the audit below sees their release only."""
+    return np.zeros(values.shape[1]) if weights is None else np.ones(values.shape[1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fraction", [1.0, BROKEN_NOISE_FRACTION])
+def test_rung_counts_audit_with_power_check(
+    fraction: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rungs' counts as :func:`private_ranges` releases them, the medians held public: D
+    (person 0 at the midpoint, beyond no rung) and D' (person 0 far out on both sides, beyond
+    every rung, the midpoint's cell and the far rung included: the vector's worst move, √(10 k)
+    for k = 1), the released counts projected on the move. ε lower bound from the tail events;
+    the broken replica (noise at a quarter of its sd) must be caught, the correct one must not
+    exceed its claim (runs as in the Gram matrix's audit, test_pooled.py)."""
+    monkeypatch.setattr(ranges, "private_median", _public_medians)
+    rho, delta = 0.5, 1e-3
+    runs = 3000 if fraction == 1.0 else 1500
+    others = np.linspace(-0.5, 0.5, 30)  # beyond the cell, inside the first reach rung
+    rng = np.random.default_rng(17)
+    outputs, noiseless = [], []
+    for person in (0.0, FAR):
+        lows = np.append(others, -person)[:, None]
+        highs = np.append(others, person)[:, None]
+        counts = [
+            private_ranges(lows, highs, 1.0, rho / fraction**2, rng, names=("x",)).counts.ravel()
+            for _ in range(runs)
+        ]
+        outputs.append(np.array(counts))
+        noiseless.append(private_ranges(lows, highs, 1.0, OFF, rng, names=("x",)).counts.ravel())
+    move = noiseless[1] - noiseless[0]
+    assert np.array_equal(move, np.ones(2 * (len(RUNGS) + 1)))  # every count, by one
+    direction = move / np.linalg.norm(move)
+    low, high = (float(v @ direction) for v in noiseless)
+    sd = math.sqrt(2 * (len(RUNGS) + 1)) / math.sqrt(2.0 * rho)  # the stated sensitivity √(10 k)
+    multiples = (0, 1, 2, 3, 4)
+    events_d, names = tail_events(outputs[0] @ direction, low, high, sd * fraction, multiples)
+    events_p, _ = tail_events(outputs[1] @ direction, low, high, sd * fraction, multiples)
+    bound = epsilon_lower_bound(events_d, events_p, delta=delta, confidence=CONFIDENCE, names=names)
+    if fraction == 1.0:
+        assert bound.epsilon_lb <= zcdp_epsilon(rho, delta), str(bound)
+    else:
+        assert bound.epsilon_lb > zcdp_epsilon(rho, delta), str(bound)
 
 
 # ---------------------------------------------------------------------------------------------

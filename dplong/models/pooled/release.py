@@ -140,15 +140,10 @@ def _release_statistics(
     # step 4: the person-clustered meat at the released β̂ (public), whitened, with the mass
     # the steps' radius clipped below the Cauchy–Schwarz one (the steps' fixed point's bias)
     radius = _clip_radius(released, pilot, beta, cap, row_total, reach)
-    inner = min(radius, limit)
-    rows, gain = _meat_rows(
-        _scores(x, y, weight, beta, codes, n, math.inf, pilot.whiten), radius, inner
-    )
-    meat_bound = radius**2 * (1.0 + 1e-12)
-    meat = release_vector_sum(
-        rows,
-        (math.sqrt(2.0) if gain else 1.0) * meat_bound,
-        (math.sqrt(3.0) if gain else math.sqrt(2.0)) * meat_bound,
+    meat, gain = _release_meat(
+        _scores(x, y, weight, beta, codes, n, math.inf, pilot.whiten),
+        radius,
+        min(radius, limit),
         rho_meat,
         generator,
     )
@@ -226,6 +221,28 @@ def _high_end(release: WeightedRelease, j: int) -> float:
     :data:`SIZE_SDS` of its noise sds: the high end that the scores' size and the clipped mass
     are read at."""
     return max(float(release.total[j]), 0.0) + SIZE_SDS * float(release.sd[j])
+
+
+def _release_meat(
+    scores: NDArray[np.float64],
+    radius: float,
+    inner: float,
+    rho: float,
+    generator: np.random.Generator,
+) -> tuple[WeightedRelease, float]:
+    """One ρ-zCDP release of the whitened ``scores``' (n x p, unclipped) rows of
+    :func:`_meat_rows` and the excess's scale: norm at most R² (√2 R² with the excess),
+    sensitivity √2 R² (√3 R²)."""
+    rows, gain = _meat_rows(scores, radius, inner)
+    bound = radius**2 * (1.0 + 1e-12)  # room for rounding
+    meat = release_vector_sum(
+        rows,
+        (math.sqrt(2.0) if gain else 1.0) * bound,
+        (math.sqrt(3.0) if gain else math.sqrt(2.0)) * bound,
+        rho,
+        generator,
+    )
+    return meat, gain
 
 
 def _meat_rows(
