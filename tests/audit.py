@@ -212,6 +212,32 @@ def tail_events(
     return np.stack(columns, axis=1), names
 
 
+def check_gaussian_audit(
+    outputs: Sequence[NDArray[np.float64]],
+    centres: tuple[float, float],
+    sd: float,
+    fraction: float,
+    rho: float,
+    delta: float,
+) -> EpsilonBound:
+    """The verdict of an audit of one ρ-zCDP release projected on one line: its ``outputs``
+    on D and D' (runs each), the noiseless values ``centres`` (low, high) and the noise's
+    ``sd`` along the line at full budget; tail events at 0-4 sds (of the noise at
+    ``fraction`` of its sd). The correct release (``fraction`` 1) must not exceed its claim
+    ``zcdp_epsilon(ρ, δ)``, the broken replica (noise at ``fraction`` of its sd) must."""
+    low, high = centres
+    multiples = (0, 1, 2, 3, 4)
+    events_d, names = tail_events(outputs[0], low, high, sd * fraction, multiples)
+    events_p, _ = tail_events(outputs[1], low, high, sd * fraction, multiples)
+    bound = epsilon_lower_bound(events_d, events_p, delta=delta, confidence=CONFIDENCE, names=names)
+    claimed = dplong.privacy.accounting.zcdp_epsilon(rho, delta)
+    if fraction == 1.0:
+        assert bound.epsilon_lb <= claimed, str(bound)
+    else:
+        assert bound.epsilon_lb > claimed, str(bound)
+    return bound
+
+
 def joint_tail_events(
     outputs: NDArray[np.float64],
     low_centres: Sequence[float],

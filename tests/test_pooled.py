@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
-from audit import BROKEN_NOISE_FRACTION, CONFIDENCE, epsilon_lower_bound, tail_events
+from audit import BROKEN_NOISE_FRACTION, check_gaussian_audit
 
 import dplong
 import dplong.models.pooled.factors as pooled_factors
@@ -23,7 +23,6 @@ import dplong.models.pooled.release as pooled_release
 import dplong.privacy.ranges as ranges
 from dplong.exceptions import DataError, ParameterError, PrivacyParameterError
 from dplong.models.pooled import PooledOLS, vech_scaled
-from dplong.privacy.accounting import zcdp_epsilon
 from dplong.privacy.noise import release_vector_sum
 
 HIE_FORMULA = "np.log1p(meddol) ~ np.log(coins + 1) + xage + female"
@@ -345,15 +344,8 @@ def test_score_size_release_audit_with_power_check(fraction: float) -> None:
             )
         )
     sd = outer**2 / math.sqrt(2.0 * rho)
-    low, high = 20 * 0.25, 20 * 0.25 + outer**2
-    multiples = (0, 1, 2, 3, 4)
-    events_d, names = tail_events(out[0], low, high, sd * fraction, multiples)
-    events_p, _ = tail_events(out[1], low, high, sd * fraction, multiples)
-    bound = epsilon_lower_bound(events_d, events_p, delta=delta, confidence=CONFIDENCE, names=names)
-    if fraction == 1.0:
-        assert bound.epsilon_lb <= zcdp_epsilon(rho, delta), str(bound)
-    else:
-        assert bound.epsilon_lb > zcdp_epsilon(rho, delta), str(bound)
+    centres = 20 * 0.25, 20 * 0.25 + outer**2
+    check_gaussian_audit(out, centres, sd, fraction, rho, delta)
 
 
 @pytest.mark.slow
@@ -384,14 +376,7 @@ def test_meat_release_audit_with_power_check(fraction: float) -> None:
     ]
     sd = math.sqrt(3.0) * radius**2 / math.sqrt(2.0 * rho)  # the released sensitivity √3 R²
     low, high = (float(r.sum(axis=0) @ direction) for r in rows)
-    multiples = (0, 1, 2, 3, 4)
-    events_d, names = tail_events(out[0], low, high, sd * fraction, multiples)
-    events_p, _ = tail_events(out[1], low, high, sd * fraction, multiples)
-    bound = epsilon_lower_bound(events_d, events_p, delta=delta, confidence=CONFIDENCE, names=names)
-    if fraction == 1.0:
-        assert bound.epsilon_lb <= zcdp_epsilon(rho, delta), str(bound)
-    else:
-        assert bound.epsilon_lb > zcdp_epsilon(rho, delta), str(bound)
+    check_gaussian_audit(out, (low, high), sd, fraction, rho, delta)
 
 
 def test_release_vector_sum_refuses_vectors_beyond_their_bound() -> None:
@@ -444,16 +429,8 @@ def test_gram_release_audit_with_power_check(fraction: float, kind: str) -> None
     claim at 1,500 in every kind (1.45 at 3,000, 1.13-1.15 at 1,000)."""
     rho, delta = 0.5, 1e-3
     runs = 3000 if fraction == 1.0 else 1500
-    claimed = zcdp_epsilon(rho, delta)
-    (d, d_prime), (low, high), sd = _audit_outputs(rho, fraction, runs, seed=7, kind=kind)
-    multiples = (0, 1, 2, 3, 4)
-    events_d, names = tail_events(d, low, high, sd * fraction, multiples)
-    events_p, _ = tail_events(d_prime, low, high, sd * fraction, multiples)
-    bound = epsilon_lower_bound(events_d, events_p, delta=delta, confidence=CONFIDENCE, names=names)
-    if fraction == 1.0:
-        assert bound.epsilon_lb <= claimed, str(bound)
-    else:
-        assert bound.epsilon_lb > claimed, str(bound)
+    outputs, centres, sd = _audit_outputs(rho, fraction, runs, seed=7, kind=kind)
+    check_gaussian_audit(outputs, centres, sd, fraction, rho, delta)
 
 
 def test_ledger_spends_the_budget_and_the_accountant_is_charged() -> None:
