@@ -1344,6 +1344,37 @@ class TestLedger:
         assert all(e.epsilon == 0.0 and e.rho > 0 for e in mean)
         assert release.privacy.epsilon <= 1.0 and release.privacy.delta <= 1e-6
 
+    @pytest.mark.parametrize("beyond", [6, 100])
+    def test_heavy_radius_grows_with_the_users_past_the_threshold(self, beyond: int) -> None:
+        """The tail rule (``tails._tail_radius``), its count exact (ε = 1e6): 1,000 users, σ̂ = 1,
+        ``beyond`` of them past the rung 3.5 σ̂. Normal tails put 2·1000·Φ(-0.9·3.5) there, the
+        threshold C₀ is 3 times that (4.9): 6 users mark the column heavy by a hair and keep
+        the rung as its radius (the Pareto balance for all 6 would clip at 2.1 rungs); 100
+        give the balance for the 100 - C₀ beyond the threshold, ``r (C ε_m / (2√2 √(α-1)))^(1/α)``.
+        The bias bound's anchor is all of them either way."""
+        from types import SimpleNamespace
+
+        from dplong.privacy import tails
+
+        n = 1000
+        matrix = np.full((n, 1), 0.1)
+        matrix[:beyond] = 10.0
+        where = SimpleNamespace(centre=np.zeros(1), sd=np.ones(1))
+        radius, heavy, reach, rung, sd = tails._tail_radius(
+            matrix, where, np.ones(1), 1e6, np.ones(1), np.full(1, float(n)),
+            np.random.default_rng(0),
+        )  # fmt: skip
+        assert heavy[0] and sd < 1e-3 and reach[0] == pytest.approx(beyond, abs=0.01)
+        threshold = tails.TAIL_RATIO * 2.0 * n * stats.norm.cdf(-tails.TAIL_SLACK * 3.5)
+        a = tails.TAIL_INDEX
+        share = max(beyond - threshold, 1.0)
+        balanced = rung[0] * (share / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))) ** (1.0 / a)
+        assert radius[0] == pytest.approx(max(balanced, rung[0]), rel=1e-3)
+        if beyond == 6:  # past the threshold by a hair: the rung, not the balance for all 6
+            assert radius[0] == pytest.approx(rung[0])
+            whole = rung[0] * (6.0 / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))) ** (1.0 / a)
+            assert whole > 2.0 * rung[0]
+
     @pytest.mark.parametrize("heavy", [False, True])
     def test_gaussian_final_stage_runs_the_tail_count(self, heavy: bool) -> None:
         """A discrete Gaussian final stage gives its tail count ``share`` of each column's ρ and
