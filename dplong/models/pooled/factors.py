@@ -68,6 +68,12 @@ def _factor_blocks(spec: DesignSpec) -> tuple[_FactorBlock, ...]:
     return tuple(out)
 
 
+def _indicator_ranges(spec: DesignSpec) -> dict[str, tuple[float, float]]:
+    """Every indicator column of a declared factor and its public range (its contrast
+    values'): located from the formula, never from the rows."""
+    return {c: (b.low, b.high) for b in _factor_blocks(spec) for c in b.columns}
+
+
 def _coded_blocks(
     spec: DesignSpec, columns: tuple[str, ...]
 ) -> tuple[tuple[tuple[int, ...], float, bool], ...]:

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from dplong._validation import real_number
 from dplong.exceptions import ParameterError
 from dplong.formula import DesignSpec
-from dplong.models.pooled.factors import Blocks, _factor_blocks
+from dplong.models.pooled.factors import Blocks, _indicator_ranges
 
 __all__ = ["BoundsLike", "column_bounds"]
 
@@ -47,7 +47,7 @@ def column_bounds(spec: DesignSpec, bounds: BoundsLike | str | None) -> NDArray[
             f"bounds must be a mapping {{column: (low, high)}}, got {type(bounds).__name__}"
         )
     given = dict(bounds or {})
-    known = {c: (b.low, b.high) for b in _factor_blocks(spec) for c in b.columns}
+    known = _indicator_ranges(spec)
     names = (*spec.columns, spec.outcome)
     unknown = [k for k in given if k not in names]
     if unknown:

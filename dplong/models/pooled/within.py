@@ -19,7 +19,7 @@ from dplong.models.command_line import (
 )
 from dplong.models.linear_options import _between_columns
 from dplong.models.pooled.estimator import PooledOLS
-from dplong.models.pooled.factors import Disjoint, _factor_blocks
+from dplong.models.pooled.factors import Disjoint, _indicator_ranges
 
 __all__ = ["PanelOLS"]
 
@@ -85,7 +85,8 @@ class PanelOLS(PooledOLS):
         # range found privately; a declared factor's indicators keep their public ±1
         width = (ranges[:, 1] - ranges[:, 0])[[*keep, len(design.columns)]]
         public = np.column_stack([-width, width])
-        factor = np.isin([*(design.columns[j] for j in keep), design.outcome], _indicators(spec))
+        kept = [*(design.columns[j] for j in keep), design.outcome]
+        factor = np.isin(kept, list(_indicator_ranges(spec)))
         bounded = np.isfinite(width) & ~factor
         spread = np.where(factor[:, None], public, np.nan)
         caps = np.where(bounded[:, None], public, [[-np.inf, np.inf]])
@@ -126,11 +127,6 @@ class PanelOLS(PooledOLS):
             "person effects absorbed (deviations from each person's mean); "
             + super()._weighting(cap)
         )
-
-
-def _indicators(spec: DesignSpec) -> list[str]:
-    """The declared factors' indicator columns (their public ±1 deviations are not located)."""
-    return [c for block in _factor_blocks(spec) for c in block.columns]
 
 
 register(
