@@ -18,7 +18,7 @@ from test_pooled import unclipped_meat  # noqa: F401  (a fixture)
 import dplong
 import dplong.models.pooled.release as pooled_release
 import dplong.privacy.ranges as ranges
-from dplong.exceptions import ParameterError
+from dplong.exceptions import InsufficientUsersError, ParameterError
 from dplong.models.pooled.gram import _Solution
 
 
@@ -43,8 +43,9 @@ BOUNDS = {"y": (-20, 20), "x": (-6, 7), "z": (0, 1)}
 @pytest.fixture
 def capped_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ranges found far out, so that the public widths (the caps) are the ranges: every
-    deviation inside (BOUNDS' widths hold them)."""
-    monkeypatch.setattr(ranges, "RUNGS", (1e12,))
+    deviation inside (BOUNDS' widths hold them). The first rung stays the midpoint's cell,
+    which tells a column that varies within persons from a constant one."""
+    monkeypatch.setattr(ranges, "RUNGS", (0.0, 1e12))
     monkeypatch.setattr(ranges, "REACH", 1e12)
 
 
@@ -133,25 +134,40 @@ def test_within_estimate_removes_the_person_effects_bias() -> None:
     assert pooled.params["x"] - 0.5 > 4.0 * pooled.bse["x"]
 
 
-def test_a_covariate_constant_within_persons_is_withheld_with_a_note() -> None:
-    """``sex`` never changes within a person: its deviations are all 0, the released X'X does
-    not determine its coefficient (decided from released numbers), and it is withheld (NaN),
-    never printed at the edge of the doubles."""
+def test_an_undeclared_between_covariate_is_found_absorbed_in_either_order() -> None:
+    """Undeclared, a covariate constant within persons is found so from released numbers: the
+    first rung's counts of the ranges' stage cannot tell the persons off its deviations' cell
+    (at 0) from none on either side. The fit leaves it to the person effects as it would a
+    declared one (no estimate, withheld as "absorbed", a note naming it) and releases the
+    rest, whatever the terms' order; before, the released X'X could not determine the column
+    of zeros and every coefficient was withheld. ``grade`` = 0.1 + 0.1 sex is no dyadic
+    fraction: its deviations from a person's mean are not all 0 in floating point (checked),
+    so the demeaning starts from one of the person's own rows. The slopes are near the truth
+    (4 of their sds) and z, which every person varies, is never absorbed (the power check)."""
     panel = _panel(4, people=2000)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = dplong.PanelOLS.from_formula(
-            "y ~ x + sex", panel, groups="id", bounds={"y": (-20, 20), "x": (-6, 7), "sex": (0, 1)}
-        ).fit(epsilon=2.0, max_rows=5, random_state=0)
-    assert math.isnan(res.params["sex"]) and math.isnan(res.bse["sex"])
-    assert any("sex" in note and "absorb" in note for note in res.warnings)
+    panel["grade"] = 0.1 + 0.1 * panel["sex"]
+    naive = panel["grade"] - panel.groupby("id")["grade"].transform("mean")
+    assert (naive != 0.0).any()  # the premise: a mean of copies of 0.1 is not 0.1
+    for formula in ("y ~ x + grade + z", "y ~ grade + x + z"):
+        for seed in range(4):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = dplong.PanelOLS.from_formula(formula, panel, groups="id").fit(
+                    epsilon=2.0, max_rows=5, random_state=seed
+                )
+            assert res.withheld.to_dict() == {"grade": "absorbed"}
+            assert list(res.params.index) == formula[4:].split(" + ")
+            truth = pd.Series({"x": 0.5, "z": -0.3})
+            assert ((res.params[truth.index] - truth).abs() < 4.0 * res.bse[truth.index]).all()
+            assert any(note.startswith("['grade'] absorbed by the person") for note in res.warnings)
+            assert res.privacy.epsilon <= 2.0
 
 
 def test_a_declared_between_covariate_is_absorbed_in_either_order() -> None:
     """``between=["sex"]`` (public): sex is left out of the releases and reported as absorbed
     with no estimate, in the formula's place; the rest are the fit of the formula without it,
-    whatever the terms' order (the same releases, draw for draw), where undeclared the
-    all-zero deviations leave the released X'X undetermined and every coefficient withheld."""
+    whatever the terms' order (the same releases, draw for draw), and nothing is spent finding
+    its range."""
     panel = _panel(4, people=2000)
     fits = {
         formula: dplong.PanelOLS.from_formula(formula, panel, groups="id").fit(
@@ -171,13 +187,29 @@ def test_a_declared_between_covariate_is_absorbed_in_either_order() -> None:
     assert first.withheld.to_dict() == {"sex": "absorbed"}
     assert "absorbed by the person effects, no estimate: sex" in first.assumptions[-1]
     assert not first.warnings and first.privacy.epsilon <= 2.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        undeclared = dplong.PanelOLS.from_formula("y ~ x + sex + z", panel, groups="id").fit(
-            epsilon=2.0, max_rows=5, random_state=0
-        )
-    assert undeclared.params.isna().all()
-    assert "give public bounds" not in undeclared.warnings[0]  # they only cap the ranges
+
+
+@pytest.mark.parametrize(
+    ("model", "bounds", "remedy"),
+    [
+        (dplong.PanelOLS, None, False),
+        (dplong.PanelOLS, BOUNDS, False),
+        (dplong.PooledOLS, None, True),
+    ],
+)
+def test_a_refusal_names_public_bounds_only_where_they_spare_the_ranges(
+    model: type, bounds: dict | None, remedy: bool
+) -> None:
+    """n ε too small for the ranges: refused before any noise. Public bounds spare PooledOLS
+    the stage (they are its frame), so its refusal names them; PanelOLS finds its deviations'
+    ranges whatever the bounds (they only cap them), so its refusal does not, also where every
+    column has one."""
+    accountant = dplong.Accountant(epsilon=1.0)
+    fitted = model.from_formula("y ~ x + z", _panel(1, people=300), groups="id", bounds=bounds)
+    with pytest.raises(InsufficientUsersError, match="raise epsilon") as refused:
+        fitted.fit(epsilon=0.05, max_rows=5, accountant=accountant)
+    assert ("bounds={...}" in str(refused.value)) == remedy
+    assert accountant.spent_epsilon == 0.0
 
 
 @pytest.mark.parametrize(

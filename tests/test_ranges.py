@@ -83,6 +83,30 @@ def test_a_constant_column_gets_its_midpoint_cell() -> None:
     assert low < 7.0 < high and high - low < 0.1
 
 
+def test_a_column_the_first_rungs_counts_see_nobody_off_is_found_constant() -> None:
+    """``constant``: on both sides the first rung's count (the persons off the midpoint's cell)
+    cannot be told from none, within MISS_SDS noise sds of 0 or RUNG_SHARE of n. 600 persons,
+    three columns, ρ = 0.005: the counts' sd is √30 / √0.01 ≈ 55, so the all-zero column's
+    counts stay under 3 sds in all but 0.13 % of sides, while one that 60 % of the persons vary
+    (360 on each side, 3.6 sds above the allowance of 164) and a normal one are never taken for
+    constant. The power check: the share alone (30 persons) would call the zero column varying
+    in about half of these seeds (a side's count above 30 with chance 0.29 at sd 55)."""
+    rng = np.random.default_rng(9)
+    n = 600
+    movers = np.where(rng.uniform(size=n) < 0.6, rng.normal(size=n), 0.0)
+    step = 0.1 * (movers != 0)  # a mover's extremes are off 0 on both sides
+    lows = np.column_stack([np.zeros(n), np.minimum(movers, 0.0) - step, rng.normal(size=n) - 1])
+    highs = np.column_stack([np.zeros(n), np.maximum(movers, 0.0) + step, rng.normal(size=n) + 1])
+    flagged, by_share = [], 0
+    for seed in range(20):
+        found = private_ranges(lows, highs, 1.0, 0.005, np.random.default_rng(seed),
+                               names=("zero", "movers", "x"))  # fmt: skip
+        flagged.append(found.constant.tolist())
+        by_share += bool((found.counts[:, 0, 0] <= ranges.RUNG_SHARE * n).all())
+    assert flagged == [[True, False, False]] * 20
+    assert by_share <= 15
+
+
 def test_a_side_nobody_is_on_ends_at_the_midpoints_cell() -> None:
     """A non-negative column with most persons at 0 (RAND HIE's coinsurance: 55 % of persons
     in the free plan) has its midpoint at 0 and nobody below it. That side's median reach has
@@ -294,13 +318,23 @@ SMALL_EDGES = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
 def test_noise_off_histograms_give_dyadic_cores_holding_the_extremes() -> None:
     """Noise off, the core ends at the outer edge of the farthest cell that holds
     HISTOGRAM_USERS-like shares (here any person: the threshold is ~0); a 0/1 column's box is
-    [0, 1] exactly (cells closed above), the core inside it, the range around it."""
+    [0, 1] exactly (cells closed above), the core inside it, the range around it; an all-zero
+    column's is [0, 0], the one the histograms call constant."""
     rng = np.random.default_rng(5)
     x = rng.normal(size=(2000, 1)) + rng.normal(size=(2000, 8))
     age = rng.uniform(20, 60, (2000, 1))
     female = (rng.uniform(size=(2000, 1)) < 0.5).astype(float)
     lows = np.column_stack([x.min(axis=1), age, female])
     highs = np.column_stack([x.max(axis=1), age, female])
+    found = ranges.histogram_ranges(
+        np.column_stack([lows, np.zeros(2000)]),
+        np.column_stack([highs, np.zeros(2000)]),
+        OFF,
+        rng,
+        names=("x", "age", "female", "zero"),
+    )
+    # a column whose every extreme is 0 is constant: its box is [0, 0], and no other is
+    assert found.constant.tolist() == [False, False, False, True]
     found = ranges.histogram_ranges(lows, highs, OFF, rng, names=("x", "age", "female"))
     # threshold ~0: the farthest non-empty cell, so the box holds every extreme
     box = found.midpoint[:, None] + np.column_stack([-found.reaches[1], found.reaches[0]])

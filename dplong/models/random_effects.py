@@ -209,7 +209,7 @@ class RandomEffects(PooledOLS):
         )
         afford(accountant, options.epsilon, options.delta)
 
-        ranges, frame, missed, entries = self._find_ranges(plan, generator)
+        ranges, frame, missed, _, entries = self._find_ranges(plan, generator)
         stage: dict[str, Any] = {"max_rows": cap, "random_state": generator}
         found: PanelResults | None = None
         if stated is None:

@@ -111,8 +111,10 @@ class PrivateRanges:
     they were made of (the midpoints, the upper and lower reaches from them (2 x k) and the
     released counts (2 x rungs or cells x k: the rungs', the last at :data:`FAR_RUNG`, or
     the histograms' of :func:`histogram_ranges` with the cores' centres as midpoints)), the
-    columns whose range ``missed`` its data (k: from the counts beyond the far rung), all DP
-    outputs, and the ledger entries of the stage."""
+    columns whose range ``missed`` its data (k: from the counts beyond the far rung), the
+    columns found (nearly) ``constant`` (k: on each side, no more persons off the midpoint's
+    cell than the first rung's count can tell from none; the histograms: every side's
+    extremes at 0), all DP outputs, and the ledger entries of the stage."""
 
     ranges: NDArray[np.float64]
     core: NDArray[np.float64]
@@ -120,6 +122,7 @@ class PrivateRanges:
     reaches: NDArray[np.float64]
     counts: NDArray[np.float64]
     missed: NDArray[np.bool_]
+    constant: NDArray[np.bool_]
     entries: tuple[LedgerEntry, ...]
 
 
@@ -163,8 +166,12 @@ def private_ranges(
     counts = release_vector_sum(beyond.astype(np.float64), bound, bound, rho, rng)
     counted = counts.total.reshape(2, len(RUNGS) + 1, k)
     held = counted[:, :-1] <= RUNG_SHARE * n
-    # few persons off the midpoint's cell on both sides: a (nearly) constant column, whose
-    # ranges the later rungs size as before; the cell alone is for a side nobody is on
+    # a (nearly) constant column: on both sides the first rung's count cannot tell the persons
+    # off the midpoint's cell from none (within MISS_SDS noise sds of 0, or RUNG_SHARE of n)
+    few = counted[:, 0] <= max(RUNG_SHARE * n, MISS_SDS * float(counts.sd[0]))
+    constant = few.all(axis=0)
+    # few persons off the midpoint's cell on both sides: the later rungs size the column's
+    # ranges as before; the cell alone is for a side nobody is on
     held[:, 0] &= ~held[:, 0].all(axis=0)
     missed = np.any(counted[:, -1] > RUNG_SHARE * n + MISS_SDS * float(counts.sd[0]), axis=0)
     first = np.where(held.any(axis=1), np.argmax(held, axis=1), len(RUNGS))
@@ -193,6 +200,7 @@ def private_ranges(
         np.array(reaches),
         counted,
         missed,
+        constant,
         entries,
     )
 
@@ -340,5 +348,6 @@ def histogram_ranges(
         np.array([high - centre, centre - low]),
         counted.reshape(2, k, cells).transpose(0, 2, 1),
         np.zeros(k, dtype=bool),
+        (low == 0.0) & (high == 0.0),  # both sides' persons at 0: the cells ending there
         (entry,),
     )

@@ -38,7 +38,7 @@ from dplong.models.option_checks import (
 from dplong.models.pooled.factors import Blocks, Disjoint, _blocks_of, _disjoint_of
 from dplong.models.pooled.frame import BoundsLike, _Scaling, column_bounds
 from dplong.models.pooled.gram import _gram_bound, _row_square, _rows_released
-from dplong.models.pooled.located import _RangesStage
+from dplong.models.pooled.located import FoundRanges, _RangesStage
 from dplong.models.pooled.ptr import PTR_REST, PTR_SHARE, _fit_ptr
 from dplong.models.pooled.release import _release_statistics, _Statistics
 from dplong.models.pooled.results import _statistics_results
@@ -272,8 +272,10 @@ class PooledOLS(_RangesStage, FormulaModel):
         between : str or list of str, optional
             :class:`PanelOLS` only: regressors the analyst declares constant within every
             person (a public fact: treatment, sex). The person effects absorb them: they are
-            left out of the releases and reported with no estimate, instead of leaving the
-            released ``X'X`` undetermined and every coefficient withheld.
+            left out of the releases and reported with no estimate. Undeclared, the ranges'
+            stage finds such a regressor from its released counts (and leaves it out the
+            same way) where they can tell it from one that varies; declared, nothing is spent
+            on it.
         random_state, rng : None, int or numpy.random.Generator
             Source of the noise; ``None`` (default) is fresh OS entropy, the only choice for a
             release (a seed is for reproducible research).
@@ -335,23 +337,32 @@ class PooledOLS(_RangesStage, FormulaModel):
         )
         checkpoint(FitPlan(n, options, (block,)))
         afford(accountant, options.epsilon, options.delta)
-        ranges, frame, missed, range_entries = self._find_ranges(plan, generator)
-        scaled = _Scaling.of(ranges, design.columns, frame, self._blocks)
-        x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
-        release = self._release(scaled, x, y, codes, cap, plan.rho, generator)
-        ledger = settle(accountant, [*range_entries, *release.entries], options)
+        model, found, constant = self._absorbing(self._find_ranges(plan, generator))
+        design = model._design
+        scaled = _Scaling.of(found.ranges, design.columns, found.frame, model._blocks)
+        x, y, codes, cap = model._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
+        release = model._release(scaled, x, y, codes, cap, plan.rho, generator)
+        ledger = settle(accountant, [*found.entries, *release.entries], options)
         return _statistics_results(
-            self,
+            model,
             scaled,
             release,
             ledger,
             options,
             cap,
-            ranges,
+            found.ranges,
             plan,
             reported=(tuple(formula_model.exog_names), absorbed),
-            missed=missed | self._missed,
+            constant=constant,
+            missed=found.missed | model._missed,
         )
+
+    def _absorbing(self: _Model, found: FoundRanges) -> tuple[_Model, FoundRanges, tuple[str, ...]]:
+        """The model the fit releases, its ranges, and the regressors left out because the
+        released counts found them (nearly) constant: none here, where a constant column is
+        the intercept's twin and its range's miss withholds the fit (:class:`PanelOLS`
+        leaves such a regressor to the person effects)."""
+        return self, found, ()
 
     def _absorbed(self, between: object) -> tuple[str, ...]:
         """The regressors declared constant within persons (``fit``'s ``between``): none

@@ -6,6 +6,8 @@ methods (:class:`_RangesStage`)."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -21,7 +23,7 @@ from dplong.privacy.ranges import (
     private_ranges,
 )
 
-__all__ = ["HISTOGRAM_NOTE", "check_ranges", "find_ranges", "range_notes"]
+__all__ = ["HISTOGRAM_NOTE", "FoundRanges", "check_ranges", "find_ranges", "range_notes"]
 
 #: The public note of a fit whose ranges the histograms find (decided by the plan).
 HISTOGRAM_NOTE = (
@@ -32,12 +34,13 @@ HISTOGRAM_NOTE = (
 
 
 def check_ranges(
-    n: int, names: list[str], plan: StatisticsBudget, *, bounded: bool = False
+    n: int, names: list[str], plan: StatisticsBudget, *, bounds_help: bool = True
 ) -> None:
     """Refuse, from public facts and before any noise, the ranges of the columns ``names``
     that the plan cannot find: its medians would miss, or its histograms' threshold is beyond
-    what a cell holds (nothing to refuse without such columns); ``bounded``: every one of
-    them has a public bound already (a within fit's, which only caps its deviations)."""
+    what a cell holds (nothing to refuse without such columns); ``bounds_help``: whether public
+    bounds would spare the stage (not a within fit's, which only cap its deviations' ranges),
+    so that the refusal names them as a remedy."""
     if not names:
         return
     if plan.histogram_rho > 0.0:
@@ -50,11 +53,8 @@ def check_ranges(
     if short:
         refusal = InsufficientUsersError(
             f"n * epsilon is too small to find the ranges of {names} privately ({why}): "
-            + (
-                "raise epsilon"
-                if bounded
-                else "give their public bounds (bounds={...}) or raise epsilon"
-            )
+            + ("give their public bounds (bounds={...}) or " if bounds_help else "")
+            + "raise epsilon"
         )
         refusal.budget_refusal = True  # a larger ε cures it (dplong.plan)
         raise refusal
@@ -64,6 +64,19 @@ def range_notes(plan: StatisticsBudget, located: bool) -> tuple[str, ...]:
     """The public note of ranges the plan finds by histograms (none otherwise, or where no
     range is ``located``)."""
     return (HISTOGRAM_NOTE,) if plan.histogram_rho > 0.0 and located else ()
+
+
+class FoundRanges(NamedTuple):
+    """Every column's range ((p + 1) x 2, the outcome's last), the Gram matrix's frame, the
+    columns whose range found privately missed its data and has no public cap to fall back on,
+    those the released counts find (nearly) constant (p + 1 each; False where the range is
+    public), and the ledger entries of the stage."""
+
+    ranges: NDArray[np.float64]
+    frame: NDArray[np.float64]
+    missed: NDArray[np.bool_]
+    constant: NDArray[np.bool_]
+    entries: tuple[LedgerEntry, ...]
 
 
 def find_ranges(
@@ -76,20 +89,20 @@ def find_ranges(
     plan: StatisticsBudget,
     generator: np.random.Generator,
     caps: NDArray[np.float64],
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], tuple[LedgerEntry, ...]]:
+) -> FoundRanges:
     """Every column's range ((p + 1) x 2): the public ones of ``ranges``, the others (NaN
     there; their ``values``, rows sorted by person, and ``names``) found privately with the
     plan's budget and cut to their public ``caps`` ((p + 1) x 2, infinite where none); the
     Gram matrix's frame (the found ranges' cores, cut likewise, the public ranges'
-    ``frame``); the columns whose range found privately missed its data (p + 1; the counts
-    beyond the far rung, :data:`~dplong.privacy.ranges.FAR_RUNG`) and has no public cap to
-    fall back on (one that has takes its cap as range and frame); and the ledger entries of
-    that stage."""
+    ``frame``); the columns whose range found privately missed its data (the counts beyond
+    the far rung, :data:`~dplong.privacy.ranges.FAR_RUNG`) and has no public cap to fall back
+    on (one that has takes its cap as range and frame); those found (nearly) constant
+    (:class:`~dplong.privacy.ranges.PrivateRanges`); and the ledger entries of that stage."""
     located = np.isnan(ranges[:, 0])
     ranges, frame = ranges.copy(), frame.copy()
-    missed = np.zeros(len(ranges), dtype=bool)
+    missed, constant = np.zeros(len(ranges), dtype=bool), np.zeros(len(ranges), dtype=bool)
     if not located.any():
-        return ranges, frame, missed, ()
+        return FoundRanges(ranges, frame, missed, constant, ())
     extremes = _extremes(values, codes, n)
     if plan.histogram_rho > 0.0:
         found = histogram_ranges(*extremes, plan.histogram_rho, generator, names=names)
@@ -100,11 +113,11 @@ def find_ranges(
     low, high = caps[located, :1], caps[located, 1:]
     ranges[located] = np.clip(found.ranges, low, high)
     frame[located] = np.clip(found.core, low, high)
-    missed[located] = found.missed
+    missed[located], constant[located] = found.missed, found.constant
     # a range that missed falls back on its public cap where it has one (post-processing)
     capped = missed & np.isfinite(caps).all(axis=1)
     ranges[capped] = frame[capped] = caps[capped]
-    return ranges, frame, missed & ~capped, found.entries
+    return FoundRanges(ranges, frame, missed & ~capped, constant, found.entries)
 
 
 def _extremes(
@@ -128,6 +141,9 @@ class _RangesStage:
     Gram matrix's ``_frame``."""
 
     _design: PanelDesign
+    #: Whether a public range is a column's frame (so stating one spares finding it), as
+    #: :attr:`dplong.PooledOLS._bounds_frame`.
+    _bounds_frame: bool
     _ranges: NDArray[np.float64]
     _caps: NDArray[np.float64]
     _frame: NDArray[np.float64]
@@ -151,21 +167,16 @@ class _RangesStage:
 
     def _check_ranges(self, plan: StatisticsBudget) -> None:
         """Refuse, before any noise, ranges the plan cannot find (:func:`check_ranges`)."""
-        bounded = bool(np.isfinite(self._caps[self._located]).all())
-        check_ranges(self._design.n, self._located_names, plan, bounded=bounded)
+        check_ranges(self._design.n, self._located_names, plan, bounds_help=self._bounds_frame)
 
     def _range_notes(self, plan: StatisticsBudget) -> tuple[str, ...]:
         """The public note of ranges the plan finds by histograms (none otherwise)."""
         return range_notes(plan, bool(self._located.any()))
 
-    def _find_ranges(
-        self, plan: StatisticsBudget, generator: np.random.Generator
-    ) -> tuple[
-        NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], tuple[LedgerEntry, ...]
-    ]:
-        """Every column's range, the Gram matrix's frame, the ranges that missed and the
-        ledger entries of the ranges found privately with the plan's budget
-        (:func:`find_ranges`)."""
+    def _find_ranges(self, plan: StatisticsBudget, generator: np.random.Generator) -> FoundRanges:
+        """Every column's range, the Gram matrix's frame, the ranges that missed, the columns
+        found constant and the ledger entries of the ranges found privately with the plan's
+        budget (:func:`find_ranges`)."""
         design = self._design
         return find_ranges(
             self._ranges,

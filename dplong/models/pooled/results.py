@@ -36,14 +36,17 @@ def _statistics_results(
     plan: StatisticsBudget,
     *,
     reported: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
+    constant: tuple[str, ...] = (),
     missed: NDArray[np.bool_] | None = None,
 ) -> RegressionResults:
     """``model``'s results: β̂, its noise draws and its covariances unscaled to the
     ``ranges`` (the columns', then the outcome's) the fit clipped to; ``reported``: the
     formula's coefficients in order and those absorbed (declared ``between``: left out of
     the releases, no estimate), where the model fitted has fewer columns than its formula;
-    ``missed``: the columns (and the outcome, last) whose range found privately missed its
-    data: every coefficient is then withheld."""
+    ``constant``: the formula's coefficients absorbed because the released counts found them
+    (nearly) constant within persons (left out of the releases after the ranges, no
+    estimate); ``missed``: the columns (and the outcome, last) whose range found privately
+    missed its data: every coefficient is then withheld."""
     positions = model._reported
     index = pd.Index([model._design.columns[j] for j in positions])
     order, absorbed = reported or (tuple(index), ())
@@ -58,6 +61,7 @@ def _statistics_results(
     notes = _missed_notes(model, index[clipped], missed)
     notes += _withheld_notes(model, index[unbounded], release.pilot.ridge)
     notes += _found_notes(model, plan)
+    notes += _constant_notes(constant)
 
     def series(values: NDArray[np.float64], label: str, fill: float = math.nan) -> pd.Series:
         return pd.Series(values, index=index, name=label).reindex(full, fill_value=fill)
@@ -105,7 +109,7 @@ def _statistics_results(
         withheld_why={
             **{str(c): "unbounded" for c in index[unbounded]},
             **{str(c): "range missed" for c in index[clipped]},
-            **{c: "absorbed" for c in absorbed},
+            **{c: "absorbed" for c in (*absorbed, *constant)},
         },
     )
 
@@ -198,6 +202,19 @@ def _withheld_notes(model: PooledOLS, withheld: pd.Index, ridge: float) -> tuple
             "within the bias bound. Raise epsilon or drop a collinear term.",
         )
     return ()
+
+
+def _constant_notes(constant: tuple[str, ...]) -> tuple[str, ...]:
+    """The note of the regressors the released counts found (nearly) constant within persons
+    and the fit left to the person effects."""
+    if not constant:
+        return ()
+    return (
+        f"{list(constant)} absorbed by the person effects, no estimate: by the released counts "
+        "of the ranges' stage, too few persons vary them within for this n and epsilon, so the "
+        "fit left them out (declare them between=[...] to spend nothing on them; PooledOLS or "
+        "RandomEffects estimate them).",
+    )
 
 
 def _found_notes(model: PooledOLS, plan: StatisticsBudget) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ from dplong.models.command_line import (
 from dplong.models.linear_options import _between_columns
 from dplong.models.pooled.estimator import PooledOLS
 from dplong.models.pooled.factors import Disjoint, _indicator_ranges
+from dplong.models.pooled.located import FoundRanges
 
 __all__ = ["PanelOLS"]
 
@@ -36,10 +37,10 @@ class PanelOLS(PooledOLS):
     standard errors that include the privacy noise.
 
     The person effects absorb the intercept and every covariate that never changes within a
-    person (its deviations are all 0: the released ``X'X`` does not determine it, and the
-    coefficients are withheld with a note; drop it from the formula, or fit
-    :class:`PooledOLS` or :class:`RandomEffects`, which identify it). The ranges are the
-    deviations', found privately from the deviations themselves (a declared factor's
+    person (its deviations are all 0): declared (``fit(between=[...])``) or found so by the
+    released counts of the ranges' stage, it is reported as absorbed with no estimate and the
+    rest are released (:class:`PooledOLS` or :class:`RandomEffects` identify it). The ranges
+    are the deviations', found privately from the deviations themselves (a declared factor's
     indicators' are ±1), so a column that varies little within persons gets a frame of its
     own spread, not of its range: a public range ``(low, high)`` of a column in ``bounds``
     only caps its deviations' at ``±(high - low)`` and saves no budget (a frame that wide
@@ -78,6 +79,11 @@ class PanelOLS(PooledOLS):
         formula's intercept, if any, is absorbed like the person effects."""
         keep = [j for j, name in enumerate(design.columns) if name != ROW_COUNTER]
         z = np.column_stack([design.X[:, keep], design.y])
+        # from one of the person's own rows first: a column constant within a person then
+        # deviates by exactly 0 (0.1 - mean(0.1, 0.1, 0.1) is not 0 in floating point)
+        anchor = np.empty((design.n, z.shape[1]))
+        anchor[design.codes] = z
+        z = z - anchor[design.codes]
         deviations = z - user_row_means(z, design.codes, design.n)[design.codes]
         ones = np.ones((deviations.shape[0], 1))
         # a public range of width w bounds the deviations by ±w, far wider than their spread
@@ -117,6 +123,25 @@ class PanelOLS(PooledOLS):
         """The regressors declared constant within persons, checked (public): the person
         effects absorb them, and the fit leaves them out."""
         return _between_columns(between, tuple(self.exog_names), within=True)
+
+    def _absorbing(self, found: FoundRanges) -> tuple[PanelOLS, FoundRanges, tuple[str, ...]]:
+        """The model without the regressors whose deviations the released counts found at 0
+        for (nearly) every person (post-processing): the person effects absorb them, as a
+        declared ``between`` column, and leaving them in would leave the released ``X'X``
+        undetermined and every coefficient withheld."""
+        columns = self._design.columns
+        flat = found.constant[: len(columns)]  # the outcome's last
+        constant = tuple(c for c, f in zip(columns, flat, strict=True) if f)
+        if not constant:
+            return self, found, ()
+        keep = ~np.isin(self._names, constant)
+        kept = found._replace(
+            ranges=found.ranges[keep],
+            frame=found.frame[keep],
+            missed=found.missed[keep],
+            constant=found.constant[keep],
+        )
+        return self._without(constant), kept, constant
 
     def _zero_products(self) -> Disjoint:
         """None: a deviation row of a factor has several non-zero indicators."""
