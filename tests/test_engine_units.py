@@ -493,6 +493,31 @@ class TestPrivateMedian:
         assert misses <= stats.binom.ppf(0.999, reps, beta)
         assert np.median(offsets) < 0.3  # 3 % of σ: a few ranks, and the cell (0.14) wide
 
+    def test_cells_in_a_gap_are_no_candidates(self) -> None:
+        """``gaps``: the cells between the one at 0 and the one holding ``gaps[j]`` are no
+        candidates. 600 users, 60 % at 0 counting ZERO_WEIGHT-like 1/8 below, the rest at 1-4
+        (a column of integers around a mass at its midpoint): between 0 and 1 lie about 1,900
+        cells tied with the cell at 0, 45 users behind the median cell, which at ε = 0.1
+        (rate 0.05: 2.25 nats against log 1,900 = 7.5) win about half the draws. Without the
+        gap below 0.03 they do (the power check: 100 of 200, binomial sd 7); with it none
+        does, and the median lands among the users' values in 87 % (the 80 left between 0.03
+        and 1 and the cells above 4 take the rest)."""
+        rng = np.random.default_rng(0)
+        d = np.where(rng.uniform(size=600) < 0.6, 0.0, rng.integers(1, 5, 600)).astype(float)
+        runs = 200
+        values = np.repeat(d[:, None], runs, axis=1)
+        weights = (np.where(values > 0, 1.0, 0.125), np.ones_like(values))
+        eps = np.full(runs, 0.1)
+        plain = private_median(values, SPREAD_GRID, eps, np.random.default_rng(1), weights=weights)
+        gapped = private_median(
+            values, SPREAD_GRID, eps, np.random.default_rng(1), weights=weights,
+            gaps=np.full(runs, 0.03),
+        )  # fmt: skip
+        in_gap = (plain > 0.0) & (plain <= 0.03)
+        assert in_gap.sum() >= 70
+        assert not ((gapped > 1e-300) & (gapped <= 0.03)).any()
+        assert np.mean((gapped >= 0.9) & (gapped <= 4.1)) >= 0.8  # binomial sd 0.024 at 0.87
+
     def test_rank_error_formula(self) -> None:
         cells, eps, beta = len(GRID), 0.3, 0.01
         a = float(geometric_rate(eps, 2.0))

@@ -107,6 +107,39 @@ def test_a_column_the_first_rungs_counts_see_nobody_off_is_found_constant() -> N
     assert by_share <= 15
 
 
+def test_a_reach_is_not_sought_inside_the_midpoints_cell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Years of schooling: integers 8-16, 40 % at 12. A person within the midpoint's cell (12 ±
+    0.016) is at the midpoint; no deviation lies between 0 and the cell's width, and the
+    reaches' medians leave those cells out. Between the cell at 0 and the first deviation (1)
+    the spread grid has some 1,900 cells tied with it; at 600 persons and ε = 0.1 each side's
+    median (its 11-22 % of movers against the rest at ZERO_WEIGHT) landed among them in every
+    one of 40 seeds without the gap, and the range clipped the column to about 12 (39 of 40
+    flagged missed: the power check). With it, about half the ranges hold 8-16 (19 of 40;
+    the rest land among the 80 cells between the width and 1, or far above the data)."""
+    rng = np.random.default_rng(3)
+    shares = [0.04, 0.04, 0.06, 0.08, 0.40, 0.1, 0.1, 0.08, 0.1]
+    educ = rng.choice(np.arange(8.0, 17.0), size=600, p=shares)[:, None]
+
+    def holding(seeds: range) -> tuple[int, int]:
+        found = [
+            private_ranges(educ, educ, 0.1, OFF, np.random.default_rng(s), names=("educ",))
+            for s in seeds
+        ]
+        held = sum(f.ranges[0, 0] <= 8.0 and f.ranges[0, 1] >= 16.0 for f in found)
+        return held, sum(bool(f.missed[0]) for f in found)
+
+    held, missed = holding(range(40))
+    assert held >= 14 and missed <= 12
+    gapless = ranges.private_median
+
+    def without_gaps(*args: object, gaps: object = None, **options: object) -> np.ndarray:
+        return gapless(*args, **options)
+
+    monkeypatch.setattr(ranges, "private_median", without_gaps)
+    held, missed = holding(range(40))
+    assert held <= 3 and missed >= 30
+
+
 def test_a_side_nobody_is_on_ends_at_the_midpoints_cell() -> None:
     """A non-negative column with most persons at 0 (RAND HIE's coinsurance: 55 % of persons
     in the free plan) has its midpoint at 0 and nobody below it. That side's median reach has
@@ -264,6 +297,7 @@ def _public_medians(
     rng: np.random.Generator,
     *,
     weights: tuple[np.ndarray, np.ndarray] | None = None,
+    gaps: np.ndarray | None = None,
 ) -> np.ndarray:
     """The stage's medians held at public values (midpoint 0, reaches 1): the counts alone
     are random, and the audit below sees their release only."""

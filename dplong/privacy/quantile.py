@@ -191,6 +191,7 @@ def private_median(
     rng: np.random.Generator,
     *,
     weights: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
+    gaps: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """The ε_j-DP median of each column of ``values`` (n x d; NaN: no statistic), on ``grid``.
 
@@ -200,7 +201,10 @@ def private_median(
     (default 1), weigh each user in the counts of the utility: how much it counts below the
     cells above it, and how much above the cells below it (equal: a weighted median). Each
     weight must depend on the user's own value and public facts only; being at most 1, they
-    keep the sensitivity (module docstring).
+    keep the sensitivity (module docstring). ``gaps`` (d, public: e.g. from a released
+    number) leaves out of the candidates of an unsigned grid the cells between the one at 0
+    and the one holding ``gaps[j]``, where the caller knows no value lies: fewer cells tied
+    at the same utility, fewer ways to miss (a public candidate set keeps the argument).
 
     Examples
     --------
@@ -237,8 +241,29 @@ def private_median(
         else:
             down, up = weights[0][kept, j], weights[1][kept, j]
         first, sizes, loss = _runs(cell, down, up, len(grid))
+        if gaps is not None:  # the cells 1, ..., the one before gaps[j]'s: no candidates
+            stop = int(np.searchsorted(grid.boundaries, gaps[j], side="right")) - below_cells
+            first, sizes, loss = _without_cells(first, sizes, loss, 1, stop)
         out[j] = grid.centres[_noisy_max(first, sizes, loss, float(rates[j]), keys[j])]
     return out
+
+
+def _without_cells(
+    first: NDArray[np.intp], sizes: NDArray[np.intp], loss: NDArray[np.float64], lo: int, hi: int
+) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.float64]]:
+    """The runs of :func:`_runs` without the cells ``lo, ..., hi - 1`` (a run keeps its loss:
+    its other cells see the same users on each side)."""
+    if hi <= lo:
+        return first, sizes, loss
+    end = first + sizes
+    head_end = np.minimum(end, lo)  # each run's part below lo, then its part from hi on
+    tail_first = np.maximum(first, hi)
+    parts = np.concatenate(
+        [np.stack([first, head_end - first]), np.stack([tail_first, end - tail_first])], axis=1
+    )
+    order = np.argsort(parts[0], kind="stable")
+    keep = parts[1][order] > 0
+    return parts[0][order][keep], parts[1][order][keep], np.concatenate([loss, loss])[order][keep]
 
 
 def _runs(

@@ -229,15 +229,18 @@ def _reach(
     rng: np.random.Generator,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """One side's deviations from the released midpoint (0 within its cell) and their
-    weighted median (step 2)."""
+    weighted median (step 2), whose candidates leave out the cells no deviation can be in."""
     # a person within the midpoint's cell (its width: the cell's ends are at a half-width of
-    # its centre up to rounding) is at the midpoint: 0, and counts ZERO_WEIGHT below
-    at_midpoint = deviation <= 2.0 * GRID.half_width_at(midpoint)  # NaN: no statistic, kept
-    deviation = np.where(at_midpoint, 0.0, deviation)
+    # its centre up to rounding) is at the midpoint: 0, and counts ZERO_WEIGHT below; so no
+    # deviation lies in (0, width], and the cells there would only tie with the one at 0 (for
+    # a column far from 0, most of the spread grid's 4,000 cells; a column of integers with
+    # a mass at its midpoint, such as years of schooling, saw its reach land among them)
+    width = 2.0 * GRID.half_width_at(midpoint)
+    deviation = np.where(deviation <= width, 0.0, deviation)  # NaN: no statistic, kept
     below = np.where(deviation > 0.0, 1.0, ZERO_WEIGHT)
     eps = np.full(deviation.shape[1], epsilon)
     weights = (below, np.ones_like(below))
-    return deviation, private_median(deviation, SPREAD_GRID, eps, rng, weights=weights)
+    return deviation, private_median(deviation, SPREAD_GRID, eps, rng, weights=weights, gaps=width)
 
 
 def located_miss(n: int, epsilon: float) -> float:
