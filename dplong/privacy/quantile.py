@@ -226,6 +226,8 @@ def private_median(
     >>> bool(0.9 < m[0] < 1.1)
     True
     """
+    if gaps is not None and grid.signed:
+        raise ValueError("gaps= leaves out cells above 0 of an unsigned grid only")
     rates = geometric_rate(epsilon, 2.0)
     below_cells = 0 if grid.signed else 1  # an unsigned grid's values below 0: cell -1
     # one key per column, whatever the data: the draws keyed by run (:func:`_noisy_max`) leave
