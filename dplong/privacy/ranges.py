@@ -38,6 +38,7 @@ from dplong.privacy.noise import geometric_rate, release_vector_sum
 from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability, private_median
 
 __all__ = [
+    "CONSTANT_SDS",
     "CORE",
     "FAR_RUNG",
     "HISTOGRAM_CORE",
@@ -82,6 +83,13 @@ RUNGS, RUNG_SHARE = (0.0, 1.25, 1.5, 2.0), 0.05
 #: A range that is the midpoint's cell on both sides counts as missed too (a constant column
 #: to the stage; a rare 0/1 column whose few persons the count's noise hides).
 FAR_RUNG, MISS_SDS = 16.0, 3.0
+#: A column is (nearly) constant where on both sides the first rung's count (the persons off
+#: the midpoint's cell) is at most RUNG_SHARE of n or CONSTANT_SDS noise sds: a constant one
+#: passes with chance 0.977 a side. The model may leave such a column out (a ``PanelOLS``
+#: regressor constant within persons), so a varying one must rarely pass: at the wage panel's
+#: size and ε = 4 (sd about 46), one that a fifth of the men vary passes with chance 0.13 at
+#: 2 sds and 0.55 at 3.
+CONSTANT_SDS = 2.0
 #: The core's reach in units of the median reach (design notes): 2 median reaches of a
 #: normal column over 8 rows is about 2.1 sds, where winsorizing keeps 95 % of its variance,
 #: and half the range (whose square is a quarter of the range's).
@@ -167,8 +175,8 @@ def private_ranges(
     counted = counts.total.reshape(2, len(RUNGS) + 1, k)
     held = counted[:, :-1] <= RUNG_SHARE * n
     # a (nearly) constant column: on both sides the first rung's count cannot tell the persons
-    # off the midpoint's cell from none (within MISS_SDS noise sds of 0, or RUNG_SHARE of n)
-    few = counted[:, 0] <= max(RUNG_SHARE * n, MISS_SDS * float(counts.sd[0]))
+    # off the midpoint's cell from none (within CONSTANT_SDS noise sds of 0, or RUNG_SHARE of n)
+    few = counted[:, 0] <= max(RUNG_SHARE * n, CONSTANT_SDS * float(counts.sd[0]))
     constant = few.all(axis=0)
     # few persons off the midpoint's cell on both sides: the later rungs size the column's
     # ranges as before; the cell alone is for a side nobody is on

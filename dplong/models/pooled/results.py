@@ -211,9 +211,10 @@ def _constant_notes(constant: tuple[str, ...]) -> tuple[str, ...]:
         return ()
     return (
         f"{list(constant)} absorbed by the person effects, no estimate: by the released counts "
-        "of the ranges' stage, too few persons vary them within for this n and epsilon, so the "
-        "fit left them out (declare them between=[...] to spend nothing on them; PooledOLS or "
-        "RandomEffects estimate them).",
+        "of the ranges' stage, too few persons vary them within for this n and epsilon to tell "
+        "from none, so the fit left them out and the other coefficients are those of the "
+        "formula without them (declare them between=[...] if they never change within a "
+        "person, which spends nothing on them; PooledOLS or RandomEffects estimate them).",
     )
 
 
