@@ -202,7 +202,9 @@ class RandomEffectsLocation(PanelModel):
             Public lower bound T on rows per user (needed with a dependence model; with it the
             stated components' scales use T - 1 degrees of freedom instead of 1).
         variance_share : float
-            Share of ε and δ for the two variance components, in [0, 1).
+            Share of ε and δ for the two variance components, in [0, 1). The precision
+            weights need the components only roughly: where μ alone is reported, a smaller
+            share moves budget to μ (measured in docs/accuracy.md).
         weights : {"precision", "equal"}, optional
             How users are weighted in μ (see the class docstring). ``"precision"``: GLS
             weights ``1 / (σ̂_U² + σ̂²/min(T_u, max_rows))`` from the privately released
