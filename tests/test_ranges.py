@@ -384,6 +384,32 @@ def test_noise_off_histograms_give_dyadic_cores_holding_the_extremes() -> None:
     )
 
 
+def test_histograms_call_constant_only_a_column_nearly_all_at_zero() -> None:
+    """The histogram route's ``constant``: all but fewer than the threshold of the persons'
+    extremes in the cell ending at 0, on both sides. 545 persons, three columns, ρ set so that
+    the threshold is 0.2 n (109): deviations all 0 are constant in every seed (their cell's
+    count is n within its noise, sd 25); a column that 45 % of the persons vary, whose movers'
+    extremes spread over the five doubling cells (2^-5, 1] (about 50 persons each, none
+    clearing the threshold), is never (245 persons off 0, 5 sds beyond the threshold). The
+    power check: its box is [0, 0] all the same, which the rule that read the box called
+    constant."""
+    rng = np.random.default_rng(6)
+    n, k = 545, 3
+    moved = rng.uniform(size=n) < 0.45
+    up, down = (np.where(moved, np.exp2(rng.uniform(-5.0, 0.0, n)), 0.0) for _ in range(2))
+    lows = np.column_stack([np.zeros(n), -down, rng.normal(size=n) - 1.0])
+    highs = np.column_stack([np.zeros(n), up, rng.normal(size=n) + 1.0])
+    rho = (ranges.histogram_threshold(k, 1.0) / (0.2 * n)) ** 2
+    boxes, flagged = 0, np.zeros(k, dtype=int)
+    for seed in range(20):
+        found = ranges.histogram_ranges(lows, highs, rho, np.random.default_rng(seed),
+                                        names=("zero", "movers", "x"))  # fmt: skip
+        flagged += found.constant
+        boxes += bool(found.ranges[1, 0] == found.ranges[1, 1] == 0.0)
+    assert flagged.tolist() == [20, 0, 0]
+    assert boxes >= 15
+
+
 def test_histogram_threshold_keeps_empty_cells_below_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every person at 0: at the threshold's ρ no empty cell clears it in 200 fits of 4
     columns (its union bound allows 1 %: ≤ 2 expected, and a cell that cleared would widen the
