@@ -161,6 +161,12 @@ def test_an_undeclared_between_covariate_is_found_absorbed_in_either_order() -> 
             assert ((res.params[truth.index] - truth).abs() < 4.0 * res.bse[truth.index]).all()
             assert any(note.startswith("['grade'] absorbed by the person") for note in res.warnings)
             assert res.privacy.epsilon <= 2.0
+    with warnings.catch_warnings():  # nothing left to estimate: reported, not an error
+        warnings.simplefilter("ignore")
+        alone = dplong.PanelOLS.from_formula("y ~ grade", panel, groups="id").fit(
+            epsilon=2.0, max_rows=5, random_state=0
+        )
+    assert alone.withheld.to_dict() == {"grade": "absorbed"} and alone.privacy.epsilon <= 2.0
 
 
 def test_a_declared_between_covariate_is_absorbed_in_either_order() -> None:
