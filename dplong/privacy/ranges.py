@@ -83,12 +83,13 @@ RUNGS, RUNG_SHARE = (0.0, 1.25, 1.5, 2.0), 0.05
 #: A range that is the midpoint's cell on both sides counts as missed too (a constant column
 #: to the stage; a rare 0/1 column whose few persons the count's noise hides).
 FAR_RUNG, MISS_SDS = 16.0, 3.0
-#: A column is (nearly) constant where on both sides the first rung's count (the persons off
-#: the midpoint's cell) is at most RUNG_SHARE of n or CONSTANT_SDS noise sds: a constant one
-#: passes with chance 0.977 a side. The model may leave such a column out (a ``PanelOLS``
-#: regressor constant within persons), so a varying one must rarely pass: at the wage panel's
-#: size and ε = 4 (sd about 46), one that a fifth of the men vary passes with chance 0.13 at
-#: 2 sds and 0.55 at 3.
+#: A column is (nearly) constant where the first rung's two counts (the persons off the
+#: midpoint's cell above and below it) sum to at most RUNG_SHARE of n a side or CONSTANT_SDS
+#: sds of the sum's noise: a constant one passes with chance 0.977. The model may leave such
+#: a column out (a ``PanelOLS`` regressor constant within persons, whose movers are on both
+#: sides), so a varying one must rarely pass: at the wage panel's size and ε = 4 (a count's sd
+#: about 46), one that a fifth of the men vary passes with chance 0.09 (each side at 2 sds:
+#: 0.13, and a constant one 0.955; at 3 sds 0.55).
 CONSTANT_SDS = 2.0
 #: The core's reach in units of the median reach (design notes): 2 median reaches of a
 #: normal column over 8 rows is about 2.1 sds, where winsorizing keeps 95 % of its variance,
@@ -120,10 +121,9 @@ class PrivateRanges:
     released counts (2 x rungs or cells x k: the rungs', the last at :data:`FAR_RUNG`, or
     the histograms' of :func:`histogram_ranges` with the cores' centres as midpoints)), the
     columns whose range ``missed`` its data (k: from the counts beyond the far rung), the
-    columns found (nearly) ``constant`` (k: on each side, no more persons off the midpoint's
-    cell than the first rung's count can tell from none; the histograms: fewer than their
-    threshold off the cell ending at 0), all DP outputs, and the ledger entries of the
-    stage."""
+    columns found (nearly) ``constant`` (k: no more persons off the midpoint's cell than the
+    first rung's counts can tell from none; the histograms: fewer than their threshold off
+    the cell ending at 0), all DP outputs, and the ledger entries of the stage."""
 
     ranges: NDArray[np.float64]
     core: NDArray[np.float64]
@@ -175,10 +175,12 @@ def private_ranges(
     counts = release_vector_sum(beyond.astype(np.float64), bound, bound, rho, rng)
     counted = counts.total.reshape(2, len(RUNGS) + 1, k)
     held = counted[:, :-1] <= RUNG_SHARE * n
-    # a (nearly) constant column: on both sides the first rung's count cannot tell the persons
-    # off the midpoint's cell from none (within CONSTANT_SDS noise sds of 0, or RUNG_SHARE of n)
-    few = counted[:, 0] <= max(RUNG_SHARE * n, CONSTANT_SDS * float(counts.sd[0]))
-    constant = few.all(axis=0)
+    # a (nearly) constant column: the first rung's counts cannot tell the persons off the
+    # midpoint's cell from none (their sum within CONSTANT_SDS of its noise's sds of 0, or
+    # RUNG_SHARE of n a side)
+    off = counted[:, 0].sum(axis=0)
+    sd = math.sqrt(2.0) * float(counts.sd[0])
+    constant = off <= max(2.0 * RUNG_SHARE * n, CONSTANT_SDS * sd)
     # few persons off the midpoint's cell on both sides: the later rungs size the column's
     # ranges as before; the cell alone is for a side nobody is on
     held[:, 0] &= ~held[:, 0].all(axis=0)
