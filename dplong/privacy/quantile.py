@@ -225,6 +225,17 @@ def private_median(
     ...                    weights=(below, np.ones_like(d)))
     >>> bool(0.9 < m[0] < 1.1)
     True
+
+    60 users at 0 (counting an eighth below) and 40 between 1 and 4; no value lies in
+    (0, 0.03], so those cells are no candidates (on the spread grid, unsigned):
+
+    >>> from dplong.privacy.quantile import SPREAD_GRID
+    >>> d = np.concatenate([np.zeros(60), np.linspace(1.0, 4.0, 40)])[:, None]
+    >>> below = np.where(d > 0.0, 1.0, 0.125)
+    >>> m = private_median(d, SPREAD_GRID, np.array([2.0]), np.random.default_rng(1),
+    ...                    weights=(below, np.ones_like(d)), gaps=np.array([0.03]))
+    >>> bool(1.0 <= m[0] <= 4.0)
+    True
     """
     if gaps is not None and grid.signed:
         raise ValueError("gaps= leaves out cells above 0 of an unsigned grid only")

@@ -378,8 +378,8 @@ class PooledOLS(_RangesStage, FormulaModel):
         """The model of the same rows without the design's ``columns`` (itself if none)."""
         if not columns:
             return self
-        keep = [j for j, c in enumerate(self._design.columns) if c not in columns]
-        rows = [*keep, len(self._design.columns)]  # the columns' and the outcome's ranges
+        rows = self._kept(columns)
+        keep = rows[:-1]
         design = dataclasses.replace(
             self._design,
             X=np.ascontiguousarray(self._design.X[:, keep]),
@@ -395,6 +395,12 @@ class PooledOLS(_RangesStage, FormulaModel):
             blocks=self._blocks,
             disjoint=self._disjoint,
         )
+
+    def _kept(self, columns: tuple[str, ...]) -> list[int]:
+        """The rows of the ranges ((p + 1) x 2) left without the design's ``columns``: the
+        other columns', then the outcome's."""
+        names = self._design.columns
+        return [*(j for j, c in enumerate(names) if c not in columns), len(names)]
 
     def _checked(
         self,

@@ -78,6 +78,26 @@ class FoundRanges(NamedTuple):
     constant: NDArray[np.bool_]
     entries: tuple[LedgerEntry, ...]
 
+    def at(self, rows: list[int]) -> FoundRanges:
+        """The ranges of the columns (and outcome) at ``rows`` only; the same ledger entries.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dplong.models.pooled.located import FoundRanges
+        >>> found = FoundRanges(np.array([[0.0, 1.0], [-2.0, 2.0], [-5.0, 5.0]]),
+        ...                     np.array([[0.0, 1.0], [-1.0, 1.0], [-3.0, 3.0]]),
+        ...                     np.zeros(3, dtype=bool), np.array([False, True, False]), ())
+        >>> found.at([0, 2]).ranges.tolist(), found.at([0, 2]).constant.tolist()
+        ([[0.0, 1.0], [-5.0, 5.0]], [False, False])
+        """
+        return self._replace(
+            ranges=self.ranges[rows],
+            frame=self.frame[rows],
+            missed=self.missed[rows],
+            constant=self.constant[rows],
+        )
+
 
 def find_ranges(
     ranges: NDArray[np.float64],

@@ -134,14 +134,7 @@ class PanelOLS(PooledOLS):
         constant = tuple(c for c, f in zip(columns, flat, strict=True) if f)
         if not constant:
             return self, found, ()
-        keep = ~np.isin(self._names, constant)
-        kept = found._replace(
-            ranges=found.ranges[keep],
-            frame=found.frame[keep],
-            missed=found.missed[keep],
-            constant=found.constant[keep],
-        )
-        return self._without(constant), kept, constant
+        return self._without(constant), found.at(self._kept(constant)), constant
 
     def _zero_products(self) -> Disjoint:
         """None: a deviation row of a factor has several non-zero indicators."""
