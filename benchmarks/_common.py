@@ -123,6 +123,10 @@ SKEWED: dict[str, tuple[float, float]] = {
     # 90 % at 0, the rest lognormal(0, 1): 0.1 E X² - (0.1 E X)²
     "90% zeros": (0.1 * float(np.exp(0.5)), 0.1 * float(np.exp(2.0)) - 0.01 * float(np.e)),
 }
+#: The simulated kinds whose users' statistics are (all but) never below 0, so that ``lower=0``
+#: is true of them: each is μ_u ≥ 0 plus the mean of T rows of N(0, 0.1²), a sd of 0.03 (the
+#: 90 %-zero mixture, half of whose users are that noise about 0, is left out).
+NONNEGATIVE = ("lognormal 1", "lognormal 1.5", "Pareto 2.5")
 #: Each user's statistic is the mean of ``T`` rows ``μ_u + e``, e ~ N(0, ROW_SD²).
 ROW_SD = 0.1
 

@@ -78,6 +78,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from _common import (
+    NONNEGATIVE,
     PHI,
     ROW_SD,
     SKEWED,
@@ -181,10 +182,12 @@ def mean_cell(
     *,
     kind: str = "Gaussian",
     bound_sds: float = BOUND_SDS,
+    lower: float | None = None,
 ) -> Cell:
     """A user-level mean of n users x T rows: the issue-10 AR(1) panels around μ (``kind``
     "Gaussian"), or a skewed kind of ``_common.SKEWED``; the peers' bounds the truth ±
-    ``bound_sds`` sds of one user's statistic."""
+    ``bound_sds`` sds of one user's statistic. A support's end ``lower`` is given to all:
+    dplong's ``lower=``, and the peers' lower bound raised to it."""
     diffprivlib, _, dp = peers
     if kind == "Gaussian":
         truth, sd = MU, user_mean_sd(T, PHI)
@@ -192,15 +195,18 @@ def mean_cell(
         mean, variance = SKEWED[kind]
         truth, sd = mean, float(np.sqrt(variance + ROW_SD**2 / T))
     bounds = (truth - bound_sds * sd, truth + bound_sds * sd)
+    if lower is not None:
+        bounds = (max(lower, bounds[0]), bounds[1])
     opendp = opendp_means(dp, n, bounds, epsilon)
     users = np.repeat(np.arange(n), T)
-    cell = Cell(f"{kind} mean, n={n}, T={T}, ε={epsilon:g}, peers ±{bound_sds:g} sd")
+    support = "" if lower is None else f", lower={lower:g} (peers' too)"
+    cell = Cell(f"{kind} mean, n={n}, T={T}, ε={epsilon:g}, peers ±{bound_sds:g} sd{support}")
     for rep in range(reps):
         data, noise, peer_seed = seeds(seed, idx, rep)
         rows = MU + ar1_rows(data, n, T, PHI) if kind == "Gaussian" else skewed_rows(kind, data, n)
         means = rows.mean(axis=1)
         res = dplong.winsorized_mean(
-            rows.ravel(), groups=users, epsilon=epsilon, random_state=noise
+            rows.ravel(), groups=users, epsilon=epsilon, lower=lower, random_state=noise
         )
         if np.isnan(res.params.iloc[0]):  # withheld, with its reason: no error to pair
             cell.withheld += 1
@@ -409,6 +415,15 @@ def main() -> None:
                 args.reps,
             )
             for i, kind in enumerate(SKEWED)
+        ]  # fmt: skip
+        # the nonnegative kinds with the support's end declared, on the same panels
+        runs += [
+            (
+                partial(mean_cell, peers, 11 + list(SKEWED).index(kind), 1000, 1.0, args.reps,
+                        args.seed, kind=kind, bound_sds=3.0, lower=0.0),
+                args.reps,
+            )
+            for kind in NONNEGATIVE
         ]  # fmt: skip
     done: list[tuple[Cell, int]] = []
     for run, reps in runs:

@@ -22,7 +22,17 @@ import argparse
 import warnings
 
 import numpy as np
-from _common import SKEWED, ar1_rows, header, mse_ratio, pm, proportion, rmse, skewed_rows
+from _common import (
+    NONNEGATIVE,
+    SKEWED,
+    ar1_rows,
+    header,
+    mse_ratio,
+    pm,
+    proportion,
+    rmse,
+    skewed_rows,
+)
 
 import dplong
 from dplong.datasets import load_randhie
@@ -59,7 +69,10 @@ def randhie(reps: int, seed: int, log: bool, lower: float | None = None) -> str:
     )
 
 
-def simulated(kind: str, reps: int, seed: int, n: int = 1000, T: int = 10) -> str:
+def simulated(
+    kind: str, reps: int, seed: int, n: int = 1000, T: int = 10, lower: float | None = None
+) -> str:
+    # the same panels with and without the support's end declared
     rng = np.random.default_rng([seed, n, sum(map(ord, kind))])
     truth = SKEWED[kind][0]
     private, public, covered, withheld = [], [], 0, 0
@@ -67,7 +80,7 @@ def simulated(kind: str, reps: int, seed: int, n: int = 1000, T: int = 10) -> st
         means = skewed_rows(kind, rng, n, T)
         rows = means.ravel()
         users = np.repeat(np.arange(n), T)
-        res = dplong.winsorized_mean(rows, groups=users, epsilon=1.0, random_state=rng)
+        res = dplong.winsorized_mean(rows, groups=users, epsilon=1.0, lower=lower, random_state=rng)
         estimate = float(res.params.iloc[0])
         if np.isnan(estimate):
             withheld += 1
@@ -78,7 +91,8 @@ def simulated(kind: str, reps: int, seed: int, n: int = 1000, T: int = 10) -> st
         covered += ci["lower"] <= truth <= ci["upper"]
     ratio = mse_ratio(private, public)
     cover = proportion(covered, len(private))
-    return f"| {kind} | {n} | {pm(*ratio)} | {pm(*cover)} | {withheld} |"
+    name = kind if lower is None else f"{kind}, lower={lower:g}"
+    return f"| {name} | {n} | {pm(*ratio)} | {pm(*cover)} | {withheld} |"
 
 
 def gaussian(n: int, epsilon: float, reps: int, seed: int) -> str:
@@ -121,6 +135,8 @@ def main() -> None:
         print("|---|---|---|---|---|")
         for kind in SKEWED:
             print(simulated(kind, args.sim_reps, args.seed), flush=True)
+        for kind in NONNEGATIVE:  # the support's end declared (issue 29 item 2)
+            print(simulated(kind, args.sim_reps, args.seed, lower=0.0), flush=True)
     if args.only in (None, "gaussian"):
         print("\n| cell | n | ε | MSE / non-private | coverage | withheld |")
         print("|---|---|---|---|---|---|")

@@ -66,6 +66,7 @@ from dplong.privacy.projection import (
     mean_entries,
     release_clipped,
     release_second_moment,
+    support_window,
     supported_centre,
 )
 from dplong.privacy.quantile import GRID
@@ -450,9 +451,12 @@ def release_means(
     )
     radius, mean_budget = tails.radius, tails.mean_budget
     # the interval's middle (``centre``) and the anchor the mean is read from: the same but
-    # where a support's end moves the interval up
-    # (:func:`~dplong.privacy.projection.supported_centre`)
+    # where a support's end moves the interval up or cuts it
+    # (:func:`~dplong.privacy.projection.supported_centre`, ``support_window``)
     centre = anchor = where.centre
+    # the located interval's half-width w: its bias bound holds for every window on a support
+    # whose upper clip is at c + w or beyond (no user lies below the support's end)
+    located = radius
     # a weighted second moment is read about the centre (the offset's share is not released):
     # a moved centre would read as spread, so a release that buys one keeps its centre
     if lower is not None and (user_weights is None or moment_budget is None):
@@ -464,6 +468,14 @@ def release_means(
             )
         if user_weights is None:  # the interval moves by up to w about its anchor for free
             centre = supported_centre(anchor, radius, lower, radius + reach)
+            if bounds is None:
+                # a measured heavy tail's clip was balanced against its noise by the tail
+                # rule: on the support its empty lower part is cut instead, the same clip
+                # (and bias bound) at half the noise; a light column moves up, clipping
+                # farther out a tail its model may not see
+                cut, half = support_window(anchor, radius, lower)
+                cut_off = tails.heavy & (half < radius)
+                centre, radius = np.where(cut_off, cut, centre), np.where(cut_off, half, radius)
             anchor = np.fmax(anchor, centre - radius)
         else:
             centre = anchor = supported_centre(anchor, radius, lower, reach)
@@ -536,25 +548,25 @@ def release_means(
         bias = (
             np.zeros(d)
             if bounds is not None
-            # a centre moved towards a support's end (supported_centre) only moves the upper
-            # clip out and the lower one towards where no user is: the bound for the unmoved
-            # centre still holds, and is kept (not tightened by the move: the tail models of
-            # squares are the weak link, and wage-like coverage fell from 0.933 to 0.920 when
-            # it was)
+            # a window moved or cut on a support's end (supported_centre, support_window)
+            # keeps its upper clip at c + w or beyond and the lower one where no user is: the
+            # bound for the located interval still holds, and is kept (not tightened by a
+            # move: the tail models of squares are the weak link, and wage-like coverage fell
+            # from 0.933 to 0.920 when it was)
             else (
-                clipping_bias(where.sd**2, radius, where.centre_error, tail=where.tail)
+                clipping_bias(where.sd**2, located, where.centre_error, tail=where.tail)
                 if stated_moment is None
                 else moment_bias(
-                    stated_moment.bounds(d), stated_moment.k, radius, where.centre_error
+                    stated_moment.bounds(d), stated_moment.k, located, where.centre_error
                 )
             )
             * bias_factor(user_weights, users, n)
         )
         # a measured heavy tail: the mass beyond the final clip, extrapolated from the users
-        # the tail stage found beyond its rung (:func:`~dplong.privacy.tails._tail_radius`); where a
-        # support's end
-        # moved the interval up by m, the upper clip is w + m from the located centre and no
-        # user lies below the lower one, so the mass beyond w + m bounds the bias
+        # the tail stage found beyond its rung (:func:`~dplong.privacy.tails._tail_radius`);
+        # where a support's end moved the interval up by m, the upper clip is w + m from the
+        # located centre and no user lies below the lower one, so the mass beyond w + m bounds
+        # the bias
         moved = np.nan_to_num(centre - where.centre, nan=0.0)
         beyond = tail_bias(tails.reach, tails.rung, radius + moved, users)
         bias = np.where(

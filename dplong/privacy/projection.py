@@ -26,6 +26,7 @@ __all__ = [
     "mean_entries",
     "release_clipped",
     "release_second_moment",
+    "support_window",
     "supported_centre",
 ]
 
@@ -60,6 +61,32 @@ def supported_centre(
     """
     with np.errstate(invalid="ignore"):  # a NaN centre (no data) stays NaN
         return centre + np.clip(lower + radius - centre, 0.0, reach)
+
+
+def support_window(
+    centre: NDArray[np.float64], radius: NDArray[np.float64], lower: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The middle and half-width of the window ``[L, c + w]``: the interval ``c ± w`` with the
+    part below a support's public end L, where no user is, cut off. Where L lies inside the
+    interval at or below the centre the width, and with it the noise of the sum (whose
+    sensitivity is the width), shrinks from 2w to ``c + w - L``, and the upper clip, and so
+    the clipping bias, stays where it was; elsewhere the interval is unchanged. The centre
+    stays inside the window, so the mean can be read from it (:func:`anchored`). Public facts
+    and released numbers only: post-processing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.projection import support_window
+    >>> middle, half = support_window(np.array([1.0, 5.0]), np.array([4.0, 4.0]), np.zeros(2))
+    >>> middle.tolist(), half.tolist()
+    ([2.5, 5.0], [2.5, 4.0])
+    """
+    with np.errstate(invalid="ignore"):  # a NaN centre (no data) is on no support
+        gap = centre - lower
+        on = (gap >= 0.0) & (gap < radius)
+    half = np.where(on, (gap + radius) / 2.0, radius)
+    return np.where(on, lower + half, centre), half
 
 
 def anchored(
