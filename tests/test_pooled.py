@@ -898,6 +898,49 @@ def test_the_ridges_pull_bound_covers_a_direction_the_design_barely_determines()
     assert released >= 20 and missed <= 0.15 * released, (released, missed)
 
 
+def test_no_direction_is_bounded_below_the_designs_smallest_eigenvalue() -> None:
+    """Two close small design eigenvalues (150 and 160, about 3.3 noise sds; the RAND HIE plans
+    model's rarest levels at ε = 2) and two exact Newton steps. Every direction's curvature
+    is at least the design's smallest eigenvalue, whose bound is the first direction's
+    (released eigenvalue less 2.27 sds): the second direction's own bound (less its wider
+    margin, 2.9 sds) is never taken below it, so the first bound alone decides whether a
+    fit is released. POWER: where both released eigenvalues fall between the two margins the
+    second bound alone is at most 0 while the first is positive, and the fit was withheld
+    ("unbounded"): about 1 % of pilots (the eigenvalues repel; 7 of these 1,000, at least 5
+    required). The intervals cover as before (the interval's 95 %: misses binomial(~600,
+    ≤ 0.05), mean ≤ 30, sd 5.3; 10 % of the released, 60, is 5.6 sds above)."""
+    rng = np.random.default_rng(5)
+    p, sigma, reps = 3, 46.3, 1000
+    rotation, _ = np.linalg.qr(rng.normal(size=(p, p)))
+    design = rotation @ np.diag([150.0, 160.0, 7400.0]) @ rotation.T
+    truth = rotation @ np.array([0.5, -0.4, 0.2])
+    augmented = np.zeros((p + 1, p + 1))
+    augmented[:p, :p] = design
+    augmented[:p, p] = augmented[p, :p] = design @ truth
+    augmented[p, p] = truth @ design @ truth + 100.0
+    kept = np.arange((p + 1) * (p + 2) // 2)
+    margins = sigma * pooled_gram._eigenvalue_margins(p)
+    released = rescued = missed = 0
+    for noise in _symmetric_noise(rng, sigma, p + 1, reps):
+        pilot = pooled_gram._Solution.of(augmented + noise, sigma, ())
+        own = np.linalg.eigvalsh(pilot.hessian) - pilot.ridge - margins
+        beta = pilot.beta
+        for _ in range(2):
+            beta = beta + np.linalg.solve(pilot.hessian, design @ (truth - beta))
+        draws = pooled_release._noise_draws(pilot, beta, sigma, [1e-9, 1e-9], kept)
+        pull = pilot.shrinkage_at(beta, 2, draws)
+        assert np.isfinite(pull).all() == (own[0] > 0.0)  # the first bound decides
+        if not np.isfinite(pull).all():
+            continue
+        released += 1
+        rescued += bool((own <= 0.0).any())
+        half = 1.96 * np.max([d.std(axis=0) for d in draws], axis=0)
+        half += np.abs(draws[0].mean(axis=0) - beta) + pull
+        missed += bool((np.abs(beta - truth) > half).any())
+    assert released >= 500 and rescued >= 5, (released, rescued)
+    assert missed <= 0.1 * released, (released, missed)
+
+
 def test_a_declared_factor_gives_the_gram_matrix_its_larger_share() -> None:
     """Where the rows have structural zeros (a declared treatment-coded factor), whether every
     level is determined rests on the Gram matrix's diagonal (the levels' row counts): the

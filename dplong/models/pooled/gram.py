@@ -39,8 +39,7 @@ NORM_DRAWS = 400
 #: the design does not determine at all: at 0.95 the wage panel's random-effects fit of two
 #: rare dummies whose private ranges had missed (a frame 10⁻⁷ wide) released one at 10¹¹ in 12
 #: fits; at 0.99 none. The price: a rare level of RAND HIE's plans (226 person-years, 3.3
-#: noise sds) withholds the plans model in 9 fits of 100 at ε = 2 (3 at 0.95;
-#: ``docs/accuracy.md``).
+#: noise sds) withholds the plans model in 7 fits of 100 at ε = 2 (``docs/accuracy.md``).
 MARGIN_LEVEL, MARGIN_DRAWS = 0.99, 4000
 #: The released coordinate's noise that the ridge's gain multiplies, in sds of its draws
 #: (:meth:`_Solution.shrinkage_at`): the interval's own normal quantile at 95 %.
@@ -101,6 +100,9 @@ class _Solution:
         be 0, the steps may correct nothing and nothing bounds the pull: infinite there."""
         values, vectors = np.linalg.eigh(self.hessian)
         lower = values - self.ridge - self.sigma * _eigenvalue_margins(values.size)
+        # every direction's design curvature is at least the design's smallest eigenvalue,
+        # which the first bound bounds: a later direction's looser margin never takes it below
+        lower = np.maximum(lower, lower[0])
         s = np.where(lower > 0.0, (1.0 - lower / values) ** (steps + 1), 1.0)
         with np.errstate(divide="ignore"):
             gain = np.where(s < 1.0, s / (1.0 - s), np.inf)
