@@ -115,9 +115,10 @@ def winsorized_mean(
         Allow the plan to spend a share on a rough mean that re-centres the final interval.
     lower : float or array_like, optional
         Public lower end of each column's support (0 for spending, counts, durations): a
-        projection interval that would reach below it is moved up, keeping its width, so the
-        long right tail is clipped less. A user value below it is clipped as any value outside
-        the interval. Default engine only.
+        projection interval that would reach below it is cut there where the tail stage
+        measured a heavy tail (the same upper clip at less width, so less noise), and moved
+        up, keeping its width, elsewhere (the long right tail clipped less). A user value
+        below it is clipped as any value outside the interval. Default engine only.
     tail : {"gaussian", "sub-gaussian", "exponential", "chi-square"} or Moment, optional
         Tail model of the users' values behind the radius and the clipping bias bound
         (``"exponential"`` for skewed values); by default the engine chooses (the exponential

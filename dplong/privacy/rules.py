@@ -108,8 +108,10 @@ class Rules:
         (the plan budgets none).
     lower : ndarray, optional
         Public lower ends of the columns' support (0 for squares; -inf for none): an interval
-        reaching below one is moved up (:func:`~dplong.privacy.projection.supported_centre`), and
-        under the chi-square tail the scale keeps a share of the spread its median implies
+        reaching below one is moved up (:func:`~dplong.privacy.projection.supported_centre`),
+        or cut there where the tail stage measured a heavy tail
+        (:func:`~dplong.privacy.projection.support_window`), and under the chi-square tail the
+        scale keeps a share of the spread its median implies
         (:func:`~dplong.privacy.scale.square_spread`).
     relative : bool
         Share the final budget so that each column's noise counts relative to its own radius
