@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import dplong.privacy.engine as engine
 from dplong.privacy import scale
 from dplong.privacy.engine import Release, release_means
 from dplong.privacy.options import ReleaseOptions
@@ -154,6 +155,47 @@ def test_a_heavy_tail_on_a_support_is_cut_at_the_supports_end() -> None:
         error = abs(cut.estimate[0] - x.mean())
         assert error <= 5.0 * cut.noise_sd[0] + cut.bias[0], (seed, error)
         assert error < abs(plain.estimate[0] - x.mean())
+
+
+def test_a_cut_window_keeps_every_term_within_its_half_width(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cut window's sensitivity: the final sum's noise is calibrated to ``2 w'`` (w' the cut
+    window's half-width), so every term, a user's clipped value about the window's middle or
+    ``-s`` for a user without a statistic (s the middle's offset from the anchor), must lie in
+    ``±w'``. Checked on the terms the engine hands the noise (lognormal statistics, a fifth of
+    the users without one, ``lower=0``), with the offset s > 0 and the window cut (power: a
+    term of ``-s`` beyond w' would fail)."""
+    rng = np.random.default_rng(5)
+    x = rng.lognormal(0.0, 1.0, 2000)
+    x[:400] = np.nan
+    options = ReleaseOptions.check(
+        x.size, epsilon=1.0, delta=None, privacy="central", bound=None, d=1
+    )
+    seen: list[tuple[np.ndarray, np.ndarray]] = []
+    real = engine.release_clipped
+
+    def spy(terms: np.ndarray, radius: np.ndarray, *args: object) -> object:
+        seen.append((terms, radius))
+        return real(terms, radius, *args)
+
+    monkeypatch.setattr(engine, "release_clipped", spy)
+    for seed in range(4):
+        seen.clear()
+        release = release_means(
+            x[:, None],
+            names=("x",),
+            options=options,
+            rng=np.random.default_rng(seed),
+            rules=Rules(lower=np.zeros(1)),
+        )
+        assert release.interval[0, 0] == pytest.approx(0.0, abs=1e-12)  # the premise: cut
+        ((terms, radius),) = seen
+        half = np.diff(release.interval[0])[0] / 2.0
+        assert radius[0] == pytest.approx(half, rel=1e-12)
+        absent = terms[:400, 0]
+        assert np.all(absent == absent[0]) and -half < absent[0] < 0.0  # -s, 0 < s < w'
+        assert np.all(np.abs(terms) <= radius)
 
 
 def test_a_square_on_a_lattice_keeps_the_spread_its_median_implies(
