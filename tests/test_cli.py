@@ -671,6 +671,30 @@ class TestStatedTail:
         assert code == 2 and "--tail-moment is not an option of --model pooled" in err
 
 
+def test_lower_declares_the_means_support() -> None:
+    """``--lower 0`` is ``winsorized_mean(lower=0)``: RAND HIE spending, whose heavy tail's clip
+    then stops at 0 (the same release as the library's, its clip said in the warning); a
+    model whose support is its own (the Poisson mean's, from 0) does not take it."""
+    argv = ["fit", "dataset:randhie", "--model", "mean", "--formula", "meddol ~ 1"]
+    argv += ["--groups", "zper", "--epsilon", "1", "--seed", "1", "--lower", "0"]
+    code, out, err = run(argv)
+    assert code == 0, err
+    hie = dplong.datasets.load_randhie()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        lib = dplong.winsorized_mean(
+            hie["meddol"], groups=hie["zper"], names=["meddol"], epsilon=1.0, lower=0.0,
+            random_state=1,
+        )  # fmt: skip
+    assert f"{lib.params['meddol']:.4g}" in out and f"{lib.bse['meddol']:.4g}" in out
+    assert lib.projection_interval.loc["meddol", "lower"] == 0.0
+    assert "below 0 were clipped" in out
+    argv[argv.index("mean")] = "poisson"
+    argv[argv.index("meddol ~ 1")] = "mdvis ~ 1"
+    code, _, err = run(argv)
+    assert code == 2 and "--lower is not an option of --model poisson" in err
+
+
 PTR_BOUNDS = {"lwage": (-4.0, 5.0), "exper": (0.0, 20.0), "black": (0.0, 1.0)}
 PTR = [*WAGES, "--model", "pooled", "--formula", "lwage ~ exper + black", "--epsilon", "4"]
 PTR += ["--bounds", "lwage=-4,5;exper=0,20;black=0,1", "--max-rows", "8"]

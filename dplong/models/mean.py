@@ -453,6 +453,13 @@ register(
                 "declare the --by column constant within each user: every level gets half of "
                 "epsilon (parallel composition) instead of sharing it",
             ),
+            Option(
+                "lower",
+                "float",
+                "L",
+                "public lower end of the support of a user's mean (0 for spending, counts, "
+                "durations): the clip stops there instead of reaching below every user",
+            ),
             *TAIL_OPTIONS,
         ),
     )
