@@ -480,9 +480,13 @@ def release_means(
         else:
             centre = anchor = supported_centre(anchor, radius, lower, reach)
     with np.errstate(invalid="ignore"):  # in [0, w]: the anchor stays inside the interval
-        shift = np.nan_to_num(centre - anchor, nan=0.0)
-    # no user lies below a support's end: no mean can be at an interval's edge there
-    floor_edge = np.full(d, False) if lower is None else centre - radius <= lower
+        # (clipped: the middle rebuilt from the support's end may round a unit past it)
+        shift = np.clip(np.nan_to_num(centre - anchor, nan=0.0), -radius, radius)
+    # no user lies below a support's end: no mean can be at an interval's edge there. Read
+    # off the located interval, which reached it (not the window rebuilt from it, whose lower
+    # end may round a unit above a nonzero end)
+    with np.errstate(invalid="ignore"):
+        floor_edge = np.full(d, False) if lower is None else where.centre - located <= lower
     root = weight_roots(user_weights)
     clipped = centred(matrix, centre, radius, root)
     final = release_clipped(anchored(clipped, ~np.isnan(matrix), shift), radius, mean_budget, rng)
