@@ -471,8 +471,8 @@ def release_means(
             if bounds is None:
                 # a measured heavy tail's clip was balanced against its noise by the tail
                 # rule: on the support its empty lower part is cut instead, the same clip
-                # (and bias bound) at half the noise; a light column moves up, clipping
-                # farther out a tail its model may not see
+                # (and bias bound) at less noise (about half for a long right tail); a light
+                # column moves up, clipping farther out a tail its model may not see
                 cut, half = support_window(anchor, radius, lower)
                 cut_off = tails.heavy & (half < radius)
                 centre, radius = np.where(cut_off, cut, centre), np.where(cut_off, half, radius)
