@@ -209,7 +209,15 @@ class RandomEffects(PooledOLS):
         )
         afford(accountant, options.epsilon, options.delta)
 
-        ranges, frame, missed, _, entries = self._find_ranges(plan, generator)
+        # (not its constant flags: a random-effects fit identifies a regressor constant
+        # within persons, as pooled OLS does)
+        located = self._find_ranges(plan, generator)
+        ranges, frame, missed, entries = (
+            located.ranges,
+            located.frame,
+            located.missed,
+            located.entries,
+        )
         stage: dict[str, Any] = {"max_rows": cap, "random_state": generator}
         found: PanelResults | None = None
         if stated is None:
