@@ -6,8 +6,9 @@ n = 5,000 persons, ``y_ut = μ + u_u + e_ut`` with μ = 2, ``u ~ N(0, σ_U² = 1
 for σ² = 25 and 9, and ``T_u = min(1 + Geometric(1/5), 50)`` rows (mean 5, a long right tail);
 ``RandomEffectsLocation("y ~ 1").fit(epsilon=1)`` given only ε (``max_rows`` its default 10),
 with the components' share of ε at its default 0.5, at 0.35 and at 0.25, and equal weights
-for reference. Per row: μ's MSE around the truth over the GLS variance (± its Monte Carlo SE),
-the coverage of μ by the 95 % interval, and the RMSE of the two components (``Group Var``,
+for reference. Per row: how many fits released μ, μ's MSE around the truth over the GLS
+variance (± its Monte Carlo SE; over the fits that released it), the coverage of μ by the 95 %
+interval (a withheld μ counts as not covering), and the RMSE of the two components (``Group Var``,
 ``Scale``) around the truth, beside their sampling SE (the noise-free ANOVA estimates' sd over
 the same panels is not computed: the components' noise dominates at this n ε).
 
@@ -52,24 +53,28 @@ def cell(scale: float, panels: int, seed: int) -> None:
     gls = np.array([g for _, g in data])
     print(f"\nσ² = {scale:g}, σ_U² = {GROUP_VAR:g}, n = {N}, ε = {EPSILON:g}, {panels} panels")
     print(
-        f"{'fit':<42} {'μ MSE / GLS':>16} {'μ coverage':>14} {'Group Var RMSE':>15} "
-        f"{'Scale RMSE':>11}"
+        f"{'fit':<42} {'μ released':>10} {'μ MSE / GLS':>16} {'μ coverage':>14} "
+        f"{'Group Var RMSE':>15} {'Scale RMSE':>11}"
     )
     for label, options in ROWS:
-        errors, covered, components = [], 0, []
+        errors, gls_released, covered, components = [], [], 0, []
         for i, (frame, _) in enumerate(data):
             res = dplong.RandomEffectsLocation.from_formula("y ~ 1", frame, groups="id").fit(
                 epsilon=EPSILON, random_state=seed * 10_000 + i, **options
             )
-            errors.append((res.params["Intercept"] - MU) ** 2)
+            if np.isfinite(res.params["Intercept"]):  # a withheld μ counts as not covering
+                errors.append((res.params["Intercept"] - MU) ** 2)
+                gls_released.append(gls[i])
             low, high = res.conf_int().loc["Intercept"]
             covered += bool(low <= MU <= high)
             components.append([res.params["Group Var"] - GROUP_VAR, res.params["Scale"] - scale])
-        ratio = mse_ratio(errors, list(gls))  # the GLS variance is each panel's expected error²
+        # the GLS variance is each panel's expected error²
+        ratio = mse_ratio(errors, gls_released)
         share = proportion(covered, panels)
         rmse = np.sqrt(np.nanmean(np.square(components), axis=0))
         print(
-            f"{label:<42} {pm(*ratio, 2):>16} {pm(*share, 3):>14} {rmse[0]:>15.3f} {rmse[1]:>11.3f}"
+            f"{label:<42} {len(errors):>6}/{panels:<3} {pm(*ratio, 2):>16} {pm(*share, 3):>14} "
+            f"{rmse[0]:>15.3f} {rmse[1]:>11.3f}"
         )
 
 

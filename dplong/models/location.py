@@ -25,7 +25,7 @@ from dplong.models.command_line import MAX_ROWS_OPTION, CommandLineModel, Option
 from dplong.models.location_components import (
     COMPONENTS as COMPONENTS,  # its import path before the split (random_effects.py)
 )
-from dplong.models.location_components import _components_block
+from dplong.models.location_components import _components_block, _error_bound
 from dplong.models.location_moments import _reduce_moments, _UserMoments
 from dplong.models.location_results import _assumptions, _location_results
 from dplong.models.location_weights import (
@@ -326,7 +326,12 @@ class RandomEffectsLocation(PanelModel):
             def weighted(done: tuple[Release, ...]) -> Statistics:
                 group_var, scale_ = (float(v) for v in done[1].estimate)
                 user_weights = _precision_weights(moments.rows, group_var, scale_, max_rows)
-                return Statistics(moments.means[:, None], scale=proxy, user_weights=user_weights)
+                return Statistics(
+                    moments.means[:, None],
+                    scale=proxy,
+                    user_weights=user_weights,
+                    centre=_preliminary_centre(done[0], request.options.gamma),
+                )
 
             blocks.append(
                 Block(
@@ -335,6 +340,7 @@ class RandomEffectsLocation(PanelModel):
                     weighted,
                     proxy is not None,
                     weighted=True,
+                    centred=True,
                 )
             )
         assumptions = _assumptions(
@@ -352,6 +358,18 @@ class RandomEffectsLocation(PanelModel):
             floor_rows=None if stated is not None or variance_share == 0 else (min_rows or 2),
         )
         return self._fit(request, blocks, assumptions=assumptions, results=results)
+
+
+def _preliminary_centre(release: Release, gamma: float) -> tuple[np.ndarray, np.ndarray]:
+    """The weighted location's public centre: the preliminary equal-weight μ̂₀ and its released
+    error bound (1 - γ). Under the model both weightings estimate μ, so the weighted release
+    needs no median, side check or refinement of its own: its centre is off by the preliminary's
+    error, far less than a rough mean's at the weighted stage's budget, and its radius narrows
+    with it (docs/design/location.md). A withheld μ̂₀ gives an infinite bound: μ is withheld
+    too, its note saying why."""
+    if not np.isfinite(release.estimate).all():
+        return release.interval.mean(axis=1), np.full(1, np.inf)
+    return release.estimate, np.full(1, _error_bound(release, gamma))
 
 
 def _check_location(columns: tuple[str, ...], formula: str) -> None:

@@ -1,5 +1,6 @@
 """The results of a :class:`~dplong.RandomEffectsLocation` fit: which releases are its
-parameters, and Group Var withheld where the location it is centred on was withheld."""
+parameters, and Group Var (and a weighted μ) withheld where the location they are centred on
+was withheld."""
 
 from __future__ import annotations
 
@@ -30,10 +31,13 @@ def _location_results(
     """Results of a location fit: μ and the components are the parameters (a precision-weighted
     fit's preliminary location counts in the ledger only). Group Var is centred on the first
     location; where that was withheld, on its released centre, whose error nobody knows, so
-    Group Var is withheld too (post-processing of a public fact)."""
+    Group Var is withheld too (post-processing of a public fact), and so is a weighted μ, whose
+    centre it is."""
     ran = list(releases)
     if len(ran) > 1 and not np.isfinite(ran[0].estimate[0]):
-        ran[1] = _without_group_var(ran[1])
+        ran[1] = _uncentred(ran[1], _UNCENTRED_NOTE, keep=True)
+        if preliminary:  # its infinite centre error overflowed: this note says why
+            ran[2] = _uncentred(ran[2], _UNCENTRED_MU_NOTE, keep=False)
     elif len(ran) > 1 and floor_rows is not None:
         ran[1] = _group_var_sampling_floor(ran[1], floor_rows, options["nobs_users"])
     return panel_results(
@@ -62,13 +66,14 @@ def _group_var_sampling_floor(release: Release, rows: int, n: int) -> Release:
     return dataclasses.replace(release, sampling_sd=sampling)
 
 
-def _without_group_var(release: Release) -> Release:
-    """The components' release with Group Var (its first column) withheld, and a note."""
+def _uncentred(release: Release, note: str, *, keep: bool) -> Release:
+    """``release`` with its first column withheld and ``note``, after its own notes where
+    ``keep``, else in their place."""
     gone = np.arange(release.estimate.size) == 0
     return dataclasses.replace(
         release.withhold(gone),
         failed=release.failed | gone,
-        notes=(*release.notes, _UNCENTRED_NOTE),
+        notes=(*release.notes, note) if keep else (note,),
     )
 
 
@@ -76,6 +81,11 @@ _UNCENTRED_NOTE = (
     "No estimate (NaN) for ['Group Var']: it is centred on the first location released, which "
     "was withheld (its note says why), so its bias cannot be bounded. Raise epsilon or state "
     "the scale."
+)
+_UNCENTRED_MU_NOTE = (
+    "No estimate (NaN) for ['Intercept']: the precision-weighted location is centred on the "
+    "preliminary equal-weight one, which was withheld (its note says why). Raise epsilon or use "
+    'weights="equal".'
 )
 
 
@@ -90,18 +100,16 @@ def _assumptions(
 ) -> tuple[str, ...]:
     """The fit's assumptions, from public facts: what μ and the components average, the
     stated or estimated scales, and the declared grouping of the random effects."""
+    components = "means of (ȳ_u - μ̂)² - s²_u/T_u and s²_u over users with two rows or more"
     return (
         (
-            "Location: the GLS mean of the user means over the users with a row, weights "
-            f"1/(Group Var + Scale/min(T_u, {max_rows})) from the released components. "
-            "Components"
+            f"Location: GLS mean of the user means, weights 1/(Group Var + Scale/min(T_u, "
+            f"{max_rows})) from the released components, centred at a preliminary equal-weight "
+            f"mean, as are Group Var and Scale: {components}."
             if preliminary
-            else "Location: the mean of the user means over the users with a row. Components"
-        )
-        + ": "
-        "means of (ȳ_u - μ̂)² - s²_u/T_u (Group Var) and s²_u (Scale) over the users with "
-        "two rows or more"
-        + (", centred at a preliminary equal-weight location." if preliminary else "."),
+            else "Location: the mean of the user means over the users with a row. Group Var and "
+            f"Scale: {components}."
+        ),
         (
             "Scales estimated privately (the spread of each per-user statistic)."
             if estimated
