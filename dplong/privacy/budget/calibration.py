@@ -105,6 +105,9 @@ class FinalBudget:
         return np.asarray(math.sqrt(2.0) * sensitivity / self.epsilon)
 
 
+#: How often :func:`_calibrated` may double the Laplace search's ceiling: 2⁴⁰ times its start
+#: is beyond any budget a composition of finite calls allows below δ = 1.
+_CEILING_DOUBLINGS = 40
 #: The last scale :func:`_calibrated` found per kind, d, ε and δ: where the next search of a
 #: like plan starts (:func:`largest_within`'s ``guess``; it changes no result). Bounded by
 #: clearing.
@@ -148,6 +151,15 @@ def _calibrated(
     if known and known[0][1] > plan.epsilon:
         scale = lower  # basic composition is exact here: nothing to gain from the search
     else:
+        if kind == "laplace":
+            # the Rényi rule lets many small pure calls sum to more than twice the budget
+            # (24 columns at δ = 1e-3): the ceiling doubles until it spends more than the
+            # request, as it does for any δ < 1 (the composition grows without bound in s)
+            for _ in range(_CEILING_DOUBLINGS):
+                known.append((upper, total(upper)))
+                if known[-1][1] > plan.epsilon:
+                    break
+                upper *= 2.0
         # the last search of this kind for the same budget and columns is a good guess (the
         # shares follow released radii, the early stages the private count: close from round to
         # round and run to run); it saves calls only
