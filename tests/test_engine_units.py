@@ -1619,7 +1619,7 @@ class TestNoiseOffReference:
     def test_longitudinal_ols_against_statsmodels(self, correlation: str) -> None:
         # T_u ∈ {1, 2} (no fit: fewer rows than p = 3) or 6..12 rows. Users with exactly p
         # rows interpolate their data and have heavy-tailed coefficients, which the 10 σ̂
-        # interval clips even with no noise: see the xfail test below.
+        # interval clipped even with no noise: test_noise_off_with_heavy_tailed_statistics.
         rng = np.random.default_rng(36)
         sizes = np.where(rng.random(150) < 0.15, rng.integers(1, 3, 150), rng.integers(6, 13, 150))
         frame = self.ols_panel(sizes)
