@@ -29,6 +29,7 @@ from dplong.models.location_components import _components_block, _error_bound
 from dplong.models.location_moments import _reduce_moments, _UserMoments
 from dplong.models.location_results import _assumptions, _location_results
 from dplong.models.location_weights import (
+    CENTRED_USERS,
     Weights,
     _check_weights,
     _precision_weights,
@@ -304,6 +305,11 @@ class RandomEffectsLocation(PanelModel):
         first = (
             preliminary_share(n, request.options.epsilon, variance_share) if preliminary else 1.0
         )
+        # the weighted location is centred on the preliminary one where that one's plan is
+        # strong enough (public facts), else it locates its own centre
+        centred = preliminary and (
+            round(location_share * first * n * request.options.epsilon) >= CENTRED_USERS
+        )
         blocks = [
             Block(
                 ("Intercept (preliminary)",) if preliminary else ("Intercept",),
@@ -330,7 +336,7 @@ class RandomEffectsLocation(PanelModel):
                     moments.means[:, None],
                     scale=proxy,
                     user_weights=user_weights,
-                    centre=_preliminary_centre(done[0], request.options.gamma),
+                    centre=_preliminary_centre(done[0], request.options.gamma) if centred else None,
                 )
 
             blocks.append(
@@ -340,7 +346,7 @@ class RandomEffectsLocation(PanelModel):
                     weighted,
                     proxy is not None,
                     weighted=True,
-                    centred=True,
+                    centred=centred,
                 )
             )
         assumptions = _assumptions(
@@ -354,6 +360,7 @@ class RandomEffectsLocation(PanelModel):
         results = functools.partial(
             _location_results,
             preliminary=preliminary,
+            centred=centred,
             # the estimated components' Group Var gets its normal-effects sampling floor
             floor_rows=None if stated is not None or variance_share == 0 else (min_rows or 2),
         )

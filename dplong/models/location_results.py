@@ -25,18 +25,19 @@ def _location_results(
     releases: Sequence[Release],
     *,
     preliminary: bool,
+    centred: bool = False,
     floor_rows: int | None = None,
     **options: Any,
 ) -> PanelResults:
     """Results of a location fit: μ and the components are the parameters (a precision-weighted
     fit's preliminary location counts in the ledger only). Group Var is centred on the first
     location; where that was withheld, on its released centre, whose error nobody knows, so
-    Group Var is withheld too (post-processing of a public fact), and so is a weighted μ, whose
-    centre it is."""
+    Group Var is withheld too (post-processing of a public fact), and so is a weighted μ
+    ``centred`` on it."""
     ran = list(releases)
     if len(ran) > 1 and not np.isfinite(ran[0].estimate[0]):
         ran[1] = _uncentred(ran[1], _UNCENTRED_NOTE, keep=True)
-        if preliminary:  # its infinite centre error overflowed: this note says why
+        if centred:  # its infinite centre error overflowed: this note says why
             ran[2] = _uncentred(ran[2], _UNCENTRED_MU_NOTE, keep=False)
     elif len(ran) > 1 and floor_rows is not None:
         ran[1] = _group_var_sampling_floor(ran[1], floor_rows, options["nobs_users"])
