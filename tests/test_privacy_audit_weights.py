@@ -356,7 +356,14 @@ def _location_fit(data: str, rng: np.random.Generator) -> NDArray[np.float64]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("first", "second"), [("one far", "fifty far")])
-def test_precision_weighted_location_fit(first: str, second: str) -> None:
+@pytest.mark.parametrize("centred", [False, True])
+def test_precision_weighted_location_fit(
+    first: str, second: str, centred: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # at these 150 users the weighted location locates its own centre; centred, it takes the
+    # preliminary one's release as its public centre (as from 300 users' worth of ε·n on)
+    if centred:
+        monkeypatch.setattr(dplong.models.location, "CENTRED_USERS", 0.0)
     frame = _location_frame(first)
     ledger = (
         dplong.RandomEffectsLocation.from_formula("y ~ 1", frame, groups="user")
