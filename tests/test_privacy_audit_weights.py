@@ -363,7 +363,7 @@ def test_precision_weighted_location_fit(
     # at these 150 users the weighted location locates its own centre; centred, it takes the
     # preliminary one's release as its public centre (as from 300 users' worth of ε·n on)
     if centred:
-        monkeypatch.setattr(dplong.models.location, "CENTRED_USERS", 0.0)
+        monkeypatch.setattr(dplong.models.location_weights, "CENTRED_USERS", 0.0)
     frame = _location_frame(first)
     ledger = (
         dplong.RandomEffectsLocation.from_formula("y ~ 1", frame, groups="user")

@@ -29,10 +29,10 @@ from dplong.models.location_components import _components_block, _error_bound
 from dplong.models.location_moments import _reduce_moments, _UserMoments
 from dplong.models.location_results import _assumptions, _location_results
 from dplong.models.location_weights import (
-    CENTRED_USERS,
     Weights,
     _check_weights,
     _precision_weights,
+    centred_on_preliminary,
     preliminary_share,
 )
 from dplong.models.option_checks import (
@@ -307,9 +307,7 @@ class RandomEffectsLocation(PanelModel):
         )
         # the weighted location is centred on the preliminary one where that one's plan is
         # strong enough (public facts), else it locates its own centre
-        centred = preliminary and (
-            round(location_share * first * n * request.options.epsilon) >= CENTRED_USERS
-        )
+        centred = preliminary and centred_on_preliminary(n, request.options.epsilon, variance_share)
         blocks = [
             Block(
                 ("Intercept (preliminary)",) if preliminary else ("Intercept",),

@@ -24,6 +24,7 @@ __all__ = [
     "PRELIMINARY_USERS",
     "WEIGHTS",
     "Weights",
+    "centred_on_preliminary",
     "preliminary_share",
 ]
 
@@ -99,6 +100,22 @@ def preliminary_share(n: int, epsilon: float, variance_share: float) -> float:
     """
     low, high = PRELIMINARY_SHARES
     return users_share(PRELIMINARY_USERS / (1.0 - variance_share), n, epsilon, low, high)
+
+
+def centred_on_preliminary(n: int, epsilon: float, variance_share: float) -> bool:
+    """Whether the precision-weighted location takes the preliminary one as its public centre:
+    where that one gets :data:`CENTRED_USERS` of ε·n or more (its share of the location's
+    ``1 - variance_share`` of ε, :func:`preliminary_share`; rounded to whole users' worth, so
+    that a budget landing on the threshold is not decided by float rounding). Public facts.
+
+    Examples
+    --------
+    >>> from dplong.models.location_weights import centred_on_preliminary
+    >>> [centred_on_preliminary(n, 1.0, 0.5) for n in (2000, 3000, 5000)]
+    [False, True, True]
+    """
+    share = (1.0 - variance_share) * preliminary_share(n, epsilon, variance_share)
+    return round(share * n * epsilon) >= CENTRED_USERS
 
 
 def _precision_weights(
