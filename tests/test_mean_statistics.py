@@ -664,25 +664,35 @@ def test_tiny_n_epsilon_is_refused_before_any_draw() -> None:
 @pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
 def test_error_bound_probability_is_honest_when_flagged() -> None:
     # n = 300, ε = 0.5: the plan notes a miss bound of 0.057 (> NOTE_MISS) and adds it to the
-    # bad events, so the error bound states 1 - α - 2γ - 0.057 ≈ 0.79. It must hold at least
-    # that often: one-sided, up to 4 binomial SEs (R = 80: SE ≈ 0.045)
+    # bad events, so the error bound states 1 - α - 2γ - 0.057 ≈ 0.79 or more. A released
+    # estimate outside its bound is the failure the claim is about (a withheld one claims
+    # nothing): its rate must be at most one minus the average claim, one-sided, up to 4
+    # binomial SEs (R = 80: SE ≈ 0.045).
     rng = np.random.default_rng(8)
-    held, stated = [], []
+    wrong, withheld, stated = [], [], []
     for seed in range(80):
         x = FAIL_MU + rng.standard_normal(300)
         res = dplong.winsorized_mean(x, epsilon=0.5, random_state=seed)
         table = res.error_bound(0.05).table
-        if np.isnan(res.params.iloc[0]):  # withheld (a missed interval): no bound to hold
-            held.append(False)
-            stated.append(1.0 - 0.05 - float(res.bad_events.iloc[0]))
-            continue
-        held.append(abs(res.params.iloc[0] - FAIL_MU) <= table["total"].iloc[0])
-        stated.append(float(table["probability"].iloc[0]))
-    # each release's claim holds given its public facts and count, so the rate of holding must
-    # be at least the average claim (the miss bound given the count varies between releases)
-    rate, claim = float(np.mean(held)), float(np.mean(stated))
+        withheld.append(bool(np.isnan(res.params.iloc[0])))
+        outside = abs(res.params.iloc[0] - FAIL_MU) > table["total"].iloc[0]
+        wrong.append(not withheld[-1] and bool(outside))
+        stated.append(
+            1.0 - 0.05 - float(res.bad_events.iloc[0])
+            if withheld[-1]
+            else float(table["probability"].iloc[0])
+        )
+    # each release's claim holds given its public facts and count, so the rate of failing must
+    # be at most one minus the average claim (the miss bound given the count varies)
+    failing, claim = float(np.mean(wrong)), float(np.mean(stated))
     assert 0.5 < claim < 0.85  # below 1 - α - 2γ: the miss bound is part of the claim
-    assert rate >= claim - Z_TOL * math.sqrt(claim * (1 - claim) / len(held)), (rate, claim)
+    bar = 1.0 - claim + Z_TOL * math.sqrt(claim * (1 - claim) / len(wrong))
+    assert failing <= bar, (failing, claim)
+    # Withholding is no failure of a bound but is a cost: here the noise sd of the mean is about
+    # half the interval's half-width, so the edge rule's floor (a mean beyond half of it is
+    # withheld, engine.NEAR_SHARE) withholds many good releases: 0.37 ± 0.03 over 240 seeds.
+    # More than 0.55 of 80 (3.3 SEs above) would say the withholding rules fire on more.
+    assert np.mean(withheld) <= 0.55, np.mean(withheld)
 
 
 # --------------------------------------------------------------------------------------------

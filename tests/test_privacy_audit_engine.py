@@ -376,11 +376,15 @@ MEDIAN_RUNS, MEDIAN_MONOTONE_RUNS, MEDIAN_BROKEN_RUNS = 30_000, 40_000, 10_000
 
 
 def median_losses(
-    values: NDArray[np.float64], grid: LogGrid, data_grid: bool = False
+    values: NDArray[np.float64],
+    grid: LogGrid,
+    data_grid: bool = False,
+    reach: float | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """Every cell's loss ``max(#below, #above)`` and report, counted cell by cell (the
     package counts them run by run); ``data_grid`` shifts every boundary by the exact median
-    of the data (a grid that follows the data)."""
+    of the data (a grid that follows the data). ``reach`` also counts, for every cell but the
+    two at 0, the users whose ``|x|`` exceeds ``reach`` times the cell's outer magnitude."""
     b, centres = grid.boundaries, grid.centres
     column = np.sort(values)
     column = column[: np.searchsorted(column, np.nan)]
@@ -392,21 +396,29 @@ def median_losses(
         below, above = np.concatenate([[0], lower]), np.append(column.size - lower, 0)
     else:
         below, above = lower, np.append(column.size - lower[1:], 0)
-    return np.maximum(below, above), centres
+    loss = np.maximum(below, above)
+    if reach is not None:
+        edges = grid.edges
+        outer = np.maximum(np.abs(edges[:-1]), np.abs(edges[1:]))
+        far = (np.abs(column)[None, :] > reach * outer[:, None]).sum(axis=1)
+        loss = np.maximum(loss, np.where((edges[:-1] == 0.0) | (edges[1:] == 0.0), 0, far))
+    return loss, centres
 
 
-def median_replica(noise_fraction: float = 1.0, data_grid: bool = False) -> Callable[..., float]:
+def median_replica(
+    noise_fraction: float = 1.0, data_grid: bool = False, reach: float | None = None
+) -> Callable[..., float]:
     """``private_median`` of one column with a draw for every cell, optionally broken.
 
     ``noise_fraction`` divides the noise scale (multiplies the geometric rate; 1/2 is the
-    monotone calibration, rate ε). ``data_grid``: :func:`median_losses`. Unbroken it has the
-    package's law (:func:`test_median_replica_has_the_package_law`).
+    monotone calibration, rate ε). ``data_grid`` and ``reach``: :func:`median_losses`.
+    Unbroken it has the package's law (:func:`test_median_replica_has_the_package_law`).
     """
 
     def release(
         values: NDArray[np.float64], grid: LogGrid, epsilon: float, rng: np.random.Generator
     ) -> float:
-        loss, centres = median_losses(values, grid, data_grid)
+        loss, centres = median_losses(values, grid, data_grid, reach)
         rate = float(geometric_rate(epsilon, 2.0)) / noise_fraction
         return float(centres[int(np.argmax(-loss + two_sided_geometric(rng, rate, loss.shape)))])
 
@@ -552,6 +564,107 @@ def test_private_median_audit_has_power(
     bound = _median_audit(("below", "on"), layout, noise_fraction, data_grid)
     print(report(f"private_median broken {noise_fraction=} {data_grid=}", bound, MEDIAN_EPS))
     assert bound.epsilon_lb > least * MEDIAN_EPS, str(bound)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3b. The midpoint's reach: private_median(..., reach=M)
+# ---------------------------------------------------------------------------------------------
+# The loss becomes max(#below, #above, #far), #far the users whose |x| exceeds M times the
+# cell's outer magnitude (none for the two cells at 0): a max of counts that each move by at
+# most one, so the same noise. On the small grid with M = 4, 5 users at -3, 10 at -0.19 (cell
+# [-1/4, -1/8)) and 10 at 3, user 0 is "in reach" at 1 or "beyond" at 1 + 1 ulp (both in the
+# cell [1, √2)): only the two cells of outer magnitude 1/4 see user 0 far (|x| > 4 · 1/4) when
+# beyond. Eight cells tie at loss 15 (those two among them, in reach); beyond, those two lose
+# 16. Events: the output is either of them, the positive one, the negative one. Exact law:
+# the pair's ratio on "either" is e^{0.45 ε}; the audit at 30,000 runs sees about 0.37 ε.
+# POWER: the same layout with noise / 4.
+
+REACH, REACH_EPS = 4.0, 1.0
+REACH_USERS = {"in reach": 1.0, "beyond": float(np.nextafter(1.0, 2.0))}
+REACH_OTHERS = np.concatenate([np.full(5, -3.0), np.full(10, -0.19), np.full(10, 3.0)])
+
+
+def _reach_cells() -> tuple[float, float]:
+    k = np.searchsorted(MEDIAN_GRID.boundaries, [0.19, -0.19], side="right")
+    return float(MEDIAN_GRID.centres[k[0]]), float(MEDIAN_GRID.centres[k[1]])
+
+
+def test_median_with_reach_has_the_package_law() -> None:
+    # as test_median_replica_has_the_package_law, with the reach term: the package's
+    # frequencies (10,000 draws) within 5 binomial sds of the exact law from the losses
+    # counted cell by cell, on the audit's layout and two random ones straddling 0
+    draws, rng = 10_000, np.random.default_rng(41)
+    cases = [np.append(REACH_OTHERS, 1.0), rng.normal(0.4, 1.0, 30), rng.normal(0.0, 3.0, 15)]
+    for case, values in enumerate(cases):
+        loss, centres = median_losses(values, MEDIAN_GRID, reach=REACH)
+        law = winning_law(loss, float(geometric_rate(REACH_EPS, 2.0)))
+        package = private_median(
+            np.repeat(values[:, None], draws, axis=1),
+            MEDIAN_GRID,
+            np.full(draws, REACH_EPS),
+            np.random.default_rng(case),
+            reach=REACH,
+        )
+        freq = np.bincount(np.searchsorted(centres, package), minlength=centres.size) / draws
+        assert np.all(np.abs(freq - law) <= 5 * np.sqrt(law * (1 - law) / draws) + 1 / draws)
+    # the audit's layout: two cells' losses move with user 0, nothing else
+    losses = [
+        median_losses(np.append(REACH_OTHERS, v), MEDIAN_GRID, reach=REACH)[0]
+        for v in REACH_USERS.values()
+    ]
+    moved = np.flatnonzero(losses[0] != losses[1])
+    assert sorted(MEDIAN_GRID.centres[moved]) == sorted(_reach_cells())
+    assert (losses[1][moved] - losses[0][moved] == 1).all() and losses[0].min() == 15
+
+
+@cache
+def _reach_outputs(user: str, noise_fraction: float) -> NDArray[np.float64]:
+    values = np.append(REACH_OTHERS, REACH_USERS[user])
+    if noise_fraction != 1.0:
+        replica = median_replica(noise_fraction, reach=REACH)
+
+        def mechanism(rng: np.random.Generator) -> float:
+            return replica(values, MEDIAN_GRID, REACH_EPS, rng)
+
+        runs = MEDIAN_BROKEN_RUNS
+    else:
+
+        def mechanism(rng: np.random.Generator) -> float:
+            out = private_median(
+                values[:, None], MEDIAN_GRID, np.array([REACH_EPS]), rng, reach=REACH
+            )
+            return float(out[0])
+
+        runs = MEDIAN_RUNS
+    return repeat(
+        mechanism, runs, 1800 + list(REACH_USERS).index(user) + 10 * (noise_fraction != 1)
+    )
+
+
+def _reach_audit(noise_fraction: float = 1.0) -> EpsilonBound:
+    positive, negative = _reach_cells()
+    events, names = [], ["either cell", "the positive one", "the negative one"]
+    for user in REACH_USERS:
+        out = _reach_outputs(user, noise_fraction)
+        events.append(
+            np.stack(
+                [(out == positive) | (out == negative), out == positive, out == negative], axis=1
+            )
+        )
+    return epsilon_lower_bound(events[0], events[1], delta=0.0, confidence=CONFIDENCE, names=names)
+
+
+def test_private_median_reach_audit() -> None:
+    bound = _reach_audit()
+    print(report("private_median reach", bound, REACH_EPS))
+    assert bound.epsilon_lb <= REACH_EPS, str(bound)
+    assert bound.epsilon_lb > 0.25 * REACH_EPS, str(bound)  # tightness: see the layout's note
+
+
+def test_private_median_reach_audit_has_power() -> None:
+    bound = _reach_audit(BROKEN_NOISE_FRACTION)
+    print(report("private_median reach, noise / 4", bound, REACH_EPS))
+    assert bound.epsilon_lb > 1.2 * REACH_EPS, str(bound)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from dplong.privacy.interval import central_midpoint
 from dplong.privacy.noise import release_bounded_sum
 from dplong.privacy.notes import alone_notes, sparse_notes, unseen_notes
 from dplong.privacy.projection import MAX_RADIUS, centred, mean_entries
-from dplong.privacy.quantile import GRID, SPREAD_GRID, private_median, rank_error
+from dplong.privacy.quantile import GRID, MIDPOINT_REACH, SPREAD_GRID, private_median, rank_error
 from dplong.privacy.radius import (
     MAD_OVER_SD,
     MEDIAN_OFFSET,
@@ -242,7 +242,11 @@ def locate(
         assert public_centre is not None  # release_means checks it before any noise
         midpoint = np.asarray(public_centre[0], dtype=float)
     else:
-        midpoint = private_median(matrix, GRID, np.full(d, plan.midpoint), rng)
+        # with an estimated scale a missed midpoint repairs itself (its miss bound is not the
+        # release's) and its rank is measured: there the reach keeps it off the cells below
+        # the users' magnitudes (quantile module docstring)
+        reach = MIDPOINT_REACH if scale is None else None
+        midpoint = private_median(matrix, GRID, np.full(d, plan.midpoint), rng, reach=reach)
         entries += median_entries("midpoint", names, plan.midpoint)
     ranks: NDArray[np.float64] | None = None
     beside: NDArray[np.bool_] | None = None
