@@ -205,14 +205,17 @@ def test_second_tail_rung_over_many_columns_spends_exactly_the_budget(epsilon: f
     rung pools the heavy columns' shares into one count, which in Rényi terms costs more than
     the per-column shares it came from, so the means give the excess back (``budget.top_up``).
     At ε = 14 and 16, where seeds 0-3 each ran the second rung and composed 0.9-1.5 % over the
-    budget before, the fit is now refused (every point would be withheld); at 18 and 20 seeds 0
-    and 1 run it."""
+    budget before, the fit is now refused (every point would be withheld); at 18 and 20 about
+    a third of the seeds run it (seeds 0 and 6 at 18, 0 and 5 at 20): the seeds run until two
+    have, every one checked."""
     pigs = dplong.datasets.load_dietox()
     model = dplong.PriestleyChao.from_formula(
         "Weight ~ Time", pigs, groups="Pig", domain=(1.0, 12.0), bandwidth=1.0
     )
     rungs = 0
-    for seed in range(4):
+    for seed in range(12):
+        if rungs >= 2:
+            break
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DplongWarning)
             ledger = model.fit(epsilon=epsilon, random_state=seed).privacy

@@ -688,7 +688,7 @@ def test_lower_declares_the_means_support() -> None:
         )  # fmt: skip
     assert f"{lib.params['meddol']:.4g}" in out and f"{lib.bse['meddol']:.4g}" in out
     assert lib.projection_interval.loc["meddol", "lower"] == 0.0
-    assert "below 0 were clipped" in out
+    assert "clipped outside [0, " in out
     argv[argv.index("0")] = "nan"
     code, out, err = run(argv)
     assert code == 2 and "lower must be finite, got [nan]" in err and out == ""

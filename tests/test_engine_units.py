@@ -88,7 +88,7 @@ from dplong.privacy.coins import _Words, discrete_gaussian, discrete_gaussians
 from dplong.privacy.engine import MAD_FACTOR, Release, forecast_noise, release_means
 from dplong.privacy.histogram import bin_index, stable_histogram, stable_histogram_threshold
 from dplong.privacy.interval import check_histogram_feasible, local_bins
-from dplong.privacy.locate import ROUGH_RADIUS
+from dplong.privacy.locate import ROUGH_RADIUS, locate
 from dplong.privacy.noise import (
     COARSE_BITS,
     MIN_LATTICE_EPSILON,
@@ -1399,6 +1399,36 @@ class TestLedger:
             assert radius[0] == pytest.approx(rung[0])
             whole = rung[0] * (6.0 / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))) ** (1.0 / a)
             assert whole > 2.0 * rung[0]
+
+    def test_a_withheld_column_is_left_out_of_the_tail_count(self) -> None:
+        """The tail count reads every column at once, so a column whose interval collapsed
+        (its scale far below its users: every one of them beyond its rung) would mark the
+        others heavy and widen their clips. The columns the stages before it already withhold
+        (``Location.doomed``, released facts) are left out: with column 1 collapsed and left
+        out, normal column 0 stays light; counted, both are heavy (the count exact, ε = 1e6)."""
+        from types import SimpleNamespace
+
+        from dplong.privacy import tails
+
+        n = 1000
+        matrix = np.column_stack([np.random.default_rng(3).normal(size=n), np.full(n, 10.0)])
+        where = SimpleNamespace(centre=np.array([0.0, 9.0]), sd=np.array([1.0, 1e-3]))
+
+        def heavy(live: np.ndarray | None) -> list[bool]:
+            found = tails._tail_radius(
+                matrix, where, np.array([2.5, 2.5e-3]), 1e6, np.ones(2), np.full(2, float(n)),
+                np.random.default_rng(0), live=live,
+            )  # fmt: skip
+            return found[1].tolist()
+
+        assert heavy(np.array([True, False])) == [False, False]
+        assert heavy(None) == [True, True]
+        plan = ReleasePlan.make(n=n, d=2, epsilon=20.0, delta=1e-6, stated_scale=False)
+        found = locate(matrix, plan=plan, names=("a", "b"), rng=np.random.default_rng(1),
+                       gamma=0.05)  # fmt: skip
+        assert found.doomed.tolist() == [False, False]
+        marked = dataclasses.replace(found, beside=np.array([False, True]))
+        assert marked.doomed.tolist() == [False, True]
 
     @pytest.mark.parametrize("heavy", [False, True])
     def test_gaussian_final_stage_runs_the_tail_count(self, heavy: bool) -> None:

@@ -24,7 +24,7 @@ COMPONENTS = ("Group Var", "Scale")
 #: wage panel's Scale, the dietox pigs' Group Var and Scale): said whenever the scales are
 #: estimated, a public fact.
 _UNCHECKED_TAIL_NOTE = (
-    "['Group Var', 'Scale']: assume unchecked chi-square/exponential tails; state scale= if known."
+    "['Group Var', 'Scale']: unchecked chi-square/exponential tails; state scale= if known."
 )
 
 
@@ -56,6 +56,10 @@ def _components_block(
             scale=component_scale,
             nonnegative=True,
             centre_bias=np.array([shift, 0.0]),
+            # s²_u >= 0 for every user (a public fact of the statistic): Scale's interval stops
+            # at 0 instead of clipping its long right tail as close as its short left one;
+            # Group Var's statistic, (ȳ_u - μ̂)² - s²_u/T_u, has no lower end
+            lower=np.array([-np.inf, 0.0]),
         )
 
     return Block(

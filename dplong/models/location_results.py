@@ -41,6 +41,10 @@ def _location_results(
             ran[2] = _uncentred(ran[2], _UNCENTRED_MU_NOTE, keep=False)
     elif len(ran) > 1 and floor_rows is not None:
         ran[1] = _group_var_sampling_floor(ran[1], floor_rows, options["nobs_users"])
+    if preliminary and len(ran) > 2 and not np.isfinite(ran[1].estimate).all():
+        # the weights need both components (location_weights._precision_weights): μ is the
+        # equal-weight mean, and its assumption says so (post-processing of released facts)
+        options["assumptions"] = (_EQUAL_WEIGHTS_NOTE, *options["assumptions"][1:])
     return panel_results(
         [ran[2], ran[1]] if preliminary else ran,
         ran=ran,
@@ -89,6 +93,12 @@ _UNCENTRED_MU_NOTE = (
     'weights="equal".'
 )
 
+_COMPONENTS_NOTE = "means of (ȳ_u - μ̂)² - s²_u/T_u and s²_u over users with two rows or more"
+_EQUAL_WEIGHTS_NOTE = (
+    "Location: the mean of the user means (equal weights: a component was withheld). Group "
+    f"Var, Scale: {_COMPONENTS_NOTE}."
+)
+
 
 def _assumptions(
     scale: ScaleLike,
@@ -101,7 +111,7 @@ def _assumptions(
 ) -> tuple[str, ...]:
     """The fit's assumptions, from public facts: what μ and the components average, the
     stated or estimated scales, and the declared grouping of the random effects."""
-    components = "means of (ȳ_u - μ̂)² - s²_u/T_u and s²_u over users with two rows or more"
+    components = _COMPONENTS_NOTE
     return (
         (
             f"Location: GLS mean of the user means, weights 1/(Group Var + Scale/min(T_u, "

@@ -158,6 +158,19 @@ class Location:
             return np.zeros(self.sd.shape, dtype=bool)
         return np.asarray(self.sd < np.abs(self.midpoint) * RESOLUTION)
 
+    @property
+    def doomed(self) -> NDArray[np.bool_]:
+        """Columns these stages already withhold: no user found (``empty``), too few off a
+        shared value (``sparse``), a scale below the values' resolution (``unresolved``), a
+        midpoint beside the users (``beside``) or a scale below them (``collapsed``). Released
+        facts, so a later stage may leave them out: the tail count, where a collapsed
+        interval would put every user beyond its rung and mark the other columns heavy."""
+        doomed = self.empty | self.sparse | self.unresolved
+        for flag in (self.beside, self.collapsed):
+            if flag is not None:
+                doomed = doomed | flag
+        return np.asarray(doomed)
+
     def scale_notes(
         self, names: tuple[str, ...], *, sparse: NDArray[np.bool_], shown: NDArray[np.bool_]
     ) -> tuple[str, ...]:

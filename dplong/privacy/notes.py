@@ -153,11 +153,8 @@ def crowded_notes(names: tuple[str, ...], crowded: NDArray[np.bool_]) -> tuple[s
         names,
         crowded,
         "No estimate (NaN) for {listed}: the clipped statistics spread far beyond the private "
-        "scale their interval was sized on (most users share one value and the scale saw only "
-        "them, or the tail is far heavier than its model), so many users were clipped and the "
-        "bias bound would not hold. State the scale of these columns: where most users share "
-        "one value a larger epsilon sizes the interval on that value again (it helps only "
-        "where the scale's release was noisy).",
+        "scale their interval was sized on (a value most users share, or a tail far heavier "
+        "than its model): too many users were clipped for the bias bound. State the scale.",
     )
 
 

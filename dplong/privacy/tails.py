@@ -162,7 +162,15 @@ def tail_rule(
     joint = float(np.sum(tail_epsilon))
     users = where.per_column_users
     wide, heavy, reach, rung, _ = _tail_radius(
-        matrix, where, radius, joint, mean_budget.laplace_equivalent(), users, rng, root
+        matrix,
+        where,
+        radius,
+        joint,
+        mean_budget.laplace_equivalent(),
+        users,
+        rng,
+        root,
+        live=~where.doomed,
     )
     entries = [_tail_entry(names, joint)]
     if heavy.any():  # a second rung at the widened clip, from the means' budget
@@ -197,9 +205,12 @@ def _tail_radius(
     users: NDArray[np.float64],
     rng: np.random.Generator,
     root: NDArray[np.float64] | None = None,
+    live: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64], float]:
     """The tail stage: one private count of the users beyond a rung in any column, and the
-    final radii it implies (design notes, "Heavy tails").
+    final radii it implies (design notes, "Heavy tails"). Only the ``live`` columns (default
+    all; :attr:`~dplong.privacy.locate.Location.doomed` leaves out those already withheld, a
+    public choice) are counted, expected and marked.
 
     ``r_j = TAIL_RUNG σ̂_j`` (σ̂ the released scale; beyond the bulk's radius ``w`` where that
     is narrower, so that normal tails leave next to nobody there) and ``C = #{u : |x_uj - c_j|
@@ -222,18 +233,19 @@ def _tail_radius(
     Returns the radii, the heavy columns, the upper confidence count ``C + EDGE_SDS sd`` (per
     column), the rungs and the noise sd of the count.
     """
+    live = np.ones(matrix.shape[1], dtype=bool) if live is None else live
     with np.errstate(over="ignore", invalid="ignore"):
         rung = TAIL_RUNG * where.sd
         deviations = np.abs(matrix - where.centre) * (1.0 if root is None else root)
-        # NaN: no statistic, never beyond
-        exact = int(np.sum(np.any(deviations > rung, axis=1)))
+        # NaN: no statistic, never beyond; nor is anyone in a column already withheld
+        exact = int(np.sum(np.any((deviations > rung) & live, axis=1)))
     rate = float(geometric_rate(epsilon, 1.0))
     count = float(exact + two_sided_geometric(rng, rate, (1,))[0])
     sd = math.sqrt(float(two_sided_geometric_variance(rate)))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         normal = 2.0 * users * special.ndtr(-TAIL_SLACK * rung / where.sd)
-        expected = float(np.nansum(normal))
-        measurable = np.isfinite(rung) & (rung > 0)
+        expected = float(np.nansum(np.where(live, normal, 0.0)))
+        measurable = np.isfinite(rung) & (rung > 0) & live
         threshold = TAIL_RATIO * expected + HEAVY_SDS * sd
         heavy = (count > threshold) & measurable
         # bias K R^(1-α) with K = C r^α / ((α - 1) N̂) against noise c R, c = 2√2 / (N̂ ε_m):
@@ -337,20 +349,15 @@ def heavy_notes(
     columns = np.flatnonzero(heavy)
     if not columns.size:
         return ()
-    if columns.size == 1:
-        j = int(columns[0])
-        return (
-            f"{names[j]!r}: heavy tail (found privately). Values beyond"
-            f" {centre[j] + radius[j]:.4g} or below {centre[j] - radius[j]:.4g} were clipped; the"
-            f" interval allows up to {bias[j]:.3g} for them (a Pareto tail of index"
-            f" {TAIL_INDEX:g}), a heavier tail could hide more: give public bounds if known.",
-        )
+    one = columns.size == 1
     ranges = [f"[{centre[j] - radius[j]:.4g}, {centre[j] + radius[j]:.4g}]" for j in columns]
     allowances = [f"{bias[j]:.3g}" for j in columns]
     return (
-        f"{_listed([repr(names[j]) for j in columns])}: heavy tails (found privately) clipped"
-        f" outside {_listed(ranges)}; the intervals allow up to {_listed(allowances)} (Pareto"
-        f" tails of index {TAIL_INDEX:g}; heavier ones could hide more: give public bounds).",
+        f"{_listed([repr(names[j]) for j in columns])}: heavy {'tail' if one else 'tails'}"
+        f" (found privately) clipped outside {_listed(ranges)}; the"
+        f" {'interval allows' if one else 'intervals allow'} {_listed(allowances)} for"
+        f" {'it' if one else 'them'} (Pareto index {TAIL_INDEX:g}; a heavier tail could hide"
+        " more: give bounds).",
     )
 
 
