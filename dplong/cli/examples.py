@@ -12,9 +12,9 @@ from typing import Any
 SHIPPED_EXAMPLES: tuple[tuple[str, str, str, str, dict[str, Any], float, float | None], ...] = (
     ("wage_panel", "nr", "ols", "lwage ~ exper + expersq", {}, 0.6, 0.99),
     ("wage_panel", "nr", "ols", "lwage ~ exper + expersq", {"estimator": "within"}, 1.4, 3.0),
-    ("wage_panel", "nr", "location", "lwage ~ 1", {}, 0.59, None),
+    ("wage_panel", "nr", "location", "lwage ~ 1", {}, 0.59, 3.0),
     ("wage_panel", "nr", "mean", "lwage ~ 1", {}, 0.2, 0.33),
-    ("dietox", "Pig", "location", "Weight ~ 1", {}, 4.4, None),
+    ("dietox", "Pig", "location", "Weight ~ 1", {}, 4.4, 23.0),
     ("dietox", "Pig", "mean", "Weight ~ 1", {}, 1.5, 2.5),
     ("dietox", "Pig", "kernel", "Weight ~ Time", {"domain": (1, 12), "bandwidth": 1}, 18.0, 30.0),
     (

@@ -71,7 +71,9 @@ class Block:
     statistics come with a public centre (``Statistics.centre``: no midpoint or refinement
     stage is planned); ``partial_users`` when each column is by design a statistic of some
     users only (the levels of a grouping: see :class:`~dplong.privacy.rules.Rules`);
-    ``notes`` public warnings the release carries whatever the data (an assumption nothing at
+    ``checked_tail`` when ``tail`` is the model's assumption, which the release checks where
+    its budget affords a tail count (:class:`~dplong.privacy.rules.Rules`); ``notes`` public
+    warnings the release carries whatever the data (an assumption nothing at
     its budget can check): said before any noise, planned, and joined to its release's notes.
     ``build`` computes the statistics from the releases of the earlier blocks.
     """
@@ -89,6 +91,7 @@ class Block:
     relative: bool = False
     centred: bool = False
     partial_users: bool = False
+    checked_tail: bool = False
     notes: tuple[str, ...] = ()
 
 

@@ -18,16 +18,13 @@ __all__ = ["COMPONENTS"]
 
 #: The variance components, in the order they are released (both variances: at least 0).
 COMPONENTS = ("Group Var", "Scale")
+
+
 #: The components' intervals rest on tail models no count at a component's budget can check:
 #: a χ²₁ tail of the users' squared deviations (Group Var), an exponential one of their
 #: variances (Scale). Heavier tails are clipped beyond the bias bounds (docs/accuracy.md: the
 #: wage panel's Scale, the dietox pigs' Group Var and Scale): said whenever the scales are
 #: estimated, a public fact.
-_UNCHECKED_TAIL_NOTE = (
-    "['Group Var', 'Scale']: unchecked chi-square/exponential tails; state scale= if known."
-)
-
-
 def _components_block(
     moments: _UserMoments,
     share: float,
@@ -72,7 +69,8 @@ def _components_block(
         # s²_u a mean of T_u squares: a normal plug-in clips their right tails
         # (docs/design/location.md). Stated scales bound both instead.
         tail=None if stated is not None else ("chi-square", "exponential"),
-        notes=() if stated is not None else (_UNCHECKED_TAIL_NOTE,),
+        # assumed, not stated: the tail count checks them where the budget affords one
+        checked_tail=stated is None,
     )
 
 

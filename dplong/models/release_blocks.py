@@ -34,6 +34,7 @@ from dplong.privacy.engine import Release, release_means
 from dplong.privacy.local import release_local
 from dplong.privacy.options import ReleaseOptions, focus_weights
 from dplong.privacy.rules import Rules
+from dplong.privacy.tails import unchecked_notes
 from dplong.privacy.variance import check_scale
 from dplong.privacy.winsorized import check_paper
 from dplong.summary import plain_names
@@ -53,6 +54,15 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
     budgets = [part(options, block.share) for block in blocks]
     plans = [_plan(block, options, n) for block, options in zip(blocks, budgets, strict=True)]
     refuse_doomed(plans, n, sum(len(block.names) for block in blocks), options.epsilon)
+    # an assumed tail model that no tail count can check at this n ε says so (public facts)
+    blocks = [
+        dataclasses.replace(
+            block, notes=(*block.notes, *unchecked_notes(block.names, block.tail, plan))
+        )
+        if block.checked_tail and plan is not None
+        else block
+        for block, plan in zip(blocks, plans, strict=True)
+    ]
     # every refusal is decided: a fit run to plan it (dplong.plan) stops here, before any noise
     checkpoint(
         FitPlan(
@@ -67,6 +77,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
                     bounds=block.bounds,
                     tail=block.tail,
                     relative=block.relative,
+                    checked_tail=block.checked_tail,
                     notes=block.notes,
                 )
                 for block, plan in zip(blocks, plans, strict=True)
@@ -152,6 +163,7 @@ def _rules(block: Block, statistics: Statistics, earlier: Sequence[Release]) -> 
         relative=block.relative,
         public_centre=statistics.centre,
         partial_users=block.partial_users,
+        checked_tail=block.checked_tail,
     )
 
 

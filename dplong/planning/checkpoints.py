@@ -28,7 +28,8 @@ _MODE: ContextVar[Mode | None] = ContextVar("dplong_planning", default=None)
 @dataclass(frozen=True)
 class PlannedBlock:
     """One release of a fit as planned: its public labels, share of the budget and the public
-    facts its noise depends on (whether the scale is stated, public bounds, the tail model,
+    facts its noise depends on (whether the scale is stated, public bounds, the tail model and
+    whether the model assumes it (``checked_tail``: a tail count then checks it),
     whether its columns share the budget in their own units), and its plan (None: the paper's
     pipeline or the local model, whose stages are planned inside the release, or a release
     that is not the engine's). ``noise_sd``: where public facts alone fix the noise of a release
@@ -52,6 +53,7 @@ class PlannedBlock:
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     tail: TailModel | None = None
     relative: bool = False
+    checked_tail: bool = False
     notes: tuple[str, ...] = ()
     noise_sd: NDArray[np.float64] | None = None
 

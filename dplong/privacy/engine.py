@@ -244,6 +244,7 @@ def forecast_noise(
     tail: TailModel | None = None,
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
     relative: bool = False,
+    checked_tail: bool = False,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The privacy-noise sd and the sampling sd a release of ``plan`` would report, per column,
     predicted from public facts alone: in units of each column's sd σ (the spread of one
@@ -259,6 +260,8 @@ def forecast_noise(
     taken out as the release takes them. A heavier tail than the statistic's model widens the
     radius at release time (the tail stage), and so the noise; a stated moment bound
     (absolute, not in units of σ) is forecast as its bulk: no tail stage, the bulk's radius.
+    A ``tail`` the model assumes (``checked_tail``) takes the tail stage's share as no tail
+    would (:class:`~dplong.privacy.rules.Rules`).
 
     Examples
     --------
@@ -272,7 +275,10 @@ def forecast_noise(
     d, n = plan.d, plan.n
     users = np.full(d, float(n))
     weights = np.ones(d)
-    plan = with_tail(plan, measured=bounds is None and not stated_scale and tail is None)
+    checked = checked_tail and tail is not None and not isinstance(tail, Moment)
+    plan = with_tail(
+        plan, measured=bounds is None and not stated_scale and (tail is None or checked)
+    )
     if isinstance(tail, Moment):
         tail = None
     if bounds is not None:
@@ -374,6 +380,8 @@ def release_means(
     scale, complete_rows, bounds = rules.scale, rules.complete_rows, rules.bounds
     user_weights, tail, count = rules.user_weights, rules.tail, rules.count
     public_centre, lower = rules.public_centre, rules.lower
+    # a tail model the model assumes (not a stated moment): the tail stage checks it
+    checked = rules.checked_tail and tail is not None and stated_moment is None
     n, d = matrix.shape
     if complete_rows:  # a user's statistics are all there or all missing
         matrix = np.where(np.isnan(matrix).any(axis=1, keepdims=True), np.nan, matrix)
@@ -429,7 +437,7 @@ def release_means(
     # high end (:func:`~dplong.privacy.budget.tail_share`)
     plan = with_tail(
         plan,
-        measured=bounds is None and scale is None and tail is None,
+        measured=bounds is None and scale is None and (tail is None or checked),
         users=float(np.max(found + 2.0 * where.users_sd)),
     )
     if bounds is None:
@@ -448,6 +456,8 @@ def release_means(
         (radius, mean_budget, moment_budget),
         rng,
         weight_roots(user_weights),
+        # an assumed tail model is checked against what it puts beyond the rungs
+        assumed=np.broadcast_to(np.asarray(tail), (d,)) if checked else None,
     )
     radius, mean_budget = tails.radius, tails.mean_budget
     # the interval's middle (``centre``) and the anchor the mean is read from: the same but

@@ -153,8 +153,8 @@ def crowded_notes(names: tuple[str, ...], crowded: NDArray[np.bool_]) -> tuple[s
         names,
         crowded,
         "No estimate (NaN) for {listed}: the clipped statistics spread far beyond the private "
-        "scale their interval was sized on (a value most users share, or a tail far heavier "
-        "than its model): too many users were clipped for the bias bound. State the scale.",
+        "scale (a shared value, or a tail far heavier than its model): the bias bound fails. "
+        "State the scale.",
     )
 
 

@@ -26,7 +26,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special
+from scipy import special, stats
 
 from dplong._validation import per_column, real_number
 from dplong.exceptions import ParameterError
@@ -41,6 +41,7 @@ __all__ = [
     "TailModel",
     "Tails",
     "accurate_radius",
+    "beyond_share",
     "bin_radius",
     "check_tail",
     "clipping_bias",
@@ -280,6 +281,34 @@ def bin_radius(
     """
     rho = np.asarray(scale, dtype=np.float64)
     return np.asarray(np.sqrt(2.0 * rho * np.log(2.0 / gamma)), dtype=np.float64)
+
+
+def beyond_share(tail: Tails, z: float) -> NDArray[np.float64]:
+    """The share of a column's users that its tail model puts more than ``z`` sds from its
+    median, per column: ``2 Φ(-z)`` for the normal and sub-Gaussian plug-ins; for
+    ``μ + s (E - 1)``, E ~ Exp(1), ``e^{-z} / 2`` above (``E > z + log 2``; none below once
+    ``z >= log 2``); for ``μ + v (χ²₁ - 1)`` (sd ``v √2``) ``P(χ²₁ > q + z √2)`` above and
+    ``P(χ²₁ < q - z √2)`` below, q the median of χ²₁. What the tail stage's count is held
+    against where the model is assumed rather than stated
+    (:func:`~dplong.privacy.tails.tail_rule`).
+
+    Examples
+    --------
+    >>> from dplong.privacy.radius import beyond_share
+    >>> beyond_share(("gaussian", "exponential", "chi-square"), 3.15).round(4).tolist()
+    [0.0016, 0.0214, 0.0267]
+    """
+    kinds = np.atleast_1d(np.asarray(tail))
+    normal = 2.0 * special.ndtr(-z)
+    exponential = 0.5 * math.exp(-z) + max(0.0, 1.0 - 0.5 * math.exp(z))
+    spread = z * math.sqrt(2.0)
+    square = stats.chi2.sf(_CHI_SQUARE_MEDIAN + spread, 1) + stats.chi2.cdf(
+        max(_CHI_SQUARE_MEDIAN - spread, 0.0), 1
+    )
+    chosen = np.select(
+        [kinds == "exponential", kinds == "chi-square"], [exponential, square], normal
+    )
+    return np.asarray(chosen, dtype=np.float64)
 
 
 def clipping_bias(

@@ -124,6 +124,11 @@ class Rules:
         Each column is by design a statistic of some users only (a level of a grouping: the
         estimand is the mean over the users with rows there), so no note says that many users
         have none; the private counts are in the results.
+    checked_tail : bool
+        ``tail`` is the model's assumption, not the analyst's statement: the tail stage runs
+        as with no tail given, its count held against what that model puts beyond the rungs
+        (:func:`~dplong.privacy.radius.beyond_share`), and where the plan affords no tail count
+        the release says the model went unchecked (:func:`~dplong.privacy.tails.unchecked_notes`).
 
     Examples
     --------
@@ -154,6 +159,7 @@ class Rules:
     relative: bool = False
     public_centre: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     partial_users: bool = False
+    checked_tail: bool = False
 
 
 def moment_rule(rules: Rules) -> Moment | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,7 +28,7 @@ from dplong.privacy.budget import FinalBudget, ReleasePlan, tail_share, top_up
 from dplong.privacy.locate import Location
 from dplong.privacy.noise import geometric_rate, two_sided_geometric, two_sided_geometric_variance
 from dplong.privacy.projection import MAX_RADIUS
-from dplong.privacy.radius import Tail
+from dplong.privacy.radius import Tail, beyond_share
 
 __all__ = [
     "EDGE_SDS",
@@ -39,6 +40,7 @@ __all__ = [
     "skew_tails",
     "tail_bias",
     "tail_rule",
+    "unchecked_notes",
     "with_tail",
 ]
 
@@ -103,6 +105,32 @@ def with_tail(plan: ReleasePlan, *, measured: bool, users: float | None = None) 
     return dataclasses.replace(plan, tail=tail_share(plan.n, plan.d, plan.per_column, users))
 
 
+def unchecked_notes(names: tuple[str, ...], tail: Any, plan: ReleasePlan) -> tuple[str, ...]:
+    """The note of a release whose tail model the model assumes where its plan affords no tail
+    count (``n ε`` too small: :func:`~dplong.privacy.budget.tail_share` is 0 at n, a public
+    fact): nothing checks the model there, and a heavier tail is clipped beyond the bias bound.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import ReleasePlan
+    >>> from dplong.privacy.tails import unchecked_notes
+    >>> small = ReleasePlan.make(n=545, d=2, epsilon=1.0, delta=1e-6, stated_scale=False)
+    >>> (note,) = unchecked_notes(("a", "b"), ("chi-square", "exponential"), small)
+    >>> note[:50]
+    "['a', 'b']: unchecked chi-square/exponential tails"
+    >>> large = ReleasePlan.make(n=5912, d=2, epsilon=1.0, delta=1e-6, stated_scale=False)
+    >>> unchecked_notes(("a", "b"), ("chi-square", "exponential"), large)
+    ()
+    """
+    if tail_share(plan.n, plan.d, plan.per_column):
+        return ()
+    kinds = "/".join(dict.fromkeys(np.atleast_1d(np.asarray(tail)).tolist()))
+    return (
+        f"{list(names)}: unchecked {kinds} tails (n * epsilon too small for a tail count); "
+        "state scale= if known.",
+    )
+
+
 def skew_tails(where: Location) -> tuple[Tail, ...]:
     """The tail model of each column's final stage, from released numbers: a rough mean
     :data:`SKEWED_SDS` plug-in sds or more from the median says the column is skewed (an
@@ -144,13 +172,16 @@ def tail_rule(
     final: tuple[NDArray[np.float64], FinalBudget, FinalBudget | None],
     rng: np.random.Generator,
     root: NDArray[np.float64] | None = None,
+    assumed: NDArray[Any] | None = None,
 ) -> TailFinding:
     """The tail rule (design notes, "Heavy tails"): where the plan has a tail share
-    (:func:`with_tail`: no bounds, scale or tail stated), one count beyond the first rung
-    (:func:`_tail_radius`) carved from the means' budget, and where it finds heavy columns a
-    second count beyond their widened radii (:func:`_second_rung`), after which the means take
-    up what the split's composition leaves (:func:`~dplong.privacy.budget.top_up`). ``final``
-    is the bulk's radii, the means' budget and the second moment's (None if not bought)."""
+    (:func:`with_tail`: no bounds, scale or tail stated, or a tail the model assumes), one
+    count beyond the first rung (:func:`_tail_radius`) carved from the means' budget, and where
+    it finds heavy columns a second count beyond their widened radii (:func:`_second_rung`),
+    after which the means take up what the split's composition leaves
+    (:func:`~dplong.privacy.budget.top_up`). ``final`` is the bulk's radii, the means' budget
+    and the second moment's (None if not bought); ``assumed`` the tail kinds the model assumes
+    per column (None: the normal plug-in's expectation)."""
     radius, mean_budget, moment_budget = final
     d = radius.shape[0]
     quiet = TailFinding(radius, np.zeros(d, dtype=bool), np.zeros(d), np.zeros(d), (), mean_budget)
@@ -171,6 +202,7 @@ def tail_rule(
         rng,
         root,
         live=~where.doomed,
+        assumed=assumed,
     )
     entries = [_tail_entry(names, joint)]
     if heavy.any():  # a second rung at the widened clip, from the means' budget
@@ -206,11 +238,14 @@ def _tail_radius(
     rng: np.random.Generator,
     root: NDArray[np.float64] | None = None,
     live: NDArray[np.bool_] | None = None,
+    assumed: NDArray[Any] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64], float]:
     """The tail stage: one private count of the users beyond a rung in any column, and the
     final radii it implies (design notes, "Heavy tails"). Only the ``live`` columns (default
     all; :attr:`~dplong.privacy.locate.Location.doomed` leaves out those already withheld, a
-    public choice) are counted, expected and marked.
+    public choice) are counted, expected and marked. Where the model ``assumed`` a tail kind
+    per column, the count is held against what that kind puts beyond the rungs
+    (:func:`~dplong.privacy.radius.beyond_share`) instead of normal tails.
 
     ``r_j = TAIL_RUNG σ̂_j`` (σ̂ the released scale; beyond the bulk's radius ``w`` where that
     is narrower, so that normal tails leave next to nobody there) and ``C = #{u : |x_uj - c_j|
@@ -243,7 +278,11 @@ def _tail_radius(
     count = float(exact + two_sided_geometric(rng, rate, (1,))[0])
     sd = math.sqrt(float(two_sided_geometric_variance(rate)))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        normal = 2.0 * users * special.ndtr(-TAIL_SLACK * rung / where.sd)
+        normal = users * (
+            2.0 * special.ndtr(-TAIL_SLACK * rung / where.sd)
+            if assumed is None
+            else beyond_share(tuple(assumed), TAIL_SLACK * TAIL_RUNG)
+        )
         expected = float(np.nansum(np.where(live, normal, 0.0)))
         measurable = np.isfinite(rung) & (rung > 0) & live
         threshold = TAIL_RATIO * expected + HEAVY_SDS * sd
