@@ -20,11 +20,6 @@ __all__ = ["COMPONENTS"]
 COMPONENTS = ("Group Var", "Scale")
 
 
-#: The components' intervals rest on tail models no count at a component's budget can check:
-#: a χ²₁ tail of the users' squared deviations (Group Var), an exponential one of their
-#: variances (Scale). Heavier tails are clipped beyond the bias bounds (docs/accuracy.md: the
-#: wage panel's Scale, the dietox pigs' Group Var and Scale): said whenever the scales are
-#: estimated, a public fact.
 def _components_block(
     moments: _UserMoments,
     share: float,

@@ -111,15 +111,14 @@ def _assumptions(
 ) -> tuple[str, ...]:
     """The fit's assumptions, from public facts: what μ and the components average, the
     stated or estimated scales, and the declared grouping of the random effects."""
-    components = _COMPONENTS_NOTE
     return (
         (
             f"Location: GLS mean of the user means, weights 1/(Group Var + Scale/min(T_u, "
             f"{max_rows})) from the released components, centred at a preliminary equal-weight "
-            f"mean, as are Group Var and Scale: {components}."
+            f"mean, as are Group Var and Scale: {_COMPONENTS_NOTE}."
             if preliminary
             else "Location: the mean of the user means over the users with a row. Group Var and "
-            f"Scale: {components}."
+            f"Scale: {_COMPONENTS_NOTE}."
         ),
         (
             "Scales estimated privately (the spread of each per-user statistic)."

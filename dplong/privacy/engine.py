@@ -85,6 +85,7 @@ from dplong.privacy.tails import (
     EDGE_SDS,
     TAIL_REACH,
     heavy_notes,
+    measures_tail,
     skew_tails,
     tail_bias,
     tail_rule,
@@ -275,9 +276,11 @@ def forecast_noise(
     d, n = plan.d, plan.n
     users = np.full(d, float(n))
     weights = np.ones(d)
-    checked = checked_tail and tail is not None and not isinstance(tail, Moment)
     plan = with_tail(
-        plan, measured=bounds is None and not stated_scale and (tail is None or checked)
+        plan,
+        measured=bounds is None
+        and not stated_scale
+        and measures_tail(tail, checked_tail=checked_tail),
     )
     if isinstance(tail, Moment):
         tail = None
@@ -380,8 +383,8 @@ def release_means(
     scale, complete_rows, bounds = rules.scale, rules.complete_rows, rules.bounds
     user_weights, tail, count = rules.user_weights, rules.tail, rules.count
     public_centre, lower = rules.public_centre, rules.lower
-    # a tail model the model assumes (not a stated moment): the tail stage checks it
-    checked = rules.checked_tail and tail is not None and stated_moment is None
+    # a tail kind the model assumes, which the tail stage checks
+    assumed = tail is not None and measures_tail(tail, checked_tail=rules.checked_tail)
     n, d = matrix.shape
     if complete_rows:  # a user's statistics are all there or all missing
         matrix = np.where(np.isnan(matrix).any(axis=1, keepdims=True), np.nan, matrix)
@@ -437,7 +440,9 @@ def release_means(
     # high end (:func:`~dplong.privacy.budget.tail_share`)
     plan = with_tail(
         plan,
-        measured=bounds is None and scale is None and (tail is None or checked),
+        measured=bounds is None
+        and scale is None
+        and measures_tail(tail, checked_tail=rules.checked_tail),
         users=float(np.max(found + 2.0 * where.users_sd)),
     )
     if bounds is None:
@@ -457,7 +462,7 @@ def release_means(
         rng,
         weight_roots(user_weights),
         # an assumed tail model is checked against what it puts beyond the rungs
-        assumed=np.broadcast_to(np.asarray(tail), (d,)) if checked else None,
+        assumed=np.broadcast_to(np.asarray(tail), (d,)) if assumed else None,
     )
     radius, mean_budget = tails.radius, tails.mean_budget
     # the interval's middle (``centre``) and the anchor the mean is read from: the same but

@@ -283,14 +283,13 @@ def bin_radius(
     return np.asarray(np.sqrt(2.0 * rho * np.log(2.0 / gamma)), dtype=np.float64)
 
 
-def beyond_share(tail: Tails, z: float) -> NDArray[np.float64]:
+def beyond_share(tail: Tails, z: float | NDArray[np.float64]) -> NDArray[np.float64]:
     """The share of a column's users that its tail model puts more than ``z`` sds from its
-    median, per column: ``2 Φ(-z)`` for the normal and sub-Gaussian plug-ins; for
-    ``μ + s (E - 1)``, E ~ Exp(1), ``e^{-z} / 2`` above (``E > z + log 2``; none below once
-    ``z >= log 2``); for ``μ + v (χ²₁ - 1)`` (sd ``v √2``) ``P(χ²₁ > q + z √2)`` above and
-    ``P(χ²₁ < q - z √2)`` below, q the median of χ²₁. What the tail stage's count is held
-    against where the model is assumed rather than stated
-    (:func:`~dplong.privacy.tails.tail_rule`).
+    median, per column (``z`` one or one per column): ``2 Φ(-z)`` for the normal and
+    sub-Gaussian plug-ins; for ``μ + s (E - 1)``, E ~ Exp(1), ``e^{-z} / 2`` above
+    (``E > z + log 2``; none below once ``z >= log 2``); for ``μ + v (χ²₁ - 1)`` (sd ``v √2``)
+    ``P(χ²₁ > q + z √2)`` above and ``P(χ²₁ < q - z √2)`` below, q the median of χ²₁. What the
+    tail stage's count is held against (:func:`~dplong.privacy.tails.tail_rule`).
 
     Examples
     --------
@@ -300,10 +299,11 @@ def beyond_share(tail: Tails, z: float) -> NDArray[np.float64]:
     """
     kinds = np.atleast_1d(np.asarray(tail))
     normal = 2.0 * special.ndtr(-z)
-    exponential = 0.5 * math.exp(-z) + max(0.0, 1.0 - 0.5 * math.exp(z))
+    with np.errstate(over="ignore"):
+        exponential = 0.5 * np.exp(-z) + np.maximum(0.0, 1.0 - 0.5 * np.exp(z))
     spread = z * math.sqrt(2.0)
     square = stats.chi2.sf(_CHI_SQUARE_MEDIAN + spread, 1) + stats.chi2.cdf(
-        max(_CHI_SQUARE_MEDIAN - spread, 0.0), 1
+        np.maximum(_CHI_SQUARE_MEDIAN - spread, 0.0), 1
     )
     chosen = np.select(
         [kinds == "exponential", kinds == "chi-square"], [exponential, square], normal

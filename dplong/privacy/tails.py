@@ -21,14 +21,13 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import special
 
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import FinalBudget, ReleasePlan, tail_share, top_up
 from dplong.privacy.locate import Location
 from dplong.privacy.noise import geometric_rate, two_sided_geometric, two_sided_geometric_variance
 from dplong.privacy.projection import MAX_RADIUS
-from dplong.privacy.radius import Tail, beyond_share
+from dplong.privacy.radius import Moment, Tail, TailModel, Tails, beyond_share
 
 __all__ = [
     "EDGE_SDS",
@@ -37,6 +36,7 @@ __all__ = [
     "TAIL_RUNG",
     "TailFinding",
     "heavy_notes",
+    "measures_tail",
     "skew_tails",
     "tail_bias",
     "tail_rule",
@@ -105,7 +105,27 @@ def with_tail(plan: ReleasePlan, *, measured: bool, users: float | None = None) 
     return dataclasses.replace(plan, tail=tail_share(plan.n, plan.d, plan.per_column, users))
 
 
-def unchecked_notes(names: tuple[str, ...], tail: Any, plan: ReleasePlan) -> tuple[str, ...]:
+def measures_tail(tail: TailModel | None, *, checked_tail: bool) -> bool:
+    """Whether the tail stage checks a release's tail (where no bounds or scale are stated):
+    none given, or a tail kind the model assumes (``checked_tail``); never a stated moment
+    bound, nor a kind the analyst stated.
+
+    Examples
+    --------
+    >>> from dplong.privacy.radius import Moment
+    >>> from dplong.privacy.tails import measures_tail
+    >>> measures_tail(None, checked_tail=False), measures_tail("exponential", checked_tail=False)
+    (True, False)
+    >>> moment = Moment(4, 1.0)
+    >>> measures_tail("exponential", checked_tail=True), measures_tail(moment, checked_tail=True)
+    (True, False)
+    """
+    return tail is None or (checked_tail and not isinstance(tail, Moment))
+
+
+def unchecked_notes(
+    names: tuple[str, ...], tail: TailModel | None, plan: ReleasePlan
+) -> tuple[str, ...]:
     """The note of a release whose tail model the model assumes where its plan affords no tail
     count (``n ε`` too small: :func:`~dplong.privacy.budget.tail_share` is 0 at n, a public
     fact): nothing checks the model there, and a heavier tail is clipped beyond the bias bound.
@@ -278,13 +298,12 @@ def _tail_radius(
     count = float(exact + two_sided_geometric(rng, rate, (1,))[0])
     sd = math.sqrt(float(two_sided_geometric_variance(rate)))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        normal = users * (
-            2.0 * special.ndtr(-TAIL_SLACK * rung / where.sd)
-            if assumed is None
-            else beyond_share(tuple(assumed), TAIL_SLACK * TAIL_RUNG)
-        )
-        expected = float(np.nansum(np.where(live, normal, 0.0)))
+        # what the model (normal tails unless one is assumed) puts beyond the rungs, with σ̂'s
+        # slack; a rung of 0 or inf measures nothing
         measurable = np.isfinite(rung) & (rung > 0) & live
+        kinds: Tails = "gaussian" if assumed is None else tuple(assumed)
+        normal = np.multiply(users, beyond_share(kinds, TAIL_SLACK * rung / where.sd))
+        expected = float(np.sum(np.where(measurable, normal, 0.0)))
         threshold = TAIL_RATIO * expected + HEAVY_SDS * sd
         heavy = (count > threshold) & measurable
         # bias K R^(1-α) with K = C r^α / ((α - 1) N̂) against noise c R, c = 2√2 / (N̂ ε_m):
