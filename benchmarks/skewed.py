@@ -11,9 +11,15 @@ Cells:
   lognormal (σ = 1) tail; truth the population mean. Coverage is of the 95 % interval.
 * **Gaussian** (the issue-10 panels: T = 10 AR(1) 0.9 rows), to check the tail stage costs the
   light-tailed cells little: MSE over the non-private mean's MSE.
+* **Counts** (``PoissonMean``, whose exponential tail of the user rates is an assumption the
+  tail count checks): n = 2,000 users of T = 6 Poisson rows, ε = 1, user rates gamma (shape
+  2), exponential and lognormal (σ = 1, 1.5, 2); truth the mean of the user rates, coverage of
+  the 95 % interval, the share of fits marked heavy. Beside it, the same fits with the tail
+  stated (``tail="exponential"``: taken as given, never checked), and RAND HIE's ``mdvis``
+  (visits to a doctor).
 
 Run ``python benchmarks/skewed.py [--reps R] [--seed S]``; docs/accuracy.md quotes
-``--reps 200`` (RAND HIE) and 300 (simulated).
+``--reps 200`` (RAND HIE) and 300 (simulated); ``--only counts --sim-reps 100`` the counts.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import argparse
 import warnings
 
 import numpy as np
+import pandas as pd
 from _common import (
     NONNEGATIVE,
     SKEWED,
@@ -114,12 +121,85 @@ def gaussian(n: int, epsilon: float, reps: int, seed: int) -> str:
     return f"| Gaussian | {n} | {epsilon:g} | {pm(*ratio)} | {pm(*cover)} | {withheld} |"
 
 
+#: User rates of the count cells: a draw of n rates from rng.
+RATES = {
+    "gamma(2, 1.5)": lambda rng, n: rng.gamma(2.0, 1.5, n),
+    "exponential(3)": lambda rng, n: rng.exponential(3.0, n),
+    "lognormal σ = 1": lambda rng, n: np.exp(rng.normal(0.0, 1.0, n)),
+    "lognormal σ = 1.5": lambda rng, n: np.exp(rng.normal(0.0, 1.5, n)),
+    "lognormal σ = 2": lambda rng, n: np.exp(rng.normal(0.0, 2.0, n)),
+}
+
+
+def counts(kind: str, reps: int, seed: int, n: int = 2000, T: int = 6) -> str:
+    """PoissonMean with its assumed tail (checked) and with the tail stated (not checked), on
+    the same panels and draws; truth the population mean of the rates (exact where known,
+    else from 10⁶ draws)."""
+    rng = np.random.default_rng([seed, n, sum(map(ord, kind))])
+    truth = float(RATES[kind](np.random.default_rng(0), 1_000_000).mean())
+    table: dict[str, list[float]] = {"assumed": [], "stated": []}
+    covered, marked, withheld = (
+        dict.fromkeys(table, 0),
+        dict.fromkeys(table, 0),
+        dict.fromkeys(table, 0),
+    )
+    public: list[float] = []
+    for rep in range(reps):
+        rates = RATES[kind](rng, n)
+        frame = pd.DataFrame(
+            {"id": np.repeat(np.arange(n), T), "visits": rng.poisson(np.repeat(rates, T))}
+        )
+        public.append((frame.groupby("id")["visits"].mean().mean() - truth) ** 2)
+        model = dplong.PoissonMean.from_formula("visits ~ 1", frame, groups="id")
+        for name, options in (("assumed", {}), ("stated", {"tail": "exponential"})):
+            res = model.fit(epsilon=1.0, random_state=seed + rep, **options)
+            estimate = float(res.params.iloc[0])
+            if np.isnan(estimate):
+                withheld[name] += 1
+                continue
+            lo, hi = res.conf_int().iloc[0]
+            table[name].append((estimate - truth) ** 2)
+            covered[name] += lo <= truth <= hi
+            marked[name] += any("heavy tail" in note for note in res.warnings)
+    cells = []
+    for name, private in table.items():
+        ratio = mse_ratio(private, public[: len(private)])
+        cells.append(
+            f"{pm(*ratio)} | {pm(*proportion(covered[name], len(private)))} | "
+            f"{marked[name]} | {withheld[name]}"
+        )
+    return f"| {kind} | " + " | ".join(cells) + " |"
+
+
+def randhie_visits(reps: int, seed: int) -> str:
+    """PoissonMean of RAND HIE's ``mdvis``: RMSE over the sampling SE, coverage, heavy marks."""
+    df = load_randhie()
+    reference = df.groupby("zper")["mdvis"].mean()
+    truth = float(reference.mean())
+    sampling = float(reference.std(ddof=1) / np.sqrt(reference.size))
+    model = dplong.PoissonMean.from_formula("mdvis ~ 1", df, groups="zper")
+    errors, covered, marked = [], 0, 0
+    for rep in range(reps):
+        res = model.fit(epsilon=1.0, random_state=seed + rep)
+        lo, hi = res.conf_int().iloc[0]
+        errors.append(float(res.params.iloc[0]) - truth)
+        covered += lo <= truth <= hi
+        marked += any("heavy tail" in note for note in res.warnings)
+    value, se = rmse(errors)
+    return (
+        f"RAND HIE mdvis (PoissonMean, ε = 1): RMSE / SE {pm(value / sampling, se / sampling)}, "
+        f"coverage {pm(*proportion(covered, reps))}, marked heavy {marked}/{reps}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--sim-reps", type=int, default=300)
     parser.add_argument("--seed", type=int, default=29)
-    parser.add_argument("--only", choices=["randhie", "simulated", "gaussian"], default=None)
+    parser.add_argument(
+        "--only", choices=["randhie", "simulated", "gaussian", "counts"], default=None
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # the reliability warnings are counted from res.warnings
     header("benchmarks/skewed.py", [f"seed {args.seed}"])
@@ -142,6 +222,15 @@ def main() -> None:
         print("|---|---|---|---|---|---|")
         for n, eps in ((300, 1.0), (500, 0.5), (1000, 0.5), (1000, 1.0), (10_000, 1.0)):
             print(gaussian(n, eps, args.sim_reps, args.seed), flush=True)
+    if args.only in (None, "counts"):
+        print(
+            "\n| user rates | assumed (checked): MSE / non-private | coverage | marked heavy | "
+            "withheld | stated: MSE / non-private | coverage | marked heavy | withheld |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|")
+        for kind in RATES:
+            print(counts(kind, args.sim_reps, args.seed), flush=True)
+        print(randhie_visits(args.reps, args.seed), flush=True)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from dplong.models import (
 )
 from dplong.planning import PlanResults, plan
 from dplong.privacy import Accountant, PrivacyLedger
-from dplong.privacy.radius import Moment
+from dplong.privacy.radius import AssumedTail, Moment
 from dplong.results import (
     CurveResults,
     GroupedResults,
@@ -29,6 +29,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Accountant",
+    "AssumedTail",
     "BetweenOLS",
     "CurveResults",
     "GroupedResults",

@@ -63,7 +63,7 @@ from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA, Moment, Tail, check_tail
+from dplong.privacy.radius import DEFAULT_GAMMA, Moment, Tail, tail_option
 from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
@@ -306,7 +306,7 @@ class LongitudinalOLS(PanelModel):
             to minimise the weighted error (PLAN); default all alike.
         privacy, bound, variant, gamma, refine, random_state, rng, accountant
             As in :func:`dplong.winsorized_mean`.
-        tail : str or Moment, optional
+        tail : str, Moment or AssumedTail, optional
             Per-user estimator: the tail model of one user's coefficients, as
             :func:`dplong.winsorized_mean`'s ``tail``. Coefficients from a few rows each are
             often heavy-tailed; by default the engine looks for that privately and, where it
@@ -438,7 +438,7 @@ class LongitudinalOLS(PanelModel):
         """``fit(estimator="per-user")``: one block of every user's coefficients, their stated
         scale and tail or none."""
         options = request.options
-        stated_tail = check_tail(
+        stated_tail, checked_tail = tail_option(
             tail, len(names), default_engine=options.variant == "default" and not options.local
         )
         proxy = scale_per_column(
@@ -450,7 +450,14 @@ class LongitudinalOLS(PanelModel):
         def statistics(_: tuple[Release, ...]) -> Statistics:
             return Statistics(self._user_coefficients(), scale=proxy)
 
-        block = Block(names, 1.0, statistics, stated_scale=proxy is not None, tail=stated_tail)
+        block = Block(
+            names,
+            1.0,
+            statistics,
+            stated_scale=proxy is not None,
+            tail=stated_tail,
+            checked_tail=checked_tail,
+        )
         assumptions = _per_user_assumptions(
             self._correlation,
             proxy,

@@ -35,7 +35,7 @@ from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.budget import afford, charge, keyed_ledger, keyed_share, part
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA, Moment, Tail
+from dplong.privacy.radius import DEFAULT_GAMMA, AssumedTail, Moment, Tail
 from dplong.results import ModelSpec, PanelResults
 
 if TYPE_CHECKING:
@@ -119,14 +119,17 @@ def winsorized_mean(
         measured a heavy tail (the same upper clip at less width, so less noise), and moved
         up, keeping its width, elsewhere (the long right tail clipped less). A user value
         below it is clipped as any value outside the interval. Default engine only.
-    tail : {"gaussian", "sub-gaussian", "exponential", "chi-square"} or Moment, optional
-        Tail model of the users' values behind the radius and the clipping bias bound
-        (``"exponential"`` for skewed values); by default the engine chooses (the exponential
-        where the released rough mean lies far from the midpoint) and looks privately for a
-        heavier tail. :class:`dplong.Moment` states a bound on the k-th central moment of a
-        user's value (``E|x_u - mean|^k <= bound``, one or one per column): the clip and the
-        bias bound are then the person-level paper's under that moment, and no tail is looked
-        for. Default engine only.
+    tail : str, Moment or AssumedTail, optional
+        Tail model of the users' values behind the radius and the clipping bias bound:
+        ``"gaussian"``, ``"sub-gaussian"``, ``"exponential"`` (skewed values) or
+        ``"chi-square"``; by default the engine chooses (the exponential where the released
+        rough mean lies far from the midpoint) and looks privately for a heavier tail. A named
+        kind is taken as stated; :class:`dplong.AssumedTail` makes it an assumption that the
+        tail stage checks with its private count where ``n ε`` affords one.
+        :class:`dplong.Moment` states a bound on the k-th central moment of a user's value
+        (``E|x_u - mean|^k <= bound``, one or one per column): the clip and the bias bound
+        are then the person-level paper's under that moment, and no tail is looked for.
+        Default engine only.
     names : sequence of str, optional
         Column names (default: from a DataFrame or Series, else ``x`` or ``x0, x1, ...``).
     by : array_like or str, optional
@@ -252,7 +255,7 @@ def winsorized_mean(
     )
     width = len(columns) if keyed else d  # the columns of one release
     proxy = _stated_scale(scale, tau, n, width, request.options.gamma)
-    support, stated_tail = _support_and_tail(lower, tail, request.options, width)
+    support, stated_tail, checked_tail = _support_and_tail(lower, tail, request.options, width)
 
     def block(names: tuple[str, ...], statistics: NDArray[np.float64]) -> Block:
         return Block(
@@ -262,6 +265,7 @@ def winsorized_mean(
             stated_scale=proxy is not None,
             complete_rows=False,
             tail=stated_tail,
+            checked_tail=checked_tail,
             partial_users=grouping is not None,
         )
 
@@ -337,7 +341,10 @@ class ColumnMean:
 
     model_name: ClassVar[str] = "Mean"
     #: Public support and tail of the column's user means (:func:`winsorized_mean`'s ``lower``
-    #: and ``tail``): a subclass for a kind of outcome states them.
+    #: and ``tail``): a subclass for a kind of outcome gives them. The support is a fact of the
+    #: outcome (counts are not negative); the tail an assumption, which the default engine's
+    #: tail count checks (:class:`~dplong.privacy.radius.AssumedTail`). Both shape the default
+    #: engine's release only; ``lower=`` or ``tail=`` given to :meth:`fit` replace them.
     lower: ClassVar[float | None] = None
     tail: ClassVar[Tail | None] = None
 
@@ -402,9 +409,16 @@ class ColumnMean:
 
     def fit(self, **options: Any) -> PanelResults:
         """:func:`winsorized_mean` of the column with ``options`` (its own defaults apply)."""
-        stated: dict[str, Any] = {
+        default_engine = (
+            options.get("privacy", "central") == "central"
+            and options.get("variant", "default") == "default"
+        )
+        known: dict[str, Any] = {
             "lower": self.lower,
-            "tail": self.tail,
+            "tail": None if self.tail is None else AssumedTail(self.tail),
+        }
+        stated: dict[str, Any] = {
+            **(known if default_engine else {}),
             "by": self._by,
             "levels": self._levels,
         }
@@ -412,7 +426,7 @@ class ColumnMean:
             self._values,
             groups=self._groups,
             names=[self.column],
-            **{k: v for k, v in stated.items() if v is not None},
+            **{k: v for k, v in stated.items() if v is not None and k not in options},
             **options,
         )
         spec = ModelSpec(self.model_name, self.formula, self.nobs_users, (self.column,), type(self))

@@ -21,8 +21,14 @@ class PoissonMean(ColumnMean):
     rate, the maximum-likelihood estimate under a Poisson model) is their statistic.
 
     The release knows what counts are: their support starts at 0 (no interval is spent below
-    it) and their user rates are skewed (the exponential tail sets the radius and the clipping
-    bias bound). A negative count is not a count: its row is dropped like a missing value.
+    it), and it assumes their user rates skewed with an exponential tail (which sets the radius
+    and the clipping bias bound). The assumption is checked: where ``n ε`` affords the tail
+    stage's private count, user rates far heavier (an overdispersed count, rates spread
+    lognormally) mark the column heavy and widen its clip and bound, with a warning; where it
+    does not, a note says the tail went unchecked. ``lower=`` or ``tail=`` given to ``fit``
+    replace the model's (a stated tail is not checked); the local model and the paper's
+    algorithms take neither. A negative count is not a count: its row is dropped like a
+    missing value.
 
     Examples
     --------

@@ -36,6 +36,7 @@ __all__ = [
     "MAD_OVER_SD",
     "MEDIAN_OFFSET",
     "SUPPORT_SPREAD",
+    "AssumedTail",
     "Moment",
     "Tail",
     "TailModel",
@@ -48,6 +49,7 @@ __all__ = [
     "concentration_radius",
     "moment_bias",
     "moment_radius",
+    "tail_option",
 ]
 
 Tail = Literal["gaussian", "sub-gaussian", "exponential", "chi-square"]
@@ -160,6 +162,37 @@ class Moment:
 TailModel = Tails | Moment
 
 
+@dataclass(frozen=True)
+class AssumedTail:
+    """A tail kind taken as an assumption to be checked, not as a stated fact: the release sizes
+    its radius and clipping bias bound with ``kind`` as with ``tail=kind``, and the tail stage's
+    private count of users far out checks it where the plan affords one (more users beyond its
+    rungs than ``kind`` puts there mark the column heavy, with the measured tail's clip and
+    bound); where ``n ε`` affords no count, a note says the tail went unchecked
+    (:func:`~dplong.privacy.tails.measures_tail`). A model class's own tail is one:
+    :class:`~dplong.PoissonMean`'s exponential user rates, which an overdispersed count
+    (user rates with a lognormal spread) can exceed far.
+
+    Examples
+    --------
+    >>> from dplong.privacy.radius import AssumedTail, tail_option
+    >>> tail_option(AssumedTail("exponential"), 1, default_engine=True)
+    ('exponential', True)
+    >>> tail_option("exponential", 1, default_engine=True)  # stated: not checked
+    ('exponential', False)
+    """
+
+    kind: Tail
+
+
+def tail_option(tail: Any, d: int, *, default_engine: bool) -> tuple[TailModel | None, bool]:
+    """A fit's ``tail`` option (:func:`check_tail`) and whether the tail stage checks it: an
+    :class:`AssumedTail` is its kind, checked; a named kind or a :class:`Moment` the analyst
+    states is taken as given."""
+    assumed = isinstance(tail, AssumedTail)
+    return check_tail(tail.kind if assumed else tail, d, default_engine=default_engine), assumed
+
+
 def check_tail(tail: Any, d: int, *, default_engine: bool) -> TailModel | None:
     """A fit's ``tail`` option validated for ``d`` columns: None, a named model or a
     :class:`Moment` with one bound or ``d``; refused outside the default engine (the paper's
@@ -188,7 +221,8 @@ def check_tail(tail: Any, d: int, *, default_engine: bool) -> TailModel | None:
     if isinstance(tail, str) and tail in get_args(Tail):
         return tail  # type: ignore[return-value]
     raise ParameterError(
-        f"tail must be one of {get_args(Tail)} or a dplong.Moment(k, bound), got {tail!r}"
+        f"tail must be one of {get_args(Tail)}, a dplong.Moment(k, bound) or an "
+        f"AssumedTail(kind), got {tail!r}"
     )
 
 
