@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, ReleaseOptions
-from dplong.privacy.radius import TailModel
+from dplong.privacy.radius import TailModel, TailOption
 from dplong.privacy.rules import UserWeights
 
 __all__ = ["Block", "FitRequest", "Statistics", "block_bound"]
@@ -70,9 +70,9 @@ class Block:
     in different units: :func:`~dplong.privacy.engine.release_means`); ``centred`` when its
     statistics come with a public centre (``Statistics.centre``: no midpoint or refinement
     stage is planned); ``partial_users`` when each column is by design a statistic of some
-    users only (the levels of a grouping: see :class:`~dplong.privacy.rules.Rules`);
-    ``checked_tail`` when ``tail`` is the model's assumption, which the release checks where
-    its budget affords a tail count (:class:`~dplong.privacy.rules.Rules`); ``notes`` public
+    users only (the levels of a grouping: see :class:`~dplong.privacy.rules.Rules`); ``tail``
+    the tail model, or an :class:`~dplong.privacy.radius.AssumedTail` the release checks
+    where its budget affords a tail count; ``notes`` public
     warnings the release carries whatever the data (an assumption nothing at
     its budget can check): said before any noise, planned, and joined to its release's notes.
     ``build`` computes the statistics from the releases of the earlier blocks.
@@ -85,13 +85,12 @@ class Block:
     complete_rows: bool = True
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     weighted: bool = False
-    tail: TailModel | None = None
+    tail: TailOption | None = None
     count_from: int | None = None
     moment: bool = True
     relative: bool = False
     centred: bool = False
     partial_users: bool = False
-    checked_tail: bool = False
     notes: tuple[str, ...] = ()
 
 

@@ -63,7 +63,7 @@ from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA, Moment, Tail, tail_option
+from dplong.privacy.radius import DEFAULT_GAMMA, Moment, Tail, check_tail, tail_model
 from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
@@ -438,7 +438,7 @@ class LongitudinalOLS(PanelModel):
         """``fit(estimator="per-user")``: one block of every user's coefficients, their stated
         scale and tail or none."""
         options = request.options
-        stated_tail, checked_tail = tail_option(
+        stated_tail = check_tail(
             tail, len(names), default_engine=options.variant == "default" and not options.local
         )
         proxy = scale_per_column(
@@ -450,18 +450,11 @@ class LongitudinalOLS(PanelModel):
         def statistics(_: tuple[Release, ...]) -> Statistics:
             return Statistics(self._user_coefficients(), scale=proxy)
 
-        block = Block(
-            names,
-            1.0,
-            statistics,
-            stated_scale=proxy is not None,
-            tail=stated_tail,
-            checked_tail=checked_tail,
-        )
+        block = Block(names, 1.0, statistics, stated_scale=proxy is not None, tail=stated_tail)
         assumptions = _per_user_assumptions(
             self._correlation,
             proxy,
-            stated_tail,
+            tail_model(stated_tail),
             scale=scale,
             min_rows=min_rows,
             min_eigenvalue=min_eigenvalue,

@@ -12,7 +12,7 @@ from dplong.bounds import bound_terms
 from dplong.models.blocks import Block, Statistics
 from dplong.models.location_moments import _UserMoments
 from dplong.privacy.engine import Release
-from dplong.privacy.radius import concentration_radius
+from dplong.privacy.radius import AssumedTail, concentration_radius
 
 __all__ = ["COMPONENTS"]
 
@@ -63,9 +63,8 @@ def _components_block(
         # Group Var's statistic is a squared deviation of a normal user mean, χ²₁-like, and
         # s²_u a mean of T_u squares: a normal plug-in clips their right tails
         # (docs/design/location.md). Stated scales bound both instead.
-        tail=None if stated is not None else ("chi-square", "exponential"),
         # assumed, not stated: the tail count checks them where the budget affords one
-        checked_tail=stated is None,
+        tail=None if stated is not None else AssumedTail(("chi-square", "exponential")),
     )
 
 

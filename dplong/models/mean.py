@@ -35,7 +35,7 @@ from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.budget import afford, charge, keyed_ledger, keyed_share, part
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA, AssumedTail, Moment, Tail
+from dplong.privacy.radius import DEFAULT_GAMMA, AssumedTail, Moment, Tail, tail_model
 from dplong.results import ModelSpec, PanelResults
 
 if TYPE_CHECKING:
@@ -255,7 +255,7 @@ def winsorized_mean(
     )
     width = len(columns) if keyed else d  # the columns of one release
     proxy = _stated_scale(scale, tau, n, width, request.options.gamma)
-    support, stated_tail, checked_tail = _support_and_tail(lower, tail, request.options, width)
+    support, stated_tail = _support_and_tail(lower, tail, request.options, width)
 
     def block(names: tuple[str, ...], statistics: NDArray[np.float64]) -> Block:
         return Block(
@@ -265,7 +265,6 @@ def winsorized_mean(
             stated_scale=proxy is not None,
             complete_rows=False,
             tail=stated_tail,
-            checked_tail=checked_tail,
             partial_users=grouping is not None,
         )
 
@@ -283,7 +282,7 @@ def winsorized_mean(
         ledger=ledger,
         options=request.options,
         proxy=proxy,
-        tail=stated_tail,
+        tail=tail_model(stated_tail),
     )
 
 

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from dplong._validation import per_column
 from dplong.exceptions import ParameterError
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.radius import TailModel, tail_option
+from dplong.privacy.radius import TailOption, check_tail
 
 __all__: list[str] = []
 
@@ -55,15 +55,13 @@ def _stated_scale(scale: Any, tau: Any, n: int, d: int, gamma: float) -> NDArray
 
 def _support_and_tail(
     lower: Any, tail: Any, options: ReleaseOptions, d: int
-) -> tuple[NDArray[np.float64] | None, TailModel | None, bool]:
-    """The public lower end of each column's support, the tail model (None: not given) and
-    whether the tail stage checks it (an :class:`~dplong.privacy.radius.AssumedTail`), which
-    shape the default engine's release only."""
+) -> tuple[NDArray[np.float64] | None, TailOption | None]:
+    """The public lower end of each column's support and the tail option (None: not given),
+    which shape the default engine's release only."""
     if (lower is not None or tail is not None) and (options.local or options.variant != "default"):
         raise ParameterError(
             'lower and tail shape the default engine\'s release (variant="default", '
             'privacy="central"); the paper\'s algorithms take neither'
         )
-    model, checked = tail_option(tail, d, default_engine=True)
-    support = None if lower is None else per_column(lower, d, "lower", positive=False)
-    return support, model, checked
+    stated_tail = check_tail(tail, d, default_engine=True)
+    return None if lower is None else per_column(lower, d, "lower", positive=False), stated_tail

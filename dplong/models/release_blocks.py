@@ -33,6 +33,7 @@ from dplong.privacy.budget import (
 from dplong.privacy.engine import Release, release_means
 from dplong.privacy.local import release_local
 from dplong.privacy.options import ReleaseOptions, focus_weights
+from dplong.privacy.radius import AssumedTail
 from dplong.privacy.rules import Rules
 from dplong.privacy.tails import unchecked_notes
 from dplong.privacy.variance import check_scale
@@ -57,9 +58,9 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
     # an assumed tail model that no tail count can check at this n ε says so (public facts)
     blocks = [
         dataclasses.replace(
-            block, notes=(*block.notes, *unchecked_notes(block.names, block.tail, plan))
+            block, notes=(*block.notes, *unchecked_notes(block.names, block.tail.kind, plan))
         )
-        if block.checked_tail and plan is not None
+        if isinstance(block.tail, AssumedTail) and plan is not None
         else block
         for block, plan in zip(blocks, plans, strict=True)
     ]
@@ -77,7 +78,6 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
                     bounds=block.bounds,
                     tail=block.tail,
                     relative=block.relative,
-                    checked_tail=block.checked_tail,
                     notes=block.notes,
                 )
                 for block, plan in zip(blocks, plans, strict=True)
@@ -163,7 +163,6 @@ def _rules(block: Block, statistics: Statistics, earlier: Sequence[Release]) -> 
         relative=block.relative,
         public_centre=statistics.centre,
         partial_users=block.partial_users,
-        checked_tail=block.checked_tail,
     )
 
 

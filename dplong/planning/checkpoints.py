@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from dplong.privacy.budget import ReleasePlan
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.radius import TailModel
+from dplong.privacy.radius import TailOption
 
 Mode = Literal["decide"]
 _MODE: ContextVar[Mode | None] = ContextVar("dplong_planning", default=None)
@@ -28,13 +28,12 @@ _MODE: ContextVar[Mode | None] = ContextVar("dplong_planning", default=None)
 @dataclass(frozen=True)
 class PlannedBlock:
     """One release of a fit as planned: its public labels, share of the budget and the public
-    facts its noise depends on (whether the scale is stated, public bounds, the tail model and
-    whether the model assumes it (``checked_tail``: a tail count then checks it),
-    whether its columns share the budget in their own units), and its plan (None: the paper's
-    pipeline or the local model, whose stages are planned inside the release, or a release
-    that is not the engine's). ``noise_sd``: where public facts alone fix the noise of a release
-    that is not the engine's (an ePTR release given its test passed), its sd per column, in
-    the columns' units.
+    facts its noise depends on (whether the scale is stated, public bounds, the tail model or
+    the kind it assumes, whether its columns share the budget in their own units), and its
+    plan (None: the paper's pipeline or the local model, whose stages are planned inside the
+    release, or a release that is not the engine's). ``noise_sd``: where public facts alone
+    fix the noise of a release that is not the engine's (an ePTR release given its test
+    passed), its sd per column, in the columns' units.
 
     Examples
     --------
@@ -51,9 +50,8 @@ class PlannedBlock:
     stated_scale: bool
     plan: ReleasePlan | None
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
-    tail: TailModel | None = None
+    tail: TailOption | None = None
     relative: bool = False
-    checked_tail: bool = False
     notes: tuple[str, ...] = ()
     noise_sd: NDArray[np.float64] | None = None
 

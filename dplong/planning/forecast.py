@@ -43,7 +43,6 @@ def _table(fit_plan: FitPlan, fit_options: Mapping[str, Any]) -> pd.DataFrame:
                 tail=block.tail,
                 bounds=block.bounds,
                 relative=block.relative,
-                checked_tail=block.checked_tail,
             )
             budget = block.plan.calibrate(np.full(d, 1.0 / d), "laplace")
             final = budget.split(block.plan.moment_share)[0].epsilon

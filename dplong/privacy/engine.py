@@ -72,13 +72,15 @@ from dplong.privacy.projection import (
 from dplong.privacy.quantile import GRID
 from dplong.privacy.radius import (
     MAD_OVER_SD,
+    AssumedTail,
     Moment,
-    TailModel,
+    TailOption,
     accurate_radius,
     bin_radius,
     clipping_bias,
     moment_bias,
     moment_radius,
+    tail_model,
 )
 from dplong.privacy.rules import Count, Rules, bias_factor, moment_rule, weight_roots
 from dplong.privacy.tails import (
@@ -242,10 +244,9 @@ def forecast_noise(
     *,
     gamma: float,
     stated_scale: bool,
-    tail: TailModel | None = None,
+    tail: TailOption | None = None,
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
     relative: bool = False,
-    checked_tail: bool = False,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The privacy-noise sd and the sampling sd a release of ``plan`` would report, per column,
     predicted from public facts alone: in units of each column's sd σ (the spread of one
@@ -261,8 +262,8 @@ def forecast_noise(
     taken out as the release takes them. A heavier tail than the statistic's model widens the
     radius at release time (the tail stage), and so the noise; a stated moment bound
     (absolute, not in units of σ) is forecast as its bulk: no tail stage, the bulk's radius.
-    A ``tail`` the model assumes (``checked_tail``) takes the tail stage's share as no tail
-    would (:class:`~dplong.privacy.rules.Rules`).
+    An assumed ``tail`` (:class:`~dplong.privacy.radius.AssumedTail`) takes the tail stage's
+    share as no tail would (:class:`~dplong.privacy.rules.Rules`).
 
     Examples
     --------
@@ -278,12 +279,10 @@ def forecast_noise(
     weights = np.ones(d)
     plan = with_tail(
         plan,
-        measured=bounds is None
-        and not stated_scale
-        and measures_tail(tail, checked_tail=checked_tail),
+        measured=bounds is None and not stated_scale and measures_tail(tail),
     )
-    if isinstance(tail, Moment):
-        tail = None
+    kind = tail_model(tail)
+    kind = None if isinstance(kind, Moment) else kind
     if bounds is not None:
         radius = np.asarray((bounds[1] - bounds[0]) / 2.0, dtype=float)
         budget = plan.final_budget(radius, weights, refined=False)
@@ -291,7 +290,7 @@ def forecast_noise(
     else:
         sd = np.ones(d)
         kinds = np.broadcast_to(
-            np.asarray(tail or ("sub-gaussian" if stated_scale else "gaussian")), (d,)
+            np.asarray(kind or ("sub-gaussian" if stated_scale else "gaussian")), (d,)
         )
         if plan.midpoint_kind == "public":  # the model's bound: small by construction
             error = np.zeros(d)
@@ -381,10 +380,8 @@ def release_means(
     """
     stated_moment = moment_rule(rules)
     scale, complete_rows, bounds = rules.scale, rules.complete_rows, rules.bounds
-    user_weights, tail, count = rules.user_weights, rules.tail, rules.count
+    user_weights, tail, count = rules.user_weights, tail_model(rules.tail), rules.count
     public_centre, lower = rules.public_centre, rules.lower
-    # a tail kind the model assumes, which the tail stage checks
-    assumed = tail is not None and measures_tail(tail, checked_tail=rules.checked_tail)
     n, d = matrix.shape
     if complete_rows:  # a user's statistics are all there or all missing
         matrix = np.where(np.isnan(matrix).any(axis=1, keepdims=True), np.nan, matrix)
@@ -440,9 +437,7 @@ def release_means(
     # high end (:func:`~dplong.privacy.budget.tail_share`)
     plan = with_tail(
         plan,
-        measured=bounds is None
-        and scale is None
-        and measures_tail(tail, checked_tail=rules.checked_tail),
+        measured=bounds is None and scale is None and measures_tail(rules.tail),
         users=float(np.max(found + 2.0 * where.users_sd)),
     )
     if bounds is None:
@@ -462,7 +457,7 @@ def release_means(
         rng,
         weight_roots(user_weights),
         # an assumed tail model is checked against what it puts beyond the rungs
-        assumed=np.broadcast_to(np.asarray(tail), (d,)) if assumed else None,
+        assumed=rules.tail.kind if isinstance(rules.tail, AssumedTail) else None,
     )
     radius, mean_budget = tails.radius, tails.mean_budget
     # the interval's middle (``centre``) and the anchor the mean is read from: the same but

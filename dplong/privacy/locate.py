@@ -43,6 +43,7 @@ from dplong.privacy.radius import (
     bin_radius,
     clipping_bias,
     moment_bias,
+    tail_model,
 )
 from dplong.privacy.rules import Rules, bias_factor, moment_rule, weight_roots
 from dplong.privacy.scale import ZERO_CELL, ScaleScan, scale_stage, square_spread
@@ -206,7 +207,8 @@ def locate(
     moment = moment_rule(rules)
     scale, complete_rows, bounds = rules.scale, rules.complete_rows, rules.bounds
     user_weights, count = rules.user_weights, rules.count
-    tail = None if isinstance(rules.tail, Moment) else rules.tail
+    kind = tail_model(rules.tail)
+    tail = None if isinstance(kind, Moment) else kind
     public_centre, lower = rules.public_centre, rules.lower
     n, d = matrix.shape
     entries: list[LedgerEntry] = []

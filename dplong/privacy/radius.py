@@ -40,6 +40,7 @@ __all__ = [
     "Moment",
     "Tail",
     "TailModel",
+    "TailOption",
     "Tails",
     "accurate_radius",
     "beyond_share",
@@ -49,7 +50,7 @@ __all__ = [
     "concentration_radius",
     "moment_bias",
     "moment_radius",
-    "tail_option",
+    "tail_model",
 ]
 
 Tail = Literal["gaussian", "sub-gaussian", "exponential", "chi-square"]
@@ -158,45 +159,48 @@ class Moment:
         return np.broadcast_to(np.asarray(self.bound), (d,)).astype(np.float64)
 
 
-#: A tail model as an option takes it: a named model, or a stated moment bound.
+#: A tail model as the engine uses it: a named model (one or one per column), or a stated
+#: moment bound.
 TailModel = Tails | Moment
 
 
 @dataclass(frozen=True)
 class AssumedTail:
     """A tail kind taken as an assumption to be checked, not as a stated fact: the release sizes
-    its radius and clipping bias bound with ``kind`` as with ``tail=kind``, and the tail stage's
-    private count of users far out checks it where the plan affords one (more users beyond its
-    rungs than ``kind`` puts there mark the column heavy, with the measured tail's clip and
-    bound); where ``n ε`` affords no count, a note says the tail went unchecked
-    (:func:`~dplong.privacy.tails.measures_tail`). A model class's own tail is one:
-    :class:`~dplong.PoissonMean`'s exponential user rates, which an overdispersed count
-    (user rates with a lognormal spread) can exceed far.
+    its radius and clipping bias bound with ``kind`` (one or one per column) as with
+    ``tail=kind``, and the tail stage's private count of users far out checks it where the plan
+    affords one (more users beyond its rungs than ``kind`` puts there mark the column heavy,
+    with the measured tail's clip and bound); where ``n ε`` affords no count, a note says the
+    tail went unchecked (:func:`~dplong.privacy.tails.measures_tail`). A model's own tail is
+    one: :class:`~dplong.PoissonMean`'s exponential user rates, which an overdispersed count
+    (user rates with a lognormal spread) can exceed far, and the random-effects location's
+    chi-square and exponential components.
 
     Examples
     --------
-    >>> from dplong.privacy.radius import AssumedTail, tail_option
-    >>> tail_option(AssumedTail("exponential"), 1, default_engine=True)
-    ('exponential', True)
-    >>> tail_option("exponential", 1, default_engine=True)  # stated: not checked
-    ('exponential', False)
+    >>> from dplong.privacy.radius import AssumedTail, check_tail, tail_model
+    >>> assumed = check_tail(AssumedTail("exponential"), 1, default_engine=True)
+    >>> assumed, tail_model(assumed)
+    (AssumedTail(kind='exponential'), 'exponential')
     """
 
-    kind: Tail
+    kind: Tails
 
 
-def tail_option(tail: Any, d: int, *, default_engine: bool) -> tuple[TailModel | None, bool]:
-    """A fit's ``tail`` option (:func:`check_tail`) and whether the tail stage checks it: an
-    :class:`AssumedTail` is its kind, checked; a named kind or a :class:`Moment` the analyst
-    states is taken as given."""
-    assumed = isinstance(tail, AssumedTail)
-    return check_tail(tail.kind if assumed else tail, d, default_engine=default_engine), assumed
+#: A tail as a fit or a block gives it: a model, or a kind assumed and checked.
+TailOption = TailModel | AssumedTail
 
 
-def check_tail(tail: Any, d: int, *, default_engine: bool) -> TailModel | None:
-    """A fit's ``tail`` option validated for ``d`` columns: None, a named model or a
-    :class:`Moment` with one bound or ``d``; refused outside the default engine (the paper's
-    algorithms and the local model take none).
+def tail_model(tail: TailOption | None) -> TailModel | None:
+    """The model the release sizes its radius and bias bound with: an assumed tail's kind."""
+    return tail.kind if isinstance(tail, AssumedTail) else tail
+
+
+def check_tail(tail: Any, d: int, *, default_engine: bool) -> TailOption | None:
+    """A fit's ``tail`` option validated for ``d`` columns: None, a named model, a
+    :class:`Moment` with one bound or ``d``, or an :class:`AssumedTail` of a named model;
+    refused outside the default engine (the paper's algorithms and the local model take
+    none).
 
     Examples
     --------
@@ -218,11 +222,13 @@ def check_tail(tail: Any, d: int, *, default_engine: bool) -> TailModel | None:
     if isinstance(tail, Moment):
         tail.bounds(d)
         return tail
+    if isinstance(tail, AssumedTail) and isinstance(tail.kind, str) and tail.kind in get_args(Tail):
+        return tail
     if isinstance(tail, str) and tail in get_args(Tail):
         return tail  # type: ignore[return-value]
     raise ParameterError(
         f"tail must be one of {get_args(Tail)}, a dplong.Moment(k, bound) or an "
-        f"AssumedTail(kind), got {tail!r}"
+        f"AssumedTail of one, got {tail!r}"
     )
 
 

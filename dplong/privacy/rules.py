@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong.privacy.radius import Moment, TailModel
+from dplong.privacy.radius import Moment, TailOption
 
 __all__ = ["Count", "Rules", "UserWeights", "bias_factor", "moment_rule", "weight_roots"]
 
@@ -95,14 +95,19 @@ class Rules:
         to them): only the count and the mean run.
     user_weights : UserWeights, optional
         Precision-weighted means ``Σ w_u x_u / Σ w_u`` (:class:`UserWeights`).
-    tail : str, tuple of str or Moment, optional
+    tail : str, tuple of str, Moment or AssumedTail, optional
         The tail model of the radius and the clipping bias
         (:func:`~dplong.privacy.radius.clipping_bias`; default Gaussian for an estimated scale,
         sub-Gaussian for a stated one; ``"exponential"`` for skewed statistics such as sums of
         squares, ``"chi-square"`` for squares of a normal statistic), one or one per column.
         A stated :class:`~dplong.privacy.radius.Moment` bound is the moment rule: the bulk keeps
         the plug-in model of an estimated or stated scale, no tail stage runs, and every
-        column's radius and bias bound are those of the moment (:func:`moment_rule`).
+        column's radius and bias bound are those of the moment (:func:`moment_rule`). An
+        :class:`~dplong.privacy.radius.AssumedTail` is a kind the model assumes: the tail
+        stage runs as with no tail given, its count held against what that kind puts beyond
+        the rungs (:func:`~dplong.privacy.radius.beyond_share`), and where the plan affords no
+        tail count the release says it went unchecked
+        (:func:`~dplong.privacy.tails.unchecked_notes`).
     count : Count, optional
         An earlier release's private count of the same users, divided by instead of a new one
         (the plan budgets none).
@@ -124,11 +129,6 @@ class Rules:
         Each column is by design a statistic of some users only (a level of a grouping: the
         estimand is the mean over the users with rows there), so no note says that many users
         have none; the private counts are in the results.
-    checked_tail : bool
-        ``tail`` is the model's assumption, not the analyst's statement: the tail stage runs
-        as with no tail given, its count held against what that model puts beyond the rungs
-        (:func:`~dplong.privacy.radius.beyond_share`), and where the plan affords no tail count
-        the release says the model went unchecked (:func:`~dplong.privacy.tails.unchecked_notes`).
 
     Examples
     --------
@@ -153,13 +153,12 @@ class Rules:
     complete_rows: bool = True
     bounds: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     user_weights: UserWeights | None = None
-    tail: TailModel | None = None
+    tail: TailOption | None = None
     count: Count | None = None
     lower: NDArray[np.float64] | None = None
     relative: bool = False
     public_centre: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     partial_users: bool = False
-    checked_tail: bool = False
 
 
 def moment_rule(rules: Rules) -> Moment | None:

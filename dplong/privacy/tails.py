@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,7 +26,7 @@ from dplong.privacy.budget import FinalBudget, ReleasePlan, tail_share, top_up
 from dplong.privacy.locate import Location
 from dplong.privacy.noise import geometric_rate, two_sided_geometric, two_sided_geometric_variance
 from dplong.privacy.projection import MAX_RADIUS
-from dplong.privacy.radius import Moment, Tail, TailModel, Tails, beyond_share
+from dplong.privacy.radius import AssumedTail, Tail, TailModel, TailOption, Tails, beyond_share
 
 __all__ = [
     "EDGE_SDS",
@@ -105,22 +104,21 @@ def with_tail(plan: ReleasePlan, *, measured: bool, users: float | None = None) 
     return dataclasses.replace(plan, tail=tail_share(plan.n, plan.d, plan.per_column, users))
 
 
-def measures_tail(tail: TailModel | None, *, checked_tail: bool) -> bool:
+def measures_tail(tail: TailOption | None) -> bool:
     """Whether the tail stage checks a release's tail (where no bounds or scale are stated):
-    none given, or a tail kind the model assumes (``checked_tail``); never a stated moment
-    bound, nor a kind the analyst stated.
+    none given, or a tail kind assumed (:class:`~dplong.privacy.radius.AssumedTail`); never a
+    stated moment bound, nor a kind stated.
 
     Examples
     --------
-    >>> from dplong.privacy.radius import Moment
+    >>> from dplong.privacy.radius import AssumedTail, Moment
     >>> from dplong.privacy.tails import measures_tail
-    >>> measures_tail(None, checked_tail=False), measures_tail("exponential", checked_tail=False)
-    (True, False)
-    >>> moment = Moment(4, 1.0)
-    >>> measures_tail("exponential", checked_tail=True), measures_tail(moment, checked_tail=True)
-    (True, False)
+    >>> measures_tail(None), measures_tail("exponential"), measures_tail(Moment(4, 1.0))
+    (True, False, False)
+    >>> measures_tail(AssumedTail("exponential"))
+    True
     """
-    return tail is None or (checked_tail and not isinstance(tail, Moment))
+    return tail is None or isinstance(tail, AssumedTail)
 
 
 def unchecked_notes(
@@ -192,7 +190,7 @@ def tail_rule(
     final: tuple[NDArray[np.float64], FinalBudget, FinalBudget | None],
     rng: np.random.Generator,
     root: NDArray[np.float64] | None = None,
-    assumed: NDArray[Any] | None = None,
+    assumed: Tails | None = None,
 ) -> TailFinding:
     """The tail rule (design notes, "Heavy tails"): where the plan has a tail share
     (:func:`with_tail`: no bounds, scale or tail stated, or a tail the model assumes), one
@@ -200,8 +198,8 @@ def tail_rule(
     it finds heavy columns a second count beyond their widened radii (:func:`_second_rung`),
     after which the means take up what the split's composition leaves
     (:func:`~dplong.privacy.budget.top_up`). ``final`` is the bulk's radii, the means' budget
-    and the second moment's (None if not bought); ``assumed`` the tail kinds the model assumes
-    per column (None: the normal plug-in's expectation)."""
+    and the second moment's (None if not bought); ``assumed`` the tail kind the model assumes
+    (one or one per column) (None: the normal plug-in's expectation)."""
     radius, mean_budget, moment_budget = final
     d = radius.shape[0]
     quiet = TailFinding(radius, np.zeros(d, dtype=bool), np.zeros(d), np.zeros(d), (), mean_budget)
@@ -258,7 +256,7 @@ def _tail_radius(
     rng: np.random.Generator,
     root: NDArray[np.float64] | None = None,
     live: NDArray[np.bool_] | None = None,
-    assumed: NDArray[Any] | None = None,
+    assumed: Tails | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64], float]:
     """The tail stage: one private count of the users beyond a rung in any column, and the
     final radii it implies (design notes, "Heavy tails"). Only the ``live`` columns (default
@@ -301,7 +299,7 @@ def _tail_radius(
         # what the model (normal tails unless one is assumed) puts beyond the rungs, with σ̂'s
         # slack; a rung of 0 or inf measures nothing
         measurable = np.isfinite(rung) & (rung > 0) & live
-        kinds: Tails = "gaussian" if assumed is None else tuple(assumed)
+        kinds: Tails = "gaussian" if assumed is None else assumed
         normal = np.multiply(users, beyond_share(kinds, TAIL_SLACK * rung / where.sd))
         expected = float(np.sum(np.where(measurable, normal, 0.0)))
         threshold = TAIL_RATIO * expected + HEAVY_SDS * sd
