@@ -184,6 +184,16 @@ def test_an_assumed_tail_is_checked_where_a_stated_one_is_taken_as_given() -> No
             for tail in ("exponential", dplong.AssumedTail("exponential"))
         ]
         assert stages[0].count("tail") == 0 and stages[1].count("tail") == 1
+    # and the results say which: stated, or assumed and checked
+    stated = dplong.winsorized_mean(x, epsilon=1.0, random_state=0, tail="exponential")
+    assert "Stated tail model of the user values: exponential." in stated.assumptions
+    own = wages.fit(epsilon=4.0, random_state=0, tail=dplong.AssumedTail("exponential"))
+    assert any(
+        line.startswith("Assumed tail model of the per-user coefficients: exponential")
+        for line in own.assumptions
+    )
+    counts_fit = dplong.PoissonMean.from_formula("visits ~ 1", counts(), groups="id")
+    assert any("Assumed tail model" in a for a in counts_fit.fit(epsilon=2.0).assumptions)
     with pytest.raises(ParameterError, match="tail must be one of"):
         dplong.winsorized_mean(x, epsilon=1.0, tail=dplong.AssumedTail("pareto"))  # type: ignore[arg-type]
 

@@ -63,7 +63,7 @@ from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA, Moment, Tail, check_tail, tail_model
+from dplong.privacy.radius import DEFAULT_GAMMA, Moment, Tail, check_tail
 from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
@@ -454,7 +454,7 @@ class LongitudinalOLS(PanelModel):
         assumptions = _per_user_assumptions(
             self._correlation,
             proxy,
-            tail_model(stated_tail),
+            stated_tail,
             scale=scale,
             min_rows=min_rows,
             min_eigenvalue=min_eigenvalue,

@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from dplong.dependence import DependenceModel
 from dplong.models.reduce import WorkingCorrelation
-from dplong.privacy.radius import Moment, TailModel
+from dplong.privacy.radius import TailOption, tail_assumptions
 
 __all__: list[str] = []
 
@@ -18,7 +18,7 @@ __all__: list[str] = []
 def _per_user_assumptions(
     correlation: WorkingCorrelation,
     proxy: NDArray[np.float64] | None,
-    tail: TailModel | None,
+    tail: TailOption | None,
     *,
     scale: Any,
     min_rows: Any,
@@ -35,7 +35,7 @@ def _per_user_assumptions(
         else _scale_note(scale, min_rows, min_eigenvalue),
         "Standard errors and intervals: the sampling error of the average under that "
         "scale (users independent), the exact privacy-noise law and the clipping bias bound.",
-        *_tail_note(tail),
+        *tail_assumptions(tail, "b_u", "the per-user coefficients"),
     )
 
 
@@ -53,15 +53,6 @@ def _within_assumptions(proxy: float | None) -> tuple[str, ...]:
         + ("the users' private influence spread" if proxy is None else "the stated scale")
         + "), with every release's noise pushed through the solution and the bias bound.",
     )
-
-
-def _tail_note(tail: TailModel | None) -> tuple[str, ...]:
-    """The assumption a stated tail adds to the results."""
-    if tail is None:
-        return ()
-    if isinstance(tail, Moment):
-        return (tail.assumption("b_u"),)
-    return (f"Stated tail model of the per-user coefficients: {tail}.",)
 
 
 def _scale_note(scale: Any, min_rows: Any, min_eigenvalue: Any) -> str:

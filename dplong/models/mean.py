@@ -35,7 +35,7 @@ from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.budget import afford, charge, keyed_ledger, keyed_share, part
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA, AssumedTail, Moment, Tail, tail_model
+from dplong.privacy.radius import DEFAULT_GAMMA, AssumedTail, Moment, Tail
 from dplong.results import ModelSpec, PanelResults
 
 if TYPE_CHECKING:
@@ -282,7 +282,7 @@ def winsorized_mean(
         ledger=ledger,
         options=request.options,
         proxy=proxy,
-        tail=tail_model(stated_tail),
+        tail=stated_tail,
     )
 
 

@@ -16,7 +16,7 @@ from dplong.privacy.accounting import PrivacyLedger
 from dplong.privacy.budget import keyed_share
 from dplong.privacy.engine import Release
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.radius import Moment, TailModel
+from dplong.privacy.radius import TailOption, tail_assumptions
 from dplong.results import GroupedResults, ModelSpec, PanelResults
 
 __all__: list[str] = []
@@ -32,7 +32,7 @@ def _mean_results(
     ledger: PrivacyLedger | None,
     options: ReleaseOptions,
     proxy: NDArray[np.float64] | None,
-    tail: TailModel | None,
+    tail: TailOption | None,
 ) -> PanelResults:
     """The results of the releases of ``labels`` (``columns`` at every level of ``grouping``)
     over ``n`` users; ``ledger`` is the parallel ledger of a key declared constant within users
@@ -49,8 +49,11 @@ def _mean_results(
         nobs_users=n,
         basis=("Theorem 4.2 via Corollary 5.4", "Theorem 6.4 via Corollary 6.8"),
         options=options,
-        assumptions=(_estimand(grouping, keyed=ledger is not None), scale_note)
-        + ((tail.assumption("x_u"),) if isinstance(tail, Moment) else ()),
+        assumptions=(
+            _estimand(grouping, keyed=ledger is not None),
+            scale_note,
+            *tail_assumptions(tail, "x_u", "the user values"),
+        ),
     )
     if grouping is None:
         return results

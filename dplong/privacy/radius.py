@@ -50,6 +50,7 @@ __all__ = [
     "concentration_radius",
     "moment_bias",
     "moment_radius",
+    "tail_assumptions",
     "tail_model",
 ]
 
@@ -189,6 +190,31 @@ class AssumedTail:
 
 #: A tail as a fit or a block gives it: a model, or a kind assumed and checked.
 TailOption = TailModel | AssumedTail
+
+
+def tail_assumptions(tail: TailOption | None, symbol: str, described: str) -> tuple[str, ...]:
+    """The results' line saying which tail the release assumed of ``described`` (a user's
+    statistic ``symbol``): a stated moment bound, a stated kind, or a kind assumed and checked.
+
+    Examples
+    --------
+    >>> from dplong.privacy.radius import AssumedTail, tail_assumptions
+    >>> tail_assumptions("exponential", "x_u", "the user values")
+    ('Stated tail model of the user values: exponential.',)
+    >>> tail_assumptions(AssumedTail("exponential"), "x_u", "the user values")[0][:56]
+    'Assumed tail model of the user values: exponential (chec'
+    """
+    if tail is None:
+        return ()
+    if isinstance(tail, Moment):
+        return (tail.assumption(symbol),)
+    if isinstance(tail, AssumedTail):
+        kinds = "/".join(dict.fromkeys(np.atleast_1d(np.asarray(tail.kind)).tolist()))
+        return (
+            f"Assumed tail model of {described}: {kinds} (checked privately where n * epsilon "
+            "affords a tail count).",
+        )
+    return (f"Stated tail model of {described}: {tail}.",)
 
 
 def tail_model(tail: TailOption | None) -> TailModel | None:
