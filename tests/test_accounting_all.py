@@ -60,6 +60,12 @@ def grouped(**kw: Any) -> PanelResults:
     )
 
 
+def poisson(**kw: Any) -> PanelResults:
+    """PoissonMean, whose exponential tail is assumed and checked by a tail count."""
+    counts = DATA.assign(visits=DATA["y"].abs().round())
+    return dplong.PoissonMean.from_formula("visits ~ 1", counts, groups="user").fit(**kw)
+
+
 def curve_users(**kw: Any) -> PanelResults:
     return dplong.PriestleyChao.from_formula(
         "y ~ t", DATA, groups="user", domain=(0, 1), bandwidth=0.25, grid=5
@@ -93,6 +99,10 @@ CASES: list[tuple[str, Fit, dict[str, Any]]] = [
     ("mean no refine", mean, {"refine": False}),
     ("mean theory", mean, {"variant": "theory", "scale": 1.0}),
     ("mean local", mean, {"privacy": "local", "bound": 10.0, "scale": 1.0}),
+    ("mean assumed tail", mean, {"tail": dplong.AssumedTail("exponential")}),
+    ("poisson", poisson, {}),
+    ("poisson theory", poisson, {"variant": "theory", "scale": 1.0}),
+    ("poisson local", poisson, {"privacy": "local", "bound": 10.0, "scale": 1.0}),
     ("grouped", grouped, {}),
     ("grouped by_constant", grouped, {"by_constant": True}),
     ("curve users", curve_users, {}),
