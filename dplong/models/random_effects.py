@@ -212,10 +212,11 @@ class RandomEffects(PooledOLS):
         # (not its constant flags: a random-effects fit identifies a regressor constant
         # within persons, as pooled OLS does)
         located = self._find_ranges(plan, generator)
-        ranges, frame, missed, entries = (
+        ranges, frame, missed, heavy, entries = (
             located.ranges,
             located.frame,
             located.missed,
+            located.heavy,
             located.entries,
         )
         stage: dict[str, Any] = {"max_rows": cap, "random_state": generator}
@@ -227,6 +228,7 @@ class RandomEffects(PooledOLS):
                 levels=self._levels,
                 frame=frame,
                 missed=missed,
+                heavy=heavy,
                 blocks=self._blocks,
                 disjoint=self._disjoint,
             ).fit(
@@ -246,6 +248,7 @@ class RandomEffects(PooledOLS):
             levels=self._levels,
             frame=frame,
             missed=missed,
+            heavy=heavy,
             blocks=self._blocks,
             components=components,
         )
@@ -389,10 +392,13 @@ class _QuasiDemeaned(PooledOLS):
         levels: Any,
         frame: NDArray[np.float64],
         missed: NDArray[np.bool_],
+        heavy: NDArray[np.float64],
         blocks: Blocks,
         components: tuple[float, float],
     ) -> None:
-        super().__init__(design, ranges, levels=levels, frame=frame, missed=missed, blocks=blocks)
+        super().__init__(
+            design, ranges, levels=levels, frame=frame, missed=missed, heavy=heavy, blocks=blocks
+        )
         self._components = components
 
     def _zero_products(self) -> Disjoint:

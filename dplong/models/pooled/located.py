@@ -69,13 +69,16 @@ def range_notes(plan: StatisticsBudget, located: bool) -> tuple[str, ...]:
 class FoundRanges(NamedTuple):
     """Every column's range ((p + 1) x 2, the outcome's last), the Gram matrix's frame, the
     columns whose range found privately missed its data and has no public cap to fall back on,
-    those the released counts find (nearly) constant (p + 1 each; False where the range is
+    those the released counts find (nearly) constant, the heavy tails the ranges clip (the
+    released count of persons beyond them, 0 for none:
+    :class:`~dplong.privacy.ranges.PrivateRanges`) (p + 1 each; False or 0 where the range is
     public), and the ledger entries of the stage."""
 
     ranges: NDArray[np.float64]
     frame: NDArray[np.float64]
     missed: NDArray[np.bool_]
     constant: NDArray[np.bool_]
+    heavy: NDArray[np.float64]
     entries: tuple[LedgerEntry, ...]
 
     def at(self, rows: list[int]) -> FoundRanges:
@@ -87,7 +90,8 @@ class FoundRanges(NamedTuple):
         >>> from dplong.models.pooled.located import FoundRanges
         >>> found = FoundRanges(np.array([[0.0, 1.0], [-2.0, 2.0], [-5.0, 5.0]]),
         ...                     np.array([[0.0, 1.0], [-1.0, 1.0], [-3.0, 3.0]]),
-        ...                     np.zeros(3, dtype=bool), np.array([False, True, False]), ())
+        ...                     np.zeros(3, dtype=bool), np.array([False, True, False]),
+        ...                     np.zeros(3), ())
         >>> found.at([0, 2]).ranges.tolist(), found.at([0, 2]).constant.tolist()
         ([[0.0, 1.0], [-5.0, 5.0]], [False, False])
         """
@@ -96,6 +100,7 @@ class FoundRanges(NamedTuple):
             frame=self.frame[rows],
             missed=self.missed[rows],
             constant=self.constant[rows],
+            heavy=self.heavy[rows],
         )
 
 
@@ -116,28 +121,36 @@ def find_ranges(
     Gram matrix's frame (the found ranges' cores, cut likewise, the public ranges'
     ``frame``); the columns whose range found privately missed its data (the counts beyond
     the far rung, :data:`~dplong.privacy.ranges.FAR_RUNG`) and has no public cap to fall back
-    on (one that has takes its cap as range and frame); those found (nearly) constant
-    (:class:`~dplong.privacy.ranges.PrivateRanges`); and the ledger entries of that stage."""
+    on (one that has takes its cap as range and frame); those found (nearly) constant and the
+    heavy tails the ranges clip (:class:`~dplong.privacy.ranges.PrivateRanges`); and the
+    ledger entries of that stage."""
     located = np.isnan(ranges[:, 0])
     ranges, frame = ranges.copy(), frame.copy()
     missed, constant = np.zeros(len(ranges), dtype=bool), np.zeros(len(ranges), dtype=bool)
+    heavy = np.zeros(len(ranges))
     if not located.any():
-        return FoundRanges(ranges, frame, missed, constant, ())
+        return FoundRanges(ranges, frame, missed, constant, heavy, ())
     extremes = _extremes(values, codes, n)
     if plan.histogram_rho > 0.0:
         found = histogram_ranges(*extremes, plan.histogram_rho, generator, names=names)
     else:
         found = private_ranges(
-            *extremes, plan.median_epsilon, plan.count_rho, generator, names=names
+            *extremes,
+            plan.median_epsilon,
+            plan.count_rho,
+            generator,
+            names=names,
+            tail_rho=plan.tail_rho,
         )
     low, high = caps[located, :1], caps[located, 1:]
     ranges[located] = np.clip(found.ranges, low, high)
     frame[located] = np.clip(found.core, low, high)
     missed[located], constant[located] = found.missed, found.constant
+    heavy[located] = found.heavy
     # a range that missed falls back on its public cap where it has one (post-processing)
     capped = missed & np.isfinite(caps).all(axis=1)
     ranges[capped] = frame[capped] = caps[capped]
-    return FoundRanges(ranges, frame, missed & ~capped, constant, found.entries)
+    return FoundRanges(ranges, frame, missed & ~capped, constant, heavy, found.entries)
 
 
 def _extremes(

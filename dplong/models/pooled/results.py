@@ -16,7 +16,7 @@ from dplong.models.pooled.release import _Statistics
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.privacy.budget import NOTE_MISS, StatisticsBudget
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.ranges import FAR_RUNG, RUNG_SHARE, located_miss
+from dplong.privacy.ranges import FAR_RUNG, REACH, RUNG_SHARE, located_miss
 from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ def _statistics_results(
     reported: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
     constant: tuple[str, ...] = (),
     missed: NDArray[np.bool_] | None = None,
+    heavy: NDArray[np.float64] | None = None,
 ) -> RegressionResults:
     """``model``'s results: β̂, its noise draws and its covariances unscaled to the
     ``ranges`` (the columns', then the outcome's) the fit clipped to; ``reported``: the
@@ -46,7 +47,9 @@ def _statistics_results(
     ``constant``: the formula's coefficients absorbed because the released counts found them
     (nearly) constant within persons (left out of the releases after the ranges, no
     estimate); ``missed``: the columns (and the outcome, last) whose range found privately
-    missed its data: every coefficient is then withheld."""
+    missed its data: every coefficient is then withheld; ``heavy``: the heavy tails those
+    ranges clip (:attr:`~dplong.models.pooled.located.FoundRanges.heavy`), which a note
+    names."""
     positions = model._reported
     index = pd.Index([model._design.columns[j] for j in positions])
     order, absorbed = reported or (tuple(index), ())
@@ -61,6 +64,7 @@ def _statistics_results(
     notes = _missed_notes(model, index[clipped], missed)
     notes += _withheld_notes(model, index[unbounded], release.pilot.ridge)
     notes += _found_notes(model, plan)
+    notes += _heavy_notes(model, heavy, int(clipped.sum()) < len(index))
     notes += _constant_notes(constant)
 
     def series(values: NDArray[np.float64], label: str, fill: float = math.nan) -> pd.Series:
@@ -182,6 +186,29 @@ def _missed_notes(
         f"its data (more than {RUNG_SHARE:.0%} of the persons beyond {FAR_RUNG:g} times its "
         "median reach, beyond the count's noise: clipping them all biases without bound): "
         "give public bounds or raise epsilon.",
+    )
+
+
+def _heavy_notes(
+    model: PooledOLS, heavy: NDArray[np.float64] | None, released: bool
+) -> tuple[str, ...]:
+    """The note of the ranges found privately that clip many persons (released counts of the
+    persons beyond them; none where nothing is ``released``)."""
+    if heavy is None or not released or not heavy.any():
+        return ()
+    n = model._design.n
+    clipped = ", ".join(
+        f"{name} (about {count:.0f} of the {n} persons, {count / n:.0%})"
+        for name, count in zip(model._names, heavy, strict=True)
+        if count > 0.0
+    )
+    return (
+        f"The ranges found privately clip many persons: {clipped} have {model._clipped} "
+        f"beyond {REACH:g} times the median reach from the midpoint (released counts): a heavy "
+        "tail, or a median reach that missed most of them. The coefficients are those of the "
+        "clipped values; the interval does not include the bias that clipping them causes, "
+        "which can exceed it. Give public bounds that cover them (bounds={...}; a 0/1 column: "
+        "(0, 1)) or model a transform (np.log1p).",
     )
 
 

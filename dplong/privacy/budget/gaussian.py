@@ -128,6 +128,13 @@ RANGE_USERS, RANGE_SHARES = 160.0, (0.02, 0.3)
 #: Share of a fit's ρ for the counts of persons beyond the rungs of the private ranges
 #: (:func:`dplong.privacy.ranges.private_ranges`) when it has any.
 RUNG_COUNT_SHARE = 0.06
+#: Share of a fit's ρ for the counts of persons beyond the ranges' ends (the heavy tails they
+#: clip, :func:`dplong.privacy.ranges.private_ranges`): 2 k counts, against the rungs' 10 k,
+#: so at 0.08 a count's noise sd is about 0.4 of a rung's (RAND HIE at ε = 1, three columns:
+#: 48 persons), and a lognormal outcome that leaves 7.5 % of 3,000 persons beyond (225; its
+#: slope 4 SEs off) clears the threshold (about 180) in most fits; the releases of the
+#: statistics lose 8 % of ρ (their noise sd 4 %).
+TAIL_COUNT_SHARE = 0.08
 #: Where the medians would be refused (their miss bound above
 #: :data:`~dplong.privacy.budget.stages.MAX_MISS`), the ranges come from histograms
 #: (:func:`dplong.privacy.ranges.histogram_ranges`) with the share of ρ that sets their threshold at
@@ -143,11 +150,13 @@ HISTOGRAM_USERS, HISTOGRAM_SHARES = (0.2, 0.3), (0.05, 0.4)
 class StatisticsBudget:
     """The budget of a release of sufficient statistics: the pure ε of each median of the
     private ranges (0: every column's range is public, or the histograms find them), the ρ of
-    their rungs' counts (0 too), the ρ of the histograms of the ranges where n ε is too
-    small for the medians (else 0), and the ρ of each Gaussian release of the statistics."""
+    their rungs' counts and of the counts beyond their ends (0 too), the ρ of the histograms
+    of the ranges where n ε is too small for the medians (else 0), and the ρ of each Gaussian
+    release of the statistics."""
 
     median_epsilon: float
     count_rho: float
+    tail_rho: float
     histogram_rho: float
     rho: tuple[float, ...]
 
@@ -159,7 +168,8 @@ def statistics_budget(
     without public bounds (:mod:`dplong.privacy.ranges`) and Gaussian releases in proportion
     to ``shares``: the total ρ of :func:`gaussian_shares`, of which three medians a column
     take what gives each ``ε n =`` :data:`RANGE_USERS` (an ε-DP call is ``ε²/2``-zCDP) within
-    :data:`RANGE_SHARES`, and the counts at their rungs :data:`RUNG_COUNT_SHARE`; or, where
+    :data:`RANGE_SHARES`, the counts at their rungs :data:`RUNG_COUNT_SHARE` and beyond their
+    ends :data:`TAIL_COUNT_SHARE`; or, where
     those medians' miss bound exceeds :data:`~dplong.privacy.budget.stages.MAX_MISS`, one
     vector of histograms :data:`HISTOGRAM_USERS` and :data:`HISTOGRAM_SHARES`. Public facts
     only.
@@ -178,22 +188,26 @@ def statistics_budget(
     """
     (total,) = gaussian_shares(epsilon, delta, [1.0])
     if located == 0:
-        return StatisticsBudget(0.0, 0.0, 0.0, gaussian_shares(epsilon, delta, shares))
+        return StatisticsBudget(0.0, 0.0, 0.0, 0.0, gaussian_shares(epsilon, delta, shares))
     medians = 3 * located
     wanted = medians * (RANGE_USERS / n) ** 2 / 2.0 / total
     share = min(RANGE_SHARES[1], max(RANGE_SHARES[0], wanted))
     median_epsilon = math.sqrt(2.0 * share * total / medians)
     if located_miss(n, median_epsilon) <= MAX_MISS:
-        rest = total * (1.0 - share - RUNG_COUNT_SHARE) / float(sum(shares))
+        rest = total * (1.0 - share - RUNG_COUNT_SHARE - TAIL_COUNT_SHARE) / float(sum(shares))
         return StatisticsBudget(
-            median_epsilon, total * RUNG_COUNT_SHARE, 0.0, tuple(rest * s for s in shares)
+            median_epsilon,
+            total * RUNG_COUNT_SHARE,
+            total * TAIL_COUNT_SHARE,
+            0.0,
+            tuple(rest * s for s in shares),
         )
     # the threshold is inversely proportional to √ρ: the ρ that sets it at the target
     at_one = histogram_threshold(located, 1.0)
     wanted = (at_one / (HISTOGRAM_USERS[0] * n)) ** 2 / total
     share = min(HISTOGRAM_SHARES[1], max(HISTOGRAM_SHARES[0], wanted))
     rest = total * (1.0 - share) / float(sum(shares))
-    return StatisticsBudget(0.0, 0.0, total * share, tuple(rest * s for s in shares))
+    return StatisticsBudget(0.0, 0.0, 0.0, total * share, tuple(rest * s for s in shares))
 
 
 #: A random-effects fit's stages (:mod:`dplong.models.random_effects`) when its variance
@@ -209,10 +223,10 @@ RE_COMPONENTS_USERS, RE_COMPONENTS_SHARES, RE_PILOT_SHARE = 900.0, (0.1, 0.45), 
 @dataclass(frozen=True)
 class RandomEffectsBudget(StatisticsBudget):
     """The budget of a random-effects fit: the private ranges' (``median_epsilon``,
-    ``count_rho``, ``histogram_rho``), the pilot's ρ (0: the components are stated), the
-    (ε, δ) of the variance components' release (0, 0 when stated) and its share of the fit's,
-    and, as ``rho``, the nominal ρ of the quasi-demeaned fit's releases (:func:`remaining_rho`
-    raises it to what is left)."""
+    ``count_rho``, ``tail_rho``, ``histogram_rho``), the pilot's ρ (0: the components are
+    stated), the (ε, δ) of the variance components' release (0, 0 when stated) and its share
+    of the fit's, and, as ``rho``, the nominal ρ of the quasi-demeaned fit's releases
+    (:func:`remaining_rho` raises it to what is left)."""
 
     pilot_rho: float
     components_epsilon: float
@@ -254,6 +268,7 @@ def random_effects_budget(
     return RandomEffectsBudget(
         rest.median_epsilon,
         rest.count_rho,
+        rest.tail_rho,
         rest.histogram_rho,
         tuple(final * s / total for s in shares),
         pilot_rho,
