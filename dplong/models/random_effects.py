@@ -170,8 +170,8 @@ class RandomEffects(PooledOLS):
         Examples
         --------
         With linearmodels' components on the wage panel (σ_u² 0.1342, σ_e² 0.1259) stated and
-        the noise off, the estimate is linearmodels' GLS (``black`` −0.166, θ 0.676), but for
-        the pull of the few scores beyond their clipping radius:
+        the noise off, the estimate is linearmodels' GLS (``black`` −0.166, θ 0.676): no score
+        is clipped where the noise is off:
 
         >>> import dplong
         >>> wages = dplong.datasets.load_wage_panel()
@@ -181,7 +181,7 @@ class RandomEffects(PooledOLS):
         >>> res = model.fit(epsilon=1e300, delta=0.5, max_rows=8, random_state=0,
         ...                 variance_components=(0.1342, 0.1259))
         >>> round(float(res.params["black"]), 3), round(float(res.theta[8]), 3)
-        (-0.172, 0.676)
+        (-0.166, 0.676)
         """
         design = self._design
         n = design.n
