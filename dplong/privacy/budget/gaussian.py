@@ -128,13 +128,16 @@ RANGE_USERS, RANGE_SHARES = 160.0, (0.02, 0.3)
 #: Share of a fit's ρ for the counts of persons beyond the rungs of the private ranges
 #: (:func:`dplong.privacy.ranges.private_ranges`) when it has any.
 RUNG_COUNT_SHARE = 0.06
-#: Share of a fit's ρ for the counts of persons beyond the ranges' ends (the heavy tails they
-#: clip, :func:`dplong.privacy.ranges.private_ranges`): 2 k counts, against the rungs' 10 k,
-#: so at 0.08 a count's noise sd is about 0.4 of a rung's (RAND HIE at ε = 1, three columns:
-#: 48 persons), and a lognormal outcome that leaves 7.5 % of 3,000 persons beyond (225; its
-#: slope 4 SEs off) clears the threshold (about 180) in most fits; the releases of the
-#: statistics lose 8 % of ρ (their noise sd 4 %).
-TAIL_COUNT_SHARE = 0.08
+#: The counts of persons beyond the ranges' ends (the many a range clips,
+#: :func:`dplong.privacy.ranges.private_ranges`) get the ρ that puts their noise sd at
+#: ``TAIL_SD √n`` persons, within ``TAIL_COUNT_SHARES`` of the fit's: clipping m persons by a
+#: spread each moves a coefficient by about m / √n SEs, and at half of √n a count of 3 √n
+#: clears the threshold (√n plus 2-3 sds) in most fits. The 2 k counts' L2 sensitivity is
+#: √(2 k), so that ρ is ``k / (TAIL_SD² n)``. At the cap, RAND HIE at ε = 1 with three columns
+#: (a count's sd 48 persons, √n = 77), a lognormal outcome that leaves 7.5 % of 3,000 persons
+#: beyond (225; its slope 4 SEs off) clears it in 12 of 12 fits; at ε = 2 the counts take
+#: 4 %, at 4 the floor (the statistics' releases lose what they take).
+TAIL_SD, TAIL_COUNT_SHARES = 0.5, (0.01, 0.08)
 #: Where the medians would be refused (their miss bound above
 #: :data:`~dplong.privacy.budget.stages.MAX_MISS`), the ranges come from histograms
 #: (:func:`dplong.privacy.ranges.histogram_ranges`) with the share of ρ that sets their threshold at
@@ -169,7 +172,7 @@ def statistics_budget(
     to ``shares``: the total ρ of :func:`gaussian_shares`, of which three medians a column
     take what gives each ``ε n =`` :data:`RANGE_USERS` (an ε-DP call is ``ε²/2``-zCDP) within
     :data:`RANGE_SHARES`, the counts at their rungs :data:`RUNG_COUNT_SHARE` and beyond their
-    ends :data:`TAIL_COUNT_SHARE`; or, where
+    ends what :data:`TAIL_SD` asks within :data:`TAIL_COUNT_SHARES`; or, where
     those medians' miss bound exceeds :data:`~dplong.privacy.budget.stages.MAX_MISS`, one
     vector of histograms :data:`HISTOGRAM_USERS` and :data:`HISTOGRAM_SHARES`. Public facts
     only.
@@ -194,11 +197,13 @@ def statistics_budget(
     share = min(RANGE_SHARES[1], max(RANGE_SHARES[0], wanted))
     median_epsilon = math.sqrt(2.0 * share * total / medians)
     if located_miss(n, median_epsilon) <= MAX_MISS:
-        rest = total * (1.0 - share - RUNG_COUNT_SHARE - TAIL_COUNT_SHARE) / float(sum(shares))
+        tails = located / (TAIL_SD**2 * n) / total
+        tails = min(TAIL_COUNT_SHARES[1], max(TAIL_COUNT_SHARES[0], tails))
+        rest = total * (1.0 - share - RUNG_COUNT_SHARE - tails) / float(sum(shares))
         return StatisticsBudget(
             median_epsilon,
             total * RUNG_COUNT_SHARE,
-            total * TAIL_COUNT_SHARE,
+            total * tails,
             0.0,
             tuple(rest * s for s in shares),
         )
