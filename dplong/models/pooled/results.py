@@ -202,13 +202,15 @@ def _heavy_notes(
         for name, count in zip(model._names, heavy, strict=True)
         if count > 0.0
     )
+    # a public range spares the stage only where it is the column's frame (not PanelOLS's)
+    bounds = "give public bounds that cover them (bounds={...}; a 0/1 column: (0, 1)) or "
     return (
         f"The ranges found privately clip many persons: {clipped} have {model._clipped} "
         f"beyond {REACH:g} times the median reach from the midpoint (released counts): a heavy "
         "tail, or a median reach that missed most of them. The coefficients are those of the "
         "clipped values; the interval does not include the bias that clipping them causes, "
-        "which can exceed it. Give public bounds that cover them (bounds={...}; a 0/1 column: "
-        "(0, 1)) or model a transform (np.log1p).",
+        f"which can exceed it: {bounds if model._bounds_frame else ''}model a transform "
+        "(np.log1p).",
     )
 
 
