@@ -223,9 +223,8 @@ def private_ranges(
     if tail_rho > 0.0:  # the persons every range clips, either side
         tails = _beyond(deviations, reaches, (REACH,), tail_rho, rng)
         beyond = tails.total.reshape(2, k)
-        larger = beyond.max(axis=0)
-        shown = (larger > heavy_threshold(n, k, float(tails.sd[0]))) & ~missed
-        heavy = np.where(shown, larger, 0.0)
+        shown = (beyond > heavy_threshold(n, k, tails.sd[:1])) & ~missed
+        heavy = np.where(shown, beyond, 0.0).max(axis=0)
         entries += (gaussian_vector_entry("bounds", "persons beyond the ranges", tail_rho, tails),)
     return PrivateRanges(
         np.column_stack([midpoint - lower, midpoint + upper]),
@@ -313,18 +312,20 @@ def located_miss(n: int, epsilon: float) -> float:
     return miss_probability(len(GRID), epsilon, float(n))
 
 
-def heavy_threshold(n: int, k: int, sd: float) -> float:
+def heavy_threshold(n: int, k: int, sd: NDArray[np.float64]) -> NDArray[np.float64]:
     """The released count of persons beyond :data:`REACH` median reaches on a side of one of
-    k columns that shows a heavy tail: √n plus the normal quantile of ``1 -``
+    k columns that shows the range clips many: √n plus the normal quantile of ``1 -``
     :data:`HEAVY_FALSE` ``/ (2 k)`` times the count's noise ``sd``.
 
     Examples
     --------
+    >>> import numpy as np
     >>> from dplong.privacy.ranges import heavy_threshold
-    >>> round(heavy_threshold(5912, 3, 48.0))   # RAND HIE at epsilon = 1: 3 % of the persons
-    192
+    >>> heavy_threshold(5912, 3, np.array([48.0])).round()   # RAND HIE at epsilon = 1
+    array([192.])
     """
-    return math.sqrt(n) + NormalDist().inv_cdf(1.0 - HEAVY_FALSE / (2 * k)) * sd
+    z = NormalDist().inv_cdf(1.0 - HEAVY_FALSE / (2 * k))
+    return np.asarray(math.sqrt(n) + z * sd, dtype=np.float64)
 
 
 def histogram_threshold(k: int, rho: float) -> float:
