@@ -27,7 +27,13 @@ from audit import (
 import dplong.privacy.quantile as quantile
 import dplong.privacy.ranges as ranges
 from dplong.privacy.quantile import LogGrid
-from dplong.privacy.ranges import FAR_RUNG, REACH, RUNGS, histogram_ranges, private_ranges
+from dplong.privacy.ranges import (
+    CLIPPED_RUNG,
+    FAR_RUNG,
+    RUNGS,
+    histogram_ranges,
+    private_ranges,
+)
 
 OFF = 1e300  # ε and ρ: no noise
 
@@ -220,8 +226,8 @@ def test_a_range_whose_median_reach_missed_its_data_is_flagged() -> None:
 
 def test_a_heavy_tail_beyond_the_range_is_counted_and_a_light_one_is_not() -> None:
     """Noise all but off (ρ large: the counts exact to a person), 4,000 persons: the Pareto
-    (index 1.5) and lognormal (σ = 1.5) columns leave far more than √n persons beyond REACH
-    median reaches, and ``heavy`` is the released count of them (the larger side's); a
+    (index 1.5) and lognormal (σ = 1.5) columns leave far more than √n persons beyond
+    CLIPPED_RUNG median reaches, and ``heavy`` is the released count of them (the larger side's); a
     normal, a uniform and a 0/1 column leave none. Without ``tail_rho`` nothing counts them
     (0 everywhere, no ledger entry), nor do the histograms."""
     rng = np.random.default_rng(5)
@@ -240,7 +246,7 @@ def test_a_heavy_tail_beyond_the_range_is_counted_and_a_light_one_is_not() -> No
     assert found.heavy[2:].tolist() == [0.0, 0.0, 0.0]
     assert (found.heavy[:2] > 0.05 * n).all()
     deviation = values[:, :2] - found.midpoint[:2]
-    exact = (deviation > REACH * found.reaches[0, :2]).sum(axis=0)
+    exact = (deviation > CLIPPED_RUNG * found.reaches[0, :2]).sum(axis=0)
     assert np.abs(found.heavy[:2] - exact).max() <= 1.0  # the upper sides, to a person
     (tails,) = [e for e in found.entries if e.target == "persons beyond the ranges"]
     assert tails.sensitivity >= math.sqrt(2 * 5)  # 2 k counts, one each
@@ -251,7 +257,7 @@ def test_a_heavy_tail_beyond_the_range_is_counted_and_a_light_one_is_not() -> No
 
 def test_light_columns_are_rarely_called_heavy_at_their_stated_rate() -> None:
     """The threshold holds the chance that any side of the fit's k columns with nobody beyond
-    REACH median reaches is called heavy to HEAVY_FALSE (5 %) by a union bound, and √n more
+    CLIPPED_RUNG median reaches is called heavy to HEAVY_FALSE (5 %) by a union bound, and √n more
     persons make it far smaller: 200 releases of three normal columns of 1,000 persons at a
     small ρ (the counts' sd about 50 persons, √n = 32) call none heavy in more than 6 of 200
     (a 5 % rate exceeds 18 with chance 0.08; the margin over √n puts the rate near 0.1 %)."""
@@ -391,7 +397,8 @@ def test_rung_counts_audit_with_power_check(
 def _tail_counts(
     lows: np.ndarray, highs: np.ndarray, tail_rho: float, rng: np.random.Generator
 ) -> np.ndarray:
-    """The released counts beyond REACH (upper, lower) of one column, the rungs' noiseless."""
+    """The released counts beyond CLIPPED_RUNG (upper, lower) of one column, the rungs'
+    noiseless."""
     found = private_ranges(lows, highs, 1.0, OFF, rng, names=("x",), tail_rho=tail_rho)
     return found.beyond.ravel()
 
@@ -401,16 +408,16 @@ def _tail_counts(
 def test_tail_counts_audit_with_power_check(
     fraction: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The counts beyond REACH median reaches (``tail_rho``, the ``beyond`` vector) as
+    """The counts beyond CLIPPED_RUNG median reaches (``tail_rho``, the ``beyond`` vector) as
     :func:`private_ranges` releases them, the medians held public and the rungs' counts
     noiseless (their own audit is above): D (person 0 at the midpoint) and D' (person 0 far
-    out on both sides, beyond REACH on each: the vector's worst move, √(2 k) for k = 1), the
+    out on both sides, beyond CLIPPED_RUNG on each: the vector's worst move, √(2 k) for k = 1), the
     released counts projected on the move. The broken replica (noise at a quarter of its sd)
     must be caught, the correct one must not exceed its claim."""
     monkeypatch.setattr(ranges, "private_median", _public_medians)
     rho, delta = 0.5, 1e-3
     runs = 3000 if fraction == 1.0 else 1500
-    others = np.linspace(-0.5, 0.5, 30)  # beyond the cell, inside REACH
+    others = np.linspace(-0.5, 0.5, 30)  # beyond the cell, inside CLIPPED_RUNG
     rng = np.random.default_rng(18)
     outputs, noiseless = [], []
     for person in (0.0, FAR):

@@ -9,8 +9,9 @@ grid) give the midpoint of the persons' midranges and the median reach above and
 and one discrete Gaussian vector counts the persons beyond each rung of :data:`RUNGS`. A side
 ends at the first rung few persons pass (the first is the midpoint's cell), or else at
 :data:`REACH` median reaches, which covers a uniform or normal column and clips the few far
-out in a heavy tail; a second vector counts the persons beyond REACH, whom every range
-clips, and says where they are not few (``heavy``). The **core**, where most persons' values
+out in a heavy tail; a second vector counts the persons beyond :data:`CLIPPED_RUNG`, whom
+every range clips by more than a median reach, and says where they are not few
+(``heavy``). The **core**, where most persons' values
 lie (:data:`CORE`), is a frame for statistics that need not hold the far values, such as a
 preconditioner. The stage is ``3 k`` pure ε calls and two ρ-zCDP vectors for k columns.
 
@@ -38,6 +39,7 @@ from dplong.privacy.noise import WeightedRelease, geometric_rate, release_vector
 from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability, private_median
 
 __all__ = [
+    "CLIPPED_RUNG",
     "CONSTANT_SDS",
     "CORE",
     "FAR_RUNG",
@@ -85,15 +87,18 @@ RUNGS, RUNG_SHARE = (0.0, 1.25, 1.5, 2.0), 0.05
 #: A range that is the midpoint's cell on both sides counts as missed too (a constant column
 #: to the stage; a rare 0/1 column whose few persons the count's noise hides).
 FAR_RUNG, MISS_SDS = 16.0, 3.0
-#: A column's tail is heavy where the persons beyond REACH median reaches on a side, whom the
-#: range clips whichever rung ended it, are more than √n by the count's noise: clipping m
-#: persons by a spread each moves a mean by m / √n of its sampling SEs, so beyond √n the bias
-#: can exceed the interval. A normal column leaves about none there; RAND HIE's yearly
-#: spending (``meddol``) 17 % of its persons, its log income's lower side 7.6 %, its doctor
-#: visits 4.8 %, its log spending 0.2 % (design notes). "By the noise": HEAVY_SDS sds at the
-#: normal quantile that a column with nobody there passes on any of the fit's 2 k sides with
-#: chance at most HEAVY_FALSE (a union bound). The fit warns: no release measures what
+#: A range clips many persons where those beyond CLIPPED_RUNG median reaches on a side, whom
+#: every range clips by more than a median reach (it ends at REACH or before), are more than
+#: √n by the count's noise: clipping m persons by about a spread each moves a mean by m / √n
+#: of its sampling SEs, so beyond √n the bias can exceed the interval. A normal column leaves
+#: none there; RAND HIE's yearly spending (``meddol``) 15 % of its persons, its log income's
+#: lower side 5.3 %, its doctor visits 3.3 %, its log spending none; a discrete column with its
+#: last value just beyond REACH, clipped by a hair (years of schooling, 4 % at 8 years against
+#: a range from 8.08), none (design notes). "By the noise": the normal quantile at which a
+#: column with nobody there passes on any of the fit's 2 k sides with chance at most
+#: HEAVY_FALSE (a union bound), in the count's sds. The fit warns: no release measures what
 #: clipping them moves.
+CLIPPED_RUNG = REACH + 1.0
 HEAVY_FALSE = 0.05
 #: A column is (nearly) constant where the first rung's two counts (the persons off the
 #: midpoint's cell above and below it) sum to at most RUNG_SHARE of n a side or CONSTANT_SDS
@@ -135,7 +140,7 @@ class PrivateRanges:
     columns whose range ``missed`` its data (k: from the counts beyond the far rung), the
     columns found (nearly) ``constant`` (k: no more persons off the midpoint's cell than the
     first rung's counts can tell from none; the histograms: fewer than their threshold off
-    the cell ending at 0), the released counts of the persons ``beyond`` :data:`REACH`
+    the cell ending at 0), the released counts of the persons ``beyond`` :data:`CLIPPED_RUNG`
     median reaches (2 x k, upper then lower; NaN where nothing counted them), the ``heavy``
     tails the range clips (k: the larger side's count where it is above
     :func:`heavy_threshold`, 0 elsewhere and where the range missed), all DP outputs, and the
@@ -167,7 +172,7 @@ def private_ranges(
     ``highs`` (n x k, finite, or NaN for a person without a value, who counts nowhere; n is
     the public number of persons), with three ε-DP medians per column, one ρ-zCDP vector of
     counts at the rungs and, where ``tail_rho`` is positive, one ``tail_rho``-zCDP vector of
-    the counts beyond :data:`REACH` median reaches that tell the ``heavy`` tails (design
+    the counts beyond :data:`CLIPPED_RUNG` median reaches that tell the ``heavy`` tails (design
     notes).
 
     Examples
@@ -220,8 +225,8 @@ def private_ranges(
         gaussian_vector_entry("bounds", "persons beyond the reaches' rungs", rho, counts),
     )
     beyond, heavy = np.full((2, k), np.nan), np.zeros(k)
-    if tail_rho > 0.0:  # the persons every range clips, either side
-        tails = _beyond(deviations, reaches, (REACH,), tail_rho, rng)
+    if tail_rho > 0.0:  # the persons every range clips by a median reach, either side
+        tails = _beyond(deviations, reaches, (CLIPPED_RUNG,), tail_rho, rng)
         beyond = tails.total.reshape(2, k)
         shown = (beyond > heavy_threshold(n, k, tails.sd[:1])) & ~missed
         heavy = np.where(shown, beyond, 0.0).max(axis=0)
@@ -313,8 +318,8 @@ def located_miss(n: int, epsilon: float) -> float:
 
 
 def heavy_threshold(n: int, k: int, sd: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The released count of persons beyond :data:`REACH` median reaches on a side of one of
-    k columns that shows the range clips many: √n plus the normal quantile of ``1 -``
+    """The released count of persons beyond :data:`CLIPPED_RUNG` median reaches on a side of
+    one of k columns that shows the range clips many: √n plus the normal quantile of ``1 -``
     :data:`HEAVY_FALSE` ``/ (2 k)`` times the count's noise ``sd``.
 
     Examples

@@ -16,7 +16,7 @@ from dplong.models.pooled.release import _Statistics
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.privacy.budget import NOTE_MISS, StatisticsBudget
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.ranges import FAR_RUNG, REACH, RUNG_SHARE, located_miss
+from dplong.privacy.ranges import CLIPPED_RUNG, FAR_RUNG, RUNG_SHARE, located_miss
 from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
@@ -206,8 +206,9 @@ def _heavy_notes(
     bounds = "give public bounds that cover them (bounds={...}; a 0/1 column: (0, 1)) or "
     return (
         f"The ranges found privately clip many persons: {clipped} have {model._clipped} "
-        f"beyond {REACH:g} times the median reach from the midpoint (released counts): a heavy "
-        "tail, or a median reach that missed most of them. The coefficients are those of the "
+        f"beyond {CLIPPED_RUNG:g} times the median reach from the midpoint, each clipped by more "
+        "than a median reach (released counts): a heavy tail, or a median reach that missed "
+        "most of them. The coefficients are those of the "
         "clipped values; the interval does not include the bias that clipping them causes, "
         f"which can exceed it: {bounds if model._bounds_frame else ''}model a transform "
         "(np.log1p).",
