@@ -739,7 +739,9 @@ def test_randhie_given_only_epsilon_covers_the_non_private_estimate() -> None:
         ci = res.conf_int(0.05)
         covered += ((ci["lower"] <= params) & (params <= ci["upper"])).to_numpy()
         errors.append(((res.params - params) / fit.bse).to_numpy())
-        heavy += any("clip many persons" in note for note in res.warnings)
+        noted = any("clip many persons" in note for note in res.warnings)
+        assert noted == any("bias bound leaves out" in line for line in res.assumptions)
+        heavy += noted
     assert covered.min() >= 36, covered
     assert np.sqrt(np.mean(np.square(errors), axis=0)).max() < 2.5
     assert heavy <= 2
@@ -784,6 +786,8 @@ def test_randhie_raw_spending_is_flagged_heavy_where_its_range_clips_it(estimato
         assert 0.1 * 5912 < count < 0.3 * 5912, note  # 15 % (21 %) measured without noise
         assert "interval does not include the bias" in note and "np.log1p" in note
         assert ("bounds={" in note) == (estimator != "PanelOLS")
+        # the error bounds' assumptions say what their bias bound leaves out
+        assert any("bias bound leaves out" in line for line in res.assumptions)
 
 
 # ---------------------------------------------------------------------------------------------

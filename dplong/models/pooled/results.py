@@ -64,7 +64,8 @@ def _statistics_results(
     notes = _missed_notes(model, index[clipped], missed)
     notes += _withheld_notes(model, index[unbounded], release.pilot.ridge)
     notes += _found_notes(model, plan)
-    notes += _heavy_notes(model, heavy, int(clipped.sum()) < len(index))
+    heavy_notes = _heavy_notes(model, heavy, int(clipped.sum()) < len(index))
+    notes += heavy_notes
     notes += _constant_notes(constant)
 
     def series(values: NDArray[np.float64], label: str, fill: float = math.nan) -> pd.Series:
@@ -104,6 +105,15 @@ def _statistics_results(
             f"ranges of the {model._clipped} (values outside are clipped): {bounds}",
             f"standard errors clustered by person, plus the privacy noise; {model._weighting(cap)}",
             *declared,
+            *(
+                (
+                    "the bias bound leaves out what the ranges found privately clip of the "
+                    "many persons beyond them (warnings): neither the intervals nor the error "
+                    "bounds hold for it",
+                )
+                if heavy_notes
+                else ()
+            ),
         ),
         warnings=notes,
         gamma=options.gamma,
