@@ -70,6 +70,7 @@ from dplong.models.option_checks import DEFAULT_MAX_ROWS, CovType, check_max_row
 from dplong.models.pooled.estimator import PooledOLS, Rows
 from dplong.models.pooled.factors import Blocks, Disjoint
 from dplong.models.pooled.gram import _rows_released
+from dplong.models.pooled.located import RangeFlags
 from dplong.planning import FitPlan, PlannedBlock, _decide, checkpoint
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger, zcdp_epsilon
 from dplong.privacy.budget import (
@@ -212,11 +213,10 @@ class RandomEffects(PooledOLS):
         # (not its constant flags: a random-effects fit identifies a regressor constant
         # within persons, as pooled OLS does)
         located = self._find_ranges(plan, generator)
-        ranges, frame, missed, heavy, entries = (
+        ranges, frame, flags, entries = (
             located.ranges,
             located.frame,
-            located.missed,
-            located.heavy,
+            located.flags,
             located.entries,
         )
         stage: dict[str, Any] = {"max_rows": cap, "random_state": generator}
@@ -227,8 +227,7 @@ class RandomEffects(PooledOLS):
                 ranges,
                 levels=self._levels,
                 frame=frame,
-                missed=missed,
-                heavy=heavy,
+                flags=flags,
                 blocks=self._blocks,
                 disjoint=self._disjoint,
             ).fit(
@@ -247,8 +246,7 @@ class RandomEffects(PooledOLS):
             ranges,
             levels=self._levels,
             frame=frame,
-            missed=missed,
-            heavy=heavy,
+            flags=flags,
             blocks=self._blocks,
             components=components,
         )
@@ -391,14 +389,11 @@ class _QuasiDemeaned(PooledOLS):
         *,
         levels: Any,
         frame: NDArray[np.float64],
-        missed: NDArray[np.bool_],
-        heavy: NDArray[np.float64],
+        flags: RangeFlags,
         blocks: Blocks,
         components: tuple[float, float],
     ) -> None:
-        super().__init__(
-            design, ranges, levels=levels, frame=frame, missed=missed, heavy=heavy, blocks=blocks
-        )
+        super().__init__(design, ranges, levels=levels, frame=frame, flags=flags, blocks=blocks)
         self._components = components
 
     def _zero_products(self) -> Disjoint:

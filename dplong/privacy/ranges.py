@@ -98,8 +98,7 @@ FAR_RUNG, MISS_SDS = 16.0, 3.0
 #: column with nobody there passes on any of the fit's 2 k sides with chance at most
 #: HEAVY_FALSE (a union bound), in the count's sds. The fit warns: no release measures what
 #: clipping them moves.
-CLIPPED_RUNG = REACH + 1.0
-HEAVY_FALSE = 0.05
+CLIPPED_RUNG, HEAVY_FALSE = REACH + 1.0, 0.05
 #: A column is (nearly) constant where the first rung's two counts (the persons off the
 #: midpoint's cell above and below it) sum to at most RUNG_SHARE of n a side or CONSTANT_SDS
 #: sds of the sum's noise: a constant one passes with chance 0.977. The model may leave such

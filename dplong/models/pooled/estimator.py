@@ -38,7 +38,7 @@ from dplong.models.option_checks import (
 from dplong.models.pooled.factors import Blocks, Disjoint, _blocks_of, _disjoint_of
 from dplong.models.pooled.frame import BoundsLike, _Scaling, column_bounds
 from dplong.models.pooled.gram import _gram_bound, _row_square, _rows_released
-from dplong.models.pooled.located import FoundRanges, _RangesStage
+from dplong.models.pooled.located import FoundRanges, RangeFlags, _RangesStage
 from dplong.models.pooled.ptr import PTR_REST, PTR_SHARE, _fit_ptr
 from dplong.models.pooled.release import _release_statistics, _Statistics
 from dplong.models.pooled.results import _statistics_results
@@ -128,8 +128,7 @@ class PooledOLS(_RangesStage, FormulaModel):
         levels: Mapping[str, tuple[Any, ...]],
         frame: NDArray[np.float64] | None = None,
         caps: NDArray[np.float64] | None = None,
-        missed: NDArray[np.bool_] | None = None,
-        heavy: NDArray[np.float64] | None = None,
+        flags: RangeFlags | None = None,
         blocks: Blocks = (),
         disjoint: Disjoint = (),
     ) -> None:
@@ -138,10 +137,8 @@ class PooledOLS(_RangesStage, FormulaModel):
         self._ranges = ranges  # public: (p + 1) x 2, the columns' then the outcome's
         # public: what a range found privately is cut to (none: infinite)
         self._caps = np.tile([-np.inf, np.inf], (len(ranges), 1)) if caps is None else caps
-        # released: the ranges an earlier stage found that missed their data
-        self._missed = np.zeros(len(ranges), dtype=bool) if missed is None else missed
-        # released: the heavy tails an earlier stage's ranges clip (FoundRanges.heavy)
-        self._heavy = np.zeros(len(ranges)) if heavy is None else heavy
+        # released: the flags of the ranges an earlier stage found (missed, heavy)
+        self._flags = RangeFlags.none(len(ranges)) if flags is None else flags
         # the public frame the Gram matrix is scaled to (default the ranges; an earlier
         # stage's found cores when it passes its ranges on)
         self._frame = ranges.copy() if frame is None else frame
@@ -356,8 +353,7 @@ class PooledOLS(_RangesStage, FormulaModel):
             plan,
             reported=(tuple(formula_model.exog_names), absorbed),
             constant=constant,
-            missed=found.missed | model._missed,
-            heavy=np.maximum(found.heavy, model._heavy),
+            flags=found.flags.merged(model._flags),
         )
 
     def _absorbing(self: _Model, found: FoundRanges) -> tuple[_Model, FoundRanges, tuple[str, ...]]:
@@ -394,8 +390,7 @@ class PooledOLS(_RangesStage, FormulaModel):
             levels=self._levels,
             frame=self._frame[rows],
             caps=self._caps[rows],
-            missed=self._missed[rows],
-            heavy=self._heavy[rows],
+            flags=self._flags.at(rows),
             blocks=self._blocks,
             disjoint=self._disjoint,
         )

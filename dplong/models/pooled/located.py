@@ -23,7 +23,14 @@ from dplong.privacy.ranges import (
     private_ranges,
 )
 
-__all__ = ["HISTOGRAM_NOTE", "FoundRanges", "check_ranges", "find_ranges", "range_notes"]
+__all__ = [
+    "HISTOGRAM_NOTE",
+    "FoundRanges",
+    "RangeFlags",
+    "check_ranges",
+    "find_ranges",
+    "range_notes",
+]
 
 #: The public note of a fit whose ranges the histograms find (decided by the plan).
 HISTOGRAM_NOTE = (
@@ -66,19 +73,51 @@ def range_notes(plan: StatisticsBudget, located: bool) -> tuple[str, ...]:
     return (HISTOGRAM_NOTE,) if plan.histogram_rho > 0.0 and located else ()
 
 
+class RangeFlags(NamedTuple):
+    """What the released counts of the ranges found privately say of them (p + 1 each, the
+    outcome last; False and 0 where a range is public): the ranges that ``missed`` their data
+    with no public cap to fall back on, and the ``heavy`` ones, which clip many persons (the
+    released count of persons beyond them, 0 for none:
+    :class:`~dplong.privacy.ranges.PrivateRanges`). A later stage given an earlier stage's
+    ranges carries its flags on.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.pooled.located import RangeFlags
+    >>> flags = RangeFlags(np.array([False, True, False]), np.array([0.0, 0.0, 900.0]))
+    >>> merged = flags.at([0, 2]).merged(RangeFlags.none(2))
+    >>> merged.missed.tolist(), merged.heavy.tolist()
+    ([False, False], [0.0, 900.0])
+    """
+
+    missed: NDArray[np.bool_]
+    heavy: NDArray[np.float64]
+
+    @classmethod
+    def none(cls, size: int) -> RangeFlags:
+        """No range missed, none clips many: ``size`` columns (and the outcome)."""
+        return cls(np.zeros(size, dtype=bool), np.zeros(size))
+
+    def at(self, rows: list[int]) -> RangeFlags:
+        """The flags of the columns (and outcome) at ``rows`` only."""
+        return RangeFlags(self.missed[rows], self.heavy[rows])
+
+    def merged(self, other: RangeFlags) -> RangeFlags:
+        """Either stage's flags."""
+        return RangeFlags(self.missed | other.missed, np.maximum(self.heavy, other.heavy))
+
+
 class FoundRanges(NamedTuple):
     """Every column's range ((p + 1) x 2, the outcome's last), the Gram matrix's frame, the
-    columns whose range found privately missed its data and has no public cap to fall back on,
-    those the released counts find (nearly) constant, the heavy tails the ranges clip (the
-    released count of persons beyond them, 0 for none:
-    :class:`~dplong.privacy.ranges.PrivateRanges`) (p + 1 each; False or 0 where the range is
-    public), and the ledger entries of the stage."""
+    flags of the ranges found privately (:class:`RangeFlags`), the columns the released counts
+    find (nearly) constant (p + 1; False where the range is public), and the ledger entries of
+    the stage."""
 
     ranges: NDArray[np.float64]
     frame: NDArray[np.float64]
-    missed: NDArray[np.bool_]
+    flags: RangeFlags
     constant: NDArray[np.bool_]
-    heavy: NDArray[np.float64]
     entries: tuple[LedgerEntry, ...]
 
     def at(self, rows: list[int]) -> FoundRanges:
@@ -87,20 +126,18 @@ class FoundRanges(NamedTuple):
         Examples
         --------
         >>> import numpy as np
-        >>> from dplong.models.pooled.located import FoundRanges
+        >>> from dplong.models.pooled.located import FoundRanges, RangeFlags
         >>> found = FoundRanges(np.array([[0.0, 1.0], [-2.0, 2.0], [-5.0, 5.0]]),
         ...                     np.array([[0.0, 1.0], [-1.0, 1.0], [-3.0, 3.0]]),
-        ...                     np.zeros(3, dtype=bool), np.array([False, True, False]),
-        ...                     np.zeros(3), ())
+        ...                     RangeFlags.none(3), np.array([False, True, False]), ())
         >>> found.at([0, 2]).ranges.tolist(), found.at([0, 2]).constant.tolist()
         ([[0.0, 1.0], [-5.0, 5.0]], [False, False])
         """
         return self._replace(
             ranges=self.ranges[rows],
             frame=self.frame[rows],
-            missed=self.missed[rows],
+            flags=self.flags.at(rows),
             constant=self.constant[rows],
-            heavy=self.heavy[rows],
         )
 
 
@@ -126,10 +163,10 @@ def find_ranges(
     ledger entries of that stage."""
     located = np.isnan(ranges[:, 0])
     ranges, frame = ranges.copy(), frame.copy()
-    missed, constant = np.zeros(len(ranges), dtype=bool), np.zeros(len(ranges), dtype=bool)
-    heavy = np.zeros(len(ranges))
+    missed, heavy = RangeFlags.none(len(ranges))
+    constant = np.zeros(len(ranges), dtype=bool)
     if not located.any():
-        return FoundRanges(ranges, frame, missed, constant, heavy, ())
+        return FoundRanges(ranges, frame, RangeFlags(missed, heavy), constant, ())
     extremes = _extremes(values, codes, n)
     if plan.histogram_rho > 0.0:
         found = histogram_ranges(*extremes, plan.histogram_rho, generator, names=names)
@@ -150,7 +187,7 @@ def find_ranges(
     # a range that missed falls back on its public cap where it has one (post-processing)
     capped = missed & np.isfinite(caps).all(axis=1)
     ranges[capped] = frame[capped] = caps[capped]
-    return FoundRanges(ranges, frame, missed & ~capped, constant, heavy, found.entries)
+    return FoundRanges(ranges, frame, RangeFlags(missed & ~capped, heavy), constant, found.entries)
 
 
 def _extremes(

@@ -12,6 +12,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dplong.models.pooled.frame import _Scaling
+from dplong.models.pooled.located import RangeFlags
 from dplong.models.pooled.release import _Statistics
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.privacy.budget import NOTE_MISS, StatisticsBudget
@@ -37,8 +38,7 @@ def _statistics_results(
     *,
     reported: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
     constant: tuple[str, ...] = (),
-    missed: NDArray[np.bool_] | None = None,
-    heavy: NDArray[np.float64] | None = None,
+    flags: RangeFlags | None = None,
 ) -> RegressionResults:
     """``model``'s results: β̂, its noise draws and its covariances unscaled to the
     ``ranges`` (the columns', then the outcome's) the fit clipped to; ``reported``: the
@@ -46,10 +46,10 @@ def _statistics_results(
     the releases, no estimate), where the model fitted has fewer columns than its formula;
     ``constant``: the formula's coefficients absorbed because the released counts found them
     (nearly) constant within persons (left out of the releases after the ranges, no
-    estimate); ``missed``: the columns (and the outcome, last) whose range found privately
-    missed its data: every coefficient is then withheld; ``heavy``: the heavy tails those
-    ranges clip (:attr:`~dplong.models.pooled.located.FoundRanges.heavy`), which a note
+    estimate); ``flags``: those of the ranges found privately (:class:`RangeFlags`): where
+    one missed its data every coefficient is withheld; one that clips many persons a note
     names."""
+    missed, heavy = (None, None) if flags is None else flags
     positions = model._reported
     index = pd.Index([model._design.columns[j] for j in positions])
     order, absorbed = reported or (tuple(index), ())
@@ -218,10 +218,9 @@ def _heavy_notes(
         f"The ranges found privately clip many persons: {clipped} have {model._clipped} "
         f"beyond {CLIPPED_RUNG:g} times the median reach from the midpoint, each clipped by more "
         "than a median reach (released counts): a heavy tail, or a median reach that missed "
-        "most of them. The coefficients are those of the "
-        "clipped values; the interval does not include the bias that clipping them causes, "
-        f"which can exceed it: {bounds if model._bounds_frame else ''}model a transform "
-        "(np.log1p).",
+        "most of them. The coefficients are those of the clipped values; the interval does "
+        "not include the bias that clipping them causes, which can exceed it: "
+        f"{bounds if model._bounds_frame else ''}model a transform (np.log1p).",
     )
 
 

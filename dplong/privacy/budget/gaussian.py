@@ -134,9 +134,9 @@ RUNG_COUNT_SHARE = 0.06
 #: spread each moves a coefficient by about m / √n SEs, and at half of √n a count of 3 √n
 #: clears the threshold (√n plus 2-3 sds) in most fits. The 2 k counts' L2 sensitivity is
 #: √(2 k), so that ρ is ``k / (TAIL_SD² n)``. At the cap, RAND HIE at ε = 1 with three columns
-#: (a count's sd 48 persons, √n = 77), a lognormal outcome that leaves 7.5 % of 3,000 persons
-#: beyond (225; its slope 4 SEs off) clears it in 12 of 12 fits; at ε = 2 the counts take
-#: 4 %, at 4 the floor (the statistics' releases lose what they take).
+#: (a count's sd 48 persons, √n = 77), a lognormal outcome that leaves 5.9 % of 3,000 persons
+#: beyond (176; its slope 7 SEs off) clears it in 10 of 12 fits; at ε = 2 the counts take
+#: 3 %, at 4 the floor (the statistics' releases lose what they take).
 TAIL_SD, TAIL_COUNT_SHARES = 0.5, (0.01, 0.08)
 #: Where the medians would be refused (their miss bound above
 #: :data:`~dplong.privacy.budget.stages.MAX_MISS`), the ranges come from histograms
