@@ -22,11 +22,16 @@ DOCS = ROOT / "docs"
 GENERATED = ("_build", "auto_vignettes", "gen_modules", "__pycache__")
 
 
-def _python_blocks(page: Path) -> list[str]:
-    """The ``python`` fenced blocks of a page, dedented (they may sit inside list items)."""
+def _python_blocks(page: Path) -> list[tuple[str, str | None]]:
+    """The ``python`` fenced blocks of a page, dedented (they may sit inside list items), each
+    with the ``text`` block that follows it with only blank lines between (what it prints), or
+    None."""
     text = page.read_text(encoding="utf-8")
-    pattern = r"^([ \t]*)```python\n(.*?)^\1```"
-    return [textwrap.dedent(m.group(2)) for m in re.finditer(pattern, text, flags=re.S | re.M)]
+    pattern = r"^([ \t]*)```python\n(.*?)^\1```\n(?:[ \t]*\n)*(?:\1```text\n(.*?)^\1```)?"
+    return [
+        (textwrap.dedent(m.group(2)), None if m.group(3) is None else textwrap.dedent(m.group(3)))
+        for m in re.finditer(pattern, text, flags=re.S | re.M)
+    ]
 
 
 MARKDOWN_PAGES = sorted(
@@ -36,11 +41,20 @@ MARKDOWN_PAGES = sorted(
 
 @pytest.mark.parametrize("page", MARKDOWN_PAGES, ids=lambda p: str(p.relative_to(DOCS)))
 def test_markdown_code_blocks_run(page: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The ``python`` code blocks of every page run, in order, in one namespace per page."""
+    """The ``python`` code blocks of every page run, in order, in one namespace per page, and
+    a block followed by a ``text`` block prints what it shows (runs of whitespace compared as
+    one space: the page wraps long lines; a changed release shows up here, so rerun the block
+    and paste its output)."""
     namespace: dict[str, Any] = {"__name__": "__docs__"}
-    for block in _python_blocks(page):
+    for number, (block, shown) in enumerate(_python_blocks(page)):
+        capsys.readouterr()
         exec(compile(block, str(page), "exec"), namespace)
-    capsys.readouterr()
+        printed = capsys.readouterr().out
+        if shown is not None:
+            assert printed.split() == shown.split(), (
+                f"{page.name}'s python block {number} prints\n{printed}\n"
+                f"but the page shows\n{shown}"
+            )
 
 
 def _console_blocks(page: Path) -> list[tuple[str, list[str]]]:

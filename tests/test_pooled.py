@@ -790,6 +790,26 @@ def test_randhie_raw_spending_is_flagged_heavy_where_its_range_clips_it(estimato
         assert any("bias bound leaves out" in line for line in res.assumptions)
 
 
+def test_a_regressor_whose_range_clips_many_has_its_coefficient_withheld() -> None:
+    """Raw spending as a regressor (``np.log1p(mdvis) ~ meddol + xage``): its range found
+    privately clips 15 % of the persons by more than a median reach, a released count about 15
+    noise sds above the threshold (as in the test above), so every fit names it. The slope on
+    the clipped spending is that of another regressor: 49 clustered SEs from the non-private
+    slope on the raw one (statsmodels on spending clipped to the range found, [-12, 555]), so
+    it is withheld with its reason; the other coefficients are released with the note. Before,
+    the wage panel's ``black``, its range ending at 10^-53, was released at -4.6e51."""
+    hie = dplong.datasets.load_randhie()
+    model = PooledOLS.from_formula("np.log1p(mdvis) ~ meddol + xage", hie, groups="zper")
+    for seed in range(2):
+        res = model.fit(epsilon=1.0, max_rows=5, random_state=seed)
+        assert np.isnan(res.params["meddol"]) and np.isnan(res.bse["meddol"])
+        assert res.withheld_why == {"meddol": "range clips many"}
+        assert np.isfinite(res.params[["Intercept", "xage"]]).all()
+        (note,) = [w for w in res.warnings if "clip many persons" in w]
+        assert "['meddol'] withheld" in note and "The other coefficients" in note
+        assert "withheld: range clips many" in str(res.summary())
+
+
 # ---------------------------------------------------------------------------------------------
 # BetweenOLS: the same releases on every person's means
 # ---------------------------------------------------------------------------------------------

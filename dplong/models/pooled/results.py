@@ -48,7 +48,8 @@ def _statistics_results(
     (nearly) constant within persons (left out of the releases after the ranges, no
     estimate); ``flags``: those of the ranges found privately (:class:`RangeFlags`): where
     one missed its data every coefficient is withheld; one that clips many persons a note
-    names."""
+    names, and the coefficient of a regressor whose range it is is withheld (a slope on its
+    clipped values is that of another regressor, on another scale)."""
     missed, heavy = (None, None) if flags is None else flags
     positions = model._reported
     index = pd.Index([model._design.columns[j] for j in positions])
@@ -58,13 +59,14 @@ def _statistics_results(
         positions
     )
     clipped = _missed(positions, missed)
+    short = _clips_many(positions, heavy) & ~clipped
     for values in (beta, noise_sd, sampling_sd, bias):
-        values[clipped] = np.nan
-    unbounded &= ~clipped
+        values[clipped | short] = np.nan
+    unbounded &= ~(clipped | short)
     notes = _missed_notes(model, index[clipped], missed)
     notes += _withheld_notes(model, index[unbounded], release.pilot.ridge)
     notes += _found_notes(model, plan)
-    heavy_notes = _heavy_notes(model, heavy, int(clipped.sum()) < len(index))
+    heavy_notes = _heavy_notes(model, heavy, index[short], int(clipped.sum()) < len(index))
     notes += heavy_notes
     notes += _constant_notes(constant)
 
@@ -123,6 +125,7 @@ def _statistics_results(
         withheld_why={
             **{str(c): "unbounded" for c in index[unbounded]},
             **{str(c): "range missed" for c in index[clipped]},
+            **{str(c): "range clips many" for c in index[short]},
             **{c: "absorbed" for c in (*absorbed, *constant)},
         },
     )
@@ -184,6 +187,19 @@ def _missed(positions: NDArray[np.intp], missed: NDArray[np.bool_] | None) -> ND
     return np.full(len(positions), missed is not None and bool(missed.any()))
 
 
+def _clips_many(
+    positions: NDArray[np.intp], heavy: NDArray[np.float64] | None
+) -> NDArray[np.bool_]:
+    """The reported coefficients of regressors whose range found privately clips many persons
+    (``heavy``: the columns', then the outcome's). A slope on a regressor's clipped values is
+    that of another regressor on another scale: a 0/1 column whose range ends at c < 1 has its
+    slope divided by c (the wage panel's `black`, its range ending at 10^-53 at ε = 4, had
+    released -4.6e51)."""
+    if heavy is None:
+        return np.zeros(len(positions), dtype=bool)
+    return np.asarray(heavy[:-1][positions] > 0.0)
+
+
 def _missed_notes(
     model: PooledOLS, withheld: pd.Index, missed: NDArray[np.bool_] | None
 ) -> tuple[str, ...]:
@@ -200,10 +216,11 @@ def _missed_notes(
 
 
 def _heavy_notes(
-    model: PooledOLS, heavy: NDArray[np.float64] | None, released: bool
+    model: PooledOLS, heavy: NDArray[np.float64] | None, withheld: pd.Index, released: bool
 ) -> tuple[str, ...]:
     """The note of the ranges found privately that clip many persons (released counts of the
-    persons beyond them; none where nothing is ``released``)."""
+    persons beyond them) and of the regressors' coefficients ``withheld`` for it; none where
+    nothing is ``released``."""
     if heavy is None or not released or not heavy.any():
         return ()
     n = model._design.n
@@ -214,12 +231,19 @@ def _heavy_notes(
     )
     # a public range spares the stage only where it is the column's frame (not PanelOLS's)
     bounds = "give public bounds that cover them (bounds={...}; a 0/1 column: (0, 1)) or "
+    own = (
+        f"{[str(c) for c in withheld]} withheld: a slope on a regressor's clipped values is "
+        "that of another regressor, on another scale. "
+        if len(withheld)
+        else ""
+    )
     return (
         f"The ranges found privately clip many persons: {clipped} have {model._clipped} "
         f"beyond {CLIPPED_RUNG:g} times the median reach from the midpoint, each clipped by more "
         "than a median reach (released counts): a heavy tail, or a median reach that missed "
-        "most of them. The coefficients are those of the clipped values; the interval does "
-        "not include the bias that clipping them causes, which can exceed it: "
+        f"most of them. {own}The {'other ' if len(withheld) else ''}coefficients are those of "
+        "the clipped values; the interval does not include the bias that clipping them "
+        "causes, which can exceed it: "
         f"{bounds if model._bounds_frame else ''}model a transform (np.log1p).",
     )
 
