@@ -1385,11 +1385,14 @@ class TestLedger:
         matrix = np.full((n, 1), 0.1)
         matrix[:beyond] = 10.0
         where = SimpleNamespace(centre=np.zeros(1), sd=np.ones(1))
-        radius, heavy, reach, rung, sd = tails._tail_radius(
+        radius, heavy, reach, rung, threshold = tails._tail_radius(
             matrix, where, np.ones(1), 1e6, np.ones(1), np.full(1, float(n)),
             np.random.default_rng(0),
         )  # fmt: skip
-        assert heavy[0] and sd < 1e-3 and reach[0] == pytest.approx(beyond, abs=0.01)
+        # the count's noise sd is below 1e-3 at this ε: the threshold is C₀ (4.9) and the
+        # upper confidence count the count itself
+        assert heavy[0] and threshold == pytest.approx(4.9, abs=0.01)
+        assert reach[0] == pytest.approx(beyond, abs=0.01)
         threshold = tails.TAIL_RATIO * 2.0 * n * stats.norm.cdf(-tails.TAIL_SLACK * 3.5)
         a = tails.TAIL_INDEX
         share = max(beyond - threshold, 1.0)

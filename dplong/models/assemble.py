@@ -104,7 +104,10 @@ def panel_results(
         users=users,
         users_sd=float(releases[0].users_sd),
         variant=releases[0].variant,
-        assumptions=assumptions,
+        # the reported releases' own (a preliminary one's columns are not reported)
+        assumptions=tuple(
+            dict.fromkeys((*assumptions, *(line for r in releases for line in r.assumptions)))
+        ),
         warnings=tuple(dict.fromkeys(note for r in everything for note in r.notes)),
         gamma=options.gamma,
         bad_events=series("bad_events", "bad events"),

@@ -86,11 +86,13 @@ from dplong.privacy.rules import Count, Rules, bias_factor, moment_rule, weight_
 from dplong.privacy.tails import (
     EDGE_SDS,
     TAIL_REACH,
+    blind_columns,
     heavy_notes,
     measures_tail,
     skew_tails,
     tail_bias,
     tail_rule,
+    unchecked_assumptions,
     with_tail,
 )
 
@@ -178,6 +180,9 @@ class Release:
         Per column, the probability of the events the error bounds exclude.
     notes : tuple of str
         Reliability notes from public facts and released numbers.
+    assumptions : tuple of str
+        Assumption lines the release adds to its fit's (from the same): where the tail count
+        could not check the tails its bias bound assumes.
     failed : ndarray of bool, optional
         Where the midpoint failed: the paper's stable histogram found no bin (``"theory"``), or
         the released mean sat at the edge of its interval (the estimate is then NaN).
@@ -208,6 +213,7 @@ class Release:
     variant: str
     bad_events: NDArray[np.float64]
     notes: tuple[str, ...] = ()
+    assumptions: tuple[str, ...] = ()
     failed: NDArray[np.bool_] | None = None
     weighted: bool = False
     unseen: NDArray[np.bool_] | None = None
@@ -620,6 +626,14 @@ def release_means(
         variance = where.sd**2
 
     unseen = None if where.scan is None else where.scan.unseen & ~withheld
+    # the bias bound of an estimated scale rests on the bulk's tail model where no count
+    # checked it: blind, or none affordable (an assumed tail kind's note says so already)
+    light = ~tails.heavy & ~withheld
+    unchecked = (
+        blind_columns(tails.threshold, users, light)
+        if plan.tail
+        else light & (bounds is None and scale is None and rules.tail is None)
+    )
     return Release(
         names=names,
         estimate=shown(estimate if unseen is None else np.where(unseen, 0.0, estimate)),
@@ -658,6 +672,7 @@ def release_means(
         + missed_notes(names, at_edge, overflow, coarse, where.midpoint)
         + beside_notes(names, aside, collapsed)
         + implausible_notes(names, unsure),
+        assumptions=unchecked_assumptions(names, unchecked, counted=bool(plan.tail)),
         failed=missed | unfound | crowded,
         weighted=user_weights is not None,
         unseen=unseen,
