@@ -629,3 +629,33 @@ def test_categories_from_the_values_warn_the_data_holder_only() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("error", dplong.exceptions.DataHolderWarning)
             dplong.LongitudinalOLS.from_formula("y ~ x + site", frame, groups="user", levels=levels)
+
+
+def test_a_value_outside_the_declared_levels_warns_the_data_holder_only() -> None:
+    """A row whose factor value is not among the declared levels is dropped, as a row with a
+    missing value is (whether the fit runs cannot depend on the rows), and the data holder is
+    warned at ``from_formula`` (it is most often a level left out of the declaration: RAND
+    HIE's plans declared as ``range(1, 7)`` silently dropped 17,079 of its 20,190 rows), in
+    the formula's ``C(..., levels=...)`` and in ``levels=`` alike; the results say nothing of
+    it. A missing value is no undeclared level, and declaring every level warns of nothing."""
+    data = panel(n=60, rare=3)  # three users hold "r" on one row each
+    declared = [
+        ("y ~ x + C(site, levels=['a', 'b'])", None),
+        ("y ~ x + site", {"site": ["a", "b"]}),
+    ]
+    for formula, levels in declared:
+        with pytest.warns(dplong.exceptions.DataHolderWarning, match=r"'site'.*'r'.*dropped"):
+            model = dplong.LongitudinalOLS.from_formula(formula, data, groups="user", levels=levels)
+        assert model._design.X.shape[0] == len(data) - 3
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", dplong.exceptions.DplongWarning)
+            res = model.fit(epsilon=8.0, scale=1.0, random_state=0)
+        assert not any("declared levels" in w for w in res.warnings)
+        assert "declared levels" not in res.summary().as_text()
+    missing = data.assign(site=data["site"].where(data["site"] != "r", None))
+    for frame, levels in [(missing, ["a", "b"]), (data, list(LEVELS))]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", dplong.exceptions.DataHolderWarning)
+            dplong.LongitudinalOLS.from_formula(
+                "y ~ x + site", frame, groups="user", levels={"site": levels}
+            )

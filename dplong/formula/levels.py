@@ -3,7 +3,9 @@ columns coded on them, so that a factor's levels never come from the rows."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,6 +20,22 @@ if TYPE_CHECKING:
     from dplong.formula.spec import DesignSpec
 
 LevelsLike = Mapping[str, Sequence[Any]]
+
+#: Set while the data's own rows are evaluated (:func:`real_rows`): only then is a value outside
+#: the declared levels the data holder's to hear of (the synthetic and probe rows the spec is
+#: checked on hold stand-ins outside them by design).
+_REAL_ROWS: ContextVar[bool] = ContextVar("_REAL_ROWS", default=False)
+
+
+@contextmanager
+def real_rows() -> Iterator[None]:
+    """The data's own rows are being evaluated within: :func:`_coded` warns the data holder of
+    values outside the declared levels."""
+    token = _REAL_ROWS.set(True)
+    try:
+        yield
+    finally:
+        _REAL_ROWS.reset(token)
 
 
 def _declared_levels(
@@ -70,7 +88,10 @@ def _level_tuple(values: Any, name: str, dtype: Any) -> tuple[Any, ...]:
 
 def _coded(values: Any, levels: tuple[Any, ...]) -> Any:
     """``values`` as a pandas Categorical with exactly the declared categories; a value outside
-    them becomes missing (vectorised: pandas' codes, never patsy's loop over the rows)."""
+    them becomes missing (vectorised: pandas' codes, never patsy's loop over the rows), and on
+    the data's own rows (:func:`real_rows`) the data holder is warned
+    (:class:`~dplong.exceptions.DataHolderWarning`, never the results): rows dropped for a
+    level left out of the declaration are most often a slip in it."""
     dtype = pd.CategoricalDtype(list(levels))
     if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
         if tuple(values.dtype.categories) == levels and not values.dtype.ordered:
@@ -80,6 +101,16 @@ def _coded(values: Any, levels: tuple[Any, ...]) -> Any:
         codes = recode[source.codes]  # code -1 (missing) picks the appended -1
     else:
         codes = pd.Index(levels).get_indexer(values)
+    outside = (codes < 0) & np.asarray(pd.notna(values), dtype=bool)
+    if _REAL_ROWS.get() and outside.any():
+        name = getattr(values, "name", None)
+        example = np.asarray(values, dtype=object)[np.argmax(outside)]
+        warn(
+            f"rows of {name!r} hold values not among its declared levels (e.g. {example!r}; "
+            f"declared: {list(levels)}): they are dropped, as rows with a missing value are. "
+            "Declare every level the study allows (dplong.exceptions.DataHolderWarning).",
+            DataHolderWarning,
+        )
     coded = pd.Categorical.from_codes(codes, dtype=dtype)
     if isinstance(values, pd.Series):
         return pd.Series(coded, index=values.index, name=values.name)

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 
 from dplong.exceptions import DataError, FormulaError
 from dplong.formula.kinds import _check_outcome, _check_regressor
-from dplong.formula.levels import LevelsLike, _canonical, _declared_levels
+from dplong.formula.levels import LevelsLike, _canonical, _declared_levels, real_rows
 from dplong.formula.missing import _MissingRows
 from dplong.formula.panel import PanelDesign, _grouped, _sort_key
 from dplong.formula.row_wise import _check_row_by_row_cached, _check_row_wise, _verdict_key
@@ -257,9 +257,10 @@ class DesignSpec:
                 f"{absent} used by {self.formula!r} are not columns of the data; "
                 f"columns are {list(frame.columns)}"
             )
-        y, X, missing_y, missing_x = self._build(
-            {c: _canonical(frame[c], self.levels.get(c)) for c in self.inputs}
-        )
+        with real_rows():  # values outside declared levels: the data holder hears of them
+            y, X, missing_y, missing_x = self._build(
+                {c: _canonical(frame[c], self.levels.get(c)) for c in self.inputs}
+            )
         return y[:, 0], X, missing_y, missing_x
 
     def by_user(
