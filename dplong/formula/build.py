@@ -106,13 +106,14 @@ def _warn_dropped(rows: int, kept: int, no_id: int) -> None:
     dropped = rows - kept
     if not dropped:
         return
-    valued = dropped - no_id
-    why = [
-        *([f"{valued:,} a missing or non-finite value in a column or term of the formula "
-           "(np.log of 0 is -inf; a value outside a factor's declared levels is missing)"]
-          if valued else []),
-        *([f"{no_id:,} no user id"] if no_id else []),
-    ]  # fmt: skip
+    why = []
+    if dropped > no_id:
+        why.append(
+            f"{dropped - no_id:,} a missing or non-finite value in a column or term of the "
+            "formula (np.log of 0 is -inf; a value outside a factor's declared levels is missing)"
+        )
+    if no_id:
+        why.append(f"{no_id:,} no user id")
     warn(
         f"{dropped:,} of {rows:,} rows are left out: {'; '.join(why)} (on your screen only: "
         "dplong.exceptions.DataHolderWarning).",

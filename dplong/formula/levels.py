@@ -30,7 +30,22 @@ _REAL_ROWS: ContextVar[bool] = ContextVar("_REAL_ROWS", default=False)
 @contextmanager
 def real_rows() -> Iterator[None]:
     """The data's own rows are being evaluated within: :func:`_coded` warns the data holder of
-    values outside the declared levels."""
+    values outside the declared levels.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import pandas as pd
+    >>> from dplong.formula.levels import _coded, real_rows
+    >>> site = pd.Series(["a", "z"], name="site")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = _coded(site, ("a", "b"))          # a stand-in row: nothing said
+    ...     with real_rows():
+    ...         _ = _coded(site, ("a", "b"))      # the data's own: the holder hears of 'z'
+    >>> [str(w.message)[:46] for w in caught]
+    ["rows of 'site' hold values not among its decla"]
+    """
     token = _REAL_ROWS.set(True)
     try:
         yield

@@ -50,7 +50,7 @@ def _statistics_results(
     one missed its data every coefficient is withheld; one that clips many persons a note
     names, and the coefficient of a regressor whose range it is is withheld (a slope on its
     clipped values is that of another regressor, on another scale)."""
-    missed, heavy = (None, None) if flags is None else flags
+    missed, heavy = RangeFlags.none(len(model._names)) if flags is None else flags
     positions = model._reported
     index = pd.Index([model._design.columns[j] for j in positions])
     order, absorbed = reported or (tuple(index), ())
@@ -180,31 +180,27 @@ def _unscaled(scaled: _Scaling, release: _Statistics, steps: int) -> _Unscaled:
     return _Unscaled(beta, noise_sd, sampling_sd, np.abs(shift) + ridge, unbounded)
 
 
-def _missed(positions: NDArray[np.intp], missed: NDArray[np.bool_] | None) -> NDArray[np.bool_]:
+def _missed(positions: NDArray[np.intp], missed: NDArray[np.bool_]) -> NDArray[np.bool_]:
     """The reported coefficients withheld for a range found privately that missed: all of
     them where any did (a column clipped whole is another regressor, e.g. its deviations'
     signs, which moves every coefficient correlated with it)."""
-    return np.full(len(positions), missed is not None and bool(missed.any()))
+    return np.full(len(positions), bool(missed.any()))
 
 
-def _clips_many(
-    positions: NDArray[np.intp], heavy: NDArray[np.float64] | None
-) -> NDArray[np.bool_]:
+def _clips_many(positions: NDArray[np.intp], heavy: NDArray[np.float64]) -> NDArray[np.bool_]:
     """The reported coefficients of regressors whose range found privately clips many persons
     (``heavy``: the columns', then the outcome's). A slope on a regressor's clipped values is
     that of another regressor on another scale: a 0/1 column whose range ends at c < 1 has its
     slope divided by c (the wage panel's `black`, its range ending at 10^-53 at ε = 4, had
     released -4.6e51)."""
-    if heavy is None:
-        return np.zeros(len(positions), dtype=bool)
     return np.asarray(heavy[:-1][positions] > 0.0)
 
 
 def _missed_notes(
-    model: PooledOLS, withheld: pd.Index, missed: NDArray[np.bool_] | None
+    model: PooledOLS, withheld: pd.Index, missed: NDArray[np.bool_]
 ) -> tuple[str, ...]:
     """The note of the coefficients withheld because a range found privately missed."""
-    if not len(withheld) or missed is None:
+    if not len(withheld):
         return ()
     names = [name for name, m in zip(model._names, missed, strict=True) if m]
     return (
@@ -216,12 +212,12 @@ def _missed_notes(
 
 
 def _heavy_notes(
-    model: PooledOLS, heavy: NDArray[np.float64] | None, withheld: pd.Index, released: bool
+    model: PooledOLS, heavy: NDArray[np.float64], withheld: pd.Index, released: bool
 ) -> tuple[str, ...]:
     """The note of the ranges found privately that clip many persons (released counts of the
     persons beyond them) and of the regressors' coefficients ``withheld`` for it; none where
     nothing is ``released``."""
-    if heavy is None or not released or not heavy.any():
+    if not released or not heavy.any():
         return ()
     n = model._design.n
     clipped = ", ".join(
