@@ -164,6 +164,37 @@ def test_a_blind_tail_count_is_an_assumption_of_the_bias_bound() -> None:
 
 
 @pytest.mark.parametrize(
+    ("options", "why"),
+    [
+        ({"privacy": "local", "bound": 10.0}, "the local model's release runs no tail count"),
+        ({"variant": "theory"}, "the paper's pipeline runs no tail count"),
+    ],
+)
+def test_the_pipelines_without_a_tail_count_state_the_assumption(
+    options: dict[str, object], why: str
+) -> None:
+    """The local release and the paper's pipeline bound an estimated scale's clipping bias by a
+    normal tail (the local fitted spread's, CoinPress's proxy through Lemma 5.2) and run no tail
+    count: their assumptions say so, naming the columns and the remedy a tail option cannot be
+    there (the scale). A stated scale is the analyst's assumption, already stated."""
+    rng = np.random.default_rng(3)
+    users = np.repeat(np.arange(2000), 4)
+    values = rng.lognormal(size=2000)[users]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimated = dplong.winsorized_mean(
+            values, groups=users, epsilon=1.0, random_state=0, names=["spend"], **options
+        )
+        stated = dplong.winsorized_mean(
+            values, groups=users, epsilon=1.0, random_state=0, scale=4.7, **options
+        )
+    (line,) = [a for a in estimated.error_bound().assumptions if a.startswith("Bias bound")]
+    assert line.startswith("Bias bound of ['spend']") and why in line
+    assert line.endswith("state the scale.")
+    assert not any(a.startswith("Bias bound") for a in stated.assumptions)
+
+
+@pytest.mark.parametrize(
     ("tail", "match"),
     [
         ("pareto", "tail must be one of"),

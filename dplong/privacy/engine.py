@@ -672,7 +672,9 @@ def release_means(
         + missed_notes(names, at_edge, overflow, coarse, where.midpoint)
         + beside_notes(names, aside, collapsed)
         + implausible_notes(names, unsure),
-        assumptions=unchecked_assumptions(names, unchecked, counted=bool(plan.tail)),
+        assumptions=unchecked_assumptions(
+            names, unchecked, why="blind" if plan.tail else "unaffordable"
+        ),
         failed=missed | unfound | crowded,
         weighted=user_weights is not None,
         unseen=unseen,

@@ -41,6 +41,7 @@ from dplong.privacy.histogram import Histogram, randomized_histogram
 from dplong.privacy.noise import flip_probability, release_bounded_sum
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import Tail, accurate_radius, clipping_bias
+from dplong.privacy.tails import unchecked_assumptions
 
 __all__ = ["LocalPlan", "release_local"]
 
@@ -163,6 +164,8 @@ def release_local(
         variant="default (local, users split)",
         bad_events=np.full(d, options.gamma),
         notes=(),
+        # an estimated spread's bias bound is a normal tail's, which no count checks here
+        assumptions=unchecked_assumptions(names, np.full(d, scale is None), why="local"),
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,6 +36,7 @@ __all__ = [
     "TAIL_REACH",
     "TAIL_RUNG",
     "TailFinding",
+    "Unchecked",
     "blind_columns",
     "heavy_notes",
     "measures_tail",
@@ -87,6 +89,23 @@ TAIL_SLACK = 0.9
 #: 150 men with a statistic, and its `married` coefficient's right tail, clipped there, left
 #: its interval covering in 84 % of resamples (docs/accuracy.md).
 BLIND_SHARE = 0.1
+
+#: Why no count checked a column's tail (:func:`unchecked_assumptions`), and the remedy: a tail
+#: option shapes the default engine's central release only.
+Unchecked = Literal["blind", "unaffordable", "local", "paper"]
+_UNCHECKED: dict[str, tuple[str, str]] = {
+    "blind": (
+        f"the tail count could not tell {BLIND_SHARE:.0%} of the users beyond {TAIL_RUNG:g} sds "
+        "from them",
+        "state a tail (tail=Moment(k, bound)) or the scale",
+    ),
+    "unaffordable": (
+        "this n and epsilon afford no tail count",
+        "state a tail (tail=Moment(k, bound)) or the scale",
+    ),
+    "local": ("the local model's release runs no tail count", "state the scale"),
+    "paper": ("the paper's pipeline runs no tail count", "state the scale"),
+}
 
 #: Index α of the Pareto tail through the measured count that sizes a heavy column's radius and
 #: bounds its clipping bias (:func:`tail_bias`): the heaviest tail the bound allows for.
@@ -456,34 +475,31 @@ def blind_columns(
 
 
 def unchecked_assumptions(
-    names: tuple[str, ...], unchecked: NDArray[np.bool_], *, counted: bool
+    names: tuple[str, ...], unchecked: NDArray[np.bool_], *, why: Unchecked
 ) -> tuple[str, ...]:
     """The assumption line of the ``unchecked`` columns, whose scale was estimated and whose
-    tail no count checked: ``counted`` but blind (:func:`blind_columns`), or no count
-    affordable at this n ε (a public fact). The error bounds' report prints it with the fit's.
+    tail no count checked, and ``why`` (a public fact): the count ran but was ``"blind"``
+    (:func:`blind_columns`), this n ε affords none (``"unaffordable"``), or the pipeline runs
+    none (``"local"``: the local model's release; ``"paper"``: the paper's Alg 5 with
+    CoinPress's scale). The error bounds' report prints it with the fit's.
 
     Examples
     --------
     >>> import numpy as np
     >>> from dplong.privacy.tails import unchecked_assumptions
-    >>> (line,) = unchecked_assumptions(("a", "b"), np.array([True, True]), counted=True)
+    >>> (line,) = unchecked_assumptions(("a", "b"), np.array([True, True]), why="blind")
     >>> line[:45]
     "Bias bound of ['a', 'b']: assumes the tails o"
-    >>> unchecked_assumptions(("a", "b"), np.array([False, True]), counted=False)[0][:60]
-    "Bias bound of ['b']: assumes the tails of the bulk beyond th"
+    >>> unchecked_assumptions(("a", "b"), np.array([False, True]), why="local")[0][:75]
+    "Bias bound of ['b']: assumes the tails of the bulk beyond the clip (the loc"
     """
     if not unchecked.any():
         return ()
-    why = (
-        f"the tail count could not tell {BLIND_SHARE:.0%} of the users beyond {TAIL_RUNG:g} sds "
-        "from them"
-        if counted
-        else "this n and epsilon afford no tail count"
-    )
     which = [names[j] for j in np.flatnonzero(unchecked)]
+    reason, remedy = _UNCHECKED[why]
     return (
-        f"Bias bound of {which}: assumes the tails of the bulk beyond the clip ({why}); state "
-        "a tail (tail=Moment(k, bound)) or the scale.",
+        f"Bias bound of {which}: assumes the tails of the bulk beyond the clip ({reason}); "
+        f"{remedy}.",
     )
 
 
