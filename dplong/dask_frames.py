@@ -58,6 +58,7 @@ from dplong.formula import (
     check_users,
     column_or_array,
     user_codes,
+    warn_dropped,
     warn_levels_from_values,
 )
 
@@ -89,6 +90,10 @@ _PARTITION_SHIFT = 40
 #: of about this many partitions, so that no task holds all users' sums, and the outputs are
 #: added up and turned into statistics in parallel.
 _PARTITIONS_PER_OUTPUT = 4
+#: Per-user sums a design's partitions add for the data holder's warning of the rows left out:
+#: the user's rows, those the design kept, and (on a partition's first user) its rows without
+#: an id.
+_COUNTED = 3
 
 #: A partition's per-user sums: (rows, user codes 0..n-1, n, per-user tables) -> (n x k).
 PartitionSums = Callable[..., NDArray[np.float64]]
@@ -283,6 +288,7 @@ def reduce_design(
     time: object = None,
     ordered: bool = False,
     given: Sequence[pd.Series | pd.DataFrame] = (),
+    tell: bool = True,
 ) -> ReducedPanel:
     """Per-user statistics of a formula model on a Dask frame (module docstring).
 
@@ -308,6 +314,11 @@ def reduce_design(
     given : sequence of pandas.Series or DataFrame
         Per-user values (one or several columns) indexed by user id (e.g. the means of a
         first pass).
+    tell : bool
+        Warn the data holder of the rows the design left out (as
+        :func:`~dplong.formula.build.warn_dropped` does in memory); a second pass over the
+        same rows does not repeat it. A partition none of whose rows has an id has no user to
+        carry its count and is not told of.
 
     Returns
     -------
@@ -331,11 +342,14 @@ def reduce_design(
         lambda column: np.asarray(data[column].cat.codes.unique().compute()),
     )
     partition = _Task(_design_sums, spec=spec, time=order, sums=sums)
-    statistics, ids = reduce_users(
-        data[needed], user, partition, statistic, ordered=ordered, given=given
+    reduced, ids = reduce_users(
+        data[needed], user, partition, statistic, ordered=ordered, given=given, carried=_COUNTED
     )
+    statistics, (rows, kept, no_id) = reduced[:, :-_COUNTED], reduced[:, -_COUNTED:].T
     n = len(ids)
     check_users(n, rows=len(data) if n == 0 else n)  # rows counted only if no user has one
+    if tell:
+        warn_dropped(int(rows.sum() + no_id.sum()), int(kept.sum()), int(no_id.sum()))
     design = spec.spec
     return ReducedPanel(statistics, ids, n, design.columns, design.outcome, design.formula)
 
@@ -348,6 +362,7 @@ def reduce_users(
     *,
     ordered: bool = False,
     given: Sequence[pd.Series | pd.DataFrame] = (),
+    carried: int = 0,
 ) -> tuple[NDArray[np.float64], NDArray[Any]]:
     """Per-user statistics of a Dask frame: partitions → per-user sums → added by user →
     statistics (module docstring).
@@ -369,10 +384,13 @@ def reduce_users(
     given : sequence of pandas.Series or DataFrame
         Per-user values (one or several columns) indexed by user id, looked up for the users
         of each partition.
+    carried : int
+        How many of the last per-user sums ``statistic`` does not take: they are added by
+        user and returned after the statistics.
 
     Returns
     -------
-    statistics : ndarray, shape (n, d)
+    statistics : ndarray, shape (n, d + carried)
     ids : ndarray, shape (n,)
         The users' ids, in order of first appearance.
 
@@ -401,7 +419,7 @@ def reduce_users(
     how = {_FIRST: "min"} | dict.fromkeys(meta.columns[2:], "sum")
     outputs = math.ceil(frame.npartitions / _PARTITIONS_PER_OUTPUT)
     totals = sums.groupby(_USER, sort=False).agg(how, split_out=outputs)
-    finish = _Task(_finish, statistic=statistic)
+    finish = _Task(_finish, statistic=statistic, carried=carried)
     result = totals.map_partitions(finish, meta=finish(meta.set_index(_USER))).compute()
     order = np.argsort(result[_FIRST].to_numpy(), kind="stable")
     values = result.drop(columns=_FIRST).to_numpy(np.float64)[order]
@@ -561,12 +579,20 @@ def _design_sums(
     """A partition's rows as a design grouped by user, reduced by the model's ``sums``."""
     times = None if time is None else frame[time].to_numpy()
     design: PanelDesign = spec.spec.by_user(frame, codes, n, time=times)
-    return np.asarray(sums(design, *tables), dtype=np.float64)
+    # the rows the design left out, for the data holder's warning (:data:`_COUNTED`): each
+    # user's rows and kept rows, and the partition's rows without an id on its first user
+    no_id = np.zeros(n)
+    no_id[:1] = np.count_nonzero(codes < 0)
+    counted = [np.bincount(codes[codes >= 0], minlength=n), np.bincount(design.codes, minlength=n)]
+    return np.column_stack([sums(design, *tables), *counted, no_id]).astype(np.float64)
 
 
-def _finish(frame: pd.DataFrame, statistic: Statistic) -> pd.DataFrame:
-    """Per-user statistics of one output partition from its users' summed sums."""
-    values = statistic(frame.drop(columns=_FIRST).to_numpy(np.float64))
+def _finish(frame: pd.DataFrame, statistic: Statistic, carried: int) -> pd.DataFrame:
+    """Per-user statistics of one output partition from its users' summed sums, the last
+    ``carried`` sums passed on as they are."""
+    summed = frame.drop(columns=_FIRST).to_numpy(np.float64)
+    kept = summed.shape[1] - carried
+    values = np.column_stack([statistic(summed[:, :kept]), summed[:, kept:]])
     names = [f"t{j}" for j in range(values.shape[1])]
     out: pd.DataFrame = pd.DataFrame(values, index=frame.index, columns=names)
     out.insert(0, _FIRST, frame[_FIRST].to_numpy())

@@ -318,6 +318,35 @@ def test_missing_rows_and_users_count_as_in_memory(data: pd.DataFrame) -> None:
     assert np.isnan(frame._user_coefficients()[ids.index("u0")]).all()
 
 
+@pytest.mark.parametrize(
+    ("model", "formula"),
+    [(dplong.LongitudinalOLS, "y ~ x1 + x2"), (dplong.RandomEffectsLocation, "y ~ 1")],
+)
+def test_rows_left_out_warn_the_data_holder_as_in_memory(
+    data: pd.DataFrame, model: Any, formula: str
+) -> None:
+    """The rows a Dask frame's design leaves out (a missing value, no user id) are counted by
+    the partitions and told once, in the words of the in-memory warning, also where the model
+    reduces the rows in two passes (the location's moments; the within estimator's, at
+    ``fit``); the results never hold them."""
+
+    def told(frame: Any) -> list[str]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            built = model.from_formula(formula, frame, groups="user")
+            fits = [built.fit(epsilon=4.0, scale=1.0, random_state=0)]
+            if model is dplong.LongitudinalOLS:
+                fits.append(built.fit(epsilon=4.0, estimator="within", random_state=0))
+        left_out = [w for w in caught if "left out" in str(w.message)]
+        assert all(w.category is dplong.exceptions.DataHolderWarning for w in left_out)
+        assert not any("left out" in note for fit in fits for note in fit.warnings)
+        return [str(w.message) for w in left_out]
+
+    (expected,) = told(data)
+    assert f"{data['user'].isna().sum():,} no user id" in expected
+    assert told(as_dask(data)) == [expected]
+
+
 def test_unknown_categories_are_undeclared(data: pd.DataFrame) -> None:
     """Categories Dask does not know (each partition its own, as from Parquet) would come
     from the rows: refused like text, and accepted once declared."""
@@ -339,9 +368,12 @@ def test_categories_from_the_values_warn_on_dask(data: pd.DataFrame) -> None:
     with pytest.warns(dplong.exceptions.DataHolderWarning, match=r"'site' are exactly"):
         dplong.LongitudinalOLS.from_formula("y ~ x1 + site", as_dask(data), groups="user")
     declared = data.astype({"site": pd.CategoricalDtype(["a", "b", "c", "d"])})
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", dplong.exceptions.DataHolderWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         dplong.LongitudinalOLS.from_formula("y ~ x1 + site", as_dask(declared), groups="user")
+    # the rows with a missing value are told of (another warning); the levels are not
+    assert any("left out" in str(w.message) for w in caught)
+    assert not any("site" in str(w.message) for w in caught)
 
 
 def unreadable(data: pd.DataFrame) -> Any:

@@ -94,15 +94,27 @@ def group_design(
     times = None if time is None else column_or_array(time, data, "time")
     warn_levels_from_values(spec, data.dtypes, lambda column: data[column].cat.codes.to_numpy())
     design = spec.by_user(data, codes_all, n, time=times)
-    _warn_dropped(len(data), design.y.shape[0], int(np.count_nonzero(codes_all < 0)))
+    warn_dropped(len(data), design.y.shape[0], int(np.count_nonzero(codes_all < 0)))
     return design
 
 
-def _warn_dropped(rows: int, kept: int, no_id: int) -> None:
+def warn_dropped(rows: int, kept: int, no_id: int) -> None:
     """Warn the data holder (never the results: how many rows a data set drops depends on
-    them) of the rows the design left out: a missing or non-finite value in a column or term the
-    formula uses, or no user id. A transform can make them (``np.log`` of 0 is ``-inf``:
-    ``np.log(coins)`` left out RAND HIE's free plan, 10,997 of its 20,190 rows)."""
+    them) of the ``rows - kept`` rows the design left out: ``no_id`` with no user id, the rest
+    with a missing or non-finite value in a column or term the formula uses. A transform can
+    make them (``np.log`` of 0 is ``-inf``: ``np.log(coins)`` left out RAND HIE's free plan,
+    10,997 of its 20,190 rows).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from dplong.formula.build import warn_dropped
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_dropped(10, 7, 1)
+    >>> str(caught[0].message)[:60]
+    '3 of 10 rows are left out: 2 a missing or non-finite value i'
+    """
     dropped = rows - kept
     if not dropped:
         return

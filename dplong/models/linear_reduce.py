@@ -52,6 +52,7 @@ def _reduce_within(data: DaskFrame, spec: FrameSpec, groups: GroupsLike) -> With
         groups=groups,
         sums=functools.partial(_partition_totals, regressors=regressors),
         statistic=user_means,
+        tell=False,  # from_formula's reduction told the data holder of the same rows
     )
     rows, means = first.statistics[:, 0], first.statistics[:, 1:]
     second = reduce_design(
@@ -61,6 +62,7 @@ def _reduce_within(data: DaskFrame, spec: FrameSpec, groups: GroupsLike) -> With
         sums=functools.partial(_partition_products, regressors=regressors),
         statistic=np.asarray,
         given=[pd.DataFrame(means, index=first.ids)],
+        tell=False,
     )
     products = second.statistics
     products[rows < 2] = np.nan

@@ -68,8 +68,14 @@ def _reduce_moments(data: DaskFrame, spec: FrameSpec, groups: GroupsLike) -> Red
     as in memory: the means, then the squared deviations from them."""
     first = reduce_design(data, spec, groups=groups, sums=_totals, statistic=user_means)
     means = pd.Series(first.statistics[:, 1], index=first.ids)
-    second = reduce_design(
-        data, spec, groups=groups, sums=_squared_deviations, statistic=np.asarray, given=[means]
+    second = reduce_design(  # the first pass told the data holder of the rows left out
+        data,
+        spec,
+        groups=groups,
+        sums=_squared_deviations,
+        statistic=np.asarray,
+        given=[means],
+        tell=False,
     )
     return dataclasses.replace(
         first, statistics=np.column_stack([first.statistics, second.statistics])
