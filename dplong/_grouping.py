@@ -21,7 +21,12 @@ def factorize_groups(
         raise DataError(
             f"{name} must have one user id per row: got shape {np.shape(groups)} for {n_rows} rows"
         )
-    codes, uniques = pd.factorize(pd.Series(groups), sort=False)
+    try:
+        codes, uniques = pd.factorize(pd.Series(groups), sort=False)
+    except TypeError:  # lists or dicts as ids: never echoed, they are the data
+        raise DataError(
+            f"{name} must be hashable user ids (numbers or text), got unhashable values"
+        ) from None
     return codes.astype(np.intp), len(uniques)
 
 

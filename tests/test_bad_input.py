@@ -58,6 +58,7 @@ from dplong.exceptions import (
     ParameterError,
     PrivacyParameterError,
 )
+from dplong.models.mean import ColumnMean
 from dplong.privacy.histogram import bin_centre, bin_index, stable_histogram
 from dplong.privacy.interval import central_midpoint
 from dplong.results import CurveResults, PanelResults
@@ -114,6 +115,11 @@ def curve_users() -> dplong.PriestleyChao:
     return dplong.PriestleyChao.from_formula(
         "y ~ x", items(), groups="user", domain=(0, 1), bandwidth=0.2, grid=5
     )
+
+
+@cache
+def random_effects() -> dplong.RandomEffects:
+    return dplong.RandomEffects.from_formula("y ~ x1", panel(), groups="user")
 
 
 @cache
@@ -448,6 +454,16 @@ def _curve(formula: str = "y ~ x", data: Any = None, **options: Any) -> object:
     return dplong.PriestleyChao.from_formula(formula, items() if data is None else data, **options)
 
 
+def _column_mean(formula: str = "y ~ 1", data: Any = None, **options: Any) -> Any:
+    options.setdefault("groups", "user")
+    return ColumnMean.from_formula(formula, panel() if data is None else data, **options)
+
+
+def _poisson(formula: str = "y ~ 1", data: Any = None, **options: Any) -> Any:
+    options.setdefault("groups", "user")
+    return dplong.PoissonMean.from_formula(formula, panel() if data is None else data, **options)
+
+
 FROM_FORMULA: list[tuple[str, Callable[..., object], dict[str, Any], type[DplongError], str]] = [
     ("y ~ 0", _ols, {"formula": "y ~ 0"}, FormulaError, "regressor"),
     ("y ~ -1", _ols, {"formula": "y ~ -1"}, FormulaError, "regressor"),
@@ -608,6 +624,25 @@ FROM_FORMULA: list[tuple[str, Callable[..., object], dict[str, Any], type[Dplong
     ("curve grid outside", _curve, {"grid": [0.5, 2.0]}, ParameterError, "grid"),
     ("curve grid nan", _curve, {"grid": [0.5, math.nan]}, ParameterError, "grid"),
     ("curve grid 2-D", _curve, {"grid": [[0.5]]}, ParameterError, "grid"),
+    ("curve grid unsorted", _curve, {"grid": [0.5, 0.1, 0.5]}, ParameterError, "grid"),
+    ("curve grid repeated", _curve, {"grid": [0.1, 0.5, 0.5]}, ParameterError, "grid"),
+    ("mean groups not a column", _column_mean, {"groups": "person"}, FormulaError, "groups"),
+    ("mean groups of 3 ids", _column_mean, {"groups": [1, 2, 3]}, DataError, "groups"),
+    ("poisson groups not a column", _poisson, {"groups": "person"}, FormulaError, "groups"),
+    (
+        "mean repeated column",
+        _column_mean,
+        {"data": pd.concat([panel(), panel()[["y"]]], axis=1)},
+        DataError,
+        "'y'",
+    ),
+    (
+        "mean unhashable ids",
+        _column_mean,
+        {"data": panel().assign(user=[[1]] * len(panel()))},
+        DataError,
+        "groups",
+    ),
     (
         "curve x outside domain",
         _curve,
@@ -701,6 +736,86 @@ OTHERS: list[tuple[str, Callable[[], object], type[DplongError], str]] = [
         "alpha",
     ),
     ("predict []", lambda: fitted_curve().predict([]), ParameterError, "x"),
+    ("predict [] is empty", lambda: fitted_curve().predict([]), ParameterError, "empty"),
+    (
+        "predict DataFrame without x",
+        lambda: fitted_curve().predict(pd.DataFrame({"not_x": [0.1, 0.2], "z": [0.3, 0.4]})),
+        FormulaError,
+        "'x'",
+    ),
+    ("t_test empty", lambda: fitted().t_test(""), ParameterError, "r_matrix"),
+    ("t_test blank", lambda: fitted().t_test("   "), ParameterError, "r_matrix"),
+    ("t_test nan R", lambda: fitted().t_test(np.full((1, 2), np.nan)), ParameterError, "finite"),
+    ("t_test zero R", lambda: fitted().t_test(np.zeros((1, 2))), ParameterError, "all 0"),
+    (
+        "wald_test inf R",
+        lambda: fitted().wald_test((np.array([[0.0, np.inf]]), [0.0])),
+        ParameterError,
+        "finite",
+    ),
+    (
+        "wald_test nan q",
+        lambda: fitted().wald_test((np.array([[0.0, 1.0]]), [np.nan])),
+        ParameterError,
+        "finite",
+    ),
+    (
+        "wald_test contradictory",
+        lambda: fitted().wald_test("x1 = 0, x1 = 1"),
+        ParameterError,
+        "contradict",
+    ),
+    (
+        "f_test contradictory",
+        lambda: fitted().f_test(["x1 = 0", "2 * x1 = 1"]),
+        ParameterError,
+        "contradict",
+    ),
+    (
+        "RandomEffects variance_components bytes",
+        lambda: random_effects().fit(epsilon=1.0, variance_components=b"12"),
+        ParameterError,
+        "variance_components",
+    ),
+    (
+        "RandomEffects variance_components dict",
+        lambda: random_effects().fit(epsilon=1.0, variance_components={1.0: 2.0, 3.0: 4.0}),
+        ParameterError,
+        "variance_components",
+    ),
+    (
+        "PoissonMean.fit unknown option",
+        lambda: _poisson().fit(epsilon=1.0, foo=1),
+        ParameterError,
+        "'foo'",
+    ),
+    (
+        "PoissonMean.fit groups",
+        lambda: _poisson().fit(epsilon=1.0, groups=np.zeros(1600)),
+        ParameterError,
+        "groups",
+    ),
+    (
+        "PoissonMean.fit names",
+        lambda: _poisson().fit(epsilon=1.0, names=["a"]),
+        ParameterError,
+        "names",
+    ),
+    ("ColumnMean.fit by", lambda: _column_mean().fit(epsilon=1.0, by="site"), ParameterError, "by"),
+    (
+        "winsorized_mean names repeated",
+        lambda: dplong.winsorized_mean(np.ones((2000, 2)), names=["a", "a"], epsilon=1.0),
+        ParameterError,
+        "names",
+    ),
+    (
+        "winsorized_mean columns repeated",
+        lambda: dplong.winsorized_mean(
+            pd.DataFrame(np.ones((2000, 2)), columns=["a", "a"]), epsilon=1.0
+        ),
+        DataError,
+        "'a'",
+    ),
     ("predict text", lambda: fitted_curve().predict("a"), ParameterError, "x"),
     ("predict text list", lambda: fitted_curve().predict(["0.5"]), ParameterError, "x"),
     ("predict None", lambda: fitted_curve().predict(None), ParameterError, "x"),
@@ -835,9 +950,20 @@ fit_refusals(
         ("estimator", "between", ParameterError, "estimator"),
         ("scale", -1.0, ParameterError, "scale"),
         ("seed", 1, ParameterError, "seed"),
+        ("n", 10**12, ParameterError, "n="),
+        ("rows", 10**12, ParameterError, "rows="),
+        ("target_sd", -1.0, ParameterError, "target_sd"),
+        ("target_sd", 0.0, ParameterError, "target_sd"),
+        ("target_sd", math.nan, ParameterError, "target_sd"),
+        ("target_sd", "0.01", ParameterError, "target_sd"),
+        ("target_sd", True, ParameterError, "target_sd"),
+        ("groups", "user", ParameterError, "groups"),
+        ("time", "time", ParameterError, "time"),
     ],
 )
 refusal("plan(random_state=0)", lambda: _plan(random_state=0), ParameterError, "random_state")
+refusal("plan(model='kernel')", lambda: _plan(model="kernel"), ParameterError, "domain")
+refusal("plan(data=panel)", lambda: _plan(data=panel()), ParameterError, "data")
 
 
 @pytest.mark.parametrize("case", REFUSALS, ids=[r.name for r in REFUSALS])
@@ -878,6 +1004,40 @@ def test_the_battery_covers_every_entry_point() -> None:
         "plan",
     ):
         assert entry in names, entry
+
+
+def test_mean_models_take_ids_as_an_array_and_count_users_as_the_fit() -> None:
+    """``groups`` as an array of ids is the column's release; a row without an id belongs to
+    no user, in ``nobs_users`` as in the fit's n."""
+    data = panel()
+    by_name = _poisson(groups="user").fit(epsilon=1.0, random_state=0)
+    by_array = _poisson(groups=data["user"].to_numpy()).fit(epsilon=1.0, random_state=0)
+    assert by_array.params.equals(by_name.params) and by_array.nobs_users == 400
+    holed = data.assign(user=data["user"].astype(float).where(data["user"] != 0))
+    model = _column_mean(data=holed)
+    res = model.fit(epsilon=1.0, random_state=0)
+    assert model.nobs_users == res.nobs_users == res.model.nobs_users == 399
+
+
+def test_restriction_tests_still_take_independent_restrictions() -> None:
+    res = fitted()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)  # the covariance is not released
+        assert res.wald_test("Intercept = x1 = 0").df_denom == 2
+    assert len(res.t_test(["x1 = 0", "x1 = 1"]).pvalue) == 2  # separate z-tests may repeat
+
+
+def test_curve_predict_reads_the_regressor_by_name() -> None:
+    res = fitted_curve()
+    frame = pd.DataFrame({"other": [9.0, 9.0], "x": [0.3, 0.6]})
+    assert np.array_equal(res.predict(frame), res.predict([0.3, 0.6]))
+
+
+def test_curve_grid_is_kept_as_given() -> None:
+    grid = [0.1, 0.3, 0.9]
+    model: Any = _curve(grid=grid)
+    res = model.fit(epsilon=1.0, noise_sd=0.5, amplitude=1.0, random_state=0)
+    assert res.grid.tolist() == grid
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1186,6 +1346,8 @@ CLI_REFUSALS: list[tuple[str, list[str], str]] = [
     ("kernel kernel", [*KERNEL, "--kernel", "box"], "--kernel"),
     ("option of another model", ["--model", "ols", *BASE, "--bandwidth", "1"], "--bandwidth"),
     ("report directory", ["--model", "ols", *BASE, "--report", "/no/such/dir/r.html"], "--report"),
+    ("report is a directory", ["--model", "ols", *BASE, "--report", "."], "is a directory"),
+    ("abbreviated option", ["--model", "ols", *BASE, "--n", "545"], "unrecognized arguments: --n"),
     ("missing file", ["DATA=missing.csv", "--model", "ols", *BASE], "DATA"),
     ("empty file", ["DATA=empty.csv", "--model", "ols", *BASE], "DATA"),
     ("unknown data set", ["DATA=dataset:iris", "--model", "ols", *BASE], "iris"),

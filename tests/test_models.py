@@ -492,8 +492,8 @@ def test_predict_refuses_what_is_not_a_point() -> None:
         domain=(0, 1),
         bandwidth=0.1,
     ).fit(epsilon=1.0, noise_sd=1.0, amplitude=1.0, random_state=0)
-    for bad in ([], ["0.5"], "0.5"):
-        with pytest.raises(ParameterError, match="x must be"):
+    for bad, match in (([], "x is empty"), (["0.5"], "x must be"), ("0.5", "x must be")):
+        with pytest.raises(ParameterError, match=match):
             res.predict(bad)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,8 +54,19 @@ def _check_arguments(args: argparse.Namespace, spec: CommandLineModel) -> None:
     _stage_options(args, spec, "model")  # each value read and composed as the model will be
     _stage_options(args, spec, "fit")
     report = getattr(args, "report", None)
-    if report is not None and not Path(report).parent.is_dir():
+    if report is not None:
+        _check_report(report)
+
+
+def _check_report(report: str) -> None:
+    """Refuse a --report that is not a file that could be written, before the fit draws noise."""
+    path = Path(report)
+    if path.is_dir() or report.endswith(("/", os.sep)):
+        raise _InputError(f"cannot write --report {report!r}: it is a directory, give a file")
+    if not path.parent.is_dir():
         raise _InputError(f"cannot write --report {report!r}: no such directory")
+    if not os.access(path if path.exists() else path.parent, os.W_OK):
+        raise _InputError(f"cannot write --report {report!r}: permission denied")
 
 
 def _check_columns(

@@ -49,12 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
     """
     parser = _Parser(
         prog="dplong",
+        allow_abbrev=False,  # "--n 545" to fit is an unknown option, not --noise-sd
         description="User-level differentially private models for longitudinal (panel) data.",
     )
     parser.add_argument("--version", action="version", version=f"dplong {dplong.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     fit = commands.add_parser(
         "fit",
+        allow_abbrev=False,
         help="fit a model with user-level differential privacy",
         description="Fit a model with user-level differential privacy; print its summary and "
         "error bounds, and optionally write an HTML report.",
@@ -91,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan = commands.add_parser(
         "plan",
+        allow_abbrev=False,
         help="predict a fit from public facts: refused or not, its noise, the epsilon it needs",
         description="Plan a fit from public facts only (the number of users, the formula, the "
         "options): whether it would be refused, its warnings, each released column's "

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong._validation import real_number
+from dplong._validation import describe, real_number
 from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import DesignSpec, PanelDesign
 
@@ -117,7 +117,11 @@ def check_grid(grid: Any, lo: float, hi: float) -> int | NDArray[np.float64]:
         )
     if not np.isfinite(points).all() or points.min() < lo or points.max() > hi:
         raise ParameterError(f"grid points must be finite and inside the domain [{lo:g}, {hi:g}]")
-    return np.unique(points)
+    if not (np.diff(points) > 0).all():  # sorting would misalign the analyst's own labels
+        raise ParameterError(
+            f"grid points must be strictly increasing (sorted, no repeats), got {describe(grid)}"
+        )
+    return points
 
 
 def item_design(y: NDArray[np.float64], spec: DesignSpec, formula: str) -> PanelDesign:

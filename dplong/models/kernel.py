@@ -149,10 +149,10 @@ class PriestleyChao(PanelModel):
             time, when ε and the noise level are known (see :meth:`fit`).
         grid : int or array_like, optional
             Evaluation points: a number of equally spaced points over the domain, or the points
-            themselves (inside the domain). Default: points one bandwidth apart, between
-            5 and 201 of them. Item-level, the privacy noise grows in proportion to the number
-            of points once they are closer than a bandwidth; user-level, with the composition
-            over points (docs: resolution versus noise).
+            themselves (inside the domain, strictly increasing). Default: points one bandwidth
+            apart, between 5 and 201 of them. Item-level, the privacy noise grows in proportion
+            to the number of points once they are closer than a bandwidth; user-level, with the
+            composition over points (docs: resolution versus noise).
         levels : mapping of str to sequence, optional
             Declared factor levels, as in :meth:`LongitudinalOLS.from_formula
             <dplong.LongitudinalOLS.from_formula>` (rules in :mod:`dplong.formula`); with one

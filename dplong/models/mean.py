@@ -9,6 +9,7 @@ The reduction is in :mod:`~dplong.models.mean_values`, the ``by=`` grouping in
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -19,9 +20,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from dplong._grouping import factorize_groups
 from dplong._validation import RandomState
-from dplong.dask_frames import design_spec, is_dask, outcome_rows
-from dplong.exceptions import FormulaError, ParameterError
-from dplong.formula import DesignSpec
+from dplong.dask_frames import column_name, design_spec, is_dask, outcome_rows
+from dplong.exceptions import DataError, FormulaError, ParameterError
+from dplong.formula import DesignSpec, GroupsLike, column_or_array
 from dplong.models.base import PanelModel
 from dplong.models.blocks import Block, FitRequest, Statistics
 from dplong.models.command_line import TAIL_OPTIONS, CommandLineModel, Option, register
@@ -351,7 +352,7 @@ class ColumnMean:
         self,
         formula: str,
         data: pd.DataFrame | DaskFrame,
-        groups: str,
+        groups: GroupsLike,
         by: str | None = None,
         levels: Mapping[str, Sequence[Any]] | None = None,
     ) -> None:
@@ -367,6 +368,11 @@ class ColumnMean:
                 f"columns are {list(data.columns)}"
             )
         self.formula = formula
+        read = (self.column, groups, by)
+        names = list(data.columns)
+        repeated = sorted({c for c in read if isinstance(c, str) and names.count(c) > 1})
+        if repeated:
+            raise DataError(f"data has several columns named {repeated}: rename them")
         if levels and (by is None or set(levels) != {by}):
             raise ParameterError(
                 f"{type(self).__name__} reads declared levels of its by= grouping only; got "
@@ -383,13 +389,15 @@ class ColumnMean:
             )
         self._by = None if by is None else data[by]
         self._levels = None if not levels or by is None else levels[by]
+        # n counts the distinct ids, a row with a missing id belonging to no user (as in fit)
         if is_dask(data):  # columns of the frame, reduced where they lie by winsorized_mean
-            self._values, self._groups = _outcome(formula, data), data[groups]
-            self.nobs_users = int(self._groups.nunique(dropna=False).compute())
+            self._groups = data[column_name(data, groups, "groups")]
+            self._values = _outcome(formula, data)
+            self.nobs_users = int(self._groups.nunique(dropna=True).compute())
         else:
+            self._groups = column_or_array(groups, data, "groups")
             self._values = _outcome(formula, data)  # a Series: refusals name the column
-            self._groups = data[groups].to_numpy()
-            self.nobs_users = int(pd.unique(self._groups).size)
+            self.nobs_users = factorize_groups(self._groups, len(data))[1]
 
     @classmethod
     def from_formula(
@@ -397,17 +405,20 @@ class ColumnMean:
         formula: str,
         data: pd.DataFrame | DaskFrame,
         *,
-        groups: str,
+        groups: GroupsLike,
         by: str | None = None,
         levels: Mapping[str, Sequence[Any]] | None = None,
     ) -> Any:
-        """The model of ``"column ~ 1"`` with user ids in the column ``groups``; with ``by``,
-        one mean per level of that column, declared in ``levels`` as ``{by: [...]}`` (or by
-        its pandas ``Categorical`` dtype)."""
+        """The model of ``"column ~ 1"`` with user ids in the column ``groups`` (or an array of
+        one id per row, in memory only); with ``by``, one mean per level of that column,
+        declared in ``levels`` as ``{by: [...]}`` (or by its pandas ``Categorical`` dtype)."""
         return cls(formula, data, groups, by=by, levels=levels)
 
     def fit(self, **options: Any) -> PanelResults:
-        """:func:`winsorized_mean` of the column with ``options`` (its own defaults apply)."""
+        """:func:`winsorized_mean` of the column with ``options`` (its own defaults apply);
+        the data's options (``values``, ``groups``, ``names``, ``by``, ``levels``) are the
+        model's, and any other keyword is refused by name."""
+        _check_fit_options(type(self).__name__, options)
         default_engine = (
             options.get("privacy", "central") == "central"
             and options.get("variant", "default") == "default"
@@ -430,6 +441,30 @@ class ColumnMean:
         )
         spec = ModelSpec(self.model_name, self.formula, self.nobs_users, (self.column,), type(self))
         return dataclasses.replace(results, model=spec, formula=self.formula)
+
+
+#: :func:`winsorized_mean`'s keywords that a formula model sets itself, from its data.
+_MODEL_KEYWORDS = ("values", "groups", "names", "by", "levels")
+#: The keywords a formula model's ``fit`` passes on to :func:`winsorized_mean`.
+_FIT_KEYWORDS = tuple(
+    k for k in inspect.signature(winsorized_mean).parameters if k not in _MODEL_KEYWORDS
+)
+
+
+def _check_fit_options(model: str, options: Mapping[str, Any]) -> None:
+    """Refuse a keyword of ``fit`` that :func:`winsorized_mean` does not take, or that the
+    model sets from its data, naming it (before any noise)."""
+    for keyword in options:
+        if keyword in _MODEL_KEYWORDS:
+            raise ParameterError(
+                f"{model}.fit takes no {keyword}=: the model sets it from its formula and data "
+                "(give groups, by and levels to from_formula)"
+            )
+        if keyword not in _FIT_KEYWORDS:
+            raise ParameterError(
+                f"{model}.fit got an unexpected option {keyword!r}; it takes "
+                f"{', '.join(_FIT_KEYWORDS)}"
+            )
 
 
 def _outcome(formula: str, data: pd.DataFrame | DaskFrame) -> pd.Series | DaskSeries:

@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dplong._validation import as_columns
 from dplong.dask_frames import is_dask, reduce_users, require_dask
-from dplong.exceptions import DataError
+from dplong.exceptions import DataError, ParameterError
 from dplong.privacy.winsorized import column_names
 
 if TYPE_CHECKING:
@@ -36,15 +36,26 @@ def _matrix(
     array = _floats(values)
     if array.shape[0] == 0 or array.shape[1] == 0:
         raise DataError(f"values is empty (shape {array.shape})")
-    labels = column_names(names if names is not None else found, array.shape[1])
-    return array, labels
+    return array, _labels(names, found, array.shape[1])
+
+
+def _labels(names: Sequence[str] | None, found: list[str] | None, d: int) -> tuple[str, ...]:
+    """The d column names: ``names`` if given, else those ``found`` on the values; distinct,
+    since each names a parameter of the results."""
+    labels = column_names(names if names is not None else found, d)
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated and names is not None:
+        raise ParameterError(f"names must be distinct column names, got {repeated} repeated")
+    if repeated:
+        raise DataError(f"values has repeated column names {repeated}: give distinct names")
+    return labels
 
 
 def _floats(values: ArrayLike) -> NDArray[np.float64]:
     """Values as a float (rows, d) matrix, NaN where missing (NaN, ±inf, ``pd.NA``); dates,
     durations, complex numbers and text are refused by dtype (a public fact), never converted."""
     kinds = (
-        [(str(c), values[c].dtype) for c in values.columns]
+        [(str(c), dtype) for c, dtype in values.dtypes.items()]
         if isinstance(values, pd.DataFrame)
         else [
             (
@@ -122,7 +133,7 @@ def _dask_user_means(
     if len(ids) == 0:
         raise DataError(f"values is empty (shape (0, {len(columns)}))")
     found = [str(c) for c in columns] if values.ndim == 2 or values.name is not None else None
-    return means, column_names(names if names is not None else found, len(columns))
+    return means, _labels(names, found, len(columns))
 
 
 def _partition_mean_sums(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from dplong.formula import GroupsLike
 from dplong.models.command_line import CommandLineModel, register
 from dplong.models.mean import ColumnMean
 
@@ -52,7 +53,7 @@ class PoissonMean(ColumnMean):
         self,
         formula: str,
         data: pd.DataFrame | DaskFrame,
-        groups: str,
+        groups: GroupsLike,
         by: str | None = None,
         levels: Mapping[str, Sequence[Any]] | None = None,
     ) -> None:

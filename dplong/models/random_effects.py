@@ -157,9 +157,10 @@ class RandomEffects(PooledOLS):
             ``theta`` is reported for 1 to ``max_rows`` rows.
         variance_components : (float, float), optional
             Public ``(σ_u², σ_e²)``: the person effects' and the idiosyncratic errors'
-            variances, in the outcome's units squared (σ_e² > 0). Then nothing is spent on
-            them and the whole budget goes to the coefficients (the command line's text
-            ``"EFFECTS,RESIDUAL"`` is read too). Default: released privately.
+            variances, in the outcome's units squared (σ_e² > 0), as a tuple, list or 1-D
+            array of two numbers. Then nothing is spent on them and the whole budget goes to
+            the coefficients (the command line's text ``"EFFECTS,RESIDUAL"`` is read too).
+            Default: released privately.
         cov_type, privacy, variant, random_state, rng, accountant
             As in :meth:`PooledOLS.fit`; ``accountant`` is checked before the first draw and
             charged the whole fit.
@@ -512,6 +513,8 @@ def _check_components(value: Any) -> tuple[float, float] | None:
     try:
         if isinstance(value, str):  # the command line's "EFFECTS,RESIDUAL"
             value = tuple(float(part) for part in value.split(","))
+        if not isinstance(value, tuple | list | np.ndarray) or np.ndim(value) != 1:
+            raise TypeError  # bytes, a mapping or a set would unpack to codes or keys
         effects, residual = value
     except (TypeError, ValueError):
         raise ParameterError(

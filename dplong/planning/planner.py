@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dplong._validation import describe, real_number
 from dplong.exceptions import DplongError, ParameterError
 from dplong.planning.advice import _note_remedy
 from dplong.planning.checkpoints import FitPlan
@@ -46,7 +48,9 @@ def plan(
         The model's formula, e.g. ``"lwage ~ exper + expersq"``.
     n : int
         Number of users (public); of rows for an item-level model (one that takes no
-        ``groups``, such as :class:`~dplong.NadarayaWatson`: every row is a unit).
+        ``groups``, such as :class:`~dplong.NadarayaWatson`: every row is a unit). The model
+        is built on ``n * rows`` stand-in rows, at most 4·10⁷
+        (:data:`~dplong.planning.stand_in.MAX_STAND_IN_ROWS`).
     epsilon : float
         The budget to plan (the other ε the results name are searched from it).
     model : str or class
@@ -58,8 +62,9 @@ def plan(
     levels : mapping, optional
         Declared levels of factor columns, as for ``from_formula``.
     target_sd : float, optional
-        A privacy-noise sd to reach (in each column's unit): the table then gives, per column,
-        the smallest ε at which its predicted noise sd is at most this.
+        A privacy-noise sd to reach (in each column's unit, a positive finite number): the
+        table then gives, per column, the smallest ε at which its predicted noise sd is at
+        most this.
     **options
         Options of the model's ``from_formula`` (``domain``, ``bandwidth``, ``grid``,
         ``correlation``, ...) and of its ``fit`` (``delta``, ``scale``, ``estimator``,
@@ -85,11 +90,30 @@ def plan(
     """
     build, model_name = _builder(model)
     model_params = inspect.signature(build).parameters
+    for stand_in in ("data", "groups", "time"):
+        if stand_in in options:
+            raise ParameterError(
+                f"plan takes no {stand_in}: it builds the model on stand-in rows of n users "
+                "(give n, the number of users; no row is read)"
+            )
     model_options = {k: v for k, v in options.items() if k in model_params}
     fit_options = {k: v for k, v in options.items() if k not in model_params}
     for fixed in ("random_state", "rng", "accountant"):
         if fixed in fit_options:
             raise ParameterError(f"plan takes no {fixed}: it draws no noise and spends nothing")
+    needed = [
+        name
+        for name, param in model_params.items()
+        if param.default is inspect.Parameter.empty
+        and param.kind in (param.KEYWORD_ONLY, param.POSITIONAL_OR_KEYWORD)
+        and name not in ("formula", "data", "groups", "time", *model_options)
+    ]
+    if needed:
+        raise ParameterError(
+            f"model {model_name} needs {', '.join(f'{k}=...' for k in needed)} (of its "
+            "from_formula): give it to plan"
+        )
+    target_sd = _target_sd(target_sd)
     if levels is not None:
         model_options["levels"] = levels
 
@@ -135,8 +159,7 @@ def plan(
         table = pd.DataFrame(columns=list(_COLUMNS))
     if target_sd is not None and len(table):
         table["epsilon_for_target"] = [
-            smallest_epsilon(_reaches(forecast_at, key, float(target_sd)), epsilon)
-            for key in table.index
+            smallest_epsilon(_reaches(forecast_at, key, target_sd), epsilon) for key in table.index
         ]
 
     def users() -> int | None:
@@ -159,6 +182,16 @@ def plan(
         level="item" if item_level else "user",
         _users=users,
     )
+
+
+def _target_sd(target_sd: Any) -> float | None:
+    if target_sd is None:
+        return None
+    expected = "a positive finite number"
+    value = real_number(target_sd, "target_sd", ParameterError, expected)
+    if not (math.isfinite(value) and value > 0):
+        raise ParameterError(f"target_sd must be {expected}, got {describe(target_sd)}")
+    return value
 
 
 def _users(n: Any) -> int:

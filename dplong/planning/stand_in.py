@@ -19,6 +19,8 @@ from dplong.exceptions import FormulaError, ParameterError
 
 #: Seed of the stand-in rows :func:`plan` builds a model on (they are never read to decide).
 STAND_IN_SEED = 20240613
+#: The most stand-in rows (n users times their rows) :func:`stand_in_rows` makes.
+MAX_STAND_IN_ROWS = 4 * 10**7
 
 
 def _builder(model: str | type) -> tuple[Callable[..., Any], str]:
@@ -90,7 +92,7 @@ def stand_in_rows(
 
     Every column the formula names holds positive numbers (within ``domain`` when one is
     given), a declared factor its levels in turn; ``__user__`` and ``__time__`` number the
-    users and their rows.
+    users and their rows; at most :data:`MAX_STAND_IN_ROWS` of them.
 
     Examples
     --------
@@ -101,6 +103,12 @@ def stand_in_rows(
     """
     if isinstance(rows, bool) or not isinstance(rows, int | np.integer) or rows < 1:
         raise ParameterError(f"rows (rows per user) must be a positive integer, got {rows!r}")
+    if n * rows > MAX_STAND_IN_ROWS:
+        raise ParameterError(
+            f"n={n} users of rows={rows} rows would be {n * rows:,} stand-in rows, more than "
+            f"the {MAX_STAND_IN_ROWS:,} a plan builds: lower rows (the decision does not "
+            "depend on it) or plan for fewer users"
+        )
     rng = np.random.default_rng(STAND_IN_SEED)
     size = n * rows
     low, high = (1.0, 2.0) if domain is None else (float(domain[0]), float(domain[1]))

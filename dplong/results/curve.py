@@ -7,9 +7,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import patsy
 
 from dplong.bounds import ErrorBoundReport
 from dplong.exceptions import ParameterError
+from dplong.formula import DesignSpec
 from dplong.kernels import get_kernel
 from dplong.results.panel import PanelResults
 from dplong.results.plotting import curve_plot
@@ -118,6 +120,13 @@ class CurveResults(PanelResults):
         Post-processing of the released values: no further privacy cost. Points outside the
         grid's range are refused (no extrapolation).
 
+        Parameters
+        ----------
+        x : array_like or pandas.DataFrame
+            The points, or a DataFrame with the column(s) the formula's regressor reads (it
+            is evaluated on it, as :meth:`RegressionResults.predict
+            <dplong.results.RegressionResults.predict>` evaluates a DataFrame).
+
         Examples
         --------
         >>> import numpy as np, pandas as pd, dplong
@@ -133,8 +142,12 @@ class CurveResults(PanelResults):
         ...
         dplong.exceptions.ParameterError: x must lie within the grid [0, 1]; got values up to 1.5
         """
+        if isinstance(x, pd.DataFrame):
+            x = self._regressor(x, patsy.EvalEnvironment.capture(1))
         raw = np.atleast_1d(np.asarray(x))
-        if raw.dtype.kind not in "iuf" or raw.size == 0:
+        if raw.size == 0:
+            raise ParameterError("x is empty: give one or more points")
+        if raw.dtype.kind not in "iuf":
             raise ParameterError(f"x must be one or more real numbers, got dtype {raw.dtype}")
         points = raw.astype(np.float64)
         grid = self.grid
@@ -147,6 +160,16 @@ class CurveResults(PanelResults):
                 f"{worst:g}"
             )
         return np.asarray(np.interp(points, grid, self.params.to_numpy()))
+
+    def _regressor(self, frame: pd.DataFrame, env: patsy.EvalEnvironment) -> np.ndarray:
+        """The formula's regressor evaluated on ``frame`` (NaN: a missing value)."""
+        outcome = "_dplong_outcome"
+        rhs = self.formula.split("~", 1)[1]
+        data = frame.assign(**{outcome: 0.0})
+        spec = DesignSpec.from_formula(f"{outcome} ~ {rhs}", data, eval_env=env)
+        _, X, _, missing = spec.evaluate(data)
+        column = next(j for j, name in enumerate(spec.columns) if name != "Intercept")
+        return np.where(missing, np.nan, X[:, column])
 
     def error_bound(self, alpha: float = 0.05) -> ErrorBoundReport:
         """Pointwise bounds on ``|estimate - f(x)|``; see :meth:`PanelResults.error_bound`.

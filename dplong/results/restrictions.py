@@ -105,6 +105,11 @@ class RestrictionTests(Estimates):
         statsmodels.stats.contrast.ContrastResults
             ``effect``, ``sd``, ``statistic``, ``pvalue``, ``conf_int()``, ``summary()``.
 
+        Raises
+        ------
+        ParameterError
+            If a restriction is empty, R or q is not finite, or a row of R is all 0.
+
         Examples
         --------
         >>> import dplong
@@ -157,7 +162,8 @@ class RestrictionTests(Estimates):
         Raises
         ------
         ParameterError
-            If a restriction touches a withheld (NaN) parameter.
+            If a restriction touches a withheld (NaN) parameter, or the restrictions
+            contradict each other (``[R, q]`` of higher rank than R), or as :meth:`t_test`.
 
         Examples
         --------
@@ -213,7 +219,8 @@ class RestrictionTests(Estimates):
         Raises
         ------
         ParameterError
-            If a restriction touches a withheld (NaN) parameter.
+            If a restriction touches a withheld (NaN) parameter, or the restrictions
+            contradict each other (``[R, q]`` of higher rank than R), or as :meth:`t_test`.
 
         Examples
         --------
@@ -236,6 +243,12 @@ class RestrictionTests(Estimates):
     def _wald(self, r_matrix: Any, method: str) -> tuple[float, int]:
         """The Wald statistic of ``R θ = q`` on :meth:`cov_params` and the rank of ``R Σ R'``."""
         coefs, constants = self._constraint(r_matrix)
+        rank = np.linalg.matrix_rank(coefs)
+        if rank < np.linalg.matrix_rank(np.column_stack([coefs, constants])):
+            raise ParameterError(  # a repeated one is reduced, as statsmodels does
+                f"r_matrix's {coefs.shape[0]} restrictions contradict each other (R has rank "
+                f"{rank}, but [R, q] more): no θ satisfies them all"
+            )
         effect, cov, touched = self._restricted(coefs)
         if touched.any():
             withheld = self.params.index[self.params.isna().to_numpy()].tolist()
@@ -250,14 +263,27 @@ class RestrictionTests(Estimates):
     def _constraint(self, r_matrix: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``R`` and ``q`` of restrictions given as patsy's ``linear_constraint`` takes them."""
         names = [str(name) for name in self.params.index]
+        expected = (
+            f"r_matrix must be restrictions on the parameters {names} (a string such as "
+            f"'{names[-1]} = 0', a list of them, a matrix R or a pair (R, q))"
+        )
+        texts = [r_matrix] if isinstance(r_matrix, str) else r_matrix
+        if isinstance(texts, list | tuple) and any(
+            isinstance(text, str) and not text.strip() for text in texts
+        ):
+            raise ParameterError(f"{expected}: got an empty restriction {r_matrix!r}")
         try:
             constraint = patsy.DesignInfo(names).linear_constraint(r_matrix)
-        except (patsy.PatsyError, ValueError, TypeError, KeyError) as err:
-            raise ParameterError(
-                f"r_matrix must be restrictions on the parameters {names} (a string such as "
-                f"'{names[-1]} = 0', a list of them, a matrix R or a pair (R, q)): {err}"
-            ) from None
-        return np.asarray(constraint.coefs, float), np.asarray(constraint.constants, float)[:, 0]
+        except (patsy.PatsyError, ValueError, TypeError, KeyError, IndexError) as err:
+            raise ParameterError(f"{expected}: {err}") from None
+        coefs = np.asarray(constraint.coefs, float)
+        constants = np.asarray(constraint.constants, float)[:, 0]
+        if not (np.isfinite(coefs).all() and np.isfinite(constants).all()):
+            raise ParameterError(f"{expected}: R and q must be finite, got NaN or ±inf")
+        if not coefs.any(axis=1).all():
+            rows = np.flatnonzero(~coefs.any(axis=1)).tolist()
+            raise ParameterError(f"{expected}: row(s) {rows} of R are all 0, restricting nothing")
+        return coefs, constants
 
     def _restricted(
         self, coefs: NDArray[np.float64]
