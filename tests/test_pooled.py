@@ -810,6 +810,27 @@ def test_a_regressor_whose_range_clips_many_has_its_coefficient_withheld() -> No
         assert "withheld: range clips many" in str(res.summary())
 
 
+def test_a_fit_whose_range_reach_missed_far_beyond_its_side_is_withheld() -> None:
+    """The wage panel at ε = 4, five regressors, the 0/1 columns' bounds declared: in this fit
+    the upper reach of years of schooling landed at 10^116 (a side of 142 men, its median's
+    utility too thin against the far cells; the lower reach 0.98), so the column was -1 for
+    every man in its frame: the released X'X did not determine it, and it had been released at
+    -1.2e-117 with an interval of ±1.3e-116 excluding the non-private 0.10, and no note naming
+    it. A reach beyond (nearly) every man of its side is a miss (the count beyond NEAR_RUNG
+    reaches): every coefficient withheld ("range missed"; the others are those of a regression
+    without it)."""
+    wages = dplong.datasets.load_wage_panel()
+    binary = {"black": (0, 1), "union": (0, 1), "married": (0, 1)}
+    model = PooledOLS.from_formula(
+        "lwage ~ exper + educ + black + union + married", wages, groups="nr", bounds=binary
+    )
+    res = model.fit(epsilon=4.0, max_rows=8, random_state=5)
+    assert np.isnan(res.params).all()
+    assert set(res.withheld_why.values()) == {"range missed"}
+    (note,) = [w for w in res.warnings if "missed" in w]
+    assert "['educ']" in note and "a reach beyond them all" in note
+
+
 # ---------------------------------------------------------------------------------------------
 # BetweenOLS: the same releases on every person's means
 # ---------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from dplong.models.pooled.release import _Statistics
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.privacy.budget import NOTE_MISS, StatisticsBudget
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.ranges import CLIPPED_RUNG, FAR_RUNG, RUNG_SHARE, located_miss
+from dplong.privacy.ranges import CLIPPED_RUNG, FAR_RUNG, NEAR_RUNG, RUNG_SHARE, located_miss
 from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
@@ -205,9 +205,10 @@ def _missed_notes(
     names = [name for name, m in zip(model._names, missed, strict=True) if m]
     return (
         f"{[str(c) for c in withheld]} withheld: the range found privately for {names} missed "
-        f"its data (more than {RUNG_SHARE:.0%} of the persons beyond {FAR_RUNG:g} times its "
-        "median reach, beyond the count's noise: clipping them all biases without bound): "
-        "give public bounds or raise epsilon.",
+        f"its data (by the released counts, more than {RUNG_SHARE:.0%} of the persons beyond "
+        f"{FAR_RUNG:g} times its median reach, whom it clips, or fewer than half of a side's "
+        f"beyond {NEAR_RUNG:.3g} of it, a reach beyond them all that leaves the column constant "
+        "in its frame: either biases without bound): give public bounds or raise epsilon.",
     )
 
 
