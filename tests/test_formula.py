@@ -222,6 +222,44 @@ def test_transforms_that_learn_from_the_data_are_refused(formula: str, match: st
         )
 
 
+@pytest.mark.parametrize(
+    ("term", "match"),
+    [
+        ("I(x - W.x.mean())", re.escape("'W' in 'I(x - W.x.mean())' is a DataFrame of your")),
+        ("I(x * (W.y.max() > 3))", "'W' .* is a DataFrame"),
+        ("I(x + ids)", "'ids' .* is a Series"),
+        ("I(x + 0 * __import__('os').getpid())", "'__import__' .* is not allowed"),
+        ("I(x + len(open('/dev/null').read()))", "'open' .* is not allowed"),
+        ("I(x.__class__.__name__ == 'Series')", "'__name__' .* reaches Python's internals"),
+        ("I(x + os.getpid())", "'os' .* is the module os"),
+        ("I(x + pd.read_csv('/dev/null').size)", "'read_csv' .* reads or writes files"),
+        ("I(x + np.load('/dev/null'))", "'load' .* reads or writes files"),
+        ("I(x + pd.eval('1'))", "'eval' .* evaluates code"),
+        ("I(x + sys.maxsize)", "'sys' .* is the module sys"),
+    ],
+)
+def test_names_beyond_the_columns_and_public_constants_are_refused(term: str, match: str) -> None:
+    """A term is Python evaluated in the caller's namespace: there a name can reach another
+    data frame of the session (every user's values centring every row: the row-wise checks see
+    a constant), the interpreter, or a module that reads files or runs commands. Refused before
+    anything is evaluated (the command's side effect never happens); numpy's functions, the
+    caller's own numbers and patsy's builtins stay."""
+    import os
+    import sys
+
+    frame = panel()
+    namespace = {"W": frame, "ids": frame["user"], "os": os, "sys": sys, "pd": pd, "np": np}
+    with pytest.raises(FormulaError, match=match):
+        DesignSpec.from_formula(f"y ~ {term}", frame, eval_env=patsy.EvalEnvironment([namespace]))
+    centre = 40.0
+    spec = DesignSpec.from_formula(
+        "y ~ I(x - centre) + np.log1p(np.abs(x))",
+        frame,
+        eval_env=patsy.EvalEnvironment([{"centre": centre, **namespace}]),
+    )
+    assert spec.columns == ("Intercept", "I(x - centre)", "np.log1p(np.abs(x))")
+
+
 @pytest.mark.parametrize("term", [t for t in IDIOMS if "rolling" not in t])
 def test_the_rows_find_what_the_syntax_finds(term: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the refusal by syntax, the synthetic rows (missing, negative and huge values;

@@ -20,6 +20,7 @@ from dplong.exceptions import DataError, FormulaError
 from dplong.formula.kinds import _check_outcome, _check_regressor
 from dplong.formula.levels import LevelsLike, _canonical, _declared_levels, real_rows
 from dplong.formula.missing import _MissingRows
+from dplong.formula.names import _check_names
 from dplong.formula.panel import PanelDesign, _grouped, _sort_key
 from dplong.formula.row_wise import _check_row_by_row_cached, _check_row_wise, _verdict_key
 from dplong.formula.synthetic import _synthetic_rows
@@ -150,6 +151,7 @@ class DesignSpec:
         inputs = tuple(dict.fromkeys(c for t in trees.values() for c in _columns_in(t, dtypes)))
         namespace = env.with_outer_namespace(_PATSY_NAMES).namespace
         for factor, tree in trees.items():
+            _check_names(factor.code, tree, namespace, dtypes)  # before anything is evaluated
             _check_transforms(factor.code, tree, namespace, dtypes)
             _check_row_wise(factor.code, tree, dtypes)
         declared = {c: v for c, v in _declared_levels(dtypes, levels).items() if c in inputs}
