@@ -7,6 +7,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from dplong.exceptions import DataError
+from dplong.formula.users import user_codes
 
 
 def factorize_groups(
@@ -21,13 +22,8 @@ def factorize_groups(
         raise DataError(
             f"{name} must have one user id per row: got shape {np.shape(groups)} for {n_rows} rows"
         )
-    try:
-        codes, uniques = pd.factorize(pd.Series(groups), sort=False)
-    except TypeError:  # lists or dicts as ids: never echoed, they are the data
-        raise DataError(
-            f"{name} must be hashable user ids (numbers or text), got unhashable values"
-        ) from None
-    return codes.astype(np.intp), len(uniques)
+    codes, uniques = user_codes(pd.Series(groups).to_numpy())
+    return codes, len(uniques)
 
 
 def segment_starts(codes: NDArray[np.intp]) -> NDArray[np.intp]:

@@ -644,6 +644,27 @@ FROM_FORMULA: list[tuple[str, Callable[..., object], dict[str, Any], type[Dplong
         "groups",
     ),
     (
+        "ols repeated column",
+        _ols,
+        {"data": pd.concat([panel(), panel()[["x1"]]], axis=1)},
+        DataError,
+        "several columns named ['x1']",
+    ),
+    (
+        "ols unhashable ids",
+        _ols,
+        {"data": panel().assign(user=[[1]] * len(panel()))},
+        DataError,
+        "hashable",
+    ),
+    (
+        "ols groups a Series on another index",
+        _ols,
+        {"groups": panel()["user"].sample(frac=1, random_state=0)},
+        DataError,
+        "index is not data's",
+    ),
+    (
         "curve x outside domain",
         _curve,
         {"data": items().assign(x=items()["x"] * 2)},

@@ -149,6 +149,9 @@ class DesignSpec:
         dtypes = {c: d for c, d in schema.dtypes.items() if isinstance(c, str)}
         trees = {f: _parse(f, formula) for f in [outcome_factor, *factors]}
         inputs = tuple(dict.fromkeys(c for t in trees.values() for c in _columns_in(t, dtypes)))
+        repeated = [c for c in inputs if int((schema.columns == c).sum()) > 1]
+        if repeated:
+            raise DataError(f"data has several columns named {repeated}: rename them")
         namespace = env.with_outer_namespace(_PATSY_NAMES).namespace
         for factor, tree in trees.items():
             _check_names(factor.code, tree, namespace, dtypes)  # before anything is evaluated

@@ -25,7 +25,12 @@ def user_codes(ids: NDArray[Any]) -> tuple[NDArray[np.intp], NDArray[Any]]:
     >>> user_codes(np.array(["b", None, "a", "b"], dtype=object))
     (array([ 0, -1,  1,  0]), array(['b', 'a'], dtype=object))
     """
-    codes, uniques = pd.factorize(ids, sort=False)
+    try:
+        codes, uniques = pd.factorize(ids, sort=False)
+    except TypeError:  # lists or dicts as ids: never echoed, they are the data
+        raise DataError(
+            "groups must be hashable user ids (numbers or text), got unhashable values"
+        ) from None
     return codes.astype(np.intp, copy=False), np.asarray(uniques)
 
 
@@ -69,13 +74,31 @@ at least 2 users (and many more for useful accuracy)
 
 
 def column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArray[Any]:
-    """The column ``value`` of ``data``, or ``value`` itself as one entry per row."""
+    """The column ``value`` of ``data``, or ``value`` itself as one entry per row: a pandas
+    Series only on ``data``'s own index (matched by position, a shuffled or shifted one would
+    give rows other users' ids without a word).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dplong.formula import column_or_array
+    >>> data = pd.DataFrame({"id": [1, 1, 2]})
+    >>> column_or_array(data["id"].sample(frac=1, random_state=0), data, "groups")
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.DataError: groups is a Series whose index is not data's: ...
+    """
     if isinstance(value, str):
         if value not in data.columns:
             raise FormulaError(
                 f"{name}={value!r} is not a column of the data; columns are {list(data.columns)}"
             )
         return data[value].to_numpy()
+    if isinstance(value, pd.Series) and not value.index.equals(data.index):
+        raise DataError(
+            f"{name} is a Series whose index is not data's: its values would be matched to the "
+            f"rows by position; give the column's name, or {name}.reindex(data.index)"
+        )
     array = np.asarray(value)
     if array.ndim != 1 or len(array) != len(data):
         raise DataError(
