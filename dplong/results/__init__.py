@@ -5,9 +5,11 @@ from dplong.results.grouped import GroupedResults
 from dplong.results.grouped import grouped_label as grouped_label
 from dplong.results.panel import PanelResults
 from dplong.results.regression import RandomEffectsResults, RegressionResults
+from dplong.results.restrictions import BiasAllowedContrast
 from dplong.results.spec import ModelSpec
 
 __all__ = [
+    "BiasAllowedContrast",
     "CurveResults",
     "GroupedResults",
     "ModelSpec",

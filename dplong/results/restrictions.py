@@ -80,18 +80,20 @@ class RestrictionTests(Estimates):
         return self.cov_params()
 
     def t_test(self, r_matrix: Any) -> ContrastResults:
-        """z-tests of linear restrictions ``R θ = q``, one per row, on :meth:`cov_params`.
+        """z-tests of linear restrictions ``R θ = q``, one per row, on :meth:`cov_params`, with
+        each row's clipping bias bound given to the null as :attr:`pvalues` gives it.
 
         As statsmodels' ``t_test`` with ``use_t=False``: the statistic is
-        ``(R θ̂ - q) / √diag(R Σ R')`` against the normal law, Σ = :meth:`cov_params`. A
-        post-processing of released numbers: no further privacy cost. The normal law
-        approximates sampling error plus the privacy noise (Laplace noise has heavier tails),
-        and the clipping bias bound (:attr:`bias`) is not added; :attr:`pvalues` and
-        :meth:`conf_int` use the exact noise law and the bias bound, so prefer them for one
-        parameter at a time. The covariance between parameters is not released (see
-        :meth:`cov_params`): a row combining several is computed as if they were uncorrelated,
-        and a :class:`~dplong.exceptions.DplongWarning` says so. A row that touches a
-        withheld (NaN) parameter gives NaN.
+        ``z = (R θ̂ - q) / √diag(R Σ R')`` against the normal law, Σ = :meth:`cov_params`.
+        The released estimates may be off by up to their bias bounds (:attr:`bias`), so a row's ``R
+        θ̂`` by up to ``b = |R| bias``: its p-value is that of ``max(|z| - b / sd, 0)`` and its
+        interval ``R θ̂ ± (z_α sd + b)`` (:class:`~dplong.results.BiasAllowedContrast`), which for
+        one parameter are :attr:`pvalues`' and :meth:`conf_int`'s up to the normal law standing in
+        for the exact noise law (Laplace noise has heavier tails). A post-processing of released
+        numbers: no further privacy cost. The covariance between parameters is not released (see
+        :meth:`cov_params`): a row combining several is computed as if they were uncorrelated, and a
+        :class:`~dplong.exceptions.DplongWarning` says so. A row that touches a withheld (NaN)
+        parameter gives NaN.
 
         Parameters
         ----------
@@ -102,8 +104,10 @@ class RestrictionTests(Estimates):
 
         Returns
         -------
-        statsmodels.stats.contrast.ContrastResults
-            ``effect``, ``sd``, ``statistic``, ``pvalue``, ``conf_int()``, ``summary()``.
+        BiasAllowedContrast
+            statsmodels' ``ContrastResults`` (``effect``, ``sd``, ``statistic``, ``pvalue``,
+            ``conf_int()``, ``summary()``) with ``bias``, each row's bias bound, in its
+            p-values and intervals.
 
         Raises
         ------
@@ -123,20 +127,25 @@ class RestrictionTests(Estimates):
         >>> z = res.t_test("exper = 0.05").statistic[0]
         >>> bool(z == (res.params["exper"] - 0.05) / res.bse["exper"])
         True
+        >>> lower, upper = res.t_test("exper = 0").conf_int()[0]
+        >>> bool(abs(upper - lower - 2 * (1.96 * res.bse["exper"] + res.bias["exper"])) < 1e-3)
+        True
         """
         coefs, constants = self._constraint(r_matrix)
         self._say_uncorrelated(coefs != 0.0, "t_test")
         effect, cov, touched = self._restricted(coefs)
+        known = self.params.notna().to_numpy() & self.bse.notna().to_numpy()
+        bias = np.abs(coefs[:, known]) @ np.nan_to_num(self.bias.to_numpy()[known])
         sd = np.sqrt(np.diag(cov))
         with np.errstate(invalid="ignore", divide="ignore"):
             statistic = (effect - constants) / sd
         statistic[touched] = np.nan
-        return ContrastResults(
+        return BiasAllowedContrast(
             effect=np.where(touched, np.nan, effect),
             statistic=statistic,
             sd=sd,
+            bias=np.where(touched, np.nan, bias),
             df_denom=self.nobs_users - self.params.size,
-            distribution="norm",
         )
 
     def wald_test(self, r_matrix: Any) -> ContrastResults:
@@ -147,7 +156,11 @@ class RestrictionTests(Estimates):
         of released numbers. The covariance between parameters is not released (see
         :meth:`cov_params`): restrictions on several parameters are tested as if their
         estimates were uncorrelated, and a :class:`~dplong.exceptions.DplongWarning` says so.
-        The same caveats as :meth:`t_test` apply (normal law, no bias bound).
+        The normal law stands in for the noise's, and the clipping bias bounds are not given
+        to the null (a joint test has no single allowance): where a restricted parameter's
+        bound is more than a tenth of its standard error a
+        :class:`~dplong.exceptions.DplongWarning` says so (:meth:`t_test` and :attr:`pvalues`
+        include it).
 
         Parameters
         ----------
@@ -201,9 +214,10 @@ class RestrictionTests(Estimates):
         the denominator :meth:`t_test` uses. Σ is :meth:`cov_params`: the person-clustered
         sampling variance plus the privacy noise's variance, diagonal because no covariance
         between parameters is released. The same caveats as :meth:`wald_test` apply (normal
-        approximation of the noise, no bias bound, restrictions on several parameters tested
-        as if uncorrelated, with a :class:`~dplong.exceptions.DplongWarning`). Post-processing
-        of released numbers: no further privacy cost.
+        approximation of the noise, no bias bound (a warning where it matters), restrictions
+        on several parameters tested as if uncorrelated, with a
+        :class:`~dplong.exceptions.DplongWarning`). Post-processing of released numbers: no
+        further privacy cost.
 
         Parameters
         ----------
@@ -257,6 +271,7 @@ class RestrictionTests(Estimates):
                 "test the others"
             )
         self._say_uncorrelated((coefs != 0.0).any(axis=0, keepdims=True), method)
+        self._say_biased((coefs != 0.0).any(axis=0), method)
         gap = effect - constants
         return float(gap @ np.linalg.pinv(cov) @ gap), int(np.linalg.matrix_rank(cov))
 
@@ -297,6 +312,21 @@ class RestrictionTests(Estimates):
         cov = used @ self.cov_params().to_numpy()[np.ix_(known, known)] @ used.T
         return effect, cov, touched
 
+    def _say_biased(self, used: NDArray[np.bool_], method: str) -> None:
+        """Warn when a joint test leaves out clipping bias bounds that matter: more than a
+        tenth of a restricted parameter's standard error."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = (self.bias / self.bse).to_numpy()
+        material = used & (share > 0.1)
+        if material.any():
+            names = self.params.index[material].tolist()
+            warn(
+                f"{method} leaves out the clipping bias bounds of {names} (up to "
+                f"{float(np.nanmax(share[material])):.2g} of their standard errors): its "
+                "p-value is too small by that allowance; pvalues, conf_int and t_test give "
+                "each parameter's bound to the null."
+            )
+
     def _say_uncorrelated(self, rows: NDArray[np.bool_], method: str) -> None:
         """Warn when a test combines parameters whose covariance is not released."""
         combined = rows.sum(axis=1) > 1
@@ -308,3 +338,41 @@ class RestrictionTests(Estimates):
             "not released (cov_params() is diagonal). Related terms, such as a regressor and "
             "its square, are correlated in truth."
         )
+
+
+class BiasAllowedContrast(ContrastResults):  # type: ignore[misc]  # statsmodels is untyped
+    """statsmodels' z-test results of :meth:`RestrictionTests.t_test` with each row's
+    clipping bias bound ``bias`` given to the null: the p-value of ``max(|z| - bias / sd, 0)``
+    and the interval ``effect ± (z_α sd + bias)`` (both as statsmodels' where ``bias`` is 0).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.results.restrictions import BiasAllowedContrast
+    >>> test = BiasAllowedContrast(effect=np.array([0.5]), statistic=np.array([5.0]),
+    ...                            sd=np.array([0.1]), bias=np.array([0.3]), df_denom=100)
+    >>> round(float(test.pvalue), 4), test.conf_int().round(3).tolist()   # as if z were 2
+    (0.0455, [[0.004, 0.996]])
+    """
+
+    def __init__(
+        self,
+        *,
+        effect: NDArray[np.float64],
+        statistic: NDArray[np.float64],
+        sd: NDArray[np.float64],
+        bias: NDArray[np.float64],
+        df_denom: int,
+    ) -> None:
+        super().__init__(
+            effect=effect, statistic=statistic, sd=sd, df_denom=df_denom, distribution="norm"
+        )
+        self.bias = bias
+        with np.errstate(invalid="ignore", divide="ignore"):
+            allowed = np.maximum(np.abs(statistic) - np.where(bias > 0.0, bias / sd, 0.0), 0.0)
+        self.pvalue = np.squeeze(2.0 * self.dist.sf(allowed))
+
+    def conf_int(self, alpha: float = 0.05) -> NDArray[np.float64]:
+        """The interval of each row's effect at level ``1 - alpha``, widened by its bias bound."""
+        width = self.dist.ppf(1.0 - alpha / 2.0) * self.sd + self.bias
+        return np.column_stack((self.effect - width, self.effect + width))
