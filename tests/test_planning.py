@@ -500,3 +500,20 @@ def test_a_fit_that_would_withhold_everything_is_refused_before_any_noise() -> N
     refuse_doomed([fine, doomed], 72, 13, 16.0)  # one release can succeed: goes on
     with pytest.raises(dplong.exceptions.InsufficientUsersError):
         refuse_doomed([doomed, doomed], 72, 24, 16.0)
+
+
+def test_a_plan_without_a_noise_forecast_says_what_released_means() -> None:
+    """The pooled family's releases of sufficient statistics have no noise forecast, and their
+    coefficients are withheld at the fit by released numbers (the wage panel's five regressors
+    at ε = 2: every coefficient in 20 fits of 20): the plan's "released" says only that nothing
+    refuses the fit before its first draw, and its summary says so. A plan with a forecast
+    keeps its own note."""
+    pooled = dplong.plan(
+        "lwage ~ exper + educ + black + union + married", model="pooled", n=545, epsilon=2.0
+    )
+    assert pooled.table["noise_sd"].isna().all()
+    text = pooled.summary()
+    assert "no noise forecast" in text and "withheld at the fit" in text
+    per_user = dplong.plan("lwage ~ exper", n=545, epsilon=2.0)
+    assert per_user.table["noise_sd"].notna().all()
+    assert "no noise forecast" not in per_user.summary()

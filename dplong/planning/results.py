@@ -79,6 +79,11 @@ class PlanResults:
     def summary(self) -> str:
         """The plan as text (also ``str(results)``)."""
         width = 78
+        # a release whose noise the plan does not forecast (sufficient statistics): whether
+        # each coefficient is withheld is decided by its released numbers at the fit
+        blind = (
+            not self.refused and len(self.table) > 0 and bool(self.table["noise_sd"].isna().all())
+        )
         lines = [
             "dplong plan (public facts only: no row is read)".center(width),
             "=" * width,
@@ -88,7 +93,8 @@ class PlanResults:
             f"delta {self.delta:.3g}",
             "Decision: "
             + ("REFUSED before any noise" if self.refused else "released")
-            + ("" if self.refused or not self.warnings else ", with warnings"),
+            + ("" if self.refused or not self.warnings else ", with warnings")
+            + (" (no noise forecast: coefficients may be withheld at the fit)" if blind else ""),
             f"Smallest epsilon released: {_shown(self.smallest_epsilon)}; without warnings: "
             + (_shown(self.quiet_epsilon) if self.registered else "unknown"),
             "-" * width,
@@ -109,8 +115,14 @@ class PlanResults:
             lines.append(shown.to_string(float_format=lambda v: f"{v:.4g}"))
         lines.append("-" * width)
         notes = [f"Warning: {note}" for note in self.warnings] + [
-            "noise sd and sampling sd are predicted for a typical release (every user has a "
-            "statistic, normal tails); unit sigma: the sd of one user's statistic in that "
+            "no noise sd is forecast for this release of sufficient statistics: it depends on "
+            "the ranges and the design the fit finds privately, and a coefficient the released "
+            "numbers do not determine, or whose range missed or clips many persons, is "
+            "withheld at the fit (NaN, with its reason); 'released' says only that nothing "
+            "refuses the fit before its first noise draw."
+            if blind
+            else "noise sd and sampling sd are predicted for a typical release (every user has "
+            "a statistic, normal tails); unit sigma: the sd of one user's statistic in that "
             "column, which the fit estimates privately (multiply by it); 'absolute' where the "
             "scale is stated or public bounds hold the statistic."
         ]
