@@ -333,3 +333,23 @@ def test_paper_pipeline_refuses_a_budget_too_small_before_any_draw() -> None:
     with pytest.raises(dplong.exceptions.DplongError, match="epsilon"):
         model.fit(epsilon=0.05, variant="theory", random_state=rng)
     assert rng.bit_generator.state == state
+
+
+def test_item_level_curve_noisier_than_its_responses_range_says_so() -> None:
+    """The wage panel's 1987 log wages against experience, 545 men, given only ε = 1: the
+    curve's noise sd (about 2.6) exceeds the half-width of the interval the responses were
+    projected onto (about 2.0), so values such as 6.8 (a log wage) come with bands of ±5.5
+    that cover the truth but say less than that interval: the results warn (noise sd and width
+    are released numbers). At ε = 16 the noise sd is about 0.4: no such note."""
+    wages = dplong.datasets.load_wage_panel()
+    year = wages[wages["year"] == 1987]
+    model = dplong.PriestleyChao.from_formula(
+        "lwage ~ exper", year, domain=(0, 19), bandwidth="auto"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        noisy = model.fit(epsilon=1.0, random_state=0)
+        quiet = model.fit(epsilon=16.0, random_state=0)
+    (note,) = [w for w in noisy.warnings if "privacy noise" in w]
+    assert "exceeds the half-width" in note and "raise epsilon" in note
+    assert not any("privacy noise" in w for w in quiet.warnings)

@@ -154,6 +154,15 @@ class ItemSmoother(PriestleyChao):
                 "No curve (NaN): its error figures overflow (responses of hundreds of orders "
                 "of magnitude); rescale the response.",
             )
+        # a band wider than the responses' own projection interval says less than its centre
+        noisy = np.nanmax(total_sd, initial=0.0) > width and not where.lost
+        if noisy:
+            notes += (
+                f"The curve's privacy noise (sd {np.nanmax(total_sd):.4g}) exceeds the half-width "
+                f"of the interval the responses were projected onto ({where.midpoint} ± "
+                f"{width:.4g}): its values and bands say less than that interval itself; "
+                "raise epsilon, widen the bandwidth or use fewer grid points.",
+            )
         withheld = unbounded | where.lost
         if withheld.any():
             failed = True
