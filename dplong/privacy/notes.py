@@ -232,7 +232,7 @@ def user_notes(
     if not few.any():
         return ()
     low, high = float(counts[few].min()), float(counts[few].max())
-    about = f"{low:.0f}" if users.size == 1 else f"{low:.0f} to {high:.0f}"
+    about = f"{low:.0f}" if f"{low:.0f}" == f"{high:.0f}" else f"{low:.0f} to {high:.0f}"
     where = "" if users.size == 1 else f" in {[names[j] for j in np.flatnonzero(few)]}"
     return (
         f"Only about {about} of the {n} users (private count, sd {sd:.2g}) have a statistic "
