@@ -267,15 +267,22 @@ def auto_bandwidth(
 
     def noise_variance(b: float) -> float:
         if local:
-            return 2.0 * (2.0 * width / epsilon) ** 2 * kernel.roughness * length / (n * b)
+            return float(
+                2.0 * (2.0 * np.float64(width) / epsilon) ** 2 * kernel.roughness * length / (n * b)
+            )
         points = np.ascontiguousarray(grid(b), dtype=np.float64).tobytes()
         l1 = length / n * _largest_weight(kernel, float(b), float(lo), float(hi), points) / b
-        return 2.0 * (2.0 * width * l1 / epsilon) ** 2
+        return float(2.0 * (2.0 * np.float64(width) * l1 / epsilon) ** 2)
 
-    risk = [
-        (lipschitz * kernel.first_moment * b) ** 2
-        + sigma**2 * kernel.roughness * length / (n * b)
-        + noise_variance(b)
-        for b in candidates
-    ]
-    return float(candidates[int(np.argmin(risk))])
+    # a private scale that missed far out overflows the risk: infinite (the release's own
+    # figures then overflow and withhold the curve), never an error after the noise was drawn
+    with np.errstate(over="ignore", invalid="ignore"):
+        risk = np.array(
+            [
+                (lipschitz * kernel.first_moment * b) ** 2
+                + np.float64(sigma) ** 2 * kernel.roughness * length / (n * b)
+                + noise_variance(b)
+                for b in candidates
+            ]
+        )
+    return float(candidates[int(np.argmin(np.nan_to_num(risk, nan=np.inf)))])

@@ -94,6 +94,28 @@ def test_a_categorical_key_declares_its_levels() -> None:
     np.testing.assert_allclose(res.params.iloc[:3], want[["c", "a", "b"]], rtol=1e-10)
 
 
+def test_a_categorical_key_made_from_the_values_warns_the_data_holder_only() -> None:
+    """``astype("category")`` takes a key's categories from the values present, and they then
+    label the results (a level one user holds would be published): the mean's ``by=`` warns
+    the data holder as ``from_formula`` does (DataHolderWarning, never the results), the
+    function and the model alike; a dtype declaring a level nobody holds does not warn."""
+    frame = trial()
+    arm = frame["arm"].map({0: "a", 1: "b", 2: "c"})
+    found = pd.Series(arm.astype("category"), name="arm")
+    with pytest.warns(dplong.exceptions.DataHolderWarning, match="'arm' are exactly"):
+        res = dplong.winsorized_mean(frame["y"], groups=frame["id"], by=found, **EXACT)
+    assert not any("exactly" in note for note in res.warnings)
+    with pytest.warns(dplong.exceptions.DataHolderWarning, match="'arm' are exactly"):
+        dplong.PoissonMean.from_formula(
+            "year ~ 1", frame.assign(arm=found), groups="id", by="arm"
+        ).fit(epsilon=1.0, random_state=0)
+    declared = pd.Series(pd.Categorical(arm, categories=["a", "b", "c", "z"]), name="arm")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dplong.winsorized_mean(frame["y"], groups=frame["id"], by=declared, **EXACT)
+    assert not any("exactly" in str(w.message) for w in caught)
+
+
 def test_private_release_shares_the_budget_and_counts_the_groups_privately() -> None:
     frame = trial(n=3_000)
     res = dplong.winsorized_mean(

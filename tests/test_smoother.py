@@ -353,3 +353,21 @@ def test_item_level_curve_noisier_than_its_responses_range_says_so() -> None:
     (note,) = [w for w in noisy.warnings if "privacy noise" in w]
     assert "exceeds the half-width" in note and "raise epsilon" in note
     assert not any("privacy noise" in w for w in quiet.warnings)
+
+
+def test_item_level_curve_whose_scale_overflows_is_withheld_and_charged() -> None:
+    """No unit with a response: the private scale misses far out and, with the automatic
+    bandwidth, its square overflowed in the bandwidth's risk after the scale's noise was drawn
+    (a plain OverflowError, the accountant never charged, and whether it raised was a function
+    of the draws). The risk is now infinite there, the curve withheld with its reason, and the
+    accountant charged what the ledger says."""
+    wages = dplong.datasets.load_wage_panel().groupby("nr").head(1).reset_index(drop=True)
+    empty = wages.assign(exper=np.nan)
+    model = dplong.PriestleyChao.from_formula("exper ~ year", empty, domain=(1980, 1987))
+    for seed in (0, 7):
+        accountant = dplong.Accountant(epsilon=10.0, delta=1e-3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = model.fit(epsilon=4.0, random_state=seed, accountant=accountant)
+        assert np.isnan(res.params).all() and any("No curve" in w for w in res.warnings)
+        assert accountant.spent_epsilon == pytest.approx(res.privacy.epsilon)

@@ -174,15 +174,36 @@ def warn_levels_from_values(
     (-1: missing) — in memory the array, on Dask the codes each partition holds."""
     for column in spec.dtype_levels:
         dtype = dtypes[column]
-        if not isinstance(dtype, pd.CategoricalDtype) or not len(dtype.categories):
-            continue
-        present = np.unique(codes(column))
-        if np.count_nonzero(present >= 0) == len(dtype.categories):
-            warn(
-                f"the categories of {column!r} are exactly the values present in the data, as "
-                "astype('category') makes them; they are taken as declared levels and label "
-                "the results. If they were not fixed before seeing the data, declare every "
-                f"level the study allows: levels={{{column!r}: [...]}} or "
-                f"pd.CategoricalDtype([...]) (dplong.exceptions.DataHolderWarning)",
-                DataHolderWarning,
-            )
+        if isinstance(dtype, pd.CategoricalDtype):
+            warn_categories_present(column, dtype, codes(column))
+
+
+def warn_categories_present(
+    column: str, dtype: pd.CategoricalDtype, codes: NDArray[np.integer]
+) -> None:
+    """Warn the data holder (never the results) where every category of a ``Categorical``
+    column's dtype, taken as its declared levels, is among its ``codes`` (-1: missing): as
+    ``astype("category")`` makes them, from the values, and then the labels publish which
+    levels the data hold (:func:`warn_levels_from_values`; a mean's ``by=`` grouping).
+
+    Examples
+    --------
+    >>> import warnings, numpy as np, pandas as pd
+    >>> from dplong.formula.levels import warn_categories_present
+    >>> site = pd.Series(["a", "b", "a"]).astype("category")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_categories_present("site", site.dtype, site.cat.codes.to_numpy())
+    >>> str(caught[0].message)[:50]
+    "the categories of 'site' are exactly the values pr"
+    """
+    present = np.unique(codes)
+    if len(dtype.categories) and np.count_nonzero(present >= 0) == len(dtype.categories):
+        warn(
+            f"the categories of {column!r} are exactly the values present in the data, as "
+            "astype('category') makes them; they are taken as declared levels and label "
+            "the results. If they were not fixed before seeing the data, declare every "
+            f"level the study allows: levels={{{column!r}: [...]}} or "
+            f"pd.CategoricalDtype([...]) (dplong.exceptions.DataHolderWarning)",
+            DataHolderWarning,
+        )

@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dplong.dask_frames import is_dask
 from dplong.exceptions import DataError, ParameterError
+from dplong.formula.levels import warn_categories_present
 from dplong.results import grouped_label
 
 __all__: list[str] = []
@@ -45,6 +46,7 @@ def _grouping(
         keys = by if isinstance(by, pd.Series) else pd.Series(np.asarray(by, dtype=object))
     if levels is None and isinstance(keys.dtype, pd.CategoricalDtype):
         levels = list(keys.cat.categories)  # declared by the dtype
+        warn_categories_present(name, keys.dtype, keys.cat.codes.to_numpy())
     if levels is None:
         raise ParameterError(
             f"by={name!r} needs levels=, its declared values (public: the study design's, never "
