@@ -985,6 +985,18 @@ fit_refusals(
 refusal("plan(random_state=0)", lambda: _plan(random_state=0), ParameterError, "random_state")
 refusal("plan(model='kernel')", lambda: _plan(model="kernel"), ParameterError, "domain")
 refusal("plan(data=panel)", lambda: _plan(data=panel()), ParameterError, "data")
+refusal(  # named against the formula, not the stand-in rows' columns
+    "plan(levels=unknown)",
+    lambda: _plan(levels={"sit": ["a"]}),
+    FormulaError,
+    "['sit'], which the formula does not read; it reads ['y', 'x1']",
+)
+refusal(
+    "predict below the grid",
+    lambda: fitted_curve().predict([-1.0]),
+    ParameterError,
+    "got values down to -1",
+)
 
 
 @pytest.mark.parametrize("case", REFUSALS, ids=[r.name for r in REFUSALS])

@@ -117,7 +117,13 @@ def stand_in_rows(
         "__time__": np.tile(np.arange(rows), n),
     }
     declared = dict(levels or {})
-    for column in formula_columns(formula):
+    columns = formula_columns(formula)
+    unused = [str(name) for name in declared if name not in columns]
+    if unused:  # named here: the model's own message would list the stand-in columns
+        raise FormulaError(
+            f"levels names {unused}, which the formula does not read; it reads {list(columns)}"
+        )
+    for column in columns:
         if column in declared:
             values = list(declared[column])
             frame[column] = [values[k % len(values)] for k in range(size)]

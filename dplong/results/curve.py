@@ -154,9 +154,10 @@ class CurveResults(PanelResults):
         if not np.isfinite(points).all():
             raise ParameterError("x must be finite")
         if points.min() < grid[0] or points.max() > grid[-1]:
-            worst = points.max() if points.max() > grid[-1] else points.min()
+            above = points.max() > grid[-1]
+            worst, side = (points.max(), "up to") if above else (points.min(), "down to")
             raise ParameterError(
-                f"x must lie within the grid [{grid[0]:g}, {grid[-1]:g}]; got values up to "
+                f"x must lie within the grid [{grid[0]:g}, {grid[-1]:g}]; got values {side} "
                 f"{worst:g}"
             )
         return np.asarray(np.interp(points, grid, self.params.to_numpy()))
