@@ -55,6 +55,7 @@ from dplong.formula import (
     LevelsLike,
     PanelDesign,
     check_groups,
+    check_id_types,
     check_users,
     column_or_array,
     user_codes,
@@ -424,6 +425,7 @@ def reduce_users(
     order = np.argsort(result[_FIRST].to_numpy(), kind="stable")
     values = result.drop(columns=_FIRST).to_numpy(np.float64)[order]
     ids = result.index.to_numpy()[order]
+    check_id_types(ids)  # partitions (files) may store one person's id as a number and as text
     del result
     _return_freed_memory()
     return values, ids

@@ -729,3 +729,11 @@ def test_rows_left_out_warn_the_data_holder_only() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", dplong.exceptions.DataHolderWarning)
         dplong.LongitudinalOLS.from_formula("y ~ np.log(x + 10)", panel(n=40), groups="user")
+    # the column means (ColumnMean, PoissonMean) say the same of the rows their means leave out
+    with pytest.warns(dplong.exceptions.DataHolderWarning) as caught:
+        mean = dplong.models.mean.ColumnMean.from_formula("np.log(x + 10) ~ 1", data, groups="user")
+    (said,) = [str(w.message) for w in caught if "left out" in str(w.message)]
+    assert said.startswith("3 of 160 rows are left out: 2 a missing") and "1 no user id" in said
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dplong.exceptions.DplongWarning)
+        assert not any("left out" in w for w in mean.fit(epsilon=8.0, random_state=0).warnings)

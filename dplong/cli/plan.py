@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import argparse
 
+import numpy as np
+
 import dplong
 from dplong.cli.checks import _check_arguments, _check_columns, _declared_levels
 from dplong.cli.errors import _InputError
 from dplong.cli.keywords import _fit_options, _stage_options
 from dplong.dask_frames import is_dask
+from dplong.formula import check_id_types
 from dplong.io import read_file
 from dplong.models.command_line import MODELS
 
@@ -25,9 +28,11 @@ def _run_plan(args: argparse.Namespace) -> int:
     if args.data is not None:
         raw = read_file(args.data)
         _check_columns(raw, args, {})
-        if spec.uses_groups:
-            ids = raw[args.groups].dropna()
-            n = int(ids.nunique().compute() if is_dask(raw) else ids.nunique())
+        if spec.uses_groups:  # the distinct ids, as the fit counts them
+            ids = raw[args.groups].dropna().unique()
+            distinct = np.asarray(ids.compute() if is_dask(raw) else ids)
+            check_id_types(distinct)
+            n = len(distinct)
         else:  # item-level: every row is a unit
             n = int(raw.shape[0].compute() if is_dask(raw) else raw.shape[0])
     options = _stage_options(args, spec, "model") | _fit_options(args, spec)

@@ -35,6 +35,7 @@ from dplong.formula.panel import _sort_key as _sort_key
 from dplong.formula.spec import DesignSpec
 from dplong.formula.users import GroupsLike as GroupsLike
 from dplong.formula.users import check_groups, check_users, user_codes
+from dplong.formula.users import check_id_types as check_id_types
 from dplong.formula.users import column_or_array as column_or_array
 
 __all__ = [

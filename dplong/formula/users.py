@@ -31,7 +31,32 @@ def user_codes(ids: NDArray[Any]) -> tuple[NDArray[np.intp], NDArray[Any]]:
         raise DataError(
             "groups must be hashable user ids (numbers or text), got unhashable values"
         ) from None
+    check_id_types(np.asarray(uniques))
     return codes.astype(np.intp, copy=False), np.asarray(uniques)
+
+
+def check_id_types(ids: NDArray[Any]) -> None:
+    """Refuse distinct user ids that read the same as text (``13`` and ``"13"``): one person
+    whose id is stored as a number in some rows (or files) and as text in others would count
+    as two users, each with the whole budget, and be protected at twice the stated ε.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.formula.users import check_id_types
+    >>> check_id_types(np.array([13, 14.0, "a"], dtype=object))   # distinct as text: fine
+    >>> check_id_types(np.array([13, "13"], dtype=object))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.DataError: groups holds ids that differ only in their type ...
+    """
+    if ids.dtype != object or ids.size < 2:
+        return
+    if not pd.Index(ids).map(str).is_unique:  # never echoed: the ids are the data
+        raise DataError(
+            "groups holds ids that differ only in their type (a number and the same text, as "
+            "13 and '13'): one person would count as two users; store the ids as one type"
+        )
 
 
 def check_groups(groups: object) -> None:

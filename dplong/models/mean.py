@@ -22,7 +22,7 @@ from dplong._grouping import factorize_groups
 from dplong._validation import RandomState
 from dplong.dask_frames import column_name, design_spec, is_dask, outcome_rows
 from dplong.exceptions import DataError, FormulaError, ParameterError
-from dplong.formula import DesignSpec, GroupsLike, column_or_array
+from dplong.formula import DesignSpec, GroupsLike, column_or_array, warn_dropped
 from dplong.models.base import PanelModel
 from dplong.models.blocks import Block, FitRequest, Statistics
 from dplong.models.command_line import TAIL_OPTIONS, CommandLineModel, Option, register
@@ -398,6 +398,10 @@ class ColumnMean:
             self._groups = column_or_array(groups, data, "groups")
             self._values = _outcome(formula, data)  # a Series: refusals name the column
             self.nobs_users = factorize_groups(self._groups, len(data))[1]
+            # the data holder hears of the rows no user's mean reads, as from_formula says it
+            no_id = pd.isna(self._groups)
+            kept = ~no_id & self._values.notna().to_numpy()
+            warn_dropped(len(data), int(kept.sum()), int(no_id.sum()))
 
     @classmethod
     def from_formula(

@@ -411,5 +411,6 @@ register(
                 "public bound on the errors' sd: the bands then include the sampling error",
             ),
         ),
+        in_memory=True,  # it reads pandas frames only
     )
 )

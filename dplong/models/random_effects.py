@@ -561,5 +561,6 @@ register(
                 "nothing is spent on them",
             ),
         ),
+        in_memory=True,  # its sums are not reduced on Dask
     )
 )

@@ -67,5 +67,6 @@ register(
         "BetweenOLS: OLS of persons' means with robust (person-clustered) errors from released "
         "sufficient statistics",
         options=(BOUNDS_OPTION,),
+        in_memory=True,  # its sums are not reduced on Dask
     )
 )

@@ -560,5 +560,6 @@ register(
                 "--method ptr: radius of the scaled coefficient vector (default 1)",
             ),
         ),
+        in_memory=True,  # its sums are not reduced on Dask
     )
 )

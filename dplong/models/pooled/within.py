@@ -164,5 +164,6 @@ register(
                 "absorbed by the person effects, left out of the releases",
             ),
         ),
+        in_memory=True,  # its sums are not reduced on Dask
     )
 )
