@@ -52,6 +52,8 @@ def check_id_types(ids: NDArray[Any]) -> None:
     """
     if ids.dtype != object or ids.size < 2:
         return
+    if pd.api.types.infer_dtype(ids, skipna=True) not in ("mixed", "mixed-integer"):
+        return  # one type (text, as the command line reads a CSV's ids): nothing to mix
     if not pd.Index(ids).map(str).is_unique:  # never echoed: the ids are the data
         raise DataError(
             "groups holds ids that differ only in their type (a number and the same text, as "
