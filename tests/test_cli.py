@@ -356,7 +356,7 @@ class TestKernel:
             ({"--within-scale": "2"}, "--within-scale is not an option of --model kernel"),
             ({"--formula": "Weight ~ Time + Feed"}, "takes one regressor"),
             ({"--epsilon": "0.5"}, "too little to locate the data"),
-            ({"--privacy": "local"}, 'privacy="local" needs bound=B'),
+            ({"--privacy": "local"}, "--privacy local needs --bound B"),
         ],
     )
     def test_bad_arguments(self, change: dict[str, str | None], expected: str) -> None:
@@ -415,7 +415,7 @@ class TestBadArguments:
             (replace("--formula", "lwage ~ nonsense"), "name 'nonsense' is not defined"),
             (replace("--scale", "1,2,3"), "scale must be a number or an array of 2 numbers"),
             ([*GOOD, "--within-scale", "2"], "--within-scale is not an option of --model ols"),
-            ([*GOOD, "--privacy", "local"], 'privacy="local" needs bound=B'),
+            ([*GOOD, "--privacy", "local"], "--privacy local needs --bound B"),
             ([*GOOD, "--report", "/no/such/dir/r.html"], "cannot write --report"),
         ],
     )
