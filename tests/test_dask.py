@@ -513,8 +513,11 @@ def test_a_person_whose_id_is_a_number_in_one_file_and_text_in_another_is_refuse
     assert dplong.LongitudinalOLS.from_formula("lwage ~ exper", same, groups="nr").nobs_users == 545
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def client() -> Iterator[Any]:
+    """A ``distributed`` cluster for one test, closed after it: left open (module scope), it
+    became the default scheduler of the tests a worker ran after it, whose sums it added in
+    another order (not bit for bit the in-memory fit's)."""
     distributed = pytest.importorskip("distributed")
     with (
         distributed.LocalCluster(

@@ -474,3 +474,34 @@ def test_memo_is_undone() -> None:
         assert dplong.privacy.budget.stages.compose is not before[0]
     assert (dplong.privacy.budget.stages.compose, ReleasePlan.calibrate) == before
     assert dataclasses.is_dataclass(ReleasePlan)
+
+
+def test_a_fit_that_fails_after_its_noise_began_is_charged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The accountant is charged at the end of a fit: one that failed after its first draw (an
+    item-level curve's bandwidth once overflowed there) had spent nothing on record, though the
+    failure itself is a function of the draws, so a retry was free. A guarded fit (every
+    advised one) now charges the whole (ε, δ) it afforded where it fails after its checkpoint
+    and before its own charge; a refusal, before the checkpoint, charges nothing, and a fit
+    that succeeds is charged its ledger once."""
+    values = np.random.default_rng(0).normal(size=2000)
+    accountant = dplong.Accountant(epsilon=2.0, delta=1e-3)
+
+    located = dplong.privacy.engine.locate
+
+    def fails(*args: Any, **kwargs: Any) -> Any:  # the midpoint and scale drawn, then a failure
+        located(*args, **kwargs)
+        raise RuntimeError("after the noise")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(dplong.privacy.engine, "locate", fails)
+        with pytest.raises(RuntimeError, match="after the noise"):
+            dplong.winsorized_mean(values, epsilon=0.5, accountant=accountant, random_state=0)
+    assert accountant.spent_epsilon == pytest.approx(0.5)
+    assert accountant.spent[-1].entries[0].stage == "failed"
+    with pytest.raises(PrivacyParameterError):  # refused before any noise: nothing charged
+        dplong.winsorized_mean(values, epsilon=-1.0, accountant=accountant, random_state=0)
+    with pytest.raises(InsufficientUsersError):
+        dplong.winsorized_mean(values[:40], epsilon=0.01, accountant=accountant, random_state=0)
+    assert len(accountant.spent) == 1
+    res = dplong.winsorized_mean(values, epsilon=0.5, accountant=accountant, random_state=0)
+    assert len(accountant.spent) == 2 and accountant.spent[-1] == res.privacy

@@ -28,6 +28,7 @@ from dplong.planning.search import (
     smallest_epsilon,
 )
 from dplong.privacy.budget import QUIET_REMEDY
+from dplong.privacy.budget.fit import guarded
 
 _Fit = TypeVar("_Fit", bound=Callable[..., Any])
 
@@ -67,39 +68,51 @@ def advised(fit: _Fit) -> _Fit:
             given = {k: v for k, v in unspent.items() if k in parameters}
             return fit(*args, **{**kwargs, **given, "epsilon": epsilon})
 
-        epsilon = kwargs["epsilon"]
-        memo, key = _memo(args, kwargs)
-        remedy = memo.get(key) if memo is not None else None
-        try:
-            if remedy is not None:
-                return _with_remedy(remedy, fit, args, kwargs)
-            try:
-                result = _with_remedy("", fit, args, kwargs, watch=_Watch())
-                remedy = ""
-            except _Restart as restart:  # before any noise: which ε plans the fit without it
-                planned = _planned_key(fit, restart.fit_plan, kwargs) if memo is None else None
-                remedy = _PLANNED_REMEDIES.get(planned) if planned is not None else None
-                if remedy is None:
-                    quiet = smallest_epsilon(_quiet_passes(attempt, budget=True), float(epsilon))
-                    remedy = _note_remedy(quiet)
-                    if planned is not None:
-                        if len(_PLANNED_REMEDIES) >= 1024:
-                            _PLANNED_REMEDIES.clear()
-                        _PLANNED_REMEDIES[planned] = remedy
-                result = _with_remedy(remedy, fit, args, kwargs)
-            if memo is not None:
-                memo[key] = remedy
-            return result
-        except (InsufficientUsersError, PrivacyParameterError) as err:
-            if not is_budget_refusal(err) or err.advice is not None:
-                raise
-            needed = smallest_epsilon(_budget_passes(attempt), float(epsilon))
-            said = _advice(needed)
-            advised_err = type(err)(f"{err}; {said}")
-            advised_err.budget_refusal, advised_err.advice = True, said
-            raise advised_err from None
+        with guarded():  # a failure after the noise began is charged
+            return _advised_run(fit, args, kwargs, attempt)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _advised_run(
+    fit: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    attempt: Callable[[float], object],
+) -> Any:
+    """One advised fit (:func:`advised`): its remedy found or remembered, its budget refusal
+    advised."""
+    epsilon = kwargs["epsilon"]
+    memo, key = _memo(args, kwargs)
+    remedy = memo.get(key) if memo is not None else None
+    try:
+        if remedy is not None:
+            return _with_remedy(remedy, fit, args, kwargs)
+        try:
+            result = _with_remedy("", fit, args, kwargs, watch=_Watch())
+            remedy = ""
+        except _Restart as restart:  # before any noise: which ε plans the fit without it
+            planned = _planned_key(fit, restart.fit_plan, kwargs) if memo is None else None
+            remedy = _PLANNED_REMEDIES.get(planned) if planned is not None else None
+            if remedy is None:
+                quiet = smallest_epsilon(_quiet_passes(attempt, budget=True), float(epsilon))
+                remedy = _note_remedy(quiet)
+                if planned is not None:
+                    if len(_PLANNED_REMEDIES) >= 1024:
+                        _PLANNED_REMEDIES.clear()
+                    _PLANNED_REMEDIES[planned] = remedy
+            result = _with_remedy(remedy, fit, args, kwargs)
+        if memo is not None:
+            memo[key] = remedy
+        return result
+    except (InsufficientUsersError, PrivacyParameterError) as err:
+        if not is_budget_refusal(err) or err.advice is not None:
+            raise
+        needed = smallest_epsilon(_budget_passes(attempt), float(epsilon))
+        said = _advice(needed)
+        advised_err = type(err)(f"{err}; {said}")
+        advised_err.budget_refusal, advised_err.advice = True, said
+        raise advised_err from None
 
 
 def _with_remedy(

@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dplong.privacy.budget import ReleasePlan
+from dplong.privacy.budget.fit import NOISE_BEGUN
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import TailOption
 
@@ -149,6 +150,9 @@ def checkpoint(fit_plan: Any) -> None:
         watch.armed = False
         if isinstance(fit_plan, FitPlan) and fit_plan.budget_notes:
             raise _Restart(fit_plan)
+    begun = NOISE_BEGUN.get()
+    if begun is not None:  # a failure from here on is charged (guarded)
+        begun[0] = True
 
 
 @dataclass

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -75,6 +77,63 @@ def afford(accountant: Accountant | None, epsilon: float, delta: float) -> None:
     """
     if accountant is not None:
         accountant.check(epsilon, delta)
+        pending = _AFFORDED.get()
+        if pending is not None:  # charged whole if the fit fails after its noise (guarded)
+            pending.append((accountant, epsilon, delta, len(accountant.spent)))
+
+
+#: The spends a guarded fit's :func:`afford` checked, with the accountant's records then
+#: (:func:`guarded`); None outside one.
+_AFFORDED: ContextVar[list[tuple[Accountant, float, float, int]] | None] = ContextVar(
+    "dplong_afforded", default=None
+)
+
+
+#: Whether a guarded fit passed its checkpoint (:func:`dplong.planning.checkpoint`: nothing
+#: refused after it, the noise may begin); None outside one.
+NOISE_BEGUN: ContextVar[list[bool] | None] = ContextVar("dplong_noise_begun", default=None)
+
+
+@contextmanager
+def guarded() -> Iterator[None]:
+    """Charge a fit's accountant the whole (ε, δ) it afforded if the fit fails after its noise
+    may have begun (:data:`NOISE_BEGUN`, set at its checkpoint) and before it was charged: the
+    draws happened, and the failure itself is a function of them, so a retry must not be free.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> from dplong.privacy.budget import afford
+    >>> from dplong.privacy.budget.fit import guarded
+    >>> accountant = dplong.Accountant(epsilon=1.0)
+    >>> from dplong.planning import checkpoint
+    >>> try:
+    ...     with guarded():
+    ...         afford(accountant, 0.5, 0.0)
+    ...         checkpoint(None)  # nothing refused from here: the noise begins
+    ...         raise OverflowError("after the noise")
+    ... except OverflowError:
+    ...     pass
+    >>> accountant.spent_epsilon
+    0.5
+    """
+    pending: list[tuple[Accountant, float, float, int]] = []
+    begun = [False]
+    token, began = _AFFORDED.set(pending), NOISE_BEGUN.set(begun)
+    try:
+        yield
+    except BaseException:
+        for accountant, epsilon, delta, records in pending if begun[0] else ():
+            if len(accountant.spent) == records:  # not charged yet: the whole spend
+                lump = LedgerEntry(
+                    "failed", "noise drawn before the fit failed", "fit", epsilon, delta,
+                    0.0, math.nan, math.nan,
+                )  # fmt: skip
+                accountant.record(PrivacyLedger.from_entries([lump], delta, "central"))
+        raise
+    finally:
+        NOISE_BEGUN.reset(began)
+        _AFFORDED.reset(token)
 
 
 def refuse_doomed(plans: Sequence[ReleasePlan | None], n: int, d: int, epsilon: float) -> None:
