@@ -148,7 +148,8 @@ def read_file(source: str, *, time: str | None = None) -> pd.DataFrame | DaskFra
         loader: Callable[[], pd.DataFrame] = getattr(datasets, f"load_{name}")
         return loader()
     path = Path(source)
-    if path.is_dir() or any(char in source for char in "*?["):
+    # a file whose name holds a glob's characters ("survey[1].csv") is that file
+    if path.is_dir() or (not path.is_file() and any(char in source for char in "*?[")):
         if not path.is_dir() and not glob.glob(source):
             raise DataError(f"DATA {source!r} matches no file")
         _require_pyarrow()

@@ -187,6 +187,22 @@ class TestFit:
             assert words in out
         assert "dataset:wage_panel" in out and "examples:" in out and "models:" in out
 
+    def test_a_file_whose_name_holds_glob_characters_is_that_file(self, tmp_path: Path) -> None:
+        """``survey[1].csv`` exists: it is read as the file, not taken as a Parquet glob that
+        matches nothing."""
+        path = tmp_path / "wages[1].csv"
+        dplong.datasets.load_wage_panel().to_csv(path, index=False)
+        from_file = run([OLS[0], str(path), *OLS[2:], "--quiet"])
+        assert from_file[0] == 0, from_file[2]
+        assert from_file[1] == run([*OLS, "--quiet"])[1]
+
+    def test_local_privacy_without_a_bound_is_refused_before_reading(self) -> None:
+        code, _, err = run(
+            ["fit", "no-such-file.csv", "--model", "mean", "--formula", "y ~ 1", "--groups",
+             "id", "--epsilon", "1", "--privacy", "local"]
+        )  # fmt: skip
+        assert code == 2 and "--privacy local needs --bound B" in err
+
     @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
     def test_file_input_round_trip(self, tmp_path: Path, suffix: str) -> None:
         wages = dplong.datasets.load_wage_panel()
