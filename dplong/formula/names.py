@@ -94,6 +94,6 @@ def _unsafe(attribute: str) -> bool:
 
 def _holds_rows(value: Any) -> bool:
     """Whether ``value`` is a pandas or Dask object: rows of some data set."""
-    if isinstance(value, pd.DataFrame | pd.Series | pd.Index):
-        return True
-    return type(value).__module__.split(".")[0] in ("dask", "dask_expr")
+    from dplong.dask_frames import is_dask  # imported here: dask_frames imports this package
+
+    return isinstance(value, pd.DataFrame | pd.Series | pd.Index) or is_dask(value)

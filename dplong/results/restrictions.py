@@ -133,9 +133,7 @@ class RestrictionTests(Estimates):
         """
         coefs, constants = self._constraint(r_matrix)
         self._say_uncorrelated(coefs != 0.0, "t_test")
-        effect, cov, touched = self._restricted(coefs)
-        known = self.params.notna().to_numpy() & self.bse.notna().to_numpy()
-        bias = np.abs(coefs[:, known]) @ np.nan_to_num(self.bias.to_numpy()[known])
+        effect, cov, touched, bias = self._restricted(coefs)
         sd = np.sqrt(np.diag(cov))
         with np.errstate(invalid="ignore", divide="ignore"):
             statistic = (effect - constants) / sd
@@ -263,7 +261,7 @@ class RestrictionTests(Estimates):
                 f"r_matrix's {coefs.shape[0]} restrictions contradict each other (R has rank "
                 f"{rank}, but [R, q] more): no θ satisfies them all"
             )
-        effect, cov, touched = self._restricted(coefs)
+        effect, cov, touched, _ = self._restricted(coefs)
         if touched.any():
             withheld = self.params.index[self.params.isna().to_numpy()].tolist()
             raise ParameterError(
@@ -302,15 +300,16 @@ class RestrictionTests(Estimates):
 
     def _restricted(
         self, coefs: NDArray[np.float64]
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
-        """``R θ̂`` and ``R Σ R'`` over the parameters with an estimate, and which rows touch
-        a withheld one."""
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64]]:
+        """``R θ̂``, ``R Σ R'`` and each row's clipping bias bound ``|R| bias`` over the
+        parameters with an estimate, and which rows touch a withheld one."""
         known = self.params.notna().to_numpy() & self.bse.notna().to_numpy()
         touched = (coefs[:, ~known] != 0.0).any(axis=1)
         used = coefs[:, known]
         effect = used @ self.params.to_numpy()[known]
         cov = used @ self.cov_params().to_numpy()[np.ix_(known, known)] @ used.T
-        return effect, cov, touched
+        bias = np.abs(used) @ np.nan_to_num(self.bias.to_numpy()[known])
+        return effect, cov, touched, bias
 
     def _say_biased(self, used: NDArray[np.bool_], method: str) -> None:
         """Warn when a joint test leaves out clipping bias bounds that matter: more than a
