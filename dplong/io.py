@@ -27,9 +27,11 @@ reported to the data holder by :func:`unread_cells`, never in a result.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib
-from collections.abc import Callable, Collection, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +51,8 @@ __all__ = ["as_levels", "as_numbers", "read_data", "read_file", "typed", "unread
 DATASET_PREFIX = "dataset:"
 SHIPPED = ", ".join(DATASET_PREFIX + name for name in datasets.DATASETS)
 _PARQUET_SUFFIXES = (".parquet", ".pq")
+# the files of a directory that Dask reads (its read_parquet's parquet_file_extension)
+_DASK_PARQUET_SUFFIXES = (".parq", ".parquet", ".pq")
 # pandas reads these compressed CSVs directly
 _CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zip", ".csv.zst")
 _TRUTH = {"true": 1.0, "false": 0.0}
@@ -102,7 +106,12 @@ def read_data(
     return typed(read_file(source, time=time), levels=levels, groups=groups, time=time)
 
 
-def read_file(source: str, *, time: str | None = None) -> pd.DataFrame | DaskFrame:
+def read_file(
+    source: str,
+    *,
+    time: str | None = None,
+    columns: Sequence[str] | Mapping[str, str] | None = None,
+) -> pd.DataFrame | DaskFrame:
     """Read a data file, or a shipped data set, as stored: a CSV file's cells as text.
 
     Parameters
@@ -117,6 +126,11 @@ def read_file(source: str, *, time: str | None = None) -> pd.DataFrame | DaskFra
     time : str, optional
         Accepted for the signature's symmetry with :func:`read_data`: a CSV file's cells are
         all read as text, the ``time`` column too (:func:`typed` reads them).
+    columns : sequence of str, or mapping of str to str, optional
+        Read only these columns, in DATA's order (a wide CSV file then parses only them; no
+        column: the rows are counted, ``len(frame)``, and nothing else is kept). A column DATA
+        lacks is refused, named by the mapping's value when one is given (the caller's own
+        argument, e.g. ``{"id": "--groups"}``).
 
     Returns
     -------
@@ -127,7 +141,8 @@ def read_file(source: str, *, time: str | None = None) -> pd.DataFrame | DaskFra
     Raises
     ------
     DataError
-        If the file is missing, unreadable or of an unknown kind, or the data set unknown.
+        If the file is missing, unreadable or of an unknown kind, a directory or glob holds
+        CSV files, the data set is unknown, or DATA lacks one of ``columns``.
     dplong.exceptions.MissingDependencyError
         For a directory or glob of Parquet files without dask.
 
@@ -136,6 +151,8 @@ def read_file(source: str, *, time: str | None = None) -> pd.DataFrame | DaskFra
     >>> from dplong.io import read_file
     >>> read_file("dataset:dietox")["Pig"].nunique()
     72
+    >>> read_file("dataset:dietox", columns=["Pig"]).columns.tolist()
+    ['Pig']
     >>> read_file("dataset:nope")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -146,15 +163,16 @@ def read_file(source: str, *, time: str | None = None) -> pd.DataFrame | DaskFra
         if name not in datasets.DATASETS:
             raise DataError(f"unknown data set {name!r}; shipped: {SHIPPED}")
         loader: Callable[[], pd.DataFrame] = getattr(datasets, f"load_{name}")
-        return loader()
+        return _only(loader(), columns)
     path = Path(source)
     # a file whose name holds a glob's characters ("survey[1].csv") is that file
     if path.is_dir() or (not path.is_file() and any(char in source for char in "*?[")):
         if not path.is_dir() and not glob.glob(source):
-            raise DataError(f"DATA {source!r} matches no file")
+            raise DataError(_matches_nothing(source))
+        _check_parts(source, path)
         _require_pyarrow()
         require_dask()  # a directory or glob of files is read through Dask only
-        return _read_parquet(source)
+        return _only(_read_parquet(source), columns)
     if not path.is_file():
         raise DataError(f"DATA file {source!r} does not exist (or is not a file)")
     name = path.name.lower()
@@ -162,12 +180,18 @@ def read_file(source: str, *, time: str | None = None) -> pd.DataFrame | DaskFra
         if name.endswith(_PARQUET_SUFFIXES):
             _require_pyarrow()
             try:
-                return _read_parquet(source)
+                return _only(_read_parquet(source), columns)
             except MissingDependencyError:  # one file fits pandas too
-                return pd.read_parquet(path)
+                return _only(pd.read_parquet(path), columns)
         if name.endswith(_CSV_SUFFIXES):
             header = pd.read_csv(path, nrows=0).columns
-            return pd.read_csv(path, dtype=dict.fromkeys(header, str))
+            if columns is None:
+                return pd.read_csv(path, dtype=dict.fromkeys(header, str))
+            _check_named(columns, header)
+            # only the named columns are parsed; with none, the first is read to count the rows
+            wanted = [c for c in header if c in columns] or list(header[:1])
+            frame = pd.read_csv(path, usecols=wanted, dtype=dict.fromkeys(wanted, str))
+            return _only(frame, columns)
     except (OSError, ValueError) as err:  # parse errors of pandas and pyarrow are ValueErrors
         if isinstance(err, DataError):
             raise
@@ -176,6 +200,58 @@ def read_file(source: str, *, time: str | None = None) -> pd.DataFrame | DaskFra
         f"cannot tell the format of DATA {source!r}: use a .csv, .csv.gz or .parquet file, "
         f"a directory or glob of .parquet files, or {DATASET_PREFIX}NAME"
     )
+
+
+def _matches_nothing(source: str) -> str:
+    """The refusal of a DATA with a glob's characters that names no file: a missing file when
+    its name is a CSV or Parquet file's and holds no ``*`` (``survey[1].csv``: CSV files are
+    never globbed), else a glob of Parquet files (``data/*.parquet``) that matches nothing."""
+    name = Path(source).name.lower()
+    if name.endswith(_CSV_SUFFIXES) or (name.endswith(_PARQUET_SUFFIXES) and "*" not in source):
+        also = "" if name.endswith(_CSV_SUFFIXES) else "; read as a glob, it matches no file"
+        return f"DATA file {source!r} does not exist (or is not a file){also}"
+    return f"DATA {source!r} matches no file"
+
+
+def _check_parts(source: str, path: Path) -> None:
+    """Refuse a glob that matches CSV files, or a directory with CSV files and no Parquet
+    file: Dask reads a directory or glob as Parquet files, and would say so in its own words."""
+    if path.is_dir():
+        files = [p for p in path.rglob("*") if p.is_file()]
+        if any(p.name.lower().endswith(_DASK_PARQUET_SUFFIXES) for p in files):
+            return  # Dask reads those and leaves the other files alone
+    else:
+        files = [Path(found) for found in sorted(glob.glob(source))]
+    csv = [p.name for p in files if p.name.lower().endswith(_CSV_SUFFIXES)]
+    if csv:
+        shown = ", ".join(csv[:3]) + (", ..." if len(csv) > 3 else "")
+        what = "a directory is" if path.is_dir() else "a glob is"
+        holds = "holds" if path.is_dir() else "matches"
+        raise DataError(
+            f"cannot read DATA {source!r}: {what} read as Parquet files (.parquet), and it "
+            f"{holds} CSV files ({shown}); give one .csv file, or .parquet files"
+        )
+
+
+def _check_named(columns: Collection[str] | Mapping[str, str], header: Collection[Any]) -> None:
+    """Refuse the first of ``columns`` that DATA (whose columns are ``header``) lacks."""
+    for column in columns:
+        if column not in header:
+            named = columns.get(column, "") if isinstance(columns, Mapping) else ""
+            raise DataError(
+                f"{named} {column!r}".lstrip() + f" is not a column of DATA; columns are "
+                f"{list(header)}"
+            )
+
+
+def _only(
+    frame: pd.DataFrame | DaskFrame, columns: Collection[str] | Mapping[str, str] | None
+) -> pd.DataFrame | DaskFrame:
+    """``frame``'s ``columns`` (all of them when None), in its order."""
+    if columns is None:
+        return frame
+    _check_named(columns, frame.columns)
+    return frame[[c for c in frame.columns if c in columns]]
 
 
 def typed(
@@ -330,8 +406,44 @@ def _read_parquet(source: str) -> DaskFrame:
     try:
         frame: DaskFrame = dd.read_parquet(source)
     except (OSError, ValueError) as err:
-        raise DataError(f"cannot read DATA {source!r}: {err}") from None
+        # Dask wraps the reader's error in its own words ("An error occurred while calling
+        # the read_parquet method registered to the pandas backend."): say the reader's
+        cause = err.__cause__ if isinstance(err.__cause__, OSError | ValueError) else err
+        raise DataError(f"cannot read DATA {source!r} as Parquet: {cause}") from None
     return frame
+
+
+#: The deprecation that pandas (from 3.1) gives Dask's Parquet reader, whose partitions call
+#: ``reset_index(inplace=True)`` (dask/dataframe/io/parquet/arrow.py): once per file read, and
+#: a note to Dask's maintainers, not to the data holder. Silenced exactly by
+#: :func:`quiet_parquet_reads`; any other warning still shows.
+_READER_DEPRECATION = r"The inplace keyword in DataFrame\.reset_index is deprecated"
+
+
+def ignore_reader_deprecation() -> None:
+    """Ignore, in the current :func:`warnings.catch_warnings` context, the one deprecation
+    warning that pandas gives Dask's Parquet reader (:func:`quiet_parquet_reads`)."""
+    category = getattr(pd.errors, "Pandas4Warning", None)  # pandas >= 3.1 only
+    if category is not None:
+        warnings.filterwarnings(
+            "ignore",
+            message=_READER_DEPRECATION,
+            category=category,
+            module=r"dask\.dataframe\.io\.parquet",
+        )
+
+
+@contextlib.contextmanager
+def quiet_parquet_reads() -> Iterator[None]:
+    """A context in which Dask reads Parquet without the pandas deprecation warning its reader
+    triggers (pandas >= 3.1) — that warning only, from that reader only. A Dask frame reads
+    its files when it is computed: enter it around the computing, not just the call to
+    :func:`read_file`. Inside a context that records every warning (``simplefilter("always")``)
+    call :func:`ignore_reader_deprecation` after it.
+    """
+    with warnings.catch_warnings():
+        ignore_reader_deprecation()
+        yield
 
 
 def _require_pyarrow() -> None:

@@ -424,6 +424,12 @@ class TestBadArguments:
             ([*GOOD, "--alpha", "0"], "argument --alpha"),
             ([a for a in GOOD if a not in ("--epsilon", "1")], "--epsilon"),
             (replace("DATA", "missing.csv"), "DATA file 'missing.csv' does not"),
+            # a missing file named with a glob's characters is a missing file, not a glob
+            (replace("DATA", "missing[1].csv"), "DATA file 'missing[1].csv' does not exist"),
+            (replace("DATA", "missing?.csv.gz"), "DATA file 'missing?.csv.gz' does not exist"),
+            (replace("DATA", "missing*.csv"), "DATA file 'missing*.csv' does not exist"),
+            (replace("DATA", "missing[1].parquet"), "DATA file 'missing[1].parquet' does not"),
+            (replace("DATA", "no-dir/*.parquet"), "DATA 'no-dir/*.parquet' matches no file"),
             (replace("DATA", "dataset:nope"), "dataset:wage_panel, dataset:dietox"),
             (replace("DATA", "pyproject.toml"), "cannot tell the format of DATA"),
             (replace("--groups", "person"), "--groups 'person' is not a column of DATA"),
@@ -464,11 +470,44 @@ class TestBadArguments:
         code, _, err = run(argv)
         assert code == 2 and "--model strict needs --scale, --min-rows" in err
 
-    def test_mean_needs_a_column_and_one(self) -> None:
+    @pytest.mark.parametrize(
+        ("model", "change", "expected"),
+        [
+            ("mean", ["--formula", "Weight ~ Time"], "--model mean takes a formula 'column ~ 1'"),
+            ("poisson", ["--formula", "Weight ~ Time"], "--model poisson takes a formula"),
+            ("mean", ["--levels", "Cu=1,2"], "got levels of ['Cu'] with no --by"),
+            ("mean", ["--by", "Cu"], "--by Cu needs its declared levels"),
+            ("mean", ["--by-constant"], "--by-constant declares"),
+            ("location", ["--formula", "Weight ~ Time"], "For covariates use --model ols."),
+        ],
+    )
+    def test_model_refusals_say_the_command_line(
+        self, model: str, change: list[str], expected: str
+    ) -> None:
+        """A model's refusal names it as ``--model NAME`` and its options as flags, never by
+        its Python class (``ColumnMean``) or keyword (``by=None``)."""
         argv = [*MEAN, "--quiet"]
-        argv[argv.index("Weight ~ 1")] = "Weight ~ Time"
-        code, _, err = run(argv)
-        assert code == 2 and "ColumnMean takes a formula 'column ~ 1'" in err
+        argv[argv.index("mean")] = model
+        for flag in change[::2]:
+            if flag in argv and flag != "--by-constant":
+                del argv[argv.index(flag) : argv.index(flag) + 2]
+        code, out, err = run([*argv, *change])
+        assert code == 2 and out == "" and expected in err, err
+        for python in ("ColumnMean", "PoissonMean", "RandomEffectsLocation", "dplong."):
+            assert python not in err
+        assert "by=None" not in err and "on the command line" not in err
+        assert err.count("--levels Cu=") <= 1  # a flag the message already said, said once
+
+    def test_every_model_class_is_said_as_its_model(self) -> None:
+        from dplong.cli.errors import _for_the_command_line
+
+        first: dict[str, str] = {}  # a class registered twice is said by its first name
+        for name, spec in MODELS.items():
+            first.setdefault(spec.build.__self__.__name__, name)  # type: ignore[attr-defined]
+        assert "ColumnMean" in first and "NadarayaWatson" in first
+        for owner, name in first.items():
+            said = _for_the_command_line(f"{owner}.fit: no; use dplong.{owner} or {owner}s")
+            assert said == f"--model {name}: no; use --model {name} or {owner}s"
 
     def test_mean_of_an_expression(self) -> None:
         """An expression left of ``~`` is the mean of its per-user means, evaluated row by row
@@ -857,3 +896,202 @@ class TestPlanPTR:
         assert code == 0, err
         assert "Model: PooledOLS" in out and "Decision: released" in out
         assert re.search(r"0: exper\s+0\.75", out)
+
+
+class TestDataFiles:
+    """A directory or glob is read as Parquet files through Dask: one of CSV files, or a file
+    Dask cannot read, is one ``dplong`` error naming DATA, never Dask's wrapper text."""
+
+    @pytest.mark.parametrize("kind", ["glob", "directory"])
+    def test_csv_files_are_refused_by_name(self, tmp_path: Path, kind: str) -> None:
+        wages = dplong.datasets.load_wage_panel()
+        folder = tmp_path / "parts"
+        folder.mkdir()
+        wages.iloc[:2000].to_csv(folder / "a.csv", index=False)
+        wages.iloc[2000:].to_csv(folder / "b.csv", index=False)
+        source = str(folder / "*.csv") if kind == "glob" else str(folder)
+        code, out, err = run(replace("DATA", source))
+        what = "a glob is read as Parquet files" if kind == "glob" else "a directory is read"
+        assert code == 2 and out == "" and err.count("\n") == 1, err
+        assert f"dplong: error: cannot read DATA {source!r}: {what}" in err
+        assert "CSV files (a.csv, b.csv); give one .csv file, or .parquet files" in err
+        assert "read_parquet" not in err and "pandas backend" not in err
+
+    def test_a_file_dask_cannot_read_is_said_in_the_readers_words(self, tmp_path: Path) -> None:
+        pytest.importorskip("pyarrow")
+        pytest.importorskip("dask.dataframe")
+        (tmp_path / "part.dat").write_bytes(b"not parquet")
+        source = str(tmp_path / "*.dat")
+        code, _, err = run(replace("DATA", source))
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"cannot read DATA {source!r} as Parquet: " in err and "part.dat" in err
+        assert "An error occurred while calling" not in err and "pandas backend" not in err
+
+
+def _parquet_files(tmp_path: Path) -> tuple[Path, Path]:
+    """The wage panel as one Parquet file and as a directory of two."""
+    wages = dplong.datasets.load_wage_panel()
+    one = tmp_path / "wages.parquet"
+    wages.to_parquet(one, index=False)
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    wages.iloc[:2000].to_parquet(folder / "a.parquet", index=False)
+    wages.iloc[2000:].to_parquet(folder / "b.parquet", index=False)
+    return one, folder
+
+
+PLAN_MEAN = ["--groups", "nr", "--model", "mean", "--formula", "lwage ~ 1", "--epsilon", "1"]
+
+
+class TestParquetWarnings:
+    """pandas (3.1) warns Dask's Parquet reader of a deprecation, once per file read: that
+    warning, and only it, is not the data holder's to read."""
+
+    @pytest.mark.parametrize("kind", ["file", "directory", "glob"])
+    def test_fit_prints_no_deprecation(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+    ) -> None:
+        pytest.importorskip("pyarrow")
+        pytest.importorskip("dask.dataframe")
+        one, folder = _parquet_files(tmp_path)
+        source = {"file": str(one), "directory": str(folder), "glob": str(folder / "*.parquet")}
+        fitted = dplong.cli.fit._fitted  # patched where fit looks it up
+
+        def fit_and_warn(*args: Any, **kwargs: Any) -> Any:
+            warnings.warn("another library's note", FutureWarning, stacklevel=2)
+            return fitted(*args, **kwargs)
+
+        monkeypatch.setattr(dplong.cli.fit, "_fitted", fit_and_warn)
+        argv = replace("DATA", source[kind])
+        for model in ("ols", "pooled"):  # reduced where the files lie; read into memory
+            argv[argv.index("--model") + 1] = model
+            if model == "pooled":
+                argv = [a for a in argv if a not in ("--scale", "1,0.01")]
+            code, _, err = run([a for a in argv if a != "--quiet"])
+            assert code == 0, err
+            assert "is deprecated" not in err and "PDEP" not in err and "Warning" not in err
+            assert "dplong: warning: another library's note" in err  # other warnings still show
+
+    def test_plan_prints_no_deprecation(self, tmp_path: Path) -> None:
+        """In a process of its own: ``dplong plan`` records no warning, Python prints them."""
+        pytest.importorskip("pyarrow")
+        pytest.importorskip("dask.dataframe")
+        _, folder = _parquet_files(tmp_path)
+        done = subprocess.run(
+            [sys.executable, "-W", "always", "-m", "dplong", "plan", str(folder), *PLAN_MEAN],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "Users (n): 545" in done.stdout
+        for text in ("DeprecationWarning", "FutureWarning", "Pandas4Warning", "deprecated"):
+            assert text not in done.stderr, done.stderr
+
+
+class TestPrivacyUnit:
+    """The command's words say the unit a model protects: the user, or for an item-level
+    model (``nw``) the row."""
+
+    def test_help_says_item_level_for_nw(self) -> None:
+        item_level = [name for name, spec in MODELS.items() if not spec.uses_groups]
+        assert item_level == ["nw"]
+        code, out, _ = run(["--help"])
+        assert code == 0
+        assert "fit a model with user-level (item-level for nw) differential privacy" in " ".join(
+            out.split()
+        )
+        code, out, _ = run(["fit", "--help"])
+        said = " ".join(out.split())
+        assert "Fit a model with user-level (item-level for nw) differential privacy" in said
+        code, out, _ = run(["plan", "--help"])
+        said = " ".join(out.split())
+        assert "for nw, the number of rows" in said and "count the rows of nw" in said
+
+    def test_plan_asks_nw_for_rows(self) -> None:
+        argv = ["plan", "--model", "nw", "--formula", "Weight ~ Time", "--epsilon", "4"]
+        argv += ["--domain", "1,12", "--bounds", "0,150", "--bandwidth", "2"]
+        code, _, err = run(argv)
+        assert code == 2 and "give either --n (the number of rows, each a unit) or DATA\n" in err
+        argv[1:3] = ["--model", "mean"]
+        code, _, err = run(argv[:7])
+        assert code == 2 and "(the number of users) or DATA with --groups" in err
+
+    def test_nw_results_are_item_level_and_the_mean_user_level(self) -> None:
+        code, out, err = run(NW)
+        assert code == 0 and "NadarayaWatson results (item-level differential privacy)" in out
+        assert "user-level" not in out, err
+        code, out, _ = run([*MEAN, "--quiet"])
+        assert code == 0 and "Mean results (user-level differential privacy)" in out
+
+
+class TestPlanReadsOnlyItsColumns:
+    """``dplong plan DATA`` counts n from the ``--groups`` column (the rows for ``nw``): a
+    CSV file's other columns are not parsed, however many there are."""
+
+    @pytest.fixture
+    def wide(self, tmp_path: Path) -> tuple[Path, Path]:
+        rng = np.random.default_rng(2)
+        ids = np.repeat([f"u{i:03d}" for i in range(300)], 3)
+        others = pd.DataFrame(
+            rng.normal(size=(ids.size, 1999)), columns=[f"c{j}" for j in range(1999)]
+        )
+        frame = pd.concat(
+            [others.iloc[:, :5], pd.DataFrame({"id": ids}), others.iloc[:, 5:]], axis=1
+        )
+        frame["c3"] = frame["c3"].astype(object)
+        frame.loc[7, "c3"] = "?"  # a cell that is not a number: not read, so never a problem
+        wide, narrow = tmp_path / "wide.csv", tmp_path / "narrow.csv"
+        frame.to_csv(wide, index=False)
+        frame[["id"]].to_csv(narrow, index=False)
+        return wide, narrow
+
+    def test_only_the_id_column_is_read(
+        self, wide: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        argv = ["--groups", "id", "--model", "mean", "--formula", "c0 ~ 1", "--epsilon", "1"]
+        expected = run(["plan", str(wide[1]), *argv])
+        assert expected[0] == 0 and "Users (n): 300" in expected[1], expected[2]
+        calls: list[dict[str, Any]] = []
+        read_csv = pd.read_csv
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            calls.append(kwargs)
+            return read_csv(*args, **kwargs)
+
+        monkeypatch.setattr(pd, "read_csv", spy)
+        assert run(["plan", str(wide[0]), *argv]) == expected  # the same plan, from 2000 columns
+        reads = [call for call in calls if call.get("nrows") != 0]  # the header is read too
+        assert len(reads) == 1 and list(reads[0]["usecols"]) == ["id"], calls
+
+    def test_nw_counts_rows_from_one_column(
+        self, wide: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        argv = ["--model", "nw", "--formula", "c1 ~ c2", "--epsilon", "4", "--domain=-3,3"]
+        argv += ["--bounds=-3,3", "--bandwidth", "1", "--grid", "4"]
+        calls: list[dict[str, Any]] = []
+        read_csv = pd.read_csv
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            calls.append(kwargs)
+            return read_csv(*args, **kwargs)
+
+        monkeypatch.setattr(pd, "read_csv", spy)
+        code, out, err = run(["plan", str(wide[0]), *argv])
+        assert code == 0 and "Rows (n, each a unit): 900" in out, err
+        reads = [call for call in calls if call.get("nrows") != 0]
+        assert len(reads) == 1 and len(reads[0]["usecols"]) == 1, calls
+
+    @pytest.mark.parametrize(
+        ("flags", "expected"),
+        [
+            (["--groups", "user"], "--groups 'user' is not a column of DATA; columns are ['c0',"),
+            (["--groups", "id", "--time", "when"], "--time 'when' is not a column of DATA"),
+        ],
+    )
+    def test_a_missing_column_is_named_by_its_flag(
+        self, wide: tuple[Path, Path], flags: list[str], expected: str
+    ) -> None:
+        argv = ["plan", str(wide[0]), "--model", "ols", "--formula", "c0 ~ c1", "--epsilon", "1"]
+        code, out, err = run([*argv, *flags])
+        assert code == 2 and out == "" and expected in err, err

@@ -3,8 +3,9 @@
 ``dplong fit DATA --model ols --formula "lwage ~ exper" --groups nr --epsilon 1 --scale 1,0.01``
 reads DATA (CSV, Parquet — one file, a directory or a glob of files, through Dask when it is
 installed — or a shipped data set as ``dataset:NAME``), fits the model with user-level
-differential privacy, prints the summary and the error bounds, and with ``--report FILE``
-writes a self-contained HTML report (:mod:`dplong.report`).
+differential privacy (item-level for an item-level model such as ``nw``: every row a unit),
+prints the summary and the error bounds, and with ``--report FILE`` writes a self-contained
+HTML report (:mod:`dplong.report`).
 
 The models are those the model modules register (:data:`dplong.models.command_line.MODELS`):
 each brings its builder, a line of help and the options only it takes, which the parser then

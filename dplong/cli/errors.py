@@ -19,21 +19,54 @@ def _one_line(message: object) -> str:
 #: A message's Python spellings of options, and the command line's (a note written for
 #: ``from_formula``/``fit`` keywords names the flag here).
 _SPELLINGS = (
+    # a note that already says the flag ("levels={...}, on the command line --levels ...")
+    (
+        re.compile(r"levels=\{'([^']+)': \[\.\.\.\]\}, on the command line --levels \1=A,B,\.\.\."),
+        r"--levels \1=A,B,...",
+    ),
     (re.compile(r"levels=\{'([^']+)': \[\.\.\.\]\}"), r"--levels \1=A,B,..."),
     (re.compile(r"bounds=\{\.\.\.\}"), "--bounds COLUMN=LO,HI;..."),
     (re.compile(r'privacy="local" needs bound=B'), "--privacy local needs --bound B"),
+    # the mean's grouping: a value of by= is the flag's (--by COLUMN, --by-constant)
+    (re.compile(r"(?<![\w.\[-])by_constant=True\b"), "--by-constant"),
+    (re.compile(r"(?<![\w.\[-])by=None\b"), "no --by"),
+    (re.compile(r"(?<![\w.\[-])by=(['\"])([^'\"]*)\1"), r"--by \2"),
 )
 
 
+def _model_names() -> dict[str, str]:
+    """The Python class of each registered model, by name, and its ``--model`` name (the
+    first registered for a class): what a model's refusal says of itself."""
+    from dplong.models.command_line import MODELS  # registered when the models are imported
+
+    names: dict[str, str] = {}
+    for name, spec in MODELS.items():
+        owner = getattr(spec.build, "__self__", None)  # ``Model.from_formula``: the class
+        if isinstance(owner, type):
+            names.setdefault(owner.__name__, name)
+    return names
+
+
 def _for_the_command_line(message: str) -> str:
-    """``message`` with the Python spellings of options that have a flag said as the flag.
+    """``message`` with the Python spellings of options that have a flag said as the flag, and
+    a registered model's class (``ColumnMean``, ``dplong.LongitudinalOLS``, a method of it
+    such as ``ColumnMean.fit``) as its ``--model`` name.
 
     Examples
     --------
     >>> from dplong.cli.errors import _for_the_command_line
     >>> _for_the_command_line("pass levels={'site': [...]}, or declare bounds={...}")
     'pass --levels site=A,B,..., or declare --bounds COLUMN=LO,HI;...'
+    >>> _for_the_command_line("ColumnMean takes a formula 'column ~ 1'; got 'y ~ x'")
+    "--model mean takes a formula 'column ~ 1'; got 'y ~ x'"
+    >>> _for_the_command_line("by='year' needs levels; PooledOLS or dplong.BetweenOLS.fit")
+    '--by year needs levels; --model pooled or --model between'
     """
     for pattern, flag in _SPELLINGS:
         message = pattern.sub(flag, message)
+    models = _model_names()
+    if models:
+        classes = "|".join(sorted(map(re.escape, models), key=len, reverse=True))
+        said = re.compile(rf"(?<![\w.])(?:dplong\.)?({classes})(?:\.(?:fit|from_formula))?\b")
+        message = said.sub(lambda found: f"--model {models[found.group(1)]}", message)
     return message

@@ -16,7 +16,7 @@ from dplong.cli.errors import _InputError, _one_line
 from dplong.cli.keywords import _fit_options, _stage_options
 from dplong.dask_frames import is_dask
 from dplong.exceptions import ParameterError
-from dplong.io import read_file, typed, unread_cells
+from dplong.io import ignore_reader_deprecation, read_file, typed, unread_cells
 from dplong.models.command_line import MODELS
 from dplong.report import write_report
 from dplong.summary import plain_names
@@ -35,6 +35,7 @@ def _run_fit(args: argparse.Namespace, command: str) -> int:
     with warnings.catch_warnings():
         if args.quiet:  # the result and errors only: not even a reader's deprecation warning
             warnings.simplefilter("ignore")
+        ignore_reader_deprecation()  # Dask reads Parquet when the fit computes, not before
         return _fit_and_print(args, command)
 
 
@@ -64,6 +65,7 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
         )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        ignore_reader_deprecation()  # pandas' note to Dask's Parquet reader, once per file
         _say(args, "building design…")
         model_options = _stage_options(args, spec, "model")
         if levels:

@@ -54,12 +54,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"dplong {dplong.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    item_level = ", ".join(name for name, spec in MODELS.items() if not spec.uses_groups)
+    privacy_unit = "user-level" + (f" (item-level for {item_level})" if item_level else "")
     fit = commands.add_parser(
         "fit",
         allow_abbrev=False,
-        help="fit a model with user-level differential privacy",
-        description="Fit a model with user-level differential privacy; print its summary and "
-        "error bounds, and optionally write an HTML report.",
+        help=f"fit a model with {privacy_unit} differential privacy",
+        description=f"Fit a model with {privacy_unit} differential privacy; print its summary "
+        "and error bounds, and optionally write an HTML report.",
         epilog=_EPILOG.format(
             models="\n".join(f"  {name:<10} {spec.help}" for name, spec in MODELS.items())
         ),
@@ -98,7 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Plan a fit from public facts only (the number of users, the formula, the "
         "options): whether it would be refused, its warnings, each released column's "
         "predicted privacy-noise sd, and the smallest epsilon at which it is released. No "
-        "row is read: give --n, or DATA and --groups to count the users.",
+        "row is read: give --n, or DATA and --groups to count the users"
+        + (f" (DATA alone to count the rows of {item_level}, each a unit)" if item_level else "")
+        + ".",
         epilog=_PLAN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -107,12 +111,16 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         metavar="DATA",
         help="optional: a file or dataset:NAME whose --groups column gives n (nothing else "
-        "is read)",
+        "is read" + (f"; for {item_level}, its number of rows" if item_level else "") + ")",
     )
     _model_arguments(plan)
     planned = plan.add_argument_group("plan")
     planned.add_argument(
-        "--n", type=_users, metavar="N", help="number of users (public), instead of DATA"
+        "--n",
+        type=_users,
+        metavar="N",
+        help="number of users (public), instead of DATA"
+        + (f"; for {item_level}, the number of rows" if item_level else ""),
     )
     planned.add_argument(
         "--rows",

@@ -8,12 +8,12 @@ import argparse
 import numpy as np
 
 import dplong
-from dplong.cli.checks import _check_arguments, _check_columns, _declared_levels
+from dplong.cli.checks import _check_arguments, _declared_levels
 from dplong.cli.errors import _InputError
 from dplong.cli.keywords import _fit_options, _stage_options
 from dplong.dask_frames import is_dask
 from dplong.formula import check_id_types
-from dplong.io import read_file
+from dplong.io import quiet_parquet_reads, read_file
 from dplong.models.command_line import MODELS
 
 
@@ -22,19 +22,16 @@ def _run_plan(args: argparse.Namespace) -> int:
     spec = MODELS[args.model]
     _check_arguments(args, spec)
     levels = _declared_levels(args.levels)
+    units = "users" if spec.uses_groups else "rows (each a unit)"
     if (args.data is None) == (args.n is None):
-        raise _InputError("give either --n (the number of users) or DATA with --groups")
+        raise _InputError(
+            "give either --n (the number of users) or DATA with --groups"
+            if spec.uses_groups
+            else "give either --n (the number of rows, each a unit) or DATA"
+        )
     n = args.n
     if args.data is not None:
-        raw = read_file(args.data)
-        _check_columns(raw, args, {})
-        if spec.uses_groups:  # the distinct ids, as the fit counts them
-            ids = raw[args.groups].dropna().unique()
-            distinct = np.asarray(ids.compute() if is_dask(raw) else ids)
-            check_id_types(distinct)
-            n = len(distinct)
-        else:  # item-level: every row is a unit
-            n = int(raw.shape[0].compute() if is_dask(raw) else raw.shape[0])
+        n = _count_units(args, spec.uses_groups)
     options = _stage_options(args, spec, "model") | _fit_options(args, spec)
     results = dplong.plan(
         args.formula,
@@ -49,7 +46,22 @@ def _run_plan(args: argparse.Namespace) -> int:
     if results.refused:
         users = results.smallest_n()
         print(
-            f"Smallest number of users released at epsilon {args.epsilon:g}: "
+            f"Smallest number of {units} released at epsilon {args.epsilon:g}: "
             + ("none up to 1e6" if users is None else str(users))
         )
     return 0
+
+
+def _count_units(args: argparse.Namespace, by_user: bool) -> int:
+    """n from DATA: its distinct ``--groups`` ids, as the fit counts them, or for an
+    item-level model its rows. Only the columns named by flags are read (a wide CSV file
+    parses its ids alone), and each is refused by its flag when DATA lacks it."""
+    named = {args.groups: "--groups", args.time: "--time"} if by_user else {}
+    with quiet_parquet_reads():  # a Dask frame reads its files here
+        raw = read_file(args.data, columns={c: f for c, f in named.items() if c is not None})
+        if not by_user:  # item-level: every row is a unit
+            return int(raw.shape[0].compute() if is_dask(raw) else raw.shape[0])
+        ids = raw[args.groups].dropna().unique()
+        distinct = np.asarray(ids.compute() if is_dask(raw) else ids)
+    check_id_types(distinct)
+    return len(distinct)
