@@ -1,7 +1,9 @@
 """Dask data frames: the same fits on panels larger than one machine's memory.
 
 Every formula model and :func:`dplong.winsorized_mean` take a ``dask.dataframe.DataFrame``
-wherever they take a pandas one (``pip install "dplong[dask]"``), and give the same results.
+wherever they take a pandas one (``pip install "dplong[dask]"``), and give the same results;
+but :class:`~dplong.PanelOLS` and :class:`~dplong.RandomEffects`, whose rows are transformed by
+their person's mean before they are clipped (refused before any row is read).
 The rows never come together; what happens instead:
 
 1. **The design is fixed from public facts**: the formula, the declared levels and the frame's
@@ -290,6 +292,7 @@ def reduce_design(
     ordered: bool = False,
     given: Sequence[pd.Series | pd.DataFrame] = (),
     tell: bool = True,
+    aggregations: Sequence[str] = (),
 ) -> ReducedPanel:
     """Per-user statistics of a formula model on a Dask frame (module docstring).
 
@@ -317,9 +320,11 @@ def reduce_design(
         first pass).
     tell : bool
         Warn the data holder of the rows the design left out (as
-        :func:`~dplong.formula.build.warn_dropped` does in memory); a second pass over the
-        same rows does not repeat it. A partition none of whose rows has an id has no user to
-        carry its count and is not told of.
+        :func:`~dplong.formula.build.warn_dropped` does in memory) and of levels read from
+        the values; a second pass over the same rows does not repeat them. A partition none
+        of whose rows has an id has no user to carry its count and is not told of.
+    aggregations : sequence of str
+        How the first of the sums are combined over partitions, as :func:`reduce_users`.
 
     Returns
     -------
@@ -337,14 +342,22 @@ def reduce_design(
     needed = list(dict.fromkeys([*spec.spec.inputs, user, *([order] if order else [])]))
     # the data holder's warning of levels read from the values (known categories: one pass
     # over the codes of those columns only)
-    warn_levels_from_values(
-        spec.spec,
-        data.dtypes,
-        lambda column: np.asarray(data[column].cat.codes.unique().compute()),
-    )
+    if tell:
+        warn_levels_from_values(
+            spec.spec,
+            data.dtypes,
+            lambda column: np.asarray(data[column].cat.codes.unique().compute()),
+        )
     partition = _Task(_design_sums, spec=spec, time=order, sums=sums)
     reduced, ids = reduce_users(
-        data[needed], user, partition, statistic, ordered=ordered, given=given, carried=_COUNTED
+        data[needed],
+        user,
+        partition,
+        statistic,
+        ordered=ordered,
+        given=given,
+        carried=_COUNTED,
+        aggregations=aggregations,
     )
     statistics, (rows, kept, no_id) = reduced[:, :-_COUNTED], reduced[:, -_COUNTED:].T
     n = len(ids)
@@ -364,6 +377,7 @@ def reduce_users(
     ordered: bool = False,
     given: Sequence[pd.Series | pd.DataFrame] = (),
     carried: int = 0,
+    aggregations: Sequence[str] = (),
 ) -> tuple[NDArray[np.float64], NDArray[Any]]:
     """Per-user statistics of a Dask frame: partitions → per-user sums → added by user →
     statistics (module docstring).
@@ -388,6 +402,10 @@ def reduce_users(
     carried : int
         How many of the last per-user sums ``statistic`` does not take: they are added by
         user and returned after the statistics.
+    aggregations : sequence of str
+        How each of the first sums is combined over the partitions holding a user's rows,
+        Dask's name (``"min"``, ``"max"``: a user's extremes; NaN where none of the user's
+        rows had a value); the others are added.
 
     Returns
     -------
@@ -418,6 +436,7 @@ def reduce_users(
         reduce, *[dask.delayed(table, pure=False) for table in given], meta=meta
     )
     how = {_FIRST: "min"} | dict.fromkeys(meta.columns[2:], "sum")
+    how |= dict(zip(meta.columns[2:], aggregations, strict=False))
     outputs = math.ceil(frame.npartitions / _PARTITIONS_PER_OUTPUT)
     totals = sums.groupby(_USER, sort=False).agg(how, split_out=outputs)
     finish = _Task(_finish, statistic=statistic, carried=carried)

@@ -191,6 +191,61 @@ def test_within_estimator(data: pd.DataFrame) -> None:
     )
 
 
+POOLED_FORMULA = "y ~ x1 + x2 + site + kind"
+POOLED_BOUNDS = {"y": (-8.0, 8.0), "x1": (-2.0, 2.0), "x2": (-4.0, 4.0)}
+
+
+@pytest.mark.parametrize("model", [dplong.PooledOLS, dplong.BetweenOLS])
+@pytest.mark.parametrize("bounds", [None, POOLED_BOUNDS], ids=["ranges-found", "bounds"])
+def test_pooled_family(data: pd.DataFrame, model: Any, bounds: Any) -> None:
+    """``PooledOLS`` and ``BetweenOLS`` read a Dask frame in two passes (each person's extremes
+    for the private ranges, then each person's sums in the ranges' frame) and release what
+    the rows in memory give: the same person sums but for their order of addition, so the
+    same draws and numbers to round-off (the scaled rows are not dyadic); the data holder is
+    told of the rows left out once, in the same words."""
+
+    def built(frame: Any) -> tuple[Any, list[str]]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fitted = model.from_formula(
+                POOLED_FORMULA, frame, groups="user", levels=LEVELS, bounds=bounds
+            )
+            res = fitted.fit(epsilon=16.0, max_rows=8, random_state=5)
+        return res, [str(w.message) for w in caught if "left out" in str(w.message)]
+
+    (memory, told), (lazy, told_lazy) = built(data), built(as_dask(data))
+    assert lazy.nobs_users == memory.nobs_users == data["user"].nunique()
+    assert list(lazy.params.index) == list(memory.params.index)
+    assert np.isfinite(memory.params).all()  # a release to compare, not NaN against NaN
+    for field in ("params", "bse"):
+        np.testing.assert_allclose(getattr(lazy, field), getattr(memory, field), rtol=1e-9)
+    np.testing.assert_allclose(lazy.conf_int(), memory.conf_int(), rtol=1e-9)
+    assert lazy.privacy.entries == memory.privacy.entries
+    assert lazy.warnings == memory.warnings
+    assert len(told) == 1 and told_lazy == told
+
+
+@pytest.mark.parametrize("model", [dplong.PanelOLS, dplong.RandomEffects])
+def test_pooled_estimators_of_a_persons_other_rows_refuse_dask(
+    data: pd.DataFrame, model: Any
+) -> None:
+    """The within and random-effects estimators transform each row by its person's mean (a
+    pass more): refused on a Dask frame before any row is read, naming what works."""
+    with pytest.raises(DataError, match=r"call \.compute\(\) first, or fit PooledOLS"):
+        model.from_formula("y ~ x1", unreadable(data), groups="user")
+
+
+def test_pooled_ptr_needs_the_rows_in_memory(data: pd.DataFrame) -> None:
+    """ePTR's test reads every scaled row: refused on a Dask frame before any noise."""
+    frame = dplong.PooledOLS.from_formula(
+        "y ~ x1", as_dask(data), groups="user", bounds={"y": (-8, 8), "x1": (-2, 2)}
+    )
+    budget = dplong.Accountant(epsilon=4.0, delta=1e-6)
+    with pytest.raises(ParameterError, match='method="ptr" needs the rows in memory'):
+        frame.fit(epsilon=4.0, delta=1e-6, method="ptr", ptr_floor=0.1, accountant=budget)
+    assert budget.spent_epsilon == 0.0
+
+
 def test_location(data: pd.DataFrame) -> None:
     memory = dplong.RandomEffectsLocation.from_formula("y ~ 1", data, groups="user")
     frame = dplong.RandomEffectsLocation.from_formula("y ~ 1", as_dask(data), groups="user")
@@ -611,7 +666,11 @@ CLI += ["--levels", "kind=p,q", "--epsilon", "2", "--seed", "3", "--quiet"]
 
 @pytest.mark.parametrize(
     ("kind", "options"),
-    [("glob", []), ("directory", []), ("glob", ["--estimator", "within", "--epsilon", "16"])],
+    [
+        ("glob", []),
+        ("directory", []),
+        ("glob", ["--estimator", "within", "--epsilon", "16"]),
+    ],
 )
 def test_cli_parquet_files(parquet: tuple[Path, Path], kind: str, options: list[str]) -> None:
     folder, csv = parquet
@@ -619,6 +678,18 @@ def test_cli_parquet_files(parquet: tuple[Path, Path], kind: str, options: list[
     code, out, err = run(["fit", source, *CLI, *options])
     assert code == 0, err
     assert out == run(["fit", str(csv), *CLI, *options])[1]  # the release of the rows in memory
+
+
+@pytest.mark.parametrize("model", ["pooled", "between"])
+def test_cli_pooled_family_on_parquet_files(parquet: tuple[Path, Path], model: str) -> None:
+    """The pooled and between estimators read a glob of Parquet files where they lie (no
+    longer into memory), with the release of the CSV of the same rows."""
+    folder, csv = parquet
+    argv = ["--model", model, "--formula", "y ~ x1 + kind", "--groups", "user"]
+    argv += ["--levels", "kind=p,q", "--bounds", "y=-8,8", "--epsilon", "16", "--seed", "3"]
+    code, out, err = run(["fit", str(folder / "*.parquet"), *argv])
+    assert code == 0, err
+    assert model.capitalize() in out and out == run(["fit", str(csv), *argv])[1]
 
 
 def test_cli_parquet_errors(
@@ -648,17 +719,17 @@ def test_cli_mean_on_parquet(parquet: tuple[Path, Path]) -> None:
 @pytest.mark.parametrize(
     "argv",
     [
-        ["--model", "pooled", "--formula", "y ~ x1", "--bounds", "y=-8,8", "--epsilon", "4"],
+        ["--model", "panel", "--formula", "y ~ x1", "--bounds", "y=-8,8", "--epsilon", "4"],
         ["--model", "mean", "--formula", "y ~ 1", "--by", "kind", "--epsilon", "2"],
     ],
-    ids=["pooled", "mean-by"],
+    ids=["panel", "mean-by"],
 )
 def test_cli_reads_parquet_into_memory_for_models_without_dask(
     parquet: tuple[Path, Path], argv: list[str]
 ) -> None:
-    """The pooled family (its sums are not reduced on Dask) and a mean's ``by=`` take pandas
-    frames only: the command line reads a Parquet DATA into memory for them (it had refused
-    with "call .compute() first"), with the same release as the CSV of the same rows."""
+    """The within estimator (each row needs its person's mean) and a mean's ``by=`` take
+    pandas frames only: the command line reads a Parquet DATA into memory for them (it had
+    refused with "call .compute() first"), with the same release as the CSV of the same rows."""
     folder, csv = parquet
     argv = [*argv, "--groups", "user", "--levels", "kind=p,q", "--seed", "1", "--quiet"]
     code, out, err = run(["fit", str(folder / "*.parquet"), *argv])

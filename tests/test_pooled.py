@@ -21,8 +21,9 @@ import dplong.models.pooled.gram as pooled_gram
 import dplong.models.pooled.located as pooled_located
 import dplong.models.pooled.release as pooled_release
 import dplong.privacy.ranges as ranges
-from dplong.exceptions import DataError, ParameterError, PrivacyParameterError
+from dplong.exceptions import ParameterError, PrivacyParameterError
 from dplong.models.pooled import PooledOLS, vech_scaled
+from dplong.models.pooled.persons import PersonSums
 from dplong.privacy.noise import release_vector_sum
 
 HIE_FORMULA = "np.log1p(meddol) ~ np.log(coins + 1) + xage + female"
@@ -115,7 +116,10 @@ def _person_gram(
     """One person's Z_u as released (over the entries ``kept``, default all): clipped to
     norm ``bound``."""
     codes = np.zeros(len(rows), dtype=np.intp)
-    return pooled_gram._person_grams(rows, np.full(len(rows), weight), codes, 1, bound, kept)[0]
+    k = rows.shape[1]
+    kept = np.arange(k * (k + 1) // 2) if kept is None else kept
+    sums = PersonSums.of_rows(rows[:, :-1], rows[:, -1], codes, 1, blocks=(), kept=kept)
+    return sums.clipped_grams(weight * len(rows), bound)[0]  # cap w T: weight w
 
 
 def test_gram_sensitivity_is_attained_and_never_exceeded() -> None:
@@ -301,19 +305,10 @@ def test_meat_rows_and_score_sizes_have_their_stated_sensitivity() -> None:
     plain, none = pooled_release._meat_rows(scores, radius, radius)
     assert none == 0.0 and plain.shape[1] == p * (p + 1) // 2
     assert np.linalg.norm(plain, axis=1).max() <= bound
-    sizes = (
-        pooled_release._scores(
-            np.ones((5, 1)),
-            rng.normal(0, 9, 5),
-            np.ones(5),
-            np.zeros(1),
-            np.arange(5),
-            5,
-            1.5,
-            np.eye(1),
-        )
-        ** 2
-    ).sum(axis=1)
+    persons = PersonSums.of_rows(
+        np.ones((5, 1)), rng.normal(0, 9, 5), np.arange(5), 5, blocks=(), kept=np.arange(3)
+    )
+    sizes = (persons.scores(np.zeros(1), cap=1, whiten=np.eye(1), radius=1.5) ** 2).sum(axis=1)
     assert sizes.min() >= 0.0 and sizes.max() <= 1.5**2 * (1 + 1e-12)
 
 
@@ -522,13 +517,6 @@ def test_bad_fit_options_are_refused_before_any_noise(
         model.fit(**options)
 
 
-def test_dask_frames_are_refused_with_a_remedy() -> None:
-    dd = pytest.importorskip("dask.dataframe")
-    frame = dd.from_pandas(_panel(4), npartitions=2)
-    with pytest.raises(DataError, match="compute"):
-        PooledOLS.from_formula("y ~ age", frame, groups="id", bounds={"y": (0, 1), "age": (0, 1)})
-
-
 def test_results_hold_only_released_numbers_and_public_facts() -> None:
     """Values outside the bounds are clipped silently (whether any were is private): two
     panels that differ only beyond the bounds give the same release."""
@@ -547,20 +535,27 @@ def test_results_hold_only_released_numbers_and_public_facts() -> None:
 
 def test_scores_are_clipped_to_their_radius_and_exact_inside() -> None:
     """The Newton step's release has sensitivity 2R: every person's whitened score is within
-    R."""
+    R. Inside it the score from the persons' sums is the rows' own ``Σ_t w x_t (y_t - x_t'β)``
+    (rows of persons with more than ``cap`` rows weighted ``cap / T_u``)."""
     rng = np.random.default_rng(3)
-    codes = np.repeat(np.arange(50), 4)
+    codes = np.sort(rng.integers(0, 50, 200))
     x = np.column_stack([np.ones(200), rng.uniform(-1, 1, 200)])
     y = rng.uniform(-1, 1, 200)
-    beta, weight = np.array([0.1, -0.2]), np.ones(200)
+    beta, cap = np.array([0.1, -0.2]), 4
+    rows = np.bincount(codes, minlength=50)
+    weight = np.minimum(1.0, cap / np.maximum(rows, 1))[codes]
+    by_rows = np.zeros((50, 2))
+    np.add.at(by_rows, codes, x * (weight * (y - x @ beta))[:, None])
+    persons = PersonSums.of_rows(x, y, codes, 50, blocks=(), kept=np.arange(6))
     whiten = np.array([[2.0, 0.5], [0.5, 1.0]])  # any public symmetric matrix
-    exact = pooled_release._scores(x, y, weight, beta, codes, 50, 1e9, whiten)
-    raw = pooled_release._scores(x, y, weight, beta, codes, 50, 1e9, np.eye(2))
-    np.testing.assert_allclose(exact, raw @ whiten, rtol=1e-12)
-    clipped = pooled_release._scores(x, y, weight, beta, codes, 50, 0.5, whiten)
+    exact = persons.scores(beta, cap=cap, whiten=whiten)
+    np.testing.assert_allclose(persons.scores(beta, cap=cap, whiten=np.eye(2)), by_rows, atol=1e-12)
+    np.testing.assert_allclose(exact, by_rows @ whiten, atol=1e-12)
+    clipped = persons.scores(beta, cap=cap, whiten=whiten, radius=0.5)
     norms = np.linalg.norm(exact, axis=1)
     assert np.linalg.norm(clipped, axis=1).max() <= 0.5 * (1 + 1e-12)
     inside = norms <= 0.5
+    assert inside.any() and (~inside).any()  # both branches exercised
     np.testing.assert_array_equal(clipped[inside], exact[inside])
     np.testing.assert_allclose(clipped[~inside], exact[~inside] * (0.5 / norms[~inside])[:, None])
 
@@ -894,9 +889,7 @@ def test_a_person_whose_rows_are_all_dropped_counts_nowhere_in_the_ranges() -> N
     panel = _covered_panel(6, people=2000)
     panel.loc[panel["id"] == 0, "y"] = np.nan
     model = PooledOLS.from_formula("y ~ treated + x", panel, groups="id")
-    lows, highs = pooled_located._extremes(
-        model._columns(model._located), model._design.codes, 2000
-    )
+    lows, highs = model._extremes(model._located)
     assert lows.shape == (model.nobs_users, 3) and np.isnan(highs[0]).all()
     assert np.isfinite(model.fit(epsilon=1.0, max_rows=4, random_state=0).params).all()
 

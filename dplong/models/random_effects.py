@@ -128,6 +128,7 @@ class RandomEffects(PooledOLS):
 
     model_name = "RandomEffects"
     estimator = "random-effects GLS"
+    _dask_rows = None
 
     # no method="ptr": ePTR is a route of pooled OLS only (its test is on X'X, not the
     # quasi-demeaned design), so the options differ from the parent's
@@ -561,6 +562,6 @@ register(
                 "nothing is spent on them",
             ),
         ),
-        in_memory=True,  # its sums are not reduced on Dask
+        in_memory=True,  # each row needs its person's mean: not reduced on Dask
     )
 )

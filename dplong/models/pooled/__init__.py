@@ -18,6 +18,8 @@ Gaussian (zCDP) vectors whatever the number of columns; :class:`BetweenOLS` and
    (:mod:`~dplong.models.pooled.release`): whitened, clipped scores at a public β, released
    as vectors; the sandwich is the sampling covariance.
 
+Steps 2-4 read the rows once, as each person's sums (:mod:`~dplong.models.pooled.persons`),
+in memory or partition by partition on a Dask frame (:mod:`~dplong.models.pooled.dask_rows`).
 The privacy noise is pushed through the exact map by a fixed-seed parametric bootstrap; its
 shift and the ridge's pull join the bias bound, and the coefficients whose pull nothing bounds
 are withheld (:mod:`~dplong.models.pooled.results`). The estimator is in

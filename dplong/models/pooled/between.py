@@ -34,6 +34,7 @@ class BetweenOLS(PooledOLS):
 
     model_name = "BetweenOLS"
     estimator = "between OLS"
+    _dask_rows = "means"
 
     def _rows(
         self,
@@ -67,6 +68,5 @@ register(
         "BetweenOLS: OLS of persons' means with robust (person-clustered) errors from released "
         "sufficient statistics",
         options=(BOUNDS_OPTION,),
-        in_memory=True,  # its sums are not reduced on Dask
     )
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -16,7 +16,7 @@ import patsy
 from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_choice, check_random_state
-from dplong.dask_frames import is_dask
+from dplong.dask_frames import design_spec, is_dask
 from dplong.exceptions import DataError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.models.base import FormulaModel
@@ -35,10 +35,17 @@ from dplong.models.option_checks import (
     check_accountant,
     check_max_rows,
 )
+from dplong.models.pooled.dask_rows import DaskRows
 from dplong.models.pooled.factors import Blocks, Disjoint, _blocks_of, _disjoint_of
 from dplong.models.pooled.frame import BoundsLike, _Scaling, column_bounds
-from dplong.models.pooled.gram import _gram_bound, _row_square, _rows_released
+from dplong.models.pooled.gram import (
+    _gram_bound,
+    _released_entries,
+    _row_square,
+    _rows_released,
+)
 from dplong.models.pooled.located import FoundRanges, RangeFlags, _RangesStage
+from dplong.models.pooled.persons import PersonSums
 from dplong.models.pooled.ptr import PTR_REST, PTR_SHARE, _fit_ptr
 from dplong.models.pooled.release import _release_statistics, _Statistics
 from dplong.models.pooled.results import _statistics_results
@@ -75,6 +82,9 @@ FACTOR_SHARES = (0.55, 0.04, 0.07, 0.3, 0.04)
 Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]
 
 _Model = TypeVar("_Model", bound="PooledOLS")
+
+if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskFrame
 
 
 class PooledOLS(_RangesStage, FormulaModel):
@@ -117,6 +127,9 @@ class PooledOLS(_RangesStage, FormulaModel):
     #: Whether a public range is a column's frame, so that stating one narrower than the
     #: range found privately can determine a coefficient (the withheld note's remedy).
     _bounds_frame = True
+    #: What a Dask frame's pass at the fit sums of a person's rows (:mod:`.dask_rows`): the
+    #: rows themselves, or their mean (one row a person); None: not reduced on Dask.
+    _dask_rows: ClassVar[Literal["rows", "means"] | None] = "rows"
     #: The routes ``fit``'s ``method`` may take.
     _methods: tuple[str, ...] = ("statistics", "ptr")
 
@@ -131,9 +144,12 @@ class PooledOLS(_RangesStage, FormulaModel):
         flags: RangeFlags | None = None,
         blocks: Blocks = (),
         disjoint: Disjoint = (),
+        source: DaskRows | None = None,
     ) -> None:
         super().__init__(design)
         self._design: PanelDesign = design
+        # private: the rows on a Dask frame, read where they lie (None: the design's rows)
+        self._source = source
         self._ranges = ranges  # public: (p + 1) x 2, the columns' then the outcome's
         # public: what a range found privately is cut to (none: infinite)
         self._caps = np.tile([-np.inf, np.inf], (len(ranges), 1)) if caps is None else caps
@@ -188,16 +204,44 @@ class PooledOLS(_RangesStage, FormulaModel):
         ...             "xage": (0, 100), "female": (0, 1)})
         PooledOLS('np.log1p(meddol) ~ np.log(coins + 1) + xage + female', n_users=5912)
         """
+        env = patsy.EvalEnvironment.capture(1)
         if is_dask(data):
-            raise DataError(
-                f"{cls.__name__} needs a pandas DataFrame (its per-person sums are not yet "
-                "reduced on Dask); call .compute() first"
-            )
-        spec = DesignSpec.from_formula(
-            formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1)
-        )
+            return cls._of_dask(formula, data, groups=groups, bounds=bounds, levels=levels, env=env)
+        spec = DesignSpec.from_formula(formula, data, levels=levels, eval_env=env)
         ranges = column_bounds(spec, bounds)  # refused before the rows are read
         return cls._of(spec, group_design(spec, data, groups=groups), ranges)
+
+    @classmethod
+    def _of_dask(
+        cls: type[_Model],
+        formula: str,
+        data: DaskFrame,
+        *,
+        groups: GroupsLike,
+        bounds: BoundsLike | str | None,
+        levels: LevelsLike | None,
+        env: patsy.EvalEnvironment,
+    ) -> _Model:
+        """The model of a Dask frame's rows, read where they lie (:mod:`.dask_rows`): each
+        person's extremes now, their sums at the fit."""
+        if cls._dask_rows is None:
+            raise DataError(
+                f"{cls.__name__} transforms each row by its person's other rows, which is "
+                "not reduced on Dask: call .compute() first, or fit PooledOLS or BetweenOLS "
+                "on the Dask frame"
+            )
+        spec = design_spec(formula, data, levels=levels, eval_env=env)
+        ranges = column_bounds(spec.spec, bounds)  # refused before the rows are read
+        source, design = DaskRows.read(data, spec, groups)
+        columns = design.columns
+        return cls(
+            design,
+            ranges,
+            levels=spec.spec.levels,
+            blocks=_blocks_of(spec.spec, columns),
+            disjoint=_disjoint_of(spec.spec, columns),
+            source=source,
+        )
 
     @classmethod
     def _of(
@@ -309,6 +353,11 @@ class PooledOLS(_RangesStage, FormulaModel):
         check_choice(method, "method", self._methods)
         absorbed = self._absorbed(between)  # checked on every route (PanelOLS has no ePTR one)
         if method == "ptr":
+            if self._source is not None:
+                raise ParameterError(
+                    'method="ptr" needs the rows in memory (its test reads every row of the '
+                    'scaled design); call .compute() first, or use method="statistics"'
+                )
             return _fit_ptr(self, options, cap, ptr_floor, coef_bound, generator, accountant)
         if ptr_floor is not None or coef_bound is not None:
             raise ParameterError('ptr_floor and coef_bound apply to method="ptr" only')
@@ -339,8 +388,8 @@ class PooledOLS(_RangesStage, FormulaModel):
         model, found, constant = self._absorbing(self._find_ranges(plan, generator))
         design = model._design
         scaled = _Scaling.of(found.ranges, design.columns, found.frame, model._blocks)
-        x, y, codes, cap = model._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
-        release = model._release(scaled, x, y, codes, cap, plan.rho, generator)
+        persons, cap = model._person_sums(scaled, cap)
+        release = model._release(scaled, persons, cap, plan.rho, generator)
         ledger = settle(accountant, [*found.entries, *release.entries], options)
         return _statistics_results(
             model,
@@ -393,6 +442,7 @@ class PooledOLS(_RangesStage, FormulaModel):
             flags=self._flags.at(rows),
             blocks=self._blocks,
             disjoint=self._disjoint,
+            source=self._source,
         )
 
     def _kept(self, columns: tuple[str, ...]) -> list[int]:
@@ -433,20 +483,15 @@ class PooledOLS(_RangesStage, FormulaModel):
     def _release(
         self,
         scaled: _Scaling,
-        x: NDArray[np.float64],
-        y: NDArray[np.float64],
-        codes: NDArray[np.intp],
+        persons: PersonSums,
         cap: int,
         rho: tuple[float, ...],
         generator: np.random.Generator,
     ) -> _Statistics:
-        """Steps 2-4 of ``docs/design/pooled.md`` on the estimator's scaled rows (its row count
-        and the frame's reaches from this model)."""
+        """Steps 2-4 of ``docs/design/pooled.md`` on the sums of the estimator's scaled rows
+        (its row count and the frame's reaches from this model)."""
         return _release_statistics(
-            x,
-            y,
-            codes,
-            self._design.n,
+            persons,
             cap,
             rho,
             generator,
@@ -455,6 +500,19 @@ class PooledOLS(_RangesStage, FormulaModel):
             blocks=self._blocks,
             disjoint=self._zero_products(),
         )
+
+    def _person_sums(self, scaled: _Scaling, cap: int) -> tuple[PersonSums, int]:
+        """Each person's sums of the rows the estimator regresses (:meth:`_rows`) in the
+        frame of ``scaled``, and the cap on a person's rows."""
+        design = self._design
+        n = design.n
+        kept = _released_entries(len(design.columns) + 1, self._zero_products())
+        if self._source is not None:
+            means = self._dask_rows == "means"
+            sums = self._source.person_sums(scaled, blocks=self._blocks, kept=kept, means=means)
+            return sums, self._cap(cap)
+        x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
+        return PersonSums.of_rows(x, y, codes, n, blocks=self._blocks, kept=kept), cap
 
     def _zero_products(self) -> Disjoint:
         """The blocks of columns whose different columns' products are 0 in every row the
@@ -560,6 +618,5 @@ register(
                 "--method ptr: radius of the scaled coefficient vector (default 1)",
             ),
         ),
-        in_memory=True,  # its sums are not reduced on Dask
     )
 )

@@ -11,7 +11,6 @@ from statistics import NormalDist
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong._grouping import user_row_sums
 from dplong.models.pooled.factors import Blocks, Disjoint
 
 __all__ = ["FLOOR_SDS", "GRAM_NORM", "GRAM_SHRINK", "NOISE_SEED", "NORM_DRAWS", "vech_scaled"]
@@ -143,26 +142,6 @@ def _eigenvalue_margins(p: int) -> NDArray[np.float64]:
     margins[0] = NormalDist().inv_cdf(MARGIN_LEVEL)  # 1 x 1: the normal quantile, exactly
     margins.flags.writeable = False
     return margins
-
-
-def _person_grams(
-    z: NDArray[np.float64],
-    weight: NDArray[np.float64],
-    codes: NDArray[np.intp],
-    n: int,
-    bound: float,
-    kept: NDArray[np.intp] | None = None,
-) -> NDArray[np.float64]:
-    """Every person's ``Z_u = Σ_t w z z'`` (rows ``z`` in [-1, 1], sorted by person) as
-    :func:`vech_scaled` vectors over the entries ``kept`` (default all;
-    :func:`_released_entries`), scaled down to norm ``bound`` where above it (n x k).
-
-    Replacing a person moves their sum by at most ``√2 bound``: for two persons' vectors
-    ``a, b``, ``‖a - b‖² = ‖a‖² + ‖b‖² - 2 a·b`` and ``a·b = tr(Z_u Z_v) >= 0`` (scaled PSD
-    matrices) when the entries left out are 0 in every person's ``Z_u``, as the structural
-    zeros are (every row's product of two indicators of one treatment-coded factor is 0)."""
-    vectors = vech_scaled(z, weight)
-    return _clip_rows(user_row_sums(vectors if kept is None else vectors[:, kept], codes, n), bound)
 
 
 def _released_entries(k: int, disjoint: Disjoint) -> NDArray[np.intp]:

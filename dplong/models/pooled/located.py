@@ -6,7 +6,7 @@ methods (:class:`_RangesStage`)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,6 +22,9 @@ from dplong.privacy.ranges import (
     located_miss,
     private_ranges,
 )
+
+if TYPE_CHECKING:
+    from dplong.models.pooled.dask_rows import DaskRows
 
 __all__ = [
     "HISTOGRAM_NOTE",
@@ -144,16 +147,15 @@ class FoundRanges(NamedTuple):
 def find_ranges(
     ranges: NDArray[np.float64],
     frame: NDArray[np.float64],
-    values: NDArray[np.float64],
-    codes: NDArray[np.intp],
-    n: int,
+    extremes: tuple[NDArray[np.float64], NDArray[np.float64]],
     names: tuple[str, ...],
     plan: StatisticsBudget,
     generator: np.random.Generator,
     caps: NDArray[np.float64],
 ) -> FoundRanges:
     """Every column's range ((p + 1) x 2): the public ones of ``ranges``, the others (NaN
-    there; their ``values``, rows sorted by person, and ``names``) found privately with the
+    there; each person's ``extremes`` of them, :func:`_extremes`, and ``names``) found
+    privately with the
     plan's budget and cut to their public ``caps`` ((p + 1) x 2, infinite where none); the
     Gram matrix's frame (the found ranges' cores, cut likewise, the public ranges'
     ``frame``); the columns whose range found privately missed its data (the counts beyond
@@ -167,7 +169,6 @@ def find_ranges(
     constant = np.zeros(len(ranges), dtype=bool)
     if not located.any():
         return FoundRanges(ranges, frame, RangeFlags(missed, heavy), constant, ())
-    extremes = _extremes(values, codes, n)
     if plan.histogram_rho > 0.0:
         found = histogram_ranges(*extremes, plan.histogram_rho, generator, names=names)
     else:
@@ -211,6 +212,8 @@ class _RangesStage:
     Gram matrix's ``_frame``."""
 
     _design: PanelDesign
+    #: The rows on a Dask frame (None: in memory, the design's)
+    _source: DaskRows | None
     #: Whether a public range is a column's frame (so stating one spares finding it), as
     #: :attr:`dplong.PooledOLS._bounds_frame`.
     _bounds_frame: bool
@@ -232,8 +235,16 @@ class _RangesStage:
         """The names of the columns (and the outcome) whose range the fit finds privately."""
         return [c for c, found in zip(self._names, self._located, strict=True) if found]
 
-    def _columns(self, which: NDArray[np.bool_]) -> NDArray[np.float64]:
-        return np.column_stack([self._design.X, self._design.y])[:, which]
+    def _extremes(
+        self, which: NDArray[np.bool_]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Each person's smallest and largest value of the columns ``which`` (n x k each):
+        from the rows in memory, or from the first pass over a Dask frame."""
+        if self._source is not None:
+            return self._source.lows[:, which], self._source.highs[:, which]
+        design = self._design
+        values = np.column_stack([design.X, design.y])[:, which]
+        return _extremes(values, design.codes, design.n)
 
     def _check_ranges(self, plan: StatisticsBudget) -> None:
         """Refuse, before any noise, ranges the plan cannot find (:func:`check_ranges`)."""
@@ -247,13 +258,10 @@ class _RangesStage:
         """Every column's range, the Gram matrix's frame, the ranges that missed, the columns
         found constant and the ledger entries of the ranges found privately with the plan's
         budget (:func:`find_ranges`)."""
-        design = self._design
         return find_ranges(
             self._ranges,
             self._frame,
-            self._columns(self._located),
-            design.codes,
-            design.n,
+            self._extremes(self._located),
             tuple(self._located_names),
             plan,
             generator,

@@ -76,7 +76,8 @@ def _fit_ptr(
     coefficients = ols_ptr(
         x, y, codes, n, cap, budget, generator, floor=floor, coef_bound=coef_bound
     )
-    errors = model._release(scaled, x, y, codes, cap, budget.rest_rho, generator)
+    persons, cap = model._person_sums(scaled, cap)
+    errors = model._release(scaled, persons, cap, budget.rest_rho, generator)
     ledger = settle(accountant, [*coefficients.entries, *errors.entries], options)
     results = _statistics_results(
         model,

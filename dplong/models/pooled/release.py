@@ -11,21 +11,19 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong._grouping import user_row_sums
 from dplong.models.pooled.factors import Blocks, Disjoint
 from dplong.models.pooled.gram import (
     NOISE_SEED,
-    _clip_blocks,
     _clip_rows,
     _floor,
     _gram_bound,
-    _person_grams,
     _released_entries,
     _row_square,
     _Solution,
     _unvech_scaled,
     vech_scaled,
 )
+from dplong.models.pooled.persons import PersonSums
 from dplong.privacy.accounting import LedgerEntry, gaussian_vector_entry
 from dplong.privacy.noise import WeightedRelease, release_vector_sum
 
@@ -72,10 +70,7 @@ class _Statistics:
 
 
 def _release_statistics(
-    x: NDArray[np.float64],
-    y: NDArray[np.float64],
-    codes: NDArray[np.intp],
-    n: int,
+    persons: PersonSums,
     cap: int,
     rho: tuple[float, ...],
     generator: np.random.Generator,
@@ -85,27 +80,25 @@ def _release_statistics(
     blocks: Blocks = (),
     disjoint: Disjoint = (),
 ) -> _Statistics:
-    """Steps 2-4 of ``docs/design/pooled.md`` on the scaled rows ``x``, ``y`` (values in [-1, 1];
-    the intercept, if any, first) of n persons (``codes``, sorted), a person's rows weighted
+    """Steps 2-4 of ``docs/design/pooled.md`` on the sums of the scaled rows (values in
+    [-1, 1]; the intercept, if any, first) of n ``persons`` (:class:`PersonSums`, over the
+    Gram matrix's entries not structural zeros of ``disjoint``), a person's rows weighted
     ``min(1, cap / T_u)``; ``rho``: the Gram matrix's, then (where there are Newton steps)
     the scores' size's and each step's, then the meat's;
     ``blocks``: the factor blocks whose rows' norms the Gram matrix's bound counts;
     ``disjoint``: the blocks whose different columns' products are 0 in every row (public),
     left out of the released vector and put back as zeros."""
-    p = x.shape[1]
+    n, p = persons.rows.size, persons.p
     rho_gram, *stepping, rho_meat = rho
-    rows = np.bincount(codes, minlength=n).astype(np.float64)
-    weight = np.minimum(1.0, cap / np.maximum(rows, 1.0))[codes]
 
     # step 2: the augmented Gram matrix, one vector: the pilot and the Hessian
     # the frame: a narrower range's values; a factor block's rows within its norm bound
-    z = _clip_blocks(np.clip(np.column_stack([x, y]), -1.0, 1.0), blocks)
     bound = _gram_bound(cap, _row_square(p, blocks))
     kept = _released_entries(p + 1, disjoint)
-    persons = _person_grams(z, weight, codes, n, bound, kept)
+    grams = persons.clipped_grams(cap, bound)
     bound *= 1.0 + 1e-12  # room for rounding
     gram = release_vector_sum(
-        persons,
+        grams,
         bound,
         math.sqrt(2.0) * bound,
         rho_gram,
@@ -122,7 +115,7 @@ def _release_statistics(
     size = None
     if stepping:  # the ePTR route's errors have no steps to size
         outer = _clip_radius(released, pilot, pilot.beta, cap, row_total, reach)
-        pilot_scores = _scores(x, y, weight, pilot.beta, codes, n, outer, pilot.whiten)
+        pilot_scores = persons.scores(pilot.beta, cap=cap, whiten=pilot.whiten, radius=outer)
         size = _score_size(pilot_scores, outer, stepping[0], max(stepping[1:]), generator)
     limit = math.inf if size is None else size.radius
     quiet = 0.0 if size is None else size.quiet
@@ -132,7 +125,7 @@ def _release_statistics(
         score_bound = radius * (1.0 + 1e-12)
         steps.append(
             release_vector_sum(
-                _scores(x, y, weight, beta, codes, n, radius, pilot.whiten),
+                persons.scores(beta, cap=cap, whiten=pilot.whiten, radius=radius),
                 score_bound,
                 2.0 * score_bound,
                 rho_step,
@@ -145,7 +138,7 @@ def _release_statistics(
     # the steps' radius clipped below the Cauchy–Schwarz one (the steps' fixed point's bias)
     radius = _clip_radius(released, pilot, beta, cap, row_total, reach, quiet)
     meat, gain = _release_meat(
-        _scores(x, y, weight, beta, codes, n, math.inf, pilot.whiten),
+        persons.scores(beta, cap=cap, whiten=pilot.whiten),
         radius,
         min(radius, limit),
         rho_meat,
@@ -345,20 +338,3 @@ def _clip_radius(
     mean_square = min(max(whitened, 1.0) / rows, size**2 / solution.smallest)
     worst = cap * size / math.sqrt(solution.smallest) * float(reach[-1] + np.abs(beta) @ reach[:-1])
     return min(max(math.sqrt(CLIP_RADIUS * variance * mean_square) * cap, quiet), worst)
-
-
-def _scores(
-    x: NDArray[np.float64],
-    y: NDArray[np.float64],
-    weight: NDArray[np.float64],
-    beta: NDArray[np.float64],
-    codes: NDArray[np.intp],
-    n: int,
-    radius: float,
-    whiten: NDArray[np.float64],
-) -> NDArray[np.float64]:
-    """Every person's score ``s_u = Σ_t w_u x̃_t (ỹ_t - x̃_t'β)`` at a public β, whitened by
-    the public symmetric ``whiten`` and clipped to ``radius`` in L2 norm (n x p; ``math.inf``:
-    not clipped)."""
-    scores = user_row_sums(x * (weight * (y - x @ beta))[:, None], codes, n) @ whiten
-    return scores if math.isinf(radius) else _clip_rows(scores, radius)

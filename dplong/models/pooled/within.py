@@ -63,6 +63,7 @@ class PanelOLS(PooledOLS):
 
     model_name = "PanelOLS"
     estimator = "within OLS"
+    _dask_rows = None
     _clipped = "deviations from each person's mean"
     _methods = ("statistics",)
     _bounds_frame = False  # a public range only caps the deviations' range found
@@ -164,6 +165,6 @@ register(
                 "absorbed by the person effects, left out of the releases",
             ),
         ),
-        in_memory=True,  # its sums are not reduced on Dask
+        in_memory=True,  # each row needs its person's mean: not reduced on Dask
     )
 )
