@@ -1,9 +1,7 @@
 """Dask data frames: the same fits on panels larger than one machine's memory.
 
 Every formula model and :func:`dplong.winsorized_mean` take a ``dask.dataframe.DataFrame``
-wherever they take a pandas one (``pip install "dplong[dask]"``), and give the same results;
-but :class:`~dplong.PanelOLS` and :class:`~dplong.RandomEffects`, whose rows are transformed by
-their person's mean before they are clipped (refused before any row is read).
+wherever they take a pandas one (``pip install "dplong[dask]"``), and give the same results.
 The rows never come together; what happens instead:
 
 1. **The design is fixed from public facts**: the formula, the declared levels and the frame's

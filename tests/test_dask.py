@@ -195,14 +195,18 @@ POOLED_FORMULA = "y ~ x1 + x2 + site + kind"
 POOLED_BOUNDS = {"y": (-8.0, 8.0), "x1": (-2.0, 2.0), "x2": (-4.0, 4.0)}
 
 
-@pytest.mark.parametrize("model", [dplong.PooledOLS, dplong.BetweenOLS])
+@pytest.mark.parametrize(
+    "model", [dplong.PooledOLS, dplong.BetweenOLS, dplong.PanelOLS, dplong.RandomEffects]
+)
 @pytest.mark.parametrize("bounds", [None, POOLED_BOUNDS], ids=["ranges-found", "bounds"])
 def test_pooled_family(data: pd.DataFrame, model: Any, bounds: Any) -> None:
-    """``PooledOLS`` and ``BetweenOLS`` read a Dask frame in two passes (each person's extremes
-    for the private ranges, then each person's sums in the ranges' frame) and release what
-    the rows in memory give: the same person sums but for their order of addition, so the
-    same draws and numbers to round-off (the scaled rows are not dyadic); the data holder is
-    told of the rows left out once, in the same words."""
+    """The pooled family reads a Dask frame where it lies (each person's extremes for the
+    private ranges, for the within estimator of the deviations from their means, found in two
+    passes more; then each person's sums in the ranges' frame; for random effects also the
+    moments of the pilot's residuals and each person's sums before quasi-demeaning) and
+    releases what the rows in memory give: the same person sums but for their order of
+    addition, so the same draws and numbers to round-off (the scaled rows are not dyadic);
+    the data holder is told of the rows left out once, in the same words."""
 
     def built(frame: Any) -> tuple[Any, list[str]]:
         with warnings.catch_warnings(record=True) as caught:
@@ -225,14 +229,19 @@ def test_pooled_family(data: pd.DataFrame, model: Any, bounds: Any) -> None:
     assert len(told) == 1 and told_lazy == told
 
 
-@pytest.mark.parametrize("model", [dplong.PanelOLS, dplong.RandomEffects])
-def test_pooled_estimators_of_a_persons_other_rows_refuse_dask(
-    data: pd.DataFrame, model: Any
-) -> None:
-    """The within and random-effects estimators transform each row by its person's mean (a
-    pass more): refused on a Dask frame before any row is read, naming what works."""
-    with pytest.raises(DataError, match=r"call \.compute\(\) first, or fit PooledOLS"):
-        model.from_formula("y ~ x1", unreadable(data), groups="user")
+def test_within_on_dask_absorbs_what_memory_absorbs(data: pd.DataFrame) -> None:
+    """A regressor constant within every person (declared ``between``, or found so by the
+    released counts) is left out of a Dask frame's within fit as in memory, the other
+    coefficients the same to round-off."""
+    frame = data.assign(z=data["user"].str[1:].astype(float) % 7)  # constant in a person
+    fit: dict[str, Any] = {"epsilon": 16.0, "max_rows": 8, "random_state": 4}
+    for between in ("z", None):
+        memory, lazy = (
+            dplong.PanelOLS.from_formula("y ~ x1 + z", f, groups="user").fit(between=between, **fit)
+            for f in (frame, as_dask(frame))
+        )
+        assert memory.withheld_why == lazy.withheld_why == {"z": "absorbed"}
+        np.testing.assert_allclose(lazy.params["x1"], memory.params["x1"], rtol=1e-9)
 
 
 def test_pooled_ptr_needs_the_rows_in_memory(data: pd.DataFrame) -> None:
@@ -680,16 +689,16 @@ def test_cli_parquet_files(parquet: tuple[Path, Path], kind: str, options: list[
     assert out == run(["fit", str(csv), *CLI, *options])[1]  # the release of the rows in memory
 
 
-@pytest.mark.parametrize("model", ["pooled", "between"])
+@pytest.mark.parametrize("model", ["pooled", "between", "panel", "re"])
 def test_cli_pooled_family_on_parquet_files(parquet: tuple[Path, Path], model: str) -> None:
-    """The pooled and between estimators read a glob of Parquet files where they lie (no
-    longer into memory), with the release of the CSV of the same rows."""
+    """The pooled family reads a glob of Parquet files where they lie (no longer into
+    memory), with the release of the CSV of the same rows."""
     folder, csv = parquet
     argv = ["--model", model, "--formula", "y ~ x1 + kind", "--groups", "user"]
     argv += ["--levels", "kind=p,q", "--bounds", "y=-8,8", "--epsilon", "16", "--seed", "3"]
     code, out, err = run(["fit", str(folder / "*.parquet"), *argv])
     assert code == 0, err
-    assert model.capitalize() in out and out == run(["fit", str(csv), *argv])[1]
+    assert "results" in out and out == run(["fit", str(csv), *argv])[1]
 
 
 def test_cli_parquet_errors(
@@ -716,20 +725,11 @@ def test_cli_mean_on_parquet(parquet: tuple[Path, Path]) -> None:
     assert out == run(["fit", str(csv), *argv])[1]
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["--model", "panel", "--formula", "y ~ x1", "--bounds", "y=-8,8", "--epsilon", "4"],
-        ["--model", "mean", "--formula", "y ~ 1", "--by", "kind", "--epsilon", "2"],
-    ],
-    ids=["panel", "mean-by"],
-)
-def test_cli_reads_parquet_into_memory_for_models_without_dask(
-    parquet: tuple[Path, Path], argv: list[str]
-) -> None:
-    """The within estimator (each row needs its person's mean) and a mean's ``by=`` take
-    pandas frames only: the command line reads a Parquet DATA into memory for them (it had
-    refused with "call .compute() first"), with the same release as the CSV of the same rows."""
+def test_cli_reads_parquet_into_memory_for_a_grouped_mean(parquet: tuple[Path, Path]) -> None:
+    """A mean's ``by=`` takes pandas frames only: the command line reads a Parquet DATA into
+    memory for it (it had refused with "call .compute() first"), with the same release as the
+    CSV of the same rows."""
+    argv = ["--model", "mean", "--formula", "y ~ 1", "--by", "kind", "--epsilon", "2"]
     folder, csv = parquet
     argv = [*argv, "--groups", "user", "--levels", "kind=p,q", "--seed", "1", "--quiet"]
     code, out, err = run(["fit", str(folder / "*.parquet"), *argv])

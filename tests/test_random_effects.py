@@ -233,6 +233,7 @@ def test_quasi_demeaned_rows_add_each_person_s_rows_in_order() -> None:
     codes = np.repeat(np.arange(people), rows)
     z = rng.normal(size=(codes.size, 3)) * rng.lognormal(0, 6, (codes.size, 1))
     stage = SimpleNamespace(_components=(0.5, 1.0))  # the quasi-demeaned fit's one input
+    stage._shift = lambda counts, sums: _QuasiDemeaned._shift(stage, counts, sums)  # type: ignore[arg-type]
     x, y, _, _ = _QuasiDemeaned._rows(stage, z[:, :2], z[:, 2], codes, people, 5)  # type: ignore[arg-type]
     sums = np.zeros((people, 3))
     np.add.at(sums, codes, z)

@@ -51,6 +51,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dplong._validation import RandomState, real_number
+from dplong.dask_frames import ReducedPanel
 from dplong.exceptions import (
     DplongError,
     DplongWarning,
@@ -66,11 +67,15 @@ from dplong.models.command_line import (
     register,
 )
 from dplong.models.location import COMPONENTS, RandomEffectsLocation
+from dplong.models.location_moments import _UserMoments
 from dplong.models.option_checks import DEFAULT_MAX_ROWS, CovType, check_max_rows
+from dplong.models.pooled.dask_rows import DaskRows
 from dplong.models.pooled.estimator import PooledOLS, Rows
 from dplong.models.pooled.factors import Blocks, Disjoint
+from dplong.models.pooled.frame import _Scaling
 from dplong.models.pooled.gram import _rows_released
 from dplong.models.pooled.located import RangeFlags
+from dplong.models.pooled.persons import PersonSums
 from dplong.planning import FitPlan, PlannedBlock, _decide, checkpoint
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger, zcdp_epsilon
 from dplong.privacy.budget import (
@@ -128,7 +133,6 @@ class RandomEffects(PooledOLS):
 
     model_name = "RandomEffects"
     estimator = "random-effects GLS"
-    _dask_rows = None
 
     # no method="ptr": ePTR is a route of pooled OLS only (its test is on X'X, not the
     # quasi-demeaned design), so the options differ from the parent's
@@ -194,7 +198,7 @@ class RandomEffects(PooledOLS):
         stated = _check_components(variance_components)
         plan = self.release_plan(epsilon=options.epsilon, delta=options.delta, stated=stated)
         self._check_ranges(plan)
-        residuals = _ResidualModel(design)
+        residuals = _ResidualModel(design, self._source)
         if stated is None:
             residuals.check(plan)
         share = plan.components_share
@@ -232,6 +236,7 @@ class RandomEffects(PooledOLS):
                 flags=flags,
                 blocks=self._blocks,
                 disjoint=self._disjoint,
+                source=self._source,
             ).fit(
                 epsilon=zcdp_epsilon(plan.pilot_rho, options.delta),
                 delta=options.delta,
@@ -251,6 +256,7 @@ class RandomEffects(PooledOLS):
             flags=flags,
             blocks=self._blocks,
             components=components,
+            source=self._source,
         )
         rho = remaining_rho([e.cost for e in entries], options.epsilon, options.delta)
         fitted = final.fit(epsilon=zcdp_epsilon(rho, options.delta), delta=options.delta, **stage)
@@ -394,8 +400,11 @@ class _QuasiDemeaned(PooledOLS):
         flags: RangeFlags,
         blocks: Blocks,
         components: tuple[float, float],
+        source: DaskRows | None,
     ) -> None:
-        super().__init__(design, ranges, levels=levels, frame=frame, flags=flags, blocks=blocks)
+        super().__init__(
+            design, ranges, levels=levels, frame=frame, flags=flags, blocks=blocks, source=source
+        )
         self._components = components
 
     def _zero_products(self) -> Disjoint:
@@ -434,37 +443,45 @@ class _QuasiDemeaned(PooledOLS):
         # per column, bincount adds a person's rows in row order, as np.add.at did (reduceat's
         # pairwise sums would change the last bits of the releases)
         sums = np.column_stack([np.bincount(codes, weights=c, minlength=n) for c in z.T])
-        shrink = theta(rows, *self._components) / np.maximum(rows, 1.0)
-        quasi = z - (shrink[:, None] * sums)[codes]
+        quasi: NDArray[np.float64] = z - self._shift(rows, sums.astype(np.float64))[codes]
         return quasi[:, :-1], quasi[:, -1], codes, cap
+
+    def _dask_person_sums(
+        self, source: DaskRows, scaled: _Scaling, kept: NDArray[np.intp]
+    ) -> PersonSums:
+        """The quasi-demeaned rows' sums of a Dask frame, read where they lie: each person's
+        sums of their scaled rows first (a pass), then of the rows less the person's shift."""
+        sums = source.scaled_sums(scaled)
+        shift = self._shift(sums[:, -1], sums[:, :-1])
+        return source.person_sums(scaled, blocks=self._blocks, kept=kept, shift=shift)
+
+    def _shift(self, rows: NDArray[np.float64], sums: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Each person's ``θ_u z̄_u`` from their row count and sums of their scaled rows."""
+        shrink = theta(rows, *self._components) / np.maximum(rows, 1.0)
+        return np.asarray(shrink[:, None] * sums)
 
 
 class _ResidualModel:
     """Stage 2: the variance components from the residuals of a pilot fit, released by
     :class:`RandomEffectsLocation` (its default half of the budget on them, half on the
-    residuals' mean, which centres Group Var)."""
+    residuals' mean, which centres Group Var) from each person's moments of the residuals,
+    of the rows in memory or read where a Dask frame's lie."""
 
-    def __init__(self, design: PanelDesign) -> None:
-        self._design = design
+    def __init__(self, design: PanelDesign, source: DaskRows | None) -> None:
+        self._design, self._source = design, source
 
-    def _model(self, residuals: NDArray[np.float64]) -> RandomEffectsLocation:
-        design = self._design
-        return RandomEffectsLocation(
-            PanelDesign(
-                y=residuals,
-                X=np.ones((residuals.size, 1)),
-                codes=design.codes,
-                n=design.n,
-                columns=("Intercept",),
-                outcome="residual",
-                formula="residual ~ 1",
-            ),
-            None,
+    def _model(self, moments: NDArray[np.float64]) -> RandomEffectsLocation:
+        """The location model of the residuals' per-person row counts, means and within sums
+        of squares (n x 3)."""
+        n = self._design.n
+        residuals = ReducedPanel(
+            moments, np.arange(n), n, ("Intercept",), "residual", "residual ~ 1"
         )
+        return RandomEffectsLocation(residuals, None)
 
     def _fit(
         self,
-        residuals: NDArray[np.float64],
+        moments: NDArray[np.float64],
         plan: RandomEffectsBudget,
         generator: np.random.Generator,
     ) -> PanelResults:
@@ -472,7 +489,7 @@ class _ResidualModel:
         # warned twice, nor in terms of the stage's own budget
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DplongWarning)
-            return self._model(residuals).fit(
+            return self._model(moments).fit(
                 epsilon=plan.components_epsilon,
                 delta=plan.components_delta,
                 weights="equal",
@@ -482,7 +499,7 @@ class _ResidualModel:
     def check(self, plan: RandomEffectsBudget) -> None:
         """Refuse before any noise what the components' release would refuse: its plan
         depends on public facts only (n and its budget), so it is decided on zeros."""
-        zeros = np.zeros(self._design.y.size)
+        zeros = np.zeros((self._design.n, 3))
         decision = _decide(lambda: self._fit(zeros, plan, np.random.default_rng(0)))
         if isinstance(decision, DplongError):
             refusal = InsufficientUsersError(
@@ -502,10 +519,16 @@ class _ResidualModel:
         generator: np.random.Generator,
     ) -> PanelResults:
         """The released components of the residuals of the rows clipped to ``ranges``."""
+        if self._source is not None:
+            return self._fit(self._source.residual_moments(beta, ranges), plan, generator)
         design = self._design
         x = np.clip(design.X, ranges[:-1, 0], ranges[:-1, 1])
         y = np.clip(design.y, ranges[-1, 0], ranges[-1, 1])
-        return self._fit(y - x @ beta, plan, generator)
+        residuals = dataclasses.replace(design, y=y - x @ beta, X=np.ones((len(y), 1)))
+        moments = _UserMoments.of(residuals)
+        return self._fit(
+            np.column_stack([moments.rows, moments.means, moments.within_ss]), plan, generator
+        )
 
 
 def _check_components(value: Any) -> tuple[float, float] | None:
@@ -562,6 +585,5 @@ register(
                 "nothing is spent on them",
             ),
         ),
-        in_memory=True,  # each row needs its person's mean: not reduced on Dask
     )
 )

@@ -7,8 +7,11 @@ from numpy.typing import NDArray
 
 from dplong._grouping import user_row_means
 from dplong.models.command_line import BOUNDS_OPTION, CommandLineModel, register
+from dplong.models.pooled.dask_rows import DaskRows
 from dplong.models.pooled.estimator import PooledOLS, Rows
 from dplong.models.pooled.factors import Disjoint
+from dplong.models.pooled.frame import _Scaling
+from dplong.models.pooled.persons import PersonSums
 
 __all__ = ["BetweenOLS"]
 
@@ -34,7 +37,6 @@ class BetweenOLS(PooledOLS):
 
     model_name = "BetweenOLS"
     estimator = "between OLS"
-    _dask_rows = "means"
 
     def _rows(
         self,
@@ -48,6 +50,19 @@ class BetweenOLS(PooledOLS):
         for a person whose rows were all dropped: it adds nothing, as in pooled OLS)."""
         means = user_row_means(np.column_stack([x, y]), codes, n)
         return means[:, :-1], means[:, -1], np.arange(n, dtype=np.intp), 1
+
+    def _dask_person_sums(
+        self, source: DaskRows, scaled: _Scaling, kept: NDArray[np.intp]
+    ) -> PersonSums:
+        """Each person's mean scaled row from the sums of a Dask frame's rows, one row a
+        person, as :meth:`_rows` in memory."""
+        sums = source.scaled_sums(scaled)
+        means = sums[:, :-1] / np.maximum(sums[:, -1:], 1.0)  # 0: no rows, as in memory
+        n = means.shape[0]
+        codes = np.arange(n, dtype=np.intp)
+        return PersonSums.of_rows(
+            means[:, :-1], means[:, -1], codes, n, blocks=self._blocks, kept=kept
+        )
 
     def _cap(self, max_rows: int) -> int:
         return 1

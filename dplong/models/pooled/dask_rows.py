@@ -10,32 +10,54 @@ brought together.
    :class:`~dplong.BetweenOLS` each person's sums of the scaled rows, whose means are its one
    row a person.
 
-Both estimators regress each row as it is (pooled) or a person's mean row (between); the
-within and random-effects estimators transform each row by its person's other rows, which
-needs a pass more and is not reduced here.
+The within estimator (:class:`~dplong.PanelOLS`) regresses each person's deviations from their
+own means (:func:`~dplong.models.pooled.deviations.deviation_rows`): two passes more when the
+model is built, each person's mean offset from their anchor (their smallest values, pass 1's),
+then the deviations' extremes; each partition looks the anchor and mean up for its persons
+(``given``). The random-effects estimator (:class:`~dplong.RandomEffects`) reads the moments of
+its pilot's residuals (:meth:`DaskRows.residual_moments`) and, before its quasi-demeaned sums,
+each person's sums of the scaled rows (:meth:`DaskRows.scaled_sums`), whose shift each partition
+looks up the same way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from dplong._grouping import user_row_sums
-from dplong.dask_frames import FrameSpec, reduce_design
+from dplong.dask_frames import FrameSpec, ReducedPanel, reduce_design
 from dplong.formula import PanelDesign
+from dplong.models.location_moments import _squared_deviations, _totals
+from dplong.models.pooled.deviations import deviation_rows
 from dplong.models.pooled.factors import Blocks
 from dplong.models.pooled.frame import _Scaling
 from dplong.models.pooled.located import _extremes
 from dplong.models.pooled.persons import PersonSums
+from dplong.models.reduce import user_means
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
 
 __all__ = ["DaskRows"]
+
+
+@dataclass(frozen=True)
+class _Within:
+    """The within estimator's transform of a partition's rows: the design's ``columns`` (and
+    the outcome, last) as deviations from each person's ``anchor`` and ``mean`` offset (n x
+    k each, private as the rows are), a column of ones first."""
+
+    columns: tuple[int, ...]
+    anchor: NDArray[np.float64]
+    mean: NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -48,9 +70,15 @@ class DaskRows:
     spec : FrameSpec
     groups : str
         The person-id column.
+    ids : ndarray
+        The persons' ids, in order of first appearance (the order of every per-person array).
     lows, highs : ndarray, shape (n, p + 1)
-        Each person's smallest and largest value of every column and the outcome (NaN for a
-        person whose rows were all left out).
+        Each person's smallest and largest value of every column the model regresses and the
+        outcome (NaN for a person whose rows were all left out).
+    within : _Within or None
+        The within estimator's deviations (None: the rows as they are).
+    keep : tuple of int or None
+        The regressed columns kept (None: all), after a model left some out.
 
     Examples
     --------
@@ -68,54 +96,183 @@ class DaskRows:
     data: DaskFrame
     spec: FrameSpec
     groups: Any
+    ids: NDArray[Any]
     lows: NDArray[np.float64]
     highs: NDArray[np.float64]
+    within: _Within | None = None
+    keep: tuple[int, ...] | None = None
 
     @classmethod
     def read(cls, data: DaskFrame, spec: FrameSpec, groups: Any) -> tuple[DaskRows, PanelDesign]:
         """Pass 1 over ``data``: each person's extremes, and the design's public facts (n,
         the columns, the outcome, the formula) as a design without rows."""
-        k = len(spec.spec.columns) + 1
-        panel = reduce_design(
-            data,
-            spec,
-            groups=groups,
-            sums=_partition_extremes,
-            statistic=_same,
-            aggregations=("min",) * k + ("max",) * k,
+        empty = np.empty((0, 0))
+        rows = cls(data, spec, groups, np.empty(0), empty, empty)
+        panel = rows._reduce(_partition_extremes, rows._extreme_aggregations(), tell=True)
+        k = panel.statistics.shape[1] // 2
+        found = dataclasses.replace(
+            rows, ids=panel.ids, lows=panel.statistics[:, :k], highs=panel.statistics[:, k:]
         )
-        design = PanelDesign(
-            y=np.empty(0),
-            X=np.empty((0, k - 1)),
-            codes=np.empty(0, dtype=np.intp),
-            n=panel.n,
-            columns=panel.columns,
-            outcome=panel.outcome,
-            formula=panel.formula,
+        return found, _no_rows(panel.n, panel.columns, panel.outcome, panel.formula)
+
+    @classmethod
+    def read_within(
+        cls, data: DaskFrame, spec: FrameSpec, groups: Any, columns: list[int]
+    ) -> tuple[DaskRows, PanelDesign]:
+        """Passes 1-3 for the within estimator of the design's ``columns`` (and the outcome):
+        each person's extremes (their smallest values are the anchor), their rows' mean offset
+        from the anchor, then the extremes of the deviations, a column of ones first; and the
+        design's public facts."""
+        raw, design = cls.read(data, spec, groups)
+        chosen = (*columns, len(design.columns))
+        anchor = raw.lows[:, chosen]
+        offsets = raw._reduce(
+            functools.partial(_offset_sums, columns=chosen), (), tell=False, tables=(anchor,)
+        ).statistics
+        mean = offsets[:, :-1] / np.maximum(offsets[:, -1:], 1.0)
+        rows = dataclasses.replace(raw, within=_Within(chosen, anchor, mean))
+        panel = rows._reduce(_partition_extremes, rows._extreme_aggregations(), tell=False)
+        k = panel.statistics.shape[1] // 2
+        lows, highs = panel.statistics[:, :k], panel.statistics[:, k:]
+        return dataclasses.replace(rows, lows=lows, highs=highs), design
+
+    def without(self, rows: list[int]) -> DaskRows:
+        """The same rows with only the regressed columns (and the outcome, last) at ``rows``
+        of the current ones (a model that left some out)."""
+        current = self.keep if self.keep is not None else tuple(range(self.lows.shape[1] - 1))
+        return dataclasses.replace(
+            self,
+            lows=self.lows[:, rows],
+            highs=self.highs[:, rows],
+            keep=tuple(current[j] for j in rows[:-1]),
         )
-        rows = cls(data, spec, groups, panel.statistics[:, :k], panel.statistics[:, k:])
-        return rows, design
+
+    def scaled_sums(self, scaled: _Scaling) -> NDArray[np.float64]:
+        """A pass: each person's sums of the rows clipped and mapped by ``scaled`` (public),
+        and their row counts (n x (p + 2))."""
+        partition = functools.partial(_scaled_sums, scaled=scaled)
+        return np.asarray(self._reduce(partition, (), tell=False).statistics)
 
     def person_sums(
-        self, scaled: _Scaling, *, blocks: Blocks, kept: NDArray[np.intp], means: bool
+        self,
+        scaled: _Scaling,
+        *,
+        blocks: Blocks,
+        kept: NDArray[np.intp],
+        shift: NDArray[np.float64] | None = None,
     ) -> PersonSums:
-        """Pass 2: each person's sums of the rows clipped and mapped by ``scaled`` (public),
-        or with ``means`` of the person's mean row (:class:`~dplong.BetweenOLS`)."""
-        n = self.lows.shape[0]
-        if means:
-            sums = functools.partial(_scaled_sums, scaled=scaled)
-            totals = reduce_design(
-                self.data, self.spec, groups=self.groups, sums=sums, statistic=_same, tell=False
-            ).statistics
-            rows = totals[:, :-1] / np.maximum(totals[:, -1:], 1.0)  # 0: no rows, as in memory
-            codes = np.arange(n, dtype=np.intp)
-            return PersonSums.of_rows(rows[:, :-1], rows[:, -1], codes, n, blocks=blocks, kept=kept)
-        sums = functools.partial(_person_sums, scaled=scaled, blocks=blocks, kept=kept)
-        totals = reduce_design(
-            self.data, self.spec, groups=self.groups, sums=sums, statistic=_same, tell=False
-        ).statistics
+        """The pass at the fit: each person's :class:`PersonSums` of the rows clipped and
+        mapped by ``scaled`` (public), less the person's ``shift`` where given (n x (p + 1):
+        the random-effects estimator's quasi-demeaning)."""
+        summed = functools.partial(_person_sums, scaled=scaled, blocks=blocks, kept=kept)
+        tables = () if shift is None else (shift,)
+        totals = self._reduce(summed, (), tell=False, tables=tables).statistics
         grams, products = np.split(totals[:, :-1], [kept.size], axis=1)
         return PersonSums(grams, products, totals[:, -1])
+
+    def residual_moments(
+        self, beta: NDArray[np.float64], ranges: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Two passes: each person's row count, mean and within sum of squares of the
+        residuals ``clip(y) - clip(x)'β`` of the rows clipped to ``ranges`` (n x 3), as
+        :class:`~dplong.models.location_moments._UserMoments` takes them in memory."""
+        totals = self._reduce(
+            functools.partial(_residual_sums, beta=beta, ranges=ranges, part=_totals),
+            (),
+            tell=False,
+        ).statistics
+        counts = user_means(totals)
+        squares = self._reduce(
+            functools.partial(_residual_sums, beta=beta, ranges=ranges, part=_squared_deviations),
+            (),
+            tell=False,
+            tables=(counts[:, 1:],),
+        ).statistics
+        return np.column_stack([counts, squares])
+
+    def _extreme_aggregations(self) -> tuple[str, ...]:
+        """Dask's aggregations of a pass of extremes: minima, then maxima, of each column the
+        model regresses and the outcome."""
+        if self.keep is not None:
+            k = len(self.keep) + 1
+        elif self.within is not None:
+            k = len(self.within.columns) + 1  # the column of ones, the deviations, the outcome
+        else:
+            k = len(self.spec.spec.columns) + 1
+        return ("min",) * k + ("max",) * k
+
+    def _reduce(
+        self,
+        sums: Any,
+        aggregations: tuple[str, ...],
+        *,
+        tell: bool,
+        tables: tuple[NDArray[np.float64], ...] = (),
+    ) -> ReducedPanel:
+        """One pass: each person's ``sums`` of the rows the model regresses (the within
+        deviations where there are, the columns kept), with per-person ``tables`` looked up
+        for each partition's persons by id."""
+        own = () if self.within is None else (self.within.anchor, self.within.mean)
+        partition = functools.partial(_regressed, sums=sums, within=self.within, keep=self.keep)
+        return reduce_design(
+            self.data,
+            self.spec,
+            groups=self.groups,
+            sums=partition,
+            statistic=_same,
+            given=[pd.DataFrame(table, index=self.ids) for table in (*own, *tables)],
+            tell=tell,
+            aggregations=aggregations,
+        )
+
+
+def _no_rows(n: int, columns: tuple[str, ...], outcome: str, formula: str) -> PanelDesign:
+    """A design's public facts, without its rows (they stay on the Dask frame)."""
+    return PanelDesign(
+        y=np.empty(0),
+        X=np.empty((0, len(columns))),
+        codes=np.empty(0, dtype=np.intp),
+        n=n,
+        columns=columns,
+        outcome=outcome,
+        formula=formula,
+    )
+
+
+def _regressed(
+    design: PanelDesign,
+    *tables: NDArray[np.float64],
+    sums: Any,
+    within: _Within | None,
+    keep: tuple[int, ...] | None,
+) -> NDArray[np.float64]:
+    """A partition's persons' ``sums`` of the rows the model regresses: the design's, or its
+    within deviations (the first two ``tables``: each person's anchor and mean), the columns
+    ``keep``; the other tables go to ``sums``."""
+    if within is not None:
+        anchor, mean, *tables_left = tables
+        z = np.column_stack([design.X, design.y])[:, within.columns]
+        X, y = deviation_rows(z, design.codes, anchor, mean)
+        design = dataclasses.replace(design, X=X, y=y)
+        tables = tuple(tables_left)
+    if keep is not None:
+        design = dataclasses.replace(design, X=design.X[:, list(keep)])
+    return np.asarray(sums(design, *tables))
+
+
+def _residual_sums(
+    design: PanelDesign,
+    *tables: NDArray[np.float64],
+    beta: NDArray[np.float64],
+    ranges: NDArray[np.float64],
+    part: Callable[..., NDArray[np.float64]],
+) -> NDArray[np.float64]:
+    """A partition's persons' ``part`` (the location model's reductions) of the residuals of
+    the rows clipped to ``ranges``, with the pass's per-person ``tables``."""
+    x = np.clip(design.X, ranges[:-1, 0], ranges[:-1, 1])
+    y = np.clip(design.y, ranges[-1, 0], ranges[-1, 1])
+    residuals = dataclasses.replace(design, y=y - x @ beta, X=np.ones((len(y), 1)))
+    return part(residuals, *(table[:, 0] for table in tables))
 
 
 def _same(sums: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -129,6 +286,15 @@ def _partition_extremes(design: PanelDesign) -> NDArray[np.float64]:
     return np.column_stack([lows, highs])
 
 
+def _offset_sums(
+    design: PanelDesign, anchor: NDArray[np.float64], *, columns: tuple[int, ...]
+) -> NDArray[np.float64]:
+    """A partition's persons' sums of their rows' offsets from their anchor (the design's
+    ``columns`` and the outcome) and their row counts: the within means' pass."""
+    z = np.column_stack([design.X, design.y])[:, columns] - anchor[design.codes]
+    return user_row_sums(np.column_stack([z, np.ones(len(z))]), design.codes, design.n)
+
+
 def _scaled_sums(design: PanelDesign, *, scaled: _Scaling) -> NDArray[np.float64]:
     """A partition's persons' sums of their scaled rows and their row counts."""
     x, y = scaled.apply(design.X, design.y)
@@ -136,9 +302,17 @@ def _scaled_sums(design: PanelDesign, *, scaled: _Scaling) -> NDArray[np.float64
 
 
 def _person_sums(
-    design: PanelDesign, *, scaled: _Scaling, blocks: Blocks, kept: NDArray[np.intp]
+    design: PanelDesign,
+    *shift: NDArray[np.float64],
+    scaled: _Scaling,
+    blocks: Blocks,
+    kept: NDArray[np.intp],
 ) -> NDArray[np.float64]:
-    """A partition's persons' :class:`PersonSums` as one array (grams, products, rows)."""
+    """A partition's persons' :class:`PersonSums` as one array (grams, products, rows) of
+    the scaled rows, less each person's ``shift`` where there is one."""
     x, y = scaled.apply(design.X, design.y)
+    if shift:
+        z = np.column_stack([x, y]) - shift[0][design.codes]
+        x, y = z[:, :-1], z[:, -1]
     sums = PersonSums.of_rows(x, y, design.codes, design.n, blocks=blocks, kept=kept)
     return np.column_stack([sums.grams, sums.products, sums.rows])

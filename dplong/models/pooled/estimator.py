@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_choice, check_random_state
 from dplong.dask_frames import design_spec, is_dask
-from dplong.exceptions import DataError, ParameterError
+from dplong.exceptions import ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.models.base import FormulaModel
 from dplong.models.command_line import (
@@ -127,9 +127,6 @@ class PooledOLS(_RangesStage, FormulaModel):
     #: Whether a public range is a column's frame, so that stating one narrower than the
     #: range found privately can determine a coefficient (the withheld note's remedy).
     _bounds_frame = True
-    #: What a Dask frame's pass at the fit sums of a person's rows (:mod:`.dask_rows`): the
-    #: rows themselves, or their mean (one row a person); None: not reduced on Dask.
-    _dask_rows: ClassVar[Literal["rows", "means"] | None] = "rows"
     #: The routes ``fit``'s ``method`` may take.
     _methods: tuple[str, ...] = ("statistics", "ptr")
 
@@ -170,7 +167,7 @@ class PooledOLS(_RangesStage, FormulaModel):
     def from_formula(
         cls: type[_Model],
         formula: str,
-        data: pd.DataFrame,
+        data: pd.DataFrame | DaskFrame,
         *,
         groups: GroupsLike,
         bounds: BoundsLike | str | None = None,
@@ -182,10 +179,12 @@ class PooledOLS(_RangesStage, FormulaModel):
         ----------
         formula : str
             ``"y ~ x1 + x2"``; an intercept is included unless removed with ``- 1``.
-        data : pandas.DataFrame
-            One row per observation.
+        data : pandas.DataFrame or dask.dataframe.DataFrame
+            One row per observation. A Dask frame is read where it lies, partition by
+            partition, now and at each fit (:mod:`~dplong.models.pooled.dask_rows`).
         groups : str or array_like
-            Column name (or values) of the person id: the unit of privacy.
+            Column name (or values) of the person id: the unit of privacy (with a Dask
+            frame, a column name).
         bounds : mapping of str to (low, high), optional
             Public ranges of the outcome and of design columns, by name
             (``{"xage": (0, 100), "np.log1p(meddol)": (0, 12)}``): values outside are
@@ -224,12 +223,6 @@ class PooledOLS(_RangesStage, FormulaModel):
     ) -> _Model:
         """The model of a Dask frame's rows, read where they lie (:mod:`.dask_rows`): each
         person's extremes now, their sums at the fit."""
-        if cls._dask_rows is None:
-            raise DataError(
-                f"{cls.__name__} transforms each row by its person's other rows, which is "
-                "not reduced on Dask: call .compute() first, or fit PooledOLS or BetweenOLS "
-                "on the Dask frame"
-            )
         spec = design_spec(formula, data, levels=levels, eval_env=env)
         ranges = column_bounds(spec.spec, bounds)  # refused before the rows are read
         source, design = DaskRows.read(data, spec, groups)
@@ -442,7 +435,7 @@ class PooledOLS(_RangesStage, FormulaModel):
             flags=self._flags.at(rows),
             blocks=self._blocks,
             disjoint=self._disjoint,
-            source=self._source,
+            source=None if self._source is None else self._source.without(rows),
         )
 
     def _kept(self, columns: tuple[str, ...]) -> list[int]:
@@ -508,9 +501,7 @@ class PooledOLS(_RangesStage, FormulaModel):
         n = design.n
         kept = _released_entries(len(design.columns) + 1, self._zero_products())
         if self._source is not None:
-            means = self._dask_rows == "means"
-            sums = self._source.person_sums(scaled, blocks=self._blocks, kept=kept, means=means)
-            return sums, self._cap(cap)
+            return self._dask_person_sums(self._source, scaled, kept), self._cap(cap)
         x, y, codes, cap = self._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
         return PersonSums.of_rows(x, y, codes, n, blocks=self._blocks, kept=kept), cap
 
@@ -519,6 +510,13 @@ class PooledOLS(_RangesStage, FormulaModel):
         estimator regresses, a public fact: pooled rows are the design's, and a treatment-coded
         factor's row has one 1 at most (:func:`_disjoint_of`)."""
         return self._disjoint
+
+    def _dask_person_sums(
+        self, source: DaskRows, scaled: _Scaling, kept: NDArray[np.intp]
+    ) -> PersonSums:
+        """:meth:`_person_sums` of a Dask frame's rows, read where they lie: pooled OLS sums
+        its rows as they are."""
+        return source.person_sums(scaled, blocks=self._blocks, kept=kept)
 
     def _rows(
         self,

@@ -4,12 +4,15 @@ their own means (the within, or fixed-effects, estimator)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
+import patsy
 from numpy.typing import NDArray
 
 from dplong._grouping import user_row_means
-from dplong.formula import DesignSpec, PanelDesign
+from dplong.dask_frames import design_spec
+from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign
 from dplong.models.command_line import (
     BOUNDS_OPTION,
     MAX_ROWS_OPTION,
@@ -18,9 +21,15 @@ from dplong.models.command_line import (
     register,
 )
 from dplong.models.linear_options import _between_columns
+from dplong.models.pooled.dask_rows import DaskRows
+from dplong.models.pooled.deviations import deviation_rows
 from dplong.models.pooled.estimator import PooledOLS
 from dplong.models.pooled.factors import Disjoint, _indicator_ranges
-from dplong.models.pooled.located import FoundRanges
+from dplong.models.pooled.frame import BoundsLike, column_bounds
+from dplong.models.pooled.located import FoundRanges, _extremes
+
+if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskFrame
 
 __all__ = ["PanelOLS"]
 
@@ -28,6 +37,12 @@ __all__ = ["PanelOLS"]
 #: weighted row count that the scores' clipping radius needs (its products with the deviations
 #: sum to 0 in every person's rows, so it moves no coefficient).
 ROW_COUNTER = "Intercept"
+
+
+def _deviating(columns: tuple[str, ...]) -> list[int]:
+    """The design's columns whose deviations are regressed: all but one named
+    :data:`ROW_COUNTER` (the formula's intercept, absorbed by the person effects)."""
+    return [j for j, name in enumerate(columns) if name != ROW_COUNTER]
 
 
 class PanelOLS(PooledOLS):
@@ -63,7 +78,6 @@ class PanelOLS(PooledOLS):
 
     model_name = "PanelOLS"
     estimator = "within OLS"
-    _dask_rows = None
     _clipped = "deviations from each person's mean"
     _methods = ("statistics",)
     _bounds_frame = False  # a public range only caps the deviations' range found
@@ -74,40 +88,68 @@ class PanelOLS(PooledOLS):
     @classmethod
     def _of(cls, spec: DesignSpec, design: PanelDesign, ranges: NDArray[np.float64]) -> PanelOLS:
         """The model of the design's deviations from each person's means (a per-person map of
-        the rows: each person's deviations depend on their own rows only), a column of ones
-        (:data:`ROW_COUNTER`) first; the deviations' ranges are found at the fit, cut to the
-        public ones a column's ``bounds`` give, but a declared factor's indicators' (±1). The
-        formula's intercept, if any, is absorbed like the person effects."""
-        keep = [j for j, name in enumerate(design.columns) if name != ROW_COUNTER]
+        the rows: each person's deviations depend on their own rows only,
+        :func:`~dplong.models.pooled.deviations.deviation_rows`), a column of ones
+        (:data:`ROW_COUNTER`) first. The formula's intercept, if any, is absorbed like the
+        person effects."""
+        keep = _deviating(design.columns)
         z = np.column_stack([design.X[:, keep], design.y])
-        # from one of the person's own rows first: a column constant within a person then
-        # deviates by exactly 0 (0.1 - mean(0.1, 0.1, 0.1) is not 0 in floating point)
-        anchor = np.empty((design.n, z.shape[1]))
-        anchor[design.codes] = z
-        z = z - anchor[design.codes]
-        deviations = z - user_row_means(z, design.codes, design.n)[design.codes]
-        ones = np.ones((deviations.shape[0], 1))
+        anchor = _extremes(z, design.codes, design.n)[0]
+        mean = user_row_means(z - anchor[design.codes], design.codes, design.n)
+        X, y = deviation_rows(z, design.codes, anchor, mean)
+        columns = (ROW_COUNTER, *(design.columns[j] for j in keep))
+        within = dataclasses.replace(design, X=X, y=y, columns=columns)
+        return cls._within(spec, within, ranges, keep)
+
+    @classmethod
+    def _of_dask(
+        cls,
+        formula: str,
+        data: DaskFrame,
+        *,
+        groups: GroupsLike,
+        bounds: BoundsLike | str | None,
+        levels: LevelsLike | None,
+        env: patsy.EvalEnvironment,
+    ) -> PanelOLS:
+        """The model of a Dask frame's deviations, read where they lie: each person's anchor,
+        mean offset and extremes of the deviations now (three passes), their sums at the fit
+        (:meth:`~dplong.models.pooled.dask_rows.DaskRows.read_within`)."""
+        spec = design_spec(formula, data, levels=levels, eval_env=env)
+        ranges = column_bounds(spec.spec, bounds)  # refused before the rows are read
+        keep = _deviating(spec.spec.columns)
+        source, design = DaskRows.read_within(data, spec, groups, keep)
+        columns = (ROW_COUNTER, *(design.columns[j] for j in keep))
+        within = dataclasses.replace(design, X=np.empty((0, len(columns))), columns=columns)
+        return cls._within(spec.spec, within, ranges, keep, source)
+
+    @classmethod
+    def _within(
+        cls,
+        spec: DesignSpec,
+        within: PanelDesign,
+        ranges: NDArray[np.float64],
+        keep: list[int],
+        source: DaskRows | None = None,
+    ) -> PanelOLS:
+        """The model of the deviations' design ``within`` (public: its columns, n): the
+        deviations' ranges are found at the fit, cut to the public ones a column's ``bounds``
+        give, but a declared factor's indicators' (±1)."""
         # a public range of width w bounds the deviations by ±w, far wider than their spread
         # (a frame that wide leaves the design within the Gram matrix's noise): it caps the
         # range found privately; a declared factor's indicators keep their public ±1
-        width = (ranges[:, 1] - ranges[:, 0])[[*keep, len(design.columns)]]
+        width = (ranges[:, 1] - ranges[:, 0])[[*keep, len(ranges) - 1]]
         public = np.column_stack([-width, width])
-        kept = [*(design.columns[j] for j in keep), design.outcome]
-        factor = np.isin(kept, list(_indicator_ranges(spec)))
+        factor = np.isin([*within.columns[1:], within.outcome], list(_indicator_ranges(spec)))
         bounded = np.isfinite(width) & ~factor
         spread = np.where(factor[:, None], public, np.nan)
         caps = np.where(bounded[:, None], public, [[-np.inf, np.inf]])
-        within = dataclasses.replace(
-            design,
-            X=np.column_stack([ones, deviations[:, :-1]]),
-            y=np.ascontiguousarray(deviations[:, -1]),
-            columns=(ROW_COUNTER, *(design.columns[j] for j in keep)),
-        )
         return cls(
             within,
             np.vstack([[1.0, 1.0], spread]),
             levels=spec.levels,
             caps=np.vstack([[-np.inf, np.inf], caps]),
+            source=source,
         )
 
     @property
@@ -165,6 +207,5 @@ register(
                 "absorbed by the person effects, left out of the releases",
             ),
         ),
-        in_memory=True,  # each row needs its person's mean: not reduced on Dask
     )
 )

@@ -1,0 +1,36 @@
+"""The within estimator's rows: each person's deviations from their own means, a column of ones
+first, computed by the same function on the rows in memory and on a Dask partition's rows
+(:mod:`~dplong.models.pooled.dask_rows`), given each person's anchor and mean offset."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["deviation_rows"]
+
+
+def deviation_rows(
+    z: NDArray[np.float64],
+    codes: NDArray[np.intp],
+    anchor: NDArray[np.float64],
+    mean: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The rows ``(1, x̃)`` and outcome ``ỹ`` of ``z = (x, y)`` (persons ``codes``) as
+    ``(z - a_u) - m_u``: ``anchor`` holds one of each person's own values per column (their
+    smallest), so that a column constant within a person deviates by exactly 0 (``0.1 -
+    mean(0.1, 0.1, 0.1)`` is not 0 in floating point), and ``mean`` the mean of their rows'
+    offsets from it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.pooled.deviations import deviation_rows
+    >>> z = np.array([[0.1, 1.0], [0.1, 3.0]])           # x constant within the person
+    >>> x, y = deviation_rows(z, np.array([0, 0]), np.array([[0.1, 1.0]]), np.array([[0.0, 1.0]]))
+    >>> x.tolist(), y.tolist()
+    ([[1.0, 0.0], [1.0, 0.0]], [-1.0, 1.0])
+    """
+    deviations = (z - anchor[codes]) - mean[codes]
+    ones = np.ones((deviations.shape[0], 1))
+    return np.column_stack([ones, deviations[:, :-1]]), np.ascontiguousarray(deviations[:, -1])
