@@ -151,7 +151,8 @@ def build_report(
         plot = _curve_plot(results, alpha, bounds.table["total"])
     else:
         plot = _coefficient_plot(results.params, results.conf_int(alpha), bounds.table["total"])
-    sections = [_header(summary.title, summary.info, data_name, command, notes)]
+    unit = _privacy_unit(results)
+    sections = [_header(summary.title, summary.info, data_name, command, notes, unit)]
     if summary.warnings:
         sections.append(
             _section(
@@ -223,7 +224,7 @@ def build_report(
             "<footer>",
             _paragraph(
                 "This report holds only differentially private outputs and public facts: the "
-                "number of users, the formula and the arguments of the fit. "
+                f"number of {_COUNTED[unit]}, the formula and the arguments of the fit. "
                 f"Made by dplong {html.escape(dplong.__version__)}.",
             ),
             '<ul id="report-errors" hidden></ul>',
@@ -276,23 +277,39 @@ def write_report(
     return target
 
 
+#: What the report says each unit of privacy is protected as, and what its n counts.
+_PROTECTED = {
+    "user": "All rows of a user are protected together; only the number of users and the "
+    "arguments of the fit are public.",
+    "item": "Every row is a unit, protected on its own (item-level privacy); only the number "
+    "of rows and the arguments of the fit are public.",
+}
+_COUNTED = {"user": "users", "item": "rows"}
+
+
+def _privacy_unit(results: PanelResults) -> str:
+    """What the fit protects (``"user"`` or ``"item"``), as its results say: the unit its
+    summary's title names (``user-level`` or ``item-level differential privacy``)."""
+    unit = str(getattr(results, "_privacy_unit", "user"))
+    if unit not in _PROTECTED:
+        raise ValueError(f"results protect {unit!r}; the report knows {sorted(_PROTECTED)}")
+    return unit
+
+
 def _header(
     title: str,
     info: pd.DataFrame,
     data_name: str | None,
     command: str | None,
     notes: Sequence[str],
+    unit: str = "user",
 ) -> str:
     facts = info
     if data_name is not None:
         facts = pd.concat([pd.DataFrame({"value": [data_name]}, index=["Data:"]), facts])
     parts = [
         f"<h1>{html.escape(title)}</h1>",
-        _paragraph(
-            "All rows of a user are protected together; only the number of users and the "
-            "arguments of the fit are public.",
-            muted=True,
-        ),
+        _paragraph(_PROTECTED[unit], muted=True),
         _table(facts, header=False, css_class="facts"),
     ]
     if command is not None:

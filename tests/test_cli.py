@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import io
 import re
 import subprocess
@@ -136,6 +137,27 @@ class TestFit:
         assert out == loud[1] and "Mean results" in out  # the same result, nothing else
         code, out, err = run([*argv, "--quiet", "--epsilon", "1e-9"])
         assert code == 2 and out == "" and err.startswith("dplong: error:")  # errors still
+
+    def test_a_closed_pipe_ends_quietly(self) -> None:
+        """``dplong fit ... | head -1``: the reader closes the pipe, the next write fails
+        (EPIPE). The command ends without a traceback, its stdout pointed at the null
+        device, with exit code 141 (128 + SIGPIPE, as a shell reports a program SIGPIPE
+        ended). Here the pipe is closed before the command writes, so that every run meets
+        it."""
+        argv = ["fit", "dataset:wage_panel", "--model", "pooled", "--formula", "lwage ~ exper"]
+        argv += ["--groups", "nr", "--epsilon", "1"]
+        done = subprocess.Popen(
+            [sys.executable, "-m", "dplong", *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=Path(__file__).parents[1],  # this checkout's dplong
+        )
+        assert done.stdout is not None and done.stderr is not None
+        done.stdout.close()  # as head does after its line
+        err = done.stderr.read().decode()
+        assert done.wait(timeout=300) == 141, err
+        assert "fitting pooled on 545 users" in err  # it ran, then met the closed pipe
+        assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception" not in err
 
     def test_same_result_as_the_library(self, ols_run: tuple[str, str, str]) -> None:
         wages = dplong.datasets.load_wage_panel()
@@ -868,14 +890,41 @@ class TestNadarayaWatson:
 
 
 class TestPlanPTR:
-    """``dplong plan`` answers for the ePTR releases from public facts: never refused by the
-    budget, the noise sd the fit will have (given its test passes)."""
+    """``dplong plan`` answers for the ePTR releases from public facts: refused by the budget
+    only below the ε its Gaussian release's zCDP conversion certifies, the noise sd the fit
+    will have (given its test passes)."""
+
+    @pytest.mark.parametrize(
+        ("change", "least"),
+        [([], "7.1e-05"), (["--bandwidth", "0.05"], "7.1e-05"), (["--n", "300"], "0.0001")],
+    )
+    def test_nadaraya_watson_plans_at_the_audited_values(
+        self, change: list[str], least: str
+    ) -> None:
+        """The audit's command ended in scipy's ``f(a) and f(b) must have different signs``:
+        the search for the smallest ε reached an ε below what the zCDP conversion certifies
+        at δ = 1/n², where ``gaussian_shares`` assumed a root in [1e-300, ε]."""
+        argv = ["plan", "--model", "nw", "--formula", "y ~ x", "--n", "3000", "--epsilon", "4"]
+        argv += ["--domain", "0,1", "--bounds=-2,2", "--bandwidth", "0.2"]
+        for flag, value in zip(change[::2], change[1::2], strict=True):
+            argv[argv.index(flag) + 1] = value
+        code, out, err = run(argv)
+        assert code == 0 and err == "", err
+        assert "Decision: released" in out and f"Smallest epsilon released: {least};" in out
+        if least == "0.0001":  # the bottom of the search: at δ = 1/300², no floor above it
+            return
+        code, out, err = run([*argv, "--epsilon", "1e-5"])  # below it: refused, in words
+        assert code == 0 and "Decision: REFUSED before any noise" in out, err
+        assert "Refusal: epsilon=1e-05 is too small for a Gaussian release" in out
 
     def test_nadaraya_watson_counts_rows(self) -> None:
         argv = ["plan", "dataset:dietox", *NW[2:-3]]
         code, out, err = run(argv)
         assert code == 0, err
-        assert "Model: NadarayaWatson" in out and "Rows (n, each a unit): 861" in out
+        assert "Model: nw " in out and "Rows (n, each a unit): 861" in out
+        said = " ".join(out.split())  # the notes are wrapped
+        assert "NadarayaWatson" not in said and "every row has a statistic" in said
+        assert "every user" not in said and "one user's" not in said
         assert "Decision: released" in out
         plan = dplong.plan(
             "Weight ~ Time",
@@ -894,7 +943,8 @@ class TestPlanPTR:
         argv += ["--epsilon", "4", "--bounds", "lwage=-4,5;exper=0,20;black=0,1"]
         code, out, err = run([*argv, "--max-rows", "8", "--method", "ptr", "--ptr-floor", "0.1"])
         assert code == 0, err
-        assert "Model: PooledOLS" in out and "Decision: released" in out
+        assert "Model: pooled " in out and "Decision: released" in out
+        assert "PooledOLS" not in out
         assert re.search(r"0: exper\s+0\.75", out)
 
 
@@ -1016,6 +1066,81 @@ class TestPrivacyUnit:
         argv[1:3] = ["--model", "mean"]
         code, _, err = run(argv[:7])
         assert code == 2 and "(the number of users) or DATA with --groups" in err
+
+    def test_the_report_protects_what_the_results_say(
+        self, ols_run: tuple[str, str, str], tmp_path: Path
+    ) -> None:
+        """The report's header says the unit the results protect (the summary's title):
+        every row on its own for the item-level ``nw``, a user's rows together for ``ols``;
+        and its footer counts rows or users accordingly."""
+        user_level = ols_run[2]
+        assert "All rows of a user are protected together" in user_level
+        assert "the number of users, the formula" in user_level
+        report = tmp_path / "nw.html"
+        code, _, err = run([*NW, "--report", str(report)])
+        assert code == 0, err
+        page = report.read_text(encoding="utf-8")
+        assert "NadarayaWatson results (item-level differential privacy)" in page
+        assert "Every row is a unit, protected on its own (item-level privacy)" in page
+        assert "the number of rows, the formula" in page
+        assert "All rows of a user" not in page and "number of users" not in page
+
+    def test_plan_says_the_model_flag_and_the_unit(self) -> None:
+        """``dplong plan`` names the model as ``--model`` does (not its Python class), says
+        the unit n counts in its notes, and a refusal in the command line's words."""
+        argv = ["plan", "--n", "545", "--model", "mean", "--formula", "lwage ~ 1"]
+        code, out, err = run([*argv, "--epsilon", "1"])
+        assert code == 0, err
+        said = " ".join(out.split())  # the notes are wrapped
+        assert "Model: mean " in out and "ColumnMean" not in out
+        assert "every user has a statistic" in said and "one user's statistic" in said
+        code, out, err = run([*argv, "--epsilon", "0.01", "--by", "year", "--levels", "year=1,2"])
+        assert code == 0 and "Decision: REFUSED" in out, err
+        assert "ColumnMean" not in out and "__user__" not in out
+
+    def test_plan_says_a_refusal_and_warnings_with_flags(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The plan's refusal and warnings are the fit's words, written for Python: the
+        command line says a model class as ``--model NAME`` and a keyword as its flag, as
+        every other message of the command does."""
+        planned = dplong.plan
+
+        def said_in_python(*args: Any, **kwargs: Any) -> Any:
+            results = planned(*args, **kwargs)
+            return dataclasses.replace(
+                results,
+                refusal="ColumnMean needs levels={'year': [...]} for by='year'",
+                warnings=("PooledOLS.fit: by_constant=True is ignored",),
+            )
+
+        monkeypatch.setattr(dplong, "plan", said_in_python)
+        argv = ["plan", "--n", "545", "--model", "mean", "--formula", "lwage ~ 1"]
+        code, out, err = run([*argv, "--epsilon", "1"])
+        assert code == 0, err
+        assert "Refusal: --model mean needs --levels year=A,B,... for --by year" in out
+        assert "Warning: --model pooled: --by-constant is ignored" in out
+        assert "ColumnMean" not in out and "PooledOLS" not in out
+
+    @pytest.mark.parametrize(
+        ("flags", "code", "expected"),
+        [
+            (["--by", "year"], 2, "dplong: error: --by year needs its declared levels"),
+            (["--by", "year", "--levels", "year=1980,1981,1982"], 0, "0: lwage[year=1982]"),
+            (["--by", "year", "--levels", "year=1980,1981", "--by-constant"], 0, "released"),
+            (["--scale", "0.25", "--lower", "0"], 0, "absolute"),
+        ],
+    )
+    def test_plan_of_a_mean_by_a_column(self, flags: list[str], code: int, expected: str) -> None:
+        """A plan of ``--model mean --by year`` said "--by year is not a column of data;
+        columns are ['__user__', '__time__', 'lwage']" (the stand-in rows lacked the column,
+        and their id columns leaked), and refused ``--levels year=...`` as a column "the
+        formula does not read"; any fit option of the mean (``--scale``, ``--by-constant``)
+        was "not an option"."""
+        argv = ["plan", "--n", "545", "--model", "mean", "--formula", "lwage ~ 1"]
+        done, out, err = run([*argv, "--epsilon", "8", *flags])
+        assert done == code and expected in out + err, out + err
+        assert "__user__" not in out + err and "__time__" not in out + err
 
     def test_nw_results_are_item_level_and_the_mean_user_level(self) -> None:
         code, out, err = run(NW)

@@ -368,8 +368,9 @@ def test_a_reliability_note_names_the_epsilon_without_it(fit: Any, epsilon: floa
 
 def test_eptr_releases_are_planned_with_the_noise_they_draw() -> None:
     """Pooled OLS by ePTR and item-level Nadaraya–Watson stop at a checkpoint: the planner
-    decides them without a row (never refused by the budget; the ePTR note where the test
-    cannot pass reliably) and predicts the sd of the noise the fit draws when its test passes.
+    decides them without a row (refused by the budget only below the ε their Gaussian release
+    is certified at, under the search's 1e-4 here; the ePTR note where the test cannot pass
+    reliably) and predicts the sd of the noise the fit draws when its test passes.
     The prediction leaves out the lattice's rounding step and the float error, which add to
     the sensitivity: 1e-3 relative covers them (measured: 2e-4)."""
     wages = dplong.datasets.load_wage_panel()
@@ -517,3 +518,111 @@ def test_a_plan_without_a_noise_forecast_says_what_released_means() -> None:
     per_user = dplong.plan("lwage ~ exper", n=545, epsilon=2.0)
     assert per_user.table["noise_sd"].notna().all()
     assert "no noise forecast" not in per_user.summary()
+
+
+#: ``dplong plan --model nw --n 3000 --epsilon 4 --domain 0,1 --bounds=-2,2 --bandwidth 0.2``
+#: and its neighbours (the audit's): bandwidth, ε and n one at a time, and a large δ.
+NW_PLAN = {"n": 3000, "epsilon": 4.0, "domain": (0, 1), "bounds": (-2, 2), "bandwidth": 0.2}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {},
+        {"bandwidth": 0.05},
+        {"bandwidth": 0.5},
+        {"epsilon": 0.5},
+        {"epsilon": 16.0},
+        {"n": 300},
+        {"n": 100_000},
+        {"delta": 0.5},
+    ],
+    ids=lambda change: ",".join(f"{k}={v}" for k, v in change.items()) or "audit",
+)
+def test_nadaraya_watson_plans_down_to_the_smallest_epsilon(change: dict[str, Any]) -> None:
+    """The search for the smallest ε halves ε down to 1e-4, where the ePTR's Gaussian release
+    has less ε than its zCDP conversion certifies at δ = 1/n² (the finite grid of Rényi
+    orders: 3.5e-5 at n = 3000): a budget refusal there, not scipy's bracket error. The ε
+    named is one at which the fit is not refused, and below it (when above the bottom of the
+    search) the fit is refused for its budget, naming epsilon."""
+    options = NW_PLAN | change
+    plan = dplong.plan("y ~ x", model="nw", **options)
+    assert not plan.refused and plan.smallest_epsilon is not None
+    assert plan.quiet_epsilon is not None and plan.quiet_epsilon >= plan.smallest_epsilon
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.0, 1.0, min(options["n"], 3000))
+    frame = pd.DataFrame({"x": x, "y": np.sin(3 * x)})
+    model_options = {k: options[k] for k in ("domain", "bounds", "bandwidth")}
+    extra = {"delta": options["delta"]} if "delta" in options else {}
+    if options["n"] == len(x):  # the planned n: the fit on real rows decides as the plan
+        model = dplong.NadarayaWatson.from_formula("y ~ x", frame, **model_options)
+        model.fit(epsilon=plan.smallest_epsilon, random_state=0, **extra)  # not refused
+        if plan.smallest_epsilon > dplong.planning.EPSILON_RANGE[0]:
+            with pytest.raises(dplong.exceptions.PrivacyParameterError, match="epsilon") as err:
+                model.fit(epsilon=plan.smallest_epsilon * 0.9, random_state=0, **extra)
+            assert is_budget_refusal(err.value) and "raise epsilon" in str(err.value)
+
+
+def test_gaussian_shares_brackets_its_root_at_every_delta() -> None:
+    """The zCDP conversion on the finite grid of Rényi orders neither falls to 0 with ρ (a
+    floor: no ρ certifies an ε below it, a budget refusal) nor stays above ρ (at a large δ the
+    largest ρ within ε exceeds ε): both ends of the search are checked, not assumed."""
+    from dplong.privacy.accounting import zcdp_epsilon
+    from dplong.privacy.budget import gaussian_shares
+    from dplong.privacy.budget.gaussian import smallest_gaussian_epsilon
+
+    for epsilon, delta in [(1.0, 0.5), (0.01, 0.995), (1.0, 0.999), (1.0, 1e-6), (1e-3, 1e-7)]:
+        (rho,) = gaussian_shares(epsilon, delta, [1.0])
+        assert zcdp_epsilon(rho, delta) <= epsilon < zcdp_epsilon(rho * 1.001, delta)
+    (rho,) = gaussian_shares(1.0, 0.5, [1.0])
+    assert rho > 1.0  # the old bracket [0, ε] did not hold the root
+    floor = smallest_gaussian_epsilon(1.0 / 3000**2)
+    assert 3e-5 < floor < 4e-5
+    with pytest.raises(dplong.exceptions.PrivacyParameterError) as err:
+        gaussian_shares(floor, 1.0 / 3000**2, [1.0])
+    assert is_budget_refusal(err.value)
+    assert "epsilon=3.5e-05 is too small" in str(err.value) and "must be above" in str(err.value)
+
+
+def test_a_mean_plans_with_its_fit_options_and_grouping() -> None:
+    """The mean's ``fit(**options)`` checks its own keywords: the plan passes them on (scale,
+    delta, by_constant were refused as 'not an option'), and the ``by=`` column is in the
+    stand-in rows with its declared levels (it was not, so a plan with ``by`` was refused
+    whatever its levels, naming the stand-in columns)."""
+    plan = dplong.plan("lwage ~ 1", model="mean", n=545, epsilon=1.0, scale=0.25, delta=1e-6)
+    assert not plan.refused and plan.delta == 1e-6 and plan.table["unit"].tolist() == ["absolute"]
+    years = list(range(1980, 1988))
+    grouped = dplong.plan(
+        "lwage ~ 1", model="mean", n=545, epsilon=8.0, by="year", levels={"year": years}
+    )
+    assert [column for _, column in grouped.table.index] == [f"lwage[year={y}]" for y in years]
+    keyed = dplong.plan(
+        "lwage ~ 1",
+        model="mean",
+        n=545,
+        epsilon=4.0,
+        by="year",
+        levels={"year": years},
+        by_constant=True,
+    )
+    assert not keyed.refused
+    with pytest.raises(dplong.exceptions.ParameterError, match="by='year' needs its declared"):
+        dplong.plan("lwage ~ 1", model="mean", n=545, epsilon=1.0, by="year")
+    with pytest.raises(dplong.exceptions.ParameterError, match="unexpected option 'scal'"):
+        dplong.plan("lwage ~ 1", model="mean", n=545, epsilon=1.0, scal=1.0)
+
+
+def test_refusals_never_name_the_stand_in_columns() -> None:
+    """A refusal met on the stand-in rows lists the analyst's columns only, keeps its class
+    and whether a larger ε cures it; one that names none is the same error."""
+    from dplong.planning.planner import _without_stand_ins
+
+    err = dplong.exceptions.InsufficientUsersError(
+        "by='arm' is not a column of data; columns are ['__user__', '__time__', 'y']"
+    )
+    err.budget_refusal = True
+    said = _without_stand_ins(err)
+    assert str(said) == "by='arm' is not a column of data; columns are ['y']"
+    assert type(said) is type(err) and is_budget_refusal(said)
+    plain = dplong.exceptions.ParameterError("levels must be a list")
+    assert _without_stand_ins(plain) is plain

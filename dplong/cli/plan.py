@@ -4,17 +4,19 @@ facts only."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import numpy as np
 
 import dplong
 from dplong.cli.checks import _check_arguments, _declared_levels
-from dplong.cli.errors import _InputError
+from dplong.cli.errors import _for_the_command_line, _InputError
 from dplong.cli.keywords import _fit_options, _stage_options
 from dplong.dask_frames import is_dask
 from dplong.formula import check_id_types
 from dplong.io import quiet_parquet_reads, read_file
 from dplong.models.command_line import MODELS
+from dplong.planning import PlanResults
 
 
 def _run_plan(args: argparse.Namespace) -> int:
@@ -42,7 +44,7 @@ def _run_plan(args: argparse.Namespace) -> int:
         target_sd=args.target_sd,
         **options,
     )
-    print(results.summary())
+    print(_as_the_command_line(results, args.model).summary())
     if results.refused:
         users = results.smallest_n()
         print(
@@ -50,6 +52,18 @@ def _run_plan(args: argparse.Namespace) -> int:
             + ("none up to 1e6" if users is None else str(users))
         )
     return 0
+
+
+def _as_the_command_line(results: PlanResults, model: str) -> PlanResults:
+    """``results`` as the command line says them: the model by its ``--model`` name, and the
+    refusal and warnings (the fit's own words, written for Python keywords and classes) with
+    the options that have a flag said as the flag (:func:`_for_the_command_line`)."""
+    return dataclasses.replace(
+        results,
+        model=model,
+        refusal=None if results.refusal is None else _for_the_command_line(results.refusal),
+        warnings=tuple(_for_the_command_line(warning) for warning in results.warnings),
+    )
 
 
 def _count_units(args: argparse.Namespace, by_user: bool) -> int:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,7 +20,7 @@ from dplong.planning.decision import _decide, _released, is_budget_refusal
 from dplong.planning.forecast import _COLUMNS, _reaches, _table
 from dplong.planning.results import PlanResults
 from dplong.planning.search import _budget_passes, _quiet_passes, _smallest_users, smallest_epsilon
-from dplong.planning.stand_in import _builder, stand_in_rows
+from dplong.planning.stand_in import STAND_IN_TIME, STAND_IN_USER, _builder, stand_in_rows
 from dplong.privacy.budget import QUIET_REMEDY
 
 
@@ -118,27 +120,42 @@ def plan(
         model_options["levels"] = levels
 
     item_level = "groups" not in model_params  # every row a unit: n counts rows
+    # a column an option of the model may name (the mean's by=): in the stand-in rows too (a
+    # text option that names none, such as kernel="gaussian", adds a column no model reads)
+    named = tuple(
+        value for key, value in model_options.items() if key != "levels" and isinstance(value, str)
+    )
 
     def model_for(users: int) -> Any:
         frame = stand_in_rows(
-            formula, users, 1 if item_level else rows, levels, model_options.get("domain")
+            formula,
+            users,
+            1 if item_level else rows,
+            levels,
+            model_options.get("domain"),
+            named=named,
         )
-        extra = {"time": "__time__"} if "time" in model_params else {}
+        extra = {"time": STAND_IN_TIME} if "time" in model_params else {}
         if not item_level:
-            extra["groups"] = "__user__"
-        return build(formula, frame, **extra, **model_options)
+            extra["groups"] = STAND_IN_USER
+        with _said_without_stand_ins():
+            return build(formula, frame, **extra, **model_options)
 
     built = model_for(_users(n))
-    unknown = sorted(set(fit_options) - set(inspect.signature(built.fit).parameters))
-    if unknown:
-        raise ParameterError(
-            f"{', '.join(unknown)}: not an option of {model_name}.from_formula or .fit"
-        )
+    fit_params = inspect.signature(built.fit).parameters.values()
+    if not any(param.kind is param.VAR_KEYWORD for param in fit_params):  # else: the fit's own
+        unknown = sorted(set(fit_options) - {param.name for param in fit_params})
+        if unknown:
+            raise ParameterError(
+                f"{', '.join(unknown)}: not an option of {model_name}.from_formula or .fit"
+            )
 
     def attempt(fitted: Any, eps: float) -> object:
         return fitted.fit(epsilon=eps, **fit_options)
 
     decision = _decide(lambda: attempt(built, epsilon))
+    if isinstance(decision, DplongError):
+        decision = _without_stand_ins(decision)
     if isinstance(decision, DplongError) and not is_budget_refusal(decision):
         raise decision  # a bad argument: the fit itself refuses it the same way
     quiet = smallest_epsilon(_quiet_passes(lambda e: attempt(built, e)), epsilon)
@@ -149,6 +166,8 @@ def plan(
             decision = _decide(lambda: attempt(built, epsilon))
         finally:
             QUIET_REMEDY.reset(token)
+        if isinstance(decision, DplongError):
+            decision = _without_stand_ins(decision)
 
     def forecast_at(eps: float) -> pd.DataFrame | None:
         outcome = _decide(lambda: attempt(built, eps))
@@ -182,6 +201,42 @@ def plan(
         level="item" if item_level else "user",
         _users=users,
     )
+
+
+#: A list's items that name the stand-in rows' own columns (``'__user__', ``), and any other
+#: mention of them: what a refusal says instead (the analyst named neither).
+_STAND_IN_ITEMS = re.compile(
+    "|".join(rf"'{re.escape(name)}',\s*" for name in (STAND_IN_USER, STAND_IN_TIME))
+)
+_STAND_IN_NAMES = {STAND_IN_USER: "the user ids", STAND_IN_TIME: "the time column"}
+
+
+def _without_stand_ins(err: DplongError) -> DplongError:
+    """``err`` as said of the analyst's columns: the stand-in rows' id and time columns
+    (:func:`~dplong.planning.stand_in.stand_in_rows`) left out of its lists of columns and
+    named as what they stand for elsewhere; the same error if it names neither."""
+    message = str(err)
+    said = _STAND_IN_ITEMS.sub("", message)
+    for name, meaning in _STAND_IN_NAMES.items():
+        said = said.replace(repr(name), meaning).replace(name, meaning)
+    if said == message:
+        return err
+    clean = type(err)(said)
+    clean.budget_refusal, clean.advice = err.budget_refusal, err.advice
+    return clean
+
+
+@contextlib.contextmanager
+def _said_without_stand_ins() -> Iterator[None]:
+    """A refusal raised within, said without the stand-in rows' columns
+    (:func:`_without_stand_ins`)."""
+    try:
+        yield
+    except DplongError as err:
+        clean = _without_stand_ins(err)
+        if clean is err:
+            raise
+        raise clean from None
 
 
 def _target_sd(target_sd: Any) -> float | None:

@@ -79,6 +79,7 @@ class PlanResults:
     def summary(self) -> str:
         """The plan as text (also ``str(results)``)."""
         width = 78
+        unit = "user" if self.level == "user" else "row"  # what n counts
         # a release whose noise the plan does not forecast (sufficient statistics): whether
         # each coefficient is withheld is decided by its released numbers at the fit
         blind = (
@@ -121,10 +122,10 @@ class PlanResults:
             "withheld at the fit (NaN, with its reason); 'released' says only that nothing "
             "refuses the fit before its first noise draw."
             if blind
-            else "noise sd and sampling sd are predicted for a typical release (every user has "
-            "a statistic, normal tails); unit sigma: the sd of one user's statistic in that "
-            "column, which the fit estimates privately (multiply by it); 'absolute' where the "
-            "scale is stated or public bounds hold the statistic."
+            else "noise sd and sampling sd are predicted for a typical release (every "
+            f"{unit} has a statistic, normal tails); unit sigma: the sd of one {unit}'s "
+            "statistic in that column, which the fit estimates privately (multiply by it); "
+            "'absolute' where the scale is stated or public bounds hold the statistic."
         ]
         lines += [textwrap.fill(note, width, subsequent_indent="  ") for note in notes]
         return "\n".join(lines)

@@ -19,6 +19,8 @@ from dplong.exceptions import FormulaError, ParameterError
 
 #: Seed of the stand-in rows :func:`plan` builds a model on (they are never read to decide).
 STAND_IN_SEED = 20240613
+#: The stand-in rows' columns of user ids and of times (names no analyst's column has).
+STAND_IN_USER, STAND_IN_TIME = "__user__", "__time__"
 #: The most stand-in rows (n users times their rows) :func:`stand_in_rows` makes.
 MAX_STAND_IN_ROWS = 4 * 10**7
 
@@ -87,12 +89,16 @@ def stand_in_rows(
     rows: int,
     levels: Mapping[str, Sequence[Any]] | None,
     domain: tuple[float, float] | None = None,
+    *,
+    named: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Made-up rows for n users: what a model is built on to plan a fit (never read to decide).
 
     Every column the formula names holds positive numbers (within ``domain`` when one is
-    given), a declared factor its levels in turn; ``__user__`` and ``__time__`` number the
-    users and their rows; at most :data:`MAX_STAND_IN_ROWS` of them.
+    given), and so does every column ``named`` by an option of the model (the mean's ``by``),
+    a declared factor its levels in turn; ``__user__`` and ``__time__``
+    (:data:`STAND_IN_USER`, :data:`STAND_IN_TIME`) number the users and their rows; at most
+    :data:`MAX_STAND_IN_ROWS` of them. Declared levels of a column neither reads are refused.
 
     Examples
     --------
@@ -100,6 +106,8 @@ def stand_in_rows(
     >>> frame = stand_in_rows("y ~ x + C(site)", 3, 2, {"site": ["a", "b"]})
     >>> frame.shape, sorted(frame.columns)
     ((6, 5), ['__time__', '__user__', 'site', 'x', 'y'])
+    >>> stand_in_rows("y ~ 1", 2, 2, {"arm": [0, 1]}, named=("arm",))["arm"].tolist()
+    [0, 1, 0, 1]
     """
     if isinstance(rows, bool) or not isinstance(rows, int | np.integer) or rows < 1:
         raise ParameterError(f"rows (rows per user) must be a positive integer, got {rows!r}")
@@ -113,15 +121,16 @@ def stand_in_rows(
     size = n * rows
     low, high = (1.0, 2.0) if domain is None else (float(domain[0]), float(domain[1]))
     frame: dict[str, Any] = {
-        "__user__": np.repeat(np.arange(n), rows),
-        "__time__": np.tile(np.arange(rows), n),
+        STAND_IN_USER: np.repeat(np.arange(n), rows),
+        STAND_IN_TIME: np.tile(np.arange(rows), n),
     }
     declared = dict(levels or {})
-    columns = formula_columns(formula)
+    read = formula_columns(formula)
+    columns = tuple(dict.fromkeys([*read, *named]))
     unused = [str(name) for name in declared if name not in columns]
     if unused:  # named here: the model's own message would list the stand-in columns
         raise FormulaError(
-            f"levels names {unused}, which the formula does not read; it reads {list(columns)}"
+            f"levels names {unused}, which the formula does not read; it reads {list(read)}"
         )
     for column in columns:
         if column in declared:

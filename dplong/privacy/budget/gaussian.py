@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
+from dplong.exceptions import PrivacyParameterError
 from dplong.privacy.accounting import Composer, Cost, zcdp_epsilon
 from dplong.privacy.budget.calibration import largest_within
 from dplong.privacy.budget.fit import users_share
@@ -25,10 +26,20 @@ from dplong.privacy.budget.stages import MAX_MISS
 from dplong.privacy.ranges import histogram_threshold, located_miss
 
 
-def gaussian_shares(epsilon: float, delta: float, shares: Sequence[float]) -> tuple[float, ...]:
+def gaussian_shares(
+    epsilon: float, delta: float, shares: Sequence[float], *, part: float = 1.0
+) -> tuple[float, ...]:
     """The zCDP ρ of Gaussian releases that together spend ``(epsilon, delta)``: the largest
     total ρ whose conversion (:func:`~dplong.privacy.accounting.zcdp_epsilon`) stays within
-    ε at δ, split in proportion to ``shares`` (zCDP composes by adding ρ).
+    ε at δ, split in proportion to ``shares`` (zCDP composes by adding ρ). ``part``: the
+    fraction of the fit's ε that ``epsilon`` is (what a refusal names).
+
+    The conversion is a minimum over a finite public grid of Rényi orders
+    (:data:`~dplong.privacy.accounting.ORDERS`), so it neither falls to 0 as ρ does (at
+    δ = 1e-6 it certifies no ε below about 1.3e-5: :func:`smallest_gaussian_epsilon`) nor stays
+    above ρ (at a large δ it is below). An ε at or below that floor is refused as a budget
+    refusal (:class:`~dplong.exceptions.PrivacyParameterError`: a larger ε cures it), before
+    any noise; the search brackets the root from above by doubling.
 
     Examples
     --------
@@ -37,13 +48,51 @@ def gaussian_shares(epsilon: float, delta: float, shares: Sequence[float]) -> tu
     >>> first, second = gaussian_shares(1.0, 1e-6, [0.75, 0.25])
     >>> round(first / second, 6), bool(zcdp_epsilon(first + second, 1e-6) <= 1.0)
     (3.0, True)
+    >>> (rho,) = gaussian_shares(1.0, 0.5, [1.0])     # a large δ: ρ above ε
+    >>> bool(rho > 1.0), bool(zcdp_epsilon(rho, 0.5) <= 1.0)
+    (True, True)
+    >>> gaussian_shares(1e-5, 1e-6, [1.0])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.PrivacyParameterError: epsilon=1e-05 is too small for a Gaussian release ...
     """
+    floor = smallest_gaussian_epsilon(delta)
+    if not epsilon > floor:  # no ρ > 0 converts to within ε: a larger ε cures it
+        of_it = "" if part == 1.0 else f" of {part:.3g} of it"
+        refusal = PrivacyParameterError(
+            f"epsilon={epsilon / part:.3g} is too small for a Gaussian release{of_it} at "
+            f"delta={delta:.3g}: epsilon must be above {floor / part:.3g} (the smallest its "
+            "zCDP conversion certifies on dplong's grid of Rényi orders); raise epsilon"
+        )
+        refusal.budget_refusal = True
+        raise refusal
     total = float(sum(shares))
-    upper = epsilon  # ρ-zCDP costs at least ρ in ε
-    rho = optimize.brentq(lambda r: zcdp_epsilon(r, delta) - epsilon, 1e-300, upper, xtol=1e-15)
+    upper = epsilon
+    while zcdp_epsilon(upper, delta) <= epsilon:  # a large δ converts ρ to less than ρ
+        upper *= 2.0
+    rho = optimize.brentq(
+        lambda r: zcdp_epsilon(r, delta) - epsilon, _SMALLEST_RHO, upper, xtol=1e-15
+    )
     while zcdp_epsilon(rho, delta) > epsilon:  # brentq's root may sit a hair above ε
         rho *= 1.0 - 1e-12
     return tuple(rho * share / total for share in shares)
+
+
+#: The smallest ρ :func:`gaussian_shares` searches (the lower end of its bracket).
+_SMALLEST_RHO = 1e-300
+
+
+def smallest_gaussian_epsilon(delta: float) -> float:
+    """The ε below which :func:`gaussian_shares` finds no ρ: the zCDP conversion at δ of the
+    smallest ρ it searches (the order grid's floor; 0 for a δ large enough). Public.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget.gaussian import smallest_gaussian_epsilon
+    >>> round(smallest_gaussian_epsilon(1e-6), 7), smallest_gaussian_epsilon(0.5)
+    (1.3e-05, 0.0)
+    """
+    return zcdp_epsilon(_SMALLEST_RHO, delta)
 
 
 @dataclass(frozen=True)
@@ -112,10 +161,14 @@ def ptr_budget(
     eps_ptr = epsilon * share
     delta_ptr = delta / 2.0 if rest else delta
     test = eps_ptr / 2.0
-    (rho,) = gaussian_shares(eps_ptr - test, delta_ptr, [1.0])
+    (rho,) = gaussian_shares(eps_ptr - test, delta_ptr, [1.0], part=share / 2.0)
     with np.errstate(over="ignore"):
         threshold = 1.0 + math.log(max(1.0 / delta_ptr, 1.0 / eps_ptr)) / test
-    rest_rho = gaussian_shares(epsilon - eps_ptr, delta - delta_ptr, rest) if rest else ()
+    rest_rho = (
+        gaussian_shares(epsilon - eps_ptr, delta - delta_ptr, rest, part=1.0 - share)
+        if rest
+        else ()
+    )
     return PTRBudget(test, eps_ptr - test, delta_ptr, rho, threshold, rest_rho)
 
 
