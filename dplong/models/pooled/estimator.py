@@ -16,7 +16,7 @@ import patsy
 from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_choice, check_random_state
-from dplong.dask_frames import design_spec, is_dask
+from dplong.dask_frames import FrameSpec, design_spec, is_dask
 from dplong.exceptions import ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.models.base import FormulaModel
@@ -225,29 +225,34 @@ class PooledOLS(_RangesStage, FormulaModel):
         person's extremes now, their sums at the fit."""
         spec = design_spec(formula, data, levels=levels, eval_env=env)
         ranges = column_bounds(spec.spec, bounds)  # refused before the rows are read
-        source, design = DaskRows.read(data, spec, groups)
-        columns = design.columns
-        return cls(
-            design,
-            ranges,
-            levels=spec.spec.levels,
-            blocks=_blocks_of(spec.spec, columns),
-            disjoint=_disjoint_of(spec.spec, columns),
-            source=source,
-        )
+        source, design = cls._read_dask(data, spec, groups)
+        return cls._of(spec.spec, design, ranges, source)
+
+    @classmethod
+    def _read_dask(
+        cls, data: DaskFrame, spec: FrameSpec, groups: GroupsLike
+    ) -> tuple[DaskRows, PanelDesign]:
+        """The passes over a Dask frame's rows when the model is built (each person's
+        extremes) and the design's public facts."""
+        return DaskRows.read(data, spec, groups)
 
     @classmethod
     def _of(
-        cls: type[_Model], spec: DesignSpec, design: PanelDesign, ranges: NDArray[np.float64]
+        cls: type[_Model],
+        spec: DesignSpec,
+        design: PanelDesign,
+        ranges: NDArray[np.float64],
+        source: DaskRows | None = None,
     ) -> _Model:
         """The model of a built design and its columns' public ranges (the rows it regresses
-        are :meth:`_rows` of the design's)."""
+        are :meth:`_rows` of the design's, or of a Dask frame's ``source``)."""
         return cls(
             design,
             ranges,
             levels=spec.levels,
             blocks=_blocks_of(spec, design.columns),
             disjoint=_disjoint_of(spec, design.columns),
+            source=source,
         )
 
     def fit(

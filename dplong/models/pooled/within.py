@@ -7,12 +7,11 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 import numpy as np
-import patsy
 from numpy.typing import NDArray
 
 from dplong._grouping import user_row_means
-from dplong.dask_frames import design_spec
-from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign
+from dplong.dask_frames import FrameSpec
+from dplong.formula import DesignSpec, GroupsLike, PanelDesign
 from dplong.models.command_line import (
     BOUNDS_OPTION,
     MAX_ROWS_OPTION,
@@ -25,7 +24,6 @@ from dplong.models.pooled.dask_rows import DaskRows
 from dplong.models.pooled.deviations import deviation_rows
 from dplong.models.pooled.estimator import PooledOLS
 from dplong.models.pooled.factors import Disjoint, _indicator_ranges
-from dplong.models.pooled.frame import BoundsLike, column_bounds
 from dplong.models.pooled.located import FoundRanges, _extremes
 
 if TYPE_CHECKING:
@@ -86,61 +84,36 @@ class PanelOLS(PooledOLS):
     )
 
     @classmethod
-    def _of(cls, spec: DesignSpec, design: PanelDesign, ranges: NDArray[np.float64]) -> PanelOLS:
-        """The model of the design's deviations from each person's means (a per-person map of
-        the rows: each person's deviations depend on their own rows only,
-        :func:`~dplong.models.pooled.deviations.deviation_rows`), a column of ones
-        (:data:`ROW_COUNTER`) first. The formula's intercept, if any, is absorbed like the
-        person effects."""
-        keep = _deviating(design.columns)
-        z = np.column_stack([design.X[:, keep], design.y])
-        anchor = _extremes(z, design.codes, design.n)[0]
-        mean = user_row_means(z - anchor[design.codes], design.codes, design.n)
-        X, y = deviation_rows(z, design.codes, anchor, mean)
-        columns = (ROW_COUNTER, *(design.columns[j] for j in keep))
-        within = dataclasses.replace(design, X=X, y=y, columns=columns)
-        return cls._within(spec, within, ranges, keep)
-
-    @classmethod
-    def _of_dask(
-        cls,
-        formula: str,
-        data: DaskFrame,
-        *,
-        groups: GroupsLike,
-        bounds: BoundsLike | str | None,
-        levels: LevelsLike | None,
-        env: patsy.EvalEnvironment,
-    ) -> PanelOLS:
-        """The model of a Dask frame's deviations, read where they lie: each person's anchor,
-        mean offset and extremes of the deviations now (three passes), their sums at the fit
-        (:meth:`~dplong.models.pooled.dask_rows.DaskRows.read_within`)."""
-        spec = design_spec(formula, data, levels=levels, eval_env=env)
-        ranges = column_bounds(spec.spec, bounds)  # refused before the rows are read
-        keep = _deviating(spec.spec.columns)
-        source, design = DaskRows.read_within(data, spec, groups, keep)
-        columns = (ROW_COUNTER, *(design.columns[j] for j in keep))
-        within = dataclasses.replace(design, X=np.empty((0, len(columns))), columns=columns)
-        return cls._within(spec.spec, within, ranges, keep, source)
-
-    @classmethod
-    def _within(
+    def _of(
         cls,
         spec: DesignSpec,
-        within: PanelDesign,
+        design: PanelDesign,
         ranges: NDArray[np.float64],
-        keep: list[int],
         source: DaskRows | None = None,
     ) -> PanelOLS:
-        """The model of the deviations' design ``within`` (public: its columns, n): the
-        deviations' ranges are found at the fit, cut to the public ones a column's ``bounds``
-        give, but a declared factor's indicators' (±1)."""
+        """The model of the design's deviations from each person's means (a per-person map of
+        the rows: each person's deviations depend on their own rows only,
+        :func:`~dplong.models.pooled.deviations.deviation_rows`; on a Dask frame's ``source``
+        they are computed where the rows lie), a column of ones (:data:`ROW_COUNTER`) first.
+        The formula's intercept, if any, is absorbed like the person effects. The deviations'
+        ranges are found at the fit, cut to the public ones a column's ``bounds`` give, but a
+        declared factor's indicators' (±1)."""
+        keep = _deviating(design.columns)
+        columns = (ROW_COUNTER, *(design.columns[j] for j in keep))
+        if source is None:
+            z = np.column_stack([design.X[:, keep], design.y])
+            anchor = _extremes(z, design.codes, design.n)[0]
+            mean = user_row_means(z - anchor[design.codes], design.codes, design.n)
+            X, y = deviation_rows(z, design.codes, anchor, mean)
+        else:  # no rows here
+            X, y = np.empty((0, len(columns))), design.y
+        within = dataclasses.replace(design, X=X, y=y, columns=columns)
         # a public range of width w bounds the deviations by ±w, far wider than their spread
         # (a frame that wide leaves the design within the Gram matrix's noise): it caps the
         # range found privately; a declared factor's indicators keep their public ±1
-        width = (ranges[:, 1] - ranges[:, 0])[[*keep, len(ranges) - 1]]
+        width = (ranges[:, 1] - ranges[:, 0])[[*keep, len(design.columns)]]
         public = np.column_stack([-width, width])
-        factor = np.isin([*within.columns[1:], within.outcome], list(_indicator_ranges(spec)))
+        factor = np.isin([*columns[1:], design.outcome], list(_indicator_ranges(spec)))
         bounded = np.isfinite(width) & ~factor
         spread = np.where(factor[:, None], public, np.nan)
         caps = np.where(bounded[:, None], public, [[-np.inf, np.inf]])
@@ -151,6 +124,15 @@ class PanelOLS(PooledOLS):
             caps=np.vstack([[-np.inf, np.inf], caps]),
             source=source,
         )
+
+    @classmethod
+    def _read_dask(
+        cls, data: DaskFrame, spec: FrameSpec, groups: GroupsLike
+    ) -> tuple[DaskRows, PanelDesign]:
+        """The passes over a Dask frame's rows when the model is built: each person's
+        extremes, mean offset from their anchor and the deviations' extremes
+        (:meth:`~dplong.models.pooled.dask_rows.DaskRows.read_within`)."""
+        return DaskRows.read_within(data, spec, groups, _deviating(spec.spec.columns))
 
     @property
     def exog_names(self) -> list[str]:
