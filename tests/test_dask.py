@@ -725,16 +725,62 @@ def test_cli_mean_on_parquet(parquet: tuple[Path, Path]) -> None:
     assert out == run(["fit", str(csv), *argv])[1]
 
 
-def test_cli_reads_parquet_into_memory_for_a_grouped_mean(parquet: tuple[Path, Path]) -> None:
-    """A mean's ``by=`` takes pandas frames only: the command line reads a Parquet DATA into
-    memory for it (it had refused with "call .compute() first"), with the same release as the
-    CSV of the same rows."""
-    argv = ["--model", "mean", "--formula", "y ~ 1", "--by", "kind", "--epsilon", "2"]
+def test_cli_mean_by_a_column_on_parquet_files(parquet: tuple[Path, Path]) -> None:
+    """A mean's ``--by`` reads a glob of Parquet files where they lie (no longer into
+    memory), with the release of the CSV of the same rows."""
     folder, csv = parquet
-    argv = [*argv, "--groups", "user", "--levels", "kind=p,q", "--seed", "1", "--quiet"]
+    argv = ["--model", "mean", "--formula", "y ~ 1", "--by", "kind", "--epsilon", "2"]
+    argv += ["--groups", "user", "--levels", "kind=p,q", "--seed", "1", "--quiet"]
     code, out, err = run(["fit", str(folder / "*.parquet"), *argv])
     assert code == 0, err
-    assert out == run(["fit", str(csv), *argv])[1]
+    assert "y[kind=p]" in out and out == run(["fit", str(csv), *argv])[1]
+
+
+@pytest.mark.parametrize("by_constant", [False, True])
+def test_mean_by_a_column_is_the_same_on_dask(data: pd.DataFrame, by_constant: bool) -> None:
+    """``by=``: each partition spreads its rows over the declared levels (and with
+    ``by_constant`` every user keeps the first level at which they have a row, from the
+    per-level row counts), the same release as in memory, bit for bit (dyadic values: exact
+    per-user sums); the key given by name or as the frame's column."""
+    options: dict[str, Any] = {"by": "kind", "levels": LEVELS, "by_constant": by_constant}
+    fit: dict[str, Any] = {"epsilon": 2.0, "random_state": 3}
+    memory = dplong.winsorized_mean(
+        data[["x1", "y", "kind"]], groups=data["user"], **options, **fit
+    )
+    frame = as_dask(data)
+    by_name = dplong.winsorized_mean(
+        frame[["x1", "y", "kind"]], groups=frame["user"], **options, **fit
+    )
+    options["by"] = frame["kind"]
+    by_column = dplong.winsorized_mean(frame[["x1", "y"]], groups=frame["user"], **options, **fit)
+    assert list(memory.params.index) == ["x1[kind=p]", "y[kind=p]", "x1[kind=q]", "y[kind=q]"]
+    assert np.isfinite(memory.params).sum() >= 2  # (with by_constant, few users have q first)
+    for lazy in (by_name, by_column):
+        assert_same_release(memory, lazy)
+        assert lazy.privacy.entries == memory.privacy.entries
+    with pytest.raises(ParameterError, match="by= names a column of the same Dask frame"):
+        dplong.winsorized_mean(
+            frame[["x1"]],
+            groups=frame["user"],
+            by=data["kind"].to_numpy(),
+            levels=LEVELS,
+            epsilon=1.0,
+        )
+
+
+def test_column_mean_tells_the_rows_left_out_on_dask(data: pd.DataFrame) -> None:
+    """``ColumnMean`` on a Dask frame tells the data holder of the rows no user's mean reads
+    (no id, a missing value), in the words of the in-memory warning."""
+    model = dplong.models.mean.ColumnMean
+
+    def told(frame: Any) -> list[str]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model.from_formula("y ~ 1", frame, groups="user", by="kind", levels=LEVELS)
+        return [str(w.message) for w in caught if "left out" in str(w.message)]
+
+    (expected,) = told(data)
+    assert told(as_dask(data)) == [expected]
 
 
 def test_mean_of_an_expression_is_the_same_on_dask(data: pd.DataFrame) -> None:

@@ -20,13 +20,19 @@ from numpy.typing import ArrayLike, NDArray
 
 from dplong._grouping import factorize_groups
 from dplong._validation import RandomState
-from dplong.dask_frames import column_name, design_spec, is_dask, outcome_rows
+from dplong.dask_frames import column_name, design_spec, is_dask, outcome_rows, require_dask
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, column_or_array, warn_dropped
 from dplong.models.base import PanelModel
 from dplong.models.blocks import Block, FitRequest, Statistics
 from dplong.models.command_line import TAIL_OPTIONS, CommandLineModel, Option, register
-from dplong.models.mean_levels import _by_level, _every_level, _grouping, _one_level_per_user
+from dplong.models.mean_levels import (
+    _by_level,
+    _every_level,
+    _grouping,
+    _level_labels,
+    _one_level_per_user,
+)
 from dplong.models.mean_options import _check_by_constant, _stated_scale, _support_and_tail
 from dplong.models.mean_results import _mean_results
 from dplong.models.mean_values import _dask_user_means, _matrix, _user_means
@@ -140,7 +146,8 @@ def winsorized_mean(
         there. A user whose rows carry several levels (years) contributes to each, clipped
         in each (to one only with ``by_constant``); a row whose key is missing or not
         declared belongs to no level. Needs ``levels`` (or a pandas ``Categorical`` key, whose
-        categories are its declared levels); in-memory values only (not Dask).
+        categories are its declared levels). With Dask ``values``, a column of the same Dask
+        frame (its name, or the column): each partition spreads its rows over the levels.
     levels : sequence, or mapping of the grouping's name to a sequence
         The declared levels of ``by`` (public: the study design's arms or years, never read
         from the rows), in the order of the results; ``{"year": [...]}`` as the formula
@@ -220,8 +227,8 @@ def winsorized_mean(
     if by is not None or levels is not None:  # public facts: checked before any noise
         values, grouping = _grouping(values, by, levels)
     if is_dask(values):
-        matrix, labels = _dask_user_means(values, groups, names)
-        columns = labels
+        matrix, columns = _dask_user_means(values, groups, names, grouping, by_constant)
+        labels = columns if grouping is None else _level_labels(columns, grouping)
     else:
         matrix, labels = _matrix(values, names)
         columns = labels
@@ -393,7 +400,13 @@ class ColumnMean:
         if is_dask(data):  # columns of the frame, reduced where they lie by winsorized_mean
             self._groups = data[column_name(data, groups, "groups")]
             self._values = _outcome(formula, data)
-            self.nobs_users = int(self._groups.nunique(dropna=True).compute())
+            no_id = self._groups.isnull()
+            kept = ~no_id & self._values.notnull()
+            users, rows, kept_rows, no_ids = require_dask().compute(
+                self._groups.nunique(dropna=True), no_id.size, kept.sum(), no_id.sum()
+            )  # one pass over the two columns
+            self.nobs_users = int(users)
+            warn_dropped(int(rows), int(kept_rows), int(no_ids))
         else:
             self._groups = column_or_array(groups, data, "groups")
             self._values = _outcome(formula, data)  # a Series: refusals name the column

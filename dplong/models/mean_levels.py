@@ -19,8 +19,9 @@ from dplong.results import grouped_label
 
 __all__: list[str] = []
 
-#: A grouping: its name, the level of every row (-1: none) and the declared levels.
-Grouping = tuple[str, NDArray[np.intp], tuple[Any, ...]]
+#: A grouping: its name, the level of every row (-1: none; for Dask values a lazy Dask Series
+#: of them, computed partition by partition) and the declared levels.
+Grouping = tuple[str, Any, tuple[Any, ...]]
 
 
 def _grouping(
@@ -30,23 +31,37 @@ def _grouping(
     declared levels, the key's length and dtype (the rows' keys are only compared with them)."""
     if by is None:
         raise ParameterError("levels= declares the levels of a grouping: give it as by=")
-    if is_dask(values) or is_dask(by):
-        raise ParameterError("by= takes values in memory (pandas or numpy), not Dask frames")
+    if (is_dask(values) or is_dask(by)) and not (
+        is_dask(values)
+        and (isinstance(by, str) or (is_dask(by) and by.npartitions == values.npartitions))
+    ):
+        raise ParameterError(
+            "with Dask values, by= names a column of the same Dask frame (by='year'), or is one "
+            "(by=frame['year'])"
+        )
+    keys: Any  # a pandas Series, or a column of a Dask frame
     if isinstance(by, str):
-        if not isinstance(values, pd.DataFrame) or by not in values.columns:
+        frame: Any = values
+        if np.ndim(frame) != 2 or by not in getattr(frame, "columns", ()):
             raise ParameterError(
                 f"by={by!r} names a column of values, which must then be a DataFrame holding "
                 "it; or give the key of every row (an array or Series)"
             )
-        name, keys, values = by, values[by], values.drop(columns=[by])
+        name, keys, values = by, frame[by], frame.drop(columns=[by])
+    elif is_dask(by):
+        name, keys = str(by.name or "by"), by
     else:
         name = str(getattr(by, "name", None) or "by")
         if np.ndim(by) != 1:
             raise DataError(f"by must have one key per row (1-D); got shape {np.shape(by)}")
         keys = by if isinstance(by, pd.Series) else pd.Series(np.asarray(by, dtype=object))
-    if levels is None and isinstance(keys.dtype, pd.CategoricalDtype):
+    categories = isinstance(keys.dtype, pd.CategoricalDtype)
+    if levels is None and categories and (not is_dask(keys) or keys.cat.known):
         levels = list(keys.cat.categories)  # declared by the dtype
-        warn_categories_present(name, keys.dtype, keys.cat.codes.to_numpy())
+        present = keys.cat.codes.unique()  # Dask: one pass over the codes of that column
+        warn_categories_present(
+            name, keys.dtype, np.asarray(present.compute() if is_dask(present) else present)
+        )
     if levels is None:
         raise ParameterError(
             f"by={name!r} needs levels=, its declared values (public: the study design's, never "
@@ -67,11 +82,20 @@ def _grouping(
         raise ParameterError(
             f"levels must be one or more distinct declared levels, none missing; got {declared!r}"
         )
+    if is_dask(keys):  # a column of the frame: its codes, partition by partition
+        codes = keys.map_partitions(_level_codes, declared=declared, meta=(name, np.intp))
+        return values, (name, codes, declared)
     rows = len(values)  # type: ignore[arg-type]
     if len(keys) != rows:
         raise DataError(f"by must have one key per row: got shape {np.shape(keys)} for {rows} rows")
-    codes = index.get_indexer(keys.astype(object)).astype(np.intp)
-    return values, (name, codes, declared)
+    return values, (name, _level_codes(keys, declared=declared).to_numpy(), declared)
+
+
+def _level_codes(keys: pd.Series, *, declared: tuple[Any, ...]) -> pd.Series:
+    """Every row's level: the position of its key among the ``declared`` levels (-1: none)."""
+    codes = pd.Index(declared).get_indexer(keys.astype(object)).astype(np.intp)
+    found: pd.Series = pd.Series(codes, index=keys.index, name=keys.name)
+    return found
 
 
 def _one_level_per_user(grouping: Grouping, codes: NDArray[np.intp], n: int) -> Grouping:
@@ -92,11 +116,35 @@ def _by_level(
 ) -> tuple[NDArray[np.float64], tuple[str, ...]]:
     """The rows' values spread over the levels, level by level (rows x levels·d; NaN where a
     row is at another level or none), and the columns' names ``column[by=level]``."""
-    name, codes, declared = grouping
-    at = codes[:, None] == np.arange(len(declared))[None, :]  # rows x levels
+    _, codes, declared = grouping
+    return _spread(matrix, codes, len(declared)), _level_labels(labels, grouping)
+
+
+def _spread(
+    matrix: NDArray[np.float64], codes: NDArray[np.intp], levels: int
+) -> NDArray[np.float64]:
+    """The rows' values spread over ``levels`` levels by their ``codes`` (rows x levels·d,
+    level by level; NaN where a row is at another level or none)."""
+    at = codes[:, None] == np.arange(levels)[None, :]  # rows x levels
     spread = np.where(at[:, :, None], matrix[:, None, :], np.nan)
-    flat = spread.reshape(matrix.shape[0], len(declared) * matrix.shape[1])
-    return flat, tuple(grouped_label(c, name, v) for v in declared for c in labels)
+    return spread.reshape(matrix.shape[0], levels * matrix.shape[1])
+
+
+def _first_level_only(means: NDArray[np.float64], rows: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Every user's means at the first level at which they have rows (``rows``: users x
+    levels), NaN at the others: :func:`_one_level_per_user` from per-user counts, as a Dask
+    frame's partitions give them (means users x levels·d, level by level)."""
+    levels = rows.shape[1]
+    has = rows > 0
+    first = np.where(has.any(axis=1), has.argmax(axis=1), levels)
+    keep = np.repeat(first[:, None] == np.arange(levels)[None, :], means.shape[1] // levels, axis=1)
+    return np.where(keep, means, np.nan)
+
+
+def _level_labels(labels: tuple[str, ...], grouping: Grouping) -> tuple[str, ...]:
+    """The names ``column[by=level]`` of every column at every level, level by level."""
+    name, _, declared = grouping
+    return tuple(grouped_label(c, name, v) for v in declared for c in labels)
 
 
 def _every_level(value: Any, d: int, levels: int) -> Any:

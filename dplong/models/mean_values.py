@@ -15,6 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 from dplong._validation import as_columns
 from dplong.dask_frames import is_dask, reduce_users, require_dask
 from dplong.exceptions import DataError, ParameterError
+from dplong.models.mean_levels import Grouping, _first_level_only, _spread
 from dplong.privacy.winsorized import column_names
 
 if TYPE_CHECKING:
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
     from dask.dataframe import Series as DaskSeries
 
 __all__: list[str] = []
+
+#: The column of a Dask frame's rows that holds their level of a ``by=`` grouping
+_LEVEL = "__dplong_level__"
 
 
 def _matrix(
@@ -110,34 +114,59 @@ def _means_from_sums(sums: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _dask_user_means(
-    values: DaskFrame | DaskSeries, groups: Any, names: Sequence[str] | None
+    values: DaskFrame | DaskSeries,
+    groups: Any,
+    names: Sequence[str] | None,
+    grouping: Grouping | None = None,
+    by_constant: bool = False,
 ) -> tuple[NDArray[np.float64], tuple[str, ...]]:
-    """Per-user means of Dask ``values`` (one row per user without ``groups``), and labels."""
+    """Per-user means of Dask ``values`` (one row per user without ``groups``), at every level
+    of a ``grouping`` (level by level; a user at the first level of their rows only where
+    ``by_constant``), and the columns' labels."""
     require_dask()
     frame = values.to_frame() if values.ndim == 1 else values
+    columns = list(frame.columns)
+    found = [str(c) for c in columns] if values.ndim == 2 or values.name is not None else None
+    labels = _labels(names, found, len(columns))
+    levels = 0 if grouping is None else len(grouping[2])
+    if grouping is not None:
+        frame = frame.assign(**{_LEVEL: grouping[1]})
     if groups is None:  # every row is a user: the rows are the statistics
-        return _matrix(frame.compute(), names)
+        rows = frame.compute()
+        matrix = _floats(rows[columns])
+        return (_spread(matrix, rows[_LEVEL].to_numpy(), levels) if levels else matrix), labels
     if not is_dask(groups) or groups.npartitions != frame.npartitions:
         raise DataError(
             "with Dask values, groups must be a column of the same Dask frame, e.g. "
             'groups=frame["id"]'
         )
-    columns = list(frame.columns)
     user = "__dplong_groups__"
     means, ids = reduce_users(
         frame.assign(**{user: groups}),
         user,
-        functools.partial(_partition_mean_sums, columns=columns),
+        functools.partial(_partition_mean_sums, columns=columns, levels=levels),
         _means_from_sums,
+        carried=levels,
     )
     if len(ids) == 0:
         raise DataError(f"values is empty (shape (0, {len(columns)}))")
-    found = [str(c) for c in columns] if values.ndim == 2 or values.name is not None else None
-    return means, _labels(names, found, len(columns))
+    if levels:
+        means, rows_at = means[:, :-levels], means[:, -levels:]
+        if by_constant:
+            means = _first_level_only(means, rows_at)
+    return means, labels
 
 
 def _partition_mean_sums(
-    rows: pd.DataFrame, codes: NDArray[np.intp], n: int, *, columns: list[Any]
+    rows: pd.DataFrame, codes: NDArray[np.intp], n: int, *, columns: list[Any], levels: int
 ) -> NDArray[np.float64]:
-    """:func:`_mean_sums` of one Dask partition's rows."""
-    return _mean_sums(_floats(rows[columns]), codes, n)
+    """:func:`_mean_sums` of one Dask partition's rows, spread over ``levels`` levels where
+    there is a grouping, then each user's rows at each level (whatever their values)."""
+    values = _floats(rows[columns])
+    if not levels:
+        return _mean_sums(values, codes, n)
+    level = rows[_LEVEL].to_numpy()
+    sums = _mean_sums(_spread(values, level, levels), codes, n)
+    kept = codes >= 0
+    at = [np.bincount(codes[kept & (level == k)], minlength=n) for k in range(levels)]
+    return np.column_stack([sums, *at])
