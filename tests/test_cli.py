@@ -1171,12 +1171,9 @@ class TestPlanReadsOnlyItsColumns:
         frame[["id"]].to_csv(narrow, index=False)
         return wide, narrow
 
-    def test_only_the_id_column_is_read(
-        self, wide: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        argv = ["--groups", "id", "--model", "mean", "--formula", "c0 ~ 1", "--epsilon", "1"]
-        expected = run(["plan", str(wide[1]), *argv])
-        assert expected[0] == 0 and "Users (n): 300" in expected[1], expected[2]
+    @staticmethod
+    def _spy(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+        """The keywords of every ``pandas.read_csv`` call from now on."""
         calls: list[dict[str, Any]] = []
         read_csv = pd.read_csv
 
@@ -1185,6 +1182,15 @@ class TestPlanReadsOnlyItsColumns:
             return read_csv(*args, **kwargs)
 
         monkeypatch.setattr(pd, "read_csv", spy)
+        return calls
+
+    def test_only_the_id_column_is_read(
+        self, wide: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        argv = ["--groups", "id", "--model", "mean", "--formula", "c0 ~ 1", "--epsilon", "1"]
+        expected = run(["plan", str(wide[1]), *argv])
+        assert expected[0] == 0 and "Users (n): 300" in expected[1], expected[2]
+        calls = self._spy(monkeypatch)
         assert run(["plan", str(wide[0]), *argv]) == expected  # the same plan, from 2000 columns
         reads = [call for call in calls if call.get("nrows") != 0]  # the header is read too
         assert len(reads) == 1 and list(reads[0]["usecols"]) == ["id"], calls
@@ -1194,14 +1200,7 @@ class TestPlanReadsOnlyItsColumns:
     ) -> None:
         argv = ["--model", "nw", "--formula", "c1 ~ c2", "--epsilon", "4", "--domain=-3,3"]
         argv += ["--bounds=-3,3", "--bandwidth", "1", "--grid", "4"]
-        calls: list[dict[str, Any]] = []
-        read_csv = pd.read_csv
-
-        def spy(*args: Any, **kwargs: Any) -> Any:
-            calls.append(kwargs)
-            return read_csv(*args, **kwargs)
-
-        monkeypatch.setattr(pd, "read_csv", spy)
+        calls = self._spy(monkeypatch)
         code, out, err = run(["plan", str(wide[0]), *argv])
         assert code == 0 and "Rows (n, each a unit): 900" in out, err
         reads = [call for call in calls if call.get("nrows") != 0]
