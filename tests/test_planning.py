@@ -606,6 +606,11 @@ def test_a_mean_plans_with_its_fit_options_and_grouping() -> None:
         by_constant=True,
     )
     assert not keyed.refused
+    # a key declared constant within users: each level released on its own, in parallel, by
+    # the same plan (public facts: n, its columns, its budget), every level in the table
+    table = keyed.table
+    assert [column for _, column in table.index] == [f"lwage[year={y}]" for y in years]
+    assert (table.nunique() == 1).all()
     with pytest.raises(dplong.exceptions.ParameterError, match="by='year' needs its declared"):
         dplong.plan("lwage ~ 1", model="mean", n=545, epsilon=1.0, by="year")
     with pytest.raises(dplong.exceptions.ParameterError, match="unexpected option 'scal'"):

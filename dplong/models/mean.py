@@ -37,7 +37,7 @@ from dplong.models.mean_options import _check_by_constant, _stated_scale, _suppo
 from dplong.models.mean_results import _mean_results
 from dplong.models.mean_values import _dask_user_means, _matrix, _user_means
 from dplong.models.release_blocks import run_blocks
-from dplong.planning import advised
+from dplong.planning import Planned, advised
 from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.budget import afford, charge, keyed_ledger, keyed_share, part
 from dplong.privacy.engine import Release
@@ -316,9 +316,18 @@ def _keyed_releases(
     releases: list[Release] = []
     for k in range(levels):  # a loop over the declared levels (public), not over users
         columns = slice(k * width, (k + 1) * width)
-        releases += run_blocks(
-            [block(labels[columns], matrix[:, columns])], n=matrix.shape[0], request=level
-        )
+        try:
+            releases += run_blocks(
+                [block(labels[columns], matrix[:, columns])], n=matrix.shape[0], request=level
+            )
+        except Planned as planned:  # planning: every level's plan is the first's
+            every = planned.fit_plan.blocks
+            blocks = tuple(
+                dataclasses.replace(b, names=labels[j * width : (j + 1) * width])
+                for j in range(levels)
+                for b in every
+            )
+            raise Planned(dataclasses.replace(planned.fit_plan, blocks=blocks)) from None
     ledger = keyed_ledger([release.privacy for release in releases], "central")
     charge(request.accountant, ledger, options.epsilon, options.delta)
     return tuple(releases), ledger
