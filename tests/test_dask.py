@@ -325,6 +325,25 @@ def test_kernel_item_level() -> None:
         )
 
 
+def test_nadaraya_watson() -> None:
+    """The ePTR Nadaraya–Watson curve (item level: every row a unit) reads a Dask frame's
+    (x, y) pairs back, evaluated partition by partition, and releases what memory does, bit
+    for bit; a missing x (no weight) and y (the centre) as in memory."""
+    rng = np.random.default_rng(4)
+    x = rng.uniform(0, 1, 3000)
+    data = pd.DataFrame({"x": x, "y": rng.integers(-8, 9, x.size) / 4})
+    data.loc[data.index[:5], "y"] = np.nan
+    data.loc[data.index[5:8], "x"] = np.nan
+    options: dict[str, Any] = {"domain": (0, 1), "bounds": (-2, 2), "bandwidth": 0.1}
+    memory = dplong.NadarayaWatson.from_formula("y ~ x", data, **options)
+    frame = dplong.NadarayaWatson.from_formula("y ~ x", as_dask(data), **options)
+    expected = memory.fit(epsilon=4.0, random_state=0)
+    got = frame.fit(epsilon=4.0, random_state=0)
+    assert np.isfinite(expected.params).all()
+    assert same(got.params, expected.params) and same(got.conf_int(), expected.conf_int())
+    assert got.summary().as_text() == expected.summary().as_text()
+
+
 def test_kernel_item_level_refuses_missing_design_points() -> None:
     data = pd.DataFrame({"x": [0.1, np.nan, 0.5, 0.9], "y": [1.0, 2.0, 3.0, 4.0]})
     for frame in (data, as_dask(data, 2)):
@@ -689,13 +708,17 @@ def test_cli_parquet_files(parquet: tuple[Path, Path], kind: str, options: list[
     assert out == run(["fit", str(csv), *CLI, *options])[1]  # the release of the rows in memory
 
 
-@pytest.mark.parametrize("model", ["pooled", "between", "panel", "re"])
+@pytest.mark.parametrize("model", ["pooled", "between", "panel", "re", "nw"])
 def test_cli_pooled_family_on_parquet_files(parquet: tuple[Path, Path], model: str) -> None:
-    """The pooled family reads a glob of Parquet files where they lie (no longer into
-    memory), with the release of the CSV of the same rows."""
+    """The pooled family and ``nw`` read a glob of Parquet files through Dask (no longer into
+    memory first), with the release of the CSV of the same rows."""
     folder, csv = parquet
-    argv = ["--model", model, "--formula", "y ~ x1 + kind", "--groups", "user"]
-    argv += ["--levels", "kind=p,q", "--bounds", "y=-8,8", "--epsilon", "16", "--seed", "3"]
+    if model == "nw":  # item level: every row a unit, no groups
+        argv = ["--model", "nw", "--formula", "y ~ x1", "--domain=-2,2", "--bounds=-8,8"]
+        argv += ["--bandwidth", "0.5", "--epsilon", "16", "--seed", "3"]
+    else:
+        argv = ["--model", model, "--formula", "y ~ x1 + kind", "--groups", "user"]
+        argv += ["--levels", "kind=p,q", "--bounds", "y=-8,8", "--epsilon", "16", "--seed", "3"]
     code, out, err = run(["fit", str(folder / "*.parquet"), *argv])
     assert code == 0, err
     assert "results" in out and out == run(["fit", str(csv), *argv])[1]

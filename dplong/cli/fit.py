@@ -47,9 +47,6 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
     raw = read_file(args.data, time=args.time)
     _check_columns(raw, args, levels)
     data = typed(raw, levels=levels, groups=args.groups, time=args.time)
-    if is_dask(data) and spec.in_memory:
-        _say(args, f"reading DATA into memory ({args.model} reduces pandas frames only)…")
-        data = data.compute().reset_index(drop=True)
     for column in _unread_columns(raw, data, args):
         what, hint = (
             ("among its --levels", "")

@@ -72,8 +72,6 @@ class CommandLineModel:
     #: False for an item-level model, whose every row is a unit: it takes no ``groups``.
     uses_groups: bool = True
     options: tuple[Option, ...] = ()
-    #: True for a model that reduces pandas frames only: a Parquet DATA is read into memory.
-    in_memory: bool = False
 
     def option(self, keyword: str) -> Option | None:
         """This model's option ``keyword``, if it takes one."""

@@ -19,7 +19,10 @@ from dplong.models.curve_grid import item_design, regressor
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
 
-__all__ = ["item_rows"]
+__all__ = ["evaluated_rows", "item_rows"]
+
+#: The rows evaluated: outcome, design, the outcome's and the design's missing flags
+Evaluated = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]
 
 
 def item_rows(
@@ -43,18 +46,7 @@ def item_rows(
     >>> design.n, x.tolist(), y.tolist()
     (3, [0.1, 0.5, 0.9], [1.0, nan, 3.0])
     """
-    if is_dask(data):
-        frame_spec = design_spec(formula, data, levels=levels, eval_env=eval_env)
-        spec = frame_spec.spec
-        column = regressor(spec, formula)
-        y, X, missing_y, missing_x = evaluate_rows(data, frame_spec)
-    else:
-        if not isinstance(data, pd.DataFrame):
-            raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
-        spec = DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env)
-        column = regressor(spec, formula)
-        # keep every row: n and the design are public, so nothing may be dropped
-        y, X, missing_y, missing_x = spec.evaluate(data)
+    spec, column, (y, X, missing_y, missing_x) = evaluated_rows(formula, data, levels, eval_env)
     if len(y) < 2:
         raise DataError(f"item-level regression needs at least 2 rows, got {len(y)}")
     if missing_x.any():
@@ -72,3 +64,34 @@ def item_rows(
             "values fall outside it (widen the domain or drop those rows)"
         )
     return design, x, y
+
+
+def evaluated_rows(
+    formula: str,
+    data: pd.DataFrame | DaskFrame,
+    levels: LevelsLike | None,
+    eval_env: patsy.EvalEnvironment,
+) -> tuple[DesignSpec, int, Evaluated]:
+    """The spec of an item-level formula (one regressor: its column), and every row
+    evaluated (:meth:`DesignSpec.evaluate <dplong.formula.DesignSpec.evaluate>`: outcome,
+    design, their missing flags), none dropped: n and the design are public. A Dask frame's
+    rows are evaluated partition by partition, in order, and come back (every row is a unit).
+
+    Examples
+    --------
+    >>> import pandas as pd, patsy
+    >>> from dplong.models.item_data import evaluated_rows
+    >>> data = pd.DataFrame({"x": [0.1, 0.5], "y": [1.0, 2.0]})
+    >>> spec, column, (y, X, _, _) = evaluated_rows("y ~ x", data, None,
+    ...                                             patsy.EvalEnvironment.capture())
+    >>> column, X[:, column].tolist()
+    (1, [0.1, 0.5])
+    """
+    if is_dask(data):
+        frame_spec = design_spec(formula, data, levels=levels, eval_env=eval_env)
+        spec = frame_spec.spec
+        return spec, regressor(spec, formula), evaluate_rows(data, frame_spec)
+    if not isinstance(data, pd.DataFrame):
+        raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+    spec = DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env)
+    return spec, regressor(spec, formula), spec.evaluate(data)

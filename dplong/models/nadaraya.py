@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -24,11 +25,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from dplong._validation import RandomState, real_number, warn
 from dplong.exceptions import DataError, ParameterError
-from dplong.formula import DesignSpec, LevelsLike, PanelDesign
+from dplong.formula import LevelsLike, PanelDesign
 from dplong.kernels import Kernel, get_kernel
 from dplong.models.base import PanelModel
 from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Option, register
-from dplong.models.curve_grid import check_domain, check_grid, grid_points, item_design, regressor
+from dplong.models.curve_grid import check_domain, check_grid, grid_points, item_design
+from dplong.models.item_data import evaluated_rows
 from dplong.models.kernel import KERNEL_OPTION, curve_results
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import Accountant
@@ -42,6 +44,9 @@ from dplong.privacy.ptr import (
     planned_noise_sd,
 )
 from dplong.results import CurveResults
+
+if TYPE_CHECKING:
+    from dask.dataframe import DataFrame as DaskFrame
 
 __all__ = ["NadarayaWatson"]
 
@@ -97,7 +102,7 @@ class NadarayaWatson(PanelModel):
     def from_formula(
         cls,
         formula: str,
-        data: pd.DataFrame,
+        data: pd.DataFrame | DaskFrame,
         *,
         domain: tuple[float, float],
         bounds: tuple[float, float],
@@ -112,8 +117,9 @@ class NadarayaWatson(PanelModel):
         ----------
         formula : str
             ``"y ~ x"``; x may be a transformation (``"y ~ np.log(age)"``).
-        data : pandas.DataFrame
-            One row per unit.
+        data : pandas.DataFrame or dask.dataframe.DataFrame
+            One row per unit (a Dask frame's rows are evaluated partition by partition, and
+            the (x, y) pairs come back: every row is a unit).
         domain : (float, float)
             Public range of x: values outside are projected onto it, a missing x gives the
             row no weight (both private: nothing is refused on them).
@@ -149,13 +155,8 @@ class NadarayaWatson(PanelModel):
         if not (math.isfinite(width) and width > 0):
             raise ParameterError(f"bandwidth must be a positive number, got {bandwidth!r}")
         points = grid_points((lo, hi), None if grid is None else check_grid(grid, lo, hi), width)
-        if not isinstance(data, pd.DataFrame):
-            raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
-        spec = DesignSpec.from_formula(
-            formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1)
-        )
-        column = regressor(spec, formula)
-        y, X, missing_y, missing_x = spec.evaluate(data)  # every row kept: n is public
+        env = patsy.EvalEnvironment.capture(1)
+        spec, column, (y, X, missing_y, missing_x) = evaluated_rows(formula, data, levels, env)
         if len(y) < 2:
             raise DataError(f"Nadaraya–Watson regression needs at least 2 rows, got {len(y)}")
         design = item_design(y, spec, formula)
@@ -411,6 +412,5 @@ register(
                 "public bound on the errors' sd: the bands then include the sampling error",
             ),
         ),
-        in_memory=True,  # it reads pandas frames only
     )
 )
