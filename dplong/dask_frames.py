@@ -34,6 +34,7 @@ the design notes, ``docs/design/dask.md``.
 from __future__ import annotations
 
 import ast
+import contextlib
 import ctypes
 import functools
 import importlib
@@ -62,6 +63,7 @@ from dplong.formula import (
     warn_dropped,
     warn_levels_from_values,
 )
+from dplong.formula.levels import rows_told
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
@@ -346,7 +348,7 @@ def reduce_design(
             data.dtypes,
             lambda column: np.asarray(data[column].cat.codes.unique().compute()),
         )
-    partition = _Task(_design_sums, spec=spec, time=order, sums=sums)
+    partition = _Task(_design_sums, spec=spec, time=order, sums=sums, tell=tell)
     reduced, ids = reduce_users(
         data[needed],
         user,
@@ -594,10 +596,13 @@ def _design_sums(
     spec: FrameSpec,
     time: str | None,
     sums: PartitionSums,
+    tell: bool,
 ) -> NDArray[np.float64]:
-    """A partition's rows as a design grouped by user, reduced by the model's ``sums``."""
+    """A partition's rows as a design grouped by user, reduced by the model's ``sums``; the
+    data holder hears of its values outside the declared levels where ``tell``."""
     times = None if time is None else frame[time].to_numpy()
-    design: PanelDesign = spec.spec.by_user(frame, codes, n, time=times)
+    with contextlib.nullcontext() if tell else rows_told():
+        design: PanelDesign = spec.spec.by_user(frame, codes, n, time=times)
     # the rows the design left out, for the data holder's warning (:data:`_COUNTED`): each
     # user's rows and kept rows, and the partition's rows without an id on its first user
     no_id = np.zeros(n)

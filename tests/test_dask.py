@@ -244,15 +244,87 @@ def test_within_on_dask_absorbs_what_memory_absorbs(data: pd.DataFrame) -> None:
         np.testing.assert_allclose(lazy.params["x1"], memory.params["x1"], rtol=1e-9)
 
 
-def test_pooled_ptr_needs_the_rows_in_memory(data: pd.DataFrame) -> None:
-    """ePTR's test reads every scaled row: refused on a Dask frame before any noise."""
-    frame = dplong.PooledOLS.from_formula(
-        "y ~ x1", as_dask(data), groups="user", bounds={"y": (-8, 8), "x1": (-2, 2)}
+def test_pooled_ptr_on_dask(data: pd.DataFrame) -> None:
+    """``method="ptr"`` reads each person's weighted ``X_u'X_u`` and ``X_u'y_u`` only (of the
+    rows scaled to the public bounds), so a Dask frame's person sums serve it: the same test,
+    release and ledger as in memory."""
+    bounds = {"y": (-8, 8), "x1": (-2, 2)}
+    fit: dict[str, Any] = {"epsilon": 8.0, "method": "ptr", "ptr_floor": 0.05, "random_state": 2}
+    memory, lazy = (
+        dplong.PooledOLS.from_formula("y ~ x1", frame, groups="user", bounds=bounds).fit(**fit)
+        for frame in (data, as_dask(data))
     )
-    budget = dplong.Accountant(epsilon=4.0, delta=1e-6)
-    with pytest.raises(ParameterError, match='method="ptr" needs the rows in memory'):
-        frame.fit(epsilon=4.0, delta=1e-6, method="ptr", ptr_floor=0.1, accountant=budget)
-    assert budget.spent_epsilon == 0.0
+    assert np.isfinite(memory.params).all() and memory.variant == "ePTR"
+    np.testing.assert_allclose(lazy.params, memory.params, rtol=1e-9)
+    np.testing.assert_allclose(lazy.bse, memory.bse, rtol=1e-9)
+    assert lazy.privacy.entries == memory.privacy.entries
+
+
+def test_random_effects_whose_pilot_withholds_a_coefficient() -> None:
+    """A coefficient the pilot fit withholds (a heavy-tailed regressor's range clips many
+    persons) counts as 0 in the residuals whose components weight the fit, in memory and on
+    Dask alike (Dask's sums had skipped the missing residuals the pilot's NaN made, and
+    released other weights): the same release and the note that says so."""
+    rng = np.random.default_rng(0)
+    n, rows = 5000, 3
+    frame = pd.DataFrame(
+        {
+            "id": np.repeat(np.arange(n), rows),
+            "x": rng.normal(size=n * rows),
+            "z": np.repeat(rng.standard_t(1.5, size=n), rows),
+        }
+    )
+    frame["y"] = 1 + frame["x"] + np.repeat(rng.normal(size=n), rows) + rng.normal(size=n * rows)
+    memory, lazy = (
+        dplong.RandomEffects.from_formula("y ~ x + z", f, groups="id").fit(
+            epsilon=2.0, random_state=0
+        )
+        for f in (frame, as_dask(frame.sample(frac=1, random_state=0), 4))
+    )
+    assert memory.withheld_why.get("z") and np.isfinite(memory.params["x"])
+    assert any("The pilot fit withheld ['z']" in note for note in memory.warnings)
+    np.testing.assert_allclose(lazy.params, memory.params, rtol=1e-9)
+    np.testing.assert_allclose(lazy.variance_decomposition, memory.variance_decomposition)
+    assert lazy.warnings == memory.warnings
+    assert lazy.privacy.entries == memory.privacy.entries
+
+
+def test_a_dask_frame_whose_persons_change_before_the_fit_is_refused(tmp_path: Path) -> None:
+    """Each fit reads the files again: persons added since the model was built (its n, public,
+    sizes every release) are refused, not summed with the others."""
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(1)
+    people = pd.DataFrame({"id": np.repeat(np.arange(400), 3), "x": rng.normal(size=1200)})
+    people["y"] = people["x"] + rng.normal(size=1200)
+    people.iloc[:600].to_parquet(tmp_path / "a.parquet", index=False)
+    people.iloc[600:].to_parquet(tmp_path / "b.parquet", index=False)
+    options: dict[str, Any] = {"groups": "id", "bounds": {"y": (-6, 6), "x": (-4, 4)}}
+    model = dplong.PooledOLS.from_formula("y ~ x", dd.read_parquet(tmp_path), **options)
+    more = people.iloc[600:].assign(id=people["id"].iloc[600:] + 1000)
+    pd.concat([people.iloc[600:], more]).to_parquet(tmp_path / "b.parquet", index=False)
+    with pytest.raises(DataError, match="persons changed since the model was built"):
+        model.fit(epsilon=4.0, random_state=0)
+
+
+def test_values_outside_the_declared_levels_are_told_at_build_only(data: pd.DataFrame) -> None:
+    """A value outside a factor's declared levels is told to the data holder when the model
+    is built (by the partitions holding one), not again at every pass of every fit."""
+    odd = data.assign(kind=data["kind"].where(data.index % 97 != 0, "r"))
+
+    def told(action: Callable[[], Any]) -> int:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            action()
+        return sum("not among its declared levels" in str(w.message) for w in caught)
+
+    models: list[Any] = []
+    build = lambda: models.append(  # noqa: E731
+        dplong.RandomEffects.from_formula(
+            "y ~ x1 + kind", as_dask(odd), groups="user", levels=LEVELS
+        )
+    )
+    assert 1 <= told(build) <= PARTITIONS
+    assert told(lambda: models[0].fit(epsilon=8.0, random_state=0)) == 0
 
 
 def test_location(data: pd.DataFrame) -> None:

@@ -25,6 +25,9 @@ LevelsLike = Mapping[str, Sequence[Any]]
 #: the declared levels the data holder's to hear of (the synthetic and probe rows the spec is
 #: checked on hold stand-ins outside them by design).
 _REAL_ROWS: ContextVar[bool] = ContextVar("_REAL_ROWS", default=False)
+#: Set while rows the data holder was already told of are read again (:func:`rows_told`: a
+#: Dask frame's later passes), so that values outside the declared levels are not told again.
+_TOLD: ContextVar[bool] = ContextVar("_TOLD", default=False)
 
 
 @contextmanager
@@ -51,6 +54,32 @@ def real_rows() -> Iterator[None]:
         yield
     finally:
         _REAL_ROWS.reset(token)
+
+
+@contextmanager
+def rows_told() -> Iterator[None]:
+    """The data's own rows are read again within (a later pass over a Dask frame, in one of
+    its tasks: a context variable, safe in threads): :func:`_coded` does not warn again of
+    values outside the declared levels.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import pandas as pd
+    >>> from dplong.formula.levels import _coded, real_rows, rows_told
+    >>> site = pd.Series(["a", "z"], name="site")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     with rows_told(), real_rows():
+    ...         _ = _coded(site, ("a", "b"))
+    >>> caught
+    []
+    """
+    token = _TOLD.set(True)
+    try:
+        yield
+    finally:
+        _TOLD.reset(token)
 
 
 def _declared_levels(
@@ -117,7 +146,7 @@ def _coded(values: Any, levels: tuple[Any, ...]) -> Any:
     else:
         codes = pd.Index(levels).get_indexer(values)
     outside = (codes < 0) & np.asarray(pd.notna(values), dtype=bool)
-    if _REAL_ROWS.get() and outside.any():
+    if _REAL_ROWS.get() and not _TOLD.get() and outside.any():
         name = getattr(values, "name", None)
         example = np.asarray(values, dtype=object)[np.argmax(outside)]
         warn(

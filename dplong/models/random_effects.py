@@ -227,6 +227,7 @@ class RandomEffects(PooledOLS):
         )
         stage: dict[str, Any] = {"max_rows": cap, "random_state": generator}
         found: PanelResults | None = None
+        withheld: list[str] = []  # the pilot's withheld coefficients
         if stated is None:
             pilot = PooledOLS(
                 design,
@@ -242,7 +243,11 @@ class RandomEffects(PooledOLS):
                 delta=options.delta,
                 **stage,
             )
-            found = residuals.release(pilot.params.to_numpy(), ranges, plan, generator)
+            # a coefficient the pilot withheld (a released fact) counts as 0 in the residuals:
+            # they keep its effect, which the components then include (the note says so)
+            beta = pilot.params.to_numpy()
+            withheld = pilot.params.index[~np.isfinite(beta)].tolist()
+            found = residuals.release(np.nan_to_num(beta, nan=0.0), ranges, plan, generator)
             entries = (*entries, *_staged(pilot.privacy, "pilot"))
             entries = (*entries, *_staged(found.privacy, "variance components"))
             components = _released_components(found)
@@ -261,9 +266,15 @@ class RandomEffects(PooledOLS):
         rho = remaining_rho([e.cost for e in entries], options.epsilon, options.delta)
         fitted = final.fit(epsilon=zcdp_epsilon(rho, options.delta), delta=options.delta, **stage)
         ledger = settle(accountant, [*entries, *fitted.privacy.entries], options)
-        return self._random_effects_results(
-            fitted, ledger, components, found, cap, self._range_notes(plan)
-        )
+        said = self._range_notes(plan)
+        if withheld:
+            said += (
+                f"The pilot fit withheld {withheld}: the residuals whose variance components "
+                "set the quasi-demeaning keep their effect (taken as 0 there), so the "
+                "components may be too large and the weights less efficient; the "
+                "coefficients' person-clustered standard errors do not rest on the weights.",
+            )
+        return self._random_effects_results(fitted, ledger, components, found, cap, said)
 
     def release_plan(
         self, *, epsilon: float, delta: float, stated: tuple[float, float] | None = None

@@ -62,6 +62,7 @@ __all__ = [
     "nadaraya_watson_ptr",
     "nadaraya_watson_sensitivity",
     "ols_ptr",
+    "ols_ptr_of_sums",
     "ols_ptr_sensitivity",
     "planned_noise_sd",
 ]
@@ -293,6 +294,36 @@ def ols_ptr(
         (weight[:, None, None] * x[:, :, None] * x[:, None, :]).reshape(-1, p * p), codes, n
     ).reshape(n, p, p)
     cross_u = user_row_sums(x * (weight * y)[:, None], codes, n)
+    return ols_ptr_of_sums(gram_u, cross_u, cap, budget, rng, floor=floor, coef_bound=coef_bound)
+
+
+def ols_ptr_of_sums(
+    gram_u: NDArray[np.float64],
+    cross_u: NDArray[np.float64],
+    cap: int,
+    budget: PTRBudget,
+    rng: np.random.Generator,
+    *,
+    floor: float,
+    coef_bound: float,
+) -> PTRRelease:
+    """:func:`ols_ptr` from each of n persons' weighted sums of its rows, ``G_u = Σ_t w_u x
+    x'`` (n x p x p) and ``b_u = Σ_t w_u x y`` (n x p): all that the release reads of the rows
+    (so a Dask frame's persons' sums serve, :mod:`dplong.models.pooled.dask_rows`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.budget import ptr_budget
+    >>> from dplong.privacy.ptr import ols_ptr_of_sums
+    >>> gram_u = np.tile(np.eye(2), (1000, 1, 1)) * 4.0        # 1,000 persons of 4 rows
+    >>> cross_u = np.tile([0.8, 0.4], (1000, 1))
+    >>> release = ols_ptr_of_sums(gram_u, cross_u, 4, ptr_budget(1e300, 0.5),
+    ...                           np.random.default_rng(0), floor=0.5, coef_bound=1.0)
+    >>> release.estimate.round(6).tolist()
+    [0.2, 0.1]
+    """
+    n, p = cross_u.shape
     # a person's bound holds for their float sums up to _USER_SLACK: enforce it exactly
     trace = np.trace(gram_u, axis1=1, axis2=2)
     shrink = np.minimum(1.0, cap * p / np.maximum(trace, 1e-300))

@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 
 from dplong._grouping import user_row_sums
 from dplong.dask_frames import FrameSpec, ReducedPanel, reduce_design
+from dplong.exceptions import DataError
 from dplong.formula import PanelDesign
 from dplong.models.location_moments import _squared_deviations, _totals
 from dplong.models.pooled.deviations import deviation_rows
@@ -214,7 +215,7 @@ class DaskRows:
         for each partition's persons by id."""
         own = () if self.within is None else (self.within.anchor, self.within.mean)
         partition = functools.partial(_regressed, sums=sums, within=self.within, keep=self.keep)
-        return reduce_design(
+        panel = reduce_design(
             self.data,
             self.spec,
             groups=self.groups,
@@ -224,6 +225,15 @@ class DaskRows:
             tell=tell,
             aggregations=aggregations,
         )
+        # every pass reads the frame again: its persons must be those the model was built on
+        # (the sums are added by person, and n, public, sizes every release)
+        if len(self.ids) and not np.array_equal(panel.ids, self.ids):
+            raise DataError(
+                f"the Dask frame's persons changed since the model was built ({len(self.ids)} "
+                f"then, {panel.n} now, or others): build the model again from the data as "
+                "they are, and keep them unchanged until its fits are done"
+            )
+        return panel
 
 
 def _no_rows(n: int, columns: tuple[str, ...], outcome: str, formula: str) -> PanelDesign:

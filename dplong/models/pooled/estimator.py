@@ -351,11 +351,6 @@ class PooledOLS(_RangesStage, FormulaModel):
         check_choice(method, "method", self._methods)
         absorbed = self._absorbed(between)  # checked on every route (PanelOLS has no ePTR one)
         if method == "ptr":
-            if self._source is not None:
-                raise ParameterError(
-                    'method="ptr" needs the rows in memory (its test reads every row of the '
-                    'scaled design); call .compute() first, or use method="statistics"'
-                )
             return _fit_ptr(self, options, cap, ptr_floor, coef_bound, generator, accountant)
         if ptr_floor is not None or coef_bound is not None:
             raise ParameterError('ptr_floor and coef_bound apply to method="ptr" only')

@@ -99,6 +99,15 @@ class PersonSums:
         zeros are (every row's product of two indicators of one treatment-coded factor is 0)."""
         return _clip_rows(self.grams * self.weights(cap)[:, None], bound)
 
+    def cross_products(self, cap: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Every person's weighted ``X_u'X_u`` (n x p x p) and ``X_u'y_u`` (n x p): the
+        ePTR release's input (:func:`~dplong.privacy.ptr.ols_ptr_of_sums`)."""
+        p = self.p
+        index = _positions(p + 1)
+        weights = self.weights(cap)
+        gram = self.products[:, index[:p, :p]] * weights[:, None, None]
+        return gram, self.products[:, index[:p, p]] * weights[:, None]
+
     def scores(
         self,
         beta: NDArray[np.float64],

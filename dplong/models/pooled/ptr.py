@@ -17,7 +17,12 @@ from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.budget import afford, ptr_budget, settle
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.ptr import check_ols_ptr, ols_ptr, ols_ptr_sensitivity, planned_noise_sd
+from dplong.privacy.ptr import (
+    check_ols_ptr,
+    ols_ptr_of_sums,
+    ols_ptr_sensitivity,
+    planned_noise_sd,
+)
 from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
@@ -72,11 +77,10 @@ def _fit_ptr(
     )
     afford(accountant, options.epsilon, options.delta)
     # ---- no randomness was drawn above this line ----------------------------------------
-    x, y, codes, cap = model._rows(*scaled.apply(design.X, design.y), design.codes, n, cap)
-    coefficients = ols_ptr(
-        x, y, codes, n, cap, budget, generator, floor=floor, coef_bound=coef_bound
-    )
     persons, cap = model._person_sums(scaled, cap)
+    coefficients = ols_ptr_of_sums(
+        *persons.cross_products(cap), cap, budget, generator, floor=floor, coef_bound=coef_bound
+    )
     errors = model._release(scaled, persons, cap, budget.rest_rho, generator)
     ledger = settle(accountant, [*coefficients.entries, *errors.entries], options)
     results = _statistics_results(
