@@ -1046,3 +1046,39 @@ def test_a_declared_factor_gives_the_gram_matrix_its_larger_share() -> None:
         res = model.fit(epsilon=1.0, delta=1e-6, max_rows=4, random_state=0)
         gram = next(e for e in res.privacy.entries if e.rho > 0.0)
         assert gram.rho == pytest.approx(rho[0])
+
+
+def test_a_large_panel_is_not_biased_by_its_ranges() -> None:
+    """From ``LARGE_N`` persons the clipping, not the noise, sets the error (its share of a
+    coefficient is fixed, the SE falls like 1/√n): the ranges reach further and the Gram
+    matrix's frame is the range (:func:`~dplong.privacy.ranges.reach_rungs`). Three normal
+    regressors, one constant within persons, 40,000 persons of 2 rows, ε = 1, 8 fits: before,
+    the constant one's estimate sat 2.5 of its bse high on average at 80,000 persons (1.55 in
+    these 8 fits) and its intervals missed the truth in most fits there. Its mean error over
+    the 8 fits is within 1.2 bse of 0 (the mean of 8 errors of sd at most 1 bse has sd 0.35:
+    3.4 sds), and at least 30 of the 32 intervals hold the truth."""
+    truth = np.array([1.0, 1.0, -1.0, 1.0])
+    n, rows = 40_000, 2
+    assert n >= ranges.LARGE_N and ranges.reach_rungs(n)[0] > ranges.REACH
+    errors, covered = [], 0
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        size = n * rows
+        panel = pd.DataFrame(
+            {
+                "id": np.repeat(np.arange(n), rows),
+                "x1": rng.normal(size=size),
+                "x2": rng.normal(size=size),
+                "z": np.repeat(rng.normal(size=n), rows),
+            }
+        )
+        effect = np.repeat(rng.normal(size=n), rows)
+        panel["y"] = 1 + panel["x1"] - panel["x2"] + panel["z"] + effect + rng.normal(size=size)
+        res = PooledOLS.from_formula("y ~ x1 + x2 + z", panel, groups="id").fit(
+            epsilon=1.0, max_rows=rows, random_state=seed
+        )
+        errors.append((res.params.to_numpy() - truth) / res.bse.to_numpy())
+        ci = res.conf_int().to_numpy()
+        covered += int(((ci[:, 0] <= truth) & (truth <= ci[:, 1])).sum())
+    assert np.all(np.abs(np.mean(errors, axis=0)) < 1.2), np.mean(errors, axis=0)
+    assert covered >= 30

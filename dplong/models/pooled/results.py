@@ -17,7 +17,7 @@ from dplong.models.pooled.release import _Statistics
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.privacy.budget import NOTE_MISS, StatisticsBudget
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.ranges import CLIPPED_RUNG, FAR_RUNG, NEAR_RUNG, RUNG_SHARE, located_miss
+from dplong.privacy.ranges import FAR_RUNG, NEAR_RUNG, RUNG_SHARE, located_miss, reach_rungs
 from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
@@ -236,7 +236,8 @@ def _heavy_notes(
     )
     return (
         f"The ranges found privately clip many persons: {clipped} have {model._clipped} "
-        f"beyond {CLIPPED_RUNG:g} times the median reach from the midpoint, each clipped by more "
+        f"beyond {reach_rungs(model._design.n)[2]:.3g} times the median reach from the "
+        "midpoint, each clipped by more "
         "than a median reach (released counts): a heavy tail, or a median reach that missed "
         f"most of them. {own}The {'other ' if len(withheld) else ''}coefficients are those of "
         "the clipped values; the interval does not include the bias that clipping them "
