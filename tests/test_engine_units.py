@@ -1826,6 +1826,15 @@ class TestBadInput:
         assert res.noise_sd.iloc[0] == pytest.approx(math.sqrt(2) * 2e9 / math.sqrt(500), rel=1e-3)
         assert abs(res.params.iloc[0]) <= 1e9 and res.privacy.epsilon <= 1.0
 
+    def test_local_release_says_a_delta_given_is_not_spent(self) -> None:
+        # the default local release is pure ε-LDP: a δ asked for is not spent (the ledger's
+        # 0), and the results say so; without one they say nothing
+        options = {"epsilon": 1.0, "privacy": "local", "bound": 10.0, "random_state": 0}
+        given = dplong.winsorized_mean(self.x, delta=1e-6, **options)
+        assert given.privacy.delta == 0.0
+        assert any("delta=1e-06 is not spent" in note for note in given.warnings)
+        assert not dplong.winsorized_mean(self.x, **options).warnings
+
     def test_errors_are_builtin_compatible(self) -> None:
         with pytest.raises(ValueError):
             dplong.winsorized_mean(self.x, epsilon=-1.0)

@@ -163,7 +163,15 @@ def release_local(
         n=n,
         variant="default (local, users split)",
         bad_events=np.full(d, options.gamma),
-        notes=(),
+        # a δ given is not spent: every report is pure ε-LDP, which is stronger (public)
+        notes=(
+            (
+                f"delta={options.delta:.3g} is not spent: every user's report is ε-LDP "
+                "(pure), which implies (ε, δ)-LDP for any δ.",
+            )
+            if options.delta > 0.0
+            else ()
+        ),
         # an estimated spread's bias bound is a normal tail's, which no count checks here
         assumptions=unchecked_assumptions(names, np.full(d, scale is None), why="local"),
     )
