@@ -50,7 +50,7 @@ import pandas as pd
 import patsy
 from numpy.typing import NDArray
 
-from dplong.exceptions import MissingDependencyError, ParameterError
+from dplong.exceptions import DataError, MissingDependencyError, ParameterError
 from dplong.formula import (
     DesignSpec,
     LevelsLike,
@@ -440,7 +440,17 @@ def reduce_users(
     outputs = math.ceil(frame.npartitions / _PARTITIONS_PER_OUTPUT)
     totals = sums.groupby(_USER, sort=False).agg(how, split_out=outputs)
     finish = _Task(_finish, statistic=statistic, carried=carried)
-    result = totals.map_partitions(finish, meta=finish(meta.set_index(_USER))).compute()
+    try:
+        result = totals.map_partitions(finish, meta=finish(meta.set_index(_USER))).compute()
+    except Exception as failure:  # a distributed shuffle cannot merge ids of several types
+        kinds = _id_kinds(frame[user])
+        if len(kinds) > 1 or any(kind.startswith("mixed") for kind in kinds):
+            raise DataError(
+                f"groups: the user ids are of several types across the data's parts ({kinds}), "
+                "which a distributed shuffle cannot add up; store the id column with one type "
+                "in every file"
+            ) from failure
+        raise
     order = np.argsort(result[_FIRST].to_numpy(), kind="stable")
     values = result.drop(columns=_FIRST).to_numpy(np.float64)[order]
     ids = result.index.to_numpy()[order]
@@ -448,6 +458,27 @@ def reduce_users(
     del result
     _return_freed_memory()
     return values, ids
+
+
+def _id_kinds(ids: DaskSeries) -> list[str]:
+    """The kinds of values the partitions' ids hold (pandas' inferred types; a pass over the id
+    column only), asked after a reduction failed: a ``distributed`` shuffle of the sums cannot
+    merge a partition's numeric ids with another's text ones (Parquet files storing a person's
+    id as a number in one and as text in another) and raises its own error before
+    :func:`~dplong.formula.check_id_types` sees them. Empty where the column cannot be read
+    either (the reduction's own error is then the one to see)."""
+    try:
+        kinds = ids.map_partitions(_id_kind, meta=(ids.name, object)).compute()
+    except Exception:
+        return []
+    return sorted(set(kinds.dropna()))
+
+
+def _id_kind(ids: pd.Series) -> pd.Series:
+    """The kind of a partition's ids (pandas' inferred type; none if it holds no id)."""
+    present = ids.dropna()
+    kind = pd.api.types.infer_dtype(present, skipna=True) if len(present) else None
+    return pd.Series([kind], name=ids.name, dtype=object)
 
 
 def column_name(data: DaskFrame, value: object, name: str) -> str:

@@ -710,6 +710,19 @@ def test_distributed_client(data: pd.DataFrame, client: Any) -> None:
     assert curves.nobs_users == location.nobs_users == data["user"].nunique()
 
 
+def test_ids_of_several_types_on_a_distributed_cluster(client: Any) -> None:
+    """A distributed shuffle of the sums cannot merge a partition's numeric ids with another's
+    text ones (Parquet files storing them so), and raised its own P2P error: the ids' types
+    are then checked (a pass over the id column) and refused as a ``DataError`` naming them."""
+    wages = dplong.datasets.load_wage_panel()
+    parts = [
+        dd.from_pandas(wages.iloc[:2180], npartitions=4),
+        dd.from_pandas(wages.iloc[2180:].astype({"nr": str}), npartitions=4),
+    ]
+    with pytest.raises(DataError, match=r"several types .*\['integer', 'string'\]"):
+        dplong.LongitudinalOLS.from_formula("lwage ~ exper", dd.concat(parts), groups="nr")
+
+
 def test_no_dask(data: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:
     """A Dask frame without dask's data frames installed: a clear error, before anything."""
     frame = as_dask(data)
