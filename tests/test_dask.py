@@ -876,6 +876,24 @@ def test_mean_by_a_column_is_the_same_on_dask(data: pd.DataFrame, by_constant: b
         )
 
 
+def test_mean_by_a_column_of_python_objects_on_dask() -> None:
+    """A key column of Python objects (years, some missing, one undeclared) is stored as text
+    by Dask: its keys are matched against the declared levels' text, the same release as in
+    memory (where every row had been at no level: all withheld)."""
+    wages = dplong.datasets.load_wage_panel()
+    keys = wages["year"].astype(object)
+    keys.iloc[::37], keys.iloc[::53] = None, 1999
+    frame = wages.assign(yr=keys)[["nr", "lwage", "yr"]]
+    lazy = dd.from_pandas(frame.sample(frac=1, random_state=1), npartitions=6, sort=False)
+    assert isinstance(lazy["yr"].dtype, pd.StringDtype)  # the premise: Dask made it text
+    options: dict[str, Any] = {"by": "yr", "levels": {"yr": [1980, 1981, 1982]}}
+    fit: dict[str, Any] = {"epsilon": 3.0, "random_state": 0}
+    memory = dplong.winsorized_mean(frame[["lwage", "yr"]], groups=frame["nr"], **options, **fit)
+    got = dplong.winsorized_mean(lazy[["lwage", "yr"]], groups=lazy["nr"], **options, **fit)
+    assert np.isfinite(memory.params).all()
+    np.testing.assert_allclose(got.params, memory.params, rtol=1e-12)
+
+
 def test_column_mean_tells_the_rows_left_out_on_dask(data: pd.DataFrame) -> None:
     """``ColumnMean`` on a Dask frame tells the data holder of the rows no user's mean reads
     (no id, a missing value), in the words of the in-memory warning."""

@@ -92,8 +92,13 @@ def _grouping(
 
 
 def _level_codes(keys: pd.Series, *, declared: tuple[Any, ...]) -> pd.Series:
-    """Every row's level: the position of its key among the ``declared`` levels (-1: none)."""
-    codes = pd.Index(declared).get_indexer(keys.astype(object)).astype(np.intp)
+    """Every row's level: the position of its key among the ``declared`` levels (-1: none). A
+    text column is matched against the levels' text (``1980`` and ``"1980"`` are one level):
+    Dask stores a column of Python objects as text, which had left every row at no level."""
+    index = pd.Index(declared)
+    if isinstance(keys.dtype, pd.StringDtype) and not all(isinstance(v, str) for v in declared):
+        index = pd.Index([str(v) for v in declared])
+    codes = index.get_indexer(keys.astype(object)).astype(np.intp)
     found: pd.Series = pd.Series(codes, index=keys.index, name=keys.name)
     return found
 
