@@ -422,7 +422,19 @@ _READER_DEPRECATION = r"The inplace keyword in DataFrame\.reset_index is depreca
 
 def ignore_reader_deprecation() -> None:
     """Ignore, in the current :func:`warnings.catch_warnings` context, the one deprecation
-    warning that pandas gives Dask's Parquet reader (:func:`quiet_parquet_reads`)."""
+    warning that pandas gives Dask's Parquet reader (:func:`quiet_parquet_reads`).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from dplong.io import ignore_reader_deprecation
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     ignore_reader_deprecation()
+    ...     warnings.warn("another warning")        # every other warning still shows
+    >>> [str(w.message) for w in caught]
+    ['another warning']
+    """
     category = getattr(pd.errors, "Pandas4Warning", None)  # pandas >= 3.1 only
     if category is not None:
         warnings.filterwarnings(
@@ -440,6 +452,17 @@ def quiet_parquet_reads() -> Iterator[None]:
     its files when it is computed: enter it around the computing, not just the call to
     :func:`read_file`. Inside a context that records every warning (``simplefilter("always")``)
     call :func:`ignore_reader_deprecation` after it.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from dplong.io import quiet_parquet_reads
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     with quiet_parquet_reads():
+    ...         warnings.warn("not the reader's")
+    >>> len(caught)
+    1
     """
     with warnings.catch_warnings():
         ignore_reader_deprecation()

@@ -29,9 +29,10 @@ from dplong.models.command_line import TAIL_OPTIONS, CommandLineModel, Option, r
 from dplong.models.mean_levels import (
     _by_level,
     _every_level,
+    _first_level_only,
     _grouping,
     _level_labels,
-    _one_level_per_user,
+    _rows_at_levels,
 )
 from dplong.models.mean_options import _check_by_constant, _stated_scale, _support_and_tail
 from dplong.models.mean_results import _mean_results
@@ -234,11 +235,12 @@ def winsorized_mean(
         columns = labels
         codes, n = (None, 0) if groups is None else factorize_groups(groups, matrix.shape[0])
         if grouping is not None:
-            if by_constant and codes is not None:
-                grouping = _one_level_per_user(grouping, codes, n)
             matrix, labels = _by_level(matrix, labels, grouping)
         if codes is not None:
             matrix = _user_means(matrix, codes, n)
+            if grouping is not None and by_constant:
+                rows = _rows_at_levels(grouping[1], codes, n, len(grouping[2]))
+                matrix = _first_level_only(matrix, rows)
     n, d = matrix.shape
     keyed = grouping is not None and by_constant
     repeat = 1 if grouping is None or keyed else len(grouping[2])

@@ -103,17 +103,17 @@ def _level_codes(keys: pd.Series, *, declared: tuple[Any, ...]) -> pd.Series:
     return found
 
 
-def _one_level_per_user(grouping: Grouping, codes: NDArray[np.intp], n: int) -> Grouping:
-    """The grouping with every user at one level (``by_constant``): the first declared level,
-    in the order of the levels, at which the user has a row; their rows at other levels belong
-    to no level. A rule on each user's own rows, so a user still changes only their own
-    statistic (at one level)."""
-    name, levels, declared = grouping
-    kept = (levels >= 0) & (codes >= 0)
-    first = np.full(n, len(declared), dtype=np.intp)
-    np.minimum.at(first, codes[kept], levels[kept])
-    at_first = kept & (levels == first[np.where(codes >= 0, codes, 0)])
-    return name, np.where(at_first, levels, -1).astype(np.intp), declared
+def _rows_at_levels(
+    level: NDArray[np.intp], codes: NDArray[np.intp], n: int, levels: int
+) -> NDArray[np.float64]:
+    """Every user's rows at each level (n x levels; ``level`` and ``codes`` one a row, -1:
+    none), whatever their values: what :func:`_first_level_only` reads."""
+    kept = (codes >= 0) & (level >= 0)
+    return (
+        np.bincount(codes[kept] * levels + level[kept], minlength=n * levels)
+        .reshape(n, levels)
+        .astype(np.float64)
+    )
 
 
 def _by_level(
@@ -136,9 +136,10 @@ def _spread(
 
 
 def _first_level_only(means: NDArray[np.float64], rows: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Every user's means at the first level at which they have rows (``rows``: users x
-    levels), NaN at the others: :func:`_one_level_per_user` from per-user counts, as a Dask
-    frame's partitions give them (means users x levels·d, level by level)."""
+    """Every user's means at the first declared level at which they have rows (``rows``:
+    users x levels, :func:`_rows_at_levels`), NaN at the others (``by_constant``: a rule on
+    each user's own rows, so a user still changes only their own statistic, at one level;
+    means users x levels·d, level by level)."""
     levels = rows.shape[1]
     has = rows > 0
     first = np.where(has.any(axis=1), has.argmax(axis=1), levels)

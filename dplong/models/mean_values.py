@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 from dplong._validation import as_columns
 from dplong.dask_frames import is_dask, reduce_users, require_dask
 from dplong.exceptions import DataError, ParameterError
-from dplong.models.mean_levels import Grouping, _first_level_only, _spread
+from dplong.models.mean_levels import Grouping, _first_level_only, _rows_at_levels, _spread
 from dplong.privacy.winsorized import column_names
 
 if TYPE_CHECKING:
@@ -167,6 +167,4 @@ def _partition_mean_sums(
         return _mean_sums(values, codes, n)
     level = rows[_LEVEL].to_numpy()
     sums = _mean_sums(_spread(values, level, levels), codes, n)
-    kept = codes >= 0
-    at = [np.bincount(codes[kept & (level == k)], minlength=n) for k in range(levels)]
-    return np.column_stack([sums, *at])
+    return np.column_stack([sums, _rows_at_levels(level, codes, n, levels)])

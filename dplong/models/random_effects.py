@@ -69,7 +69,7 @@ from dplong.models.command_line import (
 from dplong.models.location import COMPONENTS, RandomEffectsLocation
 from dplong.models.location_moments import _UserMoments
 from dplong.models.option_checks import DEFAULT_MAX_ROWS, CovType, check_max_rows
-from dplong.models.pooled.dask_rows import DaskRows
+from dplong.models.pooled.dask_rows import DaskRows, clipped_residuals
 from dplong.models.pooled.estimator import PooledOLS, Rows
 from dplong.models.pooled.factors import Blocks, Disjoint
 from dplong.models.pooled.frame import _Scaling
@@ -532,11 +532,7 @@ class _ResidualModel:
         """The released components of the residuals of the rows clipped to ``ranges``."""
         if self._source is not None:
             return self._fit(self._source.residual_moments(beta, ranges), plan, generator)
-        design = self._design
-        x = np.clip(design.X, ranges[:-1, 0], ranges[:-1, 1])
-        y = np.clip(design.y, ranges[-1, 0], ranges[-1, 1])
-        residuals = dataclasses.replace(design, y=y - x @ beta, X=np.ones((len(y), 1)))
-        moments = _UserMoments.of(residuals)
+        moments = _UserMoments.of(clipped_residuals(self._design, beta, ranges))
         return self._fit(
             np.column_stack([moments.rows, moments.means, moments.within_ss]), plan, generator
         )

@@ -47,7 +47,7 @@ from dplong.models.reduce import user_means
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
 
-__all__ = ["DaskRows"]
+__all__ = ["DaskRows", "clipped_residuals"]
 
 
 @dataclass(frozen=True)
@@ -279,10 +279,31 @@ def _residual_sums(
 ) -> NDArray[np.float64]:
     """A partition's persons' ``part`` (the location model's reductions) of the residuals of
     the rows clipped to ``ranges``, with the pass's per-person ``tables``."""
+    residuals = clipped_residuals(design, beta, ranges)
+    return part(residuals, *(table[:, 0] for table in tables))
+
+
+def clipped_residuals(
+    design: PanelDesign, beta: NDArray[np.float64], ranges: NDArray[np.float64]
+) -> PanelDesign:
+    """The design of the residuals ``clip(y) - clip(x)'β`` of its rows clipped to ``ranges``
+    ((p + 1) x 2, the outcome's last), a column of ones its regressor: the random-effects
+    pilot's, whose moments give the variance components (in memory or a Dask partition).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.formula import PanelDesign
+    >>> from dplong.models.pooled.dask_rows import clipped_residuals
+    >>> design = PanelDesign(y=np.array([5.0, 1.0]), X=np.array([[1.0], [9.0]]),
+    ...                      codes=np.array([0, 1]), n=2, columns=("x",), outcome="y",
+    ...                      formula="y ~ x - 1")
+    >>> clipped_residuals(design, np.array([0.5]), np.array([[0.0, 4.0], [0.0, 3.0]])).y
+    array([ 2.5, -1. ])
+    """
     x = np.clip(design.X, ranges[:-1, 0], ranges[:-1, 1])
     y = np.clip(design.y, ranges[-1, 0], ranges[-1, 1])
-    residuals = dataclasses.replace(design, y=y - x @ beta, X=np.ones((len(y), 1)))
-    return part(residuals, *(table[:, 0] for table in tables))
+    return dataclasses.replace(design, y=y - x @ beta, X=np.ones((len(y), 1)))
 
 
 def _same(sums: NDArray[np.float64]) -> NDArray[np.float64]:
