@@ -41,6 +41,12 @@ def _location_results(
             ran[2] = _uncentred(ran[2], _UNCENTRED_MU_NOTE, keep=False)
     elif len(ran) > 1 and floor_rows is not None:
         ran[1] = _group_var_sampling_floor(ran[1], floor_rows, options["nobs_users"])
+    if centred and ran[0].skew_notes and _tail_counted(ran[2]):
+        # the weighted μ counted its own tail about the preliminary centre, and its bias bound
+        # holds for what its clip cuts there: the preliminary's skew says nothing more
+        ran[0] = dataclasses.replace(
+            ran[0], notes=tuple(n for n in ran[0].notes if n not in ran[0].skew_notes)
+        )
     if preliminary and len(ran) > 2 and not np.isfinite(ran[1].estimate).all():
         # the weights need both components (location_weights._precision_weights): μ is the
         # equal-weight mean, and its assumption says so (post-processing of released facts)
@@ -51,6 +57,11 @@ def _location_results(
         support_lower=dict.fromkeys(COMPONENTS, 0.0),  # variances: their intervals stop at 0
         **options,
     )
+
+
+def _tail_counted(release: Release) -> bool:
+    """Whether ``release`` counted its users beyond a tail rung (its ledger: a public fact)."""
+    return any(entry.stage == "tail" for entry in release.privacy.entries)
 
 
 def _group_var_sampling_floor(release: Release, rows: int, n: int) -> Release:

@@ -90,6 +90,8 @@ from dplong.privacy.tails import (
     heavy_notes,
     measures_tail,
     skew_tails,
+    skewed_columns,
+    skewed_notes,
     tail_bias,
     tail_rule,
     unchecked_assumptions,
@@ -194,6 +196,10 @@ class Release:
         :func:`dplong.models.assemble.panel_results` does): most users are exactly 0 there and
         the private count saw no others (it may miss a few,
         :class:`~dplong.privacy.scale.ScaleScan`).
+    skew_notes : tuple of str
+        The notes (also in ``notes``) of the columns whose released mean lies far enough from
+        its median to call them skewed where no count checked their tails
+        (:func:`~dplong.privacy.tails.skewed_columns`).
     """
 
     names: tuple[str, ...]
@@ -217,6 +223,7 @@ class Release:
     failed: NDArray[np.bool_] | None = None
     weighted: bool = False
     unseen: NDArray[np.bool_] | None = None
+    skew_notes: tuple[str, ...] = ()
 
     @property
     def failed_columns(self) -> NDArray[np.bool_]:
@@ -634,6 +641,14 @@ def release_means(
         if plan.tail
         else light & (bounds is None and scale is None and rules.tail is None)
     )
+    # a skewed column among them, by its released mean's distance from its median
+    with np.errstate(invalid="ignore", divide="ignore"):
+        offset = (estimate - where.midpoint) / where.sd
+    # (not one taken as 0 because its count saw nobody off 0: ``unseen``)
+    seen = unchecked if unseen is None else unchecked & ~unseen
+    skew = skewed_notes(
+        names, skewed_columns(estimate - where.midpoint, where.sd, total_sd, seen), offset
+    )
     return Release(
         names=names,
         estimate=shown(estimate if unseen is None else np.where(unseen, 0.0, estimate)),
@@ -671,13 +686,15 @@ def release_means(
         + crowded_notes(names, crowded)
         + missed_notes(names, at_edge, overflow, coarse, where.midpoint)
         + beside_notes(names, aside, collapsed)
-        + implausible_notes(names, unsure),
+        + implausible_notes(names, unsure)
+        + skew,
         assumptions=unchecked_assumptions(
             names, unchecked, why="blind" if plan.tail else "unaffordable"
         ),
         failed=missed | unfound | crowded,
         weighted=user_weights is not None,
         unseen=unseen,
+        skew_notes=skew,
     )
 
 

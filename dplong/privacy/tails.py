@@ -41,6 +41,8 @@ __all__ = [
     "heavy_notes",
     "measures_tail",
     "skew_tails",
+    "skewed_columns",
+    "skewed_notes",
     "tail_bias",
     "tail_rule",
     "unchecked_assumptions",
@@ -53,6 +55,15 @@ __all__ = [
 EDGE_SDS = 3.0
 #: A rough mean this many plug-in sds from the median marks a skewed column (:func:`skew_tails`).
 SKEWED_SDS = 0.3
+#: A released mean whose tail no count checked, this many plug-in sds from the median beyond
+#: :data:`SKEW_NOISE_SDS` sds of its noise, marks a skewed column its bias bound may not hold
+#: for (:func:`skewed_columns`). Clipped near the bulk, a skewed column's mean keeps less of
+#: its offset than a rough mean's wider clip does: on 60 releases each at n = 500, ε = 1, the
+#: offsets' 5-95 % ranges were -0.20 to 0.14 sds for normal values, -0.17 to 0.17 uniform,
+#: -0.08 to 0.08 t₃, and 0.18 to 0.49 lognormal (σ = 1), 0.28 to 0.59 gamma (shape 0.5),
+#: 0.32 to 0.68 a 70/30 mixture of N(0, 1) and N(10, 1), 0.24 to 0.55 Lomax 3, 0.13 to 0.44
+#: exponential, whose intervals held the mean in 2 %, 3 %, 3 %, 0 % and 52 % of them.
+SKEW_SHARE, SKEW_NOISE_SDS = 0.2, 2.0
 
 _TAIL = "lattice Laplace count beyond the radius"
 
@@ -450,6 +461,63 @@ def heavy_notes(
         f" {'interval allows' if one else 'intervals allow'} {_listed(allowances)} for"
         f" {'it' if one else 'them'} (Pareto index {TAIL_INDEX:g}; a heavier tail could hide"
         " more: give bounds).",
+    )
+
+
+def skewed_columns(
+    offset: NDArray[np.float64],
+    sd: NDArray[np.float64],
+    noise_sd: NDArray[np.float64],
+    unchecked: NDArray[np.bool_],
+) -> NDArray[np.bool_]:
+    """The ``unchecked`` columns (released, their bias bound resting on a tail model no count
+    checked) whose released mean lies ``offset`` from the median, beyond :data:`SKEW_SHARE`
+    plug-in sds ``sd`` and :data:`SKEW_NOISE_SDS` sds ``noise_sd`` of its noise: a skewed
+    column, whose long side the clip cuts by more than the bound can see (a lognormal (σ = 1)
+    mean of 500 users at ε = 1 was held by its interval in 2 % of releases). Released numbers
+    only: the warning depends on nothing else.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.tails import skewed_columns
+    >>> skewed_columns(np.array([0.33, 0.05, 0.5]), np.ones(3), np.full(3, 0.04),
+    ...                np.array([True, True, False])).tolist()
+    [True, False, False]
+    """
+    with np.errstate(invalid="ignore"):  # a withheld column's NaN: not shown, not marked
+        beyond = np.abs(offset) > SKEW_SHARE * sd + SKEW_NOISE_SDS * noise_sd
+    return np.asarray(unchecked & beyond)
+
+
+def skewed_notes(
+    names: tuple[str, ...], skewed: NDArray[np.bool_], offset: NDArray[np.float64]
+) -> tuple[str, ...]:
+    """The reliability warning of the :func:`skewed_columns` (``offset``: their released mean
+    less their median, in plug-in sds).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.tails import skewed_notes
+    >>> (note,) = skewed_notes(("spend",), np.array([True]), np.array([0.41]))
+    >>> note[:60]
+    "'spend': skewed (its mean 0.41 sds above its median), and no"
+    """
+    columns = np.flatnonzero(skewed)
+    if not columns.size:
+        return ()
+    one = columns.size == 1
+    where = _listed(
+        [f"{abs(offset[j]):.2g} sds {'above' if offset[j] > 0 else 'below'}" for j in columns]
+    )
+    return (
+        f"{_listed([repr(names[j]) for j in columns])}: skewed ("
+        f"{'its mean' if one else 'their means'} {where} {'its' if one else 'their'} "
+        f"median{'' if one else 's'}), and no count at this n and epsilon checked the clipped "
+        f"{'tail' if one else 'tails'}: the {'interval' if one else 'intervals'} can miss the "
+        "mean by more than the bias bound allows. State a tail (tail=Moment(k, bound)) or "
+        "bounds, model a transform (np.log1p), or raise epsilon for a tail count.",
     )
 
 
