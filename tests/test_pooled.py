@@ -1082,3 +1082,34 @@ def test_a_large_panel_is_not_biased_by_its_ranges() -> None:
         covered += int(((ci[:, 0] <= truth) & (truth <= ci[:, 1])).sum())
     assert np.all(np.abs(np.mean(errors, axis=0)) < 1.2), np.mean(errors, axis=0)
     assert covered >= 30
+
+
+def test_a_large_panel_rung_clips_no_normal_tail() -> None:
+    """From ``LARGE_N`` persons a rung ends a side's range only where at most the large-n
+    reach's share of persons is beyond it (:func:`~dplong.privacy.ranges.rung_share`): over
+    five rows a person 4.9 % of a normal regressor's persons lie beyond 2 median reaches,
+    under the 5 % of n that let that rung end its range before, and pooled OLS on the
+    clipped rows sat 1.84 bses off on average in these 5 fits at 80,000 persons (at 100,000,
+    17 % of intervals held the truth). Now the mean error of the 5 fits is within 1.3 bse
+    of 0 (the mean of 5 errors of sd about 1 has sd 0.45: 2.9 sds), and a
+    0/1 regressor's rung still holds (nobody is beyond it): its range stays within [0, 2]."""
+    n, rows = 80_000, 5
+    assert n >= ranges.LARGE_N
+    errors = []
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        size = n * rows
+        x = rng.normal(size=size)
+        flag = np.repeat((rng.random(n) < 0.4).astype(float), rows)
+        effect = np.repeat(rng.normal(0.0, 0.5, n), rows)
+        panel = pd.DataFrame({"id": np.repeat(np.arange(n), rows), "x": x, "flag": flag}).assign(
+            y=1 + 0.5 * x + 0.5 * flag + effect + rng.normal(size=size)
+        )
+        res = PooledOLS.from_formula("y ~ x + flag", panel, groups="id").fit(
+            epsilon=4.0, max_rows=rows, random_state=seed
+        )
+        errors.append((res.params["x"] - 0.5) / res.bse["x"])
+        (line,) = [a for a in res.assumptions if a.startswith("ranges of the values")]
+        low, high = (float(v) for v in line.split("flag in [")[1].split("]")[0].split(", "))
+        assert low >= -1.0 and high <= 2.0, line
+    assert abs(np.mean(errors)) < 1.3, errors
