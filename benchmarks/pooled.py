@@ -465,16 +465,39 @@ def wage(reps: int, seed: int) -> None:
 
 
 LARGE_CELLS = (5_000, 20_000, 80_000, 320_000)
+#: β of the two-row panels of parts 7 and 8 (``y ~ x1 + x2 + z``), by coefficient
+THREE = np.array([1.0, 1.0, -1.0, 1.0])
+THREE_NAMES = ["Intercept", "x1", "x2", "z"]
+
+
+def _two_row_fit(
+    frame: pd.DataFrame, noise: str, rng: np.random.Generator, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Parts 7 and 8: ``y = 1 + x1 - x2 + z`` plus a normal person effect and errors
+    (``noise``: "normal" or "t4") on ``frame``'s two rows a person; `PooledOLS` at ε = 1 given
+    only ε. Its errors around β, those over its bse, whether its intervals hold β (NaN where
+    withheld), and the non-private pooled OLS's errors."""
+    n = frame.shape[0] // 2
+    effect = np.repeat(rng.normal(size=n), 2)
+    errors = rng.normal(size=2 * n) if noise == "normal" else rng.standard_t(4, size=2 * n)
+    frame["y"] = 1 + frame["x1"] - frame["x2"] + frame["z"] + effect + errors
+    X = np.column_stack([np.ones(2 * n), frame[["x1", "x2", "z"]].to_numpy()])
+    public = np.linalg.lstsq(X, frame["y"].to_numpy(), rcond=None)[0] - THREE
+    res = dplong.PooledOLS.from_formula("y ~ x1 + x2 + z", frame, groups="id").fit(
+        epsilon=1.0, max_rows=2, random_state=seed
+    )
+    error = res.params.to_numpy() - THREE
+    low, high = res.conf_int().to_numpy().T
+    held = np.where(np.isnan(error), np.nan, (low <= THREE) & (THREE <= high))
+    return error, error / res.bse.to_numpy(), held, public
 
 
 def large(reps: int, seed: int) -> None:
     """Part 7 (module docstring): where the ranges' clipping, not the noise, sets the error."""
-    truth = np.array([1.0, 1.0, -1.0, 1.0])
-    names = ["Intercept", "x1", "x2", "z"]
     print(f"\nLarge panels, T = 2, eps = 1, given only epsilon, {reps} fits per cell")
     print(f"{'n':>8} {'coefficient':>11} {'mean e/bse':>10} {'coverage':>9} {'RMSE / np':>10}")
     for n in LARGE_CELLS:
-        errors, ratios, covered, public = [], [], [], []
+        fits = []
         for r in range(reps):
             rng = np.random.default_rng([seed, n, r])
             rows = 2 * n
@@ -486,24 +509,14 @@ def large(reps: int, seed: int) -> None:
                     "z": np.repeat(rng.normal(size=n), 2),
                 }
             )
-            effect = np.repeat(rng.normal(size=n), 2)
-            frame["y"] = 1 + frame["x1"] - frame["x2"] + frame["z"] + effect + rng.normal(size=rows)
-            X = np.column_stack([np.ones(rows), frame[["x1", "x2", "z"]].to_numpy()])
-            public.append(np.linalg.lstsq(X, frame["y"].to_numpy(), rcond=None)[0] - truth)
-            res = dplong.PooledOLS.from_formula("y ~ x1 + x2 + z", frame, groups="id").fit(
-                epsilon=1.0, max_rows=2, random_state=seed + r
-            )
-            estimate = res.params.to_numpy()
-            errors.append(estimate - truth)
-            ratios.append((estimate - truth) / res.bse.to_numpy())
-            ci = res.conf_int().to_numpy()
-            covered.append((ci[:, 0] <= truth) & (truth <= ci[:, 1]))
+            fits.append(_two_row_fit(frame, "normal", rng, seed + r))
+        errors, ratios, covered, public = (np.asarray(a) for a in zip(*fits, strict=True))
         rmse = np.sqrt(np.nanmean(np.square(errors), axis=0))
         reference = np.sqrt(np.mean(np.square(public), axis=0))
-        for j, name in enumerate(names):
+        for j, name in enumerate(THREE_NAMES):
             print(
-                f"{n:>8} {name:>11} {np.nanmean(np.asarray(ratios)[:, j]):>10.2f} "
-                f"{np.mean(np.asarray(covered)[:, j]):>9.2f} {rmse[j] / reference[j]:>10.2f}"
+                f"{n:>8} {name:>11} {np.nanmean(ratios[:, j]):>10.2f} "
+                f"{np.nanmean(covered[:, j]):>9.2f} {rmse[j] / reference[j]:>10.2f}"
             )
 
 
@@ -512,15 +525,13 @@ SKEWED_CELLS = (5_000, 20_000, 80_000)
 
 def skewed_regressors(reps: int, seed: int) -> None:
     """Part 8 (module docstring): regressors with heavy tails, where the ranges clip many."""
-    truth = np.array([1.0, 1.0, -1.0, 1.0])
-    names = ["Intercept", "x1", "x2", "z"]
     print(f"\nSkewed regressors, T = 2, eps = 1, given only epsilon, {reps} fits per cell")
     print(
         f"{'n':>8} {'coefficient':>11} {'released':>9} {'mean e/bse':>10} {'coverage':>9} "
         f"{'p95 |e|/bse':>11} {'RMSE / np':>10}"
     )
     for n in SKEWED_CELLS:
-        errors, ratios, covered, public = [], [], [], []
+        fits = []
         for r in range(reps):
             rng = np.random.default_rng([seed, n, r, 8])
             rows = 2 * n
@@ -532,33 +543,19 @@ def skewed_regressors(reps: int, seed: int) -> None:
                     "z": np.repeat(rng.exponential(size=n), 2),
                 }
             )
-            effect = np.repeat(rng.normal(size=n), 2)
-            noise = rng.standard_t(4, size=rows)
-            frame["y"] = 1 + frame["x1"] - frame["x2"] + frame["z"] + effect + noise
-            X = np.column_stack([np.ones(rows), frame[["x1", "x2", "z"]].to_numpy()])
-            public.append(np.linalg.lstsq(X, frame["y"].to_numpy(), rcond=None)[0] - truth)
-            res = dplong.PooledOLS.from_formula("y ~ x1 + x2 + z", frame, groups="id").fit(
-                epsilon=1.0, max_rows=2, random_state=seed + r
-            )
-            estimate = res.params.to_numpy()
-            errors.append(estimate - truth)
-            signed = (estimate - truth) / res.bse.to_numpy()
-            ratios.append(signed)
-            low, high = res.conf_int().to_numpy().T
-            held = (low <= truth) & (truth <= high)
-            covered.append(np.where(np.isnan(signed), np.nan, held))  # withheld: left out
-        ratios_, covered_ = np.asarray(ratios), np.asarray(covered, dtype=float)
-        errors_, reference = np.asarray(errors), np.sqrt(np.mean(np.square(public), axis=0))
-        for j, name in enumerate(names):
-            shown = np.isfinite(ratios_[:, j])
+            fits.append(_two_row_fit(frame, "t4", rng, seed + r))
+        errors, ratios, covered, public = (np.asarray(a) for a in zip(*fits, strict=True))
+        reference = np.sqrt(np.mean(np.square(public), axis=0))
+        for j, name in enumerate(THREE_NAMES):
+            shown = np.isfinite(ratios[:, j])
             cell = f"{n:>8} {name:>11} {int(shown.sum()):>5}/{reps:<3}"
             if not shown.any():
                 print(f"{cell} withheld in every fit")
                 continue
-            rmse = math.sqrt(np.mean(np.square(errors_[shown, j])))
+            rmse = math.sqrt(np.mean(np.square(errors[shown, j])))
             print(
-                f"{cell} {np.mean(ratios_[shown, j]):>10.2f} {np.mean(covered_[shown, j]):>9.2f} "
-                f"{np.percentile(np.abs(ratios_[shown, j]), 95):>11.2f} "
+                f"{cell} {np.mean(ratios[shown, j]):>10.2f} {np.mean(covered[shown, j]):>9.2f} "
+                f"{np.percentile(np.abs(ratios[shown, j]), 95):>11.2f} "
                 f"{rmse / reference[j]:>10.2f}"
             )
 

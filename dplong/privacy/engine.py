@@ -642,13 +642,14 @@ def release_means(
         else light & (bounds is None and scale is None and rules.tail is None)
     )
     # a skewed column among them, by its released mean's distance from its median
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a far miss: inf
         offset = (estimate - where.midpoint) / where.sd
     # (not one taken as 0 because its count saw nobody off 0: ``unseen``)
     seen = unchecked if unseen is None else unchecked & ~unseen
-    skew = skewed_notes(
-        names, skewed_columns(estimate - where.midpoint, where.sd, total_sd, seen), offset
-    )
+    with np.errstate(over="ignore", invalid="ignore"):
+        skew = skewed_notes(
+            names, skewed_columns(estimate - where.midpoint, where.sd, total_sd, seen), offset
+        )
     return Release(
         names=names,
         estimate=shown(estimate if unseen is None else np.where(unseen, 0.0, estimate)),
