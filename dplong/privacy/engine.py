@@ -641,15 +641,12 @@ def release_means(
         if plan.tail
         else light & (bounds is None and scale is None and rules.tail is None)
     )
-    # a skewed column among them, by its released mean's distance from its median
+    # a skewed column among them, by its released mean's distance from its median in plug-in
+    # sds (not one taken as 0 because its count saw nobody off 0: ``unseen``)
+    seen = unchecked if unseen is None else unchecked & ~unseen
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a far miss: inf
         offset = (estimate - where.midpoint) / where.sd
-    # (not one taken as 0 because its count saw nobody off 0: ``unseen``)
-    seen = unchecked if unseen is None else unchecked & ~unseen
-    with np.errstate(over="ignore", invalid="ignore"):
-        skew = skewed_notes(
-            names, skewed_columns(estimate - where.midpoint, where.sd, total_sd, seen), offset
-        )
+        skew = skewed_notes(names, skewed_columns(offset, total_sd / where.sd, seen), offset)
     return Release(
         names=names,
         estimate=shown(estimate if unseen is None else np.where(unseen, 0.0, estimate)),
