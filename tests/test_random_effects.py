@@ -184,6 +184,23 @@ def test_ledger_lists_every_stage_and_spends_the_budget() -> None:
     assert accountant.spent_epsilon == pytest.approx(res.privacy.epsilon)  # refused: no spend
 
 
+def test_ranges_found_privately_are_labelled_so() -> None:
+    """The fit finds the ranges without public bounds and hands them to its quasi-demeaned
+    stage as known: the results say which were found privately (they read as public before),
+    and a column with a public bound is not so labelled."""
+    data = _panel(3, people=3000, years=4)
+    model = RandomEffects.from_formula(
+        "y ~ x + treated", data, groups="id", bounds={"treated": (0.0, 1.0)}
+    )
+    res = model.fit(epsilon=2.0, delta=1e-6, max_rows=4, random_state=0)
+    (line,) = [a for a in res.assumptions if a.startswith("ranges of the values")]
+    for name in ("x", "y"):
+        assert f"{name} in [" in line and line.split(f"{name} in [")[1].split("]")[1].startswith(
+            " (found privately)"
+        ), line
+    assert "treated in [0, 1]," in line or line.endswith("treated in [0, 1]"), line
+
+
 def test_results_hold_released_numbers_and_public_facts_only() -> None:
     data = _panel(4, people=3000, years=4)
     res = RandomEffects.from_formula("y ~ x + treated", data, groups="id", bounds=BOUNDS).fit(

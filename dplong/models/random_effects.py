@@ -262,6 +262,7 @@ class RandomEffects(PooledOLS):
             blocks=self._blocks,
             components=components,
             source=self._source,
+            found=self._located,
         )
         rho = remaining_rho([e.cost for e in entries], options.epsilon, options.delta)
         fitted = final.fit(epsilon=zcdp_epsilon(rho, options.delta), delta=options.delta, **stage)
@@ -412,11 +413,18 @@ class _QuasiDemeaned(PooledOLS):
         blocks: Blocks,
         components: tuple[float, float],
         source: DaskRows | None,
+        found: NDArray[np.bool_],
     ) -> None:
         super().__init__(
             design, ranges, levels=levels, frame=frame, flags=flags, blocks=blocks, source=source
         )
         self._components = components
+        self._found = found
+
+    @property
+    def _found_privately(self) -> NDArray[np.bool_]:
+        """The ranges the random-effects fit found privately and handed over (``found``)."""
+        return self._found
 
     def _zero_products(self) -> Disjoint:
         """None: a quasi-demeaned row of a factor has several non-zero indicators."""

@@ -231,6 +231,12 @@ class _RangesStage:
         return np.asarray(np.isnan(self._ranges[:, 0]))
 
     @property
+    def _found_privately(self) -> NDArray[np.bool_]:
+        """The columns (and the outcome) whose range in the results was found privately, by
+        this fit or by an earlier stage that handed it over (the results label them so)."""
+        return self._located
+
+    @property
     def _located_names(self) -> list[str]:
         """The names of the columns (and the outcome) whose range the fit finds privately."""
         return [c for c, found in zip(self._names, self._located, strict=True) if found]

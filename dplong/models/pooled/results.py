@@ -75,7 +75,7 @@ def _statistics_results(
 
     bounds = ", ".join(
         f"{name} in [{lo:.4g}, {hi:.4g}]" + (" (found privately)" if found else "")
-        for name, (lo, hi), found in zip(model._names, ranges, model._located, strict=True)
+        for name, (lo, hi), found in zip(model._names, ranges, model._found_privately, strict=True)
         if name != "Intercept"
     )
     declared = (
