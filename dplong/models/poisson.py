@@ -25,8 +25,11 @@ class PoissonMean(ColumnMean):
     it), and it assumes their user rates skewed with an exponential tail (which sets the radius
     and the clipping bias bound). The assumption is checked: where ``n ε`` affords the tail
     stage's private count, user rates far heavier (an overdispersed count, rates spread
-    lognormally) mark the column heavy and widen its clip and bound, with a warning; where it
-    does not, a note says the tail went unchecked. ``lower=`` or ``tail=`` given to ``fit``
+    lognormally with σ = 1.5) mark the column heavy and widen its clip and bound, with a
+    warning; rates only somewhat heavier than the exponential (lognormal with σ = 1) can stay
+    under the count's bar, and their interval then rests on the exponential model and can miss
+    (docs/accuracy.md); where no count is affordable, a note says the tail went unchecked.
+    ``lower=`` or ``tail=`` given to ``fit``
     replace the model's (a stated tail is not checked); the local model and the paper's
     algorithms take neither. A negative count is not a count: its row is dropped like a
     missing value.
