@@ -56,6 +56,16 @@
    and the RMSE around the truth over the non-private pooled OLS's, over ``--reps`` fits (at
    most 20).
 
+9. **Skewed outcomes, one mean a person** (``--parts skewed-y``): :class:`dplong.BetweenOLS`
+   ``y ~ treat + x`` (a 0/1 treatment constant within persons, a normal regressor with a
+   person effect, four rows a person), the person effect and the errors exponential (centred)
+   or normal, 2,000 to 10,000 persons, ε = 1 given only ε: per coefficient its mean error over
+   its bse, the coverage of the truth, the 95th percentile of |error| / bse and the RMSE over
+   the non-private between estimator's, and the fits whose skew check widened the last step;
+   and RAND HIE's ``np.log1p(mdvis) ~ np.log(coins + 1) + xage + female`` between persons at
+   ε = 1, around the non-private between estimate (linearmodels' ``BetweenOLS``), over its
+   robust SE. Over ``--reps`` fits (at most 40).
+
 Run ``python benchmarks/pooled.py [--reps R]``; docs/accuracy.md holds the numbers of the
 default 100.
 """
@@ -560,6 +570,97 @@ def skewed_regressors(reps: int, seed: int) -> None:
             )
 
 
+SKEWED_Y_CELLS = (2_000, 5_000, 10_000)
+TREAT = np.array([1.0, 0.5, 0.3])
+
+
+def _widened(res: dplong.results.RegressionResults) -> bool:
+    """Whether the fit's skew check widened its last step (its assumptions say so)."""
+    return any("were skewed" in line for line in res.assumptions)
+
+
+def skewed_outcomes(reps: int, seed: int) -> None:
+    """Part 9 (module docstring): where clipping the scores of one mean a person biases."""
+    print(f"\nSkewed outcomes, BetweenOLS, T = 4, eps = 1, given only epsilon, {reps} fits a cell")
+    print(
+        f"{'n':>7} {'errors':>11} {'coefficient':>11} {'mean e/bse':>10} {'coverage':>9} "
+        f"{'p95 |e|/bse':>11} {'RMSE / np':>10} {'widened':>8}"
+    )
+    for n in SKEWED_Y_CELLS:
+        for law in ("normal", "exponential"):
+            errors, ratios, covered, public, widened = [], [], [], [], 0
+            for r in range(reps):
+                rng = np.random.default_rng([seed, n, r, 9])
+                ids = np.repeat(np.arange(n), 4)
+                treat = np.repeat(rng.integers(0, 2, n), 4).astype(float)
+                x = rng.normal(size=4 * n) + np.repeat(rng.normal(size=n), 4)
+                if law == "normal":
+                    noise = np.repeat(rng.normal(size=n), 4) + rng.normal(size=4 * n)
+                else:
+                    noise = np.repeat(rng.exponential(size=n), 4) + rng.exponential(size=4 * n) - 2
+                y = TREAT[0] + TREAT[1] * treat + TREAT[2] * x + noise
+                frame = pd.DataFrame({"id": ids, "y": y, "treat": treat, "x": x})
+                means = frame.groupby("id").mean()
+                X = np.column_stack([np.ones(n), means[["treat", "x"]].to_numpy()])
+                public.append(np.linalg.lstsq(X, means["y"].to_numpy(), rcond=None)[0] - TREAT)
+                res = dplong.BetweenOLS.from_formula("y ~ treat + x", frame, groups="id").fit(
+                    epsilon=1.0, random_state=seed + r
+                )
+                error = res.params.to_numpy() - TREAT
+                low, high = res.conf_int().to_numpy().T
+                errors.append(error)
+                ratios.append(error / res.bse.to_numpy())
+                covered.append(np.where(np.isnan(error), np.nan, (low <= TREAT) & (TREAT <= high)))
+                widened += _widened(res)
+            errors_, ratios_, covered_ = (np.asarray(a) for a in (errors, ratios, covered))
+            reference = np.sqrt(np.mean(np.square(public), axis=0))
+            for j, name in enumerate(["Intercept", "treat", "x"]):
+                shown = np.isfinite(ratios_[:, j])
+                cell = f"{n:>7} {law:>11} {name:>11}"
+                if not shown.any():
+                    print(f"{cell} withheld in every fit")
+                    continue
+                value = math.sqrt(np.mean(np.square(errors_[shown, j])))
+                print(
+                    f"{cell} {np.mean(ratios_[shown, j]):>10.2f} "
+                    f"{np.mean(covered_[shown, j]):>9.2f} "
+                    f"{np.percentile(np.abs(ratios_[shown, j]), 95):>11.2f} "
+                    f"{value / reference[j]:>10.2f} {widened:>5}/{reps}"
+                )
+    _randhie_between(reps, seed)
+
+
+def _randhie_between(reps: int, seed: int) -> None:
+    """Part 9's RAND HIE cell: between persons, around linearmodels' ``BetweenOLS``."""
+    import linearmodels
+    import statsmodels.api as sm
+
+    hie = dplong.datasets.load_randhie()
+    formula = "np.log1p(mdvis) ~ np.log(coins + 1) + xage + female"
+    frame = hie.assign(
+        y=np.log1p(hie["mdvis"]), logc=np.log(hie["coins"] + 1), t=hie.groupby("zper").cumcount()
+    ).set_index(["zper", "t"])
+    fit = linearmodels.BetweenOLS(
+        frame["y"], sm.add_constant(frame[["logc", "xage", "female"]])
+    ).fit(cov_type="robust")
+    truth, se = fit.params.to_numpy(), fit.std_errors.to_numpy()
+    model = dplong.BetweenOLS.from_formula(formula, hie, groups="zper")
+    errors, covered, widened = [], [], 0
+    for r in range(reps):
+        res = model.fit(epsilon=1.0, random_state=seed + r)
+        errors.append((res.params.to_numpy() - truth) / se)
+        low, high = res.conf_int().to_numpy().T
+        covered.append((low <= truth) & (truth <= high))
+        widened += _widened(res)
+    print(f"\nRAND HIE, BetweenOLS {formula}, eps = 1, {reps} fits ({widened} widened)")
+    for j, name in enumerate(res.params.index):
+        column, held = np.asarray(errors)[:, j], np.asarray(covered)[:, j]
+        print(
+            f"{name:<20} mean error/SE {np.nanmean(column):>6.2f} RMSE/SE "
+            f"{math.sqrt(np.nanmean(column**2)):>5.2f} coverage {np.mean(held):.2f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100)
@@ -593,6 +694,8 @@ def main() -> None:
         large(min(args.reps, 20), args.seed)
     if "skewed-x" in args.parts:
         skewed_regressors(min(args.reps, 20), args.seed)
+    if "skewed-y" in args.parts:
+        skewed_outcomes(min(args.reps, 40), args.seed)
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

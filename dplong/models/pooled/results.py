@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from dplong.models.pooled.frame import _Scaling
 from dplong.models.pooled.located import RangeFlags
-from dplong.models.pooled.release import _Statistics
+from dplong.models.pooled.release import SKEW_WIDEN, _Statistics
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.privacy.budget import NOTE_MISS, StatisticsBudget
 from dplong.privacy.options import ReleaseOptions
@@ -107,6 +107,15 @@ def _statistics_results(
             f"ranges of the {model._clipped} (values outside are clipped): {bounds}",
             f"standard errors clustered by person, plus the privacy noise; {model._weighting(cap)}",
             *declared,
+            *(
+                (
+                    "the persons' scores beyond their clipping radius were skewed (the "
+                    f"released skew check): the last Newton step clipped at {SKEW_WIDEN:g} times "
+                    "that radius, and the bias bound leaves out what it clips beyond",
+                )
+                if release.widened
+                else ()
+            ),
             *(
                 (
                     "the bias bound leaves out what the ranges found privately clip of the "
