@@ -53,6 +53,7 @@ __all__ = [
     "REACH",
     "RUNGS",
     "RUNG_SHARE",
+    "TINY_REACH",
     "ZERO_WEIGHT",
     "PrivateRanges",
     "heavy_threshold",
@@ -102,6 +103,12 @@ FAR_RUNG, MISS_SDS = 16.0, 3.0
 #: HEAVY_FALSE (a union bound), in the count's sds. The fit warns: no release measures what
 #: clipping them moves.
 CLIPPED_RUNG, HEAVY_FALSE = REACH + 1.0, 0.05
+#: A range within this of its midpoint on both sides (the spread grid's fine cells end there)
+#: is ``narrow``: a column whose persons deviate by less is no data set's, but a rare 0/1
+#: column's reach lands there, among the cells tied between the persons at its midpoint and
+#: the few at 1 (3 % of 5,000 persons at ε = 2: in 4 fits of 20 its slope was released at 1e61
+#: and the like, the slope on the column clipped to a range ending at 1e-62).
+TINY_REACH = 2.0**-SPREAD_GRID.inner
 #: A near rung, in units of the median reach: a median reach has (by its weights) at least half
 #: of its side's persons off the midpoint's cell beyond it, and a side whose deviations spread
 #: over more than this factor below its median is rare (a lognormal σ = 2: 2 % of it), so where
@@ -164,7 +171,9 @@ class PrivateRanges:
     they were made of (the midpoints, the upper and lower reaches from them (2 x k) and the released
     counts (2 x rungs or cells x k: the rungs', then :data:`FAR_RUNG`'s and :data:`NEAR_RUNG`'s, or
     the histograms' of :func:`histogram_ranges` with the cores' centres as midpoints)), the columns
-    whose range ``missed`` its data (k: from the counts beyond the far and near rungs), the columns
+    whose range ``missed`` its data (k: from the counts beyond the far and near rungs), those
+    whose range is ``narrow`` (k: within :data:`TINY_REACH` of the midpoint on both sides, not
+    its cell: a sliver of a column that varies, whose values it scales down), the columns
     found (nearly) ``constant`` (k: no more persons off the midpoint's cell than the first rung's
     counts can tell from none; the histograms: fewer than their threshold off the cell ending at 0),
     the released counts of the persons ``beyond`` :data:`CLIPPED_RUNG` median reaches (2 x k, upper
@@ -178,6 +187,7 @@ class PrivateRanges:
     reaches: NDArray[np.float64]
     counts: NDArray[np.float64]
     missed: NDArray[np.bool_]
+    narrow: NDArray[np.bool_]
     constant: NDArray[np.bool_]
     beyond: NDArray[np.float64]
     heavy: NDArray[np.float64]
@@ -243,7 +253,11 @@ def private_ranges(
     # a range that is the midpoint's own cell on both sides sees a constant column: where the
     # column is not one (a rare 0/1 column: its median reach lands at the midpoint, and the
     # far count's noise can hide its few persons at n of some hundreds) it clips them all
-    missed |= np.all([f * r <= cell for f, r in zip(factor, reaches, strict=True)], axis=0)
+    spans = [f * r for f, r in zip(factor, reaches, strict=True)]
+    missed |= np.all([span <= cell for span in spans], axis=0)
+    # one within TINY_REACH of it on both sides clips them to a sliver: their column scaled
+    # down by its width (a 0/1 column's slope scaled up by as much), or another column
+    narrow = np.all([span <= np.maximum(cell, TINY_REACH) for span in spans], axis=0) & ~missed
     core_upper, core_lower = (
         np.clip(core_at * r, cell, reach) for r, reach in zip(reaches, (upper, lower), strict=True)
     )
@@ -270,6 +284,7 @@ def private_ranges(
         np.array(reaches),
         counted,
         missed,
+        narrow,
         constant,
         beyond,
         heavy,
@@ -518,6 +533,7 @@ def histogram_ranges(
         centre,
         np.array([high - centre, centre - low]),
         counted.reshape(2, k, cells).transpose(0, 2, 1),
+        np.zeros(k, dtype=bool),
         np.zeros(k, dtype=bool),
         _at_zero(counted, lows.shape[0], threshold),
         np.full((2, k), np.nan),

@@ -77,38 +77,44 @@ def range_notes(plan: StatisticsBudget, located: bool) -> tuple[str, ...]:
 
 
 class RangeFlags(NamedTuple):
-    """What the released counts of the ranges found privately say of them (p + 1 each, the
+    """What the released numbers of the ranges found privately say of them (p + 1 each, the
     outcome last; False and 0 where a range is public): the ranges that ``missed`` their data
-    with no public cap to fall back on, and the ``heavy`` ones, which clip many persons (the
-    released count of persons beyond them, 0 for none:
-    :class:`~dplong.privacy.ranges.PrivateRanges`). A later stage given an earlier stage's
-    ranges carries its flags on.
+    with no public cap to fall back on, the ``heavy`` ones, which clip many persons (the
+    released count of persons beyond them, 0 for none), and the ``narrow`` ones, a sliver of
+    the column (:class:`~dplong.privacy.ranges.PrivateRanges`), with no public cap either. A
+    later stage given an earlier stage's ranges carries its flags on.
 
     Examples
     --------
     >>> import numpy as np
     >>> from dplong.models.pooled.located import RangeFlags
-    >>> flags = RangeFlags(np.array([False, True, False]), np.array([0.0, 0.0, 900.0]))
+    >>> flags = RangeFlags(np.array([False, True, False]), np.array([0.0, 0.0, 900.0]),
+    ...                    np.array([True, False, False]))
     >>> merged = flags.at([0, 2]).merged(RangeFlags.none(2))
-    >>> merged.missed.tolist(), merged.heavy.tolist()
-    ([False, False], [0.0, 900.0])
+    >>> merged.missed.tolist(), merged.heavy.tolist(), merged.narrow.tolist()
+    ([False, False], [0.0, 900.0], [True, False])
     """
 
     missed: NDArray[np.bool_]
     heavy: NDArray[np.float64]
+    narrow: NDArray[np.bool_]
 
     @classmethod
     def none(cls, size: int) -> RangeFlags:
-        """No range missed, none clips many: ``size`` columns (and the outcome)."""
-        return cls(np.zeros(size, dtype=bool), np.zeros(size))
+        """No range missed, none clips many, none narrow: ``size`` columns (and the outcome)."""
+        return cls(np.zeros(size, dtype=bool), np.zeros(size), np.zeros(size, dtype=bool))
 
     def at(self, rows: list[int]) -> RangeFlags:
         """The flags of the columns (and outcome) at ``rows`` only."""
-        return RangeFlags(self.missed[rows], self.heavy[rows])
+        return RangeFlags(self.missed[rows], self.heavy[rows], self.narrow[rows])
 
     def merged(self, other: RangeFlags) -> RangeFlags:
         """Either stage's flags."""
-        return RangeFlags(self.missed | other.missed, np.maximum(self.heavy, other.heavy))
+        return RangeFlags(
+            self.missed | other.missed,
+            np.maximum(self.heavy, other.heavy),
+            self.narrow | other.narrow,
+        )
 
 
 class FoundRanges(NamedTuple):
@@ -159,16 +165,16 @@ def find_ranges(
     plan's budget and cut to their public ``caps`` ((p + 1) x 2, infinite where none); the
     Gram matrix's frame (the found ranges' cores, cut likewise, the public ranges'
     ``frame``); the columns whose range found privately missed its data (the counts beyond
-    the far rung, :data:`~dplong.privacy.ranges.FAR_RUNG`) and has no public cap to fall back
-    on (one that has takes its cap as range and frame); those found (nearly) constant and the
-    heavy tails the ranges clip (:class:`~dplong.privacy.ranges.PrivateRanges`); and the
-    ledger entries of that stage."""
+    the far rung, :data:`~dplong.privacy.ranges.FAR_RUNG`) or is a sliver of it (narrow) and
+    has no public cap to fall back on (one that has takes its cap as range and frame); those
+    found (nearly) constant and the heavy tails the ranges clip
+    (:class:`~dplong.privacy.ranges.PrivateRanges`); and the ledger entries of that stage."""
     located = np.isnan(ranges[:, 0])
     ranges, frame = ranges.copy(), frame.copy()
-    missed, heavy = RangeFlags.none(len(ranges))
+    missed, heavy, narrow = RangeFlags.none(len(ranges))
     constant = np.zeros(len(ranges), dtype=bool)
     if not located.any():
-        return FoundRanges(ranges, frame, RangeFlags(missed, heavy), constant, ())
+        return FoundRanges(ranges, frame, RangeFlags(missed, heavy, narrow), constant, ())
     if plan.histogram_rho > 0.0:
         found = histogram_ranges(*extremes, plan.histogram_rho, generator, names=names)
     else:
@@ -184,11 +190,13 @@ def find_ranges(
     ranges[located] = np.clip(found.ranges, low, high)
     frame[located] = np.clip(found.core, low, high)
     missed[located], constant[located] = found.missed, found.constant
-    heavy[located] = found.heavy
-    # a range that missed falls back on its public cap where it has one (post-processing)
-    capped = missed & np.isfinite(caps).all(axis=1)
+    heavy[located], narrow[located] = found.heavy, found.narrow
+    # a range that missed or is narrow falls back on its public cap where it has one
+    # (post-processing)
+    capped = (missed | narrow) & np.isfinite(caps).all(axis=1)
     ranges[capped] = frame[capped] = caps[capped]
-    return FoundRanges(ranges, frame, RangeFlags(missed & ~capped, heavy), constant, found.entries)
+    flags = RangeFlags(missed & ~capped, heavy, narrow & ~capped)
+    return FoundRanges(ranges, frame, flags, constant, found.entries)
 
 
 def _extremes(

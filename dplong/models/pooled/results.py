@@ -17,7 +17,14 @@ from dplong.models.pooled.release import SKEW_WIDEN, _Statistics
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.privacy.budget import NOTE_MISS, StatisticsBudget
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.ranges import FAR_RUNG, NEAR_RUNG, RUNG_SHARE, located_miss, reach_rungs
+from dplong.privacy.ranges import (
+    FAR_RUNG,
+    NEAR_RUNG,
+    RUNG_SHARE,
+    TINY_REACH,
+    located_miss,
+    reach_rungs,
+)
 from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
@@ -50,7 +57,7 @@ def _statistics_results(
     one missed its data every coefficient is withheld; one that clips many persons a note
     names, and the coefficient of a regressor whose range it is is withheld (a slope on its
     clipped values is that of another regressor, on another scale)."""
-    missed, heavy = RangeFlags.none(len(model._names)) if flags is None else flags
+    missed, heavy, narrow = RangeFlags.none(len(model._names)) if flags is None else flags
     positions = model._reported
     index = pd.Index([model._design.columns[j] for j in positions])
     order, absorbed = reported or (tuple(index), ())
@@ -59,11 +66,14 @@ def _statistics_results(
         positions
     )
     clipped = _missed(positions, missed)
-    short = _clips_many(positions, heavy) & ~clipped
+    # a narrow regressor's slope is on another scale; a narrow outcome's, every one
+    sliver = (narrow[:-1][positions] | narrow[-1]) & ~clipped
+    short = _clips_many(positions, heavy) & ~(clipped | sliver)
     for values in (beta, noise_sd, sampling_sd, bias):
-        values[clipped | short] = np.nan
-    unbounded &= ~(clipped | short)
+        values[clipped | sliver | short] = np.nan
+    unbounded &= ~(clipped | sliver | short)
     notes = _missed_notes(model, index[clipped], missed)
+    notes += _narrow_notes(model, index[sliver], narrow)
     notes += _withheld_notes(model, index[unbounded], release.pilot.ridge)
     notes += _found_notes(model, plan)
     heavy_notes = _heavy_notes(model, heavy, index[short], int(clipped.sum()) < len(index))
@@ -134,6 +144,7 @@ def _statistics_results(
         withheld_why={
             **{str(c): "unbounded" for c in index[unbounded]},
             **{str(c): "range missed" for c in index[clipped]},
+            **{str(c): "range too narrow" for c in index[sliver]},
             **{str(c): "range clips many" for c in index[short]},
             **{c: "absorbed" for c in (*absorbed, *constant)},
         },
@@ -218,6 +229,28 @@ def _missed_notes(
         f"{FAR_RUNG:g} times its median reach, whom it clips, or fewer than half of a side's "
         f"beyond {NEAR_RUNG:.3g} of it, a reach beyond them all that leaves the column constant "
         "in its frame: either biases without bound): give public bounds or raise epsilon.",
+    )
+
+
+def _narrow_notes(
+    model: PooledOLS, withheld: pd.Index, narrow: NDArray[np.bool_]
+) -> tuple[str, ...]:
+    """The note of the coefficients withheld because a range found privately is a sliver of
+    its column (``narrow``: the columns', then the outcome's)."""
+    if not len(withheld):
+        return ()
+    names = [name for name, thin in zip(model._names, narrow, strict=True) if thin]
+    others = (
+        "The other coefficients are those of the regression on that sliver. "
+        if not narrow[-1]
+        else ""
+    )
+    return (
+        f"{[str(c) for c in withheld]} withheld: the range found privately for {names} ends "
+        f"within {TINY_REACH:.2g} of its midpoint on both sides (its median reaches landed "
+        "beside the few persons off the midpoint, as a rare 0/1 column's do), so the fit "
+        "regressed a sliver of it, on another scale. "
+        f"{others}Give public bounds (a 0/1 column: (0, 1)) or raise epsilon.",
     )
 
 
