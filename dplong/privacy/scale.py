@@ -42,6 +42,9 @@ ZERO_CELL = float(GRID.centres[np.searchsorted(GRID.boundaries, 0.0, side="right
 #: :data:`~dplong.privacy.counts.SHARED_BELOW` of its lower edge) has most users at one
 #: value: its scale is measured again on the others (:func:`_shared`).
 SHARED_SHARE = 0.3
+#: The miss bound of the first scale median over the users a count found off 0 above which a
+#: second one runs where the final stage affords it (:func:`scale_stage`).
+RERUN_MISS = 0.1
 #: Share of the spread a chi-square square's median implies that its scale keeps at least
 #: (:func:`square_spread`): a third, 1.04 times the median above the support's end.
 IMPLIED_SHARE = 1.0 / 3.0
@@ -59,7 +62,8 @@ class ScaleScan:
     second median run and of each one's check (the ``shared`` columns, in order); ``strayed``
     the ``shared`` columns whose second median's check found it missed the users off the value
     (:func:`~dplong.privacy.counts.band_check`: withheld, as the scale's check withholds a first
-    median's miss).
+    median's miss); ``off_zero`` the released count of the users off 0 where the midpoint is 0
+    (NaN elsewhere).
 
     Examples
     --------
@@ -83,6 +87,7 @@ class ScaleScan:
     reach: NDArray[np.float64]
     reruns: tuple[float, ...] = ()
     strayed: NDArray[np.bool_] | None = None
+    off_zero: NDArray[np.float64] | None = None
 
 
 def scale_stage(
@@ -135,7 +140,7 @@ def scale_stage(
     deviation = private_median(distance, SPREAD_GRID, median_epsilon, rng, weights=(below, above))
     entries = median_entries("scale", names, median_epsilon)
     sparse, unseen, alone, shared = (np.zeros(d, dtype=bool) for _ in range(4))
-    reach = np.zeros(d)
+    reach, off_zero = np.zeros(d), np.full(d, np.nan)
     zero_reruns: tuple[float, ...] = ()
     columns = np.flatnonzero(at_zero)
     if columns.size:
@@ -148,6 +153,7 @@ def scale_stage(
             rng,
         )
         entries += count_entries
+        off_zero[columns] = counted
         reach[columns] = max(2.0, 3.0 * sd)  # a count of none exceeds it w.p. 0.7 %
         unseen[columns] = counted < reach[columns]
         # where some users plausibly are at 0 (or have no statistic): a column without zeros
@@ -162,8 +168,9 @@ def scale_stage(
         # more than it gained (20,000 users, 90 % at 0, ε = 1: MSE 1.2 → 1.4 of the sampling's)
         second = plan.second_spread(np.maximum(counted, 1.0) / users[columns])
         short = ~unseen[columns] & some & _too_few(counted, sd, median_epsilon[columns])
+        risky = ~unseen[columns] & some & _too_few(counted, sd, median_epsilon[columns], RERUN_MISS)
         again = (
-            short & (second > median_epsilon[columns]) & ~_too_few(counted, sd, second, NOTE_MISS)
+            risky & (second > median_epsilon[columns]) & ~_too_few(counted, sd, second, NOTE_MISS)
         )
         if again.any():
             rerun = columns[again]
@@ -205,7 +212,7 @@ def scale_stage(
             rng,
         )
         entries += shared_entries
-    scan = ScaleScan(sparse, unseen, alone, shared, reach, zero_reruns + reruns, strayed)
+    scan = ScaleScan(sparse, unseen, alone, shared, reach, zero_reruns + reruns, strayed, off_zero)
     return deviation, scan, entries
 
 
