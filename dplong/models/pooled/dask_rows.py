@@ -220,7 +220,7 @@ class DaskRows:
             self.spec,
             groups=self.groups,
             sums=partition,
-            statistic=_same,
+            statistic=np.asarray,  # the summed sums are the statistics
             given=[pd.DataFrame(table, index=self.ids) for table in (*own, *tables)],
             tell=tell,
             aggregations=aggregations,
@@ -304,11 +304,6 @@ def clipped_residuals(
     x = np.clip(design.X, ranges[:-1, 0], ranges[:-1, 1])
     y = np.clip(design.y, ranges[-1, 0], ranges[-1, 1])
     return dataclasses.replace(design, y=y - x @ beta, X=np.ones((len(y), 1)))
-
-
-def _same(sums: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The summed sums are the statistics."""
-    return sums
 
 
 def _partition_extremes(design: PanelDesign) -> NDArray[np.float64]:
