@@ -530,6 +530,31 @@ def large(reps: int, seed: int) -> None:
             )
 
 
+def _coefficient_rows(
+    cells: list[str],
+    errors: np.ndarray,
+    ratios: np.ndarray,
+    covered: np.ndarray,
+    public: np.ndarray,
+    suffix: str = "",
+) -> None:
+    """Parts 8 and 9: a row per coefficient (its ``cells`` label) over the fits that released
+    it: its mean error over its bse, the coverage, the 95th percentile of |error| / bse and the
+    RMSE over the non-private estimator's (``public``: its errors)."""
+    reference = np.sqrt(np.mean(np.square(public), axis=0))
+    for j, cell in enumerate(cells):
+        shown = np.isfinite(ratios[:, j])
+        if not shown.any():
+            print(f"{cell} withheld in every fit")
+            continue
+        value = math.sqrt(np.mean(np.square(errors[shown, j])))
+        print(
+            f"{cell} {np.mean(ratios[shown, j]):>10.2f} {np.mean(covered[shown, j]):>9.2f} "
+            f"{np.percentile(np.abs(ratios[shown, j]), 95):>11.2f} "
+            f"{value / reference[j]:>10.2f}{suffix}"
+        )
+
+
 SKEWED_CELLS = (5_000, 20_000, 80_000)
 
 
@@ -555,19 +580,9 @@ def skewed_regressors(reps: int, seed: int) -> None:
             )
             fits.append(_two_row_fit(frame, "t4", rng, seed + r))
         errors, ratios, covered, public = (np.asarray(a) for a in zip(*fits, strict=True))
-        reference = np.sqrt(np.mean(np.square(public), axis=0))
-        for j, name in enumerate(THREE_NAMES):
-            shown = np.isfinite(ratios[:, j])
-            cell = f"{n:>8} {name:>11} {int(shown.sum()):>5}/{reps:<3}"
-            if not shown.any():
-                print(f"{cell} withheld in every fit")
-                continue
-            rmse = math.sqrt(np.mean(np.square(errors[shown, j])))
-            print(
-                f"{cell} {np.mean(ratios[shown, j]):>10.2f} {np.mean(covered[shown, j]):>9.2f} "
-                f"{np.percentile(np.abs(ratios[shown, j]), 95):>11.2f} "
-                f"{rmse / reference[j]:>10.2f}"
-            )
+        cells = [f"{n:>8} {name:>11} {int(np.isfinite(ratios[:, j]).sum()):>5}/{reps:<3}"
+                 for j, name in enumerate(THREE_NAMES)]  # fmt: skip
+        _coefficient_rows(cells, errors, ratios, covered, public)
 
 
 SKEWED_Y_CELLS = (2_000, 5_000, 10_000)
@@ -612,21 +627,12 @@ def skewed_outcomes(reps: int, seed: int) -> None:
                 ratios.append(error / res.bse.to_numpy())
                 covered.append(np.where(np.isnan(error), np.nan, (low <= TREAT) & (TREAT <= high)))
                 widened += _widened(res)
-            errors_, ratios_, covered_ = (np.asarray(a) for a in (errors, ratios, covered))
-            reference = np.sqrt(np.mean(np.square(public), axis=0))
-            for j, name in enumerate(["Intercept", "treat", "x"]):
-                shown = np.isfinite(ratios_[:, j])
-                cell = f"{n:>7} {law:>11} {name:>11}"
-                if not shown.any():
-                    print(f"{cell} withheld in every fit")
-                    continue
-                value = math.sqrt(np.mean(np.square(errors_[shown, j])))
-                print(
-                    f"{cell} {np.mean(ratios_[shown, j]):>10.2f} "
-                    f"{np.mean(covered_[shown, j]):>9.2f} "
-                    f"{np.percentile(np.abs(ratios_[shown, j]), 95):>11.2f} "
-                    f"{value / reference[j]:>10.2f} {widened:>5}/{reps}"
-                )
+            cells = [f"{n:>7} {law:>11} {name:>11}" for name in ("Intercept", "treat", "x")]
+            _coefficient_rows(
+                cells,
+                *(np.asarray(a) for a in (errors, ratios, covered, public)),
+                suffix=f" {widened:>5}/{reps}",
+            )
     _randhie_between(reps, seed)
 
 
