@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -75,6 +76,10 @@ SKEW_SHARE, SKEW_FALSE, SKEW_WIDEN = 0.25, 0.05, 3.0
 #: would only cost the step its share.
 SKEW_SEEN = 4.0
 _SKEW_TARGET = "Σ_u (s_u/‖s_u‖, e_u) e_u, e_u = min((‖s_u‖/R - 1)₊, 1)"
+#: What became of the skew check: no last step clipped at the Cauchy–Schwarz radius (or none
+#: ran), one did but the check could not see a pull that matters (``unchecked``), or the check
+#: ran and found the clipped parts symmetric or skewed (the step ``widened``).
+SkewCheck = Literal["none", "unchecked", "symmetric", "widened"]
 #: Monte Carlo draws of the privacy noise pushed through β̂'s map (seed: :data:`NOISE_SEED`).
 NOISE_DRAWS = 2000
 
@@ -85,15 +90,15 @@ class _Statistics:
     released Gram matrix), the stepped β̂, draws of its noise, its clustered sampling
     covariance, a bound on ``Σ_u (‖s̃_u‖ - R)₊`` (what the steps' radius R clipped of the
     whitened scores at β̂, which moves the steps' fixed point by at most ``Ĥ^{-1/2}`` times
-    it), whether the skew check widened the last step's radius (:func:`_skew_check`) and
-    the ledger entries of the releases."""
+    it), what became of the skew check before the last step (:data:`SkewCheck`) and the
+    ledger entries of the releases."""
 
     pilot: _Solution
     beta: NDArray[np.float64]
     draws: tuple[NDArray[np.float64], NDArray[np.float64]]
     sampling: NDArray[np.float64]
     clipped: float
-    widened: bool
+    skew: SkewCheck
     entries: tuple[LedgerEntry, ...]
 
 
@@ -148,20 +153,24 @@ def _release_statistics(
     limit = math.inf if size is None else size.radius
     quiet = 0.0 if size is None else size.quiet
     score_sd = math.inf if size is None else size.sampling
-    beta, sds, stepped, widened = pilot.beta, [], [], False
+    beta, sds, stepped = pilot.beta, [], []
+    skew: SkewCheck = "none"
     for k, rho_step in enumerate(stepping[1:]):
         outer = _clip_radius(released, pilot, beta, cap, row_total, reach, quiet)
         radius = min(outer, limit)
         rho_check = SKEW_SHARE * rho_step
-        # the last step, its clip measured nowhere, where the check can see a pull that matters
-        if k == len(stepping) - 2 and outer <= limit and _seen(radius, rho_check, p, score_sd):
+        # the last step, its clip measured nowhere: checked where the check can see a pull
+        # that matters
+        if k == len(stepping) - 2 and outer <= limit:
+            skew = "unchecked"
+        if skew == "unchecked" and _seen(radius, rho_check, p, score_sd):
             rho_step -= rho_check
             check = _skew_check(
                 persons.scores(beta, cap=cap, whiten=pilot.whiten), radius, rho_check, generator
             )
             stepped.append(gaussian_vector_entry("skew check", _SKEW_TARGET, rho_check, check))
-            widened = _fired(check)
-            if widened:  # post-processing of the check's release
+            skew = "widened" if _fired(check) else "symmetric"
+            if skew == "widened":  # post-processing of the check's release
                 radius = limit = SKEW_WIDEN * radius
         score_bound = radius * (1.0 + 1e-12)
         step = release_vector_sum(
@@ -213,7 +222,7 @@ def _release_statistics(
         ),
     )
     draws = _noise_draws(pilot, beta, sigma, sds, kept)
-    return _Statistics(pilot, beta, draws, sampling, clipped, widened, entries)
+    return _Statistics(pilot, beta, draws, sampling, clipped, skew, entries)
 
 
 def _skew_check(

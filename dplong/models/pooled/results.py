@@ -123,7 +123,17 @@ def _statistics_results(
                     f"released skew check): the last Newton step clipped at {SKEW_WIDEN:g} times "
                     "that radius, and the bias bound leaves out what it clips beyond",
                 )
-                if release.widened
+                if release.skew == "widened"
+                else ()
+            ),
+            *(
+                (
+                    "the last Newton step clipped the persons' scores at their Cauchy-Schwarz "
+                    "radius, and this n and epsilon afford no skew check of what it clips: a "
+                    "skewed outcome's clipped scores can pull the estimate beyond the bias bound "
+                    "(model a transform, np.log1p)",
+                )
+                if release.skew == "unchecked"
                 else ()
             ),
             *(
