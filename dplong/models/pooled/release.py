@@ -63,13 +63,13 @@ SIZE_SDS = 2.0
 #: bounds (0, 8000) at ε = 16, the clipped scores had put `xage` 4 SEs off, 0.8 without).
 QUIET_NOISE = 0.5
 #: The skew check before the last Newton step (:func:`_skew_check`), where that step clips at
-#: the Cauchy-Schwarz radius and so nothing measures what it clips (the meat's excess column
+#: the Cauchy–Schwarz radius and so nothing measures what it clips (the meat's excess column
 #: measures only between a narrower steps' radius and it): its share of the step's ρ, the
 #: chance that it fires on scores whose clipped parts are symmetric (a union bound over the
 #: coordinates), and the factor the step's radius is widened by where it fires. One mean a
 #: person (``BetweenOLS``) has no rows' room in that radius, so it clips about a quarter of
 #: the persons: on an exponential outcome (n = 5,000, ε = 1) the intercept sat 4 SEs low,
-#: covered in 0 of 20 fits, and RAND HIE's ``np.log1p(mdvis)`` 3.4 SEs low (docs/accuracy.md).
+#: covered in 0 of 40 fits, and RAND HIE's ``np.log1p(mdvis)`` 4.1 SEs low (docs/accuracy.md).
 SKEW_SHARE, SKEW_FALSE, SKEW_WIDEN = 0.25, 0.05, 3.0
 #: The pull of the clipped parts on the last step's score sum, in sampling sds a coordinate,
 #: that the skew check must be able to see for it to run (:func:`_seen`): below this n ρ it

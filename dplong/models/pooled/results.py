@@ -54,9 +54,10 @@ def _statistics_results(
     ``constant``: the formula's coefficients absorbed because the released counts found them
     (nearly) constant within persons (left out of the releases after the ranges, no
     estimate); ``flags``: those of the ranges found privately (:class:`RangeFlags`): where
-    one missed its data every coefficient is withheld; one that clips many persons a note
-    names, and the coefficient of a regressor whose range it is is withheld (a slope on its
-    clipped values is that of another regressor, on another scale)."""
+    one missed its data every coefficient is withheld; a narrow one (a sliver of its column)
+    withholds its regressor's coefficient, or every one where it is the outcome's; one that
+    clips many persons a note names, and the coefficient of a regressor whose range it is is
+    withheld (a slope on its clipped values is that of another regressor, on another scale)."""
     missed, heavy, narrow = RangeFlags.none(len(model._names)) if flags is None else flags
     positions = model._reported
     index = pd.Index([model._design.columns[j] for j in positions])
@@ -128,7 +129,7 @@ def _statistics_results(
             ),
             *(
                 (
-                    "the last Newton step clipped the persons' scores at their Cauchy-Schwarz "
+                    "the last Newton step clipped the persons' scores at their Cauchy–Schwarz "
                     "radius, and this n and epsilon afford no skew check of what it clips: a "
                     "skewed outcome's clipped scores can pull the estimate beyond the bias bound "
                     "(model a transform, np.log1p)",
