@@ -58,12 +58,12 @@ class ScaleScan:
     count sees no others (``unseen``: taken as 0); columns of mostly one other value whose count
     sees no others (``alone``: the interval is sized on that value); columns whose scale was
     measured on the users off their shared value (``shared``); and how many users each count
-    could miss (``reach``, three sds of its noise; 0 where none ran); ``reruns`` the ε of each
+    could miss (``reach``, three sds of its noise; 0 where none ran); ``off_zero`` the released
+    count of the users off 0 where the midpoint is 0 (NaN elsewhere); ``reruns`` the ε of each
     second median run and of each one's check (the ``shared`` columns, in order); ``strayed``
     the ``shared`` columns whose second median's check found it missed the users off the value
     (:func:`~dplong.privacy.counts.band_check`: withheld, as the scale's check withholds a first
-    median's miss); ``off_zero`` the released count of the users off 0 where the midpoint is 0
-    (NaN elsewhere).
+    median's miss).
 
     Examples
     --------
@@ -85,9 +85,9 @@ class ScaleScan:
     alone: NDArray[np.bool_]
     shared: NDArray[np.bool_]
     reach: NDArray[np.float64]
+    off_zero: NDArray[np.float64]
     reruns: tuple[float, ...] = ()
     strayed: NDArray[np.bool_] | None = None
-    off_zero: NDArray[np.float64] | None = None
 
 
 def scale_stage(
@@ -212,7 +212,7 @@ def scale_stage(
             rng,
         )
         entries += shared_entries
-    scan = ScaleScan(sparse, unseen, alone, shared, reach, zero_reruns + reruns, strayed, off_zero)
+    scan = ScaleScan(sparse, unseen, alone, shared, reach, off_zero, zero_reruns + reruns, strayed)
     return deviation, scan, entries
 
 

@@ -220,7 +220,7 @@ def skew_tails(where: Location) -> tuple[Tail, ...]:
     skew = np.abs(where.centre - where.midpoint) / where.sd
     # a scale measured on the users off a shared value: their skew is diluted by the others
     shared = np.zeros(skew.shape, dtype=bool) if where.scan is None else where.scan.shared
-    if where.scan is not None and where.scan.off_zero is not None:
+    if where.scan is not None:
         # off 0, where most users are exactly 0 (the midpoint's zero cell), the scale is their
         # median magnitude and the count says how many they are: their rough mean (the zeros
         # add nothing) against that median (90 % at 0 and a lognormal tail, n = 100,000,

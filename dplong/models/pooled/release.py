@@ -163,18 +163,17 @@ def _release_statistics(
         # that matters
         if k == len(stepping) - 2 and outer <= limit:
             skew = "unchecked"
+        scores = persons.scores(beta, cap=cap, whiten=pilot.whiten)
         if skew == "unchecked" and _seen(radius, rho_check, p, score_sd):
             rho_step -= rho_check
-            check = _skew_check(
-                persons.scores(beta, cap=cap, whiten=pilot.whiten), radius, rho_check, generator
-            )
+            check = _skew_check(scores, radius, rho_check, generator)
             stepped.append(gaussian_vector_entry("skew check", _SKEW_TARGET, rho_check, check))
             skew = "widened" if _fired(check) else "symmetric"
             if skew == "widened":  # post-processing of the check's release
                 radius = limit = SKEW_WIDEN * radius
         score_bound = radius * (1.0 + 1e-12)
         step = release_vector_sum(
-            persons.scores(beta, cap=cap, whiten=pilot.whiten, radius=radius),
+            _clip_rows(scores, radius),
             score_bound,
             2.0 * score_bound,
             rho_step,
@@ -253,8 +252,7 @@ def _fired(check: WeightedRelease) -> bool:
     p = check.total.size - 1
     sd = float(check.sd[0])
     spread = math.sqrt(_high_end(check, p) + sd**2)
-    z = NormalDist().inv_cdf(1.0 - SKEW_FALSE / (2 * p))
-    return bool(np.any(np.abs(check.total[:p]) > z * spread))
+    return bool(np.any(np.abs(check.total[:p]) > _skew_quantile(p) * spread))
 
 
 def _seen(radius: float, rho: float, p: int, sampling: float) -> bool:
@@ -262,8 +260,13 @@ def _seen(radius: float, rho: float, p: int, sampling: float) -> bool:
     :data:`SKEW_SEEN` of the scores' ``sampling`` sd a coordinate (public, from released
     numbers): its threshold is at least the normal quantile times the noise sd
     ``2 / √(2 ρ)``, in radii."""
-    z = NormalDist().inv_cdf(1.0 - SKEW_FALSE / (2 * p))
-    return z * 2.0 / math.sqrt(2.0 * rho) * radius <= SKEW_SEEN * sampling
+    return _skew_quantile(p) * 2.0 / math.sqrt(2.0 * rho) * radius <= SKEW_SEEN * sampling
+
+
+def _skew_quantile(p: int) -> float:
+    """The normal quantile of ``1 -`` :data:`SKEW_FALSE` ``/ (2 p)``: the skew check's bar in
+    sds of an entry (a union bound over the p coordinates, two-sided)."""
+    return NormalDist().inv_cdf(1.0 - SKEW_FALSE / (2 * p))
 
 
 def _skew_rows(scores: NDArray[np.float64], radius: float) -> NDArray[np.float64]:
