@@ -94,6 +94,7 @@ from dplong.privacy.tails import (
     skewed_notes,
     tail_bias,
     tail_rule,
+    tail_users,
     unchecked_assumptions,
     with_tail,
 )
@@ -451,7 +452,7 @@ def release_means(
     plan = with_tail(
         plan,
         measured=bounds is None and scale is None and measures_tail(rules.tail),
-        users=float(np.max(found + 2.0 * where.users_sd)),
+        users=float(np.max(tail_users(where, found + 2.0 * where.users_sd))),
     )
     if bounds is None:
         radius, budget = _final_radius(where, weights, plan, rules.relative, stated_moment)
@@ -637,7 +638,7 @@ def release_means(
     # checked it: blind, or none affordable (an assumed tail kind's note says so already)
     light = ~tails.heavy & ~withheld
     unchecked = (
-        blind_columns(tails.threshold, users, light)
+        blind_columns(tails.threshold, tail_users(where, users), light)
         if plan.tail
         else light & (bounds is None and scale is None and rules.tail is None)
     )

@@ -253,7 +253,9 @@ def _shared(
     fewer than ``1 - SHARED_SHARE`` of the users (the private count ``users``, sd ``users_sd``)
     off it, two sds of the noise below, by post-processing of the two counts: most users share
     one value, and the scale is measured again by a private median over the others only (the
-    users in ``c0`` or far inside it weigh 0, the zeros keep their weights; at
+    users in ``c0`` or far inside it weigh 0, every other user counts on both sides, a zero
+    too: off a value other than 0 its distance is the spread, and with the zeros' one-sided
+    weights a median over others who are all 0 had nothing above it to hold it; at
     :meth:`~dplong.privacy.budget.ReleasePlan.second_spread` each, taken from the final stage).
     Where the count sees none off it (below ``max(2, 3 sd)``) the column is (all but) constant
     and keeps ``c0`` (``scan.alone``, with a note saying how many users could go unseen, as for
@@ -295,7 +297,9 @@ def _shared(
             SPREAD_GRID,
             second[again],
             rng,
-            weights=(np.where(aside, 0.0, below[:, again]), np.where(aside, 0.0, 1.0)),
+            # a share of ones among 2,000 users at 70 %, ε = 1: the zeros' one-sided weights put
+            # the median of the others (all at 0) at 1e272 and withheld the mean in 10 of 10
+            weights=(np.where(aside, 0.0, 1.0),) * 2,
         )
         chosen = tuple(name for name, a in zip(names, again, strict=True) if a)
         entries += median_entries("scale", chosen, second[again])
