@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 import dplong
+from dplong.privacy.budget import ZERO_COUNT_USERS
 from dplong.privacy.counts import _BAND
 from dplong.privacy.engine import Release, release_means
 from dplong.privacy.options import ReleaseOptions
@@ -152,10 +153,11 @@ def test_a_risky_scale_median_off_zero_gets_a_second() -> None:
 
 
 def test_zero_inflated_mean_too_few_off_zero_is_withheld_or_honest() -> None:
-    """60 % of 2,000 users at 0 at ε = 1: the users off 0 are too few for the plan's scale
+    """90 % of 2,000 users at 0 at ε = 1 (about 200 users off 0; at 60 % the count off 0 now
+    finds enough of them in every run): the users off 0 are too few for the plan's scale
     budget in some runs. Then the release is withheld with a note saying why; otherwise it is
     honest — never a collapsed number."""
-    x = _zero_inflated(2000, 0.6, seed=2)
+    x = _zero_inflated(2000, 0.9, seed=2)
     withheld = 0
     for seed in range(20):
         release = _release(x, 1.0, seed)
@@ -270,6 +272,23 @@ def test_a_shared_value_whose_others_are_all_zero_is_measured() -> None:
         release = _release(x, 1.0, seed)
         assert _honest(release, x), (release.estimate, release.noise_sd, release.bias)
         assert release.interval[0, 0] <= 0.0 and release.interval[0, 1] >= 1.0
+
+
+def test_a_minority_off_zero_is_counted_well_enough_to_be_measured() -> None:
+    """A user-level share: 30 % of 2,000 users at 1 and the others at 0, ε = 1. The midpoint is
+    0 and the scale stage counts the users off it; at its share of the stage (ε = 0.01, noise sd
+    141 users) the 600 could not be told from none 2 sds down, so no scale median was sized for
+    them and the mean was withheld in 10 of 10 releases. The count now buys ``N̂ ε`` of
+    ZERO_COUNT_USERS (sd about 38 users), the rest taken from the final stage: every release
+    is honest, its interval holds both values, and the ledger lists the count's larger ε."""
+    x = (np.arange(2000) < 600).astype(float)
+    for seed in range(10):
+        release = _release(x, 1.0, seed)
+        assert _honest(release, x), (release.estimate, release.noise_sd, release.bias)
+        assert release.interval[0, 0] <= 0.0 and release.interval[0, 1] >= 1.0
+        (off,) = [e for e in release.privacy.entries if e.mechanism.endswith("users off 0")]
+        assert off.epsilon == pytest.approx(ZERO_COUNT_USERS / release.users[0])
+        assert release.privacy.epsilon <= 1.0 * (1 + 1e-12)
 
 
 def test_a_scale_that_saw_only_part_of_the_users_is_withheld() -> None:

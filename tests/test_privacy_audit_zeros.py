@@ -315,7 +315,8 @@ def test_zero_inflated_release_audit_has_power() -> None:
 def test_count_off_zero_is_in_the_ledger(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every geometric draw is listed at the ε it was drawn with: the count of users with a
     statistic, and the scale stage's count of users off 0 where the midpoint is 0 (90 % of
-    the users at 0), which takes its share of the stage's ε."""
+    the users at 0), which takes its share of the stage's ε and, where that buys fewer than
+    ZERO_COUNT_USERS users' worth, more from the final stage."""
     drawn: list[float] = []
     honest = two_sided_geometric
 
@@ -331,19 +332,24 @@ def test_count_off_zero_is_in_the_ledger(monkeypatch: pytest.MonkeyPatch) -> Non
     assert release.midpoint[0] == ZERO_CELL
     entries = release.privacy.entries
     counts = [e for e in entries if "count" in e.mechanism]
-    # the midpoint's check (users above less below its cell), the tail stage's count too,
-    # and its second rung: the 10 % at 1 are a lump far out
-    assert [e.stage for e in counts] == ["count", "midpoint", "scale", "tail", "tail"]
+    # the midpoint's check (users above less below its cell), the tail stage's count too
+    # (the count off 0 sized for the users now finds the 10 % at 1, and their scale puts none
+    # beyond the rung: no second rung)
+    assert [e.stage for e in counts] == ["count", "midpoint", "scale", "tail"]
     # every count drawn at the rate of the ε and sensitivity its entry lists (the midpoint's
     # check 2: a replaced user can cross from one side to the other; the others 1)
-    assert [e.sensitivity for e in counts] == [1.0, 2.0, 1.0, 1.0, 1.0]
+    assert [e.sensitivity for e in counts] == [1.0, 2.0, 1.0, 1.0]
     assert drawn == pytest.approx([float(geometric_rate(e.epsilon, e.sensitivity)) for e in counts])
-    # the count and the median share the stage's ε (here the midpoint's)
+    # the count and the median share the stage's ε (here the midpoint's); the count takes more
+    # from the final stage where its share buys fewer than ZERO_COUNT_USERS users' worth
     median = next(e for e in entries if e.stage == "scale" and "median" in e.mechanism)
     stage = next(e for e in entries if e.stage == "midpoint").epsilon
     off = next(e for e in counts if e.stage == "scale")  # the count of users off 0
-    assert off.epsilon == pytest.approx(budget.ZERO_COUNT_SHARE * stage)
-    assert median.epsilon + off.epsilon == pytest.approx(stage)
+    share = budget.ZERO_COUNT_SHARE * stage
+    assert median.epsilon == pytest.approx(stage - share)
+    wanted = budget.ZERO_COUNT_USERS / float(release.users[0])
+    assert share * (1 - 1e-12) <= off.epsilon <= max(share, wanted) * (1 + 1e-12)
+    assert off.epsilon > share  # 400 users at ε = 2: the share buys 16 users' worth
     total = dplong.privacy.compose([e.cost for e in entries], DELTA)
     assert release.privacy.epsilon == total.epsilon <= EPS_RELEASE * (1 + 1e-12)
 

@@ -257,6 +257,17 @@ class TestReference:
             expected = np.r_[x[:, 0] @ x[:, 0], x[:, 0] @ x[:, 1], x[:, 1] @ x[:, 1], x.T @ y]
             np.testing.assert_allclose(stats[u], expected, rtol=1e-12, atol=1e-12)
 
+    def test_a_regressor_constant_within_a_user_has_products_of_exactly_zero(self) -> None:
+        # (0.1 + 0.1 + 0.1) / 3 is 1.4e-17 above 0.1: demeaned, the constant column kept that
+        # rounding in every row, and its products were off 0 for the engine's count
+        X = np.array([[0.1, 1.0], [0.1, 2.0], [0.1, 4.0], [3.0, 1.0], [3.0, 1.5]])
+        y = np.array([1.0, 2.0, 4.0, 0.3, 0.3])
+        stats = within_cross_products(y, X, np.array([0, 0, 0, 1, 1]), 2)
+        # columns: x0'x0, x0'x1, x1'x1, x0'y, x1'y
+        assert (stats[:, [0, 1, 3]] == 0.0).all()
+        assert stats[1, 4] == 0.0  # y constant for user 1 too
+        np.testing.assert_allclose(stats[0, [2, 4]], [14.0 / 3.0, 14.0 / 3.0])
+
 
 @pytest.fixture(scope="module")
 def model() -> dplong.LongitudinalOLS:

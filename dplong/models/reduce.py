@@ -63,6 +63,13 @@ def user_sums(
 #: Rows per chunk of the per-user accumulation: keeps the product buffer in cache.
 CHUNK_ROWS = 1 << 15
 
+#: A deviation from a user's mean within this share of the mean is the mean's rounding, and is
+#: 0 (:func:`within_sums`): a column constant within a user (a time-invariant regressor)
+#: leaves up to about ``T 2^-53`` of its value in each row (2^-41 at T = 4,096), and the
+#: engine's count of the users off 0 finds them: 8-11 % of 3,000 users had products of about
+#: 1e-17 there, too few for a private scale, and their withheld column withheld the fit.
+ROUNDING = 2.0**-40
+
 
 def _chunk_bounds(starts: NDArray[np.intp], rows: int) -> list[tuple[int, int, int, int]]:
     """``(first user, end user, first row, end row)`` of chunks of about :data:`CHUNK_ROWS`
@@ -328,6 +335,13 @@ def within_cross_products(
     return out
 
 
+def _deviation(values: NDArray[np.float64], means: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``values - means``, 0 where it is within :data:`ROUNDING` of the mean (its rounding)."""
+    deviation = values - means
+    deviation[np.abs(deviation) <= ROUNDING * np.abs(means)] = 0.0
+    return deviation
+
+
 def user_totals(
     y: NDArray[np.float64], X: NDArray[np.float64], codes: NDArray[np.intp], n: int
 ) -> NDArray[np.float64]:
@@ -390,7 +404,8 @@ def within_sums(
     starts = segment_starts(codes)
     users = codes[starts]
     centred = means[codes]
-    series = [X[:, j] - centred[:, j] for j in range(p)] + [y - centred[:, p]]
+    series = [_deviation(X[:, j], centred[:, j]) for j in range(p)]
+    series.append(_deviation(y, centred[:, p]))
     chunks = _chunk_bounds(starts, len(codes))
     buffer = np.empty(len(pairs) * max((hi - lo for _, _, lo, hi in chunks), default=0))
     for first, last, lo, hi in chunks:

@@ -130,8 +130,7 @@ def scale_stage(
     second median's ε, which the final stage gives up."""
     n, d = distance.shape
     at_zero = midpoint == ZERO_CELL
-    zero_count, zero_median = plan.zero_split()
-    median_epsilon = np.where(at_zero, zero_median, plan.spread)
+    median_epsilon = np.where(at_zero, plan.zero_split()[1], plan.spread)
     with np.errstate(invalid="ignore"):
         zero = (matrix >= 0.0) & (matrix < 2.0 * ZERO_CELL)
     # zeros count above the cells below them, never below; where the midpoint is 0, nowhere
@@ -144,6 +143,10 @@ def scale_stage(
     zero_reruns: tuple[float, ...] = ()
     columns = np.flatnonzero(at_zero)
     if columns.size:
+        # sized for the fewest users with a statistic, its part beyond the stage's share taken
+        # from the final stage
+        zero_count, extra = plan.zero_count(float(np.min(users[columns])))
+        zero_reruns = (extra,) * columns.size if extra > 0.0 else ()
         counted, sd, count_entries = lattice_count(
             np.sum(~np.isnan(distance[:, columns]) & ~zero[:, columns], axis=0),
             zero_count,
@@ -182,7 +185,7 @@ def scale_stage(
                 weights=(below[:, rerun], above[:, rerun]),
             )
             entries += median_entries("scale", tuple(names[j] for j in rerun), second[again])
-            zero_reruns = tuple(second[again].tolist())
+            zero_reruns += tuple(second[again].tolist())
         sparse[columns] = short & ~again
         # taken as 0: the floor (and for a withheld column, whose median is of too few users to
         # mean anything)

@@ -75,6 +75,7 @@ from dplong.privacy.budget.stages import (
     QUIET_REMEDY,
     REFINE_SHARES,
     ZERO_COUNT_SHARE,
+    ZERO_COUNT_USERS,
     column_epsilon,
     tail_share,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "QUIET_REMEDY",
     "REFINE_SHARES",
     "ZERO_COUNT_SHARE",
+    "ZERO_COUNT_USERS",
     "FinalBudget",
     "PTRBudget",
     "RandomEffectsBudget",

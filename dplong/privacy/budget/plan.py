@@ -4,10 +4,10 @@ A block released by the default engine (:mod:`dplong.privacy.engine`) gets a pla
 declares, from public facts only (n, d, the budget, the options, whether the scale is stated),
 the ε of each of its stages — the **count** of users with a statistic, the **midpoint** and
 **scale** medians (and the counts at a zero or shared value, :meth:`ReleasePlan.zero_split`,
-:meth:`ReleasePlan.second_spread`), the midpoint's and the scale's checks, the **refinement**
-and the final **mean** with its second moment — sized by the rules of
-:mod:`~dplong.privacy.budget.stages`. :meth:`ReleasePlan.check` runs the plan's refusals before
-the first noise draw; the final stage is calibrated after the earlier ones ran
+:meth:`ReleasePlan.zero_count`, :meth:`ReleasePlan.second_spread`), the midpoint's and the
+scale's checks, the **refinement** and the final **mean** with its second moment — sized by the
+rules of :mod:`~dplong.privacy.budget.stages`. :meth:`ReleasePlan.check` runs the plan's
+refusals before the first noise draw; the final stage is calibrated after the earlier ones ran
 (:meth:`ReleasePlan.calibrate`, :mod:`~dplong.privacy.budget.calibration`).
 """
 
@@ -44,6 +44,7 @@ from dplong.privacy.budget.stages import (
     SIDE_USERS,
     WEIGHTED_COUNT_USERS,
     ZERO_COUNT_SHARE,
+    ZERO_COUNT_USERS,
     _count_epsilon,
     _histogram_reliable,
     _inside_epsilon,
@@ -495,6 +496,25 @@ class ReleasePlan:
         (0.04, (0.01, 0.03))
         """
         return ZERO_COUNT_SHARE * self.spread, (1.0 - ZERO_COUNT_SHARE) * self.spread
+
+    def zero_count(self, users: float) -> tuple[float, float]:
+        """ε of the scale stage's count of the users off 0 in a column whose midpoint is 0, for
+        ``users`` users with a statistic (a private count), and the part of it beyond the stage's
+        own share (:meth:`zero_split`), which the final stage gives up (:attr:`reruns`): ``N̂ ε``
+        of :data:`~dplong.privacy.budget.stages.ZERO_COUNT_USERS` users, at most a quarter of what
+        the stages before the final one leave a column, and never less than the share.
+
+        Examples
+        --------
+        >>> from dplong.privacy.budget import ReleasePlan
+        >>> plan = ReleasePlan.make(n=2000, d=1, epsilon=1.0, delta=0.0, stated_scale=False)
+        >>> [round(e, 4) for e in plan.zero_count(2000.0)], plan.zero_count(100_000.0)
+        ([0.0375, 0.0275], (0.01, 0.0))
+        """
+        own = self.zero_split()[0]
+        wanted = min(ZERO_COUNT_USERS / max(users, 1.0), max(self._left(), 0.0) / 4.0)
+        count = max(own, wanted)
+        return count, count - own
 
     def after(self, prior: list[Cost], epsilon: float, delta: float) -> ReleasePlan:
         """This plan as a later release of a fit: ``prior`` calls were made before it, and
