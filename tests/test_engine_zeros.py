@@ -274,6 +274,25 @@ def test_a_shared_value_whose_others_are_all_zero_is_measured() -> None:
         assert release.interval[0, 0] <= 0.0 and release.interval[0, 1] >= 1.0
 
 
+def test_a_share_of_one_half_is_released_not_taken_for_a_miss() -> None:
+    """A user-level share of 50 %: 1,000 of 2,000 users at 1, the others at 0, ε = 1. Every
+    cell between 0 and 1 is a median, and the midpoint falls among them at any magnitude (most
+    of the log grid's cells there are tiny); the scale stage finds every user at one of two
+    values (the zeros far inside the scale's cell, the ones in it) and the plausibility rule
+    took a scale of about 1 around a midpoint of 1e-19 for a median's miss far above them all:
+    withheld in 10 of 10 releases. The count of the users in the scale's cell now tells the
+    two apart: every release is honest and its interval holds both values."""
+    x = (np.arange(2000) < 1000).astype(float)
+    seats = 0
+    for seed in range(10):
+        release = _release(x, 1.0, seed)
+        assert _honest(release, x), (release.estimate, release.noise_sd, release.bias)
+        assert release.interval[0, 0] <= 0.0 and release.interval[0, 1] >= 1.0
+        seats += any("scale's cell" in e.mechanism for e in release.privacy.entries)
+        assert release.privacy.epsilon <= 1.0 * (1 + 1e-12)
+    assert seats >= 5  # the midpoint fell between the values (measured: 10 of 10)
+
+
 def test_a_minority_off_zero_is_counted_well_enough_to_be_measured() -> None:
     """A user-level share: 30 % of 2,000 users at 1 and the others at 0, ε = 1. The midpoint is
     0 and the scale stage counts the users off it; at its share of the stage (ε = 0.01, noise sd

@@ -54,14 +54,14 @@ def _reduce_within(data: DaskFrame, spec: FrameSpec, groups: GroupsLike) -> With
         statistic=user_means,
         tell=False,  # from_formula's reduction told the data holder of the same rows
     )
-    rows, means = first.statistics[:, 0], first.statistics[:, 1:]
+    rows = first.statistics[:, 0]
     second = reduce_design(
         data,
         spec,
         groups=groups,
         sums=functools.partial(_partition_products, regressors=regressors),
         statistic=np.asarray,
-        given=[pd.DataFrame(means, index=first.ids)],
+        given=[pd.DataFrame(first.statistics, index=first.ids)],
         tell=False,
     )
     products = second.statistics
@@ -75,8 +75,9 @@ def _partition_totals(design: PanelDesign, *, regressors: tuple[int, ...]) -> ND
 
 
 def _partition_products(
-    design: PanelDesign, means: NDArray[np.float64], *, regressors: tuple[int, ...]
+    design: PanelDesign, counts: NDArray[np.float64], *, regressors: tuple[int, ...]
 ) -> NDArray[np.float64]:
-    """A partition's per-user sums of products of the deviations from the users' means."""
+    """A partition's per-user sums of products of the deviations from the users' means
+    (``counts``: every user's row count and means, as the first pass found them)."""
     X = np.ascontiguousarray(design.X[:, regressors])
-    return within_sums(design.y, X, design.codes, design.n, means)
+    return within_sums(design.y, X, design.codes, design.n, counts[:, 1:], counts[:, 0])

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 from dplong.dask_frames import FrameSpec, ReducedPanel, reduce_design
 from dplong.formula import GroupsLike, PanelDesign
-from dplong.models.reduce import user_means, user_sums, user_totals
+from dplong.models.reduce import rounded_deviation, user_means, user_sums, user_totals
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
@@ -38,7 +38,7 @@ class _UserMoments:
             rows, means, within_ss = design.statistics.T
             return cls(means, within_ss, rows)
         counts = user_means(_totals(design))
-        within_ss = _squared_deviations(design, counts[:, 1])[:, 0]
+        within_ss = _squared_deviations(design, counts)[:, 0]
         return cls(counts[:, 1], within_ss, counts[:, 0])
 
     def components(self, mu: float) -> np.ndarray:
@@ -55,26 +55,29 @@ def _totals(design: PanelDesign) -> NDArray[np.float64]:
     return user_totals(design.y, design.X[:, :0], design.codes, design.n)
 
 
-def _squared_deviations(design: PanelDesign, means: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Every user's sum of squared deviations from their mean (n x 1): the two-pass sum of
-    squares, with no cancellation and no overflow of Σy² for large y."""
+def _squared_deviations(design: PanelDesign, counts: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Every user's sum of squared deviations from their mean (n x 1; ``counts``: every
+    user's row count and mean): the two-pass sum of squares, with no cancellation and no
+    overflow of Σy² for large y; a constant user's is exactly 0, not its mean's rounding
+    (:func:`~dplong.models.reduce.rounded_deviation`)."""
+    codes = design.codes
     with np.errstate(invalid="ignore", over="ignore"):
-        deviations = (design.y - means[design.codes]) ** 2
-    return user_sums(deviations[None, :], design.codes, design.n)
+        deviations = rounded_deviation(design.y, counts[codes, 1], counts[codes, 0]) ** 2
+    return user_sums(deviations[None, :], codes, design.n)
 
 
 def _reduce_moments(data: DaskFrame, spec: FrameSpec, groups: GroupsLike) -> ReducedPanel:
     """A Dask frame's per-user row counts, means and within sums of squares, in two passes
     as in memory: the means, then the squared deviations from them."""
     first = reduce_design(data, spec, groups=groups, sums=_totals, statistic=user_means)
-    means = pd.Series(first.statistics[:, 1], index=first.ids)
+    counts = pd.DataFrame(first.statistics, index=first.ids)
     second = reduce_design(  # the first pass told the data holder of the rows left out
         data,
         spec,
         groups=groups,
         sums=_squared_deviations,
         statistic=np.asarray,
-        given=[means],
+        given=[counts],
         tell=False,
     )
     return dataclasses.replace(

@@ -63,12 +63,14 @@ def user_sums(
 #: Rows per chunk of the per-user accumulation: keeps the product buffer in cache.
 CHUNK_ROWS = 1 << 15
 
-#: A deviation from a user's mean within this share of the mean is the mean's rounding, and is
-#: 0 (:func:`within_sums`): a column constant within a user (a time-invariant regressor)
-#: leaves up to about ``T 2^-53`` of its value in each row (2^-41 at T = 4,096), and the
-#: engine's count of the users off 0 finds them: 8-11 % of 3,000 users had products of about
-#: 1e-17 there, too few for a private scale, and their withheld column withheld the fit.
-ROUNDING = 2.0**-40
+#: A deviation from a user's mean within ``T ROUNDING`` of the mean (T the user's rows) is the
+#: mean's rounding, and is 0 (:func:`within_sums`): a column constant within a user (a
+#: time-invariant regressor) leaves up to about ``T 2^-53`` of its value in each row (the
+#: rounding of a sum of T equal terms, then of its quotient), and the engine's count of the
+#: users off 0 finds them: 8-11 % of 3,000 users had products of about 1e-17 there, too few
+#: for a private scale, and their withheld column withheld the fit. Twice that: real
+#: variation is kept down to a few ulps of the mean (epoch milliseconds varying by 1 ms).
+ROUNDING = 2.0**-52
 
 
 def _chunk_bounds(starts: NDArray[np.intp], rows: int) -> list[tuple[int, int, int, int]]:
@@ -330,15 +332,28 @@ def within_cross_products(
     [[0.5, 1.0], [0.5, 1.0], [nan, nan]]
     """
     means = user_means(user_totals(y, X, codes, n))
-    out = within_sums(y, X, codes, n, means[:, 1:])
+    out = within_sums(y, X, codes, n, means[:, 1:], means[:, 0])
     out[means[:, 0] < 2] = np.nan
     return out
 
 
-def _deviation(values: NDArray[np.float64], means: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``values - means``, 0 where it is within :data:`ROUNDING` of the mean (its rounding)."""
-    deviation = values - means
-    deviation[np.abs(deviation) <= ROUNDING * np.abs(means)] = 0.0
+def rounded_deviation(
+    values: NDArray[np.float64], means: NDArray[np.float64], rows: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """``values - means`` (row by row: each row's user's mean, and that user's number of
+    rows), 0 where it is within ``rows`` :data:`ROUNDING` of the mean: its rounding.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.reduce import rounded_deviation
+    >>> mean = (0.1 + 0.1 + 0.1) / 3          # 1.4e-17 above 0.1
+    >>> rounded_deviation(np.array([0.1, 0.4]), np.array([mean, mean]), np.full(2, 3.0))
+    array([0. , 0.3])
+    """
+    with np.errstate(invalid="ignore", over="ignore"):
+        deviation = values - means
+        deviation[np.abs(deviation) <= ROUNDING * rows * np.abs(means)] = 0.0
     return deviation
 
 
@@ -375,9 +390,13 @@ def within_sums(
     codes: NDArray[np.intp],
     n: int,
     means: NDArray[np.float64],
+    rows: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """Every user's sums of products of the deviations from ``means`` (n x (p + 1): X's columns
-    then y; a user's own means give :func:`within_cross_products`), columns as there. Sums of
+    then y; a user's own means give :func:`within_cross_products`), columns as there; a
+    deviation within ``T`` :data:`ROUNDING` of its mean is that mean's rounding and counts as 0,
+    T the user's number of ``rows`` (all of them, where the rows here are a part; default: the
+    rows here). Sums of
     row terms about means fixed beforehand, so they add over any split of a user's rows: a
     Dask partition sums its rows about the means of a first pass (no cancellation between
     ``Σ x²`` and ``T x̄²``, as in memory).
@@ -404,8 +423,11 @@ def within_sums(
     starts = segment_starts(codes)
     users = codes[starts]
     centred = means[codes]
-    series = [_deviation(X[:, j], centred[:, j]) for j in range(p)]
-    series.append(_deviation(y, centred[:, p]))
+    if rows is None:
+        rows = np.bincount(codes, minlength=n).astype(np.float64)
+    counts = rows[codes]
+    series = [rounded_deviation(X[:, j], centred[:, j], counts) for j in range(p)]
+    series.append(rounded_deviation(y, centred[:, p], counts))
     chunks = _chunk_bounds(starts, len(codes))
     buffer = np.empty(len(pairs) * max((hi - lo for _, _, lo, hi in chunks), default=0))
     for first, last, lo, hi in chunks:

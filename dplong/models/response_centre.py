@@ -86,7 +86,7 @@ def engine_centre(
         implausible(
             midpoint=where.midpoint,
             sd=where.sd,
-            alone=np.zeros(1, dtype=bool) if where.scan is None else where.scan.alone,
+            alone=np.zeros(1, dtype=bool) if where.scan is None else where.scan.vacant,
             miss=where.plan.miss_given(np.array([float(n)])),
         )[0]
     )

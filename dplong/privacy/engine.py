@@ -69,7 +69,6 @@ from dplong.privacy.projection import (
     support_window,
     supported_centre,
 )
-from dplong.privacy.quantile import GRID
 from dplong.privacy.radius import (
     MAD_OVER_SD,
     AssumedTail,
@@ -83,10 +82,12 @@ from dplong.privacy.radius import (
     tail_model,
 )
 from dplong.privacy.rules import Count, Rules, bias_factor, moment_rule, weight_roots
+from dplong.privacy.scale import far_above
 from dplong.privacy.tails import (
     EDGE_SDS,
     TAIL_REACH,
     blind_columns,
+    blind_notes,
     heavy_notes,
     measures_tail,
     skew_tails,
@@ -134,15 +135,6 @@ FREE_NOISE, FREE_REACH = 0.05, 4.0
 #: count's noise it brings reaches this share of the sum's (the mean's sd up by at most 12 %).
 SHIFT_COST = 0.5
 
-#: The plausibility rule (:func:`implausible`): a column whose own bad-event probability (the
-#: medians' miss bound given its private count) exceeds :data:`DOUBT_MISS` is more likely off
-#: than its error figures say, and is withheld. So is a column the scale stage found at one
-#: value (``ScaleScan.alone``) whose scale is ``FAR_OUT`` times the midpoint's magnitude or more
-#: and beyond ``ALONE_REACH`` times what a value shared at the midpoint could give (the midpoint
-#: cell's half-width over the normal MAD factor; up to 2.3 times that for the chi-square model
-#: of squares): the scale's median missed far above every user (they sit far inside its cell,
-#: 8 = 1 / SHARED_BELOW times below it or more).
-ALONE_REACH, FAR_OUT = 3.0, 8.0
 
 
 @dataclass(frozen=True)
@@ -609,7 +601,7 @@ def release_means(
         # a public centre is no median: it cannot miss, nor be shared
         alone=np.zeros(d, dtype=bool)
         if where.scan is None or plan.midpoint_kind == "public"
-        else where.scan.alone,
+        else where.scan.vacant,
         # no more users than n have a statistic (a public fact): a count above n is its noise
         miss=plan.miss_given(np.minimum(found, n)),
     )
@@ -635,16 +627,20 @@ def release_means(
 
     unseen = None if where.scan is None else where.scan.unseen & ~withheld
     # the bias bound of an estimated scale rests on the bulk's tail model where no count
-    # checked it: blind, or none affordable (an assumed tail kind's note says so already)
-    light = ~tails.heavy & ~withheld
+    # checked it: blind, or none affordable (an assumed tail kind's note says so already);
+    # not of a column taken as 0 because its count saw nobody off 0 (``unseen``: withheld)
+    light = ~tails.heavy & ~withheld & (True if unseen is None else ~unseen)
+    counted = tail_users(where, users)
     unchecked = (
-        blind_columns(tails.threshold, tail_users(where, users), light)
+        blind_columns(tails.threshold, counted, light)
         if plan.tail
         else light & (bounds is None and scale is None and rules.tail is None)
     )
-    # a skewed column among them, by its released mean's distance from its median in plug-in
-    # sds (not one taken as 0 because its count saw nobody off 0: ``unseen``)
-    seen = unchecked if unseen is None else unchecked & ~unseen
+    # blind among the users off 0 (a column most users are 0 in): a warning, not an assumption
+    blind_off_zero = unchecked & (counted < users) if plan.tail else np.zeros(d, dtype=bool)
+    # a skewed column among the others, by its released mean's distance from its median in
+    # plug-in sds
+    seen = unchecked & ~blind_off_zero
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a far miss: inf
         offset = (estimate - where.midpoint) / where.sd
         skew = skewed_notes(names, skewed_columns(offset, total_sd / where.sd, seen), offset)
@@ -686,9 +682,10 @@ def release_means(
         + missed_notes(names, at_edge, overflow, coarse, where.midpoint)
         + beside_notes(names, aside, collapsed)
         + implausible_notes(names, unsure)
-        + skew,
+        + skew
+        + blind_notes(names, blind_off_zero),
         assumptions=unchecked_assumptions(
-            names, unchecked, why="blind" if plan.tail else "unaffordable"
+            names, seen, why="blind" if plan.tail else "unaffordable"
         ),
         failed=missed | unfound | crowded,
         weighted=user_weights is not None,
@@ -715,13 +712,14 @@ def implausible(
     bad-event probability the results report, less γ, where the count is below n): above
     :data:`~dplong.privacy.budget.DOUBT_MISS` the number is more likely off than not.
     ``alone`` marks the columns whose scale stage counted no user off one cell of ``|x - m̂|``
-    or far inside it (:class:`~dplong.privacy.scale.ScaleScan`; midpoints that are medians): the
-    users share one value (or two), or the scale's median landed far above all of them. A value
-    shared at the midpoint lies in the midpoint's cell, so its scale ``sd`` (σ̂) is at most that
-    cell's half-width over the MAD factor; a scale beyond :data:`ALONE_REACH` times that and
-    :data:`FAR_OUT` times ``|m̂|`` or more is the median's miss, and the column is withheld. A
-    scale wider than a shared value's but below that is only wider than needed (users at two
-    values about the midpoint): its figures say so, and it is kept. A midpoint that missed
+    or far inside it, nor in that cell (:attr:`~dplong.privacy.scale.ScaleScan.vacant`;
+    midpoints that are medians): the users share one value, or the scale's median landed far
+    above all of them. A value shared at the midpoint lies in the midpoint's cell, so its scale
+    ``sd`` (σ̂) is at most that cell's half-width over the MAD factor; a scale far above that
+    (:func:`~dplong.privacy.scale.far_above`) is the median's miss, and the column is withheld.
+    A scale wider than a shared value's but below that is only wider than needed: its figures
+    say so, and it is kept; so is one whose cell holds users (a second value: users at 0 and 1
+    in equal shares, about a midpoint among the cells between them). A midpoint that missed
     every user by D with a scale of about D is the midpoint's check's to find
     (:func:`~dplong.privacy.locate.locate`, ``beside``): this rule cannot tell it from users
     spread that far.
@@ -743,10 +741,7 @@ def implausible(
     ...             miss=np.array([0.0, 0.0, 0.0, 0.7])).tolist()
     [True, False, False, True]
     """
-    with np.errstate(over="ignore", invalid="ignore"):
-        wide = ~(sd <= ALONE_REACH * GRID.half_width_at(midpoint) / MAD_FACTOR)
-        above = ~(sd < FAR_OUT * np.abs(midpoint))
-    return np.asarray((alone & wide & above) | (miss > DOUBT_MISS))
+    return np.asarray((alone & far_above(midpoint, sd)) | (miss > DOUBT_MISS))
 
 
 def overflowed(*figures: NDArray[np.float64]) -> NDArray[np.bool_]:

@@ -22,7 +22,7 @@ from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import MAX_MISS, NOTE_MISS, ReleasePlan
 from dplong.privacy.counts import SHARED_BELOW, band_check, lattice_count, median_entries
 from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability, private_median
-from dplong.privacy.radius import SUPPORT_SPREAD
+from dplong.privacy.radius import MAD_OVER_SD, SUPPORT_SPREAD
 
 __all__ = [
     "IMPLIED_SHARE",
@@ -49,6 +49,33 @@ RERUN_MISS = 0.1
 #: (:func:`square_spread`): a third, 1.04 times the median above the support's end.
 IMPLIED_SHARE = 1.0 / 3.0
 
+#: The plausibility rule's far scale (:func:`far_above`): ``FAR_OUT`` times the midpoint's
+#: magnitude or more and beyond ``ALONE_REACH`` times what a value shared at the midpoint could
+#: give (the midpoint cell's half-width over the normal MAD factor; up to 2.3 times that for
+#: the chi-square model of squares): where the users share one value, the scale's median
+#: missed far above every user (they sit far inside its cell, 8 = 1 / SHARED_BELOW times below
+#: it or more).
+ALONE_REACH, FAR_OUT = 3.0, 8.0
+
+
+def far_above(midpoint: NDArray[np.float64], sd: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Where a scale ``sd`` about ``midpoint`` lies far above what a value shared at the
+    midpoint could give (:data:`ALONE_REACH`, :data:`FAR_OUT`): in a column whose users the
+    scale stage found at one value (:attr:`ScaleScan.vacant`), the scale's median's miss
+    (:func:`~dplong.privacy.engine.implausible`). Post-processing of released numbers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.scale import far_above
+    >>> far_above(np.array([0.5, 0.5, 80.0]), np.array([1e60, 1e-4, 15.0])).tolist()
+    [True, False, False]
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        wide = ~(sd <= ALONE_REACH * GRID.half_width_at(midpoint) / MAD_OVER_SD["gaussian"])
+        above = ~(sd < FAR_OUT * np.abs(midpoint))
+    return np.asarray(wide & above)
+
 
 @dataclass(frozen=True)
 class ScaleScan:
@@ -60,10 +87,12 @@ class ScaleScan:
     measured on the users off their shared value (``shared``); and how many users each count
     could miss (``reach``, three sds of its noise; 0 where none ran); ``off_zero`` the released
     count of the users off 0 where the midpoint is 0 (NaN elsewhere); ``reruns`` the ε of each
-    second median run and of each one's check (the ``shared`` columns, in order); ``strayed``
-    the ``shared`` columns whose second median's check found it missed the users off the value
+    second median run and of each one's check (the ``shared`` columns, in order) and of each
+    count in the scale's cell (``seated``, below); ``strayed`` the ``shared`` columns whose
+    second median's check found it missed the users off the value
     (:func:`~dplong.privacy.counts.band_check`: withheld, as the scale's check withholds a first
-    median's miss).
+    median's miss); ``seated`` the ``alone`` columns whose count of the users in the scale's
+    cell finds some there (:func:`_seated`).
 
     Examples
     --------
@@ -88,6 +117,15 @@ class ScaleScan:
     off_zero: NDArray[np.float64]
     reruns: tuple[float, ...] = ()
     strayed: NDArray[np.bool_] | None = None
+    seated: NDArray[np.bool_] | None = None
+
+    @property
+    def vacant(self) -> NDArray[np.bool_]:
+        """The ``alone`` columns whose scale's cell no count found users in (``seated``): the
+        users share one value, or the scale's median missed far above them all (the plausibility
+        rule, :func:`~dplong.privacy.engine.implausible`, tells these apart by the scale's size);
+        a seated one has a second value at the scale's distance."""
+        return self.alone if self.seated is None else np.asarray(self.alone & ~self.seated)
 
 
 def scale_stage(
@@ -143,10 +181,10 @@ def scale_stage(
     zero_reruns: tuple[float, ...] = ()
     columns = np.flatnonzero(at_zero)
     if columns.size:
-        # sized for the fewest users with a statistic, its part beyond the stage's share taken
-        # from the final stage
-        zero_count, extra = plan.zero_count(float(np.min(users[columns])))
-        zero_reruns = (extra,) * columns.size if extra > 0.0 else ()
+        # sized for the fewest users with a statistic; where it takes more than its share of
+        # the stage, the final stage gives it up
+        zero_count, given_up = plan.zero_count(float(np.min(users[columns])))
+        zero_reruns = (given_up,) * columns.size if given_up > 0.0 else ()
         counted, sd, count_entries = lattice_count(
             np.sum(~np.isnan(distance[:, columns]) & ~zero[:, columns], axis=0),
             zero_count,
@@ -192,7 +230,7 @@ def scale_stage(
         deviation[unseen | sparse] = 0.0
     others = np.flatnonzero(~at_zero)
     reruns: tuple[float, ...] = ()
-    strayed = np.zeros(d, dtype=bool)
+    strayed, seated = np.zeros(d, dtype=bool), np.zeros(d, dtype=bool)
     if others.size and plan.shared:
         (
             deviation[others],
@@ -200,11 +238,13 @@ def scale_stage(
             sparse[others],
             shared[others],
             strayed[others],
+            seated[others],
             reach[others],
             reruns,
             shared_entries,
         ) = _shared(
             distance[:, others],
+            midpoint[others],
             deviation[others],
             below[:, others],
             plan,
@@ -215,12 +255,15 @@ def scale_stage(
             rng,
         )
         entries += shared_entries
-    scan = ScaleScan(sparse, unseen, alone, shared, reach, off_zero, zero_reruns + reruns, strayed)
+    scan = ScaleScan(
+        sparse, unseen, alone, shared, reach, off_zero, zero_reruns + reruns, strayed, seated
+    )
     return deviation, scan, entries
 
 
 def _shared(
     distance: NDArray[np.float64],
+    midpoint: NDArray[np.float64],
     deviation: NDArray[np.float64],
     below: NDArray[np.float64],
     plan: ReleasePlan,
@@ -235,15 +278,17 @@ def _shared(
     NDArray[np.bool_],
     NDArray[np.bool_],
     NDArray[np.bool_],
+    NDArray[np.bool_],
     float,
     tuple[float, ...],
     list[LedgerEntry],
 ]:
     """The scale stage where most users share one value other than 0, on the columns whose
-    midpoint is not 0 (``distance``, the first medians ``deviation`` and the zeros' weights
-    ``below`` of those columns). Returns their scales, where they are ``alone``, ``sparse``,
-    ``shared`` and ``strayed`` (below), the count's reach, the ε of each second median run and
-    of its check, and the entries.
+    midpoint is not 0 (``distance``, the midpoints, the first medians ``deviation`` and the
+    zeros' weights ``below`` of those columns). Returns their scales, where they are
+    ``alone``, ``sparse``, ``shared``, ``strayed`` and ``seated`` (below), the count's reach,
+    the ε of each second median run, of its check and of each count in the scale's cell, and
+    the entries.
 
     Such a value holds the median of ``|x - m̂|`` at its users' common distance to the
     midpoint, whatever the others do, as zeros would: the interval collapses onto it and clips
@@ -262,11 +307,12 @@ def _shared(
     :meth:`~dplong.privacy.budget.ReleasePlan.second_spread` each, taken from the final stage).
     Where the count sees none off it (below ``max(2, 3 sd)``) the column is (all but) constant
     and keeps ``c0`` (``scan.alone``, with a note saying how many users could go unseen, as for
-    zeros); where the median over those seen would all but surely miss them (:func:`_too_few`)
-    the column is withheld (``scan.sparse``). A second median over so few users may still miss
-    them (its miss bound given the count is up to :data:`~dplong.privacy.budget.MAX_MISS`), far
-    above or below, and no released number would tell (most users share a value near the
-    midpoint, so the scale's check, :func:`~dplong.privacy.counts.inside_count`, does not apply):
+    zeros; the users in ``c0`` are counted, :func:`_seated`); where the median over those seen
+    would all but surely miss them (:func:`_too_few`) the column is withheld (``scan.sparse``).
+    A second median over so few users may still miss them (its miss bound given the count is up
+    to :data:`~dplong.privacy.budget.MAX_MISS`), far above or below, and no released number
+    would tell (most users share a value near the midpoint, so the scale's check,
+    :func:`~dplong.privacy.counts.inside_count`, does not apply):
     its own check follows (:func:`~dplong.privacy.counts.band_check`, at
     :meth:`~dplong.privacy.budget.ReleasePlan.second_check`, also from the final stage), and where
     it finds the users off the value outside the median's band the column is withheld (``strayed``).
@@ -286,6 +332,11 @@ def _shared(
     limit = (1.0 - SHARED_SHARE) * users
     shared = counted + 2.0 * math.hypot(sd, (1.0 - SHARED_SHARE) * users_sd) < limit
     alone = shared & (counted < reach)
+    # whether a user sits in the scale's cell decides only where the plausibility rule could
+    # take the scale for a miss: at the largest σ̂ any tail model's MAD factor gives it
+    suspect = alone & far_above(midpoint, deviation / min(MAD_OVER_SD.values()))
+    seated, seats, seat_entries = _seated(distance, (low, high), suspect, plan, users, names, rng)
+    entries += seat_entries
     # the median sized for the users off the value, as the plan sizes it for N̂ (for_users)
     second = plan.second_spread(np.maximum(counted, 1.0) / users)
     sparse = shared & ~alone & _too_few(counted, sd, second)
@@ -316,7 +367,46 @@ def _shared(
         strayed[again] = band >= reach_band
         reruns = tuple(second[again].tolist()) + tuple(checks.tolist())
     deviation[sparse] = 0.0  # withheld: a median of the shared value means nothing
-    return deviation, alone, sparse, again, strayed, reach, reruns, entries
+    return deviation, alone, sparse, again, strayed, seated, reach, reruns + seats, entries
+
+
+def _seated(
+    distance: NDArray[np.float64],
+    cell: tuple[NDArray[np.float64], NDArray[np.float64]],
+    alone: NDArray[np.bool_],
+    plan: ReleasePlan,
+    users: NDArray[np.float64],
+    names: tuple[str, ...],
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.bool_], tuple[float, ...], list[LedgerEntry]]:
+    """Where the count off the scale's cell ``c0 = [l, h)`` (``cell``) sees no users and the
+    scale lies far above the midpoint (``alone``: :func:`far_above` at the largest σ̂ any tail
+    model gives), a lattice Laplace count of the users whose distance lies in ``c0``
+    (sensitivity 1, at :meth:`~dplong.privacy.budget.ReleasePlan.seat_count` for the fewest
+    users with a statistic, from the final stage): at least ``max(2, 3 sd)`` of them say the
+    cell holds users (``seated``), the distance of a second value, as where users sit at 0 and
+    1 and the midpoint fell among the cells between them; a scale's median that missed far
+    above every user has none there. Returns the seated columns, the count's ε once per
+    column counted (for ``reruns``) and its entries. Each user's part depends on its own value
+    and released numbers only."""
+    seated = np.zeros_like(alone)
+    if not alone.any():
+        return seated, (), []
+    low, high = cell
+    columns = np.flatnonzero(alone)
+    epsilon = plan.seat_count(float(np.min(users[columns])))
+    with np.errstate(invalid="ignore"):  # NaN: no statistic, in no cell
+        inside = (distance[:, columns] >= low[columns]) & (distance[:, columns] < high[columns])
+    counted, sd, entries = lattice_count(
+        inside.sum(axis=0),
+        epsilon,
+        "scale",
+        "lattice Laplace count in the scale's cell",
+        tuple(names[j] for j in columns),
+        rng,
+    )
+    seated[columns] = counted >= max(2.0, 3.0 * sd)
+    return seated, (epsilon,) * columns.size, entries
 
 
 def _too_few(

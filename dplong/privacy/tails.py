@@ -46,6 +46,7 @@ __all__ = [
     "TailFinding",
     "Unchecked",
     "blind_columns",
+    "blind_notes",
     "heavy_notes",
     "measures_tail",
     "skew_tails",
@@ -591,6 +592,35 @@ def blind_columns(
     [False]
     """
     return np.asarray(shown & (threshold > BLIND_SHARE * float(np.max(users, initial=0.0))))
+
+
+def blind_notes(names: tuple[str, ...], blind: NDArray[np.bool_]) -> tuple[str, ...]:
+    """The reliability warning of the columns most users are 0 in whose tail count was blind
+    among the users off 0 (:func:`blind_columns` judged on :func:`tail_users`): a tail there is
+    most of the mean, and a heavy one the count cannot see is clipped beyond the bias bound.
+    Released where the count of the users off 0 left them too few for the medians before
+    (withheld), such a mean was off by 15 % (70 % at 0, lognormal (σ = 1), 2,000 users,
+    ε = 0.5: covered in 85 % of releases) and far more for a tail of infinite variance; a
+    warning where every other blind column carries an assumption line. Released numbers only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.tails import blind_notes
+    >>> (note,) = blind_notes(("spend", "visits"), np.array([True, False]))
+    >>> note[:62]
+    "['spend']: most users are 0, and the tail count could not tell"
+    """
+    if not blind.any():
+        return ()
+    which = [names[j] for j in np.flatnonzero(blind)]
+    remedy = _UNCHECKED["blind"][1]
+    return (
+        f"{which}: most users are 0, and the tail count could not tell {BLIND_SHARE:.0%} of "
+        f"the others beyond {TAIL_RUNG:g} sds from none: a heavier tail among them is clipped "
+        f"beyond the bias bound, and the interval can miss the mean; {remedy}, or raise "
+        "epsilon.",
+    )
 
 
 def unchecked_assumptions(

@@ -187,7 +187,7 @@ class DaskRows:
             functools.partial(_residual_sums, beta=beta, ranges=ranges, part=_squared_deviations),
             (),
             tell=False,
-            tables=(counts[:, 1:],),
+            tables=(counts,),
         ).statistics
         return np.column_stack([counts, squares])
 
@@ -280,7 +280,7 @@ def _residual_sums(
     """A partition's persons' ``part`` (the location model's reductions) of the residuals of
     the rows clipped to ``ranges``, with the pass's per-person ``tables``."""
     residuals = clipped_residuals(design, beta, ranges)
-    return part(residuals, *(table[:, 0] for table in tables))
+    return part(residuals, *tables)
 
 
 def clipped_residuals(

@@ -38,6 +38,7 @@ from dplong.privacy.budget.stages import (
     HISTOGRAM_SHARE,
     MAX_MIDPOINT_SHARE,
     MIN_STAGE_SHARE,
+    SEAT_USERS,
     SHARED_SHARES,
     SHARED_USERS,
     SIDE_SHARES,
@@ -499,22 +500,47 @@ class ReleasePlan:
 
     def zero_count(self, users: float) -> tuple[float, float]:
         """ε of the scale stage's count of the users off 0 in a column whose midpoint is 0, for
-        ``users`` users with a statistic (a private count), and the part of it beyond the stage's
-        own share (:meth:`zero_split`), which the final stage gives up (:attr:`reruns`): ``N̂ ε``
-        of :data:`~dplong.privacy.budget.stages.ZERO_COUNT_USERS` users, at most a quarter of what
-        the stages before the final one leave a column, and never less than the share.
+        ``users`` users with a statistic (a private count), and the ε the final stage gives up
+        for it (:attr:`reruns`): ``N̂ ε`` of
+        :data:`~dplong.privacy.budget.stages.ZERO_COUNT_USERS` users, at most a quarter of what
+        the stages before the final one leave a column, and never less than its share of the
+        stage (:meth:`zero_split`). Where it takes more than that share, the final stage gives
+        up the whole count, and the stage's ε covers the median: a count at the share plus the
+        rest composes below one at the whole under Rényi composition only while the rest is at
+        most the median's share (one mechanism at ``a + b`` costs ``(a + b)² / 2`` in zCDP, two
+        ``(a² + b²) / 2``).
 
         Examples
         --------
         >>> from dplong.privacy.budget import ReleasePlan
         >>> plan = ReleasePlan.make(n=2000, d=1, epsilon=1.0, delta=0.0, stated_scale=False)
         >>> [round(e, 4) for e in plan.zero_count(2000.0)], plan.zero_count(100_000.0)
-        ([0.0375, 0.0275], (0.01, 0.0))
+        ([0.0375, 0.0375], (0.01, 0.0))
         """
         own = self.zero_split()[0]
-        wanted = min(ZERO_COUNT_USERS / max(users, 1.0), max(self._left(), 0.0) / 4.0)
-        count = max(own, wanted)
-        return count, count - own
+        count = max(own, self._final_count(ZERO_COUNT_USERS, users))
+        return count, count if count > own else 0.0
+
+    def seat_count(self, users: float) -> float:
+        """ε of the scale stage's count of the users in the scale's cell, where it found a
+        column's users alone at one or two values, for ``users`` users with a statistic (a
+        private count), all of it from the final stage (:attr:`reruns`): ``N̂ ε`` of
+        :data:`~dplong.privacy.budget.stages.SEAT_USERS` users, at most a quarter of what the
+        stages before the final one leave a column.
+
+        Examples
+        --------
+        >>> from dplong.privacy.budget import ReleasePlan
+        >>> plan = ReleasePlan.make(n=2000, d=1, epsilon=1.0, delta=0.0, stated_scale=False)
+        >>> plan.seat_count(2000.0)
+        0.01
+        """
+        return self._final_count(SEAT_USERS, users)
+
+    def _final_count(self, worth: float, users: float) -> float:
+        """ε of a count of ``worth`` users' worth for ``users`` users (``N̂ ε = worth``), at most
+        a quarter of what the stages before the final one leave a column."""
+        return min(worth / max(users, 1.0), max(self._left(), 0.0) / 4.0)
 
     def after(self, prior: list[Cost], epsilon: float, delta: float) -> ReleasePlan:
         """This plan as a later release of a fit: ``prior`` calls were made before it, and

@@ -68,12 +68,20 @@ COUNT_SHARES = (0.03, 0.1)
 #: Share of the scale stage's ε that counts the users off 0 in a column whose midpoint is 0
 #: (:meth:`~dplong.privacy.budget.plan.ReleasePlan.zero_split`); the median over them gets the rest.
 ZERO_COUNT_SHARE = 0.25
-#: ... but at least ``n ε`` of ``ZERO_COUNT_USERS`` users (N̂ for n), the rest from the final
-#: stage: the count's noise sd is then at most 1.9 % of the users. At its share alone it was
-#: about 141 users at ε = 1 whatever n (the spread stage's 4 %): a share of 30 % of 2,000
-#: users at 1 could not be told from none 2 sds down, its scale was never measured, and the
-#: mean was withheld in every release.
+#: ... or, where that buys fewer than ``n ε`` of ``ZERO_COUNT_USERS`` users (N̂ for n), that
+#: many from the final stage: the count's noise sd is then at most 1.9 % of the users. At its
+#: share alone it was about 141 users at ε = 1 whatever n (the spread stage's 4 %): a share of
+#: 30 % of 2,000 users at 1 could not be told from none 2 sds down, its scale was never
+#: measured, and the mean was withheld in every release.
 ZERO_COUNT_USERS = 75.0
+#: ``n ε`` of the count of the users in the scale's cell where the scale stage found a column's
+#: users alone at one or two values (:func:`dplong.privacy.scale._shared`), from the final
+#: stage: its noise sd is then 7 % of the users, and a count of 3 sds (21 %) says the cell
+#: holds users, so that the scale is a second value's distance, not a median's miss far above
+#: them all. Users at 0 and 1 in equal shares put the midpoint among the cells between them,
+#: at any magnitude, and the plausibility rule took their scale for such a miss: a user-level
+#: share of 50 % was withheld in every release at any n.
+SEAT_USERS = 20.0
 #: ε·n of the count of users off the scale's cell (:func:`dplong.privacy.scale._shared`): it
 #: has to tell the 85-90 % of its users a continuous column leaves off that cell (and the
 #: cells far inside it) from the half or less a shared value leaves; within these shares of
