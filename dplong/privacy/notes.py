@@ -184,16 +184,22 @@ def unseen_notes(
 def alone_notes(
     names: tuple[str, ...], alone: NDArray[np.bool_], scan: ScaleScan
 ) -> tuple[str, ...]:
-    return reach_note(
-        names,
-        alone,
-        scan,
-        "{listed}: the private count sees no users apart from those at (or near) one or two "
-        "values, so the interval is sized on them; up to about {reach} others could go unseen "
-        "at this epsilon, clipped to the interval beyond the error bound. (The same count "
-        "arises when the scale's median missed far above every user, a bad event: then the "
-        "interval and the error figures are far wider than the data.) Raise epsilon to see "
-        "fewer, or state the scale.",
+    """The note of the columns whose users the scale stage found at one or two values; where
+    its count of the users in the scale's cell found them there (``ScaleScan.seated``), not a
+    miss of the scale's median."""
+    seated = np.zeros_like(alone) if scan.seated is None else alone & scan.seated
+    start = (
+        "{listed}: the private count sees no users apart from those at (or near) %s, so the "
+        "interval is sized on them; up to about {reach} others could go unseen at this epsilon, "
+        "clipped to the interval beyond the error bound.%s Raise epsilon to see fewer, or state "
+        "the scale."
+    )
+    miss = (
+        " (The same count arises when the scale's median missed far above every user, a bad "
+        "event: then the interval and the error figures are far wider than the data.)"
+    )
+    return reach_note(names, alone & ~seated, scan, start % ("one or two values", miss)) + (
+        reach_note(names, seated, scan, start % ("two values, some at the scale's distance", ""))
     )
 
 

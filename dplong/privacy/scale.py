@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import MAX_MISS, NOTE_MISS, ReleasePlan
 from dplong.privacy.counts import SHARED_BELOW, band_check, lattice_count, median_entries
+from dplong.privacy.noise import geometric_rate, two_sided_geometric_variance
 from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability, private_median
 from dplong.privacy.radius import MAD_OVER_SD, SUPPORT_SPREAD
 
@@ -155,7 +156,9 @@ def scale_stage(
     is the plain median. In a column whose midpoint is the cell of 0, more than about half the
     users are at 0 and the others may be too few to find: there the zeros are set aside, a share
     of ε counts the users off 0 (the lattice Laplace count, sensitivity 1) and the rest is the
-    median over them (:meth:`~dplong.privacy.budget.ReleasePlan.zero_split`). Then, by
+    median over them (:meth:`~dplong.privacy.budget.ReleasePlan.zero_split`; where that share
+    buys too little, the final stage pays for the count,
+    :meth:`~dplong.privacy.budget.ReleasePlan.zero_count`). Then, by
     post-processing of that count: fewer than the count can tell from none (``max(2, 3 sd)``)
     and the column is taken to be 0 (the spread's floor, as a constant column gets; the release
     says so); plausibly fewer than the n users (``K̂ + 2 sd < n``) and so few that the median
@@ -164,10 +167,18 @@ def scale_stage(
     recorded in ``scan.reruns`` as for a shared value), where its own miss bound is below
     :data:`~dplong.privacy.budget.NOTE_MISS`; else the column's scale is not found (its mean is
     withheld). Each user's part in each mechanism depends on its own value and the released
-    midpoint only, and the count's and the median's ε add up to the stage's per column, plus any
-    second median's ε, which the final stage gives up."""
+    midpoint only, and the count's and the median's ε add up to the stage's per column, plus
+    what the final stage gives up (a count it pays for, any second median's ε)."""
     n, d = distance.shape
     at_zero = midpoint == ZERO_CELL
+    columns = np.flatnonzero(at_zero)
+    zero_count, given_up = plan.zero_split()[0], 0.0
+    if columns.size:
+        # sized for the fewest users with a statistic; where it takes more than its share of
+        # the stage, the final stage gives it up (the share is left unspent: a median at the
+        # whole stage let the within estimator release rarely changing regressors it cannot
+        # clip honestly, union on the wage panel at ε = 16 off by a hundred SEs)
+        zero_count, given_up = plan.zero_count(float(np.min(users[columns])))
     median_epsilon = np.where(at_zero, plan.zero_split()[1], plan.spread)
     with np.errstate(invalid="ignore"):
         zero = (matrix >= 0.0) & (matrix < 2.0 * ZERO_CELL)
@@ -179,11 +190,7 @@ def scale_stage(
     sparse, unseen, alone, shared = (np.zeros(d, dtype=bool) for _ in range(4))
     reach, off_zero = np.zeros(d), np.full(d, np.nan)
     zero_reruns: tuple[float, ...] = ()
-    columns = np.flatnonzero(at_zero)
     if columns.size:
-        # sized for the fewest users with a statistic; where it takes more than its share of
-        # the stage, the final stage gives it up
-        zero_count, given_up = plan.zero_count(float(np.min(users[columns])))
         zero_reruns = (given_up,) * columns.size if given_up > 0.0 else ()
         counted, sd, count_entries = lattice_count(
             np.sum(~np.isnan(distance[:, columns]) & ~zero[:, columns], axis=0),
@@ -394,7 +401,13 @@ def _seated(
         return seated, (), []
     low, high = cell
     columns = np.flatnonzero(alone)
-    epsilon = plan.seat_count(float(np.min(users[columns])))
+    fewest = float(np.min(users[columns]))
+    epsilon = plan.seat_count(fewest)
+    # where the stages before leave it too little to tell half the users from none (many
+    # columns at a small n ε: its cap binds), it would only spend
+    sd = math.sqrt(float(two_sided_geometric_variance(geometric_rate(epsilon, 1.0))))
+    if max(2.0, 3.0 * sd) >= 0.5 * fewest:
+        return seated, (), []
     with np.errstate(invalid="ignore"):  # NaN: no statistic, in no cell
         inside = (distance[:, columns] >= low[columns]) & (distance[:, columns] < high[columns])
     counted, sd, entries = lattice_count(

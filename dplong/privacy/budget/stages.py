@@ -80,7 +80,8 @@ ZERO_COUNT_USERS = 75.0
 #: holds users, so that the scale is a second value's distance, not a median's miss far above
 #: them all. Users at 0 and 1 in equal shares put the midpoint among the cells between them,
 #: at any magnitude, and the plausibility rule took their scale for such a miss: a user-level
-#: share of 50 % was withheld in every release at any n.
+#: share of 50 % was withheld in every release at any n. Where the stages before leave it too
+#: little to tell half the users from none (many columns at a small n ε), it does not run.
 SEAT_USERS = 20.0
 #: ε·n of the count of users off the scale's cell (:func:`dplong.privacy.scale._shared`): it
 #: has to tell the 85-90 % of its users a continuous column leaves off that cell (and the
