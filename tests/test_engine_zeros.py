@@ -131,6 +131,25 @@ def test_a_heavy_tail_among_zeros_is_counted_among_the_users_off_zero() -> None:
     assert heavy >= 14
 
 
+def test_a_tail_among_zeros_no_count_can_check_is_warned_of() -> None:
+    """75 % of 1,500 users at 0 at ε = 0.5: n ε affords no tail count, and the bias bound of
+    the users off 0 rests on the bulk's model beyond the clip. Those columns were withheld
+    before the count off 0 could see their users; released now, each says so in a reliability
+    warning rather than the assumption line every unchecked release carries (their tail is
+    most of the mean). Measured: 8 of 10 released, all with the midpoint at 0, all warned."""
+    x = _zero_inflated(1500, 0.75, seed=4)
+    warned = 0
+    for seed in range(10):
+        release = _release(x, 0.5, seed)
+        if np.isnan(release.estimate[0]) or release.midpoint[0] != ZERO_CELL:
+            continue
+        notes = [n for n in release.notes if n.startswith("['rate']: most users are 0")]
+        assert len(notes) == 1 and "no count of the others' tail is affordable" in notes[0]
+        assert not release.assumptions  # the warning replaces the assumption line
+        warned += 1
+    assert warned >= 5
+
+
 def test_a_risky_scale_median_off_zero_gets_a_second() -> None:
     """90 % of 2,000 users never have an event (T = 10 visits, the others' rates Beta(3, 7)),
     ε = 4: the count finds about 280 users off 0, over whom the first scale median's miss bound

@@ -636,8 +636,9 @@ def release_means(
         if plan.tail
         else light & (bounds is None and scale is None and rules.tail is None)
     )
-    # blind among the users off 0 (a column most users are 0 in): a warning, not an assumption
-    blind_off_zero = unchecked & (counted < users) if plan.tail else np.zeros(d, dtype=bool)
+    # unchecked among the users off 0 (a column most users are 0 in): a warning, not an
+    # assumption
+    blind_off_zero = unchecked & (counted < users)
     # a skewed column among the others, by its released mean's distance from its median in
     # plug-in sds
     seen = unchecked & ~blind_off_zero
@@ -683,7 +684,7 @@ def release_means(
         + beside_notes(names, aside, collapsed)
         + implausible_notes(names, unsure)
         + skew
-        + blind_notes(names, blind_off_zero),
+        + blind_notes(names, blind_off_zero, why="blind" if plan.tail else "unaffordable"),
         assumptions=unchecked_assumptions(
             names, seen, why="blind" if plan.tail else "unaffordable"
         ),

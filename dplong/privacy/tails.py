@@ -594,10 +594,13 @@ def blind_columns(
     return np.asarray(shown & (threshold > BLIND_SHARE * float(np.max(users, initial=0.0))))
 
 
-def blind_notes(names: tuple[str, ...], blind: NDArray[np.bool_]) -> tuple[str, ...]:
-    """The reliability warning of the columns most users are 0 in whose tail count was blind
-    among the users off 0 (:func:`blind_columns` judged on :func:`tail_users`): a tail there is
-    most of the mean, and a heavy one the count cannot see is clipped beyond the bias bound.
+def blind_notes(
+    names: tuple[str, ...], blind: NDArray[np.bool_], *, why: Unchecked = "blind"
+) -> tuple[str, ...]:
+    """The reliability warning of the columns most users are 0 in whose tail no count checked
+    among the users off 0, and ``why`` (:func:`unchecked_assumptions`): the count was blind
+    there (:func:`blind_columns` judged on :func:`tail_users`), or this n ε affords none. A
+    tail there is most of the mean, and a heavy one is clipped beyond the bias bound.
     Released where the count of the users off 0 left them too few for the medians before
     (withheld), such a mean was off by 15 % (70 % at 0, lognormal (σ = 1), 2,000 users,
     ε = 0.5: covered in 85 % of releases) and far more for a tail of infinite variance; a
@@ -614,11 +617,15 @@ def blind_notes(names: tuple[str, ...], blind: NDArray[np.bool_]) -> tuple[str, 
     if not blind.any():
         return ()
     which = [names[j] for j in np.flatnonzero(blind)]
-    remedy = _UNCHECKED["blind"][1]
+    reason = (
+        f"the tail count could not tell {BLIND_SHARE:.0%} of the others beyond {TAIL_RUNG:g} "
+        "sds from none"
+        if why == "blind"
+        else "no count of the others' tail is affordable at this n and epsilon"
+    )
     return (
-        f"{which}: most users are 0, and the tail count could not tell {BLIND_SHARE:.0%} of "
-        f"the others beyond {TAIL_RUNG:g} sds from none: a heavier tail among them is clipped "
-        f"beyond the bias bound, and the interval can miss the mean; {remedy}, or raise "
+        f"{which}: most users are 0, and {reason}: a heavier tail among them is clipped beyond "
+        f"the bias bound, and the interval can miss the mean; {_UNCHECKED[why][1]}, or raise "
         "epsilon.",
     )
 
