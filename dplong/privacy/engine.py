@@ -136,7 +136,6 @@ FREE_NOISE, FREE_REACH = 0.05, 4.0
 SHIFT_COST = 0.5
 
 
-
 @dataclass(frozen=True)
 class Release:
     """Everything public about one release of column means (DP outputs and public facts).

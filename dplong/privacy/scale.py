@@ -380,15 +380,15 @@ def _shared(
 def _seated(
     distance: NDArray[np.float64],
     cell: tuple[NDArray[np.float64], NDArray[np.float64]],
-    alone: NDArray[np.bool_],
+    suspect: NDArray[np.bool_],
     plan: ReleasePlan,
     users: NDArray[np.float64],
     names: tuple[str, ...],
     rng: np.random.Generator,
 ) -> tuple[NDArray[np.bool_], tuple[float, ...], list[LedgerEntry]]:
     """Where the count off the scale's cell ``c0 = [l, h)`` (``cell``) sees no users and the
-    scale lies far above the midpoint (``alone``: :func:`far_above` at the largest σ̂ any tail
-    model gives), a lattice Laplace count of the users whose distance lies in ``c0``
+    scale lies far above the midpoint (``suspect``: :func:`far_above` at the largest σ̂ any
+    tail model gives), a lattice Laplace count of the users whose distance lies in ``c0``
     (sensitivity 1, at :meth:`~dplong.privacy.budget.ReleasePlan.seat_count` for the fewest
     users with a statistic, from the final stage): at least ``max(2, 3 sd)`` of them say the
     cell holds users (``seated``), the distance of a second value, as where users sit at 0 and
@@ -396,11 +396,11 @@ def _seated(
     above every user has none there. Returns the seated columns, the count's ε once per
     column counted (for ``reruns``) and its entries. Each user's part depends on its own value
     and released numbers only."""
-    seated = np.zeros_like(alone)
-    if not alone.any():
+    seated = np.zeros_like(suspect)
+    if not suspect.any():
         return seated, (), []
     low, high = cell
-    columns = np.flatnonzero(alone)
+    columns = np.flatnonzero(suspect)
     fewest = float(np.min(users[columns]))
     epsilon = plan.seat_count(fewest)
     # where the stages before leave it too little to tell half the users from none (many

@@ -215,10 +215,9 @@ def tail_users(where: Location, users: NDArray[np.float64]) -> NDArray[np.float6
     of it, at most the plausible high end of the users the scale stage counted off 0 (a user
     at 0 is then within every rung). The tail stage's share and its threshold's expectation
     are sized for them, and its blindness judged against them: a tail's clipping bias lives
-    among the users off 0, and sized for all of them the count saw only tails as many times
-    heavier as there are zeros (RAND HIE's inpatient spending, 76 % of the persons at 0: a
-    pull of 2.5 SEs by 1.4 % of them, under the count's noise of 38 users). Released numbers
-    only (the count off 0, σ̂, the centre)."""
+    among the users off 0, and sized for all of them the count sees only tails as many times
+    heavier as there are zeros (docs/design/engine.md, "Heavy tails"). Released numbers only
+    (the count off 0, σ̂, the centre)."""
     if where.scan is None:
         return users
     off = where.scan.off_zero + where.scan.reach
@@ -600,11 +599,9 @@ def blind_notes(
     """The reliability warning of the columns most users are 0 in whose tail no count checked
     among the users off 0, and ``why`` (:func:`unchecked_assumptions`): the count was blind
     there (:func:`blind_columns` judged on :func:`tail_users`), or this n ε affords none. A
-    tail there is most of the mean, and a heavy one is clipped beyond the bias bound.
-    Released where the count of the users off 0 left them too few for the medians before
-    (withheld), such a mean was off by 15 % (70 % at 0, lognormal (σ = 1), 2,000 users,
-    ε = 0.5: covered in 85 % of releases) and far more for a tail of infinite variance; a
-    warning where every other blind column carries an assumption line. Released numbers only.
+    tail there is most of the mean, and a heavy one is clipped beyond the bias bound: a
+    warning where every other unchecked column carries an assumption line (the measured
+    misses: docs/accuracy.md). Released numbers only.
 
     Examples
     --------
