@@ -530,6 +530,12 @@ def large(reps: int, seed: int) -> None:
             )
 
 
+def _coefficient_header(lead: str, trail: str = "") -> None:
+    """Parts 8 and 9: the header of :func:`_coefficient_rows`' table (``lead``: the label's
+    columns, ``trail``: any after the shared ones)."""
+    print(f"{lead} {'mean e/bse':>10} {'coverage':>9} {'p95 |e|/bse':>11} {'RMSE / np':>10}{trail}")
+
+
 def _coefficient_rows(
     cells: list[str],
     errors: np.ndarray,
@@ -561,10 +567,7 @@ SKEWED_CELLS = (5_000, 20_000, 80_000)
 def skewed_regressors(reps: int, seed: int) -> None:
     """Part 8 (module docstring): regressors with heavy tails, where the ranges clip many."""
     print(f"\nSkewed regressors, T = 2, eps = 1, given only epsilon, {reps} fits per cell")
-    print(
-        f"{'n':>8} {'coefficient':>11} {'released':>9} {'mean e/bse':>10} {'coverage':>9} "
-        f"{'p95 |e|/bse':>11} {'RMSE / np':>10}"
-    )
+    _coefficient_header(f"{'n':>8} {'coefficient':>11} {'released':>9}")
     for n in SKEWED_CELLS:
         fits = []
         for r in range(reps):
@@ -597,10 +600,7 @@ def _widened(res: dplong.results.RegressionResults) -> bool:
 def skewed_outcomes(reps: int, seed: int) -> None:
     """Part 9 (module docstring): where clipping the scores of one mean a person biases."""
     print(f"\nSkewed outcomes, BetweenOLS, T = 4, eps = 1, given only epsilon, {reps} fits a cell")
-    print(
-        f"{'n':>7} {'errors':>11} {'coefficient':>11} {'mean e/bse':>10} {'coverage':>9} "
-        f"{'p95 |e|/bse':>11} {'RMSE / np':>10} {'widened':>8}"
-    )
+    _coefficient_header(f"{'n':>7} {'errors':>11} {'coefficient':>11}", f" {'widened':>8}")
     for n in SKEWED_Y_CELLS:
         for law in ("normal", "exponential"):
             errors, ratios, covered, public, widened = [], [], [], [], 0

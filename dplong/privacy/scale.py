@@ -125,7 +125,18 @@ class ScaleScan:
         """The ``alone`` columns whose scale's cell no count found users in (``seated``): the
         users share one value, or the scale's median missed far above them all (the plausibility
         rule, :func:`~dplong.privacy.engine.implausible`, tells these apart by the scale's size);
-        a seated one has a second value at the scale's distance."""
+        a seated one has a second value at the scale's distance.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dplong.privacy.scale import ScaleScan
+        >>> no, yes = np.zeros(2, dtype=bool), np.ones(2, dtype=bool)
+        >>> scan = ScaleScan(no, no, yes, yes, np.zeros(2), np.full(2, np.nan),
+        ...                  seated=np.array([True, False]))
+        >>> scan.vacant.tolist()
+        [False, True]
+        """
         return self.alone if self.seated is None else np.asarray(self.alone & ~self.seated)
 
 

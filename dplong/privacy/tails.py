@@ -217,7 +217,24 @@ def tail_users(where: Location, users: NDArray[np.float64]) -> NDArray[np.float6
     are sized for them, and its blindness judged against them: a tail's clipping bias lives
     among the users off 0, and sized for all of them the count sees only tails as many times
     heavier as there are zeros (docs/design/engine.md, "Heavy tails"). Released numbers only
-    (the count off 0, σ̂, the centre)."""
+    (the count off 0, σ̂, the centre).
+
+    Examples
+    --------
+    80 % of 5,000 users at 0: the count reads the users the scale stage found off 0 (about
+    1,000 and its noise's reach), not all 5,000:
+
+    >>> import numpy as np
+    >>> from dplong.privacy.budget import ReleasePlan
+    >>> from dplong.privacy.locate import locate
+    >>> from dplong.privacy.tails import tail_users
+    >>> data = np.random.default_rng(0)
+    >>> x = np.where(data.random(5000) < 0.8, 0.0, data.lognormal(0.0, 1.0, 5000))[:, None]
+    >>> plan = ReleasePlan.make(n=5000, d=1, epsilon=1.0, delta=1e-6, stated_scale=False)
+    >>> where = locate(x, plan=plan, names=("x",), rng=np.random.default_rng(1), gamma=0.05)
+    >>> bool(tail_users(where, where.per_column_users)[0] < 1500)
+    True
+    """
     if where.scan is None:
         return users
     off = where.scan.off_zero + where.scan.reach
