@@ -354,7 +354,8 @@ class ColumnAudit:
     middle is far from the mean, the count's noise times that offset would hide the sum's
     move in the estimate). The events rest on one reference release (seed ``reference_seed``,
     on the data set with user 0 at ``users[reference]``): its public interval gives the
-    noiseless outputs, its noise scales the steps. POWER: the final stage drawn at
+    noiseless outputs, its noise scales the steps. With ``beside``, a second column released
+    in the same call (user 0's value in it fixed). POWER: the final stage drawn at
     ``BROKEN_EPSILON_FACTOR`` times its ε."""
 
     options: dplong.privacy.options.ReleaseOptions
@@ -366,20 +367,38 @@ class ColumnAudit:
     seed: int
     sums: bool = False
     reference_seed: int = 0
+    beside: NDArray[np.float64] | None = None
 
     @property
     def labels(self) -> list[str]:
         return ["estimate", "users", *(["sum"] if self.sums else [])]
 
     def matrix(self, user: str) -> NDArray[np.float64]:
-        return np.concatenate([[self.users[user]], self.others])[:, None]
+        """User 0 at ``users[user]`` above the others; with ``beside`` (a second column, every
+        user's value, user 0's first) released in the same call."""
+        audited = np.concatenate([[self.users[user]], self.others])[:, None]
+        return audited if self.beside is None else np.column_stack([audited, self.beside])
 
     def release(
         self, matrix: NDArray[np.float64], rng: np.random.Generator
     ) -> dplong.privacy.engine.Release:
+        names = ("a", "b")[: matrix.shape[1]]
         return dplong.privacy.engine.release_means(
-            matrix, names=("a",), options=self.options, rng=rng
+            matrix, names=names, options=self.options, rng=rng
         )
+
+    @property
+    def claim(self) -> float:
+        """The ε the audit holds the release to: the reference's ledger total, or with
+        ``beside`` the pure ε of its draws that read the audited column (basic composition:
+        user 0 moves the other column's draws not at all, so a bound on this column's outputs
+        is held to, and a broken variant must exceed, this column's part)."""
+        entries = self.reference_release.privacy.entries
+        if self.beside is None:
+            return float(self.reference_release.privacy.epsilon)
+        reads = [e for e in entries if "a" in e.target.split(", ") or e.stage == "count"]
+        assert all(e.delta == 0.0 and e.rho == 0.0 for e in reads)  # pure draws only
+        return float(sum(e.epsilon for e in reads))
 
     @functools.cached_property
     def reference_release(self) -> dplong.privacy.engine.Release:
@@ -397,7 +416,7 @@ class ColumnAudit:
         with np.errstate(invalid="ignore"):
             clipped = np.nansum(np.clip(matrix - centre, -radius, radius), axis=0)
             estimate = centre + clipped / count
-        return np.array([estimate[0], count, *(clipped if self.sums else [])])
+        return np.array([estimate[0], count, *(clipped[:1] if self.sums else [])])
 
     def steps(self) -> NDArray[np.float64]:
         ref = self.reference_release

@@ -171,6 +171,36 @@ def test_a_risky_scale_median_off_zero_gets_a_second() -> None:
     assert len(medians) == 2
 
 
+def test_a_kept_scale_median_off_zero_is_checked() -> None:
+    """Half of 400 users at exactly 0 beside a normal column, ε = 2 for the two: the count finds
+    about 200 users off 0, over whom the first scale median's miss bound is above RERUN_MISS,
+    and a second median sized for them cannot reach NOTE_MISS at what the final stage leaves
+    two columns, so the first is kept. With no check it could miss far below them unseen (the
+    users at 0 sit at the midpoint, where the scale's check does not apply): in the seventh of
+    these releases the scale was 5e-109, the interval ±4e-53 and the mean of a column
+    averaging -0.04 was released at 4e-54 with no note. Now the kept median gets its own check
+    (``counts.band_check`` over the users off 0, from the final stage), and a release it finds
+    missed is withheld with the scale's note. Every release is withheld with a note or honest
+    (``_honest``: a 7-sd Laplace draw has probability 5e-5), and the check runs in most."""
+    rng = np.random.default_rng(1)
+    x = np.column_stack(
+        [np.concatenate([np.zeros(200), rng.normal(size=200)]), rng.normal(size=400)]
+    )
+    options = ReleaseOptions.check(400, epsilon=2.0, delta=1e-3, privacy="central", bound=None, d=2)
+    checked = withheld = 0
+    for seed in range(20):
+        release = release_means(
+            x, names=("a", "b"), options=options, rng=np.random.default_rng(seed)
+        )
+        checked += any(e.mechanism == _BAND and e.target == "a" for e in release.privacy.entries)
+        if np.isnan(release.estimate[0]):
+            withheld += 1
+            assert any("No estimate (NaN) for ['a']" in note for note in release.notes)
+        else:
+            assert _honest(release, x[:, 0]), (release.estimate, release.interval)
+    assert checked >= 15 and withheld <= 5
+
+
 def test_zero_inflated_mean_too_few_off_zero_is_withheld_or_honest() -> None:
     """90 % of 2,000 users at 0 at ε = 1 (about 200 users off 0; at 60 % the count off 0 now
     finds enough of them in every run): the users off 0 are too few for the plan's scale

@@ -87,10 +87,11 @@ class ScaleScan:
     sees no others (``alone``: the interval is sized on that value); columns whose scale was
     measured on the users off their shared value (``shared``); and how many users each count
     could miss (``reach``, three sds of its noise; 0 where none ran); ``off_zero`` the released
-    count of the users off 0 where the midpoint is 0 (NaN elsewhere); ``reruns`` the ε of each
-    second median run and of each one's check (the ``shared`` columns, in order) and of each
+    count of the users off 0 where the midpoint is 0 (NaN elsewhere); ``reruns`` the ε the
+    final stage gives up: each count off 0 it pays for, each second median and check, and each
     count in the scale's cell (``seated``, below); ``strayed`` the ``shared`` columns whose
-    second median's check found it missed the users off the value
+    second median's check found it missed the users off the value, and the columns whose first
+    median over the users off 0 was kept with a risky miss bound and whose check found the same
     (:func:`~dplong.privacy.counts.band_check`: withheld, as the scale's check withholds a first
     median's miss); ``seated`` the ``alone`` columns whose count of the users in the scale's
     cell finds some there (:func:`_seated`).
@@ -177,9 +178,13 @@ def scale_stage(
     for K̂ users from the final stage (:meth:`~dplong.privacy.budget.ReleasePlan.second_spread`,
     recorded in ``scan.reruns`` as for a shared value), where its own miss bound is below
     :data:`~dplong.privacy.budget.NOTE_MISS`; else the column's scale is not found (its mean is
-    withheld). Each user's part in each mechanism depends on its own value and the released
-    midpoint only, and the count's and the median's ε add up to the stage's per column, plus
-    what the final stage gives up (a count it pays for, any second median's ε)."""
+    withheld). A first median kept where its miss bound over them exceeds :data:`RERUN_MISS`
+    gets the check a second median off a shared value gets
+    (:func:`~dplong.privacy.counts.band_check` over the users off 0, from the final stage):
+    where it finds them outside its band, the column is ``strayed`` (withheld). Each user's
+    part in each mechanism depends on its own value and the released midpoint only, and the
+    count's and the median's ε add up to the stage's per column, plus what the final stage
+    gives up (a count it pays for, any second median's or check's ε)."""
     n, d = distance.shape
     at_zero = midpoint == ZERO_CELL
     columns = np.flatnonzero(at_zero)
@@ -200,6 +205,7 @@ def scale_stage(
     entries = median_entries("scale", names, median_epsilon)
     sparse, unseen, alone, shared = (np.zeros(d, dtype=bool) for _ in range(4))
     reach, off_zero = np.zeros(d), np.full(d, np.nan)
+    strayed, seated = np.zeros(d, dtype=bool), np.zeros(d, dtype=bool)
     zero_reruns: tuple[float, ...] = ()
     if columns.size:
         zero_reruns = (given_up,) * columns.size if given_up > 0.0 else ()
@@ -243,12 +249,33 @@ def scale_stage(
             entries += median_entries("scale", tuple(names[j] for j in rerun), second[again])
             zero_reruns += tuple(second[again].tolist())
         sparse[columns] = short & ~again
+        # a first median kept where its miss bound given the count is above RERUN_MISS: the
+        # users at 0 sit at the midpoint, so the scale's check does not apply and no released
+        # number would tell its miss (rarely changing regressors' cross products on the wage
+        # panel at ε = 16: a scale of 5e-151 under 259 users off 0, 229 of them clipped to it,
+        # the interval 2 SEs off with no note). Its own check, as a second median off a shared
+        # value gets (:func:`_shared`); where it finds them outside its band, withheld
+        kept = risky & ~again & ~short
+        if kept.any():
+            checked = columns[kept]
+            checks = plan.second_check(counted[kept] - 2.0 * sd)
+            band, reach_band, check_entries = band_check(
+                distance[:, checked],
+                ~np.isnan(distance[:, checked]) & ~zero[:, checked],
+                deviation[checked],
+                checks,
+                tuple(names[j] for j in checked),
+                gamma,
+                rng,
+            )
+            entries += check_entries
+            strayed[checked] = band >= reach_band
+            zero_reruns += tuple(checks.tolist())
         # taken as 0: the floor (and for a withheld column, whose median is of too few users to
         # mean anything)
         deviation[unseen | sparse] = 0.0
     others = np.flatnonzero(~at_zero)
     reruns: tuple[float, ...] = ()
-    strayed, seated = np.zeros(d, dtype=bool), np.zeros(d, dtype=bool)
     if others.size and plan.shared:
         (
             deviation[others],
