@@ -111,9 +111,10 @@ def test_the_assumed_exponential_tail_is_checked_on_overdispersed_counts() -> No
     # Taken as stated (unchecked), its bias bound misses the mass clipped from these rates'
     # lognormal tail: every interval of the 20 fits below excluded the truth, with no
     # warning. Checked, the count (about 11 % of users beyond the rung against a threshold
-    # of 8.7 %, noise sd 0.65 %) marks the column heavy in about 87 % of such fits (52 of 60
-    # measured): at least 12 of 20 fails with chance below 1e-3 under that rate; the fits
-    # marked heavy covered in 51 of 52, so at least all but two of them must here.
+    # of 5.5 %, noise sd 0.65 %; 8.7 % at TAIL_RATIO, which marked 52 of 60 such fits) marks
+    # the column heavy in every one of these 20: at least 12 of 20 fails with chance below
+    # 1e-3 even at the old rate of 87 %; the fits marked heavy covered in 19 of 20 (51 of 52
+    # at the old threshold), so at least all but two of them must here.
     marked = covered = 0
     for seed in range(20):
         frame = overdispersed(seed)
@@ -127,6 +128,30 @@ def test_the_assumed_exponential_tail_is_checked_on_overdispersed_counts() -> No
             lo, hi = res.conf_int().loc["visits"]
             covered += bool(lo <= truth <= hi)
     assert marked >= 12 and covered >= marked - 2
+
+
+def test_rates_somewhat_heavier_than_the_assumed_tail_are_caught() -> None:
+    # Lognormal (σ = 1, mean 3) rates put about 6 % of 10,000 users beyond the rung, 1.5 to 2
+    # times what an exponential would: at a threshold of three times the exponential's share
+    # they went unmarked, and the exponential bias bound (0.001) missed the clipped mass
+    # (about 0.04, 1.6 SEs): 14 of 20 such fits covered the mean of the rates, none warned
+    # (6 silent misses; 24 of 40 at 20,000 users). Held to ASSUMED_RATIO (1.5) times it, the
+    # 20 below cover in 18 (11 at the old threshold). With intervals at their nominal 95 %,
+    # 4 or more misses in 20 has chance 1.6 %; the old rule's miss rate of 30-45 % makes 3 or
+    # fewer a 4-11 % chance.
+    covered = 0
+    for seed in range(20):
+        rng = np.random.default_rng([7, seed])
+        rates = np.exp(rng.normal(np.log(3.0) - 0.5, 1.0, 10_000))
+        frame = pd.DataFrame(
+            {"id": np.repeat(np.arange(10_000), 6), "visits": rng.poisson(np.repeat(rates, 6))}
+        )
+        res = dplong.PoissonMean.from_formula("visits ~ 1", frame, groups="id").fit(
+            epsilon=1.0, random_state=seed
+        )
+        lo, hi = res.conf_int().loc["visits"]
+        covered += bool(lo <= 3.0 <= hi)
+    assert covered >= 17
 
 
 def test_an_assumed_tail_the_budget_cannot_check_says_so() -> None:
@@ -200,10 +225,10 @@ def test_an_assumed_tail_is_checked_where_a_stated_one_is_taken_as_given() -> No
 
 def test_exponential_values_pass_the_check_of_their_assumed_tail() -> None:
     # values whose tail is the assumed one: beyond the rung 3.5 σ̂ (σ̂ the normal plug-in of
-    # an exponential's MAD, 0.71 sds) lie e^{-2.5} / 2 ≈ 4 % of the users, about 120 of 3,000,
-    # against a threshold of three times the 2.1 % the kind is held to (190) plus 3.5 noise
-    # sds: a false alarm needs σ̂ far off or a noise draw beyond about 10 sds (none in 60
-    # measured); one of 20 is allowed for σ̂'s own error
+    # an exponential's MAD, 0.71 sds) from about the mean lie e^{-3.5} ≈ 3 % of the users,
+    # about 90 of 3,000, against a threshold of ASSUMED_RATIO (1.5) times the 2.1 % the kind
+    # is held to (96) plus 3.5 noise sds (about 50): a false alarm needs σ̂ 10 % low and a
+    # noise draw beyond 2 sds at once; one of 20 is allowed for σ̂'s own error
     marked = 0
     for seed in range(20):
         x = np.random.default_rng(seed).exponential(2.0, 3000)

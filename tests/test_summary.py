@@ -159,20 +159,25 @@ def test_variance_intervals_stay_in_their_support() -> None:
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_a_heavy_tailed_scale_is_withheld_not_wrong(seed: int) -> None:
+def test_a_heavy_tailed_scale_is_withheld_or_warned_not_silently_wrong(seed: int) -> None:
     # the RAND-HIE-like spending's within-person variances s²_u are lognormal-like with σ ≈ 3
     # (mean 6.2e6 at seed 0, most users far below it): the Scale released 2.3e5 [2.1e5, 2.6e5]
-    # when its interval clipped the long right tail as close as the short left one. With the
-    # support's end at 0 the clipped statistics are seen to spread far beyond the scale, and
-    # the release says so instead: withheld with its reason, or an interval that holds the truth
+    # with no warning when its interval clipped the long right tail as close as the short left
+    # one. Now the release says so: withheld with its reason (the clipped statistics spread far
+    # beyond the scale), an interval that holds the truth, or a heavy tail found and named with
+    # the warning that a tail heavier than its Pareto bound's could hide more. No bound from a
+    # count at the rungs holds for a tail this heavy at n = 2000: over seeds 0-19, 6 releases
+    # are withheld and 14 warned (14 and 6 before the assumed kinds' tail ratio, ASSUMED_RATIO;
+    # in neither is one covered or silently wrong).
     data = rand_hie_like(seed=seed)
     truth = data.groupby("person")["spend"].var(ddof=1).mean()  # users with two rows or more
     res = rand_hie_fits(seed)[0]
     low, high = res.conf_int().loc["Scale"]
     if np.isnan(res.params["Scale"]):
         assert any("No estimate (NaN) for ['Scale']" in w for w in res.warnings)
-    else:
-        assert low <= truth <= high
+    elif not low <= truth <= high:
+        (warning,) = [w for w in res.warnings if "'Scale'" in w and "heavy tail" in w]
+        assert "a heavier tail could hide more" in warning
 
 
 def test_withheld_rows_say_why() -> None:
