@@ -85,7 +85,7 @@ from dplong.privacy.budget import (
 )
 from dplong.privacy.budget.stages import _median_users
 from dplong.privacy.coins import _Words, discrete_gaussian, discrete_gaussians
-from dplong.privacy.engine import MAD_FACTOR, Release, forecast_noise, release_means
+from dplong.privacy.engine import Release, forecast_noise, release_means
 from dplong.privacy.histogram import bin_index, stable_histogram, stable_histogram_threshold
 from dplong.privacy.interval import check_histogram_feasible, local_bins
 from dplong.privacy.locate import ROUGH_RADIUS, locate
@@ -118,6 +118,8 @@ from dplong.privacy.radius import (
 )
 from dplong.privacy.rules import Rules
 
+#: σ̂ = median |x - m̂| / NORMAL_MAD under the normal plug-in
+NORMAL_MAD = MAD_OVER_SD["gaussian"]
 NOISE_OFF = 1e300  # primitives: every geometric / discrete-Gaussian draw is exactly 0
 FIT_OFF = 1e100  # whole fits (module docstring)
 ROUNDOFF = 2.0**-53
@@ -922,7 +924,7 @@ class TestRadius:
         assert law.cdf(m + mad) - law.cdf(m - mad) == pytest.approx(0.5, abs=1e-9)
         assert MEDIAN_OFFSET[tail] == pytest.approx(abs(law.mean() - m) / sd, abs=1e-12)
         assert (MAD_OVER_SD["exponential"], MEDIAN_OFFSET["exponential"]) == (
-            MAD_OVER_SD["gaussian"],
+            NORMAL_MAD,
             0.0,
         )
 
@@ -1350,8 +1352,8 @@ class TestLedger:
             assert np.all(rough["sensitivity"].to_numpy() <= 2 * width * (1 + LATTICE_SLACK))
         if stated:
             np.testing.assert_allclose(release.scale, scale)
-        else:  # σ̂ is a spread-grid report over MAD_FACTOR
-            for v in np.sqrt(release.scale) * MAD_FACTOR:
+        else:  # σ̂ is a spread-grid report over NORMAL_MAD
+            for v in np.sqrt(release.scale) * NORMAL_MAD:
                 assert np.min(np.abs(SPREAD_GRID.centres - v)) <= 1e-12 * v
 
     def test_gaussian_final_stage_for_many_columns(self) -> None:
@@ -1530,9 +1532,9 @@ def check_noise_off_interval(res: dplong.results.PanelResults, statistics: np.nd
 
     σ̂ is not among the results (their sampling sd now comes from the released second moment,
     the clipped values' own spread). With no noise it is the spread-grid cell of the median of
-    ``|x - m̂|`` over MAD_FACTOR: within half a cell (2**(1/32), 2.2 %) of the MAD about m̂,
+    ``|x - m̂|`` over NORMAL_MAD: within half a cell (2**(1/32), 2.2 %) of the MAD about m̂,
     and m̂ within its own cell (0.27 % of its magnitude) of the sample median, which moves the
-    MAD by at most as much. So σ̂ >= 0.95 MAD / MAD_FACTOR for these data (median magnitudes
+    MAD by at most as much. So σ̂ >= 0.95 MAD / NORMAL_MAD for these data (median magnitudes
     below 10 MADs), computed here from the statistics themselves."""
     assert np.all(res.noise_sd == 0.0)
     half = (res.projection_interval["upper"] - res.projection_interval["lower"]) / 2
@@ -1540,7 +1542,7 @@ def check_noise_off_interval(res: dplong.results.PanelResults, statistics: np.nd
     centre = np.nanmedian(x, axis=0)
     mad = np.nanmedian(np.abs(x - centre), axis=0)
     assert np.all(np.abs(centre) < 10 * mad)
-    assert np.all(half.to_numpy() >= WIDEST_KAPPA * 0.95 * mad / MAD_FACTOR)
+    assert np.all(half.to_numpy() >= WIDEST_KAPPA * 0.95 * mad / NORMAL_MAD)
 
 
 class TestNoiseOffReference:

@@ -64,7 +64,7 @@ from dplong.privacy.noise import release_bounded_sum, release_gaussian_sum, two_
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.projection import MAX_RADIUS
 from dplong.privacy.quantile import GRID, private_median
-from dplong.privacy.radius import Moment
+from dplong.privacy.radius import MAD_OVER_SD, Moment
 from dplong.privacy.rules import Rules
 from dplong.privacy.scale import SHARED_SHARE
 from dplong.privacy.tails import (
@@ -361,7 +361,7 @@ def release_means_replica(
             near = (ratio >= SHARED_BELOW) & (ratio <= INSIDE_MADS)
             noise.two_sided_geometric(rng, noise.geometric_rate(plan.inside, 1.0), (d,))
             assert np.all(near.sum(axis=0) >= INSIDE_SHARE * per_column)
-        sd = np.maximum(deviation, SMALLEST_SCALE) / engine.MAD_FACTOR
+        sd = np.maximum(deviation, SMALLEST_SCALE) / MAD_OVER_SD["gaussian"]
     else:
         sd = np.sqrt(scale)
     # 4. the refinement: a rough mean on m̂ ± (4 σ̂ + the midpoint cell's half-width)

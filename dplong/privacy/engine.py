@@ -70,7 +70,6 @@ from dplong.privacy.projection import (
     supported_centre,
 )
 from dplong.privacy.radius import (
-    MAD_OVER_SD,
     AssumedTail,
     Moment,
     TailOption,
@@ -108,8 +107,6 @@ __all__ = [
     "release_means",
 ]
 
-#: Median of |Z| for a standard normal: σ̂ = median |x - m̂| / MAD_FACTOR (normal tails).
-MAD_FACTOR = MAD_OVER_SD["gaussian"]
 
 #: A released mean beyond the first share of its interval's half-width is at its edge: most
 #: users were clipped to one side, the centre missed the data (the estimate is withheld). So
