@@ -604,9 +604,12 @@ def blind_columns(
 ) -> NDArray[np.bool_]:
     """The ``shown`` columns (released, not found heavy) whose tail count was blind: its
     ``threshold`` (the users beyond the rung that mark the columns heavy) above
-    :data:`BLIND_SHARE` of the ``users`` with a statistic (the private count), so that a tail
-    putting fewer users there went unseen and the bias bound assumes the bulk's tail model
-    beyond the clip. A function of public facts and released numbers.
+    :data:`BLIND_SHARE` of the column's ``users`` (the private count of those with a
+    statistic, or :func:`tail_users`), so that a tail putting fewer of them there went unseen
+    and the bias bound assumes the bulk's tail model beyond the clip. Per column: one count
+    serves them all, and a column with fewer users (a regressor few vary, one most users are
+    0 in) needs a tail as many times heavier to move it. A function of public facts and
+    released numbers.
 
     Examples
     --------
@@ -614,10 +617,10 @@ def blind_columns(
     >>> from dplong.privacy.tails import blind_columns
     >>> blind_columns(27.0, np.array([150.0, 148.0]), np.array([True, False])).tolist()
     [True, False]
-    >>> blind_columns(27.0, np.array([1000.0]), np.array([True])).tolist()
-    [False]
+    >>> blind_columns(27.0, np.array([1000.0, 200.0]), np.array([True, True])).tolist()
+    [False, True]
     """
-    return np.asarray(shown & (threshold > BLIND_SHARE * float(np.max(users, initial=0.0))))
+    return np.asarray(shown & (threshold > BLIND_SHARE * users))
 
 
 def blind_notes(
