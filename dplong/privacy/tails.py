@@ -579,8 +579,8 @@ def skewed_notes(
     >>> import numpy as np
     >>> from dplong.privacy.tails import skewed_notes
     >>> (note,) = skewed_notes(("spend",), np.array([True]), np.array([0.41]))
-    >>> note[:60]
-    "'spend': skewed (its mean 0.41 sds above its median), and no"
+    >>> note[:58]
+    "'spend': skewed (its mean 0.41 sds above its median) where"
     """
     columns = np.flatnonzero(skewed)
     if not columns.size:
@@ -592,10 +592,12 @@ def skewed_notes(
     return (
         f"{_listed([repr(names[j]) for j in columns])}: skewed ("
         f"{'its mean' if one else 'their means'} {where} {'its' if one else 'their'} "
-        f"median{'' if one else 's'}), and no count at this n and epsilon checked the clipped "
-        f"{'tail' if one else 'tails'}: the {'interval' if one else 'intervals'} can miss the "
-        "mean by more than the bias bound allows. State a tail (tail=Moment(k, bound)) or "
-        "bounds, model a transform (np.log1p), or raise epsilon for a tail count.",
+        f"median{'' if one else 's'}) where the clip and its bias bound assume near-normal "
+        f"tails, and no count found {'its tail' if one else 'their tails'} heavy: the "
+        f"{'interval' if one else 'intervals'} can miss the mean by more than the bias bound "
+        "allows. Declare a support's end (lower=0) for a statistic that cannot be negative, "
+        "state a tail (tail=Moment(k, bound)) or bounds, model a transform (np.log1p), or "
+        "raise epsilon.",
     )
 
 
