@@ -258,19 +258,18 @@ def scale_stage(
         kept = risky & ~again & ~short
         if kept.any():
             checked = columns[kept]
-            checks = plan.second_check(counted[kept] - 2.0 * sd)
-            band, reach_band, check_entries = band_check(
+            strayed[checked], checks, check_entries = _checked(
                 distance[:, checked],
                 ~np.isnan(distance[:, checked]) & ~zero[:, checked],
                 deviation[checked],
-                checks,
+                counted[kept] - 2.0 * sd,
+                plan,
                 tuple(names[j] for j in checked),
                 gamma,
                 rng,
             )
             entries += check_entries
-            strayed[checked] = band >= reach_band
-            zero_reruns += tuple(checks.tolist())
+            zero_reruns += checks
         # taken as 0: the floor (and for a withheld column, whose median is of too few users to
         # mean anything)
         deviation[unseen | sparse] = 0.0
@@ -403,16 +402,41 @@ def _shared(
         chosen = tuple(name for name, a in zip(names, again, strict=True) if a)
         entries += median_entries("scale", chosen, second[again])
         # its check, sized for the users off the value at the low end of their count
-        checks = plan.second_check(counted[again] - 2.0 * sd)
-        band, reach_band, check_entries = band_check(
-            distance[:, again], off[:, again], deviation[again], checks, chosen, gamma, rng
+        strayed[again], checks, check_entries = _checked(
+            distance[:, again],
+            off[:, again],
+            deviation[again],
+            counted[again] - 2.0 * sd,
+            plan,
+            chosen,
+            gamma,
+            rng,
         )
         entries += check_entries
-        # more of them outside its band than in it, clearly: the median missed them
-        strayed[again] = band >= reach_band
-        reruns = tuple(second[again].tolist()) + tuple(checks.tolist())
+        reruns = tuple(second[again].tolist()) + checks
     deviation[sparse] = 0.0  # withheld: a median of the shared value means nothing
     return deviation, alone, sparse, again, strayed, seated, reach, reruns + seats, entries
+
+
+def _checked(
+    distance: NDArray[np.float64],
+    off: NDArray[np.bool_],
+    deviation: NDArray[np.float64],
+    fewest: NDArray[np.float64],
+    plan: ReleasePlan,
+    names: tuple[str, ...],
+    gamma: float,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.bool_], tuple[float, ...], list[LedgerEntry]]:
+    """The check of a scale median over the users ``off`` a shared value (0 or another) whose
+    miss no other released number would show (:func:`~dplong.privacy.counts.band_check`, at
+    :meth:`~dplong.privacy.budget.ReleasePlan.second_check` for ``fewest`` of them, the low end
+    of their private count, from the final stage): where clearly more of them lie outside the
+    median ``deviation``'s band than in it, the median missed them (``strayed``). Returns the
+    strayed columns, the check's ε per column (for ``reruns``) and its entries."""
+    checks = plan.second_check(fewest)
+    band, reach, entries = band_check(distance, off, deviation, checks, names, gamma, rng)
+    return np.asarray(band >= reach), tuple(checks.tolist()), entries
 
 
 def _seated(
