@@ -627,11 +627,9 @@ def release_means(
     # not of a column taken as 0 because its count saw nobody off 0 (``unseen``: withheld)
     light = ~tails.heavy & ~withheld & (True if unseen is None else ~unseen)
     counted = tail_users(where, users)
-    unchecked = (
-        blind_columns(tails.threshold, counted, light)
-        if plan.tail
-        else light & (bounds is None and scale is None and rules.tail is None)
-    )
+    # the scale estimated, no bounds and no tail stated or assumed: the bulk's model decides
+    modelled = bounds is None and scale is None and rules.tail is None
+    unchecked = blind_columns(tails.threshold, counted, light) if plan.tail else light & modelled
     # unchecked among the users off 0 (a column most users are 0 in): a warning, not an
     # assumption
     blind_off_zero = unchecked & (counted < users)
@@ -642,7 +640,6 @@ def release_means(
     # covered in 79 % of releases, every miss silent; benchmarks/skewed.py --only moderate)
     seen = unchecked & ~blind_off_zero
     symmetric = np.isin(np.broadcast_to(np.asarray(where.tail), (d,)), ("gaussian", "sub-gaussian"))
-    modelled = bounds is None and scale is None and rules.tail is None
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a far miss: inf
         offset = (estimate - where.midpoint) / where.sd
         skewed = skewed_columns(
