@@ -1387,7 +1387,7 @@ class TestLedger:
         matrix = np.full((n, 1), 0.1)
         matrix[:beyond] = 10.0
         where = SimpleNamespace(centre=np.zeros(1), sd=np.ones(1))
-        radius, heavy, reach, rung, threshold = tails._tail_radius(
+        radius, heavy, reach, rung, threshold, _ = tails._tail_radius(
             matrix, where, np.ones(1), 1e6, np.ones(1), np.full(1, float(n)),
             np.random.default_rng(0),
         )  # fmt: skip

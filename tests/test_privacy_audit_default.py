@@ -436,27 +436,44 @@ def release_means_replica(
     }
 
 
-#: (n, d, ε, δ, stated scale, users without a statistic, public centre): the count-first
+#: (n, d, ε, δ, stated scale, users without a statistic, public centre, skewed): the count-first
 #: resizing and a second moment (n ε per column >= 500, 30 % of users missing), the refined
 #: stated-scale plan, the discrete Gaussian final stage (the GAUSSIAN configuration's budget),
-#: and a public centre (only the scale located; resized for the count too)
+#: a public centre (only the scale located; resized for the count too), and skewed statistics
+#: whose tail count crosses the moderate band (its bias bound the exponential model's)
 REPLICA_CASES = [
-    (1000, 2, 2.0, 1e-6, False, 300, False),
-    (200, 1, 2.0, 1e-3, True, 0, False),
-    (300, 2, 2.0, 5e-2, True, 0, False),
-    (1000, 2, 2.0, 1e-6, False, 300, True),
+    (1000, 2, 2.0, 1e-6, False, 300, False, False),
+    (200, 1, 2.0, 1e-3, True, 0, False, False),
+    (300, 2, 2.0, 5e-2, True, 0, False, False),
+    (1000, 2, 2.0, 1e-6, False, 300, True, False),
+    (2000, 1, 0.5, 1e-6, False, 300, False, True),
 ]
 
 
 @pytest.mark.parametrize(
-    ("n", "d", "epsilon", "delta", "stated", "missing", "public"), REPLICA_CASES
+    ("n", "d", "epsilon", "delta", "stated", "missing", "public", "skewed"), REPLICA_CASES
 )
 def test_release_means_replica_reproduces_the_package(
-    n: int, d: int, epsilon: float, delta: float, stated: bool, missing: int, public: bool
+    n: int,
+    d: int,
+    epsilon: float,
+    delta: float,
+    stated: bool,
+    missing: int,
+    public: bool,
+    skewed: bool,
 ) -> None:
     """The replica is the package draw for draw, and its stages are the plan's: the audits
-    above rest on this order and these budgets."""
-    data = 1500.0 + np.random.default_rng(62).normal(0.0, 2.0, (n, d))
+    above rest on this order and these budgets. ``skewed``: exponential statistics, whose tail
+    count crosses the moderate band in some of the seeds (its exponential bias bound is
+    post-processing: the draws are the bulk's)."""
+    values = np.random.default_rng(62)
+    # (exponential ones near 0: at 1,500 the grid's cell would hide their tail from σ̂'s rung)
+    data = (
+        10.0 * values.exponential(1.0, (n, d))
+        if skewed
+        else 1500.0 + values.normal(0.0, 2.0, (n, d))
+    )
     data[:missing] = np.nan
     scale = np.full(d, 4.0) if stated else None
     options = ReleaseOptions.check(
@@ -473,6 +490,7 @@ def test_release_means_replica_reproduces_the_package(
         return chosen[-1]
 
     kinds, moments = set(), set()
+    moderate: list[bool] = []
     for seed in range(3):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(engine, "_final_radius", spy)
@@ -541,6 +559,7 @@ def test_release_means_replica_reproduces_the_package(
             assert share == pytest.approx(plan.moment_share, rel=1e-12)
         kinds.add(release.noise_kind)
         moments.add(plan.moment_share > 0)
+        moderate.append(any("an exponential tail beyond" in a for a in release.assumptions))
         if missing:  # the count said fewer users: the medians were resized up
             planned = ReleasePlan.make(
                 n=n, d=d, epsilon=epsilon, delta=delta, stated_scale=stated, centred=public
@@ -548,7 +567,8 @@ def test_release_means_replica_reproduces_the_package(
             located = "spread" if public else "midpoint"
             assert getattr(plan, located) > getattr(planned, located)
     assert kinds == {"gaussian" if delta > 1e-2 else "laplace"}
-    assert moments == {bool(missing)}  # the first case has the second moment, the others not
+    assert moments == {bool(missing)}  # the cases with users missing have a second moment
+    assert any(moderate) == skewed  # the moderate band crossed, where it can be
 
 
 # ---------------------------------------------------------------------------------------------

@@ -80,7 +80,7 @@ def _package(user: str, rung: str = "first") -> Callable[[np.random.Generator], 
     sd = math.sqrt(float(two_sided_geometric_variance(geometric_rate(EPS, 1.0))))
 
     def first(rng: np.random.Generator) -> float:
-        _, _, reach, _, _ = _tail_radius(
+        _, _, reach, _, _, _ = _tail_radius(
             matrix, WHERE, RADIUS, EPS, np.full(2, EPS), np.full(2, 111.0), rng
         )
         return float(reach[0] - EDGE_SDS * sd)

@@ -89,6 +89,7 @@ from dplong.privacy.tails import (
     blind_notes,
     heavy_notes,
     measures_tail,
+    moderate_assumptions,
     skew_tails,
     skewed_columns,
     skewed_notes,
@@ -173,7 +174,8 @@ class Release:
         Reliability notes from public facts and released numbers.
     assumptions : tuple of str
         Assumption lines the release adds to its fit's (from the same): where the tail count
-        could not check the tails its bias bound assumes.
+        could not check the tails its bias bound assumes, and where it found a moderate tail
+        whose exponential model the bound took (:func:`~dplong.privacy.tails.moderate_assumptions`).
     failed : ndarray of bool, optional
         Where the midpoint failed: the paper's stable histogram found no bin (``"theory"``), or
         the released mean sat at the edge of its interval (the estimate is then NaN).
@@ -462,6 +464,9 @@ def release_means(
         assumed=rules.tail.kind if isinstance(rules.tail, AssumedTail) else None,
     )
     radius, mean_budget = tails.radius, tails.mean_budget
+    # the tail model of each column's bias bound: the exponential where the count found a
+    # moderate tail (the clip stays the located model's: a symmetric tail loses little to it)
+    kinds = tails.tail(where.tail)
     # the interval's middle (``centre``) and the anchor the mean is read from: the same but
     # where a support's end moves the interval up or cuts it
     # (:func:`~dplong.privacy.projection.supported_centre`, ``support_window``)
@@ -570,7 +575,7 @@ def release_means(
             # move: the tail models of squares are the weak link, and wage-like coverage fell
             # from 0.933 to 0.920 when it was)
             else (
-                clipping_bias(where.sd**2, located, where.centre_error, tail=where.tail)
+                clipping_bias(where.sd**2, located, where.centre_error, tail=kinds)
                 if stated_moment is None
                 else moment_bias(
                     stated_moment.bounds(d), stated_moment.k, located, where.centre_error
@@ -626,6 +631,8 @@ def release_means(
     # checked it: blind, or none affordable (an assumed tail kind's note says so already);
     # not of a column taken as 0 because its count saw nobody off 0 (``unseen``: withheld)
     light = ~tails.heavy & ~withheld & (True if unseen is None else ~unseen)
+    # the count found a moderate tail: the exponential model (its own line), no skew warning
+    moderate = np.zeros(d, dtype=bool) if tails.moderate is None else tails.moderate & ~withheld
     counted = tail_users(where, users)
     # the scale estimated, no bounds and no tail stated or assumed: the bulk's model decides
     modelled = bounds is None and scale is None and rules.tail is None
@@ -639,11 +646,13 @@ def release_means(
     # light a skew went unmarked, and exponential user means of 1,000 users at ε = 1 were
     # covered in 79 % of releases, every miss silent; benchmarks/skewed.py --only moderate)
     seen = unchecked & ~blind_off_zero
-    symmetric = np.isin(np.broadcast_to(np.asarray(where.tail), (d,)), ("gaussian", "sub-gaussian"))
+    symmetric = np.isin(np.broadcast_to(np.asarray(kinds), (d,)), ("gaussian", "sub-gaussian"))
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a far miss: inf
         offset = (estimate - where.midpoint) / where.sd
         skewed = skewed_columns(
-            offset, total_sd / where.sd, seen | (light & ~blind_off_zero & symmetric & modelled)
+            offset,
+            total_sd / where.sd,
+            (seen | (light & ~blind_off_zero & symmetric & modelled)) & ~moderate,
         )
         skew = skewed_notes(names, skewed, offset)
     return Release(
@@ -686,9 +695,8 @@ def release_means(
         + implausible_notes(names, unsure)
         + skew
         + blind_notes(names, blind_off_zero, why="blind" if plan.tail else "unaffordable"),
-        assumptions=unchecked_assumptions(
-            names, seen, why="blind" if plan.tail else "unaffordable"
-        ),
+        assumptions=unchecked_assumptions(names, seen, why="blind" if plan.tail else "unaffordable")
+        + moderate_assumptions(names, moderate),
         failed=missed | unfound | crowded,
         weighted=user_weights is not None,
         unseen=unseen,

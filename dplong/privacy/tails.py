@@ -6,8 +6,10 @@ beyond a rung of ``TAIL_RUNG σ̂`` in any column (:func:`_tail_radius`, sensiti
 many columns). A count well above what normal tails put there marks the columns heavy; each
 heavy column's radius then balances its mean's noise against the clipping bias of a Pareto
 tail through the count (:func:`tail_bias`), and a second rung beyond the widened radii
-(:func:`_second_rung`) finds a lump of users far out. A column whose rough mean lies far from
-its median is skewed and gets the exponential tail model (:func:`skew_tails`). The findings
+(:func:`_second_rung`) finds a lump of users far out; a count above the normal's expectation
+by less bounds the clipping bias of the columns on the normal plug-in with the exponential
+tail model instead (:data:`MODERATE_SDS`). A column whose rough mean lies far from its median
+is skewed and gets the exponential tail model (:func:`skew_tails`). The findings
 are a :class:`TailFinding`; the warning they carry is :func:`heavy_notes`. The rationale is in
 ``docs/design/engine.md`` ("Heavy tails").
 """
@@ -41,6 +43,7 @@ __all__ = [
     "ASSUMED_RATIO",
     "BLIND_SHARE",
     "EDGE_SDS",
+    "MODERATE_SDS",
     "TAIL_INDEX",
     "TAIL_REACH",
     "TAIL_RUNG",
@@ -50,6 +53,7 @@ __all__ = [
     "blind_notes",
     "heavy_notes",
     "measures_tail",
+    "moderate_assumptions",
     "skew_tails",
     "skewed_columns",
     "skewed_notes",
@@ -110,6 +114,21 @@ ASSUMED_RATIO = 1.5
 #: column at n = 6,000 was marked heavy, with its warning, within 200 releases; at 4.5, the
 #: lognormal and Pareto columns of benchmarks/skewed.py went unseen, covered in 80-83 %).
 HEAVY_SDS = 3.5
+
+#: Noise sds by which the count must exceed the same expectation for the columns' clipping bias
+#: to be bounded under the exponential tail model (``moderate`` in :class:`TailFinding`) where
+#: it does not mark them heavy: a tail heavier than the normal plug-in's, too light for the
+#: heavy threshold. A skew no rough mean saw puts several times the normal's count beyond the
+#: rung (exponential user means 4 %, gamma (shape 2) 3 %, lognormal (σ = 0.5) 2-5 %, against
+#: the normal's 0.1 %), and its clip ~2.7 σ̂ from the median cut 1-3 SEs off the mean under a
+#: normal bias bound (benchmarks/skewed.py --only moderate: exponential at 1,000 users, ε = 1,
+#: covered in 79 of 100 releases; 98 with the band at 1.5 sds, 95 at 2, 98 at 1; gamma at
+#: 2,000 users, ε = 0.5: 66; 86, 78, 91). Only the bound moves, not the clip (a wider clip cut
+#: the skewed columns' MSE by a third but cost per-user OLS slopes, whose heavier tails are
+#: symmetric, a quarter more), so a false alarm costs width: a normal column crosses the band
+#: on the noise alone in at most e^{-1.5√2} / 2 = 6 % of releases (2.5-3.5 % measured), its
+#: mean half-width up 2-3 % at 1,000-2,000 users.
+MODERATE_SDS = 1.5
 
 #: The normal tail's count is taken for a σ̂ 10 % too small (the private scale's own
 #: error: a Gaussian column was marked heavy in 1 of 200 releases at n = 6,000 without it).
@@ -292,10 +311,12 @@ class TailFinding:
     """What the tail rule (:func:`tail_rule`) found, per column: the final ``radius``, the
     ``heavy`` columns, the upper confidence count ``reach`` of users beyond the rung ``rung``
     that anchors a heavy column's bias bound (:func:`tail_bias`), the rule's ledger
-    ``entries``, the means' budget it leaves (``mean_budget``) and the ``threshold``, the
+    ``entries``, the means' budget it leaves (``mean_budget``), the ``threshold``, the
     count of users beyond the rung that marks the columns heavy (public facts and released
-    numbers: :func:`blind_columns`). Where the rule does not run: the bulk's radius, no heavy
-    column, no entry, the budget untouched, a threshold of 0."""
+    numbers: :func:`blind_columns`), and the ``moderate`` columns, whose normal plug-in the
+    count overturned short of the heavy threshold (:data:`MODERATE_SDS`): their bias bound
+    takes the exponential tail model. Where the rule does not run: the bulk's radius, no heavy
+    or moderate column, no entry, the budget untouched, a threshold of 0."""
 
     radius: NDArray[np.float64]
     heavy: NDArray[np.bool_]
@@ -304,6 +325,15 @@ class TailFinding:
     entries: tuple[LedgerEntry, ...]
     mean_budget: FinalBudget
     threshold: float = 0.0
+    moderate: NDArray[np.bool_] | None = None
+
+    def tail(self, tail: Tails) -> Tails:
+        """The tail model of each column's bias bound after the rule: ``tail`` (the located
+        one, which sized the clip), the exponential where the count found a moderate tail."""
+        if self.moderate is None or not self.moderate.any():
+            return tail
+        kinds = np.broadcast_to(np.asarray(tail), self.moderate.shape)
+        return tuple(np.where(self.moderate, "exponential", kinds).tolist())
 
 
 def tail_rule(
@@ -321,9 +351,12 @@ def tail_rule(
     count beyond the first rung (:func:`_tail_radius`) carved from the means' budget, and where
     it finds heavy columns a second count beyond their widened radii (:func:`_second_rung`),
     after which the means take up what the split's composition leaves
-    (:func:`~dplong.privacy.budget.top_up`). ``final`` is the bulk's radii, the means' budget
-    and the second moment's (None if not bought); ``assumed`` the tail kind the model assumes
-    (one or one per column) (None: the normal plug-in's expectation)."""
+    (:func:`~dplong.privacy.budget.top_up`); where the count only exceeds the normal's
+    expectation by :data:`MODERATE_SDS` noise sds, the columns on the normal plug-in get the
+    exponential model's bias bound (:class:`TailFinding`, ``moderate``). ``final`` is the bulk's
+    radii, the means' budget and the second moment's (None if not bought); ``assumed`` the
+    tail kind the model assumes (one or one per column) (None: the normal plug-in's
+    expectation)."""
     radius, mean_budget, moment_budget = final
     d = radius.shape[0]
     quiet = TailFinding(radius, np.zeros(d, dtype=bool), np.zeros(d), np.zeros(d), (), mean_budget)
@@ -334,7 +367,7 @@ def tail_rule(
         return dataclasses.replace(quiet, mean_budget=mean_budget)
     joint = float(np.sum(tail_epsilon))
     users = tail_users(where, where.per_column_users)
-    wide, heavy, reach, rung, threshold = _tail_radius(
+    wide, heavy, reach, rung, threshold, moderate = _tail_radius(
         matrix,
         where,
         radius,
@@ -347,6 +380,12 @@ def tail_rule(
         assumed=assumed,
     )
     entries = [_tail_entry(names, joint)]
+    # only the normal plug-in gives way to it (a skewed column is exponential already), and
+    # only where no rough mean told skew from symmetry (skew_tails: a symmetric column's
+    # heavier tail, clipped about a centre near its mean, loses little)
+    moderate &= (np.broadcast_to(np.asarray(where.tail), moderate.shape) == "gaussian") & (
+        not where.refined
+    )
     if heavy.any():  # a second rung at the widened clip, from the means' budget
         rung_epsilon, mean_budget = mean_budget.tail_split(SECOND_RUNG * plan.tail)
         rung_total = float(np.sum(rung_epsilon))
@@ -367,7 +406,7 @@ def tail_rule(
         others = [*where.entries, *entries]
         moment_costs = [] if moment_budget is None else moment_budget.costs()
         mean_budget = top_up(plan, [e.cost for e in others] + moment_costs, mean_budget)
-    return TailFinding(wide, heavy, reach, rung, tuple(entries), mean_budget, threshold)
+    return TailFinding(wide, heavy, reach, rung, tuple(entries), mean_budget, threshold, moderate)
 
 
 def _tail_radius(
@@ -381,7 +420,14 @@ def _tail_radius(
     root: NDArray[np.float64] | None = None,
     live: NDArray[np.bool_] | None = None,
     assumed: Tails | None = None,
-) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64], float]:
+) -> tuple[
+    NDArray[np.float64],
+    NDArray[np.bool_],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    float,
+    NDArray[np.bool_],
+]:
     """The tail stage: one private count of the users beyond a rung in any column, and the
     final radii it implies (design notes, "Heavy tails"). Only the ``live`` columns (default
     all; :attr:`~dplong.privacy.locate.Location.doomed` leaves out those already withheld, a
@@ -409,7 +455,8 @@ def _tail_radius(
     rung), against a Laplace noise sd of ``2√2 R / ε_m`` for the sum; so ``R^α = K √(α - 1)
     ε_m / (2√2)``, at least ``r`` and ``w`` and at most :data:`TAIL_REACH` times ``w``.
     Returns the radii, the heavy columns, the upper confidence count ``C + EDGE_SDS sd`` (per
-    column), the rungs and the threshold (users).
+    column), the rungs, the threshold (users) and the moderate columns: short of the heavy
+    threshold by no more than ``HEAVY_SDS - MODERATE_SDS`` noise sds (:data:`MODERATE_SDS`).
     """
     live = np.ones(matrix.shape[1], dtype=bool) if live is None else live
     with np.errstate(over="ignore", invalid="ignore"):
@@ -429,6 +476,8 @@ def _tail_radius(
         ratio = np.where(np.asarray(kinds) == "gaussian", TAIL_RATIO, ASSUMED_RATIO)
         threshold = float(np.sum(np.where(measurable, ratio * normal, 0.0))) + HEAVY_SDS * sd
         heavy = (count > threshold) & measurable
+        # short of that, by MODERATE_SDS: heavier than the normal plug-in, not heavy
+        moderate = (count > threshold - (HEAVY_SDS - MODERATE_SDS) * sd) & measurable & ~heavy
         # bias K R^(1-α) with K = C r^α / ((α - 1) N̂) against noise c R, c = 2√2 / (N̂ ε_m):
         # their squares add up least at R^α = K √(α - 1) / c
         a = TAIL_INDEX
@@ -445,7 +494,7 @@ def _tail_radius(
         balanced = np.clip(balanced, radius, TAIL_REACH * radius)
         final = np.where(heavy, np.fmin(balanced, MAX_RADIUS), radius)
     reach = np.full(rung.shape, count + EDGE_SDS * sd)
-    return final, np.asarray(heavy), reach, rung, threshold
+    return final, np.asarray(heavy), reach, rung, threshold, np.asarray(moderate)
 
 
 def _second_rung(
@@ -659,6 +708,29 @@ def blind_notes(
     )
 
 
+def moderate_assumptions(names: tuple[str, ...], moderate: NDArray[np.bool_]) -> tuple[str, ...]:
+    """The assumption line of the ``moderate`` columns (:class:`TailFinding`): the tail count
+    found more users beyond its rung than the normal plug-in puts there, too few to mark them
+    heavy, and their bias bound took the exponential tail model. Released numbers only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.tails import moderate_assumptions
+    >>> (line,) = moderate_assumptions(("a", "b"), np.array([True, False]))
+    >>> line[:56]
+    "Bias bound of ['a']: an exponential tail beyond the clip"
+    """
+    if not moderate.any():
+        return ()
+    which = [names[j] for j in np.flatnonzero(moderate)]
+    return (
+        f"Bias bound of {which}: an exponential tail beyond the clip (the tail count found more "
+        f"users beyond {TAIL_RUNG:g} sds than normal tails put there, too few to call "
+        f"{'it' if len(which) == 1 else 'them'} heavy).",
+    )
+
+
 def unchecked_assumptions(
     names: tuple[str, ...], unchecked: NDArray[np.bool_], *, why: Unchecked
 ) -> tuple[str, ...]:
@@ -673,17 +745,18 @@ def unchecked_assumptions(
     >>> import numpy as np
     >>> from dplong.privacy.tails import unchecked_assumptions
     >>> (line,) = unchecked_assumptions(("a", "b"), np.array([True, True]), why="blind")
-    >>> line[:45]
-    "Bias bound of ['a', 'b']: assumes the tails o"
+    >>> line[:53]
+    "Bias bound of ['a', 'b']: assumes no heavier tail bey"
     >>> unchecked_assumptions(("a", "b"), np.array([False, True]), why="local")[0][:75]
-    "Bias bound of ['b']: assumes the tails of the bulk beyond the clip (the loc"
+    "Bias bound of ['b']: assumes no heavier tail beyond the clip than its model"
     """
     if not unchecked.any():
         return ()
     which = [names[j] for j in np.flatnonzero(unchecked)]
     reason, remedy = _UNCHECKED[why]
     return (
-        f"Bias bound of {which}: assumes the tails of the bulk beyond the clip ({reason}); "
+        f"Bias bound of {which}: assumes no heavier tail beyond the clip than its model's "
+        f"({reason}); "
         f"{remedy}.",
     )
 
