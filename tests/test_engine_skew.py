@@ -14,6 +14,9 @@ Tolerance: a release's error is its Laplace noise plus a clipping bias at most i
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 import pytest
 
@@ -367,3 +370,34 @@ def test_a_normal_column_rarely_takes_the_moderate_tail_model() -> None:
         )
         found += any("an exponential tail beyond the clip" in a for a in release.assumptions)
     assert found <= 12, found
+
+
+def test_a_tail_a_blind_count_finds_is_marked_heavy() -> None:
+    """Grouped means of a lognormal (σ = 1) outcome at three levels, 3,000 users at ε = 1: the
+    largest level's 2,100 users share the one tail count with two smaller ones, whose noise
+    puts its heavy threshold above a tenth of them (blind). Its count still clears the moderate
+    band, but the exponential bound is far too light for the tail it found: the mean is 20 %
+    low. Where the threshold is blind the band marks the column heavy (the Pareto bound through
+    the count's upper end, and its warning). Over these 20 panels the level's interval missed
+    12 times before (10 with no warning about it) and was marked heavy in 10; now it misses 5
+    times (where the count stayed under the band, or was not blind and took the exponential
+    bound) and is marked heavy in 15. At those rates (0.25, 0.75) more than 9 misses, or 10
+    marks or fewer, each have chance 1.4 %."""
+    truth = math.exp(1.5)  # E exp(1 + N(0, 1)), the rows' lognormal factor of mean 1
+    misses = heavy = 0
+    for seed in range(20):
+        data = np.random.default_rng([41, seed])
+        level = data.choice(3, size=3000, p=[0.7, 0.2, 0.1])
+        users = np.repeat(np.arange(3000), 5)
+        effect = np.exp(np.array([1.0, 1.5, 2.0])[level] + data.normal(0.0, 1.0, 3000))
+        y = (effect[:, None] * data.lognormal(-0.125, 0.5, (3000, 5))).ravel()
+        by = np.array(["a", "b", "c"])[level][users]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = dplong.winsorized_mean(
+                y, groups=users, by=by, levels=["a", "b", "c"], epsilon=1.0, random_state=seed
+            )
+        lo, hi = res.conf_int().iloc[0]
+        misses += not lo <= truth <= hi
+        heavy += any("heavy" in w and "'x[by=a]'" in w for w in res.warnings)
+    assert misses <= 9 and heavy > 10, (misses, heavy)

@@ -68,7 +68,9 @@ from dplong.privacy.radius import MAD_OVER_SD, Moment
 from dplong.privacy.rules import Rules
 from dplong.privacy.scale import SHARED_SHARE
 from dplong.privacy.tails import (
+    BLIND_SHARE,
     HEAVY_SDS,
+    MODERATE_SDS,
     TAIL_INDEX,
     TAIL_RATIO,
     TAIL_REACH,
@@ -402,7 +404,11 @@ def release_means_replica(
         count = float(beyond + noise.two_sided_geometric(rng, tail_rate, (1,))[0])
         tail_sd = math.sqrt(noise.two_sided_geometric_variance(tail_rate))
         expected = np.sum(2.0 * per_column * special.ndtr(-TAIL_SLACK * rung / sd))
-        heavy = count > TAIL_RATIO * expected + HEAVY_SDS * tail_sd
+        threshold = TAIL_RATIO * expected + HEAVY_SDS * tail_sd
+        # heavy; or past the moderate band where the threshold is blind (above a tenth of
+        # the users): a tail the count found but cannot size
+        band = count > TAIL_RATIO * expected + MODERATE_SDS * tail_sd
+        heavy = (count > threshold) | (band & (threshold > BLIND_SHARE * per_column))
         a = TAIL_INDEX
         scaled = max(count, 1.0) * rest / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))
         wide = np.maximum(rung * scaled ** (1.0 / a), rung)

@@ -16,7 +16,9 @@ coefficients):
    each of the same sensitivity, composing to exactly the fit's ε; only the split between the
    tail counts and the means differs;
 3. power: the share matters — the tail count gets more than twice the ε a share for n gives it,
-   and the count marks the heavy columns where the n-sized one did not.
+   and the count marks the heavy columns where the n-sized one did not on its heavy threshold
+   (blind there, the n-sized one now marks them from the moderate band, with the Pareto bound
+   through its noisier upper count: intervals a quarter to a third wider).
 """
 
 from __future__ import annotations
@@ -37,9 +39,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning
 
 FORMULA = "lwage ~ exper + expersq + union + married"
 EPSILON = 16.0
-#: a seed whose n-sized count (noise sd about 5 users) left the columns unmarked, as in 3 of
-#: seeds 0-19 on the medians' run-by-run draws (4 on the draws before, seed 9 among them); the
-#: N̂-sized one (sd about 1.3) marks them in all of seeds 0-39
+#: a seed whose n-sized count (noise sd about 5 users) left the columns under its heavy
+#: threshold, as in 3 of seeds 0-19 on the medians' run-by-run draws (4 on the draws before,
+#: seed 9 among them); the N̂-sized one (sd about 1.3) marks them in all of seeds 0-39
 SEED = 3
 
 
@@ -119,4 +121,8 @@ def test_the_share_has_power(monkeypatch: pytest.MonkeyPatch) -> None:
 
     assert first_tail(found) > 2.0 * first_tail(sized)
     heavy = [any("heavy tail" in w for w in res.warnings) for res in (found, sized)]
-    assert heavy == [True, False]
+    assert heavy == [True, True]
+    # the n-sized count's noise reaches its bias bounds: every interval 20-32 % wider on this
+    # seed (0.64-0.80 of it over seeds 0-3), so the N̂-sized ones at most 0.85 of them
+    widths = [np.diff(res.conf_int().to_numpy(), axis=1).ravel() for res in (found, sized)]
+    assert np.all(widths[0] < 0.85 * widths[1]), widths
