@@ -625,16 +625,20 @@ def skewed_columns(
 
 
 def skewed_notes(
-    names: tuple[str, ...], skewed: NDArray[np.bool_], offset: NDArray[np.float64]
+    names: tuple[str, ...],
+    skewed: NDArray[np.bool_],
+    offset: NDArray[np.float64],
+    bias: NDArray[np.float64],
 ) -> tuple[str, ...]:
     """The reliability warning of the :func:`skewed_columns` (``offset``: their released mean
-    less their median, in plug-in sds).
+    less their median, in plug-in sds; ``bias``: the bias bounds their intervals allow, the
+    exponential model's about a centre that far off the mean).
 
     Examples
     --------
     >>> import numpy as np
     >>> from dplong.privacy.tails import skewed_notes
-    >>> (note,) = skewed_notes(("spend",), np.array([True]), np.array([0.41]))
+    >>> (note,) = skewed_notes(("spend",), np.array([True]), np.array([0.41]), np.array([2.5]))
     >>> note[:58]
     "'spend': skewed (its mean 0.41 sds above its median) where"
     """
@@ -645,15 +649,16 @@ def skewed_notes(
     where = _listed(
         [f"{abs(offset[j]):.2g} sds {'above' if offset[j] > 0 else 'below'}" for j in columns]
     )
+    allowances = _listed([f"{bias[j]:.3g}" for j in columns])
     return (
         f"{_listed([repr(names[j]) for j in columns])}: skewed ("
         f"{'its mean' if one else 'their means'} {where} {'its' if one else 'their'} "
-        f"median{'' if one else 's'}) where the clip and its bias bound assume near-normal "
-        f"tails, and no count found {'its tail' if one else 'their tails'} heavy: the "
-        f"{'interval' if one else 'intervals'} can miss the mean by more than the bias bound "
-        "allows. Declare a support's end (lower=0) for a statistic that cannot be negative, "
-        "state a tail (tail=Moment(k, bound)) or bounds, model a transform (np.log1p), or "
-        "raise epsilon.",
+        f"median{'' if one else 's'}) where the clip assumed near-normal tails, and no count "
+        f"found {'its tail' if one else 'their tails'} heavy: the "
+        f"{'interval allows' if one else 'intervals allow'} {allowances} for the clipped side "
+        "(an exponential tail), and a heavier one can hide more. Declare a support's end "
+        "(lower=0) for a statistic that cannot be negative, state a tail (tail=Moment(k, "
+        "bound)) or bounds, model a transform (np.log1p), or raise epsilon.",
     )
 
 
