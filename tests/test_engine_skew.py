@@ -327,6 +327,26 @@ def test_a_skewed_mean_no_tail_count_checked_is_warned_and_a_symmetric_one_is_no
     assert warned["normal"] <= 3, warned
 
 
+def test_a_skewed_column_the_warning_names_takes_the_exponential_bound() -> None:
+    """Exponential statistics of 500 users at ε = 1 (no tail count at this n ε, no rough
+    mean): the skew warning names 22 of these 30 releases, whose clip ~2.3 σ̂ from the median
+    cut about a tenth of the mean; 18 of those 22 intervals missed the users' mean. The named
+    column's bias bound is now the exponential model's about a centre off the mean by the
+    released offset (post-processing, the estimate unchanged): 1 of the 22 misses. At the
+    measured rate (under 0.1), more than 5 misses of 22 has chance 2.5 %."""
+    named = named_misses = 0
+    for seed in range(30):
+        x = np.random.default_rng([51, seed]).exponential(10.0, 500)
+        res = dplong.winsorized_mean(x, epsilon=1.0, random_state=seed)
+        lo, hi = res.conf_int().iloc[0]
+        if any("skewed (its mean" in w for w in res.warnings):
+            named += 1
+            named_misses += not lo <= x.mean() <= hi
+            (note,) = [w for w in res.warnings if "skewed (its mean" in w]
+            assert "for the clipped side (an exponential tail)" in note
+    assert named >= 15 and named_misses <= 5, (named, named_misses)
+
+
 def test_a_moderate_tail_the_count_found_takes_the_exponential_model() -> None:
     """Exponential statistics of 1,000 users at ε = 1: the tail count runs, but the
     exponential puts about 4 % of the users beyond its rung, under the heavy threshold, and
