@@ -631,8 +631,6 @@ def release_means(
     # checked it: blind, or none affordable (an assumed tail kind's note says so already);
     # not of a column taken as 0 because its count saw nobody off 0 (``unseen``: withheld)
     light = ~tails.heavy & ~withheld & (True if unseen is None else ~unseen)
-    # the count found a moderate tail: the exponential model (its own line), no skew warning
-    moderate = np.zeros(d, dtype=bool) if tails.moderate is None else tails.moderate & ~withheld
     counted = tail_users(where, users)
     # the scale estimated, no bounds and no tail stated or assumed: the bulk's model decides
     modelled = bounds is None and scale is None and rules.tail is None
@@ -644,7 +642,8 @@ def release_means(
     # plug-in sds: one whose tail no count checked, and one whose clip and bias bound rest on
     # the near-normal plug-in though the tail count ran (it marks heavy tails, not skew: too
     # light a skew went unmarked, and exponential user means of 1,000 users at ε = 1 were
-    # covered in 79 % of releases, every miss silent; benchmarks/skewed.py --only moderate)
+    # covered in 79 % of releases, every miss silent; benchmarks/skewed.py --only moderate);
+    # not one the count found moderate (never blind, its bound already the exponential one)
     seen = unchecked & ~blind_off_zero
     symmetric = np.isin(np.broadcast_to(np.asarray(kinds), (d,)), ("gaussian", "sub-gaussian"))
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a far miss: inf
@@ -652,7 +651,7 @@ def release_means(
         skewed = skewed_columns(
             offset,
             total_sd / where.sd,
-            (seen | (light & ~blind_off_zero & symmetric & modelled)) & ~moderate,
+            seen | (light & ~blind_off_zero & symmetric & modelled),
         )
         # their clip cut the long side by more than the near-normal bound sees: the bound
         # becomes the exponential model's, about a centre off the mean by the released offset
@@ -703,7 +702,7 @@ def release_means(
         + skew
         + blind_notes(names, blind_off_zero, why="blind" if plan.tail else "unaffordable"),
         assumptions=unchecked_assumptions(names, seen, why="blind" if plan.tail else "unaffordable")
-        + moderate_assumptions(names, moderate),
+        + moderate_assumptions(names, tails.moderate & ~withheld),
         failed=missed | unfound | crowded,
         weighted=user_weights is not None,
         unseen=unseen,

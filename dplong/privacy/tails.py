@@ -325,12 +325,22 @@ class TailFinding:
     entries: tuple[LedgerEntry, ...]
     mean_budget: FinalBudget
     threshold: float = 0.0
-    moderate: NDArray[np.bool_] | None = None
+    moderate: NDArray[np.bool_] = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
 
     def tail(self, tail: Tails) -> Tails:
         """The tail model of each column's bias bound after the rule: ``tail`` (the located
-        one, which sized the clip), the exponential where the count found a moderate tail."""
-        if self.moderate is None or not self.moderate.any():
+        one, which sized the clip), the exponential where the count found a moderate tail.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dplong.privacy.tails import TailFinding
+        >>> found = TailFinding(np.ones(2), np.zeros(2, dtype=bool), np.zeros(2), np.zeros(2),
+        ...                     (), None, moderate=np.array([True, False]))
+        >>> found.tail("gaussian")
+        ('exponential', 'gaussian')
+        """
+        if not self.moderate.any():
             return tail
         kinds = np.broadcast_to(np.asarray(tail), self.moderate.shape)
         return tuple(np.where(self.moderate, "exponential", kinds).tolist())
@@ -359,7 +369,8 @@ def tail_rule(
     expectation)."""
     radius, mean_budget, moment_budget = final
     d = radius.shape[0]
-    quiet = TailFinding(radius, np.zeros(d, dtype=bool), np.zeros(d), np.zeros(d), (), mean_budget)
+    none = np.zeros(d, dtype=bool)
+    quiet = TailFinding(radius, none, np.zeros(d), np.zeros(d), (), mean_budget, moderate=none)
     if not plan.tail:
         return quiet
     tail_epsilon, mean_budget = mean_budget.tail_split(plan.tail)
