@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from dplong.models.pooled.frame import _Scaling
 from dplong.models.pooled.located import RangeFlags
-from dplong.models.pooled.release import SKEW_WIDEN, _Statistics
+from dplong.models.pooled.release import SKEW_WIDEN, UNSEEN_WIDEN, _Statistics
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.privacy.budget import NOTE_MISS, StatisticsBudget
 from dplong.privacy.options import ReleaseOptions
@@ -135,6 +135,16 @@ def _statistics_results(
                     "(model a transform, np.log1p)",
                 )
                 if release.skew == "unchecked"
+                else ()
+            ),
+            *(
+                (
+                    "this n and epsilon afford no skew check of what the last Newton step clips: "
+                    f"it clipped the persons' scores at {UNSEEN_WIDEN:g} times their "
+                    "Cauchy–Schwarz radius, where a skewed outcome's clipped scores pull the "
+                    "estimate less, and the bias bound leaves out what it clips beyond",
+                )
+                if release.skew == "guarded"
                 else ()
             ),
             *(
