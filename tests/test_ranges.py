@@ -265,6 +265,48 @@ def test_a_reach_far_beyond_every_person_of_its_side_is_a_miss() -> None:
     assert beyond >= 4 and hair >= 30
 
 
+def test_a_midpoint_beyond_every_person_is_a_miss(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An outcome's midpoint median at 1.5e17, beyond all of 1,000 persons (as a `BetweenOLS`
+    fit at ε = 1 drew it, its counts' noise sd about 110): one side is empty, the other holds
+    every person at about the same deviation, the median reach, so nobody passes its first
+    rung; the range [-9.6e17, 4e17] held them and released coefficients of 10^15. Flagged
+    missed, with the counts exact (ρ large) and at the fit's noise (sd 110, 20 draws: the side
+    at 1,000 against a bar of 500 + 2 sds, the empty side and the first rung at 0 against
+    RUNG_SHARE n + 1 sd). Not flagged: the midpoint among them; a 0/1 column whose midpoint is
+    at 0 (45 % at 1: the cell holds the rest); and a column with 40 % at its lowest value, 0,
+    its midpoint put there (a miss of a tenth of n): 60 % on one side and nobody on the other,
+    but the side spread out, many beyond its first rung."""
+    rng = np.random.default_rng(5)
+    n = 1000
+    y = rng.normal(1.0, 1.5, n)
+    binary = (rng.uniform(size=n) < 0.45).astype(float)
+    spread = np.where(rng.uniform(size=n) < 0.4, 0.0, rng.exponential(2.0, n))
+    values = np.column_stack([y, binary, spread])
+    found = private_ranges(values, values, 50.0, 1e6, rng, names=("y", "binary", "spread"))
+    assert not found.missed.any()
+    real = ranges.private_median
+    calls = {"n": 0}
+
+    def far_midpoint(values: np.ndarray, *args: object, **options: object) -> np.ndarray:
+        calls["n"] += 1  # a release's three medians: its midpoints', then its two reaches'
+        median = real(values, *args, **options)
+        return np.array([1.5e17, 0.0, 0.0]) if calls["n"] % 3 == 1 else median
+
+    monkeypatch.setattr(ranges, "private_median", far_midpoint)
+    exact = private_ranges(values, values, 50.0, 1e6, rng, names=("y", "binary", "spread"))
+    assert exact.missed.tolist() == [True, False, False]
+    assert exact.ranges[0, 0] < -1e16  # the range that held them, a frame 10^17 wide
+    names = ("y", "binary", "spread")
+    noisy = [
+        private_ranges(values, values, 50.0, 0.0015, np.random.default_rng(s), names=names)
+        for s in range(20)
+    ]
+    # the empty side and the first rung each miss their bar (1 sd above) with chance about
+    # 16 %, the full side its (about 2.5 sds below) 0.6 %: flagged in about 70 % of draws, so
+    # that fewer than 9 of 20 has chance 0.5 %; before the rule, none
+    assert sum(bool(f.missed[0]) for f in noisy) >= 9
+
+
 def test_a_heavy_tail_beyond_the_range_is_counted_and_a_light_one_is_not() -> None:
     """Noise all but off (ρ large: the counts exact to a person), 4,000 persons: the Pareto
     (index 1.5) and lognormal (σ = 1.5) columns leave far more than √n persons beyond

@@ -48,6 +48,7 @@ __all__ = [
     "HISTOGRAM_EDGES",
     "HISTOGRAM_FALSE",
     "HISTOGRAM_REACH",
+    "LONE_SDS",
     "MISS_SDS",
     "NEAR_RUNG",
     "REACH",
@@ -121,6 +122,22 @@ TINY_REACH = 2.0**-SPREAD_GRID.inner
 #: test runs on sides with persons (more than RUNG_SHARE of n off the cell by MISS_SDS of the
 #: first rung's noise sds).
 NEAR_RUNG = 1.0 / 64.0
+#: A midpoint median that lands beyond (nearly) every person leaves one side empty and the
+#: other with them all, at about the same deviation (the median reach), so that nobody passes
+#: its first rung: where that side holds more than half of n by LONE_SDS sds of the count's
+#: noise, and the empty side and the first rung at most :func:`rung_share` and one sd, the
+#: midpoint is no median of the persons and the range, sized by a reach the width of the miss,
+#: missed. One sd, not two: a midpoint at a quarter of the persons leaves about a quarter of n on
+#: its short side and beyond the long side's first rung, which the bars must tell from none
+#: (1,000 persons, the counts' sd 110, medians at ε = 0.04: with two sds 23 of 300 such ranges
+#: were flagged besides the 2 beyond every person, with one 1). A median that lands
+#: at its column's edge (more than half of the persons strictly on one side) does so only by
+#: missing, and a side whose median reach is its deviations' median leaves many beyond 1.25 of
+#: it unless they are all alike (a 0/1 column, whose persons at its midpoint's value are in the
+#: cell, so at most half are off it). `BetweenOLS` at 1,000 persons, ε = 1 (the counts' sd about
+#: 110): an outcome's midpoint at 1.5e17, its range [-9.6e17, 4e17] held the data and released
+#: the coefficients at 10^15 with intervals as wide (docs/accuracy.md).
+LONE_SDS = 2.0
 #: A column is (nearly) constant where the first rung's two counts (the persons off the
 #: midpoint's cell above and below it) sum to at most RUNG_SHARE of n a side or CONSTANT_SDS
 #: sds of the sum's noise: a constant one passes with chance 0.977. The model may leave such
@@ -246,6 +263,12 @@ def private_ranges(
     off_cell = counted[:, 0]
     populated = off_cell > RUNG_SHARE * n + MISS_SDS * float(counts.sd[0])
     missed |= np.any(populated & (near < off_cell / 2.0), axis=0)
+    # a midpoint beyond (nearly) every person (LONE_SDS): one side empty, the other holding
+    # more than half of n, none of them beyond its first rung
+    noise = float(counts.sd[0])
+    empty = rung_share(n, noise) + noise
+    lone = (off_cell > n / 2.0 + LONE_SDS * noise) & (counted[:, 1] <= empty)
+    missed |= np.any(lone & (off_cell[::-1] <= empty), axis=0)
     first = np.where(held.any(axis=1), np.argmax(held, axis=1), len(RUNGS))
     reach_at, core_at, clipped_at = reach_rungs(n)
     factor = np.append(RUNGS, reach_at)[first]  # (side, column)
