@@ -127,16 +127,16 @@ NEAR_RUNG = 1.0 / 64.0
 #: its first rung: where that side holds more than half of n by LONE_SDS sds of the count's
 #: noise, and the empty side and the first rung at most :func:`rung_share` and one sd, the
 #: midpoint is no median of the persons and the range, sized by a reach the width of the miss,
-#: missed. One sd, not two: a midpoint at a quarter of the persons leaves about a quarter of n on
-#: its short side and beyond the long side's first rung, which the bars must tell from none
-#: (1,000 persons, the counts' sd 110, medians at ε = 0.04: with two sds 23 of 300 such ranges
-#: were flagged besides the 2 beyond every person, with one 1). A median that lands
-#: at its column's edge (more than half of the persons strictly on one side) does so only by
-#: missing, and a side whose median reach is its deviations' median leaves many beyond 1.25 of
-#: it unless they are all alike (a 0/1 column, whose persons at its midpoint's value are in the
-#: cell, so at most half are off it). `BetweenOLS` at 1,000 persons, ε = 1 (the counts' sd about
-#: 110): an outcome's midpoint at 1.5e17, its range [-9.6e17, 4e17] held the data and released
-#: the coefficients at 10^15 with intervals as wide (docs/accuracy.md).
+#: missed (`BetweenOLS` at 1,000 persons, ε = 1, the counts' sd about 110: an outcome's
+#: midpoint at 1.5e17, its range [-9.6e17, 4e17] held the data and released the coefficients at
+#: 10^15 with intervals as wide; docs/accuracy.md). A median lands at its column's edge (more
+#: than half of the persons strictly on one side) only by missing, and a side whose median
+#: reach is its deviations' median leaves many beyond 1.25 of it unless they are all alike (a
+#: 0/1 column, whose persons at its midpoint's value are in the cell, so at most half are off
+#: it). One sd on the empty bars, not two: a midpoint at a quarter of the persons leaves about a
+#: quarter of n on its short side and beyond the long side's first rung, which the bars must
+#: tell from none (those 1,000 persons, medians at ε = 0.04: with two sds 23 of 300 such
+#: ranges were flagged besides the 2 beyond every person, with one 1).
 LONE_SDS = 2.0
 #: A column is (nearly) constant where the first rung's two counts (the persons off the
 #: midpoint's cell above and below it) sum to at most RUNG_SHARE of n a side or CONSTANT_SDS
