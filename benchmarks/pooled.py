@@ -58,13 +58,14 @@
 
 9. **Skewed outcomes, one mean a person** (``--parts skewed-y``): :class:`dplong.BetweenOLS`
    ``y ~ treat + x`` (a 0/1 treatment constant within persons, a normal regressor with a
-   person effect, four rows a person), the person effect and the errors exponential (centred)
-   or normal, 2,000 to 10,000 persons, ε = 1 given only ε: per coefficient its mean error over
-   its bse, the coverage of the truth, the 95th percentile of |error| / bse and the RMSE over
-   the non-private between estimator's, and the fits whose skew check widened the last step;
-   and RAND HIE's ``np.log1p(mdvis) ~ np.log(coins + 1) + xage + female`` between persons at
-   ε = 1, around the non-private between estimate (linearmodels' ``BetweenOLS``), over its
-   robust SE. Over ``--reps`` fits (at most 40).
+   person effect, four rows a person), the person effect and the errors normal, exponential
+   (centred), or the person effect lognormal (σ = 1, centred) and the errors normal, 500 to
+   10,000 persons, ε = 1 given only ε: per coefficient its mean error over its bse, the
+   coverage of the truth, the 95th percentile of |error| / bse and the RMSE over the
+   non-private between estimator's, the fits whose skew check widened the last step (each
+   warns), and the misses with no warning; and RAND HIE's ``np.log1p(mdvis) ~ np.log(coins +
+   1) + xage + female`` between persons at ε = 1, around the non-private between estimate
+   (linearmodels' ``BetweenOLS``), over its robust SE. Over ``--reps`` fits.
 
 Run ``python benchmarks/pooled.py [--reps R]``; docs/accuracy.md holds the numbers of the
 default 100.
@@ -542,11 +543,12 @@ def _coefficient_rows(
     ratios: np.ndarray,
     covered: np.ndarray,
     public: np.ndarray,
-    suffix: str = "",
+    suffix: str | list[str] = "",
 ) -> None:
     """Parts 8 and 9: a row per coefficient (its ``cells`` label) over the fits that released
     it: its mean error over its bse, the coverage, the 95th percentile of |error| / bse and the
-    RMSE over the non-private estimator's (``public``: its errors)."""
+    RMSE over the non-private estimator's (``public``: its errors), then ``suffix`` (one for
+    every row, or one a row)."""
     reference = np.sqrt(np.mean(np.square(public), axis=0))
     for j, cell in enumerate(cells):
         shown = np.isfinite(ratios[:, j])
@@ -557,7 +559,7 @@ def _coefficient_rows(
         print(
             f"{cell} {np.mean(ratios[shown, j]):>10.2f} {np.mean(covered[shown, j]):>9.2f} "
             f"{np.percentile(np.abs(ratios[shown, j]), 95):>11.2f} "
-            f"{value / reference[j]:>10.2f}{suffix}"
+            f"{value / reference[j]:>10.2f}{suffix if isinstance(suffix, str) else suffix[j]}"
         )
 
 
@@ -588,7 +590,7 @@ def skewed_regressors(reps: int, seed: int) -> None:
         _coefficient_rows(cells, errors, ratios, covered, public)
 
 
-SKEWED_Y_CELLS = (2_000, 5_000, 10_000)
+SKEWED_Y_CELLS = (500, 2_000, 3_000, 5_000, 10_000)
 TREAT = np.array([1.0, 0.5, 0.3])
 
 
@@ -600,10 +602,13 @@ def _widened(res: dplong.results.RegressionResults) -> bool:
 def skewed_outcomes(reps: int, seed: int) -> None:
     """Part 9 (module docstring): where clipping the scores of one mean a person biases."""
     print(f"\nSkewed outcomes, BetweenOLS, T = 4, eps = 1, given only epsilon, {reps} fits a cell")
-    _coefficient_header(f"{'n':>7} {'errors':>11} {'coefficient':>11}", f" {'widened':>8}")
+    _coefficient_header(
+        f"{'n':>7} {'errors':>11} {'coefficient':>11}", f" {'widened':>8} {'silent':>7}"
+    )
     for n in SKEWED_Y_CELLS:
-        for law in ("normal", "exponential"):
+        for law in ("normal", "exponential", "lognormal"):
             errors, ratios, covered, public, widened = [], [], [], [], 0
+            silent = np.zeros(3, dtype=int)  # misses with no reliability warning
             for r in range(reps):
                 rng = np.random.default_rng([seed, n, r, 9])
                 ids = np.repeat(np.arange(n), 4)
@@ -611,8 +616,11 @@ def skewed_outcomes(reps: int, seed: int) -> None:
                 x = rng.normal(size=4 * n) + np.repeat(rng.normal(size=n), 4)
                 if law == "normal":
                     noise = np.repeat(rng.normal(size=n), 4) + rng.normal(size=4 * n)
-                else:
+                elif law == "exponential":
                     noise = np.repeat(rng.exponential(size=n), 4) + rng.exponential(size=4 * n) - 2
+                else:  # the long right tail of spending or income, centred
+                    effect = rng.lognormal(0.0, 1.0, n) - np.exp(0.5)
+                    noise = np.repeat(effect, 4) + rng.normal(size=4 * n)
                 y = TREAT[0] + TREAT[1] * treat + TREAT[2] * x + noise
                 frame = pd.DataFrame({"id": ids, "y": y, "treat": treat, "x": x})
                 means = frame.groupby("id").mean()
@@ -625,13 +633,15 @@ def skewed_outcomes(reps: int, seed: int) -> None:
                 low, high = res.conf_int().to_numpy().T
                 errors.append(error)
                 ratios.append(error / res.bse.to_numpy())
-                covered.append(np.where(np.isnan(error), np.nan, (low <= TREAT) & (TREAT <= high)))
+                hit = (low <= TREAT) & (TREAT <= high)
+                covered.append(np.where(np.isnan(error), np.nan, hit))
                 widened += _widened(res)
+                silent += np.isfinite(error) & ~hit & (not res.warnings)
             cells = [f"{n:>7} {law:>11} {name:>11}" for name in ("Intercept", "treat", "x")]
             _coefficient_rows(
                 cells,
                 *(np.asarray(a) for a in (errors, ratios, covered, public)),
-                suffix=f" {widened:>5}/{reps}",
+                suffix=[f" {widened:>5}/{reps} {k:>7}" for k in silent],
             )
     _randhie_between(reps, seed)
 
@@ -701,7 +711,7 @@ def main() -> None:
     if "skewed-x" in args.parts:
         skewed_regressors(min(args.reps, 20), args.seed)
     if "skewed-y" in args.parts:
-        skewed_outcomes(min(args.reps, 40), args.seed)
+        skewed_outcomes(args.reps, args.seed)
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 
