@@ -213,6 +213,14 @@ def test_results_hold_released_numbers_and_public_facts_only() -> None:
     effects, residual = res.variance_decomposition.iloc[:2]
     np.testing.assert_allclose(res.theta.to_numpy(), theta(np.arange(1, 5), effects, residual))
     assert "variance components released (DP)" in res.assumptions[-1]
+    # the components set θ only (the clustered intervals hold at any θ): their stage's notes
+    # (here its unchecked tails, whose remedy names that stage's scale=) qualify them among
+    # the assumptions, with this model's remedy, and warn of nothing in the coefficients
+    assert res.components is not None and res.components.warnings
+    for note in res.components.warnings:
+        assert not any(note in w for w in res.warnings)
+        (line,) = [a for a in res.assumptions if note in a]
+        assert "they set θ only" in line and "variance_components=" in line
     copy = pickle.loads(pickle.dumps(res))
     assert copy.params.equals(res.params) and copy.theta.equals(res.theta)
     assert "RandomEffects" in str(res.summary())

@@ -355,8 +355,16 @@ class RandomEffects(PooledOLS):
             f"{thetas.iloc[0]:.3g} at T = 1 to {thetas.iloc[-1]:.3g} at T = {cap}"
         )
         notes = (*said, *fitted.warnings)
+        # the components set θ only, and the clustered intervals hold at any θ: their stage's
+        # notes qualify the decomposition, not the coefficients (its remedies name that
+        # stage's own options), so they join the assumptions
+        staged: tuple[str, ...] = ()
         if found is not None:
-            notes += tuple(f"Variance components (their stage): {note}" for note in found.warnings)
+            staged = tuple(
+                "variance components' stage (they set θ only; its remedies are its own options: "
+                f"here state variance_components= or raise epsilon): {note}"
+                for note in found.warnings
+            )
             if not np.isfinite(found.params[list(COMPONENTS)].to_numpy()).all():
                 notes += (
                     "A variance component was withheld (its note says why): the rows were not "
@@ -367,7 +375,7 @@ class RandomEffects(PooledOLS):
         values.update(
             model=self.spec,
             privacy=ledger,
-            assumptions=(*fitted.assumptions, described),
+            assumptions=(*fitted.assumptions, *staged, described),
             warnings=notes,
         )
         return RandomEffectsResults(
