@@ -341,7 +341,8 @@ def _skewed_notes(skew: SkewCheck) -> tuple[str, ...]:
         "The persons' scores beyond their clipping radius were skewed (the released skew "
         f"check): the last Newton step clipped at {SKEW_WIDEN:g} times that radius, and what a "
         "long tail puts beyond it can move the coefficients, the intercept most, past their "
-        "intervals. Model a transform of a skewed outcome (np.log1p) or give public bounds.",
+        "intervals. Give public bounds, or model the outcome on a scale where it is less "
+        "skewed.",
     )
 
 
