@@ -422,8 +422,9 @@ def test_the_planner_decides_as_the_fit() -> None:
 
 def test_small_n_epsilon_finds_the_ranges_by_histograms_and_says_so() -> None:
     """n = 1000, three regressors, given only ε = 1: the ranges come from the one vector of
-    histograms (PooledOLS's plan, inherited), first in the ledger; the fit spends at most ε
-    and carries the route's public note, as its plan does."""
+    histograms (PooledOLS's plan, inherited), first in the ledger, then the counts of the
+    persons beyond their ends; the fit spends at most ε and carries the route's public note,
+    as its plan does."""
     rng = np.random.default_rng(8)
     x = np.repeat(rng.normal(size=(1000, 3)), 8, axis=0) + rng.normal(size=(8000, 3))
     frame = pd.DataFrame(x, columns=["x0", "x1", "x2"])
@@ -433,7 +434,10 @@ def test_small_n_epsilon_finds_the_ranges_by_histograms_and_says_so() -> None:
         epsilon=1.0, max_rows=8, random_state=1
     )
     assert res.privacy.entries[0].target == "persons' extremes by dyadic cell"
-    assert sum(e.stage == "bounds" for e in res.privacy.entries) == 1
+    assert [e.target for e in res.privacy.entries if e.stage == "bounds"] == [
+        "persons' extremes by dyadic cell",
+        "persons beyond the ranges",
+    ]
     assert res.privacy.epsilon <= 1.0
     assert pooled_located.HISTOGRAM_NOTE in res.warnings
     planned = dplong.plan("y ~ x0 + x1 + x2", model="re", n=1000, epsilon=1.0)

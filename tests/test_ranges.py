@@ -33,6 +33,7 @@ from dplong.privacy.ranges import (
     FAR_RUNG,
     NEAR_RUNG,
     RUNGS,
+    TINY_REACH,
     histogram_ranges,
     private_ranges,
 )
@@ -157,13 +158,14 @@ def test_a_side_nobody_is_on_ends_at_the_midpoints_cell() -> None:
     in the free plan) has its midpoint at 0 and nobody below it. That side's median reach has
     nothing to find: every cell but 0's is tied n ZERO_WEIGHT behind, and at a small ε the
     report-noisy-max lands far out (2,000 persons, ε = 0.07: 250 users behind against noise of
-    scale 2 / ε over 3,967 cells; measured, 5 of 40 seeds beyond 100). The count beyond the
-    first rung, the midpoint's cell, sees nobody there (exact here) and ends the side at the
-    cell in every seed, however far its median landed; the other side keeps its rung above
-    the largest value."""
+    scale 2 / ε over the 1,985 cells of the reach's grid; measured, 6 of 200 seeds beyond 100).
+    The count beyond the first rung, the midpoint's cell, sees nobody there (exact here) and
+    ends the side at the cell in every seed, however far its median landed (a hair below 0
+    where the midpoint lands a hair above it, 0.05 in one seed); the other side keeps its rung
+    above the largest value."""
     values = np.repeat([0.0, 3.26, 3.93, 4.56], [1200, 400, 200, 200])[:, None]
     far, lows, highs = 0, [], []
-    for seed in range(40):
+    for seed in range(200):
         found = private_ranges(values, values, 0.07, OFF, np.random.default_rng(seed),
                                names=("coins",))  # fmt: skip
         far += bool(found.reaches[1, 0] > 100.0)
@@ -171,7 +173,7 @@ def test_a_side_nobody_is_on_ends_at_the_midpoints_cell() -> None:
         lows.append(low)
         highs.append(high)
     assert far >= 3  # the power check: without the cell's rung these ranges reach 10^2 or more
-    assert max(np.abs(lows)) <= 1e-3  # the cell of a midpoint at (or next to) 0
+    assert max(lows) <= 0.0 and min(lows) >= -0.05  # the cell of a midpoint at (or next to) 0
     assert min(highs) >= 4.56 and max(highs) < 100.0
 
 
@@ -233,10 +235,11 @@ def test_a_reach_far_beyond_every_person_of_its_side_is_a_miss() -> None:
     """The wage panel's years of schooling, one value a man: 403 of the 545 at or below the 12
     years most have, 142 above. At the medians' ε of the five-regressor pooled fit at ε = 4
     (0.15) the upper reach's weighted median has about 96 men's worth of utility over the cells
-    far beyond every man, and those cells are many: it lands there in about 12 % of draws
-    (10^116 in the fit that released `educ` at -1.2e-117, its interval excluding the truth;
-    every man is then within NEAR_RUNG of the reach). Each such draw is a miss (100 draws:
-    about 12 expected, a binomial sd of 3.2, so at least 4). Not flagged: a reach on the same
+    far beyond every man, and those cells are many: it lands there in about 8 % of draws on
+    the reach grid (12 % on the spread grid's 3,967 cells; 10^116 in the fit that released
+    `educ` at -1.2e-117, its interval excluding the truth; every man is then within NEAR_RUNG
+    of the reach). Each such draw is a miss (100 draws: about 8 expected, a binomial sd of 2.7,
+    so at least 4). Not flagged: a reach on the same
     data that lands among the men (the count beyond NEAR_RUNG reaches about 142, twice the
     flag's line, with a noise sd of 16 here); a column at a value next to its midpoint (RAND
     HIE's log coinsurance: 55 % of 5,912 persons at 0, the midpoint often a hair above it, so
@@ -263,6 +266,54 @@ def test_a_reach_far_beyond_every_person_of_its_side_is_a_miss() -> None:
         hair += bool(control.reaches[1, 0] < 1e-6)
         assert not control.missed[0]
     assert beyond >= 4 and hair >= 30
+
+
+def test_a_reach_beyond_a_hair_of_persons_within_the_other_sides_span_is_no_miss() -> None:
+    """A 0/1 column half at 1 among 1,000 persons, the medians at the ε of a three-column
+    `PooledOLS` fit at ε = 1 (0.04) and the counts at its noise (sd 111): its midpoint lands
+    anywhere between 0 and 1, mostly a hair above 0, so that the lower side's persons are that
+    hair off it and its reach, if it lands beyond them all, is still a hair, far within the
+    upper side's span of about 4; the range then holds the column, at most twice as wide: no
+    miss. 200 draws: 14 flagged; without that excuse, and on the spread grid, 54, while ranges
+    that missed the column (one 5,700 wide) went unflagged. Every range not flagged holds
+    [0, 1] within twice the upper side's REACH median reaches (about 4.2 here). Power: the
+    same test flags the wage panel's schooling above, and these draws do put the midpoint a
+    hair above 0 (at least 100)."""
+    rng = np.random.default_rng(3)
+    treat = rng.integers(0, 2, (1000, 1)).astype(float)
+    flagged = hair = 0
+    for seed in range(200):
+        found = private_ranges(treat, treat, 0.0403, 0.001458, np.random.default_rng(seed),
+                               names=("treat",))  # fmt: skip
+        flagged += bool(found.missed[0])
+        hair += bool(0.0 < found.reaches[1, 0] < 1e-3 and found.midpoint[0] < 1e-3)
+        if not found.missed[0]:
+            low, high = found.ranges[0]
+            assert low <= 0.0 and 1.0 <= high and high - low <= 9.0
+    assert flagged <= 20 and hair >= 100
+
+
+def test_a_reach_among_the_cells_below_a_rare_columns_persons_is_a_miss() -> None:
+    """A 0/1 column that 3 % of 5,000 persons have (ε = 0.03 a median, the counts' sd about
+    35): its upper reach lands among the cells tied between the persons at its midpoint 0 and
+    the 150 at 1. Below 2^-64 the range is narrow (its slope withheld); in the fine cells
+    above (1e-4, 0.06) it clipped every one of the 150 to a sliver with no flag, as the far
+    rung's count stays below RUNG_SHARE n (250 plus 3 sds). Most of a side's persons off the
+    midpoint's cell beyond the far rung, by 3 sds, is a miss too: 17 of the 19 such ranges in
+    these 100 draws are flagged (the other two have a count under its 3 sds); before, none.
+    The normal column beside it is not flagged."""
+    rng = np.random.default_rng(3)
+    rare = (rng.random(5000) < 0.03).astype(float)[:, None]
+    values = np.hstack([rare, rng.normal(size=(5000, 1))])
+    fine = caught = 0
+    for seed in range(100):
+        found = private_ranges(values, values, 0.03, 0.01, np.random.default_rng(seed),
+                               names=("d", "x"))  # fmt: skip
+        assert not found.missed[1]
+        if TINY_REACH < found.ranges[0, 1] < 1.0:  # a sliver in the fine cells
+            fine += 1
+            caught += bool(found.missed[0])
+    assert fine >= 10 and caught >= fine - 3
 
 
 def test_a_midpoint_beyond_every_person_is_a_miss(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -370,7 +421,7 @@ EPS, RUNS = 1.0, 5_000
 @pytest.fixture
 def small_grids(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ranges, "GRID", SMALL)
-    monkeypatch.setattr(ranges, "SPREAD_GRID", SMALL_SPREAD)
+    monkeypatch.setattr(ranges, "REACH_GRID", SMALL_SPREAD)
     assert quantile.GRID is not SMALL  # the package's own grids are untouched
 
 
@@ -498,25 +549,37 @@ def test_tail_counts_audit_with_power_check(
     released counts projected on the move. The broken replica (noise at a quarter of its sd)
     must be caught, the correct one must not exceed its claim."""
     monkeypatch.setattr(ranges, "private_median", _public_medians)
+    others = np.linspace(-0.5, 0.5, 30)  # beyond the cell, inside CLIPPED_RUNG
+    _audit_tail_counts(_tail_counts, others, others, 0.0, fraction, seed=18)
+
+
+def _audit_tail_counts(
+    release: Callable[[np.ndarray, np.ndarray, float, np.random.Generator], np.ndarray],
+    lows: np.ndarray,
+    highs: np.ndarray,
+    inside: float,
+    fraction: float,
+    seed: int,
+) -> None:
+    """The audit of a column's two counts beyond its range's ends as ``release`` gives them:
+    D (the persons' ``lows`` and ``highs``, person 0 at ±``inside``) and D' (person 0 at ±FAR,
+    beyond both ends: the vector's worst move, √(2 k) for k = 1), the released counts
+    projected on the move, at ρ (a ``fraction`` of the noise: the broken replica)."""
     rho, delta = 0.5, 1e-3
     runs = 3000 if fraction == 1.0 else 1500
-    others = np.linspace(-0.5, 0.5, 30)  # beyond the cell, inside CLIPPED_RUNG
-    rng = np.random.default_rng(18)
+    rng = np.random.default_rng(seed)
     outputs, noiseless = [], []
-    for person in (0.0, FAR):
-        lows = np.append(others, -person)[:, None]
-        highs = np.append(others, person)[:, None]
-        outputs.append(
-            np.array([_tail_counts(lows, highs, rho / fraction**2, rng) for _ in range(runs)])
-        )
-        noiseless.append(_tail_counts(lows, highs, OFF, rng))
+    for person in (inside, FAR):
+        low, high = np.append(lows, -person)[:, None], np.append(highs, person)[:, None]
+        outputs.append(np.array([release(low, high, rho / fraction**2, rng) for _ in range(runs)]))
+        noiseless.append(release(low, high, OFF, rng))
     move = noiseless[1] - noiseless[0]
     assert np.array_equal(move, np.ones(2))  # both sides' counts, by one
     direction = move / np.linalg.norm(move)
-    low, high = (float(v @ direction) for v in noiseless)
+    centres = tuple(float(v @ direction) for v in noiseless)
     sd = math.sqrt(2.0) / math.sqrt(2.0 * rho)  # the stated sensitivity √(2 k), k = 1
     projected = (outputs[0] @ direction, outputs[1] @ direction)
-    check_gaussian_audit(projected, (low, high), sd, fraction, rho, delta)
+    check_gaussian_audit(projected, centres, sd, fraction, rho, delta)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -561,6 +624,41 @@ def test_noise_off_histograms_give_dyadic_cores_holding_the_extremes() -> None:
     assert found.ranges == pytest.approx(
         found.midpoint[:, None] + np.outer(half, [-1, 1]) * ranges.HISTOGRAM_REACH
     )
+
+
+def test_a_histogram_range_that_clips_a_side_straddling_zero_is_flagged() -> None:
+    """An outcome of mean 1.25 and person sd 1.2 over four rows of sd 1 (1,000 persons): its
+    persons' minima straddle 0, spread over cells of both signs (at most 18 % in one), so that
+    no cell of the lower side's histogram clears the threshold (ρ of a four-column fit at
+    n = 1000, ε = 1: about 190 persons) or one near the bulk does, and the side ends there,
+    clipping up to half of the persons. The count of the persons beyond the ends (tail_rho,
+    its sd about 33) flags such ranges (missed above HISTOGRAM_MISS n by 3 sds: 60 %; heavy
+    above √n and 2.2 sds, 10 %): no range left unflagged clips more than 15 % of the persons
+    (one 13 %, the rest at most 5 %). Power: without the count, 29 of these 100 ranges
+    clipped more than 15 %; a column centred at 0 beside it is never flagged, and the count
+    moves no range."""
+    rng = np.random.default_rng(7)
+    person = rng.normal(size=(1000, 1))
+    y = 1.25 + 1.2 * person + rng.normal(size=(1000, 4))
+    x = 1.2 * rng.normal(size=(1000, 1)) + rng.normal(size=(1000, 4))
+    lows, highs = np.column_stack([y.min(1), x.min(1)]), np.column_stack([y.max(1), x.max(1)])
+
+    def clipped(box: np.ndarray) -> float:
+        return float(np.mean((lows[:, 0] < box[0]) | (highs[:, 0] > box[1])))
+
+    flagged = unseen = 0
+    for seed in range(100):
+        counted = histogram_ranges(lows, highs, 0.0037, np.random.default_rng(seed),
+                                   names=("y", "x"), tail_rho=0.0019)  # fmt: skip
+        blind = histogram_ranges(lows, highs, 0.0037, np.random.default_rng(seed),
+                                 names=("y", "x"))  # fmt: skip
+        assert not counted.missed[1] and counted.heavy[1] == 0.0
+        assert np.array_equal(counted.ranges, blind.ranges)
+        shown = bool(counted.missed[0] or counted.heavy[0] > 0.0)
+        flagged += shown
+        assert shown or clipped(counted.ranges[0]) <= 0.15
+        unseen += clipped(blind.ranges[0]) > 0.15
+    assert flagged >= 20 and unseen >= 20
 
 
 def test_histograms_call_constant_only_a_column_nearly_all_at_zero() -> None:
@@ -665,3 +763,29 @@ def test_histogram_release_audit_with_power_check(
     sd = 2.0 / math.sqrt(2.0 * rho)  # the sensitivity 2 √k (k = 1) over √(2ρ)
     centres = float(noiseless.min()), float(noiseless.max())
     check_gaussian_audit(outputs, centres, sd, fraction, rho, delta)
+
+
+def _histogram_tail_counts(
+    lows: np.ndarray, highs: np.ndarray, tail_rho: float, rng: np.random.Generator
+) -> np.ndarray:
+    """The released counts beyond the histogram route's range (upper, lower) of one column,
+    its histograms all but noiseless (ρ = 1e8: an sd of 3e-4 persons, against the threshold
+    of 5 below; OFF's exact lattice is slower)."""
+    found = histogram_ranges(lows, highs, 1e8, rng, names=("x",), tail_rho=tail_rho)
+    return found.beyond.ravel()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fraction", [1.0, BROKEN_NOISE_FRACTION])
+def test_histogram_tail_counts_audit_with_power_check(
+    fraction: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The counts of the persons beyond the histogram route's ranges (``tail_rho``) as
+    :func:`histogram_ranges` releases them, the histograms (all but) noiseless and their
+    threshold held at 5 persons (so that one person far out moves no range: D and D' share
+    it; the histograms' own audit is above): D (person 0 with the others at ±1) and D' (person 0 at
+    ±FAR, beyond both ends: the vector's worst move, √(2 k) for k = 1), the released counts
+    projected on the move. The broken replica (noise at a quarter of its sd) must be caught,
+    the correct one must not exceed its claim."""
+    monkeypatch.setattr(ranges, "histogram_threshold", lambda k, rho: 5.0)
+    _audit_tail_counts(_histogram_tail_counts, -np.ones(20), np.ones(20), 1.0, fraction, seed=19)

@@ -88,9 +88,10 @@ class LogGrid:
     """A public grid of cells: boundaries 0 and ``±2**(k / r)``.
 
     ``r = fine`` boundaries per doubling for magnitudes in ``[2**-inner, 2**inner]``, ``r =
-    coarse`` beyond, between ``2**-outer`` and ``2**(outer + 1)`` (by default the smallest
-    normal double and the largest power of two); ``signed=False`` keeps 0 and the
-    positive boundaries (for spreads). The outermost cells are unbounded.
+    coarse`` beyond, between ``2**-outer`` and ``2**(top + 1)`` (by default the smallest
+    normal double and the largest power of two: ``top`` defaults to ``outer``);
+    ``signed=False`` keeps 0 and the positive boundaries (for spreads). The outermost cells
+    are unbounded.
 
     Examples
     --------
@@ -107,6 +108,7 @@ class LogGrid:
     inner: int = 64
     outer: int = 1022
     signed: bool = True
+    top: int | None = None
 
     @cached_property
     def boundaries(self) -> NDArray[np.float64]:
@@ -115,13 +117,17 @@ class LogGrid:
             [
                 np.arange(-self.outer * self.coarse, -self.inner * self.coarse) / self.coarse,
                 np.arange(-self.inner * self.fine, self.inner * self.fine) / self.fine,
-                np.arange(self.inner * self.coarse, (self.outer + 1) * self.coarse + 1)
+                np.arange(self.inner * self.coarse, (self._top + 1) * self.coarse + 1)
                 / self.coarse,
             ]
         )
         positive = np.exp2(np.minimum(exponents, 1023.0))
         negative = -positive[::-1] if self.signed else np.empty(0)
         return np.concatenate([negative, [0.0], positive])
+
+    @property
+    def _top(self) -> int:
+        return self.outer if self.top is None else self.top
 
     @cached_property
     def centres(self) -> NDArray[np.float64]:

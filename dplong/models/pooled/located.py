@@ -176,7 +176,9 @@ def find_ranges(
     if not located.any():
         return FoundRanges(ranges, frame, RangeFlags(missed, heavy, narrow), constant, ())
     if plan.histogram_rho > 0.0:
-        found = histogram_ranges(*extremes, plan.histogram_rho, generator, names=names)
+        found = histogram_ranges(
+            *extremes, plan.histogram_rho, generator, names=names, tail_rho=plan.tail_rho
+        )
     else:
         found = private_ranges(
             *extremes,

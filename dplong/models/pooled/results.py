@@ -19,6 +19,7 @@ from dplong.privacy.budget import NOTE_MISS, StatisticsBudget
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.ranges import (
     FAR_RUNG,
+    HISTOGRAM_MISS,
     NEAR_RUNG,
     RUNG_SHARE,
     TINY_REACH,
@@ -73,11 +74,13 @@ def _statistics_results(
     for values in (beta, noise_sd, sampling_sd, bias):
         values[clipped | sliver | short] = np.nan
     unbounded &= ~(clipped | sliver | short)
-    notes = _missed_notes(model, index[clipped], missed)
+    notes = _missed_notes(model, index[clipped], missed, plan.histogram_rho > 0.0)
     notes += _narrow_notes(model, index[sliver], narrow)
     notes += _withheld_notes(model, index[unbounded], release.pilot.ridge)
     notes += _found_notes(model, plan)
-    heavy_notes = _heavy_notes(model, heavy, index[short], int(clipped.sum()) < len(index))
+    heavy_notes = _heavy_notes(
+        model, heavy, index[short], int(clipped.sum()) < len(index), plan.histogram_rho > 0.0
+    )
     notes += heavy_notes
     notes += _constant_notes(constant)
     notes += _skewed_notes(release.skew)
@@ -240,18 +243,27 @@ def _clips_many(positions: NDArray[np.intp], heavy: NDArray[np.float64]) -> NDAr
 
 
 def _missed_notes(
-    model: PooledOLS, withheld: pd.Index, missed: NDArray[np.bool_]
+    model: PooledOLS, withheld: pd.Index, missed: NDArray[np.bool_], histograms: bool
 ) -> tuple[str, ...]:
-    """The note of the coefficients withheld because a range found privately missed."""
+    """The note of the coefficients withheld because a range found privately missed (by the
+    medians' counts, or by ``histograms`` with no cell clearing their threshold on a side)."""
     if not len(withheld):
         return ()
     names = [name for name, m in zip(model._names, missed, strict=True) if m]
+    why = (
+        f"by the released count, more than {HISTOGRAM_MISS:.0%} of the persons beyond an "
+        "end, whom it clips: no cell of that side's histogram of the persons' extremes held "
+        "them beyond its noise, as where a column's minima or maxima straddle 0; this biases "
+        "without bound"
+        if histograms
+        else f"by the released counts, more than {RUNG_SHARE:.0%} of the persons beyond "
+        f"{FAR_RUNG:g} times its median reach, or most of a side's, whom it clips, or fewer "
+        f"than half of a side's beyond {NEAR_RUNG:.3g} of it, a reach beyond them all "
+        "that leaves the column constant in its frame: either biases without bound"
+    )
     return (
         f"{[str(c) for c in withheld]} withheld: the range found privately for {names} missed "
-        f"its data (by the released counts, more than {RUNG_SHARE:.0%} of the persons beyond "
-        f"{FAR_RUNG:g} times its median reach, whom it clips, or fewer than half of a side's "
-        f"beyond {NEAR_RUNG:.3g} of it, a reach beyond them all that leaves the column constant "
-        "in its frame: either biases without bound): give public bounds or raise epsilon.",
+        f"its data ({why}): give public bounds or raise epsilon.",
     )
 
 
@@ -278,11 +290,15 @@ def _narrow_notes(
 
 
 def _heavy_notes(
-    model: PooledOLS, heavy: NDArray[np.float64], withheld: pd.Index, released: bool
+    model: PooledOLS,
+    heavy: NDArray[np.float64],
+    withheld: pd.Index,
+    released: bool,
+    histograms: bool,
 ) -> tuple[str, ...]:
-    """The note of the ranges found privately that clip many persons (released counts of the
-    persons beyond them) and of the regressors' coefficients ``withheld`` for it; none where
-    nothing is ``released``."""
+    """The note of the ranges found privately (by ``histograms`` or medians) that clip many
+    persons (released counts of the persons beyond them) and of the regressors' coefficients
+    ``withheld`` for it; none where nothing is ``released``."""
     if not released or not heavy.any():
         return ()
     n = model._design.n
@@ -299,12 +315,17 @@ def _heavy_notes(
         if len(withheld)
         else ""
     )
+    where = (
+        "beyond an end of the range (released counts): a heavy tail, or a column whose "
+        "extremes spread over more cells of the histograms than their noise sees. "
+        if histograms
+        else f"beyond {reach_rungs(model._design.n)[2]:.3g} times the median reach from the "
+        "midpoint, each clipped by more than a median reach (released counts): a heavy tail, "
+        "or a median reach that missed most of them. "
+    )
     return (
         f"The ranges found privately clip many persons: {clipped} have {model._clipped} "
-        f"beyond {reach_rungs(model._design.n)[2]:.3g} times the median reach from the "
-        "midpoint, each clipped by more "
-        "than a median reach (released counts): a heavy tail, or a median reach that missed "
-        f"most of them. {own}The {'other ' if len(withheld) else ''}coefficients are those of "
+        f"{where}{own}The {'other ' if len(withheld) else ''}coefficients are those of "
         "the clipped values; the interval does not include the bias that clipping them "
         "causes, which can exceed it: "
         f"{bounds if model._bounds_frame else ''}model a transform (np.log1p).",

@@ -227,8 +227,8 @@ def statistics_budget(
     :data:`RANGE_SHARES`, the counts at their rungs :data:`RUNG_COUNT_SHARE` and beyond their
     ends what :data:`TAIL_SD` asks within :data:`TAIL_COUNT_SHARES`; or, where
     those medians' miss bound exceeds :data:`~dplong.privacy.budget.stages.MAX_MISS`, one
-    vector of histograms :data:`HISTOGRAM_USERS` and :data:`HISTOGRAM_SHARES`. Public facts
-    only.
+    vector of histograms :data:`HISTOGRAM_USERS` and :data:`HISTOGRAM_SHARES`, and the counts
+    beyond their ranges' ends as those beyond the medians'. Public facts only.
 
     Examples
     --------
@@ -249,9 +249,9 @@ def statistics_budget(
     wanted = medians * (RANGE_USERS / n) ** 2 / 2.0 / total
     share = min(RANGE_SHARES[1], max(RANGE_SHARES[0], wanted))
     median_epsilon = math.sqrt(2.0 * share * total / medians)
+    tails = located / (TAIL_SD**2 * n) / total
+    tails = min(TAIL_COUNT_SHARES[1], max(TAIL_COUNT_SHARES[0], tails))
     if located_miss(n, median_epsilon) <= MAX_MISS:
-        tails = located / (TAIL_SD**2 * n) / total
-        tails = min(TAIL_COUNT_SHARES[1], max(TAIL_COUNT_SHARES[0], tails))
         rest = total * (1.0 - share - RUNG_COUNT_SHARE - tails) / float(sum(shares))
         return StatisticsBudget(
             median_epsilon,
@@ -264,8 +264,8 @@ def statistics_budget(
     at_one = histogram_threshold(located, 1.0)
     wanted = (at_one / (HISTOGRAM_USERS[0] * n)) ** 2 / total
     share = min(HISTOGRAM_SHARES[1], max(HISTOGRAM_SHARES[0], wanted))
-    rest = total * (1.0 - share) / float(sum(shares))
-    return StatisticsBudget(0.0, 0.0, 0.0, total * share, tuple(rest * s for s in shares))
+    rest = total * (1.0 - share - tails) / float(sum(shares))
+    return StatisticsBudget(0.0, 0.0, total * tails, total * share, tuple(rest * s for s in shares))
 
 
 #: A random-effects fit's stages (:mod:`dplong.models.random_effects`) when its variance
