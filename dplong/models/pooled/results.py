@@ -76,7 +76,7 @@ def _statistics_results(
     unbounded &= ~(clipped | sliver | short)
     notes = _missed_notes(model, index[clipped], missed, plan.histogram_rho > 0.0)
     notes += _narrow_notes(model, index[sliver], narrow)
-    notes += _withheld_notes(model, index[unbounded], release.pilot.ridge)
+    notes += _withheld_notes(model, index[unbounded], release.pilot.ridge, cap)
     notes += _found_notes(model, plan)
     heavy_notes = _heavy_notes(
         model, heavy, index[short], int(clipped.sum()) < len(index), plan.histogram_rho > 0.0
@@ -332,21 +332,30 @@ def _heavy_notes(
     )
 
 
-def _withheld_notes(model: PooledOLS, withheld: pd.Index, ridge: float) -> tuple[str, ...]:
+def _withheld_notes(
+    model: PooledOLS, withheld: pd.Index, ridge: float, cap: int
+) -> tuple[str, ...]:
     """The note of the coefficients ``withheld`` (their ridge's pull unbounded) or, with none,
-    of the released X'X's floor (its ``ridge``) where it has one."""
+    of the released X'X's floor (its ``ridge``) where it has one; where a person counts up to
+    ``cap`` rows (the public ``max_rows``), the remedy names it: X'X's noise is in proportion."""
+    remedy = "raise epsilon or drop a collinear term."
+    if cap > 1:
+        remedy = (
+            f"state max_rows where persons have fewer than its {cap} rows (X'X's noise is in "
+            f"proportion to it), {remedy}"
+        )
     if len(withheld):
-        remedy = "give public bounds, " if model._located.any() and model._bounds_frame else ""
+        bounds = "give public bounds, " if model._located.any() and model._bounds_frame else ""
         return (
             f"{[str(c) for c in withheld]} withheld: the released X'X does not "
             "determine them beyond its noise, so nothing bounds how far its ridge pulled "
             "them (the design is nearly collinear or varies little for this n and "
-            f"epsilon{model._unidentified}): {remedy}raise epsilon or drop a collinear term.",
+            f"epsilon{model._unidentified}): {bounds}{remedy}",
         )
     if ridge > 0.0:
         return (
             "The released X'X was floored at its noise (a ridge): coefficients shrunk, "
-            "within the bias bound. Raise epsilon or drop a collinear term.",
+            f"within the bias bound. {remedy[0].upper()}{remedy[1:]}",
         )
     return ()
 
