@@ -228,13 +228,15 @@ class PrivateRanges:
     they were made of (the midpoints, the upper and lower reaches from them (2 x k) and the released
     counts (2 x rungs or cells x k: the rungs', then :data:`FAR_RUNG`'s and :data:`NEAR_RUNG`'s, or
     the histograms' of :func:`histogram_ranges` with the cores' centres as midpoints)), the columns
-    whose range ``missed`` its data (k: from the counts beyond the far and near rungs), those
+    whose range ``missed`` its data (k: from the counts beyond the far and near rungs, or beyond
+    a histogram range's ends), those
     whose range is ``narrow`` (k: within :data:`TINY_REACH` of the midpoint on both sides, not
     its cell: a sliver of a column that varies, whose values it scales down), the columns
     found (nearly) ``constant`` (k: no more persons off the midpoint's cell than the first rung's
     counts can tell from none; the histograms: fewer than their threshold off the cell ending at 0),
-    the released counts of the persons ``beyond`` :data:`CLIPPED_RUNG` median reaches (2 x k, upper
-    then lower; NaN where nothing counted them), the ``heavy`` tails the range clips (k: the larger
+    the released counts of the persons ``beyond`` :data:`CLIPPED_RUNG` median reaches, or beyond
+    a histogram range's ends (2 x k, upper then lower; NaN where nothing counted them), the
+    ``heavy`` tails the range clips (k: the larger
     side's count where it is above :func:`heavy_threshold`, 0 elsewhere and where the range missed),
     all DP outputs, and the ledger entries of the stage."""
 
@@ -299,8 +301,8 @@ def private_ranges(
     held[:, 0] &= ~held[:, 0].all(axis=0)
     far, near = counted[:, len(RUNGS)], counted[:, len(RUNGS) + 1]
     noise, off_cell = float(counts.sd[0]), counted[:, 0]
-    # FAR_RUNG: a reach that missed low, below RUNG_SHARE of n, or below most of a side's
-    # persons off the midpoint's cell (tested once the spans are known)
+    # FAR_RUNG: a reach that missed low, with more than RUNG_SHARE of n beyond the rung, or
+    # most of a side's persons off the midpoint's cell (tested once the spans are known)
     missed = np.any(far > RUNG_SHARE * n + MISS_SDS * noise, axis=0)
     below = np.any((far > MISS_SDS * noise) & (far > off_cell / 2.0), axis=0)
     # NEAR_RUNG: a reach beyond (nearly) every person of a side that has persons (tested once
