@@ -347,11 +347,9 @@ def private_ranges(
     )
     beyond, heavy = np.full((2, k), np.nan), np.zeros(k)
     if tail_rho > 0.0:  # the persons every range clips by a median reach, either side
-        tails = _beyond(deviations, reaches, (clipped_at,), tail_rho, rng)
-        beyond = tails.total.reshape(2, k)
-        shown = (beyond > heavy_threshold(n, k, tails.sd[:1])) & ~missed
-        heavy = np.where(shown, beyond, 0.0).max(axis=0)
-        entries += (gaussian_vector_entry("bounds", "persons beyond the ranges", tail_rho, tails),)
+        beyond, sd, entry = _counted_beyond(deviations, reaches, clipped_at, tail_rho, rng)
+        heavy = _heavy(beyond, sd, missed, n)
+        entries += (entry,)
     return PrivateRanges(
         np.column_stack([midpoint - lower, midpoint + upper]),
         np.column_stack([midpoint - core_lower, midpoint + core_upper]),
@@ -385,6 +383,30 @@ def _beyond(
     ).reshape(n, -1)
     bound = math.sqrt(beyond.shape[1])
     return release_vector_sum(beyond.astype(np.float64), bound, bound, rho, rng)
+
+
+def _counted_beyond(
+    deviations: list[NDArray[np.float64]],
+    reaches: list[NDArray[np.float64]],
+    rung: float,
+    rho: float,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], float, LedgerEntry]:
+    """The persons every range clips: one ρ-zCDP vector (:func:`_beyond`) of those beyond
+    ``rung`` times each side's reach (2 x k, upper then lower), its noise sd and its ledger
+    entry."""
+    tails = _beyond(deviations, reaches, (rung,), rho, rng)
+    entry = gaussian_vector_entry("bounds", "persons beyond the ranges", rho, tails)
+    return tails.total.reshape(2, -1), float(tails.sd[0]), entry
+
+
+def _heavy(
+    beyond: NDArray[np.float64], sd: float, missed: NDArray[np.bool_], n: int
+) -> NDArray[np.float64]:
+    """The columns' ``heavy`` counts: the larger side's count of the persons ``beyond`` (2 x k,
+    noise ``sd``) where it is above :func:`heavy_threshold` and the range did not miss, else 0."""
+    shown = (beyond > heavy_threshold(n, beyond.shape[1], np.array([sd]))) & ~missed
+    return np.asarray(np.where(shown, beyond, 0.0).max(axis=0), dtype=np.float64)
 
 
 def _medians(
@@ -611,12 +633,11 @@ def histogram_ranges(
     )
     missed, beyond, clipped = np.zeros(k, dtype=bool), np.full((2, k), np.nan), np.zeros(k)
     if tail_rho > 0.0:  # the persons beyond either end of the ranges found
-        tails = _beyond([highs - centre, centre - lows], [reach, reach], (1.0,), tail_rho, rng)
-        beyond = tails.total.reshape(2, k)
-        missed = np.any(beyond > HISTOGRAM_MISS * n + MISS_SDS * float(tails.sd[0]), axis=0)
-        shown = (beyond > heavy_threshold(n, k, tails.sd[:1])) & ~missed
-        clipped = np.where(shown, beyond, 0.0).max(axis=0)
-        entries += (gaussian_vector_entry("bounds", "persons beyond the ranges", tail_rho, tails),)
+        deviations = [highs - centre, centre - lows]
+        beyond, sd, entry = _counted_beyond(deviations, [reach, reach], 1.0, tail_rho, rng)
+        missed = np.any(beyond > HISTOGRAM_MISS * n + MISS_SDS * sd, axis=0)
+        clipped = _heavy(beyond, sd, missed, n)
+        entries += (entry,)
     return PrivateRanges(
         np.column_stack([centre - reach, centre + reach]),
         np.column_stack([centre - HISTOGRAM_CORE * half, centre + HISTOGRAM_CORE * half]),

@@ -74,12 +74,13 @@ def _statistics_results(
     for values in (beta, noise_sd, sampling_sd, bias):
         values[clipped | sliver | short] = np.nan
     unbounded &= ~(clipped | sliver | short)
-    notes = _missed_notes(model, index[clipped], missed, plan.histogram_rho > 0.0)
+    histograms = plan.histogram_rho > 0.0  # the ranges' route, for the notes' wording
+    notes = _missed_notes(model, index[clipped], missed, histograms)
     notes += _narrow_notes(model, index[sliver], narrow)
     notes += _withheld_notes(model, index[unbounded], release.pilot.ridge, cap)
     notes += _found_notes(model, plan)
     heavy_notes = _heavy_notes(
-        model, heavy, index[short], int(clipped.sum()) < len(index), plan.histogram_rho > 0.0
+        model, heavy, index[short], int(clipped.sum()) < len(index), histograms
     )
     notes += heavy_notes
     notes += _constant_notes(constant)
