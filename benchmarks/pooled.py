@@ -67,8 +67,15 @@
    1) + xage + female`` between persons at ε = 1, around the non-private between estimate
    (linearmodels' ``BetweenOLS``), over its robust SE. Over ``--reps`` fits.
 
-Run ``python benchmarks/pooled.py [--reps R]``; docs/accuracy.md holds the numbers of the
-default 100.
+10. **Small panels** (``--parts small``): part 9's panels at 1,000 persons, ε = 1, given only
+    ε, :class:`dplong.PooledOLS` and :class:`dplong.RandomEffects`: the fits with every
+    coefficient released and the reasons of those withheld; over the released, per coefficient
+    the RMSE around the truth and the coverage of it, the fits with an error above 5 and the
+    misses with no warning.
+
+``--max-rows found`` leaves ``max_rows`` to the fits (found privately) instead of giving each
+panel's public length. Run ``python benchmarks/pooled.py [--reps R]``; docs/accuracy.md holds
+the numbers of the default 100.
 """
 
 from __future__ import annotations
@@ -98,6 +105,16 @@ PLANS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19)
 HIE_PLAN_FORMULA = HIE_FORMULA + f" + C(plan, levels={list(PLANS)})"
 HIE_PLAN_ONLY = f"np.log1p(meddol) ~ C(plan, levels={list(PLANS)}) + xage + female"
 CELLS = ((500, 3), (500, 6), (1000, 3), (2000, 3), (5000, 3), (5000, 6))
+#: ``--max-rows``: ``stated`` gives each panel's public length as ``max_rows``, ``found`` leaves
+#: it to the fit (found privately, as a user who gives only ε gets it).
+MAX_ROWS = {"found": False}
+
+
+def rows_option(length: int) -> dict[str, int]:
+    """The ``max_rows`` option of a fit on panels of ``length`` rows a person."""
+    return {} if MAX_ROWS["found"] else {"max_rows": length}
+
+
 #: The within estimator's cells of issue 28's targets.
 WITHIN_CELLS = ((1000, 3), (2000, 3), (5000, 3), (5000, 6))
 
@@ -115,7 +132,7 @@ def randhie(
     model = dplong.PooledOLS.from_formula(formula, hie, groups="zper", bounds=bounds)
     errors, ratios, covered, released = [], [], [], 0
     for r in range(reps):
-        res = model.fit(epsilon=epsilon, max_rows=5, random_state=seed + r)
+        res = model.fit(epsilon=epsilon, **rows_option(5), random_state=seed + r)
         released += bool(np.isfinite(res.params).all())
         error = res.params - ols.params
         errors.append(error / ols.bse)
@@ -169,7 +186,7 @@ def factor(reps: int, seed: int, n: int = 2000, epsilon: float = 3.0) -> None:
         frame = pd.DataFrame({"id": np.repeat(np.arange(n), 4), "y": y, "arm": arm, "age": age})
         ols = smf.ols(ARM_FORMULA, frame).fit(cov_type="cluster", cov_kwds={"groups": frame["id"]})
         res = dplong.PooledOLS.from_formula(ARM_FORMULA, frame, groups="id").fit(
-            epsilon=epsilon, max_rows=4, random_state=seed + r
+            epsilon=epsilon, **rows_option(4), random_state=seed + r
         )
         released += bool(np.isfinite(res.params).all())
         errors.append((res.params - ols.params) / ols.bse)
@@ -289,7 +306,7 @@ def simulated(reps: int, seed: int, cells: tuple[tuple[int, int], ...] = CELLS) 
                 continue
             try:
                 res = dplong.PooledOLS.from_formula(formula, frame, groups="id").fit(
-                    epsilon=1.0, max_rows=8, random_state=seed + r
+                    epsilon=1.0, **rows_option(8), random_state=seed + r
                 )
             except dplong.exceptions.InsufficientUsersError:  # refused from public facts
                 refused = True
@@ -333,7 +350,7 @@ def within(reps: int, seed: int, cells: tuple[tuple[int, int], ...]) -> None:
     fits = {
         "PanelOLS": lambda model_frame, formula, r: dplong.PanelOLS.from_formula(
             formula, model_frame, groups="id"
-        ).fit(epsilon=1.0, max_rows=8, random_state=r),
+        ).fit(epsilon=1.0, **rows_option(8), random_state=r),
         "LongitudinalOLS within": lambda model_frame, formula, r: (
             dplong.LongitudinalOLS.from_formula(formula, model_frame, groups="id").fit(
                 epsilon=1.0, estimator="within", random_state=r
@@ -458,7 +475,7 @@ def wage(reps: int, seed: int) -> None:
         fitted = model.from_formula(formula, wages, groups="nr", bounds=bounds)
         errors, covered, reasons = [], [], Counter()
         for r in range(reps):
-            res = fitted.fit(epsilon=eps, max_rows=8, random_state=seed + r)
+            res = fitted.fit(epsilon=eps, **rows_option(8), random_state=seed + r)
             reasons[", ".join(sorted(set(res.withheld.values))) or "none"] += 1
             if set(res.withheld.values) - {"absorbed"}:
                 continue
@@ -599,6 +616,61 @@ def _widened(res: dplong.results.RegressionResults) -> bool:
     return any("were skewed" in line for line in res.assumptions)
 
 
+def skewed_panel(rng: np.random.Generator, n: int, law: str) -> pd.DataFrame:
+    """Part 9's panel: ``y ~ treat + x`` with :data:`TREAT`, four rows a person, the person
+    effect and the errors ``normal``, ``exponential`` (centred) or a ``lognormal`` person effect
+    (σ = 1, centred) with normal errors."""
+    ids = np.repeat(np.arange(n), 4)
+    treat = np.repeat(rng.integers(0, 2, n), 4).astype(float)
+    x = rng.normal(size=4 * n) + np.repeat(rng.normal(size=n), 4)
+    if law == "normal":
+        noise = np.repeat(rng.normal(size=n), 4) + rng.normal(size=4 * n)
+    elif law == "exponential":
+        noise = np.repeat(rng.exponential(size=n), 4) + rng.exponential(size=4 * n) - 2
+    else:  # the long right tail of spending or income, centred
+        effect = rng.lognormal(0.0, 1.0, n) - np.exp(0.5)
+        noise = np.repeat(effect, 4) + rng.normal(size=4 * n)
+    y = TREAT[0] + TREAT[1] * treat + TREAT[2] * x + noise
+    return pd.DataFrame({"id": ids, "y": y, "treat": treat, "x": x})
+
+
+def small_panels(reps: int, seed: int, n: int = 1000) -> None:
+    """Part 10 (module docstring): the pooled family on part 9's panels at 1,000 persons."""
+    print(
+        f"\nPart 9's panels at n = {n}, T = 4, eps = 1, given only epsilon "
+        f"({'max_rows found' if MAX_ROWS['found'] else 'max_rows=4'}), {reps} fits a cell: "
+        "fits with every coefficient released; over those, per coefficient the RMSE around the "
+        "truth and the coverage; fits with an error above 5 (absurd), misses with no warning"
+    )
+    for model in (dplong.PooledOLS, dplong.RandomEffects):
+        for law in ("normal", "exponential", "lognormal"):
+            errors, covered, reasons, absurd, silent = [], [], Counter(), 0, 0
+            for r in range(reps):
+                frame = skewed_panel(np.random.default_rng([seed, n, r, 9]), n, law)
+                res = model.from_formula("y ~ treat + x", frame, groups="id").fit(
+                    epsilon=1.0, **rows_option(4), random_state=seed + r
+                )
+                reasons[", ".join(sorted(set(res.withheld.values))) or "none"] += 1
+                error = res.params.to_numpy() - TREAT
+                if not np.isfinite(error).all():
+                    continue
+                low, high = res.conf_int().to_numpy().T
+                hit = (low <= TREAT) & (TREAT <= high)
+                errors.append(error)
+                covered.append(hit)
+                absurd += bool(np.abs(error).max() > 5.0)
+                silent += bool(not hit.all() and not res.warnings)
+            kept = np.asarray(errors).reshape(-1, 3)
+            rmses = np.sqrt((kept**2).mean(axis=0)) if len(kept) else np.full(3, np.nan)
+            cover = np.asarray(covered).reshape(-1, 3).mean(axis=0) if len(kept) else rmses
+            print(
+                f"{model.__name__:<14} {law:<12} released {len(kept):>3}/{reps}  RMSE "
+                f"{' '.join(f'{v:8.3g}' for v in rmses)}  coverage "
+                f"{' '.join(f'{v:.2f}' for v in cover)}  absurd {absurd} silent {silent}  "
+                f"withheld: {dict(reasons)}"
+            )
+
+
 def skewed_outcomes(reps: int, seed: int) -> None:
     """Part 9 (module docstring): where clipping the scores of one mean a person biases."""
     print(f"\nSkewed outcomes, BetweenOLS, T = 4, eps = 1, given only epsilon, {reps} fits a cell")
@@ -610,19 +682,7 @@ def skewed_outcomes(reps: int, seed: int) -> None:
             errors, ratios, covered, public, widened = [], [], [], [], 0
             silent = np.zeros(3, dtype=int)  # misses with no reliability warning
             for r in range(reps):
-                rng = np.random.default_rng([seed, n, r, 9])
-                ids = np.repeat(np.arange(n), 4)
-                treat = np.repeat(rng.integers(0, 2, n), 4).astype(float)
-                x = rng.normal(size=4 * n) + np.repeat(rng.normal(size=n), 4)
-                if law == "normal":
-                    noise = np.repeat(rng.normal(size=n), 4) + rng.normal(size=4 * n)
-                elif law == "exponential":
-                    noise = np.repeat(rng.exponential(size=n), 4) + rng.exponential(size=4 * n) - 2
-                else:  # the long right tail of spending or income, centred
-                    effect = rng.lognormal(0.0, 1.0, n) - np.exp(0.5)
-                    noise = np.repeat(effect, 4) + rng.normal(size=4 * n)
-                y = TREAT[0] + TREAT[1] * treat + TREAT[2] * x + noise
-                frame = pd.DataFrame({"id": ids, "y": y, "treat": treat, "x": x})
+                frame = skewed_panel(np.random.default_rng([seed, n, r, 9]), n, law)
                 means = frame.groupby("id").mean()
                 X = np.column_stack([np.ones(n), means[["treat", "x"]].to_numpy()])
                 public.append(np.linalg.lstsq(X, means["y"].to_numpy(), rcond=None)[0] - TREAT)
@@ -685,7 +745,14 @@ def main() -> None:
     parser.add_argument(
         "--cells", default="", help="simulated cells only, e.g. 1000x3,500x3 (default: all)"
     )
+    parser.add_argument(
+        "--max-rows",
+        choices=("stated", "found"),
+        default="stated",
+        help="give each panel's length as max_rows (stated) or leave it to the fit (found)",
+    )
     args = parser.parse_args()
+    MAX_ROWS["found"] = args.max_rows == "found"
     cells = tuple((int(n), int(d)) for n, d in (c.split("x") for c in args.cells.split(",") if c))
     header("benchmarks/pooled.py")
     start = time.perf_counter()
@@ -712,6 +779,8 @@ def main() -> None:
         skewed_regressors(min(args.reps, 20), args.seed)
     if "skewed-y" in args.parts:
         skewed_outcomes(args.reps, args.seed)
+    if "small" in args.parts:
+        small_panels(args.reps, args.seed)
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

@@ -139,6 +139,10 @@ CASES: dict[str, Callable[[], Any]] = {
     "pooled/default": lambda: _pooled(dplong.PooledOLS).fit(
         epsilon=4.0, max_rows=8, random_state=SEED
     ),
+    "pooled/cap-found": lambda: _pooled(dplong.PooledOLS).fit(epsilon=4.0, random_state=SEED),
+    "pooled/random-effects-cap-found": lambda: _pooled(dplong.RandomEffects).fit(
+        epsilon=8.0, random_state=SEED
+    ),
     "pooled/bounds": lambda: _pooled(dplong.PooledOLS, bounds=WAGE_BOUNDS).fit(
         epsilon=4.0, max_rows=8, random_state=SEED
     ),

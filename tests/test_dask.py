@@ -199,10 +199,12 @@ POOLED_BOUNDS = {"y": (-8.0, 8.0), "x1": (-2.0, 2.0), "x2": (-4.0, 4.0)}
     "model", [dplong.PooledOLS, dplong.BetweenOLS, dplong.PanelOLS, dplong.RandomEffects]
 )
 @pytest.mark.parametrize("bounds", [None, POOLED_BOUNDS], ids=["ranges-found", "bounds"])
-def test_pooled_family(data: pd.DataFrame, model: Any, bounds: Any) -> None:
+@pytest.mark.parametrize("max_rows", [8, None], ids=["cap-stated", "cap-found"])
+def test_pooled_family(data: pd.DataFrame, model: Any, bounds: Any, max_rows: Any) -> None:
     """The pooled family reads a Dask frame where it lies (each person's extremes for the
     private ranges, for the within estimator of the deviations from their means, found in two
-    passes more; then each person's sums in the ranges' frame; for random effects also the
+    passes more; the persons' row counts where the cap on them is found; then each person's
+    sums in the ranges' frame; for random effects also the
     moments of the pilot's residuals and each person's sums before quasi-demeaning) and
     releases what the rows in memory give: the same person sums but for their order of
     addition, so the same draws and numbers to round-off (the scaled rows are not dyadic);
@@ -214,7 +216,7 @@ def test_pooled_family(data: pd.DataFrame, model: Any, bounds: Any) -> None:
             fitted = model.from_formula(
                 POOLED_FORMULA, frame, groups="user", levels=LEVELS, bounds=bounds
             )
-            res = fitted.fit(epsilon=16.0, max_rows=8, random_state=5)
+            res = fitted.fit(epsilon=16.0, max_rows=max_rows, random_state=5)
         return res, [str(w.message) for w in caught if "left out" in str(w.message)]
 
     (memory, told), (lazy, told_lazy) = built(data), built(as_dask(data))

@@ -724,12 +724,14 @@ def _simulated(seed: int, people: int, d: int, years: int = 8) -> pd.DataFrame:
 def test_a_withheld_or_floored_x_x_names_max_rows_whose_bound_its_noise_is_in_proportion_to() -> (
     None
 ):
-    """A four-wave panel of 1,000 persons, two regressors, ε = 1, max_rows at its default of 10:
-    the released X'X's sensitivity is that of 10 rows a person, 2.5 times what the panel needs,
-    and its noise withholds every coefficient ("unbounded") in 4 of these 6 fits (a fifth's
-    range missed its data, at either max_rows). The note names max_rows (public: the option,
-    not the rows) beside ε; stated as the panel's 4 waves, the Gram matrix's sensitivity falls
-    to 4/10 of the default's and 5 of the 6 fits release.
+    """A four-wave panel of 1,000 persons, two regressors, ε = 1, max_rows stated as 10 (the
+    ceiling of the cap found privately, the default before it was found): the released X'X's
+    sensitivity is that of 10 rows a person, 2.5 times what the panel needs, and its noise
+    withholds every coefficient ("unbounded") in 4 of these 6 fits (a fifth's range missed its
+    data, at either max_rows). The note names max_rows (public: the option, not the rows)
+    beside ε; stated as the panel's 4 waves, the Gram matrix's sensitivity falls to 4/10 of
+    the ceiling's and 5 of the 6 fits release; not stated, the fit finds 4 (2 % of its ρ, drawn
+    after the ranges, which are those of the stated fits) and the same 5 release.
     `BetweenOLS`, one row a person, does not name it."""
     frame = _simulated(5, 1000, 2, years=4)
     model = PooledOLS.from_formula("y ~ x0 + x1", frame, groups="id")
@@ -748,6 +750,9 @@ def test_a_withheld_or_floored_x_x_names_max_rows_whose_bound_its_noise_is_in_pr
         ]
         assert gram[1] == pytest.approx(0.4 * gram[0], rel=1e-3)  # and the lattice's rounding
     assert released == {10: 1, 4: 5}
+    found = [model.fit(epsilon=1.0, random_state=seed) for seed in range(6)]
+    assert all("max_rows=4 found privately" in " ".join(res.assumptions) for res in found)
+    assert sum(bool(np.isfinite(res.params).all()) for res in found) == 5
     between = dplong.BetweenOLS.from_formula("y ~ x0 + x1", frame, groups="id")
     assert not any("max_rows" in w for w in between.fit(epsilon=1.0, random_state=0).warnings)
 
@@ -762,7 +767,7 @@ def test_small_n_epsilon_finds_the_ranges_from_one_vector_of_histograms() -> Non
     off)."""
     frame = _simulated(3, 1000, 3)
     model = PooledOLS.from_formula("y ~ x0 + x1 + x2", frame, groups="id")
-    plan = model.release_plan(epsilon=1.0, delta=1e-6)
+    plan = model.release_plan(epsilon=1.0, delta=1e-6, max_rows=8)
     assert plan.median_epsilon == 0.0 and plan.histogram_rho > 0.0
     released = 0
     for seed in range(4):
@@ -1276,7 +1281,7 @@ def test_a_declared_factor_gives_the_gram_matrix_its_larger_share() -> None:
     )
     plain = PooledOLS.from_formula("y ~ age", panel, groups="id", bounds=bounds)
     for model, shares in ((factor, FACTOR_SHARES), (plain, SHARES)):
-        rho = np.asarray(model.release_plan(epsilon=1.0, delta=1e-6).rho)
+        rho = np.asarray(model.release_plan(epsilon=1.0, delta=1e-6, max_rows=4).rho)
         np.testing.assert_allclose(rho / rho.sum(), shares, rtol=1e-12)
         res = model.fit(epsilon=1.0, delta=1e-6, max_rows=4, random_state=0)
         gram = next(e for e in res.privacy.entries if e.rho > 0.0)

@@ -22,6 +22,7 @@ from dplong.privacy.radius import Moment
 __all__ = [
     "BOUNDS_OPTION",
     "COMPOSED",
+    "FOUND_MAX_ROWS_OPTION",
     "MAX_ROWS_OPTION",
     "MODELS",
     "PTR_FLOOR_OPTION",
@@ -149,6 +150,15 @@ MAX_ROWS_OPTION = Option(
     "int",
     "T",
     f"public cap on the rows that raise a user's weight (default {DEFAULT_MAX_ROWS})",
+)
+
+#: The cap on a person's rows of the pooled family's fits, found privately where not given.
+FOUND_MAX_ROWS_OPTION = Option(
+    "max_rows",
+    "int",
+    "T",
+    "public cap on a person's rows that count (default: found privately, at most "
+    f"{DEFAULT_MAX_ROWS}; stating it spends nothing on it)",
 )
 
 #: The models of ``dplong fit``, by name, in the order they were registered.

@@ -61,14 +61,14 @@ from dplong.exceptions import (
 from dplong.formula import PanelDesign
 from dplong.models.command_line import (
     BOUNDS_OPTION,
-    MAX_ROWS_OPTION,
+    FOUND_MAX_ROWS_OPTION,
     CommandLineModel,
     Option,
     register,
 )
 from dplong.models.location import COMPONENTS, RandomEffectsLocation
 from dplong.models.location_moments import _UserMoments
-from dplong.models.option_checks import DEFAULT_MAX_ROWS, CovType, check_max_rows
+from dplong.models.option_checks import CovType, check_max_rows
 from dplong.models.pooled.dask_rows import DaskRows, clipped_residuals
 from dplong.models.pooled.estimator import PooledOLS, Rows
 from dplong.models.pooled.factors import Blocks, Disjoint
@@ -87,6 +87,7 @@ from dplong.privacy.budget import (
     settle,
     statistics_budget,
 )
+from dplong.privacy.row_cap import RowCap
 from dplong.results import PanelResults, RandomEffectsResults, RegressionResults
 
 __all__ = ["RandomEffects", "theta"]
@@ -141,7 +142,7 @@ class RandomEffects(PooledOLS):
         *,
         epsilon: float,
         delta: float | None = None,
-        max_rows: int = DEFAULT_MAX_ROWS,
+        max_rows: int | None = None,
         variance_components: tuple[float, float] | None = None,
         cov_type: CovType = "clustered",
         privacy: Literal["central"] = "central",
@@ -157,9 +158,10 @@ class RandomEffects(PooledOLS):
         ----------
         epsilon, delta : float
             Total budget (δ default ``1/n**2``) of all the stages.
-        max_rows : int
-            Public cap on the rows that count for a person (as in :meth:`PooledOLS.fit`);
-            ``theta`` is reported for 1 to ``max_rows`` rows.
+        max_rows : int, optional
+            Public cap on the rows that count for a person (as in :meth:`PooledOLS.fit`:
+            found privately where not given, once for every stage); ``theta`` is reported
+            for 1 to that many rows.
         variance_components : (float, float), optional
             Public ``(σ_u², σ_e²)``: the person effects' and the idiosyncratic errors'
             variances, in the outcome's units squared (σ_e² > 0), as a tuple, list or 1-D
@@ -196,7 +198,9 @@ class RandomEffects(PooledOLS):
             epsilon, delta, max_rows, cov_type, privacy, variant, accountant, random_state, rng
         )
         stated = _check_components(variance_components)
-        plan = self.release_plan(epsilon=options.epsilon, delta=options.delta, stated=stated)
+        plan = self.release_plan(
+            epsilon=options.epsilon, delta=options.delta, max_rows=cap, stated=stated
+        )
         self._check_ranges(plan)
         residuals = _ResidualModel(design, self._source)
         if stated is None:
@@ -219,13 +223,10 @@ class RandomEffects(PooledOLS):
         # (not its constant flags: a random-effects fit identifies a regressor constant
         # within persons, as pooled OLS does)
         located = self._find_ranges(plan, generator)
-        ranges, frame, flags, entries = (
-            located.ranges,
-            located.frame,
-            located.flags,
-            located.entries,
-        )
-        stage: dict[str, Any] = {"max_rows": cap, "random_state": generator}
+        ranges, frame, flags = located.ranges, located.frame, located.flags
+        row_cap = self._row_cap(cap, plan, generator)  # every stage weighs rows up to it
+        entries = (*located.entries, *row_cap.entries)
+        stage: dict[str, Any] = {"max_rows": row_cap.value, "random_state": generator}
         found: PanelResults | None = None
         withheld: list[str] = []  # the pilot's withheld coefficients
         if stated is None:
@@ -263,6 +264,7 @@ class RandomEffects(PooledOLS):
             components=components,
             source=self._source,
             found=self._located,
+            row_cap=row_cap,
         )
         rho = remaining_rho([e.cost for e in entries], options.epsilon, options.delta)
         fitted = final.fit(epsilon=zcdp_epsilon(rho, options.delta), delta=options.delta, **stage)
@@ -275,13 +277,19 @@ class RandomEffects(PooledOLS):
                 "components may be too large and the weights less efficient; the "
                 "coefficients' person-clustered standard errors do not rest on the weights.",
             )
-        return self._random_effects_results(fitted, ledger, components, found, cap, said)
+        return self._random_effects_results(fitted, ledger, components, found, row_cap.value, said)
 
     def release_plan(
-        self, *, epsilon: float, delta: float, stated: tuple[float, float] | None = None
+        self,
+        *,
+        epsilon: float,
+        delta: float,
+        max_rows: int | None = None,
+        stated: tuple[float, float] | None = None,
     ) -> RandomEffectsBudget:
         """The fit's budget from public facts (:func:`~dplong.privacy.budget.
-        random_effects_budget`): the private ranges' medians, the pilot, the components'
+        random_effects_budget`): the count that finds the cap on a person's rows (none when
+        ``max_rows`` is given), the private ranges' medians, the pilot, the components'
         release (none when ``stated``) and the quasi-demeaned fit's nominal ρ.
 
         Examples
@@ -303,6 +311,7 @@ class RandomEffects(PooledOLS):
             STEPS_SHARES,
             int(self._located.sum()),
             stated=stated is not None,
+            rows=max_rows is None,
         )
 
     def gram_noise_sd(self, *, epsilon: float, delta: float, max_rows: int) -> float:
@@ -321,8 +330,8 @@ class RandomEffects(PooledOLS):
         >>> bool(noise[0] > noise[1])   # the earlier stages take their share
         True
         """
-        rho = self.release_plan(epsilon=epsilon, delta=delta).rho[0]
         cap = check_max_rows(max_rows)
+        rho = self.release_plan(epsilon=epsilon, delta=delta, max_rows=cap).rho[0]
         return math.sqrt(2.0) * cap * (len(self._design.columns) + 1.0) / math.sqrt(2.0 * rho)
 
     def _random_effects_results(
@@ -422,12 +431,21 @@ class _QuasiDemeaned(PooledOLS):
         components: tuple[float, float],
         source: DaskRows | None,
         found: NDArray[np.bool_],
+        row_cap: RowCap,
     ) -> None:
         super().__init__(
             design, ranges, levels=levels, frame=frame, flags=flags, blocks=blocks, source=source
         )
         self._components = components
         self._found = found
+        # the random-effects fit's cap (its count is in that fit's ledger, not this one's)
+        self._handed = dataclasses.replace(row_cap, entries=())
+
+    def _row_cap(
+        self, max_rows: int | None, plan: StatisticsBudget, generator: np.random.Generator
+    ) -> RowCap:
+        """The cap the random-effects fit found or was given (its notes say which)."""
+        return self._handed
 
     @property
     def _found_privately(self) -> NDArray[np.bool_]:
@@ -438,8 +456,11 @@ class _QuasiDemeaned(PooledOLS):
         """None: a quasi-demeaned row of a factor has several non-zero indicators."""
         return ()
 
-    def release_plan(self, *, epsilon: float, delta: float) -> StatisticsBudget:
-        """The quasi-demeaned releases' ρ (:data:`STEPS_SHARES`): every range is known."""
+    def release_plan(
+        self, *, epsilon: float, delta: float, max_rows: int | None = None
+    ) -> StatisticsBudget:
+        """The quasi-demeaned releases' ρ (:data:`STEPS_SHARES`): every range is known, and
+        the random-effects fit hands its cap on a person's rows over (``max_rows``)."""
         return statistics_budget(self._design.n, epsilon, delta, STEPS_SHARES, 0)
 
     def _row_count(self, released: NDArray[np.float64], cap: int) -> float:
@@ -599,7 +620,7 @@ register(
         "sufficient statistics and variance components; between-person covariates identified",
         options=(
             BOUNDS_OPTION,
-            MAX_ROWS_OPTION,
+            FOUND_MAX_ROWS_OPTION,
             Option(
                 "variance_components",
                 "text",

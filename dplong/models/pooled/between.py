@@ -37,6 +37,7 @@ class BetweenOLS(PooledOLS):
 
     model_name = "BetweenOLS"
     estimator = "between OLS"
+    _rows_weighed = False  # a person is one row: their means
 
     def _rows(
         self,
@@ -63,9 +64,6 @@ class BetweenOLS(PooledOLS):
         return PersonSums.of_rows(
             means[:, :-1], means[:, -1], codes, n, blocks=self._blocks, kept=kept
         )
-
-    def _cap(self, max_rows: int) -> int:
-        return 1
 
     def _zero_products(self) -> Disjoint:
         """None: a person's mean row of a factor whose level changes has several non-zero

@@ -148,6 +148,11 @@ class DaskRows:
             keep=tuple(current[j] for j in rows[:-1]),
         )
 
+    def row_counts(self) -> NDArray[np.intp]:
+        """A pass: each person's number of rows (private; 0 where all were left out)."""
+        counts = self._reduce(_row_counts, (), tell=False).statistics
+        return np.asarray(np.rint(counts[:, 0]), dtype=np.intp)
+
     def scaled_sums(self, scaled: _Scaling) -> NDArray[np.float64]:
         """A pass: each person's sums of the rows clipped and mapped by ``scaled`` (public),
         and their row counts (n x (p + 2))."""
@@ -319,6 +324,11 @@ def _offset_sums(
     ``columns`` and the outcome) and their row counts: the within means' pass."""
     z = np.column_stack([design.X, design.y])[:, columns] - anchor[design.codes]
     return user_row_sums(np.column_stack([z, np.ones(len(z))]), design.codes, design.n)
+
+
+def _row_counts(design: PanelDesign) -> NDArray[np.float64]:
+    """A partition's persons' row counts."""
+    return user_row_sums(np.ones((len(design.y), 1)), design.codes, design.n)
 
 
 def _scaled_sums(design: PanelDesign, *, scaled: _Scaling) -> NDArray[np.float64]:

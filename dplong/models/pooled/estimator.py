@@ -22,7 +22,7 @@ from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, grou
 from dplong.models.base import FormulaModel
 from dplong.models.command_line import (
     BOUNDS_OPTION,
-    MAX_ROWS_OPTION,
+    FOUND_MAX_ROWS_OPTION,
     PTR_FLOOR_OPTION,
     CommandLineModel,
     Option,
@@ -53,6 +53,7 @@ from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.budget import StatisticsBudget, afford, settle, statistics_budget
 from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.row_cap import RowCap, release_row_cap
 from dplong.results import RegressionResults
 
 __all__ = [
@@ -129,6 +130,9 @@ class PooledOLS(_RangesStage, FormulaModel):
     _bounds_frame = True
     #: The routes ``fit``'s ``method`` may take.
     _methods: tuple[str, ...] = ("statistics", "ptr")
+    #: Whether a person's rows are weighed up to a cap (``max_rows``, found privately where
+    #: not stated): a person is one row where the estimator regresses their means.
+    _rows_weighed = True
 
     def __init__(
         self,
@@ -260,7 +264,7 @@ class PooledOLS(_RangesStage, FormulaModel):
         *,
         epsilon: float,
         delta: float | None = None,
-        max_rows: int = DEFAULT_MAX_ROWS,
+        max_rows: int | None = None,
         cov_type: CovType = "clustered",
         privacy: Literal["central"] = "central",
         variant: Literal["default"] = "default",
@@ -282,11 +286,15 @@ class PooledOLS(_RangesStage, FormulaModel):
         ----------
         epsilon, delta : float
             Total budget (δ default ``1/n**2``).
-        max_rows : int
-            Public cap ``T_cap`` on a person's rows (default 10): a person with more rows
-            enters with weight ``T_cap / T_u`` per row, so no person outweighs ``T_cap`` rows.
-            Exactly pooled OLS when no one has more. The noise grows in proportion to it:
-            give the panel's public length when it has one.
+        max_rows : int, optional
+            Public cap ``T_cap`` on a person's rows: a person with more rows enters with
+            weight ``T_cap / T_u`` per row, so no person outweighs ``T_cap`` rows. Exactly
+            pooled OLS when no one has more. The noise grows in proportion to it: give the
+            panel's public length when it has one. Default: found privately, at most 10
+            (:mod:`dplong.privacy.row_cap`: the fewest rows that all but about a tenth of the
+            persons have at most, from a noisy count of the persons by their rows, with
+            :data:`~dplong.privacy.row_cap.ROW_CAP_SHARE` of the fit's ρ); with
+            ``method="ptr"``, 10.
         cov_type : {"clustered", "cluster"}
             Standard errors clustered by person (the unit of privacy and sampling): the only
             choice, in linearmodels' and statsmodels' spelling.
@@ -351,7 +359,8 @@ class PooledOLS(_RangesStage, FormulaModel):
         check_choice(method, "method", self._methods)
         absorbed = self._absorbed(between)  # checked on every route (PanelOLS has no ePTR one)
         if method == "ptr":
-            return _fit_ptr(self, options, cap, ptr_floor, coef_bound, generator, accountant)
+            stated = DEFAULT_MAX_ROWS if cap is None else cap
+            return _fit_ptr(self, options, stated, ptr_floor, coef_bound, generator, accountant)
         if ptr_floor is not None or coef_bound is not None:
             raise ParameterError('ptr_floor and coef_bound apply to method="ptr" only')
         model = self._without(absorbed)
@@ -360,17 +369,18 @@ class PooledOLS(_RangesStage, FormulaModel):
     def _fit_statistics(
         self,
         options: ReleaseOptions,
-        cap: int,
+        max_rows: int | None,
         generator: np.random.Generator,
         accountant: Accountant | None,
         formula_model: PooledOLS,
         absorbed: tuple[str, ...],
     ) -> RegressionResults:
         """The fit from released sufficient statistics, its options checked; the results
-        report ``formula_model``'s coefficients, ``absorbed`` ones with no estimate."""
+        report ``formula_model``'s coefficients, ``absorbed`` ones with no estimate; the cap on
+        a person's rows is ``max_rows``, or found privately where None."""
         design = self._design
         n = design.n
-        plan = self.release_plan(epsilon=options.epsilon, delta=options.delta)
+        plan = self.release_plan(epsilon=options.epsilon, delta=options.delta, max_rows=max_rows)
         self._check_ranges(plan)
         # every refusal is decided: dplong.plan stops here, before any noise
         block = PlannedBlock(
@@ -379,11 +389,12 @@ class PooledOLS(_RangesStage, FormulaModel):
         checkpoint(FitPlan(n, options, (block,)))
         afford(accountant, options.epsilon, options.delta)
         model, found, constant = self._absorbing(self._find_ranges(plan, generator))
+        row_cap = self._row_cap(max_rows, plan, generator)
         design = model._design
         scaled = _Scaling.of(found.ranges, design.columns, found.frame, model._blocks)
-        persons, cap = model._person_sums(scaled, cap)
+        persons, cap = model._person_sums(scaled, row_cap.value)
         release = model._release(scaled, persons, cap, plan.rho, generator)
-        ledger = settle(accountant, [*found.entries, *release.entries], options)
+        ledger = settle(accountant, [*found.entries, *row_cap.entries, *release.entries], options)
         return _statistics_results(
             model,
             scaled,
@@ -396,7 +407,23 @@ class PooledOLS(_RangesStage, FormulaModel):
             reported=(tuple(formula_model.exog_names), absorbed),
             constant=constant,
             flags=found.flags.merged(model._flags),
+            row_cap=row_cap,
         )
+
+    def _row_cap(
+        self, max_rows: int | None, plan: StatisticsBudget, generator: np.random.Generator
+    ) -> RowCap:
+        """The cap on a person's rows: ``max_rows`` as stated, or found privately with the
+        plan's ``rows_rho`` from the persons' row counts (:func:`release_row_cap`)."""
+        if plan.rows_rho == 0.0:
+            return RowCap(DEFAULT_MAX_ROWS if max_rows is None else max_rows)
+        return release_row_cap(self._row_counts(), DEFAULT_MAX_ROWS, plan.rows_rho, generator)
+
+    def _row_counts(self) -> NDArray[np.intp]:
+        """Every person's number of rows (private), counted where the rows lie."""
+        if self._source is not None:
+            return self._source.row_counts()
+        return np.bincount(self._design.codes, minlength=self._design.n)
 
     def _absorbing(self: _Model, found: FoundRanges) -> tuple[_Model, FoundRanges, tuple[str, ...]]:
         """The model the fit releases, its ranges, and the regressors left out because the
@@ -455,9 +482,10 @@ class PooledOLS(_RangesStage, FormulaModel):
         accountant: Any,
         random_state: RandomState,
         rng: RandomState,
-    ) -> tuple[ReleaseOptions, int, np.random.Generator]:
+    ) -> tuple[ReleaseOptions, int | None, np.random.Generator]:
         """The options every estimator of this family checks before any noise: the budget, the
-        cap on a person's rows, the covariance, the model, the accountant and the generator."""
+        cap on a person's rows (None: found privately), the covariance, the model, the
+        accountant and the generator."""
         check_choice(privacy, "privacy", ("central",))
         check_choice(variant, "variant", ("default",))
         options = ReleaseOptions.check(
@@ -468,7 +496,7 @@ class PooledOLS(_RangesStage, FormulaModel):
             bound=None,
             d=len(self._design.columns),
         )
-        cap = check_max_rows(max_rows)
+        cap = None if max_rows is None else check_max_rows(max_rows)
         check_choice(cov_type, "cov_type", COV_TYPES)
         check_accountant(accountant)
         return options, cap, check_random_state(random_state, rng)
@@ -530,9 +558,13 @@ class PooledOLS(_RangesStage, FormulaModel):
         rows: pooled OLS takes every row."""
         return x, y, codes, cap
 
-    def release_plan(self, *, epsilon: float, delta: float) -> StatisticsBudget:
-        """The fit's budget from public facts (n, the columns without public bounds, ε, δ):
-        the ε of each median of the private ranges (or, where n ε is too small for them, the
+    def release_plan(
+        self, *, epsilon: float, delta: float, max_rows: int | None = None
+    ) -> StatisticsBudget:
+        """The fit's budget from public facts (n, the columns without public bounds, ε, δ,
+        whether ``max_rows`` is stated): the ρ of the count that finds the cap on a person's
+        rows where it is not (and the estimator weighs rows), the ε of each median of the
+        private ranges (or, where n ε is too small for them, the
         ρ of their histograms) and the ρ of the Gaussian releases (the Gram matrix, the
         scores' size, the two Newton steps, the meat: :data:`SHARES`, or
         :data:`FACTOR_SHARES` where a declared factor's rows are one-hot), as :meth:`fit`
@@ -546,10 +578,20 @@ class PooledOLS(_RangesStage, FormulaModel):
         ...     "np.log1p(meddol) ~ np.log(coins + 1) + xage + female", hie, groups="zper")
         >>> plan = model.release_plan(epsilon=1.0, delta=hie["zper"].nunique() ** -2.0)
         >>> round(plan.median_epsilon, 4), [round(r, 5) for r in plan.rho]
-        (0.0271, [0.00401, 0.00057, 0.00114, 0.00515, 0.00057])
+        (0.0271, [0.0039, 0.00056, 0.00111, 0.00501, 0.00056])
+        >>> round(plan.rows_rho, 5), model.release_plan(epsilon=1.0, delta=5912**-2.0,
+        ...                                             max_rows=5).rows_rho  # found, stated
+        (0.00037, 0.0)
         """
         shares = FACTOR_SHARES if self._zero_products() else SHARES
-        return statistics_budget(self._design.n, epsilon, delta, shares, int(self._located.sum()))
+        return statistics_budget(
+            self._design.n,
+            epsilon,
+            delta,
+            shares,
+            int(self._located.sum()),
+            rows=max_rows is None and self._rows_weighed,
+        )
 
     def gram_noise_sd(self, *, epsilon: float, delta: float, max_rows: int) -> float:
         """The sd of the privacy noise on each diagonal entry of the released ``[X y]'[X y]``,
@@ -566,9 +608,9 @@ class PooledOLS(_RangesStage, FormulaModel):
         >>> round(model.gram_noise_sd(epsilon=1.0, delta=5912 ** -2.0, max_rows=5))
         197
         """
-        rho = self.release_plan(epsilon=epsilon, delta=delta).rho[0]
-        square = _row_square(len(self._design.columns), self._blocks)
         cap = self._cap(check_max_rows(max_rows))
+        rho = self.release_plan(epsilon=epsilon, delta=delta, max_rows=cap).rho[0]
+        square = _row_square(len(self._design.columns), self._blocks)
         return math.sqrt(2.0) * _gram_bound(cap, square) / math.sqrt(2.0 * rho)
 
     def _row_count(self, released: NDArray[np.float64], cap: int) -> float:
@@ -583,8 +625,8 @@ class PooledOLS(_RangesStage, FormulaModel):
         return np.arange(len(self._design.columns))
 
     def _cap(self, max_rows: int) -> int:
-        """The cap on the weight of a person's rows in the sums."""
-        return max_rows
+        """The cap on the weight of a person's rows in the sums (1 where a person is one row)."""
+        return max_rows if self._rows_weighed else 1
 
     def _weighting(self, cap: int) -> str:
         return f"a person's rows count up to max_rows={cap} (more are down-weighted)"
@@ -598,7 +640,7 @@ register(
         "statistics; between-person covariates identified",
         options=(
             BOUNDS_OPTION,
-            MAX_ROWS_OPTION,
+            FOUND_MAX_ROWS_OPTION,
             Option(
                 "method",
                 "text",

@@ -26,6 +26,7 @@ from dplong.privacy.ranges import (
     located_miss,
     reach_rungs,
 )
+from dplong.privacy.row_cap import RowCap
 from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ def _statistics_results(
     reported: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
     constant: tuple[str, ...] = (),
     flags: RangeFlags | None = None,
+    row_cap: RowCap | None = None,
 ) -> RegressionResults:
     """``model``'s results: β̂, its noise draws and its covariances unscaled to the
     ``ranges`` (the columns', then the outcome's) the fit clipped to; ``reported``: the
@@ -58,7 +60,9 @@ def _statistics_results(
     one missed its data every coefficient is withheld; a narrow one (a sliver of its column)
     withholds its regressor's coefficient, or every one where it is the outcome's; one that
     clips many persons a note names, and the coefficient of a regressor whose range it is is
-    withheld (a slope on its clipped values is that of another regressor, on another scale)."""
+    withheld (a slope on its clipped values is that of another regressor, on another scale);
+    ``row_cap``: the cap ``cap`` where it was found privately (the assumptions say so)."""
+    found_cap = row_cap is not None and row_cap.found
     missed, heavy, narrow = RangeFlags.none(len(model._names)) if flags is None else flags
     positions = model._reported
     index = pd.Index([model._design.columns[j] for j in positions])
@@ -77,7 +81,7 @@ def _statistics_results(
     histograms = plan.histogram_rho > 0.0  # the ranges' route, for the notes' wording
     notes = _missed_notes(model, index[clipped], missed, histograms)
     notes += _narrow_notes(model, index[sliver], narrow)
-    notes += _withheld_notes(model, index[unbounded], release.pilot.ridge, cap)
+    notes += _withheld_notes(model, index[unbounded], release.pilot.ridge, cap, found_cap)
     notes += _found_notes(model, plan)
     heavy_notes = _heavy_notes(
         model, heavy, index[short], int(clipped.sum()) < len(index), histograms
@@ -122,6 +126,7 @@ def _statistics_results(
         assumptions=(
             f"ranges of the {model._clipped} (values outside are clipped): {bounds}",
             f"standard errors clustered by person, plus the privacy noise; {model._weighting(cap)}",
+            *(row_cap.assumption if row_cap is not None else ()),
             *declared,
             *(
                 (
@@ -334,13 +339,19 @@ def _heavy_notes(
 
 
 def _withheld_notes(
-    model: PooledOLS, withheld: pd.Index, ridge: float, cap: int
+    model: PooledOLS, withheld: pd.Index, ridge: float, cap: int, found: bool = False
 ) -> tuple[str, ...]:
     """The note of the coefficients ``withheld`` (their ridge's pull unbounded) or, with none,
     of the released X'X's floor (its ``ridge``) where it has one; where a person counts up to
-    ``cap`` rows (the public ``max_rows``), the remedy names it: X'X's noise is in proportion."""
+    ``cap`` rows (``max_rows``, stated or ``found`` privately), the remedy names it: X'X's
+    noise is in proportion."""
     remedy = "raise epsilon or drop a collinear term."
-    if cap > 1:
+    if cap > 1 and found:
+        remedy = (
+            f"state a max_rows below the {cap} found privately (X'X's noise is in proportion "
+            f"to it; a person's rows beyond it are down-weighted), {remedy}"
+        )
+    elif cap > 1:
         remedy = (
             f"state max_rows where persons have fewer than its {cap} rows (X'X's noise is in "
             f"proportion to it), {remedy}"

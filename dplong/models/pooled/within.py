@@ -14,7 +14,7 @@ from dplong.dask_frames import FrameSpec
 from dplong.formula import DesignSpec, GroupsLike, PanelDesign
 from dplong.models.command_line import (
     BOUNDS_OPTION,
-    MAX_ROWS_OPTION,
+    FOUND_MAX_ROWS_OPTION,
     CommandLineModel,
     Option,
     register,
@@ -180,7 +180,7 @@ register(
         "sufficient statistics",
         options=(
             BOUNDS_OPTION,
-            MAX_ROWS_OPTION,
+            FOUND_MAX_ROWS_OPTION,
             Option(
                 "between",
                 "names",

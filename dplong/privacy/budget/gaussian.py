@@ -24,6 +24,7 @@ from dplong.privacy.budget.calibration import largest_within
 from dplong.privacy.budget.fit import users_share
 from dplong.privacy.budget.stages import MAX_MISS
 from dplong.privacy.ranges import histogram_threshold, located_miss
+from dplong.privacy.row_cap import ROW_CAP_SHARE
 
 
 def gaussian_shares(
@@ -216,18 +217,27 @@ class StatisticsBudget:
     """The budget of a release of sufficient statistics: the pure ε of each median of the
     private ranges (0: every column's range is public, or the histograms find them), the ρ of
     their rungs' counts and of the counts beyond their ends (0 too), the ρ of the histograms
-    of the ranges where n ε is too small for the medians (else 0), and the ρ of each Gaussian
-    release of the statistics."""
+    of the ranges where n ε is too small for the medians (else 0), the ρ of the count of the
+    persons by their rows that finds the cap on a person's rows (0: ``max_rows`` stated, or
+    of no effect; :mod:`dplong.privacy.row_cap`), and the ρ of each Gaussian release of the
+    statistics."""
 
     median_epsilon: float
     count_rho: float
     tail_rho: float
     histogram_rho: float
+    rows_rho: float
     rho: tuple[float, ...]
 
 
 def statistics_budget(
-    n: int, epsilon: float, delta: float, shares: Sequence[float], located: int
+    n: int,
+    epsilon: float,
+    delta: float,
+    shares: Sequence[float],
+    located: int,
+    *,
+    rows: bool = False,
 ) -> StatisticsBudget:
     """Split ``(epsilon, delta)`` between the private ranges of the ``located`` columns
     without public bounds (:mod:`dplong.privacy.ranges`) and Gaussian releases in proportion
@@ -238,7 +248,9 @@ def statistics_budget(
     :data:`TAIL_COUNT_SHARES`; or, where
     those medians' miss bound exceeds :data:`~dplong.privacy.budget.stages.MAX_MISS`, one
     vector of histograms :data:`HISTOGRAM_USERS` and :data:`HISTOGRAM_SHARES`, and the counts
-    beyond their ranges' ends as those beyond the medians'. Public facts only.
+    beyond their ranges' ends as those beyond the medians'. With ``rows`` (the cap on a
+    person's rows is found privately), :data:`~dplong.privacy.row_cap.ROW_CAP_SHARE` of the
+    total goes to that first. Public facts only.
 
     Examples
     --------
@@ -252,9 +264,12 @@ def statistics_budget(
     >>> statistics_budget(5912, 1.0, 5912.0**-2, [1.0], located=0).median_epsilon
     0.0
     """
-    (total,) = gaussian_shares(epsilon, delta, [1.0])
+    (whole,) = gaussian_shares(epsilon, delta, [1.0])
+    rows_rho = whole * ROW_CAP_SHARE if rows else 0.0
+    total = whole - rows_rho
     if located == 0:
-        return StatisticsBudget(0.0, 0.0, 0.0, 0.0, gaussian_shares(epsilon, delta, shares))
+        statistics = tuple(total * s / float(sum(shares)) for s in shares)
+        return StatisticsBudget(0.0, 0.0, 0.0, 0.0, rows_rho, statistics)
     medians = 3 * located
     wanted = medians * (RANGE_USERS / n) ** 2 / 2.0 / total
     share = min(RANGE_SHARES[1], max(RANGE_SHARES[0], wanted))
@@ -272,6 +287,7 @@ def statistics_budget(
             total * RUNG_COUNT_SHARE,
             total * tails,
             0.0,
+            rows_rho,
             tuple(rest * s for s in shares),
         )
     # the threshold is inversely proportional to √ρ: the ρ that sets it at the target
@@ -279,7 +295,10 @@ def statistics_budget(
     wanted = (at_one / (HISTOGRAM_USERS[0] * n)) ** 2 / total
     share = min(HISTOGRAM_SHARES[1], max(HISTOGRAM_SHARES[0], wanted))
     rest = total * (1.0 - share - tails) / float(sum(shares))
-    return StatisticsBudget(0.0, 0.0, total * tails, total * share, tuple(rest * s for s in shares))
+    histograms = total * share
+    return StatisticsBudget(
+        0.0, 0.0, total * tails, histograms, rows_rho, tuple(rest * s for s in shares)
+    )
 
 
 #: A random-effects fit's stages (:mod:`dplong.models.random_effects`) when its variance
@@ -314,12 +333,14 @@ def random_effects_budget(
     located: int,
     *,
     stated: bool,
+    rows: bool = False,
 ) -> RandomEffectsBudget:
     """Split ``(epsilon, delta)`` between the stages of a random-effects fit
     (:data:`RE_COMPONENTS_USERS`, :data:`RE_PILOT_SHARE`; the ranges as in
     :func:`statistics_budget`), the final releases' ρ in proportion to ``shares``. With
-    ``stated`` variance components there is no pilot and no components' release. Public facts
-    only.
+    ``stated`` variance components there is no pilot and no components' release; with
+    ``rows``, the cap on a person's rows is found first (:func:`statistics_budget`). Public
+    facts only.
 
     Examples
     --------
@@ -333,7 +354,12 @@ def random_effects_budget(
     share = 0.0 if stated else users_share(RE_COMPONENTS_USERS, n, epsilon, *RE_COMPONENTS_SHARES)
     pilot = 0.0 if stated else RE_PILOT_SHARE
     rest = statistics_budget(
-        n, epsilon * (1.0 - share), delta * (1.0 - share), [pilot, 1.0 - pilot], located
+        n,
+        epsilon * (1.0 - share),
+        delta * (1.0 - share),
+        [pilot, 1.0 - pilot],
+        located,
+        rows=rows,
     )
     pilot_rho, final = rest.rho
     total = float(sum(shares))
@@ -342,6 +368,7 @@ def random_effects_budget(
         rest.count_rho,
         rest.tail_rho,
         rest.histogram_rho,
+        rest.rows_rho,
         tuple(final * s / total for s in shares),
         pilot_rho,
         epsilon * share,
