@@ -630,8 +630,9 @@ def test_a_histogram_range_that_clips_a_side_straddling_zero_is_flagged() -> Non
     """An outcome of mean 1.25 and person sd 1.2 over four rows of sd 1 (1,000 persons): its
     persons' minima straddle 0, spread over cells of both signs (at most 18 % in one), so that
     no cell of the lower side's histogram clears the threshold (ρ of a four-column fit at
-    n = 1000, ε = 1: about 190 persons) or one near the bulk does, and the side ends there,
-    clipping up to half of the persons. The count of the persons beyond the ends (tail_rho,
+    n = 1000, ε = 1: about 190 persons; the side then ends at a cell holding half of it within
+    the upper end mirrored) or one near the bulk does, and the side ends there, clipping up to
+    half of the persons. The count of the persons beyond the ends (tail_rho,
     its sd about 33) flags such ranges (missed above HISTOGRAM_MISS n by 3 sds: 60 %; heavy
     above √n and 2.2 sds, 10 %): no range left unflagged clips more than 15 % of the persons
     (one 13 %, the rest at most 5 %). Power: without the count, 29 of these 100 ranges
@@ -659,6 +660,32 @@ def test_a_histogram_range_that_clips_a_side_straddling_zero_is_flagged() -> Non
         assert shown or clipped(counted.ranges[0]) <= 0.15
         unseen += clipped(blind.ranges[0]) > 0.15
     assert flagged >= 20 and unseen >= 20
+
+
+@pytest.mark.parametrize(("threshold", "expected"), [(300.0, [-1.0, 4.0]), (600.0, [-4.0, 4.0])])
+def test_a_side_no_cell_of_which_clears_ends_within_the_other_sides_end_mirrored(
+    threshold: float, expected: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Noise off, the threshold held: every maximum at 3 (the cell (2, 4] clears), the minima
+    uniform on (-1, 1), over cells of both signs none of which holds 300. The lower side ends
+    at the farthest cell within the upper end mirrored (-4) that holds HISTOGRAM_WITHIN of the
+    threshold: at 300, (0.5, 1] of the negated minima (250 persons), the box [-1, 4]; at 600
+    none does, and the side ends at the mirrored end, [-4, 4]. Not at its largest count's cell,
+    which at noise could as well be an empty cell beyond every person: 11 of 1,000 draws on an
+    exponential outcome's panels (RandomEffects at 1,000 persons, ε = 1) gave ranges of 10^8
+    that way (docs/design/ranges.md). Where neither side clears, each keeps its largest
+    count's cell."""
+    monkeypatch.setattr(ranges, "histogram_threshold", lambda k, rho: threshold)
+    rng = np.random.default_rng(8)
+    lows = rng.uniform(-1.0, 1.0, (1000, 1))
+    found = histogram_ranges(lows, np.full((1000, 1), 3.0), OFF, rng, names=("y",))
+    box = found.midpoint[:, None] + np.column_stack([-found.reaches[1], found.reaches[0]])
+    assert box[0].tolist() == expected
+    # both sides thin (at 600: about 500 in (0.5, 1] each): each its largest count's cell
+    highs = rng.uniform(0.01, 1.0, (1000, 1))
+    spread = histogram_ranges(-highs, highs, OFF, rng, names=("y",))
+    box = spread.midpoint[:, None] + np.column_stack([-spread.reaches[1], spread.reaches[0]])
+    assert box[0].tolist() == [-1.0, 1.0]
 
 
 def test_histograms_call_constant_only_a_column_nearly_all_at_zero() -> None:

@@ -19,7 +19,7 @@ Where n ε is too small for the medians, :func:`histogram_ranges` finds the rang
 Gaussian vector instead: for each column, histograms of the persons' largest and negated
 smallest values on a coarse public grid (:data:`HISTOGRAM_EDGES`, a doubling a cell), with an
 L2 sensitivity of ``2 √k``; a side ends at the farthest cell that clears
-:func:`histogram_threshold`.
+:func:`histogram_threshold` (one where none does, within the other side's end mirrored).
 
 How each step is built and why its sensitivity holds, the design notes:
 ``docs/design/ranges.md``.
@@ -49,6 +49,7 @@ __all__ = [
     "HISTOGRAM_FALSE",
     "HISTOGRAM_MISS",
     "HISTOGRAM_REACH",
+    "HISTOGRAM_WITHIN",
     "LONE_SDS",
     "MISS_SDS",
     "NEAR_RUNG",
@@ -199,6 +200,12 @@ HISTOGRAM_EDGES = np.concatenate([-_POWERS[::-1], [0.0], _POWERS])
 #: The chance that any empty cell of any of the histograms clears the threshold
 #: (:func:`histogram_threshold`): a false cell would widen a range, never narrow it.
 HISTOGRAM_FALSE = 0.01
+#: Where no cell of a side's histogram clears the threshold and the other side's does, the
+#: side ends at the farthest cell within the other side's end mirrored through 0 that holds
+#: ``HISTOGRAM_WITHIN`` of the threshold (:func:`histogram_ranges`): an empty cell's noise
+#: passes it with chance about 0.015 (a normal quantile of 2.2), and moves the end no further
+#: than the mirrored one.
+HISTOGRAM_WITHIN = 0.5
 #: The histogram route's range in half-widths of its core around the core's centre: a normal
 #: column over 8 rows whose core ends at 2 or 4 (1.4-2.8 sds) is clipped at 2-4 sds.
 HISTOGRAM_REACH = 1.5
@@ -580,6 +587,17 @@ def person_cells(lows: NDArray[np.float64], highs: NDArray[np.float64]) -> NDArr
     return onehot
 
 
+def _farthest(shown: NDArray[np.bool_], counted: NDArray[np.float64]) -> NDArray[np.intp]:
+    """Each histogram's farthest cell ``shown``, or where none is, its largest count's."""
+    cells = shown.shape[1]
+    far = np.where(
+        shown.any(axis=1),
+        cells - 1 - np.argmax(shown[:, ::-1], axis=1),
+        np.argmax(counted, axis=1),
+    )
+    return np.asarray(far, dtype=np.intp)
+
+
 def histogram_ranges(
     lows: NDArray[np.float64],
     highs: NDArray[np.float64],
@@ -620,10 +638,21 @@ def histogram_ranges(
     counts = release_vector_sum(person_cells(lows, highs), norm, 2.0 * math.sqrt(k), rho, rng)
     counted = counts.total.reshape(2 * k, cells)
     threshold = histogram_threshold(k, rho)
-    # the farthest cell that clears the threshold, or where none does the largest count's
-    heavy = counted >= np.minimum(threshold, counted.max(axis=1, keepdims=True))
-    far = cells - 1 - np.argmax(heavy[:, ::-1], axis=1)
-    outer = np.append(HISTOGRAM_EDGES, 2.0 * HISTOGRAM_EDGES[-1])[far]
+    edges = np.append(HISTOGRAM_EDGES, 2.0 * HISTOGRAM_EDGES[-1])  # each cell's outer edge
+    outer = edges[_farthest(counted >= threshold, counted)]  # how far up each side ends
+    # a side no cell of which clears spreads its persons thinly (minima straddling 0, over a
+    # hundred cells of both signs), and its largest count may be the noise of a cell beyond
+    # every person (a range of 10^8): where the other side cleared, it ends at the farthest
+    # cell within that side's end mirrored that holds HISTOGRAM_WITHIN of the threshold, or
+    # at the mirrored end (a false cell moves it no further); the counts beyond check both
+    cleared = np.asarray((counted >= threshold).any(axis=1), dtype=bool)
+    span = np.abs(np.concatenate([outer[k:], outer[:k]]))
+    within = np.asarray(
+        (edges <= span[:, None]) & (counted >= HISTOGRAM_WITHIN * threshold), dtype=bool
+    )
+    thin = ~cleared & np.concatenate([cleared[k:], cleared[:k]])
+    inner = np.where(within.any(axis=1), edges[_farthest(within, counted)], span)
+    outer = np.where(thin, inner, outer)
     upper, lower = outer[:k], 0.0 - outer[k:]  # 0, not -0
     low, high = np.minimum(lower, upper), np.maximum(lower, upper)
     centre, half = (low + high) / 2.0, (high - low) / 2.0
