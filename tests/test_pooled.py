@@ -928,11 +928,13 @@ def test_a_rare_binary_regressor_whose_range_is_a_sliver_is_withheld_not_absurd(
     between them and the few at 1; before, the range ended there (1e-62 and the like) and the
     slope on the column clipped to it, the true one over that width, was released at 2.8e61,
     1.3e62 and 3.5e103 in three of these ten fits, with no note. A range within TINY_REACH of
-    its midpoint on both sides is a sliver: the slope is withheld with its reason, the other
-    coefficients released (every one within 3 bse of the truth here)."""
+    its midpoint on both sides is a sliver, and so is that of a column the counts find (nearly)
+    constant, whatever its span (seed 17's ended at 9.5e-5, whose far count hid under its
+    noise: the slope was released at 5,416, its interval excluding 0.5, with no note; seed 11's
+    was missed, every coefficient withheld): the slope is withheld with its reason in all twelve,
+    the other coefficients released (every one within 3 bse of the truth here)."""
     truth = pd.Series({"Intercept": 1.0, "d": 0.5, "x": 0.3})
-    narrow = 0
-    for seed in range(10):
+    for seed in (*range(10), 11, 17):
         rng = np.random.default_rng(seed)
         ids = np.repeat(np.arange(5000), 4)
         d = np.repeat((rng.random(5000) < 0.03).astype(float), 4)
@@ -942,15 +944,11 @@ def test_a_rare_binary_regressor_whose_range_is_a_sliver_is_withheld_not_absurd(
         res = PooledOLS.from_formula("y ~ d + x", panel, groups="id").fit(
             epsilon=2.0, random_state=seed
         )
-        assert np.isnan(res.params["d"])
-        assert res.withheld_why["d"] in ("range too narrow", "range clips many")
+        assert np.isnan(res.params["d"]) and res.withheld_why["d"] == "range too narrow"
         released = res.params.drop("d")
         assert (np.abs(released - truth.drop("d")) < 3 * res.bse.drop("d")).all()
-        if res.withheld_why["d"] == "range too narrow":
-            narrow += 1
-            (note,) = [w for w in res.warnings if "sliver" in w]
-            assert "['d'] withheld" in note and "(0, 1)" in note
-    assert narrow >= 5
+        (note,) = [w for w in res.warnings if "sliver" in w]
+        assert "['d'] withheld" in note and "(0, 1)" in note
 
 
 # ---------------------------------------------------------------------------------------------

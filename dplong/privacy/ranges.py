@@ -338,6 +338,11 @@ def private_ranges(
     # one within TINY_REACH of it on both sides clips them to a sliver: their column scaled
     # down by its width (a 0/1 column's slope scaled up by as much), or another column
     sliver = np.all([span <= np.maximum(cell, TINY_REACH) for span in spans], axis=0)
+    # so does one the counts find (nearly) constant: its median reaches land at random among
+    # the cells tied between its persons at the midpoint and the few off it (a rare 0/1
+    # column's: 3 % of 5,000 persons at ε = 2, a range ending at 9.5e-5 whose far count its
+    # noise hid, and a slope of 5,416 whose interval excluded the truth, in 1 fit of 20)
+    sliver |= constant
     missed |= below & ~sliver
     narrow = sliver & ~missed
     core_upper, core_lower = (

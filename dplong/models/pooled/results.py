@@ -287,11 +287,12 @@ def _narrow_notes(
         else ""
     )
     return (
-        f"{[str(c) for c in withheld]} withheld: the range found privately for {names} ends "
-        f"within {TINY_REACH:.2g} of its midpoint on both sides (its median reaches landed "
-        "beside the few persons off the midpoint, as a rare 0/1 column's do), so the fit "
-        "regressed a sliver of it, on another scale. "
-        f"{others}Give public bounds (a 0/1 column: (0, 1)) or raise epsilon.",
+        f"{[str(c) for c in withheld]} withheld: the range found privately for {names} is a "
+        "sliver of its column (the released counts found nearly every person at its "
+        "midpoint's value, or its range ends within "
+        f"{TINY_REACH:.2g} of it on both sides: its median reaches land beside the few persons "
+        "off the midpoint, as a rare 0/1 column's do), so the fit regressed a sliver of it, on "
+        f"another scale. {others}Give public bounds (a 0/1 column: (0, 1)) or raise epsilon.",
     )
 
 
