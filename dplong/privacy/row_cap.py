@@ -38,7 +38,7 @@ ROW_CAP_SHARE = 0.02
 CAP_TAIL, CAP_SDS = 0.1, 2.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds an array: compared by identity
 class RowCap:
     """The cap on a person's rows of a fit: ``value``; ``found`` privately (else stated, or
     of no effect); the noisy counts of the persons by their rows (1 to the ceiling, the last
