@@ -238,7 +238,8 @@ class PrivateRanges:
     whose range ``missed`` its data (k: from the counts beyond the far and near rungs, or beyond
     a histogram range's ends), those
     whose range is ``narrow`` (k: within :data:`TINY_REACH` of the midpoint on both sides, not
-    its cell: a sliver of a column that varies, whose values it scales down), the columns
+    its cell, or of a column found ``constant`` by the medians' counts: a sliver of a column
+    that varies, whose values it scales down), the columns
     found (nearly) ``constant`` (k: no more persons off the midpoint's cell than the first rung's
     counts can tell from none; the histograms: fewer than their threshold off the cell ending at 0),
     the released counts of the persons ``beyond`` :data:`CLIPPED_RUNG` median reaches, or beyond
@@ -644,13 +645,14 @@ def histogram_ranges(
     counted = counts.total.reshape(2 * k, cells)
     threshold = histogram_threshold(k, rho)
     edges = np.append(HISTOGRAM_EDGES, 2.0 * HISTOGRAM_EDGES[-1])  # each cell's outer edge
-    outer = edges[_farthest(counted >= threshold, counted)]  # how far up each side ends
+    shown = counted >= threshold
+    outer = edges[_farthest(shown, counted)]  # how far up each side ends
     # a side no cell of which clears spreads its persons thinly (minima straddling 0, over a
     # hundred cells of both signs), and its largest count may be the noise of a cell beyond
     # every person (a range of 10^8): where the other side cleared, it ends at the farthest
     # cell within that side's end mirrored that holds HISTOGRAM_WITHIN of the threshold, or
     # at the mirrored end (a false cell moves it no further); the counts beyond check both
-    cleared = np.asarray((counted >= threshold).any(axis=1), dtype=bool)
+    cleared = np.asarray(shown.any(axis=1), dtype=bool)
     span = np.abs(np.concatenate([outer[k:], outer[:k]]))
     within = np.asarray(
         (edges <= span[:, None]) & (counted >= HISTOGRAM_WITHIN * threshold), dtype=bool

@@ -43,7 +43,16 @@ class RowCap:
     """The cap on a person's rows of a fit: ``value``; ``found`` privately (else stated, or
     of no effect); the noisy counts of the persons by their rows (1 to the ceiling, the last
     cell all with at least as many; empty where not found), their noise sd and the ledger
-    entries of the release (none where not found)."""
+    entries of the release (none where not found).
+
+    Examples
+    --------
+    >>> from dplong.privacy.row_cap import RowCap
+    >>> RowCap(5).assumption                      # stated: nothing to say
+    ()
+    >>> RowCap(4, found=True).assumption[0][:30]
+    'max_rows=4 found privately: th'
+    """
 
     value: int
     found: bool = False

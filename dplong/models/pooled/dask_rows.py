@@ -92,6 +92,8 @@ class DaskRows:
     ...                                                 eval_env=None), "id")
     >>> design.n, rows.lows[:, 1].tolist(), rows.highs[:, 1].tolist()
     (2, [1.0, 4.0], [3.0, 5.0])
+    >>> rows.row_counts().tolist()      # a pass: each person's rows
+    [2, 2]
     """
 
     data: DaskFrame
