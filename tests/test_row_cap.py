@@ -12,7 +12,7 @@ from audit import BROKEN_NOISE_FRACTION, check_gaussian_audit
 
 import dplong
 from dplong.privacy.budget import statistics_budget
-from dplong.privacy.row_cap import CAP_SDS, ROW_CAP_SHARE, release_row_cap
+from dplong.privacy.row_cap import CAP_SDS, ROW_CAP_SHARE, RowCap, release_row_cap
 
 #: ρ at which the noise is off: the lattice's exact sum
 OFF = 1e300
@@ -153,14 +153,37 @@ def test_a_found_cap_weighs_a_longer_persons_rows_down() -> None:
     np.testing.assert_allclose(res.params.to_numpy(), expected, atol=1e-8)
 
 
-def test_the_x_x_notes_remedy_names_the_cap_found() -> None:
-    """The note of a floored (or withheld) X'X names the cap: found privately, a smaller one
-    stated lowers the noise; stated, one the persons' rows do not exceed."""
+def test_the_x_x_notes_remedy_names_the_cap_found_only_where_persons_have_fewer_rows() -> None:
+    """The note of a floored (or withheld) X'X names the cap where a smaller one could lower
+    its noise next to its signal: found privately, where the released counts show more than
+    a tenth of the persons with fewer rows (by CAP_SDS sds); on a balanced panel, whose
+    persons all weigh the cap, signal and noise scale together and the note does not name it
+    (PanelOLS at caps 2 and 8 stated gave identical estimates there); stated, where the
+    persons have fewer rows than it (which the fit does not know)."""
     from dplong.models.pooled.results import _withheld_notes
 
     model = dplong.PooledOLS.from_formula("y ~ treat + x", _panel(), groups="id", bounds=BOUNDS)
-    (found,) = _withheld_notes(model, pd.Index([]), 1.0, 4, True)
-    assert "State a max_rows below the 4 found privately" in found
-    (stated,) = _withheld_notes(model, pd.Index(["x"]), 1.0, 4)
+    # noise off: 1,000 persons, 300 of them with 3 rows and 700 with 4; or all with 4
+    unbalanced = release_row_cap(np.repeat([3, 4], [300, 700]), 10, OFF, np.random.default_rng(0))
+    balanced = release_row_cap(np.full(1000, 4), 10, OFF, np.random.default_rng(0))
+    assert unbalanced.value == balanced.value == 4
+    assert unbalanced.shorter and not balanced.shorter
+    (found,) = _withheld_notes(model, pd.Index([]), 1.0, 4, unbalanced)
+    assert "State a max_rows below the 4 found privately (more than 10% of the persons" in found
+    (level,) = _withheld_notes(model, pd.Index(["x"]), 1.0, 4, balanced)
+    assert "max_rows" not in level and level.endswith("raise epsilon or drop a collinear term.")
+    (stated,) = _withheld_notes(model, pd.Index(["x"]), 1.0, 4, RowCap(4))
     assert "state max_rows where persons have fewer than its 4 rows" in stated
-    assert _withheld_notes(model, pd.Index([]), 0.0, 4, True) == ()
+    assert _withheld_notes(model, pd.Index(["x"]), 1.0, 4) == (stated,)  # no cap object
+    assert _withheld_notes(model, pd.Index([]), 0.0, 4, unbalanced) == ()
+
+
+def test_shorter_is_a_count_beyond_its_noise() -> None:
+    """RowCap.shorter turns the cap's rule down: the persons below the cap must be more than
+    a tenth of n by CAP_SDS sds of their sum (a sum of value - 1 cells). 150 of 1,000 persons
+    below a cap of 4 pass with sds of 10 (threshold 100 + 2 · 10 · √3 = 134.6) and fail with
+    sds of 20 (169.3); a stated cap has no counts and is never shorter."""
+    counts = np.array([0.0, 0.0, 150.0, 850.0] + [0.0] * 6)
+    assert RowCap(4, True, counts, 10.0).shorter
+    assert not RowCap(4, True, counts, 20.0).shorter
+    assert not RowCap(4).shorter and not RowCap(1, True, counts, 0.0).shorter

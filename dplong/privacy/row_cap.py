@@ -52,6 +52,8 @@ class RowCap:
     ()
     >>> RowCap(4, found=True).assumption[0][:30]
     'max_rows=4 found privately: th'
+    >>> RowCap(4, True, np.array([0.0, 300.0, 700.0] + [0.0] * 7), 1.0).shorter
+    True
     """
 
     value: int
@@ -59,6 +61,19 @@ class RowCap:
     counts: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
     sd: float = 0.0
     entries: tuple[LedgerEntry, ...] = ()
+
+    @property
+    def shorter(self) -> bool:
+        """Whether the released counts show more than :data:`CAP_TAIL` of the persons with
+        fewer rows than a cap found privately, by :data:`CAP_SDS` sds of their sum's noise (the
+        rule of :func:`release_row_cap` turned down): only then can a smaller cap lower X'X's
+        noise next to its signal (a person with at least the cap's rows weighs the cap, and
+        both scale with it; a balanced panel gains nothing). False where not found."""
+        if not self.found or self.value <= 1:
+            return False
+        below = float(self.counts[: self.value - 1].sum())
+        n = float(self.counts.sum())  # the noisy total: n up to one cell's noise a cell
+        return below > CAP_TAIL * n + CAP_SDS * self.sd * math.sqrt(self.value - 1)
 
     @property
     def assumption(self) -> tuple[str, ...]:

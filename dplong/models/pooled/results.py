@@ -26,7 +26,7 @@ from dplong.privacy.ranges import (
     located_miss,
     reach_rungs,
 )
-from dplong.privacy.row_cap import RowCap
+from dplong.privacy.row_cap import CAP_TAIL, RowCap
 from dplong.results import RegressionResults
 
 if TYPE_CHECKING:
@@ -62,7 +62,6 @@ def _statistics_results(
     clips many persons a note names, and the coefficient of a regressor whose range it is is
     withheld (a slope on its clipped values is that of another regressor, on another scale);
     ``row_cap``: the cap ``cap`` where it was found privately (the assumptions say so)."""
-    found_cap = row_cap is not None and row_cap.found
     missed, heavy, narrow = RangeFlags.none(len(model._names)) if flags is None else flags
     positions = model._reported
     index = pd.Index([model._design.columns[j] for j in positions])
@@ -81,7 +80,7 @@ def _statistics_results(
     histograms = plan.histogram_rho > 0.0  # the ranges' route, for the notes' wording
     notes = _missed_notes(model, index[clipped], missed, histograms)
     notes += _narrow_notes(model, index[sliver], narrow)
-    notes += _withheld_notes(model, index[unbounded], release.pilot.ridge, cap, found_cap)
+    notes += _withheld_notes(model, index[unbounded], release.pilot.ridge, cap, row_cap)
     notes += _found_notes(model, plan)
     heavy_notes = _heavy_notes(
         model, heavy, index[short], int(clipped.sum()) < len(index), histograms
@@ -340,18 +339,26 @@ def _heavy_notes(
 
 
 def _withheld_notes(
-    model: PooledOLS, withheld: pd.Index, ridge: float, cap: int, found: bool = False
+    model: PooledOLS,
+    withheld: pd.Index,
+    ridge: float,
+    cap: int,
+    row_cap: RowCap | None = None,
 ) -> tuple[str, ...]:
     """The note of the coefficients ``withheld`` (their ridge's pull unbounded) or, with none,
     of the released X'X's floor (its ``ridge``) where it has one; where a person counts up to
-    ``cap`` rows (``max_rows``, stated or ``found`` privately), the remedy names it: X'X's
-    noise is in proportion."""
+    ``cap`` rows (``max_rows``), the remedy names it where a smaller one could help: stated,
+    where persons have fewer rows (unknown to the fit); found privately (``row_cap``), where
+    its released counts show them (:attr:`RowCap.shorter`): X'X's noise is in proportion to
+    the cap, and the signal of a person with at least its rows too."""
     remedy = "raise epsilon or drop a collinear term."
-    if cap > 1 and found:
-        remedy = (
-            f"state a max_rows below the {cap} found privately (X'X's noise is in proportion "
-            f"to it; a person's rows beyond it are down-weighted), {remedy}"
-        )
+    if row_cap is not None and row_cap.found:
+        if row_cap.shorter:
+            remedy = (
+                f"state a max_rows below the {cap} found privately (more than "
+                f"{CAP_TAIL:.0%} of the persons have fewer rows by its count, and X'X's noise "
+                f"is in proportion to it), {remedy}"
+            )
     elif cap > 1:
         remedy = (
             f"state max_rows where persons have fewer than its {cap} rows (X'X's noise is in "
