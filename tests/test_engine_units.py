@@ -497,7 +497,7 @@ class TestPrivateMedian:
 
     def test_cells_in_a_gap_are_no_candidates(self) -> None:
         """``gaps``: the cells between the one at 0 and the one holding ``gaps[j]`` are no
-        candidates. 600 users, 60 % at 0 counting ZERO_WEIGHT-like 1/8 below, the rest at 1-4
+        candidates. 600 users, 60 % at 0 counting 1/8 below, the rest at 1-4
         (a column of integers around a mass at its midpoint): between 0 and 1 lie about 1,900
         cells tied with the cell at 0, 45 users behind the median cell, which at ε = 0.1
         (rate 0.05: 2.25 nats against log 1,900 = 7.5) win about half the draws. Without the

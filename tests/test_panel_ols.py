@@ -240,12 +240,13 @@ def test_between_is_refused_before_any_noise(
 
 def test_a_range_that_missed_withholds_every_coefficient_with_a_note() -> None:
     """A status that 85 % of persons never change (its deviations 0 but for the movers, as
-    the wage panel's union membership): its private median reach lands at the midpoint's
-    cell and the range clips every mover, so the column is another regressor (the signs of
-    its deviations) and its coefficient is in units of a range near 0. Before the far rung it
-    was released at about 10^125 (ε = 4 on the wage panel); now every coefficient is
-    withheld, with the reason, and nothing absurd is printed; with a public range the
-    column's range falls back on it."""
+    the wage panel's union membership): the median reach of a side, among its 7.5 % of movers
+    against the cells tied beyond them all, lands out there (here the lower one, at about
+    10^8), where the column is constant in its frame (before ZERO_WEIGHT was 0 it landed at
+    the midpoint's cell and the range clipped every mover; before the far rung the slope was
+    released at about 10^125, ε = 4 on the wage panel). Every coefficient is withheld, with
+    the reason; the summary names the missed range with no numbers, so nothing absurd is
+    printed; with a public range the column's range falls back on it."""
     rng = np.random.default_rng(8)
     people, years = 3000, 5
     ids = np.repeat(np.arange(people), years)
@@ -270,6 +271,7 @@ def test_a_range_that_missed_withholds_every_coefficient_with_a_note() -> None:
     }
     assert any("range found privately for ['status'] missed" in note for note in res.warnings)
     assert "e+" not in res.summary().as_text()
+    assert "status: its range found privately missed its data" in res.assumptions[0]
     # with its public range the missed range falls back on the cap (±1: the range's width):
     # released, and the slope's interval holds the truth
     capped = dplong.PanelOLS.from_formula(

@@ -58,7 +58,6 @@ __all__ = [
     "RUNGS",
     "RUNG_SHARE",
     "TINY_REACH",
-    "ZERO_WEIGHT",
     "PrivateRanges",
     "heavy_threshold",
     "histogram_ranges",
@@ -70,21 +69,17 @@ __all__ = [
     "rung_share",
 ]
 
-#: Weight of a person at the midpoint in the counts below a reach's cells (design notes):
-#: at 1/8 the cell at 0 wins by n/8 users when nobody is beyond the midpoint, and moves the
-#: median of a half that is beyond it only from its 0.5 to its 0.44 quantile.
-ZERO_WEIGHT = 0.125
 #: The range's reach in units of the median reach where no rung holds (design notes): 4
 #: covers a uniform column (whose largest reach is about 2.3 median reaches) and a normal one
-#: up to 2.7 sds (its median reach, pulled down by the persons at the midpoint, is 0.6 sd).
+#: up to 2.7 sds (its median reach, that of a half-normal, is 0.67 sd).
 REACH = 4.0
 #: The rungs, in units of the median reach, and the share of n a rung may leave beyond it:
 #: about three times the counts' noise sd at RAND HIE's size, and far below the share a
 #: continuous column leaves beyond 2 median reaches (a normal one: 10 %). The first rung, 0,
 #: is the midpoint's cell: a side that few persons pass it on ends there, whatever its median
 #: reach (a side nobody is on, as below a non-negative column's midpoint at 0, leaves that
-#: median nothing to find but the far cells, tied within n ZERO_WEIGHT of the cell at 0: on
-#: RAND HIE's coinsurance it landed at 10^165 in about 3 fits of 100).
+#: median nothing to find: every cell ties, and on RAND HIE's coinsurance it landed at 10^165
+#: in about 3 fits of 100).
 RUNGS, RUNG_SHARE = (0.0, 1.25, 1.5, 2.0), 0.05
 #: A far rung, in units of the median reach: where more than RUNG_SHARE of n persons are beyond
 #: it on a side, by MISS_SDS noise sds of the count, the median reach missed its data (too
@@ -112,33 +107,36 @@ FAR_RUNG, MISS_SDS = 16.0, 3.0
 #: HEAVY_FALSE (a union bound), in the count's sds. The fit warns: no release measures what
 #: clipping them moves.
 CLIPPED_RUNG, HEAVY_FALSE = REACH + 1.0, 0.05
-#: The reaches' grid: 8 cells a doubling (9 %; a range is 1.25 to 4 reaches) in [2^-64, 2^64],
-#: one a doubling below, down to the smallest normal double, and one unbounded cell from
-#: 2^65 (3.7e19) up. A reach misses **high** by the noisy max of the cells beyond every
-#: person, tied at the side's worst utility: with 16 a doubling and cells up to 2^1023 (3,967
-#: in all) the six reaches of three columns of 1,000 persons at ε = 0.04 a median (a 0/1, a
-#: normal and an outcome column, `PooledOLS` at ε = 1) landed beyond 4 times every person in
-#: 8 % of draws each, with these 1,985 cells in 3 %, and one of the three ranges was flagged
-#: missed in 54 % of draws, now 30 % (with the near rung's tests below). A spread beyond 2^65
-#: is clipped there, and the far rung's count says so. The coarse cells below 2^-64 are kept:
-#: a rare 0/1 column's reach, tied among the cells between its persons at the midpoint and its
-#: few at 1, lands there more often than not, a sliver (TINY_REACH) that withholds its slope
-#: alone.
-REACH_GRID = LogGrid(fine=8, coarse=1, inner=64, signed=False, top=64)
+#: The reaches' grid: 8 cells a doubling (9 %; a range is 1.25 to 4 reaches) in [2^-32, 2^32],
+#: one a doubling out to 2^-64 and to 2^65 (3.7e19), the cell at 0 below and one unbounded
+#: cell above: 579 cells. A reach misses by the noisy max of the cells tied beside every
+#: person of its side, beyond them (high) or between the midpoint's cell and them (low), at
+#: the side's worst utility; the fewer those cells, the rarer the miss. With 16 a doubling up
+#: to 2^1023 (3,967 cells) the six reaches of three columns of 1,000 persons at ε = 0.04 a
+#: median (a 0/1, a normal and an outcome column, `PooledOLS` at ε = 1) landed beyond 4 times
+#: every person in 8 % of draws each; with 8 a doubling in [2^-64, 2^64] and one a doubling
+#: down to the smallest normal double (1,985 cells), 3 %, and 13-15 % of such fits were
+#: withheld as "range missed"; with these 579, 3-5 % (docs/accuracy.md). A deviation below
+#: 2^-32 or above 2^32 is found to a doubling (a range up to twice as wide), one beyond 2^65
+#: is clipped there and the far rung's count says so.
+REACH_GRID = LogGrid(fine=8, coarse=1, inner=32, outer=64, signed=False, top=64)
 #: A range within this of its midpoint on both sides (the reach grid's fine cells end there)
 #: is ``narrow``: a column whose persons deviate by less is no data set's, but a rare 0/1
 #: column's reach lands there, among the cells tied between the persons at its midpoint and
 #: the few at 1 (3 % of 5,000 persons at ε = 2: in 4 fits of 20 its slope was released at 1e61
-#: and the like, the slope on the column clipped to a range ending at 1e-62).
+#: and the like, the slope on the column clipped to a range ending at 1e-62). A narrow range
+#: is then the sliver of this width at the midpoint (its own cell where wider), whatever its
+#: reaches.
 TINY_REACH = 2.0**-REACH_GRID.inner
-#: A near rung, in units of the median reach: a median reach has (by its weights) at least half
-#: of its side's persons off the midpoint's cell beyond it, and a side whose deviations spread
+#: A near rung, in units of the median reach: a median reach has at least half of its side's
+#: persons off the midpoint's cell beyond it, and a side whose deviations spread
 #: over more than this factor below its median is rare (a lognormal σ = 2: 2 % of it), so where
 #: fewer than half of a side's persons off the cell are beyond NEAR_RUNG median reaches the
 #: reach missed **high**, beyond (nearly) all of them. It lands there among the cells far
 #: beyond every person, tied at the side's worst utility and many, where few persons are on
-#: the side (the wage panel's years of schooling at ε = 0.15 a median: 142 of 545 men above
-#: the 12 years most have, its upper reach beyond every man in about 8 % of draws). The range
+#: the side (the wage panel's years of schooling at ε = 0.15 a median: 130 of 545 men above
+#: the 12 years most have, its upper reach beyond 64 times every man in about 16 % of
+#: draws, 8 % while the men at the midpoint counted an eighth below the cells). The range
 #: then stretches the column constant in its frame, a direction the released Gram matrix does
 #: not determine; the test runs on sides with persons (more than RUNG_SHARE of n off the cell
 #: by MISS_SDS of the first rung's noise sds). A side that missed high is no miss where its
@@ -288,7 +286,7 @@ def private_ranges(
     >>> found = private_ranges(np.hstack([age - 2, female]), np.hstack([age + 2, female]),
     ...                        0.1, 0.05, rng, names=("age", "female"))
     >>> found.ranges.round(0).tolist()
-    [[7.0, 60.0], [-0.0, 1.0]]
+    [[18.0, 64.0], [-0.0, 1.0]]
     >>> [e.target for e in found.entries][:3]
     ['age: midpoint', 'female: midpoint', 'age: upper reach']
     """
@@ -346,6 +344,14 @@ def private_ranges(
     sliver |= constant
     missed |= below & ~sliver
     narrow = sliver & ~missed
+    # a narrow column's range is a sliver at its midpoint, whatever its reaches (those of a
+    # column found constant land anywhere among the cells tied beside its few persons off the
+    # midpoint: a rare 0/1 column's at 10^9 or 10^-9): every value off the midpoint's cell is
+    # clipped to an end, so the column enters the frame as its deviations' signs (a 0/1
+    # column at 0: itself), its own slope withheld and the others' design whole; a range far
+    # out would leave it constant in the frame, a direction no released X'X determines
+    sliver_span = np.maximum(cell, TINY_REACH)
+    upper, lower = (np.where(narrow, sliver_span, side) for side in (upper, lower))
     core_upper, core_lower = (
         np.clip(core_at * r, cell, reach) for r, reach in zip(reaches, (upper, lower), strict=True)
     )
@@ -445,19 +451,22 @@ def _reach(
     epsilon: float,
     rng: np.random.Generator,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """One side's deviations from the released midpoint (0 within its cell) and their
-    weighted median (step 2), whose candidates leave out the cells no deviation can be in."""
+    """One side's deviations from the released midpoint (0 within its cell) and the median
+    of those off the cell (step 2), whose candidates leave out the cells no deviation can be
+    in."""
     # a person within the midpoint's cell (its width: the cell's ends are at a half-width of
-    # its centre up to rounding) is at the midpoint: 0, and counts ZERO_WEIGHT below; so no
-    # deviation lies in (0, width], and the cells there would only tie with the one at 0 (for
-    # a column far from 0, most of the spread grid's 4,000 cells; a column of integers with
-    # a mass at its midpoint, such as years of schooling, saw its reach land among them)
+    # its centre up to rounding) is at the midpoint: 0, so no deviation lies in (0, width],
+    # and the cells there would only tie with the one at 0 (for a column far from 0, most of
+    # the grid's cells; a column of integers with a mass at its midpoint, such as years of
+    # schooling, saw its reach land among them)
     width = 2.0 * GRID.half_width_at(midpoint)
     deviation = np.where(deviation <= width, 0.0, deviation)  # NaN: no statistic, kept
-    below = np.where(deviation > 0.0, 1.0, ZERO_WEIGHT)
+    # the persons at the midpoint count nowhere in the median (no statistic there): it is that
+    # of the persons off the cell on this side, however few (design notes); the first rung's
+    # count says how many they are
+    off = np.where(deviation > 0.0, deviation, np.nan)
     eps = np.full(deviation.shape[1], epsilon)
-    weights = (below, np.ones_like(below))
-    return deviation, private_median(deviation, REACH_GRID, eps, rng, weights=weights, gaps=width)
+    return deviation, private_median(off, REACH_GRID, eps, rng, gaps=width)
 
 
 def located_miss(n: int, epsilon: float) -> float:

@@ -92,9 +92,15 @@ def _statistics_results(
     def series(values: NDArray[np.float64], label: str, fill: float = math.nan) -> pd.Series:
         return pd.Series(values, index=index, name=label).reindex(full, fill_value=fill)
 
+    # a range that missed its data is no range of it: the summary names it, with no numbers
+    # (a reach far beyond the persons would print as 10^9 or the like)
     bounds = ", ".join(
-        f"{name} in [{lo:.4g}, {hi:.4g}]" + (" (found privately)" if found else "")
-        for name, (lo, hi), found in zip(model._names, ranges, model._found_privately, strict=True)
+        f"{name}: its range found privately missed its data"
+        if lost
+        else f"{name} in [{lo:.4g}, {hi:.4g}]" + (" (found privately)" if found else "")
+        for name, (lo, hi), found, lost in zip(
+            model._names, ranges, model._found_privately, missed, strict=True
+        )
         if name != "Intercept"
     )
     declared = (
