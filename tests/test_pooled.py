@@ -954,6 +954,50 @@ def test_a_rare_binary_regressor_whose_range_is_a_sliver_is_withheld_not_absurd(
         assert "['d'] withheld" in note and "(0, 1)" in note
 
 
+def test_a_zero_inflated_skewed_outcome_is_named_where_its_range_clips_its_tail() -> None:
+    """An outcome 85 % of 5,000 persons have at 0 and the rest lognormal (spending, say), ε = 1,
+    given only ε: its range found privately ends at a rung that leaves at most 5 % of n
+    beyond it, inside the tail (up to a third of the 750-odd persons above 0), and pooled OLS
+    of the clipped values misses the non-private estimate in every fit released here (7 of
+    10). No
+    count sees the clipped mass at this noise; the range's shape does: its upper side spans
+    ONE_SIDED times the lower (empty) one and its persons spread past the first rung, and the
+    fit names the skewed outcome in a warning in every fit it releases (before, the ranges
+    missed in every fit at this share, withheld by accident, and at 30 % released 14 of 20
+    such misses with no warning; docs/accuracy.md). Not named: the wage panel's log wage and
+    RAND HIE's log spending (0 of 20 fits each, measured)."""
+    import statsmodels.formula.api as smf
+
+    released = 0
+    for seed in range(10):
+        rng = np.random.default_rng([seed, 15])
+        ids = np.repeat(np.arange(5000), 4)
+        x = rng.normal(size=ids.size)
+        spends = np.repeat(rng.random(5000) < 0.15, 4)
+        y = np.where(spends, np.exp(0.5 + 0.3 * x + rng.normal(size=ids.size)), 0.0)
+        panel = pd.DataFrame({"id": ids, "y": y, "x": x})
+        res = PooledOLS.from_formula("y ~ x", panel, groups="id").fit(
+            epsilon=1.0, random_state=seed
+        )
+        if not np.isfinite(res.params).all():
+            continue
+        released += 1
+        truth = smf.ols("y ~ x", panel).fit().params
+        lower, upper = res.conf_int().to_numpy().T
+        assert not ((lower <= truth) & (truth <= upper)).all()  # the clipping's bias
+        (note,) = [w for w in res.warnings if "times as far on one side" in w]
+        assert "the outcome y" in note and "np.log1p" in note
+    assert released >= 5
+    wages = dplong.datasets.load_wage_panel()
+    hie = dplong.datasets.load_randhie()
+    for frame, formula, groups in (
+        (wages, "lwage ~ exper + union", "nr"),
+        (hie, "np.log1p(meddol) ~ xage + female", "zper"),
+    ):
+        res = PooledOLS.from_formula(formula, frame, groups=groups).fit(epsilon=1.0, random_state=0)
+        assert not any("times as far on one side" in w for w in res.warnings)
+
+
 # ---------------------------------------------------------------------------------------------
 # BetweenOLS: the same releases on every person's means
 # ---------------------------------------------------------------------------------------------

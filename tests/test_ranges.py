@@ -353,6 +353,35 @@ def test_a_rare_column_found_constant_is_a_sliver_at_its_midpoint() -> None:
     assert fine >= 10  # the case the rule is for occurs (40 measured)
 
 
+def test_a_skewed_columns_range_is_one_sided() -> None:
+    """A column 85 % of 5,000 persons have at 0, the rest lognormal over four rows (a
+    zero-inflated outcome): the lower side is empty, the upper side's persons spread far past
+    its first positive rung, so its range is one-sided (ONE_SIDED, SPREAD_SDS). A normal
+    column and a 0/1 column with a fifth of the persons at 1 (its upper side at one value,
+    nobody past the rungs) are not. With the counts exact: 40 of 40. At a fit's noise (the
+    medians' ε 0.03, the counts' ρ 0.0017): 56 of 100 measured, the rest missed (27), narrow
+    (5) or unflagged (11); at least 46 (2 binomial sds below); the normal column never, and
+    the 0/1 column only where its counts' noise passes SPREAD_SDS sds (2 of 100 measured, a
+    chance of 0.023 each: at most 7)."""
+    rng = np.random.default_rng(11)
+    n = 5000
+    rows = np.exp(0.5 + rng.normal(size=(n, 4)))
+    spends = rng.random(n) < 0.15
+    normal = rng.normal(size=(n, 4)) + rng.normal(size=(n, 1))
+    binary = (rng.random(n) < 0.2).astype(float)
+    lows = np.column_stack([np.where(spends, rows.min(axis=1), 0.0), normal.min(axis=1), binary])
+    highs = np.column_stack([np.where(spends, rows.max(axis=1), 0.0), normal.max(axis=1), binary])
+    names = ("y", "x", "d")
+    for seed in range(40):
+        found = private_ranges(lows, highs, 50.0, 1e6, np.random.default_rng(seed), names=names)
+        assert found.one_sided.tolist() == [True, False, False]
+    flagged = np.zeros(3, dtype=int)
+    for seed in range(100):
+        found = private_ranges(lows, highs, 0.03, 0.0017, np.random.default_rng(seed), names=names)
+        flagged += found.one_sided
+    assert flagged[0] >= 46 and flagged[1] == 0 and flagged[2] <= 7
+
+
 def test_a_midpoint_beyond_every_person_is_a_miss(monkeypatch: pytest.MonkeyPatch) -> None:
     """An outcome's midpoint median at 1.5e17, beyond all of 1,000 persons (as a `BetweenOLS`
     fit at ε = 1 drew it, its counts' noise sd about 110): one side is empty, the other holds

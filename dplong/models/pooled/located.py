@@ -80,33 +80,41 @@ class RangeFlags(NamedTuple):
     """What the released numbers of the ranges found privately say of them (p + 1 each, the
     outcome last; False and 0 where a range is public): the ranges that ``missed`` their data
     with no public cap to fall back on, the ``heavy`` ones, which clip many persons (the
-    released count of persons beyond them, 0 for none), and the ``narrow`` ones, a sliver of
-    the column (:class:`~dplong.privacy.ranges.PrivateRanges`), with no public cap either. A
-    later stage given an earlier stage's ranges carries its flags on.
+    released count of persons beyond them, 0 for none), the ``narrow`` ones, a sliver of
+    the column, with no public cap either, and the ``one_sided`` ones, a skewed column's
+    (:class:`~dplong.privacy.ranges.PrivateRanges`). A later stage given an earlier stage's
+    ranges carries its flags on.
 
     Examples
     --------
     >>> import numpy as np
     >>> from dplong.models.pooled.located import RangeFlags
     >>> flags = RangeFlags(np.array([False, True, False]), np.array([0.0, 0.0, 900.0]),
-    ...                    np.array([True, False, False]))
+    ...                    np.array([True, False, False]), np.array([False, False, True]))
     >>> merged = flags.at([0, 2]).merged(RangeFlags.none(2))
     >>> merged.missed.tolist(), merged.heavy.tolist(), merged.narrow.tolist()
     ([False, False], [0.0, 900.0], [True, False])
+    >>> merged.one_sided.tolist()
+    [False, True]
     """
 
     missed: NDArray[np.bool_]
     heavy: NDArray[np.float64]
     narrow: NDArray[np.bool_]
+    one_sided: NDArray[np.bool_]
 
     @classmethod
     def none(cls, size: int) -> RangeFlags:
-        """No range missed, none clips many, none narrow: ``size`` columns (and the outcome)."""
-        return cls(np.zeros(size, dtype=bool), np.zeros(size), np.zeros(size, dtype=bool))
+        """No range missed, none clips many, none narrow or one-sided: ``size`` columns (and
+        the outcome)."""
+        flags = np.zeros(size, dtype=bool)
+        return cls(flags, np.zeros(size), flags.copy(), flags.copy())
 
     def at(self, rows: list[int]) -> RangeFlags:
         """The flags of the columns (and outcome) at ``rows`` only."""
-        return RangeFlags(self.missed[rows], self.heavy[rows], self.narrow[rows])
+        return RangeFlags(
+            self.missed[rows], self.heavy[rows], self.narrow[rows], self.one_sided[rows]
+        )
 
     def merged(self, other: RangeFlags) -> RangeFlags:
         """Either stage's flags."""
@@ -114,6 +122,7 @@ class RangeFlags(NamedTuple):
             self.missed | other.missed,
             np.maximum(self.heavy, other.heavy),
             self.narrow | other.narrow,
+            self.one_sided | other.one_sided,
         )
 
 
@@ -171,10 +180,10 @@ def find_ranges(
     (:class:`~dplong.privacy.ranges.PrivateRanges`); and the ledger entries of that stage."""
     located = np.isnan(ranges[:, 0])
     ranges, frame = ranges.copy(), frame.copy()
-    missed, heavy, narrow = RangeFlags.none(len(ranges))
+    missed, heavy, narrow, one_sided = RangeFlags.none(len(ranges))
     constant = np.zeros(len(ranges), dtype=bool)
     if not located.any():
-        return FoundRanges(ranges, frame, RangeFlags(missed, heavy, narrow), constant, ())
+        return FoundRanges(ranges, frame, RangeFlags.none(len(ranges)), constant, ())
     if plan.histogram_rho > 0.0:
         found = histogram_ranges(
             *extremes, plan.histogram_rho, generator, names=names, tail_rho=plan.tail_rho
@@ -193,11 +202,12 @@ def find_ranges(
     frame[located] = np.clip(found.core, low, high)
     missed[located], constant[located] = found.missed, found.constant
     heavy[located], narrow[located] = found.heavy, found.narrow
+    one_sided[located] = found.one_sided
     # a range that missed or is narrow falls back on its public cap where it has one
     # (post-processing)
     capped = (missed | narrow) & np.isfinite(caps).all(axis=1)
     ranges[capped] = frame[capped] = caps[capped]
-    flags = RangeFlags(missed & ~capped, heavy, narrow & ~capped)
+    flags = RangeFlags(missed & ~capped, heavy, narrow & ~capped, one_sided)
     return FoundRanges(ranges, frame, flags, constant, found.entries)
 
 

@@ -21,6 +21,7 @@ from dplong.privacy.ranges import (
     FAR_RUNG,
     HISTOGRAM_MISS,
     NEAR_RUNG,
+    ONE_SIDED,
     RUNG_SHARE,
     TINY_REACH,
     located_miss,
@@ -62,7 +63,9 @@ def _statistics_results(
     clips many persons a note names, and the coefficient of a regressor whose range it is is
     withheld (a slope on its clipped values is that of another regressor, on another scale);
     ``row_cap``: the cap ``cap`` where it was found privately (the assumptions say so)."""
-    missed, heavy, narrow = RangeFlags.none(len(model._names)) if flags is None else flags
+    missed, heavy, narrow, one_sided = (
+        RangeFlags.none(len(model._names)) if flags is None else flags
+    )
     positions = model._reported
     index = pd.Index([model._design.columns[j] for j in positions])
     order, absorbed = reported or (tuple(index), ())
@@ -86,6 +89,8 @@ def _statistics_results(
         model, heavy, index[short], int(clipped.sum()) < len(index), histograms
     )
     notes += heavy_notes
+    if not heavy_notes and int(clipped.sum()) < len(index):  # the outcome's, where no other says
+        notes += _one_sided_notes(model, bool(one_sided[-1]))
     notes += _constant_notes(constant)
     notes += _skewed_notes(release.skew)
 
@@ -298,6 +303,25 @@ def _narrow_notes(
         f"{TINY_REACH:.2g} of it on both sides: its median reaches land beside the few persons "
         "off the midpoint, as a rare 0/1 column's do), so the fit regressed a sliver of it, on "
         f"another scale. {others}Give public bounds (a 0/1 column: (0, 1)) or raise epsilon.",
+    )
+
+
+def _one_sided_notes(model: PooledOLS, one_sided: bool) -> tuple[str, ...]:
+    """The note of an outcome whose range found privately is ``one_sided``
+    (:data:`~dplong.privacy.ranges.ONE_SIDED`, released numbers): a skewed outcome, whose long
+    tail the range clips by an amount no release measures (raw spending: `xage` 8.5 SEs low
+    in every fit; an outcome most persons have at 0 with a lognormal tail: the intercept's
+    interval missed in most fits; docs/accuracy.md)."""
+    if not one_sided:
+        return ()
+    name = model._names[-1]
+    bounds = f"give {name}'s public bounds (bounds={{...}}) or " if model._bounds_frame else ""
+    return (
+        f"The range found privately for the outcome {name} reaches at least "
+        f"{ONE_SIDED:g} times as far on one side of its midpoint as on the other: a skewed "
+        "outcome, whose long tail it clips. The coefficients are those of the clipped values; "
+        "the interval does not include the bias that clipping them causes, which no release "
+        f"here measures and which can exceed it: {bounds}model a transform (np.log1p).",
     )
 
 
