@@ -292,7 +292,8 @@ def _narrow_notes(
         return ()
     names = [name for name, thin in zip(model._names, narrow, strict=True) if thin]
     others = (
-        "The other coefficients are those of the regression on that sliver. "
+        "The other coefficients are those of the regression with it replaced by the signs of "
+        "its deviations from that value (a 0/1 column: itself). "
         if not narrow[-1]
         else ""
     )
