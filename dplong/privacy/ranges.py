@@ -187,8 +187,8 @@ ONE_SIDED = 5.0
 #: The side's counts beyond its positive rungs show its persons spread past the first where
 #: their sum exceeds this many sds of its noise: a side at one value passes with chance 0.023
 #: (a 0/1 outcome's note, a false alarm), a zero-inflated outcome's side of 750 persons, whose
-#: counts sum to about 970, with chance 0.9 at the counts' noise of RAND HIE's size (3 sds:
-#: 4 of 16 such fits missed the note, their intervals excluding the truth).
+#: counts sum to about 970, with chance 0.9 at the counts' noise of RAND HIE's size (at 3
+#: sds, 4 of 16 such fits released without the note, their intervals excluding the truth).
 SPREAD_SDS = 2.0
 #: The core's reach in units of the median reach (design notes): 2 median reaches of a
 #: normal column over 8 rows is about 2.1 sds, where winsorizing keeps 95 % of its variance,
