@@ -320,7 +320,8 @@ def _one_sided_notes(model: PooledOLS, one_sided: bool) -> tuple[str, ...]:
     return (
         f"The range found privately for the outcome {name} reaches at least "
         f"{ONE_SIDED:g} times as far on one side of its midpoint as on the other: a skewed "
-        "outcome, whose long tail it clips. The coefficients are those of the clipped values; "
+        "outcome, whose long tail it clips (or a median reach that landed far beyond the "
+        "persons of that side). The coefficients are those of the clipped values; "
         "the interval does not include the bias that clipping them causes, which no release "
         f"here measures and which can exceed it: {bounds}model a transform (np.log1p).",
     )
