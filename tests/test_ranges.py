@@ -551,12 +551,12 @@ def _public_medians(
     epsilon: np.ndarray,
     rng: np.random.Generator,
     *,
-    weights: tuple[np.ndarray, np.ndarray] | None = None,
     gaps: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The stage's medians held at public values (midpoint 0, reaches 1): the counts alone
-    are random, and the audit below sees their release only."""
-    return np.zeros(values.shape[1]) if weights is None else np.ones(values.shape[1])
+    """The stage's medians held at public values (midpoint 0 on the signed grid, reaches 1 on
+    the unsigned one): the counts alone are random, and the audit below sees their release
+    only."""
+    return np.ones(values.shape[1]) if not grid.signed else np.zeros(values.shape[1])
 
 
 @pytest.mark.slow
