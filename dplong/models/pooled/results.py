@@ -89,7 +89,8 @@ def _statistics_results(
         model, heavy, index[short], int(clipped.sum()) < len(index), histograms
     )
     notes += heavy_notes
-    if not heavy_notes and int(clipped.sum()) < len(index):  # the outcome's, where no other says
+    # the outcome's, where no note names its clipping (one naming a regressor's says nothing of it)
+    if heavy[-1] <= 0.0 and int(clipped.sum()) < len(index):
         notes += _one_sided_notes(model, bool(one_sided[-1]))
     notes += _constant_notes(constant)
     notes += _skewed_notes(release.skew)
