@@ -182,8 +182,12 @@ def test_shorter_is_a_count_beyond_its_noise() -> None:
     """RowCap.shorter turns the cap's rule down: the persons below the cap must be more than
     a tenth of n by CAP_SDS sds of their sum (a sum of value - 1 cells). 150 of 1,000 persons
     below a cap of 4 pass with sds of 10 (threshold 100 + 2 · 10 · √3 = 134.6) and fail with
-    sds of 20 (169.3); a stated cap has no counts and is never shorter."""
+    sds of 20 (169.3); a stated cap has no counts and is never shorter. The tenth is of the
+    public n, not of the counts' noisy total: with 300 more counted in the last cell (its
+    noise), a tenth of the total would make the threshold 164.6 and turn the first case."""
     counts = np.array([0.0, 0.0, 150.0, 850.0] + [0.0] * 6)
-    assert RowCap(4, True, counts, 10.0).shorter
-    assert not RowCap(4, True, counts, 20.0).shorter
-    assert not RowCap(4).shorter and not RowCap(1, True, counts, 0.0).shorter
+    assert RowCap(4, True, counts, 10.0, persons=1000).shorter
+    assert not RowCap(4, True, counts, 20.0, persons=1000).shorter
+    assert not RowCap(4).shorter and not RowCap(1, True, counts, 0.0, persons=1000).shorter
+    counts[3] += 300.0
+    assert RowCap(4, True, counts, 10.0, persons=1000).shorter

@@ -42,8 +42,8 @@ CAP_TAIL, CAP_SDS = 0.1, 2.0
 class RowCap:
     """The cap on a person's rows of a fit: ``value``; ``found`` privately (else stated, or
     of no effect); the noisy counts of the persons by their rows (1 to the ceiling, the last
-    cell all with at least as many; empty where not found), their noise sd and the ledger
-    entries of the release (none where not found).
+    cell all with at least as many; empty where not found), their noise sd, the ledger
+    entries of the release (none where not found) and the number of ``persons`` (n, public).
 
     Examples
     --------
@@ -52,7 +52,7 @@ class RowCap:
     ()
     >>> RowCap(4, found=True).assumption[0][:30]
     'max_rows=4 found privately: th'
-    >>> RowCap(4, True, np.array([0.0, 300.0, 700.0] + [0.0] * 7), 1.0).shorter
+    >>> RowCap(4, True, np.array([0.0, 300.0, 700.0] + [0.0] * 7), 1.0, persons=1000).shorter
     True
     """
 
@@ -61,6 +61,7 @@ class RowCap:
     counts: NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
     sd: float = 0.0
     entries: tuple[LedgerEntry, ...] = ()
+    persons: int = 0
 
     @property
     def shorter(self) -> bool:
@@ -72,8 +73,7 @@ class RowCap:
         if not self.found or self.value <= 1:
             return False
         below = float(self.counts[: self.value - 1].sum())
-        n = float(self.counts.sum())  # the noisy total: n up to one cell's noise a cell
-        return below > CAP_TAIL * n + CAP_SDS * self.sd * math.sqrt(self.value - 1)
+        return below > CAP_TAIL * self.persons + CAP_SDS * self.sd * math.sqrt(self.value - 1)
 
     @property
     def assumption(self) -> tuple[str, ...]:
@@ -118,4 +118,4 @@ def release_row_cap(
     passing = np.flatnonzero(above <= allowed)
     value = int(passing[0]) + 1 if passing.size else ceiling
     entry = gaussian_vector_entry("rows", "persons by their rows (max_rows)", rho, counts)
-    return RowCap(value, True, counts.total, sd, (entry,))
+    return RowCap(value, True, counts.total, sd, (entry,), persons=n)
