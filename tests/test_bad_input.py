@@ -1158,7 +1158,32 @@ ODD_DATA: list[tuple[str, Callable[[], None]]] = [
     ),
     ("curve of 1e308 responses", lambda: honest(curve_items_fit(items().assign(y=1e308)))),
     ("mean of all-NaN values", lambda: honest(mean_of(np.full(2000, np.nan)))),
+    # one person's rows spanning more than the largest double: their offsets from their own
+    # values overflowed, and the within fit raised after the ranges' noise was drawn
+    *(
+        (
+            f"{model.__name__} with one user's {column} at ±1e308",
+            lambda model=model, column=column: honest(pooled_fit(model, spanning(column))),
+        )
+        for model in (dplong.PanelOLS, dplong.PooledOLS)
+        for column in ("y", "x1")
+    ),
 ]
+
+
+def spanning(column: str) -> pd.DataFrame:
+    """:func:`panel` with user 0's rows of ``column`` at 1e308 and -1e308 in turn."""
+    data = panel().copy()
+    rows = data["user"] == data["user"].iloc[0]
+    data.loc[rows, column] = np.resize([1e308, -1e308], int(rows.sum()))
+    return data
+
+
+def pooled_fit(model: type, data: pd.DataFrame) -> PanelResults:
+    fitted: PanelResults = model.from_formula("y ~ x1", data, groups="user").fit(
+        epsilon=1.0, random_state=0
+    )
+    return fitted
 
 
 def ols_fit(data: pd.DataFrame, **options: Any) -> PanelResults:

@@ -37,7 +37,7 @@ from dplong.dask_frames import FrameSpec, ReducedPanel, reduce_design
 from dplong.exceptions import DataError
 from dplong.formula import PanelDesign
 from dplong.models.location_moments import _squared_deviations, _totals
-from dplong.models.pooled.deviations import deviation_rows
+from dplong.models.pooled.deviations import deviation_rows, offsets
 from dplong.models.pooled.factors import Blocks
 from dplong.models.pooled.frame import _Scaling
 from dplong.models.pooled.located import _extremes
@@ -324,7 +324,7 @@ def _offset_sums(
 ) -> NDArray[np.float64]:
     """A partition's persons' sums of their rows' offsets from their anchor (the design's
     ``columns`` and the outcome) and their row counts: the within means' pass."""
-    z = np.column_stack([design.X, design.y])[:, columns] - anchor[design.codes]
+    z = offsets(np.column_stack([design.X, design.y])[:, columns], design.codes, anchor)
     return user_row_sums(np.column_stack([z, np.ones(len(z))]), design.codes, design.n)
 
 

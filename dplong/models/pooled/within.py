@@ -21,7 +21,7 @@ from dplong.models.command_line import (
 )
 from dplong.models.linear_options import _between_columns
 from dplong.models.pooled.dask_rows import DaskRows
-from dplong.models.pooled.deviations import deviation_rows
+from dplong.models.pooled.deviations import deviation_rows, offsets
 from dplong.models.pooled.estimator import PooledOLS
 from dplong.models.pooled.factors import Disjoint, _indicator_ranges
 from dplong.models.pooled.located import FoundRanges, _extremes
@@ -103,7 +103,7 @@ class PanelOLS(PooledOLS):
         if source is None:
             z = np.column_stack([design.X[:, keep], design.y])
             anchor = _extremes(z, design.codes, design.n)[0]
-            mean = user_row_means(z - anchor[design.codes], design.codes, design.n)
+            mean = user_row_means(offsets(z, design.codes, anchor), design.codes, design.n)
             X, y = deviation_rows(z, design.codes, anchor, mean)
         else:  # no rows here
             X, y = np.empty((0, len(columns))), design.y
