@@ -235,13 +235,21 @@ def schema(data: DaskFrame) -> pd.DataFrame:
     ['float64', 'category']
     >>> schema(frame.assign(site=frame["site"].cat.as_unknown())).dtypes.astype(str).tolist()
     ['float64', 'object']
+    >>> list(schema(dd.from_pandas(data[["y", "y"]], npartitions=1)).columns)
+    ['y', 'y']
     """
     require_dask()
+    from dask.dataframe.utils import has_known_categories
+
+    meta = data._meta  # the partitions' common schema: no rows
     columns = {}
-    for column, dtype in data.dtypes.items():
-        unknown = isinstance(dtype, pd.CategoricalDtype) and not data[column].cat.known
-        columns[column] = pd.Series(dtype=object if unknown else dtype)
+    for position, dtype in enumerate(meta.dtypes):
+        unknown = isinstance(dtype, pd.CategoricalDtype) and not has_known_categories(
+            meta.iloc[:, position]
+        )
+        columns[position] = pd.Series(dtype=object if unknown else dtype)
     empty: pd.DataFrame = pd.DataFrame(columns)
+    empty.columns = meta.columns  # by position: a repeated name stays repeated, to be refused
     return empty
 
 
@@ -363,7 +371,12 @@ def reduce_design(
     n = len(ids)
     check_users(n, rows=len(data) if n == 0 else n)  # rows counted only if no user has one
     if tell:
-        warn_dropped(int(rows.sum() + no_id.sum()), int(kept.sum()), int(no_id.sum()))
+        warn_dropped(
+            int(rows.sum() + no_id.sum()),
+            int(kept.sum()),
+            int(no_id.sum()),
+            time=order is not None,
+        )
     design = spec.spec
     return ReducedPanel(statistics, ids, n, design.columns, design.outcome, design.formula)
 

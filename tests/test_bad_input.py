@@ -51,6 +51,7 @@ from dplong.dependence import (
 from dplong.exceptions import (
     BudgetExceededError,
     DataError,
+    DataHolderWarning,
     DplongError,
     DplongWarning,
     FormulaError,
@@ -651,6 +652,55 @@ FROM_FORMULA: list[tuple[str, Callable[..., object], dict[str, Any], type[Dplong
         "several columns named ['x1']",
     ),
     (
+        "ols repeated groups column",
+        _ols,
+        {"data": pd.concat([panel(), panel()[["user"]]], axis=1)},
+        DataError,
+        "several columns named ['user']",
+    ),
+    (
+        "ols repeated time column",
+        _ols,
+        {"data": pd.concat([panel(), panel()[["time"]]], axis=1), "time": "time"},
+        DataError,
+        "several columns named ['time']",
+    ),
+    (
+        "ols complex regressor",
+        _ols,
+        {"formula": "y ~ z", "data": panel().assign(z=panel()["x1"].astype(complex))},
+        DataError,
+        "'z' has dtype complex128",
+    ),
+    (
+        "ols complex outcome",
+        _ols,
+        {"formula": "z ~ x1", "data": panel().assign(z=panel()["y"].astype(complex))},
+        DataError,
+        "'z' has dtype complex128",
+    ),
+    (
+        "ols unhashable times",
+        _ols,
+        {"data": panel().assign(time=[{"day": 1}] * len(panel())), "time": "time"},
+        DataError,
+        "time must",
+    ),
+    (
+        "ols times with and without a time zone",
+        _ols,
+        {
+            "data": panel().assign(
+                when=panel()["when"]
+                .astype(object)
+                .where(panel().index != 0, pd.Timestamp("2000-01-01", tz="UTC"))
+            ),
+            "time": "when",
+        },
+        DataError,
+        "time must",
+    ),
+    (
         "ols unhashable ids",
         _ols,
         {"data": panel().assign(user=[[1]] * len(panel()))},
@@ -682,6 +732,18 @@ FROM_FORMULA: list[tuple[str, Callable[..., object], dict[str, Any], type[Dplong
 ]
 for label, build, arguments, error, names in FROM_FORMULA:
     refusal(f"from_formula: {label}", lambda b=build, a=arguments: b(**a), error, names)
+refusal(
+    "winsorized_mean repeated by column",
+    lambda: dplong.winsorized_mean(
+        pd.concat([panel()[["y", "site"]], panel()[["site"]]], axis=1),
+        groups=panel()["user"],
+        by="site",
+        levels=["north", "south"],
+        epsilon=1.0,
+    ),
+    DataError,
+    "several columns named ['site']",
+)
 
 
 # --- dependence models -----------------------------------------------------------------------
@@ -1264,6 +1326,97 @@ def test_nullable_bool_values_are_numbers() -> None:
     same_release(mean_of(flags, scale=0.25), mean_of(as_float, scale=0.25))
 
 
+#: A time column with every 7th row missing, in each way pandas writes a missing value.
+MISSING_TIMES: dict[str, Callable[[pd.Series, pd.Series], pd.Series]] = {
+    "NaN": lambda times, _: times.astype(float).mask(gaps(times)),
+    "None": lambda times, _: times.astype(object).where(~gaps(times), None),
+    "pd.NA": lambda times, _: times.astype("Int64").mask(gaps(times)),
+    "NaT": lambda _, dates: dates.mask(gaps(dates)),
+    "NaT with a time zone": lambda _, dates: dates.dt.tz_localize("UTC").mask(gaps(dates)),
+}
+
+
+def gaps(times: pd.Series) -> np.ndarray:
+    return np.asarray(times.index % 7 == 0)
+
+
+@pytest.mark.parametrize("missing", list(MISSING_TIMES))
+def test_rows_with_a_missing_time_are_dropped(missing: str) -> None:
+    """A row whose ``time`` is missing has no place in its user's order: it is dropped, as a
+    row with a missing value is, and the data holder is told (it had been kept, sorted first
+    or last by how the value was missing, and changed the estimates without a word)."""
+    data = panel().assign(t=MISSING_TIMES[missing](panel()["time"], panel()["when"]))
+
+    def fit(frame: pd.DataFrame) -> PanelResults:
+        model = dplong.LongitudinalOLS.from_formula(
+            "y ~ x1", frame, groups="user", time="t", correlation="ar1", correlation_param=0.5
+        )
+        return model.fit(epsilon=1.0, scale=[1.0, 1.0], random_state=0)
+
+    with pytest.warns(DataHolderWarning, match=r"rows are left out: \d+ .* or in time"):
+        res = fit(data)
+    same_release(res, fit(data[~gaps(data)]))
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        dplong.PooledOLS,
+        dplong.PanelOLS,
+        dplong.RandomEffects,
+        dplong.BetweenOLS,
+        dplong.LongitudinalOLS,
+        dplong.RandomEffectsLocation,
+    ],
+)
+def test_complex_numbers_are_refused_as_in_winsorized_mean(model: Any) -> None:
+    """A complex column as the outcome or a regressor is refused by its dtype with the
+    :class:`DataError` of ``winsorized_mean``, by every formula model (it had met numpy's
+    casting error inside patsy)."""
+    data = panel().assign(z=panel()["x1"].astype(complex))
+    formulas = ["z ~ 1"] if model is dplong.RandomEffectsLocation else ["y ~ z", "z ~ x1"]
+    for formula in formulas:
+        with pytest.raises(DataError, match="'z' has dtype complex128, not a real number"):
+            model.from_formula(formula, data, groups="user")
+    with pytest.raises(DataError, match="has dtype complex128, not a real number"):
+        dplong.winsorized_mean(data["z"], groups=data["user"], epsilon=1.0)
+
+
+def test_by_values_outside_the_declared_levels_warn_the_data_holder() -> None:
+    """Rows whose ``by=`` key is not among the declared levels are in no level's mean: the data
+    holder is told, in the formula's words for a factor (a DataHolderWarning, never the
+    results), whether ``by`` names a column or is an array of keys. Missing keys are no
+    undeclared level, and declaring every level tells of nothing."""
+    data = panel()
+    calls = {
+        "'site'": lambda levels: mean_of(
+            data[["y", "site"]], groups=data["user"], by="site", levels=levels
+        ),
+        "'by'": lambda levels: mean_of(
+            data["y"], groups=data["user"], by=data["site"].to_numpy(), levels=levels
+        ),
+    }
+    for name, call in calls.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = call(["north"])
+        told = [w for w in caught if issubclass(w.category, DataHolderWarning)]
+        assert len(told) == 1, [str(w.message) for w in caught]
+        assert str(told[0].message).startswith(
+            f"rows of {name} hold values not among its declared levels"
+        )
+        assert not any("declared levels" in w for w in res.warnings)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DplongWarning)
+            warnings.simplefilter("error", DataHolderWarning)
+            call(["north", "south"])
+    holed = data.assign(site=data["site"].where(data.index % 5 != 0, None))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        warnings.simplefilter("error", DataHolderWarning)
+        mean_of(holed[["y", "site"]], groups=holed["user"], by="site", levels=["north", "south"])
+
+
 @pytest.mark.parametrize(
     "data",
     [np.full(2000, 1e308), np.full(2000, -1e308), np.full(2000, HUGE), np.r_[1e308, -1e308]],
@@ -1471,6 +1624,19 @@ def test_cli_reads_what_is_not_a_number_as_missing(csv: Path, argv: list[str], c
     assert "Traceback" not in err
     warning = f"dplong: warning: DATA holds values of {column!r} that are not"
     assert warning in err and warning not in expected[2], err
+
+
+def test_cli_by_values_outside_the_levels_are_told(csv: Path) -> None:
+    """``--by`` rows whose key is not among its ``--levels`` are read as missing, and the data
+    holder is told on stderr, as of a formula's column."""
+    argv = [a for a in MEAN if a != "--quiet"]  # --quiet silences the warning asked for here
+    warning = "dplong: warning: DATA holds values of 'site' that are not among its --levels"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        code, _, err = run_cli(csv, [*argv, "--by", "site", "--levels", "site=north"])
+        assert code == 0 and warning in err, err
+        code, _, err = run_cli(csv, [*argv, "--by", "site", "--levels", "site=north,south"])
+        assert code == 0 and warning not in err, err
 
 
 def test_cli_refusal_in_a_real_process(csv: Path) -> None:

@@ -625,6 +625,16 @@ def test_refusals_that_need_the_rows(data: pd.DataFrame) -> None:
             dplong.LongitudinalOLS.from_formula("y ~ x1", frame, groups="user")
 
 
+@pytest.mark.parametrize("column", ["user", "t", "x1"])
+def test_a_repeated_column_read_is_refused_as_in_memory(data: pd.DataFrame, column: str) -> None:
+    """Two columns of the name of the user ids, the time or a formula's column: refused by
+    name, in memory and on Dask (whose schema had kept one of them), before any row is read."""
+    twice = pd.concat([data, data[[column]]], axis=1)
+    for frame in (twice, as_dask(twice)):
+        with pytest.raises(DataError, match=rf"several columns named \['{column}'\]"):
+            dplong.LongitudinalOLS.from_formula("y ~ x1", frame, groups="user", time="t")
+
+
 def test_groups_must_name_a_column_of_a_dask_frame(data: pd.DataFrame) -> None:
     with pytest.raises(ParameterError, match="groups must be a column name"):
         dplong.LongitudinalOLS.from_formula("y ~ x1", as_dask(data), groups=data["user"].to_numpy())

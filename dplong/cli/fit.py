@@ -120,12 +120,13 @@ def _fitted(model: Any, options: dict[str, Any]) -> Any:
 def _unread_columns(
     raw: pd.DataFrame | DaskFrame, data: pd.DataFrame | DaskFrame, args: argparse.Namespace
 ) -> list[str]:
-    """The formula's columns whose cells were not all read (not numbers, or not declared
-    levels): from the values in memory, from the stored type for Dask (whose rows are not
-    read twice). For the data holder's eyes on stderr only."""
+    """The columns of the formula, ``--time`` and ``--by`` whose cells were not all read (not
+    numbers, or not declared levels): from the values in memory, from the stored type for Dask
+    (whose rows are not read twice). For the data holder's eyes on stderr only."""
     words = set(re.findall(r"[A-Za-z_]\w*", args.formula))
     words |= set(re.findall(r"Q\(\s*[\"']([^\"']+)[\"']\s*\)", args.formula))
-    columns = [c for c in data.columns if (c in words or c == args.time) and c != args.groups]
+    read = [c for c in data.columns if c in words or c in (args.time, args.by)]
+    columns = [c for c in read if c != args.groups]
     if not is_dask(raw):
         return unread_cells(raw, data, columns)
     return [

@@ -94,16 +94,17 @@ def group_design(
     times = None if time is None else column_or_array(time, data, "time")
     warn_levels_from_values(spec, data.dtypes, lambda column: data[column].cat.codes.to_numpy())
     design = spec.by_user(data, codes_all, n, time=times)
-    warn_dropped(len(data), design.y.shape[0], int(np.count_nonzero(codes_all < 0)))
+    no_id = int(np.count_nonzero(codes_all < 0))
+    warn_dropped(len(data), design.y.shape[0], no_id, time=time is not None)
     return design
 
 
-def warn_dropped(rows: int, kept: int, no_id: int) -> None:
+def warn_dropped(rows: int, kept: int, no_id: int, *, time: bool = False) -> None:
     """Warn the data holder (never the results: how many rows a data set drops depends on
     them) of the ``rows - kept`` rows the design left out: ``no_id`` with no user id, the rest
-    with a missing or non-finite value in a column or term the formula uses. A transform can
-    make them (``np.log`` of 0 is ``-inf``: ``np.log(coins)`` left out RAND HIE's free plan,
-    10,997 of its 20,190 rows).
+    with a missing or non-finite value in a column or term the formula uses, or a missing
+    ``time`` where the rows are ordered by one. A transform can make them (``np.log`` of 0 is
+    ``-inf``: ``np.log(coins)`` left out RAND HIE's free plan, 10,997 of its 20,190 rows).
 
     Examples
     --------
@@ -122,7 +123,8 @@ def warn_dropped(rows: int, kept: int, no_id: int) -> None:
     if dropped > no_id:
         why.append(
             f"{dropped - no_id:,} a missing or non-finite value in a column or term of the "
-            "formula (np.log of 0 is -inf; a value outside a factor's declared levels is missing)"
+            f"formula{' or in time' if time else ''} (np.log of 0 is -inf; a value outside a "
+            "factor's declared levels is missing)"
         )
     if no_id:
         why.append(f"{no_id:,} no user id")

@@ -13,7 +13,7 @@ import pandas as pd
 import patsy
 from patsy.categorical import _CategoricalBox, guess_categorical
 
-from dplong.exceptions import FormulaError
+from dplong.exceptions import DataError, FormulaError
 from dplong.formula.levels import _public_levels
 from dplong.formula.terms import _columns_in
 
@@ -60,8 +60,20 @@ def _kind(value: Any) -> str:
     return "a date or time" if _is_time(value) else f"text or a factor (dtype {dtype})"
 
 
+def _check_real(factor: Any, value: Any) -> None:
+    """Refuse a term of complex numbers (its dtype, a public fact), as ``winsorized_mean``
+    refuses a complex column: patsy would fail on it with numpy's casting error."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None and pd.api.types.is_complex_dtype(dtype):
+        raise DataError(
+            f"{factor.code!r} has dtype {dtype}, not a real number; convert it explicitly "
+            f"(e.g. np.real({factor.code}) or np.abs({factor.code}))"
+        )
+
+
 def _check_outcome(factor: Any, env: patsy.EvalEnvironment, row: Mapping[str, pd.Series]) -> None:
     value = _factor_value(factor, env, row)
+    _check_real(factor, value)
     if _is_time(value) or guess_categorical(value):
         raise FormulaError(
             f"the outcome {factor.code!r} must be one numeric column; it is {_kind(value)}"
@@ -75,8 +87,10 @@ def _check_regressor(
     rows: tuple[dict[str, pd.Series], ...],
     dtypes: Mapping[str, Any],
 ) -> None:
-    """Refuse a date regressor, and a factor whose levels would come from the values."""
+    """Refuse a complex or date regressor, and a factor whose levels would come from the
+    values."""
     values = [_factor_value(factor, env, row) for row in rows]
+    _check_real(factor, values[0])
     columns = _columns_in(tree, dtypes)
     column = columns[0] if columns else "x"
     if _is_time(values[0]):

@@ -145,20 +145,43 @@ def _coded(values: Any, levels: tuple[Any, ...]) -> Any:
         codes = recode[source.codes]  # code -1 (missing) picks the appended -1
     else:
         codes = pd.Index(levels).get_indexer(values)
-    outside = (codes < 0) & np.asarray(pd.notna(values), dtype=bool)
-    if _REAL_ROWS.get() and not _TOLD.get() and outside.any():
-        name = getattr(values, "name", None)
-        example = np.asarray(values, dtype=object)[np.argmax(outside)]
-        warn(
-            f"rows of {name!r} hold values not among its declared levels (e.g. {example!r}; "
-            f"declared: {list(levels)}): they are dropped, as rows with a missing value are. "
-            "Declare every level the study allows (dplong.exceptions.DataHolderWarning).",
-            DataHolderWarning,
-        )
+    if _REAL_ROWS.get() and not _TOLD.get():
+        warn_outside_levels(values, codes, levels)
     coded = pd.Categorical.from_codes(codes, dtype=dtype)
     if isinstance(values, pd.Series):
         return pd.Series(coded, index=values.index, name=values.name)
     return coded
+
+
+def warn_outside_levels(values: Any, codes: NDArray[np.intp], levels: tuple[Any, ...]) -> None:
+    """Warn the data holder (:class:`~dplong.exceptions.DataHolderWarning`, never the results)
+    of the rows whose value is not among the declared ``levels`` (their ``codes`` -1, the value
+    not missing): they are dropped, and a level left out of the declaration is most often a
+    slip in it. A factor of a formula (:func:`_coded`) and a mean's ``by=`` grouping alike.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np, pandas as pd
+    >>> from dplong.formula.levels import warn_outside_levels
+    >>> arm = pd.Series([0, 1, 2, None], name="arm")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_outside_levels(arm, np.array([0, 1, -1, -1]), (0, 1))
+    >>> str(caught[0].message)[:45]
+    "rows of 'arm' hold values not among its decla"
+    """
+    outside = (codes < 0) & np.asarray(pd.notna(values), dtype=bool)
+    if not outside.any():
+        return
+    name = getattr(values, "name", None)
+    example = np.asarray(values, dtype=object)[np.argmax(outside)]
+    warn(
+        f"rows of {name!r} hold values not among its declared levels (e.g. {example!r}; "
+        f"declared: {list(levels)}): they are dropped, as rows with a missing value are. "
+        "Declare every level the study allows (dplong.exceptions.DataHolderWarning).",
+        DataHolderWarning,
+    )
 
 
 def _canonical(values: pd.Series, levels: tuple[Any, ...] | None) -> Any:

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from dplong.exceptions import DataError
+
 
 @dataclass(frozen=True)
 class PanelDesign:
@@ -37,10 +39,30 @@ class PanelDesign:
 
 def _sort_key(times: NDArray[Any]) -> NDArray[Any]:
     """``time`` as lexsort can order it: numbers and dates as they are, anything else (text,
-    nullable numbers with ``pd.NA``, dates with a time zone) by rank, missing first."""
+    nullable numbers with ``pd.NA``, dates with a time zone) by rank. Where a time is missing
+    the key means nothing: those rows are dropped (:meth:`DesignSpec.by_user
+    <dplong.formula.DesignSpec.by_user>`).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from dplong.formula.panel import _sort_key
+    >>> _sort_key(np.array(["b", "a", "c"], dtype=object))
+    array([1, 0, 2])
+    >>> _sort_key(np.array([{"week": 1}], dtype=object))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.DataError: time must hold values that can be ordered, of one kind ...
+    """
     if times.dtype.kind in "biufmM":
         return times
-    ranks: NDArray[np.intp] = pd.factorize(times, sort=True)[0]
+    try:
+        ranks: NDArray[np.intp] = pd.factorize(times, sort=True)[0]
+    except TypeError:  # dicts, dates with and without a time zone: never echoed, they are data
+        raise DataError(
+            "time must hold values that can be ordered, of one kind (numbers, text, or dates "
+            "all with or all without a time zone); got values that cannot be compared"
+        ) from None
     return ranks
 
 

@@ -26,6 +26,7 @@ from dplong.formula.row_wise import _check_row_by_row_cached, _check_row_wise, _
 from dplong.formula.synthetic import _synthetic_rows
 from dplong.formula.terms import _PATSY_NAMES, _columns_in, _parse
 from dplong.formula.transforms import _check_transforms, _with_public_transforms
+from dplong.formula.users import check_unique_columns
 
 
 @dataclass(frozen=True)
@@ -149,9 +150,7 @@ class DesignSpec:
         dtypes = {c: d for c, d in schema.dtypes.items() if isinstance(c, str)}
         trees = {f: _parse(f, formula) for f in [outcome_factor, *factors]}
         inputs = tuple(dict.fromkeys(c for t in trees.values() for c in _columns_in(t, dtypes)))
-        repeated = [c for c in inputs if int((schema.columns == c).sum()) > 1]
-        if repeated:
-            raise DataError(f"data has several columns named {repeated}: rename them")
+        check_unique_columns(schema.columns, inputs)
         namespace = env.with_outer_namespace(_PATSY_NAMES).namespace
         for factor, tree in trees.items():
             _check_names(factor.code, tree, namespace, dtypes)  # before anything is evaluated
@@ -278,8 +277,9 @@ class DesignSpec:
     ) -> PanelDesign:
         """Evaluate the spec on the rows of ``frame`` and group them by user.
 
-        Rows with a missing value (:mod:`dplong.formula`) or a missing user (code -1) are
-        dropped; the others come by user code (stable in row order), then by ``time`` if given.
+        Rows with a missing value (:mod:`dplong.formula`), a missing user (code -1) or a
+        missing ``time`` are dropped; the others come by user code (stable in row order), then
+        by ``time`` if given.
 
         Parameters
         ----------
@@ -290,11 +290,18 @@ class DesignSpec:
         n : int
             Number of users coded.
         time : ndarray, optional
-            One value per row ordering the rows within a user (any sortable dtype).
+            One value per row ordering the rows within a user (any sortable dtype; missing:
+            NaN, None, ``pd.NA`` or NaT).
 
         Returns
         -------
         PanelDesign
+
+        Raises
+        ------
+        DataError
+            If ``time`` holds values that cannot be ordered (dicts, dates with and without a
+            time zone).
 
         Examples
         --------
@@ -308,12 +315,14 @@ class DesignSpec:
         """
         y, X, missing_y, missing_x = self.evaluate(frame)
         missing = missing_y | missing_x | (codes < 0)
+        if time is not None:
+            times = _sort_key(time)
+            missing |= pd.isna(time)  # NaN, None, pd.NA, NaT: no place in the user's order
         rows = np.flatnonzero(~missing) if missing.any() else None  # None: every row
         if rows is not None:
             codes = codes[rows]
         keys: list[NDArray[Any]] = [codes]
         if time is not None:
-            times = _sort_key(time)
             keys.insert(0, times if rows is None else times[rows])
         if not _grouped(codes, keys[0] if time is not None else None):
             order = np.lexsort(keys)  # by user, then time; stable in row order

@@ -3,6 +3,7 @@ refusal of data without users."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -100,6 +101,28 @@ at least 2 users (and many more for useful accuracy)
         )
 
 
+def check_unique_columns(columns: pd.Index, read: Iterable[object]) -> None:
+    """Refuse data with several columns of a name that is read (a formula's input, the
+    ``groups``, ``time`` or ``by`` column): which of them is meant is not the library's to
+    guess. Entries of ``read`` that are not names (arrays of ids) are passed over.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dplong.formula import check_unique_columns
+    >>> data = pd.DataFrame([[1, 2, 3]], columns=["id", "y", "id"])
+    >>> check_unique_columns(data.columns, ["y"])
+    >>> check_unique_columns(data.columns, ["y", "id"])
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.DataError: data has several columns named ['id']: rename them
+    """
+    names = [c for c in read if isinstance(c, str)]
+    repeated = [c for c in dict.fromkeys(names) if int((columns == c).sum()) > 1]
+    if repeated:
+        raise DataError(f"data has several columns named {repeated}: rename them")
+
+
 def column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArray[Any]:
     """The column ``value`` of ``data``, or ``value`` itself as one entry per row: a pandas
     Series only on ``data``'s own index (matched by position, a shuffled or shifted one would
@@ -120,6 +143,7 @@ def column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArray
             raise FormulaError(
                 f"{name}={value!r} is not a column of the data; columns are {list(data.columns)}"
             )
+        check_unique_columns(data.columns, [value])
         return data[value].to_numpy()
     if isinstance(value, pd.Series) and not value.index.equals(data.index):
         raise DataError(

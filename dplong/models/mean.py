@@ -21,8 +21,14 @@ from numpy.typing import ArrayLike, NDArray
 from dplong._grouping import factorize_groups
 from dplong._validation import RandomState
 from dplong.dask_frames import column_name, design_spec, is_dask, outcome_rows, require_dask
-from dplong.exceptions import DataError, FormulaError, ParameterError
-from dplong.formula import DesignSpec, GroupsLike, column_or_array, warn_dropped
+from dplong.exceptions import FormulaError, ParameterError
+from dplong.formula import (
+    DesignSpec,
+    GroupsLike,
+    check_unique_columns,
+    column_or_array,
+    warn_dropped,
+)
 from dplong.models.base import PanelModel
 from dplong.models.blocks import Block, FitRequest, Statistics
 from dplong.models.command_line import TAIL_OPTIONS, CommandLineModel, Option, register
@@ -386,11 +392,7 @@ class ColumnMean:
                 f"columns are {list(data.columns)}"
             )
         self.formula = formula
-        read = (self.column, groups, by)
-        names = list(data.columns)
-        repeated = sorted({c for c in read if isinstance(c, str) and names.count(c) > 1})
-        if repeated:
-            raise DataError(f"data has several columns named {repeated}: rename them")
+        check_unique_columns(data.columns, (self.column, groups, by))
         if levels and (by is None or set(levels) != {by}):
             raise ParameterError(
                 f"{type(self).__name__} reads declared levels of its by= grouping only; got "

@@ -14,7 +14,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from dplong.dask_frames import is_dask
 from dplong.exceptions import DataError, ParameterError
-from dplong.formula.levels import warn_categories_present
+from dplong.formula.levels import warn_categories_present, warn_outside_levels
+from dplong.formula.users import check_unique_columns
 from dplong.results import grouped_label
 
 __all__: list[str] = []
@@ -47,6 +48,7 @@ def _grouping(
                 f"by={by!r} names a column of values, which must then be a DataFrame holding "
                 "it; or give the key of every row (an array or Series)"
             )
+        check_unique_columns(frame.columns, [by])
         name, keys, values = by, frame[by], frame.drop(columns=[by])
     elif is_dask(by):
         name, keys = str(by.name or "by"), by
@@ -54,7 +56,9 @@ def _grouping(
         name = str(getattr(by, "name", None) or "by")
         if np.ndim(by) != 1:
             raise DataError(f"by must have one key per row (1-D); got shape {np.shape(by)}")
-        keys = by if isinstance(by, pd.Series) else pd.Series(np.asarray(by, dtype=object))
+        keys = (
+            by if isinstance(by, pd.Series) else pd.Series(np.asarray(by, dtype=object), name=name)
+        )
     categories = isinstance(keys.dtype, pd.CategoricalDtype)
     if levels is None and categories and (not is_dask(keys) or keys.cat.known):
         levels = list(keys.cat.categories)  # declared by the dtype
@@ -94,11 +98,14 @@ def _grouping(
 def _level_codes(keys: pd.Series, *, declared: tuple[Any, ...]) -> pd.Series:
     """Every row's level: the position of its key among the ``declared`` levels (-1: none). A
     text column is matched against the levels' text (``1980`` and ``"1980"`` are one level):
-    Dask stores a column of Python objects as text, which had left every row at no level."""
+    Dask stores a column of Python objects as text, which had left every row at no level. The
+    data holder hears of keys outside the levels, as of a formula's factor (their rows are in
+    no level's mean)."""
     index = pd.Index(declared)
     if isinstance(keys.dtype, pd.StringDtype) and not all(isinstance(v, str) for v in declared):
         index = pd.Index([str(v) for v in declared])
     codes = index.get_indexer(keys.astype(object)).astype(np.intp)
+    warn_outside_levels(keys, codes, declared)
     found: pd.Series = pd.Series(codes, index=keys.index, name=keys.name)
     return found
 
