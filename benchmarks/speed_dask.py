@@ -124,7 +124,9 @@ def child(kind: str, directory: str, estimator: str) -> None:
         start = time.perf_counter()
     if estimator in POOLED:  # the pooled family: its ranges found privately, given only ε
         model = getattr(dplong, POOLED[estimator]).from_formula(FORMULA, data, groups="user")
-        result = model.fit(epsilon=1.0, max_rows=ROWS_PER_USER, random_state=0)
+        # BetweenOLS fits one row a person (their means): it takes no max_rows
+        cap = {} if estimator == "between" else {"max_rows": ROWS_PER_USER}
+        result = model.fit(epsilon=1.0, random_state=0, **cap)
     else:
         model = dplong.LongitudinalOLS.from_formula(FORMULA, data, groups="user")
         result = model.fit(epsilon=1.0, scale=1.0, estimator=estimator, random_state=0)

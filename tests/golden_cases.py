@@ -157,9 +157,7 @@ CASES: dict[str, Callable[[], Any]] = {
     "pooled/random-effects": lambda: _pooled(dplong.RandomEffects).fit(
         epsilon=8.0, max_rows=8, random_state=SEED
     ),
-    "pooled/between": lambda: _pooled(dplong.BetweenOLS).fit(
-        epsilon=8.0, max_rows=8, random_state=SEED
-    ),
+    "pooled/between": lambda: _pooled(dplong.BetweenOLS).fit(epsilon=8.0, random_state=SEED),
     "pooled/within": lambda: _pooled(dplong.PanelOLS, "lwage ~ expersq + hours").fit(
         epsilon=4.0, max_rows=8, random_state=SEED
     ),

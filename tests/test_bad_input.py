@@ -124,6 +124,12 @@ def random_effects() -> dplong.RandomEffects:
 
 
 @cache
+def pooled(model: type[dplong.PooledOLS]) -> dplong.PooledOLS:
+    """A model of the pooled family (PooledOLS, PanelOLS, BetweenOLS, RandomEffects)."""
+    return model.from_formula("y ~ x1", panel(), groups="user")
+
+
+@cache
 def fitted() -> PanelResults:
     return ols().fit(epsilon=1.0, scale=[1.0, 1.0], random_state=0)
 
@@ -342,7 +348,49 @@ fit_refusals(
         ("cov_type", "HC0", ParameterError, "cov_type"),
         ("cov_type", "kernel", ParameterError, "cov_type"),
         ("cov_type", None, ParameterError, "cov_type"),
+        # the per-user estimator weighs every user alike: a cap it would ignore
+        ("max_rows", 5, ParameterError, 'max_rows applies to estimator="within" only'),
+        ("max_rows", "3", ParameterError, 'max_rows applies to estimator="within" only'),
+        ("max_rows", 0, ParameterError, 'max_rows applies to estimator="within" only'),
+        ("max_rows", -1, ParameterError, 'max_rows applies to estimator="within" only'),
+        ("max_rows", math.nan, ParameterError, 'max_rows applies to estimator="within" only'),
+        ("max_rows", True, ParameterError, 'max_rows applies to estimator="within" only'),
     ],
+)
+#: ``max_rows`` where a fit weighs a user's rows up to it: an integer within its public limit.
+MAX_ROWS: list[tuple[Any, ...]] = [
+    ("max_rows", 0, ParameterError, "max_rows"),
+    ("max_rows", -1, ParameterError, "max_rows"),
+    ("max_rows", "3", ParameterError, "max_rows"),
+    ("max_rows", 2.5, ParameterError, "max_rows"),
+    ("max_rows", math.nan, ParameterError, "max_rows"),
+    ("max_rows", True, ParameterError, "max_rows"),
+    ("max_rows", 10**5 + 1, ParameterError, "from 1 to 100,000"),
+    ("max_rows", 10**9, ParameterError, "from 1 to 100,000"),
+]
+fit_refusals(
+    "LongitudinalOLS.fit[within]",
+    lambda **o: ols().fit(**o),
+    {"epsilon": 1.0, "estimator": "within"},
+    [
+        ("max_rows", 1, ParameterError, "from 2 to 100,000"),
+        ("max_rows", 10**9, ParameterError, "from 2 to 100,000"),
+        ("max_rows", "3", ParameterError, "max_rows"),
+        ("max_rows", True, ParameterError, "max_rows"),
+    ],
+)
+for family in (dplong.PooledOLS, dplong.PanelOLS, dplong.RandomEffects):
+    fit_refusals(
+        f"{family.__name__}.fit",
+        lambda family=family, **o: pooled(family).fit(**o),
+        {"epsilon": 1.0},
+        MAX_ROWS,
+    )
+fit_refusals(  # a person is one row (their means): a cap it would ignore
+    "BetweenOLS.fit",
+    lambda **o: pooled(dplong.BetweenOLS).fit(**o),
+    {"epsilon": 1.0},
+    [("max_rows", 8, ParameterError, "max_rows applies to fits that weigh a person's rows")],
 )
 fit_refusals(
     "LongitudinalOLS.fit[local]",
@@ -396,7 +444,14 @@ fit_refusals(
         ("scale", "1", ParameterError, "scale"),
         ("scale", [1.0, 2.0], ParameterError, "scale"),
         ("scale", RandomEffects(1.0), ParameterError, "min_rows"),
+        *MAX_ROWS,
     ],
+)
+fit_refusals(  # equal weights ignore the rows: a cap they would ignore
+    "RandomEffectsLocation.fit[equal]",
+    lambda **o: location().fit(**o),
+    {"epsilon": 1.0, "scale": 1.0, "weights": "equal"},
+    [("max_rows", 3, ParameterError, 'max_rows applies with weights="precision" only')],
 )
 
 fit_refusals(
@@ -460,6 +515,11 @@ def _column_mean(formula: str = "y ~ 1", data: Any = None, **options: Any) -> An
     return ColumnMean.from_formula(formula, panel() if data is None else data, **options)
 
 
+def _pooled(formula: str = "y ~ x1", data: Any = None, **options: Any) -> Any:
+    options.setdefault("groups", "user")
+    return dplong.PooledOLS.from_formula(formula, panel() if data is None else data, **options)
+
+
 def _poisson(formula: str = "y ~ 1", data: Any = None, **options: Any) -> Any:
     options.setdefault("groups", "user")
     return dplong.PoissonMean.from_formula(formula, panel() if data is None else data, **options)
@@ -513,6 +573,35 @@ FROM_FORMULA: list[tuple[str, Callable[..., object], dict[str, Any], type[Dplong
     ),
     ("levels not a mapping", _ols, {"levels": ["north"]}, ParameterError, "levels"),
     ("levels unknown column", _ols, {"levels": {"nope": ["a"]}}, FormulaError, "levels"),
+    (  # levels of a column the formula does not read would be ignored
+        "levels of a column not read",
+        _ols,
+        {"levels": {"site": ["north", "south"]}},
+        FormulaError,
+        "levels names ['site'], which the formula does not read; it reads ['y', 'x1']",
+    ),
+    ("levels of the user ids", _ols, {"levels": {"user": [0, 1]}}, FormulaError, "['user']"),
+    (
+        "levels of a column not read, pooled",
+        _pooled,
+        {"levels": {"site": ["north", "south"]}},
+        FormulaError,
+        "['site'], which the formula does not read",
+    ),
+    (
+        "bounds of the Intercept",
+        _pooled,
+        {"bounds": {"Intercept": (1, 1)}},
+        ParameterError,
+        "'Intercept'",
+    ),
+    (
+        "bounds of the Intercept, text",
+        _pooled,
+        {"bounds": "Intercept=0,2"},
+        ParameterError,
+        "'Intercept'",
+    ),
     (
         "levels empty",
         _ols,
@@ -579,6 +668,20 @@ FROM_FORMULA: list[tuple[str, Callable[..., object], dict[str, Any], type[Dplong
         {"correlation": "exchangeable", "correlation_param": -0.1},
         ParameterError,
         "correlation_param",
+    ),
+    (  # independence takes no parameter: it would be ignored
+        "independence param 0.3",
+        _ols,
+        {"correlation_param": 0.3},
+        ParameterError,
+        "'independence' takes none",
+    ),
+    (  # AR(1) without time= would follow the rows' order in data
+        "ar1 without time",
+        _ols,
+        {"correlation": "ar1", "correlation_param": 0.5},
+        ParameterError,
+        "needs time=",
     ),
     ("location covariates", _location, {"formula": "y ~ x1"}, FormulaError, "y ~ 1"),
     ("location y ~ 0", _location, {"formula": "y ~ 0"}, FormulaError, "regressor"),
@@ -1042,6 +1145,7 @@ fit_refusals(
         ("target_sd", True, ParameterError, "target_sd"),
         ("groups", "user", ParameterError, "groups"),
         ("time", "time", ParameterError, "time"),
+        ("max_rows", 0, ParameterError, 'max_rows applies to estimator="within" only'),
     ],
 )
 refusal("plan(random_state=0)", lambda: _plan(random_state=0), ParameterError, "random_state")
@@ -1085,6 +1189,10 @@ def test_the_battery_covers_every_entry_point() -> None:
         "winsorized_mean",
         "LongitudinalOLS.fit",
         "RandomEffectsLocation.fit",
+        "PooledOLS.fit",
+        "PanelOLS.fit",
+        "BetweenOLS.fit",
+        "RandomEffects.fit",
         "PriestleyChao.fit[item]",
         "PriestleyChao.fit[user]",
         "from_formula",
@@ -1564,6 +1672,18 @@ CLI_REFUSALS: list[tuple[str, list[str], str]] = [
     ("unknown data set", ["DATA=dataset:iris", "--model", "ols", *BASE], "iris"),
     ("levels numbers alike", ["--model", "ols", *BASE, "--levels", "x1=2,2.0"], "--levels"),
     ("levels truth alike", ["--model", "ols", *BASE, "--levels", "flag=true,TRUE"], "--levels"),
+    ("max-rows per-user", ["--model", "ols", *BASE, "--max-rows", "0"], 'estimator="within" only'),
+    (
+        "max-rows beyond its limit",
+        ["--model", "pooled", *BASE, "--max-rows", "1000000000"],
+        "100,000",
+    ),
+    ("levels of the user ids", ["--model", "ols", *BASE, "--levels", "user=1,2"], "['user']"),
+    (
+        "bounds of the Intercept",
+        ["--model", "pooled", *BASE, "--bounds", "Intercept=1,2"],
+        "Intercept",
+    ),
 ]
 
 

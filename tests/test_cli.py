@@ -626,7 +626,9 @@ class TestLevels:
         assert f"{res.params['site[T.east]']:.4g}" in out
 
     def test_levels_of_a_numeric_column_are_numbers(self, csv: Path) -> None:
-        argv = self.argv(csv, "y ~ x + C(visit)", "visit=1,2,3,4,5,6", "site=north,south,east")
+        argv = self.argv(
+            csv, "y ~ x + C(visit) + site", "visit=1,2,3,4,5,6", "site=north,south,east"
+        )
         code, out, err = run(argv)
         assert code == 0, err
         assert "C(visit)[T.2]" in out and "C(visit)[T.6]" in out

@@ -46,7 +46,8 @@ def panel(n: int = 30, rows: int = 4, seed: int = 0, rare: int = 0) -> pd.DataFr
 
 
 def design(data: pd.DataFrame, formula: str = "y ~ x + site", **options: Any) -> Any:
-    options.setdefault("levels", {"site": list(LEVELS)})
+    if "site" in formula:  # levels of a column the formula does not read are refused
+        options.setdefault("levels", {"site": list(LEVELS)})
     return build_design(formula, data, groups="user", time="t", **options)
 
 
@@ -315,7 +316,8 @@ def test_row_by_row_verdicts_are_remembered_for_public_names_only(
     ],
 )
 def test_transforms_with_public_constants_are_accepted(formula: str, width: int) -> None:
-    spec = DesignSpec.from_formula(formula, panel(), levels={"site": list(LEVELS)})
+    levels = {"site": list(LEVELS)} if "site" in formula else None  # refused where not read
+    spec = DesignSpec.from_formula(formula, panel(), levels=levels)
     assert len(spec.columns) == width
     _, X, kept = spec.matrices(panel())
     assert X.shape == (kept.sum(), width) and np.isfinite(X).all()
@@ -375,7 +377,8 @@ def test_formulas_without_a_design_are_refused(formula: str, match: str) -> None
 @pytest.mark.parametrize(
     ("levels", "error", "match"),
     [
-        ({"nope": ["a"]}, FormulaError, "levels names 'nope', which is not a column"),
+        ({"nope": ["a"]}, FormulaError, r"levels names \['nope'\], which the formula does not"),
+        ({"user": [1, 2]}, FormulaError, r"names \['user'\], .* it reads \['y', 'x', 'site'\]"),
         ({"site": []}, ParameterError, r"levels\['site'\] must be a non-empty list"),
         ({"site": ["a", "a"]}, ParameterError, "distinct"),
         ({"site": ["a", None]}, ParameterError, "non-missing"),
@@ -487,9 +490,9 @@ def test_every_model_takes_levels() -> None:
         ),
     ]
     for build in builders:  # the levels reach the formula layer, which checks them
-        build({"site": ["a", "b"]})
-        with pytest.raises(FormulaError, match="levels names 'nope'"):
-            build({"nope": ["a"]})
+        for column in ("site", "nope"):  # a column not read (it would be ignored), or none
+            with pytest.raises(FormulaError, match=rf"levels names \['{column}'\], which the"):
+                build({column: ["a", "b"]})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -89,7 +89,11 @@ def test_noise_off_matches_statsmodels_with_factor_and_without_intercept() -> No
     levels = {"arm": ["control", "low", "high"]}
     for formula in ("y ~ C(arm, levels=['control', 'low', 'high']) + age", "y ~ age - 1"):
         model = PooledOLS.from_formula(
-            formula, panel, groups="id", bounds={"y": (-5, 10), "age": (0, 100)}, levels=levels
+            formula,
+            panel,
+            groups="id",
+            bounds={"y": (-5, 10), "age": (0, 100)},
+            levels=levels if "arm" in formula else None,  # refused where not read
         )
         res = model.fit(epsilon=1e300, delta=0.5, max_rows=4, random_state=0)
         params, bse = _clustered(formula, panel, "id")
@@ -1061,10 +1065,12 @@ def test_between_noise_off_matches_linearmodels_on_an_unbalanced_panel() -> None
 
 
 def test_between_given_only_epsilon_spends_the_budget_and_weighs_a_person_once() -> None:
-    """A person is one row: the Gram matrix's sensitivity is that of T_cap = 1, whatever
-    max_rows; the ledger lists the ranges and composes within ε."""
+    """A person is one row: the Gram matrix's sensitivity is that of T_cap = 1 (a max_rows,
+    which it would ignore, is refused); the ledger lists the ranges and composes within ε."""
     model = dplong.BetweenOLS.from_formula("y ~ treated + x", _covered_panel(5), groups="id")
-    res = model.fit(epsilon=1.0, max_rows=8, random_state=0)
+    with pytest.raises(ParameterError, match="max_rows applies to fits that weigh a person's"):
+        model.fit(epsilon=1.0, max_rows=8, random_state=0)
+    res = model.fit(epsilon=1.0, random_state=0)
     (gram,) = [e for e in res.privacy.entries if e.stage == "sufficient statistics"]
     # √2 B (GRAM_NORM √(p + 1) with p + 1 = 4), and the lattice's rounding and float
     # error (well below 0.1 %)

@@ -83,11 +83,15 @@ def rows_told() -> Iterator[None]:
 
 
 def _declared_levels(
-    dtypes: Mapping[str, Any], levels: LevelsLike | None
+    dtypes: Mapping[str, Any], levels: LevelsLike | None, read: tuple[str, ...]
 ) -> dict[str, tuple[Any, ...]]:
-    """Levels of every column that declares them: ``Categorical`` dtypes, then ``levels=``."""
+    """Levels of the columns the formula ``read``s that declare them: ``Categorical`` dtypes,
+    then ``levels=``, which must name nothing else (levels of another column, the user ids'
+    included, would be ignored: refused)."""
     declared = {
-        c: tuple(d.categories) for c, d in dtypes.items() if isinstance(d, pd.CategoricalDtype)
+        c: tuple(d.categories)
+        for c, d in dtypes.items()
+        if c in read and isinstance(d, pd.CategoricalDtype)
     }
     if levels is None:
         return declared
@@ -96,12 +100,12 @@ def _declared_levels(
             "levels must be a mapping from column to its levels, e.g. "
             f"levels={{'site': ['north', 'south']}}; got {type(levels).__name__}"
         )
+    unused = [str(column) for column in levels if column not in read]
+    if unused:
+        raise FormulaError(
+            f"levels names {unused}, which the formula does not read; it reads {list(read)}"
+        )
     for column, values in levels.items():
-        if column not in dtypes:
-            raise FormulaError(
-                f"levels names {column!r}, which is not a column of the data; "
-                f"columns are {list(dtypes)}"
-            )
         declared[column] = _level_tuple(values, f"levels[{column!r}]", dtypes[column])
     return declared
 

@@ -93,7 +93,8 @@ class DesignSpec:
             itself (or ``data.iloc[:0]``) will do.
         levels : mapping of str to sequence, optional
             Declared levels per column, first level the reference: ``{"site": ["a", "b"]}``.
-            They take precedence over a ``Categorical`` dtype's categories.
+            They take precedence over a ``Categorical`` dtype's categories. Only columns the
+            formula reads: levels of any other would be ignored, so they are refused.
         eval_env : patsy.EvalEnvironment, optional
             Where the names in the formula that are not columns are looked up (``np``, public
             constants); by default the caller's namespace.
@@ -156,7 +157,7 @@ class DesignSpec:
             _check_names(factor.code, tree, namespace, dtypes)  # before anything is evaluated
             _check_transforms(factor.code, tree, namespace, dtypes)
             _check_row_wise(factor.code, tree, dtypes)
-        declared = {c: v for c, v in _declared_levels(dtypes, levels).items() if c in inputs}
+        declared = _declared_levels(dtypes, levels, inputs)
         env = _with_public_transforms(env, trees.values(), namespace, dtypes)
         input_dtypes = {c: dtypes[c] for c in inputs}
         rows = _synthetic_rows(input_dtypes, declared)

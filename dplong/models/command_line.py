@@ -149,7 +149,8 @@ MAX_ROWS_OPTION = Option(
     "max_rows",
     "int",
     "T",
-    f"public cap on the rows that raise a user's weight (default {DEFAULT_MAX_ROWS})",
+    f"public cap on the rows that raise a user's weight (default {DEFAULT_MAX_ROWS}); ols: "
+    "--estimator within only, location: precision weights only",
 )
 
 #: The cap on a person's rows of the pooled family's fits, found privately where not given.

@@ -166,13 +166,14 @@ class PriestleyChao(PanelModel):
         ...                                   domain=(1, 12), bandwidth=1.0, grid=12)
         PriestleyChao('Weight ~ Time', n_users=72)
 
-        One ``levels`` mapping can serve every model (columns the formula does not use are
-        ignored):
+        Levels of a column the formula does not read would be ignored, so they are refused:
 
         >>> dplong.PriestleyChao.from_formula("Weight ~ Time", pigs, groups="Pig",
         ...                                   domain=(1, 12), bandwidth=1.0,
-        ...                                   levels={"Cu": [1, 2, 3]})
-        PriestleyChao('Weight ~ Time', n_users=72)
+        ...                                   levels={"Cu": [1, 2, 3]})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        dplong.exceptions.FormulaError: levels names ['Cu'], which the formula does not read; ...
         """
         # the estimators' modules build on this one: imported when a design is chosen
         from dplong.models.curves import UserCurves, user_rows

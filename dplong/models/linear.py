@@ -47,6 +47,7 @@ from dplong.models.option_checks import (
     CovType,
     ScaleLike,
     check_max_rows,
+    refuse_max_rows,
     scale_per_column,
 )
 from dplong.models.reduce import WorkingCorrelation, within_cross_products
@@ -169,11 +170,13 @@ class LongitudinalOLS(PanelModel):
             Column name (or values) of the user id: the unit of privacy. A column name with a
             Dask frame.
         time : str or array_like, optional
-            Orders rows within a user (needed for ``correlation="ar1"``); otherwise row order.
+            Orders rows within a user (required with ``correlation="ar1"``); otherwise row
+            order.
         correlation : {"independence", "ar1", "exchangeable"}
             Public working correlation of a user's errors for the weighted estimator β̂_wu.
         correlation_param : float
-            AR(1) coefficient in (-1, 1) or exchangeable correlation in [0, 1).
+            AR(1) coefficient in (-1, 1) or exchangeable correlation in [0, 1); refused
+            (unless 0) with ``"independence"``, which takes none.
         levels : mapping of str to sequence, optional
             Declared levels of the factor columns, first level the reference:
             ``{"sector": ["trade", "services", "manufacturing"]}``. A text column used as a
@@ -201,7 +204,7 @@ class LongitudinalOLS(PanelModel):
         >>> model.exog_names
         ['Intercept', 'job[T.office]', 'exper']
         """
-        working = _working_correlation(correlation, correlation_param)
+        working = _working_correlation(correlation, correlation_param, timed=time is not None)
         formula, entity = panel_effects(formula, data, time=time, levels=levels)
         if not is_dask(data):
             table = DesignSpec.from_formula(
@@ -281,7 +284,7 @@ class LongitudinalOLS(PanelModel):
         estimator: Estimator | None = None,
         between: Sequence[str] | None = None,
         cov_type: CovType = "clustered",
-        max_rows: int = DEFAULT_MAX_ROWS,
+        max_rows: int | None = None,
         random_state: RandomState = None,
         rng: RandomState = None,
         accountant: Accountant | None = None,
@@ -342,8 +345,9 @@ class LongitudinalOLS(PanelModel):
             ``cluster_entity=True``), ``"cluster"`` statsmodels'; any other (``"robust"``,
             ``"unadjusted"``, ``"HC0"``, ``"kernel"``, ...) is refused, as it would treat a
             person's rows as independent.
-        max_rows : int
-            ``estimator="within"`` only: public cap ``T_cap >= 2`` (default 10). Each user's
+        max_rows : int, optional
+            ``estimator="within"`` only (refused with the per-user estimator, which weighs
+            every user alike): public cap ``T_cap`` from 2 to 10⁵ (default 10). Each user's
             cross products enter per within degree of freedom ``T_u - 1`` with the precision
             weight ``min(T_u - 1, T_cap - 1) / (T_cap - 1)``: exactly the within estimator
             for users with at most ``T_cap`` rows, and users with more count as ``T_cap``
@@ -421,6 +425,11 @@ class LongitudinalOLS(PanelModel):
             return self._fit_within(
                 request, names, absorbed, scale=scale, focus=focus, tail=tail, max_rows=max_rows
             )
+        refuse_max_rows(
+            max_rows,
+            'to estimator="within" only (the per-user estimator weighs every user alike, '
+            "whatever their rows)",
+        )
         return self._fit_per_user(
             request, names, scale=scale, tail=tail, min_rows=min_rows, min_eigenvalue=min_eigenvalue
         )
@@ -481,7 +490,7 @@ class LongitudinalOLS(PanelModel):
                 'tail applies to estimator="per-user" (the within estimator chooses the '
                 "tail model of each cross product); drop it"
             )
-        max_rows = check_max_rows(max_rows, smallest=2)
+        cap = check_max_rows(DEFAULT_MAX_ROWS if max_rows is None else max_rows, smallest=2)
         proxy = _within_proxy(request.options, self._correlation, scale=scale, focus=focus)
         kept = tuple(name for name in names if name not in absorbed)
         keep = [names.index(name) for name in kept]
@@ -492,7 +501,7 @@ class LongitudinalOLS(PanelModel):
 
         results = self._fit(
             request,
-            within_blocks(kept, products, proxy, shares, max_rows, gamma=request.options.gamma),
+            within_blocks(kept, products, proxy, shares, cap, gamma=request.options.gamma),
             assumptions=_within_assumptions(proxy),
             results=partial(within_results, names=names, absorbed=absorbed),
         )

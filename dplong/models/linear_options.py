@@ -22,12 +22,21 @@ __all__: list[str] = []
 _CORRELATIONS = ("independence", "ar1", "exchangeable")
 
 
-def _working_correlation(correlation: object, correlation_param: object) -> WorkingCorrelation:
-    """``from_formula``'s working correlation, its parameter in the kind's range."""
+def _working_correlation(
+    correlation: object, correlation_param: object, *, timed: bool
+) -> WorkingCorrelation:
+    """``from_formula``'s working correlation, its parameter in the kind's range; refused, not
+    ignored: a parameter of ``"independence"`` (which takes none), and ``"ar1"`` without
+    ``time`` (``timed``), whose prewhitening would follow the order the rows happen to have."""
     if correlation not in _CORRELATIONS:
         raise ParameterError(f"correlation must be one of {_CORRELATIONS}, got {correlation!r}")
-    bounds = {"ar1": (-1.0, 1.0), "exchangeable": (0.0, 1.0)}.get(correlation)
     param = real_number(correlation_param, "correlation_param")
+    if correlation == "independence" and param != 0.0:
+        raise ParameterError(
+            "correlation_param applies to correlation='ar1' or 'exchangeable'; "
+            f"'independence' takes none, got {param!r}"
+        )
+    bounds = {"ar1": (-1.0, 1.0), "exchangeable": (0.0, 1.0)}.get(correlation)
     if bounds and not (
         bounds[0] <= param < bounds[1] and (correlation == "exchangeable" or param > -1)
     ):
@@ -35,6 +44,11 @@ def _working_correlation(correlation: object, correlation_param: object) -> Work
             f"correlation_param for {correlation!r} must lie in "
             f"{'(-1, 1)' if correlation == 'ar1' else '[0, 1)'}, "
             f"got {param!r}"
+        )
+    if correlation == "ar1" and not timed:
+        raise ParameterError(
+            "correlation='ar1' needs time= (the column that orders a user's rows): AR(1) "
+            "links consecutive times, and the order of the rows in data need not be theirs"
         )
     return WorkingCorrelation(correlation, float(param))
 

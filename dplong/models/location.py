@@ -35,12 +35,7 @@ from dplong.models.location_weights import (
     centred_on_preliminary,
     preliminary_share,
 )
-from dplong.models.option_checks import (
-    DEFAULT_MAX_ROWS,
-    ScaleLike,
-    check_min_rows,
-    scale_per_column,
-)
+from dplong.models.option_checks import ScaleLike, check_min_rows, scale_per_column
 from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
@@ -133,12 +128,13 @@ class RandomEffectsLocation(PanelModel):
         ...                                           re_groups="Litter")
         RandomEffectsLocation('Weight ~ 1', n_users=72)
 
-        One ``levels`` mapping can serve every model (columns the formula does not use are
-        ignored):
+        Levels of a column the formula does not read would be ignored, so they are refused:
 
-        >>> dplong.RandomEffectsLocation.from_formula("Weight ~ 1", pigs, groups="Pig",
-        ...                                           levels={"Cu": [1, 2, 3]})
-        RandomEffectsLocation('Weight ~ 1', n_users=72)
+        >>> dplong.RandomEffectsLocation.from_formula(  # doctest: +ELLIPSIS
+        ...     "Weight ~ 1", pigs, groups="Pig", levels={"Cu": [1, 2, 3]})
+        Traceback (most recent call last):
+        ...
+        dplong.exceptions.FormulaError: levels names ['Cu'], which the formula does not read; ...
         """
         design: PanelDesign | ReducedPanel
         if is_dask(data):
@@ -174,7 +170,7 @@ class RandomEffectsLocation(PanelModel):
         min_rows: int | None = None,
         variance_share: float = 0.5,
         weights: Weights | None = None,
-        max_rows: int = DEFAULT_MAX_ROWS,
+        max_rows: int | None = None,
         privacy: PrivacyModel = "central",
         bound: float | None = None,
         variant: Variant = "default",
@@ -214,9 +210,10 @@ class RandomEffectsLocation(PanelModel):
             paper's estimator, Def 5.8). Default: ``"precision"`` where it applies and n and ε
             leave the preliminary location enough budget (its plan has no reliability note),
             else ``"equal"``.
-        max_rows : int
-            Public cap ``T_cap`` on the rows that raise a user's weight (default 10): a user
-            with more rows weighs as one with ``T_cap``. Only used with precision weights.
+        max_rows : int, optional
+            Public cap ``T_cap`` on the rows that raise a user's weight, from 1 to 10⁵
+            (default 10): a user with more rows weighs as one with ``T_cap``. Only used with
+            precision weights (refused with ``weights="equal"``).
         privacy, bound, variant, gamma, refine, random_state, rng, accountant
             As in :func:`dplong.winsorized_mean`; ``accountant`` is charged the total.
 
@@ -291,7 +288,7 @@ class RandomEffectsLocation(PanelModel):
                 m.mean_scale(check_min_rows(min_rows, "turn a dependence model into a radius"))
             ],
         )
-        weighting = _check_weights(
+        cap = _check_weights(
             weights, max_rows, variance_share, request.options, scale, proxy is not None, n
         )
         moments = _UserMoments.of(self._design)
@@ -301,7 +298,7 @@ class RandomEffectsLocation(PanelModel):
             return Statistics(moments.means[:, None], scale=proxy, sampling_sd=sampling)
 
         location_share = 1.0 - variance_share
-        preliminary = weighting == "precision"
+        preliminary = cap is not None
         first = (
             preliminary_share(n, request.options.epsilon, variance_share) if preliminary else 1.0
         )
@@ -325,11 +322,11 @@ class RandomEffectsLocation(PanelModel):
                     moments, variance_share, stated, min_rows, n, request.options.gamma
                 )
             )
-        if preliminary:
+        if cap is not None:
 
             def weighted(done: tuple[Release, ...]) -> Statistics:
                 group_var, scale_ = (float(v) for v in done[1].estimate)
-                user_weights = _precision_weights(moments.rows, group_var, scale_, max_rows)
+                user_weights = _precision_weights(moments.rows, group_var, scale_, cap)
                 return Statistics(
                     moments.means[:, None],
                     scale=proxy,
@@ -351,8 +348,7 @@ class RandomEffectsLocation(PanelModel):
             scale,
             estimated=proxy is None,
             residual_scale=residual_scale,
-            preliminary=preliminary,
-            max_rows=max_rows,
+            max_rows=cap,
             re_groups=self._re_groups,
         )
         results = functools.partial(

@@ -116,18 +116,18 @@ def _assumptions(
     *,
     estimated: bool,
     residual_scale: float | None,
-    preliminary: bool,
-    max_rows: int,
+    max_rows: int | None,
     re_groups: str | None,
 ) -> tuple[str, ...]:
-    """The fit's assumptions, from public facts: what μ and the components average, the
-    stated or estimated scales, and the declared grouping of the random effects."""
+    """The fit's assumptions, from public facts: what μ and the components average (with
+    precision weights capped at ``max_rows``, or equal weights where None), the stated or
+    estimated scales, and the declared grouping of the random effects."""
     return (
         (
             f"Location: GLS mean of the user means, weights 1/(Group Var + Scale/min(T_u, "
             f"{max_rows})) from the released components, centred at a preliminary equal-weight "
             f"mean, as are Group Var and Scale: {_COMPONENTS_NOTE}."
-            if preliminary
+            if max_rows is not None
             else "Location: the mean of the user means over the users with a row. Group Var and "
             f"Scale: {_COMPONENTS_NOTE}."
         ),

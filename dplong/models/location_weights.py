@@ -12,7 +12,7 @@ import numpy as np
 from dplong._validation import check_choice
 from dplong.dependence import DependenceModel
 from dplong.exceptions import ParameterError
-from dplong.models.option_checks import check_max_rows
+from dplong.models.option_checks import DEFAULT_MAX_ROWS, check_max_rows, refuse_max_rows
 from dplong.models.release_blocks import sound_plan
 from dplong.privacy.budget import users_share
 from dplong.privacy.options import ReleaseOptions
@@ -58,8 +58,12 @@ def _check_weights(
     scale: Any,
     stated: bool,
     n: int,
-) -> Weights:
-    """Resolve ``weights`` and check ``max_rows``, from public facts only (before any noise).
+) -> int | None:
+    """Resolve ``weights`` and check ``max_rows``, from public facts only (before any noise):
+    the cap of precision weights (``max_rows``, default :data:`DEFAULT_MAX_ROWS`), or None for
+    equal weights. ``weights="equal"`` refuses a stated ``max_rows`` (it would ignore it); the
+    default's equal weights (where n and ε leave precision weights unsound) do not, so that a
+    stated cap never decides whether a fit runs.
 
     Precision weights apply with released components (``variance_share > 0``), the default
     central engine and no dependence model; by default (None) they are used when they apply
@@ -72,6 +76,8 @@ def _check_weights(
         and options.variant == "default"
         and not isinstance(scale, DependenceModel)
     )
+    if weights == "equal":
+        refuse_max_rows(max_rows, 'with weights="precision" only (equal weights ignore the rows)')
     if weights is None:
         share = (1.0 - variance_share) * preliminary_share(n, options.epsilon, variance_share)
         sound = applies and sound_plan(n, 1, options, share, stated=stated)
@@ -83,8 +89,8 @@ def _check_weights(
             'the default engine (variant="default", privacy="central") and no dependence '
             'model as scale; use weights="equal"'
         )
-    check_max_rows(max_rows)
-    return "precision" if choice == "precision" else "equal"
+    cap = check_max_rows(DEFAULT_MAX_ROWS if max_rows is None else max_rows)
+    return cap if choice == "precision" else None
 
 
 def preliminary_share(n: int, epsilon: float, variance_share: float) -> float:

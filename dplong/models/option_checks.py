@@ -1,6 +1,6 @@
 """Checks of the public options several models share, run before any noise: the ``scale``
-per column, the cap on the rows that raise a user's weight, a lower bound on rows per user,
-the accountant, and the one covariance offered."""
+per column, the cap on the rows that raise a user's weight (and its refusal where a fit would
+ignore it), a lower bound on rows per user, the accountant, and the one covariance offered."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong._validation import per_column
+from dplong._validation import describe, per_column
 from dplong.dependence import DependenceModel
 from dplong.exceptions import ParameterError
 from dplong.privacy.accounting import Accountant
@@ -17,11 +17,13 @@ from dplong.privacy.accounting import Accountant
 __all__ = [
     "COV_TYPES",
     "DEFAULT_MAX_ROWS",
+    "MAX_ROWS_LIMIT",
     "CovType",
     "ScaleLike",
     "check_accountant",
     "check_max_rows",
     "check_min_rows",
+    "refuse_max_rows",
     "scale_per_column",
 ]
 
@@ -56,18 +58,35 @@ def scale_per_column(scale: Any, d: int, dependence_scale: Any) -> NDArray[np.fl
 DEFAULT_MAX_ROWS = 10
 
 
+#: The largest ``max_rows`` accepted: 10⁵ rows a person (a row a day for 270 years). The cap
+#: is public, so a fit may allocate in proportion to it before any row is read:
+#: :class:`~dplong.RandomEffects`' results hold θ for every row count up to the cap, one
+#: Series of that length (1.6 MB at this limit, with its index); nothing else grows with it.
+#: A typo such as ``10**9`` is refused before any noise instead of running out of memory
+#: after the budget is spent.
+MAX_ROWS_LIMIT = 10**5
+
+
 def check_max_rows(max_rows: Any, smallest: int = 1) -> int:
-    """A public cap on the rows that raise a user's weight: an integer ``>= smallest``."""
+    """A public cap on the rows that raise a user's weight: an integer from ``smallest`` to
+    :data:`MAX_ROWS_LIMIT`."""
     if (
         isinstance(max_rows, bool)
         or not isinstance(max_rows, int | np.integer)
-        or max_rows < smallest
+        or not smallest <= max_rows <= MAX_ROWS_LIMIT
     ):
         raise ParameterError(
             f"max_rows (public cap on the rows that raise a user's weight) must be an integer "
-            f">= {smallest}, got {max_rows!r}"
+            f"from {smallest} to {MAX_ROWS_LIMIT:,}, got {describe(max_rows)}"
         )
     return int(max_rows)
+
+
+def refuse_max_rows(max_rows: Any, applies: str) -> None:
+    """Refuse, not ignore, a ``max_rows`` the fit would not use; ``applies`` says where it
+    does (and why not here)."""
+    if max_rows is not None:
+        raise ParameterError(f"max_rows applies {applies}; drop it (got {describe(max_rows)})")
 
 
 def check_accountant(accountant: Any) -> None:

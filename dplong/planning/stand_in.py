@@ -98,7 +98,8 @@ def stand_in_rows(
     given), and so does every column ``named`` by an option of the model (the mean's ``by``),
     a declared factor its levels in turn; ``__user__`` and ``__time__``
     (:data:`STAND_IN_USER`, :data:`STAND_IN_TIME`) number the users and their rows; at most
-    :data:`MAX_STAND_IN_ROWS` of them. Declared levels of a column neither reads are refused.
+    :data:`MAX_STAND_IN_ROWS` of them. Declared levels of a column neither reads are left out
+    (the model refuses them, naming the columns the formula reads).
 
     Examples
     --------
@@ -125,14 +126,8 @@ def stand_in_rows(
         STAND_IN_TIME: np.tile(np.arange(rows), n),
     }
     declared = dict(levels or {})
-    read = formula_columns(formula)
-    columns = tuple(dict.fromkeys([*read, *named]))
-    unused = [str(name) for name in declared if name not in columns]
-    if unused:  # named here: the model's own message would list the stand-in columns
-        raise FormulaError(
-            f"levels names {unused}, which the formula does not read; it reads {list(read)}"
-        )
-    for column in columns:
+    # declared levels of a column neither reads are left to the model to refuse
+    for column in dict.fromkeys([*formula_columns(formula), *named]):
         if column in declared:
             values = list(declared[column])
             frame[column] = [values[k % len(values)] for k in range(size)]

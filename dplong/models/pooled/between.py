@@ -19,7 +19,7 @@ __all__ = ["BetweenOLS"]
 class BetweenOLS(PooledOLS):
     """User-level DP between estimator: OLS of every person's mean outcome on its mean
     covariates (linearmodels' ``BetweenOLS``), released as :class:`PooledOLS` is, a person's
-    means being its one row (so ``max_rows`` has no effect: each person weighs one row).
+    means being its one row (so ``fit`` refuses ``max_rows``: each person weighs one row).
     Standard errors are heteroskedasticity-robust, which with one row per person is clustering
     by person. Only between-person variation identifies it; covariates constant within a
     person are identified.

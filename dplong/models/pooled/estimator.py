@@ -34,6 +34,7 @@ from dplong.models.option_checks import (
     CovType,
     check_accountant,
     check_max_rows,
+    refuse_max_rows,
 )
 from dplong.models.pooled.dask_rows import DaskRows
 from dplong.models.pooled.factors import Blocks, Disjoint, _blocks_of, _disjoint_of
@@ -193,7 +194,8 @@ class PooledOLS(_RangesStage, FormulaModel):
             Public ranges of the outcome and of design columns, by name
             (``{"xage": (0, 100), "np.log1p(meddol)": (0, 12)}``): values outside are
             clipped. Public facts: they cost no budget. The range of a column named in neither
-            ``bounds`` nor ``levels`` is found privately at the fit.
+            ``bounds`` nor ``levels`` is found privately at the fit. Any other name, the
+            ``Intercept`` included (1 in every row), is refused.
         levels : mapping of str to sequence, optional
             Declared levels of factor columns, as in :meth:`LongitudinalOLS.from_formula`.
 
@@ -287,14 +289,15 @@ class PooledOLS(_RangesStage, FormulaModel):
         epsilon, delta : float
             Total budget (δ default ``1/n**2``).
         max_rows : int, optional
-            Public cap ``T_cap`` on a person's rows: a person with more rows enters with
-            weight ``T_cap / T_u`` per row, so no person outweighs ``T_cap`` rows. Exactly
-            pooled OLS when no one has more. The noise grows in proportion to it: give the
-            panel's public length when it has one. Default: found privately, at most 10
+            Public cap ``T_cap`` on a person's rows, from 1 to 10⁵: a person with more rows
+            enters with weight ``T_cap / T_u`` per row, so no person outweighs ``T_cap`` rows.
+            Exactly pooled OLS when no one has more. The noise grows in proportion to it: give
+            the panel's public length when it has one. Default: found privately, at most 10
             (:mod:`dplong.privacy.row_cap`: the fewest rows that all but about a tenth of the
             persons have at most, from a noisy count of the persons by their rows, with
             :data:`~dplong.privacy.row_cap.ROW_CAP_SHARE` of the fit's ρ); with
-            ``method="ptr"``, 10.
+            ``method="ptr"``, 10. Refused by :class:`~dplong.BetweenOLS`, whose person is one
+            row (their means).
         cov_type : {"clustered", "cluster"}
             Standard errors clustered by person (the unit of privacy and sampling): the only
             choice, in linearmodels' and statsmodels' spelling.
@@ -496,6 +499,12 @@ class PooledOLS(_RangesStage, FormulaModel):
             bound=None,
             d=len(self._design.columns),
         )
+        if not self._rows_weighed:
+            refuse_max_rows(
+                max_rows,
+                f"to fits that weigh a person's rows; {self.model_name} fits one row a "
+                "person (their means)",
+            )
         cap = None if max_rows is None else check_max_rows(max_rows)
         check_choice(cov_type, "cov_type", COV_TYPES)
         check_accountant(accountant)

@@ -23,10 +23,10 @@ BoundsLike = Mapping[str, tuple[float, float]]
 
 def column_bounds(spec: DesignSpec, bounds: BoundsLike | str | None) -> NDArray[np.float64]:
     """The public range of every design column and of the outcome ((p + 1) x 2): the intercept
-    is 1, an indicator of declared factor levels has the range of its contrast values, any
-    other column (and the outcome) its entry of ``bounds``, which must name nothing else, or
-    NaN where ``bounds`` has none (the fit finds that range privately). Decided from the
-    formula and the options only.
+    is 1 (``bounds`` may not name it), an indicator of declared factor levels has the range of
+    its contrast values, any other column (and the outcome) its entry of ``bounds``, which must
+    name nothing else, or NaN where ``bounds`` has none (the fit finds that range privately).
+    Decided from the formula and the options only.
 
     Examples
     --------
@@ -49,6 +49,10 @@ def column_bounds(spec: DesignSpec, bounds: BoundsLike | str | None) -> NDArray[
     given = dict(bounds or {})
     known = _indicator_ranges(spec)
     names = (*spec.columns, spec.outcome)
+    if "Intercept" in given and "Intercept" in spec.columns:
+        raise ParameterError(
+            "bounds names 'Intercept', which is 1 in every row: it has no range to bound; drop it"
+        )
     unknown = [k for k in given if k not in names]
     if unknown:
         raise ParameterError(
