@@ -31,6 +31,7 @@ import contextlib
 import glob
 import importlib
 import warnings
+from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -142,7 +143,8 @@ def read_file(
     ------
     DataError
         If the file is missing, unreadable or of an unknown kind, a directory or glob holds
-        CSV files, the data set is unknown, or DATA lacks one of ``columns``.
+        CSV files, the data set is unknown, DATA lacks one of ``columns``, or its header (a
+        CSV file's first line, a Parquet file's schema) names a column twice.
     dplong.exceptions.MissingDependencyError
         For a directory or glob of Parquet files without dask.
 
@@ -169,9 +171,11 @@ def read_file(
     if path.is_dir() or (not path.is_file() and any(char in source for char in "*?[")):
         if not path.is_dir() and not glob.glob(source):
             raise DataError(_matches_nothing(source))
-        _check_parts(source, path)
+        parts = _parts(source, path)
         _require_pyarrow()
         require_dask()  # a directory or glob of files is read through Dask only
+        for part in parts:  # named by the part: the file to mend
+            _check_distinct(str(part), _parquet_names(part))
         return _only(_read_parquet(source), columns)
     if not path.is_file():
         raise DataError(f"DATA file {source!r} does not exist (or is not a file)")
@@ -179,11 +183,15 @@ def read_file(
     try:
         if name.endswith(_PARQUET_SUFFIXES):
             _require_pyarrow()
+            _check_distinct(source, _parquet_names(path))
             try:
                 return _only(_read_parquet(source), columns)
             except MissingDependencyError:  # one file fits pandas too
                 return _only(pd.read_parquet(path), columns)
         if name.endswith(_CSV_SUFFIXES):
+            # the header as written: pandas renames a repeated name ("x", "x.1")
+            written = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
+            _check_distinct(source, [cell for cell in written.iloc[0] if cell != ""])
             header = pd.read_csv(path, nrows=0).columns
             if columns is None:
                 return pd.read_csv(path, dtype=dict.fromkeys(header, str))
@@ -213,13 +221,15 @@ def _matches_nothing(source: str) -> str:
     return f"DATA {source!r} matches no file"
 
 
-def _check_parts(source: str, path: Path) -> None:
-    """Refuse a glob that matches CSV files, or a directory with CSV files and no Parquet
-    file: Dask reads a directory or glob as Parquet files, and would say so in its own words."""
+def _parts(source: str, path: Path) -> list[Path]:
+    """The files Dask reads as Parquet of a directory (those named as Parquet files) or of a
+    glob (every match). A glob that matches CSV files, or a directory with CSV files and no
+    Parquet file, is refused: Dask would say so in its own words."""
     if path.is_dir():
         files = [p for p in path.rglob("*") if p.is_file()]
-        if any(p.name.lower().endswith(_DASK_PARQUET_SUFFIXES) for p in files):
-            return  # Dask reads those and leaves the other files alone
+        parquet = [p for p in files if p.name.lower().endswith(_DASK_PARQUET_SUFFIXES)]
+        if parquet:
+            return parquet  # Dask reads those and leaves the other files alone
     else:
         files = [Path(found) for found in sorted(glob.glob(source))]
     csv = [p.name for p in files if p.name.lower().endswith(_CSV_SUFFIXES)]
@@ -231,6 +241,27 @@ def _check_parts(source: str, path: Path) -> None:
             f"cannot read DATA {source!r}: {what} read as Parquet files (.parquet), and it "
             f"{holds} CSV files ({shown}); give one .csv file, or .parquet files"
         )
+    return files
+
+
+def _parquet_names(path: Path) -> list[str]:
+    """The column names a Parquet file stores (its footer only), or none when it cannot be
+    read as Parquet: its reader then says why, in its own words."""
+    parquet = importlib.import_module("pyarrow.parquet")
+    try:
+        return list(parquet.read_schema(path).names)
+    except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError
+        return []
+
+
+def _check_distinct(source: str, names: Collection[str]) -> None:
+    """Refuse the file ``source`` whose header (``names``, as written) repeats a column name:
+    the readers would rename the second (pandas, ``x.1``) or fail in their own words, while a
+    frame's repeated names are refused by the models (:class:`~dplong.formula.DesignSpec`).
+    Only the names are said, no cell."""
+    repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+    if repeated:
+        raise DataError(f"DATA {source!r} has several columns named {repeated}: rename them")
 
 
 def _check_named(columns: Collection[str] | Mapping[str, str], header: Collection[Any]) -> None:

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from test_cli import given
 
 import dplong
 import dplong.io
@@ -1624,10 +1625,10 @@ CLI_REFUSALS: list[tuple[str, list[str], str]] = [
     ("seed -1", ["--model", "ols", *BASE, "--seed", "-1"], "--seed"),
     ("seed abc", ["--model", "ols", *BASE, "--seed", "abc"], "--seed"),
     ("seed 1.5", ["--model", "ols", *BASE, "--seed", "1.5"], "--seed"),
-    ("epsilon abc", ["--model", "ols", *BASE, "--epsilon", "abc"], "--epsilon"),
-    ("epsilon 0", ["--model", "ols", *BASE, "--epsilon", "0"], "--epsilon"),
-    ("epsilon inf", ["--model", "ols", *BASE, "--epsilon", "inf"], "--epsilon"),
-    ("epsilon tiny", ["--model", "ols", *BASE, "--epsilon", "1e-9"], "epsilon"),
+    ("epsilon abc", given(["--model", "ols", *BASE], "--epsilon", "abc"), "--epsilon"),
+    ("epsilon 0", given(["--model", "ols", *BASE], "--epsilon", "0"), "--epsilon"),
+    ("epsilon inf", given(["--model", "ols", *BASE], "--epsilon", "inf"), "--epsilon"),
+    ("epsilon tiny", given(["--model", "ols", *BASE], "--epsilon", "1e-9"), "epsilon"),
     ("delta 1", ["--model", "ols", *BASE, "--delta", "1"], "--delta"),
     ("delta nan", ["--model", "ols", *BASE, "--delta", "nan"], "--delta"),
     ("alpha 2", ["--model", "ols", *BASE, "--alpha", "2"], "--alpha"),
@@ -1640,27 +1641,27 @@ CLI_REFUSALS: list[tuple[str, list[str], str]] = [
     ("focus unknown", ["--model", "ols", *BASE, "--focus", "nope"], "focus"),
     ("focus empty", ["--model", "ols", *BASE, "--focus", ","], "--focus"),
     ("model unknown", ["--model", "glm", *BASE], "--model"),
-    ("bad formula", ["--model", "ols", *BASE, "--formula", "y ~ (x1"], "y ~ (x1"),
-    ("y ~ 0", ["--model", "ols", *BASE, "--formula", "y ~ 0"], "regressor"),
+    ("bad formula", given(["--model", "ols", *BASE], "--formula", "y ~ (x1"), "y ~ (x1"),
+    ("y ~ 0", given(["--model", "ols", *BASE], "--formula", "y ~ 0"), "regressor"),
     (
         "levels malformed",
-        ["--model", "ols", *BASE, "--formula", "y ~ site", "--levels", "site"],
+        [*given(["--model", "ols", *BASE], "--formula", "y ~ site"), "--levels", "site"],
         "--levels",
     ),
     (
         "levels repeated",
-        ["--model", "ols", *BASE, "--formula", "y ~ site", "--levels", "site=north,north"],
+        given(["--model", "ols", *BASE], "--formula", "y ~ site", "--levels", "site=north,north"),
         "levels",
     ),
     ("levels unknown column", ["--model", "ols", *BASE, "--levels", "nope=a,b"], "--levels"),
-    ("groups unknown", ["--model", "ols", *BASE, "--groups", "person"], "--groups"),
+    ("groups unknown", given(["--model", "ols", *BASE], "--groups", "person"), "--groups"),
     ("time unknown", ["--model", "ols", *BASE, "--time", "when2"], "--time"),
     ("time for mean", [*MEAN, "--time", "time"], "--time"),
-    ("mean formula", [*MEAN, "--formula", "y ~ x1"], "column ~ 1"),
-    ("mean unknown column", [*MEAN, "--formula", "nope ~ 1"], "nope"),
+    ("mean formula", given(MEAN, "--formula", "y ~ x1"), "column ~ 1"),
+    ("mean unknown column", given(MEAN, "--formula", "nope ~ 1"), "nope"),
     ("kernel needs domain", ["--model", "kernel", *BASE, "--bandwidth", "1"], "--domain"),
-    ("kernel domain reversed", [*KERNEL, "--domain=3,-3"], "--domain"),
-    ("kernel bandwidth 0", [*KERNEL, "--bandwidth", "0"], "--bandwidth"),
+    ("kernel domain reversed", given(KERNEL, "--domain", "3,-3"), "--domain"),
+    ("kernel bandwidth 0", given(KERNEL, "--bandwidth", "0"), "--bandwidth"),
     ("kernel grid 1", [*KERNEL, "--grid", "1"], "--grid"),
     ("kernel kernel", [*KERNEL, "--kernel", "box"], "--kernel"),
     ("option of another model", ["--model", "ols", *BASE, "--bandwidth", "1"], "--bandwidth"),
@@ -1719,11 +1720,11 @@ def test_cli_refusal(csv: Path, argv: list[str], names: str) -> None:
 #: fit runs (or is refused) exactly as with that column's cells left empty, and the data holder
 #: is told on stderr. Rows: (name, argv, the column).
 CLI_READ_AS_MISSING: list[tuple[str, list[str], str]] = [
-    ("text outcome", ["--model", "ols", *BASE, "--formula", "y_text ~ x1"], "y_text"),
-    ("undeclared factor", ["--model", "ols", *BASE, "--formula", "y ~ x1 + site"], "site"),
+    ("text outcome", given(["--model", "ols", *BASE], "--formula", "y_text ~ x1"), "y_text"),
+    ("undeclared factor", given(["--model", "ols", *BASE], "--formula", "y ~ x1 + site"), "site"),
     ("levels of a numeric column", ["--model", "ols", *BASE, "--levels", "x1=a,b"], "x1"),
-    ("mean text column", [*MEAN, "--formula", "y_text ~ 1", "--scale", "1"], "y_text"),
-    ("kernel text x", [*KERNEL, "--formula", "y ~ site", "--epsilon", "8"], "site"),
+    ("mean text column", given(MEAN, "--formula", "y_text ~ 1", "--scale", "1"), "y_text"),
+    ("kernel text x", given(KERNEL, "--formula", "y ~ site", "--epsilon", "8"), "site"),
 ]
 
 
@@ -1791,7 +1792,7 @@ def test_cli_one_odd_cell_is_one_missing_value(csv: Path, cell: str) -> None:
         paths = [csv.parent / f"odd-{column}.csv", csv.parent / f"blank-{column}.csv"]
         odd.to_csv(paths[0], index=False)
         blank.to_csv(paths[1], index=False)
-        argv = ["--model", "ols", *BASE, "--formula", f"y ~ {column}", "--seed", "0"]
+        argv = given(["--model", "ols", *BASE], "--formula", f"y ~ {column}", "--seed", "0")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DplongWarning)
             runs = [run_cli(csv, [f"DATA={path.name}", *argv]) for path in paths]

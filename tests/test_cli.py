@@ -57,6 +57,22 @@ def run(argv: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def given(argv: list[str], *changes: str) -> list[str]:
+    """``argv`` with each option of ``changes`` (flag, value, flag, value, ...) set to its
+    value: replaced where ``argv`` gives it (``--flag V`` or ``--flag=V``; an option is given
+    once), else appended."""
+    argv = list(argv)
+    for flag, value in zip(changes[::2], changes[1::2], strict=True):
+        at = [i for i, text in enumerate(argv) if text == flag or text.startswith(f"{flag}=")]
+        if not at:
+            argv += [flag, value]
+        elif argv[at[0]] == flag:
+            argv[at[0] + 1] = value
+        else:
+            argv[at[0]] = f"{flag}={value}"
+    return argv
+
+
 @pytest.fixture(scope="module")
 def ols_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, str]:
     """The OLS example with a report: stdout, stderr and the report's HTML."""
@@ -135,7 +151,7 @@ class TestFit:
             code, out, err = run([*argv, "--quiet"])
         assert code == 0 and err == "" and shown == []
         assert out == loud[1] and "Mean results" in out  # the same result, nothing else
-        code, out, err = run([*argv, "--quiet", "--epsilon", "1e-9"])
+        code, out, err = run([*given(argv, "--epsilon", "1e-9"), "--quiet"])
         assert code == 2 and out == "" and err.startswith("dplong: error:")  # errors still
 
     def test_a_closed_pipe_ends_quietly(self) -> None:
@@ -429,9 +445,7 @@ GOOD += ["--groups", "nr", "--epsilon", "1", "--scale", "1,0.01", "--quiet"]
 
 def replace(option: str, value: str) -> list[str]:
     """GOOD with the value of ``option`` (or DATA, for ``option="DATA"``) replaced."""
-    args = list(GOOD)
-    args[1 if option == "DATA" else args.index(option) + 1] = value
-    return args
+    return [GOOD[0], value, *GOOD[2:]] if option == "DATA" else given(GOOD, option, value)
 
 
 class TestBadArguments:
@@ -657,7 +671,7 @@ class TestLevels:
     def test_mean_takes_levels_of_its_by_column_only(self) -> None:
         code, _, err = run([*MEAN, "--levels", "Cu=1,2,3", "--quiet"])
         assert code == 2 and "reads declared levels of its by= grouping only" in err
-        grouped = [*MEAN, "--levels", "Cu=1,2,3", "--by", "Cu", "--epsilon", "8", "--quiet"]
+        grouped = [*given(MEAN, "--epsilon", "8"), "--levels", "Cu=1,2,3", "--by", "Cu", "--quiet"]
         code, out, err = run(grouped)  # 72 pigs in three groups: ε 8 to locate each
         assert code == 0 and "Weight[Cu=1]" in out and "Weight[Cu=3]" in out, err
 
@@ -907,15 +921,13 @@ class TestPlanPTR:
         the search for the smallest ε reached an ε below what the zCDP conversion certifies
         at δ = 1/n², where ``gaussian_shares`` assumed a root in [1e-300, ε]."""
         argv = ["plan", "--model", "nw", "--formula", "y ~ x", "--n", "3000", "--epsilon", "4"]
-        argv += ["--domain", "0,1", "--bounds=-2,2", "--bandwidth", "0.2"]
-        for flag, value in zip(change[::2], change[1::2], strict=True):
-            argv[argv.index(flag) + 1] = value
+        argv = given([*argv, "--domain", "0,1", "--bounds=-2,2", "--bandwidth", "0.2"], *change)
         code, out, err = run(argv)
         assert code == 0 and err == "", err
         assert "Decision: released" in out and f"Smallest epsilon released: {least};" in out
         if least == "0.0001":  # the bottom of the search: at δ = 1/300², no floor above it
             return
-        code, out, err = run([*argv, "--epsilon", "1e-5"])  # below it: refused, in words
+        code, out, err = run(given(argv, "--epsilon", "1e-5"))  # below it: refused, in words
         assert code == 0 and "Decision: REFUSED before any noise" in out, err
         assert "Refusal: epsilon=1e-05 is too small for a Gaussian release" in out
 
@@ -1194,7 +1206,8 @@ class TestPlanReadsOnlyItsColumns:
         assert expected[0] == 0 and "Users (n): 300" in expected[1], expected[2]
         calls = self._spy(monkeypatch)
         assert run(["plan", str(wide[0]), *argv]) == expected  # the same plan, from 2000 columns
-        reads = [call for call in calls if call.get("nrows") != 0]  # the header is read too
+        # the header is read too: as written (a name given twice is refused), as pandas names it
+        reads = [call for call in calls if call.get("nrows") not in (0, 1)]
         assert len(reads) == 1 and list(reads[0]["usecols"]) == ["id"], calls
 
     def test_nw_counts_rows_from_one_column(
@@ -1205,7 +1218,7 @@ class TestPlanReadsOnlyItsColumns:
         calls = self._spy(monkeypatch)
         code, out, err = run(["plan", str(wide[0]), *argv])
         assert code == 0 and "Rows (n, each a unit): 900" in out, err
-        reads = [call for call in calls if call.get("nrows") != 0]
+        reads = [call for call in calls if call.get("nrows") not in (0, 1)]
         assert len(reads) == 1 and len(reads[0]["usecols"]) == 1, calls
 
     @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from test_cli import run  # main() in-process: exit code, stdout, stderr
+from test_cli import given, run  # main() in-process: exit code, stdout, stderr
 
 import dplong
 from dplong.dask_frames import ReducedPanel
@@ -796,15 +796,15 @@ CLI += ["--levels", "kind=p,q", "--epsilon", "2", "--seed", "3", "--quiet"]
     [
         ("glob", []),
         ("directory", []),
-        ("glob", ["--estimator", "within", "--epsilon", "16"]),
+        ("glob", ["--estimator", "within", "--epsilon", "16"]),  # ε 16 in place of 2
     ],
 )
 def test_cli_parquet_files(parquet: tuple[Path, Path], kind: str, options: list[str]) -> None:
     folder, csv = parquet
     source = str(folder / "*.parquet") if kind == "glob" else str(folder)
-    code, out, err = run(["fit", source, *CLI, *options])
+    code, out, err = run(["fit", source, *given(CLI, *options)])
     assert code == 0, err
-    assert out == run(["fit", str(csv), *CLI, *options])[1]  # the release of the rows in memory
+    assert out == run(["fit", str(csv), *given(CLI, *options)])[1]  # the rows in memory
 
 
 @pytest.mark.parametrize("model", ["pooled", "between", "panel", "re", "nw"])

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from test_bad_input import CLI_REFUSALS, REFUSALS, Probe, csv, run_cli  # noqa: F401 (fixture)
+from test_cli import given
 
 import dplong
 import dplong.simulate
@@ -119,7 +120,7 @@ def test_the_battery_s_budget_refusals_refit_at_the_advised_epsilon(csv: Path) -
         code, _, err = run_cli(csv, argv)
         if ADVICE.search(err) is None:
             continue
-        code, _, err = run_cli(csv, [*argv, "--epsilon", str(_advised(err))])
+        code, _, err = run_cli(csv, given(argv, "--epsilon", str(_advised(err))))
         assert code == 0, (name, err)
         advised += 1
     assert advised >= 3  # winsorized_mean's and the paper's tiny ε, the command line's

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import dplong
 from dplong.cli.epilogs import _EPILOG, _PLAN_EPILOG
@@ -20,9 +20,66 @@ from dplong.cli.values import (
 )
 from dplong.models.command_line import MODELS
 
+#: The attribute of the namespace being parsed that holds the destinations of the options given
+#: so far (:class:`_Once`); :meth:`_Parser.parse_known_args` removes it, as argparse removes its
+#: own record of unrecognised arguments.
+_GIVEN = "_dplong_given"
+
+
+class _Once(argparse.Action):
+    """An option given at most once: a second value is refused (argparse would keep the last,
+    so that ``--epsilon 4 --epsilon 0.5`` spent 0.5 without a word), before anything is read.
+    Mixed into argparse's storing actions, which do the storing."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if option_string is not None:  # an option, not the positional DATA
+            given: set[str] = vars(namespace).setdefault(_GIVEN, set())
+            if self.dest in given:
+                raise argparse.ArgumentError(None, f"{option_string} is given twice")
+            given.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _StoreOnce(_Once, argparse._StoreAction):
+    """``action="store"`` (the default), given at most once."""
+
+
+class _StoreConstOnce(_Once, argparse._StoreConstAction):
+    """``action="store_const"`` (a model's flag), given at most once."""
+
+
+class _StoreTrueOnce(_Once, argparse._StoreTrueAction):
+    """``action="store_true"`` (``--quiet``), given at most once."""
+
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line, like the command's other refusals."""
+    """An argument parser whose errors are one line, like the command's other refusals, and
+    whose options are each given at most once (:class:`_Once`): every option but the
+    repeatable ``--levels`` (``action="append"``), one a column."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # the actions argparse takes by name, for this parser, its groups and subcommands
+        for name, action in (
+            (None, _StoreOnce),
+            ("store", _StoreOnce),
+            ("store_const", _StoreConstOnce),
+            ("store_true", _StoreTrueOnce),
+        ):
+            self.register("action", name, action)
+
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> tuple[Any, list[str]]:
+        """As argparse's, the namespace without the record of the options given (:data:`_GIVEN`)."""
+        parsed, extras = super().parse_known_args(*args, **kwargs)
+        if hasattr(parsed, _GIVEN):
+            delattr(parsed, _GIVEN)
+        return parsed, extras
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"dplong: error: {message} (see {self.prog} --help)\n")
