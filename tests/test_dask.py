@@ -198,10 +198,18 @@ POOLED_BOUNDS = {"y": (-8.0, 8.0), "x1": (-2.0, 2.0), "x2": (-4.0, 4.0)}
 
 
 @pytest.mark.parametrize(
-    "model", [dplong.PooledOLS, dplong.BetweenOLS, dplong.PanelOLS, dplong.RandomEffects]
+    ("model", "max_rows"),
+    [
+        *(
+            (model, rows)
+            for model in (dplong.PooledOLS, dplong.PanelOLS, dplong.RandomEffects)
+            for rows in (8, None)
+        ),
+        (dplong.BetweenOLS, None),  # it refuses max_rows: a person is one row (their means)
+    ],
+    ids=lambda value: value.__name__ if isinstance(value, type) else f"cap-{value or 'found'}",
 )
 @pytest.mark.parametrize("bounds", [None, POOLED_BOUNDS], ids=["ranges-found", "bounds"])
-@pytest.mark.parametrize("max_rows", [8, None], ids=["cap-stated", "cap-found"])
 def test_pooled_family(data: pd.DataFrame, model: Any, bounds: Any, max_rows: Any) -> None:
     """The pooled family reads a Dask frame where it lies (each person's extremes for the
     private ranges, for the within estimator of the deviations from their means, found in two
@@ -211,8 +219,6 @@ def test_pooled_family(data: pd.DataFrame, model: Any, bounds: Any, max_rows: An
     releases what the rows in memory give: the same person sums but for their order of
     addition, so the same draws and numbers to round-off (the scaled rows are not dyadic);
     the data holder is told of the rows left out once, in the same words."""
-    if model is dplong.BetweenOLS and max_rows is not None:
-        pytest.skip("BetweenOLS refuses max_rows: a person is one row (their means)")
 
     def built(frame: Any) -> tuple[Any, list[str]]:
         with warnings.catch_warnings(record=True) as caught:
