@@ -1428,6 +1428,28 @@ def test_nullable_values_with_pd_na(dtype: str) -> None:
     same_release(ols_fit(regressor, scale=[1.0, 1.0]), ols_fit(as_float, scale=[1.0, 1.0]))
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "uint64", "int64"])
+def test_integer_columns_do_real_arithmetic_in_terms(dtype: str) -> None:
+    """A term's arithmetic on an integer column is that of the numbers, not numpy's wrapping
+    integers: ``I(u - 3)`` on a uint8 column had put 255 where the value is 2 (and ``I(n**2)``
+    on int64 wraps past 2^63), moving the slope without a word. The same release as the
+    column read as float64."""
+    data = panel().assign(k=(panel()["x1"].abs() * 3).round())
+    for term in ("I(k - 3)", "I(k**2 - 9)"):
+        formula = f"y ~ {term}"
+        integers = data.assign(k=data["k"].astype(dtype))
+        if dtype == "int64":  # the square of 3e9 passes 2^63 (9.2e18): wraps as an int64
+            integers = integers.assign(k=integers["k"] * 3_000_000_000)
+        floats = integers.assign(k=integers["k"].astype(float))
+        fits = [
+            dplong.PooledOLS.from_formula(formula, frame, groups="user").fit(
+                epsilon=1.0, random_state=0
+            )
+            for frame in (integers, floats)
+        ]
+        same_release(*fits)
+
+
 def test_nullable_bool_values_are_numbers() -> None:
     """A boolean column (also nullable) averages as 0/1: a share of users."""
     flags = pd.Series(values() > 1.0, dtype="boolean").mask(np.arange(2000) % 11 == 0)

@@ -190,7 +190,10 @@ def warn_outside_levels(values: Any, codes: NDArray[np.intp], levels: tuple[Any,
 
 def _canonical(values: pd.Series, levels: tuple[Any, ...] | None) -> Any:
     """One column as patsy reads it: declared factors (and nullable booleans) coded on their
-    levels, nullable numbers as float64 with NaN, nullable text with NaN instead of pd.NA."""
+    levels, nullable numbers and numpy integers as float64 (NaN for missing), nullable text
+    with NaN instead of pd.NA. A term's arithmetic is then real arithmetic: on a numpy integer
+    column it wraps (a uint8 column's ``I(u - 10)`` is 251 at 5, and ``I(n**2)`` wraps past
+    2^63), which moved a slope from 0.035 to -0.0002 without a word."""
     dtype = values.dtype
     if levels is not None:
         return _coded(values, levels)
@@ -202,6 +205,8 @@ def _canonical(values: pd.Series, levels: tuple[Any, ...] | None) -> Any:
         )
     if isinstance(dtype, pd.StringDtype) and dtype.na_value is pd.NA:
         return values.astype(object).where(values.notna(), np.nan)
+    if isinstance(dtype, np.dtype) and dtype.kind in "iu":
+        return values.astype(np.float64)
     return values
 
 
