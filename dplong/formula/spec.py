@@ -166,9 +166,13 @@ class DesignSpec:
             _check_regressor(factor, trees[factor], env, rows, dtypes)
         both = {c: pd.concat([rows[0][c], rows[1][c]]) for c in inputs}
         try:
-            outcome_info, regressor_info = patsy.design_matrix_builders(
-                [desc.lhs_termlist, desc.rhs_termlist], lambda: iter([both]), env, _MissingRows()
-            )
+            with np.errstate(all="ignore"):  # made-up values: numpy's words on them mislead
+                outcome_info, regressor_info = patsy.design_matrix_builders(
+                    [desc.lhs_termlist, desc.rhs_termlist],
+                    lambda: iter([both]),
+                    env,
+                    _MissingRows(),
+                )
         except patsy.PatsyError as err:
             raise FormulaError(f"cannot build the design of {formula!r}: {err}") from None
         outcome = [str(c) for c in outcome_info.column_names]
