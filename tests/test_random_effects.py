@@ -343,6 +343,7 @@ def test_too_few_users_for_the_components_are_refused_before_any_noise() -> None
         ((1.0,), "pair"),
         ("ab", "pair"),
         ("1,2,3", "pair"),
+        ("0.3,0.35", "pair"),  # a string is never coerced (the command line reads it itself)
         ((1.0, 0.0), "residual > 0"),
         ((-1.0, 1.0), "effects >= 0"),
         ((math.nan, 1.0), "finite"),
@@ -391,6 +392,9 @@ def test_command_line_fits_random_effects(capsys: pytest.CaptureFixture[str], tm
     assert main(["fit", str(path), "--formula", "y ~ x", "--groups", "id", "--model", "re",
                  "--bounds", "y=-3,5;x=-2,2", "--seed", "0", *stated]) == 0  # fmt: skip
     assert "Residual (σ_e²) 0.35" in capsys.readouterr().out
+    bad = ["--variance-components", "0.3,0.35,1", "--epsilon", "1"]
+    code = main(["fit", str(path), "--formula", "y ~ x", "--groups", "id", "--model", "re", *bad])
+    assert code == 2 and "must be two numbers A,B" in capsys.readouterr().err
 
 
 def test_the_planner_decides_as_the_fit() -> None:

@@ -76,6 +76,14 @@ def _domain(text: str) -> tuple[float, float]:
     return lo, hi
 
 
+def _pair(text: str) -> tuple[float, float]:
+    try:
+        first, second = (float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be two numbers A,B, got {text!r}") from None
+    return first, second
+
+
 def _levels(text: str) -> tuple[str, list[str]]:
     column, _, values = text.partition("=")
     levels = values.split(",")
@@ -101,6 +109,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "positive": _positive,
     "positives": _positive_list,
     "range": _domain,
+    "pair": _pair,
     "count": _grid_count,
     "text": str,
     "names": lambda text: tuple(name.strip() for name in text.split(",")),

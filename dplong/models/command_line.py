@@ -33,10 +33,13 @@ __all__ = [
 ]
 
 #: How an option's text is read: an integer, a real number, a positive number, positive
-#: numbers ``A,B,...`` (one is a number, several a list), a range ``LO,HI``, a number of grid
-#: points (>= 2), a word (with ``choices``), column names ``A,B`` (a tuple), or no text at all
-#: (a ``flag``: given, it passes True).
-Kind = Literal["int", "float", "positive", "positives", "range", "count", "text", "names", "flag"]
+#: numbers ``A,B,...`` (one is a number, several a list), a range ``LO,HI``, a pair of numbers
+#: ``A,B`` (a tuple, checked by the model), a number of grid points (>= 2), a word (with
+#: ``choices``), column names ``A,B`` (a tuple), or no text at all (a ``flag``: given, it
+#: passes True).
+Kind = Literal[
+    "int", "float", "positive", "positives", "range", "pair", "count", "text", "names", "flag"
+]
 
 
 @dataclass(frozen=True)

@@ -579,10 +579,10 @@ def _check_components(value: Any) -> tuple[float, float] | None:
     if value is None:
         return None
     try:
-        if isinstance(value, str):  # the command line's "EFFECTS,RESIDUAL"
-            value = tuple(float(part) for part in value.split(","))
+        # a string, bytes, a mapping or a set would unpack to characters, codes or keys (the
+        # command line reads "EFFECTS,RESIDUAL" as a pair of numbers itself)
         if not isinstance(value, tuple | list | np.ndarray) or np.ndim(value) != 1:
-            raise TypeError  # bytes, a mapping or a set would unpack to codes or keys
+            raise TypeError
         effects, residual = value
     except (TypeError, ValueError):
         raise ParameterError(
@@ -623,7 +623,7 @@ register(
             FOUND_MAX_ROWS_OPTION,
             Option(
                 "variance_components",
-                "text",
+                "pair",
                 "EFFECTS,RESIDUAL",
                 "public variance components (the person effects' and the errors' variances): "
                 "nothing is spent on them",
