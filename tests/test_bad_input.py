@@ -1399,6 +1399,18 @@ def test_infinite_values_are_missing_values() -> None:
         same_release(mean_of(x, groups=groups), mean_of(nan, groups=groups))
 
 
+def test_groups_may_name_a_column_of_the_values() -> None:
+    """``winsorized_mean(frame, groups="user")`` takes the ids from that column and averages
+    the others, as ``by=`` may name a column: the same release as the ids given as a Series.
+    A name with no frame holding it is refused (it had read the name as one id of shape ())."""
+    data = panel()[["y", "x1", "user"]]
+    named = mean_of(data, groups="user")
+    same_release(named, mean_of(data[["y", "x1"]], groups=data["user"]))
+    assert list(named.params.index) == ["y", "x1"] and named.nobs_users == 400
+    with pytest.raises(DataError, match="groups='user' names a column of values"):
+        mean_of(data["y"], groups="user")
+
+
 def test_missing_user_ids_drop_their_rows() -> None:
     """A row with a missing user id belongs to no user (as in the formula layer): dropped,
     never a refusal, and n counts the distinct ids."""

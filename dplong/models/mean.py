@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike, NDArray
 from dplong._grouping import factorize_groups
 from dplong._validation import RandomState
 from dplong.dask_frames import column_name, design_spec, is_dask, outcome_rows, require_dask
-from dplong.exceptions import FormulaError, ParameterError
+from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import (
     DesignSpec,
     GroupsLike,
@@ -101,11 +101,12 @@ def winsorized_mean(
         Total privacy budget ε > 0 of this release, over all columns.
     delta : float, optional
         Total δ ∈ (0, 1). Central default ``1/n**2``; local default ``None`` (pure ε-LDP).
-    groups : array_like, optional
+    groups : array_like or str, optional
         User id of every row: rows are first averaged per user (Def 5.1), so the release is
         user-level DP and n is the number of distinct ids. A row with a missing id belongs to
         no user and is left out (as in the formula layer). With Dask ``values``, a column of
-        the same Dask frame (e.g. ``frame["id"]``).
+        the same Dask frame (e.g. ``frame["id"]``). The name of a column of a DataFrame
+        ``values`` (Dask's too) takes its ids from that column, which is then not averaged.
     scale : "estimate", float or array_like
         Variance proxy ρ of one user's value in each column (the variance for Gaussian data).
         Default ``"estimate"``: the spread is estimated privately, in one stage for every
@@ -230,6 +231,7 @@ def winsorized_mean(
     (True, 'parallel over the levels of a key (two levels touched)')
     """
     _check_by_constant(by_constant, by, privacy=privacy, variant=variant, focus=focus)
+    values, groups = _groups_column(values, groups)
     grouping = None
     if by is not None or levels is not None:  # public facts: checked before any noise
         values, grouping = _grouping(values, by, levels)
@@ -300,6 +302,20 @@ def winsorized_mean(
         proxy=proxy,
         tail=stated_tail,
     )
+
+
+def _groups_column(values: Any, groups: Any) -> tuple[Any, Any]:
+    """``values`` and ``groups``, the ids taken out of ``values`` where ``groups`` names one of
+    its columns (a DataFrame's, in memory or on Dask), as ``by=`` may."""
+    if not isinstance(groups, str):
+        return values, groups
+    if not hasattr(values, "columns") or groups not in values.columns:
+        raise DataError(
+            f"groups={groups!r} names a column of values, which must then be a DataFrame "
+            "holding it; or give the user id of every row (an array or Series)"
+        )
+    check_unique_columns(values.columns, [groups])
+    return values.drop(columns=[groups]), values[groups]
 
 
 def _keyed_releases(
