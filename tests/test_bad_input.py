@@ -1399,6 +1399,22 @@ def test_infinite_values_are_missing_values() -> None:
         same_release(mean_of(x, groups=groups), mean_of(nan, groups=groups))
 
 
+@pytest.mark.parametrize(
+    ("formula", "dtype"),
+    [("y ~ x1", "float16"), ("y ~ np.sqrt(x1 - 5)", "float64"), ("y ~ np.log(x1)", "float32")],
+)
+def test_a_design_is_built_without_numpy_warnings(formula: str, dtype: str) -> None:
+    """Building a design evaluates its terms on made-up rows first (a float16 column's huge
+    probe value had overflowed its cast, and np.sqrt of a negative one warned of an invalid
+    value): numpy's words on values no one gave mislead, so none escape. Rows the terms make
+    missing are told to the data holder in the package's words, as before."""
+    data = panel().assign(x1=panel()["x1"].astype(dtype))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("ignore", DplongWarning)
+        dplong.PooledOLS.from_formula(formula, data, groups="user")
+
+
 def test_groups_may_name_a_column_of_the_values() -> None:
     """``winsorized_mean(frame, groups="user")`` takes the ids from that column and averages
     the others, as ``by=`` may name a column: the same release as the ids given as a Series.

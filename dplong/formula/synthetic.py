@@ -82,8 +82,9 @@ def _probe_values(dtype: Any, levels: tuple[Any, ...] | None) -> Any:
         integers = pd.Series([1, 2, 3, 4, 5, big]).astype(dtype)
         nullable = isinstance(dtype, pd.api.extensions.ExtensionDtype)
         return integers.mask(_PROBE_MISSING) if nullable else integers
-    if pd.api.types.is_numeric_dtype(dtype):
-        return pd.Series(_PROBE_NUMBERS).astype(dtype)
+    if pd.api.types.is_numeric_dtype(dtype):  # the huge one within the dtype (float16: 65504)
+        largest = float(np.finfo(getattr(dtype, "numpy_dtype", dtype)).max) / 2.0
+        return pd.Series(np.minimum(_PROBE_NUMBERS, largest)).astype(dtype)
     pair = _two_values(dtype, None)
     cycle = pair.iloc[[i % 2 for i in range(size)]].reset_index(drop=True)
     if cycle.dtype == object:
