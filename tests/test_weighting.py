@@ -353,6 +353,30 @@ class TestPrecisionWeights:
         assert said == centred
         assert res.privacy.epsilon <= 1.0 + 1e-12
 
+    @pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")  # the notes, below
+    def test_a_preliminary_that_sees_no_user_off_zero_withholds_the_weighted_location(
+        self,
+    ) -> None:
+        # 2 % of 1,000 users at 1 in every row, the rest at 0, ε = 4: the preliminary
+        # equal-weight location finds most users' means at 0 and its count no others (up to
+        # about 97 could hide in its noise), and withholds itself ("unseen"), as
+        # winsorized_mean does; the weighted μ of the same means runs no such check (a weighted
+        # count is no count of users) and was released at 1e-18 to -1.6e37 in 11-13 fits of 30
+        # (warned, its interval as wide). Now withheld with it, in every fit of these 10.
+        for seed in range(10):
+            rng = np.random.default_rng(seed)
+            at_one = (rng.random(1000) < 0.02).astype(float)
+            frame = pd.DataFrame({"id": np.repeat(np.arange(1000), 10)})
+            frame["y"] = at_one[frame["id"]]
+            res = dplong.RandomEffectsLocation.from_formula("y ~ 1", frame, groups="id").fit(
+                epsilon=4.0, random_state=seed
+            )
+            assert np.isnan(res.params["Intercept"])
+            assert res.withheld_why["Intercept"] == "unseen"
+            assert any(
+                "the preliminary equal-weight location found most" in w for w in res.warnings
+            )
+
     @pytest.mark.parametrize("n", [5000, 2000])
     @pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")  # the tail notes
     def test_the_weighted_location_is_centred_on_the_preliminary_one(

@@ -33,7 +33,8 @@ def _location_results(
     fit's preliminary location counts in the ledger only). Group Var is centred on the first
     location; where that was withheld, on its released centre, whose error nobody knows, so
     Group Var is withheld too (post-processing of a public fact), and so is a weighted μ
-    ``centred`` on it."""
+    ``centred`` on it. Where the preliminary found most users' means at 0 and no others
+    (``unseen``), the weighted μ of the same means is withheld too."""
     ran = list(releases)
     if len(ran) > 1 and not np.isfinite(ran[0].estimate[0]):
         ran[1] = _uncentred(ran[1], _UNCENTRED_NOTE, keep=True)
@@ -46,6 +47,12 @@ def _location_results(
         # holds for what its clip cuts there: the preliminary's skew says nothing more
         ran[0] = dataclasses.replace(
             ran[0], notes=tuple(n for n in ran[0].notes if n not in ran[0].skew_notes)
+        )
+    if preliminary and len(ran) > 2 and ran[0].unseen is not None and ran[0].unseen.any():
+        # the preliminary found most users' means at 0 and its count saw no others: the weighted
+        # mean of the same means is no better off, and its weighted count cannot tell
+        ran[2] = dataclasses.replace(
+            _uncentred(ran[2], _UNSEEN_MU_NOTE, keep=False), unseen=np.ones(1, dtype=bool)
         )
     if preliminary and len(ran) > 2 and not np.isfinite(ran[1].estimate).all():
         # the weights need both components (location_weights._precision_weights): μ is the
@@ -102,6 +109,13 @@ _UNCENTRED_MU_NOTE = (
     "No estimate (NaN) for ['Intercept']: the precision-weighted location is centred on the "
     "preliminary equal-weight one, which was withheld (its note says why). Raise epsilon or use "
     'weights="equal".'
+)
+
+_UNSEEN_MU_NOTE = (
+    "No estimate (NaN) for ['Intercept']: the preliminary equal-weight location found most "
+    "users' mean exactly 0 and its count saw no others (its note says why that withholds it), "
+    "and the precision-weighted mean of the same user means is no better off (a weighted count "
+    "is no count of users, so its own release cannot tell). Raise epsilon or give public bounds."
 )
 
 _COMPONENTS_NOTE = "means of (ȳ_u - μ̂)² - s²_u/T_u and s²_u over users with two rows or more"
