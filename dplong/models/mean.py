@@ -39,6 +39,7 @@ from dplong.models.mean_levels import (
     _grouping,
     _level_labels,
     _rows_at_levels,
+    _split_column,
 )
 from dplong.models.mean_options import _check_by_constant, _stated_scale, _support_and_tail
 from dplong.models.mean_results import _mean_results
@@ -231,7 +232,8 @@ def winsorized_mean(
     (True, 'parallel over the levels of a key (two levels touched)')
     """
     _check_by_constant(by_constant, by, privacy=privacy, variant=variant, focus=focus)
-    values, groups = _groups_column(values, groups)
+    if isinstance(groups, str):  # a column of values, as by= may name
+        values, groups = _split_column(values, groups, "groups", "the user id", DataError)
     grouping = None
     if by is not None or levels is not None:  # public facts: checked before any noise
         values, grouping = _grouping(values, by, levels)
@@ -302,20 +304,6 @@ def winsorized_mean(
         proxy=proxy,
         tail=stated_tail,
     )
-
-
-def _groups_column(values: Any, groups: Any) -> tuple[Any, Any]:
-    """``values`` and ``groups``, the ids taken out of ``values`` where ``groups`` names one of
-    its columns (a DataFrame's, in memory or on Dask), as ``by=`` may."""
-    if not isinstance(groups, str):
-        return values, groups
-    if not hasattr(values, "columns") or groups not in values.columns:
-        raise DataError(
-            f"groups={groups!r} names a column of values, which must then be a DataFrame "
-            "holding it; or give the user id of every row (an array or Series)"
-        )
-    check_unique_columns(values.columns, [groups])
-    return values.drop(columns=[groups]), values[groups]
 
 
 def _keyed_releases(

@@ -42,14 +42,8 @@ def _grouping(
         )
     keys: Any  # a pandas Series, or a column of a Dask frame
     if isinstance(by, str):
-        frame: Any = values
-        if np.ndim(frame) != 2 or by not in getattr(frame, "columns", ()):
-            raise ParameterError(
-                f"by={by!r} names a column of values, which must then be a DataFrame holding "
-                "it; or give the key of every row (an array or Series)"
-            )
-        check_unique_columns(frame.columns, [by])
-        name, keys, values = by, frame[by], frame.drop(columns=[by])
+        values, keys = _split_column(values, by, "by", "the key", ParameterError)
+        name = by
     elif is_dask(by):
         name, keys = str(by.name or "by"), by
     else:
@@ -93,6 +87,21 @@ def _grouping(
     if len(keys) != rows:
         raise DataError(f"by must have one key per row: got shape {np.shape(keys)} for {rows} rows")
     return values, (name, _level_codes(keys, declared=declared).to_numpy(), declared)
+
+
+def _split_column(
+    values: Any, column: str, option: str, what: str, error: type[Exception]
+) -> tuple[Any, Any]:
+    """``values`` without the ``column`` an ``option`` names (``by=``, ``groups=``), and that
+    column: ``values`` must be a DataFrame (in memory or on Dask) holding it once, else
+    ``error`` says to give ``what`` of every row instead."""
+    if np.ndim(values) != 2 or column not in getattr(values, "columns", ()):
+        raise error(
+            f"{option}={column!r} names a column of values, which must then be a DataFrame "
+            f"holding it; or give {what} of every row (an array or Series)"
+        )
+    check_unique_columns(values.columns, [column])
+    return values.drop(columns=[column]), values[column]
 
 
 def _level_codes(keys: pd.Series, *, declared: tuple[Any, ...]) -> pd.Series:

@@ -371,26 +371,26 @@ def private_ranges(
     first = np.where(held.any(axis=1), np.argmax(held, axis=1), len(RUNGS))
     reach_at, core_at, clipped_at = reach_rungs(n)
     factor = np.append(RUNGS, reach_at)[first]  # (side, column)
-    upper, lower = (np.maximum(f * r, cell) for f, r in zip(factor, reaches, strict=True))
-    # a range that is the midpoint's own cell on both sides sees a constant column: where the
-    # column is not one (a rare 0/1 column: its median reach lands at the midpoint, and the
-    # far count's noise can hide its few persons at n of some hundreds) it clips them all
-    spans = [f * r for f, r in zip(factor, reaches, strict=True)]
+    spans = factor * np.asarray(reaches)  # (side, column)
+    other = spans[::-1]  # each side's opposite
+    upper, lower = np.maximum(spans, cell)
     # a reach that missed high within the span of the other side's, checked, widens the range
     # at most twofold (NEAR_RUNG)
     checked = populated & ~high
-    excused = checked[::-1] & (np.array(spans[::-1]) >= np.array(spans))
+    excused = checked[::-1] & (other >= spans)
     missed |= np.any(high & ~excused, axis=0)
     # a side too thin for that test spanning FAR_SPAN times the other, checked and within half
     # the midpoint's magnitude (a column away from 0: not a 0/1 column's persons at 0, whose
     # deviation is the hair its midpoint lies off 0), missed high
-    other = np.array(spans[::-1])
-    dwarfs = (np.array(spans) > FAR_SPAN * other) & (other < np.abs(midpoint) / 2.0)
+    dwarfs = (spans > FAR_SPAN * other) & (other < np.abs(midpoint) / 2.0)
     missed |= np.any(~populated & checked[::-1] & dwarfs, axis=0)
-    missed |= np.all([span <= cell for span in spans], axis=0)
+    # a range that is the midpoint's own cell on both sides sees a constant column: where the
+    # column is not one (a rare 0/1 column: its median reach lands at the midpoint, and the
+    # far count's noise can hide its few persons at n of some hundreds) it clips them all
+    missed |= np.all(spans <= cell, axis=0)
     # one within TINY_REACH of it on both sides clips them to a sliver: their column scaled
     # down by its width (a 0/1 column's slope scaled up by as much), or another column
-    sliver = np.all([span <= np.maximum(cell, TINY_REACH) for span in spans], axis=0)
+    sliver = np.all(spans <= np.maximum(cell, TINY_REACH), axis=0)
     # so does one the counts find (nearly) constant: its median reaches land at random among
     # the cells tied between its persons at the midpoint and the few off it (a rare 0/1
     # column's: 3 % of 5,000 persons at ε = 2, a range ending at 9.5e-5 whose far count its
@@ -402,10 +402,9 @@ def private_ranges(
     # the first positive rung: the counts beyond the positive rungs sum to more than
     # SPREAD_SDS sds of their noise (a side at one value has noise alone there, and may end
     # past that rung by it; post-processing of the released reaches and counts)
-    longer = [a >= ONE_SIDED * b for a, b in ((spans[0], spans[1]), (spans[1], spans[0]))]
     rungs = counted[:, 1 : len(RUNGS)].sum(axis=1)
     past = rungs > SPREAD_SDS * noise * math.sqrt(len(RUNGS) - 1)
-    one_sided = ((longer[0] & past[0]) | (longer[1] & past[1])) & ~missed & ~narrow
+    one_sided = np.any((spans >= ONE_SIDED * other) & past, axis=0) & ~missed & ~narrow
     # a narrow column's range is a sliver at its midpoint, whatever its reaches (those of a
     # column found constant land anywhere among the cells tied beside its few persons off the
     # midpoint: a rare 0/1 column's at 10^9 or 10^-9): every value off the midpoint's cell is
