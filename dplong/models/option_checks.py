@@ -84,7 +84,17 @@ def check_max_rows(max_rows: Any, smallest: int = 1) -> int:
 
 def refuse_max_rows(max_rows: Any, applies: str) -> None:
     """Refuse, not ignore, a ``max_rows`` the fit would not use; ``applies`` says where it
-    does (and why not here)."""
+    does (and why not here).
+
+    Examples
+    --------
+    >>> from dplong.models.option_checks import refuse_max_rows
+    >>> refuse_max_rows(None, "to the within estimator only")   # not given: nothing to refuse
+    >>> refuse_max_rows(4, "to the within estimator only")
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.ParameterError: max_rows applies to the within estimator only; drop it (got 4)
+    """
     if max_rows is not None:
         raise ParameterError(f"max_rows applies {applies}; drop it (got {describe(max_rows)})")
 
