@@ -127,19 +127,19 @@ def test_the_wage_panel_per_user_fit_under_a_moment_bound(wages: dplong.Longitud
     assert "Stated moment bound E|b_u - mean|^4" in stated.summary().as_text()
 
 
-def test_a_blind_tail_count_is_an_assumption_of_the_bias_bound() -> None:
+def test_an_unchecked_tail_is_a_warning() -> None:
     """The tail count marks the columns heavy above ``TAIL_RATIO`` times normal tails' count
     plus 3.5 of its noise sds. The wage panel's per-man regression on four regressors at ε = 4
     has about 150 men with a statistic (the private count's sd is 12) and a count noise sd of
     about 8: a threshold of 26-31 men, 15 % or more of them, above BLIND_SHARE (10 %) in any
-    fit. Where its count stays under the moderate band, the fit's assumptions, which the error
-    bounds' report prints, say that the bias bound rests on the bulk's tails there (its
-    `married` coefficient, whose right tail the clip cuts, covered in 84 % of resamples:
-    docs/accuracy.md); where it clears the band (a tail it found but cannot size), the columns
-    are marked heavy, with their warning (seeds 0, 1 and 3 here; seed 2 the line). A stated
-    moment bound counts no tail and needs no such line; a Gaussian mean over 3,000 users at
-    ε = 1 counts against 2.8 % of them: never the line; over 300 users n ε affords no count,
-    and the line says so."""
+    fit. Where its count stays under the moderate band, a reliability warning says that no
+    count checked the tails (its `married` coefficient, whose right tail the clip cuts,
+    covered in 84 % of resamples: docs/accuracy.md); where it clears the band (a tail it found
+    but cannot size), the columns are marked heavy, with their warning (seeds 0, 1 and 3 here;
+    seed 2 the other). A stated moment bound counts no tail and needs no such warning; a
+    Gaussian mean over 3,000 users at ε = 1 counts against 2.8 % of them: never the warning;
+    over 300 users n ε affords no count, and the warning says so (lognormal means there missed
+    in most releases: docs/accuracy.md). Neither is an assumption line any more."""
     panel = dplong.datasets.load_wage_panel()
     four = dplong.LongitudinalOLS.from_formula(
         "lwage ~ exper + expersq + union + married", panel, groups="nr", time="year"
@@ -151,26 +151,32 @@ def test_a_blind_tail_count_is_an_assumption_of_the_bias_bound() -> None:
         values = rng.normal(size=n)[users] + rng.normal(size=users.size)
         return dplong.winsorized_mean(values, groups=users, epsilon=1.0, random_state=0)
 
+    def unchecked(res: dplong.results.PanelResults) -> list[str]:
+        return [w for w in res.warnings if "no count checked" in w]
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         kinds = set()
         for seed in range(4):
             fit = four.fit(epsilon=4.0, random_state=seed)
-            lines = [a for a in fit.error_bound().assumptions if "could not tell" in a]
+            lines = unchecked(fit)
             heavy = [w for w in fit.warnings if "heavy tails (found privately)" in w]
             assert len(lines) + len(heavy) == 1, (lines, heavy)
             if lines:
-                assert lines[0].startswith("Bias bound of") and "10% of the users" in lines[0]
+                assert "10% of the users" in lines[0] and lines[0].endswith("raise epsilon.")
             assert "'married'" in (lines or heavy)[0]
+            assert not any(a.startswith("Bias bound") for a in fit.error_bound().assumptions)
             kinds.add(bool(lines))
         assert kinds == {True, False}
         stated = four.fit(epsilon=4.0, random_state=0, tail=dplong.Moment(k=2, bound=1e4))
         large, small = normal_mean(3000), normal_mean(300)
-    assert not any("Bias bound" in a for a in stated.assumptions)
+    assert not unchecked(stated)
     assert "tail" in {e.stage for e in large.privacy.entries}
-    assert not any("Bias bound" in a for a in large.assumptions)
+    assert not unchecked(large) and large.reliable
     assert "tail" not in {e.stage for e in small.privacy.entries}
-    assert any("afford no tail count" in a for a in small.assumptions)
+    (line,) = unchecked(small)
+    assert line.startswith("['x']: no count checked its tail (this n and epsilon afford no tail")
+    assert not any(a.startswith("Bias bound") for a in small.assumptions)
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,8 @@ from dplong.results import PanelResults
 GAMMA = 0.05  # the package's default failure probability behind τ and τ'
 Z_TOL = 4.0  # tolerance in Monte Carlo standard errors (see the module docstring)
 TOEPLITZ_DECAY = 0.95  # Σ_u = (0.95^{|s-t|}) within each user, as in §7.1.3 and §7.2
+# the warning of a release whose n ε affords no tail count (a public fact: every such release)
+UNAFFORDABLE = "this n and epsilon afford no tail count"
 
 
 # --------------------------------------------------------------------------------------------
@@ -136,8 +138,9 @@ class MonteCarlo:
     noise_sd: np.ndarray
     bias: np.ndarray
     width: np.ndarray  # half-width of the final projection interval
-    reliable: np.ndarray
+    reliable: np.ndarray  # no warning but the plan's own "no tail count" (unaffordable)
     failed: np.ndarray
+    unaffordable: np.ndarray  # that warning, decided from n and ε alone
 
     @property
     def reps(self) -> int:
@@ -168,6 +171,7 @@ class Recorder:
         centre, width = (lower + upper) / 2, (upper - lower) / 2
         projected = centre + np.clip(users - centre, -width, width).sum() / users.size
         est = float(res.params.iloc[0])
+        unaffordable = [w for w in res.warnings if UNAFFORDABLE in w]
         self.rows.append(
             (
                 est,
@@ -177,8 +181,9 @@ class Recorder:
                 float(res.noise_sd.iloc[0]),
                 float(res.bias.iloc[0]),
                 width,
-                res.reliable,
+                len(unaffordable) == len(res.warnings),
                 bool(res.failed.iloc[0]),
+                bool(unaffordable),
             )
         )
 
@@ -261,6 +266,7 @@ def fig1_row(n: int, seed: int) -> dict[str, Any]:
         "se": se,
         "predicted": predicted,
         "reliable": mc.reliable,
+        "unaffordable": mc.unaffordable,
     }
 
 
@@ -268,9 +274,16 @@ def check_fig1(ns: tuple[int, ...], seed: int) -> list[dict[str, Any]]:
     rows = [fig1_row(n, seed + k) for k, n in enumerate(ns)]
     print(rows)
     for row in rows:
-        # no warning from n = 1000 on; the paired ratio mean((g + ξ)²)/mean(g²) estimates
+        # no warning from n = 1000 on but, at n ε below the tail count's floor, the plan's own
+        # that no count checked the tail; the paired ratio mean((g + ξ)²)/mean(g²) estimates
         # 1 + n E ξ² (g the sampling error, ξ the noise, independent given the release)
         assert_reliable(row["reliable"])
+        # (n ε = 500 is below the floor of about 800, 5,000 above it: TAIL_FLOOR), but where
+        # the skew warning, which says as much, replaces it (its false alarms: above)
+        unaffordable = row["unaffordable"]
+        assert (
+            (unaffordable | ~row["reliable"]).all() if row["n"] == 1_000 else not unaffordable.any()
+        ), row
         assert abs(row["ratio"] - row["predicted"]) <= Z_TOL * row["se"], row
     # the predicted ratios are released numbers (means of noise_sd²) with little MC error
     # (their own sd over releases is ~10 %): each decade of n cuts the excess by far more
@@ -305,8 +318,10 @@ def test_small_n_is_flagged_from_public_facts() -> None:
     # ... and twice the users with the same budget are reliable: 80 / 600 users-worth for the
     # median stage, whose miss bound is then below NOTE_MISS
     assert miss_probability(len(SPREAD_GRID), 80 / 600, 600) < NOTE_MISS
+    # (but for the warning that n ε = 300 affords no tail count, also from public facts)
     data = np.random.default_rng(3).normal(0, 1, 600)
-    assert dplong.winsorized_mean(data, epsilon=0.5, random_state=0).reliable
+    (warning,) = dplong.winsorized_mean(data, epsilon=0.5, random_state=0).warnings
+    assert UNAFFORDABLE in warning
     # a column of zeros is no longer reliable from the data: its private count of users off 0
     # cannot see a few dozen of them (a note from a released number, not the plan), whose
     # values nothing bounds: no number

@@ -42,12 +42,14 @@ def _location_results(
             ran[2] = _uncentred(ran[2], _UNCENTRED_MU_NOTE, keep=False)
     elif len(ran) > 1 and floor_rows is not None:
         ran[1] = _group_var_sampling_floor(ran[1], floor_rows, options["nobs_users"])
-    if centred and ran[0].skew_notes and _tail_counted(ran[2]):
+    if centred and _tail_counted(ran[2]):
         # the weighted μ counted its own tail about the preliminary centre, and its bias bound
         # holds for what its clip cuts there: the preliminary's skew says nothing more
-        ran[0] = dataclasses.replace(
-            ran[0], notes=tuple(n for n in ran[0].notes if n not in ran[0].skew_notes)
-        )
+        ran[0] = _without(ran[0], ran[0].skew_notes)
+    if preliminary and len(ran) > 2 and (_tail_counted(ran[2]) or ran[2].unchecked_notes):
+        # the weighted μ is the location: its own tail count, or its own warning that none
+        # checked it, says what the preliminary's unchecked tail would
+        ran[0] = _without(ran[0], ran[0].unchecked_notes)
     if preliminary and len(ran) > 2 and ran[0].unseen is not None and ran[0].unseen.any():
         # the preliminary found most users' means at 0 and its count saw no others: the weighted
         # mean of the same means is no better off, and its weighted count cannot tell
@@ -64,6 +66,11 @@ def _location_results(
         support_lower=dict.fromkeys(COMPONENTS, 0.0),  # variances: their intervals stop at 0
         **options,
     )
+
+
+def _without(release: Release, notes: tuple[str, ...]) -> Release:
+    """``release`` without the given ``notes`` (post-processing)."""
+    return dataclasses.replace(release, notes=tuple(n for n in release.notes if n not in notes))
 
 
 def _tail_counted(release: Release) -> bool:

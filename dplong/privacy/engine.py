@@ -86,7 +86,6 @@ from dplong.privacy.tails import (
     EDGE_SDS,
     TAIL_REACH,
     blind_columns,
-    blind_notes,
     heavy_notes,
     measures_tail,
     moderate_assumptions,
@@ -96,7 +95,7 @@ from dplong.privacy.tails import (
     tail_bias,
     tail_rule,
     tail_users,
-    unchecked_assumptions,
+    unchecked_warnings,
     with_tail,
 )
 
@@ -191,6 +190,9 @@ class Release:
         The notes (also in ``notes``) of the columns whose released mean lies far enough from
         its median to call them skewed where no count checked their tails
         (:func:`~dplong.privacy.tails.skewed_columns`).
+    unchecked_notes : tuple of str
+        The notes (also in ``notes``) of the other columns whose tail no count checked
+        (:func:`~dplong.privacy.tails.unchecked_warnings`).
     """
 
     names: tuple[str, ...]
@@ -215,6 +217,7 @@ class Release:
     weighted: bool = False
     unseen: NDArray[np.bool_] | None = None
     skew_notes: tuple[str, ...] = ()
+    unchecked_notes: tuple[str, ...] = ()
 
     @property
     def failed_columns(self) -> NDArray[np.bool_]:
@@ -628,15 +631,16 @@ def release_means(
 
     unseen = None if where.scan is None else where.scan.unseen & ~withheld
     # the bias bound of an estimated scale rests on the bulk's tail model where no count
-    # checked it: blind, or none affordable (an assumed tail kind's note says so already);
+    # checked it: blind, or none affordable (an assumed tail kind's warning says so already,
+    # :func:`~dplong.privacy.tails.unchecked_notes`);
     # not of a column taken as 0 because its count saw nobody off 0 (``unseen``: withheld)
     light = ~tails.heavy & ~withheld & (True if unseen is None else ~unseen)
     counted = tail_users(where, users)
     # the scale estimated, no bounds and no tail stated or assumed: the bulk's model decides
     modelled = bounds is None and scale is None and rules.tail is None
     unchecked = blind_columns(tails.threshold, counted, light) if plan.tail else light & modelled
-    # unchecked among the users off 0 (a column most users are 0 in): a warning, not an
-    # assumption
+    # unchecked: a warning (:func:`~dplong.privacy.tails.unchecked_warnings`); among the users
+    # off 0 where most users are 0
     blind_off_zero = unchecked & (counted < users)
     # a skewed column among the others, by its released mean's distance from its median in
     # plug-in sds: one whose tail no count checked, and one whose clip and bias bound rest on
@@ -661,6 +665,10 @@ def release_means(
         )
         bias = np.where(skewed, np.fmax(bias, far * bias_factor(user_weights, users, n)), bias)
         skew = skewed_notes(names, skewed, offset, bias)
+    # the skewed ones' warning says as much
+    unchecked_notes = unchecked_warnings(
+        names, unchecked & ~skewed, blind_off_zero, why="blind" if plan.tail else "unaffordable"
+    )
     return Release(
         names=names,
         estimate=shown(estimate if unseen is None else np.where(unseen, 0.0, estimate)),
@@ -700,13 +708,13 @@ def release_means(
         + beside_notes(names, aside, collapsed)
         + implausible_notes(names, unsure)
         + skew
-        + blind_notes(names, blind_off_zero, why="blind" if plan.tail else "unaffordable"),
-        assumptions=unchecked_assumptions(names, seen, why="blind" if plan.tail else "unaffordable")
-        + moderate_assumptions(names, tails.moderate & ~withheld),
+        + unchecked_notes,
+        assumptions=moderate_assumptions(names, tails.moderate & ~withheld),
         failed=missed | unfound | crowded,
         weighted=user_weights is not None,
         unseen=unseen,
         skew_notes=skew,
+        unchecked_notes=unchecked_notes,
     )
 
 

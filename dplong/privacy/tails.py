@@ -50,7 +50,6 @@ __all__ = [
     "TailFinding",
     "Unchecked",
     "blind_columns",
-    "blind_notes",
     "heavy_notes",
     "measures_tail",
     "moderate_assumptions",
@@ -62,6 +61,7 @@ __all__ = [
     "tail_users",
     "unchecked_assumptions",
     "unchecked_notes",
+    "unchecked_warnings",
     "with_tail",
 ]
 
@@ -697,38 +697,62 @@ def blind_columns(
     return np.asarray(shown & (threshold > BLIND_SHARE * users))
 
 
-def blind_notes(
-    names: tuple[str, ...], blind: NDArray[np.bool_], *, why: Unchecked = "blind"
+def unchecked_warnings(
+    names: tuple[str, ...],
+    unchecked: NDArray[np.bool_],
+    off_zero: NDArray[np.bool_],
+    *,
+    why: Unchecked = "blind",
 ) -> tuple[str, ...]:
-    """The reliability warning of the columns most users are 0 in whose tail no count checked
-    among the users off 0, and ``why`` (:func:`unchecked_assumptions`): the count was blind
-    there (:func:`blind_columns` judged on :func:`tail_users`), or this n ε affords none. A
-    tail there is most of the mean, and a heavy one is clipped beyond the bias bound: a
-    warning where every other unchecked column carries an assumption line (the measured
-    misses: docs/accuracy.md). Released numbers only.
+    """The reliability warning of the released ``unchecked`` columns, whose estimated scale's
+    bias bound rests on the bulk's tail model and whose tail no count checked, and ``why``
+    (:func:`unchecked_assumptions`): the count was blind there (:func:`blind_columns`), or
+    this n ε affords none. A warning, not an assumption line: on skewed per-user values such
+    a clip cuts the long side by many times the bound, and the interval misses in most
+    releases, where the released mean lies too close to its median for
+    :func:`skewed_columns` to tell (docs/accuracy.md). The ``off_zero`` columns, most of whose
+    users are 0, are judged among the users off 0 (:func:`tail_users`): a tail there is most
+    of the mean. Public facts and released numbers only.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from dplong.privacy.tails import blind_notes
-    >>> (note,) = blind_notes(("spend", "visits"), np.array([True, False]))
+    >>> from dplong.privacy.tails import unchecked_warnings
+    >>> (note,) = unchecked_warnings(("spend", "visits"), np.array([True, False]),
+    ...                              np.array([True, False]))
     >>> note[:62]
     "['spend']: most users are 0, and the tail count could not tell"
+    >>> (note,) = unchecked_warnings(("a", "b"), np.array([True, True]),
+    ...                              np.zeros(2, dtype=bool), why="unaffordable")
+    >>> note[:82]
+    "['a', 'b']: no count checked their tails (this n and epsilon afford no tail count)"
     """
-    if not blind.any():
-        return ()
-    which = [names[j] for j in np.flatnonzero(blind)]
-    reason = (
-        f"the tail count could not tell {BLIND_SHARE:.0%} of the others beyond {TAIL_RUNG:g} "
-        "sds from none"
-        if why == "blind"
-        else "no count of the others' tail is affordable at this n and epsilon"
-    )
-    return (
-        f"{which}: most users are 0, and {reason}: a heavier tail among them is clipped beyond "
-        f"the bias bound, and the interval can miss the mean; {_UNCHECKED[why][1]}, or raise "
-        "epsilon.",
-    )
+    remedy = f"{_UNCHECKED[why][1]}, or raise epsilon."
+    notes = []
+    off = unchecked & off_zero
+    if off.any():
+        reason = (
+            f"the tail count could not tell {BLIND_SHARE:.0%} of the others beyond "
+            f"{TAIL_RUNG:g} sds from none"
+            if why == "blind"
+            else "no count of the others' tail is affordable at this n and epsilon"
+        )
+        notes.append(
+            f"{[names[j] for j in np.flatnonzero(off)]}: most users are 0, and {reason}: a "
+            "heavier tail among them is clipped beyond the bias bound, and the interval can "
+            f"miss the mean; {remedy}"
+        )
+    rest = unchecked & ~off_zero
+    if rest.any():
+        which = [names[j] for j in np.flatnonzero(rest)]
+        one = len(which) == 1
+        notes.append(
+            f"{which}: no count checked {'its tail' if one else 'their tails'} "
+            f"({_UNCHECKED[why][0]}): a skewed or heavier tail than the clip's near-normal "
+            "model is clipped beyond the bias bound, and the interval can miss the mean; "
+            f"{remedy}"
+        )
+    return tuple(notes)
 
 
 def moderate_assumptions(names: tuple[str, ...], moderate: NDArray[np.bool_]) -> tuple[str, ...]:
