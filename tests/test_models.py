@@ -572,6 +572,6 @@ def test_location_warns_that_its_component_tails_are_unchecked() -> None:
             min_rows=11,
             random_state=0,
         )
-    said = [w for w in estimated.warnings if "unchecked chi-square" in w]
+    said = [w for w in estimated.warnings if "checked their chi-square" in w]
     assert len(said) == 1 and said[0].startswith("['Group Var', 'Scale']")
-    assert not any("unchecked" in w for w in stated.warnings)
+    assert not any("no count checked" in w for w in stated.warnings)

@@ -10,12 +10,12 @@ from typing import Any
 #: set, users' column, model, formula, model and fit options, the two ε (the second None where
 #: a warning holds at every ε: the location model's on its components' unchecked tails).
 SHIPPED_EXAMPLES: tuple[tuple[str, str, str, str, dict[str, Any], float, float | None], ...] = (
-    ("wage_panel", "nr", "ols", "lwage ~ exper + expersq", {}, 0.6, 0.99),
-    ("wage_panel", "nr", "ols", "lwage ~ exper + expersq", {"estimator": "within"}, 1.4, 3.0),
-    ("wage_panel", "nr", "location", "lwage ~ 1", {}, 0.59, 3.0),
-    ("wage_panel", "nr", "mean", "lwage ~ 1", {}, 0.2, 0.33),
+    ("wage_panel", "nr", "ols", "lwage ~ exper + expersq", {}, 0.6, 1.5),
+    ("wage_panel", "nr", "ols", "lwage ~ exper + expersq", {"estimator": "within"}, 1.4, 8.1),
+    ("wage_panel", "nr", "location", "lwage ~ 1", {}, 0.59, 3.7),
+    ("wage_panel", "nr", "mean", "lwage ~ 1", {}, 0.2, 1.5),
     ("dietox", "Pig", "location", "Weight ~ 1", {}, 4.4, 23.0),
-    ("dietox", "Pig", "mean", "Weight ~ 1", {}, 1.5, 2.5),
+    ("dietox", "Pig", "mean", "Weight ~ 1", {}, 1.5, 12.0),
     ("dietox", "Pig", "kernel", "Weight ~ Time", {"domain": (1, 12), "bandwidth": 1}, 18.0, 30.0),
     (
         "dietox",
@@ -26,7 +26,7 @@ SHIPPED_EXAMPLES: tuple[tuple[str, str, str, str, dict[str, Any], float, float |
         8.0,
         12.0,
     ),
-    ("randhie", "zper", "mean", "meddol ~ 1", {}, 0.019, 0.031),
+    ("randhie", "zper", "mean", "meddol ~ 1", {}, 0.019, 0.14),
 )
 
 

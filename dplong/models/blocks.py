@@ -74,7 +74,9 @@ class Block:
     the tail model, or an :class:`~dplong.privacy.radius.AssumedTail` the release checks
     where its budget affords a tail count; ``notes`` public
     warnings the release carries whatever the data (an assumption nothing at
-    its budget can check): said before any noise, planned, and joined to its release's notes.
+    its budget can check): said before any noise, planned, and joined to its release's notes;
+    ``provisional`` when a later release supersedes its tail's warnings (a preliminary
+    location, whose weighted location counts its own tail or says that none did).
     ``build`` computes the statistics from the releases of the earlier blocks.
     """
 
@@ -92,6 +94,7 @@ class Block:
     centred: bool = False
     partial_users: bool = False
     notes: tuple[str, ...] = ()
+    provisional: bool = False
 
 
 @dataclass(frozen=True)

@@ -311,6 +311,8 @@ class RandomEffectsLocation(PanelModel):
                 location_share * first,
                 location,
                 proxy is not None,
+                # its tail's warnings are the weighted location's (location_results)
+                provisional=preliminary,
             )
         ]
         stated = (

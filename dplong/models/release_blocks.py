@@ -79,6 +79,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
                     tail=block.tail,
                     relative=block.relative,
                     notes=block.notes,
+                    provisional=block.provisional,
                 )
                 for block, plan in zip(blocks, plans, strict=True)
             ),

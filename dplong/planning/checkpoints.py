@@ -17,10 +17,11 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong.privacy.budget import ReleasePlan
+from dplong.privacy.budget import ReleasePlan, tail_share
 from dplong.privacy.budget.fit import NOISE_BEGUN
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import TailOption
+from dplong.privacy.tails import unchecked_warnings
 
 Mode = Literal["decide"]
 _MODE: ContextVar[Mode | None] = ContextVar("dplong_planning", default=None)
@@ -34,12 +35,13 @@ class PlannedBlock:
     plan (None: the paper's pipeline or the local model, whose stages are planned inside the
     release, or a release that is not the engine's). ``noise_sd``: where public facts alone
     fix the noise of a release that is not the engine's (an ePTR release given its test
-    passed), its sd per column, in the columns' units.
+    passed), its sd per column, in the columns' units. ``provisional``: a later release
+    supersedes its tail's warnings (:class:`~dplong.models.blocks.Block`).
 
     Examples
     --------
     >>> from dplong.planning import PlannedBlock
-    >>> from dplong.privacy.budget import ReleasePlan
+    >>> from dplong.privacy.budget import ReleasePlan, tail_share
     >>> plan = ReleasePlan.make(n=500, d=2, epsilon=2.0, delta=4e-6, stated_scale=False)
     >>> block = PlannedBlock(("Intercept", "x"), 1.0, False, plan)
     >>> block.plan.midpoint > 0, block.bounds is None
@@ -55,6 +57,7 @@ class PlannedBlock:
     relative: bool = False
     notes: tuple[str, ...] = ()
     noise_sd: NDArray[np.float64] | None = None
+    provisional: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,9 +93,15 @@ class FitPlan:
 
     @property
     def notes(self) -> tuple[str, ...]:
-        """The plans' public warnings (what the fit warns of before any noise), each once."""
+        """The plans' public warnings (what the fit warns of before any noise, and the warning
+        of a release no tail count can check: :func:`unchecked_tail`), each once."""
         return tuple(
-            dict.fromkeys((*self.budget_notes, *(n for b in self.blocks for n in b.notes)))
+            dict.fromkeys(
+                (
+                    *self.budget_notes,
+                    *(n for b in self.blocks for n in (*b.notes, *unchecked_tail(b))),
+                )
+            )
         )
 
     @property
@@ -102,6 +111,34 @@ class FitPlan:
         return tuple(
             dict.fromkeys(note for b in self.blocks if b.plan is not None for note in b.plan.notes)
         )
+
+
+def unchecked_tail(block: PlannedBlock) -> tuple[str, ...]:
+    """The warning every release of ``block`` carries whose plan affords no tail count where
+    the default engine would measure its tail (scale estimated; no bounds, tail or kind stated
+    or assumed, an assumed kind's note being the block's own; not ``provisional``): that no
+    count checked its
+    columns' tails (:func:`~dplong.privacy.tails.unchecked_warnings`, after the noise; a skewed
+    column's warning or its withholding replaces it there). Public facts only.
+
+    Examples
+    --------
+    >>> from dplong.planning.checkpoints import PlannedBlock, unchecked_tail
+    >>> from dplong.privacy.budget import ReleasePlan, tail_share
+    >>> def block(epsilon):
+    ...     plan = ReleasePlan.make(n=545, d=1, epsilon=epsilon, delta=4e-6, stated_scale=False)
+    ...     return PlannedBlock(("lwage",), 1.0, False, plan)
+    >>> unchecked_tail(block(1.0))[0][:43], unchecked_tail(block(4.0))
+    ("['lwage']: no count checked its tail (this ", ())
+    """
+    plan, d = block.plan, len(block.names)
+    stated = block.stated_scale or block.bounds is not None or block.tail is not None
+    if plan is None or stated or block.provisional:
+        return ()
+    if plan.midpoint_kind == "bounds" or tail_share(plan.n, plan.d, plan.per_column):
+        return ()
+    every, none = np.ones(d, dtype=bool), np.zeros(d, dtype=bool)
+    return unchecked_warnings(block.names, every, none, why="unaffordable")
 
 
 class Planned(Exception):

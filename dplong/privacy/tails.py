@@ -222,8 +222,8 @@ def unchecked_notes(
     >>> from dplong.privacy.tails import unchecked_notes
     >>> small = ReleasePlan.make(n=545, d=2, epsilon=1.0, delta=1e-6, stated_scale=False)
     >>> (note,) = unchecked_notes(("a", "b"), ("chi-square", "exponential"), small)
-    >>> note[:50]
-    "['a', 'b']: unchecked chi-square/exponential tails"
+    >>> note[:66]
+    "['a', 'b']: no count checked their chi-square/exponential tails (t"
     >>> large = ReleasePlan.make(n=5912, d=2, epsilon=1.0, delta=1e-6, stated_scale=False)
     >>> unchecked_notes(("a", "b"), ("chi-square", "exponential"), large)
     ()
@@ -231,9 +231,12 @@ def unchecked_notes(
     if tail_share(plan.n, plan.d, plan.per_column):
         return ()
     kinds = "/".join(dict.fromkeys(np.atleast_1d(np.asarray(tail)).tolist()))
+    one = len(names) == 1
     return (
-        f"{list(names)}: unchecked {kinds} tails (n * epsilon too small for a tail count); "
-        "state scale= if known.",
+        f"{list(names)}: no count checked {'its' if one else 'their'} {kinds} "
+        f"{'tail' if one else 'tails'} ({_UNCHECKED['unaffordable'][0]}): a heavier tail than "
+        f"{'that model' if one else 'those models'} is clipped beyond the bias bound, and the "
+        "interval can miss; state scale= if known, or raise epsilon.",
     )
 
 
