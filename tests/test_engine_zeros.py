@@ -204,24 +204,28 @@ def test_a_kept_scale_median_off_zero_is_checked() -> None:
 def test_a_column_blind_among_its_users_off_zero_is_warned_beside_a_dense_one() -> None:
     """A column 85 % of 3,000 users are 0 in, the others lognormal (σ = 1): alone at ε = 0.5,
     the tail count (its threshold against a tenth of the users off 0, about 450) is blind
-    among them and the release warns in 9 of 10 seeds. Beside a normal column at ε = 1 (the
+    among them and the release warns in 8-9 of 10 seeds. Beside a normal column at ε = 1 (the
     same ε a column) one count serves both, and its blindness was judged against the most
-    users any column had (3,000): the same column went unwarned in 10 of 10. Judged per column,
-    it is warned as often as alone."""
+    users any column had (3,000): the same column went unwarned in 10 of 10, its tail unseen.
+    Judged per column, and with the count's share at 600 users' worth (TAIL_USERS), the count
+    beside is no longer blind there: every release of the column is withheld, warned, or
+    within its noise and bias bound of the users' mean (``_honest``; 7 of the 10 are released
+    unwarned, all within it)."""
     rng = np.random.default_rng(3)
     a = np.where(rng.random(3000) < 0.85, 0.0, rng.lognormal(0.0, 1.0, 3000))
     x = np.column_stack([a, rng.normal(size=3000)])
     alone = ReleaseOptions.check(3000, epsilon=0.5, delta=1e-6, privacy="central", bound=None, d=1)
     beside = ReleaseOptions.check(3000, epsilon=1.0, delta=1e-6, privacy="central", bound=None, d=2)
-    warned = {"alone": 0, "beside": 0}
+    warned = 0
     for seed in range(10):
-        for name, matrix, options in (("alone", a[:, None], alone), ("beside", x, beside)):
-            release = release_means(
-                matrix, names=("a", "b")[: matrix.shape[1]], options=options,
-                rng=np.random.default_rng(seed),
-            )  # fmt: skip
-            warned[name] += any("['a']: most users are 0" in note for note in release.notes)
-    assert warned["alone"] >= 8 and warned["beside"] >= 8, warned
+        release = release_means(a[:, None], names=("a",), options=alone,
+                                rng=np.random.default_rng(seed))  # fmt: skip
+        warned += any("['a']: most users are 0" in note for note in release.notes)
+        release = release_means(x, names=("a", "b"), options=beside,
+                                rng=np.random.default_rng(seed))  # fmt: skip
+        named = any("'a'" in note for note in release.notes)
+        assert np.isnan(release.estimate[0]) or named or _honest(release, a), release.notes
+    assert warned >= 8, warned
 
 
 def test_zero_inflated_mean_too_few_off_zero_is_withheld_or_honest() -> None:

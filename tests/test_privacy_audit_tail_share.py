@@ -122,7 +122,8 @@ def test_the_share_has_power(monkeypatch: pytest.MonkeyPatch) -> None:
     assert first_tail(found) > 2.0 * first_tail(sized)
     heavy = [any("heavy tail" in w for w in res.warnings) for res in (found, sized)]
     assert heavy == [True, True]
-    # the n-sized count's noise reaches its bias bounds: every interval 20-32 % wider on this
-    # seed (0.64-0.80 of it over seeds 0-3), so the N̂-sized ones at most 0.85 of them
+    # the n-sized count's noise reaches its bias bounds: every interval 7-14 % wider on this
+    # seed (20-32 % when the count was sized for 300 users' worth, its n-sized share then a
+    # third of the N̂-sized one, now 0.35 of it), so the N̂-sized ones at most 0.95 of them
     widths = [np.diff(res.conf_int().to_numpy(), axis=1).ravel() for res in (found, sized)]
-    assert np.all(widths[0] < 0.85 * widths[1]), widths
+    assert np.all(widths[0] < 0.95 * widths[1]), widths

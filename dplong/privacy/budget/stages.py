@@ -131,9 +131,14 @@ MOMENT_SHARE, MOMENT_USERS = 0.1, 500.0
 #: users beyond a rung in any column: ``n ε`` of ``TAIL_USERS`` users at the release's nominal
 #: budget (``d`` columns of ``per_column`` each), within ``TAIL_SHARES`` of each column's
 #: final mean budget; it runs where that share buys at least ``TAIL_FLOOR`` users' worth (for
-#: one column, ``n ε`` of 800).
-TAIL_USERS, TAIL_FLOOR = 300.0, 160.0
-TAIL_SHARES = (0.03, 0.2)
+#: one column, ``n ε`` of 800). The count's noise sd is ``√2 / ε_t`` users, so ``ε_t n`` of 600
+#: users puts its 3.5-sd threshold at 0.8 % of n: a group of 1-2 % of the users far out is
+#: seen. At 300 users' worth (and a 3 % floor) 2 % of 3,000 or 10,000 users at 100 sds was
+#: clipped unseen in 16 of 20 releases (2 now), 1 % of 10,000 at 1,000 sds in 8 of 20 (0 now,
+#: all warned), for 6-11 % more noise variance in Gaussian means at 2,000-10,000 users
+#: (about 1 % of their MSE; docs/accuracy.md).
+TAIL_USERS, TAIL_FLOOR = 600.0, 160.0
+TAIL_SHARES = (0.06, 0.2)
 #: Shares of a column's ε for the stable-histogram midpoint and for its reserved fallback.
 HISTOGRAM_SHARE, FALLBACK_SHARE = 0.35, 0.2
 #: τ' = √(2 log(2/γ)) at γ = 0.05, in units of the scale: the histogram bins' half-width.
@@ -299,12 +304,12 @@ def tail_share(n: int, d: int, per_column: float, users: float | None = None) ->
     --------
     >>> from dplong.privacy.budget import tail_share
     >>> tail_share(5912, 1, 1.0), round(tail_share(545, 3, 4.0 / 3), 3), tail_share(300, 1, 1.0)
-    (0.05074424898511502, 0.138, 0.0)
+    (0.10148849797023005, 0.2, 0.0)
 
     A fifth of the 545 users with a statistic (a private count's high end of 160):
 
     >>> round(tail_share(545, 5, 3.2), 3), round(tail_share(545, 5, 3.2, users=160.0), 3)
-    (0.034, 0.117)
+    (0.069, 0.2)
     """
     low, high = TAIL_SHARES
     share = min(max(TAIL_USERS / (n * d * per_column), low), high)
