@@ -185,7 +185,8 @@ def band_check(
     the band than in it, clearly, and the median missed them) and one entry per column. Unlike
     the scale's check (:func:`inside_count`) it needs no count of the users it reads, which
     for these few users off a shared value is too noisy to set a bar by."""
-    with np.errstate(invalid="ignore", divide="ignore"):  # NaN: no statistic, never off
+    # NaN: no statistic, never off; a ratio past the largest double is inf, outside the band
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         ratio = distance / deviation
         near = (ratio >= SHARED_BELOW) & (ratio <= INSIDE_MADS)
     exact = np.sum(off & ~near, axis=0) - np.sum(off & near, axis=0)

@@ -378,7 +378,8 @@ def _shared(
     alone = shared & (counted < reach)
     # whether a user sits in the scale's cell decides only where the plausibility rule could
     # take the scale for a miss: at the largest σ̂ any tail model's MAD factor gives it
-    suspect = alone & far_above(midpoint, deviation / min(MAD_OVER_SD.values()))
+    with np.errstate(over="ignore"):  # a deviation near the largest double: inf, far above
+        suspect = alone & far_above(midpoint, deviation / min(MAD_OVER_SD.values()))
     seated, seats, seat_entries = _seated(distance, (low, high), suspect, plan, users, names, rng)
     entries += seat_entries
     # the median sized for the users off the value, as the plan sizes it for N̂ (for_users)

@@ -269,7 +269,7 @@ def tail_users(where: Location, users: NDArray[np.float64]) -> NDArray[np.float6
     if where.scan is None:
         return users
     off = where.scan.off_zero + where.scan.reach
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # a rung past the largest double: inf
         inside = np.abs(where.centre) < TAIL_RUNG * where.sd
     return np.asarray(np.where(np.isfinite(off) & inside, np.fmin(users, np.fmax(off, 1.0)), users))
 
