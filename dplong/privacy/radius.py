@@ -43,6 +43,7 @@ __all__ = [
     "TailOption",
     "Tails",
     "accurate_radius",
+    "beyond_point",
     "beyond_share",
     "bin_radius",
     "check_tail",
@@ -371,6 +372,33 @@ def beyond_share(tail: Tails, z: float | NDArray[np.float64]) -> NDArray[np.floa
     square = stats.chi2.sf(_CHI_SQUARE_MEDIAN + spread, 1) + stats.chi2.cdf(
         np.maximum(_CHI_SQUARE_MEDIAN - spread, 0.0), 1
     )
+    chosen = np.select(
+        [kinds == "exponential", kinds == "chi-square"], [exponential, square], normal
+    )
+    return np.asarray(chosen, dtype=np.float64)
+
+
+def beyond_point(tail: Tails, share: float) -> NDArray[np.float64]:
+    """The inverse of :func:`beyond_share` for a ``share`` below a quarter (where only the upper
+    tail of the skewed kinds counts): the sds from its median beyond which each column's tail
+    model puts ``share`` of its users. ``-Φ⁻¹(share / 2)`` for the normal plug-ins,
+    ``log(1 / (2 share))`` for the exponential, ``(F⁻¹(1 - share) - q) / √2`` for the
+    chi-square (F the χ²₁ distribution, q its median).
+
+    Examples
+    --------
+    >>> from dplong.privacy.radius import beyond_point, beyond_share
+    >>> kinds = ("gaussian", "exponential", "chi-square")
+    >>> z = beyond_point(kinds, 0.0016)
+    >>> z.round(2).tolist(), beyond_share(kinds, z).round(6).tolist()
+    ([3.16, 5.74, 6.72], [0.0016, 0.0016, 0.0016])
+    """
+    if not 0.0 < share < 0.25:
+        raise ValueError(f"share must be in (0, 0.25); got {share}")
+    kinds = np.atleast_1d(np.asarray(tail))
+    normal = -special.ndtri(share / 2.0)
+    exponential = math.log(0.5 / share)
+    square = (stats.chi2.isf(share, 1) - _CHI_SQUARE_MEDIAN) / math.sqrt(2.0)
     chosen = np.select(
         [kinds == "exponential", kinds == "chi-square"], [exponential, square], normal
     )

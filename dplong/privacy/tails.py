@@ -36,6 +36,7 @@ from dplong.privacy.radius import (
     TailModel,
     TailOption,
     Tails,
+    beyond_point,
     beyond_share,
 )
 
@@ -53,6 +54,7 @@ __all__ = [
     "heavy_notes",
     "measures_tail",
     "moderate_assumptions",
+    "rung_sds",
     "skew_tails",
     "skewed_columns",
     "skewed_notes",
@@ -100,12 +102,14 @@ TAIL_REACH = 2.0**6
 #: beyond it in some column against normal tails' 3 (46 against 11 at 3 σ̂).
 TAIL_RUNG, TAIL_RATIO = 3.5, 3.0
 #: The ratio for a tail kind a model assumes other than the normal (exponential, chi-square),
-#: whose counts beyond the rung move far less with σ̂'s error: a further 10 % of it moves the
-#: normal's by 3.5 (what TAIL_RATIO allows for), the exponential's by 1.42 and the
-#: chi-square's by 1.33. At TAIL_RATIO an exponential model let through tails twice its own
-#: there: `PoissonMean` on Poisson counts of lognormal (σ = 1) rates, whose clipped tail is
-#: many times the exponential bias bound, covered the mean in 60 % of releases at 20,000
-#: users and 83 % at 2,000, none marked (docs/accuracy.md).
+#: whose counts beyond a rung move less with σ̂'s error: at 3.5 sds a further 10 % of it moved
+#: the normal's by 3.5 (what TAIL_RATIO allows for), the exponential's by 1.42 and the
+#: chi-square's by 1.33 (at the kinds' own rungs, :func:`rung_sds`, by 1.8 and 1.7, on an
+#: expectation of 0.16 % of the users that the count's noise dwarfs). At TAIL_RATIO an
+#: exponential model let through tails twice its own there: `PoissonMean` on Poisson counts
+#: of lognormal (σ = 1) rates, whose clipped tail is many times the exponential bias bound,
+#: covered the mean in 60 % of releases at 20,000 users and 83 % at 2,000, none marked
+#: (docs/accuracy.md).
 ASSUMED_RATIO = 1.5
 
 #: Noise sds by which the count must exceed that to mark the columns heavy: a normal tail's
@@ -449,8 +453,9 @@ def _tail_radius(
     per column, the count is held against what that kind puts beyond the rungs
     (:func:`~dplong.privacy.radius.beyond_share`) instead of normal tails.
 
-    ``r_j = TAIL_RUNG σ̂_j`` (σ̂ the released scale; beyond the bulk's radius ``w`` where that
-    is narrower, so that normal tails leave next to nobody there) and ``C = #{u : |x_uj - c_j|
+    ``r_j = TAIL_RUNG σ̂_j`` (σ̂ the released scale; an assumed kind's own rung,
+    :func:`rung_sds`; beyond the bulk's radius ``w`` where that is narrower, so that the
+    model's tails leave next to nobody there) and ``C = #{u : |x_uj - c_j|
     > r_j for some j}`` (with precision weights, ``root`` = ``√w_u``, the standardised ``√w_u
     |x_u - c|`` the final stage clips), which has sensitivity 1 however many columns there
     are: two-sided geometric noise at ``epsilon``, the columns' summed tail ε (one count per
@@ -474,8 +479,9 @@ def _tail_radius(
     threshold by no more than ``HEAVY_SDS - MODERATE_SDS`` noise sds (:data:`MODERATE_SDS`).
     """
     live = np.ones(matrix.shape[1], dtype=bool) if live is None else live
+    kinds: Tails = "gaussian" if assumed is None else assumed
     with np.errstate(over="ignore", invalid="ignore"):
-        rung = TAIL_RUNG * where.sd
+        rung = rung_sds(kinds) * where.sd
         deviations = np.abs(matrix - where.centre) * (1.0 if root is None else root)
         # NaN: no statistic, never beyond; nor is anyone in a column already withheld
         exact = int(np.sum(np.any((deviations > rung) & live, axis=1)))
@@ -486,7 +492,6 @@ def _tail_radius(
         # what the model (normal tails unless one is assumed) puts beyond the rungs, with σ̂'s
         # slack; a rung of 0 or inf measures nothing
         measurable = np.isfinite(rung) & (rung > 0) & live
-        kinds: Tails = "gaussian" if assumed is None else assumed
         normal = np.multiply(users, beyond_share(kinds, TAIL_SLACK * rung / where.sd))
         ratio = np.where(np.asarray(kinds) == "gaussian", TAIL_RATIO, ASSUMED_RATIO)
         threshold = float(np.sum(np.where(measurable, ratio * normal, 0.0))) + HEAVY_SDS * sd
@@ -516,6 +521,29 @@ def _tail_radius(
         final = np.where(heavy, np.fmin(balanced, MAX_RADIUS), radius)
     reach = np.full(rung.shape, count + EDGE_SDS * sd)
     return final, np.asarray(heavy), reach, rung, threshold, np.asarray(moderate)
+
+
+def rung_sds(kinds: Tails) -> NDArray[np.float64]:
+    """The tail count's rung of each column, in its sds: :data:`TAIL_RUNG` for the normal
+    plug-ins, and for an assumed kind (exponential, chi-square) the point beyond which that
+    kind puts as few users as normal tails put beyond ``TAIL_RUNG`` (each with σ̂'s
+    :data:`TAIL_SLACK`): 6.4 sds for the exponential, 7.4 for the chi-square. At 3.5 sds an
+    exponential kind expects 2 % of the users there, and a count held against 1.5 times that
+    saw no lump of 2-3 % of the users far out (`PoissonMean`, 2 % of 5,000 users at rate 300
+    among rate 3: 20 of 20 releases missed silently; none at its own rung, 12 covered,
+    docs/accuracy.md); at the kind's own rung the expectation is small beside the count's
+    noise, as the normal's is. Public facts only.
+
+    Examples
+    --------
+    >>> from dplong.privacy.tails import rung_sds
+    >>> rung_sds(("gaussian", "exponential", "chi-square")).round(2).tolist()
+    [3.5, 6.36, 7.44]
+    """
+    normal = float(beyond_share("gaussian", TAIL_SLACK * TAIL_RUNG)[0])
+    kind = np.atleast_1d(np.asarray(kinds))
+    plain = np.isin(kind, ("gaussian", "sub-gaussian"))  # exactly the rung, not its round trip
+    return np.where(plain, TAIL_RUNG, beyond_point(kinds, normal) / TAIL_SLACK)
 
 
 def _second_rung(
