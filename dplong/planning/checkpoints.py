@@ -17,11 +17,11 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong.privacy.budget import ReleasePlan, tail_share
+from dplong.privacy.budget import ReleasePlan
 from dplong.privacy.budget.fit import NOISE_BEGUN
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import TailOption
-from dplong.privacy.tails import unchecked_warnings
+from dplong.privacy.tails import affords_count, unchecked_warnings
 
 Mode = Literal["decide"]
 _MODE: ContextVar[Mode | None] = ContextVar("dplong_planning", default=None)
@@ -41,7 +41,7 @@ class PlannedBlock:
     Examples
     --------
     >>> from dplong.planning import PlannedBlock
-    >>> from dplong.privacy.budget import ReleasePlan, tail_share
+    >>> from dplong.privacy.budget import ReleasePlan
     >>> plan = ReleasePlan.make(n=500, d=2, epsilon=2.0, delta=4e-6, stated_scale=False)
     >>> block = PlannedBlock(("Intercept", "x"), 1.0, False, plan)
     >>> block.plan.midpoint > 0, block.bounds is None
@@ -117,14 +117,14 @@ def unchecked_tail(block: PlannedBlock) -> tuple[str, ...]:
     """The warning every release of ``block`` carries whose plan affords no tail count where
     the default engine would measure its tail (scale estimated; no bounds, tail or kind stated
     or assumed, an assumed kind's note being the block's own; not ``provisional``): that no
-    count checked its
-    columns' tails (:func:`~dplong.privacy.tails.unchecked_warnings`, after the noise; a skewed
-    column's warning or its withholding replaces it there). Public facts only.
+    count checked its columns' tails (:func:`~dplong.privacy.tails.unchecked_warnings`, after
+    the noise; a skewed column's warning or its withholding replaces it there). Public facts
+    only.
 
     Examples
     --------
     >>> from dplong.planning.checkpoints import PlannedBlock, unchecked_tail
-    >>> from dplong.privacy.budget import ReleasePlan, tail_share
+    >>> from dplong.privacy.budget import ReleasePlan
     >>> def block(epsilon):
     ...     plan = ReleasePlan.make(n=545, d=1, epsilon=epsilon, delta=4e-6, stated_scale=False)
     ...     return PlannedBlock(("lwage",), 1.0, False, plan)
@@ -133,9 +133,7 @@ def unchecked_tail(block: PlannedBlock) -> tuple[str, ...]:
     """
     plan, d = block.plan, len(block.names)
     stated = block.stated_scale or block.bounds is not None or block.tail is not None
-    if plan is None or stated or block.provisional:
-        return ()
-    if plan.midpoint_kind == "bounds" or tail_share(plan.n, plan.d, plan.per_column):
+    if plan is None or stated or block.provisional or affords_count(plan):
         return ()
     every, none = np.ones(d, dtype=bool), np.zeros(d, dtype=bool)
     return unchecked_warnings(block.names, every, none, why="unaffordable")

@@ -50,6 +50,7 @@ __all__ = [
     "TAIL_RUNG",
     "TailFinding",
     "Unchecked",
+    "affords_count",
     "blind_columns",
     "heavy_notes",
     "measures_tail",
@@ -213,6 +214,21 @@ def measures_tail(tail: TailOption | None) -> bool:
     return tail is None or isinstance(tail, AssumedTail)
 
 
+def affords_count(plan: ReleasePlan) -> bool:
+    """Whether ``plan``'s n ε affords the tail stage's count (:func:`with_tail` gives it a
+    share; :func:`~dplong.privacy.budget.tail_share` at n, a public fact).
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import ReleasePlan
+    >>> from dplong.privacy.tails import affords_count
+    >>> [affords_count(ReleasePlan.make(n=545, d=1, epsilon=e, delta=1e-6, stated_scale=False))
+    ...  for e in (1.0, 4.0)]
+    [False, True]
+    """
+    return tail_share(plan.n, plan.d, plan.per_column) > 0.0
+
+
 def unchecked_notes(
     names: tuple[str, ...], tail: TailModel | None, plan: ReleasePlan
 ) -> tuple[str, ...]:
@@ -232,7 +248,7 @@ def unchecked_notes(
     >>> unchecked_notes(("a", "b"), ("chi-square", "exponential"), large)
     ()
     """
-    if tail_share(plan.n, plan.d, plan.per_column):
+    if affords_count(plan):
         return ()
     kinds = "/".join(dict.fromkeys(np.atleast_1d(np.asarray(tail)).tolist()))
     one = len(names) == 1
