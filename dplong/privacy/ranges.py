@@ -44,6 +44,7 @@ __all__ = [
     "CORE",
     "FAR_RUNG",
     "FAR_SPAN",
+    "GUARD_SPAN",
     "HEAVY_FALSE",
     "HISTOGRAM_CORE",
     "HISTOGRAM_EDGES",
@@ -63,12 +64,15 @@ __all__ = [
     "SPREAD_SDS",
     "TINY_REACH",
     "PrivateRanges",
+    "guard_swaps",
+    "guarded_ranges",
     "heavy_threshold",
     "histogram_ranges",
     "histogram_threshold",
     "located_miss",
     "person_cells",
     "private_ranges",
+    "reach_miss",
     "reach_rungs",
     "rung_share",
 ]
@@ -266,6 +270,15 @@ HISTOGRAM_CORE = 1.0 / math.sqrt(2.0)
 #: regressor, ε = 1) released 36 fits of 100 at a quarter and 57 at a half, their intervals
 #: holding the truth in 0.98-1.00 (one miss, with the note).
 HISTOGRAM_MISS = 0.5
+#: Where the histograms guard the medians (at n ε where a thin side's reach may miss,
+#: :data:`~dplong.privacy.budget.gaussian.SIDE_MISS`), a column's range found by the medians
+#: spanning more than this many times the histograms' reached beyond the persons: the
+#: histograms' range is within a doubling and a half of their extremes, a uniform or normal
+#: column's medians' range inside it, and a reach beyond every person of a thin side lands
+#: some hundreds to 10^20 times beyond them (schooling at 545 men, ε 0.086 a median: upper
+#: reaches of 4,700 to 10^8 against persons at most 4 years above the 12 most have, where the
+#: counts' noise, sd 65 persons, hid the 130 men of that side from the near rung's test).
+GUARD_SPAN = 8.0
 _MEDIAN = "private median (report-noisy-max, log grid)"
 
 
@@ -543,6 +556,118 @@ def located_miss(n: int, epsilon: float) -> float:
     (True, True)
     """
     return miss_probability(len(GRID), epsilon, float(n))
+
+
+def guard_swaps(found: PrivateRanges, guard: PrivateRanges) -> NDArray[np.bool_]:
+    """The columns whose range found by the medians (``found``) gives way to the one the
+    guarding histograms found (``guard``; design notes): the histograms do not find the column
+    (nearly) constant, and the medians' range missed its data, is a sliver, lies outside the
+    histograms' core or spans more than :data:`GUARD_SPAN` times their range. Post-processing
+    of released numbers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.ranges import guard_swaps, histogram_ranges, private_ranges
+    >>> educ = np.random.default_rng(1).choice([10.0, 11, 12, 12, 12, 13, 14, 16], (545, 1))
+    >>> found = private_ranges(educ, educ, 0.086, 0.0057, np.random.default_rng(0),
+    ...                        names=("educ",))
+    >>> guard = histogram_ranges(educ, educ, 0.009, np.random.default_rng(0), names=("educ",))
+    >>> found.ranges.round(1).tolist(), found.missed.tolist(), guard.ranges.tolist()
+    ([[-503.8, 15.1]], [True], [[6.0, 18.0]])
+    >>> guard_swaps(found, guard).tolist()
+    [True]
+    """
+    width = found.ranges[:, 1] - found.ranges[:, 0]
+    outside = (found.ranges[:, 0] > guard.core[:, 1]) | (found.ranges[:, 1] < guard.core[:, 0])
+    far = width > GUARD_SPAN * (guard.ranges[:, 1] - guard.ranges[:, 0])
+    return np.asarray((found.missed | found.narrow | outside | far) & ~guard.constant)
+
+
+def guarded_ranges(
+    lows: NDArray[np.float64],
+    highs: NDArray[np.float64],
+    epsilon: float,
+    rho: float,
+    guard_rho: float,
+    rng: np.random.Generator,
+    *,
+    names: tuple[str, ...],
+    tail_rho: float,
+    outcome: bool = False,
+) -> tuple[PrivateRanges, NDArray[np.bool_]]:
+    """:func:`private_ranges` guarded by :func:`histogram_ranges` at ``guard_rho`` (design
+    notes; none at 0), and the columns whose range the histograms gave (:func:`guard_swaps`). One
+    ``tail_rho``-zCDP vector then counts the persons each range taken clips (L2 sensitivity
+    ``√(2 k)``, as on either route): beyond :data:`CLIPPED_RUNG` median reaches of a
+    medians' range, beyond the ends of a histograms' range, which then missed
+    (:data:`HISTOGRAM_MISS`) or is ``heavy`` as on their route. The ``counts`` are the
+    medians' rungs'.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.ranges import guarded_ranges
+    >>> rng = np.random.default_rng(2)
+    >>> educ = rng.choice([10.0, 11, 12, 12, 12, 13, 14, 16], (545, 1))
+    >>> found, swap = guarded_ranges(educ, educ, 0.086, 0.0057, 0.009, rng, names=("educ",),
+    ...                              tail_rho=0.0016)
+    >>> found.ranges.tolist(), swap.tolist(), bool(found.missed[0] or found.heavy[0])
+    ([[6.0, 18.0]], [True], False)
+    >>> [e.target for e in found.entries][-2:]
+    ["persons' extremes by dyadic cell", 'persons beyond the ranges']
+    """
+    n, k = lows.shape
+    if guard_rho == 0.0:
+        found = private_ranges(
+            lows, highs, epsilon, rho, rng, names=names, tail_rho=tail_rho, outcome=outcome
+        )
+        return found, np.zeros(k, dtype=bool)
+    found = private_ranges(lows, highs, epsilon, rho, rng, names=names, outcome=outcome)
+    guard = histogram_ranges(lows, highs, guard_rho, rng, names=names)
+    swap = guard_swaps(found, guard)
+    centre = np.where(swap, guard.midpoint, found.midpoint)
+    # a medians' range clips beyond CLIPPED_RUNG median reaches, a histograms' beyond its ends
+    reaches = np.where(
+        swap,
+        [guard.ranges[:, 1] - centre, centre - guard.ranges[:, 0]],
+        reach_rungs(n)[2] * found.reaches,
+    )
+    beyond, sd, entry = _counted_beyond(
+        [highs - centre, centre - lows], list(reaches), 1.0, tail_rho, rng
+    )
+    lost = np.any(beyond > HISTOGRAM_MISS * n + MISS_SDS * sd, axis=0)
+    missed = np.where(swap, lost, found.missed)
+    guarded = PrivateRanges(
+        np.where(swap[:, None], guard.ranges, found.ranges),
+        np.where(swap[:, None], guard.core, found.core),
+        centre,
+        np.where(swap, guard.reaches, found.reaches),
+        found.counts,
+        missed,
+        found.narrow & ~swap,
+        np.where(swap, guard.constant, found.constant),
+        beyond,
+        _heavy(beyond, sd, missed, n),
+        found.one_sided & ~swap,
+        (*found.entries, *guard.entries, entry),
+    )
+    return guarded, swap
+
+
+def reach_miss(persons: float, epsilon: float) -> float:
+    """A public bound on the chance that a side's median reach at ε lands beside all of the
+    side's ``persons`` (:func:`~dplong.privacy.quantile.miss_probability` on
+    :data:`REACH_GRID`): the cells beyond every person tie there, a few hundred of them, and
+    outweigh the median's where the side holds few (a range that misses withholds the fit).
+
+    Examples
+    --------
+    >>> from dplong.privacy.ranges import reach_miss
+    >>> round(reach_miss(136, 0.0856), 2), round(reach_miss(1478, 0.0271), 2)
+    (0.97, 0.03)
+    """
+    return miss_probability(len(REACH_GRID), epsilon, float(persons))
 
 
 def reach_rungs(n: int) -> tuple[float, float, float]:

@@ -52,7 +52,13 @@ from dplong.models.pooled.release import _release_statistics, _Statistics
 from dplong.models.pooled.results import _statistics_results
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import Accountant
-from dplong.privacy.budget import StatisticsBudget, afford, settle, statistics_budget
+from dplong.privacy.budget import (
+    SIDE_SHARE,
+    StatisticsBudget,
+    afford,
+    settle,
+    statistics_budget,
+)
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.row_cap import RowCap, release_row_cap
 from dplong.results import RegressionResults
@@ -129,6 +135,9 @@ class PooledOLS(_RangesStage, FormulaModel):
     #: Whether a public range is a column's frame, so that stating one narrower than the
     #: range found privately can determine a coefficient (the withheld note's remedy).
     _bounds_frame = True
+    #: The share of the persons a column's side of its midpoint is planned to hold at the
+    #: least (the ranges' route, :data:`~dplong.privacy.budget.gaussian.SIDE_SHARE`).
+    _side_share = SIDE_SHARE
     #: The routes ``fit``'s ``method`` may take.
     _methods: tuple[str, ...] = ("statistics", "ptr")
     #: Whether a person's rows are weighed up to a cap (``max_rows``, found privately where
@@ -600,6 +609,7 @@ class PooledOLS(_RangesStage, FormulaModel):
             shares,
             int(self._located.sum()),
             rows=max_rows is None and self._rows_weighed,
+            side_share=self._side_share,
         )
 
     def gram_noise_sd(self, *, epsilon: float, delta: float, max_rows: int) -> float:

@@ -17,10 +17,10 @@ from dplong.formula import PanelDesign
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import HISTOGRAM_USERS, MAX_MISS, StatisticsBudget
 from dplong.privacy.ranges import (
+    guarded_ranges,
     histogram_ranges,
     histogram_threshold,
     located_miss,
-    private_ranges,
 )
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def check_ranges(
     so that the refusal names them as a remedy."""
     if not names:
         return
-    if plan.histogram_rho > 0.0:
+    if plan.histogram_rho > 0.0:  # the histograms' route, or their guard of the medians
         threshold = histogram_threshold(len(names), plan.histogram_rho)
         short = threshold > HISTOGRAM_USERS[1] * n
         why = f"a cell of their histograms must hold {threshold:.0f} of the n = {n} persons"
@@ -73,7 +73,7 @@ def check_ranges(
 def range_notes(plan: StatisticsBudget, located: bool) -> tuple[str, ...]:
     """The public note of ranges the plan finds by histograms (none otherwise, or where no
     range is ``located``)."""
-    return (HISTOGRAM_NOTE,) if plan.histogram_rho > 0.0 and located else ()
+    return (HISTOGRAM_NOTE,) if plan.median_epsilon == 0.0 and located else ()
 
 
 class RangeFlags(NamedTuple):
@@ -81,16 +81,18 @@ class RangeFlags(NamedTuple):
     outcome last; False and 0 where a range is public): the ranges that ``missed`` their data
     with no public cap to fall back on, the ``heavy`` ones, which clip many persons (the
     released count of persons beyond them, 0 for none), the ``narrow`` ones, a sliver of
-    the column, with no public cap either, and the ``one_sided`` ones, a skewed column's
-    (:class:`~dplong.privacy.ranges.PrivateRanges`). A later stage given an earlier stage's
-    ranges carries its flags on.
+    the column, with no public cap either, the ``one_sided`` ones, a skewed column's
+    (:class:`~dplong.privacy.ranges.PrivateRanges`), and the ``guarded`` ones, which the
+    histograms that guard the medians gave (:func:`~dplong.privacy.ranges.guard_swaps`). A
+    later stage given an earlier stage's ranges carries its flags on.
 
     Examples
     --------
     >>> import numpy as np
     >>> from dplong.models.pooled.located import RangeFlags
     >>> flags = RangeFlags(np.array([False, True, False]), np.array([0.0, 0.0, 900.0]),
-    ...                    np.array([True, False, False]), np.array([False, False, True]))
+    ...                    np.array([True, False, False]), np.array([False, False, True]),
+    ...                    np.array([False, False, False]))
     >>> merged = flags.at([0, 2]).merged(RangeFlags.none(2))
     >>> merged.missed.tolist(), merged.heavy.tolist(), merged.narrow.tolist()
     ([False, False], [0.0, 900.0], [True, False])
@@ -102,18 +104,23 @@ class RangeFlags(NamedTuple):
     heavy: NDArray[np.float64]
     narrow: NDArray[np.bool_]
     one_sided: NDArray[np.bool_]
+    guarded: NDArray[np.bool_]
 
     @classmethod
     def none(cls, size: int) -> RangeFlags:
-        """No range missed, none clips many, none narrow or one-sided: ``size`` columns (and
-        the outcome)."""
+        """No range missed, none clips many, none narrow, one-sided or guarded: ``size``
+        columns (and the outcome)."""
         flags = np.zeros(size, dtype=bool)
-        return cls(flags, np.zeros(size), flags.copy(), flags.copy())
+        return cls(flags, np.zeros(size), flags.copy(), flags.copy(), flags.copy())
 
     def at(self, rows: list[int]) -> RangeFlags:
         """The flags of the columns (and outcome) at ``rows`` only."""
         return RangeFlags(
-            self.missed[rows], self.heavy[rows], self.narrow[rows], self.one_sided[rows]
+            self.missed[rows],
+            self.heavy[rows],
+            self.narrow[rows],
+            self.one_sided[rows],
+            self.guarded[rows],
         )
 
     def merged(self, other: RangeFlags) -> RangeFlags:
@@ -123,6 +130,7 @@ class RangeFlags(NamedTuple):
             np.maximum(self.heavy, other.heavy),
             self.narrow | other.narrow,
             self.one_sided | other.one_sided,
+            self.guarded | other.guarded,
         )
 
 
@@ -180,19 +188,21 @@ def find_ranges(
     (:class:`~dplong.privacy.ranges.PrivateRanges`); and the ledger entries of that stage."""
     located = np.isnan(ranges[:, 0])
     ranges, frame = ranges.copy(), frame.copy()
-    missed, heavy, narrow, one_sided = RangeFlags.none(len(ranges))
+    missed, heavy, narrow, one_sided, guarded = RangeFlags.none(len(ranges))
     constant = np.zeros(len(ranges), dtype=bool)
     if not located.any():
         return FoundRanges(ranges, frame, RangeFlags.none(len(ranges)), constant, ())
-    if plan.histogram_rho > 0.0:
+    if plan.median_epsilon == 0.0:
         found = histogram_ranges(
             *extremes, plan.histogram_rho, generator, names=names, tail_rho=plan.tail_rho
         )
-    else:
-        found = private_ranges(
+        swap = np.zeros(int(located.sum()), dtype=bool)
+    else:  # the medians, guarded by histograms where the plan gives them a share
+        found, swap = guarded_ranges(
             *extremes,
             plan.median_epsilon,
             plan.count_rho,
+            plan.histogram_rho,
             generator,
             names=names,
             tail_rho=plan.tail_rho,
@@ -203,7 +213,7 @@ def find_ranges(
     frame[located] = np.clip(found.core, low, high)
     missed[located], constant[located] = found.missed, found.constant
     heavy[located], narrow[located] = found.heavy, found.narrow
-    one_sided[located] = found.one_sided
+    one_sided[located], guarded[located] = found.one_sided, swap
     # an outcome found (nearly) constant is a sliver of itself by either route (the histograms
     # mark no sliver: their cells are a doubling wide): every coefficient would be regressed on
     # the few persons off its value, clipped to a range that nothing checked (PanelOLS on an
@@ -213,7 +223,7 @@ def find_ranges(
     # (post-processing)
     capped = (missed | narrow) & np.isfinite(caps).all(axis=1)
     ranges[capped] = frame[capped] = caps[capped]
-    flags = RangeFlags(missed & ~capped, heavy, narrow & ~capped, one_sided)
+    flags = RangeFlags(missed & ~capped, heavy, narrow & ~capped, one_sided, guarded & ~capped)
     return FoundRanges(ranges, frame, flags, constant, found.entries)
 
 

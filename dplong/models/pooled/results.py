@@ -63,7 +63,7 @@ def _statistics_results(
     clips many persons a note names, and the coefficient of a regressor whose range it is is
     withheld (a slope on its clipped values is that of another regressor, on another scale);
     ``row_cap``: the cap ``cap`` where it was found privately (the assumptions say so)."""
-    missed, heavy, narrow, one_sided = (
+    missed, heavy, narrow, one_sided, guarded = (
         RangeFlags.none(len(model._names)) if flags is None else flags
     )
     positions = model._reported
@@ -80,13 +80,13 @@ def _statistics_results(
     for values in (beta, noise_sd, sampling_sd, bias):
         values[clipped | sliver | short] = np.nan
     unbounded &= ~(clipped | sliver | short)
-    histograms = plan.histogram_rho > 0.0  # the ranges' route, for the notes' wording
+    histograms = plan.median_epsilon == 0.0  # the ranges' route, for the notes' wording
     notes = _missed_notes(model, index[clipped], missed, histograms)
     notes += _narrow_notes(model, index[sliver], narrow)
     notes += _withheld_notes(model, index[unbounded], release.pilot.ridge, cap, row_cap)
     notes += _found_notes(model, plan)
     heavy_notes = _heavy_notes(
-        model, heavy, index[short], int(clipped.sum()) < len(index), histograms
+        model, heavy, index[short], int(clipped.sum()) < len(index), guarded | histograms
     )
     notes += heavy_notes
     # the outcome's, where no note names its clipping (one naming a regressor's says nothing of it)
@@ -103,9 +103,9 @@ def _statistics_results(
     bounds = ", ".join(
         f"{name}: its range found privately missed its data"
         if lost
-        else f"{name} in [{lo:.4g}, {hi:.4g}]" + (" (found privately)" if found else "")
-        for name, (lo, hi), found, lost in zip(
-            model._names, ranges, model._found_privately, missed, strict=True
+        else f"{name} in [{lo:.4g}, {hi:.4g}]" + _found_where(bool(found), bool(by))
+        for name, (lo, hi), found, lost, by in zip(
+            model._names, ranges, model._found_privately, missed, guarded, strict=True
         )
         if name != "Intercept"
     )
@@ -259,6 +259,18 @@ def _clips_many(positions: NDArray[np.intp], heavy: NDArray[np.float64]) -> NDAr
     return np.asarray(heavy[:-1][positions] > 0.0)
 
 
+def _found_where(found: bool, guarded: bool) -> str:
+    """How the ranges line says a range was found: public (nothing), privately, or by the
+    histograms that guard the medians."""
+    if not found:
+        return ""
+    return (
+        " (found privately, by the histograms that guard the medians)"
+        if guarded
+        else (" (found privately)")
+    )
+
+
 def _missed_notes(
     model: PooledOLS, withheld: pd.Index, missed: NDArray[np.bool_], histograms: bool
 ) -> tuple[str, ...]:
@@ -333,11 +345,11 @@ def _heavy_notes(
     heavy: NDArray[np.float64],
     withheld: pd.Index,
     released: bool,
-    histograms: bool,
+    histograms: NDArray[np.bool_],
 ) -> tuple[str, ...]:
-    """The note of the ranges found privately (by ``histograms`` or medians) that clip many
-    persons (released counts of the persons beyond them) and of the regressors' coefficients
-    ``withheld`` for it; none where nothing is ``released``."""
+    """The note of the ranges found privately (by ``histograms``, per column, or medians) that
+    clip many persons (released counts of the persons beyond them) and of the regressors'
+    coefficients ``withheld`` for it; none where nothing is ``released``."""
     if not released or not heavy.any():
         return ()
     n = model._design.n
@@ -354,13 +366,15 @@ def _heavy_notes(
         if len(withheld)
         else ""
     )
+    by_histograms = histograms[heavy > 0.0]
     where = (
         "beyond an end of the range (released counts): a heavy tail, or a column whose "
         "extremes spread over more cells of the histograms than their noise sees. "
-        if histograms
+        if by_histograms.all()
         else f"beyond {reach_rungs(model._design.n)[2]:.3g} times the median reach from the "
-        "midpoint, each clipped by more than a median reach (released counts): a heavy tail, "
-        "or a median reach that missed most of them. "
+        "midpoint, each clipped by more than a median reach"
+        + (", or beyond an end of the ranges the histograms gave" if by_histograms.any() else "")
+        + " (released counts): a heavy tail, or a median reach that missed most of them. "
     )
     return (
         f"The ranges found privately clip many persons: {clipped} have {model._clipped} "

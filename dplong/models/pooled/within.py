@@ -79,6 +79,7 @@ class PanelOLS(PooledOLS):
     _clipped = "deviations from each person's mean"
     _methods = ("statistics",)
     _bounds_frame = False  # a public range only caps the deviations' range found
+    _side_share = 0.5  # every person who varies has deviations on both sides
     _unidentified = (
         ", or a covariate never changes within a person and the person effects absorb it"
     )

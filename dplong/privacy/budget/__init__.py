@@ -42,6 +42,7 @@ from dplong.privacy.budget.fit import (
 )
 from dplong.privacy.budget.gaussian import (
     HISTOGRAM_USERS,
+    SIDE_SHARE,
     PTRBudget,
     RandomEffectsBudget,
     StatisticsBudget,
@@ -96,6 +97,7 @@ __all__ = [
     "QUIET_REMEDY",
     "REFINE_SHARES",
     "SEAT_USERS",
+    "SIDE_SHARE",
     "ZERO_COUNT_SHARE",
     "ZERO_COUNT_USERS",
     "FinalBudget",
