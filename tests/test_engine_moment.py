@@ -179,6 +179,37 @@ def test_an_unchecked_tail_is_a_warning() -> None:
     assert not any(a.startswith("Bias bound") for a in small.assumptions)
 
 
+def test_the_tail_counts_threshold_names_the_group_it_cannot_see() -> None:
+    """One count beyond the rungs marks the columns heavy above its threshold (normal tails'
+    expectation times TAIL_RATIO plus 3.5 noise sds): a smaller group far out is clipped
+    unseen. 0.5 % of 10,000 users at a thousand sds among N(0, 1) ones, ε = 4: the mean (about
+    5) is released near 0 with no warning in every one of these fits (docs/accuracy.md), and
+    the assumption line names a threshold above the 50 users and below 1 % of them (the
+    count's noise sd at its share of ε 4 is about 9 users: a threshold of 60-120). 2 % (200
+    users) clears it: the column is heavy, with its warning, and no such line. A column no
+    count checked (300 users at ε = 1) carries the unchecked warning, not the line."""
+    rng = np.random.default_rng(5)
+    bulk = rng.normal(size=10_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for seed in range(3):
+            small = bulk.copy()
+            small[:50] = 1000.0
+            res = dplong.winsorized_mean(small, epsilon=4.0, random_state=seed)
+            assert abs(res.params["x"]) < 1.0 and not res.warnings
+            (line,) = [a for a in res.assumptions if a.startswith("Tail count of ['x']")]
+            users = float(line.split("fewer than about ")[1].split(" users")[0])
+            assert 50 < users < 100 and "clipped unseen" in line
+            large = bulk.copy()
+            large[:200] = 1000.0
+            res = dplong.winsorized_mean(large, epsilon=4.0, random_state=seed)
+            assert any("heavy tail (found privately)" in w for w in res.warnings)
+            assert not any(a.startswith("Tail count") for a in res.assumptions)
+        few = dplong.winsorized_mean(bulk[:300], epsilon=1.0, random_state=0)
+    assert any("no count checked" in w for w in few.warnings)
+    assert not any(a.startswith("Tail count") for a in few.assumptions)
+
+
 @pytest.mark.parametrize(
     ("options", "why"),
     [

@@ -87,6 +87,7 @@ from dplong.privacy.tails import (
     TAIL_REACH,
     blind_columns,
     heavy_notes,
+    lump_assumptions,
     measures_tail,
     moderate_assumptions,
     skew_tails,
@@ -709,7 +710,10 @@ def release_means(
         + implausible_notes(names, unsure)
         + skew
         + unchecked_notes,
-        assumptions=moderate_assumptions(names, tails.moderate & ~withheld),
+        assumptions=moderate_assumptions(names, tails.moderate & ~withheld)
+        + lump_assumptions(
+            names, light & ~unchecked & ~tails.moderate & bool(plan.tail), tails.threshold, counted
+        ),
         failed=missed | unfound | crowded,
         weighted=user_weights is not None,
         unseen=unseen,

@@ -53,6 +53,7 @@ __all__ = [
     "affords_count",
     "blind_columns",
     "heavy_notes",
+    "lump_assumptions",
     "measures_tail",
     "moderate_assumptions",
     "rung_sds",
@@ -822,6 +823,40 @@ def moderate_assumptions(names: tuple[str, ...], moderate: NDArray[np.bool_]) ->
         f"Bias bound of {which}: an exponential tail beyond the clip (the tail count found more "
         f"users beyond {TAIL_RUNG:g} sds than normal tails put there, too few to call "
         f"{'it' if len(which) == 1 else 'them'} heavy).",
+    )
+
+
+def lump_assumptions(
+    names: tuple[str, ...],
+    checked: NDArray[np.bool_],
+    threshold: float,
+    users: NDArray[np.float64],
+) -> tuple[str, ...]:
+    """The assumption line of the ``checked`` columns, whose tail count ran, was not blind
+    (:func:`blind_columns`) and marked them neither heavy nor moderate: its ``threshold``
+    (users beyond the rungs, one count for every column) is about the smallest group far out
+    that it sees, so a smaller one is clipped unseen and its pull is in no interval (1 % of
+    10,000 users at a thousand sds, ε = 4, below a threshold of about 110: released at 0.04
+    against a mean of 8.9; docs/accuracy.md). The share is of the fewest ``users`` of those
+    columns. Released numbers and public facts only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.tails import lump_assumptions
+    >>> (line,) = lump_assumptions(("a", "b"), np.array([True, False]), 96.2,
+    ...                            np.array([10000.0, 9000.0]))
+    >>> line[:87]
+    "Tail count of ['a']: a group of fewer than about 96 users (1.0%) far beyond the bulk is"
+    """
+    if not checked.any():
+        return ()
+    which = [names[j] for j in np.flatnonzero(checked)]
+    share = threshold / max(float(np.min(users[checked])), 1.0)
+    return (
+        f"Tail count of {which}: a group of fewer than about {threshold:.0f} users "
+        f"({share:.1%}) far beyond the bulk is below its threshold: clipped unseen, its pull "
+        "is in no interval; give bounds where a small group may lie far out.",
     )
 
 
