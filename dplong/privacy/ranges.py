@@ -494,6 +494,12 @@ def _counted_beyond(
     return tails.total.reshape(2, -1), float(tails.sd[0]), entry
 
 
+def _histogram_missed(beyond: NDArray[np.float64], sd: float, n: int) -> NDArray[np.bool_]:
+    """The columns whose histograms' range missed: a side's count of the persons ``beyond``
+    it (2 x k, noise ``sd``) above :data:`HISTOGRAM_MISS` of n by :data:`MISS_SDS` sds."""
+    return np.asarray(np.any(beyond > HISTOGRAM_MISS * n + MISS_SDS * sd, axis=0))
+
+
 def _heavy(
     beyond: NDArray[np.float64], sd: float, missed: NDArray[np.bool_], n: int
 ) -> NDArray[np.float64]:
@@ -636,8 +642,7 @@ def guarded_ranges(
     beyond, sd, entry = _counted_beyond(
         [highs - centre, centre - lows], list(reaches), 1.0, tail_rho, rng
     )
-    lost = np.any(beyond > HISTOGRAM_MISS * n + MISS_SDS * sd, axis=0)
-    missed = np.where(swap, lost, found.missed)
+    missed = np.where(swap, _histogram_missed(beyond, sd, n), found.missed)
     guarded = PrivateRanges(
         np.where(swap[:, None], guard.ranges, found.ranges),
         np.where(swap[:, None], guard.core, found.core),
@@ -867,7 +872,7 @@ def histogram_ranges(
     if tail_rho > 0.0:  # the persons beyond either end of the ranges found
         deviations = [highs - centre, centre - lows]
         beyond, sd, entry = _counted_beyond(deviations, [reach, reach], 1.0, tail_rho, rng)
-        missed = np.any(beyond > HISTOGRAM_MISS * n + MISS_SDS * sd, axis=0)
+        missed = _histogram_missed(beyond, sd, n)
         clipped = _heavy(beyond, sd, missed, n)
         entries += (entry,)
     return PrivateRanges(

@@ -73,7 +73,7 @@ def check_ranges(
 def range_notes(plan: StatisticsBudget, located: bool) -> tuple[str, ...]:
     """The public note of ranges the plan finds by histograms (none otherwise, or where no
     range is ``located``)."""
-    return (HISTOGRAM_NOTE,) if plan.median_epsilon == 0.0 and located else ()
+    return (HISTOGRAM_NOTE,) if plan.histograms_alone and located else ()
 
 
 class RangeFlags(NamedTuple):
@@ -192,7 +192,7 @@ def find_ranges(
     constant = np.zeros(len(ranges), dtype=bool)
     if not located.any():
         return FoundRanges(ranges, frame, RangeFlags.none(len(ranges)), constant, ())
-    if plan.median_epsilon == 0.0:
+    if plan.histograms_alone:
         found = histogram_ranges(
             *extremes, plan.histogram_rho, generator, names=names, tail_rho=plan.tail_rho
         )

@@ -80,7 +80,7 @@ def _statistics_results(
     for values in (beta, noise_sd, sampling_sd, bias):
         values[clipped | sliver | short] = np.nan
     unbounded &= ~(clipped | sliver | short)
-    histograms = plan.median_epsilon == 0.0  # the ranges' route, for the notes' wording
+    histograms = plan.histograms_alone  # the ranges' route, for the notes' wording
     notes = _missed_notes(model, index[clipped], missed, histograms)
     notes += _narrow_notes(model, index[sliver], narrow)
     notes += _withheld_notes(model, index[unbounded], release.pilot.ridge, cap, row_cap)

@@ -243,6 +243,12 @@ class StatisticsBudget:
     rows_rho: float
     rho: tuple[float, ...]
 
+    @property
+    def histograms_alone(self) -> bool:
+        """Whether the histograms find the ranges on their own (n ε too small for the
+        medians), rather than guarding the medians or not running at all."""
+        return self.median_epsilon == 0.0 and self.histogram_rho > 0.0
+
 
 def statistics_budget(
     n: int,
