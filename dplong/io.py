@@ -200,6 +200,10 @@ def read_file(
             wanted = [c for c in header if c in columns] or list(header[:1])
             frame = pd.read_csv(path, usecols=wanted, dtype=dict.fromkeys(wanted, str))
             return _only(frame, columns)
+    except ImportError as err:  # a compression's module (zstandard for .csv.zst)
+        if isinstance(err, MissingDependencyError):
+            raise
+        raise MissingDependencyError(f"cannot read DATA {source!r}: {err}") from None
     except (OSError, ValueError) as err:  # parse errors of pandas and pyarrow are ValueErrors
         if isinstance(err, DataError):
             raise

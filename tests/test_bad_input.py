@@ -816,7 +816,7 @@ FROM_FORMULA: list[tuple[str, Callable[..., object], dict[str, Any], type[Dplong
         _ols,
         {"groups": panel()["user"].sample(frac=1, random_state=0)},
         DataError,
-        "index is not data's",
+        "index is not the index of data",
     ),
     (
         "curve x outside domain",
@@ -1439,6 +1439,41 @@ def test_missing_user_ids_drop_their_rows() -> None:
     assert res.nobs_users == 500
 
 
+def test_infinite_user_ids_are_missing_ids() -> None:
+    """A user id of ±inf is missing, as NaN is (documented: NaN, ±inf and pd.NA are missing
+    everywhere): its rows are dropped, not pooled into one pseudo-user of many persons' rows
+    (600 users had counted 602)."""
+    x = values()
+    groups = (np.arange(2000) % 500).astype(float)
+    odd = groups.copy()
+    odd[[3, 17, 40]], odd[5] = np.inf, -np.inf
+    known = np.isfinite(odd)
+    res = mean_of(x, groups=odd)
+    same_release(res, mean_of(x[known], groups=odd[known]))
+    assert res.nobs_users == 500
+
+
+def test_a_series_beside_values_is_paired_by_its_index() -> None:
+    """``groups`` and ``by`` given as Series beside pandas ``values`` on another index (a
+    shuffled copy) are refused, as ``from_formula`` refuses them: numpy would pair them by
+    position and give rows other users' ids or keys. Half of 1,000 users of one row at 0 and
+    half of 20 rows at 10 (mean of user means 5) had been released at 9.7 [9.06, 10.36]."""
+    sizes = np.r_[np.full(500, 1), np.full(500, 20)]
+    frame = pd.DataFrame({"id": np.repeat(np.arange(1000), sizes)})
+    frame["y"] = np.where(np.repeat(sizes, sizes) == 20, 10.0, 0.0)
+    frame["arm"] = np.repeat(np.arange(1000) % 2, sizes)
+    shuffled = frame.sample(frac=1, random_state=0)
+    with pytest.raises(
+        DataError, match="groups is a Series whose index is not the index of values"
+    ):
+        mean_of(frame["y"], groups=shuffled["id"])
+    with pytest.raises(DataError, match="by is a Series whose index is not the index of values"):
+        mean_of(frame["y"], groups=frame["id"], by=shuffled["arm"], levels=[0, 1])
+    # on the same index, in any row order, the pairs are the rows'
+    aligned = mean_of(shuffled["y"], groups=shuffled["id"])
+    assert aligned.nobs_users == 1000 and abs(float(aligned.params.iloc[0]) - 5.0) < 1.0
+
+
 @pytest.mark.parametrize("dtype", ["Float64", "Int64"])
 def test_nullable_values_with_pd_na(dtype: str) -> None:
     """pandas' nullable numbers with ``pd.NA`` are numbers with missing values: the same
@@ -1709,6 +1744,9 @@ CLI_REFUSALS: list[tuple[str, list[str], str]] = [
     ("time for mean", [*MEAN, "--time", "time"], "--time"),
     ("mean formula", given(MEAN, "--formula", "y ~ x1"), "column ~ 1"),
     ("mean unknown column", given(MEAN, "--formula", "nope ~ 1"), "nope"),
+    ("bounds repeated", ["--model", "pooled", *BASE, "--bounds", "y=-5,5;y=-40,40"], "twice"),
+    ("max rows zero", ["--model", "pooled", *BASE, "--max-rows", "0"], "--max-rows"),
+    ("bounds low above high", ["--model", "pooled", *BASE, "--bounds", "x1=4,-4"], "--bounds x1"),
     ("kernel needs domain", ["--model", "kernel", *BASE, "--bandwidth", "1"], "--domain"),
     ("kernel domain reversed", given(KERNEL, "--domain", "3,-3"), "--domain"),
     ("kernel bandwidth 0", given(KERNEL, "--bandwidth", "0"), "--bandwidth"),
@@ -1723,7 +1761,7 @@ CLI_REFUSALS: list[tuple[str, list[str], str]] = [
     ("unknown data set", ["DATA=dataset:iris", "--model", "ols", *BASE], "iris"),
     ("levels numbers alike", ["--model", "ols", *BASE, "--levels", "x1=2,2.0"], "--levels"),
     ("levels truth alike", ["--model", "ols", *BASE, "--levels", "flag=true,TRUE"], "--levels"),
-    ("max-rows per-user", ["--model", "ols", *BASE, "--max-rows", "0"], 'estimator="within" only'),
+    ("max-rows per-user", ["--model", "ols", *BASE, "--max-rows", "0"], "--estimator within only"),
     (
         "max-rows beyond its limit",
         ["--model", "pooled", *BASE, "--max-rows", "1000000000"],

@@ -562,6 +562,28 @@ class TestBadArguments:
         code, _, err = run(argv)
         assert code == 2 and "Weight.mean()" in err
 
+    def test_a_compressed_csv_without_its_module(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A documented compression whose module is missing (``zstandard`` for ``.csv.zst``,
+        in no extra) is the package's refusal naming it, not a traceback."""
+        monkeypatch.setitem(sys.modules, "zstandard", None)
+        path = tmp_path / "wages.csv.zst"
+        path.write_bytes(b"id,y\n")
+        code, _, err = run(replace("DATA", str(path)))
+        assert code == 2 and "zstandard" in err and "Traceback" not in err
+
+    def test_the_report_is_never_written_over_the_data(self, tmp_path: Path) -> None:
+        """``--report`` naming the DATA file (by any path to it) is refused before the fit:
+        the report would replace the rows it reports on."""
+        path = tmp_path / "wages.csv"
+        dplong.datasets.load_wage_panel().to_csv(path, index=False)
+        before = path.read_bytes()
+        for report in (str(path), str(tmp_path / "." / "wages.csv")):
+            code, out, err = run([*replace("DATA", str(path)), "--report", report])
+            assert code == 2 and "it is the DATA file" in err and out == ""
+        assert path.read_bytes() == before
+
     def test_parquet_without_pyarrow(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setitem(sys.modules, "pyarrow", None)
         path = tmp_path / "wages.parquet"
@@ -670,7 +692,7 @@ class TestLevels:
 
     def test_mean_takes_levels_of_its_by_column_only(self) -> None:
         code, _, err = run([*MEAN, "--levels", "Cu=1,2,3", "--quiet"])
-        assert code == 2 and "reads declared levels of its by= grouping only" in err
+        assert code == 2 and "reads declared levels of its --by grouping only" in err
         grouped = [*given(MEAN, "--epsilon", "8"), "--levels", "Cu=1,2,3", "--by", "Cu", "--quiet"]
         code, out, err = run(grouped)  # 72 pigs in three groups: ε 8 to locate each
         assert code == 0 and "Weight[Cu=1]" in out and "Weight[Cu=3]" in out, err
@@ -748,7 +770,7 @@ class TestStatedTail:
             ([*TAIL, "0"], "argument --tail-bound: must be a positive number"),
             (["--tail-moment", "4"], "--tail-moment and --tail-bound go together"),
             (["--tail-bound", "1"], "--tail-moment and --tail-bound go together"),
-            ([*TAIL, "1", "--estimator", "within"], 'tail applies to estimator="per-user"'),
+            ([*TAIL, "1", "--estimator", "within"], "tail applies to --estimator per-user"),
             ([*TAIL, "1", "--variant", "theory"], "tail shapes the default engine's release"),
         ],
     )
@@ -816,10 +838,10 @@ class TestPooledPTR:
     @pytest.mark.parametrize(
         ("change", "expected"),
         [
-            (["--method", "ptr"], 'method="ptr" needs ptr_floor'),
-            (["--ptr-floor", "0.1"], 'ptr_floor and coef_bound apply to method="ptr" only'),
-            (["--coef-bound", "2"], 'ptr_floor and coef_bound apply to method="ptr" only'),
-            (["--method", "ptr", "--ptr-floor", "9"], "ptr_floor must be below max_rows=8"),
+            (["--method", "ptr"], "--method ptr needs --ptr-floor"),
+            (["--ptr-floor", "0.1"], "--ptr-floor and --coef-bound apply to --method ptr only"),
+            (["--coef-bound", "2"], "--ptr-floor and --coef-bound apply to --method ptr only"),
+            (["--method", "ptr", "--ptr-floor", "9"], "--ptr-floor must be below --max-rows 8"),
             (["--method", "ptr", "--ptr-floor", "-1"], "argument --ptr-floor: must be a positive"),
             (["--method", "ptr", "--ptr-floor", "0.1", "--coef-bound", "0"], "--coef-bound"),
             (["--method", "gls"], "argument --method: invalid choice: 'gls'"),
@@ -836,7 +858,7 @@ class TestPooledPTR:
         argv = [*PTR, "--method", "ptr", "--ptr-floor", "0.1"]
         argv[argv.index("--bounds") + 1] = "lwage=-4,5;black=0,1"
         code, _, err = run(argv)
-        assert code == 2 and "needs public ranges (bounds=) for every column" in err, err
+        assert code == 2 and "needs public ranges (--bounds) for every column" in err, err
 
 
 NW = ["fit", "dataset:dietox", "--model", "nw", "--formula", "Weight ~ Time", "--domain", "1,12"]
@@ -929,7 +951,7 @@ class TestPlanPTR:
             return
         code, out, err = run(given(argv, "--epsilon", "1e-5"))  # below it: refused, in words
         assert code == 0 and "Decision: REFUSED before any noise" in out, err
-        assert "Refusal: epsilon=1e-05 is too small for a Gaussian release" in out
+        assert "Refusal: --epsilon 1e-05 is too small for a Gaussian release" in out
 
     def test_nadaraya_watson_counts_rows(self) -> None:
         argv = ["plan", "dataset:dietox", *NW[2:-3]]

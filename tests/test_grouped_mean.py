@@ -227,7 +227,7 @@ def test_column_mean_model_and_the_command_line(tmp_path: Path) -> None:
     # --by belongs to the mean; levels of another column are refused by the model
     with redirect_stdout(io.StringIO()), redirect_stderr(err := io.StringIO()):
         assert main([*argv, "--levels", "year=2000"]) == 2
-    assert "by= grouping only" in err.getvalue()
+    assert "--by grouping only" in err.getvalue()
     with redirect_stdout(io.StringIO()), redirect_stderr(err := io.StringIO()):
         assert main([*argv[:8], "--by", "arm", "--epsilon", "2"]) == 2  # without --levels
     assert "--levels arm=A,B,..." in err.getvalue()

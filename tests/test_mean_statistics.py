@@ -432,6 +432,23 @@ def test_local_no_user_answers_twice() -> None:
     assert one_round_after_locating > 0  # the path where group A could have reported again
 
 
+def test_local_mean_at_the_public_bound_is_warned() -> None:
+    """A public bound the users' values exceed (B = 5 for values near 101) clips every report
+    to it: the mean comes out near 5 with an interval of about ±4 that the true 101 is far
+    outside. The reports' mean within two of its sds of ±B (or beyond) says so in a warning
+    (released numbers only); a mean of 4 under B = 5 (users' sd 0.5, sd of the mean 0.01) and
+    of 101 under B = 500 are not warned: 2 sds from B is then 0.02 and 399 away."""
+    users = np.repeat(np.arange(5000), 4)
+    rows = np.random.default_rng(0).normal(size=users.size)
+    for shift, bound, warned in ((100.0, 5.0, True), (4.0, 5.0, False), (100.0, 500.0, False)):
+        res = dplong.winsorized_mean(rows + shift, groups=users, epsilon=1.0, privacy="local",
+                                     bound=bound, random_state=1)  # fmt: skip
+        said = [w for w in res.warnings if "lies at the public bound" in w]
+        assert bool(said) == warned, (shift, bound, res.params)
+        if warned:
+            assert 4.5 < float(res.params.iloc[0]) <= bound and "['x']" in said[0]
+
+
 # --------------------------------------------------------------------------------------------
 # 3. The noise falls like 1/(nε)² where the final stage dominates it
 # --------------------------------------------------------------------------------------------

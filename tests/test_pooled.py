@@ -160,6 +160,24 @@ def test_gram_sensitivity_is_attained_and_never_exceeded() -> None:
 BLOCK_P, BLOCKS = 5, (((1, 2, 3), 1.0),)
 
 
+@pytest.mark.parametrize(
+    "model", [dplong.PooledOLS, dplong.BetweenOLS, dplong.PanelOLS, dplong.RandomEffects]
+)
+def test_a_factor_of_one_declared_level_adds_no_column_and_changes_nothing(
+    model: type[dplong.PooledOLS],
+) -> None:
+    """A factor declared with one level has no column in treatment coding with an intercept
+    (patsy's, as for LongitudinalOLS): the fit is the fit without it, draw for draw, where
+    its empty contrast had stopped every model of the family with numpy's ValueError."""
+    data = _panel(3, people=600).assign(site="north")
+    fits = [
+        model.from_formula(formula, data, groups="id").fit(epsilon=2.0, random_state=4)
+        for formula in ("y ~ age + C(site, levels=['north'])", "y ~ age")
+    ]
+    pd.testing.assert_series_equal(fits[0].params, fits[1].params)
+    assert fits[0].privacy == fits[1].privacy
+
+
 def test_factor_blocks_come_from_the_formula_and_count_once_in_the_bound() -> None:
     """Declared levels in treatment coding: the block's rows have norm² at most 1 (one 1),
     and with an intercept the block takes it in (the frame's intercept column becomes the

@@ -10,6 +10,7 @@ Clopper–Pearson bounds; a broken variant (noise at a quarter of its scale) tha
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 
@@ -701,9 +702,11 @@ def test_the_guard_takes_a_missed_or_far_reaching_range_and_leaves_a_good_one() 
             guard = histogram_ranges(column, column, 0.009, np.random.default_rng(seed),
                                      names=("x",))  # fmt: skip
             low, high = guard.ranges[0]
+            width = found.ranges[0, 1] - found.ranges[0, 0]
             outside = found.ranges[0, 0] > guard.core[0, 1] or found.ranges[0, 1] < guard.core[0, 0]
-            far = found.ranges[0, 1] - found.ranges[0, 0] > ranges.GUARD_SPAN * (high - low)
-            doubtful = found.missed[0] or found.narrow[0] or outside or far
+            far = width > ranges.GUARD_SPAN * (high - low)
+            wide = high - low > ranges.GUARD_SPAN * width
+            doubtful = found.missed[0] or found.narrow[0] or (outside and not wide) or far
             swap = bool(guard_swaps(found, guard)[0])
             assert swap == (doubtful and not guard.constant[0])
             taken[name] += swap
@@ -712,6 +715,35 @@ def test_the_guard_takes_a_missed_or_far_reaching_range_and_leaves_a_good_one() 
             elif swap:
                 assert low <= -1.0 and high >= 1.0
     assert 15 <= taken["educ"] <= 30 and 4 <= taken["normal"] <= 17
+
+
+def test_the_guard_keeps_a_good_range_its_own_failures_would_replace() -> None:
+    """The histograms' two failures take no range. A cell of noise beyond every person clears
+    their threshold with chance HISTOGRAM_FALSE (a BetweenOLS fit of a normal regressor at
+    600 persons, ε = 3, had its range [-4.6, 4.2] replaced by [-2.6e6, 5.2e5] that way, and
+    every coefficient withheld): that guard's core lies far off the medians' good range, and
+    its range spans far more than GUARD_SPAN times it. And a column within the histograms'
+    innermost cell (2^-32) is below their resolution: the medians' verdict of a sliver stands
+    (y * 1e-12 had been fitted in a range 40 times its spread, the intervals as wide).
+    Post-processing: both routes' released outputs, edited as their failures leave them."""
+    normal = np.random.default_rng(2).normal(size=(600, 1))
+    found = private_ranges(normal, normal, 0.3, 0.02, np.random.default_rng(0), names=("x",))
+    guard = histogram_ranges(normal, normal, 0.012, np.random.default_rng(0), names=("x",))
+    assert not found.missed[0] and not found.narrow[0] and not guard_swaps(found, guard)[0]
+    noise = dataclasses.replace(  # the lower side's farthest cell a false one at 2^21
+        guard,
+        ranges=np.array([[-2621440.5, 524290.5]]),
+        core=np.array([[-1797558.0, -299586.0]]),
+        midpoint=np.array([-1048575.0]),
+    )
+    assert not guard_swaps(found, noise)[0]
+    # the same far guard where the medians' range missed: theirs is all there is
+    assert guard_swaps(dataclasses.replace(found, missed=np.array([True])), noise)[0]
+    tiny = normal * 1e-12
+    found = private_ranges(tiny, tiny, 0.3, 0.02, np.random.default_rng(0), names=("x",))
+    guard = histogram_ranges(tiny, tiny, 0.012, np.random.default_rng(0), names=("x",))
+    assert found.narrow[0] and np.abs(guard.ranges).max() <= 1.5 * 2.0**-32
+    assert not guard_swaps(found, guard)[0]
 
 
 # ---------------------------------------------------------------------------------------------

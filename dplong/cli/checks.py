@@ -57,14 +57,17 @@ def _check_arguments(args: argparse.Namespace, spec: CommandLineModel) -> None:
     _stage_options(args, spec, "fit")
     report = getattr(args, "report", None)
     if report is not None:
-        _check_report(report)
+        _check_report(report, args.data)
 
 
-def _check_report(report: str) -> None:
-    """Refuse a --report that is not a file that could be written, before the fit draws noise."""
+def _check_report(report: str, data: str) -> None:
+    """Refuse a --report that is not a file that could be written, or is the DATA file (the
+    report would replace the rows it reports on), before the fit draws noise."""
     path = Path(report)
     if path.is_dir() or report.endswith(("/", os.sep)):
         raise _InputError(f"cannot write --report {report!r}: it is a directory, give a file")
+    if path.exists() and Path(data).exists() and path.samefile(data):
+        raise _InputError(f"cannot write --report {report!r}: it is the DATA file, give another")
     if not path.parent.is_dir():
         raise _InputError(f"cannot write --report {report!r}: no such directory")
     if not os.access(path if path.exists() else path.parent, os.W_OK):

@@ -27,11 +27,39 @@ _SPELLINGS = (
     (re.compile(r"levels=\{'([^']+)': \[\.\.\.\]\}"), r"--levels \1=A,B,..."),
     (re.compile(r"bounds=\{\.\.\.\}"), "--bounds COLUMN=LO,HI;..."),
     (re.compile(r'privacy="local" needs bound=B'), "--privacy local needs --bound B"),
+    (re.compile(r"^bound is for\b"), "--bound is for"),
+    (re.compile(r"\bdrop bound\b"), "drop --bound"),
     # the mean's grouping: a value of by= is the flag's (--by COLUMN, --by-constant)
     (re.compile(r"(?<![\w.\[-])by_constant=True\b"), "--by-constant"),
     (re.compile(r"(?<![\w.\[-])by=None\b"), "no --by"),
     (re.compile(r"(?<![\w.\[-])by=(['\"])([^'\"]*)\1"), r"--by \2"),
 )
+
+
+#: The options every model's fit takes, by keyword, beside the models' own (their flags).
+_COMMON = ("epsilon", "delta", "privacy", "bound", "variant")
+
+
+def _option_spellings() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """Each option's Python spellings as its flag: ``max_rows=8`` and ``method="ptr"`` as
+    ``--max-rows 8`` and ``--method ptr``, ``bounds['x']`` as ``--bounds x=...``, and a bare
+    keyword with an underscore (``variance_share``, no word of prose) as the flag."""
+    from dplong.cli.model_options import _unique_options  # the registered models' options
+
+    flags = {o.keyword: o.flag for o in _unique_options()}
+    flags.update({keyword: "--" + keyword for keyword in _COMMON})
+    out: list[tuple[re.Pattern[str], str]] = []
+    for keyword, flag in flags.items():
+        named = rf"(?<![\w.\[-]){re.escape(keyword)}"
+        out += [
+            (re.compile(rf"{named}=(['\"])([^'\"]*)\1"), rf"{flag} \2"),
+            (re.compile(rf"{named}\[(['\"])([^'\"]*)\1\]"), rf"{flag} \2=..."),
+            (re.compile(rf"{named}=(?=[\w.+-])"), f"{flag} "),
+            (re.compile(rf"{named}=(?![\w.+'\"-])"), flag),
+        ]
+        if "_" in keyword:
+            out.append((re.compile(rf"{named}\b"), flag))
+    return tuple(out)
 
 
 def _model_names() -> dict[str, str]:
@@ -61,8 +89,10 @@ def _for_the_command_line(message: str) -> str:
     "--model mean takes a formula 'column ~ 1'; got 'y ~ x'"
     >>> _for_the_command_line("by='year' needs levels; PooledOLS or dplong.BetweenOLS.fit")
     '--by year needs levels; --model pooled or --model between'
+    >>> _for_the_command_line("max_rows (0) must be >= 1; method='ptr' needs bounds['x']")
+    '--max-rows (0) must be >= 1; --method ptr needs --bounds x=...'
     """
-    for pattern, flag in _SPELLINGS:
+    for pattern, flag in (*_SPELLINGS, *_option_spellings()):
         message = pattern.sub(flag, message)
     models = _model_names()
     if models:

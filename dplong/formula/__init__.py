@@ -36,6 +36,7 @@ from dplong.formula.spec import DesignSpec
 from dplong.formula.users import GroupsLike as GroupsLike
 from dplong.formula.users import check_groups, check_users, user_codes
 from dplong.formula.users import check_id_types as check_id_types
+from dplong.formula.users import check_index as check_index
 from dplong.formula.users import check_unique_columns as check_unique_columns
 from dplong.formula.users import column_or_array as column_or_array
 

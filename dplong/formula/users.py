@@ -16,8 +16,8 @@ GroupsLike = str | ArrayLike
 
 
 def user_codes(ids: NDArray[Any]) -> tuple[NDArray[np.intp], NDArray[Any]]:
-    """Codes 0..n-1 of the user ids in first-appearance order (-1 for a missing id), and the
-    n distinct ids in that order.
+    """Codes 0..n-1 of the user ids in first-appearance order (-1 for a missing id: NaN, ±inf,
+    None or ``pd.NA``), and the n distinct ids in that order.
 
     Examples
     --------
@@ -25,7 +25,13 @@ def user_codes(ids: NDArray[Any]) -> tuple[NDArray[np.intp], NDArray[Any]]:
     >>> from dplong.formula import user_codes
     >>> user_codes(np.array(["b", None, "a", "b"], dtype=object))
     (array([ 0, -1,  1,  0]), array(['b', 'a'], dtype=object))
+    >>> user_codes(np.array([7.0, np.inf, 8.0, -np.inf]))[0]
+    array([ 0, -1,  1, -1])
     """
+    infinite = pd.Series(ids).isin([np.inf, -np.inf]).to_numpy()
+    if infinite.any():  # missing, as NaN is (not one pseudo-user pooling many persons' rows)
+        ids = ids.copy()
+        ids[infinite] = None if ids.dtype == object else np.nan
     try:
         codes, uniques = pd.factorize(ids, sort=False)
     except TypeError:  # lists or dicts as ids: never echoed, they are the data
@@ -123,6 +129,34 @@ def check_unique_columns(columns: pd.Index, read: Iterable[object]) -> None:
         raise DataError(f"data has several columns named {repeated}: rename them")
 
 
+def check_index(value: Any, data: Any, name: str, of: str = "data") -> None:
+    """Refuse a pandas Series ``value`` beside pandas ``data`` (a DataFrame or Series) on
+    another index: numpy would pair them by position, and a shuffled or filtered one would
+    give rows other users' ids or keys without a word.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dplong.formula.users import check_index
+    >>> y = pd.Series([0.0, 1.0, 2.0], index=[5, 6, 7])
+    >>> check_index(pd.Series([1, 1, 2], index=[5, 6, 7]), y, "groups", "values")
+    >>> check_index(pd.Series([1, 1, 2]), y, "groups", "values")
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.DataError: groups is a Series whose index is not the index of values: ...
+    """
+    if (
+        isinstance(value, pd.Series)
+        and isinstance(data, pd.Series | pd.DataFrame)
+        and not value.index.equals(data.index)
+    ):
+        raise DataError(
+            f"{name} is a Series whose index is not the index of {of}: its values would be "
+            f"matched to the rows by position; give the column's name, or "
+            f"{name}.reindex({of}.index)"
+        )
+
+
 def column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArray[Any]:
     """The column ``value`` of ``data``, or ``value`` itself as one entry per row: a pandas
     Series only on ``data``'s own index (matched by position, a shuffled or shifted one would
@@ -136,7 +170,7 @@ def column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArray
     >>> column_or_array(data["id"].sample(frac=1, random_state=0), data, "groups")
     Traceback (most recent call last):
     ...
-    dplong.exceptions.DataError: groups is a Series whose index is not data's: ...
+    dplong.exceptions.DataError: groups is a Series whose index is not the index of data: ...
     """
     if isinstance(value, str):
         if value not in data.columns:
@@ -145,11 +179,7 @@ def column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArray
             )
         check_unique_columns(data.columns, [value])
         return data[value].to_numpy()
-    if isinstance(value, pd.Series) and not value.index.equals(data.index):
-        raise DataError(
-            f"{name} is a Series whose index is not data's: its values would be matched to the "
-            f"rows by position; give the column's name, or {name}.reindex(data.index)"
-        )
+    check_index(value, data, name)
     array = np.asarray(value)
     if array.ndim != 1 or len(array) != len(data):
         raise DataError(

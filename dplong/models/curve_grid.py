@@ -62,7 +62,8 @@ def regressor(spec: DesignSpec, formula: str) -> int:
     others = [j for j, c in enumerate(columns) if c != "Intercept"]
     if len(others) != 1:
         raise FormulaError(
-            f"Priestley–Chao regression takes one regressor ('y ~ x'); {formula!r} gives "
+            f"A kernel regression (Priestley–Chao, Nadaraya–Watson) takes one regressor "
+            f"('y ~ x'); {formula!r} gives "
             f"{[columns[j] for j in others]}"
         )
     factors = [
@@ -72,7 +73,7 @@ def regressor(spec: DesignSpec, formula: str) -> int:
     ]
     if factors:
         raise FormulaError(
-            f"Priestley–Chao regression needs a numeric regressor x; {factors[0]!r} in "
+            f"A kernel regression needs a numeric regressor x; {factors[0]!r} in "
             f"{formula!r} is a factor"
         )
     return others[0]

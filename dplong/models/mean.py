@@ -25,6 +25,7 @@ from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import (
     DesignSpec,
     GroupsLike,
+    check_index,
     check_unique_columns,
     column_or_array,
     warn_dropped,
@@ -232,6 +233,8 @@ def winsorized_mean(
     (True, 'parallel over the levels of a key (two levels touched)')
     """
     _check_by_constant(by_constant, by, privacy=privacy, variant=variant, focus=focus)
+    check_index(groups, values, "groups", "values")  # a Series is paired by its index
+    check_index(by, values, "by", "values")
     if isinstance(groups, str):  # a column of values, as by= may name
         values, groups = _split_column(values, groups, "groups", "the user id", DataError)
     grouping = None
@@ -417,19 +420,19 @@ class ColumnMean:
         if is_dask(data):  # columns of the frame, reduced where they lie by winsorized_mean
             self._groups = data[column_name(data, groups, "groups")]
             self._values = _outcome(formula, data)
-            no_id = self._groups.isnull()
+            no_id = self._groups.isnull() | self._groups.isin([np.inf, -np.inf])  # user_codes'
             kept = ~no_id & self._values.notnull()
             users, rows, kept_rows, no_ids = require_dask().compute(
-                self._groups.nunique(dropna=True), no_id.size, kept.sum(), no_id.sum()
+                self._groups[~no_id].nunique(), no_id.size, kept.sum(), no_id.sum()
             )  # one pass over the two columns
             self.nobs_users = int(users)
             warn_dropped(int(rows), int(kept_rows), int(no_ids))
         else:
             self._groups = column_or_array(groups, data, "groups")
             self._values = _outcome(formula, data)  # a Series: refusals name the column
-            self.nobs_users = factorize_groups(self._groups, len(data))[1]
+            codes, self.nobs_users = factorize_groups(self._groups, len(data))
             # the data holder hears of the rows no user's mean reads, as from_formula says it
-            no_id = pd.isna(self._groups)
+            no_id = codes < 0
             kept = ~no_id & self._values.notna().to_numpy()
             warn_dropped(len(data), int(kept.sum()), int(no_id.sum()))
 

@@ -165,12 +165,15 @@ def release_local(
         bad_events=np.full(d, options.gamma),
         # a δ given is not spent: every report is pure ε-LDP, which is stronger (public)
         notes=(
-            (
-                f"delta={options.delta:.3g} is not spent: every user's report is ε-LDP "
-                "(pure), which implies (ε, δ)-LDP for any δ.",
-            )
-            if options.delta > 0.0
-            else ()
+            *(
+                (
+                    f"delta={options.delta:.3g} is not spent: every user's report is ε-LDP "
+                    "(pure), which implies (ε, δ)-LDP for any δ.",
+                )
+                if options.delta > 0.0
+                else ()
+            ),
+            *_bound_notes(names, [c.at_bound for c in columns]),
         ),
         # an estimated spread's bias bound is a normal tail's, which no count checks here
         assumptions=unchecked_assumptions(names, np.full(d, scale is None), why="local"),
@@ -187,6 +190,8 @@ class _Column:
     radius: float
     reporters: int
     entries: tuple[LedgerEntry, ...]
+    #: the mean of the reports lies within two of its sds of ±B, or beyond (released numbers)
+    at_bound: bool
 
 
 def _column(
@@ -260,13 +265,42 @@ def _column(
     noise_sd = float(release.sd[0]) / math.sqrt(m)
     total_sd = float(reports.std(ddof=1)) / math.sqrt(m)
     sampling_sd = math.sqrt(max(total_sd**2 - noise_sd**2, 0.0))
-    estimate = float(np.clip(centre + reports.mean(), -bound, bound))  # |mean| <= B: public
+    raw = centre + float(reports.mean())
+    estimate = float(np.clip(raw, -bound, bound))  # |mean| <= B: public
     # the clipped reports understate the spread; the located one (or the stated) does not
     spread = sd if sd is not None else max(sampling_sd * math.sqrt(m), 1e-150)
     # one round: the centre 0 may be up to B from the mean (plug-in: the estimate's distance)
     offset = min(abs(estimate), bound) if radius >= bound else error
     bias = float(clipping_bias(spread**2, radius, offset))
-    return _Column(estimate, noise_sd, sampling_sd, bias, centre, radius, m, tuple(entries))
+    at_bound = abs(raw) > bound - 2.0 * total_sd
+    return _Column(
+        estimate, noise_sd, sampling_sd, bias, centre, radius, m, tuple(entries), at_bound
+    )
+
+
+def _bound_notes(names: tuple[str, ...], at_bound: list[bool]) -> tuple[str, ...]:
+    """The warning for columns whose reports' mean lies at the public bound B (within two of
+    its sds, or beyond): every value beyond ±B was clipped to it, so a bound the users' values
+    exceed pulls the mean to it by an amount no interval includes (a mean of 101 under B = 5
+    was released as 5 with an interval of ±4). Released numbers only.
+
+    Examples
+    --------
+    >>> from dplong.privacy.local import _bound_notes
+    >>> _bound_notes(("x", "y"), [False, True])[0][:60]
+    "['y']: the mean of the reports lies at the public bound (wit"
+    >>> _bound_notes(("x",), [False])
+    ()
+    """
+    named = [name for name, flag in zip(names, at_bound, strict=True) if flag]
+    if not named:
+        return ()
+    return (
+        f"{named}: the mean of the reports lies at the public bound (within two of its sds "
+        "of ±bound, or beyond): values beyond it were clipped to it, and if the users' "
+        "values lie beyond, the mean is pulled to the bound by more than the interval "
+        "includes; check that bound= holds the users' values.",
+    )
 
 
 def _centroid(histogram: Histogram, mode: int, sd: float, noise: float) -> tuple[float, float]:

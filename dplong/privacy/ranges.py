@@ -567,9 +567,11 @@ def located_miss(n: int, epsilon: float) -> float:
 def guard_swaps(found: PrivateRanges, guard: PrivateRanges) -> NDArray[np.bool_]:
     """The columns whose range found by the medians (``found``) gives way to the one the
     guarding histograms found (``guard``; design notes): the histograms do not find the column
-    (nearly) constant, and the medians' range missed its data, is a sliver, lies outside the
-    histograms' core or spans more than :data:`GUARD_SPAN` times their range. Post-processing
-    of released numbers.
+    (nearly) constant, and the medians' range missed its data, is a sliver (where the
+    histograms resolve the column: beyond their innermost cell), lies outside the histograms'
+    core (unless theirs spans more than :data:`GUARD_SPAN` times its range: a cell of noise far
+    out) or spans more than :data:`GUARD_SPAN` times their range. Post-processing of released
+    numbers.
 
     Examples
     --------
@@ -585,9 +587,16 @@ def guard_swaps(found: PrivateRanges, guard: PrivateRanges) -> NDArray[np.bool_]
     [True]
     """
     width = found.ranges[:, 1] - found.ranges[:, 0]
+    guard_width = guard.ranges[:, 1] - guard.ranges[:, 0]
     outside = (found.ranges[:, 0] > guard.core[:, 1]) | (found.ranges[:, 1] < guard.core[:, 0])
-    far = width > GUARD_SPAN * (guard.ranges[:, 1] - guard.ranges[:, 0])
-    return np.asarray((found.missed | found.narrow | outside | far) & ~guard.constant)
+    far = width > GUARD_SPAN * guard_width
+    # the histograms' own failures: a cell of noise beyond every person (its false-cell
+    # chance, HISTOGRAM_FALSE) puts their core far off a good range; and values within their
+    # innermost cell (2^-32) are below their resolution, where they cannot tell a sliver
+    wide = guard_width > GUARD_SPAN * width
+    resolved = np.abs(guard.ranges).max(axis=1) > HISTOGRAM_REACH * _POWERS[0]
+    swap = found.missed | (found.narrow & resolved) | (outside & ~wide) | far
+    return np.asarray(swap & ~guard.constant)
 
 
 def guarded_ranges(

@@ -48,6 +48,8 @@ def _factor_blocks(spec: DesignSpec) -> tuple[_FactorBlock, ...]:
         names = info.column_names[info.term_slices[term]]
         start = 0
         for subterm in subterms:
+            if not subterm.num_columns:  # a factor of one declared level: no column
+                continue
             low, high, square, onehot, reference = 1.0, 1.0, 1.0, True, False
             for factor in subterm.factors:
                 contrast = subterm.contrast_matrices[factor].matrix

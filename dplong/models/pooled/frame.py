@@ -81,6 +81,8 @@ def _parse_bounds(text: str) -> dict[str, tuple[float, float]]:
             name = ""
         if not name.strip():
             raise ParameterError(f"bounds must read COL=LO,HI;COL=LO,HI, got {item!r}")
+        if name.strip() in out:  # which one was meant? (the last would win without a word)
+            raise ParameterError(f"bounds gives {name.strip()!r} twice, in {text!r}")
         out[name.strip()] = (low, high)
     return out
 
