@@ -717,6 +717,19 @@ def test_the_guard_takes_a_missed_or_far_reaching_range_and_leaves_a_good_one() 
     assert 15 <= taken["educ"] <= 30 and 4 <= taken["normal"] <= 17
 
 
+def test_a_ranges_clipped_count_reads_as_none_some_or_many() -> None:
+    """The larger side's count of the persons a range clips: above √n plus the noise's
+    quantile it clips many (heavy), above the noise's quantile alone some, else nothing; a
+    range that missed is neither (its own note). Post-processing of released counts."""
+    n, sd = 3000, 27.3
+    some_at, many_at = ranges.some_threshold(4, sd), float(ranges.heavy_threshold(n, 4, sd))
+    assert 80 < some_at < 85 < many_at  # 3.02 noise sds; √n plus 2.50 sds
+    beyond = np.array([[10.0, some_at + 5, many_at + 5, many_at + 5], [3.0, 0.0, 0.0, 0.0]])
+    heavy, some = ranges._heavy(beyond, sd, np.array([False, False, False, True]), n)
+    assert heavy.tolist() == [0.0, 0.0, many_at + 5, 0.0]
+    assert some.tolist() == [0.0, some_at + 5, 0.0, 0.0]
+
+
 def test_the_guard_keeps_a_good_range_its_own_failures_would_replace() -> None:
     """The histograms' two failures take no range. A cell of noise beyond every person clears
     their threshold with chance HISTOGRAM_FALSE (a BetweenOLS fit of a normal regressor at

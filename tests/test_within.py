@@ -555,6 +555,41 @@ def test_coverage_with_a_squared_regressor_on_a_wage_like_panel() -> None:
     assert (coverage >= 0.93).all(), coverage
 
 
+def _counts_panel(seed: int, people: int = 2000, years: int = 4) -> pd.DataFrame:
+    """Negative-binomial counts (size 0.7) with a log-linear mean in a regressor that varies
+    within persons and a person effect: a count outcome's skewed, heteroskedastic residuals."""
+    rng = np.random.default_rng(seed)
+    user = np.repeat(np.arange(people), years)
+    x = rng.normal(size=people)[user] + rng.normal(size=user.size)
+    mean = np.exp(0.5 + 0.3 * x + 0.7 * rng.normal(size=people)[user])
+    y = rng.negative_binomial(0.7, 0.7 / (0.7 + mean)).astype(float)
+    return pd.DataFrame({"id": user, "x": x, "y": y})
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known: the influence's exponential tail is stated, not checked; its clip of a "
+    "skewed influence biases without a warning (docs/accuracy.md, session 68)",
+)
+@pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+def test_a_skewed_influence_is_honest_or_warned() -> None:
+    """A count outcome's influence values (a demeaned regressor times a skewed,
+    heteroskedastic residual) have a long one-sided tail. The exponential radius clips it and
+    the estimate lands at about 0.8 of the non-private within estimate, 2.6-5.7 SEs off, with
+    no warning, its standard errors 0.4-0.6 of the clustered one (29 of 30 fits at 2,000
+    persons and ε = 4; PanelOLS on the same panels warns that its ranges clip many). Every
+    interval that misses the non-private estimate must be warned."""
+    for seed in range(10):
+        frame = _counts_panel(seed)
+        demeaned = frame[["x", "y"]] - frame.groupby("id")[["x", "y"]].transform("mean")
+        reference = float((demeaned.x * demeaned.y).sum() / (demeaned.x**2).sum())
+        res = dplong.LongitudinalOLS.from_formula("y ~ x", frame, groups="id").fit(
+            epsilon=4.0, estimator="within", random_state=seed
+        )
+        low, high = res.conf_int().loc["x"]
+        assert low <= reference <= high or res.warnings, (seed, reference, low, high)
+
+
 @pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
 @pytest.mark.parametrize("epsilon", [16.0, 256.0])
 def test_rarely_changing_regressors_are_withheld_not_misreported(epsilon: float) -> None:

@@ -82,9 +82,10 @@ class RangeFlags(NamedTuple):
     with no public cap to fall back on, the ``heavy`` ones, which clip many persons (the
     released count of persons beyond them, 0 for none), the ``narrow`` ones, a sliver of
     the column, with no public cap either, the ``one_sided`` ones, a skewed column's
-    (:class:`~dplong.privacy.ranges.PrivateRanges`), and the ``guarded`` ones, which the
-    histograms that guard the medians gave (:func:`~dplong.privacy.ranges.guard_swaps`). A
-    later stage given an earlier stage's ranges carries its flags on.
+    (:class:`~dplong.privacy.ranges.PrivateRanges`), the ``guarded`` ones, which the
+    histograms that guard the medians gave (:func:`~dplong.privacy.ranges.guard_swaps`), and
+    those that clip ``some`` persons (fewer than many, more than the count's noise alone: the
+    count, 0 for none). A later stage given an earlier stage's ranges carries its flags on.
 
     Examples
     --------
@@ -92,7 +93,7 @@ class RangeFlags(NamedTuple):
     >>> from dplong.models.pooled.located import RangeFlags
     >>> flags = RangeFlags(np.array([False, True, False]), np.array([0.0, 0.0, 900.0]),
     ...                    np.array([True, False, False]), np.array([False, False, True]),
-    ...                    np.array([False, False, False]))
+    ...                    np.array([False, False, False]), np.array([120.0, 0.0, 0.0]))
     >>> merged = flags.at([0, 2]).merged(RangeFlags.none(2))
     >>> merged.missed.tolist(), merged.heavy.tolist(), merged.narrow.tolist()
     ([False, False], [0.0, 900.0], [True, False])
@@ -105,13 +106,14 @@ class RangeFlags(NamedTuple):
     narrow: NDArray[np.bool_]
     one_sided: NDArray[np.bool_]
     guarded: NDArray[np.bool_]
+    some: NDArray[np.float64]
 
     @classmethod
     def none(cls, size: int) -> RangeFlags:
         """No range missed, none clips many, none narrow, one-sided or guarded: ``size``
         columns (and the outcome)."""
         flags = np.zeros(size, dtype=bool)
-        return cls(flags, np.zeros(size), flags.copy(), flags.copy(), flags.copy())
+        return cls(flags, np.zeros(size), flags.copy(), flags.copy(), flags.copy(), np.zeros(size))
 
     def at(self, rows: list[int]) -> RangeFlags:
         """The flags of the columns (and outcome) at ``rows`` only."""
@@ -121,6 +123,7 @@ class RangeFlags(NamedTuple):
             self.narrow[rows],
             self.one_sided[rows],
             self.guarded[rows],
+            self.some[rows],
         )
 
     def merged(self, other: RangeFlags) -> RangeFlags:
@@ -131,6 +134,7 @@ class RangeFlags(NamedTuple):
             self.narrow | other.narrow,
             self.one_sided | other.one_sided,
             self.guarded | other.guarded,
+            np.maximum(self.some, other.some),
         )
 
 
@@ -188,7 +192,7 @@ def find_ranges(
     (:class:`~dplong.privacy.ranges.PrivateRanges`); and the ledger entries of that stage."""
     located = np.isnan(ranges[:, 0])
     ranges, frame = ranges.copy(), frame.copy()
-    missed, heavy, narrow, one_sided, guarded = RangeFlags.none(len(ranges))
+    missed, heavy, narrow, one_sided, guarded, some = RangeFlags.none(len(ranges))
     constant = np.zeros(len(ranges), dtype=bool)
     if not located.any():
         return FoundRanges(ranges, frame, RangeFlags.none(len(ranges)), constant, ())
@@ -212,7 +216,7 @@ def find_ranges(
     ranges[located] = np.clip(found.ranges, low, high)
     frame[located] = np.clip(found.core, low, high)
     missed[located], constant[located] = found.missed, found.constant
-    heavy[located], narrow[located] = found.heavy, found.narrow
+    heavy[located], narrow[located], some[located] = found.heavy, found.narrow, found.some
     one_sided[located], guarded[located] = found.one_sided, swap
     # an outcome found (nearly) constant is a sliver of itself by either route (the histograms
     # mark no sliver: their cells are a doubling wide): every coefficient would be regressed on
@@ -223,7 +227,9 @@ def find_ranges(
     # (post-processing)
     capped = (missed | narrow) & np.isfinite(caps).all(axis=1)
     ranges[capped] = frame[capped] = caps[capped]
-    flags = RangeFlags(missed & ~capped, heavy, narrow & ~capped, one_sided, guarded & ~capped)
+    flags = RangeFlags(
+        missed & ~capped, heavy, narrow & ~capped, one_sided, guarded & ~capped, some
+    )
     return FoundRanges(ranges, frame, flags, constant, found.entries)
 
 

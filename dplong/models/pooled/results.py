@@ -63,7 +63,7 @@ def _statistics_results(
     clips many persons a note names, and the coefficient of a regressor whose range it is is
     withheld (a slope on its clipped values is that of another regressor, on another scale);
     ``row_cap``: the cap ``cap`` where it was found privately (the assumptions say so)."""
-    missed, heavy, narrow, one_sided, guarded = (
+    missed, heavy, narrow, one_sided, guarded, some = (
         RangeFlags.none(len(model._names)) if flags is None else flags
     )
     positions = model._reported
@@ -89,6 +89,9 @@ def _statistics_results(
         model, heavy, index[short], int(clipped.sum()) < len(index), guarded | histograms
     )
     notes += heavy_notes
+    # (a sliver clips by design, and its own note says so)
+    released = bool(np.isfinite(beta).any())
+    notes += _some_notes(model, np.where(narrow, 0.0, some), released, guarded | histograms)
     # the outcome's, where no note names its clipping (one naming a regressor's says nothing of it)
     if heavy[-1] <= 0.0 and int(clipped.sum()) < len(index):
         notes += _one_sided_notes(model, bool(one_sided[-1]))
@@ -352,12 +355,7 @@ def _heavy_notes(
     coefficients ``withheld`` for it; none where nothing is ``released``."""
     if not released or not heavy.any():
         return ()
-    n = model._design.n
-    clipped = ", ".join(
-        f"{name} (about {count:.0f} of the {n} persons, {count / n:.0%})"
-        for name, count in zip(model._names, heavy, strict=True)
-        if count > 0.0
-    )
+    clipped = _counted(model, heavy)
     # a public range spares the stage only where it is the column's frame (not PanelOLS's)
     bounds = "give public bounds that cover them (bounds={...}; a 0/1 column: (0, 1)) or "
     own = (
@@ -382,6 +380,44 @@ def _heavy_notes(
         "the clipped values; the interval does not include the bias that clipping them "
         "causes, which can exceed it: "
         f"{bounds if model._bounds_frame else ''}model a transform (np.log1p).",
+    )
+
+
+def _counted(model: PooledOLS, counts: NDArray[np.float64]) -> str:
+    """The columns with a positive released count of the persons their range clips, each
+    with the count and its share of n."""
+    n = model._design.n
+    return ", ".join(
+        f"{name} (about {count:.0f} of the {n} persons, {count / n:.0%})"
+        for name, count in zip(model._names, counts, strict=True)
+        if count > 0.0
+    )
+
+
+def _some_notes(
+    model: PooledOLS, some: NDArray[np.float64], released: bool, histograms: NDArray[np.bool_]
+) -> tuple[str, ...]:
+    """The note of the ranges found privately that clip some persons (their released count
+    beyond the range's rung above its noise, below many: :data:`~dplong.privacy.ranges.
+    SOME_FALSE`); none where nothing is ``released``. Their coefficients are released: a few
+    persons clipped by about a spread move them by less than their interval, but a small group
+    or a heavy tail far out by more, which no released number measures."""
+    if not released or not some.any():
+        return ()
+    clipped = _counted(model, some)
+    where = (
+        "beyond an end of the range"
+        if histograms[some > 0.0].all()
+        else f"beyond {reach_rungs(model._design.n)[2]:.3g} times the median reach from the "
+        "midpoint"
+    )
+    bounds = "give public bounds that cover them (bounds={...}), " if model._bounds_frame else ""
+    return (
+        f"The ranges found privately clip some persons: {clipped} have {model._clipped} "
+        f"{where} (released counts), more than the counts' noise. Where they lie far out (a "
+        "small group, a heavy tail) the bias of clipping them can exceed the intervals, "
+        f"which do not include it: {bounds}model a transform (np.log1p), or check the "
+        "column's tails.",
     )
 
 
