@@ -137,6 +137,35 @@ def test_noise_off_with_a_factor_taking_the_intercept_is_linearmodels_gls(
     )
 
 
+def test_the_models_assumption_is_said_where_nothing_can_show_it_fails() -> None:
+    """Regressors whose person means go with the person effect (correlation 0.6, 5,000
+    persons of 5 rows, ε = 4): random-effects GLS is biased whoever computes it, and no
+    released number tells this case apart: the private slope lands with linearmodels' GLS,
+    both far from the truth 0.5, and every result states the assumption with the comparison
+    that checks it (PanelOLS, whose within slope covers the truth)."""
+    rng = np.random.default_rng(5)
+    people, years = 5000, 5
+    effect = rng.normal(size=people)
+    ids = np.repeat(np.arange(people), years)
+    x = np.repeat(0.6 * effect + 0.8 * rng.normal(size=people), years)
+    x = x + rng.normal(size=ids.size)
+    y = 1.0 + 0.5 * x + effect[ids] + rng.normal(size=ids.size)
+    data = pd.DataFrame({"id": ids, "t": np.tile(np.arange(years), people), "y": y, "x": x})
+    gls = linearmodels.RandomEffects.from_formula("y ~ 1 + x", data.set_index(["id", "t"]))
+    reference = float(gls.fit().params["x"])
+    res = RandomEffects.from_formula("y ~ x", data, groups="id").fit(
+        epsilon=4.0, max_rows=years, random_state=0
+    )
+    low, high = res.conf_int().loc["x"]
+    assert not low <= 0.5 <= high and low <= reference <= high  # with GLS, not the truth
+    assert any("assumed uncorrelated with every regressor" in a for a in res.assumptions)
+    within = dplong.PanelOLS.from_formula("y ~ x", data, groups="id").fit(
+        epsilon=4.0, max_rows=years, random_state=0
+    )
+    low, high = within.conf_int().loc["x"]
+    assert low <= 0.5 <= high
+
+
 def test_theta_is_linearmodels_theta() -> None:
     data = _panel(1, people=200, drop=0.3)
     reference = _linearmodels(data)

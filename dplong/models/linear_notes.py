@@ -52,6 +52,9 @@ def _within_assumptions(proxy: float | None) -> tuple[str, ...]:
         "Standard errors: clustered by user ("
         + ("the users' private influence spread" if proxy is None else "the stated scale")
         + "), with every release's noise pushed through the solution and the bias bound.",
+        # stated by the model, checked by no count (docs/accuracy.md, session 68)
+        "Influence values' tail: exponential, not counted; a skewed outcome's one-sided tail "
+        "clipped there biases beyond the intervals (PanelOLS checks its clipping).",
     )
 
 

@@ -102,6 +102,19 @@ __all__ = ["RandomEffects", "theta"]
 STEPS_SHARES = (0.45, 0.05, 0.1, 0.1, 0.1, 0.1, 0.1)
 
 
+#: The model's assumption, in every fit's results: where it fails, GLS (private or not, as
+#: linearmodels') converges to neither the within nor the between slope, and its intervals
+#: miss the truth (regressors' person means correlated 0.6 with the effect, 5,000 persons,
+#: ε = 4: 20 of 20 intervals, as linearmodels' GLS lands at the same 0.62 for a slope 0.5);
+#: no released number tells that case apart.
+UNCORRELATED = (
+    "Random effects: the person effects are assumed uncorrelated with every regressor; where "
+    "they are not (a regressor's person means related to the effect), the coefficients of "
+    "regressors that vary within persons are biased, as in any random-effects GLS. Compare "
+    "them with PanelOLS's (a Hausman comparison), which absorbs the effects."
+)
+
+
 class RandomEffects(PooledOLS):
     """User-level DP random-effects (GLS) regression with person-clustered standard errors
     (module docstring): linearmodels' ``RandomEffects``.
@@ -384,7 +397,7 @@ class RandomEffects(PooledOLS):
         values.update(
             model=self.spec,
             privacy=ledger,
-            assumptions=(*fitted.assumptions, *staged, described),
+            assumptions=(*fitted.assumptions, *staged, UNCORRELATED, described),
             warnings=notes,
         )
         return RandomEffectsResults(
