@@ -110,8 +110,8 @@ class RangeFlags(NamedTuple):
 
     @classmethod
     def none(cls, size: int) -> RangeFlags:
-        """No range missed, none clips many, none narrow, one-sided or guarded: ``size``
-        columns (and the outcome)."""
+        """No range missed, none clips many or some, none narrow, one-sided or guarded:
+        ``size`` columns (and the outcome)."""
         flags = np.zeros(size, dtype=bool)
         return cls(flags, np.zeros(size), flags.copy(), flags.copy(), flags.copy(), np.zeros(size))
 
@@ -228,7 +228,12 @@ def find_ranges(
     capped = (missed | narrow) & np.isfinite(caps).all(axis=1)
     ranges[capped] = frame[capped] = caps[capped]
     flags = RangeFlags(
-        missed & ~capped, heavy, narrow & ~capped, one_sided, guarded & ~capped, some
+        missed & ~capped,
+        heavy,
+        narrow & ~capped,
+        one_sided,
+        guarded & ~capped,
+        np.where(capped, 0.0, some),  # the public cap taken clips what nothing counted
     )
     return FoundRanges(ranges, frame, flags, constant, found.entries)
 
