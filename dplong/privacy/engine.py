@@ -49,6 +49,7 @@ from dplong.privacy.locate import (
     rough_error,
 )
 from dplong.privacy.notes import (
+    TINY,
     beside_notes,
     crowded_notes,
     empty_notes,
@@ -56,6 +57,7 @@ from dplong.privacy.notes import (
     implausible_notes,
     lost_notes,
     missed_notes,
+    tiny_notes,
     user_notes,
 )
 from dplong.privacy.options import ReleaseOptions
@@ -635,7 +637,8 @@ def release_means(
     # checked it: blind, or none affordable (an assumed tail kind's warning says so already,
     # :func:`~dplong.privacy.tails.unchecked_notes`);
     # not of a column taken as 0 because its count saw nobody off 0 (``unseen``: withheld)
-    light = ~tails.heavy & ~withheld & (True if unseen is None else ~unseen)
+    seen = True if unseen is None else ~unseen
+    light = ~tails.heavy & ~withheld & seen
     counted = tail_users(where, users)
     # the scale estimated, no bounds and no tail stated or assumed: the bulk's model decides
     modelled = bounds is None and scale is None and rules.tail is None
@@ -706,6 +709,7 @@ def release_means(
         + heavy_notes(names, tails.heavy & ~withheld, bias, radius, centre)
         + crowded_notes(names, crowded)
         + missed_notes(names, at_edge, overflow, coarse, where.midpoint)
+        + tiny_notes(names, (where.sd < TINY) & ~withheld & seen)
         + beside_notes(names, aside, collapsed)
         + implausible_notes(names, unsure)
         + skew

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HUGE",
+    "TINY",
     "alone_notes",
     "beside_notes",
     "column_note",
@@ -31,12 +32,17 @@ __all__ = [
     "missed_notes",
     "reach_note",
     "sparse_notes",
+    "tiny_notes",
     "unseen_notes",
     "user_notes",
 ]
 
 #: Magnitude beyond which a column's squares (and its error figures) overflow the doubles.
 HUGE = 2.0**500
+#: A released spread within a few times :data:`~dplong.privacy.locate.SMALLEST_SCALE`
+#: (2^-500, over any tail model's median-to-sd factor): the values' spread is below the
+#: engine's resolution (:func:`tiny_notes`), HUGE's mirror.
+TINY = 2.0**-497
 
 
 def missed_notes(
@@ -244,4 +250,27 @@ def user_notes(
         f"Only about {about} of the {n} users (private count, sd {sd:.2g}) have a statistic "
         f"of their own{where}; the estimate describes those users, and its standard errors "
         "use that count.",
+    )
+
+
+def tiny_notes(names: tuple[str, ...], tiny: NDArray[np.bool_]) -> tuple[str, ...]:
+    """The note of the released columns whose spread lies at the engine's smallest (``tiny``:
+    the released scale below :data:`TINY`): values below about 1e-150 in magnitude, where the
+    interval is wider than the values by orders of magnitude (values of 1e-200 were released
+    at -2e-153 with an interval of ±4e-152, and no word); released numbers only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.notes import tiny_notes
+    >>> tiny_notes(("x", "y"), np.array([False, True]))[0][:60]
+    "['y']: its spread lies at the engine's smallest (2^-500): va"
+    """
+    return column_note(
+        names,
+        tiny,
+        "{listed}: its spread lies at the engine's smallest (2^-500): values below about "
+        "1e-150 in magnitude are beyond its resolution, and the interval can be wider than "
+        "them by orders of magnitude. Multiply the column by a public constant, e.g. "
+        "I(x * 1e200).",
     )
