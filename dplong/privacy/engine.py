@@ -43,13 +43,13 @@ from dplong.privacy.budget import (
 from dplong.privacy.counts import side_reach
 from dplong.privacy.locate import (
     ROUGH_RADIUS,
+    TINY_SCALE,
     Location,
     locate,
     median_error,
     rough_error,
 )
 from dplong.privacy.notes import (
-    TINY,
     beside_notes,
     crowded_notes,
     empty_notes,
@@ -709,7 +709,7 @@ def release_means(
         + heavy_notes(names, tails.heavy & ~withheld, bias, radius, centre)
         + crowded_notes(names, crowded)
         + missed_notes(names, at_edge, overflow, coarse, where.midpoint)
-        + tiny_notes(names, (where.sd < TINY) & ~withheld & seen)
+        + tiny_notes(names, (where.sd < TINY_SCALE) & ~withheld & seen)
         + beside_notes(names, aside, collapsed)
         + implausible_notes(names, unsure)
         + skew

@@ -51,6 +51,7 @@ from dplong.privacy.scale import ZERO_CELL, ScaleScan, scale_stage, square_sprea
 __all__ = [
     "ROUGH_RADIUS",
     "SMALLEST_SCALE",
+    "TINY_SCALE",
     "Location",
     "locate",
     "median_error",
@@ -67,6 +68,9 @@ RESOLUTION = 2.0**-40
 #: Smallest spread used: its square stays a normal double (a spread of exactly 0, as for a
 #: constant column, would make the radius and the bias bound degenerate).
 SMALLEST_SCALE = 2.0**-500
+#: A scale within a few times SMALLEST_SCALE (over any tail model's median-to-sd factor): the
+#: values' spread is below the engine's resolution (:func:`~dplong.privacy.notes.tiny_notes`).
+TINY_SCALE = 8.0 * SMALLEST_SCALE
 
 #: The midpoint's check (:func:`~dplong.privacy.counts.side_count`) finds it beside the users where,
 #: even at the low

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HUGE",
-    "TINY",
     "alone_notes",
     "beside_notes",
     "column_note",
@@ -39,10 +38,6 @@ __all__ = [
 
 #: Magnitude beyond which a column's squares (and its error figures) overflow the doubles.
 HUGE = 2.0**500
-#: A released spread within a few times :data:`~dplong.privacy.locate.SMALLEST_SCALE`
-#: (2^-500, over any tail model's median-to-sd factor): the values' spread is below the
-#: engine's resolution (:func:`tiny_notes`), HUGE's mirror.
-TINY = 2.0**-497
 
 
 def missed_notes(
@@ -255,9 +250,10 @@ def user_notes(
 
 def tiny_notes(names: tuple[str, ...], tiny: NDArray[np.bool_]) -> tuple[str, ...]:
     """The note of the released columns whose spread lies at the engine's smallest (``tiny``:
-    the released scale below :data:`TINY`): values below about 1e-150 in magnitude, where the
-    interval is wider than the values by orders of magnitude (values of 1e-200 were released
-    at -2e-153 with an interval of ±4e-152, and no word); released numbers only.
+    the released scale below :data:`~dplong.privacy.locate.TINY_SCALE`): values below about
+    1e-150 in magnitude, where the interval is wider than the values by orders of magnitude
+    (values of 1e-200 were released at -2e-153 with an interval of ±4e-152, and no word);
+    released numbers only.
 
     Examples
     --------
