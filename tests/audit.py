@@ -185,6 +185,21 @@ def repeat(
     return np.array([mechanism(rng) for _ in range(runs)], dtype=np.float64)
 
 
+def audited_runs(
+    package: Callable[[np.random.Generator], Any],
+    replica: Callable[[np.random.Generator], Any],
+    noise_fraction: float,
+    runs: tuple[int, int],
+    seed: int,
+) -> NDArray[np.float64]:
+    """The seeded outputs an audit reads: the package's own un-broken (``noise_fraction`` 1,
+    ``runs[0]`` of them), else the replica's with its noise broken (``runs[1]``), which the
+    power check reads and which reproduces the package when un-broken."""
+    if noise_fraction == 1.0:
+        return repeat(package, runs[0], seed)
+    return repeat(replica, runs[1], seed)
+
+
 def tail_events(
     estimates: NDArray[np.float64],
     low_centre: float,

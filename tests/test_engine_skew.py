@@ -25,6 +25,7 @@ import dplong.privacy.engine as engine
 from dplong.privacy import scale
 from dplong.privacy.engine import Release, release_means
 from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.radius import AssumedTail
 from dplong.privacy.rules import Rules
 
 pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
@@ -427,3 +428,54 @@ def test_a_tail_a_blind_count_finds_is_marked_heavy() -> None:
         misses += not lo <= truth <= hi
         heavy += any("heavy" in w and "'x[by=a]'" in w for w in res.warnings)
     assert misses <= 9 and heavy > 10, (misses, heavy)
+
+
+def _centred_release(x: np.ndarray, seed: int, *, signed: bool) -> Release:
+    """A release of x's mean about the public centre 0 (the mean within 0.05 of it), its tail
+    assumed exponential and checked on each side (``signed``) or by the one joint count."""
+    options = ReleaseOptions.check(
+        x.shape[0], epsilon=4.0, delta=None, privacy="central", bound=None, d=1
+    )
+    rules = Rules(
+        public_centre=(np.zeros(1), np.full(1, 0.05)),
+        tail=AssumedTail("exponential", signed=signed),
+    )
+    return release_means(
+        x[:, None], names=("psi",), options=options, rng=np.random.default_rng(seed), rules=rules
+    )
+
+
+def test_a_tail_counted_on_each_side_marks_a_one_sided_excess_only() -> None:
+    # about a centre the mean lies near, a symmetric tail heavier than the model is clipped on
+    # both sides alike and the mean hardly moves; a one-sided one biases by its excess. t₃
+    # values at 20,000 users put about 2.5 % beyond the counts' rung on each side (3.5 MAD-
+    # based sds): the joint count marks them heavy, the pair does not (its difference is
+    # within ~√C of 0); a centred lognormal (σ = 1) puts ~6 % above and none below: both
+    # mark it, the pair by 10 or more of its sds (HEAVY_SDS is 3.5)
+    rng = np.random.default_rng(0)
+    symmetric = rng.standard_t(3, 20_000)
+    skewed = rng.lognormal(0.0, 1.0, 20_000) - math.exp(0.5)
+    for seed in range(3):
+        assert "heavy" in " ".join(_centred_release(symmetric, seed, signed=False).notes)
+        quiet = _centred_release(symmetric, seed, signed=True)
+        assert not any("heavy" in note for note in quiet.notes), quiet.notes
+        found = _centred_release(skewed, seed, signed=True)
+        assert any("one-sided heavy tail" in note for note in found.notes), found.notes
+        # its clip widened and its bias bound from the counted excess: the interval holds the
+        # users' mean (noise sds: a miss beyond 5 is below 1e-3 per release)
+        gap = abs(found.estimate[0] - skewed.mean())
+        assert gap <= 5.0 * found.noise_sd[0] + found.bias[0], (gap, found.noise_sd, found.bias)
+        tails = [e for e in found.privacy.entries if e.stage == "tail"]
+        assert [(e.target, e.sensitivity) for e in tails] == [("psi", 2.0)]
+
+
+def test_a_tail_counted_on_each_side_needs_a_public_centre() -> None:
+    options = ReleaseOptions.check(500, epsilon=4.0, delta=None, privacy="central", bound=None, d=1)
+    with pytest.raises(ValueError, match="public centre"):
+        release_means(
+            np.zeros((500, 1)),
+            names=("psi",),
+            options=options,
+            rng=np.random.default_rng(0),
+            rules=Rules(tail=AssumedTail("exponential", signed=True)),
+        )

@@ -27,8 +27,8 @@ import pytest
 from audit import (
     BROKEN_NOISE_FRACTION,
     FAR,
+    audited_runs,
     pair_bound,
-    repeat,
     report,
 )
 from numpy.typing import NDArray
@@ -129,9 +129,9 @@ def test_ledger_states_sensitivity_two() -> None:
 @cache
 def _outputs(user: str, noise_fraction: float) -> NDArray[np.float64]:
     seed = 9100 + 10 * list(USERS).index(user) + int(noise_fraction != 1.0)
-    if noise_fraction == 1.0:
-        return repeat(_package(user), RUNS, seed)
-    return repeat(_replica(user, noise_fraction), BROKEN_RUNS, seed)
+    return audited_runs(
+        _package(user), _replica(user, noise_fraction), noise_fraction, (RUNS, BROKEN_RUNS), seed
+    )
 
 
 def _audit(pair: tuple[str, str], noise_fraction: float = 1.0) -> float:

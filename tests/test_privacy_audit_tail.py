@@ -28,8 +28,8 @@ from audit import (
     BROKEN_NOISE_FRACTION,
     CONFIDENCE,
     FAR,
+    audited_runs,
     epsilon_lower_bound,
-    repeat,
     report,
     tail_events,
 )
@@ -131,9 +131,13 @@ def _outputs(user: str, noise_fraction: float, rung: str = "first") -> NDArray[n
     seed = (
         8600 + 10 * list(USERS).index(user) + int(noise_fraction != 1.0) + 100 * RUNGS.index(rung)
     )
-    if noise_fraction == 1.0:
-        return repeat(_package(user, rung), RUNS, seed)
-    return repeat(_replica(user, noise_fraction), BROKEN_RUNS, seed)
+    return audited_runs(
+        _package(user, rung),
+        _replica(user, noise_fraction),
+        noise_fraction,
+        (RUNS, BROKEN_RUNS),
+        seed,
+    )
 
 
 def _audit(pair: tuple[str, str], noise_fraction: float = 1.0, rung: str = "first") -> float:

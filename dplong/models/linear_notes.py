@@ -52,9 +52,10 @@ def _within_assumptions(proxy: float | None) -> tuple[str, ...]:
         "Standard errors: clustered by user ("
         + ("the users' private influence spread" if proxy is None else "the stated scale")
         + "), with every release's noise pushed through the solution and the bias bound.",
-        # stated by the model, checked by no count (docs/accuracy.md, session 68)
-        "Influence values' tail: exponential, not counted; a skewed outcome's one-sided tail "
-        "clipped there biases beyond the intervals (PanelOLS checks its clipping).",
+        # assumed by the model, checked where n ε affords it (tails._signed_tail)
+        "Influence values' tail: exponential, checked by counts on each side where n and "
+        "epsilon afford them (a warning says where not); a skew below their threshold biases "
+        "unseen.",
     )
 
 

@@ -58,7 +58,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
     # an assumed tail model that no tail count can check at this n ε says so (public facts)
     blocks = [
         dataclasses.replace(
-            block, notes=(*block.notes, *unchecked_notes(block.names, block.tail.kind, plan))
+            block, notes=(*block.notes, *unchecked_notes(block.names, block.tail, plan))
         )
         if isinstance(block.tail, AssumedTail) and plan is not None
         else block

@@ -290,6 +290,7 @@ def forecast_noise(
     plan = with_tail(
         plan,
         measured=bounds is None and not stated_scale and measures_tail(tail),
+        signed=isinstance(tail, AssumedTail) and tail.signed,
     )
     kind = tail_model(tail)
     kind = None if isinstance(kind, Moment) else kind
@@ -416,6 +417,10 @@ def release_means(
         raise ValueError("a release given an earlier count must not plan its own")
     if (public_centre is not None) != (plan.midpoint_kind == "public"):
         raise ValueError("a public centre and a plan made with centred=True go together")
+    # counted on each side of a public centre the mean lies near (AssumedTail.signed)
+    signed = isinstance(rules.tail, AssumedTail) and rules.tail.signed
+    if signed and public_centre is None:
+        raise ValueError("a tail counted on each side needs a public centre")
     gamma = options.gamma
     where = locate(
         matrix,
@@ -449,6 +454,7 @@ def release_means(
         plan,
         measured=bounds is None and scale is None and measures_tail(rules.tail),
         users=float(np.max(tail_users(where, found + 2.0 * where.users_sd))),
+        signed=signed,
     )
     if bounds is None:
         radius, budget = _final_radius(where, weights, plan, rules.relative, stated_moment)
@@ -468,6 +474,7 @@ def release_means(
         weight_roots(user_weights),
         # an assumed tail model is checked against what it puts beyond the rungs
         assumed=rules.tail.kind if isinstance(rules.tail, AssumedTail) else None,
+        signed=signed,
     )
     radius, mean_budget = tails.radius, tails.mean_budget
     # the tail model of each column's bias bound: the exponential where the count found a
@@ -595,10 +602,11 @@ def release_means(
         # located centre and no user lies below the lower one, so the mass beyond w + m bounds
         # the bias
         moved = np.nan_to_num(centre - where.centre, nan=0.0)
+        # with weights the count and the clip are of the standardised √w_u (x - c), and a
+        # user's share of the weighted sum is √w_u <= 1 times its standardised excess: the
+        # bound on their total, over W, holds as it is (bias_factor is for a per-user bound)
         beyond = tail_bias(tails.reach, tails.rung, radius + moved, users)
-        bias = np.where(
-            tails.heavy, np.maximum(bias, beyond * bias_factor(user_weights, users, n)), bias
-        )
+        bias = np.where(tails.heavy, np.maximum(bias, beyond), bias)
     # a number whose error figures overflow (the medians missed by hundreds of magnitudes) says
     # nothing: withheld like a missed one; so is one its own released figures call implausible
     unbounded = overflowed(estimate, total_sd, sampling_sd, bias)
@@ -639,13 +647,14 @@ def release_means(
     # not of a column taken as 0 because its count saw nobody off 0 (``unseen``: withheld)
     seen = True if unseen is None else ~unseen
     light = ~tails.heavy & ~withheld & seen
-    counted = tail_users(where, users)
+    # the users a tail count counts (each once, whatever its weight: at most n with weights)
+    counted = tail_users(where, found)
     # the scale estimated, no bounds and no tail stated or assumed: the bulk's model decides
     modelled = bounds is None and scale is None and rules.tail is None
     unchecked = blind_columns(tails.threshold, counted, light) if plan.tail else light & modelled
     # unchecked: a warning (:func:`~dplong.privacy.tails.unchecked_warnings`); among the users
     # off 0 where most users are 0
-    blind_off_zero = unchecked & (counted < users)
+    blind_off_zero = unchecked & (counted < found)
     # a skewed column among the others, by its released mean's distance from its median in
     # plug-in sds: one whose tail no count checked, and one whose clip and bias bound rest on
     # the near-normal plug-in though the tail count ran (it marks heavy tails, not skew: too
@@ -706,7 +715,7 @@ def release_means(
             names, lost, miss, few_users(where.users, where.users_sd, n, d) & (user_weights is None)
         )
         + where.scale_notes(names, sparse=sparse, shown=~withheld)
-        + heavy_notes(names, tails.heavy & ~withheld, bias, radius, centre)
+        + heavy_notes(names, tails.heavy & ~withheld, bias, radius, centre, signed=signed)
         + crowded_notes(names, crowded)
         + missed_notes(names, at_edge, overflow, coarse, where.midpoint)
         + tiny_notes(names, (where.sd < TINY_SCALE) & ~withheld & seen)
@@ -716,7 +725,11 @@ def release_means(
         + unchecked_notes,
         assumptions=moderate_assumptions(names, tails.moderate & ~withheld)
         + lump_assumptions(
-            names, light & ~unchecked & ~tails.moderate & bool(plan.tail), tails.threshold, counted
+            names,
+            light & ~unchecked & ~tails.moderate & bool(plan.tail),
+            tails.threshold,
+            counted,
+            signed=signed,
         ),
         failed=missed | unfound | crowded,
         weighted=user_weights is not None,

@@ -178,15 +178,23 @@ class AssumedTail:
     (user rates with a lognormal spread) can exceed far, and the random-effects location's
     chi-square and exponential components.
 
+    ``signed``: the statistics' mean lies near their public centre (the within estimator's
+    influence values), so their clip biases the mean only by one side's excess over the
+    other's, and the count is of each column's users on each side
+    (:func:`~dplong.privacy.tails._signed_tail`, sized by
+    :func:`~dplong.privacy.budget.signed_share`); a symmetric tail heavier than ``kind`` is
+    then no news.
+
     Examples
     --------
     >>> from dplong.privacy.radius import AssumedTail, check_tail, tail_model
     >>> assumed = check_tail(AssumedTail("exponential"), 1, default_engine=True)
     >>> assumed, tail_model(assumed)
-    (AssumedTail(kind='exponential'), 'exponential')
+    (AssumedTail(kind='exponential', signed=False), 'exponential')
     """
 
     kind: Tails
+    signed: bool = False
 
 
 #: A tail as a fit or a block gives it: a model, or a kind assumed and checked.

@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dplong.privacy.accounting import LedgerEntry
-from dplong.privacy.budget import FinalBudget, ReleasePlan, tail_share, top_up
+from dplong.privacy.budget import FinalBudget, ReleasePlan, signed_share, tail_share, top_up
 from dplong.privacy.locate import Location
 from dplong.privacy.noise import geometric_rate, two_sided_geometric, two_sided_geometric_variance
 from dplong.privacy.projection import MAX_RADIUS
@@ -33,7 +33,6 @@ from dplong.privacy.radius import (
     MAD_OVER_SD,
     AssumedTail,
     Tail,
-    TailModel,
     TailOption,
     Tails,
     beyond_point,
@@ -91,6 +90,7 @@ SKEW_ERRORS = 1.2
 SKEW_SHARE, SKEW_NOISE_SDS = 0.2, 2.0
 
 _TAIL = "lattice Laplace count beyond the radius"
+_SIGNED = "lattice Laplace counts beyond the radius, each side"
 
 #: How far beyond the bulk's radius a heavy column's radius may reach (:func:`_tail_radius`):
 #: the clip of the widest tail the stage vouches for; with little noise a radius far beyond
@@ -188,14 +188,26 @@ LUMP_SDS = 2.0
 SECOND_RUNG = 1.5
 
 
-def with_tail(plan: ReleasePlan, *, measured: bool, users: float | None = None) -> ReleasePlan:
+def with_tail(
+    plan: ReleasePlan, *, measured: bool, users: float | None = None, signed: bool = False
+) -> ReleasePlan:
     """The plan with the tail stage's share (one count of the users in a tail, calibrated with
     the final stage) where the release measures its tail: no bounds, scale or tail stated;
     ``users`` is the high end of the private count of users with a statistic, for whom the
-    share is sized (:func:`~dplong.privacy.budget.tail_share`; n where not given)."""
+    share is sized (:func:`~dplong.privacy.budget.tail_share`; n where not given); ``signed``:
+    the counts on each side of an assumed tail's (:class:`~dplong.privacy.radius.AssumedTail`),
+    sized by :func:`~dplong.privacy.budget.signed_share`."""
     if not measured:
         return plan
-    return dataclasses.replace(plan, tail=tail_share(plan.n, plan.d, plan.per_column, users))
+    return dataclasses.replace(plan, tail=_share(plan, users, signed=signed))
+
+
+def _share(plan: ReleasePlan, users: float | None = None, *, signed: bool = False) -> float:
+    """The tail stage's share for ``plan``: the signed counts' (:func:`_signed_tail`) or the
+    one count's. Public facts and a released count."""
+    if signed:
+        return signed_share(plan.n, plan.per_column)
+    return tail_share(plan.n, plan.d, plan.per_column, users)
 
 
 def measures_tail(tail: TailOption | None) -> bool:
@@ -215,9 +227,10 @@ def measures_tail(tail: TailOption | None) -> bool:
     return tail is None or isinstance(tail, AssumedTail)
 
 
-def affords_count(plan: ReleasePlan) -> bool:
+def affords_count(plan: ReleasePlan, *, signed: bool = False) -> bool:
     """Whether ``plan``'s n ε affords the tail stage's count (:func:`with_tail` gives it a
-    share; :func:`~dplong.privacy.budget.tail_share` at n, a public fact).
+    share, a public fact: :func:`~dplong.privacy.budget.tail_share` at n, or ``signed``,
+    :func:`~dplong.privacy.budget.signed_share`).
 
     Examples
     --------
@@ -226,32 +239,37 @@ def affords_count(plan: ReleasePlan) -> bool:
     >>> [affords_count(ReleasePlan.make(n=545, d=1, epsilon=e, delta=1e-6, stated_scale=False))
     ...  for e in (1.0, 4.0)]
     [False, True]
+    >>> [affords_count(ReleasePlan.make(n=545, d=1, epsilon=e, delta=1e-6, stated_scale=False),
+    ...                signed=True) for e in (2.0, 4.0)]   # a pair resolving √n users
+    [False, True]
     """
-    return tail_share(plan.n, plan.d, plan.per_column) > 0.0
+    return _share(plan, signed=signed) > 0.0
 
 
 def unchecked_notes(
-    names: tuple[str, ...], tail: TailModel | None, plan: ReleasePlan
+    names: tuple[str, ...], assumed: AssumedTail, plan: ReleasePlan
 ) -> tuple[str, ...]:
-    """The note of a release whose tail model the model assumes where its plan affords no tail
-    count (``n ε`` too small: :func:`~dplong.privacy.budget.tail_share` is 0 at n, a public
-    fact): nothing checks the model there, and a heavier tail is clipped beyond the bias bound.
+    """The note of a release whose tail model the model ``assumed`` where its plan affords no
+    tail count (``n ε`` too small: :func:`affords_count` is false, a public fact): nothing
+    checks the model there, and a heavier tail is clipped beyond the bias bound.
 
     Examples
     --------
     >>> from dplong.privacy.budget import ReleasePlan
+    >>> from dplong.privacy.radius import AssumedTail
     >>> from dplong.privacy.tails import unchecked_notes
     >>> small = ReleasePlan.make(n=545, d=2, epsilon=1.0, delta=1e-6, stated_scale=False)
-    >>> (note,) = unchecked_notes(("a", "b"), ("chi-square", "exponential"), small)
+    >>> tail = AssumedTail(("chi-square", "exponential"))
+    >>> (note,) = unchecked_notes(("a", "b"), tail, small)
     >>> note[:66]
     "['a', 'b']: no count checked their chi-square/exponential tails (t"
     >>> large = ReleasePlan.make(n=5912, d=2, epsilon=1.0, delta=1e-6, stated_scale=False)
-    >>> unchecked_notes(("a", "b"), ("chi-square", "exponential"), large)
+    >>> unchecked_notes(("a", "b"), tail, large)
     ()
     """
-    if affords_count(plan):
+    if affords_count(plan, signed=assumed.signed):
         return ()
-    kinds = "/".join(dict.fromkeys(np.atleast_1d(np.asarray(tail)).tolist()))
+    kinds = "/".join(dict.fromkeys(np.atleast_1d(np.asarray(assumed.kind)).tolist()))
     one = len(names) == 1
     return (
         f"{list(names)}: no count checked {'its' if one else 'their'} {kinds} "
@@ -379,6 +397,8 @@ def tail_rule(
     rng: np.random.Generator,
     root: NDArray[np.float64] | None = None,
     assumed: Tails | None = None,
+    *,
+    signed: bool = False,
 ) -> TailFinding:
     """The tail rule (design notes, "Heavy tails"): where the plan has a tail share
     (:func:`with_tail`: no bounds, scale or tail stated, or a tail the model assumes), one
@@ -390,7 +410,9 @@ def tail_rule(
     exponential model's bias bound (:class:`TailFinding`, ``moderate``). ``final`` is the bulk's
     radii, the means' budget and the second moment's (None if not bought); ``assumed`` the
     tail kind the model assumes (one or one per column) (None: the normal plug-in's
-    expectation)."""
+    expectation). ``signed`` (an :class:`~dplong.privacy.radius.AssumedTail`'s, about a public
+    centre the mean lies near): a tail the clip cuts biases the mean only by its excess on one
+    side, and each column's tail is counted on each side instead (:func:`_signed_tail`)."""
     radius, mean_budget, moment_budget = final
     d = radius.shape[0]
     none = np.zeros(d, dtype=bool)
@@ -400,6 +422,8 @@ def tail_rule(
     tail_epsilon, mean_budget = mean_budget.tail_split(plan.tail)
     if not np.any(tail_epsilon > 0.0):
         return dataclasses.replace(quiet, mean_budget=mean_budget)
+    if signed:  # a pair of counts per column, no second rung
+        return _signed_tail(matrix, where, names, radius, (tail_epsilon, mean_budget), rng, root)
     joint = float(np.sum(tail_epsilon))
     users = tail_users(where, where.per_column_users)
     wide, heavy, reach, rung, threshold, moderate = _tail_radius(
@@ -521,9 +545,6 @@ def _tail_radius(
         band = (count > threshold - (HEAVY_SDS - MODERATE_SDS) * sd) & measurable
         heavy = ((count > threshold) & measurable) | blind_columns(threshold, users, band)
         moderate = band & ~heavy
-        # bias K R^(1-α) with K = C r^α / ((α - 1) N̂) against noise c R, c = 2√2 / (N̂ ε_m):
-        # their squares add up least at R^α = K √(α - 1) / c
-        a = TAIL_INDEX
         # the radius is balanced for the users found beyond what the test lets through, a
         # column's share of them (the bias bound below takes them all): a count just past the
         # threshold widens the clip a little, not to the whole Pareto balance (per-user slopes
@@ -531,13 +552,89 @@ def _tail_radius(
         # their MSE for no coverage; docs/accuracy.md), and the heavy coefficients of a
         # regression share their tail's users
         share = max((count - threshold) / max(int(np.sum(measurable)), 1), 1.0)
-        scaled = share * mean_epsilon / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))
         # never inside the rung, beyond which alone the Pareto tail is anchored
-        balanced = np.maximum(rung * scaled ** (1.0 / a), rung)
-        balanced = np.clip(balanced, radius, TAIL_REACH * radius)
+        balanced = np.clip(_balanced(rung, share, mean_epsilon), radius, TAIL_REACH * radius)
         final = np.where(heavy, np.fmin(balanced, MAX_RADIUS), radius)
     reach = np.full(rung.shape, count + EDGE_SDS * sd)
     return final, np.asarray(heavy), reach, rung, threshold, np.asarray(moderate)
+
+
+def _balanced(
+    rung: NDArray[np.float64], users: float | NDArray[np.float64], mean_epsilon: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The radius R >= ``rung`` r that balances a mean's Laplace noise at ``mean_epsilon``
+    against the clipping bias of a Pareto tail of index α (:data:`TAIL_INDEX`) with ``users``
+    C beyond r: the bias K R^(1-α), K = C r^α / ((α - 1) N̂), and the noise c R,
+    c = 2√2 / (N̂ ε_m), add up least in squares at R^α = K √(α - 1) / c (N̂ cancels)."""
+    a = TAIL_INDEX
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = users * mean_epsilon / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))
+        return np.asarray(np.maximum(rung * scaled ** (1.0 / a), rung))
+
+
+def _signed_tail(
+    matrix: NDArray[np.float64],
+    where: Location,
+    names: tuple[str, ...],
+    radius: NDArray[np.float64],
+    budgets: tuple[NDArray[np.float64], FinalBudget],
+    rng: np.random.Generator,
+    root: NDArray[np.float64] | None = None,
+) -> TailFinding:
+    """The tail stage about a public centre the mean lies near (the within estimator's
+    influence values: ``AssumedTail(..., signed=True)``): the clip cuts both sides' tails and
+    the mean moves by their difference. A symmetric tail heavier than the model (the wage
+    panel's hours) costs nothing there; a one-sided one (a count outcome's influence, a
+    demeaned regressor times a skewed residual) biases by its excess.
+
+    So each live column's users beyond ``TAIL_RUNG σ̂_j`` from the centre (standardised as in
+    :func:`_tail_radius`) are counted on each side, ``(C₊, C₋)``, with two-sided geometric noise
+    at the column's tail ε, the first of ``budgets`` (sensitivity 2 for the pair, L1: a
+    replaced user leaves one side and joins the other); the columns' counts compose to the
+    plan's tail share (:func:`~dplong.privacy.budget.signed_share`). Whatever the tail's kind,
+    a symmetric one leaves ``D = C₊ - C₋`` at 0 give or take ``√(C₊ + C₋)`` (each user beyond
+    the rung on a side by a fair coin); the rung is the normal plug-in's, where the negative
+    binomial panel of ``tests/test_within.py`` is told apart best (its ``D`` 3.1 of those sds
+    and the noise's from 0 at ε = 4, against 1.9 at 2 σ̂ and at the exponential's 6.4 σ̂).
+
+    ``|D̂|`` beyond :data:`HEAVY_SDS` sds of sampling and noise marks the column heavy on one
+    side: ``|D̂|`` users of a Pareto tail through the rung size its radius (:func:`_balanced`,
+    at most :data:`TAIL_REACH` times the bulk's ``radius``), and ``|D̂|`` plus
+    :data:`EDGE_SDS` noise sds bound its bias (:func:`tail_bias`): the two sides' tails taken
+    of one shape, their masses telling them apart. The threshold returned is the largest
+    column's, in users. A function of the data through the counts only."""
+    tail_epsilon, mean_budget = budgets
+    d = radius.shape[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        rung = np.full(d, TAIL_RUNG) * where.sd
+        deviations = (matrix - where.centre) * (1.0 if root is None else root)
+        measurable = np.isfinite(rung) & (rung > 0) & ~where.doomed & (tail_epsilon > 0.0)
+        # NaN: no statistic, on neither side
+        sides = np.stack([np.sum(deviations > rung, axis=0), np.sum(deviations < -rung, axis=0)])
+    rate = np.asarray(geometric_rate(np.where(measurable, tail_epsilon, 1.0), 2.0))
+    noisy = sides + two_sided_geometric(rng, rate, (2, d))
+    noise_sd = np.sqrt(2.0 * two_sided_geometric_variance(rate))  # of the difference
+    excess = np.abs(noisy[0] - noisy[1]).astype(float)
+    spread = np.sqrt(np.maximum(noisy[0] + noisy[1], 0.0) + noise_sd**2)
+    heavy = (excess > HEAVY_SDS * spread) & measurable
+    with np.errstate(over="ignore", invalid="ignore"):
+        balanced = _balanced(rung, np.maximum(excess, 1.0), mean_budget.laplace_equivalent())
+        wide = np.clip(balanced, radius, TAIL_REACH * radius)
+    entries = tuple(
+        LedgerEntry("tail", _SIGNED, name, float(e), 0.0, 0.0, 2.0, 1.0 / float(a))
+        for name, e, a, m in zip(names, tail_epsilon, rate, measurable, strict=True)
+        if m
+    )
+    return TailFinding(
+        np.where(heavy, np.fmin(wide, MAX_RADIUS), radius),
+        np.asarray(heavy),
+        excess + EDGE_SDS * noise_sd,
+        rung,
+        entries,
+        mean_budget,
+        float(np.max(np.where(measurable, HEAVY_SDS * spread, 0.0), initial=0.0)),
+        np.zeros(d, dtype=bool),
+    )
 
 
 def rung_sds(kinds: Tails) -> NDArray[np.float64]:
@@ -603,8 +700,7 @@ def _second_rung(
         if not lump:
             return wide, reach, rung
         share = max(count / max(int(np.sum(heavy)), 1), 1.0)
-        scaled = share * mean_epsilon / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))
-        balanced = np.clip(np.maximum(wide * scaled ** (1.0 / a), wide), wide, TAIL_REACH * bulk)
+        balanced = np.clip(_balanced(wide, share, mean_epsilon), wide, TAIL_REACH * bulk)
         final = np.where(heavy, np.fmin(balanced, MAX_RADIUS), wide)
     upper = np.full(wide.shape, count + EDGE_SDS * sd)
     return final, np.where(heavy, upper, reach), np.where(heavy, wide, rung)
@@ -638,19 +734,40 @@ def heavy_notes(
     bias: NDArray[np.float64],
     radius: NDArray[np.float64],
     centre: NDArray[np.float64],
+    *,
+    signed: bool = False,
 ) -> tuple[str, ...]:
     """The reliability warning of the heavy-tailed columns (one, as their tail count is one):
     how far out each was clipped, and how much of its mean the interval allows for beyond the
-    clip."""
+    clip. ``signed``: found by the counts on each side about a public centre
+    (:func:`_signed_tail`), one side's tail heavier than the other's.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.tails import heavy_notes
+    >>> (note,) = heavy_notes(("psi",), np.array([True]), np.array([0.1]), np.array([5.0]),
+    ...                       np.zeros(1), signed=True)
+    >>> note[:75]
+    "['psi']: a one-sided heavy tail (found privately: more users beyond 3.5 sds"
+    """
     columns = np.flatnonzero(heavy)
     if not columns.size:
         return ()
     one = columns.size == 1
     ranges = [f"[{centre[j] - radius[j]:.4g}, {centre[j] + radius[j]:.4g}]" for j in columns]
     allowances = [f"{bias[j]:.3g}" for j in columns]
+    if signed:
+        which = str([names[j] for j in columns])
+        found = (
+            f"{'a one-sided heavy tail' if one else 'one-sided heavy tails'} (found privately: "
+            f"more users beyond {TAIL_RUNG:g} sds on one side than the other)"
+        )
+    else:
+        which = _listed([repr(names[j]) for j in columns])
+        found = f"heavy {'tail' if one else 'tails'} (found privately)"
     return (
-        f"{_listed([repr(names[j]) for j in columns])}: heavy {'tail' if one else 'tails'}"
-        f" (found privately) clipped outside {_listed(ranges)}; the"
+        f"{which}: {found} clipped outside {_listed(ranges)}; the"
         f" {'interval allows' if one else 'intervals allow'} {_listed(allowances)} for"
         f" {'it' if one else 'them'} (Pareto index {TAIL_INDEX:g}; a heavier tail could hide"
         " more: give bounds).",
@@ -831,6 +948,8 @@ def lump_assumptions(
     checked: NDArray[np.bool_],
     threshold: float,
     users: NDArray[np.float64],
+    *,
+    signed: bool = False,
 ) -> tuple[str, ...]:
     """The assumption line of the ``checked`` columns, whose tail count ran, was not blind
     (:func:`blind_columns`) and marked them neither heavy nor moderate: its ``threshold``
@@ -838,7 +957,9 @@ def lump_assumptions(
     that it sees, so a smaller one is clipped unseen and its pull is in no interval (1 % of
     10,000 users at a thousand sds, ε = 4, below a threshold of about 110: released at 0.04
     against a mean of 8.9; docs/accuracy.md). The share is of the fewest ``users`` of those
-    columns. Released numbers and public facts only.
+    columns. ``signed``: the counts on each side about a public centre (:func:`_signed_tail`),
+    whose threshold is the smallest excess on one side they see. Released numbers and public
+    facts only.
 
     Examples
     --------
@@ -848,11 +969,19 @@ def lump_assumptions(
     ...                            np.array([10000.0, 9000.0]))
     >>> line[:87]
     "Tail count of ['a']: a group of fewer than about 96 users (1.0%) far beyond the bulk is"
+    >>> lump_assumptions(("a",), np.array([True]), 61.7, np.array([2000.0]), signed=True)[0][:80]
+    "Tail counts of ['a']: more users beyond 3.5 sds on one side than the other by fe"
     """
     if not checked.any():
         return ()
     which = [names[j] for j in np.flatnonzero(checked)]
     share = threshold / max(float(np.min(users[checked])), 1.0)
+    if signed:
+        return (
+            f"Tail counts of {which}: more users beyond {TAIL_RUNG:g} sds on one side than the "
+            f"other by fewer than about {threshold:.0f} ({share:.1%}) is below their threshold: "
+            "such a skew is clipped unseen, and its pull is in no interval.",
+        )
     return (
         f"Tail count of {which}: a group of fewer than about {threshold:.0f} users "
         f"({share:.1%}) far beyond the bulk is below its threshold: clipped unseen, its pull "

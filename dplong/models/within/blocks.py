@@ -15,7 +15,7 @@ from dplong.models.within.noise import _centre_bound
 from dplong.models.within.regressors import WithinProducts
 from dplong.privacy.budget import users_share
 from dplong.privacy.engine import Release
-from dplong.privacy.radius import Tail
+from dplong.privacy.radius import AssumedTail, Tail
 from dplong.privacy.rules import UserWeights
 
 __all__ = ["DESIGN_USERS", "INFLUENCE_WEIGHTS", "within_blocks", "within_shares"]
@@ -157,7 +157,8 @@ def within_blocks(
             influence_block,
             stated_scale=scale is not None,
             weighted=True,
-            tail="exponential",
+            # checked by counts on each side: a one-sided excess biases, a symmetric one not
+            tail=AssumedTail("exponential", signed=True),
             count_from=0,
             relative=True,  # each coefficient's noise in its own units: the fit's are unit-free
             centred=True,

@@ -103,7 +103,10 @@ def within_results(
         users=users,
         users_sd=float(first.users_sd),
         variant=first.variant,
-        assumptions=assumptions,
+        # and the releases' own (the influence's tail counts: what they cannot see)
+        assumptions=tuple(
+            dict.fromkeys((*assumptions, *(a for r in releases for a in r.assumptions)))
+        ),
         warnings=notes,
         gamma=options.gamma,
         bad_events=pd.Series(min(1.0, bad_events), index=index, name="bad events"),

@@ -79,6 +79,7 @@ from dplong.privacy.budget.stages import (
     ZERO_COUNT_SHARE,
     ZERO_COUNT_USERS,
     column_epsilon,
+    signed_share,
     tail_share,
 )
 
@@ -127,6 +128,7 @@ __all__ = [
     "remaining_rho",
     "settle",
     "share_weights",
+    "signed_share",
     "split_users",
     "statistics_budget",
     "tail_share",

@@ -139,6 +139,13 @@ MOMENT_SHARE, MOMENT_USERS = 0.1, 500.0
 #: (about 1 % of their MSE; docs/accuracy.md).
 TAIL_USERS, TAIL_FLOOR = 600.0, 160.0
 TAIL_SHARES = (0.06, 0.2)
+#: About a public centre the tail stage counts each column's users on each side
+#: (:func:`dplong.privacy.tails._signed_tail`): a pair of counts at the column's tail ε ε_t
+#: (sensitivity 2), whose difference has noise sd ``4 / ε_t`` users. What it must resolve is
+#: a one-sided excess of about √n users, each some spreads beyond the clip, which moves the
+#: mean by about a standard error: at ``ε_t √n`` of ``SIGNED_USERS`` its 3.5-sd threshold
+#: (the noise's part) is √n.
+SIGNED_USERS = 14.0
 #: Shares of a column's ε for the stable-histogram midpoint and for its reserved fallback.
 HISTOGRAM_SHARE, FALLBACK_SHARE = 0.35, 0.2
 #: τ' = √(2 log(2/γ)) at γ = 0.05, in units of the scale: the histogram bins' half-width.
@@ -318,6 +325,24 @@ def tail_share(n: int, d: int, per_column: float, users: float | None = None) ->
     # a count's high end beyond n is its noise (at most n users have a statistic)
     counted = n if users is None or not users < n else max(users, 1.0)
     return min(max(TAIL_USERS / (counted * d * per_column), low), high)
+
+
+def signed_share(n: int, per_column: float) -> float:
+    """The share of each column's final mean budget for the signed tail count about a public
+    centre (:data:`SIGNED_USERS`): ``SIGNED_USERS / (√n ε)`` of the column's ``per_column``
+    ε, at least the low end of :data:`TAIL_SHARES`; 0 where that is beyond its high end (the
+    count could not resolve √n users for the share of the mean's budget it may take). Public
+    facts only.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import signed_share
+    >>> round(signed_share(2000, 2.0), 3), signed_share(100_000, 2.0), signed_share(545, 0.9)
+    (0.157, 0.06, 0.0)
+    """
+    low, high = TAIL_SHARES
+    share = max(SIGNED_USERS / (math.sqrt(n) * per_column), low)
+    return share if share <= high else 0.0
 
 
 def _budget_phrase(epsilon: float, share: float, d: int) -> str:
