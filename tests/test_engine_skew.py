@@ -461,8 +461,8 @@ def test_a_tail_counted_on_each_side_marks_a_one_sided_excess_only() -> None:
         assert not any("heavy" in note for note in quiet.notes), quiet.notes
         found = _centred_release(skewed, seed, signed=True)
         assert any("one-sided heavy tail" in note for note in found.notes), found.notes
-        # its clip widened and its bias bound from the counted excess: the interval holds the
-        # users' mean (noise sds: a miss beyond 5 is below 1e-3 per release)
+        # its bias bound from the counted excess: the interval holds the users' mean (noise
+        # sds: a miss beyond 5 is below 1e-3 per release)
         gap = abs(found.estimate[0] - skewed.mean())
         assert gap <= 5.0 * found.noise_sd[0] + found.bias[0], (gap, found.noise_sd, found.bias)
         tails = [e for e in found.privacy.entries if e.stage == "tail"]

@@ -586,7 +586,7 @@ def test_a_skewed_influence_is_honest_or_warned() -> None:
     off. The counts on each side of the influence (``tails._signed_tail``) find the excess
     where they resolve it (:func:`test_a_one_sided_influence_tail_is_found_where_counted`); at
     2,000 persons and ε = 4, just inside the n ε that affords them, in 10 of 30 fits, and 20
-    of 30 miss with no warning (29 before the counts). Every interval that misses the
+    of 30 miss with no warning (30 before the counts). Every interval that misses the
     non-private estimate must be warned."""
     for seed in range(10):
         frame = _counts_panel(seed)
@@ -604,9 +604,10 @@ def test_a_one_sided_influence_tail_is_found_where_counted() -> None:
     """The same count outcome at 5,000 persons and ε = 4, where the influence's counts on
     each side resolve an excess of about √n users (``budget.signed_share``): the excess (250-300
     persons beyond 3.5 sds above against 80-130 below, 3.6-5 sds of its sampling and noise
-    spread from 0) is found in every fit of seeds 0-9, the clip widens and the bias bound takes
-    it, and each interval holds the non-private within estimate (19 of 20 found, and 20 of 20
-    covered or warned, over seeds 0-19; 30 of 30 missed unwarned before the counts)."""
+    spread from 0) is found in every fit of seeds 0-9, the bias bound takes it (a Pareto tail
+    through the excess: about 0.45 against a clip that cuts 0.1-0.15) and each interval holds
+    the non-private within estimate (19 of 20 found, and 20 of 20 covered or warned, over
+    seeds 0-19; 20 of 20 missed unwarned before the counts)."""
     for seed in range(10):
         frame = _counts_panel(seed, people=5000)
         demeaned = frame[["x", "y"]] - frame.groupby("id")[["x", "y"]].transform("mean")
@@ -623,7 +624,7 @@ def test_a_one_sided_influence_tail_is_found_where_counted() -> None:
 def test_a_symmetric_influence_tail_is_counted_and_not_flagged() -> None:
     """The wage panel's ``lwage ~ exper + hours``: hours' influence has a heavy tail, about as
     many men beyond 3.5 sds above as below (28 and 29), which one joint count marked heavy in
-    44 of 59 fits at ε = 4, widening the intervals 25-fold for a clip that hardly biases. At
+    44 of 59 fits at ε = 4, its allowance 25 times the SE for a clip that hardly biases. At
     ε = 16 the counts on each side run (545 men afford them from about there: public facts)
     and flag neither column (0 of 30 fits); at ε = 4 they are not afforded, no tail stage runs
     and the public facts' warning says so."""

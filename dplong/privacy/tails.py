@@ -598,11 +598,16 @@ def _signed_tail(
     and the noise's from 0 at ε = 4, against 1.9 at 2 σ̂ and at the exponential's 6.4 σ̂).
 
     ``|D̂|`` beyond :data:`HEAVY_SDS` sds of sampling and noise marks the column heavy on one
-    side: ``|D̂|`` users of a Pareto tail through the rung size its radius (:func:`_balanced`,
-    at most :data:`TAIL_REACH` times the bulk's ``radius``), and ``|D̂|`` plus
-    :data:`EDGE_SDS` noise sds bound its bias (:func:`tail_bias`): the two sides' tails taken
-    of one shape, their masses telling them apart. The threshold returned is the largest
-    column's, in users. A function of the data through the counts only."""
+    side, and ``|D̂|`` plus :data:`EDGE_SDS` noise sds of a Pareto tail through the rung bound
+    its bias (:func:`tail_bias`): the two sides' tails taken of one shape, their masses telling
+    them apart. The clip stays: the within estimator's influence values are ``Â⁻¹ (b_u - A_u
+    β₀)``, and where a regressor's within spread is heavy their one-sided tail is the pilot's
+    error times the heavy ``A_u``, whose mean the released design ``Â`` (its tails checked by
+    no count) understates; a wider clip of them multiplies the pilot's error by ``Â⁻¹ Ā``
+    instead of cancelling it (a lognormal within spread, σ = 1.5, at 2,000 persons and ε = 4:
+    RMSE 0.047 → 0.55 widened as a heavy column is, 0.11 at twice the radius). The threshold
+    returned is the largest column's, in users. A function of the data through the counts
+    only."""
     tail_epsilon, mean_budget = budgets
     d = radius.shape[0]
     with np.errstate(over="ignore", invalid="ignore"):
@@ -617,16 +622,13 @@ def _signed_tail(
     excess = np.abs(noisy[0] - noisy[1]).astype(float)
     spread = np.sqrt(np.maximum(noisy[0] + noisy[1], 0.0) + noise_sd**2)
     heavy = (excess > HEAVY_SDS * spread) & measurable
-    with np.errstate(over="ignore", invalid="ignore"):
-        balanced = _balanced(rung, np.maximum(excess, 1.0), mean_budget.laplace_equivalent())
-        wide = np.clip(balanced, radius, TAIL_REACH * radius)
     entries = tuple(
         LedgerEntry("tail", _SIGNED, name, float(e), 0.0, 0.0, 2.0, 1.0 / float(a))
         for name, e, a, m in zip(names, tail_epsilon, rate, measurable, strict=True)
         if m
     )
     return TailFinding(
-        np.where(heavy, np.fmin(wide, MAX_RADIUS), radius),
+        radius,
         np.asarray(heavy),
         excess + EDGE_SDS * noise_sd,
         rung,
