@@ -9,7 +9,9 @@ tail through the count (:func:`tail_bias`), and a second rung beyond the widened
 (:func:`_second_rung`) finds a lump of users far out; a count above the normal's expectation
 by less bounds the clipping bias of the columns on the normal plug-in with the exponential
 tail model instead (:data:`MODERATE_SDS`). A column whose rough mean lies far from its median
-is skewed and gets the exponential tail model (:func:`skew_tails`). The findings
+is skewed and gets the exponential tail model (:func:`skew_tails`). About a public centre the
+mean lies near, an assumed tail is counted on each side instead (:func:`_signed_tail`): only
+a one-sided excess biases there. The findings
 are a :class:`TailFinding`; the warning they carry is :func:`heavy_notes`. The rationale is in
 ``docs/design/engine.md`` ("Heavy tails").
 """
@@ -759,20 +761,22 @@ def heavy_notes(
     one = columns.size == 1
     ranges = [f"[{centre[j] - radius[j]:.4g}, {centre[j] + radius[j]:.4g}]" for j in columns]
     allowances = [f"{bias[j]:.3g}" for j in columns]
-    if signed:
+    if signed:  # a within fit's influence: a skewed outcome's, which a transform evens out
         which = str([names[j] for j in columns])
         found = (
             f"{'a one-sided heavy tail' if one else 'one-sided heavy tails'} (found privately: "
             f"more users beyond {TAIL_RUNG:g} sds on one side than the other)"
         )
+        remedy = "model a transform (np.log1p) of a skewed outcome"
     else:
         which = _listed([repr(names[j]) for j in columns])
         found = f"heavy {'tail' if one else 'tails'} (found privately)"
+        remedy = "give bounds"
     return (
         f"{which}: {found} clipped outside {_listed(ranges)}; the"
         f" {'interval allows' if one else 'intervals allow'} {_listed(allowances)} for"
         f" {'it' if one else 'them'} (Pareto index {TAIL_INDEX:g}; a heavier tail could hide"
-        " more: give bounds).",
+        f" more: {remedy}).",
     )
 
 

@@ -140,7 +140,7 @@ MOMENT_SHARE, MOMENT_USERS = 0.1, 500.0
 TAIL_USERS, TAIL_FLOOR = 600.0, 160.0
 TAIL_SHARES = (0.06, 0.2)
 #: About a public centre the tail stage counts each column's users on each side
-#: (:func:`dplong.privacy.tails._signed_tail`): a pair of counts at the column's tail ε ε_t
+#: (:func:`dplong.privacy.tails._signed_tail`): a pair of counts at the column's tail ε_t
 #: (sensitivity 2), whose difference has noise sd ``4 / ε_t`` users. What it must resolve is
 #: a one-sided excess of about √n users, each some spreads beyond the clip, which moves the
 #: mean by about a standard error: at ``ε_t √n`` of ``SIGNED_USERS`` its 3.5-sd threshold
