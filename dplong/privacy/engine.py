@@ -88,6 +88,7 @@ from dplong.privacy.tails import (
     EDGE_SDS,
     TAIL_REACH,
     blind_columns,
+    crowded_clip_notes,
     heavy_notes,
     lump_assumptions,
     measures_tail,
@@ -716,6 +717,7 @@ def release_means(
         )
         + where.scale_notes(names, sparse=sparse, shown=~withheld)
         + heavy_notes(names, tails.heavy & ~withheld, bias, radius, centre, signed=signed)
+        + crowded_clip_notes(names, tails.crowded & ~withheld, tails.clipped, n)
         + crowded_notes(names, crowded)
         + missed_notes(names, at_edge, overflow, coarse, where.midpoint)
         + tiny_notes(names, (where.sd < TINY_SCALE) & ~withheld & seen)
@@ -726,7 +728,8 @@ def release_means(
         assumptions=moderate_assumptions(names, tails.moderate & ~withheld)
         + lump_assumptions(
             names,
-            light & ~unchecked & ~tails.moderate & bool(plan.tail),
+            # not where the clip cuts many: its warning says more
+            light & ~unchecked & ~tails.moderate & ~tails.crowded & bool(plan.tail),
             tails.threshold,
             counted,
             signed=signed,

@@ -53,6 +53,7 @@ __all__ = [
     "Unchecked",
     "affords_count",
     "blind_columns",
+    "crowded_clip_notes",
     "heavy_notes",
     "lump_assumptions",
     "measures_tail",
@@ -92,7 +93,7 @@ SKEW_ERRORS = 1.2
 SKEW_SHARE, SKEW_NOISE_SDS = 0.2, 2.0
 
 _TAIL = "lattice Laplace count beyond the radius"
-_SIGNED = "lattice Laplace counts beyond the radius, each side"
+_SIGNED = "lattice Laplace counts beyond the rung and the clip, each side"
 
 #: How far beyond the bulk's radius a heavy column's radius may reach (:func:`_tail_radius`):
 #: the clip of the widest tail the stage vouches for; with little noise a radius far beyond
@@ -242,7 +243,7 @@ def affords_count(plan: ReleasePlan, *, signed: bool = False) -> bool:
     ...  for e in (1.0, 4.0)]
     [False, True]
     >>> [affords_count(ReleasePlan.make(n=545, d=1, epsilon=e, delta=1e-6, stated_scale=False),
-    ...                signed=True) for e in (2.0, 4.0)]   # a pair resolving √n users
+    ...                signed=True) for e in (4.0, 8.0)]   # counts resolving √n users
     [False, True]
     """
     return _share(plan, signed=signed) > 0.0
@@ -359,8 +360,10 @@ class TailFinding:
     count of users beyond the rung that marks the columns heavy (public facts and released
     numbers: :func:`blind_columns`), and the ``moderate`` columns, whose normal plug-in the
     count overturned short of the heavy threshold (:data:`MODERATE_SDS`): their bias bound
-    takes the exponential tail model. Where the rule does not run: the bulk's radius, no heavy
-    or moderate column, no entry, the budget untouched, a threshold of 0."""
+    takes the exponential tail model. Counted on each side (:func:`_signed_tail`), the
+    ``crowded`` columns, whose clip cuts many users (:func:`crowded_clip_notes`), and their
+    released ``clipped`` counts. Where the rule does not run: the bulk's radius, no heavy,
+    moderate or crowded column, no entry, the budget untouched, a threshold of 0."""
 
     radius: NDArray[np.float64]
     heavy: NDArray[np.bool_]
@@ -370,6 +373,8 @@ class TailFinding:
     mean_budget: FinalBudget
     threshold: float = 0.0
     moderate: NDArray[np.bool_] = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
+    crowded: NDArray[np.bool_] = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
+    clipped: NDArray[np.float64] = dataclasses.field(default_factory=lambda: np.zeros(0))
 
     def tail(self, tail: Tails) -> Tails:
         """The tail model of each column's bias bound after the rule: ``tail`` (the located
@@ -418,13 +423,15 @@ def tail_rule(
     radius, mean_budget, moment_budget = final
     d = radius.shape[0]
     none = np.zeros(d, dtype=bool)
-    quiet = TailFinding(radius, none, np.zeros(d), np.zeros(d), (), mean_budget, moderate=none)
+    quiet = TailFinding(
+        radius, none, np.zeros(d), np.zeros(d), (), mean_budget, 0.0, none, none, np.full(d, np.nan)
+    )
     if not plan.tail:
         return quiet
     tail_epsilon, mean_budget = mean_budget.tail_split(plan.tail)
     if not np.any(tail_epsilon > 0.0):
         return dataclasses.replace(quiet, mean_budget=mean_budget)
-    if signed:  # a pair of counts per column, no second rung
+    if signed:  # four counts per column (two bins a side), no second rung
         return _signed_tail(matrix, where, names, radius, (tail_epsilon, mean_budget), rng, root)
     joint = float(np.sum(tail_epsilon))
     users = tail_users(where, where.per_column_users)
@@ -467,7 +474,17 @@ def tail_rule(
         others = [*where.entries, *entries]
         moment_costs = [] if moment_budget is None else moment_budget.costs()
         mean_budget = top_up(plan, [e.cost for e in others] + moment_costs, mean_budget)
-    return TailFinding(wide, heavy, reach, rung, tuple(entries), mean_budget, threshold, moderate)
+    return dataclasses.replace(
+        quiet,
+        radius=wide,
+        heavy=heavy,
+        reach=reach,
+        rung=rung,
+        entries=tuple(entries),
+        mean_budget=mean_budget,
+        threshold=threshold,
+        moderate=moderate,
+    )
 
 
 def _tail_radius(
@@ -589,41 +606,58 @@ def _signed_tail(
     panel's hours) costs nothing there; a one-sided one (a count outcome's influence, a
     demeaned regressor times a skewed residual) biases by its excess.
 
-    So each live column's users beyond ``TAIL_RUNG σ̂_j`` from the centre (standardised as in
-    :func:`_tail_radius`) are counted on each side, ``(C₊, C₋)``, with two-sided geometric noise
-    at the column's tail ε, the first of ``budgets`` (sensitivity 2 for the pair, L1: a
-    replaced user leaves one side and joins the other); the columns' counts compose to the
-    plan's tail share (:func:`~dplong.privacy.budget.signed_share`). Whatever the tail's kind,
-    a symmetric one leaves ``D = C₊ - C₋`` at 0 give or take ``√(C₊ + C₋)`` (each user beyond
-    the rung on a side by a fair coin); the rung is the normal plug-in's, where the negative
-    binomial panel of ``tests/test_within.py`` is told apart best (its ``D`` 3.1 of those sds
-    and the noise's from 0 at ε = 4, against 1.9 at 2 σ̂ and at the exponential's 6.4 σ̂).
+    So each live column's users are counted on each side in two bins, beyond the rung
+    ``r_j = TAIL_RUNG σ̂_j`` up to the clip ``w_j`` and beyond the clip (standardised as in
+    :func:`_tail_radius`; the rung at most the clip), with two-sided geometric noise at the
+    column's tail ε, the first of ``budgets``: a user lies in one bin at most, so the four
+    counts have sensitivity 2 (L1: a replaced user leaves one bin and joins another); the
+    columns' counts compose to the plan's tail share
+    (:func:`~dplong.privacy.budget.signed_share`).
 
-    ``|D̂|`` beyond :data:`HEAVY_SDS` sds of sampling and noise marks the column heavy on one
-    side, and ``|D̂|`` plus :data:`EDGE_SDS` noise sds of a Pareto tail through the rung bound
-    its bias (:func:`tail_bias`): the two sides' tails taken of one shape, their masses telling
-    them apart. The clip stays: the within estimator's influence values are ``Â⁻¹ (b_u - A_u
+    Whatever the tail's kind, a symmetric one leaves the excess ``D = C₊ - C₋`` beyond the rung
+    at 0 give or take ``√(C₊ + C₋)`` (each user beyond it on a side by a fair coin); the rung
+    is the normal plug-in's, where the negative binomial panel of ``tests/test_within.py`` is
+    told apart best (its ``D`` 3.1 of those sds and the noise's from 0 at ε = 4, against 1.9
+    at 2 σ̂ and at the exponential's 6.4 σ̂, 2.7 at the clip). ``|D̂|`` beyond
+    :data:`HEAVY_SDS` sds of sampling and noise marks the column heavy on one side, and
+    ``|D̂|`` plus :data:`EDGE_SDS` noise sds of a Pareto tail through the rung bound its bias
+    (:func:`tail_bias`): the two sides' tails taken of one shape, their masses telling them
+    apart. The clip stays: the within estimator's influence values are ``Â⁻¹ (b_u - A_u
     β₀)``, and where a regressor's within spread is heavy their one-sided tail is the pilot's
     error times the heavy ``A_u``, whose mean the released design ``Â`` (its tails checked by
     no count) understates; a wider clip of them multiplies the pilot's error by ``Â⁻¹ Ā``
     instead of cancelling it (a lognormal within spread, σ = 1.5, at 2,000 persons and ε = 4:
-    RMSE 0.047 → 0.55 widened as a heavy column is, 0.11 at twice the radius). The threshold
-    returned is the largest column's, in users. A function of the data through the counts
-    only."""
+    RMSE 0.047 → 0.55 widened as a heavy column is, 0.11 at twice the radius).
+
+    Counts see how many users lie out on each side, not how far: a tail as heavy on both sides
+    in count and far heavier on one in reach (RAND HIE's spending) leaves ``D`` near 0. Where
+    the clip itself cuts more than √n users (the released count beyond it, :data:`HEAVY_SDS`
+    noise sds down), the estimate rests on the balance of their tails, which nothing measures:
+    the column is ``crowded`` (:func:`crowded_clip_notes`). The threshold returned is the
+    largest column's, in users. A function of the data through the counts only."""
     tail_epsilon, mean_budget = budgets
     d = radius.shape[0]
     with np.errstate(over="ignore", invalid="ignore"):
-        rung = np.full(d, TAIL_RUNG) * where.sd
+        rung = np.fmin(np.full(d, TAIL_RUNG) * where.sd, radius)
         deviations = (matrix - where.centre) * (1.0 if root is None else root)
         measurable = np.isfinite(rung) & (rung > 0) & ~where.doomed & (tail_epsilon > 0.0)
-        # NaN: no statistic, on neither side
-        sides = np.stack([np.sum(deviations > rung, axis=0), np.sum(deviations < -rung, axis=0)])
+        # NaN: no statistic, in no bin
+        outer = [deviations > radius, deviations < -radius]
+        inner = [(deviations > rung) & ~outer[0], (deviations < -rung) & ~outer[1]]
+        bins = np.stack([np.sum(b, axis=0) for b in (*inner, *outer)])
     rate = np.asarray(geometric_rate(np.where(measurable, tail_epsilon, 1.0), 2.0))
-    noisy = sides + two_sided_geometric(rng, rate, (2, d))
-    noise_sd = np.sqrt(2.0 * two_sided_geometric_variance(rate))  # of the difference
-    excess = np.abs(noisy[0] - noisy[1]).astype(float)
-    spread = np.sqrt(np.maximum(noisy[0] + noisy[1], 0.0) + noise_sd**2)
+    noisy = (bins + two_sided_geometric(rng, rate, (4, d))).astype(float)
+    draw = two_sided_geometric_variance(rate)
+    noise_sd = np.sqrt(4.0 * draw)  # of D, a sum of four draws
+    excess = np.abs(noisy[0] + noisy[2] - noisy[1] - noisy[3])
+    spread = np.sqrt(np.maximum(np.sum(noisy, axis=0), 0.0) + noise_sd**2)
     heavy = (excess > HEAVY_SDS * spread) & measurable
+    clipped = noisy[2] + noisy[3]
+    crowded = (
+        (clipped - HEAVY_SDS * np.sqrt(2.0 * draw) > math.sqrt(matrix.shape[0]))
+        & measurable
+        & ~heavy
+    )
     entries = tuple(
         LedgerEntry("tail", _SIGNED, name, float(e), 0.0, 0.0, 2.0, 1.0 / float(a))
         for name, e, a, m in zip(names, tail_epsilon, rate, measurable, strict=True)
@@ -638,6 +672,38 @@ def _signed_tail(
         mean_budget,
         float(np.max(np.where(measurable, HEAVY_SDS * spread, 0.0), initial=0.0)),
         np.zeros(d, dtype=bool),
+        np.asarray(crowded),
+        np.where(measurable, clipped, np.nan),
+    )
+
+
+def crowded_clip_notes(
+    names: tuple[str, ...], crowded: NDArray[np.bool_], clipped: NDArray[np.float64], n: int
+) -> tuple[str, ...]:
+    """The reliability warning of the columns whose clip about a public centre cuts many
+    users (:func:`_signed_tail`: its released count beyond the clip above √n by its noise):
+    the estimate rests on the balance of their tails, which no released number measures.
+    Released numbers and public facts only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.tails import crowded_clip_notes
+    >>> (note,) = crowded_clip_notes(("psi",), np.array([True]), np.array([825.0]), 5912)
+    >>> note[:76]
+    "['psi']: the clip cuts many users (about 825 of the 5912, 14%, released coun"
+    """
+    columns = np.flatnonzero(crowded)
+    if not columns.size:
+        return ()
+    counts = _listed([f"{max(clipped[j], 0.0):.0f}" for j in columns])
+    share = _listed([f"{max(clipped[j], 0.0) / n:.0%}" for j in columns])
+    return (
+        f"{[names[j] for j in columns]}: the clip cuts many users (about {counts} of the {n}, "
+        f"{share}, released counts): the estimate rests on the balance of their tails, "
+        "which counts of users on each side cannot check (how far out they lie is not "
+        "measured), and the interval can miss; model a transform (np.log1p) of a skewed "
+        "outcome.",
     )
 
 

@@ -140,12 +140,12 @@ MOMENT_SHARE, MOMENT_USERS = 0.1, 500.0
 TAIL_USERS, TAIL_FLOOR = 600.0, 160.0
 TAIL_SHARES = (0.06, 0.2)
 #: About a public centre the tail stage counts each column's users on each side
-#: (:func:`dplong.privacy.tails._signed_tail`): a pair of counts at the column's tail ε_t
-#: (sensitivity 2), whose difference has noise sd ``4 / ε_t`` users. What it must resolve is
-#: a one-sided excess of about √n users, each some spreads beyond the clip, which moves the
-#: mean by about a standard error: at ``ε_t √n`` of ``SIGNED_USERS`` its 3.5-sd threshold
-#: (the noise's part) is √n.
-SIGNED_USERS = 14.0
+#: (:func:`dplong.privacy.tails._signed_tail`): four counts at the column's tail ε_t
+#: (sensitivity 2), whose excess on one side sums their draws, noise sd ``4√2 / ε_t`` users.
+#: What it must resolve is a one-sided excess of about √n users, each some spreads beyond the
+#: clip, which moves the mean by about a standard error: at ``ε_t √n`` of ``SIGNED_USERS``
+#: its 3.5-sd threshold (the noise's part) is √n.
+SIGNED_USERS = 3.5 * 4.0 * math.sqrt(2.0)
 #: Shares of a column's ε for the stable-histogram midpoint and for its reserved fallback.
 HISTOGRAM_SHARE, FALLBACK_SHARE = 0.35, 0.2
 #: τ' = √(2 log(2/γ)) at γ = 0.05, in units of the scale: the histogram bins' half-width.
@@ -337,8 +337,8 @@ def signed_share(n: int, per_column: float) -> float:
     Examples
     --------
     >>> from dplong.privacy.budget import signed_share
-    >>> round(signed_share(2000, 2.0), 3), signed_share(100_000, 2.0), signed_share(545, 0.9)
-    (0.157, 0.06, 0.0)
+    >>> round(signed_share(5000, 2.0), 3), signed_share(100_000, 2.0), signed_share(2000, 2.0)
+    (0.14, 0.06, 0.0)
     """
     low, high = TAIL_SHARES
     share = max(SIGNED_USERS / (math.sqrt(n) * per_column), low)
