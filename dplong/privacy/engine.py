@@ -88,7 +88,7 @@ from dplong.privacy.tails import (
     EDGE_SDS,
     TAIL_REACH,
     blind_columns,
-    crowded_clip_notes,
+    clips_many_notes,
     heavy_notes,
     lump_assumptions,
     measures_tail,
@@ -717,7 +717,7 @@ def release_means(
         )
         + where.scale_notes(names, sparse=sparse, shown=~withheld)
         + heavy_notes(names, tails.heavy & ~withheld, bias, radius, centre, signed=signed)
-        + crowded_clip_notes(names, tails.crowded & ~withheld, tails.clipped, n)
+        + clips_many_notes(names, tails.clips_many & ~withheld, tails.clipped, n)
         + crowded_notes(names, crowded)
         + missed_notes(names, at_edge, overflow, coarse, where.midpoint)
         + tiny_notes(names, (where.sd < TINY_SCALE) & ~withheld & seen)
@@ -729,7 +729,7 @@ def release_means(
         + lump_assumptions(
             names,
             # not where the clip cuts many: its warning says more
-            light & ~unchecked & ~tails.moderate & ~tails.crowded & bool(plan.tail),
+            light & ~unchecked & ~tails.moderate & ~tails.clips_many & bool(plan.tail),
             tails.threshold,
             counted,
             signed=signed,

@@ -53,7 +53,7 @@ __all__ = [
     "Unchecked",
     "affords_count",
     "blind_columns",
-    "crowded_clip_notes",
+    "clips_many_notes",
     "heavy_notes",
     "lump_assumptions",
     "measures_tail",
@@ -361,9 +361,9 @@ class TailFinding:
     numbers: :func:`blind_columns`), and the ``moderate`` columns, whose normal plug-in the
     count overturned short of the heavy threshold (:data:`MODERATE_SDS`): their bias bound
     takes the exponential tail model. Counted on each side (:func:`_signed_tail`), the
-    ``crowded`` columns, whose clip cuts many users (:func:`crowded_clip_notes`), and their
+    ``clips_many`` columns, whose clip cuts many users (:func:`clips_many_notes`), and their
     released ``clipped`` counts. Where the rule does not run: the bulk's radius, no heavy,
-    moderate or crowded column, no entry, the budget untouched, a threshold of 0."""
+    moderate or clips-many column, no entry, the budget untouched, a threshold of 0."""
 
     radius: NDArray[np.float64]
     heavy: NDArray[np.bool_]
@@ -373,7 +373,9 @@ class TailFinding:
     mean_budget: FinalBudget
     threshold: float = 0.0
     moderate: NDArray[np.bool_] = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
-    crowded: NDArray[np.bool_] = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
+    clips_many: NDArray[np.bool_] = dataclasses.field(
+        default_factory=lambda: np.zeros(0, dtype=bool)
+    )
     clipped: NDArray[np.float64] = dataclasses.field(default_factory=lambda: np.zeros(0))
 
     def tail(self, tail: Tails) -> Tails:
@@ -633,7 +635,7 @@ def _signed_tail(
     in count and far heavier on one in reach (RAND HIE's spending) leaves ``D`` near 0. Where
     the clip itself cuts more than √n users (the released count beyond it, :data:`HEAVY_SDS`
     noise sds down), the estimate rests on the balance of their tails, which nothing measures:
-    the column is ``crowded`` (:func:`crowded_clip_notes`). The threshold returned is the
+    the column ``clips_many`` (:func:`clips_many_notes`). The threshold returned is the
     largest column's, in users. A function of the data through the counts only."""
     tail_epsilon, mean_budget = budgets
     d = radius.shape[0]
@@ -653,7 +655,7 @@ def _signed_tail(
     spread = np.sqrt(np.maximum(np.sum(noisy, axis=0), 0.0) + noise_sd**2)
     heavy = (excess > HEAVY_SDS * spread) & measurable
     clipped = noisy[2] + noisy[3]
-    crowded = (
+    many = (
         (clipped - HEAVY_SDS * np.sqrt(2.0 * draw) > math.sqrt(matrix.shape[0]))
         & measurable
         & ~heavy
@@ -672,13 +674,13 @@ def _signed_tail(
         mean_budget,
         float(np.max(np.where(measurable, HEAVY_SDS * spread, 0.0), initial=0.0)),
         np.zeros(d, dtype=bool),
-        np.asarray(crowded),
+        np.asarray(many),
         np.where(measurable, clipped, np.nan),
     )
 
 
-def crowded_clip_notes(
-    names: tuple[str, ...], crowded: NDArray[np.bool_], clipped: NDArray[np.float64], n: int
+def clips_many_notes(
+    names: tuple[str, ...], many: NDArray[np.bool_], clipped: NDArray[np.float64], n: int
 ) -> tuple[str, ...]:
     """The reliability warning of the columns whose clip about a public centre cuts many
     users (:func:`_signed_tail`: its released count beyond the clip above √n by its noise):
@@ -688,12 +690,12 @@ def crowded_clip_notes(
     Examples
     --------
     >>> import numpy as np
-    >>> from dplong.privacy.tails import crowded_clip_notes
-    >>> (note,) = crowded_clip_notes(("psi",), np.array([True]), np.array([825.0]), 5912)
+    >>> from dplong.privacy.tails import clips_many_notes
+    >>> (note,) = clips_many_notes(("psi",), np.array([True]), np.array([825.0]), 5912)
     >>> note[:76]
     "['psi']: the clip cuts many users (about 825 of the 5912, 14%, released coun"
     """
-    columns = np.flatnonzero(crowded)
+    columns = np.flatnonzero(many)
     if not columns.size:
         return ()
     counts = _listed([f"{max(clipped[j], 0.0):.0f}" for j in columns])
