@@ -621,6 +621,24 @@ def test_a_one_sided_influence_tail_is_found_where_counted() -> None:
 
 
 @pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+def test_the_planner_forecasts_the_public_notes_of_a_within_fit() -> None:
+    """The design rows' tails are stated (exponential, a square's refined to the chi-square
+    where the released design says so), so no fit says no count checked them: nor does its
+    plan. The influence's assumed tail, whose counts the wage panel's 545 men afford from
+    ε = 16, is the one public-facts warning both carry at ε = 4."""
+    wages = dplong.datasets.load_wage_panel()
+    formula = "lwage ~ exper + expersq"
+    plan = dplong.plan(formula, model="ols", n=545, epsilon=4.0, estimator="within")
+    assert len(plan.warnings) == 1 and "influence[exper]" in plan.warnings[0]
+    res = dplong.LongitudinalOLS.from_formula(formula, wages, groups="nr").fit(
+        epsilon=4.0, estimator="within", random_state=0
+    )
+    assert plan.warnings[0] in res.warnings
+    assert not any("Z'" in w and "no count checked" in w for w in res.warnings)
+    assert plan.quiet_epsilon == 16.0
+
+
+@pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
 def test_a_clip_that_cuts_many_persons_is_warned() -> None:
     """RAND HIE's raw spending (``meddol ~ xage``): as many persons' influence lies far out
     below as above (638 against 534 beyond 3.5 sds), so their excess on one side is no news,

@@ -135,6 +135,8 @@ def within_blocks(
             build,
             stated_scale=scale is not None,
             weighted=True,
+            # stated, not measured (the square's kind is refined at build): no tail count
+            tail=_CROSS,
             count_from=None if i == 0 else 0,  # the same users with the same weights
             moment=False,  # nothing reads the design's sampling sd
         )
