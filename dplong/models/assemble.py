@@ -16,13 +16,30 @@ from dplong.privacy.engine import Release
 from dplong.privacy.options import ReleaseOptions
 from dplong.results import ModelSpec, PanelResults
 
-__all__ = ["combined_ledger", "panel_results"]
+__all__ = ["combined_ledger", "panel_results", "with_release_assumptions"]
 
 
 def combined_ledger(releases: Sequence[Release], options: ReleaseOptions) -> PrivacyLedger:
     """The fit's ledger over its releases (:func:`~dplong.privacy.budget.fit_ledger`)."""
     model = "local" if options.local else "central"
     return fit_ledger([release.privacy for release in releases], options.delta, model)
+
+
+def with_release_assumptions(
+    assumptions: tuple[str, ...], releases: Sequence[Release]
+) -> tuple[str, ...]:
+    """A fit's assumption lines followed by its releases' own (what their tail counts could
+    not see, the tail models they took), each once, in order.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from dplong.models.assemble import with_release_assumptions
+    >>> releases = [SimpleNamespace(assumptions=("b", "a")), SimpleNamespace(assumptions=("b",))]
+    >>> with_release_assumptions(("a",), releases)
+    ('a', 'b')
+    """
+    return tuple(dict.fromkeys((*assumptions, *(a for r in releases for a in r.assumptions))))
 
 
 def panel_results(
@@ -105,9 +122,7 @@ def panel_results(
         users_sd=float(releases[0].users_sd),
         variant=releases[0].variant,
         # the reported releases' own (a preliminary one's columns are not reported)
-        assumptions=tuple(
-            dict.fromkeys((*assumptions, *(line for r in releases for line in r.assumptions)))
-        ),
+        assumptions=with_release_assumptions(assumptions, releases),
         warnings=tuple(dict.fromkeys(note for r in everything for note in r.notes)),
         gamma=options.gamma,
         bad_events=series("bad_events", "bad events"),

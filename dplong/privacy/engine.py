@@ -78,6 +78,7 @@ from dplong.privacy.radius import (
     accurate_radius,
     bin_radius,
     clipping_bias,
+    counted_each_side,
     moment_bias,
     moment_radius,
     tail_model,
@@ -291,7 +292,7 @@ def forecast_noise(
     plan = with_tail(
         plan,
         measured=bounds is None and not stated_scale and measures_tail(tail),
-        signed=isinstance(tail, AssumedTail) and tail.signed,
+        signed=counted_each_side(tail),
     )
     kind = tail_model(tail)
     kind = None if isinstance(kind, Moment) else kind
@@ -419,7 +420,7 @@ def release_means(
     if (public_centre is not None) != (plan.midpoint_kind == "public"):
         raise ValueError("a public centre and a plan made with centred=True go together")
     # counted on each side of a public centre the mean lies near (AssumedTail.signed)
-    signed = isinstance(rules.tail, AssumedTail) and rules.tail.signed
+    signed = counted_each_side(rules.tail)
     if signed and public_centre is None:
         raise ValueError("a tail counted on each side needs a public centre")
     gamma = options.gamma

@@ -49,6 +49,7 @@ __all__ = [
     "check_tail",
     "clipping_bias",
     "concentration_radius",
+    "counted_each_side",
     "moment_bias",
     "moment_radius",
     "tail_assumptions",
@@ -199,6 +200,19 @@ class AssumedTail:
 
 #: A tail as a fit or a block gives it: a model, or a kind assumed and checked.
 TailOption = TailModel | AssumedTail
+
+
+def counted_each_side(tail: TailOption | None) -> bool:
+    """Whether ``tail`` is an assumed kind checked by counts on each side of a public centre
+    (``AssumedTail(kind, signed=True)``).
+
+    Examples
+    --------
+    >>> from dplong.privacy.radius import AssumedTail, counted_each_side
+    >>> counted_each_side(AssumedTail("exponential", signed=True)), counted_each_side(None)
+    (True, False)
+    """
+    return isinstance(tail, AssumedTail) and tail.signed
 
 
 def tail_assumptions(tail: TailOption | None, symbol: str, described: str) -> tuple[str, ...]:

@@ -618,9 +618,8 @@ def _signed_tail(
 
     Whatever the tail's kind, a symmetric one leaves the excess ``D = C₊ - C₋`` beyond the rung
     at 0 give or take ``√(C₊ + C₋)`` (each user beyond it on a side by a fair coin); the rung
-    is the normal plug-in's, where the negative binomial panel of ``tests/test_within.py`` is
-    told apart best (its ``D`` 3.1 of those sds and the noise's from 0 at ε = 4, against 1.9
-    at 2 σ̂ and at the exponential's 6.4 σ̂, 2.7 at the clip). ``|D̂|`` beyond
+    is the normal plug-in's, where a count outcome's influence is told apart best (the design
+    notes compare it with 2 σ̂, the exponential's rung and the clip). ``|D̂|`` beyond
     :data:`HEAVY_SDS` sds of sampling and noise marks the column heavy on one side, and
     ``|D̂|`` plus :data:`EDGE_SDS` noise sds of a Pareto tail through the rung bound its bias
     (:func:`tail_bias`): the two sides' tails taken of one shape, their masses telling them
@@ -628,8 +627,8 @@ def _signed_tail(
     β₀)``, and where a regressor's within spread is heavy their one-sided tail is the pilot's
     error times the heavy ``A_u``, whose mean the released design ``Â`` (its tails checked by
     no count) understates; a wider clip of them multiplies the pilot's error by ``Â⁻¹ Ā``
-    instead of cancelling it (a lognormal within spread, σ = 1.5, at 2,000 persons and ε = 4:
-    RMSE 0.047 → 0.55 widened as a heavy column is, 0.11 at twice the radius).
+    instead of cancelling it (measured in docs/design/engine.md, "A tail counted on each
+    side").
 
     Counts see how many users lie out on each side, not how far: a tail as heavy on both sides
     in count and far heavier on one in reach (RAND HIE's spending) leaves ``D`` near 0. Where

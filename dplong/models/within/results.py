@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from dplong.models.assemble import combined_ledger
+from dplong.models.assemble import combined_ledger, with_release_assumptions
 from dplong.models.within.basis import _Basis
 from dplong.models.within.noise import _noise_law
 from dplong.privacy.engine import Release
@@ -104,9 +104,7 @@ def within_results(
         users_sd=float(first.users_sd),
         variant=first.variant,
         # and the releases' own (the influence's tail counts: what they cannot see)
-        assumptions=tuple(
-            dict.fromkeys((*assumptions, *(a for r in releases for a in r.assumptions)))
-        ),
+        assumptions=with_release_assumptions(assumptions, releases),
         warnings=notes,
         gamma=options.gamma,
         bad_events=pd.Series(min(1.0, bad_events), index=index, name="bad events"),
