@@ -75,6 +75,13 @@
     coefficient released and the reasons of those withheld; over the released, per coefficient
     the RMSE around the truth and the coverage of it, the fits with an error above 5 and the
     misses with no warning.
+11. **The planner's noise forecast** (``--parts forecast``): ``dplong.plan``'s reference-panel
+    forecast of each slope's noise sd (:mod:`dplong.planning.reference`), times the data's
+    ``sd(outcome) / sd(column)`` (a 0/1 column: ``sd(outcome)``), over the median noise sd that
+    ``--reps`` fits of the real data report (at most 20), and the spread of their estimates
+    (the noise they carry: the data are fixed) over that reported sd; RAND HIE (pooled and
+    random effects, ε = 1, ``max_rows=5``) and the wage panel (pooled at ε = 2 and 4,
+    ``PanelOLS`` at ε = 4), given only ε.
 
 ``--max-rows found`` leaves ``max_rows`` to the fits (found privately) instead of giving each
 panel's public length. Run ``python benchmarks/pooled.py [--reps R]``; docs/accuracy.md holds
@@ -741,6 +748,49 @@ def _randhie_between(reps: int, seed: int) -> None:
         )
 
 
+#: Part 11's fits: data, formula, model, ε, fit options, the person id and rows per person.
+FORECAST_CASES = (
+    ("randhie", HIE_FORMULA, dplong.PooledOLS, 1.0, {"max_rows": 5}, "zper", 5),
+    ("randhie", HIE_FORMULA, dplong.RandomEffects, 1.0, {"max_rows": 5}, "zper", 5),
+    ("wage", "lwage ~ educ + exper + union", dplong.PooledOLS, 2.0, {}, "nr", 8),
+    ("wage", "lwage ~ educ + exper + union", dplong.PooledOLS, 4.0, {}, "nr", 8),
+    ("wage", "lwage ~ exper + hours + union", dplong.PanelOLS, 4.0, {}, "nr", 8),
+)
+
+
+def forecast(reps: int, seed: int) -> None:
+    """Part 11: the planner's forecast against the fits' own noise sds."""
+    print("\n## The planner's noise forecast against the fits' (reported; spread / reported)")
+    loaders = {"randhie": dplong.datasets.load_randhie, "wage": dplong.datasets.load_wage_panel}
+    for data, formula, model, epsilon, options, groups, rows in FORECAST_CASES:
+        frame = loaders[data]()
+        planned = dplong.plan(
+            formula, model=model, n=frame[groups].nunique(), epsilon=epsilon, rows=rows, **options
+        ).table.droplevel("block")
+        fitted = model.from_formula(formula, frame, groups=groups)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results = [
+                fitted.fit(epsilon=epsilon, random_state=seed + r, **options) for r in range(reps)
+            ]
+        noise = pd.concat([r.noise_sd for r in results], axis=1)
+        params = pd.concat([r.params for r in results], axis=1)
+        design = dplong.formula.build_design(formula, frame, groups=groups)
+        sds = dict(zip(design.columns, design.X.std(axis=0), strict=True))
+        print(f"\n{model.__name__} `{formula}`, eps {epsilon:g} ({reps} fits)")
+        for column in params.index.drop("Intercept", errors="ignore"):
+            binary = set(np.unique(design.X[:, design.columns.index(column)])) <= {0.0, 1.0}
+            unit = design.y.std() / (1.0 if binary else sds[column])
+            reported = noise.loc[column].median()
+            ratio = planned.loc[column, "noise_sd"] * unit / reported
+            print(
+                f"  {column:22s} forecast / reported {ratio:5.2f}"
+                f"  spread / reported {params.loc[column].std() / reported:5.2f}"
+                f"  released {params.loc[column].notna().mean():.2f}"
+                f" (forecast {planned.loc[column, 'released_share']:.2f})"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100)
@@ -786,6 +836,8 @@ def main() -> None:
         skewed_outcomes(args.reps, args.seed)
     if "small" in args.parts:
         small_panels(args.reps, args.seed)
+    if "forecast" in args.parts:
+        forecast(min(args.reps, 20), args.seed)
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

@@ -105,6 +105,13 @@ class FitPlan:
         )
 
     @property
+    def forecast(self) -> bool:
+        """Whether public facts fix some release's noise (the engine's, or a release's stated
+        ``noise_sd``): else only its reference panel measures it
+        (:mod:`~dplong.planning.reference`)."""
+        return any(b.plan is not None or b.noise_sd is not None for b in self.blocks)
+
+    @property
     def budget_notes(self) -> tuple[str, ...]:
         """The plans' own warnings, each once: those a larger ε can remove (a block's stated
         ``notes`` hold whatever the budget)."""

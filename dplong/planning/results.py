@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from dplong.planning.reference import MIN_RELEASED, REFERENCE_FITS
+
 
 @dataclass(frozen=True)
 class PlanResults:
@@ -27,7 +29,9 @@ class PlanResults:
         One row per released column (index: block and column): its share of the budget, the
         ε of its midpoint, scale and final stages, the predicted privacy-noise sd
         (``noise_sd``, in ``unit``), the sampling sd in the same unit, their ratio and, with a
-        ``target_sd``, the smallest ε at which that column's predicted noise sd reaches it.
+        ``target_sd``, the smallest ε at which that column's predicted noise sd reaches it. The
+        pooled family's is measured on a reference panel (:mod:`~dplong.planning.reference`),
+        which adds ``released_share``: the share of its fits that released the coefficient.
     smallest_epsilon : float or None
         The smallest ε at which the fit is not refused (None: none up to 1e4).
     quiet_epsilon : float or None
@@ -79,7 +83,6 @@ class PlanResults:
     def summary(self) -> str:
         """The plan as text (also ``str(results)``)."""
         width = 78
-        unit = "user" if self.level == "user" else "row"  # what n counts
         # a release whose noise the plan does not forecast (sufficient statistics): whether
         # each coefficient is withheld is decided by its released numbers at the fit
         blind = (
@@ -115,23 +118,49 @@ class PlanResults:
             shown.index = [f"{b}: {c}" for b, c in shown.index]
             lines.append(shown.to_string(float_format=lambda v: f"{v:.4g}"))
         lines.append("-" * width)
-        notes = [f"Warning: {note}" for note in self.warnings] + [
-            "no noise sd is forecast for this release of sufficient statistics: it depends on "
-            "the ranges and the design the fit finds privately, and a coefficient the released "
-            "numbers do not determine, or whose range missed or clips many persons, is "
-            "withheld at the fit (NaN, with its reason); 'released' says only that nothing "
-            "refuses the fit before its first noise draw."
-            if blind
-            else "noise sd and sampling sd are predicted for a typical release (every "
-            f"{unit} has a statistic, normal tails); unit sigma: the sd of one {unit}'s "
-            "statistic in that column, which the fit estimates privately (multiply by it); "
-            "'absolute' where the scale is stated or public bounds hold the statistic."
-        ]
+        notes = [f"Warning: {note}" for note in self.warnings] + [self._forecast_note(blind)]
         lines += [textwrap.fill(note, width, subsequent_indent="  ") for note in notes]
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.summary()
+
+    def _forecast_note(self, blind: bool) -> str:
+        """What the table's noise columns are (the summary's last note)."""
+        unit = "user" if self.level == "user" else "row"
+        if "released_share" in self.table:
+            return (
+                f"noise sd and sampling sd are measured on a reference panel: {REFERENCE_FITS} "
+                f"fits of this model on {self.n} made-up users (every column light-tailed, half "
+                "its variance between users, the outcome unrelated to the regressors); "
+                "noise_sd is the privacy-noise sd the fits report and their intervals carry, "
+                "in the unit given (sd(outcome)/sd(column), a factor's indicator sd(outcome): "
+                "multiply by your data's sds; a 0/1 column or one constant within users can "
+                "carry twice this); the intercept's depends on where your columns "
+                "lie and is not forecast; released_share: the share of the fits that released "
+                "the coefficient (nearly collinear or heavy-tailed columns are withheld more "
+                f"often; its noise is forecast where {MIN_RELEASED} or more did)."
+                + (
+                    f" Fewer than {MIN_RELEASED} of them released any coefficient: expect them "
+                    "withheld."
+                    if blind
+                    else ""
+                )
+            )
+        if blind:
+            return (
+                "no noise sd is forecast for this release of sufficient statistics: it depends "
+                "on the ranges and the design the fit finds privately, and a coefficient the "
+                "released numbers do not determine, or whose range missed or clips many "
+                "persons, is withheld at the fit (NaN, with its reason); 'released' says only "
+                "that nothing refuses the fit before its first noise draw."
+            )
+        return (
+            "noise sd and sampling sd are predicted for a typical release (every "
+            f"{unit} has a statistic, normal tails); unit sigma: the sd of one {unit}'s "
+            "statistic in that column, which the fit estimates privately (multiply by it); "
+            "'absolute' where the scale is stated or public bounds hold the statistic."
+        )
 
 
 def _shown(value: float | None) -> str:
