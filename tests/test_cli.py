@@ -661,6 +661,20 @@ class TestLevels:
         ).fit(epsilon=8.0, scale=1.0, random_state=0)
         assert f"{res.params['site[T.east]']:.4g}" in out
 
+    def test_text_levels_declared_in_the_formula_are_read_as_levels(self, csv: Path) -> None:
+        """``C(site, levels=[...])`` declares text levels in the formula, as the API's
+        refusal of an undeclared text factor suggests: the reader takes that column as those
+        levels, not as numbers (it read every cell as missing, and the fit spent its budget on
+        no row; an audit found it), and the fit is the API's."""
+        formula = "y ~ x + C(site, levels=['south', 'north', 'east'])"
+        code, out, err = run(self.argv(csv, formula))
+        assert code == 0, err
+        res = dplong.LongitudinalOLS.from_formula(formula, pd.read_csv(csv), groups="id").fit(
+            epsilon=8.0, scale=1.0, random_state=0
+        )
+        name = "C(site, levels=['south', 'north', 'east'])[T.east]"
+        assert f"{res.params[name]:.4g}" in out
+
     def test_levels_of_a_numeric_column_are_numbers(self, csv: Path) -> None:
         argv = self.argv(
             csv, "y ~ x + C(visit) + site", "visit=1,2,3,4,5,6", "site=north,south,east"

@@ -740,3 +740,50 @@ def test_rows_left_out_warn_the_data_holder_only() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dplong.exceptions.DplongWarning)
         assert not any("left out" in w for w in mean.fit(epsilon=8.0, random_state=0).warnings)
+
+
+@pytest.mark.filterwarnings("ignore::dplong.exceptions.DataHolderWarning")
+@pytest.mark.parametrize(
+    "term",
+    ["I(code.str.split('_').str[1].astype(float))", "I(code.str.split('_').str[1])"],
+    ids=["raises", "another-kind"],
+)
+def test_a_term_that_fails_on_some_rows_leaves_just_them_missing(term: str) -> None:
+    """A term can pass the spec's probe rows and fail on real ones: its code raises there
+    (text that is no number, ``astype(float)``), or gives values of another kind than the
+    probes' (text where they gave numbers). Whether the design is built, and what is said,
+    must not depend on a row: one user could flip it, and the error quoted the value (an
+    audit found both: an AttributeError from patsy, and "could not convert string to float:
+    'LEVEL'"). The rows where the term fails are missing, each judged on its own, exactly
+    as if the value were missing."""
+    rng = np.random.default_rng(0)
+    people, rows = 200, 4
+    codes = rng.choice(["u_1.5", "u_2.5", "u_4"], people * rows).astype(object)
+    data = pd.DataFrame(
+        {"id": np.repeat(np.arange(people), rows), "y": rng.normal(size=people * rows)}
+    )
+    data["code"] = codes
+    secret = data.copy()
+    secret.loc[secret["id"] == 7, "code"] = "SECRET_LEVEL"
+    blank = data.copy()
+    blank.loc[blank["id"] == 7, "code"] = None
+    formula = f"y ~ {term}"
+    built = build_design(formula, secret, groups="id")
+    expected = build_design(formula, blank, groups="id")
+    np.testing.assert_array_equal(built.X, expected.X)
+    np.testing.assert_array_equal(built.y, expected.y)
+    np.testing.assert_array_equal(built.codes, expected.codes)
+    assert built.columns == expected.columns
+
+
+def test_rows_of_a_user_at_one_time_are_told_to_the_data_holder() -> None:
+    """Two rows of a user at one ``time`` cannot be ordered by it: they keep their order in
+    the data, and the data holder hears of it (a working correlation over time takes them as
+    consecutive times); the design is built as before. An audit found them taken silently."""
+    data = pd.DataFrame({"id": [1, 1, 1, 2, 2], "t": [1, 1, 2, 1, 2], "y": [1.0, 2, 3, 4, 5]})
+    with pytest.warns(dplong.exceptions.DataHolderWarning, match="1 user has two rows or more"):
+        design = build_design("y ~ 1", data, groups="id", time="t")
+    np.testing.assert_array_equal(design.y, [1.0, 2.0, 3.0, 4.0, 5.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dplong.exceptions.DataHolderWarning)
+        build_design("y ~ 1", data.assign(t=[1, 2, 3, 1, 2]), groups="id", time="t")

@@ -16,6 +16,7 @@ from dplong.cli.errors import _InputError, _one_line
 from dplong.cli.keywords import _fit_options, _stage_options
 from dplong.dask_frames import is_dask
 from dplong.exceptions import ParameterError
+from dplong.formula.terms import text_levels
 from dplong.io import ignore_reader_deprecation, read_file, typed, unread_cells
 from dplong.models.command_line import MODELS
 from dplong.report import write_report
@@ -46,11 +47,15 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
     _say(args, f"reading {args.data}…")
     raw = read_file(args.data, time=args.time)
     _check_columns(raw, args, levels)
-    data = typed(raw, levels=levels, groups=args.groups, time=args.time)
+    # a factor of text levels declared in the formula is read as one (not as numbers)
+    reading = {**text_levels(args.formula), **levels}
+    data = typed(raw, levels=reading, groups=args.groups, time=args.time)
     for column in _unread_columns(raw, data, args):
         what, hint = (
             ("among its --levels", "")
             if column in levels
+            else ("among its levels in the formula", "")
+            if column in reading
             else ("numbers or ISO 8601 dates", "")
             if column == args.time
             else ("numbers", f" (a factor needs its levels declared: --levels {column}=...)")
@@ -65,8 +70,8 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
         ignore_reader_deprecation()  # pandas' note to Dask's Parquet reader, once per file
         _say(args, "building design…")
         model_options = _stage_options(args, spec, "model")
-        if levels:
-            model_options["levels"] = levels
+        if reading:  # the formula's own declared, as the reader read them
+            model_options["levels"] = reading
         if spec.uses_time:
             model_options["time"] = args.time
         if spec.uses_groups:

@@ -124,7 +124,7 @@ def warn_dropped(rows: int, kept: int, no_id: int, *, time: bool = False) -> Non
         why.append(
             f"{dropped - no_id:,} a missing or non-finite value in a column or term of the "
             f"formula{' or in time' if time else ''} (np.log of 0 is -inf; a value outside a "
-            "factor's declared levels is missing)"
+            "factor's declared levels is missing, as is a term whose code fails on the row)"
         )
     if no_id:
         why.append(f"{no_id:,} no user id")

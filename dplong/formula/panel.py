@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from dplong.exceptions import DataError
+from dplong._validation import warn
+from dplong.exceptions import DataError, DataHolderWarning
 
 
 @dataclass(frozen=True)
@@ -80,3 +81,31 @@ def _grouped(codes: NDArray[np.intp], time: NDArray[Any] | None) -> bool:
         return False
     with np.errstate(invalid="ignore"):
         return bool(((step > 0) | ((step == 0) & (time[1:] >= time[:-1]))).all())
+
+
+def warn_shared_times(codes: NDArray[np.intp], times: NDArray[Any]) -> None:
+    """Warn the data holder (never the results) of users with two rows at one ``time`` (rows
+    grouped by user, then by time): they keep their order in the data, and a working
+    correlation over time takes them as consecutive times.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from dplong.formula.panel import warn_shared_times
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_shared_times(np.array([0, 0, 1, 1]), np.array([1, 1, 1, 2]))
+    >>> str(caught[0].message)[:52]
+    '1 user has two rows or more at one time: they keep t'
+    """
+    same = (codes[1:] == codes[:-1]) & (times[1:] == times[:-1])
+    if not same.any():
+        return
+    users = np.unique(codes[1:][same]).size
+    warn(
+        f"{users:,} {'user has' if users == 1 else 'users have'} two rows or more at one time: "
+        "they keep their order in the data, and a working correlation over time takes them as "
+        "consecutive times (on your screen only: dplong.exceptions.DataHolderWarning).",
+        DataHolderWarning,
+    )

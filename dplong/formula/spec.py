@@ -7,6 +7,7 @@ row); the spec's other methods evaluate it on rows, learning nothing from them.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import patsy
+import patsy.categorical
 from numpy.typing import NDArray
 
 from dplong.exceptions import DataError, FormulaError
@@ -21,7 +23,7 @@ from dplong.formula.kinds import _check_outcome, _check_regressor
 from dplong.formula.levels import LevelsLike, _canonical, _declared_levels, real_rows
 from dplong.formula.missing import _MissingRows
 from dplong.formula.names import _check_names
-from dplong.formula.panel import PanelDesign, _grouped, _sort_key
+from dplong.formula.panel import PanelDesign, _grouped, _sort_key, warn_shared_times
 from dplong.formula.row_wise import _check_row_by_row_cached, _check_row_wise, _verdict_key
 from dplong.formula.synthetic import _synthetic_rows
 from dplong.formula.terms import _PATSY_NAMES, _columns_in, _parse
@@ -267,7 +269,7 @@ class DesignSpec:
                 f"columns are {list(frame.columns)}"
             )
         with real_rows():  # values outside declared levels: the data holder hears of them
-            y, X, missing_y, missing_x = self._build(
+            y, X, missing_y, missing_x = self._build_rows(
                 {c: _canonical(frame[c], self.levels.get(c)) for c in self.inputs}
             )
         return y[:, 0], X, missing_y, missing_x
@@ -333,6 +335,8 @@ class DesignSpec:
             order = np.lexsort(keys)  # by user, then time; stable in row order
             codes = codes[order]
             rows = order if rows is None else rows[order]
+        if time is not None:
+            warn_shared_times(codes, times if rows is None else times[rows])
         if rows is not None:
             y = y[rows]
             X = np.take(X, rows, axis=0)  # same rows as X[rows], about 3x faster at 10^7 rows
@@ -345,6 +349,43 @@ class DesignSpec:
             outcome=self.outcome,
             formula=self.formula,
         )
+
+    def _build_rows(
+        self, data: Mapping[str, Any]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
+        """:meth:`_build` on the data's rows, where a term that fails on some of them (its code
+        raises, or gives values of another kind than the spec's: text where it made numbers)
+        leaves just those rows missing, each judged on its own: whether the design is built
+        never depends on the rows (one user's value could flip it), and no message quotes
+        them. Found term by term (the failure path only), by halving the failing chunks of
+        the distinct values the term reads; a term that passes on each row alone and fails on
+        the rows together reads across rows, which the spec's probe rows refuse
+        (:mod:`~dplong.formula.row_wise`)."""
+        try:
+            return self._build(data)
+        except Exception:  # the formula's own code on the data: no row decides the outcome
+            pass
+        size = len(next(iter(data.values())))
+        failing = np.zeros(size, dtype=bool)
+        for info in (self.outcome_info, self.regressor_info):
+            for factor, factor_info in info.factor_infos.items():
+                failing |= _failing_rows(factor, factor_info, data)
+        y = np.full((size, 1), np.nan)
+        X = np.full((size, len(self.columns)), np.nan)
+        kept = np.flatnonzero(~failing)
+        missing_y, missing_x = failing.copy(), failing.copy()
+        if kept.size:  # patsy evaluates no empty frame
+            try:
+                y[kept], X[kept], missing_y[kept], missing_x[kept] = self._build(
+                    _rows_at(data, kept)
+                )
+            except Exception:
+                raise FormulaError(
+                    f"cannot evaluate {self.formula!r} on the data: its terms evaluate on "
+                    "each row alone but not on the rows together (a term that reads other "
+                    "rows than its own)"
+                ) from None
+        return y, X, missing_y, missing_x
 
     def _build(
         self, data: Mapping[str, Any]
@@ -371,3 +412,74 @@ class DesignSpec:
                 missing |= factor_missing[factor]
             result.append(missing)
         return result[0], result[1], result[2], result[3]
+
+
+def _failing_rows(factor: Any, info: Any, data: Mapping[str, Any]) -> NDArray[np.bool_]:
+    """The rows on which one term of the formula fails (:meth:`DesignSpec._build_rows`): its
+    code raises, or its values are not of its kind. A term's value on a row depends on that
+    row's inputs alone, so one row of each distinct combination of the inputs it reads is
+    judged, by halving the chunks of them that fail."""
+    size = len(next(iter(data.values())))
+    if _term_evaluates(factor, info, data):
+        return np.zeros(size, dtype=bool)
+    inputs = _columns_in(ast.parse(factor.code.strip(), mode="eval"), data)
+    group, firsts = _distinct_rows({c: data[c] for c in inputs}, size)
+    bad = np.zeros(firsts.size, dtype=bool)
+    chunks = [np.arange(firsts.size)]
+    while chunks:
+        chunk = chunks.pop()
+        if _term_evaluates(factor, info, _rows_at(data, firsts[chunk])):
+            continue
+        if chunk.size == 1:
+            bad[chunk] = True
+        else:
+            chunks += np.array_split(chunk, 2)
+    return np.asarray(bad[group], dtype=bool)
+
+
+def _term_evaluates(factor: Any, info: Any, data: Mapping[str, Any]) -> bool:
+    """Whether one term's code runs on ``data`` and gives values of the kind the spec made of
+    it (numbers of its width, or a factor's levels)."""
+    rows = len(next(iter(data.values())))
+    try:
+        with np.errstate(all="ignore"):
+            value = factor.eval(info.state, data)
+        if info.type == "numerical":  # as patsy checks a numerical factor's values
+            values = np.asarray(value)
+            width = 1 if values.ndim == 1 else values.shape[1]
+            return (
+                np.issubdtype(values.dtype, np.number)
+                and values.ndim in (1, 2)
+                and values.shape[0] == rows
+                and width == info.num_columns
+            )
+        patsy.categorical.categorical_to_int(value, info.categories, _MissingRows(), factor)
+    except Exception:
+        return False
+    return True
+
+
+def _distinct_rows(data: Mapping[str, Any], size: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Each of ``size`` rows' group of equal inputs, and the first row of each group (every row
+    its own group where the values cannot be grouped, or there are no inputs: one group)."""
+    if not data:
+        return np.zeros(size, dtype=np.intp), np.zeros(1, dtype=np.intp)
+    frame = pd.DataFrame(dict(data))
+    try:
+        codes = frame.groupby(list(frame.columns), dropna=False, sort=False, observed=True).ngroup()
+        group = codes.to_numpy(dtype=np.intp)
+    except (TypeError, ValueError):  # unhashable values
+        group = np.arange(size, dtype=np.intp)
+    _, firsts = np.unique(group, return_index=True)
+    return group, firsts.astype(np.intp)
+
+
+def _rows_at(data: Mapping[str, Any], positions: NDArray[np.intp]) -> dict[str, Any]:
+    """The canonical columns' values at some rows, indexed 0, 1, ... like a frame of their
+    own."""
+    return {
+        c: v.iloc[positions].reset_index(drop=True)
+        if isinstance(v, pd.Series)
+        else np.asarray(v)[positions]
+        for c, v in data.items()
+    }

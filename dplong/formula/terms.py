@@ -7,6 +7,7 @@ import ast
 from collections.abc import Mapping
 from typing import Any
 
+import patsy
 import patsy.builtins
 
 from dplong.exceptions import FormulaError
@@ -56,3 +57,50 @@ def _calls(tree: ast.AST, namespace: Any, dtypes: Mapping[str, Any]) -> list[tup
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
     ]
+
+
+def text_levels(formula: str) -> dict[str, list[str]]:
+    """The columns a formula declares as factors of text levels in place, ``C(col,
+    levels=["a", "b"])``, and those levels: a reader that takes every other column as numbers
+    (the command line's, :func:`dplong.io.typed`) reads these as the formula's levels.
+
+    Examples
+    --------
+    >>> from dplong.formula.terms import text_levels
+    >>> text_levels("y ~ x + C(site, levels=['north', 'south']) + C(arm, levels=[0, 1])")
+    {'site': ['north', 'south']}
+    """
+    try:
+        desc = patsy.ModelDesc.from_formula(formula)
+    except patsy.PatsyError:
+        return {}  # the model's own parse refuses it
+    found: dict[str, list[str]] = {}
+    for term in [*desc.lhs_termlist, *desc.rhs_termlist]:
+        for factor in term.factors:
+            try:
+                tree = ast.parse(str(factor.code), mode="eval")
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                if not (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id == "C"
+                    and node.args
+                    and isinstance(node.args[0], ast.Name)
+                ):
+                    continue
+                for keyword in node.keywords:
+                    if keyword.arg != "levels":
+                        continue
+                    try:
+                        levels = ast.literal_eval(keyword.value)
+                    except ValueError:
+                        continue
+                    if (
+                        isinstance(levels, list | tuple)
+                        and levels
+                        and all(isinstance(level, str) for level in levels)
+                    ):
+                        found[node.args[0].id] = list(levels)
+    return found
