@@ -21,17 +21,39 @@ from dplong.exceptions import ParameterError
 from dplong.models.captured_warnings import caught_notes
 from dplong.models.paper_release import paper_scale
 from dplong.privacy.accounting import LedgerEntry
-from dplong.privacy.budget import ReleasePlan, VectorBudget, paper_vector_budget, vector_budget
+from dplong.privacy.budget import (
+    FinalBudget,
+    ReleasePlan,
+    VectorBudget,
+    paper_vector_budget,
+    vector_budget,
+)
 from dplong.privacy.engine import implausible
 from dplong.privacy.interval import check_histogram_feasible, local_bins
-from dplong.privacy.locate import locate
+from dplong.privacy.locate import Location, locate
 from dplong.privacy.noise import MIN_LATTICE_EPSILON
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.projection import MAX_RADIUS
+from dplong.privacy.radius import clipping_bias
 from dplong.privacy.rules import Rules
+from dplong.privacy.tails import (
+    moderate_assumptions,
+    tail_bias,
+    tail_rule,
+    with_tail,
+)
+from dplong.privacy.vector import gaussian_is_better
 from dplong.privacy.winsorized import midpoint_entry, paper_midpoints
 
-__all__ = ["ResponseCentre", "check_paper", "engine_centre", "no_clip", "paper_centre"]
+__all__ = [
+    "ResponseCentre",
+    "ResponseTail",
+    "check_paper",
+    "engine_centre",
+    "no_clip",
+    "paper_centre",
+    "response_tail",
+]
 
 
 @dataclass(frozen=True)
@@ -51,6 +73,11 @@ class ResponseCentre:
     failed: bool
     lost: bool
     notes: tuple[str, ...]
+    #: the default engine's: what its stages released, and its plan with the tail stage's
+    #: share where the responses' tail is counted (:func:`response_tail`; ``budget`` is the
+    #: curve's without a count)
+    location: Location | None = None
+    plan: ReleasePlan | None = None
 
 
 def engine_centre(
@@ -75,6 +102,9 @@ def engine_centre(
         gamma=options.gamma,
         rules=Rules(scale=np.array([sigma**2]) if stated else None),
     )
+    # the tail the responses' scale cannot see is counted where it is estimated (as the
+    # engine's means do: :func:`response_tail`)
+    tailed = with_tail(where.plan, measured=not stated)
     # fmin: a centre missed by hundreds of magnitudes has NaN figures (then withheld)
     width = float(
         np.fmin(amp + where.sd[0] * no_clip(n, options) + where.centre_error[0], MAX_RADIUS)
@@ -126,6 +156,91 @@ def engine_centre(
         failed=lost,
         lost=lost,
         notes=notes,
+        location=where,
+        plan=tailed,
+    )
+
+
+@dataclass(frozen=True)
+class ResponseTail:
+    """The responses' tail stage (:func:`response_tail`): the projection's half-width after
+    it, the curve's budget, the stage's ledger entries, and a bound per unit on the mean
+    excess the projection clips (``heavy``: beyond the exponential model's, a warning)."""
+
+    width: float
+    budget: VectorBudget
+    entries: tuple[LedgerEntry, ...]
+    excess: float
+    heavy: bool
+    assumptions: tuple[str, ...]
+
+
+def response_tail(
+    y: NDArray[np.float64],
+    name: str,
+    where: ResponseCentre,
+    weights: NDArray[np.float64],
+    rng: np.random.Generator,
+) -> ResponseTail:
+    """The engine's tail rule (:func:`~dplong.privacy.tails.tail_rule`) on the responses
+    ``y``, each a unit: a count of those beyond the rung, carved from the curve's budget
+    (its ρ or its ε: the mechanism the curve's public ``weights`` pick,
+    :func:`~dplong.privacy.vector.gaussian_is_better`), which widens the projection where it
+    finds a tail heavier than the scale's normal plug-in sees (``heavy``; balanced for the
+    curve's noise and bias, not a mean's) and bounds the excess still clipped per unit (a
+    Pareto tail through the count,
+    :func:`~dplong.privacy.tails.tail_bias`; the exponential model's bound where the tail is
+    only moderately heavier). Without a count (the scale stated, the paper's pipeline, n ε too
+    small, or the responses taken as 0) the half-width and budget are the located ones and
+    the bound is 0 (the projection clips but with probability γ under the stated model)."""
+    plan, location = where.plan, where.location
+    # nothing to count where the responses are taken as 0 (their count saw none off it)
+    unseen = location is not None and location.scan is not None and location.scan.unseen[0]
+    if plan is None or location is None or not plan.tail or where.lost or unseen:
+        return ResponseTail(where.width, where.budget, (), 0.0, False, ())
+    # the count and the curve calibrated together (one call more than where.budget's)
+    whole = vector_budget(plan, refined=location.refined)
+    gaussian = gaussian_is_better(weights, whole)
+    budget = (
+        FinalBudget("gaussian", np.zeros(1), np.array([whole.rho]))
+        if gaussian
+        else FinalBudget("laplace", np.array([whole.epsilon]), np.zeros(1))
+    )
+    # the excess moves the curve at x by Σ_i |a_i(x)| times a unit's (a mean's by 1 / n), and
+    # its noise grows with a unit's row of weights, its L2 or L1 norm (Laplace sd √2 Δ₁ / ε,
+    # Gaussian Δ₂ / √(2ρ); a mean's 1 / n)
+    norm = np.sqrt((weights**2).sum(axis=1)) if gaussian else np.abs(weights).sum(axis=1)
+    balance = float(np.abs(weights).sum(axis=0).max() / (y.size * norm.max()))
+    found = tail_rule(
+        y[:, None],
+        location,
+        plan,
+        (name,),
+        (np.array([where.width]), budget, None),
+        rng,
+        balance=balance,
+    )
+    width, users = float(found.radius[0]), np.array([float(y.size)])
+    if found.heavy[0]:
+        excess = float(tail_bias(found.reach, found.rung, found.radius, users)[0])
+    elif found.moderate[0]:
+        excess = float(
+            clipping_bias(location.sd**2, found.radius, location.centre_error, tail="exponential")[
+                0
+            ]
+        )
+    else:
+        excess = 0.0
+    rest = found.mean_budget
+    return ResponseTail(
+        width=width,
+        budget=VectorBudget(0.0, float(rest.rho[0]))
+        if gaussian
+        else VectorBudget(float(rest.epsilon[0])),
+        entries=found.entries,
+        excess=excess,
+        heavy=bool(found.heavy[0]),
+        assumptions=moderate_assumptions((name,), found.moderate),
     )
 
 

@@ -25,14 +25,22 @@ from dplong.kernels import auto_bandwidth, item_bias_bound, item_weights
 from dplong.models.item_data import item_rows
 from dplong.models.kernel import PriestleyChao, Stated
 from dplong.models.paper_release import paper_mean_options
-from dplong.models.response_centre import check_paper, engine_centre, paper_centre
+from dplong.models.response_centre import (
+    check_paper,
+    engine_centre,
+    paper_centre,
+    response_tail,
+)
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.budget import afford, settle, vector_plan
 from dplong.privacy.engine import Release, overflowed
+from dplong.privacy.tails import affords_count, heavy_notes, unchecked_warnings
 from dplong.privacy.vector import release_linear
 from dplong.results import CurveResults
 
 __all__ = ["ItemSmoother", "item_rows"]  # item_rows: its import path before the split
+
+_ONE = np.ones(1, dtype=bool)
 
 
 class ItemSmoother(PriestleyChao):
@@ -82,8 +90,15 @@ class ItemSmoother(PriestleyChao):
         paper_options = paper_mean_options(options, stated=stated)
         if plan is None:
             check_paper(n, paper_options)
+        # the scale estimated where n ε affords no count of the responses' tail (public facts)
+        unchecked = (
+            unchecked_warnings((name,), _ONE, ~_ONE, why="unaffordable")
+            if plan is not None and not stated and not affords_count(plan)
+            else ()
+        )
         # every refusal is decided (dplong.plan stops here); one vector release, not the engine's
-        checkpoint(FitPlan(n, options, (PlannedBlock(("curve",), 1.0, stated, None),)))
+        block = PlannedBlock(("curve",), 1.0, stated, None, notes=unchecked)
+        checkpoint(FitPlan(n, options, (block,)))
         afford(request.accountant, options.epsilon, options.delta)
         # ---- no randomness was drawn above this line ----------------------------------------
         if plan is not None:
@@ -96,24 +111,34 @@ class ItemSmoother(PriestleyChao):
         lo, hi = self._domain
         spread = amp if amp > 0 else sigma  # estimated scale: the responses' spread stands in
         lf_auto = smooth_lf if smooth_lf is not None else 2.0 * spread / (hi - lo)
-        b = (
-            auto_bandwidth(
+
+        def bandwidth(width: float) -> float:
+            if not isinstance(self._bandwidth, str):
+                return float(self._bandwidth)
+            return auto_bandwidth(
                 self._kernel,
                 self._domain,
                 n,
                 epsilon=where.budget.epsilon,
                 sigma=sigma,
                 lipschitz=lf_auto,
-                width=where.width,
+                width=width,
                 local=options.local,
                 grid=self._resolve_grid,
             )
-            if isinstance(self._bandwidth, str)
-            else float(self._bandwidth)
-        )
+
+        b = bandwidth(where.width)
         grid = self._resolve_grid(b)
         weights = item_weights(self._x, grid, self._kernel, b, hi)
-        centre, width = where.centre, where.width
+        # the tail the responses' scale cannot see, counted from the curve's budget of the
+        # mechanism its public weights pick (the engine's tail rule)
+        tail = response_tail(self._y, name, where, weights, rng)
+        if tail.width != where.width and isinstance(self._bandwidth, str):
+            # a wider projection's noise asks for a wider bandwidth (public: released numbers)
+            b = bandwidth(tail.width)
+            grid = self._resolve_grid(b)
+            weights = item_weights(self._x, grid, self._kernel, b, hi)
+        centre, width = where.centre, tail.width
         target = (
             f"{self._design.outcome} (projected responses)"
             if options.local
@@ -123,12 +148,14 @@ class ItemSmoother(PriestleyChao):
             _project(self._y, centre, width),
             width,
             weights,
-            where.budget,
+            tail.budget,
             rng,
             local=options.local,
             target=target,
         )
-        ledger = settle(request.accountant, [*where.entries, curve_release.entry], options)
+        ledger = settle(
+            request.accountant, [*where.entries, *tail.entries, curve_release.entry], options
+        )
         assumptions = (
             f"Item-level fixed design (Def 4.7): the {n} design points are public; errors "
             f"with covariance below {sigma:.4g}² I"
@@ -137,11 +164,33 @@ class ItemSmoother(PriestleyChao):
             if stated
             else "Responses treated as sub-Gaussian around one level (conservative: their "
             "spread includes the variation of f).",
-            f"Responses projected onto {where.midpoint} ± {width:.4g}, wide enough that no "
-            f"response is clipped except with probability gamma={options.gamma:g}.",
+            f"Responses projected onto {where.midpoint} ± {width:.4g}, "
+            + (
+                "and the bands allow for what it clips: the excess per response the tail "
+                "count bounds, spread over the design as the responses are (a far tail "
+                "gathered at a few x can pull the curve there further)."
+                if tail.excess > 0.0
+                else "wide enough that no response is clipped except with probability "
+                f"gamma={options.gamma:g}."
+            ),
+            *tail.assumptions,
             _smoothness_note(smooth_lf, smooth_f),
         )
-        notes, failed = where.notes, where.failed
+        # the clipped excess moves the curve at x by Σ_i a_i(x) (clip(Y_i) - Y_i): the tail
+        # count's bound per unit times Σ_i |a_i(x)|, where the far tail lies across the design
+        # as the responses do (the heavy warning says a tail gathered at a few x hides more)
+        bias = tail.excess * np.abs(weights).sum(axis=0)
+        notes, failed = where.notes + (() if where.lost else unchecked), where.failed
+        if tail.heavy:
+            notes += heavy_notes(
+                (name,),
+                np.ones(1, dtype=bool),
+                np.array([float(np.max(bias))]),
+                np.array([width]),
+                np.array([centre]),
+                remedy="a tail gathered at a few x more there; state noise_sd and "
+                "amplitude, or model a transform (np.log1p) of a skewed response",
+            )
         with np.errstate(over="ignore", invalid="ignore"):  # a far miss overflows its figures
             curve = centre * weights.sum(axis=0) + curve_release.total  # Σ_i a_i(x): public
             total_sd = np.broadcast_to(curve_release.sd, grid.shape).astype(float)
@@ -169,6 +218,7 @@ class ItemSmoother(PriestleyChao):
             curve = np.where(withheld, np.nan, curve)
             total_sd = np.where(withheld, np.nan, total_sd)
             sampling_sd = np.where(withheld, np.nan, sampling_sd)
+            bias = np.where(withheld, np.nan, bias)
         release = Release(
             names=tuple(f"x={g:.6g}" for g in grid),
             estimate=curve,
@@ -176,7 +226,7 @@ class ItemSmoother(PriestleyChao):
             noise_scale=np.broadcast_to(curve_release.scale, grid.shape).astype(float),
             noise_kind=curve_release.kind,
             sampling_sd=sampling_sd,
-            bias=np.zeros(grid.size),
+            bias=bias,
             interval=np.tile([centre - width, centre + width], (grid.size, 1)),
             midpoint=np.full(grid.size, centre),
             scale=variance,

@@ -408,6 +408,7 @@ def tail_rule(
     assumed: Tails | None = None,
     *,
     signed: bool = False,
+    balance: float = 1.0,
 ) -> TailFinding:
     """The tail rule (design notes, "Heavy tails"): where the plan has a tail share
     (:func:`with_tail`: no bounds, scale or tail stated, or a tail the model assumes), one
@@ -421,7 +422,11 @@ def tail_rule(
     tail kind the model assumes (one or one per column) (None: the normal plug-in's
     expectation). ``signed`` (an :class:`~dplong.privacy.radius.AssumedTail`'s, about a public
     centre the mean lies near): a tail the clip cuts biases the mean only by its excess on one
-    side, and each column's tail is counted on each side instead (:func:`_signed_tail`)."""
+    side, and each column's tail is counted on each side instead (:func:`_signed_tail`).
+    ``balance``: the release's noise per unit of radius over its clipping bias per unit of a
+    user's excess, against a mean's (1: the release is a mean; a curve's is its largest weight
+    over its largest row norm, :func:`~dplong.models.response_centre.response_tail`): the
+    widened radius balances the release's own two."""
     radius, mean_budget, moment_budget = final
     d = radius.shape[0]
     none = np.zeros(d, dtype=bool)
@@ -442,7 +447,7 @@ def tail_rule(
         where,
         radius,
         joint,
-        mean_budget.laplace_equivalent(),
+        mean_budget.laplace_equivalent() * balance,
         users,
         rng,
         root,
@@ -466,7 +471,7 @@ def tail_rule(
             (radius, wide),
             (rung, reach),
             rung_total,
-            mean_budget.laplace_equivalent(),
+            mean_budget.laplace_equivalent() * balance,
             rng,
             root,
         )
@@ -807,11 +812,12 @@ def heavy_notes(
     centre: NDArray[np.float64],
     *,
     signed: bool = False,
+    remedy: str = "give bounds",
 ) -> tuple[str, ...]:
     """The reliability warning of the heavy-tailed columns (one, as their tail count is one):
-    how far out each was clipped, and how much of its mean the interval allows for beyond the
-    clip. ``signed``: found by the counts on each side about a public centre
-    (:func:`_signed_tail`), one side's tail heavier than the other's.
+    how far out each was clipped, how much of its mean the interval allows for beyond the
+    clip, and the ``remedy`` a model offers. ``signed``: found by the counts on each side
+    about a public centre (:func:`_signed_tail`), one side's tail heavier than the other's.
 
     Examples
     --------
@@ -838,7 +844,6 @@ def heavy_notes(
     else:
         which = _listed([repr(names[j]) for j in columns])
         found = f"heavy {'tail' if one else 'tails'} (found privately)"
-        remedy = "give bounds"
     return (
         f"{which}: {found} clipped outside {_listed(ranges)}; the"
         f" {'interval allows' if one else 'intervals allow'} {_listed(allowances)} for"

@@ -102,7 +102,7 @@ def release_linear(
                 float(release.scale[0]),
             ),
         )
-    if budget.rho > 0 and _gaussian_is_better(weights, budget):
+    if budget.rho > 0 and gaussian_is_better(weights, budget):
         joint = release_weighted_gaussian(clipped, radius, weights, budget.rho, rng)
         mechanism, kind = "discrete Gaussian, L2 over the grid (CKS 2020)", "gaussian"
         costs = (0.0, 0.0, budget.rho)
@@ -114,9 +114,12 @@ def release_linear(
     return VectorRelease(joint.total, joint.scale, joint.sd, kind, entry)
 
 
-def _gaussian_is_better(weights: NDArray[np.float64], budget: VectorBudget) -> bool:
+def gaussian_is_better(weights: NDArray[np.float64], budget: VectorBudget) -> bool:
     """Whether the L2 release (ρ) has less noise than the L1 release (ε) of the same vector:
-    Laplace sd ``√2 Δ₁ / ε`` against Gaussian ``Δ₂ / √(2ρ)``, both from the public weights."""
+    Laplace sd ``√2 Δ₁ / ε`` against Gaussian ``Δ₂ / √(2ρ)``, both from the public weights
+    (a budget of ρ alone: the Gaussian; of ε alone: the Laplace)."""
+    if budget.rho <= 0.0 or budget.epsilon <= 0.0:
+        return budget.rho > 0.0
     l1 = float(np.abs(weights).sum(axis=1).max())
     l2 = float(np.sqrt((weights**2).sum(axis=1)).max())
     return l2 / math.sqrt(2.0 * budget.rho) < math.sqrt(2.0) * l1 / budget.epsilon
