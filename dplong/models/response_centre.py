@@ -224,11 +224,10 @@ def response_tail(
     if found.heavy[0]:
         excess = float(tail_bias(found.reach, found.rung, found.radius, users)[0])
     elif found.moderate[0]:
-        excess = float(
-            clipping_bias(location.sd**2, found.radius, location.centre_error, tail="exponential")[
-                0
-            ]
+        bound = clipping_bias(
+            location.sd**2, found.radius, location.centre_error, tail="exponential"
         )
+        excess = float(bound[0])
     else:
         excess = 0.0
     rest = found.mean_budget

@@ -184,12 +184,12 @@ class ItemSmoother(PriestleyChao):
         if tail.heavy:
             notes += heavy_notes(
                 (name,),
-                np.ones(1, dtype=bool),
+                _ONE,
                 np.array([float(np.max(bias))]),
                 np.array([width]),
                 np.array([centre]),
-                remedy="a tail gathered at a few x more there; state noise_sd and "
-                "amplitude, or model a transform (np.log1p) of a skewed response",
+                remedy="so could one gathered at a few x; state noise_sd and amplitude, or "
+                "model a transform (np.log1p) of a skewed response",
             )
         with np.errstate(over="ignore", invalid="ignore"):  # a far miss overflows its figures
             curve = centre * weights.sum(axis=0) + curve_release.total  # Σ_i a_i(x): public
