@@ -204,6 +204,10 @@ def read_file(
         if isinstance(err, MissingDependencyError):
             raise
         raise MissingDependencyError(f"cannot read DATA {source!r}: {err}") from None
+    except UnicodeDecodeError:  # its message would quote a byte of a cell
+        raise DataError(
+            f"cannot read DATA {source!r}: it is not UTF-8 text; save it as UTF-8"
+        ) from None
     except (OSError, ValueError) as err:  # parse errors of pandas and pyarrow are ValueErrors
         if isinstance(err, DataError):
             raise

@@ -1270,3 +1270,14 @@ class TestPlanReadsOnlyItsColumns:
         argv = ["plan", str(wide[0]), "--model", "ols", "--formula", "c0 ~ c1", "--epsilon", "1"]
         code, out, err = run([*argv, *flags])
         assert code == 2 and out == "" and expected in err, err
+
+
+def test_a_file_that_is_not_utf8_is_refused_without_its_bytes(tmp_path: Path) -> None:
+    """A DATA file in another encoding is refused with what to do; the decoder's message
+    quoted the byte it met, a cell's (an audit found it)."""
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("id,x,y,site\n1,0.5,1.0,Münster\n1,0.7,2.0,Köln\n".encode("latin-1"))
+    argv = ["fit", str(path), "--model", "ols", "--formula", "y ~ x", "--groups", "id"]
+    code, out, err = run([*argv, "--epsilon", "1"])
+    assert code == 2 and "is not UTF-8 text; save it as UTF-8" in err, err
+    assert "0xfc" not in err and "0xf6" not in err and out == ""

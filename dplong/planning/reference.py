@@ -28,9 +28,8 @@ from dplong.planning.stand_in import STAND_IN_TIME, STAND_IN_USER, formula_colum
 if TYPE_CHECKING:
     from dplong.models.pooled import PooledOLS
 
-#: Fits of the reference panel a forecast takes the median of (their seeds 0, 1, ...): the
-#: median of 20 of a fit's own noise sds is within a few percent of its centre
-#: (tests/test_planning.py).
+#: Fits of the reference panel a forecast takes the median of (their seeds 0, 1, ...): a fit's
+#: own noise sd varies little from seed to seed, and the median of 20 by a few percent.
 REFERENCE_FITS = 20
 #: The fewest of them that must release a coefficient for its noise to be forecast.
 MIN_RELEASED = 5
@@ -56,7 +55,8 @@ def reference_rows(
     """The reference panel: n users of ``rows`` rows, every column the formula names
     (the outcome too) independent of the others, a light-tailed sum ``a_u + e_ut`` of a
     person's part and a row's (each uniform, variance 1/2) about :data:`REFERENCE_CENTRE`; a
-    column with stated ``bounds`` filling them (the same shape, its extremes at theirs); a
+    data column with stated ``bounds`` filling them (the same shape, its extremes at theirs;
+    a transformed term's bounds leave its column as the others); a
     declared factor's levels drawn uniformly row by row. The outcome is unrelated to the
     regressors (R² 0). Public: made from the formula, n and the options alone.
 
