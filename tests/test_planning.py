@@ -694,3 +694,19 @@ def test_refusals_never_name_the_stand_in_columns() -> None:
     assert type(said) is type(err) and is_budget_refusal(said)
     plain = dplong.exceptions.ParameterError("levels must be a list")
     assert _without_stand_ins(plain) is plain
+
+
+def test_a_factor_declared_in_the_formula_is_planned_with_its_levels() -> None:
+    """``C(arm, levels=[...])`` in the formula declares the factor as ``levels=`` does: the
+    stand-in rows and the reference panel hold its levels (they held numbers, every row
+    outside the levels: a plan without rows, with the data holder's warnings about made-up
+    rows on the analyst's screen), and its indicators' noise is forecast in sd(outcome)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dplong.exceptions.DataHolderWarning)
+        planned = dplong.plan(
+            "y ~ x + C(arm, levels=['a', 'b', 'c'])", model="pooled", n=2000, epsilon=2.0
+        )
+    table = planned.table.droplevel("block")
+    arm = "C(arm, levels=['a', 'b', 'c'])[T.b]"
+    assert np.isfinite(table.loc[arm, "noise_sd"]) and table.loc[arm, "unit"] == "sd(y)"
+    assert table.loc[arm, "released_share"] == 1.0

@@ -59,22 +59,21 @@ def _calls(tree: ast.AST, namespace: Any, dtypes: Mapping[str, Any]) -> list[tup
     ]
 
 
-def text_levels(formula: str) -> dict[str, list[str]]:
-    """The columns a formula declares as factors of text levels in place, ``C(col,
-    levels=["a", "b"])``, and those levels: a reader that takes every other column as numbers
-    (the command line's, :func:`dplong.io.typed`) reads these as the formula's levels.
+def levels_in_place(formula: str) -> dict[str, list[Any]]:
+    """The columns a formula declares as factors in place, ``C(col, levels=[...])`` with a
+    literal list, and those levels.
 
     Examples
     --------
-    >>> from dplong.formula.terms import text_levels
-    >>> text_levels("y ~ x + C(site, levels=['north', 'south']) + C(arm, levels=[0, 1])")
-    {'site': ['north', 'south']}
+    >>> from dplong.formula.terms import levels_in_place
+    >>> levels_in_place("y ~ x + C(site, levels=['north', 'south']) + C(arm, levels=[0, 1])")
+    {'site': ['north', 'south'], 'arm': [0, 1]}
     """
     try:
         desc = patsy.ModelDesc.from_formula(formula)
     except patsy.PatsyError:
         return {}  # the model's own parse refuses it
-    found: dict[str, list[str]] = {}
+    found: dict[str, list[Any]] = {}
     for term in [*desc.lhs_termlist, *desc.rhs_termlist]:
         for factor in term.factors:
             try:
@@ -91,16 +90,28 @@ def text_levels(formula: str) -> dict[str, list[str]]:
                 ):
                     continue
                 for keyword in node.keywords:
-                    if keyword.arg != "levels":
-                        continue
                     try:
                         levels = ast.literal_eval(keyword.value)
                     except ValueError:
                         continue
-                    if (
-                        isinstance(levels, list | tuple)
-                        and levels
-                        and all(isinstance(level, str) for level in levels)
-                    ):
+                    if keyword.arg == "levels" and isinstance(levels, list | tuple) and levels:
                         found[node.args[0].id] = list(levels)
     return found
+
+
+def text_levels(formula: str) -> dict[str, list[str]]:
+    """The columns a formula declares as factors of text levels in place (:func:`
+    levels_in_place`), and those levels: a reader that takes every other column as numbers
+    (the command line's, :func:`dplong.io.typed`) reads these as the formula's levels.
+
+    Examples
+    --------
+    >>> from dplong.formula.terms import text_levels
+    >>> text_levels("y ~ x + C(site, levels=['north', 'south']) + C(arm, levels=[0, 1])")
+    {'site': ['north', 'south']}
+    """
+    return {
+        column: [str(level) for level in levels]
+        for column, levels in levels_in_place(formula).items()
+        if all(isinstance(level, str) for level in levels)
+    }

@@ -22,6 +22,7 @@ import pandas as pd
 import patsy
 
 from dplong.formula import build_design
+from dplong.formula.terms import levels_in_place
 from dplong.planning.checkpoints import FitPlan
 from dplong.planning.stand_in import STAND_IN_TIME, STAND_IN_USER, formula_columns
 
@@ -57,7 +58,8 @@ def reference_rows(
     person's part and a row's (each uniform, variance 1/2) about :data:`REFERENCE_CENTRE`; a
     data column with stated ``bounds`` filling them (the same shape, its extremes at theirs;
     a transformed term's bounds leave its column as the others); a
-    declared factor's levels drawn uniformly row by row. The outcome is unrelated to the
+    declared factor's levels (declared in the formula, ``C(col, levels=[...])``, or in
+    ``levels``) drawn uniformly row by row. The outcome is unrelated to the
     regressors (R² 0). Public: made from the formula, n and the options alone.
 
     Examples
@@ -73,7 +75,8 @@ def reference_rows(
     size = n * rows
     user = np.repeat(np.arange(n), rows)
     frame: dict[str, Any] = {STAND_IN_USER: user, STAND_IN_TIME: np.tile(np.arange(rows), n)}
-    declared, stated = dict(levels or {}), dict(bounds or {})
+    # a factor declared in the formula takes its levels too
+    declared, stated = {**levels_in_place(formula), **(levels or {})}, dict(bounds or {})
     for column in formula_columns(formula):
         if column in declared:
             values = np.asarray(list(declared[column]), dtype=object)
@@ -151,8 +154,10 @@ class ReferencePanel:
         panel = reference_rows(
             formula, n, rows, levels, bounds if isinstance(bounds, Mapping) else None
         )
-        model = type(built).from_formula(formula, panel, groups=STAND_IN_USER, **options)
-        units, names = reference_units(formula, panel, levels)
+        with warnings.catch_warnings():  # of made-up rows: nothing to tell the analyst
+            warnings.simplefilter("ignore")
+            model = type(built).from_formula(formula, panel, groups=STAND_IN_USER, **options)
+            units, names = reference_units(formula, panel, levels)
         return cls(model, units, names)
 
     def table(
@@ -164,10 +169,12 @@ class ReferencePanel:
         released it of the noise sd and the sampling sd their results report, in its unit
         (divided by it), and the share of the fits that released it. The noise sd is what the
         fits' intervals carry for the privacy noise (their noise law's)."""
-        results = [
-            self.model.fit(epsilon=epsilon, random_state=seed, **fit_options)
-            for seed in range(REFERENCE_FITS)
-        ]
+        with warnings.catch_warnings():  # of made-up rows: nothing to tell the analyst
+            warnings.simplefilter("ignore")
+            results = [
+                self.model.fit(epsilon=epsilon, random_state=seed, **fit_options)
+                for seed in range(REFERENCE_FITS)
+            ]
         keys = [(str(i), c) for i, b in enumerate(fit_plan.blocks) for c in b.names]
         index = pd.Index([c for _, c in keys])
         params = np.array([r.params.reindex(index).to_numpy(float) for r in results])

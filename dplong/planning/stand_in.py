@@ -16,6 +16,7 @@ import pandas as pd
 import patsy
 
 from dplong.exceptions import FormulaError, ParameterError
+from dplong.formula.terms import levels_in_place
 
 #: Seed of the stand-in rows :func:`plan` builds a model on (they are never read to decide).
 STAND_IN_SEED = 20240613
@@ -96,8 +97,9 @@ def stand_in_rows(
 
     Every column the formula names holds positive numbers (within ``domain`` when one is
     given), and so does every column ``named`` by an option of the model (the mean's ``by``),
-    a declared factor its levels in turn; ``__user__`` and ``__time__``
-    (:data:`STAND_IN_USER`, :data:`STAND_IN_TIME`) number the users and their rows; at most
+    a declared factor (in ``levels`` or in the formula) its levels in turn; ``__user__`` and
+    ``__time__`` (:data:`STAND_IN_USER`, :data:`STAND_IN_TIME`) number the users and their
+    rows; at most
     :data:`MAX_STAND_IN_ROWS` of them. Declared levels of a column neither reads are left out
     (the model refuses them, naming the columns the formula reads).
 
@@ -125,7 +127,8 @@ def stand_in_rows(
         STAND_IN_USER: np.repeat(np.arange(n), rows),
         STAND_IN_TIME: np.tile(np.arange(rows), n),
     }
-    declared = dict(levels or {})
+    # a factor declared in the formula takes its levels too (the model reads no other)
+    declared = {**levels_in_place(formula), **(levels or {})}
     # declared levels of a column neither reads are left to the model to refuse
     for column in dict.fromkeys([*formula_columns(formula), *named]):
         if column in declared:
