@@ -787,3 +787,29 @@ def test_rows_of_a_user_at_one_time_are_told_to_the_data_holder() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", dplong.exceptions.DataHolderWarning)
         build_design("y ~ 1", data.assign(t=[1, 2, 3, 1, 2]), groups="id", time="t")
+
+
+@pytest.mark.filterwarnings("ignore::dplong.exceptions.DataHolderWarning")
+def test_an_outcome_that_fails_on_a_row_leaves_its_regressors_whole() -> None:
+    """Where only the outcome's term fails on a row, the row's outcome is missing and its
+    regressors are not, as with a missing outcome: item-level models check their public
+    design points apart from the responses (a failing response had marked its design point
+    missing too, and item-level PriestleyChao refused the fit over one unit's value)."""
+    rng = np.random.default_rng(1)
+    rows = 50
+    data = pd.DataFrame({"x": np.arange(rows) / rows})
+    data["code"] = pd.Series(rng.choice(["u_1.5", "u_2.5"], rows)).astype(object)
+    secret, blank = data.copy(), data.copy()
+    secret.loc[7, "code"], blank.loc[7, "code"] = "u_SECRET", None
+    spec = DesignSpec.from_formula("I(code.str.split('_').str[1].astype(float)) ~ x", secret)
+    y, X, missing_y, missing_x = spec.evaluate(secret)
+    y0, X0, missing_y0, missing_x0 = spec.evaluate(blank)
+    np.testing.assert_array_equal(missing_y, missing_y0)
+    np.testing.assert_array_equal(missing_x, missing_x0)
+    assert missing_y[7] and not missing_x[7]
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y[~missing_y], y0[~missing_y0])
+    curve = dplong.PriestleyChao.from_formula(
+        "I(code.str.split('_').str[1].astype(float)) ~ x", secret, domain=(0, 1)
+    )
+    assert curve.nobs_users == rows  # a unit at every design point, its response missing

@@ -710,3 +710,17 @@ def test_a_factor_declared_in_the_formula_is_planned_with_its_levels() -> None:
     arm = "C(arm, levels=['a', 'b', 'c'])[T.b]"
     assert np.isfinite(table.loc[arm, "noise_sd"]) and table.loc[arm, "unit"] == "sd(y)"
     assert table.loc[arm, "released_share"] == 1.0
+
+
+def test_the_reference_panel_reads_bounds_as_the_fit_does() -> None:
+    """Bounds in the command line's text (``"x=0,100"``) fill the reference panel's column as
+    a mapping does (the panel had left them out while its fits clipped to them, and every fit
+    withheld x); an intercept alone is released, not "expect them withheld" (its noise is
+    never forecast there, a review found the summary saying so)."""
+    text = dplong.plan("y ~ x", model="pooled", n=2000, epsilon=1.0, bounds="x=0,100")
+    mapping = dplong.plan("y ~ x", model="pooled", n=2000, epsilon=1.0, bounds={"x": (0, 100)})
+    pd.testing.assert_frame_equal(text.table, mapping.table)
+    assert text.table.loc[("0", "x"), "released_share"] == 1.0
+    alone = dplong.plan("y ~ 1", model="pooled", n=1000, epsilon=1.0)
+    assert "expect them withheld" not in alone.summary()
+    assert "no noise forecast" not in alone.summary()

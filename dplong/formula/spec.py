@@ -355,36 +355,39 @@ class DesignSpec:
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
         """:meth:`_build` on the data's rows, where a term that fails on some of them (its code
         raises, or gives values of another kind than the spec's: text where it made numbers)
-        leaves just those rows missing, each judged on its own: whether the design is built
-        never depends on the rows (one user's value could flip it), and no message quotes
-        them. Found term by term (the failure path only), by halving the failing chunks of
-        the distinct values the term reads; a term that passes on each row alone and fails on
-        the rows together reads across rows, which the spec's probe rows refuse
-        (:mod:`~dplong.formula.row_wise`)."""
+        leaves just those rows' outcome or regressors missing (as a missing value would), each
+        row judged on its own: whether the design is built never depends on the rows (one
+        user's value could flip it), and no message quotes them. Found term by term (the
+        failure path only), by halving the failing chunks of the distinct values the term
+        reads; a term that passes on each row alone and fails on the rows together reads
+        across rows, which the spec's probe rows refuse (:mod:`~dplong.formula.row_wise`)."""
         try:
             return self._build(data)
         except Exception:  # the formula's own code on the data: no row decides the outcome
             pass
         size = len(next(iter(data.values())))
-        failing = np.zeros(size, dtype=bool)
-        for info in (self.outcome_info, self.regressor_info):
+        parts: list[tuple[NDArray[np.float64], NDArray[np.bool_]]] = []
+        for info, width in ((self.outcome_info, 1), (self.regressor_info, len(self.columns))):
+            missing = np.zeros(size, dtype=bool)
             for factor, factor_info in info.factor_infos.items():
-                failing |= _failing_rows(factor, factor_info, data)
-        y = np.full((size, 1), np.nan)
-        X = np.full((size, len(self.columns)), np.nan)
-        kept = np.flatnonzero(~failing)
-        missing_y, missing_x = failing.copy(), failing.copy()
-        if kept.size:  # patsy evaluates no empty frame
-            try:
-                y[kept], X[kept], missing_y[kept], missing_x[kept] = self._build(
-                    _rows_at(data, kept)
-                )
-            except Exception:
-                raise FormulaError(
-                    f"cannot evaluate {self.formula!r} on the data: its terms evaluate on "
-                    "each row alone but not on the rows together (a term that reads other "
-                    "rows than its own)"
-                ) from None
+                missing |= _failing_rows(factor, factor_info, data)
+            values = np.full((size, width), np.nan)
+            kept = np.flatnonzero(~missing)
+            if kept.size and not info.factor_infos:  # the intercept alone
+                values[kept] = 1.0
+            elif kept.size:  # patsy evaluates no empty frame
+                try:
+                    ((values[kept],), (missing[kept],)) = self._matrices(
+                        (info,), _rows_at(data, kept)
+                    )
+                except Exception:
+                    raise FormulaError(
+                        f"cannot evaluate {self.formula!r} on the data: its terms evaluate "
+                        "on each row alone but not on the rows together (a term that reads "
+                        "other rows than its own)"
+                    ) from None
+            parts.append((values, missing))
+        (y, missing_y), (X, missing_x) = parts
         return y, X, missing_y, missing_x
 
     def _build(
@@ -393,7 +396,16 @@ class DesignSpec:
         """Both matrices of every row of the canonical columns ``data`` (one patsy pass), and
         their rows with a missing or non-finite value; no row is dropped here, so that the
         caller subsets (and copies) once."""
-        infos = (self.outcome_info, self.regressor_info)
+        (y, X), (missing_y, missing_x) = self._matrices(
+            (self.outcome_info, self.regressor_info), data
+        )
+        return y, X, missing_y, missing_x
+
+    def _matrices(
+        self, infos: tuple[Any, ...], data: Mapping[str, Any]
+    ) -> tuple[list[NDArray[np.float64]], list[NDArray[np.bool_]]]:
+        """The matrices of ``infos`` (patsy's design infos) on ``data`` in one patsy pass, and
+        each one's rows with a missing or non-finite value."""
         recorder = _MissingRows()
         try:
             with np.errstate(all="ignore"):  # invalid values become missing rows, silently
@@ -405,13 +417,14 @@ class DesignSpec:
         # patsy evaluates each factor once, in the order of the infos: its masks come so
         evaluated = dict.fromkeys(f for info in infos for f in info.factor_infos.values())
         factor_missing = dict(zip(evaluated, recorder.masks, strict=True))
-        result: list[NDArray[Any]] = [np.asarray(m, dtype=np.float64) for m in matrices]
-        for info, values in zip(infos, list(result), strict=True):
-            missing = np.logical_not(np.isfinite(values).all(axis=1))
+        values = [np.asarray(m, dtype=np.float64) for m in matrices]
+        missing = []
+        for info, matrix in zip(infos, values, strict=True):
+            rows = np.logical_not(np.isfinite(matrix).all(axis=1))
             for factor in info.factor_infos.values():
-                missing |= factor_missing[factor]
-            result.append(missing)
-        return result[0], result[1], result[2], result[3]
+                rows |= factor_missing[factor]
+            missing.append(rows)
+        return values, missing
 
 
 def _failing_rows(factor: Any, info: Any, data: Mapping[str, Any]) -> NDArray[np.bool_]:

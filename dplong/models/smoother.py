@@ -92,7 +92,14 @@ class ItemSmoother(PriestleyChao):
             check_paper(n, paper_options)
         # the scale estimated where n ε affords no count of the responses' tail (public facts)
         unchecked = (
-            unchecked_warnings((name,), _ONE, ~_ONE, why="unaffordable")
+            unchecked_warnings(
+                (name,),
+                _ONE,
+                ~_ONE,
+                why="unaffordable",
+                remedy="state noise_sd and amplitude",
+                target="the curve",
+            )
             if plan is not None and not stated and not affords_count(plan)
             else ()
         )

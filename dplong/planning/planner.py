@@ -62,7 +62,8 @@ def plan(
         ``"poisson"``, ``"pooled"``, ``"nw"``, ...) or a model class with ``from_formula``.
     rows : int
         Rows per user of the stand-in data (a public lower bound if you state one; the
-        decision does not depend on it). An item-level model has one per unit.
+        decision does not depend on it, the pooled family's noise forecast does: its
+        reference panel has this many rows a user). An item-level model has one per unit.
     levels : mapping, optional
         Declared levels of factor columns, as for ``from_formula``.
     target_sd : float, optional

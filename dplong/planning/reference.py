@@ -147,12 +147,14 @@ class ReferencePanel:
         ``from_formula``; None where the model is not of the pooled family or the panel would
         exceed :data:`MAX_REFERENCE_ROWS`."""
         from dplong.models.pooled import PooledOLS
+        from dplong.models.pooled.frame import parse_bounds
 
         if not isinstance(built, PooledOLS) or n * rows > MAX_REFERENCE_ROWS:
             return None
-        bounds = options.get("bounds")
+        bounds = options.get("bounds")  # the command line's "COL=LO,HI;..." or a mapping
+        stated = parse_bounds(bounds) if isinstance(bounds, str) else bounds
         panel = reference_rows(
-            formula, n, rows, levels, bounds if isinstance(bounds, Mapping) else None
+            formula, n, rows, levels, stated if isinstance(stated, Mapping) else None
         )
         with warnings.catch_warnings():  # of made-up rows: nothing to tell the analyst
             warnings.simplefilter("ignore")

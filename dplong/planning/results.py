@@ -84,9 +84,18 @@ class PlanResults:
         """The plan as text (also ``str(results)``)."""
         width = 78
         # a release whose noise the plan does not forecast (sufficient statistics): whether
-        # each coefficient is withheld is decided by its released numbers at the fit
+        # each coefficient is withheld is decided by its released numbers at the fit; measured
+        # on the reference panel, where too few of its fits released any (the intercept's
+        # noise is never forecast there)
+        shares = self.table.get("released_share", pd.Series(dtype=float)).dropna()
         blind = (
-            not self.refused and len(self.table) > 0 and bool(self.table["noise_sd"].isna().all())
+            not self.refused
+            and len(self.table) > 0
+            and (
+                len(shares) > 0 and bool((shares < MIN_RELEASED / REFERENCE_FITS).all())
+                if "released_share" in self.table
+                else bool(self.table["noise_sd"].isna().all())
+            )
         )
         lines = [
             "dplong plan (public facts only: no row is read)".center(width),

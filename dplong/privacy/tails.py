@@ -424,9 +424,10 @@ def tail_rule(
     centre the mean lies near): a tail the clip cuts biases the mean only by its excess on one
     side, and each column's tail is counted on each side instead (:func:`_signed_tail`).
     ``balance``: the release's noise per unit of radius over its clipping bias per unit of a
-    user's excess, against a mean's (1: the release is a mean; a curve's is its largest weight
-    over its largest row norm, :func:`~dplong.models.response_centre.response_tail`): the
-    widened radius balances the release's own two."""
+    user's excess, against a mean's (1: the release is a mean; a curve's is its largest
+    ``Σ_i |a_i(x)|`` over n times a unit's largest row norm of weights,
+    :func:`~dplong.models.response_centre.response_tail`): the widened radius balances the
+    release's own two."""
     radius, mean_budget, moment_budget = final
     d = radius.shape[0]
     none = np.zeros(d, dtype=bool)
@@ -946,6 +947,8 @@ def unchecked_warnings(
     off_zero: NDArray[np.bool_],
     *,
     why: Unchecked = "blind",
+    remedy: str | None = None,
+    target: str = "the mean",
 ) -> tuple[str, ...]:
     """The reliability warning of the released ``unchecked`` columns, whose estimated scale's
     bias bound rests on the bulk's tail model and whose tail no count checked, and ``why``
@@ -953,9 +956,10 @@ def unchecked_warnings(
     this n ε affords none. A warning, not an assumption line: on skewed per-user values such
     a clip cuts the long side by many times the bound, and the interval misses in most
     releases, where the released mean lies too close to its median for
-    :func:`skewed_columns` to tell (docs/accuracy.md). The ``off_zero`` columns, most of whose
-    users are 0, are judged among the users off 0 (:func:`tail_users`): a tail there is most
-    of the mean. Public facts and released numbers only.
+    :func:`skewed_columns` to tell (docs/accuracy.md). The ``off_zero`` columns, most of
+    whose users are 0, are judged among the users off 0 (:func:`tail_users`): a tail there is
+    most of the mean. ``remedy`` and ``target``: what a model offers instead of a stated tail
+    or scale, and what its interval is of. Public facts and released numbers only.
 
     Examples
     --------
@@ -970,7 +974,7 @@ def unchecked_warnings(
     >>> note[:82]
     "['a', 'b']: no count checked their tails (this n and epsilon afford no tail count)"
     """
-    remedy = f"{_UNCHECKED[why][1]}, or raise epsilon."
+    remedy = f"{remedy or _UNCHECKED[why][1]}, or raise epsilon."
     notes = []
     off = unchecked & off_zero
     if off.any():
@@ -983,7 +987,7 @@ def unchecked_warnings(
         notes.append(
             f"{[names[j] for j in np.flatnonzero(off)]}: most users are 0, and {reason}: a "
             "heavier tail among them is clipped beyond the bias bound, and the interval can "
-            f"miss the mean; {remedy}"
+            f"miss {target}; {remedy}"
         )
     rest = unchecked & ~off_zero
     if rest.any():
@@ -992,7 +996,7 @@ def unchecked_warnings(
         notes.append(
             f"{which}: no count checked {'its tail' if one else 'their tails'} "
             f"({_UNCHECKED[why][0]}): a skewed or heavier tail than the clip's near-normal "
-            "model is clipped beyond the bias bound, and the interval can miss the mean; "
+            f"model is clipped beyond the bias bound, and the interval can miss {target}; "
             f"{remedy}"
         )
     return tuple(notes)

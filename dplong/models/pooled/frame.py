@@ -41,7 +41,7 @@ def column_bounds(spec: DesignSpec, bounds: BoundsLike | str | None) -> NDArray[
     [nan, nan]
     """
     if isinstance(bounds, str):  # the command line's "COL=LO,HI;COL=LO,HI"
-        bounds = _parse_bounds(bounds)
+        bounds = parse_bounds(bounds)
     if not isinstance(bounds, Mapping | None):  # untyped callers
         raise ParameterError(
             f"bounds must be a mapping {{column: (low, high)}}, got {type(bounds).__name__}"
@@ -70,7 +70,7 @@ def column_bounds(spec: DesignSpec, bounds: BoundsLike | str | None) -> NDArray[
     return out
 
 
-def _parse_bounds(text: str) -> dict[str, tuple[float, float]]:
+def parse_bounds(text: str) -> dict[str, tuple[float, float]]:
     """``"xage=0,100;female=0,1"`` as ``{"xage": (0.0, 100.0), "female": (0.0, 1.0)}``."""
     out: dict[str, tuple[float, float]] = {}
     for item in filter(None, (part.strip() for part in text.split(";"))):
