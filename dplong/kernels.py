@@ -15,7 +15,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from dplong.exceptions import ParameterError
 
-__all__ = ["KERNELS", "Kernel", "auto_bandwidth", "get_kernel", "item_bias_bound", "item_weights"]
+__all__ = [
+    "KERNELS",
+    "Kernel",
+    "auto_bandwidth",
+    "get_kernel",
+    "item_bias_bound",
+    "item_weights",
+    "largest_spacing",
+]
 
 
 @dataclass(frozen=True)
@@ -185,6 +193,24 @@ def item_weights(
     return weights
 
 
+def largest_spacing(x: NDArray[np.float64], hi: float) -> float:
+    """The largest share of a gap to the next design point that one unit's weight carries in
+    :func:`item_weights` (units at one point share its gap): what the curve's sensitivity
+    grows with. Public (the design is).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.kernels import largest_spacing
+    >>> round(largest_spacing(np.arange(100) / 100, 1.0), 6)       # equidistant: 1 / n
+    0.01
+    >>> largest_spacing(np.array([0.0, 0.0, 0.0, 0.5]), 1.0)        # one unit alone at 0.5
+    0.5
+    """
+    points, ties = np.unique(x, return_counts=True)
+    return float(np.max(np.diff(points, append=hi) / ties))
+
+
 def item_bias_bound(
     x: NDArray[np.float64],
     grid: NDArray[np.float64],
@@ -237,6 +263,7 @@ def auto_bandwidth(
     width: float,
     local: bool,
     grid: Callable[[float], NDArray[np.float64]],
+    spacing: float | None = None,
 ) -> float:
     """The bandwidth that minimises the explicit error terms of Cor 4.11 (central) / 6.7 (local)
     for n public design points over ``domain``, ``grid(b)`` the evaluation points at b.
@@ -245,7 +272,10 @@ def auto_bandwidth(
     ``σ² ∫K² / (n b)`` (equidistant design over the domain) and the privacy-noise variance
     of the curve's release with ``epsilon`` and projection half-width ``width``: centrally
     ``2 (2 w ‖a‖₁ / ε)²``, with ``‖a‖₁`` the largest total weight a design point has over
-    the grid that this b gives; locally ``2 (2 w / ε)² ∫K² / (n b)``. All public. The
+    the grid that this b gives, its spacing ``spacing`` (the design's largest share of a gap,
+    :func:`largest_spacing`; default the equidistant design's, the domain's length over n: a
+    design with a sparse stretch puts a unit there at many times that weight, and the
+    release's noise follows it); locally ``2 (2 w / ε)² ∫K² / (n b)``. All public. The
     minimiser over a log grid of b follows the corollaries' rates
     ``(σ²/n)^{1/3} ∨ (σ/(nε))^{1/2}`` (central) and ``(σ²/n)^{1/3} ∨ (σ/(√n ε))^{1/2}``
     (local), with this package's constants.
@@ -271,7 +301,8 @@ def auto_bandwidth(
                 2.0 * (2.0 * np.float64(width) / epsilon) ** 2 * kernel.roughness * length / (n * b)
             )
         points = np.ascontiguousarray(grid(b), dtype=np.float64).tobytes()
-        l1 = length / n * _largest_weight(kernel, float(b), float(lo), float(hi), points) / b
+        gap = length / n if spacing is None else spacing
+        l1 = gap * _largest_weight(kernel, float(b), float(lo), float(hi), points) / b
         return float(2.0 * (2.0 * np.float64(width) * l1 / epsilon) ** 2)
 
     # a private scale that missed far out overflows the risk: infinite (the release's own

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from dplong._validation import real_number, warn
 from dplong.exceptions import ParameterError
-from dplong.kernels import auto_bandwidth, item_bias_bound, item_weights
+from dplong.kernels import auto_bandwidth, item_bias_bound, item_weights, largest_spacing
 from dplong.models.item_data import item_rows
 from dplong.models.kernel import PriestleyChao, Stated
 from dplong.models.paper_release import paper_mean_options
@@ -132,6 +132,7 @@ class ItemSmoother(PriestleyChao):
                 width=width,
                 local=options.local,
                 grid=self._resolve_grid,
+                spacing=largest_spacing(self._x, hi),
             )
 
         b = bandwidth(where.width)
