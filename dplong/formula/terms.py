@@ -4,7 +4,7 @@ objects they call, looked up the way patsy evaluates them."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import patsy
@@ -59,9 +59,40 @@ def _calls(tree: ast.AST, namespace: Any, dtypes: Mapping[str, Any]) -> list[tup
     ]
 
 
+def term_trees(formula: str) -> list[ast.Expression]:
+    """Every term of ``formula`` (outcome first) as Python syntax, each once per occurrence.
+
+    Raises
+    ------
+    FormulaError
+        If the formula or a term cannot be parsed.
+
+    Examples
+    --------
+    >>> from dplong.formula.terms import term_trees
+    >>> [type(t.body).__name__ for t in term_trees("y ~ x + np.log(z)")]
+    ['Name', 'Name', 'Call']
+    """
+    if not isinstance(formula, str) or "~" not in formula:
+        raise FormulaError(f"formula must be a string like 'y ~ x1 + x2', got {formula!r}")
+    try:
+        desc = patsy.ModelDesc.from_formula(formula)
+    except patsy.PatsyError as err:
+        raise FormulaError(f"cannot parse the formula {formula!r}: {err}") from None
+    trees = []
+    for term in [*desc.lhs_termlist, *desc.rhs_termlist]:
+        for factor in term.factors:
+            try:
+                trees.append(ast.parse(factor.code.strip(), mode="eval"))
+            except SyntaxError:
+                raise FormulaError(f"cannot parse {factor.code!r} in {formula!r}") from None
+    return trees
+
+
 def levels_in_place(formula: str) -> dict[str, list[Any]]:
     """The columns a formula declares as factors in place, ``C(col, levels=[...])`` with a
-    literal list, and those levels.
+    literal list, and those levels (none where the formula does not parse: the model's own
+    parse refuses it).
 
     Examples
     --------
@@ -70,33 +101,39 @@ def levels_in_place(formula: str) -> dict[str, list[Any]]:
     {'site': ['north', 'south'], 'arm': [0, 1]}
     """
     try:
-        desc = patsy.ModelDesc.from_formula(formula)
-    except patsy.PatsyError:
-        return {}  # the model's own parse refuses it
+        trees = term_trees(formula)
+    except FormulaError:
+        return {}
     found: dict[str, list[Any]] = {}
-    for term in [*desc.lhs_termlist, *desc.rhs_termlist]:
-        for factor in term.factors:
+    for node in (node for tree in trees for node in ast.walk(tree)):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "C"):
+            continue
+        column = node.args[0] if node.args else None
+        if not isinstance(column, ast.Name):
+            continue
+        for keyword in node.keywords:
             try:
-                tree = ast.parse(str(factor.code), mode="eval")
-            except SyntaxError:
+                levels = ast.literal_eval(keyword.value) if keyword.arg == "levels" else None
+            except ValueError:
                 continue
-            for node in ast.walk(tree):
-                if not (
-                    isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Name)
-                    and node.func.id == "C"
-                    and node.args
-                    and isinstance(node.args[0], ast.Name)
-                ):
-                    continue
-                for keyword in node.keywords:
-                    try:
-                        levels = ast.literal_eval(keyword.value)
-                    except ValueError:
-                        continue
-                    if keyword.arg == "levels" and isinstance(levels, list | tuple) and levels:
-                        found[node.args[0].id] = list(levels)
+            if isinstance(levels, list | tuple) and levels:
+                found[column.id] = list(levels)
     return found
+
+
+def with_levels_in_place(
+    formula: str, levels: Mapping[str, Sequence[Any]] | None
+) -> dict[str, Sequence[Any]]:
+    """``levels`` and the factors the formula declares in place (:func:`levels_in_place`),
+    ``levels`` winning: every declaration made-up rows must honour.
+
+    Examples
+    --------
+    >>> from dplong.formula.terms import with_levels_in_place
+    >>> with_levels_in_place("y ~ C(arm, levels=[0, 1])", {"site": ["a"]})
+    {'arm': [0, 1], 'site': ['a']}
+    """
+    return {**levels_in_place(formula), **(levels or {})}
 
 
 def text_levels(formula: str) -> dict[str, list[str]]:

@@ -22,7 +22,7 @@ import pandas as pd
 import patsy
 
 from dplong.formula import build_design
-from dplong.formula.terms import levels_in_place
+from dplong.formula.terms import with_levels_in_place
 from dplong.planning.checkpoints import FitPlan
 from dplong.planning.stand_in import STAND_IN_TIME, STAND_IN_USER, formula_columns
 
@@ -75,8 +75,7 @@ def reference_rows(
     size = n * rows
     user = np.repeat(np.arange(n), rows)
     frame: dict[str, Any] = {STAND_IN_USER: user, STAND_IN_TIME: np.tile(np.arange(rows), n)}
-    # a factor declared in the formula takes its levels too
-    declared, stated = {**levels_in_place(formula), **(levels or {})}, dict(bounds or {})
+    declared, stated = with_levels_in_place(formula, levels), dict(bounds or {})
     for column in formula_columns(formula):
         if column in declared:
             values = np.asarray(list(declared[column]), dtype=object)
@@ -99,7 +98,16 @@ def reference_units(
     """Each coefficient's unit on the reference panel: the outcome's sd over the column's
     (a factor's indicator, 0 or 1 in every row: the outcome's sd alone), and its name; NaN and
     ``"-"`` for a constant column (the intercept, whose noise depends on where the columns lie
-    for their spread, which the panel makes up)."""
+    for their spread, which the panel makes up).
+
+    Examples
+    --------
+    >>> from dplong.planning.reference import reference_rows, reference_units
+    >>> panel = reference_rows("y ~ x + C(arm)", 500, 4, {"arm": ["a", "b"]})
+    >>> units, names = reference_units("y ~ x + C(arm)", panel, {"arm": ["a", "b"]})
+    >>> names
+    {'Intercept': '-', 'C(arm)[T.b]': 'sd(y)', 'x': 'sd(y)/sd(x)'}
+    """
     design = build_design(
         formula,
         panel,
@@ -145,7 +153,19 @@ class ReferencePanel:
     ) -> ReferencePanel | None:
         """The reference panel of ``built`` (the model on stand-in rows) and the options of its
         ``from_formula``; None where the model is not of the pooled family or the panel would
-        exceed :data:`MAX_REFERENCE_ROWS`."""
+        exceed :data:`MAX_REFERENCE_ROWS`.
+
+        Examples
+        --------
+        >>> import dplong
+        >>> from dplong.planning.reference import ReferencePanel
+        >>> from dplong.planning.stand_in import STAND_IN_USER, stand_in_rows
+        >>> built = dplong.PooledOLS.from_formula(
+        ...     "y ~ x", stand_in_rows("y ~ x", 500, 4, None), groups=STAND_IN_USER)
+        >>> panel = ReferencePanel.of(built, "y ~ x", 500, 4, None, {})
+        >>> panel.names["x"], ReferencePanel.of(built, "y ~ x", 10**6, 4, None, {})
+        ('sd(y)/sd(x)', None)
+        """
         from dplong.models.pooled import PooledOLS
         from dplong.models.pooled.frame import parse_bounds
 

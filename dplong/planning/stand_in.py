@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import patsy
 
-from dplong.exceptions import FormulaError, ParameterError
-from dplong.formula.terms import levels_in_place
+from dplong.exceptions import ParameterError
+from dplong.formula.terms import term_trees, with_levels_in_place
 
 #: Seed of the stand-in rows :func:`plan` builds a model on (they are never read to decide).
 STAND_IN_SEED = 20240613
@@ -54,33 +54,22 @@ def formula_columns(formula: str) -> tuple[str, ...]:
     >>> formula_columns("np.log1p(meddol) ~ np.log(coins + 1) + xage + C(plan, levels=[1, 2])")
     ('meddol', 'coins', 'xage', 'plan')
     """
-    if not isinstance(formula, str) or "~" not in formula:
-        raise FormulaError(f"formula must be a string like 'y ~ x1 + x2', got {formula!r}")
-    try:
-        desc = patsy.ModelDesc.from_formula(formula)
-    except patsy.PatsyError as err:
-        raise FormulaError(f"cannot parse the formula {formula!r}: {err}") from None
     known = set(dir(builtins)) | set(patsy.builtins.__all__) | {"np", "pd", "C", "I", "Q"}
     found: list[str] = []
-    for term in [*desc.lhs_termlist, *desc.rhs_termlist]:
-        for factor in term.factors:
-            try:
-                tree = ast.parse(factor.code.strip(), mode="eval")
-            except SyntaxError:
-                raise FormulaError(f"cannot parse {factor.code!r} in {formula!r}") from None
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Q":
-                    found += [
-                        a.value
-                        for a in node.args
-                        if isinstance(a, ast.Constant) and isinstance(a.value, str)
-                    ]
-                elif (
-                    isinstance(node, ast.Name)
-                    and node.id not in known
-                    and not any(isinstance(p, ast.Call) and p.func is node for p in ast.walk(tree))
-                ):
-                    found.append(node.id)
+    for tree in term_trees(formula):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Q":
+                found += [
+                    a.value
+                    for a in node.args
+                    if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                ]
+            elif (
+                isinstance(node, ast.Name)
+                and node.id not in known
+                and not any(isinstance(p, ast.Call) and p.func is node for p in ast.walk(tree))
+            ):
+                found.append(node.id)
     return tuple(dict.fromkeys(found))
 
 
@@ -127,8 +116,7 @@ def stand_in_rows(
         STAND_IN_USER: np.repeat(np.arange(n), rows),
         STAND_IN_TIME: np.tile(np.arange(rows), n),
     }
-    # a factor declared in the formula takes its levels too (the model reads no other)
-    declared = {**levels_in_place(formula), **(levels or {})}
+    declared = with_levels_in_place(formula, levels)
     # declared levels of a column neither reads are left to the model to refuse
     for column in dict.fromkeys([*formula_columns(formula), *named]):
         if column in declared:

@@ -102,7 +102,7 @@ def release_linear(
                 float(release.scale[0]),
             ),
         )
-    if budget.rho > 0 and gaussian_is_better(weights, budget):
+    if gaussian_is_better(weights, budget):
         joint = release_weighted_gaussian(clipped, radius, weights, budget.rho, rng)
         mechanism, kind = "discrete Gaussian, L2 over the grid (CKS 2020)", "gaussian"
         costs = (0.0, 0.0, budget.rho)
@@ -117,7 +117,17 @@ def release_linear(
 def gaussian_is_better(weights: NDArray[np.float64], budget: VectorBudget) -> bool:
     """Whether the L2 release (ρ) has less noise than the L1 release (ε) of the same vector:
     Laplace sd ``√2 Δ₁ / ε`` against Gaussian ``Δ₂ / √(2ρ)``, both from the public weights
-    (a budget of ρ alone: the Gaussian; of ε alone: the Laplace)."""
+    (a budget of ρ alone: the Gaussian; of ε alone: the Laplace).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.budget import VectorBudget
+    >>> from dplong.privacy.vector import gaussian_is_better
+    >>> spread = np.full((100, 50), 0.01)    # each unit reaches all 50 points a little
+    >>> [gaussian_is_better(spread, b) for b in (VectorBudget(1.0, 0.1), VectorBudget(1.0))]
+    [True, False]
+    """
     if budget.rho <= 0.0 or budget.epsilon <= 0.0:
         return budget.rho > 0.0
     l1 = float(np.abs(weights).sum(axis=1).max())

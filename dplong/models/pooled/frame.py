@@ -71,7 +71,14 @@ def column_bounds(spec: DesignSpec, bounds: BoundsLike | str | None) -> NDArray[
 
 
 def parse_bounds(text: str) -> dict[str, tuple[float, float]]:
-    """``"xage=0,100;female=0,1"`` as ``{"xage": (0.0, 100.0), "female": (0.0, 1.0)}``."""
+    """``"xage=0,100;female=0,1"`` as ``{"xage": (0.0, 100.0), "female": (0.0, 1.0)}``.
+
+    Examples
+    --------
+    >>> from dplong.models.pooled.frame import parse_bounds
+    >>> parse_bounds("xage=0,100;female=0,1")
+    {'xage': (0.0, 100.0), 'female': (0.0, 1.0)}
+    """
     out: dict[str, tuple[float, float]] = {}
     for item in filter(None, (part.strip() for part in text.split(";"))):
         name, _, values = item.rpartition("=")
