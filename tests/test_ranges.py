@@ -32,10 +32,12 @@ from dplong.privacy.quantile import GRID, LogGrid
 from dplong.privacy.ranges import (
     CLIPPED_RUNG,
     FAR_RUNG,
+    FAR_SHARE,
     NEAR_RUNG,
     RUNG_SHARE,
     RUNGS,
     TINY_REACH,
+    WIDE_RUNGS,
     guard_swaps,
     guarded_ranges,
     histogram_ranges,
@@ -427,35 +429,79 @@ def test_a_midpoint_beyond_every_person_is_a_miss(monkeypatch: pytest.MonkeyPatc
     assert sum(bool(f.missed[0]) for f in noisy) >= 9
 
 
-def test_a_heavy_tail_beyond_the_range_is_counted_and_a_light_one_is_not() -> None:
+def test_a_heavy_tail_beyond_the_range_widens_it_and_what_lies_beyond_is_counted() -> None:
     """Noise all but off (ρ large: the counts exact to a person), 4,000 persons: the Pareto
     (index 1.5) and lognormal (σ = 1.5) columns leave far more than √n persons beyond
-    CLIPPED_RUNG median reaches, and ``heavy`` is the released count of them (the larger side's); a
-    normal, a uniform and a 0/1 column leave none. Without ``tail_rho`` nothing counts them
-    (0 everywhere, no ledger entry), nor do the histograms."""
+    CLIPPED_RUNG median reaches on their upper sides, and so does a lognormal one negated on
+    its lower side: each such side is widened, to a median reach inside the first of the
+    WIDE_RUNGS beyond which nobody lies, or else its last, the core in proportion (half of the
+    range's reach, as CORE is of REACH), and where persons lie beyond the last rung their
+    count is the ``heavy`` one, to a person. The normal column's one person beyond 3.4 sds
+    widens it too, with nobody beyond the first of the rungs: it clips ``some``, by its count
+    at CLIPPED_RUNG. A uniform and a 0/1 column leave nobody beyond. Without ``tail_rho``
+    nothing counts them (0 everywhere, no widening, no ledger entry), nor do the
+    histograms."""
     rng = np.random.default_rng(5)
     n = 4000
     values = np.column_stack(
         [
             rng.pareto(1.5, n),
             rng.lognormal(0.0, 1.5, n),
+            -rng.lognormal(0.0, 1.5, n),
             rng.normal(size=n),
             rng.uniform(size=n),
             (rng.uniform(size=n) < 0.3).astype(float),
         ]
     )
-    names = tuple("abcde")
+    names = tuple("abcdef")
     found = private_ranges(values, values, 50.0, 1e6, rng, names=names, tail_rho=1e6)
-    assert found.heavy[2:].tolist() == [0.0, 0.0, 0.0]
-    assert (found.heavy[:2] > 0.05 * n).all()
-    deviation = values[:, :2] - found.midpoint[:2]
-    exact = (deviation > CLIPPED_RUNG * found.reaches[0, :2]).sum(axis=0)
-    assert np.abs(found.heavy[:2] - exact).max() <= 1.0  # the upper sides, to a person
-    (tails,) = [e for e in found.entries if e.target == "persons beyond the ranges"]
-    assert tails.sensitivity >= math.sqrt(2 * 5)  # 2 k counts, one each
+    assert found.widened.tolist() == [True, True, True, True, False, False]
+    deviations = (values - found.midpoint, found.midpoint - values)
+    rungs = np.array(WIDE_RUNGS)
+    for column, side in ((0, 0), (1, 0), (2, 1), (3, 0)):
+        beyond = (deviations[side][:, column, None] > rungs * found.reaches[side, column]).sum(0)
+        assert np.abs(found.far[side, :, column] - beyond).max() <= 1.0  # to a person
+        at = rungs[np.argmax(beyond == 0)] if (beyond == 0).any() else rungs[-1]
+        reach = (at - 1.0) * found.reaches[side, column]
+        end, inner = found.ranges[column, 1 - side], found.core[column, 1 - side]
+        sign = 1.0 if side == 0 else -1.0
+        assert end == pytest.approx(found.midpoint[column] + sign * reach)
+        assert inner == pytest.approx(found.midpoint[column] + sign * reach / 2.0)
+        if column < 3:  # far out beyond the last rung: many
+            assert beyond[-1] > 0 and abs(found.heavy[column] - beyond[-1]) <= 1.0
+    assert not np.isfinite(found.far[1, :, [0, 1, 3]]).any()  # their lower sides not widened
+    first = (deviations[0][:, 3] > CLIPPED_RUNG * found.reaches[0, 3]).sum()
+    assert found.heavy[3:].tolist() == [0.0, 0.0, 0.0]
+    assert first >= 1 and abs(found.some[3] - first) <= 1.0 and not found.some[4:].any()
+    (far,) = [e for e in found.entries if e.target == "persons beyond the widened ranges"]
+    assert far.sensitivity >= math.sqrt(4 * len(WIDE_RUNGS))  # one count a side and rung
     without = private_ranges(values, values, 50.0, 1e6, rng, names=names)
-    assert not without.heavy.any() and len(without.entries) == len(found.entries) - 1
+    assert not without.heavy.any() and not without.widened.any()
+    assert len(without.entries) == len(found.entries) - 2
     assert not histogram_ranges(values, values, 1e6, rng, names=names).heavy.any()
+
+
+def test_a_count_between_the_bars_of_many_and_some_widens_the_side() -> None:
+    """At a small n ε the bar of many (√n plus 2.2 sds) can sit below that of some (2.6 sds):
+    100 persons, counts of sd 100 (k = 1), bars 234 and 258. A count of 245 between them
+    widens the side (not called heavy at the first rung), one of 200 below both does not,
+    and a side not eligible (the histograms' range, or a narrow one) is never widened."""
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(100, 1))
+    found = (np.array([[-2.0, 2.0]]), np.array([[-1.0, 1.0]]))
+    sides = ([values, -values], np.full((2, 1), 0.5))
+    for count, eligible, widened in (
+        (245.0, True, True),
+        (200.0, True, False),
+        (245.0, False, False),
+    ):
+        widening = ranges._widened(
+            found, np.zeros(1), sides, (np.array([[count], [0.0]]), 100.0),
+            np.zeros(1, dtype=bool), np.array([eligible]), 1e6, rng,
+        )  # fmt: skip
+        assert widening.widened.tolist() == [widened]
+        assert (widening.ranges[0, 1] > 2.0) == widened and widening.ranges[0, 0] == -2.0
+        assert len(widening.entries) == int(widened)  # the far counts spent where widened
 
 
 def test_light_columns_are_rarely_called_heavy_at_their_stated_rate() -> None:
@@ -602,7 +648,10 @@ def _tail_counts(
 ) -> np.ndarray:
     """The released counts beyond CLIPPED_RUNG (upper, lower) of one column, the rungs'
     noiseless."""
-    found = private_ranges(lows, highs, 1.0, OFF, rng, names=("x",), tail_rho=tail_rho)
+    # the first rung's vector takes all but FAR_SHARE of the stage's tail ρ
+    found = private_ranges(
+        lows, highs, 1.0, OFF, rng, names=("x",), tail_rho=tail_rho / (1.0 - FAR_SHARE)
+    )
     return found.beyond.ravel()
 
 
@@ -629,11 +678,13 @@ def _audit_tail_counts(
     inside: float,
     fraction: float,
     seed: int,
+    counts: int = 2,
 ) -> None:
-    """The audit of a column's two counts beyond its range's ends as ``release`` gives them:
-    D (the persons' ``lows`` and ``highs``, person 0 at ±``inside``) and D' (person 0 at ±FAR,
-    beyond both ends: the vector's worst move, √(2 k) for k = 1), the released counts
-    projected on the move, at ρ (a ``fraction`` of the noise: the broken replica)."""
+    """The audit of a column's ``counts`` beyond its range's ends as ``release`` gives them
+    (both sides', at each of its rungs): D (the persons' ``lows`` and ``highs``, person 0 at
+    ±``inside``) and D' (person 0 at ±FAR, beyond every end: the vector's worst move, the
+    square root of their number), the released counts projected on the move, at ρ (a
+    ``fraction`` of the noise: the broken replica)."""
     rho, delta = 0.5, 1e-3
     runs = 3000 if fraction == 1.0 else 1500
     rng = np.random.default_rng(seed)
@@ -643,10 +694,10 @@ def _audit_tail_counts(
         outputs.append(np.array([release(low, high, rho / fraction**2, rng) for _ in range(runs)]))
         noiseless.append(release(low, high, OFF, rng))
     move = noiseless[1] - noiseless[0]
-    assert np.array_equal(move, np.ones(2))  # both sides' counts, by one
+    assert np.array_equal(move, np.ones(counts))  # every count, by one
     direction = move / np.linalg.norm(move)
     centres = tuple(float(v @ direction) for v in noiseless)
-    sd = math.sqrt(2.0) / math.sqrt(2.0 * rho)  # the stated sensitivity √(2 k), k = 1
+    sd = math.sqrt(counts) / math.sqrt(2.0 * rho)  # the stated sensitivity
     projected = (outputs[0] @ direction, outputs[1] @ direction)
     check_gaussian_audit(projected, centres, sd, fraction, rho, delta)
 
@@ -657,7 +708,9 @@ def _guarded_tail_counts(
     """The released counts beyond the range taken (upper, lower) of one column as
     :func:`guarded_ranges` releases them, the rungs' counts noiseless and the histograms all
     but noiseless (ρ = 1e8)."""
-    found, swap = guarded_ranges(lows, highs, 1.0, OFF, 1e8, rng, names=("x",), tail_rho=tail_rho)
+    found, swap = guarded_ranges(
+        lows, highs, 1.0, OFF, 1e8, rng, names=("x",), tail_rho=tail_rho / (1.0 - FAR_SHARE)
+    )
     assert swap.all()
     return found.beyond.ravel()
 
@@ -679,6 +732,41 @@ def test_guarded_tail_counts_audit_with_power_check(
     monkeypatch.setattr(ranges, "histogram_threshold", lambda k, rho: 5.0)
     monkeypatch.setattr(ranges, "guard_swaps", lambda found, guard: np.ones(1, dtype=bool))
     _audit_tail_counts(_guarded_tail_counts, -np.ones(20), np.ones(20), 1.0, fraction, seed=20)
+
+
+def _far_counts(
+    lows: np.ndarray, highs: np.ndarray, far_rho: float, rng: np.random.Generator
+) -> np.ndarray:
+    """The released counts beyond the WIDE_RUNGS (upper, then lower) of one column whose two
+    sides the first counts (held public, far above their bar) widen, its midpoint 0 and
+    median reaches 1."""
+    widening = ranges._widened(
+        (np.array([[-4.0, 4.0]]), np.array([[-2.0, 2.0]])),
+        np.zeros(1),
+        ([highs, -lows], np.ones((2, 1))),
+        (np.full((2, 1), 1e6), 1.0),
+        np.zeros(1, dtype=bool),
+        np.ones(1, dtype=bool),
+        far_rho,
+        rng,
+    )
+    assert widening.widened.all()
+    return widening.far.ravel()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fraction", [1.0, BROKEN_NOISE_FRACTION])
+def test_far_counts_audit_with_power_check(fraction: float) -> None:
+    """The counts of the persons beyond the WIDE_RUNGS on the widened sides (their own vector,
+    FAR_SHARE of the tail ρ), the first counts that widen them held public: D (person 0 with
+    the others at ±1) and D' (person 0 at ±FAR, beyond every rung on both sides: the vector's
+    worst move, √6 for one column), the released counts projected on the move. The broken
+    replica (a quarter of the noise) must be caught, the correct one must not exceed its
+    claim."""
+    counts = 2 * len(WIDE_RUNGS)
+    _audit_tail_counts(
+        _far_counts, -np.ones(20), np.ones(20), 1.0, fraction, seed=21, counts=counts
+    )
 
 
 def test_the_guard_takes_a_missed_or_far_reaching_range_and_leaves_a_good_one() -> None:

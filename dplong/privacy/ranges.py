@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,6 +44,7 @@ __all__ = [
     "CONSTANT_SDS",
     "CORE",
     "FAR_RUNG",
+    "FAR_SHARE",
     "FAR_SPAN",
     "GUARD_SPAN",
     "HEAVY_FALSE",
@@ -63,7 +65,9 @@ __all__ = [
     "RUNG_SHARE",
     "SPREAD_SDS",
     "TINY_REACH",
+    "WIDE_RUNGS",
     "PrivateRanges",
+    "far_threshold",
     "guard_swaps",
     "guarded_ranges",
     "heavy_threshold",
@@ -123,6 +127,29 @@ CLIPPED_RUNG, HEAVY_FALSE = REACH + 1.0, 0.05
 #: with 18 of 30 intervals missing pooled OLS silently, its counts 100-140 persons against
 #: √n + 2.2 sds = 116; a normal, 0/1 or t₃ one passes in 0-1 of 30 fits.
 SOME_FALSE = 0.01
+#: A medians' range whose count beyond CLIPPED_RUNG on a side is above :func:`some_threshold`
+#: (or :func:`heavy_threshold`, where lower) holds a long tail there: the side is **widened**,
+#: its core in proportion. A second vector counts the persons beyond each of the WIDE_RUNGS
+#: median reaches on the widened sides alone (:data:`FAR_SHARE`), and the side ends a median
+#: reach inside the first of them whose count is within :func:`far_threshold` (the rest are
+#: clipped by less than a median reach, or hide in the noise: the column clips some, and a
+#: note says so); where none is, the range clips **many**. A slope on a regressor clipped in
+#: its tail is that of another regressor, while a wider range costs noise only: RAND HIE's log
+#: income, its lower 5 % spread from 7 down to 0 (1 % at 0, 21 median reaches out),
+#: `BetweenOLS` at ε = 1 released its slope in 14 of 30 fits at 0.5 against 0.19 (RMSE 0.25);
+#: widened, in nearly every fit (docs/accuracy.md has the tables). The rungs start at 8: a
+#: false widening (the count's noise above its bar) of a discrete column at 400 persons and
+#: ε = 16 to 15 median reaches withheld every coefficient as unbounded; to 7, the fit released.
+WIDE_RUNGS = (FAR_RUNG / 2.0, FAR_RUNG, 2.0 * FAR_RUNG)
+#: The share of a medians' route's ρ for the tail counts that counts the persons beyond the
+#: WIDE_RUNGS on the widened sides alone, in a vector of its own (its sensitivity the square
+#: root of their number of counts, a public fact once the first counts are released); the
+#: first rung's counts keep the rest, as precise as before the widening (the plan's ρ for them
+#: is raised by as much: :func:`~dplong.privacy.budget.statistics_budget`). With one side of
+#: k columns widened, its counts' noise sd is ``2 √(3 / (2 k))`` that of a first-rung count
+#: (1.41 for k = 3, 1.10 for 5). Where nothing is widened, the releases of the statistics take
+#: it (:meth:`~dplong.privacy.budget.StatisticsBudget.released_rho`).
+FAR_SHARE = 0.2
 #: The reaches' grid: 8 cells a doubling (9 %; a range is 1.25 to 4 reaches) in [2^-32, 2^32],
 #: one a doubling out to 2^-64 and to 2^65 (3.7e19), the cell at 0 below and one unbounded
 #: cell above: 579 cells. A reach misses by the noisy max of the cells tied beside every
@@ -305,11 +332,15 @@ class PrivateRanges:
     counts can tell from none; the histograms: fewer than their threshold off the cell ending at 0),
     the released counts of the persons ``beyond`` :data:`CLIPPED_RUNG` median reaches, or beyond
     a histogram range's ends (2 x k, upper then lower; NaN where nothing counted them), the
-    ``heavy`` tails the range clips (k: the larger
-    side's count where it is above :func:`heavy_threshold`, 0 elsewhere and where the range missed),
-    the ranges that clip ``some`` (k: that count where it is above :func:`some_threshold` only),
-    the ``one_sided`` ranges (k: :data:`ONE_SIDED`; never from the histograms), all DP outputs,
-    and the ledger entries of the stage."""
+    ``heavy`` tails the range clips (k: the larger side's count where it is above
+    :func:`heavy_threshold`, 0 elsewhere and where the range missed; of a widened column, its
+    largest count beyond the last of :data:`WIDE_RUNGS` where no rung's is within
+    :func:`far_threshold`), the ranges that clip ``some`` (k: that count where it is above
+    :func:`some_threshold` only; of a widened column, its count at the first rung), the
+    ``one_sided`` ranges (k: :data:`ONE_SIDED`; never from the histograms), the ranges
+    ``widened`` for a long tail (k) and the released counts beyond the WIDE_RUNGS on their
+    widened sides (``far``: 2 x rungs x k, NaN elsewhere), all DP outputs, and the ledger
+    entries of the stage."""
 
     ranges: NDArray[np.float64]
     core: NDArray[np.float64]
@@ -323,6 +354,8 @@ class PrivateRanges:
     heavy: NDArray[np.float64]
     some: NDArray[np.float64]
     one_sided: NDArray[np.bool_]
+    widened: NDArray[np.bool_]
+    far: NDArray[np.float64]
     entries: tuple[LedgerEntry, ...]
 
 
@@ -340,9 +373,11 @@ def private_ranges(
     """The range of each of the k columns from the persons' minima ``lows`` and maxima
     ``highs`` (n x k, finite, or NaN for a person without a value, who counts nowhere; n is
     the public number of persons), with three ε-DP medians per column, one ρ-zCDP vector of
-    counts at the rungs and, where ``tail_rho`` is positive, one ``tail_rho``-zCDP vector of
-    the counts beyond :data:`CLIPPED_RUNG` median reaches that tell the ``heavy`` tails (design
-    notes). With ``outcome`` the last column is the fit's outcome, found (nearly) constant by
+    counts at the rungs and, where ``tail_rho`` is positive, a vector of the counts beyond
+    :data:`CLIPPED_RUNG` median reaches at all but :data:`FAR_SHARE` of it, which widen the
+    ranges of long tails, and one at the rest on the widened sides, which tell the ``heavy``
+    ones (:func:`_widened`; design notes). With
+    ``outcome`` the last column is the fit's outcome, found (nearly) constant by
     :data:`OUTCOME_CONSTANT_SDS`.
 
     Examples
@@ -449,13 +484,20 @@ def private_ranges(
         gaussian_vector_entry("bounds", "persons beyond the reaches' rungs", rho, counts),
     )
     beyond, heavy, some = np.full((2, k), np.nan), np.zeros(k), np.zeros(k)
+    widened, far = np.zeros(k, dtype=bool), np.full((2, len(WIDE_RUNGS), k), np.nan)
+    ranges = np.column_stack([midpoint - lower, midpoint + upper])
+    core = np.column_stack([midpoint - core_lower, midpoint + core_upper])
     if tail_rho > 0.0:  # the persons every range clips by a median reach, either side
-        beyond, sd, entry = _counted_beyond(deviations, reaches, clipped_at, tail_rho, rng)
-        heavy, some = _heavy(beyond, sd, missed, n)
-        entries += (entry,)
+        counts_rho, far_rho = tail_rho * (1.0 - FAR_SHARE), tail_rho * FAR_SHARE
+        beyond, sd, entry = _counted_beyond(deviations, reaches, clipped_at, counts_rho, rng)
+        ranges, core, widened, heavy, some, far, wide = _widened(
+            (ranges, core), midpoint, (deviations, np.array(reaches)), (beyond, sd), missed,
+            ~narrow, far_rho, rng,
+        )  # fmt: skip
+        entries += (entry, *wide)
     return PrivateRanges(
-        np.column_stack([midpoint - lower, midpoint + upper]),
-        np.column_stack([midpoint - core_lower, midpoint + core_upper]),
+        ranges,
+        core,
         midpoint,
         np.array(reaches),
         counted,
@@ -466,6 +508,8 @@ def private_ranges(
         heavy,
         some,
         one_sided,
+        widened,
+        far,
         entries,
     )
 
@@ -511,12 +555,94 @@ def _histogram_missed(beyond: NDArray[np.float64], sd: float, n: int) -> NDArray
     return np.asarray(np.any(beyond > HISTOGRAM_MISS * n + MISS_SDS * sd, axis=0))
 
 
+class _Widening(NamedTuple):
+    """The ranges and cores after :func:`_widened` (k x 2 each), the columns widened, their
+    ``heavy`` and ``some`` counts, the released counts beyond the :data:`WIDE_RUNGS` (2 x rungs x
+    k, NaN where not counted) and the far counts' ledger entries (none where nothing was
+    widened)."""
+
+    ranges: NDArray[np.float64]
+    core: NDArray[np.float64]
+    widened: NDArray[np.bool_]
+    heavy: NDArray[np.float64]
+    some: NDArray[np.float64]
+    far: NDArray[np.float64]
+    entries: tuple[LedgerEntry, ...]
+
+
+def _widened(
+    found: tuple[NDArray[np.float64], NDArray[np.float64]],
+    midpoint: NDArray[np.float64],
+    sides: tuple[list[NDArray[np.float64]], NDArray[np.float64]],
+    tails: tuple[NDArray[np.float64], float],
+    missed: NDArray[np.bool_],
+    eligible: NDArray[np.bool_],
+    far_rho: float,
+    rng: np.random.Generator,
+) -> _Widening:
+    """Every ``eligible`` side (a medians' range that neither missed nor is narrow) of the ranges
+    and cores ``found`` (k x 2 each) whose released count of the persons beyond the tail count's
+    rung (``tails``: the counts, 2 x k, and their noise sd) is above the bar of some or of many,
+    the lower, widened; and the columns' ``heavy`` and ``some`` counts (:func:`_heavy`). One
+    ``far_rho``-zCDP vector (none where nothing is widened) counts the persons whose deviation
+    (``sides``: the upper and lower deviations, n x k each, and the median reaches, 2 x k) is
+    beyond each of the :data:`WIDE_RUNGS` median reaches on the widened sides alone (replacing a
+    person moves each count by at most one: L2 sensitivity the square root of their number); a
+    widened side ends a median reach inside the first rung whose count is within
+    :func:`far_threshold` (its core in proportion, as :func:`reach_rungs`), and a column none of
+    whose widened sides does clips many (its largest count beyond the last rung), else some (its
+    count at the tail count's rung: what lies beyond can hide in the noise). Post-processing of
+    released numbers, but the far vector."""
+    ranges, core = (bounds.copy() for bounds in found)
+    (deviations, reaches), (counted, sd) = sides, tails
+    n, k = deviations[0].shape
+    bar = min(some_threshold(k, sd), float(heavy_threshold(n, k, np.array([sd]))[0]))
+    widen = eligible & ~missed & (counted > bar)
+    # a side not widened is judged at the tail count's rung as ever (-inf: a widened one)
+    heavy, some = _heavy(np.where(widen, -np.inf, counted), sd, missed, n)
+    far = np.full((2, len(WIDE_RUNGS), k), np.nan)
+    if not widen.any():
+        return _Widening(ranges, core, np.zeros(k, dtype=bool), heavy, some, far, ())
+    side, column = np.nonzero(widen)
+    rungs = np.asarray(WIDE_RUNGS)[:, None]
+    beyond = np.concatenate(
+        [
+            deviations[s][:, [c]] > rungs.T * reaches[s, c]
+            for s, c in zip(side, column, strict=True)
+        ],
+        axis=1,
+    )  # n x (sides x rungs)
+    bound = math.sqrt(beyond.shape[1])
+    counts = release_vector_sum(beyond.astype(np.float64), bound, bound, far_rho, rng)
+    far[side, :, column] = counts.total.reshape(side.size, len(WIDE_RUNGS))
+    held = far[side, :, column] <= far_threshold(side.size, float(counts.sd[0]))
+    # each side a median reach inside its first rung held (the last's where none is: many)
+    at = np.asarray(WIDE_RUNGS)[np.where(held.any(axis=1), np.argmax(held, axis=1), -1)] - 1.0
+    reach_at, core_at, _ = reach_rungs(n)
+    sign = np.where(side == 0, 1.0, -1.0)
+    wide = midpoint[column] + sign * at * reaches[side, column]
+    end = ranges[column, 1 - side]
+    ranges[column, 1 - side] = sign * np.maximum(sign * end, sign * wide)
+    core[column, 1 - side] = (
+        midpoint[column] + (ranges[column, 1 - side] - midpoint[column]) * core_at / reach_at
+    )
+    widened = np.asarray(widen.any(axis=0), dtype=bool)
+    lost = np.zeros(k)  # the largest count beyond the last rung of a side none holds
+    np.maximum.at(lost, column[~held.any(axis=1)], far[side, -1, column][~held.any(axis=1)])
+    heavy = np.where(lost > 0.0, np.maximum(heavy, lost), heavy)
+    tail = np.where(widen, counted, 0.0).max(axis=0)
+    some = np.where(heavy > 0.0, 0.0, np.where(widened, np.maximum(some, tail), some))
+    entry = gaussian_vector_entry("bounds", "persons beyond the widened ranges", far_rho, counts)
+    return _Widening(ranges, core, widened, heavy, some, far, (entry,))
+
+
 def _heavy(
     beyond: NDArray[np.float64], sd: float, missed: NDArray[np.bool_], n: int
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The columns' ``heavy`` counts: the larger side's count of the persons ``beyond`` (2 x k,
-    noise ``sd``) where it is above :func:`heavy_threshold` and the range did not miss, else 0;
-    and their ``some`` counts: where it is above :func:`some_threshold` only, else 0."""
+    noise ``sd``; -inf: a side judged elsewhere) where it is above :func:`heavy_threshold` and
+    the range did not miss, else 0; and their ``some`` counts: where it is above
+    :func:`some_threshold` only, else 0."""
     k = beyond.shape[1]
     larger = np.where(missed, 0.0, beyond.max(axis=0))
     heavy = larger > heavy_threshold(n, k, np.array([sd]))
@@ -628,9 +754,10 @@ def guarded_ranges(
 ) -> tuple[PrivateRanges, NDArray[np.bool_]]:
     """:func:`private_ranges` guarded by :func:`histogram_ranges` at ``guard_rho`` (design
     notes; none at 0), and the columns whose range the histograms gave (:func:`guard_swaps`). One
-    ``tail_rho``-zCDP vector then counts the persons each range taken clips (L2 sensitivity
-    ``√(2 k)``, as on either route): beyond :data:`CLIPPED_RUNG` median reaches of a
-    medians' range, beyond the ends of a histograms' range, which then missed
+    vector at all but :data:`FAR_SHARE` of ``tail_rho`` then counts the persons each range
+    taken clips (L2 sensitivity ``√(2 k)``, as on either route): beyond :data:`CLIPPED_RUNG`
+    median reaches of a medians' range, which is then widened as on their route (the rest of
+    ``tail_rho``: :func:`_widened`), beyond the ends of a histograms' range, which then missed
     (:data:`HISTOGRAM_MISS`) or is ``heavy`` as on their route. The ``counts`` are the
     medians' rungs'.
 
@@ -663,13 +790,27 @@ def guarded_ranges(
         [guard.ranges[:, 1] - centre, centre - guard.ranges[:, 0]],
         reach_rungs(n)[2] * found.reaches,
     )
+    deviations = [highs - centre, centre - lows]
     beyond, sd, entry = _counted_beyond(
-        [highs - centre, centre - lows], list(reaches), 1.0, tail_rho, rng
+        deviations, list(reaches), 1.0, tail_rho * (1.0 - FAR_SHARE), rng
     )
     missed = np.where(swap, _histogram_missed(beyond, sd, n), found.missed)
+    widening = _widened(
+        (
+            np.where(swap[:, None], guard.ranges, found.ranges),
+            np.where(swap[:, None], guard.core, found.core),
+        ),
+        centre,
+        (deviations, found.reaches),
+        (beyond, sd),
+        missed,
+        ~found.narrow & ~swap,
+        tail_rho * FAR_SHARE,
+        rng,
+    )
     guarded = PrivateRanges(
-        np.where(swap[:, None], guard.ranges, found.ranges),
-        np.where(swap[:, None], guard.core, found.core),
+        widening.ranges,
+        widening.core,
         centre,
         np.where(swap, guard.reaches, found.reaches),
         found.counts,
@@ -677,9 +818,12 @@ def guarded_ranges(
         found.narrow & ~swap,
         np.where(swap, guard.constant, found.constant),
         beyond,
-        *_heavy(beyond, sd, missed, n),
+        widening.heavy,
+        widening.some,
         found.one_sided & ~swap,
-        (*found.entries, *guard.entries, entry),
+        widening.widened,
+        widening.far,
+        (*found.entries, *guard.entries, entry, *widening.entries),
     )
     return guarded, swap
 
@@ -776,6 +920,24 @@ def some_threshold(k: int, sd: float) -> float:
     77
     """
     return NormalDist().inv_cdf(1.0 - SOME_FALSE / (2 * k)) * sd
+
+
+def far_threshold(sides: int, sd: float) -> float:
+    """The released count of persons beyond a rung of :data:`WIDE_RUNGS` on one of the
+    ``sides`` widened that shows its range, widened for a long tail, would still clip many
+    there: the normal quantile of ``1 -`` :data:`HEAVY_FALSE` ``/ sides`` times the count's
+    noise ``sd``, and a person (whatever the noise). No √n, as in :func:`heavy_threshold`: the
+    tail is known to be long, and those beyond lie far out, each pulling by many spreads (RAND
+    HIE's raw spending as a regressor: 141 persons beyond 16 median reaches, up to 128, its
+    slope about 15 SEs off where the range ended at 15).
+
+    Examples
+    --------
+    >>> from dplong.privacy.ranges import far_threshold
+    >>> round(far_threshold(1, 37.0))   # one side widened, its counts' sd 37 persons
+    62
+    """
+    return NormalDist().inv_cdf(1.0 - HEAVY_FALSE / sides) * sd + 1.0
 
 
 def histogram_threshold(k: int, rho: float) -> float:
@@ -928,5 +1090,7 @@ def histogram_ranges(
         clipped,
         some,
         np.zeros(k, dtype=bool),
+        np.zeros(k, dtype=bool),
+        np.full((2, len(WIDE_RUNGS), k), np.nan),
         entries,
     )

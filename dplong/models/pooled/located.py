@@ -85,7 +85,8 @@ class RangeFlags(NamedTuple):
     (:class:`~dplong.privacy.ranges.PrivateRanges`), the ``guarded`` ones, which the
     histograms that guard the medians gave (:func:`~dplong.privacy.ranges.guard_swaps`), and
     those that clip ``some`` persons (fewer than many, more than the count's noise alone: the
-    count, 0 for none). A later stage given an earlier stage's ranges carries its flags on.
+    count, 0 for none), and those ``widened`` to hold a long tail. A later stage given an
+    earlier stage's ranges carries its flags on.
 
     Examples
     --------
@@ -93,12 +94,13 @@ class RangeFlags(NamedTuple):
     >>> from dplong.models.pooled.located import RangeFlags
     >>> flags = RangeFlags(np.array([False, True, False]), np.array([0.0, 0.0, 900.0]),
     ...                    np.array([True, False, False]), np.array([False, False, True]),
-    ...                    np.array([False, False, False]), np.array([120.0, 0.0, 0.0]))
+    ...                    np.array([False, False, False]), np.array([120.0, 0.0, 0.0]),
+    ...                    np.array([False, False, True]))
     >>> merged = flags.at([0, 2]).merged(RangeFlags.none(2))
     >>> merged.missed.tolist(), merged.heavy.tolist(), merged.narrow.tolist()
     ([False, False], [0.0, 900.0], [True, False])
-    >>> merged.one_sided.tolist()
-    [False, True]
+    >>> merged.one_sided.tolist(), merged.widened.tolist()
+    ([False, True], [False, True])
     """
 
     missed: NDArray[np.bool_]
@@ -107,13 +109,17 @@ class RangeFlags(NamedTuple):
     one_sided: NDArray[np.bool_]
     guarded: NDArray[np.bool_]
     some: NDArray[np.float64]
+    widened: NDArray[np.bool_]
 
     @classmethod
     def none(cls, size: int) -> RangeFlags:
-        """No range missed, none clips many or some, none narrow, one-sided or guarded:
-        ``size`` columns (and the outcome)."""
+        """No range missed, none clips many or some, none narrow, one-sided, guarded or
+        widened: ``size`` columns (and the outcome)."""
         flags = np.zeros(size, dtype=bool)
-        return cls(flags, np.zeros(size), flags.copy(), flags.copy(), flags.copy(), np.zeros(size))
+        return cls(
+            flags, np.zeros(size), flags.copy(), flags.copy(), flags.copy(), np.zeros(size),
+            flags.copy(),
+        )  # fmt: skip
 
     def at(self, rows: list[int]) -> RangeFlags:
         """The flags of the columns (and outcome) at ``rows`` only."""
@@ -124,6 +130,7 @@ class RangeFlags(NamedTuple):
             self.one_sided[rows],
             self.guarded[rows],
             self.some[rows],
+            self.widened[rows],
         )
 
     def merged(self, other: RangeFlags) -> RangeFlags:
@@ -135,6 +142,7 @@ class RangeFlags(NamedTuple):
             self.one_sided | other.one_sided,
             self.guarded | other.guarded,
             np.maximum(self.some, other.some),
+            self.widened | other.widened,
         )
 
 
@@ -192,7 +200,7 @@ def find_ranges(
     (:class:`~dplong.privacy.ranges.PrivateRanges`); and the ledger entries of that stage."""
     located = np.isnan(ranges[:, 0])
     ranges, frame = ranges.copy(), frame.copy()
-    missed, heavy, narrow, one_sided, guarded, some = RangeFlags.none(len(ranges))
+    missed, heavy, narrow, one_sided, guarded, some, widened = RangeFlags.none(len(ranges))
     constant = np.zeros(len(ranges), dtype=bool)
     if not located.any():
         return FoundRanges(ranges, frame, RangeFlags.none(len(ranges)), constant, ())
@@ -217,7 +225,7 @@ def find_ranges(
     frame[located] = np.clip(found.core, low, high)
     missed[located], constant[located] = found.missed, found.constant
     heavy[located], narrow[located], some[located] = found.heavy, found.narrow, found.some
-    one_sided[located], guarded[located] = found.one_sided, swap
+    one_sided[located], guarded[located], widened[located] = found.one_sided, swap, found.widened
     # an outcome found (nearly) constant is a sliver of itself by either route (the histograms
     # mark no sliver: their cells are a doubling wide): every coefficient would be regressed on
     # the few persons off its value, clipped to a range that nothing checked (PanelOLS on an
@@ -234,6 +242,7 @@ def find_ranges(
         one_sided,
         guarded & ~capped,
         np.where(capped, 0.0, some),  # the public cap taken clips what nothing counted
+        widened,  # never missed nor narrow, so never capped
     )
     return FoundRanges(ranges, frame, flags, constant, found.entries)
 

@@ -24,6 +24,7 @@ from dplong.privacy.ranges import (
     ONE_SIDED,
     RUNG_SHARE,
     TINY_REACH,
+    WIDE_RUNGS,
     located_miss,
     reach_rungs,
 )
@@ -63,7 +64,7 @@ def _statistics_results(
     clips many persons a note names, and the coefficient of a regressor whose range it is is
     withheld (a slope on its clipped values is that of another regressor, on another scale);
     ``row_cap``: the cap ``cap`` where it was found privately (the assumptions say so)."""
-    missed, heavy, narrow, one_sided, guarded, some = (
+    missed, heavy, narrow, one_sided, guarded, some, widened = (
         RangeFlags.none(len(model._names)) if flags is None else flags
     )
     positions = model._reported
@@ -86,12 +87,14 @@ def _statistics_results(
     notes += _withheld_notes(model, index[unbounded], release.pilot.ridge, cap, row_cap)
     notes += _found_notes(model, plan)
     heavy_notes = _heavy_notes(
-        model, heavy, index[short], int(clipped.sum()) < len(index), guarded | histograms
+        model, heavy, index[short], int(clipped.sum()) < len(index), (guarded | histograms, widened)
     )
     notes += heavy_notes
     # (a sliver clips by design, and its own note says so)
     released = bool(np.isfinite(beta).any())
-    notes += _some_notes(model, np.where(narrow, 0.0, some), released, guarded | histograms)
+    clips_some = np.where(narrow, 0.0, some)
+    notes += _some_notes(model, clips_some, released, widened)
+    widened_notes = released and bool((clips_some[widened] > 0.0).any())
     # the outcome's, where no note names its clipping (one naming a regressor's says nothing of it)
     if heavy[-1] <= 0.0 and int(clipped.sum()) < len(index):
         notes += _one_sided_notes(model, bool(one_sided[-1]))
@@ -106,9 +109,9 @@ def _statistics_results(
     bounds = ", ".join(
         f"{name}: its range found privately missed its data"
         if lost
-        else f"{name} in [{lo:.4g}, {hi:.4g}]" + _found_where(bool(found), bool(by))
-        for name, (lo, hi), found, lost, by in zip(
-            model._names, ranges, model._found_privately, missed, guarded, strict=True
+        else f"{name} in [{lo:.4g}, {hi:.4g}]" + _found_where(bool(found), bool(by), bool(wide))
+        for name, (lo, hi), found, lost, by, wide in zip(
+            model._names, ranges, model._found_privately, missed, guarded, widened, strict=True
         )
         if name != "Intercept"
     )
@@ -179,6 +182,14 @@ def _statistics_results(
                     "bounds hold for it",
                 )
                 if heavy_notes
+                else ()
+            ),
+            *(
+                (
+                    "the bias bound leaves out what the ranges widened for a long tail still "
+                    "clip beyond their ends (warnings)",
+                )
+                if widened_notes
                 else ()
             ),
         ),
@@ -262,16 +273,16 @@ def _clips_many(positions: NDArray[np.intp], heavy: NDArray[np.float64]) -> NDAr
     return np.asarray(heavy[:-1][positions] > 0.0)
 
 
-def _found_where(found: bool, guarded: bool) -> str:
-    """How the ranges line says a range was found: public (nothing), privately, or by the
-    histograms that guard the medians."""
+def _found_where(found: bool, guarded: bool, widened: bool) -> str:
+    """How the ranges line says a range was found: public (nothing), privately, by the
+    histograms that guard the medians, or privately and widened to hold a long tail."""
     if not found:
         return ""
-    return (
-        " (found privately, by the histograms that guard the medians)"
-        if guarded
-        else (" (found privately)")
-    )
+    if guarded:
+        return " (found privately, by the histograms that guard the medians)"
+    if widened:
+        return " (found privately, widened for a long tail)"
+    return " (found privately)"
 
 
 def _missed_notes(
@@ -348,11 +359,12 @@ def _heavy_notes(
     heavy: NDArray[np.float64],
     withheld: pd.Index,
     released: bool,
-    histograms: NDArray[np.bool_],
+    route: tuple[NDArray[np.bool_], NDArray[np.bool_]],
 ) -> tuple[str, ...]:
-    """The note of the ranges found privately (by ``histograms``, per column, or medians) that
-    clip many persons (released counts of the persons beyond them) and of the regressors'
-    coefficients ``withheld`` for it; none where nothing is ``released``."""
+    """The note of the ranges found privately (by histograms or medians, and ``widened`` or
+    not: ``route``, per column) that clip many persons (released counts of the persons beyond
+    them) and of the regressors' coefficients ``withheld`` for it; none where nothing is
+    ``released``."""
     if not released or not heavy.any():
         return ()
     clipped = _counted(model, heavy)
@@ -364,13 +376,13 @@ def _heavy_notes(
         if len(withheld)
         else ""
     )
-    by_histograms = histograms[heavy > 0.0]
+    by_histograms = route[0][heavy > 0.0]
     where = (
         "beyond an end of the range (released counts): a heavy tail, or a column whose "
         "extremes spread over more cells of the histograms than their noise sees. "
         if by_histograms.all()
-        else f"beyond {reach_rungs(model._design.n)[2]:.3g} times the median reach from the "
-        "midpoint, each clipped by more than a median reach"
+        else _rung_words(model._design.n, route[1][(heavy > 0.0) & ~route[0]])
+        + ", each clipped by more than a median reach"
         + (", or beyond an end of the ranges the histograms gave" if by_histograms.any() else "")
         + " (released counts): a heavy tail, or a median reach that missed most of them. "
     )
@@ -394,31 +406,59 @@ def _counted(model: PooledOLS, counts: NDArray[np.float64]) -> str:
     )
 
 
+def _rung_words(n: int, widened: NDArray[np.bool_] | None = None) -> str:
+    """Where the released counts of the ranges found by medians were taken, for the columns
+    flagged, ``widened`` (to hold a long tail) or not (None: none): beyond the tail count's
+    rung (:func:`~dplong.privacy.ranges.reach_rungs`), or the last of the widening's."""
+    reach = "times the median reach from the midpoint"
+    wide = f"widened for a long tail, up to {WIDE_RUNGS[-1] - 1:g}"
+    clipped = f"beyond {reach_rungs(n)[2]:.3g} {reach}"
+    if widened is None or not widened.any():
+        return clipped
+    if widened.all():
+        return f"beyond {WIDE_RUNGS[-1]:g} {reach} (the range {wide})"
+    return f"{clipped} ({WIDE_RUNGS[-1]:g} where a range was {wide})"
+
+
 def _some_notes(
-    model: PooledOLS, some: NDArray[np.float64], released: bool, histograms: NDArray[np.bool_]
+    model: PooledOLS, some: NDArray[np.float64], released: bool, widened: NDArray[np.bool_]
 ) -> tuple[str, ...]:
-    """The note of the ranges found privately that clip some persons (their released count
-    beyond the range's rung above its noise, below many: :data:`~dplong.privacy.ranges.
-    SOME_FALSE`); none where nothing is ``released``. Their coefficients are released: a few
-    persons clipped by about a spread move them by less than their interval, but a small group
-    or a heavy tail far out by more, which no released number measures."""
+    """The notes of the ranges found privately that clip some persons (their released count
+    beyond the range's ends above its noise, below many:
+    :data:`~dplong.privacy.ranges.SOME_FALSE`), and of those ``widened`` to hold a long tail
+    (per column), which may still clip some beyond it (by their count before widening); none
+    where nothing is ``released``. Their coefficients are released: a few persons clipped by
+    about a spread move them by less than their interval, but a small group or a heavy tail
+    far out by more, which no released number measures."""
     if not released or not some.any():
         return ()
-    clipped = _counted(model, some)
-    where = (
-        "beyond an end of the range"
-        if histograms[some > 0.0].all()
-        else f"beyond {reach_rungs(model._design.n)[2]:.3g} times the median reach from the "
-        "midpoint"
-    )
     bounds = "give public bounds that cover them (bounds={...}), " if model._bounds_frame else ""
-    return (
-        f"The ranges found privately clip some persons: {clipped} have {model._clipped} "
-        f"{where} (released counts), more than the counts' noise. Where they lie far out (a "
-        "small group, a heavy tail) the bias of clipping them can exceed the intervals, "
-        f"which do not include it: {bounds}model a transform (np.log1p), or check the "
-        "column's tails.",
+    remedy = (
+        "the bias of clipping them can exceed the intervals, which do not include it: "
+        f"{bounds}model a transform (np.log1p), or check the column's tails."
     )
+    notes = []
+    # a medians' range whose count shows some persons beyond it is widened: the others are the
+    # histograms' (their count beyond the range's ends)
+    clips = np.where(widened, 0.0, some)
+    if clips.any():
+        notes.append(
+            f"The ranges found privately clip some persons: {_counted(model, clips)} have "
+            f"{model._clipped} beyond an end of the range (released counts), more than the "
+            f"counts' noise. Where they lie far out (a small group, a heavy tail) {remedy}"
+        )
+    wide = np.where(widened, some, 0.0)
+    if wide.any():
+        notes.append(
+            f"The ranges found privately were widened to hold a long tail: "
+            f"{_counted(model, wide)} have {model._clipped} "
+            f"{_rung_words(model._design.n)} (released counts), so its range on that side was "
+            "widened to a median reach inside the first of "
+            f"{', '.join(f'{r:g}' for r in WIDE_RUNGS)} median reaches beyond which a released "
+            "count shows no more than its noise (the ranges line has it). Persons beyond it "
+            f"are still clipped; where they lie far out (a small group, a heavy tail) {remedy}"
+        )
+    return tuple(notes)
 
 
 def _withheld_notes(

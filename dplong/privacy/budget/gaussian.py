@@ -23,7 +23,7 @@ from dplong.privacy.accounting import Composer, Cost, zcdp_epsilon
 from dplong.privacy.budget.calibration import largest_within
 from dplong.privacy.budget.fit import users_share
 from dplong.privacy.budget.stages import MAX_MISS
-from dplong.privacy.ranges import histogram_threshold, located_miss, reach_miss
+from dplong.privacy.ranges import FAR_SHARE, histogram_threshold, located_miss, reach_miss
 from dplong.privacy.row_cap import ROW_CAP_SHARE
 
 
@@ -199,7 +199,8 @@ RUNG_COUNT_SHARE = 0.06
 #: √(2 k), so that ρ is ``k / (TAIL_SD² n)``. At the cap, RAND HIE at ε = 1 with three columns
 #: (a count's sd 48 persons, √n = 77), a lognormal outcome that leaves 5.9 % of 3,000 persons
 #: beyond (176; its slope 7 SEs off) clears it in 10 of 12 fits; at ε = 2 the counts take
-#: 3 %, at 4 the floor (the statistics' releases lose what they take).
+#: 3 %, at 4 the floor (the statistics' releases lose what they take). A medians' range adds
+#: :data:`~dplong.privacy.ranges.FAR_SHARE` of the whole for its widened sides' far counts.
 TAIL_SD, TAIL_COUNT_SHARES = 0.5, (0.01, 0.08)
 #: Where the medians would be refused (their miss bound above
 #: :data:`~dplong.privacy.budget.stages.MAX_MISS`), the ranges come from histograms
@@ -243,6 +244,28 @@ class StatisticsBudget:
     rows_rho: float
     rho: tuple[float, ...]
 
+    def released_rho(self, widened: bool) -> tuple[float, ...]:
+        """The ρ of the Gaussian releases of the statistics once the ranges are found: the
+        plan's, with the share of the tail counts kept for the persons beyond the widened
+        sides (:data:`~dplong.privacy.ranges.FAR_SHARE`, the medians' route's) spread over them
+        in proportion where no side was ``widened`` (a released fact), and so not spent: the
+        composition's ρ is the same.
+
+        Examples
+        --------
+        >>> from dplong.privacy.budget import statistics_budget
+        >>> plan = statistics_budget(5912, 1.0, 5912.0**-2, [0.4, 0.6], located=4)
+        >>> kept = plan.tail_rho * 0.2
+        >>> bool(abs(sum(plan.released_rho(False)) - sum(plan.rho) - kept) < 1e-15)
+        True
+        >>> plan.released_rho(True) == plan.rho
+        True
+        """
+        if widened or self.median_epsilon == 0.0:
+            return self.rho
+        scale = 1.0 + self.tail_rho * FAR_SHARE / sum(self.rho)
+        return tuple(r * scale for r in self.rho)
+
     @property
     def histograms_alone(self) -> bool:
         """Whether the histograms find the ranges on their own (n ε too small for the
@@ -266,9 +289,10 @@ def statistics_budget(
     take what gives each ``ε n =`` :data:`RANGE_USERS` (an ε-DP call is ``ε²/2``-zCDP) within
     :data:`RANGE_SHARES` (or :data:`RANGE_RAISE`), the counts at their rungs
     :data:`RUNG_COUNT_SHARE` and beyond their ends what :data:`TAIL_SD` asks within
-    :data:`TAIL_COUNT_SHARES`, and where a reach's miss bound for a side of ``side_share``
-    of n persons exceeds :data:`SIDE_MISS`, histograms that guard them (:data:`GUARD_SHARE`
-    of the medians' share); or, where
+    :data:`TAIL_COUNT_SHARES` (on the medians' route, raised to hold
+    :data:`~dplong.privacy.ranges.FAR_SHARE` beside), and where a reach's miss bound for a side of
+    ``side_share`` of n persons exceeds :data:`SIDE_MISS`, histograms that guard them
+    (:data:`GUARD_SHARE` of the medians' share); or, where
     those medians' miss bound exceeds :data:`~dplong.privacy.budget.stages.MAX_MISS`, one
     vector of histograms :data:`HISTOGRAM_USERS` and :data:`HISTOGRAM_SHARES`, and the counts
     beyond their ranges' ends as those beyond the medians'. With ``rows`` (the cap on a
@@ -288,7 +312,7 @@ def statistics_budget(
     0.0
     >>> guarded = statistics_budget(545, 2.0, 545.0**-2, [1.0], located=4)   # the wage panel
     >>> round(guarded.median_epsilon, 3), round(guarded.histogram_rho / sum(guarded.rho), 2)
-    (0.077, 0.22)
+    (0.077, 0.23)
     """
     (whole,) = gaussian_shares(epsilon, delta, [1.0])
     rows_rho = whole * ROW_CAP_SHARE if rows else 0.0
@@ -310,6 +334,7 @@ def statistics_budget(
             share = max(share, min(RANGE_RAISE[1], wanted))
         guard = share * GUARD_SHARE if guarded else 0.0
         median_epsilon = math.sqrt(2.0 * (share - guard) * total / medians)
+        tails /= 1.0 - FAR_SHARE  # the first rung's as before, the widened sides' beside
         rest = total * (1.0 - share - RUNG_COUNT_SHARE - tails) / float(sum(shares))
         return StatisticsBudget(
             median_epsilon,
