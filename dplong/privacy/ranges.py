@@ -10,10 +10,12 @@ and one discrete Gaussian vector counts the persons beyond each rung of :data:`R
 ends at the first rung few persons pass (the first is the midpoint's cell), or else at
 :data:`REACH` median reaches, which covers a uniform or normal column and clips the few far
 out in a heavy tail; a second vector counts the persons beyond :data:`CLIPPED_RUNG`, whom
-every range clips by more than a median reach, and says where they are not few
-(``heavy``). The **core**, where most persons' values
-lie (:data:`CORE`), is a frame for statistics that need not hold the far values, such as a
-preconditioner. The stage is ``3 k`` pure ε calls and two ρ-zCDP vectors for k columns.
+every range clips by more than a median reach, and where they are not few a medians' side is
+widened as far as a third vector, on the widened sides alone, shows persons beyond
+:data:`WIDE_RUNGS`, or else clips many (``heavy``; :func:`_widened`). The **core**, where most
+persons' values lie (:data:`CORE`), is a frame for statistics that need not hold the far
+values, such as a preconditioner. The stage is ``3 k`` pure ε calls and two or three ρ-zCDP
+vectors for k columns.
 
 Where n ε is too small for the medians, :func:`histogram_ranges` finds the ranges from one
 Gaussian vector instead: for each column, histograms of the persons' largest and negated
@@ -65,6 +67,7 @@ __all__ = [
     "RUNG_SHARE",
     "SPREAD_SDS",
     "TINY_REACH",
+    "WIDENED_COUNTS",
     "WIDE_RUNGS",
     "PrivateRanges",
     "far_threshold",
@@ -117,7 +120,8 @@ FAR_RUNG, MISS_SDS = 16.0, 3.0
 #: a range from 8.08), none (design notes). "By the noise": the normal quantile at which a
 #: column with nobody there passes on any of the fit's 2 k sides with chance at most
 #: HEAVY_FALSE (a union bound), in the count's sds. The fit warns: no release measures what
-#: clipping them moves.
+#: clipping them moves. A medians' side whose count is above this, or the bar of some below,
+#: is widened instead (WIDE_RUNGS), and judged by its counts beyond the wider rungs.
 CLIPPED_RUNG, HEAVY_FALSE = REACH + 1.0, 0.05
 #: Fewer than that but more than the count's noise alone puts there (the normal quantile at
 #: which a column with nobody there passes on any of the 2 k sides with chance SOME_FALSE)
@@ -125,7 +129,8 @@ CLIPPED_RUNG, HEAVY_FALSE = REACH + 1.0, 0.05
 #: out (a small group, a heavy tail) each pulls by far more than a spread, and the bias is in
 #: no interval: a regressor with t₂ within-person noise (3,000 persons, ε = 4) was released
 #: with 18 of 30 intervals missing pooled OLS silently, its counts 100-140 persons against
-#: √n + 2.2 sds = 116; a normal, 0/1 or t₃ one passes in 0-1 of 30 fits.
+#: √n + 2.2 sds = 116; a normal, 0/1 or t₃ one passes in 0-1 of 30 fits. On a medians'
+#: range, the side is widened (WIDE_RUNGS) and its note says so.
 SOME_FALSE = 0.01
 #: A medians' range whose count beyond CLIPPED_RUNG on a side is above :func:`some_threshold`
 #: (or :func:`heavy_threshold`, where lower) holds a long tail there: the side is **widened**,
@@ -139,7 +144,8 @@ SOME_FALSE = 0.01
 #: `BetweenOLS` at ε = 1 released its slope in 14 of 30 fits at 0.5 against 0.19 (RMSE 0.25);
 #: widened, in nearly every fit (docs/accuracy.md has the tables). The rungs start at 8: a
 #: false widening (the count's noise above its bar) of a discrete column at 400 persons and
-#: ε = 16 to 15 median reaches withheld every coefficient as unbounded; to 7, the fit released.
+#: ε = 16, its range from 2.2 to 22 (15 median reaches), withheld every coefficient as
+#: unbounded; to 10 (7), the fit released.
 WIDE_RUNGS = (FAR_RUNG / 2.0, FAR_RUNG, 2.0 * FAR_RUNG)
 #: The share of a medians' route's ρ for the tail counts that counts the persons beyond the
 #: WIDE_RUNGS on the widened sides alone, in a vector of its own (its sensitivity the square
@@ -150,6 +156,9 @@ WIDE_RUNGS = (FAR_RUNG / 2.0, FAR_RUNG, 2.0 * FAR_RUNG)
 #: (1.41 for k = 3, 1.10 for 5). Where nothing is widened, the releases of the statistics take
 #: it (:meth:`~dplong.privacy.budget.StatisticsBudget.released_rho`).
 FAR_SHARE = 0.2
+#: The ledger target of the counts beyond WIDE_RUNGS on the widened sides: where a fit's ledger
+#: has none, their ρ was not spent.
+WIDENED_COUNTS = "persons beyond the widened ranges"
 #: The reaches' grid: 8 cells a doubling (9 %; a range is 1.25 to 4 reaches) in [2^-32, 2^32],
 #: one a doubling out to 2^-64 and to 2^65 (3.7e19), the cell at 0 below and one unbounded
 #: cell above: 579 cells. A reach misses by the noisy max of the cells tied beside every
@@ -627,12 +636,14 @@ def _widened(
         midpoint[column] + (ranges[column, 1 - side] - midpoint[column]) * core_at / reach_at
     )
     widened = np.asarray(widen.any(axis=0), dtype=bool)
-    lost = np.zeros(k)  # the largest count beyond the last rung of a side none holds
+    # the largest count beyond the last rung of a side no rung holds (above far_threshold,
+    # which is a person at least: positive)
+    lost = np.zeros(k)
     np.maximum.at(lost, column[~held.any(axis=1)], far[side, -1, column][~held.any(axis=1)])
     heavy = np.where(lost > 0.0, np.maximum(heavy, lost), heavy)
     tail = np.where(widen, counted, 0.0).max(axis=0)
     some = np.where(heavy > 0.0, 0.0, np.where(widened, np.maximum(some, tail), some))
-    entry = gaussian_vector_entry("bounds", "persons beyond the widened ranges", far_rho, counts)
+    entry = gaussian_vector_entry("bounds", WIDENED_COUNTS, far_rho, counts)
     return _Widening(ranges, core, widened, heavy, some, far, (entry,))
 
 
@@ -894,7 +905,8 @@ def rung_share(n: int, sd: float) -> float:
 def heavy_threshold(n: int, k: int, sd: NDArray[np.float64]) -> NDArray[np.float64]:
     """The released count of persons beyond :data:`CLIPPED_RUNG` median reaches on a side of
     one of k columns that shows the range clips many: √n plus the normal quantile of ``1 -``
-    :data:`HEAVY_FALSE` ``/ (2 k)`` times the count's noise ``sd``.
+    :data:`HEAVY_FALSE` ``/ (2 k)`` times the count's noise ``sd`` (a histograms' range; a
+    medians' side above it, or the bar of some below it, is widened: :func:`_widened`).
 
     Examples
     --------

@@ -60,6 +60,7 @@ from dplong.privacy.budget import (
     statistics_budget,
 )
 from dplong.privacy.options import ReleaseOptions
+from dplong.privacy.ranges import WIDENED_COUNTS
 from dplong.privacy.row_cap import RowCap, release_row_cap
 from dplong.results import RegressionResults
 
@@ -405,7 +406,7 @@ class PooledOLS(_RangesStage, FormulaModel):
         design = model._design
         scaled = _Scaling.of(found.ranges, design.columns, found.frame, model._blocks)
         persons, cap = model._person_sums(scaled, row_cap.value)
-        rho = plan.released_rho(bool(found.flags.widened.any()))
+        rho = plan.released_rho(any(e.target == WIDENED_COUNTS for e in found.entries))
         release = model._release(scaled, persons, cap, rho, generator)
         ledger = settle(accountant, [*found.entries, *row_cap.entries, *release.entries], options)
         return _statistics_results(

@@ -411,7 +411,7 @@ def _rung_words(n: int, widened: NDArray[np.bool_] | None = None) -> str:
     flagged, ``widened`` (to hold a long tail) or not (None: none): beyond the tail count's
     rung (:func:`~dplong.privacy.ranges.reach_rungs`), or the last of the widening's."""
     reach = "times the median reach from the midpoint"
-    wide = f"widened for a long tail, up to {WIDE_RUNGS[-1] - 1:g}"
+    wide = f"widened for a long tail to {WIDE_RUNGS[-1] - 1:g}"
     clipped = f"beyond {reach_rungs(n)[2]:.3g} {reach}"
     if widened is None or not widened.any():
         return clipped
@@ -452,8 +452,8 @@ def _some_notes(
         notes.append(
             f"The ranges found privately were widened to hold a long tail: "
             f"{_counted(model, wide)} have {model._clipped} "
-            f"{_rung_words(model._design.n)} (released counts), so its range on that side was "
-            "widened to a median reach inside the first of "
+            f"{_rung_words(model._design.n)} (released counts), so the range on each such side "
+            "was widened to a median reach inside the first of "
             f"{', '.join(f'{r:g}' for r in WIDE_RUNGS)} median reaches beyond which a released "
             "count shows no more than its noise (the ranges line has it). Persons beyond it "
             f"are still clipped; where they lie far out (a small group, a heavy tail) {remedy}"

@@ -249,7 +249,9 @@ class StatisticsBudget:
         plan's, with the share of the tail counts kept for the persons beyond the widened
         sides (:data:`~dplong.privacy.ranges.FAR_SHARE`, the medians' route's) spread over them
         in proportion where no side was ``widened`` (a released fact), and so not spent: the
-        composition's ρ is the same.
+        composition's ρ is the same either way, and choosing which release spends it from
+        earlier outputs is adaptive composition within a fixed total (a Rényi filter at every
+        order: Feldman and Zrnic 2021, "Individual privacy accounting via a Rényi filter").
 
         Examples
         --------
