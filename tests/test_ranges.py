@@ -454,7 +454,7 @@ def test_a_heavy_tail_beyond_the_range_widens_it_and_what_lies_beyond_is_counted
         ]
     )
     names = tuple("abcdef")
-    found = private_ranges(values, values, 50.0, 1e6, rng, names=names, tail_rho=1e6)
+    found = private_ranges(values, values, 50.0, 1e6, rng, names=names, tail_rho=8e5, far_rho=2e5)
     assert found.widened.tolist() == [True, True, True, True, False, False]
     deviations = (values - found.midpoint, found.midpoint - values)
     rungs = np.array(WIDE_RUNGS)
@@ -518,7 +518,7 @@ def test_light_columns_are_rarely_called_heavy_at_their_stated_rate() -> None:
         values = rng.normal(size=(1000, 3)) + rng.normal(size=(1000, 1))
         found = private_ranges(
             values - 1.0, values + 1.0, 5.0, 0.1, rng, names=tuple("abc"),
-            tail_rho=0.0012 / (1.0 - FAR_SHARE),
+            tail_rho=0.0012, far_rho=0.0012 * FAR_SHARE / (1.0 - FAR_SHARE),
         )  # fmt: skip
         calls += bool(found.heavy.any())
         widened += bool(found.widened.any())
@@ -652,9 +652,8 @@ def _tail_counts(
 ) -> np.ndarray:
     """The released counts beyond CLIPPED_RUNG (upper, lower) of one column, the rungs'
     noiseless."""
-    # the first rung's vector takes all but FAR_SHARE of the stage's tail ρ
     found = private_ranges(
-        lows, highs, 1.0, OFF, rng, names=("x",), tail_rho=tail_rho / (1.0 - FAR_SHARE)
+        lows, highs, 1.0, OFF, rng, names=("x",), tail_rho=tail_rho, far_rho=tail_rho / 4.0
     )
     return found.beyond.ravel()
 
@@ -713,7 +712,7 @@ def _guarded_tail_counts(
     :func:`guarded_ranges` releases them, the rungs' counts noiseless and the histograms all
     but noiseless (ρ = 1e8)."""
     found, swap = guarded_ranges(
-        lows, highs, 1.0, OFF, 1e8, rng, names=("x",), tail_rho=tail_rho / (1.0 - FAR_SHARE)
+        lows, highs, 1.0, OFF, 1e8, rng, names=("x",), tail_rho=tail_rho, far_rho=tail_rho / 4.0
     )
     assert swap.all()
     return found.beyond.ravel()

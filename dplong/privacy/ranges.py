@@ -150,8 +150,8 @@ WIDE_RUNGS = (FAR_RUNG / 2.0, FAR_RUNG, 2.0 * FAR_RUNG)
 #: The share of a medians' route's ρ for the tail counts that counts the persons beyond the
 #: WIDE_RUNGS on the widened sides alone, in a vector of its own (its sensitivity the square
 #: root of their number of counts, a public fact once the first counts are released); the
-#: first rung's counts keep the rest, as precise as before the widening (the plan's ρ for them
-#: is raised by as much: :func:`~dplong.privacy.budget.statistics_budget`). With one side of
+#: first rung's counts keep the rest, as precise as before the widening (the plan adds this
+#: share beside theirs: :func:`~dplong.privacy.budget.statistics_budget`). With one side of
 #: k columns widened, its counts' noise sd is ``2 √(3 / (2 k))`` that of a first-rung count
 #: (1.41 for k = 3, 1.10 for 5). Where nothing is widened, the releases of the statistics take
 #: it (:meth:`~dplong.privacy.budget.StatisticsBudget.released_rho`).
@@ -377,15 +377,16 @@ def private_ranges(
     *,
     names: tuple[str, ...],
     tail_rho: float = 0.0,
+    far_rho: float = 0.0,
     outcome: bool = False,
 ) -> PrivateRanges:
     """The range of each of the k columns from the persons' minima ``lows`` and maxima
     ``highs`` (n x k, finite, or NaN for a person without a value, who counts nowhere; n is
     the public number of persons), with three ε-DP medians per column, one ρ-zCDP vector of
-    counts at the rungs and, where ``tail_rho`` is positive, a vector of the counts beyond
-    :data:`CLIPPED_RUNG` median reaches at all but :data:`FAR_SHARE` of it, which widen the
-    ranges of long tails, and one at the rest on the widened sides, which tell the ``heavy``
-    ones (:func:`_widened`; design notes). With
+    counts at the rungs and, where ``tail_rho`` is positive, one ``tail_rho``-zCDP vector of
+    the counts beyond :data:`CLIPPED_RUNG` median reaches, which widen the ranges of long
+    tails where ``far_rho`` is positive too, and one ``far_rho``-zCDP vector on the widened
+    sides, which tells the ``heavy`` ones (:func:`_widened`; design notes). With
     ``outcome`` the last column is the fit's outcome, found (nearly) constant by
     :data:`OUTCOME_CONSTANT_SDS`.
 
@@ -497,8 +498,7 @@ def private_ranges(
     ranges = np.column_stack([midpoint - lower, midpoint + upper])
     core = np.column_stack([midpoint - core_lower, midpoint + core_upper])
     if tail_rho > 0.0:  # the persons every range clips by a median reach, either side
-        counts_rho, far_rho = tail_rho * (1.0 - FAR_SHARE), tail_rho * FAR_SHARE
-        beyond, sd, entry = _counted_beyond(deviations, reaches, clipped_at, counts_rho, rng)
+        beyond, sd, entry = _counted_beyond(deviations, reaches, clipped_at, tail_rho, rng)
         ranges, core, widened, heavy, some, far, wide = _widened(
             (ranges, core), midpoint, (deviations, np.array(reaches)), (beyond, sd), missed,
             ~narrow, far_rho, rng,
@@ -606,7 +606,7 @@ def _widened(
     (deviations, reaches), (counted, sd) = sides, tails
     n, k = deviations[0].shape
     bar = min(some_threshold(k, sd), float(heavy_threshold(n, k, np.array([sd]))[0]))
-    widen = eligible & ~missed & (counted > bar)
+    widen = eligible & ~missed & (counted > bar) & (far_rho > 0.0)
     # a side not widened is judged at the tail count's rung as ever (-inf: a widened one)
     heavy, some = _heavy(np.where(widen, -np.inf, counted), sd, missed, n)
     far = np.full((2, len(WIDE_RUNGS), k), np.nan)
@@ -761,16 +761,16 @@ def guarded_ranges(
     *,
     names: tuple[str, ...],
     tail_rho: float,
+    far_rho: float,
     outcome: bool = False,
 ) -> tuple[PrivateRanges, NDArray[np.bool_]]:
     """:func:`private_ranges` guarded by :func:`histogram_ranges` at ``guard_rho`` (design
     notes; none at 0), and the columns whose range the histograms gave (:func:`guard_swaps`). One
-    vector at all but :data:`FAR_SHARE` of ``tail_rho`` then counts the persons each range
-    taken clips (L2 sensitivity ``√(2 k)``, as on either route): beyond :data:`CLIPPED_RUNG`
-    median reaches of a medians' range, which is then widened as on their route (the rest of
-    ``tail_rho``: :func:`_widened`), beyond the ends of a histograms' range, which then missed
-    (:data:`HISTOGRAM_MISS`) or is ``heavy`` as on their route. The ``counts`` are the
-    medians' rungs'.
+    ``tail_rho``-zCDP vector then counts the persons each range taken clips (L2 sensitivity
+    ``√(2 k)``, as on either route): beyond :data:`CLIPPED_RUNG` median reaches of a medians'
+    range, which is then widened as on their route (``far_rho``: :func:`_widened`), beyond the
+    ends of a histograms' range, which then missed (:data:`HISTOGRAM_MISS`) or is ``heavy`` as
+    on their route. The ``counts`` are the medians' rungs'.
 
     Examples
     --------
@@ -779,7 +779,7 @@ def guarded_ranges(
     >>> rng = np.random.default_rng(2)
     >>> educ = rng.choice([10.0, 11, 12, 12, 12, 13, 14, 16], (545, 1))
     >>> found, swap = guarded_ranges(educ, educ, 0.086, 0.0057, 0.009, rng, names=("educ",),
-    ...                              tail_rho=0.0016)
+    ...                              tail_rho=0.00128, far_rho=0.00032)
     >>> found.ranges.tolist(), swap.tolist(), bool(found.missed[0] or found.heavy[0])
     ([[6.0, 18.0]], [True], False)
     >>> [e.target for e in found.entries][-2:]
@@ -788,8 +788,9 @@ def guarded_ranges(
     n, k = lows.shape
     if guard_rho == 0.0:
         found = private_ranges(
-            lows, highs, epsilon, rho, rng, names=names, tail_rho=tail_rho, outcome=outcome
-        )
+            lows, highs, epsilon, rho, rng, names=names, tail_rho=tail_rho, far_rho=far_rho,
+            outcome=outcome,
+        )  # fmt: skip
         return found, np.zeros(k, dtype=bool)
     found = private_ranges(lows, highs, epsilon, rho, rng, names=names, outcome=outcome)
     guard = histogram_ranges(lows, highs, guard_rho, rng, names=names)
@@ -802,9 +803,7 @@ def guarded_ranges(
         reach_rungs(n)[2] * found.reaches,
     )
     deviations = [highs - centre, centre - lows]
-    beyond, sd, entry = _counted_beyond(
-        deviations, list(reaches), 1.0, tail_rho * (1.0 - FAR_SHARE), rng
-    )
+    beyond, sd, entry = _counted_beyond(deviations, list(reaches), 1.0, tail_rho, rng)
     missed = np.where(swap, _histogram_missed(beyond, sd, n), found.missed)
     widening = _widened(
         (
@@ -816,7 +815,7 @@ def guarded_ranges(
         (beyond, sd),
         missed,
         ~found.narrow & ~swap,
-        tail_rho * FAR_SHARE,
+        far_rho,
         rng,
     )
     guarded = PrivateRanges(

@@ -218,6 +218,7 @@ def find_ranges(
             generator,
             names=names,
             tail_rho=plan.tail_rho,
+            far_rho=plan.far_rho,
             outcome=bool(located[-1]),
         )
     low, high = caps[located, :1], caps[located, 1:]

@@ -231,7 +231,9 @@ SIDE_SHARE, SIDE_MISS, GUARD_SHARE = 0.25, 0.5, 0.2
 class StatisticsBudget:
     """The budget of a release of sufficient statistics: the pure ε of each median of the
     private ranges (0: every column's range is public, or the histograms find them), the ρ of
-    their rungs' counts and of the counts beyond their ends (0 too), the ρ of the histograms
+    their rungs' counts, of the counts beyond their ends (0 too) and of the counts beyond the
+    widened sides' rungs (:data:`~dplong.privacy.ranges.FAR_SHARE` of those two; 0 but on the
+    medians' route: :func:`~dplong.privacy.ranges.private_ranges`), the ρ of the histograms
     of the ranges where n ε is too small for the medians, or of the histograms that guard
     them (:data:`GUARD_SHARE`; else 0), the ρ of the count of the persons by their rows that
     finds the cap on a person's rows (0: ``max_rows`` stated, or of no effect;
@@ -240,15 +242,16 @@ class StatisticsBudget:
     median_epsilon: float
     count_rho: float
     tail_rho: float
+    far_rho: float
     histogram_rho: float
     rows_rho: float
     rho: tuple[float, ...]
 
     def released_rho(self, widened: bool) -> tuple[float, ...]:
         """The ρ of the Gaussian releases of the statistics once the ranges are found: the
-        plan's, with the share of the tail counts kept for the persons beyond the widened
-        sides (:data:`~dplong.privacy.ranges.FAR_SHARE`, the medians' route's) spread over them
-        in proportion where no side was ``widened`` (a released fact), and so not spent: the
+        plan's, with the ρ kept for the persons beyond the widened sides (``far_rho``, the
+        medians' route's) spread over them in proportion where no side was ``widened`` (a
+        released fact), and so not spent: the
         composition's ρ is the same either way, and choosing which release spends it from
         earlier outputs is adaptive composition within a fixed total (a Rényi filter at every
         order: Feldman and Zrnic 2021, "Individual privacy accounting via a Rényi filter").
@@ -257,15 +260,14 @@ class StatisticsBudget:
         --------
         >>> from dplong.privacy.budget import statistics_budget
         >>> plan = statistics_budget(5912, 1.0, 5912.0**-2, [0.4, 0.6], located=4)
-        >>> kept = plan.tail_rho * 0.2
-        >>> bool(abs(sum(plan.released_rho(False)) - sum(plan.rho) - kept) < 1e-15)
+        >>> bool(abs(sum(plan.released_rho(False)) - sum(plan.rho) - plan.far_rho) < 1e-15)
         True
         >>> plan.released_rho(True) == plan.rho
         True
         """
-        if widened or self.median_epsilon == 0.0:
+        if widened or self.far_rho == 0.0:
             return self.rho
-        scale = 1.0 + self.tail_rho * FAR_SHARE / sum(self.rho)
+        scale = 1.0 + self.far_rho / sum(self.rho)
         return tuple(r * scale for r in self.rho)
 
     @property
@@ -321,7 +323,7 @@ def statistics_budget(
     total = whole - rows_rho
     if located == 0:
         statistics = tuple(total * s / float(sum(shares)) for s in shares)
-        return StatisticsBudget(0.0, 0.0, 0.0, 0.0, rows_rho, statistics)
+        return StatisticsBudget(0.0, 0.0, 0.0, 0.0, 0.0, rows_rho, statistics)
     medians = 3 * located
     wanted = medians * (RANGE_USERS / n) ** 2 / 2.0 / total
     share = min(RANGE_SHARES[1], max(RANGE_SHARES[0], wanted))
@@ -336,12 +338,13 @@ def statistics_budget(
             share = max(share, min(RANGE_RAISE[1], wanted))
         guard = share * GUARD_SHARE if guarded else 0.0
         median_epsilon = math.sqrt(2.0 * (share - guard) * total / medians)
-        tails /= 1.0 - FAR_SHARE  # the first rung's as before, the widened sides' beside
-        rest = total * (1.0 - share - RUNG_COUNT_SHARE - tails) / float(sum(shares))
+        far = tails * FAR_SHARE / (1.0 - FAR_SHARE)  # the widened sides', beside the first's
+        rest = total * (1.0 - share - RUNG_COUNT_SHARE - tails - far) / float(sum(shares))
         return StatisticsBudget(
             median_epsilon,
             total * RUNG_COUNT_SHARE,
             total * tails,
+            total * far,
             total * guard,
             rows_rho,
             tuple(rest * s for s in shares),
@@ -353,7 +356,7 @@ def statistics_budget(
     rest = total * (1.0 - share - tails) / float(sum(shares))
     histograms = total * share
     return StatisticsBudget(
-        0.0, 0.0, total * tails, histograms, rows_rho, tuple(rest * s for s in shares)
+        0.0, 0.0, total * tails, 0.0, histograms, rows_rho, tuple(rest * s for s in shares)
     )
 
 
@@ -423,6 +426,7 @@ def random_effects_budget(
         rest.median_epsilon,
         rest.count_rho,
         rest.tail_rho,
+        rest.far_rho,
         rest.histogram_rho,
         rest.rows_rho,
         tuple(final * s / total for s in shares),
