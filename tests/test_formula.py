@@ -349,6 +349,23 @@ def test_date_regressors_are_refused_and_converted_ones_accepted() -> None:
     assert not np.array_equal(by_day.y, data["y"].to_numpy()[::-1])
 
 
+def test_a_text_time_is_ordered_as_text_and_the_data_holder_told() -> None:
+    """Times written as text order each user's rows as text: '10' before '2', which a
+    working correlation over time then takes as consecutive. The data holder is warned (the
+    column's kind, never its values, decides); numbers as numbers order the same rows as
+    numbers, silently."""
+    data = panel(rows=12)
+    text = data.assign(t=data["t"].astype(str))
+    with pytest.warns(dplong.exceptions.DataHolderWarning, match=r"time is text: .*'10' before"):
+        by_text = build_design("y ~ x", text, groups="user", time="t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dplong.exceptions.DataHolderWarning)
+        by_number = build_design("y ~ x", data, groups="user", time="t")
+    np.testing.assert_array_equal(by_number.y[:12], data["y"].to_numpy()[:12])
+    as_text = np.argsort(data["t"].astype(str).to_numpy()[:12], kind="stable")
+    np.testing.assert_array_equal(by_text.y[:12], data["y"].to_numpy()[:12][as_text])
+
+
 @pytest.mark.parametrize(
     ("formula", "match"),
     [
@@ -390,6 +407,31 @@ def test_formulas_without_a_design_are_refused(formula: str, match: str) -> None
 def test_bad_levels_are_refused(levels: Any, error: type, match: str) -> None:
     with pytest.raises(error, match=match):
         DesignSpec.from_formula("y ~ x + site", panel(), levels=levels)
+
+
+@pytest.mark.parametrize(
+    ("formula", "levels", "match"),
+    [
+        ("y ~ treated", {"treated": [0, 1]}, r"dtype bool: True and False\); got \[0, 1\]"),
+        ("y ~ treated", {"treated": ["yes", "no"]}, "dtype bool: True and False"),
+        ("y ~ flag", {"flag": [0, 1]}, "dtype boolean: True and False"),
+        ("y ~ C(wave)", {"wave": [0.5, 1.5]}, r"dtype int64: whole numbers\); got \[0.5, 1.5\]"),
+    ],
+)
+def test_levels_a_column_of_its_dtype_cannot_hold_are_refused(
+    formula: str, levels: dict[str, list[Any]], match: str
+) -> None:
+    """Declared levels that no value of the column's dtype can equal would drop every row
+    (the schema, public, says so): 0/1 for a True/False column was accepted, every row left
+    out and the budget spent on an all-NaN fit. Levels of the column's kind pass."""
+    data = panel().assign(wave=lambda d: d["t"].astype("int64"), treated=lambda d: d["x"] > 0)
+    data["flag"] = pd.array(data["treated"], dtype="boolean")
+    with pytest.raises(ParameterError, match=match):
+        DesignSpec.from_formula(formula, data, levels=levels)
+    fine = {"treated": [False, True], "flag": [True, False], "wave": [0.0, 1, 2, 3]}
+    column = next(iter(levels))
+    spec = DesignSpec.from_formula(formula, data, levels={column: fine[column]})
+    assert len(spec.columns) == len(fine[column])  # the intercept and all but one level
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from test_pooled import unclipped_meat  # noqa: F401  (a fixture)
 import dplong
 import dplong.models.pooled.release as pooled_release
 import dplong.privacy.ranges as ranges
-from dplong.exceptions import InsufficientUsersError, ParameterError
+from dplong.exceptions import FormulaError, InsufficientUsersError, ParameterError
 from dplong.models.pooled.gram import _Solution
 
 
@@ -236,6 +236,24 @@ def test_between_is_refused_before_any_noise(
             epsilon=1.0, between=between, accountant=accountant, **options
         )
     assert accountant.spent_epsilon == 0.0
+
+
+@pytest.mark.parametrize(("formula", "between"), [("y ~ 1", None), ("y ~ x + sex", ["x", "sex"])])
+def test_a_fit_with_no_regressor_left_is_refused_before_any_noise(
+    formula: str, between: list[str] | None
+) -> None:
+    """The person effects absorb the intercept and every declared between column: nothing is
+    left to estimate, a fact of the formula and the options. Refused (as
+    ``LongitudinalOLS(estimator="within")`` refuses it) before any noise, and by the planner
+    too; it used to spend the budget on ranges and release an empty or all-NaN table."""
+    accountant = dplong.Accountant(epsilon=1.0, delta=1e-5)
+    with pytest.raises(FormulaError, match="needs a regressor besides the intercept"):
+        dplong.PanelOLS.from_formula(formula, _panel(1), groups="id").fit(
+            epsilon=1.0, between=between, accountant=accountant
+        )
+    assert accountant.spent_epsilon == 0.0
+    with pytest.raises(FormulaError, match="needs a regressor besides the intercept"):
+        dplong.plan(formula, model="panel", n=400, epsilon=1.0, between=between)
 
 
 def test_a_range_that_missed_withholds_every_coefficient_with_a_note() -> None:

@@ -12,7 +12,7 @@ import pytest
 
 import dplong
 from dplong.cli import main
-from dplong.exceptions import FormulaError, ParameterError
+from dplong.exceptions import DataError, DataHolderWarning, FormulaError, ParameterError
 from dplong.models.command_line import MODELS
 
 NOISE_OFF = {"epsilon": 1e300, "random_state": 0}  # every draw exactly 0 (test_engine_units.py)
@@ -47,8 +47,17 @@ def test_negative_counts_are_dropped_like_missing_values() -> None:
     odd = frame.copy()
     odd.loc[odd.index[::7], "visits"] = -3.0
     dropped = odd.assign(visits=odd["visits"].where(odd["visits"] >= 0))
-    fit = dplong.PoissonMean.from_formula("visits ~ 1", odd, groups="id").fit(**NOISE_OFF)
+    # the data holder hears of them, on the screen only (nothing of it in the results)
+    with pytest.warns(DataHolderWarning, match="515 rows hold a negative count of 'visits'"):
+        model = dplong.PoissonMean.from_formula("visits ~ 1", odd, groups="id")
+    fit = model.fit(**NOISE_OFF)
     assert fit.params["visits"] == pytest.approx(per_user_rate(dropped), rel=1e-12)
+    assert "negative" not in fit.summary().as_text()
+
+
+def test_data_that_is_not_a_frame_is_refused_by_name() -> None:
+    with pytest.raises(DataError, match="data must be a pandas DataFrame, got ndarray"):
+        dplong.PoissonMean.from_formula("visits ~ 1", counts().to_numpy(), groups="id")
 
 
 def test_the_support_moves_the_interval_up_and_the_interval_covers() -> None:

@@ -112,7 +112,8 @@ def _declared_levels(
 
 def _level_tuple(values: Any, name: str, dtype: Any) -> tuple[Any, ...]:
     """Validated declared levels: a non-empty sequence of distinct, non-missing values of the
-    column's kind (numbers for a numeric column, text for a text column)."""
+    column's kind (numbers for a numeric column, whole ones for an integer column, True and
+    False for a boolean one, text for a text column)."""
     if isinstance(values, str | bytes) or not isinstance(values, Sequence | np.ndarray | pd.Index):
         raise ParameterError(f"{name} must be a list of levels, e.g. ['a', 'b'], got {values!r}")
     found = tuple(values.tolist() if isinstance(values, np.ndarray | pd.Index) else values)
@@ -124,12 +125,23 @@ def _level_tuple(values: Any, name: str, dtype: Any) -> tuple[Any, ...]:
         raise ParameterError(
             f"{name} must be a non-empty list of distinct, non-missing levels, got {values!r}"
         )
-    numeric = pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
-    if (numeric and not all(isinstance(v, int | float | np.number) for v in found)) or (
-        isinstance(dtype, pd.StringDtype) and not all(isinstance(v, str) for v in found)
+    boolean = pd.api.types.is_bool_dtype(dtype)
+    numeric = pd.api.types.is_numeric_dtype(dtype) and not boolean
+    # levels a column of its dtype can never hold would drop every row: 0/1 or text for a
+    # True/False column, a fraction for an integer one (the schema is public)
+    whole = not pd.api.types.is_integer_dtype(dtype) or all(
+        isinstance(v, int | np.integer) or (isinstance(v, float | np.floating) and v.is_integer())
+        for v in found
+    )
+    if (
+        (numeric and not (all(isinstance(v, int | float | np.number) for v in found) and whole))
+        or (boolean and not all(isinstance(v, bool | np.bool_) for v in found))
+        or (isinstance(dtype, pd.StringDtype) and not all(isinstance(v, str) for v in found))
     ):
+        example = ": True and False" if boolean else ": whole numbers" if not whole else ""
         raise ParameterError(
-            f"{name} must hold values like those of the column (dtype {dtype}); got {values!r}"
+            f"{name} must hold values like those of the column (dtype {dtype}{example}); "
+            f"got {values!r}"
         )
     return found
 

@@ -48,7 +48,10 @@ def _sort_key(times: NDArray[Any]) -> NDArray[Any]:
     --------
     >>> import numpy as np, pandas as pd
     >>> from dplong.formula.panel import _sort_key
-    >>> _sort_key(np.array(["b", "a", "c"], dtype=object))
+    >>> import warnings
+    >>> with warnings.catch_warnings():  # text: ordered as text, and the data holder told so
+    ...     warnings.simplefilter("ignore")
+    ...     _sort_key(np.array(["b", "a", "c"], dtype=object))
     array([1, 0, 2])
     >>> _sort_key(np.array([{"week": 1}], dtype=object))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -57,6 +60,13 @@ def _sort_key(times: NDArray[Any]) -> NDArray[Any]:
     """
     if times.dtype.kind in "biufmM":
         return times
+    if pd.api.types.infer_dtype(times, skipna=True) == "string":
+        warn(
+            "time is text: each user's rows are ordered as text ('10' before '2'); convert "
+            "numbers or dates written as text (pd.to_numeric, pd.to_datetime) to order them as "
+            "such (on your screen only: dplong.exceptions.DataHolderWarning).",
+            DataHolderWarning,
+        )
     try:
         ranks: NDArray[np.intp] = pd.factorize(times, sort=True)[0]
     except TypeError:  # dicts, dates with and without a time zone: never echoed, they are data

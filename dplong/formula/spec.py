@@ -167,6 +167,14 @@ class DesignSpec:
         for factor in factors:
             _check_regressor(factor, trees[factor], env, rows, dtypes)
         both = {c: pd.concat([rows[0][c], rows[1][c]]) for c in inputs}
+        if any(not term.factors for term in desc.rhs_termlist) and any(
+            f.name() == "Intercept" for f in factors
+        ):  # patsy would code two columns of one name
+            raise FormulaError(
+                f"{formula!r} reads a column named 'Intercept', the name of the formula's "
+                "constant: rename the column, write Q('Intercept'), or drop the constant "
+                "with '- 1'"
+            )
         try:
             with np.errstate(all="ignore"):  # made-up values: numpy's words on them mislead
                 outcome_info, regressor_info = patsy.design_matrix_builders(

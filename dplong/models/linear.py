@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_choice
 from dplong.dask_frames import ReducedPanel, design_spec, is_dask, reduce_design
-from dplong.exceptions import FormulaError, ParameterError
+from dplong.exceptions import ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.models.base import PanelModel
 from dplong.models.blocks import Block, FitRequest, Statistics
@@ -398,12 +398,7 @@ class LongitudinalOLS(PanelModel):
         _check_cov_type(cov_type)
         design = self._design
         names = coefficient_names(design.columns) if within else tuple(design.columns)
-        absorbed = _between_columns(between, names, within=within)
-        if not set(names) - set(absorbed):
-            raise FormulaError(
-                f"the within estimator needs a regressor besides the intercept and the "
-                f"declared between-user columns; {self.formula!r} has none"
-            )
+        absorbed = _between_columns(between, names, within=within, formula=self.formula)
         p = len(names) - len(absorbed)
         request = self._request(
             self.nobs_users,

@@ -12,7 +12,7 @@ import numpy as np
 
 from dplong._validation import per_column, real_number
 from dplong.dependence import DependenceModel
-from dplong.exceptions import ParameterError
+from dplong.exceptions import FormulaError, ParameterError
 from dplong.models.option_checks import COV_TYPES, check_min_rows
 from dplong.models.reduce import WorkingCorrelation
 from dplong.privacy.options import Focus, ReleaseOptions
@@ -65,8 +65,22 @@ def _check_cov_type(cov_type: object) -> None:
     )
 
 
-def _between_columns(between: object, names: tuple[str, ...], *, within: bool) -> tuple[str, ...]:
-    """The declared between-user regressors of ``fit(between=...)``, checked (public)."""
+def _between_columns(
+    between: object, names: tuple[str, ...], *, within: bool, formula: str
+) -> tuple[str, ...]:
+    """The declared between-user regressors of ``fit(between=...)``, checked (public), of a
+    fit whose regressors other than the intercept are ``names``; a within fit must keep one."""
+    absorbed = _declared_between(between, names, within=within)
+    if within and not set(names) - set(absorbed):
+        raise FormulaError(
+            f"the within estimator needs a regressor besides the intercept and the "
+            f"declared between-user columns; {formula!r} has none"
+        )
+    return absorbed
+
+
+def _declared_between(between: object, names: tuple[str, ...], *, within: bool) -> tuple[str, ...]:
+    """``fit(between=...)``'s names, checked against ``names``."""
     if between is None:
         return ()
     if not within:

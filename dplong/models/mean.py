@@ -387,6 +387,8 @@ class ColumnMean:
         by: str | None = None,
         levels: Mapping[str, Sequence[Any]] | None = None,
     ) -> None:
+        if not (isinstance(data, pd.DataFrame) or is_dask(data)):
+            raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
         lhs, _, rhs = formula.partition("~")
         self.column = lhs.strip()
         if rhs.strip() != "1":

@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from dplong._validation import warn
+from dplong.dask_frames import is_dask
+from dplong.exceptions import DataHolderWarning
 from dplong.formula import GroupsLike
 from dplong.models.command_line import CommandLineModel, register
 from dplong.models.mean import ColumnMean
@@ -62,7 +65,15 @@ class PoissonMean(ColumnMean):
     ) -> None:
         super().__init__(formula, data, groups, by=by, levels=levels)
         if pd.api.types.is_numeric_dtype(self._values.dtype):  # others are refused at fit
-            self._values = self._values.where(self._values >= 0)
+            negative = self._values < 0
+            if not is_dask(data) and negative.any():  # the data holder hears of them
+                warn(
+                    f"{int(negative.sum()):,} rows hold a negative count of "
+                    f"{self.column!r}, not a count: they are left out (on your screen only: "
+                    "dplong.exceptions.DataHolderWarning).",
+                    DataHolderWarning,
+                )
+            self._values = self._values.where(~negative)
 
 
 register(

@@ -148,7 +148,7 @@ class PanelOLS(PooledOLS):
     def _absorbed(self, between: object) -> tuple[str, ...]:
         """The regressors declared constant within persons, checked (public): the person
         effects absorb them, and the fit leaves them out."""
-        return _between_columns(between, tuple(self.exog_names), within=True)
+        return _between_columns(between, tuple(self.exog_names), within=True, formula=self.formula)
 
     def _absorbing(self, found: FoundRanges) -> tuple[PanelOLS, FoundRanges, tuple[str, ...]]:
         """The model without the regressors whose deviations the released counts found at 0
