@@ -82,6 +82,7 @@ __all__ = [
     "reach_miss",
     "reach_rungs",
     "rung_share",
+    "unseen_threshold",
 ]
 
 #: The range's reach in units of the median reach where no rung holds (design notes): 4
@@ -348,8 +349,9 @@ class PrivateRanges:
     :func:`some_threshold` only; of a widened column, its count at the first rung), the
     ``one_sided`` ranges (k: :data:`ONE_SIDED`; never from the histograms), the ranges
     ``widened`` for a long tail (k) and the released counts beyond the WIDE_RUNGS on their
-    widened sides (``far``: 2 x rungs x k, NaN elsewhere), all DP outputs, and the ledger
-    entries of the stage."""
+    widened sides (``far``: 2 x rungs x k, NaN elsewhere), all DP outputs; the count beyond
+    an end up to which a group there goes ``unseen`` (:func:`unseen_threshold`, public; NaN
+    where nothing counted them), and the ledger entries of the stage."""
 
     ranges: NDArray[np.float64]
     core: NDArray[np.float64]
@@ -365,6 +367,7 @@ class PrivateRanges:
     one_sided: NDArray[np.bool_]
     widened: NDArray[np.bool_]
     far: NDArray[np.float64]
+    unseen: float
     entries: tuple[LedgerEntry, ...]
 
 
@@ -497,8 +500,10 @@ def private_ranges(
     widened, far = np.zeros(k, dtype=bool), np.full((2, len(WIDE_RUNGS), k), np.nan)
     ranges = np.column_stack([midpoint - lower, midpoint + upper])
     core = np.column_stack([midpoint - core_lower, midpoint + core_upper])
+    unseen = math.nan
     if tail_rho > 0.0:  # the persons every range clips by a median reach, either side
         beyond, sd, entry = _counted_beyond(deviations, reaches, clipped_at, tail_rho, rng)
+        unseen = unseen_threshold(n, k, sd)
         ranges, core, widened, heavy, some, far, wide = _widened(
             (ranges, core), midpoint, (deviations, np.array(reaches)), (beyond, sd), missed,
             ~narrow, far_rho, rng,
@@ -519,6 +524,7 @@ def private_ranges(
         one_sided,
         widened,
         far,
+        unseen,
         entries,
     )
 
@@ -605,8 +611,7 @@ def _widened(
     ranges, core = (bounds.copy() for bounds in found)
     (deviations, reaches), (counted, sd) = sides, tails
     n, k = deviations[0].shape
-    bar = min(some_threshold(k, sd), float(heavy_threshold(n, k, np.array([sd]))[0]))
-    widen = eligible & ~missed & (counted > bar) & (far_rho > 0.0)
+    widen = eligible & ~missed & (counted > unseen_threshold(n, k, sd)) & (far_rho > 0.0)
     # a side not widened is judged at the tail count's rung as ever (-inf: a widened one)
     heavy, some = _heavy(np.where(widen, -np.inf, counted), sd, missed, n)
     far = np.full((2, len(WIDE_RUNGS), k), np.nan)
@@ -833,6 +838,7 @@ def guarded_ranges(
         found.one_sided & ~swap,
         widening.widened,
         widening.far,
+        unseen_threshold(n, k, sd),
         (*found.entries, *guard.entries, entry, *widening.entries),
     )
     return guarded, swap
@@ -916,6 +922,22 @@ def heavy_threshold(n: int, k: int, sd: NDArray[np.float64]) -> NDArray[np.float
     """
     z = NormalDist().inv_cdf(1.0 - HEAVY_FALSE / (2 * k))
     return np.asarray(math.sqrt(n) + z * sd, dtype=np.float64)
+
+
+def unseen_threshold(n: int, k: int, sd: float) -> float:
+    """The released count of persons beyond an end of a range (beyond :data:`CLIPPED_RUNG`
+    median reaches, or a histograms' range's end) on a side of one of k columns at and below
+    which no note, widening or withholding follows: the lower of :func:`some_threshold` and
+    :func:`heavy_threshold`. A group of about that many persons far out is clipped unseen
+    (no released count tells it from none), and the fit's assumptions say so.
+
+    Examples
+    --------
+    >>> from dplong.privacy.ranges import unseen_threshold
+    >>> round(unseen_threshold(3000, 3, 27.4))   # 3,000 persons, two regressors, ε = 2
+    80
+    """
+    return min(some_threshold(k, sd), float(heavy_threshold(n, k, np.array([sd]))[0]))
 
 
 def some_threshold(k: int, sd: float) -> float:
@@ -1081,10 +1103,11 @@ def histogram_ranges(
         gaussian_vector_entry("bounds", "persons' extremes by dyadic cell", rho, counts),
     )
     missed, beyond = np.zeros(k, dtype=bool), np.full((2, k), np.nan)
-    clipped, some = np.zeros(k), np.zeros(k)
+    clipped, some, unseen = np.zeros(k), np.zeros(k), math.nan
     if tail_rho > 0.0:  # the persons beyond either end of the ranges found
         deviations = [highs - centre, centre - lows]
         beyond, sd, entry = _counted_beyond(deviations, [reach, reach], 1.0, tail_rho, rng)
+        unseen = unseen_threshold(n, k, sd)
         missed = _histogram_missed(beyond, sd, n)
         clipped, some = _heavy(beyond, sd, missed, n)
         entries += (entry,)
@@ -1103,5 +1126,6 @@ def histogram_ranges(
         np.zeros(k, dtype=bool),
         np.zeros(k, dtype=bool),
         np.full((2, len(WIDE_RUNGS), k), np.nan),
+        unseen,
         entries,
     )

@@ -85,8 +85,10 @@ class RangeFlags(NamedTuple):
     (:class:`~dplong.privacy.ranges.PrivateRanges`), the ``guarded`` ones, which the
     histograms that guard the medians gave (:func:`~dplong.privacy.ranges.guard_swaps`), and
     those that clip ``some`` persons (fewer than many, more than the count's noise alone: the
-    count, 0 for none), and those ``widened`` to hold a long tail. A later stage given an
-    earlier stage's ranges carries its flags on.
+    count, 0 for none), those ``widened`` to hold a long tail, and the count beyond an end up
+    to which a group there goes ``unseen`` (:func:`~dplong.privacy.ranges.unseen_threshold`,
+    0 where the range is public). A later stage given an earlier stage's ranges carries its
+    flags on.
 
     Examples
     --------
@@ -95,12 +97,12 @@ class RangeFlags(NamedTuple):
     >>> flags = RangeFlags(np.array([False, True, False]), np.array([0.0, 0.0, 900.0]),
     ...                    np.array([True, False, False]), np.array([False, False, True]),
     ...                    np.array([False, False, False]), np.array([120.0, 0.0, 0.0]),
-    ...                    np.array([False, False, True]))
+    ...                    np.array([False, False, True]), np.array([80.0, 0.0, 80.0]))
     >>> merged = flags.at([0, 2]).merged(RangeFlags.none(2))
     >>> merged.missed.tolist(), merged.heavy.tolist(), merged.narrow.tolist()
     ([False, False], [0.0, 900.0], [True, False])
-    >>> merged.one_sided.tolist(), merged.widened.tolist()
-    ([False, True], [False, True])
+    >>> merged.one_sided.tolist(), merged.widened.tolist(), merged.unseen.tolist()
+    ([False, True], [False, True], [80.0, 80.0])
     """
 
     missed: NDArray[np.bool_]
@@ -110,6 +112,7 @@ class RangeFlags(NamedTuple):
     guarded: NDArray[np.bool_]
     some: NDArray[np.float64]
     widened: NDArray[np.bool_]
+    unseen: NDArray[np.float64]
 
     @classmethod
     def none(cls, size: int) -> RangeFlags:
@@ -118,7 +121,7 @@ class RangeFlags(NamedTuple):
         flags = np.zeros(size, dtype=bool)
         return cls(
             flags, np.zeros(size), flags.copy(), flags.copy(), flags.copy(), np.zeros(size),
-            flags.copy(),
+            flags.copy(), np.zeros(size),
         )  # fmt: skip
 
     def at(self, rows: list[int]) -> RangeFlags:
@@ -131,6 +134,7 @@ class RangeFlags(NamedTuple):
             self.guarded[rows],
             self.some[rows],
             self.widened[rows],
+            self.unseen[rows],
         )
 
     def merged(self, other: RangeFlags) -> RangeFlags:
@@ -143,6 +147,7 @@ class RangeFlags(NamedTuple):
             self.guarded | other.guarded,
             np.maximum(self.some, other.some),
             self.widened | other.widened,
+            np.maximum(self.unseen, other.unseen),
         )
 
 
@@ -200,7 +205,7 @@ def find_ranges(
     (:class:`~dplong.privacy.ranges.PrivateRanges`); and the ledger entries of that stage."""
     located = np.isnan(ranges[:, 0])
     ranges, frame = ranges.copy(), frame.copy()
-    missed, heavy, narrow, one_sided, guarded, some, widened = RangeFlags.none(len(ranges))
+    missed, heavy, narrow, one_sided, guarded, some, widened, unseen = RangeFlags.none(len(ranges))
     constant = np.zeros(len(ranges), dtype=bool)
     if not located.any():
         return FoundRanges(ranges, frame, RangeFlags.none(len(ranges)), constant, ())
@@ -227,6 +232,7 @@ def find_ranges(
     missed[located], constant[located] = found.missed, found.constant
     heavy[located], narrow[located], some[located] = found.heavy, found.narrow, found.some
     one_sided[located], guarded[located], widened[located] = found.one_sided, swap, found.widened
+    unseen[located] = found.unseen
     # an outcome found (nearly) constant is a sliver of itself by either route (the histograms
     # mark no sliver: their cells are a doubling wide): every coefficient would be regressed on
     # the few persons off its value, clipped to a range that nothing checked (PanelOLS on an
@@ -244,6 +250,7 @@ def find_ranges(
         guarded & ~capped,
         np.where(capped, 0.0, some),  # the public cap taken clips what nothing counted
         widened,  # never missed nor narrow, so never capped
+        np.where(capped, 0.0, unseen),
     )
     return FoundRanges(ranges, frame, flags, constant, found.entries)
 

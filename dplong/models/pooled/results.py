@@ -64,7 +64,7 @@ def _statistics_results(
     clips many persons a note names, and the coefficient of a regressor whose range it is is
     withheld (a slope on its clipped values is that of another regressor, on another scale);
     ``row_cap``: the cap ``cap`` where it was found privately (the assumptions say so)."""
-    missed, heavy, narrow, one_sided, guarded, some, widened = (
+    missed, heavy, narrow, one_sided, guarded, some, widened, unseen = (
         RangeFlags.none(len(model._names)) if flags is None else flags
     )
     positions = model._reported
@@ -142,6 +142,7 @@ def _statistics_results(
         variant="sufficient statistics",
         assumptions=(
             f"ranges of the {model._clipped} (values outside are clipped): {bounds}",
+            *_unseen_assumption(model, unseen),
             f"standard errors clustered by person, plus the privacy noise; {model._weighting(cap)}",
             *(row_cap.assumption if row_cap is not None else ()),
             *declared,
@@ -271,6 +272,26 @@ def _clips_many(positions: NDArray[np.intp], heavy: NDArray[np.float64]) -> NDAr
     slope divided by c (the wage panel's `black`, its range ending at 10^-53 at ε = 4, had
     released -4.6e51)."""
     return np.asarray(heavy[:-1][positions] > 0.0)
+
+
+def _unseen_assumption(model: PooledOLS, unseen: NDArray[np.float64]) -> tuple[str, ...]:
+    """The limit of the counts beyond the ranges found privately (``unseen``: per column, the
+    count up to which a group beyond an end goes unseen, 0 where the range is public): a
+    smaller group far out is clipped with no warning, and nothing in the release can tell
+    it from none (public facts: n, the columns and the counts' noise)."""
+    found = unseen[unseen > 0.0]  # NaN (nothing counted) compares False: no such line
+    if not found.size:
+        return ()
+    persons = float(found.max())
+    return (
+        "the ranges found privately clip what lies beyond their ends, and the intervals "
+        "leave that bias out: the released counts beyond an end tell a group of more than "
+        f"{persons:,.0f} persons ({persons / model._design.n:.1%} of them) on a side from none "
+        "(the warnings name any they found); a smaller group far out (a few persons whose "
+        f"{model._clipped} are many times the others') is clipped unseen and can move the "
+        "coefficients beyond their intervals: public bounds that cover every value "
+        "(bounds={...}) keep the ranges from clipping it",
+    )
 
 
 def _found_where(found: bool, guarded: bool, widened: bool) -> str:
