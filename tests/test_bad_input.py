@@ -927,8 +927,8 @@ OTHERS: list[tuple[str, Callable[[], object], type[DplongError], str]] = [
     (
         "predict DataFrame without x",
         lambda: fitted_curve().predict(pd.DataFrame({"not_x": [0.1, 0.2], "z": [0.3, 0.4]})),
-        FormulaError,
-        "'x'",
+        DataError,
+        "lack the column(s) ['x']",
     ),
     ("t_test empty", lambda: fitted().t_test(""), ParameterError, "r_matrix"),
     ("t_test blank", lambda: fitted().t_test("   "), ParameterError, "r_matrix"),
@@ -1055,6 +1055,12 @@ OTHERS: list[tuple[str, Callable[[], object], type[DplongError], str]] = [
         lambda: dplong.Accountant(1.0).check(2.0, 0.0),
         BudgetExceededError,
         "epsilon",
+    ),
+    (
+        "Accountant made with no delta, a release that needs one",
+        lambda: dplong.Accountant(6.0).check(5.0, 1e-5),
+        BudgetExceededError,
+        "made with delta=0: give it one",
     ),
     (
         "Accountant.check str",
@@ -1235,6 +1241,8 @@ def test_curve_predict_reads_the_regressor_by_name() -> None:
     res = fitted_curve()
     frame = pd.DataFrame({"other": [9.0, 9.0], "x": [0.3, 0.6]})
     assert np.array_equal(res.predict(frame), res.predict([0.3, 0.6]))
+    with pytest.raises(DataError, match=r"the rows lack the column\(s\) \['x'\]"):
+        res.predict(frame.drop(columns="x"))
 
 
 def test_curve_grid_is_kept_as_given() -> None:

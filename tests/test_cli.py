@@ -399,6 +399,7 @@ class TestKernel:
             ({"--bandwidth": None}, "--model kernel needs --bandwidth (see dplong fit --help)"),
             ({"--domain": None, "--bandwidth": None}, "--model kernel needs --domain, --bandwidth"),
             ({"--domain": "12,1"}, "argument --domain: must be LO,HI with finite LO < HI"),
+            ({"--domain": "12,1"}, "where LO is negative, join it to its flag with '='"),
             ({"--domain": "1"}, "argument --domain: must be LO,HI"),
             ({"--domain": "a,b"}, "argument --domain: must be LO,HI"),
             ({"--bandwidth": "0"}, "argument --bandwidth: must be a positive number"),
@@ -1270,6 +1271,17 @@ class TestPlanReadsOnlyItsColumns:
         argv = ["plan", str(wide[0]), "--model", "ols", "--formula", "c0 ~ c1", "--epsilon", "1"]
         code, out, err = run([*argv, *flags])
         assert code == 2 and out == "" and expected in err, err
+
+
+def test_a_file_not_comma_separated_is_named_so(tmp_path: Path) -> None:
+    """A file delimited by ';' reads as one column whose name holds them all: the flag's
+    column is missing, and the message says why (an audit found the bare "not a column")."""
+    path = tmp_path / "semicolons.csv"
+    path.write_text("id;x;y\n1;0.5;1.0\n2;0.7;2.0\n")
+    argv = ["fit", str(path), "--model", "pooled", "--formula", "y ~ x", "--groups", "id"]
+    code, out, err = run([*argv, "--epsilon", "1"])
+    assert code == 2 and out == ""
+    assert "columns are ['id;x;y'] (one column: DATA must be comma-separated" in err, err
 
 
 def test_a_file_that_is_not_utf8_is_refused_without_its_bytes(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from scipy import stats
 from test_models import NOISE_OFF, panel
 
 import dplong
-from dplong.exceptions import DataError, DplongWarning, FormulaError, ParameterError
+from dplong.exceptions import DataError, DplongWarning, ParameterError
 from dplong.results import ModelSpec
 
 FORMULA = "y ~ x1 + x2 + I(x1 * x2)"
@@ -208,6 +208,9 @@ def test_predict_with_declared_levels_and_within() -> None:
     np.testing.assert_allclose(within.predict(new), [w["x2"] + w["site[T.b]"], 2 * w["x2"]])
     with pytest.raises(ParameterError, match="site"):
         res.predict(new.assign(site=[2.0, 1.0]))  # numbers where text levels were declared
+    with pytest.raises(DataError, match=r"lack the column\(s\) \['site'\]") as err:
+        res.predict(new.drop(columns="site"))  # it said the levels name a column not read
+    assert "_dplong" not in str(err.value)
     # the levels are public and all the results keep of the design
     back = pickle.loads(pickle.dumps(res))
     assert back.levels == {"site": ("a", "b")}
@@ -221,8 +224,11 @@ def test_predict_refuses_what_it_cannot_read(noiseless: dplong.RegressionResults
         noiseless.predict(np.ones((2, 3)))
     with pytest.raises(DataError, match="numeric"):
         noiseless.predict([["a", "b", "c", "d"]])
-    with pytest.raises(FormulaError, match="x2"):
+    # a column the formula reads that the rows lack is named, in the formula's words (it was
+    # patsy's NameError on a formula with a placeholder outcome, "_dplong_outcome ~ ...")
+    with pytest.raises(DataError, match=r"the rows lack the column\(s\) \['x2'\] that 'y ~") as err:
         noiseless.predict(pd.DataFrame({"x1": [1.0]}))
+    assert "_dplong" not in str(err.value)
 
 
 def test_combined_restrictions_say_the_covariance_is_not_released(

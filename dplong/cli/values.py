@@ -70,8 +70,8 @@ def _domain(text: str) -> tuple[float, float]:
         lo, hi = math.nan, math.nan
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise argparse.ArgumentTypeError(
-            f"must be LO,HI with finite LO < HI (e.g. 1,12; write --domain=-1,1 when LO is "
-            f"negative), got {text!r}"
+            f"must be LO,HI with finite LO < HI (e.g. 1,12; where LO is negative, join it to "
+            f"its flag with '=', as --domain=-1,1), got {text!r}"
         )
     return lo, hi
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 # Besides __all__, the names the models, dask_frames and the tests import from here (explicit
 # re-exports, as mypy --strict wants them)
 from dplong.formula.build import build_design, group_design
+from dplong.formula.build import rhs_design as rhs_design
 from dplong.formula.build import warn_dropped as warn_dropped
 from dplong.formula.levels import LevelsLike as LevelsLike
 from dplong.formula.levels import warn_levels_from_values as warn_levels_from_values

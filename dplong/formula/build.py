@@ -8,10 +8,11 @@ import pandas as pd
 import patsy
 
 from dplong._validation import warn
-from dplong.exceptions import DataError, DataHolderWarning
+from dplong.exceptions import DataError, DataHolderWarning, FormulaError
 from dplong.formula.levels import LevelsLike, warn_levels_from_values
 from dplong.formula.panel import PanelDesign
 from dplong.formula.spec import DesignSpec
+from dplong.formula.terms import _PATSY_NAMES, _parse, _unresolved
 from dplong.formula.users import (
     GroupsLike,
     check_groups,
@@ -19,6 +20,56 @@ from dplong.formula.users import (
     column_or_array,
     user_codes,
 )
+
+#: The outcome's placeholder name in the design of a formula's right-hand side alone.
+_PLACEHOLDER = "_dplong_outcome"
+
+
+def rhs_design(
+    formula: str,
+    rows: pd.DataFrame,
+    eval_env: patsy.EvalEnvironment,
+    levels: LevelsLike | None = None,
+) -> tuple[DesignSpec, pd.DataFrame]:
+    """The :class:`DesignSpec` of ``formula``'s right-hand side on ``rows`` the analyst
+    supplies (to predict), and those rows as it evaluates them (the outcome a placeholder). A
+    column the terms read that ``rows`` lack is refused by name.
+
+    Examples
+    --------
+    >>> import pandas as pd, patsy
+    >>> from dplong.formula import rhs_design
+    >>> rows = pd.DataFrame({"x": [1.0, 2.0]})
+    >>> spec, frame = rhs_design("y ~ x + I(x**2)", rows, patsy.EvalEnvironment.capture())
+    >>> spec.columns
+    ('Intercept', 'x', 'I(x ** 2)')
+    >>> rhs_design("y ~ x + np.log(z)", rows, patsy.EvalEnvironment.capture())
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.DataError: the rows lack the column(s) ['z'] that 'y ~ x + np.log(z)' reads...
+    """
+    rhs = formula.split("~", 1)[1]
+    try:
+        desc = patsy.ModelDesc.from_formula(rhs)
+    except patsy.PatsyError as err:
+        raise FormulaError(f"cannot parse {formula!r}: {err}") from None
+    namespace = eval_env.with_outer_namespace(_PATSY_NAMES).namespace
+    lacking = [
+        name
+        for term in desc.rhs_termlist
+        for factor in term.factors
+        for name in _unresolved(_parse(factor, formula), list(rows.columns), namespace)
+    ]
+    if lacking:
+        raise DataError(
+            f"the rows lack the column(s) {list(dict.fromkeys(lacking))} that {formula!r} "
+            f"reads; they have {list(rows.columns)}"
+        )
+    frame = rows.assign(**{_PLACEHOLDER: 0.0})
+    spec = DesignSpec.from_formula(
+        f"{_PLACEHOLDER} ~ {rhs}", frame, levels=levels, eval_env=eval_env
+    )
+    return spec, frame
 
 
 def build_design(

@@ -4,6 +4,7 @@ objects they call, looked up the way patsy evaluates them."""
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,6 +37,26 @@ def _columns_in(node: ast.AST, dtypes: Mapping[str, Any]) -> list[str]:
             and sub.args
             and isinstance(sub.args[0], ast.Constant)
             and sub.args[0].value in dtypes
+        ):
+            found.append(str(sub.args[0].value))
+    return list(dict.fromkeys(found))
+
+
+def _unresolved(node: ast.AST, columns: Sequence[str], namespace: Mapping[str, Any]) -> list[str]:
+    """Names an expression reads that are neither ``columns`` nor names of the ``namespace``
+    or Python's builtins (bare names and ``Q("name")``): columns the rows lack."""
+    found = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id not in columns and sub.id not in namespace:
+            if not hasattr(builtins, sub.id):
+                found.append(sub.id)
+        elif (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Name)
+            and sub.func.id == "Q"
+            and sub.args
+            and isinstance(sub.args[0], ast.Constant)
+            and sub.args[0].value not in columns
         ):
             found.append(str(sub.args[0].value))
     return list(dict.fromkeys(found))

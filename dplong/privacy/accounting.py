@@ -572,9 +572,17 @@ class Accountant:
                 raise PrivacyParameterError(f"{name} must be a non-negative number, got {spend}")
         tol = 1e-12 * self.epsilon
         if epsilon > self.remaining_epsilon + tol or delta > self.remaining_delta * (1 + 1e-12):
+            # an accountant made with no delta holds none: say how to give it one
+            hint = (
+                " (this accountant was made with delta=0: give it one, "
+                "Accountant(epsilon=..., delta=...))"
+                if delta > 0.0 and self.delta == 0.0
+                else ""
+            )
             raise BudgetExceededError(
                 f"this release needs epsilon={epsilon:.6g}, delta={delta:.6g} but only "
-                f"epsilon={self.remaining_epsilon:.6g}, delta={self.remaining_delta:.6g} remain"
+                f"epsilon={self.remaining_epsilon:.6g}, delta={self.remaining_delta:.6g} "
+                f"remain{hint}"
             )
 
     def record(self, ledger: PrivacyLedger) -> None:

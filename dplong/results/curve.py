@@ -11,7 +11,7 @@ import patsy
 
 from dplong.bounds import ErrorBoundReport
 from dplong.exceptions import ParameterError
-from dplong.formula import DesignSpec
+from dplong.formula import rhs_design
 from dplong.kernels import get_kernel
 from dplong.results.panel import PanelResults
 from dplong.results.plotting import curve_plot
@@ -164,10 +164,7 @@ class CurveResults(PanelResults):
 
     def _regressor(self, frame: pd.DataFrame, env: patsy.EvalEnvironment) -> np.ndarray:
         """The formula's regressor evaluated on ``frame`` (NaN: a missing value)."""
-        outcome = "_dplong_outcome"
-        rhs = self.formula.split("~", 1)[1]
-        data = frame.assign(**{outcome: 0.0})
-        spec = DesignSpec.from_formula(f"{outcome} ~ {rhs}", data, eval_env=env)
+        spec, data = rhs_design(self.formula, frame, env)
         _, X, _, missing = spec.evaluate(data)
         column = next(j for j, name in enumerate(spec.columns) if name != "Intercept")
         return np.where(missing, np.nan, X[:, column])

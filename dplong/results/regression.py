@@ -12,7 +12,7 @@ import patsy
 from numpy.typing import NDArray
 
 from dplong.exceptions import DataError, FormulaError, ParameterError
-from dplong.formula import DesignSpec
+from dplong.formula import rhs_design
 from dplong.results.panel import PanelResults
 
 
@@ -155,12 +155,7 @@ class RegressionResults(PanelResults):
 
     def _design(self, exog: pd.DataFrame, env: patsy.EvalEnvironment) -> NDArray[np.float64]:
         """The design columns of :attr:`params` evaluated on ``exog`` (NaN: a missing value)."""
-        outcome = "_dplong_outcome"
-        rhs = self.formula.split("~", 1)[1]
-        frame = exog.assign(**{outcome: 0.0})
-        spec = DesignSpec.from_formula(
-            f"{outcome} ~ {rhs}", frame, levels=self.levels, eval_env=env
-        )
+        spec, frame = rhs_design(self.formula, exog, env, self.levels)
         absent = [name for name in self.params.index if name not in spec.columns]
         if absent:
             raise FormulaError(
