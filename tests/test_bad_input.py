@@ -1245,6 +1245,18 @@ def test_curve_predict_reads_the_regressor_by_name() -> None:
         res.predict(frame.drop(columns="x"))
 
 
+def test_curve_rows_outside_the_domain_are_told_to_the_data_holder() -> None:
+    """Rows whose x lies outside the public domain are left out (as documented), and the
+    data holder hears how many, as of the rows the formula models leave out (an audit
+    found them dropped silently); the results say nothing of it."""
+    data = items().assign(x=lambda d: d["x"] * 1.25)  # 400 of 2,000 rows beyond 1
+    with pytest.warns(DataHolderWarning, match=r"399 of 2,000 rows have the curve's x outside"):
+        res = dplong.PriestleyChao.from_formula(
+            "y ~ x", data, groups="user", domain=(0, 1), bandwidth=0.2, grid=5
+        ).fit(epsilon=4.0, random_state=0)
+    assert "2,000" not in res.summary().as_text() and "399" not in res.summary().as_text()
+
+
 def test_curve_grid_is_kept_as_given() -> None:
     grid = [0.1, 0.3, 0.9]
     model: Any = _curve(grid=grid)

@@ -19,8 +19,9 @@ import patsy
 from numpy.typing import NDArray
 from scipy import sparse
 
+from dplong._validation import warn
 from dplong.dask_frames import ReducedPanel, design_spec, is_dask, reduce_design
-from dplong.exceptions import DataError, ParameterError
+from dplong.exceptions import DataError, DataHolderWarning, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.kernels import Kernel
 from dplong.models.blocks import Block, Statistics
@@ -261,6 +262,13 @@ def _curve_rows(
     lo, hi = domain
     x = design.X[:, column]
     inside = np.flatnonzero((x >= lo) & (x <= hi))
+    if inside.size < x.size:  # the data holder hears of them, as of the formula's
+        warn(
+            f"{x.size - inside.size:,} of {x.size:,} rows have the curve's x outside its domain "
+            f"[{lo:g}, {hi:g}] and are left out (on your screen only: "
+            "dplong.exceptions.DataHolderWarning).",
+            DataHolderWarning,
+        )
     order = inside[np.lexsort((x[inside], design.codes[inside]))]
     return x[order], design.y[order], design.codes[order]
 
