@@ -1008,6 +1008,34 @@ def test_randhie_raw_spending_is_flagged_heavy_where_its_range_clips_it(estimato
         assert any("bias bound leaves out" in line for line in res.assumptions)
 
 
+def test_a_withheld_fit_with_an_uncentred_power_says_to_centre_it() -> None:
+    """Age and its square on 20-70 correlate 0.99: with three other columns at 3,000
+    persons and ε = 4 the released X'X did not determine them in 4 of 5 fits (an audit: 39 of
+    40). The note of the withheld fit names the power and how to centre it (the formula, a
+    public fact, says where one is); centred on a public constant, the same fit releases."""
+    rng = np.random.default_rng(0)
+    ids = np.repeat(np.arange(3000), 4)
+    age = np.repeat(rng.uniform(20, 70, 3000), 4) + np.tile(np.arange(4), 3000)
+    female, treated = (np.repeat(rng.integers(0, 2, 3000), 4) for _ in range(2))
+    post = np.tile([0, 0, 1, 1], 3000)
+    y = 0.05 * age - 0.0004 * age**2 + 0.3 * female + 0.2 * post * treated
+    y = y + np.repeat(rng.normal(size=3000), 4) + rng.normal(size=ids.size)
+    panel = pd.DataFrame(
+        {"id": ids, "age": age, "female": female, "treated": treated, "post": post, "y": y}
+    )
+    raw = PooledOLS.from_formula(
+        "y ~ post + treated + age + I(age**2) + female", panel, groups="id"
+    ).fit(epsilon=4.0, random_state=4)
+    assert raw.params.isna().all()
+    assert "centre the power 'I(age ** 2)' on a public constant" in raw.warnings[0]
+    centred = PooledOLS.from_formula(
+        "y ~ post + treated + I((age - 45) / 10) + I(((age - 45) / 10)**2) + female",
+        panel,
+        groups="id",
+    ).fit(epsilon=4.0, random_state=4)
+    assert np.isfinite(centred.params).all() and not centred.warnings
+
+
 def test_the_limit_of_the_counts_beyond_the_ranges_is_stated() -> None:
     """A small group far out on the outcome (2 % of 3,000 persons with counts ten times the
     others', an audit's panel) is clipped by the outcome's range found privately, and the

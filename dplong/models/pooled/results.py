@@ -496,6 +496,14 @@ def _withheld_notes(
     its released counts show them (:attr:`RowCap.shorter`): X'X's noise is in proportion to
     the cap, and the signal of a person with at least its rows too."""
     remedy = "raise epsilon or drop a collinear term."
+    # a power of a column far from 0 is nearly collinear with it (age and age**2 correlate
+    # 0.99 on 20-70): the formula, public, says where one may be
+    powers = [c for c in model._design.columns if "**" in c or "power(" in c or "square(" in c]
+    if powers:
+        remedy = (
+            f"raise epsilon, drop a collinear term, or centre the power {powers[0]!r} on a "
+            "public constant c near the middle of its column x: I((x - c)**2)."
+        )
     if row_cap is not None and row_cap.found:
         if row_cap.shorter:
             remedy = (
