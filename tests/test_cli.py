@@ -399,7 +399,7 @@ class TestKernel:
             ({"--bandwidth": None}, "--model kernel needs --bandwidth (see dplong fit --help)"),
             ({"--domain": None, "--bandwidth": None}, "--model kernel needs --domain, --bandwidth"),
             ({"--domain": "12,1"}, "argument --domain: must be LO,HI with finite LO < HI"),
-            ({"--domain": "12,1"}, "where LO is negative, join it to its flag with '='"),
+            ({"--domain": "12,1"}, "where LO is negative, join it to the flag with '='"),
             ({"--domain": "1"}, "argument --domain: must be LO,HI"),
             ({"--domain": "a,b"}, "argument --domain: must be LO,HI"),
             ({"--bandwidth": "0"}, "argument --bandwidth: must be a positive number"),

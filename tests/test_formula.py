@@ -349,11 +349,40 @@ def test_date_regressors_are_refused_and_converted_ones_accepted() -> None:
     assert not np.array_equal(by_day.y, data["y"].to_numpy()[::-1])
 
 
+@pytest.mark.parametrize("formula", ["y ~ Intercept", "y ~ x + Intercept - 1"])
+def test_a_column_named_intercept_as_a_term_is_refused(formula: str) -> None:
+    """A data column named as the constant, read as a term of its own: patsy coded two
+    columns of one name (its "mismatch" error), and with '- 1' the column would be taken for
+    the constant. Quoted, or in an interaction, its column has a name of its own."""
+    data = panel().assign(Intercept=lambda d: d["x"])
+    with pytest.raises(FormulaError, match=r"reads a column named 'Intercept'.*Q\('Intercept'\)"):
+        DesignSpec.from_formula(formula, data)
+    assert DesignSpec.from_formula("y ~ Q('Intercept')", data).columns[1] == "Q('Intercept')"
+    assert DesignSpec.from_formula("y ~ Intercept:x", data).columns[1] == "Intercept:x"
+
+
+def test_predict_rows_are_read_with_numpy_and_in_the_formula_s_words() -> None:
+    """``rhs_design`` (predict's) evaluates as the fit did: ``np`` is there wherever the
+    formula was written; a column the rows lack is named; one whose name the caller's
+    namespace also holds (a session array) fails in the formula's words, never in those of
+    the placeholder outcome's formula it builds."""
+    rows = pd.DataFrame({"x": [1.0, 2.0]})
+    bare = patsy.EvalEnvironment([{}])  # no np in the caller's namespace
+    spec, frame = dplong.formula.rhs_design("y ~ np.log1p(x)", rows, bare)
+    np.testing.assert_allclose(spec.evaluate(frame)[1][:, 1], np.log1p([1.0, 2.0]))
+    with pytest.raises(dplong.exceptions.DataError, match=r"lack the column\(s\) \['z'\]"):
+        dplong.formula.rhs_design("y ~ x + z", rows, bare)
+    shadowed = patsy.EvalEnvironment([{"z": np.ones(5)}])
+    with pytest.raises(FormulaError, match=r"cannot evaluate 'y ~ x \+ z' on these rows") as err:
+        dplong.formula.rhs_design("y ~ x + z", rows, shadowed)
+    assert "_dplong" not in str(err.value)
+
+
 def test_a_text_time_is_ordered_as_text_and_the_data_holder_told() -> None:
     """Times written as text order each user's rows as text: '10' before '2', which a
-    working correlation over time then takes as consecutive. The data holder is warned (the
-    column's kind, never its values, decides); numbers as numbers order the same rows as
-    numbers, silently."""
+    working correlation over time then takes as consecutive. The data holder is warned (on
+    the screen only; the values' kind, text, decides); numbers as numbers order the same rows
+    as numbers, silently."""
     data = panel(rows=12)
     text = data.assign(t=data["t"].astype(str))
     with pytest.warns(dplong.exceptions.DataHolderWarning, match=r"time is text: .*'10' before"):
@@ -432,6 +461,9 @@ def test_levels_a_column_of_its_dtype_cannot_hold_are_refused(
     column = next(iter(levels))
     spec = DesignSpec.from_formula(formula, data, levels={column: fine[column]})
     assert len(spec.columns) == len(fine[column])  # the intercept and all but one level
+    # and they keep every row (the refused ones dropped them all)
+    design = build_design(formula, data, groups="user", levels={column: fine[column]})
+    assert design.y.size == len(data)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1040,7 +1040,8 @@ def test_the_limit_of_the_counts_beyond_the_ranges_is_stated() -> None:
     """A small group far out on the outcome (2 % of 3,000 persons with counts ten times the
     others', an audit's panel) is clipped by the outcome's range found privately, and the
     released count beyond its end (noise sd 27 at ε = 2) cannot tell it from none: the fit
-    warns of nothing, and its interval misses pooled OLS's intercept. No released
+    warns of nothing (in an audit's 40 fits, 26 intervals missed pooled OLS's intercept,
+    about 4 SEs low). No released
     number can make that a warning (the count of a panel without the group is as likely), so
     the assumptions state the limit from public facts: the count above which a group is seen
     (:func:`~dplong.privacy.ranges.unseen_threshold` of n, the three columns and the count's
@@ -1061,17 +1062,13 @@ def test_the_limit_of_the_counts_beyond_the_ranges_is_stated() -> None:
     sd = float(ledger.loc["persons beyond the ranges", "noise_scale"])
     bar = ranges.unseen_threshold(3000, 3, sd)
     assert round(bar) == 80 and np.unique(ids[group]).size < bar  # 70 persons: unseen
-    line = res.assumptions[1]
-    assert f"more than {bar:,.0f} persons ({bar / 3000:.1%} of them) on a side" in line
-    assert "clipped unseen" in line and "bounds={...}" in line
-    # the case the line is for: no warning, and the interval's upper end more than 2
-    # clustered SEs below pooled OLS (the estimate 5 below: 1.76 against 2.17, SE 0.079)
-    ols = smf.ols("y ~ treat + x", panel).fit(cov_type="cluster", cov_kwds={"groups": ids})
-    high = res.conf_int().loc["Intercept", "upper"]
-    assert not res.warnings and high < ols.params["Intercept"] - 2.0 * ols.bse["Intercept"]
+    (line,) = [a for a in res.assumptions if "clipped unseen" in a]
+    assert f"only above {bar:,.0f} ({bar / 3000:.1%} of them) on a side" in line
+    assert "bounds={...}" in line and not res.warnings  # the case the line is for
     public = {"y": (0.0, 300.0), "treat": (0.0, 1.0), "x": (-8.0, 8.0)}
     bounded = PooledOLS.from_formula("y ~ treat + x", panel, groups="id", bounds=public)
-    assert not any("clipped unseen" in a for a in bounded.fit(epsilon=2.0).assumptions)
+    fit = bounded.fit(epsilon=2.0, random_state=1)
+    assert not any("clipped unseen" in a for a in fit.assumptions)
 
 
 def test_a_lognormal_regressor_is_released_from_its_widened_range() -> None:

@@ -80,7 +80,7 @@ def _check_columns(
     named = [("--groups", args.groups), ("--time", args.time)]
     for flag, column in [*named, *(("--levels", column) for column in levels)]:
         if column is not None and column not in data.columns:
-            # one column whose name holds a ';' or a tab: the file is not comma-separated
+            # one column whose name holds a ';', a tab or a '|': not comma-separated
             other = len(data.columns) == 1 and any(c in str(data.columns[0]) for c in ";\t|")
             hint = " (one column: DATA must be comma-separated, as a .csv file is)" if other else ""
             raise _InputError(

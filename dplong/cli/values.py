@@ -71,7 +71,7 @@ def _domain(text: str) -> tuple[float, float]:
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise argparse.ArgumentTypeError(
             f"must be LO,HI with finite LO < HI (e.g. 1,12; where LO is negative, join it to "
-            f"its flag with '=', as --domain=-1,1), got {text!r}"
+            f"the flag with '=': FLAG=-1,1), got {text!r}"
         )
     return lo, hi
 

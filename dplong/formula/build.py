@@ -12,7 +12,7 @@ from dplong.exceptions import DataError, DataHolderWarning, FormulaError
 from dplong.formula.levels import LevelsLike, warn_levels_from_values
 from dplong.formula.panel import PanelDesign
 from dplong.formula.spec import DesignSpec
-from dplong.formula.terms import _PATSY_NAMES, _parse, _unresolved
+from dplong.formula.terms import _PATSY_NAMES, _parse, _unresolved, formula_env
 from dplong.formula.users import (
     GroupsLike,
     check_groups,
@@ -32,8 +32,30 @@ def rhs_design(
     levels: LevelsLike | None = None,
 ) -> tuple[DesignSpec, pd.DataFrame]:
     """The :class:`DesignSpec` of ``formula``'s right-hand side on ``rows`` the analyst
-    supplies (to predict), and those rows as it evaluates them (the outcome a placeholder). A
-    column the terms read that ``rows`` lack is refused by name.
+    supplies (to predict), and those rows as it evaluates them (the outcome a placeholder).
+
+    Parameters
+    ----------
+    formula : str
+        A fit's formula; its outcome is not read.
+    rows : pandas.DataFrame
+        The analyst's rows.
+    eval_env : patsy.EvalEnvironment
+        Where the names that are not columns are looked up (the caller's of ``predict``).
+    levels : mapping of str to sequence, optional
+        The fit's declared levels.
+
+    Returns
+    -------
+    tuple of DesignSpec and pandas.DataFrame
+
+    Raises
+    ------
+    DataError
+        A name the terms read is neither a column of ``rows`` nor a name of ``eval_env``
+        (or numpy's ``np``, patsy's builtins, Python's): a column the rows lack.
+    FormulaError
+        The terms cannot be evaluated on ``rows``; said in ``formula``'s words.
 
     Examples
     --------
@@ -53,7 +75,8 @@ def rhs_design(
         desc = patsy.ModelDesc.from_formula(rhs)
     except patsy.PatsyError as err:
         raise FormulaError(f"cannot parse {formula!r}: {err}") from None
-    namespace = eval_env.with_outer_namespace(_PATSY_NAMES).namespace
+    env = formula_env(eval_env)
+    namespace = env.with_outer_namespace(_PATSY_NAMES).namespace
     lacking = [
         name
         for term in desc.rhs_termlist
@@ -66,9 +89,14 @@ def rhs_design(
             f"reads; they have {list(rows.columns)}"
         )
     frame = rows.assign(**{_PLACEHOLDER: 0.0})
-    spec = DesignSpec.from_formula(
-        f"{_PLACEHOLDER} ~ {rhs}", frame, levels=levels, eval_env=eval_env
-    )
+    try:
+        spec = DesignSpec.from_formula(
+            f"{_PLACEHOLDER} ~ {rhs}", frame, levels=levels, eval_env=env
+        )
+    except FormulaError as err:  # its first line, in the formula's words (patsy's caret lines
+        # point into the placeholder's formula)
+        first = str(err).splitlines()[0].replace(_PLACEHOLDER, formula.split("~", 1)[0].strip())
+        raise FormulaError(f"cannot evaluate {formula!r} on these rows: {first}") from None
     return spec, frame
 
 

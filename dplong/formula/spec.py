@@ -26,7 +26,7 @@ from dplong.formula.names import _check_names
 from dplong.formula.panel import PanelDesign, _grouped, _sort_key, warn_shared_times
 from dplong.formula.row_wise import _check_row_by_row_cached, _check_row_wise, _verdict_key
 from dplong.formula.synthetic import _synthetic_rows
-from dplong.formula.terms import _PATSY_NAMES, _columns_in, _parse
+from dplong.formula.terms import _PATSY_NAMES, _columns_in, _parse, formula_env
 from dplong.formula.transforms import _check_transforms, _with_public_transforms
 from dplong.formula.users import check_unique_columns
 
@@ -134,10 +134,7 @@ class DesignSpec:
             raise FormulaError(f"formula must be a string like 'y ~ x1 + x2', got {formula!r}")
         if not isinstance(schema, pd.DataFrame):
             raise DataError(f"data must be a pandas DataFrame, got {type(schema).__name__}")
-        env = eval_env if eval_env is not None else patsy.EvalEnvironment.capture(1)
-        # `np.log1p(y)` works wherever the formula is written, the command line included;
-        # a caller's own `np` comes first (an outer namespace is searched last)
-        env = env.with_outer_namespace({"np": np})
+        env = formula_env(eval_env if eval_env is not None else patsy.EvalEnvironment.capture(1))
         try:
             desc = patsy.ModelDesc.from_formula(formula)
         except patsy.PatsyError as err:
@@ -167,13 +164,13 @@ class DesignSpec:
         for factor in factors:
             _check_regressor(factor, trees[factor], env, rows, dtypes)
         both = {c: pd.concat([rows[0][c], rows[1][c]]) for c in inputs}
-        if any(not term.factors for term in desc.rhs_termlist) and any(
-            f.name() == "Intercept" for f in factors
-        ):  # patsy would code two columns of one name
+        if any(
+            len(term.factors) == 1 and term.factors[0].name() == "Intercept"
+            for term in desc.rhs_termlist
+        ):  # a design column of the constant's name: patsy's clash, or taken for the constant
             raise FormulaError(
                 f"{formula!r} reads a column named 'Intercept', the name of the formula's "
-                "constant: rename the column, write Q('Intercept'), or drop the constant "
-                "with '- 1'"
+                "constant: rename the column or write Q('Intercept')"
             )
         try:
             with np.errstate(all="ignore"):  # made-up values: numpy's words on them mislead

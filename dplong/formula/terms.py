@@ -8,6 +8,7 @@ import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import patsy
 import patsy.builtins
 
@@ -24,21 +25,34 @@ def _parse(factor: Any, formula: str) -> ast.Expression:
         raise FormulaError(f"cannot read the term {factor.code!r} of {formula!r}") from None
 
 
+def formula_env(env: patsy.EvalEnvironment) -> patsy.EvalEnvironment:
+    """``env`` as a formula is evaluated in: ``np.log1p(y)`` works wherever the formula is
+    written, the command line included; a caller's own ``np`` comes first (an outer
+    namespace is searched last)."""
+    return env.with_outer_namespace({"np": np})
+
+
+def _quoted(node: ast.AST) -> str | None:
+    """The column ``Q("name")`` reads, or None for any other node."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "Q"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    ):
+        return str(node.args[0].value)
+    return None
+
+
 def _columns_in(node: ast.AST, dtypes: Mapping[str, Any]) -> list[str]:
     """Data columns an expression reads: bare names and ``Q("name")``."""
     found = []
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name) and sub.id in dtypes:
             found.append(sub.id)
-        elif (
-            isinstance(sub, ast.Call)
-            and isinstance(sub.func, ast.Name)
-            and sub.func.id == "Q"
-            and sub.args
-            and isinstance(sub.args[0], ast.Constant)
-            and sub.args[0].value in dtypes
-        ):
-            found.append(str(sub.args[0].value))
+        elif (quoted := _quoted(sub)) is not None and quoted in dtypes:
+            found.append(quoted)
     return list(dict.fromkeys(found))
 
 
@@ -50,15 +64,8 @@ def _unresolved(node: ast.AST, columns: Sequence[str], namespace: Mapping[str, A
         if isinstance(sub, ast.Name) and sub.id not in columns and sub.id not in namespace:
             if not hasattr(builtins, sub.id):
                 found.append(sub.id)
-        elif (
-            isinstance(sub, ast.Call)
-            and isinstance(sub.func, ast.Name)
-            and sub.func.id == "Q"
-            and sub.args
-            and isinstance(sub.args[0], ast.Constant)
-            and sub.args[0].value not in columns
-        ):
-            found.append(str(sub.args[0].value))
+        elif (quoted := _quoted(sub)) is not None and quoted not in columns:
+            found.append(quoted)
     return list(dict.fromkeys(found))
 
 

@@ -156,6 +156,13 @@ def user_rows(
     column = regressor(built, formula)
     rows = group_design(built, data, groups=groups)
     x, y, codes = _curve_rows(rows, column, domain)
+    if x.size < rows.y.size:  # the data holder hears of them, as of the formula's (in memory)
+        warn(
+            f"{rows.y.size - x.size:,} of {rows.y.size:,} rows have the curve's x outside its "
+            f"domain [{domain[0]:g}, {domain[1]:g}] and are left out (on your screen only: "
+            "dplong.exceptions.DataHolderWarning).",
+            DataHolderWarning,
+        )
     return dataclasses.replace(rows, y=y, X=rows.X[:0], codes=codes), x, y
 
 
@@ -262,13 +269,6 @@ def _curve_rows(
     lo, hi = domain
     x = design.X[:, column]
     inside = np.flatnonzero((x >= lo) & (x <= hi))
-    if inside.size < x.size:  # the data holder hears of them, as of the formula's
-        warn(
-            f"{x.size - inside.size:,} of {x.size:,} rows have the curve's x outside its domain "
-            f"[{lo:g}, {hi:g}] and are left out (on your screen only: "
-            "dplong.exceptions.DataHolderWarning).",
-            DataHolderWarning,
-        )
     order = inside[np.lexsort((x[inside], design.codes[inside]))]
     return x[order], design.y[order], design.codes[order]
 

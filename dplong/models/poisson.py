@@ -35,7 +35,7 @@ class PoissonMean(ColumnMean):
     ``lower=`` or ``tail=`` given to ``fit``
     replace the model's (a stated tail is not checked); the local model and the paper's
     algorithms take neither. A negative count is not a count: its row is dropped like a
-    missing value.
+    missing value (in memory, the data holder is told how many).
 
     Examples
     --------

@@ -147,7 +147,7 @@ class RangeFlags(NamedTuple):
             self.guarded | other.guarded,
             np.maximum(self.some, other.some),
             self.widened | other.widened,
-            np.maximum(self.unseen, other.unseen),
+            np.fmax(self.unseen, other.unseen),  # NaN (nothing counted) yields to a count
         )
 
 

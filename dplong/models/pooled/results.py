@@ -276,18 +276,20 @@ def _clips_many(positions: NDArray[np.intp], heavy: NDArray[np.float64]) -> NDAr
 
 def _unseen_assumption(model: PooledOLS, unseen: NDArray[np.float64]) -> tuple[str, ...]:
     """The limit of the counts beyond the ranges found privately (``unseen``: per column, the
-    count up to which a group beyond an end goes unseen, 0 where the range is public): a
-    smaller group far out is clipped with no warning, and nothing in the release can tell
-    it from none (public facts: n, the columns and the counts' noise)."""
+    count at and below which a group beyond an end goes unseen, 0 where the range is public
+    or its public cap was taken): a group about that size or smaller far out is clipped with
+    no warning, as nothing in the release can tell it from none (public facts, n, the
+    columns and the counts' noise, and released flags)."""
     found = unseen[unseen > 0.0]  # NaN (nothing counted) compares False: no such line
     if not found.size:
         return ()
     persons = float(found.max())
     return (
         "the ranges found privately clip what lies beyond their ends, and the intervals "
-        "leave that bias out: the released counts beyond an end tell a group of more than "
-        f"{persons:,.0f} persons ({persons / model._design.n:.1%} of them) on a side from none "
-        "(the warnings name any they found); a smaller group far out (a few persons whose "
+        "leave that bias out: the released counts beyond an end see a group of persons there "
+        f"only above {persons:,.0f} ({persons / model._design.n:.1%} of them) on a side, and "
+        "reliably only well above (the warnings name any they found); a group about that "
+        "size or smaller far out (a few persons whose "
         f"{model._clipped} are many times the others') is clipped unseen and can move the "
         "coefficients beyond their intervals: public bounds that cover every value "
         "(bounds={...}) keep the ranges from clipping it",
