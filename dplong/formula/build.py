@@ -70,7 +70,7 @@ def rhs_design(
     ...
     dplong.exceptions.DataError: the rows lack the column(s) ['z'] that 'y ~ x + np.log(z)' reads...
     """
-    rhs = formula.split("~", 1)[1]
+    lhs, rhs = formula.split("~", 1)
     try:
         desc = patsy.ModelDesc.from_formula(rhs)
     except patsy.PatsyError as err:
@@ -95,7 +95,7 @@ def rhs_design(
         )
     except FormulaError as err:  # its first line, in the formula's words (patsy's caret lines
         # point into the placeholder's formula)
-        first = str(err).splitlines()[0].replace(_PLACEHOLDER, formula.split("~", 1)[0].strip())
+        first = str(err).splitlines()[0].replace(_PLACEHOLDER, lhs.strip())
         raise FormulaError(f"cannot evaluate {formula!r} on these rows: {first}") from None
     return spec, frame
 
