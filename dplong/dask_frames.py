@@ -59,6 +59,7 @@ from dplong.formula import (
     check_id_types,
     check_users,
     column_or_array,
+    time_order,
     user_codes,
     warn_dropped,
     warn_levels_from_values,
@@ -644,7 +645,7 @@ def _design_sums(
 ) -> NDArray[np.float64]:
     """A partition's rows as a design grouped by user, reduced by the model's ``sums``; the
     data holder hears of its values outside the declared levels where ``tell``."""
-    times = None if time is None else frame[time].to_numpy()
+    times = None if time is None else time_order(time, frame)
     with contextlib.nullcontext() if tell else rows_told():
         design: PanelDesign = spec.spec.by_user(frame, codes, n, time=times)
     # the rows the design left out, for the data holder's warning (:data:`_COUNTED`): each

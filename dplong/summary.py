@@ -642,8 +642,8 @@ class Comparison:
 
 
 def compare(
-    results: Mapping[str, PanelResults] | Sequence[PanelResults],
-    *,
+    results: Mapping[str, PanelResults] | Sequence[PanelResults] | PanelResults,
+    *more: PanelResults,
     alpha: float = 0.05,
     intervals: bool = False,
 ) -> Comparison:
@@ -657,8 +657,11 @@ def compare(
 
     Parameters
     ----------
-    results : mapping of str to results, or sequence of results
+    results : mapping of str to results, sequence of results, or results
         The fits, named by the mapping's keys (a sequence's are numbered ``(1)``, ``(2)``, ...).
+    *more : results
+        Further fits after a first one given alone: ``compare(fit1, fit2)`` is
+        ``compare([fit1, fit2])``.
     alpha : float
         1 - the level of the intervals.
     intervals : bool
@@ -686,9 +689,19 @@ def compare(
     True
     >>> table.info.loc["Epsilon spent"].tolist()
     ['4', '4']
+    >>> dplong.compare(fits["per-user"], fits["within"]).params.columns.tolist()
+    ['(1)', '(2)']
     """
     from dplong.results import PanelResults  # the results render through here
 
+    if isinstance(results, PanelResults):
+        results = [results, *more]
+    elif more:
+        raise ParameterError(
+            "compare takes one mapping or sequence of fits, or the fits one by one "
+            "(compare(fit1, fit2)); got a "
+            f"{type(results).__name__} followed by more"
+        )
     if isinstance(results, Mapping):
         named = {str(key): value for key, value in results.items()}
     elif isinstance(results, Sequence):

@@ -192,6 +192,25 @@ def test_undeclared_factors_are_refused(formula: str, frame: pd.DataFrame, colum
         assert f"levels={{{column!r}: [...]}}" in message and "CategoricalDtype" in message
 
 
+@pytest.mark.parametrize("ordered", [True, False])
+def test_a_categorical_time_orders_rows_by_its_declared_categories(ordered: bool) -> None:
+    """A Categorical time orders each user's rows as its dtype lists the categories (a
+    declaration, ordered or not), not by their text ('wave 10' would come before 'wave 2');
+    a row with no category is dropped, as a missing time is."""
+    data = panel(rows=12).sample(frac=1.0, random_state=0).reset_index(drop=True)
+    waves = pd.CategoricalDtype([f"wave {k}" for k in range(12)], ordered=ordered)
+    by_category = data.assign(t=pd.Categorical.from_codes(data["t"], dtype=waves))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dplong.exceptions.DataHolderWarning)  # not text
+        got = build_design("y ~ x", by_category, groups="user", time="t")
+    expected = build_design("y ~ x", data, groups="user", time="t")
+    np.testing.assert_array_equal(got.y, expected.y)
+    np.testing.assert_array_equal(got.codes, expected.codes)
+    with pytest.warns(dplong.exceptions.DataHolderWarning, match="1 of 360 rows are left out"):
+        gap = by_category.assign(t=by_category["t"].where(data.index != 7))
+        assert build_design("y ~ x", gap, groups="user", time="t").y.shape == (359,)
+
+
 @pytest.mark.parametrize(
     ("formula", "match"),
     [

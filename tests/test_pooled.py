@@ -1034,6 +1034,15 @@ def test_a_withheld_fit_with_an_uncentred_power_says_to_centre_it() -> None:
         groups="id",
     ).fit(epsilon=4.0, random_state=4)
     assert np.isfinite(centred.params).all() and not centred.warnings
+    # at ε = 0.5 both are withheld: only the uncentred one is told to centre its power
+    square, centred_square = (
+        PooledOLS.from_formula(f"y ~ post + treated + age + {term} + female", panel, groups="id")
+        .fit(epsilon=0.5, random_state=4)
+        .warnings
+        for term in ("np.square(age)", "np.square(age - 45)")
+    )
+    assert "withheld" in square[0] and "centre the power 'np.square(age)'" in square[0]
+    assert "withheld" in centred_square[0] and "centre the power" not in centred_square[0]
 
 
 def test_the_limit_of_the_counts_beyond_the_ranges_is_stated() -> None:

@@ -359,6 +359,16 @@ def test_compare_refuses(bad: object, match: str) -> None:
         dplong.compare(bad)  # type: ignore[arg-type]
 
 
+def test_compare_takes_fits_one_by_one(fits: dict[str, dplong.PanelResults]) -> None:
+    one_by_one = dplong.compare(fits["per-user"], fits["within"], intervals=True)
+    listed = dplong.compare([fits["per-user"], fits["within"]], intervals=True)
+    assert one_by_one.params.columns.tolist() == ["(1)", "(2)"]
+    assert str(one_by_one) == str(listed)
+    assert dplong.compare(fits["mean"]).params.columns.tolist() == ["(1)"]
+    with pytest.raises(ParameterError, match="one by one"):
+        dplong.compare(fits, fits["mean"])  # type: ignore[arg-type]
+
+
 def test_compare_as_csv(fits: dict[str, dplong.PanelResults]) -> None:
     import csv
 

@@ -40,6 +40,7 @@ from dplong.formula.users import check_id_types as check_id_types
 from dplong.formula.users import check_index as check_index
 from dplong.formula.users import check_unique_columns as check_unique_columns
 from dplong.formula.users import column_or_array as column_or_array
+from dplong.formula.users import time_order as time_order
 
 __all__ = [
     "DesignSpec",

@@ -18,6 +18,7 @@ from dplong.formula.users import (
     check_groups,
     check_users,
     column_or_array,
+    time_order,
     user_codes,
 )
 
@@ -120,7 +121,8 @@ def build_design(
         User id column (or one id per row). Rows with a missing id belong to no user and are
         dropped; n is the number of distinct non-missing ids.
     time : str or array_like, optional
-        Orders the rows within a user (any sortable dtype, dates included).
+        Orders the rows within a user (any sortable dtype, dates included; a Categorical
+        by its categories' order).
     levels : mapping of str to sequence, optional
         Declared factor levels, as in :meth:`DesignSpec.from_formula`.
     eval_env : patsy.EvalEnvironment, optional
@@ -170,7 +172,7 @@ def group_design(
     check_users(n, rows=len(data))
     if not data.index.is_unique:
         raise DataError("data must have a unique index (use data.reset_index(drop=True))")
-    times = None if time is None else column_or_array(time, data, "time")
+    times = None if time is None else time_order(time, data)
     warn_levels_from_values(spec, data.dtypes, lambda column: data[column].cat.codes.to_numpy())
     design = spec.by_user(data, codes_all, n, time=times)
     no_id = int(np.count_nonzero(codes_all < 0))

@@ -171,7 +171,8 @@ class LongitudinalOLS(PanelModel):
             Dask frame.
         time : str or array_like, optional
             Orders rows within a user (required with ``correlation="ar1"``); otherwise row
-            order.
+            order. Numbers and dates order as such, a Categorical by its categories' order,
+            text as text.
         correlation : {"independence", "ar1", "exchangeable"}
             Public working correlation of a user's errors for the weighted estimator β̂_wu.
         correlation_param : float

@@ -316,7 +316,9 @@ class PooledOLS(_RangesStage, FormulaModel):
             the command line's common options name them.
         method : {"statistics", "ptr"}
             ``"statistics"`` (default): the released sufficient statistics above.
-            ``"ptr"``: the coefficient vector in one efficient Propose-Test-Release (the seed's
+            ``"ptr"`` (:class:`PooledOLS` and :class:`BetweenOLS`; :class:`PanelOLS` is
+            released from its sufficient statistics only): the coefficient vector in one
+            efficient Propose-Test-Release (the seed's
             Alg 4 with a person's rows as the unit; :func:`dplong.privacy.ptr.ols_ptr`) with
             :data:`~dplong.models.pooled.ptr.PTR_SHARE` of ε, and the clustered standard errors
             from a Gram matrix and meat released with the rest. Needs every range public
@@ -369,6 +371,12 @@ class PooledOLS(_RangesStage, FormulaModel):
         options, cap, generator = self._checked(
             epsilon, delta, max_rows, cov_type, privacy, variant, accountant, random_state, rng
         )
+        if method == "ptr" and method not in self._methods:
+            raise ParameterError(
+                f'{self.model_name} has no method="ptr": the ePTR route releases pooled and '
+                "between OLS; the within estimator is released from its sufficient statistics "
+                '(method="statistics", the default)'
+            )
         check_choice(method, "method", self._methods)
         absorbed = self._absorbed(between)  # checked on every route (PanelOLS has no ePTR one)
         if method == "ptr":

@@ -484,6 +484,14 @@ def _some_notes(
     return tuple(notes)
 
 
+def _uncentred_power(term: str) -> bool:
+    """Whether a design column is a power of a column not centred in the formula (no
+    ``-`` in its base): ``I(age**2)``, ``np.square(age)``, not ``I((age - 45)**2)``."""
+    if "**" in term:
+        return "-" not in term.partition("**")[0]
+    return ("power(" in term or "square(" in term) and "-" not in term
+
+
 def _withheld_notes(
     model: PooledOLS,
     withheld: pd.Index,
@@ -500,7 +508,7 @@ def _withheld_notes(
     remedy = "raise epsilon or drop a collinear term."
     # a power of a column far from 0 is nearly collinear with it (age and age**2 correlate
     # 0.99 on 20-70): the formula, public, says where one may be
-    powers = [c for c in model._design.columns if "**" in c or "power(" in c or "square(" in c]
+    powers = [c for c in model._design.columns if _uncentred_power(c)]
     if powers:
         remedy = (
             f"raise epsilon, drop a collinear term, or centre the power {powers[0]!r} on a "
