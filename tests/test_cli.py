@@ -676,6 +676,24 @@ class TestLevels:
         name = "C(site, levels=['south', 'north', 'east'])[T.east]"
         assert f"{res.params[name]:.4g}" in out
 
+    def test_text_levels_of_a_quoted_column_declared_in_the_formula(
+        self, csv: Path, tmp_path: Path
+    ) -> None:
+        """``C(Q('study site'), levels=[...])``: a column whose name needs ``Q`` is read as
+        the declared levels too (it was read as numbers: every cell missing, the fit on no
+        row)."""
+        spaced = tmp_path / "spaced.csv"
+        pd.read_csv(csv).rename(columns={"site": "study site"}).to_csv(spaced, index=False)
+        formula = "y ~ x + C(Q('study site'), levels=['south', 'north', 'east'])"
+        code, out, err = run(self.argv(spaced, formula))
+        assert code == 0, err
+        assert "left out" not in err
+        res = dplong.LongitudinalOLS.from_formula(formula, pd.read_csv(spaced), groups="id").fit(
+            epsilon=8.0, scale=1.0, random_state=0
+        )
+        name = "C(Q('study site'), levels=['south', 'north', 'east'])[T.east]"
+        assert np.isfinite(res.params[name]) and f"{res.params[name]:.4g}" in out
+
     def test_levels_of_a_numeric_column_are_numbers(self, csv: Path) -> None:
         argv = self.argv(
             csv, "y ~ x + C(visit) + site", "visit=1,2,3,4,5,6", "site=north,south,east"

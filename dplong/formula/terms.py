@@ -127,6 +127,8 @@ def levels_in_place(formula: str) -> dict[str, list[Any]]:
     >>> from dplong.formula.terms import levels_in_place
     >>> levels_in_place("y ~ x + C(site, levels=['north', 'south']) + C(arm, levels=[0, 1])")
     {'site': ['north', 'south'], 'arm': [0, 1]}
+    >>> levels_in_place("y ~ C(Q('study arm'), levels=['control', 'treated'])")
+    {'study arm': ['control', 'treated']}
     """
     try:
         trees = term_trees(formula)
@@ -136,8 +138,9 @@ def levels_in_place(formula: str) -> dict[str, list[Any]]:
     for node in (node for tree in trees for node in ast.walk(tree)):
         if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "C"):
             continue
-        column = node.args[0] if node.args else None
-        if not isinstance(column, ast.Name):
+        first = node.args[0] if node.args else None
+        column = first.id if isinstance(first, ast.Name) else _quoted(first) if first else None
+        if column is None:
             continue
         for keyword in node.keywords:
             try:
@@ -145,7 +148,7 @@ def levels_in_place(formula: str) -> dict[str, list[Any]]:
             except ValueError:
                 continue
             if isinstance(levels, list | tuple) and levels:
-                found[column.id] = list(levels)
+                found[column] = list(levels)
     return found
 
 
