@@ -265,6 +265,10 @@ def test_withheld_parameters() -> None:
     assert cov.loc["z"].isna().all() and cov["z"].isna().all() and cov.loc["x1", "x1"] > 0
     test = res.t_test(["x1 = 0", "z = 0"])
     assert np.isfinite(test.statistic[0]) and np.isnan(test.statistic[1])
+    # the withheld row is NaN throughout: no standard error of 0 beside no estimate
+    assert np.isfinite(test.sd[0]) and np.isnan(test.sd[1]) and np.isnan(test.effect[1])
+    (withheld_row,) = [row for row in str(test.summary()).splitlines() if row.startswith("c1")]
+    assert withheld_row.split()[1:3] == ["nan", "nan"]  # coef and std err
     with pytest.raises(ParameterError, match="withheld"):
         res.wald_test("z = 0")
     assert np.isnan(res.predict([[1.0, 1.0]])[0])

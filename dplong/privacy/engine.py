@@ -679,7 +679,7 @@ def release_means(
             where.sd**2, located, where.centre_error + np.abs(offset) * where.sd, tail="exponential"
         )
         bias = np.where(skewed, np.fmax(bias, far * bias_factor(user_weights, users, n)), bias)
-        skew = skewed_notes(names, skewed, offset, bias)
+        skew = skewed_notes(names, skewed, offset, bias, supported=lower is not None)
     # the skewed ones' warning says as much
     unchecked_notes = unchecked_warnings(
         names, unchecked & ~skewed, blind_off_zero, why="blind" if plan.tail else "unaffordable"

@@ -884,10 +884,13 @@ def skewed_notes(
     skewed: NDArray[np.bool_],
     offset: NDArray[np.float64],
     bias: NDArray[np.float64],
+    *,
+    supported: bool = False,
 ) -> tuple[str, ...]:
     """The reliability warning of the :func:`skewed_columns` (``offset``: their released mean
     less their median, in plug-in sds; ``bias``: the bias bounds their intervals allow, the
-    exponential model's about a centre that far off the mean).
+    exponential model's about a centre that far off the mean); ``supported``: a support's
+    lower end was declared (``lower=``), so the remedies leave it out.
 
     Examples
     --------
@@ -896,6 +899,9 @@ def skewed_notes(
     >>> (note,) = skewed_notes(("spend",), np.array([True]), np.array([0.41]), np.array([2.5]))
     >>> note[:58]
     "'spend': skewed (its mean 0.41 sds above its median) where"
+    >>> "lower=0" in note, "lower=0" in skewed_notes(("spend",), np.array([True]),
+    ...     np.array([0.41]), np.array([2.5]), supported=True)[0]
+    (True, False)
     """
     columns = np.flatnonzero(skewed)
     if not columns.size:
@@ -911,9 +917,14 @@ def skewed_notes(
         f"median{'' if one else 's'}) where the clip assumed near-normal tails, and no count "
         f"found {'its tail' if one else 'their tails'} heavy: the "
         f"{'interval allows' if one else 'intervals allow'} {allowances} for the clipped side "
-        "(an exponential tail), and a heavier one can hide more. Declare a support's end "
-        "(lower=0) for a statistic that cannot be negative, state a tail (tail=Moment(k, "
-        "bound)) or bounds, model a transform (np.log1p), or raise epsilon.",
+        "(an exponential tail), and a heavier one can hide more. "
+        + (
+            "State"
+            if supported
+            else "Declare a support's end (lower=0) for a statistic that cannot be negative, state"
+        )
+        + " a tail (tail=Moment(k, bound)) or bounds, model a transform (np.log1p), or raise "
+        "epsilon.",
     )
 
 

@@ -134,7 +134,7 @@ class RestrictionTests(Estimates):
         coefs, constants = self._constraint(r_matrix)
         self._say_uncorrelated(coefs != 0.0, "t_test")
         effect, cov, touched, bias = self._restricted(coefs)
-        sd = np.sqrt(np.diag(cov))
+        sd = np.where(touched, np.nan, np.sqrt(np.diag(cov)))
         with np.errstate(invalid="ignore", divide="ignore"):
             statistic = (effect - constants) / sd
         statistic[touched] = np.nan
