@@ -28,6 +28,7 @@ import dplong
 import dplong.simulate
 from dplong.cli import main
 from dplong.exceptions import DplongError, DplongWarning
+from dplong.models.mean import ColumnMean
 from dplong.planning import is_budget_refusal
 from dplong.planning.reference import MAX_REFERENCE_ROWS, MIN_RELEASED, REFERENCE_FITS
 
@@ -674,6 +675,28 @@ def test_a_mean_plans_with_its_fit_options_and_grouping() -> None:
     table = keyed.table
     assert [column for _, column in table.index] == [f"lwage[year={y}]" for y in years]
     assert (table.nunique() == 1).all()
+    # the plan's δ is the whole fit's, as its parallel ledger totals it (it showed a level's
+    # half); and it says its levels' users are an assumption
+    wages = dplong.datasets.load_wage_panel()
+    race = {"by": "black", "levels": {"black": [0, 1]}, "by_constant": True}
+    planned = dplong.plan("lwage ~ 1", model="mean", n=545, epsilon=4.0, **race)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dplong.exceptions.DplongWarning)
+        fit = ColumnMean.from_formula(
+            "lwage ~ 1", wages, groups="nr", by="black", levels={"black": [0, 1]}
+        ).fit(epsilon=4.0, by_constant=True, random_state=0)
+    assert planned.delta == pytest.approx(fit.privacy.delta) == pytest.approx(1 / 545**2)
+    for plan_by in (grouped, keyed):
+        (caveat,) = plan_by.caveats
+        assert caveat.startswith("by=: each level is forecast as if all n users")
+        assert "Caveat: by=" in plan_by.summary()
+    assert plan.caveats == ()
+    within = dplong.plan("y ~ x", model="ols", n=2000, epsilon=2.0, estimator="within")
+    (caveat,) = within.caveats
+    assert caveat.startswith('estimator="within": the stand-in regressors change') and (
+        "dplong.PanelOLS" in caveat
+    )
+    assert dplong.plan("y ~ x", model="ols", n=2000, epsilon=2.0).caveats == ()
     with pytest.raises(dplong.exceptions.ParameterError, match="by='year' needs its declared"):
         dplong.plan("lwage ~ 1", model="mean", n=545, epsilon=1.0, by="year")
     with pytest.raises(dplong.exceptions.ParameterError, match="unexpected option 'scal'"):

@@ -59,8 +59,8 @@ def _fit(
         releases.append(release)
         return release
 
-    def spied(*args: Any) -> float:
-        out = float(share(*args))
+    def spied(*args: Any, **kwargs: Any) -> float:
+        out = float(share(*args, **kwargs))
         calls.append((args, out))
         return out
 
@@ -74,9 +74,11 @@ def _fit(
     return res, releases, calls
 
 
-def _for_n(n: int, d: int, per_column: float, users: float | None = None) -> float:
+def _for_n(
+    n: int, d: int, per_column: float, users: float | None = None, *, supported: bool = False
+) -> float:
     """The share as it was: sized for all n users."""
-    return tail_share(n, d, per_column)
+    return tail_share(n, d, per_column, supported=supported)
 
 
 def test_the_share_reads_released_numbers_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -127,3 +129,31 @@ def test_the_share_has_power(monkeypatch: pytest.MonkeyPatch) -> None:
     # third of the N̂-sized one, now 0.35 of it), so the N̂-sized ones at most 0.95 of them
     widths = [np.diff(res.conf_int().to_numpy(), axis=1).ravel() for res in (found, sized)]
     assert np.all(widths[0] < 0.95 * widths[1]), widths
+
+
+def test_a_declared_support_runs_the_count_from_public_facts() -> None:
+    """``lower=`` (public) lets the count run at a smaller n ε (``SUPPORTED_FLOOR``): the same
+    count of sensitivity 1, so this audit shows the decision and the budget. 1,000 users at
+    ε = 0.5 (one column: n ε of 500, below ``TAIL_FLOOR``'s 800): with the support declared
+    both a normal and a lognormal column run one tail count of the same ε (its share is at
+    its cap, a function of n, d and ε), without it neither does; every ledger composes to the
+    fit's ε, not more. Power: the lognormal column's count marks it heavy (and a second rung
+    counts beyond its widened clip), the normal's not."""
+    columns = {
+        "normal": np.random.default_rng(61).normal(10.0, 2.0, 1000),
+        "lognormal": np.random.default_rng(62).lognormal(0.0, 1.5, 1000),
+    }
+    tail_epsilons = set()
+    for name, values in columns.items():
+        for lower in (0.0, None):
+            res = dplong.winsorized_mean(values, epsilon=0.5, lower=lower, random_state=7)
+            ledger = res.privacy
+            tail = [e for e in ledger.entries if e.stage == "tail"]
+            assert bool(tail) == (lower is not None), (name, lower)
+            if tail:  # the count, then (where it marks heavy) the second rung's
+                assert all(e.sensitivity == 1.0 for e in tail)
+                assert len(tail) == (2 if name == "lognormal" else 1)
+                tail_epsilons.add(round(tail[0].epsilon, 12))
+                assert ("heavy tail" in str(res.summary())) == (name == "lognormal")
+            assert ledger.epsilon == pytest.approx(0.5, rel=1e-9)
+    assert len(tail_epsilons) == 1

@@ -76,7 +76,9 @@ class Block:
     warnings the release carries whatever the data (an assumption nothing at
     its budget can check): said before any noise, planned, and joined to its release's notes;
     ``provisional`` when a later release supersedes its tail's warnings (a preliminary
-    location, whose weighted location counts its own tail or says that none did).
+    location, whose weighted location counts its own tail or says that none did);
+    ``supported`` when its statistics have a declared support's lower end (``lower=``): its
+    tail count runs at a smaller n ε (:attr:`~dplong.privacy.budget.ReleasePlan.supported`).
     ``build`` computes the statistics from the releases of the earlier blocks.
     """
 
@@ -95,6 +97,7 @@ class Block:
     partial_users: bool = False
     notes: tuple[str, ...] = ()
     provisional: bool = False
+    supported: bool = False
 
 
 @dataclass(frozen=True)

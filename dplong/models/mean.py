@@ -289,6 +289,7 @@ def winsorized_mean(
             complete_rows=False,
             tail=stated_tail,
             partial_users=grouping is not None,
+            supported=support is not None,
         )
 
     ledger: PrivacyLedger | None = None
@@ -342,7 +343,9 @@ def _keyed_releases(
                 for j in range(levels)
                 for b in every
             )
-            raise Planned(dataclasses.replace(planned.fit_plan, blocks=blocks)) from None
+            # the whole fit's budget, as its parallel ledger totals it (a level's is a part)
+            whole = dataclasses.replace(planned.fit_plan, blocks=blocks, options=options)
+            raise Planned(whole) from None
     ledger = keyed_ledger([release.privacy for release in releases], "central")
     charge(request.accountant, ledger, options.epsilon, options.delta)
     return tuple(releases), ledger

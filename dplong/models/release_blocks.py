@@ -195,7 +195,7 @@ def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:
             centred=block.centred,
         )
         plan.check()
-        return plan
+        return dataclasses.replace(plan, supported=block.supported)
     if block.weighted:
         raise ParameterError(
             'precision weights need the default engine (variant="default", privacy="central")'

@@ -211,8 +211,33 @@ def plan(
         target_sd=target_sd,
         registered=decision is not None,
         level="item" if item_level else "user",
+        caveats=_caveats(model_options, fit_options),
         _users=users,
     )
+
+
+def _caveats(model_options: Mapping[str, Any], fit_options: Mapping[str, Any]) -> tuple[str, ...]:
+    """What the stand-in rows assume that the analyst's data may well not, from the model's
+    options (public): every user at each ``by=`` level, every regressor changing within every
+    user of a per-entry within fit."""
+    caveats = []
+    if model_options.get("by") is not None:
+        caveats.append(
+            "by=: each level is forecast as if all n users had a statistic there. Which users "
+            "are at a level is private: a level holding a fraction f of them has about 1/f "
+            "times the noise sd in sigma, and a level whose private count sees too few is "
+            "withheld at the fit; plan again with n set to the fewest users you expect at a "
+            "level."
+        )
+    if fit_options.get("estimator") == "within":
+        caveats.append(
+            'estimator="within": the stand-in regressors change within every user. A '
+            "regressor most users never change (a 0/1 status such as union membership) "
+            "leaves most users' cross products at one value, and the release withholds them "
+            "at a far higher epsilon than planned: dplong.PanelOLS releases the within "
+            "estimator from sufficient statistics that such regressors do not starve."
+        )
+    return tuple(caveats)
 
 
 #: A list's items that name the stand-in rows' own columns (``'__user__', ``), and any other

@@ -42,6 +42,10 @@ class PlanResults:
         fit's, run on the stand-in rows, and nothing is forecast.
     level : {"user", "item"}
         What n counts: users, or rows each a unit (an item-level model).
+    caveats : tuple of str
+        What the stand-in rows assume that the analyst's data may not (from the model and its
+        options: a ``by=`` level's users, a within fit's regressors that change within every
+        user), and what to do about it.
 
     Examples
     --------
@@ -68,6 +72,7 @@ class PlanResults:
     target_sd: float | None = None
     registered: bool = True
     level: str = "user"
+    caveats: tuple[str, ...] = ()
     _users: Callable[[], int | None] = field(repr=False, compare=False, default=lambda: None)
 
     @property
@@ -128,6 +133,7 @@ class PlanResults:
             lines.append(shown.to_string(float_format=lambda v: f"{v:.4g}"))
         lines.append("-" * width)
         notes = [f"Warning: {note}" for note in self.warnings] + [self._forecast_note(blind)]
+        notes += [f"Caveat: {caveat}" for caveat in self.caveats]
         lines += [textwrap.fill(note, width, subsequent_indent="  ") for note in notes]
         return "\n".join(lines)
 

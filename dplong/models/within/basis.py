@@ -143,8 +143,9 @@ class _Basis:
             out.append(
                 "No estimate (NaN): a release of the design was withheld (its note says why: it "
                 "missed the data, or could not size its interval), so no coefficient can be "
-                "solved for. Raise epsilon or use fewer regressors (declare those constant "
-                "within users: between=)."
+                "solved for. Raise epsilon, use fewer regressors (declare those constant "
+                "within users: between=), or fit dplong.PanelOLS (the within estimator from one "
+                "set of released sufficient statistics, whatever the number of regressors)."
             )
         elif self.blind:
             listed = [names[j] for j in self.blind]
@@ -152,7 +153,8 @@ class _Basis:
                 f"No estimate (NaN): {listed} change for too few users to see at this epsilon "
                 "(most never change, and the private counts saw none of the others in a cross "
                 "product they enter, which was taken as 0), so the design cannot be solved. "
-                "Raise epsilon, or use the per-user estimator."
+                "Raise epsilon, fit dplong.PanelOLS (the within estimator from released "
+                "sufficient statistics), or use the per-user estimator."
             )
         if absent and not self.lost:
             held = [names[j] for j in self.constant]

@@ -145,7 +145,8 @@ def _notes(
     lost = (
         [
             f"No estimate (NaN) for {unsure}: a release it rests on was withheld or missed the "
-            "data, so its error cannot be stated. Raise epsilon or use fewer regressors."
+            "data, so its error cannot be stated. Raise epsilon, use fewer regressors, or fit "
+            "dplong.PanelOLS (the within estimator from released sufficient statistics)."
         ]
         if unsure
         else []

@@ -117,6 +117,10 @@ class ReleasePlan:
         columns, :func:`~dplong.privacy.budget.stages.tail_share`; of its ε, or of a Gaussian
         budget's ρ): 0 where no tail stage runs. Set by the engine where it runs the stage,
         before the final stage is calibrated with it as one call.
+    supported : bool
+        Whether the release declares a support's lower end (``lower=``, a public fact): its
+        tail count then runs at a smaller n ε
+        (:data:`~dplong.privacy.budget.stages.SUPPORTED_FLOOR`).
     reruns : tuple of float
         The ε of each second median the scale stage ran (a column where most users share one
         value, :meth:`second_spread`) and of each one's check (:meth:`second_check`):
@@ -162,6 +166,7 @@ class ReleasePlan:
     ranked: bool = False
     reruns: tuple[float, ...] = ()
     tail: float = 0.0
+    supported: bool = False
 
     @classmethod
     def make(
