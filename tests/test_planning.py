@@ -697,6 +697,8 @@ def test_a_mean_plans_with_its_fit_options_and_grouping() -> None:
         "dplong.PanelOLS" in caveat
     )
     assert dplong.plan("y ~ x", model="ols", n=2000, epsilon=2.0).caveats == ()
+    (caveat,) = dplong.plan("y ~ x", model="re", n=2000, epsilon=2.0, max_rows=4).caveats
+    assert caveat.startswith("RandomEffects: the stand-in rows have half their variance")
     with pytest.raises(dplong.exceptions.ParameterError, match="by='year' needs its declared"):
         dplong.plan("lwage ~ 1", model="mean", n=545, epsilon=1.0, by="year")
     with pytest.raises(dplong.exceptions.ParameterError, match="unexpected option 'scal'"):

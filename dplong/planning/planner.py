@@ -211,15 +211,18 @@ def plan(
         target_sd=target_sd,
         registered=decision is not None,
         level="item" if item_level else "user",
-        caveats=_caveats(model_options, fit_options),
+        caveats=_caveats(model_name, model_options, fit_options),
         _users=users,
     )
 
 
-def _caveats(model_options: Mapping[str, Any], fit_options: Mapping[str, Any]) -> tuple[str, ...]:
-    """What the stand-in rows assume that the analyst's data may well not, from the model's
-    options (public): every user at each ``by=`` level, every regressor changing within every
-    user of a per-entry within fit."""
+def _caveats(
+    model_name: str, model_options: Mapping[str, Any], fit_options: Mapping[str, Any]
+) -> tuple[str, ...]:
+    """What the stand-in rows assume that the analyst's data may well not, from the model and
+    its options (public): every user at each ``by=`` level, every regressor changing within
+    every user of a per-entry within fit, half the variance between users of a random-effects
+    fit."""
     caveats = []
     if model_options.get("by") is not None:
         caveats.append(
@@ -236,6 +239,15 @@ def _caveats(model_options: Mapping[str, Any], fit_options: Mapping[str, Any]) -
             "leaves most users' cross products at one value, and the release withholds them "
             "at a far higher epsilon than planned: dplong.PanelOLS releases the within "
             "estimator from sufficient statistics that such regressors do not starve."
+        )
+    if model_name == "RandomEffects":
+        caveats.append(
+            "RandomEffects: the stand-in rows have half their variance between users. A "
+            "quasi-demeaned row keeps 1 - theta of its between-user part, so where the person "
+            "effects dominate (theta near 1: many rows a person, a large Group Var) the "
+            "released X'X sees little of a between-person covariate or the intercept, and "
+            "they are withheld more often than planned: PooledOLS's released X'X keeps "
+            "their whole between-user part."
         )
     return tuple(caveats)
 
