@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +54,19 @@ def test_negative_counts_are_dropped_like_missing_values() -> None:
     fit = model.fit(**NOISE_OFF)
     assert fit.params["visits"] == pytest.approx(per_user_rate(dropped), rel=1e-12)
     assert "negative" not in fit.summary().as_text()
+
+
+def test_values_that_are_not_whole_numbers_are_kept_and_told() -> None:
+    frame = counts()
+    odd = frame.assign(visits=frame["visits"] + np.where(frame.index % 5 == 0, 0.5, 0.0))
+    with pytest.warns(DataHolderWarning, match="rows hold a value of 'visits' that is not a whole"):
+        model = dplong.PoissonMean.from_formula("visits ~ 1", odd, groups="id")
+    fit = model.fit(**NOISE_OFF)
+    assert fit.params["visits"] == pytest.approx(per_user_rate(odd), rel=1e-12)
+    assert "whole" not in fit.summary().as_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataHolderWarning)  # whole counts: nothing said
+        dplong.PoissonMean.from_formula("visits ~ 1", frame, groups="id")
 
 
 def test_data_that_is_not_a_frame_is_refused_by_name() -> None:

@@ -35,7 +35,8 @@ class PoissonMean(ColumnMean):
     ``lower=`` or ``tail=`` given to ``fit``
     replace the model's (a stated tail is not checked); the local model and the paper's
     algorithms take neither. A negative count is not a count: its row is dropped like a
-    missing value (in memory, the data holder is told how many).
+    missing value (in memory, the data holder is told how many, and of values that are not whole
+    numbers, which are kept).
 
     Examples
     --------
@@ -74,13 +75,22 @@ class PoissonMean(ColumnMean):
                     DataHolderWarning,
                 )
             self._values = self._values.where(~negative)
+            fractional = (self._values % 1.0 != 0.0) & self._values.notna()
+            if not is_dask(data) and fractional.any():  # kept: told, as the model assumes counts
+                warn(
+                    f"{int(fractional.sum()):,} rows hold a value of {self.column!r} that is not "
+                    "a whole number: PoissonMean takes them as they are, but its tail model "
+                    "(exponential user rates) is a count's; winsorized_mean makes no such "
+                    "assumption (on your screen only: dplong.exceptions.DataHolderWarning).",
+                    DataHolderWarning,
+                )
 
 
 register(
     CommandLineModel(
         "poisson",
         PoissonMean.from_formula,
-        "PoissonMean: mean count per row of a count column, 'visits ~ 1'",
+        "PoissonMean: mean of the users' rates (counts per row) of a count column, 'visits ~ 1'",
         uses_levels=False,
     )
 )
