@@ -357,7 +357,16 @@ def reduce_design(
             data.dtypes,
             lambda column: np.asarray(data[column].cat.codes.unique().compute()),
         )
-    partition = _Task(_design_sums, spec=spec, time=order, sums=sums, tell=tell)
+    # a Categorical time whose categories Dask does not know has each partition's own (in
+    # order of appearance): its values are read as text, as schema() reads such a column
+    text_time = (
+        order is not None
+        and isinstance(data.dtypes[order], pd.CategoricalDtype)
+        and (schema(data)[order].dtype == object)
+    )
+    partition = _Task(
+        _design_sums, spec=spec, time=order, text_time=text_time, sums=sums, tell=tell
+    )
     reduced, ids = reduce_users(
         data[needed],
         user,
@@ -640,12 +649,17 @@ def _design_sums(
     *tables: NDArray[np.float64],
     spec: FrameSpec,
     time: str | None,
+    text_time: bool,
     sums: PartitionSums,
     tell: bool,
 ) -> NDArray[np.float64]:
     """A partition's rows as a design grouped by user, reduced by the model's ``sums``; the
-    data holder hears of its values outside the declared levels where ``tell``."""
-    times = None if time is None else time_order(time, frame)
+    data holder hears of its values outside the declared levels where ``tell``. ``time``'s
+    values are read as text where ``text_time`` (categories Dask does not know)."""
+    if time is None:
+        times = None
+    else:
+        times = frame[time].astype(object).to_numpy() if text_time else time_order(time, frame)
     with contextlib.nullcontext() if tell else rows_told():
         design: PanelDesign = spec.spec.by_user(frame, codes, n, time=times)
     # the rows the design left out, for the data holder's warning (:data:`_COUNTED`): each

@@ -31,6 +31,7 @@ import dplong
 from dplong.dask_frames import ReducedPanel
 from dplong.exceptions import (
     DataError,
+    DataHolderWarning,
     FormulaError,
     InsufficientUsersError,
     MissingDependencyError,
@@ -116,6 +117,31 @@ def test_a_categorical_time_orders_rows_as_in_memory(data: pd.DataFrame) -> None
     frame = dplong.LongitudinalOLS.from_formula("y ~ x1", as_dask(named), **options)
     np.testing.assert_allclose(
         frame._user_coefficients(), memory._user_coefficients(), rtol=0, atol=ROUND_OFF
+    )
+
+
+def test_a_time_of_unknown_categories_is_ordered_as_text(data: pd.DataFrame) -> None:
+    """A Categorical time whose categories Dask does not know (read from files: each
+    partition's own, in order of appearance) orders the rows by its text, as the same column
+    of text does in memory, and the data holder is told; before, by each partition's codes."""
+    times = pd.CategoricalDtype(list("dbfahcge"))
+    named = data.assign(t=pd.Categorical.from_codes(data["t"], dtype=times))
+    frame = as_dask(named)
+    frame["t"] = frame["t"].cat.as_unknown()
+    options: dict[str, Any] = {
+        "groups": "user",
+        "time": "t",
+        "correlation": "ar1",
+        "correlation_param": 0.5,
+    }
+    with pytest.warns(DataHolderWarning, match="time is text"):
+        memory = dplong.LongitudinalOLS.from_formula(
+            "y ~ x1", named.assign(t=named["t"].astype(object)), **options
+        )
+    with pytest.warns(DataHolderWarning, match="time is text"):
+        reduced = dplong.LongitudinalOLS.from_formula("y ~ x1", frame, **options)
+    np.testing.assert_allclose(
+        reduced._user_coefficients(), memory._user_coefficients(), rtol=0, atol=ROUND_OFF
     )
 
 

@@ -517,16 +517,17 @@ def test_a_declared_support_buys_a_tail_count_at_small_n_epsilon() -> None:
 
 
 def test_a_coarse_tail_count_marks_heavy_only_above_its_threshold() -> None:
-    """Normal statistics of 1,000 users at ε = 0.5 with ``lower=0`` declared: the coarse
-    count's threshold is blind (about a tenth of the users), and the band below it, which
-    marks a blind column heavy 1.5 noise sds above its expectation, is crossed on the noise
-    alone in a few per cent of releases (3 of these 100 with that rule, each clipped several
-    times wider). Marked only above the full threshold (a Laplace draw beyond 3.5 sds: 0.35 %
-    of releases, so 2 or more of 100 has chance 5 %), none of them is."""
+    """Normal statistics of 1,000 users at ε = 0.51 with ``lower=0`` declared: a count that
+    runs only for the declared support, just above its floor, is blind for a normal column
+    (its threshold about a tenth of the users), and the band below the threshold, which marks
+    a blind column heavy 1.5 noise sds above its expectation, is crossed on the noise alone
+    (3 of these 160 releases with that rule, each clipped several times wider). Marked only
+    above the full threshold (a Laplace draw beyond 3.5 sds: 0.35 % of releases, so 3 or more
+    of 160 has chance 1.7 %), 1 is."""
     heavy = 0
-    for seed in range(100):
+    for seed in range(160):
         x = np.random.default_rng([54, seed]).normal(10.0, 2.0, 1000)
-        res = dplong.winsorized_mean(x, epsilon=0.5, lower=0.0, random_state=seed)
+        res = dplong.winsorized_mean(x, epsilon=0.51, lower=0.0, random_state=seed)
         assert "tail" in res.privacy.to_frame()["stage"].tolist()
         heavy += "heavy tail" in str(res.summary())
-    assert heavy <= 1, heavy
+    assert heavy <= 2, heavy

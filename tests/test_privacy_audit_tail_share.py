@@ -59,9 +59,9 @@ def _fit(
         releases.append(release)
         return release
 
-    def spied(*args: Any, **kwargs: Any) -> float:
-        out = float(share(*args, **kwargs))
-        calls.append((args, out))
+    def spied(*args: Any, supported: bool = False) -> float:
+        out = float(share(*args, supported=supported))
+        calls.append(((*args, supported), out))
         return out
 
     monkeypatch.setattr(release_blocks, "release_means", recorded)
@@ -84,14 +84,14 @@ def _for_n(
 def test_the_share_reads_released_numbers_only(monkeypatch: pytest.MonkeyPatch) -> None:
     _, releases, calls = _fit(monkeypatch, tail_share)
     assert len(releases) == 1 and len(calls) == 1
-    (release,), (((n, d, per_column, users), decided),) = releases, calls
+    (release,), (((n, d, per_column, users, supported), decided),) = releases, calls
     # the input: the released count's plausible high end (the results carry both figures)
     assert users == float(np.max(release.users + 2.0 * release.users_sd))
-    assert (n, d) == (545, 5)  # public facts
+    assert (n, d, supported) == (545, 5, False)  # public facts: no support declared
     # the count is drawn first: the share can only read it
     stages = [entry.stage for entry in release.privacy.entries]
     assert stages.index("count") < stages.index("tail")
-    assert tail_share(n, d, per_column, users) == decided
+    assert tail_share(n, d, per_column, users, supported=supported) == decided
     assert 140 < users < 170  # far below n: the change is in effect here
 
 
@@ -134,7 +134,7 @@ def test_the_share_has_power(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_declared_support_runs_the_count_from_public_facts() -> None:
     """``lower=`` (public) lets the count run at a smaller n ε (``SUPPORTED_FLOOR``): the same
     count of sensitivity 1, so this audit shows the decision and the budget. 1,000 users at
-    ε = 0.5 (one column: n ε of 500, below ``TAIL_FLOOR``'s 800): with the support declared
+    ε = 0.6 (one column: n ε of 600, below ``TAIL_FLOOR``'s 800): with the support declared
     both a normal and a lognormal column run one tail count of the same ε (its share is at
     its cap, a function of n, d and ε), without it neither does; every ledger composes to the
     fit's ε, not more. Power: the lognormal column's count marks it heavy (and a second rung
@@ -146,7 +146,7 @@ def test_a_declared_support_runs_the_count_from_public_facts() -> None:
     tail_epsilons = set()
     for name, values in columns.items():
         for lower in (0.0, None):
-            res = dplong.winsorized_mean(values, epsilon=0.5, lower=lower, random_state=7)
+            res = dplong.winsorized_mean(values, epsilon=0.6, lower=lower, random_state=7)
             ledger = res.privacy
             tail = [e for e in ledger.entries if e.stage == "tail"]
             assert bool(tail) == (lower is not None), (name, lower)
@@ -155,5 +155,5 @@ def test_a_declared_support_runs_the_count_from_public_facts() -> None:
                 assert len(tail) == (2 if name == "lognormal" else 1)
                 tail_epsilons.add(round(tail[0].epsilon, 12))
                 assert ("heavy tail" in str(res.summary())) == (name == "lognormal")
-            assert ledger.epsilon == pytest.approx(0.5, rel=1e-9)
+            assert ledger.epsilon == pytest.approx(0.6, rel=1e-9)
     assert len(tail_epsilons) == 1

@@ -33,6 +33,7 @@ from dplong.formula.levels import LevelsLike as LevelsLike
 from dplong.formula.levels import warn_levels_from_values as warn_levels_from_values
 from dplong.formula.panel import PanelDesign
 from dplong.formula.panel import _sort_key as _sort_key
+from dplong.formula.panel import time_order as time_order
 from dplong.formula.spec import DesignSpec
 from dplong.formula.users import GroupsLike as GroupsLike
 from dplong.formula.users import check_groups, check_users, user_codes
@@ -40,7 +41,6 @@ from dplong.formula.users import check_id_types as check_id_types
 from dplong.formula.users import check_index as check_index
 from dplong.formula.users import check_unique_columns as check_unique_columns
 from dplong.formula.users import column_or_array as column_or_array
-from dplong.formula.users import time_order as time_order
 
 __all__ = [
     "DesignSpec",

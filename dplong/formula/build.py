@@ -10,7 +10,7 @@ import patsy
 from dplong._validation import warn
 from dplong.exceptions import DataError, DataHolderWarning, FormulaError
 from dplong.formula.levels import LevelsLike, warn_levels_from_values
-from dplong.formula.panel import PanelDesign
+from dplong.formula.panel import PanelDesign, time_order
 from dplong.formula.spec import DesignSpec
 from dplong.formula.terms import _PATSY_NAMES, _parse, _unresolved, formula_env
 from dplong.formula.users import (
@@ -18,7 +18,6 @@ from dplong.formula.users import (
     check_groups,
     check_users,
     column_or_array,
-    time_order,
     user_codes,
 )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from dplong._validation import warn
 from dplong.exceptions import DataError, DataHolderWarning
+from dplong.formula.users import GroupsLike, column_or_array
 
 
 @dataclass(frozen=True)
@@ -119,3 +120,26 @@ def warn_shared_times(codes: NDArray[np.intp], times: NDArray[Any]) -> None:
         "consecutive times (on your screen only: dplong.exceptions.DataHolderWarning).",
         DataHolderWarning,
     )
+
+
+def time_order(time: GroupsLike, data: pd.DataFrame) -> NDArray[Any]:
+    """``time``'s values (:func:`column_or_array`) as they order each user's rows: a Categorical's
+    by its categories' order, declared with its dtype (``"low" < "mid" < "high"``), not by their
+    text; missing ones NaN.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dplong.formula import time_order
+    >>> waves = pd.CategoricalDtype(["baseline", "month 3", "month 12"], ordered=True)
+    >>> data = pd.DataFrame({"wave": pd.Series(["month 12", "baseline", None], dtype=waves)})
+    >>> time_order("wave", data)
+    array([ 2.,  0., nan])
+    """
+    times = column_or_array(time, data, "time")
+    column = data[time] if isinstance(time, str) else time
+    if not isinstance(getattr(column, "dtype", None), pd.CategoricalDtype):
+        return times
+    codes = pd.Categorical(cast("pd.Series[Any]", column)).codes.astype(np.float64)
+    codes[codes < 0] = np.nan
+    return codes

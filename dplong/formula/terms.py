@@ -117,6 +117,52 @@ def term_trees(formula: str) -> list[ast.Expression]:
     return trees
 
 
+def uncentred_powers(formula: str) -> list[str]:
+    """The powers of a column on the right of ``formula`` whose base it does not centre: a
+    ``**``, ``np.power`` or ``np.square`` of degree 2 or more with no subtraction in its base
+    (a text constant's ``-`` is no subtraction), as written (none where the formula does not
+    parse: the model's own parse refuses it).
+
+    Examples
+    --------
+    >>> from dplong.formula.terms import uncentred_powers
+    >>> uncentred_powers("y ~ I(age**2) + np.square(Q('age-years')) + I((age - 45)**2)")
+    ['age ** 2', "np.square(Q('age-years'))"]
+    >>> uncentred_powers("y ~ I(x ** -1) + np.power(x - 1, 3) + C(g):I(-x**2)")
+    ['x ** 2']
+    """
+    try:
+        desc = patsy.ModelDesc.from_formula(formula)
+        trees = [
+            ast.parse(factor.code.strip(), mode="eval")
+            for term in desc.rhs_termlist
+            for factor in term.factors
+        ]
+    except (patsy.PatsyError, SyntaxError):
+        return []
+    found = []
+    for node in (node for tree in trees for node in ast.walk(tree)):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            base, degree = node.left, node.right
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", None)) in ("power", "square")
+            and node.args
+        ):
+            base = node.args[0]
+            degree = node.args[1] if len(node.args) > 1 else ast.Constant(2)
+        else:
+            continue
+        if not (isinstance(degree, ast.Constant) and isinstance(degree.value, int | float)):
+            continue
+        centred = any(
+            isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Sub) for sub in ast.walk(base)
+        )
+        if degree.value >= 2 and not centred:
+            found.append(ast.unparse(node))
+    return found
+
+
 def levels_in_place(formula: str) -> dict[str, list[Any]]:
     """The columns a formula declares as factors in place, ``C(col, levels=[...])`` with a
     literal list, and those levels (none where the formula does not parse: the model's own

@@ -4,7 +4,7 @@ refusal of data without users."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -187,26 +187,3 @@ def column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArray
             f"({len(data)} rows), got shape {array.shape}"
         )
     return array
-
-
-def time_order(time: GroupsLike, data: pd.DataFrame) -> NDArray[Any]:
-    """``time``'s values (:func:`column_or_array`) as they order each user's rows: a Categorical's
-    by its categories' order, declared with its dtype (``"low" < "mid" < "high"``), not by their
-    text; missing ones NaN.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> from dplong.formula import time_order
-    >>> waves = pd.CategoricalDtype(["baseline", "month 3", "month 12"], ordered=True)
-    >>> data = pd.DataFrame({"wave": pd.Series(["month 12", "baseline", None], dtype=waves)})
-    >>> time_order("wave", data)
-    array([ 2.,  0., nan])
-    """
-    times = column_or_array(time, data, "time")
-    column = data[time] if isinstance(time, str) else time
-    if not isinstance(getattr(column, "dtype", None), pd.CategoricalDtype):
-        return times
-    codes = pd.Categorical(cast("pd.Series[Any]", column)).codes.astype(np.float64)
-    codes[codes < 0] = np.nan
-    return codes

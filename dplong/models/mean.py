@@ -338,12 +338,16 @@ def _keyed_releases(
             )
         except Planned as planned:  # planning: every level's plan is the first's
             every = planned.fit_plan.blocks
+            # each level's share of the whole fit's budget, as its parallel ledger totals it
             blocks = tuple(
-                dataclasses.replace(b, names=labels[j * width : (j + 1) * width])
+                dataclasses.replace(
+                    b,
+                    names=labels[j * width : (j + 1) * width],
+                    share=b.share * keyed_share(levels),
+                )
                 for j in range(levels)
                 for b in every
             )
-            # the whole fit's budget, as its parallel ledger totals it (a level's is a part)
             whole = dataclasses.replace(planned.fit_plan, blocks=blocks, options=options)
             raise Planned(whole) from None
     ledger = keyed_ledger([release.privacy for release in releases], "central")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from dplong._validation import warn
@@ -75,8 +76,11 @@ class PoissonMean(ColumnMean):
                     DataHolderWarning,
                 )
             self._values = self._values.where(~negative)
-            fractional = (self._values % 1.0 != 0.0) & self._values.notna()
-            if not is_dask(data) and fractional.any():  # kept: told, as the model assumes counts
+            if is_dask(data):  # told in memory only: counting them would take a pass
+                return
+            values = self._values
+            fractional = np.isfinite(values) & (values % 1.0 != 0.0)
+            if fractional.any():  # kept: told, as the model assumes counts
                 warn(
                     f"{int(fractional.sum()):,} rows hold a value of {self.column!r} that is not "
                     "a whole number: PoissonMean takes them as they are, but its tail model "

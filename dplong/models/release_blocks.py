@@ -193,9 +193,10 @@ def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:
             count=block.count_from is None,
             moment=block.moment,
             centred=block.centred,
+            supported=block.supported,
         )
         plan.check()
-        return dataclasses.replace(plan, supported=block.supported)
+        return plan
     if block.weighted:
         raise ParameterError(
             'precision weights need the default engine (variant="default", privacy="central")'

@@ -21,7 +21,7 @@ from dplong.privacy.budget import ReleasePlan
 from dplong.privacy.budget.fit import NOISE_BEGUN
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import TailOption
-from dplong.privacy.tails import affords_count, unchecked_warnings
+from dplong.privacy.tails import affords_count, coarse_blind, unchecked_warnings
 
 Mode = Literal["decide"]
 _MODE: ContextVar[Mode | None] = ContextVar("dplong_planning", default=None)
@@ -123,10 +123,11 @@ class FitPlan:
 def unchecked_tail(block: PlannedBlock) -> tuple[str, ...]:
     """The warning every release of ``block`` carries whose plan affords no tail count where
     the default engine would measure its tail (scale estimated; no bounds, tail or kind stated
-    or assumed, an assumed kind's note being the block's own; not ``provisional``): that no
-    count checked its columns' tails (:func:`~dplong.privacy.tails.unchecked_warnings`, after
-    the noise; a skewed column's warning or its withholding replaces it there). Public facts
-    only.
+    or assumed, an assumed kind's note being the block's own; not ``provisional``), or only a
+    count run for a declared support that is blind for normal columns
+    (:func:`~dplong.privacy.tails.coarse_blind`): that no count checked its columns' tails
+    (:func:`~dplong.privacy.tails.unchecked_warnings`, after the noise; a skewed column's
+    warning or its withholding replaces it there). Public facts only.
 
     Examples
     --------
@@ -140,9 +141,12 @@ def unchecked_tail(block: PlannedBlock) -> tuple[str, ...]:
     """
     plan, d = block.plan, len(block.names)
     stated = block.stated_scale or block.bounds is not None or block.tail is not None
-    if plan is None or stated or block.provisional or affords_count(plan):
+    if plan is None or stated or block.provisional:
         return ()
     every, none = np.ones(d, dtype=bool), np.zeros(d, dtype=bool)
+    if affords_count(plan):  # a count that runs only for a declared support may be blind
+        blind = coarse_blind(plan)
+        return unchecked_warnings(block.names, every, none, why="blind") if blind else ()
     return unchecked_warnings(block.names, every, none, why="unaffordable")
 
 

@@ -412,6 +412,7 @@ def release_means(
             weighted=user_weights is not None,
             count=count is None,
             centred=public_centre is not None,
+            supported=lower is not None and bool(np.isfinite(lower).any()),
         )
         plan.check()  # every refusal before the first noise draw
         afford(accountant, plan.epsilon, plan.delta)
@@ -679,7 +680,9 @@ def release_means(
             where.sd**2, located, where.centre_error + np.abs(offset) * where.sd, tail="exponential"
         )
         bias = np.where(skewed, np.fmax(bias, far * bias_factor(user_weights, users, n)), bias)
-        skew = skewed_notes(names, skewed, offset, bias, supported=lower is not None)
+        # a finite declared end (a model's own -inf/+inf ends declare no support)
+        supported = lower is not None and bool(np.isfinite(np.asarray(lower)[skewed]).all())
+        skew = skewed_notes(names, skewed, offset, bias, supported=supported)
     # the skewed ones' warning says as much
     unchecked_notes = unchecked_warnings(
         names, unchecked & ~skewed, blind_off_zero, why="blind" if plan.tail else "unaffordable"

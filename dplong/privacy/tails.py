@@ -28,7 +28,6 @@ from numpy.typing import NDArray
 
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import FinalBudget, ReleasePlan, signed_share, tail_share, top_up
-from dplong.privacy.budget.stages import TAIL_FLOOR
 from dplong.privacy.locate import Location
 from dplong.privacy.noise import geometric_rate, two_sided_geometric, two_sided_geometric_variance
 from dplong.privacy.projection import MAX_RADIUS
@@ -250,6 +249,41 @@ def affords_count(plan: ReleasePlan, *, signed: bool = False) -> bool:
     return _share(plan, signed=signed) > 0.0
 
 
+def coarse_blind(plan: ReleasePlan) -> bool:
+    """Whether ``plan``'s tail count runs only because a support is declared
+    (:data:`~dplong.privacy.budget.stages.SUPPORTED_FLOOR`) and is then blind for normal
+    columns (:func:`blind_columns`): its threshold, :data:`TAIL_RATIO` times what normal tails
+    of σ put beyond the rungs plus :data:`HEAVY_SDS` noise sds, above :data:`BLIND_SHARE` of
+    the n users. From public facts, with the budget split the release makes
+    (:meth:`~dplong.privacy.budget.ReleasePlan.final_budget`, its second moment's and the tail
+    stage's shares), every user with a statistic, as a plan takes them.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import ReleasePlan
+    >>> from dplong.privacy.tails import coarse_blind
+    >>> def plan(epsilon):
+    ...     return ReleasePlan.make(n=1000, d=1, epsilon=epsilon, delta=1e-6,
+    ...                             stated_scale=False, supported=True)
+    >>> coarse_blind(plan(0.5)), coarse_blind(plan(0.7)), coarse_blind(plan(2.0))
+    (True, False, False)
+    """
+    if not (plan.supported and tail_share(plan.n, plan.d, plan.per_column) == 0.0):
+        return False
+    tailed = with_tail(plan, measured=True)
+    if not tailed.tail:
+        return False
+    ones = np.ones(plan.d)
+    budget = tailed.final_budget(ones, ones, refined=tailed.refine > 0)
+    mean_budget, _ = budget.split(tailed.moment_share)
+    tail_epsilon, _ = mean_budget.tail_split(tailed.tail)
+    rate = float(geometric_rate(float(np.sum(tail_epsilon)), 1.0))
+    sd = math.sqrt(float(two_sided_geometric_variance(rate)))
+    share = float(beyond_share(("gaussian",), TAIL_SLACK * TAIL_RUNG)[0])
+    threshold = TAIL_RATIO * plan.d * plan.n * share + HEAVY_SDS * sd
+    return threshold > BLIND_SHARE * plan.n
+
+
 def unchecked_notes(
     names: tuple[str, ...], assumed: AssumedTail, plan: ReleasePlan
 ) -> tuple[str, ...]:
@@ -455,8 +489,8 @@ def tail_rule(
         root,
         live=~where.doomed,
         assumed=assumed,
-        # run only because a support is declared: below TAIL_FLOOR users' worth
-        coarse=plan.supported and plan.tail * plan.n * plan.d * plan.per_column < TAIL_FLOOR,
+        # run only because a support is declared: none without it
+        coarse=plan.supported and tail_share(plan.n, plan.d, plan.per_column) == 0.0,
     )
     entries = [_tail_entry(names, joint)]
     # only the normal plug-in gives way to it (a skewed column is exponential already), and
@@ -540,10 +574,10 @@ def _tail_radius(
     tails; so does a count above it by :data:`MODERATE_SDS` sds in a column the threshold is
     blind in (:func:`blind_columns`), whose tail the count found but cannot size — unless the
     count is ``coarse`` (run at a small n ε only because a support is declared,
-    :data:`~dplong.privacy.budget.stages.SUPPORTED_FLOOR`): blind there for every column, its
-    band is crossed by the noise alone in about 6 % of releases, and a false heavy mark widens
-    the clip many times (Gaussian means of 1,000 users at ε = 0.5: 11 of 300 marked, 17 % of
-    the squared error); such a count marks heavy only above its full threshold. Each heavy
+    :data:`~dplong.privacy.budget.stages.SUPPORTED_FLOOR`): near its floor it is blind for a
+    normal column too, whose band the noise alone then crosses in a few per cent of releases,
+    and a false heavy mark widens the clip many times (docs/accuracy.md); such a count marks
+    heavy only above its full threshold. Each heavy
     column's radius balances the noise of its mean against the clipping bias of a Pareto tail
     of index α (:data:`TAIL_INDEX`) through ``(r_j, C_j)``, ``C_j = (C - C₀) / d`` its share
     of the users found beyond the test's threshold ``C₀`` (so the radius grows from the bulk's

@@ -136,8 +136,7 @@ class RestrictionTests(Estimates):
         effect, cov, touched, bias = self._restricted(coefs)
         sd = np.where(touched, np.nan, np.sqrt(np.diag(cov)))
         with np.errstate(invalid="ignore", divide="ignore"):
-            statistic = (effect - constants) / sd
-        statistic[touched] = np.nan
+            statistic = (effect - constants) / sd  # NaN where a row touches a withheld one
         return BiasAllowedContrast(
             effect=np.where(touched, np.nan, effect),
             statistic=statistic,

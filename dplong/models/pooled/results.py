@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from dplong.formula.terms import uncentred_powers
 from dplong.models.pooled.frame import _Scaling
 from dplong.models.pooled.located import RangeFlags
 from dplong.models.pooled.release import SKEW_WIDEN, UNSEEN_WIDEN, SkewCheck, _Statistics
@@ -484,14 +485,6 @@ def _some_notes(
     return tuple(notes)
 
 
-def _uncentred_power(term: str) -> bool:
-    """Whether a design column is a power of a column not centred in the formula (no
-    ``-`` in its base): ``I(age**2)``, ``np.square(age)``, not ``I((age - 45)**2)``."""
-    if "**" in term:
-        return "-" not in term.partition("**")[0]
-    return ("power(" in term or "square(" in term) and "-" not in term
-
-
 def _withheld_notes(
     model: PooledOLS,
     withheld: pd.Index,
@@ -508,7 +501,7 @@ def _withheld_notes(
     remedy = "raise epsilon or drop a collinear term."
     # a power of a column far from 0 is nearly collinear with it (age and age**2 correlate
     # 0.99 on 20-70): the formula, public, says where one may be
-    powers = [c for c in model._design.columns if _uncentred_power(c)]
+    powers = uncentred_powers(model.formula)
     if powers:
         remedy = (
             f"raise epsilon, drop a collinear term, or centre the power {powers[0]!r} on a "

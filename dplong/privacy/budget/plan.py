@@ -185,6 +185,7 @@ class ReleasePlan:
         share: float = 1.0,
         weighted: bool = False,
         centred: bool = False,
+        supported: bool = False,
     ) -> ReleasePlan:
         """Stage budgets from public facts (:mod:`~dplong.privacy.budget.stages`). ``count=False``
         when n itself is the denominator (item-level regression: every unit is counted), or when the
@@ -197,7 +198,8 @@ class ReleasePlan:
         :data:`~dplong.privacy.budget.stages.WEIGHTED_COUNT_USERS` instead of
         :data:`~dplong.privacy.budget.stages.COUNT_USERS`; ``centred`` when the release is given a
         public centre (``midpoint_kind="public"``): no midpoint or refinement stage, their budget
-        left to the final stage.
+        left to the final stage; ``supported`` when a support's lower end is declared (the tail
+        count's smaller floor, :attr:`supported`).
 
         Examples
         --------
@@ -289,6 +291,7 @@ class ReleasePlan:
             inside=inside,
             ranked=ranked,
             midpoint_kind="public" if centred else "median",
+            supported=supported,  # bounds or a stated scale: no tail count to floor
         )
 
     @classmethod

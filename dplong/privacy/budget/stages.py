@@ -141,12 +141,10 @@ TAIL_USERS, TAIL_FLOOR = 600.0, 160.0
 #: Where the analyst declares a support's lower end (``lower=0``: spending, counts,
 #: durations), a long right tail is the shape to expect, and the clip it would cut is what the
 #: interval must allow for; the count then runs from ``SUPPORTED_FLOOR`` users' worth (``n ε``
-#: of 500 for one column). So coarse a count sees only a tail that puts about a tenth of the
-#: users beyond its rung, and marks heavy only above its full threshold
+#: of 500 for one column). Near that floor the count sees only a tail that puts about a tenth
+#: of the users beyond its rung, and it marks heavy only above its full threshold
 #: (:func:`dplong.privacy.tails._tail_radius`): those are the tails that wreck an interval at
-#: this n ε. Measured (docs/accuracy.md): RAND HIE's 1,162 persons on the 25 % plan at ε = 0.5,
-#: `lower=0`, covered in 0 of 35 releases before (each warned as skewed, its exponential
-#: allowance a fifth of the clipped mass).
+#: this n ε (measured in docs/accuracy.md, "A declared support buys a coarse tail count").
 SUPPORTED_FLOOR = 100.0
 TAIL_SHARES = (0.06, 0.2)
 #: About a public centre the tail stage counts each column's users on each side
