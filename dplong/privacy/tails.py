@@ -249,6 +249,12 @@ def affords_count(plan: ReleasePlan, *, signed: bool = False) -> bool:
     return _share(plan, signed=signed) > 0.0
 
 
+def _coarse(plan: ReleasePlan) -> bool:
+    """Whether ``plan``'s tail count runs only because a support is declared: none would run
+    without it (:data:`~dplong.privacy.budget.stages.SUPPORTED_FLOOR`)."""
+    return plan.supported and tail_share(plan.n, plan.d, plan.per_column) == 0.0
+
+
 def coarse_blind(plan: ReleasePlan) -> bool:
     """Whether ``plan``'s tail count runs only because a support is declared
     (:data:`~dplong.privacy.budget.stages.SUPPORTED_FLOOR`) and is then blind for normal
@@ -268,7 +274,7 @@ def coarse_blind(plan: ReleasePlan) -> bool:
     >>> coarse_blind(plan(0.5)), coarse_blind(plan(0.7)), coarse_blind(plan(2.0))
     (True, False, False)
     """
-    if not (plan.supported and tail_share(plan.n, plan.d, plan.per_column) == 0.0):
+    if not _coarse(plan):
         return False
     tailed = with_tail(plan, measured=True)
     if not tailed.tail:
@@ -489,8 +495,7 @@ def tail_rule(
         root,
         live=~where.doomed,
         assumed=assumed,
-        # run only because a support is declared: none without it
-        coarse=plan.supported and tail_share(plan.n, plan.d, plan.per_column) == 0.0,
+        coarse=_coarse(plan),
     )
     entries = [_tail_entry(names, joint)]
     # only the normal plug-in gives way to it (a skewed column is exponential already), and
