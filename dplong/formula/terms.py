@@ -87,8 +87,9 @@ def _calls(tree: ast.AST, namespace: Any, dtypes: Mapping[str, Any]) -> list[tup
     ]
 
 
-def term_trees(formula: str) -> list[ast.Expression]:
-    """Every term of ``formula`` (outcome first) as Python syntax, each once per occurrence.
+def term_trees(formula: str, *, outcome: bool = True) -> list[ast.Expression]:
+    """Every term of ``formula`` (outcome first; right-hand side only without ``outcome``) as
+    Python syntax, each once per occurrence.
 
     Raises
     ------
@@ -108,7 +109,7 @@ def term_trees(formula: str) -> list[ast.Expression]:
     except patsy.PatsyError as err:
         raise FormulaError(f"cannot parse the formula {formula!r}: {err}") from None
     trees = []
-    for term in [*desc.lhs_termlist, *desc.rhs_termlist]:
+    for term in [*(desc.lhs_termlist if outcome else ()), *desc.rhs_termlist]:
         for factor in term.factors:
             try:
                 trees.append(ast.parse(factor.code.strip(), mode="eval"))
@@ -132,13 +133,8 @@ def uncentred_powers(formula: str) -> list[str]:
     ['x ** 2']
     """
     try:
-        desc = patsy.ModelDesc.from_formula(formula)
-        trees = [
-            ast.parse(factor.code.strip(), mode="eval")
-            for term in desc.rhs_termlist
-            for factor in term.factors
-        ]
-    except (patsy.PatsyError, SyntaxError):
+        trees = term_trees(formula, outcome=False)
+    except FormulaError:
         return []
     found = []
     for node in (node for tree in trees for node in ast.walk(tree)):

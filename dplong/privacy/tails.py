@@ -285,9 +285,22 @@ def coarse_blind(plan: ReleasePlan) -> bool:
     tail_epsilon, _ = mean_budget.tail_split(tailed.tail)
     rate = float(geometric_rate(float(np.sum(tail_epsilon)), 1.0))
     sd = math.sqrt(float(two_sided_geometric_variance(rate)))
-    share = float(beyond_share(("gaussian",), TAIL_SLACK * TAIL_RUNG)[0])
-    threshold = TAIL_RATIO * plan.d * plan.n * share + HEAVY_SDS * sd
-    return threshold > BLIND_SHARE * plan.n
+    every = np.ones(plan.d, dtype=bool)
+    return _heavy_threshold(np.full(plan.d, float(plan.n)), "gaussian", every, sd) > (
+        BLIND_SHARE * plan.n
+    )
+
+
+def _heavy_threshold(
+    users: NDArray[np.float64], kinds: Tails, measurable: NDArray[np.bool_], sd: float
+) -> float:
+    """The tail count (of noise sd ``sd``) above which :func:`_tail_radius` marks columns
+    heavy: :data:`TAIL_RATIO` times what normal tails of σ̂ (:data:`TAIL_SLACK` lower) put
+    beyond the rungs (:data:`ASSUMED_RATIO` times an assumed kind's), summed over the
+    ``measurable`` columns of ``users`` each, plus :data:`HEAVY_SDS` noise sds."""
+    normal = np.multiply(users, beyond_share(kinds, TAIL_SLACK * rung_sds(kinds)))
+    ratio = np.where(np.asarray(kinds) == "gaussian", TAIL_RATIO, ASSUMED_RATIO)
+    return float(np.sum(np.where(measurable, ratio * normal, 0.0))) + HEAVY_SDS * sd
 
 
 def unchecked_notes(
@@ -606,12 +619,9 @@ def _tail_radius(
     count = float(exact + two_sided_geometric(rng, rate, (1,))[0])
     sd = math.sqrt(float(two_sided_geometric_variance(rate)))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        # what the model (normal tails unless one is assumed) puts beyond the rungs, with σ̂'s
-        # slack; a rung of 0 or inf measures nothing
+        # a rung of 0 or inf measures nothing
         measurable = np.isfinite(rung) & (rung > 0) & live
-        normal = np.multiply(users, beyond_share(kinds, TAIL_SLACK * rung / where.sd))
-        ratio = np.where(np.asarray(kinds) == "gaussian", TAIL_RATIO, ASSUMED_RATIO)
-        threshold = float(np.sum(np.where(measurable, ratio * normal, 0.0))) + HEAVY_SDS * sd
+        threshold = _heavy_threshold(users, kinds, measurable, sd)
         # above the normal's expectation by MODERATE_SDS noise sds: heavier than the normal
         # plug-in; heavy by HEAVY_SDS, or by MODERATE_SDS where the heavy threshold is blind
         # (BLIND_SHARE): a tail the count found but cannot size gets the measured Pareto
