@@ -659,7 +659,11 @@ def _design_sums(
     if time is None:
         times = None
     else:
-        times = frame[time].astype(object).to_numpy() if text_time else time_order(time, frame)
+        times = (
+            frame[time].astype(object).to_numpy()
+            if text_time and time not in spec.spec.levels
+            else time_order(time, frame, spec.spec.levels)
+        )
     with contextlib.nullcontext() if tell else rows_told():
         design: PanelDesign = spec.spec.by_user(frame, codes, n, time=times)
     # the rows the design left out, for the data holder's warning (:data:`_COUNTED`): each

@@ -84,6 +84,26 @@ def test_a_categorical_time_column_declares_its_periods(wages: pd.DataFrame) -> 
     assert model.exog_names[1:9] == [f"C(year)[T.{y}]" for y in [*YEARS[1:], 1988]]
 
 
+def test_a_text_time_column_is_ordered_by_its_declared_levels(wages: pd.DataFrame) -> None:
+    """A time column of text whose periods ``levels=`` declares (read by ``TimeEffects``)
+    orders each user's rows as the declaration lists them, as numbers would, not as text
+    ('wave 10' before 'wave 2'), and the data holder hears nothing of text order."""
+    shuffled = wages.sample(frac=1.0, random_state=0).reset_index(drop=True)
+    waves = {year: f"wave {k}" for k, year in zip([9, 10, 2, 3, 4, 5, 6, 7], YEARS, strict=True)}
+    text = shuffled.assign(year=shuffled["year"].map(waves))
+    formula = FORMULA + " + TimeEffects"
+    numbers = dplong.LongitudinalOLS.from_formula(
+        formula, shuffled, groups="nr", time="year", levels={"year": YEARS}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dplong.exceptions.DataHolderWarning)
+        named = dplong.LongitudinalOLS.from_formula(
+            formula, text, groups="nr", time="year", levels={"year": list(waves.values())}
+        )
+    np.testing.assert_array_equal(named._design.y, numbers._design.y)
+    np.testing.assert_array_equal(named._design.X, numbers._design.X)
+
+
 def test_entity_effects_takes_no_other_estimator(wages: pd.DataFrame) -> None:
     model = dplong.LongitudinalOLS.from_formula(FORMULA, wages, groups="nr")
     with pytest.raises(ParameterError, match="EntityEffects asks for the within"):

@@ -13,6 +13,7 @@ variances — what dplong releases (the covariance between coefficients is not).
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import warnings
 
@@ -25,7 +26,7 @@ from scipy import stats
 from test_models import NOISE_OFF, panel
 
 import dplong
-from dplong.exceptions import DataError, DplongWarning, ParameterError
+from dplong.exceptions import DataError, DataHolderWarning, DplongWarning, ParameterError
 from dplong.results import ModelSpec
 
 FORMULA = "y ~ x1 + x2 + I(x1 * x2)"
@@ -208,6 +209,11 @@ def test_predict_with_declared_levels_and_within() -> None:
     np.testing.assert_allclose(within.predict(new), [w["x2"] + w["site[T.b]"], 2 * w["x2"]])
     with pytest.raises(ParameterError, match="site"):
         res.predict(new.assign(site=[2.0, 1.0]))  # numbers where text levels were declared
+    # a level outside the declared ones: NaN, and the warning says so (it spoke of dropped rows)
+    with pytest.warns(DataHolderWarning, match="their predictions are NaN") as told:
+        odd = res.predict(new.assign(site=["b", "c"]))
+    assert not any("dropped" in str(w.message) for w in told)
+    assert np.isfinite(odd.iloc[0]) and np.isnan(odd.iloc[1])
     with pytest.raises(DataError, match=r"lack the column\(s\) \['site'\]") as err:
         res.predict(new.drop(columns="site"))  # it said the levels name a column not read
     assert "_dplong" not in str(err.value)
@@ -409,6 +415,35 @@ def test_variance_components_have_no_wald_p_value() -> None:
     assert p[["Group Var", "Scale"]].isna().all()
     assert 0.0 <= p["Intercept"] <= 1.0
     assert res.conf_int().notna().all().all()
+
+
+def test_a_declared_lower_end_stops_a_means_interval() -> None:
+    """``lower=0`` declares that no user's value lies below 0 (each one below is clipped up):
+    no mean of them does, so an interval reaching below 0 (RAND HIE's spending by coinsurance
+    level: a level of 383 persons at ε = 1 had [-373, 557]) is cut there, covering as often,
+    and 'mean = 0' is on the support's boundary, where the Wald z has no normal reference: no
+    p-value, and the summary says why. The upper ends and the estimates do not move."""
+    hie = dplong.datasets.load_randhie()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = dplong.winsorized_mean(
+            hie[["meddol", "coins"]],
+            groups=hie["zper"],
+            by="coins",
+            levels=[0, 25, 50, 95, 100],
+            by_constant=True,
+            lower=0,
+            epsilon=1.0,
+            random_state=6,
+        )
+    assert set(res.support_lower.values()) == {0.0}
+    uncut = dataclasses.replace(res, support_lower={}).conf_int()
+    ci = res.conf_int()
+    assert (uncut["lower"] < 0).any()  # this seed has levels whose interval reaches below 0
+    np.testing.assert_array_equal(ci["lower"], np.maximum(uncut["lower"], 0.0))
+    np.testing.assert_array_equal(ci["upper"], uncut["upper"])
+    assert res.pvalues.isna().all()
+    assert "No P (bias-adj.)" in str(res.summary())
 
 
 def test_t_test_of_one_parameter_agrees_with_pvalues_and_conf_int() -> None:

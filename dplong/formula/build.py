@@ -171,7 +171,7 @@ def group_design(
     check_users(n, rows=len(data))
     if not data.index.is_unique:
         raise DataError("data must have a unique index (use data.reset_index(drop=True))")
-    times = None if time is None else time_order(time, data)
+    times = None if time is None else time_order(time, data, spec.levels)
     warn_levels_from_values(spec, data.dtypes, lambda column: data[column].cat.codes.to_numpy())
     design = spec.by_user(data, codes_all, n, time=times)
     no_id = int(np.count_nonzero(codes_all < 0))

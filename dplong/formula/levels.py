@@ -21,19 +21,24 @@ if TYPE_CHECKING:
 
 LevelsLike = Mapping[str, Sequence[Any]]
 
-#: Set while the data's own rows are evaluated (:func:`real_rows`): only then is a value outside
-#: the declared levels the data holder's to hear of (the synthetic and probe rows the spec is
-#: checked on hold stand-ins outside them by design).
-_REAL_ROWS: ContextVar[bool] = ContextVar("_REAL_ROWS", default=False)
+#: What becomes of a row whose value lies outside the declared levels: a fit's rows are dropped,
+#: as rows with a missing value are; rows an analyst supplies to predict get NaN.
+DROPPED = "they are dropped, as rows with a missing value are"
+PREDICTED_NAN = "their predictions are NaN, as those of rows with a missing value are"
+#: Set while real rows are evaluated (:func:`real_rows`), to what becomes of those outside the
+#: declared levels: only then does their holder hear of them (the synthetic and probe rows the
+#: spec is checked on hold stand-ins outside them by design).
+_REAL_ROWS: ContextVar[str | None] = ContextVar("_REAL_ROWS", default=None)
 #: Set while rows the data holder was already told of are read again (:func:`rows_told`: a
 #: Dask frame's later passes), so that values outside the declared levels are not told again.
 _TOLD: ContextVar[bool] = ContextVar("_TOLD", default=False)
 
 
 @contextmanager
-def real_rows() -> Iterator[None]:
-    """The data's own rows are being evaluated within: :func:`_coded` warns the data holder of
-    values outside the declared levels.
+def real_rows(fate: str = DROPPED) -> Iterator[None]:
+    """Real rows are being evaluated within (the data's own, or rows an analyst supplies to
+    predict): :func:`_coded` warns their holder of values outside the declared levels, and
+    of their ``fate`` (:data:`DROPPED`, :data:`PREDICTED_NAN`).
 
     Examples
     --------
@@ -49,7 +54,7 @@ def real_rows() -> Iterator[None]:
     >>> [str(w.message)[:46] for w in caught]
     ["rows of 'site' hold values not among its decla"]
     """
-    token = _REAL_ROWS.set(True)
+    token = _REAL_ROWS.set(fate)
     try:
         yield
     finally:
@@ -161,19 +166,22 @@ def _coded(values: Any, levels: tuple[Any, ...]) -> Any:
         codes = recode[source.codes]  # code -1 (missing) picks the appended -1
     else:
         codes = pd.Index(levels).get_indexer(values)
-    if _REAL_ROWS.get() and not _TOLD.get():
-        warn_outside_levels(values, codes, levels)
+    fate = _REAL_ROWS.get()
+    if fate is not None and not _TOLD.get():
+        warn_outside_levels(values, codes, levels, fate)
     coded = pd.Categorical.from_codes(codes, dtype=dtype)
     if isinstance(values, pd.Series):
         return pd.Series(coded, index=values.index, name=values.name)
     return coded
 
 
-def warn_outside_levels(values: Any, codes: NDArray[np.intp], levels: tuple[Any, ...]) -> None:
+def warn_outside_levels(
+    values: Any, codes: NDArray[np.intp], levels: tuple[Any, ...], fate: str = DROPPED
+) -> None:
     """Warn the data holder (:class:`~dplong.exceptions.DataHolderWarning`, never the results)
     of the rows whose value is not among the declared ``levels`` (their ``codes`` -1, the value
-    not missing): they are dropped, and a level left out of the declaration is most often a
-    slip in it. A factor of a formula (:func:`_coded`) and a mean's ``by=`` grouping alike.
+    not missing), and their ``fate``: a level left out of the declaration is most often a slip
+    in it. A factor of a formula (:func:`_coded`) and a mean's ``by=`` grouping alike.
 
     Examples
     --------
@@ -194,7 +202,7 @@ def warn_outside_levels(values: Any, codes: NDArray[np.intp], levels: tuple[Any,
     example = np.asarray(values, dtype=object)[np.argmax(outside)]
     warn(
         f"rows of {name!r} hold values not among its declared levels (e.g. {example!r}; "
-        f"declared: {list(levels)}): they are dropped, as rows with a missing value are. "
+        f"declared: {list(levels)}): {fate}. "
         "Declare every level the study allows (dplong.exceptions.DataHolderWarning).",
         DataHolderWarning,
     )

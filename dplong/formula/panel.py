@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -122,10 +123,13 @@ def warn_shared_times(codes: NDArray[np.intp], times: NDArray[Any]) -> None:
     )
 
 
-def time_order(time: GroupsLike, data: pd.DataFrame) -> NDArray[Any]:
-    """``time``'s values (:func:`column_or_array`) as they order each user's rows: a Categorical's
-    by its categories' order, declared with its dtype (``"low" < "mid" < "high"``), not by their
-    text; missing ones NaN.
+def time_order(
+    time: GroupsLike, data: pd.DataFrame, levels: Mapping[str, Sequence[Any]] | None = None
+) -> NDArray[Any]:
+    """``time``'s values (:func:`column_or_array`) as they order each user's rows: by the order
+    of the ``levels`` declared for a named time column (the formula's, a ``TimeEffects``
+    column's) or of a Categorical's categories, declared with its dtype (``"low" < "mid" <
+    "high"``), not by their text; missing ones, and ones outside the declared levels, NaN.
 
     Examples
     --------
@@ -135,11 +139,19 @@ def time_order(time: GroupsLike, data: pd.DataFrame) -> NDArray[Any]:
     >>> data = pd.DataFrame({"wave": pd.Series(["month 12", "baseline", None], dtype=waves)})
     >>> time_order("wave", data)
     array([ 2.,  0., nan])
+    >>> text = data.astype({"wave": object})
+    >>> time_order("wave", text, {"wave": ["baseline", "month 3", "month 12"]})
+    array([ 2.,  0., nan])
     """
     times = column_or_array(time, data, "time")
     column = data[time] if isinstance(time, str) else time
-    if not isinstance(getattr(column, "dtype", None), pd.CategoricalDtype):
+    declared = levels.get(time) if isinstance(time, str) and levels else None
+    codes: NDArray[np.float64]
+    if declared is not None:
+        codes = pd.Index(list(declared)).get_indexer(times).astype(np.float64)
+    elif isinstance(getattr(column, "dtype", None), pd.CategoricalDtype):
+        codes = pd.Categorical(cast("pd.Series[Any]", column)).codes.astype(np.float64)
+    else:
         return times
-    codes = pd.Categorical(cast("pd.Series[Any]", column)).codes.astype(np.float64)
     codes[codes < 0] = np.nan
     return codes

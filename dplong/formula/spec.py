@@ -20,7 +20,14 @@ from numpy.typing import NDArray
 
 from dplong.exceptions import DataError, FormulaError
 from dplong.formula.kinds import _check_outcome, _check_regressor
-from dplong.formula.levels import LevelsLike, _canonical, _declared_levels, real_rows
+from dplong.formula.levels import (
+    DROPPED,
+    PREDICTED_NAN,
+    LevelsLike,
+    _canonical,
+    _declared_levels,
+    real_rows,
+)
 from dplong.formula.missing import _MissingRows
 from dplong.formula.names import _check_names
 from dplong.formula.panel import PanelDesign, _grouped, _sort_key, warn_shared_times
@@ -243,9 +250,11 @@ class DesignSpec:
         return y[~missing], X[~missing], ~missing
 
     def evaluate(
-        self, frame: pd.DataFrame
+        self, frame: pd.DataFrame, *, predicting: bool = False
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
-        """Evaluate the spec on every row of ``frame``, dropping none.
+        """Evaluate the spec on every row of ``frame``, dropping none; ``predicting``: rows an
+        analyst supplies to predict, whose holder hears that a value outside the declared
+        levels gives NaN (the data's own: that their row is dropped).
 
         For designs that keep every row (item-level regression, where a missing response
         contributes a public centre); :meth:`matrices` drops the rows with a missing value.
@@ -273,7 +282,8 @@ class DesignSpec:
                 f"{absent} used by {self.formula!r} are not columns of the data; "
                 f"columns are {list(frame.columns)}"
             )
-        with real_rows():  # values outside declared levels: the data holder hears of them
+        # values outside declared levels: the rows' holder hears of them
+        with real_rows(PREDICTED_NAN if predicting else DROPPED):
             y, X, missing_y, missing_x = self._build_rows(
                 {c: _canonical(frame[c], self.levels.get(c)) for c in self.inputs}
             )

@@ -307,6 +307,7 @@ def winsorized_mean(
         options=request.options,
         proxy=proxy,
         tail=stated_tail,
+        support=support,
     )
 
 

@@ -33,10 +33,13 @@ def _mean_results(
     options: ReleaseOptions,
     proxy: NDArray[np.float64] | None,
     tail: TailOption | None,
+    support: NDArray[np.float64] | None,
 ) -> PanelResults:
     """The results of the releases of ``labels`` (``columns`` at every level of ``grouping``)
     over ``n`` users; ``ledger`` is the parallel ledger of a key declared constant within users
-    (None: not declared)."""
+    (None: not declared); ``support`` the declared lower ends of a release's columns (None:
+    none), below which no mean of the users' values lies (each value below is clipped up to
+    it), so the intervals stop there."""
     scale_note = (
         "Scale estimated privately (the spread of the user values)."
         if proxy is None
@@ -54,6 +57,10 @@ def _mean_results(
             scale_note,
             *tail_assumptions(tail, "x_u", "the user values"),
         ),
+        # a release's columns repeat at every level (keyed: one release per level)
+        support_lower={}
+        if support is None
+        else dict(zip(labels, np.resize(support, len(labels)).tolist(), strict=True)),
     )
     if grouping is None:
         return results

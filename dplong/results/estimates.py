@@ -96,8 +96,9 @@ class Estimates:
 
         The sampling error plus the exact privacy-noise law, with the clipping bias bound given
         to the null: ``pvalues < α`` exactly when 0 lies outside ``conf_int(α)``. NaN for a
-        parameter whose support starts at 0 or above (:attr:`support_lower`, a variance): 0 is
-        then the boundary of its parameter space, where a Wald test has no normal reference
+        parameter whose support starts at 0 or above (:attr:`support_lower`: a variance, or a
+        mean whose lower end ``lower=`` declares): 0 is then on the boundary of its parameter
+        space or outside it, where a Wald test has no normal reference
         (Self & Liang 1987; statsmodels' MixedLM reports none for its variance components).
 
         Examples
@@ -131,9 +132,10 @@ class Estimates:
         """(1 - α) confidence intervals: sampling error under the stated or estimated scale,
         the exact law of the privacy noise (:mod:`dplong.inference`) and the bound on the
         clipping bias. Computed from released quantities and public assumptions only; NaN
-        where ``sampling_sd`` is. A parameter with a public lower end of its support (a
-        variance: 0, :attr:`support_lower`) has its interval clipped there: the truth lies
-        above it, so the clipped interval covers as often.
+        where ``sampling_sd`` is. A parameter with a public lower end of its support
+        (:attr:`support_lower`: a variance's 0, or a mean's declared ``lower=``, below which
+        every user value is clipped up) has its interval clipped there: the truth lies above
+        it, so the clipped interval covers as often.
 
         Examples
         --------

@@ -67,8 +67,9 @@ class PanelResults(RestrictionTests):
     basis : str
         The theorem and corollary of the paper behind the error bounds.
     support_lower : mapping of str to float
-        Public lower ends of parameters' support (a variance's is 0); :meth:`conf_int` clips
-        its intervals there (post-processing). Parameters not listed have none.
+        Public lower ends of parameters' support (a variance's 0; a mean's declared
+        ``lower=``); :meth:`conf_int` clips their intervals there and :attr:`pvalues` gives
+        none where the end is 0 or above (post-processing). Parameters not listed have none.
     withheld_why : mapping of str to str
         Why a withheld (NaN) parameter has no estimate, in a word, where the model tells
         (:attr:`withheld` completes it from ``failed``).
@@ -182,14 +183,28 @@ class PanelResults(RestrictionTests):
                 f"{1 - alpha / 2:g}]": ci["upper"],
             }
         )
-        footnote = ((f"{p_name}: of 'parameter = 0', the clipping bias bound given to the null."),)
+        bounded = [name for name in self.params.index if self.support_lower.get(name, -1.0) >= 0]
+        footnotes = (
+            (f"{p_name}: of 'parameter = 0', the clipping bias bound given to the null.",)
+            if adjusted
+            else ()
+        ) + (
+            (
+                f"No {p_name} for {bounded}: a support that starts at 0 or above (a variance's, "
+                "or a declared lower end) puts 'parameter = 0' on its boundary or outside it, "
+                "where the test has no normal reference; the intervals stop at the support's "
+                "end.",
+            )
+            if bounded
+            else ()
+        )
         info = pd.Series(self._summary_info()).to_frame("value")
         return Summary(
             f"{self.model} results ({self._privacy_unit}-level differential privacy)",
             info,
             table,
             self.privacy.digest().reset_index(),
-            self._summary_notes() + (footnote if adjusted else ()),
+            self._summary_notes() + footnotes,
             tuple(plain_names(warning) for warning in self.warnings),
             self.withheld,
         )

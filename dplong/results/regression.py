@@ -162,7 +162,7 @@ class RegressionResults(PanelResults):
                 f"exog does not give the design columns {absent} of {self.formula!r} (its "
                 f"columns give {list(spec.columns)}); check the dtypes of its factors"
             )
-        _, X, _, missing = spec.evaluate(frame)
+        _, X, _, missing = spec.evaluate(frame, predicting=True)
         X = X[:, [spec.columns.index(name) for name in self.params.index]]
         X[missing] = np.nan
         return np.asarray(X)
