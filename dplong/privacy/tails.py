@@ -873,7 +873,7 @@ def heavy_notes(
     centre: NDArray[np.float64],
     *,
     signed: bool = False,
-    remedy: str = "give bounds",
+    remedy: str = "state a moment bound (tail=Moment(k, bound)) or bounds",
 ) -> tuple[str, ...]:
     """The reliability warning of the heavy-tailed columns (one, as their tail count is one):
     how far out each was clipped, how much of its mean the interval allows for beyond the
