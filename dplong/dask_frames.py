@@ -655,15 +655,14 @@ def _design_sums(
 ) -> NDArray[np.float64]:
     """A partition's rows as a design grouped by user, reduced by the model's ``sums``; the
     data holder hears of its values outside the declared levels where ``tell``. ``time``'s
-    values are read as text where ``text_time`` (categories Dask does not know)."""
+    values are read as text where ``text_time`` (categories Dask does not know), ordered by
+    the declared levels where the formula has them (:func:`~dplong.formula.time_order`)."""
     if time is None:
         times = None
     else:
-        times = (
-            frame[time].astype(object).to_numpy()
-            if text_time and time not in spec.spec.levels
-            else time_order(time, frame, spec.spec.levels)
-        )
+        # categories Dask does not know are each partition's own: their text decides
+        read = frame.astype({time: object}) if text_time else frame
+        times = time_order(time, read, spec.spec.levels)
     with contextlib.nullcontext() if tell else rows_told():
         design: PanelDesign = spec.spec.by_user(frame, codes, n, time=times)
     # the rows the design left out, for the data holder's warning (:data:`_COUNTED`): each

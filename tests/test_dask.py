@@ -145,6 +145,30 @@ def test_a_time_of_unknown_categories_is_ordered_as_text(data: pd.DataFrame) -> 
     )
 
 
+def test_a_text_time_with_declared_levels_orders_rows_as_in_memory(data: pd.DataFrame) -> None:
+    """A text time whose periods the formula declares (``levels=``) orders each user's rows by
+    the declaration on Dask too, as object text or as categories Dask does not know: the
+    prewhitened coefficients are those of the numeric time ('wave 10' would sort before
+    'wave 8' as text)."""
+    waves = [f"wave {t + 8}" for t in range(8)]
+    named = data.assign(t=data["t"].map(dict(enumerate(waves))).astype(object))
+    options: dict[str, Any] = {
+        "groups": "user",
+        "time": "t",
+        "correlation": "ar1",
+        "correlation_param": 0.5,
+    }
+    numbers = dplong.LongitudinalOLS.from_formula("y ~ x1 + I(t == 0)", data, **options)
+    expected = numbers._user_coefficients()
+    unknown = as_dask(named.astype({"t": "category"}))
+    unknown["t"] = unknown["t"].cat.as_unknown()
+    for frame in (named, as_dask(named), unknown):
+        model = dplong.LongitudinalOLS.from_formula(
+            "y ~ x1 + I(t == 'wave 8')", frame, levels={"t": waves}, **options
+        )
+        np.testing.assert_allclose(model._user_coefficients(), expected, rtol=0, atol=ROUND_OFF)
+
+
 def test_users_span_partitions(data: pd.DataFrame) -> None:
     """The premise of every comparison below: many users' rows lie in several partitions."""
     frame = as_dask(data)

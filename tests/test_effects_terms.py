@@ -5,6 +5,7 @@ errors, before any data is read, where dplong needs a declaration."""
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -102,6 +103,30 @@ def test_a_text_time_column_is_ordered_by_its_declared_levels(wages: pd.DataFram
         )
     np.testing.assert_array_equal(named._design.y, numbers._design.y)
     np.testing.assert_array_equal(named._design.X, numbers._design.X)
+
+
+def test_a_numeric_time_keeps_its_order_whatever_the_declared_reference(
+    wages: pd.DataFrame,
+) -> None:
+    """Declared levels of a numeric time only pick the factor's reference (the first): 1987
+    declared first leaves each man's rows in year order, so AR(1) prewhitening, which reads
+    that order, gives the chronological declaration's per-man coefficients."""
+    options: dict[str, Any] = {
+        "groups": "nr",
+        "time": "year",
+        "correlation": "ar1",
+        "correlation_param": 0.5,
+    }
+    formula = "lwage ~ exper + I(year == 1987)"
+    chronological = dplong.LongitudinalOLS.from_formula(
+        formula, wages, levels={"year": YEARS}, **options
+    )
+    reference_first = dplong.LongitudinalOLS.from_formula(
+        formula, wages, levels={"year": [1987, *YEARS[:-1]]}, **options
+    )
+    np.testing.assert_array_equal(
+        reference_first._user_coefficients(), chronological._user_coefficients()
+    )
 
 
 def test_entity_effects_takes_no_other_estimator(wages: pd.DataFrame) -> None:

@@ -121,7 +121,7 @@ def build_design(
         dropped; n is the number of distinct non-missing ids.
     time : str or array_like, optional
         Orders the rows within a user (any sortable dtype, dates included; a Categorical
-        by its categories' order).
+        by its categories' order, text by its declared levels' where ``levels`` has them).
     levels : mapping of str to sequence, optional
         Declared factor levels, as in :meth:`DesignSpec.from_formula`.
     eval_env : patsy.EvalEnvironment, optional

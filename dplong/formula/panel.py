@@ -126,10 +126,12 @@ def warn_shared_times(codes: NDArray[np.intp], times: NDArray[Any]) -> None:
 def time_order(
     time: GroupsLike, data: pd.DataFrame, levels: Mapping[str, Sequence[Any]] | None = None
 ) -> NDArray[Any]:
-    """``time``'s values (:func:`column_or_array`) as they order each user's rows: by the order
-    of the ``levels`` declared for a named time column (the formula's, a ``TimeEffects``
-    column's) or of a Categorical's categories, declared with its dtype (``"low" < "mid" <
-    "high"``), not by their text; missing ones, and ones outside the declared levels, NaN.
+    """``time``'s values (:func:`column_or_array`) as they order each user's rows: a
+    Categorical's by its categories' order, declared with its dtype (``"low" < "mid" <
+    "high"``), and text by the order of the ``levels`` declared for a named time column (the
+    formula's: a ``TimeEffects`` column's), not as text; missing ones, and text outside the
+    declared levels, NaN. Numbers and dates keep their own order whatever the declaration,
+    whose first level is only a factor's reference.
 
     Examples
     --------
@@ -142,15 +144,17 @@ def time_order(
     >>> text = data.astype({"wave": object})
     >>> time_order("wave", text, {"wave": ["baseline", "month 3", "month 12"]})
     array([ 2.,  0., nan])
+    >>> time_order("year", pd.DataFrame({"year": [1981, 1980]}), {"year": [1981, 1980]})
+    array([1981, 1980])
     """
     times = column_or_array(time, data, "time")
     column = data[time] if isinstance(time, str) else time
     declared = levels.get(time) if isinstance(time, str) and levels else None
     codes: NDArray[np.float64]
-    if declared is not None:
-        codes = pd.Index(list(declared)).get_indexer(times).astype(np.float64)
-    elif isinstance(getattr(column, "dtype", None), pd.CategoricalDtype):
+    if isinstance(getattr(column, "dtype", None), pd.CategoricalDtype):
         codes = pd.Categorical(cast("pd.Series[Any]", column)).codes.astype(np.float64)
+    elif declared is not None and pd.api.types.infer_dtype(times, skipna=True) == "string":
+        codes = pd.Index(list(declared)).get_indexer(times).astype(np.float64)
     else:
         return times
     codes[codes < 0] = np.nan

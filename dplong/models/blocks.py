@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, ReleaseOptions
-from dplong.privacy.radius import TailModel, TailOption
+from dplong.privacy.radius import OFFERS, Offer, TailModel, TailOption
 from dplong.privacy.rules import UserWeights
 
 __all__ = ["Block", "FitRequest", "Statistics", "block_bound"]
@@ -78,7 +78,9 @@ class Block:
     ``provisional`` when a later release supersedes its tail's warnings (a preliminary
     location, whose weighted location counts its own tail or says that none did);
     ``supported`` when its statistics have a declared support's lower end (``lower=``): its
-    tail count runs at a smaller n ε (:attr:`~dplong.privacy.budget.ReleasePlan.supported`).
+    tail count runs at a smaller n ε (:attr:`~dplong.privacy.budget.ReleasePlan.supported`);
+    ``offers`` the fit options through which the model's analyst vouches for the tail, which
+    its warnings name (:attr:`~dplong.privacy.rules.Rules.offers`).
     ``build`` computes the statistics from the releases of the earlier blocks.
     """
 
@@ -98,6 +100,7 @@ class Block:
     notes: tuple[str, ...] = ()
     provisional: bool = False
     supported: bool = False
+    offers: frozenset[Offer] = OFFERS
 
 
 @dataclass(frozen=True)

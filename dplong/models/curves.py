@@ -99,7 +99,14 @@ class UserCurves(PriestleyChao):
             )
             return Statistics(curves, scale=proxy)
 
-        block = Block(names, 1.0, statistics, proxy is not None, complete_rows=False)
+        block = Block(
+            names,
+            1.0,
+            statistics,
+            proxy is not None,
+            complete_rows=False,
+            offers=frozenset(("scale",)),  # the fit's only say in the curves' tail
+        )
         releases = run_blocks([block], n=n, request=request)
         assumptions = (
             "User-level: each user's own Priestley–Chao curve, normalised by the user's kernel "

@@ -172,7 +172,8 @@ class LongitudinalOLS(PanelModel):
         time : str or array_like, optional
             Orders rows within a user (required with ``correlation="ar1"``); otherwise row
             order. Numbers and dates order as such, a Categorical by its categories' order,
-            text as text.
+            text by its levels' order where ``levels=`` declares them (a ``TimeEffects``
+            column), else as text.
         correlation : {"independence", "ar1", "exchangeable"}
             Public working correlation of a user's errors for the weighted estimator β̂_wu.
         correlation_param : float

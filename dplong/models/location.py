@@ -25,7 +25,7 @@ from dplong.models.command_line import MAX_ROWS_OPTION, CommandLineModel, Option
 from dplong.models.location_components import (
     COMPONENTS as COMPONENTS,  # its import path before the split (random_effects.py)
 )
-from dplong.models.location_components import _components_block, _error_bound
+from dplong.models.location_components import OFFERS, _components_block, _error_bound
 from dplong.models.location_moments import _reduce_moments, _UserMoments
 from dplong.models.location_results import _assumptions, _location_results
 from dplong.models.location_weights import (
@@ -313,6 +313,7 @@ class RandomEffectsLocation(PanelModel):
                 proxy is not None,
                 # its tail's warnings are the weighted location's (location_results)
                 provisional=preliminary,
+                offers=OFFERS,
             )
         ]
         stated = (
@@ -344,6 +345,7 @@ class RandomEffectsLocation(PanelModel):
                     proxy is not None,
                     weighted=True,
                     centred=centred,
+                    offers=OFFERS,
                 )
             )
         assumptions = _assumptions(

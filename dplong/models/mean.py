@@ -290,6 +290,7 @@ def winsorized_mean(
             tail=stated_tail,
             partial_users=grouping is not None,
             supported=support is not None,
+            offers=frozenset(("lower", "tail", "scale")),  # winsorized_mean's options
         )
 
     ledger: PrivacyLedger | None = None

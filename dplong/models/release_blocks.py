@@ -80,6 +80,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
                     relative=block.relative,
                     notes=block.notes,
                     provisional=block.provisional,
+                    offers=block.offers,
                 )
                 for block, plan in zip(blocks, plans, strict=True)
             ),
@@ -164,6 +165,7 @@ def _rules(block: Block, statistics: Statistics, earlier: Sequence[Release]) -> 
         relative=block.relative,
         public_centre=statistics.centre,
         partial_users=block.partial_users,
+        offers=block.offers,
     )
 
 

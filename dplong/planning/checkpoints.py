@@ -20,8 +20,14 @@ from numpy.typing import NDArray
 from dplong.privacy.budget import ReleasePlan
 from dplong.privacy.budget.fit import NOISE_BEGUN
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.radius import TailOption
-from dplong.privacy.tails import affords_count, coarse_blind, unchecked_warnings
+from dplong.privacy.radius import OFFERS, Offer, TailOption
+from dplong.privacy.tails import (
+    Unchecked,
+    affords_count,
+    coarse_blind,
+    stated_remedy,
+    unchecked_warnings,
+)
 
 Mode = Literal["decide"]
 _MODE: ContextVar[Mode | None] = ContextVar("dplong_planning", default=None)
@@ -36,7 +42,8 @@ class PlannedBlock:
     release, or a release that is not the engine's). ``noise_sd``: where public facts alone
     fix the noise of a release that is not the engine's (an ePTR release given its test
     passed), its sd per column, in the columns' units. ``provisional``: a later release
-    supersedes its tail's warnings (:class:`~dplong.models.blocks.Block`).
+    supersedes its tail's warnings, and ``offers`` the options its warnings name
+    (:class:`~dplong.models.blocks.Block`).
 
     Examples
     --------
@@ -58,6 +65,7 @@ class PlannedBlock:
     notes: tuple[str, ...] = ()
     noise_sd: NDArray[np.float64] | None = None
     provisional: bool = False
+    offers: frozenset[Offer] = OFFERS
 
 
 @dataclass(frozen=True)
@@ -144,10 +152,11 @@ def unchecked_tail(block: PlannedBlock) -> tuple[str, ...]:
     if plan is None or stated or block.provisional:
         return ()
     every, none = np.ones(d, dtype=bool), np.zeros(d, dtype=bool)
-    if affords_count(plan):  # a count that runs only for a declared support may be blind
-        blind = coarse_blind(plan)
-        return unchecked_warnings(block.names, every, none, why="blind") if blind else ()
-    return unchecked_warnings(block.names, every, none, why="unaffordable")
+    why: Unchecked = "blind" if affords_count(plan) else "unaffordable"
+    if why == "blind" and not coarse_blind(plan):  # only a count run for a support is blind
+        return ()
+    remedy = stated_remedy(block.offers)
+    return unchecked_warnings(block.names, every, none, why=why, remedy=remedy)
 
 
 class Planned(Exception):

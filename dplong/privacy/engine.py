@@ -97,6 +97,7 @@ from dplong.privacy.tails import (
     skew_tails,
     skewed_columns,
     skewed_notes,
+    stated_remedy,
     tail_bias,
     tail_rule,
     tail_users,
@@ -680,12 +681,17 @@ def release_means(
             where.sd**2, located, where.centre_error + np.abs(offset) * where.sd, tail="exponential"
         )
         bias = np.where(skewed, np.fmax(bias, far * bias_factor(user_weights, users, n)), bias)
-        # a finite declared end (a model's own -inf/+inf ends declare no support)
+        # a finite declared end is not asked for again (a model's own -inf ends declare none)
         supported = lower is not None and bool(np.isfinite(np.asarray(lower)[skewed]).all())
-        skew = skewed_notes(names, skewed, offset, bias, supported=supported)
+        offers = rules.offers - {"lower"} if supported else rules.offers
+        skew = skewed_notes(names, skewed, offset, bias, offers=offers)
     # the skewed ones' warning says as much
     unchecked_notes = unchecked_warnings(
-        names, unchecked & ~skewed, blind_off_zero, why="blind" if plan.tail else "unaffordable"
+        names,
+        unchecked & ~skewed,
+        blind_off_zero,
+        why="blind" if plan.tail else "unaffordable",
+        remedy=stated_remedy(rules.offers),
     )
     return Release(
         names=names,
@@ -720,7 +726,16 @@ def release_means(
             names, lost, miss, few_users(where.users, where.users_sd, n, d) & (user_weights is None)
         )
         + where.scale_notes(names, sparse=sparse, shown=~withheld)
-        + heavy_notes(names, tails.heavy & ~withheld, bias, radius, centre, signed=signed)
+        + heavy_notes(
+            names,
+            tails.heavy & ~withheld,
+            bias,
+            radius,
+            centre,
+            signed=signed,
+            # a stated scale would claim the tail the count found heavier
+            remedy=stated_remedy(rules.offers & {"tail"}),
+        )
         + clips_many_notes(names, tails.clips_many & ~withheld, tails.clipped, n)
         + crowded_notes(names, crowded)
         + missed_notes(names, at_edge, overflow, coarse, where.midpoint)
@@ -737,6 +752,7 @@ def release_means(
             tails.threshold,
             counted,
             signed=signed,
+            remedy=stated_remedy(rules.offers & {"tail"}),
         ),
         failed=missed | unfound | crowded,
         weighted=user_weights is not None,

@@ -35,9 +35,11 @@ __all__ = [
     "DEFAULT_GAMMA",
     "MAD_OVER_SD",
     "MEDIAN_OFFSET",
+    "OFFERS",
     "SUPPORT_SPREAD",
     "AssumedTail",
     "Moment",
+    "Offer",
     "Tail",
     "TailModel",
     "TailOption",
@@ -200,6 +202,12 @@ class AssumedTail:
 
 #: A tail as a fit or a block gives it: a model, or a kind assumed and checked.
 TailOption = TailModel | AssumedTail
+#: The fit options through which an analyst vouches for a release's tail (a declared support's
+#: lower end, a moment bound, a stated scale); a model offers those its fit takes, and the
+#: reliability warnings name no other (:func:`~dplong.privacy.tails.stated_remedy`).
+Offer = Literal["lower", "tail", "scale"]
+#: What a release offers unless its model says otherwise (a per-user regression's fit).
+OFFERS: frozenset[Offer] = frozenset(("tail", "scale"))
 
 
 def counted_each_side(tail: TailOption | None) -> bool:

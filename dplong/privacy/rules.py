@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong.privacy.radius import Moment, TailOption
+from dplong.privacy.radius import OFFERS, Moment, Offer, TailOption
 
 __all__ = ["Count", "Rules", "UserWeights", "bias_factor", "moment_rule", "weight_roots"]
 
@@ -129,6 +129,9 @@ class Rules:
         Each column is by design a statistic of some users only (a level of a grouping: the
         estimand is the mean over the users with rows there), so no note says that many users
         have none; the private counts are in the results.
+    offers : frozenset of str
+        The fit options the model takes through which its analyst vouches for the tail
+        (:data:`~dplong.privacy.radius.Offer`): the reliability warnings name no other.
 
     Examples
     --------
@@ -159,6 +162,7 @@ class Rules:
     relative: bool = False
     public_centre: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     partial_users: bool = False
+    offers: frozenset[Offer] = OFFERS
 
 
 def moment_rule(rules: Rules) -> Moment | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
@@ -33,6 +34,7 @@ from dplong.privacy.noise import geometric_rate, two_sided_geometric, two_sided_
 from dplong.privacy.projection import MAX_RADIUS
 from dplong.privacy.radius import (
     MAD_OVER_SD,
+    OFFERS,
     AssumedTail,
     Tail,
     TailOption,
@@ -62,6 +64,7 @@ __all__ = [
     "skew_tails",
     "skewed_columns",
     "skewed_notes",
+    "stated_remedy",
     "tail_bias",
     "tail_rule",
     "tail_users",
@@ -154,6 +157,42 @@ TAIL_SLACK = 0.9
 #: its interval covering in 84 % of resamples (docs/accuracy.md).
 BLIND_SHARE = 0.1
 
+#: How the reliability warnings ask for each :data:`~dplong.privacy.radius.Offer`.
+_OFFERED: dict[str, str] = {
+    "lower": "declare lower=0 for a statistic that cannot be negative",
+    "tail": "state tail=Moment(k, bound)",
+    "scale": "state scale=",
+}
+
+
+def _sentence(text: str) -> str:
+    """``text`` with its first letter capitalised."""
+    return text[:1].upper() + text[1:]
+
+
+def _listed(items: list[str], last: str = "and") -> str:
+    """``a, b and c`` (``last``: the word before the last item)."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {last} " + items[-1]
+
+
+def stated_remedy(offers: Collection[str]) -> str:
+    """The remedies of the ``offers`` (:data:`~dplong.privacy.radius.Offer`) in one phrase
+    ("" for none).
+
+    Examples
+    --------
+    >>> from dplong.privacy.tails import stated_remedy
+    >>> stated_remedy({"scale", "tail"})
+    'state tail=Moment(k, bound) or scale='
+    >>> stated_remedy(()), stated_remedy({"scale", "lower"})
+    ('', 'declare lower=0 for a statistic that cannot be negative or state scale=')
+    """
+    parts = [text for offer, text in _OFFERED.items() if offer in offers]
+    if len(parts) > 1 and parts[-1].startswith("state ") and parts[-2].startswith("state "):
+        parts[-1] = parts[-1].removeprefix("state ")  # "state tail=... or scale="
+    return _listed(parts, "or") if parts else ""
+
+
 #: Why no count checked a column's tail (:func:`unchecked_assumptions`), and the remedy: a tail
 #: option shapes the default engine's central release only.
 Unchecked = Literal["blind", "unaffordable", "local", "paper"]
@@ -161,12 +200,9 @@ _UNCHECKED: dict[str, tuple[str, str]] = {
     "blind": (
         f"the tail count could not tell {BLIND_SHARE:.0%} of the users beyond {TAIL_RUNG:g} sds "
         "from them",
-        "state a tail (tail=Moment(k, bound)) or the scale",
+        stated_remedy(OFFERS),
     ),
-    "unaffordable": (
-        "this n and epsilon afford no tail count",
-        "state a tail (tail=Moment(k, bound)) or the scale",
-    ),
+    "unaffordable": ("this n and epsilon afford no tail count", stated_remedy(OFFERS)),
     "local": ("the local model's release runs no tail count", "state the scale"),
     "paper": ("the paper's pipeline runs no tail count", "state the scale"),
 }
@@ -873,12 +909,13 @@ def heavy_notes(
     centre: NDArray[np.float64],
     *,
     signed: bool = False,
-    remedy: str = "state a moment bound (tail=Moment(k, bound)) or bounds",
+    remedy: str = stated_remedy({"tail"}),
 ) -> tuple[str, ...]:
     """The reliability warning of the heavy-tailed columns (one, as their tail count is one):
     how far out each was clipped, how much of its mean the interval allows for beyond the
-    clip, and the ``remedy`` a model offers. ``signed``: found by the counts on each side
-    about a public centre (:func:`_signed_tail`), one side's tail heavier than the other's.
+    clip, and the ``remedy`` a model offers ("": none; a stated scale is none, as it claims
+    the tail the count found heavier). ``signed``: found by the counts on each side about a
+    public centre (:func:`_signed_tail`), one side's tail heavier than the other's.
 
     Examples
     --------
@@ -909,7 +946,7 @@ def heavy_notes(
         f"{which}: {found} clipped outside {_listed(ranges)}; the"
         f" {'interval allows' if one else 'intervals allow'} {_listed(allowances)} for"
         f" {'it' if one else 'them'} (Pareto index {TAIL_INDEX:g}; a heavier tail could hide"
-        f" more: {remedy}).",
+        f" more{f': {remedy}' if remedy else ''}).",
     )
 
 
@@ -945,22 +982,24 @@ def skewed_notes(
     offset: NDArray[np.float64],
     bias: NDArray[np.float64],
     *,
-    supported: bool = False,
+    offers: Collection[str] = OFFERS,
 ) -> tuple[str, ...]:
     """The reliability warning of the :func:`skewed_columns` (``offset``: their released mean
     less their median, in plug-in sds; ``bias``: the bias bounds their intervals allow, the
-    exponential model's about a centre that far off the mean); ``supported``: a support's
-    lower end was declared (``lower=``), so the remedies leave it out.
+    exponential model's about a centre that far off the mean), naming the remedies the model
+    ``offers`` (:data:`~dplong.privacy.radius.Offer`; a declared support's end left out
+    once given).
 
     Examples
     --------
     >>> import numpy as np
     >>> from dplong.privacy.tails import skewed_notes
-    >>> (note,) = skewed_notes(("spend",), np.array([True]), np.array([0.41]), np.array([2.5]))
+    >>> (note,) = skewed_notes(("spend",), np.array([True]), np.array([0.41]), np.array([2.5]),
+    ...                        offers={"lower", "tail", "scale"})
     >>> note[:58]
     "'spend': skewed (its mean 0.41 sds above its median) where"
     >>> "lower=0" in note, "lower=0" in skewed_notes(("spend",), np.array([True]),
-    ...     np.array([0.41]), np.array([2.5]), supported=True)[0]
+    ...     np.array([0.41]), np.array([2.5]), offers={"tail", "scale"})[0]
     (True, False)
     """
     columns = np.flatnonzero(skewed)
@@ -978,13 +1017,17 @@ def skewed_notes(
         f"found {'its tail' if one else 'their tails'} heavy: the "
         f"{'interval allows' if one else 'intervals allow'} {allowances} for the clipped side "
         "(an exponential tail), and a heavier one can hide more. "
-        + (
-            "State"
-            if supported
-            else "Declare a support's end (lower=0) for a statistic that cannot be negative, state"
+        + _sentence(
+            _listed(
+                [
+                    *filter(None, [stated_remedy(offers)]),
+                    "model a transform (np.log1p)",
+                    "raise epsilon",
+                ],
+                "or",
+            )
         )
-        + " a tail (tail=Moment(k, bound)) or bounds, model a transform (np.log1p), or raise "
-        "epsilon.",
+        + ".",
     )
 
 
@@ -1103,6 +1146,7 @@ def lump_assumptions(
     users: NDArray[np.float64],
     *,
     signed: bool = False,
+    remedy: str = stated_remedy({"tail"}),
 ) -> tuple[str, ...]:
     """The assumption line of the ``checked`` columns, whose tail count ran, was not blind
     (:func:`blind_columns`) and marked them neither heavy nor moderate: its ``threshold``
@@ -1112,7 +1156,7 @@ def lump_assumptions(
     against a mean of 8.9; docs/accuracy.md). The share is of the fewest ``users`` of those
     columns. ``signed``: the counts on each side about a public centre (:func:`_signed_tail`),
     whose threshold is the smallest excess on one side they see. Released numbers and public
-    facts only.
+    facts only. ``remedy``: what the model offers to bound such a group ("": nothing).
 
     Examples
     --------
@@ -1138,7 +1182,8 @@ def lump_assumptions(
     return (
         f"Tail count of {which}: a group of fewer than about {threshold:.0f} users "
         f"({share:.1%}) far beyond the bulk is below its threshold: clipped unseen, its pull "
-        "is in no interval; give bounds where a small group may lie far out.",
+        "is in no interval"
+        + (f"; {remedy} where a small group may lie far out." if remedy else "."),
     )
 
 
@@ -1170,8 +1215,3 @@ def unchecked_assumptions(
         f"({reason}); "
         f"{remedy}.",
     )
-
-
-def _listed(items: list[str]) -> str:
-    """``a, b and c``."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

@@ -183,21 +183,14 @@ class PanelResults(RestrictionTests):
                 f"{1 - alpha / 2:g}]": ci["upper"],
             }
         )
-        bounded = [name for name in self.params.index if self.support_lower.get(name, -1.0) >= 0]
-        footnotes = (
-            (f"{p_name}: of 'parameter = 0', the clipping bias bound given to the null.",)
-            if adjusted
-            else ()
-        ) + (
-            (
-                f"No {p_name} for {bounded}: a support that starts at 0 or above (a variance's, "
-                "or a declared lower end) puts 'parameter = 0' on its boundary or outside it, "
-                "where the test has no normal reference; the intervals stop at the support's "
-                "end.",
-            )
-            if bounded
-            else ()
-        )
+        # a support from 0 up (a variance, a declared lower=) puts 'parameter = 0' on its
+        # boundary or outside it, where the Wald z has no normal reference: no p-value
+        bounded = self._support() >= 0.0
+        tested = "bias bound to" if bounded.any() else "the clipping bias bound given to"
+        clauses = (
+            [f"of 'parameter = 0', {tested} the null"] if adjusted and not bounded.all() else []
+        ) + (["none where support >= 0"] if bounded.any() else [])
+        footnotes = (f"{p_name}: {'; '.join(clauses)}.",) if clauses else ()
         info = pd.Series(self._summary_info()).to_frame("value")
         return Summary(
             f"{self.model} results ({self._privacy_unit}-level differential privacy)",

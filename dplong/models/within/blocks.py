@@ -164,6 +164,7 @@ def within_blocks(
             count_from=0,
             relative=True,  # each coefficient's noise in its own units: the fit's are unit-free
             centred=True,
+            offers=frozenset(("scale",)),  # the within fit takes no tail=
         )
     ]
 
