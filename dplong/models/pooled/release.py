@@ -31,6 +31,7 @@ from dplong.privacy.noise import WeightedRelease, release_vector_sum
 
 __all__ = [
     "CLIP_RADIUS",
+    "MEAT_NOISE",
     "NOISE_DRAWS",
     "QUIET_NOISE",
     "RSS_FLOOR",
@@ -64,6 +65,12 @@ SIZE_SDS = 2.0
 #: there the noise saves nothing worth the clipping (on RAND HIE's raw spending with public
 #: bounds (0, 8000) at ε = 16, the clipped scores had put `xage` 4 SEs off, 0.8 without).
 QUIET_NOISE = 0.5
+#: The meat's noise sd, as a share of a diagonal entry of it, at the radius the meat may widen
+#: to past the Cauchy–Schwarz one (:func:`_meat_quiet`): its noise grows as R², where a step's
+#: grows as R, so the steps' quiet radius left it noisy where the privacy noise was all but
+#: gone (the wage panel's clustered SEs at ε = 64: 0.05 to 2.3 times linearmodels', at
+#: ε = 10⁶ 0.36 to 1.68; with this share 0.86-1.18 and 0.92-1.13, docs/accuracy.md).
+MEAT_NOISE = 0.1
 #: The skew check before the last Newton step (:func:`_skew_check`), where that step clips at
 #: the Cauchy–Schwarz radius and so nothing measures what it clips (the meat's excess column
 #: measures only between a narrower steps' radius and it): its share of the step's ρ, the
@@ -210,7 +217,9 @@ def _release_statistics(
         beta = beta + pilot.whiten @ step.total  # Ĥ⁻¹ Ĥ^{1/2} t
 
     # step 4: the person-clustered meat at the released β̂ (public), whitened, with the mass
-    # the steps' radius clipped below the Cauchy–Schwarz one (the steps' fixed point's bias)
+    # the steps' radius clipped below the Cauchy–Schwarz one (the steps' fixed point's bias);
+    # its noise grows as R², so its radius is quiet at its own noise (MEAT_NOISE)
+    quiet = min(quiet, _meat_quiet(size, rho_meat, n, p))
     radius = _clip_radius(released, pilot, beta, cap, row_total, reach, quiet)
     meat, gain = _release_meat(
         persons.scores(beta, cap=cap, whiten=pilot.whiten),
@@ -350,6 +359,17 @@ def _score_size(
     sampling = math.sqrt(n * mean_square / p)
     quiet = QUIET_NOISE * sampling * math.sqrt(2.0 * step_rho) / 2.0
     return _ScoreSize(total, max(math.sqrt(SCORE_SPREAD * mean_square), quiet), quiet, sampling)
+
+
+def _meat_quiet(size: _ScoreSize | None, rho: float, n: int, p: int) -> float:
+    """The radius at which the meat's noise sd is :data:`MEAT_NOISE` of a diagonal entry,
+    ``n m̂ / p`` from the released scores' mean square (:class:`_ScoreSize`; inf without one):
+    the meat's sensitivity is at most √3 R², its noise sd √3 R² / √(2 ρ). Public, from
+    released numbers."""
+    if size is None:
+        return math.inf
+    entry = _high_end(size.sum, 0) / p
+    return math.sqrt(MEAT_NOISE * entry * math.sqrt(2.0 * rho / 3.0))
 
 
 def _high_end(release: WeightedRelease, j: int) -> float:
