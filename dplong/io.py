@@ -47,7 +47,15 @@ from dplong.exceptions import DataError, MissingDependencyError
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
 
-__all__ = ["as_levels", "as_numbers", "read_data", "read_file", "typed", "unread_cells"]
+__all__ = [
+    "as_levels",
+    "as_numbers",
+    "read_data",
+    "read_file",
+    "time_levels",
+    "typed",
+    "unread_cells",
+]
 
 DATASET_PREFIX = "dataset:"
 SHIPPED = ", ".join(DATASET_PREFIX + name for name in datasets.DATASETS)
@@ -409,11 +417,14 @@ def unread_cells(raw: pd.DataFrame, read: pd.DataFrame, columns: Collection[str]
 def _convert(
     frame: pd.DataFrame, levels: Mapping[str, list[str]], keep: Collection[str], time: str | None
 ) -> pd.DataFrame:
+    # a time column's declared periods (TimeEffects) read as its cells do: numbers or dates
+    # keep the column numeric (it orders the rows as such), text makes it a factor
+    timed = time is not None and (time not in levels or time_levels(levels[time]) is not None)
     columns = {
         c: frame[c]
         if c in keep
         else _as_times(frame[c])
-        if c == time
+        if c == time and timed
         else as_levels(frame[c], levels[c])
         if c in levels
         else as_numbers(frame[c])
@@ -421,6 +432,25 @@ def _convert(
     }
     result: pd.DataFrame = pd.DataFrame(columns, index=frame.index)
     return result
+
+
+def time_levels(levels: Sequence[str]) -> list[float | int] | None:
+    """Declared levels of the time column as its cells read (:func:`_as_times`: numbers, or
+    ISO 8601 dates as days since 1970-01-01), so that a formula's factor of the periods
+    (``TimeEffects``) matches the numeric column that orders the rows; None where a level is
+    neither (the column is then a factor of text levels, ordered by their declaration).
+
+    Examples
+    --------
+    >>> from dplong.io import time_levels
+    >>> time_levels(["1980", "1981.5"]), time_levels(["2020-01-01"]), time_levels(["a", "b"])
+    ([1980, 1981.5], [18262], None)
+    """
+    read = _as_times(pd.Series(list(levels), dtype=object))
+    if read.isna().any():
+        return None
+    # whole numbers as such: the dummies' labels read C(year)[T.1981], as in Python
+    return [int(v) if float(v).is_integer() else float(v) for v in read]
 
 
 def _as_times(values: pd.Series) -> pd.Series:

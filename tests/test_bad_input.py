@@ -1151,7 +1151,7 @@ fit_refusals(
         ("target_sd", "0.01", ParameterError, "target_sd"),
         ("target_sd", True, ParameterError, "target_sd"),
         ("groups", "user", ParameterError, "groups"),
-        ("time", "time", ParameterError, "time"),
+        ("time", 3, ParameterError, "time as the name"),
         ("max_rows", 0, ParameterError, 'max_rows applies to estimator="within" only'),
     ],
 )

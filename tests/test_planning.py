@@ -255,6 +255,34 @@ def test_the_plan_reads_no_row_and_refuses_bad_arguments_as_the_fit() -> None:
     assert "C(site)[T.b]" in text and "C(site)[T.c]" in text
 
 
+def test_a_plan_with_time_effects_names_the_time_column() -> None:
+    """``TimeEffects`` reads the declared periods of the time column, so a plan takes its
+    name (``time=``, a public fact; the stand-in rows hold it, as ``dplong plan --time``
+    gives it): the plan's decision is the fit's on the wage panel, and the dummies are the
+    declared years. A time given as values is refused: the plan reads no row."""
+    formula = "lwage ~ exper + union + EntityEffects + TimeEffects"
+    years = {"year": list(range(1980, 1988))}
+    plan = dplong.plan(formula, model="ols", n=545, epsilon=20.0, time="year", levels=years)
+    assert not plan.refused
+    assert "Z'Z[C(year)[T.1987],C(year)[T.1987]]" in plan.table.index.get_level_values(1)
+    wages = dplong.datasets.load_wage_panel()
+    model = dplong.LongitudinalOLS.from_formula(
+        formula, wages, groups="nr", time="year", levels=years
+    )
+    for epsilon, refused in ((20.0, False), (4.0, True)):
+        assert (
+            dplong.plan(
+                formula, model="ols", n=545, epsilon=epsilon, time="year", levels=years
+            ).refused
+            is refused
+        )
+        if refused:
+            with pytest.raises(dplong.exceptions.InsufficientUsersError):
+                model.fit(epsilon=epsilon, random_state=0)
+    with pytest.raises(dplong.exceptions.ParameterError, match="time as the name"):
+        dplong.plan(formula, model="ols", n=545, epsilon=20.0, time=wages["year"], levels=years)
+
+
 def _cli(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with warnings.catch_warnings():

@@ -17,7 +17,7 @@ from dplong.cli.keywords import _fit_options, _stage_options
 from dplong.dask_frames import is_dask
 from dplong.exceptions import ParameterError
 from dplong.formula.terms import text_levels
-from dplong.io import ignore_reader_deprecation, read_file, typed, unread_cells
+from dplong.io import ignore_reader_deprecation, read_file, time_levels, typed, unread_cells
 from dplong.models.command_line import MODELS
 from dplong.report import write_report
 from dplong.summary import plain_names
@@ -48,8 +48,12 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
     raw = read_file(args.data, time=args.time)
     _check_columns(raw, args, levels)
     # a factor of text levels declared in the formula is read as one (not as numbers)
-    reading = {**text_levels(args.formula), **levels}
+    reading: dict[str, Any] = {**text_levels(args.formula), **levels}
     data = typed(raw, levels=reading, groups=args.groups, time=args.time)
+    # the time column's periods (TimeEffects) as its numbers or dates read
+    periods = None if args.time not in reading else time_levels(reading[args.time])
+    if periods is not None:
+        reading[args.time] = periods
     for column in _unread_columns(raw, data, args):
         what, hint = (
             ("among its --levels", "")

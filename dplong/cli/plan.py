@@ -42,6 +42,7 @@ def _run_plan(args: argparse.Namespace) -> int:
         rows=args.rows,
         levels=levels or None,
         target_sd=args.target_sd,
+        time=args.time if spec.uses_time else None,  # a name: TimeEffects reads its periods
         **options,
     )
     print(_as_the_command_line(results, args.model).summary())

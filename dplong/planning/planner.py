@@ -35,6 +35,7 @@ def plan(
     rows: int = 4,
     levels: Mapping[str, Sequence[Any]] | None = None,
     target_sd: float | None = None,
+    time: str | None = None,
     **options: Any,
 ) -> PlanResults:
     """Plan a fit from public facts alone: refused or not, its warnings, each released column's
@@ -70,6 +71,9 @@ def plan(
         A privacy-noise sd to reach (in each column's unit, a positive finite number): the
         table then gives, per column, the smallest ε at which its predicted noise sd is at
         most this.
+    time : str, optional
+        The name of the column that orders each user's rows, where the formula reads it
+        (``TimeEffects``: its periods declared in ``levels``); the stand-in rows hold it.
     **options
         Options of the model's ``from_formula`` (``domain``, ``bandwidth``, ``grid``,
         ``correlation``, ...) and of its ``fit`` (``delta``, ``scale``, ``estimator``,
@@ -95,12 +99,17 @@ def plan(
     """
     build, model_name = _builder(model)
     model_params = inspect.signature(build).parameters
-    for stand_in in ("data", "groups", "time"):
+    for stand_in in ("data", "groups"):
         if stand_in in options:
             raise ParameterError(
                 f"plan takes no {stand_in}: it builds the model on stand-in rows of n users "
                 "(give n, the number of users; no row is read)"
             )
+    if time is not None and not isinstance(time, str):
+        raise ParameterError(
+            "plan takes time as the name of the time column (the stand-in rows hold it; no "
+            f"row is read), got {type(time).__name__}"
+        )
     model_options = {k: v for k, v in options.items() if k in model_params}
     fit_options = {k: v for k, v in options.items() if k not in model_params}
     for fixed in ("random_state", "rng", "accountant"):
@@ -127,7 +136,7 @@ def plan(
     # text option that names none, such as kernel="gaussian", adds a column no model reads)
     named = tuple(
         value for key, value in model_options.items() if key != "levels" and isinstance(value, str)
-    )
+    ) + (() if time is None else (time,))
 
     def model_for(users: int) -> Any:
         frame = stand_in_rows(
@@ -138,7 +147,7 @@ def plan(
             model_options.get("domain"),
             named=named,
         )
-        extra = {"time": STAND_IN_TIME} if "time" in model_params else {}
+        extra = {"time": time or STAND_IN_TIME} if "time" in model_params else {}
         if not item_level:
             extra["groups"] = STAND_IN_USER
         with _said_without_stand_ins():
