@@ -1611,6 +1611,27 @@ def test_complex_numbers_are_refused_as_in_winsorized_mean(model: Any) -> None:
         dplong.winsorized_mean(data["z"], groups=data["user"], epsilon=1.0)
 
 
+def test_rows_a_mean_leaves_out_warn_the_data_holder() -> None:
+    """``winsorized_mean`` leaves out rows without a user id and, per column, missing or
+    non-finite values, as the formula layer does; the data holder is told how many (a
+    DataHolderWarning on the screen, never in the results), and a clean frame tells of
+    nothing (an audit: 11 rows without an id went unsaid and n became 544)."""
+    wages = dplong.datasets.load_wage_panel()
+    ids = wages["nr"].astype(float).where(wages.index > 10)
+    values = wages["lwage"].where(wages.index % 50 != 0, np.inf)
+    with pytest.warns(DataHolderWarning) as told:
+        res = dplong.winsorized_mean(values, groups=ids, epsilon=2.0, random_state=0)
+    (message,) = [str(w.message) for w in told if issubclass(w.category, DataHolderWarning)]
+    # row 0 is both: no id, so not among the 87 a user's mean leaves out
+    assert message.startswith("Of 4,360 rows, 11 without a user id are left out; 87 with a")
+    assert "'lwage' (NaN, ±inf) are left out of its user means" in message
+    assert not any("left out" in w for w in res.warnings)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        warnings.simplefilter("error", DataHolderWarning)
+        dplong.winsorized_mean(wages["lwage"], groups=wages["nr"], epsilon=2.0, random_state=0)
+
+
 def test_by_values_outside_the_declared_levels_warn_the_data_holder() -> None:
     """Rows whose ``by=`` key is not among the declared levels are in no level's mean: the data
     holder is told, in the formula's words for a factor (a DataHolderWarning, never the

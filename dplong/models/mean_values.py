@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from dplong._validation import as_columns
+from dplong._validation import as_columns, warn
 from dplong.dask_frames import is_dask, reduce_users, require_dask
-from dplong.exceptions import DataError, ParameterError
+from dplong.exceptions import DataError, DataHolderWarning, ParameterError
 from dplong.models.mean_levels import Grouping, _first_level_only, _rows_at_levels, _spread
 from dplong.privacy.winsorized import column_names
 
@@ -86,6 +86,46 @@ def _floats(values: ArrayLike) -> NDArray[np.float64]:
         ) from None
     array = as_columns(array, "values", rows="rows")
     return np.where(np.isinf(array), np.nan, array)  # ±inf is missing, as in the formula layer
+
+
+def _warn_left_out(
+    matrix: NDArray[np.float64], codes: NDArray[np.intp] | None, labels: Sequence[str]
+) -> None:
+    """Warn the data holder (:class:`~dplong.exceptions.DataHolderWarning`, never the results:
+    how many rows a data set leaves out depends on them) of the rows no user's mean reads: a
+    row without a user id, and per column a missing or non-finite value (each user's mean is
+    over their other rows; with one row a user, that user has none), as the formula layer's
+    :func:`~dplong.formula.build.warn_dropped` does for a model's rows.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from dplong.models.mean_values import _warn_left_out
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _warn_left_out(np.array([[1.0], [np.nan], [2.0]]), np.array([0, 0, -1]), ["x"])
+    >>> str(caught[0].message)[:78]
+    "Of 3 rows, 1 without a user id is left out; 1 with a missing or non-finite 'x'"
+    """
+    rows = matrix.shape[0]
+    owned = np.ones(rows, dtype=bool) if codes is None else codes >= 0
+    no_id = rows - int(np.count_nonzero(owned))
+    holes = np.count_nonzero(np.isnan(matrix[owned]), axis=0)
+    verb = {True: "is", False: "are"}
+    parts = [f"{no_id:,} without a user id {verb[no_id == 1]} left out"] if no_id else []
+    parts += [
+        f"{count:,} with a missing or non-finite {label!r} (NaN, ±inf) {verb[count == 1]} left "
+        "out of its user means"
+        for label, count in zip(labels, holes.tolist(), strict=True)
+        if count
+    ]
+    if parts:
+        warn(
+            f"Of {rows:,} rows, {'; '.join(parts)} (on your screen only: "
+            "dplong.exceptions.DataHolderWarning).",
+            DataHolderWarning,
+        )
 
 
 def _user_means(
