@@ -74,6 +74,18 @@ def test_afford_refuses_before_any_spend_and_charge_records() -> None:
         afford(accountant, 0.5, 0.0)
 
 
+def test_an_accountants_refusal_chains_no_internal_exception() -> None:
+    """An advised fit whose first run stopped at its checkpoint to find its note's remedy
+    (``planning.advice``) is refused by the accountant on its second: the refusal is raised
+    outside that stop's handler, so its traceback shows no internal ``_Restart`` ("During
+    handling of the above exception...", an audit's finding)."""
+    wages = dplong.datasets.load_wage_panel()
+    model = dplong.RandomEffectsLocation.from_formula("lwage ~ 1", wages, groups="nr")
+    with pytest.raises(BudgetExceededError) as refused:  # the fit needs a δ it does not hold
+        model.fit(epsilon=1.0, accountant=dplong.Accountant(epsilon=2.0), random_state=0)
+    assert refused.value.__context__ is None and refused.value.__cause__ is None
+
+
 def test_charge_refuses_a_ledger_beyond_its_budget_as_a_bug() -> None:
     accountant = dplong.Accountant(epsilon=10.0)
     with pytest.raises(AssertionError, match="beyond the budget"):

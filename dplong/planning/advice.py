@@ -88,19 +88,15 @@ def _advised_run(
     try:
         if remedy is not None:
             return _with_remedy(remedy, fit, args, kwargs)
+        restart: _Restart | None = None
         try:
             result = _with_remedy("", fit, args, kwargs, watch=_Watch())
-            remedy = ""
-        except _Restart as restart:  # before any noise: which ε plans the fit without it
+        except _Restart as stopped:  # before any noise
+            restart = stopped
+        remedy = ""
+        if restart is not None:  # outside the handler: a refusal now chains no _Restart
             planned = _planned_key(fit, restart.fit_plan, kwargs) if memo is None else None
-            remedy = _PLANNED_REMEDIES.get(planned) if planned is not None else None
-            if remedy is None:
-                quiet = smallest_epsilon(_quiet_passes(attempt, budget=True), float(epsilon))
-                remedy = _note_remedy(quiet)
-                if planned is not None:
-                    if len(_PLANNED_REMEDIES) >= 1024:
-                        _PLANNED_REMEDIES.clear()
-                    _PLANNED_REMEDIES[planned] = remedy
+            remedy = _planned_remedy(planned, attempt, float(epsilon))
             result = _with_remedy(remedy, fit, args, kwargs)
         if memo is not None:
             memo[key] = remedy
@@ -113,6 +109,21 @@ def _advised_run(
         advised_err = type(err)(f"{err}; {said}")
         advised_err.budget_refusal, advised_err.advice = True, said
         raise advised_err from None
+
+
+def _planned_remedy(
+    planned: Hashable | None, attempt: Callable[[float], object], epsilon: float
+) -> str:
+    """The remedy of a fit's note: the ε that plans it without the note, remembered by its
+    public ``planned`` key (None: not remembered)."""
+    remedy = _PLANNED_REMEDIES.get(planned) if planned is not None else None
+    if remedy is None:
+        remedy = _note_remedy(smallest_epsilon(_quiet_passes(attempt, budget=True), epsilon))
+        if planned is not None:
+            if len(_PLANNED_REMEDIES) >= 1024:
+                _PLANNED_REMEDIES.clear()
+            _PLANNED_REMEDIES[planned] = remedy
+    return remedy
 
 
 def _with_remedy(
