@@ -463,6 +463,9 @@ def test_t_test_of_one_parameter_agrees_with_pvalues_and_conf_int() -> None:
     test = res.t_test("exper = 0")
     assert test.bias[0] == res.bias["exper"]
     assert (float(test.pvalue) < 0.05) == (res.pvalues["exper"] < 0.05)
+    # both say their p-value is not P>|z| of the z beside it (an audit read z = 6.8, P = 1)
+    assert res.pvalues.name == "P (bias-adj.)"
+    assert "P(adj)" in str(test.summary()) and "P>|z|" not in str(test.summary())
     ours, exact = test.conf_int()[0], res.conf_int().loc["exper"].to_numpy()
     assert np.abs(ours - exact).max() < 0.01 * (exact[1] - exact[0])
     with pytest.warns(DplongWarning, match=r"wald_test leaves out the clipping bias bounds"):

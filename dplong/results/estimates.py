@@ -20,6 +20,10 @@ from dplong.inference import half_widths, p_values
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.results.spec import ModelSpec
 
+#: The p-values' name (and the summary's column), with and without a bias bound given to the
+#: null (:attr:`Estimates.pvalues`).
+P_NAMES = {True: "P (bias-adj.)", False: "P>|z|"}
+
 
 @dataclass(frozen=True, repr=False, kw_only=True)
 class Estimates:
@@ -121,8 +125,15 @@ class Estimates:
             self.bias.to_numpy(),
         )
         values = np.where(self._support() >= 0.0, np.nan, values)
-        p: pd.Series = pd.Series(values, index=self.params.index, name="P>|z|")
+        name = P_NAMES[self._bias_adjusted]
+        p: pd.Series = pd.Series(values, index=self.params.index, name=name)
         return p
+
+    @property
+    def _bias_adjusted(self) -> bool:
+        """Whether a bias bound is given to the null of some p-value: they are then no longer
+        ``P>|z|`` of the ``z`` beside them, and are named so (:data:`P_NAMES`)."""
+        return bool((self.bias.fillna(0.0) > 0.0).any())
 
     def _support(self) -> NDArray[np.float64]:
         """Each parameter's public lower support end (:attr:`support_lower`; -inf: none)."""

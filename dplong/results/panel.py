@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dplong.results.estimates import P_NAMES
 from dplong.results.plotting import forest_plot
 from dplong.results.restrictions import RestrictionTests
 from dplong.summary import Summary, plain_names
@@ -171,8 +172,8 @@ class PanelResults(RestrictionTests):
         True
         """
         ci = self.conf_int(alpha)
-        adjusted = bool((self.bias.fillna(0.0) > 0.0).any())
-        p_name = "P (bias-adj.)" if adjusted else "P>|z|"
+        adjusted = self._bias_adjusted
+        p_name = P_NAMES[adjusted]
         table = pd.DataFrame(
             {
                 "estimate": self.params,

@@ -374,3 +374,14 @@ class BiasAllowedContrast(ContrastResults):  # type: ignore[misc]  # statsmodels
         """The interval of each row's effect at level ``1 - alpha``, widened by its bias bound."""
         width = self.dist.ppf(1.0 - alpha / 2.0) * self.sd + self.bias
         return np.column_stack((self.effect - width, self.effect + width))
+
+    def summary(self, xname: Any = None, alpha: float = 0.05, title: Any = None) -> Any:
+        """statsmodels' table, its p-value column named as the results' summary names it where
+        a bias bound is given to the null: ``P(adj)``, not ``P>|z|`` of the ``z`` beside it
+        (an audit read z = 6.8 next to P>|z| = 1.000)."""
+        table = super().summary(xname=xname, alpha=alpha, title=title)
+        if np.any(self.bias > 0.0):
+            for cell in table[0]:
+                if cell.data == "P>|z|":
+                    cell.data = "P(adj)"
+        return table
