@@ -18,7 +18,7 @@ from test_pooled import unclipped_meat  # noqa: F401  (a fixture)
 import dplong
 import dplong.models.pooled.release as pooled_release
 import dplong.privacy.ranges as ranges
-from dplong.exceptions import FormulaError, InsufficientUsersError, ParameterError
+from dplong.exceptions import DplongWarning, FormulaError, InsufficientUsersError, ParameterError
 from dplong.models.pooled.gram import _Solution
 
 
@@ -74,6 +74,21 @@ def test_noise_off_matches_linearmodels_entity_effects() -> None:
     assert "deviations from each person's mean" in res.assumptions[0]
     # found privately (far out here) and cut to the public width, which bounds the deviations
     assert "x in [-13, 13] (found privately)" in res.assumptions[0]
+
+
+def test_the_pooled_family_says_its_notes_on_the_screen_too() -> None:
+    """A fit of the pooled family says each of its notes as a DplongWarning once, as the
+    engine's models say theirs: the wage panel's `lwage ~ exper + expersq` within fit at
+    ε = 4 withholds both coefficients (collinear within a man), and a script that printed the
+    NaN params had heard nothing (an audit)."""
+    wages = dplong.datasets.load_wage_panel()
+    model = dplong.PanelOLS.from_formula("lwage ~ exper + expersq", wages, groups="nr")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = model.fit(epsilon=4.0, max_rows=8, random_state=0)
+    said = [str(w.message) for w in caught if issubclass(w.category, DplongWarning)]
+    assert res.params.isna().all() and res.warnings
+    assert said == list(res.warnings)
 
 
 def test_public_bounds_cap_the_deviations_found_and_help_as_much_as_none() -> None:

@@ -15,7 +15,7 @@ import pandas as pd
 import patsy
 from numpy.typing import NDArray
 
-from dplong._validation import RandomState, check_choice, check_random_state
+from dplong._validation import RandomState, check_choice, check_random_state, warn
 from dplong.dask_frames import FrameSpec, design_spec, is_dask
 from dplong.exceptions import ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
@@ -63,6 +63,7 @@ from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.ranges import WIDENED_COUNTS
 from dplong.privacy.row_cap import RowCap, release_row_cap
 from dplong.results import RegressionResults
+from dplong.summary import plain_names
 
 __all__ = [
     "COV_TYPES",
@@ -381,11 +382,15 @@ class PooledOLS(_RangesStage, FormulaModel):
         absorbed = self._absorbed(between)  # checked on every route (PanelOLS has no ePTR one)
         if method == "ptr":
             stated = DEFAULT_MAX_ROWS if cap is None else cap
-            return _fit_ptr(self, options, stated, ptr_floor, coef_bound, generator, accountant)
-        if ptr_floor is not None or coef_bound is not None:
-            raise ParameterError('ptr_floor and coef_bound apply to method="ptr" only')
-        model = self._without(absorbed)
-        return model._fit_statistics(options, cap, generator, accountant, self, absorbed)
+            results = _fit_ptr(self, options, stated, ptr_floor, coef_bound, generator, accountant)
+        else:
+            if ptr_floor is not None or coef_bound is not None:
+                raise ParameterError('ptr_floor and coef_bound apply to method="ptr" only')
+            model = self._without(absorbed)
+            results = model._fit_statistics(options, cap, generator, accountant, self, absorbed)
+        for note in results.warnings:  # said on the screen too, as the engine's models say theirs
+            warn(plain_names(note))
+        return results
 
     def _fit_statistics(
         self,
