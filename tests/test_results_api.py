@@ -444,6 +444,9 @@ def test_a_declared_lower_end_stops_a_means_interval() -> None:
     np.testing.assert_array_equal(ci["upper"], uncut["upper"])
     assert res.pvalues.isna().all()
     assert "P (bias-adj.): none where support >= 0." in str(res.summary())
+    assert any(
+        line.startswith("Declared support (lower=): meddol >= 0;") for line in res.assumptions
+    )
 
 
 def test_t_test_of_one_parameter_agrees_with_pvalues_and_conf_int() -> None:

@@ -56,6 +56,7 @@ def _mean_results(
             _estimand(grouping, keyed=ledger is not None),
             scale_note,
             *tail_assumptions(tail, "x_u", "the user values"),
+            *_support_assumptions(columns, support),
         ),
         # a release's columns repeat at every level (keyed: one release per level)
         support_lower={}
@@ -72,6 +73,29 @@ def _mean_results(
         kept["users"] = pd.Series(np.concatenate(counts), index=list(labels), name="users")
         kept["privacy"] = ledger
     return GroupedResults(**kept, by=name, levels=declared, columns=columns)
+
+
+def _support_assumptions(
+    columns: tuple[str, ...], support: NDArray[np.float64] | None
+) -> tuple[str, ...]:
+    """The assumption line of a declared support (``lower=``, one end per column: the first
+    ``len(columns)`` of a release's, which repeat at every level).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.mean_results import _support_assumptions
+    >>> (line,) = _support_assumptions(("spend", "visits"), np.array([0.0, 1.0]))
+    >>> line[:51]
+    'Declared support (lower=): spend >= 0, visits >= 1;'
+    """
+    if support is None:
+        return ()
+    ends = ", ".join(f"{c} >= {v:g}" for c, v in zip(columns, support[: len(columns)], strict=True))
+    return (
+        f"Declared support (lower=): {ends}; a user value below is clipped up to it, and the "
+        "intervals stop there.",
+    )
 
 
 def _estimand(grouping: Grouping | None, *, keyed: bool) -> str:

@@ -165,7 +165,7 @@ class CurveResults(PanelResults):
     def _regressor(self, frame: pd.DataFrame, env: patsy.EvalEnvironment) -> np.ndarray:
         """The formula's regressor evaluated on ``frame`` (NaN: a missing value)."""
         spec, data = rhs_design(self.formula, frame, env)
-        _, X, _, missing = spec.evaluate(data)
+        _, X, _, missing = spec.evaluate(data, predicting=True)
         column = next(j for j, name in enumerate(spec.columns) if name != "Intercept")
         return np.where(missing, np.nan, X[:, column])
 

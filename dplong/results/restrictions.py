@@ -89,7 +89,9 @@ class RestrictionTests(Estimates):
         θ̂`` by up to ``b = |R| bias``: its p-value is that of ``max(|z| - b / sd, 0)`` and its
         interval ``R θ̂ ± (z_α sd + b)`` (:class:`~dplong.results.BiasAllowedContrast`), which for
         one parameter are :attr:`pvalues`' and :meth:`conf_int`'s up to the normal law standing in
-        for the exact noise law (Laplace noise has heavier tails). A post-processing of released
+        for the exact noise law (Laplace noise has heavier tails), except where its support is
+        public (:attr:`support_lower`: no p-value there, and the interval stops at its end; a
+        restriction is reported as it is). A post-processing of released
         numbers: no further privacy cost. The covariance between parameters is not released (see
         :meth:`cov_params`): a row combining several is computed as if they were uncorrelated, and a
         :class:`~dplong.exceptions.DplongWarning` says so. A row that touches a withheld (NaN)
