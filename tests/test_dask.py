@@ -52,6 +52,15 @@ LEVELS = {"kind": ["p", "q"]}  # "kind" is text: its levels must be declared
 ROUND_OFF = 1e-11
 
 
+#: Rows ordered by ``t`` under a working AR(1) correlation: the order decides the estimates.
+AR1_OPTIONS: dict[str, Any] = {
+    "groups": "user",
+    "time": "t",
+    "correlation": "ar1",
+    "correlation_param": 0.5,
+}
+
+
 def panel(n: int = 400, seed: int = 0, rows: tuple[int, int] = (1, 8)) -> pd.DataFrame:
     """``n`` users with 1-7 rows in random order; dyadic values (sums of products are exact);
     a declared Categorical ``site``, a text ``kind``, NaN in ``x1``, ``pd.NA`` in ``x2`` and
@@ -107,14 +116,8 @@ def test_a_categorical_time_orders_rows_as_in_memory(data: pd.DataFrame) -> None
     coefficients are those of the numeric time."""
     times = pd.CategoricalDtype(list("dbfahcge"))
     named = data.assign(t=pd.Categorical.from_codes(data["t"], dtype=times))
-    options: dict[str, Any] = {
-        "groups": "user",
-        "time": "t",
-        "correlation": "ar1",
-        "correlation_param": 0.5,
-    }
-    memory = dplong.LongitudinalOLS.from_formula("y ~ x1", data, **options)
-    frame = dplong.LongitudinalOLS.from_formula("y ~ x1", as_dask(named), **options)
+    memory = dplong.LongitudinalOLS.from_formula("y ~ x1", data, **AR1_OPTIONS)
+    frame = dplong.LongitudinalOLS.from_formula("y ~ x1", as_dask(named), **AR1_OPTIONS)
     np.testing.assert_allclose(
         frame._user_coefficients(), memory._user_coefficients(), rtol=0, atol=ROUND_OFF
     )
@@ -128,18 +131,12 @@ def test_a_time_of_unknown_categories_is_ordered_as_text(data: pd.DataFrame) -> 
     named = data.assign(t=pd.Categorical.from_codes(data["t"], dtype=times))
     frame = as_dask(named)
     frame["t"] = frame["t"].cat.as_unknown()
-    options: dict[str, Any] = {
-        "groups": "user",
-        "time": "t",
-        "correlation": "ar1",
-        "correlation_param": 0.5,
-    }
     with pytest.warns(DataHolderWarning, match="time is text"):
         memory = dplong.LongitudinalOLS.from_formula(
-            "y ~ x1", named.assign(t=named["t"].astype(object)), **options
+            "y ~ x1", named.assign(t=named["t"].astype(object)), **AR1_OPTIONS
         )
     with pytest.warns(DataHolderWarning, match="time is text"):
-        reduced = dplong.LongitudinalOLS.from_formula("y ~ x1", frame, **options)
+        reduced = dplong.LongitudinalOLS.from_formula("y ~ x1", frame, **AR1_OPTIONS)
     np.testing.assert_allclose(
         reduced._user_coefficients(), memory._user_coefficients(), rtol=0, atol=ROUND_OFF
     )
@@ -152,19 +149,13 @@ def test_a_text_time_with_declared_levels_orders_rows_as_in_memory(data: pd.Data
     'wave 8' as text)."""
     waves = [f"wave {t + 8}" for t in range(8)]
     named = data.assign(t=data["t"].map(dict(enumerate(waves))).astype(object))
-    options: dict[str, Any] = {
-        "groups": "user",
-        "time": "t",
-        "correlation": "ar1",
-        "correlation_param": 0.5,
-    }
-    numbers = dplong.LongitudinalOLS.from_formula("y ~ x1 + I(t == 0)", data, **options)
+    numbers = dplong.LongitudinalOLS.from_formula("y ~ x1 + I(t == 0)", data, **AR1_OPTIONS)
     expected = numbers._user_coefficients()
     unknown = as_dask(named.astype({"t": "category"}))
     unknown["t"] = unknown["t"].cat.as_unknown()
     for frame in (named, as_dask(named), unknown):
         model = dplong.LongitudinalOLS.from_formula(
-            "y ~ x1 + I(t == 'wave 8')", frame, levels={"t": waves}, **options
+            "y ~ x1 + I(t == 'wave 8')", frame, levels={"t": waves}, **AR1_OPTIONS
         )
         np.testing.assert_allclose(model._user_coefficients(), expected, rtol=0, atol=ROUND_OFF)
 
