@@ -727,6 +727,13 @@ def test_a_mean_plans_with_its_fit_options_and_grouping() -> None:
     assert dplong.plan("y ~ x", model="ols", n=2000, epsilon=2.0).caveats == ()
     (caveat,) = dplong.plan("y ~ x", model="re", n=2000, epsilon=2.0, max_rows=4).caveats
     assert caveat.startswith("RandomEffects: the stand-in rows have half their variance")
+    # two regressors or more of a reference panel's forecast: their correlation is a caveat
+    # (an audit's wage panel exper + expersq, planned released, was withheld in 9 of 10 fits)
+    options = {"model": "panel", "n": 545, "epsilon": 4.0, "max_rows": 8}
+    (caveat,) = dplong.plan("lwage ~ exper + expersq", **options).caveats
+    assert caveat.startswith("the reference panel's regressors are uncorrelated")
+    assert dplong.plan("lwage ~ exper", **options).caveats == ()
+    assert dplong.plan("y ~ x + z", model="ols", n=2000, epsilon=2.0).caveats == ()
     with pytest.raises(dplong.exceptions.ParameterError, match="by='year' needs its declared"):
         dplong.plan("lwage ~ 1", model="mean", n=545, epsilon=1.0, by="year")
     with pytest.raises(dplong.exceptions.ParameterError, match="unexpected option 'scal'"):

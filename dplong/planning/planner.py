@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import patsy
 
 from dplong._validation import describe, real_number
 from dplong.exceptions import DplongError, ParameterError
@@ -220,19 +221,43 @@ def plan(
         target_sd=target_sd,
         registered=decision is not None,
         level="item" if item_level else "user",
-        caveats=_caveats(model_name, model_options, fit_options),
+        caveats=_caveats(
+            model_name, model_options, fit_options, referenced=_several(formula, reference)
+        ),
         _users=users,
     )
 
 
+def _several(formula: str, reference: ReferencePanel | None) -> bool:
+    """Whether a noise forecast from a reference panel (``reference``) is of two regressors
+    or more (the formula's right-hand terms but the intercept): their correlation then
+    matters, and the panel's are uncorrelated."""
+    if reference is None:
+        return False
+    terms = patsy.ModelDesc.from_formula(formula).rhs_termlist
+    return sum(1 for term in terms if term.factors) >= 2
+
+
 def _caveats(
-    model_name: str, model_options: Mapping[str, Any], fit_options: Mapping[str, Any]
+    model_name: str,
+    model_options: Mapping[str, Any],
+    fit_options: Mapping[str, Any],
+    *,
+    referenced: bool = False,
 ) -> tuple[str, ...]:
     """What the stand-in rows assume that the analyst's data may well not, from the model and
     its options (public): every user at each ``by=`` level, every regressor changing within
     every user of a per-entry within fit, half the variance between users of a random-effects
-    fit."""
+    fit, and (``referenced``: a noise forecast from a reference panel) uncorrelated
+    regressors."""
     caveats = []
+    if referenced:
+        caveats.append(
+            "the reference panel's regressors are uncorrelated. Correlated ones (a regressor "
+            "and its square, age and experience) are noisier than forecast and withheld at a "
+            "larger epsilon, even where every reference fit released them: centre a power "
+            "(I((x - c)**2)) and plan with a larger epsilon."
+        )
     if model_options.get("by") is not None:
         caveats.append(
             "by=: each level is forecast as if all n users had a statistic there. Which users "
