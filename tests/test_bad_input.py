@@ -533,6 +533,7 @@ FROM_FORMULA: list[tuple[str, Callable[..., object], dict[str, Any], type[Dplong
     ("formula not str", _ols, {"formula": 5}, FormulaError, "formula"),
     ("unbalanced", _ols, {"formula": "y ~ (x1"}, FormulaError, "y ~ (x1"),
     ("missing column", _ols, {"formula": "y ~ nope"}, FormulaError, "nope"),
+    ("spaced column", _ols, {"formula": "y ~ x one"}, FormulaError, "written Q('x one')"),
     ("text outcome", _ols, {"formula": "site ~ x1"}, FormulaError, "outcome"),
     ("date outcome", _ols, {"formula": "when ~ x1"}, FormulaError, "outcome"),
     ("date regressor", _ols, {"formula": "y ~ when"}, FormulaError, "when"),

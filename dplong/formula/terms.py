@@ -19,10 +19,26 @@ _PATSY_NAMES = {name: getattr(patsy.builtins, name) for name in patsy.builtins._
 
 
 def _parse(factor: Any, formula: str) -> ast.Expression:
+    code = str(factor.code)
     try:
-        return ast.parse(str(factor.code), mode="eval")
+        return ast.parse(code, mode="eval")
     except SyntaxError:
-        raise FormulaError(f"cannot read the term {factor.code!r} of {formula!r}") from None
+        # words with spaces between them: most likely a column so named
+        hint = f": a column named so is written Q({code!r})" if _spaced_name(code) else ""
+        raise FormulaError(f"cannot read the term {code!r} of {formula!r}{hint}") from None
+
+
+def _spaced_name(code: str) -> bool:
+    """Whether ``code`` is words separated by spaces (``log wage``), as a column name may be.
+
+    Examples
+    --------
+    >>> from dplong.formula.terms import _spaced_name
+    >>> _spaced_name("log wage"), _spaced_name("x +* y"), _spaced_name("wage")
+    (True, False, False)
+    """
+    words = code.split()
+    return len(words) > 1 and all(word.isidentifier() for word in words)
 
 
 def formula_env(env: patsy.EvalEnvironment) -> patsy.EvalEnvironment:
