@@ -990,7 +990,7 @@ class TestPlanPTR:
 
     @pytest.mark.parametrize(
         ("change", "least"),
-        [([], "7.1e-05"), (["--bandwidth", "0.05"], "7.1e-05"), (["--n", "300"], "0.0001")],
+        [([], "7e-05"), (["--bandwidth", "0.05"], "7e-05"), (["--n", "300"], "0.0001")],
     )
     def test_nadaraya_watson_plans_at_the_audited_values(
         self, change: list[str], least: str

@@ -56,9 +56,15 @@ def smallest_epsilon(
 
 
 def _rounded(passes: Callable[[float], bool], lo: float, hi: float) -> float:
-    """``hi`` rounded up to 2 significant digits (more if the rounded value fails)."""
+    """The smallest number of 2 significant digits (more if none passes) in ``(lo, hi]``
+    rounded up that passes: ``hi`` rounded down where that is above ``lo`` and passes (the
+    bisection's ``hi`` lies a little above the threshold: 8.003 said "about 8.1" where 8.0
+    passed), else ``hi`` rounded up."""
     for digits in (2, 3, 4):
         power = 10.0 ** (math.floor(math.log10(hi)) - digits + 1)
+        down = float(f"{math.floor(hi / power + 1e-9) * power:.{digits}g}")
+        if lo < down < hi and passes(down):
+            return down
         rounded = float(f"{math.ceil(hi / power - 1e-9) * power:.{digits}g}")
         if rounded >= hi and passes(rounded):
             return rounded
