@@ -1892,6 +1892,25 @@ def test_cli_reads_what_is_not_a_number_as_missing(csv: Path, argv: list[str], c
     assert warning in err and warning not in expected[2], err
 
 
+def test_cli_asks_for_a_factors_levels_only_of_a_column_of_text(csv: Path) -> None:
+    """A numeric column with a stray 'n.a.' cell is not a factor: its warning asks for no
+    levels (an audit was told to declare x1's levels), while a column with no number in it
+    is most likely a factor, and its warning asks for them."""
+    frame = pd.read_csv(csv)
+    stray = csv.parent / "stray.csv"
+    frame.assign(x1=frame["x1"].astype(object).where(frame.index != 3, "n.a.")).to_csv(
+        stray, index=False
+    )
+    argv = [a for a in ["--model", "ols", *BASE] if a != "--quiet"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        _, _, err = run_cli(csv, [f"DATA={stray.name}", *argv, "--seed", "0"])
+        said = "dplong: warning: DATA holds values of 'x1' that are not numbers; they are read"
+        assert said in err and "--levels x1=" not in err, err
+        _, _, err = run_cli(csv, [*given(argv, "--formula", "y ~ site"), "--seed", "0"])
+        assert "(a factor needs its levels declared: --levels site=...)" in err, err
+
+
 def test_cli_by_values_outside_the_levels_are_told(csv: Path) -> None:
     """``--by`` rows whose key is not among its ``--levels`` are read as missing, and the data
     holder is told on stderr, as of a formula's column."""

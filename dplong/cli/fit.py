@@ -62,7 +62,7 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
             if column in reading
             else ("numbers or ISO 8601 dates", "")
             if column == args.time
-            else ("numbers", f" (a factor needs its levels declared: --levels {column}=...)")
+            else ("numbers", _factor_hint(data, column))
         )
         _say(
             args,
@@ -113,6 +113,16 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
         except OSError as err:
             raise _InputError(f"cannot write --report {args.report!r}: {err}") from None
     return 0
+
+
+def _factor_hint(data: pd.DataFrame | DaskFrame, column: str) -> str:
+    """The hint of a column whose cells were not all numbers: declare a factor's levels,
+    unless some of its cells were read as numbers in memory (a numeric column with a stray
+    'n.a.'); a Dask frame's stored type says nothing of its cells. For the data holder's eyes
+    on stderr only."""
+    if not is_dask(data) and bool(data[column].notna().any()):
+        return ""
+    return f" (a factor needs its levels declared: --levels {column}=...)"
 
 
 def _fitted(model: Any, options: dict[str, Any]) -> Any:
