@@ -417,15 +417,16 @@ def unread_cells(raw: pd.DataFrame, read: pd.DataFrame, columns: Collection[str]
 def _convert(
     frame: pd.DataFrame, levels: Mapping[str, list[str]], keep: Collection[str], time: str | None
 ) -> pd.DataFrame:
-    # a time column's declared periods (TimeEffects) read as its cells do: numbers or dates
-    # keep the column numeric (it orders the rows as such), text makes it a factor
+    # a time column's declared periods (TimeEffects): numbers keep the column numeric (it
+    # orders the rows as such); dates or text make it a factor of the declared periods, in
+    # their order (a column stored as dates is read as its ISO 8601 text)
     timed = time is not None and (time not in levels or time_levels(levels[time]) is not None)
     columns = {
         c: frame[c]
         if c in keep
         else _as_times(frame[c])
         if c == time and timed
-        else as_levels(frame[c], levels[c])
+        else as_levels(_iso_dates(frame[c]), levels[c])
         if c in levels
         else as_numbers(frame[c])
         for c in frame.columns
@@ -435,22 +436,34 @@ def _convert(
 
 
 def time_levels(levels: Sequence[str]) -> list[float | int] | None:
-    """Declared levels of the time column as its cells read (:func:`_as_times`: numbers, or
-    ISO 8601 dates as days since 1970-01-01), so that a formula's factor of the periods
-    (``TimeEffects``) matches the numeric column that orders the rows; None where a level is
-    neither (the column is then a factor of text levels, ordered by their declaration).
+    """Declared levels of the time column as numbers where every one reads as a number, so
+    that a formula's factor of the periods (``TimeEffects``) matches the numeric column that
+    orders the rows; None otherwise (dates or text: the column is then a factor of those
+    levels, labelled and ordered as they are declared; a column stored as dates keeps them,
+    the levels read as dates by the command line).
 
     Examples
     --------
     >>> from dplong.io import time_levels
     >>> time_levels(["1980", "1981.5"]), time_levels(["2020-01-01"]), time_levels(["a", "b"])
-    ([1980, 1981.5], [18262], None)
+    ([1980, 1981.5], None, None)
     """
-    read = _as_times(pd.Series(list(levels), dtype=object))
+    read = as_numbers(pd.Series(list(levels), dtype=object))
     if read.isna().any():
         return None
     # whole numbers as such: the dummies' labels read C(year)[T.1981], as in Python
     return [int(v) if float(v).is_integer() else float(v) for v in read]
+
+
+def _iso_dates(values: pd.Series) -> pd.Series:
+    """A column stored as dates as its ISO 8601 text (the date alone where every time is
+    midnight), as declared levels are written; any other column as it is."""
+    if not pd.api.types.is_datetime64_any_dtype(values.dtype):
+        return values
+    midnight = bool((values.dropna() == values.dropna().dt.normalize()).all())
+    text = values.dt.strftime("%Y-%m-%d") if midnight else values.map(pd.Timestamp.isoformat)
+    iso: pd.Series = text.where(values.notna(), None)
+    return iso
 
 
 def _as_times(values: pd.Series) -> pd.Series:

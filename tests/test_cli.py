@@ -757,7 +757,7 @@ def test_time_effects_read_the_declared_periods_of_the_time_column() -> None:
     as text against a numeric column and every such fit was refused. The release is the
     library's own, draw for draw, its dummies labelled by the years."""
     years = list(range(1980, 1988))
-    formula = "lwage ~ exper + union + EntityEffects + TimeEffects"
+    formula = "lwage ~ union + married + EntityEffects + TimeEffects"  # identified within
     argv = ["fit", "dataset:wage_panel", "--model", "ols", "--groups", "nr", "--time", "year"]
     argv += ["--levels", "year=" + ",".join(map(str, years)), "--formula", formula]
     code, out, err = run([*argv, "--epsilon", "1e6", "--seed", "2", "--quiet"])
@@ -772,6 +772,31 @@ def test_time_effects_read_the_declared_periods_of_the_time_column() -> None:
     assert lib.params.notna().all()
     for name, value in lib.params.items():
         assert re.search(rf"^{re.escape(str(name))}\s+{value:.4g}\s", out, flags=re.M), name
+
+
+def test_time_effects_of_dates_read_alike_from_csv_and_parquet(tmp_path: Path) -> None:
+    """A time column of dates with its periods declared as ISO dates: written as text (CSV)
+    or stored as dates (Parquet), it is a factor of the declared dates, labelled by them, and
+    both files give the same fit (the Parquet column read none of its rows: the declared
+    dates had been read as days against a date column, and every row was dropped)."""
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("dask.dataframe")
+    wages = dplong.datasets.load_wage_panel()
+    dated = wages.assign(when=pd.to_datetime(wages["year"].astype(str) + "-01-01"))
+    columns = ["nr", "when", "lwage", "union", "married"]
+    dated[columns].to_parquet(tmp_path / "dates.parquet", index=False)
+    dated.assign(when=dated["when"].dt.strftime("%Y-%m-%d"))[columns].to_csv(
+        tmp_path / "dates.csv", index=False
+    )
+    periods = "when=" + ",".join(f"{year}-01-01" for year in range(1980, 1988))
+    argv = ["--model", "ols", "--groups", "nr", "--time", "when", "--levels", periods]
+    argv += ["--formula", "lwage ~ union + married + EntityEffects + TimeEffects"]
+    argv += ["--epsilon", "1e6", "--seed", "0", "--quiet"]
+    fits = [run(["fit", str(tmp_path / name), *argv]) for name in ("dates.csv", "dates.parquet")]
+    (code, out, err), (code2, out2, err2) = fits
+    assert code == code2 == 0, (err, err2)
+    assert re.search(r"^C\(when\)\[T\.1987-01-01\]\s+-?\d", out, flags=re.M), out
+    assert out == out2
 
 
 WAGES = ["fit", "dataset:wage_panel", "--groups", "nr", "--seed", "1", "--quiet"]

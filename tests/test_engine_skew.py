@@ -367,6 +367,11 @@ def test_the_skew_warning_does_not_ask_for_a_support_already_declared() -> None:
             named += 1
             assert "lower=0" not in note and "State tail=Moment(k, bound) or scale=" in note
     assert named >= 1
+    # nor does the warning of a tail no count checked (a reviewer: it still asked)
+    x = np.random.default_rng(1).exponential(1.0, 300)
+    res = dplong.winsorized_mean(x, epsilon=1.5, lower=0.0, random_state=0)
+    (note,) = [w for w in res.warnings if "no count checked" in w]
+    assert "lower=0" not in note and "state tail=Moment(k, bound) or scale=" in note
 
 
 def test_a_moderate_tail_the_count_found_takes_the_exponential_model() -> None:

@@ -255,12 +255,21 @@ def test_the_plan_reads_no_row_and_refuses_bad_arguments_as_the_fit() -> None:
     assert "C(site)[T.b]" in text and "C(site)[T.c]" in text
 
 
+def test_the_smallest_epsilon_is_the_smallest_two_digit_value_that_passes() -> None:
+    """The bisection's upper end lies a little above the threshold; rounded up it named 8.1
+    where 8.0 passed (an audit): the value named is the smallest of two significant digits
+    at or above the threshold, and it passes."""
+    for threshold, named in ((7.97, 8.0), (8.0, 8.0), (8.03, 8.1), (3.14159, 3.2), (7e-5, 7e-5)):
+        found = dplong.planning.smallest_epsilon(lambda e, t=threshold: e >= t, 1.0)
+        assert found == pytest.approx(named, rel=1e-12), (threshold, found)
+
+
 def test_a_plan_with_time_effects_names_the_time_column() -> None:
     """``TimeEffects`` reads the declared periods of the time column, so a plan takes its
     name (``time=``, a public fact; the stand-in rows hold it, as ``dplong plan --time``
     gives it): the plan's decision is the fit's on the wage panel, and the dummies are the
     declared years. A time given as values is refused: the plan reads no row."""
-    formula = "lwage ~ exper + union + EntityEffects + TimeEffects"
+    formula = "lwage ~ union + married + EntityEffects + TimeEffects"  # identified within
     years = {"year": list(range(1980, 1988))}
     plan = dplong.plan(formula, model="ols", n=545, epsilon=20.0, time="year", levels=years)
     assert not plan.refused
@@ -281,6 +290,13 @@ def test_a_plan_with_time_effects_names_the_time_column() -> None:
                 model.fit(epsilon=epsilon, random_state=0)
     with pytest.raises(dplong.exceptions.ParameterError, match="time as the name"):
         dplong.plan(formula, model="ols", n=545, epsilon=20.0, time=wages["year"], levels=years)
+    with pytest.raises(dplong.exceptions.ParameterError, match="takes no time"):
+        dplong.plan("lwage ~ 1", model="mean", n=545, epsilon=1.0, time="year")
+    # the command line passes --time to the plan
+    argv = ["plan", "--model", "ols", "--formula", formula, "--n", "545", "--epsilon", "20"]
+    periods = "year=" + ",".join(map(str, years["year"]))
+    code, out, err = _cli([*argv, "--time", "year", "--levels", periods])
+    assert code == 0 and "Decision: released" in out, err
 
 
 def _cli(argv: list[str]) -> tuple[int, str, str]:

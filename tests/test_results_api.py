@@ -443,7 +443,7 @@ def test_a_declared_lower_end_stops_a_means_interval() -> None:
     np.testing.assert_array_equal(ci["lower"], np.maximum(uncut["lower"], 0.0))
     np.testing.assert_array_equal(ci["upper"], uncut["upper"])
     assert res.pvalues.isna().all()
-    assert "P (bias-adj.): none where support >= 0." in str(res.summary())
+    assert "P (bias-adj.): none if support >= 0." in str(res.summary())
     assert any(
         line.startswith("Declared support (lower=): meddol >= 0;") for line in res.assumptions
     )

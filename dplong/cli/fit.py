@@ -50,7 +50,8 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
     # a factor of text levels declared in the formula is read as one (not as numbers)
     reading: dict[str, Any] = {**text_levels(args.formula), **levels}
     data = typed(raw, levels=reading, groups=args.groups, time=args.time)
-    # the time column's periods (TimeEffects) as its numbers or dates read
+    # the time column's periods (TimeEffects) as numbers where they all are (the column is
+    # read as numbers then); else the text declared, of which the column is a factor
     periods = None if args.time not in reading else time_levels(reading[args.time])
     if periods is not None:
         reading[args.time] = periods

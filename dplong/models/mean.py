@@ -51,7 +51,7 @@ from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.budget import afford, charge, keyed_ledger, keyed_share, part
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA, AssumedTail, Moment, Tail
+from dplong.privacy.radius import DEFAULT_GAMMA, AssumedTail, Moment, Offer, Tail
 from dplong.results import ModelSpec, PanelResults
 
 if TYPE_CHECKING:
@@ -59,6 +59,11 @@ if TYPE_CHECKING:
     from dask.dataframe import Series as DaskSeries
 
 __all__ = ["ColumnMean", "winsorized_mean"]
+
+
+#: The options of :func:`winsorized_mean` through which its analyst vouches for the users'
+#: tail, which its warnings name (:attr:`~dplong.privacy.rules.Rules.offers`).
+OFFERED: frozenset[Offer] = frozenset(("lower", "tail", "scale"))
 
 
 @advised
@@ -291,7 +296,8 @@ def winsorized_mean(
             tail=stated_tail,
             partial_users=grouping is not None,
             supported=support is not None,
-            offers=frozenset(("lower", "tail", "scale")),  # winsorized_mean's options
+            # winsorized_mean's options; a support's end no longer, once declared
+            offers=frozenset(("tail", "scale") if support is not None else OFFERED),
         )
 
     ledger: PrivacyLedger | None = None

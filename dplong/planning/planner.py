@@ -111,6 +111,8 @@ def plan(
             "plan takes time as the name of the time column (the stand-in rows hold it; no "
             f"row is read), got {type(time).__name__}"
         )
+    if time is not None and "time" not in model_params:
+        raise ParameterError(f"model {model_name} takes no time (its rows are not ordered)")
     model_options = {k: v for k, v in options.items() if k in model_params}
     fit_options = {k: v for k, v in options.items() if k not in model_params}
     for fixed in ("random_state", "rng", "accountant"):
@@ -222,17 +224,21 @@ def plan(
         registered=decision is not None,
         level="item" if item_level else "user",
         caveats=_caveats(
-            model_name, model_options, fit_options, referenced=_several(formula, reference)
+            model_name,
+            model_options,
+            fit_options,
+            referenced=_several(formula, reference, fit_plan),
         ),
         _users=users,
     )
 
 
-def _several(formula: str, reference: ReferencePanel | None) -> bool:
-    """Whether a noise forecast from a reference panel (``reference``) is of two regressors
-    or more (the formula's right-hand terms but the intercept): their correlation then
-    matters, and the panel's are uncorrelated."""
-    if reference is None:
+def _several(formula: str, reference: ReferencePanel | None, fit_plan: FitPlan | None) -> bool:
+    """Whether the plan's noise forecast came from a reference panel (``reference``; not where
+    public facts fix the noise, ``fit_plan.forecast``: an ePTR release) and is of two
+    regressors or more (the formula's right-hand terms but the intercept): their correlation
+    then matters, and the panel's are uncorrelated."""
+    if reference is None or fit_plan is None or fit_plan.forecast:
         return False
     terms = patsy.ModelDesc.from_formula(formula).rhs_termlist
     return sum(1 for term in terms if term.factors) >= 2

@@ -684,10 +684,7 @@ def release_means(
             where.sd**2, located, where.centre_error + np.abs(offset) * where.sd, tail="exponential"
         )
         bias = np.where(skewed, np.fmax(bias, far * bias_factor(user_weights, users, n)), bias)
-        # a finite declared end is not asked for again (a model's own -inf ends declare none)
-        supported = lower is not None and bool(np.isfinite(np.asarray(lower)[skewed]).all())
-        offers = rules.offers - {"lower"} if supported else rules.offers
-        skew = skewed_notes(names, skewed, offset, bias, offers=offers)
+        skew = skewed_notes(names, skewed, offset, bias, offers=rules.offers)
     # the skewed ones' warning says as much
     unchecked_notes = unchecked_warnings(
         names,

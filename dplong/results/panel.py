@@ -187,10 +187,12 @@ class PanelResults(RestrictionTests):
         # a support from 0 up (a variance, a declared lower=) puts 'parameter = 0' on its
         # boundary or outside it, where the Wald z has no normal reference: no p-value
         bounded = self._support() >= 0.0
-        tested = "bias bound to" if bounded.any() else "the clipping bias bound given to"
+        tested = "bias bound" if bounded.any() else "the clipping bias bound"
         clauses = (
-            [f"of 'parameter = 0', {tested} the null"] if adjusted and not bounded.all() else []
-        ) + (["none where support >= 0"] if bounded.any() else [])
+            [f"of 'parameter = 0', {tested} given to the null"]
+            if adjusted and not bounded.all()
+            else []
+        ) + (["none if support >= 0"] if bounded.any() else [])
         footnotes = (f"{p_name}: {'; '.join(clauses)}.",) if clauses else ()
         info = pd.Series(self._summary_info()).to_frame("value")
         return Summary(

@@ -378,9 +378,9 @@ class BiasAllowedContrast(ContrastResults):  # type: ignore[misc]  # statsmodels
         return np.column_stack((self.effect - width, self.effect + width))
 
     def summary(self, xname: Any = None, alpha: float = 0.05, title: Any = None) -> Any:
-        """statsmodels' table, its p-value column named as the results' summary names it where
-        a bias bound is given to the null: ``P(adj)``, not ``P>|z|`` of the ``z`` beside it
-        (an audit read z = 6.8 next to P>|z| = 1.000)."""
+        """statsmodels' table, its p-value column named ``P(adj)`` where a bias bound is given
+        to the null (the results' ``P (bias-adj.)``, in statsmodels' narrow column), not
+        ``P>|z|`` of the ``z`` beside it (an audit read z = 6.8 next to P>|z| = 1.000)."""
         table = super().summary(xname=xname, alpha=alpha, title=title)
         if np.any(self.bias > 0.0):
             for cell in table[0]:

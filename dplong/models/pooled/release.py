@@ -219,7 +219,7 @@ def _release_statistics(
     # step 4: the person-clustered meat at the released β̂ (public), whitened, with the mass
     # the steps' radius clipped below the Cauchy–Schwarz one (the steps' fixed point's bias);
     # its noise grows as R², so its radius is quiet at its own noise (MEAT_NOISE)
-    quiet = min(quiet, _meat_quiet(size, rho_meat, n, p))
+    quiet = min(quiet, _meat_quiet(size, rho_meat, p))
     radius = _clip_radius(released, pilot, beta, cap, row_total, reach, quiet)
     meat, gain = _release_meat(
         persons.scores(beta, cap=cap, whiten=pilot.whiten),
@@ -361,7 +361,7 @@ def _score_size(
     return _ScoreSize(total, max(math.sqrt(SCORE_SPREAD * mean_square), quiet), quiet, sampling)
 
 
-def _meat_quiet(size: _ScoreSize | None, rho: float, n: int, p: int) -> float:
+def _meat_quiet(size: _ScoreSize | None, rho: float, p: int) -> float:
     """The radius at which the meat's noise sd is :data:`MEAT_NOISE` of a diagonal entry,
     ``n m̂ / p`` from the released scores' mean square (:class:`_ScoreSize`; inf without one):
     the meat's sensitivity is at most √3 R², its noise sd √3 R² / √(2 ρ). Public, from
