@@ -91,6 +91,26 @@ def test_the_pooled_family_says_its_notes_on_the_screen_too() -> None:
     assert said == list(res.warnings)
 
 
+def test_a_factor_declared_between_by_its_column_absorbs_its_indicators() -> None:
+    """``between=["ethn"]`` names a factor of the formula by its column: its indicators are
+    absorbed, the same fit as naming them (an audit had to write ``C(ethn)[T.b]``); a name
+    that is neither a regressor nor a factor's column is refused, as before."""
+    wages = dplong.datasets.load_wage_panel().assign(
+        ethn=lambda d: d["black"].map({0: "a", 1: "b"})
+    )
+    model = dplong.PanelOLS.from_formula(
+        "lwage ~ exper + C(ethn)", wages, groups="nr", levels={"ethn": ["a", "b"]}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        by_column = model.fit(epsilon=4.0, max_rows=8, between=["ethn"], random_state=0)
+        by_name = model.fit(epsilon=4.0, max_rows=8, between=["C(ethn)[T.b]"], random_state=0)
+    assert by_column.withheld.to_dict() == {"C(ethn)[T.b]": "absorbed"}
+    pd.testing.assert_series_equal(by_column.params, by_name.params)
+    with pytest.raises(ParameterError, match="nor factors of them"):
+        model.fit(epsilon=4.0, max_rows=8, between=["eth"], random_state=0)
+
+
 def test_public_bounds_cap_the_deviations_found_and_help_as_much_as_none() -> None:
     """A public range of width w bounds the deviations by ±w, far wider than their spread:
     as the frame it left the design within the Gram matrix's noise and every coefficient was

@@ -92,13 +92,29 @@ def _declared_between(between: object, names: tuple[str, ...], *, within: bool) 
     listed = (between,) if isinstance(between, str) else between
     if not isinstance(listed, Sequence | tuple) or not all(isinstance(c, str) for c in listed):
         raise ParameterError(f"between must be a list of column names; got {between!r}")
-    unknown = [c for c in listed if c not in names]
+    # a factor named by its column stands for its indicators (between=["arm"])
+    expanded = [c for name in listed for c in ([name] if name in names else _dummies(name, names))]
+    unknown = [c for c in listed if c not in names and not _dummies(c, names)]
     if unknown:
         raise ParameterError(
-            f"between names {unknown}, which are not regressors of the within fit; "
-            f"expected some of {list(names)}"
+            f"between names {unknown}, which are not regressors of the within fit nor factors "
+            f"of them; expected some of {list(names)}"
         )
-    return tuple(dict.fromkeys(listed))
+    return tuple(dict.fromkeys(expanded))
+
+
+def _dummies(column: str, names: tuple[str, ...]) -> list[str]:
+    """The indicator columns among ``names`` of a factor of ``column`` (``arm[T.b]``,
+    ``C(arm)[T.b]``, ``C(arm, levels=[...])[T.b]``, ``C(Q('study arm'))[T.b]``).
+
+    Examples
+    --------
+    >>> from dplong.models.linear_options import _dummies
+    >>> _dummies("arm", ("x", "C(arm, levels=['a', 'b'])[T.b]", "arm2[T.c]", "arm[T.c]"))
+    ["C(arm, levels=['a', 'b'])[T.b]", 'arm[T.c]']
+    """
+    heads = (f"{column}[", f"C({column})[", f"C({column},", f"C(Q('{column}')", f'C(Q("{column}")')
+    return [name for name in names if name.startswith(heads)]
 
 
 def _check_dependence_bounds(scale: object, min_rows: object, min_eigenvalue: object) -> None:
