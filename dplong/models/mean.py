@@ -44,7 +44,13 @@ from dplong.models.mean_levels import (
 )
 from dplong.models.mean_options import _check_by_constant, _stated_scale, _support_and_tail
 from dplong.models.mean_results import _mean_results
-from dplong.models.mean_values import _dask_user_means, _matrix, _user_means, _warn_left_out
+from dplong.models.mean_values import (
+    _dask_user_means,
+    _left_out,
+    _matrix,
+    _user_means,
+    _warn_left_out,
+)
 from dplong.models.release_blocks import run_blocks
 from dplong.planning import Planned, advised
 from dplong.privacy.accounting import Accountant, PrivacyLedger
@@ -252,7 +258,7 @@ def winsorized_mean(
         matrix, labels = _matrix(values, names)
         columns = labels
         codes, n = (None, 0) if groups is None else factorize_groups(groups, matrix.shape[0])
-        _warn_left_out(matrix, codes, labels)
+        _warn_left_out(_left_out(matrix, codes), labels)
         if grouping is not None:
             matrix, labels = _by_level(matrix, labels, grouping)
         if codes is not None:

@@ -88,36 +88,42 @@ def _floats(values: ArrayLike) -> NDArray[np.float64]:
     return np.where(np.isinf(array), np.nan, array)  # ±inf is missing, as in the formula layer
 
 
-def _warn_left_out(
-    matrix: NDArray[np.float64], codes: NDArray[np.intp] | None, labels: Sequence[str]
-) -> None:
+def _left_out(matrix: NDArray[np.float64], codes: NDArray[np.intp] | None) -> NDArray[np.float64]:
+    """The counts :func:`_warn_left_out` tells of, as one vector: the rows, those without a
+    user id (code -1), and per column the missing or non-finite values of the others."""
+    owned = np.ones(matrix.shape[0], dtype=bool) if codes is None else codes >= 0
+    holes = np.count_nonzero(np.isnan(matrix[owned]), axis=0)
+    no_id = matrix.shape[0] - np.count_nonzero(owned)
+    return np.array([matrix.shape[0], no_id, *holes], dtype=np.float64)
+
+
+def _warn_left_out(counts: NDArray[np.float64], labels: Sequence[str]) -> None:
     """Warn the data holder (:class:`~dplong.exceptions.DataHolderWarning`, never the results:
-    how many rows a data set leaves out depends on them) of the rows no user's mean reads: a
-    row without a user id, and per column a missing or non-finite value (each user's mean is
-    over their other rows; with one row a user, that user has none), as the formula layer's
-    :func:`~dplong.formula.build.warn_dropped` does for a model's rows.
+    how many rows a data set leaves out depends on them) of the rows no user's mean reads
+    (:func:`_left_out`'s ``counts``): a row without a user id, and per column a missing or
+    non-finite value (each user's mean is over their other rows; with one row a user, that
+    user has none), as the formula layer's :func:`~dplong.formula.build.warn_dropped` does
+    for a model's rows.
 
     Examples
     --------
     >>> import warnings
     >>> import numpy as np
-    >>> from dplong.models.mean_values import _warn_left_out
+    >>> from dplong.models.mean_values import _left_out, _warn_left_out
+    >>> counts = _left_out(np.array([[1.0], [np.nan], [2.0]]), np.array([0, 0, -1]))
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
-    ...     _warn_left_out(np.array([[1.0], [np.nan], [2.0]]), np.array([0, 0, -1]), ["x"])
+    ...     _warn_left_out(counts, ["x"])
     >>> str(caught[0].message)[:78]
     "Of 3 rows, 1 without a user id is left out; 1 with a missing or non-finite 'x'"
     """
-    rows = matrix.shape[0]
-    owned = np.ones(rows, dtype=bool) if codes is None else codes >= 0
-    no_id = rows - int(np.count_nonzero(owned))
-    holes = np.count_nonzero(np.isnan(matrix[owned]), axis=0)
+    rows, no_id, *holes = (int(c) for c in counts)
     verb = {True: "is", False: "are"}
     parts = [f"{no_id:,} without a user id {verb[no_id == 1]} left out"] if no_id else []
     parts += [
         f"{count:,} with a missing or non-finite {label!r} (NaN, ±inf) {verb[count == 1]} left "
         "out of its user means"
-        for label, count in zip(labels, holes.tolist(), strict=True)
+        for label, count in zip(labels, holes, strict=True)
         if count
     ]
     if parts:
@@ -181,15 +187,18 @@ def _dask_user_means(
             'groups=frame["id"]'
         )
     user = "__dplong_groups__"
+    tally = 2 + len(columns)  # the counts of the rows left out (_left_out), carried last
     means, ids = reduce_users(
         frame.assign(**{user: groups}),
         user,
         functools.partial(_partition_mean_sums, columns=columns, levels=levels),
         _means_from_sums,
-        carried=levels,
+        carried=levels + tally,
     )
     if len(ids) == 0:
         raise DataError(f"values is empty (shape (0, {len(columns)}))")
+    _warn_left_out(means[:, -tally:].sum(axis=0), labels)
+    means = means[:, :-tally]
     if levels:
         means, rows_at = means[:, :-levels], means[:, -levels:]
         if by_constant:
@@ -201,10 +210,13 @@ def _partition_mean_sums(
     rows: pd.DataFrame, codes: NDArray[np.intp], n: int, *, columns: list[Any], levels: int
 ) -> NDArray[np.float64]:
     """:func:`_mean_sums` of one Dask partition's rows, spread over ``levels`` levels where
-    there is a grouping, then each user's rows at each level (whatever their values)."""
+    there is a grouping, then each user's rows at each level (whatever their values), then
+    the partition's counts of the rows left out (:func:`_left_out`) on its first user."""
     values = _floats(rows[columns])
+    tally = np.zeros((n, 2 + len(columns)))
+    tally[:1] = _left_out(values, codes)
     if not levels:
-        return _mean_sums(values, codes, n)
+        return np.column_stack([_mean_sums(values, codes, n), tally])
     level = rows[_LEVEL].to_numpy()
     sums = _mean_sums(_spread(values, level, levels), codes, n)
-    return np.column_stack([sums, _rows_at_levels(level, codes, n, levels)])
+    return np.column_stack([sums, _rows_at_levels(level, codes, n, levels), tally])
