@@ -439,8 +439,8 @@ def time_levels(levels: Sequence[str]) -> list[float | int] | None:
     """Declared levels of the time column as numbers where every one reads as a number, so
     that a formula's factor of the periods (``TimeEffects``) matches the numeric column that
     orders the rows; None otherwise (dates or text: the column is then a factor of those
-    levels, labelled and ordered as they are declared; a column stored as dates keeps them,
-    the levels read as dates by the command line).
+    levels, labelled and ordered as they are declared, a column stored as dates read as its
+    ISO 8601 text).
 
     Examples
     --------
