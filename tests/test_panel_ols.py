@@ -89,6 +89,13 @@ def test_the_pooled_family_says_its_notes_on_the_screen_too() -> None:
     said = [str(w.message) for w in caught if issubclass(w.category, DplongWarning)]
     assert res.params.isna().all() and res.warnings
     assert said == list(res.warnings)
+    # RandomEffects says its own notes, not those of its pilot and quasi-demeaned stages
+    model = dplong.RandomEffects.from_formula("lwage ~ exper + educ", wages, groups="nr")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = model.fit(epsilon=4.0, max_rows=8, random_state=0)
+    said = [str(w.message) for w in caught if issubclass(w.category, DplongWarning)]
+    assert res.warnings and said == list(res.warnings)
 
 
 def test_a_factor_declared_between_by_its_column_absorbs_its_indicators() -> None:

@@ -70,7 +70,7 @@ from dplong.models.location import COMPONENTS, RandomEffectsLocation
 from dplong.models.location_moments import _UserMoments
 from dplong.models.option_checks import CovType, check_max_rows
 from dplong.models.pooled.dask_rows import DaskRows, clipped_residuals
-from dplong.models.pooled.estimator import PooledOLS, Rows
+from dplong.models.pooled.estimator import PooledOLS, Rows, said_on_screen
 from dplong.models.pooled.factors import Blocks, Disjoint
 from dplong.models.pooled.frame import _Scaling
 from dplong.models.pooled.gram import _rows_released
@@ -243,20 +243,22 @@ class RandomEffects(PooledOLS):
         found: PanelResults | None = None
         withheld: list[str] = []  # the pilot's withheld coefficients
         if stated is None:
-            pilot = PooledOLS(
-                design,
-                ranges,
-                levels=self._levels,
-                frame=frame,
-                flags=flags,
-                blocks=self._blocks,
-                disjoint=self._disjoint,
-                source=self._source,
-            ).fit(
-                epsilon=zcdp_epsilon(plan.pilot_rho, options.delta),
-                delta=options.delta,
-                **stage,
-            )
+            with warnings.catch_warnings():  # a stage: its notes are not this fit's to say
+                warnings.simplefilter("ignore", DplongWarning)
+                pilot = PooledOLS(
+                    design,
+                    ranges,
+                    levels=self._levels,
+                    frame=frame,
+                    flags=flags,
+                    blocks=self._blocks,
+                    disjoint=self._disjoint,
+                    source=self._source,
+                ).fit(
+                    epsilon=zcdp_epsilon(plan.pilot_rho, options.delta),
+                    delta=options.delta,
+                    **stage,
+                )
             # a coefficient the pilot withheld (a released fact) counts as 0 in the residuals:
             # they keep its effect, which the components then include (the note says so)
             beta = pilot.params.to_numpy()
@@ -280,7 +282,11 @@ class RandomEffects(PooledOLS):
             row_cap=row_cap,
         )
         rho = remaining_rho([e.cost for e in entries], options.epsilon, options.delta)
-        fitted = final.fit(epsilon=zcdp_epsilon(rho, options.delta), delta=options.delta, **stage)
+        with warnings.catch_warnings():  # as the pilot: the fit's results say the notes
+            warnings.simplefilter("ignore", DplongWarning)
+            fitted = final.fit(
+                epsilon=zcdp_epsilon(rho, options.delta), delta=options.delta, **stage
+            )
         ledger = settle(accountant, [*entries, *fitted.privacy.entries], options)
         said = self._range_notes(plan)
         if withheld:
@@ -290,7 +296,9 @@ class RandomEffects(PooledOLS):
                 "components may be too large and the weights less efficient; the "
                 "coefficients' person-clustered standard errors do not rest on the weights.",
             )
-        return self._random_effects_results(fitted, ledger, components, found, row_cap.value, said)
+        return said_on_screen(
+            self._random_effects_results(fitted, ledger, components, found, row_cap.value, said)
+        )
 
     def release_plan(
         self,

@@ -92,9 +92,19 @@ FACTOR_SHARES = (0.55, 0.04, 0.07, 0.3, 0.04)
 Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp], int]
 
 _Model = TypeVar("_Model", bound="PooledOLS")
+_Results = TypeVar("_Results", bound=RegressionResults)
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
+
+
+def said_on_screen(results: _Results) -> _Results:
+    """``results``, each of its notes said on the screen once (a DplongWarning), as the
+    engine's models say theirs: a public fit's last step (a stage of another fit, such as
+    RandomEffects' pilot, says nothing of its own: its notes are the fit's to say)."""
+    for note in results.warnings:
+        warn(plain_names(note))
+    return results
 
 
 class PooledOLS(_RangesStage, FormulaModel):
@@ -388,9 +398,7 @@ class PooledOLS(_RangesStage, FormulaModel):
                 raise ParameterError('ptr_floor and coef_bound apply to method="ptr" only')
             model = self._without(absorbed)
             results = model._fit_statistics(options, cap, generator, accountant, self, absorbed)
-        for note in results.warnings:  # said on the screen too, as the engine's models say theirs
-            warn(plain_names(note))
-        return results
+        return said_on_screen(results)
 
     def _fit_statistics(
         self,
