@@ -661,7 +661,7 @@ def _design_sums(
         times = None
     else:
         # categories Dask does not know are each partition's own: their text decides
-        read = frame.astype({time: object}) if text_time else frame
+        read = frame[[time]].astype(object) if text_time else frame
         times = time_order(time, read, spec.spec.levels)
     with contextlib.nullcontext() if tell else rows_told():
         design: PanelDesign = spec.spec.by_user(frame, codes, n, time=times)

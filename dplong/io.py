@@ -460,7 +460,8 @@ def _iso_dates(values: pd.Series) -> pd.Series:
     midnight), as declared levels are written; any other column as it is."""
     if not pd.api.types.is_datetime64_any_dtype(values.dtype):
         return values
-    midnight = bool((values.dropna() == values.dropna().dt.normalize()).all())
+    stamps = values.dropna()
+    midnight = bool((stamps == stamps.dt.normalize()).all())
     text = values.dt.strftime("%Y-%m-%d") if midnight else values.map(pd.Timestamp.isoformat)
     iso: pd.Series = text.where(values.notna(), None)
     return iso

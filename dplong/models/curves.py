@@ -30,6 +30,7 @@ from dplong.models.kernel import PriestleyChao, Stated
 from dplong.models.option_checks import scale_per_column
 from dplong.models.release_blocks import run_blocks
 from dplong.privacy.engine import Release
+from dplong.privacy.radius import SCALE_ONLY
 from dplong.results import CurveResults
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ class UserCurves(PriestleyChao):
             statistics,
             proxy is not None,
             complete_rows=False,
-            offers=frozenset(("scale",)),  # the fit's only say in the curves' tail
+            offers=SCALE_ONLY,  # the fit's only say in the curves' tail
         )
         releases = run_blocks([block], n=n, request=request)
         assumptions = (

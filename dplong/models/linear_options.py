@@ -93,8 +93,9 @@ def _declared_between(between: object, names: tuple[str, ...], *, within: bool) 
     if not isinstance(listed, Sequence | tuple) or not all(isinstance(c, str) for c in listed):
         raise ParameterError(f"between must be a list of column names; got {between!r}")
     # a factor named by its column stands for its indicators (between=["arm"])
-    expanded = [c for name in listed for c in ([name] if name in names else _dummies(name, names))]
-    unknown = [c for c in listed if c not in names and not _dummies(c, names)]
+    meant = {name: [name] if name in names else _dummies(name, names) for name in listed}
+    expanded = [c for columns in meant.values() for c in columns]
+    unknown = [name for name, columns in meant.items() if not columns]
     if unknown:
         raise ParameterError(
             f"between names {unknown}, which are not regressors of the within fit nor factors "

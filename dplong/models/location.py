@@ -25,7 +25,7 @@ from dplong.models.command_line import MAX_ROWS_OPTION, CommandLineModel, Option
 from dplong.models.location_components import (
     COMPONENTS as COMPONENTS,  # its import path before the split (random_effects.py)
 )
-from dplong.models.location_components import OFFERS, _components_block, _error_bound
+from dplong.models.location_components import _components_block, _error_bound
 from dplong.models.location_moments import _reduce_moments, _UserMoments
 from dplong.models.location_results import _assumptions, _location_results
 from dplong.models.location_weights import (
@@ -40,7 +40,7 @@ from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA
+from dplong.privacy.radius import DEFAULT_GAMMA, SCALE_ONLY
 from dplong.results import PanelResults
 
 if TYPE_CHECKING:
@@ -313,7 +313,7 @@ class RandomEffectsLocation(PanelModel):
                 proxy is not None,
                 # its tail's warnings are the weighted location's (location_results)
                 provisional=preliminary,
-                offers=OFFERS,
+                offers=SCALE_ONLY,
             )
         ]
         stated = (
@@ -345,7 +345,7 @@ class RandomEffectsLocation(PanelModel):
                     proxy is not None,
                     weighted=True,
                     centred=centred,
-                    offers=OFFERS,
+                    offers=SCALE_ONLY,
                 )
             )
         assumptions = _assumptions(

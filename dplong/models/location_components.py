@@ -12,15 +12,12 @@ from dplong.bounds import bound_terms
 from dplong.models.blocks import Block, Statistics
 from dplong.models.location_moments import _UserMoments
 from dplong.privacy.engine import Release
-from dplong.privacy.radius import AssumedTail, Offer, concentration_radius
+from dplong.privacy.radius import SCALE_ONLY, AssumedTail, concentration_radius
 
-__all__ = ["COMPONENTS", "OFFERS"]
+__all__ = ["COMPONENTS"]
 
 #: The variance components, in the order they are released (both variances: at least 0).
 COMPONENTS = ("Group Var", "Scale")
-#: The location fit's only say in its statistics' tails (it takes no tail= or lower=): the
-#: warnings of its releases name no other (:attr:`~dplong.privacy.rules.Rules.offers`).
-OFFERS: frozenset[Offer] = frozenset(("scale",))
 
 
 def _components_block(
@@ -68,7 +65,7 @@ def _components_block(
         # (docs/design/location.md). Stated scales bound both instead.
         # assumed, not stated: the tail count checks them where the budget affords one
         tail=None if stated is not None else AssumedTail(("chi-square", "exponential")),
-        offers=OFFERS,
+        offers=SCALE_ONLY,  # the location fit takes no tail= or lower=
     )
 
 

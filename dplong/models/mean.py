@@ -57,7 +57,7 @@ from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.budget import afford, charge, keyed_ledger, keyed_share, part
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, PrivacyModel, Variant
-from dplong.privacy.radius import DEFAULT_GAMMA, AssumedTail, Moment, Offer, Tail
+from dplong.privacy.radius import DEFAULT_GAMMA, OFFERS, AssumedTail, Moment, Offer, Tail
 from dplong.results import ModelSpec, PanelResults
 
 if TYPE_CHECKING:
@@ -303,7 +303,7 @@ def winsorized_mean(
             partial_users=grouping is not None,
             supported=support is not None,
             # winsorized_mean's options; a support's end no longer, once declared
-            offers=frozenset(("tail", "scale") if support is not None else OFFERED),
+            offers=OFFERS if support is not None else OFFERED,
         )
 
     ledger: PrivacyLedger | None = None
@@ -341,9 +341,8 @@ def _keyed_releases(
     options = request.options
     levels = len(labels) // width
     afford(request.accountant, options.epsilon, options.delta)
-    level = dataclasses.replace(
-        request, options=part(options, keyed_share(levels)), accountant=None, focus=None
-    )
+    share = keyed_share(levels)
+    level = dataclasses.replace(request, options=part(options, share), accountant=None, focus=None)
     releases: list[Release] = []
     for k in range(levels):  # a loop over the declared levels (public), not over users
         columns = slice(k * width, (k + 1) * width)
@@ -358,7 +357,7 @@ def _keyed_releases(
                 dataclasses.replace(
                     b,
                     names=labels[j * width : (j + 1) * width],
-                    share=b.share * keyed_share(levels),
+                    share=b.share * share,
                 )
                 for j in range(levels)
                 for b in every

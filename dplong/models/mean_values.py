@@ -213,8 +213,9 @@ def _partition_mean_sums(
     there is a grouping, then each user's rows at each level (whatever their values), then
     the partition's counts of the rows left out (:func:`_left_out`) on its first user."""
     values = _floats(rows[columns])
-    tally = np.zeros((n, 2 + len(columns)))
-    tally[:1] = _left_out(values, codes)
+    counts = _left_out(values, codes)
+    tally = np.zeros((n, counts.size))
+    tally[:1] = counts
     if not levels:
         return np.column_stack([_mean_sums(values, codes, n), tally])
     level = rows[_LEVEL].to_numpy()

@@ -68,26 +68,29 @@ class PoissonMean(ColumnMean):
         super().__init__(formula, data, groups, by=by, levels=levels)
         if pd.api.types.is_numeric_dtype(self._values.dtype):  # others are refused at fit
             negative = self._values < 0
-            if not is_dask(data) and negative.any():  # the data holder hears of them
-                warn(
-                    f"{int(negative.sum()):,} rows hold a negative count of "
-                    f"{self.column!r}, not a count: they are left out (on your screen only: "
-                    "dplong.exceptions.DataHolderWarning).",
-                    DataHolderWarning,
-                )
             self._values = self._values.where(~negative)
-            if is_dask(data):  # told in memory only: counting them would take a pass
-                return
-            values = self._values
-            fractional = np.isfinite(values) & (values % 1.0 != 0.0)
-            if fractional.any():  # kept: told, as the model assumes counts
-                warn(
-                    f"{int(fractional.sum()):,} rows hold a value of {self.column!r} that is not "
-                    "a whole number: PoissonMean takes them as they are, but its tail model "
-                    "(exponential user rates) is a count's; winsorized_mean makes no such "
-                    "assumption (on your screen only: dplong.exceptions.DataHolderWarning).",
-                    DataHolderWarning,
-                )
+            if not is_dask(data):  # told in memory only: counting them would take a pass
+                self._tell(negative)
+
+    def _tell(self, negative: pd.Series) -> None:
+        """Tell the data holder (never the results) of the rows left out as negative and of
+        those kept though not whole numbers (the model's tail is a count's)."""
+        if negative.any():
+            warn(
+                f"{int(negative.sum()):,} rows hold a negative count of {self.column!r}, not a "
+                "count: they are left out (on your screen only: "
+                "dplong.exceptions.DataHolderWarning).",
+                DataHolderWarning,
+            )
+        fractional = np.isfinite(self._values) & (self._values % 1.0 != 0.0)
+        if fractional.any():  # kept: told, as the model assumes counts
+            warn(
+                f"{int(fractional.sum()):,} rows hold a value of {self.column!r} that is not a "
+                "whole number: PoissonMean takes them as they are, but its tail model "
+                "(exponential user rates) is a count's; winsorized_mean makes no such "
+                "assumption (on your screen only: dplong.exceptions.DataHolderWarning).",
+                DataHolderWarning,
+            )
 
 
 register(

@@ -693,6 +693,8 @@ def release_means(
         why="blind" if plan.tail else "unaffordable",
         remedy=stated_remedy(rules.offers),
     )
+    # a stated scale would claim the tail the count found heavier: a moment bound is the remedy
+    tail_remedy = stated_remedy(rules.offers & {"tail"})
     return Release(
         names=names,
         estimate=shown(estimate if unseen is None else np.where(unseen, 0.0, estimate)),
@@ -733,8 +735,7 @@ def release_means(
             radius,
             centre,
             signed=signed,
-            # a stated scale would claim the tail the count found heavier
-            remedy=stated_remedy(rules.offers & {"tail"}),
+            remedy=tail_remedy,
         )
         + clips_many_notes(names, tails.clips_many & ~withheld, tails.clipped, n)
         + crowded_notes(names, crowded)
@@ -752,7 +753,7 @@ def release_means(
             tails.threshold,
             counted,
             signed=signed,
-            remedy=stated_remedy(rules.offers & {"tail"}),
+            remedy=tail_remedy,
         ),
         failed=missed | unfound | crowded,
         weighted=user_weights is not None,

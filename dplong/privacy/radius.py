@@ -36,6 +36,7 @@ __all__ = [
     "MAD_OVER_SD",
     "MEDIAN_OFFSET",
     "OFFERS",
+    "SCALE_ONLY",
     "SUPPORT_SPREAD",
     "AssumedTail",
     "Moment",
@@ -208,6 +209,9 @@ TailOption = TailModel | AssumedTail
 Offer = Literal["lower", "tail", "scale"]
 #: What a release offers unless its model says otherwise (a per-user regression's fit).
 OFFERS: frozenset[Offer] = frozenset(("tail", "scale"))
+#: ... and where the fit takes no ``tail=`` or ``lower=`` (the location and within fits, the
+#: user-level curves).
+SCALE_ONLY: frozenset[Offer] = frozenset(("scale",))
 
 
 def counted_each_side(tail: TailOption | None) -> bool:

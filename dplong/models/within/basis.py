@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 from dplong.privacy.engine import Release
 from dplong.privacy.locate import SMALLEST_SCALE
 
-__all__ = ["COLLINEAR_LOADING", "FLOOR_SPREAD", "IDENTIFIED_SDS"]
+__all__ = ["COLLINEAR_LOADING", "FLOOR_SPREAD", "IDENTIFIED_SDS", "PANEL_OLS"]
 
 #: An earlier regressor whose squared coefficient in a collinear regressor's projection, in
 #: the scale of their within variation, exceeds this share of it is withheld with it.
@@ -25,6 +25,14 @@ FLOOR_SPREAD = SMALLEST_SCALE * 2.0**100
 #: A released entry within this many noise sds (plus its bias bound) of 0 is no evidence: of
 #: within variation (a diagonal ``‖z_i‖²``), or of an association (``z_l'x_i``).
 IDENTIFIED_SDS = 3.0
+
+
+#: The remedy the per-entry within fit's withheld notes name: the within estimator from one set
+#: of released sufficient statistics, whatever the number of regressors.
+PANEL_OLS = (
+    "fit dplong.PanelOLS (the within estimator from one set of released sufficient "
+    "statistics, whatever the number of regressors)"
+)
 
 
 @dataclass(frozen=True)
@@ -144,8 +152,7 @@ class _Basis:
                 "No estimate (NaN): a release of the design was withheld (its note says why: it "
                 "missed the data, or could not size its interval), so no coefficient can be "
                 "solved for. Raise epsilon, use fewer regressors (declare those constant "
-                "within users: between=), or fit dplong.PanelOLS (the within estimator from one "
-                "set of released sufficient statistics, whatever the number of regressors)."
+                f"within users: between=), or {PANEL_OLS}."
             )
         elif self.blind:
             listed = [names[j] for j in self.blind]
@@ -153,8 +160,7 @@ class _Basis:
                 f"No estimate (NaN): {listed} change for too few users to see at this epsilon "
                 "(most never change, and the private counts saw none of the others in a cross "
                 "product they enter, which was taken as 0), so the design cannot be solved. "
-                "Raise epsilon, fit dplong.PanelOLS (the within estimator from released "
-                "sufficient statistics), or use the per-user estimator."
+                f"Raise epsilon, {PANEL_OLS}, or use the per-user estimator."
             )
         if absent and not self.lost:
             held = [names[j] for j in self.constant]

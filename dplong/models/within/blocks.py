@@ -15,14 +15,10 @@ from dplong.models.within.noise import _centre_bound
 from dplong.models.within.regressors import WithinProducts
 from dplong.privacy.budget import users_share
 from dplong.privacy.engine import Release
-from dplong.privacy.radius import AssumedTail, Offer, Tail
+from dplong.privacy.radius import SCALE_ONLY, AssumedTail, Tail
 from dplong.privacy.rules import UserWeights
 
-__all__ = ["DESIGN_USERS", "INFLUENCE_WEIGHTS", "WITHIN_OFFERS", "within_blocks", "within_shares"]
-
-#: The within fit's only say in its releases' tails (it takes no tail= or lower=): their
-#: warnings name no other (:attr:`~dplong.privacy.rules.Rules.offers`).
-WITHIN_OFFERS: frozenset[Offer] = frozenset(("scale",))
+__all__ = ["DESIGN_USERS", "INFLUENCE_WEIGHTS", "within_blocks", "within_shares"]
 
 #: The influence block carries β̂'s noise, the design acts through the pilot's error only —
 #: but as a product of its noises, whose error explodes once the released design stops
@@ -143,7 +139,7 @@ def within_blocks(
             tail=_CROSS,
             count_from=None if i == 0 else 0,  # the same users with the same weights
             moment=False,  # nothing reads the design's sampling sd
-            offers=WITHIN_OFFERS,
+            offers=SCALE_ONLY,  # the within fit takes no tail=
         )
 
     def influence_block(done: tuple[Release, ...]) -> Statistics:
@@ -169,7 +165,7 @@ def within_blocks(
             count_from=0,
             relative=True,  # each coefficient's noise in its own units: the fit's are unit-free
             centred=True,
-            offers=WITHIN_OFFERS,
+            offers=SCALE_ONLY,  # the within fit takes no tail=
         )
     ]
 

@@ -11,7 +11,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dplong.models.assemble import combined_ledger, with_release_assumptions
-from dplong.models.within.basis import _Basis
+from dplong.models.within.basis import PANEL_OLS, _Basis
 from dplong.models.within.noise import _noise_law
 from dplong.privacy.engine import Release
 from dplong.privacy.options import ReleaseOptions
@@ -145,8 +145,8 @@ def _notes(
     lost = (
         [
             f"No estimate (NaN) for {unsure}: a release it rests on was withheld or missed the "
-            "data, so its error cannot be stated. Raise epsilon, use fewer regressors, or fit "
-            "dplong.PanelOLS (the within estimator from released sufficient statistics)."
+            f"data, so its error cannot be stated. Raise epsilon, use fewer regressors, or "
+            f"{PANEL_OLS}."
         ]
         if unsure
         else []
