@@ -240,25 +240,29 @@ class RandomEffects(PooledOLS):
         row_cap = self._row_cap(cap, plan, generator)  # every stage weighs rows up to it
         entries = (*located.entries, *row_cap.entries)
         stage: dict[str, Any] = {"max_rows": row_cap.value, "random_state": generator}
+
+        # the rows both stages read, as this model reads them
+        rows: dict[str, Any] = {
+            "levels": self._levels,
+            "frame": frame,
+            "flags": flags,
+            "blocks": self._blocks,
+            "source": self._source,
+        }
+
+        def quiet_stage(model: PooledOLS, epsilon: float) -> RegressionResults:
+            # a stage of this fit: its notes are the fit's results' to say
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DplongWarning)
+                return model.fit(epsilon=epsilon, delta=options.delta, **stage)
+
         found: PanelResults | None = None
         withheld: list[str] = []  # the pilot's withheld coefficients
         if stated is None:
-            with warnings.catch_warnings():  # a stage: its notes are not this fit's to say
-                warnings.simplefilter("ignore", DplongWarning)
-                pilot = PooledOLS(
-                    design,
-                    ranges,
-                    levels=self._levels,
-                    frame=frame,
-                    flags=flags,
-                    blocks=self._blocks,
-                    disjoint=self._disjoint,
-                    source=self._source,
-                ).fit(
-                    epsilon=zcdp_epsilon(plan.pilot_rho, options.delta),
-                    delta=options.delta,
-                    **stage,
-                )
+            pilot = quiet_stage(
+                PooledOLS(design, ranges, disjoint=self._disjoint, **rows),
+                zcdp_epsilon(plan.pilot_rho, options.delta),
+            )
             # a coefficient the pilot withheld (a released fact) counts as 0 in the residuals:
             # they keep its effect, which the components then include (the note says so)
             beta = pilot.params.to_numpy()
@@ -272,21 +276,13 @@ class RandomEffects(PooledOLS):
         final = _QuasiDemeaned(
             design,
             ranges,
-            levels=self._levels,
-            frame=frame,
-            flags=flags,
-            blocks=self._blocks,
             components=components,
-            source=self._source,
             found=self._located,
             row_cap=row_cap,
+            **rows,
         )
         rho = remaining_rho([e.cost for e in entries], options.epsilon, options.delta)
-        with warnings.catch_warnings():  # as the pilot: the fit's results say the notes
-            warnings.simplefilter("ignore", DplongWarning)
-            fitted = final.fit(
-                epsilon=zcdp_epsilon(rho, options.delta), delta=options.delta, **stage
-            )
+        fitted = quiet_stage(final, zcdp_epsilon(rho, options.delta))
         ledger = settle(accountant, [*entries, *fitted.privacy.entries], options)
         said = self._range_notes(plan)
         if withheld:
