@@ -751,24 +751,29 @@ def test_between_declares_columns_absorbed_by_the_within_fit() -> None:
     assert re.search(r"^exper\s+\d", out, flags=re.M)
 
 
-def test_time_effects_read_the_declared_periods_of_the_time_column() -> None:
+@pytest.mark.parametrize(
+    ("model", "cls", "epsilon"),
+    [("ols", dplong.LongitudinalOLS, 1e6), ("panel", dplong.PanelOLS, 64.0)],
+)
+def test_time_effects_read_the_declared_periods_of_the_time_column(
+    model: str, cls: type, epsilon: float
+) -> None:
     """``--time year --levels year=1980,...`` (the periods ``TimeEffects`` needs declared): the
     levels are read as the time column's numbers, as the library takes them; they were read
-    as text against a numeric column and every such fit was refused. The release is the
-    library's own, draw for draw, its dummies labelled by the years."""
+    as text against a numeric column and every such fit was refused. ``--model panel`` reads
+    them too (and ``EntityEffects``, what it fits). The release is the library's own, draw
+    for draw, its dummies labelled by the years."""
     years = list(range(1980, 1988))
     formula = "lwage ~ union + married + EntityEffects + TimeEffects"  # identified within
-    argv = ["fit", "dataset:wage_panel", "--model", "ols", "--groups", "nr", "--time", "year"]
+    argv = ["fit", "dataset:wage_panel", "--model", model, "--groups", "nr", "--time", "year"]
     argv += ["--levels", "year=" + ",".join(map(str, years)), "--formula", formula]
-    code, out, err = run([*argv, "--epsilon", "1e6", "--seed", "2", "--quiet"])
+    code, out, err = run([*argv, "--epsilon", f"{epsilon:g}", "--seed", "2", "--quiet"])
     assert code == 0, err
     wages = dplong.datasets.load_wage_panel()
-    model = dplong.LongitudinalOLS.from_formula(
-        formula, wages, groups="nr", time="year", levels={"year": years}
-    )
+    built = cls.from_formula(formula, wages, groups="nr", time="year", levels={"year": years})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DplongWarning)
-        lib = model.fit(epsilon=1e6, random_state=2)
+        lib = built.fit(epsilon=epsilon, random_state=2)
     assert lib.params.notna().all()
     for name, value in lib.params.items():
         assert re.search(rf"^{re.escape(str(name))}\s+{value:.4g}\s", out, flags=re.M), name

@@ -133,3 +133,41 @@ def test_entity_effects_takes_no_other_estimator(wages: pd.DataFrame) -> None:
     model = dplong.LongitudinalOLS.from_formula(FORMULA, wages, groups="nr")
     with pytest.raises(ParameterError, match="EntityEffects asks for the within"):
         model.fit(epsilon=1.0, estimator="per-user")
+
+
+@pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+def test_panel_ols_reads_the_effects_terms(wages: pd.DataFrame) -> None:
+    """linearmodels' spelling of a two-way fixed-effects fit works on dplong.PanelOLS:
+    ``EntityEffects`` is what it fits and ``TimeEffects`` the dummies of the declared periods,
+    the same model (and, at one seed, the same release) as ``C(year)`` written out."""
+    spelled = dplong.PanelOLS.from_formula(
+        "lwage ~ union + married + EntityEffects + TimeEffects",
+        wages,
+        groups="nr",
+        time="year",
+        levels={"year": YEARS},
+    )
+    written = dplong.PanelOLS.from_formula(
+        "lwage ~ union + married + C(year)", wages, groups="nr", levels={"year": YEARS}
+    )
+    assert spelled.formula == written.formula == "lwage ~ union + married + C(year)"
+    a, b = (m.fit(epsilon=64.0, random_state=0) for m in (spelled, written))
+    pd.testing.assert_series_equal(a.params, b.params)
+    assert np.isfinite(a.params).all()  # released: a comparison of two NaN series is no test
+
+
+@pytest.mark.parametrize("model", [dplong.PooledOLS, dplong.RandomEffects, dplong.BetweenOLS])
+def test_the_estimators_without_person_effects_refuse_entity_effects(
+    wages: pd.DataFrame, model: type[dplong.PooledOLS]
+) -> None:
+    with pytest.raises(FormulaError, match=r"fit dplong\.PanelOLS"):
+        model.from_formula("lwage ~ union + EntityEffects", wages, groups="nr")
+
+
+def test_the_pooled_family_needs_the_time_column_of_time_effects(wages: pd.DataFrame) -> None:
+    with pytest.raises(FormulaError, match="time= naming the time column"):
+        dplong.RandomEffects.from_formula("lwage ~ union + TimeEffects", wages, groups="nr")
+    model = dplong.RandomEffects.from_formula(
+        "lwage ~ union + TimeEffects", wages, groups="nr", time="year", levels={"year": YEARS}
+    )
+    assert model.formula == "lwage ~ union + C(year)"

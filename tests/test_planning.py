@@ -299,6 +299,23 @@ def test_a_plan_with_time_effects_names_the_time_column() -> None:
     assert code == 0 and "Decision: released" in out, err
 
 
+def test_a_plan_of_the_pooled_family_reads_time_effects() -> None:
+    """``TimeEffects`` in a plan of ``PanelOLS`` (``time=`` names the column): the dummies of
+    the declared years are forecast, measured on the reference panel as the fit would be."""
+    years = {"year": list(range(1980, 1988))}
+    plan = dplong.plan(
+        "lwage ~ union + EntityEffects + TimeEffects",
+        model="panel",
+        n=545,
+        epsilon=64.0,
+        time="year",
+        levels=years,
+    )
+    names = plan.table.index.get_level_values(1)
+    assert not plan.refused and {"union", "C(year)[T.1987]"} <= set(names)
+    assert np.isfinite(plan.table["noise_sd"].loc[:, "union"]).all()
+
+
 def _cli(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with warnings.catch_warnings():

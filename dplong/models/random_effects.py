@@ -635,6 +635,7 @@ register(
         RandomEffects.from_formula,
         "RandomEffects: random-effects GLS with person-clustered errors from released "
         "sufficient statistics and variance components; between-person covariates identified",
+        uses_time=True,  # the time column of TimeEffects
         options=(
             BOUNDS_OPTION,
             FOUND_MAX_ROWS_OPTION,

@@ -186,7 +186,7 @@ def plan(
 
     # a release whose noise public facts do not fix: measured on a reference panel
     with _said_without_stand_ins():
-        reference = ReferencePanel.of(built, formula, n, rows, levels, model_options)
+        reference = ReferencePanel.of(built, n, rows, levels, model_options)
 
     @functools.cache
     def forecast_at(eps: float) -> pd.DataFrame | None:

@@ -145,7 +145,6 @@ class ReferencePanel:
     def of(
         cls,
         built: Any,
-        formula: str,
         n: int,
         rows: int,
         levels: Mapping[str, Sequence[Any]] | None,
@@ -162,8 +161,8 @@ class ReferencePanel:
         >>> from dplong.planning.stand_in import STAND_IN_USER, stand_in_rows
         >>> built = dplong.PooledOLS.from_formula(
         ...     "y ~ x", stand_in_rows("y ~ x", 500, 4, None), groups=STAND_IN_USER)
-        >>> panel = ReferencePanel.of(built, "y ~ x", 500, 4, None, {})
-        >>> panel.names["x"], ReferencePanel.of(built, "y ~ x", 10**6, 4, None, {})
+        >>> panel = ReferencePanel.of(built, 500, 4, None, {})
+        >>> panel.names["x"], ReferencePanel.of(built, 10**6, 4, None, {})
         ('sd(y)/sd(x)', None)
         """
         from dplong.models.pooled import PooledOLS
@@ -171,6 +170,7 @@ class ReferencePanel:
 
         if not isinstance(built, PooledOLS) or n * rows > MAX_REFERENCE_ROWS:
             return None
+        formula = built.formula  # its effects terms resolved (TimeEffects as C(time))
         bounds = options.get("bounds")  # the command line's "COL=LO,HI;..." or a mapping
         stated = parse_bounds(bounds) if isinstance(bounds, str) else bounds
         panel = reference_rows(

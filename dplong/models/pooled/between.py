@@ -80,6 +80,7 @@ register(
         BetweenOLS.from_formula,
         "BetweenOLS: OLS of persons' means with robust (person-clustered) errors from released "
         "sufficient statistics",
+        uses_time=True,  # the time column of TimeEffects
         options=(BOUNDS_OPTION,),
     )
 )

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_choice, check_random_state, warn
 from dplong.dask_frames import FrameSpec, design_spec, is_dask
-from dplong.exceptions import ParameterError
+from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.models.base import FormulaModel
 from dplong.models.command_line import (
@@ -28,6 +28,7 @@ from dplong.models.command_line import (
     Option,
     register,
 )
+from dplong.models.effects import panel_effects
 from dplong.models.option_checks import (
     COV_TYPES,
     DEFAULT_MAX_ROWS,
@@ -155,6 +156,9 @@ class PooledOLS(_RangesStage, FormulaModel):
     #: Whether a person's rows are weighed up to a cap (``max_rows``, found privately where
     #: not stated): a person is one row where the estimator regresses their means.
     _rows_weighed = True
+    #: Whether the fit absorbs the person effects, which the formula term ``EntityEffects``
+    #: asks for (linearmodels' spelling): taken where true, refused where not.
+    _entity_effects = False
 
     def __init__(
         self,
@@ -198,6 +202,7 @@ class PooledOLS(_RangesStage, FormulaModel):
         groups: GroupsLike,
         bounds: BoundsLike | str | None = None,
         levels: LevelsLike | None = None,
+        time: str | None = None,
     ) -> _Model:
         """Build the model from a patsy formula.
 
@@ -205,6 +210,10 @@ class PooledOLS(_RangesStage, FormulaModel):
         ----------
         formula : str
             ``"y ~ x1 + x2"``; an intercept is included unless removed with ``- 1``.
+            linearmodels' terms are understood: ``+ TimeEffects`` adds dummies of the ``time``
+            column, ``C(time)``, on its declared periods (``levels={time: [...]}`` or a
+            ``Categorical`` column); ``+ EntityEffects`` is what :class:`PanelOLS` fits (the
+            other estimators refuse it).
         data : pandas.DataFrame or dask.dataframe.DataFrame
             One row per observation. A Dask frame is read where it lies, partition by
             partition, now and at each fit (:mod:`~dplong.models.pooled.dask_rows`).
@@ -219,6 +228,9 @@ class PooledOLS(_RangesStage, FormulaModel):
             ``Intercept`` included (1 in every row), is refused.
         levels : mapping of str to sequence, optional
             Declared levels of factor columns, as in :meth:`LongitudinalOLS.from_formula`.
+        time : str, optional
+            Name of the time column, read only for ``TimeEffects`` (the pooled estimators do
+            not order a person's rows).
 
         Examples
         --------
@@ -231,11 +243,27 @@ class PooledOLS(_RangesStage, FormulaModel):
         PooledOLS('np.log1p(meddol) ~ np.log(coins + 1) + xage + female', n_users=5912)
         """
         env = patsy.EvalEnvironment.capture(1)
+        formula = cls._effects_terms(formula, data, time=time, levels=levels)
         if is_dask(data):
             return cls._of_dask(formula, data, groups=groups, bounds=bounds, levels=levels, env=env)
         spec = DesignSpec.from_formula(formula, data, levels=levels, eval_env=env)
         ranges = column_bounds(spec, bounds)  # refused before the rows are read
         return cls._of(spec, group_design(spec, data, groups=groups), ranges)
+
+    @classmethod
+    def _effects_terms(
+        cls, formula: str, data: Any, *, time: str | None, levels: LevelsLike | None
+    ) -> str:
+        """``formula`` with linearmodels' effects terms resolved (public: the formula, the time
+        column's name and declared periods): ``TimeEffects`` as ``C(time)``, ``EntityEffects``
+        dropped where the estimator absorbs the person effects and refused where it does not."""
+        formula, entity = panel_effects(formula, data, time=time, levels=levels)
+        if entity and not cls._entity_effects:
+            raise FormulaError(
+                f"EntityEffects absorbs the person effects, which {cls.model_name} does not: "
+                "fit dplong.PanelOLS (the within estimator) for them"
+            )
+        return formula
 
     @classmethod
     def _of_dask(
@@ -681,6 +709,7 @@ register(
         PooledOLS.from_formula,
         "PooledOLS: pooled OLS with person-clustered errors from released sufficient "
         "statistics; between-person covariates identified",
+        uses_time=True,  # the time column of TimeEffects
         options=(
             BOUNDS_OPTION,
             FOUND_MAX_ROWS_OPTION,

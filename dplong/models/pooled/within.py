@@ -80,6 +80,7 @@ class PanelOLS(PooledOLS):
     _methods = ("statistics",)
     _bounds_frame = False  # a public range only caps the deviations' range found
     _side_share = 0.5  # every person who varies has deviations on both sides
+    _entity_effects = True
     _unidentified = (
         ", or a covariate never changes within a person and the person effects absorb it"
     )
@@ -179,6 +180,7 @@ register(
         PanelOLS.from_formula,
         "PanelOLS: within (person fixed effects) OLS with person-clustered errors from released "
         "sufficient statistics",
+        uses_time=True,  # the time column of TimeEffects
         options=(
             BOUNDS_OPTION,
             FOUND_MAX_ROWS_OPTION,

@@ -78,7 +78,14 @@ class _Basis:
             estimate, sd, b = row.estimate, row.noise_sd, row.bias
             products[i, i:], bias[i, i:] = estimate[:-1], b[:-1]
             outcome[i], outcome_bias[i] = estimate[-1], b[-1]
-            threshold[i] = IDENTIFIED_SDS * sd[0] + b[0]
+            # the basis vector z_i is built from the earlier rows' noisy products: where x_i is
+            # collinear with the earlier regressors, z_i'z_i is what their errors leave (the
+            # row's own noise, sized on that residue's spread, is far smaller), so a z_i'z_i
+            # within the reach of either is no evidence; the larger reach stands for both
+            # (their sum withheld a tenth of the fits of two regressors in correlation 0.9)
+            threshold[i] = max(
+                IDENTIFIED_SDS * sd[0] + b[0], IDENTIFIED_SDS**2 * _induced(rows[:i], diagonal, i)
+            )
             spread = math.sqrt(row.scale[0])
             half_width = (row.interval[0, 1] - row.interval[0, 0]) / 2.0
             # the engine's spread collapsed to its floor and the mean to within that collapsed
@@ -181,8 +188,9 @@ class _Basis:
             listed = [names[int(j)] for j in np.flatnonzero(self.hidden)]
             out.append(
                 f"No estimate (NaN) for {listed}: what separates these regressors is within "
-                "the released design's privacy noise, so it cannot tell them apart at this "
-                "epsilon. Raise epsilon or drop a collinear term."
+                "the released design's privacy noise (or nothing: exactly collinear, as a "
+                "regressor that grows by one a period is beside time dummies), so it cannot "
+                "tell them apart at this epsilon. Raise epsilon or drop a collinear term."
             )
         return tuple(out)
 
@@ -197,6 +205,21 @@ def _shows_association(rows: Sequence[Release], diagonal: NDArray[np.float64], i
         > IDENTIFIED_SDS * rows[m].noise_sd[i - m] + rows[m].bias[i - m]
         for m in range(min(i, len(rows)))
     )
+
+
+def _induced(rows: Sequence[Release], diagonal: NDArray[np.float64], i: int) -> float:
+    """What ``z_i'z_i`` the earlier rows' errors alone leave, on average, when ``x_i`` is
+    collinear with the regressors before it: ``Σ_m (v_mi + c_m² v_mm) / z_m'z_m`` over the rows
+    ``m < i`` in the basis, where ``c_m = z_m'x_i / z_m'z_m`` is ``x_i``'s released part along
+    ``z_m``, off by ``(ε_mi - c_m ε_mm) / z_m'z_m`` to first order, and ``v = sd² + b²`` a
+    released entry's noise variance and squared bias bound."""
+    total = 0.0
+    for m, r in enumerate(rows):
+        if np.isfinite(diagonal[m]):
+            v = r.noise_sd**2 + r.bias**2
+            part = float(r.estimate[i - m]) / diagonal[m]
+            total += (float(v[i - m]) + part**2 * float(v[0])) / diagonal[m]
+    return total
 
 
 def _loadings(
