@@ -1768,3 +1768,29 @@ def test_a_large_panel_rung_clips_no_normal_tail() -> None:
         low, high = (float(v) for v in line.split("flag in [")[1].split("]")[0].split(", "))
         assert low >= -1.0 and high <= 2.0, line
     assert abs(np.mean(errors)) < 1.3, errors
+
+
+@pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+def test_collinear_columns_are_noted_from_the_released_gram() -> None:
+    """``x3 = x1 + x2`` exactly: the released X'X of the columns as the ranges clipped them is
+    nearly singular, and at ε = 10⁶ its noise no longer hides it, so the fit is released with
+    coefficients that rest on how the ranges clipped each column (PanelOLS: x1 0.63 ± 0.67
+    where the truth is any point of a line). The note says so: the condition index of the
+    released X'X in the analyst's columns is about 100 there; without x3 it is below 3, and no
+    note (Belsley, Kuh & Welsch's threshold, 30, lies far between)."""
+    rng = np.random.default_rng(0)
+    n, rows = 2000, 5
+    x1, x2 = rng.uniform(0.0, 1.0, (2, n * rows))
+    panel = pd.DataFrame(
+        {"id": np.repeat(np.arange(n), rows), "x1": x1, "x2": x2, "x3": x1 + x2}
+    ).assign(y=1.0 + 0.5 * x1 - 0.3 * x2 + 0.5 * rng.normal(size=n * rows))
+    for model in (dplong.PanelOLS, dplong.PooledOLS):
+        for formula, collinear in (("y ~ x1 + x2 + x3", True), ("y ~ x1 + x2", False)):
+            res = model.from_formula(formula, panel, groups="id").fit(
+                epsilon=1e6, max_rows=rows, random_state=0
+            )
+            noted = [w for w in res.warnings if w.startswith("The released X'X is ill-conditioned")]
+            if collinear and model is dplong.PooledOLS:  # its clipping keeps it singular
+                assert res.params.isna().all() and not noted
+            else:
+                assert np.isfinite(res.params).all() and bool(noted) is collinear, res.warnings
