@@ -31,7 +31,11 @@ from dplong.models.command_line import (
     register,
 )
 from dplong.models.effects import panel_effects
-from dplong.models.linear_notes import _per_user_assumptions, _within_assumptions
+from dplong.models.linear_notes import (
+    _per_user_assumptions,
+    _within_assumptions,
+    per_user_results,
+)
 from dplong.models.linear_options import (
     _between_columns,
     _check_cov_type,
@@ -466,7 +470,8 @@ class LongitudinalOLS(PanelModel):
             min_eigenvalue=min_eigenvalue,
         )
         return RegressionResults.of(
-            self._fit(request, [block], assumptions=assumptions), levels=self._levels
+            self._fit(request, [block], assumptions=assumptions, results=per_user_results),
+            levels=self._levels,
         )
 
     def _fit_within(

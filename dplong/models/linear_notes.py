@@ -3,16 +3,43 @@ the scale comes from, how the standard errors are built, and a stated tail's bou
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dplong.dependence import DependenceModel
+from dplong.models.assemble import panel_results
 from dplong.models.reduce import WorkingCorrelation
+from dplong.privacy.engine import Release
+from dplong.privacy.notes import few_users
 from dplong.privacy.radius import TailOption, tail_assumptions
+from dplong.results import PanelResults
 
 __all__: list[str] = []
+
+#: Why users have no per-user fit, and what identifies the coefficients instead: said where the
+#: released count of users with one is clearly short of n (a covariate constant within every
+#: user left all 3,000 users of an audit's panel without one, and the notes said only "raise
+#: epsilon or use fewer columns", which no epsilon answers).
+SINGULAR_USERS = (
+    "A user has a per-user fit only with more rows than coefficients and variation in every "
+    "regressor: a covariate constant within users (a treatment, sex, education) leaves every "
+    "user's design singular, at any epsilon. For such covariates fit dplong.PooledOLS or "
+    'dplong.RandomEffects; for the others, estimator="within" with between=[...].'
+)
+
+
+def per_user_results(releases: Sequence[Release], **kwargs: Any) -> PanelResults:
+    """The per-user estimator's results (:func:`~dplong.models.assemble.panel_results`), with
+    :data:`SINGULAR_USERS` among the notes where the released count of users with a fit is
+    clearly below n (post-processing of the count: :func:`~dplong.privacy.notes.few_users`)."""
+    (release,) = releases
+    if few_users(release.users, release.users_sd, release.n, len(release.names)).any():
+        release = dataclasses.replace(release, notes=(*release.notes, SINGULAR_USERS))
+    return panel_results([release], **kwargs)
 
 
 def _per_user_assumptions(
