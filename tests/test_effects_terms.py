@@ -171,3 +171,17 @@ def test_the_pooled_family_needs_the_time_column_of_time_effects(wages: pd.DataF
         "lwage ~ union + TimeEffects", wages, groups="nr", time="year", levels={"year": YEARS}
     )
     assert model.formula == "lwage ~ union + C(year)"
+
+
+def test_between_ols_refuses_time_effects(wages: pd.DataFrame) -> None:
+    """A person's means of the year dummies are the shares of their rows in each year (1 / 8
+    each on the balanced wage panel): no time effects, and a singular X'X that withheld every
+    coefficient, ``union`` and ``married`` too, at ε = 4 to 10⁶. Refused from the formula."""
+    with pytest.raises(FormulaError, match="TimeEffects has no place in BetweenOLS"):
+        dplong.BetweenOLS.from_formula(
+            "lwage ~ union + TimeEffects",
+            wages,
+            groups="nr",
+            time="year",
+            levels={"year": YEARS},
+        )

@@ -1776,8 +1776,9 @@ def test_collinear_columns_are_noted_from_the_released_gram() -> None:
     nearly singular, and at ε = 10⁶ its noise no longer hides it, so the fit is released with
     coefficients that rest on how the ranges clipped each column (PanelOLS: x1 0.63 ± 0.67
     where the truth is any point of a line). The note says so: the condition index of the
-    released X'X in the analyst's columns is about 100 there; without x3 it is below 3, and no
-    note (Belsley, Kuh & Welsch's threshold, 30, lies far between)."""
+    released X'X's centred regressors is about 100 there; without x3 it is below 2, and no
+    note (the threshold, 10, lies far between). Ages 60-70 alone, far from 0 for their spread,
+    are no dependence once centred: no note (an uncentred index of 43 had given one)."""
     rng = np.random.default_rng(0)
     n, rows = 2000, 5
     x1, x2 = rng.uniform(0.0, 1.0, (2, n * rows))
@@ -1794,3 +1795,9 @@ def test_collinear_columns_are_noted_from_the_released_gram() -> None:
                 assert res.params.isna().all() and not noted
             else:
                 assert np.isfinite(res.params).all() and bool(noted) is collinear, res.warnings
+    aged = panel.assign(age=60.0 + 10.0 * x1)
+    res = dplong.PooledOLS.from_formula("y ~ age", aged, groups="id").fit(
+        epsilon=1e6, max_rows=rows, random_state=0
+    )
+    assert np.isfinite(res.params).all()
+    assert not any("ill-conditioned" in w for w in res.warnings), res.warnings

@@ -215,7 +215,8 @@ def _model_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup
     parser.add_argument(
         "--time",
         metavar="COLUMN",
-        help="orders each user's rows (models: "
+        help="the time column: it orders each user's rows where a model orders them (ols), "
+        "and TimeEffects makes dummies of its declared periods (--levels) (models: "
         + ", ".join(name for name, spec in MODELS.items() if spec.uses_time)
         + ")",
     )

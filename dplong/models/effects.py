@@ -17,7 +17,7 @@ import pandas as pd
 
 from dplong.exceptions import FormulaError
 
-__all__ = ["panel_effects"]
+__all__ = ["has_time_effects", "panel_effects"]
 
 _EFFECTS = ("EntityEffects", "TimeEffects")
 
@@ -60,6 +60,19 @@ def panel_effects(
     if "TimeEffects" in kept:
         kept = [_time_dummies(time, data, levels) if t == "TimeEffects" else t for t in kept]
     return f"{lhs.strip()} {tilde} {' + '.join(kept) or '1'}", entity
+
+
+def has_time_effects(formula: str) -> bool:
+    """Whether ``formula``'s right-hand side has the whole term ``TimeEffects`` (public).
+
+    Examples
+    --------
+    >>> from dplong.models.effects import has_time_effects
+    >>> has_time_effects("y ~ x + TimeEffects"), has_time_effects("y ~ TimeEffectsish")
+    (True, False)
+    """
+    rhs = formula.partition("~")[2] if isinstance(formula, str) else ""
+    return "TimeEffects" in (term.strip() for term in _top_level_terms(rhs))
 
 
 def _top_level_terms(rhs: str) -> list[str]:

@@ -25,17 +25,30 @@ __all__: list[str] = []
 #: user left all 3,000 users of an audit's panel without one, and the notes said only "raise
 #: epsilon or use fewer columns", which no epsilon answers).
 SINGULAR_USERS = (
-    "A user has a per-user fit only with more rows than coefficients and variation in every "
-    "regressor: a covariate constant within users (a treatment, sex, education) leaves every "
-    "user's design singular, at any epsilon. For such covariates fit dplong.PooledOLS or "
-    'dplong.RandomEffects; for the others, estimator="within" with between=[...].'
+    "A user has a per-user fit only with at least as many rows as coefficients and variation "
+    "in every regressor: users with fewer rows have none, and a covariate constant within "
+    "users (a treatment, sex, education) leaves every user's design singular, at any epsilon. "
+    "For such covariates fit dplong.PooledOLS or dplong.RandomEffects; for the others, "
+    'estimator="within" with between=[...].'
 )
 
 
 def per_user_results(releases: Sequence[Release], **kwargs: Any) -> PanelResults:
-    """The per-user estimator's results (:func:`~dplong.models.assemble.panel_results`), with
-    :data:`SINGULAR_USERS` among the notes where the released count of users with a fit is
-    clearly below n (post-processing of the count: :func:`~dplong.privacy.notes.few_users`)."""
+    """The per-user estimator's results, with :data:`SINGULAR_USERS` among the notes where the
+    released count of users with a fit is clearly below n (post-processing of the count:
+    :func:`~dplong.privacy.notes.few_users`).
+
+    Parameters
+    ----------
+    releases : sequence of Release
+        The fit's one release, of the per-user coefficients.
+    **kwargs
+        Passed on to :func:`~dplong.models.assemble.panel_results`.
+
+    Returns
+    -------
+    PanelResults
+    """
     (release,) = releases
     if few_users(release.users, release.users_sd, release.n, len(release.names)).any():
         release = dataclasses.replace(release, notes=(*release.notes, SINGULAR_USERS))

@@ -16,6 +16,7 @@ import patsy
 
 from dplong._validation import describe, real_number
 from dplong.exceptions import DplongError, ParameterError
+from dplong.models.effects import has_time_effects
 from dplong.planning.advice import _note_remedy
 from dplong.planning.checkpoints import FitPlan
 from dplong.planning.decision import _decide, _released, is_budget_refusal
@@ -113,6 +114,11 @@ def plan(
         )
     if time is not None and "time" not in model_params:
         raise ParameterError(f"model {model_name} takes no time (its rows are not ordered)")
+    if time is None and has_time_effects(formula):  # the stand-in's column is no period's
+        raise ParameterError(
+            "TimeEffects makes dummies of the time column's declared periods: give its name, "
+            "time= (dplong plan --time COLUMN), with its periods in levels="
+        )
     model_options = {k: v for k, v in options.items() if k in model_params}
     fit_options = {k: v for k, v in options.items() if k not in model_params}
     for fixed in ("random_state", "rng", "accountant"):

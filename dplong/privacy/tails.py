@@ -956,8 +956,9 @@ def skewed_columns(
     unchecked: NDArray[np.bool_],
 ) -> NDArray[np.bool_]:
     """The ``unchecked`` columns (released, their bias bound resting on a tail model no count
-    checked, or on the near-normal plug-in where the tail count, which marks heavy tails and
-    not skew, found none) whose released mean lies ``offset`` plug-in sds from the median,
+    checked, on the near-normal plug-in where the tail count, which marks heavy tails and not
+    skew, found none, or on the exponential model a moderate count took, scaled by the bulk's
+    spread) whose released mean lies ``offset`` plug-in sds from the median,
     beyond :data:`SKEW_SHARE` and :data:`SKEW_NOISE_SDS` sds ``noise_sd`` of its noise (both
     in plug-in sds): a skewed column, whose long side the clip cuts by more than the bound
     can see (a lognormal (σ = 1) mean of 500 users at ε = 1 was held by its interval in 2 % of

@@ -38,6 +38,7 @@ class BetweenOLS(PooledOLS):
     model_name = "BetweenOLS"
     estimator = "between OLS"
     _rows_weighed = False  # a person is one row: their means
+    _time_effects = False  # a person's means of the period dummies: their rows' shares
 
     def _rows(
         self,
@@ -80,7 +81,6 @@ register(
         BetweenOLS.from_formula,
         "BetweenOLS: OLS of persons' means with robust (person-clustered) errors from released "
         "sufficient statistics",
-        uses_time=True,  # the time column of TimeEffects
         options=(BOUNDS_OPTION,),
     )
 )

@@ -28,7 +28,7 @@ from dplong.models.command_line import (
     Option,
     register,
 )
-from dplong.models.effects import panel_effects
+from dplong.models.effects import has_time_effects, panel_effects
 from dplong.models.option_checks import (
     COV_TYPES,
     DEFAULT_MAX_ROWS,
@@ -159,6 +159,10 @@ class PooledOLS(_RangesStage, FormulaModel):
     #: Whether the fit absorbs the person effects, which the formula term ``EntityEffects``
     #: asks for (linearmodels' spelling): taken where true, refused where not.
     _entity_effects = False
+    #: Whether the formula term ``TimeEffects`` (dummies of the declared periods) identifies
+    #: anything: not in a regression of the persons' means, whose means of the dummies are the
+    #: shares of their rows in each period (1 / T each in a balanced panel: singular).
+    _time_effects = True
 
     def __init__(
         self,
@@ -212,8 +216,9 @@ class PooledOLS(_RangesStage, FormulaModel):
             ``"y ~ x1 + x2"``; an intercept is included unless removed with ``- 1``.
             linearmodels' terms are understood: ``+ TimeEffects`` adds dummies of the ``time``
             column, ``C(time)``, on its declared periods (``levels={time: [...]}`` or a
-            ``Categorical`` column); ``+ EntityEffects`` is what :class:`PanelOLS` fits (the
-            other estimators refuse it).
+            ``Categorical`` column; :class:`BetweenOLS` refuses it: a person's means of the
+            dummies are their rows' shares); ``+ EntityEffects`` is what :class:`PanelOLS`
+            fits (the other estimators refuse it).
         data : pandas.DataFrame or dask.dataframe.DataFrame
             One row per observation. A Dask frame is read where it lies, partition by
             partition, now and at each fit (:mod:`~dplong.models.pooled.dask_rows`).
@@ -257,6 +262,12 @@ class PooledOLS(_RangesStage, FormulaModel):
         """``formula`` with linearmodels' effects terms resolved (public: the formula, the time
         column's name and declared periods): ``TimeEffects`` as ``C(time)``, ``EntityEffects``
         dropped where the estimator absorbs the person effects and refused where it does not."""
+        if has_time_effects(formula) and not cls._time_effects:
+            raise FormulaError(
+                f"TimeEffects has no place in {cls.model_name}: a person's means of the period "
+                "dummies are the shares of their rows in each period, not time effects (in a "
+                "balanced panel all 1 / T); fit dplong.PooledOLS or dplong.PanelOLS with them"
+            )
         formula, entity = panel_effects(formula, data, time=time, levels=levels)
         if entity and not cls._entity_effects:
             raise FormulaError(

@@ -87,7 +87,10 @@ def _statistics_results(
     notes += _narrow_notes(model, index[sliver], narrow)
     notes += _withheld_notes(model, index[unbounded], release.pilot.ridge, cap, row_cap)
     if not unbounded.any() and release.pilot.ridge == 0.0:  # else a note says more already
-        notes += _collinear_notes(_condition_index(scaled, release, positions))
+        kept = np.flatnonzero(np.isfinite(beta))  # the released coefficients
+        named = [index[k] for k in kept]
+        intercept = named.index("Intercept") if "Intercept" in named else None
+        notes += _collinear_notes(_condition_index(scaled, release, positions[kept], intercept))
     notes += _found_notes(model, plan)
     heavy_notes = _heavy_notes(
         model, heavy, index[short], int(clipped.sum()) < len(index), (guarded | histograms, widened)
@@ -537,27 +540,40 @@ def _withheld_notes(
     return ()
 
 
-def _condition_index(scaled: _Scaling, release: _Statistics, positions: NDArray[np.intp]) -> float:
-    """The condition index of the released X'X in the analyst's columns (Belsley, Kuh & Welsch
-    1980: ``√(λ_max / λ_min)`` of the cross products of the columns scaled to unit length,
-    uncentred, the intercept among them), over the ``positions`` reported. The released X'X
-    is of the scaled columns (``docs/design/pooled.md``): ``X = X_s b linear⁻¹`` for the
-    scaled design X_s, so ``X'X ∝ linear⁻ᵀ X_s'X_s linear⁻¹``. Post-processing of the
-    released Gram matrix and the public (or privately found) ranges."""
-    if positions.size < 2:  # one column (or none) is never collinear
-        return 1.0
+def _condition_index(
+    scaled: _Scaling, release: _Statistics, positions: NDArray[np.intp], intercept: int | None
+) -> float:
+    """The condition index of the released X'X over the regressors at ``positions``, centred:
+    ``√(λ_max / λ_min)`` of their correlation matrix, the columns the released cross products
+    give after the intercept (at ``intercept`` among ``positions``, if any) is projected out
+    (the Schur complement ``G_xx - g_x1 g_1x / g_11``). Centred, a column far from 0 for its
+    spread (ages 60-70) or alone is no dependence, as it is in the uncentred index of Belsley,
+    Kuh & Welsch. The released X'X is of the scaled columns (``docs/design/pooled.md``): the
+    analyst's are ``X = c X_s linear⁻¹`` (c the outcome's scale, which cancels), so
+    ``X'X ∝ linear⁻ᵀ X_s'X_s linear⁻¹``. Post-processing of the released Gram matrix and the
+    public (or privately found) ranges."""
     inverse = np.linalg.inv(scaled.linear)
     gram = (inverse.T @ release.pilot.hessian @ inverse)[np.ix_(positions, positions)]
+    if intercept is not None:
+        rest = np.delete(np.arange(positions.size), intercept)
+        gram = (
+            gram[np.ix_(rest, rest)]
+            - np.outer(gram[rest, intercept], gram[intercept, rest]) / (gram[intercept, intercept])
+        )
+    if gram.shape[0] < 2:  # one regressor (or none) is never collinear
+        return 1.0
     unit = np.sqrt(np.diag(gram))
     values = np.linalg.eigvalsh(gram / np.outer(unit, unit))
     return math.sqrt(values[-1] / values[0]) if values[0] > 0.0 else math.inf
 
 
-#: The condition index above which the columns are collinear enough to say so (Belsley, Kuh &
-#: Welsch's "moderate to strong" dependencies). Measured on the released X'X: the wage panel's
-#: and RAND HIE's pooled and random-effects fits 4.4-9.6, an exact linear dependence left
-#: separable only by how the ranges clipped each column 100-135.
-COLLINEAR_INDEX = 30.0
+#: The condition index of the centred regressors above which they are collinear enough to say
+#: so: two regressors correlated 0.98 (a variance inflation factor of 50). Measured on the
+#: released X'X: the wage panel's and RAND HIE's pooled and random-effects fits 1.0-1.6,
+#: `PanelOLS` of `exper` and `expersq` within men 6.7; an exact linear dependence left
+#: separable only by how the ranges clipped each column 16 (`PooledOLS`, `I(exper + educ)`
+#: beside both) and 100 (`PanelOLS`, `x3 = x1 + x2`).
+COLLINEAR_INDEX = 10.0
 
 
 def _collinear_notes(index: float) -> tuple[str, ...]:
@@ -565,11 +581,11 @@ def _collinear_notes(index: float) -> tuple[str, ...]:
     if index <= COLLINEAR_INDEX:
         return ()
     return (
-        f"The released X'X is ill-conditioned (condition index {index:.3g} of the columns "
-        f"scaled to unit length; above {COLLINEAR_INDEX:g} the columns are collinear): the "
-        "coefficients of the collinear columns rest on the little that separates them, which "
-        "for an exact linear dependence is only how the ranges clipped each column. Drop or "
-        "combine a collinear term.",
+        f"The released X'X is ill-conditioned (condition index {index:.3g} of the centred "
+        f"regressors; above {COLLINEAR_INDEX:g} they are collinear): the coefficients of the "
+        "collinear columns rest on the little that separates them, which for an exact linear "
+        "dependence is only how the ranges clipped each column. Drop or combine a collinear "
+        "term, or give a factor a more common reference level.",
     )
 
 
