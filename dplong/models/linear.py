@@ -33,8 +33,8 @@ from dplong.models.command_line import (
 from dplong.models.effects import panel_effects
 from dplong.models.linear_notes import (
     _per_user_assumptions,
+    _per_user_results,
     _within_assumptions,
-    per_user_results,
 )
 from dplong.models.linear_options import (
     _between_columns,
@@ -470,7 +470,7 @@ class LongitudinalOLS(PanelModel):
             min_eigenvalue=min_eigenvalue,
         )
         return RegressionResults.of(
-            self._fit(request, [block], assumptions=assumptions, results=per_user_results),
+            self._fit(request, [block], assumptions=assumptions, results=_per_user_results),
             levels=self._levels,
         )
 

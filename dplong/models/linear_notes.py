@@ -1,5 +1,6 @@
 """The assumptions :class:`~dplong.LongitudinalOLS` puts in its results: which estimator, where
-the scale comes from, how the standard errors are built, and a stated tail's bound."""
+the scale comes from, how the standard errors are built, and a stated tail's bound; and the
+per-user estimator's note of users without a fit."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ SINGULAR_USERS = (
 )
 
 
-def per_user_results(releases: Sequence[Release], **kwargs: Any) -> PanelResults:
+def _per_user_results(releases: Sequence[Release], **kwargs: Any) -> PanelResults:
     """The per-user estimator's results, with :data:`SINGULAR_USERS` among the notes where the
     released count of users with a fit is clearly below n (post-processing of the count:
     :func:`~dplong.privacy.notes.few_users`).

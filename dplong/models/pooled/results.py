@@ -87,10 +87,8 @@ def _statistics_results(
     notes += _narrow_notes(model, index[sliver], narrow)
     notes += _withheld_notes(model, index[unbounded], release.pilot.ridge, cap, row_cap)
     if not unbounded.any() and release.pilot.ridge == 0.0:  # else a note says more already
-        kept = np.flatnonzero(np.isfinite(beta))  # the released coefficients
-        named = [index[k] for k in kept]
-        intercept = named.index("Intercept") if "Intercept" in named else None
-        notes += _collinear_notes(_condition_index(scaled, release, positions[kept], intercept))
+        estimated = positions[np.isfinite(beta)]
+        notes += _collinear_notes(_condition_index(scaled, release, estimated))
     notes += _found_notes(model, plan)
     heavy_notes = _heavy_notes(
         model, heavy, index[short], int(clipped.sum()) < len(index), (guarded | histograms, widened)
@@ -540,12 +538,10 @@ def _withheld_notes(
     return ()
 
 
-def _condition_index(
-    scaled: _Scaling, release: _Statistics, positions: NDArray[np.intp], intercept: int | None
-) -> float:
+def _condition_index(scaled: _Scaling, release: _Statistics, positions: NDArray[np.intp]) -> float:
     """The condition index of the released X'X over the regressors at ``positions``, centred:
     ``√(λ_max / λ_min)`` of their correlation matrix, the columns the released cross products
-    give after the intercept (at ``intercept`` among ``positions``, if any) is projected out
+    give after the intercept (``scaled.intercept``, where among ``positions``) is projected out
     (the Schur complement ``G_xx - g_x1 g_1x / g_11``). Centred, a column far from 0 for its
     spread (ages 60-70) or alone is no dependence, as it is in the uncentred index of Belsley,
     Kuh & Welsch. The released X'X is of the scaled columns (``docs/design/pooled.md``): the
@@ -554,12 +550,10 @@ def _condition_index(
     public (or privately found) ranges."""
     inverse = np.linalg.inv(scaled.linear)
     gram = (inverse.T @ release.pilot.hessian @ inverse)[np.ix_(positions, positions)]
-    if intercept is not None:
-        rest = np.delete(np.arange(positions.size), intercept)
-        gram = (
-            gram[np.ix_(rest, rest)]
-            - np.outer(gram[rest, intercept], gram[intercept, rest]) / (gram[intercept, intercept])
-        )
+    own = positions == (-1 if scaled.intercept is None else scaled.intercept)
+    if own.any():  # centred: the intercept projected out
+        at, rest = int(np.flatnonzero(own)[0]), np.flatnonzero(~own)
+        gram = gram[np.ix_(rest, rest)] - np.outer(gram[rest, at], gram[at, rest]) / gram[at, at]
     if gram.shape[0] < 2:  # one regressor (or none) is never collinear
         return 1.0
     unit = np.sqrt(np.diag(gram))
