@@ -116,7 +116,7 @@ from dplong.privacy.radius import (
     clipping_bias,
     concentration_radius,
 )
-from dplong.privacy.rules import Rules
+from dplong.privacy.rules import Count, Rules
 
 #: σ̂ = median |x - m̂| / NORMAL_MAD under the normal plug-in
 NORMAL_MAD = MAD_OVER_SD["gaussian"]
@@ -2044,6 +2044,63 @@ def test_a_midpoint_that_missed_is_withheld_even_on_an_overcounted_n(
     # normal part, the bias a bound)
     gap = abs(kept.estimate[0] - np.nanmean(values[:, 0]))
     assert gap < 3.0 * math.hypot(kept.noise_sd[0], kept.sampling_sd[0]) + kept.bias[0]
+
+
+def test_far_misses_of_a_column_few_users_have_are_withheld_on_an_overcounted_n() -> None:
+    """130 of 1,000 users with a statistic about 3 (a level of a ``by=`` grouping), their
+    private count 120 high (an earlier count of sd 70.7, as at n = 1,000: a 1.7-sd draw), ε = 0.7.
+    The midpoint's median misses them far out in about a quarter of the releases; its check
+    then finds them all on one side, but below half the overcounted N̂, and the scale's median
+    at the midpoint's own magnitude. Read at the count's low end (two sds down) the side is
+    passed, and the miss is withheld: before, 12 of these 200 releases printed a number off by
+    10 sds or more (up to 1e17), 83 were released near 3; now none, and 83 (measured)."""
+    n, users, over = 1000, 130, 120.0
+    values = np.full((n, 1), np.nan)
+    values[:users, 0] = np.random.default_rng(0).normal(3.0, 1.0, users)
+    options = ReleaseOptions.check(n, epsilon=0.7, delta=1e-6, privacy="central", bound=None, d=1)
+    count = Count(np.array([users + over]), 70.7)
+    far = absurd = released = 0
+    for seed in range(200):
+        res = release_means(
+            values,
+            names=("y",),
+            options=options,
+            rng=np.random.default_rng(seed),
+            rules=Rules(count=count, complete_rows=False),
+        )
+        far += abs(res.midpoint[0]) > 1e3
+        if np.isfinite(res.estimate[0]):
+            released += 1
+            # 10 sds of one user's statistic (sd 1): issue 29's bar for a released error
+            absurd += abs(res.estimate[0] - np.nanmean(values)) > 10.0
+    assert far >= 30  # the far misses happened (51 measured): the guard was exercised
+    assert absurd == 0
+    assert released >= 70  # the others are still released (83 measured, 83 before)
+
+
+def test_a_complete_column_keeps_the_plan_for_n_when_its_count_is_drawn_low() -> None:
+    """Every one of 500 users has a statistic; the private count (sd 35) is drawn below n in
+    about half the releases. Within two of its sds of n it cannot tell the users from all n,
+    and the medians keep the plan made for n (resized on the count's noise, they took from
+    the final stage in half the releases); a column that 40 % of users lack is resized."""
+    n = 500
+    options = ReleaseOptions.check(n, epsilon=0.5, delta=1e-6, privacy="central", bound=None, d=1)
+    plan = ReleasePlan.make(n=n, d=1, epsilon=0.5, delta=1e-6, stated_scale=False)
+    values = np.random.default_rng(5).normal(3.0, 1.0, (n, 1))
+    below = 0
+    for seed in range(40):
+        res = release_means(values, names=("y",), options=options, rng=np.random.default_rng(seed))
+        medians = [e.epsilon for e in res.privacy.entries if e.mechanism.startswith("private")]
+        assert res.users[0] + 2.0 * res.users_sd >= n  # no draw 2 sds low in these seeds
+        below += res.users[0] < n
+        assert medians == [plan.midpoint, plan.spread]
+    assert below >= 10  # drawn below n (18 of 40 measured): those were resized before
+    partial = values.copy()
+    partial[: 2 * n // 5] = np.nan
+    res = release_means(partial, names=("y",), options=options, rng=np.random.default_rng(0))
+    medians = [e.epsilon for e in res.privacy.entries if e.mechanism.startswith("private")]
+    assert medians == [plan.for_users(float(res.users[0])).midpoint] * 2
+    assert medians[0] > plan.midpoint
 
 
 def test_a_clip_whose_noise_is_cheap_widens_to_what_it_affords() -> None:

@@ -91,10 +91,11 @@ def _at_own_magnitude(
     """Where the scale's cell holds the midpoint's own magnitude (released numbers only:
     sensitivity 0). A median that missed users around c by a distance D far beyond c and their
     spread puts every ``|x - m̂|`` within ``|c| + spread`` of D, so the scale's cell holds, or
-    borders, the one of ``|m̂| = D ± |c|``; with the midpoint's check finding most users on one side
-    (``aside``) that is the miss. Users about a median 25 percentiles off or more whose median
-    distance falls within a cell or two (4.4 % each) of its magnitude are withheld too: rare, and
-    the price of never printing the miss."""
+    borders, the one of ``|m̂| = D ± |c|``; with the midpoint's check finding more than half the
+    users on one side (of the private count's low end, two sds down) that is the miss. Users
+    about a median 25 percentiles off or more whose median distance falls within a cell or two
+    (4.4 % each) of its magnitude are withheld too: rare, and the price of never printing the
+    miss."""
     cells = np.searchsorted(SPREAD_GRID.edges, np.stack([deviation, np.abs(midpoint)]), "right")
     return np.asarray((np.abs(cells[0] - cells[1]) <= 1) & (deviation > 0.0))
 
@@ -244,9 +245,13 @@ def locate(
     if plan.counts or count is not None:
         users, users_sd, count_entries = counted()
         entries += count_entries
-        # the medians sized for the users there are (post-processing of N̂)
+        # the medians sized for the users there are (post-processing of N̂); where the count
+        # cannot tell them from all n (N̂ within 2 sds of n) the plan for n stands: resized on
+        # the count's noise alone, half the releases of a complete column took from the final
+        # stage, and one drawn low left it a twentieth of ε (docs/design/budget.md)
         found = users[users >= max(2.0, 2.0 * users_sd)]
-        if found.size and root is None:  # a weighted count is no count of users
+        # (a weighted count is no count of users)
+        if found.size and root is None and found.min() + 2.0 * users_sd < n:
             plan = plan.for_users(float(found.min()))
     else:  # n divides: users without a statistic contribute the centre (the paper's rule)
         users, users_sd = np.array([float(n)]), 0.0
@@ -286,8 +291,12 @@ def locate(
         # on the side the count points to could pass the bar then
         reach_low = side_reach(plan.side, 2.0 * BESIDE_GAMMA)
         beside = np.abs(sided) >= BESIDE_SHARE * among + reach_low
-        # past half the users, where the scale stage then finds them all at one distance
+        # past half the users, where the scale stage then finds them all at one distance; and
+        # past half the count's low end (2 sds down), where they are at the midpoint's own
+        # magnitude from it: an overcounted N̂ hid such far misses of a column few users have
+        # a statistic in (a level of by=), released at 1e17-1e87 (docs/accuracy.md)
         aside = np.abs(sided) >= 0.5 * among + reach_low
+        aside_low = np.abs(sided) >= 0.5 * np.maximum(among - 2.0 * users_sd, 0.0) + reach_low
     if fallback.any():  # no bin survived: the reserved private median locates those columns
         columns = np.flatnonzero(fallback)
         midpoint[columns] = private_median(
@@ -311,11 +320,12 @@ def locate(
             # users alone at one distance, or at the midpoint's own magnitude from it: the
             # midpoint's miss by that distance where its check also finds most users on one side
             # (the second sign needs no count of users off a cell, so it holds where the bar,
-            # on an overcounted N̂, was not passed); both signs together are the miss whatever
+            # on an overcounted N̂, was not passed: read at the count's low end); both signs
+            # together are the miss whatever
             # the check's noise (users sharing one value lie in the cell of a median that found
             # them, not at its own magnitude from it)
             far = _at_own_magnitude(deviation, midpoint) if root is None else False
-            beside = beside | ((scan.alone | far) & aside) | (scan.alone & far)
+            beside = beside | (scan.alone & aside) | (far & aside_low) | (scan.alone & far)
         if plan.inside and plan.midpoint_kind == "median":
             # the scale's check, where the scale stage's own counts found no shared value
             plain = ~(scan.alone | scan.shared | scan.sparse | scan.unseen) & (
