@@ -185,3 +185,23 @@ def test_between_ols_refuses_time_effects(wages: pd.DataFrame) -> None:
             time="year",
             levels={"year": YEARS},
         )
+
+
+@pytest.mark.parametrize(
+    "model", [dplong.PooledOLS, dplong.PanelOLS, dplong.RandomEffects, dplong.BetweenOLS]
+)
+def test_a_time_column_without_time_effects_is_refused(
+    wages: pd.DataFrame, model: type[dplong.PooledOLS]
+) -> None:
+    """``time=`` is read only for ``TimeEffects``: given without it (a forgotten term, or a
+    name meant for an estimator that orders rows) it was accepted and unused. Refused, naming
+    the argument, before the rows are read; a Series is named by its type, not its values
+    (which are private); ``dplong.plan`` refuses alike."""
+    match = "is read only for TimeEffects" if model is not dplong.BetweenOLS else "has no use in"
+    with pytest.raises(ParameterError, match=rf"time='year' {match}"):
+        model.from_formula("lwage ~ union", wages, groups="nr", time="year")
+    with pytest.raises(ParameterError, match=r"time=Series ") as raised:
+        model.from_formula("lwage ~ union", wages, groups="nr", time=wages["year"])
+    assert "1980" not in str(raised.value)
+    with pytest.raises(ParameterError, match="time='year'"):
+        dplong.plan("lwage ~ union", model=model, n=545, epsilon=1.0, time="year")

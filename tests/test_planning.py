@@ -264,6 +264,20 @@ def test_the_smallest_epsilon_is_the_smallest_two_digit_value_that_passes() -> N
         assert found == pytest.approx(named, rel=1e-12), (threshold, found)
 
 
+def test_a_plan_needs_the_time_column_where_the_fit_does() -> None:
+    """The stand-in rows hold a time column only where the analyst names one, as the fit's
+    data do: ``correlation="ar1"`` without ``time=`` is refused by the plan as by the fit
+    (the stand-in's time had let the plan through), and the pooled family, which reads
+    ``time=`` only for ``TimeEffects``, plans without one (the stand-in's was refused)."""
+    with pytest.raises(dplong.exceptions.ParameterError, match="'ar1' needs time="):
+        dplong.plan("lwage ~ exper", model="ols", n=545, epsilon=4.0, correlation="ar1")
+    timed = dplong.plan(
+        "lwage ~ exper", model="ols", n=545, epsilon=4.0, correlation="ar1", time="year"
+    )
+    assert not timed.refused
+    assert not dplong.plan("lwage ~ exper", model="pooled", n=545, epsilon=4.0).refused
+
+
 def test_a_plan_with_time_effects_names_the_time_column() -> None:
     """``TimeEffects`` reads the declared periods of the time column, so a plan takes its
     name (``time=``, a public fact; the stand-in rows hold it, as ``dplong plan --time``

@@ -156,7 +156,9 @@ def plan(
             model_options.get("domain"),
             named=named,
         )
-        extra = {"time": time or STAND_IN_TIME} if "time" in model_params else {}
+        # the time column where the analyst named one (the pooled family reads it only for
+        # TimeEffects, and refuses it without them)
+        extra = {"time": time} if time is not None and "time" in model_params else {}
         if not item_level:
             extra["groups"] = STAND_IN_USER
         with _said_without_stand_ins():

@@ -235,7 +235,7 @@ class PooledOLS(_RangesStage, FormulaModel):
             Declared levels of factor columns, as in :meth:`LongitudinalOLS.from_formula`.
         time : str, optional
             Name of the time column, read only for ``TimeEffects`` (the pooled estimators do
-            not order a person's rows).
+            not order a person's rows): refused without it.
 
         Examples
         --------
@@ -261,7 +261,17 @@ class PooledOLS(_RangesStage, FormulaModel):
     ) -> str:
         """``formula`` with linearmodels' effects terms resolved (public: the formula, the time
         column's name and declared periods): ``TimeEffects`` as ``C(time)``, ``EntityEffects``
-        dropped where the estimator absorbs the person effects and refused where it does not."""
+        dropped where the estimator absorbs the person effects and refused where it does not;
+        a ``time`` column without ``TimeEffects`` is refused (nothing else reads it)."""
+        if time is not None and not has_time_effects(formula):
+            named = repr(time) if isinstance(time, str) else type(time).__name__  # no values
+            raise ParameterError(
+                f"time={named} is read only for TimeEffects in the formula: {cls.model_name} "
+                "does not order a person's rows; add '+ TimeEffects' or drop time="
+                if cls._time_effects
+                else f"time={named} has no use in {cls.model_name}, which reads one mean a "
+                "person; drop time="
+            )
         if has_time_effects(formula) and not cls._time_effects:
             raise FormulaError(
                 f"TimeEffects has no place in {cls.model_name}: a person's means of the period "
