@@ -779,6 +779,17 @@ def test_time_effects_read_the_declared_periods_of_the_time_column(
         assert re.search(rf"^{re.escape(str(name))}\s+{value:.4g}\s", out, flags=re.M), name
 
 
+@pytest.mark.parametrize("command", ["fit", "plan"])
+def test_a_time_column_without_time_effects_is_refused_in_the_flags(command: str) -> None:
+    """``--time`` given to the pooled family without ``TimeEffects`` (nothing else reads it):
+    refused before any noise, the message in the command line's spelling."""
+    data = ["dataset:wage_panel", "--groups", "nr"] if command == "fit" else ["--n", "545"]
+    argv = [command, *data, "--model", "pooled", "--formula", "lwage ~ union"]
+    code, out, err = run([*argv, "--time", "year", "--epsilon", "4"])
+    assert code == 2 and out == ""
+    assert "--time year is read only for TimeEffects" in err and "drop --time" in err
+
+
 def test_time_effects_of_dates_read_alike_from_csv_and_parquet(tmp_path: Path) -> None:
     """A time column of dates with its periods declared as ISO dates: written as text (CSV)
     or stored as dates (Parquet), it is a factor of the declared dates, labelled by them, and

@@ -2075,7 +2075,8 @@ def test_far_misses_of_a_column_few_users_have_are_withheld_on_an_overcounted_n(
             absurd += abs(res.estimate[0] - np.nanmean(values)) > 10.0
     assert far >= 30  # the far misses happened (51 measured): the guard was exercised
     assert absurd == 0
-    assert released >= 70  # the others are still released (83 measured, 83 before)
+    # the others are still released: 83 measured (95 before, 12 of them off by 10 sds)
+    assert released >= 70
 
 
 def test_a_complete_column_keeps_the_plan_for_n_when_its_count_is_drawn_low() -> None:

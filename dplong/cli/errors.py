@@ -33,6 +33,9 @@ _SPELLINGS = (
     (re.compile(r"(?<![\w.\[-])by_constant=True\b"), "--by-constant"),
     (re.compile(r"(?<![\w.\[-])by=None\b"), "no --by"),
     (re.compile(r"(?<![\w.\[-])by=(['\"])([^'\"]*)\1"), r"--by \2"),
+    # the time column (the pooled family's refusal of one without TimeEffects)
+    (re.compile(r"(?<![\w.\[-])time=(['\"])([^'\"]*)\1"), r"--time \2"),
+    (re.compile(r"\bdrop time="), "drop --time"),
 )
 
 

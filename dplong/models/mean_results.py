@@ -114,7 +114,13 @@ def _estimand(grouping: Grouping | None, *, keyed: bool) -> str:
             f"{'half' if keyed_share(len(declared)) < 1 else 'all'} of the budget "
             "(parallel composition). "
             if keyed
-            else "the levels share the budget. "
+            # from three levels on, a key fixed per user gives each level more with by_constant
+            else "the levels share the budget"
+            + (
+                " (each user at one level? by_constant=True gives each level half of it). "
+                if len(declared) >= 3
+                else ". "
+            )
         )
         + "Intervals include the clipping bias bound."
     )

@@ -158,7 +158,7 @@ def plan(
         )
         # the time column where the analyst named one (the pooled family reads it only for
         # TimeEffects, and refuses it without them)
-        extra = {"time": time} if time is not None and "time" in model_params else {}
+        extra = {"time": time} if time is not None else {}  # refused above where not taken
         if not item_level:
             extra["groups"] = STAND_IN_USER
         with _said_without_stand_ins():

@@ -93,9 +93,10 @@ def _at_own_magnitude(
     spread puts every ``|x - m̂|`` within ``|c| + spread`` of D, so the scale's cell holds, or
     borders, the one of ``|m̂| = D ± |c|``; with the midpoint's check finding more than half the
     users on one side (of the private count's low end, two sds down) that is the miss. Users
-    about a median 25 percentiles off or more whose median distance falls within a cell or two
-    (4.4 % each) of its magnitude are withheld too: rare, and the price of never printing the
-    miss."""
+    whose median distance falls within a cell or two (4.4 % each) of the median's magnitude,
+    about a median 25 percentiles off or more (less where the count is noisy next to its
+    users: the low end is then a smaller share of them), are withheld too: rare, and the price
+    of never printing the miss."""
     cells = np.searchsorted(SPREAD_GRID.edges, np.stack([deviation, np.abs(midpoint)]), "right")
     return np.asarray((np.abs(cells[0] - cells[1]) <= 1) & (deviation > 0.0))
 
@@ -248,9 +249,9 @@ def locate(
         # the medians sized for the users there are (post-processing of N̂); where the count
         # cannot tell them from all n (N̂ within 2 sds of n) the plan for n stands: resized on
         # the count's noise alone, half the releases of a complete column took from the final
-        # stage, and one drawn low left it a twentieth of ε (docs/design/budget.md)
+        # stage (0.12-0.14 of ε, not 0.14, at 500 users and ε = 0.5: docs/design/budget.md)
         found = users[users >= max(2.0, 2.0 * users_sd)]
-        # (a weighted count is no count of users)
+        # (a weighted count is no count of users: never resized for)
         if found.size and root is None and found.min() + 2.0 * users_sd < n:
             plan = plan.for_users(float(found.min()))
     else:  # n divides: users without a statistic contribute the centre (the paper's rule)
@@ -295,6 +296,7 @@ def locate(
         # past half the count's low end (2 sds down), where they are at the midpoint's own
         # magnitude from it: an overcounted N̂ hid such far misses of a column few users have
         # a statistic in (a level of by=), released at 1e17-1e87 (docs/accuracy.md)
+        # (a weighted count's aside_low is never read: its users are never "far", below)
         aside = np.abs(sided) >= 0.5 * among + reach_low
         aside_low = np.abs(sided) >= 0.5 * np.maximum(among - 2.0 * users_sd, 0.0) + reach_low
     if fallback.any():  # no bin survived: the reserved private median locates those columns
@@ -321,9 +323,8 @@ def locate(
             # midpoint's miss by that distance where its check also finds most users on one side
             # (the second sign needs no count of users off a cell, so it holds where the bar,
             # on an overcounted N̂, was not passed: read at the count's low end); both signs
-            # together are the miss whatever
-            # the check's noise (users sharing one value lie in the cell of a median that found
-            # them, not at its own magnitude from it)
+            # together are the miss whatever the check's noise (users sharing one value lie in
+            # the cell of a median that found them, not at its own magnitude from it)
             far = _at_own_magnitude(deviation, midpoint) if root is None else False
             beside = beside | (scan.alone & aside) | (far & aside_low) | (scan.alone & far)
         if plan.inside and plan.midpoint_kind == "median":
