@@ -106,21 +106,22 @@ def _estimand(grouping: Grouping | None, *, keyed: bool) -> str:
             "clipping bias bound."
         )
     name, _, declared = grouping
-    return (
-        f"Estimand: at each declared level of {name} ({len(declared)}), the mean over the "
-        "users with rows there of their own averages there (Def 5.1); "
-        + (
+    if keyed:
+        budget = (
             "each user at one level (by_constant), each level released with "
             f"{'half' if keyed_share(len(declared)) < 1 else 'all'} of the budget "
             "(parallel composition). "
-            if keyed
-            # from three levels on, a key fixed per user gives each level more with by_constant
-            else "the levels share the budget"
-            + (
-                " (each user at one level? by_constant=True gives each level half of it). "
-                if len(declared) >= 3
-                else ". "
-            )
         )
+    elif len(declared) >= 3:  # from three levels on, a key fixed per user gives each more
+        budget = (
+            "the levels share the budget (each user at one level? by_constant=True gives each "
+            "level half of it). "
+        )
+    else:
+        budget = "the levels share the budget. "
+    return (
+        f"Estimand: at each declared level of {name} ({len(declared)}), the mean over the "
+        "users with rows there of their own averages there (Def 5.1); "
+        + budget
         + "Intervals include the clipping bias bound."
     )

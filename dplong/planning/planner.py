@@ -156,9 +156,9 @@ def plan(
             model_options.get("domain"),
             named=named,
         )
-        # the time column where the analyst named one (the pooled family reads it only for
-        # TimeEffects, and refuses it without them)
-        extra = {"time": time} if time is not None else {}  # refused above where not taken
+        # the time column only where the analyst named one, as the fit's data (the pooled
+        # family refuses one without TimeEffects; a model taking none refused it above)
+        extra = {"time": time} if time is not None else {}
         if not item_level:
             extra["groups"] = STAND_IN_USER
         with _said_without_stand_ins():
