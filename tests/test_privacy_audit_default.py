@@ -318,9 +318,8 @@ def release_means_replica(
         rng, rate, (1,)
     )
     users_sd = float(np.sqrt(noise.two_sided_geometric_variance(rate)))
-    # the engine's rule, expression for expression: where N̂ tells the users from n
-    if users[0] >= max(2.0, 2.0 * users_sd) and users[0] + 2.0 * users_sd < n:
-        plan = plan.for_users(float(users[0]))
+    if users[0] >= max(2.0, 2.0 * users_sd):  # resized where N̂ tells the users from n
+        plan = plan.for_users(float(users[0]), users_sd)
     per_column = np.maximum(np.broadcast_to(users.astype(float), (d,)), 1.0)
     # 2. the midpoint and 3. the scale: private medians on the public grids
     if public is None:

@@ -246,14 +246,11 @@ def locate(
     if plan.counts or count is not None:
         users, users_sd, count_entries = counted()
         entries += count_entries
-        # the medians sized for the users there are (post-processing of N̂); where the count
-        # cannot tell them from all n (N̂ within 2 sds of n) the plan for n stands: resized on
-        # the count's noise alone, half the releases of a complete column took from the final
-        # stage (0.12-0.14 of ε, not 0.14, at 500 users and ε = 0.5: docs/design/budget.md)
+        # the medians sized for the users there are (post-processing of N̂), where the count
+        # tells them from n (ReleasePlan.for_users)
         found = users[users >= max(2.0, 2.0 * users_sd)]
-        # (a weighted count is no count of users: never resized for)
-        if found.size and root is None and found.min() + 2.0 * users_sd < n:
-            plan = plan.for_users(float(found.min()))
+        if found.size and root is None:  # a weighted count is no count of users
+            plan = plan.for_users(float(found.min()), users_sd)
     else:  # n divides: users without a statistic contribute the centre (the paper's rule)
         users, users_sd = np.array([float(n)]), 0.0
     fallback = np.zeros(d, dtype=bool)

@@ -336,11 +336,15 @@ class ReleasePlan:
             per_column=per_column,
         )
 
-    def for_users(self, users: float) -> ReleasePlan:
+    def for_users(self, users: float, sd: float = 0.0) -> ReleasePlan:
         """The median and refinement stages resized for ``users`` users with a statistic
-        instead of n: the private count, which runs first. Adaptive
+        instead of n: the private count, which runs first, its noise sd ``sd``. Adaptive
         composition: the stages' sizes are post-processing of the count, and the final stage is
         calibrated on what was actually spent (still within the caps the plan was checked with).
+        Only where the count tells its users from n (``users + 2 sd < n``): a complete column's
+        count is below n in half its draws, and resized on that noise alone the stages took
+        from the final one (at 500 users and ε = 0.5 its ε 0.14 fell to 0.09 at a draw 2 sds
+        low; docs/design/budget.md).
 
         Examples
         --------
@@ -348,8 +352,10 @@ class ReleasePlan:
         >>> plan = ReleasePlan.make(n=1000, d=1, epsilon=4.0, delta=1e-6, stated_scale=False)
         >>> plan.midpoint, plan.for_users(150.0).midpoint
         (0.16, 0.5333333333333333)
+        >>> plan.for_users(960.0, sd=35.0) is plan  # within 2 sds of n: the plan for n
+        True
         """
-        if self.midpoint_kind not in ("median", "public") or users >= self.n:
+        if self.midpoint_kind not in ("median", "public") or users + 2.0 * sd >= self.n:
             return self
         public = self.midpoint_kind == "public"  # only the scale's median runs
         cap = MAX_MIDPOINT_SHARE[not self.spread]
