@@ -90,6 +90,7 @@ from dplong.privacy.tails import (
     TAIL_REACH,
     blind_columns,
     clips_many_notes,
+    exceeded_assumptions,
     heavy_notes,
     lump_assumptions,
     measures_tail,
@@ -613,7 +614,7 @@ def release_means(
         # user's share of the weighted sum is √w_u <= 1 times its standardised excess: the
         # bound on their total, over W, holds as it is (bias_factor is for a per-user bound)
         beyond = tail_bias(tails.reach, tails.rung, radius + moved, users)
-        bias = np.where(tails.heavy, np.maximum(bias, beyond), bias)
+        bias = np.where(tails.heavy | tails.exceeded, np.maximum(bias, beyond), bias)
     # a number whose error figures overflow (the medians missed by hundreds of magnitudes) says
     # nothing: withheld like a missed one; so is one its own released figures call implausible
     unbounded = overflowed(estimate, total_sd, sampling_sd, bias)
@@ -748,10 +749,16 @@ def release_means(
         + skew
         + unchecked_notes,
         assumptions=moderate_assumptions(names, tails.moderate & ~withheld)
+        + exceeded_assumptions(names, tails.exceeded & ~withheld, kinds)
         + lump_assumptions(
             names,
             # not where the clip cuts many: its warning says more
-            light & ~unchecked & ~tails.moderate & ~tails.clips_many & bool(plan.tail),
+            light
+            & ~unchecked
+            & ~tails.moderate
+            & ~tails.exceeded
+            & ~tails.clips_many
+            & bool(plan.tail),
             tails.threshold,
             counted,
             signed=signed,

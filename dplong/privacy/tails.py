@@ -56,6 +56,7 @@ __all__ = [
     "affords_count",
     "blind_columns",
     "clips_many_notes",
+    "exceeded_assumptions",
     "heavy_notes",
     "lump_assumptions",
     "measures_tail",
@@ -96,6 +97,9 @@ SKEW_ERRORS = 1.2
 SKEW_SHARE, SKEW_NOISE_SDS = 0.2, 2.0
 
 _TAIL = "lattice Laplace count beyond the radius"
+#: The tail kinds with no skew: the normal plug-in's, whose moderate band the exponential
+#: bounds instead.
+_SYMMETRIC = ("gaussian", "sub-gaussian")
 _SIGNED = "lattice Laplace counts beyond the rung and the clip, each side"
 
 #: How far beyond the bulk's radius a heavy column's radius may reach (:func:`_tail_radius`):
@@ -452,8 +456,13 @@ class TailFinding:
     count overturned short of the heavy threshold (:data:`MODERATE_SDS`): their bias bound
     takes the exponential tail model. Counted on each side (:func:`_signed_tail`), the
     ``clips_many`` columns, whose clip cuts many users (:func:`clips_many_notes`), and their
-    released ``clipped`` counts. Where the rule does not run: the bulk's radius, no heavy,
-    moderate or clips-many column, no entry, the budget untouched, a threshold of 0."""
+    released ``clipped`` counts. The ``exceeded`` columns: an assumed skewed kind
+    (exponential, chi-square) the count found exceeded in the same band, which has no lighter
+    model to give way to: their bias bound is the Pareto tail's through the count
+    (:func:`tail_bias`), as a heavy column's, at the bulk's clip
+    (:func:`exceeded_assumptions`). Where the rule does not run: the bulk's radius, no heavy,
+    moderate, clips-many or exceeded column, no entry, the budget untouched, a threshold
+    of 0."""
 
     radius: NDArray[np.float64]
     heavy: NDArray[np.bool_]
@@ -467,6 +476,7 @@ class TailFinding:
         default_factory=lambda: np.zeros(0, dtype=bool)
     )
     clipped: NDArray[np.float64] = dataclasses.field(default_factory=lambda: np.zeros(0))
+    exceeded: NDArray[np.bool_] = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
 
     def tail(self, tail: Tails) -> Tails:
         """The tail model of each column's bias bound after the rule: ``tail`` (the located
@@ -522,7 +532,17 @@ def tail_rule(
     d = radius.shape[0]
     none = np.zeros(d, dtype=bool)
     quiet = TailFinding(
-        radius, none, np.zeros(d), np.zeros(d), (), mean_budget, 0.0, none, none, np.full(d, np.nan)
+        radius,
+        none,
+        np.zeros(d),
+        np.zeros(d),
+        (),
+        mean_budget,
+        0.0,
+        none,
+        none,
+        np.full(d, np.nan),
+        none,
     )
     if not plan.tail:
         return quiet
@@ -547,6 +567,12 @@ def tail_rule(
         coarse=_coarse(plan),
     )
     entries = [_tail_entry(names, joint)]
+    # a skewed kind the model assumes has no lighter model to give way to where the count
+    # exceeds it: its bias bound takes the Pareto tail through the count (s²_u of t₄ errors
+    # under RandomEffectsLocation's exponential: 4 times its users beyond the rung, short of
+    # the heavy threshold, clipped 20 times its bound; docs/design/engine.md)
+    skewed = none if assumed is None else ~np.isin(np.broadcast_to(assumed, (d,)), _SYMMETRIC)
+    exceeded = moderate & skewed
     # only the normal plug-in gives way to it (a skewed column is exponential already), and
     # only where no rough mean told skew from symmetry (skew_tails: a symmetric column's
     # heavier tail, clipped about a centre near its mean, loses little)
@@ -583,6 +609,7 @@ def tail_rule(
         mean_budget=mean_budget,
         threshold=threshold,
         moderate=moderate,
+        exceeded=exceeded,
     )
 
 
@@ -777,6 +804,7 @@ def _signed_tail(
         np.zeros(d, dtype=bool),
         np.asarray(many),
         np.where(measurable, clipped, np.nan),
+        np.zeros(d, dtype=bool),
     )
 
 
@@ -829,7 +857,7 @@ def rung_sds(kinds: Tails) -> NDArray[np.float64]:
     """
     normal = float(beyond_share("gaussian", TAIL_SLACK * TAIL_RUNG)[0])
     kind = np.atleast_1d(np.asarray(kinds))
-    plain = np.isin(kind, ("gaussian", "sub-gaussian"))  # exactly the rung, not its round trip
+    plain = np.isin(kind, _SYMMETRIC)  # exactly the rung, not its round trip
     return np.where(plain, TAIL_RUNG, beyond_point(kinds, normal) / TAIL_SLACK)
 
 
@@ -1137,6 +1165,37 @@ def moderate_assumptions(names: tuple[str, ...], moderate: NDArray[np.bool_]) ->
         f"Bias bound of {which}: an exponential tail beyond the clip (the tail count found more "
         f"users beyond {TAIL_RUNG:g} sds than normal tails put there, too few to call "
         f"{'it' if len(which) == 1 else 'them'} heavy).",
+    )
+
+
+def exceeded_assumptions(
+    names: tuple[str, ...], exceeded: NDArray[np.bool_], kinds: Tails
+) -> tuple[str, ...]:
+    """The assumption line of the ``exceeded`` columns (:class:`TailFinding`): the tail count
+    found more users beyond the rung than the tail ``kinds`` the model assumes put there, too
+    few to call them heavy, and their bias bound took a Pareto tail through that count.
+    Released numbers and public facts only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.tails import exceeded_assumptions
+    >>> (line,) = exceeded_assumptions(("a", "b"), np.array([False, True]),
+    ...                                ("chi-square", "exponential"))
+    >>> line[:71]
+    "Bias bound of ['b']: a Pareto tail through the users the tail count fou"
+    """
+    if not exceeded.any():
+        return ()
+    columns = np.flatnonzero(exceeded)
+    which = [names[j] for j in columns]
+    kind = np.broadcast_to(np.asarray(kinds), exceeded.shape)
+    assumed = "/".join(dict.fromkeys(str(kind[j]) for j in columns))
+    one = len(which) == 1
+    return (
+        f"Bias bound of {which}: a Pareto tail through the users the tail count found beyond "
+        f"the rung (more than the assumed {assumed} {'tail puts' if one else 'tails put'} "
+        f"there, too few to call {'it' if one else 'them'} heavy).",
     )
 
 
