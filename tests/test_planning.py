@@ -306,6 +306,9 @@ def test_a_plan_with_time_effects_names_the_time_column() -> None:
         dplong.plan(formula, model="ols", n=545, epsilon=20.0, time=wages["year"], levels=years)
     with pytest.raises(dplong.exceptions.ParameterError, match="takes no time"):
         dplong.plan("lwage ~ 1", model="mean", n=545, epsilon=1.0, time="year")
+    # without time=, the model's own refusal: the stand-in rows hold no time column
+    with pytest.raises(dplong.exceptions.FormulaError, match="TimeEffects needs time="):
+        dplong.plan(formula, model="ols", n=545, epsilon=20.0, levels=years)
     # the command line passes --time to the plan
     argv = ["plan", "--model", "ols", "--formula", formula, "--n", "545", "--epsilon", "20"]
     periods = "year=" + ",".join(map(str, years["year"]))
@@ -793,7 +796,7 @@ def test_refusals_never_name_the_stand_in_columns() -> None:
     from dplong.planning.planner import _without_stand_ins
 
     err = dplong.exceptions.InsufficientUsersError(
-        "by='arm' is not a column of data; columns are ['__user__', '__time__', 'y']"
+        "by='arm' is not a column of data; columns are ['__user__', 'y']"
     )
     err.budget_refusal = True
     said = _without_stand_ins(err)

@@ -24,7 +24,8 @@ _SPELLINGS = (
         re.compile(r"levels=\{'([^']+)': \[\.\.\.\]\}, on the command line --levels \1=A,B,\.\.\."),
         r"--levels \1=A,B,...",
     ),
-    (re.compile(r"levels=\{'([^']+)': \[\.\.\.\]\}"), r"--levels \1=A,B,..."),
+    (re.compile(r"levels=\{(['\"])([^'\"]+)\1: \[\.\.\.\]\}"), r"--levels \2=A,B,..."),
+    (re.compile(r"(?<![\w.\[-])levels=(?![\w{'\"])"), "--levels"),
     (re.compile(r"bounds=\{\.\.\.\}"), "--bounds COLUMN=LO,HI;..."),
     (re.compile(r'privacy="local" needs bound=B'), "--privacy local needs --bound B"),
     (re.compile(r"^bound is for\b"), "--bound is for"),
@@ -33,9 +34,10 @@ _SPELLINGS = (
     (re.compile(r"(?<![\w.\[-])by_constant=True\b"), "--by-constant"),
     (re.compile(r"(?<![\w.\[-])by=None\b"), "no --by"),
     (re.compile(r"(?<![\w.\[-])by=(['\"])([^'\"]*)\1"), r"--by \2"),
-    # the time column (the pooled family's refusal of one without TimeEffects)
+    # the time column (TimeEffects without one; the pooled family's refusal of one without
+    # TimeEffects)
     (re.compile(r"(?<![\w.\[-])time=(['\"])([^'\"]*)\1"), r"--time \2"),
-    (re.compile(r"\bdrop time="), "drop --time"),
+    (re.compile(r"(?<![\w.\[-])time=(?![\w'\"])"), "--time"),
 )
 
 

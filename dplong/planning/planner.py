@@ -16,7 +16,6 @@ import patsy
 
 from dplong._validation import describe, real_number
 from dplong.exceptions import DplongError, ParameterError
-from dplong.models.effects import has_time_effects
 from dplong.planning.advice import _note_remedy
 from dplong.planning.checkpoints import FitPlan
 from dplong.planning.decision import _decide, _released, is_budget_refusal
@@ -24,7 +23,7 @@ from dplong.planning.forecast import _COLUMNS, _reaches, _table
 from dplong.planning.reference import ReferencePanel
 from dplong.planning.results import PlanResults
 from dplong.planning.search import _budget_passes, _quiet_passes, _smallest_users, smallest_epsilon
-from dplong.planning.stand_in import STAND_IN_TIME, STAND_IN_USER, _builder, stand_in_rows
+from dplong.planning.stand_in import STAND_IN_USER, _builder, stand_in_rows
 from dplong.privacy.budget import QUIET_REMEDY
 
 
@@ -114,11 +113,6 @@ def plan(
         )
     if time is not None and "time" not in model_params:
         raise ParameterError(f"model {model_name} takes no time (its rows are not ordered)")
-    if time is None and has_time_effects(formula):  # the stand-in's column is no period's
-        raise ParameterError(
-            "TimeEffects makes dummies of the time column's declared periods: give its name, "
-            "time= (dplong plan --time COLUMN), with its periods in levels="
-        )
     model_options = {k: v for k, v in options.items() if k in model_params}
     fit_options = {k: v for k, v in options.items() if k not in model_params}
     for fixed in ("random_state", "rng", "accountant"):
@@ -145,7 +139,7 @@ def plan(
     # text option that names none, such as kernel="gaussian", adds a column no model reads)
     named = tuple(
         value for key, value in model_options.items() if key != "levels" and isinstance(value, str)
-    ) + (() if time is None else (time,))
+    )
 
     def model_for(users: int) -> Any:
         frame = stand_in_rows(
@@ -155,6 +149,7 @@ def plan(
             levels,
             model_options.get("domain"),
             named=named,
+            time=time,
         )
         # the time column only where the analyst named one, as the fit's data (the pooled
         # family refuses one without TimeEffects; a model taking none refused it above)
@@ -300,22 +295,18 @@ def _caveats(
     return tuple(caveats)
 
 
-#: A list's items that name the stand-in rows' own columns (``'__user__', ``), and any other
-#: mention of them: what a refusal says instead (the analyst named neither).
-_STAND_IN_ITEMS = re.compile(
-    "|".join(rf"'{re.escape(name)}',\s*" for name in (STAND_IN_USER, STAND_IN_TIME))
-)
-_STAND_IN_NAMES = {STAND_IN_USER: "the user ids", STAND_IN_TIME: "the time column"}
+#: A list's item that names the stand-in rows' own id column (``'__user__', ``), and any other
+#: mention of it: what a refusal says instead (the analyst did not name it).
+_STAND_IN_ITEM = re.compile(rf"'{re.escape(STAND_IN_USER)}',\s*")
 
 
 def _without_stand_ins(err: DplongError) -> DplongError:
-    """``err`` as said of the analyst's columns: the stand-in rows' id and time columns
+    """``err`` as said of the analyst's columns: the stand-in rows' id column
     (:func:`~dplong.planning.stand_in.stand_in_rows`) left out of its lists of columns and
-    named as what they stand for elsewhere; the same error if it names neither."""
+    named as what it stands for elsewhere; the same error if it does not name it."""
     message = str(err)
-    said = _STAND_IN_ITEMS.sub("", message)
-    for name, meaning in _STAND_IN_NAMES.items():
-        said = said.replace(repr(name), meaning).replace(name, meaning)
+    said = _STAND_IN_ITEM.sub("", message)
+    said = said.replace(repr(STAND_IN_USER), "the user ids").replace(STAND_IN_USER, "the user ids")
     if said == message:
         return err
     clean = type(err)(said)

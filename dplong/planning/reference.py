@@ -24,7 +24,7 @@ import patsy
 from dplong.formula import build_design
 from dplong.formula.terms import with_levels_in_place
 from dplong.planning.checkpoints import FitPlan
-from dplong.planning.stand_in import STAND_IN_TIME, STAND_IN_USER, formula_columns
+from dplong.planning.stand_in import STAND_IN_USER, formula_columns
 
 if TYPE_CHECKING:
     from dplong.models.pooled import PooledOLS
@@ -74,7 +74,7 @@ def reference_rows(
     rng = np.random.default_rng(REFERENCE_SEED)
     size = n * rows
     user = np.repeat(np.arange(n), rows)
-    frame: dict[str, Any] = {STAND_IN_USER: user, STAND_IN_TIME: np.tile(np.arange(rows), n)}
+    frame: dict[str, Any] = {STAND_IN_USER: user}
     declared, stated = with_levels_in_place(formula, levels), dict(bounds or {})
     for column in formula_columns(formula):
         if column in declared:

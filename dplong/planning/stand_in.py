@@ -20,8 +20,8 @@ from dplong.formula.terms import term_trees, with_levels_in_place
 
 #: Seed of the stand-in rows :func:`plan` builds a model on (they are never read to decide).
 STAND_IN_SEED = 20240613
-#: The stand-in rows' columns of user ids and of times (names no analyst's column has).
-STAND_IN_USER, STAND_IN_TIME = "__user__", "__time__"
+#: The stand-in rows' column of user ids (a name no analyst's column has).
+STAND_IN_USER = "__user__"
 #: The most stand-in rows (n users times their rows) :func:`stand_in_rows` makes.
 MAX_STAND_IN_ROWS = 4 * 10**7
 
@@ -81,15 +81,16 @@ def stand_in_rows(
     domain: tuple[float, float] | None = None,
     *,
     named: Sequence[str] = (),
+    time: str | None = None,
 ) -> pd.DataFrame:
     """Made-up rows for n users: what a model is built on to plan a fit (never read to decide).
 
     Every column the formula names holds positive numbers (within ``domain`` when one is
     given), and so does every column ``named`` by an option of the model (the mean's ``by``),
-    a declared factor (in ``levels`` or in the formula) its levels in turn; ``__user__`` and
-    ``__time__`` (:data:`STAND_IN_USER`, :data:`STAND_IN_TIME`) number the users and their
-    rows; at most
-    :data:`MAX_STAND_IN_ROWS` of them. Declared levels of a column neither reads are left out
+    a declared factor (in ``levels`` or in the formula) its levels in turn; ``__user__``
+    (:data:`STAND_IN_USER`) numbers the users, and a ``time`` column the analyst names numbers
+    each user's rows 1, 2, ... (its declared periods in turn, where ``levels`` holds them); at
+    most :data:`MAX_STAND_IN_ROWS` rows. Declared levels of a column neither reads are left out
     (the model refuses them, naming the columns the formula reads).
 
     Examples
@@ -97,9 +98,11 @@ def stand_in_rows(
     >>> from dplong.planning import stand_in_rows
     >>> frame = stand_in_rows("y ~ x + C(site)", 3, 2, {"site": ["a", "b"]})
     >>> frame.shape, sorted(frame.columns)
-    ((6, 5), ['__time__', '__user__', 'site', 'x', 'y'])
+    ((6, 4), ['__user__', 'site', 'x', 'y'])
     >>> stand_in_rows("y ~ 1", 2, 2, {"arm": [0, 1]}, named=("arm",))["arm"].tolist()
     [0, 1, 0, 1]
+    >>> stand_in_rows("y ~ 1", 2, 3, None, time="wave")["wave"].tolist()
+    [1, 2, 3, 1, 2, 3]
     """
     if isinstance(rows, bool) or not isinstance(rows, int | np.integer) or rows < 1:
         raise ParameterError(f"rows (rows per user) must be a positive integer, got {rows!r}")
@@ -112,13 +115,15 @@ def stand_in_rows(
     rng = np.random.default_rng(STAND_IN_SEED)
     size = n * rows
     low, high = (1.0, 2.0) if domain is None else (float(domain[0]), float(domain[1]))
-    frame: dict[str, Any] = {
-        STAND_IN_USER: np.repeat(np.arange(n), rows),
-        STAND_IN_TIME: np.tile(np.arange(rows), n),
-    }
+    frame: dict[str, Any] = {STAND_IN_USER: np.repeat(np.arange(n), rows)}
     declared = with_levels_in_place(formula, levels)
+    if time is not None and time not in declared:
+        # each user's rows in order, from 1 (positive as the other columns: a term may log it)
+        frame[time] = np.tile(np.arange(1, rows + 1), n)
     # declared levels of a column neither reads are left to the model to refuse
-    for column in dict.fromkeys([*formula_columns(formula), *named]):
+    for column in dict.fromkeys([*formula_columns(formula), *named, *([time] if time else [])]):
+        if column in frame:
+            continue
         if column in declared:
             values = list(declared[column])
             frame[column] = [values[k % len(values)] for k in range(size)]
