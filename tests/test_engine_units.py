@@ -1830,12 +1830,34 @@ class TestBadInput:
 
     def test_local_release_says_a_delta_given_is_not_spent(self) -> None:
         # the default local release is pure ε-LDP: a δ asked for is not spent (the ledger's
-        # 0), and the results say so; without one they say nothing
+        # 0), and the results say so; without one they say nothing of it
         options = {"epsilon": 1.0, "privacy": "local", "bound": 10.0, "random_state": 0}
         given = dplong.winsorized_mean(self.x, delta=1e-6, **options)
         assert given.privacy.delta == 0.0
         assert any("delta=1e-06 is not spent" in note for note in given.warnings)
-        assert not dplong.winsorized_mean(self.x, **options).warnings
+        assert not any("not spent" in w for w in dplong.winsorized_mean(self.x, **options).warnings)
+
+    def test_local_release_warns_that_no_count_checked_its_tail(self) -> None:
+        """The local model's estimated spread is a normal one fitted about the histogram's
+        mode, and no count checks the tail beyond its clip. Zero-heavy spending (80 % of rows
+        0, the rest exponential of mean 50; 5,000 users of 2-6 rows, ε = 1, bound 50, an
+        audit's case): the interval missed the users' mean in 15 of 20 releases with no
+        warning (3.76 [3.04, 4.48] against 9.89 on this seed). Every such release now says so,
+        as the central engine does where it affords no tail count; a stated scale, whose bias
+        bound is the analyst's sub-Gaussian tail, does not."""
+        data = np.random.default_rng(40_000)
+        rows = data.integers(2, 7, 5000)
+        v = np.where(data.uniform(size=rows.sum()) < 0.8, 0.0, data.exponential(50.0, rows.sum()))
+        users = np.repeat(np.arange(5000), rows)
+        options = {"epsilon": 1.0, "privacy": "local", "bound": 50.0, "random_state": 0}
+        res = dplong.winsorized_mean(v, groups=users, **options)
+        truth = pd.Series(v).groupby(users).mean().mean()
+        lo, hi = res.conf_int().iloc[0]
+        assert not lo <= truth <= hi  # the miss the warning is for
+        (note,) = [w for w in res.warnings if "no count checked" in w]
+        assert "the local model's release runs no tail count" in note and "state the scale" in note
+        stated = dplong.winsorized_mean(v, groups=users, scale=400.0, **options)
+        assert not any("no count checked" in w for w in stated.warnings)
 
     def test_errors_are_builtin_compatible(self) -> None:
         with pytest.raises(ValueError):
