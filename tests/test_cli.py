@@ -546,6 +546,30 @@ class TestBadArguments:
             said = _for_the_command_line(f"{owner}.fit: no; use dplong.{owner} or {owner}s")
             assert said == f"--model {name}: no; use --model {name} or {owner}s"
 
+    @pytest.mark.parametrize(
+        ("message", "said"),
+        [
+            # a bare keyword in prose is the flag
+            ("needs time= naming the column", "needs --time naming the column"),
+            ("its periods in levels=; or", "its periods in --levels; or"),
+            ("give it, time=", "give it, --time"),
+            # Python the analyst writes in a formula keeps its spelling
+            ("write C(union, levels=[...]) in the formula", None),
+            ("term I(time==2) fails", None),
+            ("C(union, levels=(0, 1))", None),
+        ],
+    )
+    def test_a_bare_time_or_levels_is_the_flag_only_in_prose(
+        self, message: str, said: str | None
+    ) -> None:
+        """``time=`` and ``levels=`` followed by a space, a comma, a semicolon or a bracket's end
+        are the flags; inside a formula's code (``C(x, levels=[...])``, ``I(time==2)``) they
+        are Python the analyst writes, and stay (a review found them mangled into
+        ``C(union, --levels[...])`` and ``I(--time=2)``)."""
+        from dplong.cli.errors import _for_the_command_line
+
+        assert _for_the_command_line(message) == (message if said is None else said)
+
     def test_mean_of_an_expression(self) -> None:
         """An expression left of ``~`` is the mean of its per-user means, evaluated row by row
         under the formula layer's checks: the same release as the transformed column's, and a

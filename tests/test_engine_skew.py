@@ -590,7 +590,8 @@ def test_an_assumed_tail_the_count_exceeds_takes_the_pareto_bound() -> None:
     tail count finds about 4 times the users that model puts beyond its rung, short of the
     heavy threshold, and the clip cut about 0.09 of a Scale of 2 against a bias bound of 0.005.
     6 of these 60 intervals missed the users' mean of s²_u, none with a warning on Scale. A
-    count in the band (MODERATE_SDS noise sds above the kind's expectation) now bounds the bias
+    count in the band (above ASSUMED_RATIO times the kind's expectation by MODERATE_SDS noise
+    sds, short of the heavy threshold) now bounds the bias
     with the Pareto tail through it, as a heavy column's, and says so in an assumption line:
     1 miss. That bound is about twice the mass the clip cut (measured), so a miss needs the
     noise and the sampling error beyond their 1.96 sds and the bound's slack: about 1 % of
@@ -610,9 +611,9 @@ def test_an_assumed_tail_rarely_takes_the_pareto_bound_on_normal_errors() -> Non
     """The band's false alarms on the kind's own ground: with normal errors s²_u is a scaled
     χ²₉, far lighter than the exponential Scale assumes, and (ȳ_u - μ)² the χ²₁ Group Var
     assumes; the joint count crosses the band on its noise alone in at most e^{-1.5√2} / 2 =
-    6 % of fits, a little more where σ̂ is drawn small (17 of 200 measured at 1,000 users,
-    ε = 2; each such interval is wider, none wrong). More than 16 of 100 has chance under 1 %
-    at 8.5 %."""
+    6 % of fits, a little more where σ̂ is drawn small (8 of these 100 measured, 17 of 200 on
+    other seeds at 1,000 users, ε = 2; each such interval is wider, none wrong). More than 16
+    of 100 has chance under 1 % at 8.5 %."""
     exceeded = 0
     for seed in range(100):
         frame, _ = _location_panel(seed, 1000, "normal")

@@ -25,7 +25,7 @@ _SPELLINGS = (
         r"--levels \1=A,B,...",
     ),
     (re.compile(r"levels=\{(['\"])([^'\"]+)\1: \[\.\.\.\]\}"), r"--levels \2=A,B,..."),
-    (re.compile(r"(?<![\w.\[-])levels=(?![\w{'\"])"), "--levels"),
+    (re.compile(r"(?<![\w.\[-])levels=(?=[\s,;)]|$)"), "--levels"),
     (re.compile(r"bounds=\{\.\.\.\}"), "--bounds COLUMN=LO,HI;..."),
     (re.compile(r'privacy="local" needs bound=B'), "--privacy local needs --bound B"),
     (re.compile(r"^bound is for\b"), "--bound is for"),
@@ -34,10 +34,9 @@ _SPELLINGS = (
     (re.compile(r"(?<![\w.\[-])by_constant=True\b"), "--by-constant"),
     (re.compile(r"(?<![\w.\[-])by=None\b"), "no --by"),
     (re.compile(r"(?<![\w.\[-])by=(['\"])([^'\"]*)\1"), r"--by \2"),
-    # the time column (TimeEffects without one; the pooled family's refusal of one without
-    # TimeEffects)
+    # the time column: TimeEffects' refusal without one, the pooled family's of one without it
     (re.compile(r"(?<![\w.\[-])time=(['\"])([^'\"]*)\1"), r"--time \2"),
-    (re.compile(r"(?<![\w.\[-])time=(?![\w'\"])"), "--time"),
+    (re.compile(r"(?<![\w.\[-])time=(?=[\s,;)]|$)"), "--time"),
 )
 
 

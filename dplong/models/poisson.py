@@ -31,8 +31,9 @@ class PoissonMean(ColumnMean):
     stage's private count, user rates far heavier (an overdispersed count, rates spread
     lognormally with σ = 1.5) mark the column heavy and widen its clip and bound, with a
     warning; rates only somewhat heavier than the exponential (lognormal with σ = 1) can stay
-    under the count's bar, and their interval then rests on the exponential model and can miss
-    (docs/accuracy.md); where no count is affordable, a note says the tail went unchecked.
+    under that bar, and where the count still finds more users far out than the exponential
+    puts there, their bias bound is a Pareto tail's through the count (an assumption line says
+    so; docs/accuracy.md); where no count is affordable, a note says the tail went unchecked.
     ``lower=`` or ``tail=`` given to ``fit``
     replace the model's (a stated tail is not checked); the local model and the paper's
     algorithms take neither. A negative count is not a count: its row is dropped like a

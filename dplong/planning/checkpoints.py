@@ -107,7 +107,11 @@ class FitPlan:
             dict.fromkeys(
                 (
                     *self.budget_notes,
-                    *(n for b in self.blocks for n in (*b.notes, *unchecked_tail(b))),
+                    *(
+                        n
+                        for b in self.blocks
+                        for n in (*b.notes, *unchecked_tail(b, local=self.options.local))
+                    ),
                 )
             )
         )
@@ -128,12 +132,13 @@ class FitPlan:
         )
 
 
-def unchecked_tail(block: PlannedBlock) -> tuple[str, ...]:
+def unchecked_tail(block: PlannedBlock, *, local: bool = False) -> tuple[str, ...]:
     """The warning every release of ``block`` carries whose plan affords no tail count where
     the default engine would measure its tail (scale estimated; no bounds, tail or kind stated
     or assumed, an assumed kind's note being the block's own; not ``provisional``), or only a
     count run for a declared support that is blind for normal columns
-    (:func:`~dplong.privacy.tails.coarse_blind`): that no count checked its columns' tails
+    (:func:`~dplong.privacy.tails.coarse_blind`), or a ``local`` release (the local model's,
+    which runs none; its scale estimated): that no count checked its columns' tails
     (:func:`~dplong.privacy.tails.unchecked_warnings`, after the noise; a skewed column's
     warning or its withholding replaces it there). Public facts only.
 
@@ -148,10 +153,14 @@ def unchecked_tail(block: PlannedBlock) -> tuple[str, ...]:
     ("['lwage']: no count checked its tail (this ", ())
     """
     plan, d = block.plan, len(block.names)
+    every, none = np.ones(d, dtype=bool), np.zeros(d, dtype=bool)
+    if local:  # the local model's release: no count at any ε, warned unless the scale is stated
+        if block.stated_scale:
+            return ()
+        return unchecked_warnings(block.names, every, none, why="local")
     stated = block.stated_scale or block.bounds is not None or block.tail is not None
     if plan is None or stated or block.provisional:
         return ()
-    every, none = np.ones(d, dtype=bool), np.zeros(d, dtype=bool)
     why: Unchecked = "blind" if affords_count(plan) else "unaffordable"
     if why == "blind" and not coarse_blind(plan):  # only a count run for a support is blind
         return ()

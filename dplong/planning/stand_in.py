@@ -117,16 +117,15 @@ def stand_in_rows(
     low, high = (1.0, 2.0) if domain is None else (float(domain[0]), float(domain[1]))
     frame: dict[str, Any] = {STAND_IN_USER: np.repeat(np.arange(n), rows)}
     declared = with_levels_in_place(formula, levels)
-    if time is not None and time not in declared:
-        # each user's rows in order, from 1 (positive as the other columns: a term may log it)
-        frame[time] = np.tile(np.arange(1, rows + 1), n)
+    timed = () if time is None else (time,)
     # declared levels of a column neither reads are left to the model to refuse
-    for column in dict.fromkeys([*formula_columns(formula), *named, *([time] if time else [])]):
-        if column in frame:
-            continue
+    for column in dict.fromkeys([*formula_columns(formula), *named, *timed]):
         if column in declared:
             values = list(declared[column])
             frame[column] = [values[k % len(values)] for k in range(size)]
+        elif column == time:
+            # each user's rows in order, from 1 (positive as the other columns: a term may log it)
+            frame[column] = np.tile(np.arange(1, rows + 1), n)
         else:
             frame[column] = rng.uniform(low, high, size)
     stand_in: pd.DataFrame = pd.DataFrame(frame)

@@ -72,6 +72,7 @@ from dplong.privacy.projection import (
     supported_centre,
 )
 from dplong.privacy.radius import (
+    SYMMETRIC,
     AssumedTail,
     Moment,
     TailOption,
@@ -183,8 +184,10 @@ class Release:
         Reliability notes from public facts and released numbers.
     assumptions : tuple of str
         Assumption lines the release adds to its fit's (from the same): where the tail count
-        could not check the tails its bias bound assumes, and where it found a moderate tail
-        whose exponential model the bound took (:func:`~dplong.privacy.tails.moderate_assumptions`).
+        could not check the tails its bias bound assumes, where it found a moderate tail
+        whose exponential model the bound took (:func:`~dplong.privacy.tails.moderate_assumptions`),
+        and where it found more than an assumed skewed kind puts beyond its rung, the bound then
+        a Pareto tail's (:func:`~dplong.privacy.tails.exceeded_assumptions`).
     failed : ndarray of bool, optional
         Where the midpoint failed: the paper's stable histogram found no bin (``"theory"``), or
         the released mean sat at the edge of its interval (the estimate is then NaN).
@@ -672,7 +675,7 @@ def release_means(
     # bulk (zero-heavy counts at 1,000 users, ε = 1: 14 of 30 such intervals missed by up to
     # 9 SEs, the clip cutting about three times the bound)
     seen = unchecked & ~blind_off_zero
-    symmetric = np.isin(np.broadcast_to(np.asarray(kinds), (d,)), ("gaussian", "sub-gaussian"))
+    symmetric = np.isin(np.broadcast_to(np.asarray(kinds), (d,)), SYMMETRIC)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a far miss: inf
         offset = (estimate - where.midpoint) / where.sd
         skewed = skewed_columns(
@@ -749,7 +752,9 @@ def release_means(
         + skew
         + unchecked_notes,
         assumptions=moderate_assumptions(names, tails.moderate & ~withheld)
-        + exceeded_assumptions(names, tails.exceeded & ~withheld, kinds)
+        + exceeded_assumptions(
+            names, tails.exceeded & ~withheld & (True if unseen is None else ~unseen), kinds
+        )
         + lump_assumptions(
             names,
             # not where the clip cuts many: its warning says more

@@ -38,6 +38,7 @@ from dplong.privacy.quantile import GRID, MIDPOINT_REACH, SPREAD_GRID, private_m
 from dplong.privacy.radius import (
     MAD_OVER_SD,
     MEDIAN_OFFSET,
+    SYMMETRIC,
     Moment,
     Tails,
     bin_radius,
@@ -425,7 +426,7 @@ def median_error(
     components under-covered where the measured ranks sized their intervals: docs/accuracy.md),
     and there the worst case's slack is kept."""
     worst = rank_error(len(GRID), plan.fallback or plan.midpoint, gamma)
-    symmetric = np.isin(kinds, ("gaussian", "sub-gaussian"))
+    symmetric = np.isin(kinds, SYMMETRIC)
     ranks = np.where(symmetric, worst if ranks is None else ranks, worst)
     skew = np.array([MEDIAN_OFFSET[k] for k in kinds])
     return np.asarray(sd * (skew + _rank_quantile(ranks, users)))

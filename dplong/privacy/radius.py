@@ -38,6 +38,7 @@ __all__ = [
     "OFFERS",
     "SCALE_ONLY",
     "SUPPORT_SPREAD",
+    "SYMMETRIC",
     "AssumedTail",
     "Moment",
     "Offer",
@@ -60,6 +61,8 @@ __all__ = [
 ]
 
 Tail = Literal["gaussian", "sub-gaussian", "exponential", "chi-square"]
+#: The tail models with no skew: the normal plug-in's and a stated sub-Gaussian proxy's.
+SYMMETRIC: tuple[Tail, ...] = ("gaussian", "sub-gaussian")
 #: One tail model for every column, or one per column.
 Tails = Tail | tuple[Tail, ...]
 #: Per tail model, the median absolute deviation from the median over the sd, so that

@@ -35,6 +35,7 @@ from dplong.privacy.projection import MAX_RADIUS
 from dplong.privacy.radius import (
     MAD_OVER_SD,
     OFFERS,
+    SYMMETRIC,
     AssumedTail,
     Tail,
     TailOption,
@@ -97,9 +98,6 @@ SKEW_ERRORS = 1.2
 SKEW_SHARE, SKEW_NOISE_SDS = 0.2, 2.0
 
 _TAIL = "lattice Laplace count beyond the radius"
-#: The tail kinds with no skew: the normal plug-in's, whose moderate band the exponential
-#: bounds instead.
-_SYMMETRIC = ("gaussian", "sub-gaussian")
 _SIGNED = "lattice Laplace counts beyond the rung and the clip, each side"
 
 #: How far beyond the bulk's radius a heavy column's radius may reach (:func:`_tail_radius`):
@@ -517,7 +515,9 @@ def tail_rule(
     after which the means take up what the split's composition leaves
     (:func:`~dplong.privacy.budget.top_up`); where the count only exceeds the normal's
     expectation by :data:`MODERATE_SDS` noise sds, the columns on the normal plug-in get the
-    exponential model's bias bound (:class:`TailFinding`, ``moderate``). ``final`` is the bulk's
+    exponential model's bias bound (:class:`TailFinding`, ``moderate``), and the columns of
+    a skewed kind the model ``assumed`` get the Pareto bound through the count (``exceeded``).
+    ``final`` is the bulk's
     radii, the means' budget and the second moment's (None if not bought); ``assumed`` the
     tail kind the model assumes (one or one per column) (None: the normal plug-in's
     expectation). ``signed`` (an :class:`~dplong.privacy.radius.AssumedTail`'s, about a public
@@ -571,7 +571,7 @@ def tail_rule(
     # exceeds it: its bias bound takes the Pareto tail through the count (s²_u of t₄ errors
     # under RandomEffectsLocation's exponential: 4 times its users beyond the rung, short of
     # the heavy threshold, clipped 20 times its bound; docs/design/engine.md)
-    skewed = none if assumed is None else ~np.isin(np.broadcast_to(assumed, (d,)), _SYMMETRIC)
+    skewed = none if assumed is None else ~np.isin(np.broadcast_to(assumed, (d,)), SYMMETRIC)
     exceeded = moderate & skewed
     # only the normal plug-in gives way to it (a skewed column is exponential already), and
     # only where no rough mean told skew from symmetry (skew_tails: a symmetric column's
@@ -857,7 +857,7 @@ def rung_sds(kinds: Tails) -> NDArray[np.float64]:
     """
     normal = float(beyond_share("gaussian", TAIL_SLACK * TAIL_RUNG)[0])
     kind = np.atleast_1d(np.asarray(kinds))
-    plain = np.isin(kind, _SYMMETRIC)  # exactly the rung, not its round trip
+    plain = np.isin(kind, SYMMETRIC)  # exactly the rung, not its round trip
     return np.where(plain, TAIL_RUNG, beyond_point(kinds, normal) / TAIL_SLACK)
 
 
@@ -1095,10 +1095,11 @@ def unchecked_warnings(
 ) -> tuple[str, ...]:
     """The reliability warning of the released ``unchecked`` columns, whose estimated scale's
     bias bound rests on the bulk's tail model and whose tail no count checked, and ``why``
-    (:func:`unchecked_assumptions`): the count was blind there (:func:`blind_columns`), or
-    this n ε affords none. A warning, not an assumption line: on skewed per-user values such
-    a clip cuts the long side by many times the bound, and the interval misses in most
-    releases, where the released mean lies too close to its median for
+    (:func:`unchecked_assumptions`): the count was blind there (:func:`blind_columns`), this
+    n ε affords none, or the local model's release runs none (``"local"``: no ε would buy one,
+    so the remedy is the scale alone). A warning, not an assumption line: on skewed per-user
+    values such a clip cuts the long side by many times the bound, and the interval misses in
+    most releases, where the released mean lies too close to its median for
     :func:`skewed_columns` to tell (docs/accuracy.md). The ``off_zero`` columns, most of
     whose users are 0, are judged among the users off 0 (:func:`tail_users`): a tail there is
     most of the mean. ``remedy`` and ``target``: what a model offers instead of a stated tail
@@ -1117,7 +1118,8 @@ def unchecked_warnings(
     >>> note[:82]
     "['a', 'b']: no count checked their tails (this n and epsilon afford no tail count)"
     """
-    remedy = f"{remedy or _UNCHECKED[why][1]}, or raise epsilon."
+    cure = "" if why == "local" else ", or raise epsilon"
+    remedy = f"{remedy or _UNCHECKED[why][1]}{cure}."
     notes = []
     off = unchecked & off_zero
     if off.any():
@@ -1253,8 +1255,9 @@ def unchecked_assumptions(
     """The assumption line of the ``unchecked`` columns, whose scale was estimated and whose
     tail no count checked, and ``why`` (a public fact): the count ran but was ``"blind"``
     (:func:`blind_columns`), this n ε affords none (``"unaffordable"``), or the pipeline runs
-    none (``"local"``: the local model's release; ``"paper"``: the paper's Alg 5 with
-    CoinPress's scale). The error bounds' report prints it with the fit's.
+    none (``"paper"``: the paper's Alg 5 with CoinPress's scale; the local model's release says
+    so in a warning instead, :func:`unchecked_warnings`). The error bounds' report prints it
+    with the fit's.
 
     Examples
     --------
@@ -1263,7 +1266,7 @@ def unchecked_assumptions(
     >>> (line,) = unchecked_assumptions(("a", "b"), np.array([True, True]), why="blind")
     >>> line[:53]
     "Bias bound of ['a', 'b']: assumes no heavier tail bey"
-    >>> unchecked_assumptions(("a", "b"), np.array([False, True]), why="local")[0][:75]
+    >>> unchecked_assumptions(("a", "b"), np.array([False, True]), why="paper")[0][:75]
     "Bias bound of ['b']: assumes no heavier tail beyond the clip than its model"
     """
     if not unchecked.any():
