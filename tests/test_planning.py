@@ -876,5 +876,6 @@ def test_a_local_plan_forecasts_the_local_models_warning() -> None:
         )
     told = [w for w in res.warnings if "no count checked" in w]
     assert told and [w for w in plan.warnings if "no count checked" in w] == told
+    assert "Privacy: local, epsilon 2" in str(plan.summary())  # it said central
     scaled = dplong.plan("lwage ~ 1", model="mean", n=545, scale=0.2, **options)
     assert not any("no count checked" in w for w in (*scaled.warnings, *stated.warnings))

@@ -226,6 +226,7 @@ def plan(
         target_sd=target_sd,
         registered=decision is not None,
         level="item" if item_level else "user",
+        privacy="local" if fit_plan and fit_plan.options.local else "central",
         caveats=_caveats(
             model_name,
             model_options,

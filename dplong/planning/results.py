@@ -42,6 +42,8 @@ class PlanResults:
         fit's, run on the stand-in rows, and nothing is forecast.
     level : {"user", "item"}
         What n counts: users, or rows each a unit (an item-level model).
+    privacy : {"central", "local"}
+        The privacy model the fit would run under (its ``privacy=``).
     caveats : tuple of str
         What the stand-in rows assume that the analyst's data may not (from the model and its
         options: a ``by=`` level's users, a within fit's regressors that change within every
@@ -72,6 +74,7 @@ class PlanResults:
     target_sd: float | None = None
     registered: bool = True
     level: str = "user"
+    privacy: str = "central"
     caveats: tuple[str, ...] = ()
     _users: Callable[[], int | None] = field(repr=False, compare=False, default=lambda: None)
 
@@ -107,7 +110,7 @@ class PlanResults:
             "=" * width,
             f"Model: {self.model}   Formula: {self.formula}",
             f"{'Users (n)' if self.level == 'user' else 'Rows (n, each a unit)'}: {self.n}   "
-            f"Privacy: central, epsilon {self.epsilon:g}, "
+            f"Privacy: {self.privacy}, epsilon {self.epsilon:g}, "
             f"delta {self.delta:.3g}",
             "Decision: "
             + ("REFUSED before any noise" if self.refused else "released")
