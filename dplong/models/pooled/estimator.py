@@ -265,13 +265,14 @@ class PooledOLS(_RangesStage, FormulaModel):
         a ``time`` column without ``TimeEffects`` is refused (nothing else reads it)."""
         if time is not None and not has_time_effects(formula):
             named = repr(time) if isinstance(time, str) else type(time).__name__  # no values
-            raise ParameterError(
-                f"time={named} is read only for TimeEffects in the formula: {cls.model_name} "
-                "does not order a person's rows; add '+ TimeEffects' or drop time="
-                if cls._time_effects
-                else f"time={named} has no use in {cls.model_name}, which reads one mean a "
-                "person; drop time="
-            )
+            if cls._time_effects:
+                why = (
+                    f"is read only for TimeEffects in the formula: {cls.model_name} does not "
+                    "order a person's rows; add '+ TimeEffects' or drop time="
+                )
+            else:
+                why = f"has no use in {cls.model_name}, which reads one mean a person; drop time="
+            raise ParameterError(f"time={named} {why}")
         if has_time_effects(formula) and not cls._time_effects:
             raise FormulaError(
                 f"TimeEffects has no place in {cls.model_name}: a person's means of the period "
