@@ -63,7 +63,8 @@
    ``y ~ treat + x`` (a 0/1 treatment constant within persons, a normal regressor with a
    person effect, four rows a person), the person effect and the errors normal, exponential
    (centred), or the person effect lognormal (σ = 1, centred) and the errors normal, 500 to
-   10,000 persons, ε = 1 given only ε: per coefficient its mean error over its bse, the
+   10,000 persons at ε = 1 and 1,000 and 3,000 at ε = 4, given only ε: per coefficient its
+   mean error over its bse, the
    coverage of the truth, the 95th percentile of |error| / bse and the RMSE over the
    non-private between estimator's, the fits whose skew check widened the last step (each
    warns), and the misses with no warning; and RAND HIE's ``np.log1p(mdvis) ~ np.log(coins +
@@ -618,7 +619,16 @@ def skewed_regressors(reps: int, seed: int) -> None:
         _coefficient_rows(cells, errors, ratios, covered, public)
 
 
-SKEWED_Y_CELLS = (500, 2_000, 3_000, 5_000, 10_000)
+#: Part 9's cells: persons and ε.
+SKEWED_Y_CELLS = (
+    (500, 1.0),
+    (2_000, 1.0),
+    (3_000, 1.0),
+    (5_000, 1.0),
+    (10_000, 1.0),
+    (1_000, 4.0),
+    (3_000, 4.0),
+)
 TREAT = np.array([1.0, 0.5, 0.3])
 
 
@@ -684,11 +694,11 @@ def small_panels(reps: int, seed: int, n: int = 1000) -> None:
 
 def skewed_outcomes(reps: int, seed: int) -> None:
     """Part 9 (module docstring): where clipping the scores of one mean a person biases."""
-    print(f"\nSkewed outcomes, BetweenOLS, T = 4, eps = 1, given only epsilon, {reps} fits a cell")
+    print(f"\nSkewed outcomes, BetweenOLS, T = 4, given only epsilon, {reps} fits a cell")
     _coefficient_header(
-        f"{'n':>7} {'errors':>11} {'coefficient':>11}", f" {'widened':>8} {'silent':>7}"
+        f"{'n':>7} {'eps':>4} {'errors':>11} {'coefficient':>11}", f" {'widened':>8} {'silent':>7}"
     )
-    for n in SKEWED_Y_CELLS:
+    for n, epsilon in SKEWED_Y_CELLS:
         for law in ("normal", "exponential", "lognormal"):
             errors, ratios, covered, public, widened = [], [], [], [], 0
             silent = np.zeros(3, dtype=int)  # misses with no reliability warning
@@ -698,7 +708,7 @@ def skewed_outcomes(reps: int, seed: int) -> None:
                 X = np.column_stack([np.ones(n), means[["treat", "x"]].to_numpy()])
                 public.append(np.linalg.lstsq(X, means["y"].to_numpy(), rcond=None)[0] - TREAT)
                 res = dplong.BetweenOLS.from_formula("y ~ treat + x", frame, groups="id").fit(
-                    epsilon=1.0, random_state=seed + r
+                    epsilon=epsilon, random_state=seed + r
                 )
                 error = res.params.to_numpy() - TREAT
                 low, high = res.conf_int().to_numpy().T
@@ -708,7 +718,9 @@ def skewed_outcomes(reps: int, seed: int) -> None:
                 covered.append(np.where(np.isnan(error), np.nan, hit))
                 widened += _widened(res)
                 silent += np.isfinite(error) & ~hit & (not res.warnings)
-            cells = [f"{n:>7} {law:>11} {name:>11}" for name in ("Intercept", "treat", "x")]
+            cells = [
+                f"{n:>7} {epsilon:>4g} {law:>11} {name:>11}" for name in ("Intercept", "treat", "x")
+            ]
             _coefficient_rows(
                 cells,
                 *(np.asarray(a) for a in (errors, ratios, covered, public)),

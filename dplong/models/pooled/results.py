@@ -171,8 +171,8 @@ def _statistics_results(
             ),
             *(
                 (
-                    "the released skew check, which at this n and epsilon sees only a large "
-                    "pull, found none: the last Newton step clipped the persons' scores at "
+                    "the released skew check, which sees only a pull of several standard "
+                    "errors, found none: the last Newton step clipped the persons' scores at "
                     f"{UNSEEN_WIDEN:g} times their Cauchy–Schwarz radius, where a skewed "
                     "outcome's clipped scores pull the estimate less, and the bias bound leaves "
                     "out what it clips beyond",
