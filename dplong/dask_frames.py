@@ -345,7 +345,7 @@ def reduce_design(
         As :func:`~dplong.formula.build_design`: no ``groups``, a column that is not in the
         data, no rows, fewer than 2 users.
     """
-    check_groups(groups)
+    check_groups(groups, spec.spec.inputs)
     user = column_name(data, groups, "groups")
     order = None if time is None else column_name(data, time, "time")
     needed = list(dict.fromkeys([*spec.spec.inputs, user, *([order] if order else [])]))

@@ -637,6 +637,12 @@ REFUSALS: list[tuple[str, Callable[[Any], Any], type[Exception], str]] = [
         "groups is required",
     ),
     (
+        "groups is the outcome",
+        lambda d: dplong.PooledOLS.from_formula("y ~ x1", d, groups="y"),
+        DataError,
+        "groups='y' is a column the formula reads",
+    ),
+    (
         "undeclared text factor",
         lambda d: dplong.LongitudinalOLS.from_formula("y ~ x1 + kind", d, groups="user"),
         FormulaError,

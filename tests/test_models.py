@@ -22,6 +22,7 @@ from dplong.exceptions import (
     ParameterError,
     PrivacyParameterError,
 )
+from dplong.models.mean import ColumnMean
 from dplong.privacy.quantile import GRID, miss_probability
 
 # ε = 1e300 makes every geometric draw exactly 0 and the histogram threshold 1/n: the release
@@ -284,6 +285,26 @@ class TestBadInput:
     def test_groups_required(self) -> None:
         with pytest.raises(DataError, match="groups is required"):
             dplong.LongitudinalOLS.from_formula("y ~ x1", self.df, groups=None)  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize(
+        ("model", "formula", "groups"),
+        [
+            ("LongitudinalOLS", "y ~ x1", "y"),
+            ("LongitudinalOLS", "np.log1p(np.abs(y)) ~ x1", "y"),
+            ("PooledOLS", "y ~ x1", "x1"),
+            ("RandomEffectsLocation", "y ~ 1", "y"),
+            ("ColumnMean", "y ~ 1", "y"),
+            ("ColumnMean", "np.abs(y) ~ 1", "y"),
+        ],
+    )
+    def test_groups_naming_a_column_the_formula_reads(
+        self, model: str, formula: str, groups: str
+    ) -> None:
+        # every value of an outcome or regressor taken for the ids would be a user of its own:
+        # refused from the arguments, before the rows are grouped
+        cls = ColumnMean if model == "ColumnMean" else getattr(dplong, model)
+        with pytest.raises(DataError, match=f"groups='{groups}' is a column the formula reads"):
+            cls.from_formula(formula, self.df, groups=groups)
 
     def test_non_numeric_outcome(self) -> None:
         df = self.df.assign(label=np.where(self.df["y"] > 0, "hi", "lo"))

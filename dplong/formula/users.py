@@ -68,8 +68,9 @@ def check_id_types(ids: NDArray[Any]) -> None:
         )
 
 
-def check_groups(groups: object) -> None:
-    """Refuse a design without user ids.
+def check_groups(groups: object, read: Iterable[str] = ()) -> None:
+    """Refuse a design without user ids, or whose ids are a column the formula ``read``s (an
+    outcome or regressor taken for the ids makes every value a user of its own).
 
     Examples
     --------
@@ -78,11 +79,21 @@ def check_groups(groups: object) -> None:
     Traceback (most recent call last):
     ...
     dplong.exceptions.DataError: groups is required: the column (or array) of user ids; ...
+    >>> check_groups("y", read=("y", "x"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.DataError: groups='y' is a column the formula reads; groups names the ...
     """
     if groups is None:
         raise DataError(
             "groups is required: the column (or array) of user ids; every row "
             "must say which user it belongs to"
+        )
+    if isinstance(groups, str) and groups in read:
+        raise DataError(
+            f"groups={groups!r} is a column the formula reads; groups names the column of "
+            "user ids (which user each row belongs to), which no model reads as an outcome "
+            "or a regressor"
         )
 
 

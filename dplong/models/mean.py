@@ -25,6 +25,7 @@ from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import (
     DesignSpec,
     GroupsLike,
+    check_groups,
     check_index,
     check_unique_columns,
     column_or_array,
@@ -441,8 +442,8 @@ class ColumnMean:
         self._levels = None if not levels or by is None else levels[by]
         # n counts the distinct ids, a row with a missing id belonging to no user (as in fit)
         if is_dask(data):  # columns of the frame, reduced where they lie by winsorized_mean
+            self._values = _outcome(formula, data, groups)
             self._groups = data[column_name(data, groups, "groups")]
-            self._values = _outcome(formula, data)
             no_id = self._groups.isnull() | self._groups.isin([np.inf, -np.inf])  # user_codes'
             kept = ~no_id & self._values.notnull()
             users, rows, kept_rows, no_ids = require_dask().compute(
@@ -451,8 +452,8 @@ class ColumnMean:
             self.nobs_users = int(users)
             warn_dropped(int(rows), int(kept_rows), int(no_ids))
         else:
+            self._values = _outcome(formula, data, groups)  # a Series: refusals name the column
             self._groups = column_or_array(groups, data, "groups")
-            self._values = _outcome(formula, data)  # a Series: refusals name the column
             codes, self.nobs_users = factorize_groups(self._groups, len(data))
             # the data holder hears of the rows no user's mean reads, as from_formula says it
             no_id = codes < 0
@@ -527,16 +528,23 @@ def _check_fit_options(model: str, options: Mapping[str, Any]) -> None:
             )
 
 
-def _outcome(formula: str, data: pd.DataFrame | DaskFrame) -> pd.Series | DaskSeries:
+def _outcome(
+    formula: str, data: pd.DataFrame | DaskFrame, groups: GroupsLike
+) -> pd.Series | DaskSeries:
     """The column left of ``~``, or the expression there evaluated row by row under the
-    formula layer's checks (``np.log1p(meddol) ~ 1``)."""
+    formula layer's checks (``np.log1p(meddol) ~ 1``); ``groups`` may name none it reads."""
     column = formula.partition("~")[0].strip()
     if column.isidentifier():
+        check_groups(groups, (column,))
         return data[column]
     env = patsy.EvalEnvironment.capture(2)
     if is_dask(data):
-        return outcome_rows(data, design_spec(formula, data, levels=None, eval_env=env))
-    y, _, missing, _ = DesignSpec.from_formula(formula, data, eval_env=env).evaluate(data)
+        frame = design_spec(formula, data, levels=None, eval_env=env)
+        check_groups(groups, frame.spec.inputs)
+        return outcome_rows(data, frame)
+    spec = DesignSpec.from_formula(formula, data, eval_env=env)
+    check_groups(groups, spec.inputs)
+    y, _, missing, _ = spec.evaluate(data)
     return pd.Series(np.where(missing, np.nan, y), index=data.index, name=column)
 
 
