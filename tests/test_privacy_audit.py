@@ -58,6 +58,7 @@ from dplong.privacy.histogram import (
     stable_histogram_threshold,
 )
 from dplong.privacy.interval import central_midpoint, local_midpoint
+from dplong.privacy.local import _share_with_statistic
 from dplong.privacy.noise import (
     flip_probability,
     geometric_rate,
@@ -706,6 +707,19 @@ def test_randomized_response_audit(epsilon: float) -> None:
     print(_report("randomized response", bound, epsilon))
     assert bound.epsilon_lb <= epsilon, str(bound)
     assert bound.epsilon_lb > 0.9 * epsilon, str(bound)  # RR is tight: the audit sees ~all of ε
+
+
+def test_local_count_group_reports_by_randomized_response() -> None:
+    # The default local release's count group (local.py, ``_share_with_statistic``): each
+    # user's one answer is randomized response of whether they have a statistic (a finite
+    # value), the mechanism audited above at the same ε; the share is post-processing of
+    # those reports. Same draws: the share is the debiased mean of RR(isfinite(values)).
+    values = np.array([1.0, np.nan, -3.0, np.inf, 0.0, np.nan] * 50)
+    for epsilon in (0.5, 1.0, 2.0):
+        share, _ = _share_with_statistic(values, epsilon, np.random.default_rng(5))
+        reports = randomized_response(np.isfinite(values), epsilon, np.random.default_rng(5))
+        q = flip_probability(epsilon)
+        assert share == pytest.approx((reports.mean() - q) / (1 - 2 * q), rel=1e-12)
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0, 4.0])

@@ -765,8 +765,9 @@ def test_theory_variant_estimates_with_coinpress() -> None:
 def test_local_model_fits_its_spread_from_the_locating_histogram() -> None:
     # The local model no longer splits ε over a CoinPress scale stage: users are split instead
     # (local.py). A locate group answers the randomized-response histogram, whose bins give the
-    # midpoint and a fitted normal spread; the others report their clipped value. Every user
-    # answers one question with the whole ε: pure ε-LDP, parallel over disjoint users.
+    # midpoint and a fitted normal spread; a count group whether they have a statistic; the
+    # others report their clipped value. Every user answers one question with the whole ε:
+    # pure ε-LDP, parallel over disjoint users.
     n, eps = 200_000, 2.0
     x = np.random.default_rng(25).normal(3.0, 2.0, n)
     res = dplong.winsorized_mean(x, epsilon=eps, random_state=26, privacy="local", bound=10.0)
@@ -775,9 +776,10 @@ def test_local_model_fits_its_spread_from_the_locating_histogram() -> None:
     assert res.variant == "default (local, users split)"
     assert (res.privacy.model, res.privacy.epsilon, res.privacy.delta) == ("local", eps, 0.0)
     stages = [(e.stage, e.epsilon) for e in res.privacy.entries]
-    assert stages == [("midpoint", eps), ("mean", eps)]  # no scale stage
-    assert f"{plan.locate} users" in res.privacy.entries[0].mechanism
-    assert f"{plan.report} users" in res.privacy.entries[1].mechanism
+    assert stages == [("count", eps), ("midpoint", eps), ("mean", eps)]  # no scale stage
+    assert f"{plan.count} users" in res.privacy.entries[0].mechanism
+    assert f"{plan.locate} users" in res.privacy.entries[1].mechanism
+    assert f"{plan.report} users" in res.privacy.entries[2].mechanism
     # the located interval holds the bulk of N(3, 2²) (radius several fitted sds)
     lower, upper = res.projection_interval.to_numpy()[0]
     assert lower < 3.0 - 4.0 and 3.0 + 4.0 < upper and upper - lower < 20.0

@@ -12,17 +12,22 @@ independently of the data) a group of users answers one of two questions:
    gives the midpoint m̂ (the mode's centre, Alg 9) and, unless the scale is stated, a spread
    σ̂ fitted to the bins around it (:func:`_fit_spread`); the radius w is
    :func:`~dplong.privacy.radius.accurate_radius` for that spread and the reports' noise;
-2. **report** (group M, the rest): ``clip(x - m̂, ±w) + Laplace(2w/ε)`` on the lattice (Alg 8).
+2. **report** (group M, the rest): ``clip(x - m̂, ±w) + Laplace(2w/ε)`` on the lattice (Alg 8);
+3. **count** (group C, :data:`COUNT_SD`): whether they have a
+   statistic in the column, by randomized response (Alg 6), debiased to the share f̂ of users
+   with one.
 
-The mean is ``m̂ + (mean of the reports)``, projected onto ``[-B, B]`` (post-processing). When
+The mean is ``m̂ + (mean of the reports) / f̂``, projected onto ``[-B, B]`` (post-processing):
+users without a statistic report the centre (0 offset), as in the paper, which shrinks the
+reports' mean towards it by their share; f̂ (capped at 1, a public fact) undoes that, so that
+the estimand is the mean over the users with a statistic, as the central engine's private
+count makes it. A column whose f̂ cannot tell any user from none is withheld (NaN). When
 the public facts say a locate group cannot be reliable, everyone instead reports
 ``clip(x, ±B) + Laplace(2B/ε)``: the one-round estimator; when the histogram says the two-round
 radius would not beat the public bound, group M reports so (group A answered the histogram: no
 user answers twice). Either way the reports are what the analyst receives, so the standard
 error is their empirical standard deviation over √n_M — the exact sampling plus noise law of
-the mean of the reports, to CLT accuracy.
-
-Users without a statistic in a column report the centre (0 offset), as in the paper.
+the mean of the reports, to CLT accuracy; f̂'s own noise joins them by the delta method.
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import parallel_ledger, split_users
 from dplong.privacy.engine import Release
 from dplong.privacy.histogram import Histogram, randomized_histogram
-from dplong.privacy.noise import flip_probability, release_bounded_sum
+from dplong.privacy.noise import flip_probability, randomized_response, release_bounded_sum
+from dplong.privacy.notes import empty_notes
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import Tail, accurate_radius, clipping_bias
 from dplong.privacy.tails import unchecked_warnings
@@ -47,6 +53,15 @@ __all__ = ["LocalPlan", "release_local"]
 
 #: Shares of a column's users that may be asked to locate the data (see :class:`LocalPlan`).
 MIN_LOCATE_SHARE, MAX_LOCATE_SHARE = 0.05, 0.25
+
+#: The count group (group C) asks users whether they have a statistic in the column: with half
+#: the users without one the reports' mean was shrunk halfway to the centre (12 of 80 local
+#: intervals missed). Its size is the one whose share's standard error is ``COUNT_SD`` where
+#: every user has a statistic, within ``[MIN_COUNT_SHARE, MAX_COUNT_SHARE]`` of the column's
+#: users: the count's error multiplies the mean's distance from the centre and withholds the
+#: column where it cannot tell the share from 0 (3 sds), while every user it takes is a
+#: reporter fewer (docs/accuracy.md).
+COUNT_SD, MIN_COUNT_SHARE, MAX_COUNT_SHARE = 0.1, 0.05, 0.25
 
 #: Bins over [-B, B] without a stated scale; at most this many with one (always odd).
 DEFAULT_BINS, MAX_BINS = 33, 1025
@@ -64,13 +79,15 @@ class LocalPlan:
         Users asked for their clipped value.
     bins : int
         Bins of the locating histogram over ``[-B, B]``.
+    count : int
+        Users asked whether they have a statistic (:data:`COUNT_SD`).
 
     Examples
     --------
     >>> from dplong.privacy.local import LocalPlan
     >>> plan = LocalPlan.make(10_000, epsilon=1.0, bound=10.0, sd=None)
-    >>> plan.locate, plan.report, plan.bins
-    (814, 9186, 33)
+    >>> plan.locate, plan.report, plan.count, plan.bins
+    (814, 8686, 500, 33)
     >>> LocalPlan.make(300, epsilon=1.0, bound=10.0, sd=None).locate   # too few to locate
     0
     """
@@ -78,6 +95,7 @@ class LocalPlan:
     locate: int
     report: int
     bins: int
+    count: int
     noise: float = 0.0
 
     @property
@@ -87,10 +105,17 @@ class LocalPlan:
 
     @classmethod
     def make(cls, users: int, *, epsilon: float, bound: float, sd: float | None) -> LocalPlan:
-        """Bins from the stated scale (width ~σ) or a default; a locate group when it can find
-        the mode: its debiased proportions' noise, ``σ_RR √(2 log K / β) / √n_A`` with
+        """Bins from the stated scale (width ~σ) or a default; a count group whose share of
+        the users with a statistic has standard error :data:`COUNT_SD` when all have one,
+        ``√(q(1-q)) / (1 - 2q) / √n_C`` for the flip probability q at ε, within its shares
+        of the users; a locate group when it can find the mode: its
+        debiased proportions' noise, ``σ_RR √(2 log K / β) / √n_A`` with
         ``σ_RR = √(q(1-q)) / (1 - 2q)`` (q the flip probability at ε/2), must be below a
         third of a mode that holds at least half the users."""
+        q = flip_probability(epsilon)
+        wanted = q * (1.0 - q) / ((1.0 - 2.0 * q) * COUNT_SD) ** 2
+        count = math.ceil(min(max(wanted, MIN_COUNT_SHARE * users), MAX_COUNT_SHARE * users))
+        users -= count
         # bins of width σ with a stated scale: the mode then holds over a third of the users
         bins = DEFAULT_BINS if sd is None else int(min(max(math.ceil(bound / sd), 3), MAX_BINS))
         bins += 1 - bins % 2  # odd: a bin centred at 0
@@ -100,8 +125,8 @@ class LocalPlan:
         needed = (2.0 * noise * math.sqrt(2.0 * math.log(bins / 0.05)) / mode) ** 2
         locate = math.ceil(min(max(needed, MIN_LOCATE_SHARE * users), MAX_LOCATE_SHARE * users))
         if locate < needed or users - locate < 2:
-            return cls(0, users, bins, noise)
-        return cls(locate, users - locate, bins, noise)
+            return cls(0, users, bins, count, noise)
+        return cls(locate, users - locate, bins, count, noise)
 
 
 def release_local(
@@ -148,25 +173,34 @@ def release_local(
     # The located centre's error (half a coarse bin and more) hides a skew from the reports'
     # offset, so no skew check can tell it
     unchecked = unchecked_warnings(
-        names, np.full(d, scale is None), np.zeros(d, dtype=bool), why="local"
+        names,
+        np.array([scale is None and not c.empty for c in columns]),
+        np.zeros(d, dtype=bool),
+        why="local",
     )
+
+    empty = np.array([c.empty for c in columns])
 
     def field(name: str) -> NDArray[np.float64]:
         return np.array([getattr(c, name) for c in columns], dtype=np.float64)
 
+    def shown(name: str) -> NDArray[np.float64]:  # a withheld column has no number
+        return np.where(empty, np.nan, field(name))
+
     return Release(
         names=names,
-        estimate=field("estimate"),
-        noise_sd=field("noise_sd"),
-        noise_scale=field("noise_sd"),
+        estimate=shown("estimate"),
+        noise_sd=shown("noise_sd"),
+        noise_scale=shown("noise_sd"),
         noise_kind="normal",
-        sampling_sd=field("sampling_sd"),
-        bias=field("bias"),
+        sampling_sd=shown("sampling_sd"),
+        bias=shown("bias"),
         interval=np.array([[c.centre - c.radius, c.centre + c.radius] for c in columns]),
         midpoint=field("centre"),
-        scale=field("sampling_sd") ** 2 * field("reporters"),
-        users=np.array([math.nan]),  # how many report is public (the split), not counted
-        users_sd=math.nan,
+        scale=shown("sampling_sd") ** 2 * field("reporters"),
+        # the users with a statistic, from each column's count group's share of them
+        users=n * field("share"),
+        users_sd=n * float(field("share_sd").max()),
         privacy=ledger,
         n=n,
         variant="default (local, users split)",
@@ -181,7 +215,8 @@ def release_local(
                 if options.delta > 0.0
                 else ()
             ),
-            *_bound_notes(names, [c.at_bound for c in columns]),
+            *empty_notes(names, empty),
+            *_bound_notes(names, [c.at_bound and not c.empty for c in columns]),
             *unchecked,
         ),
         unchecked_notes=unchecked,
@@ -196,10 +231,16 @@ class _Column:
     bias: float
     centre: float
     radius: float
-    reporters: int
+    #: the reporters with a statistic (their share released), over whom the scale is per user
+    reporters: float
     entries: tuple[LedgerEntry, ...]
     #: the mean of the reports lies within two of its sds of ±B, or beyond (released numbers)
     at_bound: bool
+    #: the count cannot tell any user with a statistic from none: withheld (released numbers)
+    empty: bool
+    #: the released share of the users with a statistic, and its standard error
+    share: float
+    share_sd: float
 
 
 def _column(
@@ -210,14 +251,30 @@ def _column(
     name: str,
     rng: np.random.Generator,
 ) -> _Column:
-    """One column's two rounds (module docstring); ``values`` are its users' statistics."""
+    """One column's three groups (module docstring); ``values`` are its users' statistics."""
     plan = LocalPlan.make(values.size, epsilon=epsilon, bound=bound, sd=sd)
-    entries: list[LedgerEntry] = []
-    centre, radius, error, reporting = 0.0, bound, bound, values
+    counted, located, reporting = np.split(values, [plan.count, plan.count + plan.locate])
+    share, share_sd = _share_with_statistic(counted, epsilon, rng)
+    entries = [
+        LedgerEntry(
+            "count",
+            f"randomized response (Alg 6) of having a statistic, {plan.count} users",
+            name,
+            epsilon,
+            0.0,
+            0.0,
+            1.0,
+            math.nan,
+        )
+    ]
+    # at most 1 (public); a share the count cannot tell from 0 is withheld below, and
+    # meanwhile divides nothing
+    held = min(max(share, 3.0 * share_sd), 1.0)
+    centre, radius, error = 0.0, bound, bound
     if plan.locate:
         half = bound / plan.bins  # K (odd) bins of width 2h over [-B, B], centres 2hk
         indices = np.arange(plan.bins, dtype=np.int64) - plan.bins // 2
-        histogram = randomized_histogram(values[: plan.locate], half, indices, epsilon, rng)
+        histogram = randomized_histogram(located, half, indices, epsilon, rng)
         entries.append(
             LedgerEntry(
                 "midpoint",
@@ -231,12 +288,13 @@ def _column(
             )
         )
         mode = int(np.argmax(histogram.proportions))
-        if sd is None:  # a normal spread fitted to the bins around the mode
-            sd = _fit_spread(histogram, mode, plan.bin_noise)
+        if sd is None:  # a normal spread fitted to the bins around the mode, of the users
+            # with a statistic (the others answer an all-zero indicator)
+            sd = _fit_spread(histogram, mode, plan.bin_noise, held)
             tail: Tail = "gaussian"
         else:
             tail = "sub-gaussian"
-        located, located_error = _centroid(histogram, mode, sd, plan.bin_noise)
+        located_centre, located_error = _centroid(histogram, mode, sd, plan.bin_noise)
         per_width = 2.0 * math.sqrt(2.0) / (epsilon * math.sqrt(plan.report))
         width = float(
             accurate_radius(
@@ -246,9 +304,8 @@ def _column(
         # group A spent its ε on the histogram: only group M reports, around the located
         # centre where its noise ∝ w / √n_M beats the public bound's B / √n_M (a public choice
         # once the histogram is out: every user answers one question, ε-LDP)
-        reporting = values[plan.locate :]
         if width < bound:
-            centre, radius, error = located, width, located_error
+            centre, radius, error = located_centre, width, located_error
     with np.errstate(invalid="ignore"):
         clipped = np.where(np.isnan(reporting), 0.0, np.clip(reporting - centre, -radius, radius))
     release = release_bounded_sum(
@@ -269,21 +326,51 @@ def _column(
             float(release.scale[0]),
         )
     )
-    # the reports are the release: their spread gives the law of their mean (CLT)
-    noise_sd = float(release.sd[0]) / math.sqrt(m)
-    total_sd = float(reports.std(ddof=1)) / math.sqrt(m)
+    # the reports are the release: their spread gives the law of their mean (CLT); divided
+    # by the share with a statistic, whose own error joins by the delta method
+    offset = float(reports.mean()) / held
+    noise_sd = float(release.sd[0]) / math.sqrt(m) / held
+    total_sd = float(reports.std(ddof=1)) / math.sqrt(m) / held
     sampling_sd = math.sqrt(max(total_sd**2 - noise_sd**2, 0.0))
-    raw = centre + float(reports.mean())
+    noise_sd = math.hypot(noise_sd, offset * share_sd / held)
+    raw = centre + offset
     estimate = float(np.clip(raw, -bound, bound))  # |mean| <= B: public
     # the clipped reports understate the spread; the located one (or the stated) does not
-    spread = sd if sd is not None else max(sampling_sd * math.sqrt(m), 1e-150)
+    spread = sd if sd is not None else max(sampling_sd * math.sqrt(m * held), 1e-150)
     # one round: the centre 0 may be up to B from the mean (plug-in: the estimate's distance)
-    offset = min(abs(estimate), bound) if radius >= bound else error
-    bias = float(clipping_bias(spread**2, radius, offset))
-    at_bound = abs(raw) > bound - 2.0 * total_sd
+    distance = min(abs(estimate), bound) if radius >= bound else error
+    bias = float(clipping_bias(spread**2, radius, distance))
+    at_bound = abs(raw) > bound - 2.0 * math.hypot(total_sd, noise_sd)
+    empty = share < max(3.0 * share_sd, 2.0 / max(plan.count, 1))
     return _Column(
-        estimate, noise_sd, sampling_sd, bias, centre, radius, m, tuple(entries), at_bound
+        estimate,
+        noise_sd,
+        sampling_sd,
+        bias,
+        centre,
+        radius,
+        m * held,
+        tuple(entries),
+        at_bound,
+        empty,
+        share,
+        share_sd,
     )
+
+
+def _share_with_statistic(
+    values: NDArray[np.float64], epsilon: float, rng: np.random.Generator
+) -> tuple[float, float]:
+    """The share of the users with a statistic (a finite value), from their ε-LDP randomized
+    responses (Alg 6), debiased: ``(p̂ - q) / (1 - 2q)`` for the share p̂ of 1s reported and
+    the flip probability q, and its standard error (the reports' binomial spread over
+    ``1 - 2q``: sampling and privacy noise together)."""
+    reports = randomized_response(np.isfinite(values), epsilon, rng)
+    q = flip_probability(epsilon)
+    k = max(reports.size, 1)
+    observed = float(reports.sum()) / k
+    spread = math.sqrt(max(observed * (1.0 - observed), 0.25 / k) / k)
+    return (observed - q) / (1.0 - 2.0 * q), spread / (1.0 - 2.0 * q)
 
 
 def _bound_notes(names: tuple[str, ...], at_bound: list[bool]) -> tuple[str, ...]:
@@ -332,11 +419,12 @@ def _centroid(histogram: Histogram, mode: int, sd: float, noise: float) -> tuple
     return centre, half + 3.0 * spread + 0.15 * sd
 
 
-def _fit_spread(histogram: Histogram, mode: int, noise: float) -> float:
+def _fit_spread(histogram: Histogram, mode: int, noise: float, share: float) -> float:
     """A normal spread fitted to the debiased histogram around its mode (post-processing).
 
     The run of ``2k + 1`` bins centred on the mode holds ``2Φ((2k+1) h / (2σ)) - 1`` of a
-    normal population centred in the mode's bin; the partial sums of the debiased proportions
+    normal population centred in the mode's bin, times the ``share`` of the users with a
+    statistic (the others answer no bin); the partial sums of the debiased proportions
     estimate these shares without bias, with noise variance ``(2k+1) noise²``. σ̂ minimises
     the weighted squared misfit over a log grid from a third of a bin (narrower spreads are
     unresolved: all users in one bin) to the whole range.
@@ -349,6 +437,6 @@ def _fit_spread(histogram: Histogram, mode: int, noise: float) -> float:
     )
     widths = (2 * runs + 1) * half
     candidates = half * np.exp2(np.linspace(-1.6, math.log2(proportions.size) + 1.0, 200))
-    shares = 2.0 * special.ndtr(widths[None, :] / candidates[:, None]) - 1.0
+    shares = share * (2.0 * special.ndtr(widths[None, :] / candidates[:, None]) - 1.0)
     misfit = ((sums[None, :] - shares) ** 2 / ((2 * runs + 1) * noise**2 + 1e-12)).sum(axis=1)
     return float(candidates[int(np.argmin(misfit))])
