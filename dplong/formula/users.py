@@ -69,8 +69,9 @@ def check_id_types(ids: NDArray[Any]) -> None:
 
 
 def check_groups(groups: object, read: Iterable[str] = ()) -> None:
-    """Refuse a design without user ids, or whose ids are a column the formula ``read``s (an
-    outcome or regressor taken for the ids makes every value a user of its own).
+    """Refuse a design without user ids, or whose ids are one of the columns the formula
+    reads (``read``: an outcome or regressor taken for the ids makes every value a user of
+    its own).
 
     Examples
     --------
