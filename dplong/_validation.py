@@ -2,17 +2,97 @@
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import math
 import sys
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dplong.exceptions import DataError, DplongWarning, ParameterError, PrivacyParameterError
+from dplong.exceptions import (
+    ArgumentError,
+    DataError,
+    DplongWarning,
+    ParameterError,
+    PrivacyParameterError,
+)
 
 RandomState = int | np.random.Generator | None
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def checked_call(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Refuse a call of an entry point whose arguments do not fit its signature with an
+    :class:`~dplong.exceptions.ArgumentError`, before the call: Python's own refusal, named by
+    the function, a misspelt keyword with the nearest one it takes, and an option given by
+    position told that options are keywords.
+
+    Examples
+    --------
+    >>> from dplong._validation import checked_call
+    >>> @checked_call
+    ... def fit(data, *, epsilon, delta=None):
+    ...     return epsilon
+    >>> fit([1.0], epsilon=1.0)
+    1.0
+    >>> fit([1.0], epsilom=1.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.ArgumentError: fit(): got an unexpected keyword argument 'epsilom' (did \
+you mean 'epsilon' for 'epsilom'?); it takes data, epsilon, delta
+    """
+    signature = inspect.signature(func)
+    parameters = signature.parameters.values()
+    named = [
+        p.name
+        for p in parameters
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in ("self", "cls")
+    ]
+    open_keywords = any(p.kind is p.VAR_KEYWORD for p in parameters)
+
+    @functools.wraps(func)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        # an unknown keyword first: Python's binding names a required one missing before it
+        unknown = [] if open_keywords else [k for k in kwargs if k not in signature.parameters]
+        if not unknown:
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as err:
+                refuse_arguments(
+                    func.__qualname__,
+                    str(err)
+                    + (
+                        "; options after the data are keywords (name=value)"
+                        if "positional" in str(err)
+                        else ""
+                    ),
+                    [k for k in kwargs if k not in named],
+                    named,
+                )
+            return func(*args, **kwargs)
+        refuse_arguments(func.__qualname__, "got an unexpected keyword argument", unknown, named)
+
+    return wrapper
+
+
+def refuse_arguments(function: str, refusal: str, unknown: list[str], named: list[str]) -> NoReturn:
+    """Raise the :class:`~dplong.exceptions.ArgumentError` of a call to ``function`` that
+    ``refusal`` describes: the ``unknown`` keywords named (after a refusal ending in "argument")
+    with the nearest of the ``named`` ones it takes."""
+    close = [f"{m!r} for {k!r}" for k in unknown for m in difflib.get_close_matches(k, named, n=1)]
+    raise ArgumentError(
+        f"{function}(): {refusal}"
+        + (f" {', '.join(map(repr, unknown))}" if refusal.endswith("argument") else "")
+        + (f" (did you mean {', '.join(close)}?)" if close else "")
+        + f"; it takes {', '.join(named)}"
+    )
 
 
 def check_random_state(random_state: RandomState, rng: RandomState = None) -> np.random.Generator:

@@ -9,6 +9,7 @@ Exceptions go to the analyst who holds the data; they are not a release and may 
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentError",
     "BudgetExceededError",
     "DataError",
     "DataHolderWarning",
@@ -56,6 +57,22 @@ class ParameterError(DplongError, ValueError):
     >>> from dplong.exceptions import ParameterError
     >>> issubclass(ParameterError, ValueError)
     True
+    """
+
+
+class ArgumentError(ParameterError, TypeError):
+    """A call's arguments do not fit the function: an unknown keyword (named with the nearest
+    one it takes), a required one missing, or an option given by position. A ``TypeError``
+    too, as Python's own refusal of such a call is.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> dplong.winsorized_mean([1.0, 2.0, 3.0], epsilom=1.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.ArgumentError: winsorized_mean(): got an unexpected keyword argument \
+'epsilom' (did you mean 'epsilon' for 'epsilom'?)...
     """
 
 

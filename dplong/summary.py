@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.iolib.table import SimpleTable
 
-from dplong._validation import check_fraction
+from dplong._validation import check_fraction, checked_call
 from dplong.exceptions import ParameterError
 
 if TYPE_CHECKING:
@@ -641,6 +641,7 @@ class Comparison:
         return self.as_html()
 
 
+@checked_call
 def compare(
     results: Mapping[str, PanelResults] | Sequence[PanelResults] | PanelResults,
     *more: PanelResults,

@@ -43,6 +43,7 @@ import dplong
 import dplong.privacy.tails as tails_module
 from dplong.bounds import error_bound_table
 from dplong.exceptions import (
+    ArgumentError,
     BudgetExceededError,
     DataError,
     InsufficientUsersError,
@@ -1806,7 +1807,7 @@ class TestBadInput:
         self.refused(ParameterError, "names", names=["a", "b"])
         with pytest.raises(ParameterError, match="random_state"):
             dplong.winsorized_mean(self.x, epsilon=1.0, random_state="seed")  # type: ignore[arg-type]
-        with pytest.raises(TypeError):
+        with pytest.raises(ArgumentError, match="unexpected keyword argument 'scale_method'"):
             dplong.winsorized_mean(self.x, epsilon=1.0, scale_method="guess")  # type: ignore[call-arg]
 
     @pytest.mark.parametrize("scale", [0.0, -1.0, [1.0, 2.0], np.nan])

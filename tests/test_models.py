@@ -16,6 +16,7 @@ import statsmodels.api as sm
 import dplong
 from dplong.dependence import AR1, RandomEffects
 from dplong.exceptions import (
+    ArgumentError,
     DataError,
     FormulaError,
     InsufficientUsersError,
@@ -305,6 +306,44 @@ class TestBadInput:
         cls = ColumnMean if model == "ColumnMean" else getattr(dplong, model)
         with pytest.raises(DataError, match=f"groups='{groups}' is a column the formula reads"):
             cls.from_formula(formula, self.df, groups=groups)
+
+    @pytest.mark.parametrize(
+        ("call", "refusal"),
+        [
+            (
+                lambda df: dplong.PooledOLS.from_formula("y ~ x1", df, group="user"),
+                r"PooledOLS.from_formula\(\): got an unexpected keyword argument 'group' "
+                r"\(did you mean 'groups' for 'group'\?\)",
+            ),
+            (
+                lambda df: dplong.LongitudinalOLS.from_formula("y ~ x1", df, groups="user").fit(
+                    epsilon=1.0, estimater="within"
+                ),
+                r"LongitudinalOLS.fit\(\): got an unexpected keyword argument 'estimater' "
+                r"\(did you mean 'estimator' for 'estimater'\?\)",
+            ),
+            (
+                lambda df: ColumnMean.from_formula("y ~ 1", df, groups="user").fit(epsilom=1.0),
+                r"ColumnMean.fit\(\): got an unexpected keyword argument 'epsilom' "
+                r"\(did you mean 'epsilon' for 'epsilom'\?\)",
+            ),
+            (
+                lambda df: dplong.PooledOLS.from_formula("y ~ x1", df, "user"),
+                r"too many positional arguments; options after the data are keywords",
+            ),
+            (
+                lambda df: dplong.plan("y ~ x1", n=400, epsilom=1.0),
+                r"plan\(\): missing a required argument: 'epsilon' \(did you mean 'epsilon' for "
+                r"'epsilom'\?\)",
+            ),
+        ],
+    )
+    def test_arguments_that_do_not_fit_the_call(self, call: Any, refusal: str) -> None:
+        # Python's own refusal of the call, from the package's hierarchy (and still a
+        # TypeError), named by the function, a misspelt keyword with the nearest it takes
+        with pytest.raises(ArgumentError, match=refusal) as caught:
+            call(self.df)
+        assert isinstance(caught.value, TypeError) and "it takes" in str(caught.value)
 
     def test_non_numeric_outcome(self) -> None:
         df = self.df.assign(label=np.where(self.df["y"] > 0, "hi", "lo"))

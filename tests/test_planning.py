@@ -786,7 +786,9 @@ def test_a_mean_plans_with_its_fit_options_and_grouping() -> None:
     assert dplong.plan("y ~ x + z", model="ols", n=2000, epsilon=2.0).caveats == ()
     with pytest.raises(dplong.exceptions.ParameterError, match="by='year' needs its declared"):
         dplong.plan("lwage ~ 1", model="mean", n=545, epsilon=1.0, by="year")
-    with pytest.raises(dplong.exceptions.ParameterError, match="unexpected option 'scal'"):
+    with pytest.raises(
+        dplong.exceptions.ArgumentError, match=r"argument 'scal' \(did you mean 'scale'"
+    ):
         dplong.plan("lwage ~ 1", model="mean", n=545, epsilon=1.0, scal=1.0)
 
 

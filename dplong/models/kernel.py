@@ -26,7 +26,7 @@ import pandas as pd
 import patsy
 from numpy.typing import ArrayLike, NDArray
 
-from dplong._validation import RandomState
+from dplong._validation import RandomState, checked_call
 from dplong.dask_frames import ReducedPanel
 from dplong.exceptions import ParameterError
 from dplong.formula import LevelsLike, PanelDesign
@@ -111,6 +111,7 @@ class PriestleyChao(PanelModel):
         return f"{self.model_name}({self.formula!r}, n_users={self.nobs_users})"
 
     @classmethod
+    @checked_call
     def from_formula(
         cls,
         formula: str,
@@ -227,6 +228,7 @@ class PriestleyChao(PanelModel):
             design, x=x, y=y, domain=(lo, hi), kernel=kern, bandwidth=bandwidth, grid=points
         )
 
+    @checked_call
     @advised
     def fit(
         self,

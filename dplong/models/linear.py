@@ -17,7 +17,7 @@ import pandas as pd
 import patsy
 from numpy.typing import NDArray
 
-from dplong._validation import RandomState, check_choice
+from dplong._validation import RandomState, check_choice, checked_call
 from dplong.dask_frames import ReducedPanel, design_spec, is_dask, reduce_design
 from dplong.exceptions import ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
@@ -143,6 +143,7 @@ class LongitudinalOLS(PanelModel):
         self._within = None if within is None else functools.cache(within)
 
     @classmethod
+    @checked_call
     def from_formula(
         cls,
         formula: str,
@@ -271,6 +272,7 @@ class LongitudinalOLS(PanelModel):
         rows = np.bincount(design.codes, minlength=design.n).astype(np.float64)
         return within_cross_products(design.y, X, design.codes, design.n), rows
 
+    @checked_call
     @advised
     def fit(
         self,

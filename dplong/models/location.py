@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import patsy
 
-from dplong._validation import RandomState, per_column
+from dplong._validation import RandomState, checked_call, per_column
 from dplong.dask_frames import ReducedPanel, design_spec, is_dask
 from dplong.dependence import DependenceModel, RandomEffects
 from dplong.exceptions import DataError, FormulaError, ParameterError
@@ -89,6 +89,7 @@ class RandomEffectsLocation(PanelModel):
         self._re_groups = re_groups
 
     @classmethod
+    @checked_call
     def from_formula(
         cls,
         formula: str,
@@ -159,6 +160,7 @@ class RandomEffectsLocation(PanelModel):
             label = re_groups if isinstance(re_groups, str) else "re_groups"
         return cls(design, label)
 
+    @checked_call
     @advised
     def fit(
         self,

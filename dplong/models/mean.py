@@ -19,7 +19,7 @@ import patsy
 from numpy.typing import ArrayLike, NDArray
 
 from dplong._grouping import factorize_groups
-from dplong._validation import RandomState
+from dplong._validation import RandomState, checked_call, refuse_arguments
 from dplong.dask_frames import column_name, design_spec, is_dask, outcome_rows, require_dask
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import (
@@ -73,6 +73,7 @@ __all__ = ["ColumnMean", "winsorized_mean"]
 OFFERED: frozenset[Offer] = frozenset(("lower", "tail", "scale"))
 
 
+@checked_call
 @advised
 def winsorized_mean(
     values: ArrayLike,
@@ -461,6 +462,7 @@ class ColumnMean:
             warn_dropped(len(data), int(kept.sum()), int(no_id.sum()))
 
     @classmethod
+    @checked_call
     def from_formula(
         cls,
         formula: str,
@@ -522,9 +524,11 @@ def _check_fit_options(model: str, options: Mapping[str, Any]) -> None:
                 "(give groups, by and levels to from_formula)"
             )
         if keyword not in _FIT_KEYWORDS:
-            raise ParameterError(
-                f"{model}.fit got an unexpected option {keyword!r}; it takes "
-                f"{', '.join(_FIT_KEYWORDS)}"
+            refuse_arguments(
+                f"{model}.fit",
+                "got an unexpected keyword argument",
+                [keyword],
+                list(_FIT_KEYWORDS),
             )
 
 

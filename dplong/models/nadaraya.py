@@ -23,7 +23,7 @@ import pandas as pd
 import patsy
 from numpy.typing import ArrayLike, NDArray
 
-from dplong._validation import RandomState, real_number, warn
+from dplong._validation import RandomState, checked_call, real_number, warn
 from dplong.exceptions import DataError, ParameterError
 from dplong.formula import LevelsLike, PanelDesign
 from dplong.kernels import Kernel, get_kernel
@@ -99,6 +99,7 @@ class NadarayaWatson(PanelModel):
         self._kernel, self._bandwidth, self._grid = kernel, bandwidth, grid
 
     @classmethod
+    @checked_call
     def from_formula(
         cls,
         formula: str,
@@ -192,6 +193,7 @@ class NadarayaWatson(PanelModel):
         edge = self._kernel((points - lo) / self._bandwidth) / self._kernel.sup_norm
         return FLOOR_SHARE * float(np.trapezoid(edge, points)) / (hi - lo)
 
+    @checked_call
     def fit(
         self,
         *,

@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from dplong._validation import RandomState, real_number
+from dplong._validation import RandomState, checked_call, real_number
 from dplong.dask_frames import ReducedPanel
 from dplong.exceptions import (
     DplongError,
@@ -150,6 +150,7 @@ class RandomEffects(PooledOLS):
 
     # no method="ptr": ePTR is a route of pooled OLS only (its test is on X'X, not the
     # quasi-demeaned design), so the options differ from the parent's
+    @checked_call
     def fit(  # type: ignore[override]
         self,
         *,

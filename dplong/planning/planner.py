@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import patsy
 
-from dplong._validation import describe, real_number
+from dplong._validation import checked_call, describe, real_number
 from dplong.exceptions import DplongError, ParameterError
 from dplong.planning.advice import _note_remedy
 from dplong.planning.checkpoints import FitPlan
@@ -27,6 +27,7 @@ from dplong.planning.stand_in import STAND_IN_USER, _builder, stand_in_rows
 from dplong.privacy.budget import QUIET_REMEDY
 
 
+@checked_call
 def plan(
     formula: str,
     *,

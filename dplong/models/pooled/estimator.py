@@ -15,7 +15,7 @@ import pandas as pd
 import patsy
 from numpy.typing import NDArray
 
-from dplong._validation import RandomState, check_choice, check_random_state, warn
+from dplong._validation import RandomState, check_choice, check_random_state, checked_call, warn
 from dplong.dask_frames import FrameSpec, design_spec, is_dask
 from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
@@ -198,6 +198,7 @@ class PooledOLS(_RangesStage, FormulaModel):
         self._disjoint = disjoint
 
     @classmethod
+    @checked_call
     def from_formula(
         cls: type[_Model],
         formula: str,
@@ -332,6 +333,7 @@ class PooledOLS(_RangesStage, FormulaModel):
             source=source,
         )
 
+    @checked_call
     def fit(
         self,
         *,
