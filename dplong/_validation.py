@@ -57,6 +57,16 @@ you mean 'epsilon' for 'epsilom'?); it takes data, epsilon, delta
     ]
     open_keywords = any(p.kind is p.VAR_KEYWORD for p in parameters)
 
+    method = "." in func.__qualname__
+
+    def called(args: tuple[Any, ...]) -> str:
+        """The name the caller used: a method's class is the instance's or the class's own
+        (an inherited ``from_formula`` is ``BetweenOLS``'s, not ``PooledOLS``')."""
+        if not (method and args):
+            return func.__qualname__
+        owner = args[0] if isinstance(args[0], type) else type(args[0])
+        return f"{owner.__name__}.{func.__name__}"
+
     @functools.wraps(func)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         # an unknown keyword first: Python's binding names a required one missing before it
@@ -65,33 +75,29 @@ you mean 'epsilon' for 'epsilom'?); it takes data, epsilon, delta
             try:
                 signature.bind(*args, **kwargs)
             except TypeError as err:
+                positional = "positional" in str(err)
                 refuse_arguments(
-                    func.__qualname__,
-                    str(err)
-                    + (
-                        "; options after the data are keywords (name=value)"
-                        if "positional" in str(err)
-                        else ""
-                    ),
+                    called(args),
+                    str(err) + ("; options are keywords (name=value)" if positional else ""),
                     [k for k in kwargs if k not in named],
                     named,
                 )
             return func(*args, **kwargs)
-        refuse_arguments(func.__qualname__, "got an unexpected keyword argument", unknown, named)
+        refuse_arguments(called(args), "got an unexpected keyword argument", unknown, named)
 
     return wrapper
 
 
 def refuse_arguments(function: str, refusal: str, unknown: list[str], named: list[str]) -> NoReturn:
     """Raise the :class:`~dplong.exceptions.ArgumentError` of a call to ``function`` that
-    ``refusal`` describes: the ``unknown`` keywords named (after a refusal ending in "argument")
-    with the nearest of the ``named`` ones it takes."""
+    ``refusal`` describes: the ``unknown`` keywords named (after a refusal ending in
+    "argument" or ":") with the nearest of the ``named`` ones it takes."""
     close = [f"{m!r} for {k!r}" for k in unknown for m in difflib.get_close_matches(k, named, n=1)]
     raise ArgumentError(
         f"{function}(): {refusal}"
-        + (f" {', '.join(map(repr, unknown))}" if refusal.endswith("argument") else "")
+        + (f" {', '.join(map(repr, unknown))}" if refusal.endswith(("argument", ":")) else "")
         + (f" (did you mean {', '.join(close)}?)" if close else "")
-        + f"; it takes {', '.join(named)}"
+        + (f"; it takes {', '.join(named)}" if named else "")
     )
 
 

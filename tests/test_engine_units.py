@@ -1823,14 +1823,14 @@ class TestBadInput:
         # a bound 1e15 scales wide: the bins are capped, no locate group can find the mode
         # (public facts), so every user but the count group reports clip(x, ±B) +
         # Laplace(2B/ε): the one-round estimator, not a refusal. Its noise sd is √2 · 2B / ε
-        # over √m, divided by the released share f̂ with a statistic (at most 1), and with
+        # over √m, divided by the released share f̂ with a statistic, and with
         # f̂'s own error times the estimate (the offset from the centre 0) beside it (up to the
         # lattice's rounding of the scale, << 1e-3).
         res = dplong.winsorized_mean(
             self.x, epsilon=1.0, scale=1e-6, privacy="local", bound=1e9, random_state=0
         )
         share, share_sd = res.users.iloc[0] / 500, res.users_sd / 500
-        held = min(share, 1.0)
+        held = max(share, 3 * share_sd)
         m = 500 - LocalPlan.make(500, epsilon=1.0, bound=1e9, sd=1e-3).count
         laplace = math.sqrt(2) * 2e9 / math.sqrt(m) / held
         offset = res.params.iloc[0] * share_sd / held

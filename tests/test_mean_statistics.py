@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 from scipy.signal import lfilter
@@ -370,26 +371,22 @@ def test_noise_sd_matches_the_noise_and_the_estimate_is_unbiased(case: str) -> N
     assert abs(clip) <= mc.bias.mean() + Z_TOL * clip_se, (case, clip, mc.bias.mean())
     log_mse, log_se = log_mse_and_se(mc.error)
     assert abs(log_mse - math.log(mc.predicted_mse(1.0 / NOISE_N))) <= Z_TOL * log_se, case
-    # the paper's estimators: noise_sd is a public constant (stated scale) — no data in it;
-    # the local one's moves only with its count of the users with a statistic, which divides
-    # the Laplace part (public at a share of 1) and adds its own error
+    # the paper's estimator: noise_sd is a public constant (stated scale) — no data in it (the
+    # local one's moves with its count of the users with a statistic: _local_noise_sd)
     if case == "theory":
         assert np.ptp(mc.noise_sd) == 0.0
-    if case == "local":
-        m = NOISE_N - LocalPlan.make(NOISE_N, epsilon=NOISE_EPS, bound=10.0, sd=1.0).count
-        assert mc.noise_sd.min() >= math.sqrt(8 * 10.0**2 / NOISE_EPS**2 / m) * (1 - 1e-3)
 
 
 def _local_noise_sd(res: PanelResults, n: int, epsilon: float) -> tuple[float, float]:
     """The released and the predicted noise sd of a local mean of n users: the reports'
     Laplace part ``√2 (2w/ε) / √m`` (w the projection interval's half-width, m the plan's
-    reporters) divided by the released share f̂ of the users with a statistic (capped at 1),
+    reporters) divided by the released share f̂ of the users with a statistic,
     beside f̂'s own error times the estimate's offset from the interval's centre (delta
     method)."""
     lower, upper = res.projection_interval.to_numpy()[0]
     centre, width = (lower + upper) / 2, (upper - lower) / 2
-    held = min(float(res.users.iloc[0]) / n, 1.0)
     share_sd = res.users_sd / n
+    held = max(float(res.users.iloc[0]) / n, 3 * share_sd)
     m = int(res.privacy.entries[-1].mechanism.rsplit(", ", 1)[1].removesuffix(" users"))
     laplace = math.sqrt(2.0) * 2.0 * width / epsilon / math.sqrt(m) / held
     offset = (float(res.params.iloc[0]) - centre) * share_sd / held
@@ -507,6 +504,62 @@ def test_local_mean_is_over_the_users_with_a_statistic() -> None:
         assert abs(float(res.users.iloc[0]) - 2500) <= 4 * res.users_sd
     error, error_se = mean_and_se(np.array(errors))
     assert abs(error) <= Z_TOL * error_se and missed <= 3, (error, error_se, missed)
+
+
+def test_local_mean_where_few_users_have_a_statistic() -> None:
+    """With 30 % of 20,000 users holding a statistic (N(3, 1)), ε = 1, B = 10, the locate group
+    sized for a mode of every user found a mode of noise (its mass, 0.3 of the users', below
+    the histogram's noise): the centre landed far off with a narrow radius, and 18 % of the
+    intervals missed, RMSE 2.1. The count group answers first and the locate group is sized
+    for the users it finds (its high end): here none affordable, so one round about 0. Of 40
+    releases at most 4 may miss (at 95 % more has chance 5 %; at the old 82 %, 4 or fewer
+    has chance 8 %) and the RMSE must be below 1.2 (measured 0.79)."""
+    options = ReleaseOptions.check(
+        20_000, epsilon=1.0, delta=None, privacy="local", bound=10.0, d=1
+    )
+    missed, errors = 0, []
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        x = rng.normal(3.0, 1.0, 20_000)
+        x[rng.uniform(size=x.size) > 0.3] = np.nan
+        release = release_local(x[:, None], names=("x",), options=options, rng=rng)
+        error = float(release.estimate[0]) - float(np.nanmean(x))
+        half = 1.96 * math.hypot(release.noise_sd[0], release.sampling_sd[0]) + release.bias[0]
+        missed += abs(error) > half
+        errors.append(error)
+    assert missed <= 4 and math.sqrt(np.mean(np.square(errors))) < 1.2, (missed, errors)
+
+
+def test_local_columns_too_small_to_count_are_withheld() -> None:
+    """A column of one or two users leaves no count group (two report at least) and one of
+    three a count of one answer, whose share's error is above a third of any share: each is
+    withheld with the note, not a division by zero (the first count group's draft raised
+    ZeroDivisionError on a 3 x 2 array)."""
+    for shape in ((2, 2), (3, 2), (5, 3), (6, 2)):
+        values = np.random.default_rng(0).normal(size=shape)
+        res = dplong.winsorized_mean(
+            values, epsilon=1.0, privacy="local", bound=10.0, random_state=0
+        )
+        assert res.params.isna().all(), shape
+        assert any("No estimate (NaN)" in w for w in res.warnings), shape
+
+
+def test_local_fit_of_several_blocks_counts_every_user() -> None:
+    """A local fit of two blocks (RandomEffectsLocation: the location, then the variance
+    components) splits its users between them; each block's count group estimates the share
+    of the fit's users with a statistic, so the count shown is about n (the first draft
+    multiplied the share by the block's users: about n / 2)."""
+    users = np.repeat(np.arange(20_000), 4)
+    rows = np.random.default_rng(5).normal(size=users.size) + np.repeat(
+        np.random.default_rng(6).normal(size=20_000), 4
+    )
+    frame = pd.DataFrame({"id": users, "y": rows})
+    res = dplong.RandomEffectsLocation.from_formula("y ~ 1", frame, groups="id").fit(
+        epsilon=2.0, privacy="local", bound=10.0, random_state=0
+    )
+    counted = res.users.dropna()
+    assert counted.size >= 1
+    assert np.all(np.abs(counted - 20_000) <= 4 * res.users_sd), (counted, res.users_sd)
 
 
 def test_local_column_without_users_is_withheld() -> None:
@@ -627,8 +680,8 @@ def test_fig6_user_level_mse_falls_like_one_over_t() -> None:
 # mode (public facts: LocalPlan.make gives locate = 0, checked), so every user but the count
 # group (a tenth) reports clip(x, ±B) + Laplace(2B/ε) with B = 10 (one round, Alg 8 with the
 # whole ε): with x ~ N(1.7, 1) nothing is clipped (P(|x| > 10) < 1e-16), and the reports' mean
-# is divided by the released share f̂ of the users with a statistic (all of them here), capped
-# at 1. Given f̂ the MSE is exactly μ² (1/f̂ - 1)² + (σ² + 8 B²/ε²) / (m f̂²); f̂ is a
+# is divided by the released share f̂ of the users with a statistic (all of them here). Given
+# f̂ the MSE is exactly μ² (1/f̂ - 1)² + (σ² + 8 B²/ε²) / (m f̂²); f̂ is a
 # function of the count group's binomial number of 1s, so the theory sums over its law
 # (local_theory), leaving out the releases the count withholds (f̂ below 3 of its sds: at
 # n = 1,000 and ε = 0.5, about 2 %). Central: the default release of section 1 (ε = 0.5,
@@ -647,7 +700,7 @@ def local_theory(n: int, epsilon: float, mu: float, bound: float = 10.0) -> floa
     share = (observed - q) / (1 - 2 * q)
     share_sd = np.sqrt(np.maximum(observed * (1 - observed), 0.25 / k) / k) / (1 - 2 * q)
     released = share >= np.maximum(3 * share_sd, 2 / k)
-    held = np.minimum(np.maximum(share, 3 * share_sd), 1.0)
+    held = np.maximum(share, 3 * share_sd)
     variance = (1.0 + 8.0 * bound**2 / epsilon**2) / (n - k)
     mse = mu**2 * (1 / held - 1) ** 2 + variance / held**2
     weights = stats.binom.pmf(ones, k, 1 - q) * released

@@ -306,6 +306,8 @@ class TestBadInput:
         cls = ColumnMean if model == "ColumnMean" else getattr(dplong, model)
         with pytest.raises(DataError, match=f"groups='{groups}' is a column the formula reads"):
             cls.from_formula(formula, self.df, groups=groups)
+        with pytest.raises(DataError, match=f"groups='{groups}' is a column the formula reads"):
+            cls.from_formula(formula, self.df, groups=self.df[groups])  # the Series itself
 
     @pytest.mark.parametrize(
         ("call", "refusal"),
@@ -329,7 +331,15 @@ class TestBadInput:
             ),
             (
                 lambda df: dplong.PooledOLS.from_formula("y ~ x1", df, "user"),
-                r"too many positional arguments; options after the data are keywords",
+                r"too many positional arguments; options are keywords",
+            ),
+            (  # an inherited method is named by the class called
+                lambda df: dplong.BetweenOLS.from_formula("y ~ x1", df, group="user"),
+                r"BetweenOLS.from_formula\(\): got an unexpected keyword argument 'group'",
+            ),
+            (
+                lambda df: dplong.PoissonMean.from_formula("y ~ 1", df, groups="user").fit(1.0),
+                r"PoissonMean.fit\(\): too many positional arguments",
             ),
             (
                 lambda df: dplong.plan("y ~ x1", n=400, epsilom=1.0),
@@ -343,7 +353,7 @@ class TestBadInput:
         # TypeError), named by the function, a misspelt keyword with the nearest it takes
         with pytest.raises(ArgumentError, match=refusal) as caught:
             call(self.df)
-        assert isinstance(caught.value, TypeError) and "it takes" in str(caught.value)
+        assert isinstance(caught.value, TypeError)
 
     def test_non_numeric_outcome(self) -> None:
         df = self.df.assign(label=np.where(self.df["y"] > 0, "hi", "lo"))

@@ -50,6 +50,7 @@ from audit import (
 )
 from numpy.typing import NDArray
 
+import dplong.privacy.local as local_module
 from dplong.privacy.engine import Release
 from dplong.privacy.histogram import (
     Histogram,
@@ -709,17 +710,55 @@ def test_randomized_response_audit(epsilon: float) -> None:
     assert bound.epsilon_lb > 0.9 * epsilon, str(bound)  # RR is tight: the audit sees ~all of ε
 
 
-def test_local_count_group_reports_by_randomized_response() -> None:
-    # The default local release's count group (local.py, ``_share_with_statistic``): each
-    # user's one answer is randomized response of whether they have a statistic (a finite
-    # value), the mechanism audited above at the same ε; the share is post-processing of
-    # those reports. Same draws: the share is the debiased mean of RR(isfinite(values)).
-    values = np.array([1.0, np.nan, -3.0, np.inf, 0.0, np.nan] * 50)
-    for epsilon in (0.5, 1.0, 2.0):
-        share, _ = _share_with_statistic(values, epsilon, np.random.default_rng(5))
-        reports = randomized_response(np.isfinite(values), epsilon, np.random.default_rng(5))
-        q = flip_probability(epsilon)
-        assert share == pytest.approx((reports.mean() - q) / (1 - 2 * q), rel=1e-12)
+#: Runs of the local count group's audit: one user a run, the share released once each.
+COUNT_RUNS = 20_000
+
+
+def _count_audit(epsilon: float) -> EpsilonBound:
+    # The default local release's count group (local.py, ``_share_with_statistic``) on one
+    # user, as the package runs it: D has no statistic (NaN), D' has one. Events {share above
+    # its midpoint} and {below} (K = 2, Bonferroni); a correct randomized response of the
+    # bit shows e^ε between them, and the debiasing is post-processing.
+    def shares(value: float, seed: int) -> NDArray[np.bool_]:
+        rng = np.random.default_rng(seed)
+        return (
+            np.array(
+                [
+                    _share_with_statistic(np.array([value]), epsilon, rng)[0]
+                    for _ in range(COUNT_RUNS)
+                ]
+            )
+            > 0.5
+        )
+
+    high_d, high_d_prime = shares(np.nan, 611), shares(1.0, 612)
+    return epsilon_lower_bound(
+        np.stack([high_d, ~high_d], axis=1),
+        np.stack([high_d_prime, ~high_d_prime], axis=1),
+        delta=0.0,
+        confidence=CONFIDENCE,
+        names=["share high", "share low"],
+    )
+
+
+def test_local_count_group_audit() -> None:
+    bound = _count_audit(1.0)
+    print(_report("local count group", bound, 1.0))
+    assert 0.8 < bound.epsilon_lb <= 1.0, str(bound)  # randomized response: nearly all of ε
+
+
+def test_local_count_group_audit_has_power(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Broken: the count's answers flip with a quarter of the correct probability.
+    def broken(
+        bits: NDArray[np.bool_], epsilon: float, rng: np.random.Generator
+    ) -> NDArray[np.bool_]:
+        q = flip_probability(epsilon) * BROKEN_NOISE_FRACTION
+        return bits ^ (rng.random(bits.shape) < q)
+
+    monkeypatch.setattr(local_module, "randomized_response", broken)
+    bound = _count_audit(1.0)
+    print(_report("local count group, flip/4", bound, 1.0))
+    assert bound.epsilon_lb > 1.0, str(bound)
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0, 4.0])

@@ -90,9 +90,11 @@ def check_groups(groups: object, read: Iterable[str] = ()) -> None:
             "groups is required: the column (or array) of user ids; every row "
             "must say which user it belongs to"
         )
-    if isinstance(groups, str) and groups in read:
+    # a column's name, or the name of a Series given (``data["y"]``)
+    name = groups if isinstance(groups, str) else getattr(groups, "name", None)
+    if isinstance(name, str) and name in read:
         raise DataError(
-            f"groups={groups!r} is a column the formula reads; groups names the column of "
+            f"groups={name!r} is a column the formula reads; groups names the column of "
             "user ids (which user each row belongs to), which no model reads as an outcome "
             "or a regressor"
         )

@@ -477,6 +477,7 @@ class ColumnMean:
         declared in ``levels`` as ``{by: [...]}`` (or by its pandas ``Categorical`` dtype)."""
         return cls(formula, data, groups, by=by, levels=levels)
 
+    @checked_call
     def fit(self, **options: Any) -> PanelResults:
         """:func:`winsorized_mean` of the column with ``options`` (its own defaults apply);
         the data's options (``values``, ``groups``, ``names``, ``by``, ``levels``) are the

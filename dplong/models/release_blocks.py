@@ -117,6 +117,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
                     options=local_options,
                     rng=rng,
                     scale=statistics.scale,
+                    population=n,
                 )
             elif plan is not None:
                 so_far = part(options, share)

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import patsy
 
-from dplong._validation import checked_call, describe, real_number
+from dplong._validation import checked_call, describe, real_number, refuse_arguments
 from dplong.exceptions import DplongError, ParameterError
 from dplong.planning.advice import _note_remedy
 from dplong.planning.checkpoints import FitPlan
@@ -165,8 +165,12 @@ def plan(
     if not any(param.kind is param.VAR_KEYWORD for param in fit_params):  # else: the fit's own
         unknown = sorted(set(fit_options) - {param.name for param in fit_params})
         if unknown:
-            raise ParameterError(
-                f"{', '.join(unknown)}: not an option of {model_name}.from_formula or .fit"
+            refuse_arguments(
+                "plan",
+                f"got an option of neither {model_name}.from_formula nor .fit:",
+                unknown,
+                [k for k in inspect.signature(plan).parameters if k != "options"]
+                + [param.name for param in fit_params],
             )
 
     def attempt(fitted: Any, eps: float) -> object:

@@ -4,7 +4,7 @@ In the local model every user privatises their own report. Asking each user seve
 splits their ε; asking *different users* different questions does not: disjoint groups compose
 in parallel, so every report here is ε-LDP with the user's whole ε and the release is ε-LDP.
 For each column of statistics (users are first partitioned over the columns, at random and
-independently of the data) a group of users answers one of two questions:
+independently of the data) a group of users answers one of three questions:
 
 1. **locate** (group A, ~ :data:`LOCATE_SHARE` of the column's users): the one-hot indicator of
    their bin among K (odd) equal bins over the public range ``[-B, B]`` (bins of width ~σ
@@ -19,9 +19,11 @@ independently of the data) a group of users answers one of two questions:
 
 The mean is ``m̂ + (mean of the reports) / f̂``, projected onto ``[-B, B]`` (post-processing):
 users without a statistic report the centre (0 offset), as in the paper, which shrinks the
-reports' mean towards it by their share; f̂ (capped at 1, a public fact) undoes that, so that
-the estimand is the mean over the users with a statistic, as the central engine's private
-count makes it. A column whose f̂ cannot tell any user from none is withheld (NaN). When
+reports' mean towards it by their share; f̂ undoes that, so that the estimand is the mean over
+the users with a statistic, as the central engine's private count makes it (not capped at 1:
+a cap would push the estimate away from the centre whenever every user has one). A column
+whose f̂ cannot tell any user from none is withheld (NaN). The count group answers first,
+and the locate group is sized for a mode of the users with a statistic only. When
 the public facts say a locate group cannot be reliable, everyone instead reports
 ``clip(x, ±B) + Laplace(2B/ε)``: the one-round estimator; when the histogram says the two-round
 radius would not beat the public bound, group M reports so (group A answered the histogram: no
@@ -104,17 +106,22 @@ class LocalPlan:
         return self.noise / math.sqrt(max(self.locate, 1))
 
     @classmethod
-    def make(cls, users: int, *, epsilon: float, bound: float, sd: float | None) -> LocalPlan:
+    def make(
+        cls, users: int, *, epsilon: float, bound: float, sd: float | None, share: float = 1.0
+    ) -> LocalPlan:
         """Bins from the stated scale (width ~σ) or a default; a count group whose share of
         the users with a statistic has standard error :data:`COUNT_SD` when all have one,
         ``√(q(1-q)) / (1 - 2q) / √n_C`` for the flip probability q at ε, within its shares
         of the users; a locate group when it can find the mode: its
         debiased proportions' noise, ``σ_RR √(2 log K / β) / √n_A`` with
-        ``σ_RR = √(q(1-q)) / (1 - 2q)`` (q the flip probability at ε/2), must be below a
-        third of a mode that holds at least half the users."""
-        q = flip_probability(epsilon)
-        wanted = q * (1.0 - q) / ((1.0 - 2.0 * q) * COUNT_SD) ** 2
+        ``σ_RR = √(q(1-q)) / (1 - 2q)`` (q the flip probability at ε/2), must be below half
+        of a mode that holds at least half the users with a statistic, a ``share`` of them
+        (a released number: the count group answers first; where few users have one, a
+        pick among bins of noise put the centre far off)."""
+        flip = flip_probability(epsilon)
+        wanted = flip * (1.0 - flip) / ((1.0 - 2.0 * flip) * COUNT_SD) ** 2
         count = math.ceil(min(max(wanted, MIN_COUNT_SHARE * users), MAX_COUNT_SHARE * users))
+        count = min(count, max(users - 2, 0))  # two report at least (a tiny column: withheld)
         users -= count
         # bins of width σ with a stated scale: the mode then holds over a third of the users
         bins = DEFAULT_BINS if sd is None else int(min(max(math.ceil(bound / sd), 3), MAX_BINS))
@@ -122,7 +129,7 @@ class LocalPlan:
         q = flip_probability(epsilon / 2.0)
         noise = math.sqrt(q * (1.0 - q)) / (1.0 - 2.0 * q)
         mode = 0.5 if sd is None else 0.38  # P(|Z| < 1/2): a bin of width σ around the mean
-        needed = (2.0 * noise * math.sqrt(2.0 * math.log(bins / 0.05)) / mode) ** 2
+        needed = (2.0 * noise * math.sqrt(2.0 * math.log(bins / 0.05)) / (mode * share)) ** 2
         locate = math.ceil(min(max(needed, MIN_LOCATE_SHARE * users), MAX_LOCATE_SHARE * users))
         if locate < needed or users - locate < 2:
             return cls(0, users, bins, count, noise)
@@ -136,9 +143,13 @@ def release_local(
     options: ReleaseOptions,
     rng: np.random.Generator,
     scale: NDArray[np.float64] | None = None,
+    population: int | None = None,
 ) -> Release:
     """ε-LDP release of the column means of ``matrix`` (n x d; NaN: no statistic), each user
-    answering one question (module docstring). ``options.bound`` is the public bound B.
+    answering one question (module docstring). ``options.bound`` is the public bound B;
+    ``population`` the fit's public number of users, of whom ``matrix`` holds a random group
+    (a block of a fit that splits its users): the released count of users with a statistic
+    is its share of them (default: n).
 
     Examples
     --------
@@ -195,12 +206,14 @@ def release_local(
         noise_kind="normal",
         sampling_sd=shown("sampling_sd"),
         bias=shown("bias"),
-        interval=np.array([[c.centre - c.radius, c.centre + c.radius] for c in columns]),
-        midpoint=field("centre"),
+        interval=np.where(
+            empty[:, None], np.nan, [[c.centre - c.radius, c.centre + c.radius] for c in columns]
+        ),
+        midpoint=shown("centre"),
         scale=shown("sampling_sd") ** 2 * field("reporters"),
         # the users with a statistic, from each column's count group's share of them
-        users=n * field("share"),
-        users_sd=n * float(field("share_sd").max()),
+        users=(population or n) * field("share"),
+        users_sd=(population or n) * float(field("share_sd").max()),
         privacy=ledger,
         n=n,
         variant="default (local, users split)",
@@ -253,8 +266,13 @@ def _column(
 ) -> _Column:
     """One column's three groups (module docstring); ``values`` are its users' statistics."""
     plan = LocalPlan.make(values.size, epsilon=epsilon, bound=bound, sd=sd)
-    counted, located, reporting = np.split(values, [plan.count, plan.count + plan.locate])
-    share, share_sd = _share_with_statistic(counted, epsilon, rng)
+    share, share_sd = _share_with_statistic(values[: plan.count], epsilon, rng)
+    # the locate group sized for a mode of the users with a statistic, at the count's high end
+    # (a released number; the count group is the same whatever the share): smaller only where
+    # the count shows clearly fewer, as complete data at its low end flipped to one round
+    high = min(max(share + 2.0 * share_sd, 1e-3), 1.0)
+    plan = LocalPlan.make(values.size, epsilon=epsilon, bound=bound, sd=sd, share=high)
+    located, reporting = np.split(values[plan.count :], [plan.locate])
     entries = [
         LedgerEntry(
             "count",
@@ -267,9 +285,8 @@ def _column(
             math.nan,
         )
     ]
-    # at most 1 (public); a share the count cannot tell from 0 is withheld below, and
-    # meanwhile divides nothing
-    held = min(max(share, 3.0 * share_sd), 1.0)
+    # a share the count cannot tell from 0 is withheld below, and meanwhile divides nothing
+    held = max(share, 3.0 * share_sd)
     centre, radius, error = 0.0, bound, bound
     if plan.locate:
         half = bound / plan.bins  # K (odd) bins of width 2h over [-B, B], centres 2hk
@@ -329,18 +346,20 @@ def _column(
     # the reports are the release: their spread gives the law of their mean (CLT); divided
     # by the share with a statistic, whose own error joins by the delta method
     offset = float(reports.mean()) / held
-    noise_sd = float(release.sd[0]) / math.sqrt(m) / held
+    laplace_sd = float(release.sd[0]) / math.sqrt(m) / held
     total_sd = float(reports.std(ddof=1)) / math.sqrt(m) / held
-    sampling_sd = math.sqrt(max(total_sd**2 - noise_sd**2, 0.0))
-    noise_sd = math.hypot(noise_sd, offset * share_sd / held)
+    sampling_sd = math.sqrt(max(total_sd**2 - laplace_sd**2, 0.0))
+    count_sd = abs(offset) * share_sd / held
+    noise_sd = math.hypot(laplace_sd, count_sd)
     raw = centre + offset
     estimate = float(np.clip(raw, -bound, bound))  # |mean| <= B: public
     # the clipped reports understate the spread; the located one (or the stated) does not
+    # (the reports' spread also holds the users without a statistic at the centre: larger)
     spread = sd if sd is not None else max(sampling_sd * math.sqrt(m * held), 1e-150)
     # one round: the centre 0 may be up to B from the mean (plug-in: the estimate's distance)
     distance = min(abs(estimate), bound) if radius >= bound else error
     bias = float(clipping_bias(spread**2, radius, distance))
-    at_bound = abs(raw) > bound - 2.0 * math.hypot(total_sd, noise_sd)
+    at_bound = abs(raw) > bound - 2.0 * math.hypot(total_sd, count_sd)
     empty = share < max(3.0 * share_sd, 2.0 / max(plan.count, 1))
     return _Column(
         estimate,
@@ -361,11 +380,11 @@ def _column(
 def _share_with_statistic(
     values: NDArray[np.float64], epsilon: float, rng: np.random.Generator
 ) -> tuple[float, float]:
-    """The share of the users with a statistic (a finite value), from their ε-LDP randomized
+    """The share of the users with a statistic (not NaN), from their ε-LDP randomized
     responses (Alg 6), debiased: ``(p̂ - q) / (1 - 2q)`` for the share p̂ of 1s reported and
     the flip probability q, and its standard error (the reports' binomial spread over
     ``1 - 2q``: sampling and privacy noise together)."""
-    reports = randomized_response(np.isfinite(values), epsilon, rng)
+    reports = randomized_response(~np.isnan(values), epsilon, rng)
     q = flip_probability(epsilon)
     k = max(reports.size, 1)
     observed = float(reports.sum()) / k
