@@ -524,11 +524,19 @@ def _withheld_notes(
         )
     if len(withheld):
         bounds = "give public bounds, " if model._located.any() and model._bounds_frame else ""
+        # a stated range is the column's frame: one far wider than its values leaves the
+        # column small against X'X's noise (an audit's generous bounds withheld 11 of 20)
+        stated = ~model._located & (model._ranges[:, 1] > model._ranges[:, 0])
+        narrow = (
+            "narrow a public bound far wider than its column's values, "
+            if stated.any() and model._bounds_frame
+            else ""
+        )
         return (
             f"{[str(c) for c in withheld]} withheld: the released X'X does not "
             "determine them beyond its noise, so nothing bounds how far its ridge pulled "
             "them (the design is nearly collinear or varies little for this n and "
-            f"epsilon{model._unidentified}): {bounds}{remedy}",
+            f"epsilon{model._unidentified}): {bounds}{narrow}{remedy}",
         )
     if ridge > 0.0:
         return (
