@@ -693,12 +693,17 @@ def _rr_audit(
     # (K = 2, Bonferroni); their likelihood ratio is (1 - q)/q, i.e. e^ε for a correct RR.
     reports_d = flip(np.zeros(RR_RUNS, dtype=bool), np.random.default_rng(601))
     reports_d_prime = flip(np.ones(RR_RUNS, dtype=bool), np.random.default_rng(602))
+    return _binary_audit(reports_d, reports_d_prime, "report")
+
+
+def _binary_audit(d: NDArray[np.bool_], d_prime: NDArray[np.bool_], what: str) -> EpsilonBound:
+    """The ε lower bound from a binary outcome's runs on D and D': events {1} and {0}."""
     return epsilon_lower_bound(
-        np.stack([reports_d, ~reports_d], axis=1),
-        np.stack([reports_d_prime, ~reports_d_prime], axis=1),
+        np.stack([d, ~d], axis=1),
+        np.stack([d_prime, ~d_prime], axis=1),
         delta=0.0,
         confidence=CONFIDENCE,
-        names=["report 1", "report 0"],
+        names=[f"{what} 1", f"{what} 0"],
     )
 
 
@@ -731,14 +736,7 @@ def _count_audit(epsilon: float) -> EpsilonBound:
             > 0.5
         )
 
-    high_d, high_d_prime = shares(np.nan, 611), shares(1.0, 612)
-    return epsilon_lower_bound(
-        np.stack([high_d, ~high_d], axis=1),
-        np.stack([high_d_prime, ~high_d_prime], axis=1),
-        delta=0.0,
-        confidence=CONFIDENCE,
-        names=["share high", "share low"],
-    )
+    return _binary_audit(shares(np.nan, 611), shares(1.0, 612), "share above 0.5:")
 
 
 def test_local_count_group_audit() -> None:
