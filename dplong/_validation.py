@@ -57,7 +57,7 @@ you mean 'epsilon' for 'epsilom'?); it takes data, epsilon, delta
     ]
     open_keywords = any(p.kind is p.VAR_KEYWORD for p in parameters)
 
-    method = "." in func.__qualname__
+    method = "." in func.__qualname__.rpartition("<locals>.")[2]  # a class's, not a closure's
 
     def called(args: tuple[Any, ...]) -> str:
         """The name the caller used: a method's class is the instance's or the class's own

@@ -560,6 +560,10 @@ def test_local_fit_of_several_blocks_counts_every_user() -> None:
     counted = res.users.dropna()
     assert counted.size >= 1
     assert np.all(np.abs(counted - 20_000) <= 4 * res.users_sd), (counted, res.users_sd)
+    # the sd shown is the widest block's: a component's count group is 250 of its 5,000
+    # users (sd of the share √(q(1-q)/250)/(1-2q) = 0.027 at ε = 2, 540 users), the
+    # location's 500 of 10,000 (0.019, 380 users)
+    assert res.users_sd > 450
 
 
 def test_local_column_without_users_is_withheld() -> None:

@@ -119,7 +119,8 @@ def panel_results(
         privacy=combined_ledger(everything, options),
         nobs_users=nobs_users,
         users=users,
-        users_sd=float(releases[0].users_sd),
+        # the widest of the blocks' counts (a local fit's blocks count groups of their own)
+        users_sd=float(np.fmax.reduce([r.users_sd for r in releases])),
         variant=releases[0].variant,
         # the reported releases' own (a preliminary one's columns are not reported)
         assumptions=with_release_assumptions(assumptions, releases),
