@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dplong.privacy.noise import (
+    debiased_share,
     flip_probability,
     geometric_rate,
     two_sided_geometric,
@@ -255,5 +256,6 @@ def randomized_histogram(
     inside = (position < bins.size) & (bins[np.minimum(position, bins.size - 1)] == k)
     counts = np.bincount(position[inside], minlength=bins.size)
     reported = rng.binomial(counts, 1.0 - q) + rng.binomial(n - counts, q)
-    debiased = (reported / n - q) / (1.0 - 2.0 * q)
-    return Histogram(half_width, bins, debiased)
+    return Histogram(
+        half_width, bins, np.asarray(debiased_share(reported / n, q), dtype=np.float64)
+    )

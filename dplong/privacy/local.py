@@ -45,7 +45,12 @@ from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import parallel_ledger, split_users
 from dplong.privacy.engine import Release
 from dplong.privacy.histogram import Histogram, randomized_histogram
-from dplong.privacy.noise import flip_probability, randomized_response, release_bounded_sum
+from dplong.privacy.noise import (
+    debiased_share,
+    flip_probability,
+    randomized_response,
+    release_bounded_sum,
+)
 from dplong.privacy.notes import empty_notes
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import Tail, accurate_radius, clipping_bias
@@ -118,22 +123,32 @@ class LocalPlan:
         of a mode that holds at least half the users with a statistic, a ``share`` of them
         (a released number: the count group answers first; where few users have one, a
         pick among bins of noise put the centre far off)."""
-        flip = flip_probability(epsilon)
-        wanted = flip * (1.0 - flip) / ((1.0 - 2.0 * flip) * COUNT_SD) ** 2
-        count = math.ceil(min(max(wanted, MIN_COUNT_SHARE * users), MAX_COUNT_SHARE * users))
-        count = min(count, max(users - 2, 0))  # two report at least (a tiny column: withheld)
+        count = _count_group(users, epsilon)
         users -= count
         # bins of width σ with a stated scale: the mode then holds over a third of the users
         bins = DEFAULT_BINS if sd is None else int(min(max(math.ceil(bound / sd), 3), MAX_BINS))
         bins += 1 - bins % 2  # odd: a bin centred at 0
-        q = flip_probability(epsilon / 2.0)
-        noise = math.sqrt(q * (1.0 - q)) / (1.0 - 2.0 * q)
+        noise = _response_sd(epsilon / 2.0)
         mode = 0.5 if sd is None else 0.38  # P(|Z| < 1/2): a bin of width σ around the mean
         needed = (2.0 * noise * math.sqrt(2.0 * math.log(bins / 0.05)) / (mode * share)) ** 2
         locate = math.ceil(min(max(needed, MIN_LOCATE_SHARE * users), MAX_LOCATE_SHARE * users))
         if locate < needed or users - locate < 2:
             return cls(0, users, bins, count, noise)
         return cls(locate, users - locate, bins, count, noise)
+
+
+def _response_sd(epsilon: float) -> float:
+    """``σ_RR = √(q(1-q)) / (1 - 2q)``, q the flip probability at ``epsilon``: the standard
+    deviation of one debiased randomized response (Alg 6) of a bit that is always 1."""
+    q = flip_probability(epsilon)
+    return math.sqrt(q * (1.0 - q)) / (1.0 - 2.0 * q)
+
+
+def _count_group(users: int, epsilon: float) -> int:
+    """The count group's size among a column's ``users`` (:data:`COUNT_SD`; public facts)."""
+    wanted = (_response_sd(epsilon) / COUNT_SD) ** 2
+    count = math.ceil(min(max(wanted, MIN_COUNT_SHARE * users), MAX_COUNT_SHARE * users))
+    return min(count, max(users - 2, 0))  # two report at least (a tiny column: withheld)
 
 
 def release_local(
@@ -183,14 +198,10 @@ def release_local(
     # values were clipped far beyond the bound, and most intervals missed; docs/accuracy.md).
     # The located centre's error (half a coarse bin and more) hides a skew from the reports'
     # offset, so no skew check can tell it
-    unchecked = unchecked_warnings(
-        names,
-        np.array([scale is None and not c.empty for c in columns]),
-        np.zeros(d, dtype=bool),
-        why="local",
-    )
-
     empty = np.array([c.empty for c in columns])
+    unchecked = unchecked_warnings(
+        names, np.full(d, scale is None) & ~empty, np.zeros(d, dtype=bool), why="local"
+    )
 
     def field(name: str) -> NDArray[np.float64]:
         return np.array([getattr(c, name) for c in columns], dtype=np.float64)
@@ -265,11 +276,12 @@ def _column(
     rng: np.random.Generator,
 ) -> _Column:
     """One column's three groups (module docstring); ``values`` are its users' statistics."""
-    plan = LocalPlan.make(values.size, epsilon=epsilon, bound=bound, sd=sd)
-    share, share_sd = _share_with_statistic(values[: plan.count], epsilon, rng)
+    share, share_sd = _share_with_statistic(
+        values[: _count_group(values.size, epsilon)], epsilon, rng
+    )
     # the locate group sized for a mode of the users with a statistic, at the count's high end
-    # (a released number; the count group is the same whatever the share): smaller only where
-    # the count shows clearly fewer, as complete data at its low end flipped to one round
+    # (a released number; the count group is the plan's whatever the share): smaller only
+    # where the count shows clearly fewer, as complete data at its low end flipped to one round
     high = min(max(share + 2.0 * share_sd, 1e-3), 1.0)
     plan = LocalPlan.make(values.size, epsilon=epsilon, bound=bound, sd=sd, share=high)
     located, reporting = np.split(values[plan.count :], [plan.locate])
@@ -389,7 +401,7 @@ def _share_with_statistic(
     k = max(reports.size, 1)
     observed = float(reports.sum()) / k
     spread = math.sqrt(max(observed * (1.0 - observed), 0.25 / k) / k)
-    return (observed - q) / (1.0 - 2.0 * q), spread / (1.0 - 2.0 * q)
+    return float(debiased_share(observed, q)), spread / (1.0 - 2.0 * q)
 
 
 def _bound_notes(names: tuple[str, ...], at_bound: list[bool]) -> tuple[str, ...]:

@@ -566,6 +566,20 @@ def randomized_response(
     return np.asarray(bits) ^ flips
 
 
+def debiased_share(reported: float | NDArray[np.float64], q: float) -> float | NDArray[np.float64]:
+    """The share of true 1s behind the ``reported`` share of randomized responses that flip
+    with probability ``q``: ``(p̂ - q) / (1 - 2q)``, unbiased (post-processing); its standard
+    error is the reported share's over ``1 - 2q``.
+
+    Examples
+    --------
+    >>> from dplong.privacy.noise import debiased_share
+    >>> debiased_share(0.75, 0.25), debiased_share(0.25, 0.25)
+    (1.0, 0.0)
+    """
+    return (reported - q) / (1.0 - 2.0 * q)
+
+
 @dataclass(frozen=True)
 class WeightedRelease:
     """Result of :func:`release_weighted_sums` or :func:`release_weighted_gaussian`, per output
