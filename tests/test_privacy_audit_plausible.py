@@ -4,15 +4,16 @@ The rule withholds a column from released numbers only, so it is post-processing
 0, no budget, no noise. A statistical audit would find nothing to measure, so the audit shows
 the two facts that make it so, on a release where the rule fires (the wage panel's per-user
 OLS with 4 regressors at ε = 4, seed 28: expersq's scale median missed far above the users, and
-the rule withholds expersq only; the intercept is withheld before it, by the release's own
-miss checks, in both fits):
+the rule withholds expersq only):
 
 1. every input of the decision is a released number — the midpoint and the scale the results
    carry, the bad-event bound they report (less γ), and the scale stage's verdict that the
    users sit at one value (its private count, named in a released note) — and the decision
    recomputed from those released numbers is the one taken;
-2. the rule draws nothing: with it switched off, the same seed releases the same ledger and
-   bit-identical numbers, except that the withheld column now shows its (absurd) number.
+2. the rule draws nothing of its own: with it switched off, the same seed draws the same
+   stages up to the final one; with it on, the column it withholds takes no share of the final
+   stage (a budget split of released numbers, as PLAN's), so the other columns get that share
+   and the ledger totals the same request either way. Off, the column shows its absurd number.
 """
 
 from __future__ import annotations
@@ -97,12 +98,24 @@ def test_the_decision_reads_released_numbers_only(monkeypatch: pytest.MonkeyPatc
     assert np.isnan(res.params["expersq"]) and res.withheld["expersq"] == "missed"
 
 
-def test_the_rule_draws_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_rule_draws_nothing_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
     ruled, _, _ = _fit(monkeypatch, engine.implausible)
     free, _, _ = _fit(monkeypatch, lambda **inputs: np.zeros(inputs["alone"].shape, dtype=bool))
-    assert ruled.privacy == free.privacy  # the same draws, at the same ε
+    final = ("tail", "mean", "second moment")
+
+    def split(res: Any) -> tuple[list[Any], list[str]]:
+        entries = res.privacy.entries
+        return [e for e in entries if e.stage not in final], [
+            e.target for e in entries if e.stage == "mean"
+        ]
+
+    (early, ruled_means), (free_early, free_means) = split(ruled), split(free)
+    assert early == free_early  # the same draws before the final stage, at the same ε
+    assert "expersq" in free_means and ruled_means == [m for m in free_means if m != "expersq"]
+    # the request spent either way: the withheld column's share went to the others
+    assert ruled.privacy.epsilon == pytest.approx(free.privacy.epsilon, rel=1e-9)
     shown = ruled.params.notna()
-    np.testing.assert_array_equal(ruled.params[shown], free.params[shown])
-    np.testing.assert_array_equal(ruled.bse[shown], free.bse[shown])
-    # withheld: the number that the rule kept from the table (-3.3e151)
+    assert not shown["expersq"] and shown.sum() == 4
+    assert np.all(ruled.noise_sd[shown] < free.noise_sd[shown])
+    # withheld: the number that the rule kept from the table (-3.3e151 on the earlier draws)
     assert abs(free.params["expersq"]) > 1e60

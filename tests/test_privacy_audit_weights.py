@@ -74,8 +74,9 @@ def basic_final_budget(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         *,
         refined: bool,
         fallback: bool = False,
+        live: NDArray[np.bool_] | None = None,
     ) -> plan_module.FinalBudget:
-        shares = plan_module.share_weights((weights * (radii / radii.max()) ** 2) ** (1 / 3))
+        shares = plan_module.share_weights((weights * (radii / radii.max()) ** 2) ** (1 / 3), live)
         return calibrate(self, shares, "laplace", refined=refined, fallback=fallback)
 
     monkeypatch.setattr(plan_module.ReleasePlan, "calibrate", calibrate)

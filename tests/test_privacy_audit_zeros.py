@@ -331,13 +331,14 @@ def test_count_off_zero_is_in_the_ledger(monkeypatch: pytest.MonkeyPatch) -> Non
     assert release.midpoint[0] == ZERO_CELL
     entries = release.privacy.entries
     counts = [e for e in entries if "count" in e.mechanism]
-    # the midpoint's check (users above less below its cell), the tail stage's count too
-    # (the count off 0 sized for the users now finds the 10 % at 1, and their scale puts none
-    # beyond the rung: no second rung)
-    assert [e.stage for e in counts] == ["count", "midpoint", "scale", "tail"]
+    # the midpoint's check (users above less below its cell); no tail count: the count off 0
+    # finds the 10 % at 1 too few for a scale of their own, which withholds the column, and a
+    # column withheld before the final stages draws nothing more
+    assert [e.stage for e in counts] == ["count", "midpoint", "scale"]
+    assert np.isnan(release.estimate[0]) and entries[-1].stage == "scale"
     # every count drawn at the rate of the ε and sensitivity its entry lists (the midpoint's
     # check 2: a replaced user can cross from one side to the other; the others 1)
-    assert [e.sensitivity for e in counts] == [1.0, 2.0, 1.0, 1.0]
+    assert [e.sensitivity for e in counts] == [1.0, 2.0, 1.0]
     assert drawn == pytest.approx([float(geometric_rate(e.epsilon, e.sensitivity)) for e in counts])
     # the count and the median share the stage's ε (here the midpoint's), but where the share
     # buys fewer than ZERO_COUNT_USERS users' worth the final stage pays for the whole count (the

@@ -331,7 +331,7 @@ def forecast_noise(
         where = Location(
             np.zeros(d), np.zeros(d), error, sd, users, 0.0, refined, tuple(kinds), (), plan
         )
-        radius, budget = _final_radius(where, weights, plan, relative)
+        radius, budget = _final_radius(where, weights, plan, relative=relative)
     mean_budget, _ = budget.split(plan.moment_share)
     if plan.tail:
         _, mean_budget = mean_budget.tail_split(plan.tail)
@@ -458,7 +458,6 @@ def release_means(
     # (:func:`~dplong.privacy.scale.scale_stage`)
     sparse = where.sparse & ~undefined & ~lost
     unfound = lost | sparse
-    weights = np.where(undefined | unfound, 0.0, weights)
     # the tail count's share is sized for the users it reads: at most the count's plausible
     # high end (:func:`~dplong.privacy.budget.tail_share`)
     plan = with_tail(
@@ -467,11 +466,31 @@ def release_means(
         users=float(np.max(tail_users(where, found + 2.0 * where.users_sd))),
         signed=signed,
     )
+    unsure = implausible(
+        midpoint=where.midpoint,
+        sd=where.sd,
+        # a public centre is no median: it cannot miss, nor be shared
+        alone=np.zeros(d, dtype=bool)
+        if where.scan is None or plan.midpoint_kind == "public"
+        else where.scan.vacant,
+        # no more users than n have a statistic (a public fact): a count above n is its noise
+        miss=plan.miss_given(np.minimum(found, n)),
+    )
+    with np.errstate(over="ignore", invalid="ignore"):  # a centre or scale missed by hundreds
+        # of magnitudes: figures that overflow (a square of the scale, in the bias bound)
+        far_off = ~np.isfinite(3.0 * where.sd + where.centre_error)
+        if bounds is None and stated_moment is None:
+            far_off |= ~np.isfinite(where.sd**2)
+    # withheld whatever the final draw says (released facts): these columns get no share of
+    # the final stage and no draw. PLAN shares the budget by radius, and a far-off column's,
+    # the largest, took over half of it from the columns that are released (a user-level
+    # curve's end point, missed at 2,000 users and ε = 1: the other points' noise doubled)
+    live = ~(undefined | unfound | where.doomed | unsure | far_off)
     if bounds is None:
-        radius, budget = _final_radius(where, weights, plan, rules.relative, stated_moment)
+        radius, budget = _final_radius(where, weights, plan, live, rules.relative, stated_moment)
     else:  # the public bounds are the interval: nothing is clipped under the assumption
         radius = (bounds[1] - bounds[0]) / 2.0
-        budget = plan.final_budget(radius, weights, refined=False)
+        budget = plan.final_budget(radius, weights, refined=False, live=live)
     mean_budget, moment_budget = budget.split(plan.moment_share)
     # the tail rule: the tail the bulk's scale cannot see, measured
     # (:func:`~dplong.privacy.tails.tail_rule`)
@@ -486,6 +505,7 @@ def release_means(
         # an assumed tail model is checked against what it puts beyond the rungs
         assumed=rules.tail.kind if isinstance(rules.tail, AssumedTail) else None,
         signed=signed,
+        live=live,
     )
     radius, mean_budget = tails.radius, tails.mean_budget
     # the tail model of each column's bias bound: the exponential where the count found a
@@ -621,20 +641,11 @@ def release_means(
     # a number whose error figures overflow (the medians missed by hundreds of magnitudes) says
     # nothing: withheld like a missed one; so is one its own released figures call implausible
     unbounded = overflowed(estimate, total_sd, sampling_sd, bias)
-    unsure = implausible(
-        midpoint=where.midpoint,
-        sd=where.sd,
-        # a public centre is no median: it cannot miss, nor be shared
-        alone=np.zeros(d, dtype=bool)
-        if where.scan is None or plan.midpoint_kind == "public"
-        else where.scan.vacant,
-        # no more users than n have a statistic (a public fact): a count above n is its noise
-        miss=plan.miss_given(np.minimum(found, n)),
-    )
     # one cause per withheld column, in this order: the edge, overflowing figures, a scale
     # below the values' resolution, a midpoint beside the users, then the plausibility rule
+    # (a column without a draw has no figures of its own: its cause is the earlier stage's)
     kept = ~undefined & ~unfound & ~crowded
-    overflow = unbounded & kept & ~missed
+    overflow = unbounded & kept & ~missed & (live | far_off)
     coarse = where.unresolved & kept & ~missed & ~overflow
     aside = np.zeros(d, dtype=bool) if where.beside is None else where.beside
     aside = aside & kept & ~missed & ~overflow & ~coarse
@@ -837,17 +848,21 @@ def _final_radius(
     where: Location,
     weights: NDArray[np.float64],
     plan: ReleasePlan,
+    live: NDArray[np.bool_] | None = None,
     relative: bool = False,
     moment: Moment | None = None,
 ) -> tuple[NDArray[np.float64], FinalBudget]:
-    """Accurate radii and the final budget shared by them (two rounds: radii ↔ shares);
+    """Accurate radii and the final budget shared by them (two rounds: radii ↔ shares) over the
+    ``live`` columns (default all; the others get none, their radii unused);
     ``relative``: shared as if every radius were 1 (each column's noise in its own units);
     under a stated ``moment`` bound, the radii balancing its bias against the noise, never
     inside the bulk's (:func:`~dplong.privacy.radius.moment_radius`)."""
 
     def shared(radius: NDArray[np.float64]) -> FinalBudget:
         units = np.ones_like(radius) if relative else radius
-        return plan.final_budget(units, weights, refined=where.refined, fallback=where.fallback)
+        return plan.final_budget(
+            units, weights, refined=where.refined, fallback=where.fallback, live=live
+        )
 
     sd, error, users = where.sd, where.centre_error, where.per_column_users
     # fmin: a centre missed by hundreds of magnitudes has NaN figures; its radius is the

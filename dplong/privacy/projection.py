@@ -176,7 +176,44 @@ def release_clipped(
     budget: FinalBudget,
     rng: np.random.Generator,
 ) -> LatticeRelease:
-    """The lattice sum of centred clipped values with the budget's mechanism."""
+    """The lattice sum of centred clipped values with the budget's mechanism. A column without
+    a budget (withheld before this stage, :attr:`FinalBudget.live`) gets no draw: its total,
+    noise scale and sd are NaN.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.budget import FinalBudget
+    >>> from dplong.privacy.projection import release_clipped
+    >>> budget = FinalBudget("laplace", np.array([1e300, 0.0]), np.zeros(2))
+    >>> rel = release_clipped(np.ones((3, 2)), np.ones(2), budget, np.random.default_rng(0))
+    >>> rel.total.tolist(), rel.sd.tolist()
+    ([3.0, nan], [0.0, nan])
+    """
+    live = budget.live
+    if not live.all():
+        d = live.size
+        part = release_clipped(clipped[:, live], radius[live], budget.of(live), rng)
+
+        def spread(values: NDArray[np.float64], fill: float) -> NDArray[np.float64]:
+            out = np.full(d, fill)
+            out[live] = values
+            return out
+
+        reports = None if part.reports is None else np.full((clipped.shape[0], d), np.nan)
+        if reports is not None:
+            reports[:, live] = part.reports
+        return LatticeRelease(
+            spread(part.total, np.nan),
+            spread(part.sensitivity, np.nan),
+            spread(part.step, np.nan),
+            spread(part.rate, np.nan),
+            part.draws,
+            spread(part.scale, np.nan),
+            spread(part.sd, np.nan),
+            part.kind,
+            reports,
+        )
     if budget.kind == "gaussian":
         return release_gaussian_sum(clipped, radius, budget.rho, rng)
     return release_bounded_sum(clipped, radius, budget.epsilon, rng)
@@ -190,11 +227,13 @@ def mean_entries(
     release: LatticeRelease,
     n: int,
 ) -> list[LedgerEntry]:
-    """One entry per column of a lattice release of clipped sums (sensitivity of the sum)."""
+    """One entry per column of a lattice release of clipped sums (sensitivity of the sum), but
+    for a column without a budget (no draw)."""
     d = len(names)
     eps, rhos = np.broadcast_to(epsilon, (d,)), np.broadcast_to(rho, (d,))
     gaussian = release.kind == "gaussian"
     mechanism = "discrete Gaussian (CKS 2020)" if gaussian else "lattice Laplace (Alg 1, 4)"
+    drawn = (rhos if gaussian else eps) > 0.0
     return [
         LedgerEntry(
             stage,
@@ -207,4 +246,5 @@ def mean_entries(
             float(release.scale[j]),
         )
         for j, name in enumerate(names)
+        if drawn[j]
     ]

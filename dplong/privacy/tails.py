@@ -507,6 +507,7 @@ def tail_rule(
     *,
     signed: bool = False,
     balance: float = 1.0,
+    live: NDArray[np.bool_] | None = None,
 ) -> TailFinding:
     """The tail rule (design notes, "Heavy tails"): where the plan has a tail share
     (:func:`with_tail`: no bounds, scale or tail stated, or a tail the model assumes), one
@@ -527,7 +528,8 @@ def tail_rule(
     user's excess, against a mean's (1: the release is a mean; a curve's is its largest
     ``Σ_i |a_i(x)|`` over n times a unit's largest row norm of weights,
     :func:`~dplong.models.response_centre.response_tail`): the widened radius balances the
-    release's own two."""
+    release's own two. Only the ``live`` columns are counted (default: those the location
+    stages did not withhold, :attr:`~dplong.privacy.locate.Location.doomed`)."""
     radius, mean_budget, moment_budget = final
     d = radius.shape[0]
     none = np.zeros(d, dtype=bool)
@@ -562,7 +564,7 @@ def tail_rule(
         users,
         rng,
         root,
-        live=~where.doomed,
+        live=~where.doomed if live is None else live,
         assumed=assumed,
         coarse=_coarse(plan),
     )

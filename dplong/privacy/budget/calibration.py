@@ -28,8 +28,12 @@ if TYPE_CHECKING:
     from dplong.privacy.budget.plan import ReleasePlan
 
 
-def share_weights(values: NDArray[np.float64]) -> NDArray[np.float64]:
-    """PLAN's regularised shares: ``(a_j + mean(a)) / Σ``, each at least half the even share.
+def share_weights(
+    values: NDArray[np.float64], live: NDArray[np.bool_] | None = None
+) -> NDArray[np.float64]:
+    """PLAN's regularised shares: ``(a_j + mean(a)) / Σ``, each at least half the even share,
+    over the ``live`` columns (default all); the others (withheld before the final stage) get
+    none.
 
     Examples
     --------
@@ -37,11 +41,14 @@ def share_weights(values: NDArray[np.float64]) -> NDArray[np.float64]:
     >>> from dplong.privacy.budget import share_weights
     >>> share_weights(np.array([1.0, 0.0, 0.0])).round(3).tolist()
     [0.667, 0.167, 0.167]
+    >>> share_weights(np.array([1.0, 0.0, 1e300]), np.array([True, True, False])).tolist()
+    [0.75, 0.25, 0.0]
     """
-    a = np.where(np.isfinite(values) & (values > 0), values, 0.0)
+    live = np.ones(values.shape, dtype=bool) if live is None else live
+    a = np.where(live & np.isfinite(values) & (values > 0), values, 0.0)
     if a.sum() == 0.0:
-        return np.full(a.shape, 1.0 / a.size)
-    a = a + a.mean()
+        return np.where(live, 1.0 / max(int(live.sum()), 1), 0.0)
+    a = np.where(live, a + a[live].mean(), 0.0)
     return np.asarray(a / a.sum())
 
 
@@ -61,6 +68,15 @@ class FinalBudget:
             return self, None
         keep = FinalBudget(self.kind, self.epsilon * (1 - share), self.rho * (1 - share))
         return keep, FinalBudget(self.kind, self.epsilon * share, self.rho * share)
+
+    @property
+    def live(self) -> NDArray[np.bool_]:
+        """The columns with a budget: the others get no draw (withheld before this stage)."""
+        return np.asarray((self.rho if self.kind == "gaussian" else self.epsilon) > 0.0)
+
+    def of(self, columns: NDArray[np.bool_]) -> FinalBudget:
+        """The budget of the chosen ``columns`` alone."""
+        return FinalBudget(self.kind, self.epsilon[columns], self.rho[columns])
 
     def tail_split(self, share: float) -> tuple[NDArray[np.float64], FinalBudget]:
         """``share`` of every column's budget for the engine's tail count, and the rest for the
@@ -93,16 +109,18 @@ class FinalBudget:
         return self.epsilon
 
     def costs(self) -> list[Cost]:
-        """One cost per column."""
+        """One cost per column with a budget."""
         if self.kind == "gaussian":
-            return [Cost(rho=float(r)) for r in self.rho]
-        return [Cost(epsilon=float(e)) for e in self.epsilon]
+            return [Cost(rho=float(r)) for r in self.rho[self.live]]
+        return [Cost(epsilon=float(e)) for e in self.epsilon[self.live]]
 
     def noise_sd(self, sensitivity: NDArray[np.float64]) -> NDArray[np.float64]:
-        """Noise sd of each column's sum for a per-column sensitivity (before lattice rounding)."""
-        if self.kind == "gaussian":
-            return np.asarray(sensitivity / np.sqrt(2.0 * self.rho))
-        return np.asarray(math.sqrt(2.0) * sensitivity / self.epsilon)
+        """Noise sd of each column's sum for a per-column sensitivity (before lattice rounding;
+        infinite where a column has no budget)."""
+        with np.errstate(divide="ignore", invalid="ignore"):  # no budget: infinite (or 0/0)
+            if self.kind == "gaussian":
+                return np.asarray(sensitivity / np.sqrt(2.0 * self.rho))
+            return np.asarray(math.sqrt(2.0) * sensitivity / self.epsilon)
 
 
 #: How often :func:`_calibrated` may double the Laplace search's ceiling: 2⁴⁰ times its start
@@ -133,7 +151,7 @@ def _calibrated(
         parts = parts * (1.0 - tail)
 
     def total(s: float) -> float:  # the mean (and second moment) of every column, the tail
-        final = ((s * shares)[:, None] * parts).ravel()
+        final = ((s * shares[shares > 0])[:, None] * parts).ravel()
         taken = s * float(np.sum(shares)) * mean * tail
         if kind == "laplace":
             if tail:
@@ -206,7 +224,7 @@ def top_up(plan: ReleasePlan, spent: Sequence[Cost], mean: FinalBudget) -> Final
     def total(k: float) -> float:
         if gaussian:
             return composer.add(rho=float(np.sum(mean.rho)) * k).epsilon
-        return composer.add(mean.epsilon * k, 0.0).epsilon
+        return composer.add(mean.epsilon[mean.live] * k, 0.0).epsilon
 
     # the means were calibrated for about these calls: the factor is near 1 (a guess: it saves
     # calls only)
@@ -219,7 +237,8 @@ def top_up(plan: ReleasePlan, spent: Sequence[Cost], mean: FinalBudget) -> Final
 def _weighted_variance(
     budget: FinalBudget, radii: NDArray[np.float64], weights: NDArray[np.float64]
 ) -> float:
-    return float(np.sum(weights * budget.noise_sd(2.0 * radii) ** 2))
+    live = budget.live
+    return float(np.sum(weights[live] * budget.noise_sd(2.0 * radii)[live] ** 2))
 
 
 def largest_within(

@@ -647,13 +647,19 @@ class ReleasePlan:
         *,
         refined: bool,
         fallback: bool = False,
+        live: NDArray[np.bool_] | None = None,
     ) -> FinalBudget:
         """The final stage's mechanism and budgets for the released radii: Laplace and
         Gaussian are each calibrated and shared by PLAN, and the one whose weighted noise
-        variance ``Σ_j f_j Var_j`` is smaller wins (Gaussian only with δ > 0)."""
-        radii = radii / radii.max()  # the shares are scale-free; this keeps the powers finite
+        variance ``Σ_j f_j Var_j`` is smaller wins (Gaussian only with δ > 0). Only the
+        ``live`` columns (default all) get a budget: none where no column is live."""
+        live = np.ones(radii.shape, dtype=bool) if live is None else live
+        if not live.any():
+            return FinalBudget("laplace", np.zeros(self.d), np.zeros(self.d))
+        # the shares are scale-free; this keeps the powers finite
+        radii = np.where(live, radii, 0.0) / radii[live].max()
         laplace = self.calibrate(
-            share_weights((weights * radii**2) ** (1.0 / 3.0)),
+            share_weights((weights * radii**2) ** (1.0 / 3.0), live),
             "laplace",
             refined=refined,
             fallback=fallback,
@@ -661,7 +667,7 @@ class ReleasePlan:
         best = laplace
         if self.delta > 0.0:
             gaussian = self.calibrate(
-                share_weights(np.sqrt(weights) * radii),
+                share_weights(np.sqrt(weights) * radii, live),
                 "gaussian",
                 refined=refined,
                 fallback=fallback,
