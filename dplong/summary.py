@@ -138,6 +138,12 @@ class Summary:
             if name in shown.index:
                 shown.loc[name] = ""
                 shown.loc[name, shown.columns[0]] = f"withheld: {why}"
+        if shown.index.dtype.kind == "f":
+            # a curve's grid points, named as its warnings name them: 0.3, not
+            # 0.30000000000000004 (np.linspace's); exact where 6 digits would merge two
+            labels = [f"{x:.6g}" for x in shown.index]
+            if len(set(labels)) == len(labels):
+                shown.index = pd.Index(labels, name=shown.index.name)
         return shown
 
     def _tables(self) -> list[SimpleTable]:

@@ -192,6 +192,35 @@ def test_withheld_rows_say_why() -> None:
     assert "withheld: no variation" in row
 
 
+def test_grid_points_are_named_as_the_warnings_name_them() -> None:
+    """np.linspace's 0.30000000000000004 is shown as 0.3 (the warnings' ``x=0.3``), and a
+    withheld point still says why; the summary's data keep the exact grid."""
+    rng = np.random.default_rng(0)
+    n = 400
+    frame = pd.DataFrame(
+        {
+            "u": np.repeat(np.arange(n), 5),
+            "x": rng.uniform(0, 1, 5 * n),
+            "y": rng.normal(size=5 * n),
+        }
+    )
+    grid = np.linspace(0.0, 1.0, 11)
+    model = dplong.PriestleyChao.from_formula(
+        "y ~ x", frame, groups="u", domain=(0, 1), bandwidth=0.15, grid=grid
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = model.fit(epsilon=4.0, random_state=0)
+    summary = res.summary()
+    labels = [line.split()[0] for line in str(summary).splitlines() if line[:1].isdigit()]
+    assert labels == [f"{x:g}" for x in grid]
+    assert summary.params.index.tolist() == grid.tolist()
+    assert not res.withheld.empty  # the ends, at 400 users and ε = 4
+    for point, why in res.withheld.items():
+        row = next(line for line in str(summary).splitlines() if line.startswith(f"{point:g} "))
+        assert f"withheld: {why}" in row
+
+
 def test_pvalue_column_says_it_is_bias_adjusted() -> None:
     res = example_fits(0)[1]
     summary = res.summary()
