@@ -1,10 +1,11 @@
 """Privacy audit of the plausibility rule (:func:`dplong.privacy.engine.implausible`, issue 32).
 
 The rule withholds a column from released numbers only, so it is post-processing: sensitivity
-0, no budget, no noise. A statistical audit would find nothing to measure, so the audit shows
-the two facts that make it so, on a release where the rule fires (the wage panel's per-user
-OLS with 4 regressors at ε = 4, seed 28: expersq's scale median missed far above the users, and
-the rule withholds expersq only):
+0, no budget or noise of its own (the final stage's split over the columns it leaves is a
+post-processing of released numbers too, as PLAN's by radius). A statistical audit would
+find nothing to measure, so the audit shows the two facts that make it so, on a release where
+the rule fires (the wage panel's per-user OLS with 4 regressors at ε = 4, seed 28: expersq's
+scale median missed far above the users, and the rule withholds expersq only):
 
 1. every input of the decision is a released number — the midpoint and the scale the results
    carry, the bad-event bound they report (less γ), and the scale stage's verdict that the

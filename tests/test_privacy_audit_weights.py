@@ -76,7 +76,8 @@ def basic_final_budget(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         fallback: bool = False,
         live: NDArray[np.bool_] | None = None,
     ) -> plan_module.FinalBudget:
-        shares = plan_module.share_weights((weights * (radii / radii.max()) ** 2) ** (1 / 3), live)
+        top = radii.max() if live is None or not live.any() else radii[live].max()
+        shares = plan_module.share_weights((weights * (radii / top) ** 2) ** (1 / 3), live)
         return calibrate(self, shares, "laplace", refined=refined, fallback=fallback)
 
     monkeypatch.setattr(plan_module.ReleasePlan, "calibrate", calibrate)

@@ -479,7 +479,8 @@ def release_means(
     with np.errstate(over="ignore", invalid="ignore"):  # a centre or scale missed by hundreds
         # of magnitudes: figures that overflow (a square of the scale, in the bias bound)
         far_off = ~np.isfinite(3.0 * where.sd + where.centre_error)
-        if bounds is None and stated_moment is None:
+        # read by the tail model's bias bound, and by the spread a second moment would give
+        if (bounds is None and stated_moment is None) or plan.moment_share > 0:
             far_off |= ~np.isfinite(where.sd**2)
     # withheld whatever the final draw says (released facts): these columns get no share of
     # the final stage and no draw. PLAN shares the budget by radius, and a far-off column's,

@@ -554,6 +554,7 @@ def tail_rule(
     if signed:  # four counts per column (two bins a side), no second rung
         return _signed_tail(matrix, where, names, radius, (tail_epsilon, mean_budget), rng, root)
     joint = float(np.sum(tail_epsilon))
+    live = ~where.doomed if live is None else live
     users = tail_users(where, where.per_column_users)
     wide, heavy, reach, rung, threshold, moderate = _tail_radius(
         matrix,
@@ -564,11 +565,11 @@ def tail_rule(
         users,
         rng,
         root,
-        live=~where.doomed if live is None else live,
+        live=live,
         assumed=assumed,
         coarse=_coarse(plan),
     )
-    entries = [_tail_entry(names, joint)]
+    entries = [_tail_entry(tuple(name for name, c in zip(names, live, strict=True) if c), joint)]
     # a skewed kind the model assumes has no lighter model to give way to where the count
     # exceeds it: its bias bound takes the Pareto tail through the count (s²_u of t₄ errors
     # under RandomEffectsLocation's exponential: 4 times its users beyond the rung, short of
@@ -798,7 +799,8 @@ def _signed_tail(
     return TailFinding(
         radius,
         np.asarray(heavy),
-        excess + EDGE_SDS * noise_sd,
+        # a column not counted (its draw at a stand-in rate, uncharged) reaches nothing
+        np.where(measurable, excess + EDGE_SDS * noise_sd, np.nan),
         rung,
         entries,
         mean_budget,

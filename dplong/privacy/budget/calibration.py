@@ -201,7 +201,8 @@ def top_up(plan: ReleasePlan, spent: Sequence[Cost], mean: FinalBudget) -> Final
     their sum: below it where each column's share stays its own call (the means take up the
     difference), above it where the columns' shares are pooled into one count (one call of
     ε₁ + ... + ε_d costs more in Rényi terms than d calls of ε_j at small ε_j: the means give
-    the excess back). Either way the release spends exactly its budget. A Gaussian budget's ρ
+    the excess back). Either way the release spends exactly its budget (less only where no
+    column reaches the final stage). A Gaussian budget's ρ
     is scaled the same way (its second rung, a pure call of ε = √(2 ρ_t), costs at most the ρ_t
     it took, never more). Post-processing of released numbers and public facts.
 
