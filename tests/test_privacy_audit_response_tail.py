@@ -59,7 +59,7 @@ WHERE = engine_centre(
     math.nan,
     0.0,
 )
-#: ~1.5 ms a run (a budget split, the stage, the count over 2,000 responses): 20,000 per data
+#: ~0.3 ms a run (a budget split, the stage, the count over 2,000 responses): 20,000 per data
 #: set (ε_lb 0.20-0.21 of the claimed 0.261); the broken replica is far off (0.99), 10,000
 #: show it
 RUNS, BROKEN_RUNS = 20_000, 10_000

@@ -60,7 +60,7 @@ USERS = {
     "+inf": [np.inf, -np.inf],
     "none": [np.nan, np.nan],
 }
-#: ~30 µs per release: 30,000 runs per data set (as the median audits); the broken variant
+#: ~0.1 ms per release: 30,000 runs per data set (as the median audits); the broken variant
 #: is far off, 10,000 show it
 RUNS, BROKEN_RUNS = 30_000, 10_000
 #: the stage's two counts: the first rung, and the second where the first found a heavy tail

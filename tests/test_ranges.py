@@ -734,6 +734,7 @@ def test_guarded_tail_counts_audit_with_power_check(
     monkeypatch.setattr(ranges, "private_median", _public_medians)
     monkeypatch.setattr(ranges, "histogram_threshold", lambda k, rho: 5.0)
     monkeypatch.setattr(ranges, "guard_swaps", lambda found, guard: np.ones(1, dtype=bool))
+    monkeypatch.setattr(ranges, "HISTOGRAM_EDGES", SMALL_EDGES)  # as the histograms' audit
     _audit_tail_counts(_guarded_tail_counts, -np.ones(20), np.ones(20), 1.0, fraction, seed=20)
 
 
@@ -1083,4 +1084,5 @@ def test_histogram_tail_counts_audit_with_power_check(
     projected on the move. The broken replica (noise at a quarter of its sd) must be caught,
     the correct one must not exceed its claim."""
     monkeypatch.setattr(ranges, "histogram_threshold", lambda k, rho: 5.0)
+    monkeypatch.setattr(ranges, "HISTOGRAM_EDGES", SMALL_EDGES)  # as the histograms' audit
     _audit_tail_counts(_histogram_tail_counts, -np.ones(20), np.ones(20), 1.0, fraction, seed=19)

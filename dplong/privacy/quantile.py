@@ -342,38 +342,58 @@ def _without_cells(
     return parts[0][order][keep], parts[1][order][keep], np.concatenate([loss, loss])[order][keep]
 
 
-def _beyond_reach(threshold: NDArray[np.float64], grid: LogGrid) -> NDArray[np.float64]:
+def _beyond_reach(
+    threshold: NDArray[np.float64], grid: LogGrid
+) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
     """For each cell of the signed ``grid``, the users whose ``threshold`` (``|x| / reach``)
     exceeds its outer magnitude: the cells out to ``p`` boundaries on each side of 0, ``p`` the
-    positive boundaries below the user's threshold (the grid is symmetric)."""
+    positive boundaries below the user's threshold (the grid is symmetric). A step function of
+    the cell, returned as the cells where a step may start (ascending, the first 0) and its
+    count of users from there on: it changes only where a user's ``p`` is a cell's distance
+    from 0, so its size is that of the users, not of the grid's tens of thousands of cells."""
     positive = grid.boundaries[grid.boundaries > 0.0]
     zero = int(np.searchsorted(grid.boundaries, 0.0, side="right"))  # the cell [0, b_1)
-    reached = np.searchsorted(positive, threshold, side="left")
-    beyond = np.cumsum(np.bincount(reached, minlength=positive.size + 2)[::-1])[::-1]
-    offset = np.arange(len(grid)) - zero  # a cell's distance from 0 in cells, each side from 0
+    reached = np.sort(np.searchsorted(positive, threshold, side="left"))
+    # distances from 0 (in cells, each side from 0) where the count may change: 1 and each p
+    distance = _distinct(np.concatenate([[0, 1], reached]))
+    starts = _distinct(np.concatenate([[0], zero + distance, zero - distance]))
+    starts = starts[(starts >= 0) & (starts < len(grid))]
+    offset = starts - zero
     offset = np.where(offset >= 0, offset, -offset - 1)
-    far = np.asarray(beyond[offset + 1], dtype=float)  # users with more than offset cells
-    far[offset == 0] = 0.0  # the cells at 0 hold an atom there (exact zeros): never far
-    return far
+    # users with more than offset cells; the cells at 0 hold an atom there (exact zeros): never
+    far = np.where(offset == 0, 0, reached.size - np.searchsorted(reached, offset, side="right"))
+    return starts.astype(np.intp), far.astype(np.float64)
 
 
 def _with_far(
     first: NDArray[np.intp],
     sizes: NDArray[np.intp],
     loss: NDArray[np.float64],
-    far: NDArray[np.float64],
+    far: tuple[NDArray[np.intp], NDArray[np.float64]],
 ) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.float64]]:
     """The runs of :func:`_runs` (covering every cell) with each cell's loss raised to its count
-    of users out of reach, split where that changes the loss; unchanged (the same runs, the
-    same keyed draws) where it never does."""
-    run = np.repeat(np.arange(first.size), sizes)
-    before = np.repeat(loss, sizes)
-    after = np.maximum(before, far)
+    of users out of reach (:func:`_beyond_reach`'s steps), split where that changes the loss;
+    unchanged (the same runs, the same keyed draws) where it never does. Both are constant
+    between the runs' and the steps' starts, so only those are read."""
+    starts = _distinct(np.concatenate([first, far[0]]))
+    run = np.searchsorted(first, starts, side="right") - 1
+    before = loss[run]
+    after = np.maximum(before, far[1][np.searchsorted(far[0], starts, side="right") - 1])
     if np.array_equal(after, before):
         return first, sizes, loss
-    starts = np.flatnonzero((np.diff(run, prepend=-1) != 0) | (np.diff(after, prepend=np.nan) != 0))
-    sizes = np.diff(np.append(starts, run.size))
-    return starts.astype(np.intp), sizes.astype(np.intp), after[starts]
+    new = np.ones(starts.size, dtype=bool)  # a run's start, or a change of the raised loss
+    new[1:] = (run[1:] != run[:-1]) | (after[1:] != after[:-1])
+    starts, after = starts[new], after[new]
+    sizes = np.diff(np.append(starts, first[-1] + sizes[-1]))
+    return starts.astype(np.intp), sizes.astype(np.intp), after
+
+
+def _distinct(values: NDArray[np.intp]) -> NDArray[np.intp]:
+    """The distinct ``values``, ascending (by a sort: ``np.unique`` hashes, slower here)."""
+    values = np.sort(values)
+    keep = np.ones(values.size, dtype=bool)
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
 
 
 def _runs(

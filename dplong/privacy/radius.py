@@ -26,7 +26,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
+from scipy import special
 
 from dplong._validation import per_column, real_number
 from dplong.exceptions import ParameterError
@@ -406,8 +406,10 @@ def beyond_share(tail: Tails, z: float | NDArray[np.float64]) -> NDArray[np.floa
     with np.errstate(over="ignore"):
         exponential = 0.5 * np.exp(-z) + np.maximum(0.0, 1.0 - 0.5 * np.exp(z))
     spread = z * math.sqrt(2.0)
-    square = stats.chi2.sf(_CHI_SQUARE_MEDIAN + spread, 1) + stats.chi2.cdf(
-        np.maximum(_CHI_SQUARE_MEDIAN - spread, 0.0), 1
+    # χ²₁ is Z²: P(χ²₁ > x) = erfc(√(x/2)), P(χ²₁ < x) = erf(√(x/2)) (scipy.special, not the
+    # far slower scipy.stats wrappers: the tail stage calls this on every release)
+    square = special.erfc(np.sqrt((_CHI_SQUARE_MEDIAN + spread) / 2.0)) + special.erf(
+        np.sqrt(np.maximum(_CHI_SQUARE_MEDIAN - spread, 0.0) / 2.0)
     )
     chosen = np.select(
         [kinds == "exponential", kinds == "chi-square"], [exponential, square], normal
@@ -435,7 +437,7 @@ def beyond_point(tail: Tails, share: float) -> NDArray[np.float64]:
     kinds = np.atleast_1d(np.asarray(tail))
     normal = -special.ndtri(share / 2.0)
     exponential = math.log(0.5 / share)
-    square = (stats.chi2.isf(share, 1) - _CHI_SQUARE_MEDIAN) / math.sqrt(2.0)
+    square = (special.ndtri(share / 2.0) ** 2 - _CHI_SQUARE_MEDIAN) / math.sqrt(2.0)  # χ²₁ = Z²
     chosen = np.select(
         [kinds == "exponential", kinds == "chi-square"], [exponential, square], normal
     )
@@ -479,9 +481,13 @@ def clipping_bias(
     margin = (np.asarray(half_width, dtype=np.float64) - np.asarray(centre_error)) / sd
     kinds = np.asarray(tail)
     kinds = kinds.reshape(kinds.shape + (1,) * max(margin.ndim - kinds.ndim, 0))
-    present = np.unique(kinds).tolist()
+    present = sorted(set(kinds.ravel().tolist()))
     with np.errstate(over="ignore", invalid="ignore"):  # only the models asked for
         bounds = [_OVERSHOOT[kind](sd, margin) for kind in present]
+    if len(present) == 1:  # one model (the usual case): no selection to make
+        return np.array(
+            np.broadcast_to(bounds[0], np.broadcast_shapes(kinds.shape, bounds[0].shape))
+        )
     return np.asarray(np.select([kinds == kind for kind in present], bounds))
 
 

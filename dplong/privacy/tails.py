@@ -19,6 +19,7 @@ are a :class:`TailFinding`; the warning they carry is :func:`heavy_notes`. The r
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -336,8 +337,9 @@ def _heavy_threshold(
     heavy: :data:`TAIL_RATIO` times what normal tails of σ̂ (:data:`TAIL_SLACK` lower) put
     beyond the rungs (:data:`ASSUMED_RATIO` times an assumed kind's), summed over the
     ``measurable`` columns of ``users`` each, plus :data:`HEAVY_SDS` noise sds."""
-    normal = np.multiply(users, beyond_share(kinds, TAIL_SLACK * rung_sds(kinds)))
-    ratio = np.where(np.asarray(kinds) == "gaussian", TAIL_RATIO, ASSUMED_RATIO)
+    kind = np.broadcast_to(np.asarray(kinds), np.shape(users))
+    normal = np.multiply(users, [_kind_rung(k)[1] for k in kind.tolist()])
+    ratio = np.where(kind == "gaussian", TAIL_RATIO, ASSUMED_RATIO)
     return float(np.sum(np.where(measurable, ratio * normal, 0.0))) + HEAVY_SDS * sd
 
 
@@ -859,10 +861,20 @@ def rung_sds(kinds: Tails) -> NDArray[np.float64]:
     >>> rung_sds(("gaussian", "exponential", "chi-square")).round(2).tolist()
     [3.5, 6.36, 7.44]
     """
-    normal = float(beyond_share("gaussian", TAIL_SLACK * TAIL_RUNG)[0])
-    kind = np.atleast_1d(np.asarray(kinds))
-    plain = np.isin(kind, SYMMETRIC)  # exactly the rung, not its round trip
-    return np.where(plain, TAIL_RUNG, beyond_point(kinds, normal) / TAIL_SLACK)
+    return np.array([_kind_rung(kind)[0] for kind in np.atleast_1d(np.asarray(kinds)).tolist()])
+
+
+@functools.cache
+def _kind_rung(kind: Tail) -> tuple[float, float]:
+    """A tail kind's rung in its sds (:func:`rung_sds`) and the share of its users its model
+    puts beyond :data:`TAIL_SLACK` times that: public constants per kind, computed once (the
+    tail stage reads them on every release)."""
+    if kind in SYMMETRIC:
+        rung = TAIL_RUNG  # exactly the rung, not its round trip
+    else:
+        normal = float(beyond_share("gaussian", TAIL_SLACK * TAIL_RUNG)[0])
+        rung = float(beyond_point(kind, normal)[0]) / TAIL_SLACK
+    return rung, float(beyond_share(kind, TAIL_SLACK * rung)[0])
 
 
 def _second_rung(
