@@ -45,6 +45,7 @@ from audit import (
 )
 from numpy.typing import NDArray
 
+import dplong.privacy.quantile as quantile
 from dplong.privacy.accounting import zcdp_epsilon
 from dplong.privacy.budget import ReleasePlan
 from dplong.privacy.counts import count_users
@@ -55,7 +56,7 @@ from dplong.privacy.noise import (
     two_sided_geometric,
 )
 from dplong.privacy.projection import centred
-from dplong.privacy.quantile import LogGrid, private_median
+from dplong.privacy.quantile import MIDPOINT_REACH, LogGrid, private_median
 
 # ---------------------------------------------------------------------------------------------
 # 1. release_bounded_sum: lattice Laplace column sums, central and local
@@ -615,6 +616,34 @@ def test_median_with_reach_has_the_package_law() -> None:
     moved = np.flatnonzero(losses[0] != losses[1])
     assert sorted(MEDIAN_GRID.centres[moved]) == sorted(_reach_cells())
     assert (losses[1][moved] - losses[0][moved] == 1).all() and losses[0].min() == 15
+
+
+def test_the_reach_is_counted_as_cell_by_cell_on_the_package_grid() -> None:
+    # the package raises the runs' losses by the steps of the users' far counts, never cell by
+    # cell (73,000 cells): on the package's own grid the runs it draws from hold, cell for cell,
+    # the losses counted one cell at a time; where no far count raises a loss the runs are the
+    # same runs (the same keyed draws)
+    grid, rng = LogGrid(), np.random.default_rng(43)
+    cases = [
+        rng.normal(0.4, 1.0, 300),
+        np.concatenate([np.zeros(40), rng.lognormal(0.0, 2.0, 60)]),
+        rng.standard_t(1, 200) * 1e3,
+        np.append(REACH_OTHERS, 1.0),
+        np.array([]),
+    ]
+    for values in cases:
+        column = np.sort(values)
+        cell = np.searchsorted(grid.boundaries, column, side="right")
+        runs = quantile._runs(cell, np.ones(column.size), np.ones(column.size), len(grid))
+        for reach in (MIDPOINT_REACH, REACH):
+            first, sizes, loss = quantile._with_far(
+                *runs, quantile._beyond_reach(np.abs(column) / reach, grid)
+            )
+            assert first[0] == 0 and np.array_equal(first[1:], np.cumsum(sizes)[:-1])
+            expected, _ = median_losses(values, grid, reach=reach)
+            assert np.array_equal(np.repeat(loss, sizes), expected)
+            if np.array_equal(np.repeat(runs[2], runs[1]), expected):
+                assert first is runs[0] and sizes is runs[1]
 
 
 @cache
