@@ -324,6 +324,26 @@ class TestDiscreteGaussian:
         assert discrete_gaussians(one, variances) == [discrete_gaussian(each, v) for v in variances]
         assert one.random() == each.random()
 
+    def test_a_uniform_integer_is_rejection_from_whole_words(self) -> None:
+        """``below(b)`` reads words as its definition does, one bound at a time: ``⌈bits/62⌉``
+        words joined high first, cut to b's bit length, kept if below b (the one-word path for
+        bounds of at most 62 bits reads the same words)."""
+        bounds = [1, 2, 3, 5, 2**31 - 1, 2**61 + 1, 2**62 - 1, 2**62, 3**45, 2**124 + 7, 10**60]
+        rng, reference = np.random.default_rng(12), np.random.default_rng(12)
+        words = _Words(rng, 16)
+        for bound in bounds * 30:
+            bits, joined = bound.bit_length(), -(-bound.bit_length() // 62)
+            while True:
+                value = 0
+                for _ in range(joined):
+                    value = (value << 62) | int(reference.integers(0, 1 << 62))
+                value >>= joined * 62 - bits
+                if value < bound:
+                    break
+            assert words.below(bound) == value
+        words.settle()
+        assert rng.random() == reference.random()
+
 
 # --------------------------------------------------------------------------------------------
 # 3. Randomized response (local model)
@@ -1831,7 +1851,8 @@ class TestBadInput:
             warnings.simplefilter("ignore")  # overflow and reliability notes: not refusals
             res = dplong.winsorized_mean(data, epsilon=1.0, random_state=0)
         assert res.params.index.tolist() == ["x"] and res.nobs_users == 400
-        assert res.privacy.epsilon <= 1.0
+        # the whole budget asked for, no more: ε as given, δ the default 1/n²
+        assert res.privacy.epsilon <= 1.0 and res.privacy.delta <= 1.0 / 400**2
         if np.isnan(data).all():
             # nobody has a statistic: still a release (the count and the location stages run
             # as on any data), whose count cannot tell anyone from no one, so the mean is

@@ -129,17 +129,21 @@ def test_rand_hie_summaries_fit_a_glance() -> None:
         check_glance(res.summary())
 
 
+def _within_fit(formula: str, *, epsilon: float, seed: int) -> dplong.RegressionResults:
+    """A within fit of the RAND-HIE-like panel, its warnings left to the summary."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        return dplong.LongitudinalOLS.from_formula(formula, rand_hie_like(), groups="person").fit(
+            epsilon=epsilon, estimator="within", random_state=seed
+        )
+
+
 def test_within_summary_with_a_withheld_regressor_fits_a_glance() -> None:
     # at ε = 1 (seed 93, the first of seeds 0-299 on the medians' run-by-run draws; rare
     # since the small-n·ε plan) the RAND-HIE-like within fit withholds lninc, whose warning
     # takes four lines: the summary was 26 lines before the within notes were said in fewer
     # words
-    data = rand_hie_like()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DplongWarning)
-        res = dplong.LongitudinalOLS.from_formula("spend ~ lninc", data, groups="person").fit(
-            epsilon=1.0, estimator="within", random_state=93
-        )
+    res = _within_fit("spend ~ lninc", epsilon=1.0, seed=93)
     assert res.withheld.to_dict() == {"lninc": "no variation"}
     assert res.summary().warnings  # the case with a warning
     check_glance(res.summary())
@@ -181,15 +185,17 @@ def test_a_heavy_tailed_scale_is_withheld_or_warned_not_silently_wrong(seed: int
 
 
 def test_withheld_rows_say_why() -> None:
-    data = rand_hie_like()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DplongWarning)
-        res = dplong.LongitudinalOLS.from_formula(
-            "spend ~ lninc + coins", data, groups="person"
-        ).fit(epsilon=4.0, estimator="within", random_state=0)
+    res = _within_fit("spend ~ lninc + coins", epsilon=4.0, seed=0)
     assert res.withheld.to_dict() == {"coins": "no variation"}  # fixed per person
     row = next(line for line in str(res.summary()).splitlines() if line.startswith("coins"))
     assert "withheld: no variation" in row
+
+
+def test_a_fit_that_withholds_every_estimate_names_no_noise_law() -> None:
+    res = _within_fit("spend ~ coins", epsilon=4.0, seed=0)
+    assert res.withheld.to_dict() == {"coins": "no variation"}  # the only regressor
+    (line,) = [row for row in str(res.summary()).splitlines() if "Release:" in row]
+    assert line.split("Release:")[1].split()[-2:] == ["all", "withheld"] and "noise" not in line
 
 
 def test_grid_points_are_named_as_the_warnings_name_them() -> None:

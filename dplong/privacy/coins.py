@@ -33,10 +33,11 @@ class _Words:
         self._used = 0
 
     def word(self) -> int:
-        if self._used == len(self._buffer):
+        used = self._used
+        if used == len(self._buffer):
             self._buffer += self._rng.integers(0, _WORD, size=self._batch).tolist()
-        self._used += 1
-        return self._buffer[self._used - 1]
+        self._used = used + 1
+        return self._buffer[used]
 
     def settle(self) -> None:
         """Leave ``rng`` where reading only the words used, one by one, would have."""
@@ -47,7 +48,13 @@ class _Words:
     def below(self, bound: int) -> int:
         """A uniform integer in ``[0, bound)``, exactly (rejection from whole words)."""
         bits = bound.bit_length()
-        words = max(1, -(-bits // 62))
+        if bits <= 62:  # one word a try: most bounds (the same words as the general loop)
+            shift, word = 62 - bits, self.word
+            while True:
+                value = word() >> shift
+                if value < bound:
+                    return value
+        words = -(-bits // 62)
         while True:
             value = self.word()
             for _ in range(words - 1):
@@ -67,10 +74,10 @@ class _Words:
             if not self.bernoulli_exp(1, 1):
                 return False
             numerator -= denominator  # stays in lowest terms
-        k = 1
+        k, below = 1, self.below
         while True:  # γ / k in lowest terms: gcd(numerator, denominator) = 1
             common = math.gcd(numerator, k)
-            if not self.bernoulli(numerator // common, denominator * (k // common)):
+            if not below(denominator * (k // common)) < numerator // common:  # Bernoulli(γ/k)
                 return k % 2 == 1
             k += 1
 

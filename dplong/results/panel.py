@@ -237,7 +237,10 @@ class PanelResults(RestrictionTests):
             "Formula:": self.formula,
             "Users (n):": self.nobs_users,
             "Privacy:": f"{self.privacy.model} model (spent: below the table)",
-            "Release:": f"{self.variant}, {self.noise_law} noise",
+            # no estimate, no noise in one: the law would describe numbers that are not there
+            "Release:": f"{self.variant}, {self.noise_law} noise"
+            if np.isfinite(self.params.to_numpy(dtype=float)).any()
+            else f"{self.variant}, all withheld",
         }
         # Shown clamped to [0, n] (post-processing: a count cannot exceed the public n); the
         # raw releases stay in ``users`` and the ledger.
