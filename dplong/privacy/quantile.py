@@ -353,15 +353,18 @@ def _beyond_reach(
     from 0, so its size is that of the users, not of the grid's tens of thousands of cells."""
     positive = grid.boundaries[grid.boundaries > 0.0]
     zero = int(np.searchsorted(grid.boundaries, 0.0, side="right"))  # the cell [0, b_1)
-    reached = np.sort(np.searchsorted(positive, threshold, side="left"))
+    reached = np.bincount(
+        np.searchsorted(positive, threshold, side="left"), minlength=positive.size + 2
+    )
+    beyond = np.cumsum(reached[::-1])[::-1]  # users with at least k boundaries below them
     # distances from 0 (in cells, each side from 0) where the count may change: 1 and each p
-    distance = _distinct(np.concatenate([[0, 1], reached]))
+    distance = np.concatenate([[0, 1], np.flatnonzero(reached)])
     starts = _distinct(np.concatenate([[0], zero + distance, zero - distance]))
     starts = starts[(starts >= 0) & (starts < len(grid))]
     offset = starts - zero
     offset = np.where(offset >= 0, offset, -offset - 1)
     # users with more than offset cells; the cells at 0 hold an atom there (exact zeros): never
-    far = np.where(offset == 0, 0, reached.size - np.searchsorted(reached, offset, side="right"))
+    far = np.where(offset == 0, 0, beyond[offset + 1])
     return starts.astype(np.intp), far.astype(np.float64)
 
 
