@@ -353,12 +353,13 @@ def _beyond_reach(
     from 0, so its size is that of the users, not of the grid's tens of thousands of cells."""
     positive = grid.boundaries[grid.boundaries > 0.0]
     zero = int(np.searchsorted(grid.boundaries, 0.0, side="right"))  # the cell [0, b_1)
-    reached = np.bincount(
+    # users by their p, and users with at least k boundaries below their threshold
+    per_boundary = np.bincount(
         np.searchsorted(positive, threshold, side="left"), minlength=positive.size + 2
     )
-    beyond = np.cumsum(reached[::-1])[::-1]  # users with at least k boundaries below them
+    beyond = np.cumsum(per_boundary[::-1])[::-1]
     # distances from 0 (in cells, each side from 0) where the count may change: 1 and each p
-    distance = np.concatenate([[0, 1], np.flatnonzero(reached)])
+    distance = np.concatenate([[0, 1], np.flatnonzero(per_boundary)])
     starts = _distinct(np.concatenate([[0], zero + distance, zero - distance]))
     starts = starts[(starts >= 0) & (starts < len(grid))]
     offset = starts - zero
@@ -378,10 +379,11 @@ def _with_far(
     of users out of reach (:func:`_beyond_reach`'s steps), split where that changes the loss;
     unchanged (the same runs, the same keyed draws) where it never does. Both are constant
     between the runs' and the steps' starts, so only those are read."""
-    starts = _distinct(np.concatenate([first, far[0]]))
+    steps, counts = far
+    starts = _distinct(np.concatenate([first, steps]))
     run = np.searchsorted(first, starts, side="right") - 1
     before = loss[run]
-    after = np.maximum(before, far[1][np.searchsorted(far[0], starts, side="right") - 1])
+    after = np.maximum(before, counts[np.searchsorted(steps, starts, side="right") - 1])
     if np.array_equal(after, before):
         return first, sizes, loss
     new = np.ones(starts.size, dtype=bool)  # a run's start, or a change of the raised loss
