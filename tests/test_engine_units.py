@@ -78,6 +78,7 @@ from dplong.privacy.budget import (
     MOMENT_USERS,
     NOTE_MISS,
     REFINE_SHARES,
+    RESIZE_SDS,
     ReleasePlan,
     column_epsilon,
     largest_within,
@@ -642,6 +643,11 @@ class TestReleasePlan:
         capped = plan.for_users(10.0)  # 80 / 10 = 8 > 0.3 · 4
         assert capped.midpoint == pytest.approx(MAX_MIDPOINT_SHARE[False] * 4.0)
         assert plan.for_users(1000.0) is plan and plan.for_users(5000.0) is plan
+        # a count short of n by less than RESIZE_SDS of its noise sds is a complete column's
+        small = ReleasePlan.make(n=500, d=1, epsilon=0.5, delta=4e-6, stated_scale=False)
+        sd = 35.0
+        assert small.for_users(500.0 - (RESIZE_SDS - 0.01) * sd, sd) is small
+        assert small.for_users(500.0 - (RESIZE_SDS + 0.01) * sd, sd).midpoint > small.midpoint
         # a stated scale: only the midpoint, capped at 45 %
         stated = ReleasePlan.make(n=1000, d=1, epsilon=4.0, delta=1e-6, stated_scale=True)
         assert stated.for_users(10.0).midpoint == pytest.approx(0.45 * 4.0)
@@ -652,6 +658,26 @@ class TestReleasePlan:
         parts = [Cost(epsilon=float(e)) for e in budget.epsilon * (1 - capped.moment_share)]
         parts += [Cost(epsilon=float(e)) for e in budget.epsilon * capped.moment_share]
         assert compose(capped.early_costs() + parts, 1e-6).epsilon <= 4.0 * (1 + 1e-12)
+
+    def test_a_complete_columns_count_drawn_low_keeps_the_final_stage(self) -> None:
+        # Every user has a statistic, so a count short of n is its noise. At 500 users and
+        # ε = 0.5 the count's sd is 35 users and falls 2-4 sds short in about 3 % of draws
+        # (e^{-2√2}/2 - e^{-4√2}/2): 300 releases hold about 8 such draws, where resizing the
+        # medians took the final stage from 0.14 to 0.025-0.09 of ε. Each release's final
+        # stage gets the same ε (its calibration is a function of the plan alone), so any
+        # resize shows as a different one.
+        values = np.random.default_rng(5).normal(3.7, 1.0, size=500)
+        finals, short = [], 0
+        for seed in range(300):
+            res = dplong.winsorized_mean(values, epsilon=0.5, random_state=seed)
+            count, sd = float(res.users.iloc[0]), res.users_sd
+            if count + RESIZE_SDS * sd < 500:  # a resize is expected (rare: 0.17 %)
+                continue
+            short += count + 2.0 * sd < 500
+            ledger = res.privacy.to_frame()
+            finals.append(ledger.loc[ledger.stage == "mean", "epsilon"].sum())
+        assert short >= 3 and len(finals) >= 295
+        np.testing.assert_allclose(finals, finals[0], rtol=1e-12)
 
     def test_miss_probability_bound(self) -> None:
         # the docstring's values, and the bound by brute force: the median cell's utility is

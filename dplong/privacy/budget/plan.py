@@ -38,6 +38,7 @@ from dplong.privacy.budget.stages import (
     HISTOGRAM_SHARE,
     MAX_MIDPOINT_SHARE,
     MIN_STAGE_SHARE,
+    RESIZE_SDS,
     SEAT_USERS,
     SHARED_SHARES,
     SHARED_USERS,
@@ -341,10 +342,10 @@ class ReleasePlan:
         instead of n: the private count, which runs first, its noise sd ``sd``. Adaptive
         composition: the stages' sizes are post-processing of the count, and the final stage is
         calibrated on what was actually spent (still within the caps the plan was checked with).
-        Only where the count tells its users from n (``users + 2 sd < n``): a complete column's
-        count is below n in half its draws, and resized on that noise alone the stages took
-        from the final one (at 500 users and ε = 0.5 its ε 0.14 fell to 0.09 at a draw 2 sds
-        low; docs/design/budget.md).
+        Only where the count tells its users from n (``users + RESIZE_SDS · sd < n``): a
+        complete column's count is below n in half its draws, and resized on that noise alone
+        the stages took from the final one (:data:`~dplong.privacy.budget.stages.RESIZE_SDS`;
+        docs/design/budget.md).
 
         Examples
         --------
@@ -352,10 +353,10 @@ class ReleasePlan:
         >>> plan = ReleasePlan.make(n=1000, d=1, epsilon=4.0, delta=1e-6, stated_scale=False)
         >>> plan.midpoint, plan.for_users(150.0).midpoint
         (0.16, 0.5333333333333333)
-        >>> plan.for_users(960.0, sd=35.0) is plan  # within 2 sds of n: the plan for n
+        >>> plan.for_users(870.0, sd=35.0) is plan  # within 4 sds of n: the plan for n
         True
         """
-        if self.midpoint_kind not in ("median", "public") or users + 2.0 * sd >= self.n:
+        if self.midpoint_kind not in ("median", "public") or users + RESIZE_SDS * sd >= self.n:
             return self
         public = self.midpoint_kind == "public"  # only the scale's median runs
         cap = MAX_MIDPOINT_SHARE[not self.spread]
