@@ -143,20 +143,20 @@ def test_a_support_end_moves_the_interval_about_its_anchor() -> None:
 
 
 def test_a_heavy_tail_on_a_support_is_cut_at_the_supports_end() -> None:
-    """Lognormal statistics (σ = 1, n = 2000, ε = 1), whose tail the tail stage measures heavy:
-    the interval ``c ± w`` reaches about 20 below 0, where no user is. Stated, the support's
-    end 0 cuts that part off: the window is ``[0, c + w]``, the same upper clip and so the same
-    bias bound (the Pareto tail's mass beyond it), at a width, and so a noise scale (the
-    sum's sensitivity is the width), about half the located interval's. A move up
-    (``supported_centre``, what a light column gets) would keep the width and its noise. The
-    earlier stages and the final draw are the same for both, so the error shrinks with the
-    scale. Honest: ``|error| <= 5 noise sd + bias`` fails w.p. below 1e-3 a release."""
+    """Lognormal statistics (σ = 1, n = 2000, ε = 1), whose tail the tail stage measures heavy.
+    Given only ε, the tail's sides are counted (``tails._side_clips``): the long right side is
+    clipped far out and the short left one near the rung, about 3.5 σ̂ below the centre (one
+    symmetric clip put it 20 below 0, where no user is). Stated, the support's end 0 cuts the
+    window at 0, ``[0, c + w]``: no signed count to pay for, and no user below the window. Both
+    are narrower than the long side's symmetric clip; the stated one is narrower still and its
+    noise scale (the sum's sensitivity is the width) smaller. Honest: ``|error| <= 5 noise sd +
+    bias`` fails w.p. below 1e-3 a release."""
     x = np.random.default_rng(5).lognormal(0.0, 1.0, 2000)
     options = ReleaseOptions.check(
         x.size, epsilon=1.0, delta=None, privacy="central", bound=None, d=1
     )
     for seed in range(6):
-        plain, cut = (
+        sided, cut = (
             release_means(
                 x[:, None],
                 names=("x",),
@@ -166,17 +166,48 @@ def test_a_heavy_tail_on_a_support_is_cut_at_the_supports_end() -> None:
             )
             for lower in (None, np.zeros(1))
         )
-        assert all("heavy tail" in r.notes[0] for r in (plain, cut))  # the premise
-        assert plain.interval[0, 0] < -10.0
-        assert cut.interval[0, 0] == 0.0
-        assert cut.interval[0, 1] == pytest.approx(plain.interval[0, 1], rel=1e-12)
-        share = np.diff(cut.interval[0])[0] / np.diff(plain.interval[0])[0]
-        assert share < 0.6
-        assert cut.noise_scale[0] / plain.noise_scale[0] == pytest.approx(share, rel=1e-6)
-        assert cut.bias[0] == plain.bias[0]
-        error = abs(cut.estimate[0] - x.mean())
-        assert error <= 5.0 * cut.noise_sd[0] + cut.bias[0], (seed, error)
-        assert error < abs(plain.estimate[0] - x.mean())
+        assert all("heavy tail" in r.notes[0] for r in (sided, cut))  # the premise
+        (low, high), (_, cut_high) = sided.interval[0], cut.interval[0]
+        median = sided.midpoint[0]
+        # the short side about a rung (3.5 σ̂, σ̂ about 0.9) below the median (about 1), or
+        # half the way to where one symmetric clip put it (-21 to -25) where the signed
+        # count's noise gave it part of the tail's share; the long side far out
+        assert -15.0 < low < 0.0 and high > 15.0 and high - median > 1.2 * (median - low)
+        assert cut.interval[0, 0] == 0.0 and cut_high > 10.0
+        assert cut.noise_scale[0] < sided.noise_scale[0]
+        for release in (sided, cut):
+            error = abs(release.estimate[0] - x.mean())
+            assert error <= 5.0 * release.noise_sd[0] + release.bias[0], (seed, error)
+
+
+def test_the_sides_are_counted_only_where_a_one_sided_tail_would_narrow_the_interval() -> None:
+    """The heavy tail's signed count (``tails._signed_counts``) is bought from the means'
+    budget only where a tail all on one side, counted at that count's noise, would give a
+    narrower interval than the symmetric clip (``tails._side_clips``): a decision from the first
+    count and public facts, before any draw. Lognormal statistics (σ = 1), ε = 1: at 2,000
+    users the first count finds about 150 beyond the rung and the signed one, noise sd about
+    50, splits them; at 1,000 users (about 90, the same noise) its short side's bound would
+    outweigh the width it saves, and the release is the symmetric one, its ledger without the
+    count and its means' budget untouched."""
+    data = np.random.default_rng(5)
+    for n, counted in ((2000, True), (1000, False)):
+        x = data.lognormal(0.0, 1.0, n)
+        options = ReleaseOptions.check(
+            n, epsilon=1.0, delta=None, privacy="central", bound=None, d=1
+        )
+        for seed in range(3):
+            release = release_means(
+                x[:, None], names=("x",), options=options, rng=np.random.default_rng(seed)
+            )
+            tails = [e for e in release.privacy.entries if e.stage == "tail"]
+            assert any("heavy tail" in note for note in release.notes)  # the premise
+            signed = [e for e in tails if e.sensitivity == 2.0]
+            assert bool(signed) is counted, (n, seed)
+            low, high = release.interval[0]
+            # one reaching farther above the median (about 1) than below, or the symmetric clip
+            above, below = high - 1.0, 1.0 - low
+            assert above > 2.0 * below if counted else above < 1.5 * below
+            assert release.privacy.epsilon == pytest.approx(1.0, rel=1e-9)
 
 
 def test_a_cut_window_keeps_every_term_within_its_half_width(

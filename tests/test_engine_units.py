@@ -1570,11 +1570,19 @@ class TestLedger:
             )
         assert release.noise_kind == "gaussian"
         entries = release.privacy.entries
-        counts = [e for e in entries if e.stage == "tail"]
-        assert len(counts) == (2 if heavy else 1)
-        assert rates == [float(geometric_rate(e.epsilon, 1.0)) for e in counts]
-        assert all(e.rho == 0.0 and e.epsilon > 0 and e.sensitivity == 1.0 for e in counts)
-        assert all(e.noise_scale == pytest.approx(1.0 / e.epsilon, rel=1e-5) for e in counts)
+        counts = [e for e in entries if e.stage == "tail" and e.sensitivity == 1.0]
+        # the heavy columns' signed counts (tails._signed_counts): one per column, sensitivity
+        # 2, one draw of them all at their common rate, between the two rungs' counts
+        signed = [e for e in entries if e.stage == "tail" and e.sensitivity == 2.0]
+        assert len(counts) == (2 if heavy else 1) and len(signed) == (d if heavy else 0)
+        drawn = [(counts[0], 1.0)] + ([(signed[0], 2.0), (counts[1], 1.0)] if heavy else [])
+        assert rates == [float(geometric_rate(e.epsilon, s)) for e, s in drawn]
+        assert all(e.rho == 0.0 and e.epsilon > 0 for e in counts + signed)
+        assert len({e.epsilon for e in signed}) <= 1
+        assert all(
+            e.noise_scale == pytest.approx(e.sensitivity / e.epsilon, rel=1e-5)
+            for e in counts + signed
+        )
         assert any("heavy tail" in note for note in release.notes) == heavy
         # the means' ρ gave the first count its share; the second moment keeps MOMENT_SHARE of
         # each column's

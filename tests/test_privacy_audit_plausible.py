@@ -117,6 +117,9 @@ def test_the_rule_draws_nothing_of_its_own(monkeypatch: pytest.MonkeyPatch) -> N
     assert ruled.privacy.epsilon == pytest.approx(free.privacy.epsilon, rel=1e-9)
     shown = ruled.params.notna()
     assert not shown["expersq"] and shown.sum() == 4
-    assert np.all(ruled.noise_sd[shown] < free.noise_sd[shown])
+    # less noise wherever both show a number (the free fit's far-off column takes most of its
+    # final stage, and a column left with too little can land at its interval's edge)
+    both = shown & free.noise_sd.notna()
+    assert both.sum() >= 3 and np.all(ruled.noise_sd[both] < free.noise_sd[both])
     # withheld: the number that the rule kept from the table (-3.3e151 on the earlier draws)
     assert abs(free.params["expersq"]) > 1e60

@@ -2,7 +2,9 @@
 one count of users beyond the rung ``TAIL_RUNG σ̂`` from the released centre in any of the
 columns, and its second rung's count beyond the widened radii (``tails._second_rung``), each
 released with two-sided geometric noise at ε (sensitivity 1: replacing one user moves it by
-at most 1, however many of their columns move).
+at most 1, however many of their columns move); and the signed count of a heavy column's
+users above less below its rung (``tails._signed_counts``), at ε with sensitivity 2 (a user
+replaced from far above to far below moves it by 2).
 
 The recipe is that of ``test_privacy_audit.py`` (helpers in ``tests/audit.py``): neighbouring
 data sets that differ in one user; seeded runs; events fixed before the runs from the two
@@ -10,9 +12,11 @@ noiseless counts; Bonferroni-corrected Clopper–Pearson bounds; a POWER check o
 broken variant (the noise at a quarter of its scale) that is shown to reproduce the package
 when un-broken. Two columns; 60 other users at 0.1 in both (inside the rung), 20 at 5 in the
 first only, 20 at 5 in the second only and 10 in both (beyond it); user 0 at the centre, at
-FAR in both columns, at ±inf (clipped like any value), or without a statistic (NaN): each
-pair moves the count by at most 1. The audited output is the released count, read back from
-the stage's upper confidence count (``count + EDGE_SDS sd``, a public shift).
+FAR in both columns, at -FAR in both, at ±inf (clipped like any value), or without a
+statistic (NaN): each pair moves the counts by at most 1 (the signed count by 2). The audited
+output is the released count, read back from the stage's upper confidence count (``count +
+EDGE_SDS sd``, a public shift), or the signed count of the first column (the only one marked
+heavy, so that it has the whole ε).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from dplong.privacy.noise import (
     two_sided_geometric,
     two_sided_geometric_variance,
 )
-from dplong.privacy.tails import EDGE_SDS, TAIL_RUNG, _second_rung, _tail_radius
+from dplong.privacy.tails import EDGE_SDS, TAIL_RUNG, _second_rung, _signed_counts, _tail_radius
 
 EPS = 1.0
 OTHERS = np.concatenate(
@@ -59,12 +63,16 @@ USERS = {
     "far": [FAR, FAR],
     "+inf": [np.inf, -np.inf],
     "none": [np.nan, np.nan],
+    "-far": [-FAR, -FAR],
 }
 #: ~0.1 ms per release: 30,000 runs per data set (as the median audits); the broken variant
 #: is far off, 10,000 show it
 RUNS, BROKEN_RUNS = 30_000, 10_000
-#: the stage's two counts: the first rung, and the second where the first found a heavy tail
-RUNGS = ["first", "second"]
+#: the stage's counts: the first rung, and the second and the signed counts where the first
+#: found a heavy tail
+RUNGS = ["first", "second", "sides"]
+#: Each count's sensitivity: replacing one user moves the signed count by up to 2
+SENSITIVITY = {"first": 1.0, "second": 1.0, "sides": 2.0}
 
 
 def _matrix(user: str) -> NDArray[np.float64]:
@@ -86,36 +94,47 @@ def _package(user: str, rung: str = "first") -> Callable[[np.random.Generator], 
         return float(reach[0] - EDGE_SDS * sd)
 
     def second(rng: np.random.Generator) -> float:
-        _, reach, _ = _second_rung(
+        _, _, reach, _, _ = _second_rung(
             matrix,
             WHERE.centre,
             np.ones(2, dtype=bool),
-            (RADIUS, np.full(2, TAIL_RUNG)),
-            (np.ones(2), np.full(2, -1e9)),
+            (RADIUS, np.full(2, TAIL_RUNG), np.full(2, TAIL_RUNG)),
+            (np.ones(2), np.full(2, -1e9), None),
             EPS,
             np.full(2, EPS),
             rng,
         )
         return float(reach[0] - EDGE_SDS * sd)
 
-    return first if rung == "first" else second
+    def sides(rng: np.random.Generator) -> float:
+        heavy = np.array([True, False])
+        difference = _signed_counts(matrix, WHERE.centre, heavy, np.full(2, TAIL_RUNG), EPS, rng)
+        return float(difference[0])
+
+    return {"first": first, "second": second, "sides": sides}[rung]
 
 
-def _replica(user: str, noise_fraction: float) -> Callable[[np.random.Generator], float]:
+def _replica(
+    user: str, noise_fraction: float, rung: str = "first"
+) -> Callable[[np.random.Generator], float]:
     """The stage's count rebuilt from its definition, the noise scale divided by
     ``noise_fraction``: un-broken it is the package draw for draw."""
-    exact = _beyond(user)
+    exact = _beyond(user, rung)
 
     def mechanism(rng: np.random.Generator) -> float:
-        rate = float(geometric_rate(EPS, 1.0)) / noise_fraction
+        rate = float(geometric_rate(EPS, SENSITIVITY[rung])) / noise_fraction
         return float(exact + two_sided_geometric(rng, rate, (1,))[0])
 
     return mechanism
 
 
-def _beyond(user: str) -> int:
-    """The noiseless count: users beyond the rung (σ̂ = 1) in any column."""
-    return int(np.sum(np.any(np.abs(_matrix(user)) > TAIL_RUNG, axis=1)))
+def _beyond(user: str, rung: str = "first") -> int:
+    """The noiseless count: users beyond the rung (σ̂ = 1) in any column, or (``sides``) the
+    first column's users above it less those below."""
+    matrix = _matrix(user)
+    if rung == "sides":
+        return int(np.sum(matrix[:, 0] > TAIL_RUNG) - np.sum(matrix[:, 0] < -TAIL_RUNG))
+    return int(np.sum(np.any(np.abs(matrix) > TAIL_RUNG, axis=1)))
 
 
 @pytest.mark.parametrize("rung", RUNGS)
@@ -123,7 +142,7 @@ def test_replica_reproduces_the_package(rung: str) -> None:
     for user in USERS:
         for seed in range(20):
             package = _package(user, rung)(np.random.default_rng(seed))
-            assert _replica(user, 1.0)(np.random.default_rng(seed)) == package
+            assert _replica(user, 1.0, rung)(np.random.default_rng(seed)) == package
 
 
 @cache
@@ -133,7 +152,7 @@ def _outputs(user: str, noise_fraction: float, rung: str = "first") -> NDArray[n
     )
     return audited_runs(
         _package(user, rung),
-        _replica(user, noise_fraction),
+        _replica(user, noise_fraction, rung),
         noise_fraction,
         (RUNS, BROKEN_RUNS),
         seed,
@@ -141,9 +160,9 @@ def _outputs(user: str, noise_fraction: float, rung: str = "first") -> NDArray[n
 
 
 def _audit(pair: tuple[str, str], noise_fraction: float = 1.0, rung: str = "first") -> float:
-    counts = [_beyond(u) for u in pair]
+    counts = [_beyond(u, rung) for u in pair]
     low, high = min(counts), max(counts)
-    step = 1.0 / float(geometric_rate(EPS, 1.0))
+    step = 1.0 / float(geometric_rate(EPS, SENSITIVITY[rung]))
     first, second = (_outputs(user, noise_fraction, rung) for user in pair)
     events_d, names = tail_events(first, low, high, step, (0, 1, 2), "count")
     events_d_prime, _ = tail_events(second, low, high, step, (0, 1, 2), "count")
@@ -159,7 +178,7 @@ def _audit(pair: tuple[str, str], noise_fraction: float = 1.0, rung: str = "firs
     [("centre", "far"), ("centre", "+inf"), ("none", "far")],
     ids=["inside-vs-far", "inside-vs-inf", "none-vs-far"],
 )
-@pytest.mark.parametrize("rung", RUNGS)
+@pytest.mark.parametrize("rung", RUNGS[:2])
 def test_tail_count_audit(pair: tuple[str, str], rung: str) -> None:
     bound = _audit(pair, rung=rung)
     assert bound <= EPS
@@ -169,3 +188,22 @@ def test_tail_count_audit(pair: tuple[str, str], rung: str) -> None:
 
 def test_tail_count_audit_has_power() -> None:
     assert _audit(("centre", "far"), BROKEN_NOISE_FRACTION) > 1.5 * EPS
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [("far", "-far"), ("centre", "far"), ("none", "-far")],
+    ids=["far-above-vs-below", "inside-vs-far", "none-vs-far-below"],
+)
+def test_signed_count_audit(pair: tuple[str, str]) -> None:
+    bound = _audit(pair, rung="sides")
+    assert bound <= EPS
+    # tightness (not a privacy claim): the pair that moves the count by its sensitivity, 2,
+    # shows most of ε; the others move it by 1, half of ε at most
+    assert bound > (0.5 if pair == ("far", "-far") else 0.25) * EPS
+
+
+def test_signed_count_audit_has_power() -> None:
+    # at the sensitivity 1 of the other counts (the noise at half its scale) it shows 2 ε
+    # on the pair that moves it by 2; at a quarter of its scale, more
+    assert _audit(("far", "-far"), BROKEN_NOISE_FRACTION, rung="sides") > 1.5 * EPS

@@ -105,9 +105,13 @@ def test_the_share_spends_the_budget_not_more(monkeypatch: pytest.MonkeyPatch) -
     for res, calls, start in zip((found, sized), entries, first, strict=True):
         later = calls[start:]
         # one or two tail counts (the second rung where the first found heavy columns), each
-        # of sensitivity 1, then the means (and second moments) of the same five columns
-        counts = [e for e in later if e.stage == "tail"]
-        assert 1 <= len(counts) <= 2 and {e.sensitivity for e in counts} == {1.0}
+        # of sensitivity 1, and between them the heavy columns' signed counts (sensitivity 2,
+        # one a column), then the means (and second moments) of the same five columns
+        counts = [e for e in later if e.stage == "tail" and e.sensitivity == 1.0]
+        signed = [e for e in later if e.stage == "tail" and e.sensitivity == 2.0]
+        assert 1 <= len(counts) <= 2 and len(signed) <= len(res.params)
+        assert not signed or len(counts) == 2  # both only where the first found heavy columns
+        assert [e.stage for e in later].count("tail") == len(counts) + len(signed)
         assert [e.target for e in later if e.stage == "mean"] == list(res.params.index)
         assert {e.stage for e in later} <= {"tail", "mean", "second moment"}
         # the budget is spent, not exceeded

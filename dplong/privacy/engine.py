@@ -100,7 +100,6 @@ from dplong.privacy.tails import (
     skewed_columns,
     skewed_notes,
     stated_remedy,
-    tail_bias,
     tail_rule,
     tail_users,
     unchecked_warnings,
@@ -507,6 +506,10 @@ def release_means(
         assumed=rules.tail.kind if isinstance(rules.tail, AssumedTail) else None,
         signed=signed,
         live=live,
+        # a heavy tail's sides counted apart, where the interval may sit off the centre: not
+        # on a declared support, whose end cuts the empty side for free, nor where a weighted
+        # second moment is read about the centre (a moved centre would read as spread)
+        sided=lower is None and (user_weights is None or moment_budget is None),
     )
     radius, mean_budget = tails.radius, tails.mean_budget
     # the tail model of each column's bias bound: the exponential where the count found a
@@ -519,6 +522,11 @@ def release_means(
     # the located interval's half-width w: its bias bound holds for every window on a support
     # whose upper clip is at c + w or beyond (no user lies below the support's end)
     located = radius
+    if tails.shift is not None:  # a heavy tail's long side clipped farther out than its short
+        # one (its sides counted): the mean stays read from the centre, and the bulk's model
+        # clips at the nearer end
+        centre = where.centre + tails.shift
+        located = radius - np.abs(tails.shift)
     # a weighted second moment is read about the centre (the offset's share is not released):
     # a moved centre would read as spread, so a release that buys one keeps its centre
     if lower is not None and (user_weights is None or moment_budget is None):
@@ -576,9 +584,16 @@ def release_means(
     # Were every user at the edge, |offset| would be w N / N̂ plus noise: its plausible low end
     # (MISSED_SDS sds of the count and of the sum) also marks a miss, down to NEAR_SHARE w.
     edge = radius * (1.0 - MISSED_SDS * where.users_sd / users) - MISSED_SDS * final.sd / users
-    threshold = np.minimum(MISSED_SHARE, np.maximum(NEAR_SHARE, edge / radius)) * radius
+    share = np.minimum(MISSED_SHARE, np.maximum(NEAR_SHARE, edge / radius))
+    # a heavy tail's sides clipped apart: each end as far from the located centre as its side's
+    # clip, from which the mean is read (the same ends about the middle where they are one)
+    side = np.zeros(d) if tails.shift is None else tails.shift
+    located_offset = inside + side
     missed = (
-        ((inside >= threshold) | ((inside <= -threshold) & ~floor_edge))
+        (
+            (located_offset >= share * (radius + side))
+            | ((located_offset <= -share * (radius - side)) & ~floor_edge)
+        )
         & ~undefined
         & ~unfound
         & (bounds is None)
@@ -637,7 +652,7 @@ def release_means(
         # with weights the count and the clip are of the standardised √w_u (x - c), and a
         # user's share of the weighted sum is √w_u <= 1 times its standardised excess: the
         # bound on their total, over W, holds as it is (bias_factor is for a per-user bound)
-        beyond = tail_bias(tails.reach, tails.rung, radius + moved, users)
+        beyond = tails.beyond(radius, moved, users)
         bias = np.where(tails.heavy | tails.exceeded, np.maximum(bias, beyond), bias)
     # a number whose error figures overflow (the medians missed by hundreds of magnitudes) says
     # nothing: withheld like a missed one; so is one its own released figures call implausible
