@@ -94,12 +94,12 @@ def _package(user: str, rung: str = "first") -> Callable[[np.random.Generator], 
         return float(reach[0] - EDGE_SDS * sd)
 
     def second(rng: np.random.Generator) -> float:
-        _, _, reach, _, _ = _second_rung(
+        _, reach, _, _ = _second_rung(
             matrix,
             WHERE.centre,
             np.ones(2, dtype=bool),
-            (RADIUS, np.full(2, TAIL_RUNG), np.full(2, TAIL_RUNG)),
-            (np.ones(2), np.full(2, -1e9), None),
+            (RADIUS, np.full(2, TAIL_RUNG)),
+            (np.ones(2), np.full(2, -1e9)),
             EPS,
             np.full(2, EPS),
             rng,

@@ -619,29 +619,34 @@ def tail_rule(
     )
     upper, lower, reach_low = wide, wide, None
     if heavy.any():
+        sides = None
         if sided:  # which side each heavy tail is on (design notes, "Heavy tails")
             first = (float(reach[0]), threshold, joint)
             sides = _measured_sides(
                 matrix, where, names, heavy, (radius, rung, wide), first, (plan, mean_budget),
                 live, rng, root, users=users, balance=balance
             )  # fmt: skip
-            if sides is not None:
-                mean_budget, upper, lower, reach, reach_low, side_entries = sides
-                entries += side_entries
-        # a second rung at the widened clips, from the means' budget
+        if sides is not None:
+            mean_budget, upper, lower, above, below, side_entries = sides
+            entries += side_entries
+        # a second rung at the symmetric widened clips (the long side's), from the means' budget
         rung_epsilon, mean_budget = mean_budget.tail_split(SECOND_RUNG * plan.tail)
         rung_total = float(np.sum(rung_epsilon))
-        upper, lower, reach, reach_low, rung = _second_rung(
+        wide, reach, rung, lump = _second_rung(
             matrix,
             where.centre,
             heavy,
-            (radius, upper, lower),
-            (rung, reach, reach_low),
+            (radius, wide),
+            (rung, reach),
             rung_total,
             mean_budget.laplace_equivalent() * balance,
             rng,
             root,
         )
+        if lump or sides is None:  # re-anchored beyond the wider clip: one clip for both sides
+            upper, lower = wide, wide
+        else:
+            reach, reach_low = above, below
         entries.append(_tail_entry(_named(names, heavy), rung_total))
         # the split call composes below its sum: the means take up the rest
         others = [*where.entries, *entries]
@@ -872,11 +877,15 @@ def _side_clips(
     ``side_sd``; :func:`_signed_counts`). The first count ``C`` counts every user beyond any
     rung once, so a column's users beyond its rung above and below are at most ``(C ± D_j) /
     2``: their upper confidence counts are those plus :data:`EDGE_SDS` sds of their noise, at
-    most ``C`` plus its own. Each side's clip balances the mean's noise against the Pareto
-    tail through its part of the first count's share (the point counts' split of C), between
-    the bulk's radius and :data:`TAIL_REACH` times it: a long right tail keeps its clip and
-    the empty left side stays near the rung, where one symmetric clip put both at the long
-    side's. A column keeps its symmetric clip where that gives the narrower 95 % interval,
+    most ``C`` plus its own. The long side (the larger point count) keeps the symmetric clip,
+    beyond which the second rung (:func:`_second_rung`) looks for a lump as before, and its
+    bias bound through all of ``C`` plus its noise's reach, so that no bound is below the
+    symmetric clip's; the short
+    side's clip balances the mean's noise against the Pareto tail through its part of the
+    first count's share (the point counts' split of C), between the bulk's radius and the
+    symmetric clip: a long right tail keeps its clip and the empty left side stays near the
+    rung, where one symmetric clip put both at the long side's. A column keeps its symmetric
+    clip where that gives the narrower 95 % interval,
     ``1.96 √(noise² + sampling²) + bias bound`` (:func:`tail_bias`; the sides' bound is the
     larger of theirs): a tail split by a noisy count gains little width and gives up bound.
     Returns the clips above and below the centre, the upper confidence counts above and below
@@ -888,13 +897,14 @@ def _side_clips(
     slack = EDGE_SDS * math.hypot(f.count_sd, side_sd) / 2.0
     clips, reaches = [], []
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        for part in (above, found - above):
+        for part, other in ((above, found - above), (found - above, above)):
             users = np.maximum(f.share * part / max(found, 1.0), 1.0)
-            balanced = np.clip(
-                _balanced(f.rung, users, f.mean_epsilon), f.bulk, TAIL_REACH * f.bulk
-            )
-            clips.append(np.where(heavy, np.fmin(balanced, MAX_RADIUS), f.wide))
-            reaches.append(np.where(heavy, np.minimum(part + slack, cap), cap))
+            balanced = np.clip(_balanced(f.rung, users, f.mean_epsilon), f.bulk, f.wide)
+            # the long side keeps the symmetric clip, beyond which the second rung looks, and
+            # the bound through every user the first count found
+            short = heavy & (part < other)
+            clips.append(np.where(short, np.fmin(balanced, MAX_RADIUS), f.wide))
+            reaches.append(np.where(short, np.minimum(part + slack, cap), cap))
         # the mean's Laplace noise sd per unit of the interval's half-width
         unit = 2.0 * math.sqrt(2.0) / (np.maximum(f.users, 1.0) * f.mean_epsilon)
 
@@ -1107,68 +1117,47 @@ def _second_rung(
     matrix: NDArray[np.float64],
     centre: NDArray[np.float64],
     heavy: NDArray[np.bool_],
-    radii: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]],
-    anchor: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None],
+    radii: tuple[NDArray[np.float64], NDArray[np.float64]],
+    anchor: tuple[NDArray[np.float64], NDArray[np.float64]],
     epsilon: float,
     mean_epsilon: NDArray[np.float64],
     rng: np.random.Generator,
     root: NDArray[np.float64] | None = None,
-) -> tuple[
-    NDArray[np.float64],
-    NDArray[np.float64],
-    NDArray[np.float64],
-    NDArray[np.float64] | None,
-    NDArray[np.float64],
-]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], bool]:
     """The tail stage's second rung, where the first found heavy columns: one private count
-    ``C₂`` of the users beyond the widened clips of a heavy column, ``R⁺_j`` above and ``R⁻_j``
-    below its centre (sensitivity 1, two-sided geometric noise at ``epsilon``), against what
-    the Pareto tails through the first rung put there, at most ``Σ_j C⁺_j (r_j / R⁺_j)^α +
-    C⁻_j (r_j / R⁻_j)^α`` (``anchor`` = (r, C⁺, C⁻), the upper confidence counts on each side;
-    C⁻ None: the sides were not counted, and ``C (r_j / R_j)^α`` with ``R⁺ = R⁻ = R``).
+    ``C₂`` of the users beyond the widened radius ``R_j`` of a heavy column (sensitivity 1,
+    two-sided geometric noise at ``epsilon``), against what the Pareto tails through the first
+    rung ``(r_j, C)`` put there, at most ``Σ_j C (r_j / R_j)^α`` (``anchor`` = (r, C + 3 sd)).
 
     A tail that decays from the first rung leaves few users beyond R, and the first rung's
     radius and bias bound stand. A tail that does not — a lump of users far beyond the bulk,
     as where 90 % of the users sit near 0 and the others have a lognormal tail: a single rung
     near the bulk sees only that they are beyond it — leaves more than the Pareto tails allow,
-    by :data:`LUMP_SDS` noise sds: the Pareto tails are re-anchored at ``(min(R⁺, R⁻), C₂)``,
-    on either side (the count does not say which), and both radii balanced again from there
-    (:func:`_tail_radius`; at least the wider clip and at most :data:`TAIL_REACH` times the
-    bulk's radius, the first of ``radii``; the others are the widened clips). Returns the
-    clips above and below, the anchors of the bias bounds (:func:`tail_bias`; the upper
-    confidence counts above and below, None below where they are one, and the rungs). A
-    function of the data through the count only."""
-    bulk, upper, lower = radii
-    rung, reach, reach_low = anchor
+    by :data:`LUMP_SDS` noise sds: the Pareto tails are re-anchored at ``(R_j, C₂)`` and the
+    radius balanced again from there (:func:`_tail_radius`; at least R and at most
+    :data:`TAIL_REACH` times the bulk's radius, the first of ``radii``; the second are the
+    widened radii R). Returns the radii, per column the anchors ``(C + 3 sd, r)`` of the bias
+    bounds (:func:`tail_bias`), and whether it found a lump. A function of the data through the
+    count only."""
+    bulk, wide = radii
+    rung, reach = anchor
     with np.errstate(over="ignore", invalid="ignore"):
-        deviations = (matrix - centre) * (1.0 if root is None else root)
-        outside = (deviations > np.where(heavy, upper, np.inf)) | (
-            -deviations > np.where(heavy, lower, np.inf)
-        )
-        exact = int(np.sum(np.any(outside, axis=1)))
+        deviations = np.abs(matrix - centre) * (1.0 if root is None else root)
+        exact = int(np.sum(np.any(deviations > np.where(heavy, wide, np.inf), axis=1)))
     rate = float(geometric_rate(epsilon, 1.0))
     count = float(exact + two_sided_geometric(rng, rate, (1,))[0])
     sd = math.sqrt(float(two_sided_geometric_variance(rate)))
     a = TAIL_INDEX
-    below = reach if reach_low is None else reach_low
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        if reach_low is None:  # one count for both sides
-            tails = reach * (rung / upper) ** a
-        else:
-            tails = reach * (rung / upper) ** a + below * (rung / lower) ** a
-        predicted = float(np.sum(np.where(heavy, tails, 0.0)))
-        # at most the users found beyond the first rung are beyond the clips
-        lump = count > min(predicted, float(np.max(np.fmax(reach, below)))) + LUMP_SDS * sd
+        predicted = float(np.sum(np.where(heavy, reach * (rung / wide) ** a, 0.0)))
+        lump = count > min(predicted, float(np.max(reach))) + LUMP_SDS * sd
         if not lump:
-            return upper, lower, reach, reach_low, rung
-        near, far = np.fmin(upper, lower), np.fmax(upper, lower)
+            return wide, reach, rung, False
         share = max(count / max(int(np.sum(heavy)), 1), 1.0)
-        balanced = np.clip(_balanced(near, share, mean_epsilon), far, TAIL_REACH * bulk)
-        final = np.where(heavy, np.fmin(balanced, MAX_RADIUS), upper)
-        final_low = np.where(heavy, np.fmin(balanced, MAX_RADIUS), lower)
-    found = np.where(heavy, count + EDGE_SDS * sd, reach)
-    found_low = None if reach_low is None else np.where(heavy, count + EDGE_SDS * sd, reach_low)
-    return final, final_low, found, found_low, np.where(heavy, near, rung)
+        balanced = np.clip(_balanced(wide, share, mean_epsilon), wide, TAIL_REACH * bulk)
+        final = np.where(heavy, np.fmin(balanced, MAX_RADIUS), wide)
+    upper = np.full(wide.shape, count + EDGE_SDS * sd)
+    return final, np.where(heavy, upper, reach), np.where(heavy, wide, rung), True
 
 
 def tail_bias(
