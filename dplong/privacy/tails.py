@@ -880,16 +880,15 @@ def _side_clips(
     most ``C`` plus its own. The long side (the larger point count) keeps the symmetric clip,
     beyond which the second rung (:func:`_second_rung`) looks for a lump as before, and its
     bias bound through all of ``C`` plus its noise's reach, so that no bound is below the
-    symmetric clip's; the short
-    side's clip balances the mean's noise against the Pareto tail through its part of the
-    first count's share (the point counts' split of C), between the bulk's radius and the
-    symmetric clip: a long right tail keeps its clip and the empty left side stays near the
-    rung, where one symmetric clip put both at the long side's. A column keeps its symmetric
-    clip where that gives the narrower 95 % interval,
-    ``1.96 √(noise² + sampling²) + bias bound`` (:func:`tail_bias`; the sides' bound is the
-    larger of theirs): a tail split by a noisy count gains little width and gives up bound.
-    Returns the clips above and below the centre, the upper confidence counts above and below
-    and the columns split. Post-processing of released numbers."""
+    symmetric clip's; the short side's clip balances the mean's noise against the Pareto tail
+    through its part of the first count's share (the point counts' split of C), between the
+    bulk's radius and the symmetric clip: a long right tail keeps its clip and the empty left
+    side stays near the rung, where one symmetric clip put both at the long side's. A column
+    keeps its symmetric clip where that gives the narrower 95 % interval, ``1.96 √(noise² +
+    sampling²) + bias bound`` (:func:`tail_bias`; the sides' bound is the larger of theirs): a
+    tail split by a noisy count gains little width and gives up bound. Returns the clips
+    above and below the centre, the upper confidence counts above and below and the columns
+    split. Post-processing of released numbers."""
     f = facts
     found = max(f.count, 0.0)
     above = np.clip((found + difference) / 2.0, 0.0, found)
