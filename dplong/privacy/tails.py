@@ -29,7 +29,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dplong.privacy.accounting import LedgerEntry
-from dplong.privacy.budget import FinalBudget, ReleasePlan, signed_share, tail_share, top_up
+from dplong.privacy.budget import (
+    FinalBudget,
+    ReleasePlan,
+    column_epsilon,
+    signed_share,
+    tail_share,
+    top_up,
+)
 from dplong.privacy.locate import Location
 from dplong.privacy.noise import geometric_rate, two_sided_geometric, two_sided_geometric_variance
 from dplong.privacy.projection import MAX_RADIUS
@@ -354,6 +361,18 @@ def _heavy_threshold(
     return float(np.sum(np.where(measurable, ratio * normal, 0.0))) + HEAVY_SDS * sd
 
 
+def _measurable(rung: NDArray[np.float64], live: NDArray[np.bool_]) -> NDArray[np.bool_]:
+    """The live columns whose rung measures something (a rung of 0 or inf does not)."""
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(rung) & (rung > 0) & live
+
+
+def _found_share(count: float, threshold: float, measurable: NDArray[np.bool_]) -> float:
+    """A heavy column's share of the users the tail count found beyond its heavy threshold
+    (at least 1): what its radius is balanced for (:func:`_tail_radius`)."""
+    return max((count - threshold) / max(int(np.sum(measurable)), 1), 1.0)
+
+
 def unchecked_notes(
     names: tuple[str, ...], assumed: AssumedTail, plan: ReleasePlan
 ) -> tuple[str, ...]:
@@ -502,7 +521,24 @@ class TailFinding:
         upper clip (all the users the count found, on either side: where a support's end moved
         the interval up, none lies below it), or, where the sides were counted
         (``reach_low``), the larger of each side's through its own count (the two clips bias
-        the mean in opposite directions)."""
+        the mean in opposite directions).
+
+        Examples
+        --------
+        100 users beyond a rung of 1 above a clip of 16 (the long side, 4 above the located
+        centre's middle), 10 beyond the rung below a clip of 8, of 1,000 users:
+
+        >>> import numpy as np
+        >>> from dplong.privacy.tails import TailFinding, tail_bias
+        >>> found = TailFinding(np.array([12.0]), np.ones(1, dtype=bool), np.array([100.0]),
+        ...                     np.ones(1), (), None, reach_low=np.array([10.0]))
+        >>> bound = found.beyond(np.array([12.0]), np.array([4.0]), np.array([1000.0]))
+        >>> float(bound[0]) == float(tail_bias(np.array([100.0]), np.ones(1), np.array([16.0]),
+        ...                                    np.array([1000.0]))[0])
+        True
+        >>> round(float(bound[0]), 4)
+        0.05
+        """
         upper = tail_bias(self.reach, self.rung, radius + moved, users)
         if self.reach_low is None:
             return upper
@@ -737,8 +773,7 @@ def _tail_radius(
     count = float(exact + two_sided_geometric(rng, rate, (1,))[0])
     sd = math.sqrt(float(two_sided_geometric_variance(rate)))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        # a rung of 0 or inf measures nothing
-        measurable = np.isfinite(rung) & (rung > 0) & live
+        measurable = _measurable(rung, live)
         threshold = _heavy_threshold(users, kinds, measurable, sd)
         # above the normal's expectation by MODERATE_SDS noise sds: heavier than the normal
         # plug-in; heavy by HEAVY_SDS, or by MODERATE_SDS where the heavy threshold is blind
@@ -756,7 +791,7 @@ def _tail_radius(
         # of t-like tails found heavy in 16 % of the issue-10 releases at n = 10,000 doubled
         # their MSE for no coverage; docs/accuracy.md), and the heavy coefficients of a
         # regression share their tail's users
-        share = max((count - threshold) / max(int(np.sum(measurable)), 1), 1.0)
+        share = _found_share(count, threshold, measurable)
         # never inside the rung, beyond which alone the Pareto tail is anchored
         balanced = np.clip(_balanced(rung, share, mean_epsilon), radius, TAIL_REACH * radius)
         final = np.where(heavy, np.fmin(balanced, MAX_RADIUS), radius)
@@ -823,26 +858,26 @@ def _measured_sides(
     # the first count's draw and share, as _tail_radius read them
     count_sd = math.sqrt(float(two_sided_geometric_variance(geometric_rate(joint, 1.0))))
     count = reach - EDGE_SDS * count_sd
-    measurable = np.isfinite(rung) & (rung > 0) & live
     facts = _SideFacts(
-        bulk,
-        rung,
-        wide,
-        after.laplace_equivalent() * balance,
-        users,
-        where.sd / np.sqrt(np.maximum(users, 1.0)),
-        count,
-        count_sd,
-        max((count - threshold) / max(int(np.sum(measurable)), 1), 1.0),
+        bulk=bulk,
+        rung=rung,
+        wide=wide,
+        mean_epsilon=after.laplace_equivalent() * balance,
+        users=users,
+        sampling=where.sd / np.sqrt(np.maximum(users, 1.0)),
+        count=count,
+        count_sd=count_sd,
+        share=_found_share(count, threshold, _measurable(rung, live)),
     )
-    one_sided = np.where(heavy, count, 0.0)
-    chosen = _side_clips(facts, heavy, one_sided, _signed_sd(side_total / int(np.sum(heavy))))[-1]
+    # the count's ε shared evenly by the columns it is drawn for (basic composition)
+    every = column_epsilon(side_total, 0.0, int(np.sum(heavy)))
+    chosen = _side_clips(facts, heavy, np.where(heavy, count, 0.0), _signed_sd(every))[-1]
     if not chosen.any():
         return None
-    difference = _signed_counts(matrix, where.centre, chosen, rung, side_total, rng, root)
-    sd_each = _signed_sd(side_total / int(np.sum(chosen)))
-    upper, lower, above, below, _ = _side_clips(facts, chosen, difference, sd_each)
-    return after, upper, lower, above, below, _sides_entries(_named(names, chosen), side_total)
+    each = column_epsilon(side_total, 0.0, int(np.sum(chosen)))
+    difference = _signed_counts(matrix, where.centre, chosen, rung, each, rng, root)
+    upper, lower, above, below, _ = _side_clips(facts, chosen, difference, _signed_sd(each))
+    return after, upper, lower, above, below, _sides_entries(_named(names, chosen), each)
 
 
 @dataclass(frozen=True)
@@ -941,25 +976,23 @@ def _signed_counts(
 ) -> NDArray[np.float64]:
     """The sides' release (:func:`_side_clips`): per ``heavy`` column the users beyond its
     rung above less those below (0 elsewhere), ``D_j = #{u : x_uj - c_j > r_j} - #{u : x_uj -
-    c_j < -r_j}``, each with two-sided geometric noise at ``epsilon / k`` for the k heavy
-    columns: sensitivity 2, as a replaced user can leave one side and join the other. No
-    statistic: on neither side."""
-    k = int(np.sum(heavy))
+    c_j < -r_j}``, each with two-sided geometric noise at ``epsilon`` (each column's ε):
+    sensitivity 2, as a replaced user can leave one side and join the other. No statistic: on
+    neither side."""
     with np.errstate(over="ignore", invalid="ignore"):
         deviations = (matrix - centre) * (1.0 if root is None else root)
         signed = np.sum(deviations > rung, axis=0) - np.sum(-deviations > rung, axis=0)
-    rate = float(geometric_rate(epsilon / k, 2.0))
+    rate = float(geometric_rate(epsilon, 2.0))
     difference = np.zeros(rung.shape)
-    difference[heavy] = signed[heavy] + two_sided_geometric(rng, rate, (k,))
+    difference[heavy] = signed[heavy] + two_sided_geometric(rng, rate, (int(np.sum(heavy)),))
     return difference
 
 
 def _sides_entries(names: tuple[str, ...], epsilon: float) -> list[LedgerEntry]:
     """The signed counts' ledger entries (:func:`_signed_counts`): one lattice Laplace count per
-    column counted, sensitivity 2, at its share of ``epsilon``."""
-    each = epsilon / len(names)
-    scale = 1.0 / float(geometric_rate(each, 2.0))
-    return [LedgerEntry("tail", _SIDES, name, each, 0.0, 0.0, 2.0, scale) for name in names]
+    column counted, sensitivity 2, at ``epsilon`` each."""
+    scale = 1.0 / float(geometric_rate(epsilon, 2.0))
+    return [LedgerEntry("tail", _SIDES, name, epsilon, 0.0, 0.0, 2.0, scale) for name in names]
 
 
 def _signed_tail(
