@@ -65,6 +65,19 @@ def pm(value: float, se: float, digits: int = 3) -> str:
     return f"{value:.{digits}f} ± {se:.{digits}f}"
 
 
+def seeds(*key: int) -> tuple[np.random.Generator, np.random.Generator, int]:
+    """One replication's independent streams, keyed by its seed, cell and replication: the data,
+    dplong's noise, and an integer seed for a peer's (or a fit's) own noise. Each replication
+    keyed on its own makes a benchmark paired across engine versions: a change that adds a draw
+    moves no other replication's data or noise."""
+    data, noise, peer = np.random.SeedSequence(list(key)).spawn(3)
+    return (
+        np.random.default_rng(data),
+        np.random.default_rng(noise),
+        int(peer.generate_state(1)[0]),
+    )
+
+
 def header(script: str, notes: Sequence[str] = ()) -> None:
     """Print what ran, where and when (versions, cores, load average)."""
     print(f"{script} — dplong {dplong.__version__}")

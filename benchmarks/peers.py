@@ -87,6 +87,7 @@ from _common import (
     ar1_rows,
     mse_ratio,
     ols_panel,
+    seeds,
     skewed_rows,
     user_mean_sd,
 )
@@ -160,16 +161,6 @@ class Cell:
     def ratio(self, peer: str) -> tuple[float, float]:
         """MSE(dplong) / MSE(peer) and its paired delta-method standard error."""
         return mse_ratio(self.errors["dplong"], self.errors[peer])
-
-
-def seeds(seed: int, cell: int, rep: int) -> tuple[np.random.Generator, np.random.Generator, int]:
-    """Data stream, dplong's noise stream and diffprivlib's integer seed for one replication."""
-    data, noise, peer = np.random.SeedSequence([seed, cell, rep]).spawn(3)
-    return (
-        np.random.default_rng(data),
-        np.random.default_rng(noise),
-        int(peer.generate_state(1)[0]),
-    )
 
 
 def mean_cell(

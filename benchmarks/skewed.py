@@ -24,7 +24,12 @@ Cells:
 * **Moderate skew** (``--only moderate``): users' means of 5 rows whose levels are
   exponential, gamma (shape 2) or lognormal (σ = 0.5), mean 10, at n = 500-5,000 and
   ε = 0.5-1: skews too mild for the tail count and too strong for the normal bias bound;
-  coverage of the population mean, and the misses with and without a warning.
+  coverage of the population mean, and the misses with and without a warning. Beside them,
+  heavy levels in the same panels (lognormal σ = 1, Lomax 2.5; n = 1,000 and 5,000, ε = 1),
+  whose tails are found and, at 5,000 users, split into sides.
+
+Every replication draws its data and dplong's noise from streams keyed by the seed, the cell
+and the replication (``_common.seeds``), so a run before and after an engine change is paired.
 
 Run ``python benchmarks/skewed.py [--reps R] [--seed S]``; docs/accuracy.md quotes
 ``--reps 200`` (RAND HIE) and 300 (simulated); ``--only counts --sim-reps 100`` the counts.
@@ -46,6 +51,7 @@ from _common import (
     pm,
     proportion,
     rmse,
+    seeds,
     skewed_rows,
 )
 
@@ -63,11 +69,11 @@ def randhie(
     reference = values.groupby(df["zper"]).mean()
     truth = float(reference.mean())
     sampling = float(reference.std(ddof=1) / np.sqrt(reference.size))
-    rng = np.random.default_rng([seed, 29, int(log)] + ([] if column == "meddol" else [1]))
     errors, covered, warned, withheld = [], 0, 0, 0
-    for _ in range(reps):
+    for rep in range(reps):  # the noise keyed without lower=: the two cells paired
+        _, noise, _ = seeds(seed, 29, int(log), int(column != "meddol"), rep)
         res = dplong.winsorized_mean(
-            values, groups=df["zper"], epsilon=1.0, lower=lower, random_state=rng
+            values, groups=df["zper"], epsilon=1.0, lower=lower, random_state=noise
         )
         estimate = float(res.params.iloc[0])
         if np.isnan(estimate):  # withheld (with its reason): not covering, no error
@@ -90,14 +96,16 @@ def simulated(
     kind: str, reps: int, seed: int, n: int = 1000, T: int = 10, lower: float | None = None
 ) -> str:
     # the same panels with and without the support's end declared
-    rng = np.random.default_rng([seed, n, sum(map(ord, kind))])
     truth = SKEWED[kind][0]
     private, public, covered, withheld = [], [], 0, 0
-    for _ in range(reps):
-        means = skewed_rows(kind, rng, n, T)
+    for rep in range(reps):
+        data, noise, _ = seeds(seed, n, sum(map(ord, kind)), rep)
+        means = skewed_rows(kind, data, n, T)
         rows = means.ravel()
         users = np.repeat(np.arange(n), T)
-        res = dplong.winsorized_mean(rows, groups=users, epsilon=1.0, lower=lower, random_state=rng)
+        res = dplong.winsorized_mean(
+            rows, groups=users, epsilon=1.0, lower=lower, random_state=noise
+        )
         estimate = float(res.params.iloc[0])
         if np.isnan(estimate):
             withheld += 1
@@ -113,11 +121,11 @@ def simulated(
 
 
 def gaussian(n: int, epsilon: float, reps: int, seed: int) -> str:
-    rng = np.random.default_rng([seed, n, int(100 * epsilon)])
     private, public, covered, withheld = [], [], 0, 0
-    for _ in range(reps):
-        means = MU + ar1_rows(rng, n).mean(axis=1)
-        res = dplong.winsorized_mean(means, epsilon=epsilon, random_state=rng)
+    for rep in range(reps):
+        data, noise, _ = seeds(seed, n, int(100 * epsilon), rep)
+        means = MU + ar1_rows(data, n).mean(axis=1)
+        res = dplong.winsorized_mean(means, epsilon=epsilon, random_state=noise)
         estimate = float(res.params.iloc[0])
         if np.isnan(estimate):
             withheld += 1
@@ -145,7 +153,6 @@ def counts(kind: str, reps: int, seed: int, n: int = 2000, T: int = 6) -> str:
     """PoissonMean with its assumed tail (checked), with the tail stated (not checked) and with
     none, on the same panels and draws; truth the population mean of the rates (exact where known,
     else from 10⁶ draws)."""
-    rng = np.random.default_rng([seed, n, sum(map(ord, kind))])
     truth = float(RATES[kind](np.random.default_rng(0), 1_000_000).mean())
     table: dict[str, list[float]] = {"assumed": [], "stated": [], "none": []}
     covered, marked, withheld = (
@@ -155,9 +162,10 @@ def counts(kind: str, reps: int, seed: int, n: int = 2000, T: int = 6) -> str:
     )
     public: list[float] = []
     for rep in range(reps):
-        rates = RATES[kind](rng, n)
+        data, _, noise = seeds(seed, n, sum(map(ord, kind)), rep)  # one noise seed for the three
+        rates = RATES[kind](data, n)
         frame = pd.DataFrame(
-            {"id": np.repeat(np.arange(n), T), "visits": rng.poisson(np.repeat(rates, T))}
+            {"id": np.repeat(np.arange(n), T), "visits": data.poisson(np.repeat(rates, T))}
         )
         public.append((frame.groupby("id")["visits"].mean().mean() - truth) ** 2)
         model = dplong.PoissonMean.from_formula("visits ~ 1", frame, groups="id")
@@ -166,7 +174,7 @@ def counts(kind: str, reps: int, seed: int, n: int = 2000, T: int = 6) -> str:
             ("stated", {"tail": "exponential"}),
             ("none", {"tail": None}),
         ):
-            res = model.fit(epsilon=1.0, random_state=seed + rep, **options)
+            res = model.fit(epsilon=1.0, random_state=noise, **options)
             estimate = float(res.params.iloc[0])
             if np.isnan(estimate):
                 withheld[name] += 1
@@ -210,13 +218,13 @@ def mild(n: int, skewed: bool, reps: int, seed: int) -> str:
     """A mild skew plain only at large n: a standardised lognormal (σ = 1) plus as much N(0, 1)
     noise (or, the control, the noise alone), one statistic a user, ε = 1; truth the
     population mean 0, coverage of the 95 % interval."""
-    rng = np.random.default_rng([seed, n, int(skewed), 5])
     private, public, covered, withheld = [], [], 0, 0
-    for _ in range(reps):
-        values = rng.normal(size=n)
+    for rep in range(reps):
+        data, noise, _ = seeds(seed, n, int(skewed), 5, rep)
+        values = data.normal(size=n)
         if skewed:
-            values += (rng.lognormal(0.0, 1.0, n) - np.exp(0.5)) / np.sqrt((np.e - 1.0) * np.e)
-        res = dplong.winsorized_mean(values, epsilon=1.0, random_state=rng)
+            values += (data.lognormal(0.0, 1.0, n) - np.exp(0.5)) / np.sqrt((np.e - 1.0) * np.e)
+        res = dplong.winsorized_mean(values, epsilon=1.0, random_state=noise)
         estimate = float(res.params.iloc[0])
         if np.isnan(estimate):
             withheld += 1
@@ -238,19 +246,25 @@ MODERATE = {
     "gamma (shape 2)": lambda rng, n: rng.gamma(2.0, 5.0, n),
     "lognormal σ = 0.5": lambda rng, n: np.exp(np.log(10.0) - 0.125 + rng.normal(0.0, 0.5, n)),
 }
+#: Heavy-tailed levels in the same panels, mean 10: tails the tail stage finds, and at 5,000
+#: users splits into sides (docs/design/engine.md, "The sides of a heavy tail").
+HEAVY = {
+    "lognormal σ = 1": lambda rng, n: np.exp(np.log(10.0) - 0.5 + rng.normal(0.0, 1.0, n)),
+    "Pareto 2.5": lambda rng, n: 15.0 * rng.pareto(2.5, n),  # Lomax 2.5: mean 1 / 1.5
+}
 
 
 def moderate(kind: str, n: int, epsilon: float, reps: int, seed: int) -> str:
     """Skews too mild for the tail count at small n ε and too strong for the normal bias bound
     (a session audit of 2026-11-30: exponential user means at n = 1,000, ε = 1 covered in 71 %,
-    every miss silent): MSE over the non-private, coverage of the population mean 10, and the
-    misses with and without a warning."""
-    rng = np.random.default_rng([seed, n, int(100 * epsilon), sum(map(ord, kind))])
+    every miss silent), or heavy levels (:data:`HEAVY`): MSE over the non-private, coverage of
+    the population mean 10, and the misses with and without a warning."""
     private, public, covered, warned, withheld = [], [], 0, 0, 0
-    for _ in range(reps):
-        means = MODERATE[kind](rng, n)[:, None] + rng.normal(0.0, 2.0, (n, 5))
+    for rep in range(reps):
+        data, noise, _ = seeds(seed, n, int(100 * epsilon), sum(map(ord, kind)), rep)
+        means = {**MODERATE, **HEAVY}[kind](data, n)[:, None] + data.normal(0.0, 2.0, (n, 5))
         res = dplong.winsorized_mean(
-            means.ravel(), groups=np.repeat(np.arange(n), 5), epsilon=epsilon, random_state=rng
+            means.ravel(), groups=np.repeat(np.arange(n), 5), epsilon=epsilon, random_state=noise
         )
         estimate = float(res.params.iloc[0])
         if np.isnan(estimate):
@@ -315,6 +329,9 @@ def main() -> None:
         for kind in MODERATE:
             for n, eps in ((500, 1.0), (1000, 1.0), (2000, 0.5), (5000, 1.0)):
                 print(moderate(kind, n, eps, args.sim_reps, args.seed), flush=True)
+        for kind in HEAVY:
+            for n in (1000, 5000):
+                print(moderate(kind, n, 1.0, args.sim_reps, args.seed), flush=True)
     if args.only in (None, "counts"):
         print(
             "\n| user rates | assumed (checked): MSE / non-private | coverage | marked heavy | "

@@ -33,8 +33,8 @@ import time
 import warnings
 
 import numpy as np
-from _common import header, mse_ratio, pm
-from peers import load_peers, opendp_means, seeds
+from _common import header, mse_ratio, pm, seeds
+from peers import load_peers, opendp_means
 
 import dplong
 
