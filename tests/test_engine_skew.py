@@ -185,28 +185,29 @@ def test_the_sides_are_counted_only_where_a_one_sided_tail_would_narrow_the_inte
     budget only where a tail all on one side, counted at that count's noise, would give a
     narrower interval than the symmetric clip (``tails._side_clips``): a decision from the first
     count and public facts, before any draw. Lognormal statistics (σ = 1), ε = 1: at 2,000
-    users the first count finds about 150 beyond the rung and the signed one, noise sd about
-    50, splits them; at 1,000 users (about 90, the same noise) its short side's bound would
-    outweigh the width it saves, and the release is the symmetric one, its ledger without the
-    count and its means' budget untouched."""
+    users one column's first count finds about 150 beyond the rung and the signed one (noise sd
+    about 35) splits them; at 1,000 users with three such columns the count's ε would be shared
+    three ways (noise sd about 90 a column) against about 90 users a column, its short sides' bounds
+    would outweigh the width they save, and the release is the symmetric one, its ledger without
+    the count."""
     data = np.random.default_rng(5)
-    for n, counted in ((2000, True), (1000, False)):
-        x = data.lognormal(0.0, 1.0, n)
+    for n, d, counted in ((2000, 1, True), (1000, 3, False)):
+        x = data.lognormal(0.0, 1.0, (n, d))
         options = ReleaseOptions.check(
-            n, epsilon=1.0, delta=None, privacy="central", bound=None, d=1
+            n, epsilon=1.0, delta=None, privacy="central", bound=None, d=d
         )
         for seed in range(3):
             release = release_means(
-                x[:, None], names=("x",), options=options, rng=np.random.default_rng(seed)
+                x, names=tuple("abc"[:d]), options=options, rng=np.random.default_rng(seed)
             )
             tails = [e for e in release.privacy.entries if e.stage == "tail"]
             assert any("heavy tail" in note for note in release.notes)  # the premise
             signed = [e for e in tails if e.sensitivity == 2.0]
-            assert bool(signed) is counted, (n, seed)
-            low, high = release.interval[0]
+            assert len(signed) == (d if counted else 0), (n, seed)
+            low, high = release.interval.T
             # one reaching farther above the median (about 1) than below, or the symmetric clip
             above, below = high - 1.0, 1.0 - low
-            assert above > 2.0 * below if counted else above < 1.5 * below
+            assert np.all(above > 2.0 * below if counted else above < 1.5 * below)
             assert release.privacy.epsilon == pytest.approx(1.0, rel=1e-9)
 
 

@@ -1572,10 +1572,11 @@ class TestLedger:
         entries = release.privacy.entries
         counts = [e for e in entries if e.stage == "tail" and e.sensitivity == 1.0]
         # the heavy columns' signed counts (tails._signed_counts): one per column, sensitivity
-        # 2, one draw of them all at their common rate, between the two rungs' counts
+        # 2, one draw of them all at their common rate, after the two rungs' counts (the second
+        # rung's lump would take one clip for both sides)
         signed = [e for e in entries if e.stage == "tail" and e.sensitivity == 2.0]
         assert len(counts) == (2 if heavy else 1) and len(signed) == (d if heavy else 0)
-        drawn = [(counts[0], 1.0)] + ([(signed[0], 2.0), (counts[1], 1.0)] if heavy else [])
+        drawn = [(counts[0], 1.0)] + ([(counts[1], 1.0), (signed[0], 2.0)] if heavy else [])
         assert rates == [float(geometric_rate(e.epsilon, s)) for e, s in drawn]
         assert all(e.rho == 0.0 and e.epsilon > 0 for e in counts + signed)
         assert len({e.epsilon for e in signed}) <= 1

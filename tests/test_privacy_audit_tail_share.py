@@ -105,7 +105,7 @@ def test_the_share_spends_the_budget_not_more(monkeypatch: pytest.MonkeyPatch) -
     for res, calls, start in zip((found, sized), entries, first, strict=True):
         later = calls[start:]
         # one or two tail counts (the second rung where the first found heavy columns), each
-        # of sensitivity 1, and between them the heavy columns' signed counts (sensitivity 2,
+        # of sensitivity 1, and after them the heavy columns' signed counts (sensitivity 2,
         # one a column), then the means (and second moments) of the same five columns
         counts = [e for e in later if e.stage == "tail" and e.sensitivity == 1.0]
         signed = [e for e in later if e.stage == "tail" and e.sensitivity == 2.0]
@@ -128,11 +128,15 @@ def test_the_share_has_power(monkeypatch: pytest.MonkeyPatch) -> None:
     assert first_tail(found) > 2.0 * first_tail(sized)
     heavy = [any("heavy tail" in w for w in res.warnings) for res in (found, sized)]
     assert heavy == [True, True]
-    # the n-sized count's noise reaches its bias bounds: every interval 7-14 % wider on this
+    # the n-sized count's noise reaches its bias bounds: every interval 4-14 % wider on this
     # seed (20-32 % when the count was sized for 300 users' worth, its n-sized share then a
-    # third of the N̂-sized one, now 0.35 of it), so the N̂-sized ones at most 0.95 of them
+    # third of the N̂-sized one, now 0.35 of it). The N̂-sized count is precise enough to buy
+    # a heavy column's signed count, which every column's mean pays for, so a column it leaves
+    # unsplit gains least: the N̂-sized intervals at most 0.97 of the others, four of five at
+    # most 0.94 (0.88-0.93 on this seed)
     widths = [np.diff(res.conf_int().to_numpy(), axis=1).ravel() for res in (found, sized)]
-    assert np.all(widths[0] < 0.95 * widths[1]), widths
+    ratio = widths[0] / widths[1]
+    assert np.all(ratio < 0.97) and np.sum(ratio < 0.94) >= 4, widths
 
 
 def test_a_declared_support_runs_the_count_from_public_facts() -> None:

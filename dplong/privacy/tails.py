@@ -237,12 +237,13 @@ LUMP_SDS = 2.0
 #: the smaller worry): at the first's share the mixture's lump was missed in 13 % of releases.
 SECOND_RUNG = 1.5
 
-#: The share of the means' budget for the heavy columns' signed counts (:func:`_side_clips`), in
-#: units of the first count's: spent only where the first found heavy columns. At the first's
-#: share a symmetric heavy tail paid more for its split than at half (per-user OLS slopes, 2,000
-#: users, ε = 1, the fits found heavy: 4.8 and 4.5 times the non-private MSE, 6.1 unsplit);
-#: a one-sided one gained as much at either (lognormal and Pareto means at 1,000 users).
-SIDES_SHARE = 0.5
+#: The share of the means' budget (after the second rung's) for the heavy columns' signed counts
+#: (:func:`_side_clips`), in units of the first count's: spent only where the first found heavy
+#: columns and the second no lump. At the first's share the counts split one-sided tails at
+#: 1,000 users, ε = 1, where at half they are too noisy to (lognormal σ = 1 means 4.35 → 3.51
+#: times the non-private MSE, Pareto 2.5 3.41 → 2.89); a symmetric t₃, counted for nothing,
+#: pays 8 %. At 1.5 times it the split gained no more (docs/accuracy.md).
+SIDES_SHARE = 1.0
 #: The normal quantile of a two-sided 95 % interval: how :func:`_side_clips` weighs a mean's noise
 #: against its bias bound when it compares clips.
 _Z95 = 1.959963984540054
@@ -655,17 +656,7 @@ def tail_rule(
     )
     upper, lower, reach_low = wide, wide, None
     if heavy.any():
-        sides = None
-        if sided:  # which side each heavy tail is on (design notes, "Heavy tails")
-            first = (float(reach[0]), threshold, joint)
-            sides = _measured_sides(
-                matrix, where, names, heavy, (radius, rung, wide), first, (plan, mean_budget),
-                live, rng, root, users=users, balance=balance
-            )  # fmt: skip
-        if sides is not None:
-            mean_budget, upper, lower, above, below, side_entries = sides
-            entries += side_entries
-        # a second rung at the symmetric widened clips (the long side's), from the means' budget
+        # a second rung at the symmetric widened clips, from the means' budget
         rung_epsilon, mean_budget = mean_budget.tail_split(SECOND_RUNG * plan.tail)
         rung_total = float(np.sum(rung_epsilon))
         wide, reach, rung, lump = _second_rung(
@@ -679,11 +670,20 @@ def tail_rule(
             rng,
             root,
         )
-        if lump or sides is None:  # re-anchored beyond the wider clip: one clip for both sides
-            upper, lower = wide, wide
-        else:
-            reach, reach_low = above, below
         entries.append(_tail_entry(_named(names, heavy), rung_total))
+        upper, lower = wide, wide
+        # which side each heavy tail is on (design notes, "Heavy tails"), where no lump
+        # re-anchored the tail beyond the wider clip: a lump takes one clip for both sides, and
+        # the signed counts would be spent for nothing (a 90 %-zero mixture, docs/accuracy.md)
+        if sided and not lump:
+            first = (float(reach[0]), threshold, joint)
+            sides = _measured_sides(
+                matrix, where, names, heavy, (radius, rung, wide), first, (plan, mean_budget),
+                live, rng, root, users=users, balance=balance
+            )  # fmt: skip
+            if sides is not None:
+                mean_budget, upper, lower, reach, reach_low, side_entries = sides
+                entries += side_entries
         # the split call composes below its sum: the means take up the rest
         others = [*where.entries, *entries]
         moment_costs = [] if moment_budget is None else moment_budget.costs()
@@ -844,12 +844,12 @@ def _measured_sides(
 ):
     """The heavy columns' sides, where counting them pays (:func:`_side_clips`): a tail all on
     one side, at the signed counts' noise (their ε :data:`SIDES_SHARE` of the tail share, from
-    the means' budget), would give a narrower interval than the symmetric clip ``radii[2]``.
-    A decision from the first count (``first``: its upper confidence count, the heavy
-    threshold and its ε) and public facts before any draw; None where no column passes (no
-    draw, the budget untouched). Else the means' budget left, the clips above and below, the
-    upper confidence counts above and below and the ledger entries of the signed counts
-    (:func:`_signed_counts`) of the columns that passed."""
+    the means' budget after the second rung's), would give a narrower interval than the
+    symmetric clip ``radii[2]``. A decision from the first count (``first``: its upper
+    confidence count, the heavy threshold and its ε) and public facts before any draw; None
+    where no column passes (no draw, the budget untouched). Else the means' budget left, the
+    clips above and below, the upper confidence counts above and below and the ledger entries
+    of the signed counts (:func:`_signed_counts`) of the columns that passed."""
     bulk, rung, wide = radii
     reach, threshold, joint = first
     plan, mean_budget = budget
