@@ -601,7 +601,8 @@ def tail_rule(
     release's own two. Only the ``live`` columns are counted (default: those the location
     stages did not withhold, :attr:`~dplong.privacy.locate.Location.doomed`). ``sided``: the
     release can place its interval off the located centre, and a heavy column's two sides are
-    counted apart (:func:`_side_clips`), each clipped as far out as its own tail asks."""
+    counted apart after the second rung where it found no lump (:func:`_measured_sides`), each
+    clipped as far out as its own tail asks."""
     radius, mean_budget, moment_budget = final
     d = radius.shape[0]
     none = np.zeros(d, dtype=bool)
