@@ -252,6 +252,8 @@ HEAVY = {
     "lognormal σ = 1": lambda rng, n: np.exp(np.log(10.0) - 0.5 + rng.normal(0.0, 1.0, n)),
     "Pareto 2.5": lambda rng, n: 15.0 * rng.pareto(2.5, n),  # Lomax 2.5: mean 1 / 1.5
 }
+#: Every level law :func:`moderate` draws from.
+LEVELS = {**MODERATE, **HEAVY}
 
 
 def moderate(kind: str, n: int, epsilon: float, reps: int, seed: int) -> str:
@@ -262,7 +264,7 @@ def moderate(kind: str, n: int, epsilon: float, reps: int, seed: int) -> str:
     private, public, covered, warned, withheld = [], [], 0, 0, 0
     for rep in range(reps):
         data, noise, _ = seeds(seed, n, int(100 * epsilon), sum(map(ord, kind)), rep)
-        means = {**MODERATE, **HEAVY}[kind](data, n)[:, None] + data.normal(0.0, 2.0, (n, 5))
+        means = LEVELS[kind](data, n)[:, None] + data.normal(0.0, 2.0, (n, 5))
         res = dplong.winsorized_mean(
             means.ravel(), groups=np.repeat(np.arange(n), 5), epsilon=epsilon, random_state=noise
         )
