@@ -660,22 +660,8 @@ def fast_compose() -> Iterator[Callable[..., Any]]:
 
 
 def winning_law(loss: NDArray[np.int64], rate: float) -> NDArray[np.float64]:
-    """The exact chance that each cell is the first of largest ``Z - loss``, Z two-sided
-    geometric of ``rate`` per cell: the law of ``private_median``'s report-noisy-max (the
-    package draws it run by run, the audits' replicas cell by cell). Cell k wins at its draw
-    z iff the cells before it draw at most ``z - 1 - L_k + L_j`` and those after at most
-    ``z - L_k + L_j``; summed over z."""
-    p = np.exp(-rate)
-    z = np.arange(-int(80 / rate), int(80 / rate) + loss.max() + 2)  # tails beyond: < e^-80
-
-    def cdf(v: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.where(v < 0, p ** np.abs(v) / (1 + p), 1 - p ** (v + 1) / (1 + p))
-
-    mass = (1 - p) / (1 + p) * p ** np.abs(z)
-    law = np.empty(loss.size)
-    for k in range(loss.size):
-        reach = z[:, None] - loss[k] + loss[None, :]
-        before = np.prod(cdf(reach[:, :k] - 1.0), axis=1)
-        after = np.prod(cdf(reach[:, k + 1 :]), axis=1)
-        law[k] = np.sum(mass * before * after)
-    return law
+    """The exact chance that each cell is drawn: ``exp(-rate * loss)`` over its sum, the law of
+    ``private_median``'s exponential mechanism (the package draws it run by run, the audits'
+    replicas cell by cell)."""
+    weight = np.exp(-rate * (loss - loss.min()))
+    return np.asarray(weight / weight.sum())

@@ -209,15 +209,16 @@ def test_refusals_come_before_any_draw(name: str, fit: Fit, kwargs: dict[str, An
         assert accountant.spent == spent_before
 
 
-@pytest.mark.parametrize("epsilon", [18.0, 20.0])
+@pytest.mark.parametrize("epsilon", [19.0, 22.0])
 def test_second_tail_rung_over_many_columns_spends_exactly_the_budget(epsilon: float) -> None:
     """The dietox user-level curve (12 grid points, heavy at this ε): the tail stage's second
     rung pools the heavy columns' shares into one count, which in Rényi terms costs more than
     the per-column shares it came from, so the means give the excess back (``budget.top_up``).
     At ε = 14 and 16, where seeds 0-3 each ran the second rung and composed 0.9-1.5 % over the
-    budget before, the fit is now refused (every point would be withheld); at 18 and 20 about
-    a third of the seeds run it (seeds 0 and 6 at 18, 0 and 5 at 20): the seeds run until two
-    have, every one checked."""
+    budget before, the fit is now refused (every point would be withheld; at 18 too since the
+    medians are the exponential mechanism, whose miss bound is a little higher); at 19 and 22
+    about half the seeds run it (seeds 0 and 5 at both): the seeds run until two have, every
+    one checked."""
     pigs = dplong.datasets.load_dietox()
     model = dplong.PriestleyChao.from_formula(
         "Weight ~ Time", pigs, groups="Pig", domain=(1.0, 12.0), bandwidth=1.0

@@ -265,7 +265,7 @@ class TestReport:
         assert 'id="error-bounds"' in page and "Assumptions" in page
         assert "bad events" in page and "gamma=0.05 per centre" in page
         assert 'id="privacy-ledger"' in page and "Total spent: ε = " in page
-        assert "private median (report-noisy-max, log grid)" in page  # the digest's stages
+        assert "private median (exponential mechanism, log grid)" in page  # the digest's stages
         assert "Every mechanism call" in page  # and the full ledger
         assert "dplong fit dataset:wage_panel --model ols" in page  # the command line
         assert "--seed was used" in page

@@ -114,9 +114,10 @@ def test_dietox_curve_with_an_estimated_scale() -> None:
     """The user-level curve on its default grid (12 points) with the scale estimated. At
     ε = 16 the plan says the medians miss with probability up to 0.68 even with all 72 pigs:
     every point would be withheld, and the fit is refused before any noise
-    (tests/test_planning.py). At the advised ε = 18 (seeds 0-39) a point is withheld or is a
+    (tests/test_planning.py). At the advised ε = 19 (seeds 0-39; 18 until the medians became
+    the exponential mechanism, whose miss bound is a little higher) a point is withheld or is a
     number its own SE vouches for: within 20 SEs of the non-private curve (issue 32's bar;
-    measured at most 3.1) and never of another magnitude (at most 2.2 times the non-private
+    measured at most 2.4) and never of another magnitude (at most 1.1 times the non-private
     value). Over seeds 0-39 at ε = 16 it had released 204 points off by more than 1e3 kg
     before the plausibility rule; at 18, before the midpoint's miss was read from the scale
     stage's two signs together, seeds 18 and 21 released 1.2e16 and -3.8e8 for 28 and 36 kg."""
@@ -127,19 +128,20 @@ def test_dietox_curve_with_an_estimated_scale() -> None:
     truth = _quiet_fit(model, epsilon=1e100, scale=1e8, random_state=0).params
     released = 0
     for seed in range(40):
-        res = _quiet_fit(model, epsilon=18.0, random_state=seed)
+        res = _quiet_fit(model, epsilon=19.0, random_state=seed)
         shown = res.params.notna()
         released += int(shown.sum())
         assert set(res.withheld[~shown]) <= {"missed", "no users"}
         gap = (res.params - truth).abs()[shown]
         assert (gap < 20.0 * res.bse[shown]).all(), seed
         assert (res.params.abs()[shown] < 10.0 * truth.abs()[shown]).all(), seed
-    assert released > 40  # measured 78 of 480: the rule is exercised on released points
+    assert released > 40  # measured 130 of 480: the rule is exercised on released points
 
 
 def test_dietox_curve_with_a_stated_scale_withholds_a_far_miss() -> None:
-    """The user-level curve on six points with a stated scale at ε = 8 and 9, where the plan
-    says the midpoints may miss (probability up to 0.5): a point whose midpoint missed by
+    """The user-level curve on six points with a stated scale at ε = 8.5 and 9 (8 is refused
+    since the medians became the exponential mechanism), where the plan says the midpoints may
+    miss (probability up to 0.5): a point whose midpoint missed by
     eighteen orders of magnitude put all 72 pigs at its interval's edge, but its count of
     users drew 112 (3.8 noise sds high), so its mean sat at 0.65 of the half-width, inside
     the 3-sd edge rule's 0.69, and seed 1 released 1.9e18 kg with a tight interval (an audit
@@ -152,7 +154,7 @@ def test_dietox_curve_with_a_stated_scale_withholds_a_far_miss() -> None:
     )
     truth = _quiet_fit(model, epsilon=1e100, scale=1e8, random_state=0).params
     released = withheld = 0
-    for epsilon in (8.0, 9.0):
+    for epsilon in (8.5, 9.0):
         for seed in range(30):
             res = _quiet_fit(model, epsilon=epsilon, scale=250.0, random_state=seed)
             shown = res.params.notna()

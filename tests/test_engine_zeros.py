@@ -276,9 +276,9 @@ def test_users_off_zero_too_few_for_the_first_median_get_a_second() -> None:
         if len(scale) == 3:
             seconds += 1
             assert [m for m, _ in scale] == [
-                "private median (report-noisy-max, log grid)",
+                "private median (exponential mechanism, log grid)",
                 "lattice Laplace count of users off 0",
-                "private median (report-noisy-max, log grid)",
+                "private median (exponential mechanism, log grid)",
             ]
             # sized for about 300 users instead of 2,000 (0.08 / 0.15 = 0.53, not 0.06)
             assert scale[2][1] > 5 * scale[0][1]
@@ -286,7 +286,7 @@ def test_users_off_zero_too_few_for_the_first_median_get_a_second() -> None:
     # where the first median's bound holds it is the only one (20,000 users, 90 % at 0)
     release = _release(_zero_inflated(20000, 0.9, seed=1), 1.0, 0)
     scale = [e.mechanism for e in release.privacy.entries if e.stage == "scale"]
-    assert scale.count("private median (report-noisy-max, log grid)") == 1
+    assert scale.count("private median (exponential mechanism, log grid)") == 1
 
 
 def test_a_column_of_zeros_is_zero_and_says_what_it_cannot_see() -> None:
@@ -296,7 +296,7 @@ def test_a_column_of_zeros_is_zero_and_says_what_it_cannot_see() -> None:
     assert any("sees no others" in note for note in release.notes)
     scale = [e for e in release.privacy.entries if e.stage == "scale"]
     assert [e.mechanism for e in scale] == [
-        "private median (report-noisy-max, log grid)",
+        "private median (exponential mechanism, log grid)",
         "lattice Laplace count of users off 0",
     ]
     assert release.privacy.epsilon <= 1.0
@@ -326,9 +326,9 @@ def test_a_shared_value_is_set_aside_and_the_others_measured() -> None:
         assert release.interval[0, 0] < -5.0 and release.interval[0, 1] > 15.0
         scale = [(e.mechanism, e.epsilon) for e in release.privacy.entries if e.stage == "scale"]
         assert [m for m, _ in scale] == [
-            "private median (report-noisy-max, log grid)",
+            "private median (exponential mechanism, log grid)",
             "lattice Laplace count off the cell",
-            "private median (report-noisy-max, log grid)",
+            "private median (exponential mechanism, log grid)",
             _BAND,
         ]
         assert release.privacy.epsilon <= 1.0 * (1 + 1e-12)

@@ -42,11 +42,13 @@ from dplong.privacy.accounting import (
     Cost,
     LedgerEntry,
     PrivacyLedger,
+    bounded_range_renyi,
     compose,
     pure_renyi,
     zcdp_epsilon,
 )
 from dplong.privacy.budget import FinalBudget, ReleasePlan
+from dplong.privacy.budget.stages import ZERO_COUNT_SHARE, ZERO_SPLIT_BOUNDED
 from dplong.privacy.engine import Release, release_means
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.rules import Rules
@@ -256,6 +258,69 @@ def test_pure_renyi_curve_is_randomized_response() -> None:
         assert np.all(np.abs(pure_renyi(epsilon)[::60] - both) <= rounding)
 
 
+def _two_point_renyi(epsilon: float, q: NDArray[np.float64], a: float) -> NDArray[np.float64]:
+    """``D_α(P‖Q)`` of the two-output pairs whose losses are ``t`` and ``t - ε``: ``Q = (q, 1 -
+    q)``, ``P = (q e^t, (1 - q) e^{t - ε})``, t set by P summing to 1 (computed from P and Q)."""
+    t = -np.log(q + (1.0 - q) * math.exp(-epsilon))
+    log_p1, log_p2 = np.log(q) + t, np.log1p(-q) + t - epsilon
+    return np.asarray(
+        np.logaddexp(a * log_p1 + (1 - a) * np.log(q), a * log_p2 + (1 - a) * np.log1p(-q))
+        / (a - 1)
+    )
+
+
+def test_bounded_range_curve_is_the_two_point_supremum() -> None:
+    """The curve is the largest Rényi divergence of the two-output pairs whose loss ranges over
+    an interval of width ε (the worst case: a convex function of ``e^L`` at a fixed mean is
+    largest at the interval's ends), found here by a bounded search over q; it is at most the
+    pure curve and about ``α ε²/8`` at small ε (Cesar & Rogers 2021, Lemma 3.2)."""
+    for epsilon in (0.05, 0.3, 2.0):
+        curve = bounded_range_renyi(epsilon)
+        assert np.all(curve <= pure_renyi(epsilon) * (1 + ROUNDING))
+        for k in range(0, ORDERS.size, 25):
+            a = float(ORDERS[k])
+            if a > 1e3:  # the loss's own ends bound it there: curve == ε
+                continue
+            found = optimize.minimize_scalar(
+                lambda q, e=epsilon, a=a: -_two_point_renyi(e, np.array([q]), a)[0],
+                bounds=(1e-12, 1 - 1e-12),
+                method="bounded",
+                options={"xatol": 1e-12},
+            )
+            assert curve[k] == pytest.approx(-found.fun, rel=3e-6)  # its margin: 1e-6
+            grid = _two_point_renyi(epsilon, np.linspace(1e-6, 1 - 1e-6, 2001), a)
+            assert np.all(grid <= curve[k] * (1 + 1e-9))
+    small = bounded_range_renyi(1e-3)[:50] / ORDERS[:50]
+    np.testing.assert_allclose(small, 1e-3**2 / 8, rtol=1e-3)
+
+
+def test_a_zero_split_composes_below_the_median_planned() -> None:
+    """The plan costs a scale stage of ε s as one bounded-range median; in a column whose
+    midpoint is 0 the stage runs as a count at ``ZERO_COUNT_SHARE`` of s and a median at the
+    rest: up to ``ZERO_SPLIT_BOUNDED`` these compose below the planned median at every order,
+    beyond about 12 they do not (so the plan costs larger stages as pure calls)."""
+    share = ZERO_COUNT_SHARE
+    for s in np.geomspace(1e-4, ZERO_SPLIT_BOUNDED, 300):
+        split = pure_renyi(share * s) + bounded_range_renyi((1 - share) * s)
+        assert np.all(split <= bounded_range_renyi(s) * (1 + ROUNDING)), s
+    beyond = pure_renyi(share * 13.0) + bounded_range_renyi((1 - share) * 13.0)
+    assert np.any(beyond > bounded_range_renyi(13.0))
+    costs = ReleasePlan.make(n=2000, d=1, epsilon=1.0, delta=1e-6, stated_scale=False)
+    assert [c.bounded for c in costs.early_costs()[:2]] == [True, True]
+
+
+def test_bounded_calls_compose_below_pure_ones() -> None:
+    """Twenty medians at ε = 0.1 each: basic composition sums them either way (2.0); the Rényi
+    rule composes bounded-range calls at about a quarter of the pure ones' ρ."""
+    pure = compose([Cost(epsilon=0.1)] * 20, 1e-6)
+    bounded = compose([Cost(epsilon=0.1, bounded=True)] * 20, 1e-6)
+    assert bounded.epsilon < pure.epsilon < 2.0
+    assert bounded.rho == pytest.approx(20 * 0.1**2 / 8) and pure.rho == pytest.approx(0.1)
+    assert compose([Cost(epsilon=0.1, bounded=True)] * 2, 0.0).epsilon == pytest.approx(0.2)
+    entry = LedgerEntry("midpoint", "private median", "x", 0.1, 0.0, 0.0, 1.0, 20.0, True)
+    assert entry.cost == Cost(epsilon=0.1, bounded=True)
+
+
 @pytest.mark.parametrize(
     ("rho", "delta"), list(itertools.product((1e-4, 0.01, 0.25, 1.0, 10.0), (1e-3, 1e-6, 1e-12)))
 )
@@ -429,10 +494,12 @@ def test_memoized_budgets_are_exact() -> None:
         bandwidth=0.3,
         grid=[0.3, 0.6],
     )
+    # four columns: the discrete Gaussian composes them below Laplace noise (at two the cheap
+    # bounded-range medians leave Laplace ahead)
     gaussian = ReleaseOptions.check(
-        500, epsilon=1.0, delta=1e-2, privacy="central", bound=None, d=2
+        500, epsilon=1.0, delta=1e-2, privacy="central", bound=None, d=4
     )
-    y = 1500.0 + np.random.default_rng(72).normal(size=(500, 2))
+    y = 1500.0 + np.random.default_rng(72).normal(size=(500, 4))
 
     def releases(seed: int) -> list[Any]:
         return [
@@ -447,10 +514,10 @@ def test_memoized_budgets_are_exact() -> None:
             ),
             release_means(
                 y,
-                names=("a", "b"),
+                names=("a", "b", "c", "d"),
                 options=gaussian,
                 rng=np.random.default_rng(seed),
-                rules=Rules(scale=np.ones(2)),
+                rules=Rules(scale=np.ones(4)),
             ),
             ols.fit(epsilon=4.0, random_state=seed),  # at 2 every column is withheld: refused
             ols.fit(epsilon=2.0, scale=1.0, random_state=seed),

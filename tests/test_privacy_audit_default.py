@@ -95,14 +95,15 @@ pytestmark = [
 # * "stated": the same with the stated scale 1: count (0.1), midpoint (0.4), refinement
 #   (0.2), final mean (≈ 1.3); the refinement's rough mean is released as the interval's centre.
 #   At n ε = 400 per column neither plan releases a second moment (MOMENT_USERS = 500).
-# * "gaussian": d = 2, ε = 2, δ = 0.05, n = 300, stated scale 1: the plan picks the discrete
+# * "gaussian": d = 2, ε = 2, δ = 0.1, n = 300, stated scale 1: the plan picks the discrete
 #   Gaussian for the final stage (checked on every run's noise_kind; ρ_j ≈ 0.21, so the pair
 #   below moves the two estimates by √(2ρ) ≈ 0.9 noise sd together). The others sit at
 #   1502 + N(0, 0.1²), in the middle of the grid cell [1500, 1504): both midpoints are that
 #   cell's centre in (almost) every run, so the estimate c + S/N̂ has no offset for the count's
 #   noise to multiply (which would otherwise swamp the final stage's), and the columns' radii
 #   and PLAN shares coincide (which keeps the budget memo warm). The large δ is what makes the
-#   Gaussian the better final stage for two columns at this ε.
+#   Gaussian the better final stage for two columns at this ε (at δ = 0.05 the medians'
+#   bounded-range cost leaves Laplace noise ahead).
 # * "supported": "estimated" on others that are all >= 0 (Beta(2, 2): bounded, so that no
 #   run's interval clips them and the noiseless estimate is their mean; symmetric, so that the
 #   median the mean is read from (the anchor) sits at their mean and the count's noise, which
@@ -169,7 +170,7 @@ class Config:
 
 ESTIMATED = Config("estimated", 200, 2.0, 1e-3, None, 0.0)
 STATED = Config("stated", 200, 2.0, 1e-3, np.array([1.0]), 0.0)
-GAUSSIAN = Config("gaussian", 300, 2.0, 5e-2, np.ones(2), 1502.0, d=2, spread=0.1)
+GAUSSIAN = Config("gaussian", 300, 2.0, 1e-1, np.ones(2), 1502.0, d=2, spread=0.1)
 SUPPORTED = Config("supported", 200, 2.0, 1e-3, None, 0.0, lower=np.zeros(1))
 CENTRED = Config("centred", 200, 2.0, 1e-3, None, 0.0, public=0.1)
 MOMENT = Config("moment", 200, 2.0, 1e-3, None, 0.0, tail=Moment(k=4, bound=30.0))
@@ -444,7 +445,7 @@ def release_means_replica(
 REPLICA_CASES = [
     (1000, 2, 2.0, 1e-6, False, 300, False, False),
     (200, 1, 2.0, 1e-3, True, 0, False, False),
-    (300, 2, 2.0, 5e-2, True, 0, False, False),
+    (300, 2, 2.0, 1e-1, True, 0, False, False),
     (1000, 2, 2.0, 1e-6, False, 300, True, False),
     (2500, 1, 0.5, 1e-6, False, 600, False, True),
 ]
@@ -566,7 +567,7 @@ def test_release_means_replica_reproduces_the_package(
             )
             located = "spread" if public else "midpoint"
             assert getattr(plan, located) > getattr(planned, located)
-    assert kinds == {"gaussian" if delta > 1e-2 else "laplace"}
+    assert kinds == {"gaussian" if delta > 5e-2 else "laplace"}
     assert moments == {bool(missing)}  # the cases with users missing have a second moment
     assert any(moderate) == skewed  # the moderate band crossed, where it can be
 

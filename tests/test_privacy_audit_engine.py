@@ -37,6 +37,8 @@ from audit import (
     CONFIDENCE,
     FAR,
     EpsilonBound,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
     epsilon_lower_bound,
     pair_bound,
     repeat,
@@ -53,7 +55,6 @@ from dplong.privacy.noise import (
     geometric_rate,
     release_bounded_sum,
     release_gaussian_sum,
-    two_sided_geometric,
 )
 from dplong.privacy.projection import centred
 from dplong.privacy.quantile import MIDPOINT_REACH, LogGrid, private_median
@@ -323,9 +324,9 @@ def test_gaussian_sum_audit_has_power() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# 3. private_median: report-noisy-max over the cells of a log grid
+# 3. private_median: the exponential mechanism over the cells of a log grid
 # ---------------------------------------------------------------------------------------------
-# The mechanism is the same for any public grid (its noise and its utility's sensitivity do not
+# The mechanism is the same for any public grid (its rate and its utility's sensitivity do not
 # depend on the cells), so the audit uses a small grid — 26 cells, boundaries 0, ±2^{k/2} for
 # |k/2| <= 2 and ±2^k beyond, up to 16 — where a release costs ~50 µs; the default grid is
 # exercised end to end in ``test_privacy_audit_default.py``. ε = 1 per column (rate a ≈ 1/2).
@@ -336,19 +337,23 @@ def test_gaussian_sum_audit_has_power() -> None:
 #     (in C2): moved across a cell boundary by one ulp;
 #   * "-far" / "+far": ∓FAR; "-inf" / "+inf"; "nan": no statistic (counts nowhere).
 # With user 0 in C1 (or below both) C2 leads by g = 4 (u = -21 vs -25); in C2 (or above) by 6.
-# C1 then wins iff its noise beats C2's by the gap, so P(C1; D) / P(C1; D') is the ratio of two
-# tails of a difference of geometric variables two apart: about e^{0.77 ε} here, and at most
-# e^{2a} = e^ε (module docstring of quantile.py). NaN vs +far moves the gap by one (~ε/2).
-# The gap 4 is chosen so that C1 still wins often (16 %) while the ratio is near its bound.
-# Events (fixed): the output is C1's centre, C2's, at most C1's, at least C2's, below C2's.
-# The unsigned grid (the scale stage's |x - m̂|) is audited on user 0 at 0 vs +inf, with 20
-# users at 0.3 and 25 at 1.1: the same gaps for the cells of 0.3 and 1.1.
-# POWER: (a) noise / 4; (b) the textbook monotone calibration — noise of rate ε instead of ε/2,
-# wrong here because the utility is not monotone (one user raises one cell and lowers another):
-# true ε ≈ 1.7 on the boundary pair; (c) a grid that follows the data — the cells shifted to put
-# the exact median on a boundary — whose output support depends on the data (an unbounded
-# loss, as with textbook float Laplace noise). (a) and (c) use 20 users on either side (gap -1
-# and 1: C1 and C2 both win often), with user 0 the exact median.
+# C1 is drawn with chance e^{-ag} / (1 + e^{-ag}) (the other cells' weight is negligible), so
+# P(C1; D) / P(C1; D') is about e^{0.93 ε} here, and at most e^{2a} = e^ε (module docstring of
+# quantile.py); C2's ratio moves the other way, and the two losses span the whole bounded range
+# of width ε. NaN vs +far moves the gap by one (~ε/2). The gap 4 is chosen so that C1 still
+# wins often (12 %) while the ratio is near its bound. Events (fixed): the output is C1's
+# centre, C2's, at most C1's, at least C2's, below C2's. The unsigned grid (the scale stage's
+# |x - m̂|) is audited on user 0 at 0 vs +inf, with 20 users at 0.3 and 25 at 1.1: the same
+# gaps for the cells of 0.3 and 1.1.
+# POWER: (a) rate × 4; (b) the textbook monotone calibration — rate ε instead of ε/2, wrong here
+# because the utility is not monotone (one user raises one cell and lowers another): true ε ≈
+# 2 on the boundary pair; (c) a grid that follows the data — the cells shifted to put the exact
+# median on a boundary — whose output support depends on the data (an unbounded loss, as with
+# textbook float Laplace noise). (a) and (c) use 20 users on either side (gap -1 and 1: C1 and
+# C2 both win often), with user 0 the exact median.
+# BOUNDED RANGE (the ledger's Rényi cost, accounting.bounded_range_renyi): on the boundary
+# pair, the privacy loss at C1 less the loss at C2, from the frequencies' Clopper–Pearson
+# bounds; the monotone calibration's range is about 2ε.
 
 MEDIAN_GRID = LogGrid(fine=2, coarse=1, inner=2, outer=3)
 SPREAD_GRID = LogGrid(fine=2, coarse=1, inner=2, outer=3, signed=False)
@@ -409,10 +414,11 @@ def median_losses(
 def median_replica(
     noise_fraction: float = 1.0, data_grid: bool = False, reach: float | None = None
 ) -> Callable[..., float]:
-    """``private_median`` of one column with a draw for every cell, optionally broken.
+    """``private_median`` of one column with a draw for every cell, optionally broken: the
+    textbook exponential mechanism by Gumbel-max, ``argmax(-rate * loss + G)``.
 
-    ``noise_fraction`` divides the noise scale (multiplies the geometric rate; 1/2 is the
-    monotone calibration, rate ε). ``data_grid`` and ``reach``: :func:`median_losses`.
+    ``noise_fraction`` divides the noise scale (multiplies the rate; 1/2 is the monotone
+    calibration, rate ε). ``data_grid`` and ``reach``: :func:`median_losses`.
     Unbroken it has the package's law (:func:`test_median_replica_has_the_package_law`).
     """
 
@@ -421,16 +427,17 @@ def median_replica(
     ) -> float:
         loss, centres = median_losses(values, grid, data_grid, reach)
         rate = float(geometric_rate(epsilon, 2.0)) / noise_fraction
-        return float(centres[int(np.argmax(-loss + two_sided_geometric(rng, rate, loss.shape)))])
+        return float(centres[int(np.argmax(-rate * loss + rng.gumbel(size=loss.shape)))])
 
     return release
 
 
 def test_median_replica_has_the_package_law() -> None:
-    # Both draw the first cell of largest ``Z - loss`` (the package run by run, the replica
-    # cell by cell): over 10,000 draws each, every cell's frequency lies within 5 binomial sds
-    # of the exact law (the 312 checks, 26 cells x 6 cases x 2, false-alarm together in about
-    # 2e-4 under a normal approximation; the 1 / draws slack covers the cells of tiny chance).
+    # Both draw a cell with chance proportional to ``exp(-rate * loss)`` (the package run by
+    # run, the replica cell by cell): over 10,000 draws each, every cell's frequency lies
+    # within 5 binomial sds of the exact law (the 312 checks, 26 cells x 6 cases x 2,
+    # false-alarm together in about 2e-4 under a normal approximation; the 1 / draws slack
+    # covers the cells of tiny chance).
     replica, draws = median_replica(), 10_000
     rng = np.random.default_rng(40)
     for case in range(6):
@@ -545,8 +552,8 @@ def test_private_median_audit(pair: tuple[str, str], layout: str, least: float) 
     bound = _median_audit(pair, layout)
     print(report(f"private_median {pair} {layout}", bound, MEDIAN_EPS))
     assert bound.epsilon_lb <= MEDIAN_EPS, str(bound)
-    # tightness: the exact ratio of the boundary and far pairs is e^{0.77 ε}, the audit at 30,000
-    # runs sees ~0.65 ε of it (computed from the exact law of the noise); NaN vs far about half
+    # tightness: the exact ratio of the boundary and far pairs is e^{0.93 ε}, the audit at 30,000
+    # runs sees ~0.8 ε of it (computed from the exact law); NaN vs far about half
     assert bound.epsilon_lb > least * MEDIAN_EPS, str(bound)
 
 
@@ -567,6 +574,42 @@ def test_private_median_audit_has_power(
     assert bound.epsilon_lb > least * MEDIAN_EPS, str(bound)
 
 
+def _median_range_lb(noise_fraction: float = 1.0) -> float:
+    """A 99 % lower confidence bound on the privacy loss at C1 less that at C2 (the pair
+    "below" and "on", gap 4): each loss ``log P_D(y) / P_D'(y)`` bounded from its two
+    frequencies' one-sided Clopper–Pearson bounds, the four at 1 - 1 % / 4 each."""
+    below, on = (_median_outputs(u, "gap 4", noise_fraction, False) for u in ("below", "on"))
+    _, c1, c2 = _cells("gap 4")
+    alpha, runs = (1.0 - CONFIDENCE) / 4.0, below.size
+
+    def hits(outputs: NDArray[np.float64], cell: float) -> int:
+        return int(np.sum(outputs == cell))
+
+    loss_c1 = np.log(clopper_pearson_lower(hits(below, c1), runs, alpha)) - np.log(
+        clopper_pearson_upper(hits(on, c1), runs, alpha)
+    )
+    loss_c2 = np.log(clopper_pearson_upper(hits(below, c2), runs, alpha)) - np.log(
+        clopper_pearson_lower(hits(on, c2), runs, alpha)
+    )
+    return float(loss_c1 - loss_c2)
+
+
+def test_private_median_is_bounded_range() -> None:
+    # the ledger composes the median as ε-bounded-range: its loss ranges over at most ε. The
+    # boundary pair spans the whole range (exactly 2a = ε(1 - slack) in exact arithmetic: C1's
+    # loss 0.92 ε, C2's -0.08 ε); 30,000 runs a data set see about 0.85 ε of it
+    width = _median_range_lb()
+    print(f"private_median bounded range: lower bound {width:.3f} (claim {MEDIAN_EPS})")
+    assert 0.7 * MEDIAN_EPS < width <= MEDIAN_EPS
+
+
+def test_private_median_bounded_range_audit_has_power() -> None:
+    # the monotone calibration (rate ε): the range is 2ε (C1 drawn 1.8 % and 0.25 % of runs)
+    width = _median_range_lb(0.5)
+    print(f"private_median monotone calibration: range lower bound {width:.3f}")
+    assert width > 1.2 * MEDIAN_EPS
+
+
 # ---------------------------------------------------------------------------------------------
 # 3b. The midpoint's reach: private_median(..., reach=M)
 # ---------------------------------------------------------------------------------------------
@@ -577,7 +620,7 @@ def test_private_median_audit_has_power(
 # cell [1, √2)): only the two cells of outer magnitude 1/4 see user 0 far (|x| > 4 · 1/4) when
 # beyond. Eight cells tie at loss 15 (those two among them, in reach); beyond, those two lose
 # 16. Events: the output is either of them, the positive one, the negative one. Exact law:
-# the pair's ratio on "either" is e^{0.45 ε}; the audit at 30,000 runs sees about 0.37 ε.
+# the pair's ratio on "either" is about e^{0.42 ε}; the audit at 30,000 runs sees about 0.33 ε.
 # POWER: the same layout with noise / 4.
 
 REACH, REACH_EPS = 4.0, 1.0

@@ -46,7 +46,7 @@ SEED = 3
 
 
 def _fit(
-    monkeypatch: pytest.MonkeyPatch, share: Any
+    monkeypatch: pytest.MonkeyPatch, share: Any, seed: int = SEED
 ) -> tuple[Any, list[Release], list[tuple[tuple[Any, ...], float]]]:
     """The fit with ``share`` as the tail stage's share rule; its releases and the rule's
     calls (arguments, share)."""
@@ -70,7 +70,7 @@ def _fit(
     model = dplong.LongitudinalOLS.from_formula(FORMULA, wages, groups="nr", time="year")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = model.fit(epsilon=EPSILON, random_state=SEED)
+        res = model.fit(epsilon=EPSILON, random_state=seed)
     return res, releases, calls
 
 
@@ -128,15 +128,20 @@ def test_the_share_has_power(monkeypatch: pytest.MonkeyPatch) -> None:
     assert first_tail(found) > 2.0 * first_tail(sized)
     heavy = [any("heavy tail" in w for w in res.warnings) for res in (found, sized)]
     assert heavy == [True, True]
-    # the n-sized count's noise reaches its bias bounds: every interval 4-14 % wider on this
-    # seed (20-32 % when the count was sized for 300 users' worth, its n-sized share then a
-    # third of the N̂-sized one, now 0.35 of it). The N̂-sized count is precise enough to buy
-    # a heavy column's signed count, which every column's mean pays for, so a column it leaves
-    # unsplit gains least: the N̂-sized intervals at most 0.97 of the others, four of five at
-    # most 0.94 (0.88-0.93 on this seed)
-    widths = [np.diff(res.conf_int().to_numpy(), axis=1).ravel() for res in (found, sized)]
-    ratio = widths[0] / widths[1]
-    assert np.all(ratio < 0.97) and np.sum(ratio < 0.94) >= 4, widths
+    # the n-sized count's noise reaches its bias bounds: the N̂-sized intervals are narrower
+    # on average. The N̂-sized count is precise enough to buy a heavy column's signed count,
+    # which every column's mean pays for, so a column it leaves unsplit can come out a little
+    # wider: over seeds 0-5 (30 intervals) the geometric mean of the width ratios is 0.938
+    # (seeds 0-11: 0.89-1.02 a seed, below 1 in 11 of 12), its bar 0.96; a share that changed
+    # nothing would give 1. (Before the medians were costed as bounded-range calls every
+    # interval of seed 3 was 3-12 % narrower; the n-sized count now gets more of the means'
+    # larger budget too.)
+    ratios = []
+    for seed in range(6):
+        pair = (_fit(monkeypatch, rule, seed)[0] for rule in (tail_share, _for_n))
+        widths = [np.diff(res.conf_int().to_numpy(), axis=1).ravel() for res in pair]
+        ratios.append(widths[0] / widths[1])
+    assert float(np.exp(np.mean(np.log(ratios)))) < 0.96, ratios
 
 
 def test_a_declared_support_runs_the_count_from_public_facts() -> None:

@@ -114,8 +114,8 @@ RUNS, BROKEN_RUNS = 30_000, 10_000
 
 def weighted_median_replica(noise_fraction: float = 1.0) -> Callable[..., NDArray[np.float64]]:
     """The weighted ``private_median`` of one column rebuilt from its definition: counts are
-    sums of weights, report-noisy-max at the rate of ε at sensitivity 2; ``noise_fraction``
-    divides the noise scale. Un-broken it has the package's law
+    sums of weights, the exponential mechanism (Gumbel-max, a draw per cell) at the rate of ε at
+    sensitivity 2; ``noise_fraction`` divides the noise scale. Un-broken it has the package's law
     (:func:`test_weighted_median_replica_has_the_package_law`). ``runs`` releases at once: a
     row of i.i.d. draws per run, the law of as many separate releases."""
 
@@ -133,8 +133,8 @@ def weighted_median_replica(noise_fraction: float = 1.0) -> Callable[..., NDArra
         below_cells = lower
         above_cells = np.append(upper[1:], 0.0)
         rate = float(geometric_rate(EPS, 2.0)) / noise_fraction
-        noisy = -np.maximum(below_cells, above_cells) + two_sided_geometric(
-            rng, rate, (runs, below_cells.size)
+        noisy = -rate * np.maximum(below_cells, above_cells) + rng.gumbel(
+            size=(runs, below_cells.size)
         )
         return np.asarray(GRID.centres[np.argmax(noisy, axis=1)], dtype=np.float64)
 
@@ -169,10 +169,10 @@ def _weighted_losses(user: str) -> NDArray[np.int64]:
 
 
 def test_weighted_median_replica_has_the_package_law() -> None:
-    # The package draws the report-noisy-max run by run, the replica cell by cell: both draw
-    # the first cell of largest ``Z - loss``. On the audit's own 30,000 package runs per user
-    # (cached for test_weighted_median_audit, which would draw them anyway) and 5,000 replica
-    # draws, every cell's frequency lies within 5 binomial sds of the exact law (the 130
+    # The package draws the exponential mechanism run by run, the replica cell by cell: both draw a
+    # cell with chance proportional to ``exp(-rate * loss)``. On the audit's own 30,000 package runs
+    # per user (cached for test_weighted_median_audit, which would draw them anyway) and 5,000
+    # replica draws, every cell's frequency lies within 5 binomial sds of the exact law (the 130
     # checks, 13 cells x 5 users x 2, false-alarm together in about 1e-4 under a normal
     # approximation; the 1 / runs slack covers the cells of tiny chance).
     replica, draws = weighted_median_replica(), 5_000

@@ -90,8 +90,8 @@ def plan(
     >>> import dplong
     >>> p = dplong.plan("Weight ~ 1", model="location", n=72, epsilon=4.0)
     >>> p.refused, p.smallest_epsilon
-    (True, 4.4)
-    >>> dplong.plan("Weight ~ 1", model="location", n=72, epsilon=4.4).refused
+    (True, 4.6)
+    >>> dplong.plan("Weight ~ 1", model="location", n=72, epsilon=4.6).refused
     False
     >>> p = dplong.plan("y ~ x", model="ols", n=5000, epsilon=1.0, target_sd=0.005)
     >>> p.refused, p.table.loc[("0", "x"), "unit"]

@@ -1,16 +1,19 @@
 """Privacy bookkeeping: what each mechanism call costs, how the calls compose, and the ledger.
 
-Every mechanism call costs one :class:`Cost`: a pure ε (Laplace, report-noisy-max,
-randomized response), a zCDP ρ (the discrete Gaussian), or an approximate (ε, δ) (the stable
-histogram). :func:`compose` turns the costs of a whole release into the (ε, δ) it spends, by
-the better of two exact rules:
+Every mechanism call costs one :class:`Cost`: a pure ε (Laplace, randomized response; the
+exponential mechanism, whose pure ε is also a *bounded range*), a zCDP ρ (the discrete
+Gaussian), or an approximate (ε, δ) (the stable histogram). :func:`compose` turns the costs of
+a whole release into the (ε, δ) it spends, by the better of two exact rules:
 
 * **basic** composition (Dwork & Roth Thm 3.16): the pure ε add up, and the Gaussian calls,
   composed in ρ, are converted at the δ left over;
 * **Rényi** composition (Mironov 2017): every pure call contributes Steinke's sharp Rényi
   curve of ε-DP (``ε - log((1 + e^-ε) / (1 + e^-(2α-1)ε)) / (α - 1)``, tight for randomized
-  response, hence valid for any ε-DP mechanism), every Gaussian call ``α ρ``; the summed curve
-  is converted to (ε, δ) with Canonne, Kamath & Steinke (2020, Prop. 12):
+  response, hence valid for any ε-DP mechanism), every ε-bounded-range call (the exponential
+  mechanism: its privacy loss ranges over an interval of width ε; Durfee & Rogers 2019) the
+  sharp curve of that class (:func:`bounded_range_renyi`, about ``α ε²/8`` where the pure
+  curve is ``α ε²/2``: Cesar & Rogers 2021, Lemma 3.2), every Gaussian call ``α ρ``; the
+  summed curve is converted to (ε, δ) with Canonne, Kamath & Steinke (2020, Prop. 12):
   ``δ = exp((α-1)(ε̂(α) - ε)) (1 - 1/α)^α / (α - 1)``, minimised over a fixed public grid of
   orders α (any α gives a valid δ).
 
@@ -25,7 +28,7 @@ and refuses a spend *before* any noise is drawn.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -46,6 +49,7 @@ __all__ = [
     "Cost",
     "LedgerEntry",
     "PrivacyLedger",
+    "bounded_range_renyi",
     "compose",
     "gaussian_vector_entry",
     "pure_renyi",
@@ -60,18 +64,23 @@ ORDERS: NDArray[np.float64] = 1.0 + np.geomspace(1e-3, 1e5, 200)
 @dataclass(frozen=True)
 class Cost:
     """Privacy cost of one mechanism call: pure ``epsilon``, zCDP ``rho``, or an approximate
-    ``(epsilon, delta)`` (``delta > 0``; composed by basic composition only).
+    ``(epsilon, delta)`` (``delta > 0``; composed by basic composition only). ``bounded``: the
+    pure call is also ε-bounded-range (the exponential mechanism), which the Rényi rule
+    composes by :func:`bounded_range_renyi`.
 
     Examples
     --------
     >>> from dplong.privacy.accounting import Cost
     >>> Cost(epsilon=0.5).kind, Cost(rho=0.01).kind, Cost(epsilon=0.5, delta=1e-6).kind
     ('pure', 'zcdp', 'approximate')
+    >>> Cost(epsilon=0.5, bounded=True).kind
+    'pure'
     """
 
     epsilon: float = 0.0
     delta: float = 0.0
     rho: float = 0.0
+    bounded: bool = False
 
     @property
     def kind(self) -> str:
@@ -105,6 +114,57 @@ def pure_renyi(epsilon: float | NDArray[np.float64]) -> NDArray[np.float64]:
 #: ``-(2α - 1)`` and ``α - 1`` on :data:`ORDERS`, computed once (a budget search composes often).
 _NEGATIVE_ODD_ORDERS = -(2.0 * ORDERS - 1.0)
 _ORDERS_LESS_ONE = ORDERS - 1.0
+
+
+def bounded_range_renyi(epsilon: float | NDArray[np.float64]) -> NDArray[np.float64]:
+    """Sharp Rényi curve of an ε-bounded-range mechanism on :data:`ORDERS`.
+
+    A mechanism is ε-bounded-range (Durfee & Rogers 2019) when, for neighbours x, x', its
+    privacy loss ``L(y) = log P_x(y) / P_x'(y)`` lies in some ``[t - ε, t]`` for every output y;
+    the exponential mechanism at ε (``P(y) ∝ exp(ε u(y) / 2)``, u of sensitivity 1) is. As
+    ``E_{x'}[e^L] = 1``, ``E_{x'}[e^{αL}]`` is the mean of a convex function of ``e^L`` under a
+    fixed mean: largest when ``L`` takes only the two ends, a two-output pair ``P = (p, 1 - p)``,
+    ``Q = (q, 1 - q)`` with ``p/q = e^t``, ``(1 - p)/(1 - q) = e^{t - ε}``. With ``s = e^-ε``
+    this gives ``D_α(P‖Q) = [log(q + (1 - q) s^α) - α log(q + (1 - q) s)] / (α - 1)``, largest
+    at ``q* = [α (1 - s) s^α - s (1 - s^α)] / [(1 - α)(1 - s)(1 - s^α)]`` (its derivative in q
+    vanishes there; clipped to [0, 1]). Small ε gives about ``α ε²/8`` (Cesar & Rogers 2021,
+    Lemma 3.2), a quarter of :func:`pure_renyi`'s; every value is at most both ε and
+    :func:`pure_renyi`'s (an ε-bounded-range loss lies in ``[-ε, ε]``: the mechanism is ε-DP).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.accounting import ORDERS, bounded_range_renyi, pure_renyi
+    >>> curve = bounded_range_renyi(0.1)
+    >>> bool(np.all(curve <= pure_renyi(0.1) + 1e-15)), bool(np.all(curve <= 0.1))
+    (True, True)
+    >>> round(float(curve[0] / ORDERS[0]) / (0.1**2 / 8), 3)    # α ε²/8 at small α
+    1.0
+    """
+    eps = np.asarray(epsilon, dtype=np.float64)[..., None]
+    a = ORDERS
+    log_s, log_s_a = -eps, -eps * a
+    one_s, one_s_a = -np.expm1(log_s), -np.expm1(log_s_a)  # 1 - s, 1 - s^α
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        q = (a * one_s * np.exp(log_s_a) - np.exp(log_s) * one_s_a) / ((1.0 - a) * one_s * one_s_a)
+        q = np.clip(np.nan_to_num(q, nan=0.5), 0.0, 1.0)
+
+        def log_mix(
+            one_less: NDArray[np.float64], log_low: NDArray[np.float64]
+        ) -> NDArray[np.float64]:
+            # log(q + (1 - q) s^k) = log(1 - (1 - q)(1 - s^k)): by log1p where the mixture is
+            # near 1, else from its logs (q and s^k may both be tiny there)
+            off = (1.0 - q) * one_less
+            near = np.log1p(-np.minimum(off, 0.5))
+            far = np.logaddexp(np.log(q), np.log1p(-q) + log_low)
+            return np.asarray(np.where(off < 0.5, near, far))
+
+        value = (log_mix(one_s_a, log_s_a) - a * log_mix(one_s, log_s)) / _ORDERS_LESS_ONE
+    # a relative 1e-6 above the float optimum: its rounding (and q*'s) can only fall short of
+    # the supremum; the pure curve, a bound on every ε-DP call, caps it
+    value = np.where(np.isnan(value), np.inf, value) * (1.0 + 1e-6)
+    curve = np.maximum(np.minimum(value, pure_renyi(epsilon)), 0.0)
+    return np.asarray(np.where(eps > 0, curve, 0.0))
 
 
 #: The δ-free parts of CKS 2020, Prop. 12 on :data:`ORDERS`.
@@ -194,23 +254,29 @@ class Composer:
         self.approx = bool(approx)
         self.eps_a = sum(c.epsilon for c in approx)
         self.delta_a = float(sum(c.delta for c in approx))
-        self.pure = np.array([c.epsilon for c in costs if c.kind == "pure"])
+        self.pure = np.array([c.epsilon for c in costs if c.kind == "pure" and not c.bounded])
+        self.bounded = np.array([c.epsilon for c in costs if c.kind == "pure" and c.bounded])
         self.rho = float(sum(c.rho for c in costs if c.kind == "zcdp"))
-        self.eps_pure = float(self.pure.sum())
+        self.eps_pure = float(self.pure.sum() + self.bounded.sum())
+        # in zCDP: ε-DP is ε²/2 (Bun & Steinke 2016, Prop. 1.4), ε-bounded-range ε²/8
         with np.errstate(over="ignore"):
-            self.squares = float(np.square(self.pure).sum())
+            self.squares = float(np.square(self.pure).sum() + np.square(self.bounded).sum() / 4.0)
         self._curve: NDArray[np.float64] | None = None
 
     def curve(self) -> NDArray[np.float64]:
         """The summed Rényi curve of the fixed calls (computed once, when first needed)."""
         if self._curve is None:
-            self._curve = ORDERS * self.rho + _pure_curve(self.pure)
+            self._curve = (
+                ORDERS * self.rho
+                + _pure_curve(self.pure)
+                + _pure_curve(self.bounded, bounded_range_renyi)
+            )
         return self._curve
 
     def add(self, pure: NDArray[np.float64] = _NO_CALLS, rho: float = 0.0) -> Composition:
         """The composition of the fixed calls with pure calls of ε ``pure`` and a zCDP ``rho``."""
         rho_all = self.rho + rho
-        n_pure = self.pure.size + pure.size
+        n_pure = self.pure.size + self.bounded.size + pure.size
         rest = self.delta - self.delta_a
         eps_pure = self.eps_pure + float(pure.sum())
         with np.errstate(over="ignore"):
@@ -229,14 +295,18 @@ class Composer:
         return Composition(self.eps_a + renyi, self.delta, "Rényi", zcdp_rho)
 
 
-def _pure_curve(pure: NDArray[np.float64]) -> NDArray[np.float64] | float:
-    """The summed Rényi curves of pure calls (many share an ε: one curve per distinct value)."""
+def _pure_curve(
+    pure: NDArray[np.float64],
+    curve: Callable[[NDArray[np.float64]], NDArray[np.float64]] = pure_renyi,
+) -> NDArray[np.float64] | float:
+    """The summed Rényi curves of pure calls (many share an ε: one curve per distinct value),
+    each by ``curve`` (:func:`pure_renyi`; :func:`bounded_range_renyi` for bounded-range ones)."""
     if not pure.size:
         return 0.0
     if pure.size <= _FEW_CALLS:  # a final stage's few calls: sorting them costs more than it saves
-        return np.asarray(pure_renyi(pure).sum(axis=0))
+        return np.asarray(curve(pure).sum(axis=0))
     values, counts = np.unique(pure, return_counts=True)
-    return np.asarray(counts @ pure_renyi(values))
+    return np.asarray(counts @ curve(values))
 
 
 _FEW_CALLS = 4
@@ -262,6 +332,8 @@ class LedgerEntry:
         counts, L2 for the Gaussian; in value units for a mean, in users for counts and ranks).
     noise_scale : float
         Scale of the added noise: Laplace ``b``, Gaussian σ, NaN for randomized response.
+    bounded : bool
+        The pure call is also ε-bounded-range (the exponential mechanism; :class:`Cost`).
 
     Examples
     --------
@@ -281,11 +353,12 @@ class LedgerEntry:
     rho: float
     sensitivity: float
     noise_scale: float
+    bounded: bool = False
 
     @property
     def cost(self) -> Cost:
         """This call's :class:`Cost`."""
-        return Cost(self.epsilon, self.delta, self.rho)
+        return Cost(self.epsilon, self.delta, self.rho, self.bounded)
 
 
 def gaussian_vector_entry(

@@ -51,7 +51,7 @@ SHARED_BELOW = 0.125
 #: would dwarf them.
 INSIDE_MADS, INSIDE_SHARE = 4.0, 0.5
 
-_MEDIAN = "private median (report-noisy-max, log grid)"
+_MEDIAN = "private median (exponential mechanism, log grid)"
 
 _SIDES = "lattice Laplace count above less below the midpoint"
 
@@ -245,6 +245,6 @@ def median_entries(
     eps = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), (len(names),))
     rates = geometric_rate(eps, 2.0)
     return [
-        LedgerEntry(stage, _MEDIAN, name, float(e), 0.0, 0.0, 1.0, float(1.0 / r))
+        LedgerEntry(stage, _MEDIAN, name, float(e), 0.0, 0.0, 1.0, float(1.0 / r), bounded=True)
         for name, e, r in zip(names, eps, rates, strict=True)
     ]

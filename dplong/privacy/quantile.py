@@ -1,26 +1,28 @@
 """Private medians on a public log-spaced grid: the midpoint and spread stages of a release.
 
-:func:`private_median` is report-noisy-max (Dwork & Roth 2014, §3.3) over the cells
+:func:`private_median` is the exponential mechanism (McSherry & Talwar 2007) over the cells
 ``[b_k, b_{k+1})`` of a public :class:`LogGrid`, with the utility
 ``u(k) = -max(#{x < b_k}, #{x >= b_{k+1}})``: 0 for a cell holding every user, ``-N/2`` or better
 for the cell holding the median, ``-N`` for a cell beside all the data. Replacing one user moves
 each count by at most one, so ``u`` has sensitivity 1 for every cell (and users without a
-statistic simply count nowhere: no count of them is needed). Each cell gets an independent
-two-sided geometric draw of rate ``a`` (:func:`~dplong.privacy.noise.geometric_rate` at
-sensitivity 2) and the largest noisy utility wins. The argument for non-monotone utilities
-applies verbatim to integer noise: fixing the other draws, cell k wins iff its draw exceeds a
-threshold that moves by at most 2 between neighbours, and ``P(Z >= t) / P(Z >= t + 2) <=
-e^{2a} <= ε``; ties go to the first cell (post-processing of the noisy vector). So the release
-is ε-DP; its output is the centre of a public cell, so its support is public. The draws are
-made run by run, not cell by cell: cells between two users' values share one utility, and
-only the largest draw of such a run and where it first occurs can matter, both drawn from
-their exact laws (:func:`_noisy_max`): the same winner's law at a cost in users, not cells.
+statistic simply count nowhere: no count of them is needed). Cell k is drawn with probability
+proportional to ``exp(a u(k))``, ``a = ε/2`` (:func:`~dplong.privacy.noise.geometric_rate` at
+sensitivity 2, a hair below): each probability's numerator moves by a factor of at most
+``e^a`` and the normaliser by at most ``e^a`` the other way between neighbours, so the
+release is ε-DP, and its privacy loss ``a (u(k) - u'(k)) - log(Z / Z')`` ranges over an
+interval of width at most ``2a = ε`` as k varies: it is ε-*bounded-range* (Durfee & Rogers
+2019), which the ledger composes at about a quarter of a pure ε call's Rényi cost
+(:func:`~dplong.privacy.accounting.bounded_range_renyi`). Its output is the centre of a public
+cell, so its support is public. The draw is made run by run, not cell by cell: cells between two
+users' values share one utility, and a run of m cells is drawn as one of weight ``m e^{a u}``,
+then a uniform cell within it (:func:`_exponential_mechanism`): the same law at a cost in users,
+not cells.
+
 A weighted median (each user counting with a weight in [0, 1] that depends on its own value
-and public facts only) keeps the argument: the utilities still
-move by at most 1 when one user is replaced, and an integer draw beats a threshold t iff it
-beats ``⌈t⌉``, which moves by at most 2 when t does; so does one whose users count with
-different weights below and above the cells (each count still moves by at most 1). The
-weights used are 0, 1/2 and 1 (the sums stay exact in floating point).
+and public facts only) keeps the argument: the utilities still move by at most 1 when one user
+is replaced; so does one whose users count with different weights below and above the cells
+(each count still moves by at most 1). The weights used are 0, 1/2 and 1 (the sums stay exact
+in floating point).
 
 Why cells of a log grid, and not a stable histogram (Alg 2-3). The histogram needs bins
 matched to the data's scale — what is unknown — and fails outright (no bin survives) unless
@@ -179,20 +181,20 @@ MIDPOINT_REACH = 64.0
 def rank_error(cells: int, epsilon: float, beta: float) -> float:
     """Ranks t such that the median is missed by more than t ranks with probability <= β.
 
-    A cell whose utility is k below the best wins only if its draw beats the best's by k:
-    probability at most ``e^{-a k}`` (the geometric tail, a the noise rate). At most ``cells``
-    cells lie at each k, so a union bound over ``k >= t`` gives ``cells e^{-a t} / (1 -
-    e^{-a})``, which is β at ``t = log(cells / (β (1 - e^{-a}))) / a``. A worst case over how
-    the data fill the cells: in practice the error is a small fraction of this.
+    A cell whose utility is k below the best is drawn with probability at most ``e^{-a k}``
+    (its weight over the best cell's alone; a the mechanism's rate). At most ``cells`` cells lie
+    k or more below, so a union bound gives ``cells e^{-a t}``, which is β at ``t = log(cells /
+    β) / a``. A worst case over how the data fill the cells: in practice the error is a small
+    fraction of this.
 
     Examples
     --------
     >>> from dplong.privacy.quantile import LogGrid, rank_error
     >>> round(rank_error(len(LogGrid()), 0.2, 0.05))     # of N users: needs N well above 2 t
-    165
+    142
     """
     a = float(geometric_rate(epsilon, 2.0))
-    return math.log(cells / (beta * -math.expm1(-a))) / a
+    return math.log(cells / beta) / a
 
 
 @functools.lru_cache(maxsize=4096)  # plans and releases ask again for the same numbers
@@ -200,31 +202,27 @@ def miss_probability(cells: int, epsilon: float, users: float) -> float:
     """A public bound on the probability that :func:`private_median` picks a cell beside all the
     data (a midpoint that misses it), for ``users`` users with a statistic.
 
-    The cell holding the median has utility ``-N/2`` or better, a cell beside all the data
-    ``-N``: it wins only if its draw beats the median cell's by ``N/2``. Given the median
-    cell's draw z, one of the other ``cells`` does so with probability ``1 - (1 - q(N/2 +
-    z))^cells``, q the geometric tail; this is averaged over z exactly. It ignores that the cells
-    near the median compete too (they only lower the chance of a miss), so it is an upper bound:
-    with the data spread over many cells the miss is several times rarer.
+    The cell holding the median has utility ``-N/2`` or better, each of the at most ``cells``
+    cells beside all the data ``-N``: their weights together are at most ``c e^{-aN}`` against
+    the median cell's ``e^{-aN/2}`` or more, so one of them is drawn with probability at most
+    ``c e^{-aN/2} / (1 + c e^{-aN/2})`` (a = ε/2, the mechanism's rate). It ignores that the
+    cells near the median weigh in too (they only lower the chance of a miss), so it is an upper
+    bound: with the data spread over many cells the miss is several times rarer.
 
     Examples
     --------
     >>> from dplong.privacy.quantile import LogGrid, miss_probability
     >>> cells = len(LogGrid())
     >>> round(miss_probability(cells, 0.45, 72), 2), f"{miss_probability(cells, 0.08, 1000):.0e}"
-    (0.95, '4e-04')
+    (0.96, '2e-04')
     """
+    if epsilon == math.inf:  # no noise: no miss
+        return 0.0
+    if epsilon <= 0.0:  # no budget: nothing but misses
+        return 1.0
     # the rate a hair above the mechanism's (which takes off a float slack): immaterial here
-    p = math.exp(-epsilon / 2.0)
-    if p == 0.0 or p == 1.0:  # no noise: no miss; no budget: nothing but misses
-        return 0.0 if p == 0.0 else 1.0
-    reach = math.ceil(60.0 / -math.log(p))  # the best cell's draw: beyond, mass < e^-60
-    step = max(1, reach // 10_000)  # a Riemann sum when the noise is wide (mass varies slowly)
-    z = np.arange(-reach, reach + 1, step)
-    mass = step * (1.0 - p) / (1.0 + p) * p ** np.abs(z)
-    gap = np.floor(users / 2.0 + z)  # a far cell must exceed the best by more than this
-    tail = np.where(gap < 0.0, 1.0, p ** (np.maximum(gap, 0.0) + 1.0) / (1.0 + p))
-    return float(min(1.0, np.sum(mass * -np.expm1(cells * np.log1p(-np.minimum(tail, 0.5))))))
+    odds = math.exp(min(math.log(cells) - epsilon * users / 4.0, 700.0))
+    return odds / (1.0 + odds)
 
 
 def private_median(
@@ -301,8 +299,9 @@ def private_median(
         raise ValueError("reach= counts users beyond a signed grid's cells only")
     rates = geometric_rate(epsilon, 2.0)
     below_cells = 0 if grid.signed else 1  # an unsigned grid's values below 0: cell -1
-    # one key per column, whatever the data: the draws keyed by run (:func:`_noisy_max`) leave
-    # the caller's stream where the same fit on one-ulp different values leaves it
+    # one key per column, whatever the data: the draws keyed by run
+    # (:func:`_exponential_mechanism`) leave the caller's stream where the same fit on one-ulp
+    # different values leaves it
     keys = np.asarray(rng.integers(0, 2**64, size=values.shape[1], dtype=np.uint64))
     out = np.empty(values.shape[1])
     for j in range(values.shape[1]):  # one mechanism per column, vectorised over users
@@ -320,7 +319,7 @@ def private_median(
         if reach is not None:
             far = _beyond_reach(np.abs(values[kept, j]) / reach, grid)
             first, sizes, loss = _with_far(first, sizes, loss, far)
-        out[j] = grid.centres[_noisy_max(first, sizes, loss, float(rates[j]), keys[j])]
+        out[j] = grid.centres[_exponential_mechanism(first, sizes, loss, float(rates[j]), keys[j])]
     return out
 
 
@@ -438,81 +437,36 @@ def _runs(
     return first[keep], sizes[keep], loss[keep]
 
 
-def _noisy_max(
+def _exponential_mechanism(
     first: NDArray[np.intp],
     sizes: NDArray[np.intp],
     loss: NDArray[np.float64],
     rate: float,
     key: np.uint64,
 ) -> int:
-    """The first cell of largest ``-loss + Z``, Z two-sided geometric of ``rate`` per cell,
-    drawn run by run (:func:`_runs`).
+    """A cell drawn with probability proportional to ``exp(-rate * loss)``, the grid given as
+    runs of cells sharing one loss (:func:`_runs`).
 
-    A run of ``m`` cells of one loss matters only through its largest draw and where that draw
-    first occurs: both are drawn from their exact laws (:func:`_largest_draws`,
-    :func:`_first_at`) instead of a draw per cell. The winner is the first cell of the first
-    run whose largest ``Z - loss`` is the largest — the cell that draws for every cell would
-    pick, with the same law, so with the same privacy (module docstring). Each run's draws are
-    keyed by its first cell (:func:`~dplong.privacy.noise.keyed_uniforms`): distinct runs,
-    independent draws, and a user moving between far cells (a one-ulp change of a value at 0)
-    redraws only the runs it splits or joins, not every run after them.
+    Gumbel-max (Yellott 1977): the run of largest ``log m_r - rate * loss_r + G_r``, G_r
+    standard Gumbel, is run r with probability ``m_r e^{-rate loss_r} / Σ``, and a uniform cell
+    within it (iid draws' maximum lies anywhere among them alike) gives each cell its
+    ``e^{-rate loss}`` share. Each run's draw is keyed by its first cell
+    (:func:`~dplong.privacy.noise.keyed_uniforms`), the cell within it at counters beyond every
+    cell's: distinct runs, independent draws, and a user moving between far cells (a one-ulp
+    change of a value at 0) redraws only the runs it splits or joins. The losses are taken
+    relative to the least (the same argmax): the scores that can win stay below about
+    ``2**7``, so the float winner differs from the exact one only where the top two scores lie
+    within a few of their ulps, a chance of about that width; with the uniforms' ``2**-53`` per
+    draw it counts as a total-variation distance, as the noise module's (module docstring).
     """
-    exponential = -np.log(keyed_uniforms(key, first.astype(np.uint64)))
-    largest = _largest_draws(sizes, rate, exponential)
-    run = int(np.argmax(largest - loss))
-    at = _first_at(int(sizes[run]), float(largest[run]), rate, key, int(first[run]))
-    return int(first[run]) + at
-
-
-def _log_cdf(value: float, rate: float) -> float:
-    """``log P(Z <= value)`` for Z two-sided geometric of ``rate`` (``p = e^{-rate}``):
-    ``p^{-v} / (1 + p)`` for ``v <= 0``, ``1 - p^{v+1} / (1 + p)`` above."""
-    log_norm = math.log1p(math.exp(-rate))
-    if value <= 0.0:
-        return rate * value - log_norm
-    return math.log1p(-math.exp(-rate * (value + 1.0) - log_norm))
-
-
-def _largest_draws(
-    sizes: NDArray[np.intp], rate: float, exponential: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """The largest of ``sizes[r]`` two-sided geometric draws of ``rate``, for each r, by
-    inversion at a standard exponential E: the least integer v with ``F(v)^m >= e^{-E}``,
-    i.e. ``F(v) >= t``, ``log t = -E / m`` (F in :func:`_log_cdf`, solved for v on each side of
-    0; ``1 - t`` from ``expm1``, accurate for large m). As for ``floor(E / a)``
-    (:mod:`dplong.privacy.noise`), floating point moves each jump point of E by a relative few
-    ``2**-53``: a slack the noise rate already takes off ε."""
-    log_t = -exponential / sizes
-    log_norm = math.log1p(math.exp(-rate))
-    above = np.ceil(-(np.log(-np.expm1(log_t)) + log_norm) / rate) - 1.0  # E > 0: t < 1
-    below = np.ceil((log_t + log_norm) / rate)
-    return np.where(log_t <= -log_norm, below, above)
-
-
-def _first_at(size: int, largest: float, rate: float, key: np.uint64, run: int) -> int:
-    """Where, counting from 0, the first of ``size`` draws equal to their largest ``v`` lies.
-
-    Given the largest is v, the first draw to reach it comes after i draws below v with
-    probability proportional to ``ρ^i = e^{-λ i}`` (``ρ = F(v - 1) / F(v)``), i < size: a
-    geometric truncated to the run, drawn by rejection: from the geometric ``floor(E / λ)``
-    where the run holds most of it (``λ size >= 1``, accepted with chance ``>= 1 - 1/e``), else
-    from a uniform cell kept with chance ``e^{-λ i}`` (``>= 1/e``). Its uniforms are keyed by the
-    run's first cell ``run`` at counters beyond every cell's (``2**32`` apart per attempt)."""
+    gumbel = -np.log(-np.log(keyed_uniforms(key, first.astype(np.uint64))))
+    excess = loss - loss.min()
+    with np.errstate(invalid="ignore"):  # no noise (rate inf): the least loss, 0 beyond
+        weight = np.where(excess > 0.0, rate * excess, 0.0)
+    run = int(np.argmax(np.log(sizes) - weight + gumbel))
+    size = int(sizes[run])
     if size == 1:
-        return 0
-    decay = _log_cdf(largest, rate) - _log_cdf(largest - 1.0, rate)
-    if decay == math.inf:  # no noise: every draw is 0, the first is the largest
-        return 0
-    attempt = 0
-    while True:
-        attempt += 1
-        counters = np.array([2 * attempt, 2 * attempt + 1], dtype=np.uint64) << np.uint64(32)
-        u = keyed_uniforms(key, counters + np.uint64(run))
-        if decay * size >= 1.0:
-            at = math.floor(-math.log(float(u[0])) / decay)
-            if at < size:
-                return at
-        else:
-            at = math.floor(float(u[0]) * size)  # bias at most size 2**-53: a total variation
-            if -math.log(float(u[1])) >= decay * at:
-                return at
+        return int(first[run])
+    counter = (np.uint64(1) << np.uint64(33)) + np.uint64(first[run])
+    u = float(keyed_uniforms(key, np.array([counter], dtype=np.uint64))[0])
+    return int(first[run]) + min(math.floor(u * size), size - 1)  # bias size 2**-53: a TV

@@ -4,7 +4,7 @@ of sufficient statistics whose bounds were not stated.
 A release of sums of outer products (:mod:`dplong.models.pooled`) needs every value clipped to
 a range before its sensitivity is known. Where the analyst states none,
 :func:`private_ranges` finds it from one statistic per person: three private medians per
-column (:func:`~dplong.privacy.quantile.private_median`, report-noisy-max on a public log
+column (:func:`~dplong.privacy.quantile.private_median`, the exponential mechanism on a public log
 grid) give the midpoint of the persons' midranges and the median reach above and below it,
 and one discrete Gaussian vector counts the persons beyond each rung of :data:`RUNGS`. A side
 ends at the first rung few persons pass (the first is the midpoint's cell), or else at
@@ -324,7 +324,7 @@ HISTOGRAM_MISS = 0.5
 #: reaches of 4,700 to 10^8 against persons at most 4 years above the 12 most have, where the
 #: counts' noise, sd 65 persons, hid the 130 men of that side from the near rung's test).
 GUARD_SPAN = 8.0
-_MEDIAN = "private median (report-noisy-max, log grid)"
+_MEDIAN = "private median (exponential mechanism, log grid)"
 
 
 @dataclass(frozen=True)
@@ -403,7 +403,7 @@ def private_ranges(
     >>> found = private_ranges(np.hstack([age - 2, female]), np.hstack([age + 2, female]),
     ...                        0.1, 0.05, rng, names=("age", "female"))
     >>> found.ranges.round(0).tolist()
-    [[18.0, 64.0], [-0.0, 1.0]]
+    [[18.0, 62.0], [-0.0, 1.0]]
     >>> [e.target for e in found.entries][:3]
     ['age: midpoint', 'female: midpoint', 'age: upper reach']
     """
@@ -490,7 +490,17 @@ def private_ranges(
     rate = float(geometric_rate(epsilon, 2.0))
     entries = (
         *(
-            LedgerEntry("bounds", _MEDIAN, f"{name}: {what}", epsilon, 0.0, 0.0, 1.0, 1.0 / rate)
+            LedgerEntry(
+                "bounds",
+                _MEDIAN,
+                f"{name}: {what}",
+                epsilon,
+                0.0,
+                0.0,
+                1.0,
+                1.0 / rate,
+                bounded=True,
+            )
             for what in ("midpoint", "upper reach", "lower reach")
             for name in names
         ),

@@ -326,10 +326,10 @@ def coarse_blind(plan: ReleasePlan) -> bool:
     --------
     >>> from dplong.privacy.budget import ReleasePlan
     >>> from dplong.privacy.tails import coarse_blind
-    >>> def plan(epsilon):
-    ...     return ReleasePlan.make(n=1000, d=1, epsilon=epsilon, delta=1e-6,
+    >>> def plan(epsilon, d=3):
+    ...     return ReleasePlan.make(n=1000, d=d, epsilon=epsilon, delta=1e-6,
     ...                             stated_scale=False, supported=True)
-    >>> coarse_blind(plan(0.5)), coarse_blind(plan(0.7)), coarse_blind(plan(2.0))
+    >>> coarse_blind(plan(0.5)), coarse_blind(plan(0.7)), coarse_blind(plan(0.5, d=1))
     (True, False, False)
     """
     if not _coarse(plan):

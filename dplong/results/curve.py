@@ -61,7 +61,7 @@ class CurveResults(PanelResults):
     >>> bool(abs(res.predict([0.5])[0] - 0.5) < 0.1)
     True
     >>> res  # doctest: +ELLIPSIS
-    <PriestleyChao results: item-level, n=10000, epsilon=1, delta=0, 6 grid points ...>
+    <PriestleyChao results: item-level, n=10000, epsilon=1, delta=1e-08, 6 grid points ...>
     """
 
     kernel: str

@@ -290,7 +290,8 @@ def statistics_budget(
     """Split ``(epsilon, delta)`` between the private ranges of the ``located`` columns
     without public bounds (:mod:`dplong.privacy.ranges`) and Gaussian releases in proportion
     to ``shares``: the total ρ of :func:`gaussian_shares`, of which three medians a column
-    take what gives each ``ε n =`` :data:`RANGE_USERS` (an ε-DP call is ``ε²/2``-zCDP) within
+    are sized as ε-DP calls (``ε²/2``-zCDP) to take what gives each ``ε n =``
+    :data:`RANGE_USERS` within
     :data:`RANGE_SHARES` (or :data:`RANGE_RAISE`), the counts at their rungs
     :data:`RUNG_COUNT_SHARE` and beyond their ends what :data:`TAIL_SD` asks within
     :data:`TAIL_COUNT_SHARES` (on the medians' route, raised to hold
@@ -299,9 +300,12 @@ def statistics_budget(
     (:data:`GUARD_SHARE` of the medians' share); or, where
     those medians' miss bound exceeds :data:`~dplong.privacy.budget.stages.MAX_MISS`, one
     vector of histograms :data:`HISTOGRAM_USERS` and :data:`HISTOGRAM_SHARES`, and the counts
-    beyond their ranges' ends as those beyond the medians'. With ``rows`` (the cap on a
-    person's rows is found privately), :data:`~dplong.privacy.row_cap.ROW_CAP_SHARE` of the
-    total goes to that first. Public facts only.
+    beyond their ranges' ends as those beyond the medians'. The medians are the exponential
+    mechanism, ``ε²/8``-zCDP (ε-bounded-range: Cesar & Rogers 2021, Lemma 3.2): sized as above
+    (their ε, and so the routes and guards, as for ε-DP calls), they cost a quarter of their
+    share, and the statistics get the rest. With ``rows`` (the cap on a person's rows is found
+    privately), :data:`~dplong.privacy.row_cap.ROW_CAP_SHARE` of the total goes to that first.
+    Public facts only.
 
     Examples
     --------
@@ -316,7 +320,7 @@ def statistics_budget(
     0.0
     >>> guarded = statistics_budget(545, 2.0, 545.0**-2, [1.0], located=4)   # the wage panel
     >>> round(guarded.median_epsilon, 3), round(guarded.histogram_rho / sum(guarded.rho), 2)
-    (0.077, 0.23)
+    (0.077, 0.14)
     """
     (whole,) = gaussian_shares(epsilon, delta, [1.0])
     rows_rho = whole * ROW_CAP_SHARE if rows else 0.0
@@ -339,7 +343,8 @@ def statistics_budget(
         guard = share * GUARD_SHARE if guarded else 0.0
         median_epsilon = math.sqrt(2.0 * (share - guard) * total / medians)
         far = tails * FAR_SHARE / (1.0 - FAR_SHARE)  # the widened sides', beside the first's
-        rest = total * (1.0 - share - RUNG_COUNT_SHARE - tails - far) / float(sum(shares))
+        spent = guard + (share - guard) / 4.0  # the medians cost ε²/8 each, not ε²/2
+        rest = total * (1.0 - spent - RUNG_COUNT_SHARE - tails - far) / float(sum(shares))
         return StatisticsBudget(
             median_epsilon,
             total * RUNG_COUNT_SHARE,

@@ -47,6 +47,7 @@ from dplong.privacy.budget.stages import (
     WEIGHTED_COUNT_USERS,
     ZERO_COUNT_SHARE,
     ZERO_COUNT_USERS,
+    ZERO_SPLIT_BOUNDED,
     _count_epsilon,
     _histogram_reliable,
     _inside_epsilon,
@@ -378,8 +379,12 @@ class ReleasePlan:
             if wanted_side
             else 0.0
         )
+        # whether the scale's check runs: its median's miss bound at the count's low end (two
+        # sds down), where the withholding rule reads a miss (a count drawn high would plan no
+        # check for a median over fewer users than counted)
+        low = max(int(users - 2.0 * sd), 1)
         inside = (
-            max(self.inside, _inside_epsilon(found, column, _miss(found, midpoint, spread)))
+            max(self.inside, _inside_epsilon(found, column, _miss(low, midpoint, spread)))
             if spread and self.midpoint_kind == "median"
             else 0.0
         )
@@ -577,10 +582,14 @@ class ReleasePlan:
     def early_costs(self, *, refine: bool = True, fallback: bool = False) -> list[Cost]:
         """The costs of every call before the final stage (``fallback``: the histogram failed
         in some column and the reserved private median ran there too)."""
-        first = Cost(epsilon=self.midpoint, delta=self.midpoint_delta)
-        per_column = ([first] if self.midpoint else []) + (
-            [Cost(epsilon=self.spread)] if self.spread else []
-        )
+        # the medians are bounded-range (the exponential mechanism): the midpoint's where it is
+        # one, the fallback's, and the scale stage's, where a column whose midpoint is 0 splits
+        # it into a count and a median over the users off 0 (``zero_split``), which compose
+        # below the one median planned while the stage's ε is at most ZERO_SPLIT_BOUNDED
+        median = self.midpoint_kind == "median"
+        first = Cost(epsilon=self.midpoint, delta=self.midpoint_delta, bounded=median)
+        spread = Cost(epsilon=self.spread, bounded=self.spread <= ZERO_SPLIT_BOUNDED)
+        per_column = ([first] if self.midpoint else []) + ([spread] if self.spread else [])
         if self.shared:
             per_column.append(Cost(epsilon=self.shared))
         if self.side:
@@ -588,7 +597,7 @@ class ReleasePlan:
         if self.inside:
             per_column.append(Cost(epsilon=self.inside))
         if fallback:
-            per_column.append(Cost(epsilon=self.fallback))
+            per_column.append(Cost(epsilon=self.fallback, bounded=True))
         if refine and self.refine:
             per_column.append(Cost(epsilon=self.refine))
         return [

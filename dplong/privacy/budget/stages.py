@@ -77,6 +77,11 @@ RESIZE_SDS = 4.0
 #: Share of the scale stage's ε that counts the users off 0 in a column whose midpoint is 0
 #: (:meth:`~dplong.privacy.budget.plan.ReleasePlan.zero_split`); the median over them gets the rest.
 ZERO_COUNT_SHARE = 0.25
+#: The largest scale-stage ε the plan costs as one bounded-range median: up to it a count at
+#: :data:`ZERO_COUNT_SHARE` of the stage (pure) and a median at the rest (bounded-range), the
+#: zero split, compose below it under Rényi composition at every order (beyond about 12 they
+#: do not; checked in tests), so the plan stays an upper bound on either.
+ZERO_SPLIT_BOUNDED = 10.0
 #: ... or, where that buys fewer than ``n ε`` of ``ZERO_COUNT_USERS`` users (N̂ for n), that
 #: many from the final stage: the count's noise sd is then at most 1.9 % of the users. At its
 #: share alone it was about 141 users at ε = 1 whatever n (the spread stage's 4 %): a share of
