@@ -701,6 +701,19 @@ class TestReleasePlan:
         assert miss_probability(cells, eps, 2 * users) < bound
         assert miss_probability(cells, 0.0, users) == 1.0
 
+    def test_the_final_stages_counts_stay_float_safe_at_any_n(self) -> None:
+        # the scale stage's count in the scale's cell asks n ε of SEAT_USERS (20) users' worth:
+        # at 10^8 users 2e-7, below what lattice noise of sensitivity 1 takes
+        # (``scale._seated`` draws at ``geometric_rate(plan.seat_count(n), 1.0)``, which raised
+        # ValueError); it is floored at MIN_LATTICE_EPSILON, and unchanged at smaller n
+        for n in (10**8, 10**9):
+            plan = ReleasePlan.make(n=n, d=1, epsilon=1.0, delta=n**-2.0, stated_scale=False)
+            assert plan.seat_count(float(n)) == MIN_LATTICE_EPSILON
+            geometric_rate(plan.seat_count(float(n)), 1.0)  # does not raise
+            geometric_rate(plan.zero_count(float(n))[0], 1.0)
+        plan = ReleasePlan.make(n=2000, d=1, epsilon=1.0, delta=1e-6, stated_scale=False)
+        assert plan.seat_count(2000.0) == 0.01
+
     def test_counts_follow_the_rows(self) -> None:
         common = {"n": 2000, "d": 4, "epsilon": 1.0, "delta": 1e-6, "stated_scale": False}
         assert ReleasePlan.make(**common, complete_rows=False).counts == 4

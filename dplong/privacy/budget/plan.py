@@ -559,8 +559,11 @@ class ReleasePlan:
 
     def _final_count(self, worth: float, users: float) -> float:
         """ε of a count of ``worth`` users' worth for ``users`` users (``N̂ ε = worth``), at most
-        a quarter of what the stages before the final one leave a column."""
-        return min(worth / max(users, 1.0), max(self._left(), 0.0) / 4.0)
+        a quarter of what the stages before the final one leave a column, and at least
+        :data:`~dplong.privacy.noise.MIN_LATTICE_EPSILON`: below it the lattice noise is not
+        float-safe (tens of millions of users asked for less, and the count raised)."""
+        wanted = max(worth / max(users, 1.0), MIN_LATTICE_EPSILON)
+        return min(wanted, max(self._left(), 0.0) / 4.0)
 
     def after(self, prior: list[Cost], epsilon: float, delta: float) -> ReleasePlan:
         """This plan as a later release of a fit: ``prior`` calls were made before it, and
