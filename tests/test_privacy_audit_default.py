@@ -57,13 +57,13 @@ import dplong.privacy.engine as engine
 from dplong.privacy import budget as budget_module
 from dplong.privacy import noise, quantile
 from dplong.privacy.budget import ReleasePlan
-from dplong.privacy.counts import _MEDIAN, _SIDES, INSIDE_MADS, INSIDE_SHARE, SHARED_BELOW
+from dplong.privacy.counts import _SIDES, INSIDE_MADS, INSIDE_SHARE, SHARED_BELOW
 from dplong.privacy.engine import Release, release_means
 from dplong.privacy.locate import BESIDE_SHARE, ROUGH_RADIUS, SMALLEST_SCALE
 from dplong.privacy.noise import release_bounded_sum, release_gaussian_sum, two_sided_geometric
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.projection import MAX_RADIUS
-from dplong.privacy.quantile import GRID, private_median
+from dplong.privacy.quantile import _MEDIAN, GRID, private_median
 from dplong.privacy.radius import MAD_OVER_SD, Moment
 from dplong.privacy.rules import Rules
 from dplong.privacy.scale import SHARED_SHARE

@@ -38,10 +38,10 @@ from audit import (
 )
 
 import dplong
-from dplong.privacy.counts import _BAND, _MEDIAN
+from dplong.privacy.counts import _BAND
 from dplong.privacy.noise import two_sided_geometric
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.quantile import private_median
+from dplong.privacy.quantile import _MEDIAN, private_median
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning"),

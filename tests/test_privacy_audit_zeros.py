@@ -77,11 +77,11 @@ from numpy.typing import NDArray
 
 import dplong
 import dplong.privacy.budget as budget
-from dplong.privacy.counts import _BAND, _MEDIAN
+from dplong.privacy.counts import _BAND
 from dplong.privacy.engine import release_means
 from dplong.privacy.noise import geometric_rate, two_sided_geometric
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.quantile import LogGrid, private_median
+from dplong.privacy.quantile import _MEDIAN, LogGrid, private_median
 from dplong.privacy.scale import ZERO_CELL
 
 pytestmark = [

@@ -34,7 +34,6 @@ __all__ = [
     "count_users",
     "inside_count",
     "lattice_count",
-    "median_entries",
     "side_count",
     "side_reach",
 ]
@@ -50,8 +49,6 @@ SHARED_BELOW = 0.125
 #: user, and the interval would clip them all onto the midpoint, or far above them, and it
 #: would dwarf them.
 INSIDE_MADS, INSIDE_SHARE = 4.0, 0.5
-
-_MEDIAN = "private median (exponential mechanism, log grid)"
 
 _SIDES = "lattice Laplace count above less below the midpoint"
 
@@ -236,15 +233,3 @@ def _weighted_count(
         for j, t in enumerate(targets)
     ]
     return release.total + 0.5 * n, float(release.sd.max()), entries
-
-
-def median_entries(
-    stage: str, names: tuple[str, ...], epsilon: float | NDArray[np.float64]
-) -> list[LedgerEntry]:
-    """One entry per column of a private median at ε (one, or one per column)."""
-    eps = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), (len(names),))
-    rates = geometric_rate(eps, 2.0)
-    return [
-        LedgerEntry(stage, _MEDIAN, name, float(e), 0.0, 0.0, 1.0, float(1.0 / r), bounded=True)
-        for name, e, r in zip(names, eps, rates, strict=True)
-    ]

@@ -23,18 +23,19 @@ from scipy import special
 
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import ReleasePlan
-from dplong.privacy.counts import (
-    count_users,
-    inside_count,
-    median_entries,
-    side_count,
-    side_reach,
-)
+from dplong.privacy.counts import count_users, inside_count, side_count, side_reach
 from dplong.privacy.interval import central_midpoint
 from dplong.privacy.noise import release_bounded_sum
 from dplong.privacy.notes import alone_notes, sparse_notes, unseen_notes
 from dplong.privacy.projection import MAX_RADIUS, centred, mean_entries
-from dplong.privacy.quantile import GRID, MIDPOINT_REACH, SPREAD_GRID, private_median, rank_error
+from dplong.privacy.quantile import (
+    GRID,
+    MIDPOINT_REACH,
+    SPREAD_GRID,
+    median_entries,
+    private_median,
+    rank_error,
+)
 from dplong.privacy.radius import (
     MAD_OVER_SD,
     MEDIAN_OFFSET,

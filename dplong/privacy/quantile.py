@@ -72,6 +72,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
+from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.noise import geometric_rate, keyed_uniforms
 
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
     "MIDPOINT_REACH",
     "SPREAD_GRID",
     "LogGrid",
+    "median_entries",
     "miss_probability",
     "private_median",
     "rank_error",
@@ -321,6 +323,31 @@ def private_median(
             first, sizes, loss = _with_far(first, sizes, loss, far)
         out[j] = grid.centres[_exponential_mechanism(first, sizes, loss, float(rates[j]), keys[j])]
     return out
+
+
+#: The ledger's name of :func:`private_median`.
+_MEDIAN = "private median (exponential mechanism, log grid)"
+
+
+def median_entries(
+    stage: str, names: tuple[str, ...], epsilon: float | NDArray[np.float64]
+) -> list[LedgerEntry]:
+    """One ledger entry per column of :func:`private_median` at ε (one, or one per column):
+    sensitivity 1 (the utility's), the noise scale ``1 / rate``, ε-bounded-range.
+
+    Examples
+    --------
+    >>> from dplong.privacy.quantile import median_entries
+    >>> (entry,) = median_entries("midpoint", ("x",), 0.5)
+    >>> entry.mechanism, entry.cost.bounded, round(entry.noise_scale, 6)
+    ('private median (exponential mechanism, log grid)', True, 4.0)
+    """
+    eps = np.broadcast_to(np.asarray(epsilon, dtype=np.float64), (len(names),))
+    rates = geometric_rate(eps, 2.0)
+    return [
+        LedgerEntry(stage, _MEDIAN, name, float(e), 0.0, 0.0, 1.0, float(1.0 / r), bounded=True)
+        for name, e, r in zip(names, eps, rates, strict=True)
+    ]
 
 
 def _without_cells(

@@ -38,8 +38,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dplong.privacy.accounting import LedgerEntry, gaussian_vector_entry
-from dplong.privacy.noise import WeightedRelease, geometric_rate, release_vector_sum
-from dplong.privacy.quantile import GRID, LogGrid, miss_probability, private_median
+from dplong.privacy.noise import WeightedRelease, release_vector_sum
+from dplong.privacy.quantile import GRID, LogGrid, median_entries, miss_probability, private_median
 
 __all__ = [
     "CLIPPED_RUNG",
@@ -324,7 +324,6 @@ HISTOGRAM_MISS = 0.5
 #: reaches of 4,700 to 10^8 against persons at most 4 years above the 12 most have, where the
 #: counts' noise, sd 65 persons, hid the 130 men of that side from the near rung's test).
 GUARD_SPAN = 8.0
-_MEDIAN = "private median (exponential mechanism, log grid)"
 
 
 @dataclass(frozen=True)
@@ -487,23 +486,11 @@ def private_ranges(
     core_upper, core_lower = (
         np.clip(core_at * r, cell, reach) for r, reach in zip(reaches, (upper, lower), strict=True)
     )
-    rate = float(geometric_rate(epsilon, 2.0))
+    targets = tuple(
+        f"{name}: {what}" for what in ("midpoint", "upper reach", "lower reach") for name in names
+    )
     entries = (
-        *(
-            LedgerEntry(
-                "bounds",
-                _MEDIAN,
-                f"{name}: {what}",
-                epsilon,
-                0.0,
-                0.0,
-                1.0,
-                1.0 / rate,
-                bounded=True,
-            )
-            for what in ("midpoint", "upper reach", "lower reach")
-            for name in names
-        ),
+        *median_entries("bounds", targets, epsilon),
         gaussian_vector_entry("bounds", "persons beyond the reaches' rungs", rho, counts),
     )
     beyond, heavy, some = np.full((2, k), np.nan), np.zeros(k), np.zeros(k)

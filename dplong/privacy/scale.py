@@ -20,9 +20,15 @@ from numpy.typing import NDArray
 
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import MAX_MISS, NOTE_MISS, ReleasePlan
-from dplong.privacy.counts import SHARED_BELOW, band_check, lattice_count, median_entries
+from dplong.privacy.counts import SHARED_BELOW, band_check, lattice_count
 from dplong.privacy.noise import geometric_rate, two_sided_geometric_variance
-from dplong.privacy.quantile import GRID, SPREAD_GRID, miss_probability, private_median
+from dplong.privacy.quantile import (
+    GRID,
+    SPREAD_GRID,
+    median_entries,
+    miss_probability,
+    private_median,
+)
 from dplong.privacy.radius import MAD_OVER_SD, SUPPORT_SPREAD
 
 __all__ = [
