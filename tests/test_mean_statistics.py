@@ -835,7 +835,7 @@ def test_infeasible_histogram_is_refused() -> None:
 
 
 # In the same regime (n ε = 50) the default's private medians would get ε n = 15-40 users'
-# worth each: the report-noisy-max over ~70,000 cells would land anywhere. The plan bounds that
+# worth each: the exponential mechanism over ~70,000 cells would land anywhere. The plan bounds that
 # miss from public facts (quantile.miss_probability): above MAX_MISS it refuses before any
 # noise, above NOTE_MISS it releases with a note and counts the bound among the bad events.
 

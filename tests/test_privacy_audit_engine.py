@@ -3,8 +3,8 @@
 * :func:`dplong.privacy.noise.release_bounded_sum` — lattice Laplace sums of clipped values,
   central and local (every lattice release of the engine, the refinement and the final mean);
 * :func:`dplong.privacy.noise.release_gaussian_sum` — the discrete Gaussian final stage, ρ-zCDP;
-* :func:`dplong.privacy.quantile.private_median` — report-noisy-max over the cells of a log grid
-  (the midpoint and scale stages);
+* :func:`dplong.privacy.quantile.private_median` — the exponential mechanism over the cells of a
+  log grid (the midpoint and scale stages);
 * the private count of users with a statistic (``dplong.privacy.counts.count_users``).
 
 The recipe (helpers in ``tests/audit.py``): two neighbouring inputs that differ in one user —
@@ -14,9 +14,9 @@ engine feeds them), or across a grid-cell boundary —; many seeded runs on each
 *before* the runs from theory; the Clopper–Pearson ε lower bound at family-wise confidence
 :data:`~audit.CONFIDENCE` (Bonferroni over every event, both orderings and both one-sided
 bounds), which must not exceed the claimed ε. Each audit has a POWER check: the same audit on a
-deliberately broken replica (noise scaled down, the classic monotone calibration of
-report-noisy-max, a grid that follows the data, a ledger that forgets calls) must give an ε lower
-bound clearly above the claim. Every replica is shown to be the package draw for draw when
+deliberately broken replica (noise scaled down, the classic monotone calibration of the
+exponential mechanism, a grid that follows the data, a ledger that forgets calls) must give an ε
+lower bound clearly above the claim. Every replica is shown to be the package draw for draw when
 unbroken, so the audit is shown to bite on *this* code.
 
 Audits lower-bound ε at a given δ. For the pure mechanisms δ = 0; the discrete Gaussian is

@@ -162,7 +162,7 @@ def test_a_reach_is_not_sought_inside_the_midpoints_cell(monkeypatch: pytest.Mon
 def test_a_side_nobody_is_on_ends_at_the_midpoints_cell() -> None:
     """A non-negative column with most persons at 0 (RAND HIE's coinsurance: 55 % of persons
     in the free plan) has its midpoint at 0 and nobody below it. That side's median reach has
-    nothing to find: every cell of the reach's grid ties, and the report-noisy-max lands
+    nothing to find: every cell of the reach's grid ties, and the exponential mechanism lands
     anywhere among its 579 cells (2,000 persons, ε = 0.07: measured, 82 of 200 seeds beyond
     100, about the share of the grid's cells there). The count beyond the first rung, the
     midpoint's cell, sees nobody there (exact here) and ends the side at the cell in every

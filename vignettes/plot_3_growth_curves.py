@@ -264,11 +264,11 @@ pd.DataFrame(rows).set_index("grid points").round(2)
 # The ledger
 # ----------
 #
-# Every grid point is released by a private median for its midpoint (report-noisy-max on a
-# public log grid) and a mean of the clipped curve values (lattice Laplace, Algorithms 1 and
-# 4, or discrete Gaussian); a refined release adds a rough mean per point, and each point has
-# a private count of the pigs with a curve value there. The ledger lists every call, with the
-# composed total. The summary shows its digest, one line per stage:
+# Every grid point is released by a private median for its midpoint (the exponential
+# mechanism on a public log grid) and a mean of the clipped curve values (lattice Laplace,
+# Algorithms 1 and 4, or discrete Gaussian); a refined release adds a rough mean per point,
+# and each point has a private count of the pigs with a curve value there. The ledger lists
+# every call, with the composed total. The summary shows its digest, one line per stage:
 
 herd_res.privacy.digest()
 

@@ -113,8 +113,8 @@ def side_count(
     noise exceeds in magnitude with probability at most γ, and one entry per column.
 
     Of the users with a statistic, at most ``(|S| + reach) / 2`` more than half lie on one side
-    of the cell (with probability 1 - γ): the median's rank error, measured, where the report-
-    noisy-max's worst case over every cell of the grid (:func:`~dplong.privacy.quantile.
+    of the cell (with probability 1 - γ): the median's rank error, measured, where the exponential
+    mechanism's worst case over every cell of the grid (:func:`~dplong.privacy.quantile.
     rank_error`) is about ten times wider at these ε. A count near ±N says the midpoint lies
     beside (nearly) every user, which no other released number shows once the scale has
     measured the distance (:data:`~dplong.privacy.locate.BESIDE_SHARE`)."""

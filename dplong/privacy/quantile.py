@@ -239,7 +239,7 @@ def private_median(
 ) -> NDArray[np.float64]:
     """The ε_j-DP median of each column of ``values`` (n x d; NaN: no statistic), on ``grid``.
 
-    One report-noisy-max per column (module docstring); the loop runs over the d columns, each
+    One exponential mechanism per column (module docstring); the loop runs over the d columns, each
     vectorised over users (a sort) and the runs of cells between them. Returns the winning
     cells' reports (:attr:`LogGrid.centres`). ``weights``, two n x d arrays in [0, 1]
     (default 1), weigh each user in the counts of the utility: how much it counts below the

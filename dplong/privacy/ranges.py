@@ -162,7 +162,7 @@ FAR_SHARE = 0.2
 WIDENED_COUNTS = "persons beyond the widened ranges"
 #: The reaches' grid: 8 cells a doubling (9 %; a range is 1.25 to 4 reaches) in [2^-32, 2^32],
 #: one a doubling out to 2^-64 and to 2^65 (3.7e19), the cell at 0 below and one unbounded
-#: cell above: 579 cells. A reach misses by the noisy max of the cells tied beside every
+#: cell above: 579 cells. A reach misses by drawing one of the cells tied beside every
 #: person of its side, beyond them (high) or between the midpoint's cell and them (low), at
 #: the side's worst utility; the fewer those cells, the rarer the miss. With 16 a doubling up
 #: to 2^1023 (3,967 cells) the six reaches of three columns of 1,000 persons at ε = 0.04 a

@@ -111,9 +111,10 @@ class ReleasePlan:
         Pure ε per column of the scale's check, a count of the users near the midpoint
         (:data:`~dplong.privacy.budget.stages.INSIDE_USERS`; 0: not run).
     ranked : bool
-        Whether the midpoint's check's measured rank, rather than the report-noisy-max's worst case
-        over every cell, sizes the centre's error: where the check runs and the release measures its
-        second moment, or has :data:`~dplong.privacy.budget.stages.RANKED_USERS` users or more.
+        Whether the midpoint's check's measured rank, rather than the exponential mechanism's
+        worst case over every cell, sizes the centre's error: where the check runs and the
+        release measures its second moment, or has
+        :data:`~dplong.privacy.budget.stages.RANKED_USERS` users or more.
     tail : float
         Share of each column's final mean budget for the engine's tail count (one count over the
         columns, :func:`~dplong.privacy.budget.stages.tail_share`; of its ε, or of a Gaussian
