@@ -4,8 +4,8 @@ of sufficient statistics whose bounds were not stated.
 A release of sums of outer products (:mod:`dplong.models.pooled`) needs every value clipped to
 a range before its sensitivity is known. Where the analyst states none,
 :func:`private_ranges` finds it from one statistic per person: three private medians per
-column (:func:`~dplong.privacy.quantile.private_median`, the exponential mechanism on a public log
-grid) give the midpoint of the persons' midranges and the median reach above and below it,
+column (:func:`~dplong.privacy.quantile.private_median`, the exponential mechanism on a public
+log grid) give the midpoint of the persons' midranges and the median reach above and below it,
 and one discrete Gaussian vector counts the persons beyond each rung of :data:`RUNGS`. A side
 ends at the first rung few persons pass (the first is the midpoint's cell), or else at
 :data:`REACH` median reaches, which covers a uniform or normal column and clips the few far

@@ -291,9 +291,8 @@ def statistics_budget(
     without public bounds (:mod:`dplong.privacy.ranges`) and Gaussian releases in proportion
     to ``shares``: the total ρ of :func:`gaussian_shares`, of which three medians a column
     are sized as ε-DP calls (``ε²/2``-zCDP) to take what gives each ``ε n =``
-    :data:`RANGE_USERS` within
-    :data:`RANGE_SHARES` (or :data:`RANGE_RAISE`), the counts at their rungs
-    :data:`RUNG_COUNT_SHARE` and beyond their ends what :data:`TAIL_SD` asks within
+    :data:`RANGE_USERS` within :data:`RANGE_SHARES` (or :data:`RANGE_RAISE`), the counts at
+    their rungs :data:`RUNG_COUNT_SHARE` and beyond their ends what :data:`TAIL_SD` asks within
     :data:`TAIL_COUNT_SHARES` (on the medians' route, raised to hold
     :data:`~dplong.privacy.ranges.FAR_SHARE` beside), and where a reach's miss bound for a side of
     ``side_share`` of n persons exceeds :data:`SIDE_MISS`, histograms that guard them
