@@ -161,16 +161,6 @@ def _statistics_results(
             ),
             *(
                 (
-                    "the last Newton step clipped the persons' scores at their Cauchy–Schwarz "
-                    "radius, and this n and epsilon afford no skew check of what it clips: a "
-                    "skewed outcome's clipped scores can pull the estimate beyond the bias bound "
-                    "(model a transform, np.log1p)",
-                )
-                if release.skew == "unchecked"
-                else ()
-            ),
-            *(
-                (
                     "the released skew check, which sees only a pull of several standard "
                     "errors, found none: the last Newton step clipped the persons' scores at "
                     f"{UNSEEN_WIDEN:g} times their Cauchy–Schwarz radius, where a skewed "
@@ -592,19 +582,33 @@ def _collinear_notes(index: float) -> tuple[str, ...]:
 
 
 def _skewed_notes(skew: SkewCheck) -> tuple[str, ...]:
-    """The warning of a fit whose released skew check found the clipped scores one-sided: the
-    last step clipped wider, and what it clips beyond that is measured nowhere (a lognormal
-    person effect at 2,000-10,000 persons, ε = 1: `BetweenOLS`'s intercept 2-3 bse low after
-    the wider step, docs/accuracy.md)."""
-    if skew != "widened":
-        return ()
-    return (
-        "The persons' scores beyond their clipping radius were skewed (the released skew "
-        f"check): the last Newton step clipped at {SKEW_WIDEN:g} times that radius, and what a "
-        "long tail puts beyond it can move the coefficients, the intercept most, past their "
-        "intervals. Give public bounds, or model the outcome on a scale where it is less "
-        "skewed.",
-    )
+    """The warning of a fit whose released skew check found the clipped scores one-sided (the
+    last step clipped wider, and what it clips beyond that is measured nowhere: a lognormal
+    person effect's `BetweenOLS` intercept 2-3 bse low after the wider step), or whose last
+    step clipped at the Cauchy–Schwarz radius with no check affordable (``unchecked``). A
+    warning, not an assumption line, as the engine's unchecked tails are
+    (:func:`~dplong.privacy.tails.unchecked_warnings`): with large person effects that radius
+    clips a sixth of the persons or more, and where the effects are skewed their clipped
+    scores put the intercept several bse low, its interval missing in nearly every fit with
+    nothing released to tell (docs/accuracy.md, "Skewed person effects in pooled rows")."""
+    if skew == "widened":
+        return (
+            "The persons' scores beyond their clipping radius were skewed (the released skew "
+            f"check): the last Newton step clipped at {SKEW_WIDEN:g} times that radius, and "
+            "what a long tail puts beyond it can move the coefficients, the intercept most, "
+            "past their intervals. Give public bounds, or model the outcome on a scale where "
+            "it is less skewed.",
+        )
+    if skew == "unchecked":
+        return (
+            "The last Newton step clipped the persons' scores at their Cauchy–Schwarz radius, "
+            "and this n and epsilon afford no check of what it clips: where the persons' "
+            "effects are large and skewed (spending, income), their clipped scores can move "
+            "the coefficients, the intercept most, past their intervals, and nothing released "
+            "can tell. Model the outcome on a scale where it is less skewed (np.log1p), or "
+            "raise epsilon (a larger n * epsilon affords the check).",
+        )
+    return ()
 
 
 def _constant_notes(constant: tuple[str, ...]) -> tuple[str, ...]:
