@@ -1416,17 +1416,22 @@ def test_between_given_only_epsilon_spends_the_budget_and_weighs_a_person_once()
     )
 
 
-def _skewed_panel(seed: int, people: int = 5000, exponential: bool = True) -> pd.DataFrame:
+def _skewed_panel(seed: int, people: int = 5000, law: str = "exponential") -> pd.DataFrame:
     """A treatment constant within persons, a normal regressor with a person effect, four rows
-    a person; the person effect and the errors exponential (centred) or normal."""
+    a person, intercept 1; the person effect and the errors ``exponential`` (centred) or
+    ``normal``, or a ``lognormal`` person effect (σ = 1, centred: income- or spending-like
+    persons, residuals correlated at about 0.8 within a person) and normal errors."""
     rng = np.random.default_rng(seed)
     rows = 4 * people
     treated = np.repeat(rng.integers(0, 2, people), 4).astype(float)
     x = rng.normal(size=rows) + np.repeat(rng.normal(size=people), 4)
-    if exponential:
+    if law == "exponential":
         noise = np.repeat(rng.exponential(size=people), 4) + rng.exponential(size=rows) - 2.0
-    else:
+    elif law == "normal":
         noise = np.repeat(rng.normal(size=people), 4) + rng.normal(size=rows)
+    else:
+        effect = rng.lognormal(0.0, 1.0, people) - math.exp(0.5)
+        noise = np.repeat(effect, 4) + rng.normal(size=rows)
     return pd.DataFrame(
         {"id": np.repeat(np.arange(people), 4), "y": 1.0 + 0.5 * treated + 0.3 * x + noise,
          "treated": treated, "x": x}
@@ -1458,7 +1463,7 @@ def test_a_skewed_outcome_between_persons_is_checked_and_its_intercept_covered()
     assert widened >= 8 and covered >= 8
     normal = 0
     for seed in range(10):
-        panel = _skewed_panel(seed, exponential=False)
+        panel = _skewed_panel(seed, law="normal")
         res = dplong.BetweenOLS.from_formula("y ~ treated + x", panel, groups="id").fit(
             epsilon=1.0, random_state=seed
         )
@@ -1862,22 +1867,6 @@ def test_collinear_columns_are_noted_from_the_released_gram() -> None:
     assert not any("ill-conditioned" in w for w in res.warnings), res.warnings
 
 
-def _lognormal_effects_panel(seed: int, people: int = 2000) -> pd.DataFrame:
-    """:func:`_skewed_panel`'s design (intercept 1) with a lognormal person effect (σ = 1,
-    centred) and normal errors: income- or spending-like persons, whose residuals within a
-    person are correlated at about 0.8."""
-    rng = np.random.default_rng(40_000 + seed)
-    rows = 4 * people
-    treated = np.repeat(rng.integers(0, 2, people), 4).astype(float)
-    x = rng.normal(size=rows) + np.repeat(rng.normal(size=people), 4)
-    effect = np.repeat(rng.lognormal(0.0, 1.0, people) - math.exp(0.5), 4)
-    return pd.DataFrame(
-        {"id": np.repeat(np.arange(people), 4),
-         "y": 1.0 + 0.5 * treated + 0.3 * x + effect + rng.normal(size=rows),
-         "treated": treated, "x": x}
-    )  # fmt: skip
-
-
 def test_a_pooled_fit_whose_clipped_scores_go_unchecked_warns() -> None:
     """2,000 persons at ε = 1: the last step clips at the Cauchy–Schwarz radius, a sixth of
     these persons, and no skew check is affordable. Their skewed effects put the intercept
@@ -1888,11 +1877,11 @@ def test_a_pooled_fit_whose_clipped_scores_go_unchecked_warns() -> None:
     (5,000 persons, normal effects: found symmetric) the fit does not warn of it."""
     for seed in range(6):
         res = dplong.PooledOLS.from_formula(
-            "y ~ treated + x", _lognormal_effects_panel(seed), groups="id"
+            "y ~ treated + x", _skewed_panel(seed, 2000, law="lognormal"), groups="id"
         ).fit(epsilon=1.0, random_state=seed)
         assert any("at their Cauchy–Schwarz radius" in w for w in res.warnings), seed
     res = dplong.PooledOLS.from_formula(
-        "y ~ treated + x", _skewed_panel(0, 5000, exponential=False), groups="id"
+        "y ~ treated + x", _skewed_panel(0, 5000, law="normal"), groups="id"
     ).fit(epsilon=1.0, random_state=0)
     assert "skew check" in [e.stage for e in res.privacy.entries]
     assert not any("Cauchy–Schwarz" in w or "were skewed" in w for w in res.warnings)
