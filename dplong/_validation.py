@@ -83,19 +83,59 @@ you mean 'epsilon' for 'epsilom'?); it takes data, epsilon, delta
                     named,
                 )
             return func(*args, **kwargs)
-        refuse_arguments(called(args), "got an unexpected keyword argument", unknown, named)
+        refuse_arguments(
+            called(args),
+            "got an unexpected keyword argument",
+            unknown,
+            named,
+            _elsewhere(args[0], func.__name__, unknown) if method and args else (),
+        )
 
     return wrapper
 
 
-def refuse_arguments(function: str, refusal: str, unknown: list[str], named: list[str]) -> NoReturn:
+#: A model's two calls and the options each takes: ``from_formula`` (the data's, public facts
+#: such as bounds and levels) and ``fit`` (the release's). One given to the other call is named
+#: with the call it belongs to, as a misspelling is with the nearest option.
+_SIBLINGS = {"fit": "from_formula", "from_formula": "fit"}
+
+
+def _elsewhere(owner: Any, called: str, unknown: list[str]) -> tuple[str, ...]:
+    """The ``unknown`` keywords of a model's ``called`` method that its sibling call
+    (:data:`_SIBLINGS`) takes, each as ``"'bounds' is an option of PooledOLS.from_formula()"``."""
+    sibling = _SIBLINGS.get(called)
+    owner = owner if isinstance(owner, type) else type(owner)
+    other = getattr(owner, sibling, None) if sibling else None
+    if other is None:
+        return ()
+    taken = inspect.signature(other).parameters
+    return tuple(
+        f"{k!r} is an option of {owner.__name__}.{sibling}()" for k in unknown if k in taken
+    )
+
+
+def refuse_arguments(
+    function: str,
+    refusal: str,
+    unknown: list[str],
+    named: list[str],
+    elsewhere: tuple[str, ...] = (),
+) -> NoReturn:
     """Raise the :class:`~dplong.exceptions.ArgumentError` of a call to ``function`` that
     ``refusal`` describes: the ``unknown`` keywords named (after a refusal ending in
-    "argument" or ":") with the nearest of the ``named`` ones it takes."""
-    close = [f"{m!r} for {k!r}" for k in unknown for m in difflib.get_close_matches(k, named, n=1)]
+    "argument" or ":"), those another call takes (``elsewhere``, each a sentence naming it),
+    and the others with the nearest of the ``named`` ones it takes."""
+    placed = {part.split(" ", 1)[0] for part in elsewhere}
+    close = [
+        f"{m!r} for {k!r}"
+        for k in unknown
+        if repr(k) not in placed
+        for m in difflib.get_close_matches(k, named, n=1)
+    ]
     raise ArgumentError(
         f"{function}(): {refusal}"
         + (f" {', '.join(map(repr, unknown))}" if refusal.endswith(("argument", ":")) else "")
+        + (f" ({'; '.join(elsewhere)})" if elsewhere else "")
         + (f" (did you mean {', '.join(close)}?)" if close else "")
         + (f"; it takes {', '.join(named)}" if named else "")
     )

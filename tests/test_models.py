@@ -341,6 +341,21 @@ class TestBadInput:
                 lambda df: dplong.PoissonMean.from_formula("y ~ 1", df, groups="user").fit(1.0),
                 r"PoissonMean.fit\(\): too many positional arguments",
             ),
+            (  # an option of the other call is named with the call that takes it
+                lambda df: dplong.PooledOLS.from_formula("y ~ x1", df, groups="user").fit(
+                    epsilon=1.0, bounds={"x1": (-5.0, 5.0)}
+                ),
+                r"PooledOLS.fit\(\): got an unexpected keyword argument 'bounds' \('bounds' is "
+                r"an option of PooledOLS.from_formula\(\)\); it takes epsilon",
+            ),
+            (
+                lambda df: dplong.LongitudinalOLS.from_formula(
+                    "y ~ x1", df, groups="user", epsilon=1.0, grups="user"
+                ),
+                r"LongitudinalOLS.from_formula\(\): got an unexpected keyword argument 'epsilon', "
+                r"'grups' \('epsilon' is an option of LongitudinalOLS.fit\(\)\) \(did you mean "
+                r"'groups' for 'grups'\?\)",
+            ),
             (
                 lambda df: dplong.plan("y ~ x1", n=400, epsilom=1.0),
                 r"plan\(\): missing a required argument: 'epsilon' \(did you mean 'epsilon' for "
