@@ -55,8 +55,10 @@ fixed, so this is the privacy error alone; the reference column is the sampling 
 model — summed MSE of the two slopes over that of the non-private average of per-user OLS
 fits. "dplong / peer" is always a ratio of mean squared errors (± a paired delta-method
 standard error), and "dplong at least as accurate" is yes when it is ≤ 1 against every peer.
-Mean cells also give the share of dplong's 95 % intervals that cover the truth, and the
-releases dplong withheld (NaN, with a reason), which are left out of every column's MSE.
+Mean and linear-model cells also give the share of dplong's 95 % intervals that cover the
+truth (each slope counted) and their median half-width over the non-private estimator's RMSE a
+coordinate (about 2 where the interval is as tight as the sampling error alone allows), and
+the releases dplong withheld (NaN, with a reason), which are left out of every column's MSE.
 OpenDP's noise comes from its own CSPRNG and cannot be seeded, so its columns vary from run to
 run within their Monte Carlo error; everything else is reproducible from ``--seed``.
 
@@ -147,6 +149,9 @@ class Cell:
     errors: dict[str, list[float]] = field(default_factory=dict)
     withheld: int = 0  # replications dplong withheld (NaN): left out for every estimator
     covered: list[bool] = field(default_factory=list)  # dplong's 95 % interval, per release
+    # and its half-width, per release and coordinate
+    half_widths: list[float] = field(default_factory=list)
+    coordinates: int = 1  # of the summed squared errors (two slopes: 2)
 
     def add(self, name: str, estimate: ArrayLike, truth: ArrayLike) -> None:
         err = float(np.sum((np.asarray(estimate) - truth) ** 2))
@@ -157,6 +162,18 @@ class Cell:
         if self.rmse:
             return float(np.sqrt(mse))
         return mse / float(np.mean(self.errors["non-private"]))
+
+    def interval(self, low: ArrayLike, high: ArrayLike, truth: ArrayLike) -> None:
+        """dplong's 95 % intervals of one release, per coordinate: covered, and half-width."""
+        low, high, truth = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (low, high, truth))
+        self.covered += ((low <= truth) & (truth <= high)).tolist()
+        self.half_widths += ((high - low) / 2.0).tolist()
+
+    def width(self) -> float:
+        """The median half-width of dplong's intervals over the non-private estimator's RMSE
+        a coordinate: about 2 for an interval as tight as the sampling error alone allows."""
+        rmse = np.sqrt(np.mean(self.errors["non-private"]) / self.coordinates)
+        return float(np.median(self.half_widths) / rmse)
 
     def ratio(self, peer: str) -> tuple[float, float]:
         """MSE(dplong) / MSE(peer) and its paired delta-method standard error."""
@@ -204,8 +221,7 @@ def mean_cell(
             continue
         cell.add("non-private", means.mean(), truth)
         cell.add("dplong", float(res.params.iloc[0]), truth)
-        low, high = res.conf_int().iloc[0]
-        cell.covered.append(bool(low <= truth <= high))
+        cell.interval(*res.conf_int().iloc[0], truth)
         cell.add(
             "diffprivlib",
             diffprivlib.tools.mean(
@@ -273,7 +289,7 @@ def ols_cell(
     ]
     opendp = [opendp_means(dp, n, b, epsilon / 2)["OpenDP Laplace"] for b in slope_bounds]
     users = np.repeat(np.arange(n), T)
-    cell = Cell(f"LongitudinalOLS slopes, n={n}, T={T}, ε={epsilon:g}")
+    cell = Cell(f"LongitudinalOLS slopes, n={n}, T={T}, ε={epsilon:g}", coordinates=2)
     for rep in range(reps):
         data, noise, peer_seed = seeds(seed, idx, rep)
         x, y, slopes = slopes_panel(data, n)
@@ -283,6 +299,8 @@ def ols_cell(
             epsilon=epsilon, random_state=noise
         )
         cell.add("dplong", res.params.to_numpy()[1:], SLOPES)
+        low, high = res.conf_int().to_numpy()[1:].T
+        cell.interval(low, high, SLOPES)
         state = np.random.RandomState(peer_seed)
         cell.add(
             "diffprivlib",
@@ -326,6 +344,7 @@ def table(cells: list[tuple[Cell, int]]) -> str:
         "non-private",
         "dplong",
         "dplong coverage",
+        "dplong half-width / non-private RMSE",
         *PEER_COLUMNS,
         "dplong / peer (MSE)",
         "dplong at least as accurate",
@@ -346,6 +365,7 @@ def table(cells: list[tuple[Cell, int]]) -> str:
             + (f" ({cell.withheld} withheld)" if cell.withheld else "")
         )
         row.append(f"{np.mean(cell.covered):.3f}" if cell.covered else "—")
+        row.append(f"{cell.width():.2f}" if cell.half_widths else "—")
         row += [fmt.format(cell.shown(p)) if p in cell.errors else "—" for p in PEER_COLUMNS]
         row.append(" / ".join(f"{r:.2g} ± {s:.1g}" for r, s in ratios))
         row.append("yes" if all(r <= 1 for r, _ in ratios) else "no")
