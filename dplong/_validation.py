@@ -8,7 +8,7 @@ import inspect
 import math
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import numpy as np
@@ -88,30 +88,28 @@ you mean 'epsilon' for 'epsilom'?); it takes data, epsilon, delta
             "got an unexpected keyword argument",
             unknown,
             named,
-            _elsewhere(args[0], func.__name__, unknown) if method and args else (),
+            _elsewhere(args[0], func.__name__, unknown) if method and args else None,
         )
 
     return wrapper
 
 
-#: A model's two calls and the options each takes: ``from_formula`` (the data's, public facts
-#: such as bounds and levels) and ``fit`` (the release's). One given to the other call is named
-#: with the call it belongs to, as a misspelling is with the nearest option.
+#: A model's two calls, each the other's sibling: ``from_formula`` takes the data's options
+#: (public facts such as bounds and levels), ``fit`` the release's. An option given to one that
+#: the other takes is named with that call, as a misspelling is with the nearest option.
 _SIBLINGS = {"fit": "from_formula", "from_formula": "fit"}
 
 
-def _elsewhere(owner: Any, called: str, unknown: list[str]) -> tuple[str, ...]:
+def _elsewhere(owner: Any, called: str, unknown: list[str]) -> dict[str, str]:
     """The ``unknown`` keywords of a model's ``called`` method that its sibling call
-    (:data:`_SIBLINGS`) takes, each as ``"'bounds' is an option of PooledOLS.from_formula()"``."""
+    (:data:`_SIBLINGS`) takes, each with that call (``{"bounds": "PooledOLS.from_formula()"}``)."""
     sibling = _SIBLINGS.get(called)
     owner = owner if isinstance(owner, type) else type(owner)
     other = getattr(owner, sibling, None) if sibling else None
     if other is None:
-        return ()
+        return {}
     taken = inspect.signature(other).parameters
-    return tuple(
-        f"{k!r} is an option of {owner.__name__}.{sibling}()" for k in unknown if k in taken
-    )
+    return {k: f"{owner.__name__}.{sibling}()" for k in unknown if k in taken}
 
 
 def refuse_arguments(
@@ -119,23 +117,24 @@ def refuse_arguments(
     refusal: str,
     unknown: list[str],
     named: list[str],
-    elsewhere: tuple[str, ...] = (),
+    elsewhere: Mapping[str, str] | None = None,
 ) -> NoReturn:
     """Raise the :class:`~dplong.exceptions.ArgumentError` of a call to ``function`` that
     ``refusal`` describes: the ``unknown`` keywords named (after a refusal ending in
-    "argument" or ":"), those another call takes (``elsewhere``, each a sentence naming it),
-    and the others with the nearest of the ``named`` ones it takes."""
-    placed = {part.split(" ", 1)[0] for part in elsewhere}
+    "argument" or ":"), those another call takes with that call (``elsewhere``), and the others
+    with the nearest of the ``named`` ones it takes."""
+    elsewhere = elsewhere or {}
+    placed = [f"{k!r} is an option of {call}" for k, call in elsewhere.items()]
     close = [
         f"{m!r} for {k!r}"
         for k in unknown
-        if repr(k) not in placed
+        if k not in elsewhere
         for m in difflib.get_close_matches(k, named, n=1)
     ]
     raise ArgumentError(
         f"{function}(): {refusal}"
         + (f" {', '.join(map(repr, unknown))}" if refusal.endswith(("argument", ":")) else "")
-        + (f" ({'; '.join(elsewhere)})" if elsewhere else "")
+        + (f" ({'; '.join(placed)})" if placed else "")
         + (f" (did you mean {', '.join(close)}?)" if close else "")
         + (f"; it takes {', '.join(named)}" if named else "")
     )
