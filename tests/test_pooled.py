@@ -1429,9 +1429,11 @@ def _skewed_panel(seed: int, people: int = 5000, law: str = "exponential") -> pd
         noise = np.repeat(rng.exponential(size=people), 4) + rng.exponential(size=rows) - 2.0
     elif law == "normal":
         noise = np.repeat(rng.normal(size=people), 4) + rng.normal(size=rows)
-    else:
+    elif law == "lognormal":
         effect = rng.lognormal(0.0, 1.0, people) - math.exp(0.5)
         noise = np.repeat(effect, 4) + rng.normal(size=rows)
+    else:
+        raise ValueError(f"law must be exponential, normal or lognormal, got {law!r}")
     return pd.DataFrame(
         {"id": np.repeat(np.arange(people), 4), "y": 1.0 + 0.5 * treated + 0.3 * x + noise,
          "treated": treated, "x": x}
