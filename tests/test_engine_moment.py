@@ -112,8 +112,9 @@ def wages() -> dplong.LongitudinalOLS:
 def test_the_wage_panel_per_user_fit_under_a_moment_bound(wages: dplong.LongitudinalOLS) -> None:
     """The shipped example at ε = 4: the per-man coefficients are heavy-tailed and, given only
     ε, the tail stage allows for a Pareto-1.5 tail (wide intervals); a fourth-moment bound about
-    twice the sample's (40.3, 0.232, 6.6e-6) gives intervals under half as wide (measured about
-    2.8 times narrower; coverage under resampling in docs/accuracy.md) and says so."""
+    twice the sample's (40.3, 0.232, 6.6e-6) gives narrower intervals (over seeds 0-19 the
+    stated bound's width over the default's had medians 0.32, 0.34 and 0.50 and maxima 0.45,
+    0.56 and 0.69; coverage under resampling in docs/accuracy.md) and says so."""
     moment = dplong.Moment(k=4, bound=[100.0, 0.5, 1.5e-5])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -121,7 +122,7 @@ def test_the_wage_panel_per_user_fit_under_a_moment_bound(wages: dplong.Longitud
         stated = wages.fit(epsilon=4.0, random_state=0, tail=moment)
     wide = np.diff(default.conf_int().to_numpy(), axis=1)
     narrow = np.diff(stated.conf_int().to_numpy(), axis=1)
-    assert np.all(narrow < 0.5 * wide)
+    assert np.all(narrow < 0.75 * wide)
     assert "tail" not in {e.stage for e in stated.privacy.entries}
     assert stated.privacy.epsilon <= 4.0 * (1 + 1e-12)
     assert "Stated moment bound E|b_u - mean|^4" in stated.summary().as_text()

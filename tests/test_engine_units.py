@@ -1526,6 +1526,43 @@ class TestLedger:
             whole = rung[0] * (6.0 / (2.0 * math.sqrt(2.0) * math.sqrt(a - 1.0))) ** (1.0 / a)
             assert whole > 2.0 * rung[0]
 
+    def test_the_second_count_anchors_the_bias_bound_where_it_is_the_lower(self) -> None:
+        """The second rung (``tails._second_rung``) counts the users beyond the widened radius R
+        and returns that count's upper confidence count, which anchors a Pareto tail of its own
+        at R (``TailFinding.beyond``): the bound for a clip at or beyond R is the lower of the
+        two anchors', and a clip inside R (a short side) keeps the first's, as the users
+        between it and R were not counted. Counts exact (ε = 1e6), 1,000 users, one column.
+        A t-like tail, 200 users between r = 1 and R = 2 and none beyond: the first anchor's
+        Pareto tail puts 200 (1/2)^1.5 = 71 users beyond R, the second count none, so the bound
+        at R is (nearly) 0, not ``200 r (r / R)^0.5 / ((α - 1) n)`` = 0.28. A lump, 200 users
+        at 10: the first anchor's bound is the lower and stands (where the lump test re-anchors
+        at R both anchors are the same)."""
+        from dplong.privacy import tails
+
+        n, r, wide = 1000, np.ones(1), np.full(1, 2.0)
+        users = np.full(1, float(n))
+        for at, near_zero in ((1.5, True), (10.0, False)):
+            matrix = np.zeros((n, 1))
+            matrix[:200] = at
+            radius, reach, rung, _, far = tails._second_rung(
+                matrix, np.zeros(1), np.ones(1, dtype=bool), (r, wide),
+                (r, np.full(1, 200.0)), 1e6, np.ones(1), np.random.default_rng(0),
+            )  # fmt: skip
+            found = tails.TailFinding(
+                radius, np.ones(1, dtype=bool), reach, rung, (), None, far=(far, wide)
+            )
+            first = tails.tail_bias(reach, rung, radius, users)
+            bound = found.beyond(radius, np.zeros(1), users)
+            if near_zero:
+                assert radius[0] == wide[0] and first[0] == pytest.approx(0.2828, abs=1e-4)
+                assert far[0] == pytest.approx(0.0, abs=0.01) and bound[0] < 1e-4
+                # a short side's clip inside R: the first anchor's bound, through all 200
+                inside = found.beyond(np.full(1, 1.5), np.zeros(1), users)
+                assert inside[0] == tails.tail_bias(reach, rung, np.full(1, 1.5), users)[0]
+            else:  # the lump re-anchored the tail at R with the second count: one anchor
+                assert far[0] == pytest.approx(200.0, abs=0.01) and radius[0] > wide[0]
+                assert bound[0] == pytest.approx(first[0]) and bound[0] > 0.1
+
     def test_a_withheld_column_is_left_out_of_the_tail_count(self) -> None:
         """The tail count reads every column at once, so a column whose interval collapsed
         (its scale far below its users: every one of them beyond its rung) would mark the

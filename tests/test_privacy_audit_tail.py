@@ -82,8 +82,8 @@ def _matrix(user: str) -> NDArray[np.float64]:
 def _package(user: str, rung: str = "first") -> Callable[[np.random.Generator], float]:
     """The first rung's count (``tails._tail_radius``) or the second's (``tails._second_rung``
     counting beyond the widened radii, here the first rung's TAIL_RUNG σ̂ so that the two
-    counts are the same: its anchors are set so that its lump test always passes and it
-    returns its upper confidence count)."""
+    counts are the same; its upper confidence count, which anchors the bias bound beyond
+    them)."""
     matrix = _matrix(user)
     sd = math.sqrt(float(two_sided_geometric_variance(geometric_rate(EPS, 1.0))))
 
@@ -94,7 +94,7 @@ def _package(user: str, rung: str = "first") -> Callable[[np.random.Generator], 
         return float(reach[0] - EDGE_SDS * sd)
 
     def second(rng: np.random.Generator) -> float:
-        _, reach, _, _ = _second_rung(
+        *_, far = _second_rung(
             matrix,
             WHERE.centre,
             np.ones(2, dtype=bool),
@@ -104,7 +104,7 @@ def _package(user: str, rung: str = "first") -> Callable[[np.random.Generator], 
             np.full(2, EPS),
             rng,
         )
-        return float(reach[0] - EDGE_SDS * sd)
+        return float(far[0] - EDGE_SDS * sd)
 
     def sides(rng: np.random.Generator) -> float:
         heavy = np.array([True, False])

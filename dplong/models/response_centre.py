@@ -38,7 +38,6 @@ from dplong.privacy.radius import clipping_bias
 from dplong.privacy.rules import Rules
 from dplong.privacy.tails import (
     moderate_assumptions,
-    tail_bias,
     tail_rule,
     with_tail,
 )
@@ -188,11 +187,11 @@ def response_tail(
     :func:`~dplong.privacy.vector.gaussian_is_better`), which widens the projection where it
     finds a tail heavier than the scale's normal plug-in sees (``heavy``; balanced for the
     curve's noise and bias, not a mean's) and bounds the excess still clipped per unit (a
-    Pareto tail through the count,
-    :func:`~dplong.privacy.tails.tail_bias`; the exponential model's bound where the tail is
-    only moderately heavier). Without a count (the scale stated, the paper's pipeline, n ε too
-    small, or the responses taken as 0) the half-width and budget are the located ones and
-    the bound is 0 (the projection clips but with probability γ under the stated model)."""
+    Pareto tail through the counts, :meth:`~dplong.privacy.tails.TailFinding.beyond`; the
+    exponential model's bound where the tail is only moderately heavier). Without a count
+    (the scale stated, the paper's pipeline, n ε too small, or the responses taken as 0) the
+    half-width and budget are the located ones and the bound is 0 (the projection clips but
+    with probability γ under the stated model)."""
     plan, location = where.plan, where.location
     # nothing to count where the responses are taken as 0 (their count saw none off it)
     unseen = location is not None and location.scan is not None and location.scan.unseen[0]
@@ -222,7 +221,7 @@ def response_tail(
     )
     width, users = float(found.radius[0]), np.array([float(y.size)])
     if found.heavy[0]:
-        excess = float(tail_bias(found.reach, found.rung, found.radius, users)[0])
+        excess = float(found.beyond(found.radius, np.zeros(1), users)[0])
     elif found.moderate[0]:
         bound = clipping_bias(
             location.sd**2, found.radius, location.centre_error, tail="exponential"

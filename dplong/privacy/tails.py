@@ -495,6 +495,9 @@ class TailFinding:
     (:func:`_side_clips`), the interval's middle is ``shift`` from the located centre (half the
     difference of the two sides' radii; ``radius`` is half their sum) and ``reach`` and
     ``reach_low`` are the upper confidence counts above and below (None: ``reach`` for both).
+    Where the second rung counted (:func:`_second_rung`), ``far`` is its anchor: the upper
+    confidence count of the users beyond the heavy columns' widened radii, and those radii
+    (infinite elsewhere), which bounds the bias of a clip there or beyond (:meth:`beyond`).
     Where the rule does not run: the bulk's radius, no heavy, moderate, clips-many or exceeded
     column, no entry, the budget untouched, a threshold of 0."""
 
@@ -513,6 +516,7 @@ class TailFinding:
     exceeded: NDArray[np.bool_] = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=bool))
     shift: NDArray[np.float64] | None = None
     reach_low: NDArray[np.float64] | None = None
+    far: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
 
     def beyond(
         self, radius: NDArray[np.float64], moved: NDArray[np.float64], users: NDArray[np.float64]
@@ -522,7 +526,8 @@ class TailFinding:
         upper clip (all the users the count found, on either side: where a support's end moved
         the interval up, none lies below it), or, where the sides were counted
         (``reach_low``), the larger of each side's through its own count (the two clips bias
-        the mean in opposite directions).
+        the mean in opposite directions). A clip at or beyond the second rung takes the
+        lower of that bound and the Pareto tail's through the second count (``far``).
 
         Examples
         --------
@@ -540,10 +545,11 @@ class TailFinding:
         >>> round(float(bound[0]), 4)
         0.05
         """
-        upper = tail_bias(self.reach, self.rung, radius + moved, users)
+        upper = _anchored_bias(self.reach, self.rung, radius + moved, users, self.far)
         if self.reach_low is None:
             return upper
-        return np.fmax(upper, tail_bias(self.reach_low, self.rung, radius - moved, users))
+        lower = _anchored_bias(self.reach_low, self.rung, radius - moved, users, self.far)
+        return np.fmax(upper, lower)
 
     def tail(self, tail: Tails) -> Tails:
         """The tail model of each column's bias bound after the rule: ``tail`` (the located
@@ -655,12 +661,13 @@ def tail_rule(
     moderate &= (np.broadcast_to(np.asarray(where.tail), moderate.shape) == "gaussian") & (
         not where.refined
     )
-    upper, lower, reach_low = wide, wide, None
+    upper, lower, reach_low, far = wide, wide, None, None
     if heavy.any():
         # a second rung at the symmetric widened clips, from the means' budget
         rung_epsilon, mean_budget = mean_budget.tail_split(SECOND_RUNG * plan.tail)
         rung_total = float(np.sum(rung_epsilon))
-        wide, reach, rung, lump = _second_rung(
+        counted = np.where(heavy, wide, np.inf)
+        wide, reach, rung, lump, beyond = _second_rung(
             matrix,
             where.centre,
             heavy,
@@ -672,7 +679,7 @@ def tail_rule(
             root,
         )
         entries.append(_tail_entry(_named(names, heavy), rung_total))
-        upper, lower = wide, wide
+        upper, lower, far = wide, wide, (beyond, counted)
         # which side each heavy tail is on (design notes, "Heavy tails"), where no lump
         # re-anchored the tail beyond the wider clip: a lump takes one clip for both sides, and
         # the signed counts would be spent for nothing (a 90 %-zero mixture, docs/accuracy.md)
@@ -680,7 +687,7 @@ def tail_rule(
             first = (float(reach[0]), threshold, joint)
             sides = _measured_sides(
                 matrix, where, names, heavy, (radius, rung, wide), first, (plan, mean_budget),
-                live, rng, root, users=users, balance=balance
+                live, rng, root, users=users, balance=balance, far=far
             )  # fmt: skip
             if sides is not None:
                 mean_budget, upper, lower, reach, reach_low, side_entries = sides
@@ -702,6 +709,7 @@ def tail_rule(
         exceeded=exceeded,
         shift=None if reach_low is None else upper / 2.0 - lower / 2.0,
         reach_low=reach_low,
+        far=far,
     )
 
 
@@ -832,6 +840,7 @@ def _measured_sides(
     *,
     users: NDArray[np.float64],
     balance: float,
+    far: tuple[NDArray[np.float64], NDArray[np.float64]],
 ) -> (
     tuple[
         FinalBudget,
@@ -847,7 +856,8 @@ def _measured_sides(
     one side, at the signed counts' noise (their ε :data:`SIDES_SHARE` of the tail share, from
     the means' budget after the second rung's), would give a narrower interval than the
     symmetric clip ``radii[2]``. A decision from the first count (``first``: its upper
-    confidence count, the heavy threshold and its ε) and public facts before any draw; None
+    confidence count, the heavy threshold and its ε), the second's anchor (``far``,
+    :class:`TailFinding`) and public facts before any draw; None
     where no column passes (no draw, the budget untouched). Else the means' budget left, the
     clips above and below, the upper confidence counts above and below and the ledger entries
     of the signed counts (:func:`_signed_counts`) of the columns that passed."""
@@ -869,6 +879,7 @@ def _measured_sides(
         count=count,
         count_sd=count_sd,
         share=_found_share(count, threshold, _measurable(rung, live)),
+        far=far,
     )
     # the count's ε shared evenly by the columns it is drawn for (basic composition)
     every = column_epsilon(side_total, 0.0, int(np.sum(heavy)))
@@ -885,9 +896,9 @@ def _measured_sides(
 class _SideFacts:
     """What :func:`_side_clips` reads, per column: the bulk's radius, the rung, the symmetric
     clip of :func:`_tail_radius`, the mean's Laplace-equivalent ε after the signed counts'
-    share, the users and the plug-in sampling sd; and the first count's draw, noise sd and
-    the share of the users it found beyond the heavy threshold. Released numbers and public
-    facts."""
+    share, the users and the plug-in sampling sd; the first count's draw, noise sd and the
+    share of the users it found beyond the heavy threshold; and the second count's anchor
+    (:class:`TailFinding`). Released numbers and public facts."""
 
     bulk: NDArray[np.float64]
     rung: NDArray[np.float64]
@@ -898,6 +909,7 @@ class _SideFacts:
     count: float
     count_sd: float
     share: float
+    far: tuple[NDArray[np.float64], NDArray[np.float64]]
 
 
 def _side_clips(
@@ -916,15 +928,16 @@ def _side_clips(
     most ``C`` plus its own. The long side (the larger point count) keeps the symmetric clip,
     beyond which the second rung (:func:`_second_rung`) looks for a lump as before, and its
     bias bound through all of ``C`` plus its noise's reach, so that no bound is below the
-    symmetric clip's; the short side's clip balances the mean's noise against the Pareto tail
-    through its part of the first count's share (the point counts' split of C), between the
-    bulk's radius and the symmetric clip: a long right tail keeps its clip and the empty left
-    side stays near the rung, where one symmetric clip put both at the long side's. A column
-    keeps its symmetric clip where that gives the narrower 95 % interval, ``1.96 √(noise² +
-    sampling²) + bias bound`` (:func:`tail_bias`; the sides' bound is the larger of theirs): a
-    tail split by a noisy count gains little width and gives up bound. Returns the clips
-    above and below the centre, the upper confidence counts above and below and the columns
-    split. Post-processing of released numbers."""
+    symmetric clip's (both sides' bounds take the second count's where it is the lower,
+    :meth:`TailFinding.beyond`); the short side's clip balances the mean's noise against the
+    Pareto tail through its part of the first count's share (the point counts' split of C),
+    between the bulk's radius and the symmetric clip: a long right tail keeps its clip and
+    the empty left side stays near the rung, where one symmetric clip put both at the long
+    side's. A column keeps its symmetric clip where that gives the narrower 95 % interval,
+    ``1.96 √(noise² + sampling²) + bias bound`` (:func:`tail_bias`; the sides' bound is the
+    larger of theirs): a tail split by a noisy count gains little width and gives up bound.
+    Returns the clips above and below the centre, the upper confidence counts above and below
+    and the columns split. Post-processing of released numbers."""
     f = facts
     found = max(f.count, 0.0)
     above = np.clip((found + difference) / 2.0, 0.0, found)
@@ -946,10 +959,11 @@ def _side_clips(
         def interval(half_width: NDArray[np.float64], bound: NDArray[np.float64]) -> Any:
             return _Z95 * np.hypot(unit * half_width, f.sampling) + bound
 
-        one = interval(f.wide, tail_bias(np.full(f.wide.shape, cap), f.rung, f.wide, f.users))
+        whole = np.full(f.wide.shape, cap)
+        one = interval(f.wide, _anchored_bias(whole, f.rung, f.wide, f.users, f.far))
         bound = np.fmax(
-            tail_bias(reaches[0], f.rung, clips[0], f.users),
-            tail_bias(reaches[1], f.rung, clips[1], f.users),
+            _anchored_bias(reaches[0], f.rung, clips[0], f.users, f.far),
+            _anchored_bias(reaches[1], f.rung, clips[1], f.users, f.far),
         )
         split = heavy & (interval(clips[0] / 2.0 + clips[1] / 2.0, bound) < one)
     return (
@@ -1156,7 +1170,9 @@ def _second_rung(
     mean_epsilon: NDArray[np.float64],
     rng: np.random.Generator,
     root: NDArray[np.float64] | None = None,
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], bool]:
+) -> tuple[
+    NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], bool, NDArray[np.float64]
+]:
     """The tail stage's second rung, where the first found heavy columns: one private count
     ``C₂`` of the users beyond the widened radius ``R_j`` of a heavy column (sensitivity 1,
     two-sided geometric noise at ``epsilon``), against what the Pareto tails through the first
@@ -1170,8 +1186,12 @@ def _second_rung(
     radius balanced again from there (:func:`_tail_radius`; at least R and at most
     :data:`TAIL_REACH` times the bulk's radius, the first of ``radii``; the second are the
     widened radii R). Returns the radii, per column the anchors ``(C + 3 sd, r)`` of the bias
-    bounds (:func:`tail_bias`), and whether it found a lump. A function of the data through the
-    count only."""
+    bounds (:func:`tail_bias`), whether it found a lump, and the upper confidence count
+    ``C₂ + 3 sd`` beyond R. That count anchors a Pareto tail of its own at R, whose bias bound
+    for a clip at R or beyond (:meth:`TailFinding.beyond`) is the lower where the tail falls
+    off faster than the first rung's Pareto tail says: the t-like tails of per-user
+    regression slopes put hundreds of users beyond the first rung and next to none beyond
+    the second. A function of the data through the count only."""
     bulk, wide = radii
     rung, reach = anchor
     with np.errstate(over="ignore", invalid="ignore"):
@@ -1184,13 +1204,14 @@ def _second_rung(
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         predicted = float(np.sum(np.where(heavy, reach * (rung / wide) ** a, 0.0)))
         lump = count > min(predicted, float(np.max(reach))) + LUMP_SDS * sd
-        if not lump:
-            return wide, reach, rung, False
+    upper = np.full(wide.shape, count + EDGE_SDS * sd)
+    if not lump:
+        return wide, reach, rung, False, upper
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         share = max(count / max(int(np.sum(heavy)), 1), 1.0)
         balanced = np.clip(_balanced(wide, share, mean_epsilon), wide, TAIL_REACH * bulk)
         final = np.where(heavy, np.fmin(balanced, MAX_RADIUS), wide)
-    upper = np.full(wide.shape, count + EDGE_SDS * sd)
-    return final, np.where(heavy, upper, reach), np.where(heavy, wide, rung), True
+    return final, np.where(heavy, upper, reach), np.where(heavy, wide, rung), True, upper
 
 
 def tail_bias(
@@ -1206,6 +1227,28 @@ def tail_bias(
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         excess = reach_users * tail_radius * (tail_radius / radius) ** (a - 1.0) / (a - 1.0)
         return np.asarray(excess / np.maximum(users, 1.0))
+
+
+def _anchored_bias(
+    reach: NDArray[np.float64],
+    rung: NDArray[np.float64],
+    clip: NDArray[np.float64],
+    users: NDArray[np.float64],
+    far: tuple[NDArray[np.float64], NDArray[np.float64]] | None,
+) -> NDArray[np.float64]:
+    """The clipping bias bound beyond ``clip`` of the Pareto tail through ``(rung, reach)``
+    (:func:`tail_bias`), or through the second rung's anchor ``far`` (its upper confidence
+    count and rung, :func:`_second_rung`) where that is the lower and the clip is at or beyond
+    the second rung: no user between the clip and the second rung goes uncounted there."""
+    first = tail_bias(reach, rung, clip, users)
+    if far is None:
+        return first
+    far_reach, far_rung = far
+    # a window rebuilt from a support's end (projection.support_window) puts the upper clip
+    # at the second rung up to rounding
+    outside = clip >= far_rung * (1.0 - 1e-12)
+    second = tail_bias(far_reach, far_rung, clip, users)
+    return np.where(outside, np.minimum(first, second), first)
 
 
 def _tail_entry(names: tuple[str, ...], epsilon: float) -> LedgerEntry:
