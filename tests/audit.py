@@ -557,10 +557,10 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
     calls per calibration, seven calibrations per release of the engine, one per release of the
     paper's mean): most of a release's time in an audit that repeats one release thousands of
     times. ``compose``, ``ReleasePlan.calibrate`` (of a frozen plan, the shares, the kind and
-    the refined and fallback flags), ``engine._final_radius`` (of the plan, the weights and six
-    fields of the released location — the private counts are integers and the midpoints cells
-    of a grid, so they repeat across runs), ``budget.paper_budget`` (of d, ε, δ and the
-    model) and ``budget.plan_budget`` are deterministic functions of their arguments, so
+    the refined and fallback flags), ``engine._final_radius`` (of the plan, the weights, the
+    floor and six fields of the released location — the private counts are integers and the
+    midpoints cells of a grid, so they repeat across runs), ``budget.paper_budget`` (of d, ε,
+    δ and the model) and ``budget.plan_budget`` are deterministic functions of their arguments, so
     caching them changes nothing but speed — ``test_memoized_budgets_are_exact`` in
     ``test_privacy_accounting.py`` checks releases and ledgers bit for bit. Only the modules'
     references are replaced, and only inside the context. Yields the cache of ``compose``.
@@ -602,7 +602,7 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
 
     @functools.lru_cache(maxsize=1 << 16)
     def cached_final_radius(key: tuple[Any, ...], plan: Any) -> Any:
-        sd, error, users, tail, refined, fallback, weights, live, relative, moment = key
+        sd, error, users, tail, refined, fallback, weights, live, relative, moment, floor = key
         where = types.SimpleNamespace(
             sd=np.frombuffer(sd),
             centre_error=np.frombuffer(error),
@@ -612,7 +612,10 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
             fallback=fallback,
         )
         live = None if live is None else np.frombuffer(live, dtype=bool)
-        return final_radius(where, np.frombuffer(weights), plan, live, relative, moment)
+        floor = None if floor is None else np.frombuffer(floor)
+        return final_radius(
+            where, np.frombuffer(weights), plan, live, relative, moment, floor=floor
+        )
 
     def memo_final_radius(
         where: Any,
@@ -621,6 +624,8 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
         live: Any = None,
         relative: bool = False,
         moment: Any = None,
+        *,
+        floor: Any = None,
     ) -> Any:
         # _final_radius reads these six fields of the Location only (engine.py)
         key = (
@@ -635,6 +640,7 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
             None if live is None else np.ascontiguousarray(live, dtype=bool).tobytes(),
             relative,
             moment,  # a stated Moment (hashable) or None
+            None if floor is None else np.ascontiguousarray(floor, dtype=np.float64).tobytes(),
         )
         radius, budget = cached_final_radius(key, plan)
         return radius.copy(), budget
