@@ -655,10 +655,11 @@ def test_an_assumed_tail_rarely_takes_the_pareto_bound_on_normal_errors() -> Non
 
 
 def test_where_only_the_tail_count_checks_skew_the_clip_is_beyond_its_rung() -> None:
-    """``engine._skew_floor``: where no rough mean was read against a median (a public centre,
-    or a plan without refinement) the tail count is a normal plug-in's only check of skew, and
-    the clip is floored at the count's rung, 3.5 σ̂; a refined release, one with no count or
-    one whose model assumes a tail kind keeps its accurate radius (public facts only).
+    """``engine._skew_floor``: where no rough mean was read against a median (no refinement
+    stage: a public centre's plan has none, nor has one at a small n ε) the tail count is a
+    normal plug-in's only check of skew, and the clip is floored at the count's rung, 3.5 σ̂;
+    a refined release, one with no count or one whose model assumes a tail kind keeps its
+    accurate radius (public facts only).
 
     Behaviour: ``RandomEffectsLocation``'s precision-weighted μ is centred on the preliminary
     mean, so nothing else checks its skew. Person effects a standardised lognormal (σ = 0.5),

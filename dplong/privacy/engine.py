@@ -875,16 +875,15 @@ def _skew_floor(
     where: Location, plan: ReleasePlan, tail: TailOption | None
 ) -> NDArray[np.float64] | None:
     """The radii's floor where the tail count is a normal plug-in's only check of skew: no
-    rough mean was read against a median (a public centre, or a plan without refinement), so
-    :func:`~dplong.privacy.tails.skew_tails` could not give a skewed column the exponential
-    model, and a clip inside the count's rung would leave a skewed tail between the two seen
-    by neither the count nor the bias bound (mildly skewed user means of 1,000-5,000 users
-    clipped at 2.7 σ̂: intervals 1.5-2 SEs low, unwarned, in a sixth of releases;
-    docs/accuracy.md). None where no count runs, where the model assumes a tail kind (its own
-    bound and rung), or where a rough mean checked the skew. Public facts and released
-    numbers."""
-    unchecked = not where.refined or plan.midpoint_kind == "public"
-    if not plan.tail or isinstance(tail, AssumedTail) or not unchecked:
+    rough mean was read against a median (no refinement stage: a public centre's plan has
+    none, nor has a plan at a small n ε), so :func:`~dplong.privacy.tails.skew_tails` could
+    not give a skewed column the exponential model, and a clip inside the count's rung would
+    leave a skewed tail between the two seen by neither the count nor the bias bound (mildly
+    skewed user means of 1,000-5,000 users clipped at 2.7 σ̂: intervals 1.5-2 SEs low,
+    unwarned, in a sixth of releases; docs/accuracy.md). None where no count runs, where the
+    model assumes a tail kind (its own bound and rung), or where a rough mean checked the
+    skew. Public facts and released numbers."""
+    if not plan.tail or isinstance(tail, AssumedTail) or where.refined:
         return None
     return rung_sds("gaussian") * where.sd
 
