@@ -38,19 +38,22 @@ def data() -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def noiseless(data: pd.DataFrame) -> dplong.RegressionResults:
-    model = dplong.LongitudinalOLS.from_formula(FORMULA, data, groups="user", time="t")
+def model(data: pd.DataFrame) -> dplong.LongitudinalOLS:
+    return dplong.LongitudinalOLS.from_formula(FORMULA, data, groups="user", time="t")
+
+
+@pytest.fixture(scope="module")
+def noiseless(model: dplong.LongitudinalOLS) -> dplong.RegressionResults:
     res = model.fit(epsilon=1e300, delta=0.5, random_state=0)
     assert isinstance(res, dplong.RegressionResults)
     return res
 
 
 @pytest.fixture(scope="module")
-def bounded(data: pd.DataFrame) -> dplong.RegressionResults:
+def bounded(model: dplong.LongitudinalOLS) -> dplong.RegressionResults:
     """The noiseless fit under a stated fourth-moment bound, whose bias bound is positive for
     every parameter however far out the clip (the tail count's is 0 without noise where the
     second rung finds nobody beyond the clip)."""
-    model = dplong.LongitudinalOLS.from_formula(FORMULA, data, groups="user", time="t")
     res = model.fit(
         epsilon=1e300, delta=0.5, random_state=0, tail=dplong.Moment(k=4, bound=[10.0] * 4)
     )

@@ -495,9 +495,10 @@ class TailFinding:
     (:func:`_side_clips`), the interval's middle is ``shift`` from the located centre (half the
     difference of the two sides' radii; ``radius`` is half their sum) and ``reach`` and
     ``reach_low`` are the upper confidence counts above and below (None: ``reach`` for both).
-    Where the second rung counted (:func:`_second_rung`), ``far`` is its anchor: the upper
-    confidence count of the users beyond the heavy columns' widened radii, and those radii
-    (infinite elsewhere), which bounds the bias of a clip there or beyond (:meth:`beyond`).
+    Where the second rung counted and found no lump (:func:`_second_rung`), ``far`` is its
+    anchor: the upper confidence count of the users beyond the heavy columns' widened radii,
+    and those radii (infinite elsewhere), which bounds the bias of a clip there or beyond
+    (:meth:`beyond`); a lump re-anchors ``reach`` and ``rung`` there instead.
     Where the rule does not run: the bulk's radius, no heavy, moderate, clips-many or exceeded
     column, no entry, the budget untouched, a threshold of 0."""
 
@@ -679,11 +680,14 @@ def tail_rule(
             root,
         )
         entries.append(_tail_entry(_named(names, heavy), rung_total))
-        upper, lower, far = wide, wide, (beyond, counted)
+        upper, lower = wide, wide
+        # a lump re-anchored reach and rung at the second count already: its own anchor only
+        # where there was none
+        far = None if lump else (beyond, counted)
         # which side each heavy tail is on (design notes, "Heavy tails"), where no lump
         # re-anchored the tail beyond the wider clip: a lump takes one clip for both sides, and
         # the signed counts would be spent for nothing (a 90 %-zero mixture, docs/accuracy.md)
-        if sided and not lump:
+        if sided and far is not None:
             first = (float(reach[0]), threshold, joint)
             sides = _measured_sides(
                 matrix, where, names, heavy, (radius, rung, wide), first, (plan, mean_budget),
