@@ -874,16 +874,14 @@ def overflowed(*figures: NDArray[np.float64]) -> NDArray[np.bool_]:
 def _skew_floor(
     where: Location, plan: ReleasePlan, tail: TailOption | None
 ) -> NDArray[np.float64] | None:
-    """The radii's floor where the tail count is a normal plug-in's only check of skew: no
-    rough mean was read against a median (no refinement stage: a public centre's plan has
-    none, nor has a plan at a small n ε), so :func:`~dplong.privacy.tails.skew_tails` could
-    not give a skewed column the exponential model, and a clip inside the count's rung would
-    leave a skewed tail between the two seen by neither the count nor the bias bound (mildly
-    skewed user means of 1,000-5,000 users clipped at 2.7 σ̂: intervals 1.5-2 SEs low,
-    unwarned, in a sixth of releases; docs/accuracy.md). None where no count runs, where the
-    model assumes a tail kind (its own bound and rung), or where a rough mean checked the
-    skew. Public facts and released numbers."""
-    if not plan.tail or isinstance(tail, AssumedTail) or where.refined:
+    """The radii's floor where a tail count runs: its rung, so that nothing the clip cuts lies
+    between the two unseen by both the count and the bias bound. A normal plug-in's accurate
+    radius can sit nearer, where a mild skew cuts the long side by more than the plug-in bound
+    allows and the interval misses unwarned (docs/accuracy.md). A rough mean read against a
+    median is no substitute: its noise lets skews that matter through
+    (:func:`~dplong.privacy.tails.skew_tails`'s bar). None where no count runs or where the
+    model assumes a tail kind (its own bound and rung). Public facts and released numbers."""
+    if not plan.tail or isinstance(tail, AssumedTail):
         return None
     return rung_sds("gaussian") * where.sd
 
