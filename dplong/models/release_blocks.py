@@ -197,6 +197,7 @@ def _plan(block: Block, options: ReleaseOptions, n: int) -> ReleasePlan | None:
             moment=block.moment,
             centred=block.centred,
             supported=block.supported,
+            assumed=isinstance(block.tail, AssumedTail),
         )
         plan.check()
         return plan

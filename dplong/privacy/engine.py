@@ -423,6 +423,7 @@ def release_means(
             count=count is None,
             centred=public_centre is not None,
             supported=lower is not None and bool(np.isfinite(lower).any()),
+            assumed=isinstance(rules.tail, AssumedTail),
         )
         plan.check()  # every refusal before the first noise draw
         afford(accountant, plan.epsilon, plan.delta)

@@ -189,6 +189,7 @@ class ReleasePlan:
         weighted: bool = False,
         centred: bool = False,
         supported: bool = False,
+        assumed: bool = False,
     ) -> ReleasePlan:
         """Stage budgets from public facts (:mod:`~dplong.privacy.budget.stages`). ``count=False``
         when n itself is the denominator (item-level regression: every unit is counted), or when the
@@ -202,7 +203,9 @@ class ReleasePlan:
         :data:`~dplong.privacy.budget.stages.COUNT_USERS`; ``centred`` when the release is given a
         public centre (``midpoint_kind="public"``): no midpoint or refinement stage, their budget
         left to the final stage; ``supported`` when a support's lower end is declared (the tail
-        count's smaller floor, :attr:`supported`).
+        count's smaller floor, :attr:`supported`); ``assumed`` when the release's tail model is an
+        assumed kind (:class:`~dplong.privacy.radius.AssumedTail`): its second moment is bought
+        at any n ε (:func:`~dplong.privacy.budget.stages._moment_share`).
 
         Examples
         --------
@@ -260,7 +263,7 @@ class ReleasePlan:
         per_count = per_column * d / max(counts, 1)
         count_epsilon = _count_epsilon(n, per_count, count_users)
         shared = _count_epsilon(n, per_column, SHARED_USERS, SHARED_SHARES) if spread else 0.0
-        moment_share = _moment_share(n, per_column) if moment else 0.0
+        moment_share = _moment_share(n, per_column, assumed=assumed) if moment else 0.0
         inside = 0.0 if centred or not spread else _inside_epsilon(n, per_column, miss)
         rest = _rest(per_column, median, spread, shared + inside, count_epsilon * counts / d)
         # the midpoint's check where the scale is estimated (a stated scale's interval beside the

@@ -306,11 +306,15 @@ def _inside_epsilon(n: int, per_column: float, miss: float) -> float:
     return _count_epsilon(n, per_column, INSIDE_USERS, INSIDE_SHARES)
 
 
-def _moment_share(n: int, per_column: float) -> float:
+def _moment_share(n: int, per_column: float, *, assumed: bool = False) -> float:
     """:data:`MOMENT_SHARE` when the second moment is informative: its Laplace noise, relative
     to a variance σ² clipped at ~3σ, is about ``√2 · 9 / (n ε_v)``; from
-    :data:`MOMENT_USERS` users per unit of ε (per column) it stays below ~30 %."""
-    return MOMENT_SHARE if n * per_column >= MOMENT_USERS else 0.0
+    :data:`MOMENT_USERS` users per unit of ε (per column) it stays below ~30 %. At any n ε where
+    the tail model is ``assumed`` (a skewed statistic's kind, which no count checks below
+    that n ε): the plug-in spread of the bulk then sizes the sampling error of a tail it cannot
+    see, and the moment's noise only widens the spread (the engine keeps the larger of the two).
+    """
+    return MOMENT_SHARE if assumed or n * per_column >= MOMENT_USERS else 0.0
 
 
 def tail_share(
