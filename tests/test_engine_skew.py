@@ -671,8 +671,6 @@ def test_where_a_tail_count_runs_the_clip_is_beyond_its_rung() -> None:
     about half an SE off the long side (the lognormal's mass beyond 3.5 σ̂, its MAD-based scale
     below its sd), so coverage is about P(|Z - 0.5| < 1.96) = 0.93, with a binomial SE of
     0.018: below 0.88 with probability under 0.3 %, which the unfloored clip fails."""
-    from types import SimpleNamespace
-
     from dplong.privacy.budget import ReleasePlan
     from dplong.privacy.tails import with_tail
 
@@ -680,14 +678,10 @@ def test_where_a_tail_count_runs_the_clip_is_beyond_its_rung() -> None:
     counted = with_tail(plan, measured=True)
     assert counted.tail > 0 and plan.refine > 0
     sd = np.array([2.0])
-    for refined in (False, True):
-        where = SimpleNamespace(refined=refined, sd=sd)
-        floor = engine._skew_floor(where, counted, None)  # type: ignore[arg-type]
-        assert floor is not None and floor.tolist() == [3.5 * 2.0]
-    unrefined = SimpleNamespace(refined=False, sd=sd)
-    assert engine._skew_floor(unrefined, plan, None) is None  # type: ignore[arg-type]
-    assumed = AssumedTail("exponential")
-    assert engine._skew_floor(unrefined, counted, assumed) is None  # type: ignore[arg-type]
+    floor = engine._skew_floor(sd, counted, None)
+    assert floor is not None and floor.tolist() == [3.5 * 2.0]
+    assert engine._skew_floor(sd, plan, None) is None
+    assert engine._skew_floor(sd, counted, AssumedTail("exponential")) is None
 
     n, covered = 5000, {"precision": 0, "equal": 0}
     for seed in range(200):

@@ -332,7 +332,7 @@ def forecast_noise(
             np.zeros(d), np.zeros(d), error, sd, users, 0.0, refined, tuple(kinds), (), plan
         )
         radius, budget = _final_radius(
-            where, weights, plan, relative=relative, floor=_skew_floor(where, plan, tail)
+            where, weights, plan, relative=relative, floor=_skew_floor(sd, plan, tail)
         )
     mean_budget, _ = budget.split(plan.moment_share)
     if plan.tail:
@@ -498,7 +498,7 @@ def release_means(
             live,
             rules.relative,
             stated_moment,
-            floor=_skew_floor(where, plan, rules.tail),
+            floor=_skew_floor(where.sd, plan, rules.tail),
         )
     else:  # the public bounds are the interval: nothing is clipped under the assumption
         radius = (bounds[1] - bounds[0]) / 2.0
@@ -873,18 +873,18 @@ def overflowed(*figures: NDArray[np.float64]) -> NDArray[np.bool_]:
 
 
 def _skew_floor(
-    where: Location, plan: ReleasePlan, tail: TailOption | None
+    sd: NDArray[np.float64], plan: ReleasePlan, tail: TailOption | None
 ) -> NDArray[np.float64] | None:
-    """The radii's floor where a tail count runs: its rung, so that nothing the clip cuts lies
-    between the two unseen by both the count and the bias bound. A normal plug-in's accurate
-    radius can sit nearer, where a mild skew cuts the long side by more than the plug-in bound
-    allows and the interval misses unwarned (docs/accuracy.md). A rough mean read against a
-    median is no substitute: its noise lets skews that matter through
-    (:func:`~dplong.privacy.tails.skew_tails`'s bar). None where no count runs or where the
-    model assumes a tail kind (its own bound and rung). Public facts and released numbers."""
+    """The radii's floor where a tail count runs: its rung in the scales ``sd``, so that
+    nothing the clip cuts lies between the two unseen by both the count and the bias bound. A
+    normal plug-in's accurate radius can sit nearer, where a mild skew cuts the long side by
+    more than the plug-in bound allows and the interval misses unwarned (docs/accuracy.md). A
+    rough mean read against a median is no substitute: its noise lets skews that matter
+    through (:func:`~dplong.privacy.tails.skew_tails`'s bar). None where no count runs or where
+    the model assumes a tail kind (its own bound and rung). Public facts and released numbers."""
     if not plan.tail or isinstance(tail, AssumedTail):
         return None
-    return rung_sds("gaussian") * where.sd
+    return rung_sds("gaussian") * sd
 
 
 def _final_radius(
