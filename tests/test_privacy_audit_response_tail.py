@@ -41,7 +41,7 @@ from dplong.privacy.budget import vector_budget, vector_plan
 from dplong.privacy.noise import geometric_rate, two_sided_geometric, two_sided_geometric_variance
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.tails import EDGE_SDS, TAIL_RUNG
-from dplong.privacy.vector import gaussian_is_better
+from dplong.privacy.vector import gaussian_is_better, unit_norms
 
 N, EPS = 2000, 4.0
 BASE = np.random.default_rng(5).normal(size=N)
@@ -181,7 +181,7 @@ def test_the_claim_is_the_tail_share_of_the_curves_budget() -> None:
     share = WHERE.plan.tail
     expected = (
         math.sqrt(2.0 * share * whole.rho)
-        if gaussian_is_better(WEIGHTS, whole)
+        if gaussian_is_better(unit_norms(WEIGHTS), whole)
         else whole.epsilon - whole.epsilon * (1.0 - share)
     )
     assert _claim() == pytest.approx(expected, rel=1e-12)

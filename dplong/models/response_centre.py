@@ -41,7 +41,7 @@ from dplong.privacy.tails import (
     tail_rule,
     with_tail,
 )
-from dplong.privacy.vector import gaussian_is_better
+from dplong.privacy.vector import gaussian_is_better, unit_norms
 from dplong.privacy.winsorized import midpoint_entry, paper_midpoints
 
 __all__ = [
@@ -199,7 +199,8 @@ def response_tail(
         return ResponseTail(where.width, where.budget, (), 0.0, False, ())
     # the count and the curve calibrated together (one call more than where.budget's)
     whole = vector_budget(plan, refined=location.refined)
-    gaussian = gaussian_is_better(weights, whole)
+    l1, l2 = unit_norms(weights)
+    gaussian = gaussian_is_better((l1, l2), whole)
     budget = (
         FinalBudget("gaussian", np.zeros(1), np.array([whole.rho]))
         if gaussian
@@ -208,8 +209,7 @@ def response_tail(
     # the excess moves the curve at x by Σ_i |a_i(x)| times a unit's (a mean's by 1 / n), and
     # its noise grows with a unit's row of weights, its L2 or L1 norm (Laplace sd √2 Δ₁ / ε,
     # Gaussian Δ₂ / √(2ρ); a mean's 1 / n)
-    norm = np.sqrt((weights**2).sum(axis=1)) if gaussian else np.abs(weights).sum(axis=1)
-    balance = float(np.abs(weights).sum(axis=0).max() / (y.size * norm.max()))
+    balance = float(np.abs(weights).sum(axis=0).max() / (y.size * (l2 if gaussian else l1)))
     found = tail_rule(
         y[:, None],
         location,

@@ -158,6 +158,16 @@ class LogGrid:
         """The cells' edges: cell k is ``[edges[k], edges[k + 1])``, ±inf at the unbounded ends."""
         return np.concatenate([[-np.inf] if self.signed else [], self.boundaries, [np.inf]])
 
+    @cached_property
+    def positive(self) -> NDArray[np.float64]:
+        """The positive boundaries, ascending."""
+        return self.boundaries[self.boundaries > 0.0]
+
+    @cached_property
+    def zero(self) -> int:
+        """The cell ``[0, b_1)``."""
+        return int(np.searchsorted(self.boundaries, 0.0, side="right"))
+
     def half_width_at(self, value: NDArray[np.float64]) -> NDArray[np.float64]:
         """The half-width of the cell whose report is ``value``."""
         return np.asarray(self.half_widths[np.searchsorted(self.centres, value)])
@@ -376,22 +386,18 @@ def _beyond_reach(
     positive boundaries below the user's threshold (the grid is symmetric). A step function of
     the cell, returned as the cells where a step may start (ascending, the first 0) and its
     count of users from there on: it changes only where a user's ``p`` is a cell's distance
-    from 0, so its size is that of the users, not of the grid's tens of thousands of cells."""
-    positive = grid.boundaries[grid.boundaries > 0.0]
-    zero = int(np.searchsorted(grid.boundaries, 0.0, side="right"))  # the cell [0, b_1)
-    # users by their p, and users with at least k boundaries below their threshold
-    per_boundary = np.bincount(
-        np.searchsorted(positive, threshold, side="left"), minlength=positive.size + 2
-    )
-    beyond = np.cumsum(per_boundary[::-1])[::-1]
+    from 0, so its size is that of the users, not of the grid's tens of thousands of cells (and
+    so is its cost: a sort of the users' ``p``, no pass over the grid)."""
+    positive, zero = grid.positive, grid.zero  # zero: the cell [0, b_1)
+    p = np.sort(np.searchsorted(positive, threshold, side="left"))
     # distances from 0 (in cells, each side from 0) where the count may change: 1 and each p
-    distance = np.concatenate([[0, 1], np.flatnonzero(per_boundary)])
+    distance = np.concatenate([[0, 1], p])
     starts = _distinct(np.concatenate([[0], zero + distance, zero - distance]))
     starts = starts[(starts >= 0) & (starts < len(grid))]
     offset = starts - zero
     offset = np.where(offset >= 0, offset, -offset - 1)
     # users with more than offset cells; the cells at 0 hold an atom there (exact zeros): never
-    far = np.where(offset == 0, 0, beyond[offset + 1])
+    far = np.where(offset == 0, 0, p.size - np.searchsorted(p, offset, side="right"))
     return starts.astype(np.intp), far.astype(np.float64)
 
 
@@ -464,6 +470,11 @@ def _runs(
     return first[keep], sizes[keep], loss[keep]
 
 
+#: The counters of the cell drawn within each run: beyond every cell's (a grid has fewer than
+#: ``2**33`` cells).
+_WITHIN = np.uint64(1) << np.uint64(33)
+
+
 def _exponential_mechanism(
     first: NDArray[np.intp],
     sizes: NDArray[np.intp],
@@ -486,7 +497,10 @@ def _exponential_mechanism(
     within a few of their ulps, a chance of about that width; with the uniforms' ``2**-53`` per
     draw it counts as a total-variation distance, as the noise module's (module docstring).
     """
-    gumbel = -np.log(-np.log(keyed_uniforms(key, first.astype(np.uint64))))
+    # every run's two uniforms in one call (the cell's is read for the winner only)
+    counters = first.astype(np.uint64)
+    uniforms = keyed_uniforms(key, np.concatenate([counters, _WITHIN + counters]))
+    gumbel = -np.log(-np.log(uniforms[: first.size]))
     excess = loss - loss.min()
     with np.errstate(invalid="ignore"):  # no noise (rate inf): the least loss, 0 beyond
         weight = np.where(excess > 0.0, rate * excess, 0.0)
@@ -494,6 +508,5 @@ def _exponential_mechanism(
     size = int(sizes[run])
     if size == 1:
         return int(first[run])
-    counter = (np.uint64(1) << np.uint64(33)) + np.uint64(first[run])
-    u = float(keyed_uniforms(key, np.array([counter], dtype=np.uint64))[0])
+    u = float(uniforms[first.size + run])
     return int(first[run]) + min(math.floor(u * size), size - 1)  # bias size 2**-53: a TV

@@ -42,7 +42,7 @@ __all__ = [
 
 #: What the midpoint reports when more than about half the users are exactly 0: the grid
 #: cell ``[0, 2**-1022)``.
-ZERO_CELL = float(GRID.centres[np.searchsorted(GRID.boundaries, 0.0, side="right")])
+ZERO_CELL = float(GRID.centres[GRID.zero])
 
 #: A column where the private count finds fewer than ``1 - SHARED_SHARE`` of its users off the
 #: scale's cell (and the cells far inside it, below

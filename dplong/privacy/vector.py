@@ -102,7 +102,7 @@ def release_linear(
                 float(release.scale[0]),
             ),
         )
-    if gaussian_is_better(weights, budget):
+    if gaussian_is_better(unit_norms(weights), budget):
         joint = release_weighted_gaussian(clipped, radius, weights, budget.rho, rng)
         mechanism, kind = "discrete Gaussian, L2 over the grid (CKS 2020)", "gaussian"
         costs = (0.0, 0.0, budget.rho)
@@ -114,22 +114,38 @@ def release_linear(
     return VectorRelease(joint.total, joint.scale, joint.sd, kind, entry)
 
 
-def gaussian_is_better(weights: NDArray[np.float64], budget: VectorBudget) -> bool:
+def unit_norms(weights: NDArray[np.float64]) -> tuple[float, float]:
+    """A unit's largest L1 and L2 norms of its row of ``weights``: the sensitivities, per unit
+    of radius, of the Laplace and of the Gaussian release of the vector (public).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.vector import unit_norms
+    >>> unit_norms(np.array([[3.0, 4.0], [1.0, 0.0]]))
+    (7.0, 5.0)
+    """
+    l1 = float(np.abs(weights).sum(axis=1).max())
+    l2 = float(np.sqrt((weights**2).sum(axis=1)).max())
+    return l1, l2
+
+
+def gaussian_is_better(norms: tuple[float, float], budget: VectorBudget) -> bool:
     """Whether the L2 release (ρ) has less noise than the L1 release (ε) of the same vector:
-    Laplace sd ``√2 Δ₁ / ε`` against Gaussian ``Δ₂ / √(2ρ)``, both from the public weights
-    (a budget of ρ alone: the Gaussian; of ε alone: the Laplace).
+    Laplace sd ``√2 Δ₁ / ε`` against Gaussian ``Δ₂ / √(2ρ)``, ``norms`` (Δ₁, Δ₂) per unit of
+    radius from the public weights (:func:`unit_norms`) (a budget of ρ alone: the Gaussian; of
+    ε alone: the Laplace).
 
     Examples
     --------
     >>> import numpy as np
     >>> from dplong.privacy.budget import VectorBudget
-    >>> from dplong.privacy.vector import gaussian_is_better
-    >>> spread = np.full((100, 50), 0.01)    # each unit reaches all 50 points a little
+    >>> from dplong.privacy.vector import gaussian_is_better, unit_norms
+    >>> spread = unit_norms(np.full((100, 50), 0.01))  # each unit reaches all 50 points a little
     >>> [gaussian_is_better(spread, b) for b in (VectorBudget(1.0, 0.1), VectorBudget(1.0))]
     [True, False]
     """
     if budget.rho <= 0.0 or budget.epsilon <= 0.0:
         return budget.rho > 0.0
-    l1 = float(np.abs(weights).sum(axis=1).max())
-    l2 = float(np.sqrt((weights**2).sum(axis=1)).max())
+    l1, l2 = norms
     return l2 / math.sqrt(2.0 * budget.rho) < math.sqrt(2.0) * l1 / budget.epsilon
