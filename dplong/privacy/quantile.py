@@ -165,8 +165,17 @@ class LogGrid:
 
     @cached_property
     def zero(self) -> int:
-        """The cell ``[0, b_1)``."""
-        return int(np.searchsorted(self.boundaries, 0.0, side="right"))
+        """The index of the cell ``[0, b_1)`` (a signed grid's cells start with ``(-inf, b_0)``).
+
+        Examples
+        --------
+        >>> from dplong.privacy.quantile import LogGrid
+        >>> [(g.zero, float(g.centres[g.zero]) > 0.0) for g in (LogGrid(fine=2, coarse=1, inner=1,
+        ...     outer=2), LogGrid(fine=2, coarse=1, inner=1, outer=2, signed=False))]
+        [(9, True), (0, True)]
+        """
+        below = 0 if self.signed else 1  # an unsigned grid has no cell below its boundary 0
+        return int(np.searchsorted(self.boundaries, 0.0, side="right")) - below
 
     def half_width_at(self, value: NDArray[np.float64]) -> NDArray[np.float64]:
         """The half-width of the cell whose report is ``value``."""
