@@ -660,6 +660,11 @@ def test_an_assumed_tail_buys_the_second_moment_at_any_n_epsilon() -> None:
         n=n, d=1, epsilon=epsilon, delta=1e-6, stated_scale=False, assumed=True
     )
     assert plain.moment_share == 0.0 and assumed.moment_share == MOMENT_SHARE
+    # the same rule where a stated scale and few users plan the stable histogram's midpoint
+    tiny = {"n": 20, "d": 1, "epsilon": 8.0, "delta": 1e-3, "stated_scale": True}
+    histogram = ReleasePlan.make(**tiny), ReleasePlan.make(**tiny, assumed=True)
+    assert [p.midpoint_kind for p in histogram] == ["histogram", "histogram"]
+    assert [p.moment_share for p in histogram] == [0.0, MOMENT_SHARE]
 
     wages = dplong.datasets.load_wage_panel()
     s2 = wages.groupby("nr")["lwage"].var(ddof=1).to_numpy()

@@ -93,6 +93,7 @@ from dplong.privacy.tails import (
     clips_many_notes,
     exceeded_assumptions,
     heavy_notes,
+    leaning_notes,
     lump_assumptions,
     measures_tail,
     moderate_assumptions,
@@ -783,6 +784,7 @@ def release_means(
             remedy=tail_remedy,
         )
         + clips_many_notes(names, tails.clips_many & ~withheld, tails.clipped, n)
+        + leaning_notes(names, tails.leaning & ~withheld, tails.excess)
         + crowded_notes(names, crowded)
         + missed_notes(names, at_edge, overflow, coarse, where.midpoint)
         + tiny_notes(names, (where.sd < TINY_SCALE) & ~withheld & seen)

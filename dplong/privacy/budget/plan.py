@@ -251,7 +251,16 @@ class ReleasePlan:
         )
         if histogram:  # few users and a stated scale: Alg 2-3's histogram is the surer midpoint
             plan = cls._histogram_plan(
-                n, d, epsilon, delta, per_column, complete_rows, count, refine, count_users
+                n,
+                d,
+                epsilon,
+                delta,
+                per_column,
+                complete_rows,
+                count,
+                refine,
+                count_users,
+                assumed=assumed,
             )
             return plan if moment else dataclasses.replace(plan, moment_share=0.0)
         spread = 0.0 if stated_scale else median
@@ -312,6 +321,8 @@ class ReleasePlan:
         count: bool,
         refine: bool,
         count_users: float,
+        *,
+        assumed: bool,
     ) -> ReleasePlan:
         """The midpoint by the stable histogram (bins of half-width τ', §7.1.2) at
         :data:`~dplong.privacy.budget.stages.HISTOGRAM_SHARE` of a column's ε and δ/(2d) each, with
@@ -338,7 +349,7 @@ class ReleasePlan:
             midpoint_kind="histogram",
             midpoint_delta=delta / (2 * d),
             fallback=FALLBACK_SHARE * per_column,
-            moment_share=_moment_share(n, per_column),
+            moment_share=_moment_share(n, per_column, assumed=assumed),
             per_column=per_column,
         )
 
