@@ -137,10 +137,10 @@ ASSUMED_RATIO = 1.5
 #: sds (sampling and noise) but short of :data:`HEAVY_SDS` marks the column ``leaning``: a
 #: one-sided tail the counts cannot confirm at this n ε, warned (:func:`leaning_notes`) and not
 #: bounded, since a heavy column's Pareto bound widens its interval some tenfold. Under a
-#: symmetric tail ``D̂`` over its sd is about normal, past 2.5 in about 1 % of releases (2 of 100
-#: normal panels at 2,000 persons and ε = 4); a count outcome's influence there stood past 2.5
-#: in 27 of 30 fits and past 3.5 in 11, whose 13 silent misses this leaves at 1
-#: (docs/accuracy.md).
+#: symmetric tail ``D̂`` over its sd is about normal, past 2.5 in about 1 % of releases (6 of 320
+#: fits on normal and t₃ residuals at 2,000-5,000 persons, ε = 4 and 8); a count outcome's
+#: influence at 2,000 persons and ε = 4 stood past 2.5 in 27 of 30 fits and past 3.5 in 11, whose
+#: 13 silent misses this leaves at 1 (docs/accuracy.md).
 LEANING_SDS = 2.5
 #: Noise sds by which the count must exceed that to mark the columns heavy: a normal tail's
 #: count beyond 3.5 σ̂ is small, so the noise alone decides a false alarm, which a Laplace draw
@@ -1073,7 +1073,9 @@ def _signed_tail(
     in count and far heavier on one in reach (RAND HIE's spending) leaves ``D`` near 0. Where
     the clip itself cuts more than √n users (the released count beyond it, :data:`HEAVY_SDS`
     noise sds down), the estimate rests on the balance of their tails, which nothing measures:
-    the column ``clips_many`` (:func:`clips_many_notes`). The threshold returned is the
+    the column ``clips_many`` (:func:`clips_many_notes`). Elsewhere ``|D̂|`` beyond
+    :data:`LEANING_SDS` sds and short of heavy marks the column ``leaning``: warned, not bounded
+    (:func:`leaning_notes`). The threshold returned is the
     largest column's, in users. A function of the data through the counts only."""
     tail_epsilon, mean_budget = budgets
     d = radius.shape[0]
