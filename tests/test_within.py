@@ -583,10 +583,10 @@ def test_a_skewed_influence_is_honest_or_warned() -> None:
     off. The counts on each side of the influence (``tails._signed_tail``) mark it heavy where
     they resolve the excess (:func:`test_a_one_sided_influence_tail_is_found_where_counted`);
     at 2,000 persons and ε = 4, just inside the n ε that affords them, its excess over its sd
-    is 2.6-4.3 (10th-90th percentile of 30 fits): past the heavy bar of 3.5 in 11 of 30, past
-    the leaning bar of 2.5 (``tails.LEANING_SDS``, warned) in 16 more, and 6 more are warned
-    that the clip cuts many. Of the 19 intervals that miss the non-private estimate, 13 were
-    silent before the leaning warning and 1 is now (seed 17: its excess sits under the bar).
+    is 2.6-4.3 (10th-90th percentile of 30 fits): past the heavy bar of 3.5 in 11 of 30; of the
+    other 19, 12 are warned leaning (past ``tails.LEANING_SDS`` = 2.5) and 6 that the clip cuts
+    many. Of the 19 intervals that miss the non-private estimate, 13 were silent before the
+    leaning warning and 1 is now (seed 17: its excess sits under the bar).
     The false alarm this costs on symmetric residuals is in
     :func:`test_a_symmetric_influence_rarely_leans`."""
     silent = []
@@ -609,7 +609,7 @@ def test_a_symmetric_influence_rarely_leans() -> None:
     sd is about |N(0, 1)|, past ``LEANING_SDS`` = 2.5 in about 1.2 % of fits, so over 40 fits
     (2,000 persons, ε = 4) the binomial count of warned fits exceeds 3 with probability about
     0.1 % (P(Bin(40, 0.012) >= 4)); of seeds 0-99 two were warned, both among these. A count
-    outcome's panel leans in 16 of 30 fits and is marked heavy in 11 more (above)."""
+    outcome's panel is warned leaning in 12 of 30 fits and marked heavy in 11 more (above)."""
     warned = 0
     for seed in range(40):
         rng = np.random.default_rng(seed)

@@ -1091,7 +1091,8 @@ def _signed_tail(
     noisy = (bins + two_sided_geometric(rng, rate, (4, d))).astype(float)
     draw = two_sided_geometric_variance(rate)
     noise_sd = np.sqrt(4.0 * draw)  # of D, a sum of four draws
-    excess = np.abs(noisy[0] + noisy[2] - noisy[1] - noisy[3])
+    signed_excess = noisy[0] + noisy[2] - noisy[1] - noisy[3]  # D̂ = C₊ - C₋
+    excess = np.abs(signed_excess)
     spread = np.sqrt(np.maximum(np.sum(noisy, axis=0), 0.0) + noise_sd**2)
     heavy = (excess > HEAVY_SDS * spread) & measurable
     clipped = noisy[2] + noisy[3]
@@ -1120,7 +1121,7 @@ def _signed_tail(
         np.where(measurable, clipped, np.nan),
         np.zeros(d, dtype=bool),
         leaning=np.asarray(leaning),
-        excess=np.where(measurable, noisy[0] + noisy[2] - noisy[1] - noisy[3], np.nan),
+        excess=np.where(measurable, signed_excess, np.nan),
     )
 
 
@@ -1173,17 +1174,22 @@ def leaning_notes(
     >>> (note,) = leaning_notes(("psi",), np.array([True]), np.array([-64.0]))
     >>> note[:86]
     "['psi']: about 64 more users beyond 3.5 sds below the centre than above (released coun"
+    >>> (note,) = leaning_notes(("a", "b"), np.array([True, True]), np.array([-64.0, 70.0]))
+    >>> note[:80]
+    "['a', 'b']: about 64 and 70 more users beyond 3.5 sds on one side of the centre "
     """
     columns = np.flatnonzero(leaning)
     if not columns.size:
         return ()
     counts = _listed([f"{abs(excess[j]):.0f}" for j in columns])
     sides = {"above" if excess[j] > 0 else "below" for j in columns}
-    side = sides.pop() if len(sides) == 1 else "on one side"
-    other = {"above": "below", "below": "above"}.get(side, "on the other")
+    phrases = {"above": "above the centre than below", "below": "below the centre than above"}
+    where = (
+        phrases[sides.pop()] if len(sides) == 1 else "on one side of the centre than on the other"
+    )
     return (
         f"{[names[j] for j in columns]}: about {counts} more users beyond {TAIL_RUNG:g} sds "
-        f"{side} the centre than {other} (released counts), too few to tell a one-sided "
+        f"{where} (released counts), too few to tell a one-sided "
         "tail from their noise at this n and epsilon: such a tail, clipped, biases the "
         "estimate beyond what the interval allows, and the interval can miss; model a "
         "transform (np.log1p) of a skewed outcome (more users, not a larger epsilon, let the "
