@@ -1324,8 +1324,10 @@ class TestPlanReadsOnlyItsColumns:
     """``dplong plan DATA`` counts n from the ``--groups`` column (the rows for ``nw``): a
     CSV file's other columns are not parsed, however many there are."""
 
-    @pytest.fixture
-    def wide(self, tmp_path: Path) -> tuple[Path, Path]:
+    @pytest.fixture(scope="class")
+    def wide(self, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+        # written once for the class (900 rows of 2,000 columns): the tests only read them
+        tmp_path = tmp_path_factory.mktemp("wide")
         rng = np.random.default_rng(2)
         ids = np.repeat([f"u{i:03d}" for i in range(300)], 3)
         others = pd.DataFrame(

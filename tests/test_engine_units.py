@@ -108,6 +108,7 @@ from dplong.privacy.quantile import (
     SPREAD_GRID,
     LogGrid,
     _exponential_mechanism,
+    _Runs,
     miss_probability,
     private_median,
     rank_error,
@@ -688,11 +689,16 @@ class TestReleasePlan:
         cells, eps, users = 60, 0.3, 30
         a = float(geometric_rate(eps, 2.0))
         reps = 20_000
-        first, sizes = np.array([0, 1]), np.array([1, cells - 1])
-        loss = np.array([users / 2, float(users)])
+        # one column a draw: the runs (0, 1) and (1, 59), their losses N/2 and N
+        runs = _Runs(
+            np.tile([0, 1], reps),
+            np.tile([1, cells - 1], reps),
+            np.tile([users / 2, float(users)], reps),
+            np.full(reps, 2),
+        )
         keys = np.random.default_rng(40).integers(0, 2**64, size=reps, dtype=np.uint64)
-        draws = [_exponential_mechanism(first, sizes, loss, a, key) for key in keys]
-        misses = np.mean(np.array(draws) != 0)
+        draws = _exponential_mechanism(runs, np.full(reps, a), keys)
+        misses = np.mean(draws != 0)
         bound = miss_probability(cells, eps, users)
         # the bound is all but exact here (it counts 60 cells far, 59 are: 0.2 % of it): the
         # simulated rate (binomial sd <= 0.0036) within 4 sds of it on either side

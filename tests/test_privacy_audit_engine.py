@@ -375,9 +375,9 @@ MEDIAN_LAYOUTS = {
     "gap 1": ((1.1, 20), (1.9, 20)),
     "spread": ((0.3, 20), (1.1, 25)),
 }
-#: ~50 µs per release: 30,000 runs per data set resolve the boundary pair's e^{0.77 ε} to
-#: within ~0.15; the monotone replica (true ε 1.7, seen as ~1.4) 40,000; noise / 4 and the
-#: data grid 10,000
+#: The package's runs, drawn as the columns of one call: 30,000 per data set resolve the boundary
+#: pair's e^{0.77 ε} to within ~0.15; the monotone replica (true ε 1.7, seen as ~1.4) 40,000;
+#: noise / 4 and the data grid 10,000
 MEDIAN_RUNS, MEDIAN_MONOTONE_RUNS, MEDIAN_BROKEN_RUNS = 30_000, 40_000, 10_000
 
 
@@ -498,21 +498,44 @@ def _median_outputs(
     values = _median_values(user, layout)
     grid = _cells(layout)[0]
     broken = (noise_fraction, data_grid) != (1.0, False)
-    if broken:
-        replica = median_replica(noise_fraction, data_grid)
-
-        def mechanism(rng: np.random.Generator) -> float:
-            return replica(values, grid, MEDIAN_EPS, rng)
-
-        runs = MEDIAN_MONOTONE_RUNS if noise_fraction == 0.5 else MEDIAN_BROKEN_RUNS
-    else:
-
-        def mechanism(rng: np.random.Generator) -> float:
-            return float(private_median(values[:, None], grid, np.array([MEDIAN_EPS]), rng)[0])
-
-        runs = MEDIAN_RUNS
     seed = 1700 + 10 * list(MEDIAN_USERS).index(user) + int(broken)
+    if not broken:
+        return _package_runs(values, grid, MEDIAN_EPS, MEDIAN_RUNS, seed)
+    replica = median_replica(noise_fraction, data_grid)
+
+    def mechanism(rng: np.random.Generator) -> float:
+        return replica(values, grid, MEDIAN_EPS, rng)
+
+    runs = MEDIAN_MONOTONE_RUNS if noise_fraction == 0.5 else MEDIAN_BROKEN_RUNS
     return repeat(mechanism, runs, seed)
+
+
+def _package_runs(
+    values: NDArray[np.float64],
+    grid: LogGrid,
+    epsilon: float,
+    runs: int,
+    seed: int,
+    reach: float | None = None,
+) -> NDArray[np.float64]:
+    """``runs`` seeded runs of the package's median of ``values``, as the columns of one call:
+    the runs one after another, bit for bit (``test_runs_as_columns_are_runs_one_by_one``)."""
+    columns = np.repeat(values[:, None], runs, axis=1)
+    rng = np.random.default_rng(seed)
+    return private_median(columns, grid, np.full(runs, epsilon), rng, reach=reach)
+
+
+def test_runs_as_columns_are_runs_one_by_one() -> None:
+    # one key a column from the caller's generator, and a column's draw from its own key and
+    # users: the audits' runs drawn as the columns of one call are the calls one by one
+    for values, reach in ((_median_values("below", "gap 4"), None), (REACH_OTHERS, REACH)):
+        rng = np.random.default_rng(5)
+        one_by_one = [
+            private_median(values[:, None], MEDIAN_GRID, np.array([REACH_EPS]), rng, reach=reach)
+            for _ in range(50)
+        ]
+        columns = _package_runs(values, MEDIAN_GRID, REACH_EPS, 50, 5, reach)
+        np.testing.assert_array_equal(columns, np.concatenate(one_by_one))
 
 
 def _median_audit(
@@ -677,7 +700,8 @@ def test_the_reach_is_counted_as_cell_by_cell_on_the_package_grid() -> None:
     for values in cases:
         column = np.sort(values)
         cell = np.searchsorted(grid.boundaries, column, side="right")
-        runs = quantile._runs(cell, np.ones(column.size), np.ones(column.size), len(grid))
+        ones = np.ones(column.size)
+        runs = quantile._runs(cell, ones, ones, len(grid), np.array([column.size]))[:3]
         for reach in (MIDPOINT_REACH, REACH):
             first, sizes, loss = quantile._with_far(
                 *runs, quantile._beyond_reach(np.abs(column) / reach, grid)
@@ -692,25 +716,15 @@ def test_the_reach_is_counted_as_cell_by_cell_on_the_package_grid() -> None:
 @cache
 def _reach_outputs(user: str, noise_fraction: float) -> NDArray[np.float64]:
     values = np.append(REACH_OTHERS, REACH_USERS[user])
-    if noise_fraction != 1.0:
-        replica = median_replica(noise_fraction, reach=REACH)
+    seed = 1800 + list(REACH_USERS).index(user) + 10 * (noise_fraction != 1)
+    if noise_fraction == 1.0:
+        return _package_runs(values, MEDIAN_GRID, REACH_EPS, MEDIAN_RUNS, seed, REACH)
+    replica = median_replica(noise_fraction, reach=REACH)
 
-        def mechanism(rng: np.random.Generator) -> float:
-            return replica(values, MEDIAN_GRID, REACH_EPS, rng)
+    def mechanism(rng: np.random.Generator) -> float:
+        return replica(values, MEDIAN_GRID, REACH_EPS, rng)
 
-        runs = MEDIAN_BROKEN_RUNS
-    else:
-
-        def mechanism(rng: np.random.Generator) -> float:
-            out = private_median(
-                values[:, None], MEDIAN_GRID, np.array([REACH_EPS]), rng, reach=REACH
-            )
-            return float(out[0])
-
-        runs = MEDIAN_RUNS
-    return repeat(
-        mechanism, runs, 1800 + list(REACH_USERS).index(user) + 10 * (noise_fraction != 1)
-    )
+    return repeat(mechanism, MEDIAN_BROKEN_RUNS, seed)
 
 
 def _reach_audit(noise_fraction: float = 1.0) -> EpsilonBound:

@@ -168,9 +168,11 @@ _MIX = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
 _BELOW_ONE = 1.0 - 2.0**-53
 
 
-def keyed_uniforms(key: np.uint64, counters: NDArray[np.uint64]) -> NDArray[np.float64]:
-    """Uniforms on (0, 1) at ``counters`` of the stream that ``key`` names: one per counter,
-    the same for the same (key, counter) whatever else is drawn.
+def keyed_uniforms(
+    key: np.uint64 | NDArray[np.uint64], counters: NDArray[np.uint64]
+) -> NDArray[np.float64]:
+    """Uniforms on (0, 1) at ``counters`` of the stream that ``key`` names (one key, or one
+    per counter): one per counter, the same for the same (key, counter) whatever else is drawn.
 
     A mechanism that draws for the parts of its input that are present (the private median's
     runs of cells) keys each draw by the part's public name (its first cell), so one part moving

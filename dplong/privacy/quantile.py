@@ -68,6 +68,7 @@ import functools
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -258,8 +259,8 @@ def private_median(
 ) -> NDArray[np.float64]:
     """The ε_j-DP median of each column of ``values`` (n x d; NaN: no statistic), on ``grid``.
 
-    One exponential mechanism per column (module docstring); the loop runs over the d columns, each
-    vectorised over users (a sort) and the runs of cells between them. Returns the winning
+    One exponential mechanism per column (module docstring), all vectorised over the users of
+    every column (a sort) and the runs of cells between them. Returns the winning
     cells' reports (:attr:`LogGrid.centres`). ``weights``, two n x d arrays in [0, 1]
     (default 1), weigh each user in the counts of the utility: how much it counts below the
     cells above it, and how much above the cells below it (equal: a weighted median). Each
@@ -318,30 +319,60 @@ def private_median(
         raise ValueError("gaps= leaves out cells above 0 of an unsigned grid only")
     if reach is not None and not grid.signed:
         raise ValueError("reach= counts users beyond a signed grid's cells only")
-    rates = geometric_rate(epsilon, 2.0)
+    rates = np.broadcast_to(np.asarray(geometric_rate(epsilon, 2.0)), (values.shape[1],))
     below_cells = 0 if grid.signed else 1  # an unsigned grid's values below 0: cell -1
     # one key per column, whatever the data: the draws keyed by run
     # (:func:`_exponential_mechanism`) leave the caller's stream where the same fit on one-ulp
     # different values leaves it
     keys = np.asarray(rng.integers(0, 2**64, size=values.shape[1], dtype=np.uint64))
-    out = np.empty(values.shape[1])
-    for j in range(values.shape[1]):  # one mechanism per column, vectorised over users
-        order = np.argsort(values[:, j])  # NaN sort last: no statistic
-        kept = order[: np.searchsorted(values[order, j], np.nan)]
-        cell = np.searchsorted(grid.boundaries, values[kept, j], side="right") - below_cells
-        if weights is None:
-            down = up = np.ones(kept.size)
-        else:
-            down, up = weights[0][kept, j], weights[1][kept, j]
-        first, sizes, loss = _runs(cell, down, up, len(grid))
+    # every column's users in order, the columns one after another (NaN sort last: no
+    # statistic): one mechanism per column, all of them vectorised over users and columns
+    order = np.argsort(values, axis=0)
+    users = np.count_nonzero(~np.isnan(values), axis=0)
+    kept = (np.arange(values.shape[0])[:, None] < users).T
+    ranked = np.take_along_axis(values, order, axis=0).T[kept]
+    cell = np.searchsorted(grid.boundaries, ranked, side="right") - below_cells
+    if weights is None:
+        down = up = np.ones(cell.size)
+    else:
+        down, up = (np.take_along_axis(w, order, axis=0).T[kept] for w in weights)
+    runs = _runs(cell, down, up, len(grid), users)
+    if gaps is not None or reach is not None:
+        runs = _adjusted_runs(runs, ranked, users, grid, gaps, reach)
+    return np.asarray(grid.centres[_exponential_mechanism(runs, rates, keys)])
+
+
+def _adjusted_runs(
+    runs: _Runs,
+    ranked: NDArray[np.float64],
+    users: NDArray[np.intp],
+    grid: LogGrid,
+    gaps: NDArray[np.float64] | None,
+    reach: float | None,
+) -> _Runs:
+    """:func:`private_median`'s runs column by column without the cells below ``gaps``
+    (:func:`_without_cells`) or with the users beyond ``reach`` (:func:`_with_far`); ``ranked``
+    the columns' users' values in order, one column after another."""
+    below_cells = 0 if grid.signed else 1
+    ends = np.cumsum(runs.counts)[:-1]
+    columns = zip(
+        np.split(runs.first, ends),
+        np.split(runs.sizes, ends),
+        np.split(runs.loss, ends),
+        np.split(ranked, np.cumsum(users)[:-1]),
+        strict=True,
+    )
+    parts = []
+    for j, (first, sizes, loss, column) in enumerate(columns):
         if gaps is not None:  # the cells 1, ..., the one before gaps[j]'s: no candidates
             stop = int(np.searchsorted(grid.boundaries, gaps[j], side="right")) - below_cells
             first, sizes, loss = _without_cells(first, sizes, loss, 1, stop)
         if reach is not None:
-            far = _beyond_reach(np.abs(values[kept, j]) / reach, grid)
+            far = _beyond_reach(np.abs(column) / reach, grid)
             first, sizes, loss = _with_far(first, sizes, loss, far)
-        out[j] = grid.centres[_exponential_mechanism(first, sizes, loss, float(rates[j]), keys[j])]
-    return out
+        parts.append((first, sizes, loss))
+    first, sizes, loss = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+    return _Runs(first, sizes, loss, np.array([part[0].size for part in parts]))
 
 
 #: The ledger's name of :func:`private_median`.
@@ -442,41 +473,95 @@ def _distinct(values: NDArray[np.intp]) -> NDArray[np.intp]:
     return values[keep]
 
 
-def _runs(
-    cell: NDArray[np.intp], down: NDArray[np.float64], up: NDArray[np.float64], cells: int
-) -> tuple[NDArray[np.intp], NDArray[np.intp], NDArray[np.float64]]:
-    """The grid as runs of cells sharing one loss ``max(#below, #above)``: each cell holding
-    users and the gaps before, between and after them, in order (first cell, length, loss).
+class _Runs(NamedTuple):
+    """The grid of each column as runs of cells sharing one loss, the columns one after
+    another: each run's first cell, length and loss, and the number of runs of each column."""
 
-    ``cell`` is each user's cell, ascending (-1: below every cell), ``down`` and ``up`` its
-    weights in the counts below and above other cells. The cells of a gap see the same users
-    on each side, hence one loss: at most ``2 n + 1`` runs, whatever the grid. The sums are
-    exact (counts, or the weights 0, 1/2 and 1).
+    first: NDArray[np.intp]
+    sizes: NDArray[np.intp]
+    loss: NDArray[np.float64]
+    counts: NDArray[np.intp]
+
+
+def _runs(
+    cell: NDArray[np.intp],
+    down: NDArray[np.float64],
+    up: NDArray[np.float64],
+    cells: int,
+    users: NDArray[np.intp],
+) -> _Runs:
+    """The grid as runs of cells sharing one loss ``max(#below, #above)``, column by column:
+    each cell holding users and the gaps before, between and after them, in order.
+
+    ``cell`` is each user's cell (-1: below every cell), ascending within each column, the
+    columns of ``users`` users each one after another; ``down`` and ``up`` its weights in the
+    counts below and above other cells. The cells of a gap see the same users on each side,
+    hence one loss: at most ``2 n + 1`` runs a column, whatever the grid. The sums are exact
+    (counts, or the weights 0, 1/2 and 1), so a column's running sums are the differences of
+    the running sums over every column.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.quantile import _runs
+    >>> ones = np.ones(3)
+    >>> runs = _runs(np.array([2, 2, 5]), ones, ones, 8, np.array([3, 0]))
+    >>> runs.first.tolist(), runs.sizes.tolist(), runs.loss.tolist(), runs.counts.tolist()
+    ([0, 2, 3, 5, 6, 0], [2, 1, 2, 1, 2, 8], [3.0, 1.0, 2.0, 2.0, 3.0, 0.0], [5, 1])
     """
-    if cell.size == 0:  # every cell beside all (no) data: loss 0
-        return np.zeros(1, np.intp), np.full(1, cells, np.intp), np.zeros(1)
-    new = np.empty(cell.size, dtype=bool)
-    new[0] = True
+    d = users.size
+    column = np.repeat(np.arange(d), users)
+    new = np.ones(cell.size, dtype=bool)
     np.not_equal(cell[1:], cell[:-1], out=new[1:])
+    new[1:] |= column[1:] != column[:-1]
     starts = new.nonzero()[0]
-    occupied = cell[starts]
-    inside_down, inside_up = np.add.reduceat(down, starts), np.add.reduceat(up, starts)
-    through = np.cumsum(inside_down)  # the down-weight up to each occupied cell
-    after = np.cumsum(inside_up)
-    after = after[-1] - after  # the up-weight beyond it
-    # runs: the gap before the first occupied cell, then each one and the gap after it
-    first = np.empty(2 * starts.size + 1, dtype=np.intp)
+    occupied, owner = cell[starts], column[starts]
+    held = np.bincount(owner, minlength=d)  # occupied cells a column
+    head = np.cumsum(held) - held  # each column's first occupied cell, among all
+    if starts.size:
+        inside_down, inside_up = np.add.reduceat(down, starts), np.add.reduceat(up, starts)
+    else:
+        inside_down = inside_up = np.zeros(0)
+    through = _running(inside_down, owner, head)  # the down-weight up to each occupied cell
+    after = _running(inside_up, owner, head)
+    last = head + held - 1
+    after = after[last[owner]] - after  # the up-weight beyond it
+    # each column's runs: the gap before its first occupied cell, then each one and the gap
+    # after it (one run, the whole grid at loss 0, where it has no user)
+    at = np.cumsum(2 * held + 1) - (2 * held + 1)
+    first = np.empty(int(np.sum(2 * held + 1)), dtype=np.intp)
     end = np.empty_like(first)
     loss = np.empty(first.size)
-    first[0], end[0], loss[0] = 0, occupied[0], after[0] + inside_up[0]
-    first[1::2], end[1::2] = occupied, occupied + 1
-    first[2::2], end[2:-1:2], end[-1] = occupied + 1, occupied[1:], cells
-    np.maximum(through - inside_down, after, out=loss[1::2])
-    np.maximum(through, after, out=loss[2::2])
+    first[at] = 0
+    if starts.size:
+        lead = np.minimum(head, starts.size - 1)  # an index, read where the column has users
+        end[at] = np.where(held > 0, occupied[lead], cells)
+        loss[at] = np.where(held > 0, after[lead] + inside_up[lead], 0.0)
+    else:
+        end[at], loss[at] = cells, 0.0
+    own = at[owner] + 1 + 2 * (np.arange(starts.size) - head[owner])
+    first[own], end[own] = occupied, occupied + 1
+    loss[own] = np.maximum(through - inside_down, after)
+    following = np.append(occupied[1:], cells)
+    first[own + 1] = occupied + 1
+    end[own + 1] = np.where(np.arange(starts.size) == last[owner], cells, following)
+    loss[own + 1] = np.maximum(through, after)
     sizes = end - first
     sizes[first < 0] = 0  # cell -1 is no cell
     keep = sizes > 0
-    return first[keep], sizes[keep], loss[keep]
+    counts = np.bincount(np.repeat(np.arange(d), 2 * held + 1)[keep], minlength=d)
+    return _Runs(first[keep], sizes[keep], loss[keep], counts)
+
+
+def _running(
+    sums: NDArray[np.float64], owner: NDArray[np.intp], head: NDArray[np.intp]
+) -> NDArray[np.float64]:
+    """The running sums of ``sums`` within each column (``owner``; ``head`` the index of each
+    column's first): those over every column less those before the column's first (exact for
+    the sums of :func:`_runs`)."""
+    total = np.cumsum(sums)
+    before = np.concatenate([[0.0], total])[head]
+    return np.asarray(total - before[owner])
 
 
 #: The counters of the cell drawn within each run: beyond every cell's (a grid has fewer than
@@ -485,14 +570,11 @@ _WITHIN = np.uint64(1) << np.uint64(33)
 
 
 def _exponential_mechanism(
-    first: NDArray[np.intp],
-    sizes: NDArray[np.intp],
-    loss: NDArray[np.float64],
-    rate: float,
-    key: np.uint64,
-) -> int:
-    """A cell drawn with probability proportional to ``exp(-rate * loss)``, the grid given as
-    runs of cells sharing one loss (:func:`_runs`).
+    runs: _Runs, rates: NDArray[np.float64], keys: NDArray[np.uint64]
+) -> NDArray[np.intp]:
+    """For each column, a cell drawn with probability proportional to ``exp(-rate * loss)``,
+    the grid given as runs of cells sharing one loss (:func:`_runs`), at the column's rate and
+    with its key.
 
     Gumbel-max (Yellott 1977): the run of largest ``log m_r - rate * loss_r + G_r``, G_r
     standard Gumbel, is run r with probability ``m_r e^{-rate loss_r} / Σ``, and a uniform cell
@@ -505,17 +587,27 @@ def _exponential_mechanism(
     ``2**7``, so the float winner differs from the exact one only where the top two scores lie
     within a few of their ulps, a chance of about that width; with the uniforms' ``2**-53`` per
     draw it counts as a total-variation distance, as the noise module's (module docstring).
+    A column's draws depend on its own runs, rate and key alone: drawn together, the columns
+    are drawn as one by one.
     """
+    column = np.repeat(np.arange(runs.counts.size), runs.counts)
+    starts = np.cumsum(runs.counts) - runs.counts  # every column has a run
     # every run's two uniforms in one call (the cell's is read for the winner only)
-    counters = first.astype(np.uint64)
-    uniforms = keyed_uniforms(key, np.concatenate([counters, _WITHIN + counters]))
-    gumbel = -np.log(-np.log(uniforms[: first.size]))
-    excess = loss - loss.min()
+    counters = runs.first.astype(np.uint64)
+    owners = keys[column]
+    uniforms = keyed_uniforms(
+        np.concatenate([owners, owners]), np.concatenate([counters, _WITHIN + counters])
+    )
+    size = runs.first.size
+    gumbel = -np.log(-np.log(uniforms[:size]))
+    excess = runs.loss - np.minimum.reduceat(runs.loss, starts)[column]
     with np.errstate(invalid="ignore"):  # no noise (rate inf): the least loss, 0 beyond
-        weight = np.where(excess > 0.0, rate * excess, 0.0)
-    run = int(np.argmax(np.log(sizes) - weight + gumbel))
-    size = int(sizes[run])
-    if size == 1:
-        return int(first[run])
-    u = float(uniforms[first.size + run])
-    return int(first[run]) + min(math.floor(u * size), size - 1)  # bias size 2**-53: a TV
+        weight = np.where(excess > 0.0, rates[column] * excess, 0.0)
+    score = np.log(runs.sizes) - weight + gumbel
+    # the first run of each column at its best score (np.argmax's choice)
+    top = np.flatnonzero(score == np.maximum.reduceat(score, starts)[column])
+    run = top[np.searchsorted(column[top], np.arange(runs.counts.size))]
+    sizes = runs.sizes[run]
+    # bias size 2**-53: a TV distance
+    within = np.minimum(np.floor(uniforms[size + run] * sizes).astype(np.intp), sizes - 1)
+    return np.asarray(runs.first[run] + within)

@@ -140,8 +140,7 @@ def _calibrated(
     computed once (:class:`~dplong.privacy.accounting.Composer`), then bisection on the final
     stage's scale."""
     shares = np.frombuffer(shares_key)
-    early = plan.early_costs(refine=refined, fallback=fallback)
-    composer = Composer(early, plan.delta)
+    early, composer = _early_composer(plan, refined, fallback)
     mean = 1.0 - plan.moment_share
     # the tail count is one pure call over the columns, carved from the means
     # (FinalBudget.tail_split): of their ε, or of their ρ at ε = √(2 ρ_t)
@@ -191,6 +190,18 @@ def _calibrated(
     eps = scale * shares if kind == "laplace" else np.zeros(plan.d)
     rho = scale * shares if kind == "gaussian" else np.zeros(plan.d)
     return FinalBudget(kind, eps, rho)
+
+
+@functools.lru_cache(maxsize=256)
+def _early_composer(
+    plan: ReleasePlan, refined: bool, fallback: bool
+) -> tuple[tuple[Cost, ...], Composer]:
+    """The plan's calls before its final stage and their :class:`Composer`: a function of the
+    plan alone, while the final stage's shares follow released radii (a release calibrates
+    the same plan for several of them, and the early calls' Rényi curve, the medians' bounded
+    range ones most of all, cost more than the search)."""
+    early = tuple(plan.early_costs(refine=refined, fallback=fallback))
+    return early, Composer(early, plan.delta)
 
 
 def top_up(plan: ReleasePlan, spent: Sequence[Cost], mean: FinalBudget) -> FinalBudget:
