@@ -528,8 +528,9 @@ def _runs(
     after = after[last[owner]] - after  # the up-weight beyond it
     # each column's runs: the gap before its first occupied cell, then each one and the gap
     # after it (one run, the whole grid at loss 0, where it has no user)
-    at = np.cumsum(2 * held + 1) - (2 * held + 1)
-    first = np.empty(int(np.sum(2 * held + 1)), dtype=np.intp)
+    spans = 2 * held + 1  # each column's runs before the empty ones are dropped
+    at = np.cumsum(spans) - spans
+    first = np.empty(int(spans.sum()), dtype=np.intp)
     end = np.empty_like(first)
     loss = np.empty(first.size)
     first[at] = 0
@@ -539,17 +540,18 @@ def _runs(
         loss[at] = np.where(held > 0, after[lead] + inside_up[lead], 0.0)
     else:
         end[at], loss[at] = cells, 0.0
-    own = at[owner] + 1 + 2 * (np.arange(starts.size) - head[owner])
+    rank = np.arange(starts.size)  # each occupied cell's index among all
+    own = at[owner] + 1 + 2 * (rank - head[owner])
     first[own], end[own] = occupied, occupied + 1
     loss[own] = np.maximum(through - inside_down, after)
     following = np.append(occupied[1:], cells)
     first[own + 1] = occupied + 1
-    end[own + 1] = np.where(np.arange(starts.size) == last[owner], cells, following)
+    end[own + 1] = np.where(rank == last[owner], cells, following)
     loss[own + 1] = np.maximum(through, after)
     sizes = end - first
     sizes[first < 0] = 0  # cell -1 is no cell
     keep = sizes > 0
-    counts = np.bincount(np.repeat(np.arange(d), 2 * held + 1)[keep], minlength=d)
+    counts = np.bincount(np.repeat(np.arange(d), spans)[keep], minlength=d)
     return _Runs(first[keep], sizes[keep], loss[keep], counts)
 
 
