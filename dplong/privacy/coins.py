@@ -35,9 +35,12 @@ class _Words:
     def word(self) -> int:
         used = self._used
         if used == len(self._buffer):
-            self._buffer += self._rng.integers(0, _WORD, size=self._batch).tolist()
+            self._refill()
         self._used = used + 1
         return self._buffer[used]
+
+    def _refill(self) -> None:
+        self._buffer += self._rng.integers(0, _WORD, size=self._batch).tolist()
 
     def settle(self) -> None:
         """Leave ``rng`` where reading only the words used, one by one, would have."""
@@ -49,10 +52,17 @@ class _Words:
         """A uniform integer in ``[0, bound)``, exactly (rejection from whole words)."""
         bits = bound.bit_length()
         if bits <= 62:  # one word a try: most bounds (the same words as the general loop)
-            shift, word = 62 - bits, self.word
+            # the hot loop of every draw: the buffer read in place, not word by word
+            shift, buffer, used = 62 - bits, self._buffer, self._used
             while True:
-                value = word() >> shift
+                try:
+                    value = buffer[used] >> shift
+                except IndexError:
+                    self._refill()  # extends ``buffer`` in place
+                    value = buffer[used] >> shift
+                used += 1
                 if value < bound:
+                    self._used = used
                     return value
         words = -(-bits // 62)
         while True:
@@ -71,7 +81,7 @@ class _Words:
         """A Bernoulli(exp(-γ)) bit for ``γ = numerator / denominator >= 0`` in lowest terms
         (CKS 2020, Algorithm 1)."""
         while numerator > denominator:  # exp(-γ) = exp(-1)^⌊γ⌋ exp(-(γ - ⌊γ⌋))
-            if not self.bernoulli_exp(1, 1):
+            if not self.bernoulli_exp_one():
                 return False
             numerator -= denominator  # stays in lowest terms
         k, below = 1, self.below
@@ -81,6 +91,14 @@ class _Words:
                 return k % 2 == 1
             k += 1
 
+    def bernoulli_exp_one(self) -> bool:
+        """A Bernoulli(exp(-1)) bit: :meth:`bernoulli_exp` at γ = 1, its Bernoulli(1/k) coins
+        read as ``below(k) == 0`` (the same words)."""
+        k, below = 1, self.below
+        while not below(k):
+            k += 1
+        return k % 2 == 1
+
     def discrete_laplace(self, t: int) -> int:
         """``P(y) ∝ exp(-|y| / t)`` on the integers (CKS 2020, Algorithm 2, s = 1)."""
         while True:
@@ -89,7 +107,7 @@ class _Words:
             if not self.bernoulli_exp(u // common, t // common):
                 continue
             v = 0
-            while self.bernoulli_exp(1, 1):
+            while self.bernoulli_exp_one():
                 v += 1
             y = u + t * v
             negative = self.bernoulli(1, 2)
