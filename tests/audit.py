@@ -52,6 +52,7 @@ __all__ = [
     "ColumnAudit",
     "EpsilonBound",
     "GroupedAudit",
+    "assert_columns_are_block_draws",
     "audit_events",
     "clopper_pearson_lower",
     "clopper_pearson_upper",
@@ -183,6 +184,23 @@ def repeat(
     """Outputs of ``runs`` calls of ``mechanism(rng)`` with one seeded Generator, as an array."""
     rng = np.random.default_rng(seed)
     return np.array([mechanism(rng) for _ in range(runs)], dtype=np.float64)
+
+
+def assert_columns_are_block_draws(
+    package_runs: Callable[[str, int, int], NDArray[np.float64]],
+    exact: Callable[[str], float],
+    users: Sequence[str],
+    epsilon: float,
+    sensitivity: float,
+) -> None:
+    """That a count's audit, drawing its runs as the columns of one call of the stage
+    (``package_runs(user, runs, seed)``), gets each user's ``exact`` count plus two-sided
+    geometric noise at ``epsilon`` and ``sensitivity`` drawn as one block: i.i.d. columns,
+    each with the law of one release (the stage draws every column's noise at once)."""
+    rate = dplong.privacy.noise.geometric_rate(epsilon, sensitivity)
+    for user in users:
+        noise = dplong.privacy.noise.two_sided_geometric(np.random.default_rng(7), rate, (50,))
+        np.testing.assert_array_equal(package_runs(user, 50, 7), exact(user) + noise)
 
 
 def audited_runs(

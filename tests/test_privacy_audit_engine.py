@@ -52,9 +52,13 @@ from dplong.privacy.accounting import zcdp_epsilon
 from dplong.privacy.budget import ReleasePlan
 from dplong.privacy.counts import count_users
 from dplong.privacy.noise import (
+    _coarse_bits,
+    _lattice,
+    _round_to,
     geometric_rate,
     release_bounded_sum,
     release_gaussian_sum,
+    two_sided_geometric,
 )
 from dplong.privacy.projection import centred
 from dplong.privacy.quantile import MIDPOINT_REACH, LogGrid, private_median
@@ -96,9 +100,10 @@ SUM_USERS: dict[str, NDArray[np.float64]] = {
 }
 #: (n, local): the central audit, one local user (exact), four local users (blurred)
 SUM_CENTRAL, SUM_LOCAL_ONE, SUM_LOCAL_FEW = (50, False), (1, True), (4, True)
-#: ~0.2 ms per release: 10,000 runs per data set of the pairs that move by the full sensitivity
-#: resolve ε = 2 to within ~10 %; 6,000 for the pairs that move less (they only need to stay
-#: below it); the broken replica is four times off, 4,000 runs show it
+#: 10,000 runs per data set of the pairs that move by the full sensitivity resolve ε = 2 to
+#: within ~10 %; 6,000 for the pairs that move less (they only need to stay below it); the
+#: broken release is four times off, 4,000 runs show it. The runs are drawn as the column pairs
+#: of one call (:func:`_sum_runs`).
 SUM_RUNS = {"-far": 10_000, "+far": 10_000, "-inf": 10_000, "+inf": 10_000}
 SUM_OTHER_RUNS, SUM_BROKEN_RUNS = 6_000, 4_000
 SUM_LABELS = ("share", "level")
@@ -110,14 +115,42 @@ def _sum_data(user: str, n: int) -> NDArray[np.float64]:
     return np.vstack([SUM_USERS[user][None, :], others])
 
 
-def _sum_release(
-    matrix: NDArray[np.float64], rng: np.random.Generator, local: bool, noise_fraction: float = 1.0
+def _sum_runs(
+    matrix: NDArray[np.float64], runs: int, seed: int, local: bool, noise_fraction: float = 1.0
 ) -> NDArray[np.float64]:
-    """The engine's projection and lattice release; ``noise_fraction < 1`` is the broken one."""
+    """``runs`` seeded releases of the engine's projection and lattice release (runs x 2), as
+    the column pairs of one call: each pair is the data set's two columns with their radii and
+    ε, and ``release_bounded_sum`` gives every column its own lattice, rate and draws, so the
+    pairs are independent releases (:func:`test_runs_as_column_pairs_are_releases`);
+    ``noise_fraction < 1`` is the broken one."""
     clipped = centred(matrix, SUM_CENTRE, SUM_RADIUS)
-    return release_bounded_sum(
-        clipped, SUM_RADIUS, SUM_EPS / noise_fraction, rng, local=local
-    ).total
+    release = release_bounded_sum(
+        np.tile(clipped, (1, runs)),
+        np.tile(SUM_RADIUS, runs),
+        np.tile(SUM_EPS / noise_fraction, runs),
+        np.random.default_rng(seed),
+        local=local,
+    )
+    return release.total.reshape(runs, 2)
+
+
+@pytest.mark.parametrize("local", [False, True])
+def test_runs_as_column_pairs_are_releases(local: bool) -> None:
+    # each pair's lattice, sensitivity and rate are those of one release, and its noise the
+    # draws at its columns of one block (i.i.d. two-sided geometric): the pair is a release
+    matrix = _sum_data("+far", 4)
+    clipped = centred(matrix, SUM_CENTRE, SUM_RADIUS)
+    one = release_bounded_sum(clipped, SUM_RADIUS, SUM_EPS, np.random.default_rng(0), local=local)
+    lattice = _lattice(clipped, SUM_RADIUS, _coarse_bits(SUM_EPS))
+    rate, step, runs = np.tile(one.rate, 30), np.tile(one.step, 30), 30
+    shape = (4, 2 * runs) if local else (2 * runs,)
+    block = two_sided_geometric(np.random.default_rng(3), rate, shape)
+    if local:
+        own = np.tile(_round_to(lattice.ints, lattice.coarse), (1, runs))
+        expected = (own + block).sum(axis=0) * step
+    else:
+        expected = (np.tile(lattice.exact_sums(), runs) + block) * step
+    np.testing.assert_array_equal(_sum_runs(matrix, runs, 3, local).ravel(), expected)
 
 
 def _sum_noiseless(user: str, n: int) -> NDArray[np.float64]:
@@ -149,7 +182,7 @@ def _sum_outputs(user: str, config: tuple[int, bool], noise_fraction: float) -> 
     matrix = _sum_data(user, n)
     runs = SUM_RUNS.get(user, SUM_OTHER_RUNS) if noise_fraction == 1.0 else SUM_BROKEN_RUNS
     seed = 1000 + 100 * n + 10 * list(SUM_USERS).index(user) + int(local)
-    return repeat(lambda rng: _sum_release(matrix, rng, local, noise_fraction), runs, seed)
+    return _sum_runs(matrix, runs, seed, local, noise_fraction)
 
 
 def _sum_audit(
