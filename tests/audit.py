@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 from scipy.stats import beta
+from session_cache import session_cache
 
 import dplong.privacy.accounting
 import dplong.privacy.budget
@@ -458,7 +459,7 @@ class ColumnAudit:
         total = ref.noise_scale[0] * max(float(ref.users[0]), 1.0)
         return np.array([ref.noise_scale[0], count[0], *([total] if self.sums else [])])
 
-    @functools.cache  # noqa: B019 (module-level instances: the cache lives as long as they do)
+    @session_cache
     def outputs(self, user: str, broken: bool) -> NDArray[np.float64]:
         matrix = self.matrix(user)
 
@@ -529,7 +530,7 @@ class GroupedAudit:
         counts = [e.noise_scale for e in ref.privacy.entries if e.stage == "count"]
         return [*ref.noise_scale.to_numpy(), *counts]
 
-    @functools.cache  # noqa: B019 (module-level instances: the cache lives as long as they do)
+    @session_cache
     def outputs(self, user: str, broken: bool = False) -> NDArray[np.float64]:
         def mechanism(rng: np.random.Generator) -> list[float]:
             res = self.release(user, rng)

@@ -40,7 +40,6 @@ docs/accuracy.md (test-suite Monte Carlo budget).
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 
@@ -49,6 +48,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 from scipy.signal import lfilter
+from session_cache import session_cache
 
 import dplong
 from dplong.exceptions import DplongWarning
@@ -234,7 +234,7 @@ def test_private_scale_costs_little_at_n_6000(kind: str) -> None:
     assert ratio + 4 * se <= 1.25
 
 
-@functools.cache
+@session_cache
 def component_coverage() -> np.ndarray:
     """Hits of the 95 % intervals of (Intercept, Group Var, Scale) over 200 fits.
 

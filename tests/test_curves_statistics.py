@@ -21,7 +21,6 @@ Runtime (one core): fast tests ~10 s; ``slow`` ~30 s.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -30,6 +29,7 @@ import pytest
 from numpy.typing import NDArray
 from scipy.linalg import toeplitz
 from scipy.signal import lfilter
+from session_cache import session_cache
 
 import dplong
 from dplong.exceptions import DplongWarning
@@ -91,7 +91,7 @@ def growth_curves(n: int, visits: int, rng: np.random.Generator) -> pd.DataFrame
     return frame.sample(frac=1.0, random_state=int(rng.integers(1 << 31))).reset_index(drop=True)
 
 
-@functools.cache
+@session_cache
 def user_errors(n: int, visits: int) -> tuple[NDArray[np.float64], float]:
     """Per replication the mean squared error over the grid, and the predicted MSE."""
     mu, v = curve_law(visits)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from functools import cache, partial
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ import patsy
 import pytest
 from audit import EpsilonBound, epsilon_lower_bound, memoized_compose, repeat
 from numpy.typing import NDArray
+from session_cache import session_cache
 
 import dplong
 import dplong.formula.row_wise
@@ -651,7 +652,7 @@ def data_derived_design(data: pd.DataFrame) -> tuple[NDArray[np.float64], NDArra
     return np.asarray(X)[:, 1:], data["user"].to_numpy(), X.design_info.column_names[1:]
 
 
-@cache
+@session_cache
 def audit_outputs(which: str, broken: bool) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Runs of the release on D or D': estimates aligned to the declared labels (NaN where a
     label is absent) and whether the labels hold the rare level; and the noise scales."""

@@ -47,7 +47,6 @@ reference test. Seeds are fixed.
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -56,6 +55,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.signal import lfilter
+from session_cache import session_cache
 
 import dplong
 from dplong.exceptions import DplongWarning
@@ -161,7 +161,7 @@ def per_user_fits(panel: Panel, kind: str = "independence", param: float = 0.0) 
 # --------------------------------------------------------------------------------------------
 
 
-@functools.cache
+@session_cache
 def coefficient_variance(T: int, phi: float, weighted: bool) -> tuple[np.ndarray, np.ndarray]:
     """Per-coordinate Var(β̂_u) (or Var(β̂_wu) with the true φ) and its pilot SE.
 
@@ -293,7 +293,7 @@ def test_conf_int_covers_true_beta_with_the_true_scale() -> None:
 PLUGIN_N, PLUGIN_T = 20_000, 10
 
 
-@functools.cache
+@session_cache
 def plug_in_ratio() -> np.ndarray:
     """sampling_sd · √N̂ over the sd of the per-user coefficients (numpy), per coefficient."""
     rng = np.random.default_rng(12)

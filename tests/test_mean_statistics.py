@@ -32,7 +32,6 @@ core; ``@pytest.mark.slow`` ones another ~100 s.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 from scipy.signal import lfilter
+from session_cache import session_cache
 from untouchable import Untouchable
 
 import dplong
@@ -199,7 +199,7 @@ def _rngs(seed: int) -> tuple[np.random.Generator, np.random.Generator]:
     return np.random.default_rng(data_seq), np.random.default_rng(noise_seq)
 
 
-@functools.cache
+@session_cache
 def simulate_iid(
     n: int, epsilon: float, reps: int, seed: int, mu: float, **options: object
 ) -> MonteCarlo:
@@ -220,7 +220,7 @@ def ar1_rows(rng: np.random.Generator, n: int, T: int, decay: float) -> np.ndarr
     return np.asarray(lfilter([innov], [1.0, -decay], e, axis=1))
 
 
-@functools.cache
+@session_cache
 def simulate_panel(
     n: int,
     T: int,

@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from decimal import Decimal, localcontext
-from functools import cache
 
 import numpy as np
 import pytest
@@ -49,6 +48,7 @@ from audit import (
     tail_events,
 )
 from numpy.typing import NDArray
+from session_cache import session_cache
 
 import dplong.privacy.local as local_module
 from dplong.privacy.engine import Release
@@ -173,7 +173,7 @@ def _swap_events(
     return events, ["n0 >= 101 & n1 <= 100", "n0 <= 100 & n1 >= 101"]
 
 
-@cache
+@session_cache
 def _swap_audit(noise_fraction: float) -> EpsilonBound:
     histogram = histogram_variant(noise_fraction)
     runs = HIST_RUNS if noise_fraction == 1.0 else HIST_BROKEN_RUNS
@@ -226,7 +226,7 @@ def _far_events(
     return events, [f"bin {FAR_BIN} reported", "n0 >= 101", "0 <= n0 <= 100"]
 
 
-@cache
+@session_cache
 def _far_audit(noise_fraction: float, threshold: bool) -> EpsilonBound:
     histogram = histogram_variant(noise_fraction, threshold)
     runs = HIST_RUNS if (noise_fraction, threshold) == (1.0, True) else HIST_BROKEN_RUNS
@@ -267,7 +267,7 @@ DELTA_D = np.zeros(DELTA_AUDIT_N)
 DELTA_D_PRIME = np.concatenate([np.zeros(DELTA_AUDIT_N - 1), [FAR]])
 
 
-@cache
+@session_cache
 def _survivals(threshold: bool, data: str) -> NDArray[np.float64]:
     histogram = histogram_variant(1.0, threshold)
     values = DELTA_D if data == "D" else DELTA_D_PRIME
@@ -423,7 +423,7 @@ def test_central_pipeline_reproduces_the_package() -> None:
             assert run(np.random.default_rng(seed)) == expected
 
 
-@cache
+@session_cache
 def _central_estimates(user: str, noise_fraction: float) -> NDArray[np.float64]:
     values = _central_values(user)
     seed = 400 + list(CENTRAL_USERS).index(user)
@@ -573,7 +573,7 @@ def test_local_pipeline_reproduces_the_package() -> None:
             assert run(np.random.default_rng(seed)) == expected
 
 
-@cache
+@session_cache
 def _local_estimates(user: str, noise_fraction: float) -> NDArray[np.float64]:
     values = _local_values(user)
     seed = 500 + list(LOCAL_USERS).index(user)

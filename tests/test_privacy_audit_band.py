@@ -20,7 +20,6 @@ released cell (``scale._shared``); here it is given with the user.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
 
 import numpy as np
 import pytest
@@ -33,6 +32,7 @@ from audit import (
     report,
 )
 from numpy.typing import NDArray
+from session_cache import session_cache
 
 from dplong.privacy.counts import _BAND, INSIDE_MADS, SHARED_BELOW, band_check
 from dplong.privacy.noise import geometric_rate, two_sided_geometric
@@ -150,7 +150,7 @@ def test_ledger_states_sensitivity_two() -> None:
     assert GAMMA / 2.0 < beyond <= GAMMA
 
 
-@cache
+@session_cache
 def _outputs(user: str, noise_fraction: float) -> NDArray[np.float64]:
     seed = 9100 + 10 * list(USERS).index(user) + int(noise_fraction != 1.0)
     if noise_fraction == 1.0:

@@ -51,6 +51,7 @@ from audit import (
 )
 from numpy.typing import NDArray
 from scipy import special
+from session_cache import session_cache
 
 import dplong
 import dplong.privacy.engine as engine
@@ -666,7 +667,7 @@ def _labels(name: str) -> list[str]:
     ]
 
 
-@cache
+@session_cache
 def _runs(name: str, user: str, broken: bool) -> NDArray[np.float64]:
     config = CONFIGS[name]
     matrix = config.matrix(user)
@@ -843,7 +844,7 @@ def test_winsorized_mean_reference() -> None:
     assert _wm_noiseless("far")[1] == WM_N
 
 
-@cache
+@session_cache
 def _wm_runs(user: str) -> NDArray[np.float64]:
     def mechanism(rng: np.random.Generator) -> list[float]:
         res = _wm_fit(user, rng)

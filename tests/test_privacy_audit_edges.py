@@ -44,6 +44,7 @@ import pandas as pd
 import patsy
 import pytest
 from audit import EpsilonBound, epsilon_lower_bound, repeat
+from session_cache import session_cache
 
 import dplong
 from dplong.cli import main
@@ -99,7 +100,7 @@ def step(formula: str) -> float:
     return float(release(X, codes, names, 0).noise_scale[names[-1]])
 
 
-@cache
+@session_cache
 def outputs(which: str, formula: str, broken: bool) -> np.ndarray:
     """Runs on D or D': (refused, estimate of the formula's last column) per run."""
     data = IMPUTATION[which]

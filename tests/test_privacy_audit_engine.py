@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from functools import cache
 
 import numpy as np
 import pytest
@@ -46,6 +45,7 @@ from audit import (
     winning_law,
 )
 from numpy.typing import NDArray
+from session_cache import session_cache
 
 import dplong.privacy.quantile as quantile
 from dplong.privacy.accounting import zcdp_epsilon
@@ -176,7 +176,7 @@ def test_lattice_sum_claims() -> None:
     assert np.array_equal(_sum_noiseless("nan", 50), _sum_noiseless("centre", 50))
 
 
-@cache
+@session_cache
 def _sum_outputs(user: str, config: tuple[int, bool], noise_fraction: float) -> NDArray[np.float64]:
     n, local = config
     matrix = _sum_data(user, n)
@@ -315,7 +315,7 @@ def test_gaussian_sum_claims() -> None:
     np.testing.assert_allclose(shift[:2], 2 * GAUSS_RADIUS)
 
 
-@cache
+@session_cache
 def _gauss_outputs(user: str, rho_factor: float) -> NDArray[np.float64]:
     matrix = _gauss_matrix(user)
     runs = GAUSS_RUNS if rho_factor == 1.0 else GAUSS_BROKEN_RUNS
@@ -524,7 +524,7 @@ def _median_events(
     return np.stack(events, axis=1), ["= C1", "= C2", "<= C1", ">= C2", "< C2"]
 
 
-@cache
+@session_cache
 def _median_outputs(
     user: str, layout: str, noise_fraction: float, data_grid: bool
 ) -> NDArray[np.float64]:
@@ -746,7 +746,7 @@ def test_the_reach_is_counted_as_cell_by_cell_on_the_package_grid() -> None:
                 assert first is runs[0] and sizes is runs[1]
 
 
-@cache
+@session_cache
 def _reach_outputs(user: str, noise_fraction: float) -> NDArray[np.float64]:
     values = np.append(REACH_OTHERS, REACH_USERS[user])
     seed = 1800 + list(REACH_USERS).index(user) + 10 * (noise_fraction != 1)
@@ -857,7 +857,7 @@ def test_count_claims() -> None:
     )
 
 
-@cache
+@session_cache
 def _count_outputs(user: str, complete_rows: bool, factor: float) -> NDArray[np.float64]:
     matrix = _count_matrix(user)
     plan = dataclasses.replace(COUNT_PLAN, count=COUNT_EPS * factor)

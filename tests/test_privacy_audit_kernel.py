@@ -45,6 +45,7 @@ from audit import (
     report,
 )
 from numpy.typing import NDArray
+from session_cache import session_cache
 
 import dplong
 import dplong.privacy.vector as vector_module
@@ -176,7 +177,7 @@ def _ws_noiseless(sign: float) -> NDArray[np.float64]:
     return np.asarray(WS_WEIGHTS.T @ _ws_values(sign))
 
 
-@cache
+@session_cache
 def _ws_outputs(sign: float, per_coordinate: bool) -> NDArray[np.float64]:
     values = _ws_values(sign)
     seed = 2_100 + int(sign > 0) + 10 * int(per_coordinate)
@@ -333,7 +334,7 @@ def test_item_level_reference() -> None:
     assert _item_noiseless("zero") == _item_noiseless("missing")
 
 
-@cache
+@session_cache
 def _item_outputs(user: str, curve_factor: float = 1.0) -> NDArray[np.float64]:
     model = _item_model(ITEM_USERS[user])
     seed = 2_200 + list(ITEM_USERS).index(user) + (10 if curve_factor != 1.0 else 0)
@@ -506,7 +507,7 @@ def test_user_level_reference() -> None:
     np.testing.assert_array_equal(others, np.zeros((2, 2)))
 
 
-@cache
+@session_cache
 def _user_outputs(user: str) -> NDArray[np.float64]:
     model = _user_model(user)
     seed = 2_300 + list(USER_ROWS).index(user)

@@ -39,6 +39,7 @@ from audit import (
     report,
 )
 from numpy.typing import NDArray
+from session_cache import session_cache
 
 from dplong import LongitudinalOLS, RandomEffectsLocation
 from dplong.results import PanelResults
@@ -189,7 +190,7 @@ def test_ols_reference() -> None:
     assert none[2] == OLS_N - 1 and far[2] == OLS_N
 
 
-@cache
+@session_cache
 def _ols_outputs(user: str) -> NDArray[np.float64]:
     model = _ols_model(user)
     seed = 3000 + list(OLS_USERS).index(user)
@@ -330,7 +331,7 @@ def test_rel_reference() -> None:
     np.testing.assert_array_equal(_rel_noiseless("one-row")[1:], _rel_noiseless("extreme")[1:])
 
 
-@cache
+@session_cache
 def _rel_outputs(user: str) -> NDArray[np.float64]:
     model = _rel_model(user)
     seed = 3101 + list(REL_USERS).index(user)

@@ -33,6 +33,7 @@ from audit import (
     tail_events,
 )
 from numpy.typing import NDArray
+from session_cache import session_cache
 
 import dplong.models.response_centre as response_centre
 from dplong.kernels import get_kernel, item_weights
@@ -138,7 +139,7 @@ def test_the_stage_counts_and_claims_what_the_replica_draws() -> None:
             assert _replica(user, 1.0)(np.random.default_rng(seed)) == package
 
 
-@cache
+@session_cache
 def _outputs(user: str, noise_fraction: float) -> NDArray[np.float64]:
     seed = 9100 + 10 * list(USERS).index(user) + int(noise_fraction != 1.0)
     return audited_runs(

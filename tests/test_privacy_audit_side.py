@@ -15,7 +15,6 @@ released before it); 40 other users at 0.5 and 60 at 2; user 0 below every user 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
 
 import numpy as np
 import pytest
@@ -28,6 +27,7 @@ from audit import (
     report,
 )
 from numpy.typing import NDArray
+from session_cache import session_cache
 
 from dplong.privacy.counts import side_count
 from dplong.privacy.noise import geometric_rate, two_sided_geometric
@@ -120,7 +120,7 @@ def test_ledger_states_sensitivity_two() -> None:
     assert GAMMA / 2.0 < beyond <= GAMMA
 
 
-@cache
+@session_cache
 def _outputs(user: str, noise_fraction: float) -> NDArray[np.float64]:
     seed = 8800 + 10 * list(USERS).index(user) + int(noise_fraction != 1.0)
     if noise_fraction == 1.0:

@@ -21,7 +21,6 @@ user moved from the centre to FAR moves by 1.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
 from types import SimpleNamespace
 
 import numpy as np
@@ -36,6 +35,7 @@ from audit import (
     tail_events,
 )
 from numpy.typing import NDArray
+from session_cache import session_cache
 
 from dplong.privacy.budget import FinalBudget
 from dplong.privacy.noise import (
@@ -164,7 +164,7 @@ def test_the_bins_are_counted_as_defined() -> None:
     assert _bins("none").ravel().tolist() == [10, 5, 10, 5]
 
 
-@cache
+@session_cache
 def _outputs(user: str, noise_fraction: float, output: str = "excess") -> NDArray[np.float64]:
     seed = (
         9300

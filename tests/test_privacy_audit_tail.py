@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import cache
 from types import SimpleNamespace
 
 import numpy as np
@@ -38,6 +37,7 @@ from audit import (
     tail_events,
 )
 from numpy.typing import NDArray
+from session_cache import session_cache
 
 from dplong.privacy.noise import (
     geometric_rate,
@@ -145,7 +145,7 @@ def test_replica_reproduces_the_package(rung: str) -> None:
             assert _replica(user, 1.0, rung)(np.random.default_rng(seed)) == package
 
 
-@cache
+@session_cache
 def _outputs(user: str, noise_fraction: float, rung: str = "first") -> NDArray[np.float64]:
     seed = (
         8600 + 10 * list(USERS).index(user) + int(noise_fraction != 1.0) + 100 * RUNGS.index(rung)

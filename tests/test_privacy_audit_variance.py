@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from functools import cache
 
 import numpy as np
 import pytest
@@ -37,6 +36,7 @@ from audit import (
     tail_events,
 )
 from numpy.typing import NDArray
+from session_cache import session_cache
 
 from dplong.exceptions import DplongWarning
 from dplong.privacy import estimate_scale
@@ -231,7 +231,7 @@ def _cp_events(
     return np.concatenate([m_events, s_events, joint], axis=1), m_names + s_names + joint_names
 
 
-@cache
+@session_cache
 def _cp_outputs(user: str, mid_fraction: float, var_fraction: float) -> NDArray[np.float64]:
     values = _with_user(BASE_ZEROS, CP_USERS[user])
     seed = 700 + list(CP_USERS).index(user)
@@ -385,7 +385,7 @@ def _bi_events(
     return np.stack(columns, axis=1), names
 
 
-@cache
+@session_cache
 def _bi_outputs(user: str, coverage_fraction: float) -> NDArray[np.float64]:
     values = _with_user(BI_BASE, BI_USERS[user])
     seed = 800 + list(BI_USERS).index(user)
@@ -501,7 +501,7 @@ def _lo_noiseless(user: str) -> tuple[float, float]:
     return m, float(np.mean(np.clip(values - m, -BETA, BETA) ** 2))
 
 
-@cache
+@session_cache
 def _lo_outputs(user: str, mid_fraction: float, var_fraction: float) -> NDArray[np.float64]:
     """(m, z) per run, from the replica (it reproduces the package's release draw for draw)."""
     values = _with_user(LO_BASE, LO_USERS[user])

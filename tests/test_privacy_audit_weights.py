@@ -35,6 +35,7 @@ import pandas as pd
 import pytest
 from audit import EpsilonBound, epsilon_lower_bound
 from numpy.typing import NDArray
+from session_cache import session_cache
 
 import dplong
 from dplong.privacy import budget as plan_module
@@ -297,7 +298,7 @@ def _full_release(data: str, rng: np.random.Generator) -> NDArray[np.float64]:
     return np.array([res.estimate[0], res.users[0], centre, res.scale[0], res.sampling_sd[0]])
 
 
-@functools.cache  # "far" is second in both pairs below: the same seeds, one set of runs
+@session_cache  # "far" is second in both pairs below: the same seeds, one set of runs
 def _full_outputs(data: str, count: int, seed: int) -> NDArray[np.float64]:
     return _outputs(_full_release, data, count, seed)
 

@@ -56,7 +56,6 @@ claimed 2 and 1.96, measured on these seeds with the medians' keyed run-by-run d
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -74,6 +73,7 @@ from audit import (
     winning_law,
 )
 from numpy.typing import NDArray
+from session_cache import session_cache
 
 import dplong
 import dplong.privacy.budget as budget
@@ -208,7 +208,7 @@ def _cells() -> tuple[float, float]:
     return float(GRID.centres[k[0]]), float(GRID.centres[k[1]])
 
 
-@cache
+@session_cache
 def _outputs(user: str, noise_fraction: float) -> NDArray[np.float64]:
     seed = 8100 + 10 * list(USERS).index(user) + int(noise_fraction != 1.0)
     rng = np.random.default_rng(seed)

@@ -29,7 +29,6 @@ Every test here is a ``slow`` study (13-21 s of CPU each, docs/accuracy.md).
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -37,6 +36,7 @@ import pandas as pd
 import pytest
 from numpy.typing import NDArray
 from scipy.stats import beta as beta_dist
+from session_cache import session_cache
 
 import dplong
 from dplong.kernels import get_kernel, item_weights
@@ -169,7 +169,7 @@ def test_sup_error_falls_at_the_rate_of_cor_4_11() -> None:
 COST_N, COST_REPS, COST_SEED = 100_000, 40, 4_200
 
 
-@functools.cache
+@session_cache
 def cost_of_privacy() -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     """Per replication, the interior mean squared error of the private and the non-private fit,
     and the exact ratio of RMSEs."""
@@ -237,7 +237,7 @@ def test_private_rmse_is_within_one_and_a_half_of_non_private() -> None:
 BAND_N, BAND_REPS, BAND_SIGMA, BAND_B = 2_000, 600, 0.5, 0.1
 
 
-@functools.cache
+@session_cache
 def band_runs(privacy: str) -> dict[str, NDArray[np.float64]]:
     rng = np.random.default_rng(4_400 + (privacy == "local"))
     x = np.arange(BAND_N) / BAND_N
