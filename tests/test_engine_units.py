@@ -95,6 +95,7 @@ from dplong.privacy.locate import ROUGH_RADIUS, locate
 from dplong.privacy.noise import (
     COARSE_BITS,
     MIN_LATTICE_EPSILON,
+    _exact_column_sums,
     flip_probability,
     geometric_rate,
     release_bounded_sum,
@@ -186,6 +187,17 @@ class TestLatticeLaplace:
         # ≈ the Laplace sd √2 D/ε, off by the float slack (and a²/12 of the lattice law)
         laplace_sd = math.sqrt(2) * rel.sensitivity[0] / epsilon
         assert rel.sd[0] == pytest.approx(laplace_sd, rel=2 * slack / epsilon + 1e-9)
+
+    def test_column_sums_are_exact_where_int64_would_overflow(self) -> None:
+        # lattice integers reach ±2**53 (FINE_BITS + 1), so 2**11 of them overflow an int64
+        # sum; the halves' sums are exact, and so is the total read back as Python ints
+        rng = np.random.default_rng(3)
+        ints = rng.integers(-(2**53), 2**53, size=(4096, 3), endpoint=True)
+        ints[:2048, 0] = 2**53  # a column whose true sum is far beyond int64
+        ints[:2048, 1] = -(2**53)
+        expected = [sum(int(v) for v in column) for column in ints.T]
+        assert abs(expected[0]) > 2**63 and abs(expected[1]) > 2**63
+        assert _exact_column_sums(ints) == expected
 
     def test_totals_lie_on_the_public_lattice(self) -> None:
         rng = np.random.default_rng(2)
