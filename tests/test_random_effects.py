@@ -475,3 +475,22 @@ def test_small_n_epsilon_finds_the_ranges_by_histograms_and_says_so() -> None:
     assert pooled_located.HISTOGRAM_NOTE in res.warnings
     planned = dplong.plan("y ~ x0 + x1 + x2", model="re", n=1000, epsilon=1.0)
     assert "with warnings" in planned.summary()
+
+
+def test_a_floored_x_x_names_pooled_ols_first() -> None:
+    """Quasi-demeaning keeps ``1 - θ`` of a person's between-person part for the same noise
+    (a third here), so where the released X'X is floored at its noise pooled OLS is the more
+    accurate (docs/accuracy.md): the random-effects note names it first. The seeds are ones
+    where the floor binds (1,000 persons, ε = 1: the random-effects fit of seed 2, the pooled
+    fit of seed 1); pooled OLS's own note does not name itself."""
+    data = _panel(1, people=1000)
+    notes = [
+        [w for w in model.from_formula("y ~ x + treated", data, groups="id", bounds=BOUNDS)
+         .fit(epsilon=1.0, random_state=seed).warnings if "X'X" in w]
+        for model, seed in ((dplong.RandomEffects, 2), (dplong.PooledOLS, 1))
+    ]  # fmt: skip
+    (random_effects,), (pooled,) = notes
+    assert "floored at its noise" in random_effects and "floored at its noise" in pooled
+    assert "Fit PooledOLS instead (its rows keep the whole between-person part" in random_effects
+    assert random_effects.endswith("raise epsilon or drop a collinear term.")
+    assert "PooledOLS" not in pooled

@@ -436,6 +436,7 @@ class _QuasiDemeaned(PooledOLS):
 
     model_name = "RandomEffects"
     estimator = "random-effects GLS"
+    _quasi_demeaned = True
 
     def __init__(
         self,

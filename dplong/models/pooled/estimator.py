@@ -153,6 +153,10 @@ class PooledOLS(_RangesStage, FormulaModel):
     _side_share = SIDE_SHARE
     #: The routes ``fit``'s ``method`` may take.
     _methods: tuple[str, ...] = ("statistics", "ptr")
+    #: Whether the rows keep only ``1 - θ`` of each person's between-person part (random
+    #: effects' quasi-demeaning): where X'X's noise floors or withholds the coefficients, pooled
+    #: OLS's rows keep all of it for the same noise.
+    _quasi_demeaned = False
     #: Whether a person's rows are weighed up to a cap (``max_rows``, found privately where
     #: not stated): a person is one row where the estimator regresses their means.
     _rows_weighed = True

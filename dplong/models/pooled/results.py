@@ -490,7 +490,8 @@ def _withheld_notes(
     ``cap`` rows (``max_rows``), the remedy names it where a smaller one could help: stated,
     where persons have fewer rows (unknown to the fit); found privately (``row_cap``), where
     its released counts show them (:attr:`RowCap.shorter`): X'X's noise is in proportion to
-    the cap, and the signal of a person with at least its rows too."""
+    the cap, and the signal of a person with at least its rows too. A random-effects fit's
+    names pooled OLS first (``_quasi_demeaned``)."""
     remedy = "raise epsilon or drop a collinear term."
     # a power of a column far from 0 is nearly collinear with it (age and age**2 correlate
     # 0.99 on 20-70): the formula, public, says where one may be
@@ -511,6 +512,11 @@ def _withheld_notes(
         remedy = (
             f"state max_rows where persons have fewer than its {cap} rows (X'X's noise is in "
             f"proportion to it), {remedy}"
+        )
+    if model._quasi_demeaned:  # the docs' measure: pooled OLS wins where the noise dominates
+        remedy = (
+            "fit PooledOLS instead (its rows keep the whole between-person part, which the "
+            f"quasi-demeaning shrinks to 1 - theta for the same noise), {remedy}"
         )
     if len(withheld):
         bounds = "give public bounds, " if model._located.any() and model._bounds_frame else ""
