@@ -14,6 +14,7 @@ refusals before the first noise draw; the final stage is calibrated after the ea
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -686,22 +687,43 @@ class ReleasePlan:
             return FinalBudget("laplace", np.zeros(self.d), np.zeros(self.d))
         # the shares are scale-free; this keeps the powers finite
         radii = np.where(live, radii, 0.0) / radii[live].max()
-        laplace = self.calibrate(
-            share_weights((weights * radii**2) ** (1.0 / 3.0), live),
-            "laplace",
+        keys = (
+            np.ascontiguousarray(v, dtype=dtype).tobytes()
+            for v, dtype in ((radii, np.float64), (weights, np.float64), (live, np.bool_))
+        )
+        return _final_budget(self, *keys, refined, fallback)
+
+
+@functools.lru_cache(maxsize=256)
+def _final_budget(
+    plan: ReleasePlan,
+    radii_key: bytes,
+    weights_key: bytes,
+    live_key: bytes,
+    refined: bool,
+    fallback: bool,
+) -> FinalBudget:
+    """:meth:`ReleasePlan.final_budget` for normalised radii: a function of the public plan and
+    of the radii's ratios, memoised as :meth:`ReleasePlan.calibrate` is (a release asks for it
+    in each of its radius rounds, and a one-column release's ratios are always 1)."""
+    radii, weights = np.frombuffer(radii_key), np.frombuffer(weights_key)
+    live = np.frombuffer(live_key, dtype=np.bool_)
+    laplace = plan.calibrate(
+        share_weights((weights * radii**2) ** (1.0 / 3.0), live),
+        "laplace",
+        refined=refined,
+        fallback=fallback,
+    )
+    best = laplace
+    if plan.delta > 0.0:
+        gaussian = plan.calibrate(
+            share_weights(np.sqrt(weights) * radii, live),
+            "gaussian",
             refined=refined,
             fallback=fallback,
         )
-        best = laplace
-        if self.delta > 0.0:
-            gaussian = self.calibrate(
-                share_weights(np.sqrt(weights) * radii, live),
-                "gaussian",
-                refined=refined,
-                fallback=fallback,
-            )
-            if _weighted_variance(gaussian, radii, weights) < _weighted_variance(
-                laplace, radii, weights
-            ):
-                best = gaussian
-        return best
+        if _weighted_variance(gaussian, radii, weights) < _weighted_variance(
+            laplace, radii, weights
+        ):
+            best = gaussian
+    return best
