@@ -27,6 +27,7 @@ and refuses a spend *before* any noise is drawn.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -225,6 +226,13 @@ def compose(costs: Iterable[Cost], delta: float) -> Composition:
     >>> many.rule, round(many.epsilon, 3), many.delta
     ('Rényi', 0.422, 1e-06)
     """
+    return _composed(tuple(costs), delta)
+
+
+@functools.lru_cache(maxsize=1024)
+def _composed(costs: tuple[Cost, ...], delta: float) -> Composition:
+    """:func:`compose`, memoised: a function of public costs (every release composes its
+    ledger, and a loop over seeds composes the same calls again)."""
     return Composer(costs, delta).add()
 
 

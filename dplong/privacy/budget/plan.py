@@ -632,24 +632,7 @@ class ReleasePlan:
 
     def check(self) -> None:
         """Refuse, before any noise, a plan that cannot leave its final stage enough budget."""
-        weakest = min(  # the stages at their largest (:meth:`for_users`) leave the least
-            float(
-                plan.calibrate(
-                    np.full(self.d, 1.0 / self.d), "laplace", fallback=self.fallback > 0
-                ).epsilon.min()
-            )
-            for plan in (self, self.for_users(1.0))
-        )
-        if weakest / 2.0 < MIN_LATTICE_EPSILON or (
-            self.early_epsilon() >= self.epsilon and self.delta == 0.0
-        ):
-            refusal = PrivacyParameterError(
-                f"epsilon={self.epsilon:.3g} is too small for {self.d} column(s) with n={self.n}: "
-                "the final stage would get (almost) nothing after the midpoint and scale: "
-                "fewer columns or a larger epsilon would help"
-            )
-            refusal.budget_refusal = True
-            raise refusal
+        _check(self)
 
     def calibrate(
         self,
@@ -727,3 +710,26 @@ def _final_budget(
         ):
             best = gaussian
     return best
+
+
+@functools.lru_cache(maxsize=256)
+def _check(plan: ReleasePlan) -> None:
+    """:meth:`ReleasePlan.check`, memoised (a refusal raises each time: it is not cached)."""
+    weakest = min(  # the stages at their largest (:meth:`for_users`) leave the least
+        float(
+            stage.calibrate(
+                np.full(plan.d, 1.0 / plan.d), "laplace", fallback=plan.fallback > 0
+            ).epsilon.min()
+        )
+        for stage in (plan, plan.for_users(1.0))
+    )
+    if weakest / 2.0 < MIN_LATTICE_EPSILON or (
+        plan.early_epsilon() >= plan.epsilon and plan.delta == 0.0
+    ):
+        refusal = PrivacyParameterError(
+            f"epsilon={plan.epsilon:.3g} is too small for {plan.d} column(s) with n={plan.n}: "
+            "the final stage would get (almost) nothing after the midpoint and scale: "
+            "fewer columns or a larger epsilon would help"
+        )
+        refusal.budget_refusal = True
+        raise refusal
