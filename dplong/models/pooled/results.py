@@ -491,7 +491,7 @@ def _withheld_notes(
     where persons have fewer rows (unknown to the fit); found privately (``row_cap``), where
     its released counts show them (:attr:`RowCap.shorter`): X'X's noise is in proportion to
     the cap, and the signal of a person with at least its rows too. A random-effects fit's
-    names pooled OLS first (``_quasi_demeaned``)."""
+    remedy names pooled OLS (``_quasi_demeaned``)."""
     remedy = "raise epsilon or drop a collinear term."
     # a power of a column far from 0 is nearly collinear with it (age and age**2 correlate
     # 0.99 on 20-70): the formula, public, says where one may be
