@@ -481,7 +481,13 @@ class PooledOLS(_RangesStage, FormulaModel):
         model, found, constant = self._absorbing(self._find_ranges(plan, generator))
         row_cap = self._row_cap(max_rows, plan, generator)
         design = model._design
-        scaled = _Scaling.of(found.ranges, design.columns, found.frame, model._blocks)
+        scaled = _Scaling.of(
+            found.ranges,
+            design.columns,
+            found.frame,
+            model._blocks,
+            outcome_found=bool(model._found_privately[-1]),
+        )
         persons, cap = model._person_sums(scaled, row_cap.value)
         rho = plan.released_rho(any(e.target == WIDENED_COUNTS for e in found.entries))
         release = model._release(scaled, persons, cap, rho, generator)

@@ -118,7 +118,7 @@ def _statistics_results(
             model._names, ranges, model._found_privately, missed, guarded, widened, strict=True
         )
         if name != "Intercept"
-    )
+    ) + _room(model._names[-1], ranges[-1], scaled.outcome)
     declared = (
         (
             "declared constant within persons (between=), absorbed by the person effects, no "
@@ -302,6 +302,18 @@ def _found_where(found: bool, guarded: bool, widened: bool) -> str:
     return " (found privately)"
 
 
+def _room(name: str, found: NDArray[np.float64], clip: NDArray[np.float64]) -> str:
+    """The ranges line's words on an outcome the scores read beyond its range
+    (:data:`~dplong.models.pooled.frame.OUTCOME_ROOM`: a range found privately): the range
+    clips it in the Gram matrix's pilot only."""
+    if np.array_equal(found, clip):
+        return ""
+    return (
+        f"; the Newton steps and the clustered errors read {name} out to "
+        f"[{clip[0]:.4g}, {clip[1]:.4g}] and clip each person's score instead"
+    )
+
+
 def _missed_notes(
     model: PooledOLS, withheld: pd.Index, missed: NDArray[np.bool_], histograms: bool
 ) -> tuple[str, ...]:
@@ -364,9 +376,9 @@ def _one_sided_notes(model: PooledOLS, one_sided: bool) -> tuple[str, ...]:
     return (
         f"The range found privately for the outcome {name} reaches at least "
         f"{ONE_SIDED:g} times as far on one side of its midpoint as on the other: a skewed "
-        "outcome, whose long tail it clips (or a median reach that landed far beyond the "
-        "persons of that side). The coefficients are those of the clipped values; "
-        "the interval does not include the bias that clipping them causes, which no release "
+        "outcome, whose long tail the fit clips (the range in the pilot, the persons' scores "
+        "in the Newton steps), or a median reach that landed far beyond the persons of that "
+        "side. The interval does not include the bias that clipping causes, which no release "
         f"here measures and which can exceed it: {bounds}model a transform (np.log1p).",
     )
 
