@@ -494,3 +494,37 @@ def test_a_floored_x_x_names_pooled_ols_first() -> None:
     assert "Fit PooledOLS instead (its rows keep the whole between-person part" in random_effects
     assert random_effects.endswith("raise epsilon or drop a collinear term.")
     assert "PooledOLS" not in pooled
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="the quasi-demeaned steps' clip is measured by a sliver of a window "
+    "(docs/accuracy.md, a fourth silent-miss pattern): not yet mended",
+)
+def test_a_mildly_lognormal_outcome_misses_only_with_a_warning() -> None:
+    """The fourth silent-miss pattern of docs/accuracy.md: y = exp(0.2 + 0.5 x + 0.3 treat +
+    u + e), ``treat`` a 0/1 person constant, u ~ N(0, 0.1), e ~ N(0, 0.3), 5,000 persons of 4
+    rows, ε = 2, given only ε. The reference is pooled OLS, which non-private random effects
+    (linearmodels), pooled OLS and the within estimator all agree with to 0.005 on these
+    panels, a quarter of the fits' bse. The slope of ``x`` sits about 0.05 (2.7 bse) low: the
+    quasi-demeaned steps clip 8 % of the persons at a radius 1 % inside the Cauchy–Schwarz
+    one, where neither the skew check runs nor the meat's excess window sees the clip.
+    Bar: an interval that misses must warn; at most 1 of 20 silent misses (a fit with no
+    warning misses at the 5 % level about once in 20 on its own). Measured: 6 of 20."""
+    silent = 0
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        ids = np.repeat(np.arange(5000), 4)
+        treat, x = (rng.random(5000) < 0.4).astype(float), rng.normal(size=20000)
+        u, e = rng.normal(0.0, 0.1, 5000), rng.normal(0.0, 0.3, 20000)
+        y = np.exp(0.2 + 0.5 * x + 0.3 * treat[ids] + u[ids] + e)
+        design = np.column_stack([np.ones(20000), x, treat[ids]])
+        reference = float(np.linalg.lstsq(design, y, rcond=None)[0][1])
+        panel = pd.DataFrame({"id": ids, "y": y, "x": x, "treat": treat[ids]})
+        res = RandomEffects.from_formula("y ~ x + treat", panel, groups="id").fit(
+            epsilon=2.0, random_state=seed
+        )
+        low, high = res.conf_int().loc["x"]
+        silent += not (low <= reference <= high) and not res.warnings
+    assert silent <= 1, silent
