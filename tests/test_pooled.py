@@ -14,6 +14,7 @@ import pytest
 import statsmodels.formula.api as smf
 from audit import BROKEN_NOISE_FRACTION, check_gaussian_audit
 from numpy.typing import NDArray
+from skewed_panels import lognormal_outcome_panel
 
 import dplong
 import dplong.models.pooled.factors as pooled_factors
@@ -1031,12 +1032,7 @@ def test_a_mildly_lognormal_outcome_read_out_to_its_room_does_not_pull_the_slope
     names = ["x", "treat"]
     z, misses = [], np.zeros(2, dtype=int)
     for seed in range(30):
-        rng = np.random.default_rng(seed)
-        ids = np.repeat(np.arange(5000), 4)
-        treat, x = (rng.random(5000) < 0.4).astype(float), rng.normal(size=20000)
-        u, e = rng.normal(0.0, 0.1, 5000), rng.normal(0.0, 0.3, 20000)
-        y = np.exp(0.2 + 0.5 * x + 0.3 * treat[ids] + u[ids] + e)
-        panel = pd.DataFrame({"id": ids, "y": y, "x": x, "treat": treat[ids]})
+        panel = lognormal_outcome_panel(seed)
         reference = smf.ols("y ~ x + treat", panel).fit().params[names].to_numpy()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
