@@ -189,8 +189,8 @@ class _Scaling:
                 basis[intercept, intercept] = 1.0
         outcome = None
         if outcome_found:
-            middle, reach = ranges[-1].mean(), (ranges[-1, 1] - ranges[-1, 0]) / 2.0
-            outcome = middle + OUTCOME_ROOM * reach * np.array([-1.0, 1.0])
+            middle, width = ranges[-1].mean(), (ranges[-1, 1] - ranges[-1, 0]) / 2.0
+            outcome = middle + OUTCOME_ROOM * width * np.array([-1.0, 1.0])
         return cls(centre, np.where(half > 0, half, 1.0), ranges, intercept, basis, outcome)
 
     @property
