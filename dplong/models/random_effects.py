@@ -95,11 +95,13 @@ __all__ = ["RandomEffects", "theta"]
 #: Shares of the quasi-demeaned fit's ρ: the Gram matrix, the scores' size, four Newton steps
 #: and the meat. The quasi-demeaned Gram matrix keeps ``(1 - θ)²`` of the between-person
 #: signal for the same noise, so its eigenvalue floor shrinks the pilot hard in those
-#: directions: a larger share lowers the floor, and each step undoes part of the rest (the
-#: panels of docs/accuracy.md, 12 fits, components released: RMSE of the three coefficients
-#: 0.48, 0.21, 0.69 at PooledOLS's 0.2 for the Gram matrix with five steps; 0.17, 0.07, 0.32
-#: with 0.5 and four; 0.6 and 0.7 no better).
-STEPS_SHARES = (0.45, 0.05, 0.1, 0.1, 0.1, 0.1, 0.1)
+#: directions: a larger share lowers the floor, and the steps undo the rest. The last step's
+#: noise is what stays in β̂ (each step corrects the error left by the ones before), so it
+#: takes the most, as :class:`PooledOLS`'s does; that also affords its skew check
+#: (:data:`~dplong.models.pooled.release.SKEW_SEEN`) on skewed outcomes. Equal shares for
+#: the steps and the meat were less accurate on every panel measured, and left a mildly
+#: lognormal outcome's slope several bse low (docs/accuracy.md, "Random effects' last step").
+STEPS_SHARES = (0.45, 0.05, 0.05, 0.05, 0.05, 0.3, 0.05)
 
 
 #: The model's assumption, in every fit's results: where it fails, GLS (private or not, as

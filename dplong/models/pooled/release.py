@@ -41,6 +41,7 @@ __all__ = [
     "SKEW_SEEN",
     "SKEW_SHARE",
     "SKEW_WIDEN",
+    "SLIVER",
     "UNSEEN_NOISE",
     "UNSEEN_WIDEN",
 ]
@@ -108,6 +109,18 @@ SKEW_SEEN = 4.0
 #: such fit: an unchecked step warns instead (docs/accuracy.md, "Skewed person effects in
 #: pooled rows").
 UNSEEN_WIDEN, UNSEEN_NOISE = 2.0, 1.25
+#: A window narrower than ``SLIVER - 1`` of the steps' radius is a sliver: it holds less than
+#: the mean excess of a normal score clipped at twice its root mean square (0.37 of that, a
+#: fifth of the radius). Where the Cauchy–Schwarz radius is within this factor of the steps'
+#: narrower one, the meat's excess window between them is such a sliver, and its bias bound
+#: misses most of what the last step clips: that step is checked as one at the
+#: Cauchy–Schwarz radius is, where the check can see a pull (:func:`_seen`, :func:`_guarded`),
+#: and otherwise the meat reads each person's excess out to ``SLIVER - 1`` of the steps'
+#: radius past it (:func:`_meat_rows`). Random effects' quasi-demeaned scores, whose residuals
+#: are nearly independent within a person, put the two radii close together, and a skewed
+#: outcome's clipped scores pulled the slopes past their intervals with no warning there
+#: (docs/accuracy.md, "Random effects' last step").
+SLIVER = 1.25
 _SKEW_TARGET = "Σ_u (s_u/‖s_u‖, e_u) e_u, e_u = min((‖s_u‖/R - 1)₊, 1)"
 #: What became of the skew check: no last step clipped at the Cauchy–Schwarz radius (or none
 #: ran), one did but the check could not see a pull that matters (``unchecked``), or the check
@@ -194,16 +207,17 @@ def _release_statistics(
         outer = _clip_radius(released, pilot, beta, cap, row_total, reach, quiet)
         radius = min(outer, limit)
         rho_check = SKEW_SHARE * rho_step
-        # the last step, its clip measured nowhere: checked where the check can see a pull
-        # that matters
-        if k == len(stepping) - 2 and outer <= limit:
+        # the last step at the Cauchy–Schwarz radius (its clip measured nowhere) or a sliver
+        # inside it (the meat's window measures little of it): checked where the check can
+        # see a pull that matters; one mean a person, the step's noise small: checked (below
+        # the gate too, for the large pulls it sees) and clipped wider where the check finds
+        # no skew (UNSEEN_WIDEN), since it sees only pulls of several sampling sds
+        near = k == len(stepping) - 2 and outer <= SLIVER * limit
+        seen = near and _seen(radius, rho_check, p, score_sd)
+        guarded = near and _guarded(cap, radius, rho_step, score_sd)
+        if near and (outer <= limit or seen or guarded):
             skew = "unchecked"
         scores = persons.scores(beta, cap=cap, whiten=pilot.whiten)
-        # one mean a person, the step's noise small: checked (below the gate too, for the
-        # large pulls it sees) and clipped wider where the check finds no skew (UNSEEN_WIDEN),
-        # since it sees only pulls of several sampling sds
-        seen = skew == "unchecked" and _seen(radius, rho_check, p, score_sd)
-        guarded = skew == "unchecked" and _guarded(cap, radius, rho_step, score_sd)
         if seen or guarded:
             rho_step -= rho_check
             check = _skew_check(scores, radius, rho_check, generator)
@@ -418,14 +432,17 @@ def _meat_rows(
     """Each person's row of the meat's release and the excess's scale: ``vech(s̃ s̃')`` of the
     whitened score clipped to ``radius`` (norm at most R²; two persons' rows differ by at most
     √2 R², PSD), and where the steps clipped at ``inner < radius`` the person's excess
-    ``min((‖s̃_u‖ - inner)₊, radius - inner)`` times ``R² / (radius - inner)`` (in [0, R²]):
-    the row's norm is then at most √2 R², two rows differ by at most √3 R². The scale is 0
-    (no excess column) where nothing was clipped below ``radius``."""
+    ``min((‖s̃_u‖ - inner)₊, w)`` times ``R² / w`` (in [0, R²]) over a window w of
+    ``radius - inner``, or :data:`SLIVER` ``- 1`` of ``inner`` where that is wider (a sliver
+    of a window holds little of what the steps clip): the row's norm is then at most √2 R², two
+    rows differ by at most √3 R². The scale is 0 (no excess column) where nothing was clipped
+    below ``radius``."""
     norms = np.sqrt((scores**2).sum(axis=1))
     columns = [vech_scaled(_clip_rows(scores, radius), np.ones(scores.shape[0]))]
-    gain = radius**2 / (radius - inner) if radius > inner else 0.0
+    window = max(radius - inner, (SLIVER - 1.0) * inner) if radius > inner else 0.0
+    gain = radius**2 / window if window else 0.0
     if gain:
-        columns.append(gain * np.clip(norms - inner, 0.0, radius - inner)[:, None])
+        columns.append(gain * np.clip(norms - inner, 0.0, window)[:, None])
     return np.hstack(columns), gain
 
 
