@@ -174,3 +174,21 @@ def test_only_the_budget_module_composes_a_ledger() -> None:
         and building.search(path.read_text(encoding="utf-8"))
     ]
     assert offenders == []
+
+
+def test_a_memoised_calibration_cannot_be_written() -> None:
+    """A plan's calibration is memoised and handed to every release of that plan: its arrays
+    are read-only, so no caller can change the next fit's budget in place."""
+    from dplong.privacy.budget.plan import ReleasePlan
+
+    plan = ReleasePlan.make(n=1000, d=2, epsilon=1.0, delta=1e-6, stated_scale=False)
+    first = plan.calibrate(np.ones(2), "laplace")
+    assert plan.calibrate(np.ones(2), "laplace") is first  # memoised
+    for values in (
+        first.epsilon,
+        first.rho,
+        first.split(0.3)[0].epsilon,
+        first.of(np.ones(2, bool)).rho,
+    ):
+        with pytest.raises(ValueError, match="read-only"):
+            values[0] = 0.0

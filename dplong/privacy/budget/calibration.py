@@ -54,11 +54,20 @@ def share_weights(
 
 @dataclass(frozen=True)
 class FinalBudget:
-    """The calibrated final stage: its mechanism and per-column ε (Laplace) or ρ (Gaussian)."""
+    """The calibrated final stage: its mechanism and per-column ε (Laplace) or ρ (Gaussian).
+    Its arrays are read-only copies: a calibration is memoised (:func:`_calibrated`) and
+    handed to every release of the same plan, so a write would change the next fit's
+    budget."""
 
     kind: str
     epsilon: NDArray[np.float64]
     rho: NDArray[np.float64]
+
+    def __post_init__(self) -> None:
+        for name in ("epsilon", "rho"):
+            values = np.array(getattr(self, name), dtype=np.float64)
+            values.setflags(write=False)
+            object.__setattr__(self, name, values)
 
     def split(self, share: float) -> tuple[FinalBudget, FinalBudget | None]:
         """``1 - share`` of every column's budget for the mean, ``share`` for the second moment
