@@ -122,11 +122,12 @@ UNSEEN_WIDEN, UNSEEN_NOISE = 2.0, 1.25
 #: (docs/accuracy.md, "Random effects' last step").
 SLIVER = 1.25
 _SKEW_TARGET = "Σ_u (s_u/‖s_u‖, e_u) e_u, e_u = min((‖s_u‖/R - 1)₊, 1)"
-#: What became of the skew check: no last step clipped at the Cauchy–Schwarz radius (or none
-#: ran), one did but the check could not see a pull that matters (``unchecked``), or the check
-#: ran and found the clipped parts symmetric, or found no skew where a person is one row (the
-#: step clipped wider, ``guarded``: :data:`UNSEEN_WIDEN`), or skewed (the step ``widened``;
-#: the fit warns).
+#: What became of the skew check: none ran (no last step at the Cauchy–Schwarz radius or a
+#: sliver inside it, :data:`SLIVER`, or a sliver's where the check could not see: the meat's
+#: window measures that clip), or a last step at the radius where the check could not see a
+#: pull that matters (``unchecked``), or the check ran and found the clipped parts
+#: symmetric, or found no skew where a person is one row (the step clipped wider,
+#: ``guarded``: :data:`UNSEEN_WIDEN`), or skewed (the step ``widened``; the fit warns).
 SkewCheck = Literal["none", "unchecked", "guarded", "symmetric", "widened"]
 #: Monte Carlo draws of the privacy noise pushed through β̂'s map (seed: :data:`NOISE_SEED`).
 NOISE_DRAWS = 2000
@@ -207,15 +208,16 @@ def _release_statistics(
         outer = _clip_radius(released, pilot, beta, cap, row_total, reach, quiet)
         radius = min(outer, limit)
         rho_check = SKEW_SHARE * rho_step
-        # the last step at the Cauchy–Schwarz radius (its clip measured nowhere) or a sliver
-        # inside it (the meat's window measures little of it): checked where the check can
-        # see a pull that matters; one mean a person, the step's noise small: checked (below
-        # the gate too, for the large pulls it sees) and clipped wider where the check finds
-        # no skew (UNSEEN_WIDEN), since it sees only pulls of several sampling sds
+        # the last step at the Cauchy–Schwarz radius, or a sliver inside it (SLIVER: the meat's
+        # window between the two measures little of its clip): checked where the check can see
+        # a pull that matters; one mean a person with the step's noise small, below the gate
+        # too and clipped wider where it finds no skew (UNSEEN_WIDEN: it sees only pulls of
+        # several sampling sds). Unchecked at the Cauchy–Schwarz radius, the clip is measured
+        # nowhere; a sliver's is left to the meat's widened window
         near = k == len(stepping) - 2 and outer <= SLIVER * limit
         seen = near and _seen(radius, rho_check, p, score_sd)
         guarded = near and _guarded(cap, radius, rho_step, score_sd)
-        if near and (outer <= limit or seen or guarded):
+        if near and outer <= limit:
             skew = "unchecked"
         scores = persons.scores(beta, cap=cap, whiten=pilot.whiten)
         if seen or guarded:
