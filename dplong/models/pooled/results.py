@@ -12,7 +12,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dplong.formula.terms import uncentred_powers
-from dplong.models.pooled.frame import _Scaling
+from dplong.models.pooled.frame import OUTCOME_ROOM, _Scaling
 from dplong.models.pooled.located import RangeFlags
 from dplong.models.pooled.release import SKEW_WIDEN, UNSEEN_WIDEN, SkewCheck, _Statistics
 from dplong.privacy.accounting import PrivacyLedger
@@ -415,11 +415,18 @@ def _heavy_notes(
         + (", or beyond an end of the ranges the histograms gave" if by_histograms.any() else "")
         + " (released counts): a heavy tail, or a median reach that missed most of them. "
     )
+    # the outcome's range clips it in the pilot only: the steps read it out to its room
+    outcome = (
+        f" (the outcome's at its range in the pilot, at {OUTCOME_ROOM:g} times the range's "
+        "half-width with each person's score clipped in the Newton steps)"
+        if heavy[-1] > 0.0
+        else ""
+    )
     return (
         f"The ranges found privately clip many persons: {clipped} have {model._clipped} "
         f"{where}{own}The {'other ' if len(withheld) else ''}coefficients are those of "
-        "the clipped values; the interval does not include the bias that clipping them "
-        "causes, which can exceed it: "
+        f"the clipped values{outcome}; the interval does not include the bias that clipping "
+        "them causes, which can exceed it: "
         f"{bounds if model._bounds_frame else ''}model a transform (np.log1p).",
     )
 
