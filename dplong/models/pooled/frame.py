@@ -25,9 +25,8 @@ BoundsLike = Mapping[str, tuple[float, float]]
 #: reads the outcome beyond the frame clips a person's score (or its excess) by norm, so its
 #: sensitivity holds whatever the outcome; the range, found at a few median reaches of the
 #: persons' extremes, cut a skewed outcome's long side, and that pull was in no interval
-#: (`BetweenOLS` on a lognormal outcome, 3,000 persons, ε = 1: a between-person 0/1
-#: treatment covered in 0.915 of 188 fits, 6 misses with no warning; docs/accuracy.md). The
-#: room keeps the products finite (an outcome of 1e300 squared overflows). A declared range is
+#: (docs/accuracy.md, "The outcome read out to its room"). The room keeps the products
+#: finite (an outcome of 1e300 squared overflows). A declared range is
 #: the analyst's: the outcome stays clipped to it (the ePTR release's sensitivity needs it).
 OUTCOME_ROOM = 8.0
 
