@@ -23,8 +23,12 @@ through an existing release, all on one ledger:
    Newton step and the person-clustered meat, on the rows quasi-demeaned with the released θ_u
    (post-processing of stage 2; a person's ``T_u`` enters inside the mechanism only). A
    person's quasi-demeaned rows have ``Σ_t ‖z_t - θ z̄‖² <= Σ_t ‖z_t‖²``, so the releases keep
-   their sensitivities. Its budget is what the earlier stages left
-   (:func:`~dplong.privacy.budget.remaining_rho`).
+   their sensitivities. The Gram release carries, in the same vector and within the same
+   bound, the between-person part ``(1 - (1 - θ_u)²) T_u z̄_u z̄_u'`` the quasi-demeaning took
+   away: where GLS's released X'X is undetermined beyond its noise, the rows keep the least
+   share of that part that determines it (:func:`~dplong.models.pooled.gram._lifted`; all
+   of it: pooled OLS's rows), and the results' ``theta`` and a note say so. Its budget is
+   what the earlier stages left (:func:`~dplong.privacy.budget.remaining_rho`).
 
 Standard errors are clustered by person (valid for any θ, so also for a released one) and
 include the privacy noise. The shares are set in :func:`~dplong.privacy.budget.
@@ -34,7 +38,8 @@ random_effects_budget`.
 the Gram release's noise is set by the largest row a person may have: in the directions of
 between-person covariates (the intercept, a treatment) the released Gram matrix has
 ``(1 - θ)²`` of pooled OLS's signal for the same noise. Where the privacy noise dominates
-(small n ε) pooled OLS is then the more accurate of the two; random effects gains where the
+(small n ε) pooled OLS is then the more accurate of the two, and the fit moves its rows
+toward pooled OLS's as far as it must to determine them; random effects gains where the
 sampling error dominates and the covariates vary within persons (``docs/accuracy.md``).
 """
 
@@ -70,12 +75,13 @@ from dplong.models.location import COMPONENTS, RandomEffectsLocation
 from dplong.models.location_moments import _UserMoments
 from dplong.models.option_checks import CovType, check_max_rows
 from dplong.models.pooled.dask_rows import DaskRows, clipped_residuals
-from dplong.models.pooled.estimator import PooledOLS, Rows, said_on_screen
+from dplong.models.pooled.estimator import PooledOLS, said_on_screen
 from dplong.models.pooled.factors import Blocks, Disjoint
 from dplong.models.pooled.frame import _Scaling
-from dplong.models.pooled.gram import _rows_released
+from dplong.models.pooled.gram import _released_entries
 from dplong.models.pooled.located import RangeFlags
 from dplong.models.pooled.persons import PersonSums
+from dplong.models.pooled.release import _Statistics
 from dplong.planning import FitPlan, PlannedBlock, _decide, checkpoint
 from dplong.privacy.accounting import Accountant, LedgerEntry, PrivacyLedger, zcdp_epsilon
 from dplong.privacy.budget import (
@@ -369,19 +375,18 @@ class RandomEffects(PooledOLS):
         effects, residual = (
             components if found is None else (float(found.params[k]) for k in COMPONENTS)
         )
-        total = effects + residual
-        decomposition = pd.Series(
-            [effects, residual, effects / total if total > 0 else math.nan],
-            index=["Effects", "Residual", "Percent due to Effects"],
-            name="variance decomposition",
-        )
-        rows = np.arange(1, cap + 1)
-        thetas = pd.Series(theta(rows, *components), index=pd.Index(rows, name="rows"))
+        assert isinstance(fitted, RandomEffectsResults)  # _QuasiDemeaned._finished's
+        thetas = fitted.theta
         how = "stated (public)" if found is None else "released (DP)"
+        gls = theta(thetas.index.to_numpy(), *components)
         described = (
             f"variance components {how}: Effects (σ_u²) {effects:.4g}, Residual (σ_e²) "
             f"{residual:.4g}; rows quasi-demeaned with θ = 1 - √(σ_e²/(T σ_u² + σ_e²)), "
             f"{thetas.iloc[0]:.3g} at T = 1 to {thetas.iloc[-1]:.3g} at T = {cap}"
+            if np.array_equal(gls, thetas.to_numpy())
+            else f"variance components {how}: Effects (σ_u²) {effects:.4g}, Residual (σ_e²) "
+            f"{residual:.4g}; GLS's θ = 1 - √(σ_e²/(T σ_u² + σ_e²)) (the rows were "
+            "quasi-demeaned with less: the note on their θ)"
         )
         notes = (*said, *fitted.warnings)
         # the components set θ only, and the clustered intervals hold at any θ: their stage's
@@ -406,13 +411,20 @@ class RandomEffects(PooledOLS):
             privacy=ledger,
             assumptions=(*fitted.assumptions, *staged, UNCORRELATED, described),
             warnings=notes,
-        )
-        return RandomEffectsResults(
-            **values,
-            variance_decomposition=decomposition,
-            theta=thetas,
+            variance_decomposition=_decomposition(effects, residual),
             components=found,
         )
+        return RandomEffectsResults(**values)
+
+
+def _decomposition(effects: float, residual: float) -> pd.Series:
+    """linearmodels' variance decomposition of the components (NaN where withheld)."""
+    total = effects + residual
+    return pd.Series(
+        [effects, residual, effects / total if total > 0 else math.nan],
+        index=["Effects", "Residual", "Percent due to Effects"],
+        name="variance decomposition",
+    )
 
 
 def theta(
@@ -485,44 +497,87 @@ class _QuasiDemeaned(PooledOLS):
         return statistics_budget(self._design.n, epsilon, delta, STEPS_SHARES, 0)
 
     def _row_count(self, released: NDArray[np.float64], cap: int) -> float:
-        """The weighted number of rows from the released Gram matrix: its intercept entry is
-        ``Σ_u w_u g(T_u)`` with ``g(T) = T (1 - θ(T))² = T σ_e² / (T σ_u² + σ_e²)``, so a
-        typical person's T is ``g⁻¹`` of its mean over the n persons (within [1, cap]); without
-        an intercept every person counts ``cap`` rows. Post-processing of released numbers."""
-        n = self._design.n
+        """The weighted number of rows from the released ``[X y]'[X y]`` of the rows as they
+        are (GLS's quasi-demeaned rows' and their between-person part's): its intercept entry;
+        without an intercept every person counts ``cap`` rows."""
         if "Intercept" not in self._design.columns:
-            return float(n * cap)
-        effects, residual = self._components
-        g = max(_rows_released(released, self._design.columns, self._blocks), float(n)) / n
-        rows = g * residual / (residual - g * effects) if g * effects < residual else cap
-        return n * min(max(rows, 1.0), float(cap))
+            return float(self._design.n * cap)
+        return super()._row_count(released, cap)
 
-    def _rows(
-        self,
-        x: NDArray[np.float64],
-        y: NDArray[np.float64],
-        codes: NDArray[np.intp],
-        n: int,
-        cap: int,
-    ) -> Rows:
-        """``z_t - θ_u z̄_u`` for every scaled row z = (x, y) (the map to [-1, 1] is affine and
-        the intercept is a column, so GLS on the scaled rows unscales to GLS on the rows)."""
+    def _person_sums(self, scaled: _Scaling, cap: int) -> tuple[PersonSums, int]:
+        """Each person's sums of ``z_t - θ_u z̄_u`` for every scaled row z = (x, y) (the map to
+        [-1, 1] is affine and the intercept is a column, so GLS on the scaled rows unscales to
+        GLS on the rows), with the between-person part the quasi-demeaning took away
+        (:meth:`PersonSums.of_means`): the fit may give the rows some of it back. On a Dask
+        frame, read where the rows lie: each person's sums of their scaled rows first (a
+        pass), then of the rows less the person's shift."""
+        design = self._design
+        n = design.n
+        kept = _released_entries(len(design.columns) + 1, self._zero_products())
+        if self._source is not None:
+            totals = self._source.scaled_sums(scaled)
+            sums, rows = totals[:, :-1], totals[:, -1]
+            quasi = self._source.person_sums(
+                scaled, blocks=self._blocks, kept=kept, shift=self._shift(rows, sums)
+            )
+        else:
+            z, rows, sums = self._quasi(np.column_stack(scaled.apply(design.X, design.y)))
+            quasi = PersonSums.of_rows(
+                z[:, :-1], z[:, -1], design.codes, n, blocks=self._blocks, kept=kept
+            )
+        share = 1.0 - (1.0 - theta(rows, *self._components)) ** 2
+        between = PersonSums.of_means(sums, rows, share, blocks=self._blocks, kept=kept)
+        return dataclasses.replace(quasi, between=between), self._cap(cap)
+
+    def _quasi(
+        self, z: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """The scaled rows ``z`` (x, y) quasi-demeaned, and each person's row count and sums
+        of ``z``."""
+        codes, n = self._design.codes, self._design.n
         rows = np.bincount(codes, minlength=n).astype(np.float64)
-        z = np.column_stack([x, y])
         # per column, bincount adds a person's rows in row order, as np.add.at did (reduceat's
         # pairwise sums would change the last bits of the releases)
-        sums = np.column_stack([np.bincount(codes, weights=c, minlength=n) for c in z.T])
-        quasi: NDArray[np.float64] = z - self._shift(rows, sums.astype(np.float64))[codes]
-        return quasi[:, :-1], quasi[:, -1], codes, cap
+        sums = np.column_stack([np.bincount(codes, weights=c, minlength=n) for c in z.T]).astype(
+            np.float64
+        )
+        return z - self._shift(rows, sums)[codes], rows, sums
 
-    def _dask_person_sums(
-        self, source: DaskRows, scaled: _Scaling, kept: NDArray[np.intp]
-    ) -> PersonSums:
-        """The quasi-demeaned rows' sums of a Dask frame, read where they lie: each person's
-        sums of their scaled rows first (a pass), then of the rows less the person's shift."""
-        sums = source.scaled_sums(scaled)
-        shift = self._shift(sums[:, -1], sums[:, :-1])
-        return source.person_sums(scaled, blocks=self._blocks, kept=kept, shift=shift)
+    def _finished(
+        self, results: RegressionResults, release: _Statistics, cap: int
+    ) -> RegressionResults:
+        """The results with the θ the rows were quasi-demeaned with (GLS's, or one keeping
+        more of the between-person part: an assumption says why)."""
+        weight = release.between_weight
+        rows = np.arange(1, cap + 1)
+        gls = theta(rows, *self._components)
+        used = 1.0 - np.sqrt((1.0 - gls) ** 2 + weight * (1.0 - (1.0 - gls) ** 2))
+        said: tuple[str, ...] = ()
+        if weight > 0.0:
+            kept = (
+                "the rows are pooled OLS's (θ = 0: they keep all of the between-person part "
+                "GLS takes away)"
+                if weight == 1.0
+                else f"the rows keep {weight:.3g} of the between-person part GLS takes away "
+                f"(θ = {used[0]:.3g} at T = 1 to {used[-1]:.3g} at T = {cap}; pooled OLS's "
+                "keep all of it, θ = 0)"
+            )
+            said = (
+                "GLS's quasi-demeaned rows left the released X'X undetermined beyond its noise "
+                f"(θ = {gls[0]:.3g} at T = 1 to {gls[-1]:.3g} at T = {cap}): {kept}. The "
+                "coefficients are this weighting's (consistent where the model holds, less "
+                "efficient than GLS's); their person-clustered intervals hold at any θ. Raise "
+                "epsilon, or state the components (variance_components=...: the fit keeps "
+                "their budget), for GLS's weighting.",
+            )
+        values = {f.name: getattr(results, f.name) for f in dataclasses.fields(results)}
+        values["assumptions"] = (*results.assumptions, *said)
+        return RandomEffectsResults(
+            **values,
+            variance_decomposition=_decomposition(*self._components),
+            theta=pd.Series(used, index=pd.Index(rows, name="rows")),
+            components=None,
+        )
 
     def _shift(self, rows: NDArray[np.float64], sums: NDArray[np.float64]) -> NDArray[np.float64]:
         """Each person's ``θ_u z̄_u`` from their row count and sums of their scaled rows."""

@@ -492,7 +492,7 @@ class PooledOLS(_RangesStage, FormulaModel):
         rho = plan.released_rho(any(e.target == WIDENED_COUNTS for e in found.entries))
         release = model._release(scaled, persons, cap, rho, generator)
         ledger = settle(accountant, [*found.entries, *row_cap.entries, *release.entries], options)
-        return _statistics_results(
+        results = _statistics_results(
             model,
             scaled,
             release,
@@ -506,6 +506,14 @@ class PooledOLS(_RangesStage, FormulaModel):
             flags=found.flags.merged(model._flags),
             row_cap=row_cap,
         )
+        return model._finished(results, release, cap)
+
+    def _finished(
+        self, results: RegressionResults, release: _Statistics, cap: int
+    ) -> RegressionResults:
+        """The fit's results as the estimator reports them (random effects add the θ its rows
+        were quasi-demeaned with): as they are."""
+        return results
 
     def _row_cap(
         self, max_rows: int | None, plan: StatisticsBudget, generator: np.random.Generator

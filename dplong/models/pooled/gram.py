@@ -44,6 +44,21 @@ MARGIN_LEVEL, MARGIN_DRAWS = 0.99, 4000
 #: The released coordinate's noise that the ridge's gain multiplies, in sds of its draws
 #: (:meth:`_Solution.shrinkage_at`): the interval's own normal quantile at 95 %.
 PULL_NOISE_SDS = 1.96
+#: Random effects' weights on the between-person part of a person's rows that GLS's
+#: quasi-demeaning takes away (0: GLS's rows; 1: pooled OLS's), tried in order (:func:`_lifted`):
+#: GLS's rows keep ``(1 - θ)²`` of that part's signal under the same noise, so at small
+#: ``n ε`` their released X'X leaves the between-person directions undetermined; a person's
+#: rows at weight w are quasi-demeaned with ``(1 - θ_w)² = (1 - θ)² + w (1 - (1 - θ)²)``, a
+#: weighting whose coefficients are as consistent as GLS's where the model holds.
+BETWEEN_WEIGHTS = np.linspace(0.0, 1.0, 9)
+BETWEEN_WEIGHTS.flags.writeable = False
+#: The contraction (:attr:`_Solution.contraction`) a weight must reach: after random effects'
+#: four Newton steps at most ``0.8⁵`` (a third) of the pilot's error is left along any
+#: direction, which the ridge's pull bound (:meth:`_Solution.shrinkage_at`) puts in the
+#: interval. A stricter bar takes more of the between-person part, whose sampling error the
+#: slopes of regressors that vary within persons then carry (docs/accuracy.md, "Random
+#: effects where GLS's rows are undetermined").
+MAX_CONTRACTION = 0.8
 
 
 class _Solution:
@@ -99,12 +114,7 @@ class _Solution:
         lower bound (:func:`_eigenvalue_margins`); where that is not above 0 the design's may
         be 0, the steps may correct nothing and nothing bounds the pull: infinite there."""
         values, vectors = np.linalg.eigh(self.hessian)
-        lower = values - self.ridge - self.sigma * _eigenvalue_margins(values.size)
-        # every direction's design curvature is at least the design's smallest eigenvalue,
-        # which the first bound bounds: a later direction's looser margin never takes it below
-        # (each bound holds with chance MARGIN_LEVEL, so a floored one with at least
-        # 1 - 2 (1 - MARGIN_LEVEL))
-        lower = np.maximum(lower, lower[0])
+        lower = self._design_lower(values)
         s = np.where(lower > 0.0, (1.0 - lower / values) ** (steps + 1), 1.0)
         with np.errstate(divide="ignore"):
             gain = np.where(s < 1.0, s / (1.0 - s), np.inf)
@@ -115,6 +125,47 @@ class _Solution:
                 gain * PULL_NOISE_SDS * noise
             )
         return np.asarray(np.nan_to_num(pulled, nan=np.inf, posinf=np.inf))
+
+    @property
+    def contraction(self) -> float:
+        """The largest factor ``m = 1 - g / h`` by which a Newton step may leave the pilot's
+        error along an eigenvector of Ĥ (:meth:`shrinkage_at`), g at its lower bound; 1 where
+        that bound is not above 0 (the design may not determine the direction at all)."""
+        values = np.asarray(np.linalg.eigvalsh(self.hessian), dtype=np.float64)
+        lower = self._design_lower(values)
+        return float(np.where(lower > 0.0, 1.0 - lower / values, 1.0).max())
+
+    def _design_lower(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Lower bounds on the design's curvature along the eigenvectors of Ĥ (eigenvalues
+        ``values``, ascending): each released eigenvalue less the ridge and its margin
+        (:func:`_eigenvalue_margins`)."""
+        lower = values - self.ridge - self.sigma * _eigenvalue_margins(values.size)
+        # every direction's design curvature is at least the design's smallest eigenvalue,
+        # which the first bound bounds: a later direction's looser margin never takes it below
+        # (each bound holds with chance MARGIN_LEVEL, so a floored one with at least
+        # 1 - 2 (1 - MARGIN_LEVEL))
+        return np.asarray(np.maximum(lower, lower[0]))
+
+
+def _lifted(
+    released: NDArray[np.float64],
+    between: NDArray[np.float64],
+    sigma: float,
+    disjoint: Disjoint,
+) -> tuple[float, _Solution]:
+    """The smallest of :data:`BETWEEN_WEIGHTS` at which ``released + weight between`` (the
+    quasi-demeaned ``[X y]'[X y]`` and the between-person part its quasi-demeaning took away,
+    each with entry noise sd σ) is determined with a contraction of at most
+    :data:`MAX_CONTRACTION`, and its floored solve (1 and its solve where none is).
+    Post-processing of the two released matrices: their noise adds, entry sd
+    ``σ √(1 + weight²)``."""
+    for weight in BETWEEN_WEIGHTS:  # a short public grid
+        solution = _Solution.of(
+            released + weight * between, sigma * math.hypot(1.0, weight), disjoint
+        )
+        if solution.contraction <= MAX_CONTRACTION:
+            break
+    return float(weight), solution
 
 
 @functools.cache

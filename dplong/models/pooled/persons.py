@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from dplong._grouping import segment_starts
 from dplong.models.pooled.factors import Blocks
-from dplong.models.pooled.gram import _clip_blocks, _clip_rows
+from dplong.models.pooled.gram import _clip_blocks, _clip_rows, vech_scaled
 
 __all__ = ["PersonSums"]
 
@@ -39,6 +39,9 @@ class PersonSums:
         frame: the scores').
     rows : ndarray, shape (n,)
         Each person's rows.
+    between : PersonSums or None
+        Random effects' between-person part of each person's rows, which GLS's
+        quasi-demeaning took away from these (:meth:`of_means`); None for other rows.
 
     Examples
     --------
@@ -55,6 +58,7 @@ class PersonSums:
     grams: NDArray[np.float64]
     products: NDArray[np.float64]
     rows: NDArray[np.float64]
+    between: PersonSums | None = None
 
     @property
     def p(self) -> int:
@@ -85,19 +89,68 @@ class PersonSums:
             np.bincount(codes, minlength=n).astype(np.float64),
         )
 
+    @classmethod
+    def of_means(
+        cls,
+        sums: NDArray[np.float64],
+        rows: NDArray[np.float64],
+        share: NDArray[np.float64],
+        *,
+        blocks: Blocks,
+        kept: NDArray[np.intp],
+    ) -> PersonSums:
+        """The sums of ``share_u T_u z̄_u z̄_u'`` of n persons from their sums of scaled rows
+        (n x (p + 1), the outcome last) and row counts: the between-person part that
+        quasi-demeaning with θ_u takes away from a person's rows, at ``share = 1 - (1 - θ)²``
+        (``Σ_t (z_t - θ z̄)(z_t - θ z̄)' = Σ_t z_t z_t' - share T z̄ z̄'``). Its Gram matrix's
+        means are clipped as rows are (to [-1, 1] and the blocks' norms), so each person's is
+        PSD; its products are exact."""
+        means = sums / np.maximum(rows, 1.0)[:, None]
+        root = np.sqrt(share * rows)[:, None]
+        clipped = _clip_blocks(np.clip(means, -1.0, 1.0), blocks) * root
+        exact = means * root
+        upper = np.triu_indices(sums.shape[1])
+        return cls(
+            vech_scaled(clipped, np.ones(rows.size))[:, kept],
+            exact[:, upper[0]] * exact[:, upper[1]],
+            rows,
+        )
+
+    def toward(self, weight: float) -> PersonSums:
+        """These sums plus ``weight`` times their :attr:`between` part: the rows
+        quasi-demeaned with ``(1 - θ_w)² = (1 - θ)² + weight (1 - (1 - θ)²)`` (0: these; 1:
+        the rows as they are)."""
+        if self.between is None:
+            return self
+        part = self.between
+        return PersonSums(
+            self.grams + weight * part.grams, self.products + weight * part.products, self.rows
+        )
+
     def weights(self, cap: int) -> NDArray[np.float64]:
         """Each person's weight on their rows, ``min(1, cap / T_u)``: no person counts for
         more than ``cap`` rows."""
         return np.minimum(1.0, cap / np.maximum(self.rows, 1.0))
 
     def clipped_grams(self, cap: int, bound: float) -> NDArray[np.float64]:
-        """Every person's weighted ``Z_u`` vector scaled down to norm ``bound`` where above it.
+        """Every person's weighted ``Z_u`` vector scaled down to norm ``bound`` where above it,
+        followed by their :attr:`between` part's where there is one, scaled down to the room
+        ``Z_u`` leaves (the two together of norm at most ``bound``; ``Z_u`` as without it).
 
         Replacing a person moves their sum by at most ``√2 bound``: for two persons' vectors
         ``a, b``, ``‖a - b‖² = ‖a‖² + ‖b‖² - 2 a·b`` and ``a·b = tr(Z_u Z_v) >= 0`` (scaled PSD
-        matrices) when the entries left out are 0 in every person's ``Z_u``, as the structural
-        zeros are (every row's product of two indicators of one treatment-coded factor is 0)."""
-        return _clip_rows(self.grams * self.weights(cap)[:, None], bound)
+        matrices; with the between part, ``tr(Z_u Z_v) + tr(C_u C_v)``, both PSD) when the
+        entries left out are 0 in every person's ``Z_u``, as the structural zeros are (every
+        row's product of two indicators of one treatment-coded factor is 0)."""
+        weights = self.weights(cap)[:, None]
+        grams = _clip_rows(self.grams * weights, bound)
+        if self.between is None:
+            return grams
+        room = np.sqrt(np.maximum(bound**2 - (grams**2).sum(axis=1), 0.0))
+        part = self.between.grams * weights
+        norms = np.sqrt((part**2).sum(axis=1))
+        part *= np.where(norms > room, room / np.where(norms > 0.0, norms, 1.0), 1.0)[:, None]
+        return np.hstack([grams, part])
 
     def cross_products(self, cap: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Every person's weighted ``X_u'X_u`` (n x p x p) and ``X_u'y_u`` (n x p): the

@@ -19,6 +19,7 @@ from dplong.models.pooled.gram import (
     _clip_rows,
     _floor,
     _gram_bound,
+    _lifted,
     _released_entries,
     _row_square,
     _Solution,
@@ -149,6 +150,9 @@ class _Statistics:
     clipped: float
     skew: SkewCheck
     entries: tuple[LedgerEntry, ...]
+    #: random effects' weight on the between-person part of the rows (:func:`_lifted`; 0:
+    #: GLS's quasi-demeaned rows, and every other estimator's rows as they are)
+    between_weight: float = 0.0
 
 
 def _release_statistics(
@@ -169,7 +173,9 @@ def _release_statistics(
     the scores' size's and each step's, then the meat's;
     ``blocks``: the factor blocks whose rows' norms the Gram matrix's bound counts;
     ``disjoint``: the blocks whose different columns' products are 0 in every row (public),
-    left out of the released vector and put back as zeros."""
+    left out of the released vector and put back as zeros. Where ``persons`` have a between
+    part (random effects), it is released with their Gram matrix, and the weight the rows
+    keep of it is chosen from the two (:func:`~dplong.models.pooled.gram._lifted`)."""
     n, p = persons.rows.size, persons.p
     rho_gram, *stepping, rho_meat = rho
 
@@ -186,10 +192,18 @@ def _release_statistics(
         rho_gram,
         generator,
     )
-    released = _unvech_scaled(gram.total, p + 1, kept)
     sigma = float(gram.sd[0])
-    pilot = _Solution.of(released, sigma, disjoint)
-    row_total = row_count(released, cap)
+    released = _unvech_scaled(gram.total[: kept.size], p + 1, kept)
+    weight, lifted = 0.0, persons.between is not None
+    if not lifted:
+        pilot = _Solution.of(released, sigma, disjoint)
+        row_total = row_count(released, cap)
+    else:  # random effects: GLS's rows, or rows keeping more of their between-person part
+        between = _unvech_scaled(gram.total[kept.size :], p + 1, kept)
+        row_total = row_count(released + between, cap)  # the rows as they are
+        weight, pilot = _lifted(released, between, sigma, disjoint)
+        released, sigma = released + weight * between, pilot.sigma
+        persons = persons.toward(weight)
     # step 3: the scores' typical size, then Newton steps: the whitened clipped scores at the
     # last β (public), each clipped to a radius from the released Gram matrix's residuals at
     # that β, or from the scores' size where that is smaller, and never below the radius
@@ -260,8 +274,9 @@ def _release_statistics(
     psd = (vectors * np.maximum(values, 0.0)) @ vectors.T
     sampling = n / (n - 1.0) * pilot.whiten @ psd @ pilot.whiten
 
+    target = "[X y]'[X y]" + (", its between-person part" if lifted else "")
     entries = (
-        gaussian_vector_entry("sufficient statistics", "[X y]'[X y]", rho_gram, gram),
+        gaussian_vector_entry("sufficient statistics", target, rho_gram, gram),
         *(
             ()
             if size is None
@@ -280,7 +295,7 @@ def _release_statistics(
         ),
     )
     draws = _noise_draws(pilot, beta, sigma, sds, kept)
-    return _Statistics(pilot, beta, draws, sampling, clipped, skew, entries)
+    return _Statistics(pilot, beta, draws, sampling, clipped, skew, entries, weight)
 
 
 def _skew_check(
