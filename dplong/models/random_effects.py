@@ -25,10 +25,11 @@ through an existing release, all on one ledger:
    person's quasi-demeaned rows have ``Σ_t ‖z_t - θ z̄‖² <= Σ_t ‖z_t‖²``, so the releases keep
    their sensitivities. The Gram release carries, in the same vector and within the same
    bound, the between-person part ``(1 - (1 - θ_u)²) T_u z̄_u z̄_u'`` the quasi-demeaning took
-   away: where GLS's released X'X is undetermined beyond its noise, the rows keep the least
-   share of that part that determines it (:func:`~dplong.models.pooled.gram._lifted`; all
-   of it: pooled OLS's rows), and the results' ``theta`` and a note say so. Its budget is
-   what the earlier stages left (:func:`~dplong.privacy.budget.remaining_rho`).
+   away: where GLS's released X'X is too close to its noise for the Newton steps to undo its
+   floor, the rows keep the least share of that part that lifts it clear
+   (:func:`~dplong.models.pooled.gram._lifted`; all of it: pooled OLS's rows), and the
+   results' ``theta`` and a note say so. Its budget is what the earlier stages left
+   (:func:`~dplong.privacy.budget.remaining_rho`).
 
 Standard errors are clustered by person (valid for any θ, so also for a released one) and
 include the privacy noise. The shares are set in :func:`~dplong.privacy.budget.
@@ -39,8 +40,8 @@ the Gram release's noise is set by the largest row a person may have: in the dir
 between-person covariates (the intercept, a treatment) the released Gram matrix has
 ``(1 - θ)²`` of pooled OLS's signal for the same noise. Where the privacy noise dominates
 (small n ε) pooled OLS is then the more accurate of the two, and the fit moves its rows
-toward pooled OLS's as far as it must to determine them; random effects gains where the
-sampling error dominates and the covariates vary within persons (``docs/accuracy.md``).
+toward pooled OLS's as far as the steps need to correct them; random effects gains where
+the sampling error dominates and the covariates vary within persons (``docs/accuracy.md``).
 """
 
 from __future__ import annotations
@@ -563,8 +564,9 @@ class _QuasiDemeaned(PooledOLS):
                 "keep all of it, θ = 0)"
             )
             said = (
-                "GLS's quasi-demeaned rows left the released X'X undetermined beyond its noise "
-                f"(θ = {gls[0]:.3g} at T = 1 to {gls[-1]:.3g} at T = {cap}): {kept}. The "
+                "GLS's quasi-demeaned rows left the released X'X too close to its noise along "
+                "some direction for the Newton steps to undo its floor (θ = "
+                f"{gls[0]:.3g} at T = 1 to {gls[-1]:.3g} at T = {cap}): {kept}. The "
                 "coefficients are this weighting's (consistent where the model holds, less "
                 "efficient than GLS's); their person-clustered intervals hold at any θ. Raise "
                 "epsilon, or state the components (variance_components=...: the fit keeps "

@@ -36,10 +36,9 @@ NORM_DRAWS = 400
 #: The chance with which the design's eigenvalue along a direction is at least the released
 #: one less its margin (:func:`_eigenvalue_margins`), and the draws that find the margins: the
 #: quantile of 4,000 is good to about 0.05 sds. It is also the chance of releasing a direction
-#: the design does not determine at all: at 0.95 the wage panel's random-effects fit of two
-#: rare dummies whose private ranges had missed (a frame 10⁻⁷ wide) released one at 10¹¹ in 12
-#: fits; at 0.99 none. The price: a rare level of RAND HIE's plans (226 person-years, 3.3
-#: noise sds) withholds the plans model in 7 fits of 100 at ε = 2 (``docs/accuracy.md``).
+#: the design does not determine at all, an absurd number inside an absurd interval, so it is
+#: high; the price is a rare factor level's few rows, a few noise sds, withholding its model
+#: more often (docs/accuracy.md, "The shipped examples under resampling": "Why 99 %").
 MARGIN_LEVEL, MARGIN_DRAWS = 0.99, 4000
 #: The released coordinate's noise that the ridge's gain multiplies, in sds of its draws
 #: (:meth:`_Solution.shrinkage_at`): the interval's own normal quantile at 95 %.

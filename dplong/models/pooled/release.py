@@ -64,14 +64,13 @@ SCORE_SPREAD = 4.0
 SIZE_SDS = 2.0
 #: A step's noise sd, as a share of the scores' sampling sd, below which the steps' radius is
 #: not narrowed (:func:`_score_size`), nor the Cauchy–Schwarz one kept (:func:`_clip_radius`):
-#: there the noise saves nothing worth the clipping (on RAND HIE's raw spending with public
-#: bounds (0, 8000) at ε = 16, the clipped scores had put `xage` 4 SEs off, 0.8 without).
+#: there the noise saves nothing worth the clipping, whose pull on a skewed outcome stays
+#: (docs/design/pooled.md, "What the interval does not hold", (b)).
 QUIET_NOISE = 0.5
 #: The meat's noise sd, as a share of a diagonal entry of it, at the radius the meat may widen
 #: to past the Cauchy–Schwarz one (:func:`_meat_quiet`): its noise grows as R², where a step's
 #: grows as R, so the steps' quiet radius left it noisy where the privacy noise was all but
-#: gone (the wage panel's clustered SEs at ε = 64: 0.05 to 2.3 times linearmodels', at
-#: ε = 10⁶ 0.36 to 1.68; with this share 0.86-1.18 and 0.92-1.13, docs/accuracy.md).
+#: gone (docs/design/pooled.md, step 4).
 MEAT_NOISE = 0.1
 #: The skew check before the last Newton step (:func:`_skew_check`), where that step clips at
 #: the Cauchy–Schwarz radius and so nothing measures what it clips (the meat's excess column
@@ -79,8 +78,8 @@ MEAT_NOISE = 0.1
 #: chance that it fires on scores whose clipped parts are symmetric (a union bound over the
 #: coordinates), and the factor the step's radius is widened by where it fires. One mean a
 #: person (``BetweenOLS``) has no rows' room in that radius, so it clips about a quarter of
-#: the persons: on an exponential outcome (n = 5,000, ε = 1) the intercept sat 4 SEs low,
-#: covered in 0 of 40 fits, and RAND HIE's ``np.log1p(mdvis)`` 4.1 SEs low (docs/accuracy.md).
+#: the persons, and a skewed outcome's clipped scores pull the intercept several SEs off
+#: (docs/design/pooled.md, "The skew check").
 SKEW_SHARE, SKEW_FALSE, SKEW_WIDEN = 0.25, 0.05, 3.0
 #: The pull of the clipped parts on the last step's score sum, in sampling sds a coordinate,
 #: that the skew check must be able to see for it to run (:func:`_seen`): below this n ρ it
@@ -89,26 +88,17 @@ SKEW_SEEN = 4.0
 #: Where a person is one row (the radius has no rows' room and clips about a quarter of the
 #: persons) and the last step's noise sd at the radius is at most ``UNSEEN_NOISE`` of the
 #: scores' sampling sd (:func:`_guarded`, public; above the gate it always is), the check runs
-#: below its gate too, for the large pulls it can see (a lognormal person effect's: at 3,000
-#: persons, ε = 1, the intercept was covered in 12 % of fits, 83 % of them with no warning),
-#: and where it finds none the step clips at ``UNSEEN_WIDEN`` times the Cauchy–Schwarz radius
-#: (``guarded``): above the gate as well, since a check that fires at the normal quantile of
-#: its noise and the clipped parts' spread misses most pulls of 1-3 sampling sds (a lognormal
-#: outcome's intercept at 1,000 persons, ε = 4, 1.2 bse low on average, checked symmetric in 24
-#: of 40 fits and missed in 9 of them with no warning).
-#: A pull b left unseen at R is cut to about b / 3 at 2R while the step's noise s doubles, a
-#: smaller mean square error where ``8 b² / 9 > 3 s²``; with b the pull measured where it hides
-#: (2.3-3.2 sampling sds: an exponential outcome's one mean a person at 2,000-3,000 persons,
-#: ε = 1, its intercept 1.7-2.4 bse low, covered in 70 % and 23 % of fits), that is s below
-#: 1.25 sampling sds. At 500-1,000 persons (1.3-1.8 there) the noise hides the pull (0.2-0.9
-#: bse) and a wider step would double it: the 0/1 treatment's RMSE 2.0 → 4.6 times the
-#: non-private at 500. With rows a person the radius clips few where the person effects are
-#: small, and the wider step only costs noise (simulated `PooledOLS` at 5,000 persons, d = 3:
-#: 2.67 → 5.46 times the non-private MSE; docs/accuracy.md, "Skewed outcomes between persons");
-#: where they are large it clips as many as one mean a person does, but no released number
-#: tells a skewed effect from a symmetric one there, so the guard is not paid for on every
-#: such fit: an unchecked step warns instead (docs/accuracy.md, "Skewed person effects in
-#: pooled rows").
+#: below its gate too, for the large pulls it can see, and where it finds none the step clips
+#: at ``UNSEEN_WIDEN`` times the Cauchy–Schwarz radius (``guarded``): above the gate as well,
+#: since a check that fires at the normal quantile of its noise and the clipped parts' spread
+#: misses most pulls of 1-3 sampling sds. A pull b left unseen at R is cut to about b / 3 at
+#: 2R while the step's noise s doubles, a smaller mean square error where ``8 b² / 9 > 3 s²``:
+#: with b the pull measured where it hides, s below 1.25 sampling sds; at a larger s the noise
+#: hides the pull and a wider step would double it. With rows a person the radius clips few
+#: where the person effects are small, and the wider step would only cost noise; where they
+#: are large no released number tells a skewed effect from a symmetric one, so an unchecked
+#: step warns instead (docs/design/pooled.md, "The skew check"; docs/accuracy.md, "Skewed
+#: outcomes between persons" and "Skewed person effects in pooled rows").
 UNSEEN_WIDEN, UNSEEN_NOISE = 2.0, 1.25
 #: A window narrower than ``SLIVER - 1`` of the steps' radius is a sliver: it holds less than
 #: the mean excess of a normal score clipped at twice its root mean square (0.37 of that, a
