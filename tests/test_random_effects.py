@@ -403,10 +403,11 @@ def test_gram_and_between_part_release_audit_with_power_check(fraction: float) -
 
 
 def test_the_smallest_weight_that_determines_the_design_is_taken() -> None:
-    """``_lifted``: where GLS's released X'X is determined with each step at least halving
-    the error, weight 0 (GLS's rows); where its second direction is below the noise but the
-    between part's is not, the smallest weight on the public grid that reaches a contraction
-    of 1/2; where no weight does, 1. The noise of the sum is σ √(1 + w²)."""
+    """``_lifted``: where GLS's released X'X is determined with a contraction within the bar,
+    weight 0 (GLS's rows); where its second direction is below the noise but the between
+    part's is not, the smallest weight on the public grid that reaches the bar; where no
+    weight does, the one closest to it (a between part with no signal only adds noise: weight
+    0). The noise of the sum is σ √(1 + w²)."""
     sigma = 1.0
     gls = np.diag([400.0, 400.0, 50.0])  # x, treated, y (p = 2)
     between = np.diag([0.0, 300.0, 50.0])
@@ -421,7 +422,7 @@ def test_the_smallest_weight_that_determines_the_design_is_taken() -> None:
         lighter = pooled_gram._Solution.of(faint + w * between, math.hypot(1.0, w), ())
         assert lighter.contraction > pooled_gram.MAX_CONTRACTION
     weight, solution = pooled_gram._lifted(faint, np.zeros((3, 3)), sigma, ())
-    assert weight == 1.0 and solution.contraction > pooled_gram.MAX_CONTRACTION
+    assert weight == 0.0 and solution.contraction > pooled_gram.MAX_CONTRACTION
 
 
 def test_quasi_demeaned_rows_add_each_person_s_rows_in_order() -> None:

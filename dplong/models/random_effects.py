@@ -526,6 +526,8 @@ class _QuasiDemeaned(PooledOLS):
             quasi = PersonSums.of_rows(
                 z[:, :-1], z[:, -1], design.codes, n, blocks=self._blocks, kept=kept
             )
+        if self._components[0] <= 0.0:  # θ = 0: the rows are pooled OLS's, nothing taken away
+            return quasi, self._cap(cap)
         share = 1.0 - (1.0 - theta(rows, *self._components)) ** 2
         between = PersonSums.of_means(sums, rows, share, blocks=self._blocks, kept=kept)
         return dataclasses.replace(quasi, between=between), self._cap(cap)

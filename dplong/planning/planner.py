@@ -294,9 +294,10 @@ def _caveats(
             "RandomEffects: the stand-in rows have half their variance between users. A "
             "quasi-demeaned row keeps 1 - theta of its between-user part, so where the person "
             "effects dominate (theta near 1: many rows a person, a large Group Var) the "
-            "released X'X sees little of a between-person covariate or the intercept, and "
-            "they are withheld more often than planned: PooledOLS's released X'X keeps "
-            "their whole between-user part."
+            "released X'X sees little of a between-person covariate or the intercept: the "
+            "fit then gives the rows back part of their between-user part (a weighting less "
+            "efficient than GLS's, noisier than planned) or withholds them more often than "
+            "planned. PooledOLS's released X'X keeps their whole between-user part."
         )
     return tuple(caveats)
 

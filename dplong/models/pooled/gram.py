@@ -155,16 +155,19 @@ def _lifted(
     """The smallest of :data:`BETWEEN_WEIGHTS` at which ``released + weight between`` (the
     quasi-demeaned ``[X y]'[X y]`` and the between-person part its quasi-demeaning took away,
     each with entry noise sd σ) is determined with a contraction of at most
-    :data:`MAX_CONTRACTION`, and its floored solve (1 and its solve where none is).
-    Post-processing of the two released matrices: their noise adds, entry sd
-    ``σ √(1 + weight²)``."""
+    :data:`MAX_CONTRACTION`, and its floored solve; where none is, the weight of the smallest
+    contraction (the smaller on a tie: a part with no signal only adds noise). Post-processing
+    of the two released matrices: their noise adds, entry sd ``σ √(1 + weight²)``."""
+    tried = []
     for weight in BETWEEN_WEIGHTS:  # a short public grid
         solution = _Solution.of(
             released + weight * between, sigma * math.hypot(1.0, weight), disjoint
         )
         if solution.contraction <= MAX_CONTRACTION:
-            break
-    return float(weight), solution
+            return float(weight), solution
+        tried.append((solution.contraction, float(weight), solution))
+    _, weight, solution = min(tried, key=lambda t: t[:2])
+    return weight, solution
 
 
 @functools.cache
