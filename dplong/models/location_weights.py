@@ -35,18 +35,15 @@ WEIGHTS: tuple[Weights, ...] = ("precision", "equal")
 #: location when the location is precision-weighted gets :data:`PRELIMINARY_USERS` (ε·n) of the
 #: location's budget, within :data:`PRELIMINARY_SHARES` (:func:`preliminary_share`). Its error
 #: bound is the weighted release's centre's, so it needs a sound plan more than precision, and
-#: a withheld one withholds μ: at 300 users' worth its scale's median missed in 4 of 1,000
-#: panels at n = 5000, ε = 1, at 450 in none; the rest goes to the weighted location
-#: (docs/design/location.md). The lower share keeps its noise falling with ε like the rest's (a
-#: noise-off fit stays exact).
+#: a withheld one withholds μ (at fewer users' worth its scale's median missed now and then);
+#: the rest goes to the weighted location (docs/design/location.md). The lower share keeps its
+#: noise falling with ε like the rest's (a noise-off fit stays exact).
 PRELIMINARY_USERS = 450.0
 PRELIMINARY_SHARES = (0.05, 0.2)
 #: The least ε·n of the preliminary location (its users' worth, a public fact) at which the
 #: weighted location takes it as its centre instead of locating its own: a withheld preliminary
-#: then withholds μ. ``benchmarks/random_effects_location.py``'s panels at ε = 1, σ² = 25, 200
-#: each: at 200 users' worth (n = 2000) it was withheld in 8 and μ's MSE over GLS rose from 1.84
-#: to 2.31; at 250 (n = 2500) 2 withheld, 1.94 → 1.34; at 300 (n = 3000) none, 1.41 → 1.26
-#: (4 in 1,000 at n = 5000).
+#: then withholds μ. Below this a withheld preliminary cost μ more than its centre saved
+#: (``benchmarks/random_effects_location.py``; docs/design/location.md).
 CENTRED_USERS = 300.0
 
 

@@ -113,9 +113,8 @@ STEPS_SHARES = (0.45, 0.05, 0.05, 0.05, 0.05, 0.3, 0.05)
 
 #: The model's assumption, in every fit's results: where it fails, GLS (private or not, as
 #: linearmodels') converges to neither the within nor the between slope, and its intervals
-#: miss the truth (regressors' person means correlated 0.6 with the effect, 5,000 persons,
-#: ε = 4: 20 of 20 intervals, as linearmodels' GLS lands at the same 0.62 for a slope 0.5);
-#: no released number tells that case apart.
+#: miss the truth (docs/guide/panel.md, "The model's assumption"); no released number tells
+#: that case apart.
 UNCORRELATED = (
     "Random effects: the person effects are assumed uncorrelated with every regressor; where "
     "they are not (a regressor's person means related to the effect), the coefficients of "
