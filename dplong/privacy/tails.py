@@ -91,20 +91,15 @@ __all__ = [
 EDGE_SDS = 3.0
 #: A rough mean this many plug-in sds from the median marks a skewed column (:func:`skew_tails`).
 SKEWED_SDS = 0.3
-#: ... or this many times its error bound (``Location.centre_error``), where that is less: a
-#: symmetric column's offset stayed within 0.9 of the bound over 20 releases each at n = 5,000,
-#: 20,000 and 100,000 (ε = 1; the bound 0.15, 0.046 and 0.013 sds), while a standardised
-#: lognormal (σ = 1) plus as much normal noise sits 0.087 sds off at every n: at 20,000 its
-#: normal-tail clip pulled the interval 1.7 SEs low, covering in 40 % of releases.
+#: ... or this many times its error bound (``Location.centre_error``), where that is less: at
+#: large n ε a symmetric column's offset stays within the bound while a mild skew's stays put,
+#: and the normal tail's clip pulls its interval off (docs/design/engine.md, "the rough mean").
 SKEW_ERRORS = 1.2
 #: A released mean whose tail no count checked, this many plug-in sds from the median beyond
 #: :data:`SKEW_NOISE_SDS` sds of its noise, marks a skewed column its bias bound may not hold
 #: for (:func:`skewed_columns`). Clipped near the bulk, a skewed column's mean keeps less of
-#: its offset than a rough mean's wider clip does: on 60 releases each at n = 500, ε = 1, the
-#: offsets' 5-95 % ranges were -0.20 to 0.14 sds for normal values, -0.17 to 0.17 uniform,
-#: -0.08 to 0.08 t₃, and 0.18 to 0.49 lognormal (σ = 1), 0.28 to 0.59 gamma (shape 0.5),
-#: 0.32 to 0.68 a 70/30 mixture of N(0, 1) and N(10, 1), 0.24 to 0.55 Lomax 3, 0.13 to 0.44
-#: exponential, whose intervals held the mean in 2 %, 3 %, 3 %, 0 % and 52 % of them.
+#: its offset than a rough mean's wider clip does, but enough to tell from a symmetric one's
+#: (docs/design/engine.md, "A skewed column no count checked is named").
 SKEW_SHARE, SKEW_NOISE_SDS = 0.2, 2.0
 
 _TAIL = "lattice Laplace count beyond the radius"
@@ -119,64 +114,52 @@ TAIL_REACH = 2.0**6
 #: The tail stage counts the users beyond ``TAIL_RUNG σ̂`` in any column (a normal tail puts
 #: 0.05 % there, a heavy one many times more: the count tells them apart at a small ε), and
 #: calls the columns heavy where the count exceeds ``TAIL_RATIO`` times normal tails' by the
-#: noise. 3.5 rather than 3: the per-man coefficients of the wage panel put 35 of 545 men
-#: beyond it in some column against normal tails' 3 (46 against 11 at 3 σ̂).
+#: noise. 3.5 rather than 3: heavier-tailed regression coefficients put many more users
+#: beyond 3 σ̂ than beyond 3.5 (docs/design/engine.md, "The rung and the bar").
 TAIL_RUNG, TAIL_RATIO = 3.5, 3.0
 #: The ratio for a tail kind a model assumes other than the normal (exponential, chi-square),
 #: whose counts beyond a rung move less with σ̂'s error: at 3.5 sds a further 10 % of it moved
 #: the normal's by 3.5 (what TAIL_RATIO allows for), the exponential's by 1.42 and the
 #: chi-square's by 1.33 (at the kinds' own rungs, :func:`rung_sds`, by 1.8 and 1.7, on an
 #: expectation of 0.16 % of the users that the count's noise dwarfs). At TAIL_RATIO an
-#: exponential model let through tails twice its own there: `PoissonMean` on Poisson counts
-#: of lognormal (σ = 1) rates, whose clipped tail is many times the exponential bias bound,
-#: covered the mean in 60 % of releases at 20,000 users and 83 % at 2,000, none marked
-#: (docs/accuracy.md).
+#: exponential model let through tails twice its own there, whose clip its bias bound did not
+#: hold (docs/design/engine.md).
 ASSUMED_RATIO = 1.5
 
 #: Counted on each side (:func:`_signed_tail`), an excess ``|D̂|`` beyond ``LEANING_SDS`` of its
 #: sds (sampling and noise) but short of :data:`HEAVY_SDS` marks the column ``leaning``: a
 #: one-sided tail the counts cannot confirm at this n ε, warned (:func:`leaning_notes`) and not
 #: bounded, since a heavy column's Pareto bound widens its interval some tenfold. Under a
-#: symmetric tail ``D̂`` over its sd is about normal, past 2.5 in about 1 % of releases (6 of 320
-#: fits on normal and t₃ residuals at 2,000-5,000 persons, ε = 4 and 8); a count outcome's
-#: influence at 2,000 persons and ε = 4 stood past 2.5 in 27 of 30 fits and past 3.5 in 11, whose
-#: 13 silent misses this leaves at 1 (docs/accuracy.md).
+#: symmetric tail ``D̂`` over its sd is about normal, past 2.5 in about 1 % of releases, while
+#: a count outcome's influence mostly stands past it (docs/accuracy.md, "A one-sided excess
+#: short of heavy: warned").
 LEANING_SDS = 2.5
 #: Noise sds by which the count must exceed that to mark the columns heavy: a normal tail's
 #: count beyond 3.5 σ̂ is small, so the noise alone decides a false alarm, which a Laplace draw
-#: beyond 3.5 sds raises in e^{-3.5√2} / 2 = 0.35 % of releases (at 3 sds, 0.7 %: a Gaussian
-#: column at n = 6,000 was marked heavy, with its warning, within 200 releases; at 4.5, the
-#: lognormal and Pareto columns of benchmarks/skewed.py went unseen, covered in 80-83 %).
+#: beyond 3.5 sds raises in e^{-3.5√2} / 2 = 0.35 % of releases (at 3 sds, 0.7 %; a higher bar
+#: lets lognormal and Pareto columns through: docs/design/engine.md, "The rung and the bar").
 HEAVY_SDS = 3.5
 
 #: Noise sds by which the count must exceed the same expectation for the columns' clipping bias
 #: to be bounded under the exponential tail model (``moderate`` in :class:`TailFinding`) where
 #: it does not mark them heavy: a tail heavier than the normal plug-in's, too light for the
 #: heavy threshold. A skew no rough mean saw puts several times the normal's count beyond the
-#: rung (exponential user means 4 %, gamma (shape 2) 3 %, lognormal (σ = 0.5) 2-5 %, against
-#: the normal's 0.1 %), and its clip ~2.7 σ̂ from the median cut 1-3 SEs off the mean under a
-#: normal bias bound (benchmarks/skewed.py --only moderate: exponential at 1,000 users, ε = 1,
-#: covered in 79 of 100 releases; 98 with the band at 1.5 sds, 95 at 2, 98 at 1; gamma at
-#: 2,000 users, ε = 0.5: 66; 86, 78, 91). Only the bound moves, not the clip (a wider clip cut
-#: the skewed columns' MSE by a third but cost per-user OLS slopes, whose heavier tails are
-#: symmetric, a quarter more), so a false alarm costs width: a normal column crosses the band
-#: on the noise alone in at most e^{-1.5√2} / 2 = 6 % of releases (2.5-3.5 % measured), its
-#: mean half-width up 2-3 % at 1,000-2,000 users.
+#: rung, and its clip near the bulk cuts SEs off the mean under a normal bias bound. Only the
+#: bound moves, not the clip (a wider clip cost per-user OLS slopes, whose heavier tails are
+#: symmetric), so a false alarm costs width: a normal column crosses the band on the noise
+#: alone in at most e^{-1.5√2} / 2 = 6 % of releases (docs/design/engine.md, "A moderate
+#: tail").
 MODERATE_SDS = 1.5
 
 #: The normal tail's count is taken for a σ̂ 10 % too small (the private scale's own
-#: error: a Gaussian column was marked heavy in 1 of 200 releases at n = 6,000 without it).
+#: error, which alone marked Gaussian columns heavy now and then: docs/accuracy.md).
 TAIL_SLACK = 0.9
 
 #: The share of the users with a statistic above which the tail count's threshold leaves it
 #: blind (:func:`blind_columns`): a tail that puts fewer users than the threshold beyond the rung
 #: goes unseen, and the bias bound assumes the bulk's model beyond the clip. Tails that move a
-#: mean put more than a tenth of the users there rarely: a lognormal (σ = 1) 9 %, RAND HIE's
-#: yearly spending 13 %, t₃ 2.8 % a column; at a threshold of a tenth or less such a count
-#: marks them (the Gaussian panels of issue 29 at n = 1,000 and 3,000, ε = 1: 4.2 % and 2.8 %).
-#: The wage panel's per-man regression on four regressors at ε = 4 counts against 18 % of its
-#: 150 men with a statistic, and its `married` coefficient's right tail, clipped there, left
-#: its interval covering in 84 % of resamples (docs/accuracy.md).
+#: mean put more than a tenth of the users there rarely, so at a threshold of a tenth or less
+#: such a count marks them (docs/design/engine.md, "An unchecked tail is a warning").
 BLIND_SHARE = 0.1
 
 #: How the reliability warnings ask for each :data:`~dplong.privacy.radius.Offer`.
