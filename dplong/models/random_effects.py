@@ -379,14 +379,16 @@ class RandomEffects(PooledOLS):
         thetas = fitted.theta
         how = "stated (public)" if found is None else "released (DP)"
         gls = theta(thetas.index.to_numpy(), *components)
+        rows = (
+            f"rows quasi-demeaned with θ = 1 - √(σ_e²/(T σ_u² + σ_e²)), {thetas.iloc[0]:.3g} at "
+            f"T = 1 to {thetas.iloc[-1]:.3g} at T = {cap}"
+            if np.array_equal(gls, thetas.to_numpy())
+            else "GLS's θ = 1 - √(σ_e²/(T σ_u² + σ_e²)) (the rows were quasi-demeaned with "
+            "less: the note on their θ)"
+        )
         described = (
             f"variance components {how}: Effects (σ_u²) {effects:.4g}, Residual (σ_e²) "
-            f"{residual:.4g}; rows quasi-demeaned with θ = 1 - √(σ_e²/(T σ_u² + σ_e²)), "
-            f"{thetas.iloc[0]:.3g} at T = 1 to {thetas.iloc[-1]:.3g} at T = {cap}"
-            if np.array_equal(gls, thetas.to_numpy())
-            else f"variance components {how}: Effects (σ_u²) {effects:.4g}, Residual (σ_e²) "
-            f"{residual:.4g}; GLS's θ = 1 - √(σ_e²/(T σ_u² + σ_e²)) (the rows were "
-            "quasi-demeaned with less: the note on their θ)"
+            f"{residual:.4g}; {rows}"
         )
         notes = (*said, *fitted.warnings)
         # the components set θ only, and the clustered intervals hold at any θ: their stage's

@@ -104,7 +104,24 @@ class PersonSums:
         quasi-demeaning with θ_u takes away from a person's rows, at ``share = 1 - (1 - θ)²``
         (``Σ_t (z_t - θ z̄)(z_t - θ z̄)' = Σ_t z_t z_t' - share T z̄ z̄'``). Its Gram matrix's
         means are clipped as rows are (to [-1, 1] and the blocks' norms), so each person's is
-        PSD; its products are exact."""
+        PSD; its products are exact.
+
+        Examples
+        --------
+        >>> import dataclasses
+        >>> import numpy as np
+        >>> from dplong.models.pooled.persons import PersonSums
+        >>> z, codes, kept = np.array([[1.0, 0.5], [1.0, -0.5]]), np.array([0, 0]), np.arange(3)
+        >>> theta = 0.5  # share = 1 - (1 - θ)² = 0.75
+        >>> quasi = z - theta * z.mean(axis=0)
+        >>> sums = PersonSums.of_rows(quasi[:, :1], quasi[:, 1], codes, 1, blocks=(), kept=kept)
+        >>> part = PersonSums.of_means(z.sum(axis=0)[None], np.array([2.0]), np.array([0.75]),
+        ...                            blocks=(), kept=kept)
+        >>> lifted = dataclasses.replace(sums, between=part).toward(1.0)  # the rows as they are
+        >>> whole = PersonSums.of_rows(z[:, :1], z[:, 1], codes, 1, blocks=(), kept=kept)
+        >>> bool(np.allclose(lifted.products, whole.products))
+        True
+        """
         means = sums / np.maximum(rows, 1.0)[:, None]
         root = np.sqrt(share * rows)[:, None]
         clipped = _clip_blocks(np.clip(means, -1.0, 1.0), blocks) * root
