@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from dplong.inference import half_widths
 from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.budget import (
     DOUBT_MISS,
@@ -48,6 +49,7 @@ from dplong.privacy.locate import (
     locate,
     median_error,
     rough_error,
+    typical_error,
 )
 from dplong.privacy.notes import (
     beside_notes,
@@ -71,6 +73,7 @@ from dplong.privacy.projection import (
     support_window,
     supported_centre,
 )
+from dplong.privacy.quantile import GRID
 from dplong.privacy.radius import (
     SYMMETRIC,
     AssumedTail,
@@ -82,6 +85,7 @@ from dplong.privacy.radius import (
     counted_each_side,
     moment_bias,
     moment_radius,
+    read_centre_error,
     tail_model,
 )
 from dplong.privacy.rules import Count, Rules, bias_factor, moment_rule, weight_roots
@@ -324,6 +328,9 @@ def forecast_noise(
             ranks = np.full(d, side_reach(plan.side, gamma) / 2.0) if measured else None
             error = median_error(sd, kinds, plan, gamma, users, ranks)
         refined = plan.refine > 0
+        if plan.midpoint_kind == "median" and not refined:  # as _planned_error plans it
+            symmetric = np.isin(kinds, SYMMETRIC)
+            error = np.where(symmetric, np.fmin(error, typical_error(sd, plan, users)), error)
         if refined:  # the rough mean's Laplace scale: sensitivity 2 w₁ at the refinement's ε
             rough_width = ROUGH_RADIUS * sd
             error = rough_error(2.0 * rough_width / plan.refine, users, sd, gamma) + (
@@ -491,6 +498,9 @@ def release_means(
     # the largest, took over half of it from the columns that are released (a user-level
     # curve's end point, missed at 2,000 users and ε = 1: the other points' noise doubled)
     live = ~(undefined | unfound | where.doomed | unsure | far_off)
+    # the centre's error is read off the released mean (read_centre_error) where the bias
+    # bound is a symmetric model's of one user's statistic
+    read = bounds is None and stated_moment is None and user_weights is None
     if bounds is None:
         radius, budget = _final_radius(
             where,
@@ -500,6 +510,7 @@ def release_means(
             rules.relative,
             stated_moment,
             floor=_skew_floor(where.sd, plan, rules.tail),
+            planned=_planned_error(where, plan) if read else None,
         )
     else:  # the public bounds are the interval: nothing is clipped under the assumption
         radius = (bounds[1] - bounds[0]) / 2.0
@@ -639,6 +650,12 @@ def release_means(
         estimate = anchor + offset
         total_sd = np.sqrt((final.sd / users) ** 2 + (np.abs(offset) * where.users_sd / users) ** 2)
         sampling_sd = spread / np.sqrt(users)
+        error = where.centre_error
+        if read:  # on the interval's own event at γ: |Z| <= q
+            reach = np.abs(estimate - where.centre) + half_widths(
+                gamma, sampling_sd, final.scale / users, total_sd, budget.kind
+            )
+            error = read_centre_error(where.sd**2, located, error, reach, tail=kinds)
         bias = (
             np.zeros(d)
             if bounds is not None
@@ -648,7 +665,7 @@ def release_means(
             # move: the tail models of squares are the weak link, and wage-like coverage fell
             # from 0.933 to 0.920 when it was)
             else (
-                clipping_bias(where.sd**2, located, where.centre_error, tail=kinds)
+                clipping_bias(where.sd**2, located, error, tail=kinds)
                 if stated_moment is None
                 else moment_bias(
                     stated_moment.bounds(d), stated_moment.k, located, where.centre_error
@@ -889,6 +906,25 @@ def _skew_floor(
     return rung_sds("gaussian") * sd
 
 
+def _planned_error(where: Location, plan: ReleasePlan) -> NDArray[np.float64]:
+    """The centre error a release that reads its centre's error off its own mean
+    (:func:`~dplong.privacy.radius.read_centre_error`) plans its radius at: for an unrefined
+    median midpoint of a symmetric column, its typical error (its grid cell's half-width and
+    :func:`~dplong.privacy.locate.typical_error`) where below the located bound. The radius
+    then balances the bias of a centre as far off as it usually is against the noise, and
+    the bias bound takes the error the released mean shows: sized on the located bound (the
+    midpoint's check's noisy reach, or the median's worst case), the radius was a third wider
+    than the clip needs at 500 users and ε = 0.5 (docs/design/engine.md)."""
+    if plan.midpoint_kind != "median" or where.refined:
+        return where.centre_error
+    symmetric = np.isin(np.broadcast_to(np.asarray(where.tail), where.sd.shape), SYMMETRIC)
+    with np.errstate(over="ignore", invalid="ignore"):  # a far miss: infinite figures
+        typical = GRID.half_width_at(where.midpoint) + typical_error(
+            where.sd, plan, where.per_column_users
+        )
+    return np.asarray(np.where(symmetric, np.fmin(where.centre_error, typical), where.centre_error))
+
+
 def _final_radius(
     where: Location,
     weights: NDArray[np.float64],
@@ -898,13 +934,15 @@ def _final_radius(
     moment: Moment | None = None,
     *,
     floor: NDArray[np.float64] | None = None,
+    planned: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], FinalBudget]:
     """Accurate radii and the final budget shared by them (two rounds: radii ↔ shares) over the
     ``live`` columns (default all; the others get none, their radii unused);
     ``relative``: shared as if every radius were 1 (each column's noise in its own units);
     under a stated ``moment`` bound, the radii balancing its bias against the noise, never
     inside the bulk's (:func:`~dplong.privacy.radius.moment_radius`); never inside ``floor``
-    (the tail count's rungs, where the count is the only check of a skew)."""
+    (the tail count's rungs, where the count is the only check of a skew). The centre's error
+    is ``planned`` where given (:func:`_planned_error`), else the located bound."""
 
     def shared(radius: NDArray[np.float64]) -> FinalBudget:
         units = np.ones_like(radius) if relative else radius
@@ -912,7 +950,8 @@ def _final_radius(
             units, weights, refined=where.refined, fallback=where.fallback, live=live
         )
 
-    sd, error, users = where.sd, where.centre_error, where.per_column_users
+    sd, users = where.sd, where.per_column_users
+    error = where.centre_error if planned is None else planned
     # fmin: a centre missed by hundreds of magnitudes has NaN figures; its radius is the
     # largest (the release then withholds the column, its error figures not being finite)
     with np.errstate(over="ignore", invalid="ignore"):
