@@ -621,20 +621,7 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
 
     @functools.lru_cache(maxsize=1 << 16)
     def cached_final_radius(key: tuple[Any, ...], plan: Any) -> Any:
-        (
-            sd,
-            error,
-            users,
-            tail,
-            refined,
-            fallback,
-            weights,
-            live,
-            relative,
-            moment,
-            floor,
-            planned,
-        ) = key
+        sd, error, users, tail, refined, fallback, weights, live, relative, moment, floor = key
         where = types.SimpleNamespace(
             sd=np.frombuffer(sd),
             centre_error=np.frombuffer(error),
@@ -645,16 +632,8 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
         )
         live = None if live is None else np.frombuffer(live, dtype=bool)
         floor = None if floor is None else np.frombuffer(floor)
-        planned = None if planned is None else np.frombuffer(planned)
         return final_radius(
-            where,
-            np.frombuffer(weights),
-            plan,
-            live,
-            relative,
-            moment,
-            floor=floor,
-            planned=planned,
+            where, np.frombuffer(weights), plan, live, relative, moment, floor=floor
         )
 
     def memo_final_radius(
@@ -666,7 +645,6 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
         moment: Any = None,
         *,
         floor: Any = None,
-        planned: Any = None,
     ) -> Any:
         # _final_radius reads these six fields of the Location only (engine.py)
         key = (
@@ -682,7 +660,6 @@ def memoized_compose() -> Iterator[Callable[..., Any]]:
             relative,
             moment,  # a stated Moment (hashable) or None
             None if floor is None else np.ascontiguousarray(floor, dtype=np.float64).tobytes(),
-            None if planned is None else np.ascontiguousarray(planned, dtype=np.float64).tobytes(),
         )
         radius, budget = cached_final_radius(key, plan)
         return radius.copy(), budget

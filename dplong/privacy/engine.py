@@ -31,7 +31,6 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong.inference import half_widths
 from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.budget import (
     DOUBT_MISS,
@@ -49,7 +48,6 @@ from dplong.privacy.locate import (
     locate,
     median_error,
     rough_error,
-    typical_error,
 )
 from dplong.privacy.notes import (
     beside_notes,
@@ -73,7 +71,6 @@ from dplong.privacy.projection import (
     support_window,
     supported_centre,
 )
-from dplong.privacy.quantile import GRID
 from dplong.privacy.radius import (
     SYMMETRIC,
     AssumedTail,
@@ -85,7 +82,6 @@ from dplong.privacy.radius import (
     counted_each_side,
     moment_bias,
     moment_radius,
-    read_centre_error,
     tail_model,
 )
 from dplong.privacy.rules import Count, Rules, bias_factor, moment_rule, weight_roots
@@ -125,10 +121,9 @@ __all__ = [
 #: users were clipped to one side, the centre missed the data (the estimate is withheld). So
 #: is one beyond the second share that is as far out as the edge could plausibly look (within
 #: ``MISSED_SDS`` sds of the count's and the sum's noise) had every user been clipped to it.
-#: 5 sds, not 3: a Laplace count beyond 3 sds (0.7 % of draws) hid such a miss, and dietox's
-#: user-level curve at ε = 8-9, whose midpoints miss often, released 2 of 1,800 points at
-#: about 10¹⁸ kg with tight intervals (the 72 pigs counted as 112); at 5 sds (0.04 %) none,
-#: and Gaussian means of 150-10,000 users withheld none more (docs/accuracy.md).
+#: 5 sds, not 3: a count drawn 3 sds high (0.7 % of Laplace draws) hid such a miss, and a
+#: released number far off with a tight interval followed; 5 sds withhold no more of a good
+#: release (docs/accuracy.md, "A far miss a high count hid").
 MISSED_SHARE, NEAR_SHARE, MISSED_SDS = 0.8, 0.5, 5.0
 #: A released second moment of the clipped values above ``(CROWDED_SPREAD σ̂)²`` and
 #: ``(CROWDED_SHARE w)²`` (w the half-width) says that many users were clipped: withheld.
@@ -138,9 +133,9 @@ CROWDED_SPREAD, CROWDED_SHARE = 1.5, 0.5
 #: most ``FREE_NOISE`` of the sampling variance ``σ̂² / N̂`` in noise variance, it widens, up to
 #: ``FREE_REACH σ̂`` beyond the centre's error (:func:`_final_radius`). The radius that minimises
 #: noise and the tail model's bias is tight where noise is cheap (few users, a large ε), and
-#: tails heavier than the model's are clipped there with no bound seeing it (dietox's 72
-#: left-skewed pig means at ε = 16, clipped at 2.4 σ̂); noise-dominated releases, whose noise
-#: already exceeds the share, keep their radius.
+#: tails heavier than the model's are clipped there with no bound seeing it (docs/accuracy.md,
+#: "Withheld rather than absurd": dietox's left-skewed pig means); noise-dominated releases,
+#: whose noise already exceeds the share, keep their radius.
 FREE_NOISE, FREE_REACH = 0.05, 4.0
 
 #: How far a centre may move towards a support's end
@@ -328,9 +323,6 @@ def forecast_noise(
             ranks = np.full(d, side_reach(plan.side, gamma) / 2.0) if measured else None
             error = median_error(sd, kinds, plan, gamma, users, ranks)
         refined = plan.refine > 0
-        if plan.midpoint_kind == "median" and not refined:  # as _planned_error plans it
-            symmetric = np.isin(kinds, SYMMETRIC)
-            error = np.where(symmetric, np.fmin(error, typical_error(sd, plan, users)), error)
         if refined:  # the rough mean's Laplace scale: sensitivity 2 w₁ at the refinement's ε
             rough_width = ROUGH_RADIUS * sd
             error = rough_error(2.0 * rough_width / plan.refine, users, sd, gamma) + (
@@ -498,9 +490,6 @@ def release_means(
     # the largest, took over half of it from the columns that are released (a user-level
     # curve's end point, missed at 2,000 users and ε = 1: the other points' noise doubled)
     live = ~(undefined | unfound | where.doomed | unsure | far_off)
-    # the centre's error is read off the released mean (read_centre_error) where the bias
-    # bound is a symmetric model's of one user's statistic
-    read = bounds is None and stated_moment is None and user_weights is None
     if bounds is None:
         radius, budget = _final_radius(
             where,
@@ -510,7 +499,6 @@ def release_means(
             rules.relative,
             stated_moment,
             floor=_skew_floor(where.sd, plan, rules.tail),
-            planned=_planned_error(where, plan) if read else None,
         )
     else:  # the public bounds are the interval: nothing is clipped under the assumption
         radius = (bounds[1] - bounds[0]) / 2.0
@@ -650,12 +638,6 @@ def release_means(
         estimate = anchor + offset
         total_sd = np.sqrt((final.sd / users) ** 2 + (np.abs(offset) * where.users_sd / users) ** 2)
         sampling_sd = spread / np.sqrt(users)
-        error = where.centre_error
-        if read:  # on the interval's own event at γ: |Z| <= q
-            reach = np.abs(estimate - where.centre) + half_widths(
-                gamma, sampling_sd, final.scale / users, total_sd, budget.kind
-            )
-            error = read_centre_error(where.sd**2, located, error, reach, tail=kinds)
         bias = (
             np.zeros(d)
             if bounds is not None
@@ -665,7 +647,7 @@ def release_means(
             # move: the tail models of squares are the weak link, and wage-like coverage fell
             # from 0.933 to 0.920 when it was)
             else (
-                clipping_bias(where.sd**2, located, error, tail=kinds)
+                clipping_bias(where.sd**2, located, where.centre_error, tail=kinds)
                 if stated_moment is None
                 else moment_bias(
                     stated_moment.bounds(d), stated_moment.k, located, where.centre_error
@@ -906,25 +888,6 @@ def _skew_floor(
     return rung_sds("gaussian") * sd
 
 
-def _planned_error(where: Location, plan: ReleasePlan) -> NDArray[np.float64]:
-    """The centre error a release that reads its centre's error off its own mean
-    (:func:`~dplong.privacy.radius.read_centre_error`) plans its radius at: for an unrefined
-    median midpoint of a symmetric column, its typical error (its grid cell's half-width and
-    :func:`~dplong.privacy.locate.typical_error`) where below the located bound. The radius
-    then balances the bias of a centre as far off as it usually is against the noise, and
-    the bias bound takes the error the released mean shows: sized on the located bound (the
-    midpoint's check's noisy reach, or the median's worst case), the radius was a third wider
-    than the clip needs at 500 users and ε = 0.5 (docs/design/engine.md)."""
-    if plan.midpoint_kind != "median" or where.refined:
-        return where.centre_error
-    symmetric = np.isin(np.broadcast_to(np.asarray(where.tail), where.sd.shape), SYMMETRIC)
-    with np.errstate(over="ignore", invalid="ignore"):  # a far miss: infinite figures
-        typical = GRID.half_width_at(where.midpoint) + typical_error(
-            where.sd, plan, where.per_column_users
-        )
-    return np.asarray(np.where(symmetric, np.fmin(where.centre_error, typical), where.centre_error))
-
-
 def _final_radius(
     where: Location,
     weights: NDArray[np.float64],
@@ -934,15 +897,13 @@ def _final_radius(
     moment: Moment | None = None,
     *,
     floor: NDArray[np.float64] | None = None,
-    planned: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], FinalBudget]:
     """Accurate radii and the final budget shared by them (two rounds: radii ↔ shares) over the
     ``live`` columns (default all; the others get none, their radii unused);
     ``relative``: shared as if every radius were 1 (each column's noise in its own units);
     under a stated ``moment`` bound, the radii balancing its bias against the noise, never
     inside the bulk's (:func:`~dplong.privacy.radius.moment_radius`); never inside ``floor``
-    (the tail count's rungs, where the count is the only check of a skew). The centre's error
-    is ``planned`` where given (:func:`_planned_error`), else the located bound."""
+    (the tail count's rungs, where the count is the only check of a skew)."""
 
     def shared(radius: NDArray[np.float64]) -> FinalBudget:
         units = np.ones_like(radius) if relative else radius
@@ -950,8 +911,7 @@ def _final_radius(
             units, weights, refined=where.refined, fallback=where.fallback, live=live
         )
 
-    sd, users = where.sd, where.per_column_users
-    error = where.centre_error if planned is None else planned
+    sd, error, users = where.sd, where.centre_error, where.per_column_users
     # fmin: a centre missed by hundreds of magnitudes has NaN figures; its radius is the
     # largest (the release then withholds the column, its error figures not being finite)
     with np.errstate(over="ignore", invalid="ignore"):

@@ -58,7 +58,6 @@ __all__ = [
     "locate",
     "median_error",
     "rough_error",
-    "typical_error",
 ]
 
 #: Radius of the refinement around the midpoint, in units of σ̂ beyond the midpoint's error.
@@ -432,29 +431,6 @@ def median_error(
     ranks = np.where(symmetric, worst if ranks is None else ranks, worst)
     skew = np.array([MEDIAN_OFFSET[k] for k in kinds])
     return np.asarray(sd * (skew + _rank_quantile(ranks, users)))
-
-
-def typical_error(
-    sd: NDArray[np.float64], plan: ReleasePlan, users: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """The median midpoint's typical distance to the mean of a symmetric column beyond its grid
-    cell: the exponential mechanism draws a cell k ranks off the median with weight about
-    ``e^{-ε |k| / 2}``, so ``|k|`` has median ``2 ln 2 / ε``, a distance by the normal
-    quantile. The final radius is planned at it where the release reads its centre's error
-    off its own mean (:func:`~dplong.privacy.radius.read_centre_error`): the located bound,
-    a worst case or a noisy count's reach, is several times it.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dplong.privacy.budget import ReleasePlan
-    >>> from dplong.privacy.locate import typical_error
-    >>> plan = ReleasePlan.make(n=500, d=1, epsilon=0.5, delta=4e-6, stated_scale=False)
-    >>> typical_error(np.ones(1), plan, np.full(1, 500.0)).round(3)   # 11.6 ranks of 500
-    array([0.058])
-    """
-    ranks = 2.0 * math.log(2.0) / plan.midpoint
-    return np.asarray(sd * _rank_quantile(ranks, users))
 
 
 def rough_error(

@@ -56,7 +56,6 @@ __all__ = [
     "counted_each_side",
     "moment_bias",
     "moment_radius",
-    "read_centre_error",
     "tail_assumptions",
     "tail_model",
 ]
@@ -64,9 +63,6 @@ __all__ = [
 Tail = Literal["gaussian", "sub-gaussian", "exponential", "chi-square"]
 #: The tail models with no skew: the normal plug-in's and a stated sub-Gaussian proxy's.
 SYMMETRIC: tuple[Tail, ...] = ("gaussian", "sub-gaussian")
-#: Bisection steps of :func:`read_centre_error`: its root to ``2**-30`` of the located bound (a
-#: billionth: the bound errs on the safe side by that much at most).
-READ_STEPS = 30
 #: One tail model for every column, or one per column.
 Tails = Tail | tuple[Tail, ...]
 #: Per tail model, the median absolute deviation from the median over the sd, so that
@@ -493,61 +489,6 @@ def clipping_bias(
             np.broadcast_to(bounds[0], np.broadcast_shapes(kinds.shape, bounds[0].shape))
         )
     return np.asarray(np.select([kinds == kind for kind in present], bounds))
-
-
-def read_centre_error(
-    scale: NDArray[np.float64],
-    half_width: NDArray[np.float64],
-    centre_error: NDArray[np.float64],
-    reach: NDArray[np.float64],
-    *,
-    tail: Tails = "gaussian",
-) -> NDArray[np.float64]:
-    """A bound on the centre's distance to the mean read off the released mean, where below
-    the located bound ``centre_error`` (post-processing).
-
-    The mean released from ``c ± w`` is ``m̂ = μ + B + Z``, B the clipping bias and Z the
-    sampling error plus the noise. On the event ``|Z| <= q`` (the interval's own, at its γ)
-    ``e = |c - μ| <= |c - m̂| + q + |B| <= reach + β(e)``, with ``reach = |c - m̂| + q`` and β
-    the :func:`clipping_bias` at e. For the symmetric models ``e - β(e)`` increases (β'
-    is ``Φ̄(s)`` for the normal plug-in, ``√(2π) φ(s)`` for a sub-Gaussian proxy, both at
-    most 1), so e is at most the root ``e*`` of ``e - β(e) = reach``, found by bisection on
-    ``[0, centre_error]``; where ``e - β(e)`` is still below ``reach`` at ``centre_error``
-    the located bound stands (and for the skewed models, whose β may grow faster than e).
-    ``e*`` needs no event but the interval's own, so an interval widened by ``β(min(e*, e))``
-    fails no more often than one widened by ``β(e)`` (which needs the located bound's too).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dplong.privacy.radius import read_centre_error
-    >>> # a mean released 0.05 sds off its centre, q = 0.1: e* = 0.15 + β(e*), β tiny at w = 2
-    >>> e = read_centre_error(np.ones(2), np.full(2, 2.0), np.array([0.5, 0.1]),
-    ...                       np.full(2, 0.15))
-    >>> e.round(3).tolist()   # the located 0.1 is already the smaller
-    [0.163, 0.1]
-    """
-    error = np.asarray(centre_error, dtype=np.float64)
-    kinds = np.broadcast_to(np.asarray(tail), error.shape)
-    read = np.isin(kinds, SYMMETRIC)
-    sub = kinds == "sub-gaussian"
-    sd, width = np.sqrt(np.asarray(scale, dtype=np.float64)), np.asarray(half_width)
-    low, high = np.zeros_like(error), error.copy()
-
-    def excess(e: NDArray[np.float64]) -> NDArray[np.float64]:
-        # clipping_bias's two symmetric overshoots, without its per-call selection (a hot loop)
-        m = (width - e) / sd
-        normal = _OVERSHOOT["gaussian"](sd, m)
-        beta = np.where(sub, _OVERSHOOT["sub-gaussian"](sd, m), normal) if sub.any() else normal
-        return np.asarray(e - beta - reach)
-
-    with np.errstate(invalid="ignore", over="ignore"):  # a withheld column's NaN figures
-        below = read & (excess(high) > 0.0)
-        for _ in range(READ_STEPS):  # bisection, every column at once
-            middle = 0.5 * (low + high)
-            above = excess(middle) > 0.0
-            high, low = np.where(above, middle, high), np.where(above, low, middle)
-    return np.asarray(np.where(below, high, error))
 
 
 def _chi_square_overshoot(sd: NDArray[np.float64], margin: NDArray[np.float64]) -> Any:
