@@ -213,30 +213,27 @@ _UNCHECKED: dict[str, tuple[str, str]] = {
 }
 
 #: Index α of the Pareto tail through the measured count that sizes a heavy column's radius and
-#: bounds its clipping bias (:func:`tail_bias`): the heaviest tail the bound allows for.
-#: 1.5: RAND HIE spending's person means fall off about as fast far out; index 2 (a finite
-#: variance) left the simulated lognormal and Pareto means covered in 40-60 % of releases
-#: (benchmarks/skewed.py).
+#: bounds its clipping bias (:func:`tail_bias`): the heaviest tail the bound allows for, as
+#: heavy as the spending data's (a lighter index left skewed means uncovered: the figures in
+#: docs/design/engine.md, "Heavy tails: the tail rule").
 TAIL_INDEX = 1.5
 
 #: Noise sds by which the tail stage's second count must exceed what the Pareto tails through
 #: the first rung put beyond the widened radius to mark a lump far out (:func:`_second_rung`):
-#: 2, as a false lump only widens a clip already wide (the 90 %-zero mixture of
-#: benchmarks/skewed.py, about 50 users beyond against 6 allowed, was missed in a third of its
-#: releases at 3 sds).
+#: 2, as a false lump only widens a clip already wide, where a missed one is clipped unbounded
+#: (docs/design/engine.md, "Heavy tails: the tail rule").
 LUMP_SDS = 2.0
 
 #: The second rung's share of the means' budget, in units of the first's (:func:`_second_rung`,
 #: spent only where the first found heavy columns, whose wide clips make their means' noise
-#: the smaller worry): at the first's share the mixture's lump was missed in 13 % of releases.
+#: the smaller worry; docs/design/engine.md has the lump it must see).
 SECOND_RUNG = 1.5
 
 #: The share of the means' budget (after the second rung's) for the heavy columns' signed counts
 #: (:func:`_side_clips`), in units of the first count's: spent only where the first found heavy
 #: columns and the second no lump. At the first's share the counts split one-sided tails at
-#: 1,000 users, ε = 1, where at half they are too noisy to (lognormal σ = 1 means 4.35 → 3.51
-#: times the non-private MSE, Pareto 2.5 3.41 → 2.89); a symmetric t₃, counted for nothing,
-#: pays 8 %. At 1.5 times it the split gained no more (docs/accuracy.md).
+#: 1,000 users and ε = 1, where at half they are too noisy to, and more gained nothing
+#: (docs/accuracy.md, "The sides counted after the second rung, at the first count's share").
 SIDES_SHARE = 1.0
 #: The normal quantile of a two-sided 95 % interval: how :func:`_side_clips` weighs a mean's noise
 #: against its bias bound when it compares clips.

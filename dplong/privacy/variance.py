@@ -537,8 +537,8 @@ def _iterations(
 
 #: Above this noise sd of one step's statistic, relative to what it measures (CoinPress: the
 #: scaled second moment, ~1 near convergence; bisection: the coverage margin γ), the steps
-#: decide at random. Calibrated at ε = 1 from the default bounds (docs/accuracy.md): n = 1,000
-#: (0.78) fails in most releases, n = 2,000 (0.44) is within 1.4x of the known-scale MSE.
+#: decide at random: set between the panel sizes that fail and that succeed at ε = 1 from the
+#: default bounds (docs/design/variance.md, "When the steps decide at random").
 UNRELIABLE_NOISE = 0.6
 
 
