@@ -72,6 +72,7 @@ from dplong.privacy.projection import (
     supported_centre,
 )
 from dplong.privacy.radius import (
+    EXPONENTIAL_SPREAD,
     SYMMETRIC,
     AssumedTail,
     Moment,
@@ -726,7 +727,10 @@ def release_means(
         # becomes the exponential model's, about a centre off the mean by the released offset
         # (post-processing; the warning stays, as a heavier tail can hide more)
         far = clipping_bias(
-            where.sd**2, located, where.centre_error + np.abs(offset) * where.sd, tail="exponential"
+            (EXPONENTIAL_SPREAD * where.sd) ** 2,
+            located,
+            where.centre_error + np.abs(offset) * where.sd,
+            tail="exponential",
         )
         bias = np.where(skewed, np.fmax(bias, far * bias_factor(user_weights, users, n)), bias)
         skew = skewed_notes(names, skewed, offset, bias, offers=rules.offers)

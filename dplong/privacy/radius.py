@@ -33,6 +33,7 @@ from dplong.exceptions import ParameterError
 
 __all__ = [
     "DEFAULT_GAMMA",
+    "EXPONENTIAL_SPREAD",
     "MAD_OVER_SD",
     "MEDIAN_OFFSET",
     "OFFERS",
@@ -80,6 +81,12 @@ MAD_OVER_SD: dict[str, float] = {
     "exponential": _NORMAL_MAD,
     "chi-square": 0.41909427882881944 / math.sqrt(2.0),
 }
+#: The exponential law's scale over the normal plug-in's at the same median absolute deviation
+#: (``asinh(1/2)`` against ``Φ⁻¹(3/4)``: a MAD of d is an exponential of scale ``d / asinh(1/2)``
+#: about its median): where a released offset names a column skewed, its bias bound takes the
+#: exponential model at this wider scale (engine, ``skewed_columns``), as the plug-in's would
+#: allow an exponential tail a third of what its clip cuts at three plug-in sds.
+EXPONENTIAL_SPREAD = _NORMAL_MAD / math.asinh(0.5)
 #: Per tail model of a square, its sd over its median's height above the support's lower end:
 #: ``√2 v / (0.455 v)`` for ``lower + v χ²₁`` (scale.square_spread).
 SUPPORT_SPREAD: dict[str, float] = {"chi-square": math.sqrt(2.0) / _CHI_SQUARE_MEDIAN}
