@@ -71,9 +71,9 @@ Tails = Tail | tuple[Tail, ...]
 _CHI_SQUARE_MEDIAN = 0.454936423119572
 #: σ̂ = median |x - m̂| / MAD_OVER_SD: Φ⁻¹(3/4) for a normal; for ``μ + v (χ²₁ - 1)`` (sd
 #: √2 v) the d solving F₁(m + d) - F₁(m - d) = 1/2 at m the median of χ²₁ (0.41909 v), over
-#: √2. The exponential model bounds the clipping bias only and keeps the normal plug-in
-#: spread: its own law's (asinh(1/2), 1.4 times wider) cost the within estimator's cross
-#: products 1.4-2.3 times their MSE (benchmarks/within_and_weights.py) for no coverage gain.
+#: √2. The exponential model's clip keeps the normal plug-in spread: its own law's
+#: (:data:`EXPONENTIAL_SPREAD` times wider) cost the within estimator's cross products MSE for
+#: no coverage (docs/design/engine.md); a column named skewed takes it for its bias bound only.
 _NORMAL_MAD = float(special.ndtri(0.75))
 MAD_OVER_SD: dict[str, float] = {
     "gaussian": _NORMAL_MAD,
