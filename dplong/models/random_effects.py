@@ -282,10 +282,17 @@ class RandomEffects(PooledOLS):
             components = _released_components(found)
         else:
             components = stated
+        # as stated or released (NaN where withheld): what the results report, where
+        # ``components`` are those the rows are quasi-demeaned with
+        shown = components
+        if found is not None:
+            effects, residual = (float(found.params[k]) for k in COMPONENTS)
+            shown = (effects, residual)
         final = _QuasiDemeaned(
             design,
             ranges,
             components=components,
+            shown=shown,
             found=self._located,
             row_cap=row_cap,
             **rows,
@@ -371,11 +378,9 @@ class RandomEffects(PooledOLS):
     ) -> RandomEffectsResults:
         """The quasi-demeaned fit's results as this model's, with the components and the
         notes ``said`` of its own stages (its ranges')."""
-        # as stated or released (NaN where withheld); θ from those quasi-demeaned with
-        effects, residual = (
-            components if found is None else (float(found.params[k]) for k in COMPONENTS)
-        )
         assert isinstance(fitted, RandomEffectsResults)  # _QuasiDemeaned._finished's
+        # as stated or released (NaN where withheld); θ from those quasi-demeaned with
+        effects, residual = fitted.variance_decomposition.iloc[:2]
         thetas = fitted.theta
         how = "stated (public)" if found is None else "released (DP)"
         gls = theta(thetas.index.to_numpy(), *components)
@@ -413,7 +418,6 @@ class RandomEffects(PooledOLS):
             privacy=ledger,
             assumptions=(*fitted.assumptions, *staged, UNCORRELATED, described),
             warnings=notes,
-            variance_decomposition=_decomposition(effects, residual),
             components=found,
         )
         return RandomEffectsResults(**values)
@@ -464,6 +468,7 @@ class _QuasiDemeaned(PooledOLS):
         flags: RangeFlags,
         blocks: Blocks,
         components: tuple[float, float],
+        shown: tuple[float, float],
         source: DaskRows | None,
         found: NDArray[np.bool_],
         row_cap: RowCap,
@@ -471,7 +476,8 @@ class _QuasiDemeaned(PooledOLS):
         super().__init__(
             design, ranges, levels=levels, frame=frame, flags=flags, blocks=blocks, source=source
         )
-        self._components = components
+        # the components the rows are quasi-demeaned with, and as the results report them
+        self._components, self._shown = components, shown
         self._found = found
         # the random-effects fit's cap (its count is in that fit's ledger, not this one's)
         self._handed = dataclasses.replace(row_cap, entries=())
@@ -579,7 +585,7 @@ class _QuasiDemeaned(PooledOLS):
         values["assumptions"] = (*results.assumptions, *said)
         return RandomEffectsResults(
             **values,
-            variance_decomposition=_decomposition(*self._components),
+            variance_decomposition=_decomposition(*self._shown),
             theta=pd.Series(used, index=pd.Index(rows, name="rows")),
             components=None,
         )
