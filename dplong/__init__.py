@@ -19,9 +19,11 @@ from dplong.privacy.radius import AssumedTail, Moment
 from dplong.results import (
     CurveResults,
     GroupedResults,
+    HausmanTest,
     PanelResults,
     RandomEffectsResults,
     RegressionResults,
+    hausman,
 )
 from dplong.summary import compare
 
@@ -33,6 +35,7 @@ __all__ = [
     "BetweenOLS",
     "CurveResults",
     "GroupedResults",
+    "HausmanTest",
     "LongitudinalOLS",
     "Moment",
     "NadarayaWatson",
@@ -52,6 +55,7 @@ __all__ = [
     "datasets",
     "dependence",
     "exceptions",
+    "hausman",
     "kernels",
     "plan",
     "privacy",

@@ -113,13 +113,15 @@ STEPS_SHARES = (0.45, 0.05, 0.05, 0.05, 0.05, 0.3, 0.05)
 
 #: The model's assumption, in every fit's results: where it fails, GLS (private or not, as
 #: linearmodels') converges to neither the within nor the between slope, and its intervals
-#: miss the truth (docs/guide/panel.md, "The model's assumption"); no released number tells
-#: that case apart.
+#: miss the truth (docs/guide/panel.md, "The model's assumption"); no number of the fit itself
+#: tells that case apart, a comparison with another fit does (:func:`dplong.hausman`).
 UNCORRELATED = (
     "Random effects: the person effects are assumed uncorrelated with every regressor; where "
     "they are not (a regressor's person means related to the effect), the coefficients of "
-    "regressors that vary within persons are biased, as in any random-effects GLS. Compare "
-    "them with PanelOLS's (a Hausman comparison), which absorbs the effects."
+    "regressors that vary within persons are biased, as in any random-effects GLS. "
+    "dplong.hausman(a PanelOLS fit, this fit) tests it against the within estimator, which "
+    "absorbs the effects; the PanelOLS fit against a BetweenOLS fit is the more powerful test "
+    "under privacy."
 )
 
 

@@ -3,6 +3,7 @@
 from dplong.results.curve import CurveResults
 from dplong.results.grouped import GroupedResults
 from dplong.results.grouped import grouped_label as grouped_label
+from dplong.results.hausman import HausmanTest, hausman
 from dplong.results.panel import PanelResults
 from dplong.results.regression import RandomEffectsResults, RegressionResults
 from dplong.results.restrictions import BiasAllowedContrast
@@ -12,8 +13,10 @@ __all__ = [
     "BiasAllowedContrast",
     "CurveResults",
     "GroupedResults",
+    "HausmanTest",
     "ModelSpec",
     "PanelResults",
     "RandomEffectsResults",
     "RegressionResults",
+    "hausman",
 ]
