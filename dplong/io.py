@@ -28,8 +28,10 @@ reported to the data holder by :func:`unread_cells`, never in a result.
 from __future__ import annotations
 
 import contextlib
+import csv
 import glob
 import importlib
+import io
 import warnings
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -41,8 +43,9 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dplong import datasets
+from dplong._validation import warn
 from dplong.dask_frames import is_dask, require_dask
-from dplong.exceptions import DataError, MissingDependencyError
+from dplong.exceptions import DataError, DataHolderWarning, MissingDependencyError
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
@@ -136,10 +139,11 @@ def read_file(
         Accepted for the signature's symmetry with :func:`read_data`: a CSV file's cells are
         all read as text, the ``time`` column too (:func:`typed` reads them).
     columns : sequence of str, or mapping of str to str, optional
-        Read only these columns, in DATA's order (a wide CSV file then parses only them; no
-        column: the rows are counted, ``len(frame)``, and nothing else is kept). A column DATA
-        lacks is refused, named by the mapping's value when one is given (the caller's own
-        argument, e.g. ``{"id": "--groups"}``).
+        Keep only these columns, in DATA's order (a CSV file is parsed whole, so that every
+        row is judged by its own fields: :func:`_read_csv`; no column: the rows are counted,
+        ``len(frame)``, and nothing else is kept). A column DATA lacks is refused, named by
+        the mapping's value when one is given (the caller's own argument, e.g.
+        ``{"id": "--groups"}``).
 
     Returns
     -------
@@ -202,19 +206,18 @@ def read_file(
             _check_distinct(source, [cell for cell in written.iloc[0] if cell != ""])
             header = pd.read_csv(path, nrows=0).columns
             if columns is None:
-                return pd.read_csv(path, dtype=dict.fromkeys(header, str))
+                return _read_csv(path, header)
             _check_named(columns, header)
             # only the named columns are parsed; with none, the first is read to count the rows
             wanted = [c for c in header if c in columns] or list(header[:1])
-            frame = pd.read_csv(path, usecols=wanted, dtype=dict.fromkeys(wanted, str))
-            return _only(frame, columns)
+            return _only(_read_csv(path, header, wanted), columns)
     except ImportError as err:  # a compression's module (zstandard for .csv.zst)
         if isinstance(err, MissingDependencyError):
             raise
         raise MissingDependencyError(f"cannot read DATA {source!r}: {err}") from None
-    except UnicodeDecodeError:  # its message would quote a byte of a cell
+    except UnicodeDecodeError:  # the header's: its message would quote a byte of it
         raise DataError(
-            f"cannot read DATA {source!r}: it is not UTF-8 text; save it as UTF-8"
+            f"cannot read DATA {source!r}: its header is not UTF-8 text; save it as UTF-8"
         ) from None
     except (OSError, ValueError) as err:  # parse errors of pandas and pyarrow are ValueErrors
         if isinstance(err, DataError):
@@ -223,6 +226,85 @@ def read_file(
     raise DataError(
         f"cannot tell the format of DATA {source!r}: use a .csv, .csv.gz or .parquet file, "
         f"a directory or glob of .parquet files, or {DATASET_PREFIX}NAME"
+    )
+
+
+def _read_csv(path: Path, header: pd.Index, wanted: list[str] | None = None) -> pd.DataFrame:
+    """A CSV file's rows below its ``header``, every cell as text (the ``wanted`` columns
+    only, default all), whatever one row holds.
+
+    pandas' parser lets one row decide for the file: a first data row with more fields than
+    the header made the first column the index and shifted every name by one (the users
+    became the years), another such row, or an unclosed quote, stopped the read with the
+    row's line number, and a byte that is not UTF-8 stopped it too. Here the file is read
+    whole where it parses as CSV; where it does not, it is read a line at a time, each line
+    one row, and a line that does not parse on its own (more fields than the header, an
+    unclosed quote) is left out: one person's line decides that line alone. Bytes that are
+    not UTF-8 are read as U+FFFD (a cell that is then no number is missing, as any odd
+    cell). What was left out or replaced is told to the data holder only (a
+    :class:`~dplong.exceptions.DataHolderWarning`: how many depends on the rows). Read for
+    some columns only (``wanted``: the planner's count of users), a line with more fields
+    than the header keeps its first ones, as pandas parses it, where the file parses."""
+    dtypes = dict.fromkeys(header if wanted is None else wanted, str)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", pd.errors.ParserWarning)
+        try:
+            frame = pd.read_csv(
+                path, usecols=wanted, dtype=dtypes, index_col=False, encoding_errors="replace"
+            )
+        except pd.errors.ParserError:
+            frame = None
+    if frame is None or any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
+        frame, left_out = _read_lines(path, header, dict.fromkeys(header, str))
+        frame = frame if wanted is None else frame[wanted]
+        one = left_out == 1
+        _tell_data_holder(
+            f"{left_out:,} line{'' if one else 's'} of DATA {'does' if one else 'do'} not parse "
+            f"on {'its' if one else 'their'} own as a row of its {len(header)} columns (more "
+            f"fields than its header, or an unclosed quote) and {'is' if one else 'are'} left "
+            "out; quote a cell that holds a comma or a line break"
+        )
+    replaced = int(
+        frame.apply(lambda column: column.str.contains("\ufffd", regex=False)).sum().sum()
+    )
+    if replaced:
+        one = replaced == 1
+        _tell_data_holder(
+            f"{replaced:,} cell{'' if one else 's'} of DATA {'holds' if one else 'hold'} bytes "
+            "that are not UTF-8 text, read as U+FFFD (a cell that is then not a number is "
+            "missing); save the file as UTF-8"
+        )
+    return frame
+
+
+def _read_lines(
+    path: Path, header: pd.Index, dtypes: Mapping[str, type[str]]
+) -> tuple[pd.DataFrame, int]:
+    """:func:`_read_csv`'s rows a line at a time: the lines below the header that parse on
+    their own into at most ``len(header)`` fields, parsed as pandas parses them (the same
+    missing cells), and how many lines were left out."""
+    from pandas.io.common import get_handle  # the compressions pandas infers for read_csv
+
+    with get_handle(path, "r", encoding="utf-8", errors="replace", compression="infer") as f:
+        lines = f.handle.read().splitlines()
+    kept, left_out = [lines[0]], 0
+    for line in lines[1:]:
+        try:
+            fields = next(csv.reader([line], strict=True), [])
+        except csv.Error:  # an unclosed quote
+            fields = None
+        if fields is None or len(fields) > len(header):
+            left_out += 1
+        elif line.strip():
+            kept.append(line)
+    frame = pd.read_csv(io.StringIO("\n".join(kept)), dtype=dict(dtypes), index_col=False)
+    return frame, left_out
+
+
+def _tell_data_holder(message: str) -> None:
+    """A :class:`~dplong.exceptions.DataHolderWarning` about how DATA was read."""
+    warn(
+        f"{message} (on your screen only: dplong.exceptions.DataHolderWarning).", DataHolderWarning
     )
 
 

@@ -18,8 +18,9 @@ import pandas as pd
 import pytest
 
 import dplong
+import dplong.io
 from dplong.cli import main
-from dplong.exceptions import DplongWarning
+from dplong.exceptions import DataHolderWarning, DplongWarning
 from dplong.models.command_line import MODELS, CommandLineModel
 from dplong.report import build_report
 
@@ -1405,12 +1406,57 @@ def test_a_file_not_comma_separated_is_named_so(tmp_path: Path) -> None:
     assert "columns are ['id;x;y'] (one column: DATA must be comma-separated" in err, err
 
 
-def test_a_file_that_is_not_utf8_is_refused_without_its_bytes(tmp_path: Path) -> None:
-    """A DATA file in another encoding is refused with what to do; the decoder's message
-    quoted the byte it met, a cell's (an audit found it)."""
+def test_a_file_that_is_not_utf8_is_read_cell_by_cell(tmp_path: Path) -> None:
+    """A DATA file in another encoding is read with its bytes that are not UTF-8 as U+FFFD:
+    one person's byte decides that person's cell alone (it stopped the read, a refusal one
+    person decided: an audit found it), and the data holder is told how many cells, never the
+    bytes (the decoder's message quoted the byte it met, a cell's: an earlier audit)."""
     path = tmp_path / "latin1.csv"
-    path.write_bytes("id,x,y,site\n1,0.5,1.0,Münster\n1,0.7,2.0,Köln\n".encode("latin-1"))
-    argv = ["fit", str(path), "--model", "ols", "--formula", "y ~ x", "--groups", "id"]
-    code, out, err = run([*argv, "--epsilon", "1"])
-    assert code == 2 and "is not UTF-8 text; save it as UTF-8" in err, err
-    assert "0xfc" not in err and "0xf6" not in err and out == ""
+    rows = "".join(f"{u},{x},{2 * x},Köln\n" for u in range(600) for x in (0.5, 0.7, 0.9))
+    path.write_bytes(("id,x,y,site\n" + rows).encode("latin-1"))
+    argv = ["fit", str(path), "--model", "mean", "--formula", "y ~ 1", "--groups", "id"]
+    code, out, err = run([*argv, "--epsilon", "2"])
+    assert code == 0 and "Users (n):" in out, err
+    assert "1,800 cells of DATA hold bytes that are not UTF-8 text" in err
+    assert "0xf6" not in err and "\xf6" not in err
+
+
+def _wage_lines(tmp_path: Path) -> list[str]:
+    path = tmp_path / "wages.csv"
+    dplong.datasets.load_wage_panel().to_csv(path, index=False)
+    return path.read_text().splitlines()
+
+
+@pytest.mark.parametrize(
+    ("line", "change"),
+    [
+        (1, lambda text: text + ",x"),  # the first row: pandas made the first column the index
+        (2001, lambda text: text + ",42.5"),  # another row: pandas stopped, naming its line
+        (2001, lambda text: text.replace(",", ',"', 1)),  # an unclosed quote: the same
+    ],
+    ids=["extra field, first row", "extra field", "unclosed quote"],
+)
+def test_one_persons_malformed_line_decides_that_line_alone(
+    tmp_path: Path, line: int, change: Any
+) -> None:
+    """A CSV file whose one line (one person's row) does not parse as a row of its columns
+    is read as its neighbour without that line: the fit runs on the same users with the same
+    labels, and the data holder is told one line was left out, not which (an audit: the first
+    case ran the wage panel's mean over its 8 years as users; the others were refused with the
+    line's number). Both files read alike but for that row."""
+    lines = _wage_lines(tmp_path)
+    base, bad = tmp_path / "base.csv", tmp_path / "bad.csv"
+    base.write_text("\n".join(lines) + "\n")
+    lines[line] = change(lines[line])
+    bad.write_text("\n".join(lines) + "\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        read = dplong.io.read_file(str(bad))
+    expected = dplong.io.read_file(str(base))
+    pd.testing.assert_frame_equal(read, expected.drop(index=line - 1).reset_index(drop=True))
+    told = [str(w.message) for w in caught if issubclass(w.category, DataHolderWarning)]
+    assert len(told) == 1 and told[0].startswith("1 line of DATA does not parse on its own")
+    assert not re.search(rf"\b{line + 1}\b", told[0])  # the line's number is not said
+    argv = ["mean", "--formula", "lwage ~ 1", "--groups", "nr", "--epsilon", "1"]
+    code, out, err = run(["fit", str(bad), "--model", *argv])
+    assert code == 0 and "Users (n):                                    545" in out, err

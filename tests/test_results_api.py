@@ -439,7 +439,8 @@ def test_a_declared_lower_end_stops_a_means_interval() -> None:
     no mean of them does, so an interval reaching below 0 (RAND HIE's spending by coinsurance
     level: a level of 383 persons at ε = 1 had [-373, 557]) is cut there, covering as often,
     and 'mean = 0' is on the support's boundary, where the Wald z has no normal reference: no
-    p-value, and the summary says why. The upper ends and the estimates do not move."""
+    p-value, and the summary says why. The upper ends do not move (nor do the estimates,
+    none of which is below 0 here)."""
     hie = dplong.datasets.load_randhie()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DplongWarning)
@@ -464,6 +465,35 @@ def test_a_declared_lower_end_stops_a_means_interval() -> None:
     assert any(
         line.startswith("Declared support (lower=): meddol >= 0;") for line in res.assumptions
     )
+
+
+def test_user_values_below_a_declared_support_are_warned_and_shown_at_its_end() -> None:
+    """User means near 1.5 (600 users, ε = 1) declared ``lower=`` 100 or 3: the interval moves
+    up only as far as its reach (``projection.supported_centre``), so the released mean stays
+    near 1.5 and its 95 % interval lies wholly below the end. The estimate is shown at the end
+    (no mean of values at or above it lies below) with the interval above it, never reversed
+    (an audit read [100, 2.47]), and a warning from those released numbers says the values
+    do not keep to the declaration. Declared 0 under data whose mean is -1, the interval
+    straddles 0: no warning, the estimate at 0 inside its interval."""
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(600), 5)
+    shown = []
+    for centre, end in ((1.5, 100.0), (1.5, 3.0), (-1.0, 0.0), (1.5, 0.0)):
+        y = centre + np.repeat(rng.normal(0, 1, 600), 5) + rng.normal(0, 1, 3000)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = dplong.winsorized_mean(
+                y, groups=groups, epsilon=1.0, lower=end, random_state=0, names=["y"]
+            )
+        said = [w for w in res.warnings if "wholly below the declared lower end" in w]
+        assert [str(w.message) for w in caught if "wholly below" in str(w.message)] == said
+        low, high = res.conf_int().loc["y"]
+        estimate = res.params["y"]
+        assert end <= low <= estimate <= high
+        shown.append((estimate, bool(said)))
+    assert shown[0] == (100.0, True) and shown[1] == (3.0, True)
+    assert shown[2] == (0.0, False)  # the interval straddled 0: clipped, not warned
+    assert 1.0 < shown[3][0] < 2.0 and not shown[3][1]  # data on the support: untouched
 
 
 def test_t_test_of_one_parameter_agrees_with_pvalues_and_conf_int() -> None:

@@ -45,7 +45,12 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
     _check_arguments(args, spec)
     levels = _declared_levels(args.levels)
     _say(args, f"reading {args.data}…")
-    raw = read_file(args.data, time=args.time)
+    with warnings.catch_warnings(record=True) as read:  # lines left out, bytes replaced
+        warnings.simplefilter("always")
+        ignore_reader_deprecation()
+        raw = read_file(args.data, time=args.time)
+    for warning in read:
+        _say(args, f"warning: {_one_line(warning.message)}")
     _check_columns(raw, args, levels)
     # a factor of text levels declared in the formula is read as one (not as numbers)
     reading: dict[str, Any] = {**text_levels(args.formula), **levels}

@@ -39,7 +39,7 @@ def _mean_results(
     over ``n`` users; ``ledger`` is the parallel ledger of a key declared constant within users
     (None: not declared); ``support`` the declared lower ends of a release's columns (None:
     none), below which no mean of the users' values lies (each value below is clipped up to
-    it), so the intervals stop there."""
+    it), so the estimates and intervals stop there."""
     scale_note = (
         "Scale estimated privately (the spread of the user values)."
         if proxy is None
@@ -94,7 +94,7 @@ def _support_assumptions(
     ends = ", ".join(f"{c} >= {v:g}" for c, v in zip(columns, support[: len(columns)], strict=True))
     return (
         f"Declared support (lower=): {ends}; a user value below is clipped up to it, and the "
-        "intervals stop there.",
+        "estimates and intervals stop there.",
     )
 
 

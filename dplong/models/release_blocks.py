@@ -13,9 +13,11 @@ import warnings
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from dplong._validation import warn
 from dplong.exceptions import DplongError, ParameterError
+from dplong.inference import half_widths
 from dplong.models.assemble import combined_ledger
 from dplong.models.blocks import Block, FitRequest, Statistics, block_bound
 from dplong.models.captured_warnings import with_warnings
@@ -139,6 +141,8 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
         spent += [entry.cost for entry in release.privacy.entries]
         if statistics.nonnegative:
             release = dataclasses.replace(release, estimate=np.maximum(release.estimate, 0.0))
+        if statistics.lower is not None:
+            release = _on_support(release, statistics.lower)
         if statistics.sampling_sd is not None:
             release = dataclasses.replace(release, sampling_sd=statistics.sampling_sd)
         if statistics.centre_bias is not None:
@@ -151,6 +155,40 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
     ledger = combined_ledger(releases, options)
     charge(accountant, ledger, options.epsilon, options.delta)
     return tuple(releases)
+
+
+def _on_support(release: Release, lower: NDArray[np.float64]) -> Release:
+    """``release`` with its estimates at least their declared support's ``lower`` end (no
+    mean of values at or above it lies below: post-processing that only brings an estimate
+    nearer), and a note naming the columns whose 95 % interval lay wholly below the end before:
+    their user values do not keep to the declaration (a value below is clipped up only as far
+    as the interval reaches), and what is shown is the end and the interval above it."""
+    q = half_widths(
+        0.05,
+        release.sampling_sd,
+        release.noise_scale,
+        release.noise_sd,
+        release.noise_kind,
+        release.bias,
+    )
+    with np.errstate(invalid="ignore"):
+        below = release.estimate + q < lower
+    notes = release.notes
+    if below.any():
+        named = ", ".join(
+            f"'{name}' (below {end:g})"
+            for name, end, off in zip(
+                release.names, np.broadcast_to(lower, below.shape), below, strict=True
+            )
+            if off
+        )
+        notes = (
+            *notes,
+            f"{named}: the 95% interval lay wholly below the declared lower end of the support "
+            "(lower=): the user values do not keep to it, and the estimate shown is that end. "
+            "Check the declaration (its units, its column).",
+        )
+    return dataclasses.replace(release, estimate=np.maximum(release.estimate, lower), notes=notes)
 
 
 def _rules(block: Block, statistics: Statistics, earlier: Sequence[Release]) -> Rules:

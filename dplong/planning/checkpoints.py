@@ -24,7 +24,7 @@ from dplong.privacy.radius import OFFERS, Offer, TailOption
 from dplong.privacy.tails import (
     Unchecked,
     affords_count,
-    coarse_blind,
+    coarse_count,
     stated_remedy,
     unchecked_warnings,
 )
@@ -136,8 +136,8 @@ def unchecked_tail(block: PlannedBlock, *, local: bool = False) -> tuple[str, ..
     """The warning every release of ``block`` carries whose plan affords no tail count where
     the default engine would measure its tail (scale estimated; no bounds, tail or kind stated
     or assumed, an assumed kind's note being the block's own; not ``provisional``), or only a
-    count run for a declared support that is blind for normal columns
-    (:func:`~dplong.privacy.tails.coarse_blind`), or a ``local`` release (the local model's,
+    count run for a declared support, which sees heavy tails alone
+    (:func:`~dplong.privacy.tails.coarse_count`), or a ``local`` release (the local model's,
     which runs none; its scale estimated): that no count checked its columns' tails
     (:func:`~dplong.privacy.tails.unchecked_warnings`, after the noise; a skewed column's
     warning or its withholding replaces it there). Public facts only.
@@ -162,8 +162,10 @@ def unchecked_tail(block: PlannedBlock, *, local: bool = False) -> tuple[str, ..
     if plan is None or stated or block.provisional:
         return ()
     why: Unchecked = "blind" if affords_count(plan) else "unaffordable"
-    if why == "blind" and not coarse_blind(plan):  # only a count run for a support is blind
-        return ()
+    if why == "blind":  # of a count that runs, only one run for a support is forecast blind
+        if not coarse_count(plan):
+            return ()
+        why = "coarse"
     remedy = stated_remedy(block.offers)
     return unchecked_warnings(block.names, every, none, why=why, remedy=remedy)
 

@@ -92,6 +92,7 @@ from dplong.privacy.tails import (
     TAIL_REACH,
     blind_columns,
     clips_many_notes,
+    coarse_count,
     exceeded_assumptions,
     heavy_notes,
     leaning_notes,
@@ -702,7 +703,11 @@ def release_means(
     counted = tail_users(where, found)
     # the scale estimated, no bounds and no tail stated or assumed: the bulk's model decides
     modelled = bounds is None and scale is None and rules.tail is None
-    unchecked = blind_columns(tails.threshold, counted, light) if plan.tail else light & modelled
+    # a count run only for a declared support sees heavy tails alone: what it leaves unmarked
+    # is as unchecked as where none runs (:func:`~dplong.privacy.tails.coarse_count`)
+    for_support = bool(plan.tail) and coarse_count(plan)
+    checked = bool(plan.tail) and not for_support
+    unchecked = blind_columns(tails.threshold, counted, light) if checked else light & modelled
     # unchecked: a warning (:func:`~dplong.privacy.tails.unchecked_warnings`); among the users
     # off 0 where most users are 0
     blind_off_zero = unchecked & (counted < found)
@@ -739,7 +744,7 @@ def release_means(
         names,
         unchecked & ~skewed,
         blind_off_zero,
-        why="blind" if plan.tail else "unaffordable",
+        why="coarse" if for_support else "blind" if plan.tail else "unaffordable",
         remedy=stated_remedy(rules.offers),
     )
     # a stated scale would claim the tail the count found heavier: a moment bound is the remedy
