@@ -907,3 +907,35 @@ def test_an_outcome_that_fails_on_a_row_leaves_its_regressors_whole() -> None:
         "I(code.str.split('_').str[1].astype(float)) ~ x", secret, domain=(0, 1)
     )
     assert curve.nobs_users == rows  # a unit at every design point, its response missing
+
+
+def test_every_model_reads_the_analysts_names_in_its_formula() -> None:
+    """A term is evaluated in the analyst's namespace: a public constant and a function of
+    theirs, as in patsy and statsmodels. Each model's ``from_formula`` sits behind an argument
+    check (another frame), and the models captured a fixed depth of the stack, so both were a
+    NameError in every model but ``DesignSpec`` (an audit found it)."""
+    wages = dplong.datasets.load_wage_panel()
+    centre = 6.5  # noqa: F841  (the formulas read it)
+
+    def squared(values: Any) -> Any:
+        return values**2
+
+    formula = "lwage ~ I(exper - centre) + squared(exper - centre)"
+    names = ["I(exper - centre)", "squared(exper - centre)"]
+    for model in (
+        dplong.LongitudinalOLS,
+        dplong.PooledOLS,
+        dplong.PanelOLS,
+        dplong.RandomEffects,
+        dplong.BetweenOLS,
+    ):
+        built = model.from_formula(formula, wages, groups="nr")
+        assert [c for c in built.exog_names if c != "Intercept"] == names, model
+    curve = dplong.PriestleyChao.from_formula(
+        "lwage ~ I(exper - centre)", wages, groups="nr", domain=(-7.0, 12.0), bandwidth=2.0
+    )
+    assert curve.nobs_users == 545
+    location = dplong.RandomEffectsLocation.from_formula(
+        "I(lwage - centre) ~ 1", wages, groups="nr"
+    )
+    assert location.nobs_users == 545

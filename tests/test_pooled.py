@@ -23,7 +23,7 @@ import dplong.models.pooled.gram as pooled_gram
 import dplong.models.pooled.located as pooled_located
 import dplong.models.pooled.release as pooled_release
 import dplong.privacy.ranges as ranges
-from dplong.exceptions import ParameterError, PrivacyParameterError
+from dplong.exceptions import DplongWarning, ParameterError, PrivacyParameterError
 from dplong.models.pooled import PooledOLS, vech_scaled
 from dplong.models.pooled.persons import PersonSums
 from dplong.privacy.noise import release_vector_sum
@@ -1978,3 +1978,26 @@ def test_a_pooled_fit_whose_clipped_scores_go_unchecked_warns() -> None:
     ).fit(epsilon=1.0, random_state=0)
     assert "skew check" in [e.stage for e in res.privacy.entries]
     assert not any("Cauchy–Schwarz" in w or "were skewed" in w for w in res.warnings)
+
+
+def test_a_range_missed_in_far_units_is_told_to_rescale() -> None:
+    """The same panel with its outcome in units 1e12 times larger: the outcome's range found
+    privately misses (the medians' grid is fine only within 2^±32 of 1), every coefficient is
+    withheld, and the note says to rescale, beside public bounds and a larger ε (an audit
+    found the advice missing; the fit is the same in units of 1)."""
+    rng = np.random.default_rng(0)
+    n, T = 600, 5
+    frame = pd.DataFrame({"id": np.repeat(np.arange(n), T)})
+    frame["x"] = rng.normal(0, 1, len(frame))
+    frame["z"] = np.repeat(rng.integers(0, 2, n), T)
+    effects = np.repeat(rng.normal(0, 1, n), T)
+    frame["y"] = 1 + 0.5 * frame["x"] + frame["z"] + effects + rng.normal(0, 1, len(frame))
+    for scale, released in ((1.0, True), (1e12, False)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DplongWarning)
+            res = dplong.PooledOLS.from_formula(
+                "y ~ x + z", frame.assign(y=frame["y"] * scale), groups="id"
+            ).fit(epsilon=2.0, random_state=0)
+        assert bool(np.isfinite(res.params).all()) == released
+        said = [w for w in res.warnings if "rescale a column" in w]
+        assert bool(said) != released

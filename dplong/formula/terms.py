@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,6 +41,35 @@ def _spaced_name(code: str) -> bool:
     """
     words = code.split()
     return len(words) > 1 and all(word.isidentifier() for word in words)
+
+
+#: The package's own source files: frames there are not the analyst's.
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def analyst_env() -> patsy.EvalEnvironment:
+    """The namespace a model's formula is evaluated in: the analyst's, the first frame on the
+    call stack outside dplong's source files. The entry points' argument checks and the
+    models' helpers sit between it and the code that evaluates the formula, so a fixed depth
+    reached dplong's own frames (``I(exper - c0)`` with the analyst's ``c0``, or a function
+    of theirs, was a ``NameError``). A formula given on the command line gets an empty one:
+    its names are the data's columns and ``np``.
+
+    Examples
+    --------
+    >>> from dplong.formula.terms import analyst_env
+    >>> c0 = 5.0
+    >>> analyst_env().namespace["c0"]
+    5.0
+    """
+    frame = inspect.currentframe()
+    while frame is not None and Path(frame.f_code.co_filename).is_relative_to(_PACKAGE):
+        if Path(frame.f_code.co_filename).is_relative_to(_PACKAGE / "cli"):
+            return patsy.EvalEnvironment([{}])
+        frame = frame.f_back
+    if frame is None:
+        return patsy.EvalEnvironment([{}])
+    return patsy.EvalEnvironment([frame.f_locals, frame.f_globals])
 
 
 def formula_env(env: patsy.EvalEnvironment) -> patsy.EvalEnvironment:

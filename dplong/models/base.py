@@ -17,11 +17,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import pandas as pd
-import patsy
 
 from dplong._validation import RandomState, check_random_state
 from dplong.dask_frames import ReducedPanel
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign, build_design
+from dplong.formula.terms import analyst_env
 from dplong.models.assemble import panel_results
 from dplong.models.blocks import Block, FitRequest
 from dplong.models.option_checks import check_accountant
@@ -100,7 +100,6 @@ class PanelModel(FormulaModel):
         data: pd.DataFrame,
         groups: GroupsLike,
         time: GroupsLike | None,
-        depth: int,
         levels: LevelsLike | None = None,
     ) -> PanelDesign:
         return build_design(
@@ -109,7 +108,7 @@ class PanelModel(FormulaModel):
             groups=groups,
             time=time,
             levels=levels,
-            eval_env=patsy.EvalEnvironment.capture(depth + 1),
+            eval_env=analyst_env(),
         )
 
     @staticmethod

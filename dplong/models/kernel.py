@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
-import patsy
 from numpy.typing import ArrayLike, NDArray
 
 from dplong._validation import RandomState, checked_call
 from dplong.dask_frames import ReducedPanel
 from dplong.exceptions import ParameterError
 from dplong.formula import LevelsLike, PanelDesign
+from dplong.formula.terms import analyst_env
 from dplong.kernels import KERNELS, Kernel, get_kernel
 from dplong.models.assemble import panel_results
 from dplong.models.base import PanelModel
@@ -204,7 +204,7 @@ class PriestleyChao(PanelModel):
         else:
             bandwidth = float(bandwidth)
         points = None if grid is None else check_grid(grid, lo, hi)
-        eval_env = patsy.EvalEnvironment.capture(1)
+        eval_env = analyst_env()
         design: PanelDesign | ReducedPanel
         estimator: type[PriestleyChao]
         if groups is None:

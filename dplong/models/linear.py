@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
-import patsy
 from numpy.typing import NDArray
 
 from dplong._validation import RandomState, check_choice, checked_call
 from dplong.dask_frames import ReducedPanel, design_spec, is_dask, reduce_design
 from dplong.exceptions import ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
+from dplong.formula.terms import analyst_env
 from dplong.models.base import PanelModel
 from dplong.models.blocks import Block, FitRequest, Statistics
 from dplong.models.command_line import (
@@ -214,12 +214,10 @@ class LongitudinalOLS(PanelModel):
         working = _working_correlation(correlation, correlation_param, timed=time is not None)
         formula, entity = panel_effects(formula, data, time=time, levels=levels)
         if not is_dask(data):
-            table = DesignSpec.from_formula(
-                formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1)
-            )
+            table = DesignSpec.from_formula(formula, data, levels=levels, eval_env=analyst_env())
             grouped = group_design(table, data, groups=groups, time=time)
             return cls(grouped, working, levels=table.levels, entity_effects=entity)
-        spec = design_spec(formula, data, levels=levels, eval_env=patsy.EvalEnvironment.capture(1))
+        spec = design_spec(formula, data, levels=levels, eval_env=analyst_env())
         design = reduce_design(
             data,
             spec,

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import patsy
 
 from dplong._validation import RandomState, checked_call, per_column
 from dplong.dask_frames import ReducedPanel, design_spec, is_dask
 from dplong.dependence import DependenceModel, RandomEffects
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign
+from dplong.formula.terms import analyst_env
 from dplong.models.base import PanelModel
 from dplong.models.blocks import Block, Statistics
 from dplong.models.command_line import MAX_ROWS_OPTION, CommandLineModel, Option, register
@@ -139,12 +139,12 @@ class RandomEffectsLocation(PanelModel):
         """
         design: PanelDesign | ReducedPanel
         if is_dask(data):
-            env = patsy.EvalEnvironment.capture(1)
+            env = analyst_env()
             spec = design_spec(formula, data, levels=levels, eval_env=env)
             _check_location(spec.spec.columns, formula)
             design = _reduce_moments(data, spec, groups)
         else:
-            design = cls._build(formula, data, groups, None, depth=1, levels=levels)
+            design = cls._build(formula, data, groups, None, levels=levels)
         # a declared structure, not read from the rows: a check would make the fit's success
         # depend on them (and the estimates use per-user statistics only)
         label = None

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
-import patsy
 from numpy.typing import ArrayLike, NDArray
 
 from dplong._grouping import factorize_groups
@@ -31,6 +30,7 @@ from dplong.formula import (
     column_or_array,
     warn_dropped,
 )
+from dplong.formula.terms import analyst_env
 from dplong.models.base import PanelModel
 from dplong.models.blocks import Block, FitRequest, Statistics
 from dplong.models.command_line import TAIL_OPTIONS, CommandLineModel, Option, register
@@ -542,7 +542,7 @@ def _outcome(
     if column.isidentifier():
         check_groups(groups, (column,))
         return data[column]
-    env = patsy.EvalEnvironment.capture(2)
+    env = analyst_env()
     if is_dask(data):
         frame = design_spec(formula, data, levels=None, eval_env=env)
         check_groups(groups, frame.spec.inputs)

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import patsy
 from numpy.typing import ArrayLike, NDArray
 
 from dplong._validation import RandomState, checked_call, real_number, warn
 from dplong.exceptions import DataError, ParameterError
 from dplong.formula import LevelsLike, PanelDesign
+from dplong.formula.terms import analyst_env
 from dplong.kernels import Kernel, get_kernel
 from dplong.models.base import PanelModel
 from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Option, register
@@ -156,7 +156,7 @@ class NadarayaWatson(PanelModel):
         if not (math.isfinite(width) and width > 0):
             raise ParameterError(f"bandwidth must be a positive number, got {bandwidth!r}")
         points = grid_points((lo, hi), None if grid is None else check_grid(grid, lo, hi), width)
-        env = patsy.EvalEnvironment.capture(1)
+        env = analyst_env()
         spec, column, (y, X, missing_y, missing_x) = evaluated_rows(formula, data, levels, env)
         if len(y) < 2:
             raise DataError(f"Nadaraya–Watson regression needs at least 2 rows, got {len(y)}")

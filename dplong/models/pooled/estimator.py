@@ -19,6 +19,7 @@ from dplong._validation import RandomState, check_choice, check_random_state, ch
 from dplong.dask_frames import FrameSpec, design_spec, is_dask
 from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
+from dplong.formula.terms import analyst_env
 from dplong.models.base import FormulaModel
 from dplong.models.command_line import (
     BOUNDS_OPTION,
@@ -252,7 +253,7 @@ class PooledOLS(_RangesStage, FormulaModel):
         ...             "xage": (0, 100), "female": (0, 1)})
         PooledOLS('np.log1p(meddol) ~ np.log(coins + 1) + xage + female', n_users=5912)
         """
-        env = patsy.EvalEnvironment.capture(1)
+        env = analyst_env()
         formula = cls._effects_terms(formula, data, time=time, levels=levels)
         if is_dask(data):
             return cls._of_dask(formula, data, groups=groups, bounds=bounds, levels=levels, env=env)

@@ -23,6 +23,7 @@ from dplong.privacy.ranges import (
     HISTOGRAM_MISS,
     NEAR_RUNG,
     ONE_SIDED,
+    REACH_GRID,
     RUNG_SHARE,
     TINY_REACH,
     WIDE_RUNGS,
@@ -314,6 +315,17 @@ def _room(name: str, found: NDArray[np.float64], clip: NDArray[np.float64]) -> s
     )
 
 
+#: The units advice of a range found privately that missed or is a sliver: its medians' grid
+#: is fine only within 2^±32 of 1 (:data:`~dplong.privacy.ranges.REACH_GRID`), and the same
+#: panel in other units (an outcome times 1e12 or 1e-12) was withheld in every fit.
+_FINE = [f"{2.0**k:.0e}".replace("e+0", "e") for k in (-REACH_GRID.inner, REACH_GRID.inner)]
+_RESCALE = (
+    "rescale a column whose values are far from units of 1 (the private ranges are found on a "
+    f"grid fine between {_FINE[0]} and {_FINE[1]} in magnitude: thousands of dollars, not "
+    "dollars, for a large outcome)"
+)
+
+
 def _missed_notes(
     model: PooledOLS, withheld: pd.Index, missed: NDArray[np.bool_], histograms: bool
 ) -> tuple[str, ...]:
@@ -335,7 +347,7 @@ def _missed_notes(
     )
     return (
         f"{[str(c) for c in withheld]} withheld: the range found privately for {names} missed "
-        f"its data ({why}): give public bounds or raise epsilon.",
+        f"its data ({why}): give public bounds, {_RESCALE}, or raise epsilon.",
     )
 
 
@@ -359,7 +371,8 @@ def _narrow_notes(
         "midpoint's value, or its range ends within "
         f"{TINY_REACH:.2g} of it on both sides: its median reaches land beside the few persons "
         "off the midpoint, as a rare 0/1 column's do), so the fit regressed a sliver of it, on "
-        f"another scale. {others}Give public bounds (a 0/1 column: (0, 1)) or raise epsilon.",
+        f"another scale. {others}Give public bounds (a 0/1 column: (0, 1)), {_RESCALE}, or "
+        "raise epsilon.",
     )
 
 
