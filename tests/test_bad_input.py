@@ -1439,6 +1439,31 @@ def test_a_design_is_built_without_numpy_warnings(formula: str, dtype: str) -> N
         dplong.PooledOLS.from_formula(formula, data, groups="user")
 
 
+@pytest.mark.parametrize("weights", ["precision", "equal"])
+@pytest.mark.parametrize("kind", ["missing", "near the edge", "one far out"])
+def test_a_location_fit_of_extreme_values_keeps_numpys_words_to_itself(
+    kind: str, weights: str
+) -> None:
+    """The random-effects location of values near the doubles' edge (1e300, one user at 1e308)
+    or all missing: a user mean's square overflows, as does the support's reach, to inf,
+    which the release handles; numpy's overflow warnings reached the analyst (an audit)."""
+    rng = np.random.default_rng(0)
+    ids = np.repeat(np.arange(500), 4)
+    y = {
+        "missing": np.full(ids.size, np.nan),
+        "near the edge": 1e300 * (1.0 + rng.normal(size=ids.size)),
+        "one far out": np.r_[1e308, rng.normal(size=ids.size - 1)],
+    }[kind]
+    model = dplong.RandomEffectsLocation.from_formula(
+        "y ~ 1", pd.DataFrame({"id": ids, "y": y}), groups="id"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        warnings.simplefilter("ignore", DplongWarning)
+        res = model.fit(epsilon=2.0, random_state=0, weights=weights)
+    assert res.nobs_users == 500
+
+
 def test_groups_may_name_a_column_of_the_values() -> None:
     """``winsorized_mean(frame, groups="user")`` takes the ids from that column and averages
     the others, as ``by=`` may name a column: the same release as the ids given as a Series.

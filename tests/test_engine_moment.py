@@ -140,8 +140,9 @@ def test_an_unchecked_tail_is_a_warning() -> None:
     was above BLIND_SHARE (10 %) of those men in every fit and seed 2 said no count checked
     the tails; now the count sees them.) Three normal columns of 1,000 users at ε = 0.5 with
     the support declared share one count run only for the support, which marks the heaviest
-    tails alone: the unchecked warning says so. A stated moment bound counts no tail and needs no such warning; a
-    Gaussian mean over 3,000 users at ε = 1 counts against 2.8 % of them: never the warning;
+    tails alone: the unchecked warning says so. A stated moment bound counts no tail and needs
+    no such warning; a Gaussian mean over 3,000 users at ε = 1 counts against 2.8 % of them:
+    never the warning;
     over 300 users n ε affords no count, and the warning says so (lognormal means there missed
     in most releases: docs/accuracy.md). Neither is an assumption line any more."""
     panel = dplong.datasets.load_wage_panel()

@@ -546,12 +546,13 @@ def release_means(
     if lower is not None and (user_weights is None or moment_budget is None):
         # an anchor moved by s adds s times the count's relative noise to the mean's: at most
         # SHIFT_COST of the sum's own noise
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             reach = np.nan_to_num(
                 SHIFT_COST * mean_budget.noise_sd(2.0 * radius) / where.users_sd, nan=np.inf
             )
         if user_weights is None:  # the interval moves by up to w about its anchor for free
-            centre = supported_centre(anchor, radius, lower, radius + reach)
+            with np.errstate(over="ignore"):  # a radius near the doubles' edge: inf reach
+                centre = supported_centre(anchor, radius, lower, radius + reach)
             if bounds is None:
                 # a measured heavy tail's clip was balanced against its noise by the tail
                 # rule: on the support its empty lower part is cut instead, the same clip
