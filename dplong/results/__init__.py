@@ -3,11 +3,11 @@
 from dplong.results.curve import CurveResults
 from dplong.results.grouped import GroupedResults
 from dplong.results.grouped import grouped_label as grouped_label
-from dplong.results.hausman import HausmanTest, hausman
 from dplong.results.panel import PanelResults
 from dplong.results.regression import RandomEffectsResults, RegressionResults
 from dplong.results.restrictions import BiasAllowedContrast
 from dplong.results.spec import ModelSpec
+from dplong.results.specification import HausmanTest, hausman
 
 __all__ = [
     "BiasAllowedContrast",

@@ -1,4 +1,5 @@
-"""The Hausman comparison of two private fits of the same panel: :func:`hausman`.
+"""Specification tests between two private fits of the same panel: the Hausman comparison
+(:func:`hausman`).
 
 Post-processing of the two fits' released estimates, standard errors and clipping bias bounds
 (no further privacy cost; the two fits' own budgets compose). The classical test (Hausman 1978)
@@ -75,7 +76,7 @@ class HausmanTest:
         Examples
         --------
         >>> import pandas as pd
-        >>> from dplong.results.hausman import HausmanTest
+        >>> from dplong.results.specification import HausmanTest
         >>> test = HausmanTest(table=pd.DataFrame(), statistic=3.0, pvalue=0.005, df=2,
         ...                    models=("PanelOLS", "RandomEffects"), epsilon=8.0, delta=1e-6)
         >>> test.rejects(), test.rejects(0.001)
@@ -106,7 +107,7 @@ class HausmanTest:
         Examples
         --------
         >>> import pandas as pd
-        >>> from dplong.results.hausman import HausmanTest
+        >>> from dplong.results.specification import HausmanTest
         >>> table = pd.DataFrame([[0.1, 0.04, 0.0, 2.5, 0.0124]], index=["x"],
         ...                      columns=["difference", "std err", "bias bound", "z",
         ...                               "P (bias-adj.)"])
