@@ -302,6 +302,7 @@ def reduce_design(
     given: Sequence[pd.Series | pd.DataFrame] = (),
     tell: bool = True,
     aggregations: Sequence[str] = (),
+    users: NDArray[Any] | None = None,
 ) -> ReducedPanel:
     """Per-user statistics of a formula model on a Dask frame (module docstring).
 
@@ -334,6 +335,10 @@ def reduce_design(
         of whose rows has an id has no user to carry its count and is not told of.
     aggregations : sequence of str
         How the first of the sums are combined over partitions, as :func:`reduce_users`.
+    users : numpy.ndarray, optional
+        The ids a model was built on, in order: a later pass (each one reads the frame again)
+        must find the same users, since the statistics are added by user and n, public,
+        sizes every release.
 
     Returns
     -------
@@ -343,7 +348,7 @@ def reduce_design(
     ------
     DataError, FormulaError, InsufficientUsersError
         As :func:`~dplong.formula.build_design`: no ``groups``, a column that is not in the
-        data, no rows, fewer than 2 users.
+        data, no rows, fewer than 2 users; and a pass that finds other ``users``.
     """
     check_groups(groups, spec.spec.inputs)
     user = column_name(data, groups, "groups")
@@ -379,6 +384,12 @@ def reduce_design(
     )
     statistics, (rows, kept, no_id) = reduced[:, :-_COUNTED], reduced[:, -_COUNTED:].T
     n = len(ids)
+    if users is not None and not np.array_equal(ids, users):
+        raise DataError(
+            f"the Dask frame's users changed since the model was built ({len(users)} then, "
+            f"{n} now, or others): build the model again from the data as they are, and keep "
+            "them unchanged until its fits are done"
+        )
     check_users(n, rows=len(data) if n == 0 else n)  # rows counted only if no user has one
     if tell:
         warn_dropped(

@@ -571,6 +571,24 @@ class TestBadArguments:
 
         assert _for_the_command_line(message) == (message if said is None else said)
 
+    @pytest.mark.parametrize(
+        ("flags", "said"),
+        [
+            (["--model", "ols", "--scale", "1,2,3"], "--scale must be"),
+            (["--model", "ols", "--focus", "nosuch"], "--focus names ['nosuch']"),
+            (["--model", "ols", "--estimator", "within", "--between", "nosuch"], "--between names"),
+            (["--model", "ols", "--levels", "union=0,1"], "--levels names ['union']"),
+            (["--model", "pooled", "--bounds", "garbage"], "--bounds must read"),
+            (["--model", "pooled", "--bounds", "nosuch=0,1"], "--bounds names ['nosuch']"),
+        ],
+    )
+    def test_a_refusal_of_an_option_names_its_flag(self, flags: list[str], said: str) -> None:
+        """A refusal whose subject is an option says it as the flag typed (an audit read
+        ``scale must be ...``, ``focus names [...]`` and ``bounds names [...]``)."""
+        argv = ["fit", "dataset:wage_panel", "--formula", "lwage ~ exper", "--groups", "nr"]
+        code, out, err = run([*argv, *flags, "--epsilon", "4", "--quiet"])
+        assert code == 2 and out == "" and f"dplong: error: {said}" in err, err
+
     def test_mean_of_an_expression(self) -> None:
         """An expression left of ``~`` is the mean of its per-user means, evaluated row by row
         under the formula layer's checks: the same release as the transformed column's, and a

@@ -368,21 +368,31 @@ def test_random_effects_whose_pilot_withholds_a_coefficient(
     assert lazy.privacy.entries == memory.privacy.entries
 
 
-def test_a_dask_frame_whose_persons_change_before_the_fit_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("model", ["pooled", "within"])
+def test_a_dask_frame_whose_persons_change_before_the_fit_is_refused(
+    tmp_path: Path, model: str
+) -> None:
     """Each fit reads the files again: persons added since the model was built (its n, public,
-    sizes every release) are refused, not summed with the others."""
+    sizes every release) are refused, not summed with the others; the per-entry within fit's
+    passes too (an audit found it fitted the changed data under the old n)."""
     pytest.importorskip("pyarrow")
     rng = np.random.default_rng(1)
     people = pd.DataFrame({"id": np.repeat(np.arange(400), 3), "x": rng.normal(size=1200)})
     people["y"] = people["x"] + rng.normal(size=1200)
     people.iloc[:600].to_parquet(tmp_path / "a.parquet", index=False)
     people.iloc[600:].to_parquet(tmp_path / "b.parquet", index=False)
-    options: dict[str, Any] = {"groups": "id", "bounds": {"y": (-6, 6), "x": (-4, 4)}}
-    model = dplong.PooledOLS.from_formula("y ~ x", dd.read_parquet(tmp_path), **options)
+    data = dd.read_parquet(tmp_path)
+    if model == "pooled":
+        options: dict[str, Any] = {"bounds": {"y": (-6, 6), "x": (-4, 4)}}
+        built: Any = dplong.PooledOLS.from_formula("y ~ x", data, groups="id", **options)
+        fit: dict[str, Any] = {}
+    else:
+        built = dplong.LongitudinalOLS.from_formula("y ~ x", data, groups="id")
+        fit = {"estimator": "within"}
     more = people.iloc[600:].assign(id=people["id"].iloc[600:] + 1000)
     pd.concat([people.iloc[600:], more]).to_parquet(tmp_path / "b.parquet", index=False)
-    with pytest.raises(DataError, match="persons changed since the model was built"):
-        model.fit(epsilon=4.0, random_state=0)
+    with pytest.raises(DataError, match="users changed since the model was built"):
+        built.fit(epsilon=64.0, random_state=0, **fit)
 
 
 def test_values_outside_the_declared_levels_are_told_at_build_only(data: pd.DataFrame) -> None:

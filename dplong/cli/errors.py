@@ -41,7 +41,12 @@ _SPELLINGS = (
 
 
 #: The options every model's fit takes, by keyword, beside the models' own (their flags).
-_COMMON = ("epsilon", "delta", "privacy", "bound", "variant")
+_COMMON = ("epsilon", "delta", "privacy", "bound", "variant", "scale", "focus")
+#: Arguments of the models' ``from_formula`` that are flags of their own.
+_DATA_OPTIONS = ("groups", "time", "levels")
+#: What a refusal that starts with an option's name says of it ("scale must be ...",
+#: "focus names [...]", "groups holds ids ..."): the name is the option's, to be said as its flag.
+_SUBJECT = r"(?= (?:must|names|holds|is|has|lists|gives)\b)"
 
 
 def _option_spellings() -> tuple[tuple[re.Pattern[str], str], ...]:
@@ -52,7 +57,12 @@ def _option_spellings() -> tuple[tuple[re.Pattern[str], str], ...]:
 
     flags = {o.keyword: o.flag for o in _unique_options()}
     flags.update({keyword: "--" + keyword for keyword in _COMMON})
-    out: list[tuple[re.Pattern[str], str]] = []
+    # a refusal's subject is the option's name: the data's options too (their other spellings
+    # are _SPELLINGS', which keep a formula's own ``C(x, levels=[...])``, ``I(time==2)``)
+    out: list[tuple[re.Pattern[str], str]] = [
+        (re.compile(rf"^{re.escape(keyword)}{_SUBJECT}"), flag)
+        for keyword, flag in {**flags, **{k: "--" + k for k in _DATA_OPTIONS}}.items()
+    ]
     for keyword, flag in flags.items():
         named = rf"(?<![\w.\[-]){re.escape(keyword)}"
         out += [
@@ -95,6 +105,10 @@ def _for_the_command_line(message: str) -> str:
     '--by year needs levels; --model pooled or --model between'
     >>> _for_the_command_line("max_rows (0) must be >= 1; method='ptr' needs bounds['x']")
     '--max-rows (0) must be >= 1; --method ptr needs --bounds x=...'
+    >>> _for_the_command_line("scale must be a number, got shape (3,)")
+    '--scale must be a number, got shape (3,)'
+    >>> _for_the_command_line("focus names ['x'], which are not parameters")
+    "--focus names ['x'], which are not parameters"
     """
     for pattern, flag in (*_SPELLINGS, *_option_spellings()):
         message = pattern.sub(flag, message)

@@ -229,7 +229,7 @@ class LongitudinalOLS(PanelModel):
             ),
             ordered=working.kind == "ar1",  # prewhitening needs a user's rows in order
         )
-        within = functools.partial(_reduce_within, data, spec, groups)
+        within = functools.partial(_reduce_within, data, spec, groups, users=design.ids)
         return cls(design, working, within, levels=spec.spec.levels, entity_effects=entity)
 
     def identified_users(self) -> int:

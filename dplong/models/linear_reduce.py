@@ -5,7 +5,7 @@ cross products, reduced where the rows lie."""
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -41,10 +41,13 @@ def _coefficients(
     return coefficients_from_sums(sums, p, correlation)[0]
 
 
-def _reduce_within(data: DaskFrame, spec: FrameSpec, groups: GroupsLike) -> WithinProducts:
+def _reduce_within(
+    data: DaskFrame, spec: FrameSpec, groups: GroupsLike, users: NDArray[Any]
+) -> WithinProducts:
     """A Dask frame's within cross products, in two passes as in memory
     (:func:`~dplong.models.reduce.within_cross_products`): every user's row count and means,
-    then the sums of products of the deviations from them."""
+    then the sums of products of the deviations from them; both passes of the ``users`` the
+    model was built on (:func:`~dplong.dask_frames.reduce_design`)."""
     regressors = regressor_columns(spec.spec.columns)
     first = reduce_design(
         data,
@@ -53,6 +56,7 @@ def _reduce_within(data: DaskFrame, spec: FrameSpec, groups: GroupsLike) -> With
         sums=functools.partial(_partition_totals, regressors=regressors),
         statistic=user_means,
         tell=False,  # from_formula's reduction told the data holder of the same rows
+        users=users,
     )
     rows = first.statistics[:, 0]
     second = reduce_design(
@@ -63,6 +67,7 @@ def _reduce_within(data: DaskFrame, spec: FrameSpec, groups: GroupsLike) -> With
         statistic=np.asarray,
         given=[pd.DataFrame(first.statistics, index=first.ids)],
         tell=False,
+        users=users,
     )
     products = second.statistics
     products[rows < 2] = np.nan

@@ -34,7 +34,6 @@ from numpy.typing import NDArray
 
 from dplong._grouping import user_row_sums
 from dplong.dask_frames import FrameSpec, ReducedPanel, reduce_design
-from dplong.exceptions import DataError
 from dplong.formula import PanelDesign
 from dplong.models.location_moments import _squared_deviations, _totals
 from dplong.models.pooled.deviations import deviation_rows, offsets
@@ -231,15 +230,10 @@ class DaskRows:
             given=[pd.DataFrame(table, index=self.ids) for table in (*own, *tables)],
             tell=tell,
             aggregations=aggregations,
+            # every pass reads the frame again: its persons must be those the model was
+            # built on
+            users=self.ids if len(self.ids) else None,
         )
-        # every pass reads the frame again: its persons must be those the model was built on
-        # (the sums are added by person, and n, public, sizes every release)
-        if len(self.ids) and not np.array_equal(panel.ids, self.ids):
-            raise DataError(
-                f"the Dask frame's persons changed since the model was built ({len(self.ids)} "
-                f"then, {panel.n} now, or others): build the model again from the data as "
-                "they are, and keep them unchanged until its fits are done"
-            )
         return panel
 
 
