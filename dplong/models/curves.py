@@ -221,7 +221,8 @@ def curve_sums(
     """Every user's weighted kernel sums ``Σ_t w_t y_t K((x - x_t)/b)/b`` and kernel masses
     ``Σ_t w_t K((x - x_t)/b)/b`` on the grid, side by side (n x 2G).
 
-    Rows must come by user, then by x (the weights ``w_t`` are spacings to the next visit).
+    Rows must come by user, then by x (the weights ``w_t`` are spacings to the next visit,
+    shared equally by a user's rows at one x).
     The kernel matrix is built in blocks of rows and reduced to users by a sparse (users x
     rows) product, so memory stays O(block x G).
 
@@ -234,10 +235,22 @@ def curve_sums(
     ...                   np.array([0.5]), get_kernel("epanechnikov"), 0.25, hi=1.0)
     >>> sums.round(4).tolist()                # sum = 2 x mass: the curve is 2 there
     [[3.0, 1.5]]
+    >>> tied = curve_sums(np.array([0.0, 0.0, 0.5]), np.array([1.0, 3.0, 2.0]),
+    ...                   np.array([0, 0, 0]), 1, np.array([0.1]),
+    ...                   get_kernel("epanechnikov"), 0.25, hi=1.0)
+    >>> float(tied[0, 0] / tied[0, 1])        # the two rows at 0 count alike: (1 + 3) / 2
+    2.0
     """
-    last = np.ones(x.size, dtype=bool)
-    last[:-1] = codes[1:] != codes[:-1]
-    spacing = np.where(last, hi - x, np.diff(x, append=hi))
+    # a user's rows at one x share the gap to their next x equally (as item_weights' units
+    # do): the gap of every tie but the last was 0, and the row order chose the one counted
+    first = np.ones(x.size, dtype=bool)
+    first[1:] = (codes[1:] != codes[:-1]) | (x[1:] != x[:-1])
+    run = np.cumsum(first) - 1
+    run_x, run_code = x[first], codes[first]
+    last = np.ones(run_x.size, dtype=bool)
+    last[:-1] = run_code[1:] != run_code[:-1]
+    gap = np.where(last, hi - run_x, np.diff(run_x, append=hi))
+    spacing = (gap / np.bincount(run, minlength=run_x.size))[run]
     out = np.zeros((n, 2 * grid.size))
     sums, mass = out[:, : grid.size], out[:, grid.size :]
     for start in range(0, x.size, _CHUNK_ROWS):
@@ -273,7 +286,7 @@ def _curve_rows(
     design: PanelDesign, column: int, domain: tuple[float, float]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp]]:
     """x, y and user codes of a design's rows with x in the domain, by user, then by x
-    (stable: ties keep the rows' order). x is private: a row outside is a missing value."""
+    (stable; a user's rows at one x share its gap: :func:`curve_sums`). x is private: a row outside is a missing value."""
     lo, hi = domain
     x = design.X[:, column]
     inside = np.flatnonzero((x >= lo) & (x <= hi))
