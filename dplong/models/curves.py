@@ -286,7 +286,8 @@ def _curve_rows(
     design: PanelDesign, column: int, domain: tuple[float, float]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp]]:
     """x, y and user codes of a design's rows with x in the domain, by user, then by x
-    (stable; a user's rows at one x share its gap: :func:`curve_sums`). x is private: a row outside is a missing value."""
+    (stable; a user's rows at one x share its gap: :func:`curve_sums`). x is private: a row
+    outside is a missing value."""
     lo, hi = domain
     x = design.X[:, column]
     inside = np.flatnonzero((x >= lo) & (x <= hi))
