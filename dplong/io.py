@@ -255,7 +255,7 @@ def _read_csv(path: Path, header: pd.Index, wanted: list[str] | None = None) -> 
         except pd.errors.ParserError:
             frame = None
     if frame is None or any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
-        frame, left_out = _read_lines(path, header, dict.fromkeys(header, str))
+        frame, left_out = _read_lines(path, header)
         frame = frame if wanted is None else frame[wanted]
         one = left_out == 1
         _tell_data_holder(
@@ -277,9 +277,7 @@ def _read_csv(path: Path, header: pd.Index, wanted: list[str] | None = None) -> 
     return frame
 
 
-def _read_lines(
-    path: Path, header: pd.Index, dtypes: Mapping[str, type[str]]
-) -> tuple[pd.DataFrame, int]:
+def _read_lines(path: Path, header: pd.Index) -> tuple[pd.DataFrame, int]:
     """:func:`_read_csv`'s rows a line at a time: the lines below the header that parse on
     their own into at most ``len(header)`` fields, parsed as pandas parses them (the same
     missing cells), and how many lines were left out."""
@@ -297,7 +295,9 @@ def _read_lines(
             left_out += 1
         elif line.strip():
             kept.append(line)
-    frame = pd.read_csv(io.StringIO("\n".join(kept)), dtype=dict(dtypes), index_col=False)
+    frame = pd.read_csv(
+        io.StringIO("\n".join(kept)), dtype=dict.fromkeys(header, str), index_col=False
+    )
     return frame, left_out
 
 
