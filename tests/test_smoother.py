@@ -429,3 +429,68 @@ def test_a_skewed_response_tail_is_counted_and_allowed_for() -> None:
             "y ~ x", _sine_responses(seed, None), domain=(0, 1)
         ).fit(epsilon=4.0, random_state=seed)
         assert "tail" in [e.stage for e in res.privacy.entries] and not res.warnings
+
+
+def _two_clumps(seed: int) -> pd.DataFrame:
+    """2,000 design points in [0, 0.3] and [0.7, 1] (a gap between), y = sin(3x) + N(0, 0.3²)."""
+    rng = np.random.default_rng(seed)
+    x = np.r_[rng.uniform(0.0, 0.3, 1000), rng.uniform(0.7, 1.0, 1000)]
+    return pd.DataFrame({"x": x, "y": np.sin(3 * x) + rng.normal(0.0, 0.3, x.size)})
+
+
+def test_grid_points_no_design_point_reaches_are_withheld_not_released_as_noise() -> None:
+    """An Epanechnikov kernel of bandwidth 0.05 reaches no design point from x = 0.4, 0.5, 0.6:
+    the Priestley–Chao sum there is empty and its release was the noise alone, shown as a
+    curve value with a band about it (centrally; locally the value was exactly 0 with a zero
+    band). Those points are now withheld with their reason, the vector released is the other
+    points' (its ledger says how many), and the note names them. The point 0.3 carries the
+    gap's weight: its weights sum to about 6.5 (public), and a note says so."""
+    model = dplong.PriestleyChao.from_formula(
+        "y ~ x", _two_clumps(3), domain=(0, 1), kernel="epanechnikov", bandwidth=0.05, grid=11
+    )
+    for options in ({}, {"privacy": "local", "bound": 3.0}):
+        res = model.fit(epsilon=1.0, noise_sd=0.3, amplitude=1.0, random_state=4, **options)
+        gap = np.isclose(res.grid, 0.4) | np.isclose(res.grid, 0.5) | np.isclose(res.grid, 0.6)
+        assert res.params[gap].isna().all() and res.params[~gap].notna().all()
+        assert res.withheld.tolist() == ["no design point"] * 3
+        assert not res.failed.any()  # a public fact of the design, not a failed release
+        (reach,) = [w for w in res.warnings if "kernel's reach" in w]
+        assert "x = 0.4, 0.5, 0.6" in reach
+        (mass,) = [w for w in res.warnings if "sum to" in w]
+        assert mass.startswith("At x = 0.3 ")
+        if not options:
+            assert res.privacy.to_frame().iloc[-1]["target"] == "curve at 8 points"
+            assert not any("overflow" in w for w in res.warnings)
+
+
+def test_a_stated_bandwidth_reaching_no_grid_point_is_refused_before_noise() -> None:
+    """Design points in [0, 0.1], grid points 0.5 and 0.9, an Epanechnikov bandwidth of 0.02:
+    no grid point is reached (a public fact). It was a bare AssertionError after the scale's
+    noise; now a ParameterError naming the bandwidth, before any draw. The automatic bandwidth
+    on the same design widens until a grid point is reached, and withholds the rest."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.0, 0.1, 2000)
+    data = pd.DataFrame({"x": x, "y": np.sin(x) + rng.normal(0.0, 0.3, x.size)})
+    model = dplong.PriestleyChao.from_formula(
+        "y ~ x", data, domain=(0, 1), kernel="epanechnikov", bandwidth=0.02, grid=[0.5, 0.9]
+    )
+    draws = np.random.default_rng(6)
+    state = draws.bit_generator.state
+    with pytest.raises(dplong.exceptions.ParameterError, match=r"bandwidth=0\.02 leaves every"):
+        model.fit(epsilon=1.0, noise_sd=0.3, amplitude=1.0, random_state=draws)
+    assert draws.bit_generator.state == state
+    automatic = dplong.PriestleyChao.from_formula(
+        "y ~ x", data, domain=(0, 1), kernel="epanechnikov", grid=[0.05, 0.5, 0.9]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = automatic.fit(epsilon=1.0, noise_sd=0.3, amplitude=1.0, random_state=7)
+    assert res.params.notna().any()
+    assert res.params.isna().tolist() == [not reached for reached in _reaches(res, data)]
+
+
+def _reaches(res: dplong.results.CurveResults, data: pd.DataFrame) -> list[bool]:
+    """Whether the kernel of bandwidth ``res.bandwidth`` reaches a design point from each grid
+    point (the Epanechnikov kernel's support is [-1, 1])."""
+    distance = np.abs(res.grid[:, None] - data["x"].to_numpy()[None, :]).min(axis=1)
+    return (distance < res.bandwidth).tolist()

@@ -269,6 +269,12 @@ class NadarayaWatson(PanelModel):
         half = (high - low) / 2.0
         names = tuple(f"x={g:.6g}" for g in self._grid)
         planned = planned_noise_sd(nadaraya_watson_sensitivity(n, half, reach, floor), budget)
+        if planned > half:  # public: the plan's noise against the bounds
+            notes += (
+                f"The curve's privacy noise (sd {planned:.4g}) exceeds half the width of the "
+                f"bounds [{low:g}, {high:g}] that y is clipped to: its values and bands say "
+                "less than the bounds themselves; raise n or epsilon, or widen the bandwidth.",
+            )
         checkpoint(  # every refusal is decided: dplong.plan stops here, before any noise
             FitPlan(
                 n,
@@ -310,10 +316,12 @@ class NadarayaWatson(PanelModel):
                 "release (the 'ptr test' entry of the ledger); refitting spends the budget "
                 "again. Raise n or epsilon, widen the bandwidth or lower ptr_floor.",
             )
+        # the smoothed curve of clipped responses lies in the bounds: the estimate is shown
+        # there (post-processing; nearer to every value inside them, so the bands lose nothing)
         curve = (
             np.full(size, np.nan)
             if release.estimate is None
-            else release.estimate + (low + high) / 2.0
+            else np.clip(release.estimate + (low + high) / 2.0, low, high)
         )
         sampling = 0.0 if noise_sd is None else sigma / math.sqrt(floor * n)
         centre = (low + high) / 2.0
@@ -339,7 +347,8 @@ class NadarayaWatson(PanelModel):
         )
         assumptions = (
             f"Item-level: every row is a unit; x projected onto [{self._domain[0]:g}, "
-            f"{self._domain[1]:g}], y clipped to [{low:g}, {high:g}] (public).",
+            f"{self._domain[1]:g}], y clipped to [{low:g}, {high:g}] (public); the curve "
+            "shown within those bounds.",
             f"ePTR (seed Alg 5 on the grid): degree floor {floor:.4g} n, one test and one "
             "Gaussian vector; released only when the test passed (a DP outcome).",
             "Sampling error bounded by noise_sd / √(floor n)."

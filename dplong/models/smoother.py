@@ -12,6 +12,7 @@ which also asks the accountant and settles the ledger. The rows are read by
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -70,6 +71,7 @@ class ItemSmoother(PriestleyChao):
                 "estimated when neither is given); scale= applies to user-level curves"
             )
         n, name = self.nobs_users, self._design.outcome
+        lo, hi = self._domain
         request = self._request(n, 1, **common)
         options, rng = request.options, request.rng
         lipschitz, sup_norm, amplitude = given.lipschitz, given.sup_norm, given.amplitude
@@ -103,6 +105,14 @@ class ItemSmoother(PriestleyChao):
             if plan is not None and not stated and not affords_count(plan)
             else ()
         )
+        if not isinstance(self._bandwidth, str):  # a stated bandwidth: the reach is public now
+            fixed = float(self._bandwidth)
+            grid = self._resolve_grid(fixed)
+            if not _reached(item_weights(self._x, grid, self._kernel, fixed, hi)).any():
+                raise ParameterError(
+                    f"bandwidth={fixed:g} leaves every grid point beyond the kernel's reach of "
+                    "the design points: widen the bandwidth, or place the grid where x is"
+                )
         # every refusal is decided (dplong.plan stops here); one vector release, not the engine's
         block = PlannedBlock(("curve",), 1.0, stated, None, notes=unchecked)
         checkpoint(FitPlan(n, options, (block,)))
@@ -115,7 +125,6 @@ class ItemSmoother(PriestleyChao):
         else:
             where = paper_centre(self._y, name, options, paper_options, rng, sigma, amp)
         sigma = where.sigma
-        lo, hi = self._domain
         spread = amp if amp > 0 else sigma  # estimated scale: the responses' spread stands in
         lf_auto = smooth_lf if smooth_lf is not None else 2.0 * spread / (hi - lo)
 
@@ -135,27 +144,35 @@ class ItemSmoother(PriestleyChao):
                 spacing=largest_spacing(self._x, hi),
             )
 
-        b = bandwidth(where.width)
-        grid = self._resolve_grid(b)
-        weights = item_weights(self._x, grid, self._kernel, b, hi)
+        def design_weights(width: float) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
+            b = bandwidth(width)
+            while True:  # ends: at b >= the domain's length every grid point is reached
+                grid = self._resolve_grid(b)
+                weights = item_weights(self._x, grid, self._kernel, b, hi)
+                if _reached(weights).any():
+                    return b, grid, weights
+                b *= 2.0  # an automatic b that reaches no grid point (a stated one was refused)
+
+        b, grid, weights = design_weights(where.width)
+        reached = _reached(weights)
         # the tail the responses' scale cannot see, counted from the curve's budget of the
         # mechanism its public weights pick (the engine's tail rule)
-        tail = response_tail(self._y, name, where, weights, rng)
+        tail = response_tail(self._y, name, where, weights[:, reached], rng)
         if tail.width != where.width and isinstance(self._bandwidth, str):
             # a wider projection's noise asks for a wider bandwidth (public: released numbers)
-            b = bandwidth(tail.width)
-            grid = self._resolve_grid(b)
-            weights = item_weights(self._x, grid, self._kernel, b, hi)
+            b, grid, weights = design_weights(tail.width)
+            reached = _reached(weights)
         centre, width = where.centre, tail.width
         target = (
             f"{self._design.outcome} (projected responses)"
             if options.local
-            else (f"curve at {grid.size} points")
+            else (f"curve at {int(reached.sum())} points")
         )
+        # a grid point no design point reaches would be released as noise alone: not released
         curve_release = release_linear(
             _project(self._y, centre, width),
             width,
-            weights,
+            weights[:, reached],
             tail.budget,
             rng,
             local=options.local,
@@ -199,13 +216,17 @@ class ItemSmoother(PriestleyChao):
                 remedy="so could one gathered at a few x; state noise_sd and amplitude, or "
                 "model a transform (np.log1p) of a skewed response",
             )
+        mass = weights.sum(axis=0)  # Σ_i a_i(x): public, the design's
+        notes += _design_notes(
+            grid, mass, reached, self._kernel.boundary_width(b, self._domain), self._domain
+        )
         with np.errstate(over="ignore", invalid="ignore"):  # a far miss overflows its figures
-            curve = centre * weights.sum(axis=0) + curve_release.total  # Σ_i a_i(x): public
-            total_sd = np.broadcast_to(curve_release.sd, grid.shape).astype(float)
+            curve = centre * mass + _spread(curve_release.total, reached)
+            total_sd = _spread(np.broadcast_to(curve_release.sd, reached.sum()), reached)
             sampling_sd = sigma * np.sqrt((weights**2).sum(axis=0))  # Lemma 4.9's Mad term
             variance = np.square(np.full(grid.size, sigma))
         # a number whose error figures overflow says nothing: withheld, as in the engine
-        unbounded = overflowed(curve, total_sd, sampling_sd) & (not where.lost)
+        unbounded = overflowed(curve, total_sd, sampling_sd) & reached & (not where.lost)
         if unbounded.any():
             notes += (
                 "No curve (NaN): its error figures overflow (responses of hundreds of orders "
@@ -220,9 +241,9 @@ class ItemSmoother(PriestleyChao):
                 f"{width:.4g}): its values and bands say less than that interval itself; "
                 "raise epsilon, widen the bandwidth or use fewer grid points.",
             )
-        withheld = unbounded | where.lost
+        withheld = unbounded | where.lost | ~reached
         if withheld.any():
-            failed = True
+            failed = failed or bool((unbounded | where.lost).any())
             curve = np.where(withheld, np.nan, curve)
             total_sd = np.where(withheld, np.nan, total_sd)
             sampling_sd = np.where(withheld, np.nan, sampling_sd)
@@ -231,7 +252,7 @@ class ItemSmoother(PriestleyChao):
             names=tuple(f"x={g:.6g}" for g in grid),
             estimate=curve,
             noise_sd=total_sd,
-            noise_scale=np.broadcast_to(curve_release.scale, grid.shape).astype(float),
+            noise_scale=_spread(np.broadcast_to(curve_release.scale, reached.sum()), reached),
             noise_kind=curve_release.kind,
             sampling_sd=sampling_sd,
             bias=bias,
@@ -252,7 +273,7 @@ class ItemSmoother(PriestleyChao):
             if smooth_lf is None or smooth_f is None
             else item_bias_bound(self._x, grid, weights, smooth_lf, smooth_f)
         )
-        return self._curve_results(
+        results = self._curve_results(
             [release],
             options,
             index=pd.Index(grid, name="x"),
@@ -260,6 +281,10 @@ class ItemSmoother(PriestleyChao):
             assumptions=assumptions,
             smoothing_bias=smoothing,
         )
+        if reached.all():
+            return results
+        unreached = dict.fromkeys(results.params.index[~reached], "no design point")
+        return dataclasses.replace(results, withheld_why={**results.withheld_why, **unreached})
 
 
 def _positive(value: Any, name: str, what: str) -> float:
@@ -269,6 +294,57 @@ def _positive(value: Any, name: str, what: str) -> float:
     if not (math.isfinite(number) and number > 0):
         raise ParameterError(f"{name} ({what}) must be a positive number, got {value!r}")
     return number
+
+
+def _reached(weights: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """The grid points some design point's kernel weight reaches (public: the design's)."""
+    return np.asarray(np.abs(weights).max(axis=0) > 0.0)
+
+
+def _spread(values: NDArray[np.float64], reached: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """The released coordinates placed at the grid points reached, NaN at the others."""
+    full = np.full(reached.size, np.nan)
+    full[reached] = values
+    return full
+
+
+def _design_notes(
+    grid: NDArray[np.float64],
+    mass: NDArray[np.float64],
+    reached: NDArray[np.bool_],
+    zeta: float,
+    domain: tuple[float, float],
+) -> tuple[str, ...]:
+    """Where the public design leaves the smoother short: grid points no design point reaches
+    (withheld), and interior points whose kernel weights sum far from 1, where the Riemann sum
+    of Def 4.8 misses the kernel's integral (a gap in the design) and the curve is not near f."""
+    lo, hi = domain
+    interior = (grid >= lo + zeta) & (grid <= hi - zeta)
+    off = reached & interior & (np.abs(mass - 1.0) > 0.5)
+    notes = []
+    if not reached.all():
+        notes.append(
+            f"No curve (NaN) at x = {_points(grid[~reached])}: no design point lies within "
+            "the kernel's reach; widen the bandwidth or place the grid where x is."
+        )
+    if off.any():
+        notes.append(
+            f"At x = {_points(grid[off])} the design's kernel weights Σ a_i(x) sum to "
+            f"{_range(mass[off])}, not about 1 (a gap in the public "
+            "design): the curve there is a distorted multiple of f, and its bias bound (given "
+            "lipschitz= and sup_norm=) is large; widen the bandwidth or place the grid where x is."
+        )
+    return tuple(notes)
+
+
+def _range(values: NDArray[np.float64]) -> str:
+    low, high = f"{values.min():.3g}", f"{values.max():.3g}"
+    return low if low == high else f"{low} to {high}"
+
+
+def _points(values: NDArray[np.float64]) -> str:
+    shown = ", ".join(f"{v:.4g}" for v in values[:5])
+    return shown + (f" and {values.size - 5} more" if values.size > 5 else "")
 
 
 def _project(y: NDArray[np.float64], centre: float, width: float) -> NDArray[np.float64]:
