@@ -9,7 +9,6 @@ The reduction is in :mod:`~dplong.models.mean_values`, the ``by=`` grouping in
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -18,7 +17,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from dplong._grouping import factorize_groups
-from dplong._validation import RandomState, checked_call, refuse_arguments
+from dplong._validation import RandomState, checked_call
 from dplong.dask_frames import column_name, design_spec, is_dask, outcome_rows, require_dask
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import (
@@ -90,7 +89,7 @@ def winsorized_mean(
     gamma: float = DEFAULT_GAMMA,
     refine: bool = True,
     lower: float | ArrayLike | None = None,
-    tail: Tail | Moment | None = None,
+    tail: Tail | Moment | AssumedTail | None = None,
     names: Sequence[str] | None = None,
     by: ArrayLike | str | None = None,
     levels: Sequence[Any] | Mapping[str, Sequence[Any]] | None = None,
@@ -477,60 +476,66 @@ class ColumnMean:
         declared in ``levels`` as ``{by: [...]}`` (or by its pandas ``Categorical`` dtype)."""
         return cls(formula, data, groups, by=by, levels=levels)
 
+    def __repr__(self) -> str:
+        return f"{self.model_name}({self.formula!r}, n_users={self.nobs_users})"
+
     @checked_call
-    def fit(self, **options: Any) -> PanelResults:
-        """:func:`winsorized_mean` of the column with ``options`` (its own defaults apply);
-        the data's options (``values``, ``groups``, ``names``, ``by``, ``levels``) are the
-        model's, and any other keyword is refused by name."""
-        _check_fit_options(type(self).__name__, options)
-        default_engine = (
-            options.get("privacy", "central") == "central"
-            and options.get("variant", "default") == "default"
-        )
-        known: dict[str, Any] = {
-            "lower": self.lower,
-            "tail": None if self.tail is None else AssumedTail(self.tail),
-        }
-        stated: dict[str, Any] = {
-            **(known if default_engine else {}),
-            "by": self._by,
-            "levels": self._levels,
-        }
+    def fit(
+        self,
+        *,
+        epsilon: float,
+        delta: float | None = None,
+        scale: float | ArrayLike | str = "estimate",
+        tau: float | ArrayLike | None = None,
+        focus: Focus = None,
+        privacy: PrivacyModel = "central",
+        bound: float | ArrayLike | None = None,
+        variant: Variant = "default",
+        gamma: float = DEFAULT_GAMMA,
+        refine: bool = True,
+        lower: float | ArrayLike | None = None,
+        tail: Tail | Moment | AssumedTail | None = None,
+        by_constant: bool = False,
+        random_state: RandomState = None,
+        rng: RandomState = None,
+        accountant: Accountant | None = None,
+    ) -> PanelResults:
+        """:func:`winsorized_mean` of the column, with its options and defaults; the data's
+        (``values``, ``groups``, ``names``, ``by``, ``levels``) are the model's.
+
+        ``lower`` and ``tail`` left at None are the model's own (:attr:`lower`, :attr:`tail`:
+        a count's support and tail for :class:`~dplong.PoissonMean`), where the default
+        engine runs (central, ``variant="default"``); given, they replace them.
+        """
+        default_engine = privacy == "central" and variant == "default"
+        if default_engine:
+            lower = self.lower if lower is None else lower
+            tail = (None if self.tail is None else AssumedTail(self.tail)) if tail is None else tail
         results = winsorized_mean(
             self._values,
+            epsilon=epsilon,
+            delta=delta,
             groups=self._groups,
+            scale=scale,
+            tau=tau,
+            focus=focus,
+            privacy=privacy,
+            bound=bound,
+            variant=variant,
+            gamma=gamma,
+            refine=refine,
+            lower=lower,
+            tail=tail,
             names=[self.column],
-            **{k: v for k, v in stated.items() if v is not None and k not in options},
-            **options,
+            by=self._by,
+            levels=self._levels,
+            by_constant=by_constant,
+            random_state=random_state,
+            rng=rng,
+            accountant=accountant,
         )
         spec = ModelSpec(self.model_name, self.formula, self.nobs_users, (self.column,), type(self))
         return dataclasses.replace(results, model=spec, formula=self.formula)
-
-
-#: :func:`winsorized_mean`'s keywords that a formula model sets itself, from its data.
-_MODEL_KEYWORDS = ("values", "groups", "names", "by", "levels")
-#: The keywords a formula model's ``fit`` passes on to :func:`winsorized_mean`.
-_FIT_KEYWORDS = tuple(
-    k for k in inspect.signature(winsorized_mean).parameters if k not in _MODEL_KEYWORDS
-)
-
-
-def _check_fit_options(model: str, options: Mapping[str, Any]) -> None:
-    """Refuse a keyword of ``fit`` that :func:`winsorized_mean` does not take, or that the
-    model sets from its data, naming it (before any noise)."""
-    for keyword in options:
-        if keyword in _MODEL_KEYWORDS:
-            raise ParameterError(
-                f"{model}.fit takes no {keyword}=: the model sets it from its formula and data "
-                "(give groups, by and levels to from_formula)"
-            )
-        if keyword not in _FIT_KEYWORDS:
-            refuse_arguments(
-                f"{model}.fit",
-                "got an unexpected keyword argument",
-                [keyword],
-                list(_FIT_KEYWORDS),
-            )
 
 
 def _outcome(
