@@ -786,27 +786,6 @@ FROM_FORMULA: list[tuple[str, Callable[..., object], dict[str, Any], type[Dplong
         "'z' has dtype complex128",
     ),
     (
-        "ols unhashable times",
-        _ols,
-        {"data": panel().assign(time=[{"day": 1}] * len(panel())), "time": "time"},
-        DataError,
-        "time must",
-    ),
-    (
-        "ols times with and without a time zone",
-        _ols,
-        {
-            "data": panel().assign(
-                when=panel()["when"]
-                .astype(object)
-                .where(panel().index != 0, pd.Timestamp("2000-01-01", tz="UTC"))
-            ),
-            "time": "when",
-        },
-        DataError,
-        "time must",
-    ),
-    (
         "ols unhashable ids",
         _ols,
         {"data": panel().assign(user=[[1]] * len(panel()))},

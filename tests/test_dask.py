@@ -741,20 +741,26 @@ def test_groups_must_name_a_column_of_a_dask_frame(data: pd.DataFrame) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def test_a_person_whose_id_is_a_number_in_one_file_and_text_in_another_is_refused(
+def test_a_person_whose_id_is_a_number_in_one_file_and_text_in_another_is_one_user(
     tmp_path: Path,
 ) -> None:
     """One Parquet file storing the ids as numbers and another as text (13 and "13"): each
     person in both would count as two users, each with the whole budget (protected at twice
-    the stated ε), and n was one too many without a word. Refused in memory and from the
-    Parquet files, by the command line's fit and plan alike; ids that are numbers in one file
-    and floats in another (13 and 13.0) are one id."""
+    the stated ε), and n was one too many without a word. In memory such ids are one user
+    (the data holder told; a refusal there was decided by one row's id), with the fit of the
+    ids stored alike; from the Parquet files, whose sums a shuffle adds up by id, refused by
+    the command line's fit and plan alike. Ids that are numbers in one file and floats in
+    another (13 and 13.0) are one id."""
     pytest.importorskip("pyarrow")
     wages = dplong.datasets.load_wage_panel()
     texts = wages.iloc[2180:].assign(nr=wages["nr"].iloc[2180:].astype(str))
     mixed = pd.concat([wages.iloc[:2180], texts], ignore_index=True)
-    with pytest.raises(DataError, match="differ only in their type"):
-        dplong.LongitudinalOLS.from_formula("lwage ~ exper", mixed, groups="nr")
+    with pytest.warns(dplong.exceptions.DataHolderWarning, match="taken as one user"):
+        merged = dplong.LongitudinalOLS.from_formula("lwage ~ exper", mixed, groups="nr")
+    alike = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr")
+    assert merged.nobs_users == alike.nobs_users == 545
+    fits = [m.fit(epsilon=4.0, random_state=0).params for m in (merged, alike)]
+    pd.testing.assert_series_equal(*fits)
     folder = tmp_path / "mixed"
     folder.mkdir()
     wages.iloc[:2180].to_parquet(folder / "a.parquet", index=False)

@@ -415,6 +415,29 @@ def test_a_text_time_is_ordered_as_text_and_the_data_holder_told() -> None:
     np.testing.assert_array_equal(by_text.y[:12], data["y"].to_numpy()[:12][as_text])
 
 
+def test_one_time_of_another_kind_orders_the_rows_instead_of_refusing_the_fit() -> None:
+    """A fit refused because one row's time had a time zone (or was text among numbers) was a
+    refusal one user's cell decided. Dates with and without a zone are now ordered as instants
+    (those without taken as UTC: the same order as all naive here), and kinds that do not
+    compare (a date among numbers, dicts) by their text, the data holder told each time (on
+    the screen only)."""
+    data = panel(rows=12)
+    dates = pd.Series(pd.to_datetime(data["t"], unit="D")).astype(object)
+    naive = build_design("y ~ x", data.assign(t=dates), groups="user", time="t")
+    dates.iloc[0] = dates.iloc[0].tz_localize("UTC")
+    with pytest.warns(dplong.exceptions.DataHolderWarning, match="taken as UTC"):
+        zoned = build_design("y ~ x", data.assign(t=dates), groups="user", time="t")
+    np.testing.assert_array_equal(zoned.y, naive.y)
+    mixed = data["t"].astype(object)
+    mixed.iloc[0] = pd.Timestamp("2020-01-01")  # a date among numbers: they do not compare
+    with pytest.warns(dplong.exceptions.DataHolderWarning, match="ordered by the values' text"):
+        design = build_design("y ~ x", data.assign(t=mixed), groups="user", time="t")
+    assert design.n == build_design("y ~ x", data, groups="user").n
+    unhashable = data.assign(t=[{"day": t} for t in data["t"]])  # ordered by their text
+    with pytest.warns(dplong.exceptions.DataHolderWarning, match="ordered by the values' text"):
+        assert build_design("y ~ x", unhashable, groups="user", time="t").n == design.n
+
+
 @pytest.mark.parametrize(
     ("formula", "match"),
     [

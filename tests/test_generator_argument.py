@@ -48,6 +48,7 @@ def _entry_points() -> dict[str, Callable[..., Any]]:
 
 _WAGES = linear_panel(300, 6, [1.0, 0.5], random_state=0)
 _ROWS = np.random.default_rng(1).normal(5.0, 1.0, size=(400, 2))
+_COUNTS = _WAGES.assign(y=np.random.default_rng(3).poisson(3.0, len(_WAGES)))
 _CURVE = pd.DataFrame({"x": np.arange(2000) / 2000})
 _CURVE["y"] = np.sin(2 * np.pi * _CURVE["x"]) + np.random.default_rng(2).normal(0, 0.5, 2000)
 _GROWTH = _WAGES.assign(age=_WAGES["time"] / 6)
@@ -61,6 +62,9 @@ def _params(res: Any) -> np.ndarray:
 CALLS: dict[str, Callable[..., Any]] = {
     "winsorized_mean": lambda **kw: _params(
         dplong.winsorized_mean(_ROWS, epsilon=4.0, scale=1.0, **kw)
+    ),
+    "PoissonMean.fit": lambda **kw: _params(
+        dplong.PoissonMean.from_formula("y ~ 1", _COUNTS, groups="user").fit(epsilon=4.0, **kw)
     ),
     "LongitudinalOLS.fit": lambda **kw: _params(
         dplong.LongitudinalOLS.from_formula("y ~ x1", _WAGES, groups="user").fit(

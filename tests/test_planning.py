@@ -789,7 +789,8 @@ def test_a_mean_plans_with_its_fit_options_and_grouping() -> None:
     with pytest.raises(dplong.exceptions.ParameterError, match="by='year' needs its declared"):
         dplong.plan("lwage ~ 1", model="mean", n=545, epsilon=1.0, by="year")
     with pytest.raises(
-        dplong.exceptions.ArgumentError, match=r"argument 'scal' \(did you mean 'scale'"
+        dplong.exceptions.ArgumentError,
+        match=r"option of neither ColumnMean.from_formula nor .fit: 'scal' \(did you mean 'scale'",
     ):
         dplong.plan("lwage ~ 1", model="mean", n=545, epsilon=1.0, scal=1.0)
 

@@ -11,7 +11,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dplong._validation import warn
-from dplong.exceptions import DataError, DataHolderWarning
+from dplong.exceptions import DataHolderWarning
 from dplong.formula.users import GroupsLike, column_or_array
 
 
@@ -55,10 +55,10 @@ def _sort_key(times: NDArray[Any]) -> NDArray[Any]:
     ...     warnings.simplefilter("ignore")
     ...     _sort_key(np.array(["b", "a", "c"], dtype=object))
     array([1, 0, 2])
-    >>> _sort_key(np.array([{"week": 1}], dtype=object))  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    dplong.exceptions.DataError: time must hold values that can be ordered, of one kind ...
+    >>> with warnings.catch_warnings():  # kinds that do not compare: ordered by their text
+    ...     warnings.simplefilter("ignore")
+    ...     _sort_key(np.array([2, "b", {"week": 1}], dtype=object))   # '"b"' < "2" < "{..."
+    array([1, 0, 2])
     """
     if times.dtype.kind in "biufmM":
         return times
@@ -71,12 +71,30 @@ def _sort_key(times: NDArray[Any]) -> NDArray[Any]:
         )
     try:
         ranks: NDArray[np.intp] = pd.factorize(times, sort=True)[0]
-    except TypeError:  # dicts, dates with and without a time zone: never echoed, they are data
-        raise DataError(
-            "time must hold values that can be ordered, of one kind (numbers, text, or dates "
-            "all with or all without a time zone); got values that cannot be compared"
-        ) from None
+    except TypeError:  # ordered all the same: one row's kind never decides whether a fit runs
+        return _mixed_key(pd.Series(times))
     return ranks
+
+
+def _mixed_key(times: pd.Series) -> NDArray[Any]:
+    """A key for times of kinds that do not compare, the data holder told (never the results):
+    dates with and without a time zone as instants (those without taken as UTC), anything
+    else by its text (``repr``; missing times stay missing and their rows are dropped)."""
+    if pd.api.types.infer_dtype(times, skipna=True) == "datetime":
+        warn(
+            "time mixes dates with and without a time zone: those without are taken as UTC "
+            "(on your screen only: dplong.exceptions.DataHolderWarning).",
+            DataHolderWarning,
+        )
+        return pd.to_datetime(times, utc=True).to_numpy()
+    warn(
+        "time mixes kinds of values that do not compare (numbers, text, dates or others): "
+        "each user's rows are ordered by the values' text; store time as one kind (on your "
+        "screen only: dplong.exceptions.DataHolderWarning).",
+        DataHolderWarning,
+    )
+    text = times.map(repr).where(times.notna())
+    return np.asarray(pd.factorize(text, sort=True)[0])
 
 
 def _grouped(codes: NDArray[np.intp], time: NDArray[Any] | None) -> bool:

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from dplong.exceptions import DataError, FormulaError, InsufficientUsersError
+from dplong._validation import warn
+from dplong.exceptions import DataError, DataHolderWarning, FormulaError, InsufficientUsersError
 
 GroupsLike = str | ArrayLike
 
@@ -38,14 +39,52 @@ def user_codes(ids: NDArray[Any]) -> tuple[NDArray[np.intp], NDArray[Any]]:
         raise DataError(
             "groups must be hashable user ids (numbers or text), got unhashable values"
         ) from None
-    check_id_types(np.asarray(uniques))
-    return codes.astype(np.intp, copy=False), np.asarray(uniques)
+    codes, uniques = _text_twins_merged(codes, np.asarray(uniques))
+    return codes.astype(np.intp, copy=False), uniques
+
+
+def _text_twins_merged(
+    codes: NDArray[np.intp], uniques: NDArray[Any]
+) -> tuple[NDArray[np.intp], NDArray[Any]]:
+    """Ids that read the same as text (``13`` and ``"13"``) taken as one user, the data holder
+    told (never the results): one person whose id is stored as a number in some rows and as
+    text in others would otherwise count as two users, each with the whole budget, and be
+    protected at twice the stated ε. Merged rather than refused: one row's id never decides
+    whether a fit runs. The user keeps the id first seen.
+
+    Examples
+    --------
+    >>> import numpy as np, warnings
+    >>> from dplong.formula.users import _text_twins_merged
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     _text_twins_merged(np.array([0, 1, 2, -1]), np.array([13, "a", "13"], dtype=object))
+    (array([ 0,  1,  0, -1]), array([13, 'a'], dtype=object))
+    """
+    if uniques.dtype != object or uniques.size < 2:
+        return codes, uniques
+    if pd.api.types.infer_dtype(uniques, skipna=True) not in ("mixed", "mixed-integer"):
+        return codes, uniques  # one type (text, as the command line reads a CSV's ids)
+    text = pd.Index(uniques).map(str)
+    if text.is_unique:
+        return codes, uniques
+    warn(
+        "groups holds ids that differ only in their type (a number and the same text, as 13 "
+        "and '13'): each such pair is taken as one user; store the ids as one type (on your "
+        "screen only: dplong.exceptions.DataHolderWarning).",
+        DataHolderWarning,
+    )
+    merged, _ = pd.factorize(text, sort=False)  # first appearance kept
+    first = np.unique(merged, return_index=True)[1]
+    return np.where(codes >= 0, merged[np.maximum(codes, 0)], -1), uniques[first]
 
 
 def check_id_types(ids: NDArray[Any]) -> None:
-    """Refuse distinct user ids that read the same as text (``13`` and ``"13"``): one person
-    whose id is stored as a number in some rows (or files) and as text in others would count
-    as two users, each with the whole budget, and be protected at twice the stated ε.
+    """Refuse distinct user ids that read the same as text (``13`` and ``"13"``) where they
+    cannot be merged as in memory (:func:`user_codes`): across a Dask frame's partitions, whose
+    sums are shuffled by id, one person stored as a number in one file and as text in another
+    would count as two users, each with the whole budget, and be protected at twice the stated
+    ε. (A property of the files' column types; the command line's plan refuses them too.)
 
     Examples
     --------

@@ -26,6 +26,9 @@ from dplong.planning.search import _budget_passes, _quiet_passes, _smallest_user
 from dplong.planning.stand_in import STAND_IN_USER, _builder, stand_in_rows
 from dplong.privacy.budget import QUIET_REMEDY
 
+#: The fit's options that plan refuses: it draws no noise and spends nothing.
+_NOT_PLANNED = ("random_state", "rng", "accountant")
+
 
 @checked_call
 def plan(
@@ -116,7 +119,7 @@ def plan(
         raise ParameterError(f"model {model_name} takes no time (its rows are not ordered)")
     model_options = {k: v for k, v in options.items() if k in model_params}
     fit_options = {k: v for k, v in options.items() if k not in model_params}
-    for fixed in ("random_state", "rng", "accountant"):
+    for fixed in _NOT_PLANNED:
         if fixed in fit_options:
             raise ParameterError(f"plan takes no {fixed}: it draws no noise and spends nothing")
     needed = [
@@ -169,8 +172,12 @@ def plan(
                 "plan",
                 f"got an option of neither {model_name}.from_formula nor .fit:",
                 unknown,
-                [k for k in inspect.signature(plan).parameters if k != "options"]
-                + [param.name for param in fit_params],
+                list(  # plan's own, then the fit's it passes on, each once
+                    dict.fromkeys(
+                        [k for k in inspect.signature(plan).parameters if k != "options"]
+                        + [p.name for p in fit_params if p.name not in _NOT_PLANNED]
+                    )
+                ),
             )
 
     def attempt(fitted: Any, eps: float) -> object:
