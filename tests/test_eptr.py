@@ -235,6 +235,33 @@ def test_nadaraya_watson_noisier_than_its_bounds_says_so_and_shows_the_curve_ins
     assert not any("bounds [-1, 2]" in w for res in fits[3000] for w in res.warnings)
 
 
+def test_nadaraya_watson_without_noise_sd_warns_and_a_tiny_bandwidth_is_planned_quickly() -> None:
+    """Without ``noise_sd`` the bands hold the privacy noise only: an audit measured them
+    covering the smoothed curve in 73 % of fits at 200,000 rows, ε = 8, where the sampling
+    error is the larger, with nothing in the warnings (only an assumption line). A note says
+    so now, and not where noise_sd is stated. A bandwidth of 1e-9 made the kernel's reach
+    (public) a mesh of the whole domain at b / 64: a bare MemoryError of 477 GiB. The mesh
+    now covers the grid points' windows only, and the fit runs (its test refuses: no row is
+    that close to a grid point)."""
+    rng = np.random.default_rng(2)
+    x = rng.uniform(0, 1, 3000)
+    data = pd.DataFrame({"x": x, "y": x + rng.normal(0, 0.1, x.size)})
+    model = dplong.NadarayaWatson.from_formula(
+        "y ~ x", data, domain=(0, 1), bounds=(-1, 2), bandwidth=0.1
+    )
+    bare = model.fit(epsilon=1.0, random_state=0)
+    stated = model.fit(epsilon=1.0, noise_sd=0.1, random_state=0)
+    assert any(w.startswith("No noise_sd: the bands hold") for w in bare.warnings)
+    assert not any("No noise_sd" in w for w in stated.warnings)
+    narrow = dplong.NadarayaWatson.from_formula(
+        "y ~ x", data, domain=(0, 1), bounds=(-1, 2), bandwidth=1e-9
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        refused = narrow.fit(epsilon=1.0, noise_sd=0.1, random_state=0)
+    assert refused.params.isna().all() and (refused.withheld == "ptr ⊥").all()
+
+
 @pytest.mark.parametrize(
     ("build", "fit", "match"),
     [

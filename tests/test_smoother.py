@@ -494,3 +494,56 @@ def _reaches(res: dplong.results.CurveResults, data: pd.DataFrame) -> list[bool]
     point (the Epanechnikov kernel's support is [-1, 1])."""
     distance = np.abs(res.grid[:, None] - data["x"].to_numpy()[None, :]).min(axis=1)
     return (distance < res.bandwidth).tolist()
+
+
+def test_responses_the_count_sees_none_of_off_zero_withhold_the_curve() -> None:
+    """5,000 0/1 responses, 2-12 % ones, given only ε = 1: the scale stage's count sees no
+    response off 0, so the responses are taken as 0, and the curve was released as 0 with a
+    band about 4e-151 wide that excluded the truth at every point, while the note said no
+    estimate is given (an audit's finding; 48 of 50 such fits). It is now withheld, as the
+    engine withholds such a column ("unseen"), with that note."""
+    rng = np.random.default_rng(1000)
+    x = np.sort(rng.uniform(0, 1, 5000))
+    y = (rng.uniform(size=x.size) < 0.02 + 0.1 * x**2).astype(float)
+    model = dplong.PriestleyChao.from_formula(
+        "y ~ x", pd.DataFrame({"x": x, "y": y}), domain=(0, 1)
+    )
+    res = model.fit(epsilon=1.0, random_state=0)
+    assert res.params.isna().all() and (res.withheld == "unseen").all()
+    (note,) = res.warnings
+    assert "sees no others" in note and "no estimate (NaN) is given" in note
+    stated = model.fit(epsilon=1.0, noise_sd=0.5, amplitude=0.5, random_state=0)
+    assert stated.params.notna().all()  # stated scales: no count, a curve with its bands
+
+
+def test_stated_smoothness_puts_the_smoothing_bias_in_the_bands() -> None:
+    """f(x) = sin(2πx), 20,000 equidistant points, N(0, 0.5²) errors, ε = 1, bandwidth 0.1,
+    ``lipschitz=2π`` and ``sup_norm=1`` stated: the kernel flattens the sine's peaks by about
+    0.1 (about 2 band half-widths), so ``curve()``'s bands, which held the noise and the
+    sampling error only, covered f at 9 % of interior points over an audit's 60 fits (the
+    error bound, with the smoothing bias, at 100 %), with no warning. The bands now hold the
+    smoothing bias too (a bound, exact on the public design): every interior point of 10 fits
+    covers f; the assumption line says the bands concern f."""
+    x = np.arange(20_000) / 20_000
+    grid = np.linspace(0.25, 0.75, 11)
+    covered = []
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        data = pd.DataFrame({"x": x, "y": np.sin(2 * np.pi * x) + rng.normal(0, 0.5, x.size)})
+        model = dplong.PriestleyChao.from_formula(
+            "y ~ x", data, domain=(0, 1), bandwidth=0.1, grid=grid
+        )
+        res = model.fit(
+            epsilon=1.0,
+            noise_sd=0.5,
+            amplitude=1.0,
+            lipschitz=2 * np.pi,
+            sup_norm=1.0,
+            random_state=seed,
+        )
+        band = res.curve()
+        truth = np.sin(2 * np.pi * res.grid)
+        covered.append(((band["lower"] <= truth) & (truth <= band["upper"])).to_numpy())
+        assert ((band["upper"] - band["estimate"]) > res.smoothing_bias).all()
+    assert np.all(covered)
+    assert any("bands and the error bound include" in a for a in res.assumptions)

@@ -59,7 +59,8 @@ __all__ = [
 class ResponseCentre:
     """Where the responses were located — the projection's centre and half-width, their
     error sd — what the curve may spend after it, and the stage's ledger entries, notes and
-    verdicts (``lost``: no curve can be released)."""
+    verdicts (``lost``: no curve can be released; ``unseen``: because the responses' count saw
+    none off the value most share, as the engine's unseen columns)."""
 
     centre: float
     width: float
@@ -72,6 +73,7 @@ class ResponseCentre:
     failed: bool
     lost: bool
     notes: tuple[str, ...]
+    unseen: bool = False
     #: the default engine's: what its stages released, and its plan with the tail stage's
     #: share where the responses' tail is counted (:func:`response_tail`; ``budget`` is the
     #: curve's without a count)
@@ -121,8 +123,14 @@ def engine_centre(
     )
     # the midpoint's and the scale's private checks (a median beside or below them all)
     checked = any(m is not None and bool(m[0]) for m in (where.beside, where.collapsed))
-    lost = bool(where.sparse[0] or where.unresolved[0] or unsure or checked)
-    notes = plan.notes + where.scale_notes((name,), sparse=where.sparse, shown=np.array([not lost]))
+    # responses the count saw none of off 0: taken as 0, the curve a band of width 0 about 0
+    # (the engine withholds such a column, "unseen"; its note says no estimate is given)
+    unseen = where.scan is not None and bool(where.scan.unseen[0])
+    missed = bool(where.sparse[0] or where.unresolved[0] or unsure or checked)
+    lost = missed or unseen
+    notes = plan.notes + where.scale_notes(
+        (name,), sparse=where.sparse, shown=np.array([not missed])
+    )
     if unsure and not (where.sparse[0] or where.unresolved[0]):
         notes += (
             "No curve (NaN): the release's own figures say its private midpoint or scale "
@@ -155,6 +163,7 @@ def engine_centre(
         failed=lost,
         lost=lost,
         notes=notes,
+        unseen=unseen,
         location=where,
         plan=tailed,
     )
@@ -193,9 +202,7 @@ def response_tail(
     half-width and budget are the located ones and the bound is 0 (the projection clips but
     with probability γ under the stated model)."""
     plan, location = where.plan, where.location
-    # nothing to count where the responses are taken as 0 (their count saw none off it)
-    unseen = location is not None and location.scan is not None and location.scan.unseen[0]
-    if plan is None or location is None or not plan.tail or where.lost or unseen:
+    if plan is None or location is None or not plan.tail or where.lost:
         return ResponseTail(where.width, where.budget, (), 0.0, False, ())
     # the count and the curve calibrated together (one call more than where.budget's)
     whole = vector_budget(plan, refined=location.refined)

@@ -281,10 +281,14 @@ class ItemSmoother(PriestleyChao):
             assumptions=assumptions,
             smoothing_bias=smoothing,
         )
-        if reached.all():
+        why = (
+            dict.fromkeys(results.params.index, "unseen")
+            if where.unseen
+            else dict.fromkeys(results.params.index[~reached], "no design point")
+        )
+        if not why:
             return results
-        unreached = dict.fromkeys(results.params.index[~reached], "no design point")
-        return dataclasses.replace(results, withheld_why={**results.withheld_why, **unreached})
+        return dataclasses.replace(results, withheld_why={**results.withheld_why, **why})
 
 
 def _positive(value: Any, name: str, what: str) -> float:
@@ -360,6 +364,6 @@ def _smoothness_note(lipschitz: float | None, sup_norm: float | None) -> str:
             "Σ a_i(x) f(x_i), not f itself (give lipschitz= and sup_norm= to bound the bias)."
         )
     return (
-        f"f is {lipschitz:g}-Lipschitz with |f| <= {sup_norm:g}: the error bound includes the "
-        "smoothing bias, computed on the public design."
+        f"f is {lipschitz:g}-Lipschitz with |f| <= {sup_norm:g}: the bands and the error bound "
+        "include the smoothing bias, computed on the public design, and concern f itself."
     )

@@ -445,11 +445,21 @@ def kernel_reach(
     True
     """
     lo, hi = domain
-    steps = max(2, math.ceil(64.0 * (hi - lo) / bandwidth) + 1)
+    # only points within the kernel's reach of a grid point can reach further than 1 (at a
+    # grid point it is at least 1): a Gaussian's values underflow to 0 beyond 39 b, so the
+    # mesh covers the windows g ± W b alone, however narrow b is against the domain
+    window = min(kernel.support, 39.0) * bandwidth
+    starts = np.maximum(np.sort(grid) - window, lo)
+    ends = np.minimum(np.sort(grid) + window, hi)
+    merged = np.maximum.accumulate(ends)  # windows overlapping the next are one stretch
+    breaks = np.flatnonzero(starts[1:] > merged[:-1]) + 1
+    first, last = np.split(starts, breaks), np.split(merged, breaks)
     reach = 0.0
-    for chunk in np.array_split(np.linspace(lo, hi, steps), max(1, steps // 2048)):
-        values = kernel((grid[None, :] - chunk[:, None]) / bandwidth) / kernel.sup_norm
-        reach = max(reach, float(np.sqrt((values**2).sum(axis=1)).max()))
+    for a, z in zip((f[0] for f in first), (e[-1] for e in last), strict=True):
+        steps = max(2, math.ceil(64.0 * (z - a) / bandwidth) + 1)
+        for chunk in np.array_split(np.linspace(a, z, steps), max(1, steps // 2048)):
+            values = kernel((grid[None, :] - chunk[:, None]) / bandwidth) / kernel.sup_norm
+            reach = max(reach, float(np.sqrt((values**2).sum(axis=1)).max()))
     slack = math.sqrt(grid.size) * kernel.lipschitz / kernel.sup_norm / 128.0
     return min(reach + slack, math.sqrt(grid.size))
 
