@@ -35,6 +35,27 @@ def _format(value: object) -> str:
     return str(value)
 
 
+def _resolve_estimates(shown: pd.DataFrame, params: pd.DataFrame) -> None:
+    """Show each row's estimate and interval ends to two significant digits of its standard
+    error, at least the four of :func:`_format`: 1e6 + 0.5 with a std err of 0.03 reads
+    1000000.50, not 1e+06 (in place; the DataFrames keep full precision)."""
+    if "estimate" not in params or "std err" not in params:
+        return
+    numbers = [c for c in params.columns if c == "estimate" or c.startswith("[") or c.endswith("]")]
+    values = params[numbers].apply(pd.to_numeric, errors="coerce")
+    estimate = values["estimate"].to_numpy(dtype=float)
+    error = pd.to_numeric(params["std err"], errors="coerce").to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = np.floor(np.log10(np.abs(estimate))) - np.floor(np.log10(error))
+    for row in np.flatnonzero(np.isfinite(gap) & (gap + 2 > 4)).tolist():
+        digits = int(min(gap[row] + 2, 17))
+        name = shown.index[row]
+        for column in numbers:
+            value = float(values.iloc[row][column])
+            if np.isfinite(value) and shown.at[name, column] != "":
+                shown.at[name, column] = f"{value:.{digits}g}"
+
+
 def _table(
     frame: pd.DataFrame, title: str | None = None, index: bool = True, headers: bool = True
 ) -> SimpleTable:
@@ -138,6 +159,7 @@ class Summary:
             if name in shown.index:
                 shown.loc[name] = ""
                 shown.loc[name, shown.columns[0]] = f"withheld: {why}"
+        _resolve_estimates(shown, self.params)
         if shown.index.dtype.kind == "f":
             # a curve's grid points, named as its warnings name them: 0.3, not
             # 0.30000000000000004 (np.linspace's); exact where 6 digits would merge two
@@ -290,8 +312,9 @@ class Summary:
         """CSV rendering of what the text shows: the title, the public facts (name, value),
         the parameter table with its header, the ledger's line, the warnings and the notes,
         one per row, blocks apart by an empty row. Numbers as the text shows them (4
-        significant digits); for full precision write the DataFrames (:attr:`params`,
-        :attr:`info`) with pandas' ``to_csv``.
+        significant digits, an estimate more where its std err needs them); for full
+        precision write the DataFrames (:attr:`params`, :attr:`info`) with pandas'
+        ``to_csv``.
 
         Examples
         --------

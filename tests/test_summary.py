@@ -327,3 +327,22 @@ def test_warnings_opening_with_a_name_said_once() -> None:
         "(Similar for ['xage'].)",
         "'xage': something else.",
     )
+
+
+def test_an_estimate_far_from_zero_is_shown_to_its_standard_error() -> None:
+    """User means about 1e6 with an sd of 1: the summary showed the estimate and both ends of
+    its interval as 1e+06 (four significant digits), so the interval read as a point. Each
+    row now shows them to two significant digits of its std err; a row whose std err is
+    within four digits of its estimate keeps the four (the wage panel's mean: 1.649)."""
+    values = 1e6 + np.random.default_rng(0).normal(0.0, 1.0, (3000, 1))
+    res = dplong.winsorized_mean(values, epsilon=1.0, random_state=0)
+    row = res.summary().params.loc["x"]
+    shown = str(res.summary()).splitlines()
+    (line,) = [text for text in shown if text.startswith("x ")]
+    lower, upper = res.conf_int().loc["x"]
+    assert f"{lower:.7g}" in line and f"{upper:.7g}" in line and "1e+06" not in line
+    assert row["std err"] < 10  # the digits follow it: seven for an error of units at 1e6
+    wages = dplong.datasets.load_wage_panel()
+    plain = dplong.winsorized_mean(wages["lwage"], groups=wages["nr"], epsilon=1.0, random_state=0)
+    (line,) = [text for text in str(plain.summary()).splitlines() if text.startswith("lwage")]
+    assert f"{plain.params['lwage']:.4g}" in line
