@@ -269,12 +269,6 @@ class NadarayaWatson(PanelModel):
         half = (high - low) / 2.0
         names = tuple(f"x={g:.6g}" for g in self._grid)
         planned = planned_noise_sd(nadaraya_watson_sensitivity(n, half, reach, floor), budget)
-        if noise_sd is None:  # an assumption line says so too; a band this narrow misleads
-            notes += (
-                "No noise_sd: the bands hold the privacy noise only, not the sampling error "
-                "of the smoother, and can miss the smoothed curve where that error is the "
-                "larger; state noise_sd (a bound on the errors' sd) for bands that hold both.",
-            )
         if planned > half:  # public: the plan's noise against the bounds
             notes += (
                 f"The curve's privacy noise (sd {planned:.4g}) exceeds half the width of the "
@@ -298,6 +292,12 @@ class NadarayaWatson(PanelModel):
             )
         )
         afford(request.accountant, options.epsilon, options.delta)
+        if noise_sd is None:  # an assumption line says so too; no ε cures it (not the plan's)
+            notes += (
+                "No noise_sd: the bands hold the privacy noise only, not the sampling error "
+                "of the smoother, and can miss the smoothed curve where that error is the "
+                "larger; state noise_sd (a bound on the errors' sd) for bands that hold both.",
+            )
         for note in notes:
             warn(note)
         # ---- no randomness was drawn above this line ----------------------------------------
