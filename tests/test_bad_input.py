@@ -1994,3 +1994,25 @@ def test_cli_parquet_parts_that_disagree_on_a_dtype(csv: Path) -> None:
         expected = run_cli(csv, ["DATA=mixed.csv", *argv])
     assert code == 0 and "Traceback" not in err, err
     assert out == expected[1]
+
+
+def test_one_user_at_the_doubles_edge_raises_no_numpy_warning() -> None:
+    """One user's responses at 1e308: their sums overflow to inf, which the releases clip as
+    any far value, but numpy said so in a RuntimeWarning ("overflow encountered in reduceat",
+    "... in multiply") that the other data sets did not raise: a message one user's rows
+    decided, outside the data holder's warnings. None now."""
+    rng = np.random.default_rng(1)
+    rows = pd.DataFrame({"id": np.repeat(np.arange(400), 5), "y": rng.normal(size=2000)})
+    rows["x"] = rng.uniform(0, 10, len(rows))
+    rows.loc[rows["id"] == 7, "y"] = 1e308
+    fits = (
+        lambda: dplong.RandomEffectsLocation.from_formula("y ~ 1", rows, groups="id"),
+        lambda: dplong.PriestleyChao.from_formula(
+            "y ~ x", rows, groups="id", domain=(0, 10), bandwidth=1.5, grid=8
+        ),
+    )
+    for build in fits:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", dplong.exceptions.DplongWarning)
+            warnings.simplefilter("error", RuntimeWarning)
+            build().fit(epsilon=4.0, random_state=0)

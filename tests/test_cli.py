@@ -1478,3 +1478,29 @@ def test_one_persons_malformed_line_decides_that_line_alone(
     argv = ["mean", "--formula", "lwage ~ 1", "--groups", "nr", "--epsilon", "1"]
     code, out, err = run(["fit", str(bad), "--model", *argv])
     assert code == 0 and "Users (n):                                    545" in out, err
+
+
+def test_the_plan_counts_the_users_the_fit_counts_where_an_id_is_infinite(
+    tmp_path: Path,
+) -> None:
+    """Float ids with one user's id inf: the fit takes it as missing (as NaN), and the plan
+    counted it, n one more than the fit's (an audit's finding). Both now say 399."""
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(1)
+    rows = pd.DataFrame({"id": np.repeat(np.arange(400), 5).astype(float)})
+    rows["x"] = rng.normal(size=len(rows))
+    rows["y"] = 1 + 0.5 * rows["x"] + rng.normal(size=len(rows))
+    rows.loc[rows["id"] == 7, "id"] = np.inf
+    path = tmp_path / "ids.parquet"
+    rows.to_parquet(path)
+    argv = [str(path), "--model", "ols", "--formula", "y ~ x", "--groups", "id"]
+    counts = []
+    for extra in (["plan"], ["fit", "--seed", "0"]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            code, out, _ = run([extra[0], *argv, "--epsilon", "4", *extra[1:]])
+        assert code == 0
+        found = re.search(r"Users \(n\):\s+(\d+)", out)
+        assert found is not None
+        counts.append(int(found.group(1)))
+    assert counts == [399, 399]

@@ -890,3 +890,13 @@ def test_a_local_plan_forecasts_the_local_models_warning() -> None:
     assert "Privacy: local, epsilon 2" in str(plan.summary())  # it said central
     scaled = dplong.plan("lwage ~ 1", model="mean", n=545, scale=0.2, **options)
     assert not any("no count checked" in w for w in (*scaled.warnings, *stated.warnings))
+
+
+def test_the_plan_tells_no_data_holder_of_its_stand_in_rows() -> None:
+    """The planner builds the model on stand-in rows; ``PoissonMean`` told the data holder that
+    1,600 of them held counts that are not whole numbers, as if of the analyst's data (it reads
+    none). Nothing is said of the stand-in rows now."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", dplong.exceptions.DataHolderWarning)
+        planned = dplong.plan("cnt ~ 1", model="poisson", n=400, epsilon=1.0)
+    assert not planned.refused

@@ -76,7 +76,8 @@ def _count_units(args: argparse.Namespace, by_user: bool) -> int:
         raw = read_file(args.data, columns={c: f for c, f in named.items() if c is not None})
         if not by_user:  # item-level: every row is a unit
             return int(raw.shape[0].compute() if is_dask(raw) else raw.shape[0])
-        ids = raw[args.groups].dropna().unique()
+        ids = raw[args.groups]
+        ids = ids[~ids.isin([np.inf, -np.inf])].dropna().unique()  # missing, as user_codes
         distinct = np.asarray(ids.compute() if is_dask(raw) else ids)
     check_id_types(distinct)
     return len(distinct)

@@ -56,7 +56,8 @@ def user_sums(
     """Per-user sums of k column-major series, (k x rows) -> (n x k); zeros for absent users."""
     starts = segment_starts(codes) if starts is None else starts
     out = np.zeros((n, columns.shape[0]))
-    out[codes[starts]] = np.add.reduceat(columns, starts, axis=1).T
+    with np.errstate(over="ignore", invalid="ignore"):  # inf: a far value (curves.curve_sums)
+        out[codes[starts]] = np.add.reduceat(columns, starts, axis=1).T
     return out
 
 

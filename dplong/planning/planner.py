@@ -7,6 +7,7 @@ import functools
 import inspect
 import math
 import re
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -15,7 +16,7 @@ import pandas as pd
 import patsy
 
 from dplong._validation import checked_call, describe, real_number, refuse_arguments
-from dplong.exceptions import DplongError, ParameterError
+from dplong.exceptions import DataHolderWarning, DplongError, ParameterError
 from dplong.planning.advice import _note_remedy
 from dplong.planning.checkpoints import FitPlan
 from dplong.planning.decision import _decide, _released, is_budget_refusal
@@ -331,9 +332,12 @@ def _without_stand_ins(err: DplongError) -> DplongError:
 @contextlib.contextmanager
 def _said_without_stand_ins() -> Iterator[None]:
     """A refusal raised within, said without the stand-in rows' columns
-    (:func:`_without_stand_ins`)."""
+    (:func:`_without_stand_ins`); what the model tells a data holder of the stand-in rows
+    (:class:`~dplong.exceptions.DataHolderWarning`: they are no one's) is not said."""
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataHolderWarning)
+            yield
     except DplongError as err:
         clean = _without_stand_ins(err)
         if clean is err:
