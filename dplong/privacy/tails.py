@@ -234,6 +234,9 @@ LUMP_SDS = 2.0
 #: spent only where the first found heavy columns, whose wide clips make their means' noise
 #: the smaller worry; docs/design/engine.md has the lump it must see).
 SECOND_RUNG = 1.5
+#: The count at a lump's re-balanced clip, which anchors its bias bound (:func:`tail_rule`),
+#: in the same units.
+LUMP_ANCHOR = 0.25
 
 #: The share of the means' budget (after the second rung's) for the heavy columns' signed counts
 #: (:func:`_side_clips`), in units of the first count's: spent only where the first found heavy
@@ -665,6 +668,19 @@ def tail_rule(
             root,
         )
         entries.append(_tail_entry(_named(names, heavy), rung_total))
+        if lump and np.any(wide > counted * (1.0 + 1e-12)):
+            # the lump's Pareto tail is anchored at the second rung; a lump much wider than
+            # that rung (a near-zero spike beside a broad component) holds several times its
+            # mass beyond the re-balanced clip. A count at the clip anchors the bias bound
+            # there instead (docs/accuracy.md); the clip stays.
+            anchor_epsilon, mean_budget = mean_budget.tail_split(LUMP_ANCHOR * plan.tail)
+            anchor_total = float(np.sum(anchor_epsilon))
+            clipped, clipped_sd = _count_beyond(
+                matrix, where.centre, heavy, wide, anchor_total, rng, root
+            )
+            reach = np.where(heavy, clipped + EDGE_SDS * clipped_sd, reach)
+            rung = np.where(heavy, wide, rung)
+            entries.append(_tail_entry(_named(names, heavy), anchor_total))
         upper, lower = wide, wide
         # a lump re-anchored reach and rung at the second count already: its own anchor only
         # where there was none
@@ -1231,12 +1247,7 @@ def _second_rung(
     the second. A function of the data through the count only."""
     bulk, wide = radii
     rung, reach = anchor
-    with np.errstate(over="ignore", invalid="ignore"):
-        deviations = np.abs(matrix - centre) * (1.0 if root is None else root)
-        exact = int(np.sum(np.any(deviations > np.where(heavy, wide, np.inf), axis=1)))
-    rate = float(geometric_rate(epsilon, 1.0))
-    count = float(exact + two_sided_geometric(rng, rate, (1,))[0])
-    sd = math.sqrt(float(two_sided_geometric_variance(rate)))
+    count, sd = _count_beyond(matrix, centre, heavy, wide, epsilon, rng, root)
     a = TAIL_INDEX
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         predicted = float(np.sum(np.where(heavy, reach * (rung / wide) ** a, 0.0)))
@@ -1249,6 +1260,26 @@ def _second_rung(
         balanced = np.clip(_balanced(wide, share, mean_epsilon), wide, TAIL_REACH * bulk)
         final = np.where(heavy, np.fmin(balanced, MAX_RADIUS), wide)
     return final, np.where(heavy, upper, reach), np.where(heavy, wide, rung), True, upper
+
+
+def _count_beyond(
+    matrix: NDArray[np.float64],
+    centre: NDArray[np.float64],
+    heavy: NDArray[np.bool_],
+    radius: NDArray[np.float64],
+    epsilon: float,
+    rng: np.random.Generator,
+    root: NDArray[np.float64] | None,
+) -> tuple[float, float]:
+    """One private count of the users beyond ``radius`` about ``centre`` in a ``heavy`` column
+    (sensitivity 1: a user is counted once; two-sided geometric noise at ``epsilon``), and its
+    noise sd."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        deviations = np.abs(matrix - centre) * (1.0 if root is None else root)
+        exact = int(np.sum(np.any(deviations > np.where(heavy, radius, np.inf), axis=1)))
+    rate = float(geometric_rate(epsilon, 1.0))
+    count = float(exact + two_sided_geometric(rng, rate, (1,))[0])
+    return count, math.sqrt(float(two_sided_geometric_variance(rate)))
 
 
 def tail_bias(
