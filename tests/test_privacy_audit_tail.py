@@ -1,6 +1,7 @@
 """Privacy audit (docs/design §5.4) of the engine's tail stage (``tails._tail_radius``): the
 one count of users beyond the rung ``TAIL_RUNG σ̂`` from the released centre in any of the
-columns, and its second rung's count beyond the widened radii (``tails._second_rung``), each
+columns, its second rung's count beyond the widened radii (``tails._second_rung``), and the
+count at a lump's clip that anchors its bias bound (``tails._count_beyond``), each
 released with two-sided geometric noise at ε (sensitivity 1: replacing one user moves it by
 at most 1, however many of their columns move); and the signed count of a heavy column's
 users above less below its rung (``tails._signed_counts``), at ε with sensitivity 2 (a user
@@ -44,7 +45,14 @@ from dplong.privacy.noise import (
     two_sided_geometric,
     two_sided_geometric_variance,
 )
-from dplong.privacy.tails import EDGE_SDS, TAIL_RUNG, _second_rung, _signed_counts, _tail_radius
+from dplong.privacy.tails import (
+    EDGE_SDS,
+    TAIL_RUNG,
+    _count_beyond,
+    _second_rung,
+    _signed_counts,
+    _tail_radius,
+)
 
 EPS = 1.0
 OTHERS = np.concatenate(
@@ -70,9 +78,11 @@ USERS = {
 RUNS, BROKEN_RUNS = 30_000, 10_000
 #: the stage's counts: the first rung, and the second and the signed counts where the first
 #: found a heavy tail
-RUNGS = ["first", "second", "sides"]
+RUNGS = ["first", "second", "sides", "anchor"]
 #: Each count's sensitivity: replacing one user moves the signed count by up to 2
-SENSITIVITY = {"first": 1.0, "second": 1.0, "sides": 2.0}
+SENSITIVITY = {"first": 1.0, "second": 1.0, "sides": 2.0, "anchor": 1.0}
+#: The counts of users beyond a radius, each of sensitivity 1
+COUNTS = ["first", "second", "anchor"]
 
 
 def _matrix(user: str) -> NDArray[np.float64]:
@@ -111,7 +121,12 @@ def _package(user: str, rung: str = "first") -> Callable[[np.random.Generator], 
         difference = _signed_counts(matrix, WHERE.centre, heavy, np.full(2, TAIL_RUNG), EPS, rng)
         return float(difference[0])
 
-    return {"first": first, "second": second, "sides": sides}[rung]
+    def anchor(rng: np.random.Generator) -> float:  # at a lump's clip, here TAIL_RUNG σ̂
+        heavy = np.ones(2, dtype=bool)
+        count, _ = _count_beyond(matrix, WHERE.centre, heavy, np.full(2, TAIL_RUNG), EPS, rng, None)
+        return count
+
+    return {"first": first, "second": second, "sides": sides, "anchor": anchor}[rung]
 
 
 def _replica(
@@ -178,7 +193,7 @@ def _audit(pair: tuple[str, str], noise_fraction: float = 1.0, rung: str = "firs
     [("centre", "far"), ("centre", "+inf"), ("none", "far")],
     ids=["inside-vs-far", "inside-vs-inf", "none-vs-far"],
 )
-@pytest.mark.parametrize("rung", RUNGS[:2])
+@pytest.mark.parametrize("rung", COUNTS)
 def test_tail_count_audit(pair: tuple[str, str], rung: str) -> None:
     bound = _audit(pair, rung=rung)
     assert bound <= EPS
