@@ -236,7 +236,7 @@ LUMP_SDS = 2.0
 SECOND_RUNG = 1.5
 #: The count at a lump's re-balanced clip, which anchors its bias bound (:func:`tail_rule`),
 #: in the same units.
-LUMP_ANCHOR = 0.25
+LUMP_ANCHOR = 1.0
 
 #: The share of the means' budget (after the second rung's) for the heavy columns' signed counts
 #: (:func:`_side_clips`), in units of the first count's: spent only where the first found heavy
@@ -668,27 +668,38 @@ def tail_rule(
             root,
         )
         entries.append(_tail_entry(_named(names, heavy), rung_total))
-        if lump and np.any(wide > counted * (1.0 + 1e-12)):
-            # the lump's Pareto tail is anchored at the second rung; a lump much wider than
-            # that rung (a near-zero spike beside a broad component) holds several times its
-            # mass beyond the re-balanced clip. A count at the clip anchors the bias bound
-            # there instead (docs/accuracy.md); the clip stays.
+        # a lump re-anchored reach and rung at the second count already: its own anchor only
+        # where there was none
+        far = None if lump else (beyond, counted)
+        # the re-balanced clip at its reach: the balance stopped by the limit, not by the tail
+        capped = heavy & (wide >= np.fmin(TAIL_REACH * radius, MAX_RADIUS) * (1.0 - 1e-12))
+        if lump and np.any(capped):
+            # the lump's Pareto tail is anchored at the second rung, and the clip balanced
+            # against it would have gone further: a lump much wider than that rung (a
+            # near-zero spike beside a broad component) holds several times the tail's mass
+            # beyond the clip. A count at the clip tests that tail there as the second tested
+            # the first's: where its lower confidence count exceeds it, the bias bound is
+            # anchored at the clip on that count; else the lower of the two anchors' bounds
+            # stands, as where the second rung found no lump (docs/accuracy.md). The clip
+            # stays.
             anchor_epsilon, mean_budget = mean_budget.tail_split(LUMP_ANCHOR * plan.tail)
             anchor_total = float(np.sum(anchor_epsilon))
             clipped, clipped_sd = _count_beyond(
                 matrix, where.centre, heavy, wide, anchor_total, rng, root
             )
-            reach = np.where(heavy, clipped + EDGE_SDS * clipped_sd, reach)
-            rung = np.where(heavy, wide, rung)
             entries.append(_tail_entry(_named(names, heavy), anchor_total))
+            at_clip = np.full(wide.shape, clipped + EDGE_SDS * clipped_sd)
+            # the users beyond the clip at least (a lower confidence count) bound it from below
+            seen = max(clipped - LUMP_SDS * clipped_sd, 0.0)
+            if seen > 0.0 and _exceeds(seen, 0.0, heavy, (rung, reach), wide):
+                reach, rung = np.where(heavy, seen, reach), np.where(heavy, wide, rung)
+            else:
+                far = (at_clip, np.where(heavy, wide, np.inf))
         upper, lower = wide, wide
-        # a lump re-anchored reach and rung at the second count already: its own anchor only
-        # where there was none
-        far = None if lump else (beyond, counted)
         # which side each heavy tail is on (design notes, "Heavy tails"), where no lump
         # re-anchored the tail beyond the wider clip: a lump takes one clip for both sides, and
         # the signed counts would be spent for nothing (a 90 %-zero mixture, docs/accuracy.md)
-        if sided and far is not None:
+        if sided and far is not None and not lump:
             first = (float(reach[0]), threshold, joint)
             sides = _measured_sides(
                 matrix, where, names, heavy, (radius, rung, wide), first, (plan, mean_budget),
@@ -1248,10 +1259,7 @@ def _second_rung(
     bulk, wide = radii
     rung, reach = anchor
     count, sd = _count_beyond(matrix, centre, heavy, wide, epsilon, rng, root)
-    a = TAIL_INDEX
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        predicted = float(np.sum(np.where(heavy, reach * (rung / wide) ** a, 0.0)))
-        lump = count > min(predicted, float(np.max(reach))) + LUMP_SDS * sd
+    lump = _exceeds(count, sd, heavy, (rung, reach), wide)
     upper = np.full(wide.shape, count + EDGE_SDS * sd)
     if not lump:
         return wide, reach, rung, False, upper
@@ -1260,6 +1268,22 @@ def _second_rung(
         balanced = np.clip(_balanced(wide, share, mean_epsilon), wide, TAIL_REACH * bulk)
         final = np.where(heavy, np.fmin(balanced, MAX_RADIUS), wide)
     return final, np.where(heavy, upper, reach), np.where(heavy, wide, rung), True, upper
+
+
+def _exceeds(
+    count: float,
+    sd: float,
+    heavy: NDArray[np.bool_],
+    anchor: tuple[NDArray[np.float64], NDArray[np.float64]],
+    radius: NDArray[np.float64],
+) -> bool:
+    """Whether a noisy ``count`` (noise ``sd``) of the users beyond ``radius`` exceeds what the
+    Pareto tails through ``anchor`` = (rung, upper count) put there, at most ``Σ_j C (r_j /
+    R_j)^α`` and at most C, by :data:`LUMP_SDS` sds: a lump (post-processing)."""
+    rung, reach = anchor
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        predicted = float(np.sum(np.where(heavy, reach * (rung / radius) ** TAIL_INDEX, 0.0)))
+        return bool(count > min(predicted, float(np.max(reach))) + LUMP_SDS * sd)
 
 
 def _count_beyond(
