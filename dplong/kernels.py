@@ -97,6 +97,23 @@ class Kernel:
         lo, hi = domain
         return bandwidth * self.tail_point(bandwidth / (hi - lo))
 
+    def boundary_points(
+        self, grid: NDArray[np.float64], bandwidth: float, domain: tuple[float, float]
+    ) -> NDArray[np.bool_]:
+        """The grid points within ζ (:meth:`boundary_width`) of the domain's ends: outside
+        ``[ζ, 1 - ζ]``, where Lemma 4.9 gives no guarantee.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dplong.kernels import get_kernel
+        >>> get_kernel("epanechnikov").boundary_points(np.linspace(0, 1, 5), 0.2, (0.0, 1.0))
+        array([ True, False, False, False,  True])
+        """
+        lo, hi = domain
+        zeta = self.boundary_width(bandwidth, domain)
+        return np.asarray((grid < lo + zeta) | (grid > hi - zeta))
+
 
 def _gaussian(u: NDArray[np.float64]) -> NDArray[np.float64]:
     # exp(-0.5 u u) / √(2π), each step in place: an item-level fit's n x G weights

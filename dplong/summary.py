@@ -38,7 +38,7 @@ def _format(value: object) -> str:
 def _resolve_estimates(shown: pd.DataFrame, params: pd.DataFrame) -> None:
     """Show each row's estimate and interval ends to two significant digits of its standard
     error, at least the four of :func:`_format`: 1e6 + 0.5 with a std err of 0.03 reads
-    1000000.50, not 1e+06 (in place; the DataFrames keep full precision)."""
+    1000000.500, not 1e+06 (in place; the DataFrames keep full precision)."""
     if "estimate" not in params or "std err" not in params:
         return
     numbers = [c for c in params.columns if c == "estimate" or c.startswith("[") or c.endswith("]")]

@@ -368,10 +368,8 @@ def curve_results(
 ) -> CurveResults:
     """The results of a curve's releases on the grid ``index`` (any kernel smoother's: every
     parameter is a point of the curve), from released numbers and public facts only."""
-    lo, hi = domain
     grid = index.to_numpy(dtype=float)
-    zeta = kernel.boundary_width(bandwidth, domain)
-    boundary = (grid < lo + zeta) | (grid > hi - zeta)  # Lemma 4.9: x outside [ζ, 1 - ζ]
+    boundary = kernel.boundary_points(grid, bandwidth, domain)
     results = panel_results(
         releases,
         model=model.spec,

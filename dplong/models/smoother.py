@@ -105,10 +105,13 @@ class ItemSmoother(PriestleyChao):
             if plan is not None and not stated and not affords_count(plan)
             else ()
         )
-        if not isinstance(self._bandwidth, str):  # a stated bandwidth: the reach is public now
+        # a stated bandwidth: its grid, weights and reach are public facts already
+        stated_design = None
+        if not isinstance(self._bandwidth, str):
             fixed = float(self._bandwidth)
             grid = self._resolve_grid(fixed)
-            if not _reached(item_weights(self._x, grid, self._kernel, fixed, hi)).any():
+            stated_design = (fixed, grid, item_weights(self._x, grid, self._kernel, fixed, hi))
+            if not _reached(stated_design[2]).any():
                 raise ParameterError(
                     f"bandwidth={fixed:g} leaves every grid point beyond the kernel's reach of "
                     "the design points: widen the bandwidth, or place the grid where x is"
@@ -129,8 +132,6 @@ class ItemSmoother(PriestleyChao):
         lf_auto = smooth_lf if smooth_lf is not None else 2.0 * spread / (hi - lo)
 
         def bandwidth(width: float) -> float:
-            if not isinstance(self._bandwidth, str):
-                return float(self._bandwidth)
             return auto_bandwidth(
                 self._kernel,
                 self._domain,
@@ -145,13 +146,15 @@ class ItemSmoother(PriestleyChao):
             )
 
         def design_weights(width: float) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
+            if stated_design is not None:
+                return stated_design
             b = bandwidth(width)
             while True:  # ends: at b >= the domain's length every grid point is reached
                 grid = self._resolve_grid(b)
                 weights = item_weights(self._x, grid, self._kernel, b, hi)
                 if _reached(weights).any():
                     return b, grid, weights
-                b *= 2.0  # an automatic b that reaches no grid point (a stated one was refused)
+                b *= 2.0  # an automatic b that reaches no grid point
 
         b, grid, weights = design_weights(where.width)
         reached = _reached(weights)
@@ -218,7 +221,7 @@ class ItemSmoother(PriestleyChao):
             )
         mass = weights.sum(axis=0)  # Σ_i a_i(x): public, the design's
         notes += _design_notes(
-            grid, mass, reached, self._kernel.boundary_width(b, self._domain), self._domain
+            grid, mass, reached, self._kernel.boundary_points(grid, b, self._domain)
         )
         with np.errstate(over="ignore", invalid="ignore"):  # a far miss overflows its figures
             curve = centre * mass + _spread(curve_release.total, reached)
@@ -316,15 +319,12 @@ def _design_notes(
     grid: NDArray[np.float64],
     mass: NDArray[np.float64],
     reached: NDArray[np.bool_],
-    zeta: float,
-    domain: tuple[float, float],
+    boundary: NDArray[np.bool_],
 ) -> tuple[str, ...]:
     """Where the public design leaves the smoother short: grid points no design point reaches
     (withheld), and interior points whose kernel weights sum far from 1, where the Riemann sum
     of Def 4.8 misses the kernel's integral (a gap in the design) and the curve is not near f."""
-    lo, hi = domain
-    interior = (grid >= lo + zeta) & (grid <= hi - zeta)
-    off = reached & interior & (np.abs(mass - 1.0) > 0.5)
+    off = reached & ~boundary & (np.abs(mass - 1.0) > 0.5)
     notes = []
     if not reached.all():
         notes.append(

@@ -449,8 +449,8 @@ def kernel_reach(
     # grid point it is at least 1): a Gaussian's values underflow to 0 beyond 39 b, so the
     # mesh covers the windows g ± W b alone, however narrow b is against the domain
     window = min(kernel.support, 39.0) * bandwidth
-    starts = np.maximum(np.sort(grid) - window, lo)
-    ends = np.minimum(np.sort(grid) + window, hi)
+    points = np.sort(grid)
+    starts, ends = np.maximum(points - window, lo), np.minimum(points + window, hi)
     merged = np.maximum.accumulate(ends)  # windows overlapping the next are one stretch
     breaks = np.flatnonzero(starts[1:] > merged[:-1]) + 1
     first, last = np.split(starts, breaks), np.split(merged, breaks)
