@@ -355,7 +355,11 @@ def test_noise_sd_matches_the_noise_and_the_estimate_is_unbiased(case: str) -> N
     seed = 800 + list(NOISE_CASES).index(case)
     mc = simulate_iid(NOISE_N, NOISE_EPS, reps, seed, NOISE_MU, **options)
     assert not mc.failed.any()
-    assert_reliable(mc.reliable)
+    if case == "theory, estimated scale":
+        # the paper's pipeline checks no tail of an estimated scale: every release warns of it
+        assert not mc.reliable.any()
+    else:
+        assert_reliable(mc.reliable)
     # (a) the standardised noise has mean 0 and mean square 1 (module docstring); SEs from
     # the replications (z² of a Laplace has sd √5; measured 0.97-1.05 for mean z²)
     z_mean, z_se = mean_and_se(mc.z)

@@ -1,7 +1,9 @@
 """Privacy audit (docs/design §5.4) of the engine's tail stage (``tails._tail_radius``): the
 one count of users beyond the rung ``TAIL_RUNG σ̂`` from the released centre in any of the
 columns, its second rung's count beyond the widened radii (``tails._second_rung``), and the
-count at a lump's clip that anchors its bias bound (``tails._count_beyond``), each
+count at a lump's clip that anchors its bias bound (``tails._count_beyond``; repeated by
+``tails._lump_anchors`` at each re-balanced clip while it finds the lump past it, each count at
+its own share of the means' budget with its own ledger entry: sequential composition), each
 released with two-sided geometric noise at ε (sensitivity 1: replacing one user moves it by
 at most 1, however many of their columns move); and the signed count of a heavy column's
 users above less below its rung (``tails._signed_counts``), at ε with sensitivity 2 (a user
@@ -49,6 +51,7 @@ from dplong.privacy.tails import (
     EDGE_SDS,
     TAIL_RUNG,
     _count_beyond,
+    _counts_beyond_each,
     _second_rung,
     _signed_counts,
     _tail_radius,
@@ -78,11 +81,12 @@ USERS = {
 RUNS, BROKEN_RUNS = 30_000, 10_000
 #: the stage's counts: the first rung, and the second and the signed counts where the first
 #: found a heavy tail
-RUNGS = ["first", "second", "sides", "anchor"]
-#: Each count's sensitivity: replacing one user moves the signed count by up to 2
-SENSITIVITY = {"first": 1.0, "second": 1.0, "sides": 2.0, "anchor": 1.0}
-#: The counts of users beyond a radius, each of sensitivity 1
-COUNTS = ["first", "second", "anchor"]
+RUNGS = ["first", "second", "sides", "anchor", "each"]
+#: Each count's sensitivity: replacing one user moves the signed count by up to 2, and the
+#: two columns' own counts at a lump's clips by 1 each (L1 2; audited through their sum)
+SENSITIVITY = {"first": 1.0, "second": 1.0, "sides": 2.0, "anchor": 1.0, "each": 2.0}
+#: The counts of users beyond a radius (the columns' own, summed)
+COUNTS = ["first", "second", "anchor", "each"]
 
 
 def _matrix(user: str) -> NDArray[np.float64]:
@@ -126,7 +130,15 @@ def _package(user: str, rung: str = "first") -> Callable[[np.random.Generator], 
         count, _ = _count_beyond(matrix, WHERE.centre, heavy, np.full(2, TAIL_RUNG), EPS, rng, None)
         return count
 
-    return {"first": first, "second": second, "sides": sides, "anchor": anchor}[rung]
+    def each(rng: np.random.Generator) -> float:  # both columns' own counts, summed
+        heavy = np.ones(2, dtype=bool)
+        counts, _, _ = _counts_beyond_each(
+            matrix, WHERE.centre, heavy, np.full(2, TAIL_RUNG), EPS, rng, None, ("a", "b")
+        )
+        return float(np.sum(counts))
+
+    mechanisms = {"first": first, "second": second, "sides": sides, "anchor": anchor}
+    return {**mechanisms, "each": each}[rung]
 
 
 def _replica(
@@ -136,9 +148,11 @@ def _replica(
     ``noise_fraction``: un-broken it is the package draw for draw."""
     exact = _beyond(user, rung)
 
+    draws = 2 if rung == "each" else 1  # one draw a column counted
+
     def mechanism(rng: np.random.Generator) -> float:
         rate = float(geometric_rate(EPS, SENSITIVITY[rung])) / noise_fraction
-        return float(exact + two_sided_geometric(rng, rate, (1,))[0])
+        return float(exact + np.sum(two_sided_geometric(rng, rate, (draws,))))
 
     return mechanism
 
@@ -149,6 +163,8 @@ def _beyond(user: str, rung: str = "first") -> int:
     matrix = _matrix(user)
     if rung == "sides":
         return int(np.sum(matrix[:, 0] > TAIL_RUNG) - np.sum(matrix[:, 0] < -TAIL_RUNG))
+    if rung == "each":
+        return int(np.sum(np.abs(matrix) > TAIL_RUNG))
     return int(np.sum(np.any(np.abs(matrix) > TAIL_RUNG, axis=1)))
 
 
@@ -201,8 +217,9 @@ def test_tail_count_audit(pair: tuple[str, str], rung: str) -> None:
     assert bound > 0.5 * EPS
 
 
-def test_tail_count_audit_has_power() -> None:
-    assert _audit(("centre", "far"), BROKEN_NOISE_FRACTION) > 1.5 * EPS
+@pytest.mark.parametrize("rung", ["first", "each"])
+def test_tail_count_audit_has_power(rung: str) -> None:
+    assert _audit(("centre", "far"), BROKEN_NOISE_FRACTION, rung=rung) > 1.5 * EPS
 
 
 @pytest.mark.parametrize(

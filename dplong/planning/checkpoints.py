@@ -110,7 +110,7 @@ class FitPlan:
                     *(
                         n
                         for b in self.blocks
-                        for n in (*b.notes, *unchecked_tail(b, local=self.options.local))
+                        for n in (*b.notes, *unchecked_tail(b, options=self.options))
                     ),
                 )
             )
@@ -132,13 +132,16 @@ class FitPlan:
         )
 
 
-def unchecked_tail(block: PlannedBlock, *, local: bool = False) -> tuple[str, ...]:
+def unchecked_tail(
+    block: PlannedBlock, *, options: ReleaseOptions | None = None
+) -> tuple[str, ...]:
     """The warning every release of ``block`` carries whose plan affords no tail count where
     the default engine would measure its tail (scale estimated; no bounds, tail or kind stated
     or assumed, an assumed kind's note being the block's own; not ``provisional``), or only a
     count run for a declared support, which sees heavy tails alone
-    (:func:`~dplong.privacy.tails.coarse_count`), or a ``local`` release (the local model's,
-    which runs none; its scale estimated): that no count checked its columns' tails
+    (:func:`~dplong.privacy.tails.coarse_count`), or whose pipeline runs none with its scale
+    estimated (the local model's and the paper's, ``variant="theory"``, in the fit's
+    ``options``): that no count checked its columns' tails
     (:func:`~dplong.privacy.tails.unchecked_warnings`, after the noise; a skewed column's
     warning or its withholding replaces it there). Public facts only.
 
@@ -154,10 +157,13 @@ def unchecked_tail(block: PlannedBlock, *, local: bool = False) -> tuple[str, ..
     """
     plan, d = block.plan, len(block.names)
     every, none = np.ones(d, dtype=bool), np.zeros(d, dtype=bool)
-    if local:  # the local model's release: no count at any ε, warned unless the scale is stated
+    runs_none: Unchecked | None = None
+    if options is not None:
+        runs_none = "local" if options.local else "paper" if options.variant == "theory" else None
+    if runs_none is not None:  # no count at any ε: warned unless the scale is stated
         if block.stated_scale:
             return ()
-        return unchecked_warnings(block.names, every, none, why="local")
+        return unchecked_warnings(block.names, every, none, why=runs_none)
     stated = block.stated_scale or block.bounds is not None or block.tail is not None
     if plan is None or stated or block.provisional:
         return ()

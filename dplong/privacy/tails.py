@@ -81,7 +81,6 @@ __all__ = [
     "tail_bias",
     "tail_rule",
     "tail_users",
-    "unchecked_assumptions",
     "unchecked_notes",
     "unchecked_warnings",
     "with_tail",
@@ -106,6 +105,7 @@ SKEW_SHARE, SKEW_NOISE_SDS = 0.2, 2.0
 _TAIL = "lattice Laplace count beyond the radius"
 _SIGNED = "lattice Laplace counts beyond the rung and the clip, each side"
 _SIDES = "lattice Laplace count above less below the rung"
+_EACH = "lattice Laplace counts beyond the clip, one a column"
 
 #: How far beyond the bulk's radius a heavy column's radius may reach (:func:`_tail_radius`):
 #: the clip of the widest tail the stage vouches for; with little noise a radius far beyond
@@ -199,7 +199,7 @@ def stated_remedy(offers: Collection[str]) -> str:
     return _listed(parts, "or") if parts else ""
 
 
-#: Why no count checked a column's tail (:func:`unchecked_assumptions`), and the remedy: a tail
+#: Why no count checked a column's tail (:func:`unchecked_warnings`), and the remedy: a tail
 #: option shapes the default engine's central release only.
 Unchecked = Literal["blind", "coarse", "unaffordable", "local", "paper"]
 _UNCHECKED: dict[str, tuple[str, str]] = {
@@ -234,9 +234,11 @@ LUMP_SDS = 2.0
 #: spent only where the first found heavy columns, whose wide clips make their means' noise
 #: the smaller worry; docs/design/engine.md has the lump it must see).
 SECOND_RUNG = 1.5
-#: The count at a lump's re-balanced clip, which anchors its bias bound (:func:`tail_rule`),
-#: in the same units.
-LUMP_ANCHOR = 1.0
+#: The counts at a lump's re-balanced clip, which anchor its bias bound and, where they find
+#: the lump reaching past the clip, the clip balanced again (:func:`_lump_anchors`): each
+#: one's share of the means' budget in the same units, and how many at most (each re-balance
+#: reaches up to :data:`TAIL_REACH` further).
+LUMP_ANCHOR, LUMP_COUNTS = 1.0, 4
 
 #: The share of the means' budget (after the second rung's) for the heavy columns' signed counts
 #: (:func:`_side_clips`), in units of the first count's: spent only where the first found heavy
@@ -673,28 +675,14 @@ def tail_rule(
         far = None if lump else (beyond, counted)
         # the re-balanced clip at its reach: the balance stopped by the limit, not by the tail
         capped = heavy & (wide >= np.fmin(TAIL_REACH * radius, MAX_RADIUS) * (1.0 - 1e-12))
-        if lump and np.any(capped):
-            # the lump's Pareto tail is anchored at the second rung, and the clip balanced
-            # against it would have gone further: a lump much wider than that rung (a
-            # near-zero spike beside a broad component) holds several times the tail's mass
-            # beyond the clip. A count at the clip tests that tail there as the second tested
-            # the first's: where its lower confidence count exceeds it, the bias bound is
-            # anchored at the clip on that count; else the lower of the two anchors' bounds
-            # stands, as where the second rung found no lump (docs/accuracy.md). The clip
-            # stays.
-            anchor_epsilon, mean_budget = mean_budget.tail_split(LUMP_ANCHOR * plan.tail)
-            anchor_total = float(np.sum(anchor_epsilon))
-            clipped, clipped_sd = _count_beyond(
-                matrix, where.centre, heavy, wide, anchor_total, rng, root
-            )
-            entries.append(_tail_entry(_named(names, heavy), anchor_total))
-            at_clip = np.full(wide.shape, clipped + EDGE_SDS * clipped_sd)
-            # the users beyond the clip at least (a lower confidence count) bound it from below
-            seen = max(clipped - LUMP_SDS * clipped_sd, 0.0)
-            if seen > 0.0 and _exceeds(seen, 0.0, heavy, (rung, reach), wide):
-                reach, rung = np.where(heavy, seen, reach), np.where(heavy, wide, rung)
-            else:
-                far = (at_clip, np.where(heavy, wide, np.inf))
+        # a lump that may run on past its clip, or one of several columns' the joint count
+        # could not place: counted at each clip
+        if lump and (np.any(capped) or _placeable(heavy, reach, plan, mean_budget)):
+            reach, rung, wide, far, mean_budget, anchors = _lump_anchors(
+                matrix, where.centre, heavy, (reach, rung, wide), (plan, mean_budget), rng,
+                root, names=names, balance=balance
+            )  # fmt: skip
+            entries += anchors
         upper, lower = wide, wide
         # which side each heavy tail is on (design notes, "Heavy tails"), where no lump
         # re-anchored the tail beyond the wider clip: a lump takes one clip for both sides, and
@@ -1263,11 +1251,88 @@ def _second_rung(
     upper = np.full(wide.shape, count + EDGE_SDS * sd)
     if not lump:
         return wide, reach, rung, False, upper
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        share = max(count / max(int(np.sum(heavy)), 1), 1.0)
-        balanced = np.clip(_balanced(wide, share, mean_epsilon), wide, TAIL_REACH * bulk)
-        final = np.where(heavy, np.fmin(balanced, MAX_RADIUS), wide)
+    final = _rebalanced(wide, heavy, count / max(int(np.sum(heavy)), 1), mean_epsilon, bulk)
     return final, np.where(heavy, upper, reach), np.where(heavy, wide, rung), True, upper
+
+
+def _rebalanced(
+    wide: NDArray[np.float64],
+    columns: NDArray[np.bool_],
+    users: float | NDArray[np.float64],
+    mean_epsilon: NDArray[np.float64],
+    bulk: NDArray[np.float64] | None = None,
+) -> NDArray[np.float64]:
+    """The ``columns``' radii balanced again from a lump's anchor, ``users`` beyond ``wide`` in
+    each (at least one; :func:`_balanced`): at least ``wide`` and at most :data:`TAIL_REACH`
+    times ``bulk`` (default: ``wide`` itself)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        limit = TAIL_REACH * (wide if bulk is None else bulk)
+        balanced = np.clip(_balanced(wide, np.maximum(users, 1.0), mean_epsilon), wide, limit)
+        return np.where(columns, np.fmin(balanced, MAX_RADIUS), wide)
+
+
+def _lump_anchors(
+    matrix: NDArray[np.float64],
+    centre: NDArray[np.float64],
+    heavy: NDArray[np.bool_],
+    tail: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]],
+    budget: tuple[ReleasePlan, FinalBudget],
+    rng: np.random.Generator,
+    root: NDArray[np.float64] | None,
+    *,
+    names: tuple[str, ...],
+    balance: float,
+) -> tuple[
+    NDArray[np.float64],
+    NDArray[np.float64],
+    NDArray[np.float64],
+    tuple[NDArray[np.float64], NDArray[np.float64]] | None,
+    FinalBudget,
+    list[LedgerEntry],
+]:
+    """Counts at a lump's clips, each column's own (:func:`_counts_beyond_each`,
+    :data:`LUMP_ANCHOR` shares of the means' budget a round, at most :data:`LUMP_COUNTS`
+    rounds), where the second rung re-anchored the ``heavy`` columns' Pareto tails at one count
+    of them all: a lump much wider than that rung (a near-zero spike beside a broad component,
+    as the user-level curves of a rare 0/1 outcome are) holds several times the tail's mass
+    beyond the clip, and where the columns are several the joint count cannot say whose users
+    it found. Each round tests each column's tail ``(reach, rung)`` at its clip ``wide`` (the
+    three of ``tail``) as the second rung tested the first's: where the column's lower
+    confidence count (less :data:`LUMP_SDS` sds) exceeds what its tail puts there, its tail is
+    anchored at the clip on its upper confidence count (:data:`EDGE_SDS` sds up, as the second
+    rung anchors its own) and its clip balanced again from the lower one, up to
+    :data:`TAIL_REACH` times further (the users counted beyond vouch for the width), and the
+    next round tests the new clip; where it does not, its clip stays and its upper confidence
+    count anchors a Pareto tail of its own there (``far``: the lower of the two anchors' bounds
+    stands, as where the second rung found no lump). Returns the tails' anchors ``(reach,
+    rung)``, the clips, ``far`` (None where no column's lump ended) and the means' budget left
+    and the counts' entries. A function of the data through the counts only."""
+    reach, rung, wide = tail
+    plan, mean_budget = budget
+    far_reach, far_rung = np.zeros_like(wide), np.full(wide.shape, np.inf)
+    entries, active = [], heavy
+    for _ in range(LUMP_COUNTS):
+        if not active.any():
+            break
+        anchor_epsilon, mean_budget = mean_budget.tail_split(LUMP_ANCHOR * plan.tail)
+        total = float(np.sum(anchor_epsilon))
+        counted, sd, entry = _counts_beyond_each(
+            matrix, centre, active, wide, total, rng, root, _named(names, active)
+        )
+        entries.append(entry)
+        seen = np.maximum(counted - LUMP_SDS * sd, 0.0)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            predicted = np.minimum(reach * (rung / wide) ** TAIL_INDEX, reach)
+        past = active & (seen > 0.0) & (seen > predicted)
+        ended = active & ~past
+        upper = counted + EDGE_SDS * sd  # as the second rung anchors its tail
+        far_reach = np.where(ended, upper, far_reach)
+        far_rung = np.where(ended, wide, far_rung)
+        reach, rung = np.where(past, upper, reach), np.where(past, wide, rung)
+        wide = _rebalanced(wide, past, seen, mean_budget.laplace_equivalent() * balance)
+        active = past
+    far = (far_reach, far_rung) if np.isfinite(far_rung).any() else None
+    return reach, rung, wide, far, mean_budget, entries
 
 
 def _exceeds(
@@ -1286,6 +1351,68 @@ def _exceeds(
         return bool(count > min(predicted, float(np.max(reach))) + LUMP_SDS * sd)
 
 
+def _placeable(
+    heavy: NDArray[np.bool_], found: NDArray[np.float64], plan: ReleasePlan, budget: FinalBudget
+) -> bool:
+    """Whether several ``heavy`` columns' own counts at a lump's clips
+    (:func:`_lump_anchors`, their first round's ε from the means' ``budget``) can place the
+    users the second rung ``found`` beyond them all together: their lower confidence count is
+    :data:`LUMP_SDS` noise sds down and their bound's :data:`EDGE_SDS` up, and those together
+    are below that count (public facts and released numbers)."""
+    k = int(np.sum(heavy))
+    if k < 2:
+        return False
+    epsilon = float(np.sum(budget.tail_split(LUMP_ANCHOR * plan.tail)[0]))
+    sd = math.sqrt(float(two_sided_geometric_variance(geometric_rate(epsilon, float(k)))))
+    return (LUMP_SDS + EDGE_SDS) * sd < float(np.max(found[heavy]))
+
+
+def _counts_beyond_each(
+    matrix: NDArray[np.float64],
+    centre: NDArray[np.float64],
+    columns: NDArray[np.bool_],
+    radius: NDArray[np.float64],
+    epsilon: float,
+    rng: np.random.Generator,
+    root: NDArray[np.float64] | None,
+    names: tuple[str, ...],
+) -> tuple[NDArray[np.float64], float, LedgerEntry]:
+    """Private counts of the users beyond ``radius`` about ``centre`` in each of the ``columns``
+    (NaN elsewhere): replacing one user moves each by at most 1, so together by at most the
+    number k of the columns (L1 sensitivity k; two-sided geometric noise at ``epsilon`` for
+    the k together), their noise sd and the ledger entry (the columns' ``names``)."""
+    k = int(np.sum(columns))
+    exact = _beyond(matrix, centre, columns, radius, root)[:, columns].sum(axis=0)
+    counts = np.full(radius.shape, np.nan)
+    counts[columns], sd, rate = _noisy(exact, epsilon, float(k), rng)
+    entry = LedgerEntry("tail", _EACH, ", ".join(names), epsilon, 0.0, 0.0, float(k), 1.0 / rate)
+    return counts, sd, entry
+
+
+def _noisy(
+    exact: NDArray[np.int64], epsilon: float, sensitivity: float, rng: np.random.Generator
+) -> tuple[NDArray[np.float64], float, float]:
+    """Counts plus two-sided geometric noise at ``epsilon`` for their L1 ``sensitivity``
+    together, the noise's sd and its rate."""
+    rate = float(geometric_rate(epsilon, sensitivity))
+    noisy = exact + two_sided_geometric(rng, rate, exact.shape)
+    return noisy.astype(np.float64), math.sqrt(float(two_sided_geometric_variance(rate))), rate
+
+
+def _beyond(
+    matrix: NDArray[np.float64],
+    centre: NDArray[np.float64],
+    columns: NDArray[np.bool_],
+    radius: NDArray[np.float64],
+    root: NDArray[np.float64] | None,
+) -> NDArray[np.bool_]:
+    """Whether each user lies beyond ``radius`` about ``centre`` in each of the ``columns``
+    (``root``: the precision weights' standardisation, as in :func:`_tail_radius`)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        deviations = np.abs(matrix - centre) * (1.0 if root is None else root)
+        return np.asarray(deviations > np.where(columns, radius, np.inf))
+
+
 def _count_beyond(
     matrix: NDArray[np.float64],
     centre: NDArray[np.float64],
@@ -1298,12 +1425,9 @@ def _count_beyond(
     """One private count of the users beyond ``radius`` about ``centre`` in a ``heavy`` column
     (sensitivity 1: a user is counted once; two-sided geometric noise at ``epsilon``), and its
     noise sd."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        deviations = np.abs(matrix - centre) * (1.0 if root is None else root)
-        exact = int(np.sum(np.any(deviations > np.where(heavy, radius, np.inf), axis=1)))
-    rate = float(geometric_rate(epsilon, 1.0))
-    count = float(exact + two_sided_geometric(rng, rate, (1,))[0])
-    return count, math.sqrt(float(two_sided_geometric_variance(rate)))
+    beyond = np.any(_beyond(matrix, centre, heavy, radius, root), axis=1)
+    count, sd, _ = _noisy(np.array([np.sum(beyond)]), epsilon, 1.0, rng)
+    return float(count[0]), sd
 
 
 def tail_bias(
@@ -1516,15 +1640,16 @@ def unchecked_warnings(
 ) -> tuple[str, ...]:
     """The reliability warning of the released ``unchecked`` columns, whose estimated scale's
     bias bound rests on the bulk's tail model and whose tail no count checked, and ``why``
-    (:func:`unchecked_assumptions`): the count was blind there (:func:`blind_columns`), this
-    n ε affords none, or the local model's release runs none (``"local"``: no ε would buy one,
-    so the remedy is the scale alone). A warning, not an assumption line: on skewed per-user
-    values such a clip cuts the long side by many times the bound, and the interval misses in
-    most releases, where the released mean lies too close to its median for
-    :func:`skewed_columns` to tell (docs/accuracy.md). The ``off_zero`` columns, most of
-    whose users are 0, are judged among the users off 0 (:func:`tail_users`): a tail there is
-    most of the mean. ``remedy`` and ``target``: what a model offers instead of a stated tail
-    or scale, and what its interval is of. Public facts and released numbers only.
+    (:data:`Unchecked`): the count was blind there (:func:`blind_columns`), this n ε affords
+    none, or the local model's release or the paper's pipeline runs none (``"local"``,
+    ``"paper"``: no ε would buy one, so the remedy is the scale alone). A warning, not an
+    assumption line: on skewed per-user values such a clip cuts the long side by many times
+    the bound, and the interval misses in most releases, where the released mean lies too
+    close to its median for :func:`skewed_columns` to tell (docs/accuracy.md). The
+    ``off_zero`` columns, most of whose users are 0, are judged among the users off 0
+    (:func:`tail_users`): a tail there is most of the mean. ``remedy`` and ``target``: what a
+    model offers instead of a stated tail or scale, and what its interval is of. Public facts
+    and released numbers only.
 
     Examples
     --------
@@ -1539,7 +1664,7 @@ def unchecked_warnings(
     >>> note[:82]
     "['a', 'b']: no count checked their tails (this n and epsilon afford no tail count)"
     """
-    cure = "" if why == "local" else ", or raise epsilon"
+    cure = "" if why in ("local", "paper") else ", or raise epsilon"
     remedy = f"{remedy or _UNCHECKED[why][1]}{cure}."
     notes = []
     off = unchecked & off_zero
@@ -1670,35 +1795,4 @@ def lump_assumptions(
         f"({share:.1%}) far beyond the bulk is below its threshold: clipped unseen, its pull "
         "is in no interval"
         + (f"; {remedy} where a small group may lie far out." if remedy else "."),
-    )
-
-
-def unchecked_assumptions(
-    names: tuple[str, ...], unchecked: NDArray[np.bool_], *, why: Unchecked
-) -> tuple[str, ...]:
-    """The assumption line of the ``unchecked`` columns, whose scale was estimated and whose
-    tail no count checked, and ``why`` (a public fact): the count ran but was ``"blind"``
-    (:func:`blind_columns`), this n ε affords none (``"unaffordable"``), or the pipeline runs
-    none (``"paper"``: the paper's Alg 5 with CoinPress's scale; the local model's release says
-    so in a warning instead, :func:`unchecked_warnings`). The error bounds' report prints it
-    with the fit's.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dplong.privacy.tails import unchecked_assumptions
-    >>> (line,) = unchecked_assumptions(("a", "b"), np.array([True, True]), why="blind")
-    >>> line[:53]
-    "Bias bound of ['a', 'b']: assumes no heavier tail bey"
-    >>> unchecked_assumptions(("a", "b"), np.array([False, True]), why="paper")[0][:75]
-    "Bias bound of ['b']: assumes no heavier tail beyond the clip than its model"
-    """
-    if not unchecked.any():
-        return ()
-    which = [names[j] for j in np.flatnonzero(unchecked)]
-    reason, remedy = _UNCHECKED[why]
-    return (
-        f"Bias bound of {which}: assumes no heavier tail beyond the clip than its model's "
-        f"({reason}); "
-        f"{remedy}.",
     )
