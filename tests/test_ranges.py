@@ -130,10 +130,12 @@ def test_a_reach_is_not_sought_inside_the_midpoints_cell(monkeypatch: pytest.Mon
     the reach grid has some 250 cells tied with it; at 600 persons and ε = 0.1 each side's
     median (its 11-22 % of movers, the rest counting nowhere) lands among them, or among the
     cells tied far above the data, where the near rung's count flags it missed. Over 200
-    seeds, with the gap, 33 ranges hold 8-16 unflagged and 112 are flagged missed; without it
-    14 and 151 (the power check: the counts' binomial sds are about 5 and 7, so the bounds
-    below sit about 2 sds from each measured count, and the two sets of bounds cannot both
-    hold for one law). The rest clip a value or two at an end."""
+    seeds, with the gap, 71 ranges hold 8-16 unflagged and 117 are flagged missed; without it
+    35 and 157 (the power check: the counts' binomial sds are about 7, so the bounds below sit
+    about 2 sds from each measured count, and the two sets of bounds cannot both hold for one
+    law). The rest clip a value or two at an end. (The counts here are exact, so a rung ends a
+    side only where fewer than about one person passes it, :func:`~dplong.privacy.ranges.
+    rung_share`; at 5 % of n, the rule before, 33 and 112 against 14 and 151.)"""
     rng = np.random.default_rng(3)
     shares = [0.04, 0.04, 0.06, 0.08, 0.40, 0.1, 0.1, 0.08, 0.1]
     educ = rng.choice(np.arange(8.0, 17.0), size=600, p=shares)[:, None]
@@ -148,7 +150,7 @@ def test_a_reach_is_not_sought_inside_the_midpoints_cell(monkeypatch: pytest.Mon
         return held, sum(bool(f.missed[0]) for f in found)
 
     held, missed = holding(range(200))
-    assert held >= 23 and missed <= 126
+    assert held >= 57 and missed <= 131
     gapless = ranges.private_median
 
     def without_gaps(*args: object, gaps: object = None, **options: object) -> np.ndarray:
@@ -156,7 +158,7 @@ def test_a_reach_is_not_sought_inside_the_midpoints_cell(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(ranges, "private_median", without_gaps)
     held, missed = holding(range(200))
-    assert held <= 22 and missed >= 137
+    assert held <= 49 and missed >= 143
 
 
 def test_a_side_nobody_is_on_ends_at_the_midpoints_cell() -> None:

@@ -559,7 +559,7 @@ class _QuasiDemeaned(PooledOLS):
         self, results: RegressionResults, release: _Statistics, cap: int
     ) -> RegressionResults:
         """The results with the θ the rows were quasi-demeaned with (GLS's, or one keeping
-        more of the between-person part: an assumption says why)."""
+        more of the between-person part: a warning says why)."""
         weight = release.between_weight
         rows = np.arange(1, cap + 1)
         gls = theta(rows, *self._components)
@@ -578,13 +578,17 @@ class _QuasiDemeaned(PooledOLS):
                 "GLS's quasi-demeaned rows left the released X'X too close to its noise along "
                 "some direction for the Newton steps to undo its floor (θ = "
                 f"{gls[0]:.3g} at T = 1 to {gls[-1]:.3g} at T = {cap}): {kept}. The "
-                "coefficients are this weighting's (consistent where the model holds, less "
-                "efficient than GLS's); their person-clustered intervals hold at any θ. Raise "
+                "coefficients and their person-clustered intervals are this weighting's, "
+                "between GLS's and pooled OLS's: the same where the random-effects model "
+                "holds (less efficient than GLS's), apart where a regressor correlates with "
+                "the person effects (then GLS's can lie outside these intervals). Raise "
                 "epsilon, or state the components (variance_components=...: the fit keeps "
                 "their budget), for GLS's weighting.",
             )
         values = {f.name: getattr(results, f.name) for f in dataclasses.fields(results)}
-        values["assumptions"] = (*results.assumptions, *said)
+        # a warning, not an assumption: an audit found GLS 30 SEs outside such intervals where
+        # x correlated with the person effects, warned only of the ridge
+        values["warnings"] = (*results.warnings, *said)
         return RandomEffectsResults(
             **values,
             variance_decomposition=_decomposition(*self._shown),

@@ -89,13 +89,13 @@ __all__ = [
 #: covers a uniform column (whose largest reach is about 2.3 median reaches) and a normal one
 #: up to 2.7 sds (its median reach, that of a half-normal, is 0.67 sd).
 REACH = 4.0
-#: The rungs, in units of the median reach, and the share of n a rung may leave beyond it:
-#: about three times the counts' noise sd at RAND HIE's size, and far below the share a
-#: continuous column leaves beyond 2 median reaches (a normal one: 10 %). The first rung, 0,
-#: is the midpoint's cell: a side that few persons pass it on ends there, whatever its median
-#: reach (a side nobody is on, as below a non-negative column's midpoint at 0, leaves that
-#: median nothing to find: every cell ties, and on RAND HIE's coinsurance it landed at 10^165
-#: in about 3 fits of 100).
+#: The rungs, in units of the median reach, and the largest share of n a rung may leave
+#: beyond it (:func:`rung_share`: fewer where the counts' noise is small next to √n): far
+#: below the share a continuous column leaves beyond 2 median reaches (a normal one: 10 %).
+#: The first rung, 0, is the midpoint's cell: a side that few persons pass it on ends there,
+#: whatever its median reach (a side nobody is on, as below a non-negative column's midpoint
+#: at 0, leaves that median nothing to find: every cell ties, and on RAND HIE's coinsurance it
+#: landed at 10^165 in about 3 fits of 100).
 RUNGS, RUNG_SHARE = (0.0, 1.25, 1.5, 2.0), 0.05
 #: A far rung, in units of the median reach: where more than RUNG_SHARE of n persons are beyond
 #: it on a side, by MISS_SDS noise sds of the count, the median reach missed its data (too
@@ -278,7 +278,8 @@ LARGE_N = 20_000
 #: A normal column's median reach in its sds (0.58 for a value constant within persons, 0.79
 #: for the extremes of two rows): the smaller, so that a range it sizes holds at least that.
 NORMAL_REACH = 0.6
-#: The share of √n persons a normal side may leave beyond its range at LARGE_N or more: they
+#: The share of √n persons a normal side may leave beyond its range at LARGE_N or more, and
+#: beyond a rung that ends a range at any n above the counts' noise (:func:`rung_share`): they
 #: are clipped by a fraction of an sd each, so their pull on a mean is a small share of its SE.
 LARGE_N_SHARE = 0.05
 #: The histograms' cell edges (design notes): 0 and ``±2^j``, ``j = -32, ..., 32``; the
@@ -883,24 +884,24 @@ def reach_rungs(n: int) -> tuple[float, float, float]:
 
 def rung_share(n: int, sd: float) -> float:
     """How many persons a rung may leave beyond it and still end a side's range there, for n
-    persons (public) and the rungs' count noise ``sd``: :data:`RUNG_SHARE` of n; from
-    :data:`LARGE_N` persons, where the clipping rather than the noise sets the error, the
-    large-n reach's share (:data:`LARGE_N_SHARE` of √n) above :data:`MISS_SDS` sds of the
-    count's noise, so that a rung nobody passes (a uniform or 0/1 column's) still holds, and
-    one that a normal side's tail passes does not: over five rows a person, 4.9 % of the
-    persons lay beyond 2 median reaches, and pooled OLS on the clipped rows sat 2.9 bses off
-    at 100,000 persons (its intervals held the truth in 17 % of fits; docs/accuracy.md).
+    persons (public) and the rungs' count noise ``sd``: the large-n reach's share
+    (:data:`LARGE_N_SHARE` of √n) above :data:`MISS_SDS` sds of the count's noise, so that a
+    rung nobody passes (a uniform or 0/1 column's) still holds, and one that a normal side's
+    tail passes does not where the noise would not hide what it clips; at most
+    :data:`RUNG_SHARE` of n. Clipping m persons by about a spread each moves a coefficient by
+    about m / √n of its sampling SEs: over five rows a person, 4.9 % of the persons lay beyond
+    2 median reaches, and pooled OLS on the clipped rows sat 2.9 bses off at 100,000 persons;
+    over 2-12 rows, 9.6 % of 19,000 persons and 8.4 bses at ε = 4, half the intervals missing
+    pooled OLS unwarned where RUNG_SHARE of n held below :data:`LARGE_N` (docs/accuracy.md).
 
     Examples
     --------
     >>> from dplong.privacy.ranges import rung_share
-    >>> rung_share(5912, 40.0)
-    295.6
-    >>> round(rung_share(100_000, 35.0))
-    121
+    >>> rung_share(545, 40.0)
+    27.25
+    >>> round(rung_share(5912, 40.0), 1), round(rung_share(100_000, 35.0))
+    (123.8, 121)
     """
-    if n < LARGE_N:
-        return RUNG_SHARE * n
     return min(RUNG_SHARE * n, LARGE_N_SHARE * math.sqrt(n) + MISS_SDS * sd)
 
 

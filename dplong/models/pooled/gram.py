@@ -58,6 +58,9 @@ BETWEEN_WEIGHTS.flags.writeable = False
 #: slopes of regressors that vary within persons then carry (docs/accuracy.md, "Random
 #: effects where GLS's rows are undetermined").
 MAX_CONTRACTION = 0.8
+#: The released X'X's smallest eigenvalue is floored at least at this share of its largest
+#: diagonal entry (:meth:`_Solution.of`): the doubles' resolution, far below any noise's floor.
+NUMERIC_FLOOR = 1e-12
 
 
 class _Solution:
@@ -88,7 +91,11 @@ class _Solution:
         p = released.shape[0] - 1
         gram, cross = released[:p, :p], released[:p, p]
         norm = _noise_norm(p, disjoint)
-        ridge = max(0.0, _floor(sigma, norm) - float(np.linalg.eigvalsh(gram)[0]))
+        # at least the doubles' resolution of the diagonal's scale: with the noise all but
+        # off, a design that is exactly singular (a declared level with no rows) is floored
+        # there, and the steps' lower bound on its curvature (0) withholds what it leaves open
+        floor = max(_floor(sigma, norm), NUMERIC_FLOOR * float(np.abs(np.diag(gram)).max()))
+        ridge = max(0.0, floor - float(np.linalg.eigvalsh(gram)[0]))
         hessian = gram + ridge * np.eye(p)
         beta = np.asarray(np.linalg.solve(hessian, cross), dtype=np.float64)
         return cls(hessian, beta, ridge, sigma, norm)
@@ -138,7 +145,10 @@ class _Solution:
         """Lower bounds on the design's curvature along the eigenvectors of Ĥ (eigenvalues
         ``values``, ascending): each released eigenvalue less the ridge and its margin
         (:func:`_eigenvalue_margins`)."""
-        lower = values - self.ridge - self.sigma * _eigenvalue_margins(values.size)
+        # less the doubles' resolution (NUMERIC_FLOOR): an exactly singular design's null
+        # direction, floored there with the noise all but off, is not taken as determined
+        margins = self.sigma * _eigenvalue_margins(values.size) + NUMERIC_FLOOR * values[-1]
+        lower = values - self.ridge - margins
         # every direction's design curvature is at least the design's smallest eigenvalue,
         # which the first bound bounds: a later direction's looser margin never takes it below
         # (each bound holds with chance MARGIN_LEVEL, so a floored one with at least

@@ -279,6 +279,12 @@ def _unseen_assumption(model: PooledOLS, unseen: NDArray[np.float64]) -> tuple[s
     if not found.size:
         return ()
     persons = float(found.max())
+    # the within estimator's ranges are its deviations', which public bounds only cap
+    remedy = (
+        "public bounds that cover every value (bounds={...}) keep the ranges from clipping it"
+        if model._bounds_frame
+        else "a larger epsilon lowers that size (public bounds only cap the deviations' ranges)"
+    )
     return (
         "the ranges found privately clip what lies beyond their ends, and the intervals "
         "leave that bias out: the released counts beyond an end see a group of persons there "
@@ -286,8 +292,7 @@ def _unseen_assumption(model: PooledOLS, unseen: NDArray[np.float64]) -> tuple[s
         "reliably only well above (the warnings name any they found); a group about that "
         "size or smaller far out (a few persons whose "
         f"{model._clipped} are many times the others') is clipped unseen and can move the "
-        "coefficients beyond their intervals: public bounds that cover every value "
-        "(bounds={...}) keep the ranges from clipping it",
+        f"coefficients beyond their intervals: {remedy}",
     )
 
 
