@@ -231,39 +231,51 @@ def read_file(
 
 def _read_csv(path: Path, header: pd.Index, wanted: list[str] | None = None) -> pd.DataFrame:
     """A CSV file's rows below its ``header``, every cell as text (the ``wanted`` columns
-    only, default all), whatever one row holds.
+    only, default all), each line one row that its own text alone decides.
 
-    pandas' parser lets one row decide for the file: a first data row with more fields than
-    the header made the first column the index and shifted every name by one (the users
-    became the years), another such row, or an unclosed quote, stopped the read with the
-    row's line number, and a byte that is not UTF-8 stopped it too. Here the file is read
-    whole where it parses as CSV; where it does not, it is read a line at a time, each line
-    one row, and a line that does not parse on its own (more fields than the header, an
-    unclosed quote) is left out: one person's line decides that line alone. Bytes that are
-    not UTF-8 are read as U+FFFD (a cell that is then no number is missing, as any odd
-    cell). What was left out or replaced is told to the data holder only (a
-    :class:`~dplong.exceptions.DataHolderWarning`: how many depends on the rows). Read for
-    some columns only (``wanted``: the planner's count of users), a line with more fields
-    than the header keeps its first ones, as pandas parses it, where the file parses."""
+    A CSV record may span lines (a quoted cell holding a line break), so one line's unclosed
+    quote swallowed the lines after it, other persons' among them, and a record split
+    by a Unicode line separator put one person's text into the next person's row (an audit).
+    Here a line break (``\\n``, ``\\r\\n`` or ``\\r``) always ends a row, and nothing else
+    does: a line with an unclosed quote or more fields than the header is left out, a line's
+    quoted cell cannot continue onto the next. Lines without quotes are parsed whole by pandas
+    (the same rows, faster); otherwise a line at a time. Bytes that are not UTF-8 are read as
+    U+FFFD (a cell that is then no number is missing, as any odd cell). What was left out or
+    replaced is told to the data holder only (a :class:`~dplong.exceptions.DataHolderWarning`:
+    how many depends on the rows). Read for some columns only (``wanted``: the planner's count
+    of users), a line with more fields than the header keeps its first ones, as pandas parses
+    it, where the file parses."""
+    from pandas.io.common import get_handle  # the compressions pandas infers for read_csv
+
+    # universal newlines: every \r\n and \r is a \n, the only line break split on below
+    with get_handle(path, "r", encoding="utf-8", errors="replace", compression="infer") as f:
+        text = f.handle.read()
+    body = text.split("\n", 1)[1] if "\n" in text else ""
     dtypes = dict.fromkeys(header if wanted is None else wanted, str)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", pd.errors.ParserWarning)
-        try:
-            frame = pd.read_csv(
-                path, usecols=wanted, dtype=dtypes, index_col=False, encoding_errors="replace"
-            )
-        except pd.errors.ParserError:
+    frame = None
+    if '"' not in body:  # no quote: pandas' records are the lines
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", pd.errors.ParserWarning)
+            try:
+                frame = pd.read_csv(
+                    io.StringIO(text), usecols=wanted, dtype=dtypes, index_col=False
+                )
+            except pd.errors.ParserError:
+                frame = None
+        if any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
             frame = None
-    if frame is None or any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
-        frame, left_out = _read_lines(path, header)
+    if frame is None:
+        frame, left_out = _read_lines(body, header)
         frame = frame if wanted is None else frame[wanted]
-        one = left_out == 1
-        _tell_data_holder(
-            f"{left_out:,} line{'' if one else 's'} of DATA {'does' if one else 'do'} not parse "
-            f"on {'its' if one else 'their'} own as a row of its {len(header)} columns (more "
-            f"fields than its header, or an unclosed quote) and {'is' if one else 'are'} left "
-            "out; quote a cell that holds a comma or a line break"
-        )
+        if left_out:
+            one = left_out == 1
+            _tell_data_holder(
+                f"{left_out:,} line{'' if one else 's'} of DATA {'does' if one else 'do'} not "
+                f"parse on {'its' if one else 'their'} own as a row of its {len(header)} "
+                f"columns (more fields than its header, or an unclosed quote) and "
+                f"{'is' if one else 'are'} left out; a line break always ends a row, even in a "
+                "quoted cell"
+            )
     replaced = int(
         frame.apply(lambda column: column.str.contains("\ufffd", regex=False)).sum().sum()
     )
@@ -277,27 +289,27 @@ def _read_csv(path: Path, header: pd.Index, wanted: list[str] | None = None) -> 
     return frame
 
 
-def _read_lines(path: Path, header: pd.Index) -> tuple[pd.DataFrame, int]:
-    """:func:`_read_csv`'s rows a line at a time: the lines below the header that parse on
-    their own into at most ``len(header)`` fields, parsed as pandas parses them (the same
-    missing cells), and how many lines were left out."""
-    from pandas.io.common import get_handle  # the compressions pandas infers for read_csv
-
-    with get_handle(path, "r", encoding="utf-8", errors="replace", compression="infer") as f:
-        lines = f.handle.read().splitlines()
-    kept, left_out = [lines[0]], 0
-    for line in lines[1:]:
+def _read_lines(body: str, header: pd.Index) -> tuple[pd.DataFrame, int]:
+    """:func:`_read_csv`'s rows a line at a time: each line of ``body`` (the text below the
+    header) parsed on its own, kept where it holds at most ``len(header)`` fields, as pandas
+    parses them (the same missing cells: the kept rows are written back quoted, one a line),
+    and how many lines were left out."""
+    rows, left_out = [], 0
+    for line in body.split("\n"):
+        if not line.strip():
+            continue
         try:
             fields = next(csv.reader([line], strict=True), [])
         except csv.Error:  # an unclosed quote
             fields = None
         if fields is None or len(fields) > len(header):
             left_out += 1
-        elif line.strip():
-            kept.append(line)
-    frame = pd.read_csv(
-        io.StringIO("\n".join(kept)), dtype=dict.fromkeys(header, str), index_col=False
-    )
+        else:
+            rows.append(fields)
+    written = io.StringIO()
+    csv.writer(written, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([list(header), *rows])
+    written.seek(0)
+    frame = pd.read_csv(written, dtype=dict.fromkeys(header, str), index_col=False)
     return frame, left_out
 
 
@@ -538,13 +550,15 @@ def time_levels(levels: Sequence[str]) -> list[float | int] | None:
 
 
 def _iso_dates(values: pd.Series) -> pd.Series:
-    """A column stored as dates as its ISO 8601 text (the date alone where every time is
-    midnight), as declared levels are written; any other column as it is."""
+    """A column stored as dates as its ISO 8601 text, as declared levels are written: each
+    stamp on its own, the date alone where its time is midnight (one person's stamps at noon
+    had every person's dates written with their time, which no declared date matched: an
+    audit); any other column as it is."""
     if not pd.api.types.is_datetime64_any_dtype(values.dtype):
         return values
-    stamps = values.dropna()
-    midnight = bool((stamps == stamps.dt.normalize()).all())
-    text = values.dt.strftime("%Y-%m-%d") if midnight else values.map(pd.Timestamp.isoformat)
+    midnight = values == values.dt.normalize()
+    stamped = values.map(lambda stamp: stamp.isoformat(), na_action="ignore")
+    text = values.dt.strftime("%Y-%m-%d").where(midnight, stamped)
     iso: pd.Series = text.where(values.notna(), None)
     return iso
 

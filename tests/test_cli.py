@@ -1480,6 +1480,53 @@ def test_one_persons_malformed_line_decides_that_line_alone(
     assert code == 0 and "Users (n):                                    545" in out, err
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda text: '7,4,"',  # an unclosed quote: the whole-file parse swallowed what followed
+        lambda text: "7,4,1.5,x\u20288,9,1000000,",  # a Unicode line separator inside a line
+        lambda text: text + ",extra",  # line mode split other persons' lines on U+2028 too
+    ],
+    ids=["unclosed quote among quoted cells", "line separator", "extra field"],
+)
+def test_one_persons_line_changes_no_other_persons_rows(tmp_path: Path, change: Any) -> None:
+    """A file with quoted cells (a text column holding commas, some persons' with a Unicode
+    line separator): one person's last line changed reads as its neighbour without that line.
+    Before, an unclosed quote there made pandas swallow the lines of the next 12 persons with
+    no parse error, and the line a time reading split lines on U+2028, putting one person's
+    text into the next person's rows (y = 1e6 for person 8; an audit). A line break always
+    ends a row now, and nothing else does."""
+    rng = np.random.default_rng(0)
+    rows = pd.DataFrame(
+        {"id": np.repeat(np.arange(40), 5), "t": np.tile(np.arange(5), 40),
+         "y": rng.normal(size=200).round(3), "note": ""}
+    )  # fmt: skip
+    rows.loc[(rows["id"] % 8 == 3) & (rows["t"] == 0), "note"] = "moved, new address"
+    rows.loc[(rows["id"] % 8 == 5) & (rows["t"] == 1), "note"] = "a\u2028b"
+    base, bad = tmp_path / "base.csv", tmp_path / "bad.csv"
+    rows.to_csv(base, index=False)
+    lines = base.read_text(encoding="utf-8").split("\n")
+    last = max(k for k, line in enumerate(lines) if line.startswith("7,"))
+    lines[last] = change(lines[last])
+    bad.write_text("\n".join(lines), encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataHolderWarning)
+        read = dplong.io.read_file(str(bad))
+        expected = dplong.io.read_file(str(base))
+    pd.testing.assert_frame_equal(read, expected.drop(index=last - 1).reset_index(drop=True))
+
+
+def test_each_stored_date_is_written_on_its_own() -> None:
+    """A Parquet date column is matched to declared levels as ISO 8601 text: the date alone
+    where every stamp was at midnight, else every stamp with its time, so one person's stamps
+    at noon wrote every person's dates with a time that no declared date matched (all 2,000
+    rows left out; an audit). Each stamp is written on its own now."""
+    stamps = pd.Series([pd.Timestamp("2020-01-01"), pd.Timestamp("2020-01-02 12:00"), pd.NaT])
+    written = dplong.io._iso_dates(stamps)
+    assert written.tolist() == ["2020-01-01", "2020-01-02T12:00:00", None]
+    assert dplong.io._iso_dates(stamps[:1]).tolist() == ["2020-01-01"]
+
+
 def test_the_plan_counts_the_users_the_fit_counts_where_an_id_is_infinite(
     tmp_path: Path,
 ) -> None:

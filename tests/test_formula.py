@@ -419,8 +419,10 @@ def test_one_time_of_another_kind_orders_the_rows_instead_of_refusing_the_fit() 
     """A fit refused because one row's time had a time zone (or was text among numbers) was a
     refusal one user's cell decided. Dates with and without a zone are now ordered as instants
     (those without taken as UTC: the same order as all naive here), and kinds that do not
-    compare (a date among numbers, dicts) by their text, the data holder told each time (on
-    the screen only)."""
+    compare (a date among numbers, dicts) each value by its kind on its own, the data holder
+    told each time (on the screen only). Ordering every row by its text put '10' before '2'
+    for every user where one user's cell was a date (an audit): the other users' rows keep
+    their numeric order."""
     data = panel(rows=12)
     dates = pd.Series(pd.to_datetime(data["t"], unit="D")).astype(object)
     naive = build_design("y ~ x", data.assign(t=dates), groups="user", time="t")
@@ -430,12 +432,28 @@ def test_one_time_of_another_kind_orders_the_rows_instead_of_refusing_the_fit() 
     np.testing.assert_array_equal(zoned.y, naive.y)
     mixed = data["t"].astype(object)
     mixed.iloc[0] = pd.Timestamp("2020-01-01")  # a date among numbers: they do not compare
-    with pytest.warns(dplong.exceptions.DataHolderWarning, match="ordered by the values' text"):
+    with pytest.warns(dplong.exceptions.DataHolderWarning, match="ordered numbers first"):
         design = build_design("y ~ x", data.assign(t=mixed), groups="user", time="t")
-    assert design.n == build_design("y ~ x", data, groups="user").n
+    numeric = build_design("y ~ x", data, groups="user", time="t")
+    assert design.n == numeric.n
+    np.testing.assert_array_equal(design.y[12:], numeric.y[12:])  # user 0's rows are 12
     unhashable = data.assign(t=[{"day": t} for t in data["t"]])  # ordered by their text
-    with pytest.warns(dplong.exceptions.DataHolderWarning, match="ordered by the values' text"):
+    with pytest.warns(dplong.exceptions.DataHolderWarning, match="ordered numbers first"):
         assert build_design("y ~ x", unhashable, groups="user", time="t").n == design.n
+
+
+def test_an_index_label_used_twice_refuses_nothing() -> None:
+    """The rows are taken in their order, the index's labels unread: one user's rows given
+    another row's labels refused the fit ("data must have a unique index"), a refusal that
+    user's rows decided (an audit). The design is the same as under a unique index."""
+    data = panel(rows=4)
+    relabelled = data.copy()
+    relabelled.index = [*data.index[:-4], *([data.index[0]] * 4)]  # the last user's rows
+    assert not relabelled.index.is_unique
+    unique = build_design("y ~ x", data, groups="user", time="t")
+    shared = build_design("y ~ x", relabelled, groups="user", time="t")
+    np.testing.assert_array_equal(shared.y, unique.y)
+    np.testing.assert_array_equal(shared.X, unique.X)
 
 
 @pytest.mark.parametrize(

@@ -115,7 +115,8 @@ def build_design(
     ----------
     formula : str
     data : pandas.DataFrame
-        With a unique index.
+        Its rows in their order (the index's labels are not read; a Series given for
+        ``groups`` or ``time`` must have the same index).
     groups : str or array_like
         User id column (or one id per row). Rows with a missing id belong to no user and are
         dropped; n is the number of distinct non-missing ids.
@@ -169,9 +170,9 @@ def group_design(
     codes_all, ids = user_codes(column_or_array(groups, data, "groups"))
     n = len(ids)
     check_users(n, rows=len(data))
-    if not data.index.is_unique:
-        raise DataError("data must have a unique index (use data.reset_index(drop=True))")
     times = None if time is None else time_order(time, data, spec.levels)
+    if not data.index.is_unique:  # rows are taken in their order: one user's labels decided
+        data = data.reset_index(drop=True)  # whether a fit ran (an audit)
     warn_levels_from_values(spec, data.dtypes, lambda column: data[column].cat.codes.to_numpy())
     design = spec.by_user(data, codes_all, n, time=times)
     no_id = int(np.count_nonzero(codes_all < 0))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -55,10 +56,10 @@ def _sort_key(times: NDArray[Any]) -> NDArray[Any]:
     ...     warnings.simplefilter("ignore")
     ...     _sort_key(np.array(["b", "a", "c"], dtype=object))
     array([1, 0, 2])
-    >>> with warnings.catch_warnings():  # kinds that do not compare: ordered by their text
+    >>> with warnings.catch_warnings():  # kinds that do not compare: numbers, then text, ...
     ...     warnings.simplefilter("ignore")
-    ...     _sort_key(np.array([2, "b", {"week": 1}], dtype=object))   # '"b"' < "2" < "{..."
-    array([1, 0, 2])
+    ...     _sort_key(np.array([10, "b", {"week": 1}, 2], dtype=object))
+    array([1, 2, 3, 0])
     """
     if times.dtype.kind in "biufmM":
         return times
@@ -78,8 +79,11 @@ def _sort_key(times: NDArray[Any]) -> NDArray[Any]:
 
 def _mixed_key(times: pd.Series) -> NDArray[Any]:
     """A key for times of kinds that do not compare, the data holder told (never the results):
-    dates with and without a time zone as instants (those without taken as UTC), anything
-    else by its text (``repr``; missing times stay missing and their rows are dropped)."""
+    dates with and without a time zone as instants (those without taken as UTC); else each
+    value by its kind on its own (:func:`_kind_key`: numbers, then dates, text and anything
+    else by its ``repr``), so that one user's odd value orders no other user's rows (ordering
+    every row by its text put '10' before '2' for every user: an audit). Missing times stay
+    missing and their rows are dropped."""
     if pd.api.types.infer_dtype(times, skipna=True) == "datetime":
         warn(
             "time mixes dates with and without a time zone: those without are taken as UTC "
@@ -89,12 +93,31 @@ def _mixed_key(times: pd.Series) -> NDArray[Any]:
         return pd.to_datetime(times, utc=True).to_numpy()
     warn(
         "time mixes kinds of values that do not compare (numbers, text, dates or others): "
-        "each user's rows are ordered by the values' text; store time as one kind (on your "
-        "screen only: dplong.exceptions.DataHolderWarning).",
+        "each user's rows are ordered numbers first, then dates, text and the others by "
+        "their text; store time as one kind (on your screen only: "
+        "dplong.exceptions.DataHolderWarning).",
         DataHolderWarning,
     )
-    text = times.map(repr).where(times.notna())
-    return np.asarray(pd.factorize(text, sort=True)[0])
+    # the fallback of a column no sort could order: a pass over its values is its price
+    keys = pd.Series([_kind_key(value) for value in times], dtype=object)
+    return np.asarray(pd.factorize(keys, sort=True)[0])
+
+
+def _kind_key(value: Any) -> tuple[int, Any] | None:
+    """A time value's sort key from the value alone: its kind's rank and its value within the
+    kind (numbers as numbers, dates as UTC instants, text as text, anything else by its
+    ``repr``); None where it is missing."""
+    if value is None or value is pd.NaT or value is pd.NA:
+        return None
+    if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        return None if value != value else (0, value)  # NaN is missing
+    if isinstance(value, (datetime.date, np.datetime64)):
+        stamp = pd.Timestamp(value)
+        utc = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+        return (1, utc.value)
+    if isinstance(value, str):
+        return (2, value)
+    return (3, repr(value))
 
 
 def _grouped(codes: NDArray[np.intp], time: NDArray[Any] | None) -> bool:
