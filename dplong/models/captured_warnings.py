@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 
-from dplong.exceptions import DplongWarning
+from dplong.exceptions import DataHolderWarning, DplongWarning
 from dplong.privacy.engine import Release
 
 __all__ = ["caught_notes", "with_warnings"]
@@ -15,12 +15,14 @@ __all__ = ["caught_notes", "with_warnings"]
 
 def caught_notes(caught: list[warnings.WarningMessage]) -> tuple[str, ...]:
     """The DplongWarnings recorded in ``caught``, each once, as notes for a fit's results;
-    other warnings are raised again as they were.
+    other warnings are raised again as they were, a
+    :class:`~dplong.exceptions.DataHolderWarning` too (it tells the data holder of the rows,
+    on the screen only: never a result's note, though it is a DplongWarning).
 
     Examples
     --------
     >>> import warnings
-    >>> from dplong.exceptions import DplongWarning
+    >>> from dplong.exceptions import DataHolderWarning, DplongWarning
     >>> from dplong.models.captured_warnings import caught_notes
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
@@ -28,10 +30,20 @@ def caught_notes(caught: list[warnings.WarningMessage]) -> tuple[str, ...]:
     ...     warnings.warn("the scale is unreliable", DplongWarning)
     >>> caught_notes(caught)
     ('the scale is unreliable',)
+    >>> from dplong.exceptions import DataHolderWarning
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warnings.warn("3 rows are left out", DataHolderWarning)
+    >>> with warnings.catch_warnings(record=True) as again:  # said again, kept nowhere
+    ...     warnings.simplefilter("always")
+    ...     notes = caught_notes(caught)
+    >>> notes, [str(w.message) for w in again]
+    ((), ['3 rows are left out'])
     """
     said: list[str] = []
     for caught_warning in caught:
-        if issubclass(caught_warning.category, DplongWarning):
+        category = caught_warning.category
+        if issubclass(category, DplongWarning) and not issubclass(category, DataHolderWarning):
             said.append(str(caught_warning.message))
         else:
             warnings.warn_explicit(
