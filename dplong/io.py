@@ -256,12 +256,10 @@ def _read_csv(path: Path, header: pd.Index, wanted: list[str] | None = None) -> 
     if '"' not in body:  # no quote: pandas' records are the lines
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", pd.errors.ParserWarning)
-            try:
+            with contextlib.suppress(pd.errors.ParserError):  # read a line at a time below
                 frame = pd.read_csv(
                     io.StringIO(text), usecols=wanted, dtype=dtypes, index_col=False
                 )
-            except pd.errors.ParserError:
-                frame = None
         if any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
             frame = None
     if frame is None:

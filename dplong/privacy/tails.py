@@ -871,7 +871,7 @@ def _measured_sides(
     side_epsilon, after = mean_budget.tail_split(SIDES_SHARE * plan.tail)
     side_total = float(np.sum(side_epsilon))
     # the first count's draw and share, as _tail_radius read them
-    count_sd = math.sqrt(float(two_sided_geometric_variance(geometric_rate(joint, 1.0))))
+    count_sd = _count_sd(joint)
     count = reach - EDGE_SDS * count_sd
     facts = _SideFacts(
         bulk=bulk,
@@ -887,12 +887,12 @@ def _measured_sides(
     )
     # the count's ε shared evenly by the columns it is drawn for (basic composition)
     every = column_epsilon(side_total, 0.0, int(np.sum(heavy)))
-    chosen = _side_clips(facts, heavy, np.where(heavy, count, 0.0), _signed_sd(every))[-1]
+    chosen = _side_clips(facts, heavy, np.where(heavy, count, 0.0), _count_sd(every, 2.0))[-1]
     if not chosen.any():
         return None
     each = column_epsilon(side_total, 0.0, int(np.sum(chosen)))
     difference = _signed_counts(matrix, where.centre, chosen, rung, each, rng, root)
-    upper, lower, above, below, _ = _side_clips(facts, chosen, difference, _signed_sd(each))
+    upper, lower, above, below, _ = _side_clips(facts, chosen, difference, _count_sd(each, 2.0))
     return after, upper, lower, above, below, _sides_entries(_named(names, chosen), each)
 
 
@@ -979,9 +979,10 @@ def _side_clips(
     )
 
 
-def _signed_sd(epsilon: float) -> float:
-    """The noise sd of a signed count (sensitivity 2) at ``epsilon``."""
-    return math.sqrt(float(two_sided_geometric_variance(geometric_rate(epsilon, 2.0))))
+def _count_sd(epsilon: float, sensitivity: float = 1.0) -> float:
+    """The noise sd of counts of L1 ``sensitivity`` together (2: a signed count; k: k
+    columns' own counts) released with two-sided geometric noise at ``epsilon``."""
+    return math.sqrt(float(two_sided_geometric_variance(geometric_rate(epsilon, sensitivity))))
 
 
 def _signed_counts(
@@ -1321,8 +1322,7 @@ def _lump_anchors(
         )
         entries.append(entry)
         seen = np.maximum(counted - LUMP_SDS * sd, 0.0)
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            predicted = np.minimum(reach * (rung / wide) ** TAIL_INDEX, reach)
+        predicted = np.minimum(_pareto_beyond(reach, rung, wide), reach)
         past = active & (seen > 0.0) & (seen > predicted)
         ended = active & ~past
         upper = counted + EDGE_SDS * sd  # as the second rung anchors its tail
@@ -1346,9 +1346,17 @@ def _exceeds(
     Pareto tails through ``anchor`` = (rung, upper count) put there, at most ``Σ_j C (r_j /
     R_j)^α`` and at most C, by :data:`LUMP_SDS` sds: a lump (post-processing)."""
     rung, reach = anchor
+    predicted = float(np.sum(np.where(heavy, _pareto_beyond(reach, rung, radius), 0.0)))
+    return bool(count > min(predicted, float(np.max(reach))) + LUMP_SDS * sd)
+
+
+def _pareto_beyond(
+    reach: NDArray[np.float64], rung: NDArray[np.float64], radius: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The users a Pareto tail of index α (:data:`TAIL_INDEX`) through ``(rung, reach)``, C
+    users beyond r, puts beyond ``radius`` R: ``C (r / R)^α``."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        predicted = float(np.sum(np.where(heavy, reach * (rung / radius) ** TAIL_INDEX, 0.0)))
-        return bool(count > min(predicted, float(np.max(reach))) + LUMP_SDS * sd)
+        return np.asarray(reach * (rung / radius) ** TAIL_INDEX)
 
 
 def _placeable(
@@ -1363,8 +1371,7 @@ def _placeable(
     if k < 2:
         return False
     epsilon = float(np.sum(budget.tail_split(LUMP_ANCHOR * plan.tail)[0]))
-    sd = math.sqrt(float(two_sided_geometric_variance(geometric_rate(epsilon, float(k)))))
-    return (LUMP_SDS + EDGE_SDS) * sd < float(np.max(found[heavy]))
+    return (LUMP_SDS + EDGE_SDS) * _count_sd(epsilon, float(k)) < float(np.max(found[heavy]))
 
 
 def _counts_beyond_each(
