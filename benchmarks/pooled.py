@@ -6,10 +6,11 @@
    ages 0-100): over ``--reps`` seeds, the share of fits with every coefficient released, the
    RMSE around the non-private pooled OLS over its person-clustered SE (statsmodels), the
    median and 95th percentile of |error| / bse, the coverage of the non-private estimate by
-   the 95 % interval (a withheld coefficient counts as a miss) and the fits that released
-   each coefficient. The same given only ε with the study's other covariates
-   (``+ linc + black + physlm + disea``: log income, whose lower tail the range clips, two
-   columns of about a fifth of the persons at 1 and a disease count).
+   the 95 % interval (a withheld coefficient counts as a miss), the fits that released
+   each coefficient and the interval's median half-width over the RMSE (``hw/RMSE``: about
+   1.96 for an interval as wide as the errors call for). The same given only ε with the
+   study's other covariates (``+ linc + black + physlm + disea``: log income, whose lower tail
+   the range clips, two columns of about a fifth of the persons at 1 and a disease count).
    The same with the study's 18 plans as declared levels (``+ C(plan, levels=[...])``: 17
    indicator columns, whose ranges the formula gives) at ε = 2, given only ε: coinsurance is
    a function of the plan, so that design is singular (statsmodels' pseudo-inverse picks one
@@ -17,7 +18,8 @@
 2. **Simulated panels**, T = 8, d regressors each with a person effect (``x = a_u + b_ut``, both
    N(0, 1)), ``y = x'β + α_u + e``, β = 0.5, α and e N(0, 1); given only ε (``max_rows=8``);
    ε = 1: the MSE of the private slopes over the non-private pooled MSE (both around the
-   truth), coverage of the truth and the 95th percentile of |error| / bse. Beside it, on the
+   truth), coverage of the truth, the 95th percentile of |error| / bse and the median
+   half-width over the RMSE around the truth (``hw/RMSE``). Beside it, on the
    same panels, two peers given generous public bounds (:data:`PEER_X`, :data:`PEER_Y`):
    AdaSSP with each person's rows summed whole (own code from Wang 2018's formulas) and
    diffprivlib's ``LinearRegression`` at row level with ε / T (skipped without diffprivlib).
@@ -144,7 +146,7 @@ def randhie(
     hie = dplong.datasets.load_randhie()
     ols = smf.ols(formula, hie).fit(cov_type="cluster", cov_kwds={"groups": hie["zper"]})
     model = dplong.PooledOLS.from_formula(formula, hie, groups="zper", bounds=bounds)
-    errors, ratios, covered, released = [], [], [], 0
+    errors, ratios, covered, widths, released = [], [], [], [], 0
     for r in range(reps):
         res = model.fit(epsilon=epsilon, **rows_option(5), random_state=seed + r)
         released += bool(np.isfinite(res.params).all())
@@ -153,6 +155,7 @@ def randhie(
         ratios.append(np.abs(error) / res.bse)
         ci = res.conf_int(0.05)
         covered.append((ci["lower"] <= ols.params) & (ols.params <= ci["upper"]))
+        widths.append((ci["upper"] - ci["lower"]) / 2.0 / ols.bse)
     frame = pd.DataFrame(errors)
     given = "public bounds" if bounds else "given only epsilon"
     print(
@@ -161,10 +164,11 @@ def randhie(
     )
     print(
         f"{'coefficient':<20} {'np':>8} {'SE':>7} {'RMSE/SE':>14} {'med|e|/bse':>10} "
-        f"{'p95|e|/bse':>10} {'coverage':>14} {'released':>9}"
+        f"{'p95|e|/bse':>10} {'coverage':>14} {'released':>9} {'hw/RMSE':>8}"
     )
     ratio = pd.DataFrame(ratios)
     cover = pd.DataFrame(covered)
+    width = pd.DataFrame(widths)
     for name in ols.params.index:  # the RMSE and the ratios over the fits that released it
         if frame[name].isna().all():
             print(
@@ -176,7 +180,8 @@ def randhie(
         print(
             f"{name:<20} {ols.params[name]:>8.3f} {ols.bse[name]:>7.3f} {pm(value, se, 2):>14} "
             f"{ratio[name].median():>10.2f} {ratio[name].quantile(0.95):>10.2f} "
-            f"{pm(share, share_se, 2):>14} {int(frame[name].notna().sum()):>5}/{reps}"
+            f"{pm(share, share_se, 2):>14} {int(frame[name].notna().sum()):>5}/{reps} "
+            f"{width[name].median() / value:>8.2f}"
         )
 
 
@@ -299,13 +304,13 @@ def simulated(reps: int, seed: int, cells: tuple[tuple[int, int], ...] = CELLS) 
         print("(diffprivlib is not installed: its column is skipped; pip install '.[peers]')")
     print(
         f"{'n':>5} {'d':>2} {'MSE / non-private':>18} {'coverage':>12} {'p95|e|/bse':>10} "
-        f"{'released':>8} {'AdaSSP per user':>16} {'diffprivlib rows':>17}"
+        f"{'released':>8} {'hw/RMSE':>8} {'AdaSSP per user':>16} {'diffprivlib rows':>17}"
     )
     for n, d in cells:
         rng = np.random.default_rng(seed + 1000 * n + d)
         names = [f"x{k}" for k in range(d)]
         formula = "y ~ " + " + ".join(names)
-        private, public, ratios, hits, released = [], [], [], 0, 0
+        private, public, ratios, widths, hits, released = [], [], [], [], 0, 0
         adassp, dpl, refused = [], [], False
         for r in range(reps):
             frame = panel(rng, n, d)
@@ -331,6 +336,7 @@ def simulated(reps: int, seed: int, cells: tuple[tuple[int, int], ...] = CELLS) 
             ratios += list(np.abs(estimate - 0.5) / res.bse[names].to_numpy())
             ci = res.conf_int(0.05).loc[names]
             hits += int(((ci["lower"] <= 0.5) & (0.5 <= ci["upper"])).sum())
+            widths += list((ci["upper"] - ci["lower"]) / 2.0)
         peer_ratios = [
             pm(*mse_ratio(errors, public), 2) if errors else "-" for errors in (adassp, dpl)
         ]
@@ -342,9 +348,11 @@ def simulated(reps: int, seed: int, cells: tuple[tuple[int, int], ...] = CELLS) 
             kept = np.isfinite(private)
             ratio, ratio_se = mse_ratio(np.asarray(private)[kept], np.asarray(public)[kept])
             share, share_se = proportion(hits, reps * d)
+            spread = math.sqrt(float(np.mean(np.asarray(private)[kept])))
             row = (
                 f"{pm(ratio, ratio_se, 2):>18} {pm(share, share_se, 3):>12} "
-                f"{np.nanquantile(ratios, 0.95):>10.2f} {released:>4}/{reps}"
+                f"{np.nanquantile(ratios, 0.95):>10.2f} {released:>4}/{reps} "
+                f"{np.nanmedian(widths) / spread:>8.2f}"
             )
         print(f"{n:>5} {d:>2} {row} {peer_ratios[0]:>16} {peer_ratios[1]:>17}")
 
