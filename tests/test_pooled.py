@@ -346,6 +346,14 @@ def test_meat_rows_and_score_sizes_have_their_stated_sensitivity() -> None:
     far = scores[np.linalg.norm(scores, axis=1) > radius][0]
     part = rows[np.flatnonzero((scores == far).all(axis=1))[0], -p:]
     np.testing.assert_allclose(part, gain * (radius - inner) * far / np.linalg.norm(far))
+    # the bound's algebra: with norms a, b <= R (here R = 1) and parts α <= a, β <= b, the
+    # square of the difference is largest at a part's ends, and at most 4.5 over a grid
+    a, b, c = np.meshgrid(*(np.linspace(0, 1, 51),) * 2, np.linspace(-1, 1, 101))
+    square = a**4 + b**4 - 2 * a**2 * b**2 * c**2
+    ends = [
+        square + (s * a) ** 2 + (t * b) ** 2 - 2 * s * t * a * b * c for s in (0, 1) for t in (0, 1)
+    ]
+    assert max(e.max() for e in ends) == pytest.approx(pooled_release.MEAT_SENSITIVITY**2)
     turn = np.array([[-0.5, math.sqrt(0.75), 0.0]])
     end = radius * np.array([[1.0, 0.0, 0.0], *turn])
     extreme, _ = pooled_release._meat_rows(end, radius, inner)

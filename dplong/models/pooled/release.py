@@ -451,10 +451,12 @@ def _meat_rows(
     that is wider (a sliver of a window holds little of what the steps clip). The row's norm
     is then at most √2 R², and two rows differ by at most :data:`MEAT_SENSITIVITY` R²: with
     ``c`` the cosine between the two scores, the square of the difference is
-    ``(a⁴ + b⁴ - 2 a² b² c²) + (α² + β² - 2 α β c)`` for the clipped scores' norms a, b and
-    the parts' α, β, convex in a², b², α and β, so largest where each is at R² or 0, and at
-    R² everywhere ``R⁴ (4 - 2 c² - 2 c)``, whose largest value is 4.5 R⁴ at ``c = -1/2``.
-    The scale is 0 (no clipped parts) where nothing was clipped below ``radius``."""
+    ``(a⁴ + b⁴ - 2 a² b² c²) + (α² + β² - 2 α β c)`` for the clipped scores' norms a, b <= R
+    and the scaled parts' α, β; a part is at most ``R a`` (the window is at least
+    ``radius - inner``), and the square is convex in α and β, so largest at α in {0, R a}
+    and β in {0, R b}, where its largest value is 4.5 R⁴, at a = b = R and ``c = -1/2``
+    (``R⁴ (4 - 2 c² - 2 c)``). The scale is 0 (no clipped parts) where nothing was clipped
+    below ``radius``."""
     norms = np.sqrt((scores**2).sum(axis=1))
     columns = [vech_scaled(_clip_rows(scores, radius), np.ones(scores.shape[0]))]
     window = max(radius - inner, (SLIVER - 1.0) * inner) if radius > inner else 0.0
