@@ -2024,6 +2024,39 @@ def test_a_declared_level_with_no_rows_is_withheld_not_a_crash() -> None:
             assert res.params.isna().all()
 
 
+@pytest.mark.parametrize(("levels", "named"), [("[0, 1, 2]", "[T.2]"), ("[2, 0, 1]", "reference")])
+def test_a_withheld_fit_names_the_declared_level_no_row_holds(levels: str, named: str) -> None:
+    """3,000 persons hold levels 0 and 1 of a factor declared with 0, 1 and 2, ε = 2: every
+    coefficient is withheld (the empty level's direction mixes into every coordinate through
+    the noise), and the note names the level whose released row count (its diagonal entry of
+    the released X'X) is within 2 noise sds of 0, the reference level where it is the empty
+    one, as the remedy to try first. It no longer tells the analyst to narrow a public bound
+    when none was given (a declared factor's indicators know their ranges from the formula).
+    With every declared level held the same note names none."""
+    rng = np.random.default_rng(0)
+    n, rows = 3000, 4
+    st = np.repeat(rng.integers(0, 2, n), rows)
+    x = rng.normal(size=n * rows)
+    panel = pd.DataFrame({"id": np.repeat(np.arange(n), rows), "st": st, "x": x})
+    panel["y"] = 1 + 0.5 * x + 0.3 * st + rng.normal(size=n * rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = PooledOLS.from_formula(f"y ~ x + C(st, levels={levels})", panel, groups="id").fit(
+            epsilon=2.0, max_rows=rows, random_state=0
+        )
+    assert res.params.isna().all()
+    (note,) = [w for w in res.warnings if "withheld: the released X'X" in w]
+    assert "drop from the declared levels" in note and named in note.split("drop from")[1]
+    assert "narrow a public bound" not in note
+    held = panel.assign(st=np.repeat(rng.integers(0, 3, n), rows))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = PooledOLS.from_formula(f"y ~ x + C(st, levels={levels})", held, groups="id").fit(
+            epsilon=2.0, max_rows=rows, random_state=0
+        )
+    assert not any("drop from the declared levels" in w for w in res.warnings)
+
+
 @pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
 def test_collinear_columns_are_noted_from_the_released_gram() -> None:
     """``x3 = x1 + x2`` exactly: the released X'X of the columns as the ranges clipped them is

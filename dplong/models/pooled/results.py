@@ -86,7 +86,9 @@ def _statistics_results(
     histograms = plan.histograms_alone  # the ranges' route, for the notes' wording
     notes = _missed_notes(model, index[clipped], missed, histograms)
     notes += _narrow_notes(model, index[sliver], narrow)
-    notes += _withheld_notes(model, index[unbounded], release.pilot.ridge, cap, row_cap)
+    notes += _withheld_notes(
+        model, index[unbounded], release.pilot.ridge, cap, row_cap, _unheld_levels(model, release)
+    )
     if not unbounded.any() and release.pilot.ridge == 0.0:  # else a note says more already
         estimated = positions[np.isfinite(beta)]
         notes += _collinear_notes(_condition_index(scaled, release, estimated))
@@ -519,12 +521,41 @@ def _some_notes(
     return tuple(notes)
 
 
+#: A declared level whose released row count is within this many noise sds of 0 may hold no
+#: rows (:func:`_unheld_levels`): the released count is that level's diagonal entry of X'X.
+UNHELD_SDS = 2.0
+
+
+def _unheld_levels(model: PooledOLS, release: _Statistics) -> list[str]:
+    """The declared levels whose released (weighted) row counts are within
+    :data:`UNHELD_SDS` noise sds of 0: where a treatment-coded factor's rows are one-hot
+    (pooled rows: the blocks of structural zeros), each indicator's diagonal entry of the
+    released X'X is its level's row count (the frame's intercept, where the block took it in,
+    the reference level's). A level no row holds leaves X'X singular along its indicator, and
+    the noise spreads that direction into every coefficient. Post-processing of the released
+    Gram matrix; the column names are public (the formula's)."""
+    counts = np.diag(release.pilot.hessian) - release.pilot.ridge
+    columns = model._design.columns
+    unheld = []
+    for block in model._zero_products():
+        for j in block:
+            if counts[j] > UNHELD_SDS * release.pilot.sigma:
+                continue
+            if columns[j] != "Intercept":
+                unheld.append(columns[j])
+            else:  # the factor's term: its indicators' names less the level
+                term = next(columns[k] for k in block if columns[k] != "Intercept")
+                unheld.append(f"the reference level of {term.split('[T.')[0]}")
+    return unheld
+
+
 def _withheld_notes(
     model: PooledOLS,
     withheld: pd.Index,
     ridge: float,
     cap: int,
     row_cap: RowCap | None = None,
+    unheld: list[str] | None = None,
 ) -> tuple[str, ...]:
     """The note of the coefficients ``withheld`` (their ridge's pull unbounded) or, with none,
     of the released X'X's floor (its ``ridge``) where it has one; where a person counts up to
@@ -532,7 +563,8 @@ def _withheld_notes(
     where persons have fewer rows (unknown to the fit); found privately (``row_cap``), where
     its released counts show them (:attr:`RowCap.shorter`): X'X's noise is in proportion to
     the cap, and the signal of a person with at least its rows too. A random-effects fit's
-    remedy names pooled OLS (``_quasi_demeaned``)."""
+    remedy names pooled OLS (``_quasi_demeaned``). Declared levels whose released row counts
+    cannot be told from none (``unheld``, :func:`_unheld_levels`) are named first."""
     remedy = "raise epsilon or drop a collinear term."
     # a power of a column far from 0 is nearly collinear with it (age and age**2 correlate
     # 0.99 on 20-70): the formula, public, says where one may be
@@ -563,17 +595,27 @@ def _withheld_notes(
         bounds = "give public bounds, " if model._located.any() and model._bounds_frame else ""
         # a stated range is the column's frame: one far wider than its values leaves the
         # column small against X'X's noise (an audit's generous bounds withheld 11 of 20)
+        # (a declared factor's indicators know their ranges from the formula: no bound stated)
         stated = ~model._located & (model._ranges[:, 1] > model._ranges[:, 0])
+        for columns, _ in model._blocks:
+            stated[list(columns)] = False
         narrow = (
             "narrow a public bound far wider than its column's values, "
             if stated.any() and model._bounds_frame
+            else ""
+        )
+        empty = (
+            f"drop from the declared levels, or merge with another, {unheld} (their released "
+            f"row counts are within {UNHELD_SDS:g} noise sds of 0, and a level no row holds "
+            "leaves its coefficient undetermined and, through the noise, every other), "
+            if unheld
             else ""
         )
         return (
             f"{[str(c) for c in withheld]} withheld: the released X'X does not "
             "determine them beyond its noise, so nothing bounds how far its ridge pulled "
             "them (the design is nearly collinear or varies little for this n and "
-            f"epsilon{model._unidentified}): {bounds}{narrow}{remedy}",
+            f"epsilon{model._unidentified}): {empty}{bounds}{narrow}{remedy}",
         )
     if ridge > 0.0:
         return (
