@@ -33,7 +33,6 @@ from dplong.privacy.noise import WeightedRelease, release_vector_sum
 __all__ = [
     "CLIP_RADIUS",
     "MEAT_NOISE",
-    "MEAT_SENSITIVITY",
     "NOISE_DRAWS",
     "QUIET_NOISE",
     "RSS_FLOOR",
@@ -74,8 +73,8 @@ QUIET_NOISE = 0.5
 #: gone (docs/design/pooled.md, step 4).
 MEAT_NOISE = 0.1
 #: The skew check before the last Newton step (:func:`_skew_check`), where that step clips at
-#: the Cauchy–Schwarz radius and so nothing measures what it clips (the meat's clipped parts
-#: are measured only between a narrower steps' radius and it): its share of the step's ρ, the
+#: the Cauchy–Schwarz radius and so nothing measures what it clips (the meat's excess column
+#: measures only between a narrower steps' radius and it): its share of the step's ρ, the
 #: chance that it fires on scores whose clipped parts are symmetric (a union bound over the
 #: coordinates), and the factor the step's radius is widened by where it fires. One mean a
 #: person (``BetweenOLS``) has no rows' room in that radius, so it clips about a quarter of
@@ -101,16 +100,13 @@ SKEW_SEEN = 4.0
 #: step warns instead (docs/design/pooled.md, "The skew check"; docs/accuracy.md, "Skewed
 #: outcomes between persons" and "Skewed person effects in pooled rows").
 UNSEEN_WIDEN, UNSEEN_NOISE = 2.0, 1.25
-#: The meat's sensitivity with the steps' clipped parts, in units of R² (:func:`_meat_rows`):
-#: two persons' rows differ by at most √4.5 R².
-MEAT_SENSITIVITY = math.sqrt(4.5)
 #: A window narrower than ``SLIVER - 1`` of the steps' radius is a sliver: it holds less than
 #: the mean excess of a normal score clipped at twice its root mean square (0.37 of that, a
 #: fifth of the radius). Where the Cauchy–Schwarz radius is within this factor of the steps'
-#: narrower one, the meat's window between them is such a sliver, and its bias bound
+#: narrower one, the meat's excess window between them is such a sliver, and its bias bound
 #: misses most of what the last step clips: that step is checked as one at the
 #: Cauchy–Schwarz radius is, where the check can see a pull (:func:`_seen`, :func:`_guarded`),
-#: and otherwise the meat reads each person's clipped part out to ``SLIVER - 1`` of the steps'
+#: and otherwise the meat reads each person's excess out to ``SLIVER - 1`` of the steps'
 #: radius past it (:func:`_meat_rows`). Random effects' quasi-demeaned scores, whose residuals
 #: are nearly independent within a person, put the two radii close together, and a skewed
 #: outcome's clipped scores pulled the slopes past their intervals with no warning there
@@ -132,18 +128,16 @@ NOISE_DRAWS = 2000
 class _Statistics:
     """What the Gaussian releases gave (scaled units): the pilot (the floored solve of the
     released Gram matrix), the stepped β̂, draws of its noise, its clustered sampling
-    covariance, the released sum D of the parts of the whitened scores at β̂ that the steps'
-    radius clipped (which moves the steps' fixed point off pooled OLS by about ``Ĥ^{-1/2} D``;
-    zeros where the steps clipped at the Cauchy–Schwarz radius) and its noise sd a coordinate,
-    what became of the skew check before the last step (:data:`SkewCheck`) and the ledger
-    entries of the releases."""
+    covariance, a bound on ``Σ_u (‖s̃_u‖ - R)₊`` (what the steps' radius R clipped of the
+    whitened scores at β̂, which moves the steps' fixed point by at most ``Ĥ^{-1/2}`` times
+    it), what became of the skew check before the last step (:data:`SkewCheck`) and the
+    ledger entries of the releases."""
 
     pilot: _Solution
     beta: NDArray[np.float64]
     draws: tuple[NDArray[np.float64], NDArray[np.float64]]
     sampling: NDArray[np.float64]
-    clipped: NDArray[np.float64]
-    clipped_sd: float
+    clipped: float
     skew: SkewCheck
     entries: tuple[LedgerEntry, ...]
     #: random effects' weight on the between-person part of the rows (:func:`_lifted`; 0:
@@ -252,10 +246,9 @@ def _release_statistics(
         sds.append(float(step.sd[0]))
         beta = beta + pilot.whiten @ step.total  # Ĥ⁻¹ Ĥ^{1/2} t
 
-    # step 4: the person-clustered meat at the released β̂ (public), whitened, with the parts
-    # of the scores the steps' radius clipped below the Cauchy–Schwarz one (their sum is the
-    # steps' fixed point's bias); its noise grows as R², so its radius is quiet at its own
-    # noise (MEAT_NOISE)
+    # step 4: the person-clustered meat at the released β̂ (public), whitened, with the mass
+    # the steps' radius clipped below the Cauchy–Schwarz one (the steps' fixed point's bias);
+    # its noise grows as R², so its radius is quiet at its own noise (MEAT_NOISE)
     quiet = min(quiet, _meat_quiet(size, rho_meat, p))
     radius = _clip_radius(released, pilot, beta, cap, row_total, reach, quiet)
     meat, gain = _release_meat(
@@ -266,8 +259,7 @@ def _release_statistics(
         generator,
     )
     k = p * (p + 1) // 2
-    clipped = meat.total[k:] / gain if gain else np.zeros(p)
-    clipped_sd = float(meat.sd[0]) / gain if gain else 0.0
+    clipped = _high_end(meat, k) / gain if gain else 0.0
     values, vectors = np.linalg.eigh(_unvech_scaled(meat.total[:k], p))
     psd = (vectors * np.maximum(values, 0.0)) @ vectors.T
     sampling = n / (n - 1.0) * pilot.whiten @ psd @ pilot.whiten
@@ -287,13 +279,13 @@ def _release_statistics(
         *stepped,
         gaussian_vector_entry(
             "clustered meat",
-            "Σ_u clip(s_u) clip(s_u)'" + (", Σ_u (s_u - clip(s_u))" if gain else ""),
+            "Σ_u clip(s_u) clip(s_u)'" + (", Σ_u (‖s_u‖ - R)₊" if gain else ""),
             rho_meat,
             meat,
         ),
     )
     draws = _noise_draws(pilot, beta, sigma, sds, kept)
-    return _Statistics(pilot, beta, draws, sampling, clipped, clipped_sd, skew, entries, weight)
+    return _Statistics(pilot, beta, draws, sampling, clipped, skew, entries, weight)
 
 
 def _skew_check(
@@ -404,17 +396,18 @@ def _score_size(
 def _meat_quiet(size: _ScoreSize | None, rho: float, p: int) -> float:
     """The radius at which the meat's noise sd is :data:`MEAT_NOISE` of a diagonal entry,
     ``n m̂ / p`` from the released scores' mean square (:class:`_ScoreSize`; inf without one):
-    the meat's sensitivity is at most :data:`MEAT_SENSITIVITY` R², its noise sd that over
-    √(2 ρ). Public, from released numbers."""
+    the meat's sensitivity is at most √3 R², its noise sd √3 R² / √(2 ρ). Public, from
+    released numbers."""
     if size is None:
         return math.inf
     entry = _high_end(size.sum, 0) / p
-    return math.sqrt(MEAT_NOISE * entry * math.sqrt(2.0 * rho) / MEAT_SENSITIVITY)
+    return math.sqrt(MEAT_NOISE * entry * math.sqrt(2.0 * rho / 3.0))
 
 
 def _high_end(release: WeightedRelease, j: int) -> float:
     """Entry ``j`` of a released sum of non-negative values, floored at 0, plus
-    :data:`SIZE_SDS` of its noise sds: the high end that the scores' size is read at."""
+    :data:`SIZE_SDS` of its noise sds: the high end that the scores' size and the clipped mass
+    are read at."""
     return max(float(release.total[j]), 0.0) + SIZE_SDS * float(release.sd[j])
 
 
@@ -426,14 +419,14 @@ def _release_meat(
     generator: np.random.Generator,
 ) -> tuple[WeightedRelease, float]:
     """One ρ-zCDP release of the whitened ``scores``' (n x p, unclipped) rows of
-    :func:`_meat_rows` and the clipped parts' scale: norm at most R² (√2 R² with the clipped
-    parts), sensitivity √2 R² (:data:`MEAT_SENSITIVITY` R²)."""
+    :func:`_meat_rows` and the excess's scale: norm at most R² (√2 R² with the excess),
+    sensitivity √2 R² (√3 R²)."""
     rows, gain = _meat_rows(scores, radius, inner)
     bound = radius**2 * (1.0 + 1e-12)  # room for rounding
     meat = release_vector_sum(
         rows,
         (math.sqrt(2.0) if gain else 1.0) * bound,
-        (MEAT_SENSITIVITY if gain else math.sqrt(2.0)) * bound,
+        (math.sqrt(3.0) if gain else math.sqrt(2.0)) * bound,
         rho,
         generator,
     )
@@ -443,27 +436,20 @@ def _release_meat(
 def _meat_rows(
     scores: NDArray[np.float64], radius: float, inner: float
 ) -> tuple[NDArray[np.float64], float]:
-    """Each person's row of the meat's release and the clipped parts' scale: ``vech(s̃ s̃')``
-    of the whitened score clipped to ``radius`` (norm at most R²; two persons' rows differ by
-    at most √2 R², PSD), and where the steps clipped at ``inner < radius`` the part of the
-    score they clipped, ``s̃ / ‖s̃‖ min((‖s̃‖ - inner)₊, w)``, times ``R² / w`` (norm at most
-    R²) over a window w of ``radius - inner``, or :data:`SLIVER` ``- 1`` of ``inner`` where
-    that is wider (a sliver of a window holds little of what the steps clip). The row's norm
-    is then at most √2 R², and two rows differ by at most :data:`MEAT_SENSITIVITY` R²: with
-    ``c`` the cosine between the two scores, the square of the difference is
-    ``(a⁴ + b⁴ - 2 a² b² c²) + (α² + β² - 2 α β c)`` for the clipped scores' norms a, b <= R
-    and the scaled parts' α, β; a part is at most ``R a`` (the window is at least
-    ``radius - inner``), and the square is convex in α and β, so largest at α in {0, R a}
-    and β in {0, R b}, where its largest value is 4.5 R⁴, at a = b = R and ``c = -1/2``
-    (``R⁴ (4 - 2 c² - 2 c)``). The scale is 0 (no clipped parts) where nothing was clipped
+    """Each person's row of the meat's release and the excess's scale: ``vech(s̃ s̃')`` of the
+    whitened score clipped to ``radius`` (norm at most R²; two persons' rows differ by at most
+    √2 R², PSD), and where the steps clipped at ``inner < radius`` the person's excess
+    ``min((‖s̃_u‖ - inner)₊, w)`` times ``R² / w`` (in [0, R²]) over a window w of
+    ``radius - inner``, or :data:`SLIVER` ``- 1`` of ``inner`` where that is wider (a sliver
+    of a window holds little of what the steps clip): the row's norm is then at most √2 R², two
+    rows differ by at most √3 R². The scale is 0 (no excess column) where nothing was clipped
     below ``radius``."""
     norms = np.sqrt((scores**2).sum(axis=1))
     columns = [vech_scaled(_clip_rows(scores, radius), np.ones(scores.shape[0]))]
     window = max(radius - inner, (SLIVER - 1.0) * inner) if radius > inner else 0.0
     gain = radius**2 / window if window else 0.0
     if gain:
-        parts = np.clip(norms - inner, 0.0, window) / np.where(norms > 0.0, norms, 1.0)
-        columns.append(gain * parts[:, None] * scores)
+        columns.append(gain * np.clip(norms - inner, 0.0, window)[:, None])
     return np.hstack(columns), gain
 
 

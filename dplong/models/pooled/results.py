@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from dplong.formula.terms import uncentred_powers
 from dplong.models.pooled.frame import OUTCOME_ROOM, _Scaling
 from dplong.models.pooled.located import RangeFlags
-from dplong.models.pooled.release import SIZE_SDS, SKEW_WIDEN, UNSEEN_WIDEN, SkewCheck, _Statistics
+from dplong.models.pooled.release import SKEW_WIDEN, UNSEEN_WIDEN, SkewCheck, _Statistics
 from dplong.privacy.accounting import PrivacyLedger
 from dplong.privacy.budget import NOTE_MISS, StatisticsBudget
 from dplong.privacy.options import ReleaseOptions
@@ -243,12 +243,8 @@ def _unscaled(scaled: _Scaling, release: _Statistics, steps: int) -> _Unscaled:
             posinf=np.inf,
         )
     # the steps' fixed point solves Σ_u clip(s_u) = 0: what the radius clipped moves it from
-    # pooled OLS by Ĥ^{-1/2} D, bounded a coordinate by the released D's projection plus
-    # SIZE_SDS of its noise sds (the convention of every released high end)
-    moves = scaled.linear @ release.pilot.whiten
-    ridge += np.abs(moves @ release.clipped) + SIZE_SDS * release.clipped_sd * np.linalg.norm(
-        moves, axis=1
-    )
+    # pooled OLS by Ĥ^{-1/2} D with ‖D‖ at most the released clipped mass
+    ridge += np.linalg.norm(scaled.linear @ release.pilot.whiten, axis=1) * release.clipped
     sampling_sd = np.sqrt(np.diag(scaled.linear @ release.sampling @ scaled.linear.T))
     # withheld (released numbers only): where the released X'X does not determine a
     # direction beyond its noise nothing bounds the ridge's pull, and an interval to the
