@@ -1686,14 +1686,19 @@ class TestLedger:
         rng = np.random.default_rng(29)
         x = rng.standard_t(2.0, size=(n, d)) if heavy else rng.normal(size=(n, d))
         rates: list[float] = []
-        draw = tails_module.two_sided_geometric
+        draw, counted = tails_module.two_sided_geometric, tails_module.geometric_counts
 
         def recorded(generator: np.random.Generator, rate: float, shape: Any) -> Any:
             rates.append(float(rate))
             return draw(generator, rate, shape)
 
-        with pytest.MonkeyPatch.context() as patch:
+        def recorded_counts(exact: Any, epsilon: float, sensitivity: float, rng: Any) -> Any:
+            rates.append(float(geometric_rate(epsilon, sensitivity)))
+            return counted(exact, epsilon, sensitivity, rng)
+
+        with pytest.MonkeyPatch.context() as patch:  # the tail stage's draws, either way
             patch.setattr(tails_module, "two_sided_geometric", recorded)
+            patch.setattr(tails_module, "geometric_counts", recorded_counts)
             release = release_means(
                 x,
                 names=tuple(f"c{j}" for j in range(d)),

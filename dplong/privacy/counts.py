@@ -31,7 +31,9 @@ __all__ = [
     "INSIDE_SHARE",
     "SHARED_BELOW",
     "band_check",
+    "count_sd",
     "count_users",
+    "geometric_counts",
     "inside_count",
     "lattice_count",
     "side_count",
@@ -79,6 +81,22 @@ def count_users(
     )
 
 
+def geometric_counts(
+    exact: NDArray[np.int64], epsilon: float, sensitivity: float, rng: np.random.Generator
+) -> tuple[NDArray[np.float64], float, float]:
+    """Counts plus two-sided geometric (lattice Laplace) noise at ``epsilon`` for their L1
+    ``sensitivity`` together: the noisy counts, the noise's sd a count and its rate."""
+    rate = float(geometric_rate(epsilon, sensitivity))
+    noisy = exact + two_sided_geometric(rng, rate, np.shape(exact))
+    return np.asarray(noisy, dtype=np.float64), count_sd(epsilon, sensitivity), rate
+
+
+def count_sd(epsilon: float, sensitivity: float = 1.0) -> float:
+    """The noise sd of a count released by :func:`geometric_counts` at ``epsilon`` for an L1
+    ``sensitivity`` (2: a signed count; k: k columns' own counts together)."""
+    return math.sqrt(float(two_sided_geometric_variance(geometric_rate(epsilon, sensitivity))))
+
+
 def lattice_count(
     exact: NDArray[np.int64],
     epsilon: float,
@@ -89,13 +107,11 @@ def lattice_count(
 ) -> tuple[NDArray[np.float64], float, list[LedgerEntry]]:
     """Counts (sensitivity 1 each: one user in or out) plus two-sided geometric noise at ε
     each, their noise sd and one ledger entry per target."""
-    rate = geometric_rate(epsilon, 1.0)
-    noisy = exact + two_sided_geometric(rng, rate, exact.shape)
-    sd = float(np.sqrt(two_sided_geometric_variance(rate)))
+    noisy, sd, rate = geometric_counts(exact, epsilon, 1.0, rng)
     entries = [
-        LedgerEntry(stage, mechanism, t, epsilon, 0.0, 0.0, 1.0, float(1.0 / rate)) for t in targets
+        LedgerEntry(stage, mechanism, t, epsilon, 0.0, 0.0, 1.0, 1.0 / rate) for t in targets
     ]
-    return noisy.astype(np.float64), sd, entries
+    return noisy, sd, entries
 
 
 def side_count(
@@ -122,12 +138,11 @@ def side_count(
     low, high = GRID.edges[cell], GRID.edges[cell + 1]
     with np.errstate(invalid="ignore"):  # NaN: no statistic, on neither side
         exact = np.sum(matrix >= high, axis=0) - np.sum(matrix < low, axis=0)
-    rate = float(geometric_rate(epsilon, 2.0))
-    noisy = exact + two_sided_geometric(rng, rate, exact.shape)
+    noisy, _, rate = geometric_counts(exact, epsilon, 2.0, rng)
     entries = [
         LedgerEntry("midpoint", _SIDES, name, epsilon, 0.0, 0.0, 2.0, 1.0 / rate) for name in names
     ]
-    return noisy.astype(np.float64), side_reach(epsilon, gamma), entries
+    return noisy, side_reach(epsilon, gamma), entries
 
 
 def inside_count(

@@ -37,6 +37,7 @@ from dplong.privacy.budget import (
     tail_share,
     top_up,
 )
+from dplong.privacy.counts import count_sd, geometric_counts
 from dplong.privacy.locate import Location
 from dplong.privacy.noise import geometric_rate, two_sided_geometric, two_sided_geometric_variance
 from dplong.privacy.projection import MAX_RADIUS
@@ -782,9 +783,8 @@ def _tail_radius(
         deviations = np.abs(matrix - where.centre) * (1.0 if root is None else root)
         # NaN: no statistic, never beyond; nor is anyone in a column already withheld
         exact = int(np.sum(np.any((deviations > rung) & live, axis=1)))
-    rate = float(geometric_rate(epsilon, 1.0))
-    count = float(exact + two_sided_geometric(rng, rate, (1,))[0])
-    sd = math.sqrt(float(two_sided_geometric_variance(rate)))
+    counted, sd, _ = geometric_counts(np.array([exact]), epsilon, 1.0, rng)
+    count = float(counted[0])
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         measurable = _measurable(rung, live)
         threshold = _heavy_threshold(users, kinds, measurable, sd)
@@ -871,8 +871,8 @@ def _measured_sides(
     side_epsilon, after = mean_budget.tail_split(SIDES_SHARE * plan.tail)
     side_total = float(np.sum(side_epsilon))
     # the first count's draw and share, as _tail_radius read them
-    count_sd = _count_sd(joint)
-    count = reach - EDGE_SDS * count_sd
+    first_sd = count_sd(joint)
+    count = reach - EDGE_SDS * first_sd
     facts = _SideFacts(
         bulk=bulk,
         rung=rung,
@@ -881,18 +881,18 @@ def _measured_sides(
         users=users,
         sampling=where.sd / np.sqrt(np.maximum(users, 1.0)),
         count=count,
-        count_sd=count_sd,
+        count_sd=first_sd,
         share=_found_share(count, threshold, _measurable(rung, live)),
         far=far,
     )
     # the count's ε shared evenly by the columns it is drawn for (basic composition)
     every = column_epsilon(side_total, 0.0, int(np.sum(heavy)))
-    chosen = _side_clips(facts, heavy, np.where(heavy, count, 0.0), _count_sd(every, 2.0))[-1]
+    chosen = _side_clips(facts, heavy, np.where(heavy, count, 0.0), count_sd(every, 2.0))[-1]
     if not chosen.any():
         return None
     each = column_epsilon(side_total, 0.0, int(np.sum(chosen)))
     difference = _signed_counts(matrix, where.centre, chosen, rung, each, rng, root)
-    upper, lower, above, below, _ = _side_clips(facts, chosen, difference, _count_sd(each, 2.0))
+    upper, lower, above, below, _ = _side_clips(facts, chosen, difference, count_sd(each, 2.0))
     return after, upper, lower, above, below, _sides_entries(_named(names, chosen), each)
 
 
@@ -979,12 +979,6 @@ def _side_clips(
     )
 
 
-def _count_sd(epsilon: float, sensitivity: float = 1.0) -> float:
-    """The noise sd of counts of L1 ``sensitivity`` together (2: a signed count; k: k
-    columns' own counts) released with two-sided geometric noise at ``epsilon``."""
-    return math.sqrt(float(two_sided_geometric_variance(geometric_rate(epsilon, sensitivity))))
-
-
 def _signed_counts(
     matrix: NDArray[np.float64],
     centre: NDArray[np.float64],
@@ -1002,9 +996,8 @@ def _signed_counts(
     with np.errstate(over="ignore", invalid="ignore"):
         deviations = (matrix - centre) * (1.0 if root is None else root)
         signed = np.sum(deviations > rung, axis=0) - np.sum(-deviations > rung, axis=0)
-    rate = float(geometric_rate(epsilon, 2.0))
     difference = np.zeros(rung.shape)
-    difference[heavy] = signed[heavy] + two_sided_geometric(rng, rate, (int(np.sum(heavy)),))
+    difference[heavy] = geometric_counts(signed[heavy], epsilon, 2.0, rng)[0]
     return difference
 
 
@@ -1371,7 +1364,7 @@ def _placeable(
     if k < 2:
         return False
     epsilon = float(np.sum(budget.tail_split(LUMP_ANCHOR * plan.tail)[0]))
-    return (LUMP_SDS + EDGE_SDS) * _count_sd(epsilon, float(k)) < float(np.max(found[heavy]))
+    return (LUMP_SDS + EDGE_SDS) * count_sd(epsilon, float(k)) < float(np.max(found[heavy]))
 
 
 def _counts_beyond_each(
@@ -1391,19 +1384,9 @@ def _counts_beyond_each(
     k = int(np.sum(columns))
     exact = _beyond(matrix, centre, columns, radius, root)[:, columns].sum(axis=0)
     counts = np.full(radius.shape, np.nan)
-    counts[columns], sd, rate = _noisy(exact, epsilon, float(k), rng)
+    counts[columns], sd, rate = geometric_counts(exact, epsilon, float(k), rng)
     entry = LedgerEntry("tail", _EACH, ", ".join(names), epsilon, 0.0, 0.0, float(k), 1.0 / rate)
     return counts, sd, entry
-
-
-def _noisy(
-    exact: NDArray[np.int64], epsilon: float, sensitivity: float, rng: np.random.Generator
-) -> tuple[NDArray[np.float64], float, float]:
-    """Counts plus two-sided geometric noise at ``epsilon`` for their L1 ``sensitivity``
-    together, the noise's sd and its rate."""
-    rate = float(geometric_rate(epsilon, sensitivity))
-    noisy = exact + two_sided_geometric(rng, rate, exact.shape)
-    return noisy.astype(np.float64), math.sqrt(float(two_sided_geometric_variance(rate))), rate
 
 
 def _beyond(
@@ -1433,7 +1416,7 @@ def _count_beyond(
     (sensitivity 1: a user is counted once; two-sided geometric noise at ``epsilon``), and its
     noise sd."""
     beyond = np.any(_beyond(matrix, centre, heavy, radius, root), axis=1)
-    count, sd, _ = _noisy(np.array([np.sum(beyond)]), epsilon, 1.0, rng)
+    count, sd, _ = geometric_counts(np.array([np.sum(beyond)]), epsilon, 1.0, rng)
     return float(count[0]), sd
 
 
