@@ -85,7 +85,18 @@ def geometric_counts(
     exact: NDArray[np.int64], epsilon: float, sensitivity: float, rng: np.random.Generator
 ) -> tuple[NDArray[np.float64], float, float]:
     """Counts plus two-sided geometric (lattice Laplace) noise at ``epsilon`` for their L1
-    ``sensitivity`` together: the noisy counts, the noise's sd a count and its rate."""
+    ``sensitivity`` together: the noisy counts, the noise's sd a count and its rate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.counts import geometric_counts
+    >>> noisy, sd, rate = geometric_counts(np.array([40, 7]), 1.0, 2.0, np.random.default_rng(0))
+    >>> noisy.dtype, noisy.shape, round(rate, 9)    # rate ε / sensitivity, less float slack
+    (dtype('float64'), (2,), 0.5)
+    >>> bool(np.all(noisy == np.round(noisy)))   # integers: a lattice
+    True
+    """
     rate = float(geometric_rate(epsilon, sensitivity))
     noisy = exact + two_sided_geometric(rng, rate, np.shape(exact))
     return np.asarray(noisy, dtype=np.float64), count_sd(epsilon, sensitivity), rate
@@ -93,7 +104,15 @@ def geometric_counts(
 
 def count_sd(epsilon: float, sensitivity: float = 1.0) -> float:
     """The noise sd of a count released by :func:`geometric_counts` at ``epsilon`` for an L1
-    ``sensitivity`` (2: a signed count; k: k columns' own counts together)."""
+    ``sensitivity`` (2: a signed count; k: k columns' own counts together): close to the
+    Laplace law's ``√2 sensitivity / ε`` where that is many units.
+
+    Examples
+    --------
+    >>> from dplong.privacy.counts import count_sd
+    >>> round(count_sd(0.1), 2), round(count_sd(0.1, 2.0) / count_sd(0.1), 2)
+    (14.14, 2.0)
+    """
     return math.sqrt(float(two_sided_geometric_variance(geometric_rate(epsilon, sensitivity))))
 
 
