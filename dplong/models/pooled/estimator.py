@@ -144,8 +144,9 @@ class PooledOLS(_RangesStage, FormulaModel):
     estimator = "pooled OLS"
     #: What the ranges clip (the results' assumptions say it).
     _clipped = "values"
-    #: What else leaves a coefficient undetermined (the withheld note says it).
+    #: What else leaves a coefficient undetermined (the withheld note says it), and its remedy.
     _unidentified = ""
+    _unidentified_remedy = ""
     #: Whether a public range is a column's frame, so that stating one narrower than the
     #: range found privately can determine a coefficient (the withheld note's remedy).
     _bounds_frame = True

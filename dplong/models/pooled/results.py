@@ -611,7 +611,8 @@ def _withheld_notes(
             f"{[str(c) for c in withheld]} withheld: the released X'X does not "
             "determine them beyond its noise, so nothing bounds how far its ridge pulled "
             "them (the design is nearly collinear or varies little for this n and "
-            f"epsilon{model._unidentified}): {empty}{bounds}{narrow}{remedy}",
+            f"epsilon{model._unidentified}): {empty}{model._unidentified_remedy}{bounds}"
+            f"{narrow}{remedy}",
         )
     if ridge > 0.0:
         return (

@@ -84,6 +84,10 @@ class PanelOLS(PooledOLS):
     _unidentified = (
         ", or a covariate never changes within a person and the person effects absorb it"
     )
+    # a declared one is left out before any release (the released counts can miss one)
+    _unidentified_remedy = (
+        "declare a covariate that never changes within a person in fit(between=[...]), "
+    )
 
     @classmethod
     def _of(
