@@ -122,7 +122,7 @@ def _statistics_results(
     bounds = ", ".join(
         f"{name}: its range found privately missed its data"
         if lost
-        else f"{name} in [{lo:.4g}, {hi:.4g}]" + _found_where(bool(found), bool(by), bool(wide))
+        else f"{name} in {_interval(lo, hi)}" + _found_where(bool(found), bool(by), bool(wide))
         for name, (lo, hi), found, lost, by, wide in zip(
             model._names, ranges, model._found_privately, missed, guarded, widened, strict=True
         )
@@ -316,6 +316,22 @@ def _found_where(found: bool, guarded: bool, widened: bool) -> str:
     return " (found privately)"
 
 
+def _interval(low: float, high: float) -> str:
+    """A range as the notes print it, to 4 significant figures, an end within a billionth of
+    the range's width of 0 as 0 (a midpoint less a reach that lands on 0 leaves -1e-17 or
+    the like: no figure of the range).
+
+    Examples
+    --------
+    >>> from dplong.models.pooled.results import _interval
+    >>> _interval(-9.755e-18, 4.793), _interval(-3.684, 80.7)
+    ('[0, 4.793]', '[-3.684, 80.7]')
+    """
+    tiny = 1e-9 * abs(high - low)
+    low, high = (0.0 if abs(end) <= tiny else end for end in (low, high))
+    return f"[{low:.4g}, {high:.4g}]"
+
+
 def _room(name: str, found: NDArray[np.float64], clip: NDArray[np.float64]) -> str:
     """The ranges line's words on an outcome the scores read beyond its range
     (:data:`~dplong.models.pooled.frame.OUTCOME_ROOM`: a range found privately): the range
@@ -324,7 +340,7 @@ def _room(name: str, found: NDArray[np.float64], clip: NDArray[np.float64]) -> s
         return ""
     return (
         f"; the Newton steps and the clustered errors read {name} out to "
-        f"[{clip[0]:.4g}, {clip[1]:.4g}] and clip each person's score instead"
+        f"{_interval(*clip)} and clip each person's score instead"
     )
 
 
