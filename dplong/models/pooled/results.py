@@ -87,13 +87,7 @@ def _statistics_results(
     notes = _missed_notes(model, index[clipped], missed, histograms)
     notes += _narrow_notes(model, index[sliver], narrow)
     notes += _withheld_notes(
-        model,
-        index[unbounded],
-        release.pilot.ridge,
-        cap,
-        row_cap,
-        _unheld_levels(model, release),
-        _still_columns(model, release, positions) if model._entity_effects else [],
+        model, index[unbounded], release.pilot.ridge, cap, row_cap, _unheld_levels(model, release)
     )
     if not unbounded.any() and release.pilot.ridge == 0.0:  # else a note says more already
         estimated = positions[np.isfinite(beta)]
@@ -567,27 +561,6 @@ def _unheld_levels(model: PooledOLS, release: _Statistics) -> list[str]:
     return unheld
 
 
-def _still_columns(
-    model: PooledOLS, release: _Statistics, positions: NDArray[np.intp]
-) -> list[str]:
-    """The reported regressors of a within fit whose deviations' released sum of squares about
-    their mean is within :data:`UNHELD_SDS` of its noise sds of 0: a covariate constant within
-    persons that the ranges' counts took for one that varies (they find one so with chance
-    0.977), or one that varies too little for this n ε. Either leaves X̃'X̃ singular along it
-    (with the kept column of ones where the frame maps its 0 deviations off 0), and the noise
-    spreads that direction into every coefficient. About the mean: the released X̃'X̃'s Schur
-    complement ``g_jj - g_j1² / g_11`` against the ones' column 1, whose noise sd is
-    ``σ (1 + r²)`` for ``r = g_j1 / g_11`` (the off-diagonal entries' noise sd is ``σ / √2``).
-    Post-processing of the released Gram matrix; the names are the formula's."""
-    gram = release.pilot.hessian - release.pilot.ridge * np.eye(len(release.pilot.hessian))
-    columns = model._design.columns
-    ones = columns.index("Intercept")  # kept first in a within fit, never reported
-    ratio = gram[positions, ones] / gram[ones, ones]
-    spread = np.diag(gram)[positions] - ratio * gram[positions, ones]
-    noise = release.pilot.sigma * (1.0 + ratio**2)
-    return [columns[j] for j in positions[spread <= UNHELD_SDS * noise]]
-
-
 def _withheld_notes(
     model: PooledOLS,
     withheld: pd.Index,
@@ -595,7 +568,6 @@ def _withheld_notes(
     cap: int,
     row_cap: RowCap | None = None,
     unheld: list[str] | None = None,
-    still: list[str] | None = None,
 ) -> tuple[str, ...]:
     """The note of the coefficients ``withheld`` (their ridge's pull unbounded) or, with none,
     of the released X'X's floor (its ``ridge``) where it has one; where a person counts up to
@@ -604,9 +576,7 @@ def _withheld_notes(
     its released counts show them (:attr:`RowCap.shorter`): X'X's noise is in proportion to
     the cap, and the signal of a person with at least its rows too. A random-effects fit's
     remedy names pooled OLS (``_quasi_demeaned``). Declared levels whose released row counts
-    cannot be told from none (``unheld``, :func:`_unheld_levels`) are named first, and so
-    are a within fit's regressors whose deviations' sums of squares cannot (``still``,
-    :func:`_still_columns`), with the remedy for one constant within persons."""
+    cannot be told from none (``unheld``, :func:`_unheld_levels`) are named first."""
     remedy = "raise epsilon or drop a collinear term."
     # a power of a column far from 0 is nearly collinear with it (age and age**2 correlate
     # 0.99 on 20-70): the formula, public, says where one may be
@@ -653,17 +623,12 @@ def _withheld_notes(
             if unheld
             else ""
         )
-        absorbed = (
-            f"declare {still} in fit(between=[...]) if constant within persons (their "
-            f"deviations' released sums of squares are within {UNHELD_SDS:g} noise sds of 0), "
-            if still
-            else model._unidentified_remedy
-        )
         return (
             f"{[str(c) for c in withheld]} withheld: the released X'X does not "
             "determine them beyond its noise, so nothing bounds how far its ridge pulled "
             "them (the design is nearly collinear or varies little for this n and "
-            f"epsilon{model._unidentified}): {empty}{absorbed}{bounds}{narrow}{remedy}",
+            f"epsilon{model._unidentified}): {empty}{model._unidentified_remedy}{bounds}"
+            f"{narrow}{remedy}",
         )
     if ridge > 0.0:
         return (
