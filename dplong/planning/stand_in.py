@@ -27,17 +27,32 @@ MAX_STAND_IN_ROWS = 4 * 10**7
 
 
 def _builder(model: str | type) -> tuple[Callable[..., Any], str]:
-    """The ``from_formula`` of ``model`` (a command-line name or a class) and its name."""
+    """The ``from_formula`` of ``model`` (a command-line name, a class or its name) and its
+    name.
+
+    Examples
+    --------
+    >>> from dplong.planning.stand_in import _builder
+    >>> _builder("pooled")[1], _builder("PooledOLS")[1], _builder("randomeffects")[1]
+    ('PooledOLS', 'PooledOLS', 'RandomEffects')
+    """
     from dplong.models.command_line import MODELS
 
     if isinstance(model, str):
-        if model not in MODELS:
+        # the classes' own names too (what the Python API calls them), in any case
+        named = {
+            getattr(getattr(entry.build, "__self__", None), "__name__", key).lower(): key
+            for key, entry in MODELS.items()
+        }
+        key = model if model in MODELS else named.get(model.lower())
+        if key is None:
             raise ParameterError(
-                f"model must be one of {sorted(MODELS)} or a model class, got {model!r}"
+                f"model must be one of {sorted(MODELS)}, a model class or its name "
+                f"({', '.join(sorted(set(named) - set(MODELS)))} in any case), got {model!r}"
             )
-        build = MODELS[model].build
+        build = MODELS[key].build
         owner = getattr(build, "__self__", None)
-        return build, getattr(owner, "__name__", model)
+        return build, getattr(owner, "__name__", key)
     if isinstance(model, type) and hasattr(model, "from_formula"):
         return model.from_formula, model.__name__
     raise ParameterError(
