@@ -11,15 +11,16 @@ import pandas as pd
 import patsy
 from numpy.typing import NDArray
 
+from dplong._validation import warn
 from dplong.dask_frames import design_spec, evaluate_rows, is_dask
-from dplong.exceptions import DataError
+from dplong.exceptions import DataError, DataHolderWarning
 from dplong.formula import DesignSpec, LevelsLike, PanelDesign
 from dplong.models.curve_grid import item_design, regressor
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
 
-__all__ = ["evaluated_rows", "item_rows"]
+__all__ = ["evaluated_rows", "item_rows", "tell_missing_responses"]
 
 #: The rows evaluated: outcome, design, the outcome's and the design's missing flags
 Evaluated = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]
@@ -55,6 +56,7 @@ def item_rows(
             f"{int(missing_x.sum())} are missing or infinite"
         )
     x, y = X[:, column], np.where(missing_y, np.nan, y)
+    tell_missing_responses(missing_y, "the responses' private centre")
     design = item_design(y, spec, formula)
     lo, hi = domain
     outside = (x < lo) | (x > hi)
@@ -64,6 +66,33 @@ def item_rows(
             "values fall outside it (widen the domain or drop those rows)"
         )
     return design, x, y
+
+
+def tell_missing_responses(missing: NDArray[np.bool_], centre: str) -> None:
+    """Tell the data holder (a :class:`~dplong.exceptions.DataHolderWarning`, never the
+    results: how many depends on the rows) how many responses are missing: each counts as
+    ``centre`` (the design stays public), which pulls the curve toward it where they lie, and
+    the bands do not include that pull.
+
+    Examples
+    --------
+    >>> import numpy as np, warnings
+    >>> from dplong.models.item_data import tell_missing_responses
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     tell_missing_responses(np.array([False, True, True]), "0")
+    >>> str(caught[0].message)[:44]
+    '2 of the 3 responses are missing: each count'
+    """
+    if not missing.any():
+        return
+    warn(
+        f"{int(missing.sum()):,} of the {missing.size:,} responses are missing: each counts as "
+        f"{centre}, which pulls the curve toward it where they lie, and the bands do not "
+        "include that pull; impute them by a public rule before the fit (on your screen only: "
+        "dplong.exceptions.DataHolderWarning).",
+        DataHolderWarning,
+    )
 
 
 def evaluated_rows(

@@ -30,7 +30,7 @@ from dplong.kernels import Kernel, get_kernel
 from dplong.models.base import PanelModel
 from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Option, register
 from dplong.models.curve_grid import check_domain, check_grid, grid_points, item_design
-from dplong.models.item_data import evaluated_rows
+from dplong.models.item_data import evaluated_rows, tell_missing_responses
 from dplong.models.kernel import KERNEL_OPTION, curve_results
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import Accountant
@@ -161,6 +161,7 @@ class NadarayaWatson(PanelModel):
         if len(y) < 2:
             raise DataError(f"Nadaraya–Watson regression needs at least 2 rows, got {len(y)}")
         design = item_design(y, spec, formula)
+        tell_missing_responses(missing_y, f"the centre of bounds, {(low + high) / 2.0:g}")
         with np.errstate(invalid="ignore"):
             x = np.where(missing_x, np.nan, np.clip(X[:, column], lo, hi))
             centred = np.where(missing_y, 0.0, np.clip(y, low, high) - (low + high) / 2.0)
@@ -354,7 +355,8 @@ class NadarayaWatson(PanelModel):
         assumptions = (
             f"Item-level: every row is a unit; x projected onto [{self._domain[0]:g}, "
             f"{self._domain[1]:g}], y clipped to [{low:g}, {high:g}] (public); the curve "
-            "shown within those bounds.",
+            "shown within those bounds. A missing y counts as the bounds' centre: where y is "
+            "missing the curve is pulled toward it, which the bands do not include.",
             f"ePTR (seed Alg 5 on the grid): degree floor {floor:.4g} n, one test and one "
             "Gaussian vector; released only when the test passed (a DP outcome).",
             "Sampling error bounded by noise_sd / √(floor n)."

@@ -118,7 +118,11 @@ def engine_centre(
             midpoint=where.midpoint,
             sd=where.sd,
             alone=np.zeros(1, dtype=bool) if where.scan is None else where.scan.vacant,
-            miss=where.plan.miss_given(np.array([float(n)])),
+            # the responses there are, read at the count's low end (two sds down, as the
+            # engine reads a miss), not n: with most missing, a median misses
+            miss=where.plan.miss_given(
+                np.clip(where.per_column_users - 2.0 * where.users_sd, 1.0, float(n))
+            ),
         )[0]
     )
     # the midpoint's and the scale's private checks (a median beside or below them all)

@@ -35,6 +35,7 @@ from dplong.models.response_centre import (
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.budget import afford, settle, vector_plan
 from dplong.privacy.engine import Release, overflowed
+from dplong.privacy.locate import Location
 from dplong.privacy.tails import affords_count, heavy_notes, unchecked_warnings
 from dplong.privacy.vector import release_linear
 from dplong.results import CurveResults
@@ -202,6 +203,9 @@ class ItemSmoother(PriestleyChao):
                 f"gamma={options.gamma:g}."
             ),
             *tail.assumptions,
+            "A missing response counts as the centre (n and the design stay public): where "
+            "responses are missing the curve is pulled toward it, which the bands do not "
+            "include (the warnings say so where a released count of them shows some).",
             _smoothness_note(smooth_lf, smooth_f),
         )
         # the clipped excess moves the curve at x by Σ_i a_i(x) (clip(Y_i) - Y_i): the tail
@@ -219,6 +223,7 @@ class ItemSmoother(PriestleyChao):
                 remedy="so could one gathered at a few x; state noise_sd and amplitude, or "
                 "model a transform (np.log1p) of a skewed response",
             )
+        notes += _missing_notes(where.location, n, centre, amp if stated else width, weights)
         mass = weights.sum(axis=0)  # Σ_i a_i(x): public, the design's
         notes += _design_notes(
             grid, mass, reached, self._kernel.boundary_points(grid, b, self._domain)
@@ -355,6 +360,39 @@ def _project(y: NDArray[np.float64], centre: float, width: float) -> NDArray[np.
     """Responses minus the centre, projected onto ``[-width, width]``; missing ones give 0."""
     with np.errstate(invalid="ignore"):
         return np.where(np.isfinite(y), np.clip(y - centre, -width, width), 0.0)
+
+
+#: The released count of responses that shows some missing: below n by this many noise sds.
+MISSING_SDS = 2.0
+
+
+def _missing_notes(
+    where: Location | None,
+    n: int,
+    centre: float,
+    reach: float,
+    weights: NDArray[np.float64],
+) -> tuple[str, ...]:
+    """The warning of responses missing beyond the count's noise: each counts as the
+    ``centre``, so the curve at x is pulled toward it by ``Σ_{i missing} a_i(x) (f(x_i) -
+    c)``, at most ``reach`` (a bound on ``|f - c|``: the stated amplitude, else the
+    projection's half-width) times the sum of the missing count's largest weights ``|a_i(x)|``
+    (public: where they gather). From the released count and public facts only."""
+    if where is None:
+        return ()
+    users, sd = float(where.users[0]), where.users_sd
+    missing = n - users
+    if missing <= MISSING_SDS * sd:
+        return ()
+    most = min(math.ceil(missing), weights.shape[0])
+    pull = reach * float(np.sort(np.abs(weights), axis=0)[-most:].sum(axis=0).max())
+    return (
+        f"About {missing:,.0f} of the {n:,} responses are missing (a released count, noise sd "
+        f"{sd:.3g}): each counts as the centre {centre:.4g}, which pulls the curve toward it "
+        f"where they lie, by up to about {pull:.3g} at a grid point where they gather; the "
+        "bands do not include that pull. Impute them by a public rule before the fit, or read "
+        f"the curve as shrunk toward {centre:.4g} where responses are missing.",
+    )
 
 
 def _smoothness_note(lipschitz: float | None, sup_norm: float | None) -> str:

@@ -151,7 +151,9 @@ class VectorBudget:
 def vector_plan(n: int, options: ReleaseOptions, *, stated_scale: bool) -> ReleasePlan | None:
     """The plan of a release that locates one column of n values with the default engine's
     stages (:func:`~dplong.privacy.locate.locate`) and ends in one vector release: n divides
-    (no count) and nothing reads a second moment. Checked before any noise; None for the
+    (a missing value counts as the centre), the values there are counted (the medians are
+    sized for them, the plausibility rule reads the count, and the results say how many are
+    missing) and nothing reads a second moment. Checked before any noise; None for the
     paper's pipeline (``variant="theory"``, the local model: :func:`paper_vector_budget`).
 
     Examples
@@ -162,7 +164,7 @@ def vector_plan(n: int, options: ReleaseOptions, *, stated_scale: bool) -> Relea
     ...                                bound=None, d=1)
     >>> plan = vector_plan(2000, options, stated_scale=True)
     >>> plan.counts, plan.moment_share, plan.spread
-    (0, 0.0, 0.0)
+    (1, 0.0, 0.0)
     """
     if options.local or options.variant != "default":
         return None
@@ -172,7 +174,7 @@ def vector_plan(n: int, options: ReleaseOptions, *, stated_scale: bool) -> Relea
         epsilon=options.epsilon,
         delta=options.delta,
         stated_scale=stated_scale,
-        count=False,
+        count=True,
         refine=options.refine,
         moment=False,
     )
