@@ -113,3 +113,20 @@ def test_a_users_rows_at_one_time_count_alike_whatever_their_order() -> None:
     )
     band = releases[0].conf_int()
     assert ((band["lower"] <= reference) & (reference <= band["upper"])).all()
+
+
+def test_a_local_curve_with_more_grid_points_than_users_withholds_the_empty_ones() -> None:
+    """The local model asks each user about one grid point: 2 users over 5 points leave some
+    groups with nobody, whose mean divided by zero (a bare ZeroDivisionError, an audit).
+    Such a column is withheld as one whose count cannot tell its users from none is (the
+    design of tiny local columns), and the fit spends its ε on the others."""
+    frame = pd.DataFrame(
+        {"id": [0, 0, 0, 1, 1, 1], "x": [0.1, 0.5, 0.9, 0.2, 0.6, 0.8], "y": [1.0, 2, 3, 1, 2, 3]}
+    )
+    model = dplong.PriestleyChao.from_formula(
+        "y ~ x", frame, groups="id", domain=(0, 1), bandwidth=0.1, grid=5
+    )
+    with pytest.warns(DplongWarning, match="No estimate"):
+        res = model.fit(epsilon=1.0, privacy="local", bound=2.0, random_state=0)
+    assert res.params.isna().all() and set(res.withheld) == {"no users"}
+    assert res.privacy.epsilon <= 1.0

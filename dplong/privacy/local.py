@@ -276,6 +276,10 @@ def _column(
     rng: np.random.Generator,
 ) -> _Column:
     """One column's three groups (module docstring); ``values`` are its users' statistics."""
+    if values.size == 0:  # more columns than users left this one none: nobody answers
+        return _Column(
+            math.nan, math.nan, math.nan, math.nan, 0.0, bound, 0.0, (), False, True, 0.0, 0.0
+        )
     share, share_sd = _share_with_statistic(
         values[: _count_group(values.size, epsilon)], epsilon, rng
     )
