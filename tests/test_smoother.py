@@ -596,3 +596,17 @@ def test_missing_responses_are_told_where_they_pull_the_curve() -> None:
         for seed in range(20):
             res = sparse.fit(epsilon=1.0, noise_sd=0.3, amplitude=1.0, random_state=seed)
             assert res.params.isna().all() or (res.params.abs() < 10).all()
+
+
+def test_a_bandwidth_far_wider_than_the_domain_is_noted() -> None:
+    """At bandwidth 1e6 on [0, 1] every grid point is within the kernel's reach of an end,
+    where the note on weights far from 1 did not look, and the curve came out near 1e-6 at
+    every point with bands as narrow and no note (an audit). Weights summing below a quarter
+    near an end (the end's own share is about a half) are noted; a bandwidth of 0.1 or 0.3
+    has no such note."""
+    data = _sine_with_gaps(0.0, n=2000)
+    for bandwidth, noted in ((1e6, True), (0.1, False), (0.3, False)):
+        res = dplong.PriestleyChao.from_formula(
+            "y ~ x", data, domain=(0, 1), bandwidth=bandwidth, grid=11
+        ).fit(epsilon=1.0, noise_sd=0.3, amplitude=1.0, random_state=0)
+        assert any("narrower than the domain" in w for w in res.warnings) == noted, bandwidth
