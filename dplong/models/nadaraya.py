@@ -276,6 +276,12 @@ class NadarayaWatson(PanelModel):
                 f"bounds [{low:g}, {high:g}] that y is clipped to: its values and bands say "
                 "less than the bounds themselves; raise n or epsilon, or widen the bandwidth.",
             )
+        if noise_sd is None:  # public, and no ε cures it: the plan says so too
+            notes += (
+                "No noise_sd: the bands hold the privacy noise only, not the sampling error "
+                "of the smoother, and can miss the smoothed curve where that error is the "
+                "larger; state noise_sd (a bound on the errors' sd) for bands that hold both.",
+            )
         checkpoint(  # every refusal is decided: dplong.plan stops here, before any noise
             FitPlan(
                 n,
@@ -293,12 +299,6 @@ class NadarayaWatson(PanelModel):
             )
         )
         afford(request.accountant, options.epsilon, options.delta)
-        if noise_sd is None:  # an assumption line says so too; no ε cures it (not the plan's)
-            notes += (
-                "No noise_sd: the bands hold the privacy noise only, not the sampling error "
-                "of the smoother, and can miss the smoothed curve where that error is the "
-                "larger; state noise_sd (a bound on the errors' sd) for bands that hold both.",
-            )
         for note in notes:
             warn(note)
         # ---- no randomness was drawn above this line ----------------------------------------
