@@ -19,6 +19,10 @@ own:
   anything else (``?``, ``n.a.``, an empty cell, a text) is missing, as the formula layer
   treats odd values (:mod:`dplong.formula`).
 
+A CSV file's rows are its lines, each read on its own (:func:`_read_csv`): a line break always
+ends a row, a blank line is skipped, the first other line is the header, and a line with an
+unclosed quote or more fields than the header is left out.
+
 The same rules hold for a CSV file, one Parquet file (through pandas or Dask), a directory and
 a glob of Parquet files, whatever the files' stored types are; the parts of a glob may store a
 column with different types. A column read as numbers that held cells that are not numbers is
@@ -32,9 +36,12 @@ import csv
 import glob
 import importlib
 import io
+import re
 import warnings
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from itertools import compress, filterfalse, repeat
+from operator import contains, methodcaller
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +75,8 @@ _DASK_PARQUET_SUFFIXES = (".parq", ".parquet", ".pq")
 # pandas reads these compressed CSVs directly
 _CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zip", ".csv.zst")
 _TRUTH = {"true": 1.0, "false": 0.0}
+#: A CSV file's line breaks, every one of them a row's end
+_LINE_BREAK = re.compile(r"\r\n?")
 
 
 def read_data(
@@ -201,24 +210,11 @@ def read_file(
             except MissingDependencyError:  # one file fits pandas too
                 return _only(pd.read_parquet(path), columns)
         if name.endswith(_CSV_SUFFIXES):
-            # the header as written: pandas renames a repeated name ("x", "x.1")
-            written = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False)
-            _check_distinct(source, [cell for cell in written.iloc[0] if cell != ""])
-            header = pd.read_csv(path, nrows=0).columns
-            if columns is None:
-                return _read_csv(path, header)
-            _check_named(columns, header)
-            # only the named columns are parsed; with none, the first is read to count the rows
-            wanted = [c for c in header if c in columns] or list(header[:1])
-            return _only(_read_csv(path, header, wanted), columns)
+            return _only(_read_csv(path, source, columns), columns)
     except ImportError as err:  # a compression's module (zstandard for .csv.zst)
         if isinstance(err, MissingDependencyError):
             raise
         raise MissingDependencyError(f"cannot read DATA {source!r}: {err}") from None
-    except UnicodeDecodeError:  # the header's: its message would quote a byte of it
-        raise DataError(
-            f"cannot read DATA {source!r}: its header is not UTF-8 text; save it as UTF-8"
-        ) from None
     except (OSError, ValueError) as err:  # parse errors of pandas and pyarrow are ValueErrors
         if isinstance(err, DataError):
             raise
@@ -229,51 +225,64 @@ def read_file(
     )
 
 
-def _read_csv(path: Path, header: pd.Index, wanted: list[str] | None = None) -> pd.DataFrame:
-    """A CSV file's rows below its ``header``, every cell as text (the ``wanted`` columns
-    only, default all), each line one row that its own text alone decides.
+def _read_csv(
+    path: Path, source: str, columns: Collection[str] | Mapping[str, str] | None = None
+) -> pd.DataFrame:
+    """A CSV file's rows below its header, every cell as text (of ``columns`` only, default
+    all: :func:`read_file`'s), each line one row that its own text alone decides.
 
     A CSV record may span lines (a quoted cell holding a line break), so one line's unclosed
-    quote swallowed the lines after it, other persons' among them, and a record split
-    by a Unicode line separator put one person's text into the next person's row (an audit).
-    Here a line break (``\\n``, ``\\r\\n`` or ``\\r``) always ends a row, and nothing else
-    does: a line with an unclosed quote or more fields than the header is left out, a line's
-    quoted cell cannot continue onto the next. Lines without quotes are parsed whole by pandas
-    (the same rows, faster); otherwise a line at a time. Bytes that are not UTF-8 are read as
-    U+FFFD (a cell that is then no number is missing, as any odd cell). What was left out or
-    replaced is told to the data holder only (a :class:`~dplong.exceptions.DataHolderWarning`:
-    how many depends on the rows). Read for some columns only (``wanted``: the planner's count
-    of users), a line with more fields than the header keeps its first ones, as pandas parses
-    it, where the file parses."""
-    from pandas.io.common import get_handle  # the compressions pandas infers for read_csv
-
-    # universal newlines: every \r\n and \r is a \n, the only line break split on below
-    with get_handle(path, "r", encoding="utf-8", errors="replace", compression="infer") as f:
-        text = f.handle.read()
-    body = text.split("\n", 1)[1] if "\n" in text else ""
-    dtypes = dict.fromkeys(header if wanted is None else wanted, str)
-    frame = None
-    if '"' not in body:  # no quote: pandas' records are the lines
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", pd.errors.ParserWarning)
-            with contextlib.suppress(pd.errors.ParserError):  # read a line at a time below
-                frame = pd.read_csv(
-                    io.StringIO(text), usecols=wanted, dtype=dtypes, index_col=False
-                )
-        if any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
-            frame = None
-    if frame is None:
-        frame, left_out = _read_lines(body, header)
-        frame = frame if wanted is None else frame[wanted]
-        if left_out:
-            one = left_out == 1
-            _tell_data_holder(
-                f"{left_out:,} line{'' if one else 's'} of DATA {'does' if one else 'do'} not "
-                f"parse on {'its' if one else 'their'} own as a row of its {len(header)} "
-                f"columns (more fields than its header, or an unclosed quote) and "
-                f"{'is' if one else 'are'} left out; a line break always ends a row, even in a "
-                "quoted cell"
-            )
+    quote swallowed the lines after it, other persons' among them (the header's too: its
+    "column names" then held rows, which refusals listing the columns printed), and a record
+    split by a Unicode line separator put one person's text into the next person's row (audits).
+    Here a line break (``\\n``, ``\\r\\n`` or ``\\r``) always ends a row, and nothing else does; a
+    blank line (nothing but whitespace, Unicode's included) is skipped; the first other line
+    is the header, refused if it does not parse on its own; each line below it is a row of
+    its fields (:func:`_rows`), a missing cell where it has fewer than the header. Bytes that
+    are not UTF-8 are read as U+FFFD (a cell that is then no number is missing, as any odd
+    cell). What was left out or replaced is told to the data holder only (a
+    :class:`~dplong.exceptions.DataHolderWarning`: how many depends on the rows). Read for
+    some columns only (the planner's count of users), the rows are those of the whole file."""
+    lines = list(filterfalse(str.isspace, filter(None, _csv_text(path).split("\n"))))
+    if not lines:
+        raise DataError(f"DATA {source!r} is empty: it has no header line")
+    fields = _fields(lines[0])
+    if fields is None:
+        raise DataError(
+            f"cannot read DATA {source!r}: its header (first line) does not parse on its own "
+            "as comma-separated column names (an unclosed quote?); a line break always ends a "
+            "row, even in a quoted cell"
+        )
+    if any("\ufffd" in name for name in fields):  # a replaced byte: the name is not as written
+        raise DataError(
+            f"cannot read DATA {source!r}: its header is not UTF-8 text; save it as UTF-8"
+        )
+    header = [name or f"Unnamed: {k}" for k, name in enumerate(fields)]  # as pandas names them
+    _check_distinct(source, header)
+    if columns is not None:
+        _check_named(columns, header)
+    # only the named columns are parsed; with none, the first is read to count the rows
+    wanted = None if columns is None else [c for c in header if c in columns] or header[:1]
+    rows, left_out = _rows(lines[1:], len(header))
+    if left_out:
+        one = left_out == 1
+        _tell_data_holder(
+            f"{left_out:,} line{'' if one else 's'} of DATA {'does' if one else 'do'} not "
+            f"parse on {'its' if one else 'their'} own as a row of its {len(header)} "
+            f"columns (more fields than its header, or an unclosed quote) and "
+            f"{'is' if one else 'are'} left out; a line break always ends a row, even in a "
+            "quoted cell"
+        )
+    # the header line first, replaced by ``names``: pandas drops a byte order mark (U+FEFF)
+    # that starts its text, which would otherwise be the first row's
+    frame = pd.read_csv(
+        io.StringIO("\n".join([_quoted(header), *rows])),
+        header=0,
+        names=header,
+        usecols=wanted,
+        dtype=dict.fromkeys(header if wanted is None else wanted, str),
+        index_col=False,
+    )
     replaced = int(
         frame.apply(lambda column: column.str.contains("\ufffd", regex=False)).sum().sum()
     )
@@ -287,28 +296,56 @@ def _read_csv(path: Path, header: pd.Index, wanted: list[str] | None = None) -> 
     return frame
 
 
-def _read_lines(body: str, header: pd.Index) -> tuple[pd.DataFrame, int]:
-    """:func:`_read_csv`'s rows a line at a time: each line of ``body`` (the text below the
-    header) parsed on its own, kept where it holds at most ``len(header)`` fields, as pandas
-    parses them (the same missing cells: the kept rows are written back quoted, one a line),
-    and how many lines were left out."""
-    rows, left_out = [], 0
-    for line in body.split("\n"):
-        if not line.strip():
-            continue
-        try:
-            fields = next(csv.reader([line], strict=True), [])
-        except csv.Error:  # an unclosed quote
-            fields = None
-        if fields is None or len(fields) > len(header):
-            left_out += 1
-        else:
-            rows.append(fields)
-    written = io.StringIO()
-    csv.writer(written, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows([list(header), *rows])
-    written.seek(0)
-    frame = pd.read_csv(written, dtype=dict.fromkeys(header, str), index_col=False)
-    return frame, left_out
+def _csv_text(path: Path) -> str:
+    """The text of a CSV file, decompressed as pandas
+    infers from its name, bytes that are not UTF-8 as U+FFFD, without a byte order mark and
+    with every line break (``\\r\\n``, ``\\r``) a ``\\n``."""
+    from pandas.io.common import get_handle  # the compressions pandas infers for read_csv
+
+    with get_handle(path, "r", encoding="utf-8", errors="replace", compression="infer") as f:
+        text: str = f.handle.read()
+    return _LINE_BREAK.sub("\n", text.removeprefix("\ufeff"))
+
+
+def _rows(lines: list[str], width: int) -> tuple[list[str], int]:
+    """The ``lines`` (none blank) that parse on their own as rows of at most ``width``
+    fields, as text that pandas parses into those fields, and how many were left out.
+
+    A line without a quote is its commas' fields (counted for every line at once: the file's
+    bulk, kept as written); a line with one is parsed by :mod:`csv` (an unclosed quote is
+    refused) and written back with every field quoted, so pandas reads exactly its fields.
+    Each line is judged by its own text alone: another line's quote changes nothing.
+
+    Examples
+    --------
+    >>> from dplong.io import _rows
+    >>> _rows(["1,2", '3,"a, b"', "4,5,", '6,"x'], width=2)
+    (['1,2', '"3","a, b"'], 2)
+    """
+    quoted = np.fromiter(map(contains, lines, repeat('"')), bool, len(lines))
+    commas = np.fromiter(map(methodcaller("count", ","), lines), np.intp, len(lines))
+    kept = ~quoted & (commas < width)
+    rows = list(lines)
+    for k in np.flatnonzero(quoted):
+        fields = _fields(lines[k])
+        if fields is not None and len(fields) <= width:
+            rows[k] = _quoted(fields)
+            kept[k] = True
+    return list(compress(rows, kept)), int(len(lines) - kept.sum())
+
+
+def _quoted(fields: list[str]) -> str:
+    """A line of ``fields``, each quoted: what pandas parses back into exactly them."""
+    return ",".join('"' + field.replace('"', '""') + '"' for field in fields)
+
+
+def _fields(line: str) -> list[str] | None:
+    """The fields of one line of a CSV file, parsed on its own; None if it does not parse (an
+    unclosed quote, which would otherwise run on into the next line)."""
+    try:
+        return next(csv.reader([line], strict=True))
+    except csv.Error:
+        return None
 
 
 def _tell_data_holder(message: str) -> None:

@@ -6,10 +6,13 @@ import base64
 import contextlib
 import dataclasses
 import io
+import random
 import re
 import subprocess
 import sys
 import warnings
+from csv import Error as CsvError
+from csv import reader as csv_reader
 from pathlib import Path
 from typing import Any
 
@@ -1514,6 +1517,122 @@ def test_one_persons_line_changes_no_other_persons_rows(tmp_path: Path, change: 
         read = dplong.io.read_file(str(bad))
         expected = dplong.io.read_file(str(base))
     pd.testing.assert_frame_equal(read, expected.drop(index=last - 1).reset_index(drop=True))
+
+
+def _cells(frame: pd.DataFrame) -> list[list[str | None]]:
+    """A frame's cells by row, a missing one as None."""
+    return frame.astype(object).where(frame.notna(), None).to_numpy().tolist()
+
+
+def _line_by_line(text: str) -> list[list[str | None]]:
+    """The rows of a CSV file's ``text`` by its documented rule, a line at a time: a line break
+    (``\\n``, ``\\r\\n``, ``\\r``) ends a row, a blank line is skipped, the first other line is
+    the header, and each line below it is parsed on its own; one with an unclosed quote or more
+    fields than the header is left out, one with fewer has missing cells."""
+    lines = [line for line in re.split(r"\r\n|\r|\n", text) if line.strip()]
+    width, rows = len(next(csv_reader(lines[:1]))), []
+    for line in lines[1:]:
+        try:
+            fields = next(csv_reader([line], strict=True))
+        except CsvError:
+            continue
+        if len(fields) <= width:
+            rows.append([f if f != "" else None for f in fields] + [None] * (width - len(fields)))
+    return rows
+
+
+#: Lines whose reading changed with another line's quote (an audit: the whole file was parsed
+#: by pandas when no line held a quote, a line at a time otherwise, and the two disagreed)
+_VARIANTS = {
+    "trailing comma": ("id,y,z\n1,2,3,\n", ["9"]),  # one field more than the header: left out
+    "no-break space": ("id,y,z\n1,2,3\n\u00a0\n", ["1", "9"]),  # blank: skipped
+    "form feed": ("id,y,z\n1,2,3\n\x0c\n", ["1", "9"]),
+    "blank first line": ("\nid,y,z\n1,2,3\n", ["1", "9"]),  # the header is the next line
+    "carriage returns": ("id,y,z\r1,2,3\r\n", ["1", "9"]),
+}
+
+
+@pytest.mark.parametrize(("text", "ids"), list(_VARIANTS.values()), ids=list(_VARIANTS))
+def test_a_line_is_read_alike_whatever_another_line_holds(
+    tmp_path: Path, text: str, ids: list[str]
+) -> None:
+    """Each line is read by one rule, whether or not another person's line holds a quote:
+    the file was parsed whole by pandas when none did and a line at a time otherwise, so user
+    9's quoted cell dropped user 1's line ending in a comma, made a line of U+00A0 or U+000C a
+    user and the header line a user (an audit). The plan's read of the ids is the same."""
+    frames = []
+    for other in ["9,1,1", '9,"1",1']:  # user 9's line, without and with a quoted cell
+        path = tmp_path / "variant.csv"
+        path.write_text(text + other + "\n", encoding="utf-8")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataHolderWarning)
+            frames.append(dplong.io.read_file(str(path)))
+            assert dplong.io.read_file(str(path), columns=["id"])["id"].tolist() == ids
+        assert _cells(frames[-1]) == _line_by_line(path.read_text(encoding="utf-8"))
+    pd.testing.assert_frame_equal(frames[0], frames[1])
+    assert frames[0]["id"].tolist() == ids
+
+
+def test_every_line_is_read_by_the_documented_rule(tmp_path: Path) -> None:
+    """Random lines of awkward cells (fixed seed) are read as the documented rule reads them a
+    line at a time, with or without another person's quoted line below them (before, 35 of
+    400 such files read differently with it: an audit)."""
+    atoms = ["1", "2.5", "", " ", "x", "1e400", "-", "\t", "a b", "#", "1,", "\\", "'"]
+    atoms += ["\x00", "é", "\u2028", "\x0b", "\x0c", "\x1c", "\x85", "\u00a0", "\ufeff"]
+    atoms += ['"q"', '"a,b"', '"', 'a"b', '""', '"x""y"', "\r"]
+    rng = random.Random(1)
+    path = tmp_path / "random.csv"
+    for _ in range(150):
+        lines = [
+            ",".join(rng.choice(atoms) for _ in range(rng.randint(0, 4)))
+            for _ in range(rng.randint(1, 5))
+        ]
+        read = []
+        for other in ["zz,1,2", 'zz,"1",2']:
+            text = "id,y,z\n" + "\n".join([*lines, other]) + "\n"
+            path.write_text(text, encoding="utf-8")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DataHolderWarning)
+                read.append(_cells(dplong.io.read_file(str(path)))[:-1])
+            assert read[-1] == _line_by_line(text)[:-1], lines
+        assert read[0] == read[1], lines
+
+
+def test_a_header_that_does_not_parse_on_its_own_is_refused_quoting_nothing(
+    tmp_path: Path,
+) -> None:
+    """A header with an unclosed quote ran on across the next lines, so that its "column
+    names" held persons' rows, which every refusal listing DATA's columns printed, the plan's
+    too (an audit). The header is its own line now, refused if it does not parse alone."""
+    path = tmp_path / "header.csv"
+    rows = ['id,"note,y', "101,ok,72.5", "102,ok,130.2", '103,"fine, thanks",80.1', "103,ok,79.4"]
+    path.write_text("\n".join(rows) + "\n")
+    argv = [str(path), "--model", "mean", "--formula", "y ~ 1", "--groups", "person"]
+    for command in (["fit", "--scale", "1"], ["plan"]):
+        code, out, err = run([command[0], *argv, "--epsilon", "1", *command[1:]])
+        assert code == 2 and out == "", err
+        assert "its header (first line) does not parse on its own" in err, err
+        assert not any(value in err for value in ("101", "72.5", "130.2", "fine", "ok")), err
+
+
+def test_the_plan_counts_the_users_of_the_lines_the_fit_reads(tmp_path: Path) -> None:
+    """A user whose only line has one field more than the header: the fit leaves the line out,
+    and the plan, which parsed its ids alone, counted it, n = 111 against the fit's 110 (an
+    audit: the plan said released where the fit was refused)."""
+    lines = ["id,y"] + [f"{i},{(i * 7) % 10}.5" for i in range(110) for _ in range(3)]
+    path = tmp_path / "counted.csv"
+    path.write_text("\n".join([*lines, "9999,1.0,extra"]) + "\n")
+    argv = [str(path), "--groups", "id", "--model", "mean", "--formula", "y ~ 1"]
+    counts = []
+    for extra in (["plan"], ["fit", "--scale", "100", "--seed", "0"]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DataHolderWarning)
+            code, out, err = run([extra[0], *argv, "--epsilon", "8", *extra[1:]])
+        assert code == 0, err
+        found = re.search(r"Users \(n\):\s+(\d+)", out)
+        assert found is not None, out
+        counts.append(int(found.group(1)))
+    assert counts == [110, 110]
 
 
 def test_each_stored_date_is_written_on_its_own() -> None:
