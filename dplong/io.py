@@ -7,7 +7,8 @@ hold. :func:`read_data` (:func:`read_file`, then :func:`typed`) therefore reads 
 own:
 
 * the user-id column (``groups``) is kept as the file stores it, and read as text from a CSV
-  file (``"01"`` and ``"1"`` are two users, whatever the other rows hold);
+  file (``"01"`` and ``"1"`` are two users, whatever the other rows hold, and ``"NA"`` is
+  one: in a CSV file only an empty cell is missing, not pandas' NA words);
 * the column that orders each user's rows (``time``) is kept when the file stores dates
   (Parquet); otherwise each cell is a number, or an ISO 8601 date as days since 1970-01-01,
   or else missing;
@@ -281,6 +282,10 @@ def _read_csv(
         names=header,
         usecols=wanted,
         dtype=dict.fromkeys(header if wanted is None else wanted, str),
+        # an empty cell is missing, and only that: pandas' NA words ("NA", "None", "null",
+        # "nan", ...) are text, a user's id or a declared level (North America), as stored
+        keep_default_na=False,
+        na_values=[""],
         index_col=False,
     )
     replaced = int(
