@@ -165,8 +165,9 @@ def read_file(
     ------
     DataError
         If the file is missing, unreadable or of an unknown kind, a directory or glob holds
-        CSV files, the data set is unknown, DATA lacks one of ``columns``, or its header (a
-        CSV file's first line, a Parquet file's schema) names a column twice.
+        CSV files, the data set is unknown, DATA lacks one of ``columns``, its header (a CSV
+        file's first line, a Parquet file's schema) names a column twice, or a CSV file's
+        header does not parse on its own or no row below it does.
     dplong.exceptions.MissingDependencyError
         For a directory or glob of Parquet files without dask.
 
@@ -265,6 +266,12 @@ def _read_csv(
     # only the named columns are parsed; with none, the first is read to count the rows
     wanted = None if columns is None else [c for c in header if c in columns] or header[:1]
     rows, left_out = _rows(lines[1:], len(header))
+    if not rows:  # one refusal whether the lines are missing or left out: n = 0 either way
+        raise DataError(
+            f"DATA {source!r} has no rows: no line below its header parses on its own as a row "
+            f"of its {len(header)} columns (one with more fields, a trailing comma's empty one "
+            "among them, or with an unclosed quote is left out)"
+        )
     if left_out:
         one = left_out == 1
         _tell_data_holder(

@@ -1599,6 +1599,26 @@ def test_every_line_is_read_by_the_documented_rule(tmp_path: Path) -> None:
         assert read[0] == read[1], lines
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("id,y\n", "has no rows: no line below its header parses on its own as a row"),
+        ("id,y\n1,2,3\n", "has no rows: no line below its header parses on its own as a row"),
+        ("\n \n", "is empty: it has no header line"),
+    ],
+    ids=["header only", "every line left out", "blank lines only"],
+)
+def test_a_csv_file_without_rows_is_refused_as_such(tmp_path: Path, text: str, said: str) -> None:
+    """A CSV file with a header and no row was refused as "invalid literal for int() with base
+    10: ''" (the count of U+FFFD cells met an empty frame: an audit)."""
+    path = tmp_path / "empty.csv"
+    path.write_text(text)
+    argv = [str(path), "--model", "mean", "--formula", "y ~ 1", "--groups", "id"]
+    for command in (["fit", "--scale", "1"], ["plan"]):
+        code, out, err = run([command[0], *argv, "--epsilon", "1", *command[1:]])
+        assert code == 2 and out == "" and f"DATA {str(path)!r} {said}" in err, err
+
+
 def test_pandas_na_words_in_a_csv_file_are_text_as_in_parquet(tmp_path: Path) -> None:
     """Cells that pandas' default NA list matches ("NA", "None", "null", "nan", "N/A") were
     missing in a CSV file: the user "NA" was dropped and the declared level NA (North
