@@ -8,7 +8,7 @@ import inspect
 import math
 import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import numpy as np
@@ -137,6 +137,31 @@ def refuse_arguments(
         + (f" ({'; '.join(placed)})" if placed else "")
         + (f" (did you mean {', '.join(close)}?)" if close else "")
         + (f"; it takes {', '.join(named)}" if named else "")
+    )
+
+
+def not_columns(said: str, names: Sequence[Any], columns: Iterable[Any], of: str) -> str:
+    """The words of a refusal of ``names`` (said as ``said``: the caller's argument, e.g.
+    ``"--groups 'person'"``) that are not columns of ``of``, offering the columns closest to
+    them. Never a list of every column: a CSV file written without a header line has its first
+    row's cells for names (a person's id, birth date, diagnosis), and those are no one's to see.
+
+    Examples
+    --------
+    >>> from dplong._validation import not_columns
+    >>> not_columns("groups='person'", ["person"], ["persons", "y"], "the data")
+    "groups='person' is not a column of the data (did you mean 'persons'?)"
+    >>> not_columns("'sbp', 'dbp'", ["sbp", "dbp"], ["48213", "1961-04-02", "HIV+"], "DATA")
+    "'sbp', 'dbp' are not columns of DATA"
+    """
+    by_text = {str(column): column for column in columns}
+    close = dict.fromkeys(
+        by_text[match]
+        for name in names
+        for match in difflib.get_close_matches(str(name), list(by_text), n=3)
+    )
+    return f"{said} {'is not a column' if len(names) == 1 else 'are not columns'} of {of}" + (
+        f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
     )
 
 

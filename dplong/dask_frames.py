@@ -529,8 +529,7 @@ def column_name(data: DaskFrame, value: object, name: str) -> str:
     >>> column_name(frame, "person", "groups")
     Traceback (most recent call last):
     ...
-    dplong.exceptions.FormulaError: groups='person' is not a column of the data; columns are \
-['id', 'y']
+    dplong.exceptions.FormulaError: groups='person' is not a column of the data
     """
     if not isinstance(value, str):
         raise ParameterError(

@@ -51,7 +51,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from dplong import datasets
-from dplong._validation import warn
+from dplong._validation import not_columns, warn
 from dplong.dask_frames import is_dask, require_dask
 from dplong.exceptions import DataError, DataHolderWarning, MissingDependencyError
 
@@ -426,10 +426,7 @@ def _check_named(columns: Collection[str] | Mapping[str, str], header: Collectio
     for column in columns:
         if column not in header:
             named = columns.get(column, "") if isinstance(columns, Mapping) else ""
-            raise DataError(
-                f"{named} {column!r}".lstrip() + f" is not a column of DATA; columns are "
-                f"{list(header)}"
-            )
+            raise DataError(not_columns(f"{named} {column!r}".lstrip(), [column], header, "DATA"))
 
 
 def _only(
@@ -482,10 +479,7 @@ def typed(
         c for c in [*declared, *keep, *([] if time is None else [time])] if c not in frame.columns
     ]
     if absent:
-        raise DataError(
-            f"{', '.join(map(repr, absent))} not a column of DATA; columns are "
-            f"{list(frame.columns)}"
-        )
+        raise DataError(not_columns(", ".join(map(repr, absent)), absent, frame.columns, "DATA"))
     if is_dask(frame):
         meta = _convert(frame._meta, declared, keep, time)  # the partitions' common schema
         return frame.map_partitions(_convert, declared, keep, time, meta=meta)

@@ -61,6 +61,7 @@ from dplong.exceptions import (
     ParameterError,
     PrivacyParameterError,
 )
+from dplong.formula import DesignSpec
 from dplong.models.mean import ColumnMean
 from dplong.privacy.histogram import bin_centre, bin_index, stable_histogram
 from dplong.privacy.interval import central_midpoint
@@ -2016,3 +2017,51 @@ def test_one_user_at_the_doubles_edge_raises_no_numpy_warning() -> None:
             warnings.simplefilter("ignore", dplong.exceptions.DplongWarning)
             warnings.simplefilter("error", RuntimeWarning)
             build().fit(epsilon=4.0, random_state=0)
+
+
+#: A frame read from a CSV file written without a header line: its "column names" are the
+#: first person's cells (id, birth date, status, blood pressure)
+_HEADERLESS = pd.DataFrame(
+    {
+        "48213": ["48213", "50007"] * 3,
+        "1961-04-02": ["1961-04-02", "1975-11-30"] * 3,
+        "HIV+": ["HIV+", "neg"] * 3,
+        "131.5": [129.0, 118.2] * 3,
+    }
+)
+
+
+@pytest.mark.parametrize(
+    "refuse",
+    [
+        lambda data: dplong.LongitudinalOLS.from_formula("Q('131.5') ~ 1", data, groups="id"),
+        lambda data: dplong.LongitudinalOLS.from_formula(
+            "Q('131.5') ~ 1", data, groups="48213", time="visit"
+        ),
+        lambda data: ColumnMean.from_formula("sbp ~ 1", data, groups="48213"),
+        lambda data: ColumnMean.from_formula(
+            "Q('131.5') ~ 1", data, groups="48213", by="site", levels={"site": ["a"]}
+        ),
+        lambda data: dplong.io.typed(data, groups="patient", levels={"site": ["a"]}),
+        lambda data: DesignSpec.from_formula("sbp ~ 1", pd.DataFrame({"sbp": [1.0]})).evaluate(
+            data
+        ),
+    ],
+    ids=["groups", "time", "outcome of a mean", "by", "read", "design"],
+)
+def test_a_missing_column_is_refused_without_the_columns(refuse: Callable[[Any], object]) -> None:
+    """A refusal of a name that is not a column listed every column: a header-less CSV file's
+    names are its first row, so the refusal printed a person's cells (an audit). It offers
+    only the columns close to the name now, and none here."""
+    with pytest.raises(DplongError, match=r"(is not a column|are not columns) of") as refused:
+        refuse(_HEADERLESS)
+    assert not any(name in str(refused.value) for name in _HEADERLESS.columns), refused.value
+
+
+def test_a_missing_column_is_refused_with_the_close_ones() -> None:
+    with pytest.raises(FormulaError, match=r"^groups='persn' is not a column of the data \(did "):
+        _ols(groups="persn", data=panel().rename(columns={"user": "person"}))
+    with pytest.raises(
+        DataError, match=r"'HIV' is not a column of DATA \(did you mean 'HIV\+'\?\)$"
+    ):
+        dplong.io.typed(_HEADERLESS, groups="HIV")

@@ -810,16 +810,16 @@ def test_a_mean_plans_with_its_fit_options_and_grouping() -> None:
 
 
 def test_refusals_never_name_the_stand_in_columns() -> None:
-    """A refusal met on the stand-in rows lists the analyst's columns only, keeps its class
+    """A refusal met on the stand-in rows offers the analyst's columns only, keeps its class
     and whether a larger ε cures it; one that names none is the same error."""
     from dplong.planning.planner import _without_stand_ins
 
     err = dplong.exceptions.InsufficientUsersError(
-        "by='arm' is not a column of data; columns are ['__user__', 'y']"
+        "by='arm' is not a column of data (did you mean '__user__', 'arms'?)"
     )
     err.budget_refusal = True
     said = _without_stand_ins(err)
-    assert str(said) == "by='arm' is not a column of data; columns are ['y']"
+    assert str(said) == "by='arm' is not a column of data (did you mean 'arms'?)"
     assert type(said) is type(err) and is_budget_refusal(said)
     plain = dplong.exceptions.ParameterError("levels must be a list")
     assert _without_stand_ins(plain) is plain

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from dplong._validation import not_columns
 from dplong.cli.errors import _InputError
 from dplong.cli.keywords import _stage_options
 from dplong.cli.model_options import _unique_options
@@ -84,8 +85,7 @@ def _check_columns(
             other = len(data.columns) == 1 and any(c in str(data.columns[0]) for c in ";\t|")
             hint = " (one column: DATA must be comma-separated, as a .csv file is)" if other else ""
             raise _InputError(
-                f"{flag} {column!r} is not a column of DATA; columns are {list(data.columns)}"
-                + hint
+                not_columns(f"{flag} {column!r}", [column], data.columns, "DATA") + hint
             )
 
 

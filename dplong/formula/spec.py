@@ -18,6 +18,7 @@ import patsy
 import patsy.categorical
 from numpy.typing import NDArray
 
+from dplong._validation import not_columns
 from dplong.exceptions import DataError, FormulaError
 from dplong.formula.kinds import _check_outcome, _check_regressor
 from dplong.formula.levels import (
@@ -278,10 +279,8 @@ class DesignSpec:
         """
         absent = [c for c in self.inputs if c not in frame.columns]
         if absent:
-            raise FormulaError(
-                f"{absent} used by {self.formula!r} are not columns of the data; "
-                f"columns are {list(frame.columns)}"
-            )
+            said = f"{', '.join(map(repr, absent))} (used by {self.formula!r})"
+            raise FormulaError(not_columns(said, absent, frame.columns, "the data"))
         # values outside declared levels: the rows' holder hears of them
         with real_rows(PREDICTED_NAN if predicting else DROPPED):
             y, X, missing_y, missing_x = self._build_rows(

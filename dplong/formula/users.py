@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from dplong._validation import warn
+from dplong._validation import not_columns, warn
 from dplong.exceptions import DataError, DataHolderWarning, FormulaError, InsufficientUsersError
 
 GroupsLike = str | ArrayLike
@@ -227,9 +227,7 @@ def column_or_array(value: GroupsLike, data: pd.DataFrame, name: str) -> NDArray
     """
     if isinstance(value, str):
         if value not in data.columns:
-            raise FormulaError(
-                f"{name}={value!r} is not a column of the data; columns are {list(data.columns)}"
-            )
+            raise FormulaError(not_columns(f"{name}={value!r}", [value], data.columns, "the data"))
         check_unique_columns(data.columns, [value])
         return data[value].to_numpy()
     check_index(value, data, name)

@@ -17,7 +17,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from dplong._grouping import factorize_groups
-from dplong._validation import RandomState, checked_call
+from dplong._validation import RandomState, checked_call, not_columns
 from dplong.dask_frames import column_name, design_spec, is_dask, outcome_rows, require_dask
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import (
@@ -418,10 +418,8 @@ class ColumnMean:
                 f"{type(self).__name__} takes a formula 'column ~ 1'; got {formula!r}"
             )
         if self.column.isidentifier() and self.column not in data.columns:
-            raise FormulaError(
-                f"{self.column!r} (left of '~') is not a column of data; "
-                f"columns are {list(data.columns)}"
-            )
+            said = f"{self.column!r} (left of '~')"
+            raise FormulaError(not_columns(said, [self.column], data.columns, "data"))
         self.formula = formula
         check_unique_columns(data.columns, (self.column, groups, by))
         if levels and (by is None or set(levels) != {by}):
@@ -430,9 +428,7 @@ class ColumnMean:
                 f"levels of {sorted(levels)} with by={by!r}"
             )
         if by is not None and by not in data.columns:
-            raise ParameterError(
-                f"by={by!r} is not a column of data; columns are {list(data.columns)}"
-            )
+            raise ParameterError(not_columns(f"by={by!r}", [by], data.columns, "data"))
         if by is not None and not levels and not isinstance(data[by].dtype, pd.CategoricalDtype):
             raise ParameterError(
                 f"by={by!r} needs its declared levels (public, never read from the rows): "
