@@ -37,8 +37,11 @@ import csv
 import glob
 import importlib
 import io
+import lzma
 import re
 import warnings
+import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from itertools import compress, filterfalse, repeat
@@ -53,7 +56,7 @@ from numpy.typing import NDArray
 from dplong import datasets
 from dplong._validation import not_columns, warn
 from dplong.dask_frames import is_dask, require_dask
-from dplong.exceptions import DataError, DataHolderWarning, MissingDependencyError
+from dplong.exceptions import DataError, DataHolderWarning, DplongError, MissingDependencyError
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
@@ -62,6 +65,7 @@ __all__ = [
     "as_levels",
     "as_numbers",
     "read_data",
+    "read_failures",
     "read_file",
     "time_levels",
     "typed",
@@ -197,16 +201,17 @@ def read_file(
         parts = _parts(source, path)
         _require_pyarrow()
         require_dask()  # a directory or glob of files is read through Dask only
-        for part in parts:  # named by the part: the file to mend
-            _check_distinct(str(part), _parquet_names(part))
-        return _only(_read_parquet(source), columns)
+        stored = {str(part): _parquet_names(part) for part in parts}
+        for part, names in stored.items():  # named by the part: the file to mend
+            _check_distinct(part, names or [])
+        return _held_by_every_part(source, _only(_read_parquet(source), columns), stored)
     if not path.is_file():
         raise DataError(f"DATA file {source!r} does not exist (or is not a file)")
     name = path.name.lower()
     try:
         if name.endswith(_PARQUET_SUFFIXES):
             _require_pyarrow()
-            _check_distinct(source, _parquet_names(path))
+            _check_distinct(source, _parquet_names(path) or [])
             try:
                 return _only(_read_parquet(source), columns)
             except MissingDependencyError:  # one file fits pandas too
@@ -245,7 +250,7 @@ def _read_csv(
     cell). What was left out or replaced is told to the data holder only (a
     :class:`~dplong.exceptions.DataHolderWarning`: how many depends on the rows). Read for
     some columns only (the planner's count of users), the rows are those of the whole file."""
-    lines = list(filterfalse(str.isspace, filter(None, _csv_text(path).split("\n"))))
+    lines = list(filterfalse(str.isspace, filter(None, _csv_text(path, source).split("\n"))))
     if not lines:
         raise DataError(f"DATA {source!r} is empty: it has no header line")
     fields = _fields(lines[0])
@@ -308,14 +313,24 @@ def _read_csv(
     return frame
 
 
-def _csv_text(path: Path) -> str:
-    """The text of a CSV file, decompressed as pandas
+def _csv_text(path: Path, source: str) -> str:
+    """The text of a CSV file (DATA ``source``), decompressed as pandas
     infers from its name, bytes that are not UTF-8 as U+FFFD, without a byte order mark and
     with every line break (``\\r\\n``, ``\\r``) a ``\\n``."""
     from pandas.io.common import get_handle  # the compressions pandas infers for read_csv
 
-    with get_handle(path, "r", encoding="utf-8", errors="replace", compression="infer") as f:
-        text: str = f.handle.read()
+    try:
+        with get_handle(path, "r", encoding="utf-8", errors="replace", compression="infer") as f:
+            text: str = f.handle.read()
+    except (EOFError, OSError, zlib.error, lzma.LZMAError, zipfile.BadZipFile) as err:
+        if isinstance(err, PermissionError):  # read_file says it, with the path alone
+            raise
+        # a compressed file cut short or corrupt: not in the decompressor's words, which may
+        # hold data (gzip's checksum of the rows, the first bytes it found)
+        raise DataError(
+            f"cannot read DATA {source!r}: it could not be read to its end (a compressed file "
+            "cut short or corrupt?); write it again"
+        ) from None
     return _LINE_BREAK.sub("\n", text.removeprefix("\ufeff"))
 
 
@@ -401,14 +416,34 @@ def _parts(source: str, path: Path) -> list[Path]:
     return files
 
 
-def _parquet_names(path: Path) -> list[str]:
-    """The column names a Parquet file stores (its footer only), or none when it cannot be
+def _parquet_names(path: Path) -> list[str] | None:
+    """The column names a Parquet file stores (its footer only), or None when it cannot be
     read as Parquet: its reader then says why, in its own words."""
     parquet = importlib.import_module("pyarrow.parquet")
     try:
         return list(parquet.read_schema(path).names)
     except (OSError, ValueError):  # pyarrow's ArrowInvalid is a ValueError
-        return []
+        return None
+
+
+def _held_by_every_part(
+    source: str, frame: DaskFrame, stored: Mapping[str, list[str] | None]
+) -> DaskFrame:
+    """``frame`` (of the Parquet files of ``source``, each with the column names it
+    ``stored``), refused if one of them lacks one of its columns that another holds: Dask
+    takes the columns from one file and fails in its own words, with a traceback, only when
+    the rows are read (an audit). A column no file stores (a hive partition's, taken from the
+    paths) is in every part."""
+    held = {name for names in stored.values() for name in names or []}
+    for part, names in stored.items():
+        lacking = [c for c in frame.columns if c in held and names is not None and c not in names]
+        if lacking:
+            raise DataError(
+                f"cannot read DATA {source!r}: its file {part!r} has no column "
+                f"{', '.join(map(repr, lacking))}, which another of its files holds; every file "
+                "of a directory or glob must hold every column read"
+            )
+    return frame
 
 
 def _check_distinct(source: str, names: Collection[str]) -> None:
@@ -687,6 +722,44 @@ def quiet_parquet_reads() -> Iterator[None]:
     with warnings.catch_warnings():
         ignore_reader_deprecation()
         yield
+
+
+@contextlib.contextmanager
+def read_failures(source: str) -> Iterator[None]:
+    """A context in which a Dask frame :func:`read_file` made of DATA ``source`` is computed:
+    a failure of Dask's Parquet reader there (a corrupt page, which only reading the rows
+    finds) is a :class:`~dplong.exceptions.DataError` naming DATA, not a traceback in the
+    reader's words; any other error is left as it is.
+
+    Examples
+    --------
+    >>> from dplong.io import read_failures
+    >>> with read_failures("data/*.parquet"):
+    ...     pass
+    """
+    try:
+        yield
+    except DplongError:
+        raise
+    except Exception as err:
+        if not _raised_in_the_reader(err):
+            raise
+        raise DataError(
+            f"cannot read DATA {source!r}: one of its Parquet files could not be read when its "
+            f"rows were ({type(err).__name__} in the reader: a corrupt file?); write it again"
+        ) from None
+
+
+def _raised_in_the_reader(error: BaseException) -> bool:
+    """Whether ``error`` came up through Dask's file readers (a frame of theirs in its
+    traceback). An error of the work done on the rows once read (the task a reader's is fused
+    with) carries none: the reader had returned."""
+    frame = error.__traceback__
+    while frame is not None:
+        if frame.tb_frame.f_globals.get("__name__", "").startswith("dask.dataframe.io."):
+            return True
+        frame = frame.tb_next
+    return False
 
 
 def _require_pyarrow() -> None:

@@ -1169,6 +1169,78 @@ class TestDataFiles:
         assert f"cannot read DATA {source!r} as Parquet: " in err and "part.dat" in err
         assert "An error occurred while calling" not in err and "pandas backend" not in err
 
+    @pytest.mark.parametrize(
+        ("suffix", "spoil"),
+        [
+            (".csv.gz", lambda packed: packed[: len(packed) // 2]),  # EOFError
+            (".csv.gz", lambda packed: packed[:-8] + bytes([packed[-8] ^ 1]) + packed[-7:]),
+            (".csv.xz", lambda packed: packed[: len(packed) // 2]),
+            (".csv.bz2", lambda packed: packed[:100] + b"\0" * 64 + packed[164:]),
+            (".csv.zip", lambda packed: packed[: len(packed) // 2]),
+        ],
+        ids=["gzip cut short", "gzip checksum", "xz cut short", "bz2 corrupt", "zip cut short"],
+    )
+    def test_a_compressed_file_cut_short_or_corrupt_is_said_so(
+        self, tmp_path: Path, suffix: str, spoil: Any
+    ) -> None:
+        """A truncated compressed CSV file escaped as a traceback (EOFError, lzma.LZMAError,
+        zipfile.BadZipFile are not OSErrors), and a corrupt one was said in gzip's words, its
+        checksum of the rows among them ("CRC check failed 0x58df09fc != ..."; an audit)."""
+        whole = tmp_path / f"whole{suffix}"
+        dplong.datasets.load_wage_panel().to_csv(whole, index=False)
+        path = tmp_path / f"spoilt{suffix}"
+        path.write_bytes(spoil(whole.read_bytes()))
+        for command in (replace("DATA", str(path)), ["plan", str(path), *PLAN_MEAN]):
+            code, out, err = run(command)
+            assert code == 2 and out == "" and "Traceback" not in err, err
+            assert err.endswith(
+                f"dplong: error: cannot read DATA {str(path)!r}: it could not be read to its end "
+                "(a compressed file cut short or corrupt?); write it again\n"
+            ), err
+
+    @pytest.mark.parametrize("lacking", ["lwage", "nr"])
+    def test_a_parquet_file_lacking_a_column_is_named_before_any_read(
+        self, tmp_path: Path, lacking: str
+    ) -> None:
+        """One Parquet file of a directory without a column the others hold failed as Dask
+        read the rows, a KeyError's traceback (an audit); it is refused by its name now, before
+        the rows are read, the plan's read of the ids too."""
+        pytest.importorskip("pyarrow")
+        pytest.importorskip("dask.dataframe")
+        _, folder = _parquet_files(tmp_path)
+        part = folder / "b.parquet"
+        pd.read_parquet(part).drop(columns=[lacking]).to_parquet(part, index=False)
+        argv = ["--groups", "nr", "--model", "mean", "--formula", "lwage ~ 1", "--epsilon", "1"]
+        for command in (["fit", *argv, "--scale", "1"], ["plan", *argv]):
+            code, out, err = run([command[0], str(folder), *command[1:]])
+            if command[0] == "plan" and lacking == "lwage":  # the plan reads the ids alone
+                assert code == 0, err
+                continue
+            assert code == 2 and out == "" and "Traceback" not in err, err
+            assert err.endswith(
+                f"its file {str(part)!r} has no column {lacking!r}, which another of its files "
+                "holds; every file of a directory or glob must hold every column read\n"
+            ), err
+
+    def test_a_parquet_file_with_a_corrupt_page_is_said_so(self, tmp_path: Path) -> None:
+        """A Parquet file whose footer reads but whose page does not failed as the model read
+        its rows, a traceback in pyarrow's words (an audit)."""
+        parquet = pytest.importorskip("pyarrow.parquet")
+        pytest.importorskip("dask.dataframe")
+        one, _ = _parquet_files(tmp_path)
+        spoilt = bytearray(one.read_bytes())
+        stored = parquet.ParquetFile(one).metadata
+        column = stored.row_group(0).column(stored.schema.names.index("lwage"))
+        spoilt[column.data_page_offset + 2 : column.data_page_offset + 18] = b"\xff" * 16
+        one.write_bytes(bytes(spoilt))
+        argv = ["--groups", "nr", "--model", "mean", "--formula", "lwage ~ 1", "--epsilon", "1"]
+        code, out, err = run(["fit", str(one), *argv, "--scale", "1"])
+        assert code == 2 and out == "" and "Traceback" not in err, err
+        assert err.endswith(
+            f"dplong: error: cannot read DATA {str(one)!r}: one of its Parquet files could not be "
+            "read when its rows were (OSError in the reader: a corrupt file?); write it again\n"
+        ), err
+
 
 def _parquet_files(tmp_path: Path) -> tuple[Path, Path]:
     """The wage panel as one Parquet file and as a directory of two."""

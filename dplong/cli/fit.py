@@ -17,7 +17,14 @@ from dplong.cli.keywords import _fit_options, _stage_options
 from dplong.dask_frames import is_dask
 from dplong.exceptions import ParameterError
 from dplong.formula.terms import text_levels
-from dplong.io import ignore_reader_deprecation, read_file, time_levels, typed, unread_cells
+from dplong.io import (
+    ignore_reader_deprecation,
+    read_failures,
+    read_file,
+    time_levels,
+    typed,
+    unread_cells,
+)
 from dplong.models.command_line import MODELS
 from dplong.report import write_report
 from dplong.summary import plain_names
@@ -75,7 +82,8 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
             f"warning: DATA holds values of {column!r} that are not {what}; they are "
             f"read as missing{hint}",
         )
-    with warnings.catch_warnings(record=True) as caught:
+    # a Dask frame reads its files as the model computes: a corrupt one is said as such there
+    with warnings.catch_warnings(record=True) as caught, read_failures(args.data):
         warnings.simplefilter("always")
         ignore_reader_deprecation()  # pandas' note to Dask's Parquet reader, once per file
         _say(args, "building design…")

@@ -14,7 +14,7 @@ from dplong.cli.errors import _for_the_command_line, _InputError
 from dplong.cli.keywords import _fit_options, _stage_options
 from dplong.dask_frames import is_dask
 from dplong.formula import check_id_types
-from dplong.io import quiet_parquet_reads, read_file
+from dplong.io import quiet_parquet_reads, read_failures, read_file
 from dplong.models.command_line import MODELS
 from dplong.planning import PlanResults
 
@@ -72,7 +72,7 @@ def _count_units(args: argparse.Namespace, by_user: bool) -> int:
     item-level model its rows. Only the columns named by flags are read (a wide CSV file
     parses its ids alone), and each is refused by its flag when DATA lacks it."""
     named = {args.groups: "--groups", args.time: "--time"} if by_user else {}
-    with quiet_parquet_reads():  # a Dask frame reads its files here
+    with quiet_parquet_reads(), read_failures(args.data):  # a Dask frame reads its files here
         raw = read_file(args.data, columns={c: f for c, f in named.items() if c is not None})
         if not by_user:  # item-level: every row is a unit
             return int(raw.shape[0].compute() if is_dask(raw) else raw.shape[0])
