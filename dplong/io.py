@@ -38,6 +38,7 @@ import glob
 import importlib
 import io
 import lzma
+import math
 import re
 import warnings
 import zipfile
@@ -56,7 +57,13 @@ from numpy.typing import NDArray
 from dplong import datasets
 from dplong._validation import not_columns, warn
 from dplong.dask_frames import is_dask, require_dask
-from dplong.exceptions import DataError, DataHolderWarning, DplongError, MissingDependencyError
+from dplong.exceptions import (
+    DataError,
+    DataHolderWarning,
+    DplongError,
+    MissingDependencyError,
+    ParameterError,
+)
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
@@ -114,7 +121,7 @@ def read_data(
 
     Raises
     ------
-    DataError
+    DataError, dplong.exceptions.ParameterError
         As :func:`read_file` and :func:`typed`.
     dplong.exceptions.MissingDependencyError
         For a directory or glob of Parquet files without dask.
@@ -496,8 +503,9 @@ def typed(
     Raises
     ------
     DataError
-        If a column named by ``levels``, ``groups`` or ``time`` is not in ``frame``, or two
-        declared levels of a column read alike.
+        If a column named by ``levels``, ``groups`` or ``time`` is not in ``frame``.
+    dplong.exceptions.ParameterError
+        If two declared levels of a column read alike, or one reads as NaN.
 
     Examples
     --------
@@ -772,10 +780,18 @@ def _require_pyarrow() -> None:
 
 
 def _level_texts(column: str, values: Sequence[str]) -> list[str]:
+    """The declared levels of ``column`` as text, refused unless each reads as its own level:
+    distinct as text, numbers or truth values, and none a number that is not one (``nan``,
+    ``NaN``: no two NaNs read alike, so no cell would match it and two passed as distinct)."""
     texts = [str(v) for v in values]
     keys = [_key(t) for t in texts]
+    if any(isinstance(key, float) and math.isnan(key) for key in keys):
+        raise ParameterError(
+            f"--levels {column}: a level must not read as NaN, got {','.join(texts)}: a cell "
+            "'nan' is a missing number, which no level matches"
+        )
     if not texts or len(set(keys)) != len(keys):
-        raise DataError(
+        raise ParameterError(
             f"--levels {column}: the levels must be distinct (as text, numbers or truth values), "
             f"got {','.join(texts)}"
         )

@@ -1094,8 +1094,14 @@ OTHERS: list[tuple[str, Callable[[], object], type[DplongError], str]] = [
     (
         "io.read_data levels alike",
         lambda: dplong.io.read_data("dataset:dietox", levels={"Evit": ["1", "1.0"]}),
-        DataError,
+        ParameterError,
         "Evit",
+    ),
+    (
+        "io.read_data level NaN",
+        lambda: dplong.io.read_data("dataset:dietox", levels={"Evit": ["nan", "1"]}),
+        ParameterError,
+        "--levels Evit: a level must not read as NaN",
     ),
 ]
 for label, call, error, names in OTHERS:

@@ -758,6 +758,9 @@ class TestLevels:
             ("y ~ x + site", ("site=a", "site=b"), "--levels site=... is given twice"),
             ("y ~ x + C(visit)", ("visit=1,1.0",), "--levels visit: the levels must be distinct"),
             ("y ~ x + site", ("site=true,True",), "--levels site: the levels must be distinct"),
+            # two NaNs passed as distinct, then pandas refused their index (an audit)
+            ("y ~ x + site", ("site=nan,NaN",), "--levels site: a level must not read as NaN"),
+            ("y ~ x + site", ("site=north,nan",), "--levels site: a level must not read as NaN"),
         ],
     )
     def test_bad_levels(
