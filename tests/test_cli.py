@@ -592,6 +592,22 @@ class TestBadArguments:
         code, out, err = run([*argv, *flags, "--epsilon", "4", "--quiet"])
         assert code == 2 and out == "" and f"dplong: error: {said}" in err, err
 
+    @pytest.mark.parametrize(
+        "formula",
+        [
+            "Weight ~ I(Time.clip(lower=0))",
+            "Weight ~ C(Feed, levels= ['a','b'])",
+            "np.maximum(Weight, bound=0) ~ 1 + Time",
+        ],
+    )
+    def test_a_refusal_quotes_the_formula_as_written(self, formula: str) -> None:
+        """A refusal's Python spellings of options are said as flags, but not inside the
+        analyst's own formula, which it quoted as ``I(Time.clip(--lower 0))`` (an audit)."""
+        argv = [*MEAN[:4], "--formula", formula, "--groups", "Pig", "--epsilon", "4", "--quiet"]
+        code, out, err = run(argv)
+        assert code == 2 and out == "", err
+        assert err == f"dplong: error: --model mean takes a formula 'column ~ 1'; got {formula!r}\n"
+
     def test_mean_of_an_expression(self) -> None:
         """An expression left of ``~`` is the mean of its per-user means, evaluated row by row
         under the formula layer's checks: the same release as the transformed column's, and a

@@ -72,7 +72,7 @@ def _run(argv: Sequence[str] | None) -> int:
             return _run_plan(args)
         return _run_fit(args, shlex.join(["dplong", *arguments]))
     except (DplongError, _InputError) as err:
-        print(f"dplong: error: {_one_line(err)}", file=sys.stderr)
+        print(f"dplong: error: {_one_line(err, args.formula)}", file=sys.stderr)
         return 2
 
 

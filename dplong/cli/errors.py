@@ -9,11 +9,12 @@ class _InputError(Exception):
     """A problem with the command line's input (file, column, option): exit code 2."""
 
 
-def _one_line(message: object) -> str:
+def _one_line(message: object, formula: str | None = None) -> str:
     """The first line of a message (patsy adds lines pointing at the formula), its options
-    spelled as the command line's flags (:func:`_for_the_command_line`)."""
+    spelled as the command line's flags, the analyst's ``formula`` as written
+    (:func:`_for_the_command_line`)."""
     lines = [line.strip() for line in str(message).splitlines() if line.strip()]
-    return _for_the_command_line(lines[0]) if lines else type(message).__name__
+    return _for_the_command_line(lines[0], formula) if lines else type(message).__name__
 
 
 #: A message's Python spellings of options, and the command line's (a note written for
@@ -39,6 +40,9 @@ _SPELLINGS = (
     (re.compile(r"(?<![\w.\[-])time=(?=[\s,;)]|$)"), "--time"),
 )
 
+
+#: Where :func:`_for_the_command_line` holds the analyst's formula while it respells a message.
+_FORMULA = "\0"
 
 #: The options every model's fit takes, by keyword, beside the models' own (their flags).
 _COMMON = ("epsilon", "delta", "privacy", "bound", "variant", "scale", "focus")
@@ -89,10 +93,11 @@ def _model_names() -> dict[str, str]:
     return names
 
 
-def _for_the_command_line(message: str) -> str:
+def _for_the_command_line(message: str, formula: str | None = None) -> str:
     """``message`` with the Python spellings of options that have a flag said as the flag, and
     a registered model's class (``ColumnMean``, ``dplong.LongitudinalOLS``, a method of it
-    such as ``ColumnMean.fit``) as its ``--model`` name.
+    such as ``ColumnMean.fit``) as its ``--model`` name; the analyst's ``formula``, where the
+    message quotes it, as written (its ``x.clip(lower=0)`` is no ``--lower``).
 
     Examples
     --------
@@ -109,7 +114,14 @@ def _for_the_command_line(message: str) -> str:
     '--scale must be a number, got shape (3,)'
     >>> _for_the_command_line("focus names ['x'], which are not parameters")
     "--focus names ['x'], which are not parameters"
+    >>> _for_the_command_line("ColumnMean takes 'y ~ 1'; got 'y ~ I(x.clip(lower=0))'",
+    ...                       formula="y ~ I(x.clip(lower=0))")
+    "--model mean takes 'y ~ 1'; got 'y ~ I(x.clip(lower=0))'"
     """
+    # the formula stands aside as a mark no spelling matches (a NUL, which no message holds)
+    kept = formula if formula and formula in message else None
+    if kept is not None:
+        message = message.replace(kept, _FORMULA)
     for pattern, flag in (*_SPELLINGS, *_option_spellings()):
         message = pattern.sub(flag, message)
     models = _model_names()
@@ -117,4 +129,4 @@ def _for_the_command_line(message: str) -> str:
         classes = "|".join(sorted(map(re.escape, models), key=len, reverse=True))
         said = re.compile(rf"(?<![\w.])(?:dplong\.)?({classes})(?:\.(?:fit|from_formula))?\b")
         message = said.sub(lambda found: f"--model {models[found.group(1)]}", message)
-    return message
+    return message if kept is None else message.replace(_FORMULA, kept)

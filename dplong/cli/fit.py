@@ -57,7 +57,7 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
         ignore_reader_deprecation()
         raw = read_file(args.data, time=args.time)
     for warning in read:
-        _say(args, f"warning: {_one_line(warning.message)}")
+        _say(args, f"warning: {_one_line(warning.message, args.formula)}")
     _check_columns(raw, args, levels)
     # a factor of text levels declared in the formula is read as one (not as numbers)
     reading: dict[str, Any] = {**text_levels(args.formula), **levels}
@@ -103,7 +103,7 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
     said = {plain_names(w) for w in results.warnings}  # as the summary says them
     for warning in caught:  # one line each; reliability warnings also print with the summary
         if str(warning.message) not in said:
-            _say(args, f"warning: {_one_line(warning.message)}")
+            _say(args, f"warning: {_one_line(warning.message, args.formula)}")
     notes = []
     if args.seed is not None:
         notes.append("A fixed --seed was used: reproducible research only, not a release.")

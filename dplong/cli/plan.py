@@ -45,7 +45,7 @@ def _run_plan(args: argparse.Namespace) -> int:
         time=args.time if spec.uses_time else None,  # a name: TimeEffects reads its periods
         **options,
     )
-    print(_as_the_command_line(results, args.model).summary())
+    print(_as_the_command_line(results, args.model, args.formula).summary())
     if results.refused:
         users = results.smallest_n()
         print(
@@ -55,15 +55,17 @@ def _run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _as_the_command_line(results: PlanResults, model: str) -> PlanResults:
+def _as_the_command_line(results: PlanResults, model: str, formula: str) -> PlanResults:
     """``results`` as the command line says them: the model by its ``--model`` name, and the
     refusal and warnings (the fit's own words, written for Python keywords and classes) with
-    the options that have a flag said as the flag (:func:`_for_the_command_line`)."""
+    the options that have a flag said as the flag, the ``formula`` as written
+    (:func:`_for_the_command_line`)."""
+    refusal = results.refusal
     return dataclasses.replace(
         results,
         model=model,
-        refusal=None if results.refusal is None else _for_the_command_line(results.refusal),
-        warnings=tuple(_for_the_command_line(warning) for warning in results.warnings),
+        refusal=None if refusal is None else _for_the_command_line(refusal, formula),
+        warnings=tuple(_for_the_command_line(warning, formula) for warning in results.warnings),
     )
 
 
