@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from statsmodels.iolib.table import SimpleTable
 
-from dplong._validation import check_fraction, checked_call
+from dplong._validation import check_alpha, checked_call
 from dplong.exceptions import ParameterError
 
 if TYPE_CHECKING:
@@ -693,7 +693,7 @@ def compare(
         Further fits after a first one given alone: ``compare(fit1, fit2)`` is
         ``compare([fit1, fit2])``.
     alpha : float
-        1 - the level of the intervals.
+        1 - the level of the intervals, from 1e-15 to 1 - 1e-15.
     intervals : bool
         Show intervals instead of standard errors under the estimates.
 
@@ -748,7 +748,7 @@ def compare(
         raise ParameterError(f"results {wrong} are not dplong results")
     if not isinstance(intervals, bool):
         raise ParameterError(f"intervals must be True or False, got {intervals!r}")
-    alpha = check_fraction(alpha, "alpha")
+    alpha = check_alpha(alpha)
     order = list(dict.fromkeys(name for fit in named.values() for name in fit.params.index))
 
     def frame(values: Mapping[str, pd.Series]) -> pd.DataFrame:

@@ -65,6 +65,7 @@ from dplong.formula import DesignSpec
 from dplong.models.mean import ColumnMean
 from dplong.privacy.histogram import bin_centre, bin_index, stable_histogram
 from dplong.privacy.interval import central_midpoint
+from dplong.privacy.radius import moment_bias
 from dplong.results import CurveResults, PanelResults
 
 #: A message is for a person: short, and one paragraph.
@@ -434,6 +435,9 @@ fit_refusals(
         ("within_scale", "1", ParameterError, "within_scale"),
         ("within_scale", True, ParameterError, "within_scale"),
         ("within_scale", [1.0, 2.0], ParameterError, "within_scale"),
+        # subnormal: the components' lattice unit was 0, a division by zero after the noise
+        ("within_scale", 1e-310, ParameterError, "within_scale must be from 2.23e-308"),
+        ("within_scale", 1e200, ParameterError, "within_scale must be from 2.23e-308"),
         ("variance_share", 1.0, ParameterError, "variance_share"),
         ("variance_share", -0.1, ParameterError, "variance_share"),
         ("variance_share", math.nan, ParameterError, "variance_share"),
@@ -448,6 +452,16 @@ fit_refusals(
         ("scale", [1.0, 2.0], ParameterError, "scale"),
         ("scale", RandomEffects(1.0), ParameterError, "min_rows"),
         *MAX_ROWS,
+    ],
+)
+fit_refusals(  # the components' variances square the stated proxies: they overflowed
+    "RandomEffectsLocation.fit[stated]",
+    lambda **o: location().fit(**o),
+    {"epsilon": 1.0, "scale": 1.0, "within_scale": 1.0, "min_rows": 4},
+    [
+        ("scale", 1e300, ParameterError, "scale must be at most 1e+150"),
+        ("scale", RandomEffects(1e300, 1.0), ParameterError, "scale must be at most 1e+150"),
+        ("scale", RandomEffects(1.0, 1e-310), ParameterError, "scale's residual variance"),
     ],
 )
 fit_refusals(  # equal weights ignore the rows: a cap they would ignore
@@ -711,6 +725,22 @@ FROM_FORMULA: list[tuple[str, Callable[..., object], dict[str, Any], type[Dplong
     ("curve domain nan", _curve, {"domain": (0, math.nan)}, ParameterError, "domain"),
     ("curve domain bools", _curve, {"domain": (False, True)}, ParameterError, "domain"),
     ("curve domain scalar", _curve, {"domain": 1.0}, ParameterError, "domain"),
+    # its width is no double: linspace's points were inf and nan
+    ("curve domain too wide", _curve, {"domain": (-1e308, 1e308)}, ParameterError, "domain"),
+    (  # the grid's points (201 by default) would not differ as doubles: the labels collided
+        "curve domain too narrow",
+        _curve,
+        {"domain": (1e9, 1e9 + 1e-6)},
+        ParameterError,
+        "domain is too narrow for 201 grid points",
+    ),
+    (
+        "curve domain too narrow for its grid",
+        _curve,
+        {"domain": (1.0, 1.0 + 1e-14), "grid": 50},
+        ParameterError,
+        "domain is too narrow for 50 grid points",
+    ),
     ("curve bandwidth 0", _curve, {"bandwidth": 0.0}, ParameterError, "bandwidth"),
     ("curve bandwidth str", _curve, {"bandwidth": "0.1"}, ParameterError, "bandwidth"),
     ("curve bandwidth bool", _curve, {"bandwidth": True}, ParameterError, "bandwidth"),
@@ -898,6 +928,16 @@ OTHERS: list[tuple[str, Callable[[], object], type[DplongError], str]] = [
     ("summary alpha 1", lambda: fitted().summary(alpha=1.0), ParameterError, "alpha"),
     ("summary alpha None", lambda: fitted().summary(alpha=None), ParameterError, "alpha"),  # type: ignore[arg-type]
     ("curve alpha 5", lambda: fitted_curve().curve(alpha=5.0), ParameterError, "alpha"),
+    # 1 - alpha/2 rounds to 1 (the quantile's solver failed) or to 1/2
+    ("conf_int alpha 1e-16", lambda: fitted().conf_int(alpha=1e-16), ParameterError, "1e-15"),
+    ("summary alpha 1e-16", lambda: fitted().summary(alpha=1e-16), ParameterError, "1e-15"),
+    (
+        "error_bound alpha near 1",
+        lambda: fitted().error_bound(alpha=1 - 2e-16),
+        ParameterError,
+        "alpha must be a number from 1e-15 to 1 - 1e-15",
+    ),
+    ("curve alpha 1e-16", lambda: fitted_curve().curve(alpha=1e-16), ParameterError, "1e-15"),
     (
         "curve error_bound alpha",
         lambda: fitted_curve().error_bound(alpha=0),
@@ -1788,6 +1828,21 @@ CLI_REFUSALS: list[tuple[str, list[str], str]] = [
     ("delta 1", ["--model", "ols", *BASE, "--delta", "1"], "--delta"),
     ("delta nan", ["--model", "ols", *BASE, "--delta", "nan"], "--delta"),
     ("alpha 2", ["--model", "ols", *BASE, "--alpha", "2"], "--alpha"),
+    # refused as the options are read: the summary refused it after the fit's noise
+    ("alpha 1e-16", ["--model", "ols", *BASE, "--alpha", "1e-16"], "--alpha: must be a number"),
+    ("alpha near 1", ["--model", "ols", *BASE, "--alpha", "0.9999999999999998"], "--alpha: must"),
+    ("within-scale subnormal", [*LOCATION, "--within-scale", "1e-310"], "--within-scale must"),
+    ("within-scale 1e200", [*LOCATION, "--within-scale", "1e200"], "--within-scale must"),
+    (
+        "scale 1e300 and within-scale",
+        given(LOCATION, "--scale", "1e300", "--within-scale", "1"),
+        "--scale must be at most",
+    ),
+    (
+        "domain too narrow",
+        given(KERNEL, "--domain", "1e9,1000000000.000001"),
+        "--domain is too narrow",
+    ),
     ("scale -1", ["--model", "ols", *BASE, "--scale=-1"], "--scale"),
     ("scale 1,2,3", ["--model", "ols", *BASE, "--scale", "1,2,3"], "scale"),
     ("bound abc", ["--model", "ols", *BASE, "--privacy", "local", "--bound", "abc"], "--bound"),
@@ -2071,3 +2126,37 @@ def test_a_missing_column_is_refused_with_the_close_ones() -> None:
         DataError, match=r"'HIV' is not a column of DATA \(did you mean 'HIV\+'\?\)$"
     ):
         dplong.io.typed(_HEADERLESS, groups="HIV")
+
+
+@pytest.mark.parametrize("k", [2, 7, 150, 1000])
+def test_a_moment_bound_of_any_order_gives_its_bias_bound(k: int) -> None:
+    """The bias constant (k-1)^(k-1) / k^k of a stated ``Moment(k, M)`` overflowed from k =
+    144 on, after the fit's noise (an audit: ``--tail-moment 150``): it is computed as
+    (1 - 1/k)^(k-1) / k now, to the exact value's rounding."""
+    bias = moment_bias(np.array([3.0]), float(k), np.array([2.0]))  # M = 3, t = 2
+    exact = Fraction(3) * Fraction((k - 1) ** (k - 1), k**k) / Fraction(2) ** (k - 1)
+    assert bias[0] == pytest.approx(min(float(exact), 3.0 ** (1 / k)), rel=1e-12)
+
+
+def test_a_moment_bound_of_high_order_is_released() -> None:
+    res = dplong.winsorized_mean(
+        values(), groups=np.arange(values().size) // 5, epsilon=4.0,
+        tail=dplong.Moment(200, 1.0), random_state=0,
+    )  # fmt: skip
+    assert np.isfinite(res.params).all() and np.isfinite(res.conf_int().to_numpy()).all()
+
+
+def test_a_narrow_domain_far_from_zero_keeps_its_grid_points_apart() -> None:
+    """The grid's labels were rounded to 12 digits of the domain's larger end: those of
+    (1e9, 1e9 + 0.001) collided, and the fit failed after its noise (an audit). They are
+    rounded to 12 digits of its width now."""
+    data = items().assign(x=1e9 + items()["x"] * 0.001)
+    model = dplong.PriestleyChao.from_formula(
+        "y ~ x", data, groups="user", domain=(1e9, 1e9 + 0.001), bandwidth=0.0002, grid=5
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = model.fit(epsilon=4.0, scale=1.0, random_state=0)
+    assert res.params.index.is_unique and res.params.index[1] == 1e9 + 0.00025
+    assert res.withheld.empty or res.withheld.index.is_unique
+    res.summary()

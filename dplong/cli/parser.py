@@ -10,6 +10,7 @@ from dplong.cli.epilogs import _EPILOG, _PLAN_EPILOG
 from dplong.cli.model_options import _read_per_model, _unique_options, _users_of
 from dplong.cli.values import (
     _PARSERS,
+    _alpha,
     _levels,
     _names,
     _positive,
@@ -139,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     output = fit.add_argument_group("output")
     output.add_argument(
         "--alpha",
-        type=_probability,
+        type=_alpha,
         metavar="A",
         default=0.05,
         help="1 - confidence level of intervals and error bounds (default 0.05)",

@@ -8,6 +8,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from dplong._validation import ALPHA_EXPECTED, ALPHA_RANGE
+
 
 def _whole_number(text: str, least: int, expected: str) -> int:
     """``text`` as a whole number of at least ``least``; else the refusal "must be
@@ -32,6 +34,19 @@ def _positive(text: str) -> float:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _alpha(text: str) -> float:
+    """``--alpha``: the library's range (:data:`~dplong._validation.ALPHA_RANGE`), checked as
+    the options are read, before any noise (it was checked by the summary, after the fit)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    low, high = ALPHA_RANGE
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be {ALPHA_EXPECTED}, got {text!r}")
     return value
 
 

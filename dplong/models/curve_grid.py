@@ -35,25 +35,32 @@ def grid_points(
     domain: tuple[float, float], grid: int | NDArray[np.float64] | None, bandwidth: float
 ) -> NDArray[np.float64]:
     """The evaluation points: ``grid`` as given, or that many (default: one bandwidth apart)
-    equally spaced over the domain, rounded to 12 significant digits so labels read 0.3, not
-    0.30000000000000004 (a public choice of points; any would do).
+    equally spaced over the domain, rounded to 12 significant digits of the domain's width so
+    labels read 0.3, not 0.30000000000000004 (a public choice of points; any would do).
+
+    Digits of the width, not of the larger end: rounded to 12 digits of 1e9, the points of
+    (1e9, 1e9 + 0.001) had one label, and those of (0, 1e-300) none (numpy's rounding to 312
+    decimals overflows): the fit failed after its noise (an audit). :func:`check_grid` refuses
+    a domain too narrow for its points to differ as doubles.
 
     Examples
     --------
     >>> from dplong.models.curve_grid import grid_points
     >>> grid_points((0.0, 1.0), None, 0.1).tolist()[:4], grid_points((0.0, 1.0), 3, 0.1).tolist()
     ([0.0, 0.1, 0.2, 0.3], [0.0, 0.5, 1.0])
+    >>> grid_points((1e9, 1e9 + 0.001), 3, 1.0).tolist()
+    [1000000000.0, 1000000000.0005, 1000000000.001]
     """
     lo, hi = domain
-    if grid is None:
-        count = int(np.clip(round((hi - lo) / bandwidth) + 1, MIN_GRID_POINTS, MAX_GRID_POINTS))
+    if grid is None:  # clipped before rounding: a width over a tiny bandwidth may be inf
+        steps = np.clip((hi - lo) / bandwidth, MIN_GRID_POINTS - 1, MAX_GRID_POINTS - 1)
+        count = round(float(steps)) + 1
     elif isinstance(grid, int):
         count = grid
     else:
         return grid
-    points = np.linspace(lo, hi, count)
-    scale = max(abs(lo), abs(hi))
-    return np.round(points, 12 - math.floor(math.log10(scale)) if scale > 0 else 12)
+    digits = 12 - math.floor(math.log10(hi - lo))
+    return np.array([round(float(point), digits) for point in np.linspace(lo, hi, count)])
 
 
 def regressor(spec: DesignSpec, formula: str) -> int:
@@ -93,18 +100,31 @@ def check_domain(domain: Any) -> tuple[float, float]:
         raise ParameterError(
             f"domain must be a pair (lo, hi) of numbers, got {domain!r:.80}"
         ) from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ParameterError(f"domain must be finite with lo < hi, got {domain!r}")
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi and math.isfinite(hi - lo)):
+        raise ParameterError(
+            f"domain must be finite with lo < hi (and hi - lo a finite double), got {domain!r}"
+        )
     return lo, hi
 
 
-def check_grid(grid: Any, lo: float, hi: float) -> int | NDArray[np.float64]:
-    if isinstance(grid, int | np.integer) and not isinstance(grid, bool):
-        if not 2 <= grid <= MAX_EVALUATION_POINTS:
+def check_grid(grid: Any, lo: float, hi: float) -> int | NDArray[np.float64] | None:
+    """``grid`` checked against the domain ``[lo, hi]``: a number of points, the points
+    themselves, or None (one bandwidth apart: at most :data:`MAX_GRID_POINTS`)."""
+    if grid is None or (isinstance(grid, int | np.integer) and not isinstance(grid, bool)):
+        count = MAX_GRID_POINTS if grid is None else int(grid)
+        if not 2 <= count <= MAX_EVALUATION_POINTS:
             raise ParameterError(
                 f"grid must have between 2 and {MAX_EVALUATION_POINTS} points, got {grid!r}"
             )
-        return int(grid)
+        # points 4 units in the last place apart stay apart however linspace rounds them
+        least = 4 * (count - 1) * math.ulp(max(abs(lo), abs(hi)))
+        if hi - lo < least:
+            raise ParameterError(
+                f"domain is too narrow for {count} grid points that differ as doubles: "
+                f"({lo!r}, {hi!r}) must be at least {least:.3g} wide; widen it or give fewer "
+                "points"
+            )
+        return None if grid is None else count
     try:
         points = np.asarray(grid, dtype=np.float64)
     except (TypeError, ValueError):

@@ -143,6 +143,8 @@ class PriestleyChao(PanelModel):
             Public range ``[lo, hi]`` of x. Item-level the x are public design points, and
             every x must lie in it; user-level the x are private, and a row with x outside
             it is dropped like a row with a missing value (whether any is, is private).
+            ``hi - lo`` must be a finite double, wide enough for the grid's points to differ
+            as doubles (4 units in the last place of the larger end apart).
         kernel : {"gaussian", "epanechnikov"} or Kernel
         bandwidth : float or "auto"
             In the units of x. ``"auto"`` (item-level only) balances the explicit bias,
@@ -203,7 +205,7 @@ class PriestleyChao(PanelModel):
             raise ParameterError(f"bandwidth must be a positive number, got {bandwidth!r}")
         else:
             bandwidth = float(bandwidth)
-        points = None if grid is None else check_grid(grid, lo, hi)
+        points = check_grid(grid, lo, hi)
         eval_env = analyst_env()
         design: PanelDesign | ReducedPanel
         estimator: type[PriestleyChao]

@@ -25,7 +25,11 @@ from dplong.models.command_line import MAX_ROWS_OPTION, CommandLineModel, Option
 from dplong.models.location_components import (
     COMPONENTS as COMPONENTS,  # its import path before the split (random_effects.py)
 )
-from dplong.models.location_components import _components_block, _error_bound
+from dplong.models.location_components import (
+    _components_block,
+    _error_bound,
+    check_stated_proxies,
+)
 from dplong.models.location_moments import _reduce_moments, _UserMoments
 from dplong.models.location_results import _assumptions, _location_results
 from dplong.models.location_weights import (
@@ -196,7 +200,8 @@ class RandomEffectsLocation(PanelModel):
         within_scale : float, optional
             Variance proxy ρ_res of a user's residuals (``‖Σ_u‖_op``): with a stated ``scale``
             it gives the components' scales under a Gaussian model; without it they are
-            estimated privately.
+            estimated privately. From 2.2e-308 (the smallest normal double) to 1e150, and
+            ``scale`` at most 1e150 with it (the components' variances are their squares).
         min_rows : int, optional
             Public lower bound T on rows per user (needed with a dependence model; with it the
             stated components' scales use T - 1 degrees of freedom instead of 1).
@@ -322,6 +327,10 @@ class RandomEffectsLocation(PanelModel):
             None if proxy is None or residual_scale is None else (float(proxy[0]), residual_scale)
         )
         if variance_share > 0:
+            if stated is not None:
+                modelled = isinstance(scale, RandomEffects)
+                residual = "scale's residual variance" if modelled else "within_scale"
+                check_stated_proxies(*stated, residual)
             blocks.append(
                 _components_block(
                     moments, variance_share, stated, min_rows, n, request.options.gamma

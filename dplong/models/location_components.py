@@ -9,15 +9,22 @@ import math
 import numpy as np
 
 from dplong.bounds import bound_terms
+from dplong.exceptions import ParameterError
 from dplong.models.blocks import Block, Statistics
 from dplong.models.location_moments import _UserMoments
 from dplong.privacy.engine import Release
 from dplong.privacy.radius import SCALE_ONLY, AssumedTail, concentration_radius
 
-__all__ = ["COMPONENTS"]
+__all__ = ["COMPONENTS", "STATED_PROXIES", "check_stated_proxies"]
 
 #: The variance components, in the order they are released (both variances: at least 0).
 COMPONENTS = ("Group Var", "Scale")
+#: The stated proxies the components are released under (a Gaussian model), from the smallest
+#: normal double up: Scale's range is a few times ρ_res and its release's lattice unit 2**-52
+#: of the range, 0 (a division by zero, after the location's noise) below 2**-1022 · 2**52; the
+#: components' variances are twice the proxies' squares (:func:`_gaussian_component_scales`),
+#: which overflow from 1.3e154 (1e150 kept as the round bound).
+STATED_PROXIES = (2.0**-1022, 1e150)
 
 
 def _components_block(
@@ -67,6 +74,22 @@ def _components_block(
         tail=None if stated is not None else AssumedTail(("chi-square", "exponential")),
         offers=SCALE_ONLY,  # the location fit takes no tail= or lower=
     )
+
+
+def check_stated_proxies(mean_proxy: float, residual_scale: float, residual: str) -> None:
+    """Refuse stated proxies of a user's mean and residuals (``residual``: the argument that
+    gave the latter) that :data:`STATED_PROXIES` does not hold, before any noise."""
+    low, high = STATED_PROXIES
+    if not low <= residual_scale <= high:
+        raise ParameterError(
+            f"{residual} must be from {low:.3g} (the smallest normal double) to {high:g} for "
+            f"the variance components' release, got {residual_scale:g}"
+        )
+    if mean_proxy > high:
+        raise ParameterError(
+            f"scale must be at most {high:g} (a user mean's variance proxy) where {residual} "
+            f"is stated, as the variance components' release squares it; got {mean_proxy:g}"
+        )
 
 
 def _component_bounds(

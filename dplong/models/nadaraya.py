@@ -155,7 +155,7 @@ class NadarayaWatson(PanelModel):
         width = real_number(bandwidth, "bandwidth", expected="a positive number")
         if not (math.isfinite(width) and width > 0):
             raise ParameterError(f"bandwidth must be a positive number, got {bandwidth!r}")
-        points = grid_points((lo, hi), None if grid is None else check_grid(grid, lo, hi), width)
+        points = grid_points((lo, hi), check_grid(grid, lo, hi), width)
         env = analyst_env()
         spec, column, (y, X, missing_y, missing_x) = evaluated_rows(formula, data, levels, env)
         if len(y) < 2:

@@ -326,7 +326,10 @@ def moment_bias(
     """
     t = np.asarray(half_width, dtype=np.float64) - np.asarray(centre_error)
     first = np.asarray(bound, dtype=np.float64) ** (1.0 / k)  # E|X - μ| <= M^(1/k)
-    constant = (k - 1.0) ** (k - 1.0) / k**k
+    # (k-1)^(k-1) / k^k as (1 - 1/k)^(k-1) / k, its power by log1p: the two powers overflow
+    # from k = 144 on (an audit's k = 150 crashed a fit after its noise was drawn), and 1 - 1/k
+    # rounds to 1 for k > 2^53, a constant e times too small
+    constant = math.exp((k - 1.0) * math.log1p(-1.0 / k)) / k
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         markov = bound * constant / np.maximum(t, 0.0) ** (k - 1.0)
     return np.asarray(np.where(t > 0.0, np.fmin(markov, first), first - t))

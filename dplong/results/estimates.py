@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from dplong._validation import check_fraction
+from dplong._validation import check_alpha
 from dplong.bounds import ErrorBoundReport, error_bound_table
 from dplong.inference import half_widths, p_values
 from dplong.privacy.accounting import PrivacyLedger
@@ -163,7 +163,7 @@ class Estimates:
         >>> bool((res.conf_int(alpha=0.01)["upper"] > ci["upper"]).all())   # 99 % is wider
         True
         """
-        alpha = check_fraction(alpha, "alpha")
+        alpha = check_alpha(alpha)
         q = half_widths(
             alpha,
             self.sampling_sd.to_numpy(),
@@ -202,7 +202,7 @@ class Estimates:
         >>> bool(((0 <= report.table["probability"]) & (report.table["probability"] <= 1)).all())
         True
         """
-        alpha = check_fraction(alpha, "alpha")
+        alpha = check_alpha(alpha)
         table = error_bound_table(
             alpha,
             self.bad_events,
