@@ -228,11 +228,11 @@ def check_fraction(value: Any, name: str) -> float:
     return share
 
 
-#: The accepted α of intervals and error bounds: their quantile level
-#: 1 - α/2 must be a double strictly between 1/2 and 1 (from α = 2**-53 it rounds to 1 and the
-#: quantile is infinite: the solver failed after the fit's noise, an audit; near α = 1 it
-#: rounds to 1/2). Every model's summary and error bounds were checked at 1.2e-16 and at 1 -
-#: 1e-15, and failed at 1e-16 and 1 - 2.2e-16; the round bounds keep a margin.
+#: The accepted α of intervals and error bounds: their quantile level 1 - α/2 must be a double
+#: strictly between 1/2 and 1 (for α up to 2**-53 it rounds to 1 and the quantile is infinite:
+#: the solver failed after the fit's noise, an audit; near α = 1 it rounds to 1/2). Every
+#: model's summary and error bounds were checked at 1.2e-16 and at 1 - 1e-15, and failed at
+#: 1e-16 and 1 - 2.2e-16; the round bounds keep a margin.
 ALPHA_RANGE = (1e-15, 1.0 - 1e-15)
 #: What an α must be, in a refusal's words.
 ALPHA_EXPECTED = "a number from 1e-15 to 1 - 1e-15"

@@ -321,9 +321,9 @@ def _read_csv(
 
 
 def _csv_text(path: Path, source: str) -> str:
-    """The text of a CSV file (DATA ``source``), decompressed as pandas
-    infers from its name, bytes that are not UTF-8 as U+FFFD, without a byte order mark and
-    with every line break (``\\r\\n``, ``\\r``) a ``\\n``."""
+    """The text of a CSV file (DATA ``source``), decompressed as pandas infers from its name,
+    bytes that are not UTF-8 as U+FFFD, without a byte order mark and with every line break
+    (``\\r\\n``, ``\\r``) a ``\\n``."""
     from pandas.io.common import get_handle  # the compressions pandas infers for read_csv
 
     try:

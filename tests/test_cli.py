@@ -1765,6 +1765,17 @@ def test_a_header_that_does_not_parse_on_its_own_is_refused_quoting_nothing(
         assert not any(value in err for value in ("101", "72.5", "130.2", "fine", "ok")), err
 
 
+def test_a_header_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    """A header's name with a byte that is not UTF-8 is refused (a cell's is read as U+FFFD):
+    the column would be named otherwise than written, and the byte is not quoted."""
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("id,Größe\n1,2\n".encode("latin-1"))
+    argv = [str(path), "--groups", "id", "--model", "mean", "--formula", "y ~ 1"]
+    code, out, err = run(["plan", *argv, "--epsilon", "1"])
+    assert code == 2 and out == "", err
+    assert err.endswith("its header is not UTF-8 text; save it as UTF-8\n"), err
+
+
 def test_a_file_without_a_header_line_is_refused_without_its_first_row(tmp_path: Path) -> None:
     """A CSV file written without a header line has its first person's cells for column
     names, which the refusal of a missing column listed (an audit); no column is listed now."""
