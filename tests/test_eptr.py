@@ -271,6 +271,8 @@ def test_nadaraya_watson_without_noise_sd_warns_and_a_tiny_bandwidth_is_planned_
         ({"domain": (0, 0)}, {}, "domain"),
         ({}, {"ptr_floor": 1.5}, "degree floor"),
         ({}, {"noise_sd": -1.0}, "noise_sd"),
+        # its square is reported: 1e300 overflowed after the noise (an audit)
+        ({}, {"noise_sd": 1e300}, "noise_sd must be a positive number up to 1e"),
         ({}, {"epsilon": -1.0}, "epsilon"),
     ],
 )

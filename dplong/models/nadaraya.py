@@ -51,6 +51,10 @@ if TYPE_CHECKING:
 __all__ = ["NadarayaWatson"]
 
 #: Default floor on every grid point's kernel degree, as a share of the degree a uniform
+#: The largest ``noise_sd`` taken: the results report its square (the scale), which overflows
+#: from about 1.3e154 (1e300 crashed a fit after its noise, an audit); 1e150 the round bound.
+MAX_NOISE_SD = 1e150
+
 #: design would give at the domain's ends (the least-covered points): half of it.
 FLOOR_SHARE = 0.5
 
@@ -261,8 +265,10 @@ class NadarayaWatson(PanelModel):
         sigma = math.nan
         if noise_sd is not None:
             sigma = real_number(noise_sd, "noise_sd", expected="a positive number")
-            if not (math.isfinite(sigma) and sigma > 0):
-                raise ParameterError(f"noise_sd must be a positive number, got {noise_sd!r}")
+            if not (math.isfinite(sigma) and 0 < sigma <= MAX_NOISE_SD):
+                raise ParameterError(
+                    f"noise_sd must be a positive number up to {MAX_NOISE_SD:g}, got {noise_sd!r}"
+                )
         budget = ptr_budget(options.epsilon, options.delta)
         notes = check_nadaraya_watson_ptr(n, floor, budget)
         reach = kernel_reach(self._kernel, self._grid, self._bandwidth, self._domain)
