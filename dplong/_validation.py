@@ -228,6 +228,11 @@ def check_fraction(value: Any, name: str) -> float:
     return share
 
 
+#: The largest stated scale taken where dplong squares it (a reported variance, a variance
+#: component's scale): a double's square overflows from about 1.3e154 (1e300 crashed fits
+#: after their noise, an audit); 1e150 is the round bound.
+LARGEST_SQUARED_SCALE = 1e150
+
 #: The accepted α of intervals and error bounds: their quantile level 1 - α/2 must be a double
 #: strictly between 1/2 and 1 (for α up to 2**-53 it rounds to 1 and the quantile is infinite:
 #: the solver failed after the fit's noise, an audit; near α = 1 it rounds to 1/2). Every

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from dplong._validation import LARGEST_SQUARED_SCALE
 from dplong.bounds import bound_terms
 from dplong.exceptions import ParameterError
 from dplong.models.blocks import Block, Statistics
@@ -22,9 +23,8 @@ COMPONENTS = ("Group Var", "Scale")
 #: The stated proxies the components are released under (a Gaussian model), from the smallest
 #: normal double up: Scale's range is a few times ρ_res and its release's lattice unit 2**-52
 #: of the range, 0 (a division by zero, after the location's noise) below 2**-1022 · 2**52; the
-#: components' variances are twice the proxies' squares (:func:`_gaussian_component_scales`),
-#: which overflow from 1.3e154 (1e150 kept as the round bound).
-STATED_PROXIES = (2.0**-1022, 1e150)
+#: components' variances are twice the proxies' squares (:func:`_gaussian_component_scales`).
+STATED_PROXIES = (2.0**-1022, LARGEST_SQUARED_SCALE)
 
 
 def _components_block(
@@ -78,7 +78,17 @@ def _components_block(
 
 def check_stated_proxies(mean_proxy: float, residual_scale: float, residual: str) -> None:
     """Refuse stated proxies of a user's mean and residuals (``residual``: the argument that
-    gave the latter) that :data:`STATED_PROXIES` does not hold, before any noise."""
+    gave the latter) that :data:`STATED_PROXIES` does not hold, before any noise.
+
+    Examples
+    --------
+    >>> from dplong.models.location_components import check_stated_proxies
+    >>> check_stated_proxies(4.0, 1.0, "within_scale")    # both within: nothing said
+    >>> check_stated_proxies(4.0, 1e-310, "within_scale")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.ParameterError: within_scale must be from 2.23e-308 (the smallest ...
+    """
     low, high = STATED_PROXIES
     if not low <= residual_scale <= high:
         raise ParameterError(

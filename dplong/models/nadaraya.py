@@ -22,7 +22,13 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from dplong._validation import RandomState, checked_call, real_number, warn
+from dplong._validation import (
+    LARGEST_SQUARED_SCALE,
+    RandomState,
+    checked_call,
+    real_number,
+    warn,
+)
 from dplong.exceptions import DataError, ParameterError
 from dplong.formula import LevelsLike, PanelDesign
 from dplong.formula.terms import analyst_env
@@ -51,10 +57,6 @@ if TYPE_CHECKING:
 __all__ = ["NadarayaWatson"]
 
 #: Default floor on every grid point's kernel degree, as a share of the degree a uniform
-#: The largest ``noise_sd`` taken: the results report its square (the scale), which overflows
-#: from about 1.3e154 (1e300 crashed a fit after its noise, an audit); 1e150 the round bound.
-MAX_NOISE_SD = 1e150
-
 #: design would give at the domain's ends (the least-covered points): half of it.
 FLOOR_SHARE = 0.5
 
@@ -265,9 +267,11 @@ class NadarayaWatson(PanelModel):
         sigma = math.nan
         if noise_sd is not None:
             sigma = real_number(noise_sd, "noise_sd", expected="a positive number")
-            if not (math.isfinite(sigma) and 0 < sigma <= MAX_NOISE_SD):
+            # the results report its square (the scale)
+            if not (math.isfinite(sigma) and 0 < sigma <= LARGEST_SQUARED_SCALE):
                 raise ParameterError(
-                    f"noise_sd must be a positive number up to {MAX_NOISE_SD:g}, got {noise_sd!r}"
+                    f"noise_sd must be a positive number up to {LARGEST_SQUARED_SCALE:g}, got "
+                    f"{noise_sd!r}"
                 )
         budget = ptr_budget(options.epsilon, options.delta)
         notes = check_nadaraya_watson_ptr(n, floor, budget)
