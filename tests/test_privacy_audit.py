@@ -59,10 +59,11 @@ from dplong.privacy.histogram import (
     stable_histogram_threshold,
 )
 from dplong.privacy.interval import central_midpoint, local_midpoint
-from dplong.privacy.local import _share_with_statistic
+from dplong.privacy.local import _label_shares, _tail_shares
 from dplong.privacy.noise import (
     flip_probability,
     geometric_rate,
+    randomized_labels,
     randomized_response,
     release_bounded_sum,
     two_sided_geometric,
@@ -630,23 +631,27 @@ def test_local_paper_mean_audit_has_power() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _odds_bounded(epsilon: float) -> bool:
-    """Whether ``(1 - q) / q <= e^ε`` holds *exactly* for the package's q.
+def _odds_bounded(epsilon: float, categories: int = 2) -> bool:
+    """Whether ``(1 - (k-1) q) / q <= e^ε`` holds *exactly* for the package's q of k labels.
 
-    q is a multiple of 2**-53 (checked), so the odds are the exact rational ``(2**53 - m)/m``.
-    At q = 1/2 they are 1 <= e^ε. Otherwise they are at least ``1 + 2**-51``, so their log is
-    at least 4e-16, while ``Decimal`` at 70 digits computes it with an absolute error below
-    1e-66 (one correctly rounded division and ``ln``); ``Decimal(epsilon)`` is the float
-    exactly. A margin of 1e-60 therefore makes the comparison rigorous.
+    q is a multiple of 2**-53 (checked), so the odds are the exact rational
+    ``(2**53 - (k-1) m)/m``. At q = 1/k they are 1 <= e^ε. Otherwise they are at least
+    ``1 + 2**-51``, so their log is at least 4e-16, while ``Decimal`` at 70 digits computes it
+    with an absolute error below 1e-66 (one correctly rounded division and ``ln``);
+    ``Decimal(epsilon)`` is the float exactly. A margin of 1e-60 therefore makes the
+    comparison rigorous.
     """
-    q = flip_probability(epsilon)
+    q = flip_probability(epsilon, categories)
+    if q == 1.0 / categories:  # drawn uniformly, whatever the label (randomized_labels)
+        return True
     m = q * 2.0**53
-    assert m == int(m) and 0 < m <= 2**52, "q must be a multiple of 2**-53 in (0, 1/2]"
-    if int(m) == 2**52:
+    assert m == int(m) and 0 < m * categories <= 2**53, "q must be a multiple of 2**-53 in (0, 1/k]"
+    kept = 2**53 - (categories - 1) * int(m)
+    if kept == int(m):
         return True
     with localcontext() as ctx:
         ctx.prec = 70
-        log_odds = (Decimal(2**53 - int(m)) / Decimal(int(m))).ln()
+        log_odds = (Decimal(kept) / Decimal(int(m))).ln()
         return log_odds + Decimal("1e-60") <= Decimal(epsilon)
 
 
@@ -671,6 +676,32 @@ def test_randomized_response_odds_are_exactly_bounded() -> None:
     # exponent (relative 2**-40 and absolute 2**-48) and the rounding up to the 2**-53 grid
     for e in RR_EXACT_EPSILONS:
         assert abs(flip_probability(e) - 1.0 / (1.0 + math.exp(e))) < 2.0**-48 + e * 2.0**-41
+
+
+def test_k_ary_randomized_response_odds_are_exactly_bounded() -> None:
+    # the local tail group's three labels (local.py, ``_beyond_normal``)
+    bad = [e for e in RR_EXACT_EPSILONS if not _odds_bounded(e, 3)]
+    assert not bad, [(e, flip_probability(e, 3)) for e in bad[:5]]
+    assert all(flip_probability(e, 3) <= 1.0 / 3.0 for e in RR_EXACT_EPSILONS)
+    for e in RR_EXACT_EPSILONS:  # not wastefully noisy, as for two labels
+        assert abs(flip_probability(e, 3) - 1.0 / (2.0 + math.exp(e))) < 2.0**-48 + e * 2.0**-41
+
+
+def test_k_ary_randomized_response_draws_exactly_q() -> None:
+    # a move is ``integers(0, 2**53) < 2 q 2**53`` and its new label uniform over the other
+    # two: each other label has probability q exactly. Check both realised rates.
+    epsilon, runs = 1.0, 400_000
+    reports = randomized_labels(
+        np.zeros(runs, dtype=np.int64), 3, epsilon, np.random.default_rng(8)
+    )
+    q, alpha = flip_probability(epsilon, 3), (1.0 - CONFIDENCE) / 4
+    for label in (1, 2):
+        hits = int((reports == label).sum())
+        assert (
+            clopper_pearson_lower(hits, runs, alpha)
+            <= q
+            <= clopper_pearson_upper(hits, runs, alpha)
+        )
 
 
 def test_randomized_response_draws_exactly_q() -> None:
@@ -720,7 +751,7 @@ COUNT_RUNS = 20_000
 
 
 def _count_audit(epsilon: float) -> EpsilonBound:
-    # The default local release's count group (local.py, ``_share_with_statistic``) on one
+    # The default local release's count group (local.py, ``_label_shares``) on one
     # user, as the package runs it: D has no statistic (NaN), D' has one. Events {share above
     # its midpoint} and {below} (K = 2, Bonferroni); a correct randomized response of the
     # bit shows e^ε between them, and the debiasing is post-processing.
@@ -729,7 +760,7 @@ def _count_audit(epsilon: float) -> EpsilonBound:
         return (
             np.array(
                 [
-                    _share_with_statistic(np.array([value]), epsilon, rng)[0]
+                    _label_shares(np.array([int(value == value)]), 2, epsilon, rng)[0][1]
                     for _ in range(COUNT_RUNS)
                 ]
             )
@@ -745,17 +776,55 @@ def test_local_count_group_audit() -> None:
     assert 0.8 < bound.epsilon_lb <= 1.0, str(bound)  # randomized response: nearly all of ε
 
 
-def test_local_count_group_audit_has_power(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Broken: the count's answers flip with a quarter of the correct probability.
-    def broken(
-        bits: NDArray[np.bool_], epsilon: float, rng: np.random.Generator
-    ) -> NDArray[np.bool_]:
-        q = flip_probability(epsilon) * BROKEN_NOISE_FRACTION
-        return bits ^ (rng.random(bits.shape) < q)
+def _broken_labels(
+    labels: NDArray[np.int64], categories: int, epsilon: float, rng: np.random.Generator
+) -> NDArray[np.int64]:
+    """k-ary randomized response broken: labels move with a quarter of the correct chance."""
+    q = flip_probability(epsilon, categories) * BROKEN_NOISE_FRACTION
+    moved = rng.random(labels.shape) < q * (categories - 1)
+    shift = 1 + rng.integers(0, categories - 1, size=labels.shape)
+    return np.where(moved, (labels + shift) % categories, labels)
 
-    monkeypatch.setattr(local_module, "randomized_response", broken)
+
+def test_local_count_group_audit_has_power(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local_module, "randomized_labels", _broken_labels)
     bound = _count_audit(1.0)
     print(_report("local count group, flip/4", bound, 1.0))
+    assert bound.epsilon_lb > 1.0, str(bound)
+
+
+def _tail_group_audit(epsilon: float) -> EpsilonBound:
+    # The default local release's tail group (local.py, ``_tail_shares``) on one user, as the
+    # package runs it: D's value lies within the clip (0 about 0, clip 1), D''s beyond the
+    # rung (100 past 3.5). Events {the released share beyond the rung above 0.5: the user
+    # reported beyond} and its complement (K = 2, Bonferroni): a correct k-ary randomized
+    # response shows e^ε on the first; the shares and the verdict on them are post-processing.
+    def beyond(value: float, seed: int) -> NDArray[np.bool_]:
+        rng = np.random.default_rng(seed)
+        ends = np.array([1.0, 3.5])
+        return (
+            np.array(
+                [
+                    _tail_shares(np.array([value]), 0.0, ends, epsilon, rng)[0][1]
+                    for _ in range(COUNT_RUNS)
+                ]
+            )
+            > 0.5
+        )
+
+    return _binary_audit(beyond(0.0, 621), beyond(100.0, 622), "share beyond the rung above 0.5:")
+
+
+def test_local_tail_group_audit() -> None:
+    bound = _tail_group_audit(1.0)
+    print(_report("local tail group", bound, 1.0))
+    assert 0.8 < bound.epsilon_lb <= 1.0, str(bound)  # randomized response: nearly all of ε
+
+
+def test_local_tail_group_audit_has_power(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local_module, "randomized_labels", _broken_labels)
+    bound = _tail_group_audit(1.0)
+    print(_report("local tail group, move/4", bound, 1.0))
     assert bound.epsilon_lb > 1.0, str(bound)
 
 

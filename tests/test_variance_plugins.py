@@ -799,10 +799,12 @@ def test_local_model_fits_its_spread_from_the_locating_histogram() -> None:
     assert res.variant == "default (local, users split)"
     assert (res.privacy.model, res.privacy.epsilon, res.privacy.delta) == ("local", eps, 0.0)
     stages = [(e.stage, e.epsilon) for e in res.privacy.entries]
-    assert stages == [("count", eps), ("midpoint", eps), ("mean", eps)]  # no scale stage
+    # no scale stage; the tail group asks where the users lie against the located clip
+    assert stages == [("count", eps), ("midpoint", eps), ("tail", eps), ("mean", eps)]
     assert f"{plan.count} users" in res.privacy.entries[0].mechanism
     assert f"{plan.locate} users" in res.privacy.entries[1].mechanism
-    assert f"{plan.report} users" in res.privacy.entries[2].mechanism
+    assert f"{plan.tail} users" in res.privacy.entries[2].mechanism
+    assert f"{plan.report} users" in res.privacy.entries[3].mechanism
     # the located interval holds the bulk of N(3, 2²) (radius several fitted sds)
     lower, upper = res.projection_interval.to_numpy()[0]
     assert lower < 3.0 - 4.0 and 3.0 + 4.0 < upper and upper - lower < 20.0

@@ -140,10 +140,11 @@ def unchecked_tail(
     or assumed, an assumed kind's note being the block's own; not ``provisional``), or only a
     count run for a declared support, which sees heavy tails alone
     (:func:`~dplong.privacy.tails.coarse_count`), or whose pipeline runs none with its scale
-    estimated (the local model's and the paper's, ``variant="theory"``, in the fit's
-    ``options``): that no count checked its columns' tails
-    (:func:`~dplong.privacy.tails.unchecked_warnings`, after the noise; a skewed column's
-    warning or its withholding replaces it there). Public facts only.
+    estimated (the paper's, ``variant="theory"``, in the fit's ``options``): that no count
+    checked its columns' tails (:func:`~dplong.privacy.tails.unchecked_warnings`, after the
+    noise; a skewed column's warning or its withholding replaces it there). The local model's
+    release counts its tail where it clips about a located centre, and what it says depends
+    on that count (:mod:`dplong.privacy.local`): none forecast. Public facts only.
 
     Examples
     --------
@@ -157,13 +158,12 @@ def unchecked_tail(
     """
     plan, d = block.plan, len(block.names)
     every, none = np.ones(d, dtype=bool), np.zeros(d, dtype=bool)
-    runs_none: Unchecked | None = None
-    if options is not None:
-        runs_none = "local" if options.local else "paper" if options.variant == "theory" else None
-    if runs_none is not None:  # no count at any ε: warned unless the scale is stated
-        if block.stated_scale:
-            return ()
-        return unchecked_warnings(block.names, every, none, why=runs_none)
+    if options is not None and options.local:
+        return ()
+    if options is not None and options.variant == "theory":  # no count at any ε
+        return (
+            () if block.stated_scale else unchecked_warnings(block.names, every, none, why="paper")
+        )
     stated = block.stated_scale or block.bounds is not None or block.tail is not None
     if plan is None or stated or block.provisional:
         return ()

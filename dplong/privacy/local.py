@@ -4,7 +4,7 @@ In the local model every user privatises their own report. Asking each user seve
 splits their ε; asking *different users* different questions does not: disjoint groups compose
 in parallel, so every report here is ε-LDP with the user's whole ε and the release is ε-LDP.
 For each column of statistics (users are first partitioned over the columns, at random and
-independently of the data) a group of users answers one of three questions:
+independently of the data) a group of users answers one of four questions:
 
 1. **locate** (group A, ~ :data:`LOCATE_SHARE` of the column's users): the one-hot indicator of
    their bin among K (odd) equal bins over the public range ``[-B, B]`` (bins of width ~σ
@@ -15,7 +15,16 @@ independently of the data) a group of users answers one of three questions:
 2. **report** (group M, the rest): ``clip(x - m̂, ±w) + Laplace(2w/ε)`` on the lattice (Alg 8);
 3. **count** (group C, :data:`COUNT_SD`): whether they have a
    statistic in the column, by randomized response (Alg 6), debiased to the share f̂ of users
-   with one.
+   with one;
+4. **tail** (group T, :data:`TAIL_SD`; with an estimated spread and a located clip only):
+   whether their statistic lies within the located clip ``m̂ ± w``, beyond it or beyond a rung
+   past it, by k-ary randomized response (Alg 6, three labels; :func:`_beyond_normal`). The
+   fitted normal spread describes the histogram's bulk, and a lump or skewed tail it cannot see
+   is clipped far beyond its bias bound (a 0/1 outcome under ``B = 1``: most intervals
+   missed); where the debiased shares exceed the normal spread's by :data:`TAIL_SDS` of their
+   sds, group M reports by the one-round estimator below instead, unbiased for values within
+   ±B. Where they do not, a warning says how far the users beyond the clip that the count
+   cannot rule out could pull the mean.
 
 The mean is ``m̂ + (mean of the reports) / f̂``, projected onto ``[-B, B]`` (post-processing):
 users without a statistic report the centre (0 offset), as in the paper, which shrinks the
@@ -26,10 +35,12 @@ whose f̂ cannot tell any user from none is withheld (NaN). The count group answ
 and the locate group is sized for a mode of the users with a statistic only. When
 the public facts say a locate group cannot be reliable, everyone instead reports
 ``clip(x, ±B) + Laplace(2B/ε)``: the one-round estimator; when the histogram says the two-round
-radius would not beat the public bound, group M reports so (group A answered the histogram: no
-user answers twice). Either way the reports are what the analyst receives, so the standard
-error is their empirical standard deviation over √n_M — the exact sampling plus noise law of
-the mean of the reports, to CLT accuracy; f̂'s own noise joins them by the delta method.
+radius would not beat the public bound, or the tail group finds the clip cutting more than a
+normal tail, group M reports so (groups A and T answered already: no user answers twice; group
+T joins group M where the histogram decides). Either way the reports are what the analyst
+receives, so the standard error is their empirical standard deviation over √n_M — the exact
+sampling plus noise law of the mean of the reports, to CLT accuracy; f̂'s own noise joins them
+by the delta method.
 """
 
 from __future__ import annotations
@@ -48,13 +59,13 @@ from dplong.privacy.histogram import Histogram, randomized_histogram
 from dplong.privacy.noise import (
     debiased_share,
     flip_probability,
-    randomized_response,
+    randomized_labels,
     release_bounded_sum,
 )
 from dplong.privacy.notes import empty_notes
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import Tail, accurate_radius, clipping_bias
-from dplong.privacy.tails import unchecked_warnings
+from dplong.privacy.tails import TAIL_RUNG
 
 __all__ = ["LocalPlan", "release_local"]
 
@@ -69,6 +80,16 @@ MIN_LOCATE_SHARE, MAX_LOCATE_SHARE = 0.05, 0.25
 #: column where it cannot tell the share from 0 (3 sds), while every user it takes is a
 #: reporter fewer (docs/accuracy.md).
 COUNT_SD, MIN_COUNT_SHARE, MAX_COUNT_SHARE = 0.1, 0.05, 0.25
+
+#: The tail group (group T) asks users where their statistic lies against the located clip
+#: (:func:`_beyond_normal`). Its size is the one whose debiased shares have standard error
+#: ``TAIL_SD`` (three labels, within ``[MIN_COUNT_SHARE, MAX_COUNT_SHARE]`` of the users left
+#: to report): it sees a lump of a fifth of the users beyond the clip (those of a 0/1 outcome
+#: of prevalence 0.05 with a 1 among four rows) at 4 sds, and takes a sixth of the reporters
+#: at n = 5,000, ε = 1 (docs/accuracy.md). Shares above the normal spread's by ``TAIL_SDS``
+#: of their sds mark the tail heavy: a false alarm costs the one-round estimator's wider
+#: noise, where a missed lump is clipped outside the bias bound.
+TAIL_SD, TAIL_SDS = 0.045, 2.5
 
 #: Bins over [-B, B] without a stated scale; at most this many with one (always odd).
 DEFAULT_BINS, MAX_BINS = 33, 1025
@@ -88,13 +109,18 @@ class LocalPlan:
         Bins of the locating histogram over ``[-B, B]``.
     count : int
         Users asked whether they have a statistic (:data:`COUNT_SD`).
+    noise : float
+        Standard deviation of one debiased randomized response at ε/2 (the histogram's bits).
+    tail : int
+        Users asked whether their statistic lies beyond the located clip (:data:`TAIL_SD`;
+        with an estimated spread and a locate group only).
 
     Examples
     --------
     >>> from dplong.privacy.local import LocalPlan
     >>> plan = LocalPlan.make(10_000, epsilon=1.0, bound=10.0, sd=None)
-    >>> plan.locate, plan.report, plan.count, plan.bins
-    (814, 8686, 500, 33)
+    >>> plan.locate, plan.tail, plan.report, plan.count, plan.bins
+    (814, 622, 8064, 500, 33)
     >>> LocalPlan.make(300, epsilon=1.0, bound=10.0, sd=None).locate   # too few to locate
     0
     """
@@ -104,6 +130,7 @@ class LocalPlan:
     bins: int
     count: int
     noise: float = 0.0
+    tail: int = 0
 
     @property
     def bin_noise(self) -> float:
@@ -122,7 +149,8 @@ class LocalPlan:
         ``σ_RR = √(q(1-q)) / (1 - 2q)`` (q the flip probability at ε/2), must be below half
         of a mode that holds at least half the users with a statistic, a ``share`` of them
         (a released number: the count group answers first; where few users have one, a
-        pick among bins of noise put the centre far off)."""
+        pick among bins of noise put the centre far off); a tail group beside a locate group
+        where the spread is estimated (:data:`TAIL_SD`)."""
         count = _count_group(users, epsilon)
         users -= count
         # bins of width σ with a stated scale: the mode then holds over a third of the users
@@ -132,23 +160,32 @@ class LocalPlan:
         mode = 0.5 if sd is None else 0.38  # P(|Z| < 1/2): a bin of width σ around the mean
         needed = (2.0 * noise * math.sqrt(2.0 * math.log(bins / 0.05)) / (mode * share)) ** 2
         locate = math.ceil(min(max(needed, MIN_LOCATE_SHARE * users), MAX_LOCATE_SHARE * users))
-        if locate < needed or users - locate < 2:
+        tail = 0 if sd is not None else _group(users - locate, epsilon, TAIL_SD, 3)
+        if locate < needed or users - locate - tail < 2:
             return cls(0, users, bins, count, noise)
-        return cls(locate, users - locate, bins, count, noise)
+        return cls(locate, users - locate - tail, bins, count, noise, tail)
 
 
-def _response_sd(epsilon: float) -> float:
-    """``σ_RR = √(q(1-q)) / (1 - 2q)``, q the flip probability at ``epsilon``: the standard
-    deviation of one debiased randomized response (Alg 6) of a bit that is always 1."""
-    q = flip_probability(epsilon)
-    return math.sqrt(q * (1.0 - q)) / (1.0 - 2.0 * q)
+def _response_sd(epsilon: float, categories: int = 2) -> float:
+    """``σ_RR = √(q(1-q)) / (1 - kq)``, q the flip probability at ``epsilon`` of one of ``k``
+    labels: the standard deviation of one debiased randomized response (Alg 6) of a label
+    that is never the one counted (of a bit that is always 1, for two labels)."""
+    q = flip_probability(epsilon, categories)
+    return math.sqrt(q * (1.0 - q)) / (1.0 - categories * q)
+
+
+def _group(users: int, epsilon: float, sd: float, categories: int = 2) -> int:
+    """The size of a group among ``users`` whose debiased share of randomized responses at
+    ``epsilon`` over ``categories`` labels has standard error ``sd`` (:func:`_response_sd`),
+    within ``[MIN_COUNT_SHARE, MAX_COUNT_SHARE]`` of them (public facts)."""
+    wanted = (_response_sd(epsilon, categories) / sd) ** 2
+    return math.ceil(min(max(wanted, MIN_COUNT_SHARE * users), MAX_COUNT_SHARE * users))
 
 
 def _count_group(users: int, epsilon: float) -> int:
     """The count group's size among a column's ``users`` (:data:`COUNT_SD`; public facts)."""
-    wanted = (_response_sd(epsilon) / COUNT_SD) ** 2
-    count = math.ceil(min(max(wanted, MIN_COUNT_SHARE * users), MAX_COUNT_SHARE * users))
-    return min(count, max(users - 2, 0))  # two report at least (a tiny column: withheld)
+    # two report at least (a tiny column: withheld)
+    return min(_group(users, epsilon, COUNT_SD), max(users - 2, 0))
 
 
 def release_local(
@@ -193,15 +230,8 @@ def release_local(
         for j, group in enumerate(groups)
     ]
     ledger = parallel_ledger([entry for c in columns for entry in c.entries], "local")
-    # an estimated spread's bias bound is a normal tail's about the histogram's mode, which no
-    # count checks here: a warning, as where the central engine affords no tail count (skewed
-    # values were clipped far beyond the bound, and most intervals missed; docs/accuracy.md).
-    # The located centre's error (half a coarse bin and more) hides a skew from the reports'
-    # offset, so no skew check can tell it
     empty = np.array([c.empty for c in columns])
-    unchecked = unchecked_warnings(
-        names, np.full(d, scale is None) & ~empty, np.zeros(d, dtype=bool), why="local"
-    )
+    tails = _tail_notes(names, columns)
 
     def field(name: str) -> NDArray[np.float64]:
         return np.array([getattr(c, name) for c in columns], dtype=np.float64)
@@ -241,9 +271,8 @@ def release_local(
             ),
             *empty_notes(names, empty),
             *_bound_notes(names, [c.at_bound and not c.empty for c in columns]),
-            *unchecked,
+            *tails,
         ),
-        unchecked_notes=unchecked,
     )
 
 
@@ -265,6 +294,12 @@ class _Column:
     #: the released share of the users with a statistic, and its standard error
     share: float
     share_sd: float
+    #: the tail group found more users beyond the located clip than the fitted normal spread
+    #: puts there: released by the one-round estimator
+    heavy: bool = False
+    #: else how far the users beyond the clip that it cannot rule out could pull the mean
+    #: (NaN: no tail group asked)
+    pull: float = math.nan
 
 
 def _column(
@@ -275,20 +310,22 @@ def _column(
     name: str,
     rng: np.random.Generator,
 ) -> _Column:
-    """One column's three groups (module docstring); ``values`` are its users' statistics."""
+    """One column's groups (module docstring); ``values`` are its users' statistics."""
     if values.size == 0:  # more columns than users left this one none: nobody answers
         return _Column(
             math.nan, math.nan, math.nan, math.nan, 0.0, bound, 0.0, (), False, True, 0.0, 0.0
         )
-    share, share_sd = _share_with_statistic(
-        values[: _count_group(values.size, epsilon)], epsilon, rng
-    )
+    with_one = ~np.isnan(values[: _count_group(values.size, epsilon)])
+    shares, sds = _label_shares(with_one.astype(np.int64), 2, epsilon, rng)
+    share, share_sd = float(shares[1]), float(sds[1])
     # the locate group sized for a mode of the users with a statistic, at the count's high end
     # (a released number; the count group is the plan's whatever the share): smaller only
     # where the count shows clearly fewer, as complete data at its low end flipped to one round
     high = min(max(share + 2.0 * share_sd, 1e-3), 1.0)
     plan = LocalPlan.make(values.size, epsilon=epsilon, bound=bound, sd=sd, share=high)
-    located, reporting = np.split(values[plan.count :], [plan.locate])
+    located, asked, reporting = np.split(
+        values[plan.count :], [plan.locate, plan.locate + plan.tail]
+    )
     entries = [
         LedgerEntry(
             "count",
@@ -339,6 +376,30 @@ def _column(
         # once the histogram is out: every user answers one question, ε-LDP)
         if width < bound:
             centre, radius, error = located_centre, width, located_error
+        else:  # the one-round estimator needs no tail check: group T reports too
+            reporting = np.concatenate([asked, reporting])
+            asked = asked[:0]
+    heavy, pull = False, math.nan
+    if asked.size:
+        assert sd is not None
+        heavy, unseen = _beyond_normal(asked, centre, radius, error, sd, high, epsilon, rng)
+        # what that many users beyond the clip, within ±B, could move the mean by
+        pull = unseen * (bound + abs(centre) - radius)
+        entries.append(
+            LedgerEntry(
+                "tail",
+                "k-ary randomized response (Alg 6, 3 labels) of lying beyond the clip and a "
+                f"rung, {asked.size} users",
+                name,
+                epsilon,
+                0.0,
+                0.0,
+                1.0,
+                math.nan,
+            )
+        )
+        if heavy:  # a lump or tail the bulk's spread missed: unbiased within ±B instead
+            centre, radius, error = 0.0, bound, bound
     with np.errstate(invalid="ignore"):
         clipped = np.where(np.isnan(reporting), 0.0, np.clip(reporting - centre, -radius, radius))
     release = release_bounded_sum(
@@ -390,22 +451,112 @@ def _column(
         empty,
         share,
         share_sd,
+        heavy=heavy and not empty,
+        pull=math.nan if heavy or empty else pull,
     )
 
 
-def _share_with_statistic(
-    values: NDArray[np.float64], epsilon: float, rng: np.random.Generator
-) -> tuple[float, float]:
-    """The share of the users with a statistic (not NaN), from their ε-LDP randomized
-    responses (Alg 6), debiased: ``(p̂ - q) / (1 - 2q)`` for the share p̂ of 1s reported and
-    the flip probability q, and its standard error (the reports' binomial spread over
-    ``1 - 2q``: sampling and privacy noise together)."""
-    reports = randomized_response(~np.isnan(values), epsilon, rng)
-    q = flip_probability(epsilon)
+def _beyond_normal(
+    values: NDArray[np.float64],
+    centre: float,
+    radius: float,
+    error: float,
+    sd: float,
+    share: float,
+    epsilon: float,
+    rng: np.random.Generator,
+) -> tuple[bool, float]:
+    """Whether more of the tail group's users lie beyond the clip ``centre ± radius``, or
+    beyond the rung ``centre ± (error + TAIL_RUNG sd)`` past it, than a normal spread ``sd``
+    whose mean lies up to ``error`` off ``centre`` puts there (among a ``share`` of users with
+    a statistic), by :data:`TAIL_SDS` noise sds (:func:`_tail_shares`); and the share beyond
+    the clip the count cannot rule out (its high end): a lump or tail of that many users
+    could lie beyond, unseen.
+
+    Two places, as the located centre may be half a coarse bin off: at the clip a normal may
+    then put a sizeable share beyond it, near, which hides a far lump of as many users
+    (users at 0.25 of a 0/1 outcome's four rows beside a clip of ±0.1 about 0); at the
+    rung it puts next to none."""
+    ends = np.array([radius, max(radius, error + TAIL_RUNG * sd)])
+    found, found_sd = _tail_shares(values, centre, ends, epsilon, rng)
+    # the most a normal puts beyond both ends with its mean up to ``error`` off centre
+    normal = share * (special.ndtr((error - ends) / sd) + special.ndtr(-(ends + error) / sd))
+    unseen = float(np.clip(found[0] + TAIL_SDS * found_sd[0], 0.0, share))
+    return bool(np.any(found > normal + TAIL_SDS * found_sd)), unseen
+
+
+def _tail_shares(
+    values: NDArray[np.float64],
+    centre: float,
+    ends: NDArray[np.float64],
+    epsilon: float,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The shares of the users whose ``values`` lie beyond ``centre ± ends[0]`` (the clip)
+    and beyond ``centre ± ends[1]`` (the rung), and their standard errors, from ε-LDP k-ary
+    randomized responses (Alg 6) of three labels: within the clip, between, beyond the rung
+    (:func:`_label_shares`; beyond the clip: all but those within)."""
+    with np.errstate(invalid="ignore"):  # NaN: no statistic, within
+        distance = np.abs(values - centre)
+    labels = (distance > ends[0]).astype(np.int64) + (distance > ends[1])
+    shares, sds = _label_shares(labels, 3, epsilon, rng)
+    return np.array([1.0 - shares[0], shares[2]]), sds[[0, 2]]
+
+
+def _label_shares(
+    labels: NDArray[np.int64], categories: int, epsilon: float, rng: np.random.Generator
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The share of users with each of ``categories`` labels, from their ε-LDP (k-ary)
+    randomized responses (Alg 6), debiased: ``(p̂ - q) / (1 - kq)`` for the share p̂ of a
+    label reported and q the chance of reporting it in place of another, and its standard
+    error (the reports' binomial spread over ``1 - kq``: sampling and privacy noise
+    together)."""
+    reports = randomized_labels(labels, categories, epsilon, rng)
+    q = flip_probability(epsilon, categories)
     k = max(reports.size, 1)
-    observed = float(reports.sum()) / k
-    spread = math.sqrt(max(observed * (1.0 - observed), 0.25 / k) / k)
-    return float(debiased_share(observed, q)), spread / (1.0 - 2.0 * q)
+    observed = np.bincount(reports, minlength=categories) / k
+    spread = np.sqrt(np.maximum(observed * (1.0 - observed), 0.25 / k) / k)
+    return np.asarray(debiased_share(observed, q, categories)), spread / (1.0 - categories * q)
+
+
+def _tail_notes(names: tuple[str, ...], columns: list[_Column]) -> tuple[str, ...]:
+    """The notes of the tail group's findings: the columns in which it found more users
+    beyond the located clip than the fitted normal spread puts there (released by the
+    one-round estimator), and per other column it asked, how far a lump or tail of the users
+    beyond the clip it cannot rule out could pull the mean, which the bias bound leaves out:
+    a warning, as the count of a few hundred randomized responses misses up to a tenth of
+    the users (a 0/1 outcome of low prevalence, a lognormal tail; docs/accuracy.md).
+    Released numbers only.
+
+    Examples
+    --------
+    >>> from dplong.privacy.local import _Column, _tail_notes
+    >>> def column(heavy, pull):
+    ...     return _Column(0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 9.0, (), False, False, 1.0, 0.1,
+    ...                    heavy=heavy, pull=pull)
+    >>> heavy, unseen = _tail_notes(("x", "y"), [column(True, float("nan")), column(False, 0.5)])
+    >>> heavy[:48]
+    "['x']: more users lie beyond the clip about the "
+    >>> unseen[:64]
+    "['y']: a count of the users beyond the clip about the locating h"
+    """
+    heavy = [name for name, c in zip(names, columns, strict=True) if c.heavy]
+    notes = [
+        f"{heavy}: more users lie beyond the clip about the locating histogram's mode than "
+        "its normal spread puts there (a lump or a skewed tail, counted privately): the "
+        "mean is the one-round estimator's, every report clipped to ±bound only, unbiased "
+        "for values within it and noisier; a stated scale (scale=) clips closer."
+    ][: bool(heavy)]
+    notes += [
+        f"['{name}']: a count of the users beyond the clip about the locating histogram's "
+        "mode found no more than its normal spread puts there, but a lump or skewed tail of "
+        "fewer users than its noise hides could lie beyond, clipped outside the bias bound: "
+        f"it could pull the mean by up to {c.pull:.3g} (values within ±bound), and the "
+        "interval miss it; state the scale (scale=) to vouch for the tail."
+        for name, c in zip(names, columns, strict=True)
+        if not math.isnan(c.pull)
+    ]
+    return tuple(notes)
 
 
 def _bound_notes(names: tuple[str, ...], at_bound: list[bool]) -> tuple[str, ...]:

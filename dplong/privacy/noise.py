@@ -524,14 +524,17 @@ def _lattice_gaussian(
     )
 
 
-def flip_probability(epsilon: float) -> float:
-    """Probability that randomized response (Alg 6) reports the opposite bit.
+def flip_probability(epsilon: float, categories: int = 2) -> float:
+    """Probability that randomized response (Alg 6) reports the opposite bit; of ``categories``
+    labels (k-ary randomized response), that it reports one particular other label.
 
-    Ideally ``q = 1 / (1 + e^ε)``; both odds ``(1-q)/q`` and ``q/(1-q)`` must stay within
-    ``e^ε``. ``1/(1 + exp(x))`` carries a few ulps of error (~2**-52 absolute near ½), which moves
-    the log-odds by up to ~2**-50; we evaluate it at ``ε (1 - 2**-40) - 2**-48`` (so q only
-    grows), round *up* to a multiple of 2**-53 (the resolution of the uniform draw) and cap it
-    at ½, where the report is independent of the bit.
+    Ideally ``q = 1 / (k - 1 + e^ε)``; the odds ``(1 - (k-1) q)/q`` must stay within ``e^ε``
+    (any two labels' chances of a report differ by that ratio at most). ``1/(1 + exp(x))``
+    carries a few ulps of error (~2**-52 absolute near ½), which moves the log-odds by up to
+    ~2**-50; we evaluate it at ``ε (1 - 2**-40) - 2**-48`` (so q only grows), round *up* to a
+    multiple of 2**-53 (the resolution of the uniform draw); where that exceeds ``1/k`` (which
+    is off the grid for three labels), it is ``1/k``: the report is then independent of the
+    label, drawn uniformly (:func:`randomized_labels`).
 
     Examples
     --------
@@ -542,9 +545,13 @@ def flip_probability(epsilon: float) -> float:
     >>> q = flip_probability(1.0)
     >>> abs(q - 1 / (1 + math.e)) < 1e-12, (1 - q) / q <= math.e
     (True, True)
+    >>> q = flip_probability(1.0, categories=3)
+    >>> abs(q - 1 / (2 + math.e)) < 1e-12, (1 - 2 * q) / q <= math.e
+    (True, True)
     """
-    q = 1.0 / (1.0 + np.exp(epsilon * (1.0 - 2.0**-40) - 2.0**-48))
-    return float(min(np.ceil(q * 2.0**53) / 2.0**53, 0.5))
+    q = 1.0 / (categories - 1.0 + np.exp(epsilon * (1.0 - 2.0**-40) - 2.0**-48))
+    units = int(np.ceil(q * 2.0**53))
+    return 1.0 / categories if units * categories > 2**53 else units / 2.0**53
 
 
 def randomized_response(
@@ -553,7 +560,7 @@ def randomized_response(
     """Algorithm 6: report each bit truthfully with probability ``e^ε / (1 + e^ε)``.
 
     More precisely with probability ``1 - q``, ``q = flip_probability(ε)`` rounded up so that
-    the report is exactly ε-LDP.
+    the report is exactly ε-LDP (:func:`randomized_labels` with two labels).
 
     Examples
     --------
@@ -566,23 +573,59 @@ def randomized_response(
     >>> bool(abs(reports.mean() - 0.75) < 0.02)       # truthful with probability 3/4
     True
     """
-    flip_threshold = int(flip_probability(epsilon) * 2.0**53)
-    flips = rng.integers(0, 2**53, size=np.shape(bits)) < flip_threshold
-    return np.asarray(bits) ^ flips
+    return randomized_labels(np.asarray(bits, dtype=np.int64), 2, epsilon, rng).astype(bool)
 
 
-def debiased_share(reported: float | NDArray[np.float64], q: float) -> float | NDArray[np.float64]:
+def randomized_labels(
+    labels: NDArray[np.int64], categories: int, epsilon: float, rng: np.random.Generator
+) -> NDArray[np.int64]:
+    """k-ary randomized response (Alg 6 over ``categories`` labels ``0 .. k-1``): each label
+    is reported truthfully, else replaced by one of the other ``k - 1`` at random.
+
+    The move happens when an integer uniform on ``[0, 2**53)`` falls below ``(k-1) q 2**53``
+    with ``q = flip_probability(ε, k)`` on the 2**-53 grid, and the new label is a uniform
+    integer among the others: each other label has probability exactly q and the true one
+    ``1 - (k-1) q``, whose ratio is at most ``e^ε`` — exactly ε-LDP (at ``q = 1/k`` every
+    label is drawn uniformly, 0-LDP).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.privacy.noise import randomized_labels
+    >>> reports = randomized_labels(np.zeros(30_000, dtype=np.int64), 3, 1.0,
+    ...                             np.random.default_rng(0))
+    >>> shares = np.bincount(reports, minlength=3) / reports.size
+    >>> bool(abs(shares[0] - np.e / (np.e + 2)) < 0.01), bool(abs(shares[1] - shares[2]) < 0.02)
+    (True, True)
+    """
+    q = flip_probability(epsilon, categories)
+    if q * 2.0**53 != int(q * 2.0**53):  # 1/k off the grid (ε too small): no information
+        return rng.integers(0, categories, size=np.shape(labels))
+    moved = rng.integers(0, 2**53, size=np.shape(labels)) < int(q * 2.0**53) * (categories - 1)
+    if categories == 2:  # the only other label
+        return np.asarray(labels) ^ moved
+    shift = 1 + rng.integers(0, categories - 1, size=np.shape(labels))
+    return np.where(moved, (np.asarray(labels) + shift) % categories, labels)
+
+
+def debiased_share(
+    reported: float | NDArray[np.float64], q: float, categories: int = 2
+) -> float | NDArray[np.float64]:
     """The share of true 1s behind the ``reported`` share of randomized responses that flip
     with probability ``q``: ``(p̂ - q) / (1 - 2q)``, unbiased (post-processing); its standard
-    error is the reported share's over ``1 - 2q``.
+    error is the reported share's over ``1 - 2q``. Of ``categories`` labels (each other label
+    reported with probability q, :func:`randomized_labels`), a label's share behind its
+    reported one: ``(p̂ - q) / (1 - k q)``.
 
     Examples
     --------
     >>> from dplong.privacy.noise import debiased_share
     >>> debiased_share(0.75, 0.25), debiased_share(0.25, 0.25)
     (1.0, 0.0)
+    >>> debiased_share(0.5, 0.25, categories=3)
+    1.0
     """
-    return (reported - q) / (1.0 - 2.0 * q)
+    return (reported - q) / (1.0 - categories * q)
 
 
 @dataclass(frozen=True)

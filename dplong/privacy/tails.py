@@ -202,7 +202,7 @@ def stated_remedy(offers: Collection[str]) -> str:
 
 #: Why no count checked a column's tail (:func:`unchecked_warnings`), and the remedy: a tail
 #: option shapes the default engine's central release only.
-Unchecked = Literal["blind", "coarse", "unaffordable", "local", "paper"]
+Unchecked = Literal["blind", "coarse", "unaffordable", "paper"]
 _UNCHECKED: dict[str, tuple[str, str]] = {
     "blind": (
         f"the tail count could not tell {BLIND_SHARE:.0%} of the users beyond {TAIL_RUNG:g} sds "
@@ -215,7 +215,6 @@ _UNCHECKED: dict[str, tuple[str, str]] = {
         stated_remedy(OFFERS),
     ),
     "unaffordable": ("this n and epsilon afford no tail count", stated_remedy(OFFERS)),
-    "local": ("the local model's release runs no tail count", "state the scale"),
     "paper": ("the paper's pipeline runs no tail count", "state the scale"),
 }
 
@@ -1631,8 +1630,8 @@ def unchecked_warnings(
     """The reliability warning of the released ``unchecked`` columns, whose estimated scale's
     bias bound rests on the bulk's tail model and whose tail no count checked, and ``why``
     (:data:`Unchecked`): the count was blind there (:func:`blind_columns`), this n ε affords
-    none, or the local model's release or the paper's pipeline runs none (``"local"``,
-    ``"paper"``: no ε would buy one, so the remedy is the scale alone). A warning, not an
+    none, or the paper's pipeline runs none (``"paper"``: no ε would buy one, so the remedy
+    is the scale alone). A warning, not an
     assumption line: on skewed per-user values such a clip cuts the long side by many times
     the bound, and the interval misses in most releases, where the released mean lies too
     close to its median for :func:`skewed_columns` to tell (docs/accuracy.md). The
@@ -1654,7 +1653,7 @@ def unchecked_warnings(
     >>> note[:82]
     "['a', 'b']: no count checked their tails (this n and epsilon afford no tail count)"
     """
-    cure = "" if why in ("local", "paper") else ", or raise epsilon"
+    cure = "" if why == "paper" else ", or raise epsilon"
     remedy = f"{remedy or _UNCHECKED[why][1]}{cure}."
     notes = []
     off = unchecked & off_zero
