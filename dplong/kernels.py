@@ -67,26 +67,29 @@ class Kernel:
     def __call__(self, u: ArrayLike) -> NDArray[np.float64]:
         return self.function(np.asarray(u, dtype=np.float64))
 
-    def tail_point(self, relative_bandwidth: float) -> float:
+    def tail_point(self, bandwidth: float, length: float) -> float:
         """``ζ / b``: points within ``ζ`` of the domain's ends are boundary points.
 
-        Lemma 4.9 takes ``ζ = b √(2 log(2/b))`` (b relative to the domain's length), where the
-        kernel mass beyond the end is at most b; a compactly supported kernel has no mass
-        beyond its support, so ``ζ = b · support`` is enough.
+        Lemma 4.9 takes ``ζ = b √(2 log(2/b))`` (b relative to the domain's ``length``, at
+        most 1), where the kernel mass beyond the end is at most b; a compactly supported
+        kernel has no mass beyond its support, so ``ζ = b · support`` is enough. In logs: the
+        ratio underflows to 0 for a tiny bandwidth on a wide domain (1e-300 over 1e300).
 
         Examples
         --------
         >>> from dplong.kernels import get_kernel
-        >>> round(get_kernel("gaussian").tail_point(0.05), 4)     # √(2 log 40)
+        >>> round(get_kernel("gaussian").tail_point(0.05, 1.0), 4)     # √(2 log 40)
         2.7162
-        >>> get_kernel("epanechnikov").tail_point(0.05)
+        >>> round(get_kernel("gaussian").tail_point(1e-300, 1e300), 2)  # √(2 log 2e600)
+        52.58
+        >>> get_kernel("epanechnikov").tail_point(0.05, 1.0)
         1.0
         """
-        gaussian_point = math.sqrt(2.0 * math.log(2.0 / min(relative_bandwidth, 1.0)))
-        return min(self.support, gaussian_point)
+        log_inverse = max(math.log(length) - math.log(bandwidth), 0.0)
+        return min(self.support, math.sqrt(2.0 * (math.log(2.0) + log_inverse)))
 
     def boundary_width(self, bandwidth: float, domain: tuple[float, float]) -> float:
-        """ζ in the units of x: ``bandwidth · tail_point(bandwidth / (hi - lo))``.
+        """ζ in the units of x: ``bandwidth · tail_point(bandwidth, hi - lo)``.
 
         Examples
         --------
@@ -95,7 +98,7 @@ class Kernel:
         0.5
         """
         lo, hi = domain
-        return bandwidth * self.tail_point(bandwidth / (hi - lo))
+        return bandwidth * self.tail_point(bandwidth, hi - lo)
 
     def boundary_points(
         self, grid: NDArray[np.float64], bandwidth: float, domain: tuple[float, float]

@@ -24,7 +24,28 @@ from dplong.exceptions import ParameterError
 if TYPE_CHECKING:
     from dplong.results import PanelResults
 
-__all__ = ["Comparison", "Summary", "compare", "plain_names"]
+__all__ = ["Comparison", "Summary", "compare", "plain_names", "point_labels"]
+
+
+def point_labels(points: np.ndarray) -> list[str]:
+    """Labels of a curve's grid points: six significant digits, or as many more as keep
+    distinct points apart (0.1234567 and 0.1234568 were both 0.123457; 17 digits tell any
+    two doubles apart).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.summary import point_labels
+    >>> point_labels(np.array([0.1, 0.30000000000000004]))
+    ['0.1', '0.3']
+    >>> point_labels(np.array([0.1234567, 0.1234568]))
+    ['0.1234567', '0.1234568']
+    """
+    for digits in range(6, 18):
+        labels = [f"{x:.{digits}g}" for x in points]
+        if len(set(labels)) == len(labels):
+            break
+    return labels
 
 
 def _format(value: object) -> str:
@@ -162,10 +183,8 @@ class Summary:
         _resolve_estimates(shown, self.params)
         if shown.index.dtype.kind == "f":
             # a curve's grid points, named as its warnings name them: 0.3, not
-            # 0.30000000000000004 (np.linspace's); exact where 6 digits would merge two
-            labels = [f"{x:.6g}" for x in shown.index]
-            if len(set(labels)) == len(labels):
-                shown.index = pd.Index(labels, name=shown.index.name)
+            # 0.30000000000000004 (np.linspace's)
+            shown.index = pd.Index(point_labels(shown.index.to_numpy()), name=shown.index.name)
         return shown
 
     def _tables(self) -> list[SimpleTable]:

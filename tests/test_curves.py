@@ -130,3 +130,28 @@ def test_a_local_curve_with_more_grid_points_than_users_withholds_the_empty_ones
         res = model.fit(epsilon=1.0, privacy="local", bound=2.0, random_state=0)
     assert res.params.isna().all() and set(res.withheld) == {"no users"}
     assert res.privacy.epsilon <= 1.0
+
+
+@pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+@pytest.mark.parametrize("user_level", [True, False], ids=["user-level", "item-level"])
+def test_close_grid_points_get_distinct_labels(user_level: bool) -> None:
+    """Grid points that agree to six digits (0.1234567 and 0.1234568) were one label,
+    ``x=0.123457``, for two columns: in the ledger, the notes and the summary's rows. The
+    labels now take as many digits as keep the points apart."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.0, 1.0, 8000)
+    frame = pd.DataFrame(
+        {"x": x, "y": np.sin(2 * np.pi * x) + rng.normal(0.0, 0.3, x.size),
+         "u": np.repeat(np.arange(2000), 4)}
+    )  # fmt: skip
+    grid = np.array([0.1234567, 0.1234568, 0.5])
+    groups = {"groups": "u"} if user_level else {}
+    res = dplong.PriestleyChao.from_formula(
+        "y ~ x", frame, domain=(0.0, 1.0), bandwidth=0.1, grid=grid, **groups
+    ).fit(epsilon=2.0, random_state=0)
+    labels = ["0.1234567", "0.1234568", "0.5"]
+    assert [line.split()[0] for line in str(res.summary()).splitlines() if line.split()
+            and line.split()[0] in labels] == labels  # fmt: skip
+    if user_level:  # the item-level ledger names the response, not the points
+        targets = {entry.target for entry in res.privacy.entries}
+        assert {f"x={label}" for label in labels} <= targets

@@ -386,3 +386,22 @@ def test_from_formula_builds_the_estimator_of_the_design() -> None:
     assert repr(item) == "PriestleyChao('y ~ x', n_users=300)"
     assert repr(user) == "PriestleyChao('y ~ x', n_users=30)"
     assert (item.level, user.level) == ("item", "user")
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::dplong.exceptions.DplongWarning")
+def test_a_tiny_bandwidth_on_a_wide_domain_has_a_boundary_width() -> None:
+    """Bandwidth 1e-300 over the domain (0, 1e300): their ratio underflowed to 0, and the
+    boundary width's log(2/ratio) divided by it, after the fit's noise (an audit); it is now
+    taken in logs. Such a fit releases nothing where the kernel reaches no point, and says
+    why, as any other."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.0, 1.0, 8000)
+    frame = pd.DataFrame({"x": x, "y": rng.normal(size=x.size), "u": np.repeat(np.arange(2000), 4)})
+    kernel = dplong.kernels.get_kernel("gaussian")
+    assert kernel.boundary_width(1e-300, (0.0, 1e300)) > 0.0
+    wide = {"domain": (0.0, 1e300), "bandwidth": 1e-300, "grid": 5}
+    users = dplong.PriestleyChao.from_formula("y ~ x", frame, groups="u", **wide)
+    curve = dplong.NadarayaWatson.from_formula("y ~ x", frame, bounds=(-4.0, 4.0), **wide)
+    for res in (users.fit(epsilon=1.0, random_state=0),
+                curve.fit(epsilon=1.0, noise_sd=1.0, random_state=0)):  # fmt: skip
+        assert res.params.isna().all() and res.warnings

@@ -25,7 +25,7 @@ from dplong.exceptions import DataError, DataHolderWarning, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.kernels import Kernel
 from dplong.models.blocks import Block, Statistics
-from dplong.models.curve_grid import grid_points, refuse_unused, regressor
+from dplong.models.curve_grid import grid_names, grid_points, refuse_unused, regressor
 from dplong.models.kernel import PriestleyChao, Stated
 from dplong.models.option_checks import scale_per_column
 from dplong.models.release_blocks import run_blocks
@@ -89,7 +89,7 @@ class UserCurves(PriestleyChao):
         request = self._request(n, grid.size, **common)
         scale = given.scale
         proxy = scale_per_column(scale, grid.size, _no_dependence_model)
-        names = tuple(f"x={g:.6g}" for g in grid)
+        names = grid_names(grid)
 
         def statistics(_: tuple[Release, ...]) -> Statistics:
             design = self._design

@@ -35,7 +35,13 @@ from dplong.formula.terms import analyst_env
 from dplong.kernels import Kernel, get_kernel
 from dplong.models.base import PanelModel
 from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Option, register
-from dplong.models.curve_grid import check_domain, check_grid, grid_points, item_design
+from dplong.models.curve_grid import (
+    check_domain,
+    check_grid,
+    grid_names,
+    grid_points,
+    item_design,
+)
 from dplong.models.item_data import evaluated_rows, tell_missing_responses
 from dplong.models.kernel import KERNEL_OPTION, curve_results
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
@@ -278,7 +284,7 @@ class NadarayaWatson(PanelModel):
         reach = kernel_reach(self._kernel, self._grid, self._bandwidth, self._domain)
         low, high = self._bounds
         half = (high - low) / 2.0
-        names = tuple(f"x={g:.6g}" for g in self._grid)
+        names = grid_names(self._grid)
         planned = planned_noise_sd(nadaraya_watson_sensitivity(n, half, reach, floor), budget)
         if planned > half:  # public: the plan's noise against the bounds
             notes += (

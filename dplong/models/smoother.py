@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 from dplong._validation import real_number, warn
 from dplong.exceptions import ParameterError
 from dplong.kernels import auto_bandwidth, item_bias_bound, item_weights, largest_spacing
+from dplong.models.curve_grid import grid_names
 from dplong.models.item_data import item_rows
 from dplong.models.kernel import PriestleyChao, Stated
 from dplong.models.paper_release import paper_mean_options
@@ -257,7 +258,7 @@ class ItemSmoother(PriestleyChao):
             sampling_sd = np.where(withheld, np.nan, sampling_sd)
             bias = np.where(withheld, np.nan, bias)
         release = Release(
-            names=tuple(f"x={g:.6g}" for g in grid),
+            names=grid_names(grid),
             estimate=curve,
             noise_sd=total_sd,
             noise_scale=_spread(np.broadcast_to(curve_release.scale, reached.sum()), reached),
