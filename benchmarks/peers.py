@@ -49,6 +49,11 @@ statistic (the issue's comparison): the AR(1) panels at (n, ε) ∈ {(300, 1), (
 1.5, Lomax 2.5, t₃, 90 % zeros with a lognormal tail; truth the population mean, the sd the
 population's, ``_common.SKEWED``).
 
+Cells (``--parts bounded``): the share of a 0/1 outcome, n users x 4 rows, (n, share) ∈
+{(1000, 0.02), (1000, 0.1), (300, 0.3), (5000, 0.02)}, ε = 1, with dplong handed the same
+natural range as the peers (``bounds=(0, 1)``); its interval's sampling sd is the
+Bhatia-Davis bound at the released share's plausible end.
+
 Reported: simulated means — MSE around μ over the MSE of the non-private mean of user means on
 the same data; wage panel — RMSE around the non-private mean of per-man means (the data are
 fixed, so this is the privacy error alone; the reference column is the sampling SE); linear
@@ -103,6 +108,8 @@ BOUND_SDS = 10.0
 #: Per ε, the k (in true sd) of diffprivlib's LinearRegression bounds: its best on the pilot.
 OLS_BOUND_SDS = {1.0: 2.0, 0.5: 1.5}
 Y_SD = float(np.sqrt(0.5**2 + 0.3**2 + 1.0 + 1.0))
+#: Rows per user of the 0/1 outcome's cells (``--parts bounded``).
+T_BINARY = 4
 
 
 def load_peers() -> tuple[Any, Any, Any]:
@@ -236,6 +243,44 @@ def mean_cell(
         listed = means.tolist()
         for name, meas in opendp.items():
             cell.add(name, meas(listed), truth)
+    return cell
+
+
+def binary_cell(
+    peers: tuple[Any, Any, Any], idx: int, n: int, share: float, reps: int, seed: int
+) -> Cell:
+    """The share of a 0/1 outcome (visits, events), T rows per user, every estimator handed
+    its natural range (0, 1): dplong's ``bounds=(0, 1)`` as the peers' ``bounds``. The truth
+    is the population share; ε = 1."""
+    diffprivlib, _, dp = peers
+    epsilon = 1.0
+    opendp = opendp_means(dp, n, (0.0, 1.0), epsilon)
+    users = np.repeat(np.arange(n), T_BINARY)
+    cell = Cell(f"0/1 share {share:g}, n={n}, T={T_BINARY}, ε=1, all given (0, 1)")
+    for rep in range(reps):
+        data, noise, peer_seed = seeds(seed, idx, rep)
+        rows = (data.uniform(size=(n, T_BINARY)) < share).astype(float)
+        means = rows.mean(axis=1)
+        res = dplong.winsorized_mean(
+            rows.ravel(), groups=users, epsilon=epsilon, bounds=(0.0, 1.0), random_state=noise
+        )
+        cell.add("non-private", means.mean(), share)
+        cell.add("dplong", float(res.params.iloc[0]), share)
+        cell.interval(*res.conf_int().iloc[0], share)
+        cell.add(
+            "diffprivlib",
+            diffprivlib.tools.mean(
+                means,
+                epsilon=epsilon,
+                bounds=(0.0, 1.0),
+                random_state=np.random.RandomState(peer_seed),
+                accountant=diffprivlib.BudgetAccountant(),
+            ),
+            share,
+        )
+        listed = means.tolist()
+        for name, meas in opendp.items():
+            cell.add(name, meas(listed), share)
     return cell
 
 
@@ -395,7 +440,8 @@ def main() -> None:
         "--parts",
         default="issue10,issue29",
         help="comma-separated: issue10 (the cells above), issue29 (small Gaussian panels and "
-        "skewed statistics against peers with ±3 sd bounds)",
+        "skewed statistics against peers with ±3 sd bounds), bounded (a 0/1 outcome's share, "
+        "dplong and the peers all given (0, 1))",
     )
     args = parser.parse_args()
     peers = load_peers()
@@ -436,6 +482,12 @@ def main() -> None:
             )
             for kind in NONNEGATIVE
         ]  # fmt: skip
+    if "bounded" in args.parts:  # a 0/1 outcome's share, everyone handed (0, 1)
+        cells = ((1000, 0.02), (1000, 0.1), (300, 0.3), (5000, 0.02))
+        runs += [
+            (partial(binary_cell, peers, 16 + i, n, share, args.reps, args.seed), args.reps)
+            for i, (n, share) in enumerate(cells)
+        ]
     done: list[tuple[Cell, int]] = []
     for run, reps in runs:
         start = time.perf_counter()

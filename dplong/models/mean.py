@@ -32,7 +32,13 @@ from dplong.formula import (
 from dplong.formula.terms import analyst_env
 from dplong.models.base import PanelModel
 from dplong.models.blocks import Block, FitRequest, Statistics
-from dplong.models.command_line import TAIL_OPTIONS, CommandLineModel, Option, register
+from dplong.models.command_line import (
+    BOUNDS_OPTION,
+    TAIL_OPTIONS,
+    CommandLineModel,
+    Option,
+    register,
+)
 from dplong.models.mean_levels import (
     _by_level,
     _every_level,
@@ -42,7 +48,12 @@ from dplong.models.mean_levels import (
     _rows_at_levels,
     _split_column,
 )
-from dplong.models.mean_options import _check_by_constant, _stated_scale, _support_and_tail
+from dplong.models.mean_options import (
+    _check_by_constant,
+    _stated_bounds,
+    _stated_scale,
+    _support_and_tail,
+)
 from dplong.models.mean_results import _mean_results
 from dplong.models.mean_values import (
     _dask_user_means,
@@ -90,6 +101,7 @@ def winsorized_mean(
     refine: bool = True,
     lower: float | ArrayLike | None = None,
     tail: Tail | Moment | AssumedTail | None = None,
+    bounds: tuple[float, float] | Mapping[str, tuple[float, float]] | str | None = None,
     names: Sequence[str] | None = None,
     by: ArrayLike | str | None = None,
     levels: Sequence[Any] | Mapping[str, Sequence[Any]] | None = None,
@@ -159,6 +171,14 @@ def winsorized_mean(
         (``E|x_u - mean|^k <= bound``, one or one per column): the clip and the bias bound
         are then the person-level paper's under that moment, and no tail is looked for.
         Default engine only.
+    bounds : (low, high) or mapping of str to (low, high), optional
+        Public range holding every user's value, one pair for every column or one per column
+        by name (a 0/1 outcome: ``(0, 1)``; the command line's ``"COL=LO,HI;..."``): nothing
+        is spent on finding the data, the count and the mean take the whole budget, and a
+        value outside is clipped to the range (as by the peers' ``bounds``). A user's mean
+        lies within their rows' range, so the rows' public range will do. No ``scale``,
+        ``tau``, ``lower`` or ``tail`` with it; default engine only (central,
+        ``variant="default"``).
     names : sequence of str, optional
         Column names (default: from a DataFrame or Series, else ``x`` or ``x0, x1, ...``).
     by : array_like or str, optional
@@ -292,6 +312,18 @@ def winsorized_mean(
     width = len(columns) if keyed else d  # the columns of one release
     proxy = _stated_scale(scale, tau, n, width, request.options.gamma)
     support, stated_tail = _support_and_tail(lower, tail, request.options, width)
+    ranges = _stated_bounds(
+        bounds,
+        columns,
+        request.options,
+        others={
+            "scale (or tau)": proxy is not None,
+            "lower": lower is not None,
+            "tail": tail is not None,
+        },
+    )
+    if ranges is not None and width > len(columns):  # every level's columns alike
+        ranges = (np.tile(ranges[0], repeat), np.tile(ranges[1], repeat))
 
     def block(names: tuple[str, ...], statistics: NDArray[np.float64]) -> Block:
         return Block(
@@ -300,6 +332,7 @@ def winsorized_mean(
             lambda _: Statistics(statistics, scale=proxy, lower=support),
             stated_scale=proxy is not None,
             complete_rows=False,
+            bounds=ranges,
             tail=stated_tail,
             partial_users=grouping is not None,
             supported=support is not None,
@@ -323,6 +356,7 @@ def winsorized_mean(
         proxy=proxy,
         tail=stated_tail,
         support=support,
+        ranges=ranges,
     )
 
 
@@ -408,6 +442,7 @@ class ColumnMean:
         groups: GroupsLike,
         by: str | None = None,
         levels: Mapping[str, Sequence[Any]] | None = None,
+        bounds: tuple[float, float] | Mapping[str, tuple[float, float]] | str | None = None,
     ) -> None:
         if not (isinstance(data, pd.DataFrame) or is_dask(data)):
             raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
@@ -436,6 +471,7 @@ class ColumnMean:
             )
         self._by = None if by is None else data[by]
         self._levels = None if not levels or by is None else levels[by]
+        self._bounds = bounds
         # n counts the distinct ids, a row with a missing id belonging to no user (as in fit)
         if is_dask(data):  # columns of the frame, reduced where they lie by winsorized_mean
             self._values = _outcome(formula, data, groups)
@@ -466,11 +502,14 @@ class ColumnMean:
         groups: GroupsLike,
         by: str | None = None,
         levels: Mapping[str, Sequence[Any]] | None = None,
+        bounds: tuple[float, float] | Mapping[str, tuple[float, float]] | str | None = None,
     ) -> Any:
         """The model of ``"column ~ 1"`` with user ids in the column ``groups`` (or an array of
         one id per row, in memory only); with ``by``, one mean per level of that column,
-        declared in ``levels`` as ``{by: [...]}`` (or by its pandas ``Categorical`` dtype)."""
-        return cls(formula, data, groups, by=by, levels=levels)
+        declared in ``levels`` as ``{by: [...]}`` (or by its pandas ``Categorical`` dtype);
+        ``bounds`` the column's public range (:func:`winsorized_mean`), a pair or
+        ``{column: (low, high)}``: a fact of the data, as the pooled models take theirs."""
+        return cls(formula, data, groups, by=by, levels=levels, bounds=bounds)
 
     def __repr__(self) -> str:
         return f"{self.model_name}({self.formula!r}, n_users={self.nobs_users})"
@@ -503,7 +542,8 @@ class ColumnMean:
         a count's support and tail for :class:`~dplong.PoissonMean`), where the default
         engine runs (central, ``variant="default"``); given, they replace them.
         """
-        default_engine = privacy == "central" and variant == "default"
+        # the model's support and tail, unless stated ranges leave nothing to search
+        default_engine = privacy == "central" and variant == "default" and self._bounds is None
         if default_engine:
             lower = self.lower if lower is None else lower
             tail = (None if self.tail is None else AssumedTail(self.tail)) if tail is None else tail
@@ -522,6 +562,7 @@ class ColumnMean:
             refine=refine,
             lower=lower,
             tail=tail,
+            bounds=self._bounds,
             names=[self.column],
             by=self._by,
             levels=self._levels,
@@ -583,6 +624,11 @@ register(
                 "durations): the clip stops there instead of reaching below every user",
             ),
             *TAIL_OPTIONS,
+            dataclasses.replace(
+                BOUNDS_OPTION,
+                help="public range of a user's mean, COL=LO,HI (a 0/1 outcome: y=0,1): nothing "
+                "is spent on finding the data",
+            ),
         ),
     )
 )

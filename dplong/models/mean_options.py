@@ -1,18 +1,20 @@
 """The public options of :func:`~dplong.winsorized_mean`, checked before any noise: the
-declaration of a key constant within users, a stated scale or radius, and the support and tail
-that only the default engine takes."""
+declaration of a key constant within users, a stated scale or radius, public ranges, and the
+support and tail that only the default engine takes."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dplong._validation import per_column
+from dplong._validation import not_columns, per_column
 from dplong.exceptions import ParameterError
-from dplong.privacy.options import ReleaseOptions
+from dplong.models.pooled.frame import column_range, parse_bounds
+from dplong.privacy.options import MAX_BOUND, ReleaseOptions
 from dplong.privacy.radius import TailOption, check_tail
 
 __all__: list[str] = []
@@ -65,3 +67,49 @@ def _support_and_tail(
         )
     stated_tail = check_tail(tail, d, default_engine=True)
     return None if lower is None else per_column(lower, d, "lower", positive=False), stated_tail
+
+
+def _stated_bounds(
+    bounds: Any, columns: tuple[str, ...], options: ReleaseOptions, *, others: dict[str, bool]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+    """The public range (lows, highs) of each of ``columns`` from ``bounds``: one pair for
+    every column, a mapping naming each column's (the command line's ``"COL=LO,HI;..."``), or
+    None. Only the default engine's central release takes them, and with them no option
+    that shapes a search for the data (``others``: which of scale, tau, lower and tail were
+    given)."""
+    if bounds is None:
+        return None
+    if options.local or options.variant != "default":
+        raise ParameterError(
+            'bounds= holds the default engine\'s central release (variant="default", '
+            'privacy="central"); the local model takes bound=, the paper\'s algorithms neither'
+        )
+    given = [name for name, was in others.items() if was]
+    if given:
+        raise ParameterError(
+            f"bounds= states each column's range, so nothing is found privately: give bounds= "
+            f"or {' and '.join(given)}, not both"
+        )
+    if isinstance(bounds, str):
+        bounds = parse_bounds(bounds)
+    if isinstance(bounds, Mapping):
+        unknown = [name for name in bounds if name not in columns]
+        if unknown:
+            said = "bounds names " + ", ".join(map(repr, unknown))
+            raise ParameterError(not_columns(said, unknown, columns, "the averaged columns"))
+        missing = [name for name in columns if name not in bounds]
+        if missing:
+            raise ParameterError(
+                f"bounds gives no range for {missing}: name every column's (low, high), or "
+                "give one pair for all"
+            )
+        pairs = [column_range(bounds[name], name) for name in columns]
+    else:
+        pairs = [column_range(bounds, name) for name in columns]
+    ranges = np.array(pairs, dtype=np.float64)
+    if (np.abs(ranges) > MAX_BOUND).any():
+        raise ParameterError(
+            f"bounds must lie within ±{MAX_BOUND:g}: the square of a user's noise would "
+            f"overflow; got {ranges.tolist()}"
+        )
+    return ranges[:, 0], ranges[:, 1]

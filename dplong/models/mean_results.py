@@ -34,14 +34,20 @@ def _mean_results(
     proxy: NDArray[np.float64] | None,
     tail: TailOption | None,
     support: NDArray[np.float64] | None,
+    ranges: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
 ) -> PanelResults:
     """The results of the releases of ``labels`` (``columns`` at every level of ``grouping``)
     over ``n`` users; ``ledger`` is the parallel ledger of a key declared constant within users
     (None: not declared); ``support`` the declared lower ends of a release's columns (None:
     none), below which no mean of the users' values lies (each value below is clipped up to
-    it), so the estimates and intervals stop there."""
+    it), so the estimates and intervals stop there; ``ranges`` the stated public ranges of
+    ``columns`` (None: none)."""
     scale_note = (
-        "Scale estimated privately (the spread of the user values)."
+        "Stated public ranges of the user values (each clipped to its own): "
+        f"{_ranges(columns, ranges)}; the spread is bounded by them (at most "
+        "√((μ - low)(high - μ)), Bhatia-Davis)."
+        if ranges is not None
+        else "Scale estimated privately (the spread of the user values)."
         if proxy is None
         else f"Stated variance proxy of one user's value: {proxy.tolist()}."
     )
@@ -124,4 +130,14 @@ def _estimand(grouping: Grouping | None, *, keyed: bool) -> str:
         "users with rows there of their own averages there (Def 5.1); "
         + budget
         + "Intervals include the clipping bias bound."
+    )
+
+
+def _ranges(
+    columns: tuple[str, ...], ranges: tuple[NDArray[np.float64], NDArray[np.float64]]
+) -> str:
+    """``x in [0, 1], y in [-2, 6]``: each column's stated range (the first level's, which
+    every level repeats)."""
+    return ", ".join(
+        f"{c} in [{low:g}, {high:g}]" for c, low, high in zip(columns, *ranges, strict=False)
     )

@@ -65,8 +65,9 @@ class PoissonMean(ColumnMean):
         groups: GroupsLike,
         by: str | None = None,
         levels: Mapping[str, Sequence[Any]] | None = None,
+        bounds: tuple[float, float] | Mapping[str, tuple[float, float]] | str | None = None,
     ) -> None:
-        super().__init__(formula, data, groups, by=by, levels=levels)
+        super().__init__(formula, data, groups, by=by, levels=levels, bounds=bounds)
         if pd.api.types.is_numeric_dtype(self._values.dtype):  # others are refused at fit
             negative = self._values < 0
             self._values = self._values.where(~negative)

@@ -146,6 +146,12 @@ FREE_NOISE, FREE_REACH = 0.05, 4.0
 SHIFT_COST = 0.5
 
 
+#: Steps of the variance bound of values within public bounds (Bhatia-Davis at the mean's
+#: plausible end nearest the middle, the sampling error read from the previous step): four
+#: reach the fixed point of a share of 0.02 at 1,000 users to within 2 %.
+BOUNDED_STEPS = 4
+
+
 @dataclass(frozen=True)
 class Release:
     """Everything public about one release of column means (DP outputs and public facts).
@@ -640,6 +646,16 @@ def release_means(
     with np.errstate(over="ignore", invalid="ignore"):  # a far miss overflows its figures
         estimate = anchor + offset
         total_sd = np.sqrt((final.sd / users) ** 2 + (np.abs(offset) * where.users_sd / users) ** 2)
+        if bounds is not None:  # values in [a, b] vary by (μ - a)(b - μ) at most (Bhatia and
+            # Davis 2000), at the mean the release allows nearest the middle: EDGE_SDS of its
+            # noise and sampling error off the estimate, the latter from Popoviciu's (b - a)/2
+            # sd first, then from the bound itself (each step still above the fixed point a
+            # mean that far off would need). A 0/1 outcome's share p then has sd about
+            # √(p(1 - p)) where (b - a)/2 said 1/2
+            for _ in range(BOUNDED_STEPS):
+                reach = EDGE_SDS * np.hypot(total_sd, spread / np.sqrt(users))
+                nearest = np.clip(centre, estimate - reach, estimate + reach)
+                spread = np.minimum(spread, np.sqrt((nearest - bounds[0]) * (bounds[1] - nearest)))
         sampling_sd = spread / np.sqrt(users)
         bias = (
             np.zeros(d)

@@ -16,7 +16,7 @@ from dplong.exceptions import ParameterError
 from dplong.formula import DesignSpec
 from dplong.models.pooled.factors import Blocks, _indicator_ranges
 
-__all__ = ["OUTCOME_ROOM", "BoundsLike", "column_bounds"]
+__all__ = ["OUTCOME_ROOM", "BoundsLike", "column_bounds", "column_range", "parse_bounds"]
 
 BoundsLike = Mapping[str, tuple[float, float]]
 
@@ -74,7 +74,7 @@ def column_bounds(spec: DesignSpec, bounds: BoundsLike | str | None) -> NDArray[
         if name == "Intercept":
             out[j] = 1.0
         elif name in given:
-            out[j] = _range(given[name], name)
+            out[j] = column_range(given[name], name)
         elif name in known:
             out[j] = known[name]
     return out
@@ -104,7 +104,8 @@ def parse_bounds(text: str) -> dict[str, tuple[float, float]]:
     return out
 
 
-def _range(value: Any, name: str) -> tuple[float, float]:
+def column_range(value: Any, name: str) -> tuple[float, float]:
+    """``value`` as a public range ``(low, high)`` of ``bounds[name]``: finite, low < high."""
     try:
         low, high = value
     except (TypeError, ValueError):
