@@ -27,9 +27,10 @@ from dplong.kernels import Kernel
 from dplong.models.blocks import Block, Statistics
 from dplong.models.curve_grid import grid_names, grid_points, refuse_unused, regressor
 from dplong.models.kernel import PriestleyChao, Stated
-from dplong.models.option_checks import scale_per_column
+from dplong.models.option_checks import check_ranges_stand, scale_per_column
 from dplong.models.release_blocks import run_blocks
 from dplong.privacy.engine import Release
+from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import SCALE_ONLY
 from dplong.results import CurveResults
 
@@ -90,6 +91,7 @@ class UserCurves(PriestleyChao):
         scale = given.scale
         proxy = scale_per_column(scale, grid.size, _no_dependence_model)
         names = grid_names(grid)
+        ranges = self._ranges(grid.size, request.options, stated=proxy is not None)
 
         def statistics(_: tuple[Release, ...]) -> Statistics:
             design = self._design
@@ -106,7 +108,8 @@ class UserCurves(PriestleyChao):
             statistics,
             proxy is not None,
             complete_rows=False,
-            offers=SCALE_ONLY,  # the fit's only say in the curves' tail
+            bounds=ranges,
+            offers=SCALE_ONLY | {"bounds"},  # the fit's say in the curves' tail
         )
         releases = run_blocks([block], n=n, request=request)
         assumptions = (
@@ -114,7 +117,12 @@ class UserCurves(PriestleyChao):
             f"mass, is their statistic where their visits cover x (mass >= {MIN_USER_MASS:g}); "
             "the target is the mean of the users' smoothed curves over the users who cover x "
             "(counted privately per grid point).",
-            "Scale estimated privately (the spread of the users' curve values)."
+            f"Public range of the response: [{self._bounds[0]:g}, {self._bounds[1]:g}] "
+            "(bounds), which holds every user's curve value, a weighted average of their "
+            "responses; the spread is bounded by it (at most √((μ - low)(high - μ)), "
+            "Bhatia-Davis)."
+            if self._bounds is not None
+            else "Scale estimated privately (the spread of the users' curve values)."
             if proxy is None
             else f"Variance proxy of one user's curve value (scale): {np.ravel(scale).tolist()}.",
             "Standard errors and bands: the sampling error under that scale (users "
@@ -128,6 +136,17 @@ class UserCurves(PriestleyChao):
             assumptions=assumptions,
             smoothing_bias=None,
         )
+
+    def _ranges(
+        self, points: int, options: ReleaseOptions, *, stated: bool
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+        """The response's public range at every grid point (None: none given), for the
+        default engine's central release with no stated scale (checked before any noise)."""
+        if self._bounds is None:
+            return None
+        check_ranges_stand(options, {"scale": stated})
+        low, high = self._bounds
+        return np.full(points, low), np.full(points, high)
 
 
 def user_rows(

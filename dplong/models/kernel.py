@@ -35,6 +35,7 @@ from dplong.models.assemble import panel_results
 from dplong.models.base import PanelModel
 from dplong.models.command_line import CommandLineModel, Option, register
 from dplong.models.curve_grid import check_domain, check_grid, grid_points
+from dplong.models.pooled.frame import column_range
 from dplong.planning import advised
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
@@ -97,6 +98,7 @@ class PriestleyChao(PanelModel):
         kernel: Kernel,
         bandwidth: float | str,
         grid: int | NDArray[np.float64] | None,
+        bounds: tuple[float, float] | None = None,
     ) -> None:
         super().__init__(design)
         # item-level: the public design points and the responses (NaN: none); user-level: the
@@ -106,6 +108,7 @@ class PriestleyChao(PanelModel):
         self._kernel = kernel
         self._bandwidth = bandwidth
         self._grid = grid
+        self._bounds = bounds  # the response's public range (user-level)
 
     def __repr__(self) -> str:  # one public model, whichever design it has
         return f"{self.model_name}({self.formula!r}, n_users={self.nobs_users})"
@@ -123,6 +126,7 @@ class PriestleyChao(PanelModel):
         bandwidth: float | str = "auto",
         grid: int | ArrayLike | None = None,
         levels: LevelsLike | None = None,
+        bounds: tuple[float, float] | None = None,
     ) -> PriestleyChao:
         """Build the model from ``"y ~ x"`` (one regressor; the intercept is implicit).
 
@@ -160,6 +164,12 @@ class PriestleyChao(PanelModel):
             Declared factor levels, as in :meth:`LongitudinalOLS.from_formula
             <dplong.LongitudinalOLS.from_formula>` (rules in :mod:`dplong.formula`); with one
             numeric regressor they matter only where an expression uses a factor.
+        bounds : (float, float), optional
+            User-level: the public range ``(low, high)`` of the response (a 0/1 outcome:
+            ``(0, 1)``). A user's curve value is a kernel-weighted average of their responses,
+            so it lies in the range too: the curves are released within it (a value outside
+            is clipped to it), and nothing is spent on finding their location or spread.
+            Item-level curves take ``noise_sd`` and ``amplitude`` at :meth:`fit` instead.
 
         Examples
         --------
@@ -206,6 +216,14 @@ class PriestleyChao(PanelModel):
         else:
             bandwidth = float(bandwidth)
         points = check_grid(grid, lo, hi)
+        if bounds is not None:
+            if groups is None:
+                raise ParameterError(
+                    "bounds= (the response's public range) holds each user's curve value: "
+                    "user-level only (groups=); item-level, state noise_sd and amplitude at "
+                    "fit, or use NadarayaWatson, whose bounds= clip the responses"
+                )
+            bounds = column_range(bounds, formula.partition("~")[0].strip())
         eval_env = analyst_env()
         design: PanelDesign | ReducedPanel
         estimator: type[PriestleyChao]
@@ -227,7 +245,14 @@ class PriestleyChao(PanelModel):
             )
             estimator = UserCurves
         return estimator(
-            design, x=x, y=y, domain=(lo, hi), kernel=kern, bandwidth=bandwidth, grid=points
+            design,
+            x=x,
+            y=y,
+            domain=(lo, hi),
+            kernel=kern,
+            bandwidth=bandwidth,
+            grid=points,
+            bounds=bounds,
         )
 
     @checked_call

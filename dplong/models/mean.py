@@ -80,7 +80,7 @@ __all__ = ["ColumnMean", "winsorized_mean"]
 
 #: The options of :func:`winsorized_mean` through which its analyst vouches for the users'
 #: tail, which its warnings name (:attr:`~dplong.privacy.rules.Rules.offers`).
-OFFERED: frozenset[Offer] = frozenset(("lower", "tail", "scale"))
+OFFERED: frozenset[Offer] = frozenset(("lower", "tail", "scale", "bounds"))
 
 
 @checked_call

@@ -13,8 +13,9 @@ from numpy.typing import NDArray
 
 from dplong._validation import not_columns, per_column
 from dplong.exceptions import ParameterError
+from dplong.models.option_checks import check_ranges_stand
 from dplong.models.pooled.frame import column_range, parse_bounds
-from dplong.privacy.options import MAX_BOUND, ReleaseOptions
+from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import TailOption, check_tail
 
 __all__: list[str] = []
@@ -79,17 +80,7 @@ def _stated_bounds(
     given)."""
     if bounds is None:
         return None
-    if options.local or options.variant != "default":
-        raise ParameterError(
-            'bounds= holds the default engine\'s central release (variant="default", '
-            'privacy="central"); the local model takes bound=, the paper\'s algorithms neither'
-        )
-    given = [name for name, was in others.items() if was]
-    if given:
-        raise ParameterError(
-            f"bounds= states each column's range, so nothing is found privately: give bounds= "
-            f"or {' and '.join(given)}, not both"
-        )
+    check_ranges_stand(options, others)
     if isinstance(bounds, str):
         bounds = parse_bounds(bounds)
     if isinstance(bounds, Mapping):
@@ -107,9 +98,4 @@ def _stated_bounds(
     else:
         pairs = [column_range(bounds, name) for name in columns]
     ranges = np.array(pairs, dtype=np.float64)
-    if (np.abs(ranges) > MAX_BOUND).any():
-        raise ParameterError(
-            f"bounds must lie within ±{MAX_BOUND:g}: the square of a user's noise would "
-            f"overflow; got {ranges.tolist()}"
-        )
     return ranges[:, 0], ranges[:, 1]

@@ -1,6 +1,7 @@
 """Checks of the public options several models share, run before any noise: the ``scale``
 per column, the cap on the rows that raise a user's weight (and its refusal where a fit would
-ignore it), a lower bound on rows per user, the accountant, and the one covariance offered."""
+ignore it), a lower bound on rows per user, the accountant, the one covariance offered, and
+where public ranges of the statistics may stand."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dplong._validation import describe, per_column
 from dplong.dependence import DependenceModel
 from dplong.exceptions import ParameterError
 from dplong.privacy.accounting import Accountant
+from dplong.privacy.options import ReleaseOptions
 
 __all__ = [
     "COV_TYPES",
@@ -23,6 +25,7 @@ __all__ = [
     "check_accountant",
     "check_max_rows",
     "check_min_rows",
+    "check_ranges_stand",
     "refuse_max_rows",
     "scale_per_column",
 ]
@@ -115,3 +118,34 @@ def check_min_rows(min_rows: Any, needed_for: str) -> int:
             f"integer) is needed to {needed_for}; got {min_rows!r}"
         )
     return int(min_rows)
+
+
+def check_ranges_stand(options: ReleaseOptions, searches: dict[str, bool]) -> None:
+    """Public ranges of the statistics (``bounds=``) hold the default engine's central release,
+    which then finds nothing privately: refused with the local model (which takes ``bound=``),
+    the paper's pipeline, or any of the ``searches`` given (options that shape a search for
+    the data, by name: whether each was given).
+
+    Examples
+    --------
+    >>> from dplong.models.option_checks import check_ranges_stand
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> options = ReleaseOptions.check(100, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1)
+    >>> check_ranges_stand(options, {"scale": False})
+    >>> check_ranges_stand(options, {"scale": True})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.ParameterError: bounds= states the range, ...: give bounds= or scale, not both
+    """
+    if options.local or options.variant != "default":
+        raise ParameterError(
+            'bounds= holds the default engine\'s central release (variant="default", '
+            'privacy="central"); the local model takes bound=, the paper\'s algorithms neither'
+        )
+    given = [name for name, was in searches.items() if was]
+    if given:
+        raise ParameterError(
+            "bounds= states the range, so nothing is found privately: give bounds= or "
+            f"{' and '.join(given)}, not both"
+        )

@@ -214,9 +214,9 @@ class AssumedTail:
 #: A tail as a fit or a block gives it: a model, or a kind assumed and checked.
 TailOption = TailModel | AssumedTail
 #: The fit options through which an analyst vouches for a release's tail (a declared support's
-#: lower end, a moment bound, a stated scale); a model offers those its fit takes, and the
-#: reliability warnings name no other (:func:`~dplong.privacy.tails.stated_remedy`).
-Offer = Literal["lower", "tail", "scale"]
+#: lower end, a moment bound, a stated scale, public ranges); a model offers those its fit
+#: takes, and the reliability warnings name no other (:func:`~dplong.privacy.tails.stated_remedy`).
+Offer = Literal["lower", "tail", "scale", "bounds"]
 #: What a release offers unless its model says otherwise (a per-user regression's fit).
 OFFERS: frozenset[Offer] = frozenset(("tail", "scale"))
 #: ... and where the fit takes no ``tail=`` or ``lower=`` (the location and within fits, the

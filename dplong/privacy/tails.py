@@ -169,6 +169,7 @@ _OFFERED: dict[str, str] = {
     "lower": "declare lower=0 for a statistic that cannot be negative",
     "tail": "state tail=Moment(k, bound)",
     "scale": "state scale=",
+    "bounds": "state bounds=(low, high)",
 }
 
 
@@ -193,10 +194,15 @@ def stated_remedy(offers: Collection[str]) -> str:
     'state tail=Moment(k, bound) or scale='
     >>> stated_remedy(()), stated_remedy({"scale", "lower"})
     ('', 'declare lower=0 for a statistic that cannot be negative or state scale=')
+    >>> stated_remedy({"scale", "bounds"})
+    'state scale= or bounds=(low, high)'
     """
     parts = [text for offer, text in _OFFERED.items() if offer in offers]
-    if len(parts) > 1 and parts[-1].startswith("state ") and parts[-2].startswith("state "):
-        parts[-1] = parts[-1].removeprefix("state ")  # "state tail=... or scale="
+    # "state tail=..., scale= or bounds=...": one verb for a run of them
+    parts = [
+        text.removeprefix("state ") if i and parts[i - 1].startswith("state ") else text
+        for i, text in enumerate(parts)
+    ]
     return _listed(parts, "or") if parts else ""
 
 

@@ -15,6 +15,7 @@ from dplong._validation import real_number
 from dplong.exceptions import ParameterError
 from dplong.formula import DesignSpec
 from dplong.models.pooled.factors import Blocks, _indicator_ranges
+from dplong.privacy.options import MAX_BOUND
 
 __all__ = ["OUTCOME_ROOM", "BoundsLike", "column_bounds", "column_range", "parse_bounds"]
 
@@ -105,7 +106,8 @@ def parse_bounds(text: str) -> dict[str, tuple[float, float]]:
 
 
 def column_range(value: Any, name: str) -> tuple[float, float]:
-    """``value`` as a public range ``(low, high)`` of ``bounds[name]``: finite, low < high."""
+    """``value`` as a public range ``(low, high)`` of ``bounds[name]``: finite, low < high,
+    within ±:data:`~dplong.privacy.options.MAX_BOUND`."""
     try:
         low, high = value
     except (TypeError, ValueError):
@@ -119,6 +121,11 @@ def column_range(value: Any, name: str) -> tuple[float, float]:
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         raise ParameterError(
             f"bounds[{name!r}] must be finite with low < high, got ({low!r}, {high!r})"
+        )
+    if max(abs(low), abs(high)) > MAX_BOUND:  # squared by the fits' noise and products
+        raise ParameterError(
+            f"bounds[{name!r}] must lie within ±{MAX_BOUND:g}: its square would overflow; got "
+            f"({low!r}, {high!r})"
         )
     return float(low), float(high)
 
