@@ -44,6 +44,9 @@ def test_a_rare_share_given_its_range_is_released_and_covered() -> None:
         res = dplong.winsorized_mean(y, groups=users, epsilon=1.0, bounds=(0, 1), random_state=seed)
         lo, hi = res.conf_int().iloc[0]
         covered += bool(lo <= truth <= hi)
+        # the mean lies in the range: the estimate and the interval stop at its ends, and
+        # "share = 0" is a test on its boundary, which gets no p-value (as a variance's)
+        assert 0.0 <= lo <= res.params.iloc[0] <= hi <= 1.0 and np.isnan(res.pvalues.iloc[0])
         assert [e.stage for e in res.privacy.entries] == ["count", "mean"]
         assert res.privacy.epsilon <= 1.0 and res.privacy.delta == 0.0
         # between the users' own sd (Bhatia-Davis bounds it from above) and Popoviciu's

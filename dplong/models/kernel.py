@@ -377,6 +377,7 @@ class PriestleyChao(PanelModel):
             bandwidth=bandwidth,
             assumptions=assumptions,
             smoothing_bias=smoothing_bias,
+            support=self._bounds,
         )
 
 
@@ -392,9 +393,11 @@ def curve_results(
     bandwidth: float,
     assumptions: tuple[str, ...],
     smoothing_bias: NDArray[np.float64] | None,
+    support: tuple[float, float] | None = None,
 ) -> CurveResults:
     """The results of a curve's releases on the grid ``index`` (any kernel smoother's: every
-    parameter is a point of the curve), from released numbers and public facts only."""
+    parameter is a point of the curve), from released numbers and public facts only;
+    ``support`` a public range of every point's value (the intervals stop at its ends)."""
     grid = index.to_numpy(dtype=float)
     boundary = kernel.boundary_points(grid, bandwidth, domain)
     results = panel_results(
@@ -416,6 +419,8 @@ def curve_results(
             index=index,
             name="smoothing bias",
         ),
+        support_lower={} if support is None else dict.fromkeys(grid.tolist(), support[0]),
+        support_upper={} if support is None else dict.fromkeys(grid.tolist(), support[1]),
     )
     curve = dataclasses.replace(
         results,
@@ -475,6 +480,14 @@ register(
                 stage="model",
             ),
             KERNEL_OPTION,
+            Option(
+                "bounds",
+                "range",
+                "LO,HI",
+                "public range of y (a 0/1 outcome: 0,1), which holds every user's curve value: "
+                "nothing is spent on finding them",
+                stage="model",
+            ),
         ),
     )
 )

@@ -65,9 +65,8 @@ def _mean_results(
             *_support_assumptions(columns, support),
         ),
         # a release's columns repeat at every level (keyed: one release per level)
-        support_lower={}
-        if support is None
-        else dict(zip(labels, np.resize(support, len(labels)).tolist(), strict=True)),
+        support_lower=_per_label(labels, support if ranges is None else ranges[0]),
+        support_upper=_per_label(labels, None if ranges is None else ranges[1]),
     )
     if grouping is None:
         return results
@@ -141,3 +140,10 @@ def _ranges(
     return ", ".join(
         f"{c} in [{low:g}, {high:g}]" for c, low, high in zip(columns, *ranges, strict=False)
     )
+
+
+def _per_label(labels: tuple[str, ...], ends: NDArray[np.float64] | None) -> dict[str, float]:
+    """Each label's support end from the columns' ``ends``, which repeat at every level."""
+    if ends is None:
+        return {}
+    return dict(zip(labels, np.resize(ends, len(labels)).tolist(), strict=True))

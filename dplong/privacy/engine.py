@@ -656,6 +656,9 @@ def release_means(
                 reach = EDGE_SDS * np.hypot(total_sd, spread / np.sqrt(users))
                 nearest = np.clip(centre, estimate - reach, estimate + reach)
                 spread = np.minimum(spread, np.sqrt((nearest - bounds[0]) * (bounds[1] - nearest)))
+            # a mean of values within the bounds lies within them (post-processing that only
+            # brings the estimate nearer)
+            estimate = np.clip(estimate, bounds[0], bounds[1])
         sampling_sd = spread / np.sqrt(users)
         bias = (
             np.zeros(d)

@@ -52,6 +52,7 @@ class Estimates:
     bad_events: pd.Series
     basis: str = "Theorem 4.2"
     support_lower: Mapping[str, float] = field(default_factory=dict)
+    support_upper: Mapping[str, float] = field(default_factory=dict)
     withheld_why: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -139,6 +140,10 @@ class Estimates:
         """Each parameter's public lower support end (:attr:`support_lower`; -inf: none)."""
         return np.array([self.support_lower.get(name, -np.inf) for name in self.params.index])
 
+    def _support_top(self) -> NDArray[np.float64]:
+        """Each parameter's public upper support end (:attr:`support_upper`; inf: none)."""
+        return np.array([self.support_upper.get(name, np.inf) for name in self.params.index])
+
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
         """(1 - α) confidence intervals: sampling error under the stated or estimated scale,
         the exact law of the privacy noise (:mod:`dplong.inference`) and the bound on the
@@ -146,7 +151,8 @@ class Estimates:
         where ``sampling_sd`` is. A parameter with a public lower end of its support
         (:attr:`support_lower`: a variance's 0, or a mean's declared ``lower=``, below which
         every user value is clipped up) has its interval clipped there: the truth lies above
-        it, so the clipped interval covers as often.
+        it, so the clipped interval covers as often; likewise at a public upper end
+        (:attr:`support_upper`: the top of a stated range, ``bounds=``).
 
         Examples
         --------
@@ -175,7 +181,7 @@ class Estimates:
         frame: pd.DataFrame = pd.DataFrame(
             {
                 "lower": np.maximum(self.params.to_numpy() - q, self._support()),
-                "upper": self.params.to_numpy() + q,
+                "upper": np.minimum(self.params.to_numpy() + q, self._support_top()),
             },
             index=self.params.index,
         )

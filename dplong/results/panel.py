@@ -69,8 +69,11 @@ class PanelResults(RestrictionTests):
         The theorem and corollary of the paper behind the error bounds.
     support_lower : mapping of str to float
         Public lower ends of parameters' support (a variance's 0; a mean's declared
-        ``lower=``); :meth:`conf_int` clips their intervals there and :attr:`pvalues` gives
-        none where the end is 0 or above (post-processing). Parameters not listed have none.
+        ``lower=``; a stated range's low end, ``bounds=``); :meth:`conf_int` clips their
+        intervals there and :attr:`pvalues` gives none where the end is 0 or above
+        (post-processing). Parameters not listed have none.
+    support_upper : mapping of str to float
+        Public upper ends (a stated range's high end): :meth:`conf_int` clips there.
     withheld_why : mapping of str to str
         Why a withheld (NaN) parameter has no estimate, in a word, where the model tells
         (:attr:`withheld` completes it from ``failed``).
