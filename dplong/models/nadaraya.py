@@ -390,6 +390,7 @@ class NadarayaWatson(PanelModel):
             bandwidth=self._bandwidth,
             assumptions=assumptions,
             smoothing_bias=None,
+            support=self._bounds,  # the curve of clipped responses lies within them
         )
         if not refused:
             return curve_fit
