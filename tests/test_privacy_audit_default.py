@@ -205,7 +205,7 @@ def test_reference_releases() -> None:
         "supported": ["count", "midpoint", "midpoint", "scale", "scale", "mean"],
         "centred": ["count", "scale", "scale", "mean"],
         "moment": ["count", "midpoint", "midpoint", "scale", "scale", "mean"],
-        "bounded": ["count", "mean"],
+        "bounded": ["count", "refinement", "mean"],  # a rough mean anchors the sum
     }
     for name, config in CONFIGS.items():
         ref = _reference(name)
@@ -606,8 +606,8 @@ def test_release_means_replica_reproduces_the_package(
 #: the counts below: far pairs estimated 0.26, stated 0.35, gaussian 0.33, supported 0.26,
 #: centred 0.33, moment 0.32; missing users estimated 0.074, supported 0.11; broken pipelines
 #: estimated 1.49, gaussian 1.45, supported 1.39 (1.19 at 750), centred 1.33, moment 1.59.
-#: The public bounds' plan (2026-12-06): far pair 0.55, missing user 0.52 at 1,500 runs, its
-#: broken pipeline 1.76 at 600.
+#: The public bounds' plan (2026-12-06, with its rough mean): far pair 0.61, missing user 0.30
+#: at 1,500 runs, its broken pipeline 1.77 at 600.
 RUNS = {
     "estimated": 1_500,
     "stated": 600,
@@ -746,10 +746,11 @@ def _audit(name: str, pair: tuple[str, str], broken: bool = False) -> EpsilonBou
         ("supported", ("nan", "+far"), 0.05),
         ("centred", ("-inf", "+far"), 0.3),
         ("moment", ("-inf", "+far"), 0.25),
-        # the public bounds' plan: a count and the mean, nothing located (0.55 and 0.52 of the
-        # claim at 1,500 runs)
+        # the public bounds' plan: a count, a rough mean the sum is read from and the mean,
+        # nothing located (0.61 and 0.30 of the claim at 1,500 runs: the count, which tells a
+        # missing user, has 0.1 of ε)
         ("bounded", ("-inf", "+far"), 0.4),
-        ("bounded", ("nan", "+far"), 0.35),
+        ("bounded", ("nan", "+far"), 0.2),
     ],
     ids=[
         "estimated-inf-vs-far",

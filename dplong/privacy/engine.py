@@ -314,7 +314,7 @@ def forecast_noise(
     kind = None if isinstance(kind, Moment) else kind
     if bounds is not None:
         radius = np.asarray((bounds[1] - bounds[0]) / 2.0, dtype=float)
-        budget = plan.final_budget(radius, weights, refined=False)
+        budget = plan.final_budget(radius, weights, refined=plan.refine > 0)
         sd = radius if not stated_scale else np.ones(d)
     else:
         sd = np.ones(d)
@@ -510,7 +510,7 @@ def release_means(
         )
     else:  # the public bounds are the interval: nothing is clipped under the assumption
         radius = (bounds[1] - bounds[0]) / 2.0
-        budget = plan.final_budget(radius, weights, refined=False, live=live)
+        budget = plan.final_budget(radius, weights, refined=where.anchor is not None, live=live)
     mean_budget, moment_budget = budget.split(plan.moment_share)
     # the tail rule: the tail the bulk's scale cannot see, measured
     # (:func:`~dplong.privacy.tails.tail_rule`)
@@ -538,7 +538,8 @@ def release_means(
     # the interval's middle (``centre``) and the anchor the mean is read from: the same but
     # where a support's end moves the interval up or cuts it
     # (:func:`~dplong.privacy.projection.supported_centre`, ``support_window``)
-    centre = anchor = where.centre
+    centre = where.centre
+    anchor = centre if where.anchor is None else where.anchor
     # the located interval's half-width w: its bias bound holds for every window on a support
     # whose upper clip is at c + w or beyond (no user lies below the support's end)
     located = radius

@@ -133,6 +133,8 @@ class Location:
     scan: ScaleScan | None = None
     beside: NDArray[np.bool_] | None = None
     collapsed: NDArray[np.bool_] | None = None
+    #: where the final sum is read from, if not ``centre``: public bounds' rough mean
+    anchor: NDArray[np.float64] | None = None
 
     @property
     def per_column_users(self) -> NDArray[np.float64]:
@@ -206,7 +208,9 @@ def locate(
 ) -> Location:
     """Stages 1-4 of the module docstring: count, midpoint, scale and refinement, under the
     release's :class:`~dplong.privacy.rules.Rules`. With public ``bounds`` only the count runs: the
-    centre is the bounds' midpoint, exact. With ``user_weights`` the scale and refinement work on
+    centre is the bounds' midpoint, exact (and where the plan has a rough mean, the sum's anchor
+    is that mean; not on a support's end, which moves the interval about its anchor). With
+    ``user_weights`` the scale and refinement work on
     standardised deviations and the count is the weighted count. An earlier ``count`` is used
     instead of a new one. A ``public_centre`` is the midpoint, and only the scale is located.
     Below the ``lower`` ends the chi-square tail's scale keeps the spread its median implies,
@@ -229,10 +233,10 @@ def locate(
 
     if bounds is not None:
         users, users_sd, count_entries = counted()
-        lower, upper = bounds
-        centre = (lower + upper) / 2.0
-        sd = np.sqrt(scale) if scale is not None else (upper - lower) / 2.0
-        return Location(
+        low, high = bounds
+        centre = (low + high) / 2.0
+        sd = np.sqrt(scale) if scale is not None else (high - low) / 2.0
+        bounded = Location(
             centre,
             centre,
             np.zeros(d),
@@ -243,6 +247,23 @@ def locate(
             "sub-gaussian",
             tuple(count_entries),
             plan,
+        )
+        if plan.refine <= 0 or lower is not None:
+            return bounded
+        # a rough mean to read the sum from: the count's error then multiplies its error, not
+        # the mean's distance from the bounds' middle (:data:`BOUNDED_ROUGH_SHARE`)
+        half = (high - low) / 2.0
+        rough = release_bounded_sum(
+            centred(matrix, centre, half, root), half, np.full(d, plan.refine), rng
+        )
+        offset = np.clip(rough.total / bounded.per_column_users, -half, half)
+        return dataclasses.replace(
+            bounded,
+            entries=(
+                *count_entries,
+                *mean_entries("refinement", names, plan.refine, 0.0, rough, n),
+            ),
+            anchor=centre + offset,
         )
     # the count first: how many users the later stages can find is read from it
     if plan.counts or count is not None:

@@ -32,7 +32,10 @@ from dplong.privacy.budget.stages import (
     _BIN_RADIUS,
     _MIDPOINT_ERROR,
     _SIDED_ERROR,
+    BOUNDED_ANCHOR_COUNT_SHARE,
+    BOUNDED_ANCHOR_NE,
     BOUNDED_COUNT_SHARE,
+    BOUNDED_ROUGH_SHARE,
     COUNT_USERS,
     DOUBT_MISS,
     FALLBACK_SHARE,
@@ -195,7 +198,9 @@ class ReleasePlan:
         """Stage budgets from public facts (:mod:`~dplong.privacy.budget.stages`). ``count=False``
         when n itself is the denominator (item-level regression: every unit is counted), or when the
         release reuses the count of an earlier one over the same users; ``bounded`` when public
-        bounds hold every statistic: no midpoint, scale or refinement is needed; ``moment=False``
+        bounds hold every statistic: no midpoint, scale or refinement of the interval is needed
+        (a rough mean may anchor the sum, :data:`~dplong.privacy.budget.stages.BOUNDED_ROUGH_SHARE`,
+        where the release counts its users and no support's end is declared); ``moment=False``
         when the final stage releases no second moment (its budget is then one call per column:
         calibrate it so); ``share`` is the part of a fit's budget this release gets, so that
         refusals and notes speak of the fit's ε; ``weighted`` when users carry precision weights:
@@ -225,7 +230,11 @@ class ReleasePlan:
         count_users = WEIGHTED_COUNT_USERS if weighted else COUNT_USERS
         if bounded:
             counts = (1 if complete_rows else d) if count else 0
-            count_epsilon = BOUNDED_COUNT_SHARE * per_column
+            # a rough mean anchors the sum where the count's error would multiply the offset
+            anchored = (
+                refine and counts > 0 and not supported and n * per_column >= BOUNDED_ANCHOR_NE
+            )
+            count_share = BOUNDED_ANCHOR_COUNT_SHARE if anchored else BOUNDED_COUNT_SHARE
             return cls(
                 n=n,
                 d=d,
@@ -233,9 +242,9 @@ class ReleasePlan:
                 delta=delta,
                 midpoint=0.0,
                 spread=0.0,
-                count=count_epsilon if counts else 0.0,
+                count=count_share * per_column if counts else 0.0,
                 counts=counts,
-                refine=0.0,
+                refine=BOUNDED_ROUGH_SHARE * per_column if anchored else 0.0,
                 notes=(),
                 midpoint_kind="bounds",
             )

@@ -125,6 +125,14 @@ INSIDE_SHARES = (0.01, 0.08)
 #: ``8 w² / ε_S² + 2 o² / ε_c²`` at ``ε_S + ε_c`` fixed gives ``ε_c / ε_S = (o / 2w)^(2/3)``,
 #: 0.4 to 0.63 for o between w/2 and w: about 30 % of a column's budget for its count.
 BOUNDED_COUNT_SHARE = 0.3
+#: ... unless a rough mean anchors the sum near the mean first: each user without a statistic
+#: then adds the anchor's offset to the sum (about n, public), so the count's error multiplies
+#: the rough mean's error, not the offset (``projection.anchored``). The count and the rough
+#: mean then take these shares of a column's budget, the sum the rest. At a column's n·ε below
+#: :data:`BOUNDED_ANCHOR_NE` the rough mean is too noisy to anchor on: the worst case
+#: (offset w) of ``8 w²/ε_S² + 2 o²/ε_c²`` favours the unanchored plan below about 90
+#: (docs/accuracy.md, "A mean given its public range").
+BOUNDED_ANCHOR_COUNT_SHARE, BOUNDED_ROUGH_SHARE, BOUNDED_ANCHOR_NE = 0.1, 0.1, 200.0
 #: ε·n of a weighted count ``Σ w_u`` (precision weights, :class:`~dplong.privacy.engine.
 #: UserWeights`): the same relative error for a weighted count as small as n/10.
 WEIGHTED_COUNT_USERS = 200.0
