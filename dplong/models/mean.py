@@ -174,9 +174,10 @@ def winsorized_mean(
     bounds : (low, high) or mapping of str to (low, high), optional
         Public range holding every user's value, one pair for every column or one per column
         by name (a 0/1 outcome: ``(0, 1)``; the command line's ``"COL=LO,HI;..."``): nothing
-        is spent on finding the data, the count and the mean take the whole budget, and a
-        value outside is clipped to the range (as by the peers' ``bounds``). A user's mean
-        lies within their rows' range, so the rows' public range will do. No ``scale``,
+        is spent on finding the data (a count, a rough mean to read the sum from and the mean
+        take the whole budget), and a value outside is clipped to the range (as by the peers'
+        ``bounds``). A user's mean lies within their rows' range, so the rows' public range
+        will do. No ``scale``,
         ``tau``, ``lower`` or ``tail`` with it; default engine only (central,
         ``variant="default"``).
     names : sequence of str, optional
