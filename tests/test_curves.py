@@ -176,7 +176,7 @@ def test_a_probability_curve_given_its_range() -> None:
     the middle's bands spanned ±1.3 for a probability (an audit). Given the response's range
     ``bounds=(0, 1)``, which every user's curve value lies in, nothing is clipped and nothing
     spent on finding the data: over 40 fits each point was covered in 0.95-1.00 of them with
-    half-widths about 0.04 (docs/accuracy.md). Here 10 fits: at a coverage of 0.95 per point,
+    half-widths 0.03-0.04 (docs/accuracy.md). Here 10 fits: at a coverage of 0.95 per point,
     all five points are covered in 8 or more with chance 0.99."""
     grid = np.array([0.1, 0.3, 0.5, 0.7, 0.9])
     covered = np.zeros(grid.size)
