@@ -28,9 +28,9 @@ __all__ = ["Comparison", "Summary", "compare", "plain_names", "point_labels"]
 
 
 def point_labels(points: np.ndarray) -> list[str]:
-    """Labels of a curve's grid points: six significant digits, or as many more as keep
-    distinct points apart (0.1234567 and 0.1234568 were both 0.123457; 17 digits tell any
-    two doubles apart).
+    """Labels of a curve's grid points: six significant digits, or as many more (up to 16)
+    as keep distinct points apart (0.1234567 and 0.1234568 were both 0.123457), else each
+    double's shortest text (0.3 and 0.30000000000000004).
 
     Examples
     --------
@@ -40,12 +40,14 @@ def point_labels(points: np.ndarray) -> list[str]:
     ['0.1', '0.3']
     >>> point_labels(np.array([0.1234567, 0.1234568]))
     ['0.1234567', '0.1234568']
+    >>> point_labels(np.array([0.3, 0.30000000000000004, 0.7]))
+    ['0.3', '0.30000000000000004', '0.7']
     """
-    for digits in range(6, 18):
+    for digits in range(6, 17):
         labels = [f"{x:.{digits}g}" for x in points]
         if len(set(labels)) == len(labels):
-            break
-    return labels
+            return labels
+    return [repr(float(x)) for x in points]  # the shortest text of each double: distinct
 
 
 def _format(value: object) -> str:

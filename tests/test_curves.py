@@ -146,6 +146,10 @@ def test_close_grid_points_get_distinct_labels(user_level: bool) -> None:
          "u": np.repeat(np.arange(2000), 4)}
     )  # fmt: skip
     grid = np.array([0.1234567, 0.1234568, 0.5])
+    assert dplong.summary.point_labels(np.array([0.3, 0.30000000000000004])) == [
+        "0.3",
+        "0.30000000000000004",
+    ]  # each double's shortest text where 16 digits do not tell them apart
     groups = {"groups": "u"} if user_level else {}
     res = dplong.PriestleyChao.from_formula(
         "y ~ x", frame, domain=(0.0, 1.0), bandwidth=0.1, grid=grid, **groups

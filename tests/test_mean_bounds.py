@@ -93,6 +93,8 @@ def test_ranges_by_column_and_level() -> None:
         ({"bounds": (0, np.inf)}, "must be finite"),
         ({"bounds": "x"}, "bounds must read COL=LO,HI"),
         ({"bounds": (0, 1e200)}, r"bounds\['x'\] must lie within ±1e\+100"),
+        # the noise lattice's step would underflow (it divided by zero after the count)
+        ({"bounds": (0, 5e-324)}, r"bounds\['x'\] must be at least 2e-292 wide"),
         ({"bounds": {"y": (0, 1)}}, r"'y' is not a column of the averaged columns"),
         ({"bounds": {}}, r"no range for \['x'\]"),
         ({"bounds": (0, 1), "scale": 0.1}, "give bounds= or scale"),
@@ -147,3 +149,19 @@ def test_the_sum_is_read_from_a_rough_mean() -> None:
     y, users = visits(5, n=150)
     small = dplong.winsorized_mean(y, groups=users, epsilon=1.0, bounds=(0, 1), random_state=5)
     assert [e.stage for e in small.privacy.entries] == ["count", "mean"]
+
+
+def test_an_epsilon_too_small_for_the_count_is_refused_before_any_noise() -> None:
+    """At ε = 0.01 and 1,000 users the count of the users with a value has noise sd 471: it
+    cannot tell them from none, and 41 of 50 releases were withheld after spending the budget,
+    while the plan said "released" down to ε = 0.00014 (an audit). Refused first now, with the
+    ε the plan finds (the fit's and the plan's rule are one)."""
+    y, users = visits(6, share=0.3)
+    with pytest.raises(dplong.exceptions.PrivacyParameterError, match="could not tell"):
+        dplong.winsorized_mean(
+            y, groups=users, epsilon=0.01, bounds=(0, 1), random_state=Untouchable()
+        )
+    smallest = dplong.plan("y ~ 1", model="mean", n=N, epsilon=1.0, bounds={"y": (0, 1)})
+    assert 0.01 < smallest.smallest_epsilon < 0.03
+    res = dplong.winsorized_mean(y, groups=users, epsilon=0.03, bounds=(0, 1), random_state=6)
+    assert not np.isnan(res.params.iloc[0])

@@ -662,6 +662,8 @@ def _odds_bounded(epsilon: float, categories: int = 2) -> bool:
 RR_EXACT_EPSILONS = sorted(
     {1e-300, 2.0**-60, 2.0**-52, 3.3411149561187256e-16, 1e-10, 1e-6, 4.4e-4}
     | {0.001, 0.01, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 36.0, 40.0}
+    # e^ε overflows from about 709.8: q once became 0, every report the truth (an audit)
+    | {709.0, 710.0, 1e4, 1e300}
     | {float(e) for e in np.geomspace(1e-16, 1e-3, 400)}
     | {float(e) for e in np.geomspace(1e-3, 40.0, 300)}
 )
@@ -675,7 +677,9 @@ def test_randomized_response_odds_are_exactly_bounded() -> None:
     # not wastefully noisy: q exceeds 1 / (1 + e^ε) only by the documented shave of the
     # exponent (relative 2**-40 and absolute 2**-48) and the rounding up to the 2**-53 grid
     for e in RR_EXACT_EPSILONS:
-        assert abs(flip_probability(e) - 1.0 / (1.0 + math.exp(e))) < 2.0**-48 + e * 2.0**-41
+        ideal = 1.0 / (1.0 + math.exp(min(e, 700.0)))  # beyond, the one unit of the grid
+        assert abs(flip_probability(e) - ideal) < 2.0**-48 + e * 2.0**-41
+    assert flip_probability(1e300) == flip_probability(1e300, 3) == 2.0**-53
 
 
 def test_k_ary_randomized_response_odds_are_exactly_bounded() -> None:
@@ -684,7 +688,8 @@ def test_k_ary_randomized_response_odds_are_exactly_bounded() -> None:
     assert not bad, [(e, flip_probability(e, 3)) for e in bad[:5]]
     assert all(flip_probability(e, 3) <= 1.0 / 3.0 for e in RR_EXACT_EPSILONS)
     for e in RR_EXACT_EPSILONS:  # not wastefully noisy, as for two labels
-        assert abs(flip_probability(e, 3) - 1.0 / (2.0 + math.exp(e))) < 2.0**-48 + e * 2.0**-41
+        ideal = 1.0 / (2.0 + math.exp(min(e, 700.0)))
+        assert abs(flip_probability(e, 3) - ideal) < 2.0**-48 + e * 2.0**-41
 
 
 def test_k_ary_randomized_response_draws_exactly_q() -> None:

@@ -19,10 +19,10 @@ from numpy.typing import NDArray
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import ReleasePlan
 from dplong.privacy.noise import (
+    count_sd,
     geometric_rate,
     release_bounded_sum,
     two_sided_geometric,
-    two_sided_geometric_variance,
 )
 from dplong.privacy.quantile import GRID
 
@@ -31,7 +31,6 @@ __all__ = [
     "INSIDE_SHARE",
     "SHARED_BELOW",
     "band_check",
-    "count_sd",
     "count_users",
     "geometric_counts",
     "inside_count",
@@ -100,20 +99,6 @@ def geometric_counts(
     rate = float(geometric_rate(epsilon, sensitivity))
     noisy = exact + two_sided_geometric(rng, rate, np.shape(exact))
     return np.asarray(noisy, dtype=np.float64), count_sd(epsilon, sensitivity), rate
-
-
-def count_sd(epsilon: float, sensitivity: float = 1.0) -> float:
-    """The noise sd of a count released by :func:`geometric_counts` at ``epsilon`` for an L1
-    ``sensitivity`` (2: a signed count; k: k columns' own counts together): close to the
-    Laplace law's ``√2 sensitivity / ε`` where that is many units.
-
-    Examples
-    --------
-    >>> from dplong.privacy.counts import count_sd
-    >>> round(count_sd(0.1), 2), round(count_sd(0.1, 2.0) / count_sd(0.1), 2)
-    (14.14, 2.0)
-    """
-    return math.sqrt(float(two_sided_geometric_variance(geometric_rate(epsilon, sensitivity))))
 
 
 def lattice_count(

@@ -383,8 +383,11 @@ def _column(
     if asked.size:
         assert sd is not None
         heavy, unseen = _beyond_normal(asked, centre, radius, error, sd, high, epsilon, rng)
-        # what that many users beyond the clip, within ±B, could move the mean by
-        pull = unseen * (bound + abs(centre) - radius)
+        # what that many users beyond the clip, within ±B, could move the mean over the users
+        # with a statistic by: a share of all users, over the count's low end of theirs (a
+        # quarter with one made it four times the share; an audit), and no user further
+        low = max(share - 2.0 * share_sd, 3.0 * share_sd)
+        pull = min(unseen / low, 1.0) * (bound + abs(centre) - radius)
         entries.append(
             LedgerEntry(
                 "tail",

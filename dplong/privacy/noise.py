@@ -51,6 +51,10 @@ from numpy.typing import NDArray
 from dplong.privacy.coins import discrete_gaussians
 
 FINE_BITS = 52
+#: The smallest radius whose fine lattice step ``2**(floor(log2 w) - FINE_BITS)`` is a normal
+#: double: below it the step underflows and the sum cannot be released (public ranges
+#: narrower than twice it are refused, :func:`~dplong.models.pooled.frame.column_range`).
+SMALLEST_RADIUS = 2.0 ** (FINE_BITS - 1022)
 _SPLIT_BITS = 26
 _SPLIT = 2**_SPLIT_BITS  # int64 partial sums of 27-bit halves stay exact for n < 2**35 rows
 COARSE_BITS = 12
@@ -524,6 +528,20 @@ def _lattice_gaussian(
     )
 
 
+def count_sd(epsilon: float, sensitivity: float = 1.0) -> float:
+    """The noise sd of a count released by :func:`~dplong.privacy.counts.geometric_counts` at
+    ``epsilon`` for an L1 ``sensitivity`` (2: a signed count; k: k columns' own counts
+    together): close to the Laplace law's ``√2 sensitivity / ε`` where that is many units.
+
+    Examples
+    --------
+    >>> from dplong.privacy.noise import count_sd
+    >>> round(count_sd(0.1), 2), round(count_sd(0.1, 2.0) / count_sd(0.1), 2)
+    (14.14, 2.0)
+    """
+    return math.sqrt(float(two_sided_geometric_variance(geometric_rate(epsilon, sensitivity))))
+
+
 def flip_probability(epsilon: float, categories: int = 2) -> float:
     """Probability that randomized response (Alg 6) reports the opposite bit; of ``categories``
     labels (k-ary randomized response), that it reports one particular other label.
@@ -549,8 +567,11 @@ def flip_probability(epsilon: float, categories: int = 2) -> float:
     >>> abs(q - 1 / (2 + math.e)) < 1e-12, (1 - 2 * q) / q <= math.e
     (True, True)
     """
-    q = 1.0 / (categories - 1.0 + np.exp(epsilon * (1.0 - 2.0**-40) - 2.0**-48))
-    units = int(np.ceil(q * 2.0**53))
+    with np.errstate(over="ignore"):  # e^ε overflows from ε ≈ 709.8: q is then one unit
+        q = 1.0 / (categories - 1.0 + np.exp(epsilon * (1.0 - 2.0**-40) - 2.0**-48))
+    # at least one unit of the grid: q = 0 would report every label truthfully, an infinite
+    # loss (odds 2**53 - k + 1 <= e^ε wherever q rounds to the unit, ε above 36)
+    units = max(int(np.ceil(q * 2.0**53)), 1)
     return 1.0 / categories if units * categories > 2**53 else units / 2.0**53
 
 

@@ -37,9 +37,14 @@ from dplong.privacy.budget import (
     tail_share,
     top_up,
 )
-from dplong.privacy.counts import count_sd, geometric_counts
+from dplong.privacy.counts import geometric_counts
 from dplong.privacy.locate import Location
-from dplong.privacy.noise import geometric_rate, two_sided_geometric, two_sided_geometric_variance
+from dplong.privacy.noise import (
+    count_sd,
+    geometric_rate,
+    two_sided_geometric,
+    two_sided_geometric_variance,
+)
 from dplong.privacy.projection import MAX_RADIUS
 from dplong.privacy.radius import (
     MAD_OVER_SD,

@@ -15,6 +15,7 @@ from dplong._validation import real_number
 from dplong.exceptions import ParameterError
 from dplong.formula import DesignSpec
 from dplong.models.pooled.factors import Blocks, _indicator_ranges
+from dplong.privacy.noise import SMALLEST_RADIUS
 from dplong.privacy.options import MAX_BOUND
 
 __all__ = ["OUTCOME_ROOM", "BoundsLike", "column_bounds", "column_range", "parse_bounds"]
@@ -121,6 +122,11 @@ def column_range(value: Any, name: str) -> tuple[float, float]:
     if not (math.isfinite(low) and math.isfinite(high) and low < high):
         raise ParameterError(
             f"bounds[{name!r}] must be finite with low < high, got ({low!r}, {high!r})"
+        )
+    if high - low < 2.0 * SMALLEST_RADIUS:  # the noise lattice's step would underflow
+        raise ParameterError(
+            f"bounds[{name!r}] must be at least {2.0 * SMALLEST_RADIUS:.3g} wide, got "
+            f"({low!r}, {high!r}); rescale the column"
         )
     if max(abs(low), abs(high)) > MAX_BOUND:  # squared by the fits' noise and products
         raise ParameterError(

@@ -66,7 +66,7 @@ from dplong.privacy.budget.stages import (
     _side_and_refine,
     column_epsilon,
 )
-from dplong.privacy.noise import MIN_LATTICE_EPSILON
+from dplong.privacy.noise import MIN_LATTICE_EPSILON, count_sd
 
 
 @dataclass(frozen=True)
@@ -742,3 +742,15 @@ def _check(plan: ReleasePlan) -> None:
         )
         refusal.budget_refusal = True
         raise refusal
+    if plan.midpoint_kind == "bounds" and plan.counts:
+        # every column is withheld where its count cannot tell n users from none
+        # (Location.empty: below max(2, 3 sds)): refused first (the planner names the ε)
+        sd = count_sd(plan.count)
+        if plan.n < max(2.0, 3.0 * sd):
+            refusal = PrivacyParameterError(
+                f"epsilon={plan.epsilon:.3g} is too small for n={plan.n} users with public "
+                f"bounds: the count of the users with a value (noise sd {sd:.3g}) could not tell "
+                "them from none, and every column would be withheld"
+            )
+            refusal.budget_refusal = True
+            raise refusal
