@@ -416,7 +416,8 @@ def release_weighted_gaussian(
     rng: np.random.Generator,
 ) -> WeightedRelease:
     """ρ-zCDP release of ``weights.T @ clipped`` for public weights: the discrete Gaussian
-    counterpart of :func:`release_weighted_sums`, calibrated to the L2 sensitivity.
+    counterpart of :func:`release_weighted_sums` (one value a row, or one a row and coordinate,
+    as there), calibrated to the L2 sensitivity.
 
     Replacing one row i moves the exact sums by at most ``2 radius ‖weights[i]‖₂`` in L2 norm,
     which grows like √G with the number G of coordinates a row reaches where the L1 norm grows
@@ -453,7 +454,7 @@ def release_weighted_gaussian(
     unit = (n + 2) * _ROUNDOFF
     float_error = 2.0 * unit / (1.0 - unit) * radius * float(np.linalg.norm(absolute.sum(axis=0)))
     sum_bound = radius * float(absolute.sum(axis=0).max()) * (1.0 + 2.0 * unit)
-    return _lattice_gaussian(weights.T @ clipped, l2, float_error, sum_bound, rho, rng)
+    return _lattice_gaussian(_weighted(weights, clipped), l2, float_error, sum_bound, rho, rng)
 
 
 def release_vector_sum(
@@ -674,9 +675,11 @@ def release_weighted_sums(
     epsilon: float,
     rng: np.random.Generator,
 ) -> WeightedRelease:
-    """ε-DP release of ``weights.T @ clipped`` for public weights, ``|clipped| <= radius``.
+    """ε-DP release of ``weights.T @ clipped`` for public weights, ``|clipped| <= radius``;
+    ``clipped`` may also hold one value a row and coordinate (n x G: the sums
+    ``Σ_i weights[i, g] clipped[i, g]``), as a row's own values may depend on the coordinate.
 
-    Replacing one row ``i`` moves coordinate g of the exact sums by at most
+    Replacing one row ``i`` (all its values) moves coordinate g of the exact sums by at most
     ``2 radius weights[i, g]``, so by at most ``Δ₁ = 2 radius max_i Σ_g |weights[i, g]|`` in L1
     norm — often far less than the sum over g of the per-coordinate sensitivities that basic
     composition pays (a kernel row is concentrated on a few coordinates). One lattice Laplace
@@ -737,19 +740,28 @@ def release_weighted_sums(
     if slack > epsilon / 2:
         raise ValueError("epsilon too small for float-safe lattice noise")
     rate = (epsilon - slack) / lattice_sensitivity
-    sums = weights.T @ clipped
+    sums = _weighted(weights, clipped)
     if float(np.abs(sums).max()) / step > 2.0**52:  # the lattice integers must stay exact
         raise OverflowError("too many rows or grid points for exact lattice rounding")
     lattice = np.rint(sums / step) + two_sided_geometric(rng, rate, (g,))
     scale = step / rate
     sd = math.sqrt(float(two_sided_geometric_variance(rate))) * step
     return WeightedRelease(
-        total=lattice * step,
+        total=np.asarray(lattice * step, dtype=np.float64),
         scale=np.full(g, scale),
         sd=np.full(g, sd),
         sensitivity=lattice_sensitivity * step,
         step=step,
     )
+
+
+def _weighted(weights: NDArray[np.float64], values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``Σ_i weights[i, g] values[i]`` for each coordinate g, or ``Σ_i weights[i, g]
+    values[i, g]`` where ``values`` has one per row and coordinate: each a dot product of n
+    terms, within Higham's bound whatever the order of the additions."""
+    if values.ndim == 1:
+        return np.asarray(weights.T @ values, dtype=np.float64)
+    return np.asarray(np.einsum("ig,ig->g", weights, values), dtype=np.float64)
 
 
 def release_gaussian_vector(

@@ -59,9 +59,12 @@ def release_linear(
     *,
     local: bool,
     target: str,
+    stage: str = "mean",
 ) -> VectorRelease:
     """Release ``weights.T @ clipped`` (module docstring) with ``budget``; ``target`` names what
-    is released in the ledger.
+    is released in the ledger, ``stage`` what for. Centrally ``clipped`` may hold one value a
+    unit and coordinate (n x G; :func:`~dplong.privacy.noise.release_weighted_sums`): the
+    sensitivities are the same.
 
     Examples
     --------
@@ -92,7 +95,7 @@ def release_linear(
             sd=float(release.sd[0]) * energy,
             kind="normal",
             entry=LedgerEntry(
-                "mean",
+                stage,
                 "local lattice Laplace (Alg 8)",
                 target,
                 budget.epsilon,
@@ -110,7 +113,7 @@ def release_linear(
         joint = release_weighted_sums(clipped, radius, weights, budget.epsilon, rng)
         mechanism, kind = "lattice Laplace, L1 over the grid (Alg 1, 4)", "laplace"
         costs = (budget.epsilon, 0.0, 0.0)
-    entry = LedgerEntry("mean", mechanism, target, *costs, joint.sensitivity, float(joint.scale[0]))
+    entry = LedgerEntry(stage, mechanism, target, *costs, joint.sensitivity, float(joint.scale[0]))
     return VectorRelease(joint.total, joint.scale, joint.sd, kind, entry)
 
 
