@@ -21,6 +21,7 @@ __all__ = [
     "auto_bandwidth",
     "get_kernel",
     "item_bias_bound",
+    "item_spacing",
     "item_weights",
     "largest_spacing",
 ]
@@ -201,8 +202,7 @@ def item_weights(
     >>> round(float(tied.sum()), 6), bool(np.allclose(tied[0::3], tied[1::3]))
     (1.0, True)
     """
-    points, inverse, ties = np.unique(x, return_inverse=True, return_counts=True)
-    spacing = (np.diff(points, append=hi) / ties)[inverse]
+    spacing = item_spacing(x, hi)
     u = np.subtract(grid[None, :], x[:, None])  # n x G, so each step works in place
     u /= bandwidth
     weights = kernel(u)
@@ -211,6 +211,22 @@ def item_weights(
     weights *= spacing[:, None]
     weights /= bandwidth
     return weights
+
+
+def item_spacing(x: NDArray[np.float64], hi: float) -> NDArray[np.float64]:
+    """Each unit's ``w_i`` in :func:`item_weights`: its share of the gap to the next design
+    point (the last to ``hi``; units at one point share its gap equally). Public (the design
+    is).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.kernels import item_spacing
+    >>> item_spacing(np.array([0.0, 0.0, 0.5, 0.75]), 1.0).tolist()
+    [0.25, 0.25, 0.25, 0.25]
+    """
+    points, inverse, ties = np.unique(x, return_inverse=True, return_counts=True)
+    return np.asarray((np.diff(points, append=hi) / ties)[inverse])
 
 
 def largest_spacing(x: NDArray[np.float64], hi: float) -> float:
@@ -227,8 +243,7 @@ def largest_spacing(x: NDArray[np.float64], hi: float) -> float:
     >>> largest_spacing(np.array([0.0, 0.0, 0.0, 0.5]), 1.0)        # one unit alone at 0.5
     0.5
     """
-    points, ties = np.unique(x, return_counts=True)
-    return float(np.max(np.diff(points, append=hi) / ties))
+    return float(np.max(item_spacing(x, hi)))
 
 
 def item_bias_bound(
