@@ -47,6 +47,32 @@ def priestley_chao(
     return np.array([np.sum(spacing / bandwidth * k((g - xs) / bandwidth) * ys) for g in grid])
 
 
+def local_spread(
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    grid: NDArray[np.float64],
+    bandwidth: float,
+    hi: float,
+    centre: float,
+    width: float,
+) -> NDArray[np.float64]:
+    """The item-level curve's local spread with the noise off: the responses projected onto
+    ``centre ± width``, their level at each grid point (the curve of the projected responses
+    over its kernel mass), and the mean of their squared deviations from it, clipped at
+    ``width²``, under the Priestley–Chao weights of the Gaussian kernel squared (spacing times
+    K², the last spacing to ``hi``)."""
+    order = np.argsort(x, kind="stable")
+    xs, z = x[order], np.clip(y[order] - centre, -width, width)
+    spacing = np.diff(np.append(xs, hi))
+    spread = []
+    for g in grid:
+        kernel = gaussian((g - xs) / bandwidth)
+        level = np.sum(spacing * kernel * z) / np.sum(spacing * kernel)
+        squares = np.minimum((z - level) ** 2, width**2)
+        spread.append(np.sum(spacing * kernel**2 * squares) / np.sum(spacing * kernel**2))
+    return np.array(spread)
+
+
 def user_curve(
     x: NDArray[np.float64],
     y: NDArray[np.float64],

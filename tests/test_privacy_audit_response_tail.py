@@ -176,13 +176,16 @@ def test_item_level_tail_count_audit_has_power() -> None:
 def test_the_claim_is_the_tail_share_of_the_curves_budget() -> None:
     """The count's ε is the plan's tail share of the curve's budget for the mechanism its
     weights pick, calibrated with it (``FinalBudget.tail_split``: of the Laplace ε, or
-    ``√(2 share ρ)`` of the Gaussian ρ): the ledger claims what the budget module carved."""
+    ``√(2 share ρ)`` of the Gaussian ρ), after the local spread's share is split off
+    (``FinalBudget.split``, the scale being estimated): the ledger claims what the budget
+    module carved."""
     assert WHERE.plan is not None and WHERE.location is not None
     whole = vector_budget(WHERE.plan, refined=WHERE.location.refined)
-    share = WHERE.plan.tail
+    share, kept = WHERE.plan.tail, 1.0 - WHERE.plan.moment_share
+    assert kept < 1.0  # the spread's share is taken first
     expected = (
-        math.sqrt(2.0 * share * whole.rho)
+        math.sqrt(2.0 * share * whole.rho * kept)
         if gaussian_is_better(unit_norms(WEIGHTS), whole)
-        else whole.epsilon - whole.epsilon * (1.0 - share)
+        else whole.epsilon * kept - whole.epsilon * kept * (1.0 - share)
     )
     assert _claim() == pytest.approx(expected, rel=1e-12)

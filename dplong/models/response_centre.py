@@ -27,6 +27,7 @@ from dplong.privacy.budget import (
     VectorBudget,
     paper_vector_budget,
     vector_budget,
+    with_spread,
 )
 from dplong.privacy.engine import implausible
 from dplong.privacy.interval import check_histogram_feasible, local_bins
@@ -75,8 +76,8 @@ class ResponseCentre:
     notes: tuple[str, ...]
     unseen: bool = False
     #: the default engine's: what its stages released, and its plan with the tail stage's
-    #: share where the responses' tail is counted (:func:`response_tail`; ``budget`` is the
-    #: curve's without a count)
+    #: share where the responses' tail is counted and the spread's where their local spread is
+    #: measured (:func:`response_tail`; ``budget`` is the curve's without either)
     location: Location | None = None
     plan: ReleasePlan | None = None
 
@@ -104,8 +105,9 @@ def engine_centre(
         rules=Rules(scale=np.array([sigma**2]) if stated else None),
     )
     # the tail the responses' scale cannot see is counted where it is estimated (as the
-    # engine's means do: :func:`response_tail`)
-    tailed = with_tail(where.plan, measured=not stated)
+    # engine's means do: :func:`response_tail`), and their local spread measured with the curve
+    # (:mod:`dplong.models.response_spread`): their overall spread bounds no error's variance
+    tailed = with_tail(where.plan if stated else with_spread(where.plan), measured=not stated)
     # fmin: a centre missed by hundreds of magnitudes has NaN figures (then withheld)
     width = float(
         np.fmin(amp + where.sd[0] * no_clip(n, options) + where.centre_error[0], MAX_RADIUS)
@@ -177,11 +179,13 @@ def engine_centre(
 @dataclass(frozen=True)
 class ResponseTail:
     """The responses' tail stage (:func:`response_tail`): the projection's half-width after
-    it, the curve's budget, the stage's ledger entries, and a bound per unit on the mean
-    excess the projection clips (``heavy``: beyond the exponential model's, a warning)."""
+    it, the curve's budget and the local spread's (None: not measured), the stage's ledger
+    entries, and a bound per unit on the mean excess the projection clips (``heavy``: beyond
+    the exponential model's, a warning)."""
 
     width: float
     budget: VectorBudget
+    spread: VectorBudget | None
     entries: tuple[LedgerEntry, ...]
     excess: float
     heavy: bool
@@ -198,18 +202,19 @@ def response_tail(
     """The engine's tail rule (:func:`~dplong.privacy.tails.tail_rule`) on the responses
     ``y``, each a unit: a count of those beyond the rung, carved from the curve's budget
     (its ρ or its ε: the mechanism the curve's public ``weights`` pick,
-    :func:`~dplong.privacy.vector.gaussian_is_better`), which widens the projection where it
+    :func:`~dplong.privacy.vector.gaussian_is_better`, for the local spread's share too,
+    split off first as the engine's second moment is), which widens the projection where it
     finds a tail heavier than the scale's normal plug-in sees (``heavy``; balanced for the
     curve's noise and bias, not a mean's) and bounds the excess still clipped per unit (a
     Pareto tail through the counts, :meth:`~dplong.privacy.tails.TailFinding.beyond`; the
     exponential model's bound where the tail is only moderately heavier). Without a count
     (the scale stated, the paper's pipeline, n ε too small, or the responses taken as 0) the
-    half-width and budget are the located ones and the bound is 0 (the projection clips but
-    with probability γ under the stated model)."""
+    half-width is the located one and the bound is 0 (the projection clips but with
+    probability γ under the stated model)."""
     plan, location = where.plan, where.location
-    if plan is None or location is None or not plan.tail or where.lost:
-        return ResponseTail(where.width, where.budget, (), 0.0, False, ())
-    # the count and the curve calibrated together (one call more than where.budget's)
+    if plan is None or location is None or where.lost:
+        return ResponseTail(where.width, where.budget, None, (), 0.0, False, ())
+    # the curve, the count and the spread calibrated together (where.budget: the curve alone)
     whole = vector_budget(plan, refined=location.refined)
     l1, l2 = unit_norms(weights)
     gaussian = gaussian_is_better((l1, l2), whole)
@@ -218,6 +223,10 @@ def response_tail(
         if gaussian
         else FinalBudget("laplace", np.array([whole.epsilon]), np.zeros(1))
     )
+    mean, spread = budget.split(plan.moment_share)
+    spread_budget = None if spread is None else _vector(spread)
+    if not plan.tail:
+        return ResponseTail(where.width, _vector(mean), spread_budget, (), 0.0, False, ())
     # the excess moves the curve at x by Σ_i |a_i(x)| times a unit's (a mean's by 1 / n), and
     # its noise grows with a unit's row of weights, its L2 or L1 norm (Laplace sd √2 Δ₁ / ε,
     # Gaussian Δ₂ / √(2ρ); a mean's 1 / n)
@@ -227,7 +236,7 @@ def response_tail(
         location,
         plan,
         (name,),
-        (np.array([where.width]), budget, None),
+        (np.array([where.width]), mean, spread),
         rng,
         balance=balance,
     )
@@ -241,17 +250,23 @@ def response_tail(
         excess = float(bound[0])
     else:
         excess = 0.0
-    rest = found.mean_budget
     return ResponseTail(
         width=width,
-        budget=VectorBudget(0.0, float(rest.rho[0]))
-        if gaussian
-        else VectorBudget(float(rest.epsilon[0])),
+        budget=_vector(found.mean_budget),
+        spread=spread_budget,
         entries=found.entries,
         excess=excess,
         heavy=bool(found.heavy[0]),
         assumptions=moderate_assumptions((name,), found.moderate),
     )
+
+
+def _vector(budget: FinalBudget) -> VectorBudget:
+    """A one-column final budget as the vector release's: its ε, or its ρ alone (the kind
+    :func:`~dplong.privacy.vector.release_linear` then takes)."""
+    if budget.kind == "gaussian":
+        return VectorBudget(0.0, float(budget.rho[0]))
+    return VectorBudget(float(budget.epsilon[0]))
 
 
 def paper_centre(

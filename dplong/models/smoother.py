@@ -22,7 +22,13 @@ from numpy.typing import NDArray
 
 from dplong._validation import real_number, warn
 from dplong.exceptions import ParameterError
-from dplong.kernels import auto_bandwidth, item_bias_bound, item_weights, largest_spacing
+from dplong.kernels import (
+    auto_bandwidth,
+    item_bias_bound,
+    item_spacing,
+    item_weights,
+    largest_spacing,
+)
 from dplong.models.curve_grid import grid_names
 from dplong.models.item_data import item_rows
 from dplong.models.kernel import PriestleyChao, Stated
@@ -33,6 +39,7 @@ from dplong.models.response_centre import (
     paper_centre,
     response_tail,
 )
+from dplong.models.response_spread import SPREAD_SDS, local_spread
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.budget import afford, settle, vector_plan
 from dplong.privacy.engine import Release, overflowed
@@ -174,8 +181,10 @@ class ItemSmoother(PriestleyChao):
             else (f"curve at {int(reached.sum())} points")
         )
         # a grid point no design point reaches would be released as noise alone: not released
+        projected = _project(self._y, centre, width)
+        mass = weights.sum(axis=0)  # Σ_i a_i(x): public, the design's
         curve_release = release_linear(
-            _project(self._y, centre, width),
+            projected,
             width,
             weights[:, reached],
             tail.budget,
@@ -183,17 +192,50 @@ class ItemSmoother(PriestleyChao):
             local=options.local,
             target=target,
         )
+        measured = None
+        if tail.spread is not None:
+            # the curve's level about the centre where it is read (post-processing); a kernel
+            # that sums to 0 at a point leaves it infinite, then clipped to the half-width
+            with np.errstate(divide="ignore", invalid="ignore"):
+                level = np.nan_to_num(curve_release.total / mass[reached], nan=0.0)
+            measured = local_spread(
+                projected,
+                width,
+                level,
+                weights[:, reached],
+                item_spacing(self._x, hi),
+                tail.spread,
+                rng,
+            )
         ledger = settle(
-            request.accountant, [*where.entries, *tail.entries, curve_release.entry], options
+            request.accountant,
+            [
+                *where.entries,
+                *tail.entries,
+                curve_release.entry,
+                *(() if measured is None else (measured.entry,)),
+            ],
+            options,
         )
         assumptions = (
-            f"Item-level fixed design (Def 4.7): the {n} design points are public; errors "
-            f"with covariance below {sigma:.4g}² I"
-            + (" (noise_sd)." if stated else " (estimated privately: the responses' spread)."),
+            f"Item-level fixed design (Def 4.7): the {n} design points are public; "
+            + (
+                f"errors with covariance below {sigma:.4g}² I"
+                + (" (noise_sd)." if stated else " (estimated privately: the responses' spread).")
+                if measured is None
+                else "independent errors, whose variance near each x is measured privately "
+                "(Lemma 4.9's sampling term, point by point): a second curve of the projected "
+                "responses' squared deviations from the curve, weighted as a_i(x)² is (w_i K², "
+                "the variance not following the design's gaps), read "
+                f"{SPREAD_SDS:g} noise sds high and at most the half-width squared, gives v̂(x) "
+                "and the bands' sampling sd √(Σ_i a_i(x)² v̂(x)); the responses' overall "
+                f"spread {sigma:.4g} sizes their projection only."
+            ),
             f"|f(x) - c| <= {amp:g} for some level c (amplitude)."
             if stated
-            else "Responses treated as sub-Gaussian around one level (conservative: their "
-            "spread includes the variation of f).",
+            else "Responses treated as sub-Gaussian around one level"
+            + ("" if measured is None else " for their projection")
+            + " (conservative: their spread includes the variation of f).",
             f"Responses projected onto {where.midpoint} ± {width:.4g}, "
             + (
                 "and the bands allow for what it clips: the excess per response the tail "
@@ -225,15 +267,18 @@ class ItemSmoother(PriestleyChao):
                 "model a transform (np.log1p) of a skewed response",
             )
         notes += _missing_notes(where.location, n, centre, amp if stated else width, weights)
-        mass = weights.sum(axis=0)  # Σ_i a_i(x): public, the design's
         notes += _design_notes(
             grid, mass, reached, self._kernel.boundary_points(grid, b, self._domain)
         )
         with np.errstate(over="ignore", invalid="ignore"):  # a far miss overflows its figures
             curve = centre * mass + _spread(curve_release.total, reached)
             total_sd = _spread(np.broadcast_to(curve_release.sd, reached.sum()), reached)
-            sampling_sd = sigma * np.sqrt((weights**2).sum(axis=0))  # Lemma 4.9's Mad term
-            variance = np.square(np.full(grid.size, sigma))
+            # σ_max where stated (or on the paper's pipeline), else the local spread's √v̂(x)
+            error_sd = (
+                np.full(grid.size, sigma) if measured is None else _spread(measured.sd, reached)
+            )
+            sampling_sd = error_sd * np.sqrt((weights**2).sum(axis=0))  # Lemma 4.9's Mad term
+            variance = np.square(error_sd)
         # a number whose error figures overflow says nothing: withheld, as in the engine
         unbounded = overflowed(curve, total_sd, sampling_sd) & reached & (not where.lost)
         if unbounded.any():
@@ -249,6 +294,18 @@ class ItemSmoother(PriestleyChao):
                 f"of the interval the responses were projected onto ({where.midpoint} ± "
                 f"{width:.4g}): its values and bands say less than that interval itself; "
                 "raise epsilon, widen the bandwidth or use fewer grid points.",
+            )
+        # where the spread's cap binds at a point that is shown (not withheld as overflowing)
+        capped = np.zeros(grid.size, dtype=bool)
+        if measured is not None:
+            capped[reached] = measured.unpinned
+        capped &= ~unbounded
+        if capped.any() and not where.lost:
+            notes += (
+                f"At x = {_points(grid[capped])} the privacy noise swamps the "
+                "responses' local spread: the bands there take the largest variance a "
+                f"projected response can have (the half-width squared, {width:.4g}²). Raise "
+                "epsilon, widen the bandwidth, or state noise_sd.",
             )
         withheld = unbounded | where.lost | ~reached
         if withheld.any():

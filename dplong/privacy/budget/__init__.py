@@ -12,7 +12,8 @@ from here (the modules are its layout, not its interface):
   composition with every earlier call stays within the request (:class:`FinalBudget`,
   :func:`largest_within`, :func:`top_up`), shared over the columns by PLAN's weights;
 - :mod:`~dplong.privacy.budget.pipelines` — the paper's, CoinPress's and a vector release's
-  stage budgets (:func:`paper_budget`, :func:`plan_budget`, :func:`vector_plan`);
+  stage budgets (:func:`paper_budget`, :func:`plan_budget`, :func:`vector_plan`,
+  :func:`with_spread`);
 - :mod:`~dplong.privacy.budget.gaussian` — the ρ of Gaussian releases: the ePTR, sufficient
   statistics, random effects (:func:`ptr_budget`, :func:`statistics_budget`);
 - :mod:`~dplong.privacy.budget.fit` — a fit's parts (:func:`part`, :func:`users_share`,
@@ -54,6 +55,7 @@ from dplong.privacy.budget.gaussian import (
 )
 from dplong.privacy.budget.pipelines import (
     LOCAL_HISTOGRAM_SHARE,
+    SPREAD_SHARE,
     ScalePlan,
     VectorBudget,
     paper_budget,
@@ -61,6 +63,7 @@ from dplong.privacy.budget.pipelines import (
     plan_budget,
     vector_budget,
     vector_plan,
+    with_spread,
 )
 from dplong.privacy.budget.plan import ReleasePlan
 from dplong.privacy.budget.stages import (
@@ -101,6 +104,7 @@ __all__ = [
     "RESIZE_SDS",
     "SEAT_USERS",
     "SIDE_SHARE",
+    "SPREAD_SHARE",
     "ZERO_COUNT_SHARE",
     "ZERO_COUNT_USERS",
     "FinalBudget",
@@ -138,4 +142,5 @@ __all__ = [
     "users_share",
     "vector_budget",
     "vector_plan",
+    "with_spread",
 ]

@@ -10,6 +10,7 @@ engine's stages and ends in one release of public linear functionals of it
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -180,6 +181,39 @@ def vector_plan(n: int, options: ReleaseOptions, *, stated_scale: bool) -> Relea
     )
     plan.check()
     return plan
+
+
+#: The share of a located vector's final budget (:func:`vector_plan`, its scale estimated) for
+#: a second vector of the same public weights' reach: the item-level curve's local spread, the
+#: projected responses' squared deviations from it (:mod:`dplong.models.response_spread`). It
+#: is the plan's second-moment share (:attr:`~dplong.privacy.budget.plan.ReleasePlan.moment_share`,
+#: the engine's at ``n ε`` of :data:`~dplong.privacy.budget.stages.MOMENT_USERS`), so the
+#: calibration composes the two vectors (and the tail count) as it does a mean and its moment.
+SPREAD_SHARE = 0.1
+
+
+def with_spread(plan: ReleasePlan) -> ReleasePlan:
+    """``plan`` (a located :func:`vector_plan`, its stages run) with :data:`SPREAD_SHARE` of its
+    final stage for the spread vector, composed with the first by
+    :meth:`~dplong.privacy.budget.plan.ReleasePlan.calibrate` and split from it by
+    :meth:`~dplong.privacy.budget.FinalBudget.split`. Set after the location so that its
+    stages are those of a plan without it. Public facts only.
+
+    Examples
+    --------
+    >>> from dplong.privacy.budget import vector_budget, vector_plan, with_spread
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> options = ReleaseOptions.check(2000, epsilon=1.0, delta=None, privacy="central",
+    ...                                bound=None, d=1)
+    >>> plan = vector_plan(2000, options, stated_scale=False)
+    >>> spread = with_spread(plan)
+    >>> spread.moment_share, spread.midpoint == plan.midpoint
+    (0.1, True)
+    >>> both = vector_budget(spread, refined=False)  # the two vectors' ε, composed as two calls
+    >>> both.epsilon >= vector_budget(plan, refined=False).epsilon
+    True
+    """
+    return dataclasses.replace(plan, moment_share=SPREAD_SHARE)
 
 
 def vector_budget(plan: ReleasePlan, *, refined: bool) -> VectorBudget:
