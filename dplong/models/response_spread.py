@@ -109,28 +109,32 @@ def local_spread(
     >>> spread.sd.round(9).tolist(), spread.unpinned.tolist(), spread.entry.stage
     ([1.0, 2.0], [False, False], 'spread')
     """
-    # a_i(x)² / w_i ∝ w_i K(·)², 0 for a unit without a gap (its weight is 0 too); each point's
-    # weights over their largest first, whose squares far from the design (27 bandwidths and
-    # more) would underflow to 0 however many of them
-    relative = weights / np.abs(weights).max(axis=0)
-    kernel = np.divide(
-        relative**2, spacing[:, None], out=np.zeros_like(weights), where=spacing[:, None] > 0
-    )
-    omega = kernel / kernel.sum(axis=0)  # Σ_i ω_i(x) = 1 at every point reached
+    # a_i(x)² / w_i ∝ w_i K(·)² (0 for a unit without a gap: its weight is 0 too), each
+    # point's weights over their largest first, whose squares far from the design (27
+    # bandwidths and more) would underflow to 0 however many of them; in place, as each of
+    # these n x G arrays is as large as the curve's weights
+    omega = weights / np.abs(weights).max(axis=0)
+    np.square(omega, out=omega)
+    omega /= np.where(spacing > 0, spacing, 1.0)[:, None]
+    omega /= omega.sum(axis=0)  # Σ_i ω_i(x) = 1 at every point reached
     # each point in units of its own most exposed unit's weight: its noise then follows its
     # own exposure, not the sparsest point's (three units near one end of a public design set
     # the noise of every point, which swamped the spread everywhere)
     exposure = omega.max(axis=0)
-    with np.errstate(over="ignore"):  # a far miss's half-width squares to inf: capped
+    omega /= exposure
+    with np.errstate(over="ignore", invalid="ignore"):  # a far miss's squares overflow: capped
         # the largest square the release holds: w², but at most the lattice's radius twice
         # (the engine's second moment, :func:`~dplong.privacy.projection.release_second_moment`)
         half = min(float(np.float64(width) ** 2) / 2.0, MAX_RADIUS)
-        deviations = np.clip(projected[:, None] - np.clip(level, -width, width), -width, width)
-        squares = np.clip(deviations**2 - half, -half, half)
+        squares = projected[:, None] - np.clip(level, -width, width)
+        np.clip(squares, -width, width, out=squares)
+        np.square(squares, out=squares)
+        squares -= half
+        np.clip(squares, -half, half, out=squares)
     release = release_linear(
         squares,
         half,
-        omega / exposure,
+        omega,
         budget,
         rng,
         local=False,
