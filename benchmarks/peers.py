@@ -226,24 +226,40 @@ def mean_cell(
         if np.isnan(res.params.iloc[0]):  # withheld, with its reason: no error to pair
             cell.withheld += 1
             continue
-        cell.add("non-private", means.mean(), truth)
-        cell.add("dplong", float(res.params.iloc[0]), truth)
-        cell.interval(*res.conf_int().iloc[0], truth)
-        cell.add(
-            "diffprivlib",
-            diffprivlib.tools.mean(
-                means,
-                epsilon=epsilon,
-                bounds=bounds,
-                random_state=np.random.RandomState(peer_seed),
-                accountant=diffprivlib.BudgetAccountant(),
-            ),
-            truth,
-        )
-        listed = means.tolist()
-        for name, meas in opendp.items():
-            cell.add(name, meas(listed), truth)
+        add_means(cell, res, means, truth, (diffprivlib, opendp), epsilon, bounds, peer_seed)
     return cell
+
+
+def add_means(
+    cell: Cell,
+    res: Any,
+    means: np.ndarray,
+    truth: float,
+    peers: tuple[Any, dict[str, Any]],
+    epsilon: float,
+    bounds: tuple[float, float],
+    peer_seed: int,
+) -> None:
+    """One replication of a mean cell: the non-private mean, dplong's release ``res`` and its
+    interval, and the peers' bounded means of the same users' means."""
+    diffprivlib, opendp = peers
+    cell.add("non-private", means.mean(), truth)
+    cell.add("dplong", float(res.params.iloc[0]), truth)
+    cell.interval(*res.conf_int().iloc[0], truth)
+    cell.add(
+        "diffprivlib",
+        diffprivlib.tools.mean(
+            means,
+            epsilon=epsilon,
+            bounds=bounds,
+            random_state=np.random.RandomState(peer_seed),
+            accountant=diffprivlib.BudgetAccountant(),
+        ),
+        truth,
+    )
+    listed = means.tolist()
+    for name, meas in opendp.items():
+        cell.add(name, meas(listed), truth)
 
 
 def binary_cell(
@@ -264,23 +280,7 @@ def binary_cell(
         res = dplong.winsorized_mean(
             rows.ravel(), groups=users, epsilon=epsilon, bounds=(0.0, 1.0), random_state=noise
         )
-        cell.add("non-private", means.mean(), share)
-        cell.add("dplong", float(res.params.iloc[0]), share)
-        cell.interval(*res.conf_int().iloc[0], share)
-        cell.add(
-            "diffprivlib",
-            diffprivlib.tools.mean(
-                means,
-                epsilon=epsilon,
-                bounds=(0.0, 1.0),
-                random_state=np.random.RandomState(peer_seed),
-                accountant=diffprivlib.BudgetAccountant(),
-            ),
-            share,
-        )
-        listed = means.tolist()
-        for name, meas in opendp.items():
-            cell.add(name, meas(listed), share)
+        add_means(cell, res, means, share, (diffprivlib, opendp), epsilon, (0.0, 1.0), peer_seed)
     return cell
 
 

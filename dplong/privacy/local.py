@@ -327,15 +327,11 @@ def _column(
         values[plan.count :], [plan.locate, plan.locate + plan.tail]
     )
     entries = [
-        LedgerEntry(
+        _answers(
             "count",
-            f"randomized response (Alg 6) of having a statistic, {plan.count} users",
+            f"randomized response (Alg 6) of having a statistic, {plan.count}",
             name,
             epsilon,
-            0.0,
-            0.0,
-            1.0,
-            math.nan,
         )
     ]
     # a share the count cannot tell from 0 is withheld below, and meanwhile divides nothing
@@ -389,16 +385,12 @@ def _column(
         low = max(share - 2.0 * share_sd, 3.0 * share_sd)
         pull = min(unseen / low, 1.0) * (bound + abs(centre) - radius)
         entries.append(
-            LedgerEntry(
+            _answers(
                 "tail",
                 "k-ary randomized response (Alg 6, 3 labels) of lying beyond the clip and a "
-                f"rung, {asked.size} users",
+                f"rung, {asked.size}",
                 name,
                 epsilon,
-                0.0,
-                0.0,
-                1.0,
-                math.nan,
             )
         )
         if heavy:  # a lump or tail the bulk's spread missed: unbiased within ±B instead
@@ -457,6 +449,12 @@ def _column(
         heavy=heavy and not empty,
         pull=math.nan if heavy or empty else pull,
     )
+
+
+def _answers(stage: str, mechanism: str, name: str, epsilon: float) -> LedgerEntry:
+    """The ledger entry of a group's randomized responses (one answer of sensitivity 1 each,
+    at the whole ε): ``mechanism`` names them and ends with the group's size."""
+    return LedgerEntry(stage, f"{mechanism} users", name, epsilon, 0.0, 0.0, 1.0, math.nan)
 
 
 def _beyond_normal(
