@@ -40,6 +40,8 @@ def normal_laplace_cdf(x: float, s: float, b: float) -> float:
         return float(stats.norm.cdf(x, scale=s))
     if s <= NEGLIGIBLE * b:
         return float(stats.laplace.cdf(x, scale=b))
+    unit = max(s, b)  # the law in units of its larger scale: s² overflowed beyond 1.3e154
+    x, s, b = x / unit, s / unit, b / unit
     shift = s * s / (2.0 * b * b)
     left = math.exp(shift - x / b + special.log_ndtr(x / s - s / b))
     right = math.exp(shift + x / b + special.log_ndtr(-x / s - s / b))
@@ -61,13 +63,17 @@ def normal_laplace_quantile(p: float, s: float, b: float) -> float:
     >>> q = normal_laplace_quantile(0.975, s=1.0, b=1.0)
     >>> round(normal_laplace_cdf(q, s=1.0, b=1.0), 9)
     0.975
+    >>> round(normal_laplace_quantile(0.975, s=1e299, b=1e299) / (1e299 * q), 9)  # s² overflowed
+    1.0
     """
     if b <= NEGLIGIBLE * s:
         return _upper_quantile(stats.norm, p, s)
     if s <= NEGLIGIBLE * b:
         return _upper_quantile(stats.laplace, p, b)
+    unit = max(s, b)  # solved in units of the larger scale (the cdf's own), then scaled back
+    s, b = s / unit, b / unit
     upper = _upper_quantile(stats.norm, p, s) + _upper_quantile(stats.laplace, p, b)  # F >= p
-    return float(
+    return unit * float(
         optimize.brentq(lambda x: normal_laplace_cdf(x, s, b) - p, 0.0, upper, xtol=1e-12 * upper)
     )
 
@@ -107,8 +113,9 @@ def _normal_part(sampling_sd: float, noise_scale: float, noise_sd: float) -> flo
     """The sd of the normal part of a Laplace-law estimate: sampling, plus whatever noise
     variance the Laplace of scale b does not carry (``sd² - 2b²``: the private count's share
     of a ratio estimate, a sum of several small noises treated as normal)."""
-    extra = max(noise_sd * noise_sd - 2.0 * noise_scale * noise_scale, 0.0)
-    return math.sqrt(sampling_sd * sampling_sd + extra)
+    unit = max(noise_sd, noise_scale) or 1.0  # in its units: squares overflowed past 1e154
+    extra = max((noise_sd / unit) ** 2 - 2.0 * (noise_scale / unit) ** 2, 0.0)
+    return math.hypot(sampling_sd, unit * math.sqrt(extra))
 
 
 def half_widths(

@@ -2475,3 +2475,22 @@ def test_local_pull_bound_holds_where_users_lack_a_statistic() -> None:
             lo, hi = res.conf_int().iloc[0]
             assert lo - pull <= np.nanmean(x) <= hi + pull, (lo, hi, pull, np.nanmean(x))
     assert shown >= 3  # the warning's case, not the one-round estimator's
+
+
+def test_intervals_of_estimates_near_the_doubles_edge() -> None:
+    """The interval law's squares overflowed for scales beyond about 1.3e154: a curve of
+    responses of ±1e308 (an audit's case) released finite estimates, sds near 4e299, and its
+    ``conf_int()`` raised a bare scipy error. The law is now solved in units of its larger
+    scale: the half-width scales exactly with it."""
+    base = half_widths(0.05, np.array([1.0]), np.array([0.5]), np.array([1.0]), "laplace")
+    huge = half_widths(0.05, np.array([4e299]), np.array([2e299]), np.array([4e299]), "laplace")
+    assert huge[0] == pytest.approx(4e299 * base[0], rel=1e-9)
+    x = np.arange(2000) / 2000
+    y = np.where(np.arange(x.size) % 2 == 0, -1e308, 1e308)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dplong.PriestleyChao.from_formula(
+            "y ~ x", pd.DataFrame({"x": x, "y": y}), domain=(0, 1), bandwidth=0.1, grid=5
+        ).fit(epsilon=1.0, random_state=0)
+    ci = res.conf_int()
+    assert np.isfinite(ci.to_numpy()).all() and (ci["lower"] <= ci["upper"]).all()
