@@ -550,7 +550,9 @@ def release_means(
         located = radius - np.abs(tails.shift)
     # a weighted second moment is read about the centre (the offset's share is not released):
     # a moved centre would read as spread, so a release that buys one keeps its centre
-    if lower is not None and (user_weights is None or moment_budget is None):
+    # within public bounds (which hold every statistic) the interval is theirs: a support's
+    # end moves nothing, and the sum is read from its rough mean (``where.anchor``)
+    if lower is not None and bounds is None and (user_weights is None or moment_budget is None):
         # an anchor moved by s adds s times the count's relative noise to the mean's: at most
         # SHIFT_COST of the sum's own noise
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

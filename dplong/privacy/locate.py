@@ -209,7 +209,7 @@ def locate(
     """Stages 1-4 of the module docstring: count, midpoint, scale and refinement, under the
     release's :class:`~dplong.privacy.rules.Rules`. With public ``bounds`` only the count runs: the
     centre is the bounds' midpoint, exact (and where the plan has a rough mean, the sum's anchor
-    is that mean; not on a support's end, which moves the interval about its anchor). With
+    is that mean). With
     ``user_weights`` the scale and refinement work on
     standardised deviations and the count is the weighted count. An earlier ``count`` is used
     instead of a new one. A ``public_centre`` is the midpoint, and only the scale is located.
@@ -248,7 +248,7 @@ def locate(
             tuple(count_entries),
             plan,
         )
-        if plan.refine <= 0 or lower is not None:
+        if plan.refine <= 0:
             return bounded
         # a rough mean to read the sum from: the count's error then multiplies its error, not
         # the mean's distance from the bounds' middle (:data:`BOUNDED_ROUGH_SHARE`)

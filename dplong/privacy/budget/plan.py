@@ -200,7 +200,7 @@ class ReleasePlan:
         release reuses the count of an earlier one over the same users; ``bounded`` when public
         bounds hold every statistic: no midpoint, scale or refinement of the interval is needed
         (a rough mean may anchor the sum, :data:`~dplong.privacy.budget.stages.BOUNDED_ROUGH_SHARE`,
-        where the release counts its users and no support's end is declared); ``moment=False``
+        where the release counts its users); ``moment=False``
         when the final stage releases no second moment (its budget is then one call per column:
         calibrate it so); ``share`` is the part of a fit's budget this release gets, so that
         refusals and notes speak of the fit's ε; ``weighted`` when users carry precision weights:
@@ -231,9 +231,7 @@ class ReleasePlan:
         if bounded:
             counts = (1 if complete_rows else d) if count else 0
             # a rough mean anchors the sum where the count's error would multiply the offset
-            anchored = (
-                refine and counts > 0 and not supported and n * per_column >= BOUNDED_ANCHOR_NE
-            )
+            anchored = refine and counts > 0 and n * per_column >= BOUNDED_ANCHOR_NE
             count_share = BOUNDED_ANCHOR_COUNT_SHARE if anchored else BOUNDED_COUNT_SHARE
             return cls(
                 n=n,
