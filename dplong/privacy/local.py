@@ -329,7 +329,8 @@ def _column(
     entries = [
         _answers(
             "count",
-            f"randomized response (Alg 6) of having a statistic, {plan.count}",
+            "randomized response (Alg 6) of having a statistic",
+            plan.count,
             name,
             epsilon,
         )
@@ -387,8 +388,8 @@ def _column(
         entries.append(
             _answers(
                 "tail",
-                "k-ary randomized response (Alg 6, 3 labels) of lying beyond the clip and a "
-                f"rung, {asked.size}",
+                "k-ary randomized response (Alg 6, 3 labels) of lying beyond the clip and a rung",
+                asked.size,
                 name,
                 epsilon,
             )
@@ -451,10 +452,10 @@ def _column(
     )
 
 
-def _answers(stage: str, mechanism: str, name: str, epsilon: float) -> LedgerEntry:
-    """The ledger entry of a group's randomized responses (one answer of sensitivity 1 each,
-    at the whole ε): ``mechanism`` names them and ends with the group's size."""
-    return LedgerEntry(stage, f"{mechanism} users", name, epsilon, 0.0, 0.0, 1.0, math.nan)
+def _answers(stage: str, mechanism: str, users: int, name: str, epsilon: float) -> LedgerEntry:
+    """The ledger entry of a group of ``users``' randomized responses (one answer of
+    sensitivity 1 each, at the whole ε)."""
+    return LedgerEntry(stage, f"{mechanism}, {users} users", name, epsilon, 0.0, 0.0, 1.0, math.nan)
 
 
 def _beyond_normal(
@@ -542,12 +543,14 @@ def _tail_notes(names: tuple[str, ...], columns: list[_Column]) -> tuple[str, ..
     "['y']: a count of the users beyond the clip about the locating h"
     """
     heavy = [name for name, c in zip(names, columns, strict=True) if c.heavy]
-    notes = [
-        f"{heavy}: more users lie beyond the clip about the locating histogram's mode than "
-        "its normal spread puts there (a lump or a skewed tail, counted privately): the "
-        "mean is the one-round estimator's, every report clipped to ±bound only, unbiased "
-        "for values within it and noisier; a stated scale (scale=) clips closer."
-    ][: bool(heavy)]
+    notes = []
+    if heavy:
+        notes.append(
+            f"{heavy}: more users lie beyond the clip about the locating histogram's mode than "
+            "its normal spread puts there (a lump or a skewed tail, counted privately): the "
+            "mean is the one-round estimator's, every report clipped to ±bound only, unbiased "
+            "for values within it and noisier; a stated scale (scale=) clips closer."
+        )
     notes += [
         f"['{name}']: a count of the users beyond the clip about the locating histogram's "
         "mode found no more than its normal spread puts there, but a lump or skewed tail of "
