@@ -108,7 +108,19 @@ def parse_bounds(text: str) -> dict[str, tuple[float, float]]:
 
 def column_range(value: Any, name: str) -> tuple[float, float]:
     """``value`` as a public range ``(low, high)`` of ``bounds[name]``: finite, low < high,
-    within ±:data:`~dplong.privacy.options.MAX_BOUND`."""
+    within ±:data:`~dplong.privacy.options.MAX_BOUND`, and wide enough for the noise lattice
+    (:data:`~dplong.privacy.noise.SMALLEST_RADIUS`).
+
+    Examples
+    --------
+    >>> from dplong.models.pooled.frame import column_range
+    >>> column_range((0, 1), "visit")
+    (0.0, 1.0)
+    >>> column_range((1, 0), "visit")
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.ParameterError: bounds['visit'] must be finite with low < high, got (1.0, 0.0)
+    """
     try:
         low, high = value
     except (TypeError, ValueError):
