@@ -71,6 +71,7 @@ if TYPE_CHECKING:
 __all__ = [
     "as_levels",
     "as_numbers",
+    "level_texts",
     "read_data",
     "read_failures",
     "read_file",
@@ -516,7 +517,7 @@ def typed(
     >>> read["x"].tolist(), read["ok"].tolist(), read["id"].tolist()
     ([1.5, nan], [1.0, nan], ['a', 'b'])
     """
-    declared = {column: _level_texts(column, values) for column, values in (levels or {}).items()}
+    declared = {column: level_texts(column, values) for column, values in (levels or {}).items()}
     keep = [] if groups is None else [groups]
     absent = [
         c for c in [*declared, *keep, *([] if time is None else [time])] if c not in frame.columns
@@ -779,21 +780,33 @@ def _require_pyarrow() -> None:
         ) from None
 
 
-def _level_texts(column: str, values: Sequence[str]) -> list[str]:
+def level_texts(column: str, values: Sequence[str], *, argument: str = "levels") -> list[str]:
     """The declared levels of ``column`` as text, refused unless each reads as its own level:
     distinct as text, numbers or truth values, and none a number that is not one (``nan``,
-    ``NaN``: no two NaNs read alike, so no cell would match it and two passed as distinct)."""
+    ``NaN``: no two NaNs read alike, so no cell would match it and two passed as distinct).
+    ``argument`` names the declaration in the refusal (``--levels`` on the command line).
+
+    Examples
+    --------
+    >>> from dplong.io import level_texts
+    >>> level_texts("site", ["north", 2])
+    ['north', '2']
+    >>> level_texts("visit", ["1", "1.0"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.ParameterError: levels visit: the levels must be distinct ...
+    """
     texts = [str(v) for v in values]
     keys = [_key(t) for t in texts]
     if any(isinstance(key, float) and math.isnan(key) for key in keys):
         raise ParameterError(
-            f"--levels {column}: a level must not read as NaN, got {','.join(texts)}: a cell "
+            f"{argument} {column}: a level must not read as NaN, got {','.join(texts)}: a cell "
             "'nan' is a missing number, which no level matches"
         )
     if not texts or len(set(keys)) != len(keys):
         raise ParameterError(
-            f"--levels {column}: the levels must be distinct (as text, numbers or truth values), "
-            f"got {','.join(texts)}"
+            f"{argument} {column}: the levels must be distinct (as text, numbers or truth "
+            f"values), got {','.join(texts)}"
         )
     return texts
 

@@ -1141,7 +1141,8 @@ OTHERS: list[tuple[str, Callable[[], object], type[DplongError], str]] = [
         "io.read_data level NaN",
         lambda: dplong.io.read_data("dataset:dietox", levels={"Evit": ["nan", "1"]}),
         ParameterError,
-        "--levels Evit: a level must not read as NaN",
+        # the Python API's argument, not the command line's --levels
+        "levels Evit: a level must not read as NaN",
     ),
 ]
 for label, call, error, names in OTHERS:
@@ -2160,3 +2161,15 @@ def test_a_narrow_domain_far_from_zero_keeps_its_grid_points_apart() -> None:
     assert res.params.index.is_unique and res.params.index[1] == 1e9 + 0.00025
     assert res.withheld.empty or res.withheld.index.is_unique
     res.summary()
+
+
+@pytest.mark.parametrize(
+    ("argument", "prefix"), [(None, "levels site:"), ("--levels", "--levels site:")]
+)
+def test_level_refusal_names_the_callers_argument(argument: str | None, prefix: str) -> None:
+    # the Python API's levels= and the command line's --levels share one check; each caller's
+    # refusal names its own argument (the Python API's said "--levels", an option it has not)
+    options = {} if argument is None else {"argument": argument}
+    with pytest.raises(ParameterError) as caught:
+        dplong.io.level_texts("site", ["a", "a"], **options)
+    assert str(caught.value).startswith(prefix)

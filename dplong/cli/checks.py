@@ -15,6 +15,7 @@ from dplong._validation import not_columns
 from dplong.cli.errors import _InputError
 from dplong.cli.keywords import _stage_options
 from dplong.cli.model_options import _unique_options
+from dplong.io import level_texts
 from dplong.models.command_line import CommandLineModel, Option
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def _declared_levels(declared: list[tuple[str, list[str]]] | None) -> dict[str, 
     for column, texts in declared or []:
         if column in levels:
             raise _InputError(f"--levels {column}=... is given twice")
-        levels[column] = texts
+        levels[column] = level_texts(column, texts, argument="--levels")
     return levels
 
 
