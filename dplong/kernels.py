@@ -66,7 +66,22 @@ class Kernel:
     support: float
 
     def __call__(self, u: ArrayLike) -> NDArray[np.float64]:
-        return self.function(np.asarray(u, dtype=np.float64))
+        # K is 0 far out, where u * u overflows (a tiny bandwidth on a wide domain)
+        with np.errstate(over="ignore"):
+            return self.function(np.asarray(u, dtype=np.float64))
+
+    def at(self, distance: ArrayLike, bandwidth: float) -> NDArray[np.float64]:
+        """``K(distance / bandwidth)``: a distance beyond the doubles in bandwidths (its
+        quotient overflows to ±inf) weighs 0, without numpy's overflow warning.
+
+        Examples
+        --------
+        >>> from dplong.kernels import get_kernel
+        >>> get_kernel("epanechnikov").at([0.0, 0.5, 1e300], 1e-300).tolist()
+        [0.75, 0.0, 0.0]
+        """
+        with np.errstate(over="ignore"):
+            return self(np.divide(distance, bandwidth))
 
     def tail_point(self, bandwidth: float, length: float) -> float:
         """``ζ / b``: points within ``ζ`` of the domain's ends are boundary points.
@@ -204,7 +219,8 @@ def item_weights(
     """
     spacing = item_spacing(x, hi)
     u = np.subtract(grid[None, :], x[:, None])  # n x G, so each step works in place
-    u /= bandwidth
+    with np.errstate(over="ignore"):  # beyond the doubles in bandwidths: K is 0 there
+        u /= bandwidth
     weights = kernel(u)
     if kernel.function not in _OWN_ARRAYS:  # a kernel of the caller's may return any array
         return np.asarray(spacing[:, None] * weights / bandwidth)

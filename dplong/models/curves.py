@@ -278,7 +278,7 @@ def curve_sums(
         for start in range(0, x.size, _CHUNK_ROWS):
             block = slice(start, start + _CHUNK_ROWS)
             rows = np.arange(x[block].size)
-            kernel_block = kernel((grid[None, :] - x[block, None]) / bandwidth)
+            kernel_block = kernel.at(grid[None, :] - x[block, None], bandwidth)
             for target, values in ((sums, spacing[block] * y[block]), (mass, spacing[block])):
                 users = sparse.csr_matrix(
                     (values / bandwidth, (codes[block], rows)), shape=(n, rows.size)

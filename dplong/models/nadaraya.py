@@ -203,7 +203,7 @@ class NadarayaWatson(PanelModel):
         """
         lo, hi = self._domain
         points = np.linspace(lo, hi, 4097)
-        edge = self._kernel((points - lo) / self._bandwidth) / self._kernel.sup_norm
+        edge = self._kernel.at(points - lo, self._bandwidth) / self._kernel.sup_norm
         return FLOOR_SHARE * float(np.trapezoid(edge, points)) / (hi - lo)
 
     @checked_call

@@ -458,7 +458,7 @@ def kernel_reach(
     for a, z in zip((f[0] for f in first), (e[-1] for e in last), strict=True):
         steps = max(2, math.ceil(64.0 * (z - a) / bandwidth) + 1)
         for chunk in np.array_split(np.linspace(a, z, steps), max(1, steps // 2048)):
-            values = kernel((grid[None, :] - chunk[:, None]) / bandwidth) / kernel.sup_norm
+            values = kernel.at(grid[None, :] - chunk[:, None], bandwidth) / kernel.sup_norm
             reach = max(reach, float(np.sqrt((values**2).sum(axis=1)).max()))
     slack = math.sqrt(grid.size) * kernel.lipschitz / kernel.sup_norm / 128.0
     return min(reach + slack, math.sqrt(grid.size))
@@ -552,7 +552,7 @@ def nadaraya_watson_ptr(
     (True, True)
     """
     with np.errstate(invalid="ignore"):  # a missing x (NaN) weighs nothing
-        weights = np.nan_to_num(kernel((grid[None, :] - x[:, None]) / bandwidth) / kernel.sup_norm)
+        weights = np.nan_to_num(kernel.at(grid[None, :] - x[:, None], bandwidth) / kernel.sup_norm)
     degree = weights.sum(axis=0)
     sums = weights.T @ y
     n = x.size
