@@ -376,11 +376,17 @@ def _quoted(fields: list[str]) -> str:
 
 def _fields(line: str) -> list[str] | None:
     """The fields of one line of a CSV file, parsed on its own; None if it does not parse (an
-    unclosed quote, which would otherwise run on into the next line)."""
+    unclosed quote, which would otherwise run on into the next line). A field may be as long
+    as its line: the :mod:`csv` module's limit (131,072 characters by default) refused a longer
+    cell as if its quote were unclosed, so it is raised for that line (and restored)."""
+    limit = csv.field_size_limit()
     try:
+        csv.field_size_limit(max(limit, len(line)))
         return next(csv.reader([line], strict=True))
     except csv.Error:
         return None
+    finally:
+        csv.field_size_limit(limit)
 
 
 def _tell_data_holder(message: str) -> None:
