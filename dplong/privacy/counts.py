@@ -168,7 +168,8 @@ def inside_count(
     median missed below or above them; and one ledger entry per column. Which columns are read
     is post-processing of released numbers."""
     # every column is counted (the plan spends the stage on each), the plain ones read
-    with np.errstate(invalid="ignore", divide="ignore"):  # NaN: no statistic, not counted
+    # NaN: no statistic, not counted; a deviation near 0 under a far distance: inf, not near
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         ratio = distance / deviation
         near = (ratio >= SHARED_BELOW) & (ratio <= INSIDE_MADS)
     counted, _, entries = lattice_count(

@@ -404,7 +404,8 @@ def locate(
         return located
     # wide enough that an off-centre midpoint costs the rough mean almost no bias: with
     # |m̂ - μ| <= e_m the bias bound below stays small (Gaussian tail, 4σ: 4e-4 σ at e_m = σ)
-    rough_width = np.minimum(ROUGH_RADIUS * sd + GRID.half_width_at(midpoint), MAX_RADIUS)
+    with np.errstate(over="ignore"):  # a scale near the largest double: capped
+        rough_width = np.minimum(ROUGH_RADIUS * sd + GRID.half_width_at(midpoint), MAX_RADIUS)
     rough = release_bounded_sum(
         centred(matrix, midpoint, rough_width, root), rough_width, np.full(d, plan.refine), rng
     )

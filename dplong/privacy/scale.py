@@ -237,7 +237,8 @@ def scale_stage(
         # collapse without a note: 95 % of 2,000 users at 0, ε = 1). Only there: the first
         # one's miss bound is conservative, and where it held a second cost the final stage
         # more than it gained (20,000 users, 90 % at 0, ε = 1: MSE 1.2 → 1.4 of the sampling's)
-        second = plan.second_spread(np.maximum(counted, 1.0) / users[columns])
+        with np.errstate(divide="ignore"):  # a column no user was counted in: no share
+            second = plan.second_spread(np.maximum(counted, 1.0) / users[columns])
         short = ~unseen[columns] & some & _too_few(counted, sd, median_epsilon[columns])
         risky = ~unseen[columns] & some & _too_few(counted, sd, median_epsilon[columns], RERUN_MISS)
         again = (
@@ -389,7 +390,8 @@ def _shared(
     seated, seats, seat_entries = _seated(distance, (low, high), suspect, plan, users, names, rng)
     entries += seat_entries
     # the median sized for the users off the value, as the plan sizes it for N̂ (for_users)
-    second = plan.second_spread(np.maximum(counted, 1.0) / users)
+    with np.errstate(divide="ignore"):  # a column no user was counted in: no share
+        second = plan.second_spread(np.maximum(counted, 1.0) / users)
     sparse = shared & ~alone & _too_few(counted, sd, second)
     again = shared & ~alone & ~sparse
     deviation = deviation.copy()
