@@ -922,7 +922,8 @@ def _skew_floor(
     the model assumes a tail kind (its own bound and rung). Public facts and released numbers."""
     if not plan.tail or isinstance(tail, AssumedTail):
         return None
-    return rung_sds("gaussian") * sd
+    with np.errstate(over="ignore"):  # a scale near the largest double: inf, capped later
+        return rung_sds("gaussian") * sd
 
 
 def _final_radius(
