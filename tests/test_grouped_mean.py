@@ -9,12 +9,14 @@ import io
 import warnings
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import dplong
+import dplong.privacy.engine as engine
 from dplong.cli import main
 from dplong.exceptions import DataError, DplongWarning, ParameterError
 from dplong.models.mean import ColumnMean
@@ -473,3 +475,34 @@ def test_four_levels_of_unequal_size_raise_no_numpy_warning(
         levels=["a", "b", "c", "d"], epsilon=epsilon, by_constant=by_constant, random_state=seed,
     )  # fmt: skip
     assert len(res.params) == 4
+
+
+def test_the_tail_share_is_sized_for_the_level_with_fewest_users(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The one tail count of a release is sized for the column whose users it reads are
+    fewest, the high end of that column's private count (N̂ + 2 sd): a released number, so the
+    choice is post-processing (the privacy audits of the share and of the count are
+    test_privacy_audit_tail_share.py and test_privacy_audit_tail.py). Sized for the most, a
+    level of a quarter of the users had a threshold of 6 % of them (an audit's silent misses:
+    test_a_skewed_level_beside_a_normal_one_is_covered_or_warned)."""
+    sized: list[float | None] = []
+    with_tail = engine.with_tail
+
+    def recorded(plan: Any, **kwargs: Any) -> Any:
+        sized.append(kwargs.get("users"))
+        return with_tail(plan, **kwargs)
+
+    monkeypatch.setattr(engine, "with_tail", recorded)
+    rng = np.random.default_rng(0)
+    level = np.where(rng.random(3_000) < 0.25, "b", "a")
+    user = np.repeat(np.arange(3_000), 5)
+    y = pd.Series(rng.normal(3.0, 1.0, 3_000)[user] + rng.normal(0.0, 1.0, user.size), name="y")
+    res = dplong.winsorized_mean(
+        y, groups=user, by=pd.Series(level[user], name="g"), levels=["a", "b"], epsilon=4.0,
+        random_state=0,
+    )  # fmt: skip
+    (users,) = sized
+    high = res.users.to_numpy() + 2.0 * res.users_sd
+    assert users == pytest.approx(high.min()) and high.min() < 0.5 * high.max()
+    assert "tail" in {e.stage for e in res.privacy.entries}
