@@ -127,6 +127,14 @@ def read_data(
     dplong.exceptions.MissingDependencyError
         For a directory or glob of Parquet files without dask.
 
+    Notes
+    -----
+    A directory or glob of Parquet files is read as a Dask frame, lazily: a corrupt page is
+    found only when a model computes the rows (building it or fitting it), and its error is
+    then the reader's own. Build and fit the model inside :func:`read_failures` (``with
+    read_failures(source): ...``) for the :class:`~dplong.exceptions.DataError` naming DATA
+    that the command line gives.
+
     Examples
     --------
     >>> import tempfile, pathlib
