@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from numpy.typing import NDArray
 
 import dplong
 import dplong.privacy.engine as engine
@@ -417,6 +418,20 @@ def test_by_constant_on_the_command_line(tmp_path: Path) -> None:
     assert "--by-constant is not an option of --model ols" in err.getvalue()
 
 
+def two_levels(seed: int, *, skewed: bool) -> tuple[pd.Series, NDArray[np.int64], pd.Series]:
+    """3,000 users of 5 rows: level ``a`` (about 75 %) with N(3, 1) person effects, level ``b``
+    with 1.5 × lognormal(0, 1) ones where ``skewed`` (else N(3, 1) too), rows plus N(0, 1) (an
+    audit's panel: its seeds draw the normal effects first). The outcome, users and levels."""
+    rng = np.random.default_rng(seed)
+    level = np.where(rng.random(3_000) < 0.25, "b", "a")
+    effect = rng.normal(3.0, 1.0, 3_000)
+    if skewed:
+        effect = np.where(level == "a", effect, 1.5 * rng.lognormal(0.0, 1.0, 3_000))
+    user = np.repeat(np.arange(3_000), 5)
+    y = pd.Series(effect[user] + rng.normal(0.0, 1.0, user.size), name="y")
+    return y, user, pd.Series(level[user], name="g")
+
+
 @pytest.mark.parametrize(
     ("epsilon", "by_constant", "seeds"),
     [(4.0, False, (97, 21, 31, 14, 24, 64)), (2.0, True, (8, 9, 21, 25, 28, 32))],
@@ -433,17 +448,12 @@ def test_a_skewed_level_beside_a_normal_one_is_covered_or_warned(
     200 seeds each, the level's interval held the users' mean in 200 (ε = 4) and 199, the miss
     warned (by_constant, ε = 2), where 22 and 37 missed unwarned before."""
     for seed in seeds:
-        rng = np.random.default_rng(seed)
-        level = np.where(rng.random(3_000) < 0.25, "b", "a")
-        normal = rng.normal(3.0, 1.0, 3_000)  # drawn first, as in the audit's seeds
-        effect = np.where(level == "a", normal, 1.5 * rng.lognormal(0.0, 1.0, 3_000))
-        user = np.repeat(np.arange(3_000), 5)
-        y = pd.Series(effect[user] + rng.normal(0.0, 1.0, user.size), name="y")
+        y, user, level = two_levels(seed, skewed=True)
         res = dplong.winsorized_mean(
-            y, groups=user, by=pd.Series(level[user], name="g"), levels=["a", "b"],
-            epsilon=epsilon, random_state=seed, by_constant=by_constant,
+            y, groups=user, by=level, levels=["a", "b"], epsilon=epsilon, random_state=seed,
+            by_constant=by_constant,
         )  # fmt: skip
-        truth = float(y.groupby(user).mean()[level == "b"].mean())
+        truth = float(y.groupby(user).mean()[level.groupby(user).first() == "b"].mean())
         low, high = res.conf_int().loc["y[g=b]"]
         warned = any("y[g=b]" in w for w in res.warnings)
         assert low <= truth <= high or warned, (seed, low, high, truth, res.warnings)
@@ -494,14 +504,10 @@ def test_the_tail_share_is_sized_for_the_level_with_fewest_users(
         return with_tail(plan, **kwargs)
 
     monkeypatch.setattr(engine, "with_tail", recorded)
-    rng = np.random.default_rng(0)
-    level = np.where(rng.random(3_000) < 0.25, "b", "a")
-    user = np.repeat(np.arange(3_000), 5)
-    y = pd.Series(rng.normal(3.0, 1.0, 3_000)[user] + rng.normal(0.0, 1.0, user.size), name="y")
+    y, user, level = two_levels(0, skewed=False)
     res = dplong.winsorized_mean(
-        y, groups=user, by=pd.Series(level[user], name="g"), levels=["a", "b"], epsilon=4.0,
-        random_state=0,
-    )  # fmt: skip
+        y, groups=user, by=level, levels=["a", "b"], epsilon=4.0, random_state=0
+    )
     (users,) = sized
     high = res.users.to_numpy() + 2.0 * res.users_sd
     assert users == pytest.approx(high.min()) and high.min() < 0.5 * high.max()
