@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 from dplong.privacy.budget import ReleasePlan
 from dplong.privacy.budget.fit import NOISE_BEGUN
 from dplong.privacy.options import ReleaseOptions
-from dplong.privacy.radius import OFFERS, Offer, TailOption
+from dplong.privacy.radius import OFFERS, AssumedTail, Offer, TailOption
 from dplong.privacy.tails import (
     Unchecked,
     affords_count,
@@ -136,15 +136,16 @@ def unchecked_tail(
     block: PlannedBlock, *, options: ReleaseOptions | None = None
 ) -> tuple[str, ...]:
     """The warning every release of ``block`` carries whose plan affords no tail count where
-    the default engine would measure its tail (scale estimated; no bounds, tail or kind stated
-    or assumed, an assumed kind's note being the block's own; not ``provisional``), or only a
+    the default engine would measure its tail (scale estimated; no bounds, tail or kind
+    stated, an assumed kind's note being the block's own; not ``provisional``), or only a
     count run for a declared support, which sees heavy tails alone
-    (:func:`~dplong.privacy.tails.coarse_count`), or whose pipeline runs none with its scale
-    estimated (the paper's, ``variant="theory"``, in the fit's ``options``): that no count
-    checked its columns' tails (:func:`~dplong.privacy.tails.unchecked_warnings`, after the
-    noise; a skewed column's warning or its withholding replaces it there). The local model's
-    release counts its tail where it clips about a located centre, and what it says depends
-    on that count (:mod:`dplong.privacy.local`): none forecast. Public facts only.
+    (:func:`~dplong.privacy.tails.coarse_count`; an assumed kind's too), or whose pipeline
+    runs none with its scale estimated (the paper's, ``variant="theory"``, in the fit's
+    ``options``): that no count checked its columns' tails
+    (:func:`~dplong.privacy.tails.unchecked_warnings`, after the noise; a skewed column's
+    warning or its withholding replaces it there). The local model's release counts its tail
+    where it clips about a located centre, and what it says depends on that count
+    (:mod:`dplong.privacy.local`): none forecast. Public facts only.
 
     Examples
     --------
@@ -164,16 +165,20 @@ def unchecked_tail(
         return (
             () if block.stated_scale else unchecked_warnings(block.names, every, none, why="paper")
         )
-    stated = block.stated_scale or block.bounds is not None or block.tail is not None
-    if plan is None or stated or block.provisional:
+    assumed = block.tail if isinstance(block.tail, AssumedTail) else None
+    stated = block.stated_scale or block.bounds is not None
+    if plan is None or stated or block.provisional or (block.tail and not assumed):
         return ()
     why: Unchecked = "blind" if affords_count(plan) else "unaffordable"
     if why == "blind":  # of a count that runs, only one run for a support is forecast blind
         if not coarse_count(plan):
             return ()
         why = "coarse"
+    elif assumed is not None:  # the block's own note (tails.unchecked_notes)
+        return ()
     remedy = stated_remedy(block.offers)
-    return unchecked_warnings(block.names, every, none, why=why, remedy=remedy)
+    model = "near-normal" if assumed is None else assumed.described
+    return unchecked_warnings(block.names, every, none, why=why, remedy=remedy, model=model)
 
 
 class Planned(Exception):

@@ -210,6 +210,11 @@ class AssumedTail:
     kind: Tails
     signed: bool = False
 
+    @property
+    def described(self) -> str:
+        """The kinds by name, each once: ``"chi-square/exponential"``."""
+        return "/".join(dict.fromkeys(np.atleast_1d(np.asarray(self.kind)).tolist()))
+
 
 #: A tail as a fit or a block gives it: a model, or a kind assumed and checked.
 TailOption = TailModel | AssumedTail
@@ -254,10 +259,9 @@ def tail_assumptions(tail: TailOption | None, symbol: str, described: str) -> tu
     if isinstance(tail, Moment):
         return (tail.assumption(symbol),)
     if isinstance(tail, AssumedTail):
-        kinds = "/".join(dict.fromkeys(np.atleast_1d(np.asarray(tail.kind)).tolist()))
         return (
-            f"Assumed tail model of {described}: {kinds} (checked privately where n * epsilon "
-            "affords a tail count).",
+            f"Assumed tail model of {described}: {tail.described} (checked privately where "
+            "n * epsilon affords a tail count).",
         )
     return (f"Stated tail model of {described}: {tail}.",)
 

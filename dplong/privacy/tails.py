@@ -392,10 +392,9 @@ def unchecked_notes(
     """
     if affords_count(plan, signed=assumed.signed):
         return ()
-    kinds = "/".join(dict.fromkeys(np.atleast_1d(np.asarray(assumed.kind)).tolist()))
     one = len(names) == 1
     return (
-        f"{list(names)}: no count checked {'its' if one else 'their'} {kinds} "
+        f"{list(names)}: no count checked {'its' if one else 'their'} {assumed.described} "
         f"{'tail' if one else 'tails'} ({_UNCHECKED['unaffordable'][0]}): a heavier tail than "
         f"{'that model' if one else 'those models'} is clipped beyond the bias bound, and the "
         "interval can miss; state scale= if known, or raise epsilon.",
@@ -1558,12 +1557,14 @@ def skewed_notes(
     bias: NDArray[np.float64],
     *,
     offers: Collection[str] = OFFERS,
+    model: str = "near-normal",
 ) -> tuple[str, ...]:
     """The reliability warning of the :func:`skewed_columns` (``offset``: their released mean
     less their median, in plug-in sds; ``bias``: the bias bounds their intervals allow, the
     exponential model's about a centre that far off the mean), naming the remedies the model
     ``offers`` (:data:`~dplong.privacy.radius.Offer`; a declared support's end left out
-    once given).
+    once given) and the tail ``model`` the clip assumed (an assumed kind's name, or the bulk's
+    near-normal plug-in).
 
     Examples
     --------
@@ -1576,6 +1577,9 @@ def skewed_notes(
     >>> "lower=0" in note, "lower=0" in skewed_notes(("spend",), np.array([True]),
     ...     np.array([0.41]), np.array([2.5]), offers={"tail", "scale"})[0]
     (True, False)
+    >>> "assumed exponential tails" in skewed_notes(("visits",), np.array([True]),
+    ...     np.array([0.49]), np.array([0.08]), model="exponential")[0]
+    True
     """
     columns = np.flatnonzero(skewed)
     if not columns.size:
@@ -1588,7 +1592,7 @@ def skewed_notes(
     return (
         f"{_listed([repr(names[j]) for j in columns])}: skewed ("
         f"{'its mean' if one else 'their means'} {where} {'its' if one else 'their'} "
-        f"median{'' if one else 's'}) where the clip assumed near-normal tails, and no count "
+        f"median{'' if one else 's'}) where the clip assumed {model} tails, and no count "
         f"found {'its tail' if one else 'their tails'} heavy: the "
         f"{'interval allows' if one else 'intervals allow'} {allowances} for the clipped side "
         "(an exponential tail), and a heavier one can hide more. "
@@ -1638,6 +1642,7 @@ def unchecked_warnings(
     why: Unchecked = "blind",
     remedy: str | None = None,
     target: str = "the mean",
+    model: str = "near-normal",
 ) -> tuple[str, ...]:
     """The reliability warning of the released ``unchecked`` columns, whose estimated scale's
     bias bound rests on the bulk's tail model and whose tail no count checked, and ``why``
@@ -1649,8 +1654,9 @@ def unchecked_warnings(
     close to its median for :func:`skewed_columns` to tell (docs/accuracy.md). The
     ``off_zero`` columns, most of whose users are 0, are judged among the users off 0
     (:func:`tail_users`): a tail there is most of the mean. ``remedy`` and ``target``: what a
-    model offers instead of a stated tail or scale, and what its interval is of. Public facts
-    and released numbers only.
+    model offers instead of a stated tail or scale, and what its interval is of; ``model``:
+    the tail the clip assumed (an assumed kind's name, or the bulk's near-normal plug-in).
+    Public facts and released numbers only.
 
     Examples
     --------
@@ -1690,9 +1696,9 @@ def unchecked_warnings(
         one = len(which) == 1
         notes.append(
             f"{which}: no count checked {'its tail' if one else 'their tails'} "
-            f"({_UNCHECKED[why][0]}): a skewed or heavier tail than the clip's near-normal "
-            f"model is clipped beyond the bias bound, and the interval can miss {target}; "
-            f"{remedy}"
+            f"({_UNCHECKED[why][0]}): a {'skewed or ' if model == 'near-normal' else ''}"
+            f"heavier tail than the clip's {model} model is clipped beyond the bias bound, and "
+            f"the interval can miss {target}; {remedy}"
         )
     return tuple(notes)
 
