@@ -8,7 +8,9 @@ own:
 
 * the user-id column (``groups``) is kept as the file stores it, and read as text from a CSV
   file (``"01"`` and ``"1"`` are two users, whatever the other rows hold, and ``"NA"`` is
-  one: in a CSV file only an empty cell is missing, not pandas' NA words);
+  one: in a CSV file only an empty cell is missing, not pandas' NA words); the data holder
+  is told how many ids read alike as numbers or apart from spaces (``"7"``, ``"7.0"``,
+  ``" 7"``), as a person written two ways would count as two users;
 * the column that orders each user's rows (``time``) is kept when the file stores dates
   (Parquet); otherwise each cell is a number, or an ISO 8601 date as days since 1970-01-01,
   or else missing;
@@ -110,7 +112,8 @@ def read_data(
     levels : mapping of str to sequence of str, optional
         Declared levels (as text) of the columns that are factors; the first is the reference.
     groups, time : str, optional
-        The user-id column, kept as read (as text from a CSV file), and the column that
+        The user-id column, kept as read (as text from a CSV file; ids that read alike as
+        numbers or apart from spaces are told to the data holder), and the column that
         orders each user's rows, read cell by cell as a number or an ISO 8601 date (a stored
         date column is kept).
 
@@ -541,7 +544,30 @@ def typed(
     if is_dask(frame):
         meta = _convert(frame._meta, declared, keep, time)  # the partitions' common schema
         return frame.map_partitions(_convert, declared, keep, time, meta=meta)
+    if groups is not None:
+        _tell_alike_ids(frame[groups], groups)
     return _convert(frame, declared, keep, time)
+
+
+def _tell_alike_ids(ids: pd.Series, column: str) -> None:
+    """Tell the data holder (never a result) of user ids that differ as text but read alike as
+    numbers or apart from surrounding spaces (``"7"``, ``"7.0"``, ``" 7"``): each is a user of
+    its own, so a person whose rows carry two of them would count twice, at twice the budget.
+    In memory only: over a Dask frame it would take a pass of its own."""
+    distinct = pd.Series(ids.dropna().unique())
+    if distinct.empty:
+        return
+    text = distinct.astype(str).str.strip()
+    numbers = pd.to_numeric(text, errors="coerce")
+    keys = text.where(numbers.isna(), numbers.map(repr))
+    alike = int(keys.duplicated(keep=False).sum())
+    if alike:
+        _tell_data_holder(
+            f"{alike:,} user ids of {column!r} read alike with another as numbers or apart from "
+            "spaces (as '7', '7.0' and ' 7' do) but differ as text: each is a user of its own, "
+            "so a person whose rows carry two of them counts as two users and gets twice the "
+            "privacy budget; write each person's id one way"
+        )
 
 
 def as_numbers(values: pd.Series) -> pd.Series:

@@ -1576,6 +1576,49 @@ def test_one_persons_malformed_line_decides_that_line_alone(
     assert code == 0 and "Users (n):                                    545" in out, err
 
 
+def test_a_parquet_column_stored_as_text_is_told_as_stored_not_as_unread(
+    tmp_path: Path,
+) -> None:
+    """A Parquet file read through Dask is not read twice, so only its stored types are known
+    when the data holder is told of columns not read as numbers: a column of numbers stored
+    as text was said to hold "values that are not numbers" read as missing, of which it had
+    none (an audit). It is now told as stored: its cells that are not numbers are missing."""
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("dask.dataframe")
+    wages = dplong.datasets.load_wage_panel()
+    path = tmp_path / "text.parquet"
+    wages.assign(exper=wages["exper"].astype(str)).to_parquet(path, index=False)
+    argv = ["--model", "mean", "--formula", "exper ~ 1", "--groups", "nr", "--epsilon", "4"]
+    code, out, err = run(["fit", str(path), *argv])
+    assert code == 0 and "DATA stores 'exper' as text: its cells that are not numbers" in err
+    assert "holds values of" not in err and "Users (n):" in out, err
+
+
+def test_ids_that_read_alike_are_two_users_and_the_data_holder_is_told(tmp_path: Path) -> None:
+    """A person's rows under ``7`` and ``7.0`` (or `` 7``) are two users, as the ids are read
+    as text: each would get the whole budget. An audit found a file of 400 persons written so
+    fitted as 800 with nothing said; the data holder is now told how many ids read alike (a
+    count of the rows: on the screen only, never in a result), and ids written one way, or
+    distinct as numbers and text ("a", "b"), are read without a word."""
+    lines = ["id,y", *(f"{i},{i % 3}" for i in range(6))]
+    alike = tmp_path / "alike.csv"
+    alike.write_text("\n".join([*lines, "4.0,1", " 5,2", "x,1", "x ,2"]) + "\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame = dplong.io.read_data(str(alike), groups="id")
+    told = [str(w.message) for w in caught if issubclass(w.category, DataHolderWarning)]
+    assert frame["id"].nunique() == 10  # read as text, as before
+    assert len(told) == 1 and told[0].startswith("6 user ids of 'id' read alike"), told
+    argv = ["fit", str(alike), "--model", "mean", "--formula", "y ~ 1", "--groups", "id"]
+    code, out, err = run([*argv, "--epsilon", "20"])  # 10 users: refused below about 12
+    assert code == 0 and "6 user ids of 'id' read alike" in err and "alike" not in out, err
+    plain = tmp_path / "plain.csv"
+    plain.write_text("\n".join([*lines, "a,1", "b,2"]) + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataHolderWarning)
+        dplong.io.read_data(str(plain), groups="id")
+
+
 @pytest.mark.parametrize(
     "change",
     [

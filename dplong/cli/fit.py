@@ -61,7 +61,11 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
     _check_columns(raw, args, levels)
     # a factor of text levels declared in the formula is read as one (not as numbers)
     reading: dict[str, Any] = {**text_levels(args.formula), **levels}
-    data = typed(raw, levels=reading, groups=args.groups, time=args.time)
+    with warnings.catch_warnings(record=True) as read:  # ids that read alike
+        warnings.simplefilter("always")
+        data = typed(raw, levels=reading, groups=args.groups, time=args.time)
+    for warning in read:
+        _say(args, f"warning: {_one_line(warning.message, args.formula)}")
     # the time column's periods (TimeEffects) as numbers where they all are (the column is
     # read as numbers then); else the text declared, of which the column is a factor
     periods = None if args.time not in reading else time_levels(reading[args.time])
@@ -77,9 +81,13 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
             if column == args.time
             else ("numbers", _factor_hint(data, column))
         )
+        # a Dask frame's cells are not read twice: only its stored type is known here
         _say(
             args,
-            f"warning: DATA holds values of {column!r} that are not {what}; they are "
+            f"warning: DATA stores {column!r} as text: its cells that are not {what} are read "
+            f"as missing{hint}"
+            if is_dask(raw)
+            else f"warning: DATA holds values of {column!r} that are not {what}; they are "
             f"read as missing{hint}",
         )
     # a Dask frame reads its files as the model computes: a corrupt one is said as such there
