@@ -24,7 +24,8 @@ own:
 
 A CSV file's rows are its lines, each read on its own (:func:`_read_csv`): a line break always
 ends a row, a blank line is skipped, the first other line is the header, and a line with an
-unclosed quote or more fields than the header is left out.
+unclosed quote (a quote not paired on its line) or more fields than the header is left
+out.
 
 The same rules hold for a CSV file, one Parquet file (through pandas or Dask), a directory and
 a glob of Parquet files, whatever the files' stored types are; the parts of a glob may store a
@@ -294,14 +295,14 @@ def _read_csv(
         raise DataError(
             f"DATA {source!r} has no rows: no line below its header parses on its own as a row "
             f"of its {len(header)} columns (one with more fields, a trailing comma's empty one "
-            "among them, or with an unclosed quote is left out)"
+            "among them, or with a quote not paired on the line is left out)"
         )
     if left_out:
         one = left_out == 1
         _tell_data_holder(
             f"{left_out:,} line{'' if one else 's'} of DATA {'does' if one else 'do'} not "
             f"parse on {'its' if one else 'their'} own as a row of its {len(header)} "
-            f"columns (more fields than its header, or an unclosed quote) and "
+            f"columns (more fields than its header, or a quote not paired on the line) and "
             f"{'is' if one else 'are'} left out; a line break always ends a row, even in a "
             "quoted cell"
         )
@@ -359,14 +360,15 @@ def _rows(lines: list[str], width: int) -> tuple[list[str], int]:
 
     A line without a quote is its commas' fields (counted for every line at once: the file's
     bulk, kept as written); a line with one is parsed by :mod:`csv` (an unclosed quote is
-    refused) and written back with every field quoted, so pandas reads exactly its fields.
+    refused, and so is one whose quotes do not pair up) and written back with every field
+    quoted, so pandas reads exactly its fields.
     Each line is judged by its own text alone: another line's quote changes nothing.
 
     Examples
     --------
     >>> from dplong.io import _rows
-    >>> _rows(["1,2", '3,"a, b"', "4,5,", '6,"x'], width=2)
-    (['1,2', '"3","a, b"'], 2)
+    >>> _rows(["1,2", '3,"a, b"', "4,5,", '6,"x', 'y",7'], width=2)
+    (['1,2', '"3","a, b"'], 3)
     """
     quoted = np.fromiter(map(contains, lines, repeat('"')), bool, len(lines))
     commas = np.fromiter(map(methodcaller("count", ","), lines), np.intp, len(lines))
@@ -387,9 +389,14 @@ def _quoted(fields: list[str]) -> str:
 
 def _fields(line: str) -> list[str] | None:
     """The fields of one line of a CSV file, parsed on its own; None if it does not parse (an
-    unclosed quote, which would otherwise run on into the next line). A field may be as long
-    as its line: the :mod:`csv` module's limit (131,072 characters by default) refused a longer
-    cell as if its quote were unclosed, so it is raised for that line (and restored)."""
+    unclosed quote, which would otherwise run on into the next line), or if its quotes do not
+    pair up: a quoted cell's line break leaves an odd number on each of its lines, and the
+    second, closing one alone, parsed as a row of its own (its text the first field: a user
+    no file holds; an audit). A field may be as long as its line: the :mod:`csv` module's
+    limit (131,072 characters by default) refused a longer cell as if its quote were
+    unclosed, so it is raised for that line (and restored)."""
+    if line.count('"') % 2:
+        return None
     limit = csv.field_size_limit()
     try:
         csv.field_size_limit(max(limit, len(line)))

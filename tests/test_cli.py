@@ -1576,6 +1576,25 @@ def test_one_persons_malformed_line_decides_that_line_alone(
     assert code == 0 and "Users (n):                                    545" in out, err
 
 
+def test_a_quoted_cells_line_break_makes_no_user_of_its_second_line(tmp_path: Path) -> None:
+    """A line break inside a quoted cell ends the row, as every line break does: the first
+    line's quote is unclosed and the line left out, but the second (``line2, with comma"``)
+    parsed as a row of its own, whose id was its text: a user no file holds, so n rose from
+    400 to 401 (an audit). Its quotes do not pair up, and it is left out too: the file reads
+    as it does without the two lines, and the data holder is told of both."""
+    rows = [f"{i},{i % 3},ok" for i in range(400)]
+    broken = tmp_path / "broken.csv"
+    broken.write_text("\n".join(["id,y,note", '0,1,"line1', 'line2, with comma"', *rows]) + "\n")
+    plain = tmp_path / "plain.csv"
+    plain.write_text("\n".join(["id,y,note", *rows]) + "\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        read = dplong.io.read_file(str(broken))
+    pd.testing.assert_frame_equal(read, dplong.io.read_file(str(plain)))
+    told = [str(w.message) for w in caught if issubclass(w.category, DataHolderWarning)]
+    assert len(told) == 1 and told[0].startswith("2 lines of DATA do not parse"), told
+
+
 def test_a_parquet_column_stored_as_text_is_told_as_stored_not_as_unread(
     tmp_path: Path,
 ) -> None:
