@@ -1682,11 +1682,14 @@ def _cells(frame: pd.DataFrame) -> list[list[str | None]]:
 def _line_by_line(text: str) -> list[list[str | None]]:
     """The rows of a CSV file's ``text`` by its documented rule, a line at a time: a line break
     (``\\n``, ``\\r\\n``, ``\\r``) ends a row, a blank line is skipped, the first other line is
-    the header, and each line below it is parsed on its own; one with an unclosed quote or more
-    fields than the header is left out, one with fewer has missing cells."""
+    the header, and each line below it is parsed on its own; one with an unclosed quote, quotes
+    that do not pair up or more fields than the header is left out, one with fewer has missing
+    cells."""
     lines = [line for line in re.split(r"\r\n|\r|\n", text) if line.strip()]
     width, rows = len(next(csv_reader(lines[:1]))), []
     for line in lines[1:]:
+        if line.count('"') % 2:
+            continue
         try:
             fields = next(csv_reader([line], strict=True))
         except CsvError:
