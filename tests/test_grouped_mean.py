@@ -512,3 +512,37 @@ def test_the_tail_share_is_sized_for_the_level_with_fewest_users(
     high = res.users.to_numpy() + 2.0 * res.users_sd
     assert users == pytest.approx(high.min()) and high.min() < 0.5 * high.max()
     assert "tail" in {e.stage for e in res.privacy.entries}
+
+
+def test_a_large_level_beside_a_tiny_one_keeps_its_own_stage_sizes() -> None:
+    """3,000 users of 5 rows of a 0/1 outcome, their levels 60/25/10/5 % with person-level
+    probabilities (an audit's panel), at ε = 4: every level's medians were sized for the
+    fewest users (level ``d``'s 150), at their caps, and level ``a``'s 1,800 users were left
+    too little for the second median its shared value needs (about a third of them at one
+    value): withheld in 35 of 40 releases, while released alone it never was. Each level's
+    stages are now sized for its own users (``ReleasePlan.for_columns``): ``a`` was released
+    in 39 of those 40 (its medians 0.044 of ε each, level ``d``'s 0.3), covering its users'
+    mean in each, ``b`` and ``c`` in 36 and 39 (40 and 40 before). These seeds are four of
+    the 35 that withheld ``a`` (seed 3, which released it before, is the one of 40 that
+    withholds it now); its ledger shows its own, smaller medians."""
+    levels = ["a", "b", "c", "d"]
+    for seed in (0, 1, 2, 4):
+        rng = np.random.default_rng(seed)
+        level = rng.choice(levels, 3_000, p=[0.6, 0.25, 0.1, 0.05])
+        shape = {"a": (2, 5), "b": (1, 9), "c": (5, 5), "d": (1, 19)}
+        p = np.array([rng.beta(*shape[k]) for k in level])
+        user = np.repeat(np.arange(3_000), 5)
+        y = pd.Series((rng.random(user.size) < p[user]).astype(float), name="y")
+        res = dplong.winsorized_mean(
+            y, groups=user, by=pd.Series(level[user], name="g"), levels=levels, epsilon=4.0,
+            random_state=seed,
+        )  # fmt: skip
+        means = pd.Series(y.to_numpy()).groupby(user).mean()
+        truth = means[level == "a"].mean()
+        low, high = res.conf_int().loc["y[g=a]"]
+        assert low <= truth <= high, (seed, res.warnings)
+        medians = res.privacy.to_frame().query(
+            "stage == 'midpoint' and mechanism.str.contains('median')"
+        )
+        eps = dict(zip(medians["target"], medians["epsilon"], strict=True))
+        assert eps["y[g=a]"] < 0.2 * eps["y[g=d]"], eps

@@ -216,15 +216,11 @@ def locate(
     Below the ``lower`` ends the chi-square tail's scale keeps the spread its median implies,
     before the refinement and the centre's error use it. Under a stated moment bound the
     rough mean's clipping bias is the moment's (:func:`~dplong.privacy.rules.moment_rule`)."""
-    moment = moment_rule(rules)
     scale, complete_rows, bounds = rules.scale, rules.complete_rows, rules.bounds
-    user_weights, count = rules.user_weights, rules.count
-    kind = tail_model(rules.tail)
-    tail = None if isinstance(kind, Moment) else kind
-    public_centre, lower = rules.public_centre, rules.lower
+    count = rules.count
     n, d = matrix.shape
     entries: list[LedgerEntry] = []
-    root = weight_roots(user_weights)
+    root = weight_roots(rules.user_weights)
 
     def counted() -> tuple[NDArray[np.float64], float, list[LedgerEntry]]:
         if count is not None:
@@ -269,13 +265,96 @@ def locate(
     if plan.counts or count is not None:
         users, users_sd, count_entries = counted()
         entries += count_entries
-        # the medians sized for the users there are (post-processing of N̂), where the count
-        # tells them from n (ReleasePlan.for_users)
-        found = users[users >= max(2.0, 2.0 * users_sd)]
-        if found.size and root is None:  # a weighted count is no count of users
-            plan = plan.for_users(float(found.min()), users_sd)
+        # the stages sized for the users each column has (post-processing of N̂), where the
+        # count tells them from n (ReleasePlan.for_columns)
+        if root is None:  # a weighted count is no count of users
+            plan = plan.for_columns(np.broadcast_to(users, (d,)).astype(np.float64), users_sd)
     else:  # n divides: users without a statistic contribute the centre (the paper's rule)
         users, users_sd = np.array([float(n)]), 0.0
+    return _located(matrix, plan, names, users, users_sd, entries, rules, gamma, rng)
+
+
+def _joined(parts: list[tuple[NDArray[np.intp], Any]], d: int, **given: Any) -> Any:
+    """One record of ``d`` columns from ``parts`` (each the same dataclass over the columns
+    given with it): per-column arrays put in their columns (a part without one: False or 0),
+    tuples joined, flags true where any part's is; the ``given`` fields as given."""
+    first = parts[0][1]
+    values = dict(given)
+    for field in dataclasses.fields(first):
+        if field.name in given:
+            continue
+        got = [getattr(part, field.name) for _, part in parts]
+        arrays = [value for value in got if isinstance(value, np.ndarray)]
+        if arrays:
+            joined = np.zeros(d, dtype=arrays[0].dtype)
+            for (columns, _), value in zip(parts, got, strict=True):
+                if value is not None:
+                    joined[columns] = value
+            values[field.name] = joined
+        elif isinstance(got[0], tuple):
+            values[field.name] = tuple(item for value in got for item in value)
+        elif isinstance(got[0], bool):
+            values[field.name] = any(got)
+    return dataclasses.replace(first, **values)
+
+
+def _located(
+    matrix: NDArray[np.float64],
+    plan: ReleasePlan,
+    names: tuple[str, ...],
+    users: NDArray[np.float64],
+    users_sd: float,
+    entries: list[LedgerEntry],
+    rules: Rules,
+    gamma: float,
+    rng: np.random.Generator,
+) -> Location:
+    """:func:`locate`'s stages after the count (``users``, its noise sd ``users_sd``; the
+    ledger so far ``entries``): midpoint, scale and refinement, at ``plan``'s sizes. Where the
+    count sized the columns' stages apart (:meth:`~dplong.privacy.budget.ReleasePlan.for_columns`)
+    the columns sized alike are located together, in the order of their first column, and put
+    back in their places, with the plan of every column's own sizes and every part's second
+    medians (:attr:`~dplong.privacy.budget.ReleasePlan.reruns`)."""
+    if plan.columns:
+        d = matrix.shape[1]
+        parts = []
+        for sized in dict.fromkeys(plan.columns):  # each distinct plan once, in column order
+            columns = np.flatnonzero([own == sized for own in plan.columns])
+            where = _located(
+                matrix[:, columns],
+                sized,
+                tuple(names[j] for j in columns),
+                users if users.size == 1 else users[columns],
+                users_sd,
+                [],
+                rules.of(columns, d),
+                gamma,
+                rng,
+            )
+            parts.append((columns, where))
+        kinds = np.empty(d, dtype=object)
+        for columns, where in parts:
+            kinds[columns] = np.broadcast_to(np.asarray(where.tail, dtype=object), columns.shape)
+        scans = [(columns, where.scan) for columns, where in parts if where.scan is not None]
+        scan = _joined(scans, d) if scans else None
+        located: Location = _joined(
+            parts,
+            d,
+            users=users,
+            tail=str(kinds[0]) if len(set(kinds)) == 1 else tuple(str(k) for k in kinds),
+            entries=(*entries, *(e for _, where in parts for e in where.entries)),
+            plan=dataclasses.replace(plan, reruns=() if scan is None else scan.reruns),
+            scan=scan,
+        )
+        return located
+    moment = moment_rule(rules)
+    scale, user_weights = rules.scale, rules.user_weights
+    kind = tail_model(rules.tail)
+    tail = None if isinstance(kind, Moment) else kind
+    public_centre, lower = rules.public_centre, rules.lower
+    n, d = matrix.shape
+    entries = list(entries)
+    root = weight_roots(user_weights)
     fallback = np.zeros(d, dtype=bool)
     if plan.midpoint_kind == "histogram":
         assert scale is not None  # planned only for a stated scale

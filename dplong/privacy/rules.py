@@ -10,13 +10,14 @@ mean. The design notes are in ``docs/design/engine.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
-from dplong.privacy.radius import OFFERS, Moment, Offer, TailOption
+from dplong.privacy.radius import OFFERS, AssumedTail, Moment, Offer, TailOption, Tails
 
 __all__ = ["Count", "Rules", "UserWeights", "bias_factor", "moment_rule", "weight_roots"]
 
@@ -163,6 +164,45 @@ class Rules:
     public_centre: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     partial_users: bool = False
     offers: frozenset[Offer] = OFFERS
+
+    def of(self, columns: NDArray[np.intp], d: int) -> Rules:
+        """These rules for the chosen ``columns`` of a release of ``d``: each fact given per
+        column taken at them (one given for all stays as it is).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dplong.privacy.radius import Moment
+        >>> from dplong.privacy.rules import Rules
+        >>> rules = Rules(scale=np.array([1.0, 4.0, 9.0]), tail=Moment(4, [1.0, 2.0, 3.0]))
+        >>> part = rules.of(np.array([2, 0]), 3)
+        >>> part.scale.tolist(), part.tail.bound
+        ([9.0, 1.0], (3.0, 1.0))
+        """
+
+        def pick(values: ArrayLike) -> NDArray[np.float64]:
+            return np.broadcast_to(np.asarray(values, dtype=np.float64), (d,))[columns]
+
+        def kinds(kind: Tails) -> Tails:
+            return kind if isinstance(kind, str) else tuple(kind[j] for j in columns)
+
+        tail = self.tail
+        if isinstance(tail, Moment):
+            tail = Moment(tail.k, tail.bounds(d)[columns])
+        elif isinstance(tail, AssumedTail):
+            tail = AssumedTail(kinds(tail.kind), signed=tail.signed)
+        elif tail is not None:
+            tail = kinds(tail)
+        bounds, centre, count = self.bounds, self.public_centre, self.count
+        return dataclasses.replace(
+            self,
+            scale=None if self.scale is None else pick(self.scale),
+            bounds=None if bounds is None else (pick(bounds[0]), pick(bounds[1])),
+            tail=tail,
+            count=None if count is None else Count(pick(count.users), count.sd),
+            lower=None if self.lower is None else pick(self.lower),
+            public_centre=None if centre is None else (pick(centre[0]), pick(centre[1])),
+        )
 
 
 def moment_rule(rules: Rules) -> Moment | None:

@@ -40,6 +40,8 @@ from dplong.privacy.budget.stages import (
     DOUBT_MISS,
     FALLBACK_SHARE,
     HISTOGRAM_SHARE,
+    INSIDE_SHARES,
+    INSIDE_USERS,
     MAX_MIDPOINT_SHARE,
     MIN_STAGE_SHARE,
     RESIZE_SDS,
@@ -137,6 +139,10 @@ class ReleasePlan:
         breaks the release (:func:`~dplong.privacy.budget.stages._miss`;
         :func:`~dplong.privacy.quantile.miss_probability` with all n users): a bad event the error
         bounds exclude, so it is added to their probability.
+    columns : tuple of ReleasePlan
+        Each column's own plan where the count found the columns' users so unlike that their
+        stages were sized apart (:meth:`for_columns`; empty: one size for all). The scalar
+        stage sizes are then those of the column with the fewest users, the largest.
 
     Examples
     --------
@@ -174,6 +180,7 @@ class ReleasePlan:
     reruns: tuple[float, ...] = ()
     tail: float = 0.0
     supported: bool = False
+    columns: tuple[ReleasePlan, ...] = ()
 
     @classmethod
     def make(
@@ -432,6 +439,69 @@ class ReleasePlan:
             ranked=ranked,
         )
 
+    def for_columns(self, users: NDArray[np.float64], sd: float) -> ReleasePlan:
+        """The stages sized for each column's ``users`` (a private count per column, noise sd
+        ``sd``): a column few users have no longer sizes every other's medians at their caps,
+        which left a well-populated column too little for the second median a shared value
+        needs (a 0/1 level of 1,800 users beside one of 118 was withheld in most releases;
+        docs/accuracy.md). The column with the fewest users found (at least
+        ``max(2, 2 sd)``; the others take its sizes) decides which stages run, as
+        :meth:`for_users` decides them for it; every column runs those, each sized for its own
+        users: its medians as :meth:`for_users` sizes them, the midpoint's and the scale's
+        checks as counts of its users, a refinement at its own share (or the fewest's, where
+        its own would skip it). So no column spends more than the fewest's on any stage, and
+        the refusals checked at those sizes hold. One plan where the sizes agree; else the
+        fewest's plan with each column's own in :attr:`columns`. Post-processing of the count.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from dplong.privacy.budget import ReleasePlan
+        >>> plan = ReleasePlan.make(n=3000, d=2, epsilon=4.0, delta=1e-6, stated_scale=False,
+        ...                         complete_rows=False)
+        >>> sized = plan.for_columns(np.array([1800.0, 118.0]), sd=2.0)
+        >>> [round(p.midpoint, 3) for p in sized.columns], sized.midpoint
+        ([0.08, 0.6], 0.6)
+        >>> plan.for_columns(np.array([118.0, 119.0]), sd=2.0).columns
+        ()
+        """
+        found = users >= max(2.0, 2.0 * sd)
+        if not found.any():
+            return self
+        fewest = self.for_users(float(users[found].min()), sd)
+        if fewest is self:
+            return self
+        sized = tuple(
+            self._sized_like(fewest, float(u), sd) if f else fewest
+            for u, f in zip(users, found, strict=True)
+        )
+        return fewest if len(set(sized)) == 1 else dataclasses.replace(fewest, columns=sized)
+
+    def _sized_like(self, fewest: ReleasePlan, users: float, sd: float) -> ReleasePlan:
+        """:meth:`for_columns`' plan of one column of ``users`` users: the stages ``fewest``
+        runs, sized for them."""
+        own = self.for_users(users, sd)
+        column, found = self.per_column, max(int(users), 1)
+        side = (
+            max(own.side, _count_epsilon(found, column, SIDE_USERS, SIDE_SHARES))
+            if fewest.side
+            else 0.0
+        )
+        inside = (
+            max(own.inside, _count_epsilon(found, column, INSIDE_USERS, INSIDE_SHARES))
+            if fewest.inside
+            else 0.0
+        )
+        refine = (own.refine or fewest.refine) if fewest.refine else 0.0
+        return dataclasses.replace(
+            fewest,
+            midpoint=min(own.midpoint, fewest.midpoint),
+            spread=min(own.spread, fewest.spread),
+            side=min(side, fewest.side),
+            inside=min(inside, fewest.inside),
+            refine=min(refine, fewest.refine),
+        )
+
     def miss_given(self, users: NDArray[np.float64]) -> NDArray[np.float64]:
         """:attr:`miss` with ``users`` per column in place of n — e.g. the private count of
         how many users have a statistic (post-processing of a count): fewer users, likelier a
@@ -449,7 +519,10 @@ class ReleasePlan:
         if self.midpoint_kind not in ("median", "public"):
             return np.zeros(np.shape(users))
         counts = np.maximum(np.asarray(users), 1.0).astype(int)
-        return np.array([_miss(int(u), self.midpoint, self.spread) for u in counts.flat])
+        plans = self.columns or (self,) * counts.size
+        return np.array(
+            [_miss(int(u), p.midpoint, p.spread) for u, p in zip(counts.flat, plans, strict=True)]
+        )
 
     def doomed(self) -> bool:
         """Whether every column's medians miss more likely than not (above
@@ -612,26 +685,35 @@ class ReleasePlan:
         # one, the fallback's, and the scale stage's, where a column whose midpoint is 0 splits
         # it into a count and a median over the users off 0 (``zero_split``), which compose
         # below the one median planned while the stage's ε is at most ZERO_SPLIT_BOUNDED
-        median = self.midpoint_kind == "median"
-        first = Cost(epsilon=self.midpoint, delta=self.midpoint_delta, bounded=median)
-        spread = Cost(epsilon=self.spread, bounded=self.spread <= ZERO_SPLIT_BOUNDED)
-        per_column = ([first] if self.midpoint else []) + ([spread] if self.spread else [])
-        if self.shared:
-            per_column.append(Cost(epsilon=self.shared))
-        if self.side:
-            per_column.append(Cost(epsilon=self.side))
-        if self.inside:
-            per_column.append(Cost(epsilon=self.inside))
-        if fallback:
-            per_column.append(Cost(epsilon=self.fallback, bounded=True))
-        if refine and self.refine:
-            per_column.append(Cost(epsilon=self.refine))
+        columns = (
+            [c for plan in self.columns for c in plan._column_costs(refine, fallback)]
+            if self.columns
+            else self._column_costs(refine, fallback) * self.d
+        )
         return [
             *self.prior,
-            *(per_column * self.d),
+            *columns,
             *(Cost(epsilon=e) for e in self.reruns),
             *([Cost(epsilon=self.count)] * self.counts),
         ]
+
+    def _column_costs(self, refine: bool, fallback: bool) -> list[Cost]:
+        """The costs of one column's calls before the final stage (:meth:`early_costs`)."""
+        median = self.midpoint_kind == "median"
+        first = Cost(epsilon=self.midpoint, delta=self.midpoint_delta, bounded=median)
+        spread = Cost(epsilon=self.spread, bounded=self.spread <= ZERO_SPLIT_BOUNDED)
+        costs = ([first] if self.midpoint else []) + ([spread] if self.spread else [])
+        if self.shared:
+            costs.append(Cost(epsilon=self.shared))
+        if self.side:
+            costs.append(Cost(epsilon=self.side))
+        if self.inside:
+            costs.append(Cost(epsilon=self.inside))
+        if fallback:
+            costs.append(Cost(epsilon=self.fallback, bounded=True))
+        if refine and self.refine:
+            costs.append(Cost(epsilon=self.refine))
+        return costs
 
     def early_epsilon(self) -> float:
         """ε spent before the final stage (basic composition)."""
