@@ -564,9 +564,9 @@ def _tell_alike_ids(ids: pd.Series, column: str) -> None:
     distinct = pd.Series(ids.dropna().unique())
     if distinct.empty:
         return
-    text = distinct.astype(str).str.strip()
-    numbers = pd.to_numeric(text, errors="coerce")
-    keys = text.where(numbers.isna(), numbers.map(repr))
+    numbers = _parsed(distinct)  # as a cell of numbers reads them
+    text = distinct.astype(str).str.strip().to_numpy()
+    keys = pd.Series(np.where(np.isnan(numbers), text, numbers.astype(str)))
     alike = int(keys.duplicated(keep=False).sum())
     if alike:
         _tell_data_holder(

@@ -730,7 +730,8 @@ def release_means(
     # the users a tail count counts (each once, whatever its weight: at most n with weights)
     counted = tail_users(where, found)
     # the scale estimated, no bounds and no tail stated or assumed: the bulk's model decides
-    modelled = bounds is None and scale is None and rules.tail is None
+    estimated = bounds is None and scale is None
+    modelled = estimated and rules.tail is None
     # a count run only for a declared support sees heavy tails alone: what it leaves unmarked
     # is as unchecked as where none runs (:func:`~dplong.privacy.tails.coarse_count`), an
     # assumed tail kind's too (where none runs, the block's note says so: its tail is not the
@@ -738,7 +739,7 @@ def release_means(
     # unwarned in 18 of 100 releases (docs/accuracy.md)
     for_support = bool(plan.tail) and coarse_count(plan)
     checked = bool(plan.tail) and not for_support
-    assumed = bounds is None and scale is None and isinstance(rules.tail, AssumedTail)
+    assumed = estimated and isinstance(rules.tail, AssumedTail)
     model = rules.tail.described if isinstance(rules.tail, AssumedTail) else "near-normal"
     unchecked = (
         blind_columns(tails.threshold, counted, light)
@@ -775,14 +776,7 @@ def release_means(
             tail="exponential",
         )
         bias = np.where(skewed, np.fmax(bias, far * bias_factor(user_weights, users, n)), bias)
-        skew = skewed_notes(
-            names,
-            skewed,
-            offset,
-            bias,
-            offers=rules.offers,
-            model=model,
-        )
+        skew = skewed_notes(names, skewed, offset, bias, offers=rules.offers, model=model)
     # the skewed ones' warning says as much
     unchecked_notes = unchecked_warnings(
         names,

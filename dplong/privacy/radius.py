@@ -212,7 +212,14 @@ class AssumedTail:
 
     @property
     def described(self) -> str:
-        """The kinds by name, each once: ``"chi-square/exponential"``."""
+        """The kinds by name, each once, for the results' lines.
+
+        Examples
+        --------
+        >>> from dplong.privacy.radius import AssumedTail
+        >>> AssumedTail(("chi-square", "exponential", "exponential")).described
+        'chi-square/exponential'
+        """
         return "/".join(dict.fromkeys(np.atleast_1d(np.asarray(self.kind)).tolist()))
 
 
