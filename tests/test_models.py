@@ -508,6 +508,20 @@ class TestErrorBound:
         )
 
 
+def test_local_fit_whose_location_is_withheld_withholds_its_components() -> None:
+    """Where the local release withholds the location (its count of users with a
+    statistic cannot tell them from none: every y missing, or ε = 0.001), Group Var,
+    centred on it, is withheld with its note, as in the central model, not a TypeError
+    (the local release marks no failed midpoint: an audit's crash)."""
+    df = panel(n=400, seed=14)
+    for frame, epsilon in ((df.assign(y=np.nan), 1.0), (df, 0.001)):
+        res = dplong.RandomEffectsLocation.from_formula("y ~ 1", frame, groups="user").fit(
+            epsilon=epsilon, privacy="local", bound=10.0, random_state=1
+        )
+        assert res.params.isna().all()
+        assert any("centred on the first location released" in w for w in res.warnings)
+
+
 @pytest.mark.parametrize(
     ("option", "value", "error"),
     [

@@ -102,7 +102,7 @@ def _uncentred(release: Release, note: str, *, keep: bool) -> Release:
     gone = np.arange(release.estimate.size) == 0
     return dataclasses.replace(
         release.withhold(gone),
-        failed=release.failed | gone,
+        failed=release.failed_columns | gone,
         notes=(*release.notes, note) if keep else (note,),
     )
 
