@@ -596,16 +596,19 @@ def test_a_plan_without_a_noise_forecast_says_what_released_means() -> None:
     """The pooled family's noise is measured on a reference panel, and where fewer than
     ``MIN_RELEASED`` of its fits release a coefficient (the wage panel's five regressors at
     ε = 2 from histograms' ranges: 2 of 20; 20 of 20 withheld on the real panel) none is
-    forecast: the plan's "released" says only that nothing refuses the fit before its first
-    draw, and its summary says so. A panel beyond the reference's size has no forecast either.
-    A plan with the engine's forecast keeps its own note."""
+    forecast, and its decision says the fit is not refused but withheld in those fits, not
+    "released" (an audit read "released" where every fit withheld every coefficient). A panel
+    beyond the reference's size has no forecast either: its "released" says only that nothing
+    refuses the fit before its first draw. A plan with the engine's forecast keeps its own
+    note."""
     pooled = dplong.plan(
         "lwage ~ exper + educ + black + union + married", model="pooled", n=545, epsilon=2.0
     )
     assert pooled.table["noise_sd"].isna().all()
     assert (pooled.table["released_share"] < MIN_RELEASED / REFERENCE_FITS).all()
     text = pooled.summary()
-    assert "no noise forecast" in text and "expect them withheld" in text
+    assert "Decision: not refused, but withheld in the reference fits" in text
+    assert "Decision: released" not in text and "expect them withheld" in text
     large = dplong.plan("y ~ x", model="pooled", n=MAX_REFERENCE_ROWS // 4 + 1, epsilon=1.0)
     assert large.table["noise_sd"].isna().all() and "released_share" not in large.table
     assert "withheld at the fit" in large.summary()

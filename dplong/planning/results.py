@@ -112,10 +112,7 @@ class PlanResults:
             f"{'Users (n)' if self.level == 'user' else 'Rows (n, each a unit)'}: {self.n}   "
             f"Privacy: {self.privacy}, epsilon {self.epsilon:g}, "
             f"delta {self.delta:.3g}",
-            "Decision: "
-            + ("REFUSED before any noise" if self.refused else "released")
-            + ("" if self.refused or not self.warnings else ", with warnings")
-            + (" (no noise forecast: coefficients may be withheld at the fit)" if blind else ""),
+            "Decision: " + self._decision(blind),
             f"Smallest epsilon released: {_shown(self.smallest_epsilon)}; without warnings: "
             + (_shown(self.quiet_epsilon) if self.registered else "unknown"),
             "-" * width,
@@ -142,6 +139,19 @@ class PlanResults:
 
     def __str__(self) -> str:
         return self.summary()
+
+    def _decision(self, blind: bool) -> str:
+        """The decision line: refused, or released (with warnings), or, where nothing is
+        forecast, what that leaves: where the reference panel's fits released no coefficient,
+        the fit is not refused but expected to withhold them, not "released"."""
+        if self.refused:
+            return "REFUSED before any noise"
+        warned = ", with warnings" if self.warnings else ""
+        if not blind:
+            return "released" + warned
+        if "released_share" in self.table:
+            return f"not refused, but withheld in the reference fits{warned}"
+        return f"released{warned} (no noise forecast: coefficients may be withheld at the fit)"
 
     def _forecast_note(self, blind: bool) -> str:
         """What the table's noise columns are (the summary's last note)."""
