@@ -429,6 +429,24 @@ def test_a_named_columns_bound_is_the_exponential_law_at_its_own_scale(
     assert EXPONENTIAL_SPREAD == pytest.approx(0.6744897501960817 / math.asinh(0.5))
 
 
+def test_a_skew_no_count_checked_is_named_at_the_lower_bar() -> None:
+    """Lognormal (σ = 1) statistics of 500 users at ε = 1, where no tail count is affordable:
+    a release the skew check leaves unnamed clips the long side beyond its near-normal bound
+    and misses (panels of such users, 100 releases: every unnamed one missed, every named one
+    covered). At the bar of 0.2 plug-in sds 32 of these 40 releases were named and 27
+    covered; at UNCHECKED_SKEW_SHARE 38 and 32 (the bar is set for about 5 % false names of
+    normal columns; measured 5-9 % at 300-1,000 users, ε = 0.5-1: docs/accuracy.md). The
+    seeds are fixed: the bounds sit two releases under the counts measured."""
+    named = covered = 0
+    for seed in range(40):
+        x = np.random.default_rng([53, seed]).lognormal(0.0, 1.0, 500)
+        res = dplong.winsorized_mean(x, epsilon=1.0, random_state=seed)
+        named += any("skewed (its mean" in w for w in res.warnings)
+        lower, upper = res.conf_int().iloc[0]
+        covered += bool(lower <= x.mean() <= upper)
+    assert named >= 36 and covered >= 30, (named, covered)
+
+
 def test_the_skew_warning_does_not_ask_for_a_support_already_declared() -> None:
     """With ``lower=0`` declared, the skewed column's remedies leave the declaration out (an
     audit: the warning asked for ``lower=0`` on a fit given it). Lognormal statistics of 500
@@ -441,8 +459,9 @@ def test_the_skew_warning_does_not_ask_for_a_support_already_declared() -> None:
             named += 1
             assert "lower=0" not in note and "State tail=Moment(k, bound) or scale=" in note
     assert named >= 1
-    # nor does the warning of a tail no count checked (a reviewer: it still asked)
-    x = np.random.default_rng(1).exponential(1.0, 300)
+    # nor does the warning of a tail no count checked (a reviewer: it still asked), on a
+    # column the skew check leaves unnamed (an exponential one it now names: below)
+    x = np.random.default_rng(0).normal(5.0, 1.0, 300)
     res = dplong.winsorized_mean(x, epsilon=1.5, lower=0.0, random_state=0)
     (note,) = [w for w in res.warnings if "no count checked" in w]
     assert "lower=0" not in note and "state tail=Moment(k, bound) or scale=" in note
