@@ -322,7 +322,11 @@ class LongitudinalOLS(PanelModel):
             finds it, allows for the heaviest tail it vouches for (wide intervals).
             ``dplong.Moment(k=4, bound=[...])``, a bound on ``E|β_u - β|^4`` per coefficient
             the analyst can justify, replaces that worst case with the clip and bias bound of
-            the moment.
+            the moment. A user with exactly as many rows as coefficients fits them exactly,
+            and where the regressors vary at random such fits can have no mean (two rows'
+            slope is a ratio of normals: Cauchy), beyond any allowance or moment bound: leave
+            those users out (a filter on each user's row count, before the fit) where the
+            panel has them.
         estimator : {"per-user", "within"}, optional
             Default ``"within"`` when the formula has ``EntityEffects`` (which takes no
             other), else ``"per-user"``. ``"per-user"``: the average of the users' own

@@ -332,7 +332,8 @@ def estimate_scale(
     ----------
     statistics : array_like, shape (n,) or (n, d)
         One row per user (the per-user statistics of a model, e.g. user means). ``NaN`` marks a
-        user without a statistic in that column (see the module docstring); ``±inf`` is refused.
+        user without a statistic in that column (see the module docstring); ``±inf`` is a
+        value like any other, clipped by the steps.
     epsilon : float
         Total privacy budget ε > 0 of this release, over all columns and steps.
     delta : float, optional
@@ -375,7 +376,9 @@ def estimate_scale(
     InsufficientUsersError
         Fewer than 2 users, or too few for the wide-bin histogram to ever report a bin.
     DataError
-        Statistics that are not numeric, empty, infinite, or a column with no value at all.
+        Statistics that are not numeric, or empty. Odd values are data, not refused (a refusal
+        would depend on the rows): a column with no value at all is estimated like any other,
+        its histogram finding no bin (warned).
 
     Warns
     -----
