@@ -17,7 +17,7 @@ of a private release, which must come from fresh entropy (``random_state=None`` 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -46,8 +46,12 @@ def _count(value: int, name: str, minimum: int = 1) -> int:
 def _shape(size: Size) -> tuple[int, ...]:
     if size is None:
         return ()
-    dims = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
-    return tuple(_count(int(k), "size", minimum=0) for k in dims)
+    if isinstance(size, (int, np.integer)):
+        return (_count(size, "size", minimum=0),)
+    given: object = size  # untyped callers: text, a float
+    if isinstance(given, str) or not isinstance(given, Iterable):
+        raise ParameterError(f"size must be an integer or a tuple of integers, got {size!r}")
+    return tuple(_count(k, "size", minimum=0) for k in given)
 
 
 def _finite(value: float, name: str) -> float:
@@ -233,7 +237,10 @@ def long_format(
     2     1     0  3.0
     3     1     1  4.0
     """
-    values = np.asarray(rows, dtype=np.float64)
+    try:
+        values = np.asarray(rows, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ParameterError("rows must be numbers (n_users, n_rows)") from None
     if values.ndim != 2:
         raise ParameterError(
             f"rows must be a 2-D array (n_users, n_rows), got {values.ndim} dimensions"

@@ -755,7 +755,12 @@ def compare(
         )
     if isinstance(results, Mapping):
         named = {str(key): value for key, value in results.items()}
-    elif isinstance(results, Sequence):
+        if len(named) < len(results):  # 1 and "1" would be one column: a fit dropped
+            raise ParameterError(
+                f"results' names {list(results)} read alike as column names: name the fits "
+                "apart"
+            )
+    elif isinstance(results, Sequence) and not isinstance(results, str):
         named = {f"({i})": value for i, value in enumerate(results, 1)}
     else:
         raise ParameterError(

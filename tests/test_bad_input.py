@@ -460,6 +460,16 @@ fit_refusals(  # the components' variances square the stated proxies: they overf
     {"epsilon": 1.0, "scale": 1.0, "within_scale": 1.0, "min_rows": 4},
     [
         ("scale", 1e300, ParameterError, "scale must be at most 1e+150"),
+        # the model gives the residual scale: a within_scale it would ignore is refused (an
+        # audit: 1.0 and 100.0 gave the same fit)
+        ("scale", RandomEffects(1.0, 1.0), ParameterError, "within_scale is given by"),
+    ],
+)
+fit_refusals(
+    "RandomEffectsLocation.fit[model]",
+    lambda **o: location().fit(**o),
+    {"epsilon": 1.0, "scale": RandomEffects(1.0, 1.0), "min_rows": 4},
+    [
         ("scale", RandomEffects(1e300, 1.0), ParameterError, "scale must be at most 1e+150"),
         ("scale", RandomEffects(1.0, 1e-310), ParameterError, "scale's residual variance"),
     ],
@@ -1123,6 +1133,20 @@ OTHERS: list[tuple[str, Callable[[], object], type[DplongError], str]] = [
         ParameterError,
         "random_state",
     ),
+    # an audit: numpy's ValueError and TypeError escaped these
+    (
+        "simulate size text",
+        lambda: dplong.simulate.panel_rows(5, 3, size="a"),
+        ParameterError,
+        "size",
+    ),  # type: ignore[arg-type]
+    (
+        "simulate size float",
+        lambda: dplong.simulate.panel_rows(5, 3, size=2.5),
+        ParameterError,
+        "size",
+    ),  # type: ignore[arg-type]
+    ("simulate rows text", lambda: dplong.simulate.long_format([["a"]]), ParameterError, "rows"),
     ("io.read_data missing", lambda: dplong.io.read_data("missing.csv"), DataError, "DATA"),
     ("io.read_data data set", lambda: dplong.io.read_data("dataset:iris"), DataError, "iris"),
     (

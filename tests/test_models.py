@@ -18,6 +18,7 @@ from dplong.dependence import AR1, RandomEffects
 from dplong.exceptions import (
     ArgumentError,
     DataError,
+    DplongWarning,
     FormulaError,
     InsufficientUsersError,
     ParameterError,
@@ -716,6 +717,25 @@ def test_location_warns_that_its_component_tails_are_unchecked() -> None:
     said = [w for w in estimated.warnings if "checked their chi-square" in w]
     assert len(said) == 1 and said[0].startswith("['Group Var', 'Scale']")
     assert not any("no count checked" in w for w in stated.warnings)
+
+
+def test_a_precision_weighted_location_warns_what_its_results_say() -> None:
+    """The preliminary equal-weight location's unchecked tail is superseded by the weighted
+    location's own count (its results drop it), so it is not said on stderr either: an audit
+    found the class's own example warning of ``'Intercept (preliminary)'``, a parameter never
+    released, with ``res.warnings`` empty. Every warning a fit gives is in its results."""
+    rng = np.random.default_rng(1)
+    rows = rng.integers(1, 31, size=4000)
+    user = np.repeat(np.arange(4000), rows)
+    effect = rng.normal(0.0, 0.5, 4000)[user]
+    data = pd.DataFrame({"user": user, "y": 2.0 + effect + rng.normal(0, 2, user.size)})
+    model = dplong.RandomEffectsLocation.from_formula("y ~ 1", data, groups="user")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = model.fit(epsilon=1.0, random_state=0)
+    said = [str(w.message) for w in caught if issubclass(w.category, DplongWarning)]
+    assert not any("(preliminary)" in w for w in said), said
+    assert all(any(w in r or r in w for r in res.warnings) for w in said), (said, res.warnings)
 
 
 @pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")

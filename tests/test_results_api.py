@@ -379,11 +379,18 @@ def test_compare_renders_every_fit(fits: dict[str, dplong.PanelResults]) -> None
 
 @pytest.mark.parametrize(
     ("bad", "match"),
-    [({}, "at least one"), ({"a": 1.0}, "not dplong results"), (5, "mapping"), ("ab", "not")],
+    [({}, "at least one"), ({"a": 1.0}, "not dplong results"), (5, "mapping"), ("ab", "str")],
 )
 def test_compare_refuses(bad: object, match: str) -> None:
+    # a string is no sequence of fits (it read as three "fits", '(1)' to '(3)': an audit)
     with pytest.raises(ParameterError, match=match):
         dplong.compare(bad)  # type: ignore[arg-type]
+
+
+def test_compare_refuses_names_that_read_alike(fits: dict[str, dplong.PanelResults]) -> None:
+    # 1 and "1" are one column: a fit was dropped with nothing said (an audit)
+    with pytest.raises(ParameterError, match="read alike"):
+        dplong.compare({1: fits["mean"], "1": fits["within"]})  # type: ignore[dict-item]
 
 
 def test_compare_takes_fits_one_by_one(fits: dict[str, dplong.PanelResults]) -> None:

@@ -143,7 +143,8 @@ BOUNDS_OPTION = Option(
     "bounds",
     "text",
     "COL=LO,HI;...",
-    "public ranges of the outcome and columns (free; others are found privately)",
+    "public ranges of the outcome and columns (free; others are found privately); a value "
+    "starting with '-' takes '=': --bounds=-5,8",
     stage="model",
 )
 

@@ -192,16 +192,22 @@ class RandomEffectsLocation(PanelModel):
         ----------
         epsilon, delta : float
             Total budget (central δ default ``1/n**2``), shared by μ and the components.
-        scale : "estimate", float or RandomEffects
+        scale : "estimate", float or DependenceModel
             ``"estimate"`` (default): the spread of the user means is estimated privately, and
             so are the components'. Or the variance proxy of one user's mean ȳ_u, or a
-            :class:`~dplong.dependence.RandomEffects` model which with ``min_rows`` T gives it
-            as ``(σ_U² T + ρ_res) / T`` (Lemma 5.9, Remark 5.3) and the residual scale.
+            dependence model of a user's rows (:mod:`dplong.dependence`) which with
+            ``min_rows`` T gives it (its ``mean_scale(T)``): a
+            :class:`~dplong.dependence.RandomEffects` model as ``(σ_U² T + ρ_res) / T``
+            (Lemma 5.9, Remark 5.3), with the residual scale too. A stated scale is taken as
+            given, never checked: one smaller than the data's narrows the interval below its
+            coverage.
         within_scale : float, optional
             Variance proxy ρ_res of a user's residuals (``‖Σ_u‖_op``): with a stated ``scale``
             it gives the components' scales under a Gaussian model; without it they are
-            estimated privately. From 2.2e-308 (the smallest normal double) to 1e150, and
-            ``scale`` at most 1e150 with it (the components' variances are their squares).
+            estimated privately. Refused with a :class:`~dplong.dependence.RandomEffects`
+            model as ``scale``, which gives it. From 2.2e-308 (the smallest normal double) to
+            1e150, and ``scale`` at most 1e150 with it (the components' variances are their
+            squares).
         min_rows : int, optional
             Public lower bound T on rows per user (needed with a dependence model; with it the
             stated components' scales use T - 1 degrees of freedom instead of 1).
@@ -284,6 +290,12 @@ class RandomEffectsLocation(PanelModel):
         if isinstance(scale, DependenceModel):
             rows = check_min_rows(min_rows, "turn a dependence model into a radius")
             if isinstance(scale, RandomEffects):
+                if within_scale is not None:  # refused, not ignored: the model gives it
+                    raise ParameterError(
+                        "within_scale is given by the RandomEffects model as scale (its "
+                        "residual scale at min_rows): drop within_scale, or state a number "
+                        "as scale"
+                    )
                 residual_scale = scale.residual_scale(rows)
             statistical = scale.statistical_constant(rows, n) / (n * rows)
         elif min_rows is not None:

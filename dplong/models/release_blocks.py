@@ -148,8 +148,12 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
         if statistics.centre_bias is not None:
             release = dataclasses.replace(release, bias=release.bias + statistics.centre_bias)
         releases.append(release)
-        for note in release.notes:  # from released numbers: said once per fit, after them
-            if note not in warned:
+        # from released numbers: said once per fit, after them; a provisional block's unchecked
+        # tail is a later release's to say (its results drop it: an audit found it on stderr
+        # only)
+        superseded = release.unchecked_notes if block.provisional else ()
+        for note in release.notes:
+            if note not in warned and note not in superseded:
                 warn(plain_names(note))
                 warned.add(note)
     ledger = combined_ledger(releases, options)
