@@ -753,14 +753,14 @@ def compare(
             "(compare(fit1, fit2)); got a "
             f"{type(results).__name__} followed by more"
         )
+    given: object = results  # untyped callers: a string is no sequence of fits
     if isinstance(results, Mapping):
         named = {str(key): value for key, value in results.items()}
         if len(named) < len(results):  # 1 and "1" would be one column: a fit dropped
             raise ParameterError(
-                f"results' names {list(results)} read alike as column names: name the fits "
-                "apart"
+                f"results' names {list(results)} read alike as column names: name the fits apart"
             )
-    elif isinstance(results, Sequence) and not isinstance(results, str):
+    elif isinstance(results, Sequence) and not isinstance(given, str):
         named = {f"({i})": value for i, value in enumerate(results, 1)}
     else:
         raise ParameterError(
