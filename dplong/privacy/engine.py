@@ -762,15 +762,16 @@ def release_means(
     # unchecked warning already: its bar is the lower UNCHECKED_SKEW_SHARE, but for an assumed
     # kind's (an exponential's own mean lies 0.43 plug-in sds above its median)
     seen = unchecked & ~blind_off_zero
-    seen_bar = SKEW_SHARE if assumed else UNCHECKED_SKEW_SHARE
+    bar = np.where(seen, SKEW_SHARE if assumed else UNCHECKED_SKEW_SHARE, SKEW_SHARE)
     symmetric = np.isin(np.broadcast_to(np.asarray(kinds), (d,)), SYMMETRIC)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a far miss: inf
         offset = (estimate - where.midpoint) / where.sd
         skewed = skewed_columns(
             offset,
             total_sd / where.sd,
-            light & ~blind_off_zero & (symmetric | tails.moderate) & modelled,
-        ) | skewed_columns(offset, total_sd / where.sd, seen, share=seen_bar)
+            seen | (light & ~blind_off_zero & (symmetric | tails.moderate) & modelled),
+            share=bar,
+        )
         # their clip cut the long side by more than the near-normal bound sees: the bound
         # becomes the exponential model's, about a centre off the mean by the released offset
         # (post-processing; the warning stays, as a heavier tail can hide more)

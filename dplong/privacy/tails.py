@@ -1536,17 +1536,18 @@ def skewed_columns(
     offset: NDArray[np.float64],
     noise_sd: NDArray[np.float64],
     unchecked: NDArray[np.bool_],
-    share: float = SKEW_SHARE,
+    share: float | NDArray[np.float64] = SKEW_SHARE,
 ) -> NDArray[np.bool_]:
     """The ``unchecked`` columns (released, their bias bound resting on a tail model no count
     checked, on the near-normal plug-in where the tail count, which marks heavy tails and not
     skew, found none, or on the exponential model a moderate count took, scaled by the bulk's
     spread) whose released mean lies ``offset`` plug-in sds from the median,
-    beyond ``share`` (:data:`SKEW_SHARE`; :data:`UNCHECKED_SKEW_SHARE` where no count checked
-    the tail) and :data:`SKEW_NOISE_SDS` sds ``noise_sd`` of its noise (both in plug-in sds):
-    a skewed column, whose long side the clip cuts by more than the bound can see (a
-    lognormal (σ = 1) mean of 500 users at ε = 1 was held by its interval in 2 % of
-    releases). Released numbers only: the warning depends on nothing else.
+    beyond ``share`` (one for all or per column: :data:`SKEW_SHARE`;
+    :data:`UNCHECKED_SKEW_SHARE` where no count checked the tail) and :data:`SKEW_NOISE_SDS`
+    sds ``noise_sd`` of its noise (both in plug-in sds): a skewed column, whose long side the
+    clip cuts by more than the bound can see (a lognormal (σ = 1) mean of 500 users at ε = 1
+    was held by its interval in 2 % of releases). Released numbers only: the warning depends
+    on nothing else.
 
     Examples
     --------
