@@ -14,7 +14,7 @@ from dplong.exceptions import ParameterError
 from dplong.models.blocks import Block, Statistics
 from dplong.models.location_moments import _UserMoments
 from dplong.privacy.engine import Release
-from dplong.privacy.radius import SCALE_ONLY, AssumedTail, concentration_radius
+from dplong.privacy.radius import SCALE_PAIR, AssumedTail, concentration_radius
 
 __all__ = ["COMPONENTS", "STATED_PROXIES", "check_stated_proxies"]
 
@@ -72,7 +72,7 @@ def _components_block(
         # (docs/design/location.md). Stated scales bound both instead.
         # assumed, not stated: the tail count checks them where the budget affords one
         tail=None if stated is not None else AssumedTail(("chi-square", "exponential")),
-        offers=SCALE_ONLY,  # the location fit takes no tail= or lower=
+        offers=SCALE_PAIR,  # stated only with within_scale=; the fit takes no tail= or lower=
     )
 
 

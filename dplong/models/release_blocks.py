@@ -60,7 +60,8 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
     # an assumed tail model that no tail count can check at this n ε says so (public facts)
     blocks = [
         dataclasses.replace(
-            block, notes=(*block.notes, *unchecked_notes(block.names, block.tail, plan))
+            block,
+            notes=(*block.notes, *unchecked_notes(block.names, block.tail, plan, block.offers)),
         )
         if isinstance(block.tail, AssumedTail) and plan is not None
         else block

@@ -38,6 +38,7 @@ __all__ = [
     "MEDIAN_OFFSET",
     "OFFERS",
     "SCALE_ONLY",
+    "SCALE_PAIR",
     "SUPPORT_SPREAD",
     "SYMMETRIC",
     "AssumedTail",
@@ -228,12 +229,15 @@ TailOption = TailModel | AssumedTail
 #: The fit options through which an analyst vouches for a release's tail (a declared support's
 #: lower end, a moment bound, a stated scale, public ranges); a model offers those its fit
 #: takes, and the reliability warnings name no other (:func:`~dplong.privacy.tails.stated_remedy`).
-Offer = Literal["lower", "tail", "scale", "bounds"]
+Offer = Literal["lower", "tail", "scale", "bounds", "within_scale"]
 #: What a release offers unless its model says otherwise (a per-user regression's fit).
 OFFERS: frozenset[Offer] = frozenset(("tail", "scale"))
 #: ... and where the fit takes no ``tail=`` or ``lower=`` (the location and within fits, the
 #: user-level curves).
 SCALE_ONLY: frozenset[Offer] = frozenset(("scale",))
+#: ... and where a release's scales are stated only by two options together (the location's
+#: variance components: a user mean's ``scale=`` with the residuals' ``within_scale=``).
+SCALE_PAIR: frozenset[Offer] = frozenset(("within_scale",))
 
 
 def counted_each_side(tail: TailOption | None) -> bool:

@@ -49,6 +49,7 @@ from dplong.privacy.projection import MAX_RADIUS
 from dplong.privacy.radius import (
     MAD_OVER_SD,
     OFFERS,
+    SCALE_ONLY,
     SYMMETRIC,
     AssumedTail,
     Tail,
@@ -185,6 +186,7 @@ _OFFERED: dict[str, str] = {
     "tail": "state tail=Moment(k, bound)",
     "scale": "state scale=",
     "bounds": "state bounds=(low, high)",
+    "within_scale": "state scale= with within_scale=",
 }
 
 
@@ -379,11 +381,15 @@ def _found_share(count: float, threshold: float, measurable: NDArray[np.bool_]) 
 
 
 def unchecked_notes(
-    names: tuple[str, ...], assumed: AssumedTail, plan: ReleasePlan
+    names: tuple[str, ...],
+    assumed: AssumedTail,
+    plan: ReleasePlan,
+    offers: Collection[str] = SCALE_ONLY,
 ) -> tuple[str, ...]:
     """The note of a release whose tail model the model ``assumed`` where its plan affords no
     tail count (``n ε`` too small: :func:`affords_count` is false, a public fact): nothing
-    checks the model there, and a heavier tail is clipped beyond the bias bound.
+    checks the model there, and a heavier tail is clipped beyond the bias bound; the remedy
+    named is the model's ``offers`` (:func:`stated_remedy`).
 
     Examples
     --------
@@ -398,6 +404,8 @@ def unchecked_notes(
     >>> large = ReleasePlan.make(n=5912, d=2, epsilon=1.0, delta=1e-6, stated_scale=False)
     >>> unchecked_notes(("a", "b"), tail, large)
     ()
+    >>> unchecked_notes(("a", "b"), tail, small, {"within_scale"})[0][-59:]
+    'state scale= with within_scale= if known, or raise epsilon.'
     """
     if affords_count(plan, signed=assumed.signed):
         return ()
@@ -406,7 +414,7 @@ def unchecked_notes(
         f"{list(names)}: no count checked {'its' if one else 'their'} {assumed.described} "
         f"{'tail' if one else 'tails'} ({_UNCHECKED['unaffordable'][0]}): a heavier tail than "
         f"{'that model' if one else 'those models'} is clipped beyond the bias bound, and the "
-        "interval can miss; state scale= if known, or raise epsilon.",
+        f"interval can miss; {stated_remedy(offers)} if known, or raise epsilon.",
     )
 
 
