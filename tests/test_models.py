@@ -723,19 +723,37 @@ def test_a_precision_weighted_location_warns_what_its_results_say() -> None:
     """The preliminary equal-weight location's unchecked tail is superseded by the weighted
     location's own count (its results drop it), so it is not said on stderr either: an audit
     found the class's own example warning of ``'Intercept (preliminary)'``, a parameter never
-    released, with ``res.warnings`` empty. Every warning a fit gives is in its results."""
+    released, with ``res.warnings`` empty. Every warning a fit gives is in its results: at
+    ε = 1 this fit says nothing (its preliminary's note was the only one), at ε = 0.3 the
+    weighted location's and the components' unchecked tails, both in its results."""
     rng = np.random.default_rng(1)
     rows = rng.integers(1, 31, size=4000)
     user = np.repeat(np.arange(4000), rows)
     effect = rng.normal(0.0, 0.5, 4000)[user]
     data = pd.DataFrame({"user": user, "y": 2.0 + effect + rng.normal(0, 2, user.size)})
     model = dplong.RandomEffectsLocation.from_formula("y ~ 1", data, groups="user")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        res = model.fit(epsilon=1.0, random_state=0)
-    said = [str(w.message) for w in caught if issubclass(w.category, DplongWarning)]
-    assert not any("(preliminary)" in w for w in said), said
-    assert all(any(w in r or r in w for r in res.warnings) for w in said), (said, res.warnings)
+    for epsilon, warned in ((1.0, False), (0.3, True)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = model.fit(epsilon=epsilon, random_state=0)
+        said = [str(w.message) for w in caught if issubclass(w.category, DplongWarning)]
+        assert not any("(preliminary)" in w for w in said), said
+        assert bool(said) is warned, said
+        assert all(any(w in r or r in w for r in res.warnings) for w in said), (said, res.warnings)
+
+
+@pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+def test_the_components_unchecked_tails_ask_for_both_scales() -> None:
+    """The variance components' scales are stated only by ``scale=`` with ``within_scale=`` (a
+    stated ``scale`` alone leaves them estimated): their unchecked-tail warning asks for both
+    (an audit found it asking for ``scale=`` alone), and the location's own asks for ``scale=``."""
+    wages = dplong.datasets.load_wage_panel()
+    model = dplong.RandomEffectsLocation.from_formula("lwage ~ 1", wages, groups="nr")
+    res = model.fit(epsilon=1.0, random_state=0)
+    (components,) = [w for w in res.warnings if w.startswith("['Group Var', 'Scale']")]
+    assert "state scale= with within_scale= if known" in components, components
+    (location,) = [w for w in res.warnings if w.startswith("['Intercept']")]
+    assert "within_scale" not in location and "state scale=" in location, location
 
 
 @pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
