@@ -97,11 +97,23 @@ def test_the_comparison_refuses_what_it_cannot_compare(
     other = _fit("BetweenOLS", fewer, FORMULA, "nr", epsilon=4.0, random_state=0)
     with pytest.raises(ParameterError, match="n=545 and n=300"):
         dplong.hausman(within, other)
+    # the estimators in their roles: a mean, a pair reversed, two of one kind (an audit found
+    # each compared as if the first were the within fit)
     mean = dplong.winsorized_mean(
         wages["lwage"], groups=wages["nr"], epsilon=1.0, random_state=0, lower=0.0
     )
-    with pytest.raises(ParameterError, match="share no coefficient"):
+    with pytest.raises(ParameterError, match="other must be a fit of BetweenOLS or Random"):
         dplong.hausman(within, mean)
+    with pytest.raises(ParameterError, match="consistent must be a fit of PanelOLS or Longi"):
+        dplong.hausman(wage_fits["RandomEffects"], within)
+    with pytest.raises(ParameterError, match="LongitudinalOLS, got BetweenOLS"):
+        dplong.hausman(wage_fits["BetweenOLS"], wage_fits["RandomEffects"])
+    hours = _fit("BetweenOLS", wages, "hours ~ exper + union", "nr", epsilon=4.0, random_state=0)
+    with pytest.raises(ParameterError, match="same outcome: they model 'lwage' and 'hours'"):
+        dplong.hausman(within, hours)
+    schooling = _fit("BetweenOLS", wages, "lwage ~ educ", "nr", epsilon=4.0, random_state=0)
+    with pytest.raises(ParameterError, match="share no coefficient"):
+        dplong.hausman(within, schooling)
     with pytest.raises(ParameterError, match="alpha"):
         dplong.hausman(within, wage_fits["BetweenOLS"]).rejects(1.5)
 

@@ -35,6 +35,11 @@ __all__ = ["HausmanTest", "hausman"]
 #: The table's columns: the difference consistent - other, its standard error, the two
 #: bias bounds' sum, z and the bias-adjusted p-value (``P (bias-adj.)`` of the results).
 _COLUMNS = ("difference", "std err", "bias bound", "z", "P (bias-adj.)")
+#: The estimators consistent whether or not the person effects are correlated with the
+#: regressors (within a person: the within fit and the persons' own fits), and those
+#: consistent only where they are not.
+_CONSISTENT = ("PanelOLS", "LongitudinalOLS")
+_UNDER_ASSUMPTION = ("BetweenOLS", "RandomEffects", "PooledOLS")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,10 +166,10 @@ def hausman(consistent: PanelResults, other: PanelResults) -> HausmanTest:
     ----------
     consistent : PanelResults
         The fit consistent whether or not the effects are correlated with the regressors
-        (``PanelOLS``, or ``LongitudinalOLS``'s ``estimator="within"``).
+        (``PanelOLS``, or ``LongitudinalOLS``: its within estimator or the persons' own fits).
     other : PanelResults
-        A fit of the same persons consistent only under the assumption (``BetweenOLS``,
-        ``RandomEffects`` or ``PooledOLS``).
+        A fit of the same persons and outcome consistent only under the assumption
+        (``BetweenOLS``, ``RandomEffects`` or ``PooledOLS``).
 
     Returns
     -------
@@ -175,8 +180,9 @@ def hausman(consistent: PanelResults, other: PanelResults) -> HausmanTest:
     Raises
     ------
     ParameterError
-        If either is not a dplong fit, the fits are of different numbers of persons, they
-        are the same fit, or they share no coefficient.
+        If either is not a dplong fit of the estimators above (in that order), the fits are
+        of different numbers of persons or outcomes, they are the same fit, or they share no
+        coefficient.
 
     Examples
     --------
@@ -204,6 +210,20 @@ def hausman(consistent: PanelResults, other: PanelResults) -> HausmanTest:
             raise ParameterError(f"{name} must be a dplong fit's results, got {type(fit).__name__}")
     if consistent is other:
         raise ParameterError("consistent and other are the same fit: compare two estimators")
+    for name, fit, expected in (
+        ("consistent", consistent, _CONSISTENT),
+        ("other", other, _UNDER_ASSUMPTION),
+    ):
+        if fit.model.name not in expected:
+            raise ParameterError(
+                f"{name} must be a fit of {' or '.join(expected)}, got {fit.model.name}"
+            )
+    outcomes = [fit.formula.partition("~")[0].strip() for fit in (consistent, other)]
+    if outcomes[0] != outcomes[1]:
+        raise ParameterError(
+            f"consistent and other must model the same outcome: they model {outcomes[0]!r} "
+            f"and {outcomes[1]!r}"
+        )
     if consistent.nobs_users != other.nobs_users:
         raise ParameterError(
             f"consistent and other must be fits of the same persons: they have "
