@@ -189,6 +189,14 @@ def test_model_is_a_data_free_view_of_the_model(data: pd.DataFrame) -> None:
     assert back.model == res.model and str(back.summary()) == str(res.summary())
     mean = dplong.winsorized_mean(data["y"], groups=data["user"], **NOISE_OFF)
     assert mean.model == ModelSpec("Mean", "mean of y", 60, ("y",))
+    # the class the analyst called, not the per-level subclass PriestleyChao builds (an audit)
+    pigs = dplong.datasets.load_dietox()
+    for groups, options in (("Pig", {"bandwidth": 2.0}), (None, {})):
+        curves = dplong.PriestleyChao.from_formula(
+            "Weight ~ Time", pigs, groups=groups, domain=(1, 12), grid=5, **options
+        )
+        assert type(curves) is not dplong.PriestleyChao
+        assert curves.spec.model_class is dplong.PriestleyChao, curves.spec
 
 
 def test_predict_matches_statsmodels(
@@ -286,7 +294,9 @@ def test_withheld_parameters() -> None:
     assert np.isnan(res.params["z"])
     cov = res.cov_params()
     assert cov.loc["z"].isna().all() and cov["z"].isna().all() and cov.loc["x1", "x1"] > 0
-    test = res.t_test(["x1 = 0", "z = 0"])
+    # the NaN row is said, naming the row and the parameter (an audit found it silent)
+    with pytest.warns(DplongWarning, match=r"t_test row\(s\) \[1\] restrict withheld .*'z'"):
+        test = res.t_test(["x1 = 0", "z = 0"])
     assert np.isfinite(test.statistic[0]) and np.isnan(test.statistic[1])
     # the withheld row is NaN throughout: no standard error of 0 beside no estimate
     assert np.isfinite(test.sd[0]) and np.isnan(test.sd[1]) and np.isnan(test.effect[1])

@@ -78,8 +78,11 @@ class FormulaModel:
         >>> dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr").spec
         LongitudinalOLS('lwage ~ exper', n_users=545)
         """
+        # the class the analyst called (PriestleyChao.from_formula builds a subclass per level
+        # of privacy, not part of the API)
+        called = next((c for c in type(self).__mro__ if c.__name__ == self.model_name), type(self))
         return ModelSpec(
-            self.model_name, self.formula, self.nobs_users, tuple(self.exog_names), type(self)
+            self.model_name, self.formula, self.nobs_users, tuple(self.exog_names), called
         )
 
     def __repr__(self) -> str:

@@ -109,7 +109,9 @@ class RestrictionTests(Estimates):
         BiasAllowedContrast
             statsmodels' ``ContrastResults`` (``effect``, ``sd``, ``statistic``, ``pvalue``,
             ``conf_int()``, ``summary()``) with ``bias``, each row's bias bound, in its
-            p-values and intervals.
+            p-values and intervals. A row that restricts a withheld (NaN) parameter is NaN
+            throughout, and a :class:`~dplong.exceptions.DplongWarning` names it (the other
+            rows are tested; :meth:`wald_test` refuses such a restriction).
 
         Raises
         ------
@@ -136,6 +138,12 @@ class RestrictionTests(Estimates):
         coefs, constants = self._constraint(r_matrix)
         self._say_uncorrelated(coefs != 0.0, "t_test")
         effect, cov, touched, bias = self._restricted(coefs)
+        if touched.any():  # the other rows are still tested: said, not refused
+            withheld = self.params.index[self.params.isna().to_numpy()].tolist()
+            warn(
+                f"t_test row(s) {np.flatnonzero(touched).tolist()} restrict withheld parameters "
+                f"{withheld} (NaN: no estimate): their effect, statistic and p-value are NaN"
+            )
         sd = np.where(touched, np.nan, np.sqrt(np.diag(cov)))
         with np.errstate(invalid="ignore", divide="ignore"):
             statistic = (effect - constants) / sd  # NaN where a row touches a withheld one
