@@ -1342,6 +1342,21 @@ class TestPrivacyUnit:
         said = " ".join(out.split())
         assert "for nw, the number of rows" in said and "count the rows of nw" in said
 
+    def test_plan_refuses_the_fits_own_options_by_name(self, tmp_path: Path) -> None:
+        """A fit's command line with ``plan`` for ``fit`` (an audit's first try) was refused as
+        "unrecognized arguments", and ``--seed 3``'s 3 taken for DATA: the fit's noise and
+        output options are refused by name, and no report is written."""
+        argv = ["plan", "--model", "mean", "--formula", "lwage ~ 1", "--groups", "nr"]
+        argv += ["--epsilon", "1", "dataset:wage_panel"]
+        report = tmp_path / "plan.html"
+        code, out, err = run([*argv, "--seed", "3", "--report", str(report), "--quiet"])
+        assert code == 2 and out == "" and not report.exists(), err
+        assert "--seed, --report and --quiet are options of dplong fit alone" in err, err
+        code, _, err = run([*argv, "--alpha", "0.1"])
+        assert code == 2 and "--alpha is an option of dplong fit alone" in err, err
+        code, out, err = run(argv)
+        assert code == 0 and "Decision:" in out, err
+
     def test_plan_asks_nw_for_rows(self) -> None:
         argv = ["plan", "--model", "nw", "--formula", "Weight ~ Time", "--epsilon", "4"]
         argv += ["--domain", "1,12", "--bounds", "0,150", "--bandwidth", "2"]

@@ -609,12 +609,15 @@ def test_a_plan_without_a_noise_forecast_says_what_released_means() -> None:
     text = pooled.summary()
     assert "Decision: not refused, but withheld in the reference fits" in text
     assert "Decision: released" not in text and "expect them withheld" in text
+    # nor its smallest epsilon "released": the smallest not refused (an audit)
+    assert "Smallest epsilon not refused: " in text and "epsilon released" not in text
     large = dplong.plan("y ~ x", model="pooled", n=MAX_REFERENCE_ROWS // 4 + 1, epsilon=1.0)
     assert large.table["noise_sd"].isna().all() and "released_share" not in large.table
     assert "withheld at the fit" in large.summary()
     per_user = dplong.plan("lwage ~ exper", n=545, epsilon=2.0)
     assert per_user.table["noise_sd"].notna().all()
     assert "no noise forecast" not in per_user.summary()
+    assert "Smallest epsilon released: " in per_user.summary()
 
 
 def _light_panel(n: int, seed: int) -> tuple[pd.DataFrame, dict[str, float]]:

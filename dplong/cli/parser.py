@@ -130,27 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DATA",
         help="CSV or Parquet file, directory or glob of Parquet files, or dataset:NAME",
     )
-    privacy = _model_arguments(fit)
-    privacy.add_argument(
-        "--seed",
-        type=_seed,
-        metavar="N",
-        help="seed of the noise, for reproducible research only: never for a real release",
-    )
-    output = fit.add_argument_group("output")
-    output.add_argument(
-        "--alpha",
-        type=_alpha,
-        metavar="A",
-        default=0.05,
-        help="1 - confidence level of intervals and error bounds (default 0.05)",
-    )
-    output.add_argument("--report", metavar="FILE", help="write a self-contained HTML report")
-    output.add_argument(
-        "--quiet",
-        action="store_true",
-        help="print the result only: no progress, notes or warnings on stderr (errors still)",
-    )
+    _fit_only_arguments(_model_arguments(fit), fit.add_argument_group("output"))
     plan = commands.add_parser(
         "plan",
         allow_abbrev=False,
@@ -171,7 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="optional: a file or dataset:NAME whose --groups column gives n (nothing else "
         "is read" + (f"; for {item_level}, its number of rows" if item_level else "") + ")",
     )
-    _model_arguments(plan)
+    # a fit's command line with ``plan`` for ``fit``: its noise and output options are parsed
+    # (so that their values are not taken for DATA) and refused by name (dplong.cli.plan)
+    hidden = plan.add_argument_group()
+    _fit_only_arguments(_model_arguments(plan), hidden, shown=False)
     planned = plan.add_argument_group("plan")
     planned.add_argument(
         "--n",
@@ -194,6 +177,47 @@ def build_parser() -> argparse.ArgumentParser:
         help="a privacy-noise sd to reach: the smallest epsilon reaching it, per column",
     )
     return parser
+
+
+#: The options of ``fit`` alone (its noise's seed and its output), by destination: a plan
+#: draws no noise, computes no interval and writes no report.
+FIT_ONLY = {"seed": "--seed", "alpha": "--alpha", "report": "--report", "quiet": "--quiet"}
+
+
+def _fit_only_arguments(
+    privacy: argparse._ArgumentGroup, output: argparse._ArgumentGroup, *, shown: bool = True
+) -> None:
+    """``fit``'s options of :data:`FIT_ONLY`: in its privacy and output groups, or parsed
+    unshown (``plan``, which refuses them), where ``--alpha`` has no default either."""
+
+    def described(text: str) -> str:
+        return text if shown else argparse.SUPPRESS
+
+    privacy.add_argument(
+        "--seed",
+        type=_seed,
+        metavar="N",
+        help=described(
+            "seed of the noise, for reproducible research only: never for a real release"
+        ),
+    )
+    output.add_argument(
+        "--alpha",
+        type=_alpha,
+        metavar="A",
+        default=0.05 if shown else None,
+        help=described("1 - confidence level of intervals and error bounds (default 0.05)"),
+    )
+    output.add_argument(
+        "--report", metavar="FILE", help=described("write a self-contained HTML report")
+    )
+    output.add_argument(
+        "--quiet",
+        action="store_true",
+        help=described(
+            "print the result only: no progress, notes or warnings on stderr (errors still)"
+        ),
+    )
 
 
 def _model_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:

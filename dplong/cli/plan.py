@@ -12,6 +12,7 @@ import dplong
 from dplong.cli.checks import _check_arguments, _declared_levels
 from dplong.cli.errors import _for_the_command_line, _InputError
 from dplong.cli.keywords import _fit_options, _stage_options
+from dplong.cli.parser import FIT_ONLY
 from dplong.dask_frames import is_dask
 from dplong.formula import check_id_types
 from dplong.io import quiet_parquet_reads, read_failures, read_file
@@ -21,6 +22,14 @@ from dplong.planning import PlanResults
 
 def _run_plan(args: argparse.Namespace) -> int:
     """``dplong plan``: the planner's summary of the fit the same options would make."""
+    given = [flag for dest, flag in FIT_ONLY.items() if getattr(args, dest) not in (None, False)]
+    if given:
+        named = " and ".join([", ".join(given[:-1]), given[-1]] if len(given) > 1 else given)
+        raise _InputError(
+            f"{named} {'are options' if len(given) > 1 else 'is an option'} of dplong fit "
+            "alone (a plan draws no noise, computes no interval and writes no report): drop "
+            f"{'them' if len(given) > 1 else 'it'} to plan the fit"
+        )
     spec = MODELS[args.model]
     _check_arguments(args, spec)
     levels = _declared_levels(args.levels)

@@ -105,6 +105,7 @@ class PlanResults:
                 else bool(self.table["noise_sd"].isna().all())
             )
         )
+        withheld = blind and "released_share" in self.table
         lines = [
             "dplong plan (public facts only: no row is read)".center(width),
             "=" * width,
@@ -113,7 +114,10 @@ class PlanResults:
             f"Privacy: {self.privacy}, epsilon {self.epsilon:g}, "
             f"delta {self.delta:.3g}",
             "Decision: " + self._decision(blind),
-            f"Smallest epsilon released: {_shown(self.smallest_epsilon)}; without warnings: "
+            # the smallest epsilon the decision is not a refusal at: "released" is that
+            # decision's word, except where the reference fits withheld every coefficient
+            f"Smallest epsilon {'not refused' if withheld else 'released'}: "
+            f"{_shown(self.smallest_epsilon)}; without warnings: "
             + (_shown(self.quiet_epsilon) if self.registered else "unknown"),
             "-" * width,
         ]
