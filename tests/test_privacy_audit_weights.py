@@ -293,7 +293,10 @@ def _full_release(data: str, rng: np.random.Generator) -> NDArray[np.float64]:
         rng=rng,
         rules=Rules(user_weights=UserWeights(w, floor=0.25)),
     )
-    assert [e.stage for e in res.privacy.entries][-1] == "second moment"  # n ε = 800 >= 500
+    # n ε = 800 >= 500 buys the second moment, last, wherever the final stage runs (a midpoint
+    # that missed, a bad event of about 1 in 1,000 runs here, withholds the release before it)
+    stages = [e.stage for e in res.privacy.entries]
+    assert stages[-1] == "second moment" or ("mean" not in stages and np.isnan(res.estimate[0]))
     centre = (res.interval[0, 0] + res.interval[0, 1]) / 2.0
     return np.array([res.estimate[0], res.users[0], centre, res.scale[0], res.sampling_sd[0]])
 

@@ -5,14 +5,14 @@ budget (:func:`with_tail`) and :func:`tail_rule` spends it on one private count 
 beyond a rung of ``TAIL_RUNG σ̂`` in any column (:func:`_tail_radius`, sensitivity 1 however
 many columns). A count well above what normal tails put there marks the columns heavy; each
 heavy column's radius then balances its mean's noise against the clipping bias of a Pareto
-tail through the count (:func:`tail_bias`), and a second rung beyond the widened radii
-(:func:`_second_rung`) finds a lump of users far out; a count above the normal's expectation
-by less bounds the clipping bias of the columns on the normal plug-in with the exponential
-tail model instead (:data:`MODERATE_SDS`). A column whose rough mean lies far from its median
-is skewed and gets the exponential tail model (:func:`skew_tails`). About a public centre the
-mean lies near, an assumed tail is counted on each side instead (:func:`_signed_tail`): only
-a one-sided excess biases there. The findings
-are a :class:`TailFinding`; the warning they carry is :func:`heavy_notes`. The rationale is in
+tail through the count (:func:`tail_bias`), and where that widened a clip, a second rung
+beyond the widened radii (:func:`_second_rung`) finds a lump of users far out; a count above
+the normal's expectation by less bounds the clipping bias of the columns on the normal plug-in
+with the exponential tail model instead (:data:`MODERATE_SDS`). A column whose rough mean lies
+far from its median is skewed and gets the exponential tail model (:func:`skew_tails`). About
+a public centre the mean lies near, an assumed tail is counted on each side instead
+(:func:`_signed_tail`): only a one-sided excess biases there. The findings are a
+:class:`TailFinding`; the warning they carry is :func:`heavy_notes`. The rationale is in
 ``docs/design/engine.md`` ("Heavy tails").
 """
 
@@ -254,8 +254,8 @@ TAIL_INDEX = 1.5
 LUMP_SDS = 2.0
 
 #: The second rung's share of the means' budget, in units of the first's (:func:`_second_rung`,
-#: spent only where the first found heavy columns, whose wide clips make their means' noise
-#: the smaller worry; docs/design/engine.md has the lump it must see).
+#: spent only where the first found heavy columns and widened their clips, whose width makes
+#: their means' noise the smaller worry; docs/design/engine.md has the lump it must see).
 SECOND_RUNG = 1.5
 #: The counts at a lump's re-balanced clip, which anchor its bias bound and, where they find
 #: the lump reaching past the clip, the clip balanced again (:func:`_lump_anchors`): each
@@ -264,8 +264,8 @@ SECOND_RUNG = 1.5
 LUMP_ANCHOR, LUMP_COUNTS = 1.0, 4
 
 #: The share of the means' budget (after the second rung's) for the heavy columns' signed counts
-#: (:func:`_side_clips`), in units of the first count's: spent only where the first found heavy
-#: columns and the second no lump. At the first's share the counts split one-sided tails at
+#: (:func:`_side_clips`), in units of the first count's: spent only where the second rung ran
+#: and found no lump. At the first's share the counts split one-sided tails at
 #: 1,000 users and ε = 1, where at half they are too noisy to, and more gained nothing
 #: (docs/accuracy.md, "The sides counted after the second rung, at the first count's share").
 SIDES_SHARE = 1.0
@@ -605,8 +605,8 @@ def tail_rule(
     """The tail rule (design notes, "Heavy tails"): where the plan has a tail share
     (:func:`with_tail`: no bounds, scale or tail stated, or a tail the model assumes), one
     count beyond the first rung (:func:`_tail_radius`) carved from the means' budget, and where
-    it finds heavy columns a second count beyond their widened radii (:func:`_second_rung`),
-    after which the means take up what the split's composition leaves
+    it finds heavy columns and widens their radii a second count beyond them
+    (:func:`_second_rung`), after which the means take up what the split's composition leaves
     (:func:`~dplong.privacy.budget.top_up`); where the count only exceeds the normal's
     expectation by :data:`MODERATE_SDS` noise sds, the columns on the normal plug-in get the
     exponential model's bias bound (:class:`TailFinding`, ``moderate``), and the columns of
@@ -681,8 +681,12 @@ def tail_rule(
         not where.refined
     )
     upper, lower, reach_low, far = wide, wide, None, None
-    if heavy.any():
-        # a second rung at the symmetric widened clips, from the means' budget
+    if (heavy & (wide > radius)).any():
+        # a second rung at the symmetric widened clips, from the means' budget, where the
+        # balance widened one: beyond a clip it left at the bulk's, near the rung, the Pareto
+        # tails through the rung put about every user the first count found, so no lump could
+        # show, and the count's share only noised the means (per-user slopes' t-like tails
+        # near the threshold: issue 28's per-user cell at 1,000 users, docs/accuracy.md)
         rung_epsilon, mean_budget = mean_budget.tail_split(SECOND_RUNG * plan.tail)
         rung_total = float(np.sum(rung_epsilon))
         counted = np.where(heavy, wide, np.inf)
@@ -1246,10 +1250,11 @@ def _second_rung(
 ) -> tuple[
     NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], bool, NDArray[np.float64]
 ]:
-    """The tail stage's second rung, where the first found heavy columns: one private count
-    ``C₂`` of the users beyond the widened radius ``R_j`` of a heavy column (sensitivity 1,
-    two-sided geometric noise at ``epsilon``), against what the Pareto tails through the first
-    rung ``(r_j, C)`` put there, at most ``Σ_j C (r_j / R_j)^α`` (``anchor`` = (r, C + 3 sd)).
+    """The tail stage's second rung, where the first found heavy columns and widened a clip: one
+    private count ``C₂`` of the users beyond the widened radius ``R_j`` of a heavy column
+    (sensitivity 1, two-sided geometric noise at ``epsilon``), against what the Pareto tails
+    through the first rung ``(r_j, C)`` put there, at most ``Σ_j C (r_j / R_j)^α`` (``anchor``
+    = (r, C + 3 sd)).
 
     A tail that decays from the first rung leaves few users beyond R, and the first rung's
     radius and bias bound stand. A tail that does not — a lump of users far beyond the bulk,
