@@ -139,7 +139,8 @@ class RestrictionTests(Estimates):
         self._say_uncorrelated(coefs != 0.0, "t_test")
         effect, cov, touched, bias = self._restricted(coefs)
         if touched.any():  # the other rows are still tested: said, not refused
-            withheld = self.params.index[self.params.isna().to_numpy()].tolist()
+            used = (coefs[touched] != 0.0).any(axis=0) & self.params.isna().to_numpy()
+            withheld = self.params.index[used].tolist()
             warn(
                 f"t_test row(s) {np.flatnonzero(touched).tolist()} restrict withheld parameters "
                 f"{withheld} (NaN: no estimate): their effect, statistic and p-value are NaN"
