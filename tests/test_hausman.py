@@ -111,6 +111,10 @@ def test_the_comparison_refuses_what_it_cannot_compare(
     hours = _fit("BetweenOLS", wages, "hours ~ exper + union", "nr", epsilon=4.0, random_state=0)
     with pytest.raises(ParameterError, match="same outcome: they model 'lwage' and 'hours'"):
         dplong.hausman(within, hours)
+    spaced = _fit(
+        "BetweenOLS", wages, "lwage~exper + union + married", "nr", epsilon=4.0, random_state=0
+    )
+    assert dplong.hausman(within, spaced).df == 3  # the same outcome, written without spaces
     schooling = _fit("BetweenOLS", wages, "lwage ~ educ", "nr", epsilon=4.0, random_state=0)
     with pytest.raises(ParameterError, match="share no coefficient"):
         dplong.hausman(within, schooling)

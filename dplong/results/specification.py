@@ -219,7 +219,7 @@ def hausman(consistent: PanelResults, other: PanelResults) -> HausmanTest:
                 f"{name} must be a fit of {' or '.join(expected)}, got {fit.model.name}"
             )
     outcomes = [fit.formula.partition("~")[0].strip() for fit in (consistent, other)]
-    if outcomes[0] != outcomes[1]:
+    if outcomes[0].replace(" ", "") != outcomes[1].replace(" ", ""):  # as written, but spaces
         raise ParameterError(
             f"consistent and other must model the same outcome: they model {outcomes[0]!r} "
             f"and {outcomes[1]!r}"
