@@ -185,6 +185,18 @@ def check_random_state(random_state: RandomState, rng: RandomState = None) -> np
     )
 
 
+def listed(items: Sequence[str], last: str = "and") -> str:
+    """``a, b and c`` (``last``: the word before the last item), for messages.
+
+    Examples
+    --------
+    >>> from dplong._validation import listed
+    >>> listed(["--seed"]), listed(["a", "b", "c"]), listed(["x", "y"], "or")
+    ('--seed', 'a, b and c', 'x or y')
+    """
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {last} " + items[-1]
+
+
 def describe(value: Any) -> str:
     """A short description of an argument (an array is not printed in full)."""
     if isinstance(value, np.ndarray | list | tuple) and np.size(value) > 8:

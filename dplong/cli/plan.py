@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 
 import dplong
+from dplong._validation import listed
 from dplong.cli.checks import _check_arguments, _declared_levels
 from dplong.cli.errors import _for_the_command_line, _InputError
 from dplong.cli.keywords import _fit_options, _stage_options
@@ -24,9 +25,8 @@ def _run_plan(args: argparse.Namespace) -> int:
     """``dplong plan``: the planner's summary of the fit the same options would make."""
     given = [flag for dest, flag in FIT_ONLY.items() if getattr(args, dest) not in (None, False)]
     if given:
-        named = " and ".join([", ".join(given[:-1]), given[-1]] if len(given) > 1 else given)
         raise _InputError(
-            f"{named} {'are options' if len(given) > 1 else 'is an option'} of dplong fit "
+            f"{listed(given)} {'are options' if len(given) > 1 else 'is an option'} of dplong fit "
             "alone (a plan draws no noise, computes no interval and writes no report): drop "
             f"{'them' if len(given) > 1 else 'it'} to plan the fit"
         )

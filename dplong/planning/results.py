@@ -113,7 +113,7 @@ class PlanResults:
             f"{'Users (n)' if self.level == 'user' else 'Rows (n, each a unit)'}: {self.n}   "
             f"Privacy: {self.privacy}, epsilon {self.epsilon:g}, "
             f"delta {self.delta:.3g}",
-            "Decision: " + self._decision(blind),
+            "Decision: " + self._decision(blind, withheld),
             # the smallest epsilon the decision is not a refusal at: "released" is that
             # decision's word, except where the reference fits withheld every coefficient
             f"Smallest epsilon {'not refused' if withheld else 'released'}: "
@@ -144,16 +144,17 @@ class PlanResults:
     def __str__(self) -> str:
         return self.summary()
 
-    def _decision(self, blind: bool) -> str:
+    def _decision(self, blind: bool, withheld: bool) -> str:
         """The decision line: refused, or released (with warnings), or, where nothing is
-        forecast, what that leaves: where the reference panel's fits released no coefficient,
-        the fit is not refused but expected to withhold them, not "released"."""
+        forecast (``blind``), what that leaves: where the reference panel's fits released no
+        coefficient (``withheld``), the fit is not refused but expected to withhold them, not
+        "released"."""
         if self.refused:
             return "REFUSED before any noise"
         warned = ", with warnings" if self.warnings else ""
         if not blind:
             return "released" + warned
-        if "released_share" in self.table:
+        if withheld:
             return f"not refused, but withheld in the reference fits{warned}"
         return f"released{warned} (no noise forecast: coefficients may be withheld at the fit)"
 

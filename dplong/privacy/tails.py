@@ -28,6 +28,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from dplong._validation import listed
 from dplong.privacy.accounting import LedgerEntry
 from dplong.privacy.budget import (
     FinalBudget,
@@ -49,7 +50,6 @@ from dplong.privacy.projection import MAX_RADIUS
 from dplong.privacy.radius import (
     MAD_OVER_SD,
     OFFERS,
-    SCALE_ONLY,
     SYMMETRIC,
     AssumedTail,
     Tail,
@@ -195,11 +195,6 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _listed(items: list[str], last: str = "and") -> str:
-    """``a, b and c`` (``last``: the word before the last item)."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {last} " + items[-1]
-
-
 def stated_remedy(offers: Collection[str]) -> str:
     """The remedies of the ``offers`` (:data:`~dplong.privacy.radius.Offer`) in one phrase
     ("" for none).
@@ -220,7 +215,7 @@ def stated_remedy(offers: Collection[str]) -> str:
         text.removeprefix("state ") if i and parts[i - 1].startswith("state ") else text
         for i, text in enumerate(parts)
     ]
-    return _listed(parts, "or") if parts else ""
+    return listed(parts, "or") if parts else ""
 
 
 #: Why no count checked a column's tail (:func:`unchecked_warnings`), and the remedy: a tail
@@ -384,7 +379,7 @@ def unchecked_notes(
     names: tuple[str, ...],
     assumed: AssumedTail,
     plan: ReleasePlan,
-    offers: Collection[str] = SCALE_ONLY,
+    offers: Collection[str],
 ) -> tuple[str, ...]:
     """The note of a release whose tail model the model ``assumed`` where its plan affords no
     tail count (``n ε`` too small: :func:`affords_count` is false, a public fact): nothing
@@ -398,11 +393,11 @@ def unchecked_notes(
     >>> from dplong.privacy.tails import unchecked_notes
     >>> small = ReleasePlan.make(n=545, d=2, epsilon=1.0, delta=1e-6, stated_scale=False)
     >>> tail = AssumedTail(("chi-square", "exponential"))
-    >>> (note,) = unchecked_notes(("a", "b"), tail, small)
+    >>> (note,) = unchecked_notes(("a", "b"), tail, small, {"scale"})
     >>> note[:66]
     "['a', 'b']: no count checked their chi-square/exponential tails (t"
     >>> large = ReleasePlan.make(n=5912, d=2, epsilon=1.0, delta=1e-6, stated_scale=False)
-    >>> unchecked_notes(("a", "b"), tail, large)
+    >>> unchecked_notes(("a", "b"), tail, large, {"scale"})
     ()
     >>> unchecked_notes(("a", "b"), tail, small, {"within_scale"})[0][-59:]
     'state scale= with within_scale= if known, or raise epsilon.'
@@ -1151,8 +1146,8 @@ def clips_many_notes(
     columns = np.flatnonzero(many)
     if not columns.size:
         return ()
-    counts = _listed([f"{max(clipped[j], 0.0):.0f}" for j in columns])
-    share = _listed([f"{max(clipped[j], 0.0) / n:.0%}" for j in columns])
+    counts = listed([f"{max(clipped[j], 0.0):.0f}" for j in columns])
+    share = listed([f"{max(clipped[j], 0.0) / n:.0%}" for j in columns])
     return (
         f"{[names[j] for j in columns]}: the clip cuts many users (about {counts} of the {n}, "
         f"{share}, released counts): the estimate rests on the balance of their tails, "
@@ -1188,7 +1183,7 @@ def leaning_notes(
     columns = np.flatnonzero(leaning)
     if not columns.size:
         return ()
-    counts = _listed([f"{abs(excess[j]):.0f}" for j in columns])
+    counts = listed([f"{abs(excess[j]):.0f}" for j in columns])
     sides = {"above" if excess[j] > 0 else "below" for j in columns}
     phrases = {"above": "above the centre than below", "below": "below the centre than above"}
     where = (
@@ -1535,11 +1530,11 @@ def heavy_notes(
         )
         remedy = "model a transform (np.log1p) of a skewed outcome"
     else:
-        which = _listed([repr(names[j]) for j in columns])
+        which = listed([repr(names[j]) for j in columns])
         found = f"heavy {'tail' if one else 'tails'} (found privately)"
     return (
-        f"{which}: {found} clipped outside {_listed(ranges)}; the"
-        f" {'interval allows' if one else 'intervals allow'} {_listed(allowances)} for"
+        f"{which}: {found} clipped outside {listed(ranges)}; the"
+        f" {'interval allows' if one else 'intervals allow'} {listed(allowances)} for"
         f" {'it' if one else 'them'} (Pareto index {TAIL_INDEX:g}; a heavier tail could hide"
         f" more{f': {remedy}' if remedy else ''}).",
     )
@@ -1613,19 +1608,19 @@ def skewed_notes(
     if not columns.size:
         return ()
     one = columns.size == 1
-    where = _listed(
+    where = listed(
         [f"{abs(offset[j]):.2g} sds {'above' if offset[j] > 0 else 'below'}" for j in columns]
     )
-    allowances = _listed([f"{bias[j]:.3g}" for j in columns])
+    allowances = listed([f"{bias[j]:.3g}" for j in columns])
     return (
-        f"{_listed([repr(names[j]) for j in columns])}: skewed ("
+        f"{listed([repr(names[j]) for j in columns])}: skewed ("
         f"{'its mean' if one else 'their means'} {where} {'its' if one else 'their'} "
         f"median{'' if one else 's'}) where the clip assumed {model} tails, and no count "
         f"found {'its tail' if one else 'their tails'} heavy: the "
         f"{'interval allows' if one else 'intervals allow'} {allowances} for the clipped side "
         "(an exponential tail), and a heavier one can hide more. "
         + _sentence(
-            _listed(
+            listed(
                 [
                     *filter(None, [stated_remedy(offers)]),
                     "model a transform (np.log1p)",
