@@ -88,6 +88,18 @@
     random effects, ε = 1, ``max_rows=5``) and the wage panel (pooled at ε = 2 and 4,
     ``PanelOLS`` at ε = 4), given only ε.
 
+12. **The covariance between coefficients** (``--parts covariance``): two regressors that
+    move together (``z = 0.9 x + 0.45 e``, each row; ``y = 1 + x + z + α_u + e``, α and e
+    N(0, 1)), T = 5, :class:`dplong.PooledOLS` given only ε, data and noise drawn afresh each
+    fit, at (n, ε) = (1,000, 4), (2,000, 2) and (5,000, 1); and RAND HIE's headline at ε = 1
+    around the non-private estimate (the data fixed: the errors are the privacy noise's). Per
+    cell: the correlation of the x and z slopes (of ``log(coins + 1)`` and ``xage`` on RAND HIE)
+    in the errors and in the mean released ``cov_params()`` (the non-private clustered one
+    beside it), the errors' second moment over the released variance along x, z, x - z and
+    x + z, and the coverage of the truth by the 95 % joint Wald region of the two slopes and by
+    ``t_test``'s intervals of x - z and x + z, on the released covariance and on its diagonal
+    alone (what ``cov_params()`` gave before it held the covariance).
+
 ``--max-rows found`` leaves ``max_rows`` to the fits (found privately) instead of giving each
 panel's public length. Run ``python benchmarks/pooled.py [--reps R]``; docs/accuracy.md holds
 the numbers of the default 100.
@@ -105,6 +117,7 @@ import numpy as np
 import pandas as pd
 import statsmodels.formula.api as smf
 from _common import header, mse_ratio, pm, proportion, rmse
+from scipy import stats
 
 import dplong
 
@@ -835,6 +848,105 @@ def forecast(reps: int, seed: int) -> None:
             )
 
 
+#: (n, ε) of part 12's simulated cells.
+COVARIANCE_CELLS = ((1000, 4.0), (2000, 2.0), (5000, 1.0))
+#: Part 12's directions in the two slopes' plane: x, z, x - z and x + z.
+DIRECTIONS = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, -1.0], [1.0, 1.0]])
+
+
+def _covariance_report(
+    label: str, errors: list[np.ndarray], released: list[np.ndarray], reference: np.ndarray
+) -> None:
+    """Part 12's lines: the two slopes' ``errors`` (fit x 2) and ``released`` 2 x 2
+    covariances against the errors' spread; ``reference`` the non-private clustered one."""
+    e, covs = np.array(errors), np.array(released)
+
+    def corr(m: np.ndarray) -> float:
+        return float(m[0, 1] / math.sqrt(m[0, 0] * m[1, 1]))
+
+    spread = e.T @ e / len(e)
+    mean = covs.mean(axis=0)
+    ratios = [float(d @ spread @ d / (d @ mean @ d)) for d in DIRECTIONS]
+    chi2 = stats.chi2.ppf(0.95, 2)
+    cover = {}
+    for kind in ("full", "diagonal"):
+        fitted = covs if kind == "full" else covs * np.eye(2)
+        region = np.einsum("fi,fij,fj->f", e, np.linalg.inv(fitted), e) <= chi2
+        lines = [
+            np.abs(e @ d) <= 1.959963984540054 * np.sqrt(np.einsum("i,fij,j->f", d, fitted, d))
+            for d in DIRECTIONS[2:]
+        ]
+        cover[kind] = (region.mean(), *(line.mean() for line in lines))
+    # the contrasts' half-widths on the full covariance over those on its diagonal alone
+    variances = covs[:, [0, 1], [0, 1]]
+    narrower = [
+        float(np.median(np.sqrt(np.einsum("i,fij,j->f", d, covs, d) / (variances @ d**2))))
+        for d in DIRECTIONS[2:]
+    ]
+    print(
+        f"{label:<44} {corr(spread):>7.3f} {corr(mean):>9.3f} {corr(reference):>7.3f}"
+        f"  {' '.join(f'{r:5.3f}' for r in ratios)}"
+        f"  {' '.join(f'{c:5.3f}' for c in cover['full'])}"
+        f"  {' '.join(f'{c:5.3f}' for c in cover['diagonal'])}"
+        f"  {' '.join(f'{w:5.2f}' for w in narrower)}"
+    )
+
+
+def _covariance_header() -> None:
+    print(
+        "\nThe covariance between coefficients: PooledOLS given only epsilon, T = 5, z = 0.9 x + "
+        "noise, errors around the truth (RAND HIE: around the non-private estimate); the regions "
+        "and intervals without the bias bounds"
+    )
+    print(
+        f"{'cell':<44} {'corr':>7} {'released':>9} {'np':>7}  "
+        f"{'e²/released: x, z, x-z, x+z':<23}  {'full: joint, x-z, x+z':<17}  "
+        f"{'diagonal: joint, x-z, x+z':<17}  half-width full/diagonal: x-z, x+z"
+    )
+
+
+def covariance(reps: int, seed: int, n: int, epsilon: float) -> None:
+    errors, released, references = [], [], []
+    for r in range(reps):
+        rng = np.random.default_rng([seed, n, r])
+        ids = np.repeat(np.arange(n), 5)
+        x = rng.normal(size=ids.size)
+        z = 0.9 * x + 0.45 * rng.normal(size=ids.size)
+        y = 1.0 + x + z + rng.normal(size=n)[ids] + rng.normal(size=ids.size)
+        panel = pd.DataFrame({"id": ids, "x": x, "z": z, "y": y})
+        with warnings.catch_warnings():  # the fits' notes: the released count says enough
+            warnings.simplefilter("ignore")
+            res = dplong.PooledOLS.from_formula("y ~ x + z", panel, groups="id").fit(
+                epsilon=epsilon, random_state=seed + r
+            )
+        if r < 10:  # the non-private clustered correlation, on the first panels
+            ols = smf.ols("y ~ x + z", panel).fit(cov_type="cluster", cov_kwds={"groups": ids})
+            references.append(ols.cov_params().to_numpy()[1:, 1:])
+        if res.params.notna().all():
+            errors.append(res.params.to_numpy()[1:] - 1.0)
+            released.append(res.cov_params().to_numpy()[1:, 1:])
+    label = f"n = {n}, eps = {epsilon:g} ({len(errors)}/{reps} released)"
+    _covariance_report(label, errors, released, np.mean(references, axis=0))
+
+
+def covariance_randhie(reps: int, seed: int) -> None:
+    hie = dplong.datasets.load_randhie()
+    ols = smf.ols(HIE_FORMULA, hie).fit(cov_type="cluster", cov_kwds={"groups": hie["zper"]})
+    names = ["np.log(coins + 1)", "xage"]
+    model = dplong.PooledOLS.from_formula(HIE_FORMULA, hie, groups="zper")
+    errors, released = [], []
+    for r in range(reps):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = model.fit(epsilon=1.0, **rows_option(5), random_state=seed + r)
+        if res.params[names].notna().all():
+            errors.append((res.params - ols.params)[names].to_numpy())
+            released.append(res.cov_params().loc[names, names].to_numpy())
+    reference = ols.cov_params().loc[names, names].to_numpy()
+    label = f"RAND HIE, coins and xage ({len(errors)}/{reps} released)"
+    _covariance_report(label, errors, released, reference)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=100)
@@ -883,6 +995,11 @@ def main() -> None:
             small_panels(args.reps, args.seed, n)
     if "forecast" in args.parts:
         forecast(min(args.reps, 20), args.seed)
+    if "covariance" in args.parts:
+        _covariance_header()
+        for n, epsilon in COVARIANCE_CELLS:
+            covariance(args.reps, args.seed, n, epsilon)
+        covariance_randhie(args.reps, args.seed)
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

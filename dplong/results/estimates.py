@@ -54,6 +54,7 @@ class Estimates:
     support_lower: Mapping[str, float] = field(default_factory=dict)
     support_upper: Mapping[str, float] = field(default_factory=dict)
     withheld_why: Mapping[str, str] = field(default_factory=dict)
+    covariance: pd.DataFrame | None = None
 
     @property
     def bse(self) -> pd.Series:

@@ -77,6 +77,13 @@ class PanelResults(RestrictionTests):
     withheld_why : mapping of str to str
         Why a withheld (NaN) parameter has no estimate, in a word, where the model tells
         (:attr:`withheld` completes it from ``failed``).
+    covariance : pandas.DataFrame or None
+        The covariance between the estimates (sampling error plus privacy noise) where the
+        fit's releases determine it, post-processing only: the pooled family's
+        (:class:`~dplong.PooledOLS`, :class:`~dplong.BetweenOLS`, :class:`~dplong.PanelOLS`,
+        :class:`~dplong.RandomEffects`), from the released person-clustered sandwich and the
+        released noise laws; None elsewhere (no covariance between two parameters is
+        released). Read it through :meth:`cov_params`.
 
     Examples
     --------

@@ -1,7 +1,8 @@
 """Tests of linear restrictions on a fit's estimates: ``t_test``, ``wald_test``, ``f_test``.
 
-Post-processing of released numbers on :meth:`RestrictionTests.cov_params`, whose
-off-diagonal entries are 0 because no covariance between parameters is released.
+Post-processing of released numbers on :meth:`RestrictionTests.cov_params`: the full
+covariance where the fit's releases determine it (the pooled family), else diagonal, its
+off-diagonal entries 0 because no covariance between parameters is released.
 """
 
 from __future__ import annotations
@@ -26,15 +27,17 @@ class RestrictionTests(Estimates):
     def cov_params(self) -> pd.DataFrame:
         """Covariance of the released estimates: sampling error plus privacy noise.
 
-        The diagonal is ``bse**2`` (``sampling_sd² + noise_sd²``), a post-processing of
-        released numbers. **The off-diagonal entries are 0 because no covariance between two
+        The diagonal is ``bse**2`` (``sampling_sd² + noise_sd²``). Where the fit's releases
+        determine the covariance between parameters (:attr:`covariance`: the pooled family,
+        whose released person-clustered sandwich and noise laws give it), the off-diagonal
+        entries are theirs. Elsewhere **they are 0 because no covariance between two
         parameters is released**, not because the estimates are known to be uncorrelated:
         each parameter's sampling variance comes from its own column's private second moment
         (or stated scale), and a covariance would need the users' cross moments, another
         release on the budget. Estimates of related terms (a regressor and its square) are
-        correlated in truth, so a test that combines parameters (:meth:`t_test`,
+        correlated in truth, so a test that combines parameters there (:meth:`t_test`,
         :meth:`wald_test`) says that it treats them as uncorrelated. A withheld parameter
-        (NaN) has NaN in its row and column.
+        (NaN) has NaN in its row and column. Post-processing of released numbers.
 
         Returns
         -------
@@ -53,10 +56,43 @@ class RestrictionTests(Estimates):
         True
         >>> bool(np.allclose(np.diag(cov), res.bse**2)), float(cov.loc["Intercept", "exper"])
         (True, 0.0)
+
+        Pooled OLS releases its clustered sandwich and its noise's law: the slopes on two
+        regressors that move together come out strongly negatively correlated, as they are.
+
+        >>> import warnings, pandas as pd
+        >>> rng = np.random.default_rng(0)
+        >>> ids = np.repeat(np.arange(2000), 5)
+        >>> x = rng.normal(size=ids.size)
+        >>> z = 0.9 * x + 0.45 * rng.normal(size=ids.size)
+        >>> y = 1 + x + z + rng.normal(size=2000)[ids] + rng.normal(size=ids.size)
+        >>> panel = pd.DataFrame({"id": ids, "x": x, "z": z, "y": y})
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # the fit's reliability notes
+        ...     pooled = dplong.PooledOLS.from_formula("y ~ x + z", panel,
+        ...                                            groups="id").fit(epsilon=2.0, random_state=0)
+        >>> cov = pooled.cov_params()
+        >>> bool(np.allclose(np.diag(cov), pooled.bse**2))
+        True
+        >>> bool(cov.loc["x", "z"] / (pooled.bse["x"] * pooled.bse["z"]) < -0.8)
+        True
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     joint = pooled.wald_test("x = z = 1")   # on the full covariance: said nothing
+        >>> [str(w.message) for w in caught if "uncorrelated" in str(w.message)]
+        []
         """
         variance = self.bse.to_numpy() ** 2
-        matrix = np.diag(np.nan_to_num(variance))
-        unknown = ~np.isfinite(variance)
+        unknown = ~(np.isfinite(variance) & self.params.notna().to_numpy())
+        if self.covariance is None:
+            matrix = np.diag(np.nan_to_num(variance))
+        else:
+            matrix = self.covariance.reindex(
+                index=self.params.index, columns=self.params.index
+            ).to_numpy(dtype=float, copy=True)
+            # the same numbers as bse, to the last digit (sampling_sd and noise_sd are the
+            # diagonal's roots)
+            np.fill_diagonal(matrix, variance)
         matrix[unknown, :] = np.nan
         matrix[:, unknown] = np.nan
         frame: pd.DataFrame = pd.DataFrame(
@@ -92,8 +128,9 @@ class RestrictionTests(Estimates):
         for the exact noise law (Laplace noise has heavier tails), except where its support is
         public (:attr:`support_lower`: no p-value there, and the interval stops at its end; a
         restriction is reported as it is). A post-processing of released
-        numbers: no further privacy cost. The covariance between parameters is not released (see
-        :meth:`cov_params`): a row combining several is computed as if they were uncorrelated, and a
+        numbers: no further privacy cost. Where the fit releases no covariance between
+        parameters (:meth:`cov_params` is diagonal: every fit but the pooled family's), a row
+        combining several is computed as if they were uncorrelated, and a
         :class:`~dplong.exceptions.DplongWarning` says so. A row that touches a withheld (NaN)
         parameter gives NaN.
 
@@ -161,9 +198,10 @@ class RestrictionTests(Estimates):
 
         As statsmodels' ``wald_test(..., use_f=False, scalar=True)``: ``W = (R θ̂ - q)'
         (R Σ R')⁻¹ (R θ̂ - q)`` against χ² with ``rank(R)`` degrees of freedom. Post-processing
-        of released numbers. The covariance between parameters is not released (see
-        :meth:`cov_params`): restrictions on several parameters are tested as if their
-        estimates were uncorrelated, and a :class:`~dplong.exceptions.DplongWarning` says so.
+        of released numbers. Where the fit releases no covariance between parameters
+        (:meth:`cov_params` is diagonal: every fit but the pooled family's), restrictions on
+        several parameters are tested as if their estimates were uncorrelated, and a
+        :class:`~dplong.exceptions.DplongWarning` says so.
         The normal law stands in for the noise's, and the clipping bias bounds are not given
         to the null (a joint test has no single allowance): where a restricted parameter's
         bound is more than a tenth of its standard error a
@@ -219,13 +257,13 @@ class RestrictionTests(Estimates):
         the Wald statistic of :meth:`wald_test` and ``q`` the number of restrictions (the rank
         of ``R Σ R'``, as statsmodels reduces it for a rank-deficient one), against the F law
         with ``(q, n - p)`` degrees of freedom: n users (the clusters) less the p parameters,
-        the denominator :meth:`t_test` uses. Σ is :meth:`cov_params`: the person-clustered
-        sampling variance plus the privacy noise's variance, diagonal because no covariance
-        between parameters is released. The same caveats as :meth:`wald_test` apply (normal
+        the denominator :meth:`t_test` uses. Σ is :meth:`cov_params`: the sampling
+        covariance plus the privacy noise's, diagonal where the fit releases no covariance
+        between parameters. The same caveats as :meth:`wald_test` apply (normal
         approximation of the noise, no bias bound (a warning where it matters), restrictions
-        on several parameters tested as if uncorrelated, with a
-        :class:`~dplong.exceptions.DplongWarning`). Post-processing of released numbers: no
-        further privacy cost.
+        on several parameters tested as if uncorrelated where the covariance is not
+        released, with a :class:`~dplong.exceptions.DplongWarning`). Post-processing of
+        released numbers: no further privacy cost.
 
         Parameters
         ----------
@@ -339,7 +377,7 @@ class RestrictionTests(Estimates):
     def _say_uncorrelated(self, rows: NDArray[np.bool_], method: str) -> None:
         """Warn when a test combines parameters whose covariance is not released."""
         combined = rows.sum(axis=1) > 1
-        if not combined.any():
+        if self.covariance is not None or not combined.any():
             return
         names = self.params.index[rows[combined].any(axis=0)].tolist()
         warn(

@@ -1,19 +1,20 @@
 """Specification tests between two private fits of the same panel: the Hausman comparison
 (:func:`hausman`).
 
-Post-processing of the two fits' released estimates, standard errors and clipping bias bounds
-(no further privacy cost; the two fits' own budgets compose). The classical test (Hausman 1978)
-takes ``Var(b_c - b_o) = V_c - V_o`` from the second estimator's efficiency and the full
-covariance matrices; here neither is available: the fits' privacy noises are independent and
-add, GLS with person-clustered errors need not be efficient (nor is the between estimator),
-and no covariance between two parameters is released
-(:meth:`~dplong.results.PanelResults.cov_params`). So each shared coefficient is tested alone,
+Post-processing of the two fits' released estimates, standard errors and clipping bias bounds (no
+further privacy cost; the two fits' own budgets compose). The classical test (Hausman 1978) takes
+``Var(b_c - b_o) = V_c - V_o`` from the second estimator's efficiency and the full covariance
+matrices; here neither is available: the fits' privacy noises are independent and add, GLS with
+person-clustered errors need not be efficient (nor is the between estimator), and the per-user and
+within fits release no covariance between two parameters
+(:meth:`~dplong.results.PanelResults.cov_params`; the pooled family's is full, but a joint test
+would need the two fits' sampling cross-covariance too). So each shared coefficient is tested alone,
 on the standard error ``√(bse_c² + bse_o²)``, which bounds the difference's sd wherever the two
-estimators' sampling errors are not negatively correlated (the within and between estimators'
-are uncorrelated under the model, random effects' are positively correlated with the within
-estimator's, ``V_c - V_o`` being smaller still), with both bias bounds given to the null as
-:attr:`~dplong.results.PanelResults.pvalues` does, and the coefficients' p-values are combined
-by Bonferroni's bound, which holds whatever their correlation.
+estimators' sampling errors are not negatively correlated (the within and between estimators' are
+uncorrelated under the model, random effects' are positively correlated with the within estimator's,
+``V_c - V_o`` being smaller still), with both bias bounds given to the null as
+:attr:`~dplong.results.PanelResults.pvalues` does, and the coefficients' p-values are combined by
+Bonferroni's bound, which holds whatever their correlation.
 """
 
 from __future__ import annotations

@@ -73,15 +73,17 @@ def _statistics_results(
     index = pd.Index([model._design.columns[j] for j in positions])
     order, absorbed = reported or (tuple(index), ())
     full = pd.Index(order)
-    beta, noise_sd, sampling_sd, bias, unbounded = _unscaled(scaled, release, len(plan.rho) - 3).at(
-        positions
-    )
+    beta, noise_sd, sampling_sd, bias, unbounded, covariance = _unscaled(
+        scaled, release, len(plan.rho) - 3
+    ).at(positions)
     clipped = _missed(positions, missed)
     # a narrow regressor's slope is on another scale; a narrow outcome's, every one
     sliver = (narrow[:-1][positions] | narrow[-1]) & ~clipped
     short = _clips_many(positions, heavy) & ~(clipped | sliver)
     for values in (beta, noise_sd, sampling_sd, bias):
         values[clipped | sliver | short] = np.nan
+    covariance[clipped | sliver | short, :] = np.nan
+    covariance[:, clipped | sliver | short] = np.nan
     unbounded &= ~(clipped | sliver | short)
     histograms = plan.histograms_alone  # the ranges' route, for the notes' wording
     notes = _missed_notes(model, index[clipped], missed, histograms)
@@ -196,6 +198,9 @@ def _statistics_results(
         bad_events=series(np.zeros(len(index)), "bad events", 0.0),
         basis=f"{model.estimator} from released sufficient statistics",
         levels=dict(model._levels),
+        covariance=pd.DataFrame(covariance, index=index, columns=index).reindex(
+            index=full, columns=full
+        ),
         withheld_why={
             **{str(c): "unbounded" for c in index[unbounded]},
             **{str(c): "range missed" for c in index[clipped]},
@@ -207,14 +212,16 @@ def _statistics_results(
 
 
 class _Unscaled(NamedTuple):
-    """β̂ in the columns' units, its noise sd, sampling sd and bias bound (the noise's shift
-    plus the ridge's pull), NaN where the ridge's pull is ``unbounded``."""
+    """β̂ in the columns' units, its noise sd, sampling sd, bias bound (the noise's shift plus
+    the ridge's pull) and covariance (sampling plus noise), NaN where the ridge's pull is
+    ``unbounded``."""
 
     beta: NDArray[np.float64]
     noise_sd: NDArray[np.float64]
     sampling_sd: NDArray[np.float64]
     bias: NDArray[np.float64]
     unbounded: NDArray[np.bool_]
+    covariance: NDArray[np.float64]
 
     def at(self, positions: NDArray[np.intp]) -> _Unscaled:
         """The coefficients at ``positions`` (those the results report)."""
@@ -224,6 +231,7 @@ class _Unscaled(NamedTuple):
             self.sampling_sd[positions],
             self.bias[positions],
             self.unbounded[positions],
+            self.covariance[np.ix_(positions, positions)],
         )
 
 
@@ -245,14 +253,25 @@ def _unscaled(scaled: _Scaling, release: _Statistics, steps: int) -> _Unscaled:
     # the steps' fixed point solves Σ_u clip(s_u) = 0: what the radius clipped moves it from
     # pooled OLS by Ĥ^{-1/2} D with ‖D‖ at most the released clipped mass
     ridge += np.linalg.norm(scaled.linear @ release.pilot.whiten, axis=1) * release.clipped
-    sampling_sd = np.sqrt(np.diag(scaled.linear @ release.sampling @ scaled.linear.T))
+    sampling = scaled.linear @ release.sampling @ scaled.linear.T
+    sampling_sd = np.sqrt(np.diag(sampling))
+    # the noise's correlations are those of the law whose sds are the wider overall (the one
+    # noise_sd mostly reports), scaled by noise_sd: positive semidefinite, as the clustered
+    # sandwich is, so their sum is a covariance whose diagonal is bse²
+    with np.errstate(invalid="ignore", divide="ignore"):  # a coefficient the noise misses
+        wider = max((corrected, uncorrected), key=lambda d: float(np.sum(np.log(d.std(axis=0)))))
+        correlation = np.nan_to_num(np.atleast_2d(np.corrcoef(wider, rowvar=False)))
+    np.fill_diagonal(correlation, 1.0)
+    covariance = sampling + correlation * np.outer(noise_sd, noise_sd)
     # withheld (released numbers only): where the released X'X does not determine a
     # direction beyond its noise nothing bounds the ridge's pull, and an interval to the
     # doubles' edge is no estimate
     unbounded = ~np.isfinite(ridge)
     for values in (beta, noise_sd, sampling_sd, shift, ridge):
         values[unbounded] = np.nan
-    return _Unscaled(beta, noise_sd, sampling_sd, np.abs(shift) + ridge, unbounded)
+    covariance[unbounded, :] = np.nan
+    covariance[:, unbounded] = np.nan
+    return _Unscaled(beta, noise_sd, sampling_sd, np.abs(shift) + ridge, unbounded, covariance)
 
 
 def _missed(positions: NDArray[np.intp], missed: NDArray[np.bool_]) -> NDArray[np.bool_]:
