@@ -178,6 +178,14 @@ def test_nadaraya_watson_noise_off_matches_statsmodels() -> None:
     reference = KernelReg(y, x, "c", reg_type="lc", bw=[0.08]).fit(res.grid)[0]
     np.testing.assert_allclose(res.params.to_numpy(), reference, rtol=0, atol=1e-10)
     assert res.level == "item" and str(res.model) == "NadarayaWatson"
+    # a ratio renormalised by its own kernel mass: the boundary note says so, not that the
+    # curve is pulled toward 0 as an item-level Priestley–Chao's is (a fact of the model)
+    assert res.self_normalised and res.boundary.any()
+    assert "divides by the kernel's mass" in str(res.summary())
+    chao = dplong.PriestleyChao.from_formula(
+        "y ~ x", data, domain=(0, 1), bandwidth=0.08, grid=9
+    ).fit(**OFF, noise_sd=0.3, amplitude=1.0, random_state=0)
+    assert not chao.self_normalised and "biased toward 0" in str(chao.summary())
 
 
 def test_nadaraya_watson_projects_x_and_clips_y_and_ignores_a_missing_x() -> None:

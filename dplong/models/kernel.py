@@ -394,10 +394,12 @@ def curve_results(
     assumptions: tuple[str, ...],
     smoothing_bias: NDArray[np.float64] | None,
     support: tuple[float, float] | None = None,
+    self_normalised: bool = False,
 ) -> CurveResults:
     """The results of a curve's releases on the grid ``index`` (any kernel smoother's: every
     parameter is a point of the curve), from released numbers and public facts only;
-    ``support`` a public range of every point's value (the intervals stop at its ends)."""
+    ``support`` a public range of every point's value (the intervals stop at its ends);
+    ``self_normalised``: the estimator divides by its own kernel mass (Nadaraya–Watson)."""
     grid = index.to_numpy(dtype=float)
     boundary = kernel.boundary_points(grid, bandwidth, domain)
     results = panel_results(
@@ -421,6 +423,7 @@ def curve_results(
         ),
         support_lower={} if support is None else dict.fromkeys(grid.tolist(), support[0]),
         support_upper={} if support is None else dict.fromkeys(grid.tolist(), support[1]),
+        self_normalised=self_normalised,
     )
     curve = dataclasses.replace(
         results,

@@ -391,6 +391,7 @@ class NadarayaWatson(PanelModel):
             assumptions=assumptions,
             smoothing_bias=None,
             support=self._bounds,  # the curve of clipped responses lies within them
+            self_normalised=True,
         )
         if not refused:
             return curve_fit

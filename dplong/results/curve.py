@@ -43,6 +43,9 @@ class CurveResults(PanelResults):
     smoothing_bias : pandas.Series
         Bound on the smoothing bias per grid point (item-level with ``lipschitz`` and
         ``sup_norm`` given), else NaN.
+    self_normalised : bool
+        Whether the estimator divides by its own kernel mass (Nadaraya–Watson), so that the
+        boundary does not pull it toward 0 (a public fact of the model).
 
     Examples
     --------
@@ -70,6 +73,7 @@ class CurveResults(PanelResults):
     level: str
     boundary: pd.Series
     smoothing_bias: pd.Series
+    self_normalised: bool = False
 
     @property
     def grid(self) -> np.ndarray:
@@ -285,7 +289,7 @@ class CurveResults(PanelResults):
                 "mass, so it is not pulled toward 0, but the smoothing is one-sided and "
                 "Lemma 4.9's bias bound does not cover it"
             )
-        if self.model.name == "NadarayaWatson":  # a ratio: renormalised by its own degree
+        if self.self_normalised:  # a ratio: renormalised by its own degree
             return (
                 "the kernel is cut off there; Nadaraya–Watson divides by the kernel's mass, so "
                 "it is not pulled toward 0, but the smoothing is one-sided (a slope biases it)"
