@@ -164,7 +164,10 @@ def test_the_covariance_holds_the_estimates_joint_spread() -> None:
         warnings.simplefilter("always")
         res.wald_test("x = z = 1")
         res.t_test("x + z = 2")
+        frame = res.get_prediction(pd.DataFrame({"x": [1.0], "z": [1.0]})).summary_frame()
     assert not [w for w in caught if "uncorrelated" in str(w.message)]
+    row = np.ones(3)  # the prediction at x = z = 1 is the sum of the three coefficients
+    assert np.isclose(frame["mean_se"].iloc[0], math.sqrt(row @ res.cov_params().to_numpy() @ row))
 
 
 def test_clustered_standard_errors_settle_as_the_privacy_noise_vanishes() -> None:

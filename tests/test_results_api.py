@@ -276,6 +276,33 @@ def test_combined_restrictions_say_the_covariance_is_not_released(
     assert (cov.to_numpy()[~np.eye(4, dtype=bool)] == 0).all()
 
 
+def test_get_prediction_is_the_rows_restrictions(bounded: dplong.RegressionResults) -> None:
+    """Each predicted row is the restriction ``x'θ`` of ``t_test``: the same effect, standard
+    error, bias bound and interval (a statsmodels-style frame); a combination of parameters
+    whose covariance is not released is said, as ``t_test`` says it; a missing value gives
+    NaN; no rows is refused by name."""
+    new = pd.DataFrame({"x1": [0.5, -1.0, np.nan], "x2": [2.0, 0.0, 1.0]}, index=[7, 8, 9])
+    with pytest.warns(DplongWarning, match="get_prediction treats the estimates .* uncorrelated"):
+        prediction = bounded.get_prediction(new)
+    rows = np.array([[1.0, 0.5, 2.0, 1.0], [1.0, -1.0, 0.0, -0.0]])
+    with pytest.warns(DplongWarning, match="uncorrelated"):
+        test = bounded.t_test(rows)
+    frame = prediction.summary_frame(alpha=0.1)
+    assert list(frame.index) == [7, 8, 9] and frame.loc[9].isna().all()
+    np.testing.assert_allclose(frame["mean"].iloc[:2], test.effect, rtol=1e-12)
+    np.testing.assert_allclose(frame["mean_se"].iloc[:2], test.sd, rtol=1e-12)
+    np.testing.assert_allclose(frame["bias"].iloc[:2], test.bias, rtol=1e-12)
+    assert (frame["bias"].iloc[:2] > 0).all()  # the stated moment bound's: given, not 0
+    np.testing.assert_allclose(
+        frame[["mean_ci_lower", "mean_ci_upper"]].iloc[:2], test.conf_int(0.1), rtol=1e-12
+    )
+    np.testing.assert_allclose(frame["mean"].iloc[:2], bounded.predict(new).iloc[:2])
+    with pytest.raises(ParameterError, match="get_prediction needs exog"):
+        bounded.get_prediction()
+    with pytest.raises(DataError, match="4 columns"):
+        bounded.get_prediction(np.ones((1, 3)))
+
+
 def test_bad_restrictions_are_refused(noiseless: dplong.RegressionResults) -> None:
     for bad in ("nope = 0", "x1 +", np.ones((1, 3)), 3.0):
         with pytest.raises(ParameterError, match="r_matrix"):

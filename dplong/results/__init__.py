@@ -4,7 +4,11 @@ from dplong.results.curve import CurveResults
 from dplong.results.grouped import GroupedResults
 from dplong.results.grouped import grouped_label as grouped_label
 from dplong.results.panel import PanelResults
-from dplong.results.regression import RandomEffectsResults, RegressionResults
+from dplong.results.regression import (
+    PredictionResults,
+    RandomEffectsResults,
+    RegressionResults,
+)
 from dplong.results.restrictions import BiasAllowedContrast
 from dplong.results.spec import ModelSpec
 from dplong.results.specification import HausmanTest, hausman
@@ -16,6 +20,7 @@ __all__ = [
     "HausmanTest",
     "ModelSpec",
     "PanelResults",
+    "PredictionResults",
     "RandomEffectsResults",
     "RegressionResults",
     "hausman",

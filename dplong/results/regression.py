@@ -10,10 +10,66 @@ import numpy as np
 import pandas as pd
 import patsy
 from numpy.typing import NDArray
+from scipy import stats
 
+from dplong._validation import check_alpha
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import rhs_design
 from dplong.results.panel import PanelResults
+
+
+@dataclass(frozen=True, kw_only=True)
+class PredictionResults:
+    """The linear predictor on the analyst's rows (:meth:`RegressionResults.get_prediction`):
+    as statsmodels' ``PredictionResults`` for the mean, with each row's clipping bias bound.
+
+    Attributes
+    ----------
+    predicted_mean : pandas.Series
+        ``x'β̂`` per row.
+    se_mean : pandas.Series
+        Its standard error, ``√(x' Σ x)`` with Σ the fit's ``cov_params()``.
+    bias : pandas.Series
+        Its clipping bias bound, ``|x|' bias``.
+    """
+
+    predicted_mean: pd.Series
+    se_mean: pd.Series
+    bias: pd.Series
+
+    def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
+        """The ``1 - alpha`` interval of each row's mean, ``x'β̂ ± (z se + bias)`` (normal law
+        for the noise's, as :meth:`RegressionResults.t_test`), columns ``lower`` and ``upper``.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.results.regression import PredictionResults
+        >>> p = PredictionResults(predicted_mean=pd.Series([1.0]), se_mean=pd.Series([0.1]),
+        ...                       bias=pd.Series([0.05]))
+        >>> p.conf_int(0.05).round(3).to_numpy().tolist()
+        [[0.754, 1.246]]
+        """
+        width = float(stats.norm.ppf(1.0 - check_alpha(alpha) / 2.0)) * self.se_mean + self.bias
+        interval: pd.DataFrame = pd.DataFrame(
+            {"lower": self.predicted_mean - width, "upper": self.predicted_mean + width}
+        )
+        return interval
+
+    def summary_frame(self, alpha: float = 0.05) -> pd.DataFrame:
+        """statsmodels' ``summary_frame`` for the mean: ``mean``, ``mean_se``, ``bias``,
+        ``mean_ci_lower`` and ``mean_ci_upper``, one row per predicted row."""
+        interval = self.conf_int(alpha)
+        frame: pd.DataFrame = pd.DataFrame(
+            {
+                "mean": self.predicted_mean,
+                "mean_se": self.se_mean,
+                "bias": self.bias,
+                "mean_ci_lower": interval["lower"],
+                "mean_ci_upper": interval["upper"],
+            }
+        )
+        return frame
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)
@@ -130,28 +186,104 @@ class RegressionResults(PanelResults):
         >>> res.predict([[1.0, 5.0, 25.0]]).tolist() == [pred[0]]
         True
         """
-        params = self.params.to_numpy()
+        matrix, index = self._exog(exog, patsy.EvalEnvironment.capture(1), "predict")
+        values = matrix @ self.params.to_numpy()
+        if index is None:
+            return np.asarray(values)
+        predicted: pd.Series = pd.Series(values, index=index, name="predicted")
+        return predicted
+
+    def get_prediction(self, exog: Any = None) -> PredictionResults:
+        """The linear predictor ``x'β̂`` on rows the analyst supplies, with its standard error
+        and clipping bias bound: statsmodels' ``get_prediction`` for the mean.
+
+        Each row is the restriction ``x'θ`` of :meth:`t_test`: its standard error is
+        ``√(x' Σ x)`` with Σ = :meth:`cov_params` (sampling error plus privacy noise), its
+        bias bound ``|x|' bias``, and :meth:`PredictionResults.conf_int` widens the normal
+        interval by it. Where the fit releases no covariance between parameters
+        (:meth:`cov_params` is diagonal: every fit but the pooled family's), a row combining
+        several is computed as if their estimates were uncorrelated, and a
+        :class:`~dplong.exceptions.DplongWarning` says so. Post-processing of the released
+        numbers; the rows are the analyst's, so, as with :meth:`predict`, the predictions are
+        not private outputs. A row with a missing value, or touching a withheld (NaN)
+        coefficient, gives NaN.
+
+        Parameters
+        ----------
+        exog : pandas.DataFrame or array_like
+            As in :meth:`predict`.
+
+        Returns
+        -------
+        PredictionResults
+            ``predicted_mean``, ``se_mean`` and ``bias`` (indexed like ``exog``),
+            ``conf_int(alpha)`` and ``summary_frame(alpha)``.
+
+        Examples
+        --------
+        >>> import warnings, numpy as np, pandas as pd, dplong
+        >>> rng = np.random.default_rng(0)
+        >>> ids = np.repeat(np.arange(2000), 5)
+        >>> x = rng.normal(size=ids.size)
+        >>> y = 1 + 0.5 * x + rng.normal(size=2000)[ids] + rng.normal(size=ids.size)
+        >>> panel = pd.DataFrame({"id": ids, "x": x, "y": y})
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # the fit's reliability notes
+        ...     res = dplong.PooledOLS.from_formula("y ~ x", panel, groups="id").fit(
+        ...         epsilon=2.0, random_state=0)
+        >>> frame = res.get_prediction(pd.DataFrame({"x": [0.0, 1.0]})).summary_frame()
+        >>> frame.columns.tolist()
+        ['mean', 'mean_se', 'bias', 'mean_ci_lower', 'mean_ci_upper']
+        >>> bool(np.allclose(frame["mean"], res.predict(pd.DataFrame({"x": [0.0, 1.0]}))))
+        True
+        >>> bool(np.isclose(frame["mean_se"].iloc[0], res.bse["Intercept"]))   # x = 0
+        True
+        """
+        matrix, index = self._exog(exog, patsy.EvalEnvironment.capture(1), "get_prediction")
+        known = self.params.notna().to_numpy() & self.bse.notna().to_numpy()
+        rows = np.where(np.isfinite(matrix), matrix, 0.0)
+        self._say_uncorrelated(rows != 0.0, "get_prediction")
+        # NaN where a value is missing or a withheld coefficient is used
+        invalid = ~np.isfinite(matrix).all(axis=1) | (rows[:, ~known] != 0.0).any(axis=1)
+        used = rows[:, known]
+        cov = self.cov_params().to_numpy()[np.ix_(known, known)]
+        mean = used @ self.params.to_numpy()[known]
+        se = np.sqrt(np.einsum("ij,jk,ik->i", used, cov, used))
+        bias = np.abs(used) @ np.nan_to_num(self.bias.to_numpy()[known])
+        labels = pd.RangeIndex(matrix.shape[0]) if index is None else index
+
+        def series(values: NDArray[np.float64], name: str) -> pd.Series:
+            return pd.Series(np.where(invalid, np.nan, values), index=labels, name=name)
+
+        return PredictionResults(
+            predicted_mean=series(mean, "mean"),
+            se_mean=series(se, "mean_se"),
+            bias=series(bias, "bias"),
+        )
+
+    def _exog(
+        self, exog: Any, env: patsy.EvalEnvironment, method: str
+    ) -> tuple[NDArray[np.float64], pd.Index | None]:
+        """The design rows of ``exog`` (a DataFrame the formula is evaluated on in ``env``, or
+        a matrix of design columns) and the DataFrame's index (None for a matrix)."""
         if exog is None:
             raise ParameterError(
-                "predict needs exog, rows you supply: the results hold no rows of the data"
+                f"{method} needs exog, rows you supply: the results hold no rows of the data"
             )
         if isinstance(exog, pd.DataFrame):
-            env = patsy.EvalEnvironment.capture(1)
-            values = self._design(exog, env) @ params
-            predicted: pd.Series = pd.Series(values, index=exog.index, name="predicted")
-            return predicted
+            return self._design(exog, env), exog.index
         matrix = np.asarray(exog)
         if matrix.dtype.kind not in "iuf" or matrix.ndim not in (1, 2):
             raise DataError(
                 f"exog must be a DataFrame or a numeric matrix, got {type(exog).__name__}"
             )
         matrix = np.atleast_2d(matrix.astype(np.float64))
-        if matrix.shape[1] != params.size:
+        if matrix.shape[1] != self.params.size:
             raise DataError(
-                f"exog must have {params.size} columns ({self.params.index.tolist()}), "
+                f"exog must have {self.params.size} columns ({self.params.index.tolist()}), "
                 f"got {matrix.shape[1]}"
             )
-        return np.asarray(matrix @ params)
+        return matrix, None
 
     def _design(self, exog: pd.DataFrame, env: patsy.EvalEnvironment) -> NDArray[np.float64]:
         """The design columns of :attr:`params` evaluated on ``exog`` (NaN: a missing value)."""
