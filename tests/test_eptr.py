@@ -104,6 +104,47 @@ def test_ols_refusal_of_the_test_withholds_every_coefficient() -> None:
     assert 0.9 < res.privacy.epsilon <= 1.0 + 1e-9  # spent, ⊥ or not
 
 
+def test_ols_covariance_is_the_eptr_noise_law_and_the_sandwich() -> None:
+    """The ePTR noise is isotropic in the scaled coefficients, so with ranges not centred at 0
+    the intercept's noise follows the slopes' in the columns' units: ``cov_params()`` holds
+    that law (σ² L L') plus the sandwich of the release made with the rest of ε, not that
+    release's own noise. The same panel, 60 noise draws (the noise sd is 30 times the
+    sampling sd here, so the spread over draws is the noise's): the released correlations
+    of the intercept with the slopes (-0.58 each, b's with a's 0) are the draws' within 0.25
+    (the sd of a correlation over 60 draws is about (1 - ρ²) / √60 = 0.09 at ρ = 0.58), and
+    each contrast's sd is theirs within 25 % (an sd's relative sd over 60 draws is about
+    1 / √120 = 0.09). A refused test leaves the covariance NaN."""
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0, 2, (3000 * 4, 2))
+    y = 0.3 + x @ [0.5, -0.25] + np.repeat(rng.normal(0, 0.3, 3000), 4)
+    data = pd.DataFrame({"id": np.repeat(np.arange(3000), 4), "y": y + rng.normal(0, 0.3, y.size)})
+    data = data.assign(a=x[:, 0], b=x[:, 1])
+    bounds = {"y": (-3, 3), "a": (0, 2), "b": (0, 2)}
+    model = dplong.PooledOLS.from_formula("y ~ a + b", data, groups="id", bounds=bounds)
+    fits = [
+        model.fit(epsilon=4.0, delta=1e-6, max_rows=4, method="ptr", ptr_floor=0.1, random_state=s)
+        for s in range(60)
+    ]
+    draws = np.array([f.params.to_numpy() for f in fits])
+    assert np.isfinite(draws).all()
+    spread = np.cov(draws, rowvar=False)
+    released = np.mean([f.cov_params().to_numpy() for f in fits], axis=0)
+
+    def correlation(m: np.ndarray) -> np.ndarray:
+        d = np.sqrt(np.diag(m))
+        return m / np.outer(d, d)
+
+    np.testing.assert_allclose(correlation(released), correlation(spread), atol=0.25)
+    assert correlation(released)[0, 1] < -0.5
+    for contrast in ([1.0, -1.0, 0.0], [1.0, 1.0, 1.0], [0.0, 1.0, -1.0]):
+        c = np.array(contrast)
+        assert 0.75 < math.sqrt(c @ spread @ c / (c @ released @ c)) < 1.25
+    small = dplong.PooledOLS.from_formula("y ~ a + b", data.iloc[:160], groups="id", bounds=bounds)
+    refused = small.fit(epsilon=1.0, max_rows=4, method="ptr", ptr_floor=0.3, random_state=0)
+    assert (refused.withheld == "ptr ⊥").all()  # 40 persons cannot clear the margin
+    assert refused.covariance is not None and refused.covariance.isna().all().all()
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [

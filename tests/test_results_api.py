@@ -297,6 +297,9 @@ def test_get_prediction_is_the_rows_restrictions(bounded: dplong.RegressionResul
         frame[["mean_ci_lower", "mean_ci_upper"]].iloc[:2], test.conf_int(0.1), rtol=1e-12
     )
     np.testing.assert_allclose(frame["mean"].iloc[:2], bounded.predict(new).iloc[:2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a row with a missing value combines nothing: no warning
+        assert bounded.get_prediction(new.iloc[2:]).predicted_mean.isna().all()
     with pytest.raises(ParameterError, match="get_prediction needs exog"):
         bounded.get_prediction()
     with pytest.raises(DataError, match="4 columns"):

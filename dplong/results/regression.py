@@ -205,8 +205,8 @@ class RegressionResults(PanelResults):
         several is computed as if their estimates were uncorrelated, and a
         :class:`~dplong.exceptions.DplongWarning` says so. Post-processing of the released
         numbers; the rows are the analyst's, so, as with :meth:`predict`, the predictions are
-        not private outputs. A row with a missing value, or touching a withheld (NaN)
-        coefficient, gives NaN.
+        not private outputs. A row with a missing or infinite value (a factor level the fit
+        did not declare reads as missing), or touching a withheld (NaN) coefficient, gives NaN.
 
         Parameters
         ----------
@@ -242,9 +242,10 @@ class RegressionResults(PanelResults):
         matrix, index = self._exog(exog, patsy.EvalEnvironment.capture(1), "get_prediction")
         known = self.params.notna().to_numpy() & self.bse.notna().to_numpy()
         rows = np.where(np.isfinite(matrix), matrix, 0.0)
-        self._say_uncorrelated(rows != 0.0, "get_prediction")
-        # NaN where a value is missing or a withheld coefficient is used
+        # NaN where a value is missing or infinite or a withheld coefficient is used
         invalid = ~np.isfinite(matrix).all(axis=1) | (rows[:, ~known] != 0.0).any(axis=1)
+        rows[invalid] = 0.0
+        self._say_uncorrelated(rows != 0.0, "get_prediction")
         used = rows[:, known]
         cov = self.cov_params().to_numpy()[np.ix_(known, known)]
         mean = used @ self.params.to_numpy()[known]

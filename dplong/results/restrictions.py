@@ -90,6 +90,7 @@ class RestrictionTests(Estimates):
             matrix = self.covariance.reindex(
                 index=self.params.index, columns=self.params.index
             ).to_numpy(dtype=float, copy=True)
+            matrix = (matrix + matrix.T) / 2.0  # symmetric to the last digit
             # the same numbers as bse, to the last digit (sampling_sd and noise_sd are the
             # diagonal's roots)
             np.fill_diagonal(matrix, variance)

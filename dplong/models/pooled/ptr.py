@@ -12,7 +12,7 @@ import pandas as pd
 
 from dplong.exceptions import ParameterError
 from dplong.models.pooled.frame import _Scaling
-from dplong.models.pooled.results import _statistics_results
+from dplong.models.pooled.results import _statistics_results, sampling_covariance
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.budget import afford, ptr_budget, settle
@@ -102,9 +102,15 @@ def _fit_ptr(
         )
         beta = np.full(p, np.nan)
         noise_sd = np.full(p, np.nan)
+        covariance = np.full((p, p), np.nan)
     else:
         beta = scaled.unscale(coefficients.estimate)
         noise_sd = coefficients.noise_sd * scaled.isotropic_gain
+        # the sandwich of the release made with the rest of ε, plus the ePTR noise's own law:
+        # sd σ on each scaled coefficient, independent, so σ² L L' in the columns' units
+        covariance = sampling_covariance(scaled, errors) + coefficients.noise_sd**2 * (
+            scaled.linear @ scaled.linear.T
+        )
         # θ̂ projected onto the ball of coef_bound is released plus noise: beyond the
         # ball, the released vector says θ̂ may sit on its edge (a released number)
         if float(np.linalg.norm(coefficients.estimate)) > coef_bound:
@@ -123,4 +129,5 @@ def _fit_ptr(
         warnings=notes,
         basis=f"{model.estimator} by efficient Propose-Test-Release (seed Alg 4, Thm 4.1)",
         withheld_why={} if coefficients.released else dict.fromkeys(index, "ptr ⊥"),
+        covariance=pd.DataFrame(covariance, index=index, columns=index),
     )

@@ -253,7 +253,7 @@ def _unscaled(scaled: _Scaling, release: _Statistics, steps: int) -> _Unscaled:
     # the steps' fixed point solves Σ_u clip(s_u) = 0: what the radius clipped moves it from
     # pooled OLS by Ĥ^{-1/2} D with ‖D‖ at most the released clipped mass
     ridge += np.linalg.norm(scaled.linear @ release.pilot.whiten, axis=1) * release.clipped
-    sampling = scaled.linear @ release.sampling @ scaled.linear.T
+    sampling = sampling_covariance(scaled, release)
     sampling_sd = np.sqrt(np.diag(sampling))
     # the noise's correlations are those of the law whose sds are the wider overall (the one
     # noise_sd mostly reports), scaled by noise_sd: positive semidefinite, as the clustered
@@ -272,6 +272,11 @@ def _unscaled(scaled: _Scaling, release: _Statistics, steps: int) -> _Unscaled:
     covariance[unbounded, :] = np.nan
     covariance[:, unbounded] = np.nan
     return _Unscaled(beta, noise_sd, sampling_sd, np.abs(shift) + ridge, unbounded, covariance)
+
+
+def sampling_covariance(scaled: _Scaling, release: _Statistics) -> NDArray[np.float64]:
+    """The released person-clustered sandwich in the columns' units (every column)."""
+    return np.asarray(scaled.linear @ release.sampling @ scaled.linear.T)
 
 
 def _missed(positions: NDArray[np.intp], missed: NDArray[np.bool_]) -> NDArray[np.bool_]:
