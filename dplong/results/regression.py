@@ -249,6 +249,7 @@ class RegressionResults(PanelResults):
         used = rows[:, known]
         cov = self.cov_params().to_numpy()[np.ix_(known, known)]
         mean = used @ self.params.to_numpy()[known]
+        # the diagonal of R Σ R' alone (t_test's whole matrix is rows x rows)
         se = np.sqrt(np.einsum("ij,jk,ik->i", used, cov, used))
         bias = np.abs(used) @ np.nan_to_num(self.bias.to_numpy()[known])
         labels = pd.RangeIndex(matrix.shape[0]) if index is None else index
