@@ -306,6 +306,28 @@ def test_get_prediction_is_the_rows_restrictions(bounded: dplong.RegressionResul
         bounded.get_prediction(np.ones((1, 3)))
 
 
+def test_joint_tests_give_the_bias_bounds_to_the_null_as_a_box() -> None:
+    """``allowed_wald``'s bounded least squares is the smallest Wald statistic over the box of
+    bias shifts: checked against a fine grid over the box on a two-restriction problem with
+    correlated estimates (the grid's minimum is at most 1 % above the solver's, and never
+    below it by more than rounding), and 0 where the box holds the gap."""
+    from dplong.results.restrictions import allowed_wald
+
+    cov = np.array([[1.0, -0.8], [-0.8, 1.0]])
+    coefs = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])  # the third parameter in both rows
+    gap = np.array([2.5, 1.0])
+    bias = np.array([0.5, 0.2, 0.3])
+    statistic, allowed = allowed_wald(gap, cov, coefs, bias)
+    assert statistic == pytest.approx(gap @ np.linalg.inv(cov) @ gap)
+    axes = [np.linspace(-b, b, 41) for b in bias]
+    shifts = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    gaps = gap - shifts @ coefs.T
+    grid = np.einsum("ki,ij,kj->k", gaps, np.linalg.inv(cov), gaps)
+    assert allowed <= grid.min() + 1e-9 and grid.min() <= allowed * 1.01
+    assert allowed < statistic
+    assert allowed_wald(gap, cov, coefs, np.array([3.0, 3.0, 0.0]))[1] == pytest.approx(0.0)
+
+
 def test_bad_restrictions_are_refused(noiseless: dplong.RegressionResults) -> None:
     for bad in ("nope = 0", "x1 +", np.ones((1, 3)), 3.0):
         with pytest.raises(ParameterError, match="r_matrix"):
@@ -567,5 +589,8 @@ def test_t_test_of_one_parameter_agrees_with_pvalues_and_conf_int() -> None:
     assert "P(adj)" in str(test.summary()) and "P>|z|" not in str(test.summary())
     ours, exact = test.conf_int()[0], res.conf_int().loc["exper"].to_numpy()
     assert np.abs(ours - exact).max() < 0.01 * (exact[1] - exact[0])
-    with pytest.warns(DplongWarning, match=r"wald_test leaves out the clipping bias bounds"):
-        res.wald_test("exper = 0")
+    # the joint tests give the bounds to the null too: one restriction is t_test's verdict
+    wald, f = res.wald_test("exper = 0"), res.f_test("exper = 0")
+    assert abs(float(wald.pvalue) - float(test.pvalue)) < 1e-9
+    assert wald.allowed < wald.statistic and abs(float(f.fvalue) - wald.statistic) < 1e-9
+    assert float(f.pvalue) > float(wald.pvalue) - 1e-3  # F(1, n - p): a little wider

@@ -9,12 +9,13 @@ from dplong.results.regression import (
     RandomEffectsResults,
     RegressionResults,
 )
-from dplong.results.restrictions import BiasAllowedContrast
+from dplong.results.restrictions import BiasAllowedContrast, BiasAllowedWald
 from dplong.results.spec import ModelSpec
 from dplong.results.specification import HausmanTest, hausman
 
 __all__ = [
     "BiasAllowedContrast",
+    "BiasAllowedWald",
     "CurveResults",
     "GroupedResults",
     "HausmanTest",

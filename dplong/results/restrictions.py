@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import patsy
 from numpy.typing import NDArray
+from scipy import optimize, stats
 from statsmodels.stats.contrast import ContrastResults
 
 from dplong._validation import warn
@@ -203,11 +204,12 @@ class RestrictionTests(Estimates):
         (:meth:`cov_params` is diagonal: every fit but the pooled family's), restrictions on
         several parameters are tested as if their estimates were uncorrelated, and a
         :class:`~dplong.exceptions.DplongWarning` says so.
-        The normal law stands in for the noise's, and the clipping bias bounds are not given
-        to the null (a joint test has no single allowance): where a restricted parameter's
-        bound is more than a tenth of its standard error a
-        :class:`~dplong.exceptions.DplongWarning` says so (:meth:`t_test` and :attr:`pvalues`
-        include it).
+        The normal law stands in for the noise's. The clipping bias bounds are given to the
+        null as :meth:`t_test` gives them, jointly: ``pvalue`` is that of the smallest
+        statistic the bounds allow, ``min (R(θ̂ - δ) - q)' (R Σ R')⁻¹ (R(θ̂ - δ) - q)`` over
+        the shifts δ with ``|δ_j| <= bias_j`` (a box-constrained least-squares problem,
+        :class:`BiasAllowedWald`), which for one parameter is :meth:`t_test`'s
+        ``max(|z| - bias / sd, 0)²``; ``statistic`` stays the plain ``W``.
 
         Parameters
         ----------
@@ -216,8 +218,10 @@ class RestrictionTests(Estimates):
 
         Returns
         -------
-        statsmodels.stats.contrast.ContrastResults
-            ``statistic``, ``pvalue``, ``df_denom`` (the χ² degrees of freedom).
+        BiasAllowedWald
+            statsmodels' ``ContrastResults``: ``statistic`` (W), ``pvalue`` (of ``allowed``),
+            ``df_denom`` (the χ² degrees of freedom), and ``allowed``, the statistic with the
+            bias bounds given to the null.
 
         Raises
         ------
@@ -236,20 +240,16 @@ class RestrictionTests(Estimates):
         >>> test = res.wald_test("exper = 0")          # one restriction: the squared z
         >>> bool(abs(test.statistic - res.tvalues["exper"] ** 2) < 1e-12), test.df_denom
         (True, 1)
+        >>> bool(abs(test.pvalue - res.t_test("exper = 0").pvalue) < 1e-9)   # its bias given
+        True
         >>> with warnings.catch_warnings(record=True) as caught:
         ...     warnings.simplefilter("always")
         ...     joint = res.wald_test("Intercept = exper = 0")
         >>> "not released" in str(caught[0].message)
         True
         """
-        statistic, rank = self._wald(r_matrix, "wald_test")
-        return ContrastResults(
-            chi2=statistic,
-            df_denom=rank,
-            statistic=statistic,
-            distribution="chi2",
-            distargs=(rank,),
-        )
+        statistic, allowed, rank = self._wald(r_matrix, "wald_test")
+        return BiasAllowedWald(statistic=statistic, allowed=allowed, df_num=rank)
 
     def f_test(self, r_matrix: Any) -> ContrastResults:
         """Joint F test of the linear restrictions ``R θ = q`` on :meth:`cov_params`.
@@ -260,11 +260,11 @@ class RestrictionTests(Estimates):
         with ``(q, n - p)`` degrees of freedom: n users (the clusters) less the p parameters,
         the denominator :meth:`t_test` uses. Σ is :meth:`cov_params`: the sampling
         covariance plus the privacy noise's, diagonal where the fit releases no covariance
-        between parameters. The same caveats as :meth:`wald_test` apply (normal
-        approximation of the noise, no bias bound (a warning where it matters), restrictions
-        on several parameters tested as if uncorrelated where the covariance is not
-        released, with a :class:`~dplong.exceptions.DplongWarning`). Post-processing of
-        released numbers: no further privacy cost.
+        between parameters. As :meth:`wald_test`: the normal law stands in for the noise's,
+        ``pvalue`` gives the bias bounds to the null (that of ``allowed / q``), and
+        restrictions on several parameters are tested as if uncorrelated where the
+        covariance is not released, with a :class:`~dplong.exceptions.DplongWarning`.
+        Post-processing of released numbers: no further privacy cost.
 
         Parameters
         ----------
@@ -273,9 +273,10 @@ class RestrictionTests(Estimates):
 
         Returns
         -------
-        statsmodels.stats.contrast.ContrastResults
-            ``fvalue`` (also ``statistic``), ``pvalue``, ``df_num`` (q), ``df_denom``
-            (n - p), ``summary()``.
+        BiasAllowedWald
+            statsmodels' ``ContrastResults``: ``fvalue`` (also ``statistic``), ``pvalue``,
+            ``df_num`` (q), ``df_denom`` (n - p), ``summary()``, and ``allowed``, the Wald
+            statistic with the bias bounds given to the null.
 
         Raises
         ------
@@ -296,13 +297,17 @@ class RestrictionTests(Estimates):
         >>> test.df_num, test.df_denom
         (1, 543)
         """
-        statistic, rank = self._wald(r_matrix, "f_test")
-        return ContrastResults(
-            F=statistic / rank, df_num=rank, df_denom=self.nobs_users - self.params.size
+        statistic, allowed, rank = self._wald(r_matrix, "f_test")
+        return BiasAllowedWald(
+            statistic=statistic,
+            allowed=allowed,
+            df_num=rank,
+            df_denom=self.nobs_users - self.params.size,
         )
 
-    def _wald(self, r_matrix: Any, method: str) -> tuple[float, int]:
-        """The Wald statistic of ``R θ = q`` on :meth:`cov_params` and the rank of ``R Σ R'``."""
+    def _wald(self, r_matrix: Any, method: str) -> tuple[float, float, int]:
+        """The Wald statistic of ``R θ = q`` on :meth:`cov_params`, the smallest one the
+        parameters' bias bounds allow and the rank of ``R Σ R'``."""
         coefs, constants = self._constraint(r_matrix)
         rank = np.linalg.matrix_rank(coefs)
         if rank < np.linalg.matrix_rank(np.column_stack([coefs, constants])):
@@ -318,9 +323,11 @@ class RestrictionTests(Estimates):
                 "test the others"
             )
         self._say_uncorrelated((coefs != 0.0).any(axis=0, keepdims=True), method)
-        self._say_biased((coefs != 0.0).any(axis=0), method)
         gap = effect - constants
-        return float(gap @ np.linalg.pinv(cov) @ gap), int(np.linalg.matrix_rank(cov))
+        known = self.params.notna().to_numpy() & self.bse.notna().to_numpy()
+        bias = np.nan_to_num(self.bias.to_numpy()[known])
+        statistic, allowed = allowed_wald(gap, cov, coefs[:, known], bias)
+        return statistic, allowed, int(np.linalg.matrix_rank(cov))
 
     def _constraint(self, r_matrix: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``R`` and ``q`` of restrictions given as patsy's ``linear_constraint`` takes them."""
@@ -359,21 +366,6 @@ class RestrictionTests(Estimates):
         cov = used @ self.cov_params().to_numpy()[np.ix_(known, known)] @ used.T
         bias = np.abs(used) @ np.nan_to_num(self.bias.to_numpy()[known])
         return effect, cov, touched, bias
-
-    def _say_biased(self, used: NDArray[np.bool_], method: str) -> None:
-        """Warn when a joint test leaves out clipping bias bounds that matter: more than a
-        tenth of a restricted parameter's standard error."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = (self.bias / self.bse).to_numpy()
-        material = used & (share > 0.1)
-        if material.any():
-            names = self.params.index[material].tolist()
-            warn(
-                f"{method} leaves out the clipping bias bounds of {names} (up to "
-                f"{float(np.nanmax(share[material])):.2g} of their standard errors): its "
-                "p-value is too small by that allowance; pvalues, conf_int and t_test give "
-                "each parameter's bound to the null."
-            )
 
     def _say_uncorrelated(self, rows: NDArray[np.bool_], method: str) -> None:
         """Warn when a test combines parameters whose covariance is not released."""
@@ -435,3 +427,71 @@ class BiasAllowedContrast(ContrastResults):  # type: ignore[misc]  # statsmodels
                 if cell.data == "P>|z|":
                     cell.data = "P(adj)"
         return table
+
+
+def allowed_wald(
+    gap: NDArray[np.float64],
+    cov: NDArray[np.float64],
+    coefs: NDArray[np.float64],
+    bias: NDArray[np.float64],
+) -> tuple[float, float]:
+    """The Wald statistic ``W = g' C⁺ g`` of the restrictions' gap ``g = R θ̂ - q`` (C = R Σ
+    R', ``⁺`` its pseudo-inverse), and the smallest the bias bounds allow: ``min ‖L'(g -
+    R δ)‖²`` over ``|δ_j| <= bias_j`` with ``L L' = C⁺``, a bounded least-squares problem
+    (scipy's ``lsq_linear``) in the parameters whose bound is positive. For one parameter it
+    is ``max(|g| / sd - bias / sd, 0)²``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.results.restrictions import allowed_wald
+    >>> w, a = allowed_wald(np.array([3.0]), np.array([[1.0]]), np.eye(1), np.array([1.0]))
+    >>> float(w), round(float(a), 12)
+    (9.0, 4.0)
+    >>> allowed_wald(np.array([0.5, -0.5]), np.eye(2), np.eye(2), np.array([1.0, 1.0]))[1]
+    0.0
+    """
+    inverse = np.linalg.pinv(cov)
+    statistic = float(gap @ inverse @ gap)
+    values, vectors = np.linalg.eigh(inverse)
+    root = vectors * np.sqrt(np.maximum(values, 0.0))  # root @ root.T == inverse
+    shifted = bias > 0.0
+    if not shifted.any():
+        return statistic, statistic
+    design, target = root.T @ coefs[:, shifted], root.T @ gap
+    fit = optimize.lsq_linear(design, target, bounds=(-bias[shifted], bias[shifted]))
+    residual = target - design @ fit.x
+    return statistic, float(min(residual @ residual, statistic))
+
+
+class BiasAllowedWald(ContrastResults):  # type: ignore[misc]  # statsmodels is untyped
+    """statsmodels' χ² (or, with ``df_denom``, F) results of :meth:`RestrictionTests.wald_test`
+    and :meth:`RestrictionTests.f_test` with the clipping bias bounds given to the null:
+    ``statistic`` is the plain Wald statistic (over ``df_num`` for F), ``allowed`` the
+    smallest the bounds allow (:func:`allowed_wald`), and ``pvalue`` that of ``allowed``.
+
+    Examples
+    --------
+    >>> from dplong.results.restrictions import BiasAllowedWald
+    >>> test = BiasAllowedWald(statistic=9.0, allowed=4.0, df_num=1)
+    >>> float(test.statistic), round(float(test.pvalue), 4)     # the p-value of 4 on 1 df
+    (9.0, 0.0455)
+    """
+
+    def __init__(
+        self, *, statistic: float, allowed: float, df_num: int, df_denom: int | None = None
+    ) -> None:
+        if df_denom is None:
+            super().__init__(
+                chi2=statistic,
+                df_denom=df_num,
+                statistic=statistic,
+                distribution="chi2",
+                distargs=(df_num,),
+            )
+            pvalue = stats.chi2.sf(allowed, df_num)
+        else:
+            super().__init__(F=statistic / df_num, df_num=df_num, df_denom=df_denom)
+            pvalue = stats.f.sf(allowed / df_num, df_num, df_denom)
+        self.allowed = allowed
+        self.pvalue = np.squeeze(pvalue)
