@@ -195,7 +195,7 @@ class RestrictionTests(Estimates):
             df_denom=self.nobs_users - self.params.size,
         )
 
-    def wald_test(self, r_matrix: Any) -> ContrastResults:
+    def wald_test(self, r_matrix: Any) -> BiasAllowedWald:
         """Joint Wald (χ²) test of the linear restrictions ``R θ = q`` on :meth:`cov_params`.
 
         As statsmodels' ``wald_test(..., use_f=False, scalar=True)``: ``W = (R θ̂ - q)'
@@ -251,7 +251,7 @@ class RestrictionTests(Estimates):
         statistic, allowed, rank = self._wald(r_matrix, "wald_test")
         return BiasAllowedWald(statistic=statistic, allowed=allowed, df_num=rank)
 
-    def f_test(self, r_matrix: Any) -> ContrastResults:
+    def f_test(self, r_matrix: Any) -> BiasAllowedWald:
         """Joint F test of the linear restrictions ``R θ = q`` on :meth:`cov_params`.
 
         As statsmodels' ``f_test`` (``wald_test(..., use_f=True)``): ``F = W / q``, with ``W``
@@ -495,3 +495,26 @@ class BiasAllowedWald(ContrastResults):  # type: ignore[misc]  # statsmodels is 
             pvalue = stats.f.sf(allowed / df_num, df_num, df_denom)
         self.allowed = allowed
         self.pvalue = np.squeeze(pvalue)
+
+    def summary(self, xname: Any = None, alpha: float = 0.05, title: Any = None) -> str:
+        """statsmodels' one-line summary, with the statistic the bias bounds allow beside the
+        plain one and the p-value named for it (``P (bias-adj.)``, as the results' p-values).
+
+        Examples
+        --------
+        >>> from dplong.results.restrictions import BiasAllowedWald
+        >>> BiasAllowedWald(statistic=9.0, allowed=4.0, df_num=1).summary()
+        '<Wald test (chi2): statistic=9, bias-allowed 4, P (bias-adj.)=0.0455, df=1>'
+        """
+        kind = "F test: F" if hasattr(self, "fvalue") else "Wald test (chi2): statistic"
+        value = float(self.statistic)
+        allowed = self.allowed / self.df_num if hasattr(self, "fvalue") else self.allowed
+        df = (
+            f"df_num={self.df_num:g}, df_denom={self.df_denom:g}"
+            if hasattr(self, "fvalue")
+            else f"df={self.df_denom:g}"
+        )
+        return (
+            f"<{kind}={value:.6g}, bias-allowed {allowed:.6g}, "
+            f"P (bias-adj.)={float(self.pvalue):.3g}, {df}>"
+        )
