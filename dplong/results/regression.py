@@ -31,6 +31,17 @@ class PredictionResults:
         Its standard error, ``√(x' Σ x)`` with Σ the fit's ``cov_params()``.
     bias : pandas.Series
         Its clipping bias bound, ``|x|' bias``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dplong.results import PredictionResults
+    >>> p = PredictionResults(predicted_mean=pd.Series([1.0, 2.0]),
+    ...                       se_mean=pd.Series([0.1, 0.2]), bias=pd.Series([0.0, 0.05]))
+    >>> p.summary_frame(0.05).round(3)
+       mean  mean_se  bias  mean_ci_lower  mean_ci_upper
+    0   1.0      0.1  0.00          0.804          1.196
+    1   2.0      0.2  0.05          1.558          2.442
     """
 
     predicted_mean: pd.Series
@@ -58,7 +69,17 @@ class PredictionResults:
 
     def summary_frame(self, alpha: float = 0.05) -> pd.DataFrame:
         """statsmodels' ``summary_frame`` for the mean: ``mean``, ``mean_se``, ``bias``,
-        ``mean_ci_lower`` and ``mean_ci_upper``, one row per predicted row."""
+        ``mean_ci_lower`` and ``mean_ci_upper``, one row per predicted row.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> from dplong.results import PredictionResults
+        >>> p = PredictionResults(predicted_mean=pd.Series([1.0]), se_mean=pd.Series([0.1]),
+        ...                       bias=pd.Series([0.0]))
+        >>> p.summary_frame(0.1).columns.tolist()
+        ['mean', 'mean_se', 'bias', 'mean_ci_lower', 'mean_ci_upper']
+        """
         interval = self.conf_int(alpha)
         frame: pd.DataFrame = pd.DataFrame(
             {

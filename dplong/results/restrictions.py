@@ -451,14 +451,15 @@ def allowed_wald(
     >>> allowed_wald(np.array([0.5, -0.5]), np.eye(2), np.eye(2), np.array([1.0, 1.0]))[1]
     0.0
     """
-    inverse = np.linalg.pinv(cov)
-    statistic = float(gap @ inverse @ gap)
-    values, vectors = np.linalg.eigh(inverse)
-    root = vectors * np.sqrt(np.maximum(values, 0.0))  # root @ root.T == inverse
+    values, vectors = np.linalg.eigh(cov)
+    kept = values > 1e-15 * max(float(values.max()), 0.0)  # numpy's pinv cut-off
+    root = vectors[:, kept] / np.sqrt(values[kept])  # root @ root.T is the pseudo-inverse
+    target = root.T @ gap
+    statistic = float(target @ target)
     shifted = bias > 0.0
     if not shifted.any():
         return statistic, statistic
-    design, target = root.T @ coefs[:, shifted], root.T @ gap
+    design = root.T @ coefs[:, shifted]
     fit = optimize.lsq_linear(design, target, bounds=(-bias[shifted], bias[shifted]))
     residual = target - design @ fit.x
     return statistic, float(min(residual @ residual, statistic))
