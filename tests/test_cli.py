@@ -476,7 +476,7 @@ class TestBadArguments:
             (replace("DATA", "pyproject.toml"), "cannot tell the format of DATA"),
             (replace("--groups", "person"), "--groups 'person' is not a column of DATA"),
             ([*GOOD, "--time", "when"], "--time 'when' is not a column"),
-            (replace("--formula", "lwage ~ nonsense"), "name 'nonsense' is not defined"),
+            (replace("--formula", "lwage ~ nonsense"), "'nonsense' is neither a column"),
             (replace("--scale", "1,2,3"), "scale must be a number or an array of 2 numbers"),
             ([*GOOD, "--within-scale", "2"], "--within-scale is not an option of --model ols"),
             ([*GOOD, "--privacy", "local"], "--privacy local needs --bound B"),
@@ -490,9 +490,9 @@ class TestBadArguments:
         assert "Traceback" not in err and out == ""
 
     def test_library_errors_are_one_line(self) -> None:
-        code, _, err = run(replace("--formula", "lwage ~ nosuch"))  # patsy's message has 3 lines
+        code, _, err = run(replace("--formula", "lwage ~ (exper"))  # patsy's message has 3 lines
         assert code == 2
-        assert err.count("\n") == 1 and err.startswith("dplong: error: cannot evaluate 'nosuch'")
+        assert err.count("\n") == 1 and err.startswith("dplong: error: cannot parse 'lwage ~ (")
 
     def test_required_fit_arguments_are_named(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """A keyword that a model's ``fit`` cannot do without is named as a flag."""

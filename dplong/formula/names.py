@@ -1,95 +1,359 @@
-"""What a formula's names may refer to: the data's columns, functions of them and public
-constants, never another data set of the session nor Python's machinery.
+"""What a formula's terms may say: the data's columns, public constants and functions that
+compute a row from that row alone, and nothing else.
 
-A term is Python code evaluated in the caller's namespace (patsy's design), so a name there
-can reach what the row-wise checks (:mod:`dplong.formula.row_wise`) never see: a data frame
-of the session (``I(exper - W.exper.mean())`` centres every row on every user's values), a
-module that reads or runs anything (``os``, ``__import__('os')``), or the interpreter's
-internals through a dunder attribute. :func:`_check_names` refuses those by the syntax and
-what the names resolve to (public facts: the formula and the caller's namespace, never the
-rows). It is no sandbox — code the analyst writes in their own session runs there — but a
-formula handed to the command line or a service reads the data only through its columns.
-A number or array the namespace holds is taken as a public constant: one computed from the
-data is not (docs: formulas).
+A term is Python code evaluated in the caller's namespace (patsy's design), and the command
+line, a service or a colleague's script evaluates formulas it did not write. A deny-list of
+dangerous names cannot keep up with what an attribute chain reaches
+(``np.testing._private.utils.os.system``), and a term that indexes the rows by position
+(``y.to_numpy()[1000]``) gives every user one user's value where the row-wise probes
+(:mod:`dplong.formula.row_wise`), a handful of synthetic rows, cannot see it. So
+:func:`_check_names` accepts a term only if every part of it is on an allow-list, read from
+its syntax and what its names resolve to (public facts: the formula and the namespace, never
+the rows), before anything is evaluated:
+
+* names: the data's columns (bare or ``Q("name")``); numbers, strings, and arrays, lists and
+  tuples of them, which the namespace holds (taken as public constants); the modules of
+  :data:`_MODULES`; patsy's builtins (``I``, ``C``, ``Q``, contrasts and splines, whose
+  parameters :mod:`dplong.formula.transforms` checks); the caller's own functions;
+* calls of numpy's and scipy's ufuncs (``np.log1p``, ``scipy.special.expit``), the
+  element-wise functions of :data:`_FUNCTIONS`, :mod:`math`'s functions, ``abs``, ``round``
+  and ``pow``, a column's element-wise methods (:data:`_METHODS`, ``x.clip(0, 10)``) and
+  its accessors' per-row ones (:data:`_ACCESSORS`, ``(day - pd.Timestamp("2020-01-01")).dt.days``);
+* operators, comparisons, and lists, tuples and dicts of the above.
+
+Never a subscript or slice (a position reads another row; the text accessor's constant
+positions, ``x.str[1]``, are within each row's text), a lambda, comprehension, ``and``/
+``or``/``if``, ``in``, ``@``, ``*`` or ``**`` arguments, a name or attribute starting with ``_``, a
+module beyond :data:`_MODULES` (nor one reached through them: ``np.ma.core.builtins``), a
+function of Python's standard library, or a pandas or Dask object of the session. The
+arguments that :data:`_PUBLIC_ARGUMENTS` name must be public constants (``x.isin(y)`` would
+read every row of ``y``). A caller's own function is theirs to vouch for (the row-wise probes
+still run it); every other function a term may call is listed here.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import functools
+import sys
 import types
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from dplong.exceptions import FormulaError
+from dplong.formula.terms import _PATSY_NAMES, _columns_in
 
-#: Builtins that reach the interpreter, the file system or other names: never in a term.
-_UNSAFE_BUILTINS = frozenset(
-    """__import__ breakpoint compile delattr dir eval exec exit getattr globals help input
-    locals memoryview open quit setattr super type vars""".split()
+#: The packages a term may call functions of, by module (``np.log``, ``math.sqrt``,
+#: ``scipy.special.expit``, ``pd.isna``); only the functions listed below or ufuncs.
+_MODULES = ("numpy", "math", "scipy", "pandas", "patsy")
+#: Functions of numpy and pandas besides the ufuncs: element-wise given public constants.
+_FUNCTIONS = {
+    "numpy": "around clip digitize interp isin nan_to_num round select where",
+    "pandas": "Timedelta Timestamp isna isnull notna notnull to_numeric",
+}
+#: A column's methods (and those of an expression of columns) a term may call: element-wise.
+_METHODS = frozenset(
+    "abs astype between clip fillna isin isna isnull mask notna notnull replace round where".split()
 )
-#: The packages whose functions a term may call by module (``np.log``, ``math.sqrt``,
-#: ``scipy.special.expit``, ``pd.Categorical``); the caller's own functions are theirs to vouch
-#: for.
-_MODULES = ("numpy", "math", "scipy", "patsy", "pandas")
-#: Their functions (and methods) that read or write files or evaluate code: never in a term
-#: (nor any ``read_*``).
-_UNSAFE_ATTRIBUTES = frozenset(
-    """ctypeslib eval fromfile genfromtxt load loads loadtxt memmap query save savetxt savez
-    savez_compressed to_clipboard to_csv to_excel to_feather to_hdf to_html to_json to_latex
-    to_markdown to_orc to_parquet to_pickle to_sql to_stata to_xml tofile""".split()
+#: A column's accessors and what a term may read through them: each row's text or time alone
+#: (``code.str.split("_").str[1]``, ``(day - pd.Timestamp("2020-01-01")).dt.days``); the one
+#: subscript a term may write is the text accessor's, a constant position within each text.
+_ACCESSORS = {
+    "str": frozenset(
+        """contains endswith fullmatch get isalpha isdigit isnumeric len lower lstrip match
+        replace rstrip slice split startswith strip upper zfill""".split()
+    ),
+    "dt": frozenset(
+        """day day_of_week day_of_year dayofweek dayofyear days hour minute month quarter
+        second seconds total_seconds weekday year""".split()
+    ),
+}
+#: Calls whose arguments from the given position on (a method's: all) must be public
+#: constants: a membership, a replacement table, bins, a curve's knots read every row they are
+#: given; a date's or a duration's constructor.
+_PUBLIC_ARGUMENTS = {
+    "digitize": 1,
+    "interp": 1,
+    "isin": 1,
+    "replace": 0,
+    "Timestamp": 0,
+    "Timedelta": 0,
+}
+#: Builtins a term may call, and those it may pass as a value (a dtype: ``x.astype(float)``).
+_BUILTIN_CALLS = ("abs", "pow", "round")
+_BUILTIN_TYPES = (bool, complex, float, int, str)
+#: Packages whose functions are not the caller's own (those of the standard library neither).
+_LIBRARIES = frozenset(_MODULES) | {"dask", "dplong", "statsmodels"}
+#: Syntax a term may use; everything else is refused (a subscript reads by position).
+_NODES = (
+    ast.Expression,
+    ast.Call,
+    ast.keyword,
+    ast.Name,
+    ast.Attribute,
+    ast.Constant,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.Compare,
+    ast.List,
+    ast.Tuple,
+    ast.Dict,
+    ast.Load,
+    ast.operator,
+    ast.unaryop,
+    ast.cmpop,
 )
-_TERMS = "a term reads the data through its columns, functions of them and public constants"
+_TERMS = (
+    "a term reads the data through its columns, public constants and element-wise functions "
+    "(numpy's and scipy's ufuncs, np.where, np.clip, a column's .clip(), .isin(), .fillna(), "
+    "...; docs: formulas)"
+)
+_MISSING = object()
 
 
 def _check_names(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, Any]) -> None:
-    """Refuse a term whose names reach beyond its columns and public constants (module
-    docstring): a dunder name or attribute, an unsafe builtin or function
-    (:data:`_UNSAFE_ATTRIBUTES`, ``read_*``), a module outside :data:`_MODULES`, or a
-    pandas (or Dask) object of the session.
+    """Refuse a term any part of which is not on the allow-list (module docstring).
 
     Examples
     --------
-    >>> import ast, pandas as pd
+    >>> import ast, numpy as np, pandas as pd
     >>> from dplong.formula.names import _check_names
     >>> W = pd.DataFrame({"x": [1.0, 2.0]})
-    >>> tree = ast.parse("I(x - W.x.mean())", mode="eval")
-    >>> _check_names("I(x - W.x.mean())", tree, {"W": W}, {"x": float})
+    >>> ok = "I(np.log1p(np.clip(x, 0, None)) - 40)"
+    >>> _check_names(ok, ast.parse(ok, mode="eval"), {"np": np}, {"x": float})
+    >>> _check_names("I(x - W.x.mean())", ast.parse("I(x - W.x.mean())", mode="eval"),
+    ...     {"W": W}, {"x": float})
     Traceback (most recent call last):
     ...
     dplong.exceptions.FormulaError: 'W' in 'I(x - W.x.mean())' is a DataFrame of your session, ...
     """
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    indexed = _text_positions(code, tree, namespace, dtypes)
+    for node in ast.walk(tree):  # the names first: a refusal names the first one not allowed
+        if isinstance(node, ast.Name) and id(node) in called:
+            kind, target = _resolved(code, node, namespace, dtypes)
+            if kind != "data" and not _callable(target):
+                raise FormulaError(f"{node.id!r} in {code!r} is not allowed in a formula: {_TERMS}")
+        elif isinstance(node, ast.Name):
+            _check_value(code, node, namespace, dtypes)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr.startswith("__"):
-            raise FormulaError(f"{node.attr!r} in {code!r} reaches Python's internals: {_TERMS}")
-        if isinstance(node, ast.Attribute) and _unsafe(node.attr):
-            raise FormulaError(
-                f"{node.attr!r} in {code!r} reads or writes files or evaluates code: {_TERMS}"
-            )
-        if not isinstance(node, ast.Name) or node.id in dtypes:
+        if id(node) in indexed:
             continue
-        name = node.id
-        if name.startswith("__") or (name not in namespace and name in _UNSAFE_BUILTINS):
-            raise FormulaError(f"{name!r} in {code!r} is not allowed in a formula: {_TERMS}")
-        value = namespace.get(name, getattr(builtins, name, None))
-        if isinstance(value, types.ModuleType) and value.__name__.split(".")[0] not in _MODULES:
+        if (
+            not isinstance(node, _NODES)
+            or isinstance(node, ast.MatMult)
+            or (
+                isinstance(node, ast.Compare)
+                and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
+            )
+        ):
             raise FormulaError(
-                f"{name!r} in {code!r} is the module {value.__name__}: a formula calls "
-                f"functions of {', '.join(_MODULES)} (or your own): {_TERMS}"
+                f"{ast.unparse(node)!r} in {code!r}: {_syntax(node)} is not allowed in a "
+                f"formula; {_TERMS}"
+            )
+        if isinstance(node, ast.keyword) and node.arg is None:
+            raise FormulaError(f"write the arguments in {code!r} out, without **: {_TERMS}")
+        if isinstance(node, ast.Call):
+            _check_call(code, node, namespace, dtypes)
+        elif isinstance(node, ast.Attribute) and id(node) not in called:
+            _check_value(code, node, namespace, dtypes)
+
+
+def _text_positions(
+    code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, Any]
+) -> set[int]:
+    """The subscripts of the text accessor (``x.str[1]``, ``x.str[:3]``) whose positions are
+    constants, and their slices: a position within each row's text, not among the rows."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Subscript)
+            and _accessor(code, node.value, namespace, dtypes) == "str"
+            and all(
+                isinstance(n, ast.Constant | ast.Slice | ast.UnaryOp | ast.unaryop | ast.Load)
+                for n in ast.walk(node.slice)
+            )
+        ):
+            found |= {id(node), *(id(n) for n in ast.walk(node.slice) if isinstance(n, ast.Slice))}
+    return found
+
+
+def _accessor(code: str, node: ast.expr, namespace: Any, dtypes: Mapping[str, Any]) -> str | None:
+    """The accessor ``node`` is (``"str"``, ``"dt"``) where it is one of the data's."""
+    if not (isinstance(node, ast.Attribute) and node.attr in _ACCESSORS):
+        return None
+    return node.attr if _resolved(code, node.value, namespace, dtypes)[0] == "data" else None
+
+
+def _syntax(node: ast.AST) -> str:
+    """What a refused piece of syntax is, in words."""
+    if isinstance(node, ast.Subscript | ast.Slice):
+        return "indexing or slicing (it reads rows by their position)"
+    if isinstance(node, ast.Compare):
+        return "'in' (it reads every value of its right side)"
+    if isinstance(node, ast.MatMult):
+        return "'@' (a product over every row)"
+    return f"{type(node).__name__.lower()} syntax"
+
+
+def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, Any]) -> None:
+    """A call of an allowed function, or of a column's element-wise method, whose public
+    arguments (:data:`_PUBLIC_ARGUMENTS`) read no column."""
+    func = call.func
+    if not isinstance(func, ast.Name | ast.Attribute):
+        raise FormulaError(f"{ast.unparse(func)!r} in {code!r} is not a function: {_TERMS}")
+    kind, target = _resolved(code, func, namespace, dtypes)
+    name = func.attr if isinstance(func, ast.Attribute) else func.id
+    accessor = (
+        _accessor(code, func.value, namespace, dtypes) if isinstance(func, ast.Attribute) else None
+    )
+    if accessor is not None:
+        if name not in _ACCESSORS[accessor] or any(k.arg == "expand" for k in call.keywords):
+            raise FormulaError(
+                f".{accessor}.{name}() in {code!r} is not one of the .{accessor} accessor's "
+                f"methods a term may call ({', '.join(sorted(_ACCESSORS[accessor]))}, without "
+                f"expand=): {_TERMS}"
+            )
+        public = []
+    elif kind == "data":
+        if isinstance(func, ast.Name):
+            raise FormulaError(f"{name!r} in {code!r} is a column, not a function: {_TERMS}")
+        if name not in _METHODS:
+            raise FormulaError(
+                f".{name}() in {code!r} is not an element-wise method of a column: "
+                f"{', '.join(sorted(_METHODS))} are; {_TERMS}"
+            )
+        public = [*call.args, *(k.value for k in call.keywords)]
+    else:
+        if not _callable(target):
+            raise FormulaError(
+                f"{ast.unparse(func)!r} in {code!r} is not a function a formula may call: {_TERMS}"
+            )
+        public = [*call.args[_PUBLIC_ARGUMENTS.get(name, 1) :], *(k.value for k in call.keywords)]
+    if name in _PUBLIC_ARGUMENTS and any(_columns_in(a, dtypes) for a in public):
+        raise FormulaError(
+            f"{ast.unparse(call)!r} in {code!r} compares or maps by values that read the data: "
+            f"those of {name}() must be public constants, e.g. x.isin([1, 2])"
+        )
+
+
+def _check_value(
+    code: str, node: ast.Name | ast.Attribute, namespace: Any, dtypes: Mapping[str, Any]
+) -> None:
+    """A name or attribute used as a value: a column, a public constant, an allowed module
+    or function (passed as an argument); a column's attribute only when called."""
+    kind, target = _resolved(code, node, namespace, dtypes)
+    if isinstance(node, ast.Attribute) and (
+        _accessor(code, node, namespace, dtypes) is not None
+        or node.attr in _ACCESSORS.get(_accessor(code, node.value, namespace, dtypes) or "", ())
+    ):  # an accessor, or what it reads (.dt.days): checked where it is called or indexed
+        return
+    if kind == "data":
+        if isinstance(node, ast.Attribute):
+            raise FormulaError(
+                f"{ast.unparse(node)!r} in {code!r} reads an attribute of the data: {_TERMS}"
+            )
+        return
+    if kind == "module" or _public_constant(target) or _callable(target):
+        return
+    raise FormulaError(f"{ast.unparse(node)!r} in {code!r} is not allowed in a formula: {_TERMS}")
+
+
+def _resolved(
+    code: str, node: ast.expr, namespace: Any, dtypes: Mapping[str, Any]
+) -> tuple[str, Any]:
+    """What a name or attribute chain refers to: ``("data", None)`` for a column or an
+    attribute of an expression, ``("module", m)`` for an allowed module, ``("value", v)``
+    otherwise. Refuses names and attributes starting with ``_``, modules beyond
+    :data:`_MODULES` and attributes of anything but a module or the data."""
+    if isinstance(node, ast.Name):
+        if node.id in dtypes:  # a column shadows a name
+            return "data", None
+        if node.id.startswith("_"):
+            raise FormulaError(f"{node.id!r} in {code!r} is not allowed in a formula: {_TERMS}")
+        value = namespace.get(node.id, getattr(builtins, node.id, _MISSING))
+        if value is _MISSING:
+            where = "" if node.id == code else f" in {code!r}"
+            raise FormulaError(
+                f"{node.id!r}{where} is neither a column of the data nor a name of your "
+                "session (a column's name is written as it is in the data, Q('name') where it "
+                "is no Python name)"
             )
         if _holds_rows(value):
             raise FormulaError(
-                f"{name!r} in {code!r} is a {type(value).__name__} of your session, not a "
+                f"{node.id!r} in {code!r} is a {type(value).__name__} of your session, not a "
                 f"column of the data: {_TERMS} (a number computed from the data is no public "
                 "constant either)"
             )
+        return _module_or_value(code, node.id, value)
+    if not isinstance(node, ast.Attribute):  # an expression: of the data
+        return "data", None
+    if node.attr.startswith("_"):
+        raise FormulaError(f"{node.attr!r} in {code!r} reaches Python's internals: {_TERMS}")
+    kind, base = _resolved(code, node.value, namespace, dtypes)
+    if kind == "data":
+        return "data", None
+    if kind == "value":
+        raise FormulaError(
+            f"{ast.unparse(node)!r} in {code!r} is an attribute of {ast.unparse(node.value)!r}, "
+            f"which is no module: {_TERMS}"
+        )
+    return _module_or_value(code, ast.unparse(node), getattr(base, node.attr, None))
 
 
-def _unsafe(attribute: str) -> bool:
-    """Whether a function or method of that name reads or writes files or evaluates code."""
-    return attribute in _UNSAFE_ATTRIBUTES or attribute.startswith("read_")
+def _module_or_value(code: str, name: str, value: Any) -> tuple[str, Any]:
+    if not isinstance(value, types.ModuleType):
+        return "value", value
+    if value.__name__.split(".")[0] not in _MODULES:
+        raise FormulaError(
+            f"{name!r} in {code!r} is the module {value.__name__}: a formula calls functions "
+            f"of {', '.join(_MODULES)} (or your own): {_TERMS}"
+        )
+    return "module", value
+
+
+def _callable(target: Any) -> bool:
+    """Whether a term may call ``target`` (module docstring)."""
+    return (
+        isinstance(target, np.ufunc)
+        or any(target is f for f in _functions())
+        or (callable(target) and getattr(target, "__module__", None) == "math")
+        or hasattr(target, "__patsy_stateful_transform__")
+        or _callers_own(target)
+    )
+
+
+@functools.cache
+def _functions() -> tuple[Any, ...]:
+    """The functions of :data:`_FUNCTIONS`, patsy's builtins and the builtins a term calls."""
+    modules = {"numpy": np, "pandas": pd}
+    listed = [getattr(modules[m], f) for m, names in _FUNCTIONS.items() for f in names.split()]
+    return (*listed, *_PATSY_NAMES.values(), *(getattr(builtins, b) for b in _BUILTIN_CALLS))
+
+
+def _callers_own(target: Any) -> bool:
+    """A Python function of the caller's (none of the standard library's or a library's)."""
+    if not isinstance(target, types.FunctionType):
+        return False
+    package = str(getattr(target, "__module__", None) or "").split(".")[0]
+    return package not in sys.stdlib_module_names and package not in _LIBRARIES
+
+
+def _public_constant(value: Any) -> bool:
+    """A number, string, array, list or tuple of them, or a dtype: a public constant."""
+    if value is None or isinstance(value, bool | int | float | complex | str | bytes):
+        return True
+    if isinstance(value, np.generic | np.dtype):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "biufcUS"
+    if isinstance(value, list | tuple):
+        return all(_public_constant(v) for v in value)
+    return isinstance(value, type) and (value in _BUILTIN_TYPES or issubclass(value, np.generic))
 
 
 def _holds_rows(value: Any) -> bool:

@@ -161,9 +161,11 @@ class DesignSpec:
         check_unique_columns(schema.columns, inputs)
         namespace = env.with_outer_namespace(_PATSY_NAMES).namespace
         for factor, tree in trees.items():
-            _check_names(factor.code, tree, namespace, dtypes)  # before anything is evaluated
-            _check_transforms(factor.code, tree, namespace, dtypes)
+            # syntax first (its refusals say what to write instead), then the allow-list,
+            # before anything is evaluated (the transforms' constants are)
             _check_row_wise(factor.code, tree, dtypes)
+            _check_names(factor.code, tree, namespace, dtypes)
+            _check_transforms(factor.code, tree, namespace, dtypes)
         declared = _declared_levels(dtypes, levels, inputs)
         env = _with_public_transforms(env, trees.values(), namespace, dtypes)
         input_dtypes = {c: dtypes[c] for c in inputs}
