@@ -1357,6 +1357,32 @@ class TestPrivacyUnit:
         code, out, err = run(argv)
         assert code == 0 and "Decision:" in out, err
 
+    @pytest.mark.parametrize(
+        ("term", "said"),
+        [
+            ("I(exper + 0 * np.testing._private.utils.os.system('touch run'))", "'_private'"),
+            ("I(exper * 0 + np.ma.core.builtins.open('run', 'w'))", "module builtins"),
+            ("I(exper * 0 + (print('LEAK', lwage.to_numpy()[:5]) is None))", "'print'"),
+            ("I(lwage * 0 + np.concatenate([lwage.to_numpy()[100:101], [0.]])[0])", "slicing"),
+        ],
+    )
+    @pytest.mark.parametrize("command", ["fit", "plan"])
+    def test_a_formula_runs_no_code_and_reads_no_other_row(
+        self, command: str, term: str, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An audit's formulas, refused by both commands before anything is evaluated (exit 2,
+        no file written, nothing of the data printed): a shell command and a file opened through
+        numpy's own modules, the outcome's values printed, and every user given the outcome of
+        row 100 (a ledger at ε = 1 would have released it almost exactly)."""
+        monkeypatch.chdir(tmp_path)
+        argv = [command, "--model", "ols", "--formula", f"lwage ~ exper + {term}"]
+        argv += ["--groups", "nr", "--epsilon", "1"]
+        argv += ["dataset:wage_panel", "--quiet"] if command == "fit" else ["--n", "545"]
+        code, out, err = run(argv)
+        assert code == 2 and said in err, err
+        assert not any(line.startswith("LEAK") for line in (out + err).splitlines())
+        assert not list(tmp_path.iterdir())
+
     def test_plan_asks_nw_for_rows(self) -> None:
         argv = ["plan", "--model", "nw", "--formula", "Weight ~ Time", "--epsilon", "4"]
         argv += ["--domain", "1,12", "--bounds", "0,150", "--bandwidth", "2"]
@@ -1626,6 +1652,24 @@ def test_a_parquet_column_stored_as_text_is_told_as_stored_not_as_unread(
     code, out, err = run(["fit", str(path), *argv])
     assert code == 0 and "DATA stores 'exper' as text: its cells that are not numbers" in err
     assert "holds values of" not in err and "Users (n):" in out, err
+
+
+def test_a_parquet_column_stored_as_dates_is_told_where_it_is_no_time(tmp_path: Path) -> None:
+    """A regressor stored as dates in a Parquet file read through Dask is read as missing (a
+    regressor is a number), as a CSV's dates are: the data holder was told only that every
+    row was left out, no column named (an audit). It is now named as stored; the column that
+    orders the rows (``--time``) is read as dates, without a word."""
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("dask.dataframe")
+    wages = dplong.datasets.load_wage_panel()
+    path = tmp_path / "dates.parquet"
+    day = pd.to_datetime(wages["year"].astype(str) + "-07-01")
+    wages.assign(day=day).to_parquet(path, index=False)
+    argv = ["--model", "ols", "--groups", "nr", "--epsilon", "4", "--seed", "0"]
+    code, _, err = run(["fit", str(path), "--formula", "lwage ~ day", *argv])
+    assert code == 0 and "DATA stores 'day' as dates: its cells that are not numbers" in err
+    code, _, err = run(["fit", str(path), "--formula", "lwage ~ exper", "--time", "day", *argv])
+    assert code == 0 and "stores 'day'" not in err, err
 
 
 def test_ids_that_read_alike_are_two_users_and_the_data_holder_is_told(tmp_path: Path) -> None:

@@ -269,9 +269,11 @@ def test_transforms_that_learn_from_the_data_are_refused(formula: str, match: st
         # one row's value in every row: by position, by membership, by a product over rows
         ("I(x * 0 + x.to_numpy()[3])", "indexing or slicing .* by their position"),
         ("I(np.concatenate([x.to_numpy()[9:10], [0.0]]))", "'np.concatenate' .* not a f"),
-        ("I(x + x.values)", "'x.values' .* reads an attribute of the data"),
+        ("I(x + x.values)", "'x.values' .* reads the attribute 'values'"),
         ("I(x.isin(t))", "values that read the data: those of isin"),
         ("I(np.isin(t, x))", "values that read the data: those of isin"),
+        ("C(site, levels=list(t))", "values that read the data: those of C"),
+        ("C(site, levels=list(t))", "values that read the data: those of C"),
         ("I(x - x @ x)", "'@'"),
         ("I(x * (3 in x))", "'in'"),
         ("I(x * (lambda: 1)())", "'lambda: 1' .* is not a function"),

@@ -82,10 +82,11 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
             else ("numbers", _factor_hint(data, column))
         )
         # a Dask frame's cells are not read twice: only its stored type is known here
+        stored = "dates" if pd.api.types.is_datetime64_any_dtype(raw[column].dtype) else "text"
         _say(
             args,
-            f"warning: DATA stores {column!r} as text: its cells that are not {what} are read "
-            f"as missing{hint}"
+            f"warning: DATA stores {column!r} as {stored}: its cells that are not {what} are "
+            f"read as missing{hint}"
             if is_dask(raw)
             else f"warning: DATA holds values of {column!r} that are not {what}; they are "
             f"read as missing{hint}",
@@ -175,5 +176,5 @@ def _unread_columns(
         for c in columns
         if not isinstance(data[c].dtype, pd.CategoricalDtype)
         and not pd.api.types.is_numeric_dtype(raw[c].dtype)
-        and not pd.api.types.is_datetime64_any_dtype(raw[c].dtype)
+        and not (c == args.time and pd.api.types.is_datetime64_any_dtype(raw[c].dtype))
     ]

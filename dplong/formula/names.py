@@ -73,18 +73,23 @@ _ACCESSORS = {
     ),
 }
 #: Calls whose arguments from the given position on (a method's: all) must be public
-#: constants: a membership, a replacement table, bins, a curve's knots read every row they are
-#: given; a date's or a duration's constructor.
+#: constants: a membership, a replacement table, bins, a curve's knots, a factor's levels read
+#: every row they are given; a date's or a duration's constructor, a list of levels.
 _PUBLIC_ARGUMENTS = {
+    "C": 1,
     "digitize": 1,
     "interp": 1,
     "isin": 1,
+    "list": 0,
+    "range": 0,
     "replace": 0,
-    "Timestamp": 0,
     "Timedelta": 0,
+    "Timestamp": 0,
+    "tuple": 0,
 }
-#: Builtins a term may call, and those it may pass as a value (a dtype: ``x.astype(float)``).
-_BUILTIN_CALLS = ("abs", "pow", "round")
+#: Builtins a term may call (``list``, ``range`` and ``tuple`` of constants: declared levels),
+#: and those it may pass as a value (a dtype: ``x.astype(float)``).
+_BUILTIN_CALLS = ("abs", "list", "pow", "range", "round", "tuple")
 _BUILTIN_TYPES = (bool, complex, float, int, str)
 #: Packages whose functions are not the caller's own (those of the standard library neither).
 _LIBRARIES = frozenset(_MODULES) | {"dask", "dplong", "statsmodels"}
@@ -123,13 +128,13 @@ def _check_names(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, 
     >>> import ast, numpy as np, pandas as pd
     >>> from dplong.formula.names import _check_names
     >>> W = pd.DataFrame({"x": [1.0, 2.0]})
-    >>> ok = "I(np.log1p(np.clip(x, 0, None)) - 40)"
+    >>> ok = "np.log1p(np.clip(x, 0, None)) - 40"
     >>> _check_names(ok, ast.parse(ok, mode="eval"), {"np": np}, {"x": float})
-    >>> _check_names("I(x - W.x.mean())", ast.parse("I(x - W.x.mean())", mode="eval"),
+    >>> _check_names("x - W.x.mean()", ast.parse("x - W.x.mean()", mode="eval"),
     ...     {"W": W}, {"x": float})
     Traceback (most recent call last):
     ...
-    dplong.exceptions.FormulaError: 'W' in 'I(x - W.x.mean())' is a DataFrame of your session, ...
+    dplong.exceptions.FormulaError: 'W' in 'x - W.x.mean()' is a DataFrame of your session, ...
     """
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     indexed = _text_positions(code, tree, namespace, dtypes)
@@ -255,7 +260,8 @@ def _check_value(
     if kind == "data":
         if isinstance(node, ast.Attribute):
             raise FormulaError(
-                f"{ast.unparse(node)!r} in {code!r} reads an attribute of the data: {_TERMS}"
+                f"{ast.unparse(node)!r} in {code!r} reads the attribute {node.attr!r}, which a "
+                f"term may not: {_TERMS}"
             )
         return
     if kind == "module" or _public_constant(target) or _callable(target):
