@@ -275,6 +275,8 @@ def test_transforms_that_learn_from_the_data_are_refused(formula: str, match: st
         ("C(site, levels=list(t))", "values that read the data: those of C"),
         ("C(site, levels=list(t))", "values that read the data: those of C"),
         ("I(x - x @ x)", "'@'"),
+        ("I(x * (math.fsum(x) > 3))", "those of fsum"),
+        ("np.add(x, 0, out=buf)", "out= .* writes into an object of the session"),
         ("I(x * (3 in x))", "'in'"),
         ("I(x * (lambda: 1)())", "'lambda: 1' .* is not a function"),
         ("I(x * sum(v for v in [1]))", "'sum' .* is not allowed"),
@@ -297,6 +299,7 @@ def test_terms_beyond_the_allow_list_are_refused(term: str, match: str, tmp_path
 
     frame = panel()
     namespace = {"W": frame, "ids": frame["user"], "os": os, "sys": sys, "pd": pd, "np": np}
+    namespace |= {"math": math, "buf": np.zeros(len(frame))}
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(tmp_path)
         with pytest.raises(FormulaError, match=match):

@@ -16,19 +16,21 @@ the rows), before anything is evaluated:
   :data:`_MODULES`; patsy's builtins (``I``, ``C``, ``Q``, contrasts and splines, whose
   parameters :mod:`dplong.formula.transforms` checks); the caller's own functions;
 * calls of numpy's and scipy's ufuncs (``np.log1p``, ``scipy.special.expit``), the
-  element-wise functions of :data:`_FUNCTIONS`, :mod:`math`'s functions, ``abs``, ``round``
-  and ``pow``, a column's element-wise methods (:data:`_METHODS`, ``x.clip(0, 10)``) and
-  its accessors' per-row ones (:data:`_ACCESSORS`, ``(day - pd.Timestamp("2020-01-01")).dt.days``);
+  element-wise functions of :data:`_FUNCTIONS`, :mod:`math`'s functions of constants,
+  ``abs``, ``round`` and ``pow``, a column's element-wise methods (:data:`_METHODS`,
+  ``x.clip(0, 10)``) and its accessors' per-row ones (:data:`_ACCESSORS`,
+  ``(day - pd.Timestamp("2020-01-01")).dt.days``);
 * operators, comparisons, and lists, tuples and dicts of the above.
 
 Never a subscript or slice (a position reads another row; the text accessor's constant
 positions, ``x.str[1]``, are within each row's text), a lambda, comprehension, ``and``/
-``or``/``if``, ``in``, ``@``, ``*`` or ``**`` arguments, a name or attribute starting with ``_``, a
-module beyond :data:`_MODULES` (nor one reached through them: ``np.ma.core.builtins``), a
-function of Python's standard library, or a pandas or Dask object of the session. The
-arguments that :data:`_PUBLIC_ARGUMENTS` name must be public constants (``x.isin(y)`` would
-read every row of ``y``). A caller's own function is theirs to vouch for (the row-wise probes
-still run it); every other function a term may call is listed here.
+``or``/``if``, ``in``, ``@``, ``out=``, ``*`` or ``**`` arguments, a name or attribute
+starting with ``_``, a module beyond :data:`_MODULES` (nor one reached through them:
+``np.ma.core.builtins``), a function of Python's standard library, or a pandas or Dask
+object of the session. The arguments that :data:`_PUBLIC_ARGUMENTS` name must be public
+constants (``x.isin(y)`` would read every row of ``y``). A caller's own function is theirs
+to vouch for (the row-wise probes still run it); every other function a term may call is
+listed here.
 """
 
 from __future__ import annotations
@@ -211,6 +213,8 @@ def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, 
     func = call.func
     if not isinstance(func, ast.Name | ast.Attribute):
         raise FormulaError(f"{ast.unparse(func)!r} in {code!r} is not a function: {_TERMS}")
+    if any(k.arg == "out" for k in call.keywords):
+        raise FormulaError(f"out= in {code!r} writes into an object of the session: {_TERMS}")
     kind, target = _resolved(code, func, namespace, dtypes)
     name = func.attr if isinstance(func, ast.Attribute) else func.id
     accessor = (
@@ -223,7 +227,7 @@ def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, 
                 f"methods a term may call ({', '.join(sorted(_ACCESSORS[accessor]))}, without "
                 f"expand=): {_TERMS}"
             )
-        public = []
+        start = None
     elif kind == "data":
         if isinstance(func, ast.Name):
             raise FormulaError(f"{name!r} in {code!r} is a column, not a function: {_TERMS}")
@@ -232,14 +236,17 @@ def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, 
                 f".{name}() in {code!r} is not an element-wise method of a column: "
                 f"{', '.join(sorted(_METHODS))} are; {_TERMS}"
             )
-        public = [*call.args, *(k.value for k in call.keywords)]
+        start = 0 if name in _PUBLIC_ARGUMENTS else None
     else:
         if not _callable(target):
             raise FormulaError(
                 f"{ast.unparse(func)!r} in {code!r} is not a function a formula may call: {_TERMS}"
             )
-        public = [*call.args[_PUBLIC_ARGUMENTS.get(name, 1) :], *(k.value for k in call.keywords)]
-    if name in _PUBLIC_ARGUMENTS and any(_columns_in(a, dtypes) for a in public):
+        start = _PUBLIC_ARGUMENTS.get(name)
+        if getattr(target, "__module__", None) == "math":
+            start = 0  # math's functions take numbers: a column there is read whole (fsum)
+    public = [] if start is None else [*call.args[start:], *(k.value for k in call.keywords)]
+    if any(_columns_in(a, dtypes) for a in public):
         raise FormulaError(
             f"{ast.unparse(call)!r} in {code!r} compares or maps by values that read the data: "
             f"those of {name}() must be public constants, e.g. x.isin([1, 2])"
