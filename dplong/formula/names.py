@@ -39,6 +39,7 @@ import ast
 import builtins
 import functools
 import sys
+import sysconfig
 import types
 from collections.abc import Mapping
 from typing import Any
@@ -52,14 +53,59 @@ from dplong.formula.terms import _PATSY_NAMES, _columns_in
 #: The packages a term may call functions of, by module (``np.log``, ``math.sqrt``,
 #: ``scipy.special.expit``, ``pd.isna``); only the functions listed below or ufuncs.
 _MODULES = ("numpy", "math", "scipy", "pandas", "patsy")
-#: Functions of numpy and pandas besides the ufuncs: element-wise given public constants.
-_FUNCTIONS = {
-    "numpy": "around clip digitize interp isin nan_to_num round select where",
-    "pandas": "Timedelta Timestamp isna isnull notna notnull to_numeric",
+#: Functions of numpy and pandas besides the ufuncs, element-wise given public constants, with
+#: the positional arguments and the keywords a term may give them: no more (``np.clip``'s fourth
+#: is ``out``, ``pd.to_numeric``'s ``downcast`` reads every row). A ufunc takes its inputs
+#: alone (``out`` and ``where`` write into, or leave, memory of the session).
+_FUNCTIONS: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {
+    "numpy": {
+        "around": (2, ()),
+        "clip": (3, ()),
+        "datetime64": (2, ()),
+        "digitize": (3, ("right",)),
+        "interp": (3, ("left", "right")),
+        "isin": (2, ("invert",)),
+        "nan_to_num": (1, ("nan", "posinf", "neginf")),
+        "round": (2, ()),
+        "select": (3, ("default",)),
+        "timedelta64": (2, ()),
+        "where": (3, ()),
+    },
+    "pandas": {
+        "Timedelta": (2, ()),
+        "Timestamp": (1, ()),
+        "isna": (1, ()),
+        "isnull": (1, ()),
+        "notna": (1, ()),
+        "notnull": (1, ()),
+        "to_numeric": (1, ("errors",)),
+    },
 }
-#: A column's methods (and those of an expression of columns) a term may call: element-wise.
-_METHODS = frozenset(
-    "abs astype between clip fillna isin isna isnull mask notna notnull replace round where".split()
+#: A column's methods (and those of an expression of columns) a term may call, element-wise,
+#: with their positional arguments and keywords (no ``inplace``, ``regex``, ``errors``).
+_METHODS: dict[str, tuple[int, tuple[str, ...]]] = {
+    "abs": (0, ()),
+    "astype": (1, ()),
+    "between": (3, ("inclusive",)),
+    "clip": (2, ("lower", "upper")),
+    "fillna": (1, ("value",)),
+    "isin": (1, ()),
+    "isna": (0, ()),
+    "isnull": (0, ()),
+    "mask": (2, ()),
+    "notna": (0, ()),
+    "notnull": (0, ()),
+    "replace": (2, ()),
+    "round": (1, ()),
+    "where": (2, ()),
+}
+#: Methods whose values fill or bound the rows: one value, never a table of them (``fillna``
+#: with a dict fills by the rows' labels, a position).
+_ONE_VALUE = frozenset({"clip", "fillna", "mask", "where"})
+#: The dtypes ``astype`` may cast to, by name: numbers, flags and text, never ``"category"``
+#: (its categories would come from the data).
+_DTYPES = frozenset(
+    "bool boolean float float32 float64 int int32 int64 Int64 Float64 str string".split()
 )
 #: A column's accessors and what a term may read through them: each row's text or time alone
 #: (``code.str.split("_").str[1]``, ``(day - pd.Timestamp("2020-01-01")).dt.days``); the one
@@ -79,6 +125,7 @@ _ACCESSORS = {
 #: every row they are given; a date's or a duration's constructor, a list of levels.
 _PUBLIC_ARGUMENTS = {
     "C": 1,
+    "datetime64": 0,
     "digitize": 1,
     "interp": 1,
     "isin": 1,
@@ -87,14 +134,19 @@ _PUBLIC_ARGUMENTS = {
     "replace": 0,
     "Timedelta": 0,
     "Timestamp": 0,
+    "timedelta64": 0,
     "tuple": 0,
 }
 #: Builtins a term may call (``list``, ``range`` and ``tuple`` of constants: declared levels),
 #: and those it may pass as a value (a dtype: ``x.astype(float)``).
 _BUILTIN_CALLS = ("abs", "list", "pow", "range", "round", "tuple")
 _BUILTIN_TYPES = (bool, complex, float, int, str)
-#: Packages whose functions are not the caller's own (those of the standard library neither).
+#: Packages whose functions are not the caller's own (those of the standard library neither,
+#: nor any installed package's: joblib.dump writes a column to disk).
 _LIBRARIES = frozenset(_MODULES) | {"dask", "dplong", "statsmodels"}
+_INSTALLED = tuple(
+    {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+)
 #: Syntax a term may use; everything else is refused (a subscript reads by position).
 _NODES = (
     ast.Expression,
@@ -159,11 +211,19 @@ def _check_names(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, 
             )
         ):
             raise FormulaError(
-                f"{ast.unparse(node)!r} in {code!r}: {_syntax(node)} is not allowed in a "
+                f"{ast.unparse(node) or code!r} in {code!r}: {_syntax(node)} is not allowed in a "
                 f"formula; {_TERMS}"
             )
-        if isinstance(node, ast.keyword) and node.arg is None:
-            raise FormulaError(f"write the arguments in {code!r} out, without **: {_TERMS}")
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Mod)
+            and isinstance(node.left, ast.Constant)
+            and isinstance(node.left.value, str | bytes)
+        ):
+            raise FormulaError(
+                f"{ast.unparse(node)!r} in {code!r} formats text with %, which would print a "
+                f"whole column into every row: {_TERMS}"
+            )
         if isinstance(node, ast.Call):
             _check_call(code, node, namespace, dtypes)
         elif isinstance(node, ast.Attribute) and id(node) not in called:
@@ -213,6 +273,8 @@ def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, 
     func = call.func
     if not isinstance(func, ast.Name | ast.Attribute):
         raise FormulaError(f"{ast.unparse(func)!r} in {code!r} is not a function: {_TERMS}")
+    if any(k.arg is None for k in call.keywords):
+        raise FormulaError(f"write the arguments in {code!r} out, without **: {_TERMS}")
     if any(k.arg == "out" for k in call.keywords):
         raise FormulaError(f"out= in {code!r} writes into an object of the session: {_TERMS}")
     kind, target = _resolved(code, func, namespace, dtypes)
@@ -236,12 +298,23 @@ def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, 
                 f".{name}() in {code!r} is not an element-wise method of a column: "
                 f"{', '.join(sorted(_METHODS))} are; {_TERMS}"
             )
+        _check_arguments(code, call, f".{name}()", _METHODS[name])
+        if name == "astype":
+            _check_dtype(code, call.args[0] if call.args else None, namespace, dtypes)
+        if name in _ONE_VALUE:
+            _check_one_value(code, call, name, namespace, dtypes)
         start = 0 if name in _PUBLIC_ARGUMENTS else None
     else:
         if not _callable(target):
             raise FormulaError(
                 f"{ast.unparse(func)!r} in {code!r} is not a function a formula may call: {_TERMS}"
             )
+        if isinstance(target, np.ufunc):  # its inputs alone: out= and where= write memory
+            _check_arguments(code, call, f"{ast.unparse(func)}()", (target.nin, ()))
+        elif id(target) in _signatures():
+            _check_arguments(code, call, f"{ast.unparse(func)}()", _signatures()[id(target)])
+        elif target is _PATSY_NAMES["Q"]:
+            _check_quoted(code, call, dtypes)
         start = _PUBLIC_ARGUMENTS.get(name)
         if getattr(target, "__module__", None) == "math":
             start = 0  # math's functions take numbers: a column there is read whole (fsum)
@@ -250,6 +323,63 @@ def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, 
         raise FormulaError(
             f"{ast.unparse(call)!r} in {code!r} compares or maps by values that read the data: "
             f"those of {name}() must be public constants, e.g. x.isin([1, 2])"
+        )
+
+
+def _check_arguments(
+    code: str, call: ast.Call, what: str, signature: tuple[int, tuple[str, ...]]
+) -> None:
+    """At most the positional arguments and only the keywords ``signature`` allows."""
+    most, keywords = signature
+    extra = [k.arg for k in call.keywords if k.arg not in keywords]
+    if len(call.args) > most or extra:
+        allowed = f"{most} positional argument{'s' * (most != 1)}" + (
+            f" and {', '.join(f'{k}=' for k in keywords)}" if keywords else ""
+        )
+        raise FormulaError(f"{what} in {code!r} takes {allowed} in a formula: {_TERMS}")
+
+
+def _check_dtype(
+    code: str, node: ast.expr | None, namespace: Any, dtypes: Mapping[str, Any]
+) -> None:
+    """``astype``'s dtype: a number's, a flag's or text's, never ``"category"``."""
+    if isinstance(node, ast.Constant) and node.value in _DTYPES:
+        return
+    if isinstance(node, ast.Name | ast.Attribute):
+        kind, target = _resolved(code, node, namespace, dtypes)
+        if kind == "value" and isinstance(target, type) and _public_constant(target):
+            return
+    raise FormulaError(
+        f".astype() in {code!r} casts to one dtype of numbers, flags or text ("
+        f"{', '.join(sorted(_DTYPES))}, float, np.float64, ...): {_TERMS}"
+    )
+
+
+def _check_one_value(
+    code: str, call: ast.Call, name: str, namespace: Any, dtypes: Mapping[str, Any]
+) -> None:
+    """A fill, bound or replacement of ``name`` is one value or the data, never a table of
+    values (a dict or list fills by the rows' labels) nor a function (pandas calls it on the
+    whole column)."""
+    for node in [*call.args, *(k.value for k in call.keywords)]:
+        table = isinstance(node, ast.List | ast.Tuple | ast.Dict | ast.Set)
+        if isinstance(node, ast.Name | ast.Attribute):
+            kind, target = _resolved(code, node, namespace, dtypes)
+            table = kind != "data" and not isinstance(target, int | float | bool | np.generic)
+        if table:
+            raise FormulaError(
+                f"{ast.unparse(node)!r} in .{name}() of {code!r} is no single value: a term "
+                f"fills, bounds or masks with a number or the data's values: {_TERMS}"
+            )
+
+
+def _check_quoted(code: str, call: ast.Call, dtypes: Mapping[str, Any]) -> None:
+    """``Q`` reads one column, named by one text constant."""
+    first = call.args[0] if len(call.args) == 1 else None
+    if call.keywords or not (isinstance(first, ast.Constant) and first.value in dtypes):
+        raise FormulaError(
+            f"Q() in {code!r} reads one column of the data, named as a text constant: "
+            "Q('column name')"
         )
 
 
@@ -271,7 +401,7 @@ def _check_value(
                 f"term may not: {_TERMS}"
             )
         return
-    if kind == "module" or _public_constant(target) or _callable(target):
+    if kind == "module" or _public_constant(target) or any(target is c for c in _contrasts()):
         return
     raise FormulaError(f"{ast.unparse(node)!r} in {code!r} is not allowed in a formula: {_TERMS}")
 
@@ -288,7 +418,11 @@ def _resolved(
             return "data", None
         if node.id.startswith("_"):
             raise FormulaError(f"{node.id!r} in {code!r} is not allowed in a formula: {_TERMS}")
-        value = namespace.get(node.id, getattr(builtins, node.id, _MISSING))
+        # Python's builtins only those a term calls or casts to (a notebook adds its own)
+        listed = node.id in _BUILTIN_CALLS or node.id in {t.__name__ for t in _BUILTIN_TYPES}
+        if node.id not in namespace and hasattr(builtins, node.id) and not listed:
+            raise FormulaError(f"{node.id!r} in {code!r} is not allowed in a formula: {_TERMS}")
+        value = namespace.get(node.id, getattr(builtins, node.id) if listed else _MISSING)
         if value is _MISSING:
             where = "" if node.id == code else f" in {code!r}"
             raise FormulaError(
@@ -319,6 +453,7 @@ def _resolved(
 
 
 def _module_or_value(code: str, name: str, value: Any) -> tuple[str, Any]:
+    """A resolved name's kind: an allowed module, or a value; any other module is refused."""
     if not isinstance(value, types.ModuleType):
         return "value", value
     if value.__name__.split(".")[0] not in _MODULES:
@@ -332,7 +467,7 @@ def _module_or_value(code: str, name: str, value: Any) -> tuple[str, Any]:
 def _callable(target: Any) -> bool:
     """Whether a term may call ``target`` (module docstring)."""
     return (
-        isinstance(target, np.ufunc)
+        (isinstance(target, np.ufunc) and target.signature is None)  # matmul, vecdot reduce
         or any(target is f for f in _functions())
         or (callable(target) and getattr(target, "__module__", None) == "math")
         or hasattr(target, "__patsy_stateful_transform__")
@@ -341,11 +476,28 @@ def _callable(target: Any) -> bool:
 
 
 @functools.cache
+def _signatures() -> dict[int, tuple[int, tuple[str, ...]]]:
+    """The functions of :data:`_FUNCTIONS` (by identity) and what arguments they take."""
+    modules = {"numpy": np, "pandas": pd}
+    return {
+        id(getattr(modules[m], name)): signature
+        for m, functions in _FUNCTIONS.items()
+        for name, signature in functions.items()
+    }
+
+
+@functools.cache
 def _functions() -> tuple[Any, ...]:
     """The functions of :data:`_FUNCTIONS`, patsy's builtins and the builtins a term calls."""
     modules = {"numpy": np, "pandas": pd}
-    listed = [getattr(modules[m], f) for m, names in _FUNCTIONS.items() for f in names.split()]
+    listed = [getattr(modules[m], f) for m, functions in _FUNCTIONS.items() for f in functions]
     return (*listed, *_PATSY_NAMES.values(), *(getattr(builtins, b) for b in _BUILTIN_CALLS))
+
+
+@functools.cache
+def _contrasts() -> tuple[Any, ...]:
+    """patsy's contrasts, which a term passes to ``C`` as values (``C(site, Sum)``)."""
+    return tuple(_PATSY_NAMES[c] for c in ("Treatment", "Poly", "Sum", "Helmert", "Diff"))
 
 
 def _callers_own(target: Any) -> bool:
@@ -353,7 +505,8 @@ def _callers_own(target: Any) -> bool:
     if not isinstance(target, types.FunctionType):
         return False
     package = str(getattr(target, "__module__", None) or "").split(".")[0]
-    return package not in sys.stdlib_module_names and package not in _LIBRARIES
+    installed = target.__code__.co_filename.startswith(_INSTALLED)
+    return package not in sys.stdlib_module_names and package not in _LIBRARIES and not installed
 
 
 def _public_constant(value: Any) -> bool:

@@ -459,7 +459,7 @@ def _failing_rows(factor: Any, info: Any, data: Mapping[str, Any]) -> NDArray[np
         chunk = chunks.pop()
         if _term_evaluates(factor, info, _rows_at(data, firsts[chunk])):
             continue
-        if chunk.size == 1:
+        if chunk.size <= 1:  # one row (or none: a term failing on no rows at all)
             bad[chunk] = True
         else:
             chunks += np.array_split(chunk, 2)
