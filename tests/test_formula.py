@@ -285,12 +285,17 @@ def test_transforms_that_learn_from_the_data_are_refused(formula: str, match: st
         ("I(np.clip(x, **{'a_min': 0}))", "without \\*\\*"),
         ("I(x * nope)", "'nope' in 'I\\(x \\* nope\\)' is neither a column of the data nor a name"),
         # a second audit's bypasses (each one user's rows moving another's values, or a write)
-        ("I(x.astype(str).where(x < -1e300, '%s' % x))", "formats text with %"),
+        ("I(x.where(x < -1e300, '%s' % x))", "formats text with %"),
+        # a third audit's: types pandas picks from every row (a date's text, integers)
+        ("I(x.astype('str'))", "casts to one dtype of floats or flags"),
+        ("I(x.fillna(0).astype('int64').replace(3, 0.5))", "casts to one dtype of floats"),
+        ("I(site.str.len())", ".str.len\\(\\) .* not one of the .str accessor's methods"),
+        ("I(x * 2**62)", "'2 \\*\\* 62' .* an integer of 2\\*\\*53 or more"),
         ("I((x * 0 + 99).isin(Q('x' + '')))", "Q\\(\\) .* reads one column of the data"),
         ("I(abs(x - x.astype('int64', errors='ignore')))", "takes 1 positional argument in"),
-        ("I(x.astype('category') == 1)", "casts to one dtype of numbers, flags or text"),
+        ("I(x.astype('category') == 1)", "casts to one dtype of floats or flags"),
         ("I(np.vecdot(x, x))", "'np.vecdot' .* not a function a formula may call"),
-        ("I(pd.to_numeric(x, downcast='float'))", "takes 1 positional argument and errors="),
+        ("I(pd.to_numeric(x, errors='coerce'))", "'pd.to_numeric' .* not a function a formula"),
         ("I(x.mask(x > 0, standardize))", "'standardize' .* is not allowed"),
         ("I(np.add(x, 0, buf))", "np.add\\(\\) .* takes 2 positional arguments"),
         ("I(np.add(x, 0, where=x > 0))", "np.add\\(\\) .* takes 2 positional arguments"),
@@ -955,7 +960,7 @@ def test_a_term_that_fails_on_no_rows_at_all_is_evaluated() -> None:
     column with no text in it): the search for the rows where it fails kept halving a chunk
     of none (an audit: a Dask partition of no rows spun for 15 minutes). No rows, no values."""
     data = panel()
-    spec = DesignSpec.from_formula("y ~ I(x.where(x < -1e300, 'a').str.len())", data)
+    spec = DesignSpec.from_formula("y ~ I(x.where(x < -1e300, 'a').str.upper() == 'A')", data)
     outcome, design, *_ = spec.evaluate(data.iloc[:0])
     assert outcome.shape[0] == 0 and design.shape[0] == 0
 

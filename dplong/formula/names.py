@@ -72,13 +72,13 @@ _FUNCTIONS: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {
         "where": (3, ()),
     },
     "pandas": {
-        "Timedelta": (2, ()),
-        "Timestamp": (1, ()),
+        # a date's and a duration's constructors: their arguments are constants (below)
+        "Timedelta": (2, ("days", "hours", "minutes", "seconds", "weeks", "unit")),
+        "Timestamp": (7, ("year", "month", "day", "hour", "minute", "second", "tz", "unit")),
         "isna": (1, ()),
         "isnull": (1, ()),
         "notna": (1, ()),
         "notnull": (1, ()),
-        "to_numeric": (1, ("errors",)),
     },
 }
 #: A column's methods (and those of an expression of columns) a term may call, element-wise,
@@ -102,17 +102,20 @@ _METHODS: dict[str, tuple[int, tuple[str, ...]]] = {
 #: Methods whose values fill or bound the rows: one value, never a table of them (``fillna``
 #: with a dict fills by the rows' labels, a position).
 _ONE_VALUE = frozenset({"clip", "fillna", "mask", "where"})
-#: The dtypes ``astype`` may cast to, by name: numbers, flags and text, never ``"category"``
-#: (its categories would come from the data).
-_DTYPES = frozenset(
-    "bool boolean float float32 float64 int int32 int64 Int64 Float64 str string".split()
-)
+#: The dtypes ``astype`` may cast to, by name: floats and flags, whose values are each row's
+#: own. Never ``"category"`` (its categories would come from the data), text (pandas writes
+#: every date with a time once one row has one) nor integers (a column of them turns to floats,
+#: or overflows, as other rows decide: ``.replace(3, 0.5)``).
+_DTYPES = frozenset("bool boolean float float32 float64 Float64".split())
+#: Integers a term may write (folded from constants): beyond 2**53 a column of integers and
+#: one of floats (pandas picks which from whether any row is missing) part ways.
+_LARGEST_INTEGER = 2**53
 #: A column's accessors and what a term may read through them: each row's text or time alone
 #: (``code.str.split("_").str[1]``, ``(day - pd.Timestamp("2020-01-01")).dt.days``); the one
 #: subscript a term may write is the text accessor's, a constant position within each text.
 _ACCESSORS = {
     "str": frozenset(
-        """contains endswith fullmatch get isalpha isdigit isnumeric len lower lstrip match
+        """contains endswith fullmatch get isalpha isdigit isnumeric lower lstrip match
         replace rstrip slice split startswith strip upper zfill""".split()
     ),
     "dt": frozenset(
@@ -140,7 +143,7 @@ _PUBLIC_ARGUMENTS = {
 #: Builtins a term may call (``list``, ``range`` and ``tuple`` of constants: declared levels),
 #: and those it may pass as a value (a dtype: ``x.astype(float)``).
 _BUILTIN_CALLS = ("abs", "list", "pow", "range", "round", "tuple")
-_BUILTIN_TYPES = (bool, complex, float, int, str)
+_BUILTIN_TYPES = (bool, float)
 #: Packages whose functions are not the caller's own (those of the standard library neither,
 #: nor any installed package's: joblib.dump writes a column to disk).
 _LIBRARIES = frozenset(_MODULES) | {"dask", "dplong", "statsmodels"}
@@ -214,6 +217,11 @@ def _check_names(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, 
                 f"{ast.unparse(node) or code!r} in {code!r}: {_syntax(node)} is not allowed in a "
                 f"formula; {_TERMS}"
             )
+        if abs(_folded(node)) >= _LARGEST_INTEGER:
+            raise FormulaError(
+                f"{ast.unparse(node)!r} in {code!r} is an integer of 2**53 or more, where a "
+                f"column of integers and one of floats part ways: write it as a float: {_TERMS}"
+            )
         if (
             isinstance(node, ast.BinOp)
             and isinstance(node.op, ast.Mod)
@@ -228,6 +236,22 @@ def _check_names(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, 
             _check_call(code, node, namespace, dtypes)
         elif isinstance(node, ast.Attribute) and id(node) not in called:
             _check_value(code, node, namespace, dtypes)
+
+
+def _folded(node: ast.AST) -> int:
+    """The integer a constant expression of integers folds to (``2 ** 62``), else 0."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else 0
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        return -_folded(node.operand) if isinstance(node.op, ast.USub) else _folded(node.operand)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.Pow):
+        left, right = _folded(node.left), _folded(node.right)
+        if isinstance(node.op, ast.Pow):  # folded only as far as it takes to pass the bar
+            if abs(left) >= _LARGEST_INTEGER:
+                return left
+            return left**right if abs(left) > 1 and 0 <= right <= 256 else 0
+        return {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right}[type(node.op)]
+    return 0
 
 
 def _text_positions(
@@ -342,7 +366,7 @@ def _check_arguments(
 def _check_dtype(
     code: str, node: ast.expr | None, namespace: Any, dtypes: Mapping[str, Any]
 ) -> None:
-    """``astype``'s dtype: a number's, a flag's or text's, never ``"category"``."""
+    """``astype``'s dtype: a float's or a flag's (:data:`_DTYPES`)."""
     if isinstance(node, ast.Constant) and node.value in _DTYPES:
         return
     if isinstance(node, ast.Name | ast.Attribute):
@@ -350,7 +374,7 @@ def _check_dtype(
         if kind == "value" and isinstance(target, type) and _public_constant(target):
             return
     raise FormulaError(
-        f".astype() in {code!r} casts to one dtype of numbers, flags or text ("
+        f".astype() in {code!r} casts to one dtype of floats or flags ("
         f"{', '.join(sorted(_DTYPES))}, float, np.float64, ...): {_TERMS}"
     )
 
@@ -519,7 +543,9 @@ def _public_constant(value: Any) -> bool:
         return value.dtype.kind in "biufcUS"
     if isinstance(value, list | tuple):
         return all(_public_constant(v) for v in value)
-    return isinstance(value, type) and (value in _BUILTIN_TYPES or issubclass(value, np.generic))
+    return isinstance(value, type) and (
+        value in _BUILTIN_TYPES or issubclass(value, np.floating | np.bool_)
+    )
 
 
 def _holds_rows(value: Any) -> bool:
