@@ -213,7 +213,7 @@ def test_ols(data: pd.DataFrame, correlation: str, param: float) -> None:
     "formula",
     [
         "y ~ I(x1.fillna(0)) + I(x1.isna()) + x2",  # missing values, the row-wise way
-        "y ~ I(np.where(np.isnan(x1), 0.5, x1)) + I(x2.clip(-1, 1)) + kind",
+        "y ~ I(np.where(np.isnan(x1), 0.5, x1)) + I(np.minimum(np.maximum(x2, -1), 1)) + kind",
     ],
 )
 def test_row_wise_imputation_is_the_same_on_dask(data: pd.DataFrame, formula: str) -> None:

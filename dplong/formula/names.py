@@ -18,19 +18,23 @@ the rows), before anything is evaluated:
 * calls of numpy's and scipy's ufuncs (``np.log1p``, ``scipy.special.expit``), the
   element-wise functions of :data:`_FUNCTIONS`, :mod:`math`'s functions of constants,
   ``abs``, ``round`` and ``pow``, a column's element-wise methods (:data:`_METHODS`,
-  ``x.clip(0, 10)``) and its accessors' per-row ones (:data:`_ACCESSORS`,
-  ``(day - pd.Timestamp("2020-01-01")).dt.days``);
+  ``x.fillna(0)``) and its accessors' per-row ones (:data:`_ACCESSORS`,
+  ``(day - pd.Timestamp("2020-01-01")).dt.total_seconds()``);
 * operators, comparisons, and lists, tuples and dicts of the above.
 
 Never a subscript or slice (a position reads another row; the text accessor's constant
 positions, ``x.str[1]``, are within each row's text), a lambda, comprehension, ``and``/
-``or``/``if``, ``in``, ``@``, ``out=``, ``*`` or ``**`` arguments, a name or attribute
+``or``/``if``, ``in``, ``@``, ``%`` on text, ``*`` or ``**`` arguments, a name or attribute
 starting with ``_``, a module beyond :data:`_MODULES` (nor one reached through them:
-``np.ma.core.builtins``), a function of Python's standard library, or a pandas or Dask
-object of the session. The arguments that :data:`_PUBLIC_ARGUMENTS` name must be public
-constants (``x.isin(y)`` would read every row of ``y``). A caller's own function is theirs
-to vouch for (the row-wise probes still run it); every other function a term may call is
-listed here.
+``np.ma.core.builtins``), a function as a value, a function of Python's standard library or
+of an installed package, or a pandas or Dask object of the session. A call takes only the
+arguments that keep it element-wise (a ufunc its inputs: ``out=`` and ``where=`` write or
+leave memory; :data:`_FUNCTIONS` and :data:`_METHODS` list the others'); those that
+:data:`_PUBLIC_ARGUMENTS` name must be public constants (``x.isin(y)`` would read every row of
+``y``). Where pandas would pick a type from every row the term is refused too: ``astype``
+casts to floats and flags only (:data:`_DTYPES`), and an integer written in a term stays below
+:data:`_LARGEST_INTEGER`. A caller's own function is theirs to vouch for (the row-wise probes
+still run it); every other function a term may call is listed here.
 """
 
 from __future__ import annotations
@@ -60,7 +64,6 @@ _MODULES = ("numpy", "math", "scipy", "pandas", "patsy")
 _FUNCTIONS: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {
     "numpy": {
         "around": (2, ()),
-        "clip": (3, ()),
         "datetime64": (2, ()),
         "digitize": (3, ("right",)),
         "interp": (3, ("left", "right")),
@@ -87,41 +90,36 @@ _METHODS: dict[str, tuple[int, tuple[str, ...]]] = {
     "abs": (0, ()),
     "astype": (1, ()),
     "between": (3, ("inclusive",)),
-    "clip": (2, ("lower", "upper")),
     "fillna": (1, ("value",)),
     "isin": (1, ()),
     "isna": (0, ()),
     "isnull": (0, ()),
-    "mask": (2, ()),
     "notna": (0, ()),
     "notnull": (0, ()),
-    "replace": (2, ()),
     "round": (1, ()),
-    "where": (2, ()),
 }
-#: Methods whose values fill or bound the rows: one value, never a table of them (``fillna``
-#: with a dict fills by the rows' labels, a position).
-_ONE_VALUE = frozenset({"clip", "fillna", "mask", "where"})
+#: Methods whose values fill the rows: one value, never a table of them (``fillna`` with a
+#: dict fills by the rows' labels, a position). Not ``where``, ``mask``, ``replace`` nor
+#: ``clip``: on a column of flags they give objects only where some row is changed, and
+#: Python's ``True + True`` is 2 where numpy's is ``True`` (``np.where`` types by dtype alone).
+_ONE_VALUE = frozenset({"fillna"})
 #: The dtypes ``astype`` may cast to, by name: floats and flags, whose values are each row's
 #: own. Never ``"category"`` (its categories would come from the data), text (pandas writes
 #: every date with a time once one row has one) nor integers (a column of them turns to floats,
-#: or overflows, as other rows decide: ``.replace(3, 0.5)``).
+#: or overflows, as other rows decide).
 _DTYPES = frozenset("bool boolean float float32 float64 Float64".split())
 #: Integers a term may write (folded from constants): beyond 2**53 a column of integers and
 #: one of floats (pandas picks which from whether any row is missing) part ways.
 _LARGEST_INTEGER = 2**53
 #: A column's accessors and what a term may read through them: each row's text or time alone
-#: (``code.str.split("_").str[1]``, ``(day - pd.Timestamp("2020-01-01")).dt.days``); the one
-#: subscript a term may write is the text accessor's, a constant position within each text.
+#: (``code.str.split("_").str[1]``, ``(day - pd.Timestamp("2020-01-01")).dt.total_seconds()``);
+#: the one subscript a term may write is the text accessor's, a constant position in each text.
 _ACCESSORS = {
-    "str": frozenset(
-        """contains endswith fullmatch get isalpha isdigit isnumeric lower lstrip match
-        replace rstrip slice split startswith strip upper zfill""".split()
-    ),
-    "dt": frozenset(
-        """day day_of_week day_of_year dayofweek dayofyear days hour minute month quarter
-        second seconds total_seconds weekday year""".split()
-    ),
+    # text to text: the tests (isdigit, startswith) give flags, or objects where any row is
+    # missing, and the integer parts (year, days) floats where any is: compare (== "a"), or
+    # take total_seconds(), a float whatever the rows
+    "str": frozenset("get lower lstrip replace rstrip slice split strip upper zfill".split()),
+    "dt": frozenset({"total_seconds"}),
 }
 #: Calls whose arguments from the given position on (a method's: all) must be public
 #: constants: a membership, a replacement table, bins, a curve's knots, a factor's levels read
@@ -134,7 +132,6 @@ _PUBLIC_ARGUMENTS = {
     "isin": 1,
     "list": 0,
     "range": 0,
-    "replace": 0,
     "Timedelta": 0,
     "Timestamp": 0,
     "timedelta64": 0,
@@ -171,8 +168,8 @@ _NODES = (
 )
 _TERMS = (
     "a term reads the data through its columns, public constants and element-wise functions "
-    "(numpy's and scipy's ufuncs, np.where, np.clip, a column's .clip(), .isin(), .fillna(), "
-    "...; docs: formulas)"
+    "(numpy's and scipy's ufuncs, np.where, np.minimum, a column's .isin(), .fillna(), ...; "
+    "docs: formulas)"
 )
 _MISSING = object()
 
@@ -185,7 +182,7 @@ def _check_names(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, 
     >>> import ast, numpy as np, pandas as pd
     >>> from dplong.formula.names import _check_names
     >>> W = pd.DataFrame({"x": [1.0, 2.0]})
-    >>> ok = "np.log1p(np.clip(x, 0, None)) - 40"
+    >>> ok = "np.log1p(np.maximum(x, 0)) - 40"
     >>> _check_names(ok, ast.parse(ok, mode="eval"), {"np": np}, {"x": float})
     >>> _check_names("x - W.x.mean()", ast.parse("x - W.x.mean()", mode="eval"),
     ...     {"W": W}, {"x": float})
@@ -416,7 +413,7 @@ def _check_value(
     if isinstance(node, ast.Attribute) and (
         _accessor(code, node, namespace, dtypes) is not None
         or node.attr in _ACCESSORS.get(_accessor(code, node.value, namespace, dtypes) or "", ())
-    ):  # an accessor, or what it reads (.dt.days): checked where it is called or indexed
+    ):  # an accessor, or what it reads: checked where it is called or indexed
         return
     if kind == "data":
         if isinstance(node, ast.Attribute):
