@@ -294,6 +294,10 @@ def test_transforms_that_learn_from_the_data_are_refused(formula: str, match: st
         ("I((x > 0).clip(0.5, None))", ".clip\\(\\) .* is not an element-wise method"),
         ("I((x > 0).where(x > 1, 0.5))", ".where\\(\\) .* is not an element-wise method"),
         ("I(np.clip(x > 0, 0.5, None))", "'np.clip' .* not a function a formula may call"),
+        (
+            "I(site.str.replace('a', site) == 'b')",
+            "those of replace\\(\\) must be public constants",
+        ),
         ("I(site.str.len())", ".str.len\\(\\) .* not one of the .str accessor's methods"),
         ("I(x * 2**62)", "'2 \\*\\* 62' .* an integer of 2\\*\\*53 or more"),
         ("I((x * 0 + 99).isin(Q('x' + '')))", "Q\\(\\) .* reads one column of the data"),

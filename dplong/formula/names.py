@@ -310,7 +310,7 @@ def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, 
                 f"methods a term may call ({', '.join(sorted(_ACCESSORS[accessor]))}, without "
                 f"expand=): {_TERMS}"
             )
-        start = None
+        start: int | None = 0  # patterns, positions, widths: constants, not a column's values
     elif kind == "data":
         if isinstance(func, ast.Name):
             raise FormulaError(f"{name!r} in {code!r} is a column, not a function: {_TERMS}")
