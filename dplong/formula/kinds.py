@@ -96,9 +96,8 @@ def _check_regressor(
     if _is_time(values[0]):
         raise FormulaError(
             f"{factor.code!r} is a date or time: a regressor must be a number. Convert it "
-            f"explicitly, e.g. I(({column} - pd.Timestamp('2000-01-01')).dt.total_seconds() / "
-            "86400) (days), or add a "
-            "numeric column"
+            f"explicitly, e.g. days: I(({column} - pd.Timestamp('2000-01-01')).dt."
+            "total_seconds() / 86400), or add a numeric column"
         )
     if not guess_categorical(values[0]):
         return

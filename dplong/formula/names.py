@@ -379,9 +379,8 @@ def _check_dtype(
 def _check_one_value(
     code: str, call: ast.Call, name: str, namespace: Any, dtypes: Mapping[str, Any]
 ) -> None:
-    """A fill, bound or replacement of ``name`` is one value or the data, never a table of
-    values (a dict or list fills by the rows' labels) nor a function (pandas calls it on the
-    whole column)."""
+    """``name``'s fill is one value or the data, never a table of values (a dict or list fills
+    by the rows' labels) nor a function (pandas calls it on the whole column)."""
     for node in [*call.args, *(k.value for k in call.keywords)]:
         table = isinstance(node, ast.List | ast.Tuple | ast.Dict | ast.Set)
         if isinstance(node, ast.Name | ast.Attribute):
@@ -390,7 +389,7 @@ def _check_one_value(
         if table:
             raise FormulaError(
                 f"{ast.unparse(node)!r} in .{name}() of {code!r} is no single value: a term "
-                f"fills, bounds or masks with a number or the data's values: {_TERMS}"
+                f"fills with a number or the data's values: {_TERMS}"
             )
 
 
