@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["lognormal_outcome_panel"]
+__all__ = ["correlated_effect_panel", "lognormal_outcome_panel"]
 
 
 def lognormal_outcome_panel(seed: int) -> pd.DataFrame:
@@ -19,3 +19,20 @@ def lognormal_outcome_panel(seed: int) -> pd.DataFrame:
     u, e = rng.normal(0.0, 0.1, 5000), rng.normal(0.0, 0.3, 20000)
     y = np.exp(0.2 + 0.5 * x + 0.3 * treat[ids] + u[ids] + e)
     return pd.DataFrame({"id": ids, "y": y, "x": x, "treat": treat[ids]})
+
+
+def correlated_effect_panel(seed: int, n: int = 3000) -> pd.DataFrame:
+    """An audit's panel (docs/accuracy.md, "A long-tailed person effect beyond the
+    Cauchy–Schwarz radius"): n persons of 2 to 10 rows, ``y = 1 + 0.5 x + 0.3 treat + u + e``
+    with u a centred lognormal (σ = 1) person effect, ``x = 0.5 u + N(0, 1)`` a row (so x
+    tracks the effect), ``treat`` a 0/1 person constant and e normal with a lognormal (σ =
+    0.5) sd a person; columns ``id``, ``y``, ``x`` and ``treat``."""
+    rng = np.random.default_rng(40_000 + seed)
+    rows = rng.integers(2, 11, n)
+    ids = np.repeat(np.arange(n), rows)
+    u = rng.lognormal(0.0, 1.0, n) - np.exp(0.5)
+    treat = rng.integers(0, 2, n)
+    x = 0.5 * u[ids] + rng.normal(size=ids.size)
+    e = rng.normal(size=ids.size) * rng.lognormal(0.0, 0.5, n)[ids]
+    y = 1.0 + 0.5 * x + 0.3 * treat[ids] + u[ids] + e
+    return pd.DataFrame({"id": ids, "x": x, "treat": treat[ids].astype(float), "y": y})

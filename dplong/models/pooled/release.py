@@ -72,14 +72,15 @@ QUIET_NOISE = 0.5
 #: grows as R, so the steps' quiet radius left it noisy where the privacy noise was all but
 #: gone (docs/design/pooled.md, step 4).
 MEAT_NOISE = 0.1
-#: The skew check before the last Newton step (:func:`_skew_check`), where that step clips at
-#: the Cauchy–Schwarz radius and so nothing measures what it clips (the meat's excess column
-#: measures only between a narrower steps' radius and it): its share of the step's ρ, the
-#: chance that it fires on scores whose clipped parts are symmetric (a union bound over the
-#: coordinates), and the factor the step's radius is widened by where it fires. One mean a
-#: person (``BetweenOLS``) has no rows' room in that radius, so it clips about a quarter of
-#: the persons, and a skewed outcome's clipped scores pull the intercept several SEs off
-#: (docs/design/pooled.md, "The skew check").
+#: The skew check before the last Newton step (:func:`_skew_check`), whatever its radius:
+#: nothing else measures what a step clips beyond the Cauchy–Schwarz radius (the meat's
+#: excess column reads only between a narrower steps' radius and it), and a long-tailed
+#: person effect puts persons well beyond it (docs/design/pooled.md, "The skew check"): its
+#: share of the step's ρ, the chance that it fires on scores whose clipped parts are
+#: symmetric (a union bound over the coordinates), and the factor the step's radius is widened
+#: by where it fires. One mean a person (``BetweenOLS``) has no rows' room in that radius, so
+#: it clips about a quarter of the persons, and a skewed outcome's clipped scores pull the
+#: intercept several SEs off (docs/design/pooled.md, "The skew check").
 SKEW_SHARE, SKEW_FALSE, SKEW_WIDEN = 0.25, 0.05, 3.0
 #: The pull of the clipped parts on the last step's score sum, in sampling sds a coordinate,
 #: that the skew check must be able to see for it to run (:func:`_seen`): below this n ρ it
@@ -104,19 +105,19 @@ UNSEEN_WIDEN, UNSEEN_NOISE = 2.0, 1.25
 #: the mean excess of a normal score clipped at twice its root mean square (0.37 of that, a
 #: fifth of the radius). Where the Cauchy–Schwarz radius is within this factor of the steps'
 #: narrower one, the meat's excess window between them is such a sliver, and its bias bound
-#: misses most of what the last step clips: that step is checked as one at the
-#: Cauchy–Schwarz radius is, where the check can see a pull (:func:`_seen`, :func:`_guarded`),
-#: and otherwise the meat reads each person's excess out to ``SLIVER - 1`` of the steps'
-#: radius past it (:func:`_meat_rows`). Random effects' quasi-demeaned scores, whose residuals
-#: are nearly independent within a person, put the two radii close together, and a skewed
-#: outcome's clipped scores pulled the slopes past their intervals with no warning there
-#: (docs/accuracy.md, "Random effects' last step").
+#: misses most of what the last step clips: that step is guarded as one at the
+#: Cauchy–Schwarz radius is (:func:`_guarded`; every last step is checked where the check can
+#: see a pull, :func:`_seen`), and otherwise the meat reads each person's excess out to
+#: ``SLIVER - 1`` of the steps' radius past it (:func:`_meat_rows`). Random effects'
+#: quasi-demeaned scores, whose residuals are nearly independent within a person, put the two
+#: radii close together, and a skewed outcome's clipped scores pulled the slopes past their
+#: intervals with no warning there (docs/accuracy.md, "Random effects' last step").
 SLIVER = 1.25
 _SKEW_TARGET = "Σ_u (s_u/‖s_u‖, e_u) e_u, e_u = min((‖s_u‖/R - 1)₊, 1)"
-#: What became of the skew check: none ran (no last step at the Cauchy–Schwarz radius or a
-#: sliver inside it, :data:`SLIVER`, or a sliver's where the check could not see: the meat's
-#: window measures that clip), or a last step at the radius where the check could not see a
-#: pull that matters (``unchecked``), or the check ran and found the clipped parts
+#: What became of the skew check: none ran (a last step inside the Cauchy–Schwarz radius
+#: where the check could not see a pull that matters: the meat's window measures that clip
+#: out to the radius), or a last step at the radius where the check could not see
+#: (``unchecked``), or the check ran and found the clipped parts
 #: symmetric, or found no skew where a person is one row (the step clipped wider,
 #: ``guarded``: :data:`UNSEEN_WIDEN`), or skewed (the step ``widened``; the fit warns).
 SkewCheck = Literal["none", "unchecked", "guarded", "symmetric", "widened"]
@@ -212,14 +213,16 @@ def _release_statistics(
         outer = _clip_radius(released, pilot, beta, cap, row_total, reach, quiet)
         radius = min(outer, limit)
         rho_check = SKEW_SHARE * rho_step
-        # the last step at the Cauchy–Schwarz radius, or a sliver inside it (SLIVER: the meat's
-        # window between the two measures little of its clip): checked where the check can see
-        # a pull that matters; one mean a person with the step's noise small, below the gate
-        # too and clipped wider where it finds no skew (UNSEEN_WIDEN: it sees only pulls of
-        # several sampling sds). Unchecked at the Cauchy–Schwarz radius, the clip is measured
-        # nowhere; a sliver's is left to the meat's widened window
-        near = k == len(stepping) - 2 and outer <= SLIVER * limit
-        seen = near and _seen(radius, rho_check, p, score_sd)
+        # the last step, checked where the check can see a pull that matters: at any radius,
+        # since the meat's window ends at the Cauchy–Schwarz radius and persons beyond it are
+        # measured by nothing else. At that radius or a sliver inside it (SLIVER: the window
+        # between the two measures little), one mean a person with the step's noise small is
+        # checked below the gate too and clipped wider where it finds no skew (UNSEEN_WIDEN:
+        # it sees only pulls of several sampling sds). Unchecked at the Cauchy–Schwarz radius,
+        # the clip is measured nowhere; a narrower step's is left to the meat's window
+        last = k == len(stepping) - 2
+        near = last and outer <= SLIVER * limit
+        seen = last and _seen(radius, rho_check, p, score_sd)
         guarded = near and _guarded(cap, radius, rho_step, score_sd)
         if near and outer <= limit:
             skew = "unchecked"
