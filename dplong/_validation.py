@@ -218,11 +218,23 @@ def real_number(
         raise error(f"{name} must be {expected}, got {describe(value)}") from None
 
 
+#: The largest ε taken: the budget's composition multiplies ε by the Rényi orders and squares
+#: it, which overflows near the doubles' end (``--epsilon 1e308`` flooded standard error with
+#: numpy's overflow warnings, an audit); at 1e300 the noise is long gone (fits at 1e9 are
+#: already noise-free to many digits).
+LARGEST_EPSILON = 1e300
+
+
 def check_epsilon(epsilon: Any, name: str = "epsilon") -> float:
     expected = "a positive finite number"
     value = real_number(epsilon, name, PrivacyParameterError, expected)
     if not (math.isfinite(value) and value > 0):
         raise PrivacyParameterError(f"{name} must be {expected}, got {describe(epsilon)}")
+    if value > LARGEST_EPSILON:
+        raise PrivacyParameterError(
+            f"{name} must be at most {LARGEST_EPSILON:g} (larger overflows the budget's "
+            f"arithmetic; the noise is negligible long before), got {describe(epsilon)}"
+        )
     return value
 
 

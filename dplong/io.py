@@ -427,13 +427,13 @@ def _matches_nothing(source: str) -> str:
 
 def _parts(source: str, path: Path) -> list[Path]:
     """The files Dask reads as Parquet of a directory (those named as Parquet files) or of a
-    glob (every match). A glob that matches CSV files, or a directory with CSV files and no
-    Parquet file, is refused: Dask would say so in its own words."""
+    glob (every match). A glob that matches CSV files, or a directory with CSV files, is
+    refused: Dask would say so in its own words, or, beside a directory's Parquet files,
+    leave them unread without a word (their rows silently dropped)."""
+    parquet: list[Path] = []  # a directory's files named as Parquet (Dask reads only those)
     if path.is_dir():
         files = [p for p in path.rglob("*") if p.is_file()]
         parquet = [p for p in files if p.name.lower().endswith(_DASK_PARQUET_SUFFIXES)]
-        if parquet:
-            return parquet  # Dask reads those and leaves the other files alone
     else:
         files = [Path(found) for found in sorted(glob.glob(source))]
     csv = [p.name for p in files if p.name.lower().endswith(_CSV_SUFFIXES)]
@@ -441,11 +441,13 @@ def _parts(source: str, path: Path) -> list[Path]:
         shown = ", ".join(csv[:3]) + (", ..." if len(csv) > 3 else "")
         what = "a directory is" if path.is_dir() else "a glob is"
         holds = "holds" if path.is_dir() else "matches"
+        beside = " beside its Parquet files, whose rows alone would be read" if parquet else ""
+        only = " only (move the CSV files out, or write them as Parquet)" if parquet else ""
         raise DataError(
             f"cannot read DATA {source!r}: {what} read as Parquet files (.parquet), and it "
-            f"{holds} CSV files ({shown}); give one .csv file, or .parquet files"
+            f"{holds} CSV files ({shown}){beside}; give one .csv file, or .parquet files{only}"
         )
-    return files
+    return parquet or files
 
 
 def _parquet_names(path: Path) -> list[str] | None:
@@ -552,15 +554,16 @@ def typed(
         meta = _convert(frame._meta, declared, keep, time)  # the partitions' common schema
         return frame.map_partitions(_convert, declared, keep, time, meta=meta)
     if groups is not None:
-        _tell_alike_ids(frame[groups], groups)
+        tell_alike_ids(frame[groups], groups)
     return _convert(frame, declared, keep, time)
 
 
-def _tell_alike_ids(ids: pd.Series, column: str) -> None:
+def tell_alike_ids(ids: pd.Series, column: str) -> None:
     """Tell the data holder (never a result) of user ids that differ as text but read alike as
     numbers or apart from surrounding spaces (``"7"``, ``"7.0"``, ``" 7"``): each is a user of
     its own, so a person whose rows carry two of them would count twice, at twice the budget.
-    In memory only: over a Dask frame it would take a pass of its own."""
+    In memory only: over a Dask frame it would take a pass of its own (``dplong plan``, which
+    has the distinct ids in hand, tells it of a Dask frame's too)."""
     distinct = pd.Series(ids.dropna().unique())
     if distinct.empty:
         return
@@ -703,11 +706,16 @@ def _as_times(values: pd.Series) -> pd.Series:
     numbers = as_numbers(values)
     dates = numbers.isna() & values.notna()
     if dates.any():
-        # format="ISO8601" parses every cell on its own (no format guessed from the others)
-        stamps = pd.to_datetime(
-            values[dates].astype(str), format="ISO8601", errors="coerce", utc=True
-        )
-        numbers[dates] = (stamps - pd.Timestamp(0, tz="UTC")) / pd.Timedelta(days=1)
+        # format="ISO8601" parses every cell on its own (no format guessed from the others),
+        # but pandas stores the parsed column in one unit, the finest its stamps ask for: one
+        # person's nanosecond digits made it nanoseconds, where another's date after 2262 is
+        # out of range (missing), and counting from 1970 in nanoseconds overflowed every row's
+        # (a crash). So every cell is read to the microsecond (its further digits cut), a unit
+        # that holds years 1 to 9999, and counted in it
+        text = values[dates].astype(str).str.replace(r"(:\d\d\.\d{6})\d+", r"\1", regex=True)
+        stamps = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True).dt.as_unit("us")
+        epoch = pd.Timestamp(0, tz="UTC").as_unit("us")
+        numbers[dates] = (stamps - epoch) / pd.Timedelta(days=1)
     return numbers
 
 

@@ -245,6 +245,7 @@ COMMON: list[tuple[Any, ...]] = [
     ("refine", "yes", ParameterError, "refine"),
     ("bound", 1.0, ParameterError, "bound"),  # central: a bound would be ignored, so refused
     ("privacy", "local", ParameterError, "bound"),  # local without its public bound
+    ("epsilon", 1e308, PrivacyParameterError, "at most 1e+300"),  # overflowed the accounting
 ]
 
 #: Local-model bounds of the wrong kind.

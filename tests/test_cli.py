@@ -461,6 +461,8 @@ class TestBadArguments:
             (replace("--model", "kernelz"), "--model"),
             (replace("--epsilon", "0"), "argument --epsilon: must be a positive number"),
             (replace("--epsilon", "-1"), "argument --epsilon"),
+            # near the doubles' end the budget's arithmetic overflowed: numpy's warnings flooded
+            (replace("--epsilon", "1e308"), "--epsilon must be at most 1e+300"),
             (replace("--scale", "abc"), "argument --scale"),
             ([*GOOD, "--delta", "1.5"], "argument --delta"),
             ([*GOOD, "--alpha", "0"], "argument --alpha"),
@@ -894,6 +896,42 @@ def test_time_effects_of_dates_read_alike_from_csv_and_parquet(tmp_path: Path) -
     assert out == out2
 
 
+def test_a_time_cell_is_read_on_its_own_whatever_the_other_dates(tmp_path: Path) -> None:
+    """A time column of ISO dates is read cell by cell as days since 1970: pandas stores a
+    parsed column in one unit, the finest its stamps ask for, so one person's nanosecond
+    digits made the column nanoseconds, where another's date after 2262 was out of range,
+    and counting from 1970 in nanoseconds crashed the whole file (an audit: a traceback from
+    `dplong fit`). Each cell now reads the same with or without the others, to the
+    microsecond, and the fit runs."""
+    far, fine = "2300-01-01", "2020-01-01T00:00:00.000000001"
+    column = pd.Series([fine, "1999-05-05T12:00:00", far, "x"], dtype=object)
+    frame = dplong.io.typed(pd.DataFrame({"t": column}), time="t")
+    alone = [
+        dplong.io.typed(pd.DataFrame({"t": column[[j]]}), time="t")["t"].iloc[0] for j in range(3)
+    ]
+    assert frame["t"].iloc[:3].tolist() == alone == [18262.0, 10716.5, 120530.0]
+    assert np.isnan(frame["t"].iloc[3])  # no date: missing, as a cell on its own
+    rows = 300
+    panel = pd.DataFrame(
+        {
+            "id": np.repeat(np.arange(rows), 3),
+            "y": np.random.default_rng(0).normal(size=3 * rows),
+            "t": np.tile(["2020-01-01", "2021-01-01", "2022-01-01"], rows),
+        }
+    )
+    argv = ["--model", "ols", "--formula", "y ~ 1", "--groups", "id", "--time", "t"]
+    argv += ["--epsilon", "1", "--seed", "0", "--quiet"]
+    panel.to_csv(tmp_path / "near.csv", index=False)
+    panel.assign(t=panel["t"].where(panel.index != 0, far)).to_csv(
+        tmp_path / "far.csv", index=False
+    )
+    (code, out, err), (code2, out2, err2) = (
+        run(["fit", str(tmp_path / name), *argv]) for name in ("near.csv", "far.csv")
+    )
+    assert code == code2 == 0, (err, err2)
+    assert out == out2  # the first user's first row stays first in its order
+
+
 WAGES = ["fit", "dataset:wage_panel", "--groups", "nr", "--seed", "1", "--quiet"]
 TAIL = ["--tail-moment", "4", "--tail-bound"]
 
@@ -1178,6 +1216,27 @@ class TestDataFiles:
         assert f"dplong: error: cannot read DATA {source!r}: {what}" in err
         assert "CSV files (a.csv, b.csv); give one .csv file, or .parquet files" in err
         assert "read_parquet" not in err and "pandas backend" not in err
+
+    def test_csv_files_beside_parquet_files_are_refused_not_skipped(self, tmp_path: Path) -> None:
+        """A directory of Parquet files with a CSV file among them: Dask reads the Parquet
+        files only, so the CSV file's rows were left out of the fit without a word (an
+        audit). Refused before reading, naming the file; a file that is not data is read
+        past."""
+        pytest.importorskip("pyarrow")
+        pytest.importorskip("dask.dataframe")
+        wages = dplong.datasets.load_wage_panel()
+        folder = tmp_path / "parts"
+        folder.mkdir()
+        wages.iloc[:2000].to_parquet(folder / "a.parquet", index=False)
+        wages.iloc[2000:].to_csv(folder / "late.csv", index=False)
+        (folder / "README.md").write_text("the wage panel in two parts\n")  # not data: read past
+        code, out, err = run(replace("DATA", str(folder)))
+        assert code == 2 and out == "" and err.count("\n") == 1, err
+        assert "holds CSV files (late.csv) beside its Parquet files" in err
+        assert "move the CSV files out, or write them as Parquet" in err
+        (folder / "late.csv").unlink()
+        code, _, err = run(replace("DATA", str(folder)))
+        assert code == 0, err
 
     def test_a_file_dask_cannot_read_is_said_in_the_readers_words(self, tmp_path: Path) -> None:
         pytest.importorskip("pyarrow")
@@ -1690,6 +1749,10 @@ def test_ids_that_read_alike_are_two_users_and_the_data_holder_is_told(tmp_path:
     argv = ["fit", str(alike), "--model", "mean", "--formula", "y ~ 1", "--groups", "id"]
     code, out, err = run([*argv, "--epsilon", "20"])  # 10 users: refused below about 12
     assert code == 0 and "6 user ids of 'id' read alike" in err and "alike" not in out, err
+    # dplong plan counts n from the same ids: it said nothing of them (an audit)
+    code, out, err = run(["plan", *argv[1:], "--epsilon", "20"])
+    assert code == 0 and "Users (n): 10" in out, out
+    assert err.startswith("dplong: warning: 6 user ids of 'id' read alike") and "alike" not in out
     plain = tmp_path / "plain.csv"
     plain.write_text("\n".join([*lines, "a,1", "b,2"]) + "\n")
     with warnings.catch_warnings():

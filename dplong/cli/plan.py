@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
+import warnings
 
 import numpy as np
+import pandas as pd
 
 import dplong
 from dplong._validation import listed
 from dplong.cli.checks import _check_arguments, _declared_levels
-from dplong.cli.errors import _for_the_command_line, _InputError
+from dplong.cli.errors import _for_the_command_line, _InputError, _one_line
 from dplong.cli.keywords import _fit_options, _stage_options
 from dplong.cli.parser import FIT_ONLY
 from dplong.dask_frames import is_dask
 from dplong.formula import check_id_types
-from dplong.io import quiet_parquet_reads, read_failures, read_file
+from dplong.io import quiet_parquet_reads, read_failures, read_file, tell_alike_ids
 from dplong.models.command_line import MODELS
 from dplong.planning import PlanResults
 
@@ -83,12 +86,22 @@ def _count_units(args: argparse.Namespace, by_user: bool) -> int:
     item-level model its rows. Only the columns named by flags are read (a wide CSV file
     parses its ids alone), and each is refused by its flag when DATA lacks it."""
     named = {args.groups: "--groups", args.time: "--time"} if by_user else {}
-    with quiet_parquet_reads(), read_failures(args.data):  # a Dask frame reads its files here
-        raw = read_file(args.data, columns={c: f for c, f in named.items() if c is not None})
-        if not by_user:  # item-level: every row is a unit
-            return int(raw.shape[0].compute() if is_dask(raw) else raw.shape[0])
-        ids = raw[args.groups]
-        ids = ids[~ids.isin([np.inf, -np.inf])].dropna().unique()  # missing, as user_codes
-        distinct = np.asarray(ids.compute() if is_dask(raw) else ids)
-    check_id_types(distinct)
-    return len(distinct)
+    # the reader's notes to the data holder (lines left out, bytes replaced, ids that read
+    # alike), as the fit gives them
+    with warnings.catch_warnings(record=True) as read:
+        warnings.simplefilter("always")
+        with quiet_parquet_reads(), read_failures(args.data):  # a Dask frame reads here
+            raw = read_file(args.data, columns={c: f for c, f in named.items() if c is not None})
+            if by_user:
+                ids = raw[args.groups]
+                ids = ids[~ids.isin([np.inf, -np.inf])].dropna().unique()  # as user_codes
+                distinct = np.asarray(ids.compute() if is_dask(raw) else ids)
+            else:  # item-level: every row is a unit
+                n = int(raw.shape[0].compute() if is_dask(raw) else raw.shape[0])
+        if by_user:
+            check_id_types(distinct)
+            tell_alike_ids(pd.Series(distinct), args.groups)
+            n = len(distinct)
+    for warning in read:
+        print(f"dplong: warning: {_one_line(warning.message, args.formula)}", file=sys.stderr)
+    return n

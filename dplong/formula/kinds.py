@@ -15,7 +15,7 @@ from patsy.categorical import _CategoricalBox, guess_categorical
 
 from dplong.exceptions import DataError, FormulaError
 from dplong.formula.levels import _public_levels
-from dplong.formula.terms import _columns_in
+from dplong.formula.terms import _columns_in, _quoted
 
 _TIME_TYPES = (
     datetime.date,
@@ -71,6 +71,20 @@ def _check_real(factor: Any, value: Any) -> None:
         )
 
 
+def _factor_of(tree: ast.AST) -> ast.AST:
+    """The expression a term makes a factor of: the argument of ``I(...)`` or ``C(...)``, else
+    the term itself."""
+    node = tree.body if isinstance(tree, ast.Expression) else tree
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("I", "C")
+        and node.args
+    ):
+        return node.args[0]
+    return node
+
+
 def _check_outcome(factor: Any, env: patsy.EvalEnvironment, row: Mapping[str, pd.Series]) -> None:
     value = _factor_value(factor, env, row)
     _check_real(factor, value)
@@ -104,11 +118,16 @@ def _check_regressor(
     found = [_public_levels(v) for v in values]
     if found[0] is not None and found[0] == found[1]:
         return
-    what = (
-        f"{columns[0]!r} (dtype {dtypes[columns[0]]})"
-        if columns
-        else f"the value of {factor.code!r}"
-    )
+    inner = _factor_of(tree)
+    if not (columns and (isinstance(inner, ast.Name) or _quoted(inner) is not None)):
+        # a factor the term computes (np.where(x > 0, 'a', 'b')): its levels are the term's,
+        # declared where it is written, not any column's
+        raise FormulaError(
+            f"{factor.code!r} gives text or a factor, whose levels are not declared; the levels "
+            "present in the data are private, so they must be declared (the first is the "
+            f"reference): write C({ast.unparse(inner)}, levels=[...]) in the formula"
+        )
+    what = f"{columns[0]!r} (dtype {dtypes[columns[0]]})"
     raise FormulaError(
         f"{what} is used as a factor in {factor.code!r} but its levels are not declared; the "
         "levels present in the data are private, so they must be declared (the first is the "
