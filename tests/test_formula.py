@@ -310,7 +310,7 @@ def test_transforms_that_learn_from_the_data_are_refused(formula: str, match: st
         ("I(np.clip(x, **{'a_min': 0}))", "without \\*\\*"),
         ("I(x * nope)", "'nope' in 'I\\(x \\* nope\\)' is neither a column of the data nor a name"),
         # a second audit's bypasses (each one user's rows moving another's values, or a write)
-        ("I(np.where(x < -1e300, x, '%s' % x))", "formats text with %"),
+        ("I(np.where(x < -1e300, x, '%s' % x))", "'%' is not allowed in a formula"),
         # a third audit's: types pandas picks from every row (a date's text, integers)
         ("I(x.astype('str'))", "casts to one dtype of floats or flags"),
         ("I(x.fillna(0).astype('int64'))", "casts to one dtype of floats"),
@@ -333,9 +333,28 @@ def test_transforms_that_learn_from_the_data_are_refused(formula: str, match: st
         ("I(x.mask(x > 0, standardize))", "'standardize' .* is not allowed"),
         ("I(np.add(x, 0, buf))", "np.add\\(\\) .* takes 2 positional arguments"),
         ("I(np.add(x, 0, where=x > 0))", "np.add\\(\\) .* takes 2 positional arguments"),
-        ("I(x.fillna({16: 100.0}))", "is no single value"),
+        ("I(x.fillna({16: 100.0}))", "is no real number"),
         ("I(x * 0 + pd.isna(parse('1')))", "'parse' .* is not allowed"),
         ("I(x * 0 + pd.isna(display(x)))", "'display' .* is not allowed"),
+        # a sixth audit's: a format text built any other way, a private module's public alias
+        # (numpy's string ufuncs), a fill or an accessor whose dtype other rows decide, a
+        # pattern or a width one user's text makes slow or huge, constants Python never folds
+        ("I(x * ((('%' + 's') % y) == 'a'))", "'%' is not allowed in a formula"),
+        ("I(x * 0 + np.lib.mixins.um.find(site, 'a', 0, 9))", "internal module numpy._core"),
+        ("I(np.abs(x.fillna(1j) ** 0.5))", r"'1j' in .fillna\(\) .* is no real number"),
+        ("I(x.fillna('a') == 'a')", "is no real number"),
+        ("I(x.fillna(x + 1))", "is no real number"),
+        ("I(x * (site.str.replace('(a+)+$', '', regex=True) == ''))", "literal patterns only"),
+        ("I(x * (site.str.split('ab') == 'a'))", "splits at one character"),
+        ("I(x * (site.str.replace('', 'x') == 'a'))", "replaces an empty text"),
+        ("I(x * (site.str.replace('a', 'x' * 10**5) == 'a'))", "repeats a text"),
+        ("I(x * (site.str.zfill(2**40) == 'a'))", "width of at most 1000"),
+        (f"I(x * (site == '{'a' * 1001}'))", "a text of 1,001 characters"),
+        ("I(x * 0 + 10 ** 10 ** 10)", r"an integer of 2\*\*53 or more"),
+        ("I(x * 0 + pow(7, 10 ** 10))", r"an integer of 2\*\*53 or more"),
+        ("I(x * (1 << 62))", r"an integer of 2\*\*53 or more"),
+        ("I(x * 0 + math.factorial(10 ** 8))", r"math.factorial\(\) .* not allowed"),
+        ("bs(x, knots=tuple(range(10**6)))", r"range\(\) takes integer constants"),
     ],
 )
 def test_terms_beyond_the_allow_list_are_refused(term: str, match: str, tmp_path: Path) -> None:
@@ -388,6 +407,55 @@ def test_terms_beyond_the_allow_list_are_refused(term: str, match: str, tmp_path
         ),
     )
     assert len(spec.columns) == 1 + len(allowed)
+
+
+def test_accessors_and_fills_read_only_columns_whose_dtype_fixes_each_row() -> None:
+    """pandas infers what ``.str`` and ``.dt`` do on a column of objects from every row: on
+    numbers held as objects ``.str`` fails for every row unless some row holds a text, so one
+    user's ``"n/a"`` kept another user's rows and moved the released coefficients (a sixth
+    audit); a fill turns a column of texts or dates to objects only where a row is missing.
+    A term may read through them only columns whose dtype (public) fixes each row's value:
+    text (string or categorical) for ``.str``, dates or durations for ``.dt``, numbers or flags
+    for ``fillna``; the refusal is the same whatever the rows hold."""
+    frame = panel()
+    frame["o"] = pd.Series(np.arange(len(frame), dtype=float), dtype=object)
+    frame["text"] = pd.Series(frame["site"].to_numpy(dtype=object), dtype=object)
+    frame["cat"] = frame["site"].astype(pd.CategoricalDtype(["a", "b"]))
+    frame["day"] = pd.Timestamp("2020-01-01") + pd.to_timedelta(frame["t"], unit="D")
+    frame["oday"] = pd.Series(list(frame["day"]), dtype=object)
+    with_text = frame.assign(o=frame["o"].where(frame.index != len(frame) - 1, "n/a"))
+    refused = {
+        "I(x * o.str.get(0).isna())": "reads 'o' \\(dtype object\\), not text",
+        "I(text.str[0] == 'a')": "reads 'text' \\(dtype object\\), not text",
+        "I((oday - pd.Timestamp('2020-01-01')).dt.total_seconds())": "not dates or durations",
+        "I(text.fillna(0) == 'a')": "reads 'text' .* not numbers or flags",
+        "I((day.fillna(0) - pd.Timestamp('2020-01-01')).dt.total_seconds())": "numbers or flags",
+    }
+    for term, match in refused.items():
+        for data in (frame, with_text):
+            assert data["o"].dtype == object and data["text"].dtype == object
+            with pytest.raises(FormulaError, match=match):
+                DesignSpec.from_formula(f"y ~ {term}", data)
+    allowed = (
+        "I(site.str.get(0) == 'a')",
+        "I(cat.str.upper() == 'A')",
+        "I((day - pd.Timestamp('2020-01-01')).dt.total_seconds() / 86400)",
+        "I(x.fillna(0))",
+    )
+    spec = DesignSpec.from_formula("y ~ " + " + ".join(allowed), frame)
+    assert len(spec.columns) == 1 + len(allowed)
+
+
+def test_a_term_that_fails_on_its_formula_alone_is_a_formula_error() -> None:
+    """A contrast patsy cannot read, or a method given a fill it rejects, raised patsy's or
+    pandas' own exception (an audit): a formula error now, naming the formula."""
+    for term in (
+        "C(site, 'Sum', levels=['a', 'b'])",
+        "C(site, [[1, 0]], levels=['a', 'b', 'r'])",
+        "I(x.fillna(True))",
+    ):
+        with pytest.raises(FormulaError):
+            DesignSpec.from_formula(f"y ~ {term}", panel())
 
 
 @pytest.mark.parametrize("term", [t for t in IDIOMS if "rolling" not in t])
@@ -1063,7 +1131,7 @@ def test_an_outcome_that_fails_on_a_row_leaves_its_regressors_whole() -> None:
     rng = np.random.default_rng(1)
     rows = 50
     data = pd.DataFrame({"x": np.arange(rows) / rows})
-    data["code"] = pd.Series(rng.choice(["u_1.5", "u_2.5"], rows)).astype(object)
+    data["code"] = pd.Series(rng.choice(["u_1.5", "u_2.5"], rows)).astype("string")
     secret, blank = data.copy(), data.copy()
     secret.loc[7, "code"], blank.loc[7, "code"] = "u_SECRET", None
     spec = DesignSpec.from_formula("I(code.str.split('_').str[1].astype(float)) ~ x", secret)

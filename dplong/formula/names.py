@@ -24,17 +24,23 @@ the rows), before anything is evaluated:
 
 Never a subscript or slice (a position reads another row; the text accessor's constant
 positions, ``x.str[1]``, are within each row's text), a lambda, comprehension, ``and``/
-``or``/``if``, ``in``, ``@``, ``%`` on text, ``*`` or ``**`` arguments, a name or attribute
-starting with ``_``, a module beyond :data:`_MODULES` (nor one reached through them:
-``np.ma.core.builtins``), a function as a value, a function of Python's standard library or
+``or``/``if``, ``in``, ``@``, ``%`` (on text it prints a whole column), ``*`` or ``**``
+arguments, a name or attribute starting with ``_``, a module beyond :data:`_MODULES` (nor one
+reached through them: ``np.ma.core.builtins``, nor a private one by a public alias:
+``np.lib.mixins.um``), a function as a value, a function of Python's standard library or
 of an installed package, or a pandas or Dask object of the session. A call takes only the
 arguments that keep it element-wise (a ufunc its inputs: ``out=`` and ``where=`` write or
 leave memory; :data:`_FUNCTIONS` and :data:`_METHODS` list the others'); those that
 :data:`_PUBLIC_ARGUMENTS` name must be public constants (``x.isin(y)`` would read every row of
 ``y``). Where pandas would pick a type from every row the term is refused too: ``astype``
-casts to floats and flags only (:data:`_DTYPES`), and an integer written in a term stays below
-:data:`_LARGEST_INTEGER`. A caller's own function is theirs to vouch for (the row-wise probes
-still run it); every other function a term may call is listed here.
+casts to floats and flags only (:data:`_DTYPES`), ``fillna`` fills columns of numbers with a
+real constant, the ``.str`` and ``.dt`` accessors read columns of text and of dates only
+(:func:`_check_reads`: by their dtypes, public), and an integer written in a term stays below
+:data:`_LARGEST_INTEGER`. Nor may a term make the work grow without bound with one user's
+text or its own constants: text patterns are literal (:func:`_check_text_call`), texts short
+(:data:`_LONGEST_TEXT`), ranges bounded (:data:`_LONGEST_RANGE`), and :data:`_SLOW_MATH` is
+not allowed. A caller's own function is theirs to vouch for (the row-wise probes still run
+it); every other function a term may call is listed here.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import math
 import sys
 import sysconfig
 import types
@@ -111,6 +118,16 @@ _DTYPES = frozenset("bool boolean float float32 float64 Float64".split())
 #: Integers a term may write (folded from constants): beyond 2**53 a column of integers and
 #: one of floats (pandas picks which from whether any row is missing) part ways.
 _LARGEST_INTEGER = 2**53
+#: The longest text a term may write, and the widest ``.str.zfill``: a row's text grows by
+#: what a term writes into it (``.str.replace('a', 'x' * 10**5)`` took a gigabyte on a
+#: row of 3,000 characters, an audit).
+_LONGEST_TEXT = 1000
+#: The most values ``range`` of constants may give (declared levels, a spline's knots): Python
+#: builds them when the term is evaluated (``tuple(range(10**9))`` never finished).
+_LONGEST_RANGE = 10_000
+#: :mod:`math`'s functions whose time grows with their integer arguments
+#: (``math.factorial(10**8)`` never finished): not allowed.
+_SLOW_MATH = frozenset({"comb", "factorial", "perm", "prod"})
 #: A column's accessors and what a term may read through them: each row's text or time alone
 #: (``code.str.split("_").str[1]``, ``(day - pd.Timestamp("2020-01-01")).dt.total_seconds()``);
 #: the one subscript a term may write is the text accessor's, a constant position in each text.
@@ -219,16 +236,31 @@ def _check_names(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, 
                 f"{ast.unparse(node)!r} in {code!r} is an integer of 2**53 or more, where a "
                 f"column of integers and one of floats part ways: write it as a float: {_TERMS}"
             )
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            # on text (however the text is built) % prints a whole column into every row
+            raise FormulaError(
+                f"{ast.unparse(node)!r} in {code!r}: '%' is not allowed in a formula (on text it "
+                "formats a whole column into every row); np.mod(x, k) is a number's remainder: "
+                f"{_TERMS}"
+            )
         if (
             isinstance(node, ast.BinOp)
-            and isinstance(node.op, ast.Mod)
-            and isinstance(node.left, ast.Constant)
-            and isinstance(node.left.value, str | bytes)
+            and isinstance(node.op, ast.Mult)
+            and any(
+                isinstance(side, ast.Constant) and isinstance(side.value, str | bytes)
+                for side in (node.left, node.right)
+            )
         ):
             raise FormulaError(
-                f"{ast.unparse(node)!r} in {code!r} formats text with %, which would print a "
-                f"whole column into every row: {_TERMS}"
+                f"{ast.unparse(node)!r} in {code!r} repeats a text: write the text out (at most "
+                f"{_LONGEST_TEXT:,} characters): {_TERMS}"
             )
+        if isinstance(node, ast.Constant) and isinstance(node.value, str | bytes):
+            if len(node.value) > _LONGEST_TEXT:
+                raise FormulaError(
+                    f"a text of {len(node.value):,} characters in {code!r}: a term's texts are "
+                    f"at most {_LONGEST_TEXT:,} long: {_TERMS}"
+                )
         if isinstance(node, ast.Call):
             _check_call(code, node, namespace, dtypes)
         elif isinstance(node, ast.Attribute) and id(node) not in called:
@@ -236,19 +268,42 @@ def _check_names(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, 
 
 
 def _folded(node: ast.AST) -> int:
-    """The integer a constant expression of integers folds to (``2 ** 62``), else 0."""
+    """The integer a constant expression of integers folds to (``2 ** 62``, ``1 << 62``,
+    ``pow(2, 62)``), else 0; one that would take long to compute (``10 ** 10 ** 10``) counts
+    as past :data:`_LARGEST_INTEGER` (Python would compute it when the term is evaluated)."""
     if isinstance(node, ast.Constant):
         return node.value if type(node.value) is int else 0
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         return -_folded(node.operand) if isinstance(node.op, ast.USub) else _folded(node.operand)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.Pow):
-        left, right = _folded(node.left), _folded(node.right)
-        if isinstance(node.op, ast.Pow):  # folded only as far as it takes to pass the bar
-            if abs(left) >= _LARGEST_INTEGER:
-                return left
-            return left**right if abs(left) > 1 and 0 <= right <= 256 else 0
-        return {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right}[type(node.op)]
+    raised = _raised(node)
+    if raised is not None:  # folded only as far as it takes to pass the bar
+        base, exponent, shift = _folded(raised[0]), _folded(raised[1]), raised[2]
+        if abs(base) >= _LARGEST_INTEGER or abs(exponent) >= _LARGEST_INTEGER:
+            return _LARGEST_INTEGER
+        if shift:
+            return base << exponent if base and 0 <= exponent <= 256 else 0
+        if abs(base) > 1 and exponent > 256:
+            return _LARGEST_INTEGER
+        return base**exponent if abs(base) > 1 and exponent >= 0 else 0
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult):
+        a, b = _folded(node.left), _folded(node.right)
+        return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}[type(node.op)]
     return 0
+
+
+def _raised(node: ast.AST) -> tuple[ast.expr, ast.expr, bool] | None:
+    """A power's or a left shift's operands (``a ** b``, ``pow(a, b)``, ``a << b``) and
+    whether it is the shift; None for any other node."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow | ast.LShift):
+        return node.left, node.right, isinstance(node.op, ast.LShift)
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "pow"
+        and len(node.args) == 2
+    ):
+        return node.args[0], node.args[1], False
+    return None
 
 
 def _text_positions(
@@ -266,6 +321,8 @@ def _text_positions(
                 for n in ast.walk(node.slice)
             )
         ):
+            assert isinstance(node.value, ast.Attribute)  # the accessor
+            _check_reads(code, node.value.value, "str", dtypes)
             found |= {id(node), *(id(n) for n in ast.walk(node.slice) if isinstance(n, ast.Slice))}
     return found
 
@@ -310,6 +367,7 @@ def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, 
                 f"methods a term may call ({', '.join(sorted(_ACCESSORS[accessor]))}, without "
                 f"expand=): {_TERMS}"
             )
+        _check_text_call(code, call, name)
         start: int | None = 0  # patterns, positions, widths: constants, not a column's values
     elif kind == "data":
         if isinstance(func, ast.Name):
@@ -324,6 +382,7 @@ def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, 
             _check_dtype(code, call.args[0] if call.args else None, namespace, dtypes)
         if name in _ONE_VALUE:
             _check_one_value(code, call, name, namespace, dtypes)
+            _check_reads(code, func.value, "fillna", dtypes)
         start = 0 if name in _PUBLIC_ARGUMENTS else None
     else:
         if not _callable(target):
@@ -339,11 +398,113 @@ def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, 
         start = _PUBLIC_ARGUMENTS.get(name)
         if getattr(target, "__module__", None) == "math":
             start = 0  # math's functions take numbers: a column there is read whole (fsum)
+            if name in _SLOW_MATH:
+                raise FormulaError(
+                    f"math.{name}() in {code!r} is not allowed in a formula (its time grows "
+                    f"with its arguments): {_TERMS}"
+                )
+        if target is range:
+            _check_range(code, call)
     public = [] if start is None else [*call.args[start:], *(k.value for k in call.keywords)]
     if any(_columns_in(a, dtypes) for a in public):
         raise FormulaError(
             f"{ast.unparse(call)!r} in {code!r} compares or maps by values that read the data: "
             f"those of {name}() must be public constants, e.g. x.isin([1, 2])"
+        )
+    if accessor is not None:  # func is .str.name or .dt.name: read what the accessor reads
+        assert isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute)
+        _check_reads(code, func.value.value, accessor, dtypes)
+
+
+def _check_reads(code: str, node: ast.expr, what: str, dtypes: Mapping[str, Any]) -> None:
+    """The columns an accessor (``"str"``, ``"dt"``) or ``fillna`` reads are of a dtype that
+    fixes what each row gives, whatever the other rows (public: the dtypes): text or
+    categories for ``.str``, dates or durations for ``.dt``, numbers or flags for ``fillna``.
+    On a column of objects pandas infers the kind from every row (``.str`` fails on all rows
+    unless some row holds a text: one user's ``"n/a"`` kept another's rows, an audit), and a
+    fill turns a column of texts or dates to objects only where some row is missing."""
+    kinds = {
+        "str": ("text (a string or categorical dtype)", _text_dtype),
+        "dt": ("dates or durations", _time_dtype),
+        "fillna": ("numbers or flags", _number_dtype),
+    }
+    wanted, fits = kinds[what]
+    odd = [c for c in _columns_in(node, dtypes) if not fits(dtypes[c])]
+    if odd:
+        column = odd[0]
+        convert = (
+            f"; convert it first: data[{column!r}] = data[{column!r}].astype('string')"
+            if what == "str"
+            else ""
+        )
+        raise FormulaError(
+            f"{'.' + what if what != 'fillna' else '.fillna()'} in {code!r} reads {column!r} "
+            f"(dtype {dtypes[column]}), not {wanted}: on it each row's value would depend on "
+            f"the others'{convert}"
+        )
+
+
+def _text_dtype(dtype: Any) -> bool:
+    return isinstance(dtype, pd.StringDtype | pd.CategoricalDtype)
+
+
+def _time_dtype(dtype: Any) -> bool:
+    return bool(
+        pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype)
+    )
+
+
+def _number_dtype(dtype: Any) -> bool:
+    return bool(pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype))
+
+
+def _check_text_call(code: str, call: ast.Call, name: str) -> None:
+    """A text method's patterns are literal: ``replace`` and ``split`` take no ``regex=``
+    (a pattern such as ``(a+)+$`` took a fit days on one user's text, an audit) but
+    ``regex=False``, nor ``flags=`` or ``case=``; ``split``'s pattern is one character or
+    literal by ``regex=False`` (pandas reads a longer one as a regular expression); a
+    replaced pattern is not empty (it would write between every two characters); ``zfill``
+    is at most :data:`_LONGEST_TEXT` wide."""
+    keywords = {k.arg: k.value for k in call.keywords}
+    regex = keywords.get("regex")
+    literal = isinstance(regex, ast.Constant) and regex.value is False
+    extra = [k for k in keywords if k not in ("n", "regex")] if name in ("replace", "split") else []
+    if ("regex" in keywords and not literal) or extra:
+        raise FormulaError(
+            f".str.{name}() in {code!r} takes literal patterns only (regex=False, n=): {_TERMS}"
+        )
+    first = call.args[0] if call.args else keywords.get("pat")
+    pattern = first.value if isinstance(first, ast.Constant) else None
+    if name == "split" and not literal and not (isinstance(pattern, str) and len(pattern) == 1):
+        raise FormulaError(
+            f".str.split() in {code!r} splits at one character, or at a longer text with "
+            f"regex=False (pandas reads it as a regular expression): {_TERMS}"
+        )
+    if name == "replace" and pattern == "":
+        raise FormulaError(
+            f".str.replace() in {code!r} replaces an empty text (it would write between every "
+            f"two characters): replace a text of one character or more: {_TERMS}"
+        )
+    if name == "zfill":
+        width = _folded(first) if first is not None else 0
+        if not isinstance(first, ast.Constant) or width > _LONGEST_TEXT:
+            raise FormulaError(
+                f".str.zfill() in {code!r} takes a constant width of at most {_LONGEST_TEXT}"
+            )
+
+
+def _check_range(code: str, call: ast.Call) -> None:
+    """``range`` of constants gives at most :data:`_LONGEST_RANGE` values."""
+    bounds = [a.value if isinstance(a, ast.Constant) else _folded(a) for a in call.args]
+    integers = [b for b in bounds if type(b) is int]
+    try:
+        length = len(range(*integers)) if len(integers) == len(bounds) else math.inf
+    except (TypeError, ValueError):  # no bounds, or a step of 0: refused here as well
+        length = math.inf
+    if length > _LONGEST_RANGE:
+        raise FormulaError(
+            f"{ast.unparse(call)!r} in {code!r}: range() takes integer constants and gives at "
+            f"most {_LONGEST_RANGE:,} values in a formula"
         )
 
 
@@ -379,17 +540,27 @@ def _check_dtype(
 def _check_one_value(
     code: str, call: ast.Call, name: str, namespace: Any, dtypes: Mapping[str, Any]
 ) -> None:
-    """``name``'s fill is one value or the data, never a table of values (a dict or list fills
-    by the rows' labels) nor a function (pandas calls it on the whole column)."""
+    """``name``'s fill is one real number or flag, a constant: never a table of values (a dict
+    fills by the rows' labels), a function (pandas calls it on the whole column), a column, a
+    text or a complex number (a column of floats filled with ``'a'`` or ``1j`` turns to
+    objects or complex numbers only where some row is missing, and ``(-4) ** 0.5`` is then 2
+    where it was missing: one user's missing value moved another's, an audit)."""
     for node in [*call.args, *(k.value for k in call.keywords)]:
-        table = isinstance(node, ast.List | ast.Tuple | ast.Dict | ast.Set)
-        if isinstance(node, ast.Name | ast.Attribute):
-            kind, target = _resolved(code, node, namespace, dtypes)
-            table = kind != "data" and not isinstance(target, int | float | bool | np.generic)
-        if table:
+        value: Any = _MISSING
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+            node_value = node.operand
+        else:
+            node_value = node
+        if isinstance(node_value, ast.Constant):
+            value = node_value.value
+        elif isinstance(node_value, ast.Name | ast.Attribute):
+            kind, target = _resolved(code, node_value, namespace, dtypes)
+            value = target if kind == "value" else _MISSING
+        real = isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating)
+        if not real:
             raise FormulaError(
-                f"{ast.unparse(node)!r} in .{name}() of {code!r} is no single value: a term "
-                f"fills with a number or the data's values: {_TERMS}"
+                f"{ast.unparse(node)!r} in .{name}() of {code!r} is no real number: a term "
+                f"fills with one number or flag, a constant (e.g. x.fillna(0)): {_TERMS}"
             )
 
 
@@ -476,10 +647,15 @@ def _module_or_value(code: str, name: str, value: Any) -> tuple[str, Any]:
     """A resolved name's kind: an allowed module, or a value; any other module is refused."""
     if not isinstance(value, types.ModuleType):
         return "value", value
-    if value.__name__.split(".")[0] not in _MODULES:
+    parts = value.__name__.split(".")
+    if parts[0] not in _MODULES:
         raise FormulaError(
             f"{name!r} in {code!r} is the module {value.__name__}: a formula calls functions "
             f"of {', '.join(_MODULES)} (or your own): {_TERMS}"
+        )
+    if any(part.startswith("_") for part in parts):  # a public alias of a private module
+        raise FormulaError(
+            f"{name!r} in {code!r} is the internal module {value.__name__}: {_TERMS}"
         )
     return "module", value
 

@@ -19,7 +19,7 @@ import patsy.categorical
 from numpy.typing import NDArray
 
 from dplong._validation import not_columns
-from dplong.exceptions import DataError, FormulaError
+from dplong.exceptions import DataError, DplongError, FormulaError
 from dplong.formula.kinds import _check_outcome, _check_regressor
 from dplong.formula.levels import (
     DROPPED,
@@ -190,7 +190,9 @@ class DesignSpec:
                     env,
                     _MissingRows(),
                 )
-        except patsy.PatsyError as err:
+        except DplongError:
+            raise
+        except Exception as err:  # patsy's, or the term's own (a contrast it cannot read)
             raise FormulaError(f"cannot build the design of {formula!r}: {err}") from None
         outcome = [str(c) for c in outcome_info.column_names]
         if len(outcome) != 1:
@@ -428,7 +430,9 @@ class DesignSpec:
                 matrices = patsy.build_design_matrices(
                     infos, data, NA_action=recorder, return_type="matrix"
                 )
-        except patsy.PatsyError as err:
+        except DplongError:
+            raise
+        except Exception as err:  # patsy's, or the term's own (pandas on a column's values)
             raise FormulaError(f"cannot evaluate {self.formula!r} on the data: {err}") from None
         # patsy evaluates each factor once, in the order of the infos: its masks come so
         evaluated = dict.fromkeys(f for info in infos for f in info.factor_infos.values())
