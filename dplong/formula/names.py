@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 
 from dplong.exceptions import FormulaError
-from dplong.formula.terms import _PATSY_NAMES, _columns_in
+from dplong.formula.terms import _PATSY_NAMES, _columns_in, _quoted
 
 #: The packages a term may call functions of, by module (``np.log``, ``math.sqrt``,
 #: ``scipy.special.expit``, ``pd.isna``); only the functions listed below or ufuncs.
@@ -129,14 +129,28 @@ _LONGEST_RANGE = 10_000
 #: (``math.factorial(10**8)`` never finished): not allowed.
 _SLOW_MATH = frozenset({"comb", "factorial", "perm", "prod"})
 #: A column's accessors and what a term may read through them: each row's text or time alone
-#: (``code.str.split("_").str[1]``, ``(day - pd.Timestamp("2020-01-01")).dt.total_seconds()``);
-#: the one subscript a term may write is the text accessor's, a constant position in each text.
+#: (``code.str.slice(2)``, ``(day - pd.Timestamp("2020-01-01")).dt.total_seconds()``); the
+#: one subscript a term may write is the text accessor's, a constant position in each text.
 _ACCESSORS = {
     # text to text: the tests (isdigit, startswith) give flags, or objects where any row is
     # missing, and the integer parts (year, days) floats where any is: compare (== "a"), or
-    # take total_seconds(), a float whatever the rows
-    "str": frozenset("get lower lstrip replace rstrip slice split strip upper zfill".split()),
+    # take total_seconds(), a float whatever the rows. Not split: its parts are typed from
+    # every row (a part no row has is a column of floats, where a further .str fails)
+    "str": frozenset("get lower lstrip replace rstrip slice strip upper zfill".split()),
     "dt": frozenset({"total_seconds"}),
+}
+#: The positional arguments each ``.str`` method may take (``replace``: the pattern, the
+#: replacement and ``n``; a fourth on would be ``case``, ``flags`` and ``regex``).
+_TEXT_ARGUMENTS = {
+    "get": 1,
+    "lower": 0,
+    "lstrip": 1,
+    "replace": 3,
+    "rstrip": 1,
+    "slice": 3,
+    "strip": 1,
+    "upper": 0,
+    "zfill": 1,
 }
 #: Calls whose arguments from the given position on (a method's: all) must be public
 #: constants: a membership, a replacement table, bins, a curve's knots, a factor's levels read
@@ -148,6 +162,7 @@ _PUBLIC_ARGUMENTS = {
     "interp": 1,
     "isin": 1,
     "list": 0,
+    "nan_to_num": 1,
     "range": 0,
     "Timedelta": 0,
     "Timestamp": 0,
@@ -209,6 +224,11 @@ def _check_names(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, 
     """
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     indexed = _text_positions(code, tree, namespace, dtypes)
+    if sum(_grows(node) for node in ast.walk(tree)) > 1:
+        raise FormulaError(
+            f"{code!r} lengthens a text more than once (.str.replace by a longer text, "
+            ".str.zfill): one user's text would grow by the product; a term lengthens it once"
+        )
     for node in ast.walk(tree):  # the names first: a refusal names the first one not allowed
         if isinstance(node, ast.Name) and id(node) in called:
             kind, target = _resolved(code, node, namespace, dtypes)
@@ -235,6 +255,16 @@ def _check_names(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, 
             raise FormulaError(
                 f"{ast.unparse(node)!r} in {code!r} is an integer of 2**53 or more, where a "
                 f"column of integers and one of floats part ways: write it as a float: {_TERMS}"
+            )
+        raised = _raised(node)
+        if (
+            raised is not None
+            and not _columns_in(node, dtypes)
+            and not all(_literal(part) for part in raised[:2])
+        ):
+            raise FormulaError(
+                f"{ast.unparse(node)!r} in {code!r}: a power or a shift of constants is written "
+                f"with numbers (Python computes it when the term is evaluated): {_TERMS}"
             )
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             # on text (however the text is built) % prints a whole column into every row
@@ -275,6 +305,12 @@ def _folded(node: ast.AST) -> int:
         return node.value if type(node.value) is int else 0
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         return -_folded(node.operand) if isinstance(node.op, ast.USub) else _folded(node.operand)
+    rounded = _rounded(node)
+    if rounded is not None:
+        value = rounded.value if isinstance(rounded, ast.Constant) else None
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            return 0
+        return int(value) if abs(value) < _LARGEST_INTEGER else _LARGEST_INTEGER
     raised = _raised(node)
     if raised is not None:  # folded only as far as it takes to pass the bar
         base, exponent, shift = _folded(raised[0]), _folded(raised[1]), raised[2]
@@ -289,6 +325,52 @@ def _folded(node: ast.AST) -> int:
         a, b = _folded(node.left), _folded(node.right)
         return {ast.Add: a + b, ast.Sub: a - b, ast.Mult: a * b}[type(node.op)]
     return 0
+
+
+def _rounded(node: ast.AST) -> ast.expr | None:
+    """The argument of ``round(c)``, ``math.trunc(c)``, ``math.floor(c)`` or ``math.ceil(c)``
+    (an integer from a number), else None."""
+    if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
+        return None
+    func = node.func
+    if isinstance(func, ast.Name) and func.id == "round":
+        return node.args[0]
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr in ("trunc", "floor", "ceil")
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "math"
+    ):
+        return node.args[0]
+    return None
+
+
+def _grows(node: ast.AST) -> bool:
+    """Whether ``node`` lengthens a text: ``.str.replace`` by a longer text, ``.str.zfill``."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Attribute)
+        and node.func.value.attr == "str"
+    ):
+        return False
+    if node.func.attr == "zfill":
+        return True
+    texts = [
+        len(a.value)
+        for a in node.args[:2]
+        if isinstance(a, ast.Constant) and isinstance(a.value, str)
+    ]
+    return node.func.attr == "replace" and len(texts) == 2 and texts[1] > texts[0]
+
+
+def _literal(node: ast.AST) -> bool:
+    """Whether ``node`` is arithmetic of numbers written in the term (``2 ** 10``, ``-1.5``)."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) in (int, float)
+    if isinstance(node, ast.UnaryOp):
+        return _literal(node.operand)
+    return isinstance(node, ast.BinOp) and _literal(node.left) and _literal(node.right)
 
 
 def _raised(node: ast.AST) -> tuple[ast.expr, ast.expr, bool] | None:
@@ -367,7 +449,8 @@ def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, 
                 f"methods a term may call ({', '.join(sorted(_ACCESSORS[accessor]))}, without "
                 f"expand=): {_TERMS}"
             )
-        _check_text_call(code, call, name)
+        if accessor == "str":
+            _check_text_call(code, call, name)
         start: int | None = 0  # patterns, positions, widths: constants, not a column's values
     elif kind == "data":
         if isinstance(func, ast.Name):
@@ -429,6 +512,12 @@ def _check_reads(code: str, node: ast.expr, what: str, dtypes: Mapping[str, Any]
         "fillna": ("numbers or flags", _number_dtype),
     }
     wanted, fits = kinds[what]
+    if what == "str" and not _text_chain(node, dtypes):
+        raise FormulaError(
+            f".str in {code!r} reads {ast.unparse(node)!r}, which is no text column nor a .str "
+            "method's text of one: pandas would type it from every row (on a split's part one "
+            f"user's text kept another's rows, an audit): {_TERMS}"
+        )
     odd = [c for c in _columns_in(node, dtypes) if not fits(dtypes[c])]
     if odd:
         column = odd[0]
@@ -442,6 +531,25 @@ def _check_reads(code: str, node: ast.expr, what: str, dtypes: Mapping[str, Any]
             f"(dtype {dtypes[column]}), not {wanted}: on it each row's value would depend on "
             f"the others'{convert}"
         )
+
+
+def _text_chain(node: ast.expr, dtypes: Mapping[str, Any]) -> bool:
+    """Whether ``node`` is a column (bare or ``Q``), or a ``.str`` method's result or
+    position of such a chain: what ``.str`` may read (its dtype then that of the column)."""
+    if isinstance(node, ast.Name):
+        return node.id in dtypes
+    if _quoted(node) is not None:
+        return True
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Attribute)
+        and node.func.value.attr == "str"
+    ):
+        return _text_chain(node.func.value.value, dtypes)
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute):
+        return node.value.attr == "str" and _text_chain(node.value.value, dtypes)
+    return False
 
 
 def _text_dtype(dtype: Any) -> bool:
@@ -459,35 +567,46 @@ def _number_dtype(dtype: Any) -> bool:
 
 
 def _check_text_call(code: str, call: ast.Call, name: str) -> None:
-    """A text method's patterns are literal: ``replace`` and ``split`` take no ``regex=``
-    (a pattern such as ``(a+)+$`` took a fit days on one user's text, an audit) but
-    ``regex=False``, nor ``flags=`` or ``case=``; ``split``'s pattern is one character or
-    literal by ``regex=False`` (pandas reads a longer one as a regular expression); a
-    replaced pattern is not empty (it would write between every two characters); ``zfill``
-    is at most :data:`_LONGEST_TEXT` wide."""
+    """A text method's arguments are literal and few (:data:`_TEXT_ARGUMENTS`): ``replace``
+    takes a text pattern and a text replacement, constants, and no ``regex=`` but
+    ``regex=False`` (a pattern such as ``(a+)+$`` took a fit days on one user's text, an
+    audit; pandas takes ``case``, ``flags`` and ``regex`` positionally from the fourth on),
+    never an empty pattern (it would write between every two characters); ``zfill`` is at
+    most :data:`_LONGEST_TEXT` wide."""
     keywords = {k.arg: k.value for k in call.keywords}
     regex = keywords.get("regex")
     literal = isinstance(regex, ast.Constant) and regex.value is False
-    extra = [k for k in keywords if k not in ("n", "regex")] if name in ("replace", "split") else []
-    if ("regex" in keywords and not literal) or extra:
+    allowed = ("n", "regex") if name == "replace" else ()
+    if (
+        len(call.args) > _TEXT_ARGUMENTS[name]
+        or any(k not in allowed for k in keywords)
+        or ("regex" in keywords and not literal)
+    ):
         raise FormulaError(
-            f".str.{name}() in {code!r} takes literal patterns only (regex=False, n=): {_TERMS}"
+            f".str.{name}() in {code!r} takes at most {_TEXT_ARGUMENTS[name]} positional "
+            f"argument(s){' and n=, regex=False' if allowed else ''}: patterns are literal: "
+            f"{_TERMS}"
         )
-    first = call.args[0] if call.args else keywords.get("pat")
-    pattern = first.value if isinstance(first, ast.Constant) else None
-    if name == "split" and not literal and not (isinstance(pattern, str) and len(pattern) == 1):
-        raise FormulaError(
-            f".str.split() in {code!r} splits at one character, or at a longer text with "
-            f"regex=False (pandas reads it as a regular expression): {_TERMS}"
-        )
-    if name == "replace" and pattern == "":
-        raise FormulaError(
-            f".str.replace() in {code!r} replaces an empty text (it would write between every "
-            f"two characters): replace a text of one character or more: {_TERMS}"
-        )
+    if name == "replace":
+        texts = call.args[:2]
+        if len(texts) < 2 or not all(
+            isinstance(t, ast.Constant) and isinstance(t.value, str) for t in texts
+        ):
+            raise FormulaError(
+                f".str.replace() in {code!r} takes a text pattern and a text replacement, "
+                f"written as constants: {_TERMS}"
+            )
+        pattern = texts[0]
+        if isinstance(pattern, ast.Constant) and pattern.value == "":
+            raise FormulaError(
+                f".str.replace() in {code!r} replaces an empty text (it would write between "
+                f"every two characters): replace a text of one character or more: {_TERMS}"
+            )
     if name == "zfill":
-        width = _folded(first) if first is not None else 0
-        if not isinstance(first, ast.Constant) or width > _LONGEST_TEXT:
+        first = call.args[0] if call.args else None
+        if not (isinstance(first, ast.Constant) and type(first.value) is int) or (
+            first.value > _LONGEST_TEXT
+        ):
             raise FormulaError(
                 f".str.zfill() in {code!r} takes a constant width of at most {_LONGEST_TEXT}"
             )
@@ -497,8 +616,9 @@ def _check_range(code: str, call: ast.Call) -> None:
     """``range`` of constants gives at most :data:`_LONGEST_RANGE` values."""
     bounds = [a.value if isinstance(a, ast.Constant) else _folded(a) for a in call.args]
     integers = [b for b in bounds if type(b) is int]
+    literal = all(_literal(a) for a in call.args) and len(integers) == len(bounds)
     try:
-        length = len(range(*integers)) if len(integers) == len(bounds) else math.inf
+        length = len(range(*integers)) if literal else math.inf
     except (TypeError, ValueError):  # no bounds, or a step of 0: refused here as well
         length = math.inf
     if length > _LONGEST_RANGE:
