@@ -355,6 +355,18 @@ def test_transforms_that_learn_from_the_data_are_refused(formula: str, match: st
         ("I(x + 0 * (1 << math.trunc(1e9)))", "a power or a shift of constants"),
         ("I(x.isin(list(range(round(3e4)))))", "range\\(\\) takes integer constants"),
         ("I(np.nan_to_num(x, nan=y))", "those of nan_to_num\\(\\) must be public constants"),
+        # an eighth's: np.select walking a column's rows as (condition, choice) pairs (every
+        # user given the first match's value), np.where's positions, a time zone's file, the
+        # clock, a text column repeated as long as one user's text is
+        ("I(x * 0 + np.select(y == 123.5, x, 0))", "conditions and choices as lists"),
+        ("I(x * 0 + np.where(x > 0))", "np.where\\(\\) .* three arguments"),
+        (
+            "I(x * (pd.Timestamp('2020-01-01', tz='dateutil//etc/hostname') > pd.Timestamp(0)))",
+            "a time zone by its name",
+        ),
+        ("I(x * (pd.Timestamp('now') > pd.Timestamp('2020-01-01')))", "reads the clock"),
+        ("I(site * 10000 == 'a')", "repeats a text"),
+        ("I(np.multiply(site, 3) == 'a')", "repeats a text"),
         ("I(x * (site.str.replace('', 'x') == 'a'))", "replaces an empty text"),
         ("I(x * (site == 'x' * 10**5))", "repeats a text"),
         ("I(x * (site.str.zfill(2**40) == 'a'))", "width of at most 1000"),
@@ -453,6 +465,23 @@ def test_accessors_and_fills_read_only_columns_whose_dtype_fixes_each_row() -> N
     )
     spec = DesignSpec.from_formula("y ~ " + " + ".join(allowed), frame)
     assert len(spec.columns) == 1 + len(allowed)
+
+
+def test_every_kind_of_missing_value_in_an_object_column_is_one() -> None:
+    """A term that fails on some rows is retried on one row per distinct value, and None,
+    pd.NA and NaN were one value there but not to the term (``astype(bool)`` fails on pd.NA
+    and not on NaN): one user's pd.NA decided another user's NaN row missing, or failed the
+    whole evaluation (an audit). Every missing value of an object column is NaN to the term."""
+    spec = DesignSpec.from_formula("y ~ I(o.astype(bool))", panel().assign(o="a").iloc[:0])
+    frames = []
+    for other in (pd.NA, "x", None):  # user 0's first row: what only it holds
+        frame = panel(n=2, rows=2)
+        frame["o"] = pd.Series([other, "b", "c", np.nan], dtype=object)
+        frames.append(frame)
+    results = [spec.evaluate(frame) for frame in frames]
+    for _, X, _, missing_x in results[1:]:
+        np.testing.assert_array_equal(missing_x[2:], results[0][3][2:])
+        np.testing.assert_array_equal(X[2:], results[0][1][2:])
 
 
 def test_a_term_that_fails_on_its_formula_alone_is_a_formula_error() -> None:

@@ -225,6 +225,11 @@ def _canonical(values: pd.Series, levels: tuple[Any, ...] | None) -> Any:
         )
     if isinstance(dtype, pd.StringDtype) and dtype.na_value is pd.NA:
         return values.astype(object).where(values.notna(), np.nan)
+    if pd.api.types.is_object_dtype(dtype):
+        # one missing value, whatever its kind (None, pd.NA, NaN): a term treats them alike,
+        # and the failing rows' retry groups them as one (a user's pd.NA had failed
+        # astype(bool) for another user's NaN, an audit)
+        return values.where(values.notna(), np.nan)
     if isinstance(dtype, np.dtype) and dtype.kind in "iu":
         return values.astype(np.float64)
     return values

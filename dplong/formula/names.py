@@ -276,14 +276,12 @@ def _check_names(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, 
         if (
             isinstance(node, ast.BinOp)
             and isinstance(node.op, ast.Mult)
-            and any(
-                isinstance(side, ast.Constant) and isinstance(side.value, str | bytes)
-                for side in (node.left, node.right)
-            )
-        ):
+            and any(_texts(side, dtypes) for side in (node.left, node.right))
+        ):  # a text times k: each row's text k times, as long as one user's text is
             raise FormulaError(
-                f"{ast.unparse(node)!r} in {code!r} repeats a text: write the text out (at most "
-                f"{_LONGEST_TEXT:,} characters): {_TERMS}"
+                f"{ast.unparse(node)!r} in {code!r} repeats a text (a text constant, or a column "
+                f"that is not numbers): write a text out, at most {_LONGEST_TEXT:,} characters: "
+                f"{_TERMS}"
             )
         if isinstance(node, ast.Constant) and isinstance(node.value, str | bytes):
             if len(node.value) > _LONGEST_TEXT:
@@ -474,8 +472,14 @@ def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, 
             )
         if isinstance(target, np.ufunc):  # its inputs alone: out= and where= write memory
             _check_arguments(code, call, f"{ast.unparse(func)}()", (target.nin, ()))
+            if target is np.multiply and any(_texts(a, dtypes) for a in call.args):
+                raise FormulaError(
+                    f"{ast.unparse(call)!r} in {code!r} repeats a text (a column that is not "
+                    f"numbers): {_TERMS}"
+                )
         elif id(target) in _signatures():
             _check_arguments(code, call, f"{ast.unparse(func)}()", _signatures()[id(target)])
+            _check_shapes(code, call, target)
         elif target is _PATSY_NAMES["Q"]:
             _check_quoted(code, call, dtypes)
         start = _PUBLIC_ARGUMENTS.get(name)
@@ -552,6 +556,16 @@ def _text_chain(node: ast.expr, dtypes: Mapping[str, Any]) -> bool:
     return False
 
 
+def _texts(node: ast.expr, dtypes: Mapping[str, Any]) -> bool:
+    """Whether ``node`` is a text: a text constant, or a column that is not numbers (or a
+    ``.str`` method's text of one); a comparison of texts is flags, not text."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str | bytes)
+    return _text_chain(node, dtypes) and any(
+        not _number_dtype(dtypes[c]) for c in _columns_in(node, dtypes)
+    )
+
+
 def _text_dtype(dtype: Any) -> bool:
     return isinstance(dtype, pd.StringDtype | pd.CategoricalDtype)
 
@@ -610,6 +624,49 @@ def _check_text_call(code: str, call: ast.Call, name: str) -> None:
             raise FormulaError(
                 f".str.zfill() in {code!r} takes a constant width of at most {_LONGEST_TEXT}"
             )
+
+
+def _check_shapes(code: str, call: ast.Call, target: Any) -> None:
+    """The arguments whose shape decides what a function does row by row: ``np.where`` takes
+    its three (with one it gives the rows' positions), ``np.select`` lists of conditions and
+    choices written in the term (given a column, numpy walks its rows as pairs and gives
+    every user the first match's value, an audit), and a date's constructors no clock
+    (``"now"``: the design would change with the time of day) and a time zone by its name
+    only (a ``dateutil/`` path opens the file it names)."""
+    name = getattr(target, "__name__", "")
+    if target is np.where and len(call.args) != 3:
+        raise FormulaError(f"np.where() in {code!r} takes three arguments: {_TERMS}")
+    if target is np.select and not (
+        len(call.args) >= 2 and all(isinstance(a, ast.List | ast.Tuple) for a in call.args[:2])
+    ):
+        raise FormulaError(
+            f"np.select() in {code!r} takes its conditions and choices as lists written in the "
+            f"term (np.select([x > 0], [x], 0)): {_TERMS}"
+        )
+    if name in ("Timestamp", "Timedelta", "datetime64", "timedelta64"):
+        texts = [
+            n.value
+            for n in ast.walk(call)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        ]
+        if any(t.strip().lower() in ("now", "today") for t in texts):
+            raise FormulaError(f"{ast.unparse(call)!r} in {code!r} reads the clock: {_TERMS}")
+        zone = next((k.value for k in call.keywords if k.arg == "tz"), None)
+        if zone is not None and not (
+            isinstance(zone, ast.Constant) and zone.value in _time_zones()
+        ):
+            raise FormulaError(
+                f"{ast.unparse(call)!r} in {code!r} takes a time zone by its name (tz='UTC', "
+                f"tz='Europe/Paris'): {_TERMS}"
+            )
+
+
+@functools.cache
+def _time_zones() -> frozenset[str]:
+    """The time zones' names a date constant may give (the IANA database's, and UTC)."""
+    import zoneinfo
+
+    return frozenset(zoneinfo.available_timezones()) | {"UTC"}
 
 
 def _check_range(code: str, call: ast.Call) -> None:
