@@ -367,6 +367,9 @@ def test_transforms_that_learn_from_the_data_are_refused(formula: str, match: st
         ("I(x * (pd.Timestamp('now') > pd.Timestamp('2020-01-01')))", "reads the clock"),
         ("I(site * 10000 == 'a')", "repeats a text"),
         ("I(np.multiply(site, 3) == 'a')", "repeats a text"),
+        # a ninth's: a spline degree that crashed the interpreter, sub-nanosecond date units
+        ("bs(x, knots=(0,), lower_bound=-10, upper_bound=10, degree=22)", "degree= of bs"),
+        ("I(x * (np.datetime64('2020-01-01', 'as') > np.datetime64(0, 'D')))", "a nanosecond"),
         ("I(x * (site.str.replace('', 'x') == 'a'))", "replaces an empty text"),
         ("I(x * (site == 'x' * 10**5))", "repeats a text"),
         ("I(x * (site.str.zfill(2**40) == 'a'))", "width of at most 1000"),
@@ -482,6 +485,21 @@ def test_every_kind_of_missing_value_in_an_object_column_is_one() -> None:
     for _, X, _, missing_x in results[1:]:
         np.testing.assert_array_equal(missing_x[2:], results[0][3][2:])
         np.testing.assert_array_equal(X[2:], results[0][1][2:])
+
+
+def test_declared_levels_match_each_object_value_on_its_own() -> None:
+    """Declared levels were matched by ``pd.Index.get_indexer``, which picks how to compare from
+    the whole column: on a column of objects holding numbers, a user's True matched the level
+    1 (Python's equality), and where every row held a flag it matched nothing, so the user's
+    row was kept or dropped as the other users' rows decided (an audit). Each value of an
+    object column is now matched on its own."""
+    first = []
+    for others in ([1, 2, 1], [True, True, True]):
+        frame = panel(n=2, rows=2).assign(obj=pd.Series([True, *others], dtype=object))
+        spec = DesignSpec.from_formula("y ~ C(obj)", frame.iloc[:0], levels={"obj": [1, 2]})
+        _, X, _, missing_x = spec.evaluate(frame)
+        first.append((bool(missing_x[0]), X[0].tolist()))
+    assert first[0] == first[1], first
 
 
 def test_a_term_that_fails_on_its_formula_alone_is_a_formula_error() -> None:

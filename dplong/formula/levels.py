@@ -164,6 +164,11 @@ def _coded(values: Any, levels: tuple[Any, ...]) -> Any:
         source = pd.Categorical(values)
         recode = np.append(pd.Index(levels).get_indexer(source.categories), -1)
         codes = recode[source.codes]  # code -1 (missing) picks the appended -1
+    elif getattr(values, "dtype", None) == np.dtype(object):
+        # a column of Python objects is matched value by value (Python's equality): pandas
+        # picks how to match from the whole column, and a user's True matched a level 1
+        # only where some other row held a number (an audit)
+        codes = pd.Index(list(levels), dtype=object).get_indexer(pd.Index(values, dtype=object))
     else:
         codes = pd.Index(levels).get_indexer(values)
     fate = _REAL_ROWS.get()

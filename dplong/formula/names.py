@@ -651,6 +651,11 @@ def _check_shapes(code: str, call: ast.Call, target: Any) -> None:
         ]
         if any(t.strip().lower() in ("now", "today") for t in texts):
             raise FormulaError(f"{ast.unparse(call)!r} in {code!r} reads the clock: {_TERMS}")
+        if name in ("datetime64", "timedelta64") and any(t in ("ps", "fs", "as") for t in texts):
+            # units below a nanosecond hold only a few seconds: wrong dates without a word
+            raise FormulaError(
+                f"{ast.unparse(call)!r} in {code!r} takes a unit of a nanosecond or more: {_TERMS}"
+            )
         zone = next((k.value for k in call.keywords if k.arg == "tz"), None)
         if zone is not None and not (
             isinstance(zone, ast.Constant) and zone.value in _time_zones()

@@ -28,6 +28,9 @@ from dplong.formula.terms import _PATSY_NAMES, _calls, _columns_in
 
 #: Arguments of patsy's splines that it would otherwise compute from the data.
 _SPLINE_CONSTANTS = ("knots", "lower_bound", "upper_bound")
+#: The highest degree of ``bs``: scipy's spline evaluation fails from degree 21 (an error,
+#: then at 22 a crash of the interpreter, an audit); cubic (3) is patsy's default.
+_LARGEST_DEGREE = 10
 _PUBLIC_TRANSFORMS = (BS, CR, CC, TE)
 
 
@@ -74,6 +77,12 @@ def _check_transforms(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[
                 "minimum and maximum), so one user would move every user's basis: give all of "
                 f"{', '.join(_SPLINE_CONSTANTS)} as public constants, e.g. "
                 f"{name}(x, knots=(30, 50), lower_bound=18, upper_bound=90)"
+            )
+        degree = values.get("degree", 3)
+        if kind is BS and not (type(degree) is int and 0 <= degree <= _LARGEST_DEGREE):
+            raise FormulaError(  # scipy's splev crashed the interpreter from degree 22
+                f"degree= of {name}() in {code!r} must be a whole number from 0 to "
+                f"{_LARGEST_DEGREE}, got {degree!r}"
             )
         if isinstance(values.get("constraints"), str):
             raise FormulaError(
