@@ -554,11 +554,11 @@ def typed(
         meta = _convert(frame._meta, declared, keep, time)  # the partitions' common schema
         return frame.map_partitions(_convert, declared, keep, time, meta=meta)
     if groups is not None:
-        tell_alike_ids(frame[groups], groups)
+        _tell_alike_ids(frame[groups], groups)
     return _convert(frame, declared, keep, time)
 
 
-def tell_alike_ids(ids: pd.Series, column: str) -> None:
+def _tell_alike_ids(ids: pd.Series, column: str) -> None:
     """Tell the data holder (never a result) of user ids that differ as text but read alike as
     numbers or apart from surrounding spaces (``"7"``, ``"7.0"``, ``" 7"``): each is a user of
     its own, so a person whose rows carry two of them would count twice, at twice the budget.

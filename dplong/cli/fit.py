@@ -39,6 +39,13 @@ def _say(args: argparse.Namespace, message: str) -> None:
         print(f"dplong: {message}", file=sys.stderr, flush=True)
 
 
+def _say_warnings(args: argparse.Namespace, read: list[warnings.WarningMessage]) -> None:
+    """The warnings recorded while reading DATA (the reader's notes to the data holder), one
+    line each, as :func:`_say` says them."""
+    for warning in read:
+        _say(args, f"warning: {_one_line(warning.message, args.formula)}")
+
+
 def _run_fit(args: argparse.Namespace, command: str) -> int:
     with warnings.catch_warnings():
         if args.quiet:  # the result and errors only: not even a reader's deprecation warning
@@ -56,16 +63,14 @@ def _fit_and_print(args: argparse.Namespace, command: str) -> int:
         warnings.simplefilter("always")
         ignore_reader_deprecation()
         raw = read_file(args.data, time=args.time)
-    for warning in read:
-        _say(args, f"warning: {_one_line(warning.message, args.formula)}")
+    _say_warnings(args, read)
     _check_columns(raw, args, levels)
     # a factor of text levels declared in the formula is read as one (not as numbers)
     reading: dict[str, Any] = {**text_levels(args.formula), **levels}
     with warnings.catch_warnings(record=True) as read:  # ids that read alike
         warnings.simplefilter("always")
         data = typed(raw, levels=reading, groups=args.groups, time=args.time)
-    for warning in read:
-        _say(args, f"warning: {_one_line(warning.message, args.formula)}")
+    _say_warnings(args, read)
     # the time column's periods (TimeEffects) as numbers where they all are (the column is
     # read as numbers then); else the text declared, of which the column is a factor
     periods = None if args.time not in reading else time_levels(reading[args.time])

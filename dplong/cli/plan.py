@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 import warnings
 
 import numpy as np
@@ -14,12 +13,13 @@ import pandas as pd
 import dplong
 from dplong._validation import listed
 from dplong.cli.checks import _check_arguments, _declared_levels
-from dplong.cli.errors import _for_the_command_line, _InputError, _one_line
+from dplong.cli.errors import _for_the_command_line, _InputError
+from dplong.cli.fit import _say_warnings
 from dplong.cli.keywords import _fit_options, _stage_options
 from dplong.cli.parser import FIT_ONLY
 from dplong.dask_frames import is_dask
 from dplong.formula import check_id_types
-from dplong.io import quiet_parquet_reads, read_failures, read_file, tell_alike_ids
+from dplong.io import _tell_alike_ids, quiet_parquet_reads, read_failures, read_file
 from dplong.models.command_line import MODELS
 from dplong.planning import PlanResults
 
@@ -100,8 +100,7 @@ def _count_units(args: argparse.Namespace, by_user: bool) -> int:
                 n = int(raw.shape[0].compute() if is_dask(raw) else raw.shape[0])
         if by_user:
             check_id_types(distinct)
-            tell_alike_ids(pd.Series(distinct), args.groups)
+            _tell_alike_ids(pd.Series(distinct), args.groups)
             n = len(distinct)
-    for warning in read:
-        print(f"dplong: warning: {_one_line(warning.message, args.formula)}", file=sys.stderr)
+    _say_warnings(args, read)
     return n
