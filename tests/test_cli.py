@@ -462,7 +462,7 @@ class TestBadArguments:
             (replace("--epsilon", "0"), "argument --epsilon: must be a positive number"),
             (replace("--epsilon", "-1"), "argument --epsilon"),
             # near the doubles' end the budget's arithmetic overflowed: numpy's warnings flooded
-            (replace("--epsilon", "1e308"), "--epsilon must be at most 1e+300"),
+            (replace("--epsilon", "1e308"), "argument --epsilon: must be at most 1e+300"),
             (replace("--scale", "abc"), "argument --scale"),
             ([*GOOD, "--delta", "1.5"], "argument --delta"),
             ([*GOOD, "--alpha", "0"], "argument --alpha"),
@@ -490,6 +490,13 @@ class TestBadArguments:
         assert code == 2
         assert expected in err
         assert "Traceback" not in err and out == ""
+
+    def test_epsilon_is_refused_before_the_data_are_read(self) -> None:
+        """Said "reading DATA" and "fitting ... (ε=1e+308)" before the fit refused ε."""
+        code, out, err = run([a for a in replace("--epsilon", "1e308") if a != "--quiet"])
+        assert code == 2 and out == ""
+        assert err.startswith("dplong: error: argument --epsilon: must be at most 1e+300")
+        assert "reading" not in err and "fitting" not in err
 
     def test_library_errors_are_one_line(self) -> None:
         code, _, err = run(replace("--formula", "lwage ~ (exper"))  # patsy's message has 3 lines

@@ -487,6 +487,27 @@ def test_every_kind_of_missing_value_in_an_object_column_is_one() -> None:
         np.testing.assert_array_equal(X[2:], results[0][1][2:])
 
 
+def test_a_date_column_is_in_microseconds_whatever_one_user_stamps() -> None:
+    """pandas stores a date column in the finest unit any cell asks for: one user's nanosecond
+    stamp put every user's dates in nanoseconds, where counting from a constant centuries away
+    overflowed and refused the fit (an audit). Dates are in microseconds whatever the rows hold
+    (finer digits cut), and a cell beyond that unit's range is missing on its own."""
+    term = 'y ~ I((d - pd.Timestamp("1700-01-01")).dt.total_seconds())'
+    spec = DesignSpec.from_formula(term, panel(n=2, rows=2).assign(d=pd.Timestamp(0)).iloc[:0])
+    dates = ["2020-01-01 12:00", "2021-06-30", "1999-12-31"]
+    built = []
+    for last in ("2000-01-01 00:00:00.000000001", "2000-01-01"):  # user 1's last row
+        frame = panel(n=2, rows=2).assign(d=pd.to_datetime([*dates, last], format="ISO8601"))
+        _, X, _, missing_x = spec.evaluate(frame)
+        assert not missing_x.any()
+        built.append(X)
+    np.testing.assert_array_equal(built[0], built[1])
+    seconds = np.array(["2020-01-01T12:00", "300000-01-01", "NaT", "1999-12-31"], dtype="M8[s]")
+    _, X, _, missing_x = spec.evaluate(panel(n=2, rows=2).assign(d=seconds))
+    assert missing_x.tolist() == [False, True, True, False]
+    np.testing.assert_array_equal(X[[0, 3]], built[0][[0, 2]])
+
+
 def test_declared_levels_match_each_object_value_on_its_own() -> None:
     """Declared levels were matched by ``pd.Index.get_indexer``, which picks how to compare from
     the whole column: on a column of objects holding numbers, a user's True matched the level

@@ -11,6 +11,7 @@ from dplong.cli.model_options import _read_per_model, _unique_options, _users_of
 from dplong.cli.values import (
     _PARSERS,
     _alpha,
+    _epsilon,
     _levels,
     _names,
     _positive,
@@ -257,7 +258,7 @@ def _model_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup
     )
     privacy = parser.add_argument_group("privacy")
     privacy.add_argument(
-        "--epsilon", required=True, type=_positive, metavar="EPS", help="total privacy budget ε > 0"
+        "--epsilon", required=True, type=_epsilon, metavar="EPS", help="total privacy budget ε > 0"
     )
     privacy.add_argument(
         "--delta", type=_probability, help="total δ in (0, 1); central default 1/n**2"

@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from dplong._validation import ALPHA_EXPECTED, ALPHA_RANGE
+from dplong._validation import ALPHA_EXPECTED, ALPHA_RANGE, LARGEST_EPSILON
 
 
 def _whole_number(text: str, least: int, expected: str) -> int:
@@ -34,6 +34,15 @@ def _positive(text: str) -> float:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _epsilon(text: str) -> float:
+    """``--epsilon``: positive and at most the library's largest, checked as the options are
+    read (a larger one was refused by the fit, after the data were read and "fitting" said)."""
+    value = _positive(text)
+    if value > LARGEST_EPSILON:
+        raise argparse.ArgumentTypeError(f"must be at most {LARGEST_EPSILON:g}, got {text!r}")
     return value
 
 

@@ -216,9 +216,10 @@ def warn_outside_levels(
 def _canonical(values: pd.Series, levels: tuple[Any, ...] | None) -> Any:
     """One column as patsy reads it: declared factors (and nullable booleans) coded on their
     levels, nullable numbers and numpy integers as float64 (NaN for missing), nullable text
-    with NaN instead of pd.NA. A term's arithmetic is then real arithmetic: on a numpy integer
-    column it wraps (a uint8 column's ``I(u - 10)`` is 251 at 5, and ``I(n**2)`` wraps past
-    2^63), which moved a slope from 0.035 to -0.0002 without a word."""
+    with NaN instead of pd.NA, dates and durations in microseconds. A term's arithmetic is
+    then real arithmetic: on a numpy integer column it wraps (a uint8 column's ``I(u - 10)``
+    is 251 at 5, and ``I(n**2)`` wraps past 2^63), which moved a slope from 0.035 to -0.0002
+    without a word."""
     dtype = values.dtype
     if levels is not None:
         return _coded(values, levels)
@@ -237,7 +238,22 @@ def _canonical(values: pd.Series, levels: tuple[Any, ...] | None) -> Any:
         return values.where(values.notna(), np.nan)
     if isinstance(dtype, np.dtype) and dtype.kind in "iu":
         return values.astype(np.float64)
+    if pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype):
+        return _microseconds(values)
     return values
+
+
+def _microseconds(values: pd.Series) -> pd.Series:
+    """A date or duration column in microseconds, each cell on its own: its finer digits cut,
+    a cell beyond the unit's range (about 290,000 years either side of 1970) missing. pandas
+    stores a column in the finest unit any of its cells asks for, so one person's nanosecond
+    stamp had put every person's dates in nanoseconds, where a constant centuries away
+    overflows (an audit): the unit must not depend on the rows."""
+    unit = values.dt.unit
+    if unit in ("s", "ms"):
+        largest = np.iinfo(np.int64).max // {"s": 1_000_000, "ms": 1_000}[unit]
+        values = values.where(np.abs(values.array.asi8) <= largest)  # NaT's int is out too
+    return values.dt.as_unit("us")  # from ns: floored, as the readers cut a cell's digits
 
 
 def _public_levels(value: Any) -> tuple[Any, ...] | None:
