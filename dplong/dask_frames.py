@@ -95,9 +95,9 @@ _PARTITION_SHIFT = 40
 #: added up and turned into statistics in parallel.
 _PARTITIONS_PER_OUTPUT = 4
 #: Per-user sums a design's partitions add for the data holder's warning of the rows left out:
-#: the user's rows, those the design kept, and (on a partition's first user) its rows without
-#: an id.
-_COUNTED = 3
+#: the user's rows and those the design kept (the rows without an id are counted apart: a
+#: partition of such rows alone has no user to carry them, :func:`rows_without_id`).
+_COUNTED = 2
 
 #: A partition's per-user sums: (rows, user codes 0..n-1, n, per-user tables) -> (n x k).
 PartitionSums = Callable[..., NDArray[np.float64]]
@@ -352,6 +352,7 @@ def reduce_design(
     """
     check_groups(groups, spec.spec.inputs)
     user = column_name(data, groups, "groups")
+    data = readable_ids(data, user)
     order = None if time is None else column_name(data, time, "time")
     needed = list(dict.fromkeys([*spec.spec.inputs, user, *([order] if order else [])]))
     # the data holder's warning of levels read from the values (known categories: one pass
@@ -382,7 +383,7 @@ def reduce_design(
         carried=_COUNTED,
         aggregations=aggregations,
     )
-    statistics, (rows, kept, no_id) = reduced[:, :-_COUNTED], reduced[:, -_COUNTED:].T
+    statistics, (rows, kept) = reduced[:, :-_COUNTED], reduced[:, -_COUNTED:].T
     n = len(ids)
     if users is not None and not np.array_equal(ids, users):
         raise DataError(
@@ -392,12 +393,8 @@ def reduce_design(
         )
     check_users(n, rows=len(data) if n == 0 else n)  # rows counted only if no user has one
     if tell:
-        warn_dropped(
-            int(rows.sum() + no_id.sum()),
-            int(kept.sum()),
-            int(no_id.sum()),
-            time=order is not None,
-        )
+        no_id = int(missing_ids(data[user]).sum().compute())
+        warn_dropped(int(rows.sum()) + no_id, int(kept.sum()), no_id, time=order is not None)
     design = spec.spec
     return ReducedPanel(statistics, ids, n, design.columns, design.outcome, design.formula)
 
@@ -459,6 +456,7 @@ def reduce_users(
     ([2.0, 1.0], ['b', 'a'])
     """
     dask = importlib.import_module("dask")
+    frame = readable_ids(frame, user)
     empty = schema(frame)
     rows = frame.map_partitions(_with_positions, meta=_with_positions(empty))
     if ordered:  # the only full shuffle: rows that need their neighbours
@@ -477,6 +475,8 @@ def reduce_users(
     try:
         result = totals.map_partitions(finish, meta=finish(meta.set_index(_USER))).compute()
     except Exception as failure:  # a distributed shuffle cannot merge ids of several types
+        if isinstance(failure, DataError):  # unhashable ids, said in dplong's words
+            raise
         kinds = _id_kinds(frame[user])
         if len(kinds) > 1 or any(kind.startswith("mixed") for kind in kinds):
             raise DataError(
@@ -492,6 +492,44 @@ def reduce_users(
     del result
     _return_freed_memory()
     return values, ids
+
+
+def missing_ids(ids: DaskSeries) -> DaskSeries:
+    """Whether each row's id is missing (NaN, None, ``pd.NA``, ±inf: :func:`~dplong.formula.
+    user_codes`'): such rows belong to no user, so per-user sums cannot carry them where a
+    partition holds no other row (an audit), and they are counted apart.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, dask.dataframe as dd
+    >>> from dplong.dask_frames import missing_ids
+    >>> ids = dd.from_pandas(pd.Series([1.0, np.nan, np.inf, 2.0]), npartitions=2)
+    >>> int(missing_ids(ids).sum().compute())
+    2
+    """
+    missing: DaskSeries = ids.isnull() | ids.isin([np.inf, -np.inf])
+    return missing
+
+
+def readable_ids(frame: DaskFrame, user: str) -> DaskFrame:
+    """``frame`` with its ids as a shuffle by id reads them: half-precision floats as doubles
+    (each exactly; pandas cannot group by them), and ids stored as dates, times or durations
+    refused (pyarrow's dates failed the shuffle with a traceback, an audit)."""
+    dtype = frame.dtypes[user]
+    if dtype == np.float16:
+        return frame.assign(**{user: frame[user].astype(np.float64)})
+    readable = (
+        pd.api.types.is_numeric_dtype(dtype)
+        or pd.api.types.is_string_dtype(dtype)
+        or pd.api.types.is_object_dtype(dtype)
+        or isinstance(dtype, pd.CategoricalDtype)
+    ) and not (pd.api.types.is_complex_dtype(dtype) or pd.api.types.is_datetime64_any_dtype(dtype))
+    if not readable or str(dtype).startswith(("date", "time", "duration")):
+        raise DataError(
+            f"groups: the ids of {user!r} are stored as {dtype}; ids are numbers or text: "
+            "store the column as one of them"
+        )
+    return frame
 
 
 def _id_kinds(ids: DaskSeries) -> list[str]:
@@ -676,11 +714,9 @@ def _design_sums(
     with contextlib.nullcontext() if tell else rows_told():
         design: PanelDesign = spec.spec.by_user(frame, codes, n, time=times)
     # the rows the design left out, for the data holder's warning (:data:`_COUNTED`): each
-    # user's rows and kept rows, and the partition's rows without an id on its first user
-    no_id = np.zeros(n)
-    no_id[:1] = np.count_nonzero(codes < 0)
+    # user's rows and kept rows
     counted = [np.bincount(codes[codes >= 0], minlength=n), np.bincount(design.codes, minlength=n)]
-    return np.column_stack([sums(design, *tables), *counted, no_id]).astype(np.float64)
+    return np.column_stack([sums(design, *tables), *counted]).astype(np.float64)
 
 
 def _finish(frame: pd.DataFrame, statistic: Statistic, carried: int) -> pd.DataFrame:

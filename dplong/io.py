@@ -433,7 +433,8 @@ def _parts(source: str, path: Path) -> list[Path]:
     parquet: list[Path] = []  # a directory's files named as Parquet (Dask reads only those)
     if path.is_dir():
         files = [p for p in path.rglob("*") if p.is_file()]
-        parquet = [p for p in files if p.name.lower().endswith(_DASK_PARQUET_SUFFIXES)]
+        parquet = [p for p in files if p.name.endswith(_DASK_PARQUET_SUFFIXES)]
+        _check_layout(source, path, files, parquet)
     else:
         files = [Path(found) for found in sorted(glob.glob(source))]
     csv = [p.name for p in files if p.name.lower().endswith(_CSV_SUFFIXES)]
@@ -448,6 +449,46 @@ def _parts(source: str, path: Path) -> list[Path]:
             f"{holds} CSV files ({shown}){beside}; give one .csv file, or .parquet files{only}"
         )
     return parquet or files
+
+
+def _check_layout(source: str, path: Path, files: list[Path], parquet: list[Path]) -> None:
+    """Refuse a Parquet directory that Dask would read only in part, or with its values typed
+    from every file's path. Dask reads the files named ``.parquet``, ``.parq`` or ``.pq``
+    (case sensitive): beside them, a part written without the suffix (``part-00001``, as Spark
+    and Hive name them) or as ``.PARQUET`` was left unread without a word (an audit). Its
+    hive layout (``id=01/``) gives each row the value of a column its path names, typed from
+    every path of the directory: two persons' ids ``01`` and ``1`` became one person's where
+    another path read as text, and the read failed where none did (an audit). The
+    directory's ``_metadata`` footer is not read (:func:`_read_parquet`)."""
+    unnamed = [p.name for p in files if p not in parquet and _is_parquet(p)]
+    if unnamed and parquet:  # none named so: Dask says it finds no Parquet file
+        shown = ", ".join(unnamed[:3]) + (", ..." if len(unnamed) > 3 else "")
+        raise DataError(
+            f"cannot read DATA {source!r}: a directory is read as its files named .parquet, "
+            f".parq or .pq, and it also holds Parquet files named otherwise ({shown}), whose "
+            "rows would not be read; name every part .parquet"
+        )
+    keyed = sorted(
+        {d.split("=", 1)[0] for p in parquet for d in p.relative_to(path).parts[:-1] if "=" in d}
+    )
+    if keyed:
+        raise DataError(
+            f"cannot read DATA {source!r}: its folders name values of {keyed} (a hive layout, "
+            "key=value), which a reader types from every folder's name, so one person's "
+            "value would depend on the others'; write the columns into the files themselves"
+        )
+
+
+def _is_parquet(path: Path) -> bool:
+    """Whether the file at ``path`` is a Parquet file by its first bytes (``PAR1``); a
+    ``_metadata`` footer of the parts, which Dask is told not to read, is no part."""
+    if path.name in ("_metadata", "_common_metadata"):
+        return False
+    try:
+        with path.open("rb") as file:
+            return file.read(4) == b"PAR1"
+    except OSError:
+        return False
 
 
 def _parquet_names(path: Path) -> list[str] | None:
@@ -558,24 +599,38 @@ def typed(
     return _convert(frame, declared, keep, time)
 
 
+#: Characters that show as nothing: a soft hyphen, zero-width spaces and joiners, direction
+#: marks, a byte-order mark.
+_INVISIBLE = "[\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]"
+
+
 def _tell_alike_ids(ids: pd.Series, column: str) -> None:
     """Tell the data holder (never a result) of user ids that differ as text but read alike as
-    numbers or apart from surrounding spaces (``"7"``, ``"7.0"``, ``" 7"``): each is a user of
+    numbers, apart from surrounding spaces and invisible characters, or in one Unicode form
+    (``"7"``, ``"7.0"``, ``" 7"``, ``"José"`` composed and decomposed): each is a user of
     its own, so a person whose rows carry two of them would count twice, at twice the budget.
     In memory only: over a Dask frame it would take a pass of its own (``dplong plan``, which
     has the distinct ids in hand, tells it of a Dask frame's too)."""
     distinct = pd.Series(ids.dropna().unique())
     if distinct.empty:
         return
-    numbers = _parsed(distinct)  # as a cell of numbers reads them
-    text = distinct.astype(str).str.strip().to_numpy()
-    keys = pd.Series(np.where(np.isnan(numbers), text, numbers.astype(str)))
+    # one Unicode form (composed accents, full-width digits), no invisible characters (a
+    # byte-order mark of joined files, a zero-width space) and no surrounding spaces
+    text = (
+        distinct.astype(str)
+        .str.normalize("NFKC")
+        .str.replace(_INVISIBLE, "", regex=True)
+        .str.strip()
+    )
+    numbers = _parsed(text)  # as a cell of numbers reads them
+    keys = pd.Series(np.where(np.isnan(numbers), text.to_numpy(), numbers.astype(str)))
     alike = int(keys.duplicated(keep=False).sum())
     if alike:
         _tell_data_holder(
-            f"{alike:,} user ids of {column!r} read alike with another as numbers or apart from "
-            "spaces (as '7', '7.0' and ' 7' do) but differ as text: each is a user of its own, "
-            "so a person whose rows carry two of them counts as two users and gets twice the "
+            f"{alike:,} user ids of {column!r} read alike with another as numbers, apart from "
+            "spaces or invisible characters, or in another Unicode form (as '7', '7.0', ' 7' "
+            "and the full-width '７' do) but differ as text: each is a user of its own, so a "
+            "person whose rows carry two of them counts as two users and gets twice the "
             "privacy budget; write each person's id one way"
         )
 
@@ -723,7 +778,9 @@ def _read_parquet(source: str) -> DaskFrame:
     """Parquet through Dask: the rows stay on disk until the model reduces them."""
     dd = require_dask()
     try:
-        frame: DaskFrame = dd.read_parquet(source)
+        # its parts as the directory holds them, not as a _metadata footer once listed them
+        # (a part added since was left unread, an audit)
+        frame: DaskFrame = dd.read_parquet(source, ignore_metadata_file=True)
     except (OSError, ValueError) as err:
         # Dask wraps the reader's error in its own words ("An error occurred while calling
         # the read_parquet method registered to the pandas backend."): say the reader's

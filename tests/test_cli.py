@@ -1245,6 +1245,38 @@ class TestDataFiles:
         code, _, err = run(replace("DATA", str(folder)))
         assert code == 0, err
 
+    def test_a_directorys_parquet_parts_are_all_read_or_refused(self, tmp_path: Path) -> None:
+        """Dask reads a directory's files named .parquet, .parq or .pq (case sensitive): a part
+        written without the suffix (as Spark names them) or as .PARQUET was left unread without
+        a word, and a stale _metadata footer hid a part added since (an audit). A hive layout
+        (``id=01/``) typed each person's id from every folder's name: ids 01 and 1 were one
+        person where another folder read as text. Refused, or read whole."""
+        pytest.importorskip("pyarrow")
+        dd = pytest.importorskip("dask.dataframe")
+        wages = dplong.datasets.load_wage_panel()
+        first, later = wages.iloc[:2000], wages.iloc[2000:]
+        for name, match in (("part-00001", "part-00001"), ("b.PARQUET", "b.PARQUET")):
+            folder = tmp_path / name.replace(".", "_")
+            folder.mkdir()
+            first.to_parquet(folder / "a.parquet", index=False)
+            later.to_parquet(folder / name, index=False)
+            code, out, err = run(replace("DATA", str(folder)))
+            assert code == 2 and out == "" and err.count("\n") == 1, err
+            assert f"Parquet files named otherwise ({match})" in err
+        footer = tmp_path / "footer"
+        dd.from_pandas(first, npartitions=1).to_parquet(
+            footer, write_metadata_file=True, write_index=False
+        )
+        later.to_parquet(footer / "part.1.parquet", index=False)
+        read = dplong.io.read_data(str(footer), groups="nr")
+        assert len(read) == len(wages)  # the footer listed part.0 alone
+        hive = tmp_path / "hive"
+        for person, rows in (("01", first), ("1", later)):
+            (hive / f"nr={person}").mkdir(parents=True)
+            rows.drop(columns="nr").to_parquet(hive / f"nr={person}" / "a.parquet", index=False)
+        code, _, err = run(replace("DATA", str(hive)))
+        assert code == 2 and "its folders name values of ['nr'] (a hive layout" in err, err
+
     def test_a_file_dask_cannot_read_is_said_in_the_readers_words(self, tmp_path: Path) -> None:
         pytest.importorskip("pyarrow")
         pytest.importorskip("dask.dataframe")
@@ -1747,6 +1779,15 @@ def test_ids_that_read_alike_are_two_users_and_the_data_holder_is_told(tmp_path:
     lines = ["id,y", *(f"{i},{i % 3}" for i in range(6))]
     alike = tmp_path / "alike.csv"
     alike.write_text("\n".join([*lines, "4.0,1", " 5,2", "x,1", "x ,2"]) + "\n")
+    # one Unicode form, no invisible characters (a later session's audit): told too
+    forms = tmp_path / "forms.csv"
+    others = ["Jos\u00e9,1", "Jose\u0301,2", "\ufeffu7,1", "u7,2", "u8\u200b,1", "u8,2", "\uff18,1"]
+    forms.write_text("\n".join([*lines, *others, "8,2"]) + "\n", encoding="utf-8")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dplong.io.read_data(str(forms), groups="id")
+    told = [str(w.message) for w in caught if issubclass(w.category, DataHolderWarning)]
+    assert len(told) == 1 and told[0].startswith("8 user ids of 'id' read alike"), told
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         frame = dplong.io.read_data(str(alike), groups="id")

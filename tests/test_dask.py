@@ -39,9 +39,11 @@ from dplong.exceptions import (
 )
 from dplong.models.curves import user_curves
 from dplong.models.location import _UserMoments
+from dplong.models.mean import ColumnMean
 from dplong.privacy import ranges
 
 dd = pytest.importorskip("dask.dataframe")
+dask = pytest.importorskip("dask")
 # the fits compare two paths on small panels: their reliability notes are beside the point
 pytestmark = pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
 
@@ -1034,3 +1036,43 @@ def test_mean_of_an_expression_is_the_same_on_dask(data: pd.DataFrame) -> None:
         epsilon=1.0, random_state=5
     )
     assert_same_release(memory, lazy)
+
+
+def test_a_partition_of_rows_without_ids_is_told_and_odd_id_types_are_refused() -> None:
+    """A Parquet file whose rows all lack an id is a partition with no user: the per-user sums
+    had no user to carry its count (the rows left out without a word), and the mean's sums
+    failed with numpy's traceback. Ids stored as dates failed the shuffle with pyarrow's
+    traceback, as half-precision floats did pandas', and lists gave "several types" (an
+    audit). Each is told or refused in dplong's words; half-precision ids read as doubles."""
+    rng = np.random.default_rng(0)
+    ids = np.repeat(np.arange(300.0), 3)
+    whole = pd.DataFrame({"id": ids, "x": rng.normal(size=900), "y": rng.normal(size=900)})
+    lost = pd.DataFrame({"id": np.full(30, np.nan), "x": 0.0, "y": 0.0})
+    frame = dd.concat([dd.from_pandas(whole, npartitions=1), dd.from_pandas(lost, npartitions=1)])
+    fits = (
+        lambda: dplong.PooledOLS.from_formula("y ~ x", frame, groups="id"),
+        lambda: dplong.winsorized_mean(frame["y"], groups=frame["id"], epsilon=8, random_state=0),
+    )
+    for fit in fits:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fit()
+        told = [str(w.message) for w in caught if issubclass(w.category, DataHolderWarning)]
+        said = ("30 of 930 rows are left out: 30 no user id", "Of 930 rows, 30 without a user id")
+        assert any(t.startswith(said) for t in told), told
+    halves = whole.assign(id=whole["id"].astype(np.float16))
+    model = dplong.PooledOLS.from_formula(
+        "y ~ x", dd.from_pandas(halves, npartitions=2), groups="id"
+    )
+    assert model.nobs_users == 300
+    dates = whole.assign(id=pd.Timestamp("2020-01-01") + pd.to_timedelta(whole["id"], "D"))
+    with pytest.raises(DataError, match="groups: the ids of 'id' are stored as datetime64"):
+        dplong.PooledOLS.from_formula("y ~ x", dd.from_pandas(dates, npartitions=2), groups="id")
+    with dask.config.set({"dataframe.convert-string": False}):  # lists, as Parquet stores them
+        lists = dd.from_pandas(whole.assign(id=[np.array([i]) for i in ids]), npartitions=2)
+    for build in (
+        lambda: dplong.PooledOLS.from_formula("y ~ x", lists, groups="id"),
+        lambda: ColumnMean.from_formula("y ~ 1", lists, groups="id"),
+    ):
+        with pytest.raises(DataError, match="groups must be hashable user ids"):
+            build()

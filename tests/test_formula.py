@@ -379,6 +379,23 @@ def test_transforms_that_learn_from_the_data_are_refused(formula: str, match: st
         ("I(x * (1 << 62))", r"an integer of 2\*\*53 or more"),
         ("I(x * 0 + math.factorial(10 ** 8))", r"math.factorial\(\) .* not allowed"),
         ("bs(x, knots=tuple(range(10**6)))", r"range\(\) takes integer constants"),
+        # a tenth audit's: numpy's search from the row before, None, clocks, the host's zone,
+        # degrees and powers whose time grows, a list built as long as one likes
+        ("I(np.interp(x, [0.0, 1.0, 0.5], [0.0, 1.0, 2.0]))", r"np.interp\(\) .* takes its xp"),
+        ("I(np.interp(x, [0.0, np.inf], [0.0, 1.0]))", r"np.interp\(\) .* takes its xp"),
+        ("I(x.isin([None]))", "None in"),
+        ("I(np.where(x > 0, 3, None) ** 10)", "None in"),
+        ("I(x * 0 + (np.datetime64(b'now') > np.datetime64('2020-01-01')))", "written out"),
+        ("I(x * 0 + (pd.Timestamp('no' + 'w') > pd.Timestamp('2020-01-01')))", "written out"),
+        (
+            "I(x + (pd.Timestamp('2020-06-01', tz='localtime') > pd.Timestamp(0, tz='UTC')))",
+            "a time zone by its name",
+        ),
+        ("scipy.special.eval_chebyt(3, x)", r"eval_chebyt\(\) .* not allowed"),
+        ("I(x.isin([0.5] * 10**7))", "repeats a list"),
+        ("I(x + 0 * np.hypot([[0.0]], [0.0]))", "lists are of values, not of lists"),
+        ("I(site ** 3 == 'a')", "raises or shifts a column that is not numbers"),
+        ("I(np.power(site, 3) == 'a')", "raises or shifts a column that is not numbers"),
     ],
 )
 def test_terms_beyond_the_allow_list_are_refused(term: str, match: str, tmp_path: Path) -> None:
@@ -397,7 +414,7 @@ def test_terms_beyond_the_allow_list_are_refused(term: str, match: str, tmp_path
     frame = panel()
     namespace = {"W": frame, "ids": frame["user"], "os": os, "sys": sys, "pd": pd, "np": np}
     namespace |= {"math": math, "buf": np.zeros(len(frame)), "parse": packaging.version.parse}
-    namespace |= {"standardize": patsy.builtins.standardize}
+    namespace |= {"standardize": patsy.builtins.standardize, "scipy": scipy}
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(tmp_path)
         patch.setattr(builtins, "display", print, raising=False)  # a notebook's, in builtins
@@ -422,6 +439,8 @@ def test_terms_beyond_the_allow_list_are_refused(term: str, match: str, tmp_path
         "scipy.special.expit(x)",
         "I(own(x) + math.pi)",
         "I(round(abs(x), 2))",
+        "I(np.interp(x, [-1, 0.5, 2.0], [0.0, 1.0, 0.0]))",
+        "I(site.str.slice(None, 1) == 'a')",
     )
     spec = DesignSpec.from_formula(
         "y ~ " + " + ".join(allowed),
@@ -485,6 +504,25 @@ def test_every_kind_of_missing_value_in_an_object_column_is_one() -> None:
     for _, X, _, missing_x in results[1:]:
         np.testing.assert_array_equal(missing_x[2:], results[0][3][2:])
         np.testing.assert_array_equal(X[2:], results[0][1][2:])
+
+
+def test_a_formula_that_expands_past_its_bound_or_nests_too_deeply_is_refused() -> None:
+    """patsy expands ``a * b * ...`` into every interaction (2**k terms: a formula of 120
+    characters took 24 s at k = 17, and never finished at 25), and a long sum nested past
+    Python's recursion raised RecursionError with a traceback (an audit): both are formula
+    errors, before anything is expanded or evaluated."""
+    frame = panel()
+    star = " * ".join(f"I(x + {i})" for i in range(25))
+    for formula, match in (
+        (f"y ~ {star}", "expands to more than 1,000 terms"),
+        (f"y ~ ({' + '.join(f'I(x + {i})' for i in range(40))}) ** 3", "more than 1,000"),
+        ("y ~ " + "+".join(["x"] * 3000), "nests or chains too deeply"),
+        ("y ~ I(x" + "+1" * 3000 + ")", "nests too deeply"),
+    ):
+        with pytest.raises(FormulaError, match=match):
+            DesignSpec.from_formula(formula, frame)
+    spec = DesignSpec.from_formula("y ~ I(x + 1) * I(x + 2) * C(site, levels=['a', 'b'])", frame)
+    assert len(spec.columns) == 8
 
 
 def test_a_date_column_is_in_microseconds_whatever_one_user_stamps() -> None:

@@ -12,7 +12,7 @@ from dplong.exceptions import DataError, DataHolderWarning, FormulaError
 from dplong.formula.levels import LevelsLike, warn_levels_from_values
 from dplong.formula.panel import PanelDesign, time_order
 from dplong.formula.spec import DesignSpec
-from dplong.formula.terms import _PATSY_NAMES, _parse, _unresolved, formula_env
+from dplong.formula.terms import _PATSY_NAMES, _parse, _unresolved, formula_env, model_desc
 from dplong.formula.users import (
     GroupsLike,
     check_groups,
@@ -71,10 +71,7 @@ def rhs_design(
     dplong.exceptions.DataError: the rows lack the column(s) ['z'] that 'y ~ x + np.log(z)' reads...
     """
     lhs, rhs = formula.split("~", 1)
-    try:
-        desc = patsy.ModelDesc.from_formula(rhs)
-    except patsy.PatsyError as err:
-        raise FormulaError(f"cannot parse {formula!r}: {err}") from None
+    desc = model_desc(rhs)
     env = formula_env(eval_env)
     namespace = env.with_outer_namespace(_PATSY_NAMES).namespace
     lacking = [

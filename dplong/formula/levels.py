@@ -253,7 +253,8 @@ def _microseconds(values: pd.Series) -> pd.Series:
     if unit in ("s", "ms"):
         largest = np.iinfo(np.int64).max // {"s": 1_000_000, "ms": 1_000}[unit]
         values = values.where(np.abs(values.array.asi8) <= largest)  # NaT's int is out too
-    return values.dt.as_unit("us")  # from ns: floored, as the readers cut a cell's digits
+    in_us: pd.Series = values.dt.as_unit("us")  # from ns: floored, as the readers cut digits
+    return in_us
 
 
 def _public_levels(value: Any) -> tuple[Any, ...] | None:

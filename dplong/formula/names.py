@@ -48,6 +48,7 @@ from __future__ import annotations
 import ast
 import builtins
 import functools
+import itertools
 import math
 import sys
 import sysconfig
@@ -125,6 +126,9 @@ _LONGEST_TEXT = 1000
 #: The most values ``range`` of constants may give (declared levels, a spline's knots): Python
 #: builds them when the term is evaluated (``tuple(range(10**9))`` never finished).
 _LONGEST_RANGE = 10_000
+#: numpy's powers and shifts: on a column of Python's objects, Python's own, whose time grows
+#: with the exponent (refused there).
+_POWERS = (np.power, np.float_power, np.left_shift, np.ldexp)
 #: :mod:`math`'s functions whose time grows with their integer arguments
 #: (``math.factorial(10**8)`` never finished): not allowed.
 _SLOW_MATH = frozenset({"comb", "factorial", "perm", "prod"})
@@ -224,6 +228,22 @@ def _check_names(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, 
     """
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     indexed = _text_positions(code, tree, namespace, dtypes)
+    defaults = {  # a keyword's None is its default (bs(x, knots=None)), a text method's a
+        # position left open (x.str.slice(None, 3))
+        id(a)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        for a in [
+            *(k.value for k in node.keywords),
+            *(
+                node.args
+                if isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Attribute)
+                and node.func.value.attr == "str"
+                else ()
+            ),
+        ]
+    }
     if sum(_grows(node) for node in ast.walk(tree)) > 1:
         raise FormulaError(
             f"{code!r} lengthens a text more than once (.str.replace by a longer text, "
@@ -256,7 +276,38 @@ def _check_names(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, 
                 f"{ast.unparse(node)!r} in {code!r} is an integer of 2**53 or more, where a "
                 f"column of integers and one of floats part ways: write it as a float: {_TERMS}"
             )
+        if isinstance(node, ast.Constant) and node.value is None and id(node) not in defaults:
+            raise FormulaError(
+                f"None in {code!r}: a term's values are numbers, flags or texts (with None numpy "
+                "makes Python objects, whose power of a big integer never ends, and pandas' "
+                "isin() matches None to a missing value only in data of a million rows or "
+                f"more, an audit); a missing value is np.nan: {_TERMS}"
+            )
+        if isinstance(node, ast.List | ast.Tuple) and any(
+            isinstance(e, ast.List | ast.Tuple) for e in node.elts
+        ):
+            raise FormulaError(
+                f"{ast.unparse(node)!r} in {code!r}: a term's lists are of values, not of lists "
+                f"(a table against a column is a table of rows each): {_TERMS}"
+            )
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Mult)
+            and any(_sequence(code, side, namespace, dtypes) for side in (node.left, node.right))
+        ):
+            raise FormulaError(
+                f"{ast.unparse(node)!r} in {code!r} repeats a list (Python builds it when the "
+                f"term is evaluated: [0.5] * 10**9 would fill the memory); write it out: {_TERMS}"
+            )
         raised = _raised(node)
+        if raised is not None and any(
+            not _number_dtype(dtypes[c]) for part in raised[:2] for c in _columns_in(part, dtypes)
+        ):
+            raise FormulaError(
+                f"{ast.unparse(node)!r} in {code!r} raises or shifts a column that is not numbers "
+                "(on Python's objects a power of a big integer never ends): "
+                f"{_TERMS}"
+            )
         if (
             raised is not None
             and not _columns_in(node, dtypes)
@@ -472,6 +523,19 @@ def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, 
             )
         if isinstance(target, np.ufunc):  # its inputs alone: out= and where= write memory
             _check_arguments(code, call, f"{ast.unparse(func)}()", (target.nin, ()))
+            if target.__name__.startswith("eval_"):  # scipy.special's orthogonal polynomials
+                raise FormulaError(
+                    f"{ast.unparse(func)}() in {code!r} is not allowed in a formula (its time "
+                    "grows with the polynomial's degree: one user's degree of 2**52 never "
+                    f"ends); write the polynomial out: {_TERMS}"
+                )
+            if target in _POWERS and any(
+                not _number_dtype(dtypes[c]) for a in call.args for c in _columns_in(a, dtypes)
+            ):
+                raise FormulaError(
+                    f"{ast.unparse(call)!r} in {code!r} raises or shifts a column that is not "
+                    f"numbers (on Python's objects a power of a big integer never ends): {_TERMS}"
+                )
             if target is np.multiply and any(_texts(a, dtypes) for a in call.args):
                 raise FormulaError(
                     f"{ast.unparse(call)!r} in {code!r} repeats a text (a column that is not "
@@ -643,13 +707,21 @@ def _check_shapes(code: str, call: ast.Call, target: Any) -> None:
             f"np.select() in {code!r} takes its conditions and choices as lists written in the "
             f"term (np.select([x > 0], [x], 0)): {_TERMS}"
         )
+    if target is np.interp and not _increasing(call.args[1] if len(call.args) > 1 else None):
+        raise FormulaError(
+            f"np.interp() in {code!r} takes its xp as finite numbers written in the term, each "
+            "above the one before (numpy starts each row's search where the row before found "
+            f"its place: on other xp one user's row moved the next user's value): {_TERMS}"
+        )
     if name in ("Timestamp", "Timedelta", "datetime64", "timedelta64"):
-        texts = [
-            n.value
-            for n in ast.walk(call)
-            if isinstance(n, ast.Constant) and isinstance(n.value, str)
-        ]
-        if any(t.strip().lower() in ("now", "today") for t in texts):
+        arguments = [*call.args, *(k.value for k in call.keywords)]
+        if not all(_plain(a) for a in arguments):
+            raise FormulaError(
+                f"{ast.unparse(call)!r} in {code!r}: a date's or a duration's constructor takes "
+                f"numbers and texts written out (a text built with + may say 'now'): {_TERMS}"
+            )
+        texts = [a.value for a in arguments if isinstance(a, ast.Constant)]
+        if any(isinstance(t, str) and t.strip().lower() in ("now", "today") for t in texts):
             raise FormulaError(f"{ast.unparse(call)!r} in {code!r} reads the clock: {_TERMS}")
         if name in ("datetime64", "timedelta64") and any(t in ("ps", "fs", "as") for t in texts):
             # units below a nanosecond hold only a few seconds: wrong dates without a word
@@ -666,12 +738,48 @@ def _check_shapes(code: str, call: ast.Call, target: Any) -> None:
             )
 
 
+def _sequence(code: str, node: ast.expr, namespace: Any, dtypes: Mapping[str, Any]) -> bool:
+    """Whether ``node`` is a list or tuple: written in the term, or a name of the session."""
+    if isinstance(node, ast.List | ast.Tuple):
+        return True
+    if isinstance(node, ast.Name | ast.Attribute):
+        kind, value = _resolved(code, node, namespace, dtypes)
+        return kind == "value" and isinstance(value, list | tuple)
+    return False
+
+
+def _plain(node: ast.expr) -> bool:
+    """A number or a text written out (``-1`` too): never bytes, nor an expression."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, int | float | str)
+
+
+def _increasing(node: ast.expr | None) -> bool:
+    """Whether ``node`` is a list or tuple of finite numbers written out, each above the one
+    before."""
+    try:
+        values = ast.literal_eval(node) if isinstance(node, ast.List | ast.Tuple) else None
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    if not (
+        values
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+        and all(math.isfinite(v) for v in values)
+    ):
+        return False
+    return all(a < b for a, b in itertools.pairwise(values))
+
+
 @functools.cache
 def _time_zones() -> frozenset[str]:
-    """The time zones' names a date constant may give (the IANA database's, and UTC)."""
+    """The time zones' names a date constant may give (the IANA database's, and UTC), but
+    those a machine sets for itself: ``localtime`` is the host's own zone (a link to
+    ``/etc/localtime``, an audit), ``Factory`` and ``posixrules`` its defaults."""
     import zoneinfo
 
-    return frozenset(zoneinfo.available_timezones()) | {"UTC"}
+    host = {"localtime", "Factory", "posixrules"}
+    return frozenset(zoneinfo.available_timezones() - host) | {"UTC"}
 
 
 def _check_range(code: str, call: ast.Call) -> None:
@@ -888,13 +996,14 @@ def _callers_own(target: Any) -> bool:
 
 
 def _public_constant(value: Any) -> bool:
-    """A number, string, array, list or tuple of them, or a dtype: a public constant."""
-    if value is None or isinstance(value, bool | int | float | complex | str | bytes):
+    """A number, string, array, list or tuple of them, or a dtype: a public constant (not
+    None: numpy makes Python objects of it, :func:`_check_names`)."""
+    if isinstance(value, bool | int | float | complex | str | bytes):
         return True
     if isinstance(value, np.generic | np.dtype):
         return True
-    if isinstance(value, np.ndarray):
-        return value.dtype.kind in "biufcUS"
+    if isinstance(value, np.ndarray):  # a table against a column is a table of rows each
+        return value.dtype.kind in "biufcUS" and value.ndim <= 1
     if isinstance(value, list | tuple):
         return all(_public_constant(v) for v in value)
     return isinstance(value, type) and (

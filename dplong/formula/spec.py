@@ -34,7 +34,7 @@ from dplong.formula.names import _check_names
 from dplong.formula.panel import PanelDesign, _grouped, _sort_key, warn_shared_times
 from dplong.formula.row_wise import _check_row_by_row_cached, _check_row_wise, _verdict_key
 from dplong.formula.synthetic import _synthetic_rows
-from dplong.formula.terms import _PATSY_NAMES, _columns_in, _parse, formula_env
+from dplong.formula.terms import _PATSY_NAMES, _columns_in, _parse, formula_env, model_desc
 from dplong.formula.transforms import _check_transforms, _with_public_transforms
 from dplong.formula.users import check_unique_columns
 
@@ -143,10 +143,7 @@ class DesignSpec:
         if not isinstance(schema, pd.DataFrame):
             raise DataError(f"data must be a pandas DataFrame, got {type(schema).__name__}")
         env = formula_env(eval_env if eval_env is not None else patsy.EvalEnvironment.capture(1))
-        try:
-            desc = patsy.ModelDesc.from_formula(formula)
-        except patsy.PatsyError as err:
-            raise FormulaError(f"cannot parse {formula!r}: {err}") from None
+        desc = model_desc(formula)
         if len(desc.lhs_termlist) != 1 or len(desc.lhs_termlist[0].factors) != 1:
             raise FormulaError(
                 f"{formula!r} must have one outcome column left of '~', like 'y ~ x'"

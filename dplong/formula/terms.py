@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import patsy
 import patsy.builtins
+from patsy.parse_formula import parse_formula
 
 from dplong.exceptions import FormulaError
 
@@ -20,10 +21,77 @@ from dplong.exceptions import FormulaError
 _PATSY_NAMES = {name: getattr(patsy.builtins, name) for name in patsy.builtins.__all__}
 
 
+#: The most terms a formula may expand to: patsy expands ``a * b * c ...`` into every
+#: interaction, 2**k terms of k factors (a formula of 120 characters took 24 s at k = 17 and
+#: never finished at 25, an audit).
+MOST_TERMS = 1000
+
+
+def model_desc(formula: str) -> patsy.ModelDesc:
+    """patsy's terms of ``formula``; a formula patsy cannot parse, one nested beyond Python's
+    recursion, or one that expands to more than :data:`MOST_TERMS` terms (bounded on the
+    parse tree, before patsy expands it) is a :class:`~dplong.exceptions.FormulaError`.
+
+    Examples
+    --------
+    >>> from dplong.formula.terms import model_desc
+    >>> len(model_desc("y ~ (a + b) * c").rhs_termlist)  # the intercept, a, b, c, a:c, b:c
+    6
+    >>> model_desc("y ~ " + " * ".join(f"x{i}" for i in range(12)))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.FormulaError: 'y ~ x0 * x1 * ...' expands to more than 1,000 terms ...
+    """
+    try:
+        if _most_terms(parse_formula(formula)) > MOST_TERMS:
+            shown = formula if len(formula) < 60 else formula[:16] + " ..."
+            raise FormulaError(
+                f"{shown!r} expands to more than {MOST_TERMS:,} terms (patsy writes out every "
+                "interaction of a * b * ...: 2**k terms of k factors); write the terms the "
+                "model needs"
+            )
+        return patsy.ModelDesc.from_formula(formula)
+    except patsy.PatsyError as err:
+        raise FormulaError(f"cannot parse {formula!r}: {err}") from None
+    except RecursionError:
+        raise FormulaError(
+            f"the formula {formula[:60]!r}... nests or chains too deeply to be read"
+        ) from None
+
+
+def _most_terms(node: Any) -> int:
+    """An upper bound on the terms patsy's parse tree ``node`` expands to, capped just above
+    :data:`MOST_TERMS` (the bound only decides a refusal)."""
+    kind, args = node.type, node.args
+    counts = [_most_terms(a) for a in args]
+    if kind == "PYTHON_EXPR":
+        bound = 1
+    elif kind in ("ZERO", "ONE", "NUMBER"):
+        bound = 0
+    elif kind == "-":  # a removal never adds terms
+        bound = counts[0]
+    elif kind == ":":
+        bound = counts[0] * counts[1]
+    elif kind in ("*", "/"):
+        bound = counts[0] + counts[1] + counts[0] * counts[1]
+    elif kind == "**":  # every interaction of the base's terms up to the power's order
+        try:
+            order = int(float(args[1].token.extra))
+        except (AttributeError, TypeError, ValueError, OverflowError):
+            order = MOST_TERMS
+        base = counts[0]
+        bound = min(2 ** min(base, 64), base ** min(max(order, 1), 64))
+    else:  # "~", "+": the sides' terms
+        bound = sum(counts)
+    return min(bound, MOST_TERMS + 1)
+
+
 def _parse(factor: Any, formula: str) -> ast.Expression:
     code = str(factor.code)
     try:
         return ast.parse(code, mode="eval")
+    except RecursionError:
+        raise FormulaError(f"the term {code[:60]!r}... of the formula nests too deeply") from None
     except SyntaxError:
         # words with spaces between them: most likely a column so named
         hint = f": a column named so is written Q({code!r})" if _spaced_name(code) else ""
@@ -151,16 +219,13 @@ def term_trees(formula: str, *, outcome: bool = True) -> list[ast.Expression]:
     """
     if not isinstance(formula, str) or "~" not in formula:
         raise FormulaError(f"formula must be a string like 'y ~ x1 + x2', got {formula!r}")
-    try:
-        desc = patsy.ModelDesc.from_formula(formula)
-    except patsy.PatsyError as err:
-        raise FormulaError(f"cannot parse the formula {formula!r}: {err}") from None
+    desc = model_desc(formula)
     trees = []
     for term in [*(desc.lhs_termlist if outcome else ()), *desc.rhs_termlist]:
         for factor in term.factors:
             try:
                 trees.append(ast.parse(factor.code.strip(), mode="eval"))
-            except SyntaxError:
+            except (SyntaxError, RecursionError):
                 raise FormulaError(f"cannot parse {factor.code!r} in {formula!r}") from None
     return trees
 
@@ -234,7 +299,7 @@ def levels_in_place(formula: str) -> dict[str, list[Any]]:
         for keyword in node.keywords:
             try:
                 levels = ast.literal_eval(keyword.value) if keyword.arg == "levels" else None
-            except ValueError:
+            except (ValueError, TypeError, RecursionError):  # {[]: 1} is no set of levels
                 continue
             if isinstance(levels, list | tuple) and levels:
                 found[column] = list(levels)

@@ -16,6 +16,10 @@ from dplong.exceptions import DataError, DataHolderWarning, FormulaError, Insuff
 GroupsLike = str | ArrayLike
 
 
+#: The refusal of ids that are no ids (lists, dicts): never echoed, they are the data.
+UNHASHABLE_IDS = "groups must be hashable user ids (numbers or text), got unhashable values"
+
+
 def user_codes(ids: NDArray[Any]) -> tuple[NDArray[np.intp], NDArray[Any]]:
     """Codes 0..n-1 of the user ids in first-appearance order (-1 for a missing id: NaN, ±inf,
     None or ``pd.NA``), and the n distinct ids in that order.
@@ -36,9 +40,7 @@ def user_codes(ids: NDArray[Any]) -> tuple[NDArray[np.intp], NDArray[Any]]:
     try:
         codes, uniques = pd.factorize(ids, sort=False)
     except TypeError:  # lists or dicts as ids: never echoed, they are the data
-        raise DataError(
-            "groups must be hashable user ids (numbers or text), got unhashable values"
-        ) from None
+        raise DataError(UNHASHABLE_IDS) from None
     codes, uniques = _text_twins_merged(codes, np.asarray(uniques))
     return codes.astype(np.intp, copy=False), uniques
 

@@ -18,7 +18,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from dplong._grouping import factorize_groups
 from dplong._validation import RandomState, checked_call, not_columns
-from dplong.dask_frames import column_name, design_spec, is_dask, outcome_rows, require_dask
+from dplong.dask_frames import (
+    column_name,
+    design_spec,
+    is_dask,
+    missing_ids,
+    outcome_rows,
+    readable_ids,
+    require_dask,
+)
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import (
     DesignSpec,
@@ -30,6 +38,7 @@ from dplong.formula import (
     warn_dropped,
 )
 from dplong.formula.terms import analyst_env
+from dplong.formula.users import UNHASHABLE_IDS
 from dplong.models.base import PanelModel
 from dplong.models.blocks import Block, FitRequest, Statistics
 from dplong.models.command_line import (
@@ -476,12 +485,16 @@ class ColumnMean:
         # n counts the distinct ids, a row with a missing id belonging to no user (as in fit)
         if is_dask(data):  # columns of the frame, reduced where they lie by winsorized_mean
             self._values = _outcome(formula, data, groups)
-            self._groups = data[column_name(data, groups, "groups")]
-            no_id = self._groups.isnull() | self._groups.isin([np.inf, -np.inf])  # user_codes'
+            user = column_name(data, groups, "groups")
+            self._groups = readable_ids(data, user)[user]
+            no_id = missing_ids(self._groups)
             kept = ~no_id & self._values.notnull()
-            users, rows, kept_rows, no_ids = require_dask().compute(
-                self._groups[~no_id].nunique(), no_id.size, kept.sum(), no_id.sum()
-            )  # one pass over the two columns
+            try:
+                users, rows, kept_rows, no_ids = require_dask().compute(
+                    self._groups[~no_id].nunique(), no_id.size, kept.sum(), no_id.sum()
+                )  # one pass over the two columns
+            except TypeError:  # lists as ids (pandas' "unhashable type")
+                raise DataError(UNHASHABLE_IDS) from None
             self.nobs_users = int(users)
             warn_dropped(int(rows), int(kept_rows), int(no_ids))
         else:

@@ -13,7 +13,7 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from dplong._validation import as_columns, warn
-from dplong.dask_frames import is_dask, reduce_users, require_dask
+from dplong.dask_frames import is_dask, missing_ids, reduce_users, require_dask
 from dplong.exceptions import DataError, DataHolderWarning, ParameterError
 from dplong.models.mean_levels import Grouping, _first_level_only, _rows_at_levels, _spread
 from dplong.privacy.winsorized import column_names
@@ -146,8 +146,9 @@ def _mean_sums(values: NDArray[np.float64], codes: NDArray[np.intp], n: int) -> 
     present = ~np.isnan(values) & (codes >= 0)[:, None]  # code -1: a row of no user
     filled = np.where(present, values, 0.0)
     codes = np.where(codes >= 0, codes, 0)
-    sums = [np.bincount(codes, weights=col, minlength=n) for col in filled.T]
-    counts = [np.bincount(codes, weights=col, minlength=n) for col in present.T]
+    # [:n]: a partition of rows none of which has an id (n = 0) still counts into code 0
+    sums = [np.bincount(codes, weights=col, minlength=n)[:n] for col in filled.T]
+    counts = [np.bincount(codes, weights=col, minlength=n)[:n] for col in present.T]
     return np.column_stack([*sums, *counts])
 
 
@@ -197,7 +198,10 @@ def _dask_user_means(
     )
     if len(ids) == 0:
         raise DataError(f"values is empty (shape (0, {len(columns)}))")
-    _warn_left_out(means[:, -tally:].sum(axis=0), labels)
+    counts = means[:, -tally:].sum(axis=0)
+    # a partition of rows without an id has no user to carry its count: counted apart
+    lost = int(missing_ids(groups).sum().compute()) - counts[1]
+    _warn_left_out(counts + np.array([lost, lost, *np.zeros(tally - 2)]), labels)
     means = means[:, :-tally]
     if levels:
         means, rows_at = means[:, :-levels], means[:, -levels:]
