@@ -114,14 +114,19 @@ STEPS_SHARES = (0.45, 0.05, 0.05, 0.05, 0.05, 0.3, 0.05)
 #: The model's assumption, in every fit's results: where it fails, GLS (private or not, as
 #: linearmodels') converges to neither the within nor the between slope, and its intervals
 #: miss the truth (docs/guide/panel.md, "The model's assumption"); no number of the fit itself
-#: tells that case apart, a comparison with another fit does (:func:`dplong.hausman`).
+#: tells that case apart, a comparison with another fit does (:func:`dplong.hausman`). There
+#: the slopes also move with θ, which the pilot's privacy noise moves through the released
+#: components (their residuals' within variance holds the pilot's slope error), and the
+#: intervals hold the fit at the released θ: an audit's silent misses of the noise-free GLS
+#: were of this kind (docs/accuracy.md, "Random effects' silent misses: the released θ").
 UNCORRELATED = (
     "Random effects: the person effects are assumed uncorrelated with every regressor; where "
     "they are not (a regressor's person means related to the effect), the coefficients of "
-    "regressors that vary within persons are biased, as in any random-effects GLS. "
-    "dplong.hausman(a PanelOLS fit, this fit) tests it against the within estimator, which "
-    "absorbs the effects; the PanelOLS fit against a BetweenOLS fit is the more powerful test "
-    "under privacy."
+    "regressors that vary within persons are biased, as in any random-effects GLS, and they "
+    "move with the released variance components (θ), which the pilot fit's privacy noise "
+    "moves there: the intervals hold GLS at the released θ, and GLS at the data's own can lie "
+    "outside them. dplong.hausman(a PanelOLS fit, a BetweenOLS fit) tests it (the more "
+    "powerful test under privacy; PanelOLS against this fit too)."
 )
 
 
