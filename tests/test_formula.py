@@ -508,7 +508,8 @@ def test_every_kind_of_missing_value_in_an_object_column_is_one() -> None:
 
 def test_a_formula_that_expands_past_its_bound_or_nests_too_deeply_is_refused() -> None:
     """patsy expands ``a * b * ...`` into every interaction (2**k terms: a formula of 120
-    characters took 24 s at k = 17, and never finished at 25), and a long sum nested past
+    characters took 24 s at k = 17, and never finished at 25), and every level of one
+    declared factor with every level of another (10**8 columns), and a long sum nested past
     Python's recursion raised RecursionError with a traceback (an audit): both are formula
     errors, before anything is expanded or evaluated."""
     frame = panel()
@@ -518,6 +519,7 @@ def test_a_formula_that_expands_past_its_bound_or_nests_too_deeply_is_refused() 
         (f"y ~ ({' + '.join(f'I(x + {i})' for i in range(40))}) ** 3", "more than 1,000"),
         ("y ~ " + "+".join(["x"] * 3000), "nests or chains too deeply"),
         ("y ~ I(x" + "+1" * 3000 + ")", "nests too deeply"),
+        ("y ~ C(x, levels=range(200)):C(t, levels=range(200))", "up to 40,001 columns"),
     ):
         with pytest.raises(FormulaError, match=match):
             DesignSpec.from_formula(formula, frame)

@@ -100,9 +100,10 @@ def _check_regressor(
     env: patsy.EvalEnvironment,
     rows: tuple[dict[str, pd.Series], ...],
     dtypes: Mapping[str, Any],
-) -> None:
+) -> int:
     """Refuse a complex or date regressor, and a factor whose levels would come from the
-    values."""
+    values; the columns the term can make of it (its declared levels, a spline's columns),
+    from public facts (the synthetic rows)."""
     values = [_factor_value(factor, env, row) for row in rows]
     _check_real(factor, values[0])
     columns = _columns_in(tree, dtypes)
@@ -114,10 +115,10 @@ def _check_regressor(
             "total_seconds() / 86400), or add a numeric column"
         )
     if not guess_categorical(values[0]):
-        return
+        return int(np.prod(np.shape(values[0])[1:]))
     found = [_public_levels(v) for v in values]
     if found[0] is not None and found[0] == found[1]:
-        return
+        return len(found[0])
     inner = _factor_of(tree)
     if not (columns and (isinstance(inner, ast.Name) or _quoted(inner) is not None)):
         # a factor the term computes (np.where(x > 0, 'a', 'b')): its levels are the term's,
