@@ -320,15 +320,16 @@ def _read_csv(
         na_values=[""],
         index_col=False,
     )
-    replaced = int(
-        frame.apply(lambda column: column.str.contains("\ufffd", regex=False)).sum().sum()
-    )
+    counts = frame.apply(lambda column: column.str.contains("\ufffd", regex=False)).sum()
+    replaced = int(counts.sum())
     if replaced:
         one = replaced == 1
+        columns = ", ".join(repr(c) for c in counts.index[counts > 0])
         _tell_data_holder(
-            f"{replaced:,} cell{'' if one else 's'} of DATA {'holds' if one else 'hold'} bytes "
-            "that are not UTF-8 text, read as U+FFFD (a cell that is then not a number is "
-            "missing); save the file as UTF-8"
+            f"{replaced:,} cell{'' if one else 's'} of DATA ({columns}) "
+            f"{'holds' if one else 'hold'} bytes that are not UTF-8 text, read as U+FFFD (a "
+            "cell that is then not a number is missing, and two texts, ids too, that differ "
+            "only there read alike); save the file as UTF-8"
         )
     return frame
 

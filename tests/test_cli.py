@@ -1670,7 +1670,7 @@ def test_a_file_that_is_not_utf8_is_read_cell_by_cell(tmp_path: Path) -> None:
     argv = ["fit", str(path), "--model", "mean", "--formula", "y ~ 1", "--groups", "id"]
     code, out, err = run([*argv, "--epsilon", "2"])
     assert code == 0 and "Users (n):" in out, err
-    assert "1,800 cells of DATA hold bytes that are not UTF-8 text" in err
+    assert "1,800 cells of DATA ('site') hold bytes that are not UTF-8 text" in err, err
     assert "0xf6" not in err and "\xf6" not in err
 
 
