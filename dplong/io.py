@@ -290,6 +290,14 @@ def _read_csv(
         _check_named(columns, header)
     # only the named columns are parsed; with none, the first is read to count the rows
     wanted = None if columns is None else [c for c in header if c in columns] or header[:1]
+    repeated = sum(line.strip() == lines[0].strip() for line in lines[1:])
+    if repeated:  # joined files, each with its header: read as rows of text like any other
+        one = repeated == 1
+        _tell_data_holder(
+            f"{repeated:,} line{'' if one else 's'} of DATA below its first repeat{'s' * one} "
+            f"its header and {'is' if one else 'are'} read as {'a row' if one else 'rows'} (a "
+            "user whose id is the column's name, its cells text); remove the repeated headers"
+        )
     rows, left_out = _rows(lines[1:], len(header))
     if not rows:  # one refusal whether the lines are missing or left out: n = 0 either way
         raise DataError(

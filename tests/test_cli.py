@@ -1674,6 +1674,20 @@ def test_a_file_that_is_not_utf8_is_read_cell_by_cell(tmp_path: Path) -> None:
     assert "0xf6" not in err and "\xf6" not in err
 
 
+def test_a_header_repeated_below_is_told(tmp_path: Path) -> None:
+    """Files joined with their headers: each repeated header line is a row whose id is the
+    column's name (a user more in n) and whose cells are text, told only as values that are not
+    numbers (an audit). The data holder is told of the repeated headers by count."""
+    lines = ["id,y", *(f"{u},{u % 3}" for u in range(8))]
+    path = tmp_path / "joined.csv"
+    path.write_text("\n".join([*lines, *lines, *lines]) + "\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dplong.io.read_data(str(path), groups="id")
+    told = [str(w.message) for w in caught if issubclass(w.category, DataHolderWarning)]
+    assert any(t.startswith("2 lines of DATA below its first repeat its header") for t in told)
+
+
 def _wage_lines(tmp_path: Path) -> list[str]:
     path = tmp_path / "wages.csv"
     dplong.datasets.load_wage_panel().to_csv(path, index=False)
