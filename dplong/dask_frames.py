@@ -350,7 +350,7 @@ def reduce_design(
         As :func:`~dplong.formula.build_design`: no ``groups``, a column that is not in the
         data, no rows, fewer than 2 users; and a pass that finds other ``users``.
     """
-    check_groups(groups, spec.spec.inputs)
+    check_groups(groups, spec.spec.inputs, time)
     user = column_name(data, groups, "groups")
     data = readable_ids(data, user)
     order = None if time is None else column_name(data, time, "time")

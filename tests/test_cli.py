@@ -478,6 +478,7 @@ class TestBadArguments:
             (replace("DATA", "pyproject.toml"), "cannot tell the format of DATA"),
             (replace("--groups", "person"), "--groups 'person' is not a column of DATA"),
             ([*GOOD, "--time", "when"], "--time 'when' is not a column"),
+            ([*GOOD, "--time", "nr"], "--time nr is the column of user ids (groups)"),
             (replace("--formula", "lwage ~ nonsense"), "'nonsense' is neither a column"),
             (replace("--scale", "1,2,3"), "scale must be a number or an array of 2 numbers"),
             ([*GOOD, "--within-scale", "2"], "--within-scale is not an option of --model ols"),

@@ -163,7 +163,7 @@ def group_design(
     >>> design.n, design.columns, design.codes.tolist()
     (2, ('Intercept', 'x'), [0, 0, 1])
     """
-    check_groups(groups, spec.inputs)
+    check_groups(groups, spec.inputs, time)
     codes_all, ids = user_codes(column_or_array(groups, data, "groups"))
     n = len(ids)
     check_users(n, rows=len(data))

@@ -109,10 +109,10 @@ def check_id_types(ids: NDArray[Any]) -> None:
         )
 
 
-def check_groups(groups: object, read: Iterable[str] = ()) -> None:
+def check_groups(groups: object, read: Iterable[str] = (), time: object = None) -> None:
     """Refuse a design without user ids, or whose ids are one of the columns the formula
     reads (``read``: an outcome or regressor taken for the ids makes every value a user of
-    its own).
+    its own) or the ``time`` that orders each user's rows (every row of a user at one time).
 
     Examples
     --------
@@ -138,6 +138,11 @@ def check_groups(groups: object, read: Iterable[str] = ()) -> None:
             f"groups={name!r} is a column the formula reads; groups names the column of "
             "user ids (which user each row belongs to), which no model reads as an outcome "
             "or a regressor"
+        )
+    if isinstance(name, str) and name == time:
+        raise DataError(
+            f"time={name!r} is the column of user ids (groups); time names the column that "
+            "orders each user's rows"
         )
 
 
