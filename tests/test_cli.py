@@ -1689,6 +1689,17 @@ def test_a_header_repeated_below_is_told(tmp_path: Path) -> None:
     assert any(t.startswith("2 lines of DATA below its first repeat its header") for t in told)
 
 
+def test_the_mean_tells_the_rows_it_leaves_out_once(tmp_path: Path) -> None:
+    """``--model mean`` told the rows without an id as the model was built and again as its
+    fit read them, in two wordings (an audit): once now."""
+    lines = ["id,y", *(f"{u},{u % 3}" for u in range(400)), ",1", ",2"]
+    path = tmp_path / "ids.csv"
+    path.write_text("\n".join(lines) + "\n")
+    argv = ["fit", str(path), "--model", "mean", "--formula", "y ~ 1", "--groups", "id"]
+    code, _, err = run([*argv, "--epsilon", "8", "--scale", "1"])
+    assert code == 0 and err.count("left out") == 1 and "2 no user id" in err, err
+
+
 def _wage_lines(tmp_path: Path) -> list[str]:
     path = tmp_path / "wages.csv"
     dplong.datasets.load_wage_panel().to_csv(path, index=False)

@@ -30,7 +30,8 @@ PREDICTED_NAN = "their predictions are NaN, as those of rows with a missing valu
 #: spec is checked on hold stand-ins outside them by design).
 _REAL_ROWS: ContextVar[str | None] = ContextVar("_REAL_ROWS", default=None)
 #: Set while rows the data holder was already told of are read again (:func:`rows_told`: a
-#: Dask frame's later passes), so that values outside the declared levels are not told again.
+#: Dask frame's later passes, a model's fit of the rows it was built on), so that values
+#: outside the declared levels, and rows left out, are not told again.
 _TOLD: ContextVar[bool] = ContextVar("_TOLD", default=False)
 
 

@@ -37,6 +37,7 @@ from dplong.formula import (
     column_or_array,
     warn_dropped,
 )
+from dplong.formula.levels import rows_told
 from dplong.formula.terms import analyst_env
 from dplong.formula.users import UNHASHABLE_IDS
 from dplong.models.base import PanelModel
@@ -561,30 +562,31 @@ class ColumnMean:
         if default_engine:
             lower = self.lower if lower is None else lower
             tail = (None if self.tail is None else AssumedTail(self.tail)) if tail is None else tail
-        results = winsorized_mean(
-            self._values,
-            epsilon=epsilon,
-            delta=delta,
-            groups=self._groups,
-            scale=scale,
-            tau=tau,
-            focus=focus,
-            privacy=privacy,
-            bound=bound,
-            variant=variant,
-            gamma=gamma,
-            refine=refine,
-            lower=lower,
-            tail=tail,
-            bounds=self._bounds,
-            names=[self.column],
-            by=self._by,
-            levels=self._levels,
-            by_constant=by_constant,
-            random_state=random_state,
-            rng=rng,
-            accountant=accountant,
-        )
+        with rows_told():  # the rows left out were told as the model was built
+            results = winsorized_mean(
+                self._values,
+                epsilon=epsilon,
+                delta=delta,
+                groups=self._groups,
+                scale=scale,
+                tau=tau,
+                focus=focus,
+                privacy=privacy,
+                bound=bound,
+                variant=variant,
+                gamma=gamma,
+                refine=refine,
+                lower=lower,
+                tail=tail,
+                bounds=self._bounds,
+                names=[self.column],
+                by=self._by,
+                levels=self._levels,
+                by_constant=by_constant,
+                random_state=random_state,
+                rng=rng,
+                accountant=accountant,
+            )
         spec = ModelSpec(self.model_name, self.formula, self.nobs_users, (self.column,), type(self))
         return dataclasses.replace(results, model=spec, formula=self.formula)
 

@@ -15,6 +15,7 @@ from numpy.typing import ArrayLike, NDArray
 from dplong._validation import as_columns, warn
 from dplong.dask_frames import is_dask, missing_ids, reduce_users, require_dask
 from dplong.exceptions import DataError, DataHolderWarning, ParameterError
+from dplong.formula.levels import _TOLD
 from dplong.models.mean_levels import Grouping, _first_level_only, _rows_at_levels, _spread
 from dplong.privacy.winsorized import column_names
 
@@ -117,6 +118,8 @@ def _warn_left_out(counts: NDArray[np.float64], labels: Sequence[str]) -> None:
     >>> str(caught[0].message)[:78]
     "Of 3 rows, 1 without a user id is left out; 1 with a missing or non-finite 'x'"
     """
+    if _TOLD.get():  # a model's fit of the rows it was built on, which told of them
+        return
     rows, no_id, *holes = (int(c) for c in counts)
     verb = {True: "is", False: "are"}
     parts = [f"{no_id:,} without a user id {verb[no_id == 1]} left out"] if no_id else []
