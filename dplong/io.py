@@ -213,6 +213,11 @@ def read_file(
             raise DataError(f"unknown data set {name!r}; shipped: {SHIPPED}")
         loader: Callable[[], pd.DataFrame] = getattr(datasets, f"load_{name}")
         return _only(loader(), columns)
+    if source == "-":
+        raise DataError(
+            "DATA '-' (standard input) is not read: give the path of a file (./- for a file "
+            "named -)"
+        )
     path = Path(source)
     # a file whose name holds a glob's characters ("survey[1].csv") is that file
     if path.is_dir() or (not path.is_file() and any(char in source for char in "*?[")):

@@ -468,6 +468,7 @@ class TestBadArguments:
             ([*GOOD, "--alpha", "0"], "argument --alpha"),
             ([a for a in GOOD if a not in ("--epsilon", "1")], "--epsilon"),
             (replace("DATA", "missing.csv"), "DATA file 'missing.csv' does not"),
+            (replace("DATA", "-"), "DATA '-' (standard input) is not read"),
             # a missing file named with a glob's characters is a missing file, not a glob
             (replace("DATA", "missing[1].csv"), "DATA file 'missing[1].csv' does not exist"),
             (replace("DATA", "missing?.csv.gz"), "DATA file 'missing?.csv.gz' does not exist"),
