@@ -396,6 +396,12 @@ def test_transforms_that_learn_from_the_data_are_refused(formula: str, match: st
         ("I(x + 0 * np.hypot([[0.0]], [0.0]))", "lists are of values, not of lists"),
         ("I(site ** 3 == 'a')", "raises or shifts a column that is not numbers"),
         ("I(np.power(site, 3) == 'a')", "raises or shifts a column that is not numbers"),
+        # an eleventh audit's: scipy's functions that crash or take minutes, a complex NaN,
+        # splines of thousands of knots
+        ("I(scipy.special.pro_cv(3, 3, x))", r"pro_cv\(\) .* not allowed"),
+        ("I(scipy.special.hyperu(x, x, 1.0))", r"hyperu\(\) .* not allowed"),
+        ("I(x.isin([np.nan * 1j]))", "a term's values are real"),
+        ("cc(x, knots=tuple(range(1, 300)), lower_bound=0, upper_bound=300)", "at most 100"),
     ],
 )
 def test_terms_beyond_the_allow_list_are_refused(term: str, match: str, tmp_path: Path) -> None:
@@ -525,6 +531,40 @@ def test_a_formula_that_expands_past_its_bound_or_nests_too_deeply_is_refused() 
             DesignSpec.from_formula(formula, frame)
     spec = DesignSpec.from_formula("y ~ I(x + 1) * I(x + 2) * C(site, levels=['a', 'b'])", frame)
     assert len(spec.columns) == 8
+
+
+def test_dates_are_written_with_their_year_and_never_compared_with_text() -> None:
+    """pandas reads a text compared with dates against the clock (``d > 'now'`` flipped from 1
+    to 0 as three seconds passed on the same rows), and ``pd.Timestamp('12:00')`` is today's
+    noon; a twelfth decimal of a second wrapped a date to 1969 (an audit). Refused; a date
+    written whole stays."""
+    frame = panel(n=2, rows=2).assign(d=pd.to_datetime(["2020-01-01"] * 4))
+    for term in (
+        "I(d > 'now')",
+        "I(d.isin(['today']))",
+        "I(d.between('00:00', '23:59:59'))",
+        "I((pd.Timestamp('12:00') - d).dt.total_seconds())",
+        "I((d - np.datetime64('2020-01-01T00:00:00.000000000001')).dt.total_seconds())",
+    ):
+        with pytest.raises(FormulaError, match=r"compares dates with a text|written with its year"):
+            DesignSpec.from_formula(f"y ~ {term}", frame)
+    fine = DesignSpec.from_formula("y ~ I(d > pd.Timestamp('2020-01-01 12:00'))", frame)
+    assert len(fine.columns) == 2
+
+
+def test_a_term_failing_on_some_rows_judges_each_value_as_it_is() -> None:
+    """A term that fails on some rows is judged on one row per distinct combination of its
+    inputs, and equality made -0.0 and 0.0 one: a term failing on -0.0 alone dropped another
+    user's row of 0.0, or failed the fit, as the first user's value decided (an audit). Each
+    row is judged on its own value now."""
+    zeros = "np.abs(np.sign(x)) + (1 - np.abs(np.sign(x))) * (3 + np.copysign(1, x)) / 4"
+    formula = f"y ~ I(({zeros}).astype('boolean').astype(float))"
+    for users, xs in (([0, 1, 2], [-0.0, 0.0, 2.0]), ([1, 0, 2], [0.0, -0.0, 2.0])):
+        frame = pd.DataFrame({"user": users, "y": 1.0, "x": xs})
+        _, X, _, missing_x = DesignSpec.from_formula(formula, frame.iloc[:0]).evaluate(frame)
+        other = users.index(1)  # the user whose x is 0.0
+        assert not missing_x[other] and X[other].tolist() == [1.0, 1.0]
+        assert missing_x[users.index(0)]  # -0.0: the term fails there
 
 
 def test_a_date_column_is_in_microseconds_whatever_one_user_stamps() -> None:

@@ -50,6 +50,7 @@ import builtins
 import functools
 import itertools
 import math
+import re
 import sys
 import sysconfig
 import types
@@ -126,6 +127,15 @@ _LONGEST_TEXT = 1000
 #: The most values ``range`` of constants may give (declared levels, a spline's knots): Python
 #: builds them when the term is evaluated (``tuple(range(10**9))`` never finished).
 _LONGEST_RANGE = 10_000
+#: scipy.special's functions a term may call: common transforms, each quick whatever its
+#: arguments. Not the rest: ``pro_cv`` and the Mathieu functions crashed the interpreter on a
+#: value one user's rows may hold, and ``hyperu``, ``yn``, ``lpmv`` or the ``eval_*``
+#: polynomials took minutes on one (their time grows with an argument, an audit).
+_SCIPY_UFUNCS = frozenset(
+    "boxcox boxcox1p cbrt digamma entr erf erfc erfcinv erfinv exp10 exp2 expit expm1 gamma "
+    "gammaln huber inv_boxcox inv_boxcox1p log1p log_expit log_ndtr logit ndtr ndtri psi "
+    "pseudo_huber rel_entr xlog1py xlogy".split()
+)
 #: numpy's powers and shifts: on a column of Python's objects, Python's own, whose time grows
 #: with the exponent (refused there).
 _POWERS = (np.power, np.float_power, np.left_shift, np.ldexp)
@@ -276,6 +286,13 @@ def _check_names(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, 
                 f"{ast.unparse(node)!r} in {code!r} is an integer of 2**53 or more, where a "
                 f"column of integers and one of floats part ways: write it as a float: {_TERMS}"
             )
+        if isinstance(node, ast.Constant) and isinstance(node.value, complex):
+            raise FormulaError(
+                f"{ast.unparse(node)!r} in {code!r}: a term's values are real (pandas matches a "
+                "complex NaN in isin() to a missing value only in data of a million rows or "
+                f"more, an audit): {_TERMS}"
+            )
+        _dated_texts(code, node, dtypes)
         if isinstance(node, ast.Constant) and node.value is None and id(node) not in defaults:
             raise FormulaError(
                 f"None in {code!r}: a term's values are numbers, flags or texts (with None numpy "
@@ -523,11 +540,12 @@ def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, 
             )
         if isinstance(target, np.ufunc):  # its inputs alone: out= and where= write memory
             _check_arguments(code, call, f"{ast.unparse(func)}()", (target.nin, ()))
-            if target.__name__.startswith("eval_"):  # scipy.special's orthogonal polynomials
+            if not _known_ufunc(target):
                 raise FormulaError(
-                    f"{ast.unparse(func)}() in {code!r} is not allowed in a formula (its time "
-                    "grows with the polynomial's degree: one user's degree of 2**52 never "
-                    f"ends); write the polynomial out: {_TERMS}"
+                    f"{ast.unparse(func)}() in {code!r} is not allowed in a formula: of "
+                    f"scipy.special's functions a term calls {', '.join(sorted(_SCIPY_UFUNCS))} "
+                    "(others crash the interpreter, or their time grows with an argument: "
+                    f"write a polynomial out): {_TERMS}"
                 )
             if target in _POWERS and any(
                 not _number_dtype(dtypes[c]) for a in call.args for c in _columns_in(a, dtypes)
@@ -723,6 +741,18 @@ def _check_shapes(code: str, call: ast.Call, target: Any) -> None:
         texts = [a.value for a in arguments if isinstance(a, ast.Constant)]
         if any(isinstance(t, str) and t.strip().lower() in ("now", "today") for t in texts):
             raise FormulaError(f"{ast.unparse(call)!r} in {code!r} reads the clock: {_TERMS}")
+        first = call.args[0] if call.args else None
+        date = first.value if isinstance(first, ast.Constant) else None
+        if (
+            name in ("Timestamp", "datetime64")
+            and isinstance(date, str)
+            and (not re.search(r"\d{4}", date) or re.search(r"\.\d{10,}", date))
+        ):
+            raise FormulaError(  # '12:00' is today's; a twelfth decimal wrapped to 1969
+                f"{ast.unparse(call)!r} in {code!r} takes a date written with its year (a time "
+                "alone is today's) and at most nine decimals of a second: "
+                f"pd.Timestamp('2020-01-01 12:00'): {_TERMS}"
+            )
         if name in ("datetime64", "timedelta64") and any(t in ("ps", "fs", "as") for t in texts):
             # units below a nanosecond hold only a few seconds: wrong dates without a word
             raise FormulaError(
@@ -746,6 +776,45 @@ def _sequence(code: str, node: ast.expr, namespace: Any, dtypes: Mapping[str, An
         kind, value = _resolved(code, node, namespace, dtypes)
         return kind == "value" and isinstance(value, list | tuple)
     return False
+
+
+def _known_ufunc(target: np.ufunc) -> bool:
+    """Whether ``target`` is one of numpy's ufuncs or of :data:`_SCIPY_UFUNCS`."""
+    import scipy.special
+
+    name = target.__name__
+    return getattr(np, name, None) is target or (
+        name in _SCIPY_UFUNCS and getattr(scipy.special, name, None) is target
+    )
+
+
+def _dated_texts(code: str, node: ast.AST, dtypes: Mapping[str, Any]) -> None:
+    """Refuse a text compared with a date or duration column (``d > 'now'``,
+    ``d.isin(['today'])``, ``d.between('00:00', '23:59')``): pandas parses it relative to the
+    clock (an audit); a date is written ``pd.Timestamp("2020-01-01")``."""
+    if isinstance(node, ast.Compare):
+        operands = [node.left, *node.comparators]
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("isin", "between")
+    ):
+        operands = [node.func.value, *node.args, *(k.value for k in node.keywords)]
+    else:
+        return
+    texts = [
+        n
+        for o in operands
+        for n in (o.elts if isinstance(o, ast.List | ast.Tuple) else [o])
+        if isinstance(n, ast.Constant) and isinstance(n.value, str | bytes)
+    ]
+    timed = any(_time_dtype(dtypes[c]) for o in operands for c in _columns_in(o, dtypes))
+    if texts and timed:
+        raise FormulaError(
+            f"{ast.unparse(node)!r} in {code!r} compares dates with a text, which pandas may "
+            "read against the clock ('now', '12:00' today): write the date "
+            f"pd.Timestamp('2020-01-01 12:00'): {_TERMS}"
+        )
 
 
 def _plain(node: ast.expr) -> bool:

@@ -511,7 +511,7 @@ def _distinct_rows(data: Mapping[str, Any], size: int) -> tuple[NDArray[np.intp]
     its own group where the values cannot be grouped, or there are no inputs: one group)."""
     if not data:
         return np.zeros(size, dtype=np.intp), np.zeros(1, dtype=np.intp)
-    frame = pd.DataFrame(dict(data))
+    frame = pd.DataFrame({c: _exact(v) for c, v in data.items()})
     try:
         codes = frame.groupby(list(frame.columns), dropna=False, sort=False, observed=True).ngroup()
         group = codes.to_numpy(dtype=np.intp)
@@ -519,6 +519,19 @@ def _distinct_rows(data: Mapping[str, Any], size: int) -> tuple[NDArray[np.intp]
         group = np.arange(size, dtype=np.intp)
     _, firsts = np.unique(group, return_index=True)
     return group, firsts.astype(np.intp)
+
+
+def _exact(values: Any) -> Any:
+    """A column's values as :func:`_distinct_rows` groups them: apart wherever a term may tell
+    them apart. Equality groups -0.0 with 0.0 and 1 with 1.0 and True, and a term that failed
+    on one of them judged the other by it: one user's -0.0 dropped another user's 0.0 row, or
+    failed the fit (an audit). Floats by their bits, objects by their type and repr."""
+    array = np.asarray(values)
+    if array.dtype.kind == "f":
+        return np.ascontiguousarray(array).view(f"i{array.dtype.itemsize}")
+    if array.dtype == object:
+        return [f"{type(v).__qualname__}:{v!r}" for v in array]
+    return values
 
 
 def _rows_at(data: Mapping[str, Any], positions: NDArray[np.intp]) -> dict[str, Any]:

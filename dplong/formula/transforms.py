@@ -31,6 +31,9 @@ _SPLINE_CONSTANTS = ("knots", "lower_bound", "upper_bound")
 #: The highest degree of ``bs``: scipy's spline evaluation fails from degree 21 (an error,
 #: then at 22 a crash of the interpreter, an audit); cubic (3) is patsy's default.
 _LARGEST_DEGREE = 10
+#: The most knots a spline may take: patsy's cyclic spline solves a dense system of them on
+#: every evaluation (3,000 knots took 15.8 s, 4,500 46 s, an audit).
+_MOST_KNOTS = 100
 _PUBLIC_TRANSFORMS = (BS, CR, CC, TE)
 
 
@@ -77,6 +80,12 @@ def _check_transforms(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[
                 "minimum and maximum), so one user would move every user's basis: give all of "
                 f"{', '.join(_SPLINE_CONSTANTS)} as public constants, e.g. "
                 f"{name}(x, knots=(30, 50), lower_bound=18, upper_bound=90)"
+            )
+        knots = values.get("knots")
+        if knots is not None and np.size(knots) > _MOST_KNOTS:
+            raise FormulaError(
+                f"knots= of {name}() in {code!r} holds {np.size(knots):,} knots: a spline takes "
+                f"at most {_MOST_KNOTS}"
             )
         degree = values.get("degree", 3)
         if kind is BS and not (type(degree) is int and 0 <= degree <= _LARGEST_DEGREE):
