@@ -1076,3 +1076,26 @@ def test_a_partition_of_rows_without_ids_is_told_and_odd_id_types_are_refused() 
     ):
         with pytest.raises(DataError, match="groups must be hashable user ids"):
             build()
+
+
+def test_a_partitions_own_categories_decide_no_declared_level() -> None:
+    """A Categorical column whose categories Dask does not know (as Parquet gives it) holds
+    each partition's own: declared levels were matched to them with a type inferred from them,
+    so a user's 1 matched the level True where the partition's categories were [1, 'a'] and
+    was dropped where they were [0, 1] (an audit). Matched value by value, as in memory."""
+    from dplong.dask_frames import design_spec, evaluate_rows
+
+    kept = []
+    for other in (0, "a"):
+        part = pd.DataFrame({"id": ["A", "B"], "y": [1.0, 2.0], "x": pd.Categorical([1, other])})
+        rest = pd.DataFrame({"id": ["C"], "y": [3.0], "x": pd.Categorical([0])})
+        frame = dd.from_delayed(
+            [dask.delayed(part), dask.delayed(rest)], meta=part.iloc[:0], verify_meta=False
+        )
+        frame = frame.assign(x=frame["x"].cat.as_unknown())
+        spec = design_spec("y ~ C(x)", frame, levels={"x": [True, False]}, eval_env=None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _, X, missing_y, missing_x = evaluate_rows(frame, spec)
+        kept.append((bool(not (missing_y | missing_x)[0]), X[0].tolist()))
+    assert kept[0] == kept[1] == (True, [1.0, 0.0]), kept

@@ -10,6 +10,7 @@ a privacy audit of a release whose design holds a factor level that one user alo
 from __future__ import annotations
 
 import builtins
+import datetime
 import math
 import re
 import warnings
@@ -31,7 +32,7 @@ import dplong
 import dplong.formula.row_wise
 import dplong.formula.spec
 from dplong.exceptions import FormulaError, ParameterError
-from dplong.formula import DesignSpec, build_design
+from dplong.formula import DesignSpec, build_design, user_codes
 
 LEVELS = ("a", "b", "r")  # "r": rare, held by one user or by none
 
@@ -565,6 +566,49 @@ def test_a_term_failing_on_some_rows_judges_each_value_as_it_is() -> None:
         other = users.index(1)  # the user whose x is 0.0
         assert not missing_x[other] and X[other].tolist() == [1.0, 1.0]
         assert missing_x[users.index(0)]  # -0.0: the term fails there
+
+
+def test_one_users_odd_time_or_id_orders_no_other_users_rows_nor_counts_them() -> None:
+    """Twelfth audit: a time column of objects that do not all compare was ordered by a key
+    that took clock times and durations by their repr ('10:00' before '9:00' for user A as
+    user B held a number); text times followed their declared levels only where every row was
+    text (one user's number put every user's waves in text order); and ids 1, 1.0, True and
+    '1' were one user or two as the rows' order said which came first. Each value's key, its
+    level and its id's text are now its own."""
+    clocks = [datetime.time(9), datetime.time(10)]
+    spans = [pd.Timedelta(days=9), pd.Timedelta(days=10)]
+    for own in (clocks, spans):
+        orders = []
+        for other in ([own[0], own[1]], [own[0], 5]):
+            frame = pd.DataFrame(
+                {"id": ["A", "A", "B", "B"], "y": [9.0, 10.0, 1.0, 2.0],
+                 "t": pd.Series([own[1], own[0], *other], dtype=object)}
+            )  # fmt: skip
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                design = build_design("y ~ 1", frame, groups="id", time="t")
+            orders.append(design.y[design.codes == 0].tolist())
+        assert orders == [[10.0, 9.0], [10.0, 9.0]], orders
+    waves = ["baseline", "month 3", "month 12"]
+    orders = []
+    for other in ("baseline", 5, b"x"):
+        frame = pd.DataFrame(
+            {"id": ["A"] * 3 + ["B"], "y": [0.0, 12.0, 3.0, 1.0],
+             "wave": pd.Series(["baseline", "month 12", "month 3", other], dtype=object)}
+        )  # fmt: skip
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            design = build_design(
+                "y ~ C(wave)", frame, groups="id", time="wave", levels={"wave": waves}
+            )
+        orders.append(design.y[design.codes == 0].tolist())
+    assert orders == [[0.0, 3.0, 12.0]] * 3, orders
+    counts = []
+    for ids in ([1, 1.0, "1", 2], [1.0, 1, "1", 2], [True, 1, "1", 2]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            counts.append(user_codes(np.array(ids, dtype=object))[1].size)
+    assert counts == [2, 2, 2], counts
 
 
 def test_a_date_column_is_in_microseconds_whatever_one_user_stamps() -> None:

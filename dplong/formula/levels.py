@@ -163,7 +163,15 @@ def _coded(values: Any, levels: tuple[Any, ...]) -> Any:
         if tuple(values.dtype.categories) == levels and not values.dtype.ordered:
             return values
         source = pd.Categorical(values)
-        recode = np.append(pd.Index(levels).get_indexer(source.categories), -1)
+        # matched as objects, category by category: a Dask partition's own categories typed
+        # the match (a user's 1 matched True where the partition's categories were [1, 'a']
+        # and not where they were [0, 1], an audit)
+        recode = np.append(
+            pd.Index(list(levels), dtype=object).get_indexer(
+                pd.Index(source.categories, dtype=object)
+            ),
+            -1,
+        )
         codes = recode[source.codes]  # code -1 (missing) picks the appended -1
     elif getattr(values, "dtype", None) == np.dtype(object):
         # a column of Python objects is matched value by value (Python's equality): pandas

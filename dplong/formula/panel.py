@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime
+import decimal
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -105,12 +107,20 @@ def _mixed_key(times: pd.Series) -> NDArray[Any]:
 
 def _kind_key(value: Any) -> tuple[int, Any] | None:
     """A time value's sort key from the value alone: its kind's rank and its value within the
-    kind (numbers as numbers, dates as UTC instants, text as text, anything else by its
-    ``repr``); None where it is missing."""
+    kind (numbers as numbers, decimals and fractions too, dates as UTC instants, durations and
+    clock times by their length and hour, text as text, anything else by its ``repr``), the
+    order a column of that kind alone sorts by (a duration's or a clock time's ``repr`` put
+    '10 days' before '9 days' for a user as another user's value made the column mixed, an
+    audit); None where it is missing."""
     if value is None or value is pd.NaT or value is pd.NA:
         return None
-    if isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+    if isinstance(value, (numbers.Real, decimal.Decimal, np.bool_, np.integer, np.floating)):
         return None if value != value else (0, value)  # NaN is missing
+    if isinstance(value, (datetime.timedelta, np.timedelta64)):
+        span = pd.Timedelta(value)
+        return None if span is pd.NaT else (4, span.value)
+    if isinstance(value, datetime.time):  # a clock time by its value, not its repr
+        return (5, (value.hour, value.minute, value.second, value.microsecond))
     if isinstance(value, (datetime.date, np.datetime64)):
         stamp = pd.Timestamp(value)
         utc = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
@@ -194,8 +204,15 @@ def time_order(
     codes: NDArray[np.float64]
     if isinstance(getattr(column, "dtype", None), pd.CategoricalDtype):
         codes = pd.Categorical(cast("pd.Series[Any]", column)).codes.astype(np.float64)
-    elif declared is not None and pd.api.types.infer_dtype(times, skipna=True) == "string":
-        codes = pd.Index(list(declared)).get_indexer(times).astype(np.float64)
+    elif declared is not None and all(isinstance(v, str) for v in declared):
+        # text levels declared: each value matched on its own (a value that is no text is
+        # outside them): the order was the declaration's only where every row was text, so one
+        # user's number put every user's waves in text order (an audit)
+        codes = (
+            pd.Index(list(declared), dtype=object)
+            .get_indexer(pd.Index(np.asarray(times, dtype=object), dtype=object))
+            .astype(np.float64)
+        )
     else:
         return times
     codes[codes < 0] = np.nan

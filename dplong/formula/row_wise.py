@@ -126,7 +126,10 @@ def _verdict_key(
         if not fixed:
             return None
         bound.append((name, type(value), value))
-    key = (formula, tuple(dtypes.items()), tuple(declared.items()), tuple(bound))
+    # each level with its type: (1, 2), (1.0, 2.0) and (True, 2) are equal tuples whose probe
+    # rows differ
+    levels = tuple((c, tuple((type(v), v) for v in vs)) for c, vs in declared.items())
+    key = (formula, tuple(dtypes.items()), levels, tuple(bound))
     try:
         hash(key)
     except TypeError:  # a dtype or declared level that cannot be a key

@@ -45,6 +45,21 @@ def user_codes(ids: NDArray[Any]) -> tuple[NDArray[np.intp], NDArray[Any]]:
     return codes.astype(np.intp, copy=False), uniques
 
 
+def _id_texts(ids: NDArray[Any]) -> pd.Index:
+    """Each id as text on its own, a whole float or a flag as the integer it equals: pandas
+    takes 1, 1.0 and True for one id and keeps whichever came first, whose text (``1.0`` or
+    ``1``) decided whether ``"1"`` was the same user, so the rows' order set n (an audit)."""
+
+    def text(value: Any) -> str:
+        whole = isinstance(value, bool | np.bool_) or (
+            isinstance(value, float | np.floating) and float(value).is_integer()
+        )
+        return str(int(value)) if whole else str(value)
+
+    texts: pd.Index = pd.Index(ids).map(text)
+    return texts
+
+
 def _text_twins_merged(
     codes: NDArray[np.intp], uniques: NDArray[Any]
 ) -> tuple[NDArray[np.intp], NDArray[Any]]:
@@ -67,7 +82,7 @@ def _text_twins_merged(
         return codes, uniques
     if pd.api.types.infer_dtype(uniques, skipna=True) not in ("mixed", "mixed-integer"):
         return codes, uniques  # one type (text, as the command line reads a CSV's ids)
-    text = pd.Index(uniques).map(str)
+    text = _id_texts(uniques)
     if text.is_unique:
         return codes, uniques
     warn(
@@ -102,7 +117,7 @@ def check_id_types(ids: NDArray[Any]) -> None:
         return
     if pd.api.types.infer_dtype(ids, skipna=True) not in ("mixed", "mixed-integer"):
         return  # one type (text, as the command line reads a CSV's ids): nothing to mix
-    if not pd.Index(ids).map(str).is_unique:  # never echoed: the ids are the data
+    if not _id_texts(ids).is_unique:  # never echoed: the ids are the data
         raise DataError(
             "groups holds ids that differ only in their type (a number and the same text, as "
             "13 and '13'): one person would count as two users; store the ids as one type"
