@@ -96,7 +96,7 @@ _PARTITION_SHIFT = 40
 _PARTITIONS_PER_OUTPUT = 4
 #: Per-user sums a design's partitions add for the data holder's warning of the rows left out:
 #: the user's rows and those the design kept (the rows without an id are counted apart: a
-#: partition of such rows alone has no user to carry them, :func:`rows_without_id`).
+#: partition of such rows alone has no user to carry them, :func:`missing_ids`).
 _COUNTED = 2
 
 #: A partition's per-user sums: (rows, user codes 0..n-1, n, per-user tables) -> (n x k).
@@ -331,8 +331,8 @@ def reduce_design(
     tell : bool
         Warn the data holder of the rows the design left out (as
         :func:`~dplong.formula.build.warn_dropped` does in memory) and of levels read from
-        the values; a second pass over the same rows does not repeat them. A partition none
-        of whose rows has an id has no user to carry its count and is not told of.
+        the values; a second pass over the same rows does not repeat them. The rows without
+        an id are counted in a pass over the id column (:func:`missing_ids`).
     aggregations : sequence of str
         How the first of the sums are combined over partitions, as :func:`reduce_users`.
     users : numpy.ndarray, optional

@@ -54,7 +54,7 @@ import re
 import sys
 import sysconfig
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -317,14 +317,8 @@ def _check_names(code: str, tree: ast.AST, namespace: Any, dtypes: Mapping[str, 
                 f"term is evaluated: [0.5] * 10**9 would fill the memory); write it out: {_TERMS}"
             )
         raised = _raised(node)
-        if raised is not None and any(
-            not _number_dtype(dtypes[c]) for part in raised[:2] for c in _columns_in(part, dtypes)
-        ):
-            raise FormulaError(
-                f"{ast.unparse(node)!r} in {code!r} raises or shifts a column that is not numbers "
-                "(on Python's objects a power of a big integer never ends): "
-                f"{_TERMS}"
-            )
+        if raised is not None:
+            _check_powered(code, node, raised[:2], dtypes)
         if (
             raised is not None
             and not _columns_in(node, dtypes)
@@ -547,13 +541,8 @@ def _check_call(code: str, call: ast.Call, namespace: Any, dtypes: Mapping[str, 
                     "(others crash the interpreter, or their time grows with an argument: "
                     f"write a polynomial out): {_TERMS}"
                 )
-            if target in _POWERS and any(
-                not _number_dtype(dtypes[c]) for a in call.args for c in _columns_in(a, dtypes)
-            ):
-                raise FormulaError(
-                    f"{ast.unparse(call)!r} in {code!r} raises or shifts a column that is not "
-                    f"numbers (on Python's objects a power of a big integer never ends): {_TERMS}"
-                )
+            if target in _POWERS:
+                _check_powered(code, call, call.args, dtypes)
             if target is np.multiply and any(_texts(a, dtypes) for a in call.args):
                 raise FormulaError(
                     f"{ast.unparse(call)!r} in {code!r} repeats a text (a column that is not "
@@ -776,6 +765,18 @@ def _sequence(code: str, node: ast.expr, namespace: Any, dtypes: Mapping[str, An
         kind, value = _resolved(code, node, namespace, dtypes)
         return kind == "value" and isinstance(value, list | tuple)
     return False
+
+
+def _check_powered(
+    code: str, node: ast.AST, parts: Sequence[ast.expr], dtypes: Mapping[str, Any]
+) -> None:
+    """A power's or a shift's base and exponent (``parts``) read columns of numbers only: on
+    Python's objects the power is Python's, and one of a big integer never ends."""
+    if any(not _number_dtype(dtypes[c]) for part in parts for c in _columns_in(part, dtypes)):
+        raise FormulaError(
+            f"{ast.unparse(node)!r} in {code!r} raises or shifts a column that is not numbers "
+            f"(on Python's objects a power of a big integer never ends): {_TERMS}"
+        )
 
 
 def _known_ufunc(target: np.ufunc) -> bool:
