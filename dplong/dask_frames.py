@@ -514,7 +514,16 @@ def missing_ids(ids: DaskSeries) -> DaskSeries:
 def readable_ids(frame: DaskFrame, user: str) -> DaskFrame:
     """``frame`` with its ids as a shuffle by id reads them: half-precision floats as doubles
     (each exactly; pandas cannot group by them), and ids stored as dates, times or durations
-    refused (pyarrow's dates failed the shuffle with a traceback, an audit)."""
+    refused (pyarrow's dates failed the shuffle with a traceback, an audit).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, dask.dataframe as dd
+    >>> from dplong.dask_frames import readable_ids
+    >>> frame = dd.from_pandas(pd.DataFrame({"id": np.float16([1, 2]), "y": [0.5, 1.5]}), 1)
+    >>> readable_ids(frame, "id").dtypes["id"]
+    dtype('float64')
+    """
     dtype = frame.dtypes[user]
     if dtype == np.float16:
         return frame.assign(**{user: frame[user].astype(np.float64)})
