@@ -449,8 +449,17 @@ def _parts(source: str, path: Path) -> list[Path]:
         files = [p for p in path.rglob("*") if p.is_file()]
         parquet = [p for p in files if p.name.endswith(_DASK_PARQUET_SUFFIXES)]
         _check_layout(source, path, files, parquet)
-    else:
-        files = [Path(found) for found in sorted(glob.glob(source))]
+    else:  # ** as Dask expands it: any depth
+        matched = [Path(found) for found in sorted(glob.glob(source, recursive=True))]
+        folders = [p.name for p in matched if p.is_dir()]
+        if folders:
+            raise DataError(
+                f"cannot read DATA {source!r}: the glob matches folders ({', '.join(folders[:3])}"
+                f"{', ...' if len(folders) > 3 else ''}), whose files it would not read; give "
+                "the folder, or a glob of files"
+            )
+        files = matched
+        _check_hive(source, [p.parent.parts for p in files])
     csv = [p.name for p in files if p.name.lower().endswith(_CSV_SUFFIXES)]
     if csv:
         shown = ", ".join(csv[:3]) + (", ..." if len(csv) > 3 else "")
@@ -482,9 +491,14 @@ def _check_layout(source: str, path: Path, files: list[Path], parquet: list[Path
             f".parq or .pq, and it also holds Parquet files named otherwise ({shown}), whose "
             "rows would not be read; name every part .parquet"
         )
-    keyed = sorted(
-        {d.split("=", 1)[0] for p in parquet for d in p.relative_to(path).parts[:-1] if "=" in d}
-    )
+    _check_hive(source, [p.relative_to(path).parts[:-1] for p in parquet])
+
+
+def _check_hive(source: str, folders: list[tuple[str, ...]]) -> None:
+    """Refuse parts in a hive layout (folders ``key=value``): a reader types the value each row
+    of a part takes from every folder's name (:func:`_check_layout`), in a directory or through
+    a glob alike."""
+    keyed = sorted({d.split("=", 1)[0] for parts in folders for d in parts if "=" in d})
     if keyed:
         raise DataError(
             f"cannot read DATA {source!r}: its folders name values of {keyed} (a hive layout, "
@@ -795,10 +809,12 @@ def _read_parquet(source: str) -> DaskFrame:
         # its parts as the directory holds them, not as a _metadata footer once listed them
         # (a part added since was left unread, an audit)
         frame: DaskFrame = dd.read_parquet(source, ignore_metadata_file=True)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, TypeError) as err:  # pyarrow's ArrowTypeError: a TypeError
         # Dask wraps the reader's error in its own words ("An error occurred while calling
         # the read_parquet method registered to the pandas backend."): say the reader's
-        cause = err.__cause__ if isinstance(err.__cause__, OSError | ValueError) else err
+        cause = (
+            err.__cause__ if isinstance(err.__cause__, OSError | ValueError | TypeError) else err
+        )
         raise DataError(f"cannot read DATA {source!r} as Parquet: {cause}") from None
     return frame
 

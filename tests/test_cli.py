@@ -1278,6 +1278,22 @@ class TestDataFiles:
             rows.drop(columns="nr").to_parquet(hive / f"nr={person}" / "a.parquet", index=False)
         code, _, err = run(replace("DATA", str(hive)))
         assert code == 2 and "its folders name values of ['nr'] (a hive layout" in err, err
+        # through a glob alike, and a glob's folders are refused, not read past (an audit)
+        for pattern in (f"{hive}/*/*.parquet", f"{hive}/**/*.parquet"):
+            code, _, err = run(replace("DATA", pattern))
+            assert code == 2 and "(a hive layout" in err, err
+        spark = tmp_path / "spark"
+        (spark / "2024.parquet").mkdir(parents=True)
+        first.to_parquet(spark / "2023.parquet", index=False)
+        later.to_parquet(spark / "2024.parquet" / "part-0.parquet", index=False)
+        code, _, err = run(replace("DATA", f"{spark}/*.parquet"))
+        assert code == 2 and "the glob matches folders (2024.parquet)" in err, err
+        # dplong plan reads half-precision ids as the fit does (it crashed on them)
+        halves = tmp_path / "halves.parquet"
+        first.assign(nr=first["nr"].astype(np.float16)).to_parquet(halves, index=False)
+        plan = ["plan", str(halves), "--model", "mean", "--formula", "lwage ~ 1"]
+        code, out, err = run([*plan, "--groups", "nr", "--epsilon", "8"])
+        assert code == 0 and "Users (n):" in out, err
 
     def test_a_file_dask_cannot_read_is_said_in_the_readers_words(self, tmp_path: Path) -> None:
         pytest.importorskip("pyarrow")

@@ -17,7 +17,7 @@ from dplong.cli.errors import _for_the_command_line, _InputError
 from dplong.cli.fit import _say_warnings
 from dplong.cli.keywords import _fit_options, _stage_options
 from dplong.cli.parser import FIT_ONLY
-from dplong.dask_frames import is_dask
+from dplong.dask_frames import is_dask, readable_ids
 from dplong.formula import check_id_types
 from dplong.io import _tell_alike_ids, quiet_parquet_reads, read_failures, read_file
 from dplong.models.command_line import MODELS
@@ -93,6 +93,8 @@ def _count_units(args: argparse.Namespace, by_user: bool) -> int:
         with quiet_parquet_reads(), read_failures(args.data):  # a Dask frame reads here
             raw = read_file(args.data, columns={c: f for c, f in named.items() if c is not None})
             if by_user:
+                if is_dask(raw):  # ids as the fit reads them (half floats, dates refused)
+                    raw = readable_ids(raw, args.groups)
                 ids = raw[args.groups]
                 ids = ids[~ids.isin([np.inf, -np.inf])].dropna().unique()  # as user_codes
                 distinct = np.asarray(ids.compute() if is_dask(raw) else ids)
