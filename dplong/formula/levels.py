@@ -152,6 +152,22 @@ def _level_tuple(values: Any, name: str, dtype: Any) -> tuple[Any, ...]:
     return found
 
 
+def matched_levels(levels: Sequence[Any], values: Any) -> NDArray[np.intp]:
+    """Each value's position among the declared ``levels`` (-1: none), matched on its own by
+    Python's equality: pandas picks how to match from the whole column (or a partition's
+    categories), so one user's value would decide another's match (audits).
+
+    Examples
+    --------
+    >>> from dplong.formula.levels import matched_levels
+    >>> matched_levels(["a", "b"], ["b", 5, "a", None]).tolist()
+    [1, -1, 0, -1]
+    """
+    index = pd.Index(np.asarray(values, dtype=object), dtype=object)
+    positions: NDArray[np.intp] = pd.Index(list(levels), dtype=object).get_indexer(index)
+    return positions
+
+
 def _coded(values: Any, levels: tuple[Any, ...]) -> Any:
     """``values`` as a pandas Categorical with exactly the declared categories; a value outside
     them becomes missing (vectorised: pandas' codes, never patsy's loop over the rows), and on
@@ -166,18 +182,13 @@ def _coded(values: Any, levels: tuple[Any, ...]) -> Any:
         # matched as objects, category by category: a Dask partition's own categories typed
         # the match (a user's 1 matched True where the partition's categories were [1, 'a']
         # and not where they were [0, 1], an audit)
-        recode = np.append(
-            pd.Index(list(levels), dtype=object).get_indexer(
-                pd.Index(source.categories, dtype=object)
-            ),
-            -1,
-        )
+        recode = np.append(matched_levels(levels, source.categories), -1)
         codes = recode[source.codes]  # code -1 (missing) picks the appended -1
     elif getattr(values, "dtype", None) == np.dtype(object):
         # a column of Python objects is matched value by value (Python's equality): pandas
         # picks how to match from the whole column, and a user's True matched a level 1
         # only where some other row held a number (an audit)
-        codes = pd.Index(list(levels), dtype=object).get_indexer(pd.Index(values, dtype=object))
+        codes = matched_levels(levels, values)
     else:
         codes = pd.Index(levels).get_indexer(values)
     fate = _REAL_ROWS.get()

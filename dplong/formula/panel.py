@@ -15,6 +15,7 @@ from numpy.typing import NDArray
 
 from dplong._validation import warn
 from dplong.exceptions import DataHolderWarning
+from dplong.formula.levels import matched_levels
 from dplong.formula.users import GroupsLike, column_or_array
 
 
@@ -208,11 +209,7 @@ def time_order(
         # text levels declared: each value matched on its own (a value that is no text is
         # outside them): the order was the declaration's only where every row was text, so one
         # user's number put every user's waves in text order (an audit)
-        codes = (
-            pd.Index(list(declared), dtype=object)
-            .get_indexer(pd.Index(np.asarray(times, dtype=object), dtype=object))
-            .astype(np.float64)
-        )
+        codes = matched_levels(declared, times).astype(np.float64)
     else:
         return times
     codes[codes < 0] = np.nan

@@ -201,10 +201,11 @@ def _dask_user_means(
     )
     if len(ids) == 0:
         raise DataError(f"values is empty (shape (0, {len(columns)}))")
-    counts = means[:, -tally:].sum(axis=0)
-    # a partition of rows without an id has no user to carry its count: counted apart
-    lost = int(missing_ids(groups).sum().compute()) - counts[1]
-    _warn_left_out(counts + np.array([lost, lost, *np.zeros(tally - 2)]), labels)
+    if not _TOLD.get():  # a model built on these rows told of them: no pass to count them
+        counts = means[:, -tally:].sum(axis=0)
+        # a partition of rows without an id has no user to carry its count: counted apart
+        lost = int(missing_ids(groups).sum().compute()) - counts[1]
+        _warn_left_out(counts + np.array([lost, lost, *np.zeros(tally - 2)]), labels)
     means = means[:, :-tally]
     if levels:
         means, rows_at = means[:, :-levels], means[:, -levels:]
