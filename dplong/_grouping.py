@@ -22,7 +22,7 @@ def factorize_groups(
         raise DataError(
             f"{name} must have one user id per row: got shape {np.shape(groups)} for {n_rows} rows"
         )
-    codes, uniques = user_codes(pd.Series(groups).to_numpy())
+    codes, uniques = user_codes(pd.Series(groups))
     return codes, len(uniques)
 
 

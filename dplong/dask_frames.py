@@ -669,7 +669,7 @@ def _partition_frame(
     if ordered:  # shuffled: back in the data's order, so that ties sort as in memory
         frame = frame.sort_values(_POSITION, kind="stable")
     frame = frame.reset_index(drop=True)
-    codes, ids = user_codes(frame[user].to_numpy())
+    codes, ids = user_codes(frame[user])
     tables = [table.reindex(ids).to_numpy(np.float64) for table in given]
     sums = np.asarray(partition(frame, codes, len(ids), *tables), dtype=np.float64)
     out: pd.DataFrame = pd.DataFrame(sums, columns=[f"s{j}" for j in range(sums.shape[1])])

@@ -51,7 +51,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from itertools import compress, filterfalse, repeat
 from operator import contains, methodcaller
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -86,6 +86,12 @@ __all__ = [
 DATASET_PREFIX = "dataset:"
 SHIPPED = ", ".join(DATASET_PREFIX + name for name in datasets.DATASETS)
 _PARQUET_SUFFIXES = (".parquet", ".pq")
+#: Parquet read with pandas' nullable types: pyarrow reads a column of int64 with one null as
+#: doubles, which merged user ids above 2**53 that differ in their last digits, so n (and
+#: whether a fit ran) hung on one row's missing id (an audit). Every column but the ids is
+#: read as numbers or declared levels anyway (:func:`typed`).
+_NULLABLE: Literal["numpy_nullable"] = "numpy_nullable"
+
 # the files of a directory that Dask reads (its read_parquet's parquet_file_extension)
 _DASK_PARQUET_SUFFIXES = (".parq", ".parquet", ".pq")
 # pandas reads these compressed CSVs directly
@@ -229,7 +235,7 @@ def read_file(
         stored = {str(part): _parquet_names(part) for part in parts}
         for part, names in stored.items():  # named by the part: the file to mend
             _check_distinct(part, names or [])
-        return _held_by_every_part(source, _only(_read_parquet(source), columns), stored)
+        return _only(_held_by_every_part(source, _read_parquet(source), stored, columns), columns)
     if not path.is_file():
         raise DataError(f"DATA file {source!r} does not exist (or is not a file)")
     name = path.name.lower()
@@ -240,7 +246,7 @@ def read_file(
             try:
                 return _only(_read_parquet(source), columns)
             except MissingDependencyError:  # one file fits pandas too
-                return _only(pd.read_parquet(path), columns)
+                return _only(pd.read_parquet(path, "pyarrow", dtype_backend=_NULLABLE), columns)
         if name.endswith(_CSV_SUFFIXES):
             return _only(_read_csv(path, source, columns), columns)
     except ImportError as err:  # a compression's module (zstandard for .csv.zst)
@@ -492,6 +498,19 @@ def _check_layout(source: str, path: Path, files: list[Path], parquet: list[Path
             "rows would not be read; name every part .parquet"
         )
     _check_hive(source, [p.relative_to(path).parts[:-1] for p in parquet])
+    # the writers' own markers (_SUCCESS, _metadata, .crc files) are no data; any other file
+    # left unread is said (a .tsv beside the parts was passed over without a word, an audit)
+    unread = sorted(
+        p.name
+        for p in files
+        if p not in parquet and not p.name.startswith(("_", ".")) and p.name not in unnamed
+    )
+    if unread and parquet:
+        shown = ", ".join(unread[:3]) + (", ..." if len(unread) > 3 else "")
+        _tell_data_holder(
+            f"DATA {source!r} is read as its Parquet files; its {len(unread):,} other "
+            f"file(s) ({shown}) are not read"
+        )
 
 
 def _check_hive(source: str, folders: list[tuple[str, ...]]) -> None:
@@ -530,16 +549,21 @@ def _parquet_names(path: Path) -> list[str] | None:
 
 
 def _held_by_every_part(
-    source: str, frame: DaskFrame, stored: Mapping[str, list[str] | None]
+    source: str,
+    frame: DaskFrame,
+    stored: Mapping[str, list[str] | None],
+    columns: Collection[str] | None,
 ) -> DaskFrame:
     """``frame`` (of the Parquet files of ``source``, each with the column names it
-    ``stored``), refused if one of them lacks one of its columns that another holds: Dask
-    takes the columns from one file and fails in its own words, with a traceback, only when
-    the rows are read (an audit). A column no file stores (a hive partition's, taken from the
-    paths) is in every part."""
-    held = {name for names in stored.values() for name in names or []}
+    ``stored``), refused if one of them lacks one of the ``columns`` read (when None, every
+    column a file holds) that another holds: Dask takes the columns from one file and fails in
+    its own words, with a traceback, only when the rows are read, or, where that file lacked
+    one, the column was said to be no column of DATA (audits)."""
+    every = [name for names in stored.values() for name in names or []]
+    held = set(every)
+    read = list(dict.fromkeys([*frame.columns, *every])) if columns is None else list(columns)
     for part, names in stored.items():
-        lacking = [c for c in frame.columns if c in held and names is not None and c not in names]
+        lacking = [c for c in read if c in held and names is not None and c not in names]
         if lacking:
             raise DataError(
                 f"cannot read DATA {source!r}: its file {part!r} has no column "
@@ -652,6 +676,16 @@ def _tell_alike_ids(ids: pd.Series, column: str) -> None:
     )
     numbers = _parsed(text)  # as a cell of numbers reads them
     keys = pd.Series(np.where(np.isnan(numbers), text.to_numpy(), numbers.astype(str)))
+    whole = np.isfinite(numbers) & (numbers == np.round(numbers)) & (np.abs(numbers) < 2.0**63)
+    keys[whole] = numbers[whole].astype(np.int64).astype(str)  # '7.0' as '7'
+    # an integer's digits as they are ('007' as '7'): ids above 2**53 that differ in their
+    # last digits read alike as doubles, and were told as alike (an audit)
+    digits = text.str.fullmatch(r"[+-]?\d+").to_numpy()
+    keys[digits] = (
+        text[digits]
+        .str.replace(r"^\+", "", regex=True)
+        .str.replace(r"^(-?)0+(?=\d)", r"\1", regex=True)
+    ).replace("-0", "0")
     alike = int(keys.duplicated(keep=False).sum())
     if alike:
         _tell_data_holder(
@@ -808,7 +842,9 @@ def _read_parquet(source: str) -> DaskFrame:
     try:
         # its parts as the directory holds them, not as a _metadata footer once listed them
         # (a part added since was left unread, an audit)
-        frame: DaskFrame = dd.read_parquet(source, ignore_metadata_file=True)
+        frame: DaskFrame = dd.read_parquet(
+            source, ignore_metadata_file=True, dtype_backend=_NULLABLE
+        )
     except (OSError, ValueError, TypeError) as err:  # pyarrow's ArrowTypeError: a TypeError
         # Dask wraps the reader's error in its own words ("An error occurred while calling
         # the read_parquet method registered to the pandas backend."): say the reader's

@@ -1238,7 +1238,7 @@ class TestDataFiles:
         folder.mkdir()
         wages.iloc[:2000].to_parquet(folder / "a.parquet", index=False)
         wages.iloc[2000:].to_csv(folder / "late.csv", index=False)
-        (folder / "README.md").write_text("the wage panel in two parts\n")  # not data: read past
+        (folder / "README.md").write_text("the wage panel in two parts\n")
         code, out, err = run(replace("DATA", str(folder)))
         assert code == 2 and out == "" and err.count("\n") == 1, err
         assert "holds CSV files (late.csv) beside its Parquet files" in err
@@ -1246,6 +1246,16 @@ class TestDataFiles:
         (folder / "late.csv").unlink()
         code, _, err = run(replace("DATA", str(folder)))
         assert code == 0, err
+        # other files are read past, and said so (a .tsv was passed over without a word, an
+        # audit); the writers' own markers are no data, and are not
+        wages.iloc[2000:].to_csv(folder / "late.tsv", index=False, sep="\t")
+        for marker in ("_SUCCESS", ".a.parquet.crc"):
+            (folder / marker).write_bytes(b"")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dplong.io.read_data(str(folder), groups="nr")
+        told = [str(w.message) for w in caught if issubclass(w.category, DataHolderWarning)]
+        assert any("its 2 other file(s) (README.md, late.tsv) are not read" in t for t in told)
 
     def test_a_directorys_parquet_parts_are_all_read_or_refused(self, tmp_path: Path) -> None:
         """Dask reads a directory's files named .parquet, .parq or .pq (case sensitive): a part
@@ -1334,17 +1344,19 @@ class TestDataFiles:
                 "(a compressed file cut short or corrupt?); write it again\n"
             ), err
 
+    @pytest.mark.parametrize("part_name", ["a.parquet", "b.parquet"])
     @pytest.mark.parametrize("lacking", ["lwage", "nr"])
     def test_a_parquet_file_lacking_a_column_is_named_before_any_read(
-        self, tmp_path: Path, lacking: str
+        self, tmp_path: Path, lacking: str, part_name: str
     ) -> None:
         """One Parquet file of a directory without a column the others hold failed as Dask
-        read the rows, a KeyError's traceback (an audit); it is refused by its name now, before
-        the rows are read, the plan's read of the ids too."""
+        read the rows, a KeyError's traceback (an audit), or, where the first file lacked it,
+        was said to be no column of DATA (a later audit); it is refused by its name now,
+        before the rows are read, the plan's read of the ids too."""
         pytest.importorskip("pyarrow")
         pytest.importorskip("dask.dataframe")
         _, folder = _parquet_files(tmp_path)
-        part = folder / "b.parquet"
+        part = folder / part_name
         pd.read_parquet(part).drop(columns=[lacking]).to_parquet(part, index=False)
         argv = ["--groups", "nr", "--model", "mean", "--formula", "lwage ~ 1", "--epsilon", "1"]
         for command in (["fit", *argv, "--scale", "1"], ["plan", *argv]):
@@ -1849,6 +1861,29 @@ def test_ids_that_read_alike_are_two_users_and_the_data_holder_is_told(tmp_path:
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataHolderWarning)
         dplong.io.read_data(str(plain), groups="id")
+
+
+def test_parquet_ids_beyond_doubles_are_read_exactly(tmp_path: Path) -> None:
+    """A Parquet column of int64 ids above 2**53 with one null id: pyarrow reads it as
+    doubles, which merged ids differing in their last digits (40 users counted 21, so n and
+    whether a fit ran hung on one row: an audit); and ids stored without a null, read exactly,
+    were told to the data holder as reading alike. Read as nullable integers now, in one file
+    and in a directory (Dask), and told of nothing."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    pa = pytest.importorskip("pyarrow")
+    ids: list[int | None] = [2**53 + i for i in np.arange(200) % 40]
+    y = np.random.default_rng(0).normal(size=200)
+    full = tmp_path / "full.parquet"
+    pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "y": y}), full)
+    ids[3] = None
+    (tmp_path / "parts").mkdir()
+    for where in (tmp_path / "one.parquet", tmp_path / "parts" / "a.parquet"):
+        pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "y": y}), where)
+    pq.write_table(pq.read_table(full).slice(0, 50), tmp_path / "parts" / "b.parquet")
+    argv = ["--model", "mean", "--formula", "y ~ 1", "--groups", "id", "--epsilon", "4"]
+    for data in (full, tmp_path / "one.parquet", tmp_path / "parts"):
+        code, out, err = run(["plan", str(data), *argv])
+        assert code == 0 and "Users (n): 40" in out and "alike" not in err, (data, out, err)
 
 
 @pytest.mark.parametrize(
