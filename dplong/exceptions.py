@@ -183,7 +183,11 @@ class DataHolderWarning(DplongWarning):
 
     It is issued while a design is built (e.g. by ``from_formula``), before any release, and
     is not recorded in ``results.warnings``, the summary or the report: what it says depends
-    on the rows, which only a DP release may reflect.
+    on the rows, which only a DP release may reflect. So whether it is issued depends on the
+    rows too: a program that turns warnings into errors (``warnings.simplefilter("error")``,
+    ``python -W error``) should keep this one a warning
+    (``warnings.simplefilter("always", DataHolderWarning)`` after it), or a fit's running
+    would depend on the rows.
 
     Examples
     --------

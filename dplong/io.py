@@ -842,15 +842,16 @@ def _read_parquet(source: str) -> DaskFrame:
     try:
         # its parts as the directory holds them, not as a _metadata footer once listed them
         # (a part added since was left unread, an audit)
+        # a stored category of numbers, flags or dates read as its values, as pandas reads a
+        # file: Dask's nullable types had none for them (NotImplementedError, an audit)
         frame: DaskFrame = dd.read_parquet(
-            source, ignore_metadata_file=True, dtype_backend=_NULLABLE
+            source, ignore_metadata_file=True, dtype_backend=_NULLABLE, categories=[]
         )
-    except (OSError, ValueError, TypeError) as err:  # pyarrow's ArrowTypeError: a TypeError
+    except (OSError, ValueError, TypeError, NotImplementedError) as err:  # ArrowTypeError too
         # Dask wraps the reader's error in its own words ("An error occurred while calling
         # the read_parquet method registered to the pandas backend."): say the reader's
-        cause = (
-            err.__cause__ if isinstance(err.__cause__, OSError | ValueError | TypeError) else err
-        )
+        causes = OSError | ValueError | TypeError | NotImplementedError
+        cause = err.__cause__ if isinstance(err.__cause__, causes) else err
         raise DataError(f"cannot read DATA {source!r} as Parquet: {cause}") from None
     return frame
 

@@ -1560,6 +1560,72 @@ def test_ids_beyond_doubles_stay_distinct_beside_a_missing_id() -> None:
     assert dplong.PooledOLS.from_formula("y ~ x", frame, groups="id").nobs_users == 500
     parts = dd.from_pandas(frame, npartitions=3)
     assert dplong.PooledOLS.from_formula("y ~ x", parts, groups="id").nobs_users == 500
+    # as categories (a later audit: 400 such users counted 201), and as pyarrow's integers
+    # over Dask (whose check for infinite ids failed on them, with pyarrow's error)
+    for ids in (unknown.astype("category"), unknown.astype("int64[pyarrow]")):
+        for data in (frame.assign(id=ids), dd.from_pandas(frame.assign(id=ids), npartitions=3)):
+            assert dplong.PooledOLS.from_formula("y ~ x", data, groups="id").nobs_users == 500
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ({}, {}),
+        ({"correlation": "exchangeable", "correlation_param": 0.3}, {}),
+        ({"correlation": "ar1", "correlation_param": 0.5, "time": "t"}, {}),
+        ({}, {"estimator": "within"}),
+    ],
+    ids=["per-user", "exchangeable", "ar1", "within"],
+)
+def test_one_users_huge_values_raise_nothing_under_warnings_as_errors(
+    options: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    """One user's values near the doubles' edge on an unbalanced panel: the per-user sums'
+    products overflowed with a RuntimeWarning that no errstate covered, so a fit run with
+    warnings as errors raised or released as that user's rows said, the within fit's after its
+    pilot's noise (an audit). Such a user's sums are inf, no statistic, as on a balanced
+    panel; the fit runs either way."""
+    built, fit = options
+    rng = np.random.default_rng(0)
+    data = pd.DataFrame({"id": np.repeat(np.arange(500), 5), "t": np.tile(np.arange(5), 500)})
+    data["x"] = rng.uniform(0.1, 1.1, 2500)
+    data["y"] = 1 + 0.5 * data["x"] + rng.normal(0, 0.5, 2500)
+    data = data.drop(index=[7, 12]).reset_index(drop=True)  # users 1 and 2: 4 rows
+    edge = np.array([1.0, -1.7e308, -1.7e308, 1.7e308, 1.7e308])
+    for y, x in ((1.5e154, 1.5e154), (edge, edge[::-1])):
+        odd = data.copy()
+        odd.loc[odd["id"] == 0, "y"], odd.loc[odd["id"] == 0, "x"] = y, x
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DplongWarning)
+            warnings.simplefilter("error", RuntimeWarning)
+            model = dplong.LongitudinalOLS.from_formula("y ~ x", odd, groups="id", **built)
+            res = model.fit(epsilon=4.0, random_state=1, **fit)
+        assert "x" in res.params.index
+
+
+def test_values_near_the_doubles_edge_raise_nothing_under_warnings_as_errors() -> None:
+    """Random effects on rows of about 1e200 (an audit): the pooled results' noise sd, the
+    engine's scale of the residuals' components and a person's within fit overflowed with
+    RuntimeWarnings, so a fit run with warnings as errors raised where rows of 1e100 ran. The
+    numbers are withheld, as at any scale the engine cannot resolve; nothing raises."""
+    from dplong.models.reduce import within_fit_residuals
+
+    rng = np.random.default_rng(0)
+    ids = np.repeat(np.arange(500), 5)
+    data = pd.DataFrame({"id": ids, "x": rng.normal(size=2500), "w": rng.normal(size=500)[ids]})
+    data["y"] = data["x"] + data["w"] + rng.normal(size=500)[ids] + rng.normal(size=2500)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        warnings.simplefilter("error", RuntimeWarning)
+        for scale in (1e100, 1e200):
+            scaled = data.assign(x=data["x"] * scale, y=data["y"] * scale)
+            res = dplong.RandomEffects.from_formula("y ~ x + w", scaled, groups="id").fit(
+                epsilon=20.0, random_state=7
+            )
+            assert list(res.params.index) == ["Intercept", "x", "w"]
+        edge = np.array([[np.inf, -np.inf, np.inf, np.nan, 1.0], [1e308] * 5])
+        ssr, df = within_fit_residuals(edge, np.array([np.inf, 1e308]), np.array([4.0, 4.0]))
+    assert np.isfinite(df).all() and not (ssr < 0).any()
 
 
 def test_values_below_the_engines_resolution_are_said() -> None:

@@ -22,10 +22,10 @@ UNHASHABLE_IDS = "groups must be hashable user ids (numbers or text), got unhash
 
 def exact_ids(values: Any) -> NDArray[Any]:
     """``values`` (a column, an array or a sequence of ids) as a numpy array holding each id
-    exactly: integers of a nullable type with a missing id as Python ints and None, where
-    pandas' own ``to_numpy`` makes them doubles, merging ids above 2**53 that differ in
-    their last digits (one missing id among 40 such users left 21: an audit); else as numpy
-    holds them.
+    exactly: integers of a nullable type with a missing id, or categories of integers, as
+    Python ints and None, where pandas' own ``to_numpy`` makes them doubles, merging ids above
+    2**53 that differ in their last digits (one missing id among 40 such users left 21:
+    audits); else as numpy holds them.
 
     Examples
     --------
@@ -33,8 +33,15 @@ def exact_ids(values: Any) -> NDArray[Any]:
     >>> from dplong.formula.users import exact_ids
     >>> exact_ids(pd.Series([2**53 + 1, 2**53 + 2, None], dtype="Int64"))
     array([9007199254740993, 9007199254740994, None], dtype=object)
+    >>> exact_ids(pd.Categorical([2**53 + 1, None, 2**53 + 2]))   # a category of ids too
+    array([9007199254740993, None, 9007199254740994], dtype=object)
     """
     if isinstance(values, pd.Series | pd.Index | pd.api.extensions.ExtensionArray):
+        if isinstance(values.dtype, pd.CategoricalDtype):  # each category as it is stored
+            codes = np.asarray(pd.Categorical(values).codes)
+            picked = exact_ids(values.dtype.categories).astype(object)[np.maximum(codes, 0)]
+            picked[codes < 0] = None
+            return picked
         if pd.api.types.is_integer_dtype(values.dtype) and bool(pd.isna(values).any()):
             return np.asarray(values.to_numpy(dtype=object, na_value=None))  # type: ignore[arg-type,call-overload]
         return np.asarray(values.to_numpy())

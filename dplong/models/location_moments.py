@@ -24,30 +24,36 @@ __all__: list[str] = []
 
 @dataclass(frozen=True)
 class _UserMoments:
-    """Per-user mean, within sum of squares and row count (private; never leaves the fit)."""
+    """Per-user mean, within sum of squares, row count and the within sum's degrees of freedom
+    (``T_u - 1`` about the user's mean; fewer for the residuals of a regression, as the
+    random-effects components take them): private, they never leave the fit."""
 
     means: np.ndarray
     within_ss: np.ndarray
     rows: np.ndarray
+    within_df: np.ndarray
 
     @classmethod
     def of(cls, design: PanelDesign | ReducedPanel) -> _UserMoments:
         """From the rows (two passes: the means, then the squared deviations from them), or
-        a Dask frame's moments, reduced the same way (:func:`_reduce_moments`)."""
+        a Dask frame's moments, reduced the same way (:func:`_reduce_moments`): row counts,
+        means, within sums of squares and, as a fourth column, their degrees of freedom
+        where they are not ``T_u - 1``."""
         if isinstance(design, ReducedPanel):
-            rows, means, within_ss = design.statistics.T
-            return cls(means, within_ss, rows)
+            rows, means, within_ss, *df = design.statistics.T
+            return cls(means, within_ss, rows, df[0] if df else rows - 1.0)
         counts = user_means(_totals(design))
         within_ss = _squared_deviations(design, counts)[:, 0]
-        return cls(counts[:, 1], within_ss, counts[:, 0])
+        return cls(counts[:, 1], within_ss, counts[:, 0], counts[:, 0] - 1.0)
 
     def components(self, mu: float) -> np.ndarray:
-        """``(ȳ_u - μ̂)² - s²_u/T_u`` and ``s²_u`` per user; NaN for users with fewer than two
-        rows. Unbiased for σ_U² and σ² with independent residuals (Def 5.8)."""
+        """``(ȳ_u - μ̂)² - s²_u/T_u`` and ``s²_u`` (the within sum of squares over its degrees
+        of freedom) per user; NaN for users with none (fewer than two rows). Unbiased for σ_U²
+        and σ² with independent residuals (Def 5.8)."""
         # a user mean near the doubles' edge overflows its square: inf, which the release
         # clips (RuntimeWarnings reached the analyst)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            within = np.where(self.rows >= 2, self.within_ss / (self.rows - 1), np.nan)
+            within = np.where(self.within_df >= 1, self.within_ss / self.within_df, np.nan)
             between = (self.means - mu) ** 2 - within / self.rows
         return np.column_stack([between, within])
 

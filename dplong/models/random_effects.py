@@ -15,7 +15,9 @@ through an existing release, all on one ledger:
    later stage.
 2. **The variance components**, unless stated (``variance_components=``, free): a pilot
    :class:`~dplong.PooledOLS` fit gives β₀; every person's residuals ``y_ut - x_ut'β₀`` (of
-   the clipped rows) are reduced to their mean and variance, and
+   the clipped rows) are reduced to their mean ``ē_u`` and to ``s²_u``, the residual variance
+   of the person's own within regression on their clipped rows (which does not depend on β₀:
+   Swamy and Arora's within residuals, person by person), and
    :class:`~dplong.RandomEffectsLocation` releases ``Group Var`` (σ_u²: the mean of
    ``(ē_u - μ̂)² - s²_u / T_u``) and ``Scale`` (σ_e²: the mean of ``s²_u``), with its own
    private scales and error bounds.
@@ -73,9 +75,8 @@ from dplong.models.command_line import (
     register,
 )
 from dplong.models.location import COMPONENTS, RandomEffectsLocation
-from dplong.models.location_moments import _UserMoments
 from dplong.models.option_checks import CovType, check_max_rows
-from dplong.models.pooled.dask_rows import DaskRows, clipped_residuals
+from dplong.models.pooled.dask_rows import DaskRows, residual_moments
 from dplong.models.pooled.estimator import PooledOLS, said_on_screen
 from dplong.models.pooled.factors import Blocks, Disjoint
 from dplong.models.pooled.frame import _Scaling
@@ -115,18 +116,17 @@ STEPS_SHARES = (0.45, 0.05, 0.05, 0.05, 0.05, 0.3, 0.05)
 #: linearmodels') converges to neither the within nor the between slope, and its intervals
 #: miss the truth (docs/guide/panel.md, "The model's assumption"); no number of the fit itself
 #: tells that case apart, a comparison with another fit does (:func:`dplong.hausman`). There
-#: the slopes also move with θ, which the pilot's privacy noise moves through the released
-#: components (their residuals' within variance holds the pilot's slope error), and the
-#: intervals hold the fit at the released θ: an audit's silent misses of the noise-free GLS
-#: were of this kind (docs/accuracy.md, "Random effects' silent misses: the released θ").
+#: the slopes also move with θ, and the intervals hold the fit at the released θ; σ_e² comes
+#: from each person's own within fit, which the pilot's privacy noise does not move (it moved
+#: the residuals' within variance about their means: an audit's silent misses of the
+#: noise-free GLS, docs/accuracy.md, "Random effects' silent misses: the released θ").
 UNCORRELATED = (
     "Random effects: the person effects are assumed uncorrelated with every regressor; where "
     "they are not (a regressor's person means related to the effect), the coefficients of "
     "regressors that vary within persons are biased, as in any random-effects GLS, and they "
-    "move with the released variance components (θ), which the pilot fit's privacy noise "
-    "moves there: the intervals hold GLS at the released θ, and GLS at the data's own can lie "
-    "outside them. dplong.hausman(a PanelOLS fit, a BetweenOLS fit) tests it (the more "
-    "powerful test under privacy; PanelOLS against this fit too)."
+    "move with the released variance components (θ): the intervals hold GLS at the released "
+    "θ. dplong.hausman(a PanelOLS fit, a BetweenOLS fit) tests it (the more powerful test "
+    "under privacy; PanelOLS against this fit too)."
 )
 
 
@@ -617,8 +617,9 @@ class _ResidualModel:
         self._design, self._source = design, source
 
     def _model(self, moments: NDArray[np.float64]) -> RandomEffectsLocation:
-        """The location model of the residuals' per-person row counts, means and within sums
-        of squares (n x 3)."""
+        """The location model of the residuals' per-person row counts, means, and residual
+        sums of squares of each person's own within regression with their degrees of freedom
+        (n x 4, :func:`~dplong.models.pooled.dask_rows.residual_moments`)."""
         n = self._design.n
         residuals = ReducedPanel(
             moments, np.arange(n), n, ("Intercept",), "residual", "residual ~ 1"
@@ -645,7 +646,7 @@ class _ResidualModel:
     def check(self, plan: RandomEffectsBudget) -> None:
         """Refuse before any noise what the components' release would refuse: its plan
         depends on public facts only (n and its budget), so it is decided on zeros."""
-        zeros = np.zeros((self._design.n, 3))
+        zeros = np.zeros((self._design.n, 4))
         decision = _decide(lambda: self._fit(zeros, plan, np.random.default_rng(0)))
         if isinstance(decision, DplongError):
             refusal = InsufficientUsersError(
@@ -667,10 +668,7 @@ class _ResidualModel:
         """The released components of the residuals of the rows clipped to ``ranges``."""
         if self._source is not None:
             return self._fit(self._source.residual_moments(beta, ranges), plan, generator)
-        moments = _UserMoments.of(clipped_residuals(self._design, beta, ranges))
-        return self._fit(
-            np.column_stack([moments.rows, moments.means, moments.within_ss]), plan, generator
-        )
+        return self._fit(residual_moments(self._design, beta, ranges), plan, generator)
 
 
 def _check_components(value: Any) -> tuple[float, float] | None:

@@ -17,6 +17,7 @@ sum the same products.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,7 +97,8 @@ def _ar1_prewhiten(
     """
     out = np.array(values, dtype=np.float64)
     first = segment_starts(codes)
-    out[1:] -= phi * values[:-1]
+    with np.errstate(over="ignore", invalid="ignore"):  # inf: no statistic (_chunk_sums)
+        out[1:] -= phi * values[:-1]
     out[first] = values[first] * np.sqrt(1.0 - phi**2)
     return out
 
@@ -130,12 +132,16 @@ def _chunk_sums(
                 np.einsum("ul->u", view, out=out[row])
         return out
     block = buffer[: k * m].reshape(k, m)
-    for row, (i, j) in enumerate(pairs):
-        np.multiply(series[i][rows], series[j][rows], out=block[row])
-    if plain:
-        for row, values in enumerate(series, start=len(pairs)):
-            block[row] = values[rows]
-    return np.add.reduceat(block, offsets, axis=1)
+    # a product or sum past the doubles' range is inf, no user's statistic: as einsum's above,
+    # with no RuntimeWarning (one user's values decided whether a fit run with warnings as
+    # errors raised, an audit)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for row, (i, j) in enumerate(pairs):
+            np.multiply(series[i][rows], series[j][rows], out=block[row])
+        if plain:
+            for row, values in enumerate(series, start=len(pairs)):
+                block[row] = values[rows]
+        return np.add.reduceat(block, offsets, axis=1)
 
 
 def _solve_spd(
@@ -265,14 +271,14 @@ def coefficients_from_sums(
         xtx[upper] = block[1 : 1 + n_upper]
         xtx[upper[::-1]] = block[1 : 1 + n_upper]
         xty = block[1 + n_upper : 1 + n_upper + p]
-        if correlation.kind == "exchangeable":
-            # R^{-1} ∝ I - c_u 11' with c_u = r / (1 - r + T_u r): subtract the rank-one part
-            r = correlation.param
-            c = r / (1.0 - r + rows * r)
-            sx, sy = block[1 + n_upper + p : 1 + n_upper + 2 * p], block[1 + n_upper + 2 * p]
-            xtx -= (c * sx)[:, None] * sx[None, :]
-            xty = xty - (c * sx) * sy
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if correlation.kind == "exchangeable":
+                # R^{-1} ∝ I - c_u 11' with c_u = r / (1 - r + T_u r): less the rank-one part
+                r = correlation.param
+                c = r / (1.0 - r + rows * r)
+                sx = block[1 + n_upper + p : 1 + n_upper + 2 * p]
+                xtx -= (c * sx)[:, None] * sx[None, :]
+                xty = xty - (c * sx) * block[1 + n_upper + 2 * p]
             solution, scaled_det = _solve_spd(xtx, xty)
             positive = (np.einsum("iim->im", xtx) > 0).all(axis=0)
             ok = (rows >= p) & positive & (scaled_det > SINGULAR_TOLERANCE)
@@ -435,3 +441,52 @@ def within_sums(
         sums = _chunk_sums(series, pairs, False, slice(lo, hi), starts[first:last] - lo, buffer)
         out[users[first:last]] = sums.T
     return out
+
+
+def within_fit_residuals(
+    products: NDArray[np.float64], within_ss: NDArray[np.float64], rows: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Every user's residual sum of squares of their own within regression of ``ỹ_u`` on
+    ``X̃_u``, and its degrees of freedom ``T_u - 1 - rank X̃_u`` (at most 0: none).
+
+    ``products`` holds the unique entries of ``X̃_u'X̃_u`` then ``X̃_u'ỹ_u`` (:func:`within_sums`,
+    p columns), ``within_ss`` ``ỹ_u'ỹ_u``. Each user's ``X̃_u'X̃_u`` is scaled to unit diagonal
+    (a column constant within the user, whose deviations are exactly 0, drops out) and solved
+    by a symmetric eigendecomposition, vectorised over chunks of users: the fitted sum of
+    squares is ``Σ_j (v_j'b̃)² / λ_j`` over the eigenvalues above :data:`SINGULAR_TOLERANCE`,
+    whose number is the rank.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.reduce import within_fit_residuals, within_sums, user_means, user_totals
+    >>> X = np.column_stack([np.ones(4), [0.0, 1.0, 2.0, 4.0]])   # the ones drop out
+    >>> y = np.array([0.0, 1.0, 1.0, 3.0])
+    >>> codes = np.zeros(4, dtype=np.intp)
+    >>> means = user_means(user_totals(y, X, codes, 1))
+    >>> products = within_sums(y, X, codes, 1, means[:, 1:], means[:, 0])
+    >>> ssr, df = within_fit_residuals(products, np.array([4.75]), means[:, 0])
+    >>> round(float(ssr[0]), 4), df.tolist()                      # 4 rows, 1 slope
+    (0.2857, [2.0])
+    """
+    n = len(rows)
+    p = int((math.isqrt(8 * products.shape[1] + 9) - 3) // 2)  # p(p+1)/2 + p columns
+    upper = np.triu_indices(p)
+    k = len(upper[0])
+    fitted, rank = np.zeros(n), np.zeros(n)
+    for lo in range(0, n, CHUNK_ROWS):
+        block = np.nan_to_num(products[lo : lo + CHUNK_ROWS])
+        gram = np.zeros((len(block), p, p))
+        gram[:, upper[0], upper[1]] = block[:, :k]
+        gram[:, upper[1], upper[0]] = block[:, :k]
+        diagonal = np.einsum("mii->mi", gram)
+        with np.errstate(divide="ignore"):
+            unit = np.where(diagonal > 0, 1.0 / np.sqrt(diagonal), 0.0)
+        values, vectors = np.linalg.eigh(gram * unit[:, :, None] * unit[:, None, :])
+        kept = values > SINGULAR_TOLERANCE
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            along = np.einsum("mij,mi->mj", vectors, block[:, k:] * unit)
+            fitted[lo : lo + CHUNK_ROWS] = np.where(kept, along**2 / values, 0.0).sum(axis=1)
+        rank[lo : lo + CHUNK_ROWS] = kept.sum(axis=1)
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, no statistic (the release drops it)
+        return np.maximum(within_ss - fitted, 0.0), rows - 1.0 - rank

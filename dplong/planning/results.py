@@ -33,7 +33,9 @@ class PlanResults:
         pooled family's is measured on a reference panel (:mod:`~dplong.planning.reference`),
         which adds ``released_share``: the share of its fits that released the coefficient.
     smallest_epsilon : float or None
-        The smallest ε at which the fit is not refused (None: none up to 1e4).
+        The smallest ε at which the fit is not refused, to two significant digits rounded
+        up (released there; the threshold lies within that rounding below it), or None: none
+        up to 1e4.
     quiet_epsilon : float or None
         The smallest ε at which it is planned without a warning (None: none up to 1e4, or
         the model registers no plan).

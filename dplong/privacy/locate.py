@@ -440,7 +440,8 @@ def _located(
             collapsed = scan.strayed if collapsed is None else collapsed | scan.strayed
         # the median deviation of each column's tail model (a skewed one spreads further)
         factor = np.array([MAD_OVER_SD[k] for k in kinds])
-        sd = np.maximum(deviation, SMALLEST_SCALE) / factor
+        with np.errstate(over="ignore"):  # a deviation at the doubles' edge: inf, as its scale
+            sd = np.maximum(deviation, SMALLEST_SCALE) / factor
         if lower is not None:
             sd = square_spread(sd, midpoint, kinds, lower)
     else:

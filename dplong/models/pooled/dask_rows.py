@@ -15,9 +15,9 @@ own means (:func:`~dplong.models.pooled.deviations.deviation_rows`): two passes 
 model is built, each person's mean offset from their anchor (their smallest values, pass 1's),
 then the deviations' extremes; each partition looks the anchor and mean up for its persons
 (``given``). The random-effects estimator (:class:`~dplong.RandomEffects`) reads the moments of
-its pilot's residuals (:meth:`DaskRows.residual_moments`) and, before its quasi-demeaned sums,
-each person's sums of the scaled rows (:meth:`DaskRows.scaled_sums`), whose shift each partition
-looks up the same way.
+its pilot's residuals (:meth:`DaskRows.residual_moments`, two passes) and, before its
+quasi-demeaned sums, each person's sums of the scaled rows (:meth:`DaskRows.scaled_sums`),
+whose shift each partition looks up the same way.
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ from numpy.typing import NDArray
 from dplong._grouping import user_row_sums
 from dplong.dask_frames import FrameSpec, ReducedPanel, reduce_design
 from dplong.formula import PanelDesign
-from dplong.models.location_moments import _squared_deviations, _totals
+from dplong.models.location_moments import _squared_deviations
 from dplong.models.pooled.deviations import deviation_rows, offsets
 from dplong.models.pooled.factors import Blocks
 from dplong.models.pooled.frame import _Scaling
 from dplong.models.pooled.located import _extremes
 from dplong.models.pooled.persons import PersonSums
-from dplong.models.reduce import user_means
+from dplong.models.reduce import user_means, user_totals, within_fit_residuals, within_sums
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame
@@ -180,22 +180,21 @@ class DaskRows:
     def residual_moments(
         self, beta: NDArray[np.float64], ranges: NDArray[np.float64]
     ) -> NDArray[np.float64]:
-        """Two passes: each person's row count, mean and within sum of squares of the
-        residuals ``clip(y) - clip(x)'β`` of the rows clipped to ``ranges`` (n x 3), as
-        :class:`~dplong.models.location_moments._UserMoments` takes them in memory."""
+        """Two passes, as :func:`residual_moments` reduces the rows in memory: each person's
+        row count and sums of the clipped rows and residuals, then the sums of products of
+        their deviations from the person's means (n x 4)."""
         totals = self._reduce(
-            functools.partial(_residual_sums, beta=beta, ranges=ranges, part=_totals),
+            functools.partial(_residual_sums, beta=beta, ranges=ranges, part=_residual_totals),
             (),
             tell=False,
         ).statistics
-        counts = user_means(totals)
-        squares = self._reduce(
-            functools.partial(_residual_sums, beta=beta, ranges=ranges, part=_squared_deviations),
+        products = self._reduce(
+            functools.partial(_residual_sums, beta=beta, ranges=ranges, part=_residual_products),
             (),
             tell=False,
-            tables=(counts,),
+            tables=(user_means(totals),),
         ).statistics
-        return np.column_stack([counts, squares])
+        return _within_moments(totals, products)
 
     def _extreme_aggregations(self) -> tuple[str, ...]:
         """Dask's aggregations of a pass of extremes: minima, then maxima, of each column the
@@ -278,17 +277,85 @@ def _residual_sums(
     ranges: NDArray[np.float64],
     part: Callable[..., NDArray[np.float64]],
 ) -> NDArray[np.float64]:
-    """A partition's persons' ``part`` (the location model's reductions) of the residuals of
-    the rows clipped to ``ranges``, with the pass's per-person ``tables``."""
+    """A partition's persons' ``part`` of the residuals of the rows clipped to ``ranges``,
+    with the pass's per-person ``tables``."""
+    return part(clipped_residuals(design, beta, ranges), *tables)
+
+
+def residual_moments(
+    design: PanelDesign, beta: NDArray[np.float64], ranges: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The random-effects components' per-person moments of the pilot's residuals
+    ``clip(y) - clip(x)'β`` of the rows clipped to ``ranges`` ((p + 1) x 2, the outcome's
+    last), in memory: each person's row count, residuals' mean, and residual sum of squares
+    of their own within regression of the residuals on the clipped rows, with its degrees of
+    freedom (n x 4; :func:`~dplong.models.reduce.within_fit_residuals`); where the person's
+    rows leave it none (no more rows than slopes varying within them), the residuals' sum of
+    squared deviations from their mean, on ``T_u - 1``.
+
+    The within sum of squares is taken at each person's own slopes, not at the pilot's β:
+    the residuals' within variance about their means holds ``(β - β_W)' X̃'X̃ (β - β_W)``,
+    which where the regressors track the person effects (the random-effects assumption
+    fails, ``β_W`` far from the pooled β) moved the released σ_e², θ and the slopes with the
+    pilot's privacy noise (docs/accuracy.md, "Random effects' silent misses"); a person's
+    own within regression leaves that sum whatever β is (Swamy and Arora's within residuals,
+    person by person).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.formula import PanelDesign
+    >>> from dplong.models.pooled.dask_rows import residual_moments
+    >>> X = np.column_stack([np.ones(5), [0.0, 1.0, 3.0, 0.0, 2.0]])
+    >>> y = np.array([1.0, 2.0, 4.5, 0.0, 1.0])
+    >>> design = PanelDesign(y=y, X=X, codes=np.repeat([0, 1], [3, 2]), n=2,
+    ...                      columns=("Intercept", "x"), outcome="y", formula="y ~ x")
+    >>> ranges = np.array([[1.0, 1.0], [-9.0, 9.0], [-9.0, 9.0]])
+    >>> moments = residual_moments(design, np.array([0.0, 1.0]), ranges)
+    >>> moments.round(3).tolist()   # rows, mean, sum of squares, its df (user 1's: about the mean)
+    [[3.0, 1.167, 0.018, 1.0], [2.0, -0.5, 0.5, 1.0]]
+    """
     residuals = clipped_residuals(design, beta, ranges)
-    return part(residuals, *tables)
+    totals = _residual_totals(residuals)
+    return _within_moments(totals, _residual_products(residuals, user_means(totals)))
+
+
+def _residual_totals(residuals: PanelDesign) -> NDArray[np.float64]:
+    """Each person's row count and sums of the clipped rows and residuals (n x (p + 2))."""
+    return user_totals(residuals.y, residuals.X, residuals.codes, residuals.n)
+
+
+def _residual_products(residuals: PanelDesign, means: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Each person's sums of products of the deviations of the clipped rows and residuals
+    from the person's ``means`` (:func:`~dplong.models.reduce.within_sums`), and of the
+    residuals' squared deviations, last; additive over any split of a person's rows."""
+    y, X, codes, n = residuals.y, residuals.X, residuals.codes, residuals.n
+    products = within_sums(y, X, codes, n, means[:, 1:], means[:, 0])
+    squares = _squared_deviations(residuals, means[:, [0, -1]])
+    return np.column_stack([products, squares])
+
+
+def _within_moments(
+    totals: NDArray[np.float64], products: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """Each person's row count, residuals' mean, within-fit residual sum of squares and its
+    degrees of freedom (n x 4) from the two passes' sums."""
+    means = user_means(totals)
+    rows, squares = means[:, 0], products[:, -1]
+    ssr, df = within_fit_residuals(products[:, :-1], squares, rows)
+    # a person whose rows its own slopes use up (as many periods as dummies of TimeEffects
+    # take) has the residuals' within variance at the pilot's β instead, on T_u - 1
+    fitted = df >= 1
+    return np.column_stack(
+        [rows, means[:, -1], np.where(fitted, ssr, squares), np.where(fitted, df, rows - 1.0)]
+    )
 
 
 def clipped_residuals(
     design: PanelDesign, beta: NDArray[np.float64], ranges: NDArray[np.float64]
 ) -> PanelDesign:
     """The design of the residuals ``clip(y) - clip(x)'β`` of its rows clipped to ``ranges``
-    ((p + 1) x 2, the outcome's last), a column of ones its regressor: the random-effects
+    ((p + 1) x 2, the outcome's last), the clipped rows its regressors: the random-effects
     pilot's, whose moments give the variance components (in memory or a Dask partition).
 
     Examples
@@ -304,7 +371,7 @@ def clipped_residuals(
     """
     x = np.clip(design.X, ranges[:-1, 0], ranges[:-1, 1])
     y = np.clip(design.y, ranges[-1, 0], ranges[-1, 1])
-    return dataclasses.replace(design, y=y - x @ beta, X=np.ones((len(y), 1)))
+    return dataclasses.replace(design, y=y - x @ beta, X=x)
 
 
 def _partition_extremes(design: PanelDesign) -> NDArray[np.float64]:

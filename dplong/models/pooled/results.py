@@ -238,31 +238,31 @@ class _Unscaled(NamedTuple):
 def _unscaled(scaled: _Scaling, release: _Statistics, steps: int) -> _Unscaled:
     """The released β̂ and its noise draws and sampling covariance unscaled, the ridge's pull
     bounded after ``steps`` Newton steps."""
-    beta = scaled.unscale(release.beta)
-    corrected, uncorrected = (scaled.offset + d @ scaled.linear.T for d in release.draws)
-    noise_sd = np.maximum(corrected.std(axis=0), uncorrected.std(axis=0))
-    shift = corrected.mean(axis=0) - beta
-    # the ridge's pull on the pilot, (Ĥ)⁻¹ λ β, at the stepped β̂ (the pilot's own β is
-    # shrunk by it: at a ridge far above the design's eigenvalues it sees a tenth of it)
-    with np.errstate(over="ignore", invalid="ignore"):  # an unbounded pull: infinite
-        ridge = np.nan_to_num(
-            np.abs(scaled.linear) @ release.pilot.shrinkage_at(release.beta, steps, release.draws),
-            nan=np.inf,
-            posinf=np.inf,
-        )
-    # the steps' fixed point solves Σ_u clip(s_u) = 0: what the radius clipped moves it from
-    # pooled OLS by Ĥ^{-1/2} D with ‖D‖ at most the released clipped mass
-    ridge += np.linalg.norm(scaled.linear @ release.pilot.whiten, axis=1) * release.clipped
-    sampling = sampling_covariance(scaled, release)
-    sampling_sd = np.sqrt(np.diag(sampling))
-    # the noise's correlations are those of the law whose sds are the wider overall (the one
-    # noise_sd mostly reports), scaled by noise_sd: positive semidefinite, as the clustered
-    # sandwich is, so their sum is a covariance whose diagonal is bse²
-    with np.errstate(invalid="ignore", divide="ignore"):  # a coefficient the noise misses
+    # data near the doubles' edge (1e200) make these overflow: inf or NaN, withheld below as
+    # unbounded, with no RuntimeWarning (a fit run with warnings as errors raised, an audit)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        beta = scaled.unscale(release.beta)
+        corrected, uncorrected = (scaled.offset + d @ scaled.linear.T for d in release.draws)
+        noise_sd = np.maximum(corrected.std(axis=0), uncorrected.std(axis=0))
+        shift = corrected.mean(axis=0) - beta
+        # the ridge's pull on the pilot, (Ĥ)⁻¹ λ β, at the stepped β̂ (the pilot's own β is
+        # shrunk by it: at a ridge far above the design's eigenvalues it sees a tenth of it);
+        # an unbounded pull is infinite
+        pull = release.pilot.shrinkage_at(release.beta, steps, release.draws)
+        ridge = np.nan_to_num(np.abs(scaled.linear) @ pull, nan=np.inf, posinf=np.inf)
+        # the steps' fixed point solves Σ_u clip(s_u) = 0: what the radius clipped moves it
+        # from pooled OLS by Ĥ^{-1/2} D with ‖D‖ at most the released clipped mass
+        ridge += np.linalg.norm(scaled.linear @ release.pilot.whiten, axis=1) * release.clipped
+        sampling = sampling_covariance(scaled, release)
+        sampling_sd = np.sqrt(np.diag(sampling))
+        # the noise's correlations are those of the law whose sds are the wider overall (the
+        # one noise_sd mostly reports), scaled by noise_sd: positive semidefinite, as the
+        # clustered sandwich is, so their sum is a covariance whose diagonal is bse² (a
+        # coefficient the noise misses: NaN, 0)
         wider = max((corrected, uncorrected), key=lambda d: float(np.sum(np.log(d.std(axis=0)))))
         correlation = np.nan_to_num(np.atleast_2d(np.corrcoef(wider, rowvar=False)))
-    np.fill_diagonal(correlation, 1.0)
-    covariance = sampling + correlation * np.outer(noise_sd, noise_sd)
+        np.fill_diagonal(correlation, 1.0)
+        covariance = sampling + correlation * np.outer(noise_sd, noise_sd)
     # withheld (released numbers only): where the released X'X does not determine a
     # direction beyond its noise nothing bounds the ridge's pull, and an interval to the
     # doubles' edge is no estimate

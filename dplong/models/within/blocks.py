@@ -152,9 +152,9 @@ def within_blocks(
         # their mean is the pilot's error: 0 is a public centre, off by a bound the released
         # design gives (no midpoint to locate)
         centre = (np.zeros(p), _centre_bound(basis, gamma))
-        return Statistics(
-            scores @ basis.inverse.T, scale=proxy(p), user_weights=weights, centre=centre
-        )
+        with np.errstate(over="ignore", invalid="ignore"):  # inf: clipped as any value is
+            influence = scores @ basis.inverse.T
+        return Statistics(influence, scale=proxy(p), user_weights=weights, centre=centre)
 
     return [row_block(i) for i in range(p)] + [
         Block(
