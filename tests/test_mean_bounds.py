@@ -95,7 +95,7 @@ def test_ranges_by_column_and_level() -> None:
         ({"bounds": (0, 1e200)}, r"bounds\['x'\] must lie within ±1e\+100"),
         # the noise lattice's step would underflow (it divided by zero after the count)
         ({"bounds": (0, 5e-324)}, r"bounds\['x'\] must be at least 2e-292 wide"),
-        ({"bounds": {"y": (0, 1)}}, r"'y' is not a column of the averaged columns"),
+        ({"bounds": {"y": (0, 1)}}, r"bounds names 'y', which is not a column of the averaged"),
         ({"bounds": {}}, r"no range for \['x'\]"),
         ({"bounds": (0, 1), "scale": 0.1}, "give bounds= or scale"),
         ({"bounds": (0, 1), "lower": 0.0}, "give bounds= or lower"),

@@ -344,6 +344,24 @@ def _cli(argv: list[str]) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def test_the_searches_answers_are_exact_and_a_floor_is_no_threshold() -> None:
+    """The smallest n is the smallest (the search stopped within 1 % of n and said its upper
+    end: 7,168 where 7,118 ran, an audit): refused one user below, released there. A fit never
+    refused (the local mean) says "any" ε, not the search's floor 0.0001 as if a threshold;
+    the command line says the planner's caveats in its flags, as its refusals."""
+    planned = dplong.plan("y ~ 1", model="mean", n=40, epsilon=1.0)
+    smallest = planned.smallest_n()
+    assert planned.refused and smallest is not None
+    assert not dplong.plan("y ~ 1", model="mean", n=smallest, epsilon=1.0).refused
+    assert dplong.plan("y ~ 1", model="mean", n=smallest - 1, epsilon=1.0).refused
+    local = dplong.plan("y ~ 1", model="mean", n=300, epsilon=1.0, privacy="local", bound=10.0)
+    assert local.smallest_epsilon == 1e-4
+    assert "Smallest epsilon released: any (every ε down to 0.0001)" in local.summary()
+    argv = ["plan", "--n", "545", "--model", "ols", "--formula", "y ~ x", "--epsilon", "1"]
+    code, out, _ = _cli([*argv, "--estimator", "within"])
+    assert code == 0 and "Caveat: --estimator within:" in out, out
+
+
 def test_command_line_plan() -> None:
     code, out, _ = _cli(
         [

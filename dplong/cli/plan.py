@@ -69,15 +69,16 @@ def _run_plan(args: argparse.Namespace) -> int:
 
 def _as_the_command_line(results: PlanResults, model: str, formula: str) -> PlanResults:
     """``results`` as the command line says them: the model by its ``--model`` name, and the
-    refusal and warnings (the fit's own words, written for Python keywords and classes) with
-    the options that have a flag said as the flag, the ``formula`` as written
-    (:func:`_for_the_command_line`)."""
+    refusal, warnings and caveats (the fit's and the planner's words, written for Python
+    keywords and classes) with the options that have a flag said as the flag, the ``formula``
+    as written (:func:`_for_the_command_line`)."""
     refusal = results.refusal
     return dataclasses.replace(
         results,
         model=model,
         refusal=None if refusal is None else _for_the_command_line(refusal, formula),
         warnings=tuple(_for_the_command_line(warning, formula) for warning in results.warnings),
+        caveats=tuple(_for_the_command_line(caveat, formula) for caveat in results.caveats),
     )
 
 

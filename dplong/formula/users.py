@@ -37,9 +37,12 @@ def exact_ids(values: Any) -> NDArray[Any]:
     array([9007199254740993, None, 9007199254740994], dtype=object)
     """
     if isinstance(values, pd.Series | pd.Index | pd.api.extensions.ExtensionArray):
-        if isinstance(values.dtype, pd.CategoricalDtype):  # each category as it is stored
+        dtype = values.dtype
+        if isinstance(dtype, pd.CategoricalDtype) and pd.api.types.is_integer_dtype(
+            dtype.categories.dtype
+        ):  # each category as it is stored
             codes = np.asarray(pd.Categorical(values).codes)
-            picked = exact_ids(values.dtype.categories).astype(object)[np.maximum(codes, 0)]
+            picked = exact_ids(dtype.categories).astype(object)[np.maximum(codes, 0)]
             picked[codes < 0] = None
             return picked
         if pd.api.types.is_integer_dtype(values.dtype) and bool(pd.isna(values).any()):

@@ -86,7 +86,7 @@ def _stated_bounds(
     if isinstance(bounds, Mapping):
         unknown = [name for name in bounds if name not in columns]
         if unknown:
-            said = "bounds names " + ", ".join(map(repr, unknown))
+            said = "bounds names " + ", ".join(map(repr, unknown)) + ", which"
             raise ParameterError(not_columns(said, unknown, columns, "the averaged columns"))
         missing = [name for name in columns if name not in bounds]
         if missing:

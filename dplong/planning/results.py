@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from dplong.planning.reference import MIN_RELEASED, REFERENCE_FITS
+from dplong.planning.search import EPSILON_RANGE
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,9 @@ class PlanResults:
         which adds ``released_share``: the share of its fits that released the coefficient.
     smallest_epsilon : float or None
         The smallest ε at which the fit is not refused, to two significant digits rounded
-        up (released there; the threshold lies within that rounding below it), or None: none
-        up to 1e4.
+        up (released there; the threshold lies within that rounding below it); 1e-4, the
+        search's floor, where it is released at every ε searched (the summary says "any");
+        None: none up to 1e4.
     quiet_epsilon : float or None
         The smallest ε at which it is planned without a warning (None: none up to 1e4, or
         the model registers no plan).
@@ -199,4 +201,9 @@ class PlanResults:
 
 
 def _shown(value: float | None) -> str:
-    return "none up to 1e4" if value is None else f"{value:g}"
+    """An ε the search found: none up to its top; at its floor, released at every ε down to
+    it (a fit never refused, as the local model's: the floor read as a threshold, an audit);
+    else the number (a threshold below the floor, reached from a small ε, too)."""
+    if value is None:
+        return f"none up to {EPSILON_RANGE[1]:g}"
+    return f"any (every ε down to {value:g})" if value == EPSILON_RANGE[0] else f"{value:g}"

@@ -97,7 +97,9 @@ def _quiet_passes(
 
 
 def _smallest_users(passes: Callable[[int], bool]) -> int | None:
-    """The smallest n in :data:`USERS_RANGE` with ``passes(n)``: doubling, then bisection."""
+    """The smallest n in :data:`USERS_RANGE` with ``passes(n)``: doubling, then bisection to
+    the user (it stopped within 1 % of n and said the upper end: 7,168 where 7,118 runs, an
+    audit)."""
     lo, hi = USERS_RANGE[0], USERS_RANGE[0]
     while not passes(hi):
         if hi >= USERS_RANGE[1]:
@@ -105,7 +107,7 @@ def _smallest_users(passes: Callable[[int], bool]) -> int | None:
         lo, hi = hi, min(hi * 2, USERS_RANGE[1])
     if hi == USERS_RANGE[0]:
         return hi
-    while hi - lo > max(1, int(lo * PRECISION)):
+    while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if passes(mid) else (mid, hi)
     return hi
