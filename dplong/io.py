@@ -555,13 +555,14 @@ def _held_by_every_part(
     columns: Collection[str] | None,
 ) -> DaskFrame:
     """``frame`` (of the Parquet files of ``source``, each with the column names it
-    ``stored``), refused if one of them lacks one of the ``columns`` read (when None, every
-    column a file holds) that another holds: Dask takes the columns from one file and fails in
-    its own words, with a traceback, only when the rows are read, or, where that file lacked
-    one, the column was said to be no column of DATA (audits)."""
-    every = [name for names in stored.values() for name in names or []]
-    held = set(every)
-    read = list(dict.fromkeys([*frame.columns, *every])) if columns is None else list(columns)
+    ``stored``), refused if one of them lacks one of the columns read (``columns``, or when
+    None ``frame``'s, those of the file Dask takes them from) that another holds: Dask fails
+    in its own words, with a traceback, only when the rows are read (an audit). Where no
+    columns are named, those some files hold beyond ``frame``'s are not read, and the data
+    holder is told (a formula naming one said only that it is no column of DATA, an audit);
+    a file with a column added later is no refusal."""
+    held = {name for names in stored.values() for name in names or []}
+    read = list(frame.columns) if columns is None else list(columns)
     for part, names in stored.items():
         lacking = [c for c in read if c in held and names is not None and c not in names]
         if lacking:
@@ -570,6 +571,13 @@ def _held_by_every_part(
                 f"{', '.join(map(repr, lacking))}, which another of its files holds; every file "
                 "of a directory or glob must hold every column read"
             )
+    unread = sorted(held - set(frame.columns)) if columns is None else []
+    if unread:
+        shown = ", ".join(map(repr, unread[:5])) + (", ..." if len(unread) > 5 else "")
+        _tell_data_holder(
+            f"DATA {source!r}: some of its files hold columns the others lack ({shown}); "
+            "they are not read"
+        )
     return frame
 
 
