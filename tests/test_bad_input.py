@@ -1624,7 +1624,7 @@ def test_values_near_the_doubles_edge_raise_nothing_under_warnings_as_errors() -
             )
             assert list(res.params.index) == ["Intercept", "x", "w"]
         edge = np.array([[np.inf, -np.inf, np.inf, np.nan, 1.0], [1e308] * 5])
-        ssr, df = within_fit_residuals(edge, np.array([np.inf, 1e308]), np.array([4.0, 4.0]))
+        ssr, df = within_fit_residuals(edge, np.array([np.inf, 1e308]), np.array([4.0, 4.0]), 2)
     assert np.isfinite(df).all() and not (ssr < 0).any()
 
 

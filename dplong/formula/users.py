@@ -45,7 +45,7 @@ def exact_ids(values: Any) -> NDArray[Any]:
             picked = exact_ids(dtype.categories).astype(object)[np.maximum(codes, 0)]
             picked[codes < 0] = None
             return picked
-        if pd.api.types.is_integer_dtype(values.dtype) and bool(pd.isna(values).any()):
+        if pd.api.types.is_integer_dtype(dtype) and bool(pd.isna(values).any()):
             return np.asarray(values.to_numpy(dtype=object, na_value=None))  # type: ignore[arg-type,call-overload]
         return np.asarray(values.to_numpy())
     return np.asarray(values)

@@ -17,7 +17,6 @@ sum the same products.
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -444,13 +443,16 @@ def within_sums(
 
 
 def within_fit_residuals(
-    products: NDArray[np.float64], within_ss: NDArray[np.float64], rows: NDArray[np.float64]
+    products: NDArray[np.float64],
+    within_ss: NDArray[np.float64],
+    rows: NDArray[np.float64],
+    p: int,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Every user's residual sum of squares of their own within regression of ``ỹ_u`` on
     ``X̃_u``, and its degrees of freedom ``T_u - 1 - rank X̃_u`` (at most 0: none).
 
-    ``products`` holds the unique entries of ``X̃_u'X̃_u`` then ``X̃_u'ỹ_u`` (:func:`within_sums`,
-    p columns), ``within_ss`` ``ỹ_u'ỹ_u``. Each user's ``X̃_u'X̃_u`` is scaled to unit diagonal
+    ``products`` holds the unique entries of ``X̃_u'X̃_u`` then ``X̃_u'ỹ_u`` (:func:`within_sums`
+    of p columns), ``within_ss`` ``ỹ_u'ỹ_u``. Each user's ``X̃_u'X̃_u`` is scaled to unit diagonal
     (a column constant within the user, whose deviations are exactly 0, drops out) and solved
     by a symmetric eigendecomposition, vectorised over chunks of users: the fitted sum of
     squares is ``Σ_j (v_j'b̃)² / λ_j`` over the eigenvalues above :data:`SINGULAR_TOLERANCE`,
@@ -465,12 +467,11 @@ def within_fit_residuals(
     >>> codes = np.zeros(4, dtype=np.intp)
     >>> means = user_means(user_totals(y, X, codes, 1))
     >>> products = within_sums(y, X, codes, 1, means[:, 1:], means[:, 0])
-    >>> ssr, df = within_fit_residuals(products, np.array([4.75]), means[:, 0])
+    >>> ssr, df = within_fit_residuals(products, np.array([4.75]), means[:, 0], 2)
     >>> round(float(ssr[0]), 4), df.tolist()                      # 4 rows, 1 slope
     (0.2857, [2.0])
     """
     n = len(rows)
-    p = int((math.isqrt(8 * products.shape[1] + 9) - 3) // 2)  # p(p+1)/2 + p columns
     upper = np.triu_indices(p)
     k = len(upper[0])
     fitted, rank = np.zeros(n), np.zeros(n)

@@ -342,7 +342,8 @@ def _within_moments(
     degrees of freedom (n x 4) from the two passes' sums."""
     means = user_means(totals)
     rows, squares = means[:, 0], products[:, -1]
-    ssr, df = within_fit_residuals(products[:, :-1], squares, rows)
+    p = totals.shape[1] - 2  # the clipped rows' columns (totals: the count, them, residuals)
+    ssr, df = within_fit_residuals(products[:, :-1], squares, rows, p)
     # a person whose rows its own slopes use up (as many periods as dummies of TimeEffects
     # take) has the residuals' within variance at the pilot's β instead, on T_u - 1
     fitted = df >= 1
