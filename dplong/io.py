@@ -163,6 +163,7 @@ def read_file(
     *,
     time: str | None = None,
     columns: Sequence[str] | Mapping[str, str] | None = None,
+    required: Mapping[str, str] | None = None,
 ) -> pd.DataFrame | DaskFrame:
     """Read a data file, or a shipped data set, as stored: a CSV file's cells as text.
 
@@ -184,6 +185,9 @@ def read_file(
         ``len(frame)``, and nothing else is kept). A column DATA lacks is refused, named by
         the mapping's value when one is given (the caller's own argument, e.g.
         ``{"id": "--groups"}``).
+    required : mapping of str to str, optional
+        Columns DATA must hold though they are not kept (checked against its header only),
+        each named in a refusal by its value, after ``columns``: the planner's formula.
 
     Returns
     -------
@@ -218,7 +222,7 @@ def read_file(
         if name not in datasets.DATASETS:
             raise DataError(f"unknown data set {name!r}; shipped: {SHIPPED}")
         loader: Callable[[], pd.DataFrame] = getattr(datasets, f"load_{name}")
-        return _only(loader(), columns)
+        return _only(loader(), columns, required)
     if source == "-":
         raise DataError(
             "DATA '-' (standard input) is not read: give the path of a file (./- for a file "
@@ -235,7 +239,9 @@ def read_file(
         stored = {str(part): _parquet_names(part) for part in parts}
         for part, names in stored.items():  # named by the part: the file to mend
             _check_distinct(part, names or [])
-        return _only(_held_by_every_part(source, _read_parquet(source), stored, columns), columns)
+        named = None if columns is None else _named(columns, required)
+        frame = _held_by_every_part(source, _read_parquet(source), stored, named)
+        return _only(frame, columns, required)
     if not path.is_file():
         raise DataError(f"DATA file {source!r} does not exist (or is not a file)")
     name = path.name.lower()
@@ -244,11 +250,12 @@ def read_file(
             _require_pyarrow()
             _check_distinct(source, _parquet_names(path) or [])
             try:
-                return _only(_read_parquet(source), columns)
+                return _only(_read_parquet(source), columns, required)
             except MissingDependencyError:  # one file fits pandas too
-                return _only(pd.read_parquet(path, "pyarrow", dtype_backend=_NULLABLE), columns)
+                whole = pd.read_parquet(path, "pyarrow", dtype_backend=_NULLABLE)
+                return _only(whole, columns, required)
         if name.endswith(_CSV_SUFFIXES):
-            return _only(_read_csv(path, source, columns), columns)
+            return _only(_read_csv(path, source, columns, required), columns)
     except ImportError as err:  # a compression's module (zstandard for .csv.zst)
         if isinstance(err, MissingDependencyError):
             raise
@@ -264,7 +271,10 @@ def read_file(
 
 
 def _read_csv(
-    path: Path, source: str, columns: Collection[str] | Mapping[str, str] | None = None
+    path: Path,
+    source: str,
+    columns: Collection[str] | Mapping[str, str] | None = None,
+    required: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """A CSV file's rows below its header, every cell as text (of ``columns`` only, default
     all: :func:`read_file`'s), each line one row that its own text alone decides.
@@ -280,7 +290,8 @@ def _read_csv(
     are not UTF-8 are read as U+FFFD (a cell that is then no number is missing, as any odd
     cell). What was left out or replaced is told to the data holder only (a
     :class:`~dplong.exceptions.DataHolderWarning`: how many depends on the rows). Read for
-    some columns only (the planner's count of users), the rows are those of the whole file."""
+    some columns only (the planner's count of users), the rows are those of the whole file;
+    the ``required`` are checked against the header and not parsed."""
     lines = list(filterfalse(str.isspace, filter(None, _csv_text(path, source).split("\n"))))
     if not lines:
         raise DataError(f"DATA {source!r} is empty: it has no header line")
@@ -297,8 +308,7 @@ def _read_csv(
         )
     header = [name or f"Unnamed: {k}" for k, name in enumerate(fields)]  # as pandas names them
     _check_distinct(source, header)
-    if columns is not None:
-        _check_named(columns, header)
+    _check_named(_named(columns, required), header)
     # only the named columns are parsed; with none, the first is read to count the rows
     wanted = None if columns is None else [c for c in header if c in columns] or header[:1]
     repeated = sum(line.strip() == lines[0].strip() for line in lines[1:])
@@ -555,8 +565,9 @@ def _held_by_every_part(
     columns: Collection[str] | None,
 ) -> DaskFrame:
     """``frame`` (of the Parquet files of ``source``, each with the column names it
-    ``stored``), refused if one of them lacks one of the columns read (``columns``, or when
-    None ``frame``'s, those of the file Dask takes them from) that another holds: Dask fails
+    ``stored``), refused if one of them lacks one of the columns read or required
+    (``columns``, or when None ``frame``'s, those of the file Dask takes them from) that
+    another holds: Dask fails
     in its own words, with a traceback, only when the rows are read (an audit). Where no
     columns are named, those some files hold beyond ``frame``'s are not read, and the data
     holder is told (a formula naming one said only that it is no column of DATA, an audit);
@@ -591,6 +602,17 @@ def _check_distinct(source: str, names: Collection[str]) -> None:
         raise DataError(f"DATA {source!r} has several columns named {repeated}: rename them")
 
 
+def _named(
+    columns: Collection[str] | Mapping[str, str] | None, required: Mapping[str, str] | None
+) -> dict[str, str]:
+    """The columns DATA must hold, each with the argument a refusal names it by ("": none):
+    the ``columns`` kept, then the ``required`` (:func:`read_file`)."""
+    named = dict(columns) if isinstance(columns, Mapping) else dict.fromkeys(columns or (), "")
+    for column, argument in (required or {}).items():
+        named.setdefault(column, argument)
+    return named
+
+
 def _check_named(columns: Collection[str] | Mapping[str, str], header: Collection[Any]) -> None:
     """Refuse the first of ``columns`` that DATA (whose columns are ``header``) lacks."""
     for column in columns:
@@ -600,12 +622,15 @@ def _check_named(columns: Collection[str] | Mapping[str, str], header: Collectio
 
 
 def _only(
-    frame: pd.DataFrame | DaskFrame, columns: Collection[str] | Mapping[str, str] | None
+    frame: pd.DataFrame | DaskFrame,
+    columns: Collection[str] | Mapping[str, str] | None,
+    required: Mapping[str, str] | None = None,
 ) -> pd.DataFrame | DaskFrame:
-    """``frame``'s ``columns`` (all of them when None), in its order."""
+    """``frame``'s ``columns`` (all of them when None), in its order; it must hold the
+    ``required`` too (:func:`read_file`)."""
+    _check_named(_named(columns, required), frame.columns)
     if columns is None:
         return frame
-    _check_named(columns, frame.columns)
     return frame[[c for c in frame.columns if c in columns]]
 
 

@@ -1355,9 +1355,10 @@ class TestDataFiles:
     ) -> None:
         """One Parquet file of a directory without a column the others hold failed as Dask
         read the rows, a KeyError's traceback (an audit); it is refused by its name now,
-        before the rows are read, the plan's read of the ids too. Where the first file lacks
-        it (Dask reads the first file's columns), the others' is told as not read before the
-        formula finds no such column (it was said to be no column of DATA alone: a later
+        before the rows are read, by the plan too (its read of the ids and its check of the
+        formula's columns: it once planned where the fit refused). Where the first file lacks
+        it (Dask reads the first file's columns), the fit tells the others' as not read before
+        the formula finds no such column (it was said to be no column of DATA alone: a later
         audit); a column added to later files is no refusal."""
         pytest.importorskip("pyarrow")
         pytest.importorskip("dask.dataframe")
@@ -1367,9 +1368,6 @@ class TestDataFiles:
         argv = ["--groups", "nr", "--model", "mean", "--formula", "lwage ~ 1", "--epsilon", "1"]
         for command in (["fit", *argv, "--scale", "1"], ["plan", *argv]):
             code, out, err = run([command[0], str(folder), *command[1:]])
-            if command[0] == "plan" and lacking == "lwage":  # the plan reads the ids alone
-                assert code == 0, err
-                continue
             assert code == 2 and out == "" and "Traceback" not in err, err
             if command[0] == "fit" and part_name == "a.parquet":  # the columns Dask takes
                 # are the first file's: the others' extra column is not read, and said so
@@ -1634,7 +1632,7 @@ class TestPlanReadsOnlyItsColumns:
         frame.loc[7, "c3"] = "?"  # a cell that is not a number: not read, so never a problem
         wide, narrow = tmp_path / "wide.csv", tmp_path / "narrow.csv"
         frame.to_csv(wide, index=False)
-        frame[["id"]].to_csv(narrow, index=False)
+        frame[["c0", "id"]].to_csv(narrow, index=False)  # the formula's column and the ids
         return wide, narrow
 
     @staticmethod
@@ -1685,6 +1683,25 @@ class TestPlanReadsOnlyItsColumns:
     ) -> None:
         argv = ["plan", str(wide[0]), "--model", "ols", "--formula", "c0 ~ c1", "--epsilon", "1"]
         code, out, err = run([*argv, *flags])
+        assert code == 2 and out == "" and expected in err, err
+
+    @pytest.mark.parametrize(
+        ("flags", "expected"),
+        [
+            (["--formula", "c0 ~ c1 + nope"], "--formula 'nope' is not a column of DATA"),
+            (["--formula", "np.log1p(c0) ~ Q('no pe')"], "--formula 'no pe' is not a column"),
+            (["--model", "mean", "--formula", "c0 ~ 1", "--by", "arm"], "--by 'arm' is not a"),
+        ],
+    )
+    def test_a_column_the_fit_needs_is_checked_against_the_header(
+        self, wide: tuple[Path, Path], flags: list[str], expected: str
+    ) -> None:
+        """A plan of a formula naming a column DATA lacks planned it (the stand-in rows held
+        it): the fit refuses it, so the plan does too, from the header alone."""
+        argv = ["plan", str(wide[0]), "--groups", "id", "--epsilon", "1"]
+        model = [] if "--model" in flags else ["--model", "ols"]
+        code, out, err = run([*argv, *model, *flags, "--levels", "arm=0,1"] if "--by" in flags
+                             else [*argv, *model, *flags])  # fmt: skip
         assert code == 2 and out == "" and expected in err, err
 
 

@@ -238,6 +238,14 @@ def test_column_mean_model_and_the_command_line(tmp_path: Path) -> None:
     with redirect_stdout(io.StringIO()), redirect_stderr(err := io.StringIO()):
         assert main([*argv[:8], "--by", "arm", "--epsilon", "2"]) == 2  # without --levels
     assert "--levels arm=A,B,..." in err.getvalue()
+    # the ids or the outcome as the grouping: said so (the outcome was read as levels and
+    # refused as "not numeric"; the ids as a grouping fitted "2 users")
+    for by, said in (("id", "--by id is the column of user ids"), ("y", "the mean averages")):
+        with redirect_stdout(io.StringIO()), redirect_stderr(err := io.StringIO()):
+            assert main([*argv[:8], "--by", by, "--levels", f"{by}=0,1", "--epsilon", "2"]) == 2
+        assert said in err.getvalue(), err.getvalue()
+    with pytest.raises(ParameterError, match="by='id' is the column of user ids"):
+        dplong.winsorized_mean(frame[["y", "id"]], groups="id", by="id", levels=[0], epsilon=1.0)
     ols = ["fit", str(path), "--model", "ols", "--formula", "y ~ x", "--groups", "id"]
     with redirect_stdout(io.StringIO()), redirect_stderr(err := io.StringIO()):
         assert main([*ols, "--by", "arm", "--epsilon", "2", "--quiet"]) == 2

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import pickle
 import re
 import warnings
 from functools import cache
@@ -360,6 +361,20 @@ def test_the_searches_answers_are_exact_and_a_floor_is_no_threshold() -> None:
     argv = ["plan", "--n", "545", "--model", "ols", "--formula", "y ~ x", "--epsilon", "1"]
     code, out, _ = _cli([*argv, "--estimator", "within"])
     assert code == 0 and "Caveat: --estimator within:" in out, out
+
+
+def test_a_plan_pickles_with_its_search_for_the_smallest_n() -> None:
+    """A plan is a value an analyst saves or sends to a worker: it pickles (its search for the
+    smallest n held a closure), carries no stand-in rows, and answers the same after a round
+    trip (each side's search builds its own models from the plan's public inputs)."""
+    planned = dplong.plan(
+        "y ~ x + C(site)", n=300, epsilon=0.5, levels={"site": ["a", "b"]}, rows=6
+    )
+    saved = pickle.dumps(planned)
+    assert len(saved) < 20_000  # the inputs, not 1,800 stand-in rows
+    back = pickle.loads(saved)
+    assert back.summary() == planned.summary()
+    assert back.smallest_n() == planned.smallest_n() is not None
 
 
 def test_command_line_plan() -> None:

@@ -21,7 +21,7 @@ from dplong.dask_frames import is_dask, readable_ids
 from dplong.formula import check_id_types
 from dplong.io import _tell_alike_ids, quiet_parquet_reads, read_failures, read_file
 from dplong.models.command_line import MODELS
-from dplong.planning import PlanResults
+from dplong.planning import PlanResults, formula_columns
 
 
 def _run_plan(args: argparse.Namespace) -> int:
@@ -62,7 +62,7 @@ def _run_plan(args: argparse.Namespace) -> int:
         users = results.smallest_n()
         print(
             f"Smallest number of {units} released at epsilon {args.epsilon:g}: "
-            + ("none up to 1e6" if users is None else str(users))
+            + ("none up to 1,000,000" if users is None else str(users))
         )
     return 0
 
@@ -85,14 +85,24 @@ def _as_the_command_line(results: PlanResults, model: str, formula: str) -> Plan
 def _count_units(args: argparse.Namespace, by_user: bool) -> int:
     """n from DATA: its distinct ``--groups`` ids, as the fit counts them, or for an
     item-level model its rows. Only the columns named by flags are read (a wide CSV file
-    parses its ids alone), and each is refused by its flag when DATA lacks it."""
+    parses its ids alone), and each is refused by its flag when DATA lacks it, as is a column
+    the formula or ``--by`` names (against the header: a plan of a column the fit could not
+    find would be no plan of that fit)."""
     named = {args.groups: "--groups", args.time: "--time"} if by_user else {}
+    # checked against DATA's header only, as the fit would refuse them
+    required = dict.fromkeys(formula_columns(args.formula), "--formula")
+    if getattr(args, "by", None) is not None:
+        required[args.by] = "--by"
     # the reader's notes to the data holder (lines left out, bytes replaced, ids that read
     # alike), as the fit gives them
     with warnings.catch_warnings(record=True) as read:
         warnings.simplefilter("always")
         with quiet_parquet_reads(), read_failures(args.data):  # a Dask frame reads here
-            raw = read_file(args.data, columns={c: f for c, f in named.items() if c is not None})
+            raw = read_file(
+                args.data,
+                columns={c: f for c, f in named.items() if c is not None},
+                required=required,
+            )
             if by_user:
                 if is_dask(raw):  # ids as the fit reads them (half floats, dates refused)
                     raw = readable_ids(raw, args.groups)

@@ -57,6 +57,7 @@ from dplong.models.mean_levels import (
     _level_labels,
     _rows_at_levels,
     _split_column,
+    check_by_column,
 )
 from dplong.models.mean_options import (
     _check_by_constant,
@@ -278,6 +279,7 @@ def winsorized_mean(
     _check_by_constant(by_constant, by, privacy=privacy, variant=variant, focus=focus)
     check_index(groups, values, "groups", "values")  # a Series is paired by its index
     check_index(by, values, "by", "values")
+    check_by_column(by, groups)
     if isinstance(groups, str):  # a column of values, as by= may name
         values, groups = _split_column(values, groups, "groups", "the user id", DataError)
     grouping = None
@@ -468,6 +470,7 @@ class ColumnMean:
             raise FormulaError(not_columns(said, [self.column], data.columns, "data"))
         self.formula = formula
         check_unique_columns(data.columns, (self.column, groups, by))
+        check_by_column(by, groups, (self.column,))
         if levels and (by is None or set(levels) != {by}):
             raise ParameterError(
                 f"{type(self).__name__} reads declared levels of its by= grouping only; got "

@@ -89,6 +89,23 @@ def _grouping(
     return values, (name, _level_codes(keys, declared=declared).to_numpy(), declared)
 
 
+def check_by_column(by: Any, groups: Any, averaged: Sequence[str] = ()) -> None:
+    """Refuse a ``by`` naming the column of user ids (``groups``) or one the mean averages:
+    a grouping of rows is neither (public facts: the names)."""
+    if not isinstance(by, str):
+        return
+    if isinstance(groups, str) and by == groups:
+        raise ParameterError(
+            f"by={by!r} is the column of user ids (groups={groups!r}): by= names a public "
+            "grouping of the rows (an arm, a year), each level's users averaged apart"
+        )
+    if by in averaged:
+        raise ParameterError(
+            f"by={by!r} is the column the mean averages: by= names another column, a public "
+            "grouping of the rows (an arm, a year)"
+        )
+
+
 def _split_column(
     values: Any, column: str, option: str, what: str, error: type[Exception]
 ) -> tuple[Any, Any]:

@@ -261,14 +261,11 @@ def coefficients_from_sums(
     if p == 0:
         return np.empty((n, 0)), np.ones(n, dtype=bool)
     correlation = correlation or WorkingCorrelation()
-    upper = np.triu_indices(p)
-    n_upper = len(upper[0])
+    n_upper = p * (p + 1) // 2
     for lo in range(0, n, CHUNK_ROWS):
         block = sums[lo : lo + CHUNK_ROWS].T
         rows = block[0]
-        xtx = np.empty((p, p, block.shape[1]))
-        xtx[upper] = block[1 : 1 + n_upper]
-        xtx[upper[::-1]] = block[1 : 1 + n_upper]
+        xtx = np.moveaxis(symmetric(block[1 : 1 + n_upper].T, p), 0, -1)  # p x p x users
         xty = block[1 + n_upper : 1 + n_upper + p]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if correlation.kind == "exchangeable":
@@ -314,6 +311,24 @@ def upper_pairs(p: int) -> list[tuple[int, int]]:
     """The unique entries ``(i, j)``, ``i <= j``, of a symmetric p x p matrix, row by row (the
     order of ``np.triu_indices``): the columns of a vectorised cross product."""
     return [(int(i), int(j)) for i, j in zip(*np.triu_indices(p), strict=True)]
+
+
+def symmetric(vech: NDArray[np.float64], p: int) -> NDArray[np.float64]:
+    """The symmetric p x p matrices of the unique entries in :func:`upper_pairs` order (the
+    last axis; any leading axes are kept).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.models.reduce import symmetric
+    >>> symmetric(np.array([1.0, 2.0, 3.0]), 2).tolist()
+    [[1.0, 2.0], [2.0, 3.0]]
+    """
+    upper = np.triu_indices(p)
+    out = np.zeros((*vech.shape[:-1], p, p))
+    out[..., upper[0], upper[1]] = vech
+    out[..., upper[1], upper[0]] = vech
+    return out
 
 
 def within_cross_products(
@@ -472,14 +487,11 @@ def within_fit_residuals(
     (0.2857, [2.0])
     """
     n = len(rows)
-    upper = np.triu_indices(p)
-    k = len(upper[0])
+    k = p * (p + 1) // 2
     fitted, rank = np.zeros(n), np.zeros(n)
     for lo in range(0, n, CHUNK_ROWS):
         block = np.nan_to_num(products[lo : lo + CHUNK_ROWS])
-        gram = np.zeros((len(block), p, p))
-        gram[:, upper[0], upper[1]] = block[:, :k]
-        gram[:, upper[1], upper[0]] = block[:, :k]
+        gram = symmetric(block[:, :k], p)
         diagonal = np.einsum("mii->mi", gram)
         with np.errstate(divide="ignore"):
             unit = np.where(diagonal > 0, 1.0 / np.sqrt(diagonal), 0.0)

@@ -8,7 +8,8 @@ import inspect
 import math
 import re
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -146,25 +147,8 @@ def plan(
         value for key, value in model_options.items() if key != "levels" and isinstance(value, str)
     )
 
-    def model_for(users: int) -> Any:
-        frame = stand_in_rows(
-            formula,
-            users,
-            1 if item_level else rows,
-            levels,
-            model_options.get("domain"),
-            named=named,
-            time=time,
-        )
-        # the time column only where the analyst named one, as the fit's data (the pooled
-        # family refuses one without TimeEffects; a model taking none refused it above)
-        extra = {"time": time} if time is not None else {}
-        if not item_level:
-            extra["groups"] = STAND_IN_USER
-        with _said_without_stand_ins():
-            return build(formula, frame, **extra, **model_options)
-
-    built = model_for(_users(n))
+    rows_of = _StandIn(build, formula, rows, item_level, dict(model_options), named, time)
+    built = rows_of.model(_users(n))
     fit_params = inspect.signature(built.fit).parameters.values()
     if not any(param.kind is param.VAR_KEYWORD for param in fit_params):  # else: the fit's own
         unknown = sorted(set(fit_options) - {param.name for param in fit_params})
@@ -221,9 +205,6 @@ def plan(
             smallest_epsilon(_reaches(forecast_at, key, target_sd), epsilon) for key in table.index
         ]
 
-    def users() -> int | None:
-        return _smallest_users(lambda m: _released(_decide(lambda: attempt(model_for(m), epsilon))))
-
     fit_plan = decision if isinstance(decision, FitPlan) else None
     return PlanResults(
         model=model_name,
@@ -246,8 +227,59 @@ def plan(
             fit_options,
             referenced=_several(formula, reference, fit_plan),
         ),
-        _users=users,
+        _users=_SmallestUsers(rows_of, float(epsilon), dict(fit_options)),
     )
+
+
+@dataclass(frozen=True)
+class _StandIn:
+    """How :func:`plan` builds the model on stand-in rows of a given number of users: the
+    model's ``build`` (its ``from_formula``) and public facts only. A value, not a closure,
+    so that :class:`PlanResults` pickles."""
+
+    build: Callable[..., Any]
+    formula: str
+    rows: int
+    item_level: bool
+    model_options: Mapping[str, Any]
+    named: tuple[str, ...]
+    time: str | None
+
+    def model(self, users: int) -> Any:
+        """The model built on ``users`` users' stand-in rows."""
+        frame = stand_in_rows(
+            self.formula,
+            users,
+            1 if self.item_level else self.rows,
+            self.model_options.get("levels"),
+            self.model_options.get("domain"),
+            named=self.named,
+            time=self.time,
+        )
+        # the time column only where the analyst named one, as the fit's data (the pooled
+        # family refuses one without TimeEffects; a model taking none refused it above)
+        extra = {"time": self.time} if self.time is not None else {}
+        if not self.item_level:
+            extra["groups"] = STAND_IN_USER
+        with _said_without_stand_ins():
+            return self.build(self.formula, frame, **extra, **self.model_options)
+
+
+@dataclass(frozen=True)
+class _SmallestUsers:
+    """:meth:`PlanResults.smallest_n`: the bisection on the fit's decision at ``epsilon``, a
+    model built per candidate n (:func:`~dplong.planning.search._smallest_users`)."""
+
+    stand_in: _StandIn
+    epsilon: float
+    fit_options: Mapping[str, Any]
+
+    def __call__(self) -> int | None:
+        def passes(users: int) -> bool:
+            model = self.stand_in.model(users)
+            return _released(_decide(lambda: model.fit(epsilon=self.epsilon, **self.fit_options)))
+
+        return _smallest_users(passes)
 
 
 def _several(formula: str, reference: ReferencePanel | None, fit_plan: FitPlan | None) -> bool:

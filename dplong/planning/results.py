@@ -12,6 +12,11 @@ from dplong.planning.reference import MIN_RELEASED, REFERENCE_FITS
 from dplong.planning.search import EPSILON_RANGE
 
 
+def _not_searched() -> None:
+    """A plan built without its search for the smallest n (module-level: it pickles)."""
+    return None
+
+
 @dataclass(frozen=True)
 class PlanResults:
     """What :func:`plan` predicts for a fit, from public facts only.
@@ -80,7 +85,7 @@ class PlanResults:
     level: str = "user"
     privacy: str = "central"
     caveats: tuple[str, ...] = ()
-    _users: Callable[[], int | None] = field(repr=False, compare=False, default=lambda: None)
+    _users: Callable[[], int | None] = field(repr=False, compare=False, default=_not_searched)
 
     @property
     def refused(self) -> bool:

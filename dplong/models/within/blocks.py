@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dplong.models.blocks import Block, Statistics
+from dplong.models.reduce import symmetric
 from dplong.models.within.basis import _Basis
 from dplong.models.within.noise import _centre_bound
 from dplong.models.within.regressors import WithinProducts
@@ -98,7 +99,7 @@ def within_blocks(
             per_freedom = sums / freedom[:, None]  # per within degree of freedom
         weights = np.minimum(freedom, max_rows - 1.0) / (max_rows - 1.0)
         return (
-            _symmetric(per_freedom[:, :k], p),
+            symmetric(per_freedom[:, :k], p),
             per_freedom[:, k:],
             UserWeights(weights, 1.0 / (max_rows - 1.0)),
         )
@@ -171,13 +172,3 @@ def within_blocks(
             offers=SCALE_ONLY,  # the within fit takes no tail=
         )
     ]
-
-
-def _symmetric(vech: NDArray[np.float64], p: int) -> NDArray[np.float64]:
-    """The symmetric p x p matrices of the unique entries in ``np.triu_indices`` order (the
-    last axis; any leading axes are kept)."""
-    upper = np.triu_indices(p)
-    out = np.zeros((*vech.shape[:-1], p, p))
-    out[..., upper[0], upper[1]] = vech
-    out[..., upper[1], upper[0]] = vech
-    return out
