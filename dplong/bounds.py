@@ -182,7 +182,8 @@ def error_bound_table(
     broken = failed.reindex(total.index, fill_value=False).astype(bool)
     total = total.where(~broken)
     bad = bad_events.reindex(total.index)
-    probability = (1.0 - alpha - bad).clip(lower=0.0, upper=1.0).where(~broken)
+    # no bound (withheld, or no stated scale gives the statistical term): no probability
+    probability = (1.0 - alpha - bad).clip(lower=0.0, upper=1.0).where(total.notna())
     frame: pd.DataFrame = pd.DataFrame(
         {
             "privacy noise": noise,

@@ -93,6 +93,31 @@ def _table(
     )
 
 
+def _html(table: SimpleTable) -> str:
+    """``table`` as HTML, every cell and the title escaped (statsmodels writes them raw: a
+    formula's ``I(exper<educ)`` opened a tag)."""
+    for row in table:
+        for cell in row:
+            cell.data = html.escape(str(cell.data))
+    if table.title:
+        table.title = html.escape(str(table.title))
+    return str(table.as_html())
+
+
+#: LaTeX's special characters as text (statsmodels escapes a tabular's cells, not the lines
+#: around it: a note's ``22%`` commented out the rest of its line).
+_LATEX = {c: f"\\{c}" for c in "%&#_$" + "{}"} | {
+    "\\": r"\textbackslash{}",
+    "^": r"\textasciicircum{}",
+    "~": r"\textasciitilde{}",
+}
+
+
+def _latex(text: str) -> str:
+    """``text`` with LaTeX's special characters escaped."""
+    return "".join(_LATEX.get(c, c) for c in text)
+
+
 #: The widest a summary's text may be; notes wrap to the tables' width within it.
 MAX_WIDTH = 100
 
@@ -292,8 +317,8 @@ class Summary:
         >>> html.count("<table"), "<details>" in html, html.splitlines()[-1]
         (3, True, '<p>[1] A note.</p>')
         """
-        parts = [t.as_html() for t in self._tables()]
-        ledger = _table(self.privacy, index=False).as_html()
+        parts = [_html(t) for t in self._tables()]
+        ledger = _html(_table(self.privacy, index=False))
         parts.append(
             f"<details><summary>{html.escape(self.ledger_line)}</summary>{ledger}</details>"
         )
@@ -324,9 +349,9 @@ class Summary:
         (2, True)
         """
         parts = [t.as_latex_tabular() for t in self._tables()]
-        parts.append(f"{self.ledger_line}\\\\")
-        parts += [f"Reliability warning: {w}\\\\" for w in self.said_warnings]
-        parts += [f"[{i}] {note}\\\\" for i, note in enumerate(self.notes, 1)]
+        parts.append(f"{_latex(self.ledger_line)}\\\\")
+        parts += [f"Reliability warning: {_latex(w)}\\\\" for w in self.said_warnings]
+        parts += [f"[{i}] {_latex(note)}\\\\" for i, note in enumerate(self.notes, 1)]
         return "\n".join(parts)
 
     def as_csv(self) -> str:
@@ -635,9 +660,7 @@ class Comparison:
         >>> c.as_html().count("<table")
         1
         """
-        return "\n".join(
-            [*(t.as_html() for t in self._tables()), f"<p>{html.escape(self._note)}</p>"]
-        )
+        return "\n".join([*(_html(t) for t in self._tables()), f"<p>{html.escape(self._note)}</p>"])
 
     def as_latex(self) -> str:
         """LaTeX: one ``tabular`` (booktabs rules) and the note.
@@ -652,7 +675,7 @@ class Comparison:
         >>> c.as_latex().count("begin{tabular}")
         1
         """
-        return "\n".join([*(t.as_latex_tabular() for t in self._tables()), self._note])
+        return "\n".join([*(t.as_latex_tabular() for t in self._tables()), _latex(self._note)])
 
     def as_csv(self) -> str:
         """CSV rendering of the table the text shows (the fits' names, each parameter's

@@ -285,11 +285,14 @@ def test_nadaraya_watson_noisier_than_its_bounds_says_so_and_shows_the_curve_ins
 
 
 def test_nadaraya_watson_without_noise_sd_warns_and_a_tiny_bandwidth_is_planned_quickly() -> None:
-    """Without ``noise_sd`` the bands hold the privacy noise only: an audit measured them
+    """Without ``noise_sd`` the bands held the privacy noise only: an audit measured them
     covering the smoothed curve in 73 % of fits at 200,000 rows, ε = 8, where the sampling
-    error is the larger, with nothing in the warnings (only an assumption line). A note says
-    so now, and not where noise_sd is stated. A bandwidth of 1e-9 made the kernel's reach
-    (public) a mesh of the whole domain at b / 64: a bare MemoryError of 477 GiB. The mesh
+    error is the larger, with nothing in the warnings (only an assumption line); a later audit
+    read ``bse`` of the privacy noise alone and p-values of 0. No assumption gives the
+    sampling sd there: it is NaN, and so are the std errors, bands and p-values (a note says
+    why), as for any statistic whose sampling sd is not given; not where noise_sd is stated.
+    A bandwidth of 1e-9 made the kernel's reach (public) a mesh of the whole domain at
+    b / 64: a bare MemoryError of 477 GiB. The mesh
     now covers the grid points' windows only, and the fit runs (its test refuses: no row is
     that close to a grid point)."""
     rng = np.random.default_rng(2)
@@ -300,8 +303,12 @@ def test_nadaraya_watson_without_noise_sd_warns_and_a_tiny_bandwidth_is_planned_
     )
     bare = model.fit(epsilon=1.0, random_state=0)
     stated = model.fit(epsilon=1.0, noise_sd=0.1, random_state=0)
-    assert any(w.startswith("No noise_sd: the bands hold") for w in bare.warnings)
+    assert any(w.startswith("No noise_sd: nothing bounds") for w in bare.warnings)
     assert not any("No noise_sd" in w for w in stated.warnings)
+    assert bare.params.notna().all() and (bare.noise_sd > 0).all()
+    assert bare.sampling_sd.isna().all() and bare.bse.isna().all()
+    assert bare.conf_int().isna().all().all() and bare.pvalues.isna().all()
+    assert stated.conf_int().notna().all().all()
     narrow = dplong.NadarayaWatson.from_formula(
         "y ~ x", data, domain=(0, 1), bounds=(-1, 2), bandwidth=1e-9
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import pickle
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -28,7 +29,7 @@ import dplong
 import dplong.models.pooled.gram as pooled_gram
 import dplong.models.pooled.located as pooled_located
 import dplong.models.pooled.release as pooled_release
-from dplong.exceptions import InsufficientUsersError, ParameterError
+from dplong.exceptions import DplongWarning, InsufficientUsersError, ParameterError
 from dplong.models.pooled import vech_scaled
 from dplong.models.pooled.persons import PersonSums
 from dplong.models.random_effects import RandomEffects, _QuasiDemeaned, theta
@@ -798,3 +799,22 @@ def test_the_wage_panel_s_between_person_covariates_are_released() -> None:
         truth = gls.reindex(ci.index)
         assert ((ci["lower"] <= truth) & (truth <= ci["upper"])).all(), (seed, ci, truth)
     assert released >= 7, released
+
+
+#: The wage panel's public ranges (years of experience, a 0/1 flag, log wages).
+WAGE_BOUNDS = {"exper": (0, 20), "union": (0, 1), "lwage": (-4, 5)}
+
+
+def test_withheld_components_are_said_withheld_in_the_note() -> None:
+    """The wage panel at ε = 2 withholds both components (their stage's note says why), and
+    the note on them printed "Effects (σ_u²) nan, Residual (σ_e²) nan" (an audit)."""
+    wages = dplong.datasets.load_wage_panel()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = RandomEffects.from_formula(
+            "lwage ~ exper + union", wages, groups="nr", bounds=WAGE_BOUNDS
+        ).fit(epsilon=2.0, max_rows=8, random_state=0)
+    assert res.variance_decomposition.iloc[:2].isna().all()
+    text = str(res.summary())
+    assert "Effects (σ_u²) withheld, Residual (σ_e²) withheld" in " ".join(text.split())
+    assert " nan" not in text

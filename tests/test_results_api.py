@@ -595,3 +595,65 @@ def test_t_test_of_one_parameter_agrees_with_pvalues_and_conf_int() -> None:
     assert wald.allowed < wald.statistic and abs(float(f.fvalue) - wald.statistic) < 1e-9
     assert float(f.pvalue) > float(wald.pvalue) - 1e-3  # F(1, n - p): a little wider
     assert "bias-allowed" in str(wald) and "P (bias-adj.)" in str(f)  # the p-value's name
+    # statsmodels' frame of the test names its p-value as the table does, and its alpha is
+    # checked as every other alpha (alpha=0 gave [-inf, inf], alpha=1 a width of 2 bias)
+    assert "P(adj)" in test.summary_frame().columns
+    for bad in (0, 1, True, float("nan"), "0.1"):
+        with pytest.raises(ParameterError, match="alpha"):
+            test.conf_int(bad)  # type: ignore[arg-type]
+        with pytest.raises(ParameterError, match="alpha"):
+            test.summary(alpha=bad)  # type: ignore[arg-type]
+
+
+def test_a_within_fits_tests_and_refusals_say_what_they_concern() -> None:
+    """The within fit's F test has the users less the slopes and the effects' constant as
+    its denominator df, as ``df_resid`` says (it said one more); a joint test of a withheld
+    parameter names that one only (it listed every withheld one), and a withheld
+    parameter's error bound claims no probability (it printed 0.95 beside a NaN bound)."""
+    df = panel(400, seed=0)
+    df["z"], df["w"] = df["user"] % 2, df["user"] % 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = dplong.LongitudinalOLS.from_formula("y ~ x1 + z + w", df, groups="user").fit(
+            estimator="within", **NOISE_OFF
+        )
+    assert res.params[["z", "w"]].isna().all() and np.isfinite(res.params["x1"])
+    assert res.f_test("x1 = 0").df_denom == res.df_resid == 400 - 3 - 1
+    with pytest.raises(ParameterError, match=r"withheld parameters \['z'\] \(NaN"):
+        res.wald_test("z = 0")
+    bound = res.error_bound().table
+    assert bound.loc[["z", "w"], "probability"].isna().all()
+    assert bound.loc["x1", ["total", "probability"]].notna().all()
+
+
+def test_a_results_methods_unknown_keyword_is_refused_by_name(
+    noiseless: dplong.RegressionResults,
+) -> None:
+    """statsmodels' keywords that dplong's results methods do not take (``use_t``,
+    ``cols``, ``xname``) raised Python's bare TypeError: now the package's ArgumentError,
+    naming the method and what it takes."""
+    from dplong.exceptions import ArgumentError
+
+    calls = (
+        (lambda: noiseless.t_test("x1 = 0", use_t=True), "t_test(): .* 'use_t'"),
+        (lambda: noiseless.conf_int(alpha=0.1, cols=None), "conf_int(): .* it takes alpha"),
+        (lambda: noiseless.summary(xname=["a"]), "summary(): .* 'xname'"),
+        (lambda: noiseless.cov_params(column=[1]), "cov_params(): .* 'column'"),
+    )
+    for call, said in calls:
+        with pytest.raises(ArgumentError, match=said.replace("(", r"\(").replace(")", r"\)")):
+            call()  # type: ignore[call-arg]
+
+
+def test_summaries_escape_what_html_and_latex_read_as_markup(
+    noiseless: dplong.RegressionResults,
+) -> None:
+    """A formula's ``<`` opened an HTML tag in the summary's table, and a note's ``%`` (or
+    ``_``) commented out or broke the LaTeX line it was on (an audit): both are escaped."""
+    shown = dataclasses.replace(noiseless, formula="y ~ I(x1<x2)")
+    assert (
+        "I(x1&lt;x2)" in shown.summary().as_html() and "I(x1<x2)" not in shown.summary().as_html()
+    )
+    said = dataclasses.replace(noiseless, assumptions=("22% of max_rows^2 ~ a {note} & #1",))
+    latex = said.summary().as_latex()
+    assert r"22\% of max\_rows\textasciicircum{}2 \textasciitilde{} a \{note\} \& \#1" in latex

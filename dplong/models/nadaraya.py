@@ -231,7 +231,10 @@ class NadarayaWatson(PanelModel):
         noise_sd : float, optional
             A public bound on the errors' standard deviation: the bands then include the
             sampling error, bounded by ``noise_sd / √(c₀ n)`` (the test passed: every weight
-            is at most ``1 / (c₀ n)``). Without it the bands hold the privacy noise only.
+            is at most ``1 / (c₀ n)``). Without it no assumption gives the sampling sd: it is
+            NaN, and so are the std errors, bands and p-values (the privacy noise's sd is
+            still ``noise_sd`` of the results), as for any statistic whose sampling sd no
+            stated assumption gives.
         random_state, rng, accountant
             As in :func:`dplong.winsorized_mean`.
 
@@ -294,9 +297,9 @@ class NadarayaWatson(PanelModel):
             )
         if noise_sd is None:  # public, and no ε cures it: the plan says so too
             notes += (
-                "No noise_sd: the bands hold the privacy noise only, not the sampling error "
-                "of the smoother, and can miss the smoothed curve where that error is the "
-                "larger; state noise_sd (a bound on the errors' sd) for bands that hold both.",
+                "No noise_sd: nothing bounds the smoother's sampling error, so no std err, "
+                "band or p-value is given (the privacy noise's sd is the results' noise_sd); "
+                "state noise_sd (a bound on the errors' sd) for bands that hold both.",
             )
         checkpoint(  # every refusal is decided: dplong.plan stops here, before any noise
             FitPlan(
@@ -346,7 +349,7 @@ class NadarayaWatson(PanelModel):
             if release.estimate is None
             else np.clip(release.estimate + (low + high) / 2.0, low, high)
         )
-        sampling = 0.0 if noise_sd is None else sigma / math.sqrt(floor * n)
+        sampling = math.nan if noise_sd is None else sigma / math.sqrt(floor * n)
         centre = (low + high) / 2.0
         result = Release(
             names=names,
@@ -377,7 +380,7 @@ class NadarayaWatson(PanelModel):
             "Gaussian vector; released only when the test passed (a DP outcome).",
             "Sampling error bounded by noise_sd / √(floor n)."
             if noise_sd is not None
-            else "No noise_sd: bands hold the privacy noise only.",
+            else "No noise_sd: no sampling sd, so no std err, band or p-value.",
         )
         curve_fit = curve_results(
             [result],

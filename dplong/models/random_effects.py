@@ -398,9 +398,10 @@ class RandomEffects(PooledOLS):
             else "GLS's θ = 1 - √(σ_e²/(T σ_u² + σ_e²)) (the rows were quasi-demeaned with "
             "less: the note on their θ)"
         )
+        shown = ["withheld" if np.isnan(v) else f"{v:.4g}" for v in (effects, residual)]
         described = (
-            f"variance components {how}: Effects (σ_u²) {effects:.4g}, Residual (σ_e²) "
-            f"{residual:.4g}; {rows}"
+            f"variance components {how}: Effects (σ_u²) {shown[0]}, Residual (σ_e²) "
+            f"{shown[1]}; {rows}"
         )
         notes = (*said, *fitted.warnings)
         # the components set θ only, and the clustered intervals hold at any θ: their stage's

@@ -457,7 +457,8 @@ def skew_tails(where: Location) -> tuple[Tail, ...]:
     (other than 0), whose rough mean the others dilute; off 0 the count of the users off it
     undoes the dilution: their rough mean against their median. Skewed columns get the
     exponential tail model (wider radii, their bias bounded); the others the normal plug-in."""
-    skew = np.abs(where.centre - where.midpoint) / where.sd
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # a column withheld
+        skew = np.abs(where.centre - where.midpoint) / where.sd
     # a scale measured on the users off a shared value: their skew is diluted by the others
     shared = np.zeros(skew.shape, dtype=bool) if where.scan is None else where.scan.shared
     if where.scan is not None:
@@ -470,12 +471,13 @@ def skew_tails(where: Location) -> tuple[Tail, ...]:
         median = where.sd * np.array(
             [MAD_OVER_SD[k] for k in np.broadcast_to(where.tail, skew.shape)]
         )
-        with np.errstate(invalid="ignore"):
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             off = (np.abs(where.centre) / share - median) / where.sd
         skew = np.where(np.isfinite(where.scan.off_zero), np.fmax(skew, off), skew)
     # at large n ε the rough mean's error bound is far below SKEWED_SDS and a milder skew is
     # both plain and costly (SKEW_ERRORS)
-    bar = np.minimum(SKEWED_SDS, SKEW_ERRORS * where.centre_error / where.sd)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        bar = np.minimum(SKEWED_SDS, SKEW_ERRORS * where.centre_error / where.sd)
     return tuple(
         "exponential" if s >= b or a else "gaussian"
         for s, b, a in zip(skew, bar, shared, strict=True)

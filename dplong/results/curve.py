@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import patsy
 
+from dplong._validation import checked_call
 from dplong.bounds import ErrorBoundReport
 from dplong.exceptions import ParameterError
 from dplong.formula import rhs_design
@@ -92,6 +93,7 @@ class CurveResults(PanelResults):
         """
         return self.params.index.to_numpy(dtype=float)
 
+    @checked_call
     def curve(self, alpha: float = 0.05) -> pd.DataFrame:
         """The released curve with pointwise (1 - α) bands and the boundary flags.
 
@@ -118,10 +120,12 @@ class CurveResults(PanelResults):
         )
         return frame
 
+    @checked_call
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
         """Pointwise (1 - α) bands; see :meth:`PanelResults.conf_int`. Where smoothness was
         stated (item-level ``lipschitz`` and ``sup_norm``), they allow for the smoothing bias
-        too and so concern f(x) itself; otherwise they concern the kernel-smoothed curve.
+        too and so concern f(x) itself, as :attr:`pvalues` and the tests do (they give it to
+        the null); otherwise they concern the kernel-smoothed curve.
 
         Examples
         --------
@@ -131,18 +135,23 @@ class CurveResults(PanelResults):
         >>> model = dplong.PriestleyChao.from_formula("y ~ x", data, domain=(0, 1),
         ...                                           bandwidth=0.1, grid=5)
         >>> given = dict(epsilon=1.0, noise_sd=1.0, amplitude=0.1, random_state=0)
-        >>> smooth = model.fit(**given, lipschitz=1.0, sup_norm=0.1).conf_int()
+        >>> smooth = model.fit(**given, lipschitz=1.0, sup_norm=0.1)
         >>> plain = model.fit(**given).conf_int()
-        >>> bool(((smooth["upper"] - smooth["lower"]) > (plain["upper"] - plain["lower"])).all())
+        >>> bands = smooth.conf_int()
+        >>> bool(((bands["upper"] - bands["lower"]) > (plain["upper"] - plain["lower"])).all())
+        True
+        >>> p = smooth.pvalues                       # 0 outside the band exactly when p < 0.05
+        >>> bool(((p < 0.05) == ((bands["lower"] > 0) | (bands["upper"] < 0))).all())
         True
         """
-        bands = super().conf_int(alpha)
-        smoothing = self.smoothing_bias.fillna(0.0)
-        widened: pd.DataFrame = bands.assign(
-            lower=bands["lower"] - smoothing, upper=bands["upper"] + smoothing
-        )
-        return widened
+        return super().conf_int(alpha)
 
+    @property
+    def _null_bias(self) -> pd.Series:
+        """The clipping bias bound plus the smoothing bias where smoothness was stated."""
+        return self.bias + self.smoothing_bias.fillna(0.0)
+
+    @checked_call
     def predict(self, x: object) -> np.ndarray:
         """The curve at new points by linear interpolation between grid points.
 
@@ -198,6 +207,7 @@ class CurveResults(PanelResults):
         column = next(j for j, name in enumerate(spec.columns) if name != "Intercept")
         return np.where(missing, np.nan, X[:, column])
 
+    @checked_call
     def error_bound(self, alpha: float = 0.05) -> ErrorBoundReport:
         """Pointwise bounds on ``|estimate - f(x)|``; see :meth:`PanelResults.error_bound`.
 
@@ -226,6 +236,7 @@ class CurveResults(PanelResults):
         table["boundary"] = self.boundary
         return ErrorBoundReport(table, report.assumptions, report.basis)
 
+    @checked_call
     def plot(self, ax: Any = None, *, alpha: float = 0.05) -> Any:
         """Plot the curve with pointwise (1 - α) bands; boundary regions are shaded.
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from dplong._validation import check_alpha
+from dplong._validation import check_alpha, checked_call
 from dplong.bounds import ErrorBoundReport, error_bound_table
 from dplong.inference import half_widths, p_values
 from dplong.privacy.accounting import PrivacyLedger
@@ -124,7 +124,7 @@ class Estimates:
             self.noise_scale.to_numpy(),
             self.noise_sd.to_numpy(),
             self.noise_law,
-            self.bias.to_numpy(),
+            self._null_bias.to_numpy(),
         )
         values = np.where(self._support() >= 0.0, np.nan, values)
         name = P_NAMES[self._bias_adjusted]
@@ -135,7 +135,13 @@ class Estimates:
     def _bias_adjusted(self) -> bool:
         """Whether a bias bound is given to the null of some p-value: they are then no longer
         ``P>|z|`` of the ``z`` beside them, and are named so (:data:`P_NAMES`)."""
-        return bool((self.bias.fillna(0.0) > 0.0).any())
+        return bool((self._null_bias.fillna(0.0) > 0.0).any())
+
+    @property
+    def _null_bias(self) -> pd.Series:
+        """The bias the intervals allow for and the tests give to the null: the clipping bias
+        bound (a curve adds its smoothing bias, :class:`~dplong.results.CurveResults`)."""
+        return self.bias
 
     def _support(self) -> NDArray[np.float64]:
         """Each parameter's public lower support end (:attr:`support_lower`; -inf: none)."""
@@ -145,6 +151,7 @@ class Estimates:
         """Each parameter's public upper support end (:attr:`support_upper`; inf: none)."""
         return np.array([self.support_upper.get(name, np.inf) for name in self.params.index])
 
+    @checked_call
     def conf_int(self, alpha: float = 0.05) -> pd.DataFrame:
         """(1 - α) confidence intervals: sampling error under the stated or estimated scale,
         the exact law of the privacy noise (:mod:`dplong.inference`) and the bound on the
@@ -177,7 +184,7 @@ class Estimates:
             self.noise_scale.to_numpy(),
             self.noise_sd.to_numpy(),
             self.noise_law,
-            self.bias.to_numpy(),
+            self._null_bias.to_numpy(),
         )
         frame: pd.DataFrame = pd.DataFrame(
             {
@@ -188,6 +195,7 @@ class Estimates:
         )
         return frame
 
+    @checked_call
     def error_bound(self, alpha: float = 0.05) -> ErrorBoundReport:
         """Bound on ``|estimate - truth|`` per parameter, holding with the stated probability.
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from dplong._validation import checked_call
 from dplong.results.panel import PanelResults
 
 
@@ -43,6 +44,7 @@ class GroupedResults(PanelResults):
     levels: tuple[Any, ...]
     columns: tuple[str, ...]
 
+    @checked_call
     def summary_frame(self, alpha: float = 0.05) -> pd.DataFrame:
         """One row per declared level: each column's mean, standard error, interval and the
         private count of the users with a value there (clamped to [0, n], post-processing).

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dplong._validation import checked_call
 from dplong.results.estimates import P_NAMES
 from dplong.results.plotting import forest_plot
 from dplong.results.restrictions import RestrictionTests
@@ -136,6 +137,7 @@ class PanelResults(RestrictionTests):
         """
         return self.nobs_users
 
+    @checked_call
     def plot(self, ax: Any = None, *, alpha: float = 0.05) -> Any:
         """Forest plot: each estimate with its (1 - α) confidence interval, on one axis.
 
@@ -157,6 +159,7 @@ class PanelResults(RestrictionTests):
         """
         return forest_plot(self, ax, alpha=alpha)
 
+    @checked_call
     def summary(self, alpha: float = 0.05) -> Summary:
         """Summary tables: header, estimates with standard errors, p-values and intervals, the
         privacy ledger's digest (one row per stage), reliability warnings and notes.

@@ -12,7 +12,7 @@ import patsy
 from numpy.typing import NDArray
 from scipy import stats
 
-from dplong._validation import check_alpha
+from dplong._validation import check_alpha, checked_call
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import rhs_design
 from dplong.results.panel import PanelResults
@@ -67,6 +67,7 @@ class PredictionResults:
         )
         return interval
 
+    @checked_call
     def summary_frame(self, alpha: float = 0.05) -> pd.DataFrame:
         """statsmodels' ``summary_frame`` for the mean: ``mean``, ``mean_se``, ``bias``,
         ``mean_ci_lower`` and ``mean_ci_upper``, one row per predicted row.
@@ -171,6 +172,11 @@ class RegressionResults(PanelResults):
         """
         return self.nobs_users - self.df_model - 1
 
+    @property
+    def _df_denom(self) -> int:
+        return self.df_resid
+
+    @checked_call
     def predict(self, exog: Any = None) -> pd.Series | NDArray[np.float64]:
         """The fitted linear predictor ``x'β̂`` on rows the analyst supplies.
 
@@ -214,6 +220,7 @@ class RegressionResults(PanelResults):
         predicted: pd.Series = pd.Series(values, index=index, name="predicted")
         return predicted
 
+    @checked_call
     def get_prediction(self, exog: Any = None) -> PredictionResults:
         """The linear predictor ``x'β̂`` on rows the analyst supplies, with its standard error
         and clipping bias bound: statsmodels' ``get_prediction`` for the mean.

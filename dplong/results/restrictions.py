@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from scipy import optimize, stats
 from statsmodels.stats.contrast import ContrastResults
 
-from dplong._validation import warn
+from dplong._validation import check_alpha, checked_call, warn
 from dplong.exceptions import ParameterError
 from dplong.results.estimates import Estimates
 
@@ -25,6 +25,7 @@ class RestrictionTests(Estimates):
     """The covariance of a fit's estimates and the tests of linear restrictions on them: a
     base of :class:`~dplong.results.PanelResults`."""
 
+    @checked_call
     def cov_params(self) -> pd.DataFrame:
         """Covariance of the released estimates: sampling error plus privacy noise.
 
@@ -117,6 +118,7 @@ class RestrictionTests(Estimates):
         """
         return self.cov_params()
 
+    @checked_call
     def t_test(self, r_matrix: Any) -> ContrastResults:
         """z-tests of linear restrictions ``R θ = q``, one per row, on :meth:`cov_params`, with
         each row's clipping bias bound given to the null as :attr:`pvalues` gives it.
@@ -192,9 +194,10 @@ class RestrictionTests(Estimates):
             statistic=statistic,
             sd=sd,
             bias=np.where(touched, np.nan, bias),
-            df_denom=self.nobs_users - self.params.size,
+            df_denom=self._df_denom,
         )
 
+    @checked_call
     def wald_test(self, r_matrix: Any) -> BiasAllowedWald:
         """Joint Wald (χ²) test of the linear restrictions ``R θ = q`` on :meth:`cov_params`.
 
@@ -251,6 +254,7 @@ class RestrictionTests(Estimates):
         statistic, allowed, rank = self._wald(r_matrix, "wald_test")
         return BiasAllowedWald(statistic=statistic, allowed=allowed, df_num=rank)
 
+    @checked_call
     def f_test(self, r_matrix: Any) -> BiasAllowedWald:
         """Joint F test of the linear restrictions ``R θ = q`` on :meth:`cov_params`.
 
@@ -302,8 +306,15 @@ class RestrictionTests(Estimates):
             statistic=statistic,
             allowed=allowed,
             df_num=rank,
-            df_denom=self.nobs_users - self.params.size,
+            df_denom=self._df_denom,
         )
+
+    @property
+    def _df_denom(self) -> int:
+        """The tests' denominator degrees of freedom: the users less the parameters (a
+        regression's :attr:`~dplong.results.RegressionResults.df_resid`, which counts the
+        within estimator's constant too)."""
+        return self.nobs_users - self.params.size
 
     def _wald(self, r_matrix: Any, method: str) -> tuple[float, float, int]:
         """The Wald statistic of ``R θ = q`` on :meth:`cov_params`, the smallest one the
@@ -317,15 +328,16 @@ class RestrictionTests(Estimates):
             )
         effect, cov, touched, _ = self._restricted(coefs)
         if touched.any():
-            withheld = self.params.index[self.params.isna().to_numpy()].tolist()
+            unknown = self.params.isna().to_numpy() | self.bse.isna().to_numpy()
+            withheld = self.params.index[(coefs != 0.0).any(axis=0) & unknown].tolist()
             raise ParameterError(
-                f"r_matrix restricts withheld parameters {withheld} (NaN: no estimate); "
-                "test the others"
+                f"r_matrix restricts withheld parameters {withheld} (NaN: no estimate, or no "
+                "std err); test the others"
             )
         self._say_uncorrelated((coefs != 0.0).any(axis=0, keepdims=True), method)
         gap = effect - constants
         known = self.params.notna().to_numpy() & self.bse.notna().to_numpy()
-        bias = np.nan_to_num(self.bias.to_numpy()[known])
+        bias = np.nan_to_num(self._null_bias.to_numpy()[known])
         statistic, allowed = allowed_wald(gap, cov, coefs[:, known], bias)
         return statistic, allowed, int(np.linalg.matrix_rank(cov))
 
@@ -364,7 +376,7 @@ class RestrictionTests(Estimates):
         used = coefs[:, known]
         effect = used @ self.params.to_numpy()[known]
         cov = used @ self.cov_params().to_numpy()[np.ix_(known, known)] @ used.T
-        bias = np.abs(used) @ np.nan_to_num(self.bias.to_numpy()[known])
+        bias = np.abs(used) @ np.nan_to_num(self._null_bias.to_numpy()[known])
         return effect, cov, touched, bias
 
     def _say_uncorrelated(self, rows: NDArray[np.bool_], method: str) -> None:
@@ -414,19 +426,26 @@ class BiasAllowedContrast(ContrastResults):  # type: ignore[misc]  # statsmodels
 
     def conf_int(self, alpha: float = 0.05) -> NDArray[np.float64]:
         """The interval of each row's effect at level ``1 - alpha``, widened by its bias bound."""
-        width = self.dist.ppf(1.0 - alpha / 2.0) * self.sd + self.bias
+        width = self.dist.ppf(1.0 - check_alpha(alpha) / 2.0) * self.sd + self.bias
         return np.column_stack((self.effect - width, self.effect + width))
 
     def summary(self, xname: Any = None, alpha: float = 0.05, title: Any = None) -> Any:
         """statsmodels' table, its p-value column named ``P(adj)`` where a bias bound is given
         to the null (the results' ``P (bias-adj.)``, in statsmodels' narrow column), not
         ``P>|z|`` of the ``z`` beside it (an audit read z = 6.8 next to P>|z| = 1.000)."""
-        table = super().summary(xname=xname, alpha=alpha, title=title)
+        table = super().summary(xname=xname, alpha=check_alpha(alpha), title=title)
         if np.any(self.bias > 0.0):
             for cell in table[0]:
                 if cell.data == "P>|z|":
                     cell.data = "P(adj)"
         return table
+
+    def summary_frame(self, xname: Any = None, alpha: float = 0.05) -> pd.DataFrame:
+        """statsmodels' frame of :meth:`summary`, its p-value column named as there."""
+        frame: pd.DataFrame = super().summary_frame(xname=xname, alpha=check_alpha(alpha))
+        if np.any(self.bias > 0.0):
+            frame = frame.rename(columns={"P>|z|": "P(adj)"})
+        return frame
 
 
 def allowed_wald(
