@@ -188,17 +188,23 @@ class ReducedPanel:
 
 
 def is_dask(data: object) -> TypeIs[DaskFrame | DaskSeries]:
-    """Whether ``data`` is a Dask collection, told from its type's module: asking needs no dask.
+    """Whether ``data`` is a Dask DataFrame or Series, told from its type: asking needs no
+    dask. Dask's other collections (an Array, a Bag) are not: they are refused as any object
+    that is not a frame (they crashed where a frame's columns were read, an audit).
 
     Examples
     --------
-    >>> import pandas as pd, dask.dataframe as dd
+    >>> import pandas as pd, dask.dataframe as dd, dask.array as da
     >>> from dplong.dask_frames import is_dask
     >>> frame = pd.DataFrame({"y": [1.0]})
-    >>> is_dask(frame), is_dask(dd.from_pandas(frame, npartitions=1))
-    (False, True)
+    >>> is_dask(frame), is_dask(dd.from_pandas(frame, npartitions=1)), is_dask(da.ones(2))
+    (False, True, False)
     """
-    return type(data).__module__.split(".")[0] in ("dask", "dask_expr")
+    kind = type(data)
+    return kind.__module__.split(".")[0] in ("dask", "dask_expr") and kind.__name__ in (
+        "DataFrame",
+        "Series",
+    )
 
 
 def require_dask() -> ModuleType:
@@ -273,6 +279,10 @@ def design_spec(
     >>> design_spec("y ~ site", frame, levels={"site": ["a", "b"]}, eval_env=None).spec.columns
     ('Intercept', 'site[T.b]')
     """
+    if data.ndim != 2:
+        raise DataError(
+            f"data must be a pandas or Dask DataFrame, got a Dask {type(data).__name__}"
+        )
     env = eval_env if eval_env is not None else patsy.EvalEnvironment.capture(1)
     frame_schema = schema(data)
     spec = DesignSpec.from_formula(formula, frame_schema, levels=levels, eval_env=env)
@@ -385,18 +395,24 @@ def reduce_design(
     )
     statistics, (rows, kept) = reduced[:, :-_COUNTED], reduced[:, -_COUNTED:].T
     n = len(ids)
-    if users is not None and not np.array_equal(ids, users):
-        raise DataError(
-            f"the Dask frame's users changed since the model was built ({len(users)} then, "
-            f"{n} now, or others): build the model again from the data as they are, and keep "
-            "them unchanged until its fits are done"
-        )
+    check_same_users(ids, users)
     check_users(n, rows=len(data) if n == 0 else n)  # rows counted only if no user has one
     if tell:
         no_id = int(missing_ids(data[user]).sum().compute())
         warn_dropped(int(rows.sum()) + no_id, int(kept.sum()), no_id, time=order is not None)
     design = spec.spec
     return ReducedPanel(statistics, ids, n, design.columns, design.outcome, design.formula)
+
+
+def check_same_users(ids: NDArray[Any], users: NDArray[Any] | None) -> None:
+    """Refuse a fit whose reduction found other users (``ids``) than its model was built on
+    (``users``; None: not held), before any noise."""
+    if users is not None and not np.array_equal(ids, users):
+        raise DataError(
+            f"the Dask frame's users changed since the model was built ({len(users)} then, "
+            f"{len(ids)} now, or others): build the model again from the data as they are, and "
+            "keep them unchanged until its fits are done"
+        )
 
 
 def reduce_users(
@@ -458,7 +474,8 @@ def reduce_users(
     dask = importlib.import_module("dask")
     frame = readable_ids(frame, user)
     empty = schema(frame)
-    rows = frame.map_partitions(_with_positions, meta=_with_positions(empty))
+    numeric = _numeric(empty, user)  # a keyword: Dask passes partition_info by the signature
+    rows = frame.map_partitions(_with_positions, numeric=numeric, meta=_with_positions(empty))
     if ordered:  # the only full shuffle: rows that need their neighbours
         rows = rows.shuffle(on=user)
     tables = [table.iloc[:0] for table in given]
@@ -607,8 +624,8 @@ def evaluate_rows(
     >>> X[:, 1].tolist(), missing_y.tolist()
     ([0.0, 0.5, 1.0], [False, True, False])
     """
-    evaluate = _Task(_evaluated_frame, spec=spec)
     columns = list(spec.spec.inputs)
+    evaluate = _Task(_evaluated_frame, spec=spec, numeric=_numeric(schema(data)[columns]))
     result = (
         data[columns]
         .map_partitions(evaluate, meta=evaluate(schema(data)[columns]))
@@ -631,10 +648,34 @@ def outcome_rows(data: DaskFrame, spec: FrameSpec) -> DaskSeries:
     ...                                 eval_env=None)).compute().tolist()
     [1.0, nan, 2.0]
     """
-    evaluate = _Task(_outcome_frame, spec=spec)
     columns = list(spec.spec.inputs)
+    evaluate = _Task(_outcome_frame, spec=spec, numeric=_numeric(schema(data)[columns]))
     rows: DaskSeries = data[columns].map_partitions(evaluate, meta=evaluate(schema(data)[columns]))
     return rows
+
+
+def _numeric(empty: pd.DataFrame, user: str | None = None) -> tuple[str, ...]:
+    """The columns of a frame's schema (``empty``) held as numbers, but the ids' ``user``."""
+    return tuple(
+        str(column)
+        for column, dtype in empty.dtypes.items()
+        if column != user and pd.api.types.is_numeric_dtype(dtype)
+    )
+
+
+def _as_numbers(frame: pd.DataFrame, numeric: tuple[str, ...]) -> pd.DataFrame:
+    """A partition with its ``numeric`` columns (the schema's numbers) as numbers: one file of
+    a Parquet directory may store a column another way — all missing as Parquet's null type,
+    or as text — and Dask passes its partitions on with their own types, so that file's rows
+    were all missing (or refused as not numeric) as its type, not the public schema, said (an
+    audit). Its cells are read one by one as numbers, as the command line reads every cell: a
+    cell that is none is missing."""
+    odd = {
+        column: pd.to_numeric(frame[column], errors="coerce")
+        for column in numeric
+        if column in frame.columns and not pd.api.types.is_numeric_dtype(frame[column].dtype)
+    }
+    return frame.assign(**odd) if odd else frame
 
 
 class _Task:
@@ -653,9 +694,14 @@ class _Task:
 
 
 def _with_positions(
-    frame: pd.DataFrame, partition_info: dict[str, Any] | None = None
+    frame: pd.DataFrame,
+    partition_info: dict[str, Any] | None = None,
+    *,
+    numeric: tuple[str, ...] = (),
 ) -> pd.DataFrame:
-    """The rows with their position in the whole frame (:data:`_PARTITION_SHIFT`)."""
+    """The rows with their position in the whole frame (:data:`_PARTITION_SHIFT`), the
+    ``numeric`` columns as numbers (:func:`_as_numbers`)."""
+    frame = _as_numbers(frame, numeric)
     number = 0 if partition_info is None else int(partition_info["number"])
     positions = (np.int64(number) << _PARTITION_SHIFT) + np.arange(len(frame), dtype=np.int64)
     positioned: pd.DataFrame = frame.assign(**{_POSITION: positions})
@@ -744,14 +790,22 @@ def _finish(frame: pd.DataFrame, statistic: Statistic, carried: int) -> pd.DataF
     return out
 
 
-def _evaluated_frame(frame: pd.DataFrame, spec: FrameSpec) -> pd.DataFrame:
-    """A partition's outcome, missing flags and regressors, one row per row."""
+def _evaluated_frame(
+    frame: pd.DataFrame, spec: FrameSpec, numeric: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    """A partition's outcome, missing flags and regressors, one row per row (the ``numeric``
+    columns as numbers, :func:`_as_numbers`)."""
+    frame = _as_numbers(frame, numeric)
     y, X, missing_y, missing_x = spec.spec.evaluate(frame.reset_index(drop=True))
     evaluated: pd.DataFrame = pd.DataFrame(np.column_stack([y, missing_y, missing_x, X]))
     return evaluated
 
 
-def _outcome_frame(frame: pd.DataFrame, spec: FrameSpec) -> pd.Series:
-    """A partition's outcome, NaN where missing, on the partition's own index."""
+def _outcome_frame(
+    frame: pd.DataFrame, spec: FrameSpec, numeric: tuple[str, ...] = ()
+) -> pd.Series:
+    """A partition's outcome, NaN where missing, on the partition's own index (the
+    ``numeric`` columns as numbers, :func:`_as_numbers`)."""
+    frame = _as_numbers(frame, numeric)
     y, _, missing_y, _ = spec.spec.evaluate(frame.reset_index(drop=True))
     return pd.Series(np.where(missing_y, np.nan, y), index=frame.index, name=spec.spec.outcome)

@@ -370,13 +370,14 @@ def test_random_effects_whose_pilot_withholds_a_coefficient(
     assert lazy.privacy.entries == memory.privacy.entries
 
 
-@pytest.mark.parametrize("model", ["pooled", "within"])
+@pytest.mark.parametrize("model", ["pooled", "within", "mean"])
 def test_a_dask_frame_whose_persons_change_before_the_fit_is_refused(
     tmp_path: Path, model: str
 ) -> None:
     """Each fit reads the files again: persons added since the model was built (its n, public,
     sizes every release) are refused, not summed with the others; the per-entry within fit's
-    passes too (an audit found it fitted the changed data under the old n)."""
+    passes too (an audit found it fitted the changed data under the old n), and the mean's
+    (``ColumnMean``, ``PoissonMean``: a later audit, 400 users built, 401 fitted)."""
     pytest.importorskip("pyarrow")
     rng = np.random.default_rng(1)
     people = pd.DataFrame({"id": np.repeat(np.arange(400), 3), "x": rng.normal(size=1200)})
@@ -388,13 +389,50 @@ def test_a_dask_frame_whose_persons_change_before_the_fit_is_refused(
         options: dict[str, Any] = {"bounds": {"y": (-6, 6), "x": (-4, 4)}}
         built: Any = dplong.PooledOLS.from_formula("y ~ x", data, groups="id", **options)
         fit: dict[str, Any] = {}
-    else:
+    elif model == "within":
         built = dplong.LongitudinalOLS.from_formula("y ~ x", data, groups="id")
         fit = {"estimator": "within"}
+    else:
+        built, fit = ColumnMean.from_formula("y ~ 1", data, groups="id"), {}
+        assert built.nobs_users == 400
     more = people.iloc[600:].assign(id=people["id"].iloc[600:] + 1000)
     pd.concat([people.iloc[600:], more]).to_parquet(tmp_path / "b.parquet", index=False)
     with pytest.raises(DataError, match="users changed since the model was built"):
         built.fit(epsilon=64.0, random_state=0, **fit)
+
+
+def test_dask_collections_that_are_no_frames_are_refused_by_name() -> None:
+    """A Dask Array, Bag or Series given as ``data`` crashed where a frame's columns were read
+    (an AttributeError, a TypeError; an audit): refused as data that is no frame."""
+    bag = pytest.importorskip("dask.bag")
+    array = pytest.importorskip("dask.array")
+    frame = dd.from_pandas(pd.DataFrame({"id": [0, 0, 1, 1], "y": [1.0, 2.0, 3.0, 4.0]}), 2)
+    for data, kind in (
+        (array.ones((4, 2)), "got Array"),
+        (bag.from_sequence([1, 2]), "got Bag"),
+        (frame["y"], "got a Dask Series"),
+    ):
+        with pytest.raises(DataError, match=f"data must be a pandas or Dask DataFrame, {kind}"):
+            dplong.PooledOLS.from_formula("y ~ 1", data, groups="id")
+
+
+def test_the_means_users_are_those_its_fit_counts() -> None:
+    """The mean's model counted its users on Dask by ``nunique``, which keeps the ids 0 and
+    "0" apart, while its fit (and memory) take them as one person: the model said 201 users
+    of a fit of 200 (an audit). It counts them as its fit does now."""
+    rng = np.random.default_rng(3)
+    ids = np.repeat(np.arange(200), 4).astype(object)
+    ids[[1, 3]] = "0"  # person 0's rows, half of them with the id as text
+    frame = pd.DataFrame({"id": ids, "y": rng.normal(size=800)})
+    with dask.config.set({"dataframe.convert-string": False}):  # the ids kept as objects
+        lazy = dd.from_pandas(frame, npartitions=3, sort=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataHolderWarning)
+        models = [ColumnMean.from_formula("y ~ 1", data, groups="id") for data in (frame, lazy)]
+        fits = [model.fit(epsilon=4.0, scale=1.0, random_state=0) for model in models]
+    assert [model.nobs_users for model in models] == [200, 200]
+    assert [res.nobs_users for res in fits] == [200, 200]
+    pd.testing.assert_series_equal(fits[0].params, fits[1].params)
 
 
 def test_values_outside_the_declared_levels_are_told_at_build_only(data: pd.DataFrame) -> None:
@@ -782,6 +820,50 @@ def test_a_person_whose_id_is_a_number_in_one_file_and_text_in_another_is_one_us
     floats = wages.iloc[2180:].assign(nr=wages["nr"].iloc[2180:].astype(float))
     same = pd.concat([wages.iloc[:2180], floats], ignore_index=True).astype({"nr": object})
     assert dplong.LongitudinalOLS.from_formula("lwage ~ exper", same, groups="nr").nobs_users == 545
+
+
+@pytest.mark.parametrize("stored", ["all missing", "text"])
+@pytest.mark.parametrize("unused", [False, True])
+def test_a_file_storing_a_column_another_way_reads_as_its_numbers(
+    tmp_path: Path, stored: str, unused: bool
+) -> None:
+    """One Parquet file of four storing ``x`` all missing (Parquet's null type) or as text:
+    Dask passed that partition on with its own type, so its rows, and the rows of every file
+    fused into its partition (as where the files hold columns a fit does not read), were all
+    missing (417 of 1,665 rows left out in memory, 833 from the files) or the mean refused
+    ``x`` as not numeric: a release, or a refusal, decided by how one file stored a column
+    (an audit). Each cell is read as a number, as the command line reads them: the files fit
+    as the same rows in memory."""
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(0)
+    ids = np.repeat(np.arange(417), 4)[:1665]
+    x = rng.normal(size=ids.size)
+    people = pd.DataFrame({"id": ids, "y": 1 + 2 * x + rng.normal(size=ids.size), "x": x})
+    if unused:
+        people["other"] = rng.normal(size=ids.size)
+    parts = np.array_split(np.arange(ids.size), 4)
+    files = [people.iloc[part].reset_index(drop=True) for part in parts]
+    last = files[3]["x"]
+    files[3]["x"] = None if stored == "all missing" else last.map(repr).astype(object)
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for k, part in enumerate(files):
+        part.to_parquet(folder / f"part-{k}.parquet", index=False)
+    memory = pd.concat(files, ignore_index=True).astype({"x": object})
+    memory["x"] = pd.to_numeric(memory["x"])
+    stored_frame = dd.read_parquet(folder)
+
+    def fits(data: Any) -> list[pd.Series]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ols = dplong.LongitudinalOLS.from_formula("y ~ x", data, groups="id")
+            mean = dplong.winsorized_mean(
+                data[["y", "x"]], groups=data["id"], epsilon=4.0, random_state=0
+            )
+            return [ols.fit(epsilon=4.0, random_state=0).params, mean.params]
+
+    for ours, theirs in zip(fits(stored_frame), fits(memory), strict=True):
+        pd.testing.assert_series_equal(ours, theirs)
 
 
 @pytest.fixture

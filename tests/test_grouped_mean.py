@@ -244,6 +244,10 @@ def test_column_mean_model_and_the_command_line(tmp_path: Path) -> None:
         with redirect_stdout(io.StringIO()), redirect_stderr(err := io.StringIO()):
             assert main([*argv[:8], "--by", by, "--levels", f"{by}=0,1", "--epsilon", "2"]) == 2
         assert said in err.getvalue(), err.getvalue()
+    with redirect_stdout(io.StringIO()), redirect_stderr(err := io.StringIO()):
+        assert main(["fit", str(path), "--model", "mean", "--formula", "y ~ 1", "--groups", "y",
+                     "--epsilon", "2"]) == 2  # fmt: skip
+    assert "error: --groups y is a column the formula reads" in err.getvalue(), err.getvalue()
     with pytest.raises(ParameterError, match="by='id' is the column of user ids"):
         dplong.winsorized_mean(frame[["y", "id"]], groups="id", by="id", levels=[0], epsilon=1.0)
     ols = ["fit", str(path), "--model", "ols", "--formula", "y ~ x", "--groups", "id"]

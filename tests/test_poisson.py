@@ -74,7 +74,7 @@ def test_values_that_are_not_whole_numbers_are_kept_and_told() -> None:
 
 
 def test_data_that_is_not_a_frame_is_refused_by_name() -> None:
-    with pytest.raises(DataError, match="data must be a pandas DataFrame, got ndarray"):
+    with pytest.raises(DataError, match="data must be a pandas or Dask DataFrame, got ndarray"):
         dplong.PoissonMean.from_formula("visits ~ 1", counts().to_numpy(), groups="id")
 
 

@@ -37,6 +37,8 @@ _SPELLINGS = (
     (re.compile(r"(?<![\w.\[-])by=(['\"])([^'\"]*)\1"), r"--by \2"),
     # the time column: TimeEffects' refusal without one, the pooled family's of one without it
     (re.compile(r"(?<![\w.\[-])time=(['\"])([^'\"]*)\1"), r"--time \2"),
+    # the ids' column, where a refusal quotes it (one the formula reads)
+    (re.compile(r"(?<![\w.\[-])groups=(['\"])([^'\"]*)\1"), r"--groups \2"),
     (re.compile(r"(?<![\w.\[-])time=(?=[\s,;)]|$)"), "--time"),
 )
 
@@ -112,6 +114,8 @@ def _for_the_command_line(message: str, formula: str | None = None) -> str:
     '--max-rows (0) must be >= 1; --method ptr needs --bounds x=...'
     >>> _for_the_command_line("scale must be a number, got shape (3,)")
     '--scale must be a number, got shape (3,)'
+    >>> _for_the_command_line("groups='y' is a column the formula reads")
+    '--groups y is a column the formula reads'
     >>> _for_the_command_line("focus names ['x'], which are not parameters")
     "--focus names ['x'], which are not parameters"
     >>> _for_the_command_line("ColumnMean takes 'y ~ 1'; got 'y ~ I(x.clip(lower=0))'",

@@ -140,7 +140,7 @@ def build_design(
     (2, array([3., 1., 2.]), array([0, 0, 1]))
     """
     if not isinstance(data, pd.DataFrame):
-        raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+        raise DataError(f"data must be a pandas or Dask DataFrame, got {type(data).__name__}")
     spec = DesignSpec.from_formula(
         formula, data, levels=levels, eval_env=eval_env or patsy.EvalEnvironment.capture(1)
     )

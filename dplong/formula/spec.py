@@ -158,7 +158,7 @@ class DesignSpec:
         if not isinstance(formula, str) or "~" not in formula:
             raise FormulaError(f"formula must be a string like 'y ~ x1 + x2', got {formula!r}")
         if not isinstance(schema, pd.DataFrame):
-            raise DataError(f"data must be a pandas DataFrame, got {type(schema).__name__}")
+            raise DataError(f"data must be a pandas or Dask DataFrame, got {type(schema).__name__}")
         env = formula_env(eval_env if eval_env is not None else patsy.EvalEnvironment.capture(1))
         desc = model_desc(formula)
         if len(desc.lhs_termlist) != 1 or len(desc.lhs_termlist[0].factors) != 1:

@@ -178,7 +178,7 @@ def user_rows(
         )
         return reduced, np.empty(0), np.empty(0)
     if not isinstance(data, pd.DataFrame):
-        raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+        raise DataError(f"data must be a pandas or Dask DataFrame, got {type(data).__name__}")
     built = DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env)
     column = regressor(built, formula)
     rows = group_design(built, data, groups=groups)

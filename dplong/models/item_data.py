@@ -121,6 +121,6 @@ def evaluated_rows(
         spec = frame_spec.spec
         return spec, regressor(spec, formula), evaluate_rows(data, frame_spec)
     if not isinstance(data, pd.DataFrame):
-        raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+        raise DataError(f"data must be a pandas or Dask DataFrame, got {type(data).__name__}")
     spec = DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env)
     return spec, regressor(spec, formula), spec.evaluate(data)

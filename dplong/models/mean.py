@@ -25,7 +25,6 @@ from dplong.dask_frames import (
     missing_ids,
     outcome_rows,
     readable_ids,
-    require_dask,
 )
 from dplong.exceptions import DataError, FormulaError, ParameterError
 from dplong.formula import (
@@ -72,6 +71,8 @@ from dplong.models.mean_values import (
     _matrix,
     _user_means,
     _warn_left_out,
+    dask_users,
+    users_held,
 )
 from dplong.models.release_blocks import run_blocks
 from dplong.planning import Planned, advised
@@ -458,7 +459,7 @@ class ColumnMean:
         bounds: tuple[float, float] | Mapping[str, tuple[float, float]] | str | None = None,
     ) -> None:
         if not (isinstance(data, pd.DataFrame) or is_dask(data)):
-            raise DataError(f"data must be a pandas DataFrame, got {type(data).__name__}")
+            raise DataError(f"data must be a pandas or Dask DataFrame, got {type(data).__name__}")
         lhs, _, rhs = formula.partition("~")
         self.column = lhs.strip()
         if rhs.strip() != "1":
@@ -491,19 +492,19 @@ class ColumnMean:
             self._values = _outcome(formula, data, groups)
             user = column_name(data, groups, "groups")
             self._groups = readable_ids(data, user)[user]
-            no_id = missing_ids(self._groups)
-            kept = ~no_id & self._values.notnull()
+            # the users as the fit's reduction codes them, which its fit must find again
+            self._users: NDArray[Any] | None
             try:
-                users, rows, kept_rows, no_ids = require_dask().compute(
-                    self._groups[~no_id].nunique(), no_id.size, kept.sum(), no_id.sum()
-                )  # one pass over the two columns
+                self._users, rows, kept_rows = dask_users(self._values, self._groups)
             except TypeError:  # lists as ids (pandas' "unhashable type")
                 raise DataError(UNHASHABLE_IDS) from None
-            self.nobs_users = int(users)
-            warn_dropped(int(rows), int(kept_rows), int(no_ids))
+            no_ids = int(missing_ids(self._groups).sum().compute())
+            self.nobs_users = len(self._users)
+            warn_dropped(rows + no_ids, kept_rows, no_ids)
         else:
             self._values = _outcome(formula, data, groups)  # a Series: refusals name the column
             self._groups = column_or_array(groups, data, "groups")
+            self._users = None  # in memory the model holds its own columns
             codes, self.nobs_users = factorize_groups(self._groups, len(data))
             # the data holder hears of the rows no user's mean reads, as from_formula says it
             no_id = codes < 0
@@ -565,7 +566,8 @@ class ColumnMean:
         if default_engine:
             lower = self.lower if lower is None else lower
             tail = (None if self.tail is None else AssumedTail(self.tail)) if tail is None else tail
-        with rows_told():  # the rows left out were told as the model was built
+        # the rows left out were told as the model was built, of its users
+        with rows_told(), users_held(self._users):
             results = winsorized_mean(
                 self._values,
                 epsilon=epsilon,

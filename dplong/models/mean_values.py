@@ -4,8 +4,10 @@ their non-missing rows, in memory or reduced where a Dask frame lies."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -13,7 +15,13 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from dplong._validation import as_columns, warn
-from dplong.dask_frames import is_dask, missing_ids, reduce_users, require_dask
+from dplong.dask_frames import (
+    check_same_users,
+    is_dask,
+    missing_ids,
+    reduce_users,
+    require_dask,
+)
 from dplong.exceptions import DataError, DataHolderWarning, ParameterError
 from dplong.formula.levels import _TOLD
 from dplong.models.mean_levels import Grouping, _first_level_only, _rows_at_levels, _spread
@@ -24,6 +32,45 @@ if TYPE_CHECKING:
     from dask.dataframe import Series as DaskSeries
 
 __all__: list[str] = []
+
+#: The users a model was built on (its Dask frame's ids, as the fit's reduction codes them),
+#: which its fit must find unchanged (:func:`users_held`); None: no model holds them.
+_HELD: ContextVar[NDArray[Any] | None] = ContextVar("users_held", default=None)
+
+
+@contextlib.contextmanager
+def users_held(users: NDArray[Any] | None) -> Iterator[None]:
+    """Within, a Dask reduction of user means refuses other users than ``users`` (a model's
+    fit of the frame it was built on: :func:`~dplong.dask_frames.check_same_users`)."""
+    token = _HELD.set(users)
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
+
+
+def dask_users(values: DaskSeries, groups: DaskSeries) -> tuple[NDArray[Any], int, int]:
+    """The users of Dask ``values`` with ids ``groups`` (a column of the same frame) as the
+    fit's reduction codes them (ids that read alike are one user), and the rows with an id and
+    those of them with a value: one pass, as the fit's."""
+    counts, ids = reduce_users(
+        values.to_frame("value").assign(user=groups),
+        "user",
+        _partition_rows,
+        lambda sums: sums,
+    )
+    rows, kept = counts.sum(axis=0) if len(ids) else (0.0, 0.0)
+    return ids, int(rows), int(kept)
+
+
+def _partition_rows(rows: pd.DataFrame, codes: NDArray[np.intp], n: int) -> NDArray[np.float64]:
+    """A partition's rows per user and those with a value (:func:`dask_users`)."""
+    user = codes >= 0
+    kept = user & rows["value"].notna().to_numpy()
+    return np.column_stack(
+        [np.bincount(codes[user], minlength=n), np.bincount(codes[kept], minlength=n)]
+    ).astype(np.float64)
+
 
 #: The column of a Dask frame's rows that holds their level of a ``by=`` grouping
 _LEVEL = "__dplong_level__"
@@ -201,6 +248,7 @@ def _dask_user_means(
     )
     if len(ids) == 0:
         raise DataError(f"values is empty (shape (0, {len(columns)}))")
+    check_same_users(ids, _HELD.get())
     if not _TOLD.get():  # a model built on these rows told of them: no pass to count them
         counts = means[:, -tally:].sum(axis=0)
         # a partition of rows without an id has no user to carry its count: counted apart

@@ -47,6 +47,7 @@ from dplong.models.kernel import KERNEL_OPTION, curve_results
 from dplong.planning import FitPlan, PlannedBlock, checkpoint
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.budget import afford, ptr_budget, settle
+from dplong.privacy.budget.fit import guarded
 from dplong.privacy.engine import Release
 from dplong.privacy.ptr import (
     check_nadaraya_watson_ptr,
@@ -207,6 +208,7 @@ class NadarayaWatson(PanelModel):
         return FLOOR_SHARE * float(np.trapezoid(edge, points)) / (hi - lo)
 
     @checked_call
+    @guarded()  # a failure after the noise began is charged, as an advised fit's
     def fit(
         self,
         *,

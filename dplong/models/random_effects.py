@@ -95,6 +95,7 @@ from dplong.privacy.budget import (
     settle,
     statistics_budget,
 )
+from dplong.privacy.budget.fit import guarded
 from dplong.privacy.row_cap import RowCap
 from dplong.results import PanelResults, RandomEffectsResults, RegressionResults
 
@@ -166,6 +167,7 @@ class RandomEffects(PooledOLS):
     # no method="ptr": ePTR is a route of pooled OLS only (its test is on X'X, not the
     # quasi-demeaned design), so the options differ from the parent's
     @checked_call
+    @guarded()  # a failure after the noise began is charged, as an advised fit's
     def fit(  # type: ignore[override]
         self,
         *,

@@ -61,6 +61,7 @@ from dplong.privacy.budget import (
     settle,
     statistics_budget,
 )
+from dplong.privacy.budget.fit import guarded
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.ranges import WIDENED_COUNTS
 from dplong.privacy.row_cap import RowCap, release_row_cap
@@ -340,6 +341,7 @@ class PooledOLS(_RangesStage, FormulaModel):
         )
 
     @checked_call
+    @guarded()  # a failure after the noise began is charged, as an advised fit's
     def fit(
         self,
         *,
