@@ -118,7 +118,14 @@ class TestResults:
         with pytest.raises(ParameterError, match="within the grid"):
             res.predict([1.2])
         with pytest.raises(ParameterError, match="finite"):
-            res.predict([np.nan])
+            res.predict([np.inf])
+        # a missing point is NaN, and a frame's points keep its index (as a regression's
+        # predictions: an audit found an array without the index, and NaN refused)
+        assert np.isnan(res.predict([np.nan, 0.3])[0])
+        new = pd.DataFrame({"x": [0.3, np.nan]}, index=[7, 9])
+        predicted = res.predict(new)
+        assert isinstance(predicted, pd.Series) and predicted.index.tolist() == [7, 9]
+        assert predicted[7] == pytest.approx(res.params.iloc[3]) and np.isnan(predicted[9])
         np.testing.assert_allclose(res.bse**2, res.sampling_sd**2 + res.noise_sd**2)
 
     def test_error_bound_adds_the_exact_bias(self, item_fit: dplong.results.CurveResults) -> None:

@@ -152,18 +152,23 @@ class CurveResults(PanelResults):
         return self.bias + self.smoothing_bias.fillna(0.0)
 
     @checked_call
-    def predict(self, x: object) -> np.ndarray:
+    def predict(self, x: object) -> pd.Series | np.ndarray:
         """The curve at new points by linear interpolation between grid points.
 
         Post-processing of the released values: no further privacy cost. Points outside the
-        grid's range are refused (no extrapolation).
+        grid's range are refused (no extrapolation); a missing point (NaN) is predicted NaN.
 
         Parameters
         ----------
         x : array_like or pandas.DataFrame
             The points, or a DataFrame with the column(s) the formula's regressor reads (it
             is evaluated on it, as :meth:`RegressionResults.predict
-            <dplong.results.RegressionResults.predict>` evaluates a DataFrame).
+            <dplong.results.RegressionResults.predict>` evaluates a DataFrame; a row with a
+            missing value is predicted NaN).
+
+        Returns
+        -------
+        pandas.Series (indexed like a DataFrame ``x``) or numpy.ndarray
 
         Examples
         --------
@@ -180,6 +185,7 @@ class CurveResults(PanelResults):
         ...
         dplong.exceptions.ParameterError: x must lie within the grid [0, 1]; got values up to 1.5
         """
+        index = x.index if isinstance(x, pd.DataFrame) else None
         if isinstance(x, pd.DataFrame):
             x = self._regressor(x, patsy.EvalEnvironment.capture(1))
         raw = np.atleast_1d(np.asarray(x))
@@ -189,16 +195,22 @@ class CurveResults(PanelResults):
             raise ParameterError(f"x must be one or more real numbers, got dtype {raw.dtype}")
         points = raw.astype(np.float64)
         grid = self.grid
-        if not np.isfinite(points).all():
-            raise ParameterError("x must be finite")
-        if points.min() < grid[0] or points.max() > grid[-1]:
-            above = points.max() > grid[-1]
-            worst, side = (points.max(), "up to") if above else (points.min(), "down to")
+        given = points[~np.isnan(points)]
+        if np.isinf(given).any():
+            raise ParameterError("x must be finite (NaN for a missing point)")
+        if given.size and (given.min() < grid[0] or given.max() > grid[-1]):
+            above = given.max() > grid[-1]
+            worst, side = (given.max(), "up to") if above else (given.min(), "down to")
             raise ParameterError(
                 f"x must lie within the grid [{grid[0]:g}, {grid[-1]:g}]; got values {side} "
                 f"{worst:g}"
             )
-        return np.asarray(np.interp(points, grid, self.params.to_numpy()))
+        with np.errstate(invalid="ignore"):
+            values = np.where(np.isnan(points), np.nan, np.interp(points, grid, self.params))
+        if index is None:
+            return np.asarray(values)
+        predicted: pd.Series = pd.Series(values, index=index, name="predicted")
+        return predicted
 
     def _regressor(self, frame: pd.DataFrame, env: patsy.EvalEnvironment) -> np.ndarray:
         """The formula's regressor evaluated on ``frame`` (NaN: a missing value)."""
