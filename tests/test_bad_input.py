@@ -1039,7 +1039,7 @@ OTHERS: list[tuple[str, Callable[[], object], type[DplongError], str]] = [
     ("predict text", lambda: fitted_curve().predict("a"), ParameterError, "x"),
     ("predict text list", lambda: fitted_curve().predict(["0.5"]), ParameterError, "x"),
     ("predict None", lambda: fitted_curve().predict(None), ParameterError, "x"),
-    ("predict nan", lambda: fitted_curve().predict([math.nan]), ParameterError, "x"),
+    ("predict inf", lambda: fitted_curve().predict([math.inf]), ParameterError, "x"),
     ("predict outside", lambda: fitted_curve().predict([1.5]), ParameterError, "x"),
     (
         "predict dates",

@@ -509,6 +509,45 @@ class TestErrorBound:
         )
 
 
+@pytest.mark.parametrize(
+    ("fit", "said"),
+    [
+        ({"focus": ["Intercept"]}, "drop focus"),
+        ({"refine": False}, "drop refine"),
+        ({"max_rows": 5, "variance_share": 0.0}, "max_rows applies with precision weights"),
+    ],
+)
+def test_options_the_local_model_would_ignore_are_refused(fit: dict[str, Any], said: str) -> None:
+    """``focus``, ``refine=False`` and ``max_rows`` under ``privacy="local"`` changed nothing
+    (the same release with and without them; an audit): refused, as the docs say of an
+    option a call would ignore."""
+    df = panel(n=400, seed=14)
+    model = (
+        dplong.RandomEffectsLocation.from_formula("y ~ 1", df, groups="user")
+        if "max_rows" in fit
+        else dplong.LongitudinalOLS.from_formula("y ~ 1", df, groups="user")
+    )
+    with pytest.raises(ParameterError, match=said):
+        model.fit(epsilon=2.0, privacy="local", bound=10.0, **fit)
+
+
+def test_local_components_need_their_ranges() -> None:
+    """``bound=`` bounds the user means; the components' statistics are squared deviations and
+    within variances, and the local release clipped their reports at it (Scale about 6 of 9,
+    Group Var 2 of 4, half the fits unwarned; an audit). Without their Gaussian ranges
+    (``scale=`` and ``within_scale=``) a local fit of them is refused before any noise, and
+    the location alone runs."""
+    df = panel(n=400, seed=14)
+    model = dplong.RandomEffectsLocation.from_formula("y ~ 1", df, groups="user")
+    rng = np.random.default_rng(0)
+    drawn = rng.bit_generator.state
+    with pytest.raises(ParameterError, match="state scale= and within_scale=, or fit"):
+        model.fit(epsilon=2.0, privacy="local", bound=10.0, random_state=rng)
+    assert rng.bit_generator.state == drawn  # refused before any noise
+    alone = model.fit(epsilon=2.0, privacy="local", bound=10.0, variance_share=0.0)
+    assert list(alone.params.index) == ["Intercept"]
+
+
 def test_local_fit_whose_location_is_withheld_withholds_its_components() -> None:
     """Where the local release withholds the location (its count of users with a
     statistic cannot tell them from none: every y missing, or ε = 0.001), Group Var,
@@ -517,7 +556,12 @@ def test_local_fit_whose_location_is_withheld_withholds_its_components() -> None
     df = panel(n=400, seed=14)
     for frame, epsilon in ((df.assign(y=np.nan), 1.0), (df, 0.001)):
         res = dplong.RandomEffectsLocation.from_formula("y ~ 1", frame, groups="user").fit(
-            epsilon=epsilon, privacy="local", bound=10.0, random_state=1
+            epsilon=epsilon,
+            privacy="local",
+            bound=10.0,
+            scale=2.0,
+            within_scale=1.0,
+            random_state=1,
         )
         assert res.params.isna().all()
         assert any("centred on the first location released" in w for w in res.warnings)

@@ -41,7 +41,9 @@ def _check_arguments(args: argparse.Namespace, spec: CommandLineModel) -> None:
     if spec.uses_groups and args.groups is None and getattr(args, "data", None) is not None:
         raise _InputError(f"--model {args.model} needs --groups (the user-id column)")
     if getattr(args, "privacy", "central") == "local" and getattr(args, "bound", None) is None:
-        raise _InputError("--privacy local needs --bound B, a public bound on |mean| per column")
+        raise _InputError(
+            "--privacy local needs --bound B, a public bound on every user's |statistic| per column"
+        )
     parts: dict[str, list[Option]] = {}
     for option in spec.options:
         if option.part_of is not None:

@@ -273,7 +273,8 @@ def _model_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup
         "--bound",
         type=_positive_list,
         metavar="B",
-        help="public bound on |mean| per parameter (number or comma list); needed for local",
+        help="public bound on every user's |statistic| per parameter (number or comma list); "
+        "needed for local",
     )
     privacy.add_argument(
         "--scale",

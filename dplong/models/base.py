@@ -20,6 +20,7 @@ import pandas as pd
 
 from dplong._validation import RandomState, check_random_state
 from dplong.dask_frames import ReducedPanel
+from dplong.exceptions import ParameterError
 from dplong.formula import GroupsLike, LevelsLike, PanelDesign, build_design
 from dplong.formula.terms import analyst_env
 from dplong.models.assemble import panel_results
@@ -143,6 +144,16 @@ class PanelModel(FormulaModel):
             gamma=gamma,
             refine=refine,
         )
+        if options.local and focus is not None:  # refused, not ignored
+            raise ParameterError(
+                "focus shares the central engine's budget over the columns; under "
+                'privacy="local" every column\'s users answer with the whole ε: drop focus'
+            )
+        if options.local and not options.refine:
+            raise ParameterError(
+                'refine=False drops the central engine\'s refinement stage, which privacy="local" '
+                "does not run: drop refine"
+            )
         check_accountant(accountant)
         return FitRequest(options, check_random_state(random_state, rng), focus, accountant)
 

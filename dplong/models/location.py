@@ -338,6 +338,16 @@ class RandomEffectsLocation(PanelModel):
         stated = (
             None if proxy is None or residual_scale is None else (float(proxy[0]), residual_scale)
         )
+        if variance_share > 0 and stated is None and request.options.local:
+            # bound= bounds the user means; the components' statistics, squared deviations
+            # and within variances, are in squared units it does not bound (their reports were
+            # clipped at it: Scale 6 of 9 released; an audit)
+            raise ParameterError(
+                "privacy='local' releases the variance components within their Gaussian "
+                "ranges only (bound= bounds the user means, not the squared units of the "
+                "components' statistics): state scale= and within_scale=, or fit "
+                "variance_share=0 for the location alone"
+            )
         if variance_share > 0:
             if stated is not None:
                 modelled = isinstance(scale, RandomEffects)

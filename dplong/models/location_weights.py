@@ -75,6 +75,12 @@ def _check_weights(
     )
     if weights == "equal":
         refuse_max_rows(max_rows, 'with weights="precision" only (equal weights ignore the rows)')
+    if not applies:  # options, not n and ε, rule the precision weights out: max_rows unread
+        refuse_max_rows(
+            max_rows,
+            "with precision weights only, which need the released variance components, the "
+            "default central engine and no dependence model as scale",
+        )
     if weights is None:
         share = (1.0 - variance_share) * preliminary_share(n, options.epsilon, variance_share)
         sound = applies and sound_plan(n, 1, options, share, stated=stated)

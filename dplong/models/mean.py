@@ -157,8 +157,10 @@ def winsorized_mean(
     privacy : {"central", "local"}
         Trusted curator, or each user privatising their value (needs ``bound``).
     bound : float or array_like, optional
-        Public bound B with ``|mean| <= B`` per column (at most ``1e100``); required for
-        ``privacy="local"``, and refused with central privacy (which would ignore it).
+        Public bound B on every user's statistic, ``|x_u| <= B``, per column (at most
+        ``1e100``): each user's value is clipped to ``±B`` before they privatise it, so one
+        beyond it pulls the mean toward ``±B``. Required for ``privacy="local"``, and refused
+        with central privacy (which would ignore it).
     variant : {"default", "theory"}
         The planned pipeline (default), or the paper's Algorithms 3-5 as published (with a
         stated scale, or the CoinPress plug-in of §7.1.5 when it is estimated).

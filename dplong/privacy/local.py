@@ -425,7 +425,7 @@ def _column(
     count_sd = abs(offset) * share_sd / held
     noise_sd = math.hypot(laplace_sd, count_sd)
     raw = centre + offset
-    estimate = float(np.clip(raw, -bound, bound))  # |mean| <= B: public
+    estimate = float(np.clip(raw, -bound, bound))  # the mean of values in ±B: within it
     # the clipped reports understate the spread; the located one (or the stated) does not
     # (the reports' spread also holds the users without a statistic at the centre: larger)
     spread = sd if sd is not None else max(sampling_sd * math.sqrt(m * held), 1e-150)

@@ -18,7 +18,8 @@ from dplong._validation import (
     per_column,
     real_number,
 )
-from dplong.exceptions import InsufficientUsersError, ParameterError
+from dplong.exceptions import InsufficientUsersError, ParameterError, PrivacyParameterError
+from dplong.privacy.noise import MIN_LATTICE_EPSILON
 
 __all__ = ["Focus", "PrivacyModel", "ReleaseOptions", "Variant", "focus_weights"]
 
@@ -43,7 +44,7 @@ class ReleaseOptions:
         The fit's whole budget (central δ default ``1/n**2``; local default 0).
     privacy : {"central", "local"}
     bound : ndarray or None
-        Local model: public bound B on ``|mean|`` per column.
+        Local model: public bound B on every user's statistic, ``|x_u| <= B``, per column.
     variant : {"default", "theory"}
         The planned pipeline (:mod:`dplong.privacy.engine`) or the paper's Alg 3-5.
     gamma : float
@@ -62,7 +63,7 @@ class ReleaseOptions:
     ...                      d=1)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    dplong.exceptions.ParameterError: privacy="local" needs bound=B, a public bound on |mean| ...
+    dplong.exceptions.ParameterError: privacy="local" needs bound=B, a public bound on every ...
     """
 
     epsilon: float
@@ -111,8 +112,16 @@ class ReleaseOptions:
             total_delta = 0.0 if delta is None else check_delta(delta)
             if bound is None:
                 raise ParameterError(
-                    'privacy="local" needs bound=B, a public bound on |mean| per column'
+                    'privacy="local" needs bound=B, a public bound on every user\'s '
+                    "|statistic| per column"
                 )
+            if eps < MIN_LATTICE_EPSILON:  # every user answers at the whole ε, on the lattice
+                refusal = PrivacyParameterError(
+                    f"epsilon={eps:.3g} is below the {MIN_LATTICE_EPSILON:.2g} that a local "
+                    "user's float-safe lattice noise supports"
+                )
+                refusal.budget_refusal = True  # a larger ε cures it (dplong.planning.advised)
+                raise refusal
             bounds = per_column(bound, d, "bound")
             if (bounds > MAX_BOUND).any():
                 raise ParameterError(

@@ -237,7 +237,8 @@ def _setup(
             )
         if bound is None:
             raise ParameterError(
-                'privacy="local" needs bound=B, a public bound on |mean| per column'
+                'privacy="local" needs bound=B, a public bound on every user\'s |statistic| per '
+                "column"
             )
         total_delta = 0.0 if delta is None else check_delta(delta)
     else:
@@ -344,8 +345,8 @@ def estimate_scale(
     privacy : {"central", "local"}
         Trusted curator, or each user privatising their own reports (needs ``bound``).
     bound : float or array_like, optional
-        Local model only: public bound B with ``|mean| <= B`` per column, the range of the
-        randomized-response histogram (Alg 9).
+        Local model only: public bound B on every user's statistic, ``|x_u| <= B``, per
+        column, the range of the randomized-response histogram (Alg 9).
     scale_bounds : (float or array_like, float or array_like), optional
         Public bounds ``(σ²_min, σ²_max)`` on the variance of one user's statistic, scalars or
         one per column, ``0 < σ²_min < σ²_max``. Default :data:`DEFAULT_SCALE_BOUNDS`. Loose

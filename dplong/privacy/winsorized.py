@@ -176,9 +176,14 @@ def release_paper(
             "(no histogram bin survived) and fell back to 0, as in the paper's Alg 3: those "
             "estimates are unreliable.",
         )
+    estimate = midpoint + release.total / n
+    if local:  # the mean of statistics within ±B lies within it (post-processing, as the
+        # default local release projects; a far midpoint left estimates of -739 at B = 10)
+        assert options.bound is not None
+        estimate = np.clip(estimate, -options.bound, options.bound)
     return Release(
         names=names,
-        estimate=midpoint + release.total / n,
+        estimate=estimate,
         noise_sd=noise_sd,
         noise_scale=scale,
         noise_kind="normal" if local else "laplace",

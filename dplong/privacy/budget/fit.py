@@ -215,7 +215,9 @@ def parallel_ledger(entries: Sequence[LedgerEntry], model: str) -> PrivacyLedger
     if any(entry.delta > 0 or entry.rho > 0 for entry in entries):
         raise AssertionError("parallel_ledger composes pure calls only")
     epsilon = max(entry.epsilon for entry in entries)
-    return PrivacyLedger(tuple(entries), epsilon, 0.0, PARALLEL_USERS, model, epsilon**2 / 2.0)
+    with np.errstate(over="ignore"):  # ε = 1e300 (no noise): ρ is inf, not an OverflowError
+        rho = float(np.float64(epsilon) ** 2 / 2.0)
+    return PrivacyLedger(tuple(entries), epsilon, 0.0, PARALLEL_USERS, model, rho)
 
 
 def fit_ledger(ledgers: Sequence[PrivacyLedger], delta: float, model: str) -> PrivacyLedger:
