@@ -414,6 +414,8 @@ def test_dask_collections_that_are_no_frames_are_refused_by_name() -> None:
     ):
         with pytest.raises(DataError, match=f"data must be a pandas or Dask DataFrame, {kind}"):
             dplong.PooledOLS.from_formula("y ~ 1", data, groups="id")
+        with pytest.raises(DataError, match=f"data must be a pandas or Dask DataFrame, {kind}"):
+            dplong.PoissonMean.from_formula("y ~ 1", data, groups="id")
 
 
 def test_the_means_users_are_those_its_fit_counts() -> None:

@@ -343,7 +343,7 @@ class RandomEffectsLocation(PanelModel):
             # and within variances, are in squared units it does not bound (their reports were
             # clipped at it: Scale 6 of 9 released; an audit)
             raise ParameterError(
-                "privacy='local' releases the variance components within their Gaussian "
+                'privacy="local" releases the variance components within their Gaussian '
                 "ranges only (bound= bounds the user means, not the squared units of the "
                 "components' statistics): state scale= and within_scale=, or fit "
                 "variance_share=0 for the location alone"

@@ -460,8 +460,9 @@ class ColumnMean:
         levels: Mapping[str, Sequence[Any]] | None = None,
         bounds: tuple[float, float] | Mapping[str, tuple[float, float]] | str | None = None,
     ) -> None:
-        if not (isinstance(data, pd.DataFrame) or is_dask(data)):
-            raise DataError(f"data must be a pandas or Dask DataFrame, got {type(data).__name__}")
+        if not (isinstance(data, pd.DataFrame) or (is_dask(data) and data.ndim == 2)):
+            kind = f"a Dask {type(data).__name__}" if is_dask(data) else type(data).__name__
+            raise DataError(f"data must be a pandas or Dask DataFrame, got {kind}")
         lhs, _, rhs = formula.partition("~")
         self.column = lhs.strip()
         if rhs.strip() != "1":
