@@ -20,8 +20,8 @@ fresh randomness.
 # Users have T = 10 rows each, which follow an AR(1) process with φ = 0.5 around μ = 3.
 # :mod:`dplong.simulate` draws them from the same :class:`~dplong.dependence.AR1` model that
 # states the assumption, so ``scale`` is the model's :meth:`~dplong.dependence.AR1.mean_scale`:
-# the variance proxy of one user's mean. The local model also needs a public bound on the
-# mean, here ``|μ| ≤ 10``.
+# the variance proxy of one user's mean. The local model also needs a public bound on every
+# user's mean, here ``|ȳ_u| ≤ 10`` (each user clips theirs to ±10 before privatising it).
 #
 # One release of each kind, from the rows, with ``groups=`` identifying the users:
 
@@ -164,7 +164,7 @@ fig.tight_layout()
 # --------------------------
 #
 # Every model takes ``privacy="local"`` too. Here is a longitudinal regression on 4,000
-# simulated users, with a public bound of 5 on every coefficient:
+# simulated users, with a public bound of 5 on every user's own coefficients:
 
 df = linear_panel(4000, T, [1.0, 0.5, -0.25], rows_model, random_state=4)
 ols = dplong.LongitudinalOLS.from_formula("y ~ x1 + x2", df, groups="user", time="time")
