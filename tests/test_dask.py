@@ -418,6 +418,34 @@ def test_dask_collections_that_are_no_frames_are_refused_by_name() -> None:
             dplong.PoissonMean.from_formula("y ~ 1", data, groups="id")
 
 
+def test_the_means_budget_options_are_refused_before_a_pass() -> None:
+    """The mean on Dask reduced every file before it read its budget options: ε = 0, δ = 2 or
+    an accountant that cannot afford ε each cost a pass over the frame (an audit). They are
+    refused before any Dask computation now."""
+    callbacks = pytest.importorskip("dask.callbacks")
+
+    class Computed(callbacks.Callback):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.graphs = 0
+
+        def _start(self, dsk: Any) -> None:
+            self.graphs += 1
+
+    frame = pd.DataFrame({"id": np.repeat(np.arange(50), 3), "y": np.arange(150.0)})
+    lazy = dd.from_pandas(frame, npartitions=3)
+    model = ColumnMean.from_formula("y ~ 1", lazy, groups="id")
+    bad = (
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": 1.0, "delta": 2.0}, "delta"),
+        ({"epsilon": 5.0, "accountant": dplong.Accountant(epsilon=1.0)}, "needs epsilon=5"),
+    )
+    for options, said in bad:
+        with Computed() as computed, pytest.raises(dplong.exceptions.DplongError, match=said):
+            model.fit(**options)
+        assert computed.graphs == 0, options
+
+
 def test_the_means_users_are_those_its_fit_counts() -> None:
     """The mean's model counted its users on Dask by ``nunique``, which keeps the ids 0 and
     "0" apart, while its fit (and memory) take them as one person: the model said 201 users

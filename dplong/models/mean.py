@@ -17,7 +17,14 @@ import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from dplong._grouping import factorize_groups
-from dplong._validation import RandomState, checked_call, not_columns
+from dplong._validation import (
+    RandomState,
+    check_choice,
+    check_delta,
+    check_epsilon,
+    checked_call,
+    not_columns,
+)
 from dplong.dask_frames import (
     column_name,
     design_spec,
@@ -74,12 +81,13 @@ from dplong.models.mean_values import (
     dask_users,
     users_held,
 )
+from dplong.models.option_checks import check_accountant
 from dplong.models.release_blocks import run_blocks
 from dplong.planning import Planned, advised
 from dplong.privacy.accounting import Accountant, PrivacyLedger
 from dplong.privacy.budget import afford, charge, keyed_ledger, keyed_share, part
 from dplong.privacy.engine import Release
-from dplong.privacy.options import Focus, PrivacyModel, Variant
+from dplong.privacy.options import PRIVACY_MODELS, Focus, PrivacyModel, Variant
 from dplong.privacy.radius import DEFAULT_GAMMA, OFFERS, AssumedTail, Moment, Offer, Tail
 from dplong.results import ModelSpec, PanelResults
 
@@ -288,7 +296,12 @@ def winsorized_mean(
     grouping = None
     if by is not None or levels is not None:  # public facts: checked before any noise
         values, grouping = _grouping(values, by, levels)
-    if is_dask(values):
+    if is_dask(values):  # its options first: the reduction is a pass over every file
+        check_choice(privacy, "privacy", PRIVACY_MODELS)
+        check_accountant(accountant)
+        spend = (check_epsilon(epsilon), 0.0 if delta is None else check_delta(delta))
+        if accountant is not None:  # the ε it cannot afford (δ's default needs the users)
+            accountant.check(*spend)
         matrix, columns = _dask_user_means(values, groups, names, grouping, by_constant)
         labels = columns if grouping is None else _level_labels(columns, grouping)
     else:
