@@ -85,7 +85,7 @@ from dplong.models.option_checks import check_accountant
 from dplong.models.release_blocks import run_blocks
 from dplong.planning import Planned, advised
 from dplong.privacy.accounting import Accountant, PrivacyLedger
-from dplong.privacy.budget import afford, charge, keyed_ledger, keyed_share, part
+from dplong.privacy.budget import afford, ask, charge, keyed_ledger, keyed_share, part
 from dplong.privacy.engine import Release
 from dplong.privacy.options import PRIVACY_MODELS, Focus, PrivacyModel, Variant
 from dplong.privacy.radius import DEFAULT_GAMMA, OFFERS, AssumedTail, Moment, Offer, Tail
@@ -300,8 +300,7 @@ def winsorized_mean(
         check_choice(privacy, "privacy", PRIVACY_MODELS)
         check_accountant(accountant)
         spend = (check_epsilon(epsilon), 0.0 if delta is None else check_delta(delta))
-        if accountant is not None:  # the ε it cannot afford (δ's default needs the users)
-            accountant.check(*spend)
+        ask(accountant, *spend)  # the ε it cannot afford (δ's default needs the users)
         matrix, columns = _dask_user_means(values, groups, names, grouping, by_constant)
         labels = columns if grouping is None else _level_labels(columns, grouping)
     else:

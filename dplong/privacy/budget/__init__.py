@@ -29,6 +29,7 @@ How the budget flows through a fit, and why the stages are sized as they are, is
 from dplong.privacy.budget.calibration import FinalBudget, largest_within, share_weights, top_up
 from dplong.privacy.budget.fit import (
     afford,
+    ask,
     charge,
     fit_ledger,
     keyed_ledger,
@@ -115,6 +116,7 @@ __all__ = [
     "StatisticsBudget",
     "VectorBudget",
     "afford",
+    "ask",
     "charge",
     "column_epsilon",
     "fit_ledger",

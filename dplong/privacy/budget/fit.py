@@ -76,10 +76,28 @@ def afford(accountant: Accountant | None, epsilon: float, delta: float) -> None:
     dplong.exceptions.BudgetExceededError: ...
     """
     if accountant is not None:
-        accountant.check(epsilon, delta)
+        ask(accountant, epsilon, delta)
         pending = _AFFORDED.get()
         if pending is not None:  # charged whole if the fit fails after its noise (guarded)
             pending.append((accountant, epsilon, delta, len(accountant.spent)))
+
+
+def ask(accountant: Accountant | None, epsilon: float, delta: float) -> None:
+    """The accountant's check alone, noting nothing: a refusal before a costly pass over the
+    data (a Dask frame's), at what the fit is sure to spend; the fit's :func:`afford` asks
+    again at its whole spend, before its first noise draw.
+
+    Examples
+    --------
+    >>> import dplong
+    >>> from dplong.privacy.budget import ask
+    >>> ask(dplong.Accountant(epsilon=1.0), 2.0, 0.0)
+    Traceback (most recent call last):
+    ...
+    dplong.exceptions.BudgetExceededError: ...
+    """
+    if accountant is not None:
+        accountant.check(epsilon, delta)
 
 
 #: The spends a guarded fit's :func:`afford` checked, with the accountant's records then
