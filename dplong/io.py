@@ -567,8 +567,8 @@ def _held_by_every_part(
     """``frame`` (of the Parquet files of ``source``, each with the column names it
     ``stored``), refused if one of them lacks one of the columns read or required
     (``columns``, or when None ``frame``'s, those of the file Dask takes them from) that
-    another holds: Dask fails
-    in its own words, with a traceback, only when the rows are read (an audit). Where no
+    another holds: Dask fails in its own words, with a traceback, only when the rows are read
+    (an audit). Where no
     columns are named, those some files hold beyond ``frame``'s are not read, and the data
     holder is told (a formula naming one said only that it is no column of DATA, an audit);
     a file with a column added later is no refusal."""

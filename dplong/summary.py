@@ -106,7 +106,7 @@ def _html(table: SimpleTable) -> str:
 
 #: LaTeX's special characters as text (statsmodels escapes a tabular's cells, not the lines
 #: around it: a note's ``22%`` commented out the rest of its line).
-_LATEX = {c: f"\\{c}" for c in "%&#_$" + "{}"} | {
+_LATEX = {c: f"\\{c}" for c in "%&#_${}"} | {
     "\\": r"\textbackslash{}",
     "^": r"\textasciicircum{}",
     "~": r"\textasciitilde{}",

@@ -429,12 +429,18 @@ class BiasAllowedContrast(ContrastResults):  # type: ignore[misc]  # statsmodels
         width = self.dist.ppf(1.0 - check_alpha(alpha) / 2.0) * self.sd + self.bias
         return np.column_stack((self.effect - width, self.effect + width))
 
+    @property
+    def _adjusted(self) -> bool:
+        """Whether a bias bound is given to some row's null: its p-value is then not the
+        ``P>|z|`` of the ``z`` beside it."""
+        return bool(np.any(self.bias > 0.0))
+
     def summary(self, xname: Any = None, alpha: float = 0.05, title: Any = None) -> Any:
         """statsmodels' table, its p-value column named ``P(adj)`` where a bias bound is given
         to the null (the results' ``P (bias-adj.)``, in statsmodels' narrow column), not
         ``P>|z|`` of the ``z`` beside it (an audit read z = 6.8 next to P>|z| = 1.000)."""
         table = super().summary(xname=xname, alpha=check_alpha(alpha), title=title)
-        if np.any(self.bias > 0.0):
+        if self._adjusted:
             for cell in table[0]:
                 if cell.data == "P>|z|":
                     cell.data = "P(adj)"
@@ -443,7 +449,7 @@ class BiasAllowedContrast(ContrastResults):  # type: ignore[misc]  # statsmodels
     def summary_frame(self, xname: Any = None, alpha: float = 0.05) -> pd.DataFrame:
         """statsmodels' frame of :meth:`summary`, its p-value column named as there."""
         frame: pd.DataFrame = super().summary_frame(xname=xname, alpha=check_alpha(alpha))
-        if np.any(self.bias > 0.0):
+        if self._adjusted:
             frame = frame.rename(columns={"P>|z|": "P(adj)"})
         return frame
 
