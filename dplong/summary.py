@@ -24,7 +24,7 @@ from dplong.exceptions import ParameterError
 if TYPE_CHECKING:
     from dplong.results import PanelResults
 
-__all__ = ["Comparison", "Summary", "compare", "plain_names", "point_labels"]
+__all__ = ["Comparison", "Summary", "compare", "grid_names", "plain_names", "point_labels"]
 
 
 def point_labels(points: np.ndarray) -> list[str]:
@@ -48,6 +48,20 @@ def point_labels(points: np.ndarray) -> list[str]:
         if len(set(labels)) == len(labels):
             return labels
     return [repr(float(x)) for x in points]  # the shortest text of each double: distinct
+
+
+def grid_names(points: np.ndarray) -> tuple[str, ...]:
+    """The curve's column labels ``x=<point>``, the summary's labels of its points
+    (:func:`~dplong.summary.point_labels`: distinct for distinct points).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dplong.summary import grid_names
+    >>> grid_names(np.array([0.1234567, 0.1234568]))
+    ('x=0.1234567', 'x=0.1234568')
+    """
+    return tuple(f"x={label}" for label in point_labels(points))
 
 
 def _format(value: object) -> str:

@@ -19,7 +19,7 @@ from kernel_cases import (
 from untouchable import Untouchable
 
 import dplong
-from dplong.exceptions import DplongWarning
+from dplong.exceptions import DplongWarning, ParameterError
 from dplong.kernels import get_kernel
 from dplong.models.curves import user_curves
 
@@ -160,6 +160,31 @@ def test_close_grid_points_get_distinct_labels(user_level: bool) -> None:
     if user_level:  # the item-level ledger names the response, not the points
         targets = {entry.target for entry in res.privacy.entries}
         assert {f"x={label}" for label in labels} <= targets
+
+
+@pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+def test_a_curves_restrictions_name_its_points_as_x_equals() -> None:
+    """A restriction names a grid point ``x=<point>``, as the summary labels it. The points'
+    own texts made numbers of names: on ``np.linspace(0, 1, 6)`` (its 0.6 the double
+    0.6000000000000001), ``"0.6 - 0.2 = 0"`` read 0.6 as a constant and tested ``-θ(0.2) =
+    -0.6`` without a word; a bare number is now a constant, and a text naming no point is
+    refused."""
+    rng = np.random.default_rng(0)
+    ids = np.repeat(np.arange(2000), 8)
+    x = rng.uniform(0.0, 1.0, ids.size)
+    frame = pd.DataFrame({"id": ids, "x": x, "y": np.sin(3 * x) + rng.normal(0, 0.3, x.size)})
+    res = dplong.PriestleyChao.from_formula(
+        "y ~ x", frame, groups="id", domain=(0, 1), bandwidth=0.2, grid=np.linspace(0, 1, 6)
+    ).fit(epsilon=4.0, random_state=0)
+    theta = res.params.to_numpy()
+    difference = res.t_test("x=0.6 - x=0.2 = 0")
+    assert difference.effect[0] == pytest.approx(theta[3] - theta[1], abs=1e-12)
+    shifted = res.t_test("x=0 = 0.4")  # 0.4 a constant, though a point's text too
+    assert shifted.effect[0] == pytest.approx(theta[0], abs=1e-12)
+    assert shifted.statistic[0] == pytest.approx((theta[0] - 0.4) / shifted.sd[0])
+    for numbers in ("0.6 - 0.2 = 0", "0.6 = 0"):
+        with pytest.raises(ParameterError, match=r"\['x=0', 'x=0.2', .*'x=1 = 0'"):
+            res.t_test(numbers)
 
 
 def _probability_panel(n: int, seed: int) -> pd.DataFrame:

@@ -43,14 +43,21 @@ def test_noise_off_equals_the_mean_of_user_rates() -> None:
     assert str(res.model) == "PoissonMean" and res.formula == "visits ~ 1" and res.nobs_users == 600
 
 
-def test_negative_counts_are_dropped_like_missing_values() -> None:
+@pytest.mark.parametrize("dask", [False, True], ids=["memory", "dask"])
+def test_negative_counts_are_dropped_like_missing_values(dask: bool) -> None:
+    """Told on a Dask frame too (once, of the whole frame: it was told in memory only, the
+    Dask fit leaving them out without a word)."""
     frame = counts()
     odd = frame.copy()
     odd.loc[odd.index[::7], "visits"] = -3.0
     dropped = odd.assign(visits=odd["visits"].where(odd["visits"] >= 0))
+    data = odd
+    if dask:
+        dd = pytest.importorskip("dask.dataframe")
+        data = dd.from_pandas(odd, npartitions=3)
     # the data holder hears of them, on the screen only (nothing of it in the results)
     with pytest.warns(DataHolderWarning, match="515 rows hold a negative count of 'visits'"):
-        model = dplong.PoissonMean.from_formula("visits ~ 1", odd, groups="id")
+        model = dplong.PoissonMean.from_formula("visits ~ 1", data, groups="id")
     fit = model.fit(**NOISE_OFF)
     assert fit.params["visits"] == pytest.approx(per_user_rate(dropped), rel=1e-12)
     assert "negative" not in fit.summary().as_text()

@@ -13,12 +13,10 @@ from numpy.typing import NDArray
 from dplong._validation import describe, real_number
 from dplong.exceptions import FormulaError, ParameterError
 from dplong.formula import DesignSpec, PanelDesign
-from dplong.summary import point_labels
 
 __all__ = [
     "check_domain",
     "check_grid",
-    "grid_names",
     "grid_points",
     "item_design",
     "refuse_unused",
@@ -63,20 +61,6 @@ def grid_points(
         return grid
     digits = 12 - math.floor(math.log10(hi - lo))
     return np.array([round(float(point), digits) for point in np.linspace(lo, hi, count)])
-
-
-def grid_names(points: NDArray[np.float64]) -> tuple[str, ...]:
-    """The curve's column labels ``x=<point>``, the summary's labels of its points
-    (:func:`~dplong.summary.point_labels`: distinct for distinct points).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dplong.models.curve_grid import grid_names
-    >>> grid_names(np.array([0.1234567, 0.1234568]))
-    ('x=0.1234567', 'x=0.1234568')
-    """
-    return tuple(f"x={label}" for label in point_labels(points))
 
 
 def regressor(spec: DesignSpec, formula: str) -> int:

@@ -25,7 +25,7 @@ from dplong.exceptions import DataError, DataHolderWarning, ParameterError
 from dplong.formula import DesignSpec, GroupsLike, LevelsLike, PanelDesign, group_design
 from dplong.kernels import Kernel
 from dplong.models.blocks import Block, Statistics
-from dplong.models.curve_grid import grid_names, grid_points, refuse_unused, regressor
+from dplong.models.curve_grid import grid_points, refuse_unused, regressor
 from dplong.models.kernel import PriestleyChao, Stated
 from dplong.models.option_checks import check_ranges_stand, scale_per_column
 from dplong.models.release_blocks import run_blocks
@@ -33,6 +33,7 @@ from dplong.privacy.engine import Release
 from dplong.privacy.options import ReleaseOptions
 from dplong.privacy.radius import SCALE_ONLY
 from dplong.results import CurveResults
+from dplong.summary import grid_names
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame

@@ -467,6 +467,7 @@ class ColumnMean:
         self,
         formula: str,
         data: pd.DataFrame | DaskFrame,
+        *,
         groups: GroupsLike,
         by: str | None = None,
         levels: Mapping[str, Sequence[Any]] | None = None,
@@ -543,7 +544,7 @@ class ColumnMean:
         declared in ``levels`` as ``{by: [...]}`` (or by its pandas ``Categorical`` dtype);
         ``bounds`` the column's public range (:func:`winsorized_mean`), a pair or
         ``{column: (low, high)}``: a fact of the data, as the pooled models take theirs."""
-        return cls(formula, data, groups, by=by, levels=levels, bounds=bounds)
+        return cls(formula, data, groups=groups, by=by, levels=levels, bounds=bounds)
 
     def __repr__(self) -> str:
         return f"{self.model_name}({self.formula!r}, n_users={self.nobs_users})"

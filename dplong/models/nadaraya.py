@@ -38,7 +38,6 @@ from dplong.models.command_line import PTR_FLOOR_OPTION, CommandLineModel, Optio
 from dplong.models.curve_grid import (
     check_domain,
     check_grid,
-    grid_names,
     grid_points,
     item_design,
 )
@@ -57,6 +56,7 @@ from dplong.privacy.ptr import (
     planned_noise_sd,
 )
 from dplong.results import CurveResults
+from dplong.summary import grid_names
 
 if TYPE_CHECKING:
     from dask.dataframe import DataFrame as DaskFrame

@@ -62,32 +62,37 @@ class PoissonMean(ColumnMean):
         self,
         formula: str,
         data: pd.DataFrame | DaskFrame,
+        *,
         groups: GroupsLike,
         by: str | None = None,
         levels: Mapping[str, Sequence[Any]] | None = None,
         bounds: tuple[float, float] | Mapping[str, tuple[float, float]] | str | None = None,
     ) -> None:
-        super().__init__(formula, data, groups, by=by, levels=levels, bounds=bounds)
+        super().__init__(formula, data, groups=groups, by=by, levels=levels, bounds=bounds)
         if pd.api.types.is_numeric_dtype(self._values.dtype):  # others are refused at fit
             negative = self._values < 0
             self._values = self._values.where(~negative)
-            if not is_dask(data):  # told in memory only: counting them would take a pass
-                self._tell(negative)
+            fractional = np.isfinite(self._values) & (self._values % 1.0 != 0.0)
+            counts = (negative.sum(), fractional.sum())
+            if is_dask(data):  # one pass over the frame counts both, as the rows are told
+                import dask
 
-    def _tell(self, negative: pd.Series) -> None:
+                counts = dask.compute(*counts)
+            self._tell(*(int(count) for count in counts))
+
+    def _tell(self, negative: int, fractional: int) -> None:
         """Tell the data holder (never the results) of the rows left out as negative and of
         those kept though not whole numbers (the model's tail is a count's)."""
-        if negative.any():
+        if negative:
             warn(
-                f"{int(negative.sum()):,} rows hold a negative count of {self.column!r}, not a "
+                f"{negative:,} rows hold a negative count of {self.column!r}, not a "
                 "count: they are left out (on your screen only: "
                 "dplong.exceptions.DataHolderWarning).",
                 DataHolderWarning,
             )
-        fractional = np.isfinite(self._values) & (self._values % 1.0 != 0.0)
-        if fractional.any():  # kept: told, as the model assumes counts
+        if fractional:  # kept: told, as the model assumes counts
             warn(
-                f"{int(fractional.sum()):,} rows hold a value of {self.column!r} that is not a "
+                f"{fractional:,} rows hold a value of {self.column!r} that is not a "
                 "whole number: PoissonMean takes them as they are, but its tail model "
                 "(exponential user rates) is a count's; winsorized_mean makes no such "
                 "assumption (on your screen only: dplong.exceptions.DataHolderWarning).",

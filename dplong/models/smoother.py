@@ -29,7 +29,6 @@ from dplong.kernels import (
     item_weights,
     largest_spacing,
 )
-from dplong.models.curve_grid import grid_names
 from dplong.models.item_data import item_rows
 from dplong.models.kernel import PriestleyChao, Stated
 from dplong.models.paper_release import paper_mean_options
@@ -47,6 +46,7 @@ from dplong.privacy.locate import Location
 from dplong.privacy.tails import affords_count, heavy_notes, unchecked_warnings
 from dplong.privacy.vector import release_linear
 from dplong.results import CurveResults
+from dplong.summary import grid_names
 
 __all__ = ["ItemSmoother", "item_rows"]  # item_rows: its import path before the split
 

@@ -16,6 +16,7 @@ from dplong.formula import rhs_design
 from dplong.kernels import get_kernel
 from dplong.results.panel import PanelResults
 from dplong.results.plotting import curve_plot
+from dplong.summary import grid_names
 
 
 @dataclass(frozen=True, repr=False, kw_only=True)
@@ -145,6 +146,15 @@ class CurveResults(PanelResults):
         True
         """
         return super().conf_int(alpha)
+
+    @property
+    def _restriction_names(self) -> list[str]:
+        """A grid point's name in the text of a restriction (:meth:`t_test`, :meth:`wald_test`):
+        ``x=<point>`` with the point as the summary labels it (``"x=0.6 - x=0.2 = 0"``), so
+        that a bare number is a constant. With the points' own texts ``"0.6 - 0.2 = 0"`` read
+        one point as a constant (0.6 is the double 0.6000000000000001 of ``np.linspace(0, 1,
+        6)``), and ``"0.6 = 0"`` on a grid holding 0 would read two points."""
+        return list(grid_names(self.grid))
 
     @property
     def _null_bias(self) -> pd.Series:

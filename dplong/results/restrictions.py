@@ -343,7 +343,7 @@ class RestrictionTests(Estimates):
 
     def _constraint(self, r_matrix: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``R`` and ``q`` of restrictions given as patsy's ``linear_constraint`` takes them."""
-        names = [str(name) for name in self.params.index]
+        names = self._restriction_names
         expected = (
             f"r_matrix must be restrictions on the parameters {names} (a string such as "
             f"'{names[-1]} = 0', a list of them, a matrix R or a pair (R, q))"
@@ -365,6 +365,11 @@ class RestrictionTests(Estimates):
             rows = np.flatnonzero(~coefs.any(axis=1)).tolist()
             raise ParameterError(f"{expected}: row(s) {rows} of R are all 0, restricting nothing")
         return coefs, constants
+
+    @property
+    def _restriction_names(self) -> list[str]:
+        """The parameters' names in a restriction's text: those of :attr:`params`."""
+        return [str(name) for name in self.params.index]
 
     def _restricted(
         self, coefs: NDArray[np.float64]
