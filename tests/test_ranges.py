@@ -15,6 +15,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+import pandas as pd
 import pytest
 from audit import (
     BROKEN_NOISE_FRACTION,
@@ -1090,3 +1091,68 @@ def test_histogram_tail_counts_audit_with_power_check(
     monkeypatch.setattr(ranges, "histogram_threshold", lambda k, rho: 5.0)
     monkeypatch.setattr(ranges, "HISTOGRAM_EDGES", SMALL_EDGES)  # as the histograms' audit
     _audit_tail_counts(_histogram_tail_counts, -np.ones(20), np.ones(20), 1.0, fraction, seed=19)
+
+
+def _unbalanced_panel(seed: int) -> pd.DataFrame:
+    """An audit's panel: 500 persons of 1-20 rows (geometric, mean 5), a normal regressor with
+    the person effect in it, a 0/1 treatment a third of them get, and a normal outcome."""
+    rng = np.random.default_rng(10_000 + seed)
+    rows = np.minimum(rng.geometric(0.2, size=500), 20)
+    ids = np.repeat(np.arange(500), rows)
+    effect = rng.normal(size=500)
+    treat = (rng.random(500) < 0.3).astype(float)
+    rng.random(500)  # the audit's unused column: its draws kept, so the panels are its own
+    x = 0.5 * effect[ids] + rng.normal(size=ids.size)
+    x2 = rng.normal(size=ids.size)
+    y = 1 + 0.5 * x + treat[ids] - 0.3 * x2 + effect[ids] + rng.normal(size=ids.size)
+    return pd.DataFrame({"id": ids, "x": x, "x2": x2, "treat": treat[ids], "y": y})
+
+
+@pytest.mark.filterwarnings("ignore::dplong.exceptions.DplongWarning")
+@pytest.mark.parametrize("seed", [10, 46])
+def test_a_lone_far_histogram_cell_or_a_far_group_moves_no_range_a_million_fold(
+    seed: int,
+) -> None:
+    """`RandomEffects` at ε = 4 on two of an audit's panels released absurd coefficients with
+    honest but useless intervals. Seed 10: the outcome's minima straddle 0 and clear no cell of
+    the guarding histograms, but one empty cell at 2^21 cleared by noise (its 1 % chance) and
+    set that side's end; the outcome's range [-2.6e6, 5.2e5] scaled the coefficients' noise by
+    10^6 (10^4 ± 4.5 x 10^5). Such a lone cell, far beyond its column's others with its
+    neighbours empty, is dropped (`_cleared`). Seed 46: the medians' upper reach of `treat` (0/1)
+    landed at 7e-6, not a sliver, clipping the treated persons to there, while a cleared
+    histogram cell held them at 1, a million of its spans out; the guard's range now stands
+    (`_cleared_beyond`), where the slope was 5,433 ± 15,000 against a truth of 1. Every
+    coefficient is now released with an interval a few units wide: below 5 (1.2-2.7 here)."""
+    model = dplong.RandomEffects.from_formula(
+        "y ~ x + treat + x2", _unbalanced_panel(seed), groups="id"
+    )
+    res = model.fit(epsilon=4.0, random_state=seed)
+    bands = res.conf_int()
+    assert res.params.notna().all(), res.withheld
+    assert ((bands["upper"] - bands["lower"]) / 2 < 5.0).all(), bands
+    truth = pd.Series({"Intercept": 1.0, "x": 0.5, "treat": 1.0, "x2": -0.3})
+    assert ((bands["lower"] <= truth) & (truth <= bands["upper"])).all(), bands
+
+
+def test_a_lone_far_cleared_cell_is_dropped_and_a_held_one_kept() -> None:
+    """`_cleared` on made-up counts of one column's two histograms: the upper side's persons
+    in the cells at 1-4 and one cell at 2^21 above the threshold with empty neighbours (noise
+    alone: dropped); the same cell with a neighbour at the threshold (persons spread there:
+    kept), and one 2^9 out, within `FAR_SPAN` of the others (kept)."""
+    rho = 0.01
+    threshold = ranges.histogram_threshold(1, rho)
+    cells = ranges.HISTOGRAM_EDGES.size + 1
+    edges = np.append(ranges.HISTOGRAM_EDGES, 2.0 * ranges.HISTOGRAM_EDGES[-1])
+    at = {value: int(np.flatnonzero(edges == value)[0]) for value in (1.0, 2.0, 4.0, 2.0**9)}
+    far = int(np.flatnonzero(edges == 2.0**21)[0])
+    counted = np.zeros((2, cells))
+    counted[0, [at[1.0], at[2.0], at[4.0]]] = 3.0 * threshold
+    counted[0, far] = 1.1 * threshold
+    assert not ranges._cleared(counted, rho)[0, far]
+    held = counted.copy()
+    held[0, far - 1] = threshold
+    assert ranges._cleared(held, rho)[0, far]
+    near = counted.copy()
+    near[0, far], near[0, at[2.0**9]] = 0.0, 1.1 * threshold
+    assert ranges._cleared(near, rho)[0, at[2.0**9]]
+    assert ranges._cleared(counted, rho)[0, [at[1.0], at[2.0], at[4.0]]].all()

@@ -288,7 +288,9 @@ LARGE_N_SHARE = 0.05
 _POWERS = np.exp2(np.arange(-32.0, 33.0))
 HISTOGRAM_EDGES = np.concatenate([-_POWERS[::-1], [0.0], _POWERS])
 #: The chance that any empty cell of any of the histograms clears the threshold
-#: (:func:`histogram_threshold`): a false cell would widen a range, never narrow it.
+#: (:func:`histogram_threshold`): a false cell would widen a range, never narrow it, and one
+#: far beyond its column's other cleared cells is dropped (:func:`_cleared`): an outcome's
+#: range widened a million-fold scales its coefficients' noise as much.
 HISTOGRAM_FALSE = 0.01
 #: Where no cell of a side's histogram clears the threshold and the other side's does, the
 #: side ends at the farthest cell within the other side's end mirrored through 0 that holds
@@ -754,6 +756,28 @@ def guard_swaps(found: PrivateRanges, guard: PrivateRanges) -> NDArray[np.bool_]
     return np.asarray(swap & ~guard.constant)
 
 
+def _cleared_beyond(found: PrivateRanges, guard: PrivateRanges, rho: float) -> NDArray[np.bool_]:
+    """The columns whose range found by the medians (``found``) a cleared cell of the guarding
+    histograms (``guard``, released at ρ ``rho``; :func:`_cleared`) lies beyond, on a side, by
+    more than :data:`FAR_SPAN` times that side's span from the midpoint: a group of persons at
+    least the threshold strong that far out, which the medians' count at :data:`FAR_RUNG`
+    missed in its noise. A 0/1 column's upper reach landing among the cells tied near 0 (7e-6,
+    not a sliver by :data:`TINY_REACH`) clipped its persons at 1 to there, and its slope was
+    scaled up as much (5,433 for a truth of 1, `RandomEffects` at n = 500, ε = 4).
+    Post-processing of released numbers."""
+    k = found.ranges.shape[0]
+    cells = HISTOGRAM_EDGES.size + 1
+    shown = _cleared(guard.counts.transpose(0, 2, 1).reshape(2 * k, cells), rho)
+    inner = np.concatenate([[-np.inf], HISTOGRAM_EDGES])  # each cell's inner edge
+    spans = np.maximum(
+        [found.ranges[:, 1] - found.midpoint, found.midpoint - found.ranges[:, 0]], 0.0
+    )
+    # side 0 holds the persons' largest values, side 1 their negated smallest
+    ends = np.array([found.ranges[:, 1], -found.ranges[:, 0]]) + FAR_SPAN * spans
+    far = shown.reshape(2, k, cells) & (inner[None, None, :] > ends[:, :, None])
+    return np.asarray(far.any(axis=(0, 2)), dtype=bool)
+
+
 def guarded_ranges(
     lows: NDArray[np.float64],
     highs: NDArray[np.float64],
@@ -797,7 +821,7 @@ def guarded_ranges(
         return found, np.zeros(k, dtype=bool)
     found = private_ranges(lows, highs, epsilon, rho, rng, names=names, outcome=outcome)
     guard = histogram_ranges(lows, highs, guard_rho, rng, names=names)
-    swap = guard_swaps(found, guard)
+    swap = guard_swaps(found, guard) | (_cleared_beyond(found, guard, guard_rho) & ~guard.constant)
     centre = np.where(swap, guard.midpoint, found.midpoint)
     # a medians' range clips beyond CLIPPED_RUNG median reaches, a histograms' beyond its ends
     reaches = np.where(
@@ -1037,6 +1061,36 @@ def _farthest(shown: NDArray[np.bool_], counted: NDArray[np.float64]) -> NDArray
     return np.asarray(far, dtype=np.intp)
 
 
+def _cleared(counted: NDArray[np.float64], rho: float) -> NDArray[np.bool_]:
+    """The cells of the ``2 k`` histograms (``counted``, 2 k x cells, released at ρ ``rho``)
+    that clear :func:`histogram_threshold`, less a **lone far cell**: a side's farthest cleared
+    cell whose two neighbours each hold less than :data:`HISTOGRAM_WITHIN` of the threshold
+    and whose outer edge is more than :data:`FAR_SPAN` times as far out as that of every other
+    cleared cell of its column, on either side, one of which at least is off 0. Persons'
+    extremes spread over neighbouring doublings; an empty cell's noise clears the threshold
+    with chance :data:`HISTOGRAM_FALSE` (a union bound over the cells), and where it did on a
+    side whose persons spread thinly (an outcome's minima straddling 0, sd 1.8), it alone set
+    that side's end at -2^21: `RandomEffects` at n = 500, ε = 4 released coefficients of 10^4
+    with intervals of ±4.5 x 10^5 (docs/accuracy.md, session 116). That side ends as one none
+    of whose cells clears (:func:`histogram_ranges`), and the counts beyond the ends tell a
+    real group out there that it clips. Post-processing of the released counts."""
+    k = counted.shape[0] // 2
+    threshold = histogram_threshold(k, rho)
+    shown = counted >= threshold
+    magnitude = np.abs(np.append(HISTOGRAM_EDGES, 2.0 * HISTOGRAM_EDGES[-1]))  # outer edges
+    rows = np.arange(2 * k)
+    far = _farthest(shown, counted)
+    padded = np.pad(counted, ((0, 0), (1, 1)), constant_values=-np.inf)
+    lonely = np.maximum(padded[rows, far], padded[rows, far + 2]) < HISTOGRAM_WITHIN * threshold
+    others = shown.copy()
+    others[rows, far] = False
+    others |= np.roll(shown, k, axis=0)  # the column's other side
+    nearer = np.where(others, magnitude, 0.0).max(axis=1)
+    lone = shown[rows, far] & lonely & (nearer > 0.0) & (magnitude[far] > FAR_SPAN * nearer)
+    shown[rows[lone], far[lone]] = False
+    return shown
+
+
 def histogram_ranges(
     lows: NDArray[np.float64],
     highs: NDArray[np.float64],
@@ -1078,7 +1132,7 @@ def histogram_ranges(
     counted = counts.total.reshape(2 * k, cells)
     threshold = histogram_threshold(k, rho)
     edges = np.append(HISTOGRAM_EDGES, 2.0 * HISTOGRAM_EDGES[-1])  # each cell's outer edge
-    shown = counted >= threshold
+    shown = _cleared(counted, rho)
     outer = edges[_farthest(shown, counted)]  # how far up each side ends
     # a side no cell of which clears spreads its persons thinly (minima straddling 0, over a
     # hundred cells of both signs), and its largest count may be the noise of a cell beyond
