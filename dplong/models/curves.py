@@ -175,23 +175,32 @@ def user_rows(
             bandwidth=bandwidth,
         )
         reduced = reduce_design(
-            data, spec, groups=groups, sums=sums, statistic=curves_from_sums, ordered=True
+            data, spec, groups=groups, sums=sums, statistic=_counted_curves, ordered=True
         )
-        return reduced, np.empty(0), np.empty(0)
+        rows, outside = reduced.statistics[:, -2:].sum(axis=0)
+        _tell_outside(int(outside), int(rows), domain)
+        curves = dataclasses.replace(reduced, statistics=reduced.statistics[:, :-2])
+        return curves, np.empty(0), np.empty(0)
     if not isinstance(data, pd.DataFrame):
         raise DataError(f"data must be a pandas or Dask DataFrame, got {type(data).__name__}")
     built = DesignSpec.from_formula(formula, data, levels=levels, eval_env=eval_env)
     column = regressor(built, formula)
     rows = group_design(built, data, groups=groups)
     x, y, codes = _curve_rows(rows, column, domain)
-    if x.size < rows.y.size:  # the data holder hears of them, as of the formula's (in memory)
+    _tell_outside(rows.y.size - x.size, rows.y.size, domain)
+    return dataclasses.replace(rows, y=y, X=rows.X[:0], codes=codes), x, y
+
+
+def _tell_outside(outside: int, rows: int, domain: tuple[float, float]) -> None:
+    """Tell the data holder (never the results) of the ``outside`` of the design's ``rows``
+    whose x lies outside the domain, left out as the formula's missing rows are told."""
+    if outside:
         warn(
-            f"{rows.y.size - x.size:,} of {rows.y.size:,} rows have the curve's x outside its "
-            f"domain [{domain[0]:g}, {domain[1]:g}] and are left out (on your screen only: "
+            f"{outside:,} of {rows:,} rows have the curve's x outside its domain "
+            f"[{domain[0]:g}, {domain[1]:g}] and are left out (on your screen only: "
             "dplong.exceptions.DataHolderWarning).",
             DataHolderWarning,
         )
-    return dataclasses.replace(rows, y=y, X=rows.X[:0], codes=codes), x, y
 
 
 def user_curves(
@@ -327,9 +336,20 @@ def _design_curve_sums(
     kernel: Kernel,
     bandwidth: float,
 ) -> NDArray[np.float64]:
-    """:func:`curve_sums` of the rows of a design (a Dask partition holding whole users)."""
+    """:func:`curve_sums` of the rows of a design (a Dask partition holding whole users), and
+    each user's count of its rows and of those with x outside the domain (the last two
+    columns: :func:`_counted_curves`)."""
     x, y, codes = _curve_rows(design, column, domain)
-    return curve_sums(x, y, codes, design.n, grid, kernel, bandwidth, domain[1])
+    rows = np.bincount(design.codes, minlength=design.n)
+    inside = np.bincount(codes, minlength=design.n)
+    sums = curve_sums(x, y, codes, design.n, grid, kernel, bandwidth, domain[1])
+    return np.column_stack([sums, rows, rows - inside])
+
+
+def _counted_curves(sums: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`curves_from_sums` of a Dask frame's summed :func:`_design_curve_sums`, with
+    their two row counts carried beside (dropped once summed over the users)."""
+    return np.column_stack([curves_from_sums(sums[:, :-2]), sums[:, -2:]])
 
 
 def _no_dependence_model(model: Any) -> float:
