@@ -143,7 +143,8 @@ class RestrictionTests(Estimates):
         r_matrix : str, sequence of str, array_like or (array_like, array_like)
             The restrictions, as statsmodels and patsy's ``DesignInfo.linear_constraint``
             take them: ``"exper + 20 * expersq = 0"``, ``["a = 0", "b = 1"]``, a matrix R
-            (q = 0) or a pair (R, q); names are those of :attr:`params`.
+            (q = 0) or a pair (R, q); names are those of :attr:`params` (a curve's grid
+            points ``x=<point>``: ``"x=0.6 - x=0.2 = 0"``).
 
         Returns
         -------

@@ -195,7 +195,7 @@ RUNG_COUNT_SHARE = 0.06
 #: :func:`dplong.privacy.ranges.private_ranges`) get the ρ that puts their noise sd at
 #: ``TAIL_SD √n`` persons, within ``TAIL_COUNT_SHARES`` of the fit's. Clipping m persons by a
 #: spread each moves a coefficient by about m / √n SEs, but a long-tailed regressor's persons
-#: beyond are clipped by many spreads each: a lognormal income (σ = 1, 3,000 persons, 2.6 %
+#: beyond are clipped by many spreads each: a lognormal income (σ = 0.8, 3,000 persons, 2.6 %
 #: beyond the count's rung, out to 22 median reaches) moved `BetweenOLS`'s slope by one to
 #: two half-widths, unseen, at an sd of √n / 2 (its count 78 against the bar of some, 80; 8 of
 #: 30 intervals missed with no warning at ε = 2, 9 at ε = 4, `PooledOLS` 7 at ε = 4); at
