@@ -2191,3 +2191,32 @@ def test_a_range_missed_in_far_units_is_told_to_rescale() -> None:
         assert bool(np.isfinite(res.params).all()) == released
         said = [w for w in res.warnings if "rescale a column" in w]
         assert bool(said) != released
+
+
+def test_newton_steps_that_grow_withhold_the_fit() -> None:
+    """RAND HIE's quadratic in age, `np.log1p(meddol) ~ xage + I(xage**2/100)`: the released
+    X'X the Newton steps solve by is the persons' core values' (the square clipped at 22 of
+    its range's 39), so far from the design's along the square that each step overshoots by
+    more than it corrects. Noise-free, the slope on age came out at -0.28 against pooled
+    OLS's 0.011 (SE 0.005), its interval [-0.39, -0.17], with no warning (an audit; at ε = 8
+    every interval missed). The released step sums grow (13, then 52): every coefficient is
+    withheld with the reason, at ε = 10^300 and in each of these fits at ε = 8 (the rule fired
+    in 6 of 6 measured, and in none of 264 fits of other models and panels). Centred at 30,
+    the same model converges: noise-free within a clustered SE of pooled OLS."""
+    hie = dplong.datasets.load_randhie()
+    model = PooledOLS.from_formula("np.log1p(meddol) ~ xage + I(xage**2/100)", hie, groups="zper")
+    noiseless = model.fit(epsilon=1e300, delta=0.5, random_state=0)
+    assert noiseless.params.isna().all()
+    assert set(noiseless.withheld_why.values()) == {"steps grew"}
+    assert any("Newton steps grew" in note for note in noiseless.warnings)
+    for seed in range(3):
+        assert set(model.fit(epsilon=8.0, random_state=seed).withheld_why.values()) == {
+            "steps grew"
+        }
+    formula = "np.log1p(meddol) ~ xage + I((xage - 30)**2/100)"
+    centred = PooledOLS.from_formula(formula, hie, groups="zper").fit(
+        epsilon=1e300, delta=0.5, random_state=0
+    )
+    ols = smf.ols(formula, hie).fit(cov_type="cluster", cov_kwds={"groups": hie["zper"]})
+    assert ((centred.params - ols.params).abs() < ols.bse).all()
+    assert not centred.withheld_why

@@ -80,14 +80,18 @@ def _statistics_results(
     # a narrow regressor's slope is on another scale; a narrow outcome's, every one
     sliver = (narrow[:-1][positions] | narrow[-1]) & ~clipped
     short = _clips_many(positions, heavy) & ~(clipped | sliver)
+    # the Newton steps grew (released sums): β̂ is no fixed point, and none of it an estimate
+    grew = np.full(index.size, release.grew) & ~(clipped | sliver | short)
+    lost = clipped | sliver | short | grew
     for values in (beta, noise_sd, sampling_sd, bias):
-        values[clipped | sliver | short] = np.nan
-    covariance[clipped | sliver | short, :] = np.nan
-    covariance[:, clipped | sliver | short] = np.nan
-    unbounded &= ~(clipped | sliver | short)
+        values[lost] = np.nan
+    covariance[lost, :] = np.nan
+    covariance[:, lost] = np.nan
+    unbounded &= ~lost
     histograms = plan.histograms_alone  # the ranges' route, for the notes' wording
     notes = _missed_notes(model, index[clipped], missed, histograms)
     notes += _narrow_notes(model, index[sliver], narrow)
+    notes += _grew_notes(index[grew])
     notes += _withheld_notes(
         model, index[unbounded], release.pilot.ridge, cap, row_cap, _unheld_levels(model, release)
     )
@@ -206,8 +210,24 @@ def _statistics_results(
             **{str(c): "range missed" for c in index[clipped]},
             **{str(c): "range too narrow" for c in index[sliver]},
             **{str(c): "range clips many" for c in index[short]},
+            **{str(c): "steps grew" for c in index[grew]},
             **{c: "absorbed" for c in (*absorbed, *constant)},
         },
+    )
+
+
+def _grew_notes(withheld: pd.Index) -> tuple[str, ...]:
+    """The note of the coefficients ``withheld`` because the Newton steps grew
+    (:func:`~dplong.models.pooled.release._grew`)."""
+    if withheld.empty:
+        return ()
+    return (
+        f"{list(withheld)} withheld: the Newton steps grew instead of settling (their released "
+        "score sums), so the estimate is no fixed point of them: the released X'X of the "
+        "persons' core values is far from the design's along some direction, as a power or "
+        "product of a column far from 0 makes it. Centre such a term (I((x - 30)**2) in "
+        "place of I(x**2)) or give its public bounds (bounds={...}); a larger epsilon does "
+        "not help.",
     )
 
 
