@@ -594,7 +594,7 @@ def test_t_test_of_one_parameter_agrees_with_pvalues_and_conf_int() -> None:
     assert abs(float(wald.pvalue) - float(test.pvalue)) < 1e-9
     assert wald.allowed < wald.statistic and abs(float(f.fvalue) - wald.statistic) < 1e-9
     assert float(f.pvalue) > float(wald.pvalue) - 1e-3  # F(1, n - p): a little wider
-    assert "bias-allowed" in str(wald) and "P (bias-adj.)" in str(f)  # the p-value's name
+    assert "after the bias bounds" in str(wald) and "P (bias-adj.)" in str(f)  # the p-value's name
     # statsmodels' frame of the test names its p-value as the table does, and its alpha is
     # checked as every other alpha (alpha=0 gave [-inf, inf], alpha=1 a width of 2 bias)
     assert "P(adj)" in test.summary_frame().columns

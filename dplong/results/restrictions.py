@@ -536,7 +536,7 @@ class BiasAllowedWald(ContrastResults):  # type: ignore[misc]  # statsmodels is 
         --------
         >>> from dplong.results.restrictions import BiasAllowedWald
         >>> BiasAllowedWald(statistic=9.0, allowed=4.0, df_num=1).summary()
-        '<Wald test (chi2): statistic=9, bias-allowed 4, P (bias-adj.)=0.0455, df=1>'
+        '<Wald test (chi2): statistic=9 (4 after the bias bounds), P (bias-adj.)=0.0455, df=1>'
         """
         kind = "F test: F" if hasattr(self, "fvalue") else "Wald test (chi2): statistic"
         value = float(self.statistic)
@@ -547,6 +547,6 @@ class BiasAllowedWald(ContrastResults):  # type: ignore[misc]  # statsmodels is 
             else f"df={self.df_denom:g}"
         )
         return (
-            f"<{kind}={value:.6g}, bias-allowed {allowed:.6g}, "
+            f"<{kind}={value:.6g} ({allowed:.6g} after the bias bounds), "
             f"P (bias-adj.)={float(self.pvalue):.3g}, {df}>"
         )
