@@ -568,10 +568,9 @@ def _held_by_every_part(
     ``stored``), refused if one of them lacks one of the columns read or required
     (``columns``, or when None ``frame``'s, those of the file Dask takes them from) that
     another holds: Dask fails in its own words, with a traceback, only when the rows are read
-    (an audit). Where no
-    columns are named, those some files hold beyond ``frame``'s are not read, and the data
-    holder is told (a formula naming one said only that it is no column of DATA, an audit);
-    a file with a column added later is no refusal."""
+    (an audit). Where no columns are named, those some files hold beyond ``frame``'s are not
+    read, and the data holder is told (a formula naming one said only that it is no column of
+    DATA, an audit); a file with a column added later is no refusal."""
     held = {name for names in stored.values() for name in names or []}
     read = list(frame.columns) if columns is None else list(columns)
     for part, names in stored.items():

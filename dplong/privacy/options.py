@@ -21,7 +21,19 @@ from dplong._validation import (
 from dplong.exceptions import InsufficientUsersError, ParameterError, PrivacyParameterError
 from dplong.privacy.noise import MIN_LATTICE_EPSILON
 
-__all__ = ["Focus", "PrivacyModel", "ReleaseOptions", "Variant", "focus_weights"]
+__all__ = [
+    "LOCAL_NEEDS_BOUND",
+    "Focus",
+    "PrivacyModel",
+    "ReleaseOptions",
+    "Variant",
+    "focus_weights",
+]
+
+#: The refusal of a local fit without ``bound=`` (the release options' and the scale's).
+LOCAL_NEEDS_BOUND = (
+    'privacy="local" needs bound=B, a public bound on every user\'s |statistic| per column'
+)
 
 PrivacyModel = Literal["central", "local"]
 Variant = Literal["default", "theory"]
@@ -111,10 +123,7 @@ class ReleaseOptions:
         else:
             total_delta = 0.0 if delta is None else check_delta(delta)
             if bound is None:
-                raise ParameterError(
-                    'privacy="local" needs bound=B, a public bound on every user\'s '
-                    "|statistic| per column"
-                )
+                raise ParameterError(LOCAL_NEEDS_BOUND)
             if eps < MIN_LATTICE_EPSILON:  # every user answers at the whole ε, on the lattice
                 refusal = PrivacyParameterError(
                     f"epsilon={eps:.3g} is below the {MIN_LATTICE_EPSILON:.2g} that a local "

@@ -54,7 +54,7 @@ from dplong.privacy.interval import (
     local_midpoint,
 )
 from dplong.privacy.noise import MIN_LATTICE_EPSILON, LatticeRelease, release_bounded_sum
-from dplong.privacy.options import PRIVACY_MODELS, ReleaseOptions
+from dplong.privacy.options import LOCAL_NEEDS_BOUND, PRIVACY_MODELS, ReleaseOptions
 from dplong.privacy.radius import DEFAULT_GAMMA
 from dplong.privacy.winsorized import column_names
 
@@ -236,10 +236,7 @@ def _setup(
                 'below the true scale; use method="coinpress"'
             )
         if bound is None:
-            raise ParameterError(
-                'privacy="local" needs bound=B, a public bound on every user\'s |statistic| per '
-                "column"
-            )
+            raise ParameterError(LOCAL_NEEDS_BOUND)
         total_delta = 0.0 if delta is None else check_delta(delta)
     else:
         if bound is not None:
