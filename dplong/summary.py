@@ -155,7 +155,7 @@ class Summary:
     info : pandas.DataFrame
         Public facts (model, formula, n, ε, δ, ...), one row each in a column ``value``.
     params : pandas.DataFrame
-        One row per parameter: estimate, standard error, noise sd, interval.
+        One row per parameter: estimate, standard error, p-value, noise sd, bias bound, interval.
     privacy : pandas.DataFrame
         The privacy ledger's digest (:meth:`PrivacyLedger.digest`), one row per stage and a
         ``total`` row.

@@ -235,6 +235,25 @@ def test_pvalue_column_says_it_is_bias_adjusted() -> None:
     np.testing.assert_array_equal(summary.params["P (bias-adj.)"], res.pvalues)
 
 
+def test_bias_bound_column_is_what_widens_the_interval_beyond_its_noise_law() -> None:
+    """An interval wider than its standard errors explain must say why beside it: the
+    Gaussian-noise pooled fit's half-width is 1.96 √(sampling sd² + noise sd²) plus the column's
+    bias bound, to rounding (no Monte Carlo: the identity holds in every fit)."""
+    data = rand_hie_like(seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = dplong.PooledOLS.from_formula(
+            "np.log1p(spend) ~ coins + lninc", data, groups="person"
+        ).fit(epsilon=1.0, random_state=0)
+    assert res.noise_law == "gaussian"
+    table = res.summary().params
+    np.testing.assert_array_equal(table["bias bound"], res.bias)
+    assert (table["bias bound"] > 0).all()  # a found range clips: this fit allows for it
+    half = (table["0.975]"] - table["[0.025"]) / 2
+    law = 1.959963984540054 * np.hypot(res.sampling_sd, res.noise_sd)
+    np.testing.assert_allclose(half - law, table["bias bound"], rtol=1e-9)
+
+
 def test_error_bound_probability_is_told_from_the_level() -> None:
     text = str(example_fits(0)[1].error_bound())
     assert "P(holds) >=" in text and "not a confidence level" in text
