@@ -6,7 +6,7 @@ grid*:
 
 1. **Item-level** (Def 4.7), central and local, n ∈ {10³, 10⁴, 10⁵}, ε ∈ {0.5, 1, 2}, δ = 1/n²:
    f(x) = sin(2πx) on [0, 1], x_i = i/n, stationary Gaussian MA(1) errors e_i = z_(i+1) +
-   z_i / 2 (Toeplitz covariance; ‖Σ‖_op <= 2.25, so ``noise_sd=1.5``), ``amplitude=1``, the
+   z_i / 2 (Toeplitz covariance; ‖Σ‖_op <= 2.25, so ``error_sd=1.5``), ``amplitude=1``, the
    default ``bandwidth="auto"`` (no ``lipschitz``) and the default grid (points one bandwidth
    apart). Local: ``bound=1``. The non-private estimator applies the same weights
    (:func:`dplong.kernels.item_weights`) to the raw responses. Reported: the bandwidth
@@ -100,7 +100,7 @@ def item_cell(
         )
         res = model.fit(
             epsilon=epsilon,
-            noise_sd=SIGMA_MAX,
+            error_sd=SIGMA_MAX,
             amplitude=AMPLITUDE,
             privacy=privacy,
             bound=1.0 if privacy == "local" else None,
@@ -212,7 +212,7 @@ def timing(n: int, epsilon: float, repeats: int) -> dict[str, object]:
     df = ma1_frame(n, rng)
     model = dplong.PriestleyChao.from_formula("y ~ x", df, domain=(0, 1))
     x, y = df["x"].to_numpy(), df["y"].to_numpy()
-    options = {"epsilon": epsilon, "noise_sd": SIGMA_MAX, "amplitude": AMPLITUDE}
+    options = {"epsilon": epsilon, "error_sd": SIGMA_MAX, "amplitude": AMPLITUDE}
     b = model.fit(**options, random_state=rng).bandwidth  # type: ignore[arg-type]
     fixed = dplong.PriestleyChao.from_formula("y ~ x", df, domain=(0, 1), bandwidth=b)
     fits, given, plains = [], [], []

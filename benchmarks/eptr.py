@@ -15,8 +15,8 @@ run.
 2. **Curves.** ``NadarayaWatson`` (ePTR, seed Alg 5 on a grid; x private) against item-level
    ``PriestleyChao`` (x public design points; one vector release) and the non-private NW:
    ``y = sin(2πx) + N(0, 0.3²)``, x ~ U(0, 1), n in {5000, 20000}, bandwidth 0.05, 11 grid
-   points, ε = 1 (PC with ``noise_sd=0.3, amplitude=1``; NW with bounds ±2 and
-   ``noise_sd=0.3``); and the shipped dietox pigs ``Weight ~ Time`` (861 rows taken as units,
+   points, ε = 1 (PC with ``error_sd=0.3, amplitude=1``; NW with bounds ±2 and
+   ``error_sd=0.3``); and the shipped dietox pigs ``Weight ~ Time`` (861 rows taken as units,
    bandwidth 1, weeks 1-12; PC given only ε, NW with bounds 0-150). Reported: release rate, RMSE
    over the interior grid points (0.1-0.9; dietox: weeks 2-11) against the truth (dietox: the
    non-private NW curve) and the pointwise coverage of the 95 % bands.
@@ -159,9 +159,9 @@ def _curves(reps: int, seed: int) -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 fits = {
-                    "NW ePTR": nw.fit(epsilon=1.0, noise_sd=0.3, random_state=seed + r),
+                    "NW ePTR": nw.fit(epsilon=1.0, error_sd=0.3, random_state=seed + r),
                     "PC item-level": pc.fit(
-                        epsilon=1.0, noise_sd=0.3, amplitude=1.0, random_state=seed + r
+                        epsilon=1.0, error_sd=0.3, amplitude=1.0, random_state=seed + r
                     ),
                     "NW non-private": nw.fit(epsilon=1e300, delta=0.5, random_state=0),
                 }
@@ -211,7 +211,7 @@ def dietox(reps: int, seed: int) -> None:
             released += 1
             errors += list((curve - target)[interior] ** 2)
             ci = res.conf_int(0.05).to_numpy()
-            if np.isnan(ci).all():  # NW without noise_sd states no sampling sd: the target is
+            if np.isnan(ci).all():  # NW without error_sd states no sampling sd: the target is
                 # the noise-free curve of the same rows, so its band is the Gaussian noise's
                 half = 1.959964 * res.noise_sd.to_numpy()
                 ci = np.column_stack([curve - half, curve + half])

@@ -129,7 +129,7 @@ CASES: dict[str, Callable[[], Any]] = {
     ).fit(epsilon=2.0, scale=0.3, variance_share=0.0, random_state=SEED),
     "kernel/item": lambda: dplong.PriestleyChao.from_formula(
         "y ~ x", _item_curve(), domain=(0.0, 1.0), bandwidth=0.1, grid=11
-    ).fit(epsilon=1.0, noise_sd=0.5, amplitude=1.0, random_state=SEED),
+    ).fit(epsilon=1.0, error_sd=0.5, amplitude=1.0, random_state=SEED),
     "kernel/item-estimated": lambda: dplong.PriestleyChao.from_formula(
         "y ~ x", _item_curve(), domain=(0.0, 1.0), bandwidth=0.1, grid=11
     ).fit(epsilon=2.0, random_state=SEED),
@@ -163,7 +163,7 @@ CASES: dict[str, Callable[[], Any]] = {
     ),
     "kernel/nadaraya-watson": lambda: dplong.NadarayaWatson.from_formula(
         "Weight ~ Time", _dietox(), domain=(1, 12), bounds=(0, 150), bandwidth=2.0, grid=6
-    ).fit(epsilon=4.0, noise_sd=10.0, ptr_floor=0.1, random_state=SEED),
+    ).fit(epsilon=4.0, error_sd=10.0, ptr_floor=0.1, random_state=SEED),
     "mean/poisson": lambda: dplong.PoissonMean.from_formula("hours ~ 1", _wages(), groups="nr").fit(
         epsilon=1.0, random_state=SEED
     ),

@@ -15,7 +15,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 NOISE_OFF = {"epsilon": 1e300, "delta": 0.5, "random_state": 0}
-WIDE = {"noise_sd": 1e3, "amplitude": 1e3}  # radii ~1e4: nothing is clipped
+WIDE = {"error_sd": 1e3, "amplitude": 1e3}  # radii ~1e4: nothing is clipped
 KERNELS = ("gaussian", "epanechnikov")
 
 

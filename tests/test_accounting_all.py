@@ -108,12 +108,12 @@ CASES: list[tuple[str, Fit, dict[str, Any]]] = [
     ("curve users", curve_users, {}),
     ("curve users stated", curve_users, {"scale": 4.0}),
     ("curve items", curve_items, {}),
-    ("curve items stated", curve_items, {"noise_sd": 0.3, "amplitude": 1.0}),
-    ("curve items theory", curve_items, {"variant": "theory", "noise_sd": 0.3, "amplitude": 1.0}),
+    ("curve items stated", curve_items, {"error_sd": 0.3, "amplitude": 1.0}),
+    ("curve items theory", curve_items, {"variant": "theory", "error_sd": 0.3, "amplitude": 1.0}),
     (
         "curve items local",
         curve_items,
-        {"privacy": "local", "bound": 2.0, "noise_sd": 0.3, "amplitude": 1.0},
+        {"privacy": "local", "bound": 2.0, "error_sd": 0.3, "amplitude": 1.0},
     ),
 ]
 BUDGETS = [(1.0, None), (2.0, 1e-6), (0.5, 1e-5)]

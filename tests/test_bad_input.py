@@ -140,7 +140,7 @@ def fitted() -> PanelResults:
 
 @cache
 def fitted_curve() -> CurveResults:
-    return curve_items().fit(epsilon=1.0, noise_sd=0.5, amplitude=1.0, random_state=0)
+    return curve_items().fit(epsilon=1.0, error_sd=0.5, amplitude=1.0, random_state=0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -485,13 +485,13 @@ fit_refusals(  # equal weights ignore the rows: a cap they would ignore
 fit_refusals(
     "PriestleyChao.fit[item]",
     lambda **o: curve_items().fit(**o),
-    {"epsilon": 1.0, "noise_sd": 0.5, "amplitude": 1.0},
+    {"epsilon": 1.0, "error_sd": 0.5, "amplitude": 1.0},
     [
         *COMMON[:20],
-        ("noise_sd", "0.5", ParameterError, "noise_sd"),
-        ("noise_sd", True, ParameterError, "noise_sd"),
-        ("noise_sd", 0.0, ParameterError, "noise_sd"),
-        ("noise_sd", math.inf, ParameterError, "noise_sd"),
+        ("error_sd", "0.5", ParameterError, "error_sd"),
+        ("error_sd", True, ParameterError, "error_sd"),
+        ("error_sd", 0.0, ParameterError, "error_sd"),
+        ("error_sd", math.inf, ParameterError, "error_sd"),
         ("amplitude", -1.0, ParameterError, "amplitude"),
         ("amplitude", "1", ParameterError, "amplitude"),
         ("lipschitz", 0.0, ParameterError, "lipschitz"),
@@ -510,7 +510,7 @@ fit_refusals(
         ("scale", "1", ParameterError, "scale"),
         ("scale", -1.0, ParameterError, "scale"),
         ("scale", AR1(0.5), ParameterError, "scale"),
-        ("noise_sd", 1.0, ParameterError, "noise_sd"),
+        ("error_sd", 1.0, ParameterError, "error_sd"),
         ("lipschitz", 1.0, ParameterError, "lipschitz"),
     ],
 )
@@ -1316,7 +1316,7 @@ def test_curve_rows_outside_the_domain_are_told_to_the_data_holder() -> None:
 def test_curve_grid_is_kept_as_given() -> None:
     grid = [0.1, 0.3, 0.9]
     model: Any = _curve(grid=grid)
-    res = model.fit(epsilon=1.0, noise_sd=0.5, amplitude=1.0, random_state=0)
+    res = model.fit(epsilon=1.0, error_sd=0.5, amplitude=1.0, random_state=0)
     assert res.grid.tolist() == grid
 
 

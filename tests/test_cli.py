@@ -1094,7 +1094,7 @@ class TestNadarayaWatson:
     its ``--bounds`` is the range of y, ``LO,HI``, where pooled's names columns."""
 
     def test_release(self) -> None:
-        code, out, err = run([*NW, "--noise-sd", "10", "--ptr-floor", "0.1"])
+        code, out, err = run([*NW, "--error-sd", "10", "--ptr-floor", "0.1"])
         assert code == 0, err
         lib = dplong.NadarayaWatson.from_formula(
             "Weight ~ Time",
@@ -1103,7 +1103,7 @@ class TestNadarayaWatson:
             bounds=(0, 150),
             bandwidth=2.0,
             grid=6,
-        ).fit(epsilon=4.0, noise_sd=10.0, ptr_floor=0.1, random_state=1)
+        ).fit(epsilon=4.0, error_sd=10.0, ptr_floor=0.1, random_state=1)
         assert "NadarayaWatson results (item-level differential privacy)" in out
         assert not lib.params.isna().any()  # 861 rows clear the floor: released
         for value in (*lib.params, *lib.bse):
@@ -1118,7 +1118,8 @@ class TestNadarayaWatson:
             (("--bounds", "150,0"), "argument --bounds: must be LO,HI with finite LO < HI"),
             (("--bounds", "a=0,150"), "argument --bounds: must be LO,HI"),
             (("--ptr-floor", "1.5"), "the degree floor must lie in (0, 1)"),
-            (("--noise-sd", "0"), "argument --noise-sd: must be a positive number"),
+            (("--error-sd", "0"), "argument --error-sd: must be a positive number"),
+            (("--noise-sd", "10"), "unrecognized arguments: --noise-sd"),  # --error-sd's old name
             (("--kernel", "box"), "argument --kernel: invalid choice"),
             (("--scale", "1"), "--scale: not an option of --model nw"),
             (("--variant", "theory"), "--variant: not an option of --model nw"),

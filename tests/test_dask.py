@@ -549,7 +549,7 @@ def test_kernel_item_level() -> None:
     memory = dplong.PriestleyChao.from_formula("y ~ x", data, **options)
     frame = dplong.PriestleyChao.from_formula("y ~ x", as_dask(data), **options)
     assert same(frame._x, memory._x) and same(frame._y, memory._y)
-    for fit in ({"noise_sd": 0.5, "amplitude": 2.0}, {}):  # stated, and estimated, scale
+    for fit in ({"error_sd": 0.5, "amplitude": 2.0}, {}):  # stated, and estimated, scale
         assert_same_release(
             memory.fit(epsilon=1.0, random_state=0, **fit),
             frame.fit(epsilon=1.0, random_state=0, **fit),

@@ -1987,7 +1987,7 @@ class TestNoiseOffReference:
         spacing = np.diff(x, append=1.0)  # Def 4.8: to the next design point, the last to 1
         kernel = stats.norm.pdf((grid[None, :] - x[:, None]) / 0.08) / 0.08
         expected = (spacing[:, None] * kernel * y[:, None]).sum(axis=0)
-        for fit in ({"noise_sd": 0.3, "amplitude": 1.0}, {}):  # stated, estimated
+        for fit in ({"error_sd": 0.3, "amplitude": 1.0}, {}):  # stated, estimated
             res = model.fit(**OFF, **fit)
             np.testing.assert_allclose(res.params.to_numpy(), expected, rtol=0, atol=1e-10)
             lower, upper = res.projection_interval.to_numpy()[0]

@@ -225,7 +225,7 @@ def test_nadaraya_watson_noise_off_matches_statsmodels() -> None:
     assert "divides by the kernel's mass" in str(res.summary())
     chao = dplong.PriestleyChao.from_formula(
         "y ~ x", data, domain=(0, 1), bandwidth=0.08, grid=9
-    ).fit(**OFF, noise_sd=0.3, amplitude=1.0, random_state=0)
+    ).fit(**OFF, error_sd=0.3, amplitude=1.0, random_state=0)
     assert not chao.self_normalised and "biased toward 0" in str(chao.summary())
 
 
@@ -284,13 +284,13 @@ def test_nadaraya_watson_noisier_than_its_bounds_says_so_and_shows_the_curve_ins
     assert not any("bounds [-1, 2]" in w for res in fits[3000] for w in res.warnings)
 
 
-def test_nadaraya_watson_without_noise_sd_warns_and_a_tiny_bandwidth_is_planned_quickly() -> None:
-    """Without ``noise_sd`` the bands held the privacy noise only: an audit measured them
+def test_nadaraya_watson_without_error_sd_warns_and_a_tiny_bandwidth_is_planned_quickly() -> None:
+    """Without ``error_sd`` the bands held the privacy noise only: an audit measured them
     covering the smoothed curve in 73 % of fits at 200,000 rows, ε = 8, where the sampling
     error is the larger, with nothing in the warnings (only an assumption line); a later audit
     read ``bse`` of the privacy noise alone and p-values of 0. No assumption gives the
     sampling sd there: it is NaN, and so are the std errors, bands and p-values (a note says
-    why), as for any statistic whose sampling sd is not given; not where noise_sd is stated.
+    why), as for any statistic whose sampling sd is not given; not where error_sd is stated.
     A bandwidth of 1e-9 made the kernel's reach (public) a mesh of the whole domain at
     b / 64: a bare MemoryError of 477 GiB. The mesh
     now covers the grid points' windows only, and the fit runs (its test refuses: no row is
@@ -302,9 +302,9 @@ def test_nadaraya_watson_without_noise_sd_warns_and_a_tiny_bandwidth_is_planned_
         "y ~ x", data, domain=(0, 1), bounds=(-1, 2), bandwidth=0.1
     )
     bare = model.fit(epsilon=1.0, random_state=0)
-    stated = model.fit(epsilon=1.0, noise_sd=0.1, random_state=0)
-    assert any(w.startswith("No noise_sd: nothing bounds") for w in bare.warnings)
-    assert not any("No noise_sd" in w for w in stated.warnings)
+    stated = model.fit(epsilon=1.0, error_sd=0.1, random_state=0)
+    assert any(w.startswith("No error_sd: nothing bounds") for w in bare.warnings)
+    assert not any("No error_sd" in w for w in stated.warnings)
     assert bare.params.notna().all() and (bare.noise_sd > 0).all()
     assert bare.sampling_sd.isna().all() and bare.bse.isna().all()
     assert bare.conf_int().isna().all().all() and bare.pvalues.isna().all()
@@ -314,7 +314,7 @@ def test_nadaraya_watson_without_noise_sd_warns_and_a_tiny_bandwidth_is_planned_
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        refused = narrow.fit(epsilon=1.0, noise_sd=0.1, random_state=0)
+        refused = narrow.fit(epsilon=1.0, error_sd=0.1, random_state=0)
     assert refused.params.isna().all() and (refused.withheld == "ptr ⊥").all()
 
 
@@ -326,9 +326,9 @@ def test_nadaraya_watson_without_noise_sd_warns_and_a_tiny_bandwidth_is_planned_
         ({"bandwidth": -1.0}, {}, "bandwidth"),
         ({"domain": (0, 0)}, {}, "domain"),
         ({}, {"ptr_floor": 1.5}, "degree floor"),
-        ({}, {"noise_sd": -1.0}, "noise_sd"),
+        ({}, {"error_sd": -1.0}, "error_sd"),
         # its square is reported: 1e300 overflowed after the noise (an audit)
-        ({}, {"noise_sd": 1e300}, "noise_sd must be a positive number up to 1e"),
+        ({}, {"error_sd": 1e300}, "error_sd must be a positive number up to 1e"),
         ({}, {"epsilon": -1.0}, "epsilon"),
     ],
 )
@@ -346,7 +346,7 @@ def test_results_hold_no_private_statistic() -> None:
     data = pd.DataFrame({"x": x, "y": x + rng.normal(0, 0.1, x.size)})
     res = dplong.NadarayaWatson.from_formula(
         "y ~ x", data, domain=(0, 1), bounds=(-1, 2), bandwidth=0.1
-    ).fit(epsilon=1.0, noise_sd=0.1, random_state=0)
+    ).fit(epsilon=1.0, error_sd=0.1, random_state=0)
     assert np.isfinite(res.params).all()
     assert not any(isinstance(v, np.ndarray) and v.size >= 100 for v in vars(res).values())
     assert (res.sampling_sd > 0).all() and (res.conf_int()["lower"] < res.params).all()

@@ -79,7 +79,7 @@ CALLS: dict[str, Callable[..., Any]] = {
     "PriestleyChao.fit": lambda **kw: _params(
         dplong.PriestleyChao.from_formula(
             "y ~ x", _CURVE, domain=(0, 1), bandwidth=0.1, grid=5
-        ).fit(epsilon=4.0, noise_sd=0.5, amplitude=1.0, **kw)
+        ).fit(epsilon=4.0, error_sd=0.5, amplitude=1.0, **kw)
     ),
     "NadarayaWatson.fit": lambda **kw: _params(
         dplong.NadarayaWatson.from_formula(

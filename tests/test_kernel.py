@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 from kernel_cases import (
     KERNELS,
+    NOISE_OFF,
     growth_panel,
     items,
     priestley_chao,
@@ -30,6 +31,7 @@ from kernel_cases import (
 import dplong
 from dplong.dependence import AR1
 from dplong.exceptions import (
+    ArgumentError,
     DataError,
     FormulaError,
     ParameterError,
@@ -58,7 +60,7 @@ class TestBoundary:
             model = dplong.PriestleyChao.from_formula(
                 "y ~ x", df, domain=(lo, hi), kernel=kernel, bandwidth=b, grid=grid
             )
-            res = model.fit(epsilon=1.0, noise_sd=0.5, amplitude=1.0, random_state=0)
+            res = model.fit(epsilon=1.0, error_sd=0.5, amplitude=1.0, random_state=0)
         else:
             df = growth_panel(n=1000).assign(x=lambda d: d["x"] * 2 - 1)
             model = dplong.PriestleyChao.from_formula(
@@ -81,7 +83,7 @@ class TestBoundary:
         df = items(n=1000, seed=11, lo=0.0, hi=1.0)
         res = dplong.PriestleyChao.from_formula(
             "y ~ x", df, domain=(0, 1), bandwidth=0.05, grid=[0.3, 0.5, 0.7]
-        ).fit(epsilon=1.0, noise_sd=0.5, amplitude=1.0, random_state=0)
+        ).fit(epsilon=1.0, error_sd=0.5, amplitude=1.0, random_state=0)
         assert not res.boundary.any()
         assert "boundary region" not in res.summary().as_text()
 
@@ -96,7 +98,7 @@ def item_fit() -> dplong.results.CurveResults:
     df = items(n=5000, seed=12, lo=0.0, hi=1.0)
     model = dplong.PriestleyChao.from_formula("y ~ x", df, domain=(0, 1), bandwidth=0.1, grid=11)
     return model.fit(
-        epsilon=1.0, noise_sd=0.5, amplitude=1.0, lipschitz=1.0, sup_norm=1.0, random_state=0
+        epsilon=1.0, error_sd=0.5, amplitude=1.0, lipschitz=1.0, sup_norm=1.0, random_state=0
     )
 
 
@@ -156,7 +158,7 @@ class TestResults:
         df = items(n=5000, seed=12, lo=0.0, hi=1.0)
         res = dplong.PriestleyChao.from_formula(
             "y ~ x", df, domain=(0, 1), bandwidth=0.1, grid=11
-        ).fit(epsilon=1.0, noise_sd=0.5, amplitude=1.0, random_state=0)
+        ).fit(epsilon=1.0, error_sd=0.5, amplitude=1.0, random_state=0)
         plain = res.error_bound(alpha=0.1).table
         assert plain["smoothing bias"].isna().all()
         np.testing.assert_allclose(plain["total"], plain["privacy noise"] + plain["statistical"])
@@ -208,10 +210,10 @@ def leak_fits() -> tuple[pd.DataFrame, pd.DataFrame, list[dplong.results.CurveRe
     )
     fits = [
         dplong.PriestleyChao.from_formula("y ~ x", item_df, domain=(0, 1)).fit(
-            epsilon=1.0, noise_sd=0.2, amplitude=0.5, lipschitz=1.0, sup_norm=200.0, random_state=0
+            epsilon=1.0, error_sd=0.2, amplitude=0.5, lipschitz=1.0, sup_norm=200.0, random_state=0
         ),
         dplong.PriestleyChao.from_formula("y ~ x", item_df, domain=(0, 1), bandwidth=0.1).fit(
-            epsilon=1.0, noise_sd=0.2, amplitude=0.5, privacy="local", bound=200.0, random_state=0
+            epsilon=1.0, error_sd=0.2, amplitude=0.5, privacy="local", bound=200.0, random_state=0
         ),
         dplong.PriestleyChao.from_formula(
             "y ~ x", user_df, groups="user", domain=(0, 1), bandwidth=0.2, grid=7
@@ -336,9 +338,9 @@ class TestBadInput:
         ("level", "kwargs", "error", "match"),
         [
             ("item", {"scale": 1.0}, ParameterError, "scale= applies to user-level curves"),
-            ("item", {"noise_sd": None}, ParameterError, "noise_sd .* is required"),
-            ("item", {"noise_sd": -1.0}, ParameterError, "noise_sd .* positive number"),
-            ("item", {"noise_sd": "big"}, ParameterError, "noise_sd .* positive number"),
+            ("item", {"error_sd": None}, ParameterError, "error_sd .* is required"),
+            ("item", {"error_sd": -1.0}, ParameterError, "error_sd .* positive number"),
+            ("item", {"error_sd": "big"}, ParameterError, "error_sd .* positive number"),
             ("item", {"amplitude": None}, ParameterError, "amplitude .* or sup_norm is needed"),
             ("item", {"amplitude": 0.0}, ParameterError, "amplitude .* positive number"),
             ("item", {"lipschitz": -1.0}, ParameterError, "lipschitz .* positive number"),
@@ -347,7 +349,7 @@ class TestBadInput:
             ("item", {"privacy": "shuffle"}, ParameterError, "privacy must be one of"),
             ("item", {"epsilon": 0.0}, PrivacyParameterError, "epsilon"),
             ("item", {"delta": 1.5}, PrivacyParameterError, "delta"),
-            ("user", {"noise_sd": 1.0}, ParameterError, r"\['noise_sd'\] do not apply to user"),
+            ("user", {"error_sd": 1.0}, ParameterError, r"\['error_sd'\] do not apply to user"),
             ("user", {"amplitude": 1.0}, ParameterError, r"\['amplitude'\] do not apply"),
             ("user", {"lipschitz": 1.0}, ParameterError, "lipschitz and sup_norm .* item-level"),
             ("user", {"scale": AR1(0.5)}, ParameterError, "dependence model .* scale"),
@@ -360,7 +362,7 @@ class TestBadInput:
     ) -> None:
         if level == "item":
             model = self.build(grid=11)
-            options: dict[str, object] = {"epsilon": 1.0, "noise_sd": 0.5, "amplitude": 1.0}
+            options: dict[str, object] = {"epsilon": 1.0, "error_sd": 0.5, "amplitude": 1.0}
         else:
             model = self.build(groups="user", grid=11)
             options = {"epsilon": 1.0, "scale": 1.0}
@@ -377,6 +379,47 @@ class TestBadInput:
 # ---------------------------------------------------------------------------------------------
 # One public model, one estimator per design
 # ---------------------------------------------------------------------------------------------
+
+
+# ---------------------------------------------------------------------------------------------
+# The fit option error_sd (the errors' bound) is not the results' noise_sd (the privacy noise)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_error_sd_bounds_the_errors_and_noise_sd_is_the_privacy_noise() -> None:
+    """``fit(error_sd=σ_max)`` states the public bound on the errors' sd: it sets the sampling
+    sd (``σ_max √(Σ_i a_i(x)²)``, Lemma 4.9), not the privacy noise. The results' ``noise_sd``
+    is the privacy noise's sd: 0 with the noise off, smaller at a larger ε, never the stated
+    σ_max. The option was named ``noise_sd`` before 0.1.0; that keyword is refused as any
+    unknown one (an ``ArgumentError``, a ``TypeError`` too), before any draw and any charge,
+    by both item-level smoothers."""
+    df = items(n=2000, seed=14, lo=0.0, hi=1.0)
+    grid = np.linspace(0.0, 1.0, 5)
+    model = dplong.PriestleyChao.from_formula("y ~ x", df, domain=(0, 1), bandwidth=0.1, grid=5)
+    stated = {"error_sd": 0.5, "amplitude": 1.0}
+    res = model.fit(epsilon=1.0, random_state=0, **stated)
+    weights = item_weights(df["x"].to_numpy(), grid, dplong.kernels.get_kernel("gaussian"), 0.1, 1)
+    np.testing.assert_allclose(res.sampling_sd, 0.5 * np.sqrt((weights**2).sum(axis=0)))
+    assert (res.noise_sd > 0).all() and not np.isclose(res.noise_sd, 0.5).any()
+    wider = model.fit(epsilon=1.0, random_state=0, error_sd=1.0, amplitude=1.0)
+    np.testing.assert_allclose(wider.sampling_sd, 2.0 * res.sampling_sd)
+    more = model.fit(epsilon=4.0, random_state=0, **stated)
+    np.testing.assert_allclose(more.sampling_sd, res.sampling_sd)
+    assert (more.noise_sd < res.noise_sd).all()
+    off = model.fit(**NOISE_OFF, **stated)
+    assert (off.noise_sd == 0.0).all() and (off.sampling_sd > 0).all()
+
+    nadaraya = dplong.NadarayaWatson.from_formula(
+        "y ~ x", df, domain=(0, 1), bounds=(-3, 3), bandwidth=0.1, grid=5
+    )
+    for fit, options in ((model.fit, {"amplitude": 1.0}), (nadaraya.fit, {})):
+        accountant = dplong.Accountant(epsilon=10.0, delta=0.1)
+        rng = np.random.default_rng(3)
+        state = rng.bit_generator.state
+        with pytest.raises(ArgumentError, match="unexpected keyword argument 'noise_sd'"):
+            fit(epsilon=1.0, noise_sd=0.5, accountant=accountant, random_state=rng, **options)
+        assert rng.bit_generator.state == state and accountant.spent_epsilon == 0.0
+    assert issubclass(ArgumentError, TypeError)
 
 
 def test_from_formula_builds_the_estimator_of_the_design() -> None:
@@ -413,5 +456,5 @@ def test_a_tiny_bandwidth_on_a_wide_domain_has_a_boundary_width() -> None:
     users = dplong.PriestleyChao.from_formula("y ~ x", frame, groups="u", **wide)
     curve = dplong.NadarayaWatson.from_formula("y ~ x", frame, bounds=(-4.0, 4.0), **wide)
     for res in (users.fit(epsilon=1.0, random_state=0),
-                curve.fit(epsilon=1.0, noise_sd=1.0, random_state=0)):  # fmt: skip
+                curve.fit(epsilon=1.0, error_sd=1.0, random_state=0)):  # fmt: skip
         assert res.params.isna().all() and res.warnings

@@ -635,7 +635,7 @@ def test_predict_refuses_what_is_not_a_point() -> None:
         pd.DataFrame({"x": np.arange(2000) / 2000, "y": np.zeros(2000)}),
         domain=(0, 1),
         bandwidth=0.1,
-    ).fit(epsilon=1.0, noise_sd=1.0, amplitude=1.0, random_state=0)
+    ).fit(epsilon=1.0, error_sd=1.0, amplitude=1.0, random_state=0)
     for bad, match in (([], "x is empty"), (["0.5"], "x must be"), ("0.5", "x must be")):
         with pytest.raises(ParameterError, match=match):
             res.predict(bad)

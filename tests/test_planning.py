@@ -518,11 +518,11 @@ def test_eptr_releases_are_planned_with_the_noise_they_draw() -> None:
     pigs = dplong.datasets.load_dietox()
     model = {"domain": (1, 12), "bounds": (0, 150), "bandwidth": 2.0, "grid": 6}
     planned = dplong.plan("Weight ~ Time", model="nw", n=len(pigs), epsilon=4.0, **model)
-    # the one warning no ε removes, as the fit gives it (no noise_sd): none up to 1e4
+    # the one warning no ε removes, as the fit gives it (no error_sd): none up to 1e4
     assert planned.registered and not planned.refused and planned.quiet_epsilon is None
-    assert [w[:12] for w in planned.warnings] == ["No noise_sd:"]
+    assert [w[:12] for w in planned.warnings] == ["No error_sd:"]
     stated = dplong.plan(
-        "Weight ~ Time", model="nw", n=len(pigs), epsilon=4.0, noise_sd=5.0, **model
+        "Weight ~ Time", model="nw", n=len(pigs), epsilon=4.0, error_sd=5.0, **model
     )
     assert not stated.warnings
     fit = dplong.NadarayaWatson.from_formula("Weight ~ Time", pigs, **model).fit(
@@ -717,7 +717,7 @@ NW_PLAN = {
     "domain": (0, 1),
     "bounds": (-2, 2),
     "bandwidth": 0.2,
-    "noise_sd": 0.5,  # without it a warning no ε removes: no quiet ε
+    "error_sd": 0.5,  # without it a warning no ε removes: no quiet ε
 }
 
 
@@ -750,7 +750,7 @@ def test_nadaraya_watson_plans_down_to_the_smallest_epsilon(change: dict[str, An
     frame = pd.DataFrame({"x": x, "y": np.sin(3 * x)})
     model_options = {k: options[k] for k in ("domain", "bounds", "bandwidth")}
     extra = {"delta": options["delta"]} if "delta" in options else {}
-    extra["noise_sd"] = options["noise_sd"]
+    extra["error_sd"] = options["error_sd"]
     if options["n"] == len(x):  # the planned n: the fit on real rows decides as the plan
         model = dplong.NadarayaWatson.from_formula("y ~ x", frame, **model_options)
         model.fit(epsilon=plan.smallest_epsilon, random_state=0, **extra)  # not refused

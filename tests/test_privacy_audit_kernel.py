@@ -228,7 +228,7 @@ def test_weighted_sums_audit_has_power() -> None:
 # 2. Item-level PriestleyChao end to end: one response changed arbitrarily
 # ---------------------------------------------------------------------------------------------
 # n = 200 design points i/n (public), all responses 0 but the one at x = 0.5 (the row with the
-# largest L1 mass over the grid 0.4, 0.5, 0.6 at b = 0.2). ε = 2, δ = 1e-3, noise_sd = 1,
+# largest L1 mass over the grid 0.4, 0.5, 0.6 at b = 0.2). ε = 2, δ = 1e-3, error_sd = 1,
 # amplitude = 1: the release has three stages (checked on the ledger) — the engine's private
 # median m̂ of the responses (ε 0.4), a rough mean of the responses projected on m̂ ± w₁
 # (w₁ = 4σ + the midpoint cell's half-width; ε 0.3), and the curve: the responses projected on
@@ -278,7 +278,7 @@ def _item_fit(model: dplong.PriestleyChao, rng: np.random.Generator) -> dplong.r
     return model.fit(
         epsilon=ITEM_EPS,
         delta=ITEM_DELTA,
-        noise_sd=ITEM_SIGMA,
+        error_sd=ITEM_SIGMA,
         amplitude=ITEM_A,
         random_state=rng,
     )

@@ -117,14 +117,14 @@ class TestRelease:
         model = dplong.PriestleyChao.from_formula("y ~ x", df, domain=(0, 1), bandwidth=0.1)
         acct = dplong.Accountant(epsilon=1.5, delta=1e-4)
         res = model.fit(
-            epsilon=1.0, delta=5e-5, noise_sd=0.5, amplitude=1.0, accountant=acct, random_state=0
+            epsilon=1.0, delta=5e-5, error_sd=0.5, amplitude=1.0, accountant=acct, random_state=0
         )
         assert acct.spent_epsilon == pytest.approx(1.0, abs=1e-9)
         assert res.privacy.epsilon <= 1.0 + 1e-12 and res.privacy.delta <= 5e-5
         composed = compose((e.cost for e in res.privacy.entries), 5e-5)
         assert composed.epsilon == pytest.approx(res.privacy.epsilon)
         with pytest.raises(dplong.exceptions.BudgetExceededError):
-            model.fit(epsilon=1.0, noise_sd=0.5, amplitude=1.0, accountant=acct)
+            model.fit(epsilon=1.0, error_sd=0.5, amplitude=1.0, accountant=acct)
 
     def test_central_and_local_item_level(self) -> None:
         n = 20_000
@@ -132,9 +132,9 @@ class TestRelease:
         model = dplong.PriestleyChao.from_formula(
             "y ~ x", df, domain=(0, 1), bandwidth=0.1, grid=11
         )
-        central = model.fit(epsilon=2.0, noise_sd=0.5, amplitude=1.0, random_state=0)
+        central = model.fit(epsilon=2.0, error_sd=0.5, amplitude=1.0, random_state=0)
         local = model.fit(
-            epsilon=2.0, noise_sd=0.5, amplitude=1.0, privacy="local", bound=2.0, random_state=0
+            epsilon=2.0, error_sd=0.5, amplitude=1.0, privacy="local", bound=2.0, random_state=0
         )
         assert central.privacy.model == "central" and local.privacy.model == "local"
         assert local.privacy.delta == 0.0 and local.privacy.epsilon == pytest.approx(2.0)
@@ -154,13 +154,13 @@ class TestRelease:
             assert (np.abs(res.params - plain) < 5 * res.noise_sd + 1e-3).all()
         assert local.variant == "paper (local)"  # the paper's Alg 8-9
 
-    def test_the_local_spread_is_released_only_when_no_noise_sd_is_stated(self) -> None:
+    def test_the_local_spread_is_released_only_when_no_error_sd_is_stated(self) -> None:
         """Given only ε, the default engine's fit releases the responses' local spread after
         the curve, a share of the curve's budget (``budget.SPREAD_SHARE``, split as the engine's
         second moment), one vector of the curve's mechanism whose L1 sensitivity is ``w²`` times
         the largest row mass of its public weights (spacing times K², each point in units of its
         own most exposed unit's weight); the ledger totals ε and the accountant is charged
-        that. With ``noise_sd`` stated (σ_max vouched for), on the paper's pipeline and
+        that. With ``error_sd`` stated (σ_max vouched for), on the paper's pipeline and
         locally, nothing changes: no spread is released."""
         df = items(n=2000, seed=13, lo=0.0, hi=1.0)
         x = df["x"].to_numpy()
@@ -189,7 +189,7 @@ class TestRelease:
         omega = kernel / kernel.sum(axis=0)
         l1 = width**2 * (omega / omega.max(axis=0)).sum(axis=1).max()
         assert l1 <= spread.sensitivity <= l1 * (1.0 + 1e-3)
-        stated = model.fit(epsilon=1.0, noise_sd=0.5, amplitude=1.0, random_state=0)
+        stated = model.fit(epsilon=1.0, error_sd=0.5, amplitude=1.0, random_state=0)
         theory = model.fit(epsilon=1.0, variant="theory", random_state=0)
         local = model.fit(epsilon=4.0, privacy="local", bound=2.0, random_state=0)
         for other in (stated, theory, local):
@@ -229,18 +229,18 @@ class TestRelease:
         df = items(n=3000, seed=15, lo=0.0, hi=1.0)
         fine = dplong.PriestleyChao.from_formula(
             "y ~ x", df, domain=(0, 1), bandwidth=0.3, grid=500
-        ).fit(epsilon=1.0, delta=1e-6, noise_sd=0.5, amplitude=1.0, random_state=0)
+        ).fit(epsilon=1.0, delta=1e-6, error_sd=0.5, amplitude=1.0, random_state=0)
         assert fine.noise_law == "gaussian"
         assert "L2 over the grid" in fine.privacy.entries[-1].mechanism
         assert fine.privacy.epsilon <= 1.0 + 1e-12 and fine.privacy.delta <= 1e-6
         # pure ε (δ = 0): only the Laplace release is possible, and it is noisier
         pure = dplong.PriestleyChao.from_formula(
             "y ~ x", df, domain=(0, 1), bandwidth=0.3, grid=500
-        ).fit(epsilon=1.0, delta=None, noise_sd=0.5, amplitude=1.0, random_state=0)
+        ).fit(epsilon=1.0, delta=None, error_sd=0.5, amplitude=1.0, random_state=0)
         assert pure.noise_law == "gaussian" or pure.privacy.delta > 0  # default δ = 1/n²
         laplace_only = dplong.PriestleyChao.from_formula(
             "y ~ x", df, domain=(0, 1), bandwidth=0.3, grid=500
-        ).fit(epsilon=1.0, delta=1e-300, noise_sd=0.5, amplitude=1.0, random_state=0)
+        ).fit(epsilon=1.0, delta=1e-300, error_sd=0.5, amplitude=1.0, random_state=0)
         # at a vanishing δ the Gaussian's ρ is tiny: the Laplace wins
         assert laplace_only.noise_law == "laplace"
         assert (laplace_only.noise_sd > fine.noise_sd).all()
@@ -255,7 +255,7 @@ class TestMissingResponses:
     def test_missing_response_is_allowed_item_level(self) -> None:
         df = self.df.assign(y=self.df["y"].where(self.df.index % 5 != 0))
         model = self.build(data=df)
-        res = model.fit(epsilon=1.0, noise_sd=0.5, amplitude=1.0, random_state=0)
+        res = model.fit(epsilon=1.0, error_sd=0.5, amplitude=1.0, random_state=0)
         assert res.nobs_users == 300 and np.isfinite(res.params).all()
 
     def test_infinite_response_is_missing_item_level(self) -> None:
@@ -263,7 +263,7 @@ class TestMissingResponses:
         infinite = self.build(data=self.df.assign(y=self.df["y"].where(self.df.index != 3, np.inf)))
         missing = self.build(data=self.df.assign(y=self.df["y"].where(self.df.index != 3)))
         fits = [
-            m.fit(epsilon=1.0, noise_sd=0.5, amplitude=1.0, random_state=0).params
+            m.fit(epsilon=1.0, error_sd=0.5, amplitude=1.0, random_state=0).params
             for m in (infinite, missing)
         ]
         pd.testing.assert_series_equal(*fits)
@@ -540,7 +540,7 @@ def test_grid_points_no_design_point_reaches_are_withheld_not_released_as_noise(
         "y ~ x", _two_clumps(3), domain=(0, 1), kernel="epanechnikov", bandwidth=0.05, grid=11
     )
     for options in ({}, {"privacy": "local", "bound": 3.0}):
-        res = model.fit(epsilon=1.0, noise_sd=0.3, amplitude=1.0, random_state=4, **options)
+        res = model.fit(epsilon=1.0, error_sd=0.3, amplitude=1.0, random_state=4, **options)
         gap = np.isclose(res.grid, 0.4) | np.isclose(res.grid, 0.5) | np.isclose(res.grid, 0.6)
         assert res.params[gap].isna().all() and res.params[~gap].notna().all()
         assert res.withheld.tolist() == ["no design point"] * 3
@@ -568,14 +568,14 @@ def test_a_stated_bandwidth_reaching_no_grid_point_is_refused_before_noise() -> 
     draws = np.random.default_rng(6)
     state = draws.bit_generator.state
     with pytest.raises(dplong.exceptions.ParameterError, match=r"bandwidth=0\.02 leaves every"):
-        model.fit(epsilon=1.0, noise_sd=0.3, amplitude=1.0, random_state=draws)
+        model.fit(epsilon=1.0, error_sd=0.3, amplitude=1.0, random_state=draws)
     assert draws.bit_generator.state == state
     automatic = dplong.PriestleyChao.from_formula(
         "y ~ x", data, domain=(0, 1), kernel="epanechnikov", grid=[0.05, 0.5, 0.9]
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = automatic.fit(epsilon=1.0, noise_sd=0.3, amplitude=1.0, random_state=7)
+        res = automatic.fit(epsilon=1.0, error_sd=0.3, amplitude=1.0, random_state=7)
     assert res.params.notna().any()
     assert res.params.isna().tolist() == [not reached for reached in _reaches(res, data)]
 
@@ -603,7 +603,7 @@ def test_responses_the_count_sees_none_of_off_zero_withhold_the_curve() -> None:
     assert res.params.isna().all() and (res.withheld == "unseen").all()
     (note,) = res.warnings
     assert "sees no others" in note and "no estimate (NaN) is given" in note
-    stated = model.fit(epsilon=1.0, noise_sd=0.5, amplitude=0.5, random_state=0)
+    stated = model.fit(epsilon=1.0, error_sd=0.5, amplitude=0.5, random_state=0)
     assert stated.params.notna().all()  # stated scales: no count, a curve with its bands
 
 
@@ -626,7 +626,7 @@ def test_stated_smoothness_puts_the_smoothing_bias_in_the_bands() -> None:
         )
         res = model.fit(
             epsilon=1.0,
-            noise_sd=0.5,
+            error_sd=0.5,
             amplitude=1.0,
             lipschitz=2 * np.pi,
             sup_norm=1.0,
@@ -671,8 +671,8 @@ def test_missing_responses_are_told_where_they_pull_the_curve() -> None:
     for seed in range(3):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            told = gaps.fit(epsilon=1.0, noise_sd=0.3, amplitude=1.0, random_state=seed)
-            quiet = full.fit(epsilon=1.0, noise_sd=0.3, amplitude=1.0, random_state=seed)
+            told = gaps.fit(epsilon=1.0, error_sd=0.3, amplitude=1.0, random_state=seed)
+            quiet = full.fit(epsilon=1.0, error_sd=0.3, amplitude=1.0, random_state=seed)
         (note,) = [w for w in told.warnings if "responses are missing" in w]
         said = float(note.split()[1].replace(",", ""))
         exact = int(gaps._y.size - np.isfinite(gaps._y).sum())
@@ -685,7 +685,7 @@ def test_missing_responses_are_told_where_they_pull_the_curve() -> None:
             "y ~ x", _sine_with_gaps(0.99, n=2000), domain=(0, 1), bandwidth=0.1, grid=grid
         )
         for seed in range(20):
-            res = sparse.fit(epsilon=1.0, noise_sd=0.3, amplitude=1.0, random_state=seed)
+            res = sparse.fit(epsilon=1.0, error_sd=0.3, amplitude=1.0, random_state=seed)
             assert res.params.isna().all() or (res.params.abs() < 10).all()
 
 
@@ -699,5 +699,5 @@ def test_a_bandwidth_far_wider_than_the_domain_is_noted() -> None:
     for bandwidth, noted in ((1e6, True), (0.1, False), (0.3, False)):
         res = dplong.PriestleyChao.from_formula(
             "y ~ x", data, domain=(0, 1), bandwidth=bandwidth, grid=11
-        ).fit(epsilon=1.0, noise_sd=0.3, amplitude=1.0, random_state=0)
+        ).fit(epsilon=1.0, error_sd=0.3, amplitude=1.0, random_state=0)
         assert any("narrower than the domain" in w for w in res.warnings) == noted, bandwidth

@@ -10,7 +10,7 @@ Simulation (Def 4.7): f(x) = sin(2πx) on [0, 1] (|f| <= 1, so amplitude A = 1 a
 L_f = 2π), x_i = i/n, and *correlated* stationary errors: the Gaussian MA(1) process
 e_i = z_(i+1) + θ z_i with θ = 1/2 and z iid N(0, 1) — a Toeplitz covariance with 1.25 on the
 diagonal and 0.5 next to it, whose spectral density (1 + θ² + 2θ cos ω) peaks at (1 + θ)² =
-2.25 = σ_max² (``noise_sd=1.5``; the bound is attained in the limit, and smoothing weights that
+2.25 = σ_max² (``error_sd=1.5``; the bound is attained in the limit, and smoothing weights that
 vary slowly in i see exactly this long-run variance). For the coverage checks the errors are
 iid N(0, 0.5²) instead, so that the reported ``sampling_sd = σ √(Σ_i a_i²)`` is the exact sd
 of the non-private smoother (under MA(1) it is an upper bound).
@@ -115,7 +115,7 @@ def rate_errors(n: int, reps: int, seed: int) -> tuple[NDArray[np.float64], NDAr
         model = dplong.PriestleyChao.from_formula("y ~ x", df, domain=(0, 1))
         res = model.fit(
             epsilon=1.0,
-            noise_sd=SIGMA_MAX,
+            error_sd=SIGMA_MAX,
             amplitude=AMPLITUDE,
             lipschitz=2 * math.pi,
             random_state=rng,
@@ -180,7 +180,7 @@ def cost_of_privacy() -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     for _ in range(COST_REPS):
         _, df = ma1_items(COST_N, rng)
         model = dplong.PriestleyChao.from_formula("y ~ x", df, domain=(0, 1))
-        res = model.fit(epsilon=1.0, noise_sd=SIGMA_MAX, amplitude=AMPLITUDE, random_state=rng)
+        res = model.fit(epsilon=1.0, error_sd=SIGMA_MAX, amplitude=AMPLITUDE, random_state=rng)
         interior = ~res.boundary.to_numpy()
         truth = f(res.grid)
         if weights is None:  # bandwidth and grid are public: the same in every replication
@@ -215,7 +215,7 @@ def test_private_rmse_is_within_one_and_a_half_of_non_private() -> None:
 # --------------------------------------------------------------------------------------------
 # 3. Pointwise bands and error bounds (item-level, central and local)
 # --------------------------------------------------------------------------------------------
-# n = 2000 design points i/n, iid N(0, 0.5²) errors (``noise_sd=0.5`` exact, so sampling_sd =
+# n = 2000 design points i/n, iid N(0, 0.5²) errors (``error_sd=0.5`` exact, so sampling_sd =
 # 0.5 √(Σ_i a_i²) is the exact sd of the smoother), b = 0.1, 11 grid points, ε = 1. The target
 # of the bands is the smoothed curve E f̂(x) = Σ_i a_i(x) f(x_i), at every grid point (boundary
 # ones too: the bands make no claim about f). The estimate is E f̂ + Gaussian + independent
@@ -257,7 +257,7 @@ def band_runs(privacy: str) -> dict[str, NDArray[np.float64]]:
         )
         res = model.fit(
             epsilon=1.0,
-            noise_sd=BAND_SIGMA,
+            error_sd=BAND_SIGMA,
             amplitude=AMPLITUDE,
             lipschitz=2 * math.pi,
             sup_norm=1.0,

@@ -283,7 +283,7 @@ herd_res.privacy.digest()
 # vector calibrated to its L1 sensitivity, with no composition over the grid.
 #
 # ``bandwidth="auto"`` balances the smoothing bias, the sampling error and the privacy noise
-# (Corollary 4.11) at fit time, from public quantities only: ``noise_sd``, a bound on the
+# (Corollary 4.11) at fit time, from public quantities only: ``error_sd``, a bound on the
 # standard deviation of a weight around the mean curve (15 % of at most 105 kg, rounded up to
 # 16 kg), and ``amplitude``, half the range of the mean curve (about 40 kg; we say 45).
 # With ``lipschitz`` (the curve grows by at most 9 kg a week) and ``sup_norm`` (it stays below
@@ -296,7 +296,7 @@ survey = pd.DataFrame(
 )
 item = dplong.PriestleyChao.from_formula(
     "weight ~ age", survey, domain=DOMAIN, bandwidth="auto", grid=12
-).fit(epsilon=1.0, noise_sd=16.0, amplitude=45.0, lipschitz=9.0, sup_norm=120.0, random_state=2)
+).fit(epsilon=1.0, error_sd=16.0, amplitude=45.0, lipschitz=9.0, sup_norm=120.0, random_state=2)
 print(f"automatic bandwidth: {item.bandwidth:.3f} weeks")
 print(item.error_bound())
 

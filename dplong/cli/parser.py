@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     """
     parser = _Parser(
         prog="dplong",
-        allow_abbrev=False,  # "--n 545" to fit is an unknown option, not --noise-sd
+        allow_abbrev=False,  # "--error 1" to fit is an unknown option, not --error-sd
         description="User-level differentially private models for longitudinal (panel) data.",
     )
     parser.add_argument("--version", action="version", version=f"dplong {dplong.__version__}")

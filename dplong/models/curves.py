@@ -77,7 +77,7 @@ class UserCurves(PriestleyChao):
 
     def _fit_curve(self, common: dict[str, Any], given: Stated) -> CurveResults:
         refuse_unused(
-            {"noise_sd": given.noise_sd, "amplitude": given.amplitude}, "user-level (groups given)"
+            {"error_sd": given.error_sd, "amplitude": given.amplitude}, "user-level (groups given)"
         )
         if given.lipschitz is not None or given.sup_norm is not None:
             raise ParameterError(

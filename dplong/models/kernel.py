@@ -54,7 +54,7 @@ class Stated:
     """What the analyst stated about the data in :meth:`PriestleyChao.fit`, as given: each
     design checks its own and refuses the other's."""
 
-    noise_sd: Any
+    error_sd: Any
     amplitude: Any
     scale: Any
     lipschitz: Any
@@ -76,7 +76,7 @@ class PriestleyChao(PanelModel):
     >>> data = pd.DataFrame({"x": x, "y": np.sin(2 * np.pi * x) + rng.normal(0, 0.5, x.size)})
     >>> model = dplong.PriestleyChao.from_formula("y ~ x", data, domain=(0, 1),
     ...                                           bandwidth=0.05, grid=11)
-    >>> res = model.fit(epsilon=1.0, noise_sd=0.5, amplitude=1.0, random_state=0)
+    >>> res = model.fit(epsilon=1.0, error_sd=0.5, amplitude=1.0, random_state=0)
     >>> curve = res.curve()
     >>> curve.columns.tolist()
     ['estimate', 'lower', 'upper', 'boundary']
@@ -169,7 +169,7 @@ class PriestleyChao(PanelModel):
             ``(0, 1)``). A user's curve value is a kernel-weighted average of their responses,
             so it lies in the range too: the curves are released within it (a value outside
             is clipped to it), and nothing is spent on finding their location or spread.
-            Item-level curves take ``noise_sd`` and ``amplitude`` at :meth:`fit` instead.
+            Item-level curves take ``error_sd`` and ``amplitude`` at :meth:`fit` instead.
 
         Examples
         --------
@@ -220,7 +220,7 @@ class PriestleyChao(PanelModel):
             if groups is None:
                 raise ParameterError(
                     "bounds= (the response's public range) holds each user's curve value: "
-                    "user-level only (groups=); item-level, state noise_sd and amplitude at "
+                    "user-level only (groups=); item-level, state error_sd and amplitude at "
                     "fit, or use NadarayaWatson, whose bounds= clip the responses"
                 )
             bounds = column_range(bounds, formula.partition("~")[0].strip())
@@ -262,7 +262,7 @@ class PriestleyChao(PanelModel):
         *,
         epsilon: float,
         delta: float | None = None,
-        noise_sd: float | None = None,
+        error_sd: float | None = None,
         amplitude: float | None = None,
         scale: float | ArrayLike | Literal["estimate"] = "estimate",
         lipschitz: float | None = None,
@@ -282,15 +282,16 @@ class PriestleyChao(PanelModel):
         ----------
         epsilon, delta : float
             Total budget (central δ default ``1/n**2``; local default pure ε).
-        noise_sd : float, optional
+        error_sd : float, optional
             Item-level: σ_max, a public bound with ``Cov(errors) ⪯ σ_max² I`` (Def 4.7): the
             error standard deviation for independent errors, ``√‖Σ‖_op`` under dependence (for
-            AR(1) errors with variance v and coefficient φ, ``v (1+φ)/(1-φ)``).
+            AR(1) errors with variance v and coefficient φ, ``v (1+φ)/(1-φ)``). Not the
+            results' ``noise_sd``, which is the privacy noise's sd.
         amplitude : float, optional
             Item-level: a public bound A on ``|f(x) - c|`` for some unknown level c (half the
             range of f). The responses are projected onto ``c ± w`` with the radius
             ``A + σ_max √(2 log(2n/γ))`` (the Gaussian part of Lemma 4.9's radius, taken on the
-            responses). Defaults to ``sup_norm``. With neither ``noise_sd`` nor ``amplitude``
+            responses). Defaults to ``sup_norm``. With neither ``error_sd`` nor ``amplitude``
             nor ``sup_norm``, the responses' spread is estimated privately and they are
             treated as sub-Gaussian around one level (conservative: it includes the variation
             of f).
@@ -331,7 +332,7 @@ class PriestleyChao(PanelModel):
         >>> bool(abs(res.params.loc[0.5] - 60.0) < 1.0), res.level
         (True, 'user')
         """
-        stated = Stated(noise_sd, amplitude, scale, lipschitz, sup_norm)
+        stated = Stated(error_sd, amplitude, scale, lipschitz, sup_norm)
         common = {
             "epsilon": epsilon,
             "delta": delta,

@@ -83,7 +83,7 @@ class NadarayaWatson(PanelModel):
     >>> data = pd.DataFrame({"x": x, "y": np.sin(2 * np.pi * x) + rng.normal(0, 0.3, x.size)})
     >>> model = dplong.NadarayaWatson.from_formula("y ~ x", data, domain=(0, 1),
     ...                                            bounds=(-2, 2), bandwidth=0.1, grid=11)
-    >>> res = model.fit(epsilon=1.0, noise_sd=0.3, random_state=0)
+    >>> res = model.fit(epsilon=1.0, error_sd=0.3, random_state=0)
     >>> res.level, res.curve().columns.tolist()
     ('item', ['estimate', 'lower', 'upper', 'boundary'])
     >>> bool(abs(res.params.loc[0.5]) < 4 * res.noise_sd.loc[0.5])     # sin(π) = 0
@@ -215,7 +215,7 @@ class NadarayaWatson(PanelModel):
         epsilon: float,
         delta: float | None = None,
         ptr_floor: float | None = None,
-        noise_sd: float | None = None,
+        error_sd: float | None = None,
         random_state: RandomState = None,
         rng: RandomState = None,
         accountant: Accountant | None = None,
@@ -230,9 +230,9 @@ class NadarayaWatson(PanelModel):
             The floor c₀ of Alg 5 as a share of n: the test passes when every grid point's
             kernel degree (the kernel scaled to 1 at 0) clears ``c₀ n`` by a margin; the noise
             is proportional to ``1 / c₀``. Default :meth:`default_floor`.
-        noise_sd : float, optional
+        error_sd : float, optional
             A public bound on the errors' standard deviation: the bands then include the
-            sampling error, bounded by ``noise_sd / √(c₀ n)`` (the test passed: every weight
+            sampling error, bounded by ``error_sd / √(c₀ n)`` (the test passed: every weight
             is at most ``1 / (c₀ n)``). Without it no assumption gives the sampling sd: it is
             NaN, and so are the std errors, bands and p-values (the privacy noise's sd is
             still ``noise_sd`` of the results), as for any statistic whose sampling sd no
@@ -276,13 +276,13 @@ class NadarayaWatson(PanelModel):
         options, generator = request.options, request.rng
         floor = self.default_floor() if ptr_floor is None else real_number(ptr_floor, "ptr_floor")
         sigma = math.nan
-        if noise_sd is not None:
-            sigma = real_number(noise_sd, "noise_sd", expected="a positive number")
+        if error_sd is not None:
+            sigma = real_number(error_sd, "error_sd", expected="a positive number")
             # the results report its square (the scale)
             if not (math.isfinite(sigma) and 0 < sigma <= LARGEST_SQUARED_SCALE):
                 raise ParameterError(
-                    f"noise_sd must be a positive number up to {LARGEST_SQUARED_SCALE:g}, got "
-                    f"{noise_sd!r}"
+                    f"error_sd must be a positive number up to {LARGEST_SQUARED_SCALE:g}, got "
+                    f"{error_sd!r}"
                 )
         budget = ptr_budget(options.epsilon, options.delta)
         notes = check_nadaraya_watson_ptr(n, floor, budget)
@@ -297,11 +297,11 @@ class NadarayaWatson(PanelModel):
                 f"bounds [{low:g}, {high:g}] that y is clipped to: its values and bands say "
                 "less than the bounds themselves; raise n or epsilon, or widen the bandwidth.",
             )
-        if noise_sd is None:  # public, and no ε cures it: the plan says so too
+        if error_sd is None:  # public, and no ε cures it: the plan says so too
             notes += (
-                "No noise_sd: nothing bounds the smoother's sampling error, so no std err, "
+                "No error_sd: nothing bounds the smoother's sampling error, so no std err, "
                 "band or p-value is given (the privacy noise's sd is the results' noise_sd); "
-                "state noise_sd (a bound on the errors' sd) for bands that hold both.",
+                "state error_sd (a bound on the errors' sd) for bands that hold both.",
             )
         checkpoint(  # every refusal is decided: dplong.plan stops here, before any noise
             FitPlan(
@@ -311,7 +311,7 @@ class NadarayaWatson(PanelModel):
                     PlannedBlock(
                         names,
                         1.0,
-                        noise_sd is not None,
+                        error_sd is not None,
                         None,
                         notes=notes,
                         noise_sd=np.full(len(names), planned),
@@ -351,7 +351,7 @@ class NadarayaWatson(PanelModel):
             if release.estimate is None
             else np.clip(release.estimate + (low + high) / 2.0, low, high)
         )
-        sampling = math.nan if noise_sd is None else sigma / math.sqrt(floor * n)
+        sampling = math.nan if error_sd is None else sigma / math.sqrt(floor * n)
         centre = (low + high) / 2.0
         result = Release(
             names=names,
@@ -363,7 +363,7 @@ class NadarayaWatson(PanelModel):
             bias=np.zeros(size),
             interval=np.tile([low, high], (size, 1)),
             midpoint=np.full(size, centre),
-            scale=np.full(size, sigma**2 if noise_sd is not None else math.nan),
+            scale=np.full(size, sigma**2 if error_sd is not None else math.nan),
             users=np.array([math.nan]),
             users_sd=math.nan,
             privacy=ledger,
@@ -380,9 +380,9 @@ class NadarayaWatson(PanelModel):
             "missing the curve is pulled toward it, which the bands do not include.",
             f"ePTR (seed Alg 5 on the grid): degree floor {floor:.4g} n, one test and one "
             "Gaussian vector; released only when the test passed (a DP outcome).",
-            "Sampling error bounded by noise_sd / √(floor n)."
-            if noise_sd is not None
-            else "No noise_sd: no sampling sd, so no std err, band or p-value.",
+            "Sampling error bounded by error_sd / √(floor n)."
+            if error_sd is not None
+            else "No error_sd: no sampling sd, so no std err, band or p-value.",
         )
         curve_fit = curve_results(
             [result],
@@ -448,7 +448,7 @@ register(
             KERNEL_OPTION,
             PTR_FLOOR_OPTION,
             Option(
-                "noise_sd",
+                "error_sd",
                 "positive",
                 "SD",
                 "public bound on the errors' sd: the bands then include the sampling error",

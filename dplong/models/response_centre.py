@@ -143,20 +143,20 @@ def engine_centre(
             "No curve (NaN): the release's own figures say its private midpoint or scale "
             "missed the responses (a scale far above every response, or medians that miss "
             "with probability above one half), so the curve would be far off. Raise "
-            "epsilon, or state noise_sd and amplitude.",
+            "epsilon, or state error_sd and amplitude.",
         )
     if checked and not (where.sparse[0] or where.unresolved[0] or unsure):
         notes += (
             "No curve (NaN): a private check of the midpoint or the scale found their "
             "median beside or below nearly every response, so the curve would be far off. "
-            "Raise epsilon, or state noise_sd and amplitude.",
+            "Raise epsilon, or state error_sd and amplitude.",
         )
     if where.unresolved[0] and not where.sparse[0]:
         notes += (
             "No curve (NaN): the private scale of the responses fell below their "
             "resolution around the private midpoint (its median missed below every "
             "response), so the projection would clip them all. Raise epsilon, or state "
-            "noise_sd and amplitude.",
+            "error_sd and amplitude.",
         )
     return ResponseCentre(
         centre=float(where.centre[0]),

@@ -76,7 +76,7 @@ class ItemSmoother(PriestleyChao):
     def _fit_curve(self, common: dict[str, Any], given: Stated) -> CurveResults:
         if not (isinstance(given.scale, str) and given.scale == "estimate"):
             raise ParameterError(
-                "item-level, the responses' scale comes from noise_sd and amplitude (or is "
+                "item-level, the responses' scale comes from error_sd and amplitude (or is "
                 "estimated when neither is given); scale= applies to user-level curves"
             )
         n, name = self.nobs_users, self._design.outcome
@@ -86,15 +86,15 @@ class ItemSmoother(PriestleyChao):
         lipschitz, sup_norm, amplitude = given.lipschitz, given.sup_norm, given.amplitude
         smooth_lf = None if lipschitz is None else _positive(lipschitz, "lipschitz", "L_f")
         smooth_f = None if sup_norm is None else _positive(sup_norm, "sup_norm", "‖f‖∞ bound")
-        stated = not (given.noise_sd is None and amplitude is None and sup_norm is None)
+        stated = not (given.error_sd is None and amplitude is None and sup_norm is None)
         sigma, amp = math.nan, 0.0  # σ NaN: the responses' scale is located privately
         if stated:
-            sigma = _positive(given.noise_sd, "noise_sd", "σ_max, a public bound on the error sd")
+            sigma = _positive(given.error_sd, "error_sd", "σ_max, a public bound on the error sd")
             level = smooth_f if amplitude is None else _positive(amplitude, "amplitude", "A")
             if level is None:
                 raise ParameterError(
                     "amplitude (a public bound on |f(x) - c|, half the range of f) or sup_norm "
-                    "is needed with noise_sd to set the projection radius of the responses"
+                    "is needed with error_sd to set the projection radius of the responses"
                 )
             amp = level
         plan = vector_plan(n, options, stated_scale=stated)
@@ -108,7 +108,7 @@ class ItemSmoother(PriestleyChao):
                 _ONE,
                 ~_ONE,
                 why="unaffordable",
-                remedy="state noise_sd and amplitude",
+                remedy="state error_sd and amplitude",
                 target="the curve",
             )
             if plan is not None and not stated and not affords_count(plan)
@@ -221,7 +221,7 @@ class ItemSmoother(PriestleyChao):
             f"Item-level fixed design (Def 4.7): the {n} design points are public; "
             + (
                 f"errors with covariance below {sigma:.4g}² I"
-                + (" (noise_sd)." if stated else " (estimated privately: the responses' spread).")
+                + (" (error_sd)." if stated else " (estimated privately: the responses' spread).")
                 if measured is None
                 else "independent errors, whose variance near each x is measured privately "
                 "(Lemma 4.9's sampling term, point by point): a second curve of the projected "
@@ -263,7 +263,7 @@ class ItemSmoother(PriestleyChao):
                 np.array([float(np.max(bias))]),
                 np.array([width]),
                 np.array([centre]),
-                remedy="so could one gathered at a few x; state noise_sd and amplitude, or "
+                remedy="so could one gathered at a few x; state error_sd and amplitude, or "
                 "model a transform (np.log1p) of a skewed response",
             )
         notes += _missing_notes(where.location, n, centre, amp if stated else width, weights)
@@ -305,7 +305,7 @@ class ItemSmoother(PriestleyChao):
                 f"At x = {_points(grid[capped])} the privacy noise swamps the "
                 "responses' local spread: the bands there take the largest variance a "
                 f"projected response can have (the half-width squared, {width:.4g}²). Raise "
-                "epsilon, widen the bandwidth, or state noise_sd.",
+                "epsilon, widen the bandwidth, or state error_sd.",
             )
         withheld = unbounded | where.lost | ~reached
         if withheld.any():

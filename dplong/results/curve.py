@@ -57,7 +57,7 @@ class CurveResults(PanelResults):
     >>> data = pd.DataFrame({"x": x, "y": x + rng.normal(0, 0.2, x.size)})
     >>> res = dplong.PriestleyChao.from_formula(
     ...     "y ~ x", data, domain=(0, 1), kernel="epanechnikov", bandwidth=0.1, grid=6
-    ... ).fit(epsilon=1.0, noise_sd=0.2, amplitude=0.5, lipschitz=1.0, sup_norm=1.0,
+    ... ).fit(epsilon=1.0, error_sd=0.2, amplitude=0.5, lipschitz=1.0, sup_norm=1.0,
     ...       random_state=0)
     >>> res.grid.round(3).tolist()
     [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
@@ -88,7 +88,7 @@ class CurveResults(PanelResults):
         >>> data = pd.DataFrame({"x": x, "y": np.random.default_rng(0).normal(0, 1, x.size)})
         >>> res = dplong.PriestleyChao.from_formula("y ~ x", data, domain=(0, 1),
         ...                                         bandwidth=0.2, grid=3).fit(
-        ...     epsilon=1.0, noise_sd=1.0, amplitude=0.1, random_state=0)
+        ...     epsilon=1.0, error_sd=1.0, amplitude=0.1, random_state=0)
         >>> res.grid.tolist()
         [0.0, 0.5, 1.0]
         """
@@ -105,7 +105,7 @@ class CurveResults(PanelResults):
         >>> data = pd.DataFrame({"x": x, "y": np.random.default_rng(0).normal(0, 1, x.size)})
         >>> res = dplong.PriestleyChao.from_formula("y ~ x", data, domain=(0, 1),
         ...                                         bandwidth=0.1, grid=5).fit(
-        ...     epsilon=1.0, noise_sd=1.0, amplitude=0.1, random_state=0)
+        ...     epsilon=1.0, error_sd=1.0, amplitude=0.1, random_state=0)
         >>> frame = res.curve(alpha=0.1)
         >>> frame.index.name, frame.columns.tolist()
         ('x', ['estimate', 'lower', 'upper', 'boundary'])
@@ -135,7 +135,7 @@ class CurveResults(PanelResults):
         >>> data = pd.DataFrame({"x": x, "y": np.random.default_rng(0).normal(0, 1, x.size)})
         >>> model = dplong.PriestleyChao.from_formula("y ~ x", data, domain=(0, 1),
         ...                                           bandwidth=0.1, grid=5)
-        >>> given = dict(epsilon=1.0, noise_sd=1.0, amplitude=0.1, random_state=0)
+        >>> given = dict(epsilon=1.0, error_sd=1.0, amplitude=0.1, random_state=0)
         >>> smooth = model.fit(**given, lipschitz=1.0, sup_norm=0.1)
         >>> plain = model.fit(**given).conf_int()
         >>> bands = smooth.conf_int()
@@ -187,7 +187,7 @@ class CurveResults(PanelResults):
         >>> data = pd.DataFrame({"x": x, "y": np.random.default_rng(0).normal(0, 1, x.size)})
         >>> res = dplong.PriestleyChao.from_formula("y ~ x", data, domain=(0, 1),
         ...                                         bandwidth=0.1, grid=5).fit(
-        ...     epsilon=1.0, noise_sd=1.0, amplitude=0.1, random_state=0)
+        ...     epsilon=1.0, error_sd=1.0, amplitude=0.1, random_state=0)
         >>> bool(res.predict([0.25])[0] == res.params.loc[0.25])
         True
         >>> res.predict([1.5])
@@ -244,7 +244,7 @@ class CurveResults(PanelResults):
         >>> data = pd.DataFrame({"x": x, "y": np.random.default_rng(0).normal(0, 1, x.size)})
         >>> res = dplong.PriestleyChao.from_formula("y ~ x", data, domain=(0, 1),
         ...                                         bandwidth=0.1, grid=5).fit(
-        ...     epsilon=1.0, noise_sd=1.0, amplitude=0.1, lipschitz=1.0, sup_norm=0.1,
+        ...     epsilon=1.0, error_sd=1.0, amplitude=0.1, lipschitz=1.0, sup_norm=0.1,
         ...     random_state=0)
         >>> res.error_bound().table.columns.tolist()  # doctest: +NORMALIZE_WHITESPACE
         ['privacy noise', 'statistical', 'bias', 'smoothing bias', 'total', 'bad events',
@@ -273,7 +273,7 @@ class CurveResults(PanelResults):
         >>> data = pd.DataFrame({"x": x, "y": np.random.default_rng(0).normal(0, 1, x.size)})
         >>> res = dplong.PriestleyChao.from_formula("y ~ x", data, domain=(0, 1),
         ...                                         bandwidth=0.1, grid=9).fit(
-        ...     epsilon=1.0, noise_sd=1.0, amplitude=0.1, random_state=0)
+        ...     epsilon=1.0, error_sd=1.0, amplitude=0.1, random_state=0)
         >>> ax = res.plot()
         >>> ax.get_xlabel()
         'x'
@@ -292,7 +292,7 @@ class CurveResults(PanelResults):
         >>> res = dplong.PriestleyChao.from_formula("y ~ x", data, domain=(0, 1),
         ...                                         kernel="epanechnikov", bandwidth=0.2,
         ...                                         grid=3).fit(
-        ...     epsilon=1.0, noise_sd=1.0, amplitude=0.1, random_state=0)
+        ...     epsilon=1.0, error_sd=1.0, amplitude=0.1, random_state=0)
         >>> res.boundary_width, res.boundary.tolist()          # b · support = 0.2
         (0.2, [True, False, True])
         """
