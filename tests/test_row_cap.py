@@ -191,3 +191,19 @@ def test_shorter_is_a_count_beyond_its_noise() -> None:
     assert not RowCap(4).shorter and not RowCap(1, True, counts, 0.0, persons=1000).shorter
     counts[3] += 300.0
     assert RowCap(4, True, counts, 10.0, persons=1000).shorter
+
+
+def test_a_cap_found_says_how_many_persons_its_counts_put_above_it() -> None:
+    """A cap found privately leaves persons above it, down-weighted; where their number of rows
+    goes with the outcome (attrition) the cap moves the target (an audit: 3 against 10 at ε = 1
+    and 4 on one panel, intervals apart, only the assumption line saying a cap was found). The
+    line says the released share above it and its sd (post-processing of the counts); at the
+    ceiling, whose last cell holds every longer panel, it says only that longer ones weigh
+    less."""
+    counts = np.zeros(10)
+    counts[[2, 9]] = [850.0, 150.0]  # 3 rows and 10 or more
+    (line,) = RowCap(3, True, counts, 20.0, persons=1000).assumption
+    assert "the counts put 15% (sd 5%) of the persons above it" in line
+    assert "attrition" in line and "state max_rows" in line
+    (top,) = RowCap(10, True, counts, 20.0, persons=1000).assumption
+    assert "persons with more rows weigh less" in top and "the counts put" not in top

@@ -80,11 +80,22 @@ class RowCap:
         """The results' line on a cap found privately (none where stated)."""
         if not self.found:
             return ()
+        cells = self.counts.size - self.value  # above the cap (the last: all at the ceiling)
+        persons = max(self.persons, 1)
+        # from the released counts (post-processing), clamped to [0, n]
+        above = min(max(float(self.counts[self.value :].sum()), 0.0), persons)
+        share = (
+            f"the counts put {above / persons:.0%} (sd {self.sd * math.sqrt(cells) / persons:.0%})"
+            " of the persons above it, whose rows weigh less"
+            if cells > 0
+            else "persons with more rows weigh less by row"
+        )
         return (
             f"max_rows={self.value} found privately: the fewest rows that all but about "
             f"{CAP_TAIL:.0%} of the persons have at most (more where the count's noise is large "
-            "next to n), from a noisy count of the persons by their rows; state max_rows "
-            "(public) to spend nothing on it",
+            f"next to n), from a noisy count of the persons by their rows; {share}: where the "
+            "number of a person's rows goes with the outcome (attrition), the cap moves the "
+            "estimate's target; state max_rows (public, and it spends nothing)",
         )
 
 
