@@ -128,6 +128,13 @@ def panel_results(
         gamma=options.gamma,
         bad_events=series("bad_events", "bad events"),
         basis=basis[options.local],
+        downward_bias=frozenset(
+            name
+            for r in releases
+            if r.floored is not None
+            for name, floored in zip(r.names, r.floored, strict=True)
+            if floored
+        ),
         **extra,
     )
 

@@ -71,7 +71,9 @@ def _components_block(
         # s²_u a mean of T_u squares: a normal plug-in clips their right tails
         # (docs/design/location.md). Stated scales bound both instead.
         # assumed, not stated: the tail count checks them where the budget affords one
-        tail=None if stated is not None else AssumedTail(("chi-square", "exponential")),
+        tail=None
+        if stated is not None
+        else AssumedTail(("chi-square", "exponential"), squares=True),
         offers=SCALE_PAIR,  # stated only with within_scale=; the fit takes no tail= or lower=
     )
 

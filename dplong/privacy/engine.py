@@ -216,6 +216,10 @@ class Release:
     unchecked_notes : tuple of str
         The notes (also in ``notes``) of the other columns whose tail no count checked
         (:func:`~dplong.privacy.tails.unchecked_warnings`).
+    floored : ndarray of bool, optional
+        Where the located interval reached the statistics' declared lower end (``lower``), so
+        that the clip's window holds every user above it: the clip can only have pulled the
+        mean down, and its bias bound is one-sided (the results' ``downward_bias``).
     """
 
     names: tuple[str, ...]
@@ -241,6 +245,7 @@ class Release:
     unseen: NDArray[np.bool_] | None = None
     skew_notes: tuple[str, ...] = ()
     unchecked_notes: tuple[str, ...] = ()
+    floored: NDArray[np.bool_] | None = None
 
     @property
     def failed_columns(self) -> NDArray[np.bool_]:
@@ -701,6 +706,9 @@ def release_means(
     # a number whose error figures overflow (the medians missed by hundreds of magnitudes) says
     # nothing: withheld like a missed one; so is one its own released figures call implausible
     unbounded = overflowed(estimate, total_sd, sampling_sd, bias)
+    # heavy squares: no Pareto tail of the responses bounds what their clip cut (AssumedTail)
+    endless = tails.heavy & (isinstance(rules.tail, AssumedTail) and rules.tail.squares)
+    bias = np.where(endless, np.inf, bias)
     # one cause per withheld column, in this order: the edge, overflowing figures, a scale
     # below the values' resolution, a midpoint beside the users, then the plausibility rule
     # (a column without a draw has no figures of its own: its cause is the earlier stage's)
@@ -868,6 +876,7 @@ def release_means(
         unseen=unseen,
         skew_notes=skew,
         unchecked_notes=unchecked_notes,
+        floored=floor_edge & ~withheld,
     )
 
 

@@ -193,6 +193,12 @@ class AssumedTail:
     (user rates with a lognormal spread) can exceed far, and the random-effects location's
     chi-square and exponential components.
 
+    ``squares``: the statistics are (means of) squares of the responses, a variance
+    component's: a tail the count finds heavy is then twice as heavy as the responses', whose
+    Pareto model (index :data:`~dplong.privacy.tails.TAIL_INDEX`) gives a square an index
+    below 1 and so no bound on what the clip cut above: the release says so and leaves its
+    bias bound infinite (the interval's lower end, where a clip above pulls nothing, stays).
+
     ``signed``: the statistics' mean lies near their public centre (the within estimator's
     influence values), so their clip biases the mean only by one side's excess over the
     other's, and the count is of each column's users on each side
@@ -205,11 +211,12 @@ class AssumedTail:
     >>> from dplong.privacy.radius import AssumedTail, check_tail, tail_model
     >>> assumed = check_tail(AssumedTail("exponential"), 1, default_engine=True)
     >>> assumed, tail_model(assumed)
-    (AssumedTail(kind='exponential', signed=False), 'exponential')
+    (AssumedTail(kind='exponential', signed=False, squares=False), 'exponential')
     """
 
     kind: Tails
     signed: bool = False
+    squares: bool = False
 
     @property
     def described(self) -> str:

@@ -1524,11 +1524,16 @@ def heavy_notes(
     >>> note[:75]
     "['psi']: a one-sided heavy tail (found privately: more users beyond 3.5 sds"
     """
+    endless = heavy & np.isinf(bias)
+    if endless.any():  # squares (AssumedTail.squares): no bound, said apart
+        return _endless_note(names, endless, radius, centre) + heavy_notes(
+            names, heavy & ~endless, bias, radius, centre, signed=signed, remedy=remedy
+        )
     columns = np.flatnonzero(heavy)
     if not columns.size:
         return ()
     one = columns.size == 1
-    ranges = [f"[{centre[j] - radius[j]:.4g}, {centre[j] + radius[j]:.4g}]" for j in columns]
+    ranges = _clip_ranges(columns, radius, centre)
     allowances = [f"{bias[j]:.3g}" for j in columns]
     if signed:  # a within fit's influence: a skewed outcome's, which a transform evens out
         which = str([names[j] for j in columns])
@@ -1545,6 +1550,33 @@ def heavy_notes(
         f" {'interval allows' if one else 'intervals allow'} {listed(allowances)} for"
         f" {'it' if one else 'them'} (Pareto index {TAIL_INDEX:g}; a heavier tail could hide"
         f" more{f': {remedy}' if remedy else ''}).",
+    )
+
+
+def _clip_ranges(
+    columns: NDArray[np.intp], radius: NDArray[np.float64], centre: NDArray[np.float64]
+) -> list[str]:
+    """The clips of ``columns``, ``[c - w, c + w]``, as the warnings print them."""
+    return [f"[{centre[j] - radius[j]:.4g}, {centre[j] + radius[j]:.4g}]" for j in columns]
+
+
+def _endless_note(
+    names: tuple[str, ...],
+    endless: NDArray[np.bool_],
+    radius: NDArray[np.float64],
+    centre: NDArray[np.float64],
+) -> tuple[str, ...]:
+    """The warning of heavy columns of squares (:class:`~dplong.privacy.radius.AssumedTail`
+    ``squares``), whose clipped mass nothing bounds: their intervals have no upper end."""
+    columns = np.flatnonzero(endless)
+    one = columns.size == 1
+    ranges = _clip_ranges(columns, radius, centre)
+    return (
+        f"{listed([repr(names[j]) for j in columns])}: heavy {'tail' if one else 'tails'} "
+        f"(found privately) clipped outside {listed(ranges)}; "
+        f"{'its interval has' if one else 'their intervals have'} no upper end (nothing "
+        f"bounds what the clip cut from {'a mean' if one else 'means'} of squares): model "
+        "np.log1p of a skewed response.",
     )
 
 

@@ -53,6 +53,7 @@ class Estimates:
     basis: str = "Theorem 4.2"
     support_lower: Mapping[str, float] = field(default_factory=dict)
     support_upper: Mapping[str, float] = field(default_factory=dict)
+    downward_bias: frozenset[str] = frozenset()
     withheld_why: Mapping[str, str] = field(default_factory=dict)
     covariance: pd.DataFrame | None = None
 
@@ -160,7 +161,9 @@ class Estimates:
         (:attr:`support_lower`: a variance's 0, or a mean's declared ``lower=``, below which
         every user value is clipped up) has its interval clipped there: the truth lies above
         it, so the clipped interval covers as often; likewise at a public upper end
-        (:attr:`support_upper`: the top of a stated range, ``bounds=``).
+        (:attr:`support_upper`: the top of a stated range, ``bounds=``). Where the clip could
+        only have pulled the estimate down (:attr:`downward_bias`), the clipping bias bound
+        widens the interval above the estimate only.
 
         Examples
         --------
@@ -184,12 +187,18 @@ class Estimates:
             self.noise_scale.to_numpy(),
             self.noise_sd.to_numpy(),
             self.noise_law,
-            self._null_bias.to_numpy(),
         )
+        above = self._null_bias.to_numpy()
+        # a clip that could only pull the estimate down: no clipping bias below it (a
+        # curve's smoothing bias, two-sided, stays; an unbounded clipping bias leaves none)
+        down = self.params.index.isin(list(self.downward_bias))
+        with np.errstate(invalid="ignore"):
+            two_sided = np.nan_to_num(above - self.bias.to_numpy(), nan=0.0)
+        below = np.where(down, two_sided, above)
         frame: pd.DataFrame = pd.DataFrame(
             {
-                "lower": np.maximum(self.params.to_numpy() - q, self._support()),
-                "upper": np.minimum(self.params.to_numpy() + q, self._support_top()),
+                "lower": np.maximum(self.params.to_numpy() - q - below, self._support()),
+                "upper": np.minimum(self.params.to_numpy() + q + above, self._support_top()),
             },
             index=self.params.index,
         )
