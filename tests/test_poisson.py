@@ -328,3 +328,19 @@ def test_exponential_values_pass_the_check_of_their_assumed_tail() -> None:
         )
         marked += any("heavy" in w for w in res.warnings)
     assert marked <= 1
+
+
+def test_levels_of_by_as_a_list_as_winsorized_mean_takes_them() -> None:
+    """``levels=[0, 1]`` with ``by="female"`` is what ``winsorized_mean`` takes; the formula
+    models took only ``{"female": [0, 1]}`` and refused the list as levels of other columns
+    (an audit). Both spellings now give the same release; a list without ``by`` is refused."""
+    hie = dplong.datasets.load_randhie()
+    listed = dplong.PoissonMean.from_formula(
+        "mdvis ~ 1", hie, groups="zper", by="female", levels=[0, 1]
+    ).fit(epsilon=1.0, random_state=0)
+    mapped = dplong.PoissonMean.from_formula(
+        "mdvis ~ 1", hie, groups="zper", by="female", levels={"female": [0, 1]}
+    ).fit(epsilon=1.0, random_state=0)
+    pd.testing.assert_series_equal(listed.params, mapped.params)
+    with pytest.raises(dplong.exceptions.ParameterError, match="by= grouping only"):
+        dplong.PoissonMean.from_formula("mdvis ~ 1", hie, groups="zper", levels=[0, 1])

@@ -39,7 +39,11 @@ def _check_arguments(args: argparse.Namespace, spec: CommandLineModel) -> None:
             "is a unit"
         )
     if spec.uses_groups and args.groups is None and getattr(args, "data", None) is not None:
-        raise _InputError(f"--model {args.model} needs --groups (the user-id column)")
+        item = " (item-level curves: --model nw, or dplong.PriestleyChao in Python)"
+        raise _InputError(
+            f"--model {args.model} needs --groups (the user-id column)"
+            + (item if args.model == "kernel" else "")
+        )
     if getattr(args, "privacy", "central") == "local" and getattr(args, "bound", None) is None:
         raise _InputError(
             "--privacy local needs --bound B, a public bound on every user's |statistic| per column"

@@ -470,7 +470,7 @@ class ColumnMean:
         *,
         groups: GroupsLike,
         by: str | None = None,
-        levels: Mapping[str, Sequence[Any]] | None = None,
+        levels: Sequence[Any] | Mapping[str, Sequence[Any]] | None = None,
         bounds: tuple[float, float] | Mapping[str, tuple[float, float]] | str | None = None,
     ) -> None:
         if not (isinstance(data, pd.DataFrame) or (is_dask(data) and data.ndim == 2)):
@@ -488,7 +488,10 @@ class ColumnMean:
         self.formula = formula
         check_unique_columns(data.columns, (self.column, groups, by))
         check_by_column(by, groups, (self.column,))
-        if levels and (by is None or set(levels) != {by}):
+        if levels is not None and not isinstance(levels, Mapping) and by is not None:
+            levels = {by: levels}  # the levels of by=, as winsorized_mean takes them
+        if levels and (by is None or not isinstance(levels, Mapping) or set(levels) != {by}):
+            # a sequence without by=, or a mapping naming other columns
             raise ParameterError(
                 f"{type(self).__name__} reads declared levels of its by= grouping only; got "
                 f"levels of {sorted(levels)} with by={by!r}"
@@ -501,7 +504,7 @@ class ColumnMean:
                 f"levels={{{by!r}: [...]}}, on the command line --levels {by}=A,B,..."
             )
         self._by = None if by is None else data[by]
-        self._levels = None if not levels or by is None else levels[by]
+        self._levels = levels[by] if levels and isinstance(levels, Mapping) and by else None
         self._bounds = bounds
         # n counts the distinct ids, a row with a missing id belonging to no user (as in fit)
         if is_dask(data):  # columns of the frame, reduced where they lie by winsorized_mean
@@ -536,12 +539,13 @@ class ColumnMean:
         *,
         groups: GroupsLike,
         by: str | None = None,
-        levels: Mapping[str, Sequence[Any]] | None = None,
+        levels: Sequence[Any] | Mapping[str, Sequence[Any]] | None = None,
         bounds: tuple[float, float] | Mapping[str, tuple[float, float]] | str | None = None,
     ) -> Any:
         """The model of ``"column ~ 1"`` with user ids in the column ``groups`` (or an array of
         one id per row, in memory only); with ``by``, one mean per level of that column,
-        declared in ``levels`` as ``{by: [...]}`` (or by its pandas ``Categorical`` dtype);
+        declared in ``levels`` as ``[...]`` or ``{by: [...]}`` (or by its pandas ``Categorical``
+        dtype);
         ``bounds`` the column's public range (:func:`winsorized_mean`), a pair or
         ``{column: (low, high)}``: a fact of the data, as the pooled models take theirs."""
         return cls(formula, data, groups=groups, by=by, levels=levels, bounds=bounds)
