@@ -1483,6 +1483,53 @@ def test_a_skewed_outcome_is_named_beside_a_regressor_whose_range_clips_many() -
     assert named >= 5
 
 
+def _t3_panel(seed: int, people: int = 3000, years: int = 5) -> pd.DataFrame:
+    """The audit's t₃ panel (session 117): x a t₃ draw a row plus a normal person part (sd
+    0.5), ``y = 1 + 0.5 x + u + e`` with u and e standard normal."""
+    rng = np.random.default_rng(10_000 + seed)
+    ids = np.repeat(np.arange(people), years)
+    u = rng.normal(size=people)[ids]
+    x = rng.standard_t(3, size=ids.size) + 0.5 * rng.normal(size=people)[ids]
+    y = 1 + 0.5 * x + u + rng.normal(size=ids.size)
+    return pd.DataFrame({"id": ids, "x": x, "y": y})
+
+
+@pytest.mark.parametrize("seed", [4, 29])
+def test_a_regressors_tail_clipped_at_the_ranges_end_is_widened_over(seed: int) -> None:
+    """A regressor's tail count is taken at its range's end (CLIPPED_RUNG = REACH): a slope
+    feels a value clipped by δ at the end c as c δ, its leverage, however small δ is. The t₃
+    panel of an audit (3,000 persons, five rows, ε = 4) left some 70 persons a side beyond
+    the 4 median reaches its range ended at, 40 of them beyond 5, where the count was taken:
+    below its bar (46), they went unseen, and the slope on the clipped values (0.535 and 0.560
+    against pooled OLS 0.490 and 0.507 in these two fits) was released with intervals that
+    excluded pooled OLS and no warning (4 of 30 fits). Counted at the end, the side is widened
+    (WIDE_RUNGS), the fit says so, and the interval holds pooled OLS."""
+    frame = _t3_panel(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DplongWarning)
+        res = PooledOLS.from_formula("y ~ x", frame, groups="id").fit(
+            epsilon=4.0, random_state=seed
+        )
+    assert any("widened to hold a long tail" in w and "x (about" in w for w in res.warnings)
+    assert "x in [" in res.assumptions[0] and "widened for a long tail" in res.assumptions[0]
+    X = np.column_stack([np.ones(len(frame)), frame["x"].to_numpy()])
+    ols = np.linalg.lstsq(X, frame["y"].to_numpy(), rcond=None)[0]
+    low, high = res.conf_int().loc["x"]
+    assert low <= ols[1] <= high
+
+
+def test_the_outcomes_tail_count_stays_a_median_reach_beyond_its_end() -> None:
+    """The outcome's tail count is :data:`~dplong.privacy.ranges.OUTCOME_SLACK` beyond its
+    range's end (the Newton steps read it out to OUTCOME_ROOM, and a clip of it moves the
+    coefficients as a mean's value, by δ): the rungs are public, one count a side and column
+    either way, so the vector's sensitivity is √(2 k) as before."""
+    assert ranges.CLIPPED_RUNG == ranges.REACH
+    assert ranges.tail_rungs(3000, 2, outcome=True).tolist() == [4.0, 5.0]
+    assert ranges.tail_rungs(3000, 2).tolist() == [4.0, 4.0]
+    big = ranges.reach_rungs(200_000)[0]
+    assert ranges.tail_rungs(200_000, 2, outcome=True).tolist() == [big, big + 1.0]
+
+
 def _outcome_panel(seed: int, outcome: str) -> pd.DataFrame:
     """2,000 persons of 5 rows, ``y = 1 + x/2 + z/2`` plus a person effect and noise: for 97 %
     of the persons 0 in every row (``"zeros"``), or ``-5000 + 5 (x + z + effect + noise)``
@@ -2200,19 +2247,26 @@ def test_newton_steps_that_grow_withhold_the_fit() -> None:
     more than it corrects. Noise-free, the slope on age came out at -0.28 against pooled
     OLS's 0.011 (SE 0.005), its interval [-0.39, -0.17], with no warning (an audit; at ε = 8
     every interval missed). The released step sums grow (13, then 52): every coefficient is
-    withheld with the reason, at ε = 10^300 and in each of these fits at ε = 8 (the rule fired
-    in 6 of 6 measured, and in none of 264 fits of other models and panels). Centred at 30,
-    the same model converges: noise-free within a clustered SE of pooled OLS."""
+    withheld with the reason (in 6 of 6 fits measured at ε = 8, and in none of 264 fits of
+    other models and panels). Since session 117 a regressor's tail count is at its range's
+    end, so the square's long upper side is widened (to 64, its core in proportion) and the
+    noise-free fit converges to pooled OLS, with the widening's note; at ε = 8 the rule still
+    withholds seed 0's fit, and the others hold pooled OLS. Centred at 30, the same model
+    converges: noise-free within a clustered SE of pooled OLS."""
     hie = dplong.datasets.load_randhie()
-    model = PooledOLS.from_formula("np.log1p(meddol) ~ xage + I(xage**2/100)", hie, groups="zper")
+    formula = "np.log1p(meddol) ~ xage + I(xage**2/100)"
+    model = PooledOLS.from_formula(formula, hie, groups="zper")
+    ols = smf.ols(formula, hie).fit(cov_type="cluster", cov_kwds={"groups": hie["zper"]})
     noiseless = model.fit(epsilon=1e300, delta=0.5, random_state=0)
-    assert noiseless.params.isna().all()
-    assert set(noiseless.withheld_why.values()) == {"steps grew"}
-    assert any("Newton steps grew" in note for note in noiseless.warnings)
-    for seed in range(3):
-        assert set(model.fit(epsilon=8.0, random_state=seed).withheld_why.values()) == {
-            "steps grew"
-        }
+    assert ((noiseless.params - ols.params).abs() < ols.bse).all()
+    assert any("widened to hold a long tail" in note for note in noiseless.warnings)
+    grew = model.fit(epsilon=8.0, random_state=0)
+    assert set(grew.withheld_why.values()) == {"steps grew"}
+    assert any("Newton steps grew" in note for note in grew.warnings)
+    for seed in (1, 2):
+        fit = model.fit(epsilon=8.0, random_state=seed)
+        interval = fit.conf_int()
+        assert ((interval.iloc[:, 0] <= ols.params) & (ols.params <= interval.iloc[:, 1])).all()
     formula = "np.log1p(meddol) ~ xage + I((xage - 30)**2/100)"
     centred = PooledOLS.from_formula(formula, hie, groups="zper").fit(
         epsilon=1e300, delta=0.5, random_state=0

@@ -61,6 +61,7 @@ __all__ = [
     "NEAR_RUNG",
     "ONE_SIDED",
     "OUTCOME_CONSTANT_SDS",
+    "OUTCOME_SLACK",
     "REACH",
     "REACH_GRID",
     "RUNGS",
@@ -82,6 +83,7 @@ __all__ = [
     "reach_miss",
     "reach_rungs",
     "rung_share",
+    "tail_rungs",
     "unseen_threshold",
 ]
 
@@ -112,18 +114,32 @@ RUNGS, RUNG_SHARE = (0.0, 1.25, 1.5, 2.0), 0.05
 #: withholds the column's coefficient only.
 FAR_RUNG, MISS_SDS = 16.0, 3.0
 #: A range clips many persons where those beyond CLIPPED_RUNG median reaches on a side, whom
-#: every range clips by more than a median reach (it ends at REACH or before), are more than
-#: √n by the count's noise: clipping m persons by about a spread each moves a mean by m / √n
-#: of its sampling SEs, so beyond √n the bias can exceed the interval. A normal column leaves
-#: none there; RAND HIE's yearly spending (``meddol``) 15 % of its persons, its log income's
-#: lower side 5.3 %, its doctor visits 3.3 %, its log spending none; a discrete column with its
-#: last value just beyond REACH, clipped by a hair (years of schooling, 4 % at 8 years against
-#: a range from 8.08), none (design notes). "By the noise": the normal quantile at which a
-#: column with nobody there passes on any of the fit's 2 k sides with chance at most
-#: HEAVY_FALSE (a union bound), in the count's sds. The fit warns: no release measures what
-#: clipping them moves. A medians' side whose count is above this, or the bar of some below,
-#: is widened instead (WIDE_RUNGS), and judged by its counts beyond the wider rungs.
-CLIPPED_RUNG, HEAVY_FALSE = REACH + 1.0, 0.05
+#: every range clips (it ends at REACH or before), are more than √n by the count's noise:
+#: clipping m persons by about a spread each moves a mean by m / √n of its sampling SEs, so
+#: beyond √n the bias can exceed the interval. A normal column leaves none there; RAND HIE's
+#: yearly spending (``meddol``) 15 % of its persons, its log income's lower side 5.3 %, its
+#: doctor visits 3.3 %, its log spending none (design notes). "By the noise": the normal
+#: quantile at which a column with nobody there passes on any of the fit's 2 k sides with
+#: chance at most HEAVY_FALSE (a union bound), in the count's sds. The fit warns: no release
+#: measures what clipping them moves. A medians' side whose count is above this, or the bar of
+#: some below, is widened instead (WIDE_RUNGS), and judged by its counts beyond the wider
+#: rungs. The rung is the range's end itself for a regressor: a slope feels a value clipped
+#: by δ at the end c as c δ (its leverage), however little δ is next to a spread, and a t₃
+#: regressor over five rows (3,000 persons, ε = 4) left some 70 persons a side beyond 4
+#: median reaches, 40 of them beyond 5, whose clip moved `PooledOLS`'s slope by about 1.2 of
+#: its bse, unseen by a count at 5 (its bar 46) and with no warning in 4 of 30 fits (an
+#: audit, session 117). Counted at 4, such a side is widened. The outcome's count stays
+#: :data:`OUTCOME_SLACK` beyond it (:func:`tail_rungs`).
+CLIPPED_RUNG, HEAVY_FALSE = REACH, 0.05
+#: The outcome's tail count lies this many median reaches beyond its range's end
+#: (:func:`tail_rungs`): the Newton steps read the outcome out to
+#: :data:`~dplong.models.pooled.frame.OUTCOME_ROOM` times its range's half-width (its range
+#: clips it in the pilot only), and a clip of the outcome moves the coefficients as one of a
+#: mean's values (by δ, not by a leverage times δ), so those clipped by less than a median
+#: reach pull little. Counted at its end, a heteroscedastic outcome (sd e^{0.6 x}, 3,000-5,000
+#: persons, ε = 4) was widened in most fits, its intervals some 7 % wider and noted, with no
+#: interval missing before or after.
+OUTCOME_SLACK = 1.0
 #: Fewer than that but more than the count's noise alone puts there (the normal quantile at
 #: which a column with nobody there passes on any of the 2 k sides with chance SOME_FALSE)
 #: the range clips **some** persons: a note, the coefficient released. Where they lie far
@@ -442,7 +458,7 @@ def private_ranges(
     lone = (off_cell > n / 2.0 + LONE_SDS * noise) & (counted[:, 1] <= empty)
     missed |= np.any(lone & (off_cell[::-1] <= empty), axis=0)
     first = np.where(held.any(axis=1), np.argmax(held, axis=1), len(RUNGS))
-    reach_at, core_at, clipped_at = reach_rungs(n)
+    reach_at, core_at, _ = reach_rungs(n)
     factor = np.append(RUNGS, reach_at)[first]  # (side, column)
     spans = factor * np.asarray(reaches)  # (side, column)
     other = spans[::-1]  # each side's opposite
@@ -501,8 +517,11 @@ def private_ranges(
     ranges = np.column_stack([midpoint - lower, midpoint + upper])
     core = np.column_stack([midpoint - core_lower, midpoint + core_upper])
     unseen = math.nan
-    if tail_rho > 0.0:  # the persons every range clips by a median reach, either side
-        beyond, sd, entry = _counted_beyond(deviations, reaches, clipped_at, tail_rho, rng)
+    if tail_rho > 0.0:  # the persons every range clips (the outcome's: by a median reach)
+        rung = tail_rungs(n, k, outcome)
+        beyond, sd, entry = _counted_beyond(
+            deviations, [r * rung for r in reaches], 1.0, tail_rho, rng
+        )
         unseen = unseen_threshold(n, k, sd)
         ranges, core, widened, heavy, some, far, wide = _widened(
             (ranges, core), midpoint, (deviations, np.array(reaches)), (beyond, sd), missed,
@@ -823,11 +842,12 @@ def guarded_ranges(
     guard = histogram_ranges(lows, highs, guard_rho, rng, names=names)
     swap = guard_swaps(found, guard) | (_cleared_beyond(found, guard, guard_rho) & ~guard.constant)
     centre = np.where(swap, guard.midpoint, found.midpoint)
-    # a medians' range clips beyond CLIPPED_RUNG median reaches, a histograms' beyond its ends
+    # a medians' range clips beyond CLIPPED_RUNG median reaches (the outcome's OUTCOME_SLACK
+    # further), a histograms' beyond its ends
     reaches = np.where(
         swap,
         [guard.ranges[:, 1] - centre, centre - guard.ranges[:, 0]],
-        reach_rungs(n)[2] * found.reaches,
+        tail_rungs(n, k, outcome) * found.reaches,
     )
     deviations = [highs - centre, centre - lows]
     beyond, sd, entry = _counted_beyond(deviations, list(reaches), 1.0, tail_rho, rng)
@@ -882,28 +902,49 @@ def reach_miss(persons: float, epsilon: float) -> float:
 
 
 def reach_rungs(n: int) -> tuple[float, float, float]:
-    """The range's reach where no rung holds, the core's, and the rung of the tail count, in
-    median reaches, for n persons (public): :data:`REACH`, :data:`CORE` and
-    :data:`CLIPPED_RUNG`; from :data:`LARGE_N` persons, where the clipping rather than the
-    noise sets the error, a reach beyond which a normal side leaves :data:`LARGE_N_SHARE` of
-    √n persons (in :data:`NORMAL_REACH` units), the core as wide (the Gram matrix's frame then
-    holds the rows the Newton steps read, whose pilot is then their own fixed point: with the
-    core at half the range two steps left 6 % of the pilot's error, several SEs at these n),
-    and the tail count a median reach beyond it.
+    """The range's reach where no rung holds, the core's, and the rung of a regressor's tail
+    count, in median reaches, for n persons (public): :data:`REACH`, :data:`CORE` and
+    :data:`CLIPPED_RUNG` (the range's end); from :data:`LARGE_N` persons, where the clipping
+    rather than the noise sets the error, a reach beyond which a normal side leaves
+    :data:`LARGE_N_SHARE` of √n persons (in :data:`NORMAL_REACH` units), the core as wide (the
+    Gram matrix's frame then holds the rows the Newton steps read, whose pilot is then their
+    own fixed point: with the core at half the range two steps left 6 % of the pilot's error,
+    several SEs at these n), and the tail count at it (the outcome's: :func:`tail_rungs`).
 
     Examples
     --------
     >>> from dplong.privacy.ranges import reach_rungs
     >>> reach_rungs(5912)
-    (4.0, 2.0, 5.0)
+    (4.0, 2.0, 4.0)
     >>> [round(r, 2) for r in reach_rungs(2_000_000)]
-    [6.62, 6.62, 7.62]
+    [6.62, 6.62, 6.62]
     """
     if n < LARGE_N:
         return REACH, CORE, CLIPPED_RUNG
     tail = LARGE_N_SHARE / math.sqrt(n)  # of n, on one side
     reach = max(REACH, NormalDist().inv_cdf(1.0 - tail) / NORMAL_REACH)
-    return reach, reach, reach + 1.0
+    return reach, reach, reach
+
+
+def tail_rungs(n: int, k: int, outcome: bool = False) -> NDArray[np.float64]:
+    """The rung of each of the k columns' tail count (the persons beyond it on a side are
+    counted, :func:`private_ranges`), in median reaches, for n persons (public): the range's
+    end for a regressor (:func:`reach_rungs`: a slope feels a clip at the end by its leverage
+    however small the clip), :data:`OUTCOME_SLACK` further for the last column where it is the
+    fit's ``outcome`` (read beyond its range by the Newton steps, and clipped as a mean's
+    values). One count a side and column whatever the rung: the vector's sensitivity stays
+    ``√(2 k)``.
+
+    Examples
+    --------
+    >>> from dplong.privacy.ranges import tail_rungs
+    >>> tail_rungs(3000, 3, outcome=True).tolist()
+    [4.0, 4.0, 5.0]
+    """
+    rung = np.full(k, reach_rungs(n)[2])
+    if outcome:
+        rung[-1] += OUTCOME_SLACK
+    return rung
 
 
 def rung_share(n: int, sd: float) -> float:

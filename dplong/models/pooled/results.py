@@ -23,6 +23,7 @@ from dplong.privacy.ranges import (
     HISTOGRAM_MISS,
     NEAR_RUNG,
     ONE_SIDED,
+    OUTCOME_SLACK,
     REACH_GRID,
     RUNG_SHARE,
     TINY_REACH,
@@ -490,8 +491,11 @@ def _heavy_notes(
         "beyond an end of the range (released counts): a heavy tail, or a column whose "
         "extremes spread over more cells of the histograms than their noise sees. "
         if by_histograms.all()
-        else _rung_words(model._design.n, route[1][(heavy > 0.0) & ~route[0]])
-        + ", each clipped by more than a median reach"
+        else _rung_words(
+            model._design.n,
+            route[1][(heavy > 0.0) & ~route[0]],
+            outcome=bool(heavy[-1] > 0.0 and not route[0][-1] and not route[1][-1]),
+        )
         + (", or beyond an end of the ranges the histograms gave" if by_histograms.any() else "")
         + " (released counts): a heavy tail, or a median reach that missed most of them. "
     )
@@ -522,13 +526,17 @@ def _counted(model: PooledOLS, counts: NDArray[np.float64]) -> str:
     )
 
 
-def _rung_words(n: int, widened: NDArray[np.bool_] | None = None) -> str:
+def _rung_words(n: int, widened: NDArray[np.bool_] | None = None, *, outcome: bool = False) -> str:
     """Where the released counts of the ranges found by medians were taken, for the columns
-    flagged, ``widened`` (to hold a long tail) or not (None: none): beyond the tail count's
-    rung (:func:`~dplong.privacy.ranges.reach_rungs`), or the last of the widening's."""
+    flagged, ``widened`` (to hold a long tail) or not (None: none), the ``outcome`` among the
+    latter or not: beyond the tail count's rung (the range's end, the outcome's a median
+    reach beyond: :func:`~dplong.privacy.ranges.tail_rungs`), or the last of the widening's."""
     reach = "times the median reach from the midpoint"
     wide = f"widened for a long tail to {WIDE_RUNGS[-1] - 1:g}"
-    clipped = f"beyond {reach_rungs(n)[2]:.3g} {reach}"
+    rung = reach_rungs(n)[2]
+    clipped = f"beyond {rung:.3g} {reach}, the range's end" + (
+        f" (the outcome's {rung + OUTCOME_SLACK:.3g})" if outcome else ""
+    )
     if widened is None or not widened.any():
         return clipped
     if widened.all():
@@ -568,7 +576,8 @@ def _some_notes(
         notes.append(
             f"The ranges found privately were widened to hold a long tail: "
             f"{_counted(model, wide)} have {model._clipped} "
-            f"{_rung_words(model._design.n)} (released counts), so the range on each such side "
+            f"{_rung_words(model._design.n, outcome=bool(wide[-1] > 0.0))} (released counts), "
+            "so the range on each such side "
             "was widened to a median reach inside the first of "
             f"{', '.join(f'{r:g}' for r in WIDE_RUNGS)} median reaches beyond which a released "
             "count shows no more than its noise (the ranges line has it). Persons beyond it "
