@@ -540,7 +540,7 @@ def _rung_words(n: int, widened: NDArray[np.bool_] | None = None, *, outcome: bo
     if widened is None or not widened.any():
         return clipped
     if widened.all():
-        return f"beyond {WIDE_RUNGS[-1]:g} {reach} (the range {wide})"
+        return f"beyond {WIDE_RUNGS[-1]:g} {reach}, the range {wide}"
     return f"{clipped} ({WIDE_RUNGS[-1]:g} where a range was {wide})"
 
 
