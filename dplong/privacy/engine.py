@@ -218,8 +218,9 @@ class Release:
         (:func:`~dplong.privacy.tails.unchecked_warnings`).
     floored : ndarray of bool, optional
         Where the located interval reached the statistics' declared lower end (``lower``), so
-        that the clip's window holds every user above it: the clip can only have pulled the
-        mean down, and its bias bound is one-sided (the results' ``downward_bias``).
+        that the clip can only have pulled the mean down, and nothing bounds what it cut
+        (heavy squares, :class:`~dplong.privacy.radius.AssumedTail` ``squares``): the
+        interval's lower end stands without the bias bound (the results' ``downward_bias``).
     """
 
     names: tuple[str, ...]
@@ -876,7 +877,9 @@ def release_means(
         unseen=unseen,
         skew_notes=skew,
         unchecked_notes=unchecked_notes,
-        floored=floor_edge & ~withheld,
+        # one-sided only where nothing bounds the cut (heavy squares): elsewhere the bound's
+        # lower half also holds the sampling sd that clipped values understate (docs/design)
+        floored=floor_edge & endless & ~withheld,
     )
 
 

@@ -76,10 +76,10 @@ class PanelResults(RestrictionTests):
     support_upper : mapping of str to float
         Public upper ends (a stated range's high end): :meth:`conf_int` clips there.
     downward_bias : frozenset of str
-        The parameters whose clip could only have pulled them down: their statistics have a
-        declared lower end (a variance's 0, a mean's ``lower=``) that the clip's window
-        reached, so no user was clipped up and the truth lies above the clipped mean.
-        :meth:`conf_int` allows the clipping bias above the estimate only (post-processing).
+        The parameters whose clip could only have pulled them down (their statistics' declared
+        lower end, a variance's 0, was within the clip's window: no user was clipped up) and
+        whose clipping bias nothing bounds (a heavy variance component): :meth:`conf_int`
+        keeps their lower end without it, the upper end open (post-processing).
     withheld_why : mapping of str to str
         Why a withheld (NaN) parameter has no estimate, in a word, where the model tells
         (:attr:`withheld` completes it from ``failed``).
