@@ -147,13 +147,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
         if statistics.sampling_sd is not None:
             release = dataclasses.replace(release, sampling_sd=statistics.sampling_sd)
         if statistics.centre_bias is not None:
-            # a centre's error squared shifts the statistics up: the bias is no longer one-sided
-            floored = (
-                None if release.floored is None else release.floored & ~(statistics.centre_bias > 0)
-            )
-            release = dataclasses.replace(
-                release, bias=release.bias + statistics.centre_bias, floored=floored
-            )
+            release = dataclasses.replace(release, bias=release.bias + statistics.centre_bias)
         releases.append(release)
         # from released numbers: said once per fit, after them; a provisional block's unchecked
         # tail is a later release's to say (its results drop it: an audit found it on stderr
