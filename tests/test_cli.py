@@ -417,6 +417,8 @@ class TestKernel:
             ({"--formula": "Weight ~ Time + Feed"}, "takes one regressor"),
             ({"--epsilon": "0.5"}, "too little to locate the data"),
             ({"--privacy": "local"}, "--privacy local needs --bound B"),
+            # item-level curves are not this model's: the message names where they are
+            ({"--groups": None}, "needs --groups (the user-id column) (item-level curves: "),
         ],
     )
     def test_bad_arguments(self, change: dict[str, str | None], expected: str) -> None:
