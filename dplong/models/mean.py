@@ -488,10 +488,8 @@ class ColumnMean:
         self.formula = formula
         check_unique_columns(data.columns, (self.column, groups, by))
         check_by_column(by, groups, (self.column,))
-        if levels is not None and not isinstance(levels, Mapping) and by is not None:
-            levels = {by: levels}  # the levels of by=, as winsorized_mean takes them
-        if levels and (by is None or not isinstance(levels, Mapping) or set(levels) != {by}):
-            # a sequence without by=, or a mapping naming other columns
+        # by='s levels as a list or {by: [...]}, as winsorized_mean takes them
+        if levels and (by is None or (isinstance(levels, Mapping) and set(levels) != {by})):
             raise ParameterError(
                 f"{type(self).__name__} reads declared levels of its by= grouping only; got "
                 f"levels of {sorted(levels)} with by={by!r}"
@@ -504,7 +502,7 @@ class ColumnMean:
                 f"levels={{{by!r}: [...]}}, on the command line --levels {by}=A,B,..."
             )
         self._by = None if by is None else data[by]
-        self._levels = levels[by] if levels and isinstance(levels, Mapping) and by else None
+        self._levels = None if not levels or by is None else levels  # checked in the fit
         self._bounds = bounds
         # n counts the distinct ids, a row with a missing id belonging to no user (as in fit)
         if is_dask(data):  # columns of the frame, reduced where they lie by winsorized_mean
