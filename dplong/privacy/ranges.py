@@ -458,7 +458,7 @@ def private_ranges(
     lone = (off_cell > n / 2.0 + LONE_SDS * noise) & (counted[:, 1] <= empty)
     missed |= np.any(lone & (off_cell[::-1] <= empty), axis=0)
     first = np.where(held.any(axis=1), np.argmax(held, axis=1), len(RUNGS))
-    reach_at, core_at, _ = reach_rungs(n)
+    reach_at, core_at = reach_rungs(n)
     factor = np.append(RUNGS, reach_at)[first]  # (side, column)
     spans = factor * np.asarray(reaches)  # (side, column)
     other = spans[::-1]  # each side's opposite
@@ -651,7 +651,7 @@ def _widened(
     held = far[side, :, column] <= far_threshold(side.size, float(counts.sd[0]))
     # each side a median reach inside its first rung held (the last's where none is: many)
     at = np.asarray(WIDE_RUNGS)[np.where(held.any(axis=1), np.argmax(held, axis=1), -1)] - 1.0
-    reach_at, core_at, _ = reach_rungs(n)
+    reach_at, core_at = reach_rungs(n)
     sign = np.where(side == 0, 1.0, -1.0)
     wide = midpoint[column] + sign * at * reaches[side, column]
     end = ranges[column, 1 - side]
@@ -901,29 +901,29 @@ def reach_miss(persons: float, epsilon: float) -> float:
     return miss_probability(len(REACH_GRID), epsilon, float(persons))
 
 
-def reach_rungs(n: int) -> tuple[float, float, float]:
-    """The range's reach where no rung holds, the core's, and the rung of a regressor's tail
-    count, in median reaches, for n persons (public): :data:`REACH`, :data:`CORE` and
-    :data:`CLIPPED_RUNG` (the range's end); from :data:`LARGE_N` persons, where the clipping
+def reach_rungs(n: int) -> tuple[float, float]:
+    """The range's reach where no rung holds and the core's, in median reaches, for n persons
+    (public): :data:`REACH` and :data:`CORE`; from :data:`LARGE_N` persons, where the clipping
     rather than the noise sets the error, a reach beyond which a normal side leaves
     :data:`LARGE_N_SHARE` of √n persons (in :data:`NORMAL_REACH` units), the core as wide (the
     Gram matrix's frame then holds the rows the Newton steps read, whose pilot is then their
     own fixed point: with the core at half the range two steps left 6 % of the pilot's error,
-    several SEs at these n), and the tail count at it (the outcome's: :func:`tail_rungs`).
+    several SEs at these n). A regressor's tail count is at the reach (:data:`CLIPPED_RUNG`,
+    the outcome's beyond it: :func:`tail_rungs`).
 
     Examples
     --------
     >>> from dplong.privacy.ranges import reach_rungs
     >>> reach_rungs(5912)
-    (4.0, 2.0, 4.0)
+    (4.0, 2.0)
     >>> [round(r, 2) for r in reach_rungs(2_000_000)]
-    [6.62, 6.62, 6.62]
+    [6.62, 6.62]
     """
     if n < LARGE_N:
-        return REACH, CORE, CLIPPED_RUNG
+        return REACH, CORE
     tail = LARGE_N_SHARE / math.sqrt(n)  # of n, on one side
     reach = max(REACH, NormalDist().inv_cdf(1.0 - tail) / NORMAL_REACH)
-    return reach, reach, reach
+    return reach, reach
 
 
 def tail_rungs(n: int, k: int, outcome: bool = False) -> NDArray[np.float64]:
@@ -941,7 +941,7 @@ def tail_rungs(n: int, k: int, outcome: bool = False) -> NDArray[np.float64]:
     >>> tail_rungs(3000, 3, outcome=True).tolist()
     [4.0, 4.0, 5.0]
     """
-    rung = np.full(k, reach_rungs(n)[2])
+    rung = np.full(k, reach_rungs(n)[0])
     if outcome:
         rung[-1] += OUTCOME_SLACK
     return rung

@@ -533,7 +533,7 @@ def _rung_words(n: int, widened: NDArray[np.bool_] | None = None, *, outcome: bo
     reach beyond: :func:`~dplong.privacy.ranges.tail_rungs`), or the last of the widening's."""
     reach = "times the median reach from the midpoint"
     wide = f"widened for a long tail to {WIDE_RUNGS[-1] - 1:g}"
-    rung = reach_rungs(n)[2]
+    rung = reach_rungs(n)[0]
     clipped = f"beyond {rung:.3g} {reach}, the range's end" + (
         f" (the outcome's {rung + OUTCOME_SLACK:.3g})" if outcome else ""
     )
