@@ -171,11 +171,14 @@ def _withheld_why(
 ) -> dict[str, str]:
     """A word for why each withheld coefficient has none (the notes say more): a lost
     release, a regressor changing for too few users to see, no within variation, collinear
-    within the noise, or an error that cannot be stated."""
+    within the noise, a regressor varying within users lost in the noise whose omission would
+    bias it, or an error that cannot be stated."""
     words = np.full(len(names), "", dtype=object)
     words[unknown] = "error unknown"
     words[solution.hidden] = "collinear"
     words[solution.absent] = "no variation"
+    if solution.unresolved.any():  # the others: leaving it out would bias them
+        words[words == ""] = "omitted regressor"
     if solution.blind:
         words[:] = "unseen"
     if solution.lost:
