@@ -208,10 +208,10 @@ class _Basis:
             out.append(
                 f"No estimate (NaN) for {others} either: {unresolved} "
                 f"{'varies' if len(unresolved) == 1 else 'vary'} within users (the private "
-                "spread says so) by less than the design's noise can show, and left out "
-                f"{'it' if len(unresolved) == 1 else 'they'} would bias the others by an "
-                "association the noise hides too. Declare a time-invariant regressor (between=), "
-                f"raise epsilon, or {PANEL_OLS}."
+                "spread says so) by less than the design's noise can show, and the others' "
+                f"estimates without {'it' if len(unresolved) == 1 else 'them'} would carry an "
+                "omitted-variable bias, through an association the noise hides too. Declare a "
+                f"time-invariant regressor (between=), raise epsilon, or {PANEL_OLS}."
             )
         if self.hidden.any():
             listed = [names[int(j)] for j in np.flatnonzero(self.hidden)]
