@@ -140,7 +140,7 @@ def user_law(visits: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Mean and variance of one user's curve on the grid: the kernel sum over the user's kernel
     mass (as :func:`dplong.models.curves.user_curves`), so the weights sum to 1 per point."""
     x = np.arange(visits) / visits
-    spacing = np.diff(np.append(x, 1.0))
+    spacing = np.full(visits, 1.0 / visits)  # to the next visit, the last's from the one before
     a = spacing[:, None] * KERNEL((USER_GRID[None, :] - x[:, None]) / USER_B) / USER_B
     a = a / a.sum(axis=0)
     ar1 = toeplitz(PHI ** np.arange(visits))
@@ -184,7 +184,6 @@ def user_cell(n: int, visits: int, epsilon: float, reps: int, seed: int) -> dict
             USER_GRID,
             KERNEL,
             USER_B,
-            1.0,
         )
         mean_curve = np.nanmean(curves, axis=0)
         plain_time += time.perf_counter() - start

@@ -79,13 +79,20 @@ def user_curve(
     grid: NDArray[np.float64],
     bandwidth: float,
     kernel: str,
-    hi: float,
 ) -> NDArray[np.float64]:
-    """One user's curve as the package defines it: the Priestley-Chao sum over the user's own
-    visits divided by their kernel mass Σ w K / b, NaN where that mass is below 1/4."""
-    ones = np.ones_like(y)
-    mass = priestley_chao(x, ones, grid, bandwidth, kernel, hi)
-    sums = priestley_chao(x, y, grid, bandwidth, kernel, hi)
+    """One user's curve as the package defines it: Σ w K((g - x) / b) / b · Y over the user's
+    own visits divided by their kernel mass Σ w K / b, NaN where that mass is below 1/4. A
+    visit time's weight is the spacing to the next, the last one's the spacing from the one
+    before, a lone one's the bandwidth; rows at one time share it equally."""
+    times, tied = np.unique(x, return_counts=True)
+    if times.size == 1:
+        spacing = np.array([bandwidth])
+    else:
+        spacing = np.append(np.diff(times), times[-1] - times[-2])
+    weight = (spacing / tied)[np.searchsorted(times, x)]
+    k = KERNEL_FUNCTIONS[kernel]
+    mass = np.array([np.sum(weight / bandwidth * k((g - x) / bandwidth)) for g in grid])
+    sums = np.array([np.sum(weight / bandwidth * k((g - x) / bandwidth) * y) for g in grid])
     return np.where(mass >= 0.25, sums / np.where(mass > 0, mass, 1.0), np.nan)
 
 

@@ -392,7 +392,6 @@ class TestKernel:
             grid,
             get_kernel("gaussian"),
             1.0,
-            12.0,
         )
         for value in curves.mean(axis=0):
             assert f"{value:.4g}" not in page

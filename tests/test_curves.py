@@ -43,7 +43,7 @@ class TestReference:
                 curves.append(np.full(grid.size, np.nan))
                 continue
             x, y = rows["x"].to_numpy(), rows["y"].to_numpy()
-            curves.append(user_curve(x, y, grid, 0.3, kernel, 2.0))
+            curves.append(user_curve(x, y, grid, 0.3, kernel))
         curves_ = np.array(curves)
         # the mean over the users whose visits cover each grid point, counted exactly (noise
         # off): per grid point, not a fixed set of users
@@ -108,7 +108,6 @@ def test_a_users_rows_at_one_time_count_alike_whatever_their_order() -> None:
             grid,
             get_kernel("gaussian"),
             0.2,
-            1.0,
         ),
         axis=0,
     )
@@ -214,7 +213,7 @@ def test_a_probability_curve_given_its_range() -> None:
         ordered = frame.sort_values(["id", "x"])
         truth = np.nanmean(
             user_curves(ordered.x.to_numpy(), ordered.y.to_numpy(), ordered.id.to_numpy(), 1000,
-                        grid, get_kernel("gaussian"), 0.1, 1.0),
+                        grid, get_kernel("gaussian"), 0.1),
             axis=0,
         )  # fmt: skip
         res = dplong.PriestleyChao.from_formula(
@@ -245,3 +244,26 @@ def test_a_curves_range_is_refused_where_it_cannot_stand(
         dplong.PriestleyChao.from_formula(
             "y ~ x", frame, domain=(0, 1), bandwidth=0.1, grid=5, bounds=(0, 1), **where
         ).fit(epsilon=1.0, random_state=Untouchable(), **options)
+
+
+def test_a_last_visit_counts_like_the_others_and_is_not_carried_to_the_end() -> None:
+    """Half the users are weighed at 0, 0.25, ..., 1 with y = x, the others at 0, 0.25 and 0.5
+    only, with y = 1 + x. The last visit weighs the spacing before it: at the domain's end the
+    stayers' last row counts as their others do (the Epanechnikov kernel of bandwidth 0.25
+    reaches no other row from x = 1, so the curve there is exactly 1; weighed by the time to
+    the end, that row weighed 0 and nobody had a curve at 1, NaN), and the leavers' last row
+    at 0.5 weighs as their earlier rows (the mean there is of 0.5 and 1.5); a bandwidth past
+    it they count no longer."""
+    n = 20
+    stay = [(u, x) for u in range(n // 2) for x in np.linspace(0.0, 1.0, 5)]
+    leave = [(u, x) for u in range(n // 2, n) for x in np.linspace(0.0, 0.5, 3)]
+    frame = pd.DataFrame(stay + leave, columns=["user", "x"])
+    frame["y"] = frame["x"] + (frame["user"] >= n // 2)
+    model = dplong.PriestleyChao.from_formula(
+        "y ~ x", frame, groups="user", domain=(0, 1), kernel="epanechnikov", bandwidth=0.25,
+        grid=[0.5, 0.75, 1.0],
+    )  # fmt: skip
+    with pytest.warns(DplongWarning, match="have a statistic of their own"):
+        res = model.fit(scale=1e6, **NOISE_OFF)
+    np.testing.assert_allclose(res.params.to_numpy(), [1.0, 0.75, 1.0], rtol=0, atol=1e-10)
+    np.testing.assert_array_equal(res.users.to_numpy(), [n, n // 2, n // 2])

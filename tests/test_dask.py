@@ -528,9 +528,7 @@ def test_kernel_user_level(data: pd.DataFrame) -> None:
     assert isinstance(frame._design, ReducedPanel)
     grid = memory._resolve_grid(1.5)
     design = memory._design
-    expected = user_curves(
-        memory._x, memory._y, design.codes, design.n, grid, memory._kernel, 1.5, 7.0
-    )
+    expected = user_curves(memory._x, memory._y, design.codes, design.n, grid, memory._kernel, 1.5)
     # kernel values are inexact; a user's rows are summed in the same order, in one partition
     np.testing.assert_allclose(frame._design.statistics, expected, rtol=0, atol=ROUND_OFF)
     assert_same_release(

@@ -511,7 +511,6 @@ def test_user_level_reference() -> None:
         np.array(USER_GRID),
         GAUSSIAN,
         USER_B,
-        1.0,
     )
     np.testing.assert_array_equal(others, np.zeros((2, 2)))
 

@@ -98,9 +98,7 @@ class UserCurves(PriestleyChao):
             design = self._design
             if isinstance(design, ReducedPanel):  # a Dask frame's curves, on this grid
                 return Statistics(design.statistics, scale=proxy)
-            curves = user_curves(
-                self._x, self._y, design.codes, n, grid, self._kernel, b, self._domain[1]
-            )
+            curves = user_curves(self._x, self._y, design.codes, n, grid, self._kernel, b)
             return Statistics(curves, scale=proxy)
 
         block = Block(
@@ -211,16 +209,15 @@ def user_curves(
     grid: NDArray[np.float64],
     kernel: Kernel,
     bandwidth: float,
-    hi: float,
 ) -> NDArray[np.float64]:
     """Every user's Priestley–Chao curve on the grid (n x G), NaN where they have none.
 
     Rows must come by user, then by x. A user's weights are the spacings to their next visit
-    (the last visit's to ``hi``); the curve is the weighted kernel sum divided by the user's
-    kernel mass ``Σ_t w_t K((x - x_t)/b)/b`` — about 1 inside their visits, so it changes
-    little there and removes the bias towards 0 at their ends — and it is defined only where
-    that mass is at least :data:`MIN_USER_MASS`: :func:`curves_from_sums` of
-    :func:`curve_sums`.
+    (the last visit's from the one before, a single visit's one bandwidth); the curve is the
+    weighted kernel sum divided by the user's kernel mass ``Σ_t w_t K((x - x_t)/b)/b`` —
+    about 1 inside their visits, so it changes little there and removes the bias towards 0 at
+    their ends — and it is defined only where that mass is at least :data:`MIN_USER_MASS`:
+    :func:`curves_from_sums` of :func:`curve_sums`.
 
     Examples
     --------
@@ -230,11 +227,11 @@ def user_curves(
     >>> x = np.array([0.0, 0.5, 0.0, 0.25, 0.5, 0.75])     # user 0: 2 visits, user 1: 4
     >>> y = np.ones(6)
     >>> codes = np.array([0, 0, 1, 1, 1, 1])
-    >>> user_curves(x, y, codes, 3, np.array([0.5, 0.85]), get_kernel("epanechnikov"), 0.25,
-    ...             hi=1.0).round(4).tolist()
+    >>> user_curves(x, y, codes, 3, np.array([0.5, 0.85]), get_kernel("epanechnikov"),
+    ...             0.25).round(4).tolist()
     [[1.0, nan], [1.0, 1.0], [nan, nan]]
     """
-    return curves_from_sums(curve_sums(x, y, codes, n, grid, kernel, bandwidth, hi))
+    return curves_from_sums(curve_sums(x, y, codes, n, grid, kernel, bandwidth))
 
 
 def curve_sums(
@@ -245,13 +242,14 @@ def curve_sums(
     grid: NDArray[np.float64],
     kernel: Kernel,
     bandwidth: float,
-    hi: float,
 ) -> NDArray[np.float64]:
     """Every user's weighted kernel sums ``Σ_t w_t y_t K((x - x_t)/b)/b`` and kernel masses
     ``Σ_t w_t K((x - x_t)/b)/b`` on the grid, side by side (n x 2G).
 
     Rows must come by user, then by x (the weights ``w_t`` are spacings to the next visit,
-    shared equally by a user's rows at one x).
+    shared equally by a user's rows at one x; the last visit's is the spacing from the one
+    before, as a visit's weight is its share of the time the visits cover, and a single
+    visit's is one bandwidth ``b``, about the reach of its kernel).
     The kernel matrix is built in blocks of rows and reduced to users by a sparse (users x
     rows) product, so memory stays O(block x G).
 
@@ -261,12 +259,12 @@ def curve_sums(
     >>> from dplong.kernels import get_kernel
     >>> from dplong.models.curves import curve_sums
     >>> sums = curve_sums(np.array([0.0, 0.5]), np.array([2.0, 2.0]), np.array([0, 0]), 1,
-    ...                   np.array([0.5]), get_kernel("epanechnikov"), 0.25, hi=1.0)
+    ...                   np.array([0.5]), get_kernel("epanechnikov"), 0.25)
     >>> sums.round(4).tolist()                # sum = 2 x mass: the curve is 2 there
     [[3.0, 1.5]]
     >>> tied = curve_sums(np.array([0.0, 0.0, 0.5]), np.array([1.0, 3.0, 2.0]),
     ...                   np.array([0, 0, 0]), 1, np.array([0.1]),
-    ...                   get_kernel("epanechnikov"), 0.25, hi=1.0)
+    ...                   get_kernel("epanechnikov"), 0.25)
     >>> float(tied[0, 0] / tied[0, 1])        # the two rows at 0 count alike: (1 + 3) / 2
     2.0
     """
@@ -278,7 +276,14 @@ def curve_sums(
     run_x, run_code = x[first], codes[first]
     last = np.ones(run_x.size, dtype=bool)
     last[:-1] = run_code[1:] != run_code[:-1]
-    gap = np.where(last, hi - run_x, np.diff(run_x, append=hi))
+    only = last.copy()  # a user's single visit time
+    only[1:] &= run_code[1:] != run_code[:-1]
+    # the last visit weighs the spacing before it, not the time to the domain's end: that
+    # gave a visit at the end weight 0 (the dietox pigs' week 12, the curve there 92 kg
+    # against their mean of 100) and carried an early leaver's last value on to the end
+    forward = np.diff(run_x, append=np.nan)
+    backward = np.diff(run_x, prepend=np.nan)
+    gap = np.where(only, bandwidth, np.where(last, backward, forward))
     spacing = (gap / np.bincount(run, minlength=run_x.size))[run]
     out = np.zeros((n, 2 * grid.size))
     sums, mass = out[:, : grid.size], out[:, grid.size :]
@@ -342,7 +347,7 @@ def _design_curve_sums(
     x, y, codes = _curve_rows(design, column, domain)
     rows = np.bincount(design.codes, minlength=design.n)
     inside = np.bincount(codes, minlength=design.n)
-    sums = curve_sums(x, y, codes, design.n, grid, kernel, bandwidth, domain[1])
+    sums = curve_sums(x, y, codes, design.n, grid, kernel, bandwidth)
     return np.column_stack([sums, rows, rows - inside])
 
 
