@@ -1,6 +1,6 @@
 """dplong: user-level differentially private models for longitudinal (panel) data."""
 
-from dplong import datasets, dependence, exceptions, kernels, privacy
+from dplong import datasets, dependence, exceptions, kernels, privacy, report
 from dplong.models import (
     BetweenOLS,
     LongitudinalOLS,
@@ -59,5 +59,6 @@ __all__ = [
     "kernels",
     "plan",
     "privacy",
+    "report",
     "winsorized_mean",
 ]

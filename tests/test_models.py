@@ -832,3 +832,18 @@ def test_a_per_user_fit_with_a_between_covariate_says_why_no_user_has_one() -> N
         )
         said = any("fit dplong.PooledOLS or dplong.RandomEffects" in w for w in res.warnings)
         assert said is singular and bool(res.params.isna().all()) is singular, res.warnings
+
+
+def test_every_documented_module_is_reached_from_import_dplong() -> None:
+    """``import dplong`` then ``dplong.report.write_report(res, path)``, as the API page names
+    it: the report module was not imported by the package, and a fresh interpreter raised
+    AttributeError (an audit). Run in a subprocess: this test session imports it anyway."""
+    import subprocess
+    import sys
+
+    code = (
+        "import dplong; "
+        "print(sorted(set(dplong.__all__) - set(dir(dplong))), dplong.report.write_report.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[]", "write_report"]
