@@ -61,11 +61,12 @@ def _statistics_results(
     the releases, no estimate), where the model fitted has fewer columns than its formula;
     ``constant``: the formula's coefficients absorbed because the released counts found them
     (nearly) constant within persons (left out of the releases after the ranges, no
-    estimate); ``flags``: those of the ranges found privately (:class:`RangeFlags`): where
-    one missed its data every coefficient is withheld; a narrow one (a sliver of its column)
-    withholds its regressor's coefficient, or every one where it is the outcome's; one that
-    clips many persons a note names, and the coefficient of a regressor whose range it is is
-    withheld (a slope on its clipped values is that of another regressor, on another scale);
+    estimate; and then no other coefficient either, "omitted regressor"); ``flags``: those
+    of the ranges found privately (:class:`RangeFlags`): where one missed its data every
+    coefficient is withheld; a narrow one (a sliver of its column) withholds its regressor's
+    coefficient, or every one where it is the outcome's; one that clips many persons a note
+    names, and the coefficient of a regressor whose range it is is withheld (a slope on its
+    clipped values is that of another regressor, on another scale);
     ``row_cap``: the cap ``cap`` where it was found privately (the assumptions say so)."""
     missed, heavy, narrow, one_sided, guarded, some, widened, unseen = (
         RangeFlags.none(len(model._names)) if flags is None else flags
@@ -83,7 +84,10 @@ def _statistics_results(
     short = _clips_many(positions, heavy) & ~(clipped | sliver)
     # the Newton steps grew (released sums): β̂ is no fixed point, and none of it an estimate
     grew = np.full(index.size, release.grew) & ~(clipped | sliver | short)
-    lost = clipped | sliver | short | grew
+    # a regressor the counts found (nearly) constant may change for a few persons: left out,
+    # it biases the others through its omission, which nothing bounds (PanelOLS: _absorbing)
+    omitted = np.full(index.size, bool(constant)) & ~(clipped | sliver | short | grew)
+    lost = clipped | sliver | short | grew | omitted
     for values in (beta, noise_sd, sampling_sd, bias):
         values[lost] = np.nan
     covariance[lost, :] = np.nan
@@ -212,6 +216,7 @@ def _statistics_results(
             **{str(c): "range too narrow" for c in index[sliver]},
             **{str(c): "range clips many" for c in index[short]},
             **{str(c): "steps grew" for c in index[grew]},
+            **{str(c): "omitted regressor" for c in index[omitted]},
             **{c: "absorbed" for c in (*absorbed, *constant)},
         },
     )
@@ -774,9 +779,11 @@ def _constant_notes(constant: tuple[str, ...]) -> tuple[str, ...]:
     return (
         f"{list(constant)} absorbed by the person effects, no estimate: by the released counts "
         "of the ranges' stage, too few persons vary them within for this n and epsilon to tell "
-        "from none, so the fit left them out and the other coefficients are those of the "
-        "formula without them (declare them between=[...] if they never change within a "
-        "person, which spends nothing on them; PooledOLS or RandomEffects estimate them).",
+        "from none; and no estimate of the other coefficients either, as the counts cannot "
+        "tell a regressor that never changes (exact to leave out) from one that changes for a "
+        "few persons, whose omission would bias the others by an amount nothing bounds. "
+        "Declare them between=[...] if they never change within a person (which spends "
+        "nothing on them and releases the others); PooledOLS or RandomEffects estimate them.",
     )
 
 

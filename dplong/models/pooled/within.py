@@ -50,9 +50,12 @@ class PanelOLS(PooledOLS):
     standard errors that include the privacy noise.
 
     The person effects absorb the intercept and every covariate that never changes within a
-    person (its deviations are all 0): declared (``fit(between=[...])``) or found so by the
-    released counts of the ranges' stage, it is reported as absorbed with no estimate and the
-    rest are released (:class:`PooledOLS` or :class:`RandomEffects` identify it). The ranges
+    person (its deviations are all 0): declared (``fit(between=[...])``), it is reported as
+    absorbed with no estimate and the rest are released (:class:`PooledOLS` or
+    :class:`RandomEffects` identify it); found so by the released counts of the ranges'
+    stage, it is reported as absorbed and the rest are withheld ("omitted regressor": the
+    counts cannot tell it from one that changes for a few persons, whose omission would bias
+    them). The ranges
     are the deviations', found privately from the deviations themselves (a declared factor's
     indicators' are ±1), so a column that varies little within persons gets a frame of its
     own spread, not of its range: a public range ``(low, high)`` of a column in ``bounds``

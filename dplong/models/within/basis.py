@@ -91,9 +91,7 @@ class _Basis:
             # the engine's spread collapsed to its floor and the mean to within that collapsed
             # interval of 0: most users hold the regressor constant (their z_i'z_i is 0)
             held = spread <= FLOOR_SPREAD and estimate[0] <= half_width
-            # ... or its count of users off 0 saw none (taken as 0: every user's is 0)
-            none_off = row.unseen is not None and bool(row.unseen[0])
-            constant.extend([i] if held or none_off else [])
+            constant.extend([i] if held else [])
             identified = not lost and estimate[0] > threshold[i] and not held
             # a product the engine took as 0 (most users 0, the count saw none of the others:
             # a rarely changing regressor at this ε) would put it in the basis on a guess
@@ -135,25 +133,18 @@ class _Basis:
         )
 
     @property
-    def unresolved(self) -> NDArray[np.bool_]:
-        """The absent regressors the release does not show constant within most users (a
-        spread at its floor, or no user off 0 counted; a stated scale shows neither): their
-        ``z_i'z_i`` lies within its noise, and so does every product that would show their
-        association with the others. Left out, they would bias the others by that hidden
-        association times their own unknown slope, which no bound can state (a regressor in
-        correlation 0.6 with ``x`` and slope 0.5, 1,000 normal users of three rows at ε = 2:
-        ``x``'s interval missed its 0 in 8 of 19 such fits)."""
-        held = np.zeros(self.absent.shape, dtype=bool)
-        held[list(self.constant)] = True
-        return np.asarray(self.absent & ~held)
-
-    @property
     def withheld(self) -> NDArray[np.bool_]:
-        """Coefficients without an estimate: no within variation or collinear within the noise
-        (all of them when a row was lost, or a regressor varying within users was lost in the
-        noise: :attr:`unresolved`)."""
+        """Coefficients without an estimate: no within variation or collinear within the noise;
+        all of them when a row was lost, or when a regressor showed no within variation. Left
+        out, such a regressor would bias the others by its association with them times its
+        own slope, which nothing bounds: no released number tells a time-invariant regressor
+        (exact to leave out) from one that changes for a few users or by less than the noise
+        (``x`` of slope 0 beside ``d`` of slope 2 switching once for 5 % of 2,000 users, ε = 2:
+        ``x``'s interval missed 0 in 19 of 27 fits; ``z`` of slope 0.5 in within correlation
+        0.6 with ``x``, hidden by the noise, 1,000 users of three rows at ε = 2: in 8 of 19).
+        A regressor the analyst declares time-invariant (``between=``) is never released."""
         return np.asarray(
-            self.absent | self.hidden | self.lost | bool(self.blind) | self.unresolved.any()
+            self.absent | self.hidden | self.lost | bool(self.blind) | self.absent.any()
         )
 
     @property
@@ -202,16 +193,16 @@ class _Basis:
                 "between=); for rarely changing ones, or when the noise hid the variation, "
                 "raise epsilon or use the per-user estimator."
             )
-        unresolved = [names[int(j)] for j in np.flatnonzero(self.unresolved)]
         others = [n for n, w in zip(names, self.absent | self.hidden, strict=True) if not w]
-        if unresolved and others and not self.lost:
+        if absent and others and not self.lost:
+            one = len(absent) == 1
             out.append(
-                f"No estimate (NaN) for {others} either: {unresolved} "
-                f"{'varies' if len(unresolved) == 1 else 'vary'} within users (the private "
-                "spread says so) by less than the design's noise can show, and the others' "
-                f"estimates without {'it' if len(unresolved) == 1 else 'them'} would carry an "
-                "omitted-variable bias, through an association the noise hides too. Declare a "
-                f"time-invariant regressor (between=), raise epsilon, or {PANEL_OLS}."
+                f"No estimate (NaN) for {others} either: no released number tells whether "
+                f"{absent} never {'changes' if one else 'change'} within users (exact to leave "
+                f"out) or {'changes' if one else 'change'} for a few of them or by less than "
+                f"the noise, and the others' estimates without {'it' if one else 'them'} would "
+                "then carry an omitted-variable bias nothing bounds. Declare the regressors "
+                f"that never change within users (between=), raise epsilon, or {PANEL_OLS}."
             )
         if self.hidden.any():
             listed = [names[int(j)] for j in np.flatnonzero(self.hidden)]

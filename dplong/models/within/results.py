@@ -171,13 +171,13 @@ def _withheld_why(
 ) -> dict[str, str]:
     """A word for why each withheld coefficient has none (the notes say more): a lost
     release, a regressor changing for too few users to see, no within variation, collinear
-    within the noise, a regressor varying within users lost in the noise whose omission would
-    bias it, or an error that cannot be stated."""
+    within the noise, another regressor without within variation whose omission could bias
+    it, or an error that cannot be stated."""
     words = np.full(len(names), "", dtype=object)
     words[unknown] = "error unknown"
     words[solution.hidden] = "collinear"
     words[solution.absent] = "no variation"
-    if solution.unresolved.any():  # the others: leaving it out would bias them
+    if solution.absent.any():  # the others: leaving it out could bias them
         words[words == ""] = "omitted regressor"
     if solution.blind:
         words[:] = "unseen"
