@@ -2009,7 +2009,9 @@ class TestNoiseOffReference:
             "y ~ x", frame, groups="user", domain=(0, 1), bandwidth=0.1, grid=grid
         )
         res = model.fit(**OFF)
-        spacing = np.diff(times, axis=1, append=1.0)  # each user's own spacings
+        # each user's own spacings, the last visit's from the one before
+        spacing = np.diff(times, axis=1, append=np.nan)
+        spacing[:, -1] = times[:, -1] - times[:, -2]
         weights = spacing[:, :, None] * kernel((grid - times[:, :, None]) / 0.1) / 0.1
         mass = weights.sum(axis=1)
         # a curve where the user's kernel mass is at least MIN_USER_MASS = 1/4 (kernel.py)

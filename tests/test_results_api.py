@@ -335,13 +335,14 @@ def test_bad_restrictions_are_refused(noiseless: dplong.RegressionResults) -> No
 
 
 def test_withheld_parameters() -> None:
-    # a time-invariant regressor has no within estimate (decided from released numbers)
+    # a time-invariant regressor declared so has no within estimate (undeclared, found from
+    # released numbers, it withholds x1 too: test_within.py)
     df = panel(400, seed=0)
     df["z"] = df["user"] % 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DplongWarning)
         res = dplong.LongitudinalOLS.from_formula("y ~ x1 + z", df, groups="user").fit(
-            estimator="within", **NOISE_OFF
+            estimator="within", between=["z"], **NOISE_OFF
         )
     assert np.isnan(res.params["z"])
     cov = res.cov_params()
@@ -617,7 +618,7 @@ def test_a_within_fits_tests_and_refusals_say_what_they_concern() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DplongWarning)
         res = dplong.LongitudinalOLS.from_formula("y ~ x1 + z + w", df, groups="user").fit(
-            estimator="within", **NOISE_OFF
+            estimator="within", between=["z", "w"], **NOISE_OFF
         )
     assert res.params[["z", "w"]].isna().all() and np.isfinite(res.params["x1"])
     assert res.f_test("x1 = 0").df_denom == res.df_resid == 400 - 3 - 1
