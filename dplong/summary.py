@@ -440,11 +440,14 @@ _NAMES = re.compile(rf"\[{_QUOTED}(?:, {_QUOTED})*\]")
 
 
 #: The within estimator's release labels (:func:`dplong.models.within.within_blocks`:
-#: ``Z'Z[a,a]``, ``Z'X[a,b]``, ``Z'y[a]``, ``influence[a]``) and how a reader is told them.
+#: ``Z'Z[a,a]``, ``Z'X[a,b]``, ``Z'y[a]``, the early Newton steps' ``step1[a]``,
+#: ``step2[a]``, the last's ``influence[a]``) and how a reader is told them.
 _LABEL_WORDS = {
     "Z'Z[": "{} (within variation)",
     "Z'X[": "{} with {} (within)",
     "Z'y[": "{} with the outcome (within)",
+    "step1[": "{} (first Newton step)",
+    "step2[": "{} (second Newton step)",
     "influence[": "{} (estimate)",
 }
 

@@ -55,6 +55,7 @@ from dplong.models.option_checks import (
     scale_per_column,
 )
 from dplong.models.reduce import WorkingCorrelation, within_cross_products
+from dplong.models.release_blocks import counts_tail, sound_plan
 from dplong.models.within import (
     WithinProducts,
     coefficient_names,
@@ -500,7 +501,17 @@ class LongitudinalOLS(PanelModel):
         proxy = _within_proxy(request.options, self._correlation, scale=scale, focus=focus)
         kept = tuple(name for name in names if name not in absorbed)
         keep = [names.index(name) for name in kept]
-        shares = within_shares(self.nobs_users, len(kept), request.options.epsilon)
+        n, options = self.nobs_users, request.options
+
+        stated = proxy is not None
+
+        def sound(share: float) -> bool:  # public facts: the early Newton steps' plans
+            return sound_plan(n, len(kept), options, share, stated=stated, weighted=True)
+
+        def counted(share: float) -> bool:  # ... and the last one's tail counts
+            return counts_tail(n, len(kept), options, share, stated=stated)
+
+        shares = within_shares(n, len(kept), options.epsilon, sound, counted)
 
         def products() -> WithinProducts:
             return select_products(self._within_products(), keep, len(names))

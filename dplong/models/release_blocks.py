@@ -37,12 +37,12 @@ from dplong.privacy.local import release_local
 from dplong.privacy.options import ReleaseOptions, focus_weights
 from dplong.privacy.radius import AssumedTail
 from dplong.privacy.rules import Rules
-from dplong.privacy.tails import unchecked_notes
+from dplong.privacy.tails import affords_count, unchecked_notes
 from dplong.privacy.variance import check_scale
 from dplong.privacy.winsorized import check_paper
 from dplong.summary import plain_names
 
-__all__ = ["run_blocks", "sound_plan"]
+__all__ = ["counts_tail", "run_blocks", "sound_plan"]
 
 
 def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple[Release, ...]:
@@ -286,3 +286,42 @@ def sound_plan(
     except DplongError:
         return False
     return not plan.notes
+
+
+def counts_tail(n: int, d: int, options: ReleaseOptions, share: float, *, stated: bool) -> bool:
+    """Whether d centred, weighted columns with an assumed tail
+    (:class:`~dplong.privacy.radius.AssumedTail`, counted on each side), released with
+    ``share`` of the fit's budget, afford their tail counts: a public fact (n, d, the budget
+    and the options), as :func:`sound_plan`.
+
+    Examples
+    --------
+    >>> from dplong.models.release_blocks import counts_tail
+    >>> from dplong.privacy.options import ReleaseOptions
+    >>> options = ReleaseOptions.check(545, epsilon=16.0, delta=None, privacy="central",
+    ...                                bound=None, d=2)
+    >>> counts_tail(545, 2, options, 0.55, stated=False), counts_tail(545, 2, options, 0.3,
+    ...                                                                stated=False)
+    (True, False)
+    """
+    if stated or options.local or options.variant != "default":
+        return False
+    try:
+        budget = part(options, share)
+        plan = ReleasePlan.make(
+            n=n,
+            d=d,
+            epsilon=budget.epsilon,
+            delta=budget.delta,
+            stated_scale=False,
+            refine=options.refine,
+            share=share,
+            weighted=True,
+            count=False,
+            centred=True,
+            assumed=True,
+        )
+        plan.check()
+    except DplongError:
+        return False
+    return affords_count(plan, signed=True)

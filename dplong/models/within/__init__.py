@@ -11,9 +11,11 @@ everything after the releases is post-processing:
    direction that correlated regressors leave small is not swamped by noise of the entries'
    size); a regressor without distinguishable within variation is withheld, decided from
    released numbers only;
-2. the **influence** block: every user's influence on β at the pilot ``β₀``, centred on the
-   public 0, then one Newton step ``β̂ = β₀ + ψ̂``; its second moment is the diagonal of the
-   cluster-robust sandwich.
+2. the **influence** blocks: every user's influence on β at the pilot ``β₀``, centred on the
+   public 0, and a Newton step ``β₁ = β₀ + ψ̂``; where n ε affords them, up to three steps,
+   each correcting what the one before left (with skewed regressors the clipped influence
+   corrects about 70 % of the error a step); the last step's second moment is the diagonal of
+   the cluster-robust sandwich.
 
 The privacy noise is pushed through the exact post-processing map by a fixed-seed parametric
 bootstrap of the released means (its sd is ``noise_sd``, its mean joins the bias bound).

@@ -12,14 +12,23 @@ from numpy.typing import NDArray
 from dplong.models.blocks import Block, Statistics
 from dplong.models.reduce import symmetric
 from dplong.models.within.basis import _Basis
-from dplong.models.within.noise import _centre_bound
+from dplong.models.within.noise import _walk
 from dplong.models.within.regressors import WithinProducts
 from dplong.privacy.budget import users_share
 from dplong.privacy.engine import Release
 from dplong.privacy.radius import SCALE_ONLY, AssumedTail, Tail
 from dplong.privacy.rules import UserWeights
 
-__all__ = ["DESIGN_USERS", "INFLUENCE_WEIGHTS", "within_blocks", "within_shares"]
+__all__ = [
+    "DESIGN_USERS",
+    "EARLY_CAP",
+    "EARLY_FLOOR",
+    "EARLY_STEPS",
+    "EARLY_USERS",
+    "INFLUENCE_WEIGHTS",
+    "within_blocks",
+    "within_shares",
+]
 
 #: The influence block carries β̂'s noise, the design acts through the pilot's error only —
 #: but as a product of its noises, whose error explodes once the released design stops
@@ -28,15 +37,37 @@ __all__ = ["DESIGN_USERS", "INFLUENCE_WEIGHTS", "within_blocks", "within_shares"
 #: column's budget (chosen with ``benchmarks/within_and_weights.py``: docs/design/within.md).
 DESIGN_USERS = 240.0
 INFLUENCE_WEIGHTS = (2.0, 3.0)
+#: The Newton steps before the last: at most :data:`EARLY_STEPS`, each with
+#: :data:`EARLY_USERS` users' worth of ε·n per coefficient, where that plans soundly and all of
+#: them take at most :data:`EARLY_CAP` of the influence's share (the last step's noise is
+#: β̂'s). They only bring the pilot near β̃: each step's noise and what its clip cut are
+#: corrected by the next (chosen with the size of a true null beside lognormal regressors
+#: against normal regressors' noise: docs/design/within.md, "Newton steps").
+EARLY_STEPS, EARLY_USERS, EARLY_CAP = 2, 300.0, 0.25
+#: ... and at least this share of the influence's (a vast n ε: not a vanishing share).
+EARLY_FLOOR = 0.05
 #: The tail model of the cross products ``z_i'x_j``, ``z_i'y`` and of a square ``z_i'z_i``
 #: without an association with the earlier regressors (``docs/design/within.md``).
 _CROSS: Tail = "exponential"
 
 
-def within_shares(n: int, p: int, epsilon: float) -> tuple[float, float]:
-    """Budget shares of the design and influence blocks for n users, p coefficients and the
-    fit's ε (public facts): the design's ``p(p+1)/2 + p`` columns get :data:`DESIGN_USERS` / n
-    of ε each, within the bounds :data:`INFLUENCE_WEIGHTS` put on the influence's p columns.
+def within_shares(
+    n: int,
+    p: int,
+    epsilon: float,
+    sound: Callable[[float], bool] | None = None,
+    counted: Callable[[float], bool] | None = None,
+) -> tuple[float, ...]:
+    """Budget shares of the design blocks and the Newton steps' influence blocks for n users,
+    p coefficients and the fit's ε (public facts): the design's ``p(p+1)/2 + p`` columns get
+    :data:`DESIGN_USERS` / n of ε each, within the bounds :data:`INFLUENCE_WEIGHTS` put on the
+    influence's p columns. Of the influence's share, each early Newton step gets
+    :data:`EARLY_USERS` users' worth per coefficient and the last step the rest: as many early
+    steps as :data:`EARLY_STEPS` and :data:`EARLY_CAP` allow, ``sound`` (whether p columns
+    plan soundly with a share, :func:`~dplong.models.release_blocks.sound_plan`) accepts, and
+    leave the last step the tail counts it would have had alone (``counted``:
+    :func:`~dplong.models.release_blocks.counts_tail`); none, one step as before, where n ε
+    affords none.
 
     Examples
     --------
@@ -44,12 +75,32 @@ def within_shares(n: int, p: int, epsilon: float) -> tuple[float, float]:
     >>> [round(s, 3) for s in within_shares(545, 2, 4.0)]   # the wage panel: 240 users' worth
     [0.55, 0.45]
     >>> [round(s, 3) for s in within_shares(5000, 2, 1.0)]  # capped: 3 : 1 per column
+    [0.455, 0.12, 0.425]
+    >>> [round(s, 3) for s in within_shares(3000, 2, 4.0)]  # two early steps
+    [0.455, 0.05, 0.05, 0.445]
+    >>> [round(s, 3) for s in within_shares(3000, 2, 4.0, lambda share: share > 0.1)]
     [0.455, 0.545]
     """
     design = p * (p + 1) / 2 + p
     low, high = (design / (design + w * p) for w in INFLUENCE_WEIGHTS[::-1])
     share = users_share(DESIGN_USERS * design, n, epsilon, low, high)
-    return share, 1.0 - share
+    influence = 1.0 - share
+    each = max(EARLY_USERS * p / (n * epsilon), EARLY_FLOOR * influence)
+
+    def kept(rest: float) -> bool:  # the last step keeps the tail counts one step affords
+        return counted is None or counted(rest) or not counted(influence)
+
+    steps = next(
+        k
+        for k in range(EARLY_STEPS, -1, -1)
+        if k == 0
+        or (
+            k * each <= EARLY_CAP * influence
+            and (sound is None or sound(each))
+            and kept(influence - k * each)
+        )
+    )
+    return (share, *[each] * steps, influence - steps * each)
 
 
 def within_blocks(
@@ -63,29 +114,31 @@ def within_blocks(
 ) -> list[Block]:
     """The blocks of :mod:`dplong.models.within` for the coefficients ``names``: p design
     blocks (row i: ``p - i + 1`` columns, its part of ``shares[0]`` in proportion) and the
-    influence block (``shares[1]``, :func:`within_shares`). ``products`` gives every user's
-    within cross products (:func:`~dplong.models.reduce.within_cross_products`, NaN for fewer
-    than two rows) and row counts: private, asked for once, when a fit runs the blocks.
+    influence blocks of the Newton steps, the early ones' (``step1``, ...) and the last's
+    (``shares[1:]``, :func:`within_shares`). ``products`` gives every user's within cross
+    products (:func:`~dplong.models.reduce.within_cross_products`, NaN for fewer than two rows)
+    and row counts: private, asked for once, when a fit runs the blocks.
     ``scale`` is a stated variance proxy of every released per-user statistic (None: estimated
     privately); ``max_rows`` the public cap ``T_cap`` of the weights; ``gamma`` the failure
     probability of the influence's public centre's bound.
 
     Examples
     --------
-    The blocks of ``lwage ~ exper + hours`` on the wage panel: public labels and budget shares
-    (the statistics are computed only when a fit runs the blocks):
+    The blocks of two regressors for 3,000 users at ε = 4: public labels and budget shares (the
+    statistics are computed only when a fit runs the blocks):
 
-    >>> import dplong
     >>> from dplong.models.within import within_blocks, within_shares
     >>> def products():
     ...     raise AssertionError("not read to make the blocks")
-    >>> blocks = within_blocks(("exper", "hours"), products, None, within_shares(545, 2, 4.0),
+    >>> blocks = within_blocks(("exper", "hours"), products, None, within_shares(3000, 2, 4.0),
     ...                        10, gamma=0.05)
     >>> for block in blocks:
     ...     print(list(block.names), round(block.share, 3))
-    ["Z'Z[exper,exper]", "Z'X[exper,hours]", "Z'y[exper]"] 0.33
-    ["Z'Z[hours,hours]", "Z'y[hours]"] 0.22
-    ['influence[exper]', 'influence[hours]'] 0.45
+    ["Z'Z[exper,exper]", "Z'X[exper,hours]", "Z'y[exper]"] 0.273
+    ["Z'Z[hours,hours]", "Z'y[hours]"] 0.182
+    ['step1[exper]', 'step1[hours]'] 0.05
+    ['step2[exper]', 'step2[hours]'] 0.05
+    ['influence[exper]', 'influence[hours]'] 0.445
     """
     p = len(names)
     k = p * (p + 1) // 2
@@ -146,29 +199,57 @@ def within_blocks(
             offers=SCALE_ONLY,  # the within fit takes no tail=
         )
 
-    def influence_block(done: tuple[Release, ...]) -> Statistics:
-        basis = _Basis.of(done, p)
-        a, b, weights = statistics()  # every user's ψ_u = Â⁻¹ (b_u - A_u β₀), n x p
-        scores = b - a @ basis.pilot
-        # their mean is the pilot's error: 0 is a public centre, off by a bound the released
-        # design gives (no midpoint to locate)
-        centre = (np.zeros(p), _centre_bound(basis, gamma))
-        with np.errstate(over="ignore", invalid="ignore"):  # inf: clipped as any value is
-            influence = scores @ basis.inverse.T
-        return Statistics(influence, scale=proxy(p), user_weights=weights, centre=centre)
+    def step_block(k: int) -> Callable[[tuple[Release, ...]], Statistics]:
+        def build(done: tuple[Release, ...]) -> Statistics:
+            basis = _Basis.of(done[:p], p)
+            # public: β_k = β₀ + the earlier steps' released mean influences, where used,
+            # and the bound on its error that centres this step (post-processing)
+            walk = _walk(basis, done[p : p + k], gamma)
+            beta = basis.pilot + sum(walk.moves, np.zeros(p))
+            a, b, weights = statistics()  # every user's ψ_u = Â⁻¹ (b_u - A_u β_k), n x p
+            scores = b - a @ beta
+            # their mean is β_k's error: 0 is a public centre, off by the bound
+            centre = (np.zeros(p), walk.bounds[k])
+            with np.errstate(over="ignore", invalid="ignore"):  # inf: clipped as any value is
+                influence = scores @ basis.inverse.T
+            return Statistics(influence, scale=proxy(p), user_weights=weights, centre=centre)
 
-    return [row_block(i) for i in range(p)] + [
-        Block(
-            tuple(f"influence[{name}]" for name in names),
-            shares[1],
-            influence_block,
-            stated_scale=scale is not None,
-            weighted=True,
-            # checked by counts on each side: a one-sided excess biases, a symmetric one not
-            tail=AssumedTail("exponential", signed=True),
-            count_from=0,
-            relative=True,  # each coefficient's noise in its own units: the fit's are unit-free
-            centred=True,
-            offers=SCALE_ONLY,  # the within fit takes no tail=
-        )
-    ]
+        return build
+
+    steps = len(shares) - 2
+    return (
+        [row_block(i) for i in range(p)]
+        + [
+            Block(
+                tuple(f"step{k + 1}[{name}]" for name in names),
+                shares[1 + k],
+                step_block(k),
+                stated_scale=scale is not None,
+                weighted=True,
+                # stated: what its clipping cuts the next step corrects (it sees this step's
+                # released bias bound in its centre's bound)
+                tail=_CROSS,
+                count_from=0,
+                moment=False,  # the last step's release gives the sampling sd
+                relative=True,
+                centred=True,
+                offers=SCALE_ONLY,
+            )
+            for k in range(steps)
+        ]
+        + [
+            Block(
+                tuple(f"influence[{name}]" for name in names),
+                shares[-1],
+                step_block(steps),
+                stated_scale=scale is not None,
+                weighted=True,
+                # checked by counts on each side: a one-sided excess biases, a symmetric one not
+                tail=AssumedTail("exponential", signed=True),
+                count_from=0,
+                relative=True,  # each coefficient's noise in its own units: the fit's are unit-free
+                centred=True,
+                offers=SCALE_ONLY,  # the within fit takes no tail=
+            ),
+        ]
+    )

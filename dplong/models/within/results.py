@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from dplong.models.assemble import combined_ledger, with_release_assumptions
 from dplong.models.within.basis import PANEL_OLS, _Basis
-from dplong.models.within.noise import _noise_law
+from dplong.models.within.noise import _noise_law, _walk
 from dplong.privacy.engine import Release
 from dplong.privacy.options import ReleaseOptions
 from dplong.results import ModelSpec, PanelResults
@@ -53,14 +53,20 @@ def within_results(
     >>> bool(abs(res.params["exper"] - 0.0698) < 4 * res.bse["exper"])  # non-private 0.0698
     True
     """
-    *rows, influence = releases
-    first = rows[0]
     reported, names = names, tuple(name for name in names if name not in absorbed)
-    solution = _Basis.of(tuple(rows), len(names))
-    beta = solution.pilot + np.where(solution.withheld, 0.0, influence.estimate)
-    step = np.nan_to_num(solution.pilot - beta)
+    p = len(names)
+    rows, early, influence = releases[:p], releases[p:-1], releases[-1]
+    first = rows[0]
+    solution = _Basis.of(tuple(rows), p)
+    # Newton steps: β_{k+1} = β_k + ψ̂(β_k) (an early step where used), β̂ = β_K + ψ̂(β_K)
+    walk = _walk(solution, early, options.gamma)
+    stepped = solution.pilot + sum(walk.moves, np.zeros(p))
+    beta = stepped + np.where(solution.withheld, 0.0, influence.estimate)
+    # the design's bias acts through what the last step corrects, β_K's error (to first order
+    # the earlier steps' noise and bias are corrected with it)
+    step = np.nan_to_num(stepped - beta)
     sampling_sd = influence.sampling_sd
-    noise_sd, shift = _noise_law(solution, influence)
+    noise_sd, shift = _noise_law(solution, early, influence, options.gamma)
     bias = (
         np.nan_to_num(influence.bias)
         + solution.spread @ (solution.bias @ np.abs(step))
@@ -80,7 +86,7 @@ def within_results(
         return named
 
     bad_events = sum(float(np.sum(r.bad_events)) for r in releases)
-    notes = _notes(rows, influence, solution, unknown, names)
+    notes = _notes(rows, early, influence, solution, unknown, names, walk.used)
     if absorbed:  # a public declaration, not a warning
         assumptions += (
             f"Declared constant within users (between=), absorbed by the user effects, no "
@@ -133,10 +139,12 @@ def _unknown(
 
 def _notes(
     rows: Sequence[Release],
+    early: Sequence[Release],
     influence: Release,
     solution: _Basis,
     unknown: NDArray[np.bool_],
     names: Sequence[str],
+    used: Sequence[NDArray[np.bool_]] = (),
 ) -> tuple[str, ...]:
     """The fit's notes, once each: the design rows' and the influence's (but what the influence
     says of a coefficient the basis withholds), the released design's, and the coefficients
@@ -154,15 +162,20 @@ def _notes(
     # the influence values of a coefficient the basis withholds are 0 for every user by
     # construction: what the release says of those columns is no news (the design's note
     # says why they are withheld)
-    columns = [f"influence[{name}]" for name in names]
-    idle = {c for c, w in zip(columns, solution.withheld, strict=True) if w}
+    # nor of an early Newton step's column the fit did not use (its noise beyond the error it
+    # was to correct: :func:`~dplong.models.within.noise._walk`)
+    kinds = [*(f"step{k + 1}" for k in range(len(early))), "influence"]
+    columns = [f"{kind}[{name}]" for kind in kinds for name in names]
+    unused = [~u | solution.withheld for u in used] or [solution.withheld] * (len(kinds) - 1)
+    idle_columns = np.concatenate([*unused, solution.withheld])
+    idle = {c for c, w in zip(columns, idle_columns, strict=True) if w}
 
     def news(note: str) -> bool:
         listed = {c for c in columns if c in note}
         return not listed or not listed <= idle
 
     release_notes = [note for r in rows for note in r.notes]
-    release_notes += [note for note in influence.notes if news(note)]
+    release_notes += [note for r in (*early, influence) for note in r.notes if news(note)]
     return tuple(dict.fromkeys(release_notes + list(solution.notes(names)) + lost))
 
 
