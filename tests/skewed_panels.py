@@ -1,4 +1,4 @@
-"""Simulated panels shared by the tests of the pooled family's silent-miss patterns
+"""Simulated panels shared by the tests of the regression families' silent-miss patterns
 (docs/accuracy.md)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["correlated_effect_panel", "lognormal_outcome_panel"]
+__all__ = ["correlated_effect_panel", "lognormal_outcome_panel", "rare_switch_panel"]
 
 
 def lognormal_outcome_panel(seed: int) -> pd.DataFrame:
@@ -36,3 +36,16 @@ def correlated_effect_panel(seed: int, n: int = 3000) -> pd.DataFrame:
     e = rng.normal(size=ids.size) * rng.lognormal(0.0, 0.5, n)[ids]
     y = 1.0 + 0.5 * x + 0.3 * treat[ids] + u[ids] + e
     return pd.DataFrame({"id": ids, "x": x, "treat": treat[ids].astype(float), "y": y})
+
+
+def rare_switch_panel(n: int, t: int) -> pd.DataFrame:
+    """n persons of t rows (seed 10,000, an audit's first panel): ``d`` switches from 0 to 1
+    once for 5 % of them (slope 2), ``x`` moves with it (``x = person + row + 3 d``, slope 0);
+    ``y = 2 d + person + row``, normal parts of sd 1; columns ``id``, ``y``, ``x`` and ``d``."""
+    rng = np.random.default_rng(10_000)
+    ids, period = np.repeat(np.arange(n), t), np.tile(np.arange(t), n)
+    mover, when = rng.random(n) < 0.05, rng.integers(1, t, n)
+    d = ((period >= when[ids]) & mover[ids]).astype(float)
+    x = rng.normal(size=n)[ids] + rng.normal(size=n * t) + 3.0 * d
+    y = 2.0 * d + rng.normal(size=n)[ids] + rng.normal(size=n * t)
+    return pd.DataFrame({"id": ids, "y": y, "x": x, "d": d})

@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from skewed_panels import rare_switch_panel
 from test_pooled import unclipped_meat  # noqa: F401  (a fixture)
 
 import dplong
@@ -223,14 +224,7 @@ def test_a_covariate_switching_for_few_persons_withholds_the_others() -> None:
     parent commit absorbed ``d`` and released ``x`` with its omitted-variable bias: 16 of 30
     fits, every interval missing 0 (about 0.07 ± 0.03, an audit; non-private within, 29 of 30
     cover). Now ``x`` is withheld with it."""
-    rng = np.random.default_rng(10_000)
-    n, t = 5000, 4
-    ids, period = np.repeat(np.arange(n), t), np.tile(np.arange(t), n)
-    mover, when = rng.random(n) < 0.05, rng.integers(1, t, n)
-    d = ((period >= when[ids]) & mover[ids]).astype(float)
-    x = rng.normal(size=n)[ids] + rng.normal(size=n * t) + 3.0 * d
-    y = 2.0 * d + rng.normal(size=n)[ids] + rng.normal(size=n * t)
-    frame = pd.DataFrame({"id": ids, "y": y, "x": x, "d": d})
+    frame = rare_switch_panel(5000, 4)
     found = 0
     for seed in range(3):
         with warnings.catch_warnings():

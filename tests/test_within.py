@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from linearmodels import PanelOLS
+from skewed_panels import rare_switch_panel
 
 import dplong
 from dplong.exceptions import FormulaError, ParameterError
@@ -907,14 +908,7 @@ def test_a_regressor_switching_for_few_users_withholds_the_others() -> None:
     0.070, interval 0.026 to 0.113; 19 of 27 intervals missed 0 over seeds 0-29, an audit;
     non-private, 28 of 30 cover). No released number tells it from a time-invariant ``d``:
     both are withheld, and the note names ``between=`` for one that never changes."""
-    rng = np.random.default_rng(10_000)
-    n, t = 2000, 4
-    ids, period = np.repeat(np.arange(n), t), np.tile(np.arange(t), n)
-    mover, when = rng.random(n) < 0.05, rng.integers(1, t, n)
-    d = ((period >= when[ids]) & mover[ids]).astype(float)
-    x = rng.normal(size=n)[ids] + rng.normal(size=n * t) + 3.0 * d
-    y = 2.0 * d + rng.normal(size=n)[ids] + rng.normal(size=n * t)
-    frame = pd.DataFrame({"id": ids, "y": y, "x": x, "d": d})
+    frame = rare_switch_panel(2000, 4)
     res = dplong.LongitudinalOLS.from_formula("y ~ x + d", frame, groups="id").fit(
         epsilon=2.0, estimator="within", random_state=0
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -271,21 +272,8 @@ def sound_plan(
     ...                                                             stated=False)
     (True, False)
     """
-    try:
-        budget = part(options, share)
-        plan = ReleasePlan.make(
-            n=n,
-            d=d,
-            epsilon=budget.epsilon,
-            delta=budget.delta,
-            stated_scale=stated,
-            refine=options.refine,
-            weighted=weighted,
-        )
-        plan.check()
-    except DplongError:
-        return False
-    return not plan.notes
+    plan = _block_plan(n, d, options, share, stated_scale=stated, weighted=weighted)
+    return plan is not None and not plan.notes
 
 
 def counts_tail(n: int, d: int, options: ReleaseOptions, share: float, *, stated: bool) -> bool:
@@ -306,22 +294,38 @@ def counts_tail(n: int, d: int, options: ReleaseOptions, share: float, *, stated
     """
     if stated or options.local or options.variant != "default":
         return False
+    plan = _block_plan(
+        n,
+        d,
+        options,
+        share,
+        stated_scale=False,
+        share=share,
+        weighted=True,
+        count=False,
+        centred=True,
+        assumed=True,
+    )
+    return plan is not None and affords_count(plan, signed=True)
+
+
+def _block_plan(
+    n: int, d: int, options: ReleaseOptions, fraction: float, **facts: Any
+) -> ReleasePlan | None:
+    """The default engine's plan of d columns released with ``fraction`` of the fit's budget
+    and the block's public ``facts`` (:meth:`~dplong.privacy.budget.ReleasePlan.make`), or
+    None where it would be refused: public facts only, before any noise."""
     try:
-        budget = part(options, share)
+        budget = part(options, fraction)
         plan = ReleasePlan.make(
             n=n,
             d=d,
             epsilon=budget.epsilon,
             delta=budget.delta,
-            stated_scale=False,
             refine=options.refine,
-            share=share,
-            weighted=True,
-            count=False,
-            centred=True,
-            assumed=True,
+            **facts,
         )
         plan.check()
     except DplongError:
-        return False
-    return affords_count(plan, signed=True)
+        return None
+    return plan
