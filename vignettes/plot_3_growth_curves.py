@@ -92,14 +92,15 @@ print(res.summary())
 # ---------------
 #
 # The release estimates the mean of the pigs' smoothed curves. Its non-private counterpart is
-# the plain average of the per-pig curves, which :func:`dplong.models.kernel.user_curves`
+# the plain average of the per-pig curves, which :func:`dplong.models.curves.user_curves`
 # computes (rows sorted by pig, then by time). This, and the weekly mean weights, are
 # non-private statistics of the data, shown here only to judge the private curve.
 
 
 def mean_user_curve(frame, x, y, groups, grid, bandwidth, domain, kernel="gaussian"):
-    """The non-private mean over users of their Priestley–Chao curves on ``grid``."""
-    rows = frame.sort_values([groups, x])
+    """The non-private mean over users of their Priestley–Chao curves on ``grid`` (rows with
+    ``x`` in ``domain``, as the fit reads them)."""
+    rows = frame[frame[x].between(*domain)].sort_values([groups, x])
     codes, users = pd.factorize(rows[groups])
     curves = user_curves(
         rows[x].to_numpy(float),
@@ -109,7 +110,6 @@ def mean_user_curve(frame, x, y, groups, grid, bandwidth, domain, kernel="gaussi
         grid,
         get_kernel(kernel),
         bandwidth,
-        domain[1],
     )
     return np.nanmean(curves, axis=0)  # over the users with a curve value at each point
 
