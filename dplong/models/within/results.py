@@ -144,7 +144,7 @@ def _notes(
     solution: _Basis,
     unknown: NDArray[np.bool_],
     names: Sequence[str],
-    used: Sequence[NDArray[np.bool_]] = (),
+    used: Sequence[NDArray[np.bool_]],
 ) -> tuple[str, ...]:
     """The fit's notes, once each: the design rows' and the influence's (but what the influence
     says of a coefficient the basis withholds), the released design's, and the coefficients
@@ -166,7 +166,7 @@ def _notes(
     # was to correct: :func:`~dplong.models.within.noise._walk`)
     kinds = [*(f"step{k + 1}" for k in range(len(early))), "influence"]
     columns = [f"{kind}[{name}]" for kind in kinds for name in names]
-    unused = [~u | solution.withheld for u in used] or [solution.withheld] * (len(kinds) - 1)
+    unused = [~u | solution.withheld for u in used]  # one per early step
     idle_columns = np.concatenate([*unused, solution.withheld])
     idle = {c for c, w in zip(columns, idle_columns, strict=True) if w}
 
