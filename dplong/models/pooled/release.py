@@ -131,9 +131,13 @@ SLIVER = 1.25
 GROWTH_SDS = 3.0
 #: A Newton step is scaled along the move before it by the curvature that move met
 #: (:func:`_secant`) where that move is at least ``SECANT_SDS`` noise sds (``√p`` of both
-#: released sums' sds added in quadrature), and by a curvature of at most ``SECANT_MAX``: κ̂'s
-#: noise is then at most a fifth, and the error it leaves within a twentieth of the move's.
-SECANT_SDS, SECANT_MAX = 5.0, 4.0
+#: released sums' sds added in quadrature), by a curvature of at most ``SECANT_MAX``. κ̂'s
+#: noise sd is then at most ``1 / (2 √p)``, and the error it leaves along the move at most an
+#: eighth of the move per sd (``|κ - 1| / κ² <= 1/4``); a shorter move's overshoot (at most
+#: half of it) is of the order of the steps' noise, which the wider noise law holds. At 5 sds
+#: a between-person slope of ``|t|`` about 100 with three rows a person still missed in 8
+#: fits of 30 (its first move just short of the gate, the second undoing it).
+SECANT_SDS, SECANT_MAX = 2.0, 4.0
 _SKEW_TARGET = "Σ_u (s_u/‖s_u‖, e_u) e_u, e_u = min((‖s_u‖/R - 1)₊, 1)"
 #: What became of the skew check: none ran (a last step inside the Cauchy–Schwarz radius
 #: where the check could not see a pull that matters: the meat's window measures that clip
@@ -361,9 +365,8 @@ def _secant(
     ``κ - 1`` of what they correct: at ``κ`` 1.8 two steps left 0.64 of the pilot's error.
     κ̂ is kept within ``[1, SECANT_MAX]`` (only an overshoot is scaled: the draws of
     :func:`_noise_draws`, which take the step unscaled, stay at least as wide) and used only
-    where the move is :data:`SECANT_SDS` noise sds of both sums' difference or more (its
-    error then within a fifth of it; a smaller move's error is of the order of the noise
-    the intervals hold). Post-processing.
+    where the move is :data:`SECANT_SDS` noise sds of both sums' difference or more.
+    Post-processing.
 
     Examples
     --------
@@ -377,7 +380,7 @@ def _secant(
     >>> after = move - 2.0 * move  # the score sum at the overshot point: K = 2 I
     >>> _secant(move, move, after, 0.0, 0.0).tolist()
     [-0.5, 0.0]
-    >>> _secant(move, move, after, 1.0, 1.0).tolist()  # a move within the noise: unscaled
+    >>> _secant(move, move, after, 0.5, 0.5).tolist()  # a move within the noise: unscaled
     [-1.0, 0.0]
     """
     p, squared = move.size, float(move @ move)
