@@ -129,14 +129,14 @@ SLIVER = 1.25
 #: pooled, between and GLS fits, the wage panel's, simulated normal, skewed-count and
 #: lognormal-regressor panels), whose largest margin was 0.8 of the first sum short of it.
 GROWTH_SDS = 3.0
-#: A Newton step is scaled along the move before it by the curvature that move met
+#: A Newton step is solved by the Hessian updated with the curvature the move before it met
 #: (:func:`_secant`) where that move is at least ``SECANT_SDS`` noise sds (``√p`` of both
-#: released sums' sds added in quadrature), by a curvature of at most ``SECANT_MAX``. κ̂'s
-#: noise sd is then at most ``1 / (2 √p)``, and the error it leaves along the move at most an
-#: eighth of the move per sd (``|κ - 1| / κ² <= 1/4``); a shorter move's overshoot (at most
-#: half of it) is of the order of the steps' noise, which the wider noise law holds. At 5 sds
-#: a between-person slope of ``|t|`` about 100 with three rows a person still missed in 8
-#: fits of 30 (its first move just short of the gate, the second undoing it).
+#: released sums' sds added in quadrature), to a curvature of at most ``SECANT_MAX``. The
+#: curvature's noise along the move is then at most ``1 / (2 √p)``, and the error it leaves
+#: at most an eighth of the move per sd (``|κ - 1| / κ² <= 1/4``); a shorter move's
+#: overshoot (at most half of it) is of the order of the steps' noise, which the wider noise
+#: law holds. At 5 sds a between-person slope of ``|t|`` about 100 with three rows a person
+#: still missed in 8 fits of 30 (its first move just short of the gate, the second undoing it).
 SECANT_SDS, SECANT_MAX = 2.0, 4.0
 _SKEW_TARGET = "Σ_u (s_u/‖s_u‖, e_u) e_u, e_u = min((‖s_u‖/R - 1)₊, 1)"
 #: What became of the skew check: none ran (a last step inside the Cauchy–Schwarz radius
@@ -278,7 +278,7 @@ def _release_statistics(
         sds.append(float(step.sd[0]))
         sums.append(float(np.linalg.norm(step.total)))
         move = step.total
-        if moves:  # the curvature the last move met, from the two released sums
+        if moves and skew != "widened":  # the curvature the last move met, from the two sums
             move = _secant(moves[-1], totals[-1], step.total, sds[-2], sds[-1])
         totals.append(step.total)
         moves.append(move)
@@ -353,31 +353,40 @@ def _secant(
     sd_before: float,
     sd_after: float,
 ) -> NDArray[np.float64]:
-    """The whitened move of a Newton step from its released score sum ``after``, scaled along
-    the step's ``move`` before it by the curvature that move met (:data:`SECANT_SDS`): the
+    """The whitened move of a Newton step from its released score sum ``after``, solved by
+    the whitened Hessian updated with the curvature the step's ``move`` before it met: the
     released sums before and after that move differ by ``K d`` (``K = Ĥ^{-1/2} G Ĥ^{-1/2}``,
     G the design's Gram matrix on the ranges' values, d the move) plus both sums' noise, so
-    ``κ̂ = d'(before - after) / d'd``, less the noise ``before`` put into d (``p σ²`` on
-    average), estimates ``K`` along d (a secant, Broyden's rank-one update of the whitened
-    Hessian ``I`` along d). The released X'X is of the columns clipped to their cores, not
-    their ranges, so a regressor with many persons beyond its core (one value a person, or
-    skewed) has ``κ`` well above 1, and unscaled steps overshoot the fixed point by
-    ``κ - 1`` of what they correct: at ``κ`` 1.8 two steps left 0.64 of the pilot's error.
-    κ̂ is kept within ``[1, SECANT_MAX]`` (only an overshoot is scaled: the draws of
-    :func:`_noise_draws`, which take the step unscaled, stay at least as wide) and used only
-    where the move is :data:`SECANT_SDS` noise sds of both sums' difference or more.
-    Post-processing.
+    ``u = before - after - d``, less the noise ``before`` put into d (``p σ²`` along it on
+    average), estimates ``(K - I) d``, and the symmetric rank-one (SR1) update ``B = I +
+    u u' / u'd`` holds the secant condition ``B d = K d``; the move is ``B⁻¹ after``
+    (Sherman–Morrison). The released X'X is of the columns clipped to their cores, not their
+    ranges, so along a regressor with many persons beyond its core (one value a person, or
+    skewed) ``K`` is well above 1 and unscaled steps overshoot the fixed point by ``K - 1``
+    of what they correct (at 1.8 two steps left 0.64 of the pilot's error), while along the
+    others it is about 1: ``K - I`` is of low rank, which SR1 recovers from one move
+    whatever its direction (a scaling along d alone moved a within-varying slope beside a
+    clipped one by 1-2 %). Only an overshoot is corrected (``u'd > 0``, B's curvature along
+    u at most :data:`SECANT_MAX`: ``B >= I``, so the draws of :func:`_noise_draws`, which take
+    the step unscaled, stay at least as wide), and only where the move is
+    :data:`SECANT_SDS` noise sds of both sums' difference or more; where u is within as many
+    of its noise, only its part along d (one scalar, a coordinate's noise: a noisy u damped
+    real steps in random directions). The caller does not scale a step the skew check
+    widened: its sum holds the one-sided parts the step before clipped, a change the secant
+    would read as curvature (a zero-inflated lognormal outcome's intervals missed in 5 of 10
+    fits). Post-processing.
 
     Examples
     --------
-    An exact step whose Hessian is half the design's along the move: the scaled move lands
-    on the fixed point (the error before the step, -0.5 along the first axis, is what the
-    unscaled step would overshoot to):
+    Exact steps whose Hessian is half the design's along the first axis and the design's
+    along the second; the pilot's error was ``K⁻¹ d = (0.5, 1)`` and the unscaled move ``d``
+    overshot the first to -0.5. The updated move lands on the fixed point:
 
     >>> import numpy as np
     >>> from dplong.models.pooled.release import _secant
-    >>> move = np.array([1.0, 0.0])  # the pilot's error was 0.5 along the first axis
-    >>> after = move - 2.0 * move  # the score sum at the overshot point: K = 2 I
+    >>> curvature = np.diag([2.0, 1.0])
+    >>> move = np.array([1.0, 1.0])
+    >>> after = curvature @ (np.linalg.solve(curvature, move) - move)  # the sum there
     >>> _secant(move, move, after, 0.0, 0.0).tolist()
     [-0.5, 0.0]
     >>> _secant(move, move, after, 0.5, 0.5).tolist()  # a move within the noise: unscaled
@@ -387,9 +396,14 @@ def _secant(
     noise = sd_before**2 + sd_after**2
     if squared < SECANT_SDS**2 * p * noise:
         return after
-    kappa = float(move @ (before - after) - p * sd_before**2) / squared
-    kappa = min(max(kappa, 1.0), SECANT_MAX)
-    return np.asarray(after + (1.0 / kappa - 1.0) * float(move @ after) / squared * move)
+    excess = before - after - (1.0 + p * sd_before**2 / squared) * move  # (K - I) d
+    along, size = float(excess @ move), float(excess @ excess)
+    if along <= 0.0:  # no overshoot: the steps converge as they are
+        return after
+    if size < SECANT_SDS**2 * p * noise:  # u within its noise: only its part along d
+        excess, size = along / squared * move, along**2 / squared
+    along = max(along, size / (SECANT_MAX - 1.0))  # B's curvature along u at most SECANT_MAX
+    return np.asarray(after - excess * float(excess @ after) / (along + size))
 
 
 def _skew_check(
