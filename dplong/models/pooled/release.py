@@ -235,7 +235,8 @@ def _release_statistics(
     quiet = 0.0 if size is None else size.quiet
     score_sd = math.inf if size is None else size.sampling
     beta, sds, sums, stepped = pilot.beta, [], [], []
-    totals: list[NDArray[np.float64]] = []  # each step's released sum, then its move
+    # the steps' released score sums and the whitened moves made of them (_secant)
+    totals: list[NDArray[np.float64]] = []
     moves: list[NDArray[np.float64]] = []
     skew: SkewCheck = "none"
     for k, rho_step in enumerate(stepping[1:]):
