@@ -404,7 +404,10 @@ class PooledOLS(_RangesStage, FormulaModel):
         coef_bound : float
             With ``method="ptr"``: the radius ``R_θ`` the scaled coefficient vector is
             projected onto (default 1: the fitted plane stays within the outcome's range over
-            the covariates' box).
+            the covariates' box). It bounds the coefficients in the columns' scaled units, not
+            the data: a vector beyond it is shrunk onto it by an amount the intervals do not
+            hold, and where the released one lies within ``PTR_EDGE_SDS`` (3) noise sds of it
+            or beyond, the fit says so.
         between : str or list of str, optional
             :class:`PanelOLS` only: regressors the analyst declares constant within every
             person (a public fact: treatment, sex). The person effects absorb them: they are
