@@ -235,9 +235,8 @@ def _release_statistics(
     quiet = 0.0 if size is None else size.quiet
     score_sd = math.inf if size is None else size.sampling
     beta, sds, sums, stepped = pilot.beta, [], [], []
-    # the steps' released score sums and the whitened moves made of them (_secant)
-    totals: list[NDArray[np.float64]] = []
-    moves: list[NDArray[np.float64]] = []
+    # the last step's released score sum and the whitened move made of it (_secant)
+    previous: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     skew: SkewCheck = "none"
     for k, rho_step in enumerate(stepping[1:]):
         outer = _clip_radius(released, pilot, beta, cap, row_total, reach, quiet)
@@ -279,10 +278,9 @@ def _release_statistics(
         sds.append(float(step.sd[0]))
         sums.append(float(np.linalg.norm(step.total)))
         move = step.total
-        if moves and skew != "widened":  # the curvature the last move met, from the two sums
-            move = _secant(moves[-1], totals[-1], step.total, sds[-2], sds[-1])
-        totals.append(step.total)
-        moves.append(move)
+        if previous is not None and skew != "widened":  # the curvature the last move met
+            move = _secant(previous[1], previous[0], step.total, sds[-2], sds[-1])
+        previous = step.total, move
         beta = beta + pilot.whiten @ move  # Ĥ⁻¹ Ĥ^{1/2} t
 
     # step 4: the person-clustered meat at the released β̂ (public), whitened, with the mass
