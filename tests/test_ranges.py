@@ -503,7 +503,7 @@ def test_a_count_between_the_bars_of_many_and_some_widens_the_side() -> None:
     ):
         widening = ranges._widened(
             found, np.zeros(1), sides, (np.array([[count], [0.0]]), 100.0),
-            np.zeros(1, dtype=bool), np.array([eligible]), 1e6, rng,
+            np.zeros(1, dtype=bool), np.array([eligible]), 1e6, rng, 1.0,
         )  # fmt: skip
         assert widening.widened.tolist() == [widened]
         assert (widening.ranges[0, 1] > 2.0) == widened and widening.ranges[0, 0] == -2.0
@@ -761,6 +761,7 @@ def _far_counts(
         np.ones(1, dtype=bool),
         far_rho,
         rng,
+        1.0,
     )
     assert widening.widened.all()
     return widening.far.ravel()

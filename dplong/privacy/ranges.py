@@ -284,8 +284,8 @@ SPREAD_SDS = 2.0
 #: normal column over 8 rows is about 2.1 sds, where winsorizing keeps 95 % of its variance,
 #: and half the range (whose square is a quarter of the range's).
 CORE = 2.0
-#: From this many persons the ranges' clipping, not the noise, sets the coefficients' error
-#: (:func:`reach_rungs`): a regression's slope on winsorized values, or on a clipped outcome,
+#: From this many persons (or n ε: :func:`reach_rungs`) the ranges' clipping, not the noise, sets
+#: the coefficients' error: a regression's slope on winsorized values, or on a clipped outcome,
 #: moves by a fixed share of itself (0.5-2 % on normal columns at REACH), its standard error
 #: by 1/√n. Measured on pooled OLS of three normal regressors (one constant within persons),
 #: T = 2, ε = 1, 20 fits: the constant one's mean error was 0.31, 0.74, 2.5 and 4.7 of its
@@ -400,6 +400,7 @@ def private_ranges(
     tail_rho: float = 0.0,
     far_rho: float = 0.0,
     outcome: bool = False,
+    fit_epsilon: float = 0.0,
 ) -> PrivateRanges:
     """The range of each of the k columns from the persons' minima ``lows`` and maxima
     ``highs`` (n x k, finite, or NaN for a person without a value, who counts nowhere; n is
@@ -409,7 +410,8 @@ def private_ranges(
     tails where ``far_rho`` is positive too, and one ``far_rho``-zCDP vector on the widened
     sides, which tells the ``heavy`` ones (:func:`_widened`; design notes). With
     ``outcome`` the last column is the fit's outcome, found (nearly) constant by
-    :data:`OUTCOME_CONSTANT_SDS`.
+    :data:`OUTCOME_CONSTANT_SDS`. The reach and the core where no rung holds grow with n
+    and the fit's total ``fit_epsilon`` (:func:`reach_rungs`; 0: with n alone).
 
     Examples
     --------
@@ -458,7 +460,7 @@ def private_ranges(
     lone = (off_cell > n / 2.0 + LONE_SDS * noise) & (counted[:, 1] <= empty)
     missed |= np.any(lone & (off_cell[::-1] <= empty), axis=0)
     first = np.where(held.any(axis=1), np.argmax(held, axis=1), len(RUNGS))
-    reach_at, core_at = reach_rungs(n)
+    reach_at, core_at = reach_rungs(n, fit_epsilon)
     factor = np.append(RUNGS, reach_at)[first]  # (side, column)
     spans = factor * np.asarray(reaches)  # (side, column)
     other = spans[::-1]  # each side's opposite
@@ -518,14 +520,14 @@ def private_ranges(
     core = np.column_stack([midpoint - core_lower, midpoint + core_upper])
     unseen = math.nan
     if tail_rho > 0.0:  # the persons every range clips (the outcome's: by a median reach)
-        rung = tail_rungs(n, k, outcome)
+        rung = tail_rungs(n, k, outcome, fit_epsilon)
         beyond, sd, entry = _counted_beyond(
             deviations, [r * rung for r in reaches], 1.0, tail_rho, rng
         )
         unseen = unseen_threshold(n, k, sd)
         ranges, core, widened, heavy, some, far, wide = _widened(
             (ranges, core), midpoint, (deviations, np.array(reaches)), (beyond, sd), missed,
-            ~narrow, far_rho, rng,
+            ~narrow, far_rho, rng, fit_epsilon,
         )  # fmt: skip
         entries += (entry, *wide)
     return PrivateRanges(
@@ -613,6 +615,7 @@ def _widened(
     eligible: NDArray[np.bool_],
     far_rho: float,
     rng: np.random.Generator,
+    fit_epsilon: float,
 ) -> _Widening:
     """Every ``eligible`` side (a medians' range that neither missed nor is narrow) of the ranges
     and cores ``found`` (k x 2 each) whose released count of the persons beyond the tail count's
@@ -623,10 +626,10 @@ def _widened(
     beyond each of the :data:`WIDE_RUNGS` median reaches on the widened sides alone (replacing a
     person moves each count by at most one: L2 sensitivity the square root of their number); a
     widened side ends a median reach inside the first rung whose count is within
-    :func:`far_threshold` (its core in proportion, as :func:`reach_rungs`), and a column none of
-    whose widened sides does clips many (its largest count beyond the last rung), else some (its
-    count at the tail count's rung: what lies beyond can hide in the noise). Post-processing of
-    released numbers, but the far vector."""
+    :func:`far_threshold` (its core in proportion, as :func:`reach_rungs` at ``fit_epsilon``),
+    and a column none of whose widened sides does clips many (its largest count beyond the last
+    rung), else some (its count at the tail count's rung: what lies beyond can hide in the
+    noise). Post-processing of released numbers, but the far vector."""
     ranges, core = (bounds.copy() for bounds in found)
     (deviations, reaches), (counted, sd) = sides, tails
     n, k = deviations[0].shape
@@ -651,7 +654,7 @@ def _widened(
     held = far[side, :, column] <= far_threshold(side.size, float(counts.sd[0]))
     # each side a median reach inside its first rung held (the last's where none is: many)
     at = np.asarray(WIDE_RUNGS)[np.where(held.any(axis=1), np.argmax(held, axis=1), -1)] - 1.0
-    reach_at, core_at = reach_rungs(n)
+    reach_at, core_at = reach_rungs(n, fit_epsilon)
     sign = np.where(side == 0, 1.0, -1.0)
     wide = midpoint[column] + sign * at * reaches[side, column]
     end = ranges[column, 1 - side]
@@ -809,6 +812,7 @@ def guarded_ranges(
     tail_rho: float,
     far_rho: float,
     outcome: bool = False,
+    fit_epsilon: float = 0.0,
 ) -> tuple[PrivateRanges, NDArray[np.bool_]]:
     """:func:`private_ranges` guarded by :func:`histogram_ranges` at ``guard_rho`` (design
     notes; none at 0), and the columns whose range the histograms gave (:func:`guard_swaps`). One
@@ -816,7 +820,8 @@ def guarded_ranges(
     ``√(2 k)``, as on either route): beyond :data:`CLIPPED_RUNG` median reaches of a medians'
     range, which is then widened as on their route (``far_rho``: :func:`_widened`), beyond the
     ends of a histograms' range, which then missed (:data:`HISTOGRAM_MISS`) or is ``heavy`` as
-    on their route. The ``counts`` are the medians' rungs'.
+    on their route. The ``counts`` are the medians' rungs'; the reaches grow with n and the
+    fit's total ``fit_epsilon`` (:func:`reach_rungs`).
 
     Examples
     --------
@@ -835,10 +840,12 @@ def guarded_ranges(
     if guard_rho == 0.0:
         found = private_ranges(
             lows, highs, epsilon, rho, rng, names=names, tail_rho=tail_rho, far_rho=far_rho,
-            outcome=outcome,
+            outcome=outcome, fit_epsilon=fit_epsilon,
         )  # fmt: skip
         return found, np.zeros(k, dtype=bool)
-    found = private_ranges(lows, highs, epsilon, rho, rng, names=names, outcome=outcome)
+    found = private_ranges(
+        lows, highs, epsilon, rho, rng, names=names, outcome=outcome, fit_epsilon=fit_epsilon
+    )
     guard = histogram_ranges(lows, highs, guard_rho, rng, names=names)
     swap = guard_swaps(found, guard) | (_cleared_beyond(found, guard, guard_rho) & ~guard.constant)
     centre = np.where(swap, guard.midpoint, found.midpoint)
@@ -847,7 +854,7 @@ def guarded_ranges(
     reaches = np.where(
         swap,
         [guard.ranges[:, 1] - centre, centre - guard.ranges[:, 0]],
-        tail_rungs(n, k, outcome) * found.reaches,
+        tail_rungs(n, k, outcome, fit_epsilon) * found.reaches,
     )
     deviations = [highs - centre, centre - lows]
     beyond, sd, entry = _counted_beyond(deviations, list(reaches), 1.0, tail_rho, rng)
@@ -864,6 +871,7 @@ def guarded_ranges(
         ~found.narrow & ~swap,
         far_rho,
         rng,
+        fit_epsilon,
     )
     guarded = PrivateRanges(
         widening.ranges,
@@ -901,34 +909,48 @@ def reach_miss(persons: float, epsilon: float) -> float:
     return miss_probability(len(REACH_GRID), epsilon, float(persons))
 
 
-def reach_rungs(n: int) -> tuple[float, float]:
+def reach_rungs(n: int, fit_epsilon: float = 0.0) -> tuple[float, float]:
     """The range's reach where no rung holds and the core's, in median reaches, for n persons
-    (public): :data:`REACH` and :data:`CORE`; from :data:`LARGE_N` persons, where the clipping
-    rather than the noise sets the error, a reach beyond which a normal side leaves
-    :data:`LARGE_N_SHARE` of √n persons (in :data:`NORMAL_REACH` units), the core as wide (the
+    and a fit of total ``fit_epsilon`` (public; 0: by n alone): :data:`REACH` and :data:`CORE`;
+    from ``n max(ε, 1) >=`` :data:`LARGE_N`, where the clipping rather than the noise sets the
+    error (a strong slope's regressor clipped at REACH moved it by about an SE at 5,000 persons
+    and ε = 4-8), a reach beyond which a normal side leaves :data:`LARGE_N_SHARE` of √n
+    persons (in :data:`NORMAL_REACH` units). From LARGE_N persons the core is as wide (the
     Gram matrix's frame then holds the rows the Newton steps read, whose pilot is then their
-    own fixed point: with the core at half the range two steps left 6 % of the pilot's error,
-    several SEs at these n). A regressor's tail count is at the reach (:data:`CLIPPED_RUNG`,
-    the outcome's beyond it: :func:`tail_rungs`).
+    own fixed point); below, the core is half the reach at ``n ε = LARGE_N`` and grows as
+    ``√(n ε)`` up to the reach (at least :data:`CORE`): the pilot's noise next to X'X grows as
+    ``core² / (n ε)``, kept where half the reach puts it at LARGE_N (the whole reach there
+    doubled the intervals at 5,000 persons and ε = 4; a core left at CORE beside a wider reach
+    overshoots more than the steps' secant corrects, docs/design/ranges.md). A regressor's
+    tail count is at the reach (:data:`CLIPPED_RUNG`, the outcome's beyond it:
+    :func:`tail_rungs`).
 
     Examples
     --------
     >>> from dplong.privacy.ranges import reach_rungs
-    >>> reach_rungs(5912)
-    (4.0, 2.0)
+    >>> reach_rungs(5912), reach_rungs(5912, 1.0)
+    ((4.0, 2.0), (4.0, 2.0))
+    >>> [round(r, 2) for r in (*reach_rungs(5912, 4.0), *reach_rungs(5000, 16.0))]
+    [5.36, 2.91, 5.32, 5.32]
     >>> [round(r, 2) for r in reach_rungs(2_000_000)]
     [6.62, 6.62]
     """
-    if n < LARGE_N:
+    if n * max(fit_epsilon, 1.0) < LARGE_N:
         return REACH, CORE
     tail = LARGE_N_SHARE / math.sqrt(n)  # of n, on one side
     reach = max(REACH, NormalDist().inv_cdf(1.0 - tail) / NORMAL_REACH)
-    return reach, reach
+    if n >= LARGE_N:
+        return reach, reach
+    # the pilot's relative noise grows as core² / (n ε): kept at half the reach's at LARGE_N
+    return reach, min(reach, max(CORE, reach / 2.0 * math.sqrt(n * fit_epsilon / LARGE_N)))
 
 
-def tail_rungs(n: int, k: int, outcome: bool = False) -> NDArray[np.float64]:
+def tail_rungs(
+    n: int, k: int, outcome: bool = False, fit_epsilon: float = 0.0
+) -> NDArray[np.float64]:
     """The rung of each of the k columns' tail count (the persons beyond it on a side are
-    counted, :func:`private_ranges`), in median reaches, for n persons (public): the range's
+    counted, :func:`private_ranges`), in median reaches, for n persons and a fit of total
+    ``fit_epsilon`` (public): the range's
     end for a regressor (:func:`reach_rungs`: a slope feels a clip at the end by its leverage
     however small the clip), :data:`OUTCOME_SLACK` further for the last column where it is the
     fit's ``outcome`` (read beyond its range by the Newton steps, and clipped as a mean's
@@ -941,7 +963,7 @@ def tail_rungs(n: int, k: int, outcome: bool = False) -> NDArray[np.float64]:
     >>> tail_rungs(3000, 3, outcome=True).tolist()
     [4.0, 4.0, 5.0]
     """
-    rung = np.full(k, reach_rungs(n)[0])
+    rung = np.full(k, reach_rungs(n, fit_epsilon)[0])
     if outcome:
         rung[-1] += OUTCOME_SLACK
     return rung

@@ -225,6 +225,7 @@ def find_ranges(
             tail_rho=plan.tail_rho,
             far_rho=plan.far_rho,
             outcome=bool(located[-1]),
+            fit_epsilon=plan.epsilon,
         )
     low, high = caps[located, :1], caps[located, 1:]
     ranges[located] = np.clip(found.ranges, low, high)

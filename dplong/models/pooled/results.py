@@ -105,13 +105,18 @@ def _statistics_results(
         notes += _collinear_notes(_condition_index(scaled, release, estimated))
     notes += _found_notes(model, plan)
     heavy_notes = _heavy_notes(
-        model, heavy, index[short], int(clipped.sum()) < len(index), (guarded | histograms, widened)
+        model,
+        heavy,
+        index[short],
+        int(clipped.sum()) < len(index),
+        (guarded | histograms, widened),
+        plan.epsilon,
     )
     notes += heavy_notes
     # (a sliver clips by design, and its own note says so)
     released = bool(np.isfinite(beta).any())
     clips_some = np.where(narrow, 0.0, some)
-    notes += _some_notes(model, clips_some, released, widened)
+    notes += _some_notes(model, clips_some, released, widened, plan.epsilon)
     widened_notes = released and bool((clips_some[widened] > 0.0).any())
     # the outcome's, where no note names its clipping (one naming a regressor's says nothing of it)
     if heavy[-1] <= 0.0 and int(clipped.sum()) < len(index):
@@ -475,11 +480,12 @@ def _heavy_notes(
     withheld: pd.Index,
     released: bool,
     route: tuple[NDArray[np.bool_], NDArray[np.bool_]],
+    fit_epsilon: float,
 ) -> tuple[str, ...]:
     """The note of the ranges found privately (by histograms or medians, and ``widened`` or
     not: ``route``, per column) that clip many persons (released counts of the persons beyond
     them) and of the regressors' coefficients ``withheld`` for it; none where nothing is
-    ``released``."""
+    ``released``. The rungs are those of a fit of total ``fit_epsilon``."""
     if not released or not heavy.any():
         return ()
     clipped = _counted(model, heavy)
@@ -498,6 +504,7 @@ def _heavy_notes(
         if by_histograms.all()
         else _rung_words(
             model._design.n,
+            fit_epsilon,
             route[1][(heavy > 0.0) & ~route[0]],
             outcome=bool(heavy[-1] > 0.0 and not route[0][-1] and not route[1][-1]),
         )
@@ -531,14 +538,17 @@ def _counted(model: PooledOLS, counts: NDArray[np.float64]) -> str:
     )
 
 
-def _rung_words(n: int, widened: NDArray[np.bool_] | None = None, *, outcome: bool = False) -> str:
-    """Where the released counts of the ranges found by medians were taken, for the columns
-    flagged, ``widened`` (to hold a long tail) or not (None: none), the ``outcome`` among the
-    latter or not: beyond the tail count's rung (the range's end, the outcome's a median
-    reach beyond: :func:`~dplong.privacy.ranges.tail_rungs`), or the last of the widening's."""
+def _rung_words(
+    n: int, fit_epsilon: float, widened: NDArray[np.bool_] | None = None, *, outcome: bool = False
+) -> str:
+    """Where the released counts of the ranges found by medians were taken (n persons, a fit
+    of total ``fit_epsilon``), for the columns flagged, ``widened`` (to hold a long tail) or
+    not (None: none), the ``outcome`` among the latter or not: beyond the tail count's rung
+    (the range's end, the outcome's a median reach beyond:
+    :func:`~dplong.privacy.ranges.tail_rungs`), or the last of the widening's."""
     reach = "times the median reach from the midpoint"
     wide = f"widened for a long tail to {WIDE_RUNGS[-1] - 1:g}"
-    rung = reach_rungs(n)[0]
+    rung = reach_rungs(n, fit_epsilon)[0]
     clipped = f"beyond {rung:.3g} {reach}, the range's end" + (
         f" (the outcome's {rung + OUTCOME_SLACK:.3g})" if outcome else ""
     )
@@ -550,7 +560,11 @@ def _rung_words(n: int, widened: NDArray[np.bool_] | None = None, *, outcome: bo
 
 
 def _some_notes(
-    model: PooledOLS, some: NDArray[np.float64], released: bool, widened: NDArray[np.bool_]
+    model: PooledOLS,
+    some: NDArray[np.float64],
+    released: bool,
+    widened: NDArray[np.bool_],
+    fit_epsilon: float,
 ) -> tuple[str, ...]:
     """The notes of the ranges found privately that clip some persons (their released count
     beyond the range's ends above its noise, below many:
@@ -581,7 +595,8 @@ def _some_notes(
         notes.append(
             f"The ranges found privately were widened to hold a long tail: "
             f"{_counted(model, wide)} have {model._clipped} "
-            f"{_rung_words(model._design.n, outcome=bool(wide[-1] > 0.0))} (released counts), "
+            f"{_rung_words(model._design.n, fit_epsilon, outcome=bool(wide[-1] > 0.0))} "
+            "(released counts), "
             "so the range on each such side "
             "was widened to a median reach inside the first of "
             f"{', '.join(f'{r:g}' for r in WIDE_RUNGS)} median reaches beyond which a released "

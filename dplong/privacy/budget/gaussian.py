@@ -243,7 +243,9 @@ class StatisticsBudget:
     of the ranges where n ε is too small for the medians, or of the histograms that guard
     them (:data:`GUARD_SHARE`; else 0), the ρ of the count of the persons by their rows that
     finds the cap on a person's rows (0: ``max_rows`` stated, or of no effect;
-    :mod:`dplong.privacy.row_cap`), and the ρ of each Gaussian release of the statistics."""
+    :mod:`dplong.privacy.row_cap`), the ρ of each Gaussian release of the statistics, and
+    the ε the plan splits (public: with n it sets how far the ranges reach,
+    :func:`~dplong.privacy.ranges.reach_rungs`)."""
 
     median_epsilon: float
     count_rho: float
@@ -252,6 +254,7 @@ class StatisticsBudget:
     histogram_rho: float
     rows_rho: float
     rho: tuple[float, ...]
+    epsilon: float
 
     def released_rho(self, widened: bool) -> tuple[float, ...]:
         """The ρ of the Gaussian releases of the statistics once the ranges are found: the
@@ -332,7 +335,7 @@ def statistics_budget(
     total = whole - rows_rho
     if located == 0:
         statistics = tuple(total * s / float(sum(shares)) for s in shares)
-        return StatisticsBudget(0.0, 0.0, 0.0, 0.0, 0.0, rows_rho, statistics)
+        return StatisticsBudget(0.0, 0.0, 0.0, 0.0, 0.0, rows_rho, statistics, epsilon)
     medians = 3 * located
     wanted = medians * (RANGE_USERS / n) ** 2 / 2.0 / total
     share = min(RANGE_SHARES[1], max(RANGE_SHARES[0], wanted))
@@ -358,6 +361,7 @@ def statistics_budget(
             total * guard,
             rows_rho,
             tuple(rest * s for s in shares),
+            epsilon,
         )
     # the threshold is inversely proportional to √ρ: the ρ that sets it at the target
     at_one = histogram_threshold(located, 1.0)
@@ -366,7 +370,14 @@ def statistics_budget(
     rest = total * (1.0 - share - tails) / float(sum(shares))
     histograms = total * share
     return StatisticsBudget(
-        0.0, 0.0, total * tails, 0.0, histograms, rows_rho, tuple(rest * s for s in shares)
+        0.0,
+        0.0,
+        total * tails,
+        0.0,
+        histograms,
+        rows_rho,
+        tuple(rest * s for s in shares),
+        epsilon,
     )
 
 
@@ -440,6 +451,7 @@ def random_effects_budget(
         rest.histogram_rho,
         rest.rows_rho,
         tuple(final * s / total for s in shares),
+        rest.epsilon,
         pilot_rho,
         epsilon * share,
         delta * share,
