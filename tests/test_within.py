@@ -961,3 +961,22 @@ def test_newton_steps_correct_a_skewed_pilot(seed: int, before: tuple[float, flo
     steps = {e.target for e in res.privacy.entries if e.target.startswith("step")}
     assert steps == {"step1[x]", "step1[z]", "step2[x]", "step2[z]"}
     assert res.privacy.epsilon <= 4.0 * (1 + 1e-12)
+
+
+def test_a_stated_scale_is_not_asked_for_again() -> None:
+    """The wage panel's within fit at ε = 8 affords no tail count for its last release, whose
+    exponential tail is assumed: the note says nothing checked it. Where the scale is stated
+    the remedy it names is no longer ``scale=`` (an audit found the fit asking for the option
+    it was given): raise ε, the one lever left. Unstated, the per-user fit's notes on the
+    same panel still name ``scale=`` among their remedies (a control that the wording is
+    reachable)."""
+    wages = dplong.datasets.load_wage_panel()
+    model = dplong.LongitudinalOLS.from_formula("lwage ~ exper + expersq", wages, groups="nr")
+    stated = model.fit(epsilon=8.0, estimator="within", scale=1.0, random_state=0)
+    (note,) = [w for w in stated.warnings if "no count checked" in w]
+    assert note.endswith("the interval can miss; raise epsilon.")
+    assert not any("scale=" in w for w in stated.warnings), stated.warnings
+    unstated = dplong.LongitudinalOLS.from_formula("lwage ~ exper", wages, groups="nr").fit(
+        epsilon=1.0, random_state=0
+    )
+    assert any("scale=" in w for w in unstated.warnings), unstated.warnings

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from dplong.privacy.accounting import Accountant
 from dplong.privacy.engine import Release
 from dplong.privacy.options import Focus, ReleaseOptions
-from dplong.privacy.radius import OFFERS, Offer, TailModel, TailOption
+from dplong.privacy.radius import OFFERS, STATED_SCALE, Offer, TailModel, TailOption
 from dplong.privacy.rules import UserWeights
 
 __all__ = ["Block", "FitRequest", "Statistics", "block_bound"]
@@ -101,6 +101,12 @@ class Block:
     provisional: bool = False
     supported: bool = False
     offers: frozenset[Offer] = OFFERS
+
+    @property
+    def remedies(self) -> frozenset[Offer]:
+        """The ``offers`` its warnings may name: those the fit has not taken up (a stated
+        scale is not asked for again)."""
+        return self.offers - STATED_SCALE if self.stated_scale else self.offers
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ def run_blocks(blocks: Sequence[Block], *, n: int, request: FitRequest) -> tuple
     blocks = [
         dataclasses.replace(
             block,
-            notes=(*block.notes, *unchecked_notes(block.names, block.tail, plan, block.offers)),
+            notes=(*block.notes, *unchecked_notes(block.names, block.tail, plan, block.remedies)),
         )
         if isinstance(block.tail, AssumedTail) and plan is not None
         else block
@@ -210,7 +210,7 @@ def _rules(block: Block, statistics: Statistics, earlier: Sequence[Release]) -> 
         relative=block.relative,
         public_centre=statistics.centre,
         partial_users=block.partial_users,
-        offers=block.offers,
+        offers=block.remedies,
     )
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "OFFERS",
     "SCALE_ONLY",
     "SCALE_PAIR",
+    "STATED_SCALE",
     "SUPPORT_SPREAD",
     "SYMMETRIC",
     "AssumedTail",
@@ -245,6 +246,8 @@ SCALE_ONLY: frozenset[Offer] = frozenset(("scale",))
 #: ... and where a release's scales are stated only by two options together (the location's
 #: variance components: a user mean's ``scale=`` with the residuals' ``within_scale=``).
 SCALE_PAIR: frozenset[Offer] = frozenset(("within_scale",))
+#: The offers a stated scale has already taken up: a warning does not ask for it again.
+STATED_SCALE: frozenset[Offer] = frozenset(("scale", "within_scale"))
 
 
 def counted_each_side(tail: TailOption | None) -> bool:

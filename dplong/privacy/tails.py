@@ -407,15 +407,18 @@ def unchecked_notes(
     ()
     >>> unchecked_notes(("a", "b"), tail, small, {"within_scale"})[0][-59:]
     'state scale= with within_scale= if known, or raise epsilon.'
+    >>> unchecked_notes(("a", "b"), tail, small, ())[0][-41:]   # the scale stated already
+    'and the interval can miss; raise epsilon.'
     """
     if affords_count(plan, signed=assumed.signed):
         return ()
     one = len(names) == 1
+    remedy = stated_remedy(offers)
     return (
         f"{list(names)}: no count checked {'its' if one else 'their'} {assumed.described} "
         f"{'tail' if one else 'tails'} ({_UNCHECKED['unaffordable'][0]}): a heavier tail than "
         f"{'that model' if one else 'those models'} is clipped beyond the bias bound, and the "
-        f"interval can miss; {stated_remedy(offers)} if known, or raise epsilon.",
+        f"interval can miss; {f'{remedy} if known, or ' if remedy else ''}raise epsilon.",
     )
 
 
