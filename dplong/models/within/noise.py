@@ -21,16 +21,16 @@ NOISE_DRAWS, NOISE_SEED = 4000, 20240613
 
 
 def _noise_law(
-    solution: _Basis, early: Sequence[Release], influence: Release, gamma: float
+    solution: _Basis, walk: _Walk, influence: Release
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The standard deviation and mean of the privacy noise in β̂, by Monte Carlo through the
     post-processing map (:mod:`dplong.models.within`): the design's draws
-    (:func:`_design_draws`), each pilot stepped as the fit steps it (:func:`_walk`: by its
-    mean influence plus a draw of each early step's noise, where that step is used), then by
-    its mean influence at the last β plus a draw of the last step's noise (an early step's
-    noise is corrected by the next up to the design's error, which the draws carry)."""
+    (:func:`_design_draws`), each pilot stepped as the fit stepped it (the ``walk``,
+    :func:`_walk`: by its mean influence plus a draw of each early step's noise, where that
+    step is used), then by its mean influence at the last β plus a draw of the last step's
+    noise (an early step's noise is corrected by the next up to the design's error, which the
+    draws carry)."""
     p = solution.diagonal.size
-    walk = _walk(solution, early, gamma)
     if walk.draws is None:
         return np.zeros(p), np.zeros(p)
     rng, _, inverse = walk.draws
@@ -38,16 +38,6 @@ def _noise_law(
     stepped = walk.stepped
     errors = stepped + _steps(solution, inverse, stepped) + influence_noise - solution.pilot
     return errors.std(axis=0), errors.mean(axis=0)
-
-
-def _centre_bound(solution: _Basis, gamma: float) -> NDArray[np.float64]:
-    """A bound, failing with probability at most γ, on the mean influence ``Â⁻¹ (b - A β₀)``:
-    the pilot's error that the first Newton step's release corrects, and so the distance of
-    its public centre 0 to the mean. The ``1 - γ`` quantile of the mean influence over the
-    design's draws (:func:`_design_draws`, its noise), plus the design's clipping bias carried
-    to the pilot to first order, ``|G D⁻¹| (B_y + B |β₀|)``. Post-processing of the released
-    design."""
-    return _walk(solution, (), gamma).bounds[0]
 
 
 @dataclass(frozen=True)
@@ -66,8 +56,10 @@ class _Walk:
 def _walk(solution: _Basis, early: Sequence[Release], gamma: float) -> _Walk:
     """The early Newton steps' public facts. Step k's centre bound ``c_k`` bounds, failing with
     probability at most γ, its mean influence ``Â⁻¹ A (β̃ - β_k)``: for the pilot
-    (:func:`_centre_bound`) the ``1 - γ`` quantile over the design's draws plus the design's
-    clipping bias carried to the pilot; after a step, the smaller of (a) the quantile over the
+    (``Â⁻¹ (b - A β₀)``, the distance of the first step's public centre 0 to its mean) the
+    ``1 - γ`` quantile over the design's draws (:func:`_design_draws`, its noise) plus the
+    design's clipping bias carried to the pilot to first order, ``|G D⁻¹| (B_y + B |β₀|)``;
+    after a step, the smaller of (a) the quantile over the
     draws each stepped with a draw of the step's released noise, plus its bias bound, plus the
     design's bias acting on the error it corrected, ``|G D⁻¹| B c_k``, and (b) by the triangle
     inequality ``c_k + |Â⁻¹ A (β_{k+1} - β_k)|`` over the draws plus the same carried bias ((a)

@@ -66,7 +66,7 @@ def within_results(
     # the earlier steps' noise and bias are corrected with it)
     step = np.nan_to_num(stepped - beta)
     sampling_sd = influence.sampling_sd
-    noise_sd, shift = _noise_law(solution, early, influence, options.gamma)
+    noise_sd, shift = _noise_law(solution, walk, influence)
     bias = (
         np.nan_to_num(influence.bias)
         + solution.spread @ (solution.bias @ np.abs(step))
