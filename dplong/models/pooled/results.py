@@ -544,12 +544,14 @@ def _rung_words(
     """Where the released counts of the ranges found by medians were taken (n persons, a fit
     of total ``fit_epsilon``), for the columns flagged, ``widened`` (to hold a long tail) or
     not (None: none), the ``outcome`` among the latter or not: beyond the tail count's rung
-    (the range's end, the outcome's a median reach beyond:
-    :func:`~dplong.privacy.ranges.tail_rungs`), or the last of the widening's."""
+    (the range's end at n alone, inside it where a large ε takes it further; the outcome's a
+    median reach beyond: :func:`~dplong.privacy.ranges.tail_rungs`), or the last of the
+    widening's."""
     reach = "times the median reach from the midpoint"
     wide = f"widened for a long tail to {WIDE_RUNGS[-1] - 1:g}"
-    rung = reach_rungs(n, fit_epsilon)[0]
-    clipped = f"beyond {rung:.3g} {reach}, the range's end" + (
+    rung, end = reach_rungs(n)[0], reach_rungs(n, fit_epsilon)[0]  # the count's, the range's
+    ends = "the range's end" if end == rung else f"inside the range's end at {end:.3g}"
+    clipped = f"beyond {rung:.3g} {reach}, {ends}" + (
         f" (the outcome's {rung + OUTCOME_SLACK:.3g})" if outcome else ""
     )
     if widened is None or not widened.any():
